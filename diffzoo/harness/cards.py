@@ -1,0 +1,108 @@
+"""Flat, per-variant model cards (like timm's pretrained cfg).
+
+A card says where weights come from, what input the model expects, its
+licence and paper, and for detectors the training recipe with the source of
+every number.  One card per variant; no inheritance chains.  Cards are plain
+data and import no deep-learning library, so ``diffzoo list`` stays fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {k: _jsonable(v) for k, v in dataclasses.asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    return obj
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    """sha256 of the canonical JSON of ``obj`` (sorted keys), hex prefix."""
+    text = json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class RecipeValue:
+    """One training-recipe number and where it comes from."""
+
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class DetectorCard:
+    """Everything needed to build, train and cite one detector variant."""
+
+    name: str  # "family.tag", e.g. "segformer.b2"
+    description: str
+    tasks: tuple[str, ...]  # subset of binary / semantic / classification
+    weights: str | None = None  # hub id of pretrained backbone weights, None = from scratch
+    input_size: int = 512
+    mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
+    std: tuple[float, float, float] = (0.229, 0.224, 0.225)
+    default_threshold: float = 0.5
+    licence: str = ""
+    paper: str = ""
+    arch: dict[str, Any] = field(default_factory=dict)
+    recipe: dict[str, RecipeValue] = field(default_factory=dict)
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def tag(self) -> str:
+        return self.name.split(".", 1)[1] if "." in self.name else ""
+
+    def recipe_values(self) -> dict[str, Any]:
+        return {k: v.value for k, v in self.recipe.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DetectorCard:
+        d = dict(d)
+        d["tasks"] = tuple(d["tasks"])
+        d["mean"], d["std"] = tuple(d["mean"]), tuple(d["std"])
+        d["recipe"] = {k: RecipeValue(**v) for k, v in d.get("recipe", {}).items()}
+        return cls(**d)
+
+    def fingerprint(self) -> str:
+        return stable_hash(self.to_dict())
+
+
+@dataclass(frozen=True)
+class GeneratorCard:
+    """One editor variant: which diffusers pipeline, which weights, how run."""
+
+    name: str  # "family.tag", e.g. "sdxl.base", "sdxl.tiny"
+    description: str
+    pipeline: str  # diffusers class name
+    weights: str | None  # hub id; None for tiny random-weight builds
+    native_inpaint: bool = True
+    tiny: bool = False
+    resolution: int = 1024
+    steps: int = 30
+    guidance_scale: float = 7.0
+    strength: float = 1.0
+    licence: str = ""
+    paper: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(self)

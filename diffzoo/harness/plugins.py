@@ -1,0 +1,162 @@
+"""The plugin manager: in-tree DEFAULT_PLUGINS and the ``diffzoo`` entry-point
+group are loaded by the same code; failures are reported by name and skipped.
+
+``DIFFZOO_PLUGINS`` restricts which entry-point plugins load: a comma-separated
+list of entry-point names (empty string: none).  In-tree plugins always load.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from dataclasses import dataclass
+from functools import partial
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from .errors import DiffzooError
+from .registry import Registry
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "diffzoo"
+ENV_VAR = "DIFFZOO_PLUGINS"
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "diffzoo.harness.builtins",
+    "diffzoo.plugins.segformer",
+    "diffzoo.generators.plugin",
+)
+
+REGISTER_HOOKS = {
+    "register_detectors": "detector",
+    "register_generators": "generator",
+    "register_datasets": "dataset",
+    "register_suites": "suite",
+    "register_distortions": "distortion",
+}
+
+
+@dataclass
+class PluginFailure:
+    plugin: str
+    stage: str  # "import" or the hook name
+    message: str
+
+    def __str__(self) -> str:
+        where = "failed to import" if self.stage == "import" else f"raised in {self.stage}"
+        return f"plugin {self.plugin!r} {where}: {self.message}; skipped"
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    version: str
+    hooks: list[str]
+    builtin: bool
+
+
+class PluginSystem:
+    """Holds the pluggy manager, the registry built from it, and failures."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager("diffzoo")
+        self.pm.add_hookspecs(hookspecs)
+        self.failures: list[PluginFailure] = []
+        self.versions: dict[str, str] = {}
+        self.builtin: set[str] = set()
+        self._registry: Registry | None = None
+
+    # -- loading ---------------------------------------------------------
+    def _fail(self, name: str, stage: str, exc: BaseException) -> None:
+        failure = PluginFailure(name, stage, f"{type(exc).__name__}: {exc}")
+        self.failures.append(failure)
+        log.warning("%s", failure)
+
+    def _register_module(self, name: str, loader: Any, version: str, builtin: bool) -> None:
+        try:
+            plugin = loader()
+            self.pm.register(plugin, name=name)
+        except Exception as exc:
+            self._fail(name, "import", exc)
+            return
+        self.versions[name] = version
+        if builtin:
+            self.builtin.add(name)
+
+    def load(self) -> None:
+        from .. import __version__
+
+        for module in DEFAULT_PLUGINS:
+            self._register_module(module, partial(importlib.import_module, module), __version__, True)
+        allowed = os.environ.get(ENV_VAR)
+        allow = None if allowed is None else {a.strip() for a in allowed.split(",") if a.strip()}
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if allow is not None and ep.name not in allow:
+                continue
+            if self.pm.get_plugin(ep.name) is not None:
+                continue
+            version = ep.dist.version if ep.dist is not None else "?"
+            self._register_module(ep.name, ep.load, version, False)
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise DiffzooError(f"a plugin implements a hook diffzoo does not define: {exc}") from exc
+
+    # -- registry --------------------------------------------------------
+    @property
+    def registry(self) -> Registry:
+        if self._registry is None:
+            self._registry = self._build_registry()
+        return self._registry
+
+    def _build_registry(self) -> Registry:
+        registry = Registry()
+        for hook_name, kind in REGISTER_HOOKS.items():
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+                register = partial(registry.add, kind, source=impl.plugin_name)
+                try:
+                    impl.function(register=register)
+                except Exception as exc:
+                    self._fail(impl.plugin_name, hook_name, exc)
+        return registry
+
+    def add_commands(self, cli: Any) -> None:
+        for impl in self.pm.hook.register_commands.get_hookimpls():
+            try:
+                impl.function(cli=cli)
+            except Exception as exc:
+                self._fail(impl.plugin_name, "register_commands", exc)
+
+    def info(self) -> list[PluginInfo]:
+        out = []
+        for name, plugin in self.pm.list_name_plugin():
+            hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
+            out.append(PluginInfo(name, self.versions.get(name, "?"), hooks, name in self.builtin))
+        return sorted(out, key=lambda p: (not p.builtin, p.name))
+
+
+_SYSTEM: PluginSystem | None = None
+
+
+def get_plugin_system() -> PluginSystem:
+    """The process-wide plugin system, loaded on first use."""
+    global _SYSTEM
+    if _SYSTEM is None:
+        system = PluginSystem()
+        system.load()
+        _SYSTEM = system
+    return _SYSTEM
+
+
+def get_registry() -> Registry:
+    return get_plugin_system().registry
+
+
+def reset_plugins() -> None:
+    """Forget the loaded plugins (tests use this after installing a package)."""
+    global _SYSTEM
+    _SYSTEM = None

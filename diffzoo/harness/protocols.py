@@ -1,0 +1,114 @@
+"""The extension protocols: detectors, generators and datasets.
+
+Plugins implement these; the harness only ever talks to these interfaces.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .cards import DetectorCard, GeneratorCard
+from .types import DetectionOutput, LabelSpace, Sample
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from .trainer import TrainConfig
+
+
+class Detector(ABC):
+    """A model that localizes (and optionally attributes) edits.
+
+    ``predict`` takes a float tensor B x 3 x H x W with values in [0, 1] (RGB)
+    and returns logits at the same H x W.  ``task`` is fixed at construction:
+    ``binary`` (one logit channel), ``semantic`` (one per class of
+    ``label_space``) or ``classification`` (image score only).
+    """
+
+    card: DetectorCard
+    task: str
+    label_space: LabelSpace
+
+    @abstractmethod
+    def predict(self, images: torch.Tensor) -> DetectionOutput: ...
+
+    @abstractmethod
+    def fit(
+        self,
+        train: Any,
+        config: TrainConfig,
+        progress: Callable[[int, float], None] | None = None,
+    ) -> dict[str, Any]:
+        """Train on ``train`` (an iterable dataset view); return a training log."""
+
+    @abstractmethod
+    def save(self, path: Path) -> Path:
+        """Write weights (safetensors) and card JSON; return the weights file."""
+
+    @abstractmethod
+    def load(self, path: Path) -> None:
+        """Load weights written by :meth:`save` (never unpickles)."""
+
+    def to(self, device: str) -> Detector:  # pragma: no cover - trivial default
+        return self
+
+
+@dataclass
+class EditResult:
+    """An edited image, the region that really changed, and how it was made."""
+
+    image: np.ndarray  # H x W x 3 uint8
+    changed: np.ndarray  # H x W bool: pixels that may differ from the input
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Generator(ABC):
+    """An image editor.
+
+    Mask editors change only ``mask`` (after compositing); instruction editors
+    take ``mask=None`` and report the changed region they produced.
+    """
+
+    card: GeneratorCard
+
+    @abstractmethod
+    def edit(
+        self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int
+    ) -> EditResult: ...
+
+
+class Dataset(ABC):
+    """A labelled image collection with named splits.
+
+    ``load`` raises :class:`~diffzoo.harness.errors.CorruptSampleError` for a
+    sample that cannot be read, so that runs can skip and count it.
+    """
+
+    name: str
+    label_space: LabelSpace
+
+    @abstractmethod
+    def splits(self) -> list[str]: ...
+
+    @abstractmethod
+    def ids(self, split: str) -> list[str]: ...
+
+    @abstractmethod
+    def load(self, sample_id: str) -> Sample: ...
+
+    @abstractmethod
+    def fingerprint(self) -> str:
+        """Stable content hash: equal data gives an equal fingerprint."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "label_space": list(self.label_space.names)}
+
+    def iter_split(self, split: str) -> Iterator[Sample]:
+        for sid in self.ids(split):
+            yield self.load(sid)
