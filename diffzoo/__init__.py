@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 
 from .harness.cards import DetectorCard, GeneratorCard, RecipeValue
 from .harness.errors import DiffzooError
+from .harness.factories import create_detector, create_generator, open_dataset
 from .harness.hookspecs import hookimpl
 from .harness.protocols import Dataset, Detector, EditResult, Generator
 from .harness.types import DetectionOutput, EditRecord, LabelSpace, Sample, SampleMeta
@@ -18,6 +19,9 @@ __all__ = [
     "__version__",
     "hookimpl",
     "DiffzooError",
+    "create_detector",
+    "create_generator",
+    "open_dataset",
     "Detector",
     "Generator",
     "Dataset",

@@ -1,0 +1,53 @@
+"""Dataset adapters, safe image/mask decoding, label maps, splits, fingerprints.
+
+See docs/datasets.md for the layouts each adapter reads.
+"""
+
+from .authentic import AUTHENTIC_PREFIX, AuthenticFolder, WithAuthentic
+from .base import SplitDataset
+from .diffseg30k import DiffSeg30kDataset
+from .fingerprint import FINGERPRINT_CACHE, fingerprint_files, fingerprint_hf, fingerprint_zip
+from .generic import JsonListDataset, TpGtDataset
+from .hfsource import DIFFSEG30K_HUB_ID
+from .imageio import read_binary_mask, read_image, read_mask
+from .labelmaps import (
+    DIFFSEG30K_EDITORS,
+    DIFFSEG30K_LABELS,
+    DIFFSEG30K_LABELS_VERIFIED,
+    DIFFSEG30K_PAPER_NAMES,
+    check_mask_values,
+    load_label_space,
+    read_label_file,
+)
+from .resolve import ADAPTERS, open_dataset_path
+from .splits import CANONICAL_SPLITS, canonical_split, split_ids
+
+__all__ = [
+    "ADAPTERS",
+    "AUTHENTIC_PREFIX",
+    "AuthenticFolder",
+    "CANONICAL_SPLITS",
+    "DIFFSEG30K_EDITORS",
+    "DIFFSEG30K_HUB_ID",
+    "DIFFSEG30K_LABELS",
+    "DIFFSEG30K_LABELS_VERIFIED",
+    "DIFFSEG30K_PAPER_NAMES",
+    "DiffSeg30kDataset",
+    "FINGERPRINT_CACHE",
+    "JsonListDataset",
+    "SplitDataset",
+    "TpGtDataset",
+    "WithAuthentic",
+    "canonical_split",
+    "check_mask_values",
+    "fingerprint_files",
+    "fingerprint_hf",
+    "fingerprint_zip",
+    "load_label_space",
+    "open_dataset_path",
+    "read_binary_mask",
+    "read_image",
+    "read_label_file",
+    "read_mask",
+    "split_ids",
+]

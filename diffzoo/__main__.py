@@ -1,0 +1,3 @@
+from diffzoo.cli import main
+
+main()

@@ -1,0 +1,59 @@
+"""The ``diffzoo`` command line: a typer app, one module per command group.
+
+Errors raised by the library (``DiffzooError``) become one line on stderr and
+a non-zero exit; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+from rich.markup import escape
+
+from ..harness.errors import DiffzooError
+from .app import app, console, err_console, state
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not debug:  # the CLI reports plugin failures itself, one line each
+        logging.getLogger("diffzoo.harness.plugins").setLevel(logging.ERROR)
+    try:
+        app(args=args, prog_name="diffzoo", standalone_mode=False)
+    except DiffzooError as exc:
+        if debug:
+            raise
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except (typer.Exit, SystemExit) as exc:
+        sys.exit(getattr(exc, "exit_code", getattr(exc, "code", 0)))
+    except typer.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if debug:
+            raise
+        err_console.print(
+            f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
+            "(run with --debug for the traceback)",
+            highlight=False,
+        )
+        sys.exit(1)
+
+
+__all__ = ["app", "main", "console", "state"]

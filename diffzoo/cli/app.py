@@ -1,0 +1,52 @@
+"""The typer application and shared console objects."""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+# Not a terminal (CI logs, pipes): wide enough that tables do not wrap.
+_WIDTH = None if sys.stdout.isatty() else 132
+console = Console(highlight=False, width=_WIDTH)
+err_console = Console(stderr=True, highlight=False, width=_WIDTH)
+state = SimpleNamespace(debug=False)
+
+app = typer.Typer(
+    name="diffzoo",
+    help="Localize and attribute diffusion-model image edits: detectors, editors, benchmark suites.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
+) -> None:
+    state.debug = debug
+    report_plugin_failures()
+
+
+def report_plugin_failures() -> None:
+    """One warning line per plugin that failed to import or raised in a hook."""
+    from ..harness.plugins import get_plugin_system
+
+    system = get_plugin_system()
+    system.registry  # noqa: B018 - building it runs the register hooks
+    for failure in system.failures:
+        err_console.print(f"[yellow]warning:[/] {escape(str(failure))}", soft_wrap=True)
+
+
+def _install() -> None:
+    from ..harness.plugins import get_plugin_system
+    from . import data, listing, run  # noqa: F401 - they register commands
+
+    get_plugin_system().add_commands(app)
+
+
+_install()

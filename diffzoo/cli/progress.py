@@ -1,0 +1,46 @@
+"""rich progress bars for library code's :class:`~diffzoo.harness.progress.Progress`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class _RichTask:
+    def __init__(self, bar: Progress, task_id):
+        self.bar, self.task_id = bar, task_id
+
+    def advance(self, n: int = 1, **info: object) -> None:
+        extra = "  ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in info.items())
+        self.bar.update(self.task_id, advance=n, info=escape(extra))
+
+
+class RichProgress:
+    def __init__(self, console: Console):
+        self.console = console
+
+    @contextmanager
+    def task(self, description: str, total: int | None) -> Iterator[_RichTask]:
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=self.console,
+            transient=False,
+        )
+        with bar:
+            yield _RichTask(bar, bar.add_task(escape(description), total=total, info=""))

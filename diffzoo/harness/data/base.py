@@ -1,0 +1,109 @@
+"""Plumbing shared by the in-tree adapters: named splits, extra authentic
+images, a cached fingerprint and ``describe``.
+
+A subclass fills ``self._splits`` (canonical split name -> sorted ids) and
+implements ``_load`` and ``_content_fingerprint``.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any
+
+from ..errors import DataError
+from ..protocols import Dataset
+from ..types import LabelSpace, Sample
+from .authentic import AuthenticFolder
+from .fingerprint import combine
+from .splits import CANONICAL_SPLITS, canonical_split
+
+
+def require_path(path: object, adapter: str) -> None:
+    """A clear error instead of a TypeError when a registry calls ``adapter(path=None)``."""
+    if path is None:
+        raise DataError(f"{adapter} needs a dataset path (--dataset PATH); see docs/datasets.md")
+
+
+def _split_order(name: str) -> tuple[int, str]:
+    return (
+        CANONICAL_SPLITS.index(name) if name in CANONICAL_SPLITS else len(CANONICAL_SPLITS),
+        name,
+    )
+
+
+class SplitDataset(Dataset):
+    """A :class:`Dataset` whose splits are lists of ids held in memory."""
+
+    source_kind = ""
+    labels_verified = True
+
+    def __init__(self, name: str, label_space: LabelSpace) -> None:
+        self.name = name
+        self.label_space = label_space
+        self._splits: dict[str, list[str]] = {}
+        self._authentic: AuthenticFolder | None = None
+        self._fingerprint: str | None = None
+        self.path = ""
+
+    # -- splits -------------------------------------------------------------
+    def splits(self) -> list[str]:
+        return sorted(self._splits, key=_split_order)
+
+    def ids(self, split: str) -> list[str]:
+        key = canonical_split(split)
+        if key not in self._splits:
+            raise DataError(
+                f"dataset {self.name} has no split {split!r}; splits: {', '.join(self.splits())}"
+            )
+        return list(self._splits[key])
+
+    def add_authentic(self, folder: AuthenticFolder, split: str = "train") -> None:
+        """Add ``folder``'s images (all-zero masks) to ``split``."""
+        self._splits = folder.merge_into(self._splits, split, self.name)
+        self._authentic = folder
+        self._fingerprint = None
+
+    # -- samples ------------------------------------------------------------
+    def load(self, sample_id: str) -> Sample:
+        if self._authentic is not None and self._authentic.owns(sample_id):
+            return self._authentic.load(sample_id)
+        return self._load(sample_id)
+
+    @abstractmethod
+    def _load(self, sample_id: str) -> Sample: ...
+
+    # -- identity -----------------------------------------------------------
+    @abstractmethod
+    def _content_fingerprint(self) -> str:
+        """Fingerprint of the images and masks (and sidecar metadata) only."""
+
+    def fingerprint(self) -> str:
+        """Content + extra authentic images + label space + the split assignment.
+
+        The split assignment is part of it so that a checkpoint cached for
+        "train" is never reused after ``val_fraction``, the seed or
+        ``splits.json`` moved samples between train and val.
+        """
+        if self._fingerprint is None:
+            self._fingerprint = combine(
+                type(self).__name__,
+                self._content_fingerprint(),
+                self._authentic.fingerprint() if self._authentic is not None else None,
+                list(self.label_space.names),
+                {k: self._splits[k] for k in sorted(self._splits)},
+            )
+        return self._fingerprint
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source_kind": self.source_kind,
+            "path": self.path,
+            "splits": {s: len(self._splits[s]) for s in self.splits()},
+            "label_space": list(self.label_space.names),
+            "labels_verified": self.labels_verified,
+            "extra_authentic": len(self._authentic.ids()) if self._authentic else 0,
+        }
+
+    def _unknown(self, sample_id: str) -> DataError:
+        return DataError(f"dataset {self.name} has no sample {sample_id!r}")

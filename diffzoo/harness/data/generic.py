@@ -1,0 +1,259 @@
+"""Adapters for the classic image-manipulation localization layouts.
+
+Two generic forms cover most of the field's extra benchmarks (shared/DATA.md):
+
+- :class:`TpGtDataset`: a folder with ``Tp/`` (tampered images) and ``Gt/``
+  (masks), plus optionally ``Au/`` (authentic images, all-zero masks), as
+  CASIA v2 and many re-packs ship;
+- :class:`JsonListDataset`: a JSON list of ``[image_path, mask_path]`` or
+  ``[image_path, "Negative"]`` (authentic), IMDL-BenCo's format.
+
+Masks are binarised by the field's rule: mean over the RGB channels > 127.5
+is edited.  A mask stored as 0/1 values therefore reads as all background (a
+warning says so); a mask whose size differs from its image is a corrupt
+sample, not resized.  Labels use the binary label space
+``("background", "edited")``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataError
+from ..types import BINARY, Sample, SampleMeta
+from .authentic import list_image_files
+from .base import SplitDataset, require_path
+from .fingerprint import fingerprint_files
+from .imageio import read_binary_mask, read_image
+from .splits import SPLITS_FILE, canonical_split, resolve_splits
+
+log = logging.getLogger(__name__)
+
+NEGATIVE = "Negative"
+MASK_SUFFIXES = ("", "_gt", "_mask")
+
+
+class _PairListDataset(SplitDataset):
+    """Samples given as id -> (image file, mask file or None for authentic)."""
+
+    source_kind = "files"
+
+    def __init__(
+        self,
+        name: str,
+        root: Path,
+        entries: dict[str, tuple[Path, Path | None]],
+        *,
+        val_fraction: float,
+        split_seed: int,
+        split: str | None,
+    ) -> None:
+        super().__init__(name, BINARY)
+        self.root = root
+        self.path = str(root)
+        self._entries = entries
+        if split is not None:
+            self._splits = {canonical_split(split): sorted(entries)}
+        else:
+            self._splits = resolve_splits(
+                {"train": sorted(entries)}, root / SPLITS_FILE, val_fraction, split_seed
+            )
+
+    def _load(self, sample_id: str) -> Sample:
+        try:
+            image_path, mask_path = self._entries[sample_id]
+        except KeyError:
+            raise self._unknown(sample_id) from None
+        image = read_image(image_path, sample_id)
+        if mask_path is None:
+            label = np.zeros(image.shape[:2], dtype=np.uint8)
+            base = "real"
+        else:
+            label = read_binary_mask(mask_path, sample_id, size=(image.shape[1], image.shape[0]))
+            base = "unknown"
+        return Sample(image, label, SampleMeta(sample_id, base=base, source=self.name))
+
+    def _content_fingerprint(self) -> str:
+        files = {p for pair in self._entries.values() for p in pair if p is not None}
+        return fingerprint_files(self.root, sorted(files))
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["authentic"] = sum(1 for _, m in self._entries.values() if m is None)
+        return d
+
+
+def _child_dir(root: Path, name: str) -> Path | None:
+    """The subfolder of ``root`` called ``name``, any letter case."""
+    if not root.is_dir():
+        return None
+    for p in root.iterdir():
+        if p.is_dir() and p.name.lower() == name.lower():
+            return p
+    return None
+
+
+def _unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:
+    if not missing:
+        return
+    msg = f"{where}: {len(missing)} {what} (e.g. {', '.join(missing[:5])})"
+    if not skip:
+        raise DataError(msg + "; skip_unpaired=True skips them")
+    log.warning("%s; skipping them", msg)
+
+
+class TpGtDataset(_PairListDataset):
+    """A ``Tp/`` + ``Gt/`` (+ ``Au/``) folder.
+
+    The mask of ``Tp/x.jpg`` is ``Gt/x.*``, ``Gt/x_gt.*`` or ``Gt/x_mask.*``
+    (relative sub-paths kept).  Ids are ``Tp/<file>`` and ``Au/<file>``.
+    Splits: ``split`` if given (all samples in that one split, e.g.
+    ``test``), else ``splits.json`` in the folder, else train/val by id hash.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        val_fraction: float = 0.2,
+        split_seed: int = 0,
+        split: str | None = None,
+        name: str | None = None,
+        skip_unpaired: bool = False,
+    ) -> None:
+        require_path(path, "TpGtDataset")
+        root = Path(path)
+        if not root.exists():
+            raise DataError(f"dataset path {path} does not exist")
+        tp, gt, au = (_child_dir(root, n) for n in ("Tp", "Gt", "Au"))
+        if tp is None or gt is None:
+            raise DataError(
+                f"{root}: expected subfolders Tp/ (images) and Gt/ (masks), Au/ optional"
+            )
+        masks: dict[str, Path] = {}
+        for m in list_image_files(gt):
+            stem = m.relative_to(gt).with_suffix("").as_posix()
+            if stem in masks:
+                raise DataError(f"{gt}: two masks for {stem}: {masks[stem].name} and {m.name}")
+            masks[stem] = m
+        entries: dict[str, tuple[Path, Path | None]] = {}
+        no_mask: list[str] = []
+        used: set[str] = set()
+        for img in list_image_files(tp):
+            sid = f"{tp.name}/{img.relative_to(tp).as_posix()}"
+            stem = img.relative_to(tp).with_suffix("").as_posix()
+            key = next((stem + s for s in MASK_SUFFIXES if stem + s in masks), None)
+            if key is None:
+                no_mask.append(sid)
+                continue
+            used.add(key)
+            entries[sid] = (img, masks[key])
+        _unpaired(str(root), no_mask, "Tp image(s) have no mask in Gt/", skip_unpaired)
+        orphans = sorted(set(masks) - used)
+        if orphans:
+            log.info(
+                "%s: %d mask(s) in Gt/ match no Tp image (e.g. %s)", root, len(orphans), orphans[0]
+            )
+        for img in list_image_files(au) if au is not None else []:
+            entries[f"{au.name}/{img.relative_to(au).as_posix()}"] = (img, None)
+        if not entries:
+            raise DataError(f"{root}: no images in Tp/ (or Au/)")
+        super().__init__(
+            name or root.name,
+            root,
+            entries,
+            val_fraction=val_fraction,
+            split_seed=split_seed,
+            split=split,
+        )
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        p = Path(path)
+        return _child_dir(p, "Tp") is not None and _child_dir(p, "Gt") is not None
+
+
+class JsonListDataset(_PairListDataset):
+    """A JSON list of ``[image, mask | "Negative"]``; paths relative to the JSON file.
+
+    Ids are the image paths as written in the file.  Splits as for
+    :class:`TpGtDataset` (``split``, else ``splits.json`` beside the JSON
+    file, else train/val by id hash).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        val_fraction: float = 0.2,
+        split_seed: int = 0,
+        split: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        require_path(path, "JsonListDataset")
+        file = Path(path)
+        if not file.exists():
+            raise DataError(f"dataset path {path} does not exist")
+        items = _read_list(file)
+        root = file.parent
+        entries: dict[str, tuple[Path, Path | None]] = {}
+        missing: list[str] = []
+        for i, (image, mask) in enumerate(items):
+            if image in entries:
+                raise DataError(f"{file}: item {i}: image {image} is listed twice")
+            image_path = root / image
+            mask_path = None if mask == NEGATIVE else root / mask
+            missing += [
+                str(p) for p in (image_path, mask_path) if p is not None and not p.is_file()
+            ]
+            entries[image] = (image_path, mask_path)
+        if missing:
+            raise DataError(
+                f"{file}: {len(missing)} listed file(s) do not exist "
+                f"(e.g. {', '.join(missing[:3])}); paths are relative to the JSON file's folder"
+            )
+        super().__init__(
+            name or file.stem,
+            root,
+            entries,
+            val_fraction=val_fraction,
+            split_seed=split_seed,
+            split=split,
+        )
+        self.path = str(file)
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        p = Path(path)
+        if not (p.is_file() and p.suffix.lower() == ".json"):
+            return False
+        try:
+            _read_list(p)
+        except DataError:
+            return False
+        return True
+
+
+def _read_list(file: Path) -> list[tuple[str, str]]:
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{file}: not readable JSON ({exc})") from None
+    if not isinstance(data, list) or not data:
+        raise DataError(f'{file}: expected a non-empty JSON list of [image, mask | "{NEGATIVE}"]')
+    out = []
+    for i, item in enumerate(data):
+        if not (
+            isinstance(item, (list, tuple))
+            and len(item) == 2
+            and all(isinstance(x, str) and x for x in item)
+        ):
+            raise DataError(f'{file}: item {i} is {item!r}, expected [image, mask | "{NEGATIVE}"]')
+        out.append((item[0], item[1]))
+    return out

@@ -1,0 +1,237 @@
+"""Image/mask pairs read through the ``datasets`` library.
+
+Covers the hub id ``Chaos2629/Diffseg30k`` (``load_dataset``, non-streaming),
+a local ``.parquet`` or ``.arrow`` file, a folder of them, and a
+``save_to_disk`` folder.  Rows need ``image`` and ``mask`` columns; image
+columns are read undecoded (``Image(decode=False)``) so that decoding, and
+its errors, go through :mod:`.imageio` like every other source.
+
+Ids: the row key column (``__key__``, ``id``, ``key``, ``image_id``, ``name``;
+for a key like ``train_copy/00000001`` its last path part) if present, else
+the row index zero-padded to 8 digits.  When two splits share ids, every id
+is prefixed with ``<split>/`` so that ids stay unique across splits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from ..errors import CorruptSampleError, DataError, DiffzooError
+from .fingerprint import fingerprint_files, fingerprint_hf
+from .splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split
+
+log = logging.getLogger(__name__)
+
+DIFFSEG30K_HUB_ID = "Chaos2629/Diffseg30k"
+KNOWN_HUB_IDS = {DIFFSEG30K_HUB_ID.lower()}
+HUB_PREFIXES = ("hf://datasets/", "hub:")
+KEY_COLUMNS = ("__key__", "id", "key", "image_id", "name")
+REQUIRED_COLUMNS = ("image", "mask")
+_DATA_SUFFIXES = (".parquet", ".arrow")
+
+Ref = tuple[Any, str]  # (image source for imageio, name used in messages)
+
+
+def is_hub_id(text: str) -> bool:
+    """The DiffSeg30k hub id, or any id written ``hf://datasets/<id>`` / ``hub:<id>``."""
+    t = text.strip()
+    return t.lower() in KNOWN_HUB_IDS or t.startswith(HUB_PREFIXES)
+
+
+def hub_repo(text: str) -> str:
+    t = text.strip()
+    for prefix in HUB_PREFIXES:
+        if t.startswith(prefix):
+            return t[len(prefix) :]
+    return t
+
+
+def data_files(root: Path) -> list[Path]:
+    """Parquet/arrow files in ``root`` up to two folders down (hidden ones skipped)."""
+    found = {
+        f
+        for pattern in ("*", "*/*", "*/*/*")
+        for suffix in _DATA_SUFFIXES
+        for f in root.glob(pattern + suffix)
+        if not any(part.startswith(".") for part in f.relative_to(root).parts)
+    }
+    return sorted(found)
+
+
+def looks_like_hf_dir(root: Path) -> bool:
+    return (
+        (root / "dataset_dict.json").is_file()
+        or (root / "state.json").is_file()
+        or bool(data_files(root))
+    )
+
+
+def hf_columns(path: Path) -> set[str]:
+    """Column names of a parquet/arrow file or datasets folder, cheaply; empty if unknown."""
+    try:
+        if path.is_file():
+            if path.suffix.lower() == ".parquet":
+                import pyarrow.parquet as pq
+
+                return set(pq.read_schema(path).names)
+            if path.suffix.lower() == ".arrow":
+                import pyarrow as pa
+
+                with pa.memory_map(str(path)) as src:
+                    try:
+                        return set(pa.ipc.open_stream(src).schema.names)
+                    except pa.ArrowInvalid:
+                        src.seek(0)
+                        return set(pa.ipc.open_file(src).schema.names)
+            return set()
+        if (path / "dataset_dict.json").is_file():
+            splits = json.loads((path / "dataset_dict.json").read_text())["splits"]
+            return hf_columns(path / splits[0]) if splits else set()
+        if (path / "dataset_info.json").is_file():
+            info = json.loads((path / "dataset_info.json").read_text())
+            return set((info.get("features") or {}).keys())
+        files = data_files(path)
+        return hf_columns(files[0]) if files else set()
+    except Exception as exc:  # sniffing never raises: an unreadable file is "not mine"
+        log.debug("cannot read columns of %s: %s", path, exc)
+        return set()
+
+
+def _split_from_filename(path: Path) -> str:
+    """``validation-00000-of-00001.parquet`` -> ``val``; anything else -> ``train``."""
+    head = path.stem.split("-", 1)[0].lower()
+    if head in CANONICAL_SPLITS or head in SPLIT_ALIASES:
+        return canonical_split(head)
+    return "train"
+
+
+def _load(path: Path | None, hub: str | None) -> dict[str, Any]:
+    import datasets
+
+    try:
+        if hub is not None:
+            obj = datasets.load_dataset(hub, streaming=False)
+        elif path.is_file() and path.suffix.lower() == ".parquet":
+            obj = {_split_from_filename(path): datasets.Dataset.from_parquet(str(path))}
+        elif path.is_file():
+            obj = {_split_from_filename(path): datasets.Dataset.from_file(str(path))}
+        elif (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
+            obj = datasets.load_from_disk(str(path))
+        else:
+            obj = datasets.load_dataset(str(path))
+    except DiffzooError:
+        raise
+    except Exception as exc:  # the library raises many types; all mean "cannot read"
+        if hub is not None:
+            raise DataError(
+                f"cannot load {hub} through `datasets` ({type(exc).__name__}: {exc}). "
+                f"Download it where there is network access: `huggingface-cli download "
+                f"{hub} --repo-type dataset --local-dir DIR`, copy DIR here and pass the "
+                f"local path instead (for DiffSeg30k: DIR/train.zip, or the folder it was "
+                f"extracted to)"
+            ) from None
+        raise DataError(
+            f"{path}: cannot be read by `datasets` ({type(exc).__name__}: {exc})"
+        ) from None
+    if isinstance(obj, datasets.Dataset):
+        obj = {"train": obj}
+    return dict(obj)
+
+
+def _row_ids(ds: Any, where: str) -> list[str]:
+    key = next((c for c in KEY_COLUMNS if c in ds.column_names), None)
+    if key is None:
+        return [f"{i:08d}" for i in range(ds.num_rows)]
+    full = [str(k) for k in ds[key]]
+    short = [k.rsplit("/", 1)[-1] for k in full]
+    for ids in (short, full):
+        if len(set(ids)) == len(ids):
+            return ids
+    raise DataError(f"{where}: key column {key!r} has duplicate values; ids must be unique")
+
+
+class HFSource:
+    """Pairs from a ``datasets`` Dataset / DatasetDict."""
+
+    kind = "datasets"
+
+    def __init__(self, spec: str | os.PathLike) -> None:
+        import datasets
+
+        text = os.fspath(spec)
+        self.hub_id = hub_repo(text) if is_hub_id(text) and not Path(text).exists() else None
+        path = None if self.hub_id else Path(text)
+        self.path = path
+        self.location = self.hub_id or str(path)
+        self.sidecar_dir = None if path is None else (path if path.is_dir() else path.parent)
+        raw = _load(path, self.hub_id)
+        self._raw = {canonical_split(k): v for k, v in raw.items()}
+        self._data: dict[str, Any] = {}
+        split_ids: dict[str, list[str]] = {}
+        for raw_name, ds in raw.items():
+            split = canonical_split(raw_name)
+            where = f"{self.location} (split {raw_name})"
+            missing = [c for c in REQUIRED_COLUMNS if c not in ds.column_names]
+            if missing:
+                raise DataError(
+                    f"{where}: rows need columns {', '.join(REQUIRED_COLUMNS)}; missing "
+                    f"{', '.join(missing)} (columns: {', '.join(ds.column_names)})"
+                )
+            split_ids[split] = _row_ids(ds, where)
+            ds = ds.select_columns(list(REQUIRED_COLUMNS))
+            for col in REQUIRED_COLUMNS:
+                if isinstance(ds.features[col], datasets.Image):
+                    ds = ds.cast_column(col, datasets.Image(decode=False))
+            self._data[split] = ds
+        all_ids = [i for ids in split_ids.values() for i in ids]
+        if len(set(all_ids)) != len(all_ids):
+            split_ids = {s: [f"{s}/{i}" for i in ids] for s, ids in split_ids.items()}
+        self.index = {sid: (s, row) for s, ids in split_ids.items() for row, sid in enumerate(ids)}
+        self.pairs = self.index
+        self._split_ids = {s: sorted(ids) for s, ids in split_ids.items()}
+        if not self.index:
+            raise DataError(f"{self.location}: the dataset has no rows")
+
+    def native_splits(self) -> dict[str, list[str]]:
+        return {s: list(ids) for s, ids in self._split_ids.items()}
+
+    def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
+        split, row = self.index[sample_id]
+        where = f"{self.location}[{split} row {row}]"
+        try:
+            record = self._data[split][row]
+        except Exception as exc:  # arrow read failures of one row
+            raise CorruptSampleError(sample_id, f"{where}: unreadable row ({exc})") from None
+        return (
+            _cell_ref(record["image"], sample_id, where + ".image"),
+            _cell_ref(record["mask"], sample_id, where + ".mask"),
+        )
+
+    def fingerprint(self) -> str:
+        if self.hub_id is not None:
+            return fingerprint_hf(self.hub_id, self._raw)
+        assert self.path is not None
+        if self.path.is_file():
+            return fingerprint_files(self.path.parent, [self.path])
+        return fingerprint_files(self.path, data_files(self.path))
+
+
+def _cell_ref(value: Any, sample_id: str, what: str) -> Ref:
+    """A ``datasets`` image cell (``{"bytes", "path"}``, bytes, PIL) as (source, name)."""
+    if isinstance(value, dict):
+        data, path = value.get("bytes"), value.get("path")
+        if data is not None:
+            return data, f"{what} ({path})" if path else what
+        if path:
+            return path, path
+    elif isinstance(value, (bytes, bytearray, Image.Image)):
+        return value, what
+    raise CorruptSampleError(
+        sample_id, f"{what}: empty or unsupported cell ({type(value).__name__})"
+    )

@@ -1,0 +1,189 @@
+"""Where DiffSeg30k-style image/mask pairs come from: a zip, a folder, or ``datasets``.
+
+Each source lists its sample ids at open time (names only, nothing decoded)
+and hands back the encoded image and mask of one id on demand, so opening the
+21 GB hub zip costs one read of its central directory.  Decoding and checks
+happen in the adapter (:mod:`.diffseg30k`), the same for every source.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import zipfile
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import CorruptSampleError, DataError
+from .fingerprint import fingerprint_files, fingerprint_zip
+from .hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
+
+PAIR_RE = re.compile(
+    r"^(?P<id>[^/]+)\.(?P<kind>image|mask)\.(?:png|jpe?g|webp|tiff?|bmp)$", re.IGNORECASE
+)
+"""``<id>.image.png`` / ``<id>.mask.png`` (DiffSeg30k's member names)."""
+
+log = logging.getLogger(__name__)
+
+LAYOUT_HELP = (
+    "expected DiffSeg30k pairs <id>.image.png + <id>.mask.png in the folder or a subfolder "
+    "such as train_copy/, the hub's train.zip, or a parquet/arrow/save_to_disk dataset "
+    "with image and mask columns"
+)
+
+
+def _is_junk(member: str) -> bool:
+    base = member.rsplit("/", 1)[-1]
+    return base.startswith("._") or member.startswith("__MACOSX/") or "/__MACOSX/" in member
+
+
+def pair_files(names: Iterable[str], where: str, skip_unpaired: bool) -> dict[str, tuple[str, str]]:
+    """Group ``.../<id>.image.png`` and ``.../<id>.mask.png`` names by id.
+
+    An id with only an image or only a mask is an error naming the first few
+    (or, with ``skip_unpaired``, dropped with a warning); so is an id that
+    appears in two folders.
+    """
+    found: dict[str, dict[str, str]] = {}
+    for name in names:
+        m = PAIR_RE.match(name.rsplit("/", 1)[-1])
+        if m is None or _is_junk(name):
+            continue
+        slot = found.setdefault(m["id"], {})
+        kind = m["kind"].lower()
+        if kind in slot:
+            raise DataError(f"{where}: sample id {m['id']} appears twice: {slot[kind]} and {name}")
+        slot[kind] = name
+    no_mask = sorted(k for k, v in found.items() if "mask" not in v)
+    no_image = sorted(k for k, v in found.items() if "image" not in v)
+    if no_mask or no_image:
+        msg = (
+            f"{where}: {len(no_mask)} image(s) have no mask (e.g. {', '.join(no_mask[:5]) or '-'}) "
+            f"and {len(no_image)} mask(s) have no image (e.g. {', '.join(no_image[:5]) or '-'}); "
+            f"every <id>.image.png needs an <id>.mask.png"
+        )
+        if not skip_unpaired:
+            raise DataError(msg + " (skip_unpaired=True skips them)")
+        log.warning("%s; skipping them", msg)
+    return {k: (v["image"], v["mask"]) for k, v in found.items() if len(v) == 2}
+
+
+class ZipSource:
+    """Members read straight from the zip (no extraction), reopened per process."""
+
+    kind = "zip"
+
+    def __init__(self, path: Path, skip_unpaired: bool = False) -> None:
+        self.path = path
+        self.location = str(path)
+        self.sidecar_dir: Path | None = path.parent
+        self._zf: zipfile.ZipFile | None = None
+        self._pid = -1
+        names = [i.filename for i in self._zip().infolist() if not i.is_dir()]
+        self.pairs = pair_files(names, str(path), skip_unpaired)
+        if not self.pairs:
+            raise DataError(f"{path}: the zip holds no image/mask pairs; {LAYOUT_HELP}")
+
+    def _zip(self) -> zipfile.ZipFile:
+        # A ZipFile shares its file offset with forked children: reopen per process.
+        if self._zf is None or self._pid != os.getpid():
+            try:
+                self._zf = zipfile.ZipFile(self.path)
+            except (zipfile.BadZipFile, OSError) as exc:
+                raise DataError(f"{self.path} is not a readable zip file ({exc})") from None
+            self._pid = os.getpid()
+        return self._zf
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_zf": None, "_pid": -1}
+
+    def native_splits(self) -> dict[str, list[str]]:
+        return {"train": sorted(self.pairs)}
+
+    def _read(self, member: str, sample_id: str) -> Ref:
+        name = f"{self.path.name}:{member}"
+        try:
+            return self._zip().read(member), name
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            raise CorruptSampleError(sample_id, f"{name}: corrupt zip member ({exc})") from None
+
+    def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
+        image, mask = self.pairs[sample_id]
+        return self._read(image, sample_id), self._read(mask, sample_id)
+
+    def fingerprint(self) -> str:
+        return fingerprint_zip(self._zip(), [n for pair in self.pairs.values() for n in pair])
+
+
+def _pair_dirs(root: Path) -> list[Path]:
+    """``root`` and its non-hidden immediate subfolders (``train_copy/``...)."""
+    subdirs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return [root, *subdirs]
+
+
+def folder_has_pairs(root: Path) -> bool:
+    for d in _pair_dirs(root):
+        with os.scandir(d) as it:
+            if any(e.is_file() and PAIR_RE.match(e.name) for e in it):
+                return True
+    return False
+
+
+class FolderSource:
+    """An extracted DiffSeg30k folder (pairs in it or one level below)."""
+
+    kind = "folder"
+
+    def __init__(self, root: Path, skip_unpaired: bool = False) -> None:
+        self.root = root
+        self.location = str(root)
+        self.sidecar_dir: Path | None = root
+        names = []
+        for d in _pair_dirs(root):
+            with os.scandir(d) as it:
+                names += [
+                    (Path(d, e.name).relative_to(root)).as_posix()
+                    for e in it
+                    if e.is_file() and PAIR_RE.match(e.name)
+                ]
+        self.pairs = pair_files(names, str(root), skip_unpaired)
+        if not self.pairs:
+            raise DataError(f"{root}: no image/mask pairs found; {LAYOUT_HELP}")
+
+    def native_splits(self) -> dict[str, list[str]]:
+        return {"train": sorted(self.pairs)}
+
+    def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
+        image, mask = (self.root / rel for rel in self.pairs[sample_id])
+        return (image, str(image)), (mask, str(mask))
+
+    def fingerprint(self) -> str:
+        return fingerprint_files(
+            self.root, [self.root / rel for pair in self.pairs.values() for rel in pair]
+        )
+
+
+def open_source(path: str | os.PathLike, skip_unpaired: bool = False) -> Any:
+    """The source for ``path``: zip, folder, or a ``datasets`` source (hub id, files)."""
+    if isinstance(path, str) and is_hub_id(path) and not Path(path).exists():
+        return HFSource(path)
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"dataset path {path} does not exist")
+    if p.is_file():
+        suffix = p.suffix.lower()
+        if suffix == ".zip":
+            return ZipSource(p, skip_unpaired)
+        if suffix in (".parquet", ".arrow"):
+            return HFSource(p)
+        raise DataError(
+            f"{p}: not a DiffSeg30k source (a .zip, .parquet or .arrow file); {LAYOUT_HELP}"
+        )
+    if folder_has_pairs(p):
+        return FolderSource(p, skip_unpaired)
+    if looks_like_hf_dir(p):
+        return HFSource(p)
+    raise DataError(f"{p}: no DiffSeg30k data found; {LAYOUT_HELP}")

@@ -1,0 +1,82 @@
+"""Image-level detection: the image score, the decision and AP / ROC-AUC.
+
+Definitions (METRICS.md):
+
+- Score per image: the detector's own image score if it provides one, else
+  the predicted edited-area fraction (predicted label > 0 over the pixels whose
+  GT is not 255).  ``EvalState.image_score_source`` records which.
+- Decision: edited if predicted edited area > 1% of the image (DiffSeg30k rule,
+  ``area_threshold``); when the detector gives an image score, edited if the
+  probability > 0.5 (``score_threshold``).
+- img_Acc over all images with a known label, img_real_Acc over authentic
+  images, img_edited_Acc over edited images.
+- img_AP = sklearn average_precision_score (non-interpolated):
+  sum over distinct thresholds, in decreasing order, of (R_n - R_n-1) * P_n.
+- img_AUC = ROC-AUC, ties counted one half (equals sklearn roc_auc_score).
+
+Both ranking metrics take integer per-image weights, so a bootstrap
+replicate (an image drawn k times has weight k) and a slice (weights 0/1) are
+computed exactly like the full set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class RankedScores:
+    """Image scores sorted once; AP and AUC under any weighting of the images."""
+
+    def __init__(self, labels: np.ndarray, scores: np.ndarray):
+        scores = np.asarray(scores, dtype=np.float64)
+        self.order = np.argsort(-scores, kind="stable")
+        sorted_scores = scores[self.order]
+        self.positive = np.asarray(labels, dtype=bool)[self.order]
+        if sorted_scores.size:
+            change = np.r_[True, sorted_scores[1:] != sorted_scores[:-1]]
+            self.starts = np.flatnonzero(change)
+        else:
+            self.starts = np.zeros(0, dtype=np.int64)
+
+    def _grouped(self, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(positive, negative) weight per distinct score, highest score first."""
+        if self.starts.size == 0:
+            return np.zeros(0), np.zeros(0)
+        if weights is None:
+            w = np.ones(self.order.size)
+        else:
+            w = np.asarray(weights, dtype=np.float64)[self.order]
+        pos = np.add.reduceat(np.where(self.positive, w, 0.0), self.starts)
+        neg = np.add.reduceat(np.where(self.positive, 0.0, w), self.starts)
+        return pos, neg
+
+    def auc(self, weights: np.ndarray | None = None) -> float:
+        """ROC-AUC (ties one half); NaN without both classes."""
+        pos, neg = self._grouped(weights)
+        n_pos, n_neg = pos.sum(), neg.sum()
+        if n_pos == 0 or n_neg == 0:
+            return float("nan")
+        pos_above = np.cumsum(pos) - pos
+        return float(np.sum(neg * (pos_above + 0.5 * pos)) / (n_pos * n_neg))
+
+    def average_precision(self, weights: np.ndarray | None = None) -> float:
+        """Non-interpolated AP (sklearn's definition); NaN without positives."""
+        pos, neg = self._grouped(weights)
+        n_pos = pos.sum()
+        if n_pos == 0:
+            return float("nan")
+        tps, fps = np.cumsum(pos), np.cumsum(neg)
+        seen = tps + fps
+        precision = np.divide(tps, seen, out=np.zeros_like(tps), where=seen > 0)
+        recall = tps / n_pos
+        return float(np.sum(np.diff(recall, prepend=0.0) * precision))
+
+
+def roc_auc(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """ROC-AUC of binary ``labels`` ranked by ``scores`` (see :class:`RankedScores`)."""
+    return RankedScores(labels, scores).auc(weights)
+
+
+def average_precision(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """Non-interpolated average precision (see :class:`RankedScores`)."""
+    return RankedScores(labels, scores).average_precision(weights)

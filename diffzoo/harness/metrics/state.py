@@ -1,0 +1,280 @@
+"""EvalState: the streaming, mergeable state of one evaluation.
+
+``update`` is called once per evaluated image.  The state holds one dataset
+pixel-AUC histogram pair (``auc_bins`` floats each) and one small row per
+image (see :mod:`.rows`); dataset confusion matrices are sums of the rows.
+``merge`` concatenates rows and adds histograms, and every result is computed
+from the rows in canonical order (sorted by image id), so merging shards
+gives exactly the numbers of a single pass, in any shard order.
+
+Definitions of every metric are in METRICS.md and in the docstrings of
+:mod:`.confusion`, :mod:`.boundary`, :mod:`.pixel_auc`, :mod:`.image_level`,
+:mod:`.attribution` and :mod:`.aggregate`.
+
+Conventions fixed here:
+
+- task ``binary``: classes are (background, edited) whatever ``label_space``
+  is (``state.label_space`` is then ``BINARY``); ``gt`` and ``pred`` hold 0/1
+  (``gt`` also 255).
+- An image is edited if its GT has a pixel in 1..N, authentic if it has
+  pixels and all are 0, and unknown (counted in ``num_images`` only) if every
+  GT pixel is 255.
+- The predicted edited-area fraction is taken over the pixels whose GT is
+  not 255.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, DataError, RecordError
+from ..types import BINARY, IGNORE_INDEX, LabelSpace, SampleMeta
+from .aggregate import Aggregator, MetricConfig, metric_keys
+from .attribution import editor_ranking, topk_hits
+from .bootstrap import bootstrap_ci
+from .boundary import per_class_bf1
+from .confusion import check_label_map, confusion_counts
+from .pixel_auc import check_prob_map, histogram_auc, prob_histograms
+from .rows import ImageRows
+from .slices import slice_masks
+
+logger = logging.getLogger(__name__)
+
+METRICS_VERSION = "1"
+"""Bumped whenever a change could move a number (see docs/metrics.md)."""
+
+EVAL_TASKS: tuple[str, ...] = ("binary", "semantic")
+
+
+class EvalState:
+    """Streaming metric state of one evaluation (see docs/metrics.md).
+
+    ``task`` is ``binary`` or ``semantic``; ``area_threshold`` is the
+    image-level rule (edited if the predicted edited area > 1% of the image),
+    ``score_threshold`` the rule for detectors' own image scores, ``auc_bins``
+    the pixel-AUC histogram size and ``top_k`` the k of Top-k attribution.
+
+    ``update(meta, gt, pred, edited_prob, image_score, class_scores)`` per
+    image: ``gt`` H x W labels of the task's space (255 = ignore); ``pred``
+    H x W predicted labels or None (pure classifier); ``edited_prob`` H x W
+    probabilities in [0, 1] that a pixel is edited, or None; ``image_score``
+    the detector's image-level probability, or None; ``class_scores``
+    optional scores per class for Top-k.
+    """
+
+    def __init__(self, label_space: LabelSpace, task: str, area_threshold: float = 0.01,
+                 score_threshold: float = 0.5, auc_bins: int = 1024,
+                 top_k: tuple[int, ...] = (1, 3)):
+        if task not in EVAL_TASKS:
+            raise ConfigError(f"metrics task must be one of {', '.join(EVAL_TASKS)}, got {task!r}")
+        names = BINARY.names if task == "binary" else label_space.names
+        if len(names) < 2:
+            raise ConfigError(f"label space {list(names)} has no editor class to evaluate")
+        if not (isinstance(area_threshold, (int, float)) and 0 <= area_threshold < 1):
+            raise ConfigError(f"area_threshold must be in [0, 1), got {area_threshold!r}")
+        if not (isinstance(score_threshold, (int, float)) and math.isfinite(score_threshold)):
+            raise ConfigError(f"score_threshold must be a finite number, got {score_threshold!r}")
+        if isinstance(auc_bins, bool) or not isinstance(auc_bins, int) or auc_bins < 1:
+            raise ConfigError(f"auc_bins must be a positive integer, got {auc_bins!r}")
+        ks = tuple(top_k)
+        if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
+            raise ConfigError(f"top_k must be positive integers, got {top_k!r}")
+        self.label_space = label_space if task == "semantic" else BINARY  # the task's classes
+        self.config = MetricConfig(names, task, float(area_threshold), float(score_threshold),
+                                   auc_bins, tuple(sorted(set(ks))))
+        self._rows = ImageRows(len(names), len(self.config.top_k))
+        self._pos_hist = np.zeros(auc_bins)
+        self._neg_hist = np.zeros(auc_bins)
+        self._prob_images = 0
+        self._score_source: str | None = None
+        self._ids: set[str] = set()
+        self._agg: Aggregator | None = None
+
+    # -- properties -------------------------------------------------------------
+
+    @property
+    def num_images(self) -> int:
+        return len(self._rows)
+
+    @property
+    def image_score_source(self) -> str:
+        """``detector`` if image scores were given, else ``edited_area``."""
+        return self._score_source or "edited_area"
+
+    @property
+    def metric_names(self) -> list[str]:
+        """The keys of :meth:`compute`, in order."""
+        return metric_keys(self.config)
+
+    # -- accumulation -----------------------------------------------------------
+
+    def update(self, meta: SampleMeta, gt: np.ndarray, pred: np.ndarray | None,
+               edited_prob: np.ndarray | None, image_score: float | None = None,
+               class_scores: np.ndarray | None = None) -> None:
+        """Add one evaluated image (arguments: see the class docstring)."""
+        cfg = self.config
+        c = cfg.num_classes
+        where = f"sample {meta.id}"
+        gt = check_label_map(f"{where}: GT", gt, c, allow_ignore=True)
+        if pred is not None:
+            pred = check_label_map(f"{where}: prediction", pred, c, allow_ignore=False)
+            if pred.shape != gt.shape:
+                raise DataError(f"{where}: prediction has shape {pred.shape}, the GT has {gt.shape}")
+        if edited_prob is not None:
+            edited_prob = check_prob_map(edited_prob, gt.shape)
+        if pred is None and image_score is None:
+            raise DataError(f"{where}: a detector output needs a label map or an image score")
+        source = "detector" if image_score is not None else "edited_area"
+        if self._score_source not in (None, source):
+            raise DataError(
+                f"{where}: image score source {source!r} differs from earlier images "
+                f"({self._score_source!r}); give an image score for every image or for none"
+            )
+        det_score = math.nan
+        if image_score is not None:
+            det_score = float(image_score)
+            if not math.isfinite(det_score):
+                raise DataError(f"{where}: image_score must be finite, got {image_score!r}")
+
+        gt_counts = np.bincount(gt.ravel(), minlength=IGNORE_INDEX + 1)
+        gt_classes = np.flatnonzero(gt_counts[1:c]) + 1
+        label = -1 if gt_counts[:c].sum() == 0 else int(gt_classes.size > 0)
+        if pred is not None:
+            conf = confusion_counts(gt, pred, c)
+            bf1 = per_class_bf1(gt, pred, c)
+        else:
+            conf = np.zeros((c, c), dtype=np.int64)
+            bf1 = np.full(c - 1, np.nan)
+        if edited_prob is not None:
+            pos, neg = prob_histograms(gt, edited_prob, cfg.auc_bins)
+            self._pos_hist += pos
+            self._neg_hist += neg
+            self._prob_images += 1
+        hits = [-1] * len(cfg.top_k)
+        if cfg.task == "semantic" and label == 1 and (pred is not None or class_scores is not None):
+            ranking = editor_ranking(c, conf.sum(axis=0) if pred is not None else None, class_scores)
+            hits = topk_hits(ranking, gt_classes, cfg.top_k)
+
+        if meta.id in self._ids:
+            logger.warning("image id %r was evaluated more than once; it counts each time", meta.id)
+        self._ids.add(meta.id)
+        self._rows.append(
+            id=meta.id, base=meta.base, n_turns=len(meta.turns),
+            editors=tuple(t.editor for t in meta.turns),
+            edit_types=tuple(t.edit_type for t in meta.turns),
+            conf=conf, bf1=bf1, det_score=det_score, has_pred=pred is not None,
+            label=label, topk=hits,
+        )
+        self._score_source = source
+        self._agg = None
+
+    def merge(self, other: EvalState) -> None:
+        """Add ``other``'s images to this state, in place (shards of one run)."""
+        if not isinstance(other, EvalState):
+            raise ConfigError(f"can only merge an EvalState, got {type(other).__name__}")
+        if other.config != self.config:
+            diff = [f for f in MetricConfig.__dataclass_fields__
+                    if getattr(other.config, f) != getattr(self.config, f)]
+            raise ConfigError(f"cannot merge metric states that differ in {', '.join(diff)}")
+        sources = {self._score_source, other._score_source} - {None}
+        if len(sources) > 1:
+            raise DataError(
+                f"cannot merge metric states with image score sources "
+                f"{self._score_source!r} and {other._score_source!r}"
+            )
+        overlap = self._ids & other._ids
+        if overlap:
+            logger.warning("merged shards share %d image id(s), e.g. %r; they count twice",
+                           len(overlap), next(iter(overlap)))
+        self._rows.extend(other._rows)
+        self._pos_hist += other._pos_hist
+        self._neg_hist += other._neg_hist
+        self._prob_images += other._prob_images
+        self._ids |= other._ids
+        self._score_source = self._score_source or other._score_source
+        self._agg = None
+
+    # -- serialisation ----------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-able dict (lists, ints, floats, strings, None for NaN); exact round trip."""
+        cfg = self.config
+        return {
+            "metrics_version": METRICS_VERSION,
+            "label_space": self.label_space.to_dict(),
+            "task": cfg.task,
+            "area_threshold": cfg.area_threshold,
+            "score_threshold": cfg.score_threshold,
+            "auc_bins": cfg.auc_bins,
+            "top_k": list(cfg.top_k),
+            "score_source": self._score_source,
+            "prob_images": self._prob_images,
+            "pos_hist": self._pos_hist.tolist(),
+            "neg_hist": self._neg_hist.tolist(),
+            "rows": self._rows.to_dict(),
+        }
+
+    @classmethod
+    def from_state_dict(cls, d: dict[str, Any]) -> EvalState:
+        """Rebuild a state written by :meth:`state_dict`."""
+        version = d.get("metrics_version")
+        if version != METRICS_VERSION:
+            raise RecordError(
+                f"metric state has metrics version {version!r}, this diffzoo computes "
+                f"version {METRICS_VERSION!r}; re-run the evaluation"
+            )
+        try:
+            state = cls(LabelSpace.from_dict(d["label_space"]), d["task"], d["area_threshold"],
+                        d["score_threshold"], d["auc_bins"], tuple(d["top_k"]))
+            pos = np.asarray(d["pos_hist"], dtype=np.float64)
+            neg = np.asarray(d["neg_hist"], dtype=np.float64)
+            if pos.shape != state._pos_hist.shape or neg.shape != state._neg_hist.shape:
+                raise RecordError("metric state: pixel-AUC histograms have the wrong length")
+            state._pos_hist, state._neg_hist = pos, neg
+            state._prob_images = int(d["prob_images"])
+            state._score_source = d["score_source"]
+        except (KeyError, TypeError) as exc:
+            raise RecordError(f"metric state is malformed: missing or bad field {exc}") from exc
+        cfg = state.config
+        state._rows = ImageRows.from_dict(d["rows"], cfg.num_classes, len(cfg.top_k))
+        state._ids = set(state._rows.ids)
+        return state
+
+    # -- results ----------------------------------------------------------------
+
+    def _aggregator(self) -> Aggregator:
+        if self._agg is None:
+            self._agg = Aggregator(self._rows, self.config, self.image_score_source)
+        return self._agg
+
+    def compute(self) -> dict[str, float]:
+        """Every metric of METRICS.md: flat name -> value (NaN where undefined)."""
+        if 0 < self._prob_images < self.num_images:
+            logger.warning("pixel_AUC covers the %d of %d images that had edited_prob",
+                           self._prob_images, self.num_images)
+        auc = histogram_auc(self._pos_hist, self._neg_hist)
+        return self._aggregator().summarize(pixel_auc=auc)
+
+    def slices(self, key: str) -> dict[str, dict[str, float]]:
+        """``compute()`` per slice value of ``key`` (base, turns, editor, edit_type).
+
+        Computed from the per-image rows; ``pixel_AUC`` is NaN in slices (its
+        histograms are kept for the whole dataset only).
+        """
+        agg = self._aggregator()
+        masks = slice_masks(self._rows, agg.order, key)
+        return {value: agg.summarize(mask.astype(np.float64)) for value, mask in masks.items()}
+
+    def bootstrap(self, n: int = 1000, seed: int = 0,
+                  metrics: list[str] | None = None) -> dict[str, tuple[float, float]]:
+        """95% CI (2.5th, 97.5th percentile) over images; see :mod:`.bootstrap`."""
+        return bootstrap_ci(self._aggregator(), self.metric_names, n, seed, metrics)
+
+    def confusion_matrix(self) -> np.ndarray:
+        """Dataset-level C x C int64 confusion counts, rows = GT, cols = pred."""
+        c = self.config.num_classes
+        return self._rows.array("conf").sum(axis=0, dtype=np.int64).reshape(c, c)

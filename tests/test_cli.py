@@ -1,0 +1,94 @@
+"""The command line as a user meets it: one clear line per error, exit codes."""
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from diffzoo.cli import main
+
+FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([*args])
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+def error_lines(err):
+    return [line for line in err.splitlines() if line.startswith("error:")]
+
+
+def test_list_and_plugins(capsys):
+    code, out, _ = cli(capsys, "list", "detectors", "segformer*")
+    assert code == 0 and "segformer.b2" in out and "segformer.tiny" in out
+    code, out, _ = cli(capsys, "list", "generators")
+    assert code == 0 and "sdxl" in out
+    code, out, _ = cli(capsys, "plugins")
+    assert code == 0 and "diffzoo.plugins.segformer" in out and "register_detectors" in out
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["run", "--detector", "segfomer"], "unknown detector 'segfomer'. Did you mean 'segformer'"),
+        (["run", "--detector", "segformer.tiny", "--suite", "standrd"], "Did you mean 'standard'"),
+        (["run", "--detector", "segformer.tiny", "--dataset", "minni"], "Did you mean 'mini'"),
+        (["run", "--detector", "segformer.tiny", "--dataset", "/no/such/dir"], "dataset path /no/such/dir does not exist"),
+    ],
+)
+def test_unknown_names_and_paths_give_one_line(capsys, args, expected):
+    code, _, err = cli(capsys, *args)
+    assert code != 0
+    lines = error_lines(err)
+    assert len(lines) == 1 and expected in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_run_on_a_folder_prints_tables_and_writes_records(capsys, diffseg_folder, tmp_path):
+    out_dir = tmp_path / "out"
+    code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard",
+                         "--dataset", str(diffseg_folder), "--out", str(out_dir), *FAST)
+    assert code == 0, err
+    assert "standard / binary on ds" in out and "all_background (baseline)" in out
+    assert "standard / image" in out and "AP" in out
+    records = list((out_dir / "records").glob("*.json"))
+    assert len(records) == 3
+    assert list((out_dir / "plots").glob("*confusion.png"))
+
+
+def _bad_dataset(folder, how):
+    from diffzoo import open_dataset
+
+    sid = open_dataset(str(folder)).ids("val")[0]
+    val = folder / "train_copy" / f"{sid}.mask.png"
+    if how == "size":
+        Image.fromarray(np.zeros((5, 7), np.uint8)).save(val)
+    elif how == "value":
+        Image.fromarray(np.full((32, 32), 9, np.uint8)).save(val)
+    return sid
+
+
+@pytest.mark.parametrize("how, expected", [("size", "mask size"), ("value", "mask value 9")])
+def test_bad_masks_stop_with_strict_and_are_counted_without(capsys, diffseg_folder, tmp_path, how, expected):
+    sid = _bad_dataset(diffseg_folder, how)
+    args = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", str(diffseg_folder),
+            "--out", str(tmp_path / "o"), *FAST]
+    code, _, err = cli(capsys, *args, "--strict")
+    lines = error_lines(err)
+    assert code != 0 and len(lines) == 1 and expected in lines[0] and sid in lines[0], err
+    code, out, err = cli(capsys, *args)
+    assert code == 0, err
+    records = [json.loads(p.read_text()) for p in (tmp_path / "o" / "records").glob("*.json")]
+    assert records and all(r["counts"]["skipped"][0]["id"] == sid for r in records)
+    assert all(r["counts"]["skipped_corrupt"] == 1 for r in records)
+    assert "corrupt sample(s) skipped" in out
+
+
+def test_debug_shows_traceback(capsys):
+    with pytest.raises(Exception, match="segfomer"):
+        main(["--debug", "run", "--detector", "segfomer"])

@@ -1,0 +1,297 @@
+"""DiffSeg30k adapter on zip and folder layouts: loading, sidecars, refusals,
+fingerprints, extra authentic images."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import pickle
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from diffzoo.harness.data import (
+    FINGERPRINT_CACHE,
+    DiffSeg30kDataset,
+    labelmaps,
+    open_dataset_path,
+)
+from diffzoo.harness.errors import CorruptSampleError, DataError
+from diffzoo.harness.types import EditRecord, SampleMeta
+
+N = 12
+
+
+def png_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def make_pairs(
+    n: int = N, size: int = 16, seed: int = 0
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for i in range(n):
+        image = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
+        mask = np.zeros((size, size), dtype=np.uint8)
+        mask[2:8, 3:9] = i % 9
+        out[f"{i + 1:08d}"] = (image, mask)
+    return out
+
+
+def write_folder(root: Path, pairs, sub: str = "train_copy") -> Path:
+    d = root / sub if sub else root
+    d.mkdir(parents=True, exist_ok=True)
+    for sid, (image, mask) in pairs.items():
+        (d / f"{sid}.image.png").write_bytes(png_bytes(image))
+        (d / f"{sid}.mask.png").write_bytes(png_bytes(mask))
+    return root
+
+
+def write_zip(path: Path, pairs, prefix: str = "train_copy/", extra=None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        for sid, (image, mask) in pairs.items():
+            zf.writestr(f"{prefix}{sid}.image.png", png_bytes(image))
+            zf.writestr(f"{prefix}{sid}.mask.png", png_bytes(mask))
+        for name, data in (extra or {}).items():
+            zf.writestr(name, data)
+    return path
+
+
+@pytest.fixture
+def pairs():
+    return make_pairs()
+
+
+# -- reading -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["train_copy/", "", "deep/inner/"])
+def test_zip_reads_pairs_lazily(tmp_path, pairs, prefix):
+    z = write_zip(tmp_path / "train.zip", pairs, prefix)
+    assert DiffSeg30kDataset.sniff(z)
+    ds = DiffSeg30kDataset(z)
+    assert ds.splits() == ["train", "val"]
+    ids = ds.ids("train") + ds.ids("val")
+    assert sorted(ids) == sorted(pairs)
+    sid = ids[0]
+    s = ds.load(sid)
+    assert np.array_equal(s.image, pairs[sid][0]) and np.array_equal(s.label, pairs[sid][1])
+    assert s.meta == SampleMeta(sid, base="unknown")
+    d = ds.describe()
+    assert d["source_kind"] == "zip" and d["name"] == tmp_path.name  # the zip's folder
+    assert d["splits"] == {"train": len(ds.ids("train")), "val": len(ds.ids("val"))}
+    assert d["label_space"][0] == "background" and d["labels_verified"] is False
+
+
+@pytest.mark.parametrize("sub", ["train_copy", ""])
+def test_folder_layouts(tmp_path, pairs, sub):
+    root = write_folder(tmp_path / "ds", pairs, sub)
+    assert DiffSeg30kDataset.sniff(root)
+    ds = DiffSeg30kDataset(root, val_fraction=0.25, split_seed=3, name="mine")
+    assert ds.name == "mine" and ds.describe()["source_kind"] == "folder"
+    assert DiffSeg30kDataset(root).name == "ds"  # default: the data's folder
+    assert sorted(ds.ids("train") + ds.ids("validation")) == sorted(pairs)
+    for sid in ds.ids("val"):
+        assert np.array_equal(ds.load(sid).label, pairs[sid][1])
+
+
+def test_zip_dataset_pickles_for_worker_processes(tmp_path, pairs):
+    ds = DiffSeg30kDataset(write_zip(tmp_path / "train.zip", pairs))
+    ds.load(ds.ids("train")[0])
+    clone = pickle.loads(pickle.dumps(ds))
+    sid = clone.ids("train")[1]
+    assert np.array_equal(clone.load(sid).image, pairs[sid][0])
+
+
+def test_sidecar_files_beside_zip(tmp_path, pairs):
+    z = write_zip(tmp_path / "train.zip", pairs)
+    names = ["background", "a", "b", "c", "d", "e", "f", "g", "h"]
+    (tmp_path / "labels.json").write_text(json.dumps({"names": names, "verified": True}))
+    ids = sorted(pairs)
+    (tmp_path / "splits.json").write_text(json.dumps({"train": ids[:9], "validation": ids[9:]}))
+    meta = SampleMeta(
+        ids[0], base="ai", turns=(EditRecord("sdxl", "a cat", "add", (1, 2, 3, 4), 7),)
+    )
+    (tmp_path / "manifest.jsonl").write_text(json.dumps(meta.to_dict()) + "\n\n")
+    ds = DiffSeg30kDataset(z)
+    assert ds.label_space.names == tuple(names) and ds.labels_verified is True
+    assert ds.ids("train") == ids[:9] and ds.ids("val") == ids[9:]
+    assert ds.load(ids[0]).meta == meta
+    assert ds.load(ids[1]).meta.base == "unknown"
+    assert ds.describe()["manifest"] is True
+
+
+def test_label_space_argument_wins_and_default_warns(tmp_path, pairs, monkeypatch, caplog):
+    root = write_folder(tmp_path / "ds", pairs)
+    monkeypatch.setattr(labelmaps, "_warned_default", False)
+    with caplog.at_level(logging.WARNING):
+        ds = DiffSeg30kDataset(root)
+    assert "UNVERIFIED" in caplog.text and ds.labels_verified is False
+    custom = "e1,e2,e3,e4,e5,e6,e7,e8"
+    ds = DiffSeg30kDataset(root, label_space=custom)
+    assert ds.label_space.names[1] == "e1" and ds.labels_verified is True
+
+
+def test_bad_manifest_and_splits_files(tmp_path, pairs):
+    root = write_folder(tmp_path / "ds", pairs)
+    (root / "manifest.jsonl").write_text('{"id": "00000001"}\nnot json\n')
+    with pytest.raises(DataError, match="manifest .*line 2"):
+        DiffSeg30kDataset(root)
+    (root / "manifest.jsonl").unlink()
+    (root / "splits.json").write_text(json.dumps({"train": ["99999999"]}))
+    with pytest.raises(DataError, match="not in the data, e.g. 99999999"):
+        DiffSeg30kDataset(root)
+
+
+# -- refusals ----------------------------------------------------------------
+
+
+def test_missing_path_and_empty_folder(tmp_path):
+    with pytest.raises(DataError, match="DiffSeg30k needs a dataset path"):
+        DiffSeg30kDataset(None)
+    with pytest.raises(DataError, match=r"dataset path .*nowhere does not exist"):
+        DiffSeg30kDataset(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match=r"no DiffSeg30k data found; expected DiffSeg30k pairs"):
+        DiffSeg30kDataset(tmp_path / "empty")
+    (tmp_path / "x.txt").write_text("hi")
+    with pytest.raises(DataError, match="not a DiffSeg30k source"):
+        DiffSeg30kDataset(tmp_path / "x.txt")
+    (tmp_path / "bad.zip").write_bytes(b"not a zip")
+    with pytest.raises(DataError, match="not a readable zip file"):
+        DiffSeg30kDataset(tmp_path / "bad.zip")
+
+
+def test_unmatched_image_and_mask(tmp_path, pairs):
+    root = write_folder(tmp_path / "ds", pairs)
+    (root / "train_copy" / "00000003.mask.png").unlink()
+    (root / "train_copy" / "00000099.mask.png").write_bytes(png_bytes(pairs["00000001"][1]))
+    with pytest.raises(DataError) as err:
+        DiffSeg30kDataset(root)
+    msg = str(err.value)
+    assert "1 image(s) have no mask (e.g. 00000003)" in msg
+    assert "1 mask(s) have no image (e.g. 00000099)" in msg
+    ds = DiffSeg30kDataset(root, skip_unpaired=True)
+    assert len(ds.ids("train") + ds.ids("val")) == N - 1
+
+
+def test_corrupt_and_truncated_members(tmp_path, pairs):
+    good = png_bytes(pairs["00000002"][0])
+    extra = {
+        "train_copy/00000100.image.png": b"garbage" * 10,
+        "train_copy/00000100.mask.png": png_bytes(pairs["00000001"][1]),
+        "train_copy/00000101.image.png": good[: len(good) // 2],
+        "train_copy/00000101.mask.png": png_bytes(pairs["00000001"][1]),
+    }
+    ds = DiffSeg30kDataset(write_zip(tmp_path / "train.zip", pairs, extra=extra), val_fraction=0.0)
+    with pytest.raises(
+        CorruptSampleError,
+        match=r"sample 00000100: train\.zip:train_copy/00000100\.image\.png: corrupt or truncated image",
+    ):
+        ds.load("00000100")
+    with pytest.raises(
+        CorruptSampleError, match=r"00000101\.image\.png: corrupt or truncated image \(.*truncated"
+    ):
+        ds.load("00000101")
+    ds.load("00000001")  # others still load
+
+
+def test_mask_checks_on_load(tmp_path, pairs):
+    image = pairs["00000001"][0]
+    bad_value = np.zeros((16, 16), dtype=np.uint8)
+    bad_value[0, 0] = 12
+    colour = np.zeros((16, 16, 3), dtype=np.uint8)
+    colour[0, 0] = (9, 0, 200)
+    extra = {
+        "c/00000200.image.png": png_bytes(image),
+        "c/00000200.mask.png": png_bytes(bad_value),
+        "c/00000201.image.png": png_bytes(image),
+        "c/00000201.mask.png": png_bytes(np.zeros((8, 16), dtype=np.uint8)),
+        "c/00000202.image.png": png_bytes(image),
+        "c/00000202.mask.png": png_bytes(colour),
+    }
+    ds = DiffSeg30kDataset(write_zip(tmp_path / "train.zip", pairs, extra=extra), val_fraction=0.0)
+    with pytest.raises(
+        CorruptSampleError,
+        match=r"00000200\.mask\.png: mask value 12 is not in the label map \(9 classes",
+    ):
+        ds.load("00000200")
+    with pytest.raises(
+        CorruptSampleError,
+        match=r"00000201\.mask\.png: mask size 16x8 differs from image size 16x16",
+    ):
+        ds.load("00000201")
+    with pytest.raises(DataError, match="masks must be single-channel class-index maps"):
+        ds.load("00000202")
+    with pytest.raises(DataError, match="has no sample 'nope'"):
+        ds.load("nope")
+    with pytest.raises(DataError, match="has no split 'test'; splits: train"):
+        ds.ids("test")
+
+
+# -- fingerprints --------------------------------------------------------------
+
+
+def test_folder_fingerprint(tmp_path, pairs):
+    root = write_folder(tmp_path / "a", pairs)
+    fp = DiffSeg30kDataset(root).fingerprint()
+    assert len(fp) == 16 and int(fp, 16) >= 0
+    assert (root / FINGERPRINT_CACHE).is_file()
+    assert DiffSeg30kDataset(root).fingerprint() == fp  # re-open, cached digests
+    copy = tmp_path / "elsewhere" / "b"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(FINGERPRINT_CACHE))
+    assert DiffSeg30kDataset(copy).fingerprint() == fp
+    image, mask = pairs["00000005"]
+    image = image.copy()
+    image[0, 0, 0] ^= 1
+    (copy / "train_copy" / "00000005.image.png").write_bytes(png_bytes(image))
+    assert DiffSeg30kDataset(copy).fingerprint() != fp
+    assert DiffSeg30kDataset(root, split_seed=1).fingerprint() != fp  # split moved
+
+
+def test_zip_fingerprint(tmp_path, pairs):
+    fp = DiffSeg30kDataset(write_zip(tmp_path / "a" / "train.zip", pairs)).fingerprint()
+    assert DiffSeg30kDataset(write_zip(tmp_path / "b" / "train.zip", pairs)).fingerprint() == fp
+    mask = pairs["00000004"][1].copy()
+    mask[15, 15] = 1
+    changed = {**pairs, "00000004": (pairs["00000004"][0], mask)}
+    assert DiffSeg30kDataset(write_zip(tmp_path / "c" / "train.zip", changed)).fingerprint() != fp
+
+
+# -- extra authentic -------------------------------------------------------------
+
+
+def test_extra_authentic_goes_to_train_only(tmp_path, pairs):
+    z = write_zip(tmp_path / "train.zip", pairs)
+    auth = tmp_path / "coco"
+    (auth / "sub").mkdir(parents=True)
+    rng = np.random.default_rng(1)
+    for name in ("000001.jpg", "000002.png", "sub/000003.png"):
+        Image.fromarray(rng.integers(0, 256, (10, 14, 3), dtype=np.uint8)).save(auth / name)
+    plain = DiffSeg30kDataset(z)
+    ds = DiffSeg30kDataset(z, extra_authentic=auth)
+    added = sorted(set(ds.ids("train")) - set(plain.ids("train")))
+    assert added == ["authentic/000001.jpg", "authentic/000002.png", "authentic/sub/000003.png"]
+    assert ds.ids("val") == plain.ids("val")
+    s = ds.load("authentic/000002.png")
+    assert s.image.shape == (10, 14, 3) and s.label.shape == (10, 14) and not s.label.any()
+    assert s.meta.base == "real" and s.meta.turns == () and not s.is_edited
+    assert ds.describe()["extra_authentic"] == 3
+    assert ds.fingerprint() != plain.fingerprint()
+    with pytest.raises(DataError, match="extra authentic folder .* does not exist"):
+        DiffSeg30kDataset(z, extra_authentic=tmp_path / "missing")
+
+
+def test_open_dataset_path_finds_diffseg30k(tmp_path, pairs):
+    z = write_zip(tmp_path / "train.zip", pairs)
+    ds = open_dataset_path(z, val_fraction=0.5)
+    assert isinstance(ds, DiffSeg30kDataset)

@@ -1,0 +1,153 @@
+"""Classic layouts (Tp/Gt folders, JSON lists), the authentic view, open_dataset_path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from diffzoo.harness.data import (
+    AuthenticFolder,
+    JsonListDataset,
+    TpGtDataset,
+    WithAuthentic,
+    open_dataset_path,
+)
+from diffzoo.harness.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.types import BINARY
+
+RNG = np.random.default_rng(0)
+
+
+def save(path: Path, arr: np.ndarray) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(arr).save(path)
+    return path
+
+
+def image(h: int = 16, w: int = 16) -> np.ndarray:
+    return RNG.integers(0, 256, (h, w, 3), dtype=np.uint8)
+
+
+def gt(h: int = 16, w: int = 16, rgb: bool = False) -> np.ndarray:
+    m = np.zeros((h, w), dtype=np.uint8)
+    m[:4, :4] = 255
+    m[4, 4] = 100  # below 127.5: not edited
+    return np.repeat(m[:, :, None], 3, axis=2) if rgb else m
+
+
+def make_tpgt(root: Path) -> Path:
+    save(root / "Tp" / "a.png", image())
+    save(root / "Tp" / "b.jpg", image())
+    save(root / "Tp" / "c.tif", image())
+    save(root / "Gt" / "a.png", gt())
+    save(root / "Gt" / "b_gt.png", gt(rgb=True))
+    save(root / "Gt" / "c_mask.png", gt())
+    save(root / "Au" / "real1.jpg", image(12, 10))
+    return root
+
+
+def test_tpgt_reads_and_binarises(tmp_path):
+    root = make_tpgt(tmp_path / "casia")
+    assert TpGtDataset.sniff(root)
+    ds = TpGtDataset(root, split="test")
+    assert ds.label_space == BINARY and ds.splits() == ["test"]
+    assert ds.ids("test") == ["Au/real1.jpg", "Tp/a.png", "Tp/b.jpg", "Tp/c.tif"]
+    for sid in ("Tp/a.png", "Tp/b.jpg", "Tp/c.tif"):
+        s = ds.load(sid)
+        assert s.label.dtype == np.uint8 and s.label.sum() == 16 and s.label[:4, :4].all()
+    au = ds.load("Au/real1.jpg")
+    assert au.image.shape == (12, 10, 3) and not au.label.any() and au.meta.base == "real"
+    assert ds.describe()["authentic"] == 1
+    split = TpGtDataset(root)
+    assert sorted(i for name in split.splits() for i in split.ids(name)) == ds.ids("test")
+
+
+def test_tpgt_refusals(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        TpGtDataset(tmp_path / "nope")
+    (tmp_path / "x" / "Tp").mkdir(parents=True)
+    with pytest.raises(DataError, match="expected subfolders Tp/ .* and Gt/"):
+        TpGtDataset(tmp_path / "x")
+    root = make_tpgt(tmp_path / "d")
+    save(root / "Tp" / "lonely.png", image())
+    with pytest.raises(
+        DataError, match=r"1 Tp image\(s\) have no mask in Gt/ \(e.g. Tp/lonely.png\)"
+    ):
+        TpGtDataset(root)
+    assert "Tp/lonely.png" not in TpGtDataset(root, skip_unpaired=True, split="test").ids("test")
+    (root / "Tp" / "lonely.png").unlink()
+    save(root / "Gt" / "a.png", gt(8, 8))
+    ds = TpGtDataset(root, split="test")
+    with pytest.raises(
+        CorruptSampleError, match=r"a\.png: mask size 8x8 differs from image size 16x16"
+    ):
+        ds.load("Tp/a.png")
+    (root / "Tp" / "b.jpg").write_bytes(b"\xff\xd8 broken")
+    with pytest.raises(CorruptSampleError, match="corrupt or truncated image"):
+        ds.load("Tp/b.jpg")
+
+
+def test_json_list(tmp_path):
+    save(tmp_path / "imgs" / "t1.png", image())
+    save(tmp_path / "masks" / "t1.png", gt())
+    save(tmp_path / "imgs" / "r1.png", image())
+    listing = [["imgs/t1.png", "masks/t1.png"], ["imgs/r1.png", "Negative"]]
+    f = tmp_path / "lists" / "set.json"
+    f.parent.mkdir()
+    f.write_text(json.dumps([["../" + a, b if b == "Negative" else "../" + b] for a, b in listing]))
+    assert JsonListDataset.sniff(f)
+    ds = JsonListDataset(f, split="test")
+    assert ds.name == "set" and ds.ids("test") == ["../imgs/r1.png", "../imgs/t1.png"]
+    assert ds.load("../imgs/t1.png").label.sum() == 16
+    neg = ds.load("../imgs/r1.png")
+    assert not neg.label.any() and neg.meta.base == "real"
+    fp = ds.fingerprint()
+    assert JsonListDataset(f, split="test").fingerprint() == fp
+
+
+def test_json_list_refusals(tmp_path):
+    f = tmp_path / "l.json"
+    f.write_text(json.dumps([["missing.png", "Negative"]]))
+    with pytest.raises(
+        DataError, match=r"1 listed file\(s\) do not exist .*relative to the JSON file's folder"
+    ):
+        JsonListDataset(f)
+    f.write_text(json.dumps([["a.png"]]))
+    with pytest.raises(DataError, match=r"item 0 is \['a.png'\], expected \[image, mask"):
+        JsonListDataset(f)
+    assert not JsonListDataset.sniff(f)
+    f.write_text(json.dumps({"names": ["background"]}))
+    assert not JsonListDataset.sniff(f)
+
+
+def test_with_authentic_view(tmp_path):
+    ds = TpGtDataset(make_tpgt(tmp_path / "c"), val_fraction=0.0)
+    save(tmp_path / "auth" / "x.png", image())
+    view = WithAuthentic(ds, tmp_path / "auth")
+    assert view.ids("train") == sorted(ds.ids("train") + ["authentic/x.png"])
+    assert not view.load("authentic/x.png").label.any()
+    assert view.load("Tp/a.png").label.any()
+    assert view.describe()["splits"]["train"] == len(ds.ids("train")) + 1
+    assert view.fingerprint() != ds.fingerprint()
+    with pytest.raises(DataError, match="cannot add extra authentic images to split 'val'"):
+        WithAuthentic(ds, AuthenticFolder(tmp_path / "auth"), split="val")
+
+
+def test_open_dataset_path(tmp_path):
+    assert isinstance(open_dataset_path(make_tpgt(tmp_path / "t"), split="test"), TpGtDataset)
+    save(tmp_path / "i.png", image())
+    (tmp_path / "j.json").write_text(json.dumps([["i.png", "Negative"]]))
+    assert isinstance(open_dataset_path(tmp_path / "j.json"), JsonListDataset)
+    with pytest.raises(DataError, match="dataset path .* does not exist"):
+        open_dataset_path(tmp_path / "missing")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(
+        DataError, match="no dataset adapter recognises this layout. Recognised: DiffSeg30k"
+    ):
+        open_dataset_path(tmp_path / "plain")
+    with pytest.raises(ConfigError, match="TpGtDataset .* does not take option\\(s\\) label_space"):
+        open_dataset_path(tmp_path / "t", label_space="a,b")

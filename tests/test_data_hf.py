@@ -1,0 +1,107 @@
+"""DiffSeg30k through `datasets`: parquet, arrow, save_to_disk, hub id offline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+datasets = pytest.importorskip("datasets")
+
+from diffzoo.harness.data import DiffSeg30kDataset, open_dataset_path  # noqa: E402
+from diffzoo.harness.errors import CorruptSampleError, DataError  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _private_hf_cache(tmp_path, monkeypatch):
+    """Keep `datasets`' conversion cache out of the user's home."""
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+
+
+def rows(n: int = 10, seed: int = 0, with_key: bool = False, bad_value: bool = False):
+    rng = np.random.default_rng(seed)
+    images, masks = [], []
+    for i in range(n):
+        images.append(Image.fromarray(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)))
+        m = np.zeros((16, 16), dtype=np.uint8)
+        m[4:9, 4:9] = 12 if (bad_value and i == 0) else i % 9
+        masks.append(Image.fromarray(m))
+    data = {"image": images, "mask": masks}
+    feats = {"image": datasets.Image(), "mask": datasets.Image()}
+    if with_key:
+        data["__key__"] = [f"train_copy/{i + 100:08d}" for i in range(n)]
+        feats["__key__"] = datasets.Value("string")
+    return datasets.Dataset.from_dict(data, features=datasets.Features(feats))
+
+
+def test_parquet_file(tmp_path):
+    src = rows()
+    path = tmp_path / "data.parquet"
+    src.to_parquet(str(path))
+    assert DiffSeg30kDataset.sniff(path)
+    ds = DiffSeg30kDataset(path)
+    assert ds.describe()["source_kind"] == "datasets"
+    ids = sorted(ds.ids("train") + ds.ids("val"))
+    assert ids == [f"{i:08d}" for i in range(10)]
+    s = ds.load("00000003")
+    assert np.array_equal(s.image, np.asarray(src[3]["image"]))
+    assert np.array_equal(s.label, np.asarray(src[3]["mask"]))
+    fp = ds.fingerprint()
+    assert DiffSeg30kDataset(path).fingerprint() == fp
+    copy = tmp_path / "other" / "data.parquet"
+    copy.parent.mkdir()
+    copy.write_bytes(path.read_bytes())
+    assert DiffSeg30kDataset(copy).fingerprint() == fp
+
+
+def test_save_to_disk_folder_with_key_column(tmp_path):
+    rows(with_key=True).save_to_disk(str(tmp_path / "saved"))
+    assert DiffSeg30kDataset.sniff(tmp_path / "saved")
+    ds = open_dataset_path(tmp_path / "saved")
+    assert isinstance(ds, DiffSeg30kDataset)
+    assert sorted(ds.ids("train") + ds.ids("val"))[0] == "00000100"
+    assert ds.load("00000105").label.max() == 5
+    arrow = next((tmp_path / "saved").glob("*.arrow"))
+    single = DiffSeg30kDataset(arrow)
+    assert len(single.ids("train") + single.ids("val")) == 10
+
+
+def test_folder_of_split_parquets(tmp_path):
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    rows(6, seed=1).to_parquet(str(folder / "train-00000-of-00001.parquet"))
+    rows(4, seed=2).to_parquet(str(folder / "validation-00000-of-00001.parquet"))
+    ds = DiffSeg30kDataset(folder)
+    assert ds.splits() == ["train", "val"]  # hub "validation" is exposed as "val"
+    assert len(ds.ids("train")) == 6 and len(ds.ids("validation")) == 4
+    assert ds.ids("val")[0] == "val/00000000"  # row indices clash across splits: prefixed
+    assert ds.load("val/00000001").image.shape == (16, 16, 3)
+
+
+def test_bad_rows_are_refused(tmp_path):
+    rows(bad_value=True).to_parquet(str(tmp_path / "bad.parquet"))
+    ds = DiffSeg30kDataset(tmp_path / "bad.parquet", val_fraction=0.0)
+    with pytest.raises(CorruptSampleError, match="mask value 12 is not in the label map"):
+        ds.load("00000000")
+    datasets.Dataset.from_dict({"image": [b"x"], "label": [1]}).to_parquet(
+        str(tmp_path / "cols.parquet")
+    )
+    assert not DiffSeg30kDataset.sniff(tmp_path / "cols.parquet")
+    with pytest.raises(DataError, match="rows need columns image, mask; missing mask"):
+        DiffSeg30kDataset(tmp_path / "cols.parquet")
+
+
+def test_hub_id_offline_is_a_clear_error(tmp_path, monkeypatch):
+    import huggingface_hub.constants as hub_constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub"))
+    assert DiffSeg30kDataset.sniff("Chaos2629/Diffseg30k")
+    with pytest.raises(DataError) as err:
+        DiffSeg30kDataset("Chaos2629/Diffseg30k")
+    msg = str(err.value)
+    assert "huggingface-cli download Chaos2629/Diffseg30k --repo-type dataset" in msg
+    assert "pass the local path" in msg

@@ -1,0 +1,217 @@
+"""Image/mask decoding, label maps and the deterministic split."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import numpy as np
+import pytest
+from PIL import Image, ImageFile
+
+from diffzoo.harness.data import (
+    DIFFSEG30K_EDITORS,
+    DIFFSEG30K_LABELS,
+    DIFFSEG30K_LABELS_VERIFIED,
+    canonical_split,
+    check_mask_values,
+    imageio,
+    labelmaps,
+    load_label_space,
+    read_binary_mask,
+    read_image,
+    read_mask,
+    split_ids,
+)
+from diffzoo.harness.errors import CorruptSampleError, DataError
+from diffzoo.harness.types import LabelSpace
+
+
+def png_bytes(arr: np.ndarray, mode: str | None = None, **kw) -> bytes:
+    img = Image.fromarray(arr) if mode is None else Image.fromarray(arr).convert(mode)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", **kw)
+    return buf.getvalue()
+
+
+RNG = np.random.default_rng(0)
+RGB = RNG.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+
+
+# -- read_image --------------------------------------------------------------
+
+
+def test_read_image_from_path_bytes_and_pil(tmp_path):
+    path = tmp_path / "a.png"
+    path.write_bytes(png_bytes(RGB))
+    for src in (path, str(path), path.read_bytes(), Image.open(path)):
+        out = read_image(src, "a")
+        assert out.dtype == np.uint8 and out.shape == (16, 16, 3) and out.flags.writeable
+        assert np.array_equal(out, RGB)
+
+
+@pytest.mark.parametrize("mode", ["L", "RGBA", "P", "1", "CMYK"])
+def test_read_image_converts_modes_to_rgb(mode):
+    img = Image.fromarray(RGB).convert(mode)
+    buf = io.BytesIO()
+    img.save(buf, format="TIFF" if mode == "CMYK" else "PNG")
+    out = read_image(buf.getvalue(), "x")
+    assert out.shape == (16, 16, 3) and out.dtype == np.uint8
+
+
+def test_read_image_scales_16_bit():
+    arr = np.full((4, 4), 65535, dtype=np.uint16)
+    arr[0, 0] = 0
+    out = read_image(png_bytes(arr), "x")
+    assert out.shape == (4, 4, 3)
+    assert out[1, 1].tolist() == [255, 255, 255] and out[0, 0].tolist() == [0, 0, 0]
+
+
+def test_corrupt_image_is_a_corrupt_sample(tmp_path):
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"this is not a png" * 4)
+    with pytest.raises(CorruptSampleError) as err:
+        read_image(bad, "s1")
+    msg = str(err.value)
+    assert msg.startswith("sample s1: ") and str(bad) in msg
+    assert "corrupt or truncated image" in msg
+    assert err.value.sample_id == "s1"
+
+
+def test_truncated_image_is_a_corrupt_sample(tmp_path):
+    data = png_bytes(RNG.integers(0, 256, (64, 64, 3), dtype=np.uint8))
+    cut = tmp_path / "cut.png"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(
+        CorruptSampleError, match=r"cut\.png: corrupt or truncated image \(.*truncated"
+    ):
+        read_image(cut, "s2")
+    assert ImageFile.LOAD_TRUNCATED_IMAGES is False
+
+
+def test_missing_file_is_a_corrupt_sample(tmp_path):
+    with pytest.raises(CorruptSampleError, match="file not found"):
+        read_image(tmp_path / "nope.png", "s3")
+
+
+# -- read_mask ---------------------------------------------------------------
+
+
+def test_read_mask_modes():
+    idx = (np.arange(256, dtype=np.uint8) % 9).reshape(16, 16)
+    mask = read_mask(png_bytes(idx), "m")  # L
+    assert np.array_equal(mask, idx) and mask.flags.writeable and mask.dtype == np.uint8
+    pal = Image.fromarray(idx, mode="L").convert("P")  # identity palette
+    pal.putpalette([v for i in range(256) for v in (i * 7 % 256, 0, 255 - i)])
+    buf = io.BytesIO()
+    pal.save(buf, format="PNG")
+    assert Image.open(io.BytesIO(buf.getvalue())).mode == "P"
+    assert np.array_equal(read_mask(buf.getvalue(), "m"), idx)  # palette index = class
+    grey_rgb = np.repeat(idx[:, :, None], 3, axis=2)
+    assert np.array_equal(read_mask(png_bytes(grey_rgb), "m"), idx)  # equal channels
+
+
+def test_colour_mask_is_refused():
+    colour = np.zeros((16, 16, 3), dtype=np.uint8)
+    colour[2:5, 2:5] = (255, 0, 0)
+    with pytest.raises(DataError, match="masks must be single-channel class-index maps") as err:
+        read_mask(png_bytes(colour), "m", name="m.mask.png")
+    assert "m.mask.png" in str(err.value)
+    assert not isinstance(err.value, CorruptSampleError)
+
+
+def test_mask_size_mismatch():
+    small = np.zeros((8, 12), dtype=np.uint8)
+    with pytest.raises(CorruptSampleError) as err:
+        read_mask(png_bytes(small), "m", name="x.mask.png", size=(16, 16))
+    msg = str(err.value)
+    assert "x.mask.png" in msg and "12x8" in msg and "16x16" in msg
+
+
+def test_binary_mask_rule(monkeypatch, caplog):
+    arr = np.zeros((4, 4, 3), dtype=np.uint8)
+    arr[0, 0] = (255, 255, 0)  # mean 170 > 127.5
+    arr[0, 1] = (255, 0, 0)  # mean 85
+    arr[0, 2] = (128, 128, 128)  # mean 128 > 127.5
+    arr[0, 3] = (127, 127, 127)
+    out = read_binary_mask(png_bytes(arr), "b")
+    assert out.dtype == np.uint8 and out[0].tolist() == [1, 0, 1, 0] and out[1:].sum() == 0
+    zero_one = np.zeros((4, 4), dtype=np.uint8)
+    zero_one[1, 1] = 1
+    monkeypatch.setattr(imageio, "_warned_low_mask", False)
+    with caplog.at_level(logging.WARNING):
+        assert read_binary_mask(png_bytes(zero_one), "b").sum() == 0
+    assert "0/1-encoded" in caplog.text
+
+
+# -- label maps --------------------------------------------------------------
+
+
+def test_diffseg30k_default_labels(monkeypatch, caplog):
+    assert DIFFSEG30K_EDITORS == (
+        "sd2", "sd3.5", "sdxl", "flux1", "glide", "kolors", "hunyuandit1.1", "kandinsky2.2",
+    )  # fmt: skip
+    assert DIFFSEG30K_LABELS.names == ("background", *DIFFSEG30K_EDITORS)
+    assert DIFFSEG30K_LABELS_VERIFIED is False
+    monkeypatch.setattr(labelmaps, "_warned_default", False)
+    with caplog.at_level(logging.WARNING):
+        labelmaps.default_diffseg30k_labels()
+        labelmaps.default_diffseg30k_labels()
+    assert caplog.text.count("UNVERIFIED") == 1
+
+
+def test_load_label_space_forms(tmp_path):
+    ls = LabelSpace(("background", "a", "b"))
+    assert load_label_space(ls) is ls
+    f = tmp_path / "labels.json"
+    f.write_text(json.dumps({"names": ["background", "x", "y"], "verified": True}))
+    assert load_label_space(f).names == ("background", "x", "y")
+    assert load_label_space(str(f)).names == ("background", "x", "y")
+    assert load_label_space("sdxl, flux1").names == ("background", "sdxl", "flux1")
+    assert load_label_space("background,sdxl").names == ("background", "sdxl")
+    f.write_text(json.dumps({"classes": []}))
+    with pytest.raises(DataError, match="names"):
+        load_label_space(f)
+    with pytest.raises(DataError, match="does not exist"):
+        load_label_space(tmp_path / "missing.json")
+
+
+def test_check_mask_values():
+    mask = np.zeros((4, 4), dtype=np.uint8)
+    mask[0, 0], mask[0, 1] = 8, 255
+    check_mask_values(mask, DIFFSEG30K_LABELS, "s", "s.mask.png")  # 8 and ignore are fine
+    mask[1, 1] = 12
+    with pytest.raises(CorruptSampleError) as err:
+        check_mask_values(mask, DIFFSEG30K_LABELS, "s", "s.mask.png")
+    msg = str(err.value)
+    assert "s.mask.png: mask value 12 is not in the label map (9 classes: background, sd2" in msg
+    assert "pass --labels FILE if your masks use another encoding" in msg
+
+
+# -- splits ------------------------------------------------------------------
+
+
+def test_split_is_deterministic_and_about_80_20():
+    ids = [f"{i:08d}" for i in range(2000)]
+    a = split_ids(ids, 0.2, seed=0)
+    assert a == split_ids(list(reversed(ids)), 0.2, seed=0)
+    assert a["train"] == sorted(a["train"]) and a["val"] == sorted(a["val"])
+    assert set(a["train"]) | set(a["val"]) == set(ids) and not set(a["train"]) & set(a["val"])
+    assert 0.17 < len(a["val"]) / len(ids) < 0.23
+    assert split_ids(ids, 0.2, seed=1) != a
+
+
+def test_split_stable_when_ids_are_added():
+    ids = [f"img{i}" for i in range(300)]
+    before = split_ids(ids)
+    after = split_ids(ids + [f"new{i}" for i in range(100)])
+    assert set(before["val"]) <= set(after["val"])
+    assert set(before["train"]) <= set(after["train"])
+
+
+def test_split_names_and_bad_fraction():
+    assert canonical_split("validation") == "val"
+    assert canonical_split("train") == "train" and canonical_split("cross_test") == "cross_test"
+    with pytest.raises(DataError, match="val_fraction"):
+        split_ids(["a"], 1.5)

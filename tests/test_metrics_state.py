@@ -1,0 +1,329 @@
+"""EvalState: per-image metrics, image level, Top-k, merge, state_dict, slices, bootstrap."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from diffzoo.harness.errors import ConfigError, DataError, RecordError
+from diffzoo.harness.metrics import METRICS_VERSION, EvalState, per_class_bf1
+from diffzoo.harness.types import BINARY, EditRecord, LabelSpace, SampleMeta
+
+EDITORS = ["sd15", "sdxl", "flux"]
+SPACE = LabelSpace.from_editors(EDITORS)
+EDIT_TYPES = ["inpaint", "replace", "remove"]
+
+
+def make_dataset(seed: int, n: int, with_scores: bool = False):
+    """Semantic samples with metadata consistent with their GT maps."""
+    rng = np.random.default_rng(seed)
+    samples = []
+    for i in range(n):
+        h, w = (int(v) for v in rng.integers(8, 28, size=2))
+        gt = np.zeros((h, w), np.uint8)
+        turns = []
+        for _ in range(int(rng.integers(0, 3))):
+            c = int(rng.integers(1, len(EDITORS) + 1))
+            y0, x0 = rng.integers(0, h - 2), rng.integers(0, w - 2)
+            gt[y0 : y0 + rng.integers(2, h), x0 : x0 + rng.integers(2, w)] = c
+            turns.append(EditRecord(EDITORS[c - 1], edit_type=EDIT_TYPES[int(rng.integers(0, 3))]))
+        if rng.random() < 0.2:
+            gt[: rng.integers(1, 4)] = 255
+        pred = gt.copy()
+        pred[pred == 255] = 0
+        noise = rng.random((h, w)) < rng.uniform(0, 0.1)
+        pred[noise] = rng.integers(0, len(EDITORS) + 1, noise.sum())
+        if rng.random() < 0.2:
+            pred = np.roll(pred, 3, axis=1)
+        prob = np.clip((pred > 0) * 0.7 + rng.normal(0.15, 0.2, (h, w)), 0, 1).astype(np.float32)
+        meta = SampleMeta(f"s{i:04d}", base=["real", "ai"][i % 2], turns=tuple(turns))
+        score = float(np.clip(0.5 * (gt > 0).any() + rng.normal(0.25, 0.2), 0, 1)) if with_scores else None
+        samples.append((meta, gt, pred, prob, score))
+    return samples
+
+
+def run(samples, task: str = "semantic", **kwargs) -> EvalState:
+    state = EvalState(SPACE, task, **kwargs)
+    for meta, gt, pred, prob, score in samples:
+        if task == "binary":
+            gt = np.where(gt == 255, 255, gt > 0).astype(np.uint8)
+            pred = (pred > 0).astype(np.uint8)
+        state.update(meta, gt, pred, prob, image_score=score)
+    return state
+
+
+def assert_same_metrics(a: dict, b: dict, tol: float = 0.0) -> None:
+    assert list(a) == list(b)
+    for k in a:
+        if isinstance(a[k], float) and math.isnan(a[k]):
+            assert math.isnan(b[k]), k
+        else:
+            assert abs(a[k] - b[k]) <= tol, (k, a[k], b[k])
+
+
+# -- per-image metrics -----------------------------------------------------------
+
+def test_giou_fpr_bf1_topk_against_direct_computation():
+    samples = make_dataset(1, 120)
+    got = run(samples).compute()
+    ious, fps, bf1_rows, top1, top3 = [], [], [], [], []
+    for _, gt, pred, _, _ in samples:
+        valid = gt != 255
+        g, p = gt[valid] > 0, pred[valid] > 0
+        if g.any():
+            ious.append((g & p).sum() / (g | p).sum())
+        elif valid.any():
+            fps.append(p.mean() > 0.01)
+        bf1_rows.append(per_class_bf1(gt, pred, SPACE.num_classes))
+        if g.any():
+            counts = {c: int((pred[valid] == c).sum()) for c in range(1, SPACE.num_classes)}
+            ranked = [c for c in sorted(counts, key=lambda c: (-counts[c], c)) if counts[c] > 0]
+            gt_editors = set(np.unique(gt[valid])) - {0}
+            top1.append(bool(set(ranked[:1]) & gt_editors))
+            top3.append(bool(set(ranked[:3]) & gt_editors))
+    assert got["gIoU"] == pytest.approx(np.mean(ious), abs=1e-12)
+    assert got["FPR_authentic"] == pytest.approx(np.mean(fps), abs=1e-12)
+    assert 0 < len(fps) < len(samples) and 0 < len(ious)
+    bf1 = np.array(bf1_rows)
+    per_class = [np.mean(col[~np.isnan(col)]) for col in bf1.T if (~np.isnan(col)).any()]
+    assert got["bF1"] == pytest.approx(np.mean(per_class), abs=1e-12)
+    per_image = [np.mean(r[~np.isnan(r)]) for r in bf1 if (~np.isnan(r)).any()]
+    assert got["bF1_image_mean"] == pytest.approx(np.mean(per_image), abs=1e-12)
+    assert got["top1"] == pytest.approx(np.mean(top1), abs=1e-12)
+    assert got["top3"] == pytest.approx(np.mean(top3), abs=1e-12)
+    assert got["num_edited"] == len(ious) and got["num_authentic"] == len(fps)
+
+
+def test_authentic_images_not_in_giou_but_in_fpr():
+    edited_gt = np.array([[0, 1], [1, 1]], np.uint8)
+    authentic = np.zeros((2, 2), np.uint8)
+    state = EvalState(BINARY, "binary")
+    state.update(SampleMeta("e"), edited_gt, edited_gt, None)
+    state.update(SampleMeta("a1"), authentic, np.ones((2, 2), np.uint8), None)
+    state.update(SampleMeta("a2"), authentic, authentic, None)
+    got = state.compute()
+    assert got["gIoU"] == 1.0  # not (1 + 0 + 0) / 3
+    assert got["FPR_authentic"] == 0.5
+    assert got["cIoU"] == pytest.approx(3 / 7)
+
+
+def test_area_rule_is_strictly_greater_than_threshold():
+    gt = np.zeros((10, 10), np.uint8)
+    one, two = gt.copy(), gt.copy()
+    one[0, 0] = 1
+    two[0, :2] = 1
+    state = EvalState(BINARY, "binary")
+    state.update(SampleMeta("one"), gt, one, None)  # exactly 1%: not edited
+    state.update(SampleMeta("two"), gt, two, None)  # 2%: edited
+    got = state.compute()
+    assert got["FPR_authentic"] == 0.5 and got["img_real_Acc"] == 0.5
+    assert state.image_score_source == "edited_area"
+
+
+def test_image_level_with_detector_scores_against_sklearn():
+    samples = make_dataset(2, 150, with_scores=True)
+    state = run(samples, score_threshold=0.6)
+    got = state.compute()
+    assert state.image_score_source == "detector"
+    y = np.array([((gt > 0) & (gt != 255)).any() for _, gt, _, _, _ in samples])
+    s = np.array([sc for *_, sc in samples])
+    decision = s > 0.6
+    assert got["img_Acc"] == pytest.approx(np.mean(decision == y))
+    assert got["img_real_Acc"] == pytest.approx(np.mean(~decision[~y]))
+    assert got["img_edited_Acc"] == pytest.approx(np.mean(decision[y]))
+    assert got["img_AP"] == pytest.approx(average_precision_score(y, s), abs=1e-12)
+    assert got["img_AUC"] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_image_level_from_edited_area_against_sklearn():
+    samples = make_dataset(3, 150)
+    got = run(samples).compute()
+    y, s = [], []
+    for _, gt, pred, _, _ in samples:
+        valid = gt != 255
+        y.append((gt[valid] > 0).any())
+        s.append((pred[valid] > 0).mean())
+    y, s = np.array(y), np.array(s)
+    assert got["img_Acc"] == pytest.approx(np.mean((s > 0.01) == y))
+    assert got["img_AP"] == pytest.approx(average_precision_score(y, s), abs=1e-12)
+    assert got["img_AUC"] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_classifier_without_label_maps():
+    state = EvalState(SPACE, "semantic")
+    gt_edit = np.ones((4, 4), np.uint8)
+    state.update(SampleMeta("a"), gt_edit, None, None, image_score=0.9)
+    state.update(SampleMeta("b"), np.zeros((4, 4), np.uint8), None, None, image_score=0.2)
+    state.update(SampleMeta("c"), gt_edit * 2, None, None, image_score=0.4,
+                 class_scores=np.array([0.0, 0.1, 0.7, 0.2]))
+    got = state.compute()
+    assert got["img_Acc"] == pytest.approx(2 / 3) and got["img_AUC"] == 1.0
+    assert math.isnan(got["mIoU"]) and math.isnan(got["gIoU"]) and math.isnan(got["FPR_authentic"])
+    assert got["top1"] == 1.0 and got["top3"] == 1.0  # only image c has a ranking
+
+
+def test_topk_ties_zero_counts_and_class_scores():
+    state = EvalState(SPACE, "semantic", top_k=(1, 2))
+    gt = np.full((1, 4), 3, np.uint8)
+    state.update(SampleMeta("tie"), gt, np.array([[1, 1, 3, 3]], np.uint8), None)  # tie -> class 1 first
+    # nothing predicted: a miss, although class 1 would lead an unfiltered ranking
+    state.update(SampleMeta("bg"), np.ones((1, 4), np.uint8), np.zeros((1, 4), np.uint8), None)
+    state.update(SampleMeta("cs"), gt, np.zeros((1, 4), np.uint8), None,
+                 class_scores=np.array([0.2, 0.3, 0.5]))  # editors only: ranks 3, 2, 1
+    got = state.compute()
+    assert got["top1"] == pytest.approx(1 / 3) and got["top2"] == pytest.approx(2 / 3)
+    with pytest.raises(DataError):
+        state.update(SampleMeta("x"), gt, None, None, image_score=0.5, class_scores=np.ones(7))
+
+
+# -- merge and state_dict ------------------------------------------------------------
+
+def test_merge_of_shards_equals_single_pass_exactly():
+    samples = make_dataset(4, 90)
+    single = run(samples)
+    shards = [run(samples[r::3]) for r in range(3)]  # interleaved, like a distributed sampler
+    shards[1] = EvalState.from_state_dict(json.loads(json.dumps(shards[1].state_dict(), allow_nan=False)))
+    merged = shards[2]
+    merged.merge(shards[0])
+    merged.merge(shards[1])
+    assert merged.num_images == single.num_images == 90
+    assert_same_metrics(merged.compute(), single.compute())
+    np.testing.assert_array_equal(merged.confusion_matrix(), single.confusion_matrix())
+    for key in ("base", "turns", "editor", "edit_type"):
+        a, b = merged.slices(key), single.slices(key)
+        assert list(a) == list(b)
+        for v in a:
+            assert_same_metrics(a[v], b[v])
+    assert merged.bootstrap(20, seed=3) == single.bootstrap(20, seed=3)
+
+
+def test_state_dict_round_trip_is_exact():
+    state = run(make_dataset(5, 40, with_scores=True))
+    d = state.state_dict()
+    text = json.dumps(d, allow_nan=False)
+    back = EvalState.from_state_dict(json.loads(text))
+    assert back.state_dict() == d
+    assert_same_metrics(back.compute(), state.compute())
+    assert back.image_score_source == "detector"
+    assert d["metrics_version"] == METRICS_VERSION == "1"
+    empty = EvalState.from_state_dict(EvalState(SPACE, "semantic").state_dict())
+    assert empty.num_images == 0 and math.isnan(empty.compute()["mIoU"])
+
+
+def test_merge_and_load_errors():
+    a = EvalState(SPACE, "semantic")
+    with pytest.raises(ConfigError):
+        a.merge(EvalState(SPACE, "semantic", area_threshold=0.05))
+    with pytest.raises(ConfigError):
+        a.merge(EvalState(SPACE, "binary"))
+    scored, area = run(make_dataset(6, 3, with_scores=True)), run(make_dataset(6, 3))
+    with pytest.raises(DataError):
+        scored.merge(area)
+    d = a.state_dict()
+    d["metrics_version"] = "0"
+    with pytest.raises(RecordError):
+        EvalState.from_state_dict(d)
+    d = a.state_dict()
+    del d["rows"]["label"]
+    with pytest.raises(RecordError):
+        EvalState.from_state_dict(d)
+
+
+# -- slices and bootstrap ------------------------------------------------------------
+
+def test_slices_equal_a_separate_pass_over_each_slice():
+    samples = make_dataset(7, 80)
+    state = run(samples)
+    total = state.compute()
+    for key, member in [
+        ("base", lambda m: [m.base]),
+        ("turns", lambda m: [str(len(m.turns))]),
+        ("editor", lambda m: [t.editor for t in m.turns] or ["(none)"]),
+        ("edit_type", lambda m: [t.edit_type for t in m.turns] or ["(none)"]),
+    ]:
+        sliced = state.slices(key)
+        expected = sorted({v for meta, *_ in samples for v in member(meta)})
+        assert list(sliced) == expected
+        for value, got in sliced.items():
+            subset = [s for s in samples if value in member(s[0])]
+            want = run(subset).compute()
+            assert math.isnan(got["pixel_AUC"])
+            got = dict(got, pixel_AUC=want["pixel_AUC"])
+            assert_same_metrics(got, want, tol=1e-12)
+        counts = sum(s["num_images"] for s in sliced.values())
+        if key in ("base", "turns"):  # partitions
+            assert counts == total["num_images"]
+            assert sum(s["num_edited"] for s in sliced.values()) == total["num_edited"]
+        else:  # multi-membership: every image at least once
+            assert counts >= total["num_images"]
+    with pytest.raises(ConfigError, match="editor"):
+        state.slices("editors")
+
+
+def test_bootstrap_is_deterministic_and_covers_point_estimate():
+    state = run(make_dataset(8, 100, with_scores=True))
+    point = state.compute()
+    ci = state.bootstrap(200, seed=0)
+    assert ci == state.bootstrap(200, seed=0)
+    assert ci != state.bootstrap(200, seed=1)
+    assert "pixel_AUC" not in ci and "num_images" not in ci
+    for m in ("aAcc", "mIoU", "F1", "bF1", "gIoU", "img_Acc", "img_AP", "img_AUC", "top1"):
+        lo, hi = ci[m]
+        assert lo <= point[m] <= hi, m
+        assert lo < hi or m == "top1", m  # top1 is 1.0 on this data
+    assert set(state.bootstrap(5, metrics=["mIoU"])) == {"mIoU"}
+    with pytest.raises(ConfigError, match="mIoU"):
+        state.bootstrap(5, metrics=["mIOU"])
+    kept = state.bootstrap(5, metrics=["pixel_AUC", "aAcc", "num_images"])  # not resampled: NaN
+    assert list(kept) == ["pixel_AUC", "aAcc", "num_images"]
+    assert all(math.isnan(v) for v in kept["pixel_AUC"] + kept["num_images"])
+    assert kept["aAcc"][0] <= point["aAcc"] <= kept["aAcc"][1]
+
+
+def test_bootstrap_replicate_equals_a_pass_over_the_drawn_images():
+    samples = make_dataset(9, 40)
+    state = run(samples)
+    n = len(samples)
+    draw = np.random.default_rng(5).integers(0, n, size=n)  # images in canonical (id) order
+    by_id = sorted(samples, key=lambda s: s[0].id)
+    replicate = run([by_id[i] for i in draw]).compute()
+    ci = state.bootstrap(1, seed=5)
+    for m, (lo, hi) in ci.items():
+        want = replicate[m]
+        assert (math.isnan(lo) and math.isnan(want)) or lo == pytest.approx(want, abs=1e-12), m
+        assert (math.isnan(hi) and math.isnan(want)) or hi == pytest.approx(want, abs=1e-12), m
+
+
+# -- input errors --------------------------------------------------------------------
+
+def test_input_errors():
+    with pytest.raises(ConfigError):
+        EvalState(SPACE, "classification")
+    with pytest.raises(ConfigError):
+        EvalState(SPACE, "semantic", top_k=(0,))
+    state = EvalState(SPACE, "semantic")
+    gt = np.zeros((3, 3), np.uint8)
+    meta = SampleMeta("x")
+    with pytest.raises(DataError):
+        state.update(meta, gt + 4, gt, None)  # label outside 0..3, 255
+    with pytest.raises(DataError):
+        state.update(meta, gt, gt + 255, None)  # predictions are never 255
+    with pytest.raises(DataError):
+        state.update(meta, gt, np.zeros((3, 4), np.uint8), None)
+    with pytest.raises(DataError):
+        state.update(meta, gt.astype(np.float32), gt, None)
+    with pytest.raises(DataError):
+        state.update(meta, gt, None, None)
+    state.update(meta, gt, gt, None)
+    with pytest.raises(DataError):
+        state.update(SampleMeta("y"), gt, gt, None, image_score=0.3)  # source would change
+    assert state.num_images == 1
+    binary = EvalState(SPACE, "binary")
+    with pytest.raises(DataError):
+        binary.update(meta, gt + 2, gt, None)  # binary GT is 0/1/255
+    assert binary.metric_names[3:5] == ["IoU.background", "IoU.edited"]
+    assert binary.label_space == BINARY

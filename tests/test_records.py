@@ -1,0 +1,80 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from diffzoo.harness.errors import RecordError
+from diffzoo.harness.fsutil import atomic_write_text
+from diffzoo.harness.records import ResultRecord
+
+
+def minimal(**over):
+    fields = dict(detector={"name": "d"}, suite={"name": "s", "version": "1"}, case={"name": "c"},
+                  dataset={"name": "x", "fingerprint": "f"}, label_space=["background", "edited"],
+                  metrics={"mIoU": float("nan"), "aAcc": 0.5}, metrics_version="1",
+                  threshold_policy={}, counts={"evaluated": 1}, seed=0, config={},
+                  environment={"date": "2026-01-01"})
+    fields.update(over)
+    return ResultRecord.create(**fields)
+
+
+def test_records_are_content_addressed_and_nan_is_null(tmp_path):
+    a, b = minimal(), minimal(environment={"date": "2027-01-01"})
+    assert a.id == b.id  # the date does not change the content id
+    assert minimal(seed=1).id != a.id
+    path = a.write(tmp_path)
+    data = json.loads(path.read_text())
+    assert data["metrics"]["mIoU"] is None and data["record_id"] == a.id
+    assert ResultRecord.read(path).data == a.data
+
+
+def test_validate_names_missing_field_and_schema(tmp_path):
+    data = dict(minimal().data)
+    del data["seed"]
+    with pytest.raises(RecordError, match="missing field.*seed"):
+        ResultRecord(data).validate()
+    data = dict(minimal().data, schema_version=99)
+    with pytest.raises(RecordError, match="schema version 99"):
+        ResultRecord(data).validate()
+
+
+def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
+    target = tmp_path / "r.json"
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        atomic_write_text(target, "{}")
+    assert not target.exists() and not list(tmp_path.iterdir())
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from diffzoo.harness.fsutil import atomic_write_text
+out = Path(sys.argv[1])
+i = 0
+print("ready", flush=True)
+while True:
+    atomic_write_text(out / f"{i % 50}.json", '{"payload": "' + "x" * 2_000_000 + '"}')
+    i += 1
+    print("wrote", i, flush=True)
+"""
+
+
+def test_killed_writer_leaves_only_complete_files(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"ready"
+    for _ in range(3):  # kill it while it is writing its fourth file
+        assert proc.stdout.readline().startswith(b"wrote")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    files = list(tmp_path.glob("*.json"))
+    assert files
+    for f in files:
+        assert len(json.loads(f.read_text())["payload"]) == 2_000_000

@@ -1,0 +1,57 @@
+import pytest
+
+from diffzoo.harness.errors import RegistryError, UnknownNameError
+from diffzoo.harness.registry import Registry
+
+
+def make():
+    r = Registry()
+    for tag in ("b10", "b2", "b0"):
+        r.add("detector", f"seg.{tag}", "x:y", default=tag == "b2", source="p1")
+    r.add("detector", "other.small", "x:y", source="p2")
+    return r
+
+
+def test_family_resolves_to_default_tag_and_single_tag_family():
+    r = make()
+    assert r.resolve("detector", "seg") == "seg.b2"
+    assert r.resolve("detector", "other") == "other.small"
+    assert r.resolve("detector", "seg.b10") == "seg.b10"
+
+
+def test_wildcards_natural_sort_and_exclude():
+    r = make()
+    assert [e.name for e in r.list("detector", "seg*")] == ["seg.b0", "seg.b2", "seg.b10"]
+    assert [e.name for e in r.list("detector", "*", exclude=["seg.b1*"])] == [
+        "other.small", "seg.b0", "seg.b2"]
+    assert [e.name for e in r.expand("detector", "all")][:1] == ["other.small"]
+    assert [e.name for e in r.expand("detector", "seg.b0,seg,seg.b2")] == ["seg.b0", "seg.b2"]
+
+
+def test_unknown_name_suggests():
+    r = make()
+    with pytest.raises(UnknownNameError) as exc:
+        r.get("detector", "seg.b3")
+    assert "Did you mean" in str(exc.value) and "'seg.b2'" in str(exc.value)
+    with pytest.raises(UnknownNameError, match="unknown detector 'nothing\\*'"):
+        r.expand("detector", "nothing*")
+
+
+def test_duplicates_name_both_sources():
+    r = make()
+    with pytest.raises(RegistryError, match="'p1' and by plugin 'p3'"):
+        r.add("detector", "seg.b0", "a:b", source="p3")
+    with pytest.raises(RegistryError, match="two defaults"):
+        r.add("detector", "seg.b7", "a:b", default=True, source="p3")
+
+
+def test_lazy_entries_import_on_load_only():
+    r = Registry()
+    e = r.add("suite", "s", "json:dumps", source="p")
+    assert e._loaded is None
+    import json
+
+    assert e.load() is json.dumps
+    bad = r.add("suite", "bad", "no_such_module_xyz:thing", source="plug")
+    with pytest.raises(Exception, match="plugin 'plug' cannot be loaded"):
+        bad.load()

@@ -1,0 +1,97 @@
+"""End to end through the runner on a tiny SegFormer and a dataset made here."""
+
+import json
+import math
+
+import pytest
+
+from diffzoo.harness.errors import CorruptSampleError, ModelError
+from diffzoo.harness.records import REQUIRED, SCHEMA_VERSION, ResultRecord
+from diffzoo.harness.runner import RunRequest, run
+
+FAST = {"iterations": 40, "batch_size": 4, "crop_size": 32}
+
+
+def request(dataset, out, **kw):
+    base = dict(detector="segformer.tiny", suites="standard", dataset=str(dataset), device="cpu",
+                train_overrides=dict(FAST, **kw.pop("train_overrides", {})), bootstrap=50, out=out)
+    base.update(kw)
+    return RunRequest(**base)
+
+
+def test_standard_suite_records_and_provenance(diffseg_folder, tmp_path):
+    output = run(request(diffseg_folder, tmp_path / "out"))
+    by_case = {r.data["case"]["name"]: r for r in output.records}
+    assert set(by_case) == {"binary", "semantic", "image"}
+    assert len(output.plan.jobs) == 2  # binary + image share one model
+    for r in output.records:
+        for key in REQUIRED:
+            assert key in r.data
+        d = r.data
+        assert d["schema_version"] == SCHEMA_VERSION
+        assert len(d["detector"]["checkpoint_sha256"]) == 64
+        assert d["suite"] == {"name": "standard", "version": "1",
+                              "definition_hash": output.records[0].data["suite"]["definition_hash"]}
+        assert d["dataset"]["fingerprint"] and d["seed"] == 0
+        assert d["environment"]["packages"]["torch"]
+        assert "date" in d["environment"] and "git" in d["environment"]
+        assert d["counts"]["evaluated"] == len(output.plan.dataset.ids("val"))
+        ResultRecord(json.loads(r.to_json())).validate()
+    binary = by_case["binary"].data
+    assert 0 <= binary["metrics"]["mIoU"] <= 1
+    assert set(binary["baselines"]) == {"all_background", "all_edited"}
+    assert binary["baselines"]["all_background"]["mIoU"] == 0.0
+    semantic = by_case["semantic"].data
+    assert semantic["label_space"] == ["background", "sd2", "sdxl"]
+    assert "IoU.sd2" in semantic["metrics"] and len(semantic["confusion"]) == 3
+    assert set(by_case["image"].data["metrics"]) >= {"img_Acc", "img_AP"}
+    assert (tmp_path / "out" / binary["state_file"]).exists()
+
+
+def test_same_seed_same_metrics_and_cache_reuse(diffseg_folder, tmp_path, monkeypatch):
+    first = run(request(diffseg_folder, None, suites="standard", bootstrap=0))
+    again = run(request(diffseg_folder, None, suites="standard", bootstrap=0))  # from the cache
+    assert [r.data["detector"]["checkpoint_source"] for r in again.records] == ["cache"] * 3
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "fresh-cache"))
+    retrained = run(request(diffseg_folder, None, suites="standard", bootstrap=0))
+    for a, b, c in zip(first.records, again.records, retrained.records):
+        assert a.metrics == b.metrics == c.metrics
+        assert a.data["detector"]["checkpoint_sha256"] == c.data["detector"]["checkpoint_sha256"]
+
+
+def test_training_lowers_the_loss(diffseg_folder):
+    out = run(request(diffseg_folder, None, bootstrap=0, train_overrides={"iterations": 60}))
+    log = out.records[0].data["training"]
+    assert log["final_loss"] < log["first_loss"]
+
+
+def test_corrupt_sample_is_skipped_and_counted_or_stops_with_strict(diffseg_folder, tmp_path):
+    out = run(request(diffseg_folder, None, bootstrap=0))
+    val_ids = out.plan.dataset.ids("val")
+    bad = diffseg_folder / "train_copy" / f"{val_ids[0]}.image.png"
+    bad.write_bytes(bad.read_bytes()[:60])  # truncated PNG
+    out = run(request(diffseg_folder, None, bootstrap=0))
+    counts = out.records[0].data["counts"]
+    assert counts["skipped_corrupt"] == 1 and counts["skipped"][0]["id"] == val_ids[0]
+    assert counts["evaluated"] == len(val_ids) - 1
+    with pytest.raises(CorruptSampleError, match=val_ids[0]):
+        run(request(diffseg_folder, None, bootstrap=0, strict=True))
+
+
+def test_no_train_without_checkpoint_is_a_clear_error(diffseg_folder):
+    with pytest.raises(ModelError, match="--checkpoint PATH or drop --no-train"):
+        run(request(diffseg_folder, None, train=False))
+
+
+def test_given_checkpoint_is_used(diffseg_folder, tmp_path):
+    out = run(request(diffseg_folder, None, bootstrap=0))
+    from diffzoo.harness.checkpoints import cache_dir
+
+    ckpt = cache_dir("segformer.tiny", out.records[0].data["config"]["cache_key"])
+    assert (ckpt / "model.safetensors").exists()
+    again = run(request(diffseg_folder, None, bootstrap=0, train=False, suites="standard",
+                        checkpoints=[ckpt]))
+    binary = [r for r in again.records if r.data["case"]["name"] == "binary"][0]
+    assert binary.data["detector"]["checkpoint_source"] == "given"
+    assert binary.metrics == out.records[0].metrics
+    assert not math.isnan(binary.metrics["aAcc"])
