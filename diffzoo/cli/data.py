@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ..harness.factories import open_dataset
+from ..harness.progress import counter_callback
 from ..harness.registry import resolve_target
 from .app import app, console
 from .progress import RichProgress
@@ -27,8 +28,8 @@ def build_cmd(
 
         raise UnknownNameError("buildable dataset", name, ["mini"])
     build = resolve_target("diffzoo.generators.demo:ensure_mini", "dataset 'mini'", "diffzoo.generators.plugin")
-    with RichProgress(console).task("building mini", total=None) as task:
-        path = build(root=root, force=force, progress=lambda done, total: task.advance(1))
+    with counter_callback(RichProgress(console), "building mini") as callback:
+        path = build(root=root, force=force, progress=callback)
     console.print(f"mini dataset at {path}")
 
 

@@ -38,6 +38,9 @@ def run_cmd(
     labels: str | None = typer.Option(
         None, "--labels", help="Label map: JSON file {'names': [...]} or comma-separated editor names."
     ),
+    extra_authentic: Path | None = typer.Option(
+        None, "--extra-authentic", help="Folder of authentic images added to training with all-zero masks."
+    ),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0: none)."),
 ) -> None:
     """Run benchmark suites for one detector on one dataset."""
@@ -45,7 +48,7 @@ def run_cmd(
         detector=detector, suites=suite, dataset=dataset, checkpoints=list(checkpoint), train=train,
         seed=seed, device=device, strict=strict, pretrained=pretrained,
         train_overrides={"iterations": iterations, "batch_size": batch_size, "crop_size": crop_size},
-        dataset_options={"label_space": labels} if labels else {},
+        dataset_options={k: v for k, v in (("label_space", labels), ("extra_authentic", extra_authentic)) if v},
         bootstrap=bootstrap, out=out,
     )
     start = time.monotonic()

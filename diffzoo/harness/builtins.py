@@ -5,10 +5,9 @@ Registered through the same hooks as any third-party plugin.
 
 from __future__ import annotations
 
+from .data.hfsource import DIFFSEG30K_HUB_ID
 from .hookspecs import hookimpl
 from .suites import STANDARD
-
-DIFFSEG30K_HUB_ID = "Chaos2629/Diffseg30k"
 
 
 def open_diffseg30k(path=None, **options):

@@ -6,12 +6,14 @@ as the in-tree ones.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 from typing import Any
 
 from .errors import DataError, PluginError, UnknownNameError
 from .plugins import get_registry
+from .progress import Progress, counter_callback
 from .protocols import Dataset, Detector, Generator
 from .types import LabelSpace
 
@@ -46,11 +48,19 @@ def _looks_like_path(spec: str) -> bool:
     return "/" in spec or "\\" in spec or spec.startswith(".") or Path(spec).suffix != ""
 
 
-def open_dataset(spec: str, **options: Any) -> Dataset:
-    """A registered dataset name, or a path whose layout an adapter recognises."""
+def open_dataset(spec: str, progress: Progress | None = None, **options: Any) -> Dataset:
+    """A registered dataset name, or a path whose layout an adapter recognises.
+
+    A factory that takes ``progress`` (builders such as ``mini``) reports
+    through ``progress`` while it builds.
+    """
     registry = get_registry()
     if registry.has("dataset", spec) and not Path(spec).exists():
-        return registry.get("dataset", spec).load()(**options)
+        factory = registry.get("dataset", spec).load()
+        if progress is not None and "progress" in inspect.signature(factory).parameters:
+            with counter_callback(progress, f"building dataset {spec}") as callback:
+                return factory(progress=callback, **options)
+        return factory(**options)
     path = Path(spec).expanduser()
     if not path.exists():
         if _looks_like_path(spec):

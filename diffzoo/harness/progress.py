@@ -4,8 +4,8 @@ the CLI supplies one that draws rich progress bars.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Protocol
 
 
@@ -30,3 +30,21 @@ class NullProgress:
     @contextmanager
     def task(self, description: str, total: int | None) -> Iterator[Task]:
         yield _NullTask()
+
+
+@contextmanager
+def counter_callback(progress: Progress, description: str) -> Iterator[Callable[[int, int], None]]:
+    """A ``(done, total)`` callback that drives a task opened on its first call.
+
+    For code that reports counts rather than taking a Progress (builders).
+    """
+    with ExitStack() as stack:
+        state: dict = {"task": None, "done": 0}
+
+        def callback(done: int, total: int) -> None:
+            if state["task"] is None:
+                state["task"] = stack.enter_context(progress.task(description, total))
+            state["task"].advance(done - state["done"])
+            state["done"] = done
+
+        yield callback

@@ -84,7 +84,7 @@ class Runner:
         entry = registry.get("detector", self.request.detector)
         self.entry = entry
         self.suites: list[Suite] = [e.load() for e in registry.expand("suite", self.request.suites)]
-        self.dataset = open_dataset(self.request.dataset, **self.request.dataset_options)
+        self.dataset = open_dataset(self.request.dataset, self.progress, **self.request.dataset_options)
         config, self.overrides = _train_config(entry.card, self.dataset, self.request)
         fingerprint = self.dataset.fingerprint()
         return make_plan(entry.card, self.suites, self.dataset, config, fingerprint)

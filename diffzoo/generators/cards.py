@@ -1,0 +1,177 @@
+"""Generator cards: one flat card per editor variant (plain data, no torch).
+
+Family names (``sd2``, ``sdxl``, ``flux1``) are also the class names of the
+editors in label maps.  Each family has one real default card (hub weights,
+the settings its model card recommends) and ``tiny`` cards: the same pipeline
+class built from tiny random-weight configs offline (``generators/tiny.py``),
+at 64 px with 2 steps, used by tests and the embedded ``mini`` dataset.
+
+``options`` keys used by the editor: ``torch_dtype`` (dtype on accelerators;
+CPU always runs float32), ``variant`` (hub weight variant), ``max_sequence_length``
+(Flux T5 prompt length), ``unet_in_channels`` (tiny SDXL: 9 = inpainting UNet,
+4 = base UNet with latent blending), ``notes``.
+"""
+
+from __future__ import annotations
+
+from ..harness.cards import GeneratorCard
+
+LDM_PAPER = "Rombach et al., High-Resolution Image Synthesis with Latent Diffusion Models, CVPR 2022, arXiv:2112.10752"
+SDXL_PAPER = "Podell et al., SDXL: Improving Latent Diffusion Models for High-Resolution Image Synthesis, arXiv:2307.01952"
+FLUX_PAPER = (
+    "Black Forest Labs, FLUX.1 (2024; no paper of its own; architecture described in "
+    "FLUX.1 Kontext, arXiv:2506.15742)"
+)
+OPENRAIL_PP = "CreativeML Open RAIL++-M"
+FLUX_DEV_LICENCE = "FLUX.1 [dev] Non-Commercial License (gated: accept it on the hub page)"
+TINY_NOTE = "random weights: outputs are noise-like and prove only that the pipeline runs"
+
+SD2_INPAINT = GeneratorCard(
+    name="sd2.inpaint",
+    description="Stable Diffusion 2 inpainting (9-channel UNet conditioned on mask and masked image)",
+    pipeline="StableDiffusionInpaintPipeline",
+    weights="stabilityai/stable-diffusion-2-inpainting",
+    resolution=512,
+    steps=50,
+    guidance_scale=7.5,
+    licence=OPENRAIL_PP,
+    paper=LDM_PAPER,
+    options={"torch_dtype": "float16"},
+)
+
+SDXL_INPAINT = GeneratorCard(
+    name="sdxl.inpaint",
+    description=(
+        "SDXL 1.0 inpainting-0.1: a 9-channel UNet fine-tuned for inpainting from SDXL base "
+        "(chosen as default over the base model, whose 4-channel latent blending ignores the "
+        "masked context and leaves seams)"
+    ),
+    pipeline="StableDiffusionXLInpaintPipeline",
+    weights="diffusers/stable-diffusion-xl-1.0-inpainting-0.1",
+    resolution=1024,
+    steps=30,
+    guidance_scale=8.0,
+    licence=OPENRAIL_PP,
+    paper=SDXL_PAPER,
+    options={
+        "torch_dtype": "float16",
+        "variant": "fp16",
+        "notes": "its model card suggests strength 0.99; diffzoo uses 1.0 so every step runs",
+    },
+)
+
+SDXL_BASE = GeneratorCard(
+    name="sdxl.base",
+    description="SDXL 1.0 base used for inpainting by latent blending (4-channel UNet)",
+    pipeline="StableDiffusionXLInpaintPipeline",
+    weights="stabilityai/stable-diffusion-xl-base-1.0",
+    resolution=1024,
+    steps=30,
+    guidance_scale=7.5,
+    licence=OPENRAIL_PP,
+    paper=SDXL_PAPER,
+    options={"torch_dtype": "float16", "variant": "fp16"},
+)
+
+FLUX1_FILL = GeneratorCard(
+    name="flux1.fill",
+    description="FLUX.1 Fill [dev]: rectified-flow transformer trained for inpainting (mask + masked image input)",
+    pipeline="FluxFillPipeline",
+    weights="black-forest-labs/FLUX.1-Fill-dev",
+    resolution=1024,
+    steps=50,
+    guidance_scale=30.0,
+    licence=FLUX_DEV_LICENCE,
+    paper=FLUX_PAPER,
+    options={"torch_dtype": "bfloat16", "max_sequence_length": 512},
+)
+
+FLUX1_INPAINT = GeneratorCard(
+    name="flux1.inpaint",
+    description="FLUX.1 [dev] text-to-image model used for inpainting by latent blending",
+    pipeline="FluxInpaintPipeline",
+    weights="black-forest-labs/FLUX.1-dev",
+    resolution=1024,
+    steps=28,
+    guidance_scale=3.5,
+    licence=FLUX_DEV_LICENCE,
+    paper=FLUX_PAPER,
+    options={"torch_dtype": "bfloat16", "max_sequence_length": 512},
+)
+
+
+def _tiny(name: str, pipeline: str, real: GeneratorCard, **options: object) -> GeneratorCard:
+    return GeneratorCard(
+        name=name,
+        description=f"tiny random-weight {pipeline} built offline (stand-in for {real.name})",
+        pipeline=pipeline,
+        weights=None,
+        tiny=True,
+        resolution=64,
+        steps=2,
+        guidance_scale=5.0,
+        licence="Apache-2.0 (diffzoo code; no weights)",
+        paper=real.paper,
+        options={"notes": TINY_NOTE, **options},
+    )
+
+
+SD2_TINY = _tiny("sd2.tiny", "StableDiffusionInpaintPipeline", SD2_INPAINT)
+SDXL_TINY = _tiny("sdxl.tiny", "StableDiffusionXLInpaintPipeline", SDXL_INPAINT, unet_in_channels=9)
+SDXL_TINY_BASE = _tiny(
+    "sdxl.tiny-base", "StableDiffusionXLInpaintPipeline", SDXL_BASE, unet_in_channels=4
+)
+FLUX1_TINY = _tiny("flux1.tiny", "FluxFillPipeline", FLUX1_FILL, max_sequence_length=64)
+FLUX1_TINY_INPAINT = _tiny(
+    "flux1.tiny-inpaint", "FluxInpaintPipeline", FLUX1_INPAINT, max_sequence_length=64
+)
+
+GENERATOR_CARDS: tuple[GeneratorCard, ...] = (
+    SD2_INPAINT,
+    SD2_TINY,
+    SDXL_INPAINT,
+    SDXL_BASE,
+    SDXL_TINY,
+    SDXL_TINY_BASE,
+    FLUX1_FILL,
+    FLUX1_INPAINT,
+    FLUX1_TINY,
+    FLUX1_TINY_INPAINT,
+)
+"""Every editor card; registered by ``generators/plugin.py``."""
+
+DEFAULT_CARDS: frozenset[str] = frozenset({"sd2.inpaint", "sdxl.inpaint", "flux1.fill"})
+"""The default tag of each family: the bare family name resolves to it."""
+
+TINY_EDITORS: dict[str, GeneratorCard] = {"sd2": SD2_TINY, "sdxl": SDXL_TINY, "flux1": FLUX1_TINY}
+"""Label name -> the tiny card the ``mini`` dataset uses for that editor."""
+
+SD_T2I_TINY = GeneratorCard(
+    name="sd-t2i.tiny",
+    description="tiny random-weight StableDiffusionPipeline (text to image) for AI base images",
+    pipeline="StableDiffusionPipeline",
+    weights=None,
+    native_inpaint=False,
+    tiny=True,
+    resolution=64,
+    steps=2,
+    guidance_scale=5.0,
+    licence="Apache-2.0 (diffzoo code; no weights)",
+    paper=LDM_PAPER,
+    options={"notes": TINY_NOTE, "weights_seed": 1},  # other weights than the sd2 editor
+)
+"""Text-to-image card (not an editor, so not registered as a generator)."""
+
+CARDS_BY_NAME: dict[str, GeneratorCard] = {c.name: c for c in (*GENERATOR_CARDS, SD_T2I_TINY)}
+
+
+def get_card(name: str) -> GeneratorCard:
+    """Card by full name or bare family (its default tag)."""
+    from ..harness.errors import UnknownNameError
+
+    if name in CARDS_BY_NAME:
+        return CARDS_BY_NAME[name]
+    for card in GENERATOR_CARDS:
+        if card.family == name and card.name in DEFAULT_CARDS:
+            return card
+    raise UnknownNameError("generator", name, CARDS_BY_NAME)

@@ -1,0 +1,219 @@
+"""One mask editor class for every diffusers inpainting pipeline, driven by a card.
+
+``DiffusersEditor(card)`` builds its pipeline on first use: tiny cards from
+``tiny.py`` (offline, random weights), real cards with
+``<card.pipeline>.from_pretrained(card.weights)``.  Missing weights while
+offline raise :class:`WeightsUnavailableError` naming the hub id to fetch.
+
+``edit`` runs the native inpaint pipeline at the card's square resolution
+(resizing in and out when the image size differs), ``strength=1.0`` so every
+step runs, then composites the unmasked pixels back from the input: outside
+the mask the output equals the input exactly, so the label is exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..harness.cards import GeneratorCard
+from ..harness.errors import DataError, ModelError, WeightsUnavailableError
+from ..harness.protocols import EditResult, Generator
+
+log = logging.getLogger(__name__)
+
+_OFFLINE_VALUES = {"1", "true", "yes", "on"}
+
+
+class _DropEmptyFp32Warning(logging.Filter):
+    """diffusers 0.42 warns on every ``vae.to(dtype)`` even when no module must stay fp32."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "should be kept in float32: []" not in record.getMessage()
+
+
+def _quiet_diffusers() -> None:
+    logger = logging.getLogger("diffusers.models.modeling_utils")
+    if not any(isinstance(f, _DropEmptyFp32Warning) for f in logger.filters):
+        logger.addFilter(_DropEmptyFp32Warning())
+
+
+def hub_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` is set now (read at call time, not import time)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _OFFLINE_VALUES
+
+
+def resolve_dtype(card: GeneratorCard, device: str, dtype: Any = None) -> Any:
+    """float32 on CPU and for tiny cards; the card's ``torch_dtype`` on accelerators."""
+    import torch
+
+    if dtype is not None:
+        return getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    if card.tiny or str(device).startswith("cpu"):
+        return torch.float32
+    return getattr(torch, str(card.options.get("torch_dtype", "float32")))
+
+
+def load_pipeline(card: GeneratorCard, device: str = "cpu", dtype: Any = None) -> Any:
+    """Build the card's diffusers pipeline on ``device`` (tiny: offline random weights)."""
+    _quiet_diffusers()
+    torch_dtype = resolve_dtype(card, device, dtype)
+    if card.tiny:
+        from .tiny import build_tiny_pipeline
+
+        pipe = build_tiny_pipeline(card)  # float32
+        if torch_dtype != _float32():
+            pipe = pipe.to(dtype=torch_dtype)
+    else:
+        pipe = _from_pretrained(card, torch_dtype)
+    pipe = pipe.to(device)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
+    import diffusers
+
+    if not card.weights:
+        raise ModelError(f"generator card {card.name!r} has no weights and is not tiny")
+    cls = getattr(diffusers, card.pipeline, None)
+    if cls is None:
+        raise ModelError(
+            f"generator {card.name!r}: diffusers {diffusers.__version__} has no {card.pipeline}; "
+            f"upgrade diffusers"
+        )
+    kwargs: dict[str, Any] = {"torch_dtype": torch_dtype, "local_files_only": hub_offline()}
+    if card.options.get("variant") and torch_dtype != _float32():
+        kwargs["variant"] = card.options["variant"]
+    try:
+        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
+    except ImportError:  # pragma: no cover - very old huggingface_hub
+        GatedRepoError = HfHubHTTPError = OSError  # type: ignore[misc,assignment]
+    try:
+        with warnings.catch_warnings():
+            # diffusers >= 0.42 prefers `dtype`; older releases know only `torch_dtype`
+            warnings.filterwarnings("ignore", message=".*torch_dtype.*", category=FutureWarning)
+            return cls.from_pretrained(card.weights, **kwargs)
+    except GatedRepoError as exc:
+        raise WeightsUnavailableError(
+            f"generator {card.name!r}",
+            card.weights,
+            f"gated repository: accept its licence on the hub page and log in (`hf auth login`); {exc}",
+        ) from exc
+    except (OSError, HfHubHTTPError, ValueError) as exc:
+        detail = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        raise WeightsUnavailableError(f"generator {card.name!r}", card.weights, detail) from exc
+
+
+def _float32() -> Any:
+    import torch
+
+    return torch.float32
+
+
+def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise DataError(
+            f"edit() needs an H x W x 3 uint8 image, got "
+            f"{getattr(image, 'shape', type(image))} {getattr(image, 'dtype', '')}"
+        )
+    if mask is None:
+        raise DataError("mask editors need a mask (H x W bool); got None")
+    mask = np.asarray(mask)
+    if mask.shape != image.shape[:2]:
+        raise DataError(f"mask shape {mask.shape} differs from image shape {image.shape[:2]}")
+    return mask.astype(bool)
+
+
+class DiffusersEditor(Generator):
+    """A mask editor backed by a diffusers inpainting pipeline named by ``card``."""
+
+    def __init__(self, card: GeneratorCard, device: str = "cpu", dtype: Any = None):
+        if not card.native_inpaint:
+            raise ModelError(
+                f"generator {card.name!r} ({card.pipeline}) has no native inpainting; "
+                f"DiffusersEditor drives native inpaint pipelines only"
+            )
+        self.card = card
+        self.device = str(device)
+        self.dtype = dtype
+        self._pipeline: Any = None
+
+    def __repr__(self) -> str:
+        return f"DiffusersEditor({self.card.name!r}, device={self.device!r})"
+
+    @property
+    def pipeline(self) -> Any:
+        """The diffusers pipeline, built on first access."""
+        if self._pipeline is None:
+            log.info("building %s (%s) on %s", self.card.name, self.card.pipeline, self.device)
+            self._pipeline = load_pipeline(self.card, self.device, self.dtype)
+        return self._pipeline
+
+    def pipeline_call_kwargs(
+        self, image: np.ndarray, mask: np.ndarray, prompt: str, seed: int
+    ) -> dict[str, Any]:
+        """Keyword arguments of the bare pipeline call that :meth:`edit` makes.
+
+        ``pipeline(**kwargs)`` returns float images in [0, 1] at the card's
+        resolution (a benchmark can time exactly that call).
+        """
+        import torch
+        from PIL import Image
+
+        mask = _check_inputs(image, mask)
+        res = self.card.resolution
+        pil = Image.fromarray(image)
+        pil_mask = Image.fromarray(mask.astype(np.uint8) * 255)
+        if pil.size != (res, res):
+            pil = pil.resize((res, res), Image.Resampling.BICUBIC)
+            pil_mask = pil_mask.resize((res, res), Image.Resampling.NEAREST)
+        kwargs: dict[str, Any] = {
+            "prompt": prompt,
+            "image": pil,
+            "mask_image": pil_mask,
+            "height": res,
+            "width": res,
+            "strength": self.card.strength,
+            "num_inference_steps": self.card.steps,
+            "guidance_scale": self.card.guidance_scale,
+            "generator": torch.Generator(device="cpu").manual_seed(int(seed)),
+            "output_type": "np",
+        }
+        if "max_sequence_length" in self.card.options:
+            kwargs["max_sequence_length"] = int(self.card.options["max_sequence_length"])
+        return kwargs
+
+    def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> EditResult:
+        """Inpaint ``mask`` of ``image`` following ``prompt``; pixels outside stay identical."""
+        import torch
+        from PIL import Image
+
+        mask = _check_inputs(image, mask)
+        kwargs = self.pipeline_call_kwargs(image, mask, prompt, seed)
+        with torch.inference_mode():
+            out = self.pipeline(**kwargs).images[0]
+        if not np.isfinite(out).all():
+            raise ModelError(f"generator {self.card.name!r} produced non-finite pixels")
+        edited = (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        height, width = image.shape[:2]
+        if edited.shape[:2] != (height, width):
+            edited = np.asarray(Image.fromarray(edited).resize((width, height), Image.Resampling.BICUBIC))
+        composed = np.where(mask[..., None], edited, image)
+        metadata = {
+            "generator": self.card.name,
+            "pipeline": self.card.pipeline,
+            "weights": self.card.weights,
+            "steps": self.card.steps,
+            "guidance": self.card.guidance_scale,
+            "strength": self.card.strength,
+            "seed": int(seed),
+            "prompt": prompt,
+            "composited": True,
+            "resolution": self.card.resolution,
+        }
+        return EditResult(image=np.ascontiguousarray(composed), changed=mask.copy(), metadata=metadata)
