@@ -92,3 +92,15 @@ def test_bad_masks_stop_with_strict_and_are_counted_without(capsys, diffseg_fold
 def test_debug_shows_traceback(capsys):
     with pytest.raises(Exception, match="segfomer"):
         main(["--debug", "run", "--detector", "segfomer"])
+
+
+def test_building_a_dataset_shows_progress(capsys):
+    """A factory that takes ``progress`` (the mini builder) drives a progress bar."""
+    from diffzoo.cli.app import console
+    from diffzoo.cli.progress import RichProgress
+    from diffzoo.harness.factories import open_dataset
+
+    ds = open_dataset("mini", RichProgress(console), n_images=3, size=32)
+    out = capsys.readouterr().out
+    assert "building dataset mini" in out and "3/3" in out
+    assert len([i for s in ds.splits() for i in ds.ids(s)]) == 3

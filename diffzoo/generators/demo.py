@@ -368,7 +368,7 @@ MINI_TRAINING = {
 }
 
 
-def open_mini(path: str | Path | None = None, **options: Any) -> Any:
+def open_mini(path: str | Path | None = None, *, progress: Progress | None = None, **options: Any) -> Any:
     """Dataset adapter for ``mini``: ensure it is built, then read it as DiffSeg30k.
 
     Build options (``n_images``, ``size``, ``seed``, ``progress``, ``cache``) are
@@ -376,7 +376,8 @@ def open_mini(path: str | Path | None = None, **options: Any) -> Any:
     """
     from ..harness.data.diffseg30k import DiffSeg30kDataset
 
-    build = {k: options.pop(k) for k in ("n_images", "size", "seed", "progress", "cache") if k in options}
+    build = {k: options.pop(k) for k in ("n_images", "size", "seed", "cache") if k in options}
+    build["progress"] = progress
     root = ensure_mini(root=path, **build)
     options.setdefault("name", "mini")
     dataset = DiffSeg30kDataset(root, **options)

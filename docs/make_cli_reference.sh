@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Regenerate docs/cli.md from the CLI's own --help (run inside the venv).
+set -euo pipefail
+cd "$(dirname "$0")"
+{
+  echo '# CLI reference'
+  echo
+  echo 'Generated from `diffzoo --help` by `docs/make_cli_reference.sh`.'
+  for c in "" "run" "list" "plugins" "data build" "data info"; do
+    echo; echo "## diffzoo $c"; echo; echo '```'
+    # shellcheck disable=SC2086
+    COLUMNS=100 diffzoo $c --help 2>&1 | sed 's/[[:space:]]*$//'
+    echo '```'
+  done
+} > cli.md
