@@ -40,6 +40,8 @@ def test_standard_suite_records_and_provenance(diffseg_folder, tmp_path):
     binary = by_case["binary"].data
     assert 0 <= binary["metrics"]["mIoU"] <= 1
     assert set(binary["baselines"]) == {"all_background", "all_edited"}
+    assert set(binary["slices"]) == {"base", "turns", "editor", "edit_type"}
+    assert set(binary["slices"]["base"]) <= {"real", "ai"} and binary["slices"]["base"]
     assert binary["baselines"]["all_background"]["mIoU"] == 0.0
     semantic = by_case["semantic"].data
     assert semantic["label_space"] == ["background", "sd2", "sdxl"]

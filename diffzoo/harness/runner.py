@@ -199,7 +199,7 @@ class Runner:
             },
             baselines=baselines,
             confusion=state.confusion_matrix().tolist() if case.task == "semantic" else None,
-            slices={key: state.slices(key) for key in ("base", "turns", "editor")},
+            slices={key: state.slices(key) for key in ("base", "turns", "editor", "edit_type")},
             counts={"evaluated": result.evaluated, "skipped_corrupt": len(result.skipped),
                     "skipped": result.skipped[:50]},
             seed=self.request.seed,
