@@ -104,3 +104,14 @@ def test_building_a_dataset_shows_progress(capsys):
     out = capsys.readouterr().out
     assert "building dataset mini" in out and "3/3" in out
     assert len([i for s in ds.splits() for i in ds.ids(s)]) == 3
+
+
+def test_data_info_describes_a_folder(capsys, diffseg_folder):
+    code, out, err = cli(capsys, "data", "info", str(diffseg_folder))
+    assert code == 0, err
+    assert "fingerprint" in out and "sd2" in out and "train" in out
+
+
+def test_list_suites_shows_versions_and_cases(capsys):
+    code, out, _ = cli(capsys, "list", "suites", "stand*")
+    assert code == 0 and "standard" in out and "v1" in out and "semantic" in out

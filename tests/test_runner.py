@@ -97,3 +97,33 @@ def test_given_checkpoint_is_used(diffseg_folder, tmp_path):
     assert binary.data["detector"]["checkpoint_source"] == "given"
     assert binary.metrics == out.records[0].metrics
     assert not math.isnan(binary.metrics["aAcc"])
+
+
+def test_extra_authentic_images_join_training_only(diffseg_folder, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    extra = tmp_path / "coco"
+    extra.mkdir()
+    for i in range(5):
+        Image.fromarray(np.full((32, 32, 3), 40 * i, np.uint8)).save(extra / f"a{i}.png")
+    base = run(request(diffseg_folder, None, bootstrap=0, suites="standard"))
+    more = run(request(diffseg_folder, None, bootstrap=0, suites="standard",
+                       dataset_options={"extra_authentic": extra}))
+    n_train = [r.data["training"]["num_train_images"] for r in (base.records[0], more.records[0])]
+    assert n_train[1] == n_train[0] + 5
+    assert base.records[0].data["counts"]["evaluated"] == more.records[0].data["counts"]["evaluated"]
+    assert base.records[0].data["dataset"]["fingerprint"] != more.records[0].data["dataset"]["fingerprint"]
+
+
+def test_training_subset_drops_images_of_held_out_editors(diffseg_folder):
+    from diffzoo import open_dataset
+    from diffzoo.harness.planning import training_ids
+    from diffzoo.harness.suites import TrainSpec
+
+    ds = open_dataset(str(diffseg_folder))
+    kept = training_ids(ds, TrainSpec("binary", exclude_editors=("sdxl",)))
+    everything = training_ids(ds, TrainSpec("binary"))
+    assert set(kept) < set(everything)
+    assert all(2 not in ds.load(i).label for i in kept)
+    assert all(2 in ds.load(i).label for i in set(everything) - set(kept))
