@@ -6,14 +6,14 @@ small per-image rows the metric states keep.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from .errors import CorruptSampleError
+from .errors import ConfigError, CorruptSampleError
 from .metrics import EvalState
 from .progress import NullProgress, Progress
 from .protocols import Dataset, Detector
@@ -52,18 +52,21 @@ def evaluate(
     distortion: Distortion,
     distortion_params: dict[str, Any],
     *,
+    tasks: Iterable[str] = ("binary",),
     strict: bool = False,
     baselines: bool = False,
     progress: Progress | None = None,
     description: str = "evaluating",
 ) -> EvalResult:
     """Run ``detector`` over ``split``; corrupt samples are skipped and
-    counted (``strict`` re-raises instead)."""
+    counted (``strict`` re-raises instead).  ``tasks`` are the metric tasks
+    to score: ``binary`` (any segmenter) and ``semantic`` (semantic ones)."""
     progress = progress or NullProgress()
     threshold = detector.card.default_threshold
-    states = {"binary": EvalState(BINARY, "binary")}
-    if detector.task == "semantic":
-        states["semantic"] = EvalState(dataset.label_space, "semantic")
+    tasks = set(tasks)
+    if "semantic" in tasks and detector.task != "semantic":
+        raise ConfigError(f"semantic metrics need a semantic model; {detector.card.name} is {detector.task}")
+    states = {t: EvalState(BINARY if t == "binary" else dataset.label_space, t) for t in sorted(tasks)}
     result = EvalResult(states)
     if baselines:
         result.baselines = {
@@ -91,8 +94,9 @@ def evaluate(
             score = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
             binary_gt = dataset.label_space.to_binary_map(label)
             meta: SampleMeta = sample.meta
-            states["binary"].update(meta, binary_gt, binary_pred, edited_prob, image_score=score)
-            if semantic_pred is not None:
+            if "binary" in states:
+                states["binary"].update(meta, binary_gt, binary_pred, edited_prob, image_score=score)
+            if "semantic" in states:
                 states["semantic"].update(meta, label, semantic_pred, edited_prob, image_score=score)
             for name, state in result.baselines.items():
                 const = np.full_like(binary_gt, 1 if name == "all_edited" else 0)

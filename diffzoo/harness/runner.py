@@ -140,15 +140,16 @@ class Runner:
         records: list[ResultRecord] = []
         for job in self.plan_.jobs:
             det, ckpt = self.model_for(job)
-            results: dict[tuple[str, str, tuple], EvalResult] = {}
+            # cases on the same (split, distortion) share one pass over the data
+            groups: dict[tuple[str, str, tuple], list[tuple[Suite, Case]]] = {}
             for suite, case in job.cases:
-                key = (case.split, case.distortion, case.distortion_params)
-                if key not in results:
-                    results[key] = self._evaluate(det, case)
-                records.append(self._record(suite, case, job, det, ckpt, results[key]))
+                groups.setdefault((case.split, case.distortion, case.distortion_params), []).append((suite, case))
+            for members in groups.values():
+                result = self._evaluate(det, members[0][1], {_metric_task(c) for _, c in members})
+                records.extend(self._record(s, c, job, det, ckpt, result) for s, c in members)
         return RunOutput(records, self.plan_, self.notes)
 
-    def _evaluate(self, det: Detector, case: Case) -> EvalResult:
+    def _evaluate(self, det: Detector, case: Case, tasks: set[str]) -> EvalResult:
         if case.split not in self.dataset.splits():
             raise ConfigError(
                 f"case {case.name!r} evaluates split {case.split!r}, which dataset "
@@ -158,13 +159,13 @@ class Runner:
         desc = f"evaluating {self.entry.name} [{det.task}] on {self.dataset.name}/{case.split}"
         return evaluate(
             det, self.dataset, case.split, distortion, dict(case.distortion_params),
-            strict=self.request.strict, baselines=det.task == "binary",
+            tasks=tasks, strict=self.request.strict, baselines=det.task == "binary",
             progress=self.progress, description=desc,
         )
 
     def _record(self, suite: Suite, case: Case, job: TrainingJob, det: Detector,
                 ckpt: dict[str, Any], result: EvalResult) -> ResultRecord:
-        state: EvalState = result.states["semantic" if case.task == "semantic" else "binary"]
+        state: EvalState = result.states[_metric_task(case)]
         values = state.compute()
         wanted = list(case.metrics)
         if case.task == "semantic":
@@ -222,6 +223,11 @@ class Runner:
         if not path.exists():
             atomic_write_text(path, json.dumps(body))
         return name
+
+
+def _metric_task(case: Case) -> str:
+    """The metric state a case reads: image-level cases use the binary one."""
+    return "semantic" if case.task == "semantic" else "binary"
 
 
 def run(request: RunRequest, progress: Progress | None = None) -> RunOutput:
