@@ -19,8 +19,8 @@ from diffzoo.harness.data import (
     FINGERPRINT_CACHE,
     DiffSeg30kDataset,
     labelmaps,
-    open_dataset_path,
 )
+from diffzoo import open_dataset
 from diffzoo.harness.errors import CorruptSampleError, DataError
 from diffzoo.harness.types import EditRecord, SampleMeta
 
@@ -293,5 +293,5 @@ def test_extra_authentic_goes_to_train_only(tmp_path, pairs):
 
 def test_open_dataset_path_finds_diffseg30k(tmp_path, pairs):
     z = write_zip(tmp_path / "train.zip", pairs)
-    ds = open_dataset_path(z, val_fraction=0.5)
+    ds = open_dataset(str(z), val_fraction=0.5)
     assert isinstance(ds, DiffSeg30kDataset)

@@ -1,4 +1,4 @@
-"""Classic layouts (Tp/Gt folders, JSON lists), the authentic view, open_dataset_path."""
+"""Classic layouts (Tp/Gt folders, JSON lists), the authentic view, path sniffing."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from diffzoo.harness.data import (
     JsonListDataset,
     TpGtDataset,
     WithAuthentic,
-    open_dataset_path,
 )
+from diffzoo import open_dataset
 from diffzoo.harness.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.types import BINARY
 
@@ -138,16 +138,16 @@ def test_with_authentic_view(tmp_path):
 
 
 def test_open_dataset_path(tmp_path):
-    assert isinstance(open_dataset_path(make_tpgt(tmp_path / "t"), split="test"), TpGtDataset)
+    assert isinstance(open_dataset(str(make_tpgt(tmp_path / "t")), split="test"), TpGtDataset)
     save(tmp_path / "i.png", image())
     (tmp_path / "j.json").write_text(json.dumps([["i.png", "Negative"]]))
-    assert isinstance(open_dataset_path(tmp_path / "j.json"), JsonListDataset)
+    assert isinstance(open_dataset(str(tmp_path / "j.json")), JsonListDataset)
     with pytest.raises(DataError, match="dataset path .* does not exist"):
-        open_dataset_path(tmp_path / "missing")
+        open_dataset(str(tmp_path / "missing"))
     (tmp_path / "plain").mkdir()
     with pytest.raises(
-        DataError, match="no dataset adapter recognises this layout. Recognised: DiffSeg30k"
+        DataError, match="no dataset adapter recognises this layout. Recognised: diffseg30k: DiffSeg30k"
     ):
-        open_dataset_path(tmp_path / "plain")
-    with pytest.raises(ConfigError, match="TpGtDataset .* does not take option\\(s\\) label_space"):
-        open_dataset_path(tmp_path / "t", label_space="a,b")
+        open_dataset(str(tmp_path / "plain"))
+    with pytest.raises(ConfigError, match="adapter 'tpgt' .* does not take option\\(s\\) label_space"):
+        open_dataset(str(tmp_path / "t"), label_space="a,b")

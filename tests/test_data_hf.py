@@ -8,7 +8,8 @@ from PIL import Image
 
 datasets = pytest.importorskip("datasets")
 
-from diffzoo.harness.data import DiffSeg30kDataset, open_dataset_path  # noqa: E402
+from diffzoo import open_dataset  # noqa: E402
+from diffzoo.harness.data import DiffSeg30kDataset  # noqa: E402
 from diffzoo.harness.errors import CorruptSampleError, DataError  # noqa: E402
 
 
@@ -57,7 +58,7 @@ def test_parquet_file(tmp_path):
 def test_save_to_disk_folder_with_key_column(tmp_path):
     rows(with_key=True).save_to_disk(str(tmp_path / "saved"))
     assert DiffSeg30kDataset.sniff(tmp_path / "saved")
-    ds = open_dataset_path(tmp_path / "saved")
+    ds = open_dataset(str(tmp_path / "saved"))
     assert isinstance(ds, DiffSeg30kDataset)
     assert sorted(ds.ids("train") + ds.ids("val"))[0] == "00000100"
     assert ds.load("00000105").label.max() == 5

@@ -10,13 +10,6 @@ from .hookspecs import hookimpl
 from .suites import STANDARD
 
 
-def open_diffseg30k(path=None, **options):
-    """DiffSeg30k from a local zip/folder/parquet ``path``, else from the hub."""
-    from .data.diffseg30k import DiffSeg30kDataset
-
-    return DiffSeg30kDataset(path or DIFFSEG30K_HUB_ID, **options)
-
-
 @hookimpl
 def register_suites(register):
     register(STANDARD.name, STANDARD, description=STANDARD.description)
@@ -26,7 +19,7 @@ def register_suites(register):
 def register_datasets(register):
     register(
         "diffseg30k",
-        "diffzoo.harness.builtins:open_diffseg30k",
+        "diffzoo.harness.data.diffseg30k:DiffSeg30kDataset",
         description=f"DiffSeg30k (hub {DIFFSEG30K_HUB_ID}, or a local train.zip / folder / parquet)",
     )
     register(
@@ -44,12 +37,3 @@ def register_datasets(register):
 @hookimpl
 def register_distortions(register):
     register("none", "diffzoo.harness.distortions:identity", description="no distortion")
-
-
-def _sniff_diffseg30k(path) -> bool:
-    from .data.diffseg30k import DiffSeg30kDataset
-
-    return DiffSeg30kDataset.sniff(path)
-
-
-open_diffseg30k.sniff = _sniff_diffseg30k  # type: ignore[attr-defined]

@@ -11,7 +11,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from .errors import DataError, PluginError, UnknownNameError
+from .data.hfsource import is_hub_id
+from .errors import ConfigError, DataError, PluginError, UnknownNameError
 from .plugins import get_registry
 from .progress import Progress, counter_callback
 from .protocols import Dataset, Detector, Generator
@@ -48,24 +49,40 @@ def _looks_like_path(spec: str) -> bool:
     return "/" in spec or "\\" in spec or spec.startswith(".") or Path(spec).suffix != ""
 
 
+def _call_adapter(factory: Any, what: str, options: dict[str, Any], **fixed: Any) -> Dataset:
+    """Call a dataset factory; an option it does not take is a ConfigError."""
+    params = inspect.signature(factory).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(k for k in options if k not in params)
+        if unknown:
+            raise ConfigError(f"{what} does not take option(s) {', '.join(unknown)}")
+    return factory(**fixed, **options)
+
+
 def open_dataset(spec: str, progress: Progress | None = None, **options: Any) -> Dataset:
     """A registered dataset name, or a path whose layout an adapter recognises.
 
     A factory that takes ``progress`` (builders such as ``mini``) reports
-    through ``progress`` while it builds.
+    through ``progress`` while it builds.  For a path, every registered
+    adapter with a ``sniff(path)`` is asked in name order; a hub id (e.g.
+    ``Chaos2629/Diffseg30k``) is offered to them too.
     """
     registry = get_registry()
     if registry.has("dataset", spec) and not Path(spec).exists():
-        factory = registry.get("dataset", spec).load()
+        entry = registry.get("dataset", spec)
+        factory = entry.load()
+        what = f"dataset {entry.name!r}"
         if progress is not None and "progress" in inspect.signature(factory).parameters:
             with counter_callback(progress, f"building dataset {spec}") as callback:
-                return factory(progress=callback, **options)
-        return factory(**options)
+                return _call_adapter(factory, what, options, progress=callback)
+        return _call_adapter(factory, what, options)
     path = Path(spec).expanduser()
-    if not path.exists():
+    if not path.exists() and not is_hub_id(spec):
         if _looks_like_path(spec):
             raise DataError(f"dataset path {spec} does not exist")
         raise UnknownNameError("dataset", spec, [e.name for e in registry.list("dataset")])
+    target = path if path.exists() else spec
+    layouts = []
     for entry in registry.list("dataset"):
         try:
             adapter = entry.load()
@@ -73,11 +90,13 @@ def open_dataset(spec: str, progress: Progress | None = None, **options: Any) ->
             log.warning("%s", exc)
             continue
         sniff = getattr(adapter, "sniff", None)
-        if sniff is not None and sniff(path):
-            log.info("dataset %s: recognised as %s", path, entry.name)
-            return adapter(path=path, **options)
-    names = ", ".join(e.name for e in registry.list("dataset"))
+        if sniff is None:
+            continue
+        layouts.append(f"{entry.name}: {entry.description}")
+        if sniff(target):
+            log.info("dataset %s: recognised as %s", target, entry.name)
+            return _call_adapter(adapter, f"dataset adapter {entry.name!r} (for {target})", options, path=target)
     raise DataError(
-        f"no dataset adapter recognises the layout of {path} (adapters: {names}); "
-        "see docs/datasets.md for the expected layouts"
+        f"{target}: no dataset adapter recognises this layout. Recognised: {'; '.join(layouts)} "
+        "(see docs/datasets.md)"
     )

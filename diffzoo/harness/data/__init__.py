@@ -19,11 +19,9 @@ from .labelmaps import (
     load_label_space,
     read_label_file,
 )
-from .resolve import ADAPTERS, open_dataset_path
 from .splits import CANONICAL_SPLITS, canonical_split, split_ids
 
 __all__ = [
-    "ADAPTERS",
     "AUTHENTIC_PREFIX",
     "AuthenticFolder",
     "CANONICAL_SPLITS",
@@ -44,7 +42,6 @@ __all__ = [
     "fingerprint_hf",
     "fingerprint_zip",
     "load_label_space",
-    "open_dataset_path",
     "read_binary_mask",
     "read_image",
     "read_label_file",

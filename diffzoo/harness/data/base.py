@@ -7,7 +7,9 @@ implements ``_load`` and ``_content_fingerprint``.
 
 from __future__ import annotations
 
+import os
 from abc import abstractmethod
+from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
@@ -18,10 +20,13 @@ from .fingerprint import combine
 from .splits import CANONICAL_SPLITS, canonical_split
 
 
-def require_path(path: object, adapter: str) -> None:
-    """A clear error instead of a TypeError when a registry calls ``adapter(path=None)``."""
+def require_path(path: object, adapter: str, *, exists: bool = True) -> None:
+    """A clear error instead of a TypeError when a registry calls ``adapter(path=None)``,
+    and (``exists``) for a path that is not there."""
     if path is None:
         raise DataError(f"{adapter} needs a dataset path (--dataset PATH); see docs/datasets.md")
+    if exists and not Path(os.fspath(path)).exists():
+        raise DataError(f"dataset path {path} does not exist")
 
 
 def _split_order(name: str) -> tuple[int, str]:

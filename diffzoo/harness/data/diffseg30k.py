@@ -33,7 +33,7 @@ from ..types import LabelSpace, Sample, SampleMeta
 from .authentic import AuthenticFolder
 from .base import SplitDataset, require_path
 from .fingerprint import combine
-from .hfsource import REQUIRED_COLUMNS, hf_columns, is_hub_id
+from .hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id
 from .imageio import read_image, read_mask
 from .labelmaps import (
     check_mask_values,
@@ -59,7 +59,7 @@ class DiffSeg30kDataset(SplitDataset):
 
     def __init__(
         self,
-        path: str | os.PathLike,
+        path: str | os.PathLike = DIFFSEG30K_HUB_ID,
         *,
         label_space: LabelSpace | str | os.PathLike | None = None,
         val_fraction: float = 0.2,
@@ -68,7 +68,7 @@ class DiffSeg30kDataset(SplitDataset):
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, "DiffSeg30k")
+        require_path(path, "DiffSeg30k", exists=False)  # hub ids do not exist locally
         self._source = open_source(path, skip_unpaired)
         sidecars = self._source.sidecar_dir
         labels, verified = self._label_space(label_space, sidecars)

@@ -129,8 +129,6 @@ class TpGtDataset(_PairListDataset):
     ) -> None:
         require_path(path, "TpGtDataset")
         root = Path(path)
-        if not root.exists():
-            raise DataError(f"dataset path {path} does not exist")
         tp, gt, au = (_child_dir(root, n) for n in ("Tp", "Gt", "Au"))
         if tp is None or gt is None:
             raise DataError(
@@ -198,8 +196,6 @@ class JsonListDataset(_PairListDataset):
     ) -> None:
         require_path(path, "JsonListDataset")
         file = Path(path)
-        if not file.exists():
-            raise DataError(f"dataset path {path} does not exist")
         items = _read_list(file)
         root = file.parent
         entries: dict[str, tuple[Path, Path | None]] = {}
