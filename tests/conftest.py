@@ -61,3 +61,38 @@ def make_diffseg_folder(
 @pytest.fixture
 def diffseg_folder(tmp_path) -> Path:
     return make_diffseg_folder(tmp_path / "ds")
+
+
+def make_record(detector: str = "det", *, suite: str = "standard", suite_version: str = "1",
+                case: str = "binary", task: str = "binary", dataset: str = "mini",
+                fingerprint: str = "fp0001", metrics: dict | None = None, ci95: dict | None = None,
+                seed: int = 0, checkpoint: str = "ab" * 32, date: str = "2026-11-29T12:00:00+00:00",
+                **extra):
+    """A valid ResultRecord with realistic fields, for leaderboard tests."""
+    from diffzoo.harness.records import ResultRecord
+
+    if metrics is None:
+        metrics = {"binary": {"aAcc": 0.9, "mIoU": 0.6, "bF1": 0.3, "F1": 0.7, "pixel_AUC": 0.8,
+                              "gIoU": 0.5, "FPR_authentic": 0.1},
+                   "semantic": {"aAcc": 0.85, "mAcc": 0.5, "mIoU": 0.4, "bF1": 0.2, "top1": 0.6,
+                                "top3": 0.9, "IoU.sd2": 0.5, "IoU.sdxl": 0.3},
+                   "image": {"img_Acc": 0.8, "img_real_Acc": 0.7, "img_edited_Acc": 0.9,
+                             "img_AP": 0.85, "img_AUC": 0.88}}[task]
+    fields = dict(
+        detector={"name": detector, "checkpoint_sha256": checkpoint, "pretrained": False,
+                  "plugin": "tests", "task": task},
+        suite={"name": suite, "version": suite_version, "definition_hash": f"h{suite}{suite_version}"},
+        case={"name": case, "task": task, "split": "val", "distortion": "none", "distortion_params": []},
+        dataset={"name": dataset, "fingerprint": fingerprint},
+        label_space=["background", "sd2", "sdxl"] if task == "semantic" else ["background", "edited"],
+        metrics=metrics, ci95=ci95 or {}, metrics_version="1", threshold_policy={"pixel": "fixed"},
+        counts={"evaluated": 10, "skipped_corrupt": 0}, seed=seed, config={},
+        environment={"date": date, "git": "0123456789abcdef", "packages": {"diffzoo": "0.1.0"}},
+    )
+    fields.update(extra)
+    return ResultRecord.create(**fields)
+
+
+@pytest.fixture
+def record_factory():
+    return make_record

@@ -26,7 +26,9 @@ def main(argv: list[str] | None = None) -> None:
     if not debug:  # the CLI reports plugin failures itself, one line each
         logging.getLogger("diffzoo.harness.plugins").setLevel(logging.ERROR)
     try:
-        app(args=args, prog_name="diffzoo", standalone_mode=False)
+        code = app(args=args, prog_name="diffzoo", standalone_mode=False)
+        if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, here
+            sys.exit(code)
     except DiffzooError as exc:
         if debug:
             raise

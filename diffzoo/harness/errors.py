@@ -82,4 +82,9 @@ class ConfigError(DiffzooError):
 
 
 class RecordError(DiffzooError):
-    """A result record that is invalid or cannot be written."""
+    """A result record that is invalid or cannot be written; ``problems``
+    lists each schema violation when there are several."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [message])

@@ -117,13 +117,10 @@ class ResultRecord:
         return self.data["metrics"]
 
     def validate(self) -> None:
-        missing = [k for k in REQUIRED if k not in self.data]
-        if missing:
-            raise RecordError(f"record is missing field(s): {', '.join(missing)}")
-        if self.data["schema_version"] != SCHEMA_VERSION:
-            raise RecordError(
-                f"record schema version {self.data['schema_version']} is not {SCHEMA_VERSION}"
-            )
+        """Raise RecordError listing every way this record breaks the schema."""
+        problems = schema_problems(self.data)
+        if problems:
+            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
 
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2, sort_keys=True, allow_nan=False)
@@ -144,6 +141,83 @@ class ResultRecord:
         record = cls(data)
         record.validate()
         return record
+
+
+# Fields that must be objects, and the keys each must have.
+_OBJECTS = {
+    "detector": ("name",),
+    "suite": ("name", "version"),
+    "case": ("name",),
+    "dataset": ("name", "fingerprint"),
+    "metrics": (),
+    "threshold_policy": (),
+    "counts": (),
+    "config": (),
+    "environment": (),
+}
+
+
+def schema_problems(data: Any) -> list[str]:
+    """Every way ``data`` breaks the record schema (empty: valid).
+
+    Checks required fields, the schema version, field types, metric values
+    against their documented ranges (harness/metrics/catalog.py), 95% CIs,
+    and that ``record_id`` is the hash of the content (a record edited after
+    it was written no longer matches its id).
+    """
+    from .metrics.catalog import metric_info
+
+    if not isinstance(data, dict):
+        return [f"a record is a JSON object, not {type(data).__name__}"]
+    problems = []
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        problems.append(f"missing field(s): {', '.join(missing)}")
+    version = data.get("schema_version")
+    if "schema_version" in data and version != SCHEMA_VERSION:
+        problems.append(f"schema version {version!r} is not {SCHEMA_VERSION} (this diffzoo reads version "
+                        f"{SCHEMA_VERSION} only)")
+    for name, keys in _OBJECTS.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if not isinstance(value, dict):
+            problems.append(f"field {name!r} must be an object, got {type(value).__name__}")
+            continue
+        absent = [k for k in keys if k not in value]
+        if absent:
+            problems.append(f"field {name!r} lacks {', '.join(absent)}")
+    if not isinstance(data.get("label_space", []), list):
+        problems.append("field 'label_space' must be a list of class names")
+    metrics = data.get("metrics")
+    if isinstance(metrics, dict):
+        for metric, value in metrics.items():
+            info = metric_info(metric)
+            why = info.check(value) if info else (
+                None if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                          and math.isfinite(value)) else f"is {value!r}, not a number")
+            if why:
+                problems.append(f"metric {metric} {why}")
+    ci95 = data.get("ci95") or {}
+    if not isinstance(ci95, dict):
+        problems.append("field 'ci95' must be an object of metric -> [low, high]")
+        ci95 = {}
+    for metric, bounds in ci95.items():
+        if bounds is None:
+            continue
+        ok = isinstance(bounds, list) and len(bounds) == 2 and all(
+            b is None or (isinstance(b, (int, float)) and not isinstance(b, bool)) for b in bounds)
+        if not ok:
+            problems.append(f"ci95 of {metric} must be [low, high], got {bounds!r}")
+        elif None not in bounds and bounds[0] > bounds[1]:
+            problems.append(f"ci95 of {metric} has low {bounds[0]} > high {bounds[1]}")
+        elif None not in bounds and (info := metric_info(metric)) and (
+                info.check(bounds[0]) or info.check(bounds[1])):
+            problems.append(f"ci95 of {metric} {bounds} lies outside the metric's range [{info.low}, {info.high}]")
+    if not problems and data.get("record_id") != content_id(data):
+        problems.append(f"record_id {data.get('record_id')!r} does not match the record's content "
+                        f"(expected {content_id(data)}): it was changed after it was written")
+    return problems
 
 
 def content_id(body: dict[str, Any]) -> str:

@@ -1,0 +1,78 @@
+"""What each metric name means for tables and validation: its range, which
+direction is better, and a short label.
+
+The definitions themselves are in METRICS.md and the metric modules; this
+catalog only describes the numbers ``EvalState.compute`` returns, so that
+records can be validated and published without knowing how they were made.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    label: str
+    higher_is_better: bool | None  # None: neither (counts)
+    low: float = 0.0
+    high: float = 1.0
+    percent: bool = True  # shown x100 in tables
+
+    @property
+    def arrow(self) -> str:
+        return {True: "↑", False: "↓", None: ""}[self.higher_is_better]
+
+    def check(self, value: float | None) -> str | None:
+        """Why ``value`` is not a valid value of this metric, or None."""
+        if value is None:
+            return None  # undefined (NaN) is allowed and written as null
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"is {type(value).__name__} {value!r}, not a number"
+        if not math.isfinite(value):
+            return f"is {value}, not finite (undefined values are written as null)"
+        if not self.low <= value <= self.high:
+            return f"is {value}, outside its range [{self.low}, {self.high}]"
+        return None
+
+
+_FRACTIONS = {
+    # name: (label, higher is better)
+    "aAcc": ("aAcc", True),
+    "mAcc": ("mAcc", True),
+    "mIoU": ("mIoU", True),
+    "precision": ("precision", True),
+    "recall": ("recall", True),
+    "F1": ("F1", True),
+    "pixel_AUC": ("pixel AUC", True),
+    "bF1": ("bF1", True),
+    "bF1_image_mean": ("bF1 (image mean)", True),
+    "gIoU": ("gIoU", True),
+    "cIoU": ("cIoU", True),
+    "FPR_authentic": ("FPR auth.", False),
+    "img_Acc": ("Acc", True),
+    "img_real_Acc": ("real Acc", True),
+    "img_edited_Acc": ("edited Acc", True),
+    "img_AP": ("AP", True),
+    "img_AUC": ("AUC", True),
+}
+_COUNTS = ("num_images", "num_edited", "num_authentic")
+
+CATALOG: dict[str, MetricInfo] = {
+    **{name: MetricInfo(name, label, better) for name, (label, better) in _FRACTIONS.items()},
+    **{name: MetricInfo(name, name.replace("num_", "# "), None, 0.0, math.inf, False) for name in _COUNTS},
+}
+
+
+def metric_info(name: str) -> MetricInfo | None:
+    """Info for ``name``; families ``IoU.<class>`` and ``top<k>`` included.
+    None for a name the catalog does not know (a plugin's own metric)."""
+    if name in CATALOG:
+        return CATALOG[name]
+    if name.startswith("IoU."):
+        return MetricInfo(name, name, True)
+    if name.startswith("top") and name[3:].isdigit():
+        return MetricInfo(name, f"Top-{name[3:]}", True)
+    return None

@@ -1,0 +1,126 @@
+"""What moved between two leaderboard versions or runs.
+
+Tables are matched by their key minus nothing: a table only in A or only in
+B is reported as such (a new suite version therefore shows up as a table
+removed plus a table added, never as moved numbers).  Within a matched table
+rows are matched by detector name (the newest record of a detector when a
+selection holds several), and every metric whose value changed is listed
+with both values and the difference.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .tables import Row, Table, TableKey, build_tables
+from .versions import Selection
+
+
+@dataclass
+class MetricChange:
+    metric: str
+    before: float | None
+    after: float | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        return self.after - self.before
+
+
+@dataclass
+class RowChange:
+    detector: str
+    status: str  # added | removed | changed | same
+    changes: list[MetricChange] = field(default_factory=list)
+    checkpoint: tuple[str | None, str | None] = (None, None)
+
+
+@dataclass
+class TableChange:
+    key: TableKey
+    status: str  # added | removed | matched
+    rows: list[RowChange] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class Diff:
+    a: str
+    b: str
+    tables: list[TableChange]
+
+    @property
+    def moved(self) -> bool:
+        return any(t.status != "matched" or any(r.status != "same" for r in t.rows) for t in self.tables)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "tables": [{
+            "key": vars(t.key), "status": t.status, "note": t.note,
+            "rows": [{"detector": r.detector, "status": r.status, "checkpoint": list(r.checkpoint),
+                      "changes": [{"metric": c.metric, "before": c.before, "after": c.after, "delta": c.delta}
+                                  for c in r.changes]} for r in t.rows],
+        } for t in self.tables]}
+
+
+def _latest(table: Table) -> dict[str, Row]:
+    rows: dict[str, Row] = {}
+    for row in table.rows:
+        if row.baseline:
+            continue
+        prev = rows.get(row.detector)
+        if prev is None or (row.provenance.get("date") or "") >= (prev.provenance.get("date") or ""):
+            rows[row.detector] = row
+    return rows
+
+
+def _same(x: float | None, y: float | None) -> bool:
+    if x is None or y is None:
+        return x is y
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
+def _note(key: TableKey, others: list[TableKey]) -> str:
+    """Why an unmatched table has no partner: the nearest key that differs."""
+    for other in others:
+        if (other.suite, other.case, other.dataset) == (key.suite, key.case, key.dataset):
+            diffs = [f"{name} {getattr(other, name)} -> {getattr(key, name)}"
+                     for name in ("suite_version", "definition_hash", "fingerprint", "metrics_version")
+                     if getattr(other, name) != getattr(key, name)]
+            return "not comparable: " + ", ".join(diffs)
+    return ""
+
+
+def diff(a: Selection, b: Selection) -> Diff:
+    ta = {t.key: t for t in build_tables(a.records, baselines=False)}
+    tb = {t.key: t for t in build_tables(b.records, baselines=False)}
+    out: list[TableChange] = []
+    for key in sorted(set(ta) | set(tb), key=lambda k: (k.suite, k.suite_version, k.case, k.dataset,
+                                                         k.fingerprint, k.metrics_version)):
+        if key not in tb:
+            out.append(TableChange(key, "removed", note=_note(key, list(tb))))
+            continue
+        if key not in ta:
+            out.append(TableChange(key, "added", note=_note(key, list(ta))))
+            continue
+        ra, rb = _latest(ta[key]), _latest(tb[key])
+        metrics = [c.name for c in tb[key].columns]
+        rows = []
+        for det in sorted(set(ra) | set(rb)):
+            if det not in rb:
+                rows.append(RowChange(det, "removed"))
+            elif det not in ra:
+                rows.append(RowChange(det, "added"))
+            else:
+                changes = [MetricChange(m, ra[det].cells[m].value if m in ra[det].cells else None,
+                                        rb[det].cells[m].value)
+                           for m in metrics
+                           if not _same(ra[det].cells[m].value if m in ra[det].cells else None,
+                                        rb[det].cells[m].value)]
+                ckpt = (ra[det].provenance.get("checkpoint_sha256"), rb[det].provenance.get("checkpoint_sha256"))
+                rows.append(RowChange(det, "changed" if changes else "same", changes, ckpt))
+        out.append(TableChange(key, "matched", rows))
+    return Diff(a.label, b.label, out)

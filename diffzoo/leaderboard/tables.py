@@ -1,0 +1,195 @@
+"""Leaderboard tables: the one model every output format renders.
+
+A table holds the records of one (suite, suite version, suite definition
+hash, case, dataset fingerprint, metric-definition version): records that
+differ in any of these never share a table, so a newer suite version starts
+a new table (a new column set) instead of overwriting the old rows.  Rows are
+detectors (plus the trivial baselines a record carries), ranked by the
+table's primary metric; each row keeps its provenance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..harness.metrics.catalog import MetricInfo, metric_info
+from ..harness.records import ResultRecord
+
+# Columns shown per case task, in order (others stay in the JSON/CSV output).
+SHOWN = {
+    "binary": ("aAcc", "mIoU", "bF1", "F1", "pixel_AUC", "gIoU", "FPR_authentic"),
+    "semantic": ("aAcc", "mAcc", "mIoU", "bF1", "top1", "top3"),
+    "image": ("img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC"),
+}
+PRIMARY = {"binary": "mIoU", "semantic": "mIoU", "image": "img_AP"}
+
+
+@dataclass(frozen=True)
+class TableKey:
+    suite: str
+    suite_version: str
+    definition_hash: str
+    case: str
+    task: str
+    dataset: str
+    fingerprint: str
+    metrics_version: str
+
+    @classmethod
+    def of(cls, record: ResultRecord) -> TableKey:
+        d = record.data
+        return cls(
+            suite=d["suite"]["name"], suite_version=str(d["suite"]["version"]),
+            definition_hash=str(d["suite"].get("definition_hash") or ""),
+            case=d["case"]["name"], task=str(d["case"].get("task") or ""),
+            dataset=d["dataset"]["name"], fingerprint=str(d["dataset"]["fingerprint"]),
+            metrics_version=str(d["metrics_version"]),
+        )
+
+    @property
+    def title(self) -> str:
+        return f"{self.suite} v{self.suite_version} / {self.case} on {self.dataset}"
+
+    @property
+    def slug(self) -> str:
+        return slugify(f"{self.suite}-v{self.suite_version}-{self.case}-{self.dataset}-{self.fingerprint[:8]}")
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float | None
+    ci: tuple[float, float] | None = None
+
+    @property
+    def half_width(self) -> float | None:
+        if self.ci is None or None in self.ci:
+            return None
+        return (self.ci[1] - self.ci[0]) / 2
+
+
+@dataclass
+class Row:
+    detector: str
+    cells: dict[str, Cell]
+    baseline: bool = False
+    record_id: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    rank: int | None = None
+
+
+@dataclass
+class Table:
+    key: TableKey
+    columns: list[MetricInfo]
+    rows: list[Row]
+    case: dict[str, Any]
+    records: list[ResultRecord]
+
+    @property
+    def primary(self) -> str | None:
+        name = PRIMARY.get(self.key.task)
+        return name if any(c.name == name for c in self.columns) else None
+
+    def best(self, metric: str) -> float | None:
+        """The best non-baseline value of a column (for bold marks)."""
+        info = next(c for c in self.columns if c.name == metric)
+        values = [r.cells[metric].value for r in self.rows
+                  if not r.baseline and r.cells.get(metric) and r.cells[metric].value is not None]
+        if not values or info.higher_is_better is None:
+            return None
+        return max(values) if info.higher_is_better else min(values)
+
+
+def slugify(text: str) -> str:
+    """A file-name-safe slug (letters, digits, '-', '.', '_')."""
+    out = "".join(ch if ch.isalnum() or ch in "-._" else "-" for ch in text)
+    out = "-".join(part for part in out.split("-") if part)
+    return out.strip(".")[:120] or "x"
+
+
+def provenance(record: ResultRecord) -> dict[str, Any]:
+    d = record.data
+    env = d.get("environment", {})
+    det = d["detector"]
+    return {
+        "record_id": record.id,
+        "checkpoint_sha256": det.get("checkpoint_sha256"),
+        "checkpoint_source": det.get("checkpoint_source"),
+        "pretrained": det.get("pretrained"),
+        "plugin": det.get("plugin"),
+        "git": env.get("git"),
+        "date": env.get("date"),
+        "seed": d.get("seed"),
+        "diffzoo": (env.get("packages") or {}).get("diffzoo"),
+        "device": env.get("device"),
+    }
+
+
+def _cell(record: ResultRecord, metric: str) -> Cell:
+    ci = (record.data.get("ci95") or {}).get(metric)
+    return Cell(record.metrics.get(metric), tuple(ci) if ci and None not in ci else None)
+
+
+def _sort_key(primary: str | None, info: MetricInfo | None):
+    def key(row: Row):
+        value = row.cells[primary].value if primary and primary in row.cells else None
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return (1, 0.0, row.detector)
+        sign = -1 if (info is None or info.higher_is_better is not False) else 1
+        return (0, sign * value, row.detector)
+    return key
+
+
+def build_tables(records: Iterable[ResultRecord], baselines: bool = True) -> list[Table]:
+    """Group records into tables (see module doc), ranked by primary metric."""
+    groups: dict[TableKey, list[ResultRecord]] = {}
+    for record in records:
+        groups.setdefault(TableKey.of(record), []).append(record)
+    tables = []
+    for key, recs in groups.items():
+        recs.sort(key=lambda r: (r.data["detector"]["name"], r.data.get("environment", {}).get("date") or ""))
+        present = {m for r in recs for m in r.metrics}
+        wanted = SHOWN.get(key.task) or tuple(sorted(present))
+        columns = [metric_info(m) or MetricInfo(m, m, None, -math.inf, math.inf, False)
+                   for m in wanted if m in present]
+        names = [c.name for c in columns]
+        rows = [Row(r.data["detector"]["name"], {m: _cell(r, m) for m in names},
+                    record_id=r.id, provenance=provenance(r)) for r in recs]
+        primary = PRIMARY.get(key.task)
+        rows.sort(key=_sort_key(primary, metric_info(primary) if primary else None))
+        for rank, row in enumerate(rows, 1):
+            row.rank = rank
+        if baselines:
+            seen: dict[str, dict[str, Any]] = {}
+            for r in recs:
+                for bname, values in (r.data.get("baselines") or {}).items():
+                    seen.setdefault(bname, values)
+            rows.extend(Row(f"{bname} (baseline)", {m: Cell(v.get(m)) for m in names}, baseline=True)
+                        for bname, v in sorted(seen.items()))
+        tables.append(Table(key, columns, rows, dict(recs[0].data["case"]), recs))
+    tables.sort(key=lambda t: (t.key.suite, _version_order(t.key.suite_version), t.key.case, t.key.dataset,
+                               t.key.fingerprint, t.key.metrics_version))
+    return tables
+
+
+def _version_order(version: str) -> tuple:
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in version.replace("-", ".").split("."))
+
+
+def format_value(info: MetricInfo, value: float | None, digits: int = 1) -> str:
+    """Percent for fractions, plain for counts; '-' when undefined."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if info.percent:
+        return f"{100 * value:.{digits}f}"
+    return f"{value:g}"
+
+
+def format_ci(info: MetricInfo, cell: Cell, digits: int = 1) -> str:
+    half = cell.half_width
+    if half is None:
+        return ""
+    return f"{100 * half:.{digits}f}" if info.percent else f"{half:g}"

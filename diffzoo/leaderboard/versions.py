@@ -1,0 +1,148 @@
+"""Frozen leaderboard versions and what a table is built from.
+
+``freeze NAME`` writes ``<store>/versions/NAME.json``: the records included
+and, for reading at a glance, the dataset fingerprints, suite versions
+(with definition hashes) and metric-definition versions they carry.  A
+version file is never rewritten.  Tables are keyed by all of those
+(:mod:`.tables`), so records of different suite, dataset or metric versions
+never share a table.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from ..harness.cards import stable_hash
+from ..harness.errors import ConfigError, RecordError
+from ..harness.fsutil import atomic_write_text
+from ..harness.records import ResultRecord
+from .store import RecordStore, expand_record_paths
+
+VERSION_SCHEMA = 1
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A set of records to publish or compare, and what to call it."""
+
+    label: str  # version name, or "working copy of <store>"
+    records: list[ResultRecord]
+    version: dict[str, Any] | None = None  # the version manifest, when frozen
+
+
+def summarize(records: list[ResultRecord]) -> dict[str, Any]:
+    """Datasets, suite versions and metric versions present in ``records``."""
+    datasets = {(r.data["dataset"]["name"], r.data["dataset"]["fingerprint"]) for r in records}
+    suites = {(r.data["suite"]["name"], str(r.data["suite"]["version"]),
+               r.data["suite"].get("definition_hash")) for r in records}
+    return {
+        "datasets": [{"name": n, "fingerprint": f} for n, f in sorted(datasets)],
+        "suites": [{"name": n, "version": v, "definition_hash": h} for n, v, h in sorted(suites)],
+        "metrics_versions": sorted({str(r.data["metrics_version"]) for r in records}),
+        "detectors": sorted({r.data["detector"]["name"] for r in records}),
+    }
+
+
+def _matches(value: str, patterns: list[str]) -> bool:
+    return not patterns or any(fnmatchcase(value, p) for p in patterns)
+
+
+def select(records: list[ResultRecord], *, suites: list[str] = (), datasets: list[str] = (),
+           detectors: list[str] = ()) -> list[ResultRecord]:
+    """Records whose suite / dataset / detector match the wildcard patterns."""
+    return [r for r in records
+            if _matches(r.data["suite"]["name"], list(suites))
+            and _matches(r.data["dataset"]["name"], list(datasets))
+            and _matches(r.data["detector"]["name"], list(detectors))]
+
+
+def freeze(store: RecordStore, name: str, *, suites: list[str] = (), datasets: list[str] = (),
+           detectors: list[str] = (), note: str = "") -> Path:
+    """Fix a leaderboard version from the store's records (optionally a subset)."""
+    if not NAME_RE.match(name):
+        raise ConfigError(f"version name {name!r} must be letters, digits, '.', '_' or '-' "
+                          "(at most 64, starting with a letter or digit)")
+    path = store.versions_dir / f"{name}.json"
+    if path.exists():
+        raise RecordError(f"version {name!r} already exists ({path}); versions are immutable, "
+                          "freeze under a new name")
+    records = select(list(store), suites=suites, datasets=datasets, detectors=detectors)
+    if not records:
+        raise RecordError(f"no records in {store.records_dir} match; nothing to freeze")
+    ids = sorted(r.id for r in records)
+    manifest = {
+        "schema_version": VERSION_SCHEMA,
+        "name": name,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "note": note,
+        "filters": {"suites": list(suites), "datasets": list(datasets), "detectors": list(detectors)},
+        **summarize(records),
+        "records": ids,
+        "content_hash": stable_hash(ids),
+    }
+    store.versions_dir.mkdir(parents=True, exist_ok=True)
+    try:  # exclusive create: two concurrent freezes of one name cannot both win
+        with open(path, "x"):
+            pass
+    except FileExistsError:
+        raise RecordError(f"version {name!r} already exists ({path})") from None
+    return atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def list_versions(store: RecordStore) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted(store.versions_dir.glob("*.json")):
+        try:
+            out.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RecordError(f"cannot read version file {path}: {exc}") from exc
+    return out
+
+
+def load_version(store: RecordStore, name: str) -> Selection:
+    path = store.versions_dir / f"{name}.json"
+    if not path.exists():
+        known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
+        raise RecordError(f"no version {name!r} in {store.versions_dir}"
+                          + (f" (versions: {', '.join(known)})" if known else " (none frozen yet)"))
+    manifest = json.loads(path.read_text())
+    if manifest.get("schema_version") != VERSION_SCHEMA:
+        raise RecordError(f"version file {path} has schema {manifest.get('schema_version')!r}, "
+                          f"not {VERSION_SCHEMA}")
+    records = []
+    for rid in manifest["records"]:
+        rpath = store.records_dir / f"{rid}.json"
+        if not rpath.exists():
+            raise RecordError(f"version {name!r} lists record {rid}, which is not in {store.records_dir}")
+        records.append(ResultRecord.read(rpath))
+    return Selection(name, records, manifest)
+
+
+def resolve(ref: str | None, store: RecordStore,
+            reader: Callable[[Path], ResultRecord] = ResultRecord.read) -> Selection:
+    """What ``ref`` names: None = every record in the store; a version name
+    in the store; a version JSON file; a folder of records (a run's --out);
+    or one record file."""
+    if ref is None:
+        return Selection(f"working copy of {store.root}", list(store))
+    if NAME_RE.match(ref) and (store.versions_dir / f"{ref}.json").exists():
+        return load_version(store, ref)
+    path = Path(ref)
+    if path.is_file() and path.suffix == ".json":
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "records" in data and "schema_version" in data and "name" in data:
+            return load_version(RecordStore(path.parent.parent), data["name"])
+        return Selection(str(path), [reader(path)])
+    if path.is_dir():
+        return Selection(f"records in {path}", [reader(p) for p in expand_record_paths([path])])
+    known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
+    raise RecordError(f"{ref!r} is neither a version in {store.root} "
+                      f"({', '.join(known) or 'none frozen yet'}) nor a folder or file of records")

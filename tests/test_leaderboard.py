@@ -1,0 +1,280 @@
+"""The leaderboard: store, validation, versions, diff and the text formats."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import make_record
+
+from diffzoo.cli import main
+from diffzoo.harness.errors import ConfigError, RecordError
+from diffzoo.harness.records import ResultRecord, schema_problems
+from diffzoo.leaderboard.diff import diff
+from diffzoo.leaderboard.formats import publish, to_csv, to_latex, to_markdown
+from diffzoo.leaderboard.store import RecordStore
+from diffzoo.leaderboard.tables import build_tables
+from diffzoo.leaderboard.versions import freeze, load_version, resolve
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([*args])
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+def edited(record: ResultRecord, change) -> dict:
+    """The record's JSON changed by ``change`` (id left as it was)."""
+    data = json.loads(record.to_json())
+    change(data)
+    return data
+
+
+# -- validation -------------------------------------------------------------------
+def test_schema_problems_name_field_and_reason():
+    good = make_record()
+    assert schema_problems(good.data) == []
+    no_seed = edited(good, lambda d: d.pop("seed"))
+    assert any("missing field(s): seed" in p for p in schema_problems(no_seed))
+    wrong_schema = edited(good, lambda d: d.update(schema_version=7))
+    assert any("schema version 7 is not 1" in p for p in schema_problems(wrong_schema))
+    out_of_range = edited(good, lambda d: d["metrics"].update(mIoU=1.7))
+    assert any("metric mIoU is 1.7, outside its range [0.0, 1.0]" in p for p in schema_problems(out_of_range))
+    bad_ci = edited(good, lambda d: d["ci95"].update(mIoU=[0.7, 0.5]))
+    assert any("low 0.7 > high 0.5" in p for p in schema_problems(bad_ci))
+    tampered = edited(good, lambda d: d["metrics"].update(mIoU=0.99))
+    assert any("does not match the record's content" in p for p in schema_problems(tampered))
+    assert schema_problems([1, 2]) == ["a record is a JSON object, not list"]
+
+
+def test_validate_cli_rejects_each_bad_record_saying_why(tmp_path, capsys):
+    good = make_record()
+    folder = tmp_path / "in"
+    folder.mkdir()
+    good.write(folder)
+    (folder / "missing.json").write_text(json.dumps(edited(good, lambda d: d.pop("dataset"))))
+    (folder / "schema.json").write_text(json.dumps(edited(good, lambda d: d.update(schema_version=2))))
+    (folder / "range.json").write_text(json.dumps(edited(good, lambda d: d["metrics"].update(aAcc=-0.1))))
+    (folder / "notjson.json").write_text("{oops")
+    code, out, _ = cli(capsys, "leaderboard", "validate", str(folder))
+    assert code == 1
+    lines = {line.split(":")[0].split("/")[-1]: line for line in out.replace("\n ", " ").splitlines()
+             if line.startswith("invalid")}
+    assert "missing field(s): dataset" in lines["missing.json"]
+    assert "schema version 2 is not 1" in lines["schema.json"]
+    assert "metric aAcc is -0.1, outside its range" in lines["range.json"]
+    assert "not JSON" in lines["notjson.json"]
+    assert "1 valid, 4 invalid" in out
+    code, out, _ = cli(capsys, "leaderboard", "validate", str(folder / f"{good.id}.json"))
+    assert code == 0 and "1 valid, 0 invalid" in out
+
+
+# -- the store --------------------------------------------------------------------------
+def test_add_is_idempotent_and_rejects_conflicts(tmp_path):
+    store = RecordStore(tmp_path)
+    a = make_record()
+    path = store.add(a)
+    assert store.add(a) == path and len(store) == 1
+    rerun = make_record(date="2027-01-01T00:00:00+00:00")  # same content, other date: same id
+    assert rerun.id == a.id
+    other = make_record(metrics={**a.metrics, "mIoU": 0.1, "aAcc": 0.5})  # same run, different numbers
+    with pytest.raises(RecordError, match=f"conflicts with stored record {a.id}.*aAcc, mIoU"):
+        store.add(other)
+    store.add(make_record(seed=1, metrics={"mIoU": 0.1, "aAcc": 0.5}))  # another seed is another run
+    assert len(store) == 2 and store.check() == []
+
+
+def test_import_reports_each_outcome(tmp_path, capsys):
+    remote = RecordStore(tmp_path / "remote")
+    for det in ("a", "b"):
+        remote.add(make_record(det))
+    conflicting = make_record("a", metrics={"mIoU": 0.2})
+    (remote.records_dir / "conflict.json").write_text(conflicting.to_json())
+    (remote.records_dir / "broken.json").write_text(
+        json.dumps(edited(make_record("c"), lambda d: d["metrics"].update(F1=2.0))))
+    local = tmp_path / "local"
+    code, out, _ = cli(capsys, "leaderboard", "add", str(tmp_path / "remote"), "--store", str(local))
+    assert code == 1
+    assert "2 added, 0 already present, 2 rejected" in out
+    assert "broken.json: metric F1 is 2.0, outside its range" in out.replace("\n", "")
+    assert "conflict.json: record" in out.replace("\n", "") and "conflicts with stored record" in out
+    code, out, _ = cli(capsys, "leaderboard", "add", str(tmp_path / "remote" / "records" / f"{make_record('a').id}.json"),
+                       "--store", str(local))
+    assert code == 0 and "0 added, 1 already present, 0 rejected" in out
+    assert len(RecordStore(local)) == 2
+
+
+APPENDER = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from conftest import make_record
+from diffzoo.leaderboard.store import RecordStore
+store, worker = RecordStore(Path(sys.argv[1])), int(sys.argv[2])
+go = Path(sys.argv[1]) / "go"
+while not go.exists():
+    time.sleep(0.005)
+for i in range(25):
+    store.add(make_record(f"w{worker}", seed=i, metrics={"mIoU": i / 100, "aAcc": worker / 10}))
+    store.add(make_record("shared", seed=i))  # every worker also adds the same records
+"""
+
+
+def test_eight_concurrent_appenders_lose_nothing(tmp_path):
+    tests_dir = str(__import__("pathlib").Path(__file__).parent)
+    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(tmp_path), str(w), tests_dir])
+             for w in range(8)]
+    time.sleep(0.5)
+    (tmp_path / "go").touch()
+    assert [p.wait(timeout=300) for p in procs] == [0] * 8
+    store = RecordStore(tmp_path)
+    records = list(store)
+    assert len(records) == 8 * 25 + 25
+    assert store.check() == []
+    by_worker = {}
+    for r in records:
+        by_worker.setdefault(r.data["detector"]["name"], set()).add(r.data["seed"])
+    assert all(by_worker[f"w{w}"] == set(range(25)) for w in range(8))
+    assert not list(store.records_dir.glob("*.tmp")) and not list(store.records_dir.glob(".*"))
+
+
+SLOW_WRITER = """
+import os, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from conftest import make_record
+from diffzoo.leaderboard.store import RecordStore
+real_fsync = os.fsync
+def slow_fsync(fd):
+    print("writing", flush=True)
+    time.sleep(60)
+os.fsync = slow_fsync
+RecordStore(Path(sys.argv[1])).add(make_record("killed"))
+"""
+
+
+def test_writer_killed_mid_write_leaves_no_partial_record(tmp_path):
+    tests_dir = str(__import__("pathlib").Path(__file__).parent)
+    store = RecordStore(tmp_path)
+    store.add(make_record("before"))
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(tmp_path), tests_dir], stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"writing"  # inside the record write, holding the lock
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert [r.data["detector"]["name"] for r in store] == ["before"]
+    assert store.check() == []
+    store.add(make_record("after"))  # the dead writer's lock is gone
+    assert sorted(r.data["detector"]["name"] for r in store) == ["after", "before"]
+
+
+# -- versions and tables ------------------------------------------------------------------
+def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
+    store = RecordStore(tmp_path)
+    store.add(make_record("a"))
+    store.add(make_record("b", metrics={"mIoU": 0.8, "aAcc": 0.95}))
+    path = freeze(store, "v1", note="first")
+    manifest = json.loads(path.read_text())
+    assert manifest["suites"] == [{"name": "standard", "version": "1", "definition_hash": "hstandard1"}]
+    assert manifest["datasets"] == [{"name": "mini", "fingerprint": "fp0001"}]
+    assert manifest["metrics_versions"] == ["1"] and len(manifest["records"]) == 2
+    with pytest.raises(RecordError, match="already exists"):
+        freeze(store, "v1")
+    # a newer suite version and a rerun on changed data arrive later
+    store.add(make_record("a", suite_version="2", metrics={"mIoU": 0.7, "aAcc": 0.9}))
+    store.add(make_record("a", fingerprint="fp0002"))
+    assert len(load_version(store, "v1").records) == 2  # the frozen version does not move
+    tables = build_tables(list(store))
+    keys = [(t.key.suite_version, t.key.fingerprint) for t in tables]
+    assert sorted(keys) == [("1", "fp0001"), ("1", "fp0002"), ("2", "fp0001")]
+    v1 = next(t for t in tables if t.key.suite_version == "1" and t.key.fingerprint == "fp0001")
+    assert [r.detector for r in v1.rows if not r.baseline] == ["b", "a"]  # ranked by mIoU
+    assert [r.rank for r in v1.rows] == [1, 2]
+    with pytest.raises(ConfigError, match="version name"):
+        freeze(store, "../evil")
+
+
+def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
+    store = RecordStore(tmp_path)
+    store.add(make_record("a"))
+    store.add(make_record("gone", checkpoint="cd" * 32))
+    freeze(store, "v1")
+    store.add(make_record("a", checkpoint="ef" * 32, metrics={**make_record().metrics, "mIoU": 0.65},
+                          date="2026-12-01T00:00:00+00:00"))  # retrained: the newest row of "a" counts
+    store.add(make_record("new", checkpoint="12" * 32))
+    store.add(make_record("a", suite_version="2"))
+    freeze(store, "v2", detectors=["a", "new"])
+    result = diff(resolve("v1", store), resolve("v2", store))
+    by_status = {(t.key.suite_version, t.status): t for t in result.tables}
+    assert "not comparable: suite_version 1 -> 2" in by_status[("2", "added")].note
+    rows = {r.detector: r for r in by_status[("1", "matched")].rows}
+    assert rows["gone"].status == "removed" and rows["new"].status == "added"
+    assert rows["a"].status == "changed"
+    assert [(c.metric, c.before, c.after) for c in rows["a"].changes] == [("mIoU", 0.6, 0.65)]
+    assert result.moved
+    code, out, _ = cli(capsys, "leaderboard", "diff", "v1", "v2", "--store", str(tmp_path))
+    assert code == 0 and "mIoU" in out and "+5.0" in out and "table added" in out
+    assert not diff(resolve("v1", store), resolve("v1", store)).moved
+
+
+# -- publishing ------------------------------------------------------------------------------
+def test_text_formats_carry_values_cis_provenance_and_escape_names(tmp_path):
+    store = RecordStore(tmp_path)
+    store.add(make_record("good", ci95={"mIoU": [0.5, 0.7]},
+                          baselines={"all-edited": {"mIoU": 0.2, "aAcc": 0.3, "bF1": 0.0, "F1": 0.33}}))
+    store.add(make_record("x|<b>evil_&%$#{}</b>", checkpoint="cd" * 32, metrics={"mIoU": 0.3, "aAcc": 0.6}))
+    freeze(store, "v1")
+    sel = resolve("v1", store)
+    tables = build_tables(sel.records)
+    md = to_markdown(sel, tables)
+    assert "- **version**: v1" in md and "standard v1 / binary on mini" in md
+    row = next(line for line in md.splitlines() if line.startswith("| 1 | good"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "**90.0**" and cells[3] == "**60.0 ± 10.0**"  # aAcc, mIoU with its CI; both best
+    assert cells[-3] == "ab" * 6 and cells[-2] == "0123456789" and cells[-1] == "2026-11-29"
+    assert "x\\|&lt;b&gt;evil\\_&amp;%$#{}&lt;/b&gt;" in md and "<b>" not in md
+    assert "*all-edited (baseline)*" in md.replace("\\", "")
+    assert "mIoU ↑" in md and "FPR auth. ↓" in md
+    rows = list(csv.DictReader(io.StringIO(to_csv(sel, tables))))
+    miou = next(r for r in rows if r["detector"] == "good" and r["metric"] == "mIoU")
+    assert (float(miou["value"]), float(miou["ci95_low"]), float(miou["ci95_high"])) == (0.6, 0.5, 0.7)
+    assert miou["checkpoint_sha256"] == "ab" * 32 and miou["version"] == "v1" and miou["higher_is_better"] == "1"
+    assert any(r["detector"] == "x|<b>evil_&%$#{}</b>" for r in rows)  # CSV quotes, it does not mangle
+    tex = to_latex(sel, tables)
+    assert r"x\textbar{}\textless{}b\textgreater{}evil\_\&\%\$\#\{\}" in tex
+    assert r"\textbf{60.0 {\scriptsize$\pm$10.0}}" in tex and r"\toprule" in tex
+    out = publish(sel, "json", tmp_path / "pub")
+    doc = json.loads(out.read_text())
+    assert doc["version"]["name"] == "v1"
+    good = next(r for r in doc["tables"][0]["rows"] if r["detector"] == "good")
+    assert good["values"]["mIoU"] == {"value": 0.6, "ci95": [0.5, 0.7]} and good["rank"] == 1
+
+
+def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
+    store = tmp_path / "store"
+    RecordStore(store).add(make_record("a"))
+    out = tmp_path / "pub"
+    code, text, _ = cli(capsys, "leaderboard", "publish", "--store", str(store), "--format", "md,csv",
+                        "--format", "latex", "--format", "json", "--out", str(out))
+    assert code == 0, text
+    assert sorted(p.name for p in out.iterdir()) == ["leaderboard.csv", "leaderboard.json", "leaderboard.md",
+                                                     "leaderboard.tex"]
+    assert "not frozen" in (out / "leaderboard.md").read_text()
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", str(store), "--format", "pdf")
+    assert code != 0 and "unknown format(s) pdf" in err
+    code, _, err = cli(capsys, "leaderboard", "publish", "nope", "--store", str(store))
+    assert code != 0 and err.count("error:") == 1 and "'nope'" in err
+    code, _, err = cli(capsys, "leaderboard", "list", "--store", str(tmp_path / "empty"))
+    assert code != 0 and "is not a record store" in err
+    code, text, _ = cli(capsys, "leaderboard", "list", "--store", str(store))
+    assert code == 0 and "1 record(s)" in text
+    rid = make_record("a").id
+    code, text, _ = cli(capsys, "leaderboard", "show", rid[:6], "--store", str(store))
+    assert code == 0 and rid in text and "mIoU" in text and "ab" * 32 in text
