@@ -55,7 +55,8 @@ class TableKey:
 
     @property
     def slug(self) -> str:
-        return slugify(f"{self.suite}-v{self.suite_version}-{self.case}-{self.dataset}-{self.fingerprint[:8]}")
+        return slugify(f"{self.suite}-v{self.suite_version}-{self.case}-{self.dataset}-{self.fingerprint[:8]}"
+                       f"-m{self.metrics_version}-{self.definition_hash[:8]}")
 
 
 @dataclass(frozen=True)
@@ -94,18 +95,19 @@ class Table:
         return name if any(c.name == name for c in self.columns) else None
 
     def best(self, metric: str) -> float | None:
-        """The best non-baseline value of a column (for bold marks)."""
+        """The best non-baseline value of a column (for bold marks); None
+        when fewer than two detectors have a value (nothing to compare)."""
         info = next(c for c in self.columns if c.name == metric)
         values = [r.cells[metric].value for r in self.rows
                   if not r.baseline and r.cells.get(metric) and r.cells[metric].value is not None]
-        if not values or info.higher_is_better is None:
+        if len(values) < 2 or info.higher_is_better is None:
             return None
         return max(values) if info.higher_is_better else min(values)
 
 
 def slugify(text: str) -> str:
-    """A file-name-safe slug (letters, digits, '-', '.', '_')."""
-    out = "".join(ch if ch.isalnum() or ch in "-._" else "-" for ch in text)
+    """A file-name-safe slug (ASCII letters, digits, '-', '.', '_')."""
+    out = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-._" else "-" for ch in text)
     out = "-".join(part for part in out.split("-") if part)
     return out.strip(".")[:120] or "x"
 

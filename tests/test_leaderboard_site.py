@@ -1,0 +1,311 @@
+"""The static leaderboard site, checked as HTML and in a real headless Chromium.
+
+The browser tests need Debian's /usr/bin/chromium and /usr/bin/chromedriver
+(driven by selenium, never selenium-manager).  Without them they skip, unless
+DIFFZOO_REQUIRE_BROWSER=1 (CI), where they fail.  Screenshots are saved in
+the test's tmp folder and copied to $DIFFZOO_ARTIFACTS when it is set.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from diffzoo.harness.metrics.catalog import metric_info
+from diffzoo.harness.records import ResultRecord
+from diffzoo.leaderboard.site import detector_slugs, write_site
+from diffzoo.leaderboard.store import RecordStore
+from diffzoo.leaderboard.tables import Cell, format_ci, format_value, slugify
+from diffzoo.leaderboard.versions import freeze, load_version
+
+EVIL = "evil<script>window.__pwned=1</script>"
+QUOTE = 'say "hi" &amp; $x^$'  # quote, ampersand (and an entity), a mathtext trap for plot titles
+EVIL_CARD = '<img src=x onerror="window.__pwned=2">'
+LABELS = ["background", "sd2", "sdxl", "flux"]
+DATASET = "DiffSeg30k mini & co"
+FP = "f00dfeedbeef0123456789"
+BINARY = ("aAcc", "mIoU", "bF1", "F1", "pixel_AUC", "gIoU", "FPR_authentic")
+BROWSER, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+
+
+def record(detector, case, task, metrics, *, suite="standard", version="1", distortion="none", params=None,
+           ci=None, baselines=None, confusion=None, sha=None, date="2026-03-01T10:20:30+00:00",
+           git="0123456789abcdef0123456789abcdef01234567", card=None):
+    return ResultRecord.create(
+        detector={"name": detector, "card": card or {"name": detector, "description": f"{detector} test card",
+                                                     "tasks": ["binary", "semantic"], "licence": "MIT"},
+                  "task": "semantic" if task == "semantic" else "binary", "pretrained": False,
+                  "checkpoint_sha256": sha or slugify(detector).encode().hex().ljust(64, "0")[:64],
+                  "checkpoint_source": "trained", "plugin": "diffzoo.plugins.test"},
+        suite={"name": suite, "version": version, "definition_hash": f"def{suite}{version}".ljust(16, "0")},
+        case={"name": case, "task": task, "split": "val", "distortion": distortion,
+              "distortion_params": params or {}, "train": {"task": "binary", "split": "train",
+                                                            "exclude_editors": []}},
+        dataset={"name": DATASET, "fingerprint": FP},
+        label_space=LABELS if task == "semantic" else ["background", "edited"],
+        metrics=metrics, ci95=ci or {}, metrics_version="1", threshold_policy={"pixel": "fixed 0.5"},
+        baselines=baselines or {}, confusion=confusion, counts={"evaluated": 40, "skipped_corrupt": 0},
+        seed=0, config={}, environment={"git": git, "date": date, "device": "cpu", "packages": {"diffzoo": "0.1"}},
+    )
+
+
+def binary(m):
+    """Plausible binary metrics from one mIoU."""
+    return {"aAcc": 0.8 + m / 5, "mIoU": m, "bF1": m * 0.8, "F1": min(1.0, m * 1.2), "pixel_AUC": 0.5 + m / 2,
+            "gIoU": m * 0.9, "FPR_authentic": 0.4 - m / 3, "num_images": 40}
+
+
+def semantic(m, seed):
+    rng = np.random.default_rng(seed)
+    conf = rng.integers(0, 50, (4, 4)) + np.diag([400, 120, 90, 60])
+    ious = {f"IoU.{n}": float(v) for n, v in zip(LABELS, (0.9, m + 0.1, m, m - 0.1))}
+    metrics = {"aAcc": 0.85, "mAcc": m + 0.05, "mIoU": m, "bF1": m * 0.7, "top1": m + 0.2, "top3": 0.95, **ious}
+    return metrics, conf.tolist()
+
+
+def image(ap):
+    return {"img_Acc": ap - 0.05, "img_real_Acc": ap - 0.1, "img_edited_Acc": ap, "img_AP": ap, "img_AUC": ap + 0.02}
+
+
+BASELINES = {"all-background": {"mIoU": 0.0, "aAcc": 0.78, "bF1": None, "F1": 0.0},
+             "all-edited": {"mIoU": 0.22, "aAcc": 0.22, "bF1": 0.1, "F1": 0.36}}
+
+
+def make_records():
+    recs = []
+    for i, (name, m, ap) in enumerate((("segformer.b0", 0.62, 0.9), ("fcn8s", 0.48, 0.76), (EVIL, 0.55, 0.8),
+                                      (QUOTE, 0.31, 0.6))):
+        ci = {"mIoU": [m - 0.03, m + 0.02], "F1": [0.2, 0.4]} if name in ("segformer.b0", QUOTE) else {}
+        card = {"name": name, "description": EVIL_CARD, "tasks": ["binary"]} if name == EVIL else None
+        recs.append(record(name, "binary", "binary", binary(m), ci=ci, baselines=BASELINES, card=card))
+        sem, conf = semantic(m - 0.15, i)
+        recs.append(record(name, "semantic", "semantic", sem, confusion=conf, card=card))
+        recs.append(record(name, "image", "image", image(ap), card=card))
+    for q, m in ((90, 0.58), (70, 0.5), (50, 0.37)):
+        recs.append(record("segformer.b0", f"jpeg-q{q}", "binary", binary(m), suite="robustness",
+                           distortion="jpeg", params={"quality": q}))
+    for s, m in ((1.0, 0.52), (2.0, 0.33)):
+        recs.append(record("segformer.b0", f"blur-s{s:g}", "binary", binary(m), suite="robustness",
+                           distortion="gaussian_blur", params={"sigma": s}))
+    recs.append(record("fcn8s", "jpeg-q90", "binary", binary(0.4), suite="robustness", distortion="jpeg",
+                       params={"quality": 90}))  # one strength: no curve
+    recs.append(record("segformer.b0", "binary", "binary", binary(0.6), version="2"))  # a new table
+    return recs
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    store = RecordStore(root / "store")
+    records = make_records()
+    for r in records:
+        store.add(r)
+    freeze(store, "v1", note="test version")
+    out = root / "out"
+    index = write_site(load_version(store, "v1"), out)
+    return {"out": out, "index": index, "records": records}
+
+
+def find(records, detector, case, suite="standard", version="1"):
+    (r,) = [r for r in records if r.data["detector"]["name"] == detector and r.data["case"]["name"] == case
+            and r.data["suite"]["name"] == suite and r.data["suite"]["version"] == version]
+    return r
+
+
+class Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.text = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(path: Path) -> Tags:
+    p = Tags()
+    p.feed(path.read_text())
+    p.close()
+    return p
+
+
+def test_record_strings_are_escaped_and_links_are_slugs(site):
+    out = site["out"]
+    pages = [site["index"], *sorted((out / "detectors").glob("*.html"))]
+    assert len(pages) == 5
+    link = re.compile(r"^(#t-[\w.-]+|(\.\./)?(index\.html(#t-[\w.-]+)?|detectors/[\w.-]+\.html|plots/[\w.-]+\.png))$")
+    for page in pages:
+        p = parse(page)
+        assert [t for t, _ in p.tags if t == "script"] == [], page
+        for tag, attrs in p.tags:
+            assert not [a for a in attrs if a.startswith("on")], (page, tag, attrs)
+            for a in ("href", "src"):
+                if a in attrs:
+                    assert link.match(attrs[a]), (page, attrs[a])
+    index = parse(site["index"])
+    text = "".join(index.text)
+    assert EVIL in text and QUOTE in text and DATASET in text  # shown as text, after unescaping
+    rows = {attrs["data-detector"] for tag, attrs in index.tags if tag == "tr" and "data-rank" in attrs}
+    assert rows == {"segformer.b0", "fcn8s", EVIL, QUOTE}
+    evil_page = parse(out / "detectors" / f"{slugify(EVIL)}.html")
+    assert EVIL_CARD in "".join(evil_page.text)
+    assert not [a for t, a in evil_page.tags if t == "img" and a.get("src") == "x"]
+
+
+def test_file_names_are_slugs_and_distinct(site):
+    files = [p for p in site["out"].rglob("*") if p.is_file()]
+    assert files
+    for p in files:
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", p.name) and "<" not in p.name, p
+    pages = {p.name for p in (site["out"] / "detectors").glob("*.html")}
+    assert pages == {f"{slugify(n)}.html" for n in ("segformer.b0", "fcn8s", EVIL, QUOTE)}
+    slugs = detector_slugs(["a b", "a-b", "A-B", "c"])
+    assert len({s.lower() for s in slugs.values()}) == 4 and slugs["c"] == "c"
+
+
+def test_detector_page_plots(site):
+    plots = {p.name for p in (site["out"] / "plots").glob("*.png")}
+    seg = parse(site["out"] / "detectors" / "segformer.b0.html")
+    kinds = [a["data-kind"] for t, a in seg.tags if t == "figure"]
+    assert sorted(kinds) == ["confusion", "editor-iou", "robustness", "robustness"]
+    srcs = [a["src"] for t, a in seg.tags if t == "img"]
+    assert {s.removeprefix("../plots/") for s in srcs} <= plots
+    fcn = parse(site["out"] / "detectors" / "fcn8s.html")
+    assert [a["data-kind"] for t, a in fcn.tags if t == "figure"] == ["confusion", "editor-iou"]  # 1 jpeg point
+
+
+# ---- real browser -------------------------------------------------------------------------------------------
+
+
+def _unavailable(reason: str):
+    if os.environ.get("DIFFZOO_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"DIFFZOO_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    missing = [str(p) for p in (BROWSER, DRIVER) if not p.exists()]
+    if missing:
+        _unavailable(f"the real-browser test needs {' and '.join(missing)} (apt install chromium chromium-driver)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError as exc:
+        _unavailable(f"selenium is not installed ({exc})")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(BROWSER)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--window-size=1400,900",
+                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(arg)
+    drv = webdriver.Chrome(options=options, service=Service(executable_path=str(DRIVER)))
+    yield drv
+    drv.quit()
+
+
+def screenshot(drv, path: Path) -> Path:
+    height = drv.execute_script("return document.documentElement.scrollHeight")
+    drv.set_window_size(1400, min(max(int(height) + 150, 600), 8000))
+    assert drv.save_screenshot(str(path))
+    assert path.stat().st_size > 1000
+    if os.environ.get("DIFFZOO_ARTIFACTS"):
+        target = Path(os.environ["DIFFZOO_ARTIFACTS"])
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target / path.name)
+    return path
+
+
+def test_index_in_chromium(site, driver, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    driver.get(site["index"].as_uri())
+    assert driver.execute_script("return window.__pwned") is None  # the <script> in a name never ran
+    assert driver.find_elements(By.TAG_NAME, "script") == []
+    assert "v1" in driver.title
+    assert driver.find_element(By.CSS_SELECTOR, "#version-summary").text.count(DATASET) == 1
+    table = driver.find_element(By.CSS_SELECTOR, 'table.leaderboard[data-suite="standard"][data-suite-version="1"]'
+                                                 '[data-case="binary"]')
+    assert driver.find_elements(By.CSS_SELECTOR, 'table.leaderboard[data-suite-version="2"][data-case="binary"]')
+    heads = table.find_elements(By.CSS_SELECTOR, "thead th.metric")
+    assert [h.get_attribute("data-metric") for h in heads] == list(BINARY)
+    arrows = {h.get_attribute("data-metric"): h.find_element(By.CSS_SELECTOR, ".arrow").text for h in heads}
+    assert arrows["mIoU"] == "↑" and arrows["FPR_authentic"] == "↓"
+
+    rows = table.find_elements(By.CSS_SELECTOR, "tbody tr.entry")
+    names = [r.find_element(By.CSS_SELECTOR, "td.detector").text for r in rows]
+    recs = {n: find(site["records"], n, "binary") for n in names}
+    assert names == sorted(recs, key=lambda n: -recs[n].metrics["mIoU"])  # ranked by the primary metric
+    assert [r.find_element(By.CSS_SELECTOR, "td.rank").text for r in rows] == ["1", "2", "3", "4"]
+    assert names[1] == EVIL and "<script>" in names[1]  # rendered as text
+    for row, name in zip(rows, names):
+        rec = recs[name]
+        for m in BINARY:
+            cell = row.find_element(By.CSS_SELECTOR, f'td.metric[data-metric="{m}"]')
+            assert cell.find_element(By.CSS_SELECTOR, ".value").text == format_value(metric_info(m), rec.metrics[m])
+        sha = rec.data["detector"]["checkpoint_sha256"]
+        code = row.find_element(By.CSS_SELECTOR, "td.checkpoint code")
+        assert code.text == sha[:12] and code.get_attribute("title") == sha
+        assert row.find_element(By.CSS_SELECTOR, "td.git code").text == rec.data["environment"]["git"][:10]
+        assert row.find_element(By.CSS_SELECTOR, "td.date").text == "2026-03-01 10:20"
+    quote_cell = rows[names.index(QUOTE)].find_element(By.CSS_SELECTOR, 'td[data-metric="mIoU"]')
+    info, ci = metric_info("mIoU"), tuple(recs[QUOTE].data["ci95"]["mIoU"])
+    want = f"{format_value(info, recs[QUOTE].metrics['mIoU'])} ± {format_ci(info, Cell(0.31, ci))}"
+    assert quote_cell.text == want
+    best = table.find_elements(By.CSS_SELECTOR, "td.best")
+    assert {(c.get_attribute("data-metric"), c.find_element(By.XPATH, "..").get_attribute("data-detector"))
+            for c in best} == {(m, "segformer.b0") for m in BINARY}  # FPR_authentic: lowest is best
+
+    lone = driver.find_element(By.CSS_SELECTOR, 'table.leaderboard[data-suite="robustness"][data-case="blur-s1"]')
+    assert len(lone.find_elements(By.CSS_SELECTOR, "tr.entry")) == 1
+    assert not lone.find_elements(By.CSS_SELECTOR, ".best")  # a lone row is not marked best
+
+    baselines = table.find_elements(By.CSS_SELECTOR, "tbody tr.baseline")
+    assert [b.find_element(By.CSS_SELECTOR, "td.detector").text for b in baselines] == [
+        "all-background (baseline)", "all-edited (baseline)"]
+    assert baselines[0].find_element(By.CSS_SELECTOR, "td.detector").value_of_css_property("font-style") == "italic"
+    assert not baselines[0].find_elements(By.CSS_SELECTOR, "a")
+
+    screenshot(driver, tmp_path / "leaderboard-index.png")
+
+    rows[names.index(EVIL)].find_element(By.CSS_SELECTOR, "td.detector a").click()
+    assert driver.current_url.endswith(f"/detectors/{slugify(EVIL)}.html")
+    assert driver.find_element(By.CSS_SELECTOR, "h1.detector-name").text == EVIL
+    assert EVIL_CARD in driver.find_element(By.CSS_SELECTOR, "#card").text
+    assert driver.execute_script("return window.__pwned") is None
+    assert driver.find_elements(By.TAG_NAME, "script") == []
+
+
+def test_detector_page_in_chromium(site, driver, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    driver.get((site["out"] / "detectors" / "segformer.b0.html").as_uri())
+    assert driver.find_element(By.CSS_SELECTOR, "h1.detector-name").text == "segformer.b0"
+    tables = driver.find_elements(By.CSS_SELECTOR, "#results table.leaderboard")
+    assert len(tables) == 4 + 5  # standard v1 x3, standard v2, robustness x5
+    semantic = driver.find_element(By.CSS_SELECTOR, '#results table[data-case="semantic"]')
+    (row,) = semantic.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert row.find_element(By.CSS_SELECTOR, "td.rank").text == "1 of 4"
+    rec = find(site["records"], "segformer.b0", "semantic")
+    assert row.find_element(By.CSS_SELECTOR, 'td[data-metric="mIoU"] .value').text == format_value(
+        metric_info("mIoU"), rec.metrics["mIoU"])
+    figures = driver.find_elements(By.CSS_SELECTOR, "#plots figure.plot")
+    assert sorted(f.get_attribute("data-kind") for f in figures) == [
+        "confusion", "editor-iou", "robustness", "robustness"]
+    for img in driver.find_elements(By.CSS_SELECTOR, "#plots figure.plot img"):
+        assert driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 0
+    screenshot(driver, tmp_path / "leaderboard-detector.png")
+
+    driver.get((site["out"] / "detectors" / f"{slugify(QUOTE)}.html").as_uri())
+    assert driver.find_element(By.CSS_SELECTOR, "h1.detector-name").text == QUOTE
+    for img in driver.find_elements(By.CSS_SELECTOR, "#plots figure.plot img"):
+        assert driver.execute_script("return arguments[0].naturalWidth", img) > 0
