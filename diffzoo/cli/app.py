@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from types import SimpleNamespace
 
@@ -29,7 +30,8 @@ def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
 ) -> None:
     state.debug = debug
-    report_plugin_failures()
+    if int(os.environ.get("RANK", "0") or 0) == 0:  # under torchrun only rank 0 reports
+        report_plugin_failures()
 
 
 def report_plugin_failures() -> None:
@@ -40,11 +42,13 @@ def report_plugin_failures() -> None:
     system.registry  # noqa: B018 - building it runs the register hooks
     for failure in system.failures:
         err_console.print(f"[yellow]warning:[/] {escape(str(failure))}", soft_wrap=True)
+        if state.debug and failure.traceback:
+            err_console.print(escape(failure.traceback), soft_wrap=True, highlight=False)
 
 
 def _install() -> None:
     from ..harness.plugins import get_plugin_system
-    from . import data, listing, run  # noqa: F401 - they register commands
+    from . import data, labelpairs, leaderboard, listing, predict, run, train  # noqa: F401 - they register commands
 
     get_plugin_system().add_commands(app)
 

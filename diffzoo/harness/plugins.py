@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import traceback
 from dataclasses import dataclass
 from functools import partial
 from importlib import metadata
@@ -28,6 +29,11 @@ ENV_VAR = "DIFFZOO_PLUGINS"
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "diffzoo.harness.builtins",
     "diffzoo.plugins.segformer",
+    "diffzoo.plugins.deeplabv3plus",
+    "diffzoo.plugins.fcn8s",
+    "diffzoo.plugins.cnnspot",
+    "diffzoo.plugins.universalfakedet",
+    "diffzoo.plugins.mmseg",
     "diffzoo.generators.plugin",
 )
 
@@ -43,11 +49,12 @@ REGISTER_HOOKS = {
 @dataclass
 class PluginFailure:
     plugin: str
-    stage: str  # "import" or the hook name
+    stage: str  # "import", "hooks" or the hook name
     message: str
+    traceback: str = ""  # shown by the CLI with --debug
 
     def __str__(self) -> str:
-        where = "failed to import" if self.stage == "import" else f"raised in {self.stage}"
+        where = {"import": "failed to import", "hooks": "was not loaded"}.get(self.stage, f"raised in {self.stage}")
         return f"plugin {self.plugin!r} {where}: {self.message}; skipped"
 
 
@@ -72,7 +79,8 @@ class PluginSystem:
 
     # -- loading ---------------------------------------------------------
     def _fail(self, name: str, stage: str, exc: BaseException) -> None:
-        failure = PluginFailure(name, stage, f"{type(exc).__name__}: {exc}")
+        failure = PluginFailure(name, stage, f"{type(exc).__name__}: {exc}",
+                                "".join(traceback.format_exception(exc)))
         self.failures.append(failure)
         log.warning("%s", failure)
 
@@ -101,10 +109,20 @@ class PluginSystem:
                 continue
             version = ep.dist.version if ep.dist is not None else "?"
             self._register_module(ep.name, ep.load, version, False)
-        try:
-            self.pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            raise DiffzooError(f"a plugin implements a hook diffzoo does not define: {exc}") from exc
+        self._drop_unknown_hooks()
+
+    def _drop_unknown_hooks(self) -> None:
+        """pm.check_pending() would raise for the first misspelled hook and
+        stop every command; instead each such plugin is reported and skipped."""
+        for name, plugin in list(self.pm.list_name_plugin()):
+            unknown = [h.name for h in self.pm.get_hookcallers(plugin) or [] if not h.has_spec()]
+            if unknown:
+                self.pm.unregister(plugin)
+                self.versions.pop(name, None)
+                self.builtin.discard(name)
+                self._fail(name, "hooks", DiffzooError(
+                    f"it implements hook(s) diffzoo does not define: {', '.join(sorted(unknown))} "
+                    f"(see diffzoo/harness/hookspecs.py)"))
 
     # -- registry --------------------------------------------------------
     @property
