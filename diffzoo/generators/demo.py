@@ -362,7 +362,7 @@ MINI_TRAINING = {
     "iterations": 300,
     "batch_size": 8,
     "crop_size": 64,
-    "lr": 6e-4,
+    "lr_scale": 10.0,  # x the card's recipe lr: SegFormer 6e-5 -> 6e-4, DeepLabv3+ SGD 0.01 -> 0.1
     "warmup_iters": 30,
     "pretrained": False,
 }

@@ -67,12 +67,12 @@ class ModelError(DiffzooError):
 class WeightsUnavailableError(ModelError):
     """Weights are not cached locally and cannot be downloaded (offline)."""
 
-    def __init__(self, what: str, source: str, detail: str = ""):
+    def __init__(self, what: str, source: str, detail: str = "", fetch: str | None = None):
+        how = fetch or (f"`huggingface-cli download {source}`, then copy the HF cache "
+                        "(~/.cache/huggingface) here or set HF_HOME")
         msg = (
             f"{what}: weights {source!r} are not in the local cache and could not be "
-            f"downloaded. Fetch them on a machine with network access, e.g. "
-            f"`huggingface-cli download {source}`, then copy the HF cache "
-            f"(~/.cache/huggingface) here or set HF_HOME"
+            f"downloaded. Fetch them on a machine with network access, e.g. {how}"
         )
         super().__init__(msg + (f" ({detail})" if detail else ""))
 

@@ -34,7 +34,7 @@ class EvalResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
 
 
-def _to_predictions(detector: Detector, logits: torch.Tensor, threshold: float):
+def to_predictions(detector: Detector, logits: torch.Tensor, threshold: float):
     """(binary pred, edited prob, semantic pred or None) for one image."""
     if detector.task == "binary":
         prob = torch.sigmoid(logits[0, 0])
@@ -60,7 +60,8 @@ def evaluate(
 ) -> EvalResult:
     """Run ``detector`` over ``split``; corrupt samples are skipped and
     counted (``strict`` re-raises instead).  ``tasks`` are the metric tasks
-    to score: ``binary`` (any segmenter) and ``semantic`` (semantic ones)."""
+    to score: ``binary`` (any segmenter; for a classifier without pixel
+    output, its image scores only) and ``semantic`` (semantic ones)."""
     progress = progress or NullProgress()
     threshold = detector.card.default_threshold
     tasks = set(tasks)
@@ -88,9 +89,12 @@ def evaluate(
             image, label = distortion(sample.image, sample.label, **distortion_params)
             tensor = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)[None].float() / 255.0
             out = detector.predict(tensor)
-            binary_pred, edited_prob, semantic_pred = _to_predictions(
-                detector, out.mask_logits.cpu(), threshold
-            )
+            if out.mask_logits is None:  # an image-level classifier: its image score only
+                binary_pred = edited_prob = semantic_pred = None
+            else:
+                binary_pred, edited_prob, semantic_pred = to_predictions(
+                    detector, out.mask_logits.cpu(), threshold
+                )
             score = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
             binary_gt = dataset.label_space.to_binary_map(label)
             meta: SampleMeta = sample.meta

@@ -4,19 +4,30 @@ Every suite case names its training data; equal training specs are merged so
 each model is trained (or loaded) once.  Each model gets a cache key hashed
 from (detector card, train config, dataset fingerprint, subset, seed, task,
 label space).
+
+An image-level classifier (a card whose only task is ``classification``)
+serves a suite's image-level cases with a classification model trained on
+the case's data; the pixel cases it cannot serve are skipped and listed in
+the plan, not an error.  Any other detector lacking a case's task is an error.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import logging
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+
 from .cards import DetectorCard
 from .checkpoints import cache_key
 from .errors import ConfigError
 from .protocols import Dataset
 from .suites import Case, Suite, TrainSpec
 from .trainer import TrainConfig
+
+log = logging.getLogger(__name__)
+
+PIXEL_TASKS = ("binary", "semantic")
 
 
 @dataclass
@@ -31,19 +42,48 @@ class TrainingJob:
         return self.spec.task
 
 
+@dataclass(frozen=True)
+class SkippedCase:
+    """A case the detector cannot serve (a classifier on a pixel case, a
+    binary-only segmenter on a semantic case), and why."""
+
+    suite: Suite
+    case: Case
+    reason: str
+
+
 @dataclass
 class Plan:
     card: DetectorCard
     dataset: Dataset
     fingerprint: str
     jobs: list[TrainingJob]
+    skipped: list[SkippedCase] = field(default_factory=list)
 
     def describe(self) -> list[str]:
         lines = []
         for job in self.jobs:
             cases = ", ".join(f"{s.name}/{c.name}" for s, c in job.cases)
             lines.append(f"{self.card.name} [{job.task}] on {job.spec.split} -> {cases} (key {job.key})")
+        lines.extend(f"skipped {s.suite.name}/{s.case.name}: {s.reason}" for s in self.skipped)
         return lines
+
+
+def is_image_level(card: DetectorCard) -> bool:
+    """True for a pure classifier: image scores, no pixel output."""
+    return "classification" in card.tasks and not set(card.tasks) & set(PIXEL_TASKS)
+
+
+def _train_spec(card: DetectorCard, case: Case) -> tuple[TrainSpec | None, str]:
+    """The model ``card`` needs for ``case``, or None and why it cannot serve it."""
+    spec = case.train
+    if spec.task in card.tasks:
+        return spec, ""
+    if is_image_level(card):
+        if case.task == "image":  # the case's training data, learnt as image labels
+            return replace(spec, task="classification"), ""
+        return None, f"{card.name} has no pixel output (image-level classifier)"
+    return None, f"{card.name} supports {', '.join(card.tasks)}; this case needs a {spec.task} model"
 
 
 def make_plan(
@@ -54,14 +94,14 @@ def make_plan(
     fingerprint: str,
 ) -> Plan:
     jobs: dict[TrainSpec, TrainingJob] = {}
+    skipped: list[SkippedCase] = []
     for suite in suites:
         for case in suite.cases:
-            spec = case.train
-            if spec.task not in card.tasks:
-                raise ConfigError(
-                    f"suite {suite.name!r} case {case.name!r} needs a {spec.task} model; "
-                    f"{card.name} supports {', '.join(card.tasks)}"
-                )
+            spec, reason = _train_spec(card, case)
+            if spec is None:
+                log.info("skipping %s/%s: %s", suite.name, case.name, reason)
+                skipped.append(SkippedCase(suite, case, reason))
+                continue
             if spec not in jobs:
                 key = cache_key(
                     card=card.to_dict(),
@@ -73,7 +113,13 @@ def make_plan(
                 )
                 jobs[spec] = TrainingJob(spec, config, key)
             jobs[spec].cases.append((suite, case))
-    return Plan(card, dataset, fingerprint, list(jobs.values()))
+    if not jobs and skipped:
+        names = ", ".join(sorted({s.suite.name for s in skipped}))
+        raise ConfigError(
+            f"{card.name} can serve no case of suite(s) {names}: {skipped[0].reason}"
+            + ("; choose a suite with an image-level case (e.g. standard)" if is_image_level(card) else "")
+        )
+    return Plan(card, dataset, fingerprint, list(jobs.values()), skipped)
 
 
 def training_ids(dataset: Dataset, spec: TrainSpec) -> list[str]:

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .cards import DetectorCard
-from .checkpoints import load_checkpoint, save_checkpoint
+from .checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
 from .errors import ConfigError, ModelError
 from .protocols import Dataset, Detector
 from .trainer import TrainConfig, train_segmenter
@@ -52,6 +52,9 @@ class Normalized(nn.Module):
         ph, pw = (-h) % self.multiple, (-w) % self.multiple
         if ph or pw:
             x = F.pad(x, (0, pw, 0, ph), mode="reflect" if min(h, w) > max(ph, pw) else "constant")
+            if images.dim() == 4 and not images.is_contiguous() and images.is_contiguous(
+                    memory_format=torch.channels_last):
+                x = x.contiguous(memory_format=torch.channels_last)  # padding drops NHWC
         logits = self.net(x)
         if ph or pw:
             scale_h = logits.shape[-2] / x.shape[-2]
@@ -102,7 +105,10 @@ class SegmentationDetector(Detector):
         return DetectionOutput(mask_logits=logits.float())
 
     # -- training --------------------------------------------------------
-    def param_groups(self) -> list[dict[str, Any]]:
+    def param_groups(self, head_lr_mult: float | None = None) -> list[dict[str, Any]]:
+        """Parameter groups: the head at ``head_lr_mult`` (default: the
+        card's), norms and biases named in ``no_decay_keywords`` without decay."""
+        head_mult = self.card_head_mult() if head_lr_mult is None else float(head_lr_mult)
         groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
         for name, p in self.model.named_parameters():
             if not p.requires_grad:
@@ -112,7 +118,7 @@ class SegmentationDetector(Detector):
             groups.setdefault((head, no_decay), []).append(p)
         out = []
         for (head, no_decay), params in groups.items():
-            g: dict[str, Any] = {"params": params, "lr_mult": self.card_head_mult() if head else 1.0}
+            g: dict[str, Any] = {"params": params, "lr_mult": head_mult if head else 1.0}
             if no_decay:
                 g["weight_decay"] = 0.0
             out.append(g)
@@ -131,7 +137,7 @@ class SegmentationDetector(Detector):
         if self.task == "semantic" and train.dataset.label_space != self.label_space:
             raise ConfigError("training data and detector have different label spaces")
         return train_segmenter(
-            self.model, self.param_groups(), train.dataset, train.ids, self.task, config, self.device, progress
+            self.model, self.param_groups(config.head_lr_mult), train.dataset, train.ids, self.task, config, self.device, progress
         )
 
     # -- checkpoints -----------------------------------------------------
@@ -159,6 +165,9 @@ class SegmentationDetector(Detector):
             raise ModelError(
                 f"checkpoint {path} has classes {names}, the dataset has {list(self.label_space.names)}"
             )
+        problem = describe_mismatch(self.model.net.state_dict(), state)
+        if problem:
+            raise ModelError(f"checkpoint {path} does not fit {self.card.name}: {problem}")
         try:
             self.model.net.load_state_dict(state, strict=True)
         except RuntimeError as exc:

@@ -1,15 +1,20 @@
 """The shared training loop for segmentation detectors.
 
-One loop serves every segmenter: random crops + horizontal flips, AdamW with a
-separate learning-rate multiplier for the decode head, linear warm-up then a
-poly schedule (the open-source SegFormer recipe), AMP on CUDA, and a seeded
-sampler so that the same seed gives the same model.
+One loop serves every segmenter: random crops + horizontal flips, AdamW (or
+SGD with momentum) with a separate learning-rate multiplier for the decode
+head, linear warm-up then a poly schedule with an optional floor (the
+open-source SegFormer and mmseg SGD recipes), AMP on CUDA, and a seeded
+sampler so that the same seed gives the same model.  Under torchrun the
+network is wrapped in DistributedDataParallel and each rank trains on its
+shard of the data; ``batch_size`` is the global batch (see
+:mod:`.distributed`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from functools import partial
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
@@ -19,11 +24,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import distributed
 from .errors import ConfigError, CorruptSampleError, DataError
 from .protocols import Dataset
 from .types import IGNORE_INDEX
 
 log = logging.getLogger(__name__)
+
+
+OPTIMIZERS = ("AdamW", "SGD")
 
 
 @dataclass(frozen=True)
@@ -33,15 +42,19 @@ class TrainConfig:
     iterations: int = 160_000
     batch_size: int = 16
     crop_size: int = 512
+    optimizer: str = "AdamW"  # AdamW | SGD
     lr: float = 6e-5
+    momentum: float = 0.9  # SGD only
     weight_decay: float = 0.01
     head_lr_mult: float = 10.0
     warmup_iters: int = 1500
     poly_power: float = 1.0
+    min_lr: float = 0.0  # poly floor (mmengine PolyLR eta_min), absolute, for every group
     betas: tuple[float, float] = (0.9, 0.999)
     hflip: bool = True
     pretrained: bool = True
     amp: bool = True  # only takes effect on CUDA
+    channels_last: bool = False  # NHWC weights and image batches (faster convolutions on CUDA)
     num_workers: int = 0
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -65,6 +78,8 @@ class TrainConfig:
             cfg = replace(cfg, betas=tuple(cfg.betas))
         if cfg.iterations < 1 or cfg.batch_size < 1 or cfg.crop_size < 8:
             raise ConfigError("iterations and batch_size must be >= 1 and crop_size >= 8")
+        if cfg.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"optimizer {cfg.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,13 +107,16 @@ class CropDataset(torch.utils.data.Dataset):
 
     def __init__(self, dataset: Dataset, ids: list[str], task: str, cfg: TrainConfig):
         self.dataset, self.ids, self.task, self.cfg = dataset, ids, task, cfg
+        self.rank = distributed.rank()  # read here: workers may not see the process group
         self._rng: np.random.Generator | None = None
 
     def _generator(self) -> np.random.Generator:
         # Seeded per process: torch seeds each DataLoader worker from the
-        # loader's generator, so crops are reproducible with and without workers.
+        # loader's generator, so crops are reproducible with and without workers;
+        # ranks > 0 (torchrun) add their rank so that their crops differ.
         if self._rng is None:
-            self._rng = np.random.default_rng([self.cfg.seed, torch.initial_seed() % (2**31)])
+            rank = [self.rank] if self.rank else []
+            self._rng = np.random.default_rng([self.cfg.seed, torch.initial_seed() % (2**31), *rank])
         return self._rng
 
     def __len__(self) -> int:
@@ -161,26 +179,129 @@ def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, task: str) -> 
     return F.binary_cross_entropy_with_logits(logits[:, 0].float()[valid], target[valid].float())
 
 
-def poly_lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
-    """Linear warm-up from 1e-6 (mmseg LinearLR start_factor) then poly decay."""
+def poly_lr_lambda(cfg: TrainConfig, min_ratio: float = 0.0) -> Callable[[int], float]:
+    """Linear warm-up from 1e-6 (mmseg LinearLR start_factor) then poly decay.
+
+    The decay ends at ``min_ratio`` of the group's lr (mmengine PolyLR with
+    ``eta_min = min_ratio * lr``); 0 decays to zero.
+    """
 
     def factor(step: int) -> float:
         if step < cfg.warmup_iters:
             return 1e-6 + (1 - 1e-6) * step / max(cfg.warmup_iters, 1)
         progress = (step - cfg.warmup_iters) / max(cfg.iterations - cfg.warmup_iters, 1)
-        return max(1.0 - progress, 0.0) ** cfg.poly_power
+        return min_ratio + (1.0 - min_ratio) * max(1.0 - progress, 0.0) ** cfg.poly_power
 
     return factor
 
 
+def make_optimizer(groups: list[dict[str, Any]], cfg: TrainConfig) -> torch.optim.Optimizer:
+    """``cfg.optimizer`` over ``groups`` (each with its own ``lr``, maybe ``weight_decay``)."""
+    if cfg.optimizer == "SGD":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+
+
 def _batches(loader: torch.utils.data.DataLoader) -> Iterable[Any]:
+    set_epoch = getattr(loader.sampler, "set_epoch", None)  # a DistributedSampler's
+    epoch = 0
     while True:
+        if set_epoch is not None:
+            set_epoch(epoch)
+        epoch += 1
         yielded = False
         for batch in loader:
             yielded = True
             yield batch
         if not yielded:
             raise DataError("the training split yielded no usable samples")
+
+
+def make_loader(
+    data: torch.utils.data.Dataset, cfg: TrainConfig, shard: bool = True
+) -> torch.utils.data.DataLoader:
+    """Seeded, shuffled batches of ``cfg.batch_size`` (the global batch under torchrun).
+
+    ``shard=False`` when ``data`` already holds only this rank's part.
+    """
+    if len(data) == 0:
+        raise DataError("the training split is empty")
+    sampler = distributed.make_sampler(data, seed=cfg.seed) if shard else None
+    batch_size = distributed.per_rank_batch(cfg.batch_size)
+    n_local = len(sampler) if sampler is not None else len(data)
+    return torch.utils.data.DataLoader(
+        data,
+        batch_size=min(batch_size, n_local),
+        shuffle=sampler is None,
+        sampler=sampler,
+        drop_last=n_local >= batch_size,
+        generator=torch.Generator().manual_seed(cfg.seed),
+        num_workers=cfg.num_workers,
+        collate_fn=collate_skip,
+    )
+
+
+def train_loop(
+    model: nn.Module,
+    loader: torch.utils.data.DataLoader,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    groups: list[dict[str, Any]],
+    cfg: TrainConfig,
+    device: torch.device,
+    progress: Callable[[int, float], None] | None = None,
+) -> dict[str, Any]:
+    """``cfg.iterations`` steps of ``loss_fn(model(inputs), targets)``; returns a log.
+
+    ``groups`` are optimiser parameter groups, each with its ``lr``.  The
+    optimiser, warm-up + poly schedule (power 0 = constant) with its floor,
+    bf16 autocast on CUDA and DDP under torchrun are shared by every
+    detector kind; nothing here is specific to one task.
+    """
+    opt = make_optimizer(groups, cfg)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, [poly_lr_lambda(cfg, min(cfg.min_lr / g["lr"], 1.0) if g["lr"] > 0 else 0.0) for g in groups]
+    )
+    use_amp = cfg.amp and device.type == "cuda"
+    fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
+    model.to(device).train()
+    model.to(memory_format=fmt)
+    net = distributed.wrap_ddp(model, device)
+    losses: list[float] = []
+    skipped = 0
+    batches = _batches(loader)
+    for step in range(cfg.iterations):
+        batch = next(batches)
+        while batch is None:
+            skipped += loader.batch_size or 0
+            batch = next(batches)
+        inputs, targets, bad = batch
+        skipped += bad
+        inputs, targets = inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
+        if inputs.dim() == 4:
+            inputs = inputs.contiguous(memory_format=fmt)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
+            logits = net(inputs)
+        loss = loss_fn(logits, targets)
+        value = distributed.mean(loss)
+        if not math.isfinite(value):
+            raise ConfigError(f"training diverged at step {step} (loss {value}); lower the lr")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(value)
+        if progress is not None:
+            progress(step + 1, value)
+    model.eval()
+    k = max(1, min(20, len(losses) // 5))
+    return {
+        "iterations": cfg.iterations,
+        "first_loss": float(np.mean(losses[:k])),
+        "final_loss": float(np.mean(losses[-k:])),
+        "skipped_samples": sum(distributed.all_gather(skipped)),
+        "world_size": distributed.world_size(),
+        "losses": [round(x, 5) for x in losses[:: max(1, len(losses) // 100)]],
+    }
 
 
 def train_segmenter(
@@ -195,59 +316,17 @@ def train_segmenter(
 ) -> dict[str, Any]:
     """Train ``model`` (images in [0, 1] -> logits) and return a log.
 
-    ``param_groups`` are AdamW groups; a group may carry ``lr_mult``.
+    ``param_groups`` are optimiser groups; a group may carry ``lr_mult``.
+    Under torchrun the model is trained through DistributedDataParallel on
+    this rank's shard with ``cfg.batch_size // world`` images per step; the
+    logged losses are means over ranks.
     """
     if not ids:
         raise DataError("the training split is empty")
     torch.manual_seed(cfg.seed)
-    data = CropDataset(dataset, ids, task, cfg)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    loader = torch.utils.data.DataLoader(
-        data,
-        batch_size=min(cfg.batch_size, len(ids)),
-        shuffle=True,
-        drop_last=len(ids) >= cfg.batch_size,
-        generator=gen,
-        num_workers=cfg.num_workers,
-        collate_fn=collate_skip,
-    )
+    loader = make_loader(CropDataset(dataset, ids, task, cfg), cfg)
     groups = [
         {**{k: v for k, v in g.items() if k != "lr_mult"}, "lr": cfg.lr * g.get("lr_mult", 1.0)}
         for g in param_groups
     ]
-    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, poly_lr_lambda(cfg))
-    use_amp = cfg.amp and device.type == "cuda"
-    model.to(device).train()
-    losses: list[float] = []
-    skipped = 0
-    batches = _batches(loader)
-    for step in range(cfg.iterations):
-        batch = next(batches)
-        while batch is None:
-            skipped += cfg.batch_size
-            batch = next(batches)
-        images, labels, bad = batch
-        skipped += bad
-        images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-            logits = model(images)
-        loss = segmentation_loss(logits, labels, task)
-        if not math.isfinite(loss.item()):
-            raise ConfigError(f"training diverged at step {step} (loss {loss.item()}); lower the lr")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if progress is not None:
-            progress(step + 1, losses[-1])
-    model.eval()
-    k = max(1, min(20, len(losses) // 5))
-    return {
-        "iterations": cfg.iterations,
-        "first_loss": float(np.mean(losses[:k])),
-        "final_loss": float(np.mean(losses[-k:])),
-        "skipped_samples": skipped,
-        "losses": [round(x, 5) for x in losses[:: max(1, len(losses) // 100)]],
-    }
+    return train_loop(model, loader, partial(segmentation_loss, task=task), groups, cfg, device, progress)

@@ -17,10 +17,15 @@ RECIPE = {
     "optimizer": RecipeValue("AdamW", MMSEG_CFG + " (optim_wrapper)"),
     "lr": RecipeValue(6e-5, MMSEG_CFG + " (optim_wrapper.optimizer.lr)"),
     "betas": RecipeValue((0.9, 0.999), MMSEG_CFG + " (optim_wrapper.optimizer.betas)"),
-    "weight_decay": RecipeValue(0.01, MMSEG_CFG + " (optim_wrapper.optimizer.weight_decay)"),
+    "weight_decay": RecipeValue(
+        0.01,
+        MMSEG_CFG + " (optim_wrapper.optimizer.weight_decay; paramwise_cfg norm decay_mult=0., "
+        "so norm layers do not decay: SegformerDetector.no_decay_keywords)",
+    ),
     "head_lr_mult": RecipeValue(10.0, MMSEG_CFG + " (paramwise_cfg.custom_keys.head.lr_mult)"),
-    "warmup_iters": RecipeValue(1500, MMSEG_CFG + " (param_scheduler LinearLR end=1500)"),
+    "warmup_iters": RecipeValue(1500, MMSEG_CFG + " (param_scheduler LinearLR start_factor=1e-6, end=1500)"),
     "poly_power": RecipeValue(1.0, MMSEG_CFG + " (param_scheduler PolyLR power=1.0)"),
+    "min_lr": RecipeValue(0.0, MMSEG_CFG + " (param_scheduler PolyLR eta_min=0.0)"),
     "iterations": RecipeValue(160_000, MMSEG_SCHED + " (train_cfg.max_iters)"),
     "batch_size": RecipeValue(16, MMSEG_CFG + " (8 GPUs x 2 images per GPU)"),
     "crop_size": RecipeValue(512, MMSEG_CFG + " (crop_size = (512, 512))"),
@@ -30,7 +35,14 @@ RECIPE = {
         "diffzoo choice: mmseg's RandomResize and PhotoMetricDistortion are left out "
         "because they alter the pixel statistics that edit detectors rely on",
     ),
+    "pretrained": RecipeValue(
+        True, MMSEG_CFG + " (model.pretrained='pretrain/mit_b0.pth': the ImageNet-1k MiT encoder)"
+    ),
     "amp": RecipeValue(True, "diffzoo choice: bf16 autocast on CUDA only"),
+}
+TINY_RECIPE = {
+    **RECIPE,
+    "pretrained": RecipeValue(False, "tiny test card: no pretrained weights exist"),
 }
 
 # (depths, hidden sizes, decoder size): transformers SegformerConfig docs /
@@ -45,7 +57,7 @@ MIT = {
 }
 
 
-def _card(tag: str, depths, hidden, decoder, weights, description) -> DetectorCard:
+def _card(tag: str, depths, hidden, decoder, weights, description, recipe=RECIPE) -> DetectorCard:
     return DetectorCard(
         name=f"segformer.{tag}",
         description=description,
@@ -60,7 +72,7 @@ def _card(tag: str, depths, hidden, decoder, weights, description) -> DetectorCa
             "decoder_hidden_size": decoder,
             "num_attention_heads": [1, 2, 5, 8] if hidden[0] >= 32 else [1, 1, 1, 1],
         },
-        recipe=RECIPE,
+        recipe=recipe,
     )
 
 
@@ -81,6 +93,7 @@ TINY = _card(
     32,
     None,
     "Tiny random-init SegFormer for tests (no pretrained weights)",
+    TINY_RECIPE,
 )
 CARDS.append(TINY)
 DEFAULT = "segformer.b2"

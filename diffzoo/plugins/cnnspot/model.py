@@ -1,0 +1,80 @@
+"""The CNNSpot network (torchvision ResNet-50, or a tiny timm ResNet for tests)."""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+
+import numpy as np
+import torch
+from torch import nn
+
+from diffzoo.harness.classifier import ClassifierDetector, View, crop_view
+from diffzoo.harness.errors import ModelError, WeightsUnavailableError
+from diffzoo.harness.segmenter import Normalized
+from diffzoo.harness.trainer import TrainConfig
+
+from .augment import BlurJpeg
+
+log = logging.getLogger(__name__)
+
+
+def blur_jpeg_view(
+    image: np.ndarray, label: np.ndarray, rng: np.random.Generator, aug: BlurJpeg, size: int, hflip: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The official order: blur/JPEG on the whole image, then random crop and flip."""
+    return crop_view(aug(image, rng), label, rng, size, hflip)
+
+
+def imagenet_resnet50_state() -> dict[str, torch.Tensor]:
+    """torchvision's ImageNet ResNet-50 (V1) weights from the torch hub cache, or a clear error."""
+    from torchvision.models import ResNet50_Weights
+
+    weights = ResNet50_Weights.IMAGENET1K_V1
+    try:
+        # torch.hub reads the cache first and loads with weights_only (no arbitrary unpickling)
+        return torch.hub.load_state_dict_from_url(weights.url, progress=False, check_hash=True)
+    except (OSError, RuntimeError, ValueError) as exc:  # URLError is an OSError
+        raise WeightsUnavailableError(
+            "detector cnnspot.r50",
+            "torchvision ResNet50_Weights.IMAGENET1K_V1",
+            f"or pass --no-pretrained to train from scratch; error: {exc}",
+            fetch=f"download {weights.url} into {torch.hub.get_dir()}/checkpoints/ (TORCH_HOME moves it)",
+        ) from exc
+
+
+class CNNSpotDetector(ClassifierDetector):
+    def build_network(self, pretrained: bool) -> nn.Module:
+        arch = self.card.arch
+        if pretrained and not self.card.weights:
+            raise ModelError(f"{self.card.name} has no pretrained weights; build it with pretrained=False")
+        if arch["backbone"] == "torchvision.resnet50":
+            from torchvision.models import resnet50
+
+            net = resnet50(weights=None)
+            if pretrained:
+                net.load_state_dict(imagenet_resnet50_state())
+                log.info("loaded ImageNet ResNet-50 weights (%s)", self.card.weights)
+            net.fc = nn.Linear(net.fc.in_features, 1)
+        elif arch["backbone"] == "timm.ResNet":
+            from timm.models import resnet as timm_resnet
+
+            net = timm_resnet.ResNet(
+                getattr(timm_resnet, arch["block"]), tuple(arch["layers"]), num_classes=1,
+                channels=tuple(arch["channels"]), stem_width=arch["stem_width"],
+            )
+        else:
+            raise ModelError(f"{self.card.name}: unknown backbone {arch['backbone']!r}")
+        nn.init.normal_(net.fc.weight, 0.0, float(self.card.recipe["fc_init_std"].value))
+        # multiple=1: no padding; the ResNet pools globally, so any size >= 32 px works
+        return Normalized(net, self.card.mean, self.card.std, multiple=1)
+
+    def train_view(self, cfg: TrainConfig) -> View:
+        aug = BlurJpeg(
+            blur_prob=float(self.recipe(cfg, "blur_prob")),
+            blur_sigma=tuple(self.recipe(cfg, "blur_sigma")),
+            jpeg_prob=float(self.recipe(cfg, "jpeg_prob")),
+            jpeg_quality=tuple(self.recipe(cfg, "jpeg_quality")),
+            jpeg_methods=tuple(self.recipe(cfg, "jpeg_methods")),
+        )
+        return partial(blur_jpeg_view, aug=aug, size=cfg.crop_size, hflip=cfg.hflip)

@@ -1,0 +1,73 @@
+"""The DeepLabv3+ network, built with segmentation-models-pytorch."""
+
+from __future__ import annotations
+
+import logging
+
+from torch import nn
+
+from diffzoo.harness.cards import DetectorCard
+from diffzoo.harness.errors import ModelError, WeightsUnavailableError
+from diffzoo.harness.weights import hub_offline
+from diffzoo.harness.segmenter import SegmentationDetector
+
+log = logging.getLogger(__name__)
+
+
+def encoder_weights(card: DetectorCard) -> str:
+    """Make sure the card's smp encoder weights are cached; return smp's name for them.
+
+    smp downloads encoder weights from the hub inside its constructor, without
+    ``local_files_only``; fetching them here first (pinned to smp's revision)
+    turns a missing download into a clear error and lets smp read the cache.
+    """
+    import segmentation_models_pytorch as smp
+    from huggingface_hub import hf_hub_download
+    from segmentation_models_pytorch.encoders import encoders
+
+    name = card.arch["encoder"]
+    settings = encoders.get(name, {}).get("pretrained_settings", {})
+    found = [(key, s["revision"]) for key, s in settings.items() if s.get("repo_id") == card.weights]
+    if not found:
+        raise ModelError(
+            f"detector {card.name}: segmentation-models-pytorch {smp.__version__} has no weights "
+            f"{card.weights!r} for encoder {name!r} (it has {sorted(settings) or 'none'})"
+        )
+    key, revision = found[0]
+    try:
+        for filename in ("config.json", "model.safetensors"):  # the two files smp reads
+            hf_hub_download(card.weights, filename=filename, revision=revision, local_files_only=hub_offline())
+    except OSError as exc:  # LocalEntryNotFoundError, OfflineModeIsEnabled, HfHubHTTPError
+        raise WeightsUnavailableError(
+            f"detector {card.name}",
+            card.weights,
+            f"ImageNet ResNet encoder for smp, revision {revision}; "
+            "or pass --no-pretrained to train from random initialisation",
+        ) from exc
+    return key
+
+
+class DeepLabV3PlusDetector(SegmentationDetector):
+    head_prefixes = ("decoder", "segmentation_head")
+    no_decay_keywords = ()  # mmseg schedule_80k: no paramwise_cfg, every parameter decays
+
+    def build_network(self, num_outputs: int, pretrained: bool) -> nn.Module:
+        import segmentation_models_pytorch as smp
+
+        if pretrained and not self.card.weights:
+            raise WeightsUnavailableError(self.card.name, "(none)", "this card has no pretrained weights")
+        arch = self.card.arch
+        weights = encoder_weights(self.card) if pretrained else None
+        model = smp.DeepLabV3Plus(
+            encoder_name=arch["encoder"],
+            encoder_weights=weights,
+            encoder_output_stride=arch["encoder_output_stride"],
+            decoder_channels=arch["decoder_channels"],
+            decoder_atrous_rates=tuple(arch["decoder_atrous_rates"]),
+            decoder_aspp_dropout=arch["decoder_aspp_dropout"],
+            classes=num_outputs,
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in arch.get("encoder_kwargs", {}).items()},
+        )
+        if weights:
+            log.info("loaded pretrained encoder %s (smp %r)", self.card.weights, weights)
+        return model

@@ -1,0 +1,176 @@
+"""UniversalFakeDetect: open_clip image tower (frozen) + nn.Linear probe.
+
+Training extracts the frozen backbone's features once per training image
+(this rank's share under torchrun), keeps them in memory, and trains only the
+probe on them, so a step costs a matrix product instead of a ViT-L pass.
+Checkpoints hold the probe alone when the backbone is the card's pretrained
+one (the card and the backbone's provenance are checked on load), and the
+whole model when the backbone is randomly initialised (tests, --no-pretrained).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from diffzoo.harness import distributed
+from diffzoo.harness.classifier import (
+    ClassifierDetector,
+    ImageLabelDataset,
+    View,
+    bce_loss,
+    make_loader,
+    train_loop,
+)
+from diffzoo.harness.errors import ModelError, WeightsUnavailableError
+from diffzoo.harness.segmenter import TrainData
+from diffzoo.harness.trainer import TrainConfig
+
+log = logging.getLogger(__name__)
+
+
+def centre_view(image: np.ndarray, label: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The whole image (the model resizes and centre-crops it) and the label of the
+    centre square it keeps: the shorter side scaled to the input size, then cropped."""
+    h, w = label.shape
+    s = min(h, w)
+    y, x = (h - s) // 2, (w - s) // 2
+    return image, label[y : y + s, x : x + s]
+
+
+def clip_input(images: torch.Tensor, size: int) -> torch.Tensor:
+    """open_clip's preprocessing on a [0, 1] batch: shorter side -> ``size`` (bicubic,
+    antialiased), centre crop ``size`` x ``size``."""
+    from torchvision.transforms.v2 import functional as TF
+
+    x = TF.resize(images, size, interpolation=TF.InterpolationMode.BICUBIC, antialias=True)
+    return TF.center_crop(x, [size, size]).clamp_(0.0, 1.0)
+
+
+class ClipProbe(nn.Module):
+    """[0, 1] images -> CLIP image embedding (frozen) -> one logit."""
+
+    def __init__(self, visual: nn.Module, dim: int, size: int, mean, std, init_std: float):
+        super().__init__()
+        self.visual = visual.requires_grad_(False).eval()
+        self.probe = nn.Linear(dim, 1)
+        nn.init.normal_(self.probe.weight, 0.0, init_std)
+        self.size = size
+        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
+
+    def train(self, mode: bool = True) -> ClipProbe:
+        super().train(mode)
+        self.visual.eval()  # frozen: never in training mode
+        return self
+
+    def prepare(self, images: torch.Tensor) -> torch.Tensor:
+        """[0, 1] images of any size -> normalised ``size`` x ``size`` CLIP input."""
+        return (clip_input(images, self.size) - self.mean) / self.std
+
+    @torch.no_grad()
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """CLIP image embeddings of prepared input (float32)."""
+        return self.visual(x).float()
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.probe(self.embed(self.prepare(images)))
+
+
+def _open_clip_visual(card, pretrained: bool) -> nn.Module:
+    import open_clip
+
+    arch = card.arch
+    if "open_clip_config" in arch:
+        if pretrained:
+            raise ModelError(f"{card.name} has no pretrained weights; build it with pretrained=False")
+        return open_clip.CLIP(**arch["open_clip_config"]).visual
+    name, tag = arch["open_clip_model"], arch["pretrained_tag"]
+    quick_gelu = arch.get("quick_gelu", False)
+    if not pretrained:
+        log.warning("%s without pretrained CLIP weights: the probe reads random features", card.name)
+        return open_clip.create_model(name, pretrained=None, force_quick_gelu=quick_gelu).visual
+    try:
+        model = open_clip.create_model(name, pretrained=tag, force_quick_gelu=quick_gelu)
+    except (RuntimeError, OSError) as exc:  # open_clip wraps a failed hub download in RuntimeError
+        raise WeightsUnavailableError(
+            f"detector {card.name} (open_clip {name!r}, pretrained={tag!r})",
+            card.weights,
+            "open_clip reads them from the HF cache; --no-pretrained gives random, useless features",
+        ) from exc
+    return model.visual
+
+
+class UniversalFakeDetector(ClassifierDetector):
+    def build_network(self, pretrained: bool) -> nn.Module:
+        visual = _open_clip_visual(self.card, pretrained)
+        init_std = float(self.card.recipe["probe_init_std"].value)
+        return ClipProbe(visual, self.card.arch["feature_dim"], self.card.input_size,
+                         self.card.mean, self.card.std, init_std)
+
+    def train_view(self, cfg: TrainConfig) -> View:
+        return centre_view
+
+    def saved_module(self) -> nn.Module:
+        # a pretrained backbone is named by the card; a random one must travel with the probe
+        return self.model.probe if self.pretrained else self.model
+
+    def frozen_meta(self) -> dict[str, Any]:
+        return {"backbone": self.card.weights if self.pretrained else "random init", "pretrained": self.pretrained}
+
+    def fit(
+        self,
+        train: TrainData,
+        config: TrainConfig,
+        progress: Callable[[int, float], None] | None = None,
+    ) -> dict[str, Any]:
+        torch.manual_seed(config.seed)
+        feats, labels, skipped = self.extract_features(train, config)
+        data = torch.utils.data.TensorDataset(feats, labels)
+        loader = make_loader(data, config, shard=False)  # the features are this rank's share already
+        groups = [{"params": list(self.model.probe.parameters()), "lr": config.lr}]
+        log_ = train_loop(self.model.probe, loader, bce_loss, groups, config, self.device, progress)
+        log_["feature_images"] = sum(distributed.all_gather(len(labels)))
+        log_["skipped_samples"] += sum(distributed.all_gather(skipped))
+        log_["edited_view_fraction"] = float(labels.mean()) if len(labels) else float("nan")
+        self.model.eval()
+        return log_
+
+    @torch.no_grad()
+    def extract_features(self, train: TrainData, config: TrainConfig, chunk: int = 64):
+        """(N x D features, N labels, corrupt samples skipped) of this rank's training images."""
+        ids = distributed.shard(train.ids)
+        data = ImageLabelDataset(train.dataset, ids, config, self.train_view(config))
+        # one image at a time (sizes differ); each is resized before batching
+        loader = torch.utils.data.DataLoader(data, batch_size=None, num_workers=config.num_workers)
+        self.model.eval()
+        feats: list[torch.Tensor] = []
+        labels: list[torch.Tensor] = []
+        pending: list[torch.Tensor] = []
+        skipped = 0
+
+        def flush() -> None:
+            if pending:
+                x = torch.cat(pending)
+                feats.append(self.model.embed(x).cpu())
+                pending.clear()
+
+        for item in loader:
+            if item is None:
+                skipped += 1
+                continue
+            image, label = item
+            pending.append(self.model.prepare(image[None].to(self.device)))
+            labels.append(label)
+            if len(pending) >= chunk:
+                flush()
+        flush()
+        log.info("extracted %d CLIP feature vectors (%d corrupt samples skipped)", len(labels), skipped)
+        dim = self.card.arch["feature_dim"]
+        out = torch.cat(feats) if feats else torch.zeros(0, dim)
+        return out, torch.stack(labels) if labels else torch.zeros(0), skipped
