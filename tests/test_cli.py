@@ -54,8 +54,8 @@ def test_run_on_a_folder_prints_tables_and_writes_records(capsys, diffseg_folder
     code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard",
                          "--dataset", str(diffseg_folder), "--out", str(out_dir), *FAST)
     assert code == 0, err
-    assert "standard / binary on ds" in out and "all_background (baseline)" in out
-    assert "standard / image" in out and "AP" in out
+    assert "standard v1 / binary on ds" in out and "all_background (baseline)" in out
+    assert "standard v1 / image" in out and "AP" in out
     records = list((out_dir / "records").glob("*.json"))
     assert len(records) == 3
     assert list((out_dir / "plots").glob("*confusion.png"))

@@ -1,13 +1,21 @@
-"""``diffzoo run``: train or load, evaluate, record, print."""
+"""``diffzoo run``: train or load, evaluate, record, print.
+
+Under torchrun every rank runs the command; rank 0 alone prints and writes
+(other ranks print errors only).  The options shared with ``diffzoo train``
+are defined once here.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
+from ..harness import distributed
 from ..harness.runner import RunRequest, Runner
 from ..leaderboard.console import case_tables
 from ..leaderboard.plots import confusion_png
@@ -16,43 +24,85 @@ from .app import app, console
 from .progress import RichProgress
 
 
+# -- options shared by `run` and `train` (one definition each) ----------------
+DETECTOR = typer.Option(..., "--detector", "-d", help="Detector name (family or family.tag).")
+DATASET = typer.Option("mini", "--dataset", help="Registered dataset name or a path.")
+SEED = typer.Option(0, "--seed")
+DEVICE = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, ... (under torchrun: one GPU per rank).")
+PRETRAINED = typer.Option(
+    None, "--pretrained/--no-pretrained", help="Start from the card's pretrained weights (default: card/dataset)."
+)
+ITERATIONS = typer.Option(None, "--iterations", help="Override training iterations.")
+BATCH_SIZE = typer.Option(None, "--batch-size", help="Override training batch size (global under torchrun).")
+CROP_SIZE = typer.Option(None, "--crop-size", help="Override training crop size.")
+LABELS = typer.Option(
+    None, "--labels", help="Label map: JSON file {'names': [...]} or comma-separated editor names."
+)
+EXTRA_AUTHENTIC = typer.Option(
+    None, "--extra-authentic", help="Folder of authentic images added to training with all-zero masks."
+)
+
+
+def make_request(*, detector: str, dataset: str, seed: int, device: str, pretrained: bool | None,
+                 iterations: int | None, batch_size: int | None, crop_size: int | None,
+                 labels: str | None, extra_authentic: Path | None, **rest) -> RunRequest:
+    """A RunRequest from the shared options (``rest``: RunRequest's other fields)."""
+    return RunRequest(
+        detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
+        train_overrides={"iterations": iterations, "batch_size": batch_size, "crop_size": crop_size},
+        dataset_options={k: v for k, v in (("label_space", labels), ("extra_authentic", extra_authentic)) if v},
+        **rest,
+    )
+
+
+@contextmanager
+def rank_output() -> Iterator[None]:
+    """Silence the console on torchrun ranks > 0 (errors still print) and
+    leave the process group at the end.  Enter it after the Runner joined."""
+    quiet = console.quiet
+    console.quiet = quiet or not distributed.is_main()
+    try:
+        yield
+    finally:
+        console.quiet = quiet
+        distributed.shutdown()
+
+
 @app.command("run")
 def run_cmd(
-    detector: str = typer.Option(..., "--detector", "-d", help="Detector name (family or family.tag)."),
+    detector: str = DETECTOR,
     suite: str = typer.Option("all", "--suite", "-s", help="Suite name, wildcard, or 'all'."),
-    dataset: str = typer.Option("mini", "--dataset", help="Registered dataset name or a path."),
+    dataset: str = DATASET,
     checkpoint: list[Path] = typer.Option(
         [], "--checkpoint", help="Use this checkpoint (folder or .safetensors); repeat for several tasks."
     ),
     train: bool = typer.Option(True, "--train/--no-train", help="Train when no checkpoint is given or cached."),
     out: Path = typer.Option(Path("diffzoo-out"), "--out", help="Output folder for records and plots."),
-    seed: int = typer.Option(0, "--seed"),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, ..."),
+    seed: int = SEED,
+    device: str = DEVICE,
     strict: bool = typer.Option(False, "--strict", help="Stop at the first corrupt sample instead of skipping it."),
-    pretrained: bool | None = typer.Option(
-        None, "--pretrained/--no-pretrained", help="Start from the card's pretrained weights (default: card/dataset)."
-    ),
-    iterations: int | None = typer.Option(None, "--iterations", help="Override training iterations."),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Override training batch size."),
-    crop_size: int | None = typer.Option(None, "--crop-size", help="Override training crop size."),
-    labels: str | None = typer.Option(
-        None, "--labels", help="Label map: JSON file {'names': [...]} or comma-separated editor names."
-    ),
-    extra_authentic: Path | None = typer.Option(
-        None, "--extra-authentic", help="Folder of authentic images added to training with all-zero masks."
-    ),
+    pretrained: bool | None = PRETRAINED,
+    iterations: int | None = ITERATIONS,
+    batch_size: int | None = BATCH_SIZE,
+    crop_size: int | None = CROP_SIZE,
+    labels: str | None = LABELS,
+    extra_authentic: Path | None = EXTRA_AUTHENTIC,
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0: none)."),
 ) -> None:
-    """Run benchmark suites for one detector on one dataset."""
-    request = RunRequest(
-        detector=detector, suites=suite, dataset=dataset, checkpoints=list(checkpoint), train=train,
-        seed=seed, device=device, strict=strict, pretrained=pretrained,
-        train_overrides={"iterations": iterations, "batch_size": batch_size, "crop_size": crop_size},
-        dataset_options={k: v for k, v in (("label_space", labels), ("extra_authentic", extra_authentic)) if v},
-        bootstrap=bootstrap, out=out,
+    """Run benchmark suites for one detector on one dataset (under torchrun: sharded over ranks)."""
+    request = make_request(
+        detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
+        iterations=iterations, batch_size=batch_size, crop_size=crop_size, labels=labels,
+        extra_authentic=extra_authentic, suites=suite, checkpoints=list(checkpoint), train=train,
+        strict=strict, bootstrap=bootstrap, out=out,
     )
     start = time.monotonic()
     runner = Runner(request, RichProgress(console))
+    with rank_output():
+        _run(runner, out, start)
+
+
+def _run(runner: Runner, out: Path, start: float) -> None:
     plan = runner.plan()
     ds = runner.dataset
     console.print(f"[bold]dataset[/] {escape(ds.name)} (fingerprint {plan.fingerprint}); "
@@ -63,6 +113,8 @@ def run_cmd(
     for line in plan.describe():
         console.print(f"[bold]plan[/] {escape(line)}")
     output = runner.run()
+    if not distributed.is_main():
+        return
     store = RecordStore(out)
     for record in output.records:
         store.add(record)

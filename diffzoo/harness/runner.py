@@ -2,11 +2,18 @@
 
 It returns one immutable :class:`ResultRecord` per (detector, suite, case);
 the caller decides where records go (the CLI writes them to the output
-folder, atomically).
+folder, atomically).  :meth:`Runner.train` is the same path for one model
+without suites (``diffzoo train``).
+
+Under torchrun every rank runs the runner: training goes through DDP, each
+rank evaluates its shard of a split, and rank 0 alone merges the metric
+states, writes checkpoints and returns records (other ranks return none).
+The checkpoint cache must be on a filesystem every rank sees.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -15,7 +22,8 @@ from typing import Any
 
 import torch
 
-from .checkpoints import cache_dir, resolve_checkpoint
+from . import distributed
+from .checkpoints import META_FILE, WEIGHTS_FILE, cache_dir, checkpoint_meta, load_checkpoint, save_checkpoint
 from .errors import ConfigError, ModelError
 from .evaluate import EvalResult, evaluate
 from .factories import create_detector, open_dataset
@@ -27,7 +35,7 @@ from .progress import NullProgress, Progress
 from .protocols import Detector
 from .records import ResultRecord, environment
 from .segmenter import TrainData
-from .suites import Case, Suite
+from .suites import Case, Suite, TrainSpec
 from .trainer import TrainConfig, resolve_device
 from .types import BINARY
 
@@ -59,35 +67,92 @@ class RunOutput:
 
 
 def _train_config(card, dataset, request: RunRequest) -> tuple[TrainConfig, dict[str, Any]]:
-    """Card recipe <- dataset's recommended overrides <- the user's overrides."""
+    """Card recipe <- dataset's recommended overrides <- the user's overrides.
+
+    A dataset may give ``lr_scale`` instead of an ``lr``: the card's recipe lr
+    times that factor (``mini`` trains from scratch on a tiny budget, so it
+    raises every recipe's lr tenfold).
+    """
     overrides: dict[str, Any] = dict(getattr(dataset, "training_overrides", {}) or {})
     overrides.update({k: v for k, v in request.train_overrides.items() if v is not None})
     if request.pretrained is not None:
         overrides["pretrained"] = request.pretrained
     overrides["seed"] = request.seed
-    config = TrainConfig.from_recipe(card.recipe_values(), **overrides)
+    recipe = card.recipe_values()
+    scale = overrides.pop("lr_scale", None)
+    if scale is not None and "lr" not in overrides:
+        # a dataset's budget scales each card's own lr (AdamW and SGD recipes differ 100x)
+        overrides["lr"] = float(recipe.get("lr", TrainConfig.lr)) * float(scale)
+    config = TrainConfig.from_recipe(recipe, **overrides)
+    if scale is not None:
+        overrides["lr_scale"] = scale
     if config.pretrained and not card.weights:
         config = config.with_overrides(pretrained=False)
     return config, overrides
 
 
+@dataclass
+class TrainOutput:
+    """What :meth:`Runner.train` made: the model, its checkpoint, the job."""
+
+    detector: Detector
+    checkpoint: dict[str, Any]  # source, path, sha256, training log
+    job: TrainingJob
+    copy: Path | None = None
+
+
 class Runner:
     def __init__(self, request: RunRequest, progress: Progress | None = None):
         self.request = request
-        self.progress = progress or NullProgress()
-        self.device = resolve_device(request.device)
+        self.device = distributed.init(resolve_device(request.device))  # joins torchrun's group
+        self.progress = (progress or NullProgress()) if distributed.is_main() else NullProgress()
         self.notes: list[str] = []
+        self.plan_: Plan | None = None
 
     # -- resolve and plan ------------------------------------------------
+    def _resolve(self) -> TrainConfig:
+        """Detector entry, dataset and training config (shared by run and train)."""
+        self.entry = get_registry().get("detector", self.request.detector)
+        with distributed.main_first():  # rank 0 builds or downloads into the shared cache
+            self.dataset = open_dataset(self.request.dataset, self.progress, **self.request.dataset_options)
+        config, self.overrides = _train_config(self.entry.card, self.dataset, self.request)
+        return config
+
+    def _make_plan(self, suites: list[Suite], config: TrainConfig) -> Plan:
+        self.plan_ = make_plan(self.entry.card, suites, self.dataset, config, self.dataset.fingerprint())
+        return self.plan_
+
     def plan(self) -> Plan:
         registry = get_registry()
-        entry = registry.get("detector", self.request.detector)
-        self.entry = entry
+        registry.get("detector", self.request.detector)  # unknown names fail before any work
         self.suites: list[Suite] = [e.load() for e in registry.expand("suite", self.request.suites)]
-        self.dataset = open_dataset(self.request.dataset, self.progress, **self.request.dataset_options)
-        config, self.overrides = _train_config(entry.card, self.dataset, self.request)
-        fingerprint = self.dataset.fingerprint()
-        return make_plan(entry.card, self.suites, self.dataset, config, fingerprint)
+        return self._make_plan(self.suites, self._resolve())
+
+    def plan_training(self, task: str, exclude_editors: tuple[str, ...] = ()) -> Plan:
+        """The plan of one model trained on the train split (``diffzoo train``).
+
+        It goes through :func:`make_plan` like a suite case, so the model
+        gets the cache key ``diffzoo run`` computes for the same training.
+        A second call for the same training returns the same plan.
+        """
+        spec = TrainSpec(task, "train", tuple(exclude_editors))
+        if self.plan_ is not None and [job.spec for job in self.plan_.jobs] == [spec]:
+            return self.plan_
+        config = self._resolve()
+        card = self.entry.card
+        if task not in card.tasks:
+            raise ConfigError(f"{card.name} cannot be trained for task {task!r}; it supports {', '.join(card.tasks)}")
+        editors = self.dataset.label_space.names[1:]
+        for name in exclude_editors:
+            if name not in editors:
+                close = difflib.get_close_matches(name, editors, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(
+                    f"cannot exclude editor {name!r}: dataset {self.dataset.name} has no such editor.{hint} "
+                    f"Its editors: {', '.join(editors)}"
+                )
+        case = Case(name=f"train-{task}", task=task if task in ("binary", "semantic") else "image", train=spec)
+        return self._make_plan([Suite("train", "0", "one model, no evaluation", (case,))], config)
 
     # -- models ------------------------------------------------------------
     def _new_detector(self, job: TrainingJob) -> Detector:
@@ -98,8 +163,7 @@ class Runner:
 
     def _given_checkpoint(self, job: TrainingJob) -> Path | None:
         for path in self.request.checkpoints:
-            _, meta_path = resolve_checkpoint(path)
-            meta = json.loads(meta_path.read_text()) if meta_path else {}
+            _, meta = checkpoint_meta(path)
             if meta.get("task", job.task) == job.task:
                 return path
         return None
@@ -111,7 +175,8 @@ class Runner:
         if given is not None:
             meta = det.load(given)
             return det, {"source": "given", "path": str(given), "sha256": meta["sha256"]}
-        if (cached / "model.safetensors").exists():
+        # rank 0 decides, so that every rank loads or every rank trains
+        if distributed.broadcast((cached / WEIGHTS_FILE).exists()):
             meta = det.load(cached)
             log.info("using cached checkpoint %s", cached)
             return det, {"source": "cache", "path": str(cached), "sha256": meta["sha256"],
@@ -121,6 +186,11 @@ class Runner:
                 f"no {job.task} checkpoint for {self.entry.name} on {self.dataset.name} "
                 f"(cache key {job.key}); pass --checkpoint PATH or drop --no-train"
             )
+        return det, self._train(job, det, cached)
+
+    def _train(self, job: TrainingJob, det: Detector, cached: Path) -> dict[str, Any]:
+        """Train ``det`` (through DDP under torchrun); rank 0 writes the
+        checkpoint to the cache, the other ranks wait, then all load it."""
         ids = training_ids(self.dataset, job.spec)
         desc = f"training {self.entry.name} [{job.task}] on {self.dataset.name}/{job.spec.split}"
         with self.progress.task(desc, total=job.config.iterations) as task:
@@ -129,14 +199,22 @@ class Runner:
                 progress=lambda step, loss: task.advance(1, loss=loss),
             )
         log_["num_train_images"] = len(ids)
-        det.save(cached, extra={"train_config": job.config.to_dict(), "training": log_,
-                                "dataset_fingerprint": self.plan_.fingerprint, "cache_key": job.key})
+        if distributed.is_main():
+            det.save(cached, extra={"train_config": job.config.to_dict(), "training": log_,
+                                    "train_subset": job.spec.to_dict(),
+                                    "dataset_fingerprint": self.plan_.fingerprint, "cache_key": job.key})
+        distributed.barrier()
         meta = det.load(cached)
-        return det, {"source": "trained", "path": str(cached), "sha256": meta["sha256"], "training": log_}
+        return {"source": "trained", "path": str(cached), "sha256": meta["sha256"], "training": log_}
 
     # -- run -----------------------------------------------------------------
     def run(self) -> RunOutput:
-        self.plan_ = self.plan()
+        """Plan (unless :meth:`plan` ran), train or load, evaluate, record.
+
+        Under torchrun only rank 0 gets records; the other ranks return none.
+        """
+        if self.plan_ is None:
+            self.plan()
         records: list[ResultRecord] = []
         for job in self.plan_.jobs:
             det, ckpt = self.model_for(job)
@@ -146,10 +224,26 @@ class Runner:
                 groups.setdefault((case.split, case.distortion, case.distortion_params), []).append((suite, case))
             for members in groups.values():
                 result = self._evaluate(det, members[0][1], {_metric_task(c) for _, c in members})
-                records.extend(self._record(s, c, job, det, ckpt, result) for s, c in members)
+                if result is not None:  # None on ranks > 0
+                    records.extend(self._record(s, c, job, det, ckpt, result) for s, c in members)
         return RunOutput(records, self.plan_, self.notes)
 
-    def _evaluate(self, det: Detector, case: Case, tasks: set[str]) -> EvalResult:
+    def train(self, task: str = "binary", exclude_editors: tuple[str, ...] = ()) -> TrainOutput:
+        """Train (or find in the cache) one model on the train split, as
+        ``run`` would for a case with this training; with ``request.out``,
+        rank 0 also writes a copy of the checkpoint there."""
+        job = self.plan_training(task, exclude_editors).jobs[0]  # planned once if the caller did
+        if self.request.out is not None:
+            _check_copy_target(Path(self.request.out))  # before training, not after
+        det, ckpt = self.model_for(job)
+        copy = None
+        if self.request.out is not None and distributed.is_main():
+            copy = copy_checkpoint(Path(ckpt["path"]), Path(self.request.out))
+        return TrainOutput(det, ckpt, job, copy)
+
+    def _evaluate(self, det: Detector, case: Case, tasks: set[str]) -> EvalResult | None:
+        """Metric states of ``det`` on the case's (split, distortion); under
+        torchrun each rank scores its shard and rank 0 gets the merged result."""
         if case.split not in self.dataset.splits():
             raise ConfigError(
                 f"case {case.name!r} evaluates split {case.split!r}, which dataset "
@@ -157,11 +251,14 @@ class Runner:
             )
         distortion = get_registry().get("distortion", case.distortion).load()
         desc = f"evaluating {self.entry.name} [{det.task}] on {self.dataset.name}/{case.split}"
-        return evaluate(
-            det, self.dataset, case.split, distortion, dict(case.distortion_params),
+        if distributed.world_size() > 1:
+            desc += f" (rank 0's shard of {distributed.world_size()})"
+        result = evaluate(
+            det, distributed.sharded(self.dataset), case.split, distortion, dict(case.distortion_params),
             tasks=tasks, strict=self.request.strict, baselines=det.task == "binary",
             progress=self.progress, description=desc,
         )
+        return distributed.gather_eval_result(result, self.dataset.ids(case.split))
 
     def _record(self, suite: Suite, case: Case, job: TrainingJob, det: Detector,
                 ckpt: dict[str, Any], result: EvalResult) -> ResultRecord:
@@ -193,8 +290,11 @@ class Runner:
             metrics_version=METRICS_VERSION,
             threshold_policy={
                 "pixel": f"fixed: edited if probability > {det.card.default_threshold} (detector card)"
-                if det.task == "binary" else "fixed: argmax over classes; edited = argmax != background",
-                "image": "fixed: edited if predicted edited area > 1% of the image (DiffSeg30k rule)",
+                if det.task == "binary" else "none: image-level classifier (no pixel output)"
+                if det.task == "classification" else "fixed: argmax over classes; edited = argmax != background",
+                "image": f"fixed: edited if image probability > {state.config.score_threshold:g} (METRICS.md)"
+                if state.image_score_source == "detector"
+                else "fixed: edited if predicted edited area > 1% of the image (DiffSeg30k rule)",
                 "image_score_source": state.image_score_source,
                 "calibrated_on": None,
             },
@@ -223,6 +323,23 @@ class Runner:
         if not path.exists():
             atomic_write_text(path, json.dumps(body))
         return name
+
+
+def copy_checkpoint(src: Path, dst: Path) -> Path:
+    """Write checkpoint ``src`` (verified on read) to folder ``dst``; returns ``dst``.
+
+    ``dst`` must be new, empty, or a checkpoint folder (it is replaced).
+    """
+    _check_copy_target(dst)
+    state, meta = load_checkpoint(src)
+    meta.pop("sha256", None)  # recomputed from the written file
+    save_checkpoint(dst, state, meta)
+    return dst
+
+
+def _check_copy_target(dst: Path) -> None:
+    if dst.exists() and (not dst.is_dir() or any(p.name not in (WEIGHTS_FILE, META_FILE) for p in dst.iterdir())):
+        raise ConfigError(f"{dst} exists and is not a checkpoint folder; give a new or empty folder")
 
 
 def _metric_task(case: Case) -> str:

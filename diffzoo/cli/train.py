@@ -1,0 +1,88 @@
+"""``diffzoo train``: train one model, as ``diffzoo run`` would, and keep it.
+
+The config resolution (card recipe <- dataset overrides <- options) and the
+checkpoint cache are the runner's, so ``diffzoo run`` later finds the model
+in the cache.  Under torchrun the model trains through DDP and rank 0 writes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from ..harness.planning import TrainingJob
+from ..harness.runner import Runner, TrainOutput
+from .app import app, console
+from .progress import RichProgress
+from .run import (
+    BATCH_SIZE,
+    CROP_SIZE,
+    DATASET,
+    DETECTOR,
+    DEVICE,
+    EXTRA_AUTHENTIC,
+    ITERATIONS,
+    LABELS,
+    PRETRAINED,
+    SEED,
+    make_request,
+    rank_output,
+)
+
+
+@app.command("train")
+def train_cmd(
+    detector: str = DETECTOR,
+    dataset: str = DATASET,
+    task: str = typer.Option("binary", "--task", help="binary or semantic (or any task the detector card lists)."),
+    exclude_editors: str | None = typer.Option(
+        None, "--exclude-editors", help="Comma-separated editors whose images are left out of training."
+    ),
+    seed: int = SEED,
+    device: str = DEVICE,
+    pretrained: bool | None = PRETRAINED,
+    iterations: int | None = ITERATIONS,
+    batch_size: int | None = BATCH_SIZE,
+    crop_size: int | None = CROP_SIZE,
+    labels: str | None = LABELS,
+    extra_authentic: Path | None = EXTRA_AUTHENTIC,
+    out: Path | None = typer.Option(None, "--out", help="Also write the checkpoint to this folder."),
+) -> None:
+    """Train one detector on a dataset's train split; the checkpoint goes to the cache (and --out)."""
+    request = make_request(
+        detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
+        iterations=iterations, batch_size=batch_size, crop_size=crop_size, labels=labels,
+        extra_authentic=extra_authentic, suites="", out=out,
+    )
+    excluded = tuple(e.strip() for e in (exclude_editors or "").split(",") if e.strip())
+    runner = Runner(request, RichProgress(console))
+    with rank_output():
+        plan = runner.plan_training(task, excluded)
+        ds = runner.dataset
+        console.print(f"[bold]dataset[/] {escape(ds.name)} (fingerprint {plan.fingerprint}); "
+                      f"classes: {escape(', '.join(ds.label_space.names))}")
+        job = plan.jobs[0]
+        console.print(f"[bold]plan[/] {escape(_describe(plan.card.name, job))} (cache key {job.key})")
+        _report(runner.train(task, excluded))
+
+
+def _describe(name: str, job: TrainingJob) -> str:
+    held_out = f" without editors {', '.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
+    return f"{name} [{job.task}] on the {job.spec.split} split{held_out}"
+
+
+def _report(result: TrainOutput) -> None:
+    ckpt, job = result.checkpoint, result.job
+    log = ckpt.get("training") or {}
+    how = "found in the cache (trained earlier)" if ckpt["source"] == "cache" else "trained"
+    console.print(
+        f"{how}: {escape(_describe(result.detector.card.name, job))}, "
+        f"{log.get('num_train_images', '?')} images, {log.get('iterations', '?')} iterations on "
+        f"{log.get('world_size', 1)} process(es); loss {log.get('first_loss', float('nan')):.4f} -> "
+        f"final loss {log.get('final_loss', float('nan')):.4f}"
+    )
+    console.print(f"checkpoint: {escape(ckpt['path'])} (sha256 {ckpt['sha256'][:16]}...)")
+    if result.copy is not None:
+        console.print(f"copy: {escape(str(result.copy))}")

@@ -1,0 +1,204 @@
+"""Scaling with torchrun, and ``diffzoo train``.
+
+The torchrun tests launch two CPU processes (gloo) through
+``python -m torch.distributed.run --standalone``: a sharded evaluation must
+give exactly the records of one process, and DDP training must leave one
+checkpoint written by rank 0.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import make_diffseg_folder
+
+from diffzoo.cli import main
+from diffzoo.harness.distributed import ShardView, shard
+from diffzoo.harness.errors import ConfigError
+
+TRAIN = ["--detector", "segformer.tiny", "--iterations", "3", "--batch-size", "2", "--crop-size", "32",
+         "--device", "cpu", "--no-pretrained"]
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+def diffzoo(*args, world: int = 1, cwd: Path) -> subprocess.CompletedProcess:
+    """``diffzoo ARGS`` in a fresh process, or under torchrun with ``world`` CPU ranks."""
+    launcher = [sys.executable]
+    if world > 1:
+        launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}"]
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env["OMP_NUM_THREADS"] = "1"  # the same for both runs: equal threads, equal floats
+    return subprocess.run([*launcher, "-m", "diffzoo", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def records(folder: Path) -> dict[str, dict]:
+    found = [json.loads(p.read_text()) for p in (folder / "records").glob("*.json")]
+    return {r["case"]["name"]: r for r in found}
+
+
+def same(a, b) -> bool:
+    """Exact equality, NaN equal to NaN."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("n, world", [(0, 2), (1, 3), (7, 2), (10, 4), (5, 5), (3, 8)])
+def test_shards_cover_every_id_exactly_once(n, world):
+    ids = [f"{i:04d}" for i in range(n)]
+    parts = [shard(ids, r, world) for r in range(world)]
+    assert sorted(i for part in parts for i in part) == ids
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    assert parts == [shard(ids, r, world) for r in range(world)]  # deterministic
+    assert shard(ids) == ids  # one process: everything
+    with pytest.raises(ConfigError):
+        shard(ids, world, world)
+
+
+def test_shard_view_holds_this_ranks_ids(diffseg_folder):
+    from diffzoo import open_dataset
+
+    ds = open_dataset(str(diffseg_folder))
+    views = [ShardView(ds, r, 2) for r in range(2)]
+    for split in ds.splits():
+        assert sorted(views[0].ids(split) + views[1].ids(split)) == sorted(ds.ids(split))
+    sid = views[1].ids("train")[0]
+    assert np.array_equal(views[1].load(sid).label, ds.load(sid).label)
+    assert views[0].fingerprint() == ds.fingerprint() and views[0].label_space == ds.label_space
+
+
+def test_torchrun_trains_with_ddp_and_evaluates_shards_exactly_like_one_process(capsys, tmp_path):
+    """One torchrun launch (two ranks) trains both models of the standard
+    suite through DDP and evaluates sharded; one process then evaluates the
+    same checkpoints: every number must be equal."""
+    import torch
+
+    data = make_diffseg_folder(tmp_path / "ds", n=20)  # 3 validation images: uneven shards
+    from diffzoo import open_dataset
+
+    val = open_dataset(str(data)).ids("val")
+    bad = data / "train_copy" / f"{val[1]}.image.png"
+    bad.write_bytes(bad.read_bytes()[:60])  # corrupt, on rank 1: skipped lists merge too
+    args = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", data,
+            "--bootstrap", "20", "--device", "cpu"]
+    ddp = diffzoo(*args, *TRAIN[2:], "--batch-size", "4", "--out", tmp_path / "d2", world=2, cwd=tmp_path)
+    assert ddp.returncode == 0, ddp.stderr
+
+    # training: rank 0 wrote one checkpoint per model, trained on two processes
+    cache = Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "segformer.tiny"
+    written = sorted(cache.iterdir())
+    assert len(written) == 2
+    for folder in written:
+        assert {p.name for p in folder.iterdir()} == {"model.safetensors", "card.json"}
+        log = json.loads((folder / "card.json").read_text())["training"]
+        assert log["world_size"] == 2 and log["iterations"] == 3
+        assert all(math.isfinite(x) for x in [log["final_loss"], *log["losses"]])
+
+    # evaluation: one process, the same checkpoints, the same thread count
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        code, _, err = cli(capsys, *args, "--no-train", "--out", tmp_path / "d1",
+                           *[a for folder in written for a in ("--checkpoint", folder)])
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0, err
+    one, two = records(tmp_path / "d1"), records(tmp_path / "d2")
+    assert set(one) == set(two) == {"binary", "semantic", "image"}
+    assert len(list((tmp_path / "d2" / "records").glob("*.json"))) == 3  # rank 0 alone wrote
+    for case, r in one.items():
+        assert r["counts"]["evaluated"] == 2 and r["counts"]["skipped"][0]["id"] == val[1]
+        assert r["detector"]["checkpoint_sha256"] == two[case]["detector"]["checkpoint_sha256"]
+        for key in ("metrics", "ci95", "baselines", "slices", "confusion", "counts", "label_space"):
+            assert same(r[key], two[case][key]), (case, key, r[key], two[case][key])
+    # only rank 0 prints
+    assert ddp.stdout.count("record(s) written") == 1
+    assert ddp.stdout.count("plan segformer.tiny [binary]") == 1
+
+
+@pytest.mark.slow  # DDP training itself is covered above; this adds the command's rank-0 output
+def test_torchrun_train_command(tmp_path):
+    """``diffzoo train`` under torchrun: rank 0 reports once and writes the copy."""
+    data = make_diffseg_folder(tmp_path / "ds", n=12)
+    result = diffzoo("train", *TRAIN, "--batch-size", "4", "--dataset", data, "--out", "model",
+                     world=2, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("final loss") == 1 and "on 2 process(es)" in result.stdout
+    card = json.loads((tmp_path / "model" / "card.json").read_text())
+    assert card["training"]["world_size"] == 2 and math.isfinite(card["training"]["final_loss"])
+    from diffzoo import create_detector
+
+    create_detector("segformer.tiny").load(tmp_path / "model")  # complete and loadable
+
+
+# -- diffzoo train (one process) ---------------------------------------------------
+
+def test_train_writes_the_checkpoint_run_would_use(capsys, diffseg_folder, tmp_path):
+    code, out, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, "--out", tmp_path / "model")
+    assert code == 0, err
+    assert "final loss" in out and "copy:" in out
+    copy = json.loads((tmp_path / "model" / "card.json").read_text())
+    assert len(copy["sha256"]) == 64 and math.isfinite(copy["training"]["final_loss"])
+    from diffzoo.harness.checkpoints import cache_dir
+
+    cached = cache_dir("segformer.tiny", copy["cache_key"])
+    assert json.loads((cached / "card.json").read_text())["sha256"] == copy["sha256"]
+    # `diffzoo run` with the same options plans the same cache key, so it would load this model
+    from diffzoo.harness.runner import RunRequest, Runner
+
+    plan = Runner(RunRequest(detector="segformer.tiny", suites="standard", dataset=str(diffseg_folder),
+                             device="cpu", pretrained=False,
+                             train_overrides={"iterations": 3, "batch_size": 2, "crop_size": 32})).plan()
+    assert cached.name in [job.key for job in plan.jobs if job.task == "binary"]
+    code, out, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder)
+    assert code == 0 and "found in the cache" in out, err
+
+
+def test_train_exclude_editors_drops_their_images(capsys, diffseg_folder, tmp_path):
+    from diffzoo import open_dataset
+
+    ds = open_dataset(str(diffseg_folder))
+    sdxl = ds.label_space.index("sdxl")
+    train = ds.ids("train")
+    without = [i for i in train if sdxl not in ds.load(i).label]
+    assert 0 < len(without) < len(train)
+    logs = {}
+    for name, extra in (("all", []), ("held", ["--exclude-editors", "sdxl"])):
+        code, _, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, "--out", tmp_path / name, *extra)
+        assert code == 0, err
+        logs[name] = json.loads((tmp_path / name / "card.json").read_text())
+    assert logs["all"]["training"]["num_train_images"] == len(train)
+    assert logs["held"]["training"]["num_train_images"] == len(without)
+    assert logs["held"]["cache_key"] != logs["all"]["cache_key"]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--exclude-editors", "sd2,sdxll"], "cannot exclude editor 'sdxll'"),
+    (["--task", "classification"], "cannot be trained for task 'classification'"),
+    (["--out", "{data}"], "is not a checkpoint folder"),
+])
+def test_train_errors_are_one_line(capsys, diffseg_folder, args, expected):
+    args = [a.format(data=diffseg_folder) for a in args]
+    code, out, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, *args)
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code != 0 and len(lines) == 1 and expected in lines[0], err
+    assert "Traceback" not in err and "trained" not in out
+    if "sdxll" in expected:
+        assert "Did you mean 'sdxl'?" in lines[0]
