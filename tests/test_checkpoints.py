@@ -1,9 +1,19 @@
+import json
+import os
 import pickle
+import time
 
 import pytest
 import torch
 
 from diffzoo import create_detector
+from diffzoo.harness.checkpoints import (
+    cache_dir,
+    cached_checkpoints,
+    checkpoint_meta,
+    describe_mismatch,
+    load_checkpoint,
+)
 from diffzoo.harness.errors import ModelError
 from diffzoo.harness.types import LabelSpace
 
@@ -13,26 +23,113 @@ def det(task="binary", ls=None, name="segformer.tiny"):
     return create_detector(name, task, ls or LabelSpace.from_editors(["a", "b"]))
 
 
-def test_save_then_load_gives_identical_outputs(tmp_path):
-    a = det("semantic")
+@pytest.mark.parametrize("task, channels", [("semantic", 3), ("binary", 1)])
+def test_save_then_load_gives_identical_outputs(tmp_path, task, channels):
+    a = det(task)
     path = a.save(tmp_path / "ck")
     assert path.name == "model.safetensors" and (tmp_path / "ck" / "card.json").exists()
     torch.manual_seed(1)
-    b = create_detector("segformer.tiny", "semantic", LabelSpace.from_editors(["a", "b"]))
+    b = create_detector("segformer.tiny", task, LabelSpace.from_editors(["a", "b"]))
     x = torch.rand(2, 3, 40, 48)
     assert not torch.equal(a.predict(x).mask_logits, b.predict(x).mask_logits)
     meta = b.load(tmp_path / "ck")
-    assert len(meta["sha256"]) == 64
+    assert len(meta["sha256"]) == 64 and meta["task"] == task
     out = b.predict(x).mask_logits
-    assert out.shape == (2, 3, 40, 48)
+    assert out.shape == (2, channels, 40, 48)
     assert torch.equal(a.predict(x).mask_logits, out)
 
 
-def test_pickle_is_refused_without_unpickling(tmp_path):
-    evil = tmp_path / "model.pt"
-    evil.write_bytes(pickle.dumps({"x": 1}))
-    with pytest.raises(ModelError, match="refusing to load .*pickles"):
-        det().load(evil)
+class _Evil:
+    """Unpickling this creates the file named in ``MARKER`` (set per test)."""
+
+    marker = ""
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _payload(marker):
+    _Evil.marker = str(marker)
+    return pickle.dumps({"state_dict": _Evil()})
+
+
+def test_the_malicious_payload_is_live(tmp_path):
+    """Guard for the next test: unpickling this payload does create the marker."""
+    marker = tmp_path / "marker"
+    pickle.loads(_payload(marker)).get("state_dict").close()
+    assert marker.exists()
+
+
+@pytest.mark.parametrize(
+    "where, message",
+    [
+        ("model.pt", "refusing to load .*pickles"),
+        ("model.pth", "refusing to load .*pickles"),
+        ("pytorch_model.bin", "refusing to load .*pickles"),
+        ("last.ckpt", "refusing to load .*pickles"),
+        ("weights.pkl", "refusing to load .*pickles"),
+        ("model.weights", "not a .safetensors file or a checkpoint folder"),
+        ("renamed.safetensors", "refusing to load .*it is a pickle"),
+        ("folder/model.safetensors", "refusing to load .*it is a pickle"),
+        ("torchsave/model.safetensors", "refusing to load .*torch.save zip"),
+    ],
+)
+def test_pickles_are_refused_and_never_unpickled(tmp_path, monkeypatch, where, message):
+    marker = tmp_path / "marker"
+    path = tmp_path / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if where.startswith("torchsave"):
+        _Evil.marker = str(marker)
+        torch.save({"state_dict": _Evil()}, path)
+    else:
+        path.write_bytes(_payload(marker))
+    if where.startswith("folder/"):
+        (path.parent / "card.json").write_text(json.dumps({"card": {"name": "segformer.tiny"}, "task": "binary"}))
+    for name in ("load", "loads"):  # any unpickling attempt fails the test loudly
+        monkeypatch.setattr(pickle, name, lambda *a, **k: pytest.fail("pickle was called"))
+    monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("torch.load was called"))
+    target = path.parent if where.startswith(("folder", "torchsave")) else path
+    with pytest.raises(ModelError, match=message):
+        det().load(target)
+    with pytest.raises(ModelError, match=message):
+        load_checkpoint(target)
+    assert not marker.exists()
+
+
+def test_describe_mismatch_names_the_tensors_that_differ(tmp_path):
+    a, b = det("semantic").model.net.state_dict(), det("binary").model.net.state_dict()
+    assert describe_mismatch(a, a) is None
+    text = describe_mismatch(a, b)
+    assert "2 tensor shape(s) differ" in text
+    assert "classifier.weight is [1, 32, 1, 1] in the checkpoint, [3, 32, 1, 1] in the model" in text
+    del b[next(iter(b))]
+    b["extra.weight"] = torch.zeros(2)
+    text = describe_mismatch(a, b)
+    assert "1 tensor(s) missing from the checkpoint" in text and "1 unexpected tensor(s): extra.weight" in text
+
+
+@pytest.mark.parametrize(
+    "card, message",
+    [("{not json", "card.json is not readable JSON"), ("[1, 2]", "is not a JSON object"),
+     ('{"format": "diffzoo-checkpoint-9"}', "format 'diffzoo-checkpoint-9'.*newer diffzoo")],
+)
+def test_a_bad_card_is_a_model_error(tmp_path, card, message):
+    det().save(tmp_path / "ck")
+    (tmp_path / "ck" / "card.json").write_text(card)
+    with pytest.raises(ModelError, match=message):
+        det().load(tmp_path / "ck")
+    with pytest.raises(ModelError, match=message):
+        checkpoint_meta(tmp_path / "ck")
+
+
+def test_cached_checkpoints_are_listed_newest_first(tmp_path):
+    assert cached_checkpoints("segformer.tiny") == []
+    for i, key in enumerate(["old", "new"]):
+        det().save(cache_dir("segformer.tiny", key))
+        stamp = time.time() - 100 + i
+        os.utime(cache_dir("segformer.tiny", key) / "model.safetensors", (stamp, stamp))
+    (cache_dir("segformer.tiny", "x") / "partial").mkdir(parents=True)  # no weights: not a checkpoint
+    assert [p.name for p in cached_checkpoints("segformer.tiny")] == ["new", "old"]
 
 
 def test_task_card_and_shape_mismatch_are_clear(tmp_path):

@@ -1,0 +1,94 @@
+"""``diffzoo predict``: label maps, overlays and verdicts for single images."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ..harness.prediction import (
+    EDITED_AREA,
+    EDITED_SCORE,
+    PREDICTIONS_FILE,
+    collect_images,
+    load_model,
+    predict_files,
+)
+from ..harness.progress import NullProgress
+from .app import app, console
+from .progress import RichProgress
+
+SHOWN_ROWS = 20
+
+
+@app.command("predict")
+def predict_cmd(
+    images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files or folders of images (any size)."),
+    detector: str | None = typer.Option(
+        None, "--detector", "-d", help="Detector name; optional when the checkpoint's card.json names it."
+    ),
+    checkpoint: list[Path] = typer.Option(
+        [], "--checkpoint", help="Checkpoint folder or .safetensors (repeat; --task picks one). "
+        "Default: the one checkpoint of --detector in the cache."
+    ),
+    task: str | None = typer.Option(None, "--task", help="binary or semantic: which model to use."),
+    out: Path = typer.Option(Path("diffzoo-predictions"), "--out", help="Output folder."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, ..."),
+    labels: str | None = typer.Option(
+        None, "--labels", help="Class names for a semantic checkpoint without card.json (JSON file or comma list)."
+    ),
+) -> None:
+    """Predict edited regions (and editors) of single images.
+
+    Writes <stem>.labels.png (palette PNG, value = class index), <stem>.overlay.png
+    and one line per image in predictions.jsonl.
+    """
+    paths = collect_images(images)  # a missing image fails before the model is built
+    model = load_model(detector, checkpoint, task, device, labels)
+    det = model.detector
+    classes = ", ".join(det.label_space.names) if det.task == "semantic" else "background, edited"
+    console.print(f"[bold]model[/] {escape(model.name)} {escape(f'[{det.task}]')} from "
+                  f"{escape(str(model.checkpoint))} (sha256 {model.sha256[:12]}); classes: {escape(classes)}")
+    progress = RichProgress(console) if len(paths) > 1 else NullProgress()
+    rows = predict_files(model, paths, out, progress)
+    console.print(_table(rows, det.task))
+    edited = sum(r.get("verdict") == "edited" for r in rows)
+    failed = [r for r in rows if "error" in r]
+    wrote = f"{PREDICTIONS_FILE} in {escape(str(out))}"
+    if det.task == "classification":
+        wrote += " (a classification detector gives no label maps or overlays)"
+    else:
+        wrote = "label maps, overlays and " + wrote
+    console.print(f"{edited} edited, {len(rows) - edited - len(failed)} authentic of {len(rows)} image(s) "
+                  f"(edited: predicted edited area > {EDITED_AREA:.0%} of the image, or the detector's image "
+                  f"score > {EDITED_SCORE}); {wrote}")
+    if failed:
+        console.print(f"[yellow]{len(failed)} image(s) could not be read[/] (see 'error' in {PREDICTIONS_FILE})")
+        raise typer.Exit(1)
+
+
+def _table(rows: list[dict], task: str) -> Table:
+    table = Table(title="verdicts")
+    table.add_column("image", overflow="fold")
+    table.add_column("verdict")
+    table.add_column("edited area", justify="right")
+    table.add_column("image score", justify="right")
+    if task == "semantic":
+        table.add_column("top editors")
+    for row in rows[:SHOWN_ROWS]:
+        if "error" in row:
+            table.add_row(escape(Path(row["image"]).name), f"[red]error:[/] {escape(row['error'])}", "", "",
+                          *([""] if task == "semantic" else []))
+            continue
+        area = "-" if row["edited_fraction"] is None else f"{row['edited_fraction']:.1%}"
+        cells = [escape(Path(row["image"]).name), "[red]edited[/]" if row["verdict"] == "edited" else "authentic",
+                 area, f"{row['image_score']:.3f}"]
+        if task == "semantic":
+            top = ", ".join(f"{e['editor']} {e['fraction']:.1%}" for e in row["editors"][:3])
+            cells.append(escape(top or "-"))
+        table.add_row(*cells)
+    if len(rows) > SHOWN_ROWS:
+        table.caption = f"{len(rows) - SHOWN_ROWS} more in {PREDICTIONS_FILE}"
+    return table

@@ -1,0 +1,243 @@
+"""`diffzoo predict`: label maps, overlays and JSON lines for single images."""
+
+import json
+import math
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from diffzoo import DetectionOutput, Detector, DetectorCard, LabelSpace, create_detector, hookimpl, open_dataset
+from diffzoo.cli import main
+from diffzoo.harness.checkpoints import cache_dir, load_checkpoint, save_checkpoint
+from diffzoo.harness.fsutil import sha256_file
+from diffzoo.harness.prediction import OVERLAY_MIN_SIDE, predict_image
+from diffzoo.harness.segmenter import TrainData
+from diffzoo.harness.trainer import TrainConfig
+from diffzoo.harness.types import BINARY
+
+TINY_TRAIN = TrainConfig(iterations=2, batch_size=2, crop_size=32, warmup_iters=1, pretrained=False)
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([*args])
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+def trained(folder, task, tmp_path):
+    """segformer.tiny trained for 2 iterations on the fixture, saved as a checkpoint."""
+    ds = open_dataset(str(folder))
+    torch.manual_seed(0)
+    det = create_detector("segformer.tiny", task, ds.label_space if task == "semantic" else BINARY)
+    det.fit(TrainData(ds, ds.ids("train")), TINY_TRAIN)
+    ckpt = tmp_path / f"ck-{task}"
+    det.save(ckpt)
+    return det, ckpt
+
+
+@pytest.fixture
+def images(tmp_path):
+    rng = np.random.default_rng(1)
+    big, small = tmp_path / "img1.png", tmp_path / "img2.jpg"
+    Image.fromarray(rng.integers(0, 256, (260, 300, 3), dtype=np.uint8)).save(big)
+    Image.fromarray(rng.integers(0, 256, (50, 70, 3), dtype=np.uint8)).save(small, quality=95)
+    return [big, small]
+
+
+@pytest.mark.parametrize("task", ["binary", "semantic"])
+def test_predict_writes_label_map_overlay_and_a_json_line_per_image(capsys, diffseg_folder, tmp_path, images,
+                                                                     task):
+    det, ckpt = trained(diffseg_folder, task, tmp_path)
+    out = tmp_path / "pred"
+    code, stdout, err = cli(capsys, "predict", "--checkpoint", str(ckpt), "--out", str(out), "--device", "cpu",
+                            *map(str, images))
+    assert code == 0, err
+    assert "img1.png" in stdout and "verdicts" in stdout
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [r["image"] for r in rows] == [str(p) for p in images]
+    names = det.label_space.names if task == "semantic" else BINARY.names
+    for path, row in zip(images, rows):
+        rgb = np.asarray(Image.open(path).convert("RGB"))
+        h, w = rgb.shape[:2]
+        assert row["detector"] == "segformer.tiny" and row["task"] == task
+        assert row["checkpoint_sha256"] == sha256_file(ckpt / "model.safetensors")
+        assert row["size"] == [w, h]
+
+        label_img = Image.open(out / f"{path.stem}.labels.png")
+        assert label_img.mode == "P" and label_img.size == (w, h)
+        label = np.asarray(label_img)
+        assert set(np.unique(label)) <= set(range(len(names)))
+        # the label map is the detector's own prediction, computed here independently
+        logits = det.predict(torch.from_numpy(rgb.copy()).permute(2, 0, 1)[None].float() / 255).mask_logits[0]
+        expected = logits.argmax(0) if task == "semantic" else (torch.sigmoid(logits[0]) > 0.5)
+        assert np.array_equal(label, expected.numpy().astype(np.uint8))
+
+        fraction = float((label > 0).mean())
+        assert row["edited_fraction"] == pytest.approx(fraction)
+        assert row["image_score"] == pytest.approx(fraction) and row["image_score_source"] == "edited_area"
+        assert row["verdict"] == ("edited" if fraction > 0.01 else "authentic")
+        if task == "semantic":
+            counts = np.bincount(label.ravel(), minlength=len(names))
+            want = sorted((i for i in range(1, len(names)) if counts[i]), key=lambda i: (-counts[i], i))
+            assert [e["editor"] for e in row["editors"]] == [names[i] for i in want]
+            assert [e["fraction"] for e in row["editors"]] == pytest.approx([counts[i] / label.size for i in want])
+        else:
+            assert "editors" not in row
+
+        overlay = Image.open(out / f"{path.stem}.overlay.png")
+        assert overlay.mode == "RGB"
+        k = overlay.size[0] // w
+        assert overlay.size == (w * k, h * k) and k == max(1, math.ceil(OVERLAY_MIN_SIDE / min(h, w)))
+        # below the legend: untouched where nothing is predicted, tinted where something is
+        shown = np.asarray(overlay)[::k, ::k][h // 2 :]
+        lab, src = label[h // 2 :], rgb[h // 2 :]
+        assert np.array_equal(shown[lab == 0], src[lab == 0])
+        if (lab > 0).any():
+            assert (shown[lab > 0] != src[lab > 0]).any(axis=1).mean() > 0.9
+
+
+def test_missing_image_is_one_line_error(capsys, tmp_path, images):
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    code, _, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "o"),
+                       str(images[0]), str(tmp_path / "nope.png"))
+    assert code != 0
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == [f"error: image {tmp_path / 'nope.png'} does not exist"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_corrupt_image_is_reported_and_the_others_still_predicted(capsys, tmp_path, images):
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(images[0].read_bytes()[:200])
+    code, stdout, _ = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "o"),
+                          str(bad), str(images[1]))
+    assert code == 1 and "could not be read" in stdout
+    rows = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
+    assert "corrupt or truncated" in rows[0]["error"] and "verdict" not in rows[0]
+    assert rows[1]["verdict"] in ("edited", "authentic") and (tmp_path / "o" / "img2.overlay.png").exists()
+
+
+def test_pickled_checkpoint_is_refused_and_never_run(capsys, tmp_path, images):
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    (tmp_path / "evil.pt").write_bytes(pickle.dumps(Evil()))
+    code, _, err = cli(capsys, "predict", "--detector", "segformer.tiny", "--checkpoint", str(tmp_path / "evil.pt"),
+                       str(images[0]))
+    assert code != 0 and "refusing to load" in err and "pickle" in err
+    assert not marker.exists()
+
+
+def _cache(det, key, **extra):
+    det.save(cache_dir(det.card.name, key), extra=extra)
+
+
+def test_without_checkpoint_the_one_cached_model_is_used_else_the_choice_is_explained(capsys, tmp_path, images):
+    code, _, err = cli(capsys, "predict", "-d", "segformer.tiny", str(images[1]))
+    assert code != 0 and "no checkpoint of segformer.tiny in the cache" in err and "--checkpoint" in err
+
+    torch.manual_seed(0)
+    _cache(create_detector("segformer.tiny", "binary"), "k-binary")
+    out = tmp_path / "o"
+    code, _, err = cli(capsys, "predict", "-d", "segformer.tiny", "--out", str(out), str(images[1]))
+    assert code == 0, err
+    [row] = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert row["task"] == "binary" and row["checkpoint"] == str(cache_dir("segformer.tiny", "k-binary"))
+
+    # a held-out-editor model does not make the choice ambiguous; a second task does
+    _cache(create_detector("segformer.tiny", "binary"), "k-heldout",
+           train_subset={"task": "binary", "split": "train", "exclude_editors": ["sd2"]})
+    _cache(create_detector("segformer.tiny", "semantic", LabelSpace.from_editors(["sd2", "sdxl"])), "k-sem")
+    code, _, err = cli(capsys, "predict", "-d", "segformer.tiny", "--out", str(out), str(images[1]))
+    assert code != 0 and "ambiguous" in err and "--task" in err and "k-sem" in err and "k-binary" in err
+    code, _, err = cli(capsys, "predict", "-d", "segformer.tiny", "--task", "semantic", "--out", str(out),
+                       str(images[1]))
+    assert code == 0, err
+    [row] = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert row["task"] == "semantic" and {e["editor"] for e in row["editors"]} <= {"sd2", "sdxl"}
+
+
+def test_given_checkpoints_are_chosen_by_task(capsys, tmp_path, images):
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "b")
+    code, _, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "b"), "--task", "semantic", str(images[1]))
+    assert code != 0 and "no semantic model among the given checkpoints" in err and "(binary)" in err
+
+
+# -- the verdict rule (METRICS.md) ----------------------------------------------------
+class _Fixed(Detector):
+    """A stand-in detector whose outputs the test sets."""
+
+    def __init__(self, card, task, label_space, pretrained=False, logits=None, score=None):
+        self.card, self.task, self.label_space = card, task, label_space
+        self.logits, self.score = logits, score
+
+    def predict(self, images):
+        return DetectionOutput(mask_logits=self.logits, image_score=self.score)
+
+    def fit(self, train, config, progress=None):
+        raise NotImplementedError
+
+    def save(self, path):
+        meta = {"format": "diffzoo-checkpoint-1", "card": self.card.to_dict(), "task": self.task,
+                "label_space": self.label_space.to_dict()}
+        return save_checkpoint(path, {"score": torch.tensor([float(self.score)])}, meta)
+
+    def load(self, path):
+        state, meta = load_checkpoint(path)
+        self.score = state["score"]
+        return meta
+
+
+CARD = DetectorCard(name="fixed.v1", description="test", tasks=("binary", "classification"))
+
+
+@pytest.mark.parametrize(
+    "edited_pixels, score, verdict",
+    [(100, None, "authentic"), (101, None, "edited"), (0, 0.51, "edited"), (0, 0.5, "authentic"),
+     (200, 0.1, "edited")],
+)
+def test_verdict_is_edited_above_one_percent_area_or_score_above_half(edited_pixels, score, verdict):
+    logits = torch.full((1, 1, 100, 100), -5.0)
+    logits.view(-1)[:edited_pixels] = 5.0
+    det = _Fixed(CARD, "binary", BINARY, logits=logits, score=None if score is None else torch.tensor([score]))
+    pred = predict_image(det, np.zeros((100, 100, 3), np.uint8))
+    assert pred.verdict == verdict
+    assert pred.edited_fraction == edited_pixels / 10_000
+    assert pred.score_source == ("edited_area" if score is None else "detector")
+
+
+def test_a_classification_detector_gives_json_lines_and_no_pngs(capsys, tmp_path, images):
+    class Plugin:
+        @hookimpl
+        def register_detectors(self, register):
+            register("fixed.v1", _Fixed, card=CARD, default=True, description="test")
+
+    from diffzoo.harness.plugins import get_plugin_system
+
+    get_plugin_system().pm.register(Plugin(), name="fixed-plugin")
+    _Fixed(CARD, "classification", BINARY, score=torch.tensor([0.7])).save(tmp_path / "ck")
+    out = tmp_path / "o"
+    code, stdout, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(out),
+                            *map(str, images))
+    assert code == 0, err
+    assert "classification detector gives no label maps or overlays" in " ".join(stdout.split())
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["task"] == "classification" and row["detector"] == "fixed.v1"
+        assert row["image_score"] == pytest.approx(0.7) and row["image_score_source"] == "detector"
+        assert row["verdict"] == "edited" and row["edited_fraction"] is None
+        assert row["label_map"] is None and row["overlay"] is None
+    assert not list(out.glob("*.png"))
