@@ -25,7 +25,7 @@ from diffzoo.harness.registry import Registry
 
 def test_each_family_has_one_real_default_and_a_tiny_card():
     families = {c.family for c in GENERATOR_CARDS}
-    assert families == {"sd2", "sdxl", "flux1"}
+    assert families == {"sd2", "sd35", "sdxl", "flux1", "kolors", "hunyuandit", "kandinsky22"}
     for family in families:
         defaults = [c for c in GENERATOR_CARDS if c.family == family and c.name in DEFAULT_CARDS]
         assert len(defaults) == 1

@@ -1,15 +1,22 @@
 """Generator cards: one flat card per editor variant (plain data, no torch).
 
-Family names (``sd2``, ``sdxl``, ``flux1``) are also the class names of the
-editors in label maps.  Each family has one real default card (hub weights,
-the settings its model card recommends) and ``tiny`` cards: the same pipeline
-class built from tiny random-weight configs offline (``generators/tiny.py``),
-at 64 px with 2 steps, used by tests and the embedded ``mini`` dataset.
+Family names (``sd2``, ``sd35``, ``sdxl``, ``flux1``, ``kolors``,
+``hunyuandit``, ``kandinsky22``) are also the class names of the editors in
+label maps.  Each family has one real default card (hub weights, the settings
+its model card recommends) and ``tiny`` cards: the same pipeline class built
+from tiny random-weight configs offline (``tiny.py``, ``tiny_extra.py``), at
+64 px with 2 steps, used by tests and the embedded ``mini`` dataset.
+
+``native_inpaint=False`` cards (Kolors, HunyuanDiT: diffusers has no inpaint
+pipeline for them) name a text-to-image pipeline that the editor drives with
+mask-blended latent inpainting (``latent_blend.py``).
 
 ``options`` keys used by the editor: ``torch_dtype`` (dtype on accelerators;
 CPU always runs float32), ``variant`` (hub weight variant), ``max_sequence_length``
-(Flux T5 prompt length), ``unet_in_channels`` (tiny SDXL: 9 = inpainting UNet,
-4 = base UNet with latent blending), ``notes``.
+(T5 / ChatGLM prompt length), ``call_kwargs`` (extra keyword arguments of the
+pipeline call), ``extra_weights`` (further hub ids the pipeline loads, named
+when weights are missing), ``unet_in_channels`` (tiny SDXL: 9 = inpainting
+UNet, 4 = base UNet with latent blending), ``notes``.
 """
 
 from __future__ import annotations
@@ -22,7 +29,30 @@ FLUX_PAPER = (
     "Black Forest Labs, FLUX.1 (2024; no paper of its own; architecture described in "
     "FLUX.1 Kontext, arXiv:2506.15742)"
 )
+SD3_PAPER = (
+    "Esser et al., Scaling Rectified Flow Transformers for High-Resolution Image Synthesis, "
+    "ICML 2024, arXiv:2403.03206"
+)
+KANDINSKY_PAPER = (
+    "Razzhigaev et al., Kandinsky: an Improved Text-to-Image Synthesis with Image Prior and "
+    "Latent Diffusion, EMNLP 2023 (demo track), arXiv:2310.03502"
+)
+KOLORS_PAPER = (
+    "Kolors Team (Kuaishou), Kolors: Effective Training of Diffusion Model for Photorealistic "
+    "Text-to-Image Synthesis, technical report, 2024"
+)
+HUNYUANDIT_PAPER = (
+    "Li et al., Hunyuan-DiT: A Powerful Multi-Resolution Diffusion Transformer with "
+    "Fine-Grained Chinese Understanding, arXiv:2405.08748"
+)
 OPENRAIL_PP = "CreativeML Open RAIL++-M"
+SAI_COMMUNITY = "Stability AI Community License (gated: accept it on the hub page)"
+KOLORS_LICENCE = "Kolors weights licence (academic use free; commercial use after registration)"
+HUNYUAN_LICENCE = "Tencent Hunyuan Community License"
+BLEND_NOTE = (
+    "diffusers has no inpaint pipeline for this model: text-to-image pipeline with "
+    "mask-blended latent inpainting (known latents re-noised and pasted back every step)"
+)
 FLUX_DEV_LICENCE = "FLUX.1 [dev] Non-Commercial License (gated: accept it on the hub page)"
 TINY_NOTE = "random weights: outputs are noise-like and prove only that the pipeline runs"
 
@@ -100,12 +130,93 @@ FLUX1_INPAINT = GeneratorCard(
 )
 
 
+SD35_MEDIUM = GeneratorCard(
+    name="sd35.medium",
+    description="Stable Diffusion 3.5 Medium (MMDiT-X, rectified flow) with its native inpaint pipeline",
+    pipeline="StableDiffusion3InpaintPipeline",
+    weights="stabilityai/stable-diffusion-3.5-medium",
+    resolution=1024,
+    steps=40,
+    guidance_scale=4.5,
+    licence=SAI_COMMUNITY,
+    paper=SD3_PAPER,
+    options={"torch_dtype": "bfloat16"},
+)
+
+SD35_LARGE = GeneratorCard(
+    name="sd35.large",
+    description="Stable Diffusion 3.5 Large (8B MMDiT, rectified flow) with its native inpaint pipeline",
+    pipeline="StableDiffusion3InpaintPipeline",
+    weights="stabilityai/stable-diffusion-3.5-large",
+    resolution=1024,
+    steps=28,
+    guidance_scale=3.5,
+    licence=SAI_COMMUNITY,
+    paper=SD3_PAPER,
+    options={"torch_dtype": "bfloat16"},
+)
+
+KANDINSKY22_INPAINT = GeneratorCard(
+    name="kandinsky22.inpaint",
+    description=(
+        "Kandinsky 2.2: CLIP image prior + 9-channel inpainting decoder UNet on MoVQ latents "
+        "(prior and decoder run as one combined pipeline)"
+    ),
+    pipeline="KandinskyV22InpaintCombinedPipeline",
+    weights="kandinsky-community/kandinsky-2-2-decoder-inpaint",
+    resolution=768,
+    steps=100,
+    guidance_scale=4.0,
+    licence="Apache-2.0",
+    paper=KANDINSKY_PAPER,
+    options={
+        "torch_dtype": "float16",
+        "extra_weights": ("kandinsky-community/kandinsky-2-2-prior",),
+        "call_kwargs": {"prior_num_inference_steps": 25, "prior_guidance_scale": 4.0},
+        "notes": "the pipeline has no strength: it always starts from pure noise (= strength 1.0)",
+    },
+)
+
+KOLORS_BLEND = GeneratorCard(
+    name="kolors.blend",
+    description="Kolors (SDXL-style UNet with a ChatGLM3 text encoder) inpainting by latent blending",
+    pipeline="KolorsPipeline",
+    weights="Kwai-Kolors/Kolors-diffusers",
+    native_inpaint=False,
+    resolution=1024,
+    steps=50,
+    guidance_scale=5.0,
+    licence=KOLORS_LICENCE,
+    paper=KOLORS_PAPER,
+    options={"torch_dtype": "float16", "variant": "fp16", "notes": BLEND_NOTE},
+)
+
+HUNYUANDIT_BLEND = GeneratorCard(
+    name="hunyuandit.blend",
+    description="HunyuanDiT v1.1 (DiT with bilingual CLIP-BERT + mT5 encoders) inpainting by latent blending",
+    pipeline="HunyuanDiTPipeline",
+    weights="Tencent-Hunyuan/HunyuanDiT-v1.1-Diffusers",
+    native_inpaint=False,
+    resolution=1024,
+    steps=50,
+    guidance_scale=5.0,
+    licence=HUNYUAN_LICENCE,
+    paper=HUNYUANDIT_PAPER,
+    options={
+        "torch_dtype": "float16",
+        "call_kwargs": {"use_resolution_binning": False},  # the editor already picks the square size
+        "notes": BLEND_NOTE,
+    },
+)
+
+
 def _tiny(name: str, pipeline: str, real: GeneratorCard, **options: object) -> GeneratorCard:
     return GeneratorCard(
         name=name,
         description=f"tiny random-weight {pipeline} built offline (stand-in for {real.name})",
         pipeline=pipeline,
         weights=None,
+        native_inpaint=real.native_inpaint,
         tiny=True,
         resolution=64,
         steps=2,
@@ -125,10 +236,24 @@ FLUX1_TINY = _tiny("flux1.tiny", "FluxFillPipeline", FLUX1_FILL, max_sequence_le
 FLUX1_TINY_INPAINT = _tiny(
     "flux1.tiny-inpaint", "FluxInpaintPipeline", FLUX1_INPAINT, max_sequence_length=64
 )
+SD35_TINY = _tiny("sd35.tiny", "StableDiffusion3InpaintPipeline", SD35_MEDIUM, max_sequence_length=64)
+KANDINSKY22_TINY = _tiny(
+    "kandinsky22.tiny",
+    "KandinskyV22InpaintCombinedPipeline",
+    KANDINSKY22_INPAINT,
+    call_kwargs={"prior_num_inference_steps": 2},
+)
+KOLORS_TINY = _tiny("kolors.tiny", "KolorsPipeline", KOLORS_BLEND, max_sequence_length=64)
+HUNYUANDIT_TINY = _tiny(
+    "hunyuandit.tiny", "HunyuanDiTPipeline", HUNYUANDIT_BLEND, call_kwargs={"use_resolution_binning": False}
+)
 
 GENERATOR_CARDS: tuple[GeneratorCard, ...] = (
     SD2_INPAINT,
     SD2_TINY,
+    SD35_MEDIUM,
+    SD35_LARGE,
+    SD35_TINY,
     SDXL_INPAINT,
     SDXL_BASE,
     SDXL_TINY,
@@ -137,10 +262,26 @@ GENERATOR_CARDS: tuple[GeneratorCard, ...] = (
     FLUX1_INPAINT,
     FLUX1_TINY,
     FLUX1_TINY_INPAINT,
+    KOLORS_BLEND,
+    KOLORS_TINY,
+    HUNYUANDIT_BLEND,
+    HUNYUANDIT_TINY,
+    KANDINSKY22_INPAINT,
+    KANDINSKY22_TINY,
 )
 """Every editor card; registered by ``generators/plugin.py``."""
 
-DEFAULT_CARDS: frozenset[str] = frozenset({"sd2.inpaint", "sdxl.inpaint", "flux1.fill"})
+DEFAULT_CARDS: frozenset[str] = frozenset(
+    {
+        "sd2.inpaint",
+        "sd35.medium",
+        "sdxl.inpaint",
+        "flux1.fill",
+        "kolors.blend",
+        "hunyuandit.blend",
+        "kandinsky22.inpaint",
+    }
+)
 """The default tag of each family: the bare family name resolves to it."""
 
 TINY_EDITORS: dict[str, GeneratorCard] = {"sd2": SD2_TINY, "sdxl": SDXL_TINY, "flux1": FLUX1_TINY}

@@ -5,16 +5,21 @@
 ``<card.pipeline>.from_pretrained(card.weights)``.  Missing weights while
 offline raise :class:`WeightsUnavailableError` naming the hub id to fetch.
 
-``edit`` runs the native inpaint pipeline at the card's square resolution
-(resizing in and out when the image size differs), ``strength=1.0`` so every
-step runs, then composites the unmasked pixels back from the input: outside
-the mask the output equals the input exactly, so the label is exact.
+``edit`` runs the pipeline at the card's square resolution (resizing in and
+out when the image size differs), then composites the unmasked pixels back
+from the input: outside the mask the output equals the input exactly, so the
+label is exact.  Two modes, from ``card.native_inpaint``:
+
+- ``native``: the pipeline's own inpainting (image + mask in), ``strength=1.0``
+  where the pipeline takes a strength, so every step runs;
+- ``blend``: a text-to-image pipeline (Kolors, HunyuanDiT) with mask-blended
+  latent inpainting through ``callback_on_step_end`` (``latent_blend.py``).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
-import os
 import warnings
 from typing import Any
 
@@ -22,11 +27,11 @@ import numpy as np
 
 from ..harness.cards import GeneratorCard
 from ..harness.errors import DataError, ModelError, WeightsUnavailableError
+from ..harness.weights import hub_offline
 from ..harness.protocols import EditResult, Generator
 
 log = logging.getLogger(__name__)
 
-_OFFLINE_VALUES = {"1", "true", "yes", "on"}
 
 
 class _DropEmptyFp32Warning(logging.Filter):
@@ -40,11 +45,6 @@ def _quiet_diffusers() -> None:
     logger = logging.getLogger("diffusers.models.modeling_utils")
     if not any(isinstance(f, _DropEmptyFp32Warning) for f in logger.filters):
         logger.addFilter(_DropEmptyFp32Warning())
-
-
-def hub_offline() -> bool:
-    """True when ``HF_HUB_OFFLINE`` is set now (read at call time, not import time)."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _OFFLINE_VALUES
 
 
 def resolve_dtype(card: GeneratorCard, device: str, dtype: Any = None) -> Any:
@@ -80,7 +80,10 @@ def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
 
     if not card.weights:
         raise ModelError(f"generator card {card.name!r} has no weights and is not tiny")
-    cls = getattr(diffusers, card.pipeline, None)
+    with warnings.catch_warnings():
+        # Kolors' ChatGLM module scripts a helper at import time; torch warns that is deprecated
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
+        cls = getattr(diffusers, card.pipeline, None)
     if cls is None:
         raise ModelError(
             f"generator {card.name!r}: diffusers {diffusers.__version__} has no {card.pipeline}; "
@@ -106,6 +109,9 @@ def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
         ) from exc
     except (OSError, HfHubHTTPError, ValueError) as exc:
         detail = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        also = card.options.get("extra_weights") or ()
+        if also:
+            detail = f"it also needs {', '.join(also)}; {detail}"
         raise WeightsUnavailableError(f"generator {card.name!r}", card.weights, detail) from exc
 
 
@@ -129,16 +135,30 @@ def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return mask.astype(bool)
 
 
+def _accepts(pipe: Any, name: str) -> bool:
+    """Whether the pipeline's ``__call__`` takes keyword ``name``."""
+    return name in inspect.signature(type(pipe).__call__).parameters
+
+
+def _denoiser_dtype(pipe: Any) -> Any:
+    denoiser = getattr(pipe, "unet", None)
+    if denoiser is None:
+        denoiser = getattr(pipe, "transformer", None)
+    if denoiser is None:
+        raise ModelError(f"{type(pipe).__name__} has neither a unet nor a transformer to blend latents for")
+    return denoiser.dtype
+
+
 class DiffusersEditor(Generator):
-    """A mask editor backed by a diffusers inpainting pipeline named by ``card``."""
+    """A mask editor backed by the diffusers pipeline named by ``card``.
+
+    ``mode`` is ``"native"`` (the pipeline inpaints) when ``card.native_inpaint``,
+    else ``"blend"`` (text-to-image pipeline plus latent blending).
+    """
 
     def __init__(self, card: GeneratorCard, device: str = "cpu", dtype: Any = None):
-        if not card.native_inpaint:
-            raise ModelError(
-                f"generator {card.name!r} ({card.pipeline}) has no native inpainting; "
-                f"DiffusersEditor drives native inpaint pipelines only"
-            )
         self.card = card
+        self.mode = "native" if card.native_inpaint else "blend"
         self.device = str(device)
         self.dtype = dtype
         self._pipeline: Any = None
@@ -160,7 +180,9 @@ class DiffusersEditor(Generator):
         """Keyword arguments of the bare pipeline call that :meth:`edit` makes.
 
         ``pipeline(**kwargs)`` returns float images in [0, 1] at the card's
-        resolution (a benchmark can time exactly that call).
+        resolution (a benchmark can time exactly that call).  In ``blend`` mode
+        the image is VAE-encoded here (once per call of this method) and the
+        kwargs carry the start noise and the blending callback.
         """
         import torch
         from PIL import Image
@@ -172,21 +194,44 @@ class DiffusersEditor(Generator):
         if pil.size != (res, res):
             pil = pil.resize((res, res), Image.Resampling.BICUBIC)
             pil_mask = pil_mask.resize((res, res), Image.Resampling.NEAREST)
+        generator = torch.Generator(device="cpu").manual_seed(int(seed))
         kwargs: dict[str, Any] = {
             "prompt": prompt,
-            "image": pil,
-            "mask_image": pil_mask,
             "height": res,
             "width": res,
-            "strength": self.card.strength,
             "num_inference_steps": self.card.steps,
             "guidance_scale": self.card.guidance_scale,
-            "generator": torch.Generator(device="cpu").manual_seed(int(seed)),
+            "generator": generator,
             "output_type": "np",
         }
+        if self.mode == "native":
+            kwargs.update(image=pil, mask_image=pil_mask)
+            if _accepts(self.pipeline, "strength"):  # Kandinsky's combined inpaint pipeline has none
+                kwargs["strength"] = self.card.strength
+        else:
+            kwargs.update(self._blend_kwargs(pil, np.asarray(pil_mask) > 127, generator))
         if "max_sequence_length" in self.card.options:
             kwargs["max_sequence_length"] = int(self.card.options["max_sequence_length"])
+        kwargs.update(self.card.options.get("call_kwargs") or {})
         return kwargs
+
+    def _blend_kwargs(self, pil: Any, mask: np.ndarray, generator: Any) -> dict[str, Any]:
+        """Start noise and the ``callback_on_step_end`` of mask-blended latent inpainting."""
+        import torch
+        from diffusers.utils.torch_utils import randn_tensor
+
+        from .latent_blend import LatentBlend, encode_latents, regenerate_mask
+
+        pipe = self.pipeline
+        with torch.no_grad():
+            z0 = encode_latents(pipe, pil).to(_denoiser_dtype(pipe))
+        noise = randn_tensor(tuple(z0.shape), generator=generator, device=z0.device, dtype=z0.dtype)
+        blend = LatentBlend(z0, noise, regenerate_mask(mask, tuple(z0.shape[-2:])))
+        return {
+            "latents": noise,  # the pipeline scales it by init_noise_sigma, as diffusers' inpainting does
+            "callback_on_step_end": blend,
+            "callback_on_step_end_tensor_inputs": blend.tensor_inputs,
+        }
 
     def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> EditResult:
         """Inpaint ``mask`` of ``image`` following ``prompt``; pixels outside stay identical."""
@@ -208,6 +253,7 @@ class DiffusersEditor(Generator):
             "generator": self.card.name,
             "pipeline": self.card.pipeline,
             "weights": self.card.weights,
+            "mode": self.mode,
             "steps": self.card.steps,
             "guidance": self.card.guidance_scale,
             "strength": self.card.strength,

@@ -2,7 +2,8 @@
 
 Every ``tiny`` generator card is the real pipeline class built from small
 configs (taken from the shapes diffusers' own fast tests use) with random
-weights.  Nothing is read from the hub: tokenizers are made in code.  Each
+weights; SD3.5, Kandinsky 2.2, Kolors and HunyuanDiT are built in
+``tiny_extra.py``.  Nothing is read from the hub: tokenizers are made in code.  Each
 component is constructed right after ``torch.manual_seed(seed)`` inside a
 forked RNG, so the same seed gives identical weights in every process and the
 caller's global RNG is left untouched.
@@ -270,7 +271,18 @@ TINY_BUILDERS: dict[str, Callable[..., Any]] = {
     ),
     "FluxFillPipeline": lambda seed, **o: build_flux(seed, fill=True),
     "FluxInpaintPipeline": lambda seed, **o: build_flux(seed, fill=False),
+    "StableDiffusion3InpaintPipeline": lambda seed, **o: _extra().build_sd3(seed),
+    "KandinskyV22InpaintCombinedPipeline": lambda seed, **o: _extra().build_kandinsky22(seed),
+    "KolorsPipeline": lambda seed, **o: _extra().build_kolors(seed),
+    "HunyuanDiTPipeline": lambda seed, **o: _extra().build_hunyuandit(seed),
 }
+
+
+def _extra() -> Any:
+    """``tiny_extra`` (SD3.5, Kandinsky 2.2, Kolors, HunyuanDiT), imported on use: it imports this module."""
+    from . import tiny_extra
+
+    return tiny_extra
 
 
 def build_tiny_pipeline(card: Any, seed: int | None = None) -> Any:

@@ -1,0 +1,53 @@
+"""``diffzoo data label-pairs``: edit labels for folders of (original, edited) images."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from ..generators import labels as L
+from ..generators import pairs
+from ..harness.progress import counter_callback
+from .app import console
+from .data import data_app
+from .progress import RichProgress
+
+SHOWN_UNMATCHED = 20
+
+
+@data_app.command("label-pairs")
+def label_pairs_cmd(
+    orig_dir: Path = typer.Argument(..., help="Folder of original images."),
+    gen_dir: Path = typer.Argument(..., help="Folder of edited images; paired with ORIG_DIR by file stem."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: GEN_DIR-labels beside GEN_DIR)."),
+    tau: float = typer.Option(L.DEFAULT_TAU, "--tau", help="Changed if mean |orig - gen| over RGB (in [0, 1]) > tau."),
+    min_area: float = typer.Option(
+        L.DEFAULT_MIN_AREA, "--min-area", help="Below: rejected as no-op. Fraction of compared pixels; > 1: pixels."
+    ),
+    max_area: float = typer.Option(
+        L.DEFAULT_MAX_AREA, "--max-area", help="Above: rejected as global repaint. Fraction; > 1: pixels."
+    ),
+    editor: str | None = typer.Option(None, "--editor", help="Editor name: the label class (default: 'edited')."),
+    frame: str = typer.Option(
+        "gen", "--frame", help="gen: labels in the edited image's frame, its pixels untouched; orig: rectified image."
+    ),
+    cleanup: int = typer.Option(L.DEFAULT_CLEANUP, "--cleanup", help="Open+close square size in px; 0: off."),
+    no_align: bool = typer.Option(False, "--no-align", help="Compare unaligned (no ORB + RANSAC homography)."),
+    force: bool = typer.Option(False, "--force", help="Replace a non-empty output folder."),
+) -> None:
+    """Label paired images by pixel difference; write a DiffSeg30k-layout folder diffzoo can open."""
+    out = out if out is not None else gen_dir.parent / f"{gen_dir.name}-labels"
+    with counter_callback(RichProgress(console), "labelling pairs") as callback:
+        report = pairs.label_pairs(
+            orig_dir, gen_dir, out, tau=tau, min_area=min_area, max_area=max_area, cleanup=cleanup,
+            align_images=not no_align, editor=editor, frame=frame, force=force, progress=callback,
+        )  # fmt: skip
+    counts = ", ".join(f"{k} {v}" for k, v in report.counts.items() if v or k == "ok")
+    console.print(f"{sum(report.counts.values())} pair(s): {counts}")
+    for what, names in (("only in ORIG_DIR", report.orig_only), ("only in GEN_DIR", report.gen_only)):
+        if names:
+            more = f" ... and {len(names) - SHOWN_UNMATCHED} more" if len(names) > SHOWN_UNMATCHED else ""
+            console.print(f"unmatched, {what}: {len(names)}: {escape(', '.join(names[:SHOWN_UNMATCHED]))}{more}")
+    console.print(f"labels at {escape(str(report.out))} (manifest.jsonl, {pairs.SUMMARY_FILE})")

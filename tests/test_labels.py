@@ -1,0 +1,242 @@
+"""Pixel-difference labels: alignment, fallback, area bounds, tau, and ``diffzoo data label-pairs``."""
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+from PIL import Image
+
+from diffzoo.cli import main
+from diffzoo.generators.labels import AlignParams, align, difference_label
+from diffzoo.harness.factories import open_dataset
+
+S, M = 256, 64  # image side; margin of the canvas the warped view is cut from
+
+
+def texture(rng, size, shapes=40):
+    """Smooth random texture at three scales plus random filled rectangles and discs."""
+    img = np.zeros((size, size, 3), np.float32)
+    for cells in (6, 24, 64):
+        img += cv2.resize(rng.random((cells, cells, 3)).astype(np.float32), (size, size),
+                          interpolation=cv2.INTER_CUBIC)  # fmt: skip
+    img = (img / 3 * 140 + 50).clip(0, 255).astype(np.uint8)
+    for _ in range(shapes):
+        colour = tuple(int(v) for v in rng.integers(0, 256, 3))
+        x, y = (int(v) for v in rng.integers(0, size, 2))
+        if rng.random() < 0.5:
+            w, h = (int(v) for v in rng.integers(5, 30, 2))
+            cv2.rectangle(img, (x, y), (x + w, y + h), colour, -1)
+        else:
+            cv2.circle(img, (x, y), int(rng.integers(3, 15)), colour, -1)
+    return img
+
+
+def project(h, pts):
+    p = np.c_[pts, np.ones(len(pts))] @ h.T
+    return p[:, :2] / p[:, 2:]
+
+
+def iou(mask, truth):
+    """IoU of label value 1 with ``truth`` over the compared (non-255) pixels."""
+    valid = mask != 255
+    pred = mask == 1
+    return (pred & truth).sum() / ((pred | truth) & valid).sum()
+
+
+@pytest.fixture(scope="module")
+def scene():
+    """An edit (a magenta ellipse) seen through a known homography.
+
+    The original is the centre of a larger canvas, so every generated pixel
+    samples real content.  ``h`` maps generated pixel coordinates to the
+    original's: a 4 degree rotation, 5% zoom, a shift and mild perspective.
+    """
+    rng = np.random.default_rng(0)
+    canvas = texture(rng, S + 2 * M)
+    yy, xx = np.mgrid[0 : S + 2 * M, 0 : S + 2 * M]
+    ellipse = ((xx - M - 150) / 50.0) ** 2 + ((yy - M - 110) / 35.0) ** 2 <= 1
+    edited = canvas.copy()
+    noise = rng.integers(-15, 15, (int(ellipse.sum()), 3))
+    edited[ellipse] = (np.array([230, 20, 200]) + noise).clip(0, 255).astype(np.uint8)
+    a, s = np.deg2rad(4), 1.05
+    h = np.array([[s * np.cos(a), -s * np.sin(a), 6], [s * np.sin(a), s * np.cos(a), -8], [2e-5, -3e-5, 1]])
+    gen_to_canvas = np.array([[1, 0, M], [0, 1, M], [0, 0, 1.0]]) @ h
+    inverse = cv2.WARP_INVERSE_MAP
+    gen = cv2.warpPerspective(edited, gen_to_canvas, (S, S), flags=cv2.INTER_LINEAR | inverse)
+    truth_gen = cv2.warpPerspective(ellipse.astype(np.uint8), gen_to_canvas, (S, S),
+                                    flags=cv2.INTER_NEAREST | inverse).astype(bool)  # fmt: skip
+    return {"orig": canvas[M : M + S, M : M + S], "gen": gen, "h": h,
+            "truth": ellipse[M : M + S, M : M + S], "truth_gen": truth_gen}  # fmt: skip
+
+
+@pytest.mark.parametrize("gen_size", [None, (384, 320)], ids=["same-size", "resized"])
+def test_recovers_a_known_homography_and_the_edited_region(scene, gen_size):
+    orig, gen, h_true = scene["orig"], scene["gen"], scene["h"]
+    if gen_size is not None:  # the editor also changed the size (and aspect)
+        gen = cv2.resize(gen, gen_size, interpolation=cv2.INTER_LINEAR)
+        sx, sy = S / gen_size[0], S / gen_size[1]
+        to_gen = np.array([[sx, 0, 0.5 * sx - 0.5], [0, sy, 0.5 * sy - 0.5], [0, 0, 1]])
+        h_true = h_true @ to_gen
+    res = difference_label(orig, gen)
+    assert res.alignment.used and res.status == "ok", res.alignment.reason
+    gh, gw = gen.shape[:2]
+    corners = np.array([[0, 0], [gw - 1, 0], [gw - 1, gh - 1], [0, gh - 1]], np.float64)
+    error = np.linalg.norm(project(res.alignment.homography, corners) - project(h_true, corners), axis=1)
+    assert error.max() < 2.0, error
+    assert iou(res.mask, scene["truth"]) >= 0.9
+    # original pixels the generated image does not show are ignored, not called unchanged
+    ys, xs = np.mgrid[0:S, 0:S]
+    src = project(np.linalg.inv(h_true), np.c_[xs.ravel(), ys.ravel()]).reshape(S, S, 2)
+    outside = (src[..., 0] < -1) | (src[..., 1] < -1) | (src[..., 0] > gw) | (src[..., 1] > gh)
+    assert outside.any() and (res.mask[outside] == 255).all()
+    # the label mapped back into the generated image's own frame
+    truth_gen = scene["truth_gen"]
+    if gen_size is not None:
+        truth_gen = cv2.resize(truth_gen.astype(np.uint8), gen_size, interpolation=cv2.INTER_NEAREST) > 0
+    assert iou(res.gen_frame_mask(gen.shape), truth_gen) >= 0.9
+    # deterministic, and recorded
+    again = difference_label(orig, gen)
+    assert np.array_equal(again.mask, res.mask)
+    assert np.array_equal(again.alignment.homography, res.alignment.homography)
+    assert res.metadata["tau"] == 0.05 and res.metadata["align"]["seed"] == 0
+    assert res.alignment.to_dict()["homography"] is not None
+
+
+def test_without_alignment_the_same_pair_is_mislabelled(scene):
+    res = difference_label(scene["orig"], scene["gen"], align_images=False)
+    assert not res.alignment.used and "turned off" in res.alignment.reason
+    assert iou(res.mask, scene["truth"]) < 0.5
+
+
+def test_implausible_homography_falls_back_with_the_reason(scene):
+    al = align(scene["orig"], scene["gen"], AlignParams(max_scale=1.02))  # the true zoom is 1.05
+    assert not al.used and al.reason.startswith("implausible homography: local scale")
+    assert al.homography is not None  # the rejected estimate is kept for the record
+
+
+def test_flat_images_fall_back_to_unaligned():
+    orig = np.full((128, 128, 3), 120, np.uint8)
+    gen = orig.copy()
+    gen[30:80, 40:90] = (200, 30, 30)
+    res = difference_label(orig, gen)
+    assert not res.alignment.used and res.alignment.homography is None
+    assert "too few ORB keypoints" in res.alignment.reason
+    truth = np.zeros((128, 128), np.uint8)
+    truth[30:80, 40:90] = 1
+    assert res.status == "ok" and np.array_equal(res.mask, truth)
+
+
+def test_noop_and_global_repaints_are_rejected(scene):
+    orig = scene["orig"]
+    same = difference_label(orig, orig.copy())
+    assert same.status == "rejected-noop" and same.changed_pixels == 0
+    assert "already aligned" in same.alignment.reason
+    brighter = difference_label(orig, (orig.astype(int) + 60).clip(0, 255).astype(np.uint8))
+    assert brighter.status == "rejected-global" and brighter.changed_fraction > 0.9
+    other = difference_label(orig, texture(np.random.default_rng(5), S))
+    assert other.status == "rejected-global" and not other.alignment.used
+
+
+def smooth(seed=1, size=96):
+    """A shapeless texture kept below 200, so adding 15 never clips."""
+    return texture(np.random.default_rng(seed), size, shapes=0).clip(0, 199)
+
+
+@pytest.mark.parametrize("delta, labelled", [(10, False), (15, True)])  # mean |diff| 0.039 / 0.059
+def test_tau_is_respected(delta, labelled):
+    orig = smooth()
+    gen = orig.copy()
+    gen[20:60, 30:70] += np.uint8(delta)
+    res = difference_label(orig, gen, tau=0.05, cleanup=0)
+    truth = np.zeros(orig.shape[:2], np.uint8)
+    truth[20:60, 30:70] = 1
+    assert np.array_equal(res.mask, truth if labelled else 0 * truth)
+    assert res.status == ("ok" if labelled else "rejected-noop")
+    higher = difference_label(orig, gen, tau=0.06, cleanup=0)
+    assert higher.changed_pixels == 0  # 15 / 255 = 0.0588 is not above 0.06
+
+
+def test_cleanup_and_pixel_count_area_bounds():
+    orig = smooth()
+    gen = orig.copy()
+    gen[20:40, 30:50] = 255  # 400 px
+    specks = [(5, 5), (80, 10), (70, 85)]
+    for y, x in specks:
+        gen[y, x] = 255
+    raw = difference_label(orig, gen, cleanup=0)
+    clean = difference_label(orig, gen)  # default: 3 px open + close
+    assert all(raw.mask[y, x] == 1 for y, x in specks)
+    assert not any(clean.mask[y, x] for y, x in specks)
+    assert clean.mask[20:40, 30:50][1:-1, 1:-1].all()
+    assert clean.metadata["cleanup"] == {"open_then_close_square_px": 3} and raw.metadata["cleanup"] is None
+    assert difference_label(orig, gen, min_area=500).status == "rejected-noop"  # > 1: pixels
+    assert difference_label(orig, gen, min_area=300, max_area=350).status == "rejected-global"
+    assert difference_label(orig, gen, min_area=300, max_area=600).status == "ok"
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+def save(image, path):
+    Image.fromarray(image).save(path)
+
+
+def test_label_pairs_cli_writes_a_dataset_diffzoo_opens(capsys, tmp_path, scene):
+    orig_dir, gen_dir, out = tmp_path / "orig", tmp_path / "gen", tmp_path / "labels"
+    orig_dir.mkdir()
+    gen_dir.mkdir()
+    base = smooth(2)
+    edited = base.copy()
+    edited[10:50, 20:60] = (250, 0, 0)
+    rect = np.zeros(base.shape[:2], np.uint8)
+    rect[10:50, 20:60] = 1
+    pairs = {
+        "a": (base, edited),  # edited, same size
+        "b": (base, base),  # no-op
+        "w": (scene["orig"], scene["gen"]),  # edited and re-framed
+        "z": (base, cv2.resize(edited, (192, 192), interpolation=cv2.INTER_LINEAR)),  # edited, 2x size
+    }
+    for stem, (o, g) in pairs.items():
+        save(o, orig_dir / f"{stem}.png")
+        save(g, gen_dir / f"{stem}.png")
+    save(base, orig_dir / "c.png")  # no partner
+    save(base, gen_dir / "d.png")  # no partner
+    code, stdout, err = cli(capsys, "data", "label-pairs", orig_dir, gen_dir, "--out", out, "--editor", "qwen")
+    assert code == 0, err
+    assert "4 pair(s): ok 3, rejected-noop 1" in stdout
+    assert "only in ORIG_DIR: 1: c" in stdout and "only in GEN_DIR: 1: d" in stdout
+
+    rows = {r["id"]: r for r in map(json.loads, (out / "manifest.jsonl").read_text().splitlines())}
+    assert {k: r["status"] for k, r in rows.items()} == {"a": "ok", "b": "rejected-noop", "w": "ok", "z": "ok"}
+    assert rows["w"]["alignment"]["used"] and len(rows["w"]["alignment"]["homography"]) == 3
+    assert not rows["a"]["alignment"]["used"] and rows["b"]["changed_fraction"] == 0
+    summary = json.loads((out / "label_pairs.json").read_text())
+    assert summary["unmatched"] == {"orig_only": ["c"], "gen_only": ["d"]}
+    assert summary["settings"]["tau"] == 0.05
+
+    ds = open_dataset(str(out))
+    assert ds.label_space.names == ("background", "qwen")
+    assert sorted(i for s in ds.splits() for i in ds.ids(s)) == ["a", "w", "z"]
+    a = ds.load("a")
+    assert np.array_equal(a.image, edited) and np.array_equal(a.label, rect)
+    assert [t.editor for t in a.meta.turns] == ["qwen"]
+    w = ds.load("w")  # frame "gen": the generated pixels as they were, the label mapped onto them
+    assert np.array_equal(w.image, scene["gen"])
+    assert (w.label == 255).any() and iou(w.label, scene["truth_gen"]) >= 0.9
+    z = ds.load("z")
+    assert z.label.shape == (192, 192) and iou(z.label, np.kron(rect, np.ones((2, 2), np.uint8)) > 0) >= 0.9
+
+    code, _, err = cli(capsys, "data", "label-pairs", orig_dir, gen_dir, "--out", out)
+    assert code != 0 and "exists" in err and "Traceback" not in err
+    code, _, err = cli(capsys, "data", "label-pairs", orig_dir, gen_dir, "--out", out, "--force",
+                       "--frame", "orig")  # fmt: skip
+    assert code == 0, err
+    w = open_dataset(str(out)).load("w")  # frame "orig": rectified image, label as computed
+    assert w.image.shape == scene["orig"].shape and iou(w.label, scene["truth"]) >= 0.9
+    assert open_dataset(str(out)).label_space.names == ("background", "edited")
