@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +97,26 @@ def make_record(detector: str = "det", *, suite: str = "standard", suite_version
 @pytest.fixture
 def record_factory():
     return make_record
+
+
+@pytest.fixture
+def offline_empty_hub(monkeypatch, tmp_path) -> list[tuple]:
+    """An empty HF cache, offline; returns the list of attempted network connections."""
+    import huggingface_hub.constants as hub_constants
+
+    hub = tmp_path / "hf" / "hub"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    # the hub library reads these at import time
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True, raising=False)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(hub), raising=False)
+    attempts: list[tuple] = []
+
+    def refuse(self, address, *args):
+        attempts.append(address)
+        raise OSError("network disabled by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    return attempts

@@ -53,6 +53,10 @@ def test_plugin_registers_every_card_lazily():
         assert entry.default and entry.name in DEFAULT_CARDS and entry.card.name == entry.name
         assert isinstance(entry.target, str)
     assert reg.get("dataset", "mini").target == "diffzoo.generators.demo:open_mini"
+    plugin.register_glide(register=lambda *a, **k: reg.add("generator", *a, source="t", **k))
+    glide = reg.get("generator", "glide")
+    assert glide.name == "glide.inpaint" and glide.target == "diffzoo.generators.glide.editor:GlideEditor"
+    assert get_card("glide").name == "glide.inpaint" and get_card("glide.tiny").tiny
 
 
 def test_plugin_import_does_not_import_torch():

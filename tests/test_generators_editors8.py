@@ -4,7 +4,6 @@ real cards fail offline naming the hub id, without touching the network."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -168,29 +167,6 @@ def test_regenerate_mask_covers_every_masked_pixel():
     assert regen.shape == (1, 1, 4, 4) and regen.sum() == 1 and regen[0, 0, 1, 2] == 1
     with pytest.raises(ModelError, match="does not divide"):
         regenerate_mask(mask, (5, 5))
-
-
-@pytest.fixture
-def offline_empty_hub(monkeypatch, tmp_path) -> list[tuple]:
-    """An empty HF cache, offline; returns the list of attempted network connections."""
-    import huggingface_hub.constants as hub_constants
-
-    hub = tmp_path / "hf" / "hub"
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
-    # the hub library reads these at import time
-    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True, raising=False)
-    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(hub), raising=False)
-    attempts: list[tuple] = []
-
-    def refuse(self, address, *args):
-        attempts.append(address)
-        raise OSError("network disabled by the test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    return attempts
 
 
 @pytest.mark.parametrize("card", REAL_CARDS, ids=lambda c: c.name)

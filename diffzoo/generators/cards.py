@@ -16,12 +16,22 @@ CPU always runs float32), ``variant`` (hub weight variant), ``max_sequence_lengt
 (T5 / ChatGLM prompt length), ``call_kwargs`` (extra keyword arguments of the
 pipeline call), ``extra_weights`` (further hub ids the pipeline loads, named
 when weights are missing), ``unet_in_channels`` (tiny SDXL: 9 = inpainting
-UNet, 4 = base UNet with latent blending), ``notes``.
+UNet, 4 = base UNet with latent blending), ``loras`` and ``scheduler`` (LoRA
+adapters and a scheduler swap, ``lora.py``), ``guidance_kwarg`` (the call
+argument guidance goes to, e.g. Qwen-Image's ``true_cfg_scale``), ``instruct``
+(an instruction editor: no mask in, label from pixel differences), ``notes``.
+
+The instruction-editor families (Qwen-Image-Edit, FLUX.2, LongCat, FireRed)
+are in ``instruct_cards.py``: ``INSTRUCT_CARDS``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..harness.cards import GeneratorCard
+from .glide.cards import GLIDE_CARDS
+from .instruct_cards import INSTRUCT_CARDS, INSTRUCT_DEFAULTS, TINY_NOTE
 
 LDM_PAPER = "Rombach et al., High-Resolution Image Synthesis with Latent Diffusion Models, CVPR 2022, arXiv:2112.10752"
 SDXL_PAPER = "Podell et al., SDXL: Improving Latent Diffusion Models for High-Resolution Image Synthesis, arXiv:2307.01952"
@@ -45,6 +55,10 @@ HUNYUANDIT_PAPER = (
     "Li et al., Hunyuan-DiT: A Powerful Multi-Resolution Diffusion Transformer with "
     "Fine-Grained Chinese Understanding, arXiv:2405.08748"
 )
+HYPER_SD_PAPER = (
+    "Ren et al., Hyper-SD: Trajectory Segmented Consistency Model for Efficient Image Synthesis, "
+    "NeurIPS 2024, arXiv:2404.13686"
+)
 OPENRAIL_PP = "CreativeML Open RAIL++-M"
 SAI_COMMUNITY = "Stability AI Community License (gated: accept it on the hub page)"
 KOLORS_LICENCE = "Kolors weights licence (academic use free; commercial use after registration)"
@@ -54,7 +68,6 @@ BLEND_NOTE = (
     "mask-blended latent inpainting (known latents re-noised and pasted back every step)"
 )
 FLUX_DEV_LICENCE = "FLUX.1 [dev] Non-Commercial License (gated: accept it on the hub page)"
-TINY_NOTE = "random weights: outputs are noise-like and prove only that the pipeline runs"
 
 SD2_INPAINT = GeneratorCard(
     name="sd2.inpaint",
@@ -101,6 +114,34 @@ SDXL_BASE = GeneratorCard(
     licence=OPENRAIL_PP,
     paper=SDXL_PAPER,
     options={"torch_dtype": "float16", "variant": "fp16"},
+)
+
+SDXL_HYPER_SD_8STEP = GeneratorCard(
+    name="sdxl.hyper-sd-8step",
+    description=(
+        "SDXL inpainting-0.1 with the Hyper-SD 8-step LoRA fused in: DDIM with trailing "
+        "timesteps, 8 steps, no classifier-free guidance"
+    ),
+    pipeline="StableDiffusionXLInpaintPipeline",
+    weights=SDXL_INPAINT.weights,
+    resolution=1024,
+    steps=8,
+    guidance_scale=0.0,  # Hyper-SD's model card: guidance_scale=0 for the (non-CFG) SDXL LoRAs
+    licence=f"{OPENRAIL_PP} (base and Hyper-SD LoRA)",
+    paper=HYPER_SD_PAPER,
+    options={
+        "torch_dtype": "float16",
+        "variant": "fp16",
+        "loras": (
+            {"source": "ByteDance/Hyper-SD", "weight_name": "Hyper-SDXL-8steps-lora.safetensors", "fuse": True},
+        ),
+        "scheduler": {"class": "DDIMScheduler", "timestep_spacing": "trailing"},
+        "extra_weights": ("ByteDance/Hyper-SD",),
+        "notes": (
+            "Hyper-SD distilled its LoRA on SDXL base; diffzoo fuses it into the inpainting UNet "
+            "(the sdxl default), whose attention layers it shares"
+        ),
+    },
 )
 
 FLUX1_FILL = GeneratorCard(
@@ -232,6 +273,17 @@ SDXL_TINY = _tiny("sdxl.tiny", "StableDiffusionXLInpaintPipeline", SDXL_INPAINT,
 SDXL_TINY_BASE = _tiny(
     "sdxl.tiny-base", "StableDiffusionXLInpaintPipeline", SDXL_BASE, unet_in_channels=4
 )
+SDXL_TINY_LORA = dataclasses.replace(
+    _tiny(
+        "sdxl.tiny-lora",
+        "StableDiffusionXLInpaintPipeline",
+        SDXL_HYPER_SD_8STEP,
+        unet_in_channels=9,
+        loras=({"tiny_seed": 1, "fuse": True},),  # a random LoRA made offline (tiny.tiny_lora_state_dict)
+        scheduler=SDXL_HYPER_SD_8STEP.options["scheduler"],
+    ),
+    guidance_scale=0.0,  # as the real card: no classifier-free guidance
+)
 FLUX1_TINY = _tiny("flux1.tiny", "FluxFillPipeline", FLUX1_FILL, max_sequence_length=64)
 FLUX1_TINY_INPAINT = _tiny(
     "flux1.tiny-inpaint", "FluxInpaintPipeline", FLUX1_INPAINT, max_sequence_length=64
@@ -256,8 +308,10 @@ GENERATOR_CARDS: tuple[GeneratorCard, ...] = (
     SD35_TINY,
     SDXL_INPAINT,
     SDXL_BASE,
+    SDXL_HYPER_SD_8STEP,
     SDXL_TINY,
     SDXL_TINY_BASE,
+    SDXL_TINY_LORA,
     FLUX1_FILL,
     FLUX1_INPAINT,
     FLUX1_TINY,
@@ -269,7 +323,7 @@ GENERATOR_CARDS: tuple[GeneratorCard, ...] = (
     KANDINSKY22_INPAINT,
     KANDINSKY22_TINY,
 )
-"""Every editor card; registered by ``generators/plugin.py``."""
+"""Every mask-editor card of the DiffSeg30k families; registered by ``generators/plugin.py``."""
 
 DEFAULT_CARDS: frozenset[str] = frozenset(
     {
@@ -280,6 +334,8 @@ DEFAULT_CARDS: frozenset[str] = frozenset(
         "kolors.blend",
         "hunyuandit.blend",
         "kandinsky22.inpaint",
+        "glide.inpaint",
+        *INSTRUCT_DEFAULTS,
     }
 )
 """The default tag of each family: the bare family name resolves to it."""
@@ -303,7 +359,9 @@ SD_T2I_TINY = GeneratorCard(
 )
 """Text-to-image card (not an editor, so not registered as a generator)."""
 
-CARDS_BY_NAME: dict[str, GeneratorCard] = {c.name: c for c in (*GENERATOR_CARDS, SD_T2I_TINY)}
+CARDS_BY_NAME: dict[str, GeneratorCard] = {
+    c.name: c for c in (*GENERATOR_CARDS, *GLIDE_CARDS, *INSTRUCT_CARDS, SD_T2I_TINY)
+}
 
 
 def get_card(name: str) -> GeneratorCard:
@@ -312,7 +370,8 @@ def get_card(name: str) -> GeneratorCard:
 
     if name in CARDS_BY_NAME:
         return CARDS_BY_NAME[name]
-    for card in GENERATOR_CARDS:
+    for card in (*GENERATOR_CARDS, *GLIDE_CARDS, *INSTRUCT_CARDS):
         if card.family == name and card.name in DEFAULT_CARDS:
             return card
-    raise UnknownNameError("generator", name, CARDS_BY_NAME)
+    families = {c.family for c in CARDS_BY_NAME.values() if c.name in DEFAULT_CARDS}
+    raise UnknownNameError("generator", name, {*families, *CARDS_BY_NAME})

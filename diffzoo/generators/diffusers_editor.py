@@ -14,6 +14,9 @@ label is exact.  Two modes, from ``card.native_inpaint``:
   where the pipeline takes a strength, so every step runs;
 - ``blend``: a text-to-image pipeline (Kolors, HunyuanDiT) with mask-blended
   latent inpainting through ``callback_on_step_end`` (``latent_blend.py``).
+
+Cards may add LoRAs and a scheduler swap (``lora.py``).  Instruction editors
+(no mask in, label from pixel differences) subclass this in ``instruct.py``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..harness.cards import GeneratorCard
-from ..harness.errors import DataError, ModelError, WeightsUnavailableError
+from ..harness.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
 from ..harness.weights import hub_offline
 from ..harness.protocols import EditResult, Generator
 
@@ -59,8 +62,16 @@ def resolve_dtype(card: GeneratorCard, device: str, dtype: Any = None) -> Any:
 
 
 def load_pipeline(card: GeneratorCard, device: str = "cpu", dtype: Any = None) -> Any:
-    """Build the card's diffusers pipeline on ``device`` (tiny: offline random weights)."""
+    """Build the card's diffusers pipeline on ``device`` (tiny: offline random weights).
+
+    LoRA files are located first (a missing one fails before the base weights
+    load), then the scheduler is swapped and the LoRAs are loaded on ``device``
+    (``lora.py``).
+    """
+    from .lora import apply_loras, apply_scheduler, resolve_lora_files
+
     _quiet_diffusers()
+    lora_files = resolve_lora_files(card)
     torch_dtype = resolve_dtype(card, device, dtype)
     if card.tiny:
         from .tiny import build_tiny_pipeline
@@ -72,6 +83,8 @@ def load_pipeline(card: GeneratorCard, device: str = "cpu", dtype: Any = None) -
         pipe = _from_pretrained(card, torch_dtype)
     pipe = pipe.to(device)
     pipe.set_progress_bar_config(disable=True)
+    apply_scheduler(pipe, card)
+    apply_loras(pipe, card, lora_files)
     return pipe
 
 
@@ -121,12 +134,17 @@ def _float32() -> Any:
     return torch.float32
 
 
-def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+def check_image(image: np.ndarray) -> None:
+    """A DataError unless ``image`` is H x W x 3 uint8."""
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
         raise DataError(
             f"edit() needs an H x W x 3 uint8 image, got "
             f"{getattr(image, 'shape', type(image))} {getattr(image, 'dtype', '')}"
         )
+
+
+def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    check_image(image)
     if mask is None:
         raise DataError("mask editors need a mask (H x W bool); got None")
     mask = np.asarray(mask)
@@ -153,15 +171,38 @@ class DiffusersEditor(Generator):
     """A mask editor backed by the diffusers pipeline named by ``card``.
 
     ``mode`` is ``"native"`` (the pipeline inpaints) when ``card.native_inpaint``,
-    else ``"blend"`` (text-to-image pipeline plus latent blending).
+    else ``"blend"`` (text-to-image pipeline plus latent blending).  ``lora``
+    (a local file) attaches a LoRA to the card (:func:`~diffzoo.generators.lora.with_lora`).
     """
 
-    def __init__(self, card: GeneratorCard, device: str = "cpu", dtype: Any = None):
+    def __init__(
+        self,
+        card: GeneratorCard,
+        device: str = "cpu",
+        dtype: Any = None,
+        *,
+        lora: str | None = None,
+        lora_scale: float = 1.0,
+        lora_fuse: bool = True,
+    ):
+        if lora is not None:
+            from .lora import with_lora
+
+            card = with_lora(card, lora, scale=lora_scale, fuse=lora_fuse)
         self.card = card
-        self.mode = "native" if card.native_inpaint else "blend"
+        self.mode = self._mode(card)
         self.device = str(device)
         self.dtype = dtype
         self._pipeline: Any = None
+
+    @staticmethod
+    def _mode(card: GeneratorCard) -> str:
+        if card.options.get("instruct"):
+            raise ConfigError(
+                f"generator {card.name!r} is an instruction editor: use "
+                f"diffzoo.generators.instruct.InstructionEditor (or create_generator)"
+            )
+        return "native" if card.native_inpaint else "blend"
 
     def __repr__(self) -> str:
         return f"DiffusersEditor({self.card.name!r}, device={self.device!r})"
@@ -200,7 +241,7 @@ class DiffusersEditor(Generator):
             "height": res,
             "width": res,
             "num_inference_steps": self.card.steps,
-            "guidance_scale": self.card.guidance_scale,
+            self.guidance_kwarg: self.card.guidance_scale,
             "generator": generator,
             "output_type": "np",
         }
@@ -214,6 +255,11 @@ class DiffusersEditor(Generator):
             kwargs["max_sequence_length"] = int(self.card.options["max_sequence_length"])
         kwargs.update(self.card.options.get("call_kwargs") or {})
         return kwargs
+
+    @property
+    def guidance_kwarg(self) -> str:
+        """The call argument the card's guidance goes to (Qwen-Image: ``true_cfg_scale``)."""
+        return str(self.card.options.get("guidance_kwarg", "guidance_scale"))
 
     def _blend_kwargs(self, pil: Any, mask: np.ndarray, generator: Any) -> dict[str, Any]:
         """Start noise and the ``callback_on_step_end`` of mask-blended latent inpainting."""
@@ -235,31 +281,45 @@ class DiffusersEditor(Generator):
 
     def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> EditResult:
         """Inpaint ``mask`` of ``image`` following ``prompt``; pixels outside stay identical."""
-        import torch
         from PIL import Image
 
         mask = _check_inputs(image, mask)
         kwargs = self.pipeline_call_kwargs(image, mask, prompt, seed)
-        with torch.inference_mode():
-            out = self.pipeline(**kwargs).images[0]
-        if not np.isfinite(out).all():
-            raise ModelError(f"generator {self.card.name!r} produced non-finite pixels")
-        edited = (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        edited = self._run(kwargs)
         height, width = image.shape[:2]
         if edited.shape[:2] != (height, width):
             edited = np.asarray(Image.fromarray(edited).resize((width, height), Image.Resampling.BICUBIC))
         composed = np.where(mask[..., None], edited, image)
-        metadata = {
+        metadata = {**self._metadata(prompt, seed), "strength": self.card.strength, "composited": True}
+        return EditResult(image=np.ascontiguousarray(composed), changed=mask.copy(), metadata=metadata)
+
+    def _run(self, kwargs: dict[str, Any]) -> np.ndarray:
+        """One pipeline call; the first image as H x W x 3 uint8."""
+        import torch
+
+        with torch.inference_mode():
+            out = self.pipeline(**kwargs).images[0]
+        if not np.isfinite(out).all():
+            raise ModelError(f"generator {self.card.name!r} produced non-finite pixels")
+        return (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+    def _metadata(self, prompt: str, seed: int) -> dict[str, Any]:
+        """What every edit records about how it was made."""
+        from .lora import lora_summary
+
+        meta = {
             "generator": self.card.name,
             "pipeline": self.card.pipeline,
             "weights": self.card.weights,
             "mode": self.mode,
             "steps": self.card.steps,
             "guidance": self.card.guidance_scale,
-            "strength": self.card.strength,
             "seed": int(seed),
             "prompt": prompt,
-            "composited": True,
             "resolution": self.card.resolution,
         }
-        return EditResult(image=np.ascontiguousarray(composed), changed=mask.copy(), metadata=metadata)
+        if self.card.options.get("loras"):
+            meta["loras"] = lora_summary(self.card)
+        if self.card.options.get("scheduler"):
+            meta["scheduler"] = dict(self.card.options["scheduler"])
+        return meta

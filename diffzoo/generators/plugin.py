@@ -1,28 +1,50 @@
 """In-tree plugin: registers the diffusers editors and the ``mini`` dataset.
 
 Registration is lazy (``"module:attr"`` targets); this module imports only
-plain-data cards, never torch or diffusers.
+plain-data cards, never torch or diffusers.  Mask editors of the DiffSeg30k
+families (diffusers), GLIDE (diffzoo's own port) and the instruction-editor
+families are registered by three hook implementations (through pluggy's
+``specname``).
 """
 
 from __future__ import annotations
 
 from ..harness.hookspecs import hookimpl
-from .cards import DEFAULT_CARDS, GENERATOR_CARDS
+from .cards import DEFAULT_CARDS, GENERATOR_CARDS, INSTRUCT_CARDS
+from .glide.cards import EDITOR_TARGET as GLIDE_TARGET
+from .glide.cards import GLIDE_CARDS
 
 EDITOR_TARGET = "diffzoo.generators.diffusers_editor:DiffusersEditor"
+INSTRUCT_TARGET = "diffzoo.generators.instruct:InstructionEditor"
 MINI_TARGET = "diffzoo.generators.demo:open_mini"
 
 
-@hookimpl
-def register_generators(register):
-    for card in GENERATOR_CARDS:
+def _register(register, cards, target: str | None = None) -> None:
+    for card in cards:
         register(
             card.name,
-            EDITOR_TARGET,
+            target or (INSTRUCT_TARGET if card.options.get("instruct") else EDITOR_TARGET),
             card=card,
             default=card.name in DEFAULT_CARDS,
             description=card.description,
         )
+
+
+@hookimpl
+def register_generators(register):
+    _register(register, GENERATOR_CARDS)
+
+
+@hookimpl(specname="register_generators")
+def register_instruction_editors(register):
+    """Qwen-Image-Edit, FLUX.2, LongCat and FireRed (and their inpainting variants)."""
+    _register(register, INSTRUCT_CARDS)
+
+
+@hookimpl(specname="register_generators")
+def register_glide(register):
+    """GLIDE text-guided inpainting: diffzoo's PyTorch port loading the official checkpoints."""
+    _register(register, GLIDE_CARDS, GLIDE_TARGET)
 
 
 @hookimpl

@@ -3,10 +3,11 @@
 Every ``tiny`` generator card is the real pipeline class built from small
 configs (taken from the shapes diffusers' own fast tests use) with random
 weights; SD3.5, Kandinsky 2.2, Kolors and HunyuanDiT are built in
-``tiny_extra.py``.  Nothing is read from the hub: tokenizers are made in code.  Each
-component is constructed right after ``torch.manual_seed(seed)`` inside a
-forked RNG, so the same seed gives identical weights in every process and the
-caller's global RNG is left untouched.
+``tiny_extra.py``, FLUX.2 [klein] in ``tiny_instruct.py``.  Nothing is read
+from the hub: tokenizers are made in code.  Each component is constructed
+right after ``torch.manual_seed(seed)`` inside a forked RNG, so the same seed
+gives identical weights in every process and the caller's global RNG is left
+untouched.
 
 The outputs are noise-like pictures; they exist to prove that the editing,
 labelling and benchmarking code paths work end to end.
@@ -263,6 +264,31 @@ def build_flux(seed: int = TINY_SEED, *, fill: bool = True) -> Any:
     )
 
 
+LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
+
+
+def tiny_lora_state_dict(pipe: Any, seed: int, rank: int = 4) -> dict[str, Any]:
+    """A random LoRA (diffusers/peft layout) for the attention projections of ``pipe``'s denoiser.
+
+    Both factors are random (a trained LoRA's ``B`` is not zero either), scaled
+    so the low-rank update is about as large as the layer's input: the edit
+    visibly changes, as a real distilled LoRA changes its base model.
+    """
+    prefix = "unet" if getattr(pipe, "unet", None) is not None else "transformer"
+    denoiser = getattr(pipe, prefix)
+    generator = torch.Generator().manual_seed(seed)
+    state: dict[str, Any] = {}
+    for name, module in denoiser.named_modules():
+        if isinstance(module, torch.nn.Linear) and name.endswith(LORA_TARGETS):
+            a = torch.randn(rank, module.in_features, generator=generator) / module.in_features**0.5
+            b = torch.randn(module.out_features, rank, generator=generator) / rank**0.5
+            state[f"{prefix}.{name}.lora_A.weight"] = a
+            state[f"{prefix}.{name}.lora_B.weight"] = b
+    if not state:
+        raise ModelError(f"{type(pipe).__name__}: no attention projections to attach a tiny LoRA to")
+    return state
+
+
 TINY_BUILDERS: dict[str, Callable[..., Any]] = {
     "StableDiffusionInpaintPipeline": lambda seed, **o: build_sd(seed, inpaint=True),
     "StableDiffusionPipeline": lambda seed, **o: build_sd(seed, inpaint=False),
@@ -275,6 +301,8 @@ TINY_BUILDERS: dict[str, Callable[..., Any]] = {
     "KandinskyV22InpaintCombinedPipeline": lambda seed, **o: _extra().build_kandinsky22(seed),
     "KolorsPipeline": lambda seed, **o: _extra().build_kolors(seed),
     "HunyuanDiTPipeline": lambda seed, **o: _extra().build_hunyuandit(seed),
+    "Flux2KleinPipeline": lambda seed, **o: _instruct().build_flux2_klein(seed),
+    "Flux2KleinInpaintPipeline": lambda seed, **o: _instruct().build_flux2_klein(seed, inpaint=True),
 }
 
 
@@ -283,6 +311,13 @@ def _extra() -> Any:
     from . import tiny_extra
 
     return tiny_extra
+
+
+def _instruct() -> Any:
+    """``tiny_instruct`` (FLUX.2 [klein]), imported on use."""
+    from . import tiny_instruct
+
+    return tiny_instruct
 
 
 def build_tiny_pipeline(card: Any, seed: int | None = None) -> Any:

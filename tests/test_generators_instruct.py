@@ -1,0 +1,310 @@
+"""Instruction editors (label from pixel differences, no-op/global rejection), their cards and
+offline errors, and LoRA variants (Hyper-SD card, tiny random LoRA, any local LoRA file)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from diffzoo.generators.cards import CARDS_BY_NAME, GENERATOR_CARDS, INSTRUCT_CARDS, SDXL_TINY, get_card
+from diffzoo.generators.diffusers_editor import DiffusersEditor
+from diffzoo.generators.instruct import (
+    EditRejectedError,
+    InstructEditResult,
+    InstructionEditor,
+    editor_for,
+    run_size,
+)
+from diffzoo.generators.labels import difference_label
+from diffzoo.generators.lora import with_lora
+from diffzoo.generators.regions import random_region
+from diffzoo.harness.errors import ConfigError, WeightsUnavailableError
+
+TINY_INSTRUCT = get_card("flux2.tiny-klein")
+REAL_INSTRUCT = [c for c in INSTRUCT_CARDS if not c.tiny]
+# the hub ids and pipeline classes of issue 5 (shared/EDITORS.md; FireRed from its hub pages)
+EXPECTED = {
+    "qwen.edit": ("Qwen/Qwen-Image-Edit", "QwenImageEditPipeline", True),
+    "qwen.edit-2509": ("Qwen/Qwen-Image-Edit-2509", "QwenImageEditPlusPipeline", True),
+    "qwen.edit-inpaint": ("Qwen/Qwen-Image-Edit", "QwenImageEditInpaintPipeline", False),
+    "flux2.dev": ("black-forest-labs/FLUX.2-dev", "Flux2Pipeline", True),
+    "flux2.klein-inpaint": ("black-forest-labs/FLUX.2-klein-base-9B", "Flux2KleinInpaintPipeline", False),
+    "longcat.edit": ("meituan-longcat/LongCat-Image-Edit", "LongCatImageEditPipeline", True),
+    "firered.edit": ("FireRedTeam/FireRed-Image-Edit-1.1", "QwenImageEditPlusPipeline", True),
+}
+
+
+def _image(h: int = 64, w: int = 64, seed: int = 0) -> np.ndarray:
+    yy, xx = np.mgrid[0:h, 0:w]
+    noise = np.random.default_rng(seed).integers(0, 40, (h, w, 3))
+    return (np.stack([xx * 2 + 30, 200 - yy * 2, (xx * yy) % 90 + 60], -1) + noise).clip(0, 255).astype(np.uint8)
+
+
+def _mask(seed: int = 0) -> np.ndarray:
+    return random_region(64, 64, np.random.default_rng(seed), min_frac=0.15, max_frac=0.3).mask
+
+
+def _raw_output(editor: InstructionEditor, image: np.ndarray, prompt: str, seed: int) -> np.ndarray:
+    """The pipeline's own output for the call ``edit`` makes, as uint8."""
+    import torch
+
+    with torch.inference_mode():
+        out = editor.pipeline(**editor.pipeline_call_kwargs(image, None, prompt, seed)).images[0]
+    return (np.clip(out, 0, 1) * 255 + 0.5).astype(np.uint8)
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: one thread is as fast and steadier on a shared CPU
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def loose(one_thread) -> InstructionEditor:
+    """The tiny FLUX.2 [klein] editor with no upper area bound (random weights repaint everything)."""
+    return InstructionEditor(TINY_INSTRUCT, max_area=1.0)
+
+
+class _Stub:
+    """Stands in for a pipeline: returns ``make(input as float)``; records its calls."""
+
+    vae_scale_factor = 8
+
+    def __init__(self, make):
+        self.make, self.calls = make, []
+
+    def __call__(self, image, prompt, height, width, generator, output_type, **settings):
+        self.calls.append((height, width))
+        return SimpleNamespace(images=[self.make(np.asarray(image, np.float32) / 255.0)])
+
+
+def _stubbed(make, **options) -> InstructionEditor:
+    editor = InstructionEditor(TINY_INSTRUCT, **options)
+    editor._pipeline = _Stub(make)
+    return editor
+
+
+# -- cards and registration ---------------------------------------------------------
+def test_instruction_cards_registry_and_classes():
+    from diffzoo.generators import plugin
+    from diffzoo.harness.registry import Registry
+
+    for name, (hub, pipeline, instruct) in EXPECTED.items():
+        card = get_card(name)
+        assert (card.weights, card.pipeline, bool(card.options.get("instruct"))) == (hub, pipeline, instruct)
+        assert card.native_inpaint == (not instruct)
+    for family, default in (("qwen", "qwen.edit"), ("flux2", "flux2.dev"), ("longcat", "longcat.edit")):
+        assert get_card(family).name == default
+    assert not {c.family for c in INSTRUCT_CARDS} & {c.family for c in GENERATOR_CARDS}
+    reg = Registry()
+    plugin.register_instruction_editors(register=lambda *a, **k: reg.add("generator", *a, source="t", **k))
+    assert {e.name for e in reg.list("generator")} == {c.name for c in INSTRUCT_CARDS}
+    assert reg.get("generator", "qwen.edit").target.endswith(":InstructionEditor")
+    assert reg.get("generator", "flux2.klein-inpaint").target.endswith(":DiffusersEditor")
+    assert reg.get("generator", "flux2").name == "flux2.dev"
+    with pytest.raises(ConfigError, match="instruction editor"):
+        DiffusersEditor(get_card("qwen.edit"))
+    with pytest.raises(ConfigError, match="mask editor"):
+        InstructionEditor(get_card("sdxl"))
+    assert isinstance(editor_for(get_card("longcat")), InstructionEditor)
+    assert type(editor_for(get_card("qwen.edit-inpaint"))) is DiffusersEditor
+
+
+def test_run_size_keeps_area_and_aspect():
+    assert run_size(64, 64, 64, 2) == (64, 64)
+    h, w = run_size(480, 640, 1024, 16)
+    assert h % 16 == 0 and w % 16 == 0 and abs(h * w / 1024**2 - 1) < 0.05 and abs(w / h - 4 / 3) < 0.03
+    assert run_size(4096, 4, 64, 16) == (2048, 16)  # a side never drops below one patch
+    assert run_size(10, 10, 1024, 16) == (1024, 1024)  # small inputs are scaled up to the working area
+
+
+# -- the tiny instruction editor ----------------------------------------------------
+def test_tiny_instruction_editor_label_is_the_pixel_difference_label(loose):
+    image = _image(seed=1)
+    result = loose.edit(image, None, "make the sky red", seed=3)
+    assert isinstance(result, InstructEditResult)
+    raw = _raw_output(loose, image, "make the sky red", seed=3)
+    expected = difference_label(image, raw)  # the documented defaults; the editor only lifts max_area
+    assert np.array_equal(result.label, expected.mask)
+    assert np.array_equal(result.image, expected.rectified) and result.image.shape == image.shape
+    assert np.array_equal(result.changed, expected.mask == 1) and result.changed.any()
+    meta = result.metadata
+    assert meta["mode"] == "instruct" and meta["composited"] is False and meta["frame"] == "orig"
+    assert meta["pipeline"] == "Flux2KleinPipeline" == type(loose.pipeline).__name__
+    assert meta["label"]["status"] == "ok" and meta["label"]["settings"]["max_area"] == 1.0
+    assert meta["label"]["changed_fraction"] == pytest.approx(expected.changed_fraction)
+    assert meta["label"]["alignment"]["used"] is False and meta["run_size"] == [64, 64]
+
+
+def test_tiny_instruction_editor_is_deterministic_per_seed(loose):
+    image = _image(seed=2)
+    a = loose.edit(image, None, "a blue hat", seed=5)
+    b = InstructionEditor(TINY_INSTRUCT, max_area=1.0).edit(image, None, "a blue hat", seed=5)  # fresh build
+    assert np.array_equal(a.image, b.image) and np.array_equal(a.label, b.label)
+    c = loose.edit(image, None, "a blue hat", seed=6)
+    assert not np.array_equal(a.image, c.image)
+
+
+def test_global_repaint_is_rejected_with_the_result(one_thread):
+    editor = InstructionEditor(TINY_INSTRUCT)  # default bounds: random weights repaint > 70%
+    image = _image(seed=4)
+    with pytest.raises(EditRejectedError, match="rejected-global") as info:
+        editor.edit(image, None, "a cat", seed=0)
+    err = info.value
+    assert err.status == "rejected-global" and err.generator == "flux2.tiny-klein"
+    assert err.result.metadata["label"]["changed_fraction"] > 0.7
+    assert np.array_equal(err.result.label, difference_label(image, _raw_output(editor, image, "a cat", 0)).mask)
+
+
+def test_noop_is_rejected_and_a_given_mask_is_ignored():
+    editor = _stubbed(lambda x: x)  # returns its input: nothing changed
+    image = _image(seed=5)
+    with pytest.raises(EditRejectedError, match="rejected-noop") as info:
+        editor.edit(image, _mask(), "nothing", seed=0)
+    assert info.value.result.metadata["mask_ignored"] is True
+    assert not info.value.result.changed.any() and editor.pipeline.calls == [(64, 64)]
+
+
+def test_local_edit_gives_its_region():
+    def paint(x):
+        y = x.copy()
+        y[16:40, 20:44] = 1.0 - y[16:40, 20:44]
+        return y
+
+    image = _image(seed=6)
+    result = _stubbed(paint).edit(image, None, "invert a square", seed=0)
+    truth = np.zeros((64, 64), bool)
+    truth[16:40, 20:44] = True
+    assert result.metadata["label"]["status"] == "ok"
+    assert np.array_equal(result.changed, truth)
+    assert np.array_equal(result.image[~truth], image[~truth])
+
+
+def test_shifted_output_is_aligned_before_labelling():
+    """An editor that re-frames its output by a few pixels: the label still marks only the edit."""
+    from skimage import data
+
+    photo = data.astronaut()
+    image = np.ascontiguousarray(photo[100:356, 120:376])
+    shifted = photo[106:362, 116:372].copy()  # content moved by (+4, -6) px
+    shifted[60:120, 80:150] = (255, 0, 255)
+    card = dataclasses.replace(TINY_INSTRUCT, resolution=256)
+    editor = InstructionEditor(card)
+    editor._pipeline = _Stub(lambda x: shifted.astype(np.float32) / 255.0)
+    result = editor.edit(image, None, "a magenta box", seed=0)
+    info = result.metadata["label"]
+    assert info["status"] == "ok" and info["alignment"]["used"] is True
+    truth = np.zeros((256, 256), bool)
+    truth[66:126, 76:146] = True  # the box in the input's frame
+    valid = result.label != 255
+    iou = (result.changed & truth).sum() / ((result.changed | truth) & valid).sum()
+    assert iou > 0.9 and info["ignored_pixels"] > 0  # the uncovered border is not compared
+
+
+def test_inpainting_variant_composites_like_a_mask_editor(one_thread):
+    editor = editor_for(get_card("flux2.tiny-klein-inpaint"))
+    image, mask = _image(seed=7), _mask(seed=7)
+    a = editor.edit(image, mask, "a red apple", seed=1)
+    differs = (a.image != image).any(-1)
+    assert not differs[~mask].any() and differs[mask].mean() > 0.8
+    assert np.array_equal(a.changed, mask) and a.metadata["mode"] == "native"
+    assert np.array_equal(editor.edit(image, mask, "a red apple", seed=1).image, a.image)
+
+
+# -- real cards offline ---------------------------------------------------------------
+@pytest.mark.parametrize("card", REAL_INSTRUCT, ids=lambda c: c.name)
+def test_real_instruction_card_offline_names_the_hub_id(offline_empty_hub, card):
+    editor = editor_for(card)
+    with pytest.raises(WeightsUnavailableError, match=card.weights):
+        if card.options.get("instruct"):
+            editor.edit(_image(), None, "a cat", seed=0)
+        else:
+            editor.edit(_image(), _mask(), "a cat", seed=0)
+    assert offline_empty_hub == [], "no network connection may be attempted"
+
+
+def test_hyper_sd_offline_names_the_lora_file(offline_empty_hub):
+    card = get_card("sdxl.hyper-sd-8step")
+    assert (card.steps, card.guidance_scale, card.weights) == (8, 0.0, get_card("sdxl").weights)
+    assert card.options["scheduler"] == {"class": "DDIMScheduler", "timestep_spacing": "trailing"}
+    with pytest.raises(WeightsUnavailableError) as info:
+        DiffusersEditor(card).edit(_image(), _mask(), "a cat", seed=0)
+    message = str(info.value)
+    assert "ByteDance/Hyper-SD" in message and "Hyper-SDXL-8steps-lora.safetensors" in message
+    assert card.weights in message
+    assert offline_empty_hub == []
+
+
+# -- LoRA -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lora_file(tmp_path_factory, one_thread):
+    """A random LoRA for the tiny SDXL UNet, written as a diffusers/peft safetensors file."""
+    pytest.importorskip("peft", reason="diffusers loads LoRAs through peft")
+    from safetensors.torch import save_file
+
+    from diffzoo.generators.tiny import build_tiny_pipeline, tiny_lora_state_dict
+
+    path = tmp_path_factory.mktemp("lora") / "my style.safetensors"
+    save_file(tiny_lora_state_dict(build_tiny_pipeline(SDXL_TINY), seed=3), str(path))
+    return path
+
+
+def test_tiny_lora_card_changes_the_output_only_through_its_lora(one_thread):
+    pytest.importorskip("peft", reason="diffusers loads LoRAs through peft")
+    card = get_card("sdxl.tiny-lora")
+    assert card.options["scheduler"] == get_card("sdxl.hyper-sd-8step").options["scheduler"]
+    image, mask = _image(seed=8), _mask(seed=8)
+    editor = DiffusersEditor(card)
+    a = editor.edit(image, mask, "a dog", seed=2)
+    assert type(editor.pipeline.scheduler).__name__ == "DDIMScheduler"
+    assert a.metadata["loras"] == [{"scale": 1.0, "fuse": True, "tiny_seed": 1}]
+    assert not (a.image != image).any(-1)[~mask].any()
+    assert np.array_equal(DiffusersEditor(card).edit(image, mask, "a dog", seed=2).image, a.image)
+    no_lora = dataclasses.replace(card, options={k: v for k, v in card.options.items() if k != "loras"})
+    base = DiffusersEditor(no_lora).edit(image, mask, "a dog", seed=2).image
+    assert (base != a.image).any(-1)[mask].mean() > 0.5
+    zero = dataclasses.replace(card, options={**card.options, "loras": ({"tiny_seed": 1, "scale": 0.0},)})
+    assert np.array_equal(DiffusersEditor(zero).edit(image, mask, "a dog", seed=2).image, base)
+
+
+def test_local_lora_file_fused_equals_unfused(lora_file):
+    import torch
+
+    image, mask = _image(seed=9), _mask(seed=9)
+    fused = DiffusersEditor(with_lora(SDXL_TINY, lora_file, scale=0.8))
+    unfused = DiffusersEditor(SDXL_TINY, lora=str(lora_file), lora_scale=0.8, lora_fuse=False)
+    assert fused.card.name == unfused.card.name == "sdxl.tiny+lora-my_style"
+    assert fused.card.family == "sdxl" and fused.card.options["loras"][0]["scale"] == 0.8
+    a = fused.edit(image, mask, "a hat", seed=4)
+    b = unfused.edit(image, mask, "a hat", seed=4)
+    plain = DiffusersEditor(SDXL_TINY).edit(image, mask, "a hat", seed=4).image
+    assert np.abs(a.image.astype(int) - b.image.astype(int)).max() <= 2
+    assert (a.image != plain).any(-1)[mask].mean() > 0.5
+    assert not (a.image != image).any(-1)[~mask].any()
+    assert np.array_equal(fused.edit(image, mask, "a hat", seed=4).image, a.image)
+    q = fused.pipeline.unet.down_blocks[1].attentions[0].transformer_blocks[0].attn1.to_q
+    assert type(q) is torch.nn.Linear  # fused, adapter layers unloaded
+    assert hasattr(unfused.pipeline.unet.down_blocks[1].attentions[0].transformer_blocks[0].attn1.to_q, "lora_A")
+    assert a.metadata["loras"][0]["source"] == str(lora_file.resolve())
+
+
+def test_lora_option_through_the_registry_and_bad_loras(lora_file, tmp_path):
+    from diffzoo import create_generator
+
+    editor = create_generator("sdxl.tiny", lora=str(lora_file))
+    assert editor.card.name == "sdxl.tiny+lora-my_style" and editor.card.options["loras"][0]["fuse"] is True
+    with pytest.raises(ConfigError, match="does not exist"):
+        with_lora(SDXL_TINY, tmp_path / "missing.safetensors")
+    with pytest.raises(ConfigError, match="no LoRA support"):
+        with_lora(get_card("longcat.edit"), lora_file)
+    assert "sdxl.tiny+lora-my_style" not in CARDS_BY_NAME  # with_lora makes a new card, registers nothing
