@@ -6,7 +6,9 @@ cd "$(dirname "$0")"
   echo '# CLI reference'
   echo
   echo 'Generated from `diffzoo --help` by `docs/make_cli_reference.sh`.'
-  for c in "" "run" "list" "plugins" "data build" "data info"; do
+  for c in "" "run" "train" "predict" "generate" "list" "plugins" "data build" "data info" "data label-pairs" \
+         "leaderboard" "leaderboard list" "leaderboard show" "leaderboard validate" "leaderboard add" \
+         "leaderboard freeze" "leaderboard versions" "leaderboard diff" "leaderboard publish"; do
     echo; echo "## diffzoo $c"; echo; echo '```'
     # shellcheck disable=SC2086
     COLUMNS=100 diffzoo $c --help 2>&1 | sed 's/[[:space:]]*$//'

@@ -48,7 +48,7 @@ def report_plugin_failures() -> None:
 
 def _install() -> None:
     from ..harness.plugins import get_plugin_system
-    from . import data, labelpairs, leaderboard, listing, predict, run, train  # noqa: F401 - they register commands
+    from . import data, generate, labelpairs, leaderboard, listing, predict, run, train  # noqa: F401 - they register commands
 
     get_plugin_system().add_commands(app)
 

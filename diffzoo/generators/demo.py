@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import os
 import shutil
@@ -104,24 +103,11 @@ def _real_base(spec: dict[str, Any], size: int) -> np.ndarray:
 
 
 # -- planning (all random choices; cheap) -----------------------------------------
-def _balanced(rng: np.random.Generator, items: tuple[Any, ...], counts: list[int]) -> list[Any]:
-    out = [item for item, c in zip(items, counts) for _ in range(c)]
-    rng.shuffle(out)
-    return out
-
-
-def _split(total: int, weights: tuple[float, ...]) -> list[int]:
-    raw = [total * w / sum(weights) for w in weights]
-    counts = [int(r) for r in raw]
-    for i in sorted(range(len(raw)), key=lambda i: counts[i] - raw[i])[: total - sum(counts)]:
-        counts[i] += 1
-    return counts
-
-
 def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
     """Every random choice of a build, made before any pipeline runs."""
     from .prompts import make_caption, make_prompt, random_edit_type
     from .regions import random_region
+    from .schedule import balanced, split_counts
 
     if n_images < 1:
         raise DataError(f"n_images must be at least 1, got {n_images}")
@@ -132,10 +118,10 @@ def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
         raise DataError("no scikit-image photographs found; reinstall scikit-image")
     rng = np.random.default_rng([seed, 0x6D696E69])
     n_ai = int(round(n_images * AI_FRACTION))
-    bases = _balanced(rng, ("real", "ai"), [n_images - n_ai, n_ai])
-    n_turns = _balanced(rng, (0, 1, 2, 3), _split(n_images, (AUTHENTIC_WEIGHT, *TURN_RATIO)))
-    editors = _balanced(rng, EDITORS, _split(sum(n_turns), (1.0,) * len(EDITORS)))
-    photo_order = _balanced(rng, tuple(photos), _split(n_images - n_ai, (1.0,) * len(photos)))
+    bases = balanced(rng, ("real", "ai"), [n_images - n_ai, n_ai])
+    n_turns = balanced(rng, (0, 1, 2, 3), split_counts(n_images, (AUTHENTIC_WEIGHT, *TURN_RATIO)))
+    editors = balanced(rng, EDITORS, split_counts(sum(n_turns), (1.0,) * len(EDITORS)))
+    photo_order = balanced(rng, tuple(photos), split_counts(n_images - n_ai, (1.0,) * len(photos)))
     plans = []
     for i in range(n_images):
         r = np.random.default_rng([seed, i])
@@ -168,13 +154,6 @@ def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
 
 
 # -- writing -----------------------------------------------------------------------
-def _save_png(array: np.ndarray, path: Path) -> None:
-    from PIL import Image
-
-    # no text chunks, no timestamps: same pixels -> same bytes
-    Image.fromarray(array).save(path, format="PNG", compress_level=6)
-
-
 def _readme(n_images: int, size: int, seed: int, label_space: LabelSpace) -> str:
     return f"""# diffzoo mini (v{MINI_VERSION})
 
@@ -216,21 +195,10 @@ def build_mini(
     The tiny models gain little from more than one, and several threads on a
     busy small CPU slow each call down many times over; ``None`` keeps torch's.
     """
-    with _torch_threads(num_threads):
+    from .multiturn import torch_threads
+
+    with torch_threads(num_threads):
         return _build_mini(root, n_images, size, seed, progress, overwrite)
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int | None) -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _build_mini(
@@ -238,6 +206,9 @@ def _build_mini(
 ) -> Path:
     from .cards import TINY_EDITORS
     from .diffusers_editor import DiffusersEditor
+    from .layout import labels_text, manifest_text, save_png
+    from .multiturn import TurnPlan, edit_sample
+    from .regions import Region
     from .text2image import TextToImage
 
     root = Path(root)
@@ -258,20 +229,18 @@ def _build_mini(
                 image = _real_base(plan.base_spec, size)
             else:
                 image = t2i.generate(plan.base_spec["caption"], plan.base_spec["seed"], size=size)
-            label = np.zeros((size, size), dtype=np.uint8)
-            for turn, mask in zip(plan.turns, plan.masks):
-                result = editors[turn.editor].edit(image, mask, turn.prompt, int(turn.seed))
-                image = result.image
-                label[result.changed] = label_space.index(turn.editor)
-            _save_png(image, tmp / "train_copy" / f"{plan.id}.image.png")
-            _save_png(label, tmp / "train_copy" / f"{plan.id}.mask.png")
-            meta = SampleMeta(id=plan.id, base=plan.base, turns=plan.turns, source=SOURCE)
-            manifest.append(json.dumps(meta.to_dict()))
+            turns = [
+                TurnPlan(t.editor, t.edit_type, Region(mask, t.region, "random"), ((t.prompt, int(t.seed)),))
+                for t, mask in zip(plan.turns, plan.masks)
+            ]
+            edited = edit_sample(image, [lambda _image, _done, t=t: (t,) for t in turns], editors, label_space)
+            save_png(edited.image, tmp / "train_copy" / f"{plan.id}.image.png")
+            save_png(edited.label, tmp / "train_copy" / f"{plan.id}.mask.png")
+            manifest.append(SampleMeta(id=plan.id, base=plan.base, turns=plan.turns, source=SOURCE).to_dict())
             if progress is not None:
                 progress(done, len(plans))
-        (tmp / "manifest.jsonl").write_text("\n".join(manifest) + "\n", encoding="utf-8")
-        labels = {"names": list(label_space.names), "verified": True}
-        (tmp / "labels.json").write_text(json.dumps(labels, indent=2) + "\n", encoding="utf-8")
+        (tmp / "manifest.jsonl").write_text(manifest_text(manifest), encoding="utf-8")
+        (tmp / "labels.json").write_text(labels_text(label_space), encoding="utf-8")
         (tmp / "README.md").write_text(_readme(n_images, size, seed, label_space), encoding="utf-8")
         if root.exists():  # overwrite: move the old copy aside first, then swap
             old = root.parent / f".{root.name}.old-{uuid.uuid4().hex[:8]}"

@@ -89,3 +89,28 @@ def make_caption(rng: np.random.Generator) -> str:
     return _pick(rng, CAPTION_TEMPLATES).format(
         scene=_pick(rng, SCENES), obj=_pick(rng, OBJECTS), colour=_pick(rng, COLOURS)
     )
+
+
+def turn_prompts(edit_type: str, rng: np.random.Generator, *, obj: str | None = None) -> tuple[str, ...]:
+    """The prompt of each editor call of one turn.
+
+    ``object_addition`` is two calls on the same region, as in DiffSeg30k: the
+    object there is removed, then an object (``obj`` when known) is painted in
+    its place.  The other types are one call.
+    """
+    if edit_type == "object_addition":
+        return make_prompt("object_removal", rng), make_prompt("object_addition", rng, obj=obj)
+    return (make_prompt(edit_type, rng, obj=obj),)
+
+
+class TemplatePrompter:
+    """Prompts from the templates above; the region's object name fills ``{obj}`` when known.
+
+    Prompters are called as ``prompter(image, region, edit_type, rng)`` and
+    return one prompt per editor call (see :func:`turn_prompts`).
+    """
+
+    name = "templates"
+
+    def __call__(self, image: np.ndarray, region: object, edit_type: str, rng: np.random.Generator) -> tuple[str, ...]:
+        return turn_prompts(edit_type, rng, obj=getattr(region, "label", None))

@@ -1,16 +1,25 @@
-"""Object-like random edit regions: ellipses, smooth blobs and polygons.
+"""Edit regions: object-like random shapes, given mask files, and choosing among candidates.
 
-Stand-ins for object masks (COCO instances, detector + SAM) when none are
-given.  Every draw comes from a seeded ``numpy.random.Generator``; each mask
-covers a chosen fraction of the image (``min_frac``..``max_frac``) and keeps a
-one-pixel margin from the border, like an object inside the frame.
+``random_region`` draws stand-ins for object masks (ellipses, smooth blobs,
+polygons) from a seeded ``numpy.random.Generator``; each covers a chosen
+fraction of the image (``min_frac``..``max_frac``) and keeps a one-pixel
+margin from the border, like an object inside the frame.
+
+Region sources for ``diffzoo generate`` return every candidate region of a
+base image (``candidates(base, rng)``): :class:`RandomRegions`,
+:class:`MaskFolderRegions` (mask PNGs given per base image), COCO instances
+(``coco.py``) and open-vocabulary detection + SAM (``openvocab.py``).
+:func:`dedupe_overlaps` drops near-duplicate masks and :func:`choose_region`
+picks one candidate per edit, balanced over area bins.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,15 +30,24 @@ SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
 
 @dataclass(frozen=True)
 class Region:
-    """A bool H x W mask, its bounding box ``(x0, y0, x1, y1)`` (exclusive end), its shape."""
+    """A bool H x W mask, its bounding box ``(x0, y0, x1, y1)`` (exclusive end), its shape.
+
+    ``shape`` is the drawn shape, or where the mask came from (``mask``,
+    ``coco``, ``open-vocab``); ``label`` the object's name when known.
+    """
 
     mask: np.ndarray
     bbox: tuple[int, int, int, int]
     shape: str
+    label: str | None = None
 
     @property
     def fraction(self) -> float:
         return float(self.mask.mean())
+
+    @property
+    def area(self) -> int:
+        return int(self.mask.sum())
 
 
 def bbox_of(mask: np.ndarray) -> tuple[int, int, int, int]:
@@ -138,3 +156,147 @@ def random_region(
         if mask.mean() >= 0.5 * min_frac:
             return Region(mask=mask, bbox=bbox_of(mask), shape=shape)
     raise ConfigError(f"could not draw a region covering {min_frac:.0%}..{max_frac:.0%} of {width}x{height}")
+
+
+# -- candidates for diffzoo generate ---------------------------------------------
+AREA_BINS: tuple[float, ...] = (0.05, 0.15)
+"""Edges (fractions of the image) of the small / medium / large area bins."""
+
+
+def region_from_mask(mask: np.ndarray, shape: str, label: str | None = None) -> Region | None:
+    """A Region of a bool mask (None when the mask is empty)."""
+    mask = np.ascontiguousarray(mask, dtype=bool)
+    if not mask.any():
+        return None
+    return Region(mask=mask, bbox=bbox_of(mask), shape=shape, label=label)
+
+
+def resize_mask(mask: np.ndarray, height: int, width: int) -> np.ndarray:
+    """A bool mask resized (nearest neighbour) to ``height`` x ``width``."""
+    if mask.shape == (height, width):
+        return mask.astype(bool)
+    from PIL import Image
+
+    im = Image.fromarray(mask.astype(np.uint8) * 255).resize((width, height), Image.Resampling.NEAREST)
+    return np.asarray(im) > 127
+
+
+def iou(a: np.ndarray, b: np.ndarray) -> float:
+    union = np.logical_or(a, b).sum()
+    return float(np.logical_and(a, b).sum() / union) if union else 0.0
+
+
+def dedupe_overlaps(regions: Sequence[Region], max_iou: float = 0.7) -> list[Region]:
+    """Drop masks that overlap an already kept one with IoU > ``max_iou``.
+
+    Largest first (ties: input order), so of two near-duplicates the larger
+    stays; the result keeps the input order.
+    """
+    order = sorted(range(len(regions)), key=lambda i: (-regions[i].area, i))
+    kept: list[int] = []
+    for i in order:
+        if all(iou(regions[i].mask, regions[j].mask) <= max_iou for j in kept):
+            kept.append(i)
+    return [regions[i] for i in sorted(kept)]
+
+
+def area_bin(fraction: float, edges: Sequence[float] = AREA_BINS) -> int:
+    """0 (small), 1, ... by the ``edges`` fractions."""
+    return int(np.searchsorted(np.asarray(edges), fraction, side="right"))
+
+
+def choose_region(
+    candidates: Sequence[Region],
+    rng: np.random.Generator,
+    *,
+    min_area: float = 0.0,
+    max_area: float = 1.0,
+    bins: Sequence[float] = AREA_BINS,
+    avoid: Sequence[Region] = (),
+) -> Region | None:
+    """One candidate whose area fraction lies in [min_area, max_area], balanced over area bins.
+
+    An area bin is drawn uniformly among the bins that hold a candidate, then
+    a candidate of that bin; candidates in ``avoid`` (regions earlier turns
+    used) are taken only when nothing else is left.  None when no candidate
+    is within the bounds.
+    """
+    fitting = [r for r in candidates if min_area <= r.fraction <= max_area]
+    fresh = [r for r in fitting if not any(r is a for a in avoid)]
+    pool = fresh or fitting
+    if not pool:
+        return None
+    by_bin: dict[int, list[Region]] = {}
+    for r in pool:
+        by_bin.setdefault(area_bin(r.fraction, bins), []).append(r)
+    keys = sorted(by_bin)
+    group = by_bin[keys[int(rng.integers(len(keys)))]]
+    return group[int(rng.integers(len(group)))]
+
+
+class RandomRegions:
+    """``count`` object-like random shapes per image (for bases without annotations)."""
+
+    name = "random"
+
+    def __init__(self, count: int = 6, min_frac: float = 0.05, max_frac: float = 0.35):
+        self.count, self.min_frac, self.max_frac = count, min_frac, max_frac
+
+    def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
+        h, w = base.image.shape[:2]
+        return [random_region(h, w, rng, min_frac=self.min_frac, max_frac=self.max_frac) for _ in range(self.count)]
+
+
+def _object_name(stem: str) -> str | None:
+    """``dog_2`` -> ``dog``; ``cup`` -> ``cup``; ``3`` -> None."""
+    name = stem.rstrip("0123456789").rstrip("_- ").replace("_", " ").strip()
+    return name or None
+
+
+class MaskFolderRegions:
+    """Object masks given as files: ``FOLDER/<base key>/*.png``, non-zero pixels = the object.
+
+    ``<base key>`` is the base image's path inside the bases folder without
+    its suffix (``street/0001.jpg`` -> ``FOLDER/street/0001/``).  A file's
+    stem names the object (``dog_2.png`` -> "dog").  Masks of another size
+    than the base are resized (nearest neighbour).
+    """
+
+    name = "masks"
+
+    def __init__(self, folder: Path | str):
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise ConfigError(f"mask folder {self.folder} does not exist")
+
+    def files(self, key: str) -> list[Path]:
+        from ..harness.data.imageio import is_image_file
+
+        d = self.folder / key
+        if not d.is_dir():
+            return []
+        return sorted(p for p in d.iterdir() if p.is_file() and not p.name.startswith(".") and is_image_file(p.name))
+
+    def has_masks(self, key: str) -> bool:
+        return bool(self.files(key))
+
+    def digest(self) -> str:
+        """Names and sizes of every mask file (a run's config records it)."""
+        import hashlib
+        import json
+
+        rows = sorted((p.relative_to(self.folder).as_posix(), p.stat().st_size)
+                      for p in self.folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+        return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+
+    def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
+        from ..harness.data.imageio import read_mask
+
+        h, w = base.image.shape[:2]
+        out = []
+        for path in self.files(base.key):
+            mask = resize_mask(read_mask(path, base.key) > 0, h, w)
+            region = region_from_mask(mask, "mask", _object_name(path.stem))
+            if region is not None:
+                out.append(region)
+        return out

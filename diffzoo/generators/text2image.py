@@ -2,7 +2,11 @@
 
 DiffSeg30k edits real photographs and AI-generated images alike; the ``mini``
 dataset makes its AI bases with the tiny random-weight StableDiffusionPipeline
-of card ``sd-t2i.tiny``.  Deterministic for a fixed seed.
+of card ``sd-t2i.tiny``, ``diffzoo generate`` with the card ``--t2i`` names
+(:data:`T2I_CARDS`; default ``sdxl-t2i.base``, SDXL 1.0 base, when its
+editors are real, ``sd-t2i.tiny`` when they are all tiny).  Which model made
+DiffSeg30k's AI bases is not stated in what we have read; SDXL base is our
+documented default, not the paper's.  Deterministic for a fixed seed.
 """
 
 from __future__ import annotations
@@ -12,8 +16,30 @@ from typing import Any
 import numpy as np
 
 from ..harness.cards import GeneratorCard
-from ..harness.errors import ModelError
-from .cards import SD_T2I_TINY
+from ..harness.errors import ConfigError, ModelError
+from .cards import OPENRAIL_PP, SD_T2I_TINY, SDXL_PAPER
+
+SDXL_T2I = GeneratorCard(
+    name="sdxl-t2i.base",
+    description="SDXL 1.0 base, text to image (AI base images for diffzoo generate)",
+    pipeline="StableDiffusionXLPipeline",
+    weights="stabilityai/stable-diffusion-xl-base-1.0",
+    native_inpaint=False,
+    resolution=1024,
+    steps=30,
+    guidance_scale=7.5,
+    licence=OPENRAIL_PP,
+    paper=SDXL_PAPER,
+    options={"torch_dtype": "float16", "variant": "fp16"},
+)
+T2I_CARDS: dict[str, GeneratorCard] = {c.name: c for c in (SDXL_T2I, SD_T2I_TINY)}
+"""Text-to-image cards (not editors, so not registered as generators)."""
+
+
+def get_t2i_card(name: str) -> GeneratorCard:
+    if name not in T2I_CARDS:
+        raise ConfigError(f"unknown text-to-image card {name!r}; choose from {', '.join(T2I_CARDS)}")
+    return T2I_CARDS[name]
 
 
 class TextToImage:

@@ -1,0 +1,105 @@
+"""``diffzoo generate``: write a new DiffSeg30k-style dataset with exact labels.
+
+Resumable (finished samples are skipped) and sharded under torchrun (every
+rank makes its part; rank 0 prints and writes the manifest).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from ..generators import openvocab, pipeline, vlm
+from ..generators.schedule import parse_turn_ratio
+from ..harness import distributed
+from ..harness.errors import ConfigError
+from ..harness.progress import counter_callback
+from .app import app, console
+from .progress import RichProgress
+
+
+def parse_loras(values: list[str], editors: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``EDITOR=FILE`` pairs; a bare ``FILE`` goes to the only editor."""
+    out = []
+    for value in values:
+        editor, sep, path = value.partition("=")
+        if not sep:
+            if len(editors) != 1:
+                raise ConfigError(f"--lora {value}: with several editors write EDITOR=FILE (editors: {', '.join(editors)})")
+            editor, path = editors[0], value
+        out.append((editor.strip(), path.strip()))
+    return tuple(out)
+
+
+@app.command("generate")
+def generate_cmd(
+    out: Path = typer.Option(..., "--out", help="Output folder (empty, or an earlier run's to resume it)."),
+    editors: str = typer.Option(..., "--editors", help="Comma-separated editors, e.g. sd2,sdxl,flux1 or sd2.tiny,sdxl.tiny."),
+    bases: str | None = typer.Option(
+        None, "--bases", help="Real bases: a folder of images, or coco:ANNOTATIONS.json:IMAGE_DIR."
+    ),
+    regions: str | None = typer.Option(
+        None, "--regions", help="masks:DIR, coco, open-vocab or random (default: coco for COCO bases, else random)."
+    ),
+    n: int = typer.Option(
+        100, "--n", "--samples", help="Number of sample ids (0..n-1); rejected samples are left out. "
+        "Under torchrun write --samples: torchrun takes --n for its own --nnodes/--nproc-per-node."
+    ),
+    turns: str = typer.Option("1:4:5", "--turns", help="Ratio of samples with 1:2:3 edits."),
+    ai_bases: float = typer.Option(0.5, "--ai-bases", help="Fraction of AI (text-to-image) bases."),
+    seed: int = typer.Option(0, "--seed"),
+    size: int | None = typer.Option(None, "--size", help="Longer side of the bases in px (default: keep)."),
+    t2i: str | None = typer.Option(
+        None, "--t2i", help="Text-to-image card for AI bases (default: sd-t2i.tiny if all editors are tiny, else sdxl-t2i.base)."
+    ),
+    captions: Path | None = typer.Option(
+        None, "--captions", help="COCO captions JSON for AI bases (default: captions_* beside COCO instances, else templates)."
+    ),
+    prompts: str = typer.Option("templates", "--prompts", help="templates or vlm."),
+    objects: str = typer.Option("vocabulary", "--objects", help="Object names for open-vocab: vocabulary (COCO classes) or vlm."),
+    vlm_id: str = typer.Option(vlm.DEFAULT_VLM, "--vlm", help="Vision-language model (hub id) for --prompts/--objects vlm and --vlm-score."),
+    vlm_score: bool = typer.Option(False, "--vlm-score", help="Reject edits the VLM scores below --min-score (0-5)."),
+    min_score: float = typer.Option(3.0, "--min-score"),
+    detector: str = typer.Option(openvocab.DEFAULT_DETECTOR, "--detector", help="Grounding DINO hub id (open-vocab)."),
+    sam: str = typer.Option(openvocab.DEFAULT_SAM, "--sam", help="SAM hub id (open-vocab)."),
+    min_area: float = typer.Option(0.01, "--min-area", help="Smallest region, as a fraction of the image."),
+    max_area: float = typer.Option(0.5, "--max-area", help="Largest region, as a fraction of the image."),
+    min_changed: float = typer.Option(0.1, "--min-changed", help="No-op filter: least fraction of the region an edit must change."),
+    tries: int = typer.Option(3, "--tries", help="Tries per turn (new region, prompt, seed) before a sample is rejected."),
+    lora: list[str] = typer.Option(
+        [], "--lora", help="EDITOR=FILE.safetensors: load a LoRA into that editor (FILE alone with one editor); repeatable."
+    ),
+    lora_scale: float = typer.Option(1.0, "--lora-scale", help="LoRA adapter weight."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, ... (under torchrun: one GPU per rank)."),
+    threads: int = typer.Option(1, "--threads", help="torch CPU threads (fixed so results do not depend on the machine)."),
+) -> None:
+    """Generate a multi-turn edited dataset (DiffSeg30k layout + manifest.jsonl)."""
+    chosen = tuple(e.strip() for e in editors.split(",") if e.strip())
+    config = pipeline.GenerateConfig(
+        out=out, editors=chosen, bases=bases, n=n, loras=parse_loras(lora, chosen), lora_scale=lora_scale,
+        regions=regions, turns=parse_turn_ratio(turns), ai_fraction=ai_bases, seed=seed, size=size, t2i=t2i,
+        captions=captions, prompts=prompts, objects=objects, vlm=vlm_id, vlm_score=vlm_score, min_score=min_score,
+        detector=detector, sam=sam, min_area=min_area, max_area=max_area, min_changed=min_changed, tries=tries,
+        device=device, threads=threads,
+    )  # fmt: skip
+    quiet = console.quiet
+    console.quiet = quiet or int(os.environ.get("RANK", "0") or 0) != 0  # under torchrun rank 0 reports
+    try:
+        generator = pipeline.DatasetGenerator(config)
+        with counter_callback(RichProgress(console), "generating") as callback:
+            summary = generator.run(progress=callback)
+    finally:
+        console.quiet = quiet
+        distributed.shutdown()
+    if summary is None:  # torchrun rank > 0
+        return
+    console.print(
+        f"{summary.accepted} sample(s) in {escape(str(summary.out))} ({summary.made} made now, "
+        f"{summary.reused} from earlier runs, {summary.rejected} rejected by the quality filter); "
+        f"classes: {escape(', '.join(summary.label_space.names))}"
+    )
+    if summary.rejected:
+        console.print(f"rejections are listed in {escape(str(summary.out / pipeline.SUMMARY_FILE))}")

@@ -1,0 +1,568 @@
+"""``diffzoo generate``: multi-turn labels, resumability, torchrun sharding, balance, regions, quality filter.
+
+The end-to-end runs use the tiny random-weight editors (sd2.tiny, sdxl.tiny,
+flux1.tiny) at 32 px on a handful of samples; unit checks use fake editors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import diffzoo.cli.generate  # noqa: F401 - registers the command until cli/app.py imports it
+from diffzoo import open_dataset
+from diffzoo.cli import main
+from diffzoo.generators import pipeline
+from diffzoo.generators.layout import STATE_DIR
+from diffzoo.generators.multiturn import TurnPlan, edit_sample
+from diffzoo.generators.quality import QualityFilter
+from diffzoo.generators.regions import choose_region, dedupe_overlaps, region_from_mask
+from diffzoo.generators.schedule import Schedule
+from diffzoo.harness.errors import ConfigError, WeightsUnavailableError
+from diffzoo.harness.protocols import EditResult, Generator
+from diffzoo.harness.types import LabelSpace
+
+EDITORS = "sd2.tiny,sdxl.tiny,flux1.tiny"
+N = 6
+
+
+# -- helpers ---------------------------------------------------------------------------
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+def make_bases(folder: Path, n: int = 4, h: int = 48, w: int = 40) -> Path:
+    folder.mkdir(parents=True)
+    yy, xx = np.mgrid[0:h, 0:w]
+    for i in range(n):
+        im = np.stack([(xx * 5 + i * 30) % 256, (yy * 4) % 256, np.full_like(xx, 60 * i)], -1)
+        Image.fromarray(im.astype(np.uint8)).save(folder / f"b{i}.png")
+    return folder
+
+
+def files(root: Path) -> dict[str, str]:
+    """sha256 of every file except the fingerprint cache."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".diffzoo-fingerprint.json"
+    }
+
+
+def manifest(root: Path) -> list[dict]:
+    return [json.loads(line) for line in (root / "manifest.jsonl").read_text().splitlines() if line]
+
+
+class FakeEditor(Generator):
+    """Paints the mask with a colour from (value, seed); ``value=None`` changes nothing (a no-op)."""
+
+    def __init__(self, value: int | None):
+        self.value = value
+        self.calls = 0
+
+    def edit(self, image, mask, prompt, seed):
+        self.calls += 1
+        out = image.copy()
+        if self.value is not None:
+            out[mask] = [(self.value * 70 + seed) % 256, (seed * 7) % 256, 200]
+        return EditResult(out, mask.copy() if self.value is not None else np.zeros_like(mask), {})
+
+
+def gen_config(out: Path, bases: Path | str | None, **kw) -> pipeline.GenerateConfig:
+    defaults = dict(editors=tuple(EDITORS.split(",")), n=N, size=32, seed=3)
+    defaults.update(kw)
+    return pipeline.GenerateConfig(out=out, bases=str(bases) if bases else None, **defaults)
+
+
+# -- schedule: turn ratio and balance -----------------------------------------------------
+def test_schedule_turn_ratio_and_balanced_editors_types_and_bases():
+    sched = Schedule(seed=7, editors=("a", "b", "c"), turn_ratio=(1, 4, 5), ai_fraction=0.5)
+    samples = [sched.sample(i) for i in range(40)]
+    assert Counter(s.n_turns for s in samples) == {1: 4, 2: 16, 3: 20}
+    editors = Counter(e for s in samples for e in s.editors)
+    assert sum(editors.values()) == 4 + 32 + 60 and max(editors.values()) - min(editors.values()) <= 1
+    types = Counter(t for s in samples for t in s.edit_types)
+    assert set(types) == {"attribute_change", "object_addition", "object_removal"}
+    assert max(types.values()) - min(types.values()) <= 1
+    assert Counter(s.base for s in samples) == {"real": 20, "ai": 20}
+    for kind in ("real", "ai"):  # the k-th sample of a kind takes base k
+        assert sorted(s.base_ordinal for s in samples if s.base == kind) == list(range(20))
+    # five editors do not divide a block's turns: still balanced over whole blocks
+    five = Schedule(seed=1, editors=tuple("abcde"), turn_ratio=(1, 4, 5), ai_fraction=0.3)
+    counts = Counter(e for i in range(60) for e in five.sample(i).editors)
+    assert max(counts.values()) - min(counts.values()) <= 1
+    assert sum(five.sample(i).base == "ai" for i in range(60)) == 18
+    # a sample depends on (seed, index) only, not on what was asked before
+    assert Schedule(7, ("a", "b", "c")).sample(37) == samples[37]
+    other = Schedule(8, ("a", "b", "c"))
+    assert [other.sample(i) for i in range(20)] != samples[:20]
+    with pytest.raises(ConfigError, match="turn ratio"):
+        Schedule(0, ("a",), "1:x:5")
+
+
+# -- multi-turn labels -------------------------------------------------------------------
+def _box(h, w, y0, y1, x0, x1, label=None):
+    m = np.zeros((h, w), bool)
+    m[y0:y1, x0:x1] = True
+    return region_from_mask(m, "mask", label)
+
+
+def test_later_turns_overwrite_earlier_labels():
+    image = np.full((16, 16, 3), 90, np.uint8)
+    a, b = _box(16, 16, 2, 10, 2, 10), _box(16, 16, 6, 14, 6, 14)
+    editors = {"e1": FakeEditor(1), "e2": FakeEditor(2)}
+    space = LabelSpace.from_editors(["e1", "e2"])
+    turns = [TurnPlan("e1", "attribute_change", a, (("x", 1),)), TurnPlan("e2", "object_addition", b, (("r", 2), ("y", 3)))]
+    out = edit_sample(image, [lambda im, done, t=t: (t,) for t in turns], editors, space)
+    expected = np.zeros((16, 16), np.uint8)
+    expected[a.mask] = 1
+    expected[b.mask] = 2  # the later turn wins where they overlap
+    assert out.rejected is None and np.array_equal(out.label, expected)
+    assert editors["e2"].calls == 2  # addition = removal then addition in place
+    assert (out.image[~(a.mask | b.mask)] == 90).all() and (out.image[b.mask] != 90).any()
+
+
+def test_cli_labels_match_the_manifest(capsys, tmp_path):
+    bases = make_bases(tmp_path / "bases", n=2)
+    masks = tmp_path / "masks"
+    for i in range(2):  # three overlapping objects per base, so turns overwrite each other
+        (masks / f"b{i}").mkdir(parents=True)
+        for name, (y0, y1, x0, x1) in {"box": (4, 28, 4, 22), "cup": (14, 40, 10, 30), "dog_1": (20, 44, 2, 16)}.items():
+            m = np.zeros((48, 40), np.uint8)
+            m[y0:y1, x0:x1] = 255
+            Image.fromarray(m).save(masks / f"b{i}" / f"{name}.png")
+    out = tmp_path / "out"
+    code, stdout, err = cli(capsys, "generate", "--out", out, "--bases", bases, "--regions", f"masks:{masks}",
+                            "--editors", EDITORS, "--n", 4, "--turns", "0:0:1", "--ai-bases", 0, "--size", 32)
+    assert code == 0, err
+    assert "4 sample(s)" in stdout
+    space = LabelSpace.from_editors(["sd2", "sdxl", "flux1"])
+    ds = open_dataset(str(out))
+    assert list(ds.label_space.names) == list(space.names)
+    for row in manifest(out):
+        assert row["base"] == "real" and len(row["turns"]) == 3
+        label = np.asarray(Image.open(out / "train_copy" / f"{row['id']}.mask.png"))
+        base = row["source"].rsplit(".", 1)[0]
+        expected = np.zeros(label.shape, np.uint8)
+        mask = None
+        for turn in row["turns"]:
+            stem = {"box": "box", "cup": "cup", "dog": "dog_1"}[turn["object"]]
+            mask = np.asarray(Image.open(masks / base / f"{stem}.png").resize((label.shape[1], label.shape[0]),
+                                                                              Image.Resampling.NEAREST)) > 0
+            assert turn["area"] == mask.sum()
+            x0, y0, x1, y1 = turn["region"]
+            assert mask[y0:y1, x0:x1].sum() == mask.sum()
+            expected[mask] = space.index(turn["editor"])
+        assert np.array_equal(label, expected)
+        assert len({t["object"] for t in row["turns"]}) == 3  # each turn a different object
+        owners = {space.names[v] for v in np.unique(label) if v}
+        assert owners <= {t["editor"] for t in row["turns"]}
+        assert (label[mask] == space.index(row["turns"][-1]["editor"])).all()  # the last turn owns its region
+        sample = ds.load(row["id"])
+        assert [t.editor for t in sample.meta.turns] == [t["editor"] for t in row["turns"]]
+
+
+# -- resumability, torchrun, fingerprints ---------------------------------------------------
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """One uninterrupted single-process run (real and AI bases, three tiny editors)."""
+    root = tmp_path_factory.mktemp("ref")
+    bases = make_bases(root / "bases")
+    summary = pipeline.generate(gen_config(root / "out", bases))
+    assert summary.accepted + summary.rejected == N and summary.made == N
+    return bases, root / "out"
+
+
+def test_reference_run_opens_and_is_consistent(reference):
+    _, out = reference
+    rows = manifest(out)
+    assert [r["id"] for r in rows] == [f"{i:08d}" for i in range(N)]
+    assert {r["base"] for r in rows} == {"real", "ai"}
+    for r in rows:
+        assert 1 <= len(r["turns"]) <= 3
+        for t in r["turns"]:
+            assert {"editor", "prompt", "edit_type", "region", "seed", "area"} <= set(t)
+            assert (t["edit_type"] == "object_addition") == ("before" in t)
+        if r["base"] == "ai":
+            assert r["source"] == "t2i:sd-t2i.tiny" and r["base_info"]["caption"]
+    ds = open_dataset(str(out))
+    sample = ds.load(rows[0]["id"])
+    assert sample.meta.base == rows[0]["base"]
+    assert sample.image.shape == ((32, 32, 3) if sample.meta.base == "ai" else (32, 27, 3))  # longer side 32
+
+
+def test_interrupted_run_resumes_to_the_same_dataset(reference, tmp_path, capsys):
+    bases, ref = reference
+    out = tmp_path / "out"
+
+    def stop_after_two(done, total):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.generate(gen_config(out, bases), progress=stop_after_two)
+    finished = sorted(p.stem for p in (out / STATE_DIR / "samples").glob("*.json"))
+    assert finished == ["00000000", "00000001"] and not (out / "manifest.jsonl").exists()
+    # a half-written later sample: image without mask or record, and a temp file of an atomic write
+    (out / "train_copy" / "00000004.image.png").write_bytes(b"partial")
+    (out / "train_copy" / ".00000004.mask.png.x1.tmp").write_bytes(b"partial")
+    code, stdout, err = cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS,
+                            "--n", N, "--size", 32, "--seed", 3)
+    assert code == 0, err
+    assert f"{N - 2} made now, 2 from earlier runs" in stdout
+    assert files(out) == files(ref)
+    assert open_dataset(str(out)).fingerprint() == open_dataset(str(ref)).fingerprint()
+    # everything done: a third run makes nothing
+    code, stdout, _ = cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS,
+                          "--n", N, "--size", 32, "--seed", 3)
+    assert code == 0 and f"0 made now, {N} from earlier runs" in stdout
+
+
+def test_two_torchrun_ranks_match_one_process(reference, tmp_path):
+    bases, ref = reference
+    launcher = tmp_path / "launch.py"  # diffzoo's CLI with the generate command imported
+    launcher.write_text("import diffzoo.cli.generate\nfrom diffzoo.cli import main\nmain()\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env["OMP_NUM_THREADS"] = "1"
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
+           "generate", "--out", str(out), "--bases", str(bases), "--editors", EDITORS, "--samples", str(N),
+           "--size", "32", "--seed", "3", "--device", "cpu"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("sample(s) in") == 1  # rank 0 reports alone
+    records = [json.loads(p.read_text()) for p in (out / STATE_DIR / "samples").glob("*.json")]
+    assert len(records) == N
+    assert files(out) == files(ref)
+    assert open_dataset(str(out)).fingerprint() == open_dataset(str(ref)).fingerprint()
+
+
+def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, capsys, tmp_path):
+    bases, ref = reference
+    copy = tmp_path / "copy"
+    import shutil
+
+    shutil.copytree(ref, copy)
+    code, _, err = cli(capsys, "generate", "--out", copy, "--bases", bases, "--editors", "sd2.tiny", "--n", N,
+                       "--size", 32, "--seed", 3)
+    assert code != 0 and err.count("error:") == 1 and "other settings" in err and "editors" in err
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "notes.txt").write_text("x")
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "foreign", "--bases", bases, "--editors", EDITORS)
+    assert code != 0 and "not empty" in err
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "o", "--bases", bases, "--editors", EDITORS,
+                       "--turns", "1:x")
+    assert code != 0 and "turn ratio" in err
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "o", "--bases", bases, "--editors", "sd2.tiny,sdxl.tny")
+    assert code != 0 and err.count("error:") == 1 and "sdxl.tiny" in err  # did you mean
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "o", "--bases", bases, "--editors", EDITORS,
+                       "--regions", "boxes")
+    assert code != 0 and "masks:DIR" in err
+    assert not (tmp_path / "o").exists()  # nothing written before the options were checked
+
+
+# -- COCO regions -----------------------------------------------------------------------------
+def _poly(x0, y0, x1, y1):
+    return [[x0, y0, x1, y0, x1, y1, x0, y1]]
+
+
+@pytest.fixture
+def coco(tmp_path):
+    pytest.importorskip("pycocotools")
+    images = make_bases(tmp_path / "images", n=2)
+    anns = [  # image 1: a box, a near-duplicate of it (IoU > 0.7), a separate cup, a crowd region
+        {"id": 1, "image_id": 1, "category_id": 1, "segmentation": _poly(2, 2, 22, 26), "area": 480, "bbox": [2, 2, 20, 24], "iscrowd": 0},
+        {"id": 2, "image_id": 1, "category_id": 2, "segmentation": _poly(3, 3, 22, 26), "area": 437, "bbox": [3, 3, 19, 23], "iscrowd": 0},
+        {"id": 3, "image_id": 1, "category_id": 3, "segmentation": _poly(26, 30, 38, 46), "area": 192, "bbox": [26, 30, 12, 16], "iscrowd": 0},
+        {"id": 4, "image_id": 1, "category_id": 3, "segmentation": _poly(0, 0, 40, 48), "area": 1920, "bbox": [0, 0, 40, 48], "iscrowd": 1},
+        # image 2: only an instance below the area bound -> not a usable base
+        {"id": 5, "image_id": 2, "category_id": 1, "segmentation": _poly(0, 0, 2, 2), "area": 4, "bbox": [0, 0, 2, 2], "iscrowd": 0},
+    ]  # fmt: skip
+    data = {
+        "images": [{"id": 1, "file_name": "b0.png", "width": 40, "height": 48},
+                   {"id": 2, "file_name": "b1.png", "width": 40, "height": 48}],
+        "annotations": anns,
+        "categories": [{"id": 1, "name": "dog"}, {"id": 2, "name": "cat"}, {"id": 3, "name": "cup"}],
+    }  # fmt: skip
+    ann = tmp_path / "instances_tiny.json"
+    ann.write_text(json.dumps(data))
+    (tmp_path / "captions_tiny.json").write_text(json.dumps({"annotations": [
+        {"id": 1, "image_id": 1, "caption": "a dog next to a cup"}, {"id": 2, "image_id": 2, "caption": "an empty room"}]}))
+    return ann, images
+
+
+def test_coco_regions_drop_overlaps_and_skip_crowds(coco):
+    from diffzoo.generators.coco import CocoIndex
+
+    ann, images = coco
+    index = CocoIndex(ann, images)
+    regions = index.regions(1, 48, 40)
+    assert [r.label for r in regions] == ["dog", "cup"]  # the smaller near-duplicate "cat" and the crowd are gone
+    assert regions[0].bbox == (2, 2, 22, 26)
+    assert [im.id for im in index.usable_images(0.01, 0.5)] == [1]
+    half = index.regions(1, 24, 20)  # masks follow the image size
+    assert half[0].mask.shape == (24, 20)
+
+
+def test_generate_from_coco_bases(coco, tmp_path):
+    ann, images = coco
+    fakes = {"a": FakeEditor(1), "b": FakeEditor(2)}
+    config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("a", "b"), bases=f"coco:{ann}:{images}", n=4,
+                                     turns=(1, 1, 0), ai_fraction=0.5, t2i="sd-t2i.tiny", size=32)
+    summary = pipeline.generate(config, editors=fakes)
+    assert summary.accepted == 4
+    rows = manifest(tmp_path / "out")
+    real = [r for r in rows if r["base"] == "real"]
+    ai = [r for r in rows if r["base"] == "ai"]
+    assert real and ai
+    assert {r["source"] for r in real} == {"coco:b0.png"}  # b1 has no usable instance
+    assert {t["object"] for r in real for t in r["turns"]} <= {"dog", "cup"}
+    assert {r["base_info"]["caption"] for r in ai} <= {"a dog next to a cup", "an empty room"}  # captions_* found
+    settings = json.loads((tmp_path / "out" / "generate.json").read_text())["settings"]
+    assert settings["regions"] == "coco" and settings["captions"] == 2
+
+
+def test_area_bins_are_balanced_and_bounds_respected():
+    h = w = 40
+    small = [_box(h, w, 0, 4, i * 5, i * 5 + 4, "s") for i in range(8)]  # 1% each
+    large = [_box(h, w, 0, 20, 0, 20, "l")]  # 25%
+    huge = [_box(h, w, 0, 40, 0, 32, "h")]  # 80%: above max_area
+    picks = Counter(choose_region(small + large + huge, np.random.default_rng(i), min_area=0.005, max_area=0.5).label
+                    for i in range(400))
+    assert set(picks) == {"s", "l"} and abs(picks["s"] - picks["l"]) < 80  # per bin, not per candidate (8:1)
+    assert choose_region(huge, np.random.default_rng(0), max_area=0.5) is None
+    a = _box(h, w, 0, 20, 0, 20)
+    b = _box(h, w, 0, 19, 0, 20)
+    c = _box(h, w, 25, 35, 25, 35)
+    kept = dedupe_overlaps([b, a, c], 0.7)
+    assert len(kept) == 2 and kept[0] is a and kept[1] is c
+
+
+def test_ai_bases_only_need_no_real_bases(tmp_path):
+    config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("a",), n=2, ai_fraction=1.0, t2i="sd-t2i.tiny",
+                                     size=32, turns=(1,))
+    summary = pipeline.generate(config, editors={"a": FakeEditor(1)})
+    rows = manifest(tmp_path / "out")
+    assert summary.accepted == 2 and {r["base"] for r in rows} == {"ai"}
+    assert len({r["base_info"]["caption"] + str(r["base_info"]["seed"]) for r in rows}) == 2
+    with pytest.raises(ConfigError, match="--bases"):
+        pipeline.generate(pipeline.GenerateConfig(out=tmp_path / "o2", editors=("sd2.tiny",), ai_fraction=0.5))
+
+
+# -- quality filter ------------------------------------------------------------------------
+def test_quality_filter_rejects_a_noop_and_low_scores():
+    before = np.full((16, 16, 3), 100, np.uint8)
+    mask = np.zeros((16, 16), bool)
+    mask[4:12, 4:12] = True
+    after = before.copy()
+    after[mask] = 250
+    q = QualityFilter()
+    assert q(before, before, mask, "p", "object_removal").startswith("no-op")
+    assert q(before, after, mask, "p", "object_removal") is None
+    judged = QualityFilter(scorer=lambda *a: 2.0)
+    assert "score 2 below 3" in judged(before, after, mask, "p", "object_removal")
+    assert QualityFilter(scorer=lambda *a: 4.0)(before, after, mask, "p", "object_removal") is None
+    with pytest.raises(ConfigError):
+        QualityFilter(min_area=0.6, max_area=0.5)
+
+
+def test_noop_editor_samples_are_rejected_and_not_written(tmp_path):
+    bases = make_bases(tmp_path / "bases", n=2)
+    noop = FakeEditor(None)
+    config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("noop",), bases=str(bases), n=3, ai_fraction=0,
+                                     tries=2, size=32)
+    summary = pipeline.generate(config, editors={"noop": noop})
+    assert summary.accepted == 0 and summary.rejected == 3
+    assert all("no-op" in r["reason"] for r in summary.rejections)
+    assert not list((tmp_path / "out" / "train_copy").glob("*.png"))
+    calls = noop.calls
+    assert calls >= 3 * 2  # every sample's first turn tried twice
+    again = pipeline.generate(config, editors={"noop": noop})
+    assert again.made == 0 and again.reused == 3 and noop.calls == calls  # rejected samples are not redone
+
+
+# -- open vocabulary -------------------------------------------------------------------------
+def test_open_vocab_weights_offline_name_what_to_download(capsys, tmp_path):
+    from diffzoo.generators.openvocab import GroundingDinoDetector, SamSegmenter
+    from diffzoo.generators.vlm import QwenVL
+
+    image = np.zeros((16, 16, 3), np.uint8)
+    with pytest.raises(WeightsUnavailableError, match="IDEA-Research/grounding-dino-tiny"):
+        GroundingDinoDetector("IDEA-Research/grounding-dino-tiny").detect(image, ["cat"])
+    with pytest.raises(WeightsUnavailableError, match="facebook/sam-vit-base"):
+        SamSegmenter("facebook/sam-vit-base").segment(image, [(0, 0, 4, 4)])
+    with pytest.raises(WeightsUnavailableError, match="Qwen/Qwen2.5-VL-7B-Instruct"):
+        QwenVL().ask([image], "what is this?")
+    bases = make_bases(tmp_path / "bases", n=1)
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--regions", "open-vocab",
+                       "--editors", EDITORS, "--n", 1, "--ai-bases", 0)
+    assert code != 0 and err.count("error:") == 1 and "IDEA-Research/grounding-dino-base" in err
+
+
+def tiny_grounding_dino(tmp_path):
+    """A random-weight Grounding DINO with a character WordPiece tokenizer (built offline)."""
+    import torch
+    from transformers import (BertConfig, BertTokenizer, GroundingDinoConfig, GroundingDinoForObjectDetection,
+                              GroundingDinoImageProcessor, GroundingDinoProcessor, SwinConfig)
+
+    chars = list("abcdefghijklmnopqrstuvwxyz.")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *("##" + c for c in chars)]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    config = GroundingDinoConfig(
+        backbone_config=SwinConfig(embed_dim=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], window_size=4,
+                                   image_size=64, out_features=["stage2", "stage3", "stage4"]),
+        text_config=BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=32, max_position_embeddings=64),
+        d_model=32, encoder_layers=1, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2,
+        encoder_ffn_dim=32, decoder_ffn_dim=32, num_queries=10, num_feature_levels=3, encoder_n_points=2,
+        decoder_n_points=2, max_text_len=64, use_timm_backbone=False, backbone=None, use_pretrained_backbone=False,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = GroundingDinoForObjectDetection(config).eval()
+    processor = GroundingDinoProcessor(GroundingDinoImageProcessor(size={"shortest_edge": 64, "longest_edge": 64}),
+                                       BertTokenizer(str(tmp_path / "vocab.txt")))
+    return model, processor
+
+
+def tiny_sam():
+    import torch
+    from transformers import (SamConfig, SamMaskDecoderConfig, SamModel, SamImageProcessor, SamProcessor,
+                              SamPromptEncoderConfig, SamVisionConfig)
+
+    config = SamConfig(
+        vision_config=SamVisionConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16,
+                                      image_size=64, patch_size=8, output_channels=16, global_attn_indexes=[1],
+                                      window_size=2, mlp_dim=16, num_pos_feats=8),
+        prompt_encoder_config=SamPromptEncoderConfig(hidden_size=16, image_size=64, patch_size=8, mask_input_channels=4),
+        mask_decoder_config=SamMaskDecoderConfig(hidden_size=16, mlp_dim=16, num_hidden_layers=2, num_attention_heads=2,
+                                                 iou_head_hidden_dim=16),
+    )  # fmt: skip
+    torch.manual_seed(0)
+    processor = SamProcessor(SamImageProcessor(size={"longest_edge": 64}, pad_size={"height": 64, "width": 64}))
+    return SamModel(config).eval(), processor
+
+
+def test_open_vocab_with_tiny_grounding_dino_and_sam(tmp_path):
+    from diffzoo.generators.openvocab import GroundingDinoDetector, OpenVocabRegions, SamSegmenter
+
+    model, processor = tiny_grounding_dino(tmp_path)
+    detector = GroundingDinoDetector(model=model, processor=processor, box_threshold=0.0, text_threshold=0.0)
+    sam_model, sam_processor = tiny_sam()
+    segmenter = SamSegmenter(model=sam_model, processor=sam_processor)
+    image = (np.random.default_rng(0).random((48, 40, 3)) * 255).astype(np.uint8)
+    found = detector.detect(image, ["cat", "dog"])
+    assert found and all(0 <= d.box[0] <= d.box[2] <= 40 and 0 <= d.box[1] <= d.box[3] <= 48 for d in found)
+    masks = segmenter.segment(image, [d.box for d in found[:3]])
+    assert [m.shape for m in masks] == [(48, 40)] * 3 and all(m.dtype == bool for m in masks)
+    names_asked = []
+
+    def namer(im):
+        names_asked.append(im.shape)
+        return ["cat"]
+
+    source = OpenVocabRegions(detector, segmenter, namer=namer, max_regions=4)
+    base = type("Base", (), {"image": image})()
+    regions = source.candidates(base, np.random.default_rng(0))
+    assert names_asked == [(48, 40, 3)] and 1 <= len(regions) <= 4
+    for i, r in enumerate(regions):
+        assert r.shape == "open-vocab" and r.mask.shape == (48, 40) and r.mask.any()
+        assert all(np.logical_and(r.mask, o.mask).sum() / np.logical_or(r.mask, o.mask).sum() <= 0.7
+                   for o in regions[i + 1:])
+
+
+class FakeDetector:
+    def detect(self, image, names):
+        from diffzoo.generators.openvocab import Detection
+
+        return [Detection((2.0, 2.0, 14.0, 14.0), names[0], 0.9), Detection((16.0, 18.0, 30.0, 30.0), names[-1], 0.8),
+                Detection((2.0, 2.0, 14.0, 13.0), names[0], 0.5)]  # near-duplicate of the first
+
+
+class FakeSegmenter:
+    def segment(self, image, boxes):
+        out = []
+        for x0, y0, x1, y1 in boxes:
+            m = np.zeros(image.shape[:2], bool)
+            m[int(y0):int(y1), int(x0):int(x1)] = True
+            out.append(m)
+        return out
+
+
+def test_open_vocab_glue_in_the_pipeline_with_injected_models(tmp_path):
+    from diffzoo.generators.openvocab import OpenVocabRegions
+
+    bases = make_bases(tmp_path / "bases", n=2, h=32, w=32)
+    source = OpenVocabRegions(FakeDetector(), FakeSegmenter(), vocabulary=("vase", "kite"))
+    config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("a",), bases=str(bases), regions="open-vocab",
+                                     n=3, ai_fraction=0, turns=(0, 1), size=32)
+    summary = pipeline.generate(config, editors={"a": FakeEditor(1)}, regions=source)
+    assert summary.accepted == 3
+    for row in manifest(tmp_path / "out"):
+        assert sorted(t["object"] for t in row["turns"]) == ["kite", "vase"]
+        assert sorted(tuple(t["region"]) for t in row["turns"]) == [(2, 2, 14, 14), (16, 18, 30, 30)]
+
+
+def test_vlm_roles_parse_answers_with_a_fake_model():
+    from diffzoo.generators.vlm import VlmObjectNamer, VlmPrompter, VlmScorer
+
+    class FakeVL:
+        model_id = "fake/vl"
+
+        def __init__(self, answers):
+            self.answers, self.questions = list(answers), []
+
+        def ask(self, images, question):
+            self.questions.append(question)
+            return self.answers.pop(0)
+
+    assert VlmObjectNamer(FakeVL(["Cat, a dog;\nred cup, cat"]))(np.zeros((8, 8, 3), np.uint8)) == ["cat", "a dog", "red cup"]
+    region = _box(16, 16, 2, 8, 2, 8, "cup")
+    vl = FakeVL(['"a sandy beach"', "a green parrot\nextra"])
+    prompts = VlmPrompter(vl)(np.zeros((16, 16, 3), np.uint8), region, "object_addition", np.random.default_rng(0))
+    assert prompts == ("a sandy beach", "a green parrot") and "(2, 2) to (8, 8)" in vl.questions[0]
+    empty = VlmPrompter(FakeVL([""]))(np.zeros((16, 16, 3), np.uint8), region, "attribute_change", np.random.default_rng(0))
+    assert len(empty) == 1 and "cup" in empty[0]  # template fallback names the object
+    scorer = VlmScorer(FakeVL(["Score: 4", "no idea"]))
+    img = np.zeros((16, 16, 3), np.uint8)
+    assert scorer(img, img, region.mask, "p", "object_removal") == 4.0
+    assert scorer(img, img, region.mask, "p", "object_removal") == 0.0
+
+
+def test_lora_option_loads_a_lora_into_one_editor(capsys, tmp_path):
+    from safetensors.torch import save_file
+
+    from diffzoo.generators.cards import SD2_TINY
+    from diffzoo.generators.tiny import build_tiny_pipeline, tiny_lora_state_dict
+
+    lora = tmp_path / "style.safetensors"
+    save_file(tiny_lora_state_dict(build_tiny_pipeline(SD2_TINY), seed=3), str(lora))
+    bases = make_bases(tmp_path / "bases", n=2)
+    common = ["--bases", bases, "--editors", "sd2.tiny", "--n", 2, "--ai-bases", 0, "--size", 32, "--turns", "1"]
+    assert cli(capsys, "generate", "--out", tmp_path / "plain", *common)[0] == 0
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "lora", *common, "--lora", lora, "--lora-scale", 0.8)
+    assert code == 0, err
+    plain, styled = files(tmp_path / "plain"), files(tmp_path / "lora")
+    assert plain["train_copy/00000000.mask.png"] == styled["train_copy/00000000.mask.png"]  # same plan
+    assert plain["train_copy/00000000.image.png"] != styled["train_copy/00000000.image.png"]  # other weights
+    settings = json.loads((tmp_path / "lora" / "generate.json").read_text())["settings"]
+    assert settings["loras"] == [{"editor": "sd2.tiny", "file": "style.safetensors", "bytes": lora.stat().st_size,
+                                  "scale": 0.8}]
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "x", "--bases", bases, "--editors", EDITORS,
+                       "--lora", lora)
+    assert code != 0 and "EDITOR=FILE" in err
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "x", "--bases", bases, "--editors", EDITORS,
+                       "--lora", f"sdxl.tiny={tmp_path / 'missing.safetensors'}")
+    assert code != 0 and err.count("error:") == 1 and "does not exist" in err
