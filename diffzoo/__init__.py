@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 import importlib
 import logging
 
-from .harness.cards import DetectorCard, GeneratorCard, RecipeValue
+from .harness.cards import DetectorCard, GeneratorCard, RecipeValue, register_cards
 from .harness.errors import (
     ConfigError, CorruptSampleError, DataError, DiffzooError, ModelError, WeightsUnavailableError,
 )
@@ -41,6 +41,7 @@ def __getattr__(name: str):
 __all__ = [
     "__version__",
     "hookimpl",
+    "register_cards",
     "DiffzooError",
     "ConfigError",
     "CorruptSampleError",

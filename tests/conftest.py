@@ -120,3 +120,14 @@ def offline_empty_hub(monkeypatch, tmp_path) -> list[tuple]:
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     return attempts
+
+
+def cli(capsys, *args):
+    """Run the CLI in-process: (exit code, stdout, stderr)."""
+    from diffzoo.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import cli
 from PIL import Image
 
 from diffzoo.cli import main
@@ -11,12 +12,6 @@ from diffzoo.cli import main
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 
 
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([*args])
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
 
 
 def error_lines(err):

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_diffseg_folder
+from conftest import cli, make_diffseg_folder
 
-from diffzoo.cli import main
 from diffzoo.harness.distributed import ShardView, shard
 from diffzoo.harness.errors import ConfigError
 
@@ -25,12 +24,6 @@ TRAIN = ["--detector", "segformer.tiny", "--iterations", "3", "--batch-size", "2
          "--device", "cpu", "--no-pretrained"]
 
 
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
 
 
 def diffzoo(*args, world: int = 1, cwd: Path) -> subprocess.CompletedProcess:

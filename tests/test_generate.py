@@ -16,11 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import cli
 from PIL import Image
 
-import diffzoo.cli.generate  # noqa: F401 - registers the command until cli/app.py imports it
 from diffzoo import open_dataset
-from diffzoo.cli import main
 from diffzoo.generators import pipeline
 from diffzoo.generators.layout import STATE_DIR
 from diffzoo.generators.multiturn import TurnPlan, edit_sample
@@ -36,12 +35,6 @@ N = 6
 
 
 # -- helpers ---------------------------------------------------------------------------
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
 
 
 def make_bases(folder: Path, n: int = 4, h: int = 48, w: int = 40) -> Path:

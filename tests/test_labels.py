@@ -5,9 +5,9 @@ import json
 import cv2
 import numpy as np
 import pytest
+from conftest import cli
 from PIL import Image
 
-from diffzoo.cli import main
 from diffzoo.generators.labels import AlignParams, align, difference_label
 from diffzoo.harness.factories import open_dataset
 
@@ -175,12 +175,6 @@ def test_cleanup_and_pixel_count_area_bounds():
     assert difference_label(orig, gen, min_area=300, max_area=600).status == "ok"
 
 
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
 
 
 def save(image, path):

@@ -11,9 +11,8 @@ import sys
 import time
 
 import pytest
-from conftest import make_record
+from conftest import cli, make_record
 
-from diffzoo.cli import main
 from diffzoo.harness.errors import ConfigError, RecordError
 from diffzoo.harness.records import ResultRecord, schema_problems
 from diffzoo.leaderboard.diff import diff
@@ -23,12 +22,6 @@ from diffzoo.leaderboard.tables import build_tables
 from diffzoo.leaderboard.versions import freeze, load_version, resolve
 
 
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([*args])
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
 
 
 def edited(record: ResultRecord, change) -> dict:

@@ -4,8 +4,6 @@ failures reported by name and skipped."""
 import subprocess
 import sys
 
-import pytest
-
 from diffzoo import hookimpl
 from diffzoo.harness.plugins import DEFAULT_PLUGINS, PluginSystem
 

@@ -6,11 +6,11 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import cli
 import torch
 from PIL import Image
 
 from diffzoo import DetectionOutput, Detector, DetectorCard, LabelSpace, create_detector, hookimpl, open_dataset
-from diffzoo.cli import main
 from diffzoo.harness.checkpoints import cache_dir, load_checkpoint, save_checkpoint
 from diffzoo.harness.fsutil import sha256_file
 from diffzoo.harness.prediction import OVERLAY_MIN_SIDE, predict_image
@@ -21,12 +21,6 @@ from diffzoo.harness.types import BINARY
 TINY_TRAIN = TrainConfig(iterations=2, batch_size=2, crop_size=32, warmup_iters=1, pretrained=False)
 
 
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main([*args])
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
 
 
 def trained(folder, task, tmp_path):

@@ -106,3 +106,11 @@ class GeneratorCard:
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(self)
+
+
+def register_cards(register: Any, cards: Any, target: str, default: str | None = None) -> None:
+    """Register each card under its name with the lazy ``"module:attr"``
+    ``target``; ``default`` names the family's default card.  What a
+    ``register_detectors`` / ``register_generators`` hook usually does."""
+    for card in cards:
+        register(card.name, target, card=card, default=card.name == default, description=card.description)

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from ..harness.records import ResultRecord
-from .tables import build_tables, format_ci, format_value
+from .tables import build_tables, render_cell
 
 
 def case_tables(records: Iterable[ResultRecord]) -> list[RichTable]:
@@ -21,12 +21,7 @@ def case_tables(records: Iterable[ResultRecord]) -> list[RichTable]:
         for col in t.columns:
             table.add_column(escape(f"{col.label} {col.arrow}".strip()), justify="right")
         for row in t.rows:
-            cells = []
-            for col in t.columns:
-                cell = row.cells.get(col.name)
-                text = format_value(col, cell.value) if cell else "-"
-                ci = format_ci(col, cell) if cell else ""
-                cells.append(text + (f" [dim]±{ci}[/]" if ci else ""))
+            cells = [render_cell(t, row, col, ci=lambda v, h: f"{v} [dim]±{h}[/]") for col in t.columns]
             name = f"[dim]{escape(row.detector)}[/]" if row.baseline else escape(row.detector)
             table.add_row(name, *cells)
         out.append(table)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..harness.fsutil import atomic_write_text
-from .tables import Table, build_tables, format_ci, format_value
+from .tables import Table, build_tables, render_cell
 from .versions import Selection, summarize
 
 NOTE = ("Values in %; ↑ higher is better, ↓ lower is better; ± is half the 95% bootstrap CI "
@@ -51,19 +51,6 @@ def md_escape(text: Any) -> str:
     return str(text).translate(_MD_SPECIAL)
 
 
-def _md_cell(table: Table, row, col) -> str:
-    cell = row.cells.get(col.name)
-    if cell is None:
-        return "-"
-    text = format_value(col, cell.value)
-    ci = format_ci(col, cell)
-    if ci:
-        text += f" ± {ci}"
-    if not row.baseline and cell.value is not None and cell.value == table.best(col.name):
-        text = f"**{text}**"
-    return text
-
-
 def to_markdown(selection: Selection, tables: list[Table]) -> str:
     lines = ["# diffzoo leaderboard", ""]
     lines += [f"- **{label}**: {md_escape(value)}" for label, value in header_lines(selection)]
@@ -81,7 +68,8 @@ def to_markdown(selection: Selection, tables: list[Table]) -> str:
         for row in t.rows:
             p = row.provenance
             name = f"*{md_escape(row.detector)}*" if row.baseline else md_escape(row.detector)
-            cells = [str(row.rank or ""), name, *(_md_cell(t, row, c) for c in t.columns),
+            cells = [str(row.rank or ""), name, *(render_cell(t, row, c, ci=lambda v, h: f"{v} ± {h}", best=lambda x: f"**{x}**")
+                       for c in t.columns),
                      md_escape(short(p.get("checkpoint_sha256"))) if p else "",
                      md_escape(short(p.get("git"), 10)) if p else "",
                      md_escape((p.get("date") or "")[:10]) if p else ""]
@@ -175,16 +163,8 @@ def to_latex(selection: Selection, tables: list[Table]) -> str:
                 "Detector & " + " & ".join(f"{tex_escape(c.label)} {arrows[c.higher_is_better]}".strip()
                                             for c in t.columns) + r" \\", r"\midrule"]
         for row in t.rows:
-            cells = []
-            for col in t.columns:
-                cell = row.cells.get(col.name)
-                text = format_value(col, cell.value) if cell else "-"
-                ci = format_ci(col, cell) if cell else ""
-                if ci:
-                    text += rf" {{\scriptsize$\pm${ci}}}"
-                if cell and not row.baseline and cell.value is not None and cell.value == t.best(col.name):
-                    text = rf"\textbf{{{text}}}"
-                cells.append(text)
+            cells = [render_cell(t, row, col, ci=lambda v, h: rf"{v} {{\scriptsize$\pm${h}}}",
+                                 best=lambda x: rf"\textbf{{{x}}}") for col in t.columns]
             name = tex_escape(row.detector)
             out.append((rf"\textit{{{name}}}" if row.baseline else name) + " & " + " & ".join(cells) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]

@@ -11,7 +11,7 @@ table's primary metric; each row keeps its provenance.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +103,22 @@ class Table:
         if len(values) < 2 or info.higher_is_better is None:
             return None
         return max(values) if info.higher_is_better else min(values)
+
+
+def render_cell(table: Table, row: Row, col: MetricInfo, *, ci: Callable[[str, str], str],
+                best: Callable[[str], str] = lambda text: text) -> str:
+    """A cell as text in some markup: ``ci(value, half_width)`` adds the CI,
+    ``best(text)`` marks the column's best detector value."""
+    cell = row.cells.get(col.name)
+    if cell is None:
+        return "-"
+    text = format_value(col, cell.value)
+    half = format_ci(col, cell)
+    if half:
+        text = ci(text, half)
+    if not row.baseline and cell.value is not None and cell.value == table.best(col.name):
+        text = best(text)
+    return text
 
 
 def slugify(text: str) -> str:

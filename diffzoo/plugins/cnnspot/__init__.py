@@ -8,7 +8,7 @@ plain data (cards and registration) and imports no torch; the model lives in
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl
+from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
 
 PAPER = (
     "Wang et al., CNN-generated images are surprisingly easy to spot... for now, "
@@ -109,11 +109,4 @@ DEFAULT = "cnnspot.r50"
 
 @hookimpl
 def register_detectors(register):
-    for card in CARDS:
-        register(
-            card.name,
-            "diffzoo.plugins.cnnspot.model:CNNSpotDetector",
-            card=card,
-            default=card.name == DEFAULT,
-            description=card.description,
-        )
+    register_cards(register, CARDS, "diffzoo.plugins.cnnspot.model:CNNSpotDetector", DEFAULT)

@@ -6,7 +6,7 @@ model itself lives in :mod:`diffzoo.plugins.deeplabv3plus.model`.
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl
+from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
 
 PAPER = (
     "Chen et al., Encoder-Decoder with Atrous Separable Convolution for Semantic Image "
@@ -108,11 +108,4 @@ DEFAULT = "deeplabv3plus.r50"
 
 @hookimpl
 def register_detectors(register):
-    for card in CARDS:
-        register(
-            card.name,
-            "diffzoo.plugins.deeplabv3plus.model:DeepLabV3PlusDetector",
-            card=card,
-            default=card.name == DEFAULT,
-            description=card.description,
-        )
+    register_cards(register, CARDS, "diffzoo.plugins.deeplabv3plus.model:DeepLabV3PlusDetector", DEFAULT)

@@ -6,7 +6,7 @@ model itself lives in :mod:`diffzoo.plugins.fcn8s.model`.
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl
+from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
 
 PAPER = (
     "Long, Shelhamer & Darrell, Fully Convolutional Networks for Semantic Segmentation, "
@@ -108,11 +108,4 @@ DEFAULT = "fcn8s.vgg16"
 
 @hookimpl
 def register_detectors(register):
-    for card in CARDS:
-        register(
-            card.name,
-            "diffzoo.plugins.fcn8s.model:FCN8sDetector",
-            card=card,
-            default=card.name == DEFAULT,
-            description=card.description,
-        )
+    register_cards(register, CARDS, "diffzoo.plugins.fcn8s.model:FCN8sDetector", DEFAULT)

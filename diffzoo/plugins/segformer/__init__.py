@@ -6,7 +6,7 @@ model itself lives in :mod:`diffzoo.plugins.segformer.model`.
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl
+from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
 
 PAPER = "Xie et al., SegFormer, NeurIPS 2021, arXiv 2105.15203"
 MMSEG_CFG = "mmsegmentation configs/segformer/segformer_mit-b0_8xb2-160k_ade20k-512x512.py"
@@ -101,11 +101,4 @@ DEFAULT = "segformer.b2"
 
 @hookimpl
 def register_detectors(register):
-    for card in CARDS:
-        register(
-            card.name,
-            "diffzoo.plugins.segformer.model:SegformerDetector",
-            card=card,
-            default=card.name == DEFAULT,
-            description=card.description,
-        )
+    register_cards(register, CARDS, "diffzoo.plugins.segformer.model:SegformerDetector", DEFAULT)

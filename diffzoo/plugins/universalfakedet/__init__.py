@@ -8,7 +8,7 @@ plain data (cards and registration) and imports no torch; the model lives in
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl
+from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
 
 PAPER = (
     "Ojha, Li and Lee, Towards Universal Fake Image Detectors that Generalize Across "
@@ -110,11 +110,4 @@ DEFAULT = "universalfakedet.vit-l14"
 
 @hookimpl
 def register_detectors(register):
-    for card in CARDS:
-        register(
-            card.name,
-            "diffzoo.plugins.universalfakedet.model:UniversalFakeDetector",
-            card=card,
-            default=card.name == DEFAULT,
-            description=card.description,
-        )
+    register_cards(register, CARDS, "diffzoo.plugins.universalfakedet.model:UniversalFakeDetector", DEFAULT)
