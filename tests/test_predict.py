@@ -68,8 +68,17 @@ def test_predict_writes_label_map_overlay_and_a_json_line_per_image(capsys, diff
         assert set(np.unique(label)) <= set(range(len(names)))
         # the label map is the detector's own prediction, computed here independently
         logits = det.predict(torch.from_numpy(rgb.copy()).permute(2, 0, 1)[None].float() / 255).mask_logits[0]
-        expected = logits.argmax(0) if task == "semantic" else (torch.sigmoid(logits[0]) > 0.5)
-        assert np.array_equal(label, expected.numpy().astype(np.uint8))
+        if task == "semantic":
+            expected = logits.argmax(0)
+            top2 = logits.topk(2, dim=0).values
+            decided = (top2[0] - top2[1]) > 1e-4  # a barely trained model has near-ties
+        else:
+            expected = torch.sigmoid(logits[0]) > 0.5
+            decided = logits[0].abs() > 1e-4
+        # exact wherever the decision is not a float near-tie (thread counts change summation order)
+        decided = decided.numpy()
+        assert decided.mean() > 0.9
+        assert np.array_equal(label[decided], expected.numpy().astype(np.uint8)[decided])
 
         fraction = float((label > 0).mean())
         assert row["edited_fraction"] == pytest.approx(fraction)
