@@ -194,6 +194,16 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
         freeze(store, "../evil")
 
 
+def test_a_rerun_of_the_same_run_is_one_row(tmp_path):
+    first = make_record("a")
+    rerun = make_record("a", date="2026-12-02T00:00:00+00:00",
+                        environment={"date": "2026-12-02T00:00:00+00:00", "git": "fedcba9876543210"})
+    assert rerun.id != first.id  # another code version: another record of the same run
+    [table] = build_tables([first, rerun])
+    [row] = [r for r in table.rows if not r.baseline]
+    assert row.record_id == rerun.id and row.provenance["git"] == "fedcba9876543210"
+
+
 def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
     store = RecordStore(tmp_path)
     store.add(make_record("a"))

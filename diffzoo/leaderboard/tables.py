@@ -17,6 +17,7 @@ from typing import Any
 
 from ..harness.metrics.catalog import MetricInfo, metric_info
 from ..harness.records import ResultRecord
+from .store import run_key
 
 # Columns shown per case task, in order (others stay in the JSON/CSV output).
 SHOWN = {
@@ -162,9 +163,18 @@ def _sort_key(primary: str | None, info: MetricInfo | None):
 
 
 def build_tables(records: Iterable[ResultRecord], baselines: bool = True) -> list[Table]:
-    """Group records into tables (see module doc), ranked by primary metric."""
-    groups: dict[TableKey, list[ResultRecord]] = {}
+    """Group records into tables (see module doc), ranked by primary metric.
+
+    Records of the same run (same detector, checkpoint, suite version, case,
+    dataset, metric version and seed; the store guarantees equal numbers)
+    give one row, the newest."""
+    newest: dict[str, ResultRecord] = {}  # re-runs of one run (same numbers, e.g. another git hash): one row
     for record in records:
+        key = run_key(record)
+        if key not in newest or _date(record) >= _date(newest[key]):
+            newest[key] = record
+    groups: dict[TableKey, list[ResultRecord]] = {}
+    for record in newest.values():
         groups.setdefault(TableKey.of(record), []).append(record)
     tables = []
     for key, recs in groups.items():
@@ -191,6 +201,10 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True) -> lis
     tables.sort(key=lambda t: (t.key.suite, _version_order(t.key.suite_version), t.key.case, t.key.dataset,
                                t.key.fingerprint, t.key.metrics_version))
     return tables
+
+
+def _date(record: ResultRecord) -> str:
+    return str(record.data.get("environment", {}).get("date") or "")
 
 
 def _version_order(version: str) -> tuple:
