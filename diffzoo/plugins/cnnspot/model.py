@@ -32,8 +32,8 @@ def imagenet_resnet50_state() -> dict[str, torch.Tensor]:
 
     weights = ResNet50_Weights.IMAGENET1K_V1
     try:
-        # torch.hub reads the cache first and loads with weights_only (no arbitrary unpickling)
-        return torch.hub.load_state_dict_from_url(weights.url, progress=False, check_hash=True)
+        # torch.hub reads the cache first; weights_only=True: tensors only, no arbitrary unpickling
+        return torch.hub.load_state_dict_from_url(weights.url, progress=False, check_hash=True, weights_only=True)
     except (OSError, RuntimeError, ValueError) as exc:  # URLError is an OSError
         raise WeightsUnavailableError(
             "detector cnnspot.r50",
