@@ -118,13 +118,48 @@ def test_the_config_model_gives_input_sized_logits(name, task, backend):
     cfg = backend.load_config(card(name)).model
     assert type(segmentor.backbone).__name__ == cfg.backbone.type
     assert type(segmentor.decode_head).__name__ == cfg.decode_head.type
-    assert not hasattr(segmentor, "auxiliary_head") or segmentor.auxiliary_head is None
     assert not any("SyncBatchNorm" in type(m).__name__ for m in segmentor.modules())
     channels = 1 if task == "binary" else labels.num_classes
     assert segmentor.decode_head.conv_seg.out_channels == channels
+    if "auxiliary_head" in cfg:
+        assert type(segmentor.auxiliary_head).__name__ == cfg.auxiliary_head.type
+        assert segmentor.auxiliary_head.conv_seg.out_channels == channels
+        assert segmentor.auxiliary_head.in_index == cfg.auxiliary_head.in_index
+    else:
+        assert not segmentor.with_auxiliary_head
     for h, w in [(64, 64), (40, 56)]:
         logits = det.predict(torch.rand(2, 3, h, w)).mask_logits
         assert logits.shape == (2, channels, h, w) and torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("name", ["mmseg.deeplabv3plus-r50", "mmseg.fcn-r50"])
+def test_the_training_loss_is_mmsegs_decode_plus_auxiliary_loss(name, backend):
+    """diffzoo's loss on the (logits, [(aux, 0.4)]) output = mmseg's EncoderDecoder.loss."""
+    from mmengine.structures import PixelData
+    from mmseg.structures import SegDataSample
+
+    from diffzoo.harness.trainer import segmentation_loss
+
+    labels = LabelSpace.from_editors(["a", "b", "c"])
+    det = create_detector(name, "semantic", labels)
+    det.model.train()
+    images = torch.rand(2, 3, 64, 64)
+    target = torch.randint(0, labels.num_classes, (2, 64, 64))  # no ignored pixels: mmseg averages over all
+    torch.manual_seed(3)  # the heads' dropout draws the same masks in both forwards
+    out = det.model(images)
+    main, aux = out
+    assert main.shape[:2] == (2, labels.num_classes)  # 1/8 (FCN) or 1/4 (DeepLabv3+'s c1 skip)
+    assert [(a.shape, w) for a, w in aux] == [((2, labels.num_classes, 8, 8), 0.4)]  # stage 3: 1/8
+    ours = segmentation_loss(out, target, "semantic")
+    samples = [SegDataSample(gt_sem_seg=PixelData(data=t[None])) for t in target]
+    for s in samples:
+        s.set_metainfo({"img_shape": (64, 64)})
+    torch.manual_seed(3)
+    theirs = det.model.net.segmentor.loss((images - det.model.mean) / det.model.std, samples)
+    assert ours.item() == pytest.approx((theirs["decode.loss_ce"] + theirs["aux.loss_ce"]).item(), rel=1e-5)
+    assert theirs["aux.loss_ce"].item() > 0
+    det.model.eval()
+    assert isinstance(det.model(images), torch.Tensor)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -158,6 +193,9 @@ def test_a_few_training_steps_run_with_finite_loss(name, backend, diffseg_folder
     after = det.model.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before if "decode_head.conv_seg" in k)
     assert any(not torch.equal(before[k], after[k]) for k in before if "backbone" in k)
+    aux = [k for k in before if "auxiliary_head.conv_seg" in k]
+    assert bool(aux) == card(name).recipe["auxiliary_head"].value  # R50-D8: trained too
+    assert all(not torch.equal(before[k], after[k]) for k in aux)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -174,6 +212,19 @@ def test_save_then_load_gives_identical_predictions(name, backend, diffseg_folde
     assert not torch.equal(fresh.predict(images).mask_logits, expected)
     fresh.load(tmp_path / "ckpt")
     assert torch.equal(fresh.predict(images).mask_logits, expected)
+
+
+def test_a_checkpoint_without_the_auxiliary_head_is_a_clear_error(backend, tmp_path):
+    """Checkpoints saved before the R50-D8 auxiliary head was built."""
+    from diffzoo.harness.checkpoints import save_checkpoint
+
+    det = create_detector("mmseg.fcn-r50", "binary")
+    state = {k: v for k, v in det.model.net.state_dict().items() if ".auxiliary_head." not in k}
+    assert len(state) < len(det.model.net.state_dict())
+    save_checkpoint(tmp_path / "old", state, det.checkpoint_meta())
+    hint = "missing from the checkpoint: segmentor.auxiliary_head.*train mmseg.fcn-r50 again"
+    with pytest.raises(ModelError, match=hint):
+        det.load(tmp_path / "old")
 
 
 def _cache_file(backend, name, tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ from .cards import DetectorCard
 from .checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
 from .errors import ConfigError, ModelError
 from .protocols import Dataset, Detector
-from .trainer import TrainConfig, train_segmenter
+from .trainer import AuxLogits, TrainConfig, train_segmenter
 from .types import DetectionOutput, LabelSpace
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,9 @@ class Normalized(nn.Module):
         self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
 
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
+    def forward(self, images: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, AuxLogits]:
+        """Logits; in training, a network may also return auxiliary heads'
+        logits, ``(logits, [(aux_logits, weight), ...])`` (see segmentation_loss)."""
         h, w = images.shape[-2:]
         x = (images - self.mean) / self.std
         ph, pw = (-h) % self.multiple, (-w) % self.multiple
@@ -55,12 +57,19 @@ class Normalized(nn.Module):
             if images.dim() == 4 and not images.is_contiguous() and images.is_contiguous(
                     memory_format=torch.channels_last):
                 x = x.contiguous(memory_format=torch.channels_last)  # padding drops NHWC
-        logits = self.net(x)
-        if ph or pw:
+        out = self.net(x)
+        if not (ph or pw):
+            return out
+
+        def crop(logits: torch.Tensor) -> torch.Tensor:  # drop the padding, at the map's own stride
             scale_h = logits.shape[-2] / x.shape[-2]
             scale_w = logits.shape[-1] / x.shape[-1]
-            logits = logits[..., : round(h * scale_h), : round(w * scale_w)]
-        return logits
+            return logits[..., : round(h * scale_h), : round(w * scale_w)]
+
+        if isinstance(out, tuple):
+            main, aux = out
+            return crop(main), [(crop(a), weight) for a, weight in aux]
+        return crop(out)
 
 
 class SegmentationDetector(Detector):
@@ -87,7 +96,10 @@ class SegmentationDetector(Detector):
 
     @abstractmethod
     def build_network(self, num_outputs: int, pretrained: bool) -> nn.Module:
-        """Network mapping normalised B x 3 x H x W images to logits (any stride)."""
+        """Network mapping normalised B x 3 x H x W images to logits (any stride).
+
+        In training mode it may return ``(logits, [(aux_logits, weight), ...])``
+        to add auxiliary heads' losses; in eval mode only the logits."""
 
     # -- inference -------------------------------------------------------
     def to(self, device: str | torch.device) -> SegmentationDetector:

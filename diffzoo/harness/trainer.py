@@ -163,12 +163,27 @@ def collate_skip(batch: list[Any]) -> tuple[torch.Tensor, torch.Tensor, int] | N
     return torch.stack(images), torch.stack(labels), len(batch) - len(good)
 
 
-def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, task: str) -> torch.Tensor:
+AuxLogits = list[tuple[torch.Tensor, float]]
+"""Auxiliary heads' ``(logits, loss weight)``, returned next to the main logits in training."""
+
+
+def segmentation_loss(
+    logits: torch.Tensor | tuple[torch.Tensor, AuxLogits], target: torch.Tensor, task: str
+) -> torch.Tensor:
     """Cross-entropy at label resolution, ignoring label 255.
 
     Binary detectors output one channel (logit of ``edited``): BCE over valid
-    pixels.  Semantic detectors output one channel per class: CE.
+    pixels.  Semantic detectors output one channel per class: CE.  A network
+    with auxiliary heads returns ``(logits, [(aux_logits, weight), ...])`` in
+    training mode; the loss is then ``loss(logits) + sum(weight * loss(aux))``
+    (mmseg's deep supervision).
     """
+    if isinstance(logits, tuple):
+        main, aux = logits
+        loss = segmentation_loss(main, target, task)
+        for aux_logits, weight in aux:
+            loss = loss + weight * segmentation_loss(aux_logits, target, task)
+        return loss
     if logits.shape[-2:] != target.shape[-2:]:
         logits = F.interpolate(logits, size=target.shape[-2:], mode="bilinear", align_corners=False)
     if task == "semantic":

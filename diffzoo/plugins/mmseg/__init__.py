@@ -30,10 +30,6 @@ AUGMENTATION = RecipeValue(
     "because they alter the pixel statistics that edit detectors rely on",
 )
 AMP = RecipeValue(True, "diffzoo choice: bf16 autocast on CUDA only")
-NO_AUX = (
-    "diffzoo choice: the shared trainer optimises one logits map, so the config's "
-    "auxiliary_head (FCNHead on backbone stage 3, loss_weight=0.4) is not built"
-)
 
 
 def _sgd_80k(config: str, pretrained: str) -> dict[str, RecipeValue]:
@@ -59,7 +55,10 @@ def _sgd_80k(config: str, pretrained: str) -> dict[str, RecipeValue]:
         "hflip": RecipeValue(True, src("train_pipeline RandomFlip prob=0.5")),
         "augmentation": AUGMENTATION,
         "pretrained": RecipeValue(True, src(f"model.pretrained={pretrained!r}: ImageNet ResNet-50 with a deep stem")),
-        "auxiliary_head": RecipeValue(False, NO_AUX),
+        "auxiliary_head": RecipeValue(
+            True, src("model.auxiliary_head: FCNHead on backbone stage 3 (in_index=2), trained, unused in inference")
+        ),
+        "auxiliary_loss_weight": RecipeValue(0.4, src("model.auxiliary_head.loss_decode.loss_weight")),
         "amp": AMP,
     }
 

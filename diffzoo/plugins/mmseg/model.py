@@ -2,11 +2,11 @@
 
 The card names a config; :class:`MMSegDetector` loads it with mmengine,
 adapts it to diffzoo (output channels, BN instead of SyncBN, no data
-preprocessor and no auxiliary head, pretrained backbone loaded by diffzoo),
-builds it with mmseg's ``MODELS`` registry and wraps it as a module mapping
-normalised images to the decode head's logits (1/4 or 1/8 of the input;
-the base class resizes).  mmseg and mmcv are imported only when a model is
-built, so the cards list without them.
+preprocessor, pretrained backbone loaded by diffzoo), builds it with mmseg's
+``MODELS`` registry and wraps it as a module mapping normalised images to the
+decode head's logits (1/4 or 1/8 of the input; the base class resizes) and,
+in training, the auxiliary heads' logits with their loss weights.  mmseg and
+mmcv are imported only when a model is built, so the cards list without them.
 """
 
 from __future__ import annotations
@@ -164,38 +164,67 @@ def segmentor_config(card: DetectorCard, cfg: Any, num_outputs: int, threshold: 
             f"(bgr_to_rgb={pre.get('bgr_to_rgb')}), not the card's RGB mean {card.mean} std {card.std} x 255"
         )
     model.data_preprocessor = None  # diffzoo's Normalized wrapper does it, on RGB in [0, 1]
-    model.pop("auxiliary_head", None)  # the recipe's auxiliary_head entry says why
     model.pretrained = None  # the pretrained backbone is loaded by pretrained_backbone_state
     model.backbone.init_cfg = None
     _sync_bn_to_bn(model)
-    head = model.decode_head
-    if num_outputs == 1:  # mmseg's binary convention: 2 classes, one sigmoid channel
-        head.update(num_classes=2, out_channels=1, threshold=threshold,
-                    loss_decode=dict(type="CrossEntropyLoss", use_sigmoid=True, loss_weight=1.0))
-    else:
-        head.update(num_classes=num_outputs, out_channels=None)
+    for head in [model.decode_head, *auxiliary_heads(model)]:
+        if num_outputs == 1:  # mmseg's binary convention: 2 classes, one sigmoid channel
+            weight = head.loss_decode.get("loss_weight", 1.0)
+            head.update(num_classes=2, out_channels=1, threshold=threshold,
+                        loss_decode=dict(type="CrossEntropyLoss", use_sigmoid=True, loss_weight=weight))
+        else:
+            head.update(num_classes=num_outputs, out_channels=None)
     return model
+
+
+def auxiliary_heads(model_cfg: Any) -> list[Any]:
+    """A config's auxiliary head configs (mmseg allows none, one or a list)."""
+    aux = model_cfg.get("auxiliary_head")
+    return [] if aux is None else list(aux) if isinstance(aux, (list, tuple)) else [aux]
+
+
+def auxiliary_weights(model_cfg: Any) -> list[float]:
+    """Each auxiliary head's ``loss_decode.loss_weight`` (one CrossEntropyLoss each)."""
+    weights = []
+    for head in auxiliary_heads(model_cfg):
+        loss = head.get("loss_decode")
+        if not isinstance(loss, dict) or loss.get("type") != "CrossEntropyLoss":
+            raise ModelError(f"auxiliary head {head.get('type')}: diffzoo supports one CrossEntropyLoss, not {loss}")
+        weights.append(float(loss.get("loss_weight", 1.0)))
+    return weights
 
 
 class MMSegLogits(nn.Module):
     """An mmseg EncoderDecoder as a module: normalised images -> decode-head logits.
 
-    ``mode="tensor"`` is mmseg's plain forward (backbone + decode head, no
-    resizing or post-processing).
+    Eval: ``mode="tensor"``, mmseg's plain forward (backbone (+ neck) +
+    decode head, no resizing or post-processing).  Training with auxiliary
+    heads: ``(logits, [(aux_logits, weight), ...])``, every head's ``forward``
+    on the same features, as ``EncoderDecoder.loss`` does (each head picks
+    its input with its own ``in_index``); diffzoo's segmentation_loss adds
+    ``weight *`` each auxiliary loss.
     """
 
-    def __init__(self, segmentor: nn.Module):
+    def __init__(self, segmentor: nn.Module, aux_weights: list[float]):
         super().__init__()
         self.segmentor = segmentor
+        self.aux_weights = aux_weights
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.segmentor(x, mode="tensor")
+    def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, list[tuple[torch.Tensor, float]]]:
+        if not (self.training and self.aux_weights):
+            return self.segmentor(x, mode="tensor")
+        feats = self.segmentor.extract_feat(x)
+        aux = self.segmentor.auxiliary_head
+        heads = list(aux) if isinstance(aux, nn.ModuleList) else [aux]
+        return self.segmentor.decode_head.forward(feats), [
+            (head.forward(feats), weight) for head, weight in zip(heads, self.aux_weights, strict=True)
+        ]
 
 
 class MMSegDetector(SegmentationDetector):
     """A segmenter whose network is built by mmseg from the card's config."""
 
-    head_prefixes = ("decode_head",)
+    head_prefixes = ("decode_head", "auxiliary_head")  # mmengine's custom_keys "head" matches both
 
     @property
     def no_decay_keywords(self) -> tuple[str, ...]:  # per card: only SegFormer's paramwise_cfg has any
@@ -231,7 +260,18 @@ class MMSegDetector(SegmentationDetector):
                 log.info("pretrained backbone %s: ignored %d tensors not in the backbone (%s ...)",
                          source, len(unexpected), unexpected[0])
             log.info("loaded pretrained backbone %s", source)
-        return MMSegLogits(segmentor)
+        return MMSegLogits(segmentor, auxiliary_weights(model_cfg))
+
+    def load(self, path: Path) -> dict[str, Any]:
+        try:
+            return super().load(path)
+        except ModelError as exc:
+            if "missing from the checkpoint: segmentor.auxiliary_head." not in str(exc):
+                raise
+            raise ModelError(
+                f"{exc} (the checkpoint was saved by a diffzoo that did not build the config's auxiliary "
+                f"head; train {self.card.name} again)"
+            ) from exc
 
 
 def recipe_from_config(cfg: Any, config_name: str) -> dict[str, Any]:
@@ -262,8 +302,11 @@ def recipe_from_config(cfg: Any, config_name: str) -> dict[str, Any]:
         "crop_size": crop[0] if crop[0] == crop[1] else tuple(crop),
         "hflip": any(t.get("prob", 0) > 0 for t in flips),
         "pretrained": backbone_checkpoint(cfg.model) is not None,
-        "auxiliary_head": False,  # never built (NO_AUX)
+        "auxiliary_head": bool(auxiliary_heads(cfg.model)),
     }
+    weights = auxiliary_weights(cfg.model)
+    if weights:
+        out["auxiliary_loss_weight"] = weights[0] if len(weights) == 1 else tuple(weights)
     if opt.type == "SGD":
         out["momentum"] = opt.momentum
     else:
