@@ -8,9 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD
 from ..harness.prediction import (
-    EDITED_AREA,
-    EDITED_SCORE,
     PREDICTIONS_FILE,
     collect_images,
     load_model,
@@ -62,8 +61,8 @@ def predict_cmd(
     else:
         wrote = "label maps, overlays and " + wrote
     console.print(f"{edited} edited, {len(rows) - edited - len(failed)} authentic of {len(rows)} image(s) "
-                  f"(edited: predicted edited area > {EDITED_AREA:.0%} of the image, or the detector's image "
-                  f"score > {EDITED_SCORE}); {wrote}")
+                  f"(edited: predicted edited area > {AREA_THRESHOLD:.0%} of the image, or the detector's image "
+                  f"score > {SCORE_THRESHOLD}); {wrote}")
     if failed:
         console.print(f"[yellow]{len(failed)} image(s) could not be read[/] (see 'error' in {PREDICTIONS_FILE})")
         raise typer.Exit(1)

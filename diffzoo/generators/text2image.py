@@ -11,26 +11,22 @@ documented default, not the paper's.  Deterministic for a fixed seed.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
 from ..harness.cards import GeneratorCard
 from ..harness.errors import ConfigError, ModelError
-from .cards import OPENRAIL_PP, SD_T2I_TINY, SDXL_PAPER
+from .cards import SD_T2I_TINY, SDXL_BASE
 
-SDXL_T2I = GeneratorCard(
+SDXL_T2I = dataclasses.replace(  # the same weights and settings as the sdxl.base editor
+    SDXL_BASE,
     name="sdxl-t2i.base",
     description="SDXL 1.0 base, text to image (AI base images for diffzoo generate)",
     pipeline="StableDiffusionXLPipeline",
-    weights="stabilityai/stable-diffusion-xl-base-1.0",
     native_inpaint=False,
-    resolution=1024,
-    steps=30,
-    guidance_scale=7.5,
-    licence=OPENRAIL_PP,
-    paper=SDXL_PAPER,
-    options={"torch_dtype": "float16", "variant": "fp16"},
+    options=dict(SDXL_BASE.options),
 )
 T2I_CARDS: dict[str, GeneratorCard] = {c.name: c for c in (SDXL_T2I, SD_T2I_TINY)}
 """Text-to-image cards (not editors, so not registered as generators)."""

@@ -34,6 +34,11 @@ class EvalResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
 
 
+def image_tensor(image: np.ndarray) -> torch.Tensor:
+    """An H x W x 3 uint8 RGB image as the 1 x 3 x H x W float batch in [0, 1] detectors take."""
+    return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)[None].float() / 255.0
+
+
 def to_predictions(detector: Detector, logits: torch.Tensor, threshold: float):
     """(binary pred, edited prob, semantic pred or None) for one image."""
     if detector.task == "binary":
@@ -87,8 +92,7 @@ def evaluate(
                 task.advance()
                 continue
             image, label = distortion(sample.image, sample.label, **distortion_params)
-            tensor = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)[None].float() / 255.0
-            out = detector.predict(tensor)
+            out = detector.predict(image_tensor(image))
             if out.mask_logits is None:  # an image-level classifier: its image score only
                 binary_pred = edited_prob = semantic_pred = None
             else:

@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from .checkpoints import cached_checkpoints, checkpoint_meta
 from .data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
 from .data.labelmaps import load_label_space
 from .errors import ConfigError, CorruptSampleError, DataError, ModelError
-from .evaluate import to_predictions
+from .evaluate import image_tensor, to_predictions
 from .factories import create_detector
 from .fsutil import atomic_write_bytes, sha256_file
+from .metrics import AREA_THRESHOLD, SCORE_THRESHOLD, editor_ranking
 from .plugins import get_registry
 from .progress import NullProgress, Progress
 from .protocols import Detector
@@ -38,10 +38,6 @@ from .types import BINARY, IGNORE_INDEX, TASKS, LabelSpace
 
 log = logging.getLogger(__name__)
 
-EDITED_AREA = 0.01
-"""Edited if the predicted edited area is above this fraction (DiffSeg30k rule, METRICS.md)."""
-EDITED_SCORE = 0.5
-"""Edited if the detector's own image probability is above this (classifiers, METRICS.md)."""
 OVERLAY_MIN_SIDE = 256
 """Smaller images are enlarged (integer factor, nearest) so that the legend is legible."""
 OVERLAY_ALPHA = 0.45
@@ -159,21 +155,20 @@ class ImagePrediction:
 
 def predict_image(det: Detector, image: np.ndarray) -> ImagePrediction:
     """Run ``det`` on one H x W x 3 uint8 RGB image of any size."""
-    tensor = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)[None].float() / 255.0
-    out = det.predict(tensor)
+    out = det.predict(image_tensor(image))
     own = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
     if out.mask_logits is None:  # classification-only detector
-        return ImagePrediction("edited" if own > EDITED_SCORE else "authentic", own, "detector")
+        return ImagePrediction("edited" if own > SCORE_THRESHOLD else "authentic", own, "detector")
     binary, _, semantic = to_predictions(det, out.mask_logits.cpu(), det.card.default_threshold)
     fraction = float(binary.mean())
     label, space, editors = binary, BINARY, []
     if semantic is not None:
         label, space = semantic, det.label_space
         counts = np.bincount(semantic.ravel(), minlength=space.num_classes)
-        order = sorted((i for i in range(1, space.num_classes) if counts[i]), key=lambda i: (-counts[i], i))
+        order = editor_ranking(space.num_classes, counts, None)  # the Top-k ranking: pixels desc, index asc
         editors = [{"editor": space.names[i], "pixels": int(counts[i]),
                     "fraction": float(counts[i] / semantic.size)} for i in order]
-    edited = fraction > EDITED_AREA or (own is not None and own > EDITED_SCORE)
+    edited = fraction > AREA_THRESHOLD or (own is not None and own > SCORE_THRESHOLD)
     return ImagePrediction(
         "edited" if edited else "authentic",
         own if own is not None else fraction,

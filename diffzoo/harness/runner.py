@@ -224,8 +224,12 @@ class Runner:
                 groups.setdefault((case.split, case.distortion, case.distortion_params), []).append((suite, case))
             for members in groups.values():
                 result = self._evaluate(det, members[0][1], {_metric_task(c) for _, c in members})
-                if result is not None:  # None on ranks > 0
-                    records.extend(self._record(s, c, job, det, ckpt, result) for s, c in members)
+                if result is None:  # ranks > 0
+                    continue
+                # cases reading the same state (binary and image) share its metrics, slices and file
+                summaries = {task: self._summarize(state) for task, state in result.states.items()}
+                records.extend(self._record(s, c, job, det, ckpt, result, summaries[_metric_task(c)])
+                               for s, c in members)
         return RunOutput(records, self.plan_, self.notes)
 
     def train(self, task: str = "binary", exclude_editors: tuple[str, ...] = ()) -> TrainOutput:
@@ -260,17 +264,35 @@ class Runner:
         )
         return distributed.gather_eval_result(result, self.dataset.ids(case.split))
 
+    def _summarize(self, state: EvalState) -> dict[str, Any]:
+        """What every record of one metric state carries, computed once."""
+        return {"values": state.compute(), "state_file": self._write_state(state),
+                "slices": {key: state.slices(key) for key in ("base", "turns", "editor", "edit_type")}}
+
+    def _threshold_policy(self, det: Detector, state: EvalState) -> dict[str, Any]:
+        pixel = {
+            "binary": f"fixed: edited if probability > {det.card.default_threshold} (detector card)",
+            "semantic": "fixed: argmax over classes; edited = argmax != background",
+            "classification": "none: image-level classifier (no pixel output)",
+        }[det.task]
+        if state.image_score_source == "detector":
+            image = f"fixed: edited if image probability > {state.config.score_threshold:g} (METRICS.md)"
+        else:
+            image = (f"fixed: edited if predicted edited area > {state.config.area_threshold:.0%} of the "
+                     "image (DiffSeg30k rule)")
+        return {"pixel": pixel, "image": image, "image_score_source": state.image_score_source,
+                "calibrated_on": None}
+
     def _record(self, suite: Suite, case: Case, job: TrainingJob, det: Detector,
-                ckpt: dict[str, Any], result: EvalResult) -> ResultRecord:
+                ckpt: dict[str, Any], result: EvalResult, summary: dict[str, Any]) -> ResultRecord:
         state: EvalState = result.states[_metric_task(case)]
-        values = state.compute()
+        values = summary["values"]
         wanted = list(case.metrics)
         if case.task == "semantic":
             wanted += [f"IoU.{n}" for n in self.dataset.label_space.names]
         metrics = {m: values.get(m) for m in wanted}
         ci = state.bootstrap(n=self.request.bootstrap, seed=self.request.seed,
                              metrics=list(case.metrics)) if self.request.bootstrap else {}
-        state_file = self._write_state(state)
         baselines = {}
         if case.task == "binary":
             baselines = {name: {m: s.compute().get(m) for m in ("mIoU", "aAcc", "bF1", "F1")}
@@ -288,19 +310,10 @@ class Runner:
             metrics=metrics,
             ci95={k: list(v) for k, v in ci.items()},
             metrics_version=METRICS_VERSION,
-            threshold_policy={
-                "pixel": f"fixed: edited if probability > {det.card.default_threshold} (detector card)"
-                if det.task == "binary" else "none: image-level classifier (no pixel output)"
-                if det.task == "classification" else "fixed: argmax over classes; edited = argmax != background",
-                "image": f"fixed: edited if image probability > {state.config.score_threshold:g} (METRICS.md)"
-                if state.image_score_source == "detector"
-                else "fixed: edited if predicted edited area > 1% of the image (DiffSeg30k rule)",
-                "image_score_source": state.image_score_source,
-                "calibrated_on": None,
-            },
+            threshold_policy=self._threshold_policy(det, state),
             baselines=baselines,
             confusion=state.confusion_matrix().tolist() if case.task == "semantic" else None,
-            slices={key: state.slices(key) for key in ("base", "turns", "editor", "edit_type")},
+            slices=summary["slices"],
             counts={"evaluated": result.evaluated, "skipped_corrupt": len(result.skipped),
                     "skipped": result.skipped[:50]},
             seed=self.request.seed,
@@ -309,7 +322,7 @@ class Runner:
                     "device": str(self.device), "strict": self.request.strict},
             training=ckpt.get("training"),
             environment=environment(str(self.device)),
-            state_file=state_file,
+            state_file=summary["state_file"],
         )
 
     def _write_state(self, state: EvalState) -> str | None:

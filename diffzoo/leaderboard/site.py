@@ -128,13 +128,12 @@ def _header(table: Table) -> str:
     return "<thead><tr>" + "".join(cells) + "</tr></thead>"
 
 
-def _metric_cell(table: Table, info: MetricInfo, row: Row, best: float | None) -> str:
+def _metric_cell(table: Table, info: MetricInfo, row: Row) -> str:
     cell = row.cells.get(info.name)
     value = cell.value if cell else None
     text = format_value(info, value)
     ci = format_ci(info, cell) if cell else ""
-    is_best = not row.baseline and best is not None and value is not None and value == best
-    attrs = f'class="metric{" best" if is_best else ""}" data-metric="{e(info.name)}"'
+    attrs = f'class="metric{" best" if table.is_best(row, info.name) else ""}" data-metric="{e(info.name)}"'
     attrs += f' data-value="{e("" if value is None else repr(value))}"'
     if cell and cell.ci is not None:
         lo, hi = cell.ci
@@ -145,15 +144,14 @@ def _metric_cell(table: Table, info: MetricInfo, row: Row, best: float | None) -
     return f"<td {attrs}>{html}</td>"
 
 
-def _row(table: Table, row: Row, best: dict[str, float | None], slugs: dict[str, str], prefix: str,
-         rank_text: str) -> str:
+def _row(table: Table, row: Row, slugs: dict[str, str], prefix: str, rank_text: str) -> str:
     cells = [f'<td class="rank">{e(rank_text)}</td>']
     if row.baseline:
         cells.append(f'<td class="detector">{e(row.detector)}</td>')
     else:
         href = f"{prefix}detectors/{quote(slugs[row.detector])}.html"
         cells.append(f'<td class="detector"><a href="{e(href)}">{e(row.detector)}</a></td>')
-    cells += [_metric_cell(table, info, row, best[info.name]) for info in table.columns]
+    cells += [_metric_cell(table, info, row) for info in table.columns]
     p = row.provenance
     if row.baseline:
         cells += ['<td class="prov" colspan="4">trivial predictor on the same images</td>']
@@ -174,14 +172,12 @@ def _row(table: Table, row: Row, best: dict[str, float | None], slugs: dict[str,
 def _table(table: Table, anchor: str, slugs: dict[str, str], prefix: str = "", only: str | None = None) -> str:
     """One leaderboard table; ``only`` keeps one detector's rows (its page)."""
     ranked = sum(1 for r in table.rows if not r.baseline)
-    # a lone row is not "best" of anything: mark only when there is a comparison
-    best = {info.name: table.best(info.name) if ranked > 1 else None for info in table.columns}
     rows = []
     for row in table.rows:
         if only is not None and (row.baseline or row.detector != only):
             continue
         rank = "\u2013" if row.baseline else (str(row.rank) if only is None else f"{row.rank} of {ranked}")
-        rows.append(_row(table, row, best, slugs, prefix, rank))
+        rows.append(_row(table, row, slugs, prefix, rank))
     k = table.key
     attrs = " ".join(f'data-{name}="{e(value)}"' for name, value in (
         ("suite", k.suite), ("suite-version", k.suite_version), ("case", k.case), ("task", k.task),

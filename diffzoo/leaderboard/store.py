@@ -96,8 +96,8 @@ class RecordStore:
         """(path, problems) for every stored file that is not a valid record."""
         bad = []
         for path in self.paths():
-            problems = file_problems(path)
-            if not problems and path.stem != json.loads(path.read_text())["record_id"]:
+            record, problems = read_record_file(path)
+            if record is not None and path.stem != record.id:
                 problems = [f"file name {path.name} does not match its record_id"]
             if problems:
                 bad.append((path, problems))
@@ -163,11 +163,10 @@ class RecordStore:
         with the reason for every rejection."""
         outcomes = []
         for path in expand_record_paths(paths):
-            problems = file_problems(path)
-            if problems:
+            record, problems = read_record_file(path)
+            if record is None:
                 outcomes.append(AddOutcome(str(path), "rejected", "; ".join(problems)))
                 continue
-            record = ResultRecord.read(path)
             if (self.records_dir / f"{record.id}.json").exists():
                 outcomes.append(AddOutcome(str(path), "present", "already in the store", record.id))
                 continue
@@ -180,15 +179,21 @@ class RecordStore:
         return outcomes
 
 
-def file_problems(path: Path) -> list[str]:
-    """Why the file at ``path`` is not a valid record (empty: it is)."""
+def read_record_file(path: Path) -> tuple[ResultRecord | None, list[str]]:
+    """(the record, []) if the file at ``path`` is a valid record, else (None, why)."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError) as exc:
-        return [f"cannot read: {exc}"]
+        return None, [f"cannot read: {exc}"]
     except json.JSONDecodeError as exc:
-        return [f"not JSON ({exc.msg} at line {exc.lineno})"]
-    return schema_problems(data)
+        return None, [f"not JSON ({exc.msg} at line {exc.lineno})"]
+    problems = schema_problems(data)
+    return (None, problems) if problems else (ResultRecord(data), [])
+
+
+def file_problems(path: Path) -> list[str]:
+    """Why the file at ``path`` is not a valid record (empty: it is)."""
+    return read_record_file(path)[1]
 
 
 def expand_record_paths(paths: Iterable[Path]) -> list[Path]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..harness.metrics.catalog import MetricInfo, metric_info
@@ -95,15 +96,26 @@ class Table:
         name = PRIMARY.get(self.key.task)
         return name if any(c.name == name for c in self.columns) else None
 
-    def best(self, metric: str) -> float | None:
-        """The best non-baseline value of a column (for bold marks); None
-        when fewer than two detectors have a value (nothing to compare)."""
-        info = next(c for c in self.columns if c.name == metric)
-        values = [r.cells[metric].value for r in self.rows
-                  if not r.baseline and r.cells.get(metric) and r.cells[metric].value is not None]
-        if len(values) < 2 or info.higher_is_better is None:
-            return None
-        return max(values) if info.higher_is_better else min(values)
+    @cached_property
+    def bests(self) -> dict[str, float | None]:
+        """Per column, the best non-baseline value (for bold marks); None when
+        fewer than two detectors have a value (nothing to compare) or the
+        metric has no better direction."""
+        out: dict[str, float | None] = {}
+        for info in self.columns:
+            values = [r.cells[info.name].value for r in self.rows
+                      if not r.baseline and r.cells.get(info.name) and r.cells[info.name].value is not None]
+            if len(values) < 2 or info.higher_is_better is None:
+                out[info.name] = None
+            else:
+                out[info.name] = max(values) if info.higher_is_better else min(values)
+        return out
+
+    def is_best(self, row: Row, metric: str) -> bool:
+        """True for a detector row holding its column's best value."""
+        cell = row.cells.get(metric)
+        best = self.bests.get(metric)
+        return not row.baseline and cell is not None and best is not None and cell.value == best
 
 
 def render_cell(table: Table, row: Row, col: MetricInfo, *, ci: Callable[[str, str], str],
@@ -117,7 +129,7 @@ def render_cell(table: Table, row: Row, col: MetricInfo, *, ci: Callable[[str, s
     half = format_ci(col, cell)
     if half:
         text = ci(text, half)
-    if not row.baseline and cell.value is not None and cell.value == table.best(col.name):
+    if table.is_best(row, col.name):
         text = best(text)
     return text
 

@@ -15,10 +15,12 @@ from .confusion import confusion_counts, iou_per_class, pixel_metrics
 from .image_level import average_precision, roc_auc
 from .pixel_auc import histogram_auc, prob_histograms
 from .slices import SLICE_KEYS
-from .state import EVAL_TASKS, METRICS_VERSION, EvalState
+from .state import AREA_THRESHOLD, EVAL_TASKS, METRICS_VERSION, SCORE_THRESHOLD, EvalState
 
 __all__ = [
     "METRICS_VERSION",
+    "AREA_THRESHOLD",
+    "SCORE_THRESHOLD",
     "EVAL_TASKS",
     "SLICE_KEYS",
     "EvalState",

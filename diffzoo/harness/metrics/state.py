@@ -49,6 +49,11 @@ METRICS_VERSION = "1"
 
 EVAL_TASKS: tuple[str, ...] = ("binary", "semantic")
 
+AREA_THRESHOLD = 0.01
+"""Edited if the predicted edited area is above this fraction of the image (DiffSeg30k rule)."""
+SCORE_THRESHOLD = 0.5
+"""Edited if a detector's own image probability is above this (classifiers)."""
+
 
 class EvalState:
     """Streaming metric state of one evaluation (see docs/metrics.md).
@@ -66,8 +71,8 @@ class EvalState:
     optional scores per class for Top-k.
     """
 
-    def __init__(self, label_space: LabelSpace, task: str, area_threshold: float = 0.01,
-                 score_threshold: float = 0.5, auc_bins: int = 1024,
+    def __init__(self, label_space: LabelSpace, task: str, area_threshold: float = AREA_THRESHOLD,
+                 score_threshold: float = SCORE_THRESHOLD, auc_bins: int = 1024,
                  top_k: tuple[int, ...] = (1, 3)):
         if task not in EVAL_TASKS:
             raise ConfigError(f"metrics task must be one of {', '.join(EVAL_TASKS)}, got {task!r}")
