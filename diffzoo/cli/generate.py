@@ -6,7 +6,6 @@ rank makes its part; rank 0 prints and writes the manifest).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -14,11 +13,10 @@ from rich.markup import escape
 
 from ..generators import openvocab, pipeline, vlm
 from ..generators.schedule import parse_turn_ratio
-from ..harness import distributed
 from ..harness.errors import ConfigError
 from ..harness.progress import counter_callback
 from .app import app, console
-from .progress import RichProgress
+from .progress import RichProgress, rank_output
 
 
 def parse_loras(values: list[str], editors: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -85,15 +83,10 @@ def generate_cmd(
         detector=detector, sam=sam, min_area=min_area, max_area=max_area, min_changed=min_changed, tries=tries,
         device=device, threads=threads,
     )  # fmt: skip
-    quiet = console.quiet
-    console.quiet = quiet or int(os.environ.get("RANK", "0") or 0) != 0  # under torchrun rank 0 reports
-    try:
+    with rank_output(console):
         generator = pipeline.DatasetGenerator(config)
         with counter_callback(RichProgress(console), "generating") as callback:
             summary = generator.run(progress=callback)
-    finally:
-        console.quiet = quiet
-        distributed.shutdown()
     if summary is None:  # torchrun rank > 0
         return
     console.print(

@@ -44,3 +44,23 @@ class RichProgress:
         )
         with bar:
             yield _RichTask(bar, bar.add_task(escape(description), total=total, info=""))
+
+
+@contextmanager
+def rank_output(console: Console) -> Iterator[None]:
+    """Under torchrun: silence ``console`` on ranks > 0 (errors still print)
+    and leave the process group at the end, all ranks together after
+    success.  May be entered before the group is joined."""
+    from ..harness import distributed
+
+    quiet = console.quiet
+    console.quiet = quiet or distributed.launch_rank() != 0
+    try:
+        yield
+    except BaseException:
+        distributed.shutdown()
+        raise
+    else:
+        distributed.shutdown(sync=True)
+    finally:
+        console.quiet = quiet

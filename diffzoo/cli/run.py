@@ -8,8 +8,6 @@ are defined once here.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -21,7 +19,7 @@ from ..leaderboard.console import case_tables
 from ..leaderboard.plots import confusion_png
 from ..leaderboard.store import RecordStore
 from .app import app, console
-from .progress import RichProgress
+from .progress import RichProgress, rank_output
 
 
 # -- options shared by `run` and `train` (one definition each) ----------------
@@ -55,19 +53,6 @@ def make_request(*, detector: str, dataset: str, seed: int, device: str, pretrai
     )
 
 
-@contextmanager
-def rank_output() -> Iterator[None]:
-    """Silence the console on torchrun ranks > 0 (errors still print) and
-    leave the process group at the end.  Enter it after the Runner joined."""
-    quiet = console.quiet
-    console.quiet = quiet or not distributed.is_main()
-    try:
-        yield
-    finally:
-        console.quiet = quiet
-        distributed.shutdown()
-
-
 @app.command("run")
 def run_cmd(
     detector: str = DETECTOR,
@@ -98,7 +83,7 @@ def run_cmd(
     )
     start = time.monotonic()
     runner = Runner(request, RichProgress(console))
-    with rank_output():
+    with rank_output(console):
         _run(runner, out, start)
 
 

@@ -15,7 +15,7 @@ from rich.markup import escape
 from ..harness.planning import TrainingJob
 from ..harness.runner import Runner, TrainOutput
 from .app import app, console
-from .progress import RichProgress
+from .progress import RichProgress, rank_output
 from .run import (
     BATCH_SIZE,
     CROP_SIZE,
@@ -28,7 +28,6 @@ from .run import (
     PRETRAINED,
     SEED,
     make_request,
-    rank_output,
 )
 
 
@@ -58,7 +57,7 @@ def train_cmd(
     )
     excluded = tuple(e.strip() for e in (exclude_editors or "").split(",") if e.strip())
     runner = Runner(request, RichProgress(console))
-    with rank_output():
+    with rank_output(console):
         plan = runner.plan_training(task, excluded)
         ds = runner.dataset
         console.print(f"[bold]dataset[/] {escape(ds.name)} (fingerprint {plan.fingerprint}); "

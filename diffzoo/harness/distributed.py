@@ -47,6 +47,12 @@ def launched() -> bool:
     return all(v in os.environ for v in LAUNCH_VARS) and int(os.environ["WORLD_SIZE"]) > 1
 
 
+def launch_rank() -> int:
+    """This process's rank as torchrun set it (0 when not launched); known
+    before the process group is joined."""
+    return int(os.environ["RANK"]) if launched() else 0
+
+
 def is_initialized() -> bool:
     return torch.distributed.is_available() and torch.distributed.is_initialized()
 
@@ -91,9 +97,17 @@ def init(device: torch.device) -> torch.device:
     return device
 
 
-def shutdown() -> None:
-    """Leave the process group (no-op when none was joined)."""
+def shutdown(sync: bool = False) -> None:
+    """Leave the process group (no-op when none was joined).
+
+    ``sync=True`` (a normal end) first waits for every rank: a rank that
+    destroys its gloo group while a peer is still writing output can abort
+    at exit ("terminate called without an active exception").  After an
+    error the peers may be inside another collective, so no barrier then.
+    """
     if is_initialized():
+        if sync:
+            torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 
