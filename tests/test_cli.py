@@ -49,8 +49,8 @@ def test_run_on_a_folder_prints_tables_and_writes_records(capsys, diffseg_folder
     code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard",
                          "--dataset", str(diffseg_folder), "--out", str(out_dir), *FAST)
     assert code == 0, err
-    assert "standard v1 / binary on ds" in out and "all_background (baseline)" in out
-    assert "standard v1 / image" in out and "AP" in out
+    assert "standard v2 / binary on ds" in out and "all_background (baseline)" in out
+    assert "standard v2 / image" in out and "AP" in out
     records = list((out_dir / "records").glob("*.json"))
     assert len(records) == 3
     assert list((out_dir / "plots").glob("*confusion.png"))
@@ -109,4 +109,4 @@ def test_data_info_describes_a_folder(capsys, diffseg_folder):
 
 def test_list_suites_shows_versions_and_cases(capsys):
     code, out, _ = cli(capsys, "list", "suites", "stand*")
-    assert code == 0 and "standard" in out and "v1" in out and "semantic" in out
+    assert code == 0 and "standard" in out and "v2" in out and "semantic" in out

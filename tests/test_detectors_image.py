@@ -241,9 +241,9 @@ def test_run_standard_suite_gives_image_level_records(capsys, diffseg_folder, tm
     rec = records[0]
     assert rec["case"]["task"] == "image" and rec["detector"]["task"] == "classification"
     assert rec["config"]["train_subset"]["task"] == "classification"
-    assert set(rec["metrics"]) == {"img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC"}
+    assert set(rec["metrics"]) == {"img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC", "img_Acc_oracle"}
     assert 0.0 <= rec["metrics"]["img_Acc"] <= 1.0
     policy = rec["threshold_policy"]
-    assert policy["image"] == "fixed: edited if image probability > 0.5 (METRICS.md)"
+    assert policy["image"] == "fixed: edited if image probability > 0.5"
     assert policy["image_score_source"] == "detector"
     assert policy["pixel"].startswith("none")

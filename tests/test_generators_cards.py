@@ -19,6 +19,7 @@ from diffzoo.generators.cards import (
 )
 from diffzoo.generators.prompts import EDIT_TYPES, make_caption, make_prompt
 from diffzoo.generators.regions import SHAPES, bbox_of, random_region
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
 from diffzoo.harness.errors import ConfigError, UnknownNameError
 from diffzoo.harness.registry import Registry
 
@@ -37,7 +38,9 @@ def test_each_family_has_one_real_default_and_a_tiny_card():
         assert card.tiny == (card.weights is None)
         if card.tiny:
             assert card.resolution == 64 and card.steps == 2
-    assert {c.name for c in TINY_EDITORS.values()} == {"sd2.tiny", "sdxl.tiny", "flux1.tiny"}
+    assert set(TINY_EDITORS.values()) == {"sd2.tiny", "sd35.tiny", "sdxl.tiny", "flux1.tiny", "glide.tiny",
+                                          "kolors.tiny", "hunyuandit.tiny", "kandinsky22.tiny"}
+    assert tuple(TINY_EDITORS) == DIFFSEG30K_EDITORS  # mini is labelled like DiffSeg30k
     assert SD_T2I_TINY.tiny and SD_T2I_TINY.pipeline == "StableDiffusionPipeline"
     with pytest.raises(UnknownNameError, match="sd2"):
         get_card("sd3x")

@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from diffzoo.generators import demo
+from diffzoo.generators.demo import EDITORS
 from diffzoo.harness.errors import DataError
 from diffzoo.harness.types import LabelSpace, SampleMeta
 
@@ -38,7 +39,7 @@ def _manifest(root: Path) -> list[SampleMeta]:
 
 def test_layout(built):
     names = json.loads((built / "labels.json").read_text())
-    assert names == {"names": ["background", "sd2", "sdxl", "flux1"], "verified": True}
+    assert names == {"names": ["background", *EDITORS], "verified": True}
     assert "random-weight" in (built / "README.md").read_text()
     ids = [f"{i:08d}" for i in range(N)]
     expected = {f"train_copy/{i}.{kind}.png" for i in ids for kind in ("image", "mask")}
@@ -123,7 +124,7 @@ def test_open_mini_reads_it_as_diffseg30k(tmp_path):
     pytest.importorskip("diffzoo.harness.data.diffseg30k")
     ds = demo.open_mini(tmp_path / "m", n_images=4, size=32, seed=1)
     assert ds.name == "mini"
-    assert list(ds.label_space.names) == ["background", "sd2", "sdxl", "flux1"]
+    assert list(ds.label_space.names) == ["background", *EDITORS]
     ids = [i for split in ds.splits() for i in ds.ids(split)]
     assert sorted(ids) == [f"{i:08d}" for i in range(4)]
     samples = [ds.load(i) for i in ids]

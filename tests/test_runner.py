@@ -30,7 +30,7 @@ def test_standard_suite_records_and_provenance(diffseg_folder, tmp_path):
         d = r.data
         assert d["schema_version"] == SCHEMA_VERSION
         assert len(d["detector"]["checkpoint_sha256"]) == 64
-        assert d["suite"] == {"name": "standard", "version": "1",
+        assert d["suite"] == {"name": "standard", "version": "2",
                               "definition_hash": output.records[0].data["suite"]["definition_hash"]}
         assert d["dataset"]["fingerprint"] and d["seed"] == 0
         assert d["environment"]["packages"]["torch"]
@@ -127,3 +127,111 @@ def test_training_subset_drops_images_of_held_out_editors(diffseg_folder):
     assert set(kept) < set(everything)
     assert all(2 not in ds.load(i).label for i in kept)
     assert all(2 in ds.load(i).label for i in set(everything) - set(kept))
+
+
+# -- the paper's suites on a small dataset labelled like DiffSeg30k -------------------
+
+@pytest.fixture(scope="module")
+def eight_editor_folder(tmp_path_factory):
+    from conftest import make_diffseg_folder
+
+    from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
+
+    return make_diffseg_folder(tmp_path_factory.mktemp("ds8"), n=60, size=32, editors=DIFFSEG30K_EDITORS)
+
+
+def paper_request(folder, out=None, **kw):
+    return request(folder, out, bootstrap=0, train_overrides={"iterations": 10},
+                   dataset_options={"calib_fraction": 0.15},
+                   generators={"sdxl.hyper-sd-8step": "sdxl.tiny-lora"}, **kw)
+
+
+def test_every_suite_runs_and_gives_a_record_per_case(eight_editor_folder, tmp_path, monkeypatch):
+    from diffzoo.harness import evaluate as evaluate_module
+    from diffzoo.harness.plugins import get_registry
+    from diffzoo.harness.runner import Runner
+
+    passes = []
+    real = evaluate_module.evaluate
+
+    def counting(det, dataset, split, distortion, params, **kw):
+        passes.append((id(det), det.task, split, getattr(distortion, "__name__", "?"),
+                       tuple(sorted(params.items()))))
+        return real(det, dataset, split, distortion, params, **kw)
+
+    monkeypatch.setattr("diffzoo.harness.runner.evaluate", counting)
+    runner = Runner(paper_request(eight_editor_folder, tmp_path / "out", suites="all"))
+    output = runner.run()
+    got = {(r.data["suite"]["name"], r.data["case"]["name"]) for r in output.records}
+    suites = {e.name: e.load() for e in get_registry().list("suite")}
+    expected = {(s.name, c.name) for s in suites.values() for c in s.cases}
+    noted = {tuple(n.split(":")[0].split("/")) for n in runner.notes}
+    assert got | noted == expected and not got & noted
+    assert len(got) > len(expected) - 8  # at most a few empty editor subsets on 12 val images
+
+    # passes: one per (model, split, distortion setting); subsets and slices need none of their own
+    assert len(passes) == len(set(passes))
+    settings = {c.distortion + str(sorted(c.distortion_params)) for c in suites["distortions"].cases}
+    models = {}
+    for p in passes:
+        models.setdefault(p[0], []).append(p)
+    sizes = sorted(len(v) for v in models.values())
+    # 3 held-out binary models (one pass each), the semantic model (clean + settings + LoRA re-edit),
+    # the binary model (clean + settings + 4 re-encodings + LoRA re-edit)
+    assert sizes == [1, 1, 1, len(settings) + 1, len(settings) + 5]
+
+    by = {(r.data["suite"]["name"], r.data["case"]["name"]): r.data for r in output.records}
+    jpeg = by[("distortions", "jpeg60.binary")]
+    assert jpeg["case"]["distortion_params"] == {"quality": 60}
+    assert jpeg["metrics"]["mIoU"] is None or 0 <= jpeg["metrics"]["mIoU"] <= 1
+    assert by[("distortions", "resize256.binary")]["counts"]["evaluated"] == by[("standard", "binary")]["counts"]["evaluated"]
+
+    slices = by[("slices", "turns.binary")]["metrics"]
+    assert slices and all("@turns=" in k for k in slices if k != "num_images")
+    standard_slices = by[("standard", "binary")]["slices"]["turns"]
+    for key, value in slices.items():
+        if key != "num_images":
+            metric, _, where = key.partition("@turns=")
+            assert value == standard_slices[where][metric]  # the same pass, no re-inference
+
+    parity = by[("format-parity", "png")]["metrics"]
+    assert parity["verdict_flip_rate"] == 0.0 and parity["format_shortcut"] == 0.0  # PNG is lossless
+
+    lora = by[("lora", "sdxl-lora.semantic")]
+    assert lora["config"]["distortion_params"]["generator"] == "sdxl.tiny-lora"
+    assert by[("lora", "sdxl.semantic")]["counts"]["evaluated"] == lora["counts"]["evaluated"]
+
+    pair = [k for k in by if k[0] == "unseen-generators" and ".seen." not in k[1]]
+    for key in pair:
+        d = by[key]
+        held = d["config"]["train_subset"]["exclude_editors"]
+        assert held == d["case"]["editors"]
+        seen = by.get((key[0], key[1].replace(".binary", ".seen.binary").replace(".image", ".seen.image")))
+        if seen:
+            assert seen["counts"]["evaluated"] == d["counts"]["evaluated"]  # the same images
+            assert seen["config"]["train_subset"]["exclude_editors"] == []
+
+
+def test_calibrated_thresholds_are_recorded_and_never_chosen_on_the_evaluated_split(eight_editor_folder, tmp_path):
+    from diffzoo.harness.errors import ConfigError
+
+    out = run(paper_request(eight_editor_folder, suites="standard", thresholds="calibrated"))
+    binary = next(r.data for r in out.records if r.data["case"]["name"] == "binary")
+    policy = binary["threshold_policy"]
+    assert policy["mode"] == "calibrated" and policy["calibrated_on"].startswith("calibrated on calib")
+    assert 0 <= policy["values"]["pixel"] <= 1
+    semantic = next(r.data for r in out.records if r.data["case"]["name"] == "semantic")
+    assert semantic["threshold_policy"]["mode"] == "fixed"  # argmax
+    with pytest.raises(ConfigError, match="evaluates that split"):
+        run(paper_request(eight_editor_folder, suites="standard", thresholds="calibrated", calibration_split="val"))
+    with pytest.raises(ConfigError, match="no 'calib' split"):
+        run(request(eight_editor_folder, None, suites="standard", thresholds="calibrated", bootstrap=0))
+
+
+def test_two_checkpoints_for_one_task_are_refused(diffseg_folder, tmp_path):
+    from diffzoo.harness.errors import ConfigError
+    from diffzoo.harness.runner import Runner
+
+    out = Runner(request(diffseg_folder, None, bootstrap=0)).train("binary")
+    with pytest.raises(ConfigError, match="never chooses between checkpoints"):
+        run(request(diffseg_folder, None, checkpoints=[out.checkpoint["path"], out.checkpoint["path"]]))

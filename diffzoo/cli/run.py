@@ -7,6 +7,7 @@ are defined once here.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -14,13 +15,20 @@ import typer
 from rich.markup import escape
 
 from ..harness import distributed
+from ..harness.errors import ConfigError
+from ..harness.references import reference_requests
 from ..harness.runner import RunRequest, Runner
 from ..leaderboard.console import case_tables
 from ..leaderboard.plots import confusion_png
 from ..leaderboard.store import RecordStore
+from ..leaderboard.tables import slugify
 from .app import app, console
 from .progress import RichProgress, rank_output
 
+
+MAX_CASE_TABLES = 6
+"""Above this many cases (e.g. --suite all) the console shows the summary only;
+every case's table is in the output folder's summary and records."""
 
 # -- options shared by `run` and `train` (one definition each) ----------------
 DETECTOR = typer.Option(..., "--detector", "-d", help="Detector name (family or family.tag).")
@@ -39,16 +47,37 @@ LABELS = typer.Option(
 EXTRA_AUTHENTIC = typer.Option(
     None, "--extra-authentic", help="Folder of authentic images added to training with all-zero masks."
 )
+DATASET_OPTION = typer.Option(
+    [], "--dataset-option",
+    help="KEY=VALUE passed to the dataset adapter (e.g. calib_fraction=0.05, split=test); repeatable.",
+)
+
+
+def parse_options(items: list[str], what: str) -> dict[str, object]:
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (JSON values where they parse)."""
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{what} takes KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
 
 
 def make_request(*, detector: str, dataset: str, seed: int, device: str, pretrained: bool | None,
                  iterations: int | None, batch_size: int | None, crop_size: int | None,
-                 labels: str | None, extra_authentic: Path | None, **rest) -> RunRequest:
+                 labels: str | None, extra_authentic: Path | None, dataset_option: list[str] = (),
+                 **rest) -> RunRequest:
     """A RunRequest from the shared options (``rest``: RunRequest's other fields)."""
+    options = parse_options(list(dataset_option), "--dataset-option")
+    options.update({k: v for k, v in (("label_space", labels), ("extra_authentic", extra_authentic)) if v})
     return RunRequest(
         detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
         train_overrides={"iterations": iterations, "batch_size": batch_size, "crop_size": crop_size},
-        dataset_options={k: v for k, v in (("label_space", labels), ("extra_authentic", extra_authentic)) if v},
+        dataset_options=options,
         **rest,
     )
 
@@ -56,13 +85,13 @@ def make_request(*, detector: str, dataset: str, seed: int, device: str, pretrai
 @app.command("run")
 def run_cmd(
     detector: str = DETECTOR,
-    suite: str = typer.Option("all", "--suite", "-s", help="Suite name, wildcard, or 'all'."),
+    suite: str = typer.Option("all", "--suite", "-s", help="Suite name, wildcard (e.g. 'dist*'), or 'all'."),
     dataset: str = DATASET,
     checkpoint: list[Path] = typer.Option(
-        [], "--checkpoint", help="Use this checkpoint (folder or .safetensors); repeat for several tasks."
+        [], "--checkpoint", help="Use this checkpoint (folder or .safetensors); one per task."
     ),
     train: bool = typer.Option(True, "--train/--no-train", help="Train when no checkpoint is given or cached."),
-    out: Path = typer.Option(Path("diffzoo-out"), "--out", help="Output folder for records and plots."),
+    out: Path = typer.Option(Path("diffzoo-out"), "--out", help="Output folder for records, summary and plots."),
     seed: int = SEED,
     device: str = DEVICE,
     strict: bool = typer.Option(False, "--strict", help="Stop at the first corrupt sample instead of skipping it."),
@@ -72,50 +101,101 @@ def run_cmd(
     crop_size: int | None = CROP_SIZE,
     labels: str | None = LABELS,
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
+    dataset_option: list[str] = DATASET_OPTION,
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0: none)."),
+    thresholds: str = typer.Option(
+        "fixed", "--thresholds",
+        help="fixed (card / METRICS.md thresholds) or calibrated (on --calibration-split, never an evaluated one).",
+    ),
+    calibration_split: str = typer.Option("calib", "--calibration-split", help="Split to calibrate thresholds on."),
+    holdout: list[str] = typer.Option(
+        [], "--holdout", help="Held-out editor pair for unseen-generators, e.g. sd2,glide; repeatable "
+        "(replaces the paper's pairs)."
+    ),
+    generator: list[str] = typer.Option(
+        [], "--generator",
+        help="NAME=CARD: use generator card CARD where a suite names NAME (e.g. the LoRA suite's "
+        "sdxl.hyper-sd-8step); repeatable.",
+    ),
+    references: bool = typer.Option(
+        True, "--references/--no-references",
+        help="Also run the reference detectors a suite names (classification: CNNSpot, UniversalFakeDetect).",
+    ),
 ) -> None:
     """Run benchmark suites for one detector on one dataset (under torchrun: sharded over ranks)."""
     request = make_request(
         detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
         iterations=iterations, batch_size=batch_size, crop_size=crop_size, labels=labels,
-        extra_authentic=extra_authentic, suites=suite, checkpoints=list(checkpoint), train=train,
-        strict=strict, bootstrap=bootstrap, out=out,
+        extra_authentic=extra_authentic, dataset_option=dataset_option, suites=suite,
+        checkpoints=list(checkpoint), train=train, strict=strict, bootstrap=bootstrap, out=out,
+        thresholds=thresholds, calibration_split=calibration_split, unseen_pairs=_pairs(holdout),
+        generators={k: str(v) for k, v in parse_options(generator, "--generator").items()},
     )
     start = time.monotonic()
     runner = Runner(request, RichProgress(console))
     with rank_output(console):
-        _run(runner, out, start)
+        _run(runner, out, start, references)
 
 
-def _run(runner: Runner, out: Path, start: float) -> None:
-    plan = runner.plan()
+def _pairs(items: list[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items:
+        names = tuple(n.strip() for n in item.replace("+", ",").split(",") if n.strip())
+        if len(names) != 2:
+            raise ConfigError(f"--holdout takes two editor names, e.g. sd2,glide; got {item!r}")
+        pairs.append(names)
+    return pairs
+
+
+def _run(runner: Runner, out: Path, start: float, references: bool) -> None:
+    from ..leaderboard.summary import build_summary, summary_console, write_summary
+
+    runner.plan()
     ds = runner.dataset
-    console.print(f"[bold]dataset[/] {escape(ds.name)} (fingerprint {plan.fingerprint}); "
+    console.print(f"[bold]dataset[/] {escape(ds.name)} (fingerprint {runner.plan_.fingerprint}); "
                   f"classes: {escape(', '.join(ds.label_space.names))}")
     notice = getattr(ds, "notice", None)
     if notice:
         console.print(f"[yellow]note:[/] {escape(notice)}")
-    for line in plan.describe():
+    for line in runner.plan_.describe():
         console.print(f"[bold]plan[/] {escape(line)}")
-    output = runner.run()
+    runners = [runner]
+    if references:
+        for ref in reference_requests(runner.request, runner.suites):
+            other = Runner(ref, runner.progress)
+            other.plan()
+            for line in other.plan_.describe():
+                console.print(f"[bold]plan[/] [dim](reference)[/] {escape(line)}")
+            runners.append(other)
+    records = []
+    for r in runners:
+        records.extend(r.run().records)
     if not distributed.is_main():
         return
     store = RecordStore(out)
-    for record in output.records:
+    for record in records:
         store.add(record)
         conf = record.data.get("confusion")
         if conf:
-            name = f"{record.data['detector']['name']}-{record.data['suite']['name']}-{record.data['case']['name']}"
+            name = slugify(f"{record.data['detector']['name']}-{record.data['suite']['name']}-"
+                           f"{record.data['case']['name']}")
             confusion_png(conf, record.data["label_space"], out / "plots" / f"{name}-confusion.png",
                           title=f"{record.data['detector']['name']} on {ds.name}")
-    for table in case_tables(output.records):
-        console.print(table)
-    skipped = sum(r.data["counts"]["skipped_corrupt"] for r in output.records)
+    tables = case_tables(records)
+    if len(tables) <= MAX_CASE_TABLES:
+        for table in tables:
+            console.print(table)
+    notes = [notice] if notice else []
+    summary = build_summary(records)
+    for renderable in summary_console(summary):
+        console.print(renderable)
+    written = write_summary(records, out, title=f"diffzoo run: {runner.entry.name} on {ds.name}", notes=notes)
+    skipped = sum(r.data["counts"]["skipped_corrupt"] for r in records)
     if skipped:
         console.print(f"[yellow]{skipped} corrupt sample(s) skipped[/] (listed in the records; --strict stops instead)")
     console.print(
-        f"{len(output.records)} record(s) written to {store.records_dir} "
-        f"in {time.monotonic() - start:.0f} s; dataset {escape(ds.name)}."
+        f"{len(records)} record(s) written to {store.records_dir}; summary {written['summary.md']} "
+        f"({time.monotonic() - start:.0f} s; dataset {escape(ds.name)})."
     )
     if notice:
         console.print(f"[yellow]note:[/] {escape(notice)}")

@@ -20,6 +20,7 @@ from .run import (
     BATCH_SIZE,
     CROP_SIZE,
     DATASET,
+    DATASET_OPTION,
     DETECTOR,
     DEVICE,
     EXTRA_AUTHENTIC,
@@ -47,13 +48,14 @@ def train_cmd(
     crop_size: int | None = CROP_SIZE,
     labels: str | None = LABELS,
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
+    dataset_option: list[str] = DATASET_OPTION,
     out: Path | None = typer.Option(None, "--out", help="Also write the checkpoint to this folder."),
 ) -> None:
     """Train one detector on a dataset's train split; the checkpoint goes to the cache (and --out)."""
     request = make_request(
         detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
         iterations=iterations, batch_size=batch_size, crop_size=crop_size, labels=labels,
-        extra_authentic=extra_authentic, suites="", out=out,
+        extra_authentic=extra_authentic, dataset_option=dataset_option, suites="", out=out,
     )
     excluded = tuple(e.strip() for e in (exclude_editors or "").split(",") if e.strip())
     runner = Runner(request, RichProgress(console))

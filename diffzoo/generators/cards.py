@@ -340,8 +340,17 @@ DEFAULT_CARDS: frozenset[str] = frozenset(
 )
 """The default tag of each family: the bare family name resolves to it."""
 
-TINY_EDITORS: dict[str, GeneratorCard] = {"sd2": SD2_TINY, "sdxl": SDXL_TINY, "flux1": FLUX1_TINY}
-"""Label name -> the tiny card the ``mini`` dataset uses for that editor."""
+TINY_EDITORS: dict[str, str] = {
+    "sd2": SD2_TINY.name,
+    "sd3.5": SD35_TINY.name,
+    "sdxl": SDXL_TINY.name,
+    "flux1": FLUX1_TINY.name,
+    "glide": "glide.tiny",
+    "kolors": KOLORS_TINY.name,
+    "hunyuandit1.1": HUNYUANDIT_TINY.name,
+    "kandinsky2.2": KANDINSKY22_TINY.name,
+}
+"""DiffSeg30k label name -> the tiny card the ``mini`` dataset edits with for that editor."""
 
 SD_T2I_TINY = GeneratorCard(
     name="sd-t2i.tiny",

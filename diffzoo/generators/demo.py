@@ -3,9 +3,10 @@
 Bases are seeded crops of the photographs shipped inside scikit-image (real)
 and images of the tiny text-to-image pipeline (AI).  About 1/6 of the images
 stay authentic (no edit, all-zero mask); each other image gets 1-3
-sequential edits (turn ratio about 1:4:5, as in DiffSeg30k) by the tiny
-``sd2``/``sdxl``/``flux1`` editors, chosen so that each editor makes about the
-same number of edits; each turn edits the previous turn's output, and later
+sequential edits (turn ratio about 1:4:5, as in DiffSeg30k) by tiny
+stand-ins of DiffSeg30k's eight editors (labelled with DiffSeg30k's names,
+so every suite runs on it), chosen so that each editor makes about the same
+number of edits; each turn edits the previous turn's output, and later
 turns overwrite earlier labels.  The editors have random weights: numbers on
 ``mini`` only prove that a pipeline works.
 
@@ -38,11 +39,12 @@ from ..harness.types import EditRecord, LabelSpace, SampleMeta
 
 log = logging.getLogger(__name__)
 
-MINI_VERSION = 2  # bump whenever a change alters the built files
+MINI_VERSION = 3  # bump whenever a change alters the built files (3: eight editors)
 DEFAULT_N_IMAGES = 240
 DEFAULT_SIZE = 64
 DEFAULT_SEED = 0
-EDITORS: tuple[str, ...] = ("sd2", "sdxl", "flux1")
+EDITORS: tuple[str, ...] = ("sd2", "sd3.5", "sdxl", "flux1", "glide", "kolors", "hunyuandit1.1", "kandinsky2.2")
+"""DiffSeg30k's label names, in its order (``harness/data/labelmaps.py``)."""
 AI_FRACTION = 0.4
 TURN_RATIO = (1, 4, 5)  # edited images with 1, 2, 3 edits
 AUTHENTIC_WEIGHT = 2  # authentic : 1 : 2 : 3 edits = 2 : 1 : 4 : 5 (1/6 unedited)
@@ -155,6 +157,8 @@ def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
 
 # -- writing -----------------------------------------------------------------------
 def _readme(n_images: int, size: int, seed: int, label_space: LabelSpace) -> str:
+    from .cards import TINY_EDITORS
+
     return f"""# diffzoo mini (v{MINI_VERSION})
 
 A tiny DiffSeg30k-like dataset built offline by `diffzoo.generators.demo.build_mini`
@@ -165,8 +169,8 @@ A tiny DiffSeg30k-like dataset built offline by `diffzoo.generators.demo.build_m
   (`base: ai`), about {AI_FRACTION:.0%} AI.
 - Edits: none for about 1/6 of the images (authentic), else 1-3 sequential
   inpainting edits per image (turn ratio about 1:4:5) by
-  tiny **random-weight** editors {", ".join(EDITORS)} (StableDiffusionInpaint,
-  StableDiffusionXLInpaint, FluxFill), object-like random regions, template
+  tiny **random-weight** stand-ins of the editors {", ".join(EDITORS)}
+  (cards {", ".join(TINY_EDITORS[e] for e in EDITORS)}), object-like random regions, template
   prompts. Later turns overwrite earlier labels; unmasked pixels are copied back
   from the input, so labels are exact.
 - Layout: `train_copy/<id>.image.png`, `train_copy/<id>.mask.png` (8-bit, pixel =
@@ -204,8 +208,8 @@ def build_mini(
 def _build_mini(
     root: Path, n_images: int, size: int, seed: int, progress: Progress | None, overwrite: bool
 ) -> Path:
+    from ..harness.factories import create_generator
     from .cards import TINY_EDITORS
-    from .diffusers_editor import DiffusersEditor
     from .layout import labels_text, manifest_text, save_png
     from .multiturn import TurnPlan, edit_sample
     from .regions import Region
@@ -216,7 +220,7 @@ def _build_mini(
         raise DataError(f"{root} already exists; pass overwrite=True to rebuild it")
     plans = plan_mini(n_images, size, seed)
     label_space = LabelSpace.from_editors(EDITORS)
-    editors = {name: DiffusersEditor(TINY_EDITORS[name]) for name in EDITORS}
+    editors = {name: create_generator(TINY_EDITORS[name]) for name in EDITORS}
     t2i = TextToImage()
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = root.parent / f".{root.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -327,6 +331,11 @@ MINI_NOTICE = (
 # no pretrained encoder can be downloaded offline, so the model starts from random
 # weights with a shorter warm-up and a higher learning rate than the paper recipe.
 # Recorded in every result record as dataset overrides.
+MINI_SPLITS = {"val_fraction": 0.2, "calib_fraction": 0.1}
+"""train / calib / val = 70 / 10 / 20 %: ``calib`` serves ``--thresholds calibrated``."""
+MINI_GENERATORS = {"sdxl.hyper-sd-8step": "sdxl.tiny-lora"}
+"""Generators a suite names (the LoRA suite's re-edits) -> their offline stand-ins."""
+
 MINI_TRAINING = {
     "iterations": 300,
     "batch_size": 8,
@@ -349,7 +358,10 @@ def open_mini(path: str | Path | None = None, *, progress: Progress | None = Non
     build["progress"] = progress
     root = ensure_mini(root=path, **build)
     options.setdefault("name", "mini")
+    for key, value in MINI_SPLITS.items():
+        options.setdefault(key, value)
     dataset = DiffSeg30kDataset(root, **options)
     dataset.notice = MINI_NOTICE
     dataset.training_overrides = dict(MINI_TRAINING)
+    dataset.generator_substitutes = dict(MINI_GENERATORS)
     return dataset

@@ -54,6 +54,18 @@ def register_datasets(register):
         MINI_TARGET,
         description=(
             "embedded demo set built offline on first use: DiffSeg30k layout, 1-3 edits per "
-            "image by tiny random-weight sd2/sdxl/flux1 editors (proves pipelines work only)"
+            "image by tiny random-weight stand-ins of the eight DiffSeg30k editors (proves pipelines work only)"
         ),
     )
+    register(
+        "imgedit",
+        "diffzoo.generators.imgedit:ImgEditDataset",
+        description="ImgEdit instruction-editing pairs (PKU-YuanGroup/ImgEdit parquet): labels derived by "
+        "pixel difference, cached",
+    )
+
+
+@hookimpl
+def register_distortions(register):
+    register("reedit", "diffzoo.generators.reedit:reedit",
+             description="re-edit one editor's regions with a generator card (label unchanged; cached on disk)")

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from .data.hfsource import DIFFSEG30K_HUB_ID
 from .hookspecs import hookimpl
-from .suites import STANDARD
+from .suites import ALL_SUITES
 
 
 @hookimpl
 def register_suites(register):
-    register(STANDARD.name, STANDARD, description=STANDARD.description)
+    for suite in ALL_SUITES:
+        register(suite.name, suite, description=suite.description)
 
 
 @hookimpl
@@ -23,9 +24,36 @@ def register_datasets(register):
         description=f"DiffSeg30k (hub {DIFFSEG30K_HUB_ID}, or a local train.zip / folder / parquet)",
     )
     register(
+        "pape",
+        "diffzoo.harness.data.pape:PapeDataset",
+        description="PAPE (hub PatrickZZZ/PAPE_Dataset): <subset>/<editor>/ with manifest.jsonl, "
+        "source/, normal/, abnormal/, masks/",
+    )
+    register(
+        "pixar",
+        "diffzoo.harness.data.pixar:PixarDataset",
+        description="PIXAR (VILA-Lab/PIXAR): <split>/{real,tampered,soft_masks,masks,metadata}/ "
+        "+ mapping.json, or a folder of per-editor test sets",
+    )
+    register(
         "tpgt",
         "diffzoo.harness.data.generic:TpGtDataset",
         description="a folder with Tp/ (images) and Gt/ (masks), optional Au/ (authentic)",
+    )
+    register(
+        "casia1",
+        "diffzoo.harness.data.casia:Casia1Dataset",
+        description="CASIA v1.0: Au/ + Modified Tp/Tp/{CM,Sp}, masks in 'CASIA 1.0 groundtruth' (gt_dir=)",
+    )
+    register(
+        "casia2",
+        "diffzoo.harness.data.casia:Casia2Dataset",
+        description="CASIA v2.0: Au/ + Tp/ (Tp_D_*/Tp_S_*) + 'CASIA 2 Groundtruth' / groundtruth / Gt (gt_dir=)",
+    )
+    register(
+        "cocoglide",
+        "diffzoo.harness.data.cocoglide:CocoGlideDataset",
+        description="CocoGlide: table.csv (real,fake,mask,prompt) + real/, fake/, mask/",
     )
     register(
         "jsonlist",
@@ -37,3 +65,13 @@ def register_datasets(register):
 @hookimpl
 def register_distortions(register):
     register("none", "diffzoo.harness.distortions:identity", description="no distortion")
+    register("jpeg", "diffzoo.harness.distortions:jpeg", description="JPEG at an exact quality (1..100), 4:2:0")
+    register("webp", "diffzoo.harness.distortions:webp", description="lossy WebP at quality (1..100), method 4")
+    register("resize", "diffzoo.harness.distortions:resize",
+             description="longer side to size px (bicubic); scored at the original size unless back=false")
+    register("blur", "diffzoo.harness.distortions:blur", description="Gaussian blur of sigma px (reflect-101 border)")
+    register("noise", "diffzoo.harness.distortions:noise",
+             description="additive Gaussian noise, sigma in 0..255 units, seeded per image")
+    register("crop", "diffzoo.harness.distortions:crop", description="centre crop keeping fraction of each side")
+    register("reencode", "diffzoo.harness.distortions:reencode",
+             description="re-encode as png (lossless), jpeg or webp (quality)")

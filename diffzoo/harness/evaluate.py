@@ -5,6 +5,7 @@ small per-image rows the metric states keep.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ import numpy as np
 import torch
 
 from .errors import ConfigError, CorruptSampleError
-from .metrics import EvalState
+from .metrics import AREA_THRESHOLD, SCORE_THRESHOLD, EvalState
 from .progress import NullProgress, Progress
 from .protocols import Dataset, Detector
 from .types import BINARY, SampleMeta
@@ -22,6 +23,26 @@ from .types import BINARY, SampleMeta
 log = logging.getLogger(__name__)
 
 Distortion = Callable[..., tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds one evaluation decides with, and where they came from.
+
+    ``pixel``: edited if probability > pixel (binary models; semantic ones
+    use the argmax); ``area``: an image is edited if its predicted edited
+    area > area of the image; ``score``: edited if a detector's own image
+    probability > score.  ``source``: ``fixed`` or ``calibrated on <split>``.
+    """
+
+    pixel: float
+    area: float = AREA_THRESHOLD
+    score: float = SCORE_THRESHOLD
+    source: str = "fixed"
+
+    @classmethod
+    def fixed(cls, detector: Detector) -> Thresholds:
+        return cls(pixel=detector.card.default_threshold)
 
 
 @dataclass
@@ -50,6 +71,23 @@ def to_predictions(detector: Detector, logits: torch.Tensor, threshold: float):
     return (semantic > 0).astype(np.uint8), edited, semantic
 
 
+def distortion_context(distortion: Distortion) -> set[str]:
+    """Which of ``meta`` / ``label_space`` a distortion declares (it then gets them)."""
+    try:
+        params = inspect.signature(distortion).parameters
+    except (TypeError, ValueError):
+        return set()
+    return {"meta", "label_space"} & set(params)
+
+
+def fit_logits(logits: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Logits resized (bilinear) to the label's H x W when a distortion changed
+    the image size but kept the label ("resize, and back for scoring")."""
+    if tuple(logits.shape[-2:]) == tuple(size):
+        return logits
+    return torch.nn.functional.interpolate(logits.float(), size=size, mode="bilinear", align_corners=False)
+
+
 def evaluate(
     detector: Detector,
     dataset: Dataset,
@@ -62,24 +100,35 @@ def evaluate(
     baselines: bool = False,
     progress: Progress | None = None,
     description: str = "evaluating",
+    ids: list[str] | None = None,
+    thresholds: Thresholds | None = None,
 ) -> EvalResult:
-    """Run ``detector`` over ``split``; corrupt samples are skipped and
-    counted (``strict`` re-raises instead).  ``tasks`` are the metric tasks
-    to score: ``binary`` (any segmenter; for a classifier without pixel
-    output, its image scores only) and ``semantic`` (semantic ones)."""
+    """Run ``detector`` over ``split`` (or only ``ids`` of it); corrupt
+    samples are skipped and counted (``strict`` re-raises instead).
+    ``tasks`` are the metric tasks to score: ``binary`` (any segmenter; for a
+    classifier without pixel output, its image scores only) and
+    ``semantic`` (semantic ones).  ``thresholds``: the pixel and image
+    thresholds (default: the card's and METRICS.md's fixed ones).
+
+    The distortion's label is the ground truth; when it kept the label but
+    changed the image size, the logits are resized back to the label."""
     progress = progress or NullProgress()
-    threshold = detector.card.default_threshold
+    thresholds = thresholds or Thresholds.fixed(detector)
+    threshold = thresholds.pixel
     tasks = set(tasks)
     if "semantic" in tasks and detector.task != "semantic":
         raise ConfigError(f"semantic metrics need a semantic model; {detector.card.name} is {detector.task}")
-    states = {t: EvalState(BINARY if t == "binary" else dataset.label_space, t) for t in sorted(tasks)}
+    states = {t: EvalState(BINARY if t == "binary" else dataset.label_space, t,
+                           area_threshold=thresholds.area, score_threshold=thresholds.score)
+              for t in sorted(tasks)}
+    context = distortion_context(distortion)
     result = EvalResult(states)
     if baselines:
         result.baselines = {
             "all_background": EvalState(BINARY, "binary"),
             "all_edited": EvalState(BINARY, "binary"),
         }
-    ids = dataset.ids(split)
+    ids = dataset.ids(split) if ids is None else ids
     with progress.task(description, total=len(ids)) as task:
         for sid in ids:
             try:
@@ -91,13 +140,14 @@ def evaluate(
                 result.skipped.append({"id": sid, "reason": exc.reason})
                 task.advance()
                 continue
-            image, label = distortion(sample.image, sample.label, **distortion_params)
+            extra = {k: v for k, v in (("meta", sample.meta), ("label_space", dataset.label_space)) if k in context}
+            image, label = distortion(sample.image, sample.label, **distortion_params, **extra)
             out = detector.predict(image_tensor(image))
             if out.mask_logits is None:  # an image-level classifier: its image score only
                 binary_pred = edited_prob = semantic_pred = None
             else:
                 binary_pred, edited_prob, semantic_pred = to_predictions(
-                    detector, out.mask_logits.cpu(), threshold
+                    detector, fit_logits(out.mask_logits.cpu(), label.shape), threshold
                 )
             score = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
             binary_gt = dataset.label_space.to_binary_map(label)

@@ -16,10 +16,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from .cards import DetectorCard
 from .checkpoints import cache_key
+from .data.editor_index import select_ids
 from .errors import ConfigError
 from .protocols import Dataset
 from .suites import Case, Suite, TrainSpec
@@ -74,9 +73,17 @@ def is_image_level(card: DetectorCard) -> bool:
     return "classification" in card.tasks and not set(card.tasks) & set(PIXEL_TASKS)
 
 
-def _train_spec(card: DetectorCard, case: Case) -> tuple[TrainSpec | None, str]:
+def _missing_editors(dataset: Dataset, case: Case) -> list[str]:
+    known = set(dataset.label_space.editors)
+    return [e for e in (*case.editors, *case.train.exclude_editors) if e not in known]
+
+
+def _train_spec(card: DetectorCard, case: Case, dataset: Dataset) -> tuple[TrainSpec | None, str]:
     """The model ``card`` needs for ``case``, or None and why it cannot serve it."""
     spec = case.train
+    missing = _missing_editors(dataset, case)
+    if missing:
+        return None, f"dataset {dataset.name} has no editor {', '.join(missing)}"
     if spec.task in card.tasks:
         return spec, ""
     if is_image_level(card):
@@ -97,7 +104,7 @@ def make_plan(
     skipped: list[SkippedCase] = []
     for suite in suites:
         for case in suite.cases:
-            spec, reason = _train_spec(card, case)
+            spec, reason = _train_spec(card, case, dataset)
             if spec is None:
                 log.info("skipping %s/%s: %s", suite.name, case.name, reason)
                 skipped.append(SkippedCase(suite, case, reason))
@@ -128,14 +135,7 @@ def training_ids(dataset: Dataset, spec: TrainSpec) -> list[str]:
         raise ConfigError(
             f"dataset {dataset.name} has no {spec.split!r} split (it has {', '.join(dataset.splits())})"
         )
-    ids = dataset.ids(spec.split)
     if not spec.exclude_editors:
-        return ids
-    excluded = {dataset.label_space.index(e) for e in spec.exclude_editors}
-    keep = []
-    for sid in ids:
-        # reads every label map once; a manifest-based filter is faster where one exists
-        if not set(np.unique(dataset.load(sid).label).tolist()) & excluded:
-            keep.append(sid)
-    return keep
+        return dataset.ids(spec.split)
+    return select_ids(dataset, spec.split, spec.exclude_editors, authentic=True, exclude=True)
 

@@ -14,7 +14,6 @@ The checkpoint cache must be on a filesystem every rank sees.
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,17 +24,20 @@ import torch
 from . import distributed
 from .checkpoints import META_FILE, WEIGHTS_FILE, cache_dir, checkpoint_meta, load_checkpoint, save_checkpoint
 from .errors import ConfigError, ModelError
-from .evaluate import EvalResult, evaluate
+from .calibration import DEFAULT_CALIBRATION_SPLIT, calibrate, check_policy
+from .cards import stable_hash
+from .case_records import RecordContext, Summaries, build_record, case_metrics, case_states, metric_task
+from .data.editor_index import select_ids
+from .evaluate import EvalResult, Thresholds, evaluate
 from .factories import create_detector, open_dataset
-from .fsutil import atomic_write_text
-from .metrics import METRICS_VERSION, EvalState
+from .metrics import EvalState
 from .planning import Plan, TrainingJob, make_plan, training_ids
 from .plugins import get_registry
 from .progress import NullProgress, Progress
 from .protocols import Detector
-from .records import ResultRecord, environment
+from .records import ResultRecord
 from .segmenter import TrainData
-from .suites import Case, Suite, TrainSpec
+from .suites import Case, Suite, TrainSpec, unseen_generators_suite
 from .trainer import TrainConfig, resolve_device
 from .types import BINARY
 
@@ -57,6 +59,10 @@ class RunRequest:
     dataset_options: dict[str, Any] = field(default_factory=dict)
     bootstrap: int = 1000
     out: Path | None = None
+    thresholds: str = "fixed"  # fixed | calibrated (on calibration_split)
+    calibration_split: str = DEFAULT_CALIBRATION_SPLIT
+    unseen_pairs: list[tuple[str, str]] = field(default_factory=list)  # replaces the paper's pairs
+    generators: dict[str, str] = field(default_factory=dict)  # generator a suite names -> card to use
 
 
 @dataclass
@@ -126,6 +132,12 @@ class Runner:
         registry = get_registry()
         registry.get("detector", self.request.detector)  # unknown names fail before any work
         self.suites: list[Suite] = [e.load() for e in registry.expand("suite", self.request.suites)]
+        if self.request.unseen_pairs:
+            if not any(s.name == "unseen-generators" for s in self.suites):
+                raise ConfigError("held-out pairs were given, but no unseen-generators suite is selected")
+            custom = unseen_generators_suite([tuple(p) for p in self.request.unseen_pairs])
+            self.suites = [custom if s.name == "unseen-generators" else s for s in self.suites]
+        _check_checkpoints(self.request.checkpoints)
         return self._make_plan(self.suites, self._resolve())
 
     def plan_training(self, task: str, exclude_editors: tuple[str, ...] = ()) -> Plan:
@@ -216,20 +228,28 @@ class Runner:
         if self.plan_ is None:
             self.plan()
         records: list[ResultRecord] = []
+        summaries = Summaries(self.request.bootstrap, self.request.seed, self.request.out)
         for job in self.plan_.jobs:
             det, ckpt = self.model_for(job)
-            # cases on the same (split, distortion) share one pass over the data
-            groups: dict[tuple[str, str, tuple], list[tuple[Suite, Case]]] = {}
+            thresholds = self._thresholds(job, det)
+            states = self._evaluate_job(job, det, thresholds)
+            if states is None:  # ranks > 0
+                continue
+            ctx = RecordContext(
+                detector_name=self.entry.name, plugin=self.entry.source, detector=det, checkpoint=ckpt,
+                dataset=self.dataset, fingerprint=self.plan_.fingerprint, train_config=job.config.to_dict(),
+                train_subset=job.spec.to_dict(), overrides=self.overrides, cache_key=job.key,
+                pretrained=job.config.pretrained, device=str(self.device), strict=self.request.strict,
+                seed=self.request.seed, thresholds=thresholds,
+            )
             for suite, case in job.cases:
-                groups.setdefault((case.split, case.distortion, case.distortion_params), []).append((suite, case))
-            for members in groups.values():
-                result = self._evaluate(det, members[0][1], {_metric_task(c) for _, c in members})
-                if result is None:  # ranks > 0
+                if (suite.name, case.name) not in states:  # no image of its editors (noted)
                     continue
-                # cases reading the same state (binary and image) share its metrics, slices and file
-                summaries = {task: self._summarize(state) for task, state in result.states.items()}
-                records.extend(self._record(s, c, job, det, ckpt, result, summaries[_metric_task(c)])
-                               for s, c in members)
+                state, result, params = states[(suite.name, case.name)]
+                summary = summaries.get(state)
+                compared = lambda name, s=suite: states[(s.name, name)][0] if (s.name, name) in states else None
+                metrics, ci = case_metrics(case, summary, self.dataset.label_space.names, compared)
+                records.append(build_record(ctx, suite, case, summary, result, metrics, ci, params))
         return RunOutput(records, self.plan_, self.notes)
 
     def train(self, task: str = "binary", exclude_editors: tuple[str, ...] = ()) -> TrainOutput:
@@ -245,97 +265,99 @@ class Runner:
             copy = copy_checkpoint(Path(ckpt["path"]), Path(self.request.out))
         return TrainOutput(det, ckpt, job, copy)
 
-    def _evaluate(self, det: Detector, case: Case, tasks: set[str]) -> EvalResult | None:
-        """Metric states of ``det`` on the case's (split, distortion); under
-        torchrun each rank scores its shard and rank 0 gets the merged result."""
+    def _distortion_params(self, case: Case) -> dict[str, Any]:
+        """The case's distortion parameters; a generator a dataset replaces by
+        its offline stand-in (``mini``: tiny random-weight editors), or the
+        request by another card, is swapped here; the parameters used are
+        recorded in every record's config."""
+        params = dict(case.distortion_params)
+        substitutes = {**(getattr(self.dataset, "generator_substitutes", None) or {}), **self.request.generators}
+        if params.get("generator") in substitutes:
+            params["generator"] = substitutes[params["generator"]]
+        return params
+
+    def _subset_ids(self, case: Case) -> frozenset[str]:
+        """The ids ``case`` reads; empty when the split has no image of its editors."""
+        editors, authentic = case.subset_key
+        with distributed.main_first():  # rank 0 builds the editor index into the shared cache
+            if not select_ids(self.dataset, case.split, editors, authentic=False):
+                return frozenset()
+            return frozenset(select_ids(self.dataset, case.split, editors, authentic=authentic))
+
+    def _evaluate_job(self, job: TrainingJob, det: Detector, thresholds: Thresholds
+                      ) -> dict[tuple[str, str], tuple[EvalState, EvalResult, dict[str, Any]]] | None:
+        """Every case's metric state: cases on the same (split, distortion)
+        share one pass over the images any of them needs; a case restricted
+        to some editors reads its part of the pass.  None on ranks > 0."""
+        groups: dict[tuple, list[tuple[Suite, Case]]] = {}
+        for suite, case in job.cases:
+            params = self._distortion_params(case)
+            key = (case.split, case.distortion, stable_hash(params))
+            groups.setdefault(key, []).append((suite, case))
+        out = {}
+        for members in groups.values():
+            subset_ids = {c.subset_key: self._subset_ids(c) for _, c in members if c.editors}
+            empty = [(s, c) for s, c in members if c.editors and not subset_ids[c.subset_key]]
+            for suite, case in empty:
+                note = (f"{suite.name}/{case.name}: no image of {', '.join(case.editors)} in "
+                        f"{self.dataset.name}/{case.split}; no record")
+                log.warning("%s", note)
+                self.notes.append(note)
+            members = [m for m in members if m not in empty]
+            if not members:
+                continue
+            first = members[0][1]
+            ids = None
+            if all(c.editors for _, c in members):
+                wanted = frozenset().union(*subset_ids.values())
+                ids = [i for i in self.dataset.ids(first.split) if i in wanted]
+            params = self._distortion_params(first)
+            result = self._evaluate(det, first, {metric_task(c) for _, c in members}, ids, thresholds, params)
+            if result is None:
+                continue
+            states = case_states([c for _, c in members], result, subset_ids)
+            for (suite, case), state in zip(members, states):
+                out[(suite.name, case.name)] = (state, result, params)
+        return out if distributed.is_main() else None
+
+    def _thresholds(self, job: TrainingJob, det: Detector) -> Thresholds:
+        """Fixed, or calibrated on the calibration split (never an evaluated one)."""
+        request = self.request
+        if request.thresholds == "fixed" or det.task == "semantic":
+            return Thresholds.fixed(det)
+        split = request.calibration_split
+        check_policy(request.thresholds, split, self.dataset, {c.split for _, c in job.cases})
+        identity = Case(name="calibration", task="binary", train=job.spec, split=split)
+
+        def run(thresholds: Thresholds) -> EvalResult | None:
+            return self._evaluate(det, identity, {"binary"}, None, thresholds, {},
+                                  what=f"calibrating thresholds on {self.dataset.name}/{split}")
+
+        return calibrate(det, split, run, distributed.broadcast)
+
+    def _evaluate(self, det: Detector, case: Case, tasks: set[str], ids: list[str] | None,
+                  thresholds: Thresholds, params: dict[str, Any], what: str | None = None) -> EvalResult | None:
+        """Metric states of ``det`` on the case's (split, distortion) (only
+        ``ids`` of the split when given); under torchrun each rank scores its
+        shard and rank 0 gets the merged result."""
         if case.split not in self.dataset.splits():
             raise ConfigError(
                 f"case {case.name!r} evaluates split {case.split!r}, which dataset "
                 f"{self.dataset.name} lacks (it has {', '.join(self.dataset.splits())})"
             )
         distortion = get_registry().get("distortion", case.distortion).load()
-        desc = f"evaluating {self.entry.name} [{det.task}] on {self.dataset.name}/{case.split}"
+        ids = self.dataset.ids(case.split) if ids is None else ids
+        desc = what or f"evaluating {self.entry.name} [{det.task}] on {self.dataset.name}/{case.split}"
+        if case.distortion != "none":
+            desc += f" ({case.distortion} {', '.join(f'{k}={v}' for k, v in params.items())})"
         if distributed.world_size() > 1:
             desc += f" (rank 0's shard of {distributed.world_size()})"
         result = evaluate(
-            det, distributed.sharded(self.dataset), case.split, distortion, dict(case.distortion_params),
-            tasks=tasks, strict=self.request.strict, baselines=det.task == "binary",
-            progress=self.progress, description=desc,
+            det, self.dataset, case.split, distortion, params,
+            tasks=tasks, strict=self.request.strict, baselines=det.task == "binary" and not case.editors,
+            progress=self.progress, description=desc, ids=distributed.shard(ids), thresholds=thresholds,
         )
-        return distributed.gather_eval_result(result, self.dataset.ids(case.split))
-
-    def _summarize(self, state: EvalState) -> dict[str, Any]:
-        """What every record of one metric state carries, computed once."""
-        return {"values": state.compute(), "state_file": self._write_state(state),
-                "slices": {key: state.slices(key) for key in ("base", "turns", "editor", "edit_type")}}
-
-    def _threshold_policy(self, det: Detector, state: EvalState) -> dict[str, Any]:
-        pixel = {
-            "binary": f"fixed: edited if probability > {det.card.default_threshold} (detector card)",
-            "semantic": "fixed: argmax over classes; edited = argmax != background",
-            "classification": "none: image-level classifier (no pixel output)",
-        }[det.task]
-        if state.image_score_source == "detector":
-            image = f"fixed: edited if image probability > {state.config.score_threshold:g} (METRICS.md)"
-        else:
-            image = (f"fixed: edited if predicted edited area > {state.config.area_threshold:.0%} of the "
-                     "image (DiffSeg30k rule)")
-        return {"pixel": pixel, "image": image, "image_score_source": state.image_score_source,
-                "calibrated_on": None}
-
-    def _record(self, suite: Suite, case: Case, job: TrainingJob, det: Detector,
-                ckpt: dict[str, Any], result: EvalResult, summary: dict[str, Any]) -> ResultRecord:
-        state: EvalState = result.states[_metric_task(case)]
-        values = summary["values"]
-        wanted = list(case.metrics)
-        if case.task == "semantic":
-            wanted += [f"IoU.{n}" for n in self.dataset.label_space.names]
-        metrics = {m: values.get(m) for m in wanted}
-        ci = state.bootstrap(n=self.request.bootstrap, seed=self.request.seed,
-                             metrics=list(case.metrics)) if self.request.bootstrap else {}
-        baselines = {}
-        if case.task == "binary":
-            baselines = {name: {m: s.compute().get(m) for m in ("mIoU", "aAcc", "bF1", "F1")}
-                         for name, s in result.baselines.items()}
-        return ResultRecord.create(
-            detector={"name": self.entry.name, "card": det.card.to_dict(), "task": det.task,
-                      "checkpoint_sha256": ckpt["sha256"], "checkpoint_source": ckpt["source"],
-                      "pretrained": job.config.pretrained, "plugin": self.entry.source},
-            suite={"name": suite.name, "version": suite.version,
-                   "definition_hash": suite.definition_hash()},
-            case=case.to_dict(),
-            dataset={"name": self.dataset.name, "fingerprint": self.plan_.fingerprint,
-                     "description": self.dataset.describe()},
-            label_space=list(state.label_space.names),
-            metrics=metrics,
-            ci95={k: list(v) for k, v in ci.items()},
-            metrics_version=METRICS_VERSION,
-            threshold_policy=self._threshold_policy(det, state),
-            baselines=baselines,
-            confusion=state.confusion_matrix().tolist() if case.task == "semantic" else None,
-            slices=summary["slices"],
-            counts={"evaluated": result.evaluated, "skipped_corrupt": len(result.skipped),
-                    "skipped": result.skipped[:50]},
-            seed=self.request.seed,
-            config={"train": job.config.to_dict(), "train_subset": job.spec.to_dict(),
-                    "overrides": self.overrides, "cache_key": job.key,
-                    "device": str(self.device), "strict": self.request.strict},
-            training=ckpt.get("training"),
-            environment=environment(str(self.device)),
-            state_file=summary["state_file"],
-        )
-
-    def _write_state(self, state: EvalState) -> str | None:
-        if self.request.out is None:
-            return None
-        from .cards import stable_hash
-
-        body = state.state_dict()
-        name = f"states/{stable_hash(body, length=16)}.json"
-        path = Path(self.request.out) / name
-        if not path.exists():
-            atomic_write_text(path, json.dumps(body))
-        return name
+        return distributed.gather_eval_result(result, ids)
 
 
 def copy_checkpoint(src: Path, dst: Path) -> Path:
@@ -350,14 +372,25 @@ def copy_checkpoint(src: Path, dst: Path) -> Path:
     return dst
 
 
+def _check_checkpoints(paths: list[Path]) -> None:
+    """One checkpoint per task: a run scores the model it is given, it never
+    picks one of several by its scores (that would be choosing a checkpoint
+    on the test split)."""
+    by_task: dict[str, Path] = {}
+    for path in paths:
+        task = checkpoint_meta(path)[1].get("task", "?")
+        if task in by_task:
+            raise ConfigError(
+                f"two --checkpoint for the {task} task ({by_task[task]} and {path}): a run scores one model "
+                "per task and never chooses between checkpoints by their scores on the evaluated split; "
+                "run each checkpoint separately (with its own --out) and compare the records"
+            )
+        by_task[task] = path
+
+
 def _check_copy_target(dst: Path) -> None:
     if dst.exists() and (not dst.is_dir() or any(p.name not in (WEIGHTS_FILE, META_FILE) for p in dst.iterdir())):
         raise ConfigError(f"{dst} exists and is not a checkpoint folder; give a new or empty folder")
-
-
-def _metric_task(case: Case) -> str:
-    """The metric state a case reads: image-level cases use the binary one."""
-    return "semantic" if case.task == "semantic" else "binary"
 
 
 def run(request: RunRequest, progress: Progress | None = None) -> RunOutput:

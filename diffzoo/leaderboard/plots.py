@@ -63,12 +63,13 @@ def confusion_png(matrix: np.ndarray, names: list[str], path: Path, title: str =
 
 def robustness_png(series: dict[str, list[tuple[float, float | None]]], path: Path, *, xlabel: str,
                    ylabel: str, title: str = "", reference: float | None = None,
-                   reference_label: str = "no distortion") -> Path:
+                   reference_label: str = "no distortion", integer_x: bool = False) -> Path:
     """Metric (fraction, drawn in %) over distortion strength, one line per series.
 
     ``series`` maps a legend label to (x, y) points; undefined y (None/NaN)
     is left out.  ``reference`` (the undistorted value) is drawn as a dashed
     horizontal line, since 'no distortion' has no position on the x axis.
+    ``integer_x``: ticks at whole numbers only (an x axis of strength ranks).
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -82,6 +83,10 @@ def robustness_png(series: dict[str, list[tuple[float, float | None]]], path: Pa
                    label=f"{_text(reference_label)} ({100 * reference:.1f})")
     ax.set_xlabel(_text(xlabel))
     ax.set_ylabel(f"{_text(ylabel)} (%)")
+    if integer_x:
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _title(ax, title or f"{ylabel} over {xlabel}", fig)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)

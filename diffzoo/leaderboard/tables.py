@@ -159,7 +159,7 @@ def provenance(record: ResultRecord) -> dict[str, Any]:
     }
 
 
-def _cell(record: ResultRecord, metric: str) -> Cell:
+def record_cell(record: ResultRecord, metric: str) -> Cell:
     ci = (record.data.get("ci95") or {}).get(metric)
     return Cell(record.metrics.get(metric), tuple(ci) if ci and None not in ci else None)
 
@@ -183,7 +183,7 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True) -> lis
     newest: dict[str, ResultRecord] = {}  # re-runs of one run (same numbers, e.g. another git hash): one row
     for record in records:
         key = run_key(record)
-        if key not in newest or _date(record) >= _date(newest[key]):
+        if key not in newest or record_date(record) >= record_date(newest[key]):
             newest[key] = record
     groups: dict[TableKey, list[ResultRecord]] = {}
     for record in newest.values():
@@ -196,7 +196,7 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True) -> lis
         columns = [metric_info(m) or MetricInfo(m, m, None, -math.inf, math.inf, False)
                    for m in wanted if m in present]
         names = [c.name for c in columns]
-        rows = [Row(r.data["detector"]["name"], {m: _cell(r, m) for m in names},
+        rows = [Row(r.data["detector"]["name"], {m: record_cell(r, m) for m in names},
                     record_id=r.id, provenance=provenance(r)) for r in recs]
         primary = PRIMARY.get(key.task)
         rows.sort(key=_sort_key(primary, metric_info(primary) if primary else None))
@@ -210,16 +210,16 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True) -> lis
             rows.extend(Row(f"{bname} (baseline)", {m: Cell(v.get(m)) for m in names}, baseline=True)
                         for bname, v in sorted(seen.items()))
         tables.append(Table(key, columns, rows, dict(recs[0].data["case"]), recs))
-    tables.sort(key=lambda t: (t.key.suite, _version_order(t.key.suite_version), t.key.case, t.key.dataset,
+    tables.sort(key=lambda t: (t.key.suite, version_order(t.key.suite_version), t.key.case, t.key.dataset,
                                t.key.fingerprint, t.key.metrics_version))
     return tables
 
 
-def _date(record: ResultRecord) -> str:
+def record_date(record: ResultRecord) -> str:
     return str(record.data.get("environment", {}).get("date") or "")
 
 
-def _version_order(version: str) -> tuple:
+def version_order(version: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in version.replace("-", ".").split("."))
 
 

@@ -53,6 +53,8 @@ class DiffSeg30kDataset(SplitDataset):
     default: ``labels.json`` beside the data, else the paper's editor order
     (UNVERIFIED, warned once).  ``extra_authentic``: a folder of authentic
     images added to ``train`` with all-zero masks (ids ``authentic/...``).
+    ``calib_fraction``: without ``splits.json``, also carve a ``calib`` split
+    (for ``--thresholds calibrated``) from what would be train; val is unchanged.
     ``name`` defaults to the data's folder (the folder given, or the one
     holding the zip / parquet file), or ``diffseg30k`` for the hub id.
     """
@@ -63,6 +65,7 @@ class DiffSeg30kDataset(SplitDataset):
         *,
         label_space: LabelSpace | str | os.PathLike | None = None,
         val_fraction: float = 0.2,
+        calib_fraction: float = 0.0,
         split_seed: int = 0,
         extra_authentic: str | os.PathLike | None = None,
         name: str | None = None,
@@ -90,6 +93,7 @@ class DiffSeg30kDataset(SplitDataset):
             sidecars / SPLITS_FILE if sidecars is not None else None,
             val_fraction,
             split_seed,
+            calib_fraction,
         )
         if extra_authentic is not None:
             self.add_authentic(AuthenticFolder(extra_authentic))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +54,19 @@ class _PairListDataset(SplitDataset):
         val_fraction: float,
         split_seed: int,
         split: str | None,
+        default_split: str | None = None,
     ) -> None:
+        """``split``: every sample in that one split.  Otherwise ``splits.json``
+        in ``root``; otherwise every sample in ``default_split`` if given (a
+        test-only set), else train/val by id hash."""
         super().__init__(name, BINARY)
         self.root = root
         self.path = str(root)
         self._entries = entries
         if split is not None:
             self._splits = {canonical_split(split): sorted(entries)}
+        elif default_split is not None and not (root / SPLITS_FILE).is_file():
+            self._splits = {canonical_split(default_split): sorted(entries)}
         else:
             self._splits = resolve_splits(
                 {"train": sorted(entries)}, root / SPLITS_FILE, val_fraction, split_seed
@@ -73,11 +80,13 @@ class _PairListDataset(SplitDataset):
         image = read_image(image_path, sample_id)
         if mask_path is None:
             label = np.zeros(image.shape[:2], dtype=np.uint8)
-            base = "real"
         else:
             label = read_binary_mask(mask_path, sample_id, size=(image.shape[1], image.shape[0]))
-            base = "unknown"
-        return Sample(image, label, SampleMeta(sample_id, base=base, source=self.name))
+        return Sample(image, label, self._meta(sample_id, authentic=mask_path is None))
+
+    def _meta(self, sample_id: str, *, authentic: bool) -> SampleMeta:
+        """A sample's metadata; adapters that know the editor, prompt or edit type override it."""
+        return SampleMeta(sample_id, base="real" if authentic else "unknown", source=self.name)
 
     def _content_fingerprint(self) -> str:
         files = {p for pair in self._entries.values() for p in pair if p is not None}
@@ -94,7 +103,7 @@ def _child_dir(root: Path, name: str) -> Path | None:
     if not root.is_dir():
         return None
     for p in root.iterdir():
-        if p.is_dir() and p.name.lower() == name.lower():
+        if p.name.lower() == name.lower() and p.is_dir():  # name first: no stat per file
             return p
     return None
 
@@ -106,6 +115,45 @@ def _unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:
     if not skip:
         raise DataError(msg + "; skip_unpaired=True skips them")
     log.warning("%s; skipping them", msg)
+
+
+def pair_folders(
+    folders: Iterable[Path], gt: Path, *, by_name: bool = False
+) -> tuple[dict[str, tuple[Path, Path | None]], list[str]]:
+    """Pair every image under each of ``folders`` with its mask under ``gt``.
+
+    The mask of ``<folder>/<stem>.<ext>`` is ``gt/<stem><s>.*`` for ``s`` in
+    :data:`MASK_SUFFIXES`, ``stem`` being the path relative to the folder
+    (``by_name``: the file name's stem alone, the mask anywhere under ``gt``).
+    Ids are ``<folder name>/<path inside it>``.  Returns the pairs and the ids
+    of images without a mask; masks matching no image are logged, and two
+    masks for one stem are a :class:`DataError`.
+    """
+    masks: dict[str, Path] = {}
+    for m in list_image_files(gt):
+        stem = m.stem if by_name else m.relative_to(gt).with_suffix("").as_posix()
+        if stem in masks:
+            first, second = (p.relative_to(gt).as_posix() for p in (masks[stem], m))
+            raise DataError(f"{gt}: two masks for {stem}: {first} and {second}")
+        masks[stem] = m
+    entries: dict[str, tuple[Path, Path | None]] = {}
+    no_mask: list[str] = []
+    used: set[str] = set()
+    for folder in folders:
+        for img in list_image_files(folder):
+            rel = img.relative_to(folder)
+            sid = f"{folder.name}/{rel.as_posix()}"
+            stem = img.stem if by_name else rel.with_suffix("").as_posix()
+            key = next((stem + s for s in MASK_SUFFIXES if stem + s in masks), None)
+            if key is None:
+                no_mask.append(sid)
+                continue
+            used.add(key)
+            entries[sid] = (img, masks[key])
+    orphans = sorted(set(masks) - used)
+    if orphans:
+        log.info("%s: %d mask(s) match no image (e.g. %s)", gt, len(orphans), orphans[0])
+    return entries, no_mask
 
 
 class TpGtDataset(_PairListDataset):
@@ -134,30 +182,8 @@ class TpGtDataset(_PairListDataset):
             raise DataError(
                 f"{root}: expected subfolders Tp/ (images) and Gt/ (masks), Au/ optional"
             )
-        masks: dict[str, Path] = {}
-        for m in list_image_files(gt):
-            stem = m.relative_to(gt).with_suffix("").as_posix()
-            if stem in masks:
-                raise DataError(f"{gt}: two masks for {stem}: {masks[stem].name} and {m.name}")
-            masks[stem] = m
-        entries: dict[str, tuple[Path, Path | None]] = {}
-        no_mask: list[str] = []
-        used: set[str] = set()
-        for img in list_image_files(tp):
-            sid = f"{tp.name}/{img.relative_to(tp).as_posix()}"
-            stem = img.relative_to(tp).with_suffix("").as_posix()
-            key = next((stem + s for s in MASK_SUFFIXES if stem + s in masks), None)
-            if key is None:
-                no_mask.append(sid)
-                continue
-            used.add(key)
-            entries[sid] = (img, masks[key])
+        entries, no_mask = pair_folders([tp], gt)
         _unpaired(str(root), no_mask, "Tp image(s) have no mask in Gt/", skip_unpaired)
-        orphans = sorted(set(masks) - used)
-        if orphans:
-            log.info(
-                "%s: %d mask(s) in Gt/ match no Tp image (e.g. %s)", root, len(orphans), orphans[0]
-            )
         for img in list_image_files(au) if au is not None else []:
             entries[f"{au.name}/{img.relative_to(au).as_posix()}"] = (img, None)
         if not entries:

@@ -18,7 +18,7 @@ from ..errors import DataError
 
 log = logging.getLogger(__name__)
 
-CANONICAL_SPLITS = ("train", "val", "test")
+CANONICAL_SPLITS = ("train", "calib", "val", "test")
 SPLIT_ALIASES = {"validation": "val", "valid": "val", "dev": "val", "training": "train"}
 
 SPLITS_FILE = "splits.json"
@@ -34,18 +34,28 @@ def _unit_hash(seed: int, sample_id: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
-def split_ids(ids: Iterable[str], val_fraction: float = 0.2, seed: int = 0) -> dict[str, list[str]]:
-    """Assign each id to ``train`` or ``val`` by a hash of (seed, id).
+def split_ids(ids: Iterable[str], val_fraction: float = 0.2, seed: int = 0,
+              calib_fraction: float = 0.0) -> dict[str, list[str]]:
+    """Assign each id to ``train``, ``val`` or ``calib`` by a hash u of (seed, id).
 
-    About ``val_fraction`` of the ids land in ``val``; each list is sorted.
+    u < val_fraction: ``val``; then u < val_fraction + calib_fraction:
+    ``calib`` (a validation split for calibrating thresholds, carved from
+    what would be train, so ``val`` is the same with or without it); else
+    ``train``.  Each list is sorted; ``calib`` is absent when its fraction is 0.
     """
     if not 0.0 <= val_fraction < 1.0:
         raise DataError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    if not 0.0 <= calib_fraction < 1.0 - val_fraction:
+        raise DataError(f"calib_fraction must be in [0, 1 - val_fraction), got {calib_fraction}")
     out: dict[str, list[str]] = {"train": [], "val": []}
+    if calib_fraction:
+        out["calib"] = []
     for sid in ids:
-        out["val" if _unit_hash(seed, sid) < val_fraction else "train"].append(sid)
-    out["train"].sort()
-    out["val"].sort()
+        u = _unit_hash(seed, sid)
+        name = "val" if u < val_fraction else "calib" if u < val_fraction + calib_fraction else "train"
+        out[name].append(sid)
+    for v in out.values():
+        v.sort()
     return out
 
 
@@ -89,18 +99,20 @@ def resolve_splits(
     splits_file: Path | None,
     val_fraction: float,
     seed: int,
+    calib_fraction: float = 0.0,
 ) -> dict[str, list[str]]:
     """The splits a dataset exposes.
 
     ``native``: the source's own splits (one unnamed pool is given as
     ``{"train": ids}``).  A ``splits.json`` wins; else a lone ``train`` split
-    is divided 8:2 (by default) into train/val; else the native splits are
-    kept, with canonical names.  Empty splits are dropped.
+    is divided 8:2 (by default) into train/val (and ``calib`` when
+    ``calib_fraction`` > 0); else the native splits are kept, with canonical
+    names.  Empty splits are dropped.
     """
     all_ids = [i for ids in native.values() for i in ids]
     if splits_file is not None and splits_file.is_file():
         return read_splits_file(splits_file, all_ids)
     named = {canonical_split(k): sorted(v) for k, v in native.items()}
     if list(named) == ["train"]:
-        named = split_ids(named["train"], val_fraction, seed)
+        named = split_ids(named["train"], val_fraction, seed, calib_fraction)
     return {k: v for k, v in named.items() if v}

@@ -51,9 +51,9 @@ def metric_keys(cfg: MetricConfig) -> list[str]:
     """The keys of ``compute()``, in order."""
     return [
         "aAcc", "mAcc", "mIoU", *(f"IoU.{n}" for n in cfg.names),
-        "precision", "recall", "F1", "pixel_AUC", "bF1", "bF1_image_mean",
+        "precision", "recall", "F1", "pixel_AUC", "F1_oracle", "bF1", "bF1_image_mean",
         "gIoU", "cIoU", "FPR_authentic",
-        "img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC",
+        "img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC", "img_Acc_oracle",
         *(f"top{k}" for k in cfg.top_k), *COUNT_KEYS,
     ]
 
@@ -98,7 +98,8 @@ class Aggregator:
         else:
             score, threshold = self.frac, cfg.area_threshold
         self.img_mask = (label >= 0) & np.isfinite(score)
-        self.correct = (score > threshold) == self.edited
+        self.predicted_edited = score > threshold
+        self.correct = self.predicted_edited == self.edited
         self.ranked = RankedScores(self.edited[self.img_mask], score[self.img_mask])
 
         bf1 = rows.array("bf1")[order]
@@ -107,14 +108,22 @@ class Aggregator:
         self.bf1_image = nanmean(bf1, axis=1) if bf1.shape[1] else np.full(self.n, np.nan)
         self.topk = rows.array("topk")[order]
 
-    def summarize(self, w: np.ndarray | None = None, pixel_auc: float = float("nan")) -> dict[str, float]:
-        """Every metric of ``compute()`` with image i weighted by ``w[i]`` (default 1)."""
+    def summarize(self, w: np.ndarray | None = None, pixel_auc: float = float("nan"),
+                  f1_oracle: float = float("nan")) -> dict[str, float]:
+        """Every metric of ``compute()`` with image i weighted by ``w[i]`` (default 1).
+
+        ``pixel_auc`` and ``f1_oracle`` come from the dataset's pixel
+        histograms, which are not kept per image (NaN in slices).
+        ``img_Acc_oracle`` is the accuracy at the best image threshold for
+        these very images: an oracle number, never a headline one.
+        """
         cfg = self.cfg
         w = np.ones(self.n) if w is None else np.asarray(w, dtype=np.float64)
         c = cfg.num_classes
         out = pixel_metrics(_wsum(w, self.conf).reshape(c, c), cfg.names)
         cIoU = out.pop("cIoU")
         out["pixel_AUC"] = pixel_auc
+        out["F1_oracle"] = f1_oracle
 
         per_class = ratio(_wsum(w, self.bf1_filled), _wsum(w, self.bf1_scored))
         out["bF1"] = float(nanmean(per_class)) if np.size(per_class) else float("nan")
@@ -129,6 +138,7 @@ class Aggregator:
         w_img = w[self.img_mask]
         out["img_AP"] = self.ranked.average_precision(w_img)
         out["img_AUC"] = self.ranked.auc(w_img)
+        out["img_Acc_oracle"] = self.ranked.best_accuracy(w_img)[0]
 
         for i, k in enumerate(cfg.top_k):
             out[f"top{k}"] = _wmean(w, self.topk[:, i] == 1, self.topk[:, i] >= 0)

@@ -8,7 +8,7 @@ from the per-image rows (an image drawn k times counts k times in every sum).
 The interval is the 2.5th and 97.5th percentile of the replicates, ignoring
 replicates where the metric is undefined (NaN).
 
-``pixel_AUC`` and the counts are not resampled (the pixel-AUC histograms are
+``pixel_AUC``, ``F1_oracle`` and the counts are not resampled (the pixel histograms are
 kept for the dataset only): asked for by name, their interval is (NaN, NaN).
 """
 
@@ -25,7 +25,7 @@ from .aggregate import COUNT_KEYS, Aggregator
 
 logger = logging.getLogger(__name__)
 
-NOT_RESAMPLED: tuple[str, ...] = ("pixel_AUC", *COUNT_KEYS)
+NOT_RESAMPLED: tuple[str, ...] = ("pixel_AUC", "F1_oracle", *COUNT_KEYS)
 
 
 def bootstrap_ci(agg: Aggregator, available: list[str], n: int, seed: int,

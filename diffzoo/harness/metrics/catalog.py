@@ -9,7 +9,7 @@ records can be validated and published without knowing how they were made.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class MetricInfo:
     low: float = 0.0
     high: float = 1.0
     percent: bool = True  # shown x100 in tables
+    oracle: bool = False  # best threshold chosen on the evaluated split: never a headline number
 
     @property
     def arrow(self) -> str:
@@ -59,16 +60,34 @@ _FRACTIONS = {
     "img_AUC": ("AUC", True),
 }
 _COUNTS = ("num_images", "num_edited", "num_authentic")
+_ORACLE = {"F1_oracle": "F1 (oracle thr.)", "img_Acc_oracle": "Acc (oracle thr.)"}
+_PARITY = {
+    # name: (label, low, high, higher is better)
+    "verdict_flip_rate": ("verdicts moved", 0.0, 1.0, False),
+    "flip_rate_authentic": ("moved (auth.)", 0.0, 1.0, False),
+    "flip_rate_edited": ("moved (edited)", 0.0, 1.0, False),
+    "delta_img_Acc": ("ΔAcc", -1.0, 1.0, None),
+    "format_shortcut": ("format shortcut", 0.0, 1.0, False),
+}
 
 CATALOG: dict[str, MetricInfo] = {
     **{name: MetricInfo(name, label, better) for name, (label, better) in _FRACTIONS.items()},
     **{name: MetricInfo(name, name.replace("num_", "# "), None, 0.0, math.inf, False) for name in _COUNTS},
+    **{name: MetricInfo(name, label, True, oracle=True) for name, label in _ORACLE.items()},
+    **{name: MetricInfo(name, label, better, low, high) for name, (label, low, high, better) in _PARITY.items()},
 }
+SLICE_SEPARATOR = "@"
+"""Slice metrics are named ``<metric>@<key>=<value>`` (e.g. ``mIoU@turns=2``)."""
 
 
 def metric_info(name: str) -> MetricInfo | None:
     """Info for ``name``; families ``IoU.<class>`` and ``top<k>`` included.
-    None for a name the catalog does not know (a plugin's own metric)."""
+    None for a name the catalog does not know (a plugin's own metric).
+    A slice metric ``<metric>@<key>=<value>`` is described like its metric."""
+    if SLICE_SEPARATOR in name:
+        base, _, where = name.partition(SLICE_SEPARATOR)
+        info = metric_info(base)
+        return None if info is None else replace(info, name=name, label=f"{info.label} [{where}]")
     if name in CATALOG:
         return CATALOG[name]
     if name.startswith("IoU."):

@@ -37,6 +37,7 @@ class RankedScores:
             self.starts = np.flatnonzero(change)
         else:
             self.starts = np.zeros(0, dtype=np.int64)
+        self.distinct = sorted_scores[self.starts]  # highest first
 
     def _grouped(self, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(positive, negative) weight per distinct score, highest score first."""
@@ -49,6 +50,31 @@ class RankedScores:
         pos = np.add.reduceat(np.where(self.positive, w, 0.0), self.starts)
         neg = np.add.reduceat(np.where(self.positive, 0.0, w), self.starts)
         return pos, neg
+
+    def best_accuracy(self, weights: np.ndarray | None = None) -> tuple[float, float]:
+        """(highest accuracy of the rule "edited if score > t" over every t, that t).
+
+        t lies halfway between adjacent distinct scores (above the highest:
+        nothing edited; below the lowest: everything), so a calibrated t
+        carries over to scores between the ones seen.  Ties in accuracy keep
+        the lowest t.  NaN without images.  On the evaluated split itself this
+        is the "oracle" accuracy (a separately named column, METRICS.md).
+        """
+        pos, neg = self._grouped(weights)
+        total = pos.sum() + neg.sum()
+        if total == 0:
+            return float("nan"), float("nan")
+        # call the top j score groups edited, j = 0..G
+        correct = np.r_[0.0, np.cumsum(pos)] + (neg.sum() - np.r_[0.0, np.cumsum(neg)])
+        j = int(len(correct) - 1 - np.argmax(correct[::-1]))  # the last maximum: lowest t
+        d = self.distinct
+        if j == 0:
+            t = float(d[0])
+        elif j == len(d):
+            t = float(np.nextafter(d[-1], -np.inf))
+        else:
+            t = float((d[j - 1] + d[j]) / 2)
+        return float(correct[j] / total), t
 
     def auc(self, weights: np.ndarray | None = None) -> float:
         """ROC-AUC (ties one half); NaN without both classes."""
@@ -80,3 +106,4 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray | None =
 def average_precision(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray | None = None) -> float:
     """Non-interpolated average precision (see :class:`RankedScores`)."""
     return RankedScores(labels, scores).average_precision(weights)
+

@@ -58,3 +58,23 @@ def histogram_auc(pos_hist: np.ndarray, neg_hist: np.ndarray) -> float:
         return float("nan")
     pos_above = np.concatenate([np.cumsum(pos[::-1])[::-1][1:], [0.0]])
     return float(np.sum(neg * (pos_above + 0.5 * pos)) / (n_pos * n_neg))
+
+
+def best_f1(pos_hist: np.ndarray, neg_hist: np.ndarray) -> tuple[float, float]:
+    """(highest pixel F1 over the histogram's bin edges, its threshold t).
+
+    Pixels in bins >= b are called edited, i.e. probability >= t = b / bins.
+    This is the "oracle" F1 when the histograms are the test split's (METRICS.md:
+    reported only as a separately named column) and a calibrated threshold
+    when they are a validation split's.  NaN without edited pixels.
+    """
+    pos = np.asarray(pos_hist, dtype=np.float64)
+    neg = np.asarray(neg_hist, dtype=np.float64)
+    n_pos = pos.sum()
+    if n_pos == 0:
+        return float("nan"), float("nan")
+    tp = np.cumsum(pos[::-1])[::-1]  # edited pixels at or above each bin
+    fp = np.cumsum(neg[::-1])[::-1]
+    f1 = 2 * tp / np.maximum(2 * tp + fp + (n_pos - tp), 1e-300)
+    b = int(np.argmax(f1))
+    return float(f1[b]), b / pos.size

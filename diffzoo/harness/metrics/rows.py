@@ -86,6 +86,19 @@ class ImageRows:
         self.editors += other.editors
         self.edit_types += other.edit_types
 
+    def take(self, indices: np.ndarray) -> ImageRows:
+        """A new store holding the rows at ``indices``, in that order."""
+        out = ImageRows(self.num_classes, self.num_k)
+        idx = np.asarray(indices, dtype=np.int64)
+        out._reserve(idx.size)
+        for key in self._specs:
+            out._arrays[key][: idx.size] = self.array(key)[idx]
+        out.n = int(idx.size)
+        for name in ("ids", "bases", "editors", "edit_types"):
+            column = getattr(self, name)
+            setattr(out, name, [column[i] for i in idx.tolist()])
+        return out
+
     def array(self, key: str) -> np.ndarray:
         """The filled part of a numeric column (a view)."""
         return self._arrays[key][: self.n]

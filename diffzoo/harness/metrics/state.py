@@ -38,7 +38,7 @@ from .attribution import editor_ranking, topk_hits
 from .bootstrap import bootstrap_ci
 from .boundary import per_class_bf1
 from .confusion import check_label_map, confusion_counts
-from .pixel_auc import check_prob_map, histogram_auc, prob_histograms
+from .pixel_auc import best_f1, check_prob_map, histogram_auc, prob_histograms
 from .rows import ImageRows
 from .slices import slice_masks
 
@@ -262,7 +262,52 @@ class EvalState:
             logger.warning("pixel_AUC covers the %d of %d images that had edited_prob",
                            self._prob_images, self.num_images)
         auc = histogram_auc(self._pos_hist, self._neg_hist)
-        return self._aggregator().summarize(pixel_auc=auc)
+        f1_oracle = best_f1(self._pos_hist, self._neg_hist)[0] if self._prob_images else math.nan
+        return self._aggregator().summarize(pixel_auc=auc, f1_oracle=f1_oracle)
+
+    @property
+    def has_histograms(self) -> bool:
+        """True when the pixel histograms cover exactly these images (not a subset's parent)."""
+        return self._prob_images > 0
+
+    def subset(self, ids: set[str] | frozenset[str]) -> EvalState:
+        """A state holding only the images whose id is in ``ids`` (rows copied).
+
+        The pixel histograms are whole-pass sums: they are kept only when the
+        subset is every image, else pixel_AUC and F1_oracle are NaN.
+        """
+        keep = np.array([i in ids for i in self._rows.ids], dtype=bool)
+        if keep.all():
+            return self
+        sub = EvalState.__new__(EvalState)
+        sub.label_space, sub.config = self.label_space, self.config
+        sub._rows = self._rows.take(np.flatnonzero(keep))
+        sub._pos_hist = np.zeros_like(self._pos_hist)
+        sub._neg_hist = np.zeros_like(self._neg_hist)
+        sub._prob_images = 0
+        sub._score_source = self._score_source
+        sub._ids = set(sub._rows.ids)
+        sub._agg = None
+        return sub
+
+    def verdicts(self) -> dict[str, tuple[int, bool]]:
+        """Image id -> (label: 1 edited / 0 authentic, predicted edited) for
+        every image with a known label and an image score."""
+        agg = self._aggregator()
+        ids = [self._rows.ids[i] for i in agg.order.tolist()]
+        return {ids[p]: (int(agg.edited[p]), bool(agg.predicted_edited[p]))
+                for p in np.flatnonzero(agg.img_mask).tolist()}
+
+    def best_thresholds(self) -> dict[str, float | None]:
+        """The thresholds that would have been best on these images: pixel
+        (max binary F1 on the pixel histograms; None without them) and image
+        (max accuracy of "score > t" on the image scores).  On a calibration
+        split: calibrated thresholds; on the test split: oracle ones."""
+        pixel = best_f1(self._pos_hist, self._neg_hist)[1] if self._prob_images else None
+        agg = self._aggregator()
+        image = agg.ranked.best_accuracy()[1]
+        return {"pixel": None if pixel is None or math.isnan(pixel) else float(pixel),
+                "image": None if math.isnan(image) else float(image)}
 
     def slices(self, key: str) -> dict[str, dict[str, float]]:
         """``compute()`` per slice value of ``key`` (base, turns, editor, edit_type).

@@ -1,0 +1,289 @@
+"""CASIA v1.0 and v2.0 (Dong et al., ChinaSIP 2013), with the ground truth
+released separately by Pham et al. (namtpham/casia1groundtruth,
+namtpham/casia2groundtruth).
+
+Confirmed against public material (READMEs and dataset readers of those
+repositories, grip-unina/TruFor, CAT-Net, IMDL-BenCo's guide):
+
+- names: authentic ``Au_<cat>_<n>.jpg``; v1 tampered ``Sp_D_...`` (region
+  from a different image: splicing) and ``Sp_S_...`` (same image: copy-move);
+  v2 tampered ``Tp_D_...`` / ``Tp_S_...`` with the same meaning; the mask
+  of ``<stem>.<ext>`` is ``<stem>_gt.png``;
+- v1: the corrected images are ``CASIA 1.0 dataset/Modified Tp/Tp/{CM,Sp}``
+  (``Original Tp`` holds the misnamed originals), authentic ones in ``Au/``
+  (sometimes ``Au/Au``); masks in ``CASIA 1.0 groundtruth/{CM,Sp}``, a
+  separate download usually placed beside ``CASIA 1.0 dataset``;
+  ``Sp/Sp_D_NRN_A_cha0011_sec0011_0542.jpg`` has no mask (921 images, 920
+  masks);
+- v2: ``Au/``, ``Tp/`` (JPEG and TIFF; ``Au/`` also holds a few BMP) and the
+  masks in ``CASIA 2 Groundtruth/`` (Pham), ``groundtruth/`` (TruFor's
+  revised copy) or ``Gt/`` (IMDL-BenCo's corrected copy); some Tp images have
+  no mask, some masks do not match their image's size or orientation.
+
+Documented defaults, not confirmed: the ground-truth folder names searched
+(``gt_dir=`` points anywhere else), and that the name's D/S letter is the
+tamper type (it decides over the CM/Sp folder; the folder is used only when
+the name has no such letter).
+
+Masks are binarised by the field's rule (mean over channels > 127.5);
+labels are binary ``("background", "edited")``.  A tampered sample's
+metadata: ``base="real"``, one turn with editor ``unknown`` and edit type
+``splicing`` or ``copy_move``.  Non-image files (``Thumbs.db``, ``.txt``,
+``.xlsx``) are ignored.  Splits: ``split`` if given, else ``splits.json``
+in the dataset folder, else ``val_fraction`` (train/val by id hash) if
+given, else everything in ``test``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError
+from ..types import EditRecord, SampleMeta
+from .authentic import list_image_files
+from .base import require_path
+from .fingerprint import combine, fingerprint_files
+from .generic import _child_dir, _PairListDataset, _unpaired, pair_folders
+from .imageio import is_image_file
+
+log = logging.getLogger(__name__)
+
+SPLICING, COPY_MOVE = "splicing", "copy_move"
+_TYPE_LETTER = {"D": SPLICING, "S": COPY_MOVE}
+_TYPE_FOLDER = {"sp": SPLICING, "cm": COPY_MOVE}
+V1_NAME = re.compile(r"^Sp_([DS])_", re.IGNORECASE)
+V2_NAME = re.compile(r"^Tp_([DS])_", re.IGNORECASE)
+V1_TAMPERED = (("Modified Tp", "Tp"), ("Tp",), ("Modified Tp",))
+# Ground-truth folders looked for (any letter case) inside the dataset folder,
+# then the first name beside it; ``gt_dir=`` overrides.
+V1_GT = ("CASIA 1.0 groundtruth", "groundtruth", "Gt")
+V2_GT = ("CASIA 2 Groundtruth", "groundtruth", "Gt")
+
+
+def edit_type(file_name: str, folder: str = "") -> str:
+    """``splicing`` / ``copy_move`` from a CASIA name (``Sp_D_``, ``Tp_S_``...),
+    else from the v1 folder (``Sp``, ``CM``), else ``unknown``."""
+    m = V1_NAME.match(file_name) or V2_NAME.match(file_name)
+    if m:
+        return _TYPE_LETTER[m.group(1).upper()]
+    return _TYPE_FOLDER.get(folder.lower(), "unknown")
+
+
+class _CasiaDataset(_PairListDataset):
+    """Tampered images paired with masks under a separate folder, plus ``Au/``."""
+
+    def __init__(
+        self,
+        root: Path,
+        gt: Path,
+        entries: dict[str, tuple[Path, Path | None]],
+        *,
+        name: str,
+        split: str | None,
+        val_fraction: float | None,
+        split_seed: int,
+    ) -> None:
+        self.gt_root = gt
+        self._edit_types = {
+            sid: edit_type(img.name, img.parent.name)
+            for sid, (img, mask) in entries.items()
+            if mask is not None
+        }
+        super().__init__(
+            name,
+            root,
+            entries,
+            val_fraction=0.2 if val_fraction is None else val_fraction,
+            split_seed=split_seed,
+            split=split,
+            default_split=None if val_fraction is not None else "test",
+        )
+
+    def _meta(self, sample_id: str, *, authentic: bool) -> SampleMeta:
+        if authentic:
+            return SampleMeta(sample_id, base="real", source=self.name)
+        turn = EditRecord("unknown", edit_type=self._edit_types[sample_id])
+        return SampleMeta(sample_id, base="real", turns=(turn,), source=self.name)
+
+    def _content_fingerprint(self) -> str:
+        # Images and masks each relative to their own folder: the ground truth
+        # may lie outside the dataset folder, and a copy elsewhere must keep
+        # its fingerprint.
+        images = sorted(img for img, _ in self._entries.values())
+        masks = sorted(m for _, m in self._entries.values() if m is not None)
+        return combine(fingerprint_files(self.root, images), fingerprint_files(self.gt_root, masks))
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["gt_dir"] = str(self.gt_root)
+        d["edit_types"] = dict(sorted(Counter(self._edit_types.values()).items()))
+        return d
+
+
+def _gt_folder(root: Path, gt_dir: str | os.PathLike | None, names: tuple[str, ...]) -> Path:
+    """``gt_dir`` (relative to ``root`` unless absolute), else the first of
+    ``root/<name>`` and ``root/../<names[0]>`` that exists."""
+    if gt_dir is not None:
+        gt = root / gt_dir  # an absolute gt_dir replaces root
+        if not gt.is_dir():
+            raise DataError(f"ground-truth folder {gt} (gt_dir) does not exist")
+        return gt
+    candidates = [(root, n) for n in names] + [(root.parent, names[0])]
+    for base, n in candidates:
+        gt = _child_dir(base, n)
+        if gt is not None:
+            return gt
+    raise DataError(
+        f"{root}: no ground-truth folder; looked for "
+        f"{', '.join(str(b / n) for b, n in candidates)} (any letter case); "
+        f"pass gt_dir=FOLDER holding the *_gt.png masks"
+    )
+
+
+def _child_path(root: Path, parts: tuple[str, ...]) -> Path | None:
+    """``root/part/part/...`` matching each part in any letter case."""
+    p: Path | None = root
+    for part in parts:
+        p = _child_dir(p, part) if p is not None else None
+    return p
+
+
+def _add_authentic(root: Path, entries: dict[str, tuple[Path, Path | None]]) -> None:
+    au = _child_dir(root, "Au")
+    if au is None:
+        log.warning("%s: no Au/ folder; the dataset holds tampered images only", root)
+        return
+    for img in list_image_files(au):
+        entries[f"{au.name}/{img.relative_to(au).as_posix()}"] = (img, None)
+
+
+def _has_name(folder: Path | None, pattern: re.Pattern[str]) -> bool:
+    """Whether ``folder`` directly holds an image whose name matches ``pattern``."""
+    if folder is None:
+        return False
+    try:
+        with os.scandir(folder) as it:
+            return any(e.is_file() and is_image_file(e.name) and pattern.match(e.name) for e in it)
+    except OSError:
+        return False
+
+
+class Casia1Dataset(_CasiaDataset):
+    """CASIA v1.0: ``Au/`` and ``Modified Tp/Tp/{CM,Sp}`` (or ``Tp/{CM,Sp}``),
+    masks ``<stem>_gt.png`` in ``CASIA 1.0 groundtruth/`` inside the dataset
+    folder or beside it (``gt_dir=`` for elsewhere).
+
+    Ids: ``CM/<file>``, ``Sp/<file>`` and ``Au/<file>``.  A tampered image
+    without a mask is an error (``skip_unpaired=True`` skips it with a
+    warning); the mask is matched by file name wherever it lies under the
+    ground-truth folder.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        gt_dir: str | os.PathLike | None = None,
+        split: str | None = None,
+        val_fraction: float | None = None,
+        split_seed: int = 0,
+        name: str | None = None,
+        skip_unpaired: bool = False,
+    ) -> None:
+        require_path(path, "Casia1Dataset")
+        root = Path(path)
+        tp = _v1_tampered(root)
+        if tp is None:
+            raise DataError(
+                f"{root}: expected the tampered images in Modified Tp/Tp/CM and "
+                f"Modified Tp/Tp/Sp (or Tp/CM and Tp/Sp), authentic ones in Au/"
+            )
+        gt = _gt_folder(root, gt_dir, V1_GT)
+        folders = [f for f in (_child_dir(tp, sub) for sub in ("CM", "Sp")) if f is not None]
+        entries, no_mask = pair_folders(folders, gt, by_name=True)
+        _unpaired(str(root), no_mask, f"tampered image(s) have no *_gt mask in {gt}", skip_unpaired)
+        if not entries:
+            raise DataError(f"{root}: no tampered image with a mask under {tp}")
+        _add_authentic(root, entries)
+        super().__init__(
+            root,
+            gt,
+            entries,
+            name=name or "casia1",
+            split=split,
+            val_fraction=val_fraction,
+            split_seed=split_seed,
+        )
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """A folder with ``[Modified Tp/]Tp/{CM,Sp}`` holding ``Sp_D_*`` / ``Sp_S_*`` images."""
+        tp = _v1_tampered(Path(path))
+        return tp is not None and any(
+            _has_name(_child_dir(tp, sub), V1_NAME) for sub in ("CM", "Sp")
+        )
+
+
+def _v1_tampered(root: Path) -> Path | None:
+    """The folder holding ``CM/`` and/or ``Sp/`` (``Modified Tp/Tp`` first)."""
+    for parts in V1_TAMPERED:
+        tp = _child_path(root, parts)
+        if tp is not None and (_child_dir(tp, "CM") or _child_dir(tp, "Sp")):
+            return tp
+    return None
+
+
+class Casia2Dataset(_CasiaDataset):
+    """CASIA v2.0: ``Au/``, ``Tp/`` and masks ``<Tp stem>_gt.png`` in
+    ``CASIA 2 Groundtruth/``, ``groundtruth/`` or ``Gt/`` (inside the dataset
+    folder, or ``CASIA 2 Groundtruth/`` beside it; ``gt_dir=`` for elsewhere).
+
+    Ids: ``Tp/<file>`` and ``Au/<file>``.  A Tp image without a mask is an
+    error (``skip_unpaired=True`` skips it with a warning).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        gt_dir: str | os.PathLike | None = None,
+        split: str | None = None,
+        val_fraction: float | None = None,
+        split_seed: int = 0,
+        name: str | None = None,
+        skip_unpaired: bool = False,
+    ) -> None:
+        require_path(path, "Casia2Dataset")
+        root = Path(path)
+        tp = _child_dir(root, "Tp")
+        if tp is None:
+            raise DataError(
+                f"{root}: expected Tp/ (tampered images), Au/ (authentic) and a ground-truth "
+                f"folder such as 'CASIA 2 Groundtruth/'"
+            )
+        gt = _gt_folder(root, gt_dir, V2_GT)
+        entries, no_mask = pair_folders([tp], gt, by_name=True)
+        _unpaired(str(root), no_mask, f"Tp image(s) have no *_gt mask in {gt}", skip_unpaired)
+        if not entries:
+            raise DataError(f"{root}: no Tp image with a mask in {gt}")
+        _add_authentic(root, entries)
+        super().__init__(
+            root,
+            gt,
+            entries,
+            name=name or "casia2",
+            split=split,
+            val_fraction=val_fraction,
+            split_seed=split_seed,
+        )
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """A folder whose ``Tp/`` directly holds ``Tp_D_*`` / ``Tp_S_*`` images."""
+        p = Path(path)
+        return p.is_dir() and _has_name(_child_dir(p, "Tp"), V2_NAME)

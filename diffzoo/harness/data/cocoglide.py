@@ -1,0 +1,215 @@
+"""CocoGlide (TruFor, CVPR 2023): 512 COCO val2017 images with an object
+region inpainted by GLIDE, plus their 512 authentic originals.
+
+Layout, confirmed against public material (not against the archive itself)::
+
+    CocoGlide/
+        table.csv        columns real,fake,mask,prompt; one row per edit
+        real/dining table_114871.png
+        fake/glide_inpainting_val2017_114871_up.png
+        mask/dining table_114871_mask.png
+
+- file names and folders: grip-unina/TruFor ``test_docker/data_test/
+  CocoGlide_{fake,real}.txt`` list ``fake/glide_inpainting_val2017_<coco
+  id>_up.png,mask/<class>_<coco id>_mask.png`` and ``real/<class>_<coco
+  id>.png`` (class names contain spaces);
+- ``table.csv``: columns ``real,fake,mask,prompt``, 512 rows, UTF-8 with a
+  byte-order mark, cell values relative paths such as
+  ``fake/glide_inpainting_val2017_114871_up.png`` (public scripts that read
+  the zip's ``table.csv``; shared/DATA.md).  Base names differ between the
+  three folders, so rows are paired through the table, never by file name.
+
+Documented defaults, not confirmed: the prompt is taken as given (reportedly
+the COCO class name); all images are 256 x 256 PNG and masks 0/255, which
+the adapter does not rely on.
+
+Samples: every ``fake`` image with its mask (binarised by the field's rule,
+mean over channels > 127.5), and every ``real`` image as authentic (all-zero
+mask).  Ids are the table's paths (``fake/...``, ``real/...``).  Label space:
+binary ``("background", "edited")``.  A ``("background", "glide")`` space
+would not let a DiffSeg30k semantic model be scored for attribution: the
+harness scores semantic predictions in the dataset's own label space and has
+no mapping between spaces, so the class indices would not line up.  The
+editor is kept in the metadata instead (``turns[0].editor == "glide"``), so
+per-editor breakdowns see it.
+
+Splits: ``split`` if given, else ``splits.json`` in the folder, else
+``val_fraction`` (train/val by id hash) if given, else everything in
+``test``: CocoGlide is a test set.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+from ..errors import DataError
+from ..types import EditRecord, SampleMeta
+from .authentic import list_image_files
+from .base import require_path
+from .generic import _PairListDataset
+
+log = logging.getLogger(__name__)
+
+TABLE = "table.csv"
+COLUMNS = ("real", "fake", "mask", "prompt")
+COCOGLIDE_ROWS = 512
+EDITOR = "glide"
+EDIT_TYPE = "inpainting"
+
+
+class CocoGlideDataset(_PairListDataset):
+    """The CocoGlide folder (``table.csv`` + ``real/``, ``fake/``, ``mask/``)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        split: str | None = None,
+        val_fraction: float | None = None,
+        split_seed: int = 0,
+        name: str | None = None,
+    ) -> None:
+        require_path(path, "CocoGlideDataset")
+        root = _root(Path(path))
+        rows = read_table(root)
+        entries: dict[str, tuple[Path, Path | None]] = {}
+        self._prompts: dict[str, str] = {}
+        for real, fake, mask, prompt in rows:
+            entries[fake] = (root / fake, root / mask)
+            entries[real] = (root / real, None)
+            self._prompts[fake] = prompt
+        _log_unlisted(root, entries, rows)
+        super().__init__(
+            name or "cocoglide",
+            root,
+            entries,
+            val_fraction=0.2 if val_fraction is None else val_fraction,
+            split_seed=split_seed,
+            split=split,
+            default_split=None if val_fraction is not None else "test",
+        )
+
+    def _meta(self, sample_id: str, *, authentic: bool) -> SampleMeta:
+        if authentic:
+            return SampleMeta(sample_id, base="real", source=self.name)
+        turn = EditRecord(EDITOR, prompt=self._prompts[sample_id], edit_type=EDIT_TYPE)
+        return SampleMeta(sample_id, base="real", turns=(turn,), source=self.name)
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["edited"] = len(self._prompts)
+        return d
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """A folder (or its ``table.csv``) whose table header names real, fake and mask."""
+        table = _root(Path(path)) / TABLE
+        if not table.is_file():
+            return False
+        try:
+            with open(table, encoding="utf-8-sig", newline="") as f:
+                header = next(csv.reader(f), [])
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return False
+        return {"real", "fake", "mask"} <= {h.strip().lower() for h in header}
+
+
+def _root(path: Path) -> Path:
+    return path.parent if path.is_file() and path.name.lower() == TABLE else path
+
+
+def read_table(root: Path) -> list[tuple[str, str, str, str]]:
+    """``(real, fake, mask, prompt)`` per row of ``root/table.csv``, paths
+    normalised (``a/./b`` -> ``a/b``) and checked: relative, inside ``root``,
+    existing, each file named once."""
+    table = root / TABLE
+    if not table.is_file():
+        raise DataError(
+            f"{root}: no {TABLE}; CocoGlide pairs real/, fake/ and mask/ through {TABLE} "
+            f"with columns {','.join(COLUMNS)}"
+        )
+    try:
+        with open(table, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            fields = [(h or "").strip().lower() for h in reader.fieldnames or []]
+            missing = [c for c in COLUMNS if c not in fields]
+            if missing:
+                raise DataError(
+                    f"{table}: missing column(s) {', '.join(missing)}; expected the header "
+                    f"{','.join(COLUMNS)} (found: {','.join(fields) or 'nothing'})"
+                )
+            reader.fieldnames = fields
+            raw = [(reader.line_num, row) for row in reader]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{table}: not a readable UTF-8 CSV file ({exc})") from None
+    if not raw:
+        raise DataError(f"{table}: no rows; expected one row per edited image")
+    rows: list[tuple[str, str, str, str]] = []
+    seen: dict[str, tuple[int, str]] = {}
+    absent: list[str] = []
+    for line, row in raw:
+        if None in row or any(row[c] is None for c in COLUMNS):
+            raise DataError(
+                f"{table}: line {line} has {'more' if None in row else 'fewer'} fields than "
+                f"the header {','.join(fields)}"
+            )
+        paths = []
+        for col in COLUMNS[:3]:
+            rel = _relative(row[col], f"{table}: line {line}: {col}")
+            if rel in seen:
+                first, as_col = seen[rel]
+                raise DataError(
+                    f"{table}: line {line}: {col} {rel} is already listed on line {first} "
+                    f"(as {as_col}); each real, fake and mask file belongs to one row"
+                )
+            seen[rel] = (line, col)
+            if not (root / rel).is_file():
+                absent.append(f"line {line} {col}: {rel}")
+            paths.append(rel)
+        rows.append((paths[0], paths[1], paths[2], row["prompt"]))
+    if absent:
+        raise DataError(
+            f"{table}: {len(absent)} file(s) named in the table do not exist "
+            f"(e.g. {'; '.join(absent[:3])}); paths are relative to {root}"
+        )
+    if len(rows) != COCOGLIDE_ROWS:
+        log.info("%s: %d rows (the full CocoGlide has %d)", table, len(rows), COCOGLIDE_ROWS)
+    return rows
+
+
+def _relative(value: str, where: str) -> str:
+    """``value`` as a normalised relative POSIX path that stays inside the folder."""
+    value = value.strip()
+    if not value:
+        raise DataError(f"{where}: empty cell; expected a path relative to the table's folder")
+    posix = PurePosixPath(value.replace("\\", "/"))
+    if PureWindowsPath(value).anchor or posix.is_absolute() or ".." in posix.parts:
+        raise DataError(
+            f"{where}: path {value!r} leaves the dataset folder; {TABLE} paths must be "
+            f"relative to the table's folder, without '..'"
+        )
+    return posix.as_posix()
+
+
+def _log_unlisted(root: Path, entries: dict[str, Any], rows: list[tuple[str, ...]]) -> None:
+    """Images in real/, fake/, mask/ that no row names (a partial table, or stray files)."""
+    listed = set(entries) | {r[2] for r in rows}
+    unlisted = [
+        p.relative_to(root).as_posix()
+        for folder in COLUMNS[:3]
+        if (root / folder).is_dir()
+        for p in list_image_files(root / folder)
+        if p.relative_to(root).as_posix() not in listed
+    ]
+    if unlisted:
+        log.info(
+            "%s: %d image(s) in real/, fake/ or mask/ are not in %s and are not used (e.g. %s)",
+            root,
+            len(unlisted),
+            TABLE,
+            unlisted[0],
+        )

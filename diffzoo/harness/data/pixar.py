@@ -1,0 +1,410 @@
+"""The PIXAR adapter (VILA-Lab/PIXAR, MIT): pixel-difference labels for VLM editors.
+
+Layout of one PIXAR folder (shared/DATA.md and the repository's build script
+``preprocess_raw/2_construct_dataset``)::
+
+    <folder>/mapping.json                      {"tampered_<id>.png": {entry, real, type, bg}}
+    <folder>/{train,validation,test}/real/           original_<hash>.png (authentic)
+                                    /full_synthetic/ fully generated images (empty in the release)
+                                    /tampered/       tampered_<id>.png
+                                    /soft_masks/     tampered_<id>_mask.png  pixel-difference label
+                                    /masks/          tampered_<id>_mask.png  editor's guiding mask
+                                    /metadata/       tampered_<id>_cls.json  {"cls": [...], "text": "..."}
+
+Labels come from ``soft_masks/`` (``labels="soft"``) or ``masks/``
+(``labels="guide"``), binarised as mean over RGB / 255 > ``mask_threshold``
+(default 0.5, the field's 127.5 rule; the released soft masks are 0/255).
+Each split folder is a split (``validation`` -> ``val``).
+
+The per-editor test sets (qwen, gemini2.5, gemini3, flux2, gpt, seedream)
+are separate archives whose top folder name is UNCONFIRMED.  Documented
+default: ``path`` is either one PIXAR folder (its editor given by
+``editor=``, else unknown and the label space binary), or a root holding
+one PIXAR folder per editor, named ``<editor>`` or ``test_<editor>_<tau>``;
+the label space is then background + those editors.  ``editor_from_type``
+takes each tampered image's editor from the prefix of its mapping ``type``
+(``qwen_coco_val_addition`` -> ``qwen``), for the combined test set.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, CorruptSampleError, DataError
+from ..types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
+from .base import SplitDataset, require_path
+from .fingerprint import combine, fingerprint_files
+from .generic import _unpaired
+from .imageio import is_image_file, read_binary_mask, read_image
+from .splits import canonical_split
+
+log = logging.getLogger(__name__)
+
+PIXAR_REPO = "VILA-Lab/PIXAR"
+PIXAR_TEST_EDITORS = ("qwen", "gemini2.5", "gemini3", "flux2", "gpt", "seedream")
+MAPPING_FILE = "mapping.json"
+LABEL_DIRS = {"soft": "soft_masks", "guide": "masks"}
+REQUIRED_DIRS = ("real", "full_synthetic", "tampered", "metadata")
+METADATA_FIELDS = {"cls": list, "text": str}
+UNKNOWN_EDITOR = "unknown"
+_EDITOR_DIR = re.compile(r"^(?:test_)?(?P<editor>.+?)(?:_\d+(?:\.\d+)?)?$")
+
+
+def editor_from_folder(name: str) -> str:
+    """``test_gemini2.5_0.05`` -> ``gemini2.5``; ``qwen`` -> ``qwen``."""
+    m = _EDITOR_DIR.match(name)
+    return m.group("editor") if m else name
+
+
+def _split_dirs(folder: Path) -> list[Path]:
+    """Subfolders that hold ``tampered/`` (train/, validation/, test/)."""
+    return sorted(
+        p for p in folder.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and (p / "tampered").is_dir()
+    )
+
+
+def _images(folder: Path) -> list[Path]:
+    with os.scandir(folder) as it:
+        return sorted(
+            Path(folder, e.name) for e in it
+            if e.is_file() and not e.name.startswith(".") and is_image_file(e.name)
+        )
+
+
+def _names_in(folder: Path) -> dict[str, Path]:
+    with os.scandir(folder) as it:
+        return {e.name: Path(folder, e.name) for e in it if e.is_file()}
+
+
+def read_mapping(file: Path) -> dict[str, dict[str, Any]]:
+    """``mapping.json``: tampered file name -> {entry, real, type, bg}."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(
+            f"PIXAR {file.parent}: {MAPPING_FILE} is missing; expected it beside the split "
+            f"folders, mapping each tampered_<id>.png to {{entry, real, type, bg}}"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"PIXAR {file}: not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"PIXAR {file}: expected a JSON object {{tampered file: {{...}}}}")
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            raise DataError(
+                f"PIXAR {file}: entry {key!r} is {value!r}; expected an object {{entry, real, type, bg}}"
+            )
+        if "type" in value and not isinstance(value["type"], str):
+            raise DataError(
+                f"PIXAR {file}: entry {key!r}: field 'type' is {value['type']!r}; expected a string"
+            )
+    return data
+
+
+def read_metadata(file: Path, sample_id: str) -> tuple[list[str], str]:
+    """A ``tampered_<id>_cls.json``: (COCO class names, description)."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CorruptSampleError(sample_id, f"{file}: metadata file not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptSampleError(sample_id, f"{file}: metadata is not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CorruptSampleError(sample_id, f'{file}: expected {{"cls": [...], "text": "..."}}')
+    for field, kind in METADATA_FIELDS.items():
+        if field not in data:
+            raise CorruptSampleError(
+                sample_id,
+                f'{file}: missing field {field!r}; expected {{"cls": [class names], "text": "..."}}',
+            )
+        if not isinstance(data[field], kind) or (
+            kind is list and not all(isinstance(c, str) for c in data[field])
+        ):
+            what = "a list of class names" if kind is list else "a string"
+            raise CorruptSampleError(
+                sample_id, f"{file}: field {field!r} is {data[field]!r}; expected {what}"
+            )
+    return list(data["cls"]), data["text"]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    image: Path
+    kind: str  # "real", "tampered" or "full_synthetic"
+    editor: str = UNKNOWN_EDITOR
+    mask: Path | None = None
+    metadata: Path | None = None
+    edit_type: str = "unknown"
+    base: str = "unknown"
+
+
+class PixarDataset(SplitDataset):
+    """PIXAR as a :class:`Dataset`; see the module docstring and docs/datasets.md.
+
+    ``labels``: ``soft`` (pixel-difference, default) or ``guide`` masks.
+    ``mask_threshold``: a mask pixel is edited when its mean over RGB / 255
+    exceeds it.  ``include_real`` / ``full_synthetic``: add ``real/`` images
+    (all-zero label) / fully generated images (every pixel edited).
+    ``editor``: the editor of a single folder; ``editors``: which per-editor
+    subfolders (or type prefixes) to use, in label order.  ``split``: every
+    sample in that one split (e.g. ``test`` for a per-editor test set).
+    ``skip_unpaired``: skip tampered images lacking a mask, metadata or
+    mapping entry instead of refusing to open.
+    """
+
+    source_kind = "folder"
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        name: str | None = None,
+        labels: str = "soft",
+        mask_threshold: float = 0.5,
+        include_real: bool = True,
+        full_synthetic: bool = False,
+        editor: str | None = None,
+        editors: Sequence[str] | str | None = None,
+        editor_from_type: bool = False,
+        split: str | None = None,
+        skip_unpaired: bool = False,
+    ) -> None:
+        require_path(path, "PixarDataset")
+        root = Path(path)
+        if labels not in LABEL_DIRS:
+            raise ConfigError(f"PIXAR labels={labels!r}; expected one of {', '.join(LABEL_DIRS)}")
+        if not 0.0 <= float(mask_threshold) < 1.0:
+            raise ConfigError(f"PIXAR mask_threshold={mask_threshold}; expected a fraction in [0, 1)")
+        wanted = None if editors is None else [
+            e.strip() for e in (editors.split(",") if isinstance(editors, str) else editors) if e.strip()
+        ]
+        folders = self._folders(root, editor, wanted, editor_from_type)
+        self.root, self.path = root, str(root)
+        self.labels, self.mask_threshold = labels, float(mask_threshold)
+        self.include_real, self.full_synthetic = include_real, full_synthetic
+        self.editor_from_type = editor_from_type
+        self._entries: dict[str, _Entry] = {}
+        self._files: list[Path] = []
+        native: dict[str, list[str]] = {}
+        missing: list[str] = []
+        for folder, folder_editor in folders:
+            self._add_folder(folder, folder_editor, native, missing)
+        _unpaired(str(root), missing, "tampered image(s) lack a mask, metadata or mapping entry",
+                  skip_unpaired)
+        if editor_from_type:
+            found = sorted({e.editor for e in self._entries.values() if e.kind == "tampered"})
+            names = wanted if wanted is not None else found
+            dropped = [s for s, e in self._entries.items() if e.kind != "real" and e.editor not in names]
+            if dropped:
+                log.info("PIXAR %s: %d image(s) of editors not in %s left out", root, len(dropped), names)
+            for sid in dropped:
+                del self._entries[sid]
+            native = {k: [i for i in v if i in self._entries] for k, v in native.items()}
+            label_space = LabelSpace.from_editors(names) if names else BINARY
+        else:
+            names = [e for _, e in folders if e is not None]
+            label_space = LabelSpace.from_editors(names) if names else BINARY
+        super().__init__(name or root.name, label_space)
+        if not self._entries:
+            raise DataError(f"PIXAR {root}: no samples")
+        if split is not None:
+            self._splits = {canonical_split(split): sorted(self._entries)}
+        else:
+            self._splits = {k: sorted(v) for k, v in native.items() if v}
+
+    # -- building -------------------------------------------------------------
+    @staticmethod
+    def _folders(
+        root: Path, editor: str | None, wanted: list[str] | None, from_type: bool
+    ) -> list[tuple[Path, str | None]]:
+        """(PIXAR folder, its editor or None) pairs under ``root``."""
+        expected = (
+            f"expected split folders (train/, validation/, test/) holding {', '.join(REQUIRED_DIRS)}, "
+            f"soft_masks/, masks/ beside {MAPPING_FILE}, or one such folder per editor"
+        )
+        if not root.is_dir():
+            raise DataError(f"PIXAR {root}: not a folder; {expected}")
+        if _split_dirs(root):
+            if wanted is not None and not from_type:
+                raise ConfigError(
+                    f"PIXAR {root} is a single test set: name its editor with editor=, not editors="
+                )
+            if editor is not None and from_type:
+                raise ConfigError("PIXAR: editor= and editor_from_type=True exclude each other")
+            return [(root, editor)]
+        if editor is not None or from_type:
+            raise ConfigError(
+                f"PIXAR {root} holds one folder per editor: the editors are the folder names "
+                f"(choose with editors=), so editor= and editor_from_type do not apply"
+            )
+        found: dict[str, Path] = {}
+        for sub in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if not _split_dirs(sub):
+                continue
+            name = editor_from_folder(sub.name)
+            if name == "full" and (wanted is None or "full" not in wanted):
+                log.warning("PIXAR %s: %s aggregates the per-editor test sets; left out (open it "
+                            "on its own with editor_from_type=True)", root, sub.name)
+                continue
+            if name in found:
+                raise DataError(
+                    f"PIXAR {root}: folders {found[name].name} and {sub.name} are both editor {name!r}"
+                )
+            found[name] = sub
+        if not found:
+            hint = " (this looks like a split folder: pass the folder holding it)" if (
+                root / "tampered").is_dir() else ""
+            raise DataError(f"PIXAR {root}: no PIXAR layout found{hint}; {expected}")
+        names = sorted(found) if wanted is None else list(dict.fromkeys(wanted))
+        unknown = [n for n in names if n not in found]
+        if unknown or not names:
+            raise DataError(
+                f"PIXAR {root} has no test set for editor(s) {', '.join(unknown) or '(none given)'}; "
+                f"present: {', '.join(sorted(found))}"
+            )
+        return [(found[n], n) for n in names]
+
+    def _add_folder(
+        self, folder: Path, editor: str | None, native: dict[str, list[str]], missing: list[str]
+    ) -> None:
+        mapping_file = folder / MAPPING_FILE
+        mapping = read_mapping(mapping_file)
+        self._files.append(mapping_file)
+        label_dir = LABEL_DIRS[self.labels]
+        for split_dir in _split_dirs(folder):
+            absent = [d + "/" for d in (*REQUIRED_DIRS, label_dir) if not (split_dir / d).is_dir()]
+            if absent:
+                raise DataError(
+                    f"PIXAR {split_dir}: missing {', '.join(absent)}; each split folder holds "
+                    f"real/, full_synthetic/, tampered/, soft_masks/, masks/, metadata/"
+                )
+            ids = native.setdefault(canonical_split(split_dir.name), [])
+            prefix = split_dir.relative_to(self.root).as_posix() + "/"
+            masks, metas = _names_in(split_dir / label_dir), _names_in(split_dir / "metadata")
+            for image in _images(split_dir / "tampered"):
+                sid = prefix + "tampered/" + image.name
+                mask, meta = masks.get(f"{image.stem}_mask.png"), metas.get(f"{image.stem}_cls.json")
+                info = mapping.get(image.name)
+                lacks = [w for w, v in ((f"{label_dir}/{image.stem}_mask.png", mask),
+                                        (f"metadata/{image.stem}_cls.json", meta),
+                                        (f"{MAPPING_FILE} entry", info)) if v is None]
+                if lacks:
+                    missing.append(f"{sid} (no {', '.join(lacks)})")
+                    continue
+                assert mask is not None and meta is not None and info is not None
+                kind = info.get("type")
+                who = editor or UNKNOWN_EDITOR
+                if self.editor_from_type:
+                    if not kind:
+                        raise DataError(
+                            f"PIXAR {mapping_file}: entry {image.name!r} has no field 'type'; "
+                            f"editor_from_type needs it (e.g. 'qwen_coco_val_addition')"
+                        )
+                    who = kind.split("_", 1)[0]
+                bg = info.get("bg")
+                base = bg if bg in ("real", "ai") else "unknown"
+                self._entries[sid] = _Entry(image, "tampered", who, mask, meta, kind or "unknown", base)
+                self._files += [image, mask, meta]
+                ids.append(sid)
+            kinds = [("real", self.include_real), ("full_synthetic", self.full_synthetic)]
+            for kind, wanted in kinds:
+                if not wanted:
+                    continue
+                for image in _images(split_dir / kind):
+                    sid = f"{prefix}{kind}/{image.name}"
+                    self._entries[sid] = _Entry(image, kind, editor or UNKNOWN_EDITOR,
+                                                base="real" if kind == "real" else "unknown")
+                    self._files.append(image)
+                    ids.append(sid)
+
+    # -- reading --------------------------------------------------------------
+    def _entry(self, sample_id: str) -> _Entry:
+        try:
+            return self._entries[sample_id]
+        except KeyError:
+            raise self._unknown(sample_id) from None
+
+    def _class_of(self, e: _Entry) -> int:
+        return 1 if self.label_space.is_binary else self.label_space.index(e.editor)
+
+    def _read_mask(self, e: _Entry, sample_id: str, size: tuple[int, int]) -> np.ndarray:
+        assert e.mask is not None
+        if self.mask_threshold == 0.5:  # the field's rule, with its 0/1-mask warning
+            return read_binary_mask(e.mask, sample_id, size=size)
+        grey = read_image(e.mask, sample_id).astype(np.float32).mean(axis=2)
+        if grey.shape[::-1] != size:
+            raise CorruptSampleError(
+                sample_id,
+                f"{e.mask}: mask size {grey.shape[1]}x{grey.shape[0]} differs from image size "
+                f"{size[0]}x{size[1]} (W x H); masks must match their image",
+            )
+        return (grey > self.mask_threshold * 255.0).astype(np.uint8)
+
+    def _load(self, sample_id: str) -> Sample:
+        e = self._entry(sample_id)
+        image = read_image(e.image, sample_id)
+        h, w = image.shape[:2]
+        if e.kind == "real":
+            return Sample(image, np.zeros((h, w), np.uint8), SampleMeta(sample_id, "real", source=self.name))
+        if e.kind == "full_synthetic":
+            label = np.full((h, w), self._class_of(e), np.uint8)
+            turn = EditRecord(editor=e.editor, edit_type="full_synthetic")
+            return Sample(image, label, SampleMeta(sample_id, e.base, (turn,), self.name))
+        assert e.metadata is not None
+        _, text = read_metadata(e.metadata, sample_id)
+        label = self._read_mask(e, sample_id, (w, h)) * np.uint8(self._class_of(e))
+        turn = EditRecord(editor=e.editor, prompt=text, edit_type=e.edit_type)
+        return Sample(image, label, SampleMeta(sample_id, e.base, (turn,), self.name))
+
+    def classes(self, sample_id: str) -> list[str]:
+        """The COCO class names of the tampered object(s) (metadata ``cls``); ``[]`` for
+        real and fully synthetic images."""
+        e = self._entry(sample_id)
+        return read_metadata(e.metadata, sample_id)[0] if e.metadata is not None else []
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """True for a folder (or a folder of folders) with ``<split>/tampered/`` and
+        ``<split>/soft_masks/`` or ``<split>/masks/``."""
+        def is_pixar(p: Path) -> bool:
+            return any(any((s / d).is_dir() for d in LABEL_DIRS.values()) for s in _split_dirs(p))
+
+        p = Path(path)
+        try:
+            return p.is_dir() and (
+                is_pixar(p) or any(is_pixar(s) for s in p.iterdir() if s.is_dir())
+            )
+        except OSError:
+            return False
+
+    # -- identity -------------------------------------------------------------
+    def _content_fingerprint(self) -> str:
+        return combine(
+            "pixar", fingerprint_files(self.root, sorted(set(self._files))),
+            self.labels, self.mask_threshold, self.editor_from_type,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        counts = {"real": 0, "tampered": 0, "full_synthetic": 0}
+        for e in self._entries.values():
+            counts[e.kind] += 1
+        d.update(
+            repository=PIXAR_REPO,
+            labels=self.labels,
+            mask_threshold=self.mask_threshold,
+            editors=list(self.label_space.editors) if not self.label_space.is_binary else [],
+            editor_from_type=self.editor_from_type,
+            samples=counts,
+        )
+        return d

@@ -1,0 +1,25 @@
+"""Benchmark suites: versioned, declarative lists of cases (see :mod:`.model`)."""
+
+from .model import SLICE_BY, Case, Suite, TrainSpec
+from .paper import (
+    CLASSIFICATION,
+    DISTORTIONS,
+    FORMAT_PARITY,
+    LORA,
+    PAPER_PAIRS,
+    PAPER_SUITES,
+    SLICES,
+    UNSEEN_GENERATORS,
+    distortion_cases,
+    pair_name,
+    unseen_generators_suite,
+)
+from .standard import IMAGE_METRICS, PIXEL_METRICS, STANDARD
+
+ALL_SUITES: tuple[Suite, ...] = (STANDARD, *PAPER_SUITES)
+
+__all__ = [
+    "ALL_SUITES", "CLASSIFICATION", "Case", "DISTORTIONS", "FORMAT_PARITY", "IMAGE_METRICS", "LORA",
+    "PAPER_PAIRS", "PAPER_SUITES", "PIXEL_METRICS", "SLICES", "SLICE_BY", "STANDARD", "Suite", "TrainSpec",
+    "UNSEEN_GENERATORS", "distortion_cases", "pair_name", "unseen_generators_suite",
+]

@@ -1,0 +1,164 @@
+"""What a suite is: versioned, declarative lists of cases.
+
+A case names the split it evaluates (optionally only the images holding
+pixels of some editors), the task, the distortion applied before the
+detector, and the training it needs.  Bump a suite's ``version`` and add a
+changelog line whenever a change could move a number; a test pins the hash of
+every suite definition to its version.
+
+Fields added after a suite was first pinned are left out of ``to_dict`` while
+they hold their defaults, so adding a field never moves an existing hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cards import stable_hash
+from ..errors import ConfigError
+from ..types import TASKS
+
+SLICE_BY = ("", "base", "turns", "editor", "edit_type")
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """Which data a case's model is trained on, and for which task.
+
+    Equal specs are merged by the runner, so two cases that need the same
+    model train it once.
+    """
+
+    task: str  # binary | semantic | classification
+    split: str = "train"
+    exclude_editors: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "split": self.split, "exclude_editors": list(self.exclude_editors)}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One evaluation: a split (or the part of it holding some editors), a
+    task, a distortion, a model, metrics to report.
+
+    - ``editors``: evaluate only the images with pixels of any of these
+      editors, plus the authentic images when ``authentic`` is true.  Images
+      are chosen from their label maps; the metrics are computed from the
+      per-image counts of the (split, distortion) pass, so a subset costs no
+      extra inference.
+    - ``slice_by``: report every metric per value of this key (base, turns,
+      editor, edit_type) as ``<metric>@<key>=<value>``.
+    - ``compare_to``: the name of another case of the same suite; this case
+      then also reports how often the image-level verdict differs between
+      the two (format parity), flagged above ``options['tolerance']``.
+    """
+
+    name: str
+    task: str  # the metric task: binary | semantic | image (image-level detection)
+    train: TrainSpec
+    split: str = "val"
+    distortion: str = "none"
+    distortion_params: tuple[tuple[str, Any], ...] = ()
+    metrics: tuple[str, ...] = ()
+    description: str = ""
+    editors: tuple[str, ...] = ()
+    authentic: bool = True
+    slice_by: str = ""
+    compare_to: str = ""
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.task not in ("binary", "semantic", "image"):
+            raise ConfigError(f"case {self.name!r}: task must be binary, semantic or image")
+        if self.train.task not in TASKS:
+            raise ConfigError(f"case {self.name!r}: training task must be one of {TASKS}")
+        if self.slice_by not in SLICE_BY:
+            raise ConfigError(f"case {self.name!r}: slice_by must be one of {', '.join(SLICE_BY[1:])}")
+        if self.compare_to == self.name:
+            raise ConfigError(f"case {self.name!r} cannot be compared to itself")
+
+    @property
+    def subset_key(self) -> tuple[tuple[str, ...], bool]:
+        """The images this case reads: (editors, authentic too); ``((), True)`` is all."""
+        return (self.editors, self.authentic) if self.editors else ((), True)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return dict(self.options).get(name, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "task": self.task,
+            "train": self.train.to_dict(),
+            "split": self.split,
+            "distortion": self.distortion,
+            "distortion_params": dict(self.distortion_params),
+            "metrics": list(self.metrics),
+        }
+        if self.editors:
+            d["editors"] = list(self.editors)
+            d["authentic"] = self.authentic
+        for key in ("slice_by", "compare_to"):
+            if getattr(self, key):
+                d[key] = getattr(self, key)
+        if self.options:
+            d["options"] = dict(self.options)
+        return d
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named, versioned list of cases.
+
+    ``references``: detectors whose rows a report of this suite compares
+    against (``diffzoo run`` runs them on this suite too, unless told not
+    to); they do not change this detector's numbers, so they are not hashed.
+    """
+
+    name: str
+    version: str
+    description: str
+    cases: tuple[Case, ...]
+    changelog: tuple[str, ...] = field(default=())
+    references: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.cases]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"suite {self.name!r} has duplicate case names: {', '.join(dupes)}")
+        by_name = {c.name: c for c in self.cases}
+        for case in self.cases:
+            if not case.compare_to:
+                continue
+            other = by_name.get(case.compare_to)
+            if other is None:
+                raise ConfigError(
+                    f"suite {self.name!r}: case {case.name!r} compares to {case.compare_to!r}, "
+                    "which is not a case of this suite"
+                )
+            if (other.train, other.split, other.subset_key) != (case.train, case.split, case.subset_key):
+                raise ConfigError(
+                    f"suite {self.name!r}: case {case.name!r} and {other.name!r} must score the same "
+                    "model on the same images to be compared"
+                )
+
+    def case(self, name: str) -> Case:
+        for c in self.cases:
+            if c.name == name:
+                return c
+        raise ConfigError(f"suite {self.name!r} has no case {name!r}")
+
+    def definition_hash(self) -> str:
+        """Hash of everything that can move a number (not the description)."""
+        return stable_hash({"name": self.name, "cases": [c.to_dict() for c in self.cases]})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "definition_hash": self.definition_hash(),
+            "cases": [c.to_dict() for c in self.cases],
+        }

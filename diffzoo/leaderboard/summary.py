@@ -1,0 +1,272 @@
+"""A run's paper-style summary: the DiffSeg30k paper's experiment tables
+(Tables 2-8, plus format parity) built from result records, as Markdown, as
+rich console tables, and robustness curves as PNGs.
+
+Records are grouped by dataset (name and fingerprint) and suite version:
+one group holds the newest version of every suite seen for a dataset, the
+next group the next-older versions, and so on, so numbers of two versions
+of one suite never share a table.  Within a group each (suite, case,
+detector) gives one row, from its newest record.  The tables themselves are
+in :mod:`.summary_tables`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.rule import Rule
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from ..harness.fsutil import atomic_write_text
+from ..harness.records import ResultRecord
+from . import plots
+from .formats import md_escape
+from .summary_tables import (
+    ABSENT,
+    CLEAN,
+    DISTORTION_TABLES,
+    RecordIndex,
+    SummaryTable,
+    distortion_of,
+    parity_table,
+    setting_of,
+    table2,
+    table3,
+    table5,
+    table7,
+    table8,
+    unseen_table,
+)
+from .tables import slugify, version_order
+
+log = logging.getLogger(__name__)
+
+LEGEND = (f"Values in %; ± is half the 95% bootstrap CI over images; ↑ higher is better, ↓ lower is better; "
+          f"{ABSENT} = not run (no record for that case), - = undefined on these images.")
+MILDER_WHEN_HIGHER = ("quality", "size", "fraction")
+"""Distortion parameters whose higher values distort less (others, e.g. sigma: more)."""
+
+
+@dataclass
+class SummaryGroup:
+    """The tables of one dataset and one version of each suite."""
+
+    dataset: str
+    fingerprint: str
+    versions: dict[str, str]  # suite name -> version
+    tables: list[SummaryTable]
+    policies: list[str]  # one line per detector: its threshold policy
+    flags: list[str]  # one line per detector with a format shortcut
+    records: list[ResultRecord] = field(default_factory=list, repr=False)
+    newest: bool = True  # False: a group of older suite versions (only tables with rows are shown)
+
+    @property
+    def title(self) -> str:
+        suites = ", ".join(f"{s} v{v}" for s, v in self.versions.items()) or "no records"
+        return f"{self.dataset} (fingerprint {self.fingerprint[:12]}): {suites}"
+
+    @property
+    def shown(self) -> list[SummaryTable]:
+        return [t for t in self.tables if self.newest or not t.empty]
+
+
+@dataclass
+class Summary:
+    groups: list[SummaryGroup]
+
+
+def build_summary(records: Iterable[ResultRecord]) -> Summary:
+    """The summary's tables per (dataset, suite versions); with no records at
+    all, one group of empty tables (their shapes and how to get them)."""
+    records = list(records)
+    detector_order = list(dict.fromkeys(r.data["detector"]["name"] for r in records))
+    by_dataset: dict[tuple[str, str], dict[str, dict[str, list[ResultRecord]]]] = {}
+    for r in records:
+        d = r.data
+        ds = by_dataset.setdefault((d["dataset"]["name"], str(d["dataset"]["fingerprint"])), {})
+        ds.setdefault(d["suite"]["name"], {}).setdefault(str(d["suite"]["version"]), []).append(r)
+    groups = []
+    for (name, fingerprint), suites in by_dataset.items():
+        newest_first = {s: sorted(v, key=version_order, reverse=True) for s, v in suites.items()}
+        for depth in range(max(len(v) for v in newest_first.values())):
+            versions = {s: v[depth] for s, v in newest_first.items() if len(v) > depth}
+            recs = [r for s, v in versions.items() for r in suites[s][v]]
+            groups.append(_group(name, fingerprint, versions, recs, detector_order, newest=depth == 0))
+    if not groups:
+        groups.append(_group(ABSENT, "", {}, [], [], newest=True))
+    return Summary(groups)
+
+
+def _group(dataset: str, fingerprint: str, versions: dict[str, str], records: list[ResultRecord],
+           detector_order: list[str], newest: bool) -> SummaryGroup:
+    idx = RecordIndex(records, detector_order)
+    parity, flags = parity_table(idx)
+    tables = [*table2(idx), *table3(idx), unseen_table(idx, "4", "binary", ("mIoU", "F1")), table5(idx),
+              unseen_table(idx, "6", "image", ("img_Acc", "img_AP")), table7(idx), table8(idx), parity]
+    by_detector: dict[str, list[ResultRecord]] = {}
+    for r in records:
+        by_detector.setdefault(r.data["detector"]["name"], []).append(r)
+    policies = [policy_line(det, by_detector[det]) for det in sorted(
+        by_detector, key=lambda n: (detector_order.index(n), n))]
+    return SummaryGroup(dataset, fingerprint, dict(sorted(versions.items())), tables, policies, flags,
+                        records, newest)
+
+
+def policy_source(policy: dict[str, Any]) -> str:
+    """'fixed' or 'calibrated on <split>', from a record's threshold_policy."""
+    source = policy.get("source")
+    if isinstance(source, str) and source:
+        return source
+    if policy.get("calibrated_on"):
+        return f"calibrated on {policy['calibrated_on']}"
+    for value in policy.values():
+        if isinstance(value, str) and value.startswith("calibrated"):
+            return value.split(":")[0]
+    return "fixed"
+
+
+def policy_line(detector: str, records: Sequence[ResultRecord]) -> str:
+    """One line: how ``detector``'s thresholds were decided across its records."""
+    sources: dict[str, None] = {}
+    details: dict[str, None] = {}
+    for r in records:
+        policy = r.data.get("threshold_policy") or {}
+        sources[policy_source(policy)] = None
+        for key in ("pixel", "image"):
+            if isinstance(policy.get(key), str):
+                details[f"{key}: {policy[key]}"] = None
+    return f"{detector}: thresholds {' / '.join(sources)}" + (f" ({'; '.join(details)})" if details else "")
+
+
+# -- Markdown -----------------------------------------------------------------------------
+def summary_markdown(summary: Summary, *, title: str, notes: Sequence[str] = ()) -> str:
+    """The summary as Markdown; ``title`` and ``notes`` are escaped like record text."""
+    lines = [f"# {md_escape(title)}", "", md_escape(LEGEND), ""]
+    lines += [f"- {md_escape(n)}" for n in notes]
+    for group in summary.groups:
+        lines += ["", f"## {md_escape(group.title)}", ""]
+        lines += [f"**FLAG**: {md_escape(f)}" + "  " for f in group.flags]
+        if group.flags:
+            lines.append("")
+        if group.policies:
+            lines += ["Threshold policy:", "", *(f"- {md_escape(p)}" for p in group.policies)]
+        if not group.newest:
+            lines += ["", "Older suite versions: only tables with records are shown."]
+        for t in group.shown:
+            lines += ["", *_md_table(t)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md_table(t: SummaryTable) -> list[str]:
+    heads = ([t.group_header] if t.group_header else []) + [t.row_header] + [c.header for c in t.columns]
+    align = [":--"] * (len(heads) - len(t.columns)) + ["--:"] * len(t.columns)
+    lines = [f"### {md_escape(t.title)}", "", "| " + " | ".join(md_escape(h) for h in heads) + " |",
+             "|" + "|".join(align) + "|"]
+    for row in t.rows:
+        first = ([md_escape(row.group)] if t.group_header else []) + [md_escape(row.label)]
+        lines.append("| " + " | ".join(first + [c.text(row.cells.get(c.key)) for c in t.columns]) + " |")
+    lines.append("")
+    if t.empty:
+        lines.append(f"_{md_escape(t.hint)}_")
+        lines.append("")
+    lines += [f"- {md_escape(n)}" for n in t.notes]
+    return lines
+
+
+# -- console (rich) ----------------------------------------------------------------------------
+def summary_console(summary: Summary) -> list[Any]:
+    """Rich renderables: per group a rule, its FLAG and threshold lines, its tables."""
+    out: list[Any] = [Text(LEGEND, style="dim")]
+    for group in summary.groups:
+        out.append(Rule(escape(group.title)))
+        out += [Text.assemble(("FLAG ", "bold red"), (f, "red")) for f in group.flags]
+        out += [Text.assemble(("threshold policy ", "bold"), p) for p in group.policies]
+        out += [_rich_table(t) for t in group.shown]
+    return out
+
+
+def _rich_table(t: SummaryTable) -> RichTable:
+    caption = "; ".join([t.hint] * t.empty + t.notes)
+    table = RichTable(title=escape(t.title), title_justify="left", caption=escape(caption) or None,
+                      caption_justify="left")
+    if t.group_header:
+        table.add_column(escape(t.group_header), style="bold")
+    table.add_column(escape(t.row_header), style="bold" if not t.group_header else None)
+    for c in t.columns:
+        table.add_column(escape(c.header), justify="right", style="italic" if c.oracle else None)
+    previous = None
+    for row in t.rows:
+        group = [escape(row.group) if row.group != previous else ""] if t.group_header else []
+        previous = row.group
+        table.add_row(*group, escape(row.label),
+                      *(escape(c.text(row.cells.get(c.key), ci=lambda v, h: f"{v} ±{h}")) for c in t.columns))
+    return table
+
+
+# -- files -------------------------------------------------------------------------------------------
+def robustness_series(records: Iterable[ResultRecord], task: str,
+                      metric: str) -> tuple[dict[str, list[tuple[float, float | None]]], float | None]:
+    """Per distortion family, (strength rank, value) points, 1 = mildest
+    setting; and the clean value.  Families differ in units (quality, px,
+    sigma), so the x axis is the rank of a setting's strength within its family."""
+    families: dict[str, list[tuple[float, str, Any, float | None]]] = {}
+    clean = None
+    for r in records:
+        setting, case_task = setting_of(r.data["case"]["name"])
+        if case_task != task or metric not in r.metrics:
+            continue
+        if setting == CLEAN:
+            clean = r.metrics[metric]
+            continue
+        distortion, params = distortion_of(r)
+        numeric = [(k, v) for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        key, value = numeric[0] if numeric else ("", 0)
+        harsh = -value if key in MILDER_WHEN_HIGHER else value
+        families.setdefault(distortion, []).append((harsh, key, value, r.metrics[metric]))
+    series = {}
+    for distortion, points in sorted(families.items()):
+        points.sort(key=lambda p: p[0])
+        key = points[0][1]
+        label = f"{distortion} ({key} {', '.join(f'{p[2]:g}' for p in points)})" if key else distortion
+        series[label] = [(float(i), p[3]) for i, p in enumerate(points, 1)]
+    return series, clean
+
+
+def write_summary(records: Iterable[ResultRecord], out_dir: Path, *, title: str,
+                  notes: Sequence[str] = ()) -> dict[str, Path]:
+    """Write ``out_dir/summary.md`` and ``out_dir/plots/<detector>-robustness-<metric>.png``
+    (one per detector and robustness metric with distorted results); returns
+    relative path -> path of every file written."""
+    records = list(records)
+    out_dir = Path(out_dir)
+    summary = build_summary(records)
+    written = {"summary.md": atomic_write_text(out_dir / "summary.md",
+                                               summary_markdown(summary, title=title, notes=notes))}
+    used: set[str] = set()
+    for group in summary.groups:
+        suffix = f"-{group.dataset}-{group.fingerprint[:8]}" if len(summary.groups) > 1 else ""
+        idx = RecordIndex(group.records, [])
+        for det in idx.detectors("distortions"):
+            recs = [r for r in idx.records("distortions") if r.data["detector"]["name"] == det]
+            for _, task, metric, label in DISTORTION_TABLES:
+                series, clean = robustness_series(recs, task, metric)
+                if not any(y is not None for points in series.values() for _, y in points):
+                    continue
+                stem = slugify(f"{det}-robustness-{task}-{metric}{suffix}")
+                name = stem
+                while name in used:
+                    name = f"{stem}-{len(used)}"
+                used.add(name)
+                path = plots.robustness_png(
+                    series, out_dir / "plots" / f"{name}.png", xlabel="strength (1 = mildest setting)",
+                    ylabel=label, title=f"{det}: {label} under distortions on {group.dataset}",
+                    reference=clean, reference_label="clean", integer_x=True)
+                written[f"plots/{name}.png"] = path
+    log.info("wrote the summary and %d plot(s) to %s", len(written) - 1, out_dir)
+    return written

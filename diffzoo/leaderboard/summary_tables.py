@@ -1,0 +1,392 @@
+"""The paper-style summary's tables (DiffSeg30k Tables 2-8 and format
+parity), built from the result records of one dataset and one version of
+each suite, in a format-neutral model that :mod:`.summary` renders.
+
+Every table keeps its shape when records are missing: absent cells are
+:data:`ABSENT`, a table without any record has no rows and a ``hint`` on
+how to get it.  Oracle metrics (best threshold chosen on the evaluated
+split) only ever fill their own columns, labelled as such, placed last.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..harness.metrics.catalog import SLICE_SEPARATOR, MetricInfo, metric_info
+from ..harness.records import ResultRecord
+from ..harness.suites.paper import CLASSIFICATION_EDITORS, PAIR_NAMES, PAPER_DISTORTIONS, SWEEPS
+from .tables import Cell, format_ci, format_value, record_cell, record_date
+
+ABSENT = "—"
+"""A cell whose case was not run (no record, or the record lacks the metric)."""
+ORACLE_NOTE = ("columns marked 'oracle thr.' use the best threshold chosen on the evaluated split itself: "
+               "an upper bound, not comparable with the fixed-threshold columns")
+CLEAN = "clean"
+PAPER_SETTINGS = tuple(label for label, _, _ in PAPER_DISTORTIONS)
+SWEEP_SETTINGS = tuple(label for label, _, _ in SWEEPS)
+KNOWN_SETTINGS = {label: (distortion, dict(params)) for label, distortion, params in (*PAPER_DISTORTIONS, *SWEEPS)}
+PAPER_PAIR_NAMES = tuple(PAIR_NAMES.values())
+PARITY_FORMATS = ("native", "png", "jpeg95", "jpeg75", "webp90")
+SLICE_KEYS = ("base", "turns", "editor", "edit_type")
+DISTORTION_TABLES = (("3a", "binary", "mIoU", "binary mIoU"), ("3b", "semantic", "mIoU", "semantic mIoU"),
+                     ("3c", "image", "img_Acc", "image-level Acc"))
+"""(table id, task, metric, label) of the robustness tables and curves."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: ``key`` is unique in its table, ``info`` formats the cells."""
+
+    key: str
+    label: str
+    info: MetricInfo
+    flag: bool = False  # a 0/1 metric shown as yes/no
+
+    @property
+    def oracle(self) -> bool:
+        return self.info.oracle
+
+    @property
+    def header(self) -> str:
+        return f"{self.label} {self.info.arrow}".strip()
+
+    def text(self, cell: Cell | None, ci: Callable[[str, str], str] = lambda v, h: f"{v} ± {h}") -> str:
+        """The cell in %: ABSENT when not run, '-' when undefined; ``ci`` adds the half CI."""
+        if cell is None:
+            return ABSENT
+        if self.flag:
+            return "-" if cell.value is None else ("yes" if cell.value >= 0.5 else "no")
+        text = format_value(self.info, cell.value)
+        half = format_ci(self.info, cell) if cell.value is not None else ""
+        return ci(text, half) if half else text
+
+
+@dataclass
+class Row:
+    label: str
+    cells: dict[str, Cell]  # column key -> cell; a missing key is ABSENT
+    group: str = ""  # e.g. the detector of a row in a per-detector block
+
+
+@dataclass
+class SummaryTable:
+    id: str  # "2a", "3b", ..., "parity"
+    title: str
+    row_header: str
+    columns: list[Column]
+    rows: list[Row] = field(default_factory=list)
+    group_header: str = ""  # header of the row-group column; "" = no such column
+    notes: list[str] = field(default_factory=list)
+    hint: str = ""  # how to get this table, shown when it has no rows
+
+    @property
+    def empty(self) -> bool:
+        return not self.rows
+
+
+class RecordIndex:
+    """The newest record per (suite, case, detector), and detectors in the
+    order they first appear in the records."""
+
+    def __init__(self, records: Iterable[ResultRecord], detector_order: list[str]):
+        self._by: dict[tuple[str, str, str], ResultRecord] = {}
+        for r in records:
+            key = (r.data["suite"]["name"], r.data["case"]["name"], r.data["detector"]["name"])
+            if key not in self._by or record_date(r) >= record_date(self._by[key]):
+                self._by[key] = r
+        self.order = {name: i for i, name in enumerate(detector_order)}
+
+    def get(self, suite: str, case: str, detector: str) -> ResultRecord | None:
+        return self._by.get((suite, case, detector))
+
+    def records(self, suite: str, cases: Iterable[str] | None = None) -> list[ResultRecord]:
+        wanted = None if cases is None else set(cases)
+        return [r for (s, c, _), r in self._by.items() if s == suite and (wanted is None or c in wanted)]
+
+    def detectors(self, suite: str, cases: Iterable[str] | None = None) -> list[str]:
+        names = {r.data["detector"]["name"] for r in self.records(suite, cases)}
+        return sorted(names, key=lambda n: (self.order.get(n, len(self.order)), n))
+
+    def cases(self, suite: str) -> list[str]:
+        return list(dict.fromkeys(c for (s, c, _) in self._by if s == suite))
+
+
+def column(key: str, metric: str, label: str | None = None, flag: bool = False) -> Column:
+    info = metric_info(metric) or MetricInfo(metric, metric, None, -math.inf, math.inf, False)
+    return Column(key, label or info.label, info, flag)
+
+
+def metric_columns(metrics: Iterable[str], prefix: str = "") -> list[Column]:
+    """Columns keyed by metric name, fixed-threshold ones first, oracle ones last."""
+    cols = [column(m, m, f"{prefix}{(metric_info(m) or MetricInfo(m, m, None)).label}") for m in metrics]
+    return [c for c in cols if not c.oracle] + [c for c in cols if c.oracle]
+
+
+def cells(record: ResultRecord | None, mapping: dict[str, str]) -> dict[str, Cell]:
+    """Column key -> cell of ``record``'s metric; metrics the record lacks stay absent."""
+    if record is None:
+        return {}
+    return {key: record_cell(record, metric) for key, metric in mapping.items() if metric in record.metrics}
+
+
+def _table(idx: RecordIndex, suite: str, cases: Iterable[str] | None, tid: str, title: str, row_header: str,
+           columns: list[Column], rows: Callable[[str], list[Row]], group_header: str = "",
+           notes: Iterable[str] = ()) -> SummaryTable:
+    """A table whose rows come per detector from ``rows(detector)``."""
+    detectors = idx.detectors(suite, cases)
+    notes = list(notes)
+    if any(c.oracle for c in columns):
+        notes.append(ORACLE_NOTE)
+    return SummaryTable(tid, title, row_header, columns, [row for d in detectors for row in rows(d)],
+                        group_header, notes, hint=f"no records: run diffzoo run with --suite {suite}")
+
+
+def _per_detector(idx: RecordIndex, suite: str, case: str, columns: list[Column]) -> Callable[[str], list[Row]]:
+    mapping = {c.key: c.key for c in columns}
+    return lambda det: [Row(det, cells(idx.get(suite, case, det), mapping))]
+
+
+# -- Table 2: the standard suite ------------------------------------------------------
+BINARY_COLUMNS = ("mIoU", "F1", "aAcc", "bF1", "gIoU", "FPR_authentic", "pixel_AUC", "F1_oracle")
+SEMANTIC_COLUMNS = ("mIoU", "aAcc", "mAcc", "top1", "top3")
+IMAGE_COLUMNS = ("img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC", "img_Acc_oracle")
+
+
+def table2(idx: RecordIndex) -> list[SummaryTable]:
+    binary = metric_columns(BINARY_COLUMNS)
+    semantic_recs = idx.records("standard", ["semantic"])
+    editors = list(dict.fromkeys(
+        [n for r in semantic_recs for n in (r.data.get("label_space") or [])[1:]]
+        + [m[4:] for r in semantic_recs for m in r.metrics if m.startswith("IoU.")]))
+    semantic = metric_columns([*SEMANTIC_COLUMNS, *(f"IoU.{e}" for e in editors)])
+    image = metric_columns(IMAGE_COLUMNS)
+    return [
+        _table(idx, "standard", ["binary"], "2a", "Table 2a: binary localization (standard / binary)",
+               "detector", binary, _per_detector(idx, "standard", "binary", binary)),
+        _table(idx, "standard", ["semantic"], "2b",
+               "Table 2b: editor attribution, semantic segmentation (standard / semantic)", "detector", semantic,
+               _per_detector(idx, "standard", "semantic", semantic),
+               notes=["Top-k: an edited image is a hit when one of its editors is among the k editors "
+                      "with most predicted pixels; IoU.<editor>: per-editor IoU"]),
+        _table(idx, "standard", ["image"], "2c",
+               "Table 2c: image-level detection from the binary mask (standard / image)", "detector", image,
+               _per_detector(idx, "standard", "image", image),
+               notes=["an image counts as edited when its predicted edited area exceeds 1% of the image"]),
+    ]
+
+
+# -- Table 3: distortions --------------------------------------------------------------
+def setting_of(case_name: str) -> tuple[str, str]:
+    """(setting, task) of a case named ``<setting>.<task>``."""
+    setting, _, task = case_name.rpartition(".")
+    return (setting, task) if setting else (case_name, "")
+
+
+def distortion_of(record: ResultRecord) -> tuple[str, dict]:
+    """(distortion, params) of a distortions-suite record: its case's, else
+    the suite's definition of the setting it is named after."""
+    case = record.data["case"]
+    params = case.get("distortion_params") or {}
+    params = dict(params) if isinstance(params, (dict, list, tuple)) else {}
+    setting, _ = setting_of(case["name"])
+    if case.get("distortion", "none") == "none" and setting in KNOWN_SETTINGS:
+        return KNOWN_SETTINGS[setting]
+    return case.get("distortion", "none"), params
+
+
+def table3(idx: RecordIndex) -> list[SummaryTable]:
+    found = list(dict.fromkeys(setting_of(c)[0] for c in idx.cases("distortions")))
+    settings = [CLEAN, *PAPER_SETTINGS, *SWEEP_SETTINGS]
+    settings += [s for s in found if s not in settings]
+    extra = settings[1 + len(PAPER_SETTINGS) + len(SWEEP_SETTINGS):]
+    order = (f"columns: {CLEAN}; the paper's settings ({', '.join(PAPER_SETTINGS)}); "
+             f"sweeps beyond the paper ({', '.join(SWEEP_SETTINGS)})"
+             + (f"; other settings ({', '.join(extra)})" if extra else ""))
+    out = []
+    for tid, task, metric, label in DISTORTION_TABLES:
+        cols = [column(s, metric, s) for s in settings]
+        cases = [f"{s}.{task}" for s in settings]
+
+        def rows(det: str, task=task, metric=metric) -> list[Row]:
+            row: dict[str, Cell] = {}
+            for s in settings:
+                row |= cells(idx.get("distortions", f"{s}.{task}", det), {s: metric})
+            return [Row(det, row)]
+
+        out.append(_table(idx, "distortions", cases, tid,
+                          f"Table {tid}: robustness, {label} per distortion setting (distortions)",
+                          "detector", cols, rows, notes=[order]))
+    return out
+
+
+# -- Tables 4 and 6: unseen generators ------------------------------------------------------
+def _pair_of(case_name: str) -> str:
+    """``Flux_Hunyuan`` of ``Flux_Hunyuan.seen.binary`` (pair names may hold dots: ``SD2_SD3.5``)."""
+    pair = setting_of(case_name)[0]
+    return pair.removesuffix(".seen")
+
+
+def _pairs(idx: RecordIndex) -> list[str]:
+    found = list(dict.fromkeys(_pair_of(c) for c in idx.cases("unseen-generators")))
+    return [p for p in PAPER_PAIR_NAMES if p in found] + [p for p in found if p not in PAPER_PAIR_NAMES]
+
+
+def _pair_label(idx: RecordIndex, pair: str, det: str) -> str:
+    for case in (f"{pair}.binary", f"{pair}.image", f"{pair}.seen.binary", f"{pair}.seen.image"):
+        r = idx.get("unseen-generators", case, det)
+        editors = r.data["case"].get("editors") if r else None
+        if editors:
+            return f"{pair} ({' + '.join(map(str, editors))})"
+    return pair
+
+
+def unseen_table(idx: RecordIndex, tid: str, task: str, metrics: tuple[str, str]) -> SummaryTable:
+    pairs = _pairs(idx)
+    cols = [column(f"{where}:{m}", m, f"{where} {metric_info(m).label}")
+            for where in ("seen", "held-out") for m in metrics]
+
+    def rows(det: str) -> list[Row]:
+        out = []
+        for pair in pairs:
+            seen = cells(idx.get("unseen-generators", f"{pair}.seen.{task}", det),
+                         {f"seen:{m}": m for m in metrics})
+            held = cells(idx.get("unseen-generators", f"{pair}.{task}", det),
+                         {f"held-out:{m}": m for m in metrics})
+            if seen or held:
+                out.append(Row(_pair_label(idx, pair, det), {**seen, **held}, group=det))
+        return out
+
+    what = "binary localization" if task == "binary" else "image-level detection"
+    return _table(idx, "unseen-generators", None, tid,
+                  f"Table {tid}: unseen editors, {what} (unseen-generators)", "held-out pair", cols, rows,
+                  group_header="detector",
+                  notes=["held-out: model trained without the pair's editors; seen: model trained on every "
+                         "editor; both scored on the pair's validation images plus the authentic ones"])
+
+
+# -- Table 5: classification -----------------------------------------------------------------
+def table5(idx: RecordIndex) -> SummaryTable:
+    found = [c for c in idx.cases("classification") if c != "all"]
+    editors = [*CLASSIFICATION_EDITORS, *(c for c in found if c not in CLASSIFICATION_EDITORS)]
+    cols = [column(f"{e}:{m}", m, f"{e} {metric_info(m).label}") for e in editors for m in ("img_Acc", "img_AP")]
+    cols += [column("img_Acc", "img_Acc"), column("img_AP", "img_AP"), column("mAP", "img_AP", "mAP"),
+             column("img_Acc_oracle", "img_Acc_oracle")]
+    partial: list[str] = []
+
+    def rows(det: str) -> list[Row]:
+        row = cells(idx.get("classification", "all", det), {"img_Acc": "img_Acc", "img_AP": "img_AP",
+                                                            "img_Acc_oracle": "img_Acc_oracle"})
+        for e in editors:
+            row |= cells(idx.get("classification", e, det), {f"{e}:{m}": m for m in ("img_Acc", "img_AP")})
+        aps = [row[f"{e}:img_AP"].value for e in editors if f"{e}:img_AP" in row]
+        aps = [v for v in aps if v is not None]
+        if aps:
+            row["mAP"] = Cell(sum(aps) / len(aps))
+            if len(aps) < len(editors):
+                partial.append(f"{det} ({len(aps)} of {len(editors)})")
+        return [Row(det, row)]
+
+    table = _table(idx, "classification", None, "5",
+                   "Table 5: image-level detection, segmenters and classifiers (classification)", "detector",
+                   cols, rows, notes=["per-editor columns: that editor's images plus the authentic ones; "
+                                      "Acc and AP: the whole split; mAP = mean of the per-editor APs; "
+                                      "segmenters: edited if predicted edited area > 1% of the image, "
+                                      "classifiers: image probability > 0.5"])
+    if partial:
+        table.notes.append("mAP over fewer editors (not comparable with full rows): " + ", ".join(partial))
+    return table
+
+
+# -- Table 7: LoRA ----------------------------------------------------------------------------
+LORA_COLUMNS = (("binary:mIoU", "binary", "mIoU", "binary mIoU"), ("semantic:mIoU", "semantic", "mIoU",
+                "semantic mIoU"), ("IoU.sdxl", "semantic", "IoU.sdxl", None), ("top1", "semantic", "top1", None))
+
+
+def table7(idx: RecordIndex) -> SummaryTable:
+    cols = [column(key, metric, label) for key, _, metric, label in LORA_COLUMNS]
+
+    def rows(det: str) -> list[Row]:
+        out = []
+        for variant, label in (("sdxl", "SDXL"), ("sdxl-lora", "SDXL-LoRA")):
+            row: dict[str, Cell] = {}
+            for key, task, metric, _ in LORA_COLUMNS:
+                row |= cells(idx.get("lora", f"{variant}.{task}", det), {key: metric})
+            out.append(Row(label, row, group=det))
+        return out
+
+    return _table(idx, "lora", None, "7", "Table 7: SDXL vs SDXL + Hyper-SD LoRA re-edits (lora)", "editor",
+                  cols, rows, group_header="detector",
+                  notes=["SDXL regions only; LoRA re-edited regions keep the SDXL label, so predicting SDXL "
+                         "for them is correct"])
+
+
+# -- Table 8: slices ---------------------------------------------------------------------------
+SLICE_COLUMNS = (("binary", "mIoU"), ("binary", "F1"), ("binary", "gIoU"), ("binary", "img_Acc"),
+                 ("semantic", "mIoU"), ("semantic", "top1"))
+
+
+def _natural(text: str) -> tuple:
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text) if p)
+
+
+def table8(idx: RecordIndex) -> SummaryTable:
+    cols = [column(f"{task}:{m}", m, f"{task} {metric_info(m).label}") for task, m in SLICE_COLUMNS]
+    several = len(idx.detectors("slices")) > 1
+
+    def rows(det: str) -> list[Row]:
+        out = []
+        for key in SLICE_KEYS:
+            values: dict[str, dict[str, Cell]] = {}
+            for task in ("binary", "semantic"):
+                r = idx.get("slices", f"{key}.{task}", det)
+                for name in (r.metrics if r else {}):
+                    base, _, where = name.partition(SLICE_SEPARATOR)
+                    k, _, value = where.partition("=")
+                    if k == key and (task, base) in SLICE_COLUMNS:
+                        values.setdefault(value, {}).update(cells(r, {f"{task}:{base}": name}))
+            out += [Row(value, values[value], group=f"{det}: {key}" if several else key)
+                    for value in sorted(values, key=_natural)]
+        return out
+
+    return _table(idx, "slices", None, "8", "Table 8: results by slice (slices)", "value", cols, rows,
+                  group_header="slice",
+                  notes=["base: real or AI-generated base image; turns: number of edits; editor and edit type: "
+                         "an image counts in every slice its edits name"])
+
+
+# -- format parity ------------------------------------------------------------------------------
+PARITY_COLUMNS = ("img_Acc", "img_AP", "verdict_flip_rate", "flip_rate_authentic", "flip_rate_edited",
+                  "delta_img_Acc", "format_shortcut")
+
+
+def parity_table(idx: RecordIndex) -> tuple[SummaryTable, list[str]]:
+    """The table and one FLAG line per detector with a format shortcut."""
+    found = idx.cases("format-parity")
+    formats = [*PARITY_FORMATS, *(c for c in found if c not in PARITY_FORMATS)]
+    cols = [column(m, m, flag=m == "format_shortcut") for m in PARITY_COLUMNS]
+    flags: list[str] = []
+
+    def rows(det: str) -> list[Row]:
+        out, shortcut, tolerances = [], [], set()
+        for fmt in formats:
+            r = idx.get("format-parity", fmt, det)
+            if r is None:
+                continue
+            out.append(Row(fmt, cells(r, {m: m for m in PARITY_COLUMNS}), group=det))
+            if (r.metrics.get("format_shortcut") or 0) >= 0.5:
+                shortcut.append(fmt)
+                tolerances.add((r.data["case"].get("options") or {}).get("tolerance"))
+        if shortcut:
+            tol = " / ".join(f"{t:.0%}" for t in sorted(t for t in tolerances if t is not None)) or "the tolerance"
+            flags.append(f"{det} changes its image-level verdict on more than {tol} of the images when they "
+                         f"are re-encoded as {', '.join(shortcut)}: a format shortcut, not edit evidence")
+        return out
+
+    table = _table(idx, "format-parity", None, "parity", "Format parity: verdicts under re-encoding "
+                   "(format-parity)", "format", cols, rows, group_header="detector",
+                   notes=["verdicts moved: fraction of images whose edited/authentic verdict differs from the "
+                          "native file's; ΔAcc: Acc minus the native Acc"])
+    return table, flags

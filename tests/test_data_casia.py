@@ -1,0 +1,247 @@
+"""CASIA v1 and v2 in their real layouts (names, folders, quirks), and which
+adapter's sniff recognises which layout."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from diffzoo.harness.data import TpGtDataset
+from diffzoo.harness.data.casia import Casia1Dataset, Casia2Dataset
+from diffzoo.harness.data.cocoglide import CocoGlideDataset
+from diffzoo.harness.errors import CorruptSampleError, DataError
+from diffzoo.harness.types import BINARY
+from test_data_cocoglide import make_cocoglide
+from test_data_generic import make_tpgt
+
+RNG = np.random.default_rng(0)
+
+V1_CM = "Sp_S_CND_A_pla0016_pla0016_0196"
+V1_SP = "Sp_D_CND_A_pla0005_pla0023_0281"
+V1_NO_GT = "Sp_D_NRN_A_cha0011_sec0011_0542"  # the real set's Sp image without a mask
+V2_SPLICE = "Tp_D_CRN_S_N_cha00063_art00014_11818"
+V2_COPY = "Tp_S_NRN_S_N_pla00020_pla00020_10988"
+
+
+def save(path: Path, arr: np.ndarray) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(arr).save(path)
+    return path
+
+
+def image(h: int = 40, w: int = 48) -> np.ndarray:
+    return RNG.integers(0, 256, (h, w, 3), dtype=np.uint8)
+
+
+def gt(h: int = 40, w: int = 48, rows: slice = slice(0, 10), rgb: bool = True) -> np.ndarray:
+    """CASIA masks are white on black; an anti-aliased grey edge below 127.5 is background."""
+    m = np.zeros((h, w), np.uint8)
+    m[rows, 5:20] = 255
+    m[rows.stop, 5:20] = 120
+    return np.repeat(m[:, :, None], 3, axis=2) if rgb else m
+
+
+def make_casia1(parent: Path) -> Path:
+    """``CASIA 1.0 dataset/`` (Au/Au, Modified Tp/Tp/{CM,Sp}, Original Tp) with
+    ``CASIA 1.0 groundtruth/{CM,Sp}`` beside it, as the two downloads unpack."""
+    root = parent / "CASIA 1.0 dataset"
+    save(root / "Au" / "Au" / "Au_ani_0001.jpg", image(32, 40))
+    save(root / "Modified Tp" / "Tp" / "CM" / f"{V1_CM}.jpg", image())
+    save(root / "Modified Tp" / "Tp" / "Sp" / f"{V1_SP}.jpg", image())
+    # the misnamed originals, which the adapter must not read
+    save(root / "Original Tp" / "Tp" / "Sp" / "Sp_D_CND_A_pla0005_pla0023_9999.jpg", image())
+    (root / "Authentic_list.txt").write_text("Au_ani_0001.jpg\n")
+    g = parent / "CASIA 1.0 groundtruth"
+    save(g / "CM" / f"{V1_CM}_gt.png", gt(rows=slice(0, 10)))
+    save(g / "Sp" / f"{V1_SP}_gt.png", gt(rows=slice(20, 30), rgb=False))
+    (g / "CopyMove_groundtruth_list.txt").write_text(f"{V1_CM}_gt.png\n")
+    return root
+
+
+def make_casia2(root: Path, gt_name: str = "CASIA 2 Groundtruth") -> Path:
+    """``Au/`` (JPEG, BMP, Thumbs.db), ``Tp/`` (JPEG, TIFF, Thumbs.db) and the
+    ``<Tp stem>_gt.png`` masks in ``gt_name``."""
+    save(root / "Au" / "Au_ani_00001.jpg", image(36, 44))
+    save(root / "Au" / "Au_arc_00002.bmp", image(32, 32))
+    save(root / "Tp" / f"{V2_SPLICE}.jpg", image())
+    save(root / "Tp" / f"{V2_COPY}.tif", image())
+    for folder in ("Au", "Tp"):
+        (root / folder / "Thumbs.db").write_bytes(b"\xd0\xcf\x11\xe0 not an image")
+    save(root / gt_name / f"{V2_SPLICE}_gt.png", gt(rows=slice(0, 10)))
+    save(root / gt_name / f"{V2_COPY}_gt.png", gt(rows=slice(20, 30), rgb=False))
+    return root
+
+
+def edited_rows(label: np.ndarray) -> tuple[int, int]:
+    rows = np.flatnonzero(label.any(axis=1))
+    return int(rows.min()), int(rows.max())
+
+
+# -- CASIA v2 ---------------------------------------------------------------
+
+
+def test_casia2_reads(tmp_path):
+    root = make_casia2(tmp_path / "CASIA2.0_revised")
+    ds = Casia2Dataset(root)
+    assert ds.name == "casia2" and ds.label_space == BINARY and ds.splits() == ["test"]
+    assert ds.ids("test") == [
+        "Au/Au_ani_00001.jpg",
+        "Au/Au_arc_00002.bmp",
+        f"Tp/{V2_SPLICE}.jpg",
+        f"Tp/{V2_COPY}.tif",
+    ]
+    splice, copy = ds.load(f"Tp/{V2_SPLICE}.jpg"), ds.load(f"Tp/{V2_COPY}.tif")
+    assert edited_rows(splice.label) == (0, 9) and edited_rows(copy.label) == (20, 29)
+    assert splice.label.sum() == 10 * 15  # the grey edge row stays background
+    assert [t.edit_type for t in splice.meta.turns] == ["splicing"]
+    assert [t.edit_type for t in copy.meta.turns] == ["copy_move"]
+    assert splice.meta.base == "real" and splice.meta.turns[0].editor == "unknown"
+    bmp = ds.load("Au/Au_arc_00002.bmp")
+    assert bmp.image.shape == (32, 32, 3) and not bmp.label.any() and bmp.meta.turns == ()
+    d = ds.describe()
+    assert d["authentic"] == 2 and d["edit_types"] == {"copy_move": 1, "splicing": 1}
+
+
+@pytest.mark.parametrize("gt_name", ["Gt", "groundtruth", "GT"])
+def test_casia2_other_ground_truth_folders(tmp_path, gt_name):
+    ds = Casia2Dataset(make_casia2(tmp_path / "CASIA2", gt_name))
+    assert len(ds.ids("test")) == 4 and ds.load(f"Tp/{V2_COPY}.tif").label.any()
+
+
+def test_casia2_ground_truth_beside_or_given(tmp_path):
+    root = make_casia2(tmp_path / "CASIA2")
+    (root / "CASIA 2 Groundtruth").rename(tmp_path / "CASIA 2 Groundtruth")
+    assert Casia2Dataset(root).gt_root == tmp_path / "CASIA 2 Groundtruth"
+    (tmp_path / "CASIA 2 Groundtruth").rename(tmp_path / "masks")
+    with pytest.raises(DataError, match=r"no ground-truth folder; looked for .*CASIA 2 Groundtruth.*gt_dir="):
+        Casia2Dataset(root)
+    assert len(Casia2Dataset(root, gt_dir=tmp_path / "masks").ids("test")) == 4
+    assert len(Casia2Dataset(root, gt_dir="../masks").ids("test")) == 4
+    with pytest.raises(DataError, match=r"ground-truth folder .*nope \(gt_dir\) does not exist"):
+        Casia2Dataset(root, gt_dir="nope")
+
+
+def test_casia2_tp_without_mask(tmp_path, caplog):
+    root = make_casia2(tmp_path / "CASIA2")
+    save(root / "Tp" / "Tp_D_NNN_M_N_arc00010_nat00002_00230.tif", image())
+    with pytest.raises(
+        DataError, match=r"1 Tp image\(s\) have no \*_gt mask in .*\(e\.g\. Tp/Tp_D_NNN_M_N_arc00010_nat00002_00230\.tif\); skip_unpaired=True"
+    ):
+        Casia2Dataset(root)
+    with caplog.at_level("WARNING"):
+        ds = Casia2Dataset(root, skip_unpaired=True)
+    assert "skipping them" in caplog.text and len(ds.ids("test")) == 4
+
+
+def test_casia2_mask_size_mismatch_is_a_corrupt_sample(tmp_path):
+    root = make_casia2(tmp_path / "CASIA2")
+    save(root / "CASIA 2 Groundtruth" / f"{V2_COPY}_gt.png", gt(48, 40))  # rotated
+    ds = Casia2Dataset(root)
+    with pytest.raises(CorruptSampleError, match=rf"{V2_COPY}_gt\.png: mask size 40x48 differs from image size 48x40"):
+        ds.load(f"Tp/{V2_COPY}.tif")
+
+
+def test_casia2_splits_and_fingerprint(tmp_path):
+    root = make_casia2(tmp_path / "a" / "CASIA2")
+    ds = Casia2Dataset(root, val_fraction=0.5, split_seed=1)
+    assert set(ds.splits()) <= {"train", "val"}
+    assert sorted(i for s in ds.splits() for i in ds.ids(s)) == Casia2Dataset(root).ids("test")
+    assert Casia2Dataset(root, split="train").splits() == ["train"]
+    fp = Casia2Dataset(root).fingerprint()
+    shutil.copytree(root, tmp_path / "b" / "CASIA2")
+    assert Casia2Dataset(tmp_path / "b" / "CASIA2").fingerprint() == fp
+    save(tmp_path / "b" / "CASIA2" / "CASIA 2 Groundtruth" / f"{V2_COPY}_gt.png", gt(rows=slice(1, 30)))
+    assert Casia2Dataset(tmp_path / "b" / "CASIA2").fingerprint() != fp
+
+
+def test_casia2_refusals(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match=r"expected Tp/ \(tampered images\), Au/ .* 'CASIA 2 Groundtruth/'"):
+        Casia2Dataset(tmp_path / "empty")
+    root = make_casia2(tmp_path / "CASIA2")
+    save(root / "CASIA 2 Groundtruth" / "extra" / f"{V2_COPY}_gt.png", gt())
+    with pytest.raises(DataError, match=rf"two masks for {V2_COPY}_gt: {V2_COPY}_gt\.png and extra/{V2_COPY}_gt\.png"):
+        Casia2Dataset(root)
+
+
+# -- CASIA v1 ---------------------------------------------------------------
+
+
+def test_casia1_reads(tmp_path):
+    root = make_casia1(tmp_path)
+    ds = Casia1Dataset(root)
+    assert ds.name == "casia1" and ds.gt_root == tmp_path / "CASIA 1.0 groundtruth"
+    assert ds.ids("test") == ["Au/Au/Au_ani_0001.jpg", f"CM/{V1_CM}.jpg", f"Sp/{V1_SP}.jpg"]
+    cm, sp = ds.load(f"CM/{V1_CM}.jpg"), ds.load(f"Sp/{V1_SP}.jpg")
+    assert edited_rows(cm.label) == (0, 9) and edited_rows(sp.label) == (20, 29)
+    assert cm.meta.turns[0].edit_type == "copy_move" and sp.meta.turns[0].edit_type == "splicing"
+    au = ds.load("Au/Au/Au_ani_0001.jpg")
+    assert au.image.shape == (32, 40, 3) and not au.label.any() and au.meta.base == "real"
+
+
+def test_casia1_layout_variants(tmp_path):
+    # Tp/{CM,Sp} directly in the folder, masks inside it, flat (TruFor's groundtruth/)
+    root = tmp_path / "CASIA1"
+    save(root / "Au" / "Au_ani_0001.jpg", image())
+    save(root / "Tp" / "CM" / f"{V1_CM}.jpg", image())
+    save(root / "Tp" / "Sp" / f"{V1_SP}.jpg", image())
+    save(root / "groundtruth" / f"{V1_CM}_gt.png", gt())
+    save(root / "groundtruth" / f"{V1_SP}_gt.png", gt())
+    assert Casia1Dataset.sniff(root)
+    ds = Casia1Dataset(root)
+    assert ds.ids("test") == ["Au/Au_ani_0001.jpg", f"CM/{V1_CM}.jpg", f"Sp/{V1_SP}.jpg"]
+    # gt_dir points anywhere; no ground truth at all is a clear error
+    moved = shutil.move(root / "groundtruth", tmp_path / "elsewhere")
+    with pytest.raises(DataError, match=r"no ground-truth folder; looked for .*CASIA 1\.0 groundtruth.*gt_dir="):
+        Casia1Dataset(root)
+    assert len(Casia1Dataset(root, gt_dir=moved).ids("test")) == 3
+
+
+def test_casia1_known_unpaired_image(tmp_path):
+    root = make_casia1(tmp_path)
+    save(root / "Modified Tp" / "Tp" / "Sp" / f"{V1_NO_GT}.jpg", image())
+    with pytest.raises(DataError, match=rf"1 tampered image\(s\) have no \*_gt mask .*\(e\.g\. Sp/{V1_NO_GT}\.jpg\)"):
+        Casia1Dataset(root)
+    assert f"Sp/{V1_NO_GT}.jpg" not in Casia1Dataset(root, skip_unpaired=True).ids("test")
+
+
+def test_casia1_refusals(tmp_path):
+    root = tmp_path / "CASIA 1.0 dataset"
+    save(root / "Au" / "Au_ani_0001.jpg", image())
+    with pytest.raises(DataError, match=r"expected the tampered images in Modified Tp/Tp/CM and Modified Tp/Tp/Sp"):
+        Casia1Dataset(root)
+    make_casia1(tmp_path)
+    save(tmp_path / "CASIA 1.0 groundtruth" / "Sp" / f"{V1_CM}_gt.png", gt())
+    with pytest.raises(DataError, match=rf"two masks for {V1_CM}_gt: CM/{V1_CM}_gt\.png and Sp/{V1_CM}_gt\.png"):
+        Casia1Dataset(root)
+
+
+# -- which adapter recognises which layout -----------------------------------
+
+
+def test_sniffs_accept_their_own_layout_only(tmp_path, diffseg_folder):
+    layouts = {
+        "casia1": make_casia1(tmp_path / "v1"),
+        "casia2": make_casia2(tmp_path / "v2" / "CASIA2.0"),
+        "casia2-Gt": make_casia2(tmp_path / "v2gt" / "CASIA2.0", "Gt"),
+        "cocoglide": make_cocoglide(tmp_path / "CocoGlide"),
+        "tpgt": make_tpgt(tmp_path / "plain"),
+        "diffseg30k": diffseg_folder,
+        "missing": tmp_path / "missing",
+    }
+    accepts = {
+        Casia1Dataset: {"casia1"},
+        Casia2Dataset: {"casia2", "casia2-Gt"},
+        CocoGlideDataset: {"cocoglide"},
+        # a CASIA v2 re-pack with Gt/ also fits tpgt; the registry asks casia2 first (name order)
+        TpGtDataset: {"tpgt", "casia2-Gt"},
+    }
+    for adapter, expected in accepts.items():
+        got = {name for name, path in layouts.items() if adapter.sniff(path)}
+        assert got == expected, adapter.__name__
+    # and the generic adapter still reads a plain Tp/ + Gt/ folder the CASIA sniffs refuse
+    assert len(TpGtDataset(layouts["tpgt"], split="test").ids("test")) == 4

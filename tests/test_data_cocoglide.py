@@ -1,0 +1,189 @@
+"""CocoGlide: real/ + fake/ + mask/ paired through table.csv, in the real layout."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from diffzoo.harness.data.cocoglide import CocoGlideDataset
+from diffzoo.harness.errors import DataError
+from diffzoo.harness.types import BINARY
+
+RNG = np.random.default_rng(0)
+# (COCO class, COCO id) as in the real table: class names hold spaces.
+ROWS = (("dining table", 114871), ("teddy bear", 563758), ("hot dog", 452084))
+
+
+def save(path: Path, arr: np.ndarray) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(arr).save(path)
+    return path
+
+
+def write_table(root: Path, rows: list[list[str]], header: str = "real,fake,mask,prompt") -> Path:
+    """table.csv as the release writes it: UTF-8 with a byte-order mark."""
+    with open(root / "table.csv", "w", encoding="utf-8-sig", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header.split(","))
+        w.writerows(rows)
+    return root / "table.csv"
+
+
+def make_cocoglide(root: Path, size: int = 48) -> Path:
+    """real/<class>_<id>.png, fake/glide_inpainting_val2017_<id>_up.png,
+    mask/<class>_<id>_mask.png (mode L, 0/255); row i's mask is edited in
+    a band that identifies the row."""
+    rows = []
+    for i, (cls, coco_id) in enumerate(ROWS):
+        real = f"real/{cls}_{coco_id}.png"
+        fake = f"fake/glide_inpainting_val2017_{coco_id}_up.png"
+        mask = f"mask/{cls}_{coco_id}_mask.png"
+        save(root / real, RNG.integers(0, 256, (size, size, 3), dtype=np.uint8))
+        save(root / fake, RNG.integers(0, 256, (size, size, 3), dtype=np.uint8))
+        m = np.zeros((size, size), np.uint8)
+        m[i * 8 : i * 8 + 8 + i, :] = 255
+        save(root / mask, m)
+        rows.append([real, fake, mask, cls if i < 2 else "a hot dog, grilled"])
+    write_table(root, rows)
+    return root
+
+
+def table_rows(root: Path) -> list[list[str]]:
+    with open(root / "table.csv", encoding="utf-8-sig", newline="") as f:
+        return list(csv.reader(f))[1:]
+
+
+def test_reads_pairs_through_the_table(tmp_path, caplog):
+    root = make_cocoglide(tmp_path / "CocoGlide")
+    save(root / "fake" / "glide_inpainting_val2017_999_up.png", np.zeros((48, 48, 3), np.uint8))
+    assert CocoGlideDataset.sniff(root) and CocoGlideDataset.sniff(root / "table.csv")
+    with caplog.at_level("INFO"):
+        ds = CocoGlideDataset(root)
+    assert "not in table.csv" in caplog.text  # the stray fake is reported, not used
+    assert ds.name == "cocoglide" and ds.label_space == BINARY and ds.splits() == ["test"]
+    ids = ds.ids("test")
+    assert len(ids) == 6 and "fake/glide_inpainting_val2017_999_up.png" not in ids
+    assert ds.describe()["authentic"] == 3 and ds.describe()["edited"] == 3
+    for i, (cls, coco_id) in enumerate(ROWS):
+        fake = ds.load(f"fake/glide_inpainting_val2017_{coco_id}_up.png")
+        rows = np.flatnonzero(fake.label.any(axis=1))
+        assert fake.label.dtype == np.uint8 and set(np.unique(fake.label)) == {0, 1}
+        assert (rows.min(), rows.max()) == (i * 8, i * 8 + 7 + i)  # this row's own mask
+        assert fake.meta.base == "real" and len(fake.meta.turns) == 1
+        turn = fake.meta.turns[0]
+        assert turn.editor == "glide" and turn.edit_type == "inpainting"
+        assert turn.prompt == (cls if i < 2 else "a hot dog, grilled")
+        real = ds.load(f"real/{cls}_{coco_id}.png")
+        assert real.image.shape == (48, 48, 3) and not real.label.any()
+        assert real.meta.base == "real" and real.meta.turns == ()
+
+
+def test_splits_default_test_and_overrides(tmp_path):
+    root = make_cocoglide(tmp_path / "CocoGlide")
+    every = CocoGlideDataset(root).ids("test")
+    assert CocoGlideDataset(root, split="validation").splits() == ["val"]
+    hashed = CocoGlideDataset(root, val_fraction=0.5)
+    assert set(hashed.splits()) <= {"train", "val"}
+    assert sorted(i for s in hashed.splits() for i in hashed.ids(s)) == every
+    (root / "splits.json").write_text(json.dumps({"train": every[:2], "test": every[2:]}))
+    ds = CocoGlideDataset(root)
+    assert ds.splits() == ["train", "test"] and ds.ids("train") == every[:2]
+
+
+def test_fingerprint_follows_content_not_location(tmp_path):
+    root = make_cocoglide(tmp_path / "a" / "CocoGlide")
+    fp = CocoGlideDataset(root).fingerprint()
+    copy = tmp_path / "b" / "CocoGlide"
+    shutil.copytree(root, copy)
+    assert CocoGlideDataset(copy).fingerprint() == fp
+    mask = copy / "mask" / "teddy bear_563758_mask.png"
+    m = np.asarray(Image.open(mask)).copy()
+    m[-1, -1] = 255
+    Image.fromarray(m).save(mask)
+    assert CocoGlideDataset(copy).fingerprint() != fp
+
+
+def _missing_column(root):
+    rows = [[r, f, m] for r, f, m, _ in table_rows(root)]
+    write_table(root, rows, header="real,fake,mask")
+
+
+def _missing_file(root):
+    (root / "mask" / "teddy bear_563758_mask.png").unlink()
+
+
+def _escaping(root):
+    rows = table_rows(root)
+    rows[1][1] = "../outside/glide_inpainting_val2017_563758_up.png"
+    write_table(root, rows)
+
+
+def _absolute(root):
+    rows = table_rows(root)
+    rows[0][0] = str(root / "real" / "dining table_114871.png")
+    write_table(root, rows)
+
+
+def _duplicate(root):
+    rows = table_rows(root)
+    write_table(root, rows + [rows[1]])
+
+
+def _shared_file(root):
+    rows = table_rows(root)
+    rows[2][2] = rows[0][2]  # two fakes claim one mask
+    write_table(root, rows)
+
+
+def _short_row(root):
+    rows = table_rows(root)
+    rows[1] = rows[1][:3]
+    write_table(root, rows)
+
+
+def _empty_cell(root):
+    rows = table_rows(root)
+    rows[0][2] = ""
+    write_table(root, rows)
+
+
+@pytest.mark.parametrize(
+    ("break_it", "message"),
+    [
+        (lambda root: (root / "table.csv").unlink(), r"CocoGlide: no table\.csv; .*columns real,fake,mask,prompt"),
+        (_missing_column, r"table\.csv: missing column\(s\) prompt; expected the header real,fake,mask,prompt"),
+        (_missing_file, r"table\.csv: 1 file\(s\) named in the table do not exist \(e\.g\. line 3 mask: mask/teddy bear_563758_mask\.png\)"),
+        (_escaping, r"table\.csv: line 3: fake: path '\.\./outside/.*' leaves the dataset folder"),
+        (_absolute, r"table\.csv: line 2: real: path '/.*' leaves the dataset folder"),
+        (_duplicate, r"table\.csv: line 5: real real/teddy bear_563758\.png is already listed on line 3 \(as real\)"),
+        (_shared_file, r"table\.csv: line 4: mask mask/dining table_114871_mask\.png is already listed on line 2 \(as mask\)"),
+        (_short_row, r"table\.csv: line 3 has fewer fields than the header real,fake,mask,prompt"),
+        (_empty_cell, r"table\.csv: line 2: mask: empty cell"),
+    ],
+    ids=["no-table", "no-column", "missing-file", "escapes", "absolute", "duplicate-row",
+         "shared-mask", "short-row", "empty-cell"],
+)
+def test_malformed_tables_are_refused(tmp_path, break_it, message):
+    root = make_cocoglide(tmp_path / "CocoGlide")
+    break_it(root)
+    with pytest.raises(DataError, match=message):
+        CocoGlideDataset(root)
+
+
+def test_sniff_rejects_other_layouts(tmp_path, diffseg_folder):
+    assert not CocoGlideDataset.sniff(tmp_path / "missing")
+    assert not CocoGlideDataset.sniff(diffseg_folder)
+    plain = tmp_path / "plain"
+    save(plain / "Tp" / "a.png", np.zeros((8, 8, 3), np.uint8))
+    save(plain / "Gt" / "a.png", np.zeros((8, 8), np.uint8))
+    assert not CocoGlideDataset.sniff(plain)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "table.csv").write_text("image,label\na.png,1\n")
+    assert not CocoGlideDataset.sniff(other)

@@ -1,0 +1,275 @@
+"""The PIXAR adapter on a tiny copy of its real layout, and the files it must refuse."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from diffzoo.harness.data.pixar import PixarDataset, editor_from_folder
+from diffzoo.harness.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.types import BINARY
+
+SIZE = 32
+
+
+def save(path: Path, arr: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(arr).save(path)
+
+
+def picture(seed: int, h: int = SIZE, w: int = SIZE) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
+
+
+def region(y0: int, x0: int, n: int, value: int = 255, h: int = SIZE, w: int = SIZE) -> np.ndarray:
+    m = np.zeros((h, w), np.uint8)
+    m[y0 : y0 + n, x0 : x0 + n] = value
+    return m
+
+
+def make_pixar(folder: Path, types: tuple[str, ...] = ("qwen_coco_val_addition", "qwen_coco_val_removal_1"),
+               splits: tuple[str, ...] = ("train", "validation"), seed: int = 0) -> Path:
+    """One PIXAR folder as the build script writes it: mapping.json beside the split
+    folders, each with real/ full_synthetic/ tampered/ masks/ soft_masks/ metadata/."""
+    mapping = {}
+    for s, split in enumerate(splits):
+        d = folder / split
+        for sub in ("real", "full_synthetic", "tampered", "masks", "soft_masks", "metadata"):
+            (d / sub).mkdir(parents=True, exist_ok=True)
+        for t, kind in enumerate(types):
+            tid = f"{seed:02d}{s}{t}0a1b2c3d4e5f60"[:16]
+            name = f"tampered_{tid}"
+            save(d / "tampered" / f"{name}.png", picture(seed * 100 + s * 10 + t))
+            save(d / "soft_masks" / f"{name}_mask.png", region(4 + t, 4, 6))
+            save(d / "masks" / f"{name}_mask.png", region(2, 2, 16))  # the coarse guiding mask
+            (d / "metadata" / f"{name}_cls.json").write_text(
+                json.dumps({"cls": ["dog", "frisbee"], "text": f"A dog was added ({kind})."}), encoding="utf-8")
+            real = f"original_{seed:04d}{s}{t}abcdef0123"[:25] + ".png"
+            save(d / "real" / real, picture(seed * 100 + s * 10 + t + 50))
+            mapping[f"{name}.png"] = {"entry": f"0000{t}/ann_{t}", "real": real, "type": kind,
+                                      "bg": kind.endswith("removal_1")}
+        save(d / "full_synthetic" / "synthetic_0000.png", picture(seed + 77))
+    (folder / "mapping.json").write_text(json.dumps(mapping, indent=2), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def pixar(tmp_path) -> Path:
+    return make_pixar(tmp_path / "train_0.05")
+
+
+def tampered(ds: PixarDataset, split: str) -> list[str]:
+    return [i for i in ds.ids(split) if "/tampered/" in i]
+
+
+# -- reading -------------------------------------------------------------------------------------
+def test_reads_soft_labels_real_images_and_metadata(pixar):
+    assert PixarDataset.sniff(pixar) and PixarDataset.sniff(pixar.parent)
+    ds = PixarDataset(pixar)
+    assert ds.label_space == BINARY and ds.splits() == ["train", "val"]
+    assert ds.ids("validation") == ds.ids("val")
+    assert len(tampered(ds, "val")) == 2 and len([i for i in ds.ids("val") if "/real/" in i]) == 2
+    assert not [i for s in ds.splits() for i in ds.ids(s) if "full_synthetic" in i]  # excluded by default
+
+    sid = "validation/tampered/tampered_0011" + "0a1b2c3d4e5f60"[:12] + ".png"
+    assert sid in ds.ids("val")
+    s = ds.load(sid)
+    np.testing.assert_array_equal(s.image, picture(11))
+    np.testing.assert_array_equal(s.label, (region(5, 4, 6) > 0).astype(np.uint8))  # soft, not guide
+    (turn,) = s.meta.turns
+    assert (turn.editor, turn.edit_type) == ("unknown", "qwen_coco_val_removal_1")
+    assert turn.prompt == "A dog was added (qwen_coco_val_removal_1)."
+    assert s.meta.base == "unknown"  # mapping "bg" is a boolean flag, not real/ai
+    assert ds.classes(sid) == ["dog", "frisbee"]
+
+    real = next(i for i in ds.ids("train") if "/real/" in i)
+    r = ds.load(real)
+    assert not r.label.any() and r.meta.base == "real" and r.meta.turns == () and ds.classes(real) == []
+    d = ds.describe()
+    assert d["samples"] == {"real": 4, "tampered": 4, "full_synthetic": 0} and d["labels"] == "soft"
+
+    guide = PixarDataset(pixar, labels="guide", include_real=False, full_synthetic=True)
+    assert guide.load(sid).label.sum() == 16 * 16
+    fs = guide.load("train/full_synthetic/synthetic_0000.png")
+    assert fs.label.all() and fs.meta.turns[0].edit_type == "full_synthetic"
+    assert guide.describe()["samples"] == {"real": 0, "tampered": 4, "full_synthetic": 2}
+
+
+def test_editor_option_threshold_and_split(pixar):
+    ds = PixarDataset(pixar, editor="qwen", split="test")
+    assert ds.label_space.names == ("background", "qwen") and ds.splits() == ["test"]
+    sid = tampered(ds, "test")[0]
+    s = ds.load(sid)
+    assert s.meta.turns[0].editor == "qwen" and set(np.unique(s.label)) == {0, 1}
+    # a grey soft mask: 100/255 = 0.39 is edited only below the default threshold
+    mask = pixar / sid.replace("tampered/", "soft_masks/").replace(".png", "_mask.png")
+    save(mask, region(0, 0, 10, value=100))
+    assert not PixarDataset(pixar).load(sid).label.any()
+    low = PixarDataset(pixar, mask_threshold=0.3).load(sid).label
+    np.testing.assert_array_equal(low, (region(0, 0, 10) > 0).astype(np.uint8))
+
+
+def test_a_root_of_per_editor_test_sets_gives_editor_classes(tmp_path):
+    root = tmp_path / "pixar_test"
+    make_pixar(root / "test_qwen_0.05", ("qwen_coco_val_color",), ("validation",), seed=1)
+    make_pixar(root / "test_gemini2.5_0.05", ("gemini_coco_val_motion",), ("validation",), seed=2)
+    make_pixar(root / "test_full_0.05", ("gpt_coco_val_color",), ("validation",), seed=3)
+    assert [editor_from_folder(n) for n in ("test_gemini2.5_0.05", "flux2", "test_qwen")] == [
+        "gemini2.5", "flux2", "qwen"]
+    assert PixarDataset.sniff(root)
+    ds = PixarDataset(root, split="test")
+    assert ds.label_space.names == ("background", "gemini2.5", "qwen")  # test_full left out
+    labels = {}
+    for sid in tampered(ds, "test"):
+        s = ds.load(sid)
+        labels[sid.split("/")[0]] = (s.meta.turns[0].editor, int(s.label.max()))
+    assert labels == {"test_gemini2.5_0.05": ("gemini2.5", 1), "test_qwen_0.05": ("qwen", 2)}
+    only = PixarDataset(root, editors=["qwen"])
+    assert only.label_space.names == ("background", "qwen") and only.splits() == ["val"]
+    assert all(i.startswith("test_qwen_0.05/") for i in only.ids("val"))
+    with pytest.raises(ConfigError, match="holds one folder per editor"):
+        PixarDataset(root, editor="qwen")
+    with pytest.raises(DataError, match="no test set for editor\\(s\\) seedream; present: gemini2.5, qwen"):
+        PixarDataset(root, editors="seedream")
+
+
+def test_editor_from_type_for_the_combined_test_set(tmp_path):
+    folder = make_pixar(tmp_path / "test_full_0.05", ("qwen_coco_val_color", "gpt_coco_val_removal_1",
+                                                      "gpt_coco_val_addition"), ("validation",))
+    ds = PixarDataset(folder, editor_from_type=True)
+    assert ds.label_space.names == ("background", "gpt", "qwen")
+    got = {ds.load(i).meta.turns[0].editor: int(ds.load(i).label.max()) for i in tampered(ds, "val")}
+    assert got == {"gpt": 1, "qwen": 2}
+    gpt = PixarDataset(folder, editor_from_type=True, editors=["gpt"])
+    assert gpt.label_space.names == ("background", "gpt") and len(tampered(gpt, "val")) == 2
+    with pytest.raises(ConfigError, match="exclude each other"):
+        PixarDataset(folder, editor="qwen", editor_from_type=True)
+
+
+def test_fingerprint_follows_content_and_label_options(pixar, tmp_path):
+    fp = PixarDataset(pixar).fingerprint()
+    copy = shutil.copytree(pixar, tmp_path / "moved" / "train_0.05")
+    assert PixarDataset(copy).fingerprint() == fp
+    assert PixarDataset(copy, labels="guide").fingerprint() != fp
+    assert PixarDataset(copy, mask_threshold=0.2).fingerprint() != fp
+    meta = next((copy / "train" / "metadata").iterdir())
+    meta.write_text(json.dumps({"cls": ["cat"], "text": "changed"}), encoding="utf-8")
+    assert PixarDataset(copy).fingerprint() != fp
+
+
+# -- refusals ------------------------------------------------------------------------------------
+def _first(root: Path, sub: str) -> Path:
+    return sorted((root / "validation" / sub).iterdir())[0]
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda r: shutil.rmtree(r / "validation" / "metadata"),
+         r"validation: missing metadata/; each split folder holds real/, full_synthetic/, tampered/"),
+        (lambda r: shutil.rmtree(r / "train" / "soft_masks"), r"train: missing soft_masks/"),
+        (lambda r: shutil.rmtree(r / "train" / "full_synthetic"), r"train: missing full_synthetic/"),
+        (lambda r: (r / "mapping.json").unlink(), r"mapping\.json is missing; expected it beside the split"),
+        (lambda r: (r / "mapping.json").write_text('{"tampered_x.png": {"type": "a"},\n oops}'),
+         r"mapping\.json: not readable JSON \(Expecting property name enclosed in double quotes: line 2"),
+        (lambda r: (r / "mapping.json").write_text('{"tampered_x.png": ["qwen"]}'),
+         r"mapping\.json: entry 'tampered_x\.png' is \['qwen'\]; expected an object"),
+        (lambda r: (r / "mapping.json").write_text('{"tampered_x.png": {"type": 3}}'),
+         r"entry 'tampered_x\.png': field 'type' is 3; expected a string"),
+        (lambda r: _first(r, "soft_masks").unlink(),
+         r"1 tampered image\(s\) lack a mask, metadata or mapping entry \(e\.g\. validation/tampered/"
+         r"tampered_\w+\.png \(no soft_masks/tampered_\w+_mask\.png\)\); skip_unpaired=True skips them"),
+        (lambda r: _first(r, "metadata").unlink(), r"\(no metadata/tampered_\w+_cls\.json\)"),
+        (lambda r: (r / "mapping.json").write_text(
+            json.dumps({k: v for k, v in json.loads((r / "mapping.json").read_text()).items()
+                        if not k.startswith("tampered_001")})),
+         r"\(no mapping\.json entry\)"),
+    ],
+)
+def test_malformed_variants_are_refused(pixar, damage, message):
+    damage(pixar)
+    with pytest.raises(DataError, match=message):
+        PixarDataset(pixar)
+
+
+def test_skip_unpaired_and_other_labels_open_what_the_defaults_refuse(pixar):
+    _first(pixar, "soft_masks").unlink()
+    ds = PixarDataset(pixar, skip_unpaired=True)
+    assert len(tampered(ds, "val")) == 1 and len(tampered(ds, "train")) == 2
+    assert len(tampered(PixarDataset(pixar, labels="guide"), "val")) == 2
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"cls": ["dog"],\n "text": }', r"_cls\.json: metadata is not readable JSON \(Expecting value: line 2"),
+        ('{"cls": ["dog"]}', r"_cls\.json: missing field 'text'"),
+        ('{"cls": "dog", "text": ""}', r"_cls\.json: field 'cls' is 'dog'; expected a list of class names"),
+        ('["dog"]', r'_cls\.json: expected \{"cls": \[\.\.\.\], "text": "\.\.\."\}'),
+    ],
+)
+def test_broken_metadata_makes_a_corrupt_sample(pixar, content, message):
+    ds = PixarDataset(pixar)
+    sid = tampered(ds, "val")[0]
+    meta = pixar / sid.replace("tampered/", "metadata/").replace(".png", "_cls.json")
+    meta.write_text(content, encoding="utf-8")
+    with pytest.raises(CorruptSampleError, match=message):
+        ds.load(sid)
+    with pytest.raises(CorruptSampleError, match=message):
+        ds.classes(sid)
+    ds.load(tampered(ds, "val")[1])  # the others still load
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.25])
+def test_a_mask_of_another_size_is_a_corrupt_sample(pixar, threshold):
+    ds = PixarDataset(pixar, mask_threshold=threshold)
+    sid = tampered(ds, "train")[0]
+    save(pixar / sid.replace("tampered/", "soft_masks/").replace(".png", "_mask.png"), region(0, 0, 4, h=24))
+    with pytest.raises(CorruptSampleError, match=r"_mask\.png: mask size 32x24 differs from image size 32x32"):
+        ds.load(sid)
+
+
+def test_option_and_folder_errors(pixar, tmp_path):
+    with pytest.raises(ConfigError, match="labels='hard'; expected one of soft, guide"):
+        PixarDataset(pixar, labels="hard")
+    with pytest.raises(ConfigError, match="mask_threshold=127.5; expected a fraction"):
+        PixarDataset(pixar, mask_threshold=127.5)
+    with pytest.raises(ConfigError, match="single test set: name its editor with editor="):
+        PixarDataset(pixar, editors=["qwen"])
+    with pytest.raises(DataError, match="looks like a split folder: pass the folder holding it"):
+        PixarDataset(pixar / "validation")
+    (tmp_path / "plain" / "x").mkdir(parents=True)
+    assert not PixarDataset.sniff(tmp_path / "plain")
+    with pytest.raises(DataError, match="no PIXAR layout found; expected split folders"):
+        PixarDataset(tmp_path / "plain")
+    with pytest.raises(DataError, match="does not exist"):
+        PixarDataset(tmp_path / "nope")
+
+
+def test_open_dataset_sniffs_pixar_through_a_local_plugin(pixar):
+    from diffzoo import open_dataset
+    from diffzoo.harness.hookspecs import hookimpl
+    from diffzoo.harness.plugins import get_plugin_system
+
+    class Plugin:
+        @hookimpl
+        def register_datasets(self, register):
+            register("pixar", "diffzoo.harness.data.pixar:PixarDataset", description="PIXAR (test)")
+
+    system = get_plugin_system()
+    local = not system.registry.has("dataset", "pixar")  # until builtins registers it
+    if local:
+        system.pm.register(Plugin(), name="pixar-test-plugin")
+        system._registry = None  # rebuilt with the test plugin
+    try:
+        ds = open_dataset(str(pixar), editor="qwen")
+        assert isinstance(ds, PixarDataset) and ds.label_space.editors == ("qwen",)
+    finally:
+        if local:
+            system.pm.unregister(name="pixar-test-plugin")
+            system._registry = None

@@ -1,0 +1,105 @@
+"""`diffzoo run` with the paper's suites, through the CLI: wildcards, held-out
+pairs, thresholds, references, the summary files; and the full demo run (slow)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import cli, make_diffseg_folder
+from PIL import Image
+
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
+
+FAST = ("--iterations", "10", "--batch-size", "4", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu")
+
+
+@pytest.fixture(scope="module")
+def folder8(tmp_path_factory):
+    return make_diffseg_folder(tmp_path_factory.mktemp("cli8"), n=48, size=32, editors=DIFFSEG30K_EDITORS)
+
+
+def records(out):
+    return [json.loads(p.read_text()) for p in sorted((out / "records").glob("*.json"))]
+
+
+def test_wildcard_suite_runs_every_match_and_writes_the_summary(capsys, folder8, tmp_path):
+    out = tmp_path / "out"
+    code, stdout, _ = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "dist*", "--dataset", folder8,
+                          "--out", out, *FAST)
+    assert code == 0, stdout
+    got = {(r["suite"]["name"], r["case"]["name"]) for r in records(out)}
+    assert {s for s, _ in got} == {"distortions"} and len(got) == 39
+    summary = (out / "summary.md").read_text()
+    assert "Table 3" in summary and "jpeg60" in summary
+    assert "Table 7" in summary  # every table's shape, filled or not
+    pngs = list((out / "plots").glob("*robustness*.png"))
+    assert pngs and all(Image.open(p).size[0] > 100 for p in pngs)
+    assert "Table 3" in stdout  # the console shows the summary
+
+
+def test_holdout_pairs_and_calibrated_thresholds_from_the_cli(capsys, folder8, tmp_path):
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "unseen-generators",
+                               "--dataset", folder8, "--out", out, "--holdout", "sd2,glide",
+                               "--thresholds", "calibrated", "--dataset-option", "calib_fraction=0.2", *FAST)
+    assert code == 0, stdout + stderr
+    data = records(out)
+    assert {r["case"]["name"] for r in data} == {"sd2_glide.binary", "sd2_glide.image", "sd2_glide.seen.binary",
+                                                 "sd2_glide.seen.image"}
+    held = [r for r in data if ".seen." not in r["case"]["name"]]
+    assert all(r["config"]["train_subset"]["exclude_editors"] == ["sd2", "glide"] for r in held)
+    assert all(r["threshold_policy"]["mode"] == "calibrated" for r in data)
+
+    code, _, stderr = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", folder8,
+                          "--out", tmp_path / "o2", "--thresholds", "calibrated", "--calibration-split", "val",
+                          "--dataset-option", "calib_fraction=0.2", *FAST)
+    assert code != 0 and "evaluates that split" in stderr and "Traceback" not in stderr
+    code, _, stderr = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", folder8,
+                          "--holdout", "sd2", *FAST)
+    assert code != 0 and "two editor names" in stderr
+
+
+def test_classification_runs_its_reference_detectors(capsys, folder8, tmp_path, monkeypatch):
+    import dataclasses
+
+    from diffzoo.harness import builtins
+    from diffzoo.harness.suites import ALL_SUITES, CLASSIFICATION
+
+    # tiny classifier cards stand in for the real references (ImageNet / CLIP-sized networks);
+    # a reference of the run's own family is not run twice
+    tiny = dataclasses.replace(CLASSIFICATION, references=("cnnspot.tiny", "segformer"))
+    monkeypatch.setattr(builtins, "ALL_SUITES", tuple(tiny if s is CLASSIFICATION else s for s in ALL_SUITES))
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "classification",
+                               "--dataset", folder8, "--out", out, *FAST)
+    assert code == 0, stdout + stderr
+    data = records(out)
+    assert {r["detector"]["name"] for r in data} == {"segformer.tiny", "cnnspot.tiny"}
+    ref_cases = {r["case"]["name"] for r in data if r["detector"]["name"] == "cnnspot.tiny"}
+    assert "all" in ref_cases
+    summary = (out / "summary.md").read_text()
+    assert "Table 5" in summary and "cnnspot.tiny" in summary
+    code, _, _ = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "classification", "--dataset", folder8,
+                     "--out", tmp_path / "o2", "--no-references", *FAST)
+    assert code == 0 and {r["detector"]["name"] for r in records(tmp_path / "o2")} == {"segformer.tiny"}
+
+
+@pytest.mark.slow
+def test_suite_all_on_the_demo_data(capsys, tmp_path):
+    """The README's main job: every suite on `mini` (about 30 min on 2 cores)."""
+    from diffzoo.harness.plugins import get_registry
+
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "--detector", "segformer", "--suite", "all", "--out", out)
+    assert code == 0, stdout + stderr
+    data = records(out)
+    got = {(r["detector"]["name"], r["suite"]["name"], r["case"]["name"]) for r in data}
+    for entry in get_registry().list("suite"):
+        suite = entry.load()
+        for case in suite.cases:
+            assert ("segformer.b2", suite.name, case.name) in got, (suite.name, case.name)
+    assert {d for d, _, _ in got} == {"segformer.b2", "cnnspot.r50", "universalfakedet.vit-l14"}
+    summary = (out / "summary.md").read_text()
+    for n in range(2, 9):
+        assert f"Table {n}" in summary

@@ -1,0 +1,164 @@
+"""Oracle and calibrated thresholds, subsets of a pass, and format parity:
+each checked against a brute-force computation."""
+
+import math
+
+import numpy as np
+import pytest
+
+from diffzoo.harness.calibration import calibrate, check_policy
+from diffzoo.harness.errors import ConfigError, DataError
+from diffzoo.harness.evaluate import EvalResult, Thresholds
+from diffzoo.harness.metrics import EvalState
+from diffzoo.harness.metrics.image_level import RankedScores
+from diffzoo.harness.metrics.parity import parity_metrics
+from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index
+from diffzoo.harness.types import BINARY, EditRecord, SampleMeta
+
+
+def brute_best_accuracy(labels, scores):
+    candidates = sorted(set(scores)) + [min(scores) - 1.0]
+    return max(np.mean((np.asarray(scores) > t) == np.asarray(labels, bool)) for t in candidates)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_best_accuracy_equals_brute_force_and_its_threshold_reaches_it(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    labels = rng.integers(0, 2, n)
+    scores = np.round(rng.random(n), int(rng.integers(1, 3)))  # ties on purpose
+    acc, t = RankedScores(labels, scores).best_accuracy()
+    assert acc == pytest.approx(brute_best_accuracy(labels, scores), abs=1e-12)
+    assert np.mean((scores > t) == labels.astype(bool)) == pytest.approx(acc, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_best_f1_equals_brute_force_over_bin_edges(seed):
+    rng = np.random.default_rng(seed)
+    bins = 16
+    gt = rng.integers(0, 2, 300)
+    prob = np.clip(rng.random(300) * 0.6 + gt * rng.random() * 0.5, 0, 1)
+    idx = bin_index(prob, bins)
+    pos = np.bincount(idx[gt == 1], minlength=bins).astype(float)
+    neg = np.bincount(idx[gt == 0], minlength=bins).astype(float)
+    f1, t = best_f1(pos, neg)
+    best = 0.0
+    for b in range(bins):
+        pred = idx >= b
+        tp, fp, fn = np.sum(pred & (gt == 1)), np.sum(pred & (gt == 0)), np.sum(~pred & (gt == 1))
+        best = max(best, 2 * tp / (2 * tp + fp + fn))
+    assert f1 == pytest.approx(best, abs=1e-12)
+    pred = prob >= t
+    tp, fp, fn = np.sum(pred & (gt == 1)), np.sum(pred & (gt == 0)), np.sum(~pred & (gt == 1))
+    assert 2 * tp / (2 * tp + fp + fn) == pytest.approx(f1, abs=1e-12)
+
+
+def test_best_f1_without_edited_pixels_is_nan():
+    assert all(math.isnan(v) for v in best_f1(np.zeros(4), np.ones(4)))
+
+
+def make_state(n=40, seed=0, flip=()):
+    """A binary state with per-image scores; ``flip`` ids get their prediction inverted."""
+    rng = np.random.default_rng(seed)
+    state = EvalState(BINARY, "binary")
+    for i in range(n):
+        sid = f"{i:03d}"
+        edited = i % 3 != 0
+        gt = np.zeros((8, 8), np.uint8)
+        if edited:
+            gt[:4, :4] = 1
+        prob = np.clip(gt * 0.6 + rng.random((8, 8)) * 0.5, 0, 1)
+        pred = (prob > 0.5).astype(np.uint8)
+        if sid in flip:
+            pred = 1 - pred if edited else np.ones_like(pred)
+        turns = (EditRecord("sd2" if i % 2 else "sdxl"),) if edited else ()
+        state.update(SampleMeta(sid, base="real", turns=turns), gt, pred, prob)
+    return state
+
+
+def test_oracle_metrics_are_separate_and_at_least_the_fixed_ones():
+    values = make_state().compute()
+    assert values["F1_oracle"] >= values["F1"] - 1e-12
+    assert values["img_Acc_oracle"] >= values["img_Acc"] - 1e-12
+
+
+def test_subset_equals_a_separate_pass_except_histogram_metrics():
+    full = make_state(40)
+    ids = {f"{i:03d}" for i in range(0, 40, 2)}
+    sub = full.subset(ids)
+    alone = EvalState(BINARY, "binary")
+    rng = np.random.default_rng(0)
+    for i in range(40):  # the same images, fed alone
+        sid = f"{i:03d}"
+        edited = i % 3 != 0
+        gt = np.zeros((8, 8), np.uint8)
+        if edited:
+            gt[:4, :4] = 1
+        prob = np.clip(gt * 0.6 + rng.random((8, 8)) * 0.5, 0, 1)
+        if sid in ids:
+            turns = (EditRecord("sd2" if i % 2 else "sdxl"),) if edited else ()
+            alone.update(SampleMeta(sid, base="real", turns=turns), gt, (prob > 0.5).astype(np.uint8), prob)
+    got, want = sub.compute(), alone.compute()
+    for key in want:
+        if key in ("pixel_AUC", "F1_oracle"):
+            assert math.isnan(got[key])  # histograms belong to the whole pass
+        else:
+            assert got[key] == pytest.approx(want[key], nan_ok=True, abs=1e-12), key
+    assert full.subset({f"{i:03d}" for i in range(40)}) is full
+
+
+def test_parity_counts_moved_verdicts_by_class_and_flags_above_tolerance():
+    native = make_state(30)
+    moved = {"000", "003", "001"}  # two authentic, one edited
+    reencoded = make_state(30, flip=moved)
+    a, b = native.verdicts(), reencoded.verdicts()
+    flips = [sid for sid in a if a[sid][1] != b[sid][1]]
+    out = parity_metrics(native, reencoded, tolerance=0.05)
+    assert out["verdict_flip_rate"] == pytest.approx(len(flips) / 30)
+    n_auth = sum(1 for sid in a if a[sid][0] == 0)
+    assert out["flip_rate_authentic"] == pytest.approx(sum(a[s][0] == 0 for s in flips) / n_auth)
+    assert out["format_shortcut"] == float(len(flips) / 30 > 0.05)
+    same = parity_metrics(native, make_state(30), tolerance=0.05)
+    assert same["verdict_flip_rate"] == 0.0 and same["format_shortcut"] == 0.0 and same["delta_img_Acc"] == 0.0
+    with pytest.raises(DataError, match="share no image"):
+        parity_metrics(native, EvalState(BINARY, "binary"), 0.05)
+
+
+class FakeDataset:
+    name = "fake"
+
+    def splits(self):
+        return ["train", "calib", "val"]
+
+
+class FakeDetector:
+    task = "binary"
+
+    class card:
+        default_threshold = 0.5
+
+
+def test_policy_checks_refuse_calibrating_on_an_evaluated_split():
+    check_policy("fixed", "val", FakeDataset(), {"val"})
+    check_policy("calibrated", "calib", FakeDataset(), {"val"})
+    with pytest.raises(ConfigError, match="evaluates that split"):
+        check_policy("calibrated", "val", FakeDataset(), {"val"})
+    with pytest.raises(ConfigError, match="has no 'test' split"):
+        check_policy("calibrated", "test", FakeDataset(), {"val"})
+    with pytest.raises(ConfigError, match="must be one of"):
+        check_policy("best", "calib", FakeDataset(), {"val"})
+
+
+def test_calibrate_uses_the_calibration_states_best_thresholds():
+    state = make_state(40, seed=3)
+    seen = []
+
+    def run(thresholds):
+        seen.append(thresholds)
+        return EvalResult({"binary": state})
+
+    out = calibrate(FakeDetector(), "calib", run)
+    best = state.best_thresholds()
+    assert out.pixel == best["pixel"] and out.area == pytest.approx(best["image"])
+    assert out.source.startswith("calibrated on calib")
+    assert seen[0] == Thresholds(0.5) and seen[-1].pixel == best["pixel"]
