@@ -205,6 +205,8 @@ class Runner:
         checkpoint to the cache, the other ranks wait, then all load it."""
         ids = training_ids(self.dataset, job.spec)
         desc = f"training {self.entry.name} [{job.task}] on {self.dataset.name}/{job.spec.split}"
+        if job.spec.exclude_editors:
+            desc += f" without {'+'.join(job.spec.exclude_editors)}"
         with self.progress.task(desc, total=job.config.iterations) as task:
             log_ = det.fit(
                 TrainData(self.dataset, ids), job.config,
@@ -348,6 +350,8 @@ class Runner:
         distortion = get_registry().get("distortion", case.distortion).load()
         ids = self.dataset.ids(case.split) if ids is None else ids
         desc = what or f"evaluating {self.entry.name} [{det.task}] on {self.dataset.name}/{case.split}"
+        if ids is not None and len(ids) < len(self.dataset.ids(case.split)):
+            desc += f" ({len(ids)} images with the cases' editors)"
         if case.distortion != "none":
             desc += f" ({case.distortion} {', '.join(f'{k}={v}' for k, v in params.items())})"
         if distributed.world_size() > 1:

@@ -181,31 +181,49 @@ def _md_table(t: SummaryTable) -> list[str]:
 
 # -- console (rich) ----------------------------------------------------------------------------
 def summary_console(summary: Summary) -> list[Any]:
-    """Rich renderables: per group a rule, its FLAG and threshold lines, its tables."""
+    """Rich renderables: per group a rule, its FLAG and threshold lines, its
+    tables with rows, and one line naming the tables no record filled (their
+    shapes are in summary.md)."""
     out: list[Any] = [Text(LEGEND, style="dim")]
     for group in summary.groups:
         out.append(Rule(escape(group.title)))
         out += [Text.assemble(("FLAG ", "bold red"), (f, "red")) for f in group.flags]
         out += [Text.assemble(("threshold policy ", "bold"), p) for p in group.policies]
-        out += [_rich_table(t) for t in group.shown]
+        out += [part for t in group.shown if not t.empty for part in _rich_tables(t)]
+        empty = [t.title.split(":")[0] for t in group.shown if t.empty]
+        if empty:
+            out.append(Text(f"not run here (shapes in summary.md; add the suite to fill them): {', '.join(empty)}",
+                            style="dim"))
     return out
 
 
-def _rich_table(t: SummaryTable) -> RichTable:
-    caption = "; ".join([t.hint] * t.empty + t.notes)
-    table = RichTable(title=escape(t.title), title_justify="left", caption=escape(caption) or None,
+CONSOLE_COLUMNS = 10
+"""A wider table (Table 5: two columns per editor) is printed in parts of at most
+this many value columns, each repeating the row labels; summary.md keeps it whole."""
+
+
+def _rich_tables(t: SummaryTable) -> list[RichTable]:
+    chunks = [t.columns[i:i + CONSOLE_COLUMNS] for i in range(0, len(t.columns), CONSOLE_COLUMNS)] or [[]]
+    return [_rich_table(t, cols, part=(i + 1, len(chunks)), last=i == len(chunks) - 1)
+            for i, cols in enumerate(chunks)]
+
+
+def _rich_table(t: SummaryTable, columns: list, part: tuple[int, int] = (1, 1), last: bool = True) -> RichTable:
+    caption = "; ".join([t.hint] * t.empty + t.notes) if last else ""
+    title = t.title + (f" (part {part[0]} of {part[1]})" if part[1] > 1 else "")
+    table = RichTable(title=escape(title), title_justify="left", caption=escape(caption) or None,
                       caption_justify="left")
     if t.group_header:
         table.add_column(escape(t.group_header), style="bold")
     table.add_column(escape(t.row_header), style="bold" if not t.group_header else None)
-    for c in t.columns:
+    for c in columns:
         table.add_column(escape(c.header), justify="right", style="italic" if c.oracle else None)
     previous = None
     for row in t.rows:
         group = [escape(row.group) if row.group != previous else ""] if t.group_header else []
         previous = row.group
         table.add_row(*group, escape(row.label),
-                      *(escape(c.text(row.cells.get(c.key), ci=lambda v, h: f"{v} ±{h}")) for c in t.columns))
+                      *(escape(c.text(row.cells.get(c.key), ci=lambda v, h: f"{v} ±{h}")) for c in columns))
     return table
 
 

@@ -87,10 +87,10 @@ class CocoGlideDataset(_PairListDataset):
             name or "cocoglide",
             root,
             entries,
-            val_fraction=0.2 if val_fraction is None else val_fraction,
+            val_fraction=val_fraction,
             split_seed=split_seed,
             split=split,
-            default_split=None if val_fraction is not None else "test",
+            default_split="test",
         )
 
     def _meta(self, sample_id: str, *, authentic: bool) -> SampleMeta:

@@ -51,18 +51,23 @@ class _PairListDataset(SplitDataset):
         root: Path,
         entries: dict[str, tuple[Path, Path | None]],
         *,
-        val_fraction: float,
+        val_fraction: float | None,
         split_seed: int,
         split: str | None,
         default_split: str | None = None,
     ) -> None:
         """``split``: every sample in that one split.  Otherwise ``splits.json``
         in ``root``; otherwise every sample in ``default_split`` if given (a
-        test-only set), else train/val by id hash."""
+        test-only set) and no ``val_fraction`` was asked for, else train/val
+        by id hash (``val_fraction``, default 0.2)."""
         super().__init__(name, BINARY)
         self.root = root
         self.path = str(root)
         self._entries = entries
+        if val_fraction is not None:
+            default_split = None
+        else:
+            val_fraction = 0.2
         if split is not None:
             self._splits = {canonical_split(split): sorted(entries)}
         elif default_split is not None and not (root / SPLITS_FILE).is_file():
