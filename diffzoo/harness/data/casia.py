@@ -48,7 +48,7 @@ from ..types import EditRecord, SampleMeta
 from .authentic import list_image_files
 from .base import require_path
 from .fingerprint import combine, fingerprint_files
-from .generic import _child_dir, _PairListDataset, _unpaired, pair_folders
+from .generic import _child_dir, _PairListDataset, pair_folders, report_unpaired
 from .imageio import is_image_file
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ class Casia1Dataset(_CasiaDataset):
         gt = _gt_folder(root, gt_dir, V1_GT)
         folders = [f for f in (_child_dir(tp, sub) for sub in ("CM", "Sp")) if f is not None]
         entries, no_mask = pair_folders(folders, gt, by_name=True)
-        _unpaired(str(root), no_mask, f"tampered image(s) have no *_gt mask in {gt}", skip_unpaired)
+        report_unpaired(str(root), no_mask, f"tampered image(s) have no *_gt mask in {gt}", skip_unpaired)
         if not entries:
             raise DataError(f"{root}: no tampered image with a mask under {tp}")
         _add_authentic(root, entries)
@@ -268,7 +268,7 @@ class Casia2Dataset(_CasiaDataset):
             )
         gt = _gt_folder(root, gt_dir, V2_GT)
         entries, no_mask = pair_folders([tp], gt, by_name=True)
-        _unpaired(str(root), no_mask, f"Tp image(s) have no *_gt mask in {gt}", skip_unpaired)
+        report_unpaired(str(root), no_mask, f"Tp image(s) have no *_gt mask in {gt}", skip_unpaired)
         if not entries:
             raise DataError(f"{root}: no Tp image with a mask in {gt}")
         _add_authentic(root, entries)

@@ -113,7 +113,7 @@ def _child_dir(root: Path, name: str) -> Path | None:
     return None
 
 
-def _unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:
+def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:
     if not missing:
         return
     msg = f"{where}: {len(missing)} {what} (e.g. {', '.join(missing[:5])})"
@@ -188,7 +188,7 @@ class TpGtDataset(_PairListDataset):
                 f"{root}: expected subfolders Tp/ (images) and Gt/ (masks), Au/ optional"
             )
         entries, no_mask = pair_folders([tp], gt)
-        _unpaired(str(root), no_mask, "Tp image(s) have no mask in Gt/", skip_unpaired)
+        report_unpaired(str(root), no_mask, "Tp image(s) have no mask in Gt/", skip_unpaired)
         for img in list_image_files(au) if au is not None else []:
             entries[f"{au.name}/{img.relative_to(au).as_posix()}"] = (img, None)
         if not entries:

@@ -30,10 +30,8 @@ shape, the manifest's language field.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,9 +43,10 @@ from ..errors import ConfigError, DataError
 from ..types import EditRecord, LabelSpace, Sample, SampleMeta
 from .base import SplitDataset, require_path
 from .fingerprint import combine, fingerprint_files
-from .generic import MASK_SUFFIXES, _unpaired
+from .generic import MASK_SUFFIXES, report_unpaired
 from .imageio import is_image_file, read_binary_mask, read_image
 from .manifest import MANIFEST_FILE
+from .pape_files import read_split_json, split_part, read_pape_manifest
 from .splits import canonical_split
 
 log = logging.getLogger(__name__)
@@ -60,8 +59,6 @@ EDIT_KINDS = ("normal", "abnormal")
 SPLIT_FILE = "splits/split_seed2026.json"
 REAL_SUBSETS = frozenset(s.lower() for s in PAPE_SUBSETS)
 """Subsets whose source images are real photographs (``base="real"``)."""
-LANGUAGE_FIELDS = ("lang", "language")
-_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 def _names(value: Sequence[str] | str | None) -> list[str] | None:
@@ -110,97 +107,6 @@ def _find(index: dict[str, list[Path]], stems: Sequence[str], folder: Path) -> P
         if hits:
             return hits[0]
     return None
-
-
-def _safe_stem(value: Any, file: Path, lineno: int) -> str:
-    """An ``image_id`` usable as a file-name stem inside the dataset folder."""
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise DataError(f"{file}, line {lineno}: field 'image_id' is {value!r}; expected a string or integer")
-    text = str(value)
-    if not text.strip() or text in (".", "..") or any(c in text for c in "/\\\x00") or os.path.isabs(text):
-        raise DataError(
-            f"{file}, line {lineno}: field 'image_id' is {text!r}, which would name a file "
-            f"outside <editor>/<folder>/; expected a plain file-name stem (no '/', '\\' or '..'). "
-            f"Files are only ever looked up inside the dataset folder"
-        )
-    return text
-
-
-def _language(row: dict[str, Any], prompt: str) -> str:
-    for key in LANGUAGE_FIELDS:
-        if isinstance(row.get(key), str) and row[key].strip():
-            return row[key].strip().lower()
-    return "zh" if _CJK.search(prompt) else "en"
-
-
-def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
-    """``image_id`` -> {language: prompt of ``edits``}, rows of one image merged.
-
-    Required per row: ``image_id`` and ``<edits>_prompt`` (a string).  Path
-    fields (``source_paths``, ``export_paths``, ...) are ignored.
-    """
-    field = f"{edits}_prompt"
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{file}: not readable ({exc})") from None
-    out: dict[str, dict[str, str]] = {}
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{file}, line {lineno}: not valid JSON ({exc})") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{file}, line {lineno}: expected a JSON object, got {type(row).__name__}")
-        for key in ("image_id", field):
-            if key not in row:
-                raise DataError(
-                    f"{file}, line {lineno}: missing field {key!r} (each row needs 'image_id', "
-                    f"'normal_prompt' and 'abnormal_prompt')"
-                )
-        image_id = _safe_stem(row["image_id"], file, lineno)
-        prompt = row[field]
-        if not isinstance(prompt, str):
-            raise DataError(f"{file}, line {lineno}: field {field!r} is {prompt!r}; expected a string")
-        out.setdefault(image_id, {}).setdefault(_language(row, prompt), prompt)
-    if not out:
-        raise DataError(f"{file}: no rows")
-    return out
-
-
-def _read_split_json(file: Path) -> dict[str, Any]:
-    """A split file: ``{split: [image ids]}`` or ``{subset: {split: [image ids]}}``."""
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"PAPE split file {file}: not readable JSON ({exc})") from None
-    flat = isinstance(data, dict) and all(isinstance(v, list) for v in data.values())
-    nested = isinstance(data, dict) and all(
-        isinstance(v, dict) and all(isinstance(x, list) for x in v.values()) for v in data.values()
-    )
-    if not data or not (flat or nested):
-        raise DataError(
-            f'PAPE split file {file}: expected {{"train": [image ids], "val": [...], "test": [...]}} '
-            f'or {{"<subset>": {{"test": [image ids], ...}}, ...}}'
-        )
-    seen: dict[tuple[str, str], str] = {}
-    for subset, part in (data.items() if nested else [("", data)]):
-        for split_name, ids in part.items():
-            for i in map(str, ids):
-                first = seen.setdefault((subset, i), split_name)
-                if first != split_name:
-                    raise DataError(
-                        f"PAPE split file {file}: image id {i} is in both {first!r} and {split_name!r}"
-                    )
-    return data
-
-
-def _split_part(data: dict[str, Any], subset: str, file: Path) -> dict[str, list[Any]]:
-    if subset not in data:
-        raise DataError(f"PAPE split file {file}: no entry for subset {subset!r} (it has {', '.join(sorted(data))})")
-    return data[subset]
 
 
 @dataclass(frozen=True)
@@ -277,7 +183,7 @@ class PapeDataset(SplitDataset):
                     continue
                 for image_id, sid in self._add_editor(subset, editor, folder, missing):
                     ids.setdefault(image_id, []).extend([sid] if sid else [])
-        _unpaired(str(root), missing, "manifest row(s) have no image or mask", skip_unpaired)
+        report_unpaired(str(root), missing, "manifest row(s) have no image or mask", skip_unpaired)
         if not self._entries:
             raise DataError(f"{root}: no samples for subsets {chosen_subsets}, editors {chosen_editors}")
         if split is not None:
@@ -369,9 +275,9 @@ class PapeDataset(SplitDataset):
         self._split_files = list(users)
         splits: dict[str, list[str]] = {}
         for file, subsets in users.items():
-            data = _read_split_json(file)
+            data = read_split_json(file)
             nested = all(isinstance(v, dict) for v in data.values())
-            groups = [([s], _split_part(data, s, file)) for s in subsets] if nested else [(subsets, data)]
+            groups = [([s], split_part(data, s, file)) for s in subsets] if nested else [(subsets, data)]
             for group, part in groups:
                 known = {i for s in group for i in by_subset[s]}
                 unknown = sorted({str(i) for ids in part.values() for i in ids} - known)

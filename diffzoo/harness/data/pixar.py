@@ -43,7 +43,7 @@ from ..errors import ConfigError, CorruptSampleError, DataError
 from ..types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from .base import SplitDataset, require_path
 from .fingerprint import combine, fingerprint_files
-from .generic import _unpaired
+from .generic import report_unpaired
 from .imageio import is_image_file, read_binary_mask, read_image
 from .splits import canonical_split
 
@@ -199,7 +199,7 @@ class PixarDataset(SplitDataset):
         missing: list[str] = []
         for folder, folder_editor in folders:
             self._add_folder(folder, folder_editor, native, missing)
-        _unpaired(str(root), missing, "tampered image(s) lack a mask, metadata or mapping entry",
+        report_unpaired(str(root), missing, "tampered image(s) lack a mask, metadata or mapping entry",
                   skip_unpaired)
         if editor_from_type:
             found = sorted({e.editor for e in self._entries.values() if e.kind == "tampered"})
