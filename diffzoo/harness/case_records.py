@@ -133,7 +133,7 @@ def build_record(ctx: RecordContext, suite: Suite, case: Case, summary: Summary,
                  metrics: dict[str, Any], ci: dict[str, list[float]], used_params: dict[str, Any]) -> ResultRecord:
     state = summary.state
     baselines = {}
-    if case.task == "binary" and not case.editors:
+    if case.task == "binary" and not case.editors and not case.slice_by:
         baselines = {name: {m: s.compute().get(m) for m in ("mIoU", "aAcc", "bF1", "F1")}
                      for name, s in result.baselines.items()}
     det = ctx.detector

@@ -27,6 +27,8 @@ from .trainer import TrainConfig
 log = logging.getLogger(__name__)
 
 PIXEL_TASKS = ("binary", "semantic")
+PLAN_CASES_LISTED = 4
+"""A plan line names a suite's cases up to this many, else counts them."""
 
 
 @dataclass
@@ -60,10 +62,20 @@ class Plan:
     skipped: list[SkippedCase] = field(default_factory=list)
 
     def describe(self) -> list[str]:
+        """One line per model (its cases; a suite with many of them as a count)
+        and one per skipped case."""
         lines = []
         for job in self.jobs:
-            cases = ", ".join(f"{s.name}/{c.name}" for s, c in job.cases)
-            lines.append(f"{self.card.name} [{job.task}] on {job.spec.split} -> {cases} (key {job.key})")
+            by_suite: dict[str, list[str]] = {}
+            for suite, case in job.cases:
+                by_suite.setdefault(suite.name, []).append(case.name)
+            cases = ", ".join(
+                ", ".join(f"{name}/{c}" for c in names) if len(names) <= PLAN_CASES_LISTED
+                else f"{name} ({len(names)} cases)"
+                for name, names in by_suite.items()
+            )
+            held_out = f" without {'+'.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
+            lines.append(f"{self.card.name} [{job.task}] on {job.spec.split}{held_out} -> {cases} (key {job.key})")
         lines.extend(f"skipped {s.suite.name}/{s.case.name}: {s.reason}" for s in self.skipped)
         return lines
 

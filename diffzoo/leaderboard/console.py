@@ -15,7 +15,7 @@ from .tables import build_tables, render_cell
 def case_tables(records: Iterable[ResultRecord]) -> list[RichTable]:
     """One table per suite case: rows are detectors (then baselines), in %."""
     out = []
-    for t in build_tables(records):
+    for t in build_tables(records, compact=True):
         table = RichTable(title=escape(t.key.title) + "  (%, ± = half 95% CI)", title_justify="left")
         table.add_column("detector", style="bold")
         for col in t.columns:

@@ -27,6 +27,7 @@ SHOWN = {
     "image": ("img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC"),
 }
 PRIMARY = {"binary": "mIoU", "semantic": "mIoU", "image": "img_AP"}
+COUNT_METRICS = ("num_images", "num_edited", "num_authentic")
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,11 @@ def _sort_key(primary: str | None, info: MetricInfo | None):
     return key
 
 
-def build_tables(records: Iterable[ResultRecord], baselines: bool = True) -> list[Table]:
+def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compact: bool = False) -> list[Table]:
     """Group records into tables (see module doc), ranked by primary metric.
+
+    ``compact``: only the task's usual columns (``SHOWN``; the console),
+    else every metric the records carry (published formats).
 
     Records of the same run (same detector, checkpoint, suite version, case,
     dataset, metric version and seed; the store guarantees equal numbers)
@@ -192,7 +196,7 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True) -> lis
     for key, recs in groups.items():
         recs.sort(key=lambda r: (r.data["detector"]["name"], r.data.get("environment", {}).get("date") or ""))
         present = {m for r in recs for m in r.metrics}
-        wanted = SHOWN.get(key.task) or tuple(sorted(present))
+        wanted = table_metrics(key.task, recs, compact)
         columns = [metric_info(m) or MetricInfo(m, m, None, -math.inf, math.inf, False)
                    for m in wanted if m in present]
         names = [c.name for c in columns]
@@ -213,6 +217,27 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True) -> lis
     tables.sort(key=lambda t: (t.key.suite, version_order(t.key.suite_version), t.key.case, t.key.dataset,
                                t.key.fingerprint, t.key.metrics_version))
     return tables
+
+
+def table_metrics(task: str, records: list[ResultRecord], compact: bool = False) -> list[str]:
+    """The columns of one table: the task's usual metrics first (``SHOWN``),
+    then the case's own (per-class IoU, slice and parity metrics) in record
+    order, oracle columns last; counts and the background IoU are left out."""
+    shown = list(SHOWN.get(task, ()))
+    if compact and shown:
+        return shown
+    extra: dict[str, None] = {}
+    for record in records:
+        for m in record.metrics:
+            if m not in shown and m not in COUNT_METRICS and m != "IoU.background":
+                extra[m] = None
+    names = shown + [m for m in extra if not _is_oracle(m)]
+    return names + [m for m in extra if _is_oracle(m)]
+
+
+def _is_oracle(name: str) -> bool:
+    info = metric_info(name)
+    return bool(info and info.oracle)
 
 
 def record_date(record: ResultRecord) -> str:
