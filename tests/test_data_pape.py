@@ -291,25 +291,8 @@ def test_a_mask_of_another_size_is_a_corrupt_sample(pape):
     ds.load(f"COCO/qwen_image_edit_2511/normal/{IDS['COCO'][0]}.png")  # the others still load
 
 
-def test_open_dataset_sniffs_pape_through_a_local_plugin(pape):
+def test_open_dataset_sniffs_pape(pape):
     from diffzoo import open_dataset
-    from diffzoo.harness.hookspecs import hookimpl
-    from diffzoo.harness.plugins import get_plugin_system
 
-    class Plugin:
-        @hookimpl
-        def register_datasets(self, register):
-            register("pape", "diffzoo.harness.data.pape:PapeDataset", description="PAPE (test)")
-
-    system = get_plugin_system()
-    local = not system.registry.has("dataset", "pape")  # until builtins registers it
-    if local:
-        system.pm.register(Plugin(), name="pape-test-plugin")
-        system._registry = None  # rebuilt with the test plugin
-    try:
-        ds = open_dataset(str(pape), split="test")
-        assert isinstance(ds, PapeDataset) and ds.splits() == ["test"]
-    finally:
-        if local:
-            system.pm.unregister(name="pape-test-plugin")
-            system._registry = None
+    ds = open_dataset(str(pape), split="test")  # a path: the registered adapters sniff it
+    assert isinstance(ds, PapeDataset) and ds.splits() == ["test"]

@@ -251,25 +251,8 @@ def test_option_and_folder_errors(pixar, tmp_path):
         PixarDataset(tmp_path / "nope")
 
 
-def test_open_dataset_sniffs_pixar_through_a_local_plugin(pixar):
+def test_open_dataset_sniffs_pixar(pixar):
     from diffzoo import open_dataset
-    from diffzoo.harness.hookspecs import hookimpl
-    from diffzoo.harness.plugins import get_plugin_system
 
-    class Plugin:
-        @hookimpl
-        def register_datasets(self, register):
-            register("pixar", "diffzoo.harness.data.pixar:PixarDataset", description="PIXAR (test)")
-
-    system = get_plugin_system()
-    local = not system.registry.has("dataset", "pixar")  # until builtins registers it
-    if local:
-        system.pm.register(Plugin(), name="pixar-test-plugin")
-        system._registry = None  # rebuilt with the test plugin
-    try:
-        ds = open_dataset(str(pixar), editor="qwen")
-        assert isinstance(ds, PixarDataset) and ds.label_space.editors == ("qwen",)
-    finally:
-        if local:
-            system.pm.unregister(name="pixar-test-plugin")
-            system._registry = None
+    ds = open_dataset(str(pixar), editor="qwen")  # a path: the registered adapters sniff it
+    assert isinstance(ds, PixarDataset) and ds.label_space.editors == ("qwen",)
