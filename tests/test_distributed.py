@@ -13,11 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from conftest import cli, make_diffseg_folder
 
-from diffzoo.harness.distributed import ShardView, shard
+from diffzoo.harness.distributed import shard
 from diffzoo.harness.errors import ConfigError
 
 TRAIN = ["--detector", "segformer.tiny", "--iterations", "3", "--batch-size", "2", "--crop-size", "32",
@@ -63,18 +62,6 @@ def test_shards_cover_every_id_exactly_once(n, world):
     assert shard(ids) == ids  # one process: everything
     with pytest.raises(ConfigError):
         shard(ids, world, world)
-
-
-def test_shard_view_holds_this_ranks_ids(diffseg_folder):
-    from diffzoo import open_dataset
-
-    ds = open_dataset(str(diffseg_folder))
-    views = [ShardView(ds, r, 2) for r in range(2)]
-    for split in ds.splits():
-        assert sorted(views[0].ids(split) + views[1].ids(split)) == sorted(ds.ids(split))
-    sid = views[1].ids("train")[0]
-    assert np.array_equal(views[1].load(sid).label, ds.load(sid).label)
-    assert views[0].fingerprint() == ds.fingerprint() and views[0].label_space == ds.label_space
 
 
 def test_torchrun_trains_with_ddp_and_evaluates_shards_exactly_like_one_process(capsys, tmp_path):

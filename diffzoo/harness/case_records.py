@@ -46,7 +46,8 @@ class Summary:
 
 
 class Summaries:
-    """Summaries keyed by the identity of their state (computed on first use)."""
+    """Summaries keyed by the identity of their state (computed on first use;
+    each cached summary holds its state, so an id is never reused meanwhile)."""
 
     def __init__(self, bootstrap: int, seed: int, out: Path | None):
         self.bootstrap, self.seed, self.out = bootstrap, seed, out
@@ -93,12 +94,12 @@ def case_metrics(case: Case, summary: Summary, label_names: tuple[str, ...],
     wanted = list(case.metrics)
     if case.task == "semantic" and not case.slice_by:
         wanted += [f"IoU.{n}" for n in label_names if f"IoU.{n}" not in wanted]
-    metrics: dict[str, Any] = {}
     if case.compare_to:
         other = compared(case.compare_to)
         if other is not None:
             values = {**values, **parity_metrics(other, summary.state, float(case.option("tolerance", 0.05)))}
     if case.slice_by:
+        metrics: dict[str, Any] = {}
         for value, sliced in summary.slices[case.slice_by].items():
             metrics.update({f"{m}{SLICE_SEPARATOR}{case.slice_by}={value}": sliced.get(m) for m in case.metrics})
         metrics["num_images"] = values.get("num_images")

@@ -5,7 +5,7 @@ sets ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``, e.g. torchrun's multi-node
 rendezvous) starts one process per device; :func:`init` joins them into a
 process group (NCCL on CUDA, gloo on CPU).  Then:
 
-- evaluation: each rank scores :func:`shard` of a split (:class:`ShardView`),
+- evaluation: each rank scores :func:`shard` of a split's ids,
   and the metric states are gathered to rank 0 and merged
   (:func:`gather_eval_result`); merged states give exactly the single-process
   numbers;
@@ -34,7 +34,6 @@ from torch import nn
 from .errors import ConfigError
 from .evaluate import EvalResult
 from .metrics import EvalState
-from .protocols import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -139,37 +138,6 @@ def shard(ids: Sequence[T], rank_: int | None = None, world: int | None = None) 
     if not 0 <= r < w:
         raise ConfigError(f"rank {r} is outside a world of {w} process(es)")
     return list(ids)[r::w]
-
-
-class ShardView(Dataset):
-    """A dataset whose splits hold only this rank's :func:`shard` of the ids;
-    everything else is the wrapped dataset's."""
-
-    def __init__(self, dataset: Dataset, rank_: int | None = None, world: int | None = None):
-        self.dataset = dataset
-        self.rank = rank() if rank_ is None else rank_
-        self.world = world_size() if world is None else world
-        self.name, self.label_space = dataset.name, dataset.label_space
-
-    def splits(self) -> list[str]:
-        return self.dataset.splits()
-
-    def ids(self, split: str) -> list[str]:
-        return shard(self.dataset.ids(split), self.rank, self.world)
-
-    def load(self, sample_id: str):
-        return self.dataset.load(sample_id)
-
-    def fingerprint(self) -> str:
-        return self.dataset.fingerprint()
-
-    def describe(self) -> dict[str, Any]:
-        return self.dataset.describe()
-
-
-def sharded(dataset: Dataset) -> Dataset:
-    """``dataset`` itself in a single process, else this rank's :class:`ShardView`."""
-    return ShardView(dataset) if world_size() > 1 else dataset
 
 
 # -- collectives ------------------------------------------------------------------

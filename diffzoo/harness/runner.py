@@ -292,12 +292,15 @@ class Runner:
         share one pass over the images any of them needs; a case restricted
         to some editors reads its part of the pass.  None on ranks > 0."""
         groups: dict[tuple, list[tuple[Suite, Case]]] = {}
+        group_params: dict[tuple, dict[str, Any]] = {}
         for suite, case in job.cases:
             params = self._distortion_params(case)
             key = (case.split, case.distortion, stable_hash(params))
             groups.setdefault(key, []).append((suite, case))
+            group_params[key] = params
         out = {}
-        for members in groups.values():
+        for key, members in groups.items():
+            params = group_params[key]
             subset_ids = {c.subset_key: self._subset_ids(c) for _, c in members if c.editors}
             empty = [(s, c) for s, c in members if c.editors and not subset_ids[c.subset_key]]
             for suite, case in empty:
@@ -313,7 +316,6 @@ class Runner:
             if all(c.editors for _, c in members):
                 wanted = frozenset().union(*subset_ids.values())
                 ids = [i for i in self.dataset.ids(first.split) if i in wanted]
-            params = self._distortion_params(first)
             result = self._evaluate(det, first, {metric_task(c) for _, c in members}, ids, thresholds, params)
             if result is None:
                 continue
@@ -348,9 +350,10 @@ class Runner:
                 f"{self.dataset.name} lacks (it has {', '.join(self.dataset.splits())})"
             )
         distortion = get_registry().get("distortion", case.distortion).load()
-        ids = self.dataset.ids(case.split) if ids is None else ids
+        every = self.dataset.ids(case.split)
+        ids = every if ids is None else ids
         desc = what or f"evaluating {self.entry.name} [{det.task}] on {self.dataset.name}/{case.split}"
-        if ids is not None and len(ids) < len(self.dataset.ids(case.split)):
+        if len(ids) < len(every):
             desc += f" ({len(ids)} images with the cases' editors)"
         if case.distortion != "none":
             desc += f" ({case.distortion} {', '.join(f'{k}={v}' for k, v in params.items())})"
