@@ -269,7 +269,7 @@ def test_write_summary_writes_markdown_and_robustness_pngs(tmp_path):
     assert clean == 0.7
     assert series == {"blur (sigma 1, 2)": [(1.0, 0.65), (2.0, 0.45)],
                       "jpeg (quality 80, 60)": [(1.0, 0.6), (2.0, 0.5)]}
-    paths = write_summary(records, tmp_path / "out", title="seg|x on mini", notes=["2 detectors"])
+    paths = write_summary(build_summary(records), tmp_path / "out", title="seg|x on mini", notes=["2 detectors"])
     assert set(paths) == {"summary.md", "plots/seg-x-robustness-binary-mIoU.png",
                           "plots/seg-x-robustness-semantic-mIoU.png"}
     assert paths["summary.md"] == tmp_path / "out" / "summary.md"

@@ -189,7 +189,7 @@ def _run(runner: Runner, out: Path, start: float, references: bool) -> None:
     summary = build_summary(records)
     for renderable in summary_console(summary):
         console.print(renderable)
-    written = write_summary(records, out, title=f"diffzoo run: {runner.entry.name} on {ds.name}", notes=notes)
+    written = write_summary(summary, out, title=f"diffzoo run: {runner.entry.name} on {ds.name}", notes=notes)
     skipped = sum(r.data["counts"]["skipped_corrupt"] for r in records)
     if skipped:
         console.print(f"[yellow]{skipped} corrupt sample(s) skipped[/] (listed in the records; --strict stops instead)")

@@ -138,7 +138,11 @@ class Runner:
             custom = unseen_generators_suite([tuple(p) for p in self.request.unseen_pairs])
             self.suites = [custom if s.name == "unseen-generators" else s for s in self.suites]
         _check_checkpoints(self.request.checkpoints)
-        return self._make_plan(self.suites, self._resolve())
+        config = self._resolve()
+        # before any training: an unknown policy or a calibration split that is missing or evaluated
+        check_policy(self.request.thresholds, self.request.calibration_split, self.dataset,
+                     {c.split for s in self.suites for c in s.cases})
+        return self._make_plan(self.suites, config)
 
     def plan_training(self, task: str, exclude_editors: tuple[str, ...] = ()) -> Plan:
         """The plan of one model trained on the train split (``diffzoo train``).
@@ -325,12 +329,12 @@ class Runner:
         return out if distributed.is_main() else None
 
     def _thresholds(self, job: TrainingJob, det: Detector) -> Thresholds:
-        """Fixed, or calibrated on the calibration split (never an evaluated one)."""
+        """Fixed, or calibrated on the calibration split (never an evaluated
+        one: :meth:`plan` checked it against every case of the run)."""
         request = self.request
         if request.thresholds == "fixed" or det.task == "semantic":
             return Thresholds.fixed(det)
-        split = request.calibration_split
-        check_policy(request.thresholds, split, self.dataset, {c.split for _, c in job.cases})
+        split = request.calibration_split  # checked by plan()
         identity = Case(name="calibration", task="binary", train=job.spec, split=split)
 
         def run(thresholds: Thresholds) -> EvalResult | None:

@@ -256,14 +256,12 @@ def robustness_series(records: Iterable[ResultRecord], task: str,
     return series, clean
 
 
-def write_summary(records: Iterable[ResultRecord], out_dir: Path, *, title: str,
+def write_summary(summary: Summary, out_dir: Path, *, title: str,
                   notes: Sequence[str] = ()) -> dict[str, Path]:
     """Write ``out_dir/summary.md`` and ``out_dir/plots/<detector>-robustness-<metric>.png``
-    (one per detector and robustness metric with distorted results); returns
-    relative path -> path of every file written."""
-    records = list(records)
+    (one per detector and robustness metric with distorted results) for a
+    :func:`build_summary` result; returns relative path -> path of every file written."""
     out_dir = Path(out_dir)
-    summary = build_summary(records)
     written = {"summary.md": atomic_write_text(out_dir / "summary.md",
                                                summary_markdown(summary, title=title, notes=notes))}
     used: set[str] = set()

@@ -25,6 +25,7 @@ Conventions fixed here:
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from typing import Any
@@ -279,13 +280,11 @@ class EvalState:
         keep = np.array([i in ids for i in self._rows.ids], dtype=bool)
         if keep.all():
             return self
-        sub = EvalState.__new__(EvalState)
-        sub.label_space, sub.config = self.label_space, self.config
+        sub = copy.copy(self)  # same label space, config and score source
         sub._rows = self._rows.take(np.flatnonzero(keep))
         sub._pos_hist = np.zeros_like(self._pos_hist)
         sub._neg_hist = np.zeros_like(self._neg_hist)
         sub._prob_images = 0
-        sub._score_source = self._score_source
         sub._ids = set(sub._rows.ids)
         sub._agg = None
         return sub
