@@ -44,11 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
-from ..types import EditRecord, SampleMeta
-from .authentic import list_image_files
+from ..types import EditRecord
 from .base import require_path
 from .fingerprint import combine, fingerprint_files
-from .generic import _child_dir, _PairListDataset, pair_folders, report_unpaired
+from .generic import _child_dir, _PairListDataset, add_authentic, pair_folders, report_unpaired
 from .imageio import is_image_file
 
 log = logging.getLogger(__name__)
@@ -75,25 +74,41 @@ def edit_type(file_name: str, folder: str = "") -> str:
 
 
 class _CasiaDataset(_PairListDataset):
-    """Tampered images paired with masks under a separate folder, plus ``Au/``."""
+    """Tampered images paired by file name with masks under a separate
+    folder, plus ``Au/``."""
+
+    edited_base = "real"
 
     def __init__(
         self,
         root: Path,
         gt: Path,
-        entries: dict[str, tuple[Path, Path | None]],
+        tampered: list[Path],
         *,
+        what: str,
         name: str,
         split: str | None,
         val_fraction: float | None,
         split_seed: int,
+        skip_unpaired: bool,
     ) -> None:
+        """``tampered``: the folders of tampered images (``what`` names them in messages)."""
+        entries, no_mask = pair_folders(tampered, gt, by_name=True)
+        report_unpaired(str(root), no_mask, f"{what} image(s) have no *_gt mask in {gt}", skip_unpaired)
+        if not entries:
+            where = ", ".join(str(f) for f in tampered)
+            raise DataError(f"{root}: no {what} image in {where} has a mask in {gt}")
         self.gt_root = gt
         self._edit_types = {
             sid: edit_type(img.name, img.parent.name)
             for sid, (img, mask) in entries.items()
             if mask is not None
         }
+        au = _child_dir(root, "Au")
+        if au is None:
+            log.warning("%s: no Au/ folder; the dataset holds tampered images only", root)
+        else:
+            add_authentic(entries, au)
         super().__init__(
             name,
             root,
@@ -104,11 +119,8 @@ class _CasiaDataset(_PairListDataset):
             default_split="test",
         )
 
-    def _meta(self, sample_id: str, *, authentic: bool) -> SampleMeta:
-        if authentic:
-            return SampleMeta(sample_id, base="real", source=self.name)
-        turn = EditRecord("unknown", edit_type=self._edit_types[sample_id])
-        return SampleMeta(sample_id, base="real", turns=(turn,), source=self.name)
+    def _turn(self, sample_id: str) -> EditRecord:
+        return EditRecord("unknown", edit_type=self._edit_types[sample_id])
 
     def _content_fingerprint(self) -> str:
         # Images and masks each relative to their own folder: the ground truth
@@ -153,15 +165,6 @@ def _child_path(root: Path, parts: tuple[str, ...]) -> Path | None:
     return p
 
 
-def _add_authentic(root: Path, entries: dict[str, tuple[Path, Path | None]]) -> None:
-    au = _child_dir(root, "Au")
-    if au is None:
-        log.warning("%s: no Au/ folder; the dataset holds tampered images only", root)
-        return
-    for img in list_image_files(au):
-        entries[f"{au.name}/{img.relative_to(au).as_posix()}"] = (img, None)
-
-
 def _has_name(folder: Path | None, pattern: re.Pattern[str]) -> bool:
     """Whether ``folder`` directly holds an image whose name matches ``pattern``."""
     if folder is None:
@@ -203,21 +206,17 @@ class Casia1Dataset(_CasiaDataset):
                 f"{root}: expected the tampered images in Modified Tp/Tp/CM and "
                 f"Modified Tp/Tp/Sp (or Tp/CM and Tp/Sp), authentic ones in Au/"
             )
-        gt = _gt_folder(root, gt_dir, V1_GT)
         folders = [f for f in (_child_dir(tp, sub) for sub in ("CM", "Sp")) if f is not None]
-        entries, no_mask = pair_folders(folders, gt, by_name=True)
-        report_unpaired(str(root), no_mask, f"tampered image(s) have no *_gt mask in {gt}", skip_unpaired)
-        if not entries:
-            raise DataError(f"{root}: no tampered image with a mask under {tp}")
-        _add_authentic(root, entries)
         super().__init__(
             root,
-            gt,
-            entries,
+            _gt_folder(root, gt_dir, V1_GT),
+            folders,
+            what="tampered",
             name=name or "casia1",
             split=split,
             val_fraction=val_fraction,
             split_seed=split_seed,
+            skip_unpaired=skip_unpaired,
         )
 
     @classmethod
@@ -266,20 +265,16 @@ class Casia2Dataset(_CasiaDataset):
                 f"{root}: expected Tp/ (tampered images), Au/ (authentic) and a ground-truth "
                 f"folder such as 'CASIA 2 Groundtruth/'"
             )
-        gt = _gt_folder(root, gt_dir, V2_GT)
-        entries, no_mask = pair_folders([tp], gt, by_name=True)
-        report_unpaired(str(root), no_mask, f"Tp image(s) have no *_gt mask in {gt}", skip_unpaired)
-        if not entries:
-            raise DataError(f"{root}: no Tp image with a mask in {gt}")
-        _add_authentic(root, entries)
         super().__init__(
             root,
-            gt,
-            entries,
+            _gt_folder(root, gt_dir, V2_GT),
+            [tp],
+            what="Tp",
             name=name or "casia2",
             split=split,
             val_fraction=val_fraction,
             split_seed=split_seed,
+            skip_unpaired=skip_unpaired,
         )
 
     @classmethod

@@ -47,7 +47,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from ..errors import DataError
-from ..types import EditRecord, SampleMeta
+from ..types import EditRecord
 from .authentic import list_image_files
 from .base import require_path
 from .generic import _PairListDataset
@@ -93,11 +93,10 @@ class CocoGlideDataset(_PairListDataset):
             default_split="test",
         )
 
-    def _meta(self, sample_id: str, *, authentic: bool) -> SampleMeta:
-        if authentic:
-            return SampleMeta(sample_id, base="real", source=self.name)
-        turn = EditRecord(EDITOR, prompt=self._prompts[sample_id], edit_type=EDIT_TYPE)
-        return SampleMeta(sample_id, base="real", turns=(turn,), source=self.name)
+    edited_base = "real"
+
+    def _turn(self, sample_id: str) -> EditRecord:
+        return EditRecord(EDITOR, prompt=self._prompts[sample_id], edit_type=EDIT_TYPE)
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

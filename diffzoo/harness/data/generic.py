@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError
-from ..types import BINARY, Sample, SampleMeta
+from ..types import BINARY, EditRecord, Sample, SampleMeta
 from .authentic import list_image_files
 from .base import SplitDataset, require_path
 from .fingerprint import fingerprint_files
@@ -89,9 +89,23 @@ class _PairListDataset(SplitDataset):
             label = read_binary_mask(mask_path, sample_id, size=(image.shape[1], image.shape[0]))
         return Sample(image, label, self._meta(sample_id, authentic=mask_path is None))
 
+    #: ``base`` of an edited sample (``real`` where the adapter knows the
+    #: edits were made on real photos).
+    edited_base = "unknown"
+
     def _meta(self, sample_id: str, *, authentic: bool) -> SampleMeta:
-        """A sample's metadata; adapters that know the editor, prompt or edit type override it."""
-        return SampleMeta(sample_id, base="real" if authentic else "unknown", source=self.name)
+        """A sample's metadata: authentic images are ``real``; an edited one
+        has :attr:`edited_base` and the turn :meth:`_turn` gives, if any."""
+        if authentic:
+            return SampleMeta(sample_id, base="real", source=self.name)
+        turn = self._turn(sample_id)
+        turns = (turn,) if turn is not None else ()
+        return SampleMeta(sample_id, base=self.edited_base, turns=turns, source=self.name)
+
+    def _turn(self, sample_id: str) -> EditRecord | None:
+        """The edit of an edited sample; adapters that know its editor,
+        prompt or edit type override this."""
+        return None
 
     def _content_fingerprint(self) -> str:
         files = {p for pair in self._entries.values() for p in pair if p is not None}
@@ -120,6 +134,12 @@ def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> No
     if not skip:
         raise DataError(msg + "; skip_unpaired=True skips them")
     log.warning("%s; skipping them", msg)
+
+
+def add_authentic(entries: dict[str, tuple[Path, Path | None]], au: Path) -> None:
+    """Add every image under ``au`` as authentic (no mask), with id ``<au name>/<path inside it>``."""
+    for img in list_image_files(au):
+        entries[f"{au.name}/{img.relative_to(au).as_posix()}"] = (img, None)
 
 
 def pair_folders(
@@ -189,8 +209,8 @@ class TpGtDataset(_PairListDataset):
             )
         entries, no_mask = pair_folders([tp], gt)
         report_unpaired(str(root), no_mask, "Tp image(s) have no mask in Gt/", skip_unpaired)
-        for img in list_image_files(au) if au is not None else []:
-            entries[f"{au.name}/{img.relative_to(au).as_posix()}"] = (img, None)
+        if au is not None:
+            add_authentic(entries, au)
         if not entries:
             raise DataError(f"{root}: no images in Tp/ (or Au/)")
         super().__init__(
