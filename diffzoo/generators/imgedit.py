@@ -26,7 +26,6 @@ when the dataset is opened (that decides which pairs exist), with ``progress``.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -37,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from ..harness.data.base import SplitDataset, require_path
 from ..harness.data.fingerprint import combine
@@ -48,6 +46,7 @@ from ..harness.errors import ConfigError, CorruptSampleError, DataError
 from ..harness.fsutil import atomic_write_bytes, atomic_write_text, cache_root
 from ..harness.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from . import imgedit_format as F
+from .layout import png_bytes
 from .labels import (
     DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, AlignParams, difference_label,
     label_settings,
@@ -300,9 +299,7 @@ class ImgEditDataset(SplitDataset):
         meta, png = self._cache_paths(key)
         try:
             if mask is not None:
-                buf = io.BytesIO()
-                Image.fromarray(mask).save(buf, format="PNG")
-                atomic_write_bytes(png, buf.getvalue())
+                atomic_write_bytes(png, png_bytes(mask))
             atomic_write_text(meta, json.dumps(info))  # written last: its presence means complete
         except OSError as exc:
             if not self._warned:

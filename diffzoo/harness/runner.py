@@ -286,9 +286,10 @@ class Runner:
         """The ids ``case`` reads; empty when the split has no image of its editors."""
         editors, authentic = case.subset_key
         with distributed.main_first():  # rank 0 builds the editor index into the shared cache
-            if not select_ids(self.dataset, case.split, editors, authentic=False):
-                return frozenset()
-            return frozenset(select_ids(self.dataset, case.split, editors, authentic=authentic))
+            edited = select_ids(self.dataset, case.split, editors, authentic=False)
+            if edited and authentic:
+                return frozenset(select_ids(self.dataset, case.split, editors, authentic=True))
+            return frozenset(edited)
 
     def _evaluate_job(self, job: TrainingJob, det: Detector, thresholds: Thresholds
                       ) -> dict[tuple[str, str], tuple[EvalState, EvalResult, dict[str, Any]]] | None:
@@ -305,7 +306,10 @@ class Runner:
         out = {}
         for key, members in groups.items():
             params = group_params[key]
-            subset_ids = {c.subset_key: self._subset_ids(c) for _, c in members if c.editors}
+            subset_ids: dict[tuple, frozenset[str]] = {}
+            for _, c in members:
+                if c.editors and c.subset_key not in subset_ids:
+                    subset_ids[c.subset_key] = self._subset_ids(c)
             empty = [(s, c) for s, c in members if c.editors and not subset_ids[c.subset_key]]
             for suite, case in empty:
                 note = (f"{suite.name}/{case.name}: no image of {', '.join(case.editors)} in "

@@ -123,11 +123,8 @@ def policy_source(policy: dict[str, Any]) -> str:
     source = policy.get("source")
     if isinstance(source, str) and source:
         return source
-    if policy.get("calibrated_on"):
+    if policy.get("calibrated_on"):  # records written before "source" existed
         return f"calibrated on {policy['calibrated_on']}"
-    for value in policy.values():
-        if isinstance(value, str) and value.startswith("calibrated"):
-            return value.split(":")[0]
     return "fixed"
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..harness.metrics.catalog import SLICE_SEPARATOR, MetricInfo, metric_info
+from ..harness.metrics.slices import SLICE_KEYS
 from ..harness.records import ResultRecord
 from ..harness.suites.paper import CLASSIFICATION_EDITORS, PAIR_NAMES, PAPER_DISTORTIONS, SWEEPS
 from .tables import Cell, format_ci, format_value, record_cell, record_date
@@ -30,7 +31,6 @@ SWEEP_SETTINGS = tuple(label for label, _, _ in SWEEPS)
 KNOWN_SETTINGS = {label: (distortion, dict(params)) for label, distortion, params in (*PAPER_DISTORTIONS, *SWEEPS)}
 PAPER_PAIR_NAMES = tuple(PAIR_NAMES.values())
 PARITY_FORMATS = ("native", "png", "jpeg95", "jpeg75", "webp90")
-SLICE_KEYS = ("base", "turns", "editor", "edit_type")
 DISTORTION_TABLES = (("3a", "binary", "mIoU", "binary mIoU"), ("3b", "semantic", "mIoU", "semantic mIoU"),
                      ("3c", "image", "img_Acc", "image-level Acc"))
 """(table id, task, metric, label) of the robustness tables and curves."""

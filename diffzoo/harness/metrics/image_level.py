@@ -106,4 +106,3 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray | None =
 def average_precision(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray | None = None) -> float:
     """Non-interpolated average precision (see :class:`RankedScores`)."""
     return RankedScores(labels, scores).average_precision(weights)
-

@@ -266,11 +266,6 @@ class EvalState:
         f1_oracle = best_f1(self._pos_hist, self._neg_hist)[0] if self._prob_images else math.nan
         return self._aggregator().summarize(pixel_auc=auc, f1_oracle=f1_oracle)
 
-    @property
-    def has_histograms(self) -> bool:
-        """True when the pixel histograms cover exactly these images (not a subset's parent)."""
-        return self._prob_images > 0
-
     def subset(self, ids: set[str] | frozenset[str]) -> EvalState:
         """A state holding only the images whose id is in ``ids`` (rows copied).
 
