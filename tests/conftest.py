@@ -24,6 +24,13 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     plugins.reset_plugins()
 
 
+def save_image(path: Path, arr: np.ndarray) -> Path:
+    """Write ``arr`` as an image file at ``path`` (folders made; format from the suffix)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(arr).save(path)
+    return path
+
+
 def make_diffseg_folder(
     root: Path, n: int = 12, size: int = 32, editors: tuple[str, ...] = ("sd2", "sdxl"), seed: int = 0
 ) -> Path:

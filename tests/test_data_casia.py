@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from conftest import save_image as save
 
 from diffzoo.harness.data import TpGtDataset
 from diffzoo.harness.data.casia import Casia1Dataset, Casia2Dataset
@@ -25,12 +25,6 @@ V1_SP = "Sp_D_CND_A_pla0005_pla0023_0281"
 V1_NO_GT = "Sp_D_NRN_A_cha0011_sec0011_0542"  # the real set's Sp image without a mask
 V2_SPLICE = "Tp_D_CRN_S_N_cha00063_art00014_11818"
 V2_COPY = "Tp_S_NRN_S_N_pla00020_pla00020_10988"
-
-
-def save(path: Path, arr: np.ndarray) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(arr).save(path)
-    return path
 
 
 def image(h: int = 40, w: int = 48) -> np.ndarray:

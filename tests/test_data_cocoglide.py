@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import save_image as save
 from PIL import Image
 
 from diffzoo.harness.data.cocoglide import CocoGlideDataset
@@ -18,12 +19,6 @@ from diffzoo.harness.types import BINARY
 RNG = np.random.default_rng(0)
 # (COCO class, COCO id) as in the real table: class names hold spaces.
 ROWS = (("dining table", 114871), ("teddy bear", 563758), ("hot dog", 452084))
-
-
-def save(path: Path, arr: np.ndarray) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(arr).save(path)
-    return path
 
 
 def write_table(root: Path, rows: list[list[str]], header: str = "real,fake,mask,prompt") -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from conftest import save_image as save
 
 from diffzoo.harness.data import (
     AuthenticFolder,
@@ -20,12 +20,6 @@ from diffzoo.harness.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.types import BINARY
 
 RNG = np.random.default_rng(0)
-
-
-def save(path: Path, arr: np.ndarray) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(arr).save(path)
-    return path
 
 
 def image(h: int = 16, w: int = 16) -> np.ndarray:

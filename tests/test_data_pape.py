@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from conftest import save_image as save
 
 from diffzoo.harness.data.pape import PAPE_EDITORS, PapeDataset
 from diffzoo.harness.errors import ConfigError, CorruptSampleError, DataError
@@ -42,11 +42,6 @@ def opened_during(fn) -> list[str]:
 
 
 # -- fixture -------------------------------------------------------------------------------------
-def save(path: Path, arr: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(arr).save(path)
-
-
 def picture(seed: int, h: int = SIZE, w: int = SIZE) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
 

@@ -8,18 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from conftest import save_image as save
 
 from diffzoo.harness.data.pixar import PixarDataset, editor_from_folder
 from diffzoo.harness.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.types import BINARY
 
 SIZE = 32
-
-
-def save(path: Path, arr: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(arr).save(path)
 
 
 def picture(seed: int, h: int = SIZE, w: int = SIZE) -> np.ndarray:
