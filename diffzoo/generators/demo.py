@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..harness.data.labelmaps import DIFFSEG30K_EDITORS
 from ..harness.errors import DataError
 from ..harness.fsutil import cache_root
 from ..harness.types import EditRecord, LabelSpace, SampleMeta
@@ -43,8 +44,8 @@ MINI_VERSION = 3  # bump whenever a change alters the built files (3: eight edit
 DEFAULT_N_IMAGES = 240
 DEFAULT_SIZE = 64
 DEFAULT_SEED = 0
-EDITORS: tuple[str, ...] = ("sd2", "sd3.5", "sdxl", "flux1", "glide", "kolors", "hunyuandit1.1", "kandinsky2.2")
-"""DiffSeg30k's label names, in its order (``harness/data/labelmaps.py``)."""
+EDITORS: tuple[str, ...] = DIFFSEG30K_EDITORS
+"""DiffSeg30k's label names, in its order."""
 AI_FRACTION = 0.4
 TURN_RATIO = (1, 4, 5)  # edited images with 1, 2, 3 edits
 AUTHENTIC_WEIGHT = 2  # authentic : 1 : 2 : 3 edits = 2 : 1 : 4 : 5 (1/6 unedited)

@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from ..harness.metrics.catalog import SLICE_SEPARATOR, MetricInfo, metric_info
 from ..harness.metrics.slices import SLICE_KEYS
 from ..harness.records import ResultRecord
-from ..harness.suites.paper import CLASSIFICATION_EDITORS, PAIR_NAMES, PAPER_DISTORTIONS, SWEEPS
+from ..harness.suites.paper import (
+    CLASSIFICATION_EDITORS,
+    FORMAT_PARITY,
+    PAIR_NAMES,
+    PAPER_DISTORTIONS,
+    PARITY_METRICS,
+    SWEEPS,
+)
 from .tables import Cell, format_ci, format_value, record_cell, record_date
 
 ABSENT = "—"
@@ -30,7 +37,7 @@ PAPER_SETTINGS = tuple(label for label, _, _ in PAPER_DISTORTIONS)
 SWEEP_SETTINGS = tuple(label for label, _, _ in SWEEPS)
 KNOWN_SETTINGS = {label: (distortion, dict(params)) for label, distortion, params in (*PAPER_DISTORTIONS, *SWEEPS)}
 PAPER_PAIR_NAMES = tuple(PAIR_NAMES.values())
-PARITY_FORMATS = ("native", "png", "jpeg95", "jpeg75", "webp90")
+PARITY_FORMATS = tuple(c.name for c in FORMAT_PARITY.cases)
 DISTORTION_TABLES = (("3a", "binary", "mIoU", "binary mIoU"), ("3b", "semantic", "mIoU", "semantic mIoU"),
                      ("3c", "image", "img_Acc", "image-level Acc"))
 """(table id, task, metric, label) of the robustness tables and curves."""
@@ -358,8 +365,7 @@ def table8(idx: RecordIndex) -> SummaryTable:
 
 
 # -- format parity ------------------------------------------------------------------------------
-PARITY_COLUMNS = ("img_Acc", "img_AP", "verdict_flip_rate", "flip_rate_authentic", "flip_rate_edited",
-                  "delta_img_Acc", "format_shortcut")
+PARITY_COLUMNS = PARITY_METRICS
 
 
 def parity_table(idx: RecordIndex) -> tuple[SummaryTable, list[str]]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..harness.metrics.catalog import MetricInfo, metric_info
+from ..harness.metrics.catalog import COUNT_METRICS, MetricInfo, metric_info
 from ..harness.records import ResultRecord
 from .store import run_key
 
@@ -27,7 +27,6 @@ SHOWN = {
     "image": ("img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC"),
 }
 PRIMARY = {"binary": "mIoU", "semantic": "mIoU", "image": "img_AP"}
-COUNT_METRICS = ("num_images", "num_edited", "num_authentic")
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .catalog import COUNT_METRICS
 from .confusion import binary_counts, nanmean, pixel_metrics, ratio
 from .image_level import RankedScores
 from .rows import ImageRows
 
-COUNT_KEYS = ("num_images", "num_edited", "num_authentic")
+COUNT_KEYS = COUNT_METRICS
 
 
 @dataclass(frozen=True)

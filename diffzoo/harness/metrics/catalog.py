@@ -59,7 +59,8 @@ _FRACTIONS = {
     "img_AP": ("AP", True),
     "img_AUC": ("AUC", True),
 }
-_COUNTS = ("num_images", "num_edited", "num_authentic")
+COUNT_METRICS = ("num_images", "num_edited", "num_authentic")
+"""Image counts every record carries (not scores: no better direction)."""
 _ORACLE = {"F1_oracle": "F1 (oracle thr.)", "img_Acc_oracle": "Acc (oracle thr.)"}
 _PARITY = {
     # name: (label, low, high, higher is better)
@@ -72,7 +73,7 @@ _PARITY = {
 
 CATALOG: dict[str, MetricInfo] = {
     **{name: MetricInfo(name, label, better) for name, (label, better) in _FRACTIONS.items()},
-    **{name: MetricInfo(name, name.replace("num_", "# "), None, 0.0, math.inf, False) for name in _COUNTS},
+    **{name: MetricInfo(name, name.replace("num_", "# "), None, 0.0, math.inf, False) for name in COUNT_METRICS},
     **{name: MetricInfo(name, label, True, oracle=True) for name, label in _ORACLE.items()},
     **{name: MetricInfo(name, label, better, low, high) for name, (label, low, high, better) in _PARITY.items()},
 }

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..data.labelmaps import DIFFSEG30K_EDITORS
 from ..errors import ConfigError
+from ..metrics.slices import SLICE_KEYS
 from .model import Case, Suite, TrainSpec
 from .standard import (
     BINARY_TRAIN,
@@ -19,7 +21,6 @@ from .standard import (
     LOCALIZATION_METRICS,
     ORACLE_IMAGE,
     PIXEL_METRICS,
-
     SEMANTIC_TRAIN,
 )
 
@@ -148,7 +149,7 @@ LORA = Suite(
     changelog=("1: SDXL vs SDXL + Hyper-SD 8-step LoRA re-edits, binary and semantic.",),
 )
 
-CLASSIFICATION_EDITORS = ("sd2", "sd3.5", "sdxl", "flux1", "glide", "kolors", "hunyuandit1.1", "kandinsky2.2")
+CLASSIFICATION_EDITORS = DIFFSEG30K_EDITORS
 CLASSIFICATION = Suite(
     name="classification",
     version="1",
@@ -179,7 +180,7 @@ SLICES = Suite(
         Case(name=f"{key}.{task}", task=task, train=DISTORTION_TRAIN[task], slice_by=key,
              metrics=("mIoU", "F1", "gIoU", "img_Acc") if task == "binary" else ("mIoU", "aAcc", "top1"),
              description=f"{task} metrics per {key}")
-        for key in ("base", "turns", "editor", "edit_type")
+        for key in SLICE_KEYS
         for task in ("binary", "semantic")
     ),
     changelog=("1: base, turns, editor, edit type; binary and semantic.",),
