@@ -36,6 +36,15 @@ def list_image_files(root: Path) -> list[Path]:
     return sorted(out)
 
 
+def image_files_in(folder: Path) -> list[Path]:
+    """Image files directly in ``folder`` (not below it; hidden ones skipped), sorted."""
+    with os.scandir(folder) as it:
+        return sorted(
+            Path(folder, e.name) for e in it
+            if e.is_file() and not e.name.startswith(".") and is_image_file(e.name)
+        )
+
+
 class AuthenticFolder:
     """A folder of authentic images, each one a sample with an all-zero mask."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from abc import abstractmethod
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,15 @@ def require_path(path: object, adapter: str, *, exists: bool = True) -> None:
         raise DataError(f"{adapter} needs a dataset path (--dataset PATH); see docs/datasets.md")
     if exists and not Path(os.fspath(path)).exists():
         raise DataError(f"dataset path {path} does not exist")
+
+
+def name_list(value: Sequence[str] | str | None) -> list[str] | None:
+    """Names from a list or a comma-separated string (an adapter option given
+    on the command line), stripped, empty ones dropped; None stays None."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [str(v).strip() for v in items if str(v).strip()]
 
 
 def _split_order(name: str) -> tuple[int, str]:

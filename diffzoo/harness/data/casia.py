@@ -45,10 +45,10 @@ from typing import Any
 
 from ..errors import DataError
 from ..types import EditRecord
+from .authentic import image_files_in
 from .base import require_path
 from .fingerprint import combine, fingerprint_files
 from .generic import _child_dir, _PairListDataset, add_authentic, pair_folders, report_unpaired
-from .imageio import is_image_file
 
 log = logging.getLogger(__name__)
 
@@ -170,8 +170,7 @@ def _has_name(folder: Path | None, pattern: re.Pattern[str]) -> bool:
     if folder is None:
         return False
     try:
-        with os.scandir(folder) as it:
-            return any(e.is_file() and is_image_file(e.name) and pattern.match(e.name) for e in it)
+        return any(pattern.match(p.name) for p in image_files_in(folder))
     except OSError:
         return False
 

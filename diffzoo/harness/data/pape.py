@@ -41,10 +41,11 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..types import EditRecord, LabelSpace, Sample, SampleMeta
-from .base import SplitDataset, require_path
+from .authentic import image_files_in
+from .base import SplitDataset, name_list, require_path
 from .fingerprint import combine, fingerprint_files
 from .generic import MASK_SUFFIXES, report_unpaired
-from .imageio import is_image_file, read_binary_mask, read_image
+from .imageio import read_binary_mask, read_image
 from .manifest import MANIFEST_FILE
 from .pape_files import read_split_json, split_part, read_pape_manifest
 from .splits import canonical_split
@@ -59,14 +60,6 @@ EDIT_KINDS = ("normal", "abnormal")
 SPLIT_FILE = "splits/split_seed2026.json"
 REAL_SUBSETS = frozenset(s.lower() for s in PAPE_SUBSETS)
 """Subsets whose source images are real photographs (``base="real"``)."""
-
-
-def _names(value: Sequence[str] | str | None) -> list[str] | None:
-    """A list of names from a list or a comma-separated string."""
-    if value is None:
-        return None
-    items = value.split(",") if isinstance(value, str) else list(value)
-    return [str(v).strip() for v in items if str(v).strip()]
 
 
 def _subdirs(folder: Path) -> list[Path]:
@@ -92,10 +85,8 @@ def _layout(root: Path) -> dict[str, dict[str, Path]]:
 def _index(folder: Path) -> dict[str, list[Path]]:
     """file-name stem -> image files directly in ``folder``."""
     out: dict[str, list[Path]] = {}
-    with os.scandir(folder) as it:
-        for e in it:
-            if e.is_file() and not e.name.startswith(".") and is_image_file(e.name):
-                out.setdefault(Path(e.name).stem, []).append(Path(folder, e.name))
+    for path in image_files_in(folder):
+        out.setdefault(path.stem, []).append(path)
     return out
 
 
@@ -158,10 +149,10 @@ class PapeDataset(SplitDataset):
                 f"{root}: not a PAPE folder; expected <subset>/<editor>/ folders holding "
                 f"{MANIFEST_FILE}, source/, normal/, abnormal/, masks/normal/, masks/abnormal/"
             )
-        chosen_subsets = self._choose("subset", _names(subsets), sorted(layout), root)
+        chosen_subsets = self._choose("subset", name_list(subsets), sorted(layout), root)
         present = sorted({e for s in chosen_subsets for e in layout[s]})
         known = [e for e in PAPE_EDITORS if e in present] + [e for e in present if e not in PAPE_EDITORS]
-        chosen_editors = self._choose("editor", _names(editors), known, root)
+        chosen_editors = self._choose("editor", name_list(editors), known, root)
         super().__init__(name or root.name, LabelSpace.from_editors(chosen_editors))
         self.root, self.path = root, str(root)
         self.edits, self.include_source = edits, include_source

@@ -41,10 +41,11 @@ import numpy as np
 
 from ..errors import ConfigError, CorruptSampleError, DataError
 from ..types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
-from .base import SplitDataset, require_path
+from .authentic import image_files_in
+from .base import SplitDataset, name_list, require_path
 from .fingerprint import combine, fingerprint_files
 from .generic import report_unpaired
-from .imageio import is_image_file, read_binary_mask, read_image
+from .imageio import read_binary_mask, read_image
 from .splits import canonical_split
 
 log = logging.getLogger(__name__)
@@ -71,14 +72,6 @@ def _split_dirs(folder: Path) -> list[Path]:
         p for p in folder.iterdir()
         if p.is_dir() and not p.name.startswith(".") and (p / "tampered").is_dir()
     )
-
-
-def _images(folder: Path) -> list[Path]:
-    with os.scandir(folder) as it:
-        return sorted(
-            Path(folder, e.name) for e in it
-            if e.is_file() and not e.name.startswith(".") and is_image_file(e.name)
-        )
 
 
 def _names_in(folder: Path) -> dict[str, Path]:
@@ -185,9 +178,7 @@ class PixarDataset(SplitDataset):
             raise ConfigError(f"PIXAR labels={labels!r}; expected one of {', '.join(LABEL_DIRS)}")
         if not 0.0 <= float(mask_threshold) < 1.0:
             raise ConfigError(f"PIXAR mask_threshold={mask_threshold}; expected a fraction in [0, 1)")
-        wanted = None if editors is None else [
-            e.strip() for e in (editors.split(",") if isinstance(editors, str) else editors) if e.strip()
-        ]
+        wanted = name_list(editors)
         folders = self._folders(root, editor, wanted, editor_from_type)
         self.root, self.path = root, str(root)
         self.labels, self.mask_threshold = labels, float(mask_threshold)
@@ -200,7 +191,7 @@ class PixarDataset(SplitDataset):
         for folder, folder_editor in folders:
             self._add_folder(folder, folder_editor, native, missing)
         report_unpaired(str(root), missing, "tampered image(s) lack a mask, metadata or mapping entry",
-                  skip_unpaired)
+                        skip_unpaired)
         if editor_from_type:
             found = sorted({e.editor for e in self._entries.values() if e.kind == "tampered"})
             names = wanted if wanted is not None else found
@@ -291,7 +282,7 @@ class PixarDataset(SplitDataset):
             ids = native.setdefault(canonical_split(split_dir.name), [])
             prefix = split_dir.relative_to(self.root).as_posix() + "/"
             masks, metas = _names_in(split_dir / label_dir), _names_in(split_dir / "metadata")
-            for image in _images(split_dir / "tampered"):
+            for image in image_files_in(split_dir / "tampered"):
                 sid = prefix + "tampered/" + image.name
                 mask, meta = masks.get(f"{image.stem}_mask.png"), metas.get(f"{image.stem}_cls.json")
                 info = mapping.get(image.name)
@@ -320,7 +311,7 @@ class PixarDataset(SplitDataset):
             for kind, wanted in kinds:
                 if not wanted:
                     continue
-                for image in _images(split_dir / kind):
+                for image in image_files_in(split_dir / kind):
                     sid = f"{prefix}{kind}/{image.name}"
                     self._entries[sid] = _Entry(image, kind, editor or UNKNOWN_EDITOR,
                                                 base="real" if kind == "real" else "unknown")
