@@ -46,11 +46,11 @@ from ..harness.errors import ConfigError, CorruptSampleError, DataError
 from ..harness.fsutil import atomic_write_bytes, atomic_write_text, cache_root
 from ..harness.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from . import imgedit_format as F
-from .layout import png_bytes
 from .labels import (
     DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, AlignParams, difference_label,
     label_settings,
 )
+from .layout import png_bytes
 
 log = logging.getLogger(__name__)
 

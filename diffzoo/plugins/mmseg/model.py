@@ -26,8 +26,8 @@ from torch import nn
 
 from diffzoo.harness.cards import DetectorCard
 from diffzoo.harness.errors import ModelError, WeightsUnavailableError
-from diffzoo.harness.weights import hub_offline
 from diffzoo.harness.segmenter import SegmentationDetector
+from diffzoo.harness.weights import hub_offline
 
 from . import INSTALL_HINT
 
@@ -118,7 +118,6 @@ def checkpoint_url(source: str) -> str:
     if source.startswith(("https://", "http://")):
         return source
     raise ModelError(f"pretrained checkpoint {source!r} is not a URL or an open-mmlab:// name")
-
 
 
 def pretrained_backbone_state(card: DetectorCard, source: str) -> dict[str, torch.Tensor]:
