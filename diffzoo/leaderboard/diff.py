@@ -5,7 +5,8 @@ B is reported as such (a new suite version therefore shows up as a table
 removed plus a table added, never as moved numbers).  Within a matched table
 rows are matched by detector name (the newest record of a detector when a
 selection holds several), and every metric whose value changed is listed
-with both values and the difference.
+with both values and the difference.  :func:`diff_console` renders a
+:class:`Diff` for the terminal.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .tables import Row, Table, TableKey, build_tables
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from ..harness.metrics.catalog import metric_info
+from .escape import printable, term_text
+from .tables import Row, Table, TableKey, build_tables, format_value
 from .versions import Selection
 
 
@@ -124,3 +130,47 @@ def diff(a: Selection, b: Selection) -> Diff:
                 rows.append(RowChange(det, "changed" if changes else "same", changes, ckpt))
         out.append(TableChange(key, "matched", rows))
     return Diff(a.label, b.label, out)
+
+
+def _delta_text(change: MetricChange) -> str:
+    info = metric_info(change.metric)
+    if change.delta is None:
+        return ""
+    return f"{100 * change.delta:+.1f}" if info and info.percent else f"{change.delta:+g}"
+
+
+def _value_text(metric: str, value: float | None) -> str:
+    info = metric_info(metric)
+    return format_value(info, value) if info else str(value)
+
+
+def diff_console(result: Diff) -> list[Any]:
+    """Rich renderables for ``result``: the two sides, then per table
+    'added'/'removed' (with why it has no partner), 'unchanged', or a table
+    of the metrics that moved (A, B and B - A, in % for fractions).  Names
+    from records are shown with :func:`~.escape.term_text`."""
+    out: list[Any] = [Text.assemble(("A", "bold"), " ", printable(result.a)),
+                      Text.assemble(("B", "bold"), " ", printable(result.b))]
+    for t in result.tables:
+        title = printable(t.key.title)
+        if t.status != "matched":
+            note = f" ({printable(t.note)})" if t.note else ""
+            out.append(Text.assemble((f"table {t.status}", "yellow"), " ", title, note))
+            continue
+        moved = [r for r in t.rows if r.status != "same"]
+        if not moved:
+            out.append(Text.assemble(("unchanged", "green"), " ", title))
+            continue
+        table = RichTable(title=Text(title), title_justify="left")
+        for col in ("detector", "status", "metric", "A", "B", "B - A"):
+            table.add_column(col, justify="right" if col in ("A", "B", "B - A") else "left")
+        for r in moved:
+            if not r.changes:
+                table.add_row(term_text(r.detector), r.status, "", "", "", "")
+            for c in r.changes:
+                table.add_row(term_text(r.detector), r.status, term_text(c.metric), _value_text(c.metric, c.before),
+                              _value_text(c.metric, c.after), _delta_text(c))
+        out.append(table)
+    if not result.moved:
+        out.append(Text("no differences"))
+    return out

@@ -2,7 +2,9 @@
 
 All render the tables of :mod:`.tables`; the HTML site is in :mod:`.site`.
 Every string that comes from a record (detector, dataset, suite and case
-names, git hashes) is escaped for the target format.
+names, metric names, git hashes, dates, the version label) is escaped for
+the target format with :mod:`.escape`; numbers diffzoo formats itself are
+written as they are.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ..harness.fsutil import atomic_write_text
+from .escape import csv_cell, latex, md_cell
 from .tables import Table, build_tables, render_cell
 from .versions import Selection, summarize
 
@@ -43,36 +45,28 @@ def header_lines(selection: Selection) -> list[tuple[str, str]]:
 
 
 # -- Markdown ------------------------------------------------------------------
-_MD_SPECIAL = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "`": "\\`",
-                             "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "\n": " "})
-
-
-def md_escape(text: Any) -> str:
-    return str(text).translate(_MD_SPECIAL)
-
-
 def to_markdown(selection: Selection, tables: list[Table]) -> str:
     lines = ["# diffzoo leaderboard", ""]
-    lines += [f"- **{label}**: {md_escape(value)}" for label, value in header_lines(selection)]
+    lines += [f"- **{label}**: {md_cell(value)}" for label, value in header_lines(selection)]
     lines += ["", NOTE, ""]
     for t in tables:
         k = t.key
-        lines += [f"## {md_escape(k.title)}", "",
-                  f"task {md_escape(k.task)} · dataset fingerprint {md_escape(k.fingerprint)} · "
-                  f"suite definition {md_escape(k.definition_hash)} · metrics v{md_escape(k.metrics_version)}"
+        lines += [f"## {md_cell(k.title)}", "",
+                  f"task {md_cell(k.task)} · dataset fingerprint {md_cell(k.fingerprint)} · "
+                  f"suite definition {md_cell(k.definition_hash)} · metrics v{md_cell(k.metrics_version)}"
                   + _distortion_note(t), ""]
         head = ["#", "detector", *(f"{c.label} {c.arrow}".strip() for c in t.columns),
                 "checkpoint", "git", "date"]
-        lines.append("| " + " | ".join(head[:2] + [md_escape(h) for h in head[2:]]) + " |")
+        lines.append("| " + " | ".join(head[:2] + [md_cell(h) for h in head[2:]]) + " |")
         lines.append("|" + "|".join(["--:", ":--", *(["--:"] * len(t.columns)), ":--", ":--", ":--"]) + "|")
         for row in t.rows:
             p = row.provenance
-            name = f"*{md_escape(row.detector)}*" if row.baseline else md_escape(row.detector)
+            name = f"*{md_cell(row.detector)}*" if row.baseline else md_cell(row.detector)
             cells = [str(row.rank or ""), name, *(render_cell(t, row, c, ci=lambda v, h: f"{v} ± {h}", best=lambda x: f"**{x}**")
                        for c in t.columns),
-                     md_escape(short(p.get("checkpoint_sha256"))) if p else "",
-                     md_escape(short(p.get("git"), 10)) if p else "",
-                     md_escape((p.get("date") or "")[:10]) if p else ""]
+                     md_cell(short(p.get("checkpoint_sha256"))) if p else "",
+                     md_cell(short(p.get("git"), 10)) if p else "",
+                     md_cell((p.get("date") or "")[:10]) if p else ""]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -84,7 +78,7 @@ def _distortion_note(table: Table) -> str:
         return ""
     params = table.case.get("distortion_params") or {}
     shown = ", ".join(f"{k}={v}" for k, v in (params.items() if isinstance(params, dict) else params))
-    return f" · distortion {md_escape(dist)}" + (f" ({md_escape(shown)})" if shown else "")
+    return f" · distortion {md_cell(dist)}" + (f" ({md_cell(shown)})" if shown else "")
 
 
 # -- CSV (tidy: one row per table row and metric) --------------------------------
@@ -92,6 +86,12 @@ CSV_FIELDS = ("version", "suite", "suite_version", "definition_hash", "case", "t
               "dataset_fingerprint", "metrics_version", "rank", "detector", "baseline", "metric",
               "value", "ci95_low", "ci95_high", "higher_is_better", "checkpoint_sha256", "git", "date",
               "record_id")
+CSV_NUMBERS = frozenset(("rank", "baseline", "value", "ci95_low", "ci95_high", "higher_is_better"))
+"""The columns diffzoo writes as numbers it formatted itself (``repr`` of a
+float, an int, or empty): written as they are, so a negative value stays a
+number.  Every other column is text that came from a record or the version
+label (names, versions, hashes, dates, ids) and goes through
+:func:`~.escape.csv_cell`."""
 
 
 def to_csv(selection: Selection, tables: list[Table]) -> str:
@@ -119,53 +119,27 @@ def to_csv(selection: Selection, tables: list[Table]) -> str:
                     "checkpoint_sha256": p.get("checkpoint_sha256") or "", "git": p.get("git") or "",
                     "date": p.get("date") or "", "record_id": row.record_id or "",
                 }
-                writer.writerow({name: _csv_safe(v) for name, v in fields.items()})
+                writer.writerow({name: v if name in CSV_NUMBERS else csv_cell(v) for name, v in fields.items()})
     return buf.getvalue()
 
 
-def _csv_safe(value: Any) -> Any:
-    """csv quotes delimiters and quotes itself; a text field starting with
-    = + - @ would make a spreadsheet evaluate it as a formula, so it gets a
-    leading apostrophe."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@") and not _is_number(value):
-        return "'" + value
-    return value
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 # -- LaTeX (booktabs) -------------------------------------------------------------
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
-
-
-def tex_escape(text: Any) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in str(text))
-
-
 def to_latex(selection: Selection, tables: list[Table]) -> str:
     out = ["% diffzoo leaderboard; needs \\usepackage{booktabs}",
-           *(f"% {label}: {tex_escape(value)}" for label, value in header_lines(selection)), ""]
+           *(f"% {label}: {latex(value)}" for label, value in header_lines(selection)), ""]
     for t in tables:
         arrows = {True: r"$\uparrow$", False: r"$\downarrow$", None: ""}
         out += [r"\begin{table}[t]", r"\centering", r"\small",
-                r"\caption{" + tex_escape(t.key.title) + f" (metrics v{tex_escape(t.key.metrics_version)}; "
+                r"\caption{" + latex(t.key.title) + f" (metrics v{latex(t.key.metrics_version)}; "
                 r"\%, $\pm$ half 95\% CI)" + "}",
-                r"\label{tab:" + tex_escape(t.key.slug) + "}",
+                r"\label{tab:" + latex(t.key.slug) + "}",
                 r"\begin{tabular}{l" + "r" * len(t.columns) + "}", r"\toprule",
-                "Detector & " + " & ".join(f"{tex_escape(c.label)} {arrows[c.higher_is_better]}".strip()
+                "Detector & " + " & ".join(f"{latex(c.label)} {arrows[c.higher_is_better]}".strip()
                                             for c in t.columns) + r" \\", r"\midrule"]
         for row in t.rows:
             cells = [render_cell(t, row, col, ci=lambda v, h: rf"{v} {{\scriptsize$\pm${h}}}",
                                  best=lambda x: rf"\textbf{{{x}}}") for col in t.columns]
-            name = tex_escape(row.detector)
+            name = latex(row.detector)
             out.append((rf"\textit{{{name}}}" if row.baseline else name) + " & " + " & ".join(cells) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(out)

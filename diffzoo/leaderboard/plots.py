@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .escape import plot_text as _text
+
 
 def _pyplot():
     import matplotlib
@@ -16,12 +18,6 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def _text(value: object) -> str:
-    """Plain text for matplotlib: names come from records and plugins, and a
-    pair of '$' would otherwise be parsed as mathtext (or fail to draw)."""
-    return str(value).replace("$", r"\$")
 
 
 def _title(ax, text: str, fig) -> None:

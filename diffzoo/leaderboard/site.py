@@ -7,8 +7,10 @@ card, confusion matrices, robustness curves and per-editor IoU bars) and the
 figures in ``out/plots/``.  No JavaScript and no external resources.
 
 Every string that comes from a record or a plugin is escaped with
-``html.escape(..., quote=True)``; file names and link targets are built from
-slugs only (:func:`~.tables.slugify`), never from raw names.
+:func:`~.escape.html` (entities for ``& < > " '``, control and bidi
+characters shown visibly), in text and in attribute values; file names and
+link targets are built from slugs only (:func:`~.tables.slugify`), never
+from raw names.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import hashlib
 import logging
 import math
 from collections.abc import Iterable
-from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,6 +27,7 @@ from ..harness.fsutil import atomic_write_text
 from ..harness.metrics.catalog import MetricInfo, metric_info
 from ..harness.records import ResultRecord
 from . import plots
+from .escape import html as e
 from .tables import PRIMARY, Row, Table, build_tables, format_ci, format_value, slugify
 from .versions import Selection, summarize
 
@@ -54,11 +56,6 @@ figure.plot img { max-width: 100%; border: 1px solid #ddd; }
 LEGEND = ("Values in %; \u00b1 is half the 95% confidence interval (bootstrap over images) where one was computed. "
           "\u2191 higher is better, \u2193 lower is better; the best detector value per column is bold on green; "
           "baselines (trivial predictors on the same data) are grey italics and not ranked.")
-
-
-def e(value: Any) -> str:
-    """Escape for HTML text and attribute values."""
-    return escape("" if value is None else str(value), quote=True)
 
 
 def detector_slugs(names: Iterable[str]) -> dict[str, str]:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -26,7 +25,7 @@ from rich.text import Text
 from ..harness.fsutil import atomic_write_text
 from ..harness.records import ResultRecord
 from . import plots
-from .formats import md_escape
+from .escape import md_cell, printable, term_text
 from .summary_tables import (
     ABSENT,
     CLEAN,
@@ -144,15 +143,15 @@ def policy_line(detector: str, records: Sequence[ResultRecord]) -> str:
 # -- Markdown -----------------------------------------------------------------------------
 def summary_markdown(summary: Summary, *, title: str, notes: Sequence[str] = ()) -> str:
     """The summary as Markdown; ``title`` and ``notes`` are escaped like record text."""
-    lines = [f"# {md_escape(title)}", "", md_escape(LEGEND), ""]
-    lines += [f"- {md_escape(n)}" for n in notes]
+    lines = [f"# {md_cell(title)}", "", md_cell(LEGEND), ""]
+    lines += [f"- {md_cell(n)}" for n in notes]
     for group in summary.groups:
-        lines += ["", f"## {md_escape(group.title)}", ""]
-        lines += [f"**FLAG**: {md_escape(f)}" + "  " for f in group.flags]
+        lines += ["", f"## {md_cell(group.title)}", ""]
+        lines += [f"**FLAG**: {md_cell(f)}" + "  " for f in group.flags]
         if group.flags:
             lines.append("")
         if group.policies:
-            lines += ["Threshold policy:", "", *(f"- {md_escape(p)}" for p in group.policies)]
+            lines += ["Threshold policy:", "", *(f"- {md_cell(p)}" for p in group.policies)]
         if not group.newest:
             lines += ["", "Older suite versions: only tables with records are shown."]
         for t in group.shown:
@@ -163,16 +162,16 @@ def summary_markdown(summary: Summary, *, title: str, notes: Sequence[str] = ())
 def _md_table(t: SummaryTable) -> list[str]:
     heads = ([t.group_header] if t.group_header else []) + [t.row_header] + [c.header for c in t.columns]
     align = [":--"] * (len(heads) - len(t.columns)) + ["--:"] * len(t.columns)
-    lines = [f"### {md_escape(t.title)}", "", "| " + " | ".join(md_escape(h) for h in heads) + " |",
+    lines = [f"### {md_cell(t.title)}", "", "| " + " | ".join(md_cell(h) for h in heads) + " |",
              "|" + "|".join(align) + "|"]
     for row in t.rows:
-        first = ([md_escape(row.group)] if t.group_header else []) + [md_escape(row.label)]
+        first = ([md_cell(row.group)] if t.group_header else []) + [md_cell(row.label)]
         lines.append("| " + " | ".join(first + [c.text(row.cells.get(c.key)) for c in t.columns]) + " |")
     lines.append("")
     if t.empty:
-        lines.append(f"_{md_escape(t.hint)}_")
+        lines.append(f"_{md_cell(t.hint)}_")
         lines.append("")
-    lines += [f"- {md_escape(n)}" for n in t.notes]
+    lines += [f"- {md_cell(n)}" for n in t.notes]
     return lines
 
 
@@ -180,17 +179,18 @@ def _md_table(t: SummaryTable) -> list[str]:
 def summary_console(summary: Summary) -> list[Any]:
     """Rich renderables: per group a rule, its FLAG and threshold lines, its
     tables with rows, and one line naming the tables no record filled (their
-    shapes are in summary.md)."""
+    shapes are in summary.md).  Record text is shown with
+    :func:`~.escape.term_text`: control characters escaped, no markup."""
     out: list[Any] = [Text(LEGEND, style="dim")]
     for group in summary.groups:
-        out.append(Rule(escape(group.title)))
-        out += [Text.assemble(("FLAG ", "bold red"), (f, "red")) for f in group.flags]
-        out += [Text.assemble(("threshold policy ", "bold"), p) for p in group.policies]
+        out.append(Rule(term_text(group.title)))
+        out += [Text.assemble(("FLAG ", "bold red"), (printable(f), "red")) for f in group.flags]
+        out += [Text.assemble(("threshold policy ", "bold"), printable(p)) for p in group.policies]
         out += [part for t in group.shown if not t.empty for part in _rich_tables(t)]
         empty = [t.title.split(":")[0] for t in group.shown if t.empty]
         if empty:
-            out.append(Text(f"not run here (shapes in summary.md; add the suite to fill them): {', '.join(empty)}",
-                            style="dim"))
+            out.append(term_text(f"not run here (shapes in summary.md; add the suite to fill them): "
+                                 f"{', '.join(empty)}", style="dim"))
     return out
 
 
@@ -208,19 +208,19 @@ def _rich_tables(t: SummaryTable) -> list[RichTable]:
 def _rich_table(t: SummaryTable, columns: list, part: tuple[int, int] = (1, 1), last: bool = True) -> RichTable:
     caption = "; ".join([t.hint] * t.empty + t.notes) if last else ""
     title = t.title + (f" (part {part[0]} of {part[1]})" if part[1] > 1 else "")
-    table = RichTable(title=escape(title), title_justify="left", caption=escape(caption) or None,
-                      caption_justify="left")
+    table = RichTable(title=term_text(title), title_justify="left",
+                      caption=term_text(caption) if caption else None, caption_justify="left")
     if t.group_header:
-        table.add_column(escape(t.group_header), style="bold")
-    table.add_column(escape(t.row_header), style="bold" if not t.group_header else None)
+        table.add_column(term_text(t.group_header), style="bold")
+    table.add_column(term_text(t.row_header), style="bold" if not t.group_header else None)
     for c in columns:
-        table.add_column(escape(c.header), justify="right", style="italic" if c.oracle else None)
+        table.add_column(term_text(c.header), justify="right", style="italic" if c.oracle else None)
     previous = None
     for row in t.rows:
-        group = [escape(row.group) if row.group != previous else ""] if t.group_header else []
+        group = [term_text(row.group) if row.group != previous else ""] if t.group_header else []
         previous = row.group
-        table.add_row(*group, escape(row.label),
-                      *(escape(c.text(row.cells.get(c.key), ci=lambda v, h: f"{v} ±{h}")) for c in columns))
+        table.add_row(*group, term_text(row.label),
+                      *(term_text(c.text(row.cells.get(c.key), ci=lambda v, h: f"{v} ±{h}")) for c in columns))
     return table
 
 

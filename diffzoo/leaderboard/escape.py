@@ -1,0 +1,171 @@
+"""Escaping for every place a string from outside (a record, a file name, a
+plugin) is shown: the terminal here; CSV, Markdown, LaTeX and HTML cells in
+the publishing formats, and text drawn into plots.
+
+A record is data someone else may have written.  Nothing in it may move the
+cursor, recolour the terminal, start a spreadsheet formula, add a table row
+or a heading, or add markup: each output gets its own escape, applied where
+the string is written, and only to text from outside (numbers diffzoo
+formats itself are written as they are).  Callers never re-implement these.
+
+Every escape first makes control characters visible (:func:`printable`):
+``\\x1b``, ``\\n``, ``\\r``, ``\\t``, ``\\u202e`` are written as those
+letters.  The escaped text is for reading, not for a round trip: a name that
+already holds a backslash and an ``n`` looks like one holding a line break.
+The exact strings are in the JSON outputs and the records themselves.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+import unicodedata
+
+from rich.markup import escape as _rich_escape
+from rich.text import Text
+
+# Bidirectional overrides and isolates reorder what follows them on screen
+# ("Trojan Source"); zero-width and BOM characters hide text.  Neither is a
+# control character to unicodedata (category Cf), so they are listed here.
+_INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                       "\u2066\u2067\u2068\u2069\ufeff")
+# control, format (bidi, zero-width), line and paragraph separators, and lone
+# surrogates (valid in JSON, but no terminal or UTF-8 file can take them)
+_HIDDEN_CATEGORIES = ("Cc", "Cf", "Zl", "Zp", "Cs")
+
+
+def _escaped_char(ch: str) -> str:
+    code = ord(ch)
+    if ch == "\n":
+        return "\\n"
+    if ch == "\r":
+        return "\\r"
+    if ch == "\t":
+        return "\\t"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}"
+
+
+def _hidden(ch: str) -> bool:
+    return unicodedata.category(ch) in _HIDDEN_CATEGORIES or ch in _INVISIBLE
+
+
+def _visible(text: str, keep: str = "") -> str:
+    if text.isprintable() and not any(ch in _INVISIBLE for ch in text):
+        return text
+    return "".join(_escaped_char(ch) if ch not in keep and _hidden(ch) else ch for ch in text)
+
+
+def printable(value: object) -> str:
+    """``str(value)`` with every control character (C0, DEL, C1 - ESC
+    included), line break, tab and invisible formatting character written
+    as a visible escape (``\\x1b``, ``\\n``, ``\\u202e``); other text as is."""
+    return _visible(str(value))
+
+
+# -- terminal ----------------------------------------------------------------------------
+def term(value: object) -> str:
+    """A string for rich console output: :func:`printable`, then rich's
+    markup escaped, so ``[red]`` in a name prints as text."""
+    return _rich_escape(printable(value))
+
+
+def term_text(value: object, style: str = "") -> Text:
+    """A rich :class:`~rich.text.Text` of :func:`printable` ``value``: no
+    markup, emoji code (``:warning:``) or highlighting is applied to a
+    Text, so a name prints exactly as its visible characters.  Prefer it to
+    :func:`term` for table cells, titles and headers."""
+    return Text(printable(value), style=style)
+
+
+# -- CSV ----------------------------------------------------------------------------------
+# The OWASP "CSV injection" list (= + - @ tab CR), line feed, and their fullwidth
+# forms, which some spreadsheet locales also read as a formula start.
+_FORMULA_START = frozenset("=+-@\t\r\n\uff1d\uff0b\uff0d\uff20")
+
+
+def csv_cell(value: object) -> str:
+    """A CSV text cell: what a spreadsheet shows as text and what every
+    reader keeps on one line.
+
+    - The cell gets a leading ``'`` when its first character that is not a
+      space (any Unicode space separator) is ``= + - @``, a tab, CR, LF,
+      another control character, or a fullwidth ``＝ ＋ － ＠``: Excel,
+      LibreOffice and Google Sheets would otherwise run it as a formula
+      (``=HYPERLINK(...)``, ``@SUM(...)``); the quote makes it text and is
+      not shown.  This applies to text only, so a name ``-1`` is written
+      ``'-1``; diffzoo's own numbers are written without this function.
+    - Line breaks and other control characters are written visibly
+      (``\\r``, ``\\n``, ``\\x1b``): quoted line breaks are valid CSV, but
+      ``split('\\n')``, ``grep`` and many importers break the row there.
+    """
+    text = "" if value is None else str(value)
+    first = next((ch for ch in text if unicodedata.category(ch) != "Zs"), "")
+    risky = first in _FORMULA_START or (first and unicodedata.category(first) == "Cc")
+    return ("'" if risky else "") + printable(text)
+
+
+# -- Markdown --------------------------------------------------------------------------------
+_MD_CHARS = {"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|",
+             "~": "\\~", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_MD_TABLE = str.maketrans(_MD_CHARS)
+_MD_BLOCK_MARK = re.compile(r"^(\s*)([#=+-])")  # heading, setext underline, bullet
+_MD_ORDERED = re.compile(r"^(\s*\d{1,9})([.)])")  # "1." / "1)" starts an ordered list
+
+
+def md_cell(value: object) -> str:
+    """Text for Markdown (GitHub-flavoured: table cells, headings, list
+    items), shown literally and never changing the document's structure.
+
+    - ``\\ ` * _ [ ] | ~`` get a backslash (no emphasis, code span, link,
+      strike-through or cell break; the backslash itself is doubled so a
+      name cannot cancel the escape that follows it); ``< > &`` become
+      entities, so no HTML tag or entity from a name reaches the page.
+    - Line breaks (CR, LF, U+2028) and other control characters are written
+      visibly (``\\r``, ``\\n``): a raw one would end the table row.
+    - A leading ``#``, ``=``, ``+``, ``-`` or ``1.``/``1)`` (after spaces)
+      is backslash-escaped: at a line or list-item start it would make a
+      heading or a list.
+    """
+    text = printable("" if value is None else value).translate(_MD_TABLE)
+    text = _MD_BLOCK_MARK.sub(r"\1\\\2", text, count=1)
+    return _MD_ORDERED.sub(r"\1\\\2", text, count=1)
+
+
+# -- LaTeX ----------------------------------------------------------------------------------
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "[": "{[}", "]": "{]}",
+        "*": "{*}"}
+
+
+def latex(value: object) -> str:
+    """Text for LaTeX (table cells, captions, ``%`` comments), typeset as
+    written: ``\\ { } $ & # ^ _ ~ %`` and ``< > |`` become their text
+    commands; ``[ ] *`` are braced, since after a row's ``\\\\`` they would
+    be read as its optional argument or star; control characters and line
+    breaks are written visibly first (a raw line break would end a ``%``
+    comment and make the rest of the line live LaTeX, two would end the
+    paragraph inside a caption)."""
+    return "".join(_TEX.get(ch, ch) for ch in printable("" if value is None else value))
+
+
+# -- HTML -------------------------------------------------------------------------------------
+def html(value: object) -> str:
+    """Text or a double- or single-quoted attribute value in HTML:
+    ``& < > " '`` become entities (``html.escape(..., quote=True)``), so
+    no tag, attribute or entity can come from a string; control, bidi-override
+    and zero-width characters are written visibly (``\\u202e``), except tab
+    and line breaks, which HTML shows as a space.  ``None`` is ``""``."""
+    if value is None:
+        return ""
+    return _html.escape(_visible(str(value), keep="\t\n\r"), quote=True)
+
+
+# -- plots (matplotlib) ---------------------------------------------------------------------------
+def plot_text(value: object) -> str:
+    """Text for a matplotlib title, label or legend: :func:`printable`, and
+    ``$`` escaped, since a pair of them would be parsed as mathtext (or fail
+    to draw)."""
+    return printable(value).replace("$", r"\$")

