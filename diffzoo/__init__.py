@@ -12,8 +12,9 @@ import importlib
 import logging
 
 from .harness.cards import DetectorCard, GeneratorCard, RecipeValue, register_cards
+from .harness.checkpoints import load_checkpoint, save_checkpoint
 from .harness.errors import (
-    ConfigError, CorruptSampleError, DataError, DiffzooError, ModelError, WeightsUnavailableError,
+    ConfigError, CorruptSampleError, DataError, DetectorError, DiffzooError, ModelError, WeightsUnavailableError,
 )
 from .harness.factories import create_detector, create_generator, open_dataset
 from .harness.hookspecs import hookimpl
@@ -46,6 +47,7 @@ __all__ = [
     "ConfigError",
     "CorruptSampleError",
     "DataError",
+    "DetectorError",
     "ModelError",
     "WeightsUnavailableError",
     "Case",
@@ -57,6 +59,8 @@ __all__ = [
     "create_detector",
     "create_generator",
     "open_dataset",
+    "save_checkpoint",
+    "load_checkpoint",
     "Detector",
     "Generator",
     "Dataset",

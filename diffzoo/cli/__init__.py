@@ -10,9 +10,10 @@ import logging
 import sys
 
 import typer
-from rich.markup import escape
 
 from ..harness.errors import DiffzooError
+from ..harness.fsutil import disk_full_error
+from ..leaderboard.escape import term
 from .app import app, console, err_console, state
 
 
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     except DiffzooError as exc:
         if debug:
             raise
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {term(exc)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except (typer.Exit, SystemExit) as exc:
         sys.exit(getattr(exc, "exit_code", getattr(exc, "code", 0)))
@@ -45,13 +46,18 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # click usage errors and the like
         import click
 
+        # a full disk anywhere (safetensors, PIL, matplotlib writes) is the user's to fix
+        full = disk_full_error(exc) if isinstance(exc, OSError) and not debug else None
+        if full is not None:
+            err_console.print(f"[bold red]error:[/] {term(full)}", highlight=False, soft_wrap=True)
+            sys.exit(full.exit_code)
         if isinstance(exc, click.ClickException):
             exc.show()
             sys.exit(exc.exit_code)
         if debug:
             raise
         err_console.print(
-            f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
+            f"[bold red]internal error:[/] {type(exc).__name__}: {term(exc)} "
             "(run with --debug for the traceback)",
             highlight=False,
         )

@@ -12,8 +12,8 @@ from rich.markup import escape
 
 # Not a terminal (CI logs, pipes): wide enough that tables do not wrap.
 _WIDTH = None if sys.stdout.isatty() else 132
-console = Console(highlight=False, width=_WIDTH)
-err_console = Console(stderr=True, highlight=False, width=_WIDTH)
+console = Console(highlight=False, width=_WIDTH, emoji=False)  # ":warning:" in a name prints as text
+err_console = Console(stderr=True, highlight=False, width=_WIDTH, emoji=False)
 state = SimpleNamespace(debug=False)
 
 app = typer.Typer(
@@ -37,11 +37,12 @@ def _root(
 def report_plugin_failures() -> None:
     """One warning line per plugin that failed to import or raised in a hook."""
     from ..harness.plugins import get_plugin_system
+    from ..leaderboard.escape import term
 
     system = get_plugin_system()
     system.registry  # noqa: B018 - building it runs the register hooks
     for failure in system.failures:
-        err_console.print(f"[yellow]warning:[/] {escape(str(failure))}", soft_wrap=True)
+        err_console.print(f"[yellow]warning:[/] {term(failure)}", soft_wrap=True)
         if state.debug and failure.traceback:
             err_console.print(escape(failure.traceback), soft_wrap=True, highlight=False)
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from ..generators import openvocab, pipeline, vlm
 from ..generators.schedule import parse_turn_ratio
 from ..harness.errors import ConfigError
 from ..harness.progress import counter_callback
+from ..leaderboard.escape import term
 from .app import app, console
+from .options import SEED
 from .progress import RichProgress, rank_output
 
 
@@ -48,7 +49,7 @@ def generate_cmd(
     ),
     turns: str = typer.Option("1:4:5", "--turns", help="Ratio of samples with 1:2:3 edits."),
     ai_bases: float = typer.Option(0.5, "--ai-bases", help="Fraction of AI (text-to-image) bases."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = SEED,
     size: int | None = typer.Option(None, "--size", help="Longer side of the bases in px (default: keep)."),
     t2i: str | None = typer.Option(
         None, "--t2i", help="Text-to-image card for AI bases (default: sd-t2i.tiny if all editors are tiny, else sdxl-t2i.base)."
@@ -90,9 +91,9 @@ def generate_cmd(
     if summary is None:  # torchrun rank > 0
         return
     console.print(
-        f"{summary.accepted} sample(s) in {escape(str(summary.out))} ({summary.made} made now, "
+        f"{summary.accepted} sample(s) in {term(str(summary.out))} ({summary.made} made now, "
         f"{summary.reused} from earlier runs, {summary.rejected} rejected by the quality filter); "
-        f"classes: {escape(', '.join(summary.label_space.names))}"
+        f"classes: {term(', '.join(summary.label_space.names))}"
     )
     if summary.rejected:
-        console.print(f"rejections are listed in {escape(str(summary.out / pipeline.SUMMARY_FILE))}")
+        console.print(f"rejections are listed in {term(str(summary.out / pipeline.SUMMARY_FILE))}")

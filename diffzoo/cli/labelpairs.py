@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from ..generators import labels as L
 from ..generators import pairs
 from ..harness.progress import counter_callback
+from ..leaderboard.escape import term
 from .app import console
 from .data import data_app
 from .progress import RichProgress
@@ -49,5 +49,5 @@ def label_pairs_cmd(
     for what, names in (("only in ORIG_DIR", report.orig_only), ("only in GEN_DIR", report.gen_only)):
         if names:
             more = f" ... and {len(names) - SHOWN_UNMATCHED} more" if len(names) > SHOWN_UNMATCHED else ""
-            console.print(f"unmatched, {what}: {len(names)}: {escape(', '.join(names[:SHOWN_UNMATCHED]))}{more}")
-    console.print(f"labels at {escape(str(report.out))} (manifest.jsonl, {pairs.SUMMARY_FILE})")
+            console.print(f"unmatched, {what}: {len(names)}: {term(', '.join(names[:SHOWN_UNMATCHED]))}{more}")
+    console.print(f"labels at {term(str(report.out))} (manifest.jsonl, {pairs.SUMMARY_FILE})")

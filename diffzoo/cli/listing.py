@@ -2,53 +2,71 @@
 
 from __future__ import annotations
 
-from enum import Enum
+import difflib
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
+from ..harness.errors import ConfigError
 from ..harness.plugins import get_plugin_system, get_registry
+from ..leaderboard.escape import term
 from .app import app, console
+from .options import SEED
 
 
-class Kind(str, Enum):
-    detectors = "detectors"
-    generators = "generators"
-    datasets = "datasets"
-    suites = "suites"
-    distortions = "distortions"
+KINDS = ("detectors", "generators", "datasets", "suites", "distortions")
+
+
+def _kind(value: str) -> str:
+    """The plural kind ``value`` names (singular accepted); else a one-line
+    ConfigError with a did-you-mean."""
+    plural = value if value in KINDS else f"{value}s"
+    if plural in KINDS:
+        return plural
+    close = difflib.get_close_matches(value, KINDS, n=1, cutoff=0.6)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(f"cannot list {value!r}.{hint} `diffzoo list` takes one of: {', '.join(KINDS)}")
 
 
 @app.command("list")
 def list_cmd(
-    kind: Kind = typer.Argument(..., help="What to list."),
+    kind: str = typer.Argument(..., help=f"What to list: {', '.join(KINDS)}."),
     pattern: str = typer.Argument("*", help="fnmatch wildcard, e.g. 'segformer*'."),
 ) -> None:
     """List registered detectors, generators, datasets, suites or distortions."""
+    kind = _kind(kind)
     registry = get_registry()
-    singular = kind.value[:-1]
+    singular = kind[:-1]
     entries = registry.list(singular, pattern)
     if not entries:
-        console.print(f"no {kind.value} match {pattern!r}; see `diffzoo list {kind.value}`")
+        console.print(f"no {kind} match {term(repr(pattern))}; see `diffzoo list {kind}`")
         return
-    table = Table(title=f"{kind.value} matching {pattern!r}", title_justify="left")
+    table = Table(title=f"{kind} matching {term(repr(pattern))}", title_justify="left")
     table.add_column("name", style="bold")
     table.add_column("default", justify="center")
     table.add_column("plugin")
     table.add_column("description")
     for e in entries:
         desc = e.description
-        if kind is Kind.suites:
+        if kind == "suites":
             suite = e.load()
             desc = f"v{suite.version}, cases: {', '.join(c.name for c in suite.cases)}. {desc}"
-        table.add_row(escape(e.name), "*" if e.default else "", escape(e.source), escape(desc))
+        table.add_row(term(e.name), "*" if e.default else "", term(e.source), term(desc))
     console.print(table)
 
 
-@app.command("plugins")
-def plugins_cmd() -> None:
+plugins_app = typer.Typer(
+    help="Installed plugins (name, version, hooks); `plugins check NAME` tests a detector against its protocol.",
+    invoke_without_command=True,
+)
+app.add_typer(plugins_app, name="plugins")
+
+
+@plugins_app.callback()
+def plugins_cmd(ctx: typer.Context) -> None:
     """Installed plugins: name, version and the hooks each implements."""
+    if ctx.invoked_subcommand is not None:
+        return
     system = get_plugin_system()
     table = Table(title="diffzoo plugins", title_justify="left")
     table.add_column("plugin", style="bold")
@@ -56,8 +74,33 @@ def plugins_cmd() -> None:
     table.add_column("kind")
     table.add_column("hooks")
     for info in system.info():
-        table.add_row(escape(info.name), escape(info.version), "built-in" if info.builtin else "installed",
+        table.add_row(term(info.name), term(info.version), "built-in" if info.builtin else "installed",
                       ", ".join(info.hooks))
     for failure in system.failures:
-        table.add_row(escape(failure.plugin), "-", "[red]failed[/]", escape(failure.message))
+        table.add_row(term(failure.plugin), "-", "[red]failed[/]", term(failure.message))
     console.print(table)
+
+
+@plugins_app.command("check")
+def check_cmd(
+    name: str = typer.Argument(..., help="A detector (family or family.tag) or a plugin name."),
+    task: list[str] = typer.Option([], "--task", help="Only this task (binary, semantic, classification); repeatable."),
+    device: str = typer.Option("cpu", "--device", help="Device to run the checks on."),
+    seed: int = SEED,
+) -> None:
+    """Run a detector through a tiny built-in fixture and report every protocol violation."""
+    from ..harness.core.conformance import check_plugin
+    from ..harness.trainer import resolve_device
+
+    findings = check_plugin(name, task or None, str(resolve_device(device)), seed)
+    table = Table(title=f"plugins check {term(name)}", title_justify="left")
+    for col in ("detector", "task", "check", "result"):
+        table.add_column(col)
+    for f in findings:
+        result = "[green]ok[/]" + (f" ({term(f.message)})" if f.message else "") if f.ok else f"[red]FAIL[/] {term(f.message)}"
+        table.add_row(term(f.detector), term(f.task), term(f.check), result)
+    console.print(table)
+    failed = [f for f in findings if not f.ok]
+    console.print(f"{len(findings) - len(failed)} check(s) passed, {len(failed)} failed")
+    if failed:
+        raise typer.Exit(1)

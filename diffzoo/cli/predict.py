@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD
@@ -16,6 +15,7 @@ from ..harness.prediction import (
     predict_files,
 )
 from ..harness.progress import NullProgress
+from ..leaderboard.escape import term
 from .app import app, console
 from .progress import RichProgress
 
@@ -48,14 +48,14 @@ def predict_cmd(
     model = load_model(detector, checkpoint, task, device, labels)
     det = model.detector
     classes = ", ".join(det.label_space.names) if det.task == "semantic" else "background, edited"
-    console.print(f"[bold]model[/] {escape(model.name)} {escape(f'[{det.task}]')} from "
-                  f"{escape(str(model.checkpoint))} (sha256 {model.sha256[:12]}); classes: {escape(classes)}")
+    console.print(f"[bold]model[/] {term(model.name)} {term(f'[{det.task}]')} from "
+                  f"{term(str(model.checkpoint))} (sha256 {model.sha256[:12]}); classes: {term(classes)}")
     progress = RichProgress(console) if len(paths) > 1 else NullProgress()
     rows = predict_files(model, paths, out, progress)
     console.print(_table(rows, det.task))
     edited = sum(r.get("verdict") == "edited" for r in rows)
     failed = [r for r in rows if "error" in r]
-    wrote = f"{PREDICTIONS_FILE} in {escape(str(out))}"
+    wrote = f"{PREDICTIONS_FILE} in {term(str(out))}"
     if det.task == "classification":
         wrote += " (a classification detector gives no label maps or overlays)"
     else:
@@ -78,15 +78,15 @@ def _table(rows: list[dict], task: str) -> Table:
         table.add_column("top editors")
     for row in rows[:SHOWN_ROWS]:
         if "error" in row:
-            table.add_row(escape(Path(row["image"]).name), f"[red]error:[/] {escape(row['error'])}", "", "",
+            table.add_row(term(Path(row["image"]).name), f"[red]error:[/] {term(row['error'])}", "", "",
                           *([""] if task == "semantic" else []))
             continue
         area = "-" if row["edited_fraction"] is None else f"{row['edited_fraction']:.1%}"
-        cells = [escape(Path(row["image"]).name), "[red]edited[/]" if row["verdict"] == "edited" else "authentic",
+        cells = [term(Path(row["image"]).name), "[red]edited[/]" if row["verdict"] == "edited" else "authentic",
                  area, f"{row['image_score']:.3f}"]
         if task == "semantic":
             top = ", ".join(f"{e['editor']} {e['fraction']:.1%}" for e in row["editors"][:3])
-            cells.append(escape(top or "-"))
+            cells.append(term(top or "-"))
         table.add_row(*cells)
     if len(rows) > SHOWN_ROWS:
         table.caption = f"{len(rows) - SHOWN_ROWS} more in {PREDICTIONS_FILE}"

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,6 +15,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..leaderboard.escape import term
+
 
 class _RichTask:
     def __init__(self, bar: Progress, task_id):
@@ -23,7 +24,7 @@ class _RichTask:
 
     def advance(self, n: int = 1, **info: object) -> None:
         extra = "  ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in info.items())
-        self.bar.update(self.task_id, advance=n, info=escape(extra))
+        self.bar.update(self.task_id, advance=n, info=term(extra))
 
 
 class RichProgress:
@@ -43,7 +44,7 @@ class RichProgress:
             transient=False,
         )
         with bar:
-            yield _RichTask(bar, bar.add_task(escape(description), total=total, info=""))
+            yield _RichTask(bar, bar.add_task(term(description), total=total, info=""))
 
 
 @contextmanager

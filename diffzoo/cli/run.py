@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from ..harness import distributed
 from ..harness.errors import ConfigError
 from ..harness.references import reference_requests
 from ..harness.runner import RunRequest, Runner
 from ..leaderboard.console import case_tables
+from ..leaderboard.escape import term
 from ..leaderboard.plots import confusion_png
 from ..leaderboard.store import RecordStore
 from ..leaderboard.tables import slugify
 from .app import app, console
+from .options import SEED
 from .progress import RichProgress, rank_output
 
 
@@ -33,7 +35,6 @@ every case's table is in the output folder's summary and records."""
 # -- options shared by `run` and `train` (one definition each) ----------------
 DETECTOR = typer.Option(..., "--detector", "-d", help="Detector name (family or family.tag).")
 DATASET = typer.Option("mini", "--dataset", help="Registered dataset name or a path.")
-SEED = typer.Option(0, "--seed")
 DEVICE = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, ... (under torchrun: one GPU per rank).")
 PRETRAINED = typer.Option(
     None, "--pretrained/--no-pretrained", help="Start from the card's pretrained weights (default: card/dataset)."
@@ -137,6 +138,12 @@ def run_cmd(
         _run(runner, out, start, references)
 
 
+def skipped_line(skipped: dict[str, dict[str, str]]) -> str:
+    """``"3 sample(s) skipped: 2 too-large, 1 corrupt"``: distinct samples, by reason."""
+    kinds = Counter(item["kind"] for item in skipped.values())
+    return f"{len(skipped)} sample(s) skipped: " + ", ".join(f"{n} {term(k)}" for k, n in kinds.most_common())
+
+
 def _pairs(items: list[str]) -> list[tuple[str, str]]:
     pairs = []
     for item in items:
@@ -152,24 +159,27 @@ def _run(runner: Runner, out: Path, start: float, references: bool) -> None:
 
     runner.plan()
     ds = runner.dataset
-    console.print(f"[bold]dataset[/] {escape(ds.name)} (fingerprint {runner.plan_.fingerprint}); "
-                  f"classes: {escape(', '.join(ds.label_space.names))}")
+    console.print(f"[bold]dataset[/] {term(ds.name)} (fingerprint {runner.plan_.fingerprint}); "
+                  f"classes: {term(', '.join(ds.label_space.names))}")
     notice = getattr(ds, "notice", None)
     if notice:
-        console.print(f"[yellow]note:[/] {escape(notice)}")
+        console.print(f"[yellow]note:[/] {term(notice)}")
     for line in runner.plan_.describe():
-        console.print(f"[bold]plan[/] {escape(line)}")
+        console.print(f"[bold]plan[/] {term(line)}")
     runners = [runner]
     if references:
         for ref in reference_requests(runner.request, runner.suites):
             other = Runner(ref, runner.progress)
             other.plan()
             for line in other.plan_.describe():
-                console.print(f"[bold]plan[/] [dim](reference)[/] {escape(line)}")
+                console.print(f"[bold]plan[/] [dim](reference)[/] {term(line)}")
             runners.append(other)
     records = []
+    skipped: dict[str, dict[str, str]] = {}
     for r in runners:
-        records.extend(r.run().records)
+        output = r.run()
+        records.extend(output.records)
+        skipped.update(output.skipped)
     if not distributed.is_main():
         return
     store = RecordStore(out)
@@ -190,12 +200,12 @@ def _run(runner: Runner, out: Path, start: float, references: bool) -> None:
     for renderable in summary_console(summary):
         console.print(renderable)
     written = write_summary(summary, out, title=f"diffzoo run: {runner.entry.name} on {ds.name}", notes=notes)
-    skipped = sum(r.data["counts"]["skipped_corrupt"] for r in records)
     if skipped:
-        console.print(f"[yellow]{skipped} corrupt sample(s) skipped[/] (listed in the records; --strict stops instead)")
+        console.print(f"[yellow]{skipped_line(skipped)}[/] (each listed in the records with its reason; "
+                      "--strict stops at the first instead)")
     console.print(
         f"{len(records)} record(s) written to {store.records_dir}; summary {written['summary.md']} "
-        f"({time.monotonic() - start:.0f} s; dataset {escape(ds.name)})."
+        f"({time.monotonic() - start:.0f} s; dataset {term(ds.name)})."
     )
     if notice:
-        console.print(f"[yellow]note:[/] {escape(notice)}")
+        console.print(f"[yellow]note:[/] {term(notice)}")

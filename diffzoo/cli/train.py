@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from ..harness.planning import TrainingJob
 from ..harness.runner import Runner, TrainOutput
+from ..leaderboard.escape import term
 from .app import app, console
 from .progress import RichProgress, rank_output
 from .run import (
@@ -62,10 +62,10 @@ def train_cmd(
     with rank_output(console):
         plan = runner.plan_training(task, excluded)
         ds = runner.dataset
-        console.print(f"[bold]dataset[/] {escape(ds.name)} (fingerprint {plan.fingerprint}); "
-                      f"classes: {escape(', '.join(ds.label_space.names))}")
+        console.print(f"[bold]dataset[/] {term(ds.name)} (fingerprint {plan.fingerprint}); "
+                      f"classes: {term(', '.join(ds.label_space.names))}")
         job = plan.jobs[0]
-        console.print(f"[bold]plan[/] {escape(_describe(plan.card.name, job))} (cache key {job.key})")
+        console.print(f"[bold]plan[/] {term(_describe(plan.card.name, job))} (cache key {job.key})")
         _report(runner.train(task, excluded))
 
 
@@ -79,11 +79,11 @@ def _report(result: TrainOutput) -> None:
     log = ckpt.get("training") or {}
     how = "found in the cache (trained earlier)" if ckpt["source"] == "cache" else "trained"
     console.print(
-        f"{how}: {escape(_describe(result.detector.card.name, job))}, "
+        f"{how}: {term(_describe(result.detector.card.name, job))}, "
         f"{log.get('num_train_images', '?')} images, {log.get('iterations', '?')} iterations on "
         f"{log.get('world_size', 1)} process(es); loss {log.get('first_loss', float('nan')):.4f} -> "
         f"final loss {log.get('final_loss', float('nan')):.4f}"
     )
-    console.print(f"checkpoint: {escape(ckpt['path'])} (sha256 {ckpt['sha256'][:16]}...)")
+    console.print(f"checkpoint: {term(ckpt['path'])} (sha256 {ckpt['sha256'][:16]}...)")
     if result.copy is not None:
-        console.print(f"copy: {escape(str(result.copy))}")
+        console.print(f"copy: {term(str(result.copy))}")

@@ -368,3 +368,14 @@ def open_mini(path: str | Path | None = None, *, progress: Progress | None = Non
     dataset.training_overrides = dict(MINI_TRAINING)
     dataset.generator_substitutes = dict(MINI_GENERATORS)
     return dataset
+
+
+def _mini_options() -> list[str]:
+    """What ``--dataset-option`` takes for ``mini``: the build options and DiffSeg30kDataset's."""
+    from ..harness.data.diffseg30k import DiffSeg30kDataset
+    from ..harness.factories import option_names
+
+    return ["n_images", "size", "seed", "cache", *(option_names(DiffSeg30kDataset) or [])]
+
+
+open_mini.dataset_options = _mini_options

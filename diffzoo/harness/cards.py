@@ -55,6 +55,11 @@ class DetectorCard:
     paper: str = ""
     arch: dict[str, Any] = field(default_factory=dict)
     recipe: dict[str, RecipeValue] = field(default_factory=dict)
+    # Fields added after the first records were written: left out of
+    # ``to_dict`` at their default, so the hashes of existing cards (cache
+    # keys, record ids) stay as they were.
+    weights_sha256: str | None = None  # published sha256 of the weights file, if the source gives one
+    trainable: bool = True  # False: used as built (heuristics, frozen zero-shot models); never trained
 
     @property
     def family(self) -> str:
@@ -68,7 +73,11 @@ class DetectorCard:
         return {k: v.value for k, v in self.recipe.items()}
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(self)
+        d = _jsonable(self)
+        for name, default in _LATE_FIELDS.items():
+            if d.get(name) == default:
+                del d[name]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DetectorCard:
@@ -80,6 +89,9 @@ class DetectorCard:
 
     def fingerprint(self) -> str:
         return stable_hash(self.to_dict())
+
+
+_LATE_FIELDS = {"weights_sha256": None, "trainable": True}
 
 
 @dataclass(frozen=True)

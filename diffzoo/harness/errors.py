@@ -12,7 +12,11 @@ from collections.abc import Iterable
 
 
 class DiffzooError(Exception):
-    """Base class of every error diffzoo raises on purpose."""
+    """Base class of every error diffzoo raises on purpose.
+
+    ``exit_code``: 2 for errors the user can fix by changing the command or
+    its inputs (usage, configuration, names), 1 for everything else.
+    """
 
     exit_code = 1
 
@@ -24,7 +28,7 @@ class UnknownNameError(DiffzooError, KeyError):
 
     def __init__(self, kind: str, name: str, available: Iterable[str]):
         self.kind, self.name = kind, name
-        self.available = sorted(available)
+        self.available = sorted(set(available))  # a family that is also an entry's name is listed once
         close = difflib.get_close_matches(name, self.available, n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         shown = ", ".join(self.available[:20]) + (" ..." if len(self.available) > 20 else "")
@@ -52,11 +56,14 @@ class DataError(DiffzooError):
 class CorruptSampleError(DataError):
     """One sample is unreadable (corrupt, truncated, inconsistent).
 
-    Runs skip and count these unless ``--strict`` is given.
+    Runs skip and count these unless ``--strict`` is given.  ``kind`` is a
+    short, stable category of the reason (``corrupt``, ``too-large``,
+    ``mask-size``, ...; see docs/reliability.md) that records count skipped
+    samples by; ``reason`` is the full sentence naming the file.
     """
 
-    def __init__(self, sample_id: str, reason: str):
-        self.sample_id, self.reason = sample_id, reason
+    def __init__(self, sample_id: str, reason: str, kind: str = "corrupt"):
+        self.sample_id, self.reason, self.kind = sample_id, reason, kind
         super().__init__(f"sample {sample_id}: {reason}")
 
 
@@ -78,7 +85,35 @@ class WeightsUnavailableError(ModelError):
 
 
 class ConfigError(DiffzooError):
-    """Inconsistent options or configuration."""
+    """Inconsistent options or configuration (a user error: exit 2)."""
+
+    exit_code = 2
+
+
+class DetectorError(DiffzooError):
+    """A detector broke its protocol: an output of the wrong shape, batch,
+    channel count, dtype or range, a missing value, or a method that does not
+    behave as docs/plugins.md says.  Names the detector, the sample, what was
+    expected and what came back."""
+
+    def __init__(self, detector: str, problem: str, *, sample_id: str | None = None,
+                 expected: str | None = None, got: str | None = None):
+        self.detector, self.sample_id = detector, sample_id
+        self.problem, self.expected, self.got = problem, expected, got
+        where = f" on sample {sample_id}" if sample_id is not None else ""
+        detail = ""
+        if expected is not None:
+            detail += f"; expected {expected}"
+        if got is not None:
+            detail += f", got {got}"
+        super().__init__(f"detector {detector!r}{where}: {problem}{detail}")
+
+
+class StorageError(DiffzooError):
+    """Writing failed because the disk (or quota) is full: names the path and
+    the free space (a user error: exit 2)."""
+
+    exit_code = 2
 
 
 class RecordError(DiffzooError):

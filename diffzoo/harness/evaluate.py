@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from .errors import ConfigError, CorruptSampleError
-from .metrics import AREA_THRESHOLD, SCORE_THRESHOLD, EvalState
+from .core.outputs import check_output, has_pixels, pixel_predictions
+from .errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError
+from .metrics import AREA_THRESHOLD, SCORE_THRESHOLD, EvalState, prediction_digest
 from .progress import NullProgress, Progress
 from .protocols import Dataset, Detector
-from .types import BINARY, SampleMeta
+from .types import BINARY, DetectionOutput, SampleMeta
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +61,20 @@ def image_tensor(image: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)[None].float() / 255.0
 
 
-def to_predictions(detector: Detector, logits: torch.Tensor, threshold: float):
-    """(binary pred, edited prob, semantic pred or None) for one image."""
-    if detector.task == "binary":
-        prob = torch.sigmoid(logits[0, 0])
-        return (prob > threshold).to(torch.uint8).numpy(), prob.numpy(), None
-    probs = torch.softmax(logits[0], dim=0)
-    semantic = probs.argmax(0).to(torch.uint8).numpy()
-    edited = (1.0 - probs[0]).numpy()
-    return (semantic > 0).astype(np.uint8), edited, semantic
+def predict_checked(detector: Detector, images: torch.Tensor, ids: list[str]) -> DetectionOutput:
+    """``detector.predict(images)``, held to the protocol before anything
+    reads it (core/outputs.py): a malformed answer, or an exception other
+    than a DiffzooError from the detector's own code, is a DetectorError
+    naming the detector and the sample."""
+    try:
+        out = detector.predict(images)
+    except DiffzooError:
+        raise
+    except Exception as exc:  # a plugin's bug: say whose, keep the cause for --debug
+        name = getattr(getattr(detector, "card", None), "name", type(detector).__name__)
+        raise DetectorError(name, f"predict raised {type(exc).__name__}: {exc}",
+                            sample_id=ids[0] if len(ids) == 1 else ", ".join(ids[:4])) from exc
+    return check_output(detector, out, ids, tuple(images.shape[-2:]))
 
 
 def distortion_context(distortion: Distortion) -> set[str]:
@@ -78,14 +84,6 @@ def distortion_context(distortion: Distortion) -> set[str]:
     except (TypeError, ValueError):
         return set()
     return {"meta", "label_space"} & set(params)
-
-
-def fit_logits(logits: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """Logits resized (bilinear) to the label's H x W when a distortion changed
-    the image size but kept the label ("resize, and back for scoring")."""
-    if tuple(logits.shape[-2:]) == tuple(size):
-        return logits
-    return torch.nn.functional.interpolate(logits.float(), size=size, mode="bilinear", align_corners=False)
 
 
 def evaluate(
@@ -110,8 +108,10 @@ def evaluate(
     ``semantic`` (semantic ones).  ``thresholds``: the pixel and image
     thresholds (default: the card's and METRICS.md's fixed ones).
 
-    The distortion's label is the ground truth; when it kept the label but
-    changed the image size, the logits are resized back to the label."""
+    Every prediction is checked first (core/outputs.py: a malformed one is a
+    DetectorError).  The distortion's label is the ground truth; when it kept
+    the label but changed the image size, the prediction is resized back to
+    the label."""
     progress = progress or NullProgress()
     thresholds = thresholds or Thresholds.fixed(detector)
     threshold = thresholds.pixel
@@ -137,25 +137,24 @@ def evaluate(
                 if strict:
                     raise
                 log.warning("skipping corrupt sample: %s", exc)
-                result.skipped.append({"id": sid, "reason": exc.reason})
+                result.skipped.append({"id": sid, "kind": exc.kind, "reason": exc.reason})
                 task.advance()
                 continue
             extra = {k: v for k, v in (("meta", sample.meta), ("label_space", dataset.label_space)) if k in context}
             image, label = distortion(sample.image, sample.label, **distortion_params, **extra)
-            out = detector.predict(image_tensor(image))
-            if out.mask_logits is None:  # an image-level classifier: its image score only
+            out = predict_checked(detector, image_tensor(image), [sid])
+            if not has_pixels(out):  # an image-level classifier: its image score only
                 binary_pred = edited_prob = semantic_pred = None
             else:
-                binary_pred, edited_prob, semantic_pred = to_predictions(
-                    detector, fit_logits(out.mask_logits.cpu(), label.shape), threshold
-                )
+                binary_pred, edited_prob, semantic_pred = pixel_predictions(detector, out, threshold, label.shape)[0]
             score = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
             binary_gt = dataset.label_space.to_binary_map(label)
             meta: SampleMeta = sample.meta
+            digest = prediction_digest(semantic_pred if semantic_pred is not None else binary_pred, edited_prob, score)
             if "binary" in states:
-                states["binary"].update(meta, binary_gt, binary_pred, edited_prob, image_score=score)
+                states["binary"].update(meta, binary_gt, binary_pred, edited_prob, image_score=score, digest=digest)
             if "semantic" in states:
-                states["semantic"].update(meta, label, semantic_pred, edited_prob, image_score=score)
+                states["semantic"].update(meta, label, semantic_pred, edited_prob, image_score=score, digest=digest)
             for name, state in result.baselines.items():
                 const = np.full_like(binary_gt, 1 if name == "all_edited" else 0)
                 state.update(meta, binary_gt, const, const.astype(np.float32))

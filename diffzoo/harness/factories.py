@@ -6,6 +6,7 @@ as the in-tree ones.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import logging
 from pathlib import Path
@@ -49,13 +50,34 @@ def _looks_like_path(spec: str) -> bool:
     return "/" in spec or "\\" in spec or spec.startswith(".") or Path(spec).suffix != ""
 
 
+_NOT_OPTIONS = ("self", "path", "progress")
+
+
+def option_names(factory: Any) -> list[str] | None:
+    """The keyword options a dataset factory takes, sorted; None when it takes
+    any (``**options``) without saying which.  A factory that forwards its
+    options may declare them as ``factory.dataset_options`` (a list, or a
+    function returning one)."""
+    declared = getattr(factory, "dataset_options", None)
+    if declared is not None:
+        return sorted(declared() if callable(declared) else declared)
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return sorted(p.name for p in params if p.name not in _NOT_OPTIONS
+                  and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
+
+
 def _call_adapter(factory: Any, what: str, options: dict[str, Any], **fixed: Any) -> Dataset:
-    """Call a dataset factory; an option it does not take is a ConfigError."""
-    params = inspect.signature(factory).parameters
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        unknown = sorted(k for k in options if k not in params)
-        if unknown:
-            raise ConfigError(f"{what} does not take option(s) {', '.join(unknown)}")
+    """Call a dataset factory; an option it does not take is a ConfigError
+    that names the closest valid option and lists them all."""
+    valid = option_names(factory)
+    unknown = sorted(k for k in options if valid is not None and k not in valid)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], valid, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{what} does not take --dataset-option {', '.join(unknown)}.{hint} "
+                          f"Valid options: {', '.join(valid) or '(none)'}")
     return factory(**fixed, **options)
 
 

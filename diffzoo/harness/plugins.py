@@ -55,7 +55,7 @@ class PluginFailure:
 
     def __str__(self) -> str:
         where = {"import": "failed to import", "hooks": "was not loaded"}.get(self.stage, f"raised in {self.stage}")
-        return f"plugin {self.plugin!r} {where}: {self.message}; skipped"
+        return f"plugin {self.plugin!r} {where}: {self.message}; the whole plugin is skipped"
 
 
 @dataclass
@@ -132,17 +132,34 @@ class PluginSystem:
         return self._registry
 
     def _build_registry(self) -> Registry:
+        """Each plugin's registrations, all of them or none: a plugin whose
+        hook raises, or that registers a name already taken (or a second
+        default of a family), is rejected whole - none of its entries stay,
+        and its other hooks (commands) are not called."""
         registry = Registry()
-        for hook_name, kind in REGISTER_HOOKS.items():
-            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
-                register = partial(registry.add, kind, source=impl.plugin_name)
+        for name, plugin in list(self.pm.list_name_plugin()):
+            trial = registry.copy()
+            for hook_name, kind in REGISTER_HOOKS.items():
+                impl = next((i for i in getattr(self.pm.hook, hook_name).get_hookimpls() if i.plugin is plugin), None)
+                if impl is None:
+                    continue
                 try:
-                    impl.function(register=register)
+                    impl.function(register=partial(trial.add, kind, source=name))
                 except Exception as exc:
-                    self._fail(impl.plugin_name, hook_name, exc)
+                    self._reject(name, plugin, hook_name, exc)
+                    break
+            else:
+                registry = trial
         return registry
 
+    def _reject(self, name: str, plugin: Any, stage: str, exc: BaseException) -> None:
+        self._fail(name, stage, exc)
+        self.pm.unregister(plugin)
+        self.versions.pop(name, None)
+        self.builtin.discard(name)
+
     def add_commands(self, cli: Any) -> None:
+        self.registry  # noqa: B018 - a plugin rejected while registering gets no commands either
         for impl in self.pm.hook.register_commands.get_hookimpls():
             try:
                 impl.function(cli=cli)

@@ -26,7 +26,8 @@ from .checkpoints import cached_checkpoints, checkpoint_meta
 from .data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
 from .data.labelmaps import load_label_space
 from .errors import ConfigError, CorruptSampleError, DataError, ModelError
-from .evaluate import image_tensor, to_predictions
+from .core.outputs import has_pixels, pixel_predictions
+from .evaluate import image_tensor, predict_checked
 from .factories import create_detector
 from .fsutil import atomic_write_bytes, sha256_file
 from .metrics import AREA_THRESHOLD, SCORE_THRESHOLD, editor_ranking
@@ -153,13 +154,14 @@ class ImagePrediction:
     editors: list[dict[str, Any]] = field(default_factory=list)  # semantic: ranking
 
 
-def predict_image(det: Detector, image: np.ndarray) -> ImagePrediction:
-    """Run ``det`` on one H x W x 3 uint8 RGB image of any size."""
-    out = det.predict(image_tensor(image))
+def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image") -> ImagePrediction:
+    """Run ``det`` on one H x W x 3 uint8 RGB image of any size (``sample_id``
+    names it in a DetectorError)."""
+    out = predict_checked(det, image_tensor(image), [sample_id])
     own = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
-    if out.mask_logits is None:  # classification-only detector
+    if not has_pixels(out):  # classification-only detector
         return ImagePrediction("edited" if own > SCORE_THRESHOLD else "authentic", own, "detector")
-    binary, _, semantic = to_predictions(det, out.mask_logits.cpu(), det.card.default_threshold)
+    binary, _, semantic = pixel_predictions(det, out, det.card.default_threshold, image.shape[:2])[0]
     fraction = float(binary.mean())
     label, space, editors = binary, BINARY, []
     if semantic is not None:
@@ -307,7 +309,7 @@ def predict_files(
                 log.warning("skipping %s", exc)
                 row["error"] = exc.reason
             else:
-                row.update(_predict_one(model, image, out, stem))
+                row.update(_predict_one(model, image, out, stem, path.name))
             jsonl.write(json.dumps(row) + "\n")
             jsonl.flush()
             rows.append(row)
@@ -315,8 +317,8 @@ def predict_files(
     return rows
 
 
-def _predict_one(model: LoadedModel, image: np.ndarray, out: Path, stem: str) -> dict[str, Any]:
-    pred = predict_image(model.detector, image)
+def _predict_one(model: LoadedModel, image: np.ndarray, out: Path, stem: str, name: str) -> dict[str, Any]:
+    pred = predict_image(model.detector, image, name)
     row: dict[str, Any] = {
         "size": [int(image.shape[1]), int(image.shape[0])],
         "verdict": pred.verdict,

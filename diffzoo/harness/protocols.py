@@ -25,10 +25,28 @@ if TYPE_CHECKING:  # pragma: no cover
 class Detector(ABC):
     """A model that localizes (and optionally attributes) edits.
 
-    ``predict`` takes a float tensor B x 3 x H x W with values in [0, 1] (RGB)
-    and returns logits at the same H x W.  ``task`` is fixed at construction:
-    ``binary`` (one logit channel), ``semantic`` (one per class of
-    ``label_space``) or ``classification`` (image score only).
+    What the harness calls, and nothing else (docs/plugins.md, "The
+    Detector protocol"; ``diffzoo plugins check NAME`` tests each point):
+
+    - ``card``, ``task`` and ``label_space`` attributes, fixed at construction;
+      ``task`` is ``binary`` (one output channel), ``semantic`` (one per class
+      of ``label_space``) or ``classification`` (image score only);
+    - ``predict(images)``: a float tensor B x 3 x H x W, RGB in [0, 1], any
+      H and W; returns a :class:`DetectionOutput` for exactly those B images
+      at that H x W (checked by the harness before any metric sees it);
+    - ``fit(train, config, progress)``: ``train`` is a
+      :class:`~diffzoo.harness.segmenter.TrainData` (dataset + ids),
+      ``config`` a TrainConfig; calls ``progress(step, loss)`` once per
+      step; returns a JSON-able dict (the training log).  Not called for a
+      card with ``trainable=False``;
+    - ``save(path, extra=None)``: writes the checkpoint into the folder
+      ``path`` (safetensors weights + JSON metadata, with ``extra`` merged
+      into the metadata) and returns the weights file;
+    - ``load(path)``: reads what ``save`` wrote (never unpickles) and returns
+      the metadata dict, which must hold ``"sha256"``: the hex sha256 of the
+      weights file (:func:`~diffzoo.harness.checkpoints.save_checkpoint` and
+      :func:`~diffzoo.harness.checkpoints.load_checkpoint` do both);
+    - ``to(device)``: moves the model, returns the detector.
     """
 
     card: DetectorCard
@@ -45,15 +63,17 @@ class Detector(ABC):
         config: TrainConfig,
         progress: Callable[[int, float], None] | None = None,
     ) -> dict[str, Any]:
-        """Train on ``train`` (an iterable dataset view); return a training log."""
+        """Train on ``train`` (dataset + ids); return a JSON-able training log."""
 
     @abstractmethod
-    def save(self, path: Path) -> Path:
-        """Write weights (safetensors) and card JSON; return the weights file."""
+    def save(self, path: Path, extra: dict[str, Any] | None = None) -> Path:
+        """Write weights (safetensors) and metadata JSON (with ``extra``) into
+        folder ``path``; return the weights file."""
 
     @abstractmethod
-    def load(self, path: Path) -> None:
-        """Load weights written by :meth:`save` (never unpickles)."""
+    def load(self, path: Path) -> dict[str, Any]:
+        """Load weights written by :meth:`save` (never unpickles); return the
+        metadata, including ``"sha256"`` of the weights file."""
 
     def to(self, device: str) -> Detector:  # pragma: no cover - trivial default
         return self

@@ -69,6 +69,12 @@ class Registry:
     def __init__(self) -> None:
         self._entries: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
 
+    def copy(self) -> Registry:
+        """A registry holding the same entries (entries are shared, the name tables are not)."""
+        other = Registry()
+        other._entries = {k: dict(v) for k, v in self._entries.items()}
+        return other
+
     def _kind(self, kind: str) -> dict[str, Entry]:
         if kind not in self._entries:
             raise RegistryError(f"unknown registry kind {kind!r}; kinds: {', '.join(KINDS)}")

@@ -13,6 +13,21 @@ from .errors import DataError
 IGNORE_INDEX = 255
 """Label value that metrics and losses skip (METRICS.md)."""
 
+MAX_SEED = 2**63 - 1
+"""Seeds are integers in [0, MAX_SEED]: every RNG diffzoo seeds (torch, numpy,
+Python) takes them, and they survive JSON readers that use signed 64-bit ints."""
+
+
+def check_seed(seed: object, what: str = "--seed") -> int:
+    """``seed`` if it is an integer in [0, MAX_SEED]; else a ConfigError naming ``what``."""
+    from .errors import ConfigError
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"{what} {seed!r} is not a valid seed: give an integer from 0 to 2**63 - 1 "
+                          f"({MAX_SEED}), e.g. {what} 0")
+    return seed
+
+
 Task = Literal["binary", "semantic", "classification"]
 TASKS: tuple[str, ...] = ("binary", "semantic", "classification")
 
@@ -168,18 +183,27 @@ class Sample:
 
 @dataclass(frozen=True)
 class DetectionOutput:
-    """What a detector returns for a batch.
+    """What a detector returns for a batch of B images of H x W.
 
-    ``mask_logits``: B x C x H x W float logits at the input resolution (C = 1
-    for a binary detector: logit of ``edited``; C = number of classes for a
-    semantic one).  ``image_score``: B probabilities that the image is edited.
-    At least one of them is set.
+    One pixel output, in the form the detector has (the harness checks it,
+    see diffzoo/harness/core/outputs.py and docs/plugins.md):
+
+    - ``mask_logits``: B x C x H x W float logits at the input resolution
+      (C = 1 for a binary detector: the logit of ``edited``; C = number of
+      classes for a semantic one);
+    - ``mask_probs``: the same shape, probabilities in [0, 1];
+    - ``labels``: B x H x W integer class indices (hard masks only).
+
+    ``image_score``: B probabilities that the image is edited (required for
+    a classification detector).  At least one output is set.
     """
 
     mask_logits: Any = None  # torch.Tensor; typed loosely so this module needs no torch
     image_score: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
+    mask_probs: Any = None
+    labels: Any = None
 
     def __post_init__(self) -> None:
-        if self.mask_logits is None and self.image_score is None:
-            raise ValueError("DetectionOutput needs mask_logits or image_score")
+        if all(v is None for v in (self.mask_logits, self.mask_probs, self.labels, self.image_score)):
+            raise ValueError("DetectionOutput needs mask_logits, mask_probs, labels or image_score")

@@ -15,7 +15,7 @@ from .confusion import confusion_counts, iou_per_class, pixel_metrics
 from .image_level import average_precision, roc_auc
 from .pixel_auc import histogram_auc, prob_histograms
 from .slices import SLICE_KEYS
-from .state import AREA_THRESHOLD, EVAL_TASKS, METRICS_VERSION, SCORE_THRESHOLD, EvalState
+from .state import AREA_THRESHOLD, EVAL_TASKS, METRICS_VERSION, SCORE_THRESHOLD, EvalState, prediction_digest
 
 __all__ = [
     "METRICS_VERSION",
@@ -24,6 +24,7 @@ __all__ = [
     "EVAL_TASKS",
     "SLICE_KEYS",
     "EvalState",
+    "prediction_digest",
     "MetricConfig",
     "boundary",
     "boundary_f1",

@@ -3,8 +3,10 @@
 One row per evaluated image: its C x C confusion counts, its per-class bF1
 (NaN where skipped), the detector's image score (NaN if none), whether a
 label map was predicted, its label (1 edited, 0 authentic, -1 unknown: no
-pixel with a usable GT), its Top-k hits (-1 where not applicable) and its
-metadata (id, base, number of turns, editors, edit types).
+pixel with a usable GT), its Top-k hits (-1 where not applicable), its
+metadata (id, base, number of turns, editors, edit types) and a digest of
+what the detector predicted for it (``""`` when not known), so that two
+records claiming the same run can be compared prediction by prediction.
 
 Numeric fields live in numpy arrays grown by doubling, so 30k images x 9
 classes take ~20 MB and appending is amortised O(1).
@@ -19,6 +21,7 @@ import numpy as np
 from ..errors import RecordError
 
 _INITIAL_CAPACITY = 64
+_TEXT_COLUMNS = ("ids", "bases", "editors", "edit_types", "digests")
 
 
 class ImageRows:
@@ -41,6 +44,7 @@ class ImageRows:
         self.bases: list[str] = []
         self.editors: list[tuple[str, ...]] = []
         self.edit_types: list[tuple[str, ...]] = []
+        self.digests: list[str] = []
 
     def __len__(self) -> int:
         return self.n
@@ -58,7 +62,7 @@ class ImageRows:
 
     def append(self, *, id: str, base: str, editors: tuple[str, ...], edit_types: tuple[str, ...],
                n_turns: int, conf: np.ndarray, bf1: np.ndarray, det_score: float,
-               has_pred: bool, label: int, topk: list[int]) -> None:
+               has_pred: bool, label: int, topk: list[int], digest: str = "") -> None:
         self._reserve(1)
         i = self.n
         a = self._arrays
@@ -74,6 +78,7 @@ class ImageRows:
         self.bases.append(base)
         self.editors.append(editors)
         self.edit_types.append(edit_types)
+        self.digests.append(digest)
 
     def extend(self, other: ImageRows) -> None:
         """Append all rows of ``other`` (same class count and k) after ours."""
@@ -85,6 +90,7 @@ class ImageRows:
         self.bases += other.bases
         self.editors += other.editors
         self.edit_types += other.edit_types
+        self.digests += other.digests
 
     def take(self, indices: np.ndarray) -> ImageRows:
         """A new store holding the rows at ``indices``, in that order."""
@@ -94,7 +100,7 @@ class ImageRows:
         for key in self._specs:
             out._arrays[key][: idx.size] = self.array(key)[idx]
         out.n = int(idx.size)
-        for name in ("ids", "bases", "editors", "edit_types"):
+        for name in _TEXT_COLUMNS:
             column = getattr(self, name)
             setattr(out, name, [column[i] for i in idx.tolist()])
         return out
@@ -129,6 +135,7 @@ class ImageRows:
             "has_pred": self.array("has_pred").tolist(),
             "label": self.array("label").tolist(),
             "topk": self.array("topk").tolist(),
+            "digests": list(self.digests),
         }
 
     @classmethod
@@ -146,8 +153,9 @@ class ImageRows:
             rows.bases = [str(b) for b in d["bases"]]
             rows.editors = [tuple(e) for e in d["editors"]]
             rows.edit_types = [tuple(e) for e in d["edit_types"]]
+            rows.digests = [str(x) for x in d.get("digests", [""] * n)]  # states written before digests
         except (KeyError, TypeError, ValueError) as exc:
             raise RecordError(f"metric state: per-image rows are malformed ({exc})") from exc
-        if not (len(rows.bases) == len(rows.editors) == len(rows.edit_types) == n):
+        if not (len(rows.bases) == len(rows.editors) == len(rows.edit_types) == len(rows.digests) == n):
             raise RecordError("metric state: per-image rows have inconsistent lengths")
         return rows

@@ -26,6 +26,7 @@ Conventions fixed here:
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
 import math
 from typing import Any
@@ -54,6 +55,24 @@ AREA_THRESHOLD = 0.01
 """Edited if the predicted edited area is above this fraction of the image (DiffSeg30k rule)."""
 SCORE_THRESHOLD = 0.5
 """Edited if a detector's own image probability is above this (classifiers)."""
+
+
+def prediction_digest(pred: np.ndarray | None, edited_prob: np.ndarray | None,
+                      image_score: float | None) -> str:
+    """A 16-hex-digit hash of what a detector predicted for one image: the
+    label map's bytes and shape, the edited probability quantised to the
+    pixel-AUC resolution (1/1024, so float noise between machines does not
+    change it) and the image score to 6 decimals."""
+    h = hashlib.sha256()
+    for part in (pred, None if edited_prob is None else np.floor(np.clip(edited_prob, 0, 1) * 1024).astype(np.uint16)):
+        if part is None:
+            h.update(b"-")
+        else:
+            arr = np.ascontiguousarray(part)
+            h.update(f"{arr.shape}{arr.dtype.str}".encode())
+            h.update(arr.tobytes())
+    h.update(b"-" if image_score is None else f"{float(image_score):.6f}".encode())
+    return h.hexdigest()[:16]
 
 
 class EvalState:
@@ -120,8 +139,10 @@ class EvalState:
 
     def update(self, meta: SampleMeta, gt: np.ndarray, pred: np.ndarray | None,
                edited_prob: np.ndarray | None, image_score: float | None = None,
-               class_scores: np.ndarray | None = None) -> None:
-        """Add one evaluated image (arguments: see the class docstring)."""
+               class_scores: np.ndarray | None = None, digest: str = "") -> None:
+        """Add one evaluated image (arguments: see the class docstring;
+        ``digest``: a hash of the detector's output for it, see
+        :func:`prediction_digest`)."""
         cfg = self.config
         c = cfg.num_classes
         where = f"sample {meta.id}"
@@ -173,7 +194,7 @@ class EvalState:
             editors=tuple(t.editor for t in meta.turns),
             edit_types=tuple(t.edit_type for t in meta.turns),
             conf=conf, bf1=bf1, det_score=det_score, has_pred=pred is not None,
-            label=label, topk=hits,
+            label=label, topk=hits, digest=digest,
         )
         self._score_source = source
         self._agg = None
@@ -317,6 +338,15 @@ class EvalState:
                   metrics: list[str] | None = None) -> dict[str, tuple[float, float]]:
         """95% CI (2.5th, 97.5th percentile) over images; see :mod:`.bootstrap`."""
         return bootstrap_ci(self._aggregator(), self.metric_names, n, seed, metrics)
+
+    def predictions_digest(self) -> str:
+        """sha256 over (image id, prediction digest) of every image, in id
+        order: equal for two evaluations that predicted the same thing for the
+        same images, whatever the shard or merge order."""
+        h = hashlib.sha256()
+        for i in self._rows.canonical_order().tolist():
+            h.update(f"{self._rows.ids[i]}\t{self._rows.digests[i]}\n".encode())
+        return h.hexdigest()
 
     def confusion_matrix(self) -> np.ndarray:
         """Dataset-level C x C int64 confusion counts, rows = GT, cols = pred."""

@@ -1,0 +1,330 @@
+"""Fault suite, issue 12 section 1: the detector boundary.
+
+Every prediction is held to the protocol before a metric sees it; a
+malformed one is a DetectorError naming the detector, the sample, what was
+expected and what came back - through the library, the runner and the CLI
+(one line, non-zero exit, no record).  `diffzoo plugins check` finds each
+violation of a deliberately broken plugin and passes the example plugin; a
+detector written only from docs/plugins.md runs; `--no-train` works for a
+training-free detector on a fresh cache.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import cli
+from diffzoo import DetectionOutput, DetectorCard, Detector, hookimpl, open_dataset
+from diffzoo.harness.distortions import identity
+from diffzoo.harness.errors import DiffzooError
+from diffzoo.harness.evaluate import evaluate
+from diffzoo.harness.plugins import get_plugin_system
+from diffzoo.harness.types import BINARY
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def faulty_card(**training) -> DetectorCard:
+    return DetectorCard(name="faulty.x", description="a detector whose answers the test chooses",
+                        tasks=("binary", "semantic", "classification"), **training)
+
+
+class Scripted(Detector):
+    """Answers ``answer(images)``; a working detector when ``answer`` is None."""
+
+    def __init__(self, task="binary", label_space=BINARY, answer=None):
+        self.card, self.task, self.label_space, self.answer = faulty_card(), task, label_space, answer
+
+    def predict(self, images):
+        if self.answer is not None:
+            return self.answer(images)
+        b, _, h, w = images.shape
+        if self.task == "classification":
+            return DetectionOutput(image_score=torch.full((b,), 0.5))
+        c = 1 if self.task == "binary" else self.label_space.num_classes
+        return DetectionOutput(mask_logits=images.mean(1, keepdim=True).expand(b, c, h, w) * 4 - 2)
+
+    def fit(self, train, config, progress=None):
+        return {}
+
+    def save(self, path, extra=None):
+        return Path(path)
+
+    def load(self, path):
+        return {"sha256": "0" * 64}
+
+
+def score(ds, det, tasks=("binary",)):
+    return evaluate(det, ds, "val", identity, {}, tasks=tasks)
+
+
+@pytest.fixture
+def ds(diffseg_folder):
+    return open_dataset(str(diffseg_folder))
+
+
+def logits(b, c, h, w, value=0.0, dtype=torch.float32):
+    return torch.full((b, c, h, w), value, dtype=dtype)
+
+
+def expect_error(ds, det, pattern, tasks=("binary",)):
+    with pytest.raises(DiffzooError) as info:
+        score(ds, det, tasks)
+    assert type(info.value).__name__ == "DetectorError"
+    message = str(info.value)
+    first = ds.ids("val")[0]
+    assert "faulty.x" in message and first in message, message
+    assert re.search(pattern, message), message
+    return message
+
+
+def test_logits_of_another_size_than_the_input(ds):
+    det = Scripted(answer=lambda x: DetectionOutput(mask_logits=logits(1, 1, 16, 16)))
+    message = expect_error(ds, det, r"16 x 16 \(H x W\) for an input of 32 x 32")
+    assert "expected 1 x 1 x 32 x 32" in message and "got shape [1, 1, 16, 16]" in message
+
+
+def test_a_batch_of_the_wrong_length(ds):
+    det = Scripted(answer=lambda x: DetectionOutput(mask_logits=logits(2, 1, *x.shape[-2:])))
+    expect_error(ds, det, r"batch of 2 for 1 input image")
+
+
+def test_binary_logits_with_three_channels(ds):
+    det = Scripted(answer=lambda x: DetectionOutput(mask_logits=logits(1, 3, *x.shape[-2:])))
+    expect_error(ds, det, r"3 channel\(s\); the task needs 1")
+
+
+def test_semantic_logits_with_a_class_missing(ds):
+    space = ds.label_space
+    det = Scripted("semantic", space, lambda x: DetectionOutput(mask_logits=logits(1, space.num_classes - 1,
+                                                                                   *x.shape[-2:])))
+    expect_error(ds, det, rf"{space.num_classes - 1} channel\(s\); the task needs {space.num_classes}",
+                 tasks=("semantic",))
+
+
+def test_integer_labels_outside_the_label_space(ds):
+    space = ds.label_space
+    det = Scripted("semantic", space,
+                   lambda x: DetectionOutput(labels=torch.full((1, *x.shape[-2:]), 7, dtype=torch.int64)))
+    message = expect_error(ds, det, r"labels lie outside the label space", tasks=("semantic",))
+    assert "0..2" in message and "[7]" in message
+
+
+def test_probabilities_outside_zero_one(ds):
+    det = Scripted(answer=lambda x: DetectionOutput(mask_probs=logits(1, 1, *x.shape[-2:], 1.5)))
+    expect_error(ds, det, r"mask_probs lie outside \[0, 1\]")
+
+
+def test_class_probabilities_that_do_not_sum_to_one(ds):
+    space = ds.label_space
+    det = Scripted("semantic", space,
+                   lambda x: DetectionOutput(mask_probs=logits(1, space.num_classes, *x.shape[-2:], 0.9)))
+    expect_error(ds, det, r"do not sum to 1", tasks=("semantic",))
+
+
+def test_nan_logits(ds):
+    det = Scripted(answer=lambda x: DetectionOutput(mask_logits=logits(1, 1, *x.shape[-2:], float("nan"))))
+    expect_error(ds, det, r"mask_logits holds NaN")
+
+
+def test_an_image_score_above_one(ds):
+    det = Scripted("classification", BINARY, lambda x: DetectionOutput(image_score=torch.tensor([1.5])))
+    expect_error(ds, det, r"image_score is not a probability.*got 1\.5")
+
+
+def test_an_infinite_image_score(ds):
+    det = Scripted("classification", BINARY, lambda x: DetectionOutput(image_score=torch.tensor([float("inf")])))
+    expect_error(ds, det, r"image_score is not a probability")
+
+
+def test_predict_returning_none(ds):
+    det = Scripted(answer=lambda x: None)
+    expect_error(ds, det, r"predict returned None; expected a DetectionOutput")
+
+
+def test_a_segmenter_without_pixel_output(ds):
+    det = Scripted(answer=lambda x: DetectionOutput(image_score=torch.tensor([0.5])))
+    expect_error(ds, det, r"a binary detector returned no pixel output")
+
+
+def test_integer_logits_are_the_wrong_dtype(ds):
+    det = Scripted(answer=lambda x: DetectionOutput(mask_logits=logits(1, 1, *x.shape[-2:], dtype=torch.int64)))
+    expect_error(ds, det, r"mask_logits has the wrong dtype; expected floating point, got dtype torch.int64")
+
+
+def test_an_exception_inside_predict_names_the_detector(ds):
+    def boom(x):
+        raise IndexError("list index out of range")
+
+    expect_error(ds, Scripted(answer=boom), r"predict raised IndexError: list index out of range")
+
+
+# -- through the CLI: one line, exit non-zero, no record -------------------------------
+
+class FaultyPlugin:
+    """Registers faulty.x, whose logits are half the input size."""
+
+    @hookimpl
+    def register_detectors(self, register):
+        card = faulty_card(trainable=False)  # used as built: the run never trains it
+        register(card.name, "tests_faulty_target:make", card=card, default=True)
+
+
+def _half_size(x):
+    return DetectionOutput(mask_logits=logits(x.shape[0], 1, x.shape[2] // 2, x.shape[3] // 2))
+
+
+def test_cli_reports_a_malformed_prediction_in_one_line_and_writes_no_record(capsys, diffseg_folder, tmp_path,
+                                                                             monkeypatch):
+    module = type(sys)("tests_faulty_target")
+    module.make = lambda card, task, label_space, pretrained: Scripted(task, label_space, _half_size)
+    monkeypatch.setitem(sys.modules, "tests_faulty_target", module)
+    get_plugin_system().pm.register(FaultyPlugin(), name="faulty")
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "--detector", "faulty.x", "--suite", "standard", "--dataset",
+                               diffseg_folder, "--out", out, "--bootstrap", "0", "--device", "cpu")
+    assert code == 1
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: detector 'faulty.x' on sample "), stderr
+    assert "expected 1 x 1 x 32 x 32" in lines[0] and "internal error" not in stderr
+    assert not list(out.glob("records/*.json"))
+
+
+# -- training-free detectors and --no-train -----------------------------------------------
+
+def test_no_train_runs_a_training_free_detector_on_a_fresh_cache(capsys, diffseg_folder, tmp_path, monkeypatch):
+    module = type(sys)("tests_faulty_target")
+    module.make = lambda card, task, label_space, pretrained: _Saving(task, label_space)
+    monkeypatch.setitem(sys.modules, "tests_faulty_target", module)
+    get_plugin_system().pm.register(FaultyPlugin(), name="faulty")
+    code, stdout, stderr = cli(capsys, "run", "--detector", "faulty.x", "--suite", "standard", "--dataset",
+                               diffseg_folder, "--out", tmp_path / "out", "--bootstrap", "0", "--no-train",
+                               "--device", "cpu")
+    assert code == 0, stderr
+    records = list((tmp_path / "out" / "records").glob("*.json"))
+    assert len(records) == 3  # binary, semantic, image: nothing trained, nothing refused
+
+
+class _Saving(Scripted):
+    """A training-free detector with real (constant) weights saved as a checkpoint."""
+
+    def save(self, path, extra=None):
+        from diffzoo.harness.checkpoints import save_checkpoint
+
+        return save_checkpoint(Path(path), {"w": torch.ones(3)}, {"card": self.card.to_dict(), "task": self.task,
+                                                                    **(extra or {})})
+
+    def load(self, path):
+        from diffzoo.harness.checkpoints import load_checkpoint
+
+        return load_checkpoint(path)[1]
+
+
+# -- diffzoo plugins check ------------------------------------------------------------------
+
+def test_plugins_check_passes_the_example_plugin(capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "examples" / "diffzoo-plugin-example" / "src"))
+    import diffzoo_plugin_example
+
+    get_plugin_system().pm.register(diffzoo_plugin_example, name="example")
+    code, stdout, stderr = cli(capsys, "plugins", "check", "example")
+    assert code == 0, stdout + stderr
+    assert "0 failed" in stdout and "FAIL" not in stdout
+    assert "save/load round trip" in stdout and "deterministic under the same seed" in stdout
+
+
+class BrokenDetector(Detector):
+    """Breaks the protocol four ways: logits of the wrong size, a save without
+    `extra`, a load that returns nothing, and a predict that is not
+    deterministic."""
+
+    def __init__(self, card, task, label_space, pretrained=False):
+        self.card, self.task, self.label_space = card, task, label_space
+        self.calls = 0
+
+    def predict(self, images):
+        self.calls += 1
+        b, _, h, w = images.shape
+        return DetectionOutput(mask_logits=torch.full((b, 1, h, w + 1), float(self.calls)))
+
+    def fit(self, train, config, progress=None):
+        return {}
+
+    def save(self, path):
+        Path(path).mkdir(parents=True, exist_ok=True)
+        return Path(path) / "w"
+
+    def load(self, path):
+        return None
+
+
+class BrokenPlugin:
+    @hookimpl
+    def register_detectors(self, register):
+        card = DetectorCard(name="broken.x", description="broken on purpose", tasks=("binary",))
+        register(card.name, BrokenDetector, card=card)
+
+
+def test_plugins_check_reports_every_violation_of_a_broken_plugin(capsys):
+    from diffzoo.harness.core.conformance import check_plugin
+
+    get_plugin_system().pm.register(BrokenPlugin(), name="broken")
+    failed = {f.check: f.message for f in check_plugin("broken") if not f.ok}
+    assert "mask_logits is 37 x 54 (H x W) for an input of 37 x 53" in failed["predict 2 x 3 x 37 x 53"]
+    assert "fit never called progress(step, loss)" in failed["fit"]
+    assert "save(path, extra=...) failed" in failed["save/load round trip"]
+    assert "predicting the same batch twice gave different outputs" in failed["deterministic predict"]
+    code, stdout, stderr = cli(capsys, "plugins", "check", "broken")
+    assert code == 1 and f"{len(failed)} failed" in stdout
+
+
+def test_plugins_check_names_a_missing_method():
+    from diffzoo.harness.core.conformance import check_plugin
+
+    class NoLoad(Detector):
+        predict = BrokenDetector.predict
+        fit = BrokenDetector.fit
+        save = BrokenDetector.save
+
+        def __init__(self, card, task, label_space, pretrained=False):
+            self.card, self.task, self.label_space = card, task, label_space
+
+    class Plugin:
+        @hookimpl
+        def register_detectors(self, register):
+            card = DetectorCard(name="noload.x", description="lacks load", tasks=("binary",))
+            register(card.name, NoLoad, card=card)
+
+    get_plugin_system().pm.register(Plugin(), name="noload")
+    findings = check_plugin("noload.x")
+    build = next(f for f in findings if f.check == "build")
+    assert not build.ok and "does not implement load" in build.message
+
+
+# -- a detector written only from the docs -------------------------------------------------
+
+def test_a_detector_written_from_the_plugin_guide_runs(capsys, diffseg_folder, tmp_path, monkeypatch):
+    from test_example_plugin import guide_files
+
+    files = guide_files("The Detector protocol")
+    assert set(files) == {"mylab_plain/__init__.py", "mylab_plain/model.py"}, files
+    for rel, code in files.items():
+        (tmp_path / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / rel).write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    import mylab_plain
+
+    get_plugin_system().pm.register(mylab_plain, name="mylab_plain")
+    code, stdout, stderr = cli(capsys, "run", "--detector", "mylab_plain", "--suite", "standard", "--dataset",
+                               diffseg_folder, "--out", tmp_path / "out", "--bootstrap", "0", "--iterations", "3",
+                               "--batch-size", "2", "--crop-size", "16", "--device", "cpu")
+    assert code == 0, stderr
+    assert len(list((tmp_path / "out" / "records").glob("*.json"))) == 3
+    code, stdout, stderr = cli(capsys, "plugins", "check", "mylab_plain")
+    assert code == 0 and "0 failed" in stdout, stdout
