@@ -16,7 +16,6 @@ import pytest
 from PIL import Image
 
 from diffzoo.harness.data import (
-    FINGERPRINT_CACHE,
     DiffSeg30kDataset,
     labelmaps,
 )
@@ -230,8 +229,9 @@ def test_mask_checks_on_load(tmp_path, pairs):
         match=r"00000201\.mask\.png: mask size 16x8 differs from image size 16x16",
     ):
         ds.load("00000201")
-    with pytest.raises(DataError, match="masks must be single-channel class-index maps"):
-        ds.load("00000202")
+    with pytest.raises(CorruptSampleError, match="masks must be single-channel class-index maps") as err:
+        ds.load("00000202")  # one ambiguous mask is one skipped sample, not the end of the run
+    assert err.value.kind == "mask-ambiguous"
     with pytest.raises(DataError, match="has no sample 'nope'"):
         ds.load("nope")
     with pytest.raises(DataError, match="has no split 'test'; splits: train"):
@@ -245,10 +245,10 @@ def test_folder_fingerprint(tmp_path, pairs):
     root = write_folder(tmp_path / "a", pairs)
     fp = DiffSeg30kDataset(root).fingerprint()
     assert len(fp) == 16 and int(fp, 16) >= 0
-    assert (root / FINGERPRINT_CACHE).is_file()
+    assert not list(root.rglob(".diffzoo*"))  # the digest cache lives in the diffzoo cache
     assert DiffSeg30kDataset(root).fingerprint() == fp  # re-open, cached digests
     copy = tmp_path / "elsewhere" / "b"
-    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(FINGERPRINT_CACHE))
+    shutil.copytree(root, copy)
     assert DiffSeg30kDataset(copy).fingerprint() == fp
     image, mask = pairs["00000005"]
     image = image.copy()
@@ -265,6 +265,79 @@ def test_zip_fingerprint(tmp_path, pairs):
     mask[15, 15] = 1
     changed = {**pairs, "00000004": (pairs["00000004"][0], mask)}
     assert DiffSeg30kDataset(write_zip(tmp_path / "c" / "train.zip", changed)).fingerprint() != fp
+
+
+def test_zip_fingerprint_ignores_the_member_folder_and_compression(tmp_path, pairs):
+    fp = DiffSeg30kDataset(write_zip(tmp_path / "a" / "train.zip", pairs, "train_copy/")).fingerprint()
+    other = write_zip(tmp_path / "b" / "train.zip", pairs, "other/")
+    assert DiffSeg30kDataset(other).fingerprint() == fp
+    stored = tmp_path / "c" / "train.zip"
+    stored.parent.mkdir()
+    with zipfile.ZipFile(stored, "w", zipfile.ZIP_STORED) as zf:
+        for sid, (image, mask) in pairs.items():
+            zf.writestr(f"{sid}.image.png", png_bytes(image))
+            zf.writestr(f"{sid}.mask.png", png_bytes(mask))
+    assert DiffSeg30kDataset(stored).fingerprint() == fp
+
+
+def test_second_open_of_an_unchanged_zip_reads_no_member(tmp_path, pairs, monkeypatch):
+    z = write_zip(tmp_path / "train.zip", pairs)
+    fp = DiffSeg30kDataset(z).fingerprint()
+    from diffzoo.harness.fsutil import cache_root
+
+    assert len(list((cache_root() / "fingerprints").glob("*.json"))) == 1
+    opened = []
+    real = zipfile.ZipFile.open
+
+    def counting_open(self, *args, **kwargs):
+        opened.append(args[0])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", counting_open)
+    assert DiffSeg30kDataset(z).fingerprint() == fp
+    assert opened == []
+    z.write_bytes(z.read_bytes())  # same bytes, new mtime: read again, same fingerprint
+    assert DiffSeg30kDataset(z).fingerprint() == fp and len(opened) == 2 * N
+
+
+def test_unreadable_zip_member_keeps_the_fingerprint_defined(tmp_path, pairs):
+    z = write_zip(tmp_path / "train.zip", pairs)
+    with zipfile.ZipFile(z) as zf:
+        info = zf.getinfo("train_copy/00000003.image.png")
+    data = bytearray(z.read_bytes())
+    start = info.header_offset + 30 + len(info.filename)  # the member's compressed bytes
+    data[start : start + 20] = bytes(20)
+    z.write_bytes(bytes(data))
+    ds = DiffSeg30kDataset(z, val_fraction=0.0)
+    assert len(ds.fingerprint()) == 16
+    with pytest.raises(CorruptSampleError, match="corrupt zip member") as err:
+        ds.load("00000003")
+    assert err.value.kind == "corrupt"
+    ds.load("00000004")
+
+
+def test_sidecar_files_enter_the_fingerprint(tmp_path, pairs):
+    root = write_folder(tmp_path / "ds", pairs)
+    base = DiffSeg30kDataset(root).fingerprint()
+    names = ["background", "a", "b", "c", "d", "e", "f", "g", "h"]
+    (root / "labels.json").write_text(json.dumps({"names": names}))
+    with_labels = DiffSeg30kDataset(root).fingerprint()
+    assert with_labels != base
+    (root / "manifest.jsonl").write_text(json.dumps(SampleMeta("00000001", base="ai").to_dict()) + "\n")
+    with_manifest = DiffSeg30kDataset(root).fingerprint()
+    assert with_manifest != with_labels
+    ids = sorted(pairs)
+    (root / "splits.json").write_text(json.dumps({"train": ids[:6], "val": ids[6:]}))
+    assert DiffSeg30kDataset(root).fingerprint() != with_manifest
+
+
+def test_zip_dataset_writes_nothing_beside_the_zip(tmp_path, pairs):
+    z = write_zip(tmp_path / "data" / "train.zip", pairs)
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in z.parent.iterdir())
+    ds = DiffSeg30kDataset(z)
+    ds.fingerprint()
+    ds.load(ds.ids("train")[0])
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in z.parent.iterdir()) == before
 
 
 # -- extra authentic -------------------------------------------------------------

@@ -113,9 +113,9 @@ def test_json_list_refusals(tmp_path):
     f.write_text(json.dumps([["a.png"]]))
     with pytest.raises(DataError, match=r"item 0 is \['a.png'\], expected \[image, mask"):
         JsonListDataset(f)
-    assert not JsonListDataset.sniff(f)
+    assert JsonListDataset.sniff(f)  # a list is claimed: opening it names the bad item
     f.write_text(json.dumps({"names": ["background"]}))
-    assert not JsonListDataset.sniff(f)
+    assert not JsonListDataset.sniff(f)  # another kind of JSON
 
 
 def test_with_authentic_view(tmp_path):
@@ -143,5 +143,5 @@ def test_open_dataset_path(tmp_path):
         DataError, match="no dataset adapter recognises this layout. Recognised: .*diffseg30k: DiffSeg30k"
     ):
         open_dataset(str(tmp_path / "plain"))
-    with pytest.raises(ConfigError, match="adapter 'tpgt' .* does not take option\\(s\\) label_space"):
+    with pytest.raises(ConfigError, match="adapter 'tpgt' .* does not take --dataset-option label_space"):
         open_dataset(str(tmp_path / "t"), label_space="a,b")

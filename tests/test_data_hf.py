@@ -106,3 +106,17 @@ def test_hub_id_offline_is_a_clear_error(tmp_path, monkeypatch):
     msg = str(err.value)
     assert "huggingface-cli download Chaos2629/Diffseg30k --repo-type dataset" in msg
     assert "pass the local path" in msg
+
+
+def test_fingerprint_hashes_cell_bytes_once_and_follows_content(tmp_path, monkeypatch):
+    from diffzoo.harness.data import hfsource
+
+    path = tmp_path / "data.parquet"
+    rows(with_key=True).to_parquet(str(path))
+    fp = DiffSeg30kDataset(path).fingerprint()
+    hashed = []
+    real = hfsource._cell_digest
+    monkeypatch.setattr(hfsource, "_cell_digest", lambda v: hashed.append(1) or real(v))
+    assert DiffSeg30kDataset(path).fingerprint() == fp and hashed == []  # cached
+    rows(with_key=True, seed=1).to_parquet(str(path))  # other pixels, same ids
+    assert DiffSeg30kDataset(path).fingerprint() != fp and len(hashed) == 20

@@ -35,6 +35,12 @@ def png_bytes(arr: np.ndarray, mode: str | None = None, **kw) -> bytes:
     return buf.getvalue()
 
 
+def _encode(img: Image.Image, fmt: str = "PNG", **kw) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format=fmt, **kw)
+    return buf.getvalue()
+
+
 RNG = np.random.default_rng(0)
 RGB = RNG.integers(0, 256, (16, 16, 3), dtype=np.uint8)
 
@@ -63,9 +69,52 @@ def test_read_image_converts_modes_to_rgb(mode):
 def test_read_image_scales_16_bit():
     arr = np.full((4, 4), 65535, dtype=np.uint16)
     arr[0, 0] = 0
+    arr[0, 1] = 1000  # the high byte: 1000 >> 8 = 3, as Pillow does for 16-bit colour
     out = read_image(png_bytes(arr), "x")
     assert out.shape == (4, 4, 3)
     assert out[1, 1].tolist() == [255, 255, 255] and out[0, 0].tolist() == [0, 0, 0]
+    assert out[0, 1].tolist() == [3, 3, 3]
+
+
+@pytest.mark.parametrize("size", [(1, 1), (1, 4000), (4000, 1)])
+@pytest.mark.parametrize("mode", ["RGB", "L", "1", "I;16"])
+def test_tiny_and_extreme_aspect_images_decode(size, mode):
+    img = Image.new(mode, size)
+    out = read_image(png_bytes(np.asarray(img)) if mode == "I;16" else _encode(img), "x")
+    assert out.shape == (size[1], size[0], 3) and out.dtype == np.uint8
+    mask = read_mask(_encode(Image.new("L", size)), "x", size=size)
+    assert mask.shape == (size[1], size[0])
+
+
+@pytest.mark.parametrize("mode, value", [("F", 0.5), ("F", 300.0), ("I", 70000), ("I", -5), ("LAB", None),
+                                         ("YCbCr", None), ("PA", None)])
+def test_wide_and_rare_modes_convert(mode, value):
+    img = Image.new(mode, (3, 2)) if value is None else Image.new(mode, (3, 2), value)
+    out = read_image(_encode(img, "TIFF"), "x")
+    assert out.shape == (2, 3, 3) and out.dtype == np.uint8
+    expected = {0.5: 128, 300.0: 255, 70000: 255, -5: 0}.get(value)
+    if expected is not None:
+        assert out[0, 0].tolist() == [expected] * 3
+
+
+def test_pixel_limit_checks_the_header_not_the_decoded_image(monkeypatch):
+    from diffzoo.harness.data import decode
+
+    assert decode.max_pixels() == 8192 * 8192
+    monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "1_000")
+    assert decode.max_pixels() == 1000
+    with pytest.raises(CorruptSampleError) as err:
+        read_mask(_encode(Image.new("L", (40, 40))), "m")
+    assert err.value.kind == "too-large" and "40x40 = 1,600 pixels" in err.value.reason
+
+
+def test_failure_kinds_of_missing_and_undecodable_files(tmp_path):
+    with pytest.raises(CorruptSampleError) as err:
+        read_image(tmp_path / "gone.png", "s")
+    assert err.value.kind == "missing-file"
+    with pytest.raises(CorruptSampleError) as err:
+        read_image(b"GIF89a" + bytes(20), "s")
+    assert err.value.kind == "corrupt"
 
 
 def test_corrupt_image_is_a_corrupt_sample(tmp_path):
@@ -115,10 +164,47 @@ def test_read_mask_modes():
 def test_colour_mask_is_refused():
     colour = np.zeros((16, 16, 3), dtype=np.uint8)
     colour[2:5, 2:5] = (255, 0, 0)
-    with pytest.raises(DataError, match="masks must be single-channel class-index maps") as err:
+    with pytest.raises(CorruptSampleError, match="masks must be single-channel class-index maps") as err:
         read_mask(png_bytes(colour), "m", name="m.mask.png")
-    assert "m.mask.png" in str(err.value)
-    assert not isinstance(err.value, CorruptSampleError)
+    assert "m.mask.png" in str(err.value) and "9 pixel(s) have unequal channels" in str(err.value)
+    assert err.value.kind == "mask-ambiguous"
+
+
+def test_mask_modes_with_alpha_16_bit_and_other_modes():
+    idx = np.array([[0, 1], [2, 3]], np.uint8)
+    la = np.stack([idx, np.full_like(idx, 255)], -1)
+    assert np.array_equal(read_mask(_encode(Image.fromarray(la, "LA")), "m"), idx)  # opaque alpha
+    rgba = np.concatenate([np.repeat(idx[:, :, None], 3, 2), np.full((2, 2, 1), 255, np.uint8)], -1)
+    assert np.array_equal(read_mask(_encode(Image.fromarray(rgba, "RGBA")), "m"), idx)
+    wide = np.array([[0, 256]], np.uint16)
+    with pytest.raises(CorruptSampleError, match=r"I;16 mask has values 0..256") as err:
+        read_mask(png_bytes(wide), "m")
+    assert err.value.kind == "mask-values"
+    with pytest.raises(CorruptSampleError, match="unsupported mask mode F") as err:
+        read_mask(_encode(Image.new("F", (2, 2)), "TIFF"), "m")
+    assert err.value.kind == "unsupported-mode"
+
+
+def test_lossy_webp_mask_is_refused_lossless_is_read():
+    idx = np.array([[0, 1], [2, 3]], np.uint8)
+    lossless = _encode(Image.fromarray(idx), "WEBP", lossless=True)
+    assert np.array_equal(read_mask(lossless, "m"), idx)
+    with pytest.raises(CorruptSampleError, match=r"m.mask.webp: mask is WEBP-encoded \(lossy\);") as err:
+        read_mask(_encode(Image.fromarray(idx), "WEBP", lossless=False), "m", name="m.mask.webp")
+    assert err.value.kind == "mask-lossy"
+
+
+def test_binary_masks_accept_jpeg_and_take_a_threshold():
+    arr = np.zeros((8, 8), np.uint8)
+    arr[:4] = 255
+    jpeg = _encode(Image.fromarray(arr), "JPEG", quality=90)
+    assert np.array_equal(read_binary_mask(jpeg, "b"), (arr > 0).astype(np.uint8))  # 127.5 absorbs noise
+    grey = np.full((2, 2), 100, np.uint8)
+    assert read_binary_mask(png_bytes(grey), "b", threshold=0.3).all()  # 100 > 76.5
+    assert not read_binary_mask(png_bytes(grey), "b").any()
+    pal = Image.fromarray(np.array([[0, 1]], np.uint8), "L").convert("P")
+    pal.putpalette([0, 0, 0, 255, 255, 255] + [0] * 762)
+    assert read_binary_mask(_encode(pal), "b").tolist() == [[0, 1]]  # palette colours, not indices
 
 
 def test_mask_size_mismatch():

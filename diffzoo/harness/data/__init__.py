@@ -6,7 +6,7 @@ See docs/datasets.md for the layouts each adapter reads.
 from .authentic import AUTHENTIC_PREFIX, AuthenticFolder, WithAuthentic
 from .base import SplitDataset
 from .diffseg30k import DiffSeg30kDataset
-from .fingerprint import FINGERPRINT_CACHE, fingerprint_files, fingerprint_hf, fingerprint_zip
+from .fingerprint import fingerprint_files, pair_fingerprint
 from .generic import JsonListDataset, TpGtDataset
 from .hfsource import DIFFSEG30K_HUB_ID
 from .imageio import read_binary_mask, read_image, read_mask
@@ -31,7 +31,6 @@ __all__ = [
     "DIFFSEG30K_LABELS_VERIFIED",
     "DIFFSEG30K_PAPER_NAMES",
     "DiffSeg30kDataset",
-    "FINGERPRINT_CACHE",
     "JsonListDataset",
     "SplitDataset",
     "TpGtDataset",
@@ -39,8 +38,7 @@ __all__ = [
     "canonical_split",
     "check_mask_values",
     "fingerprint_files",
-    "fingerprint_hf",
-    "fingerprint_zip",
+    "pair_fingerprint",
     "load_label_space",
     "read_binary_mask",
     "read_image",

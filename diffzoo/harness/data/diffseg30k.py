@@ -109,20 +109,30 @@ class DiffSeg30kDataset(SplitDataset):
 
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
-        """True for a DiffSeg30k zip, folder, hub id, or parquet/arrow with image+mask."""
+        """True for a DiffSeg30k zip, folder, hub id, or parquet/arrow with image+mask.
+
+        A ``.zip``, ``.parquet`` or ``.arrow`` file (or a folder's first such
+        file) that cannot be read at all (empty, truncated, not that format) is
+        claimed too, so that opening it raises an error saying what is wrong
+        with the file instead of "no adapter recognises this layout".
+        """
         text = os.fspath(path)
         p = Path(text)
         if not p.exists():
             return is_hub_id(text)
-        try:
-            if p.is_file() and p.suffix.lower() == ".zip":
+        if p.is_file() and p.suffix.lower() == ".zip":
+            try:
                 with zipfile.ZipFile(p) as zf:
                     return any(PAIR_RE.match(n.rsplit("/", 1)[-1]) for n in zf.namelist())
+            except Exception:  # a broken zip: the constructor's open_zip says why
+                return True
+        try:
             if p.is_dir() and folder_has_pairs(p):
                 return True
-        except (OSError, zipfile.BadZipFile):
+        except OSError:
             return False
-        return set(REQUIRED_COLUMNS) <= hf_columns(p)
+        columns = hf_columns(p)
+        return columns is None or set(REQUIRED_COLUMNS) <= columns  # None: unreadable data file
 
     def _load(self, sample_id: str) -> Sample:
         if sample_id not in self._source.pairs:

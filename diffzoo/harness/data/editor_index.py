@@ -53,7 +53,10 @@ def editor_index(dataset: Dataset, split: str) -> dict[str, tuple[int, ...]]:
                 continue
             values = np.unique(label)
             index[sid] = tuple(int(v) for v in values if 0 < v < IGNORE_INDEX)
-        atomic_write_text(path, json.dumps({k: list(v) for k, v in index.items()}))
+        try:
+            atomic_write_text(path, json.dumps({k: list(v) for k, v in index.items()}))
+        except OSError as exc:  # a read-only cache only costs the rebuild next time
+            log.warning("cannot write the editor index %s (%s); it is rebuilt next time", path, exc)
     _MEMORY[key] = index
     return index
 

@@ -2,39 +2,45 @@
 
 The fingerprint keys checkpoint caches and is stored in every result record,
 so it must change whenever an image or mask changes, and must not change when
-the same data sits at another path or was copied (new mtimes).
+the same data sits at another path, was copied (new mtimes) or comes in
+another container (docs/datasets.md, "Fingerprints"):
 
-- zip: the members' names, CRC32s and sizes from the central directory (read
-  for free, nothing is decompressed);
-- folder: names, sizes and a streamed sha256 of every file.  For a large
-  extracted folder (DiffSeg30k is ~20 GB) that reads everything once; the
-  per-file digests are then cached in ``.diffzoo-fingerprint.json`` beside the
-  data, keyed by (name, size, mtime_ns), so later runs only ``stat`` the
-  files.  A read-only folder just goes uncached;
-- ``datasets`` hub sources: hub id + the fingerprint the library exposes
-  (``Dataset._fingerprint``, which follows the hub revision) + split + rows.
+- image/mask pairs (DiffSeg30k: zip, folder, ``datasets``): the sha256 of each
+  file's bytes (a zip member decompressed, a ``datasets`` cell's encoded
+  bytes), keyed ``<id>.image`` / ``<id>.mask`` and sorted by that key
+  (:func:`pair_fingerprint`); no paths, no zip CRCs;
+- other folders: (path relative to the dataset folder, size, sha256) of every
+  file used (:func:`fingerprint_files`).
+
+Hashing reads every byte once; the digests are then memoised under the
+diffzoo cache (``<cache>/fingerprints/``, never beside the data), one JSON
+file per dataset folder / archive / ``datasets`` source keyed by its absolute
+path, each entry valid while its file's size and mtime_ns (a zip member: the
+archive's size and mtime_ns) are unchanged.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
+from ..fsutil import atomic_write_text, cache_root, sha256_file
 
 log = logging.getLogger(__name__)
 
-FINGERPRINT_CACHE = ".diffzoo-fingerprint.json"
-_CACHE_VERSION = 1
+CACHE_DIR = "fingerprints"
+_CACHE_VERSION = 2
 _CHUNK = 1 << 20
+_ANNOUNCE_BYTES = 256 * 2**20
+UNREADABLE = "unreadable:"
+"""Prefix of the digest of a member / cell whose bytes cannot be read."""
 
 
 def combine(*parts: Any) -> str:
@@ -43,98 +49,138 @@ def combine(*parts: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def fingerprint_zip(zf: zipfile.ZipFile, names: Iterable[str] | None = None) -> str:
-    """Fingerprint a zip's members (all, or ``names``) from its central directory."""
-    wanted = None if names is None else set(names)
-    entries = sorted(
-        (i.filename, i.CRC, i.file_size)
-        for i in zf.infolist()
-        if not i.is_dir() and (wanted is None or i.filename in wanted)
-    )
-    return combine("zip", entries)
+class DigestCache:
+    """sha256 digests of named blobs, memoised in ``<cache>/fingerprints/``.
 
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _read_cache(path: Path) -> dict[str, list[Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("version") != _CACHE_VERSION:
-        return {}
-    files = data.get("files")
-    return files if isinstance(files, dict) else {}
-
-
-def _write_cache(path: Path, files: dict[str, list[Any]]) -> None:
-    """Write atomically (several ranks may race); failure only costs speed."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".diffzoo-fp-", dir=path.parent)
-    except OSError as exc:
-        log.debug("cannot write fingerprint cache %s (%s); continuing uncached", path, exc)
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"version": _CACHE_VERSION, "files": files}, f)
-        os.replace(tmp, path)
-    except OSError as exc:
-        log.debug("cannot write fingerprint cache %s (%s); continuing uncached", path, exc)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-def fingerprint_files(root: Path, files: Iterable[Path], *, use_cache: bool = True) -> str:
-    """Fingerprint ``files`` by (path relative to ``root``, size, sha256).
-
-    Digests are cached in ``root/.diffzoo-fingerprint.json`` keyed by
-    (relative name, size, mtime_ns): an edited file gets a new mtime and is
-    hashed again.
+    ``key`` names the source (``files:/abs/folder``, ``zip:/abs/train.zip``);
+    each entry is stored with a ``stamp`` (sizes, mtimes) and is used only
+    while the stamp is unchanged.  Written atomically (ranks may race); a
+    cache that cannot be read or written only costs speed.
     """
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+        self.path = cache_root() / CACHE_DIR / f"{digest}.json"
+        self._entries = self._read()
+        self._dirty = False
+
+    def _read(self) -> dict[str, list[Any]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        ok = isinstance(data, dict) and data.get("version") == _CACHE_VERSION
+        entries = data.get("entries") if ok and data.get("key") == self.key else None
+        return entries if isinstance(entries, dict) else {}
+
+    def get(self, name: str, stamp: list[Any]) -> str | None:
+        hit = self._entries.get(name)
+        if isinstance(hit, list) and len(hit) == len(stamp) + 1 and hit[:-1] == stamp:
+            return str(hit[-1])
+        return None
+
+    def put(self, name: str, stamp: list[Any], digest: str) -> None:
+        self._entries[name] = [*stamp, digest]
+        self._dirty = True
+
+    def save(self) -> None:
+        if not self._dirty:
+            return
+        doc = {"version": _CACHE_VERSION, "key": self.key, "entries": self._entries}
+        try:
+            atomic_write_text(self.path, json.dumps(doc, separators=(",", ":")))
+        except OSError as exc:
+            log.debug("cannot write fingerprint cache %s (%s); continuing uncached", self.path, exc)
+        self._dirty = False
+
+
+def _announce(todo: int, what: str, cache: DigestCache) -> None:
+    if todo > _ANNOUNCE_BYTES:
+        log.info("fingerprinting %.1f GB of %s once (cached in %s)", todo / 2**30, what, cache.path)
+
+
+def file_digests(root: Path, files: Iterable[Path]) -> dict[str, tuple[int, str]]:
+    """(size, sha256) of each of ``files``, keyed by its POSIX path relative to ``root``."""
     root = Path(root)
-    cache_path = root / FINGERPRINT_CACHE
-    cache = _read_cache(cache_path) if use_cache else {}
-    updated = dict(cache)
-    rows = []
-    todo_bytes = 0
-    stats = []
+    cache = DigestCache(f"files:{Path(os.path.abspath(root))}")
+    todo: list[tuple[str, Path, list[Any]]] = []
+    out: dict[str, tuple[int, str]] = {}
     for f in files:
         rel = os.path.relpath(f, root).replace(os.sep, "/")
         try:
             st = os.stat(f)
         except OSError as exc:
             raise DataError(f"{f}: cannot be read to fingerprint the dataset ({exc})") from None
-        hit = cache.get(rel)
-        fresh = isinstance(hit, list) and len(hit) == 3 and hit[:2] == [st.st_size, st.st_mtime_ns]
-        if not fresh:
-            todo_bytes += st.st_size
-        stats.append((rel, Path(f), st, hit if fresh else None))
-    if todo_bytes > 256 * 2**20:
-        log.info(
-            "fingerprinting %.1f GB under %s once (cached in %s)",
-            todo_bytes / 2**30,
-            root,
-            FINGERPRINT_CACHE,
-        )
-    for rel, f, st, hit in sorted(stats, key=lambda r: r[0]):
-        digest = hit[2] if hit is not None else sha256_file(f)
-        updated[rel] = [st.st_size, st.st_mtime_ns, digest]
-        rows.append((rel, st.st_size, digest))
-    if use_cache and updated != cache:
-        _write_cache(cache_path, updated)
-    return combine("files", rows)
+        stamp = [st.st_size, st.st_mtime_ns]
+        hit = cache.get(rel, stamp)
+        if hit is None:
+            todo.append((rel, Path(f), stamp))
+        else:
+            out[rel] = (st.st_size, hit)
+    _announce(sum(s[0] for _, _, s in todo), str(root), cache)
+    for rel, f, stamp in todo:
+        try:
+            digest = sha256_file(f)
+        except OSError as exc:
+            raise DataError(f"{f}: cannot be read to fingerprint the dataset ({exc})") from None
+        cache.put(rel, stamp, digest)
+        out[rel] = (stamp[0], digest)
+    cache.save()
+    return out
 
 
-def fingerprint_hf(source: str, splits: dict[str, Any]) -> str:
-    """Fingerprint ``datasets`` splits by hub id + library fingerprint + split + rows."""
-    parts = sorted(
-        (name, str(getattr(ds, "_fingerprint", "")), int(ds.num_rows))
-        for name, ds in splits.items()
-    )
-    return combine("datasets", source, parts)
+def fingerprint_files(root: Path, files: Iterable[Path]) -> str:
+    """Fingerprint ``files`` by (path relative to ``root``, size, sha256), sorted."""
+    digests = file_digests(root, files)
+    return combine("files", sorted((rel, size, sha) for rel, (size, sha) in digests.items()))
+
+
+def _member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
+    h = hashlib.sha256()
+    try:
+        with zf.open(info) as f:
+            while chunk := f.read(_CHUNK):
+                h.update(chunk)
+    except Exception as exc:  # zipfile raises BadZipFile, zlib.error, EOFError, ...
+        log.warning("%s: member %s cannot be read (%s)", zf.filename, info.filename, exc)
+        return f"{UNREADABLE}{info.CRC:08x}:{info.file_size}"
+    return h.hexdigest()
+
+
+def zip_digests(path: Path, zf: zipfile.ZipFile, names: Iterable[str]) -> dict[str, str]:
+    """sha256 of each member ``names`` decompressed (cached per archive size + mtime).
+
+    A member that cannot be decompressed gets ``unreadable:<crc>:<size>``, so
+    the fingerprint stays defined and the sample fails when it is loaded.
+    """
+    st = os.stat(path)
+    cache = DigestCache(f"zip:{Path(os.path.abspath(path))}")
+    out: dict[str, str] = {}
+    todo: list[tuple[zipfile.ZipInfo, list[Any]]] = []
+    for name in names:
+        info = zf.getinfo(name)
+        stamp = [st.st_size, st.st_mtime_ns, info.CRC, info.file_size]
+        hit = cache.get(name, stamp)
+        if hit is None:
+            todo.append((info, stamp))
+        else:
+            out[name] = hit
+    _announce(sum(i.file_size for i, _ in todo), str(path), cache)
+    for info, stamp in todo:
+        out[info.filename] = _member_digest(zf, info)
+        cache.put(info.filename, stamp, out[info.filename])
+    cache.save()
+    return out
+
+
+def pair_fingerprint(pairs: Mapping[str, tuple[Any, Any]], digests: Mapping[Any, str]) -> str:
+    """Fingerprint image/mask pairs: sorted (``<id>.image`` | ``<id>.mask``, sha256).
+
+    ``pairs``: sample id -> (image ref, mask ref); ``digests``: ref -> sha256.
+    Where the pairs came from (zip, folder, ``datasets``) plays no part.
+    """
+    rows = []
+    for sid, (image, mask) in pairs.items():
+        rows += [(f"{sid}.image", digests[image]), (f"{sid}.mask", digests[mask])]
+    return combine("pairs", sorted(rows))

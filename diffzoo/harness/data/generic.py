@@ -121,7 +121,11 @@ def _child_dir(root: Path, name: str) -> Path | None:
     """The subfolder of ``root`` called ``name``, any letter case."""
     if not root.is_dir():
         return None
-    for p in root.iterdir():
+    try:
+        children = list(root.iterdir())
+    except OSError as exc:
+        raise DataError(f"{root}: cannot list the folder ({exc})") from None
+    for p in children:
         if p.name.lower() == name.lower() and p.is_dir():  # name first: no stat per file
             return p
     return None
@@ -277,14 +281,15 @@ class JsonListDataset(_PairListDataset):
 
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
+        """A ``.json`` file holding a list; also one that is not readable JSON at all, so
+        that opening it says where it breaks instead of "no adapter recognises"."""
         p = Path(path)
         if not (p.is_file() and p.suffix.lower() == ".json"):
             return False
         try:
-            _read_list(p)
-        except DataError:
-            return False
-        return True
+            return isinstance(json.loads(p.read_text(encoding="utf-8")), list)
+        except (OSError, UnicodeDecodeError, ValueError):
+            return True
 
 
 def _read_list(file: Path) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ is prefixed with ``<split>/`` so that ids stay unique across splits.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -23,7 +24,8 @@ from typing import Any
 from PIL import Image
 
 from ..errors import CorruptSampleError, DataError, DiffzooError
-from .fingerprint import fingerprint_files, fingerprint_hf
+from ..fsutil import sha256_file
+from .fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
 from .splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split
 
 log = logging.getLogger(__name__)
@@ -72,8 +74,9 @@ def looks_like_hf_dir(root: Path) -> bool:
     )
 
 
-def hf_columns(path: Path) -> set[str]:
-    """Column names of a parquet/arrow file or datasets folder, cheaply; empty if unknown."""
+def hf_columns(path: Path) -> set[str] | None:
+    """Column names of a parquet/arrow file or datasets folder, cheaply: empty for
+    anything else, None when such a file exists but cannot be read."""
     try:
         if path.is_file():
             if path.suffix.lower() == ".parquet":
@@ -98,9 +101,9 @@ def hf_columns(path: Path) -> set[str]:
             return set((info.get("features") or {}).keys())
         files = data_files(path)
         return hf_columns(files[0]) if files else set()
-    except Exception as exc:  # sniffing never raises: an unreadable file is "not mine"
+    except Exception as exc:  # sniffing never raises; the caller decides what unreadable means
         log.debug("cannot read columns of %s: %s", path, exc)
-        return set()
+        return None
 
 
 def _split_from_filename(path: Path) -> str:
@@ -213,13 +216,62 @@ class HFSource:
             _cell_ref(record["mask"], sample_id, where + ".mask"),
         )
 
+    def _backing_files(self) -> list[Path]:
+        """The files the rows are read from (parquet / arrow, or the hub's arrow cache)."""
+        if self.hub_id is None:
+            assert self.path is not None
+            return [self.path] if self.path.is_file() else data_files(self.path)
+        return sorted({Path(f["filename"]) for ds in self._raw.values() for f in ds.cache_files})
+
     def fingerprint(self) -> str:
-        if self.hub_id is not None:
-            return fingerprint_hf(self.hub_id, self._raw)
-        assert self.path is not None
-        if self.path.is_file():
-            return fingerprint_files(self.path.parent, [self.path])
-        return fingerprint_files(self.path, data_files(self.path))
+        """The sha256 of every image and mask cell's encoded bytes, keyed by sample id
+        (:func:`.fingerprint.pair_fingerprint`), so that the same PNG files give the same
+        fingerprint as a zip or folder.  Digests are cached while the backing files'
+        sizes and mtimes are unchanged."""
+        stamp = _files_stamp(self._backing_files())
+        cache = DigestCache(f"datasets:{self.hub_id or os.path.abspath(self.location)}")
+        digests: dict[str, str] = {}
+        todo: dict[str, dict[int, str]] = {}  # split -> row -> sample id
+        for sid, (split, row) in self.index.items():
+            for role in REQUIRED_COLUMNS:
+                hit = cache.get(f"{sid}.{role}", [stamp, split, row]) if stamp else None
+                if hit is None:
+                    todo.setdefault(split, {})[row] = sid
+                else:
+                    digests[f"{sid}.{role}"] = hit
+        for split, rows in todo.items():
+            log.info("fingerprinting %d row(s) of %s (split %s) once", len(rows), self.location, split)
+            for row, record in enumerate(self._data[split]):
+                if row not in rows:
+                    continue
+                for role in REQUIRED_COLUMNS:
+                    key = f"{rows[row]}.{role}"
+                    digests[key] = _cell_digest(record[role])
+                    if stamp:
+                        cache.put(key, [stamp, split, row], digests[key])
+        cache.save()
+        return pair_fingerprint({sid: (f"{sid}.image", f"{sid}.mask") for sid in self.index}, digests)
+
+
+def _files_stamp(files: list[Path]) -> str | None:
+    """One string for the files' absolute paths, sizes and mtimes; None: do not cache."""
+    try:
+        stats = [(os.path.abspath(f), os.stat(f)) for f in files]
+    except OSError:
+        return None
+    return combine([(p, st.st_size, st.st_mtime_ns) for p, st in stats]) if stats else None
+
+
+def _cell_digest(value: Any) -> str:
+    """sha256 of a cell's encoded image bytes (``{"bytes", "path"}`` or raw bytes)."""
+    if isinstance(value, dict):
+        data, path = value.get("bytes"), value.get("path")
+        if data is None and path and Path(path).is_file():
+            return sha256_file(Path(path))
+        value = data
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return hashlib.sha256(bytes(value)).hexdigest()
+    return f"{UNREADABLE}{type(value).__name__}"
 
 
 def _cell_ref(value: Any, sample_id: str, what: str) -> Ref:

@@ -161,4 +161,5 @@ def check_mask_values(
         f"{where}: mask {noun} {values} {verb} not in the label map "
         f"({label_space.num_classes} classes: {shown}); pass --labels FILE if your "
         f"masks use another encoding",
+        "mask-values",
     )

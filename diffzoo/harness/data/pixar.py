@@ -109,7 +109,9 @@ def read_metadata(file: Path, sample_id: str) -> tuple[list[str], str]:
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CorruptSampleError(sample_id, f"{file}: metadata file not found") from None
+        raise CorruptSampleError(
+            sample_id, f"{file}: metadata file not found", "missing-file"
+        ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CorruptSampleError(sample_id, f"{file}: metadata is not readable JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -330,16 +332,7 @@ class PixarDataset(SplitDataset):
 
     def _read_mask(self, e: _Entry, sample_id: str, size: tuple[int, int]) -> np.ndarray:
         assert e.mask is not None
-        if self.mask_threshold == 0.5:  # the field's rule, with its 0/1-mask warning
-            return read_binary_mask(e.mask, sample_id, size=size)
-        grey = read_image(e.mask, sample_id).astype(np.float32).mean(axis=2)
-        if grey.shape[::-1] != size:
-            raise CorruptSampleError(
-                sample_id,
-                f"{e.mask}: mask size {grey.shape[1]}x{grey.shape[0]} differs from image size "
-                f"{size[0]}x{size[1]} (W x H); masks must match their image",
-            )
-        return (grey > self.mask_threshold * 255.0).astype(np.uint8)
+        return read_binary_mask(e.mask, sample_id, size=size, threshold=self.mask_threshold)
 
     def _load(self, sample_id: str) -> Sample:
         e = self._entry(sample_id)

@@ -12,13 +12,12 @@ import logging
 import os
 import re
 import zipfile
-import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..errors import CorruptSampleError, DataError
-from .fingerprint import fingerprint_files, fingerprint_zip
+from .fingerprint import file_digests, pair_fingerprint, zip_digests
 from .hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
 
 PAIR_RE = re.compile(
@@ -33,6 +32,55 @@ LAYOUT_HELP = (
     "such as train_copy/, the hub's train.zip, or a parquet/arrow/save_to_disk dataset "
     "with image and mask columns"
 )
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def unsafe_member(name: str) -> bool:
+    """A member name that would leave the archive's folder when extracted:
+    a ``..`` component (``/`` or ``\\`` separated), an absolute path or a drive letter."""
+    parts = re.split(r"[\\/]", name)
+    return name.startswith(("/", "\\")) or bool(_DRIVE.match(name)) or ".." in parts
+
+
+def open_zip(path: Path) -> zipfile.ZipFile:
+    """Open ``path`` as a zip; an empty, truncated or non-zip file is a DataError saying which."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise DataError(f"{path} cannot be read ({exc})") from None
+    try:
+        return zipfile.ZipFile(path)
+    except Exception as exc:  # BadZipFile, and ValueError/EOFError/... for odd headers
+        if size == 0:
+            what = "the file is empty (0 bytes); the download or copy did not finish"
+        elif head.startswith(b"PK"):
+            what = (
+                f"a truncated or damaged zip archive ({size:,} bytes; {exc}): its central "
+                f"directory at the end of the file is missing or unreadable, usually because the "
+                f"download or copy was cut short"
+            )
+        else:
+            what = f"not a zip archive at all (it starts with {head!r}; {exc})"
+        raise DataError(
+            f"{path} is not a readable zip file: {what}. Download or copy it again, or pass the "
+            f"folder it was extracted to"
+        ) from None
+
+
+def check_member_names(path: Path, names: Iterable[str]) -> None:
+    """Refuse the whole archive if any member name is unsafe (see :func:`unsafe_member`)."""
+    bad = [n for n in names if unsafe_member(n)]
+    if bad:
+        shown = ", ".join(repr(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
+        raise DataError(
+            f"{path}: refusing the archive: {len(bad)} member name(s) point outside it "
+            f"('..' components, absolute paths or drive letters): {shown}. diffzoo reads no "
+            f"archive holding such names; re-create it with relative member names"
+        )
 
 
 def _is_junk(member: str) -> bool:
@@ -82,7 +130,9 @@ class ZipSource:
         self.sidecar_dir: Path | None = path.parent
         self._zf: zipfile.ZipFile | None = None
         self._pid = -1
-        names = [i.filename for i in self._zip().infolist() if not i.is_dir()]
+        infos = self._zip().infolist()
+        check_member_names(path, [i.filename for i in infos])
+        names = [i.filename for i in infos if not i.is_dir()]
         self.pairs = pair_files(names, str(path), skip_unpaired)
         if not self.pairs:
             raise DataError(f"{path}: the zip holds no image/mask pairs; {LAYOUT_HELP}")
@@ -90,10 +140,7 @@ class ZipSource:
     def _zip(self) -> zipfile.ZipFile:
         # A ZipFile shares its file offset with forked children: reopen per process.
         if self._zf is None or self._pid != os.getpid():
-            try:
-                self._zf = zipfile.ZipFile(self.path)
-            except (zipfile.BadZipFile, OSError) as exc:
-                raise DataError(f"{self.path} is not a readable zip file ({exc})") from None
+            self._zf = open_zip(self.path)
             self._pid = os.getpid()
         return self._zf
 
@@ -107,7 +154,7 @@ class ZipSource:
         name = f"{self.path.name}:{member}"
         try:
             return self._zip().read(member), name
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        except Exception as exc:  # BadZipFile, zlib.error, EOFError, NotImplementedError (method), ...
             raise CorruptSampleError(sample_id, f"{name}: corrupt zip member ({exc})") from None
 
     def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
@@ -115,7 +162,8 @@ class ZipSource:
         return self._read(image, sample_id), self._read(mask, sample_id)
 
     def fingerprint(self) -> str:
-        return fingerprint_zip(self._zip(), [n for pair in self.pairs.values() for n in pair])
+        members = [n for pair in self.pairs.values() for n in pair]
+        return pair_fingerprint(self.pairs, zip_digests(self.path, self._zip(), members))
 
 
 def _pair_dirs(root: Path) -> list[Path]:
@@ -161,9 +209,9 @@ class FolderSource:
         return (image, str(image)), (mask, str(mask))
 
     def fingerprint(self) -> str:
-        return fingerprint_files(
-            self.root, [self.root / rel for pair in self.pairs.values() for rel in pair]
-        )
+        files = [self.root / rel for pair in self.pairs.values() for rel in pair]
+        digests = {rel: sha for rel, (_, sha) in file_digests(self.root, files).items()}
+        return pair_fingerprint(self.pairs, digests)
 
 
 def open_source(path: str | os.PathLike, skip_unpaired: bool = False) -> Any:
