@@ -50,7 +50,7 @@ def _looks_like_path(spec: str) -> bool:
     return "/" in spec or "\\" in spec or spec.startswith(".") or Path(spec).suffix != ""
 
 
-_NOT_OPTIONS = ("self", "path", "progress")
+_NOT_OPTIONS = ("self", "progress")
 
 
 def option_names(factory: Any) -> list[str] | None:

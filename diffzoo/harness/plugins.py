@@ -139,10 +139,9 @@ class PluginSystem:
         registry = Registry()
         for name, plugin in list(self.pm.list_name_plugin()):
             trial = registry.copy()
-            for hook_name, kind in REGISTER_HOOKS.items():
-                impl = next((i for i in getattr(self.pm.hook, hook_name).get_hookimpls() if i.plugin is plugin), None)
-                if impl is None:
-                    continue
+            calls = [(hook_name, kind, impl) for hook_name, kind in REGISTER_HOOKS.items()
+                     for impl in getattr(self.pm.hook, hook_name).get_hookimpls() if impl.plugin is plugin]
+            for hook_name, kind, impl in calls:  # a plugin may implement one hook several times (specname)
                 try:
                     impl.function(register=partial(trial.add, kind, source=name))
                 except Exception as exc:

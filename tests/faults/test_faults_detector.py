@@ -12,52 +12,19 @@ training-free detector on a fresh cache.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
 from conftest import cli
+from faultkit import REPO, Scripted, faulty  # noqa: F401 - faulty is a fixture
 from diffzoo import DetectionOutput, DetectorCard, Detector, hookimpl, open_dataset
 from diffzoo.harness.distortions import identity
 from diffzoo.harness.errors import DiffzooError
 from diffzoo.harness.evaluate import evaluate
 from diffzoo.harness.plugins import get_plugin_system
 from diffzoo.harness.types import BINARY
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def faulty_card(**training) -> DetectorCard:
-    return DetectorCard(name="faulty.x", description="a detector whose answers the test chooses",
-                        tasks=("binary", "semantic", "classification"), **training)
-
-
-class Scripted(Detector):
-    """Answers ``answer(images)``; a working detector when ``answer`` is None."""
-
-    def __init__(self, task="binary", label_space=BINARY, answer=None):
-        self.card, self.task, self.label_space, self.answer = faulty_card(), task, label_space, answer
-
-    def predict(self, images):
-        if self.answer is not None:
-            return self.answer(images)
-        b, _, h, w = images.shape
-        if self.task == "classification":
-            return DetectionOutput(image_score=torch.full((b,), 0.5))
-        c = 1 if self.task == "binary" else self.label_space.num_classes
-        return DetectionOutput(mask_logits=images.mean(1, keepdim=True).expand(b, c, h, w) * 4 - 2)
-
-    def fit(self, train, config, progress=None):
-        return {}
-
-    def save(self, path, extra=None):
-        return Path(path)
-
-    def load(self, path):
-        return {"sha256": "0" * 64}
 
 
 def score(ds, det, tasks=("binary",)):
@@ -167,25 +134,13 @@ def test_an_exception_inside_predict_names_the_detector(ds):
 
 # -- through the CLI: one line, exit non-zero, no record -------------------------------
 
-class FaultyPlugin:
-    """Registers faulty.x, whose logits are half the input size."""
-
-    @hookimpl
-    def register_detectors(self, register):
-        card = faulty_card(trainable=False)  # used as built: the run never trains it
-        register(card.name, "tests_faulty_target:make", card=card, default=True)
-
-
 def _half_size(x):
     return DetectionOutput(mask_logits=logits(x.shape[0], 1, x.shape[2] // 2, x.shape[3] // 2))
 
 
 def test_cli_reports_a_malformed_prediction_in_one_line_and_writes_no_record(capsys, diffseg_folder, tmp_path,
-                                                                             monkeypatch):
-    module = type(sys)("tests_faulty_target")
-    module.make = lambda card, task, label_space, pretrained: Scripted(task, label_space, _half_size)
-    monkeypatch.setitem(sys.modules, "tests_faulty_target", module)
-    get_plugin_system().pm.register(FaultyPlugin(), name="faulty")
+                                                                             faulty):
+    faulty(_half_size)
     out = tmp_path / "out"
     code, stdout, stderr = cli(capsys, "run", "--detector", "faulty.x", "--suite", "standard", "--dataset",
                                diffseg_folder, "--out", out, "--bootstrap", "0", "--device", "cpu")
@@ -198,32 +153,13 @@ def test_cli_reports_a_malformed_prediction_in_one_line_and_writes_no_record(cap
 
 # -- training-free detectors and --no-train -----------------------------------------------
 
-def test_no_train_runs_a_training_free_detector_on_a_fresh_cache(capsys, diffseg_folder, tmp_path, monkeypatch):
-    module = type(sys)("tests_faulty_target")
-    module.make = lambda card, task, label_space, pretrained: _Saving(task, label_space)
-    monkeypatch.setitem(sys.modules, "tests_faulty_target", module)
-    get_plugin_system().pm.register(FaultyPlugin(), name="faulty")
+def test_no_train_runs_a_training_free_detector_on_a_fresh_cache(capsys, diffseg_folder, tmp_path, faulty):
     code, stdout, stderr = cli(capsys, "run", "--detector", "faulty.x", "--suite", "standard", "--dataset",
                                diffseg_folder, "--out", tmp_path / "out", "--bootstrap", "0", "--no-train",
                                "--device", "cpu")
     assert code == 0, stderr
     records = list((tmp_path / "out" / "records").glob("*.json"))
     assert len(records) == 3  # binary, semantic, image: nothing trained, nothing refused
-
-
-class _Saving(Scripted):
-    """A training-free detector with real (constant) weights saved as a checkpoint."""
-
-    def save(self, path, extra=None):
-        from diffzoo.harness.checkpoints import save_checkpoint
-
-        return save_checkpoint(Path(path), {"w": torch.ones(3)}, {"card": self.card.to_dict(), "task": self.task,
-                                                                    **(extra or {})})
-
-    def load(self, path):
-        from diffzoo.harness.checkpoints import load_checkpoint
-
-        return load_checkpoint(path)[1]
 
 
 # -- diffzoo plugins check ------------------------------------------------------------------

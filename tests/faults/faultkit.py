@@ -1,0 +1,77 @@
+"""Shared pieces of the fault suite: a detector whose answers a test
+scripts, registered as plugin ``faulty`` (detector ``faulty.x``), so a run
+needs no training and each test chooses exactly what comes back."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from diffzoo import DetectionOutput, DetectorCard, Detector, hookimpl
+from diffzoo.harness.plugins import get_plugin_system
+from diffzoo.harness.types import BINARY
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def faulty_card(**training) -> DetectorCard:
+    return DetectorCard(name="faulty.x", description="a detector whose answers the test chooses",
+                        tasks=("binary", "semantic", "classification"), **training)
+
+
+class Scripted(Detector):
+    """Answers ``answer(images)``; a working detector (a brightness
+    heuristic) when ``answer`` is None.  Saves a real, constant checkpoint."""
+
+    def __init__(self, task="binary", label_space=BINARY, answer=None, card=None):
+        self.card, self.task, self.label_space, self.answer = card or faulty_card(), task, label_space, answer
+
+    def predict(self, images):
+        if self.answer is not None:
+            return self.answer(images)
+        b, _, h, w = images.shape
+        if self.task == "classification":
+            return DetectionOutput(image_score=images.mean((1, 2, 3)).clamp(0, 1))
+        c = 1 if self.task == "binary" else self.label_space.num_classes
+        return DetectionOutput(mask_logits=images.mean(1, keepdim=True).expand(b, c, h, w) * 4 - 2)
+
+    def fit(self, train, config, progress=None):
+        return {}
+
+    def save(self, path, extra=None):
+        from diffzoo.harness.checkpoints import save_checkpoint
+
+        return save_checkpoint(Path(path), {"w": torch.ones(3)},
+                               {"card": self.card.to_dict(), "task": self.task, **(extra or {})})
+
+    def load(self, path):
+        from diffzoo.harness.checkpoints import load_checkpoint
+
+        return load_checkpoint(path)[1]
+
+
+class FaultyPlugin:
+    @hookimpl
+    def register_detectors(self, register):
+        card = faulty_card(trainable=False)  # used as built: a run never trains it
+        register(card.name, "tests_faulty_target:make", card=card, default=True)
+
+
+@pytest.fixture
+def faulty(monkeypatch) -> Callable[..., None]:
+    """Register detector ``faulty.x``; call the fixture's value with an
+    ``answer(images)`` to script its predictions (default: well formed)."""
+    script: dict[str, Callable | None] = {"answer": None}
+    module = type(sys)("tests_faulty_target")
+    module.make = lambda card, task, label_space, pretrained: Scripted(task, label_space, script["answer"], card)
+    monkeypatch.setitem(sys.modules, "tests_faulty_target", module)
+    get_plugin_system().pm.register(FaultyPlugin(), name="faulty")
+
+    def use(answer: Callable | None = None) -> None:
+        script["answer"] = answer
+
+    return use

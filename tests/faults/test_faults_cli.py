@@ -1,0 +1,141 @@
+"""Fault suite, issue 12 section 7 (user errors are user errors) and the
+run-level half of section 2 (skipped samples are counted once, by reason).
+
+Each user error prints one line that names the problem and the fix, exits
+2 and never says "internal error".
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+
+import pytest
+from PIL import Image
+
+from conftest import cli
+from faultkit import faulty  # noqa: F401 - a fixture
+from diffzoo import hookimpl
+from diffzoo.harness.plugins import get_plugin_system
+
+
+def one_line_exit_2(code, stdout, stderr, *needles):
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 2, (code, stdout, stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**70)])
+def test_a_seed_outside_the_valid_range(capsys, seed):
+    result = cli(capsys, "run", "--detector", "segformer", "--suite", "standard", "--seed", seed)
+    one_line_exit_2(*result, f"--seed {seed}", "0 to 2**63 - 1")
+
+
+def test_an_unknown_dataset_option_lists_the_valid_ones(capsys, diffseg_folder):
+    result = cli(capsys, "run", "--detector", "segformer", "--suite", "standard", "--dataset", diffseg_folder,
+                 "--dataset-option", "val_fractoin=0.3")
+    line = one_line_exit_2(*result, "val_fractoin", "Did you mean 'val_fraction'?", "Valid options:")
+    assert "calib_fraction" in line and "split_seed" in line
+
+
+def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "empty-cache"))
+    result = cli(capsys, "run", "--detector", "segformer", "--suite", "standard", "--dataset-option", "nimages=5")
+    one_line_exit_2(*result, "nimages", "Did you mean 'n_images'?")
+    assert not (tmp_path / "empty-cache").exists()
+
+
+def test_list_with_a_misspelled_kind(capsys):
+    line = one_line_exit_2(*cli(capsys, "list", "detektors"), "Did you mean 'detectors'?")
+    assert line.count("'detectors'") == 1
+
+
+def test_an_unknown_name_lists_each_available_name_once(capsys):
+    line = one_line_exit_2(*cli(capsys, "run", "--detector", "segformer", "--suite", "standrd"),
+                           "Did you mean 'standard'?")
+    available = line.split("Available: ", 1)[1].split(";")[0].rstrip(" .").split(", ")
+    assert len(available) == len(set(available)), available
+
+
+class TakesATakenName:
+    """Registers a fresh detector first, then a suite name diffzoo already has."""
+
+    @hookimpl
+    def register_detectors(self, register):
+        register("greedy.fresh", "json:dumps", description="would be fine on its own")
+
+    @hookimpl
+    def register_suites(self, register):
+        register("standard", "json:dumps")
+
+    @hookimpl
+    def register_commands(self, cli):
+        @cli.command("greedy-hello")
+        def hello() -> None:
+            print("hello")
+
+
+def test_a_plugin_registering_a_taken_name_is_rejected_whole(capsys):
+    system = get_plugin_system()
+    system.pm.register(TakesATakenName(), name="greedy")
+    registry = system.registry
+    assert not registry.has("detector", "greedy.fresh")  # its earlier entry did not stay
+    assert registry.get("suite", "standard").source == "diffzoo.harness.builtins"
+    [failure] = [f for f in system.failures if f.plugin == "greedy"]
+    assert "registered twice" in failure.message and "the whole plugin is skipped" in str(failure)
+    assert "greedy" not in {info.name for info in system.info()}
+
+
+def test_a_full_disk_names_the_path_and_the_free_space(capsys, tmp_path, monkeypatch, record_factory):
+    from diffzoo.harness import fsutil
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsutil.tempfile, "mkstemp", full)
+    record = tmp_path / "in" / "r.json"
+    record.parent.mkdir()
+    record.write_text(record_factory().to_json())
+    result = cli(capsys, "leaderboard", "add", record, "--store", tmp_path / "store")
+    line = one_line_exit_2(*result, "disk full while writing", "free on that filesystem")
+    assert str(tmp_path / "store") in line
+
+
+def test_a_full_disk_inside_any_writer_is_one_line(capsys, tmp_path, monkeypatch):
+    import diffzoo.leaderboard.formats as formats
+
+    target = tmp_path / "pub" / "leaderboard.md"
+
+    def full(selection, fmt, out):
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(formats, "publish", full)
+    import diffzoo.cli.leaderboard as lb_cli
+
+    monkeypatch.setattr(lb_cli, "publish_selection", full)
+    (tmp_path / "store" / "records").mkdir(parents=True)
+    result = cli(capsys, "leaderboard", "publish", "--store", tmp_path / "store", "--out", tmp_path / "pub")
+    one_line_exit_2(*result, f"disk full while writing {target}", "free")
+
+
+# -- skipped samples: counted once each, by reason --------------------------------------
+
+def test_one_bad_file_is_one_skipped_sample_not_one_per_record(capsys, diffseg_folder, tmp_path, faulty):
+    from diffzoo import open_dataset
+
+    victim = open_dataset(str(diffseg_folder)).ids("val")[0]
+    (diffseg_folder / "train_copy" / f"{victim}.image.png").write_bytes(b"\x89PNG\r\n\x1a\n broken")
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "--detector", "faulty.x", "--suite", "standard", "--dataset",
+                               diffseg_folder, "--out", out, "--bootstrap", "0", "--device", "cpu")
+    assert code == 0, stderr
+    flat = " ".join(stdout.split())
+    assert "1 sample(s) skipped: 1 corrupt" in flat, flat
+    records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
+    assert len(records) == 3
+    for r in records:
+        assert r["counts"]["skipped_by_reason"] == {"corrupt": 1}, r["counts"]
