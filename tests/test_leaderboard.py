@@ -11,10 +11,10 @@ import sys
 import time
 
 import pytest
-from conftest import cli, make_record
+from conftest import cli, make_record, make_state
 
 from diffzoo.harness.errors import ConfigError, RecordError
-from diffzoo.harness.records import ResultRecord, schema_problems
+from diffzoo.harness.records import ResultRecord, record_problems
 from diffzoo.leaderboard.diff import diff
 from diffzoo.leaderboard.formats import publish, to_csv, to_latex, to_markdown
 from diffzoo.leaderboard.store import RecordStore
@@ -32,29 +32,33 @@ def edited(record: ResultRecord, change) -> dict:
 
 
 # -- validation -------------------------------------------------------------------
-def test_schema_problems_name_field_and_reason():
+def test_record_problems_name_field_and_reason():
     good = make_record()
-    assert schema_problems(good.data) == []
+    assert record_problems(good.data) == []
     no_seed = edited(good, lambda d: d.pop("seed"))
-    assert any("missing field(s): seed" in p for p in schema_problems(no_seed))
+    assert any("missing field(s): seed" in p for p in record_problems(no_seed))
     wrong_schema = edited(good, lambda d: d.update(schema_version=7))
-    assert any("schema version 7 is not 1" in p for p in schema_problems(wrong_schema))
+    assert any("schema version 7 is not 2" in p for p in record_problems(wrong_schema))
     out_of_range = edited(good, lambda d: d["metrics"].update(mIoU=1.7))
-    assert any("metric mIoU is 1.7, outside its range [0.0, 1.0]" in p for p in schema_problems(out_of_range))
+    assert any("field metrics.mIoU is 1.7, outside its range [0.0, 1.0]" in p
+               for p in record_problems(out_of_range))
     bad_ci = edited(good, lambda d: d["ci95"].update(mIoU=[0.7, 0.5]))
-    assert any("low 0.7 > high 0.5" in p for p in schema_problems(bad_ci))
+    assert any("low 0.7 > high 0.5" in p for p in record_problems(bad_ci))
     tampered = edited(good, lambda d: d["metrics"].update(mIoU=0.99))
-    assert any("does not match the record's content" in p for p in schema_problems(tampered))
-    assert schema_problems([1, 2]) == ["a record is a JSON object, not list"]
+    assert record_problems(tampered) == [
+        "field metrics.mIoU was changed after the record was written (its digest does not match)"]
+    renamed = edited(good, lambda d: d["detector"].update(name="other"))
+    assert any("field detector.name was changed" in p for p in record_problems(renamed))
+    assert record_problems([1, 2]) == ["a record is a JSON object, not list"]
 
 
 def test_validate_cli_rejects_each_bad_record_saying_why(tmp_path, capsys):
-    good = make_record()
+    good = make_record(state=make_state())
     folder = tmp_path / "in"
     folder.mkdir()
     good.write(folder)
     (folder / "missing.json").write_text(json.dumps(edited(good, lambda d: d.pop("dataset"))))
-    (folder / "schema.json").write_text(json.dumps(edited(good, lambda d: d.update(schema_version=2))))
+    (folder / "schema.json").write_text(json.dumps(edited(good, lambda d: d.update(schema_version=1))))
     (folder / "range.json").write_text(json.dumps(edited(good, lambda d: d["metrics"].update(aAcc=-0.1))))
     (folder / "notjson.json").write_text("{oops")
     code, out, _ = cli(capsys, "leaderboard", "validate", str(folder))
@@ -62,47 +66,58 @@ def test_validate_cli_rejects_each_bad_record_saying_why(tmp_path, capsys):
     lines = {line.split(":")[0].split("/")[-1]: line for line in out.replace("\n ", " ").splitlines()
              if line.startswith("invalid")}
     assert "missing field(s): dataset" in lines["missing.json"]
-    assert "schema version 2 is not 1" in lines["schema.json"]
-    assert "metric aAcc is -0.1, outside its range" in lines["range.json"]
+    assert "schema version 2 is not 2" not in out and "schema version 1 is not 2" in lines["schema.json"]
+    assert "field metrics.aAcc is -0.1, outside its range" in lines["range.json"]
     assert "not JSON" in lines["notjson.json"]
-    assert "1 valid, 4 invalid" in out
+    assert "1 valid, 4 invalid" in out and "0 temp file(s)" in out
     code, out, _ = cli(capsys, "leaderboard", "validate", str(folder / f"{good.id}.json"))
     assert code == 0 and "1 valid, 0 invalid" in out
 
 
 # -- the store --------------------------------------------------------------------------
-def test_add_is_idempotent_and_rejects_conflicts(tmp_path):
+def test_add_is_idempotent_and_reports_a_rerun_that_differs(tmp_path):
     store = RecordStore(tmp_path)
-    a = make_record()
-    path = store.add(a)
-    assert store.add(a) == path and len(store) == 1
-    rerun = make_record(date="2027-01-01T00:00:00+00:00")  # same content, other date: same id
-    assert rerun.id == a.id
-    other = make_record(metrics={**a.metrics, "mIoU": 0.1, "aAcc": 0.5})  # same run, different numbers
-    with pytest.raises(RecordError, match=f"conflicts with stored record {a.id}.*aAcc, mIoU"):
-        store.add(other)
-    store.add(make_record(seed=1, metrics={"mIoU": 0.1, "aAcc": 0.5}))  # another seed is another run
+    a = make_record(state=make_state())
+    first = store.add(a)
+    assert first.status == "added" and first.path == store.records_dir / f"{a.id}.json"
+    again = store.add(a)
+    assert (again.status, again.reason, again.differs) == ("present", f"already recorded: {a.id}", ())
+    rerun = make_record(state=make_state(), date="2027-01-01T00:00:00+00:00")  # same run, later
+    assert rerun.id == a.id and store.add(rerun).status == "present" and len(store) == 1
+    noisy = make_record(state=make_state(seed=1))  # same run, other predictions: nondeterminism
+    outcome = store.add(noisy)
+    assert outcome.status == "present" and "mIoU" in outcome.differs and "predictions_digest" in outcome.differs
+    assert store.get(a.id).content_digest == a.content_digest  # the stored record is kept
+    store.add(make_record(seed=1, state=make_state(seed=1)))  # another seed is another run
     assert len(store) == 2 and store.check() == []
+    first.path.write_text(json.dumps(edited(a, lambda d: d["metrics"].update(mIoU=0.01))))
+    outcome = store.add(a)
+    assert outcome.status == "present" and outcome.stored_invalid and "stored file is invalid" in outcome.reason
+    assert store.add(a, replace=True).status == "replaced" and store.check() == []
 
 
 def test_import_reports_each_outcome(tmp_path, capsys):
     remote = RecordStore(tmp_path / "remote")
     for det in ("a", "b"):
-        remote.add(make_record(det))
-    conflicting = make_record("a", metrics={"mIoU": 0.2})
-    (remote.records_dir / "conflict.json").write_text(conflicting.to_json())
+        remote.add(make_record(det, state=make_state()))
+    conflicting = make_record("a", state=make_state(seed=1))
+    conflicting.write(remote.records_dir.parent / "loose")
     (remote.records_dir / "broken.json").write_text(
-        json.dumps(edited(make_record("c"), lambda d: d["metrics"].update(F1=2.0))))
+        json.dumps(edited(make_record("c", state=make_state()), lambda d: d["metrics"].update(F1=2.0))))
+    (remote.records_dir / "unverified.json").write_text(make_record("d").to_json())
     local = tmp_path / "local"
-    code, out, _ = cli(capsys, "leaderboard", "add", str(tmp_path / "remote"), "--store", str(local))
+    code, out, _ = cli(capsys, "leaderboard", "add", str(tmp_path / "remote"),
+                       str(remote.root / "loose" / f"{conflicting.id}.json"), "--store", str(local))
+    out = out.replace("\n", "")
     assert code == 1
-    assert "2 added, 0 already present, 2 rejected" in out
-    assert "broken.json: metric F1 is 2.0, outside its range" in out.replace("\n", "")
-    assert "conflict.json: record" in out.replace("\n", "") and "conflicts with stored record" in out
-    code, out, _ = cli(capsys, "leaderboard", "add", str(tmp_path / "remote" / "records" / f"{make_record('a').id}.json"),
+    assert "2 added, 0 already present, 3 rejected" in out
+    assert "broken.json: field metrics.F1 is 2.0, outside its range" in out
+    assert "unverified.json: record has no metric state" in out
+    assert f"conflicts with stored record {conflicting.id}" in out and "different" in out
+    code, out, _ = cli(capsys, "leaderboard", "add", str(remote.records_dir / f"{make_record('a', state=make_state()).id}.json"),
                        "--store", str(local))
     assert code == 0 and "0 added, 1 already present, 0 rejected" in out
-    assert len(RecordStore(local)) == 2
+    assert len(RecordStore(local)) == 2 and len(list((local / "states").glob("*.json"))) == 1
 
 
 APPENDER = """
@@ -178,6 +193,7 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     assert manifest["suites"] == [{"name": "standard", "version": "1", "definition_hash": "hstandard1"}]
     assert manifest["datasets"] == [{"name": "mini", "fingerprint": "fp0001"}]
     assert manifest["metrics_versions"] == ["1"] and len(manifest["records"]) == 2
+    assert manifest["record_digests"] == {r.id: r.content_digest for r in store}
     with pytest.raises(RecordError, match="already exists"):
         freeze(store, "v1")
     # a newer suite version and a rerun on changed data arrive later
@@ -198,7 +214,7 @@ def test_a_rerun_of_the_same_run_is_one_row(tmp_path):
     first = make_record("a")
     rerun = make_record("a", date="2026-12-02T00:00:00+00:00",
                         environment={"date": "2026-12-02T00:00:00+00:00", "git": "fedcba9876543210"})
-    assert rerun.id != first.id  # another code version: another record of the same run
+    assert rerun.id == first.id  # another code version, same identity: one record id
     [table] = build_tables([first, rerun])
     [row] = [r for r in table.rows if not r.baseline]
     assert row.record_id == rerun.id and row.provenance["git"] == "fedcba9876543210"

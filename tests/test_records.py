@@ -12,7 +12,8 @@ from diffzoo.harness.records import ResultRecord
 
 
 def minimal(**over):
-    fields = dict(detector={"name": "d"}, suite={"name": "s", "version": "1"}, case={"name": "c"},
+    fields = dict(detector={"name": "d", "checkpoint_sha256": "0" * 64}, suite={"name": "s", "version": "1"},
+                  case={"name": "c"},
                   dataset={"name": "x", "fingerprint": "f"}, label_space=["background", "edited"],
                   metrics={"mIoU": float("nan"), "aAcc": 0.5}, metrics_version="1",
                   threshold_policy={}, counts={"evaluated": 1}, seed=0, config={},
@@ -21,10 +22,15 @@ def minimal(**over):
     return ResultRecord.create(**fields)
 
 
-def test_records_are_content_addressed_and_nan_is_null(tmp_path):
-    a, b = minimal(), minimal(environment={"date": "2027-01-01"})
-    assert a.id == b.id  # the date does not change the content id
+def test_record_id_is_the_identity_and_nan_is_null(tmp_path):
+    a, b = minimal(), minimal(environment={"date": "2027-01-01", "host": "elsewhere", "git": "f00"})
+    assert a.id == b.id  # when and where it ran is not part of the identity
+    assert minimal(metrics={"mIoU": 0.1, "aAcc": 0.2}).id == a.id  # nor are the numbers
+    assert minimal(dataset={"name": "/other/path", "fingerprint": "f"}).id == a.id  # nor the dataset's name
     assert minimal(seed=1).id != a.id
+    assert minimal(dataset={"name": "x", "fingerprint": "g"}).id != a.id
+    assert minimal(config={"train": {"lr": 0.1}}).id != minimal(config={"train": {"lr": 0.2}}).id
+    assert minimal(config={"device": "cuda:1"}).id == minimal(config={"device": "cpu"}).id
     path = a.write(tmp_path)
     data = json.loads(path.read_text())
     assert data["metrics"]["mIoU"] is None and data["record_id"] == a.id
@@ -38,6 +44,12 @@ def test_validate_names_missing_field_and_schema(tmp_path):
         ResultRecord(data).validate()
     data = dict(minimal().data, schema_version=99)
     with pytest.raises(RecordError, match="schema version 99"):
+        ResultRecord(data).validate()
+    data = dict(minimal().data, schema_version=2.0)  # the right number, but not an integer
+    with pytest.raises(RecordError, match="schema version 2.0 is not 2"):
+        ResultRecord(data).validate()
+    data = dict(minimal().data, extra=1)
+    with pytest.raises(RecordError, match="unknown field.*extra"):
         ResultRecord(data).validate()
 
 

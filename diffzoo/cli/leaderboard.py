@@ -1,4 +1,9 @@
-"""``diffzoo leaderboard``: list, show, validate, add, freeze, versions, diff, publish."""
+"""``diffzoo leaderboard``: list, show, validate, verify, add, freeze, versions, diff, publish.
+
+Every string that comes from a record (names, notes, problems quoting a
+value) is printed through :mod:`diffzoo.leaderboard.escape`: control
+characters and ESC sequences are shown escaped, rich markup as text.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,19 @@ import json
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..harness.errors import ConfigError, RecordError
 from ..harness.metrics.catalog import metric_info
 from ..leaderboard.diff import diff as diff_selections
+from ..leaderboard.diff import diff_console
+from ..leaderboard.escape import term, term_text
 from ..leaderboard.formats import FORMATS
 from ..leaderboard.formats import publish as publish_selection
-from ..leaderboard.store import RecordStore, expand_record_paths, file_problems
+from ..leaderboard.outdir import claim_output_dir
+from ..leaderboard.store import RecordStore
 from ..leaderboard.tables import PRIMARY, format_value
+from ..leaderboard.verify import Report, verify_files, verify_store
 from ..leaderboard.versions import freeze as freeze_store, list_versions, resolve, select
 from .app import app, console
 
@@ -24,13 +32,16 @@ lb = typer.Typer(help="The versioned leaderboard: stored records, frozen version
 app.add_typer(lb, name="leaderboard")
 
 STORE_HELP = "Record store: a folder with records/ (any `diffzoo run --out` folder)."
+CLEAN_HELP = "Remove temp files left by killed writes (under the store's lock)."
 
 
 def _store(path: Path, must_exist: bool = True) -> RecordStore:
     store = RecordStore(path)
-    if must_exist and not store.records_dir.is_dir():
-        raise ConfigError(f"{path} is not a record store (no {store.records_dir}); "
-                          "run `diffzoo run --out DIR` or pass --store")
+    if not store.records_dir.is_dir():
+        if must_exist:
+            raise ConfigError(f"{path} is not a record store (no {store.records_dir}); "
+                              "run `diffzoo run --out DIR` or pass --store")
+        claim_output_dir(path)  # a new store: never in a folder diffzoo did not make
     return store
 
 
@@ -39,7 +50,7 @@ def _split(values: list[str]) -> list[str]:
 
 
 def _primary(record) -> str:
-    name = PRIMARY.get(record.data["case"].get("task", ""), "")
+    name = PRIMARY.get(record.body.task, "")
     info = metric_info(name)
     if not info or name not in record.metrics:
         return ""
@@ -56,15 +67,14 @@ def list_cmd(
     """List stored records."""
     records = select(list(_store(store)), suites=_split(suite), datasets=_split(dataset),
                      detectors=_split(detector))
-    table = Table(title=f"{len(records)} record(s) in {escape(str(store))}", title_justify="left")
+    table = Table(title=term_text(f"{len(records)} record(s) in {store}"), title_justify="left")
     for col in ("id", "detector", "suite", "case", "dataset", "primary metric", "date"):
         table.add_column(col)
-    for r in sorted(records, key=lambda r: (r.data["suite"]["name"], r.data["case"]["name"],
-                                            r.data["detector"]["name"])):
-        d = r.data
-        table.add_row(r.id, escape(d["detector"]["name"]), escape(f"{d['suite']['name']} v{d['suite']['version']}"),
-                      escape(d["case"]["name"]), escape(d["dataset"]["name"]), _primary(r),
-                      escape(str(d["environment"].get("date", ""))))
+    for r in sorted(records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.detector.name)):
+        b = r.body
+        table.add_row(r.id, term_text(b.detector.name), term_text(f"{b.suite.name} v{b.suite.version}"),
+                      term_text(b.case_name), term_text(b.dataset.name), _primary(r),
+                      term_text(b.environment.date or ""))
     console.print(table)
 
 
@@ -77,49 +87,77 @@ def show_cmd(
     """Show one record: metrics with CIs and its provenance."""
     record = _store(store).get(record_id)
     if as_json:
-        console.print_json(record.to_json())
+        console.print_json(record.to_json())  # JSON escapes every control character
         return
-    d = record.data
-    console.print(f"[bold]record[/] {record.id}: {escape(d['detector']['name'])} on "
-                  f"{escape(d['dataset']['name'])} ({escape(str(d['dataset']['fingerprint']))}), "
-                  f"suite {escape(d['suite']['name'])} v{escape(str(d['suite']['version']))} "
-                  f"case {escape(d['case']['name'])}")
+    b = record.body
+    console.print(f"[bold]record[/] {record.id}: {term(b.detector.name)} on {term(b.dataset.name)} "
+                  f"({term(b.dataset.fingerprint)}), suite {term(b.suite.name)} v{term(b.suite.version)} "
+                  f"case {term(b.case_name)}")
     table = Table(show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right")
-    ci95 = d.get("ci95") or {}
-    for name, value in d["metrics"].items():
+    for name, value in b.metrics.items():
         info = metric_info(name)
-        ci = ci95.get(name)
-        table.add_row(escape(f"{name} {info.arrow if info else ''}".strip()),
-                      format_value(info, value) if info else str(value),
+        ci = b.ci95.get(name)
+        table.add_row(term_text(f"{name} {info.arrow if info else ''}".strip()),
+                      format_value(info, value) if info else term_text(value),
                       f"{format_value(info, ci[0])} - {format_value(info, ci[1])}" if info and ci else "")
     console.print(table)
-    det, env = d["detector"], d["environment"]
-    for label, value in (("checkpoint", det.get("checkpoint_sha256")), ("pretrained", det.get("pretrained")),
-                         ("plugin", det.get("plugin")), ("git", env.get("git")), ("date", env.get("date")),
-                         ("device", env.get("device")), ("metrics version", d["metrics_version"]),
-                         ("evaluated images", d["counts"].get("evaluated"))):
-        console.print(f"[bold]{label}[/] {escape(str(value))}")
+    d, env, counts = b.detector, b.environment, b.counts
+    skipped = ", ".join(f"{k}: {n}" for k, n in counts.skipped_by_reason.items())
+    for label, value in (("checkpoint", d.checkpoint_sha256), ("pretrained", d.pretrained), ("plugin", d.plugin),
+                         ("plugin version", d.plugin_version), ("git", env.git), ("date", env.date),
+                         ("device", env.device), ("metrics version", b.metrics_version), ("seed", b.seed),
+                         ("evaluated images", counts.evaluated),
+                         ("skipped samples", f"{counts.skipped_total}" + (f" ({skipped})" if skipped else "")),
+                         ("predictions digest", b.predictions_digest), ("state", b.state.file if b.state else None)):
+        console.print(f"[bold]{label}[/] {term(value)}")
+
+
+def _report(report: Report, good: str, bad: str, by_path: bool = False) -> None:
+    """One line per bad record (named by its file with ``by_path``, else by
+    its id and file) and per temp file, a summary line; exit 1 unless all is well."""
+    for row in report.bad:
+        if by_path and row.path is not None:
+            name = str(row.path)
+        else:
+            name = row.label + (f" ({row.path})" if row.path is not None and row.label != str(row.path) else "")
+        console.print(f"[red]{bad}[/] {term(name)}: {term('; '.join(row.problems))}", soft_wrap=True)
+    for path in report.cleaned:
+        console.print(f"removed temp file {term(path)}", soft_wrap=True)
+    for path in report.temp_files:
+        console.print(f"[yellow]temp file[/] {term(path)}: left by a killed write; not a record "
+                      "(remove it, or run again with --clean)", soft_wrap=True)
+    versions = len(report.bad) - report.bad_records
+    console.print(f"{report.checked - report.bad_records} {good}, {report.bad_records} {bad} record(s); "
+                  + (f"{versions} frozen-version problem(s); " if versions else "")
+                  + f"{len(report.temp_files)} temp file(s) left ({term(report.label)})")
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @lb.command("validate")
 def validate_cmd(
     paths: list[Path] = typer.Argument(None, help="Record files or folders (default: the store)."),
     store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    clean: bool = typer.Option(False, "--clean", help=CLEAN_HELP),
 ) -> None:
-    """Check records against the schema; one line per invalid file, exit 1 if any."""
-    files = expand_record_paths(paths) if paths else _store(store).paths()
-    bad = 0
-    for path in files:
-        problems = file_problems(path)
-        if problems:
-            bad += 1
-            console.print(f"[red]invalid[/] {escape(str(path))}: {escape('; '.join(problems))}", soft_wrap=True)
-    console.print(f"{len(files) - bad} valid, {bad} invalid record file(s)")
-    if bad:
-        raise typer.Exit(1)
+    """Check records: schema, edits, ids and every number against its state;
+    one line per invalid file or leftover temp file, exit 1 if any."""
+    report = verify_files(paths or [_store(store).root], clean=clean)
+    _report(report, "valid", "invalid", by_path=True)
+
+
+@lb.command("verify")
+def verify_cmd(
+    version: str | None = typer.Argument(None, help="A frozen version (default: the whole store)."),
+    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    clean: bool = typer.Option(False, "--clean", help=CLEAN_HELP),
+) -> None:
+    """Verify a whole store or a frozen version: every record recomputed from
+    its state, every version's records as frozen; one line per bad row, exit 1 if any."""
+    _report(verify_store(_store(store), version, clean=clean), "good", "bad")
 
 
 @lb.command("add")
@@ -127,15 +165,16 @@ def add_cmd(
     paths: list[Path] = typer.Argument(..., help="Record files or folders (another machine's store or run)."),
     store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
 ) -> None:
-    """Import records into the store; invalid or conflicting ones are rejected with a reason."""
+    """Import records (with their states) into the store; invalid, unverifiable
+    or conflicting ones are rejected with a reason."""
     outcomes = _store(store, must_exist=False).import_files(paths)
     counts = {"added": 0, "present": 0, "rejected": 0}
     for o in outcomes:
         counts[o.status] += 1
         if o.status == "rejected":
-            console.print(f"[red]rejected[/] {escape(o.source)}: {escape(o.reason)}", soft_wrap=True)
+            console.print(f"[red]rejected[/] {term(o.source)}: {term(o.reason)}", soft_wrap=True)
     console.print(f"{counts['added']} added, {counts['present']} already present, "
-                  f"{counts['rejected']} rejected (store {escape(str(store))})")
+                  f"{counts['rejected']} rejected (store {term(store)})")
     if counts["rejected"]:
         raise typer.Exit(1)
 
@@ -153,9 +192,9 @@ def freeze_cmd(
     path = freeze_store(_store(store), name, suites=_split(suite), datasets=_split(dataset),
                         detectors=_split(detector), note=note)
     manifest = json.loads(path.read_text())
-    console.print(f"froze version [bold]{escape(name)}[/]: {len(manifest['records'])} record(s); suites "
-                  + escape(", ".join(f"{s['name']} v{s['version']}" for s in manifest["suites"]))
-                  + f"; metrics v{', '.join(manifest['metrics_versions'])} -> {escape(str(path))}")
+    console.print(f"froze version [bold]{term(name)}[/]: {len(manifest['records'])} record(s); suites "
+                  + term(", ".join(f"{s['name']} v{s['version']}" for s in manifest["suites"]))
+                  + f"; metrics v{term(', '.join(manifest['metrics_versions']))} -> {term(path)}")
 
 
 @lb.command("versions")
@@ -165,9 +204,9 @@ def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help
     for col in ("name", "created", "records", "suites", "datasets", "note"):
         table.add_column(col)
     for v in list_versions(_store(store)):
-        table.add_row(escape(v["name"]), v.get("created", ""), str(len(v["records"])),
-                      escape(", ".join(f"{s['name']} v{s['version']}" for s in v["suites"])),
-                      escape(", ".join(d["name"] for d in v["datasets"])), escape(v.get("note", "")))
+        table.add_row(term_text(v["name"]), term_text(v.get("created", "")), str(len(v["records"])),
+                      term_text(", ".join(f"{s['name']} v{s['version']}" for s in v["suites"])),
+                      term_text(", ".join(d["name"] for d in v["datasets"])), term_text(v.get("note", "")))
     console.print(table)
 
 
@@ -184,31 +223,8 @@ def diff_cmd(
     if as_json:
         console.print_json(json.dumps(result.to_dict(), allow_nan=False))
         return
-    console.print(f"[bold]A[/] {escape(result.a)}\n[bold]B[/] {escape(result.b)}")
-    for t in result.tables:
-        title = escape(t.key.title)
-        if t.status != "matched":
-            console.print(f"[yellow]table {t.status}[/] {title}" + (f" ({escape(t.note)})" if t.note else ""))
-            continue
-        moved = [r for r in t.rows if r.status != "same"]
-        if not moved:
-            console.print(f"[green]unchanged[/] {title}")
-            continue
-        table = Table(title=title, title_justify="left")
-        for col in ("detector", "status", "metric", "A", "B", "B - A"):
-            table.add_column(col, justify="right" if col in ("A", "B", "B - A") else "left")
-        for r in moved:
-            if not r.changes:
-                table.add_row(escape(r.detector), r.status, "", "", "", "")
-            for c in r.changes:
-                info = metric_info(c.metric)
-                fmt = (lambda v: format_value(info, v)) if info else str
-                delta = "" if c.delta is None else (f"{100 * c.delta:+.1f}" if info and info.percent
-                                                    else f"{c.delta:+g}")
-                table.add_row(escape(r.detector), r.status, escape(c.metric), fmt(c.before), fmt(c.after), delta)
-        console.print(table)
-    if not result.moved:
-        console.print("no differences")
+    for renderable in diff_console(result):
+        console.print(renderable)
 
 
 @lb.command("publish")
@@ -230,4 +246,4 @@ def publish_cmd(
                           "(`diffzoo leaderboard freeze NAME`) or omit it to publish every record")
     for f in formats:
         path = publish_selection(selection, f, out)
-        console.print(f"wrote {f}: {escape(str(path))}")
+        console.print(f"wrote {f}: {term(path)}")

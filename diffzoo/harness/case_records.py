@@ -5,71 +5,56 @@ metric states; a case restricted to some editors reads the subset of the
 pass's per-image rows, a ``slice_by`` case reports the pass's slices, and a
 ``compare_to`` case adds format-parity metrics against the other case's
 verdicts.  Each distinct state is summarised once (metrics, slices,
-bootstrap, state file), however many cases read it.
+bootstrap), however many cases read it.
+
+Every record carries the state its numbers come from (and, for a parity
+case, the compared case's state): the store writes them beside the record,
+and :mod:`.record_check` recomputes the numbers from them with the same
+:mod:`.case_summary` functions used here.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .calibration import policy_record
-from .cards import stable_hash
+from .case_summary import Summary, case_metrics, metric_task, summarize
 from .evaluate import EvalResult, Thresholds
-from .fsutil import atomic_write_text
 from .metrics import METRICS_VERSION, EvalState
-from .metrics.catalog import SLICE_SEPARATOR
-from .metrics.parity import parity_metrics
-from .metrics.slices import SLICE_KEYS
+from .plugins import get_plugin_system
 from .protocols import Detector
-from .records import ResultRecord, environment
+from .record_model import Counts
+from .records import ResultRecord, environment, state_blob, store_lock, write_state_file
 from .suites import Case, Suite
 
-
-def metric_task(case: Case) -> str:
-    """The metric state a case reads: image-level cases use the binary one."""
-    return "semantic" if case.task == "semantic" else "binary"
-
-
-@dataclass
-class Summary:
-    """What every record of one metric state carries, computed once."""
-
-    state: EvalState
-    values: dict[str, Any]
-    slices: dict[str, dict[str, dict[str, float]]]
-    ci: dict[str, tuple[float, float]]
-    state_file: str | None
+__all__ = ["RecordContext", "Summaries", "Summary", "build_record", "case_metrics", "case_states",
+           "metric_task", "summarize"]
 
 
 class Summaries:
     """Summaries keyed by the identity of their state (computed on first use;
-    each cached summary holds its state, so an id is never reused meanwhile)."""
+    each cached summary holds its state, so an id is never reused meanwhile).
 
-    def __init__(self, bootstrap: int, seed: int, out: Path | None):
+    ``out``: when given, each state is also written to ``out/states/`` at
+    once (content-addressed; a file already there is verified, never
+    trusted), so a run stopped before its records are stored keeps them.
+    """
+
+    def __init__(self, bootstrap: int, seed: int, out: Path | None = None):
         self.bootstrap, self.seed, self.out = bootstrap, seed, out
         self._cache: dict[int, Summary] = {}
 
     def get(self, state: EvalState) -> Summary:
         key = id(state)
         if key not in self._cache:
-            ci = state.bootstrap(n=self.bootstrap, seed=self.seed) if self.bootstrap else {}
-            self._cache[key] = Summary(state, state.compute(), {k: state.slices(k) for k in SLICE_KEYS},
-                                       ci, self._write_state(state))
+            self._cache[key] = summarize(state, self.bootstrap, self.seed)
+            if self.out is not None:
+                ref, blob = state_blob(state)
+                with store_lock(Path(self.out)):
+                    write_state_file(Path(self.out), ref.file, blob)
         return self._cache[key]
-
-    def _write_state(self, state: EvalState) -> str | None:
-        if self.out is None:
-            return None
-        body = state.state_dict()
-        name = f"states/{stable_hash(body, length=16)}.json"
-        path = Path(self.out) / name
-        if not path.exists():
-            atomic_write_text(path, json.dumps(body))
-        return name
 
 
 def case_states(cases: list[Case], result: EvalResult, subset_ids: dict[tuple, frozenset[str]]
@@ -87,31 +72,11 @@ def case_states(cases: list[Case], result: EvalResult, subset_ids: dict[tuple, f
     return out
 
 
-def case_metrics(case: Case, summary: Summary, label_names: tuple[str, ...],
-                 compared: Callable[[str], EvalState | None]) -> tuple[dict[str, Any], dict[str, list[float]]]:
-    """(metrics, ci95) of one case."""
-    values = summary.values
-    wanted = list(case.metrics)
-    if case.task == "semantic" and not case.slice_by:
-        wanted += [f"IoU.{n}" for n in label_names if f"IoU.{n}" not in wanted]
-    if case.compare_to:
-        other = compared(case.compare_to)
-        if other is not None:
-            values = {**values, **parity_metrics(other, summary.state, float(case.option("tolerance", 0.05)))}
-    if case.slice_by:
-        metrics: dict[str, Any] = {}
-        for value, sliced in summary.slices[case.slice_by].items():
-            metrics.update({f"{m}{SLICE_SEPARATOR}{case.slice_by}={value}": sliced.get(m) for m in case.metrics})
-        metrics["num_images"] = values.get("num_images")
-        return metrics, {}
-    metrics = {m: values.get(m) for m in wanted}
-    ci = {m: list(summary.ci[m]) for m in case.metrics if m in summary.ci}
-    return metrics, ci
-
-
 @dataclass
 class RecordContext:
-    """What every record of one model shares."""
+    """What every record of one model shares.  ``plugin_version``: the
+    version of the plugin that registered the detector (None: asked of the
+    plugin system)."""
 
     detector_name: str
     plugin: str
@@ -128,20 +93,26 @@ class RecordContext:
     strict: bool
     seed: int
     thresholds: Thresholds
+    plugin_version: str | None = None
 
 
 def build_record(ctx: RecordContext, suite: Suite, case: Case, summary: Summary, result: EvalResult,
-                 metrics: dict[str, Any], ci: dict[str, list[float]], used_params: dict[str, Any]) -> ResultRecord:
+                 metrics: dict[str, Any], ci: dict[str, list[float]], used_params: dict[str, Any],
+                 compared_state: EvalState | None = None) -> ResultRecord:
+    """The record of one case; ``compared_state``: the state a format-parity
+    case (``compare_to``) was compared with, carried so its metrics can be
+    recomputed."""
     state = summary.state
     baselines = {}
     if case.task == "binary" and not case.editors and not case.slice_by:
         baselines = {name: {m: s.compute().get(m) for m in ("mIoU", "aAcc", "bF1", "F1")}
                      for name, s in result.baselines.items()}
     det = ctx.detector
+    plugin_version = ctx.plugin_version or get_plugin_system().versions.get(ctx.plugin)
     return ResultRecord.create(
         detector={"name": ctx.detector_name, "card": det.card.to_dict(), "task": det.task,
                   "checkpoint_sha256": ctx.checkpoint["sha256"], "checkpoint_source": ctx.checkpoint["source"],
-                  "pretrained": ctx.pretrained, "plugin": ctx.plugin},
+                  "pretrained": ctx.pretrained, "plugin": ctx.plugin, "plugin_version": plugin_version},
         suite={"name": suite.name, "version": suite.version, "definition_hash": suite.definition_hash()},
         case=case.to_dict(),
         dataset={"name": ctx.dataset.name, "fingerprint": ctx.fingerprint,
@@ -154,13 +125,14 @@ def build_record(ctx: RecordContext, suite: Suite, case: Case, summary: Summary,
         baselines=baselines,
         confusion=state.confusion_matrix().tolist() if case.task == "semantic" else None,
         slices=summary.slices,
-        counts={"evaluated": state.num_images, "skipped_corrupt": len(result.skipped),
-                "skipped": result.skipped[:50]},
+        counts=Counts.of(state.num_images, result.skipped).to_dict(),
         seed=ctx.seed,
         config={"train": ctx.train_config, "train_subset": ctx.train_subset, "overrides": ctx.overrides,
                 "cache_key": ctx.cache_key, "device": ctx.device, "strict": ctx.strict,
-                "distortion_params": used_params},
+                "distortion_params": used_params,
+                "bootstrap": {"resamples": summary.resamples, "seed": summary.ci_seed}},
         training=ctx.checkpoint.get("training"),
         environment=environment(ctx.device),
-        state_file=summary.state_file,
+        state=state,
+        compared_state=compared_state if case.compare_to else None,
     )

@@ -1,58 +1,91 @@
-"""Result records: one immutable, self-describing JSON document per
-(detector, suite, case) with full provenance.
+"""Result records: one immutable, self-describing, verifiable JSON document
+per (detector, suite, case), with its metric state beside it.
 
-Schema (version 1) - every field is required unless marked optional:
+Schema (version 2; the typed model is :class:`.record_model.RecordBody`):
 
-- ``schema_version`` (int), ``record_id`` (sha256 prefix of the content)
-- ``detector``: ``name``, ``card`` (the full card), ``checkpoint_sha256``,
-  ``task`` (the model's task), ``pretrained`` (bool)
-- ``suite``: ``name``, ``version``, ``definition_hash``
-- ``case``: the case definition (name, task, split, distortion, ...)
+- ``schema_version`` (2), ``record_id`` (the record's identity, below)
+- ``detector``: ``name``, ``checkpoint_sha256`` (64 lowercase hex digits),
+  ``task``, ``card`` (the full card), ``pretrained``, ``plugin``,
+  ``plugin_version``, ``checkpoint_source``
+- ``suite``: ``name``, ``version``, ``definition_hash``; ``case``: the case
+  definition (name, task, split, distortion, ...)
 - ``dataset``: ``name``, ``fingerprint``, ``description`` (adapter details)
-- ``label_space``: ordered class names of the metrics' task
-- ``metrics``: name -> float (NaN written as null); ``ci95``: name -> [lo, hi]
+- ``label_space``: class names of the metrics' task
+- ``metrics``: name -> number (NaN written as null); ``ci95``: name -> [lo, hi]
 - ``metrics_version``, ``threshold_policy`` (what decided every threshold)
-- ``baselines`` (optional): trivial predictors' metrics on the same data
-- ``slices`` (optional): key -> value -> metrics
-- ``counts``: ``evaluated``, ``skipped_corrupt``
-- ``seed``, ``config`` (training config and run options), ``training`` (log)
-- ``environment``: ``packages`` (name -> version), ``git`` (hash or null),
-  ``date`` (ISO 8601 UTC), ``host``, ``device``, ``python``
-- ``state_file`` (optional): per-image metric state saved beside the record,
-  for slicing and bootstrapping without re-running inference.
+- ``baselines``: trivial predictors' metrics; ``confusion`` (semantic cases);
+  ``slices``: key -> value -> metrics
+- ``counts``: ``evaluated``, ``skipped_total``, ``skipped_by_reason`` (kind ->
+  n), ``skipped`` (the first few: id, kind, reason)
+- ``seed`` (0 <= seed < 2**63), ``config`` (training config, run options,
+  bootstrap), ``training`` (log)
+- ``environment``: ``packages``, ``git``, ``date``, ``host``, ``device``, ``python``
+- ``predictions_digest``: sha256 over (image id, prediction digest) of every
+  evaluated image, so that two rows claiming one run can be compared
+- ``state_file`` / ``state_sha256``: the per-image metric state every number
+  is recomputed from (``states/<sha256>.json`` beside ``records/``);
+  ``compared_state_*``: the other case's state of a format-parity case
+- ``digests``: field (and ``field.key``) -> hash of its value, so an edit to
+  any number is named by the field it changed
+
+Identity: ``record_id`` hashes what determines the numbers (:func:`identity`):
+detector name, card, task, pretrained, plugin and its version, checkpoint
+sha256; dataset fingerprint; label space; suite name, version and definition hash; the case;
+metrics version; threshold policy; seed; config without ``device``,
+``strict`` and ``cache_key``.  Not paths, the dataset's name or description,
+the date, host, git hash, device or package versions: a re-run of the same
+thing has the same id on any machine, and numbers that then differ are
+nondeterminism, reported when the store is asked to add it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
+import hashlib
 import json
 import math
 import platform
 import socket
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cards import stable_hash
 from .errors import RecordError
-from .fsutil import atomic_write_text
+from .fsutil import atomic_write_bytes, atomic_write_text
+from .record_model import FIELDS, REQUIRED, SCHEMA_VERSION, RecordBody, StateRef, state_file_name
 
-SCHEMA_VERSION = 1
-REQUIRED = (
-    "schema_version", "record_id", "detector", "suite", "case", "dataset", "label_space",
-    "metrics", "metrics_version", "threshold_policy", "counts", "seed", "config", "environment",
-)
+if TYPE_CHECKING:
+    from .metrics import EvalState
+
+__all__ = ["SCHEMA_VERSION", "REQUIRED", "FIELDS", "ResultRecord", "RecordBody", "record_problems", "identity",
+           "environment"]
+
 PACKAGES = ("diffzoo", "torch", "transformers", "diffusers", "numpy", "datasets", "safetensors")
+NOT_IDENTITY_CONFIG = ("device", "strict", "cache_key")
+"""Config keys that do not determine the numbers: where it ran, whether a run
+would have stopped at a corrupt sample, and a hash derived from the rest."""
+_DERIVED = ("schema_version", "record_id", "digests")
 
 
-def _clean(value: Any) -> Any:
+def canonical(value: Any) -> bytes:
+    """The canonical JSON bytes of a JSON value (sorted keys, no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False,
+                      ensure_ascii=False).encode("utf-8")
+
+
+def clean_json(value: Any) -> Any:
     """JSON-safe: NaN/inf -> None, tuples -> lists, numpy scalars -> python."""
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): clean_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [clean_json(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -94,19 +127,187 @@ def environment(device: str) -> dict[str, Any]:
     }
 
 
+# -- identity and integrity -----------------------------------------------------------
+def identity(data: dict[str, Any]) -> dict[str, Any]:
+    """What determines a record's numbers (see the module doc); its hash is the id."""
+    det = data["detector"]
+    return {
+        "detector": {k: det.get(k) for k in ("name", "card", "task", "pretrained", "plugin", "plugin_version",
+                                             "checkpoint_sha256")},
+        "dataset_fingerprint": data["dataset"]["fingerprint"],
+        "label_space": data["label_space"],
+        "suite": {k: data["suite"].get(k) for k in ("name", "version", "definition_hash")},
+        "case": data["case"],
+        "metrics_version": data["metrics_version"],
+        "threshold_policy": data["threshold_policy"],
+        "seed": data["seed"],
+        "config": {k: v for k, v in data["config"].items() if k not in NOT_IDENTITY_CONFIG},
+    }
+
+
+def record_id_of(data: dict[str, Any]) -> str:
+    return stable_hash(identity(data), length=16)
+
+
+def _hash(value: Any) -> str:
+    return hashlib.sha256(canonical(value)).hexdigest()[:16]
+
+
+def field_digests(data: dict[str, Any]) -> dict[str, str]:
+    """A digest per top-level field and per key of each object field
+    (``metrics.mIoU``, ``counts.evaluated``), so a change is named precisely."""
+    out = {}
+    for name in sorted(data):
+        if name in ("record_id", "digests"):
+            continue
+        value = data[name]
+        out[name] = _hash(value)
+        if isinstance(value, dict):
+            out.update({f"{name}.{key}": _hash(v) for key, v in value.items()})
+    return out
+
+
+def digest_problems(data: dict[str, Any]) -> list[str]:
+    """Every field whose value no longer matches the digest written with it."""
+    stored, expected = data.get("digests") or {}, field_digests(data)
+    changed = sorted(k for k in set(stored) | set(expected) if stored.get(k) != expected.get(k))
+    specific = [k for k in changed if not any(c.startswith(k + ".") for c in changed)]
+    out = []
+    for key in specific:
+        what = ("was added" if key not in stored else "was removed" if key not in expected
+                else "was changed")
+        out.append(f"field {key} {what} after the record was written (its digest does not match)")
+    return out
+
+
+def content_digest(data: dict[str, Any]) -> str:
+    """sha256 of the whole record (digests included): what a frozen version pins."""
+    return hashlib.sha256(canonical(data)).hexdigest()
+
+
+def record_problems(data: Any) -> list[str]:
+    """Every way ``data`` is not a valid, unedited record (empty: it is).
+
+    The schema and ranges (:class:`RecordBody`), then the digests (naming
+    each changed field), then the id against the identity fields.  Numbers
+    against the metric state are checked by :mod:`.record_check`.
+    """
+    _, problems = RecordBody.parse(data)
+    if problems:
+        return problems
+    problems = digest_problems(data)
+    if problems:
+        return problems
+    expected = record_id_of(data)
+    if data["record_id"] != expected:
+        return [f"record_id {data['record_id']!r} does not match the record's identity fields (expected "
+                f"{expected}): the detector, data, suite, case, seed or config was changed"]
+    return []
+
+
+@contextmanager
+def store_lock(root: Path) -> Iterator[None]:
+    """Hold ``root/.lock`` (flock, exclusive): every write of records and
+    states under ``root`` happens inside it, so cleaning leftover temp files
+    under it never removes one being written.  The lock dies with its process."""
+    Path(root).mkdir(parents=True, exist_ok=True)
+    with open(Path(root) / ".lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# -- metric states -----------------------------------------------------------------------
+def state_blob(state: EvalState) -> tuple[StateRef, bytes]:
+    """A state's canonical file content and where it goes (named by its sha256)."""
+    blob = canonical(state.state_dict())  # JSON-able by contract (NaN already None)
+    sha = hashlib.sha256(blob).hexdigest()
+    return StateRef(state_file_name(sha), sha), blob
+
+
+def write_state_file(root: Path, relpath: str, blob: bytes) -> Path:
+    """Write a state at ``root/relpath`` (``states/<sha256>.json``), atomically.
+    A file already there is kept only if it holds these very bytes (same
+    sha256): anything else is not this state, and diffzoo neither trusts nor
+    overwrites it."""
+    path = Path(root) / relpath
+    if path.is_symlink():
+        raise RecordError(f"{path} is a symbolic link; diffzoo writes metric states only as plain files "
+                          "(remove the link)")
+    if path.exists():
+        if read_state_bytes(path, None)[1] == hashlib.sha256(blob).hexdigest():
+            return path
+        raise RecordError(f"{path} exists but is not the metric state it is named for (its sha256 differs); "
+                          "it was not written by diffzoo or was changed: move it away (diffzoo never "
+                          "overwrites it)")
+    return atomic_write_bytes(path, blob)
+
+
+def read_state_bytes(path: Path, sha256: str | None) -> tuple[bytes, str]:
+    """(content, sha256) of a state file; RecordError if missing or not ``sha256``."""
+    try:
+        blob = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise RecordError(f"state file {path} is missing; the record's numbers cannot be checked "
+                          "(copy the store's states/ folder with its records/)") from None
+    except OSError as exc:
+        raise RecordError(f"cannot read state file {path}: {exc}") from exc
+    actual = hashlib.sha256(blob).hexdigest()
+    if sha256 is not None and actual != sha256:
+        raise RecordError(f"state file {path} has sha256 {actual[:16]}..., not {sha256[:16]}... that the "
+                          "record names: it was changed or replaced")
+    return blob, actual
+
+
+# -- the record ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ResultRecord:
-    """An immutable result; ``data`` is the JSON document (see module doc)."""
+    """An immutable record.  ``data`` is the JSON document, ``body`` its typed
+    view (:class:`RecordBody`); ``attachments`` are the state files (path
+    relative to the store -> bytes) a new record brings, written by the store."""
 
     data: dict[str, Any] = field(default_factory=dict)
+    attachments: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def create(cls, **fields: Any) -> ResultRecord:
-        body = _clean({"schema_version": SCHEMA_VERSION, **fields})
-        body["record_id"] = content_id(body)
-        record = cls(body)
+    def create(cls, *, state: EvalState | None = None, compared_state: EvalState | None = None,
+               **fields: Any) -> ResultRecord:
+        """A sealed record (id and digests computed) from its fields; with
+        ``state`` (and ``compared_state`` for a parity case) the record names
+        the state files and carries them until stored."""
+        fields = {k: v for k, v in fields.items() if k not in _DERIVED}
+        counts = fields.get("counts")
+        if isinstance(counts, dict) and "skipped_corrupt" in counts:  # schema 1's name of the total
+            counts = {k: v for k, v in counts.items() if k != "skipped_corrupt"}
+            fields["counts"] = {"skipped_total": fields["counts"]["skipped_corrupt"], **counts}
+        attachments = {}
+        for prefix, st in (("state", state), ("compared_state", compared_state)):
+            if st is not None:
+                ref, blob = state_blob(st)
+                fields[f"{prefix}_file"], fields[f"{prefix}_sha256"] = ref.file, ref.sha256
+                attachments[ref.file] = blob
+        if state is not None:
+            fields["predictions_digest"] = state.predictions_digest()
+        data = clean_json({"schema_version": SCHEMA_VERSION, "record_id": "0" * 16, "digests": {}, **fields})
+        body, problems = RecordBody.parse(data)
+        if problems:
+            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
+        data = clean_json(body.to_dict())
+        data["record_id"] = record_id_of(data)
+        data["digests"] = field_digests(data)
+        record = cls(data, attachments)
         record.validate()
         return record
+
+    @cached_property
+    def body(self) -> RecordBody:
+        """The typed record; RecordError if ``data`` is not a valid record."""
+        body, problems = RecordBody.parse(self.data)
+        if problems:
+            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
+        return body
 
     @property
     def id(self) -> str:
@@ -116,9 +317,13 @@ class ResultRecord:
     def metrics(self) -> dict[str, float | None]:
         return self.data["metrics"]
 
+    @cached_property
+    def content_digest(self) -> str:
+        return content_digest(self.data)
+
     def validate(self) -> None:
-        """Raise RecordError listing every way this record breaks the schema."""
-        problems = schema_problems(self.data)
+        """Raise RecordError listing every way this record breaks the schema or was edited."""
+        problems = record_problems(self.data)
         if problems:
             raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
 
@@ -126,104 +331,34 @@ class ResultRecord:
         return json.dumps(self.data, indent=2, sort_keys=True, allow_nan=False)
 
     def write(self, directory: Path) -> Path:
-        """Write ``<directory>/<record_id>.json`` atomically; never overwrite."""
+        """Write ``<directory>/<record_id>.json`` and the states it carries
+        (``<directory>/states/``), atomically; an existing record file is
+        kept when it holds this record, else RecordError."""
         path = Path(directory) / f"{self.id}.json"
+        for name, blob in self.attachments.items():
+            write_state_file(Path(directory), name, blob)
         if path.exists():
-            return path  # content-addressed: same id, same content
+            if ResultRecord.read(path).content_digest != self.content_digest:
+                raise RecordError(f"{path} holds another version of record {self.id}")
+            return path
         return atomic_write_text(path, self.to_json())
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "record") -> ResultRecord:
+        """A validated record from JSON text; RecordError naming ``source`` and every problem."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{source} is not JSON ({exc.msg} at line {exc.lineno})") from exc
+        problems = record_problems(data)
+        if problems:
+            raise RecordError(f"{source} is invalid: " + "; ".join(problems), problems=problems)
+        return cls(data)
 
     @classmethod
     def read(cls, path: Path) -> ResultRecord:
         try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
             raise RecordError(f"cannot read record {path}: {exc}") from exc
-        record = cls(data)
-        record.validate()
-        return record
-
-
-# Fields that must be objects, and the keys each must have.
-_OBJECTS = {
-    "detector": ("name",),
-    "suite": ("name", "version"),
-    "case": ("name",),
-    "dataset": ("name", "fingerprint"),
-    "metrics": (),
-    "threshold_policy": (),
-    "counts": (),
-    "config": (),
-    "environment": (),
-}
-
-
-def schema_problems(data: Any) -> list[str]:
-    """Every way ``data`` breaks the record schema (empty: valid).
-
-    Checks required fields, the schema version, field types, metric values
-    against their documented ranges (harness/metrics/catalog.py), 95% CIs,
-    and that ``record_id`` is the hash of the content (a record edited after
-    it was written no longer matches its id).
-    """
-    from .metrics.catalog import metric_info
-
-    if not isinstance(data, dict):
-        return [f"a record is a JSON object, not {type(data).__name__}"]
-    problems = []
-    missing = [k for k in REQUIRED if k not in data]
-    if missing:
-        problems.append(f"missing field(s): {', '.join(missing)}")
-    version = data.get("schema_version")
-    if "schema_version" in data and version != SCHEMA_VERSION:
-        problems.append(f"schema version {version!r} is not {SCHEMA_VERSION} (this diffzoo reads version "
-                        f"{SCHEMA_VERSION} only)")
-    for name, keys in _OBJECTS.items():
-        if name not in data:
-            continue
-        value = data[name]
-        if not isinstance(value, dict):
-            problems.append(f"field {name!r} must be an object, got {type(value).__name__}")
-            continue
-        absent = [k for k in keys if k not in value]
-        if absent:
-            problems.append(f"field {name!r} lacks {', '.join(absent)}")
-    if not isinstance(data.get("label_space", []), list):
-        problems.append("field 'label_space' must be a list of class names")
-    metrics = data.get("metrics")
-    if isinstance(metrics, dict):
-        for metric, value in metrics.items():
-            info = metric_info(metric)
-            why = info.check(value) if info else (
-                None if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                          and math.isfinite(value)) else f"is {value!r}, not a number")
-            if why:
-                problems.append(f"metric {metric} {why}")
-    ci95 = data.get("ci95") or {}
-    if not isinstance(ci95, dict):
-        problems.append("field 'ci95' must be an object of metric -> [low, high]")
-        ci95 = {}
-    for metric, bounds in ci95.items():
-        if bounds is None:
-            continue
-        ok = isinstance(bounds, list) and len(bounds) == 2 and all(
-            b is None or (isinstance(b, (int, float)) and not isinstance(b, bool)) for b in bounds)
-        if not ok:
-            problems.append(f"ci95 of {metric} must be [low, high], got {bounds!r}")
-        elif None not in bounds and bounds[0] > bounds[1]:
-            problems.append(f"ci95 of {metric} has low {bounds[0]} > high {bounds[1]}")
-        elif None not in bounds and (info := metric_info(metric)) and (
-                info.check(bounds[0]) or info.check(bounds[1])):
-            problems.append(f"ci95 of {metric} {bounds} lies outside the metric's range [{info.low}, {info.high}]")
-    if not problems and data.get("record_id") != content_id(data):
-        problems.append(f"record_id {data.get('record_id')!r} does not match the record's content "
-                        f"(expected {content_id(data)}): it was changed after it was written")
-    return problems
-
-
-def content_id(body: dict[str, Any]) -> str:
-    """Content hash of a record without its id and volatile environment date."""
-    stable = {k: v for k, v in body.items() if k != "record_id"}
-    env = dict(stable.get("environment", {}))
-    env.pop("date", None)
-    stable["environment"] = env
-    return stable_hash(stable, length=16)
+        return cls.from_json(text, f"record {path}")

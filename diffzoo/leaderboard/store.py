@@ -1,64 +1,83 @@
-"""The record store: an append-only folder of ResultRecord JSON files.
+"""The record store: a folder of verified ResultRecord JSON files and the
+metric states they were computed from.
 
 Layout of a store (any ``diffzoo run --out`` folder is one)::
 
-    <root>/records/<record_id>.json    one validated record per file
-    <root>/versions/<NAME>.json        frozen leaderboard versions
-    <root>/runs/<run_key>              id of the record of each run (for conflicts)
+    <root>/.diffzoo-out.json                    the folder is diffzoo's (outdir.py)
+    <root>/records/<record_id>.json             the current record of each identity
+    <root>/states/<sha256>.json                 metric states, named by their content hash
+    <root>/replaced/<record_id>.<digest>.json   records a re-run replaced (kept: versions name them)
+    <root>/versions/<NAME>.json                 frozen leaderboard versions
 
-Records are content-addressed (the id is a hash of the content) and written
-atomically (temp file + fsync + rename), so several processes may append at
-once: two writers of the same record write the same bytes, and a writer
-killed mid-write leaves only a ``.tmp`` file that readers never see.  Adding
-is serialised by an advisory lock (``flock``) only so that the conflict
-check below and the write are one step; the lock dies with its process.
+A record's id is its identity (what determines its numbers, see
+:mod:`diffzoo.harness.records`), so a re-run of the same thing has the same
+id: :meth:`RecordStore.add` answers "already recorded: ID" and keeps the
+stored record, saying which numbers differ when they do (nondeterminism);
+``replace=True`` (``diffzoo run --rerun``) stores the new one and moves the
+old one to ``replaced/``.  Nothing is ever deleted.
 
-A *conflict* is a second record for the same run - same detector and
-checkpoint, suite version, case, dataset fingerprint, metric version and
-seed - with different metrics: one of them is wrong, and the store keeps the
-first instead of silently overwriting it.
+Before a record is stored its schema, digests and id are checked and every
+number is recomputed from its state (:mod:`diffzoo.harness.record_check`);
+its states are written first, so a stored record always has them.  Files
+are written atomically (temp file + fsync + rename) under an advisory lock
+(``flock`` on ``<root>/.lock``), so several processes may add at once; a
+writer killed mid-write leaves only a ``.NAME.RANDOM.tmp`` file, which
+``leaderboard validate`` / ``verify`` report and ``--clean`` removes.
 """
 
 from __future__ import annotations
 
-import fcntl
+import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..harness.cards import stable_hash
 from ..harness.errors import RecordError
-from ..harness.fsutil import atomic_write_text
-from ..harness.records import ResultRecord, schema_problems
+from ..harness.fsutil import atomic_write_bytes, atomic_write_text
+from ..harness.record_check import StateSource, record_roots, same, state_problems
+from ..harness.records import ResultRecord, content_digest, record_problems, store_lock, write_state_file
 
 log = logging.getLogger(__name__)
 
+STORE_DIRS = ("records", "states", "replaced", "versions")
+"""Folders the store writes; it never overwrites or deletes a file in them
+(states are content-addressed, a replaced record is moved to ``replaced/``)."""
+
 
 def run_key(record: ResultRecord) -> str:
-    """What identifies one run: records sharing it must agree on the metrics."""
-    d = record.data
-    return stable_hash({
-        "detector": d["detector"].get("name"),
-        "checkpoint": d["detector"].get("checkpoint_sha256"),
-        "suite": [d["suite"].get("name"), d["suite"].get("version"), d["suite"].get("definition_hash")],
-        "case": d["case"],
-        "dataset": d["dataset"].get("fingerprint"),
-        "metrics_version": d["metrics_version"],
-        "seed": d["seed"],
-    })
+    """What identifies one run: its record id (kept for older callers)."""
+    return record.id
 
 
 @dataclass(frozen=True)
 class AddOutcome:
+    """What adding one record did.  ``status``: ``added``; ``present`` (a
+    record of this identity is stored and was kept; ``differs`` names the
+    numbers that differ from it, empty if none); ``replaced`` (``replace=True``:
+    the old one moved to ``replaced/``); ``rejected`` (imports only).
+    ``reason`` is the sentence to show (``already recorded: ID``, ...)."""
+
     source: str
-    status: str  # added | present | rejected
+    status: str
     reason: str = ""
     record_id: str | None = None
+    differs: tuple[str, ...] = ()
+    path: Path | None = None
+    stored_invalid: bool = False  # ``present``: the stored file of this id is not a valid record
+
+
+def differences(old: ResultRecord, new: ResultRecord) -> tuple[str, ...]:
+    """The numbers of two records of one identity that differ: metric names,
+    then ``predictions_digest`` and ``counts.evaluated`` when they do."""
+    a, b = old.body, new.body
+    out = [m for m in sorted(set(a.metrics) | set(b.metrics)) if not same(a.metrics.get(m), b.metrics.get(m))]
+    if a.predictions_digest != b.predictions_digest:
+        out.append("predictions_digest")
+    if a.counts.evaluated != b.counts.evaluated:
+        out.append("counts.evaluated")
+    return tuple(out)
 
 
 class RecordStore:
@@ -66,7 +85,8 @@ class RecordStore:
         self.root = Path(root)
         self.records_dir = self.root / "records"
         self.versions_dir = self.root / "versions"
-        self.runs_dir = self.root / "runs"
+        self.states_dir = self.root / "states"
+        self.replaced_dir = self.root / "replaced"
 
     # -- reading ---------------------------------------------------------------
     def paths(self) -> list[Path]:
@@ -92,108 +112,152 @@ class RecordStore:
         raise RecordError(f"record id prefix {record_id!r} is ambiguous: "
                           + ", ".join(p.stem for p in matches[:5]))
 
+    def find(self, record_id: str, digest: str) -> Path | None:
+        """The file holding record ``record_id`` with content digest
+        ``digest``: the current one, or one a re-run replaced."""
+        for path in (self.records_dir / f"{record_id}.json", self.replaced_dir / f"{record_id}.{digest[:16]}.json"):
+            if path.is_file():
+                try:
+                    if content_digest(json.loads(path.read_text(encoding="utf-8"))) == digest:
+                        return path
+                except (OSError, ValueError):
+                    continue
+        return None
+
+    def state_source(self, record: ResultRecord | None = None) -> StateSource:
+        """Where this store's states are (and ``record``'s carried ones)."""
+        return StateSource([self.root], record.attachments if record is not None else None)
+
     def check(self) -> list[tuple[Path, list[str]]]:
-        """(path, problems) for every stored file that is not a valid record."""
+        """(path, problems) for every stored file that is not a valid, unedited
+        record (schema, digests, id, file name); numbers against states:
+        :func:`diffzoo.leaderboard.verify.verify_store`."""
         bad = []
         for path in self.paths():
             record, problems = read_record_file(path)
             if record is not None and path.stem != record.id:
-                problems = [f"file name {path.name} does not match its record_id"]
+                problems = [f"file name {path.name} does not match its record_id {record.id}"]
             if problems:
                 bad.append((path, problems))
         return bad
 
+    def temp_files(self) -> list[Path]:
+        """Leftovers of killed writes (``.NAME.RANDOM.tmp``) in the store's folders."""
+        found = []
+        for folder in (self.root, *(self.root / d for d in STORE_DIRS)):
+            if folder.is_dir():
+                found.extend(p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp"))
+        return sorted(found)
+
+    def clean_temp_files(self) -> list[Path]:
+        """Remove leftover temp files, holding the store's lock so that no
+        write in progress loses its file; returns what was removed."""
+        with store_lock(self.root):
+            removed = []
+            for path in self.temp_files():
+                if path.is_file() or path.is_symlink():
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
+            return removed
+
     # -- writing -----------------------------------------------------------------
-    @contextmanager
-    def _locked(self):
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def add(self, record: ResultRecord, *, replace: bool = False, source: str | None = None) -> AddOutcome:
+        """Store ``record`` and its states.
 
-    def _run_index(self) -> Path:
-        """The run-key index; built by one scan for a store that predates it."""
-        if not self.runs_dir.is_dir():
-            building = Path(tempfile.mkdtemp(prefix=".runs.", dir=self.root))
-            for other in self:
-                (building / run_key(other)).write_text(other.id)
-            os.replace(building, self.runs_dir)  # whole index or none
-        return self.runs_dir
-
-    def _conflict(self, record: ResultRecord) -> str | None:
-        marker = self._run_index() / run_key(record)
-        if not marker.exists():
-            return None
-        other_id = marker.read_text().strip()
-        other_path = self.records_dir / f"{other_id}.json"
-        if other_id == record.id or not other_path.exists():
-            return None
-        other = ResultRecord.read(other_path)
-        changed = sorted(m for m in set(other.metrics) | set(record.metrics)
-                         if other.metrics.get(m) != record.metrics.get(m))
-        if not changed:
-            return None
-        return (f"conflicts with stored record {other.id}: same run (detector, checkpoint, suite "
-                f"version, case, dataset, seed) but different {', '.join(changed[:5])}")
-
-    def add(self, record: ResultRecord) -> Path:
-        """Store ``record``; a record already stored is left as it is.
-
-        Raises RecordError if the record is invalid or conflicts with a
-        stored one."""
+        RecordError if the record is invalid or edited, or its numbers
+        disagree with its state.  A record without a state is stored with a
+        warning (it cannot be verified; ``leaderboard verify`` reports it and
+        ``leaderboard add`` never imports one)."""
+        src = source or record.id
         record.validate()
-        with self._locked():
+        problems = state_problems(record, self.state_source(record))
+        if record.body.state is None:
+            log.warning("record %s has no metric state: stored unverified", record.id)
+        elif problems:
+            raise RecordError(f"record {record.id}: " + "; ".join(problems), problems=problems)
+        with store_lock(self.root):
             path = self.records_dir / f"{record.id}.json"
-            if path.exists():
-                return path
-            reason = self._conflict(record)
-            if reason:
-                raise RecordError(f"record {record.id} {reason}")
-            written = record.write(self.records_dir)
-            marker = self.runs_dir / run_key(record)
-            if not marker.exists():
-                atomic_write_text(marker, record.id)
-            return written
+            if not path.exists():
+                self._write(record, path)
+                return AddOutcome(src, "added", "", record.id, (), path)
+            stored, problems = read_record_file(path)
+            if stored is not None and stored.content_digest == record.content_digest:
+                return AddOutcome(src, "present", f"already recorded: {record.id}", record.id, (), path)
+            differs = differences(stored, record) if stored is not None else ()
+            if not replace:
+                why = (f"; the new numbers differ in {', '.join(differs)} (nondeterminism)" if differs else "")
+                if stored is None:
+                    why = f", but the stored file is invalid ({'; '.join(problems)})"
+                return AddOutcome(src, "present", f"already recorded: {record.id}{why}"
+                                  + ("; --rerun replaces it" if why else ""), record.id, differs, path,
+                                  stored_invalid=stored is None)
+            kept = self._keep_replaced(path)
+            self._write(record, path)
+            return AddOutcome(src, "replaced", f"replaced {record.id} (the old record is kept as {kept})",
+                              record.id, differs, path)
+
+    def _write(self, record: ResultRecord, path: Path) -> None:
+        for name, blob in record.attachments.items():  # states first: a stored record always has them
+            write_state_file(self.root, name, blob)
+        atomic_write_text(path, record.to_json())
+
+    def _keep_replaced(self, path: Path) -> Path:
+        """Copy the record at ``path`` to ``replaced/`` under its content digest."""
+        raw = path.read_bytes()
+        try:
+            digest = content_digest(json.loads(raw))
+        except ValueError:
+            digest = hashlib.sha256(raw).hexdigest()
+        kept = self.replaced_dir / f"{path.stem}.{digest[:16]}.json"
+        if not kept.exists():
+            atomic_write_bytes(kept, raw)
+        return kept
 
     def import_files(self, paths: Iterable[Path]) -> list[AddOutcome]:
-        """Add records from files (another machine's store); one outcome each,
-        with the reason for every rejection."""
+        """Add records from files (another machine's store, with its states);
+        one outcome each, with the reason for every rejection.  A record
+        whose identity is stored with other numbers is rejected (a conflict)."""
         outcomes = []
         for path in expand_record_paths(paths):
-            record, problems = read_record_file(path)
-            if record is None:
-                outcomes.append(AddOutcome(str(path), "rejected", "; ".join(problems)))
-                continue
-            if (self.records_dir / f"{record.id}.json").exists():
-                outcomes.append(AddOutcome(str(path), "present", "already in the store", record.id))
-                continue
-            try:
-                self.add(record)
-            except RecordError as exc:
-                outcomes.append(AddOutcome(str(path), "rejected", str(exc), record.id))
-                continue
-            outcomes.append(AddOutcome(str(path), "added", "", record.id))
+            outcomes.append(self._import(path))
         return outcomes
+
+    def _import(self, path: Path) -> AddOutcome:
+        src = str(path)
+        record, problems = read_record_file(path)
+        if record is None:
+            return AddOutcome(src, "rejected", "; ".join(problems))
+        stored = self.records_dir / f"{record.id}.json"
+        if stored.exists() and self.find(record.id, record.content_digest) == stored:
+            return AddOutcome(src, "present", f"already recorded: {record.id}", record.id, (), stored)
+        body = record.body
+        if body.state is None:
+            return AddOutcome(src, "rejected", state_problems(record, self.state_source())[0], record.id)
+        source = StateSource([*record_roots(path), self.root])  # beside the file, else already here
+        try:
+            carried = {ref.file: source.blob(ref) for ref in (body.state, body.compared_state) if ref is not None}
+            outcome = self.add(ResultRecord(record.data, carried), source=src)
+        except RecordError as exc:
+            return AddOutcome(src, "rejected", str(exc), record.id)
+        if outcome.status == "present" and outcome.differs:
+            return AddOutcome(src, "rejected", f"record {record.id} conflicts with stored record {record.id}: "
+                              f"same run (identity) but different {', '.join(outcome.differs[:5])}",
+                              record.id, outcome.differs, outcome.path)
+        if outcome.status == "present" and outcome.stored_invalid:
+            return AddOutcome(src, "rejected", outcome.reason, record.id, (), outcome.path)
+        return outcome
 
 
 def read_record_file(path: Path) -> tuple[ResultRecord | None, list[str]]:
-    """(the record, []) if the file at ``path`` is a valid record, else (None, why)."""
+    """(the record, []) if the file at ``path`` is a valid, unedited record, else (None, why)."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         return None, [f"cannot read: {exc}"]
     except json.JSONDecodeError as exc:
         return None, [f"not JSON ({exc.msg} at line {exc.lineno})"]
-    problems = schema_problems(data)
+    problems = record_problems(data)
     return (None, problems) if problems else (ResultRecord(data), [])
-
-
-def file_problems(path: Path) -> list[str]:
-    """Why the file at ``path`` is not a valid record (empty: it is)."""
-    return read_record_file(path)[1]
 
 
 def expand_record_paths(paths: Iterable[Path]) -> list[Path]:

@@ -1,11 +1,14 @@
 """Frozen leaderboard versions and what a table is built from.
 
-``freeze NAME`` writes ``<store>/versions/NAME.json``: the records included
-and, for reading at a glance, the dataset fingerprints, suite versions
-(with definition hashes) and metric-definition versions they carry.  A
-version file is never rewritten.  Tables are keyed by all of those
-(:mod:`.tables`), so records of different suite, dataset or metric versions
-never share a table.
+``freeze NAME`` writes ``<store>/versions/NAME.json``: the records included,
+each with the content digest of the record as frozen (``record_digests``),
+and, for reading at a glance, the dataset fingerprints, suite versions (with
+definition hashes) and metric-definition versions they carry.  A version
+file is never rewritten.  A record a later ``--rerun`` replaced stays in the
+store (``replaced/``), so a version always loads the very records it froze,
+and one whose record was edited fails to load, naming it.  Tables are keyed
+by suite, dataset and metric versions (:mod:`.tables`), so records of
+different versions never share a table.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from typing import Any
 from ..harness.cards import stable_hash
 from ..harness.errors import ConfigError, RecordError
 from ..harness.fsutil import atomic_write_text
-from ..harness.records import ResultRecord
+from ..harness.records import ResultRecord, store_lock
 from .store import RecordStore, expand_record_paths
 
-VERSION_SCHEMA = 1
+VERSION_SCHEMA = 2
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -40,14 +43,14 @@ class Selection:
 
 def summarize(records: list[ResultRecord]) -> dict[str, Any]:
     """Datasets, suite versions and metric versions present in ``records``."""
-    datasets = {(r.data["dataset"]["name"], r.data["dataset"]["fingerprint"]) for r in records}
-    suites = {(r.data["suite"]["name"], str(r.data["suite"]["version"]),
-               r.data["suite"].get("definition_hash")) for r in records}
+    bodies = [r.body for r in records]
+    datasets = {(b.dataset.name, b.dataset.fingerprint) for b in bodies}
+    suites = {(b.suite.name, b.suite.version, b.suite.definition_hash) for b in bodies}
     return {
         "datasets": [{"name": n, "fingerprint": f} for n, f in sorted(datasets)],
         "suites": [{"name": n, "version": v, "definition_hash": h} for n, v, h in sorted(suites)],
-        "metrics_versions": sorted({str(r.data["metrics_version"]) for r in records}),
-        "detectors": sorted({r.data["detector"]["name"] for r in records}),
+        "metrics_versions": sorted({b.metrics_version for b in bodies}),
+        "detectors": sorted({b.detector.name for b in bodies}),
     }
 
 
@@ -59,9 +62,9 @@ def select(records: list[ResultRecord], *, suites: list[str] = (), datasets: lis
            detectors: list[str] = ()) -> list[ResultRecord]:
     """Records whose suite / dataset / detector match the wildcard patterns."""
     return [r for r in records
-            if _matches(r.data["suite"]["name"], list(suites))
-            and _matches(r.data["dataset"]["name"], list(datasets))
-            and _matches(r.data["detector"]["name"], list(detectors))]
+            if _matches(r.body.suite.name, list(suites))
+            and _matches(r.body.dataset.name, list(datasets))
+            and _matches(r.body.detector.name, list(detectors))]
 
 
 def freeze(store: RecordStore, name: str, *, suites: list[str] = (), datasets: list[str] = (),
@@ -77,7 +80,7 @@ def freeze(store: RecordStore, name: str, *, suites: list[str] = (), datasets: l
     records = select(list(store), suites=suites, datasets=datasets, detectors=detectors)
     if not records:
         raise RecordError(f"no records in {store.records_dir} match; nothing to freeze")
-    ids = sorted(r.id for r in records)
+    digests = {r.id: r.content_digest for r in sorted(records, key=lambda r: r.id)}
     manifest = {
         "schema_version": VERSION_SCHEMA,
         "name": name,
@@ -85,43 +88,63 @@ def freeze(store: RecordStore, name: str, *, suites: list[str] = (), datasets: l
         "note": note,
         "filters": {"suites": list(suites), "datasets": list(datasets), "detectors": list(detectors)},
         **summarize(records),
-        "records": ids,
-        "content_hash": stable_hash(ids),
+        "records": list(digests),
+        "record_digests": digests,
+        "content_hash": stable_hash(digests),
     }
-    store.versions_dir.mkdir(parents=True, exist_ok=True)
-    try:  # exclusive create: two concurrent freezes of one name cannot both win
-        with open(path, "x"):
-            pass
-    except FileExistsError:
-        raise RecordError(f"version {name!r} already exists ({path})") from None
-    return atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True))
+    with store_lock(store.root):
+        store.versions_dir.mkdir(parents=True, exist_ok=True)
+        try:  # exclusive create: two concurrent freezes of one name cannot both win
+            with open(path, "x"):
+                pass
+        except FileExistsError:
+            raise RecordError(f"version {name!r} already exists ({path})") from None
+        return atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True))
 
 
 def list_versions(store: RecordStore) -> list[dict[str, Any]]:
-    out = []
-    for path in sorted(store.versions_dir.glob("*.json")):
-        try:
-            out.append(json.loads(path.read_text()))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RecordError(f"cannot read version file {path}: {exc}") from exc
-    return out
+    return [read_manifest(store, path.stem) for path in sorted(store.versions_dir.glob("*.json"))]
 
 
-def load_version(store: RecordStore, name: str) -> Selection:
+def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
+    """The manifest of version ``name``, checked: schema, and a content hash
+    that matches its record digests."""
     path = store.versions_dir / f"{name}.json"
     if not path.exists():
         known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
         raise RecordError(f"no version {name!r} in {store.versions_dir}"
                           + (f" (versions: {', '.join(known)})" if known else " (none frozen yet)"))
-    manifest = json.loads(path.read_text())
-    if manifest.get("schema_version") != VERSION_SCHEMA:
-        raise RecordError(f"version file {path} has schema {manifest.get('schema_version')!r}, "
-                          f"not {VERSION_SCHEMA}")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"cannot read version file {path}: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("schema_version") != VERSION_SCHEMA:
+        got = manifest.get("schema_version") if isinstance(manifest, dict) else None
+        raise RecordError(f"version file {path} has schema {got!r}, not {VERSION_SCHEMA}")
+    digests = manifest.get("record_digests")
+    if not isinstance(digests, dict) or sorted(digests) != sorted(manifest.get("records", [])):
+        raise RecordError(f"version file {path}: record_digests must name every record of the version")
+    if stable_hash(digests) != manifest.get("content_hash"):
+        raise RecordError(f"version file {path}: content_hash does not match its record digests; "
+                          "the version file was changed after it was frozen")
+    return manifest
+
+
+def version_paths(store: RecordStore, name: str) -> tuple[dict[str, Any], dict[str, Path | None]]:
+    """(manifest, record id -> the file holding the record as frozen, None if
+    it is in neither records/ nor replaced/ with that content)."""
+    manifest = read_manifest(store, name)
+    return manifest, {rid: store.find(rid, digest) for rid, digest in manifest["record_digests"].items()}
+
+
+def load_version(store: RecordStore, name: str) -> Selection:
+    manifest, paths = version_paths(store, name)
     records = []
-    for rid in manifest["records"]:
-        rpath = store.records_dir / f"{rid}.json"
-        if not rpath.exists():
-            raise RecordError(f"version {name!r} lists record {rid}, which is not in {store.records_dir}")
+    for rid, rpath in paths.items():
+        if rpath is None:
+            raise RecordError(f"version {name!r} lists record {rid} (content "
+                              f"{manifest['record_digests'][rid][:16]}...), which is not in {store.root} as "
+                              "frozen: it was edited or removed (`diffzoo leaderboard verify` says more)")
         records.append(ResultRecord.read(rpath))
     return Selection(name, records, manifest)
 

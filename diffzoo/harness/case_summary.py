@@ -1,0 +1,78 @@
+"""What one case reports from a metric state, computed without a model:
+the summary of a state (metrics, slices, bootstrap CIs) and the metrics a
+case picks from it.  The writer (:mod:`.case_records`) and the checker
+(:mod:`.record_check`) both use these, so a record's numbers are recomputed
+by the very code that wrote them; this module imports no torch, so the
+leaderboard commands stay light.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .metrics import EvalState
+from .metrics.catalog import SLICE_SEPARATOR
+from .metrics.parity import parity_metrics
+from .metrics.slices import SLICE_KEYS
+from .suites import Case, TrainSpec
+
+
+def metric_task(case: Case) -> str:
+    """The metric state a case reads: image-level cases use the binary one."""
+    return "semantic" if case.task == "semantic" else "binary"
+
+
+@dataclass
+class Summary:
+    """What every record of one metric state carries, computed once."""
+
+    state: EvalState
+    values: dict[str, Any]
+    slices: dict[str, dict[str, dict[str, float]]]
+    ci: dict[str, tuple[float, float]]
+    resamples: int = 0  # bootstrap resamples of ``ci`` (0: none)
+    ci_seed: int = 0
+
+
+def summarize(state: EvalState, resamples: int = 0, seed: int = 0) -> Summary:
+    """Metrics, every slice and (``resamples`` > 0) bootstrap CIs of ``state``."""
+    ci = state.bootstrap(n=resamples, seed=seed) if resamples else {}
+    return Summary(state, state.compute(), {k: state.slices(k) for k in SLICE_KEYS}, ci, resamples, seed)
+
+
+def case_metrics(case: Case, summary: Summary, label_names: tuple[str, ...],
+                 compared: Callable[[str], EvalState | None]) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """(metrics, ci95) of one case."""
+    values = summary.values
+    wanted = list(case.metrics)
+    if case.task == "semantic" and not case.slice_by:
+        wanted += [f"IoU.{n}" for n in label_names if f"IoU.{n}" not in wanted]
+    if case.compare_to:
+        other = compared(case.compare_to)
+        if other is not None:
+            values = {**values, **parity_metrics(other, summary.state, float(case.option("tolerance", 0.05)))}
+    if case.slice_by:
+        metrics: dict[str, Any] = {}
+        for value, sliced in summary.slices[case.slice_by].items():
+            metrics.update({f"{m}{SLICE_SEPARATOR}{case.slice_by}={value}": sliced.get(m) for m in case.metrics})
+        metrics["num_images"] = values.get("num_images")
+        return metrics, {}
+    metrics = {m: values.get(m) for m in wanted}
+    ci = {m: list(summary.ci[m]) for m in case.metrics if m in summary.ci}
+    return metrics, ci
+
+
+def case_from_dict(d: dict[str, Any]) -> Case:
+    """The :class:`Case` a record's ``case`` field was written from (``Case.to_dict``)."""
+    train = d.get("train") or {}
+    return Case(
+        name=d["name"], task=d["task"],
+        train=TrainSpec(train.get("task", "binary"), train.get("split", "train"),
+                        tuple(train.get("exclude_editors", ()))),
+        split=d.get("split", "val"), distortion=d.get("distortion", "none"),
+        distortion_params=tuple((d.get("distortion_params") or {}).items()), metrics=tuple(d.get("metrics", ())),
+        editors=tuple(d.get("editors", ())), authentic=d.get("authentic", True), slice_by=d.get("slice_by", ""),
+        compare_to=d.get("compare_to", ""), options=tuple((d.get("options") or {}).items()),
+    )

@@ -1,0 +1,114 @@
+"""Output folders diffzoo owns: ``diffzoo run --out DIR`` writes only into a
+folder it made or was allowed to claim.
+
+A folder is diffzoo's when it holds the marker file :data:`MARKER`, written
+when diffzoo creates the folder or claims an empty one.  A non-empty folder
+without it is refused unless ``force``; a folder laid out as a store of an
+older diffzoo (``records/`` and nothing but diffzoo's own names) is claimed
+as it is.  With ``force`` the names already there are written into the
+marker as *foreign*: diffzoo never writes to them (:meth:`OutputDir.check_writable`
+refuses; it does not pick another name, so output is always where the docs
+say).  The store folders (``records/``, ``states/``, ``replaced/``,
+``versions/``) are never foreign: the store overwrites or deletes nothing in
+them, and it trusts no file there without checking it (records are
+validated, states are read only when their sha256 is the one a record names).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..harness.errors import ConfigError
+from ..harness.fsutil import atomic_write_bytes, atomic_write_text
+from .store import STORE_DIRS
+
+MARKER = ".diffzoo-out.json"
+DIFFZOO_NAMES = frozenset({*STORE_DIRS, "runs", "plots", "summary.md", ".lock", MARKER})
+"""What diffzoo writes at the top of an output folder (``runs/``: older stores)."""
+
+
+@dataclass(frozen=True)
+class OutputDir:
+    """A claimed output folder; ``foreign``: top-level names that were there
+    before diffzoo claimed it with ``force`` (never written)."""
+
+    root: Path
+    foreign: frozenset[str] = field(default_factory=frozenset)
+
+    def check_writable(self, relpath: str | Path) -> Path:
+        """The path diffzoo may write ``relpath`` at; ConfigError (naming it)
+        if it escapes the folder, lies in a foreign entry or goes through a
+        symbolic link."""
+        rel = PurePosixPath(str(relpath).replace("\\", "/"))
+        if rel.is_absolute() or not rel.parts or ".." in rel.parts:
+            raise ConfigError(f"{relpath!r} is not a path inside the output folder {self.root}")
+        if rel.parts[0] in self.foreign:
+            raise ConfigError(
+                f"{self.root / rel} would be written inside {rel.parts[0]!r}, which was in {self.root} before "
+                "diffzoo claimed it with --force; diffzoo never overwrites files it did not make: move it "
+                "away or choose another --out")
+        target = self.root
+        for part in rel.parts:
+            target = target / part
+            if target.is_symlink():
+                raise ConfigError(f"{target} is a symbolic link; diffzoo does not write through links in its "
+                                  "output folder: remove it or choose another --out")
+        return target
+
+    def write_text(self, relpath: str | Path, text: str) -> Path:
+        return atomic_write_text(self.check_writable(relpath), text)
+
+    def write_bytes(self, relpath: str | Path, data: bytes) -> Path:
+        return atomic_write_bytes(self.check_writable(relpath), data)
+
+
+def read_marker(root: Path) -> dict | None:
+    """The marker of a diffzoo folder, None if there is none; ConfigError if unreadable."""
+    path = Path(root) / MARKER
+    if not path.exists():
+        return None
+    try:
+        marker = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(marker, dict) or not isinstance(marker.get("foreign", []), list):
+            raise ValueError("not a diffzoo marker")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path} is not a readable diffzoo marker ({exc}); remove it only if the folder "
+                          "is diffzoo's, or choose another --out") from exc
+    return marker
+
+
+def claim_output_dir(path: Path, force: bool = False) -> OutputDir:
+    """Make or claim ``path`` as diffzoo's output folder, before any work.
+
+    New or empty: created and marked.  Marked: used.  A store of an older
+    diffzoo (``records/`` and only diffzoo's names): marked.  Otherwise
+    ConfigError (exit 2) unless ``force``, which marks it and lists what was
+    there as foreign (never written)."""
+    root = Path(path)
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"--out {root} exists and is not a folder; choose a folder")
+    marker = read_marker(root) if root.is_dir() else None
+    if marker is not None:
+        return OutputDir(root, frozenset(marker.get("foreign", [])))
+    names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    if not names:
+        how, foreign = "created" if not root.exists() else "empty", []
+    elif "records" in names and set(names) <= DIFFZOO_NAMES:
+        how, foreign = "older diffzoo store", []
+    elif force:
+        how, foreign = "forced", [n for n in names if n not in STORE_DIRS]
+    else:
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise ConfigError(
+            f"--out {root} is not empty ({shown}) and was not made by diffzoo (no {MARKER}); choose a new or "
+            "empty folder, or pass --force to write diffzoo's files beside the ones there (those are never "
+            "overwritten)")
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(root / MARKER, json.dumps({
+        "diffzoo_output": 1, "claimed": how, "foreign": foreign,
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }, indent=2))
+    return OutputDir(root, frozenset(foreign))

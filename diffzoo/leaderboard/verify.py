@@ -1,0 +1,133 @@
+"""``leaderboard verify`` and ``validate``: check every record of a store, a
+frozen version or a set of files, and find what killed writes left behind.
+
+A record passes when its schema and ranges hold, no field was edited after
+it was written (digests), its id is its identity, its file is named by its
+id, its state files are present with the sha256 it names, and every number
+is recomputed from them (:mod:`diffzoo.harness.record_check`).  A frozen
+version passes when its manifest is intact and every record it froze is in
+the store with the content digest it was frozen with.  Temp files of killed
+writes (``.NAME.RANDOM.tmp``) are listed, never passed over; ``clean``
+removes them (under the store's lock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..harness.errors import RecordError
+from ..harness.record_check import StateSource, record_roots, state_problems
+from .store import RecordStore, expand_record_paths, read_record_file
+from .versions import version_paths
+
+
+@dataclass
+class BadRow:
+    """One record (or, with ``version`` set, one version's pin of a record)
+    that failed, and every reason."""
+
+    label: str  # record id, or the file when there is no readable id
+    path: Path | None
+    problems: list[str]
+    version: str | None = None  # a frozen version's problem, found while checking the whole store
+
+
+@dataclass
+class Report:
+    label: str
+    checked: int = 0
+    bad: list[BadRow] = field(default_factory=list)
+    temp_files: list[Path] = field(default_factory=list)
+    cleaned: list[Path] = field(default_factory=list)
+
+    @property
+    def bad_records(self) -> int:
+        return sum(row.version is None for row in self.bad)
+
+    @property
+    def ok(self) -> bool:
+        return not self.bad and not self.temp_files
+
+
+def check_file(path: Path, source: StateSource, expect_id: str | None = None) -> BadRow | None:
+    """The problems of the record file at ``path`` (None: it is good)."""
+    record, problems = read_record_file(path)
+    if record is None:
+        return BadRow(str(path), path, problems)
+    problems = []
+    if path.parent.name == "records" and path.stem != record.id:
+        problems.append(f"file name {path.name} does not match its record_id {record.id}")
+    if expect_id is not None and record.id != expect_id:
+        problems.append(f"holds record {record.id}, not {expect_id}")
+    problems += state_problems(record, source)
+    return BadRow(record.id, path, problems) if problems else None
+
+
+def _temp_files(store: RecordStore, clean: bool, report: Report) -> None:
+    if clean:
+        report.cleaned = store.clean_temp_files()
+    report.temp_files = store.temp_files()
+
+
+def verify_store(store: RecordStore, version: str | None = None, *, clean: bool = False) -> Report:
+    """Every record of ``store`` (and every frozen version's pins), or only
+    the records of frozen ``version``."""
+    source = StateSource([store.root])
+    if version is not None:
+        report = Report(f"version {version} of {store.root}")
+        _check_version(store, version, source, report)
+    else:
+        report = Report(f"store {store.root}")
+        for path in store.paths():
+            report.checked += 1
+            bad = check_file(path, source)
+            if bad:
+                report.bad.append(bad)
+        for vpath in sorted(store.versions_dir.glob("*.json")):
+            _check_version(store, vpath.stem, source, report, count=False)
+    _temp_files(store, clean, report)
+    return report
+
+
+def _check_version(store: RecordStore, name: str, source: StateSource, report: Report, count: bool = True) -> None:
+    """Version ``name``'s manifest and pins; with ``count`` (verifying the
+    version itself) each of its records is checked and counted, else (the
+    whole store) its failures are version problems."""
+    pin = None if count else name
+    try:
+        manifest, paths = version_paths(store, name)
+    except RecordError as exc:
+        report.bad.append(BadRow(f"version {name}", store.versions_dir / f"{name}.json", [str(exc)], name))
+        return
+    for rid, path in paths.items():
+        report.checked += count
+        if path is None:
+            report.bad.append(BadRow(rid, None, [
+                f"version {name} froze record {rid} with content {manifest['record_digests'][rid][:16]}..., and "
+                "no record in records/ or replaced/ has that content: it was edited or removed"], pin))
+        elif count:
+            bad = check_file(path, source, expect_id=rid)
+            if bad:
+                report.bad.append(bad)
+
+
+def verify_files(paths: Iterable[Path], *, clean: bool = False) -> Report:
+    """``leaderboard validate``: record files or folders (a store, a run's
+    --out, a folder of records), each checked against the states beside it;
+    temp files in those folders are listed (and removed with ``clean``)."""
+    paths = [Path(p) for p in paths]
+    report = Report(", ".join(map(str, paths)))
+    for path in expand_record_paths(paths):
+        report.checked += 1
+        bad = check_file(path, StateSource(record_roots(path)))
+        if bad:
+            report.bad.append(bad)
+    for folder in {p if p.is_dir() else p.parent for p in paths}:
+        store = RecordStore(folder.parent if folder.name == "records" else folder)
+        if clean:
+            report.cleaned += store.clean_temp_files()
+        report.temp_files += store.temp_files()
+    report.temp_files = sorted(set(report.temp_files))
+    return report

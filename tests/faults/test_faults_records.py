@@ -1,0 +1,331 @@
+"""Fault suite: records and the leaderboard store (issue 12: 3c identity, 4 typed
+and verifiable records, 5 terminal output of the leaderboard commands, 6 output
+folders and killed writes).
+
+Records are made by conftest's ``make_record(state=make_state())``: every
+number comes from a real metric state, which the record carries.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import cli, make_record, make_state
+
+from diffzoo.harness.errors import ConfigError, RecordError
+from diffzoo.harness.records import ResultRecord
+from diffzoo.leaderboard.store import RecordStore
+
+
+def verified(detector: str = "det", seed: int = 0, task: str = "binary", **kw) -> ResultRecord:
+    """A record whose numbers its state reproduces (the code before issue 12
+    had no states: there the record is made without one)."""
+    try:
+        return make_record(detector, task=task, case=task, state=make_state(task, seed=seed), **kw)
+    except ImportError:
+        return make_record(detector, task=task, case=task, **kw)
+
+
+def stored(tmp_path: Path, record: ResultRecord | None = None) -> tuple[Path, ResultRecord, Path]:
+    """(store folder, the record, its file) of a store holding one record."""
+    root = tmp_path / "store"
+    record = record or verified()
+    RecordStore(root).add(record)
+    return root, record, root / "records" / f"{record.id}.json"
+
+
+def reseal(data: dict) -> dict:
+    """Recompute every hash a record carries, as an editor with diffzoo's
+    source can (before issue 12 the id was a hash of the content, and a
+    resealed record was accepted)."""
+    from diffzoo.harness import records
+
+    if hasattr(records, "field_digests"):
+        data["digests"] = records.field_digests(data)
+        data["record_id"] = records.record_id_of(data)
+    else:
+        data["record_id"] = records.content_id(data)
+    return data
+
+
+def edit(path: Path, change, *, sealed: bool = False) -> Path:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(reseal(data) if sealed else data))
+    return path
+
+
+def one_line(text: str) -> str:
+    return text.replace("\n", "")
+
+
+def verify(capsys, root: Path, *args) -> tuple[int, str]:
+    code, out, _ = cli(capsys, "leaderboard", "verify", *args, "--store", root)
+    return code, one_line(out)
+
+
+def add_into_new_store(capsys, tmp_path: Path, path: Path) -> tuple[int, str]:
+    code, out, _ = cli(capsys, "leaderboard", "add", path, "--store", tmp_path / "other")
+    return code, one_line(out)
+
+
+# -- editing any number is caught and named (section 4, acceptance) ----------------------------
+@pytest.mark.parametrize("field, change", [
+    ("metrics.mIoU", lambda d: d["metrics"].update(mIoU=0.99)),
+    ("ci95.aAcc", lambda d: d["ci95"].update(aAcc=[0.1, 0.2])),
+    ("counts.evaluated", lambda d: d["counts"].update(evaluated=99)),
+    ("baselines.all_edited", lambda d: d["baselines"]["all_edited"].update(mIoU=0.5)),
+    ("config.train", lambda d: d["config"]["train"].update(lr=1.0)),
+    ("seed", lambda d: d.update(seed=7)),
+    ("threshold_policy.pixel", lambda d: d["threshold_policy"].update(pixel="fixed 0.1")),
+    ("slices.base", lambda d: d["slices"]["base"]["ai"].update(mIoU=0.0)),
+])
+def test_editing_any_number_fails_verify_and_add_naming_the_field(tmp_path, capsys, field, change):
+    record = verified(ci95={"aAcc": [0.5, 0.99]}, config={"train": {"lr": 0.01}},
+                      baselines={"all_edited": {"mIoU": 0.2, "aAcc": 0.3}})
+    root, _, path = stored(tmp_path, record)
+    edit(path, change)
+    code, out = verify(capsys, root)
+    assert code == 1 and f"field {field}" in out and "1 bad record(s)" in out
+    code, out = add_into_new_store(capsys, tmp_path, path)
+    assert code == 1 and f"field {field}" in out and "1 rejected" in out
+
+
+@pytest.mark.parametrize("field, change", [
+    ("metrics.mIoU", lambda d: d["metrics"].update(mIoU=0.99)),
+    ("counts.evaluated", lambda d: d["counts"].update(evaluated=99)),
+    ("slices.base.ai.mIoU", lambda d: d["slices"]["base"]["ai"].update(mIoU=0.0)),
+    ("predictions_digest", lambda d: d.update(predictions_digest="0" * 64)),
+])
+def test_forged_number_with_every_hash_recomputed_is_caught_by_the_state(tmp_path, capsys, field, change):
+    root, _, path = stored(tmp_path)
+    edit(path, change, sealed=True)
+    code, out = verify(capsys, root)
+    assert code == 1 and f"field {field}" in out
+    code, out = add_into_new_store(capsys, tmp_path, path)
+    assert code == 1 and f"field {field}" in out
+
+
+def test_forged_confusion_count_of_a_semantic_record_is_named(tmp_path, capsys):
+    root, _, path = stored(tmp_path, verified(task="semantic"))
+    edit(path, lambda d: d["confusion"][1].__setitem__(2, d["confusion"][1][2] + 5), sealed=True)
+    code, out = verify(capsys, root)
+    assert code == 1 and "field confusion[1][2]" in out
+
+
+# -- refusals of add and validate (section 4) ---------------------------------------------------
+@pytest.mark.parametrize("field, change, why", [
+    ("detector.checkpoint_sha256", lambda d: d["detector"].update(checkpoint_sha256="AB" * 32), "64 lowercase hex"),
+    ("detector.checkpoint_sha256", lambda d: d["detector"].update(checkpoint_sha256="ab" * 31), "64 lowercase hex"),
+    ("seed", lambda d: d.update(seed=-1), "outside [0, 9223372036854775808)"),
+    ("seed", lambda d: d.update(seed=2**63), "outside [0, 9223372036854775808)"),
+    ("seed", lambda d: d.update(seed=True), "must be an integer"),
+    ("seed", lambda d: d.update(seed=1.5), "must be an integer"),
+    ("detector.name", lambda d: d["detector"].update(name=""), "must not be empty"),
+    ("suite.version", lambda d: d["suite"].update(version="  "), "must not be empty"),
+    ("dataset.fingerprint", lambda d: d["dataset"].update(fingerprint=""), "must not be empty"),
+    ("baselines.all_edited.mIoU", lambda d: d["baselines"]["all_edited"].update(mIoU=1.5), "outside its range"),
+    ("slices.base.ai.mIoU", lambda d: d["slices"]["base"]["ai"].update(mIoU=-0.5), "outside its range"),
+])
+def test_add_and_validate_refuse_a_bad_value_naming_the_field(tmp_path, capsys, field, change, why):
+    root, _, path = stored(tmp_path, verified(baselines={"all_edited": {"mIoU": 0.2}}))
+    edit(path, change, sealed=True)
+    code, out = add_into_new_store(capsys, tmp_path, path)
+    assert code == 1 and f"field {field}" in out and why in out
+    code, out, _ = cli(capsys, "leaderboard", "validate", path)
+    assert code == 1 and f"field {field}" in one_line(out)
+
+
+def test_create_refuses_a_checkpoint_hash_that_is_not_a_sha256():
+    with pytest.raises(RecordError, match="detector.checkpoint_sha256 must be 64 lowercase hex"):
+        make_record(checkpoint="not-a-hash")
+
+
+@pytest.mark.parametrize("version", [True, 1.0])
+def test_unknown_schema_versions_are_refused(tmp_path, capsys, version):
+    root, _, path = stored(tmp_path)
+    edit(path, lambda d: d.update(schema_version=version), sealed=True)
+    code, out = add_into_new_store(capsys, tmp_path, path)
+    assert code == 1 and f"schema version {version!r} is not 2" in out
+
+
+# -- the state travels with the record and is never trusted blindly ----------------------------
+def test_record_whose_state_file_is_missing_fails_verify_and_add(tmp_path, capsys):
+    root, record, path = stored(tmp_path)
+    for state in (root / "states").glob("*.json"):
+        state.unlink()
+    code, out = verify(capsys, root)
+    assert code == 1 and "state file states/" in out and "is missing" in out
+    code, out = add_into_new_store(capsys, tmp_path, path)
+    assert code == 1 and "is missing" in out
+
+
+def test_state_file_with_other_content_fails_verify(tmp_path, capsys):
+    root, record, _ = stored(tmp_path)
+    [state] = (root / "states").glob("*.json")
+    body = json.loads(state.read_text())
+    body["rows"]["conf"][0][0] += 1
+    state.write_text(json.dumps(body))
+    code, out = verify(capsys, root)
+    assert code == 1 and "sha256" in out and "was changed or replaced" in out
+
+
+def test_foreign_state_file_in_the_output_folder_is_never_trusted_or_overwritten(tmp_path):
+    record = verified()
+    root = tmp_path / "out"
+    foreign = b'{"not": "a state"}'
+    names = list(record.attachments) or [f"states/{n}.json" for n in ("a" * 64,)]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(foreign)
+    with pytest.raises(RecordError, match="not the metric state it is named for"):
+        RecordStore(root).add(record)
+    assert all((root / name).read_bytes() == foreign for name in names)
+    assert not (root / "records" / f"{record.id}.json").exists()
+
+
+def test_import_of_a_record_without_a_state_is_refused(tmp_path, capsys):
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "r.json").write_text(make_record("nostate").to_json())
+    code, out = add_into_new_store(capsys, tmp_path, loose / "r.json")
+    assert code == 1 and "has no metric state" in out
+
+
+# -- one identity per run (section 3) ---------------------------------------------------------
+def test_the_same_run_recorded_twice_is_one_row_and_says_already_recorded(tmp_path):
+    store = RecordStore(tmp_path / "store")
+    first = verified()
+    store.add(first)
+    again = verified(environment={"date": "2027-01-01T00:00:00+00:00", "git": "fedcba9876543210", "host": "b"})
+    outcome = store.add(again)
+    assert len(store) == 1
+    assert (outcome.status, outcome.reason, outcome.differs) == ("present", f"already recorded: {first.id}", ())
+    assert store.get(first.id).content_digest == first.content_digest  # the stored record is kept
+
+
+def test_a_rerun_with_other_numbers_is_reported_and_replaced_only_when_asked(tmp_path):
+    store = RecordStore(tmp_path / "store")
+    first = verified()
+    store.add(first)
+    noisy = verified(seed=3)  # same identity, other predictions: nondeterminism
+    outcome = store.add(noisy)
+    assert outcome.status == "present" and "mIoU" in outcome.differs and "predictions_digest" in outcome.differs
+    assert store.get(first.id).metrics == first.metrics
+    outcome = store.add(noisy, replace=True)
+    assert outcome.status == "replaced" and "mIoU" in outcome.differs
+    assert store.get(first.id).metrics == noisy.metrics and len(store) == 1
+    assert store.find(first.id, first.content_digest) is not None  # the replaced record is kept
+
+
+def test_a_frozen_version_stays_verifiable_after_a_rerun_replaced_its_record(tmp_path, capsys):
+    from diffzoo.leaderboard.versions import freeze, load_version
+
+    root, first, _ = stored(tmp_path)
+    store = RecordStore(root)
+    freeze(store, "v1")
+    store.add(verified(seed=3), replace=True)
+    assert [r.metrics for r in load_version(store, "v1").records] == [first.metrics]
+    code, out = verify(capsys, root, "v1")
+    assert code == 0 and "1 good, 0 bad record(s)" in out
+    code, out = verify(capsys, root)
+    assert code == 0
+
+
+def test_verify_of_a_version_names_a_record_edited_after_freezing(tmp_path, capsys):
+    from diffzoo.leaderboard.versions import freeze
+
+    root, record, path = stored(tmp_path, verified(ci95={"aAcc": [0.5, 0.99]}))
+    freeze(RecordStore(root), "v1")
+    edit(path, lambda d: d["ci95"].update(aAcc=[0.9, 0.99]), sealed=True)  # CIs are not recomputed
+    code, out = verify(capsys, root, "v1")
+    assert code == 1 and f"bad {record.id}" in out and "version v1 froze record" in out
+    assert "it was edited or removed" in out
+
+
+# -- killed writes (section 6) -------------------------------------------------------------------
+def test_temp_files_of_killed_writes_are_reported_and_cleaned(tmp_path, capsys):
+    root, record, _ = stored(tmp_path)
+    leftovers = [root / "records" / f".{record.id}.json.k1l2.tmp", root / "states" / ".x.json.zz.tmp"]
+    for p in leftovers:
+        p.write_text('{"half": ')
+    code, out, _ = cli(capsys, "leaderboard", "validate", "--store", root)
+    assert code == 1 and all(p.name in one_line(out) for p in leftovers) and "2 temp file(s) left" in out
+    code, out = verify(capsys, root)
+    assert code == 1 and "left by a killed write" in out
+    code, out = verify(capsys, root, "--clean")
+    assert code == 0 and "removed temp file" in out and not any(p.exists() for p in leftovers)
+
+
+# -- output folders (section 6) ------------------------------------------------------------------
+def test_a_non_empty_folder_diffzoo_did_not_make_is_refused_as_out(tmp_path):
+    from diffzoo.leaderboard.outdir import MARKER, claim_output_dir
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "thesis.tex").write_text("mine")
+    with pytest.raises(ConfigError, match=r"not empty \(thesis.tex\) and was not made by diffzoo.*--force"):
+        claim_output_dir(theirs)
+    assert not (theirs / MARKER).exists()
+    fresh = claim_output_dir(tmp_path / "new")
+    assert (tmp_path / "new" / MARKER).exists() and fresh.check_writable("summary.md")
+    (tmp_path / "new" / "summary.md").write_text("diffzoo's")
+    assert claim_output_dir(tmp_path / "new").foreign == frozenset()  # marked: ours on the next run
+
+
+def test_force_never_overwrites_foreign_files(tmp_path):
+    from diffzoo.leaderboard.outdir import claim_output_dir
+
+    theirs = tmp_path / "theirs"
+    (theirs / "plots").mkdir(parents=True)
+    (theirs / "summary.md").write_text("mine")
+    out = claim_output_dir(theirs, force=True)
+    for rel in ("summary.md", "plots/x.png"):
+        with pytest.raises(ConfigError, match="never overwrites files it did not make"):
+            out.write_text(rel, "diffzoo")
+    assert (theirs / "summary.md").read_text() == "mine"
+    assert claim_output_dir(theirs).foreign == {"plots", "summary.md"}  # remembered by the marker
+    RecordStore(theirs).add(verified())  # the store's own folders are usable
+    assert out.write_text("notes.md", "ok").read_text() == "ok"
+    with pytest.raises(ConfigError, match="not a path inside"):
+        out.check_writable("../escape.md")
+
+
+def test_leaderboard_add_refuses_to_make_a_store_in_a_foreign_folder(tmp_path, capsys):
+    root, record, path = stored(tmp_path)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    code, _, err = cli(capsys, "leaderboard", "add", path, "--store", theirs)
+    assert code == 2 and "was not made by diffzoo" in one_line(err) and not (theirs / "records").exists()
+
+
+# -- counts and terminal output ------------------------------------------------------------------
+def test_skipped_samples_are_counted_by_kind():
+    from diffzoo.harness.record_model import Counts
+
+    skipped = [{"id": f"s{i}", "kind": kind, "reason": f"file s{i} is {kind}"}
+               for i, kind in enumerate(["corrupt", "too-large", "corrupt"] + ["mask-size"] * 30)]
+    counts = Counts.of(10, skipped)
+    assert counts.skipped_total == 33 and counts.skipped_by_reason == {"corrupt": 2, "mask-size": 30, "too-large": 1}
+    assert len(counts.skipped) == 20 and counts.skipped[0] == skipped[0]
+    record = verified(counts=counts.to_dict())
+    assert record.body.counts == counts
+    bad = dict(counts.to_dict(), skipped_total=32)
+    with pytest.raises(RecordError, match="counts.skipped_by_reason sums to 33, but skipped_total is 32"):
+        verified(counts=bad)
+
+
+def test_leaderboard_commands_show_escape_sequences_in_records_visibly(tmp_path, capsys):
+    evil = "evil\x1b[2J\x1b]0;pwn\x07\u202ename"
+    root, record, path = stored(tmp_path, verified(evil))
+    outputs = [cli(capsys, "leaderboard", *args, "--store", root)[1]
+               for args in (("list",), ("show", record.id), ("verify",))]
+    edit(path, lambda d: d["detector"].update(name=evil + "\x1b[31m"))
+    outputs.append(cli(capsys, "leaderboard", "validate", "--store", root)[1])
+    outputs.append(cli(capsys, "leaderboard", "add", path, "--store", tmp_path / "other")[1])
+    for out in outputs:
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "evil\\x1b[2J" in one_line(outputs[1]) and "\\u202e" in one_line(outputs[1])
