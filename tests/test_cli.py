@@ -68,8 +68,9 @@ def _bad_dataset(folder, how):
     return sid
 
 
-@pytest.mark.parametrize("how, expected", [("size", "mask size"), ("value", "mask value 9")])
-def test_bad_masks_stop_with_strict_and_are_counted_without(capsys, diffseg_folder, tmp_path, how, expected):
+@pytest.mark.parametrize("how, expected, kind", [("size", "mask size", "mask-size"),
+                                                 ("value", "mask value 9", "mask-values")])
+def test_bad_masks_stop_with_strict_and_are_counted_without(capsys, diffseg_folder, tmp_path, how, expected, kind):
     sid = _bad_dataset(diffseg_folder, how)
     args = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", str(diffseg_folder),
             "--out", str(tmp_path / "o"), *FAST]
@@ -80,8 +81,9 @@ def test_bad_masks_stop_with_strict_and_are_counted_without(capsys, diffseg_fold
     assert code == 0, err
     records = [json.loads(p.read_text()) for p in (tmp_path / "o" / "records").glob("*.json")]
     assert records and all(r["counts"]["skipped"][0]["id"] == sid for r in records)
-    assert all(r["counts"]["skipped_corrupt"] == 1 for r in records)
-    assert "corrupt sample(s) skipped" in out
+    assert all(r["counts"]["skipped_total"] == 1 and r["counts"]["skipped_by_reason"] == {kind: 1}
+               for r in records)
+    assert f"1 sample(s) skipped: 1 {kind}" in out
 
 
 def test_debug_shows_traceback(capsys):

@@ -74,7 +74,8 @@ def test_corrupt_sample_is_skipped_and_counted_or_stops_with_strict(diffseg_fold
     bad.write_bytes(bad.read_bytes()[:60])  # truncated PNG
     out = run(request(diffseg_folder, None, bootstrap=0))
     counts = out.records[0].data["counts"]
-    assert counts["skipped_corrupt"] == 1 and counts["skipped"][0]["id"] == val_ids[0]
+    assert counts["skipped_total"] == 1 and counts["skipped_by_reason"] == {"corrupt": 1}
+    assert counts["skipped"][0]["id"] == val_ids[0]
     assert counts["evaluated"] == len(val_ids) - 1
     with pytest.raises(CorruptSampleError, match=val_ids[0]):
         run(request(diffseg_folder, None, bootstrap=0, strict=True))

@@ -21,7 +21,8 @@ from ..harness.runner import RunRequest, Runner
 from ..leaderboard.console import case_tables
 from ..leaderboard.escape import term
 from ..leaderboard.plots import confusion_png
-from ..leaderboard.store import RecordStore
+from ..leaderboard.outdir import claim_output_dir
+from ..leaderboard.store import AddOutcome, RecordStore
 from ..leaderboard.tables import slugify
 from .app import app, console
 from .options import SEED
@@ -122,6 +123,14 @@ def run_cmd(
         True, "--references/--no-references",
         help="Also run the reference detectors a suite names (classification: CNNSpot, UniversalFakeDetect).",
     ),
+    force: bool = typer.Option(
+        False, "--force",
+        help="Use an --out folder that is not empty and was not made by diffzoo (its files are never overwritten).",
+    ),
+    rerun: bool = typer.Option(
+        False, "--rerun",
+        help="Replace results already recorded for the same run (the old record is kept under replaced/).",
+    ),
 ) -> None:
     """Run benchmark suites for one detector on one dataset (under torchrun: sharded over ranks)."""
     request = make_request(
@@ -133,9 +142,32 @@ def run_cmd(
         generators={k: str(v) for k, v in parse_options(generator, "--generator").items()},
     )
     start = time.monotonic()
+    # before any work: an --out folder that is not diffzoo's is refused now, not after hours of training
+    out_dir = claim_output_dir(out, force) if distributed.launch_rank() == 0 else None
+    if out_dir is not None:
+        for name in OUTPUTS_OUTSIDE_STORE:
+            out_dir.check_writable(name)
     runner = Runner(request, RichProgress(console))
     with rank_output(console):
-        _run(runner, out, start, references)
+        _run(runner, out, start, references, rerun)
+
+
+OUTPUTS_OUTSIDE_STORE = ("summary.md", "plots")
+"""What a run writes in --out besides the store (records/, states/): checked up front."""
+
+
+def stored_line(outcomes: list[AddOutcome]) -> str:
+    """``"3 record(s) added, 95 already recorded (same numbers)"``."""
+    counts = Counter(o.status for o in outcomes)
+    same = sum(1 for o in outcomes if o.status == "present" and not o.differs)
+    parts = [f"{counts['added']} record(s) added"]
+    if same:
+        parts.append(f"{same} already recorded with the same numbers (one row each; --rerun replaces them)")
+    if counts["present"] - same:
+        parts.append(f"{counts['present'] - same} already recorded with DIFFERENT numbers")
+    if counts["replaced"]:
+        parts.append(f"{counts['replaced']} replaced (--rerun; old ones under replaced/)")
+    return ", ".join(parts)
 
 
 def skipped_line(skipped: dict[str, dict[str, str]]) -> str:
@@ -154,7 +186,7 @@ def _pairs(items: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _run(runner: Runner, out: Path, start: float, references: bool) -> None:
+def _run(runner: Runner, out: Path, start: float, references: bool, rerun: bool) -> None:
     from ..leaderboard.summary import build_summary, summary_console, write_summary
 
     runner.plan()
@@ -183,14 +215,13 @@ def _run(runner: Runner, out: Path, start: float, references: bool) -> None:
     if not distributed.is_main():
         return
     store = RecordStore(out)
+    outcomes = [store.add(record, replace=rerun) for record in records]
     for record in records:
-        store.add(record)
-        conf = record.data.get("confusion")
-        if conf:
-            name = slugify(f"{record.data['detector']['name']}-{record.data['suite']['name']}-"
-                           f"{record.data['case']['name']}")
-            confusion_png(conf, record.data["label_space"], out / "plots" / f"{name}-confusion.png",
-                          title=f"{record.data['detector']['name']} on {ds.name}")
+        body = record.body
+        if body.confusion:
+            name = slugify(f"{body.detector.name}-{body.suite.name}-{body.case_name}")
+            confusion_png(body.confusion, body.label_space, out / "plots" / f"{name}-confusion.png",
+                          title=f"{body.detector.name} on {ds.name}")
     tables = case_tables(records)
     if len(tables) <= MAX_CASE_TABLES:
         for table in tables:
@@ -204,8 +235,17 @@ def _run(runner: Runner, out: Path, start: float, references: bool) -> None:
         console.print(f"[yellow]{skipped_line(skipped)}[/] (each listed in the records with its reason; "
                       "--strict stops at the first instead)")
     console.print(
-        f"{len(records)} record(s) written to {store.records_dir}; summary {written['summary.md']} "
+        f"{stored_line(outcomes)} in {term(store.records_dir)}; summary {term(written['summary.md'])} "
         f"({time.monotonic() - start:.0f} s; dataset {term(ds.name)})."
     )
     if notice:
         console.print(f"[yellow]note:[/] {term(notice)}")
+    differing = [o for o in outcomes if o.status == "present" and o.differs]
+    for o in differing:
+        console.print(f"[bold red]{term(o.reason)}[/]", soft_wrap=True)
+    if differing:
+        raise ConfigError(
+            f"{len(differing)} result(s) of this run were already recorded with different numbers (listed above): "
+            "the same run is not reproducible here; the stored records were kept. Re-run with --rerun to "
+            "replace them (the old ones are kept under replaced/), or find what differs (device, library versions)"
+        )

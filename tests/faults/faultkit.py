@@ -27,8 +27,9 @@ class Scripted(Detector):
     """Answers ``answer(images)``; a working detector (a brightness
     heuristic) when ``answer`` is None.  Saves a real, constant checkpoint."""
 
-    def __init__(self, task="binary", label_space=BINARY, answer=None, card=None):
+    def __init__(self, task="binary", label_space=BINARY, answer=None, card=None, bias=0.0):
         self.card, self.task, self.label_space, self.answer = card or faulty_card(), task, label_space, answer
+        self.bias = bias
 
     def predict(self, images):
         if self.answer is not None:
@@ -37,7 +38,7 @@ class Scripted(Detector):
         if self.task == "classification":
             return DetectionOutput(image_score=images.mean((1, 2, 3)).clamp(0, 1))
         c = 1 if self.task == "binary" else self.label_space.num_classes
-        return DetectionOutput(mask_logits=images.mean(1, keepdim=True).expand(b, c, h, w) * 4 - 2)
+        return DetectionOutput(mask_logits=images.mean(1, keepdim=True).expand(b, c, h, w) * 4 - 2 + self.bias)
 
     def fit(self, train, config, progress=None):
         return {}
@@ -64,14 +65,17 @@ class FaultyPlugin:
 @pytest.fixture
 def faulty(monkeypatch) -> Callable[..., None]:
     """Register detector ``faulty.x``; call the fixture's value with an
-    ``answer(images)`` to script its predictions (default: well formed)."""
-    script: dict[str, Callable | None] = {"answer": None}
+    ``answer(images)`` to script its predictions (default: well formed), or
+    a ``bias`` added to the default heuristic's logits (other numbers, same
+    weights)."""
+    script: dict = {"answer": None, "bias": 0.0}
     module = type(sys)("tests_faulty_target")
-    module.make = lambda card, task, label_space, pretrained: Scripted(task, label_space, script["answer"], card)
+    module.make = lambda card, task, label_space, pretrained: Scripted(task, label_space, script["answer"], card,
+                                                                      script["bias"])
     monkeypatch.setitem(sys.modules, "tests_faulty_target", module)
     get_plugin_system().pm.register(FaultyPlugin(), name="faulty")
 
-    def use(answer: Callable | None = None) -> None:
-        script["answer"] = answer
+    def use(answer: Callable | None = None, bias: float = 0.0) -> None:
+        script.update(answer=answer, bias=bias)
 
     return use

@@ -139,3 +139,126 @@ def test_one_bad_file_is_one_skipped_sample_not_one_per_record(capsys, diffseg_f
     assert len(records) == 3
     for r in records:
         assert r["counts"]["skipped_by_reason"] == {"corrupt": 1}, r["counts"]
+
+
+def _odd_folder(root):
+    """A DiffSeg30k-layout folder: four ordinary images for training and, in
+    val, one of each odd kind of image or mask (see test_faults_data)."""
+    import numpy as np
+    from test_faults_data import encode, huge_png
+
+    d = root / "train_copy"
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+
+    def plain(size=32):
+        return encode(Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)))
+
+    def mask(w, h, value=0):
+        return encode(Image.new("L", (w, h), value))
+
+    colour = np.zeros((8, 8, 3), np.uint8)
+    colour[0, 0] = (1, 0, 2)
+    val = {
+        "v-one-pixel": (encode(Image.new("RGB", (1, 1))), mask(1, 1, 1)),
+        "v-tall": (encode(Image.new("RGB", (1, 400))), mask(1, 400, 1)),
+        "v-wide": (encode(Image.new("RGB", (400, 1))), mask(400, 1)),
+        "v-rgba": (encode(Image.new("RGBA", (16, 16))), mask(16, 16, 2)),
+        "v-cmyk": (encode(Image.new("CMYK", (16, 16)), "TIFF"), mask(16, 16)),
+        "v-grey16": (encode(Image.fromarray(np.full((16, 16), 600, np.uint16))), mask(16, 16, 1)),
+        "v-palette": (encode(Image.new("P", (16, 16))), mask(16, 16)),
+        "v-grey": (encode(Image.new("L", (16, 16), 90)), mask(16, 16, 1)),
+        "v-colour-mask": (plain(8), encode(Image.fromarray(colour))),
+        "v-jpeg-mask": (plain(8), encode(Image.new("L", (8, 8)), "JPEG")),
+        "v-mask-size": (plain(8), mask(8, 4)),
+        "v-truncated": (plain(32)[:60], mask(32, 32)),
+        "v-huge": (huge_png(), mask(8, 8)),
+    }
+    train = {f"t{i}": (plain(), mask(32, 32, 1 + i % 2)) for i in range(4)}
+    for sid, (image, m) in {**train, **val}.items():
+        (d / f"{sid}.image.png").write_bytes(image)
+        (d / f"{sid}.mask.png").write_bytes(m)
+    (root / "labels.json").write_text(json.dumps({"names": ["background", "sd2", "sdxl"], "verified": True}))
+    (root / "splits.json").write_text(json.dumps({"train": sorted(train), "val": sorted(val)}))
+    return root
+
+
+def test_odd_images_never_end_a_run_and_are_counted_by_reason(capsys, tmp_path, faulty):
+    folder = _odd_folder(tmp_path / "odd")
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "--detector", "faulty.x", "--suite", "standard,distortions",
+                               "--dataset", folder, "--out", out, "--bootstrap", "0", "--device", "cpu")
+    assert code == 0, stderr
+    expected = {"mask-ambiguous": 1, "mask-lossy": 1, "mask-size": 1, "corrupt": 1, "too-large": 1}
+    flat = " ".join(stdout.split())
+    assert "5 sample(s) skipped:" in flat, flat
+    records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
+    assert records
+    for r in records:
+        assert r["counts"]["skipped_by_reason"] == expected, r["counts"]
+        if r["case"]["name"] == "binary" and r["suite"]["name"] == "standard":
+            assert r["counts"]["evaluated"] == 8  # the eight odd images that convert
+
+
+# -- one row per result; --rerun; --out folders diffzoo did not make -------------------------
+
+def _run(capsys, folder, out, *extra):
+    return cli(capsys, "run", "--detector", "faulty.x", "--suite", "standard", "--dataset", folder, "--out", out,
+               "--bootstrap", "0", "--device", "cpu", *extra)
+
+
+def _rows(out):
+    return sorted(p.name for p in (out / "records").glob("*.json"))
+
+
+def test_the_same_run_twice_leaves_one_row_per_result(capsys, diffseg_folder, tmp_path, faulty):
+    out = tmp_path / "out"
+    assert _run(capsys, diffseg_folder, out)[0] == 0
+    first = _rows(out)
+    code, stdout, stderr = _run(capsys, diffseg_folder, out)
+    assert code == 0, stderr
+    assert _rows(out) == first and len(first) == 3
+    assert "0 record(s) added, 3 already recorded with the same numbers" in " ".join(stdout.split())
+
+
+def test_rerun_replaces_and_keeps_the_old_records(capsys, diffseg_folder, tmp_path, faulty):
+    out = tmp_path / "out"
+    _run(capsys, diffseg_folder, out)
+    code, stdout, stderr = _run(capsys, diffseg_folder, out, "--rerun")
+    assert code == 0, stderr
+    assert "3 replaced" in " ".join(stdout.split())
+    assert len(_rows(out)) == 3 and len(list((out / "replaced").glob("*.json"))) == 3
+
+
+def test_a_rerun_that_gives_other_numbers_is_loud_and_keeps_the_stored_row(capsys, diffseg_folder, tmp_path,
+                                                                           faulty):
+    out = tmp_path / "out"
+    _run(capsys, diffseg_folder, out)
+    before = {p.name: p.read_bytes() for p in (out / "records").glob("*.json")}
+    faulty(bias=1.5)  # same weights, other predictions: what nondeterminism looks like
+    code, stdout, stderr = _run(capsys, diffseg_folder, out)
+    assert code == 2
+    assert "already recorded with different numbers" in stderr and "--rerun" in stderr
+    assert "mIoU" in " ".join(stdout.split())
+    assert {p.name: p.read_bytes() for p in (out / "records").glob("*.json")} == before
+
+
+def test_an_out_folder_diffzoo_did_not_make_is_refused_before_any_work(capsys, diffseg_folder, tmp_path, faulty):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("do not touch")
+    code, stdout, stderr = _run(capsys, diffseg_folder, out)
+    one_line_exit_2(code, stdout, stderr, str(out), "--force")
+    assert sorted(p.name for p in out.iterdir()) == ["thesis.tex"]
+    code, stdout, stderr = _run(capsys, diffseg_folder, out, "--force")
+    assert code == 0, stderr
+    assert (out / "thesis.tex").read_text() == "do not touch" and len(_rows(out)) == 3
+
+
+def test_force_never_overwrites_a_foreign_summary(capsys, diffseg_folder, tmp_path, faulty):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "summary.md").write_text("my notes")
+    code, stdout, stderr = _run(capsys, diffseg_folder, out, "--force")
+    one_line_exit_2(code, stdout, stderr, "summary.md", "never overwrites")
+    assert (out / "summary.md").read_text() == "my notes"
