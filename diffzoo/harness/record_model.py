@@ -148,6 +148,26 @@ class Environment:
 
 
 @dataclass(frozen=True)
+class ThresholdPolicy:
+    """What decided a record's thresholds (``threshold_policy``, written by
+    ``calibration.policy_record``): ``source`` ('fixed ...' or where they were
+    calibrated) and the pixel and image rules as text (None when not given)."""
+
+    source: str = "fixed"
+    pixel: str | None = None
+    image: str | None = None
+
+    @classmethod
+    def of(cls, policy: dict[str, Any]) -> ThresholdPolicy:
+        source = policy.get("source")
+        if not (isinstance(source, str) and source):
+            calibrated_on = policy.get("calibrated_on")  # records written before "source" existed
+            source = f"calibrated on {calibrated_on}" if calibrated_on else "fixed"
+        rules = {k: v if isinstance(v, str) else None for k, v in ((k, policy.get(k)) for k in ("pixel", "image"))}
+        return cls(source, **rules)
+
+
+@dataclass(frozen=True)
 class StateRef:
     """A metric-state file, relative to the store: ``states/<sha256>.json``."""
 
@@ -203,6 +223,36 @@ class RecordBody:
     @property
     def task(self) -> str:
         return str(self.case.get("task", ""))
+
+    @property
+    def distortion(self) -> str:
+        """The case's distortion; ``none`` when the case names none."""
+        return str(self.case.get("distortion") or "none")
+
+    @property
+    def distortion_params(self) -> dict[str, Any]:
+        """The case's distortion parameters (name -> value; {} when none or unreadable)."""
+        params = self.case.get("distortion_params") or {}
+        try:
+            return dict(params) if isinstance(params, (dict, list, tuple)) else {}
+        except (TypeError, ValueError):
+            return {}
+
+    @property
+    def editors(self) -> tuple[str, ...]:
+        """The editors the case is restricted to (() when it reads every image)."""
+        editors = self.case.get("editors") or ()
+        return tuple(map(str, editors)) if isinstance(editors, (list, tuple)) else ()
+
+    def case_option(self, name: str, default: Any = None) -> Any:
+        """One of the case's ``options`` (e.g. the format-parity ``tolerance``)."""
+        options = self.case.get("options")
+        return options.get(name, default) if isinstance(options, dict) else default
+
+    @property
+    def policy(self) -> ThresholdPolicy:
+        """``threshold_policy`` read as a :class:`ThresholdPolicy`."""
+        return ThresholdPolicy.of(self.threshold_policy)
 
     @classmethod
     def parse(cls, data: Any) -> tuple[RecordBody | None, list[str]]:

@@ -28,7 +28,7 @@ from ..harness.metrics.catalog import MetricInfo, metric_info
 from ..harness.records import ResultRecord
 from . import plots
 from .escape import html as e
-from .tables import PRIMARY, Row, Table, build_tables, format_ci, format_value, slugify
+from .tables import PRIMARY, Row, Table, build_tables, format_ci, format_value, record_date, slugify
 from .versions import Selection, summarize
 
 log = logging.getLogger(__name__)
@@ -236,10 +236,9 @@ def render_index(selection: Selection, tables: list[Table], slugs: dict[str, str
 
 
 def _card(records: list[ResultRecord]) -> str:
-    latest = max(records, key=lambda r: r.data.get("environment", {}).get("date") or "")
-    det = latest.data["detector"]
-    card = det.get("card") or {}
-    items = [("variant", e(card.get("name", det["name"]))), ("plugin", e(det.get("plugin")))]
+    det = max(records, key=record_date).body.detector
+    card = det.card
+    items = [("variant", e(card.get("name", det.name))), ("plugin", e(det.plugin))]
     for key in ("description", "tasks", "weights", "input_size", "licence", "paper"):
         value = card.get(key)
         if value not in (None, "", [], {}):
@@ -259,8 +258,8 @@ def _figure(kind: str, path: Path, caption: str) -> str:
 
 
 def _where(r: ResultRecord) -> str:
-    d = r.data
-    return f'{d["suite"]["name"]} v{d["suite"]["version"]} / {d["case"]["name"]} on {d["dataset"]["name"]}'
+    b = r.body
+    return f"{b.suite.name} v{b.suite.version} / {b.case_name} on {b.dataset.name}"
 
 
 def _numeric(value: Any) -> bool:
@@ -272,14 +271,14 @@ def _robustness(name: str, records: list[ResultRecord], stem: str, plot_dir: Pat
     with at least two strengths; the undistorted case is the reference."""
     groups: dict[tuple, list[ResultRecord]] = {}
     for r in records:
-        c, d = r.data["case"], r.data["dataset"]
-        groups.setdefault((c.get("task"), d["name"], d["fingerprint"], c.get("distortion", "none")), []).append(r)
+        b = r.body
+        groups.setdefault((b.task, b.dataset.name, b.dataset.fingerprint, b.distortion), []).append(r)
     figures = []
     for (task, dataset, fingerprint, distortion), recs in sorted(groups.items(), key=lambda kv: str(kv[0])):
         metric = PRIMARY.get(task)
         if distortion == "none" or metric is None:
             continue
-        params = [r.data["case"].get("distortion_params") or {} for r in recs]
+        params = [r.body.distortion_params for r in recs]
         varying = sorted(k for k in {k for p in params for k in p}
                          if all(_numeric(p.get(k)) for p in params) and len({p.get(k) for p in params}) > 1)
         if not varying:
@@ -288,14 +287,14 @@ def _robustness(name: str, records: list[ResultRecord], stem: str, plot_dir: Pat
         series: dict[str, dict[float, tuple[str, float | None]]] = {}
         for r, p in zip(recs, params):
             rest = ", ".join(f"{k}={v}" for k, v in sorted(p.items()) if k != x)
-            label = f'{r.data["suite"]["name"]} v{r.data["suite"]["version"]}' + (f" ({rest})" if rest else "")
-            date = r.data.get("environment", {}).get("date") or ""
+            label = f"{r.body.suite.name} v{r.body.suite.version}" + (f" ({rest})" if rest else "")
+            date = record_date(r)
             points = series.setdefault(label, {})
             if p[x] not in points or date >= points[p[x]][0]:  # the newest record per strength
                 points[p[x]] = (date, r.metrics.get(metric))
         refs = list(groups.get((task, dataset, fingerprint, "none"), []))
-        suites = {r.data["suite"]["name"] for r in recs}
-        refs.sort(key=lambda r: (r.data["suite"]["name"] in suites, r.data.get("environment", {}).get("date") or ""))
+        suites = {r.body.suite.name for r in recs}
+        refs.sort(key=lambda r: (r.body.suite.name in suites, record_date(r)))
         reference = refs[-1].metrics.get(metric) if refs else None
         label = (metric_info(metric) or MetricInfo(metric, metric, True)).label
         file = _plot_file(used, stem, "robustness", task, distortion, dataset)
@@ -303,7 +302,7 @@ def _robustness(name: str, records: list[ResultRecord], stem: str, plot_dir: Pat
         plots.robustness_png({k: [(xv, y) for xv, (_, y) in v.items()] for k, v in series.items()},
                              plot_dir / file, xlabel=f"{distortion} {x}", ylabel=label, title=title,
                              reference=reference,
-                             reference_label=f"no distortion ({refs[-1].data['case']['name']})" if refs else "")
+                             reference_label=f"no distortion ({refs[-1].body.case_name})" if refs else "")
         figures.append(_figure("robustness", plot_dir / file, f"{title} ({task} task; {x} on the x axis; "
                                                               "dashed line: undistorted case)"))
     return figures
@@ -314,21 +313,21 @@ def _semantic_plots(name: str, records: list[ResultRecord], stem: str, plot_dir:
     confusion, bars = [], []
     by_dataset: dict[tuple[str, str], dict[str, dict[str, float | None]]] = {}
     for r in records:
-        d = r.data
-        if d["case"].get("task") != "semantic":
+        b = r.body
+        if b.task != "semantic":
             continue
-        labels = [str(n) for n in d.get("label_space") or []]
-        if d.get("confusion") and labels:
+        labels = list(b.label_space)
+        if b.confusion and labels:
             file = _plot_file(used, stem, "confusion", r.id)
-            plots.confusion_png(d["confusion"], labels, plot_dir / file, title=f"{name}: {_where(r)}")
+            plots.confusion_png(b.confusion, labels, plot_dir / file, title=f"{name}: {_where(r)}")
             confusion.append(_figure("confusion", plot_dir / file,
                                      f"{_where(r)}: rows = ground truth ({', '.join(labels)})"))
         background = labels[0] if labels else "background"
         names = [*labels, *sorted(m[4:] for m in r.metrics if m.startswith("IoU.") and m[4:] not in labels)]
         ious = {n: r.metrics[f"IoU.{n}"] for n in names if f"IoU.{n}" in r.metrics and n != background}
         if ious:
-            key = (d["dataset"]["name"], d["dataset"]["fingerprint"])
-            label = f'{d["suite"]["name"]} v{d["suite"]["version"]} / {d["case"]["name"]}'
+            key = (b.dataset.name, b.dataset.fingerprint)
+            label = f"{b.suite.name} v{b.suite.version} / {b.case_name}"
             series = by_dataset.setdefault(key, {})
             series[label if label not in series else f"{label} [{r.id[:8]}]"] = ious
     for (dataset, fingerprint), series in sorted(by_dataset.items()):
@@ -370,7 +369,7 @@ def write_site(selection: Selection, out: Path) -> Path:
     tables = build_tables(selection.records)
     by_detector: dict[str, list[ResultRecord]] = {}
     for r in selection.records:
-        by_detector.setdefault(r.data["detector"]["name"], []).append(r)
+        by_detector.setdefault(r.body.detector.name, []).append(r)
     slugs = detector_slugs(by_detector)
     anchors = _anchors(tables)
     plot_dir = out / "plots"

@@ -84,12 +84,12 @@ def build_summary(records: Iterable[ResultRecord]) -> Summary:
     """The summary's tables per (dataset, suite versions); with no records at
     all, one group of empty tables (their shapes and how to get them)."""
     records = list(records)
-    detector_order = list(dict.fromkeys(r.data["detector"]["name"] for r in records))
+    detector_order = list(dict.fromkeys(r.body.detector.name for r in records))
     by_dataset: dict[tuple[str, str], dict[str, dict[str, list[ResultRecord]]]] = {}
     for r in records:
-        d = r.data
-        ds = by_dataset.setdefault((d["dataset"]["name"], str(d["dataset"]["fingerprint"])), {})
-        ds.setdefault(d["suite"]["name"], {}).setdefault(str(d["suite"]["version"]), []).append(r)
+        b = r.body
+        ds = by_dataset.setdefault((b.dataset.name, b.dataset.fingerprint), {})
+        ds.setdefault(b.suite.name, {}).setdefault(b.suite.version, []).append(r)
     groups = []
     for (name, fingerprint), suites in by_dataset.items():
         newest_first = {s: sorted(v, key=version_order, reverse=True) for s, v in suites.items()}
@@ -110,21 +110,11 @@ def _group(dataset: str, fingerprint: str, versions: dict[str, str], records: li
               unseen_table(idx, "6", "image", ("img_Acc", "img_AP")), table7(idx), table8(idx), parity]
     by_detector: dict[str, list[ResultRecord]] = {}
     for r in records:
-        by_detector.setdefault(r.data["detector"]["name"], []).append(r)
+        by_detector.setdefault(r.body.detector.name, []).append(r)
     policies = [policy_line(det, by_detector[det]) for det in sorted(
         by_detector, key=lambda n: (detector_order.index(n), n))]
     return SummaryGroup(dataset, fingerprint, dict(sorted(versions.items())), tables, policies, flags,
                         records, newest)
-
-
-def policy_source(policy: dict[str, Any]) -> str:
-    """'fixed' or 'calibrated on <split>', from a record's threshold_policy."""
-    source = policy.get("source")
-    if isinstance(source, str) and source:
-        return source
-    if policy.get("calibrated_on"):  # records written before "source" existed
-        return f"calibrated on {policy['calibrated_on']}"
-    return "fixed"
 
 
 def policy_line(detector: str, records: Sequence[ResultRecord]) -> str:
@@ -132,11 +122,11 @@ def policy_line(detector: str, records: Sequence[ResultRecord]) -> str:
     sources: dict[str, None] = {}
     details: dict[str, None] = {}
     for r in records:
-        policy = r.data.get("threshold_policy") or {}
-        sources[policy_source(policy)] = None
-        for key in ("pixel", "image"):
-            if isinstance(policy.get(key), str):
-                details[f"{key}: {policy[key]}"] = None
+        policy = r.body.policy
+        sources[policy.source] = None
+        for key, rule in (("pixel", policy.pixel), ("image", policy.image)):
+            if rule is not None:
+                details[f"{key}: {rule}"] = None
     return f"{detector}: thresholds {' / '.join(sources)}" + (f" ({'; '.join(details)})" if details else "")
 
 
@@ -233,7 +223,7 @@ def robustness_series(records: Iterable[ResultRecord], task: str,
     families: dict[str, list[tuple[float, str, Any, float | None]]] = {}
     clean = None
     for r in records:
-        setting, case_task = setting_of(r.data["case"]["name"])
+        setting, case_task = setting_of(r.body.case_name)
         if case_task != task or metric not in r.metrics:
             continue
         if setting == CLEAN:
@@ -266,7 +256,7 @@ def write_summary(summary: Summary, out_dir: Path, *, title: str,
         suffix = f"-{group.dataset}-{group.fingerprint[:8]}" if len(summary.groups) > 1 else ""
         idx = RecordIndex(group.records, [])
         for det in idx.detectors("distortions"):
-            recs = [r for r in idx.records("distortions") if r.data["detector"]["name"] == det]
+            recs = [r for r in idx.records("distortions") if r.body.detector.name == det]
             for _, task, metric, label in DISTORTION_TABLES:
                 series, clean = robustness_series(recs, task, metric)
                 if not any(y is not None for points in series.values() for _, y in points):

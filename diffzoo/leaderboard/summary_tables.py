@@ -101,7 +101,7 @@ class RecordIndex:
     def __init__(self, records: Iterable[ResultRecord], detector_order: list[str]):
         self._by: dict[tuple[str, str, str], ResultRecord] = {}
         for r in records:
-            key = (r.data["suite"]["name"], r.data["case"]["name"], r.data["detector"]["name"])
+            key = (r.body.suite.name, r.body.case_name, r.body.detector.name)
             if key not in self._by or record_date(r) >= record_date(self._by[key]):
                 self._by[key] = r
         self.order = {name: i for i, name in enumerate(detector_order)}
@@ -114,7 +114,7 @@ class RecordIndex:
         return [r for (s, c, _), r in self._by.items() if s == suite and (wanted is None or c in wanted)]
 
     def detectors(self, suite: str, cases: Iterable[str] | None = None) -> list[str]:
-        names = {r.data["detector"]["name"] for r in self.records(suite, cases)}
+        names = {r.body.detector.name for r in self.records(suite, cases)}
         return sorted(names, key=lambda n: (self.order.get(n, len(self.order)), n))
 
     def cases(self, suite: str) -> list[str]:
@@ -166,7 +166,7 @@ def table2(idx: RecordIndex) -> list[SummaryTable]:
     binary = metric_columns(BINARY_COLUMNS)
     semantic_recs = idx.records("standard", ["semantic"])
     editors = list(dict.fromkeys(
-        [n for r in semantic_recs for n in (r.data.get("label_space") or [])[1:]]
+        [n for r in semantic_recs for n in r.body.label_space[1:]]
         + [m[4:] for r in semantic_recs for m in r.metrics if m.startswith("IoU.")]))
     semantic = metric_columns([*SEMANTIC_COLUMNS, *(f"IoU.{e}" for e in editors)])
     image = metric_columns(IMAGE_COLUMNS)
@@ -195,13 +195,11 @@ def setting_of(case_name: str) -> tuple[str, str]:
 def distortion_of(record: ResultRecord) -> tuple[str, dict]:
     """(distortion, params) of a distortions-suite record: its case's, else
     the suite's definition of the setting it is named after."""
-    case = record.data["case"]
-    params = case.get("distortion_params") or {}
-    params = dict(params) if isinstance(params, (dict, list, tuple)) else {}
-    setting, _ = setting_of(case["name"])
-    if case.get("distortion", "none") == "none" and setting in KNOWN_SETTINGS:
+    body = record.body
+    setting, _ = setting_of(body.case_name)
+    if body.distortion == "none" and setting in KNOWN_SETTINGS:
         return KNOWN_SETTINGS[setting]
-    return case.get("distortion", "none"), params
+    return body.distortion, body.distortion_params
 
 
 def table3(idx: RecordIndex) -> list[SummaryTable]:
@@ -244,7 +242,7 @@ def _pairs(idx: RecordIndex) -> list[str]:
 def _pair_label(idx: RecordIndex, pair: str, det: str) -> str:
     for case in (f"{pair}.binary", f"{pair}.image", f"{pair}.seen.binary", f"{pair}.seen.image"):
         r = idx.get("unseen-generators", case, det)
-        editors = r.data["case"].get("editors") if r else None
+        editors = r.body.editors if r else ()
         if editors:
             return f"{pair} ({' + '.join(map(str, editors))})"
     return pair
@@ -384,7 +382,7 @@ def parity_table(idx: RecordIndex) -> tuple[SummaryTable, list[str]]:
             out.append(Row(fmt, cells(r, {m: m for m in PARITY_COLUMNS}), group=det))
             if (r.metrics.get("format_shortcut") or 0) >= 0.5:
                 shortcut.append(fmt)
-                tolerances.add((r.data["case"].get("options") or {}).get("tolerance"))
+                tolerances.add(r.body.case_option("tolerance"))
         if shortcut:
             tol = " / ".join(f"{t:.0%}" for t in sorted(t for t in tolerances if t is not None)) or "the tolerance"
             flags.append(f"{det} changes its image-level verdict on more than {tol} of the images when they "

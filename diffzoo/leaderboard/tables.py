@@ -18,7 +18,6 @@ from typing import Any
 
 from ..harness.metrics.catalog import COUNT_METRICS, MetricInfo, metric_info
 from ..harness.records import ResultRecord
-from .store import run_key
 
 # Columns shown per case task, in order (others stay in the JSON/CSV output).
 SHOWN = {
@@ -42,13 +41,11 @@ class TableKey:
 
     @classmethod
     def of(cls, record: ResultRecord) -> TableKey:
-        d = record.data
+        b = record.body
         return cls(
-            suite=d["suite"]["name"], suite_version=str(d["suite"]["version"]),
-            definition_hash=str(d["suite"].get("definition_hash") or ""),
-            case=d["case"]["name"], task=str(d["case"].get("task") or ""),
-            dataset=d["dataset"]["name"], fingerprint=str(d["dataset"]["fingerprint"]),
-            metrics_version=str(d["metrics_version"]),
+            suite=b.suite.name, suite_version=b.suite.version, definition_hash=b.suite.definition_hash,
+            case=b.case_name, task=b.task, dataset=b.dataset.name, fingerprint=b.dataset.fingerprint,
+            metrics_version=b.metrics_version,
         )
 
     @property
@@ -142,25 +139,24 @@ def slugify(text: str) -> str:
 
 
 def provenance(record: ResultRecord) -> dict[str, Any]:
-    d = record.data
-    env = d.get("environment", {})
-    det = d["detector"]
+    b = record.body
+    det, env = b.detector, b.environment
     return {
         "record_id": record.id,
-        "checkpoint_sha256": det.get("checkpoint_sha256"),
-        "checkpoint_source": det.get("checkpoint_source"),
-        "pretrained": det.get("pretrained"),
-        "plugin": det.get("plugin"),
-        "git": env.get("git"),
-        "date": env.get("date"),
-        "seed": d.get("seed"),
-        "diffzoo": (env.get("packages") or {}).get("diffzoo"),
-        "device": env.get("device"),
+        "checkpoint_sha256": det.checkpoint_sha256,
+        "checkpoint_source": det.checkpoint_source,
+        "pretrained": det.pretrained,
+        "plugin": det.plugin,
+        "git": env.git,
+        "date": env.date,
+        "seed": b.seed,
+        "diffzoo": env.packages.get("diffzoo"),
+        "device": env.device,
     }
 
 
 def record_cell(record: ResultRecord, metric: str) -> Cell:
-    ci = (record.data.get("ci95") or {}).get(metric)
+    ci = record.body.ci95.get(metric)
     return Cell(record.metrics.get(metric), tuple(ci) if ci and None not in ci else None)
 
 
@@ -185,7 +181,7 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
     give one row, the newest."""
     newest: dict[str, ResultRecord] = {}  # re-runs of one run (same numbers, e.g. another git hash): one row
     for record in records:
-        key = run_key(record)
+        key = record.id
         if key not in newest or record_date(record) >= record_date(newest[key]):
             newest[key] = record
     groups: dict[TableKey, list[ResultRecord]] = {}
@@ -193,13 +189,13 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
         groups.setdefault(TableKey.of(record), []).append(record)
     tables = []
     for key, recs in groups.items():
-        recs.sort(key=lambda r: (r.data["detector"]["name"], r.data.get("environment", {}).get("date") or ""))
+        recs.sort(key=lambda r: (r.body.detector.name, record_date(r)))
         present = {m for r in recs for m in r.metrics}
         wanted = table_metrics(key.task, recs, compact)
         columns = [metric_info(m) or MetricInfo(m, m, None, -math.inf, math.inf, False)
                    for m in wanted if m in present]
         names = [c.name for c in columns]
-        rows = [Row(r.data["detector"]["name"], {m: record_cell(r, m) for m in names},
+        rows = [Row(r.body.detector.name, {m: record_cell(r, m) for m in names},
                     record_id=r.id, provenance=provenance(r)) for r in recs]
         primary = PRIMARY.get(key.task)
         rows.sort(key=_sort_key(primary, metric_info(primary) if primary else None))
@@ -208,11 +204,11 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
         if baselines:
             seen: dict[str, dict[str, Any]] = {}
             for r in recs:
-                for bname, values in (r.data.get("baselines") or {}).items():
+                for bname, values in r.body.baselines.items():
                     seen.setdefault(bname, values)
             rows.extend(Row(f"{bname} (baseline)", {m: Cell(v.get(m)) for m in names}, baseline=True)
                         for bname, v in sorted(seen.items()))
-        tables.append(Table(key, columns, rows, dict(recs[0].data["case"]), recs))
+        tables.append(Table(key, columns, rows, dict(recs[0].body.case), recs))
     tables.sort(key=lambda t: (t.key.suite, version_order(t.key.suite_version), t.key.case, t.key.dataset,
                                t.key.fingerprint, t.key.metrics_version))
     return tables
@@ -240,7 +236,7 @@ def _is_oracle(name: str) -> bool:
 
 
 def record_date(record: ResultRecord) -> str:
-    return str(record.data.get("environment", {}).get("date") or "")
+    return record.body.environment.date or ""
 
 
 def version_order(version: str) -> tuple:
