@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .record_fields import FieldReader, ci_table, confusion_matrix, metric_table, nested_metrics
+from .types import MAX_SEED
 
 SCHEMA_VERSION = 2
-SEED_LIMIT = 2**63
-"""Seeds are integers with 0 <= seed < SEED_LIMIT (what torch and numpy accept; bool is not a seed)."""
+SEED_LIMIT = MAX_SEED + 1
+"""Seeds are integers with 0 <= seed < SEED_LIMIT (types.check_seed's range; bool is not a seed)."""
 STATE_DIR = "states"
 SKIPPED_EXAMPLES = 20
 """How many skipped samples (id, kind, reason) a record lists; all are counted by kind."""

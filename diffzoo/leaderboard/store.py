@@ -27,6 +27,7 @@ writer killed mid-write leaves only a ``.NAME.RANDOM.tmp`` file, which
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -44,11 +45,6 @@ log = logging.getLogger(__name__)
 STORE_DIRS = ("records", "states", "replaced", "versions")
 """Folders the store writes; it never overwrites or deletes a file in them
 (states are content-addressed, a replaced record is moved to ``replaced/``)."""
-
-
-def run_key(record: ResultRecord) -> str:
-    """What identifies one run: its record id (kept for older callers)."""
-    return record.id
 
 
 @dataclass(frozen=True)
@@ -236,7 +232,7 @@ class RecordStore:
         source = StateSource([*record_roots(path), self.root])  # beside the file, else already here
         try:
             carried = {ref.file: source.blob(ref) for ref in (body.state, body.compared_state) if ref is not None}
-            outcome = self.add(ResultRecord(record.data, carried), source=src)
+            outcome = self.add(dataclasses.replace(record, attachments=carried), source=src)
         except RecordError as exc:
             return AddOutcome(src, "rejected", str(exc), record.id)
         if outcome.status == "present" and outcome.differs:
