@@ -15,6 +15,7 @@ from diffzoo.harness.checkpoints import (
     load_checkpoint,
 )
 from diffzoo.harness.errors import ModelError
+from diffzoo.harness.fsutil import sha256_file
 from diffzoo.harness.types import LabelSpace
 
 
@@ -148,8 +149,9 @@ def test_task_card_and_shape_mismatch_are_clear(tmp_path):
     key = next(k for k in state if k.endswith("classifier.weight"))
     state[key] = torch.zeros(7, *state[key].shape[1:])
     save_file(state, str(weights))
-    (tmp_path / "sem" / "card.json").write_text(
-        (tmp_path / "sem" / "card.json").read_text().replace('"sha256"', '"old_sha256"'))
+    card = json.loads((tmp_path / "sem" / "card.json").read_text())
+    card["sha256"] = sha256_file(weights)  # a consistent card: a card without a sha256 is refused
+    (tmp_path / "sem" / "card.json").write_text(json.dumps(card))
     with pytest.raises(ModelError, match="does not fit segformer.tiny"):
         det("semantic").load(tmp_path / "sem")
 

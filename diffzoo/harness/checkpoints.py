@@ -4,6 +4,17 @@ Weights are only ever read with safetensors; pickle-based files (``.pt``,
 ``.pth``, ``.bin``, ``.ckpt``, ``.pkl``) are refused, never unpickled.  The
 cache key hashes (detector card, train config, dataset fingerprint, subset,
 seed), so a changed recipe or dataset never reuses a stale model.
+
+Kills and strangers.  A folder is written in ``.NAME.RANDOM/`` beside its
+final place and renamed into it (:func:`atomic_dir`), so a killed write
+leaves only a dot-folder that no reader lists or loads.  While it writes,
+the writer holds an exclusive ``flock`` on ``.incomplete`` inside it; the
+next start deletes a dot-folder whose lock is free (its writer died) and
+leaves one whose lock is held (another process is still writing).  Without
+``fcntl`` (Windows), or for a dot-folder with no ``.incomplete``, only age
+counts: untouched for :data:`STALE_AFTER_S`.  A checkpoint's card.json
+records the sha256 of its weights; a card without one, or weights that no
+longer match it, are refused with the file named and the fix.
 """
 
 from __future__ import annotations
@@ -11,14 +22,23 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .cards import stable_hash
 from .errors import ModelError
 from .fsutil import atomic_write_text, cache_root, sha256_file
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; abandoned folders go by age alone
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +47,11 @@ META_FILE = "card.json"
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".pkl", ".pickle")
 FORMATS = ("diffzoo-checkpoint-1",)
 """``format`` values of card.json that this version reads."""
+INCOMPLETE = ".incomplete"
+"""Marker inside a folder still being written; its writer holds a flock on it."""
+STALE_AFTER_S = 24 * 3600
+"""A dot-folder without a lockable marker is abandoned once untouched this long."""
+_PARTIAL = re.compile(r"^\..+\.[a-z0-9_]{8}$")  # tempfile.mkdtemp(prefix=".NAME.")
 
 _REFUSE_PICKLE = (
     "refusing to load {path}: {why}, which can run arbitrary code when loaded. Convert it "
@@ -34,29 +59,138 @@ _REFUSE_PICKLE = (
 )
 
 
+# -- folders that appear complete or not at all ----------------------------------------
+def _hold_marker(folder: Path) -> IO[str]:
+    """Create ``folder/.incomplete`` locked by this process: locked under another
+    name first, then renamed, so no sweeper ever finds it unlocked while we live."""
+    pending = folder / f"{INCOMPLETE}.new"
+    fh = open(pending, "w")
+    try:
+        if fcntl is not None:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        os.replace(pending, folder / INCOMPLETE)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
+
+
+def _writer_is_gone(folder: Path) -> bool:
+    """Whether a dot-folder was abandoned: its marker's lock is free, or (no
+    marker, or no locks here) nothing in it changed for :data:`STALE_AFTER_S`."""
+    if fcntl is not None:
+        try:
+            fh = open(folder / INCOMPLETE)
+        except OSError:
+            pass  # no marker (yet, or any more): go by age
+        else:
+            with fh:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    return False  # held: a live writer
+                return True  # the kernel frees a dead process's locks
+    try:
+        newest = max([folder.stat().st_mtime, *(p.lstat().st_mtime for p in folder.iterdir())])
+    except OSError:
+        return False
+    return time.time() - newest > STALE_AFTER_S
+
+
+def sweep_partial(folder: Path) -> list[Path]:
+    """Delete the abandoned ``.NAME.RANDOM/`` folders directly in ``folder``, a
+    folder of diffzoo's cache (see the module docstring); returns those removed."""
+    removed = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if _PARTIAL.match(entry.name) and entry.is_dir() and not entry.is_symlink() and _writer_is_gone(entry):
+            shutil.rmtree(entry, ignore_errors=True)
+            log.info("removed %s, left by an interrupted write", entry)
+            removed.append(entry)
+    return removed
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in folder.iterdir():
+        if path.is_file():
+            with open(path, "rb") as fh:
+                os.fsync(fh.fileno())
+    if hasattr(os, "O_DIRECTORY"):
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _swap_in(tmp: Path, target: Path) -> None:
+    """Rename ``tmp`` to ``target``; an existing ``target`` is first renamed away
+    (into a dot-folder that is then deleted), never deleted in place."""
+    try:
+        os.replace(tmp, target)  # no target yet (an empty one is replaced too)
+        return
+    except OSError:
+        if not target.exists():
+            raise
+    trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    os.replace(target, trash / "replaced")
+    os.replace(tmp, target)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+@contextmanager
+def atomic_dir(target: Path) -> Iterator[Path]:
+    """Yield a temp folder ``.NAME.RANDOM/`` beside ``target``; on a clean exit its
+    files are synced and it replaces ``target`` in one rename.  An exception
+    removes it; a kill leaves it to :func:`sweep_partial`, which the readers
+    of diffzoo's cache call (never on folders outside the cache: a user's
+    folder may hold dot-folders of its own)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        marker = _hold_marker(tmp)
+        try:
+            yield tmp
+            (tmp / INCOMPLETE).unlink()
+            _fsync_tree(tmp)
+            _swap_in(tmp, target)
+        finally:
+            marker.close()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def save_checkpoint(directory: Path, state_dict: dict[str, Any], meta: dict[str, Any]) -> Path:
     """Write ``directory/model.safetensors`` and ``directory/card.json``.
 
-    The folder appears complete or not at all (built in a temp folder, then
-    renamed).  Returns the weights path; ``meta`` gains ``sha256``.
+    The folder appears complete or not at all (:func:`atomic_dir`).  Returns
+    the weights path; ``meta`` gains ``sha256``.
     """
     from safetensors.torch import save_file
 
     directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    try:
+    with atomic_dir(directory) as tmp:
         tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
         save_file(tensors, str(tmp / WEIGHTS_FILE))
         meta = {**meta, "sha256": sha256_file(tmp / WEIGHTS_FILE)}
         atomic_write_text(tmp / META_FILE, json.dumps(meta, indent=2, sort_keys=True))
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(tmp, directory)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return directory / WEIGHTS_FILE
+
+
+def _retrain(folder: Path) -> str:
+    return f"delete {folder} and run again to train it anew (or pass an intact checkpoint)"
+
+
+def _no_card(folder: Path) -> ModelError:
+    return ModelError(
+        f"cached checkpoint {folder} has {WEIGHTS_FILE} but no {META_FILE}: diffzoo did not write it "
+        f"(or an old write was cut short); {_retrain(folder)}"
+    )
 
 
 def resolve_checkpoint(path: Path | str) -> tuple[Path, Path | None]:
@@ -65,6 +199,11 @@ def resolve_checkpoint(path: Path | str) -> tuple[Path, Path | None]:
     if not path.exists():
         raise ModelError(f"checkpoint {path} does not exist")
     if path.is_dir():
+        if (path / INCOMPLETE).exists():
+            raise ModelError(
+                f"checkpoint folder {path} is an unfinished write (its writer was killed or is still "
+                "writing); use the finished checkpoint beside it, or delete this folder"
+            )
         weights = path / WEIGHTS_FILE
         if not weights.exists():
             raise ModelError(f"checkpoint folder {path} has no {WEIGHTS_FILE}")
@@ -116,21 +255,47 @@ def checkpoint_meta(path: Path | str) -> tuple[Path, dict[str, Any]]:
     return weights, read_meta(meta_path) if meta_path is not None else {}
 
 
+def verify_weights(weights: Path, meta_path: Path | None, meta: dict[str, Any]) -> str:
+    """The sha256 of ``weights``, checked against the one its card.json records.
+
+    diffzoo writes the hash into every card.json, so a card without one was
+    edited or made by hand, and weights that differ changed after the card
+    was written: both are refused.  A bare ``.safetensors`` without a card
+    has nothing to check against.
+    """
+    digest = sha256_file(weights)
+    if meta_path is None:
+        return digest
+    expected = meta.get("sha256")
+    where = Path(weights).parent
+    if not isinstance(expected, str) or not expected:
+        raise ModelError(
+            f"checkpoint card {meta_path} records no sha256 of {weights} (diffzoo always writes one: "
+            f"the card was edited or made by hand); {_retrain(where)}. For weights you made yourself, "
+            "pass the .safetensors file without a card.json, or write its sha256 into the card"
+        )
+    if expected != digest:
+        raise ModelError(
+            f"checkpoint {weights}: sha256 differs from {meta_path} (the file hashes to {digest}, the card "
+            f"records {expected}): the weights changed after the checkpoint was written; {_retrain(where)}"
+        )
+    return digest
+
+
 def load_checkpoint(path: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Read weights (safetensors only) and the card JSON beside them."""
+    """Read weights (safetensors only, hash-checked before parsing) and the card beside them."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    weights, meta = checkpoint_meta(path)
+    weights, meta_path = resolve_checkpoint(path)
+    meta = read_meta(meta_path) if meta_path is not None else {}
     _refuse_pickled_content(weights)
+    digest = verify_weights(weights, meta_path, meta)
     try:
         state = load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as exc:
         raise ModelError(f"checkpoint {weights} is not a readable safetensors file: {exc}") from exc
-    digest = sha256_file(weights)
-    if (meta.get("sha256") or digest) != digest:
-        raise ModelError(f"checkpoint {weights}: sha256 differs from {META_FILE}; file changed?")
-    meta.setdefault("sha256", digest)
+    meta["sha256"] = digest
     return state, meta
 
 
@@ -170,10 +335,37 @@ def cache_dir(detector: str, key: str) -> Path:
     return cache_root() / "checkpoints" / detector / key
 
 
+def cached_meta(folder: Path, key: str) -> dict[str, Any]:
+    """The card of the cache entry ``folder``, checked to be one diffzoo wrote
+    for cache key ``key`` (the weights' hash is checked when they are loaded)."""
+    folder = Path(folder)
+    _, meta_path = resolve_checkpoint(folder)
+    if meta_path is None:
+        raise _no_card(folder)
+    meta = read_meta(meta_path)
+    if meta.get("cache_key") != key:
+        raise ModelError(
+            f"cached checkpoint {folder} was written for cache key {meta.get('cache_key')!r}, not {key!r} "
+            f"(moved or copied there); {_retrain(folder)}"
+        )
+    return meta
+
+
 def cached_checkpoints(detector: str) -> list[Path]:
-    """Checkpoint folders that runs cached for ``detector`` (full name), newest first."""
+    """Checkpoint folders that runs cached for ``detector`` (full name), newest first.
+
+    Dot-folders (writes in progress or cut short) are never listed, and those
+    abandoned are removed; a folder with weights but no card.json is refused.
+    """
     folder = cache_dir(detector, "")
     if not folder.is_dir():
         return []
-    found = [d for d in folder.iterdir() if (d / WEIGHTS_FILE).is_file()]
+    sweep_partial(folder)
+    found = []
+    for d in folder.iterdir():
+        if d.name.startswith(".") or not (d / WEIGHTS_FILE).is_file():
+            continue
+        if not (d / META_FILE).is_file():
+            raise _no_card(d)
+        found.append(d)
     return sorted(found, key=lambda d: (d / WEIGHTS_FILE).stat().st_mtime, reverse=True)

@@ -156,7 +156,8 @@ class ClassifierDetector(Detector):
         torch.manual_seed(config.seed)
         data = ImageLabelDataset(train.dataset, train.ids, config, self.train_view(config))
         groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": config.lr}]
-        return train_loop(self.model, make_loader(data, config), bce_loss, groups, config, self.device, progress)
+        return train_loop(self.model, make_loader(data, config), bce_loss, groups, config, self.device, progress,
+                          train.resume)
 
     # -- checkpoints -----------------------------------------------------
     def save(self, path, extra: dict[str, Any] | None = None):

@@ -22,6 +22,7 @@ from .cards import DetectorCard
 from .checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
 from .errors import ConfigError, ModelError
 from .protocols import Dataset, Detector
+from .resume import Resume
 from .trainer import AuxLogits, TrainConfig, train_segmenter
 from .types import DetectionOutput, LabelSpace
 
@@ -30,10 +31,13 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TrainData:
-    """The training input of :meth:`Detector.fit`: a dataset and sample ids."""
+    """The training input of :meth:`Detector.fit`: a dataset and sample ids, and
+    where the shared training loop saves its state to resume after a kill
+    (the runner sets it; None: no saves)."""
 
     dataset: Dataset
     ids: list[str]
+    resume: Resume | None = None
 
 
 class Normalized(nn.Module):
@@ -64,7 +68,8 @@ class Normalized(nn.Module):
         def crop(logits: torch.Tensor) -> torch.Tensor:  # drop the padding, at the map's own stride
             scale_h = logits.shape[-2] / x.shape[-2]
             scale_w = logits.shape[-1] / x.shape[-1]
-            return logits[..., : round(h * scale_h), : round(w * scale_w)]
+            # at least one row and column: a 1 x 1 input at stride 4 must not crop to nothing
+            return logits[..., : max(1, round(h * scale_h)), : max(1, round(w * scale_w))]
 
         if isinstance(out, tuple):
             main, aux = out
@@ -149,7 +154,8 @@ class SegmentationDetector(Detector):
         if self.task == "semantic" and train.dataset.label_space != self.label_space:
             raise ConfigError("training data and detector have different label spaces")
         return train_segmenter(
-            self.model, self.param_groups(config.head_lr_mult), train.dataset, train.ids, self.task, config, self.device, progress
+            self.model, self.param_groups(config.head_lr_mult), train.dataset, train.ids, self.task, config,
+            self.device, progress, train.resume,
         )
 
     # -- checkpoints -----------------------------------------------------

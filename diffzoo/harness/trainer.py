@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from functools import partial
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -27,6 +28,7 @@ from torch import nn
 from . import distributed
 from .errors import ConfigError, CorruptSampleError, DataError
 from .protocols import Dataset
+from .resume import BatchStream, Resume, capture, restore
 from .types import IGNORE_INDEX
 
 log = logging.getLogger(__name__)
@@ -88,14 +90,32 @@ class TrainConfig:
         return d
 
 
+DEVICE_FORMS = "auto, cpu, cuda, cuda:N (N = the GPU's index) or mps"
+_DEVICE = re.compile(r"auto|cpu|mps|cuda(?::(\d{1,4}))?")
+
+
 def resolve_device(device: str) -> torch.device:
-    """``auto`` -> cuda if available else cpu; a clear error for a missing GPU."""
+    """The torch device that ``--device`` names, checked to exist here.
+
+    ``auto`` is cuda if available, else cpu.  Anything but the forms in
+    :data:`DEVICE_FORMS`, or a device this machine lacks, is a ConfigError
+    naming the value (the one place every command resolves ``--device``).
+    """
+    match = _DEVICE.fullmatch(device) if isinstance(device, str) else None
+    if match is None:
+        raise ConfigError(f"--device {device!r} is not a device diffzoo can use; give one of {DEVICE_FORMS}")
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"--device {device}: CUDA is not available on this machine; use --device cpu")
-    return dev
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--device {device}: CUDA is not available on this machine; use --device cpu")
+        count = torch.cuda.device_count()
+        if match[1] is not None and int(match[1]) >= count:
+            raise ConfigError(f"--device {device}: this machine has {count} CUDA device(s), "
+                              f"cuda:0 to cuda:{count - 1}")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("--device mps: MPS is not available on this machine; use --device cpu")
+    return torch.device(device)
 
 
 class CropDataset(torch.utils.data.Dataset):
@@ -118,6 +138,16 @@ class CropDataset(torch.utils.data.Dataset):
             rank = [self.rank] if self.rank else []
             self._rng = np.random.default_rng([self.cfg.seed, torch.initial_seed() % (2**31), *rank])
         return self._rng
+
+    def rng_state(self) -> dict[str, Any] | None:
+        """The crop generator's state (None before its first use), for resuming."""
+        return self._rng.bit_generator.state if self._rng is not None else None
+
+    def set_rng_state(self, state: dict[str, Any] | None) -> None:
+        if state is None:
+            self._rng = None
+        else:
+            self._generator().bit_generator.state = state
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -217,21 +247,6 @@ def make_optimizer(groups: list[dict[str, Any]], cfg: TrainConfig) -> torch.opti
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
 
 
-def _batches(loader: torch.utils.data.DataLoader) -> Iterable[Any]:
-    set_epoch = getattr(loader.sampler, "set_epoch", None)  # a DistributedSampler's
-    epoch = 0
-    while True:
-        if set_epoch is not None:
-            set_epoch(epoch)
-        epoch += 1
-        yielded = False
-        for batch in loader:
-            yielded = True
-            yield batch
-        if not yielded:
-            raise DataError("the training split yielded no usable samples")
-
-
 def make_loader(
     data: torch.utils.data.Dataset, cfg: TrainConfig, shard: bool = True
 ) -> torch.utils.data.DataLoader:
@@ -264,13 +279,16 @@ def train_loop(
     cfg: TrainConfig,
     device: torch.device,
     progress: Callable[[int, float], None] | None = None,
+    resume: Resume | None = None,
 ) -> dict[str, Any]:
     """``cfg.iterations`` steps of ``loss_fn(model(inputs), targets)``; returns a log.
 
     ``groups`` are optimiser parameter groups, each with its ``lr``.  The
     optimiser, warm-up + poly schedule (power 0 = constant) with its floor,
     bf16 autocast on CUDA and DDP under torchrun are shared by every
-    detector kind; nothing here is specific to one task.
+    detector kind; nothing here is specific to one task.  With ``resume``
+    the loop saves its state every ``resume.every`` steps and starts from
+    the newest saved state (see :mod:`.resume`); the result is the same.
     """
     opt = make_optimizer(groups, cfg)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -283,8 +301,18 @@ def train_loop(
     net = distributed.wrap_ddp(model, device)
     losses: list[float] = []
     skipped = 0
-    batches = _batches(loader)
-    for step in range(cfg.iterations):
+    batches = BatchStream(loader)
+    if resume is not None and distributed.world_size() > 1:
+        log.info("no resumable training state under torchrun: a killed run trains again from the start")
+        resume = None
+    every = resume.interval(cfg.iterations) if resume is not None else 0
+    start = 0
+    saved = resume.load() if resume is not None else None
+    if saved is not None:
+        start, tensors, state = saved
+        losses, skipped = restore(tensors, state, model, opt, sched, batches)
+        log.info("resuming training at step %d of %d from %s", start, cfg.iterations, resume.folder)
+    for step in range(start, cfg.iterations):
         batch = next(batches)
         while batch is None:
             skipped += loader.batch_size or 0
@@ -305,6 +333,8 @@ def train_loop(
         opt.step()
         sched.step()
         losses.append(value)
+        if every and (step + 1) % every == 0 and step + 1 < cfg.iterations:
+            resume.save(step + 1, *capture(model, opt, sched, batches, losses, skipped))
         if progress is not None:
             progress(step + 1, value)
     model.eval()
@@ -328,10 +358,12 @@ def train_segmenter(
     cfg: TrainConfig,
     device: torch.device,
     progress: Callable[[int, float], None] | None = None,
+    resume: Resume | None = None,
 ) -> dict[str, Any]:
     """Train ``model`` (images in [0, 1] -> logits) and return a log.
 
     ``param_groups`` are optimiser groups; a group may carry ``lr_mult``.
+    ``resume``: see :func:`train_loop`.
     Under torchrun the model is trained through DistributedDataParallel on
     this rank's shard with ``cfg.batch_size // world`` images per step; the
     logged losses are means over ranks.
@@ -344,4 +376,4 @@ def train_segmenter(
         {**{k: v for k, v in g.items() if k != "lr_mult"}, "lr": cfg.lr * g.get("lr_mult", 1.0)}
         for g in param_groups
     ]
-    return train_loop(model, loader, partial(segmentation_loss, task=task), groups, cfg, device, progress)
+    return train_loop(model, loader, partial(segmentation_loss, task=task), groups, cfg, device, progress, resume)

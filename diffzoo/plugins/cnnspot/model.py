@@ -9,10 +9,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from diffzoo.harness.cards import DetectorCard
 from diffzoo.harness.classifier import ClassifierDetector, View, crop_view
-from diffzoo.harness.errors import ModelError, WeightsUnavailableError
+from diffzoo.harness.errors import ModelError
 from diffzoo.harness.segmenter import Normalized
 from diffzoo.harness.trainer import TrainConfig
+from diffzoo.harness.weights import url_state
 
 from .augment import BlurJpeg
 
@@ -26,21 +28,13 @@ def blur_jpeg_view(
     return crop_view(aug(image, rng), label, rng, size, hflip)
 
 
-def imagenet_resnet50_state() -> dict[str, torch.Tensor]:
-    """torchvision's ImageNet ResNet-50 (V1) weights from the torch hub cache, or a clear error."""
+def imagenet_resnet50_state(card: DetectorCard) -> dict[str, torch.Tensor]:
+    """torchvision's ImageNet ResNet-50 (V1) weights from the torch hub cache (or downloaded),
+    hash-checked and read tensors-only, or a clear error."""
     from torchvision.models import ResNet50_Weights
 
-    weights = ResNet50_Weights.IMAGENET1K_V1
-    try:
-        # torch.hub reads the cache first; weights_only=True: tensors only, no arbitrary unpickling
-        return torch.hub.load_state_dict_from_url(weights.url, progress=False, check_hash=True, weights_only=True)
-    except (OSError, RuntimeError, ValueError) as exc:  # URLError is an OSError
-        raise WeightsUnavailableError(
-            "detector cnnspot.r50",
-            "torchvision ResNet50_Weights.IMAGENET1K_V1",
-            f"or pass --no-pretrained to train from scratch; error: {exc}",
-            fetch=f"download {weights.url} into {torch.hub.get_dir()}/checkpoints/ (TORCH_HOME moves it)",
-        ) from exc
+    return url_state(card, ResNet50_Weights.IMAGENET1K_V1.url, label="torchvision ResNet50_Weights.IMAGENET1K_V1",
+                     detail="or pass --no-pretrained to train from scratch")
 
 
 class CNNSpotDetector(ClassifierDetector):
@@ -53,7 +47,7 @@ class CNNSpotDetector(ClassifierDetector):
 
             net = resnet50(weights=None)
             if pretrained:
-                net.load_state_dict(imagenet_resnet50_state())
+                net.load_state_dict(imagenet_resnet50_state(self.card))
                 log.info("loaded ImageNet ResNet-50 weights (%s)", self.card.weights)
             net.fc = nn.Linear(net.fc.in_features, 1)
         elif arch["backbone"] == "timm.ResNet":

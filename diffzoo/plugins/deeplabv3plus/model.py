@@ -8,21 +8,21 @@ from torch import nn
 
 from diffzoo.harness.cards import DetectorCard
 from diffzoo.harness.errors import ModelError, WeightsUnavailableError
-from diffzoo.harness.weights import hub_offline
+from diffzoo.harness.weights import hub_weights
 from diffzoo.harness.segmenter import SegmentationDetector
 
 log = logging.getLogger(__name__)
 
 
 def encoder_weights(card: DetectorCard) -> str:
-    """Make sure the card's smp encoder weights are cached; return smp's name for them.
+    """Make sure the card's smp encoder weights are cached and unchanged; return smp's name for them.
 
     smp downloads encoder weights from the hub inside its constructor, without
     ``local_files_only``; fetching them here first (pinned to smp's revision)
-    turns a missing download into a clear error and lets smp read the cache.
+    turns a missing download into a clear error, hash-checks the file
+    (:func:`~diffzoo.harness.weights.check_weights`) and lets smp read the cache.
     """
     import segmentation_models_pytorch as smp
-    from huggingface_hub import hf_hub_download
     from segmentation_models_pytorch.encoders import encoders
 
     name = card.arch["encoder"]
@@ -34,16 +34,9 @@ def encoder_weights(card: DetectorCard) -> str:
             f"{card.weights!r} for encoder {name!r} (it has {sorted(settings) or 'none'})"
         )
     key, revision = found[0]
-    try:
-        for filename in ("config.json", "model.safetensors"):  # the two files smp reads
-            hf_hub_download(card.weights, filename=filename, revision=revision, local_files_only=hub_offline())
-    except OSError as exc:  # LocalEntryNotFoundError, OfflineModeIsEnabled, HfHubHTTPError
-        raise WeightsUnavailableError(
-            f"detector {card.name}",
-            card.weights,
-            f"ImageNet ResNet encoder for smp, revision {revision}; "
-            "or pass --no-pretrained to train from random initialisation",
-        ) from exc
+    hub_weights(card, card.weights, ("model.safetensors",), revision=revision, also=("config.json",),
+                detail=f"ImageNet ResNet encoder for smp, revision {revision}; "
+                "or pass --no-pretrained to train from random initialisation")
     return key
 
 

@@ -12,8 +12,6 @@ detector pads to that) the output is exactly the input size.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
-from urllib.parse import urlparse
 
 import torch
 import torch.nn.functional as F
@@ -21,7 +19,7 @@ from torch import nn
 
 from diffzoo.harness.cards import DetectorCard
 from diffzoo.harness.errors import ConfigError, ModelError, WeightsUnavailableError
-from diffzoo.harness.weights import hub_offline
+from diffzoo.harness.weights import url_state
 from diffzoo.harness.segmenter import SegmentationDetector
 
 log = logging.getLogger(__name__)
@@ -117,7 +115,7 @@ class FCN8s(nn.Module):
 
 def torchvision_state(card: DetectorCard) -> dict[str, torch.Tensor]:
     """The card's torchvision weights (``"VGG16_Weights.IMAGENET1K_V1"``), from the torch
-    hub cache or downloaded; a clear error when neither works."""
+    hub cache or downloaded, hash-checked; a clear error when neither works."""
     import torchvision
 
     enum_name, _, member = (card.weights or "").partition(".")
@@ -125,16 +123,8 @@ def torchvision_state(card: DetectorCard) -> dict[str, torch.Tensor]:
         weights = getattr(torchvision.models, enum_name)[member]
     except (AttributeError, KeyError) as exc:
         raise ModelError(f"detector {card.name}: torchvision has no weights {card.weights!r}") from exc
-    target = Path(torch.hub.get_dir()) / "checkpoints" / Path(urlparse(weights.url).path).name
-    fetch = f"download {weights.url} to {target} (the torch hub cache; TORCH_HOME moves it)"
     detail = f"torchvision {card.weights}; or pass --no-pretrained to train from random initialisation"
-    if not target.exists() and hub_offline():
-        raise WeightsUnavailableError(f"detector {card.name}", weights.url, detail, fetch=fetch)
-    try:
-        return weights.get_state_dict(progress=False, check_hash=True)
-    except (OSError, RuntimeError) as exc:  # URLError is an OSError; a bad hash a RuntimeError
-        raise WeightsUnavailableError(f"detector {card.name}", weights.url, f"{detail}; {exc}",
-                                      fetch=fetch) from exc
+    return url_state(card, weights.url, detail=detail)
 
 
 class FCN8sDetector(SegmentationDetector):

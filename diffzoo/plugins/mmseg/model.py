@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import pickle
 import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import torch
 from torch import nn
@@ -27,7 +25,7 @@ from torch import nn
 from diffzoo.harness.cards import DetectorCard
 from diffzoo.harness.errors import ModelError, WeightsUnavailableError
 from diffzoo.harness.segmenter import SegmentationDetector
-from diffzoo.harness.weights import hub_offline
+from diffzoo.harness.weights import url_state
 
 from . import INSTALL_HINT
 
@@ -121,31 +119,14 @@ def checkpoint_url(source: str) -> str:
 
 
 def pretrained_backbone_state(card: DetectorCard, source: str) -> dict[str, torch.Tensor]:
-    """The backbone weights ``source`` names, from the torch hub cache or downloaded.
-
-    Read with ``weights_only=True``: a file holding anything but tensors and
-    plain containers is refused, never unpickled.
-    """
+    """The backbone weights ``source`` names, from the torch hub cache or downloaded,
+    hash-checked and read with ``weights_only=True`` (see :func:`diffzoo.harness.weights.url_state`)."""
     url = checkpoint_url(source)
-    target = Path(torch.hub.get_dir()) / "checkpoints" / Path(urlparse(url).path).name
-    fetch = f"download {url} to {target} (the torch hub cache; TORCH_HOME moves it)"
     detail = f"backbone of {card.arch['config']}; or pass --no-pretrained to train from random initialisation"
-    if not target.exists() and hub_offline():
-        raise WeightsUnavailableError(f"detector {card.name}", source, detail, fetch=fetch)
-    try:
-        ckpt = torch.hub.load_state_dict_from_url(
-            url, map_location="cpu", progress=False, check_hash=True, weights_only=True
-        )
-    except pickle.UnpicklingError as exc:
-        raise ModelError(
-            f"refusing to load {target}: it holds pickled objects other than tensors "
-            f"(loaded with weights_only=True): {str(exc).splitlines()[0]}"
-        ) from exc
-    except (OSError, RuntimeError, ValueError) as exc:  # URLError is an OSError; a bad hash a RuntimeError
-        raise WeightsUnavailableError(f"detector {card.name}", source, f"{detail}; {exc}", fetch=fetch) from exc
+    ckpt = url_state(card, url, label=source, detail=detail)
     state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, dict) else None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ModelError(f"{target} is not a state dict of tensors")
+        raise ModelError(f"the backbone checkpoint of {url} is not a state dict of tensors")
     # mmengine's load_checkpoint drops these prefixes too (revise_keys)
     return {re.sub(r"^(module\.)?(backbone\.)?", "", k): v for k, v in state.items()}
 

@@ -8,6 +8,7 @@ from torch import nn
 
 from diffzoo.harness.errors import WeightsUnavailableError
 from diffzoo.harness.segmenter import SegmentationDetector
+from diffzoo.harness.weights import hub_weights
 
 log = logging.getLogger(__name__)
 
@@ -33,15 +34,20 @@ class SegformerDetector(SegmentationDetector):
         if pretrained:
             if not self.card.weights:
                 raise WeightsUnavailableError(self.card.name, "(none)", "this card has no pretrained weights")
+            # resolved and hash-checked first; transformers then reads exactly those files
+            path = hub_weights(self.card, self.card.weights, ("model.safetensors", "pytorch_model.bin"),
+                               also=("config.json",),
+                               detail="or pass --no-pretrained to train from random initialisation")
             try:
                 model = SegformerForSemanticSegmentation.from_pretrained(
-                    self.card.weights, num_labels=num_outputs, ignore_mismatched_sizes=True
+                    path.parent, num_labels=num_outputs, ignore_mismatched_sizes=True
                 )
             except OSError as exc:
                 raise WeightsUnavailableError(
                     f"detector {self.card.name}",
                     self.card.weights,
-                    "or pass --no-pretrained to train from random initialisation",
+                    f"{path.parent} is incomplete ({exc}); or pass --no-pretrained to train from random "
+                    "initialisation",
                 ) from exc
             log.info("loaded pretrained encoder %s", self.card.weights)
         else:

@@ -11,7 +11,9 @@ whole model when the backbone is randomly initialised (tests, --no-pretrained).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,9 +29,10 @@ from diffzoo.harness.classifier import (
     make_loader,
     train_loop,
 )
-from diffzoo.harness.errors import ModelError, WeightsUnavailableError
+from diffzoo.harness.errors import ModelError
 from diffzoo.harness.segmenter import TrainData
 from diffzoo.harness.trainer import TrainConfig
+from diffzoo.harness.weights import hub_weights
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,25 @@ class ClipProbe(nn.Module):
         return self.probe(self.embed(self.prepare(images)))
 
 
+def open_clip_weights(card, name: str, tag: str) -> Path:
+    """The local file of open_clip's pretrained ``name``/``tag`` (the hub file open_clip
+    itself would read, safetensors first), fetched unless offline and hash-checked."""
+    import open_clip
+    from open_clip.constants import HF_SAFE_WEIGHTS_NAME, HF_WEIGHTS_NAME
+
+    hub = (open_clip.get_pretrained_cfg(name, tag) or {}).get("hf_hub", "")
+    if not hub:
+        raise ModelError(f"detector {card.name}: open_clip names no hub weights for {name!r}/{tag!r}")
+    repo, filename = os.path.split(hub)  # "org/model/" means open_clip's default file name
+    filename = filename or HF_WEIGHTS_NAME
+    safe = HF_SAFE_WEIGHTS_NAME if filename == HF_WEIGHTS_NAME else filename.rsplit(".", 1)[0] + ".safetensors"
+    return hub_weights(
+        card, repo, (safe, filename),
+        what=f"detector {card.name} (open_clip {name!r}, pretrained={tag!r})",
+        detail="open_clip reads them from the HF cache; --no-pretrained gives random, useless features",
+    )
+
+
 def _open_clip_visual(card, pretrained: bool) -> nn.Module:
     import open_clip
 
@@ -95,14 +117,12 @@ def _open_clip_visual(card, pretrained: bool) -> nn.Module:
     if not pretrained:
         log.warning("%s without pretrained CLIP weights: the probe reads random features", card.name)
         return open_clip.create_model(name, pretrained=None, force_quick_gelu=quick_gelu).visual
+    path = open_clip_weights(card, name, tag)
     try:
-        model = open_clip.create_model(name, pretrained=tag, force_quick_gelu=quick_gelu)
-    except (RuntimeError, OSError) as exc:  # open_clip wraps a failed hub download in RuntimeError
-        raise WeightsUnavailableError(
-            f"detector {card.name} (open_clip {name!r}, pretrained={tag!r})",
-            card.weights,
-            "open_clip reads them from the HF cache; --no-pretrained gives random, useless features",
-        ) from exc
+        model = open_clip.create_model(name, pretrained=str(path), force_quick_gelu=quick_gelu)
+    except (RuntimeError, OSError) as exc:
+        raise ModelError(f"detector {card.name}: open_clip cannot load {path} as {name!r} ({exc}); "
+                         "delete the file and fetch it again") from exc
     return model.visual
 
 
@@ -134,7 +154,8 @@ class UniversalFakeDetector(ClassifierDetector):
         data = torch.utils.data.TensorDataset(feats, labels)
         loader = make_loader(data, config, shard=False)  # the features are this rank's share already
         groups = [{"params": list(self.model.probe.parameters()), "lr": config.lr}]
-        log_ = train_loop(self.model.probe, loader, bce_loss, groups, config, self.device, progress)
+        # resuming after a kill extracts the (deterministic) features again, then continues the probe's training
+        log_ = train_loop(self.model.probe, loader, bce_loss, groups, config, self.device, progress, train.resume)
         log_["feature_images"] = sum(distributed.all_gather(len(labels)))
         log_["skipped_samples"] += sum(distributed.all_gather(skipped))
         log_["edited_view_fraction"] = float(labels.mean()) if len(labels) else float("nan")

@@ -1,0 +1,309 @@
+"""Fault suite, issue 12 section 6 (checkpoints, pretrained weights, resumed
+training) and section 7 (--device): kills and strangers never make diffzoo
+load the wrong bytes, and a killed training run resumes to the same model."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import cli, save_image
+from safetensors.torch import load_file
+
+from diffzoo.harness.errors import ModelError
+from diffzoo.harness.fsutil import sha256_file
+from diffzoo.harness.plugins import get_registry
+from diffzoo.harness.runner import RunRequest, Runner
+from diffzoo.harness.types import BINARY
+
+TASK = {"segformer.tiny": "binary", "cnnspot.tiny": "classification", "universalfakedet.tiny": "classification"}
+ITERATIONS = 20  # the default resume interval is a tenth: a save every 2 steps
+
+
+def _request(folder: Path, detector: str = "segformer.tiny", **kw) -> RunRequest:
+    crop = 16 if detector == "segformer.tiny" else 32
+    return RunRequest(detector=detector, suites="standard", dataset=str(folder), device="cpu", bootstrap=0,
+                      train_overrides={"iterations": ITERATIONS, "batch_size": 2, "crop_size": crop}, **kw)
+
+
+class _Killed(Exception):
+    """Stands in for a kill in the middle of training."""
+
+
+class _Steps:
+    """A Progress that counts the training steps a run computes and can 'kill' it at one."""
+
+    def __init__(self, kill_at: int | None = None):
+        self.calls, self.kill_at = 0, kill_at
+
+    @contextmanager
+    def task(self, description, total):
+        outer = self
+
+        class Task:
+            def advance(self, n=1, **info):
+                if description.startswith("training"):
+                    outer.calls += 1
+                    if outer.calls == outer.kill_at:
+                        raise _Killed(f"killed at step {outer.calls}")
+
+        yield Task()
+
+
+def _train(folder: Path, detector: str = "segformer.tiny", progress=None):
+    return Runner(_request(folder, detector), progress).train(TASK[detector])
+
+
+def _checkpoints_dir(detector: str = "segformer.tiny") -> Path:
+    return Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / detector
+
+
+_DIE = """
+import json, os, sys
+import safetensors.torch as st
+from diffzoo.harness.runner import RunRequest, Runner
+suffix, die_at = sys.argv[2], int(sys.argv[3])
+real, calls = st.save_file, [0]
+def dying(tensors, filename, *args, **kwargs):
+    if str(filename).endswith(suffix):
+        calls[0] += 1
+        if calls[0] == die_at:  # the kill lands in the middle of writing this file
+            real(tensors, filename, *args, **kwargs)
+            with open(filename, "r+b") as fh:
+                fh.truncate(64)
+            os._exit(9)
+    return real(tensors, filename, *args, **kwargs)
+st.save_file = dying
+Runner(RunRequest(**json.loads(sys.argv[1]))).train(sys.argv[4])
+"""
+
+
+def _train_and_die(folder: Path, tmp_path: Path, suffix: str, die_at: int) -> int:
+    """Train segformer.tiny in another process that is killed (os._exit) while
+    writing the ``die_at``-th file whose name ends in ``suffix``; its exit code."""
+    req = _request(folder)
+    fields = {k: getattr(req, k) for k in ("detector", "suites", "dataset", "device", "bootstrap", "train_overrides")}
+    done = subprocess.run([sys.executable, "-c", _DIE, json.dumps(fields), suffix, str(die_at), "binary"],
+                          cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+    return done.returncode
+
+
+def _tensors_equal(a: Path, b: Path) -> bool:
+    x, y = load_file(str(a)), load_file(str(b))
+    return x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+
+
+def _image(tmp_path: Path) -> Path:
+    return save_image(tmp_path / "probe.png", np.full((32, 32, 3), 120, np.uint8))
+
+
+# -- a kill during a checkpoint save -----------------------------------------------------
+
+def test_checkpoint_save_killed_midway_is_ignored_then_cleaned(diffseg_folder, tmp_path, capsys):
+    assert _train_and_die(diffseg_folder, tmp_path, "model.safetensors", 1) == 9
+    left = [p for p in _checkpoints_dir().iterdir() if p.name.startswith(".")]
+    assert left and all((p / "model.safetensors").exists() for p in left)  # what the kill left behind
+    from diffzoo.harness.checkpoints import cached_checkpoints
+
+    assert cached_checkpoints("segformer.tiny") == []
+    code, _, err = cli(capsys, "predict", _image(tmp_path), "--detector", "segformer.tiny", "--device", "cpu",
+                       "--out", tmp_path / "pred")
+    assert code == 2 and "no checkpoint of segformer.tiny in the cache" in err
+    assert not any(p.exists() for p in left)  # cleaned at the next start
+
+
+def test_checkpoint_folder_still_being_written_is_neither_listed_nor_removed(monkeypatch, tmp_path):
+    import safetensors.torch as st
+
+    from diffzoo import create_detector
+    from diffzoo.harness.checkpoints import cache_dir, cached_checkpoints
+
+    real, seen = st.save_file, {}
+
+    def writer_midway(tensors, filename, *args, **kwargs):  # another process looks in now
+        real(tensors, filename, *args, **kwargs)
+        seen["listed"] = cached_checkpoints("segformer.tiny")
+        seen["kept"] = Path(filename).parent.exists()
+
+    monkeypatch.setattr(st, "save_file", writer_midway)
+    target = cache_dir("segformer.tiny", "k" * 20)
+    create_detector("segformer.tiny", "binary").save(target)
+    assert seen == {"listed": [], "kept": True}
+    monkeypatch.setattr(st, "save_file", real)
+    assert cached_checkpoints("segformer.tiny") == [target]
+    assert create_detector("segformer.tiny", "binary").load(target)["sha256"] == sha256_file(target / "model.safetensors")
+
+
+# -- strangers in the checkpoint cache -----------------------------------------------------
+
+def test_run_refuses_cached_weights_changed_after_their_card(diffseg_folder):
+    path = Path(_train(diffseg_folder).checkpoint["path"])
+    weights = path / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ModelError) as exc:
+        _train(diffseg_folder)
+    message = str(exc.value)
+    assert str(weights) in message and "sha256 differs" in message
+    assert f"delete {path}" in message and "train it anew" in message
+
+
+def test_predict_refuses_cached_weights_changed_after_their_card(diffseg_folder, tmp_path, capsys):
+    from diffzoo import create_detector
+
+    path = Path(_train(diffseg_folder).checkpoint["path"])
+    torch.manual_seed(5)
+    other = create_detector("segformer.tiny", "binary").save(tmp_path / "other")  # another, intact model
+    (path / "model.safetensors").write_bytes(other.read_bytes())  # copied over the cached one's weights
+    code, _, err = cli(capsys, "predict", _image(tmp_path), "--detector", "segformer.tiny", "--device", "cpu",
+                       "--task", "binary", "--out", tmp_path / "pred")
+    assert code != 0 and "sha256 differs" in err and "delete" in err and "model.safetensors" in err
+    assert not (tmp_path / "pred").exists() or not any((tmp_path / "pred").iterdir())
+
+
+@pytest.mark.parametrize("edit", ["no sha256 in card.json", "no card.json", "card.json of another cache key"])
+def test_cached_checkpoint_a_stranger_edited_is_refused_by_run_and_predict(edit, diffseg_folder, tmp_path, capsys):
+    path = Path(_train(diffseg_folder).checkpoint["path"])
+    card = json.loads((path / "card.json").read_text())
+    if edit == "no card.json":
+        (path / "card.json").unlink()
+    else:
+        card.pop("sha256") if edit.startswith("no sha256") else card.update(cache_key="0" * 20)
+        (path / "card.json").write_text(json.dumps(card))
+    with pytest.raises(ModelError, match="delete"):
+        _train(diffseg_folder)
+    code, _, err = cli(capsys, "predict", _image(tmp_path), "--detector", "segformer.tiny", "--device", "cpu",
+                       "--out", tmp_path / "pred")
+    if edit == "card.json of another cache key":  # predict takes any cached model: its card is intact
+        assert code == 0
+    else:
+        assert code != 0 and str(path) in err and "delete" in err
+
+
+# -- pretrained weights: hashed at first use, checked ever after ------------------------
+
+REPO = "diffzoo-test/tiny-segformer"
+REV = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _hub_weights(hub: Path, seed: int) -> Path:
+    """A SegFormer repo in the HF cache layout, its weights drawn with ``seed``."""
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+
+    torch.manual_seed(seed)
+    model = SegformerForSemanticSegmentation(SegformerConfig(**_tiny_card().arch, num_labels=1))
+    repo = hub / f"models--{REPO.replace('/', '--')}"
+    model.save_pretrained(repo / "snapshots" / REV)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(REV)
+    return repo / "snapshots" / REV / "model.safetensors"
+
+
+def _tiny_card():
+    return get_registry().get("detector", "segformer.tiny").card
+
+
+def _pretrained(**card_fields):
+    from diffzoo.plugins.segformer.model import SegformerDetector
+
+    card = dataclasses.replace(_tiny_card(), name="segformer.hashed", weights=REPO, **card_fields)
+    return SegformerDetector(card, "binary", BINARY, pretrained=True)
+
+
+def _recorded(digest: str) -> list[Path]:
+    cache = Path(os.environ["DIFFZOO_CACHE"])
+    return [p for p in cache.rglob("*.json") if digest in p.read_text()]
+
+
+def test_first_use_of_pretrained_weights_records_their_sha256(offline_empty_hub, tmp_path):
+    weights = _hub_weights(tmp_path / "hf" / "hub", seed=0)
+    _pretrained()
+    assert _recorded(sha256_file(weights))
+    _pretrained()  # the same bytes again: accepted
+
+
+def test_pretrained_weights_changed_after_first_use_are_refused(offline_empty_hub, tmp_path):
+    hub = tmp_path / "hf" / "hub"
+    before = sha256_file(_hub_weights(hub, seed=0))
+    _pretrained()
+    weights = _hub_weights(hub, seed=1)  # the file is replaced in the HF cache
+    after = sha256_file(weights)
+    with pytest.raises(ModelError) as exc:
+        _pretrained()
+    message = str(exc.value)
+    assert "segformer.hashed" in message and str(weights) in message and before in message and after in message
+
+
+def test_pretrained_weights_are_checked_against_the_published_sha256(offline_empty_hub, tmp_path):
+    weights = _hub_weights(tmp_path / "hf" / "hub", seed=0)
+    digest = sha256_file(weights)
+    with pytest.raises(ModelError) as exc:
+        _pretrained(weights_sha256="f" * 64)
+    message = str(exc.value)
+    assert "segformer.hashed" in message and str(weights) in message and digest in message and "f" * 64 in message
+    _pretrained(weights_sha256=digest)  # the published bytes: accepted
+
+
+# -- training resumes after a kill ----------------------------------------------------------
+
+@pytest.mark.parametrize("detector", list(TASK))
+def test_killed_training_resumes_from_its_last_save_to_identical_weights(detector, diffseg_folder, tmp_path,
+                                                                         monkeypatch):
+    killed = _Steps(kill_at=7)
+    with pytest.raises(_Killed):
+        _train(diffseg_folder, detector, killed)
+    resumed = _Steps()
+    out = _train(diffseg_folder, detector, resumed)
+    assert resumed.calls == ITERATIONS - 6  # from the state saved after step 6
+    assert not any(p.name.endswith(".resume") for p in _checkpoints_dir(detector).iterdir())
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "uninterrupted"))
+    whole = _train(diffseg_folder, detector)
+    assert Path(out.checkpoint["path"]).name == Path(whole.checkpoint["path"]).name  # one cache key
+    assert _tensors_equal(Path(out.checkpoint["path"], "model.safetensors"),
+                          Path(whole.checkpoint["path"], "model.safetensors"))
+    assert out.checkpoint["training"]["losses"] == whole.checkpoint["training"]["losses"]
+
+
+def test_kill_while_saving_the_resume_state_keeps_the_previous_one(diffseg_folder, tmp_path, monkeypatch):
+    assert _train_and_die(diffseg_folder, tmp_path, "state.safetensors", 3) == 9  # the save after step 6
+    resumed = _Steps()
+    out = _train(diffseg_folder, progress=resumed)
+    assert resumed.calls == ITERATIONS - 4  # from the intact state saved after step 4
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "uninterrupted"))
+    whole = _train(diffseg_folder)
+    assert _tensors_equal(Path(out.checkpoint["path"], "model.safetensors"),
+                          Path(whole.checkpoint["path"], "model.safetensors"))
+
+
+def test_save_interval_changes_neither_the_cache_key_nor_the_model(diffseg_folder, tmp_path, monkeypatch):
+    from diffzoo.harness.errors import ConfigError
+
+    every_step = Runner(_request(diffseg_folder, save_every=1)).train("binary")
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "other"))
+    never = Runner(_request(diffseg_folder, save_every=0)).train("binary")
+    assert Path(every_step.checkpoint["path"]).name == Path(never.checkpoint["path"]).name
+    assert every_step.checkpoint["sha256"] == never.checkpoint["sha256"]
+    card = json.loads(Path(never.checkpoint["path"], "card.json").read_text())
+    assert not any("save" in key for key in card["train_config"])
+    with pytest.raises(ConfigError, match="--save-every -1"):
+        Runner(_request(diffseg_folder, save_every=-1))
+
+
+# -- section 7: --device ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", ["tpu", "", "cuda:x", "cuda:", "gpu", " cpu"])
+def test_unknown_device_is_a_user_error(device, diffseg_folder, capsys):
+    code, _, err = cli(capsys, "run", "--detector", "segformer.tiny", "--dataset", diffseg_folder,
+                       "--device", device, "--bootstrap", "0")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "internal error" not in err
+    assert repr(device) in lines[0] and "auto, cpu, cuda, cuda:N" in lines[0]
