@@ -109,7 +109,7 @@ def test_torchrun_trains_with_ddp_and_evaluates_shards_exactly_like_one_process(
         for key in ("metrics", "ci95", "baselines", "slices", "confusion", "counts", "label_space"):
             assert same(r[key], two[case][key]), (case, key, r[key], two[case][key])
     # only rank 0 prints
-    assert ddp.stdout.count("record(s) written") == 1
+    assert ddp.stdout.count("record(s) added") == 1
     assert ddp.stdout.count("plan segformer.tiny [binary]") == 1
 
 

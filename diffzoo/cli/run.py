@@ -49,6 +49,11 @@ LABELS = typer.Option(
 EXTRA_AUTHENTIC = typer.Option(
     None, "--extra-authentic", help="Folder of authentic images added to training with all-zero masks."
 )
+SAVE_EVERY = typer.Option(
+    None, "--save-every",
+    help="Training steps between resume saves (default: a tenth of the iterations; 0: never). "
+    "A killed training resumes from the last one. Not part of the cache key.",
+)
 DATASET_OPTION = typer.Option(
     [], "--dataset-option",
     help="KEY=VALUE passed to the dataset adapter (e.g. calib_fraction=0.05, split=test); repeatable.",
@@ -104,6 +109,7 @@ def run_cmd(
     labels: str | None = LABELS,
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
     dataset_option: list[str] = DATASET_OPTION,
+    save_every: int | None = SAVE_EVERY,
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0: none)."),
     thresholds: str = typer.Option(
         "fixed", "--thresholds",
@@ -140,6 +146,7 @@ def run_cmd(
         checkpoints=list(checkpoint), train=train, strict=strict, bootstrap=bootstrap, out=out,
         thresholds=thresholds, calibration_split=calibration_split, unseen_pairs=_pairs(holdout),
         generators={k: str(v) for k, v in parse_options(generator, "--generator").items()},
+        save_every=save_every,
     )
     start = time.monotonic()
     # before any work: an --out folder that is not diffzoo's is refused now, not after hours of training

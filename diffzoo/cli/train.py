@@ -27,6 +27,7 @@ from .run import (
     ITERATIONS,
     LABELS,
     PRETRAINED,
+    SAVE_EVERY,
     SEED,
     make_request,
 )
@@ -49,6 +50,7 @@ def train_cmd(
     labels: str | None = LABELS,
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
     dataset_option: list[str] = DATASET_OPTION,
+    save_every: int | None = SAVE_EVERY,
     out: Path | None = typer.Option(None, "--out", help="Also write the checkpoint to this folder."),
 ) -> None:
     """Train one detector on a dataset's train split; the checkpoint goes to the cache (and --out)."""
@@ -56,6 +58,7 @@ def train_cmd(
         detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
         iterations=iterations, batch_size=batch_size, crop_size=crop_size, labels=labels,
         extra_authentic=extra_authentic, dataset_option=dataset_option, suites="", out=out,
+        save_every=save_every,
     )
     excluded = tuple(e.strip() for e in (exclude_editors or "").split(",") if e.strip())
     runner = Runner(request, RichProgress(console))

@@ -92,14 +92,6 @@ class GenerateSummary:
     rejections: list[dict[str, str]] = field(default_factory=list)
 
 
-def resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 class DatasetGenerator:
     """One ``diffzoo generate`` run.  Components may be injected (tests, custom models):
     ``editors`` (editor name -> Generator), ``regions`` (source for real bases),
@@ -328,11 +320,10 @@ class DatasetGenerator:
 
     def run(self, progress: Progress | None = None) -> GenerateSummary | None:
         """Make every unfinished sample of ids 0..n-1; the summary on rank 0 (None on other ranks)."""
-        import torch
-
         from ..harness import distributed
+        from ..harness.trainer import resolve_device
 
-        self.device = str(distributed.init(torch.device(resolve_device(self.config.device))))
+        self.device = str(distributed.init(resolve_device(self.config.device)))
         settings = self._setup()
         ids = [f"{i:08d}" for i in range(self.config.n)]
         todo, error = None, None

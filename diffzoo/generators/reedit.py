@@ -125,9 +125,9 @@ def reedit(
     edited = _read_cached(path, image.shape) if cache else None
     hit = edited is not None
     if not hit:
-        from .pipeline import resolve_device
+        from ..harness.trainer import resolve_device
 
-        result = _generator(entry.name, resolve_device(device)).edit(image, mask, prompt, edit_seed)
+        result = _generator(entry.name, str(resolve_device(device))).edit(image, mask, prompt, edit_seed)
         edited = np.asarray(result.image)
         if edited.shape != image.shape or edited.dtype != np.uint8:
             raise ModelError(

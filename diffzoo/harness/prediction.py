@@ -120,6 +120,7 @@ def load_model(
     """
     if task is not None and task not in TASKS:
         raise ConfigError(f"--task {task!r}: choose one of {', '.join(TASKS)}")
+    target = resolve_device(device)  # a bad --device is reported first, before any lookup
     path, meta, source = find_checkpoint(detector, checkpoints, task)
     name = detector or meta.get("card", {}).get("name")
     if name is None:
@@ -134,7 +135,7 @@ def load_model(
             label_space = load_label_space(labels)
         else:
             raise ConfigError(f"checkpoint {path} has no card.json with its classes; pass --labels")
-    det = create_detector(name, task, label_space, pretrained=False).to(resolve_device(device))
+    det = create_detector(name, task, label_space, pretrained=False).to(target)
     loaded = det.load(path) or {}
     sha = loaded.get("sha256") or sha256_file(checkpoint_meta(path)[0])
     return LoadedModel(det, det.card.name, path, sha, source)

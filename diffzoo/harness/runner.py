@@ -22,7 +22,8 @@ from typing import Any
 import torch
 
 from . import distributed
-from .checkpoints import META_FILE, WEIGHTS_FILE, cache_dir, checkpoint_meta, load_checkpoint, save_checkpoint
+from .checkpoints import META_FILE, WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, load_checkpoint
+from .checkpoints import save_checkpoint, sweep_partial
 from .errors import ConfigError, ModelError
 from .calibration import DEFAULT_CALIBRATION_SPLIT, calibrate, check_policy
 from .cards import stable_hash
@@ -36,6 +37,7 @@ from .plugins import get_registry
 from .progress import NullProgress, Progress
 from .protocols import Detector
 from .records import ResultRecord
+from .resume import Resume, check_every, resume_dir
 from .segmenter import TrainData
 from .suites import Case, Suite, TrainSpec, unseen_generators_suite
 from .trainer import TrainConfig, resolve_device
@@ -63,6 +65,7 @@ class RunRequest:
     calibration_split: str = DEFAULT_CALIBRATION_SPLIT
     unseen_pairs: list[tuple[str, str]] = field(default_factory=list)  # replaces the paper's pairs
     generators: dict[str, str] = field(default_factory=dict)  # generator a suite names -> card to use
+    save_every: int | None = None  # training steps between resume saves; None: a tenth of the run, 0: never
 
 
 @dataclass
@@ -70,6 +73,9 @@ class RunOutput:
     records: list[ResultRecord]
     plan: Plan
     notes: list[str]
+    skipped: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Samples skipped in any pass of the run: id -> {"kind", "reason"}
+    (each sample once, however many passes or records it missed)."""
 
 
 def _train_config(card, dataset, request: RunRequest) -> tuple[TrainConfig, dict[str, Any]]:
@@ -110,9 +116,11 @@ class TrainOutput:
 class Runner:
     def __init__(self, request: RunRequest, progress: Progress | None = None):
         self.request = request
+        check_every(request.save_every)  # before any work
         self.device = distributed.init(resolve_device(request.device))  # joins torchrun's group
         self.progress = (progress or NullProgress()) if distributed.is_main() else NullProgress()
         self.notes: list[str] = []
+        self.skipped: dict[str, dict[str, str]] = {}
         self.plan_: Plan | None = None
 
     # -- resolve and plan ------------------------------------------------
@@ -191,12 +199,17 @@ class Runner:
         if given is not None:
             meta = det.load(given)
             return det, {"source": "given", "path": str(given), "sha256": meta["sha256"]}
+        if distributed.is_main():
+            sweep_partial(cached.parent)  # writes that a kill cut short
         # rank 0 decides, so that every rank loads or every rank trains
         if distributed.broadcast((cached / WEIGHTS_FILE).exists()):
+            cached_meta(cached, job.key)  # diffzoo's card for this very job; det.load checks the weights' hash
             meta = det.load(cached)
             log.info("using cached checkpoint %s", cached)
             return det, {"source": "cache", "path": str(cached), "sha256": meta["sha256"],
                          "training": meta.get("training")}
+        if not self.entry.card.trainable:  # used as built: its weights are the checkpoint
+            return det, self._keep_untrained(job, det, cached)
         if not self.request.train:
             raise ModelError(
                 f"no {job.task} checkpoint for {self.entry.name} on {self.dataset.name} "
@@ -204,23 +217,45 @@ class Runner:
             )
         return det, self._train(job, det, cached)
 
+    def _keep_untrained(self, job: TrainingJob, det: Detector, cached: Path) -> dict[str, Any]:
+        """A training-free detector (card ``trainable=False``) is saved as
+        built, so that its weights get a sha256 and later runs load the same
+        bytes; rank 0 writes, every rank loads."""
+        if distributed.is_main():
+            det.save(cached, extra={"training": None, "train_subset": job.spec.to_dict(),
+                                    "dataset_fingerprint": self.plan_.fingerprint, "cache_key": job.key})
+        distributed.barrier()
+        meta = det.load(cached)
+        return {"source": "untrained", "path": str(cached), "sha256": meta["sha256"], "training": None}
+
     def _train(self, job: TrainingJob, det: Detector, cached: Path) -> dict[str, Any]:
         """Train ``det`` (through DDP under torchrun); rank 0 writes the
-        checkpoint to the cache, the other ranks wait, then all load it."""
+        checkpoint to the cache, the other ranks wait, then all load it.
+
+        The shared training loop saves its state every ``save_every`` steps
+        beside the checkpoint and a later run of the same job resumes from
+        it (:mod:`.resume`); the state is deleted once the checkpoint is written.
+        """
         ids = training_ids(self.dataset, job.spec)
         desc = f"training {self.entry.name} [{job.task}] on {self.dataset.name}/{job.spec.split}"
         if job.spec.exclude_editors:
             desc += f" without {'+'.join(job.spec.exclude_editors)}"
+        resume = Resume(resume_dir(self.entry.name, job.key), self.request.save_every,
+                        {"detector": self.entry.name, "cache_key": job.key, "train_config": job.config.to_dict()})
         with self.progress.task(desc, total=job.config.iterations) as task:
-            log_ = det.fit(
-                TrainData(self.dataset, ids), job.config,
-                progress=lambda step, loss: task.advance(1, loss=loss),
-            )
+            done = [0]
+
+            def advance(step: int, loss: float) -> None:  # a resumed run starts past 0
+                task.advance(step - done[0], loss=loss)
+                done[0] = step
+
+            log_ = det.fit(TrainData(self.dataset, ids, resume), job.config, progress=advance)
         log_["num_train_images"] = len(ids)
         if distributed.is_main():
             det.save(cached, extra={"train_config": job.config.to_dict(), "training": log_,
                                     "train_subset": job.spec.to_dict(),
                                     "dataset_fingerprint": self.plan_.fingerprint, "cache_key": job.key})
+            resume.clear()
         distributed.barrier()
         meta = det.load(cached)
         return {"source": "trained", "path": str(cached), "sha256": meta["sha256"], "training": log_}
@@ -255,8 +290,9 @@ class Runner:
                 summary = summaries.get(state)
                 compared = lambda name, s=suite: states[(s.name, name)][0] if (s.name, name) in states else None
                 metrics, ci = case_metrics(case, summary, self.dataset.label_space.names, compared)
-                records.append(build_record(ctx, suite, case, summary, result, metrics, ci, params))
-        return RunOutput(records, self.plan_, self.notes)
+                records.append(build_record(ctx, suite, case, summary, result, metrics, ci, params,
+                                            compared(case.compare_to) if case.compare_to else None))
+        return RunOutput(records, self.plan_, self.notes, self.skipped)
 
     def train(self, task: str = "binary", exclude_editors: tuple[str, ...] = ()) -> TrainOutput:
         """Train (or find in the cache) one model on the train split, as
@@ -372,7 +408,11 @@ class Runner:
             tasks=tasks, strict=self.request.strict, baselines=det.task == "binary" and not case.editors,
             progress=self.progress, description=desc, ids=distributed.shard(ids), thresholds=thresholds,
         )
-        return distributed.gather_eval_result(result, ids)
+        merged = distributed.gather_eval_result(result, ids)
+        if merged is not None:
+            for item in merged.skipped:
+                self.skipped.setdefault(item["id"], {"kind": item.get("kind", "corrupt"), "reason": item["reason"]})
+        return merged
 
 
 def copy_checkpoint(src: Path, dst: Path) -> Path:
