@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .cards import stable_hash
-from .errors import ModelError
+from .errors import ConfigError, ModelError
 from .fsutil import atomic_write_text, cache_root, sha256_file
 
 try:
@@ -369,3 +369,21 @@ def cached_checkpoints(detector: str) -> list[Path]:
             raise _no_card(d)
         found.append(d)
     return sorted(found, key=lambda d: (d / WEIGHTS_FILE).stat().st_mtime, reverse=True)
+
+
+def copy_checkpoint(src: Path, dst: Path) -> Path:
+    """Write checkpoint ``src`` (verified on read) to folder ``dst``; returns ``dst``.
+
+    ``dst`` must be new, empty, or a checkpoint folder (it is replaced).
+    """
+    check_copy_target(dst)
+    state, meta = load_checkpoint(src)
+    meta.pop("sha256", None)  # recomputed from the written file
+    save_checkpoint(dst, state, meta)
+    return dst
+
+
+def check_copy_target(dst: Path) -> None:
+    """``dst`` may receive a checkpoint copy: new, empty, or a checkpoint folder."""
+    if dst.exists() and (not dst.is_dir() or any(p.name not in (WEIGHTS_FILE, META_FILE) for p in dst.iterdir())):
+        raise ConfigError(f"{dst} exists and is not a checkpoint folder; give a new or empty folder")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .cards import DetectorCard
 from .checkpoints import cache_key
@@ -139,6 +140,34 @@ def make_plan(
             + ("; choose a suite with an image-level case (e.g. standard)" if is_image_level(card) else "")
         )
     return Plan(card, dataset, fingerprint, list(jobs.values()), skipped)
+
+
+def train_config(card: DetectorCard, dataset: Dataset, user: dict[str, Any], pretrained: bool | None,
+                 seed: int) -> tuple[TrainConfig, dict[str, Any]]:
+    """Card recipe <- dataset's recommended overrides <- the user's overrides
+    (``user``: option -> value, None = not given); returns the config and the
+    overrides applied (recorded in every record).
+
+    A dataset may give ``lr_scale`` instead of an ``lr``: the card's recipe lr
+    times that factor (``mini`` trains from scratch on a tiny budget, so it
+    raises every recipe's lr tenfold).
+    """
+    overrides: dict[str, Any] = dict(getattr(dataset, "training_overrides", {}) or {})
+    overrides.update({k: v for k, v in user.items() if v is not None})
+    if pretrained is not None:
+        overrides["pretrained"] = pretrained
+    overrides["seed"] = seed
+    recipe = card.recipe_values()
+    scale = overrides.pop("lr_scale", None)
+    if scale is not None and "lr" not in overrides:
+        # a dataset's budget scales each card's own lr (AdamW and SGD recipes differ 100x)
+        overrides["lr"] = float(recipe.get("lr", TrainConfig.lr)) * float(scale)
+    config = TrainConfig.from_recipe(recipe, **overrides)
+    if scale is not None:
+        overrides["lr_scale"] = scale
+    if config.pretrained and not card.weights:
+        config = config.with_overrides(pretrained=False)
+    return config, overrides
 
 
 def training_ids(dataset: Dataset, spec: TrainSpec) -> list[str]:

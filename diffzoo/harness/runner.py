@@ -22,8 +22,8 @@ from typing import Any
 import torch
 
 from . import distributed
-from .checkpoints import META_FILE, WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, load_checkpoint
-from .checkpoints import save_checkpoint, sweep_partial
+from .checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, check_copy_target, checkpoint_meta, copy_checkpoint
+from .checkpoints import sweep_partial
 from .errors import ConfigError, ModelError
 from .calibration import DEFAULT_CALIBRATION_SPLIT, calibrate, check_policy
 from .cards import stable_hash
@@ -32,7 +32,7 @@ from .data.editor_index import select_ids
 from .evaluate import EvalResult, Thresholds, evaluate
 from .factories import create_detector, open_dataset
 from .metrics import EvalState
-from .planning import Plan, TrainingJob, make_plan, training_ids
+from .planning import Plan, TrainingJob, make_plan, train_config, training_ids
 from .plugins import get_registry
 from .progress import NullProgress, Progress
 from .protocols import Detector
@@ -78,31 +78,6 @@ class RunOutput:
     (each sample once, however many passes or records it missed)."""
 
 
-def _train_config(card, dataset, request: RunRequest) -> tuple[TrainConfig, dict[str, Any]]:
-    """Card recipe <- dataset's recommended overrides <- the user's overrides.
-
-    A dataset may give ``lr_scale`` instead of an ``lr``: the card's recipe lr
-    times that factor (``mini`` trains from scratch on a tiny budget, so it
-    raises every recipe's lr tenfold).
-    """
-    overrides: dict[str, Any] = dict(getattr(dataset, "training_overrides", {}) or {})
-    overrides.update({k: v for k, v in request.train_overrides.items() if v is not None})
-    if request.pretrained is not None:
-        overrides["pretrained"] = request.pretrained
-    overrides["seed"] = request.seed
-    recipe = card.recipe_values()
-    scale = overrides.pop("lr_scale", None)
-    if scale is not None and "lr" not in overrides:
-        # a dataset's budget scales each card's own lr (AdamW and SGD recipes differ 100x)
-        overrides["lr"] = float(recipe.get("lr", TrainConfig.lr)) * float(scale)
-    config = TrainConfig.from_recipe(recipe, **overrides)
-    if scale is not None:
-        overrides["lr_scale"] = scale
-    if config.pretrained and not card.weights:
-        config = config.with_overrides(pretrained=False)
-    return config, overrides
-
-
 @dataclass
 class TrainOutput:
     """What :meth:`Runner.train` made: the model, its checkpoint, the job."""
@@ -129,7 +104,8 @@ class Runner:
         self.entry = get_registry().get("detector", self.request.detector)
         with distributed.main_first():  # rank 0 builds or downloads into the shared cache
             self.dataset = open_dataset(self.request.dataset, self.progress, **self.request.dataset_options)
-        config, self.overrides = _train_config(self.entry.card, self.dataset, self.request)
+        config, self.overrides = train_config(self.entry.card, self.dataset, self.request.train_overrides,
+                                              self.request.pretrained, self.request.seed)
         return config
 
     def _make_plan(self, suites: list[Suite], config: TrainConfig) -> Plan:
@@ -300,7 +276,7 @@ class Runner:
         rank 0 also writes a copy of the checkpoint there."""
         job = self.plan_training(task, exclude_editors).jobs[0]  # planned once if the caller did
         if self.request.out is not None:
-            _check_copy_target(Path(self.request.out))  # before training, not after
+            check_copy_target(Path(self.request.out))  # before training, not after
         det, ckpt = self.model_for(job)
         copy = None
         if self.request.out is not None and distributed.is_main():
@@ -415,18 +391,6 @@ class Runner:
         return merged
 
 
-def copy_checkpoint(src: Path, dst: Path) -> Path:
-    """Write checkpoint ``src`` (verified on read) to folder ``dst``; returns ``dst``.
-
-    ``dst`` must be new, empty, or a checkpoint folder (it is replaced).
-    """
-    _check_copy_target(dst)
-    state, meta = load_checkpoint(src)
-    meta.pop("sha256", None)  # recomputed from the written file
-    save_checkpoint(dst, state, meta)
-    return dst
-
-
 def _check_checkpoints(paths: list[Path]) -> None:
     """One checkpoint per task: a run scores the model it is given, it never
     picks one of several by its scores (that would be choosing a checkpoint
@@ -441,11 +405,6 @@ def _check_checkpoints(paths: list[Path]) -> None:
                 "run each checkpoint separately (with its own --out) and compare the records"
             )
         by_task[task] = path
-
-
-def _check_copy_target(dst: Path) -> None:
-    if dst.exists() and (not dst.is_dir() or any(p.name not in (WEIGHTS_FILE, META_FILE) for p in dst.iterdir())):
-        raise ConfigError(f"{dst} exists and is not a checkpoint folder; give a new or empty folder")
 
 
 def run(request: RunRequest, progress: Progress | None = None) -> RunOutput:
