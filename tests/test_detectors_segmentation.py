@@ -40,7 +40,7 @@ def fast_config(name, iterations=12):
 def test_predictions_have_the_input_size(name, task):
     ls = LabelSpace.from_editors(["a", "b", "c"])
     det = create_detector(name, task, ls)
-    for h, w in [(50, 70), (33, 31), (64, 64)]:
+    for h, w in [(50, 70), (33, 31), (64, 64), (1, 1), (1, 300), (300, 1), (3, 5)]:  # odd sizes too
         logits = det.predict(torch.rand(2, 3, h, w)).mask_logits
         channels = 1 if task == "binary" else ls.num_classes
         assert logits.shape == (2, channels, h, w)
