@@ -164,7 +164,7 @@ OUTPUTS_OUTSIDE_STORE = ("summary.md", "plots")
 
 
 def stored_line(outcomes: list[AddOutcome]) -> str:
-    """``"3 record(s) added, 95 already recorded (same numbers)"``."""
+    """``"3 record(s) added, 95 already recorded with the same numbers (...)"``: what the store did."""
     counts = Counter(o.status for o in outcomes)
     same = sum(1 for o in outcomes if o.status == "present" and not o.differs)
     parts = [f"{counts['added']} record(s) added"]

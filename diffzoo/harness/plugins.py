@@ -117,10 +117,7 @@ class PluginSystem:
         for name, plugin in list(self.pm.list_name_plugin()):
             unknown = [h.name for h in self.pm.get_hookcallers(plugin) or [] if not h.has_spec()]
             if unknown:
-                self.pm.unregister(plugin)
-                self.versions.pop(name, None)
-                self.builtin.discard(name)
-                self._fail(name, "hooks", DiffzooError(
+                self._reject(name, plugin, "hooks", DiffzooError(
                     f"it implements hook(s) diffzoo does not define: {', '.join(sorted(unknown))} "
                     f"(see diffzoo/harness/hookspecs.py)"))
 
@@ -152,6 +149,7 @@ class PluginSystem:
         return registry
 
     def _reject(self, name: str, plugin: Any, stage: str, exc: BaseException) -> None:
+        """Report ``name`` as failed at ``stage`` and unload it whole."""
         self._fail(name, stage, exc)
         self.pm.unregister(plugin)
         self.versions.pop(name, None)

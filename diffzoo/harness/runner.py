@@ -195,14 +195,19 @@ class Runner:
 
     def _keep_untrained(self, job: TrainingJob, det: Detector, cached: Path) -> dict[str, Any]:
         """A training-free detector (card ``trainable=False``) is saved as
-        built, so that its weights get a sha256 and later runs load the same
-        bytes; rank 0 writes, every rank loads."""
+        built, so that its weights get a sha256 and later runs load the same bytes."""
+        return self._cache_model(job, det, cached, "untrained", None)
+
+    def _cache_model(self, job: TrainingJob, det: Detector, cached: Path, source: str,
+                     training: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
+        """Rank 0 writes ``det`` to the cache folder of ``job``, every rank then
+        loads it back: the sha256 comes from the written file."""
         if distributed.is_main():
-            det.save(cached, extra={"training": None, "train_subset": job.spec.to_dict(),
+            det.save(cached, extra={**extra, "training": training, "train_subset": job.spec.to_dict(),
                                     "dataset_fingerprint": self.plan_.fingerprint, "cache_key": job.key})
         distributed.barrier()
         meta = det.load(cached)
-        return {"source": "untrained", "path": str(cached), "sha256": meta["sha256"], "training": None}
+        return {"source": source, "path": str(cached), "sha256": meta["sha256"], "training": training}
 
     def _train(self, job: TrainingJob, det: Detector, cached: Path) -> dict[str, Any]:
         """Train ``det`` (through DDP under torchrun); rank 0 writes the
@@ -227,14 +232,10 @@ class Runner:
 
             log_ = det.fit(TrainData(self.dataset, ids, resume), job.config, progress=advance)
         log_["num_train_images"] = len(ids)
+        ckpt = self._cache_model(job, det, cached, "trained", log_, train_config=job.config.to_dict())
         if distributed.is_main():
-            det.save(cached, extra={"train_config": job.config.to_dict(), "training": log_,
-                                    "train_subset": job.spec.to_dict(),
-                                    "dataset_fingerprint": self.plan_.fingerprint, "cache_key": job.key})
-            resume.clear()
-        distributed.barrier()
-        meta = det.load(cached)
-        return {"source": "trained", "path": str(cached), "sha256": meta["sha256"], "training": log_}
+            resume.clear()  # the checkpoint is written: nothing left to resume
+        return ckpt
 
     # -- run -----------------------------------------------------------------
     def run(self) -> RunOutput:

@@ -40,7 +40,7 @@ from .attribution import editor_ranking, topk_hits
 from .bootstrap import bootstrap_ci
 from .boundary import per_class_bf1
 from .confusion import check_label_map, confusion_counts
-from .pixel_auc import best_f1, check_prob_map, histogram_auc, prob_histograms
+from .pixel_auc import best_f1, bin_index, check_prob_map, histogram_auc, prob_histograms
 from .rows import ImageRows
 from .slices import slice_masks
 
@@ -57,14 +57,19 @@ SCORE_THRESHOLD = 0.5
 """Edited if a detector's own image probability is above this (classifiers)."""
 
 
+DIGEST_BINS = 1024
+"""Resolution of the edited probability in a prediction digest: the default pixel-AUC bins."""
+
+
 def prediction_digest(pred: np.ndarray | None, edited_prob: np.ndarray | None,
                       image_score: float | None) -> str:
     """A 16-hex-digit hash of what a detector predicted for one image: the
-    label map's bytes and shape, the edited probability quantised to the
-    pixel-AUC resolution (1/1024, so float noise between machines does not
-    change it) and the image score to 6 decimals."""
+    label map's bytes and shape, the edited probability's pixel-AUC bin
+    (:data:`DIGEST_BINS`, so float noise between machines does not change
+    it) and the image score to 6 decimals."""
     h = hashlib.sha256()
-    for part in (pred, None if edited_prob is None else np.floor(np.clip(edited_prob, 0, 1) * 1024).astype(np.uint16)):
+    binned = None if edited_prob is None else bin_index(edited_prob, DIGEST_BINS).astype(np.uint16)
+    for part in (pred, binned):
         if part is None:
             h.update(b"-")
         else:
