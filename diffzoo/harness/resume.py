@@ -250,6 +250,8 @@ class Resume:
                 elif sha256_file(path / TENSORS) != doc.get("sha256"):
                     problem = f"{TENSORS} changed after it was written"
                 else:
+                    # said, not silent: a run that picks up an interrupted training tells the user where
+                    log.warning("resuming an interrupted training from step %d (%s)", step, path)
                     return step, load_file(str(path / TENSORS)), doc
             except (OSError, ValueError, AttributeError) as exc:
                 problem = f"unreadable ({exc})"
