@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 import typer
+from rich.table import Table
 
 from ..harness.factories import open_dataset
 from ..harness.progress import counter_callback
 from ..harness.registry import resolve_target
-from .app import app, console
+from ..leaderboard.escape import term, term_text
+from .app import app, console, err_console
 from .progress import RichProgress
+from .run import DATASET_OPTION, LABELS, parse_options
 
 data_app = typer.Typer(help="Build and inspect datasets.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
@@ -40,3 +45,134 @@ def info_cmd(dataset: str = typer.Argument(..., help="Registered name or path.")
     for key, value in ds.describe().items():
         console.print(f"[bold]{key}[/]: {value}")
     console.print(f"[bold]fingerprint[/]: {ds.fingerprint()}")
+
+
+DEFAULT_STATS_OUT = Path("diffzoo-out")
+"""Without --out, plots go to ``diffzoo-out/stats/<dataset>/`` (diffzoo-out is claimed as for ``run``)."""
+MAX_ROWS = 12
+
+
+@data_app.command("stats")
+def stats_cmd(
+    dataset: str = typer.Argument(..., help="Registered name (e.g. mini) or a path."),
+    split: list[str] = typer.Option([], "--split", help="Split to read; repeatable (default: every split)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout instead of tables."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Folder for the plots and stats.json (default: diffzoo-out/stats/<dataset>/)."
+    ),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the plots and stats.json."),
+    labels: str | None = LABELS,
+    dataset_option: list[str] = DATASET_OPTION,
+    force: bool = typer.Option(
+        False, "--force", help="Use an output folder that is not empty and was not made by diffzoo."
+    ),
+) -> None:
+    """Dataset statistics as in the DiffSeg30k paper: images per editor, turns, base, edited area,
+    resolutions, label values."""
+    from ..harness.data.stats import dataset_stats
+    from ..leaderboard.outdir import claim_output_dir
+    from ..leaderboard.stats_plots import stats_pngs
+    from ..leaderboard.tables import slugify
+
+    options = parse_options(dataset_option, "--dataset-option")
+    if labels:
+        options["label_space"] = labels
+    out_dir = claim_output_dir(out or DEFAULT_STATS_OUT, force) if plots else None  # before any work
+    progress = RichProgress(err_console if as_json else console)
+    ds = open_dataset(dataset, progress, **options)
+    stats = dataset_stats(ds, split, progress)
+    stats["plots"] = {}
+    if out_dir is not None:
+        sub = PurePosixPath(".") if out is not None else PurePosixPath("stats", slugify(ds.name))
+        stats["plots"] = {name: str(path) for name, path in
+                          stats_pngs(stats, lambda name: out_dir.check_writable(sub / name)).items()}
+        stats["plots"]["stats.json"] = str(out_dir.write_text(sub / "stats.json", _json(stats)))
+    if as_json:
+        typer.echo(_json(stats))
+        return
+    for table in stats_tables(stats):
+        console.print(table)
+    for note in stats["notes"]:
+        console.print(f"[yellow]note:[/] {term(note)}", soft_wrap=True)
+    if stats["plots"]:
+        folder = Path(stats["plots"]["stats.json"]).parent
+        console.print(f"plots and stats.json in {term(folder)}: {term(', '.join(stats['plots']))}")
+
+
+def _json(stats: dict[str, Any]) -> str:
+    return json.dumps(stats, indent=2, allow_nan=False)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _table(title: str, *columns: str, text: int = 1) -> Table:
+    """A table whose first ``text`` columns are text (left), the rest numbers (right)."""
+    table = Table(title=term_text(title), title_justify="left", min_width=len(title))
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i < text else "right", style="bold" if i == 0 else "")
+    return table
+
+
+def _more(table: Table, shown: int, total: int) -> None:
+    if total > shown:
+        table.add_row(f"... {total - shown} more", *[""] * (len(table.columns) - 1))
+
+
+def stats_tables(stats: dict[str, Any]) -> list[Table]:
+    """Rich tables of :func:`~diffzoo.harness.data.stats.dataset_stats`'s dict."""
+    ds = stats["dataset"]
+    splits = _table(f"{ds['name']} (fingerprint {ds['fingerprint']})", "split", "images")
+    for name, n in stats["splits"].items():
+        splits.add_row(term_text(name), str(n))
+    splits.add_row("read", str(stats["read"]))
+    splits.add_row("skipped", str(stats["skipped"]["count"]))
+    splits.add_row("authentic (no edited pixel)", str(stats["authentic"]))
+
+    editors = _table("images per editor, edited area (% of the image's pixels)", "editor", "value",
+                     "images (mask)", "images (turns)", "mean", "median", "p10", "p90")
+    areas = stats["edited_area"]["editors"]
+    rows = [(name, e["value"], e["images"], e["images_from_turns"], areas.get(name))
+            for name, e in stats["editors"].items()]
+    rows.append(("all editors", None, stats["edited_area"]["overall"]["count"], "", stats["edited_area"]["overall"]))
+    for name, value, images, turns, dist in rows:
+        dist = dist or {}
+        editors.add_row(term_text(name), "" if value is None else str(value), str(images),
+                        "unknown" if turns is None else str(turns),
+                        *(_pct(dist.get(k)) for k in ("mean", "median", "p10", "p90")))
+
+    turns = _table(f"images per number of turns ({stats['turns']['with_metadata']} with turn metadata)",
+                   "turns", "images")
+    for key, n in stats["turns"]["counts"].items():
+        turns.add_row(term_text(key), str(n))
+    base = _table("base image", "base", "images")
+    for key, n in stats["base"].items():
+        base.add_row(term_text(key), str(n))
+
+    res = stats["resolutions"]
+    w, h = res["width"], res["height"]
+    span = f"width {w['min']}-{w['max']}, height {h['min']}-{h['max']}" if w["min"] is not None else "none read"
+    resolutions = _table(f"resolutions (W x H; {span})", "size", "images")
+    for size, n in list(res["counts"].items())[:MAX_ROWS]:
+        resolutions.add_row(size, str(n))
+    _more(resolutions, MAX_ROWS, len(res["counts"]))
+
+    values = _table("label values", "value", "class", "pixels", "images", text=2)
+    for value, v in stats["label_values"].items():
+        style = "" if v["in_label_map"] else "red"
+        values.add_row(value, term_text(v["name"], style), str(v["pixels"]), str(v["images"]))
+    outside = stats["skipped"]["by_kind"].get("mask-values", 0)
+    if outside:
+        values.add_row("?", term_text("outside the label map: samples skipped", "red"), "", str(outside))
+    tables = [splits, editors, turns, base, resolutions, values]
+
+    skipped = stats["skipped"]
+    if skipped["count"]:
+        table = _table(f"skipped samples ({', '.join(f'{n} {k}' for k, n in skipped['by_kind'].items())})",
+                       "sample", "kind", "reason", text=3)
+        for item in skipped["samples"][:MAX_ROWS]:
+            table.add_row(term_text(item["id"]), term_text(item["kind"]), term_text(item["reason"]))
+        _more(table, MAX_ROWS, skipped["count"])
+        tables.append(table)
+    return tables
