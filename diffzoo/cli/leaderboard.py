@@ -1,4 +1,5 @@
-"""``diffzoo leaderboard``: list, show, validate, verify, add, freeze, versions, diff, publish.
+"""``diffzoo leaderboard``: list, show, validate, verify, add, freeze, versions, diff, publish;
+``diffzoo report paper`` (the paper report, as ``publish --format paper``).
 
 Every string that comes from a record (names, notes, problems quoting a
 value) is printed through :mod:`diffzoo.leaderboard.escape`: control
@@ -32,6 +33,8 @@ lb = typer.Typer(help="The versioned leaderboard: stored records, frozen version
 app.add_typer(lb, name="leaderboard")
 
 STORE_HELP = "Record store: a folder with records/ (any `diffzoo run --out` folder)."
+MIXED_HELP = ("Publish rows made under different label maps, splits or evaluator versions in one table, "
+              "with a column naming each (refused without it).")
 CLEAN_HELP = "Remove temp files left by killed writes (under the store's lock)."
 
 
@@ -234,16 +237,37 @@ def publish_cmd(
     fmt: list[str] = typer.Option(["md"], "--format", "-f",
                                   help=f"Output format: {'|'.join(FORMATS)}; repeat or comma-separate."),
     out: Path = typer.Option(Path("leaderboard"), "--out", help="Output folder."),
+    allow_mixed: bool = typer.Option(False, "--allow-mixed", help=MIXED_HELP),
 ) -> None:
-    """Publish tables (Markdown, CSV, LaTeX, JSON) or a static HTML site."""
+    """Publish tables (Markdown, CSV, LaTeX, JSON), a static HTML site, or
+    the DiffSeg30k paper report (`paper`: Tables 2-8 beside the paper's numbers)."""
     formats = _split(fmt)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ConfigError(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    _publish(version, store, formats, out, allow_mixed)
+
+
+def _publish(version: str | None, store: Path, formats: list[str], out: Path, allow_mixed: bool) -> None:
     selection = resolve(version, _store(store))
     if version is not None and selection.version is None:
         raise RecordError(f"{version!r} is not a frozen version in {store}; freeze it first "
                           "(`diffzoo leaderboard freeze NAME`) or omit it to publish every record")
     for f in formats:
-        path = publish_selection(selection, f, out)
+        path = publish_selection(selection, f, out, allow_mixed=allow_mixed)
         console.print(f"wrote {f}: {term(path)}")
+
+
+report = typer.Typer(help="Reports built from stored records.", no_args_is_help=True)
+app.add_typer(report, name="report")
+
+
+@report.command("paper")
+def report_paper_cmd(
+    version: str | None = typer.Argument(None, help="A frozen version (default: every record in the store)."),
+    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    out: Path = typer.Option(Path("leaderboard"), "--out", help="Output folder (writes paper.md)."),
+    allow_mixed: bool = typer.Option(False, "--allow-mixed", help=MIXED_HELP),
+) -> None:
+    """The DiffSeg30k paper's Tables 2-8 from stored records (= `leaderboard publish --format paper`)."""
+    _publish(version, store, ["paper"], out, allow_mixed)

@@ -70,15 +70,50 @@ class SuiteInfo:
 
 @dataclass(frozen=True)
 class DatasetInfo:
+    """``label_map``: ``{names, sha256, source, verified}``, the mask value ->
+    class map the numbers were made under; ``split``: ``{id, source}``, the
+    split scheme (``diffzoo-hash-v1-seed0-val20``, ``native``, ...).  Both are
+    part of the record's identity; None only in records written before they
+    existed."""
+
     name: str
     fingerprint: str
     description: Any = None  # the adapter's own description (may hold paths: never part of the id)
+    label_map: dict[str, Any] | None = None
+    split: dict[str, Any] | None = None
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> DatasetInfo:
         r = FieldReader(problems, obj, "dataset")
         r.unknown(tuple(cls.__dataclass_fields__))
-        return cls(r.text("name"), r.text("fingerprint"), r.get("description"))
+        label_map = r.mapping("label_map", nullable=True)
+        if label_map is not None:
+            m = FieldReader(problems, label_map, "dataset.label_map")
+            names = m.get("names", required=True)
+            if not isinstance(names, list) or len(names) < 2 or not all(isinstance(n, str) and n for n in names):
+                m.fail("names", f"must be a list of at least two class names, got {names!r}")
+            m.hex64("sha256")
+            m.text("source")
+            if not isinstance(m.get("verified", required=True), bool):
+                m.fail("verified", f"must be true or false, got {m.get('verified')!r}")
+        split = r.mapping("split", nullable=True)
+        if split is not None:
+            m = FieldReader(problems, split, "dataset.split")
+            m.text("id")
+            m.text("source", required=False)
+        return cls(r.text("name"), r.text("fingerprint"), r.get("description"), label_map, split)
+
+    @property
+    def label_map_id(self) -> str:
+        """The label map's short hash and source (``3f2a9c1d0b7e (labels.json)``); ``unknown`` when absent."""
+        if not self.label_map:
+            return "unknown"
+        return f"{str(self.label_map.get('sha256', ''))[:12]} ({self.label_map.get('source', '?')})"
+
+    @property
+    def split_id(self) -> str:
+        """The split scheme's id; ``unknown`` when absent."""
+        return str(self.split.get("id")) if self.split else "unknown"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ Schema (version 2; the typed model is :class:`.record_model.RecordBody`):
   ``plugin_version``, ``checkpoint_source``
 - ``suite``: ``name``, ``version``, ``definition_hash``; ``case``: the case
   definition (name, task, split, distortion, ...)
-- ``dataset``: ``name``, ``fingerprint``, ``description`` (adapter details)
+- ``dataset``: ``name``, ``fingerprint``, ``description`` (adapter details),
+  ``label_map`` (``names``, ``sha256``, ``source``, ``verified``: the mask
+  value -> class map) and ``split`` (``id``, ``source``: the split scheme)
 - ``label_space``: class names of the metrics' task
 - ``metrics``: name -> number (NaN written as null); ``ci95``: name -> [lo, hi]
 - ``metrics_version``, ``threshold_policy`` (what decided every threshold)
@@ -30,7 +32,7 @@ Schema (version 2; the typed model is :class:`.record_model.RecordBody`):
 
 Identity: ``record_id`` hashes what determines the numbers (:func:`identity`):
 detector name, card, task, pretrained, plugin and its version, checkpoint
-sha256; dataset fingerprint; label space; suite name, version and definition hash; the case;
+sha256; dataset fingerprint, label map sha256 and split id; label space; suite name, version and definition hash; the case;
 metrics version; threshold policy; seed; config without ``device``,
 ``strict`` and ``cache_key``.  Not paths, the dataset's name or description,
 the date, host, git hash, device or package versions: a re-run of the same
@@ -135,6 +137,8 @@ def identity(data: dict[str, Any]) -> dict[str, Any]:
         "detector": {k: det.get(k) for k in ("name", "card", "task", "pretrained", "plugin", "plugin_version",
                                              "checkpoint_sha256")},
         "dataset_fingerprint": data["dataset"]["fingerprint"],
+        "label_map": (data["dataset"].get("label_map") or {}).get("sha256"),
+        "split": (data["dataset"].get("split") or {}).get("id"),
         "label_space": data["label_space"],
         "suite": {k: data["suite"].get(k) for k in ("name", "version", "definition_hash")},
         "case": data["case"],

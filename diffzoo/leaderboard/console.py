@@ -14,20 +14,27 @@ from rich.text import Text
 
 from ..harness.records import ResultRecord
 from .escape import term_text
-from .tables import build_tables, render_cell
+from .tables import build_tables, conditions_line, render_cell
 
 
 def case_tables(records: Iterable[ResultRecord]) -> list[RichTable]:
-    """One table per suite case: rows are detectors (then baselines), in %."""
+    """One table per suite case: rows are detectors (then baselines), in %.
+    The title names the label map and split; when rows differ in them (or
+    another condition), a column per condition says which row is which."""
     out = []
     for t in build_tables(records, compact=True):
-        table = RichTable(title=term_text(f"{t.key.title}  (%, ± = half 95% CI)"), title_justify="left")
+        shared = conditions_line(t.shared)
+        table = RichTable(title=term_text(f"{t.key.title}  (%, ± = half 95% CI; metrics v{t.key.metrics_version}"
+                                          + (f"; {shared}" if shared else "") + ")"), title_justify="left")
         table.add_column("detector", style="bold")
         for col in t.columns:
             table.add_column(term_text(f"{col.label} {col.arrow}".strip()), justify="right")
+        for name in t.mixed:
+            table.add_column(term_text(name))
         for row in t.rows:
             cells = [Text.from_markup(render_cell(t, row, col, ci=lambda v, h: f"{v} [dim]±{h}[/]"))
                      for col in t.columns]  # numbers diffzoo formatted, marked up here
+            cells += [term_text(row.conditions.get(name, "-")) for name in t.mixed]
             table.add_row(term_text(row.detector, "dim" if row.baseline else ""), *cells)
         out.append(table)
     return out

@@ -43,6 +43,7 @@ class RowChange:
     status: str  # added | removed | changed | same
     changes: list[MetricChange] = field(default_factory=list)
     checkpoint: tuple[str | None, str | None] = (None, None)
+    conditions: list[str] = field(default_factory=list)  # "label map A -> B": the numbers are not comparable
 
 
 @dataclass
@@ -68,7 +69,7 @@ class Diff:
             "key": vars(t.key), "status": t.status, "note": t.note,
             "rows": [{"detector": r.detector, "status": r.status, "checkpoint": list(r.checkpoint),
                       "changes": [{"metric": c.metric, "before": c.before, "after": c.after, "delta": c.delta}
-                                  for c in r.changes]} for r in t.rows],
+                                  for c in r.changes], "conditions": r.conditions} for r in t.rows],
         } for t in self.tables]}
 
 
@@ -127,7 +128,9 @@ def diff(a: Selection, b: Selection) -> Diff:
                            if not _same(ra[det].cells[m].value if m in ra[det].cells else None,
                                         rb[det].cells[m].value)]
                 ckpt = (ra[det].provenance.get("checkpoint_sha256"), rb[det].provenance.get("checkpoint_sha256"))
-                rows.append(RowChange(det, "changed" if changes else "same", changes, ckpt))
+                moved = [f"{name} {ra[det].conditions.get(name)} -> {value}"
+                         for name, value in rb[det].conditions.items() if ra[det].conditions.get(name) != value]
+                rows.append(RowChange(det, "changed" if changes or moved else "same", changes, ckpt, moved))
         out.append(TableChange(key, "matched", rows))
     return Diff(a.label, b.label, out)
 
@@ -165,7 +168,9 @@ def diff_console(result: Diff) -> list[Any]:
         for col in ("detector", "status", "metric", "A", "B", "B - A"):
             table.add_column(col, justify="right" if col in ("A", "B", "B - A") else "left")
         for r in moved:
-            if not r.changes:
+            for text in r.conditions:  # another label map or split: B - A is no like-for-like change
+                table.add_row(term_text(r.detector), "not comparable", term_text(text), "", "", "")
+            if not r.changes and not r.conditions:
                 table.add_row(term_text(r.detector), r.status, "", "", "", "")
             for c in r.changes:
                 table.add_row(term_text(r.detector), r.status, term_text(c.metric), _value_text(c.metric, c.before),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..harness.fsutil import atomic_write_text
 from .escape import csv_cell, latex, md_cell
-from .tables import Table, build_tables, render_cell
+from .tables import Table, build_tables, check_mixing, conditions_line, record_conditions, render_cell
 from .versions import Selection, summarize
 
 NOTE = ("Values in %; ↑ higher is better, ↓ lower is better; ± is half the 95% bootstrap CI "
@@ -39,9 +39,16 @@ def header_lines(selection: Selection) -> list[tuple[str, str]]:
         ("datasets", ", ".join(f"{d['name']} ({d['fingerprint']})" for d in info["datasets"])),
         ("suites", ", ".join(f"{s['name']} v{s['version']}" for s in info["suites"])),
         ("metric definitions", ", ".join(f"v{v}" for v in info["metrics_versions"])),
+        *((f"{name}s", ", ".join(sorted({record_conditions(r)[name] for r in selection.records})))
+          for name in ("label map", "split")),
         ("records", str(len(selection.records))),
     ]
     return pairs
+
+
+def _mixed_cells(table: Table, row, escape: Callable[[str], str]) -> list[str]:
+    """The row's value of each condition its table's rows differ in."""
+    return [escape(row.conditions.get(name, "-")) for name in table.mixed]
 
 
 # -- Markdown ------------------------------------------------------------------
@@ -54,16 +61,19 @@ def to_markdown(selection: Selection, tables: list[Table]) -> str:
         lines += [f"## {md_cell(k.title)}", "",
                   f"task {md_cell(k.task)} · dataset fingerprint {md_cell(k.fingerprint)} · "
                   f"suite definition {md_cell(k.definition_hash)} · metrics v{md_cell(k.metrics_version)}"
-                  + _distortion_note(t), ""]
-        head = ["#", "detector", *(f"{c.label} {c.arrow}".strip() for c in t.columns),
+                  + "".join(f" · {md_cell(part)}" for part in [conditions_line(t.shared)] if part)
+                  + _distortion_note(t)
+                  + (f" · **mixed: {md_cell(', '.join(t.mixed))} (see the columns)**" if t.mixed else ""), ""]
+        head = ["#", "detector", *(f"{c.label} {c.arrow}".strip() for c in t.columns), *t.mixed,
                 "checkpoint", "git", "date"]
         lines.append("| " + " | ".join(head[:2] + [md_cell(h) for h in head[2:]]) + " |")
-        lines.append("|" + "|".join(["--:", ":--", *(["--:"] * len(t.columns)), ":--", ":--", ":--"]) + "|")
+        lines.append("|" + "|".join(["--:", ":--", *(["--:"] * len(t.columns)), *([":--"] * len(t.mixed)),
+                                     ":--", ":--", ":--"]) + "|")
         for row in t.rows:
             p = row.provenance
             name = f"*{md_cell(row.detector)}*" if row.baseline else md_cell(row.detector)
             cells = [str(row.rank or ""), name, *(render_cell(t, row, c, ci=lambda v, h: f"{v} ± {h}", best=lambda x: f"**{x}**")
-                       for c in t.columns),
+                       for c in t.columns), *_mixed_cells(t, row, md_cell),
                      md_cell(short(p.get("checkpoint_sha256"))) if p else "",
                      md_cell(short(p.get("git"), 10)) if p else "",
                      md_cell((p.get("date") or "")[:10]) if p else ""]
@@ -83,7 +93,7 @@ def _distortion_note(table: Table) -> str:
 
 # -- CSV (tidy: one row per table row and metric) --------------------------------
 CSV_FIELDS = ("version", "suite", "suite_version", "definition_hash", "case", "task", "dataset",
-              "dataset_fingerprint", "metrics_version", "rank", "detector", "baseline", "metric",
+              "dataset_fingerprint", "label_map", "split", "metrics_version", "rank", "detector", "baseline", "metric",
               "value", "ci95_low", "ci95_high", "higher_is_better", "checkpoint_sha256", "git", "date",
               "record_id")
 CSV_NUMBERS = frozenset(("rank", "baseline", "value", "ci95_low", "ci95_high", "higher_is_better"))
@@ -110,6 +120,7 @@ def to_csv(selection: Selection, tables: list[Table]) -> str:
                     "version": selection.label, "suite": k.suite, "suite_version": k.suite_version,
                     "definition_hash": k.definition_hash, "case": k.case, "task": k.task,
                     "dataset": k.dataset, "dataset_fingerprint": k.fingerprint,
+                    "label_map": row.conditions.get("label map", ""), "split": row.conditions.get("split", ""),
                     "metrics_version": k.metrics_version, "rank": row.rank or "", "detector": row.detector,
                     "baseline": int(row.baseline), "metric": col.name,
                     "value": "" if cell.value is None else repr(float(cell.value)),
@@ -131,14 +142,17 @@ def to_latex(selection: Selection, tables: list[Table]) -> str:
         arrows = {True: r"$\uparrow$", False: r"$\downarrow$", None: ""}
         out += [r"\begin{table}[t]", r"\centering", r"\small",
                 r"\caption{" + latex(t.key.title) + f" (metrics v{latex(t.key.metrics_version)}; "
-                r"\%, $\pm$ half 95\% CI)" + "}",
+                + "".join(f"{latex(part)}; " for part in [conditions_line(t.shared)] if part)
+                + r"\%, $\pm$ half 95\% CI)" + "}",
                 r"\label{tab:" + latex(t.key.slug) + "}",
-                r"\begin{tabular}{l" + "r" * len(t.columns) + "}", r"\toprule",
-                "Detector & " + " & ".join(f"{latex(c.label)} {arrows[c.higher_is_better]}".strip()
-                                            for c in t.columns) + r" \\", r"\midrule"]
+                r"\begin{tabular}{l" + "r" * len(t.columns) + "l" * len(t.mixed) + "}", r"\toprule",
+                "Detector & " + " & ".join([*(f"{latex(c.label)} {arrows[c.higher_is_better]}".strip()
+                                              for c in t.columns), *(latex(m) for m in t.mixed)]) + r" \\",
+                r"\midrule"]
         for row in t.rows:
             cells = [render_cell(t, row, col, ci=lambda v, h: rf"{v} {{\scriptsize$\pm${h}}}",
                                  best=lambda x: rf"\textbf{{{x}}}") for col in t.columns]
+            cells += _mixed_cells(t, row, latex)
             name = latex(row.detector)
             out.append((rf"\textit{{{name}}}" if row.baseline else name) + " & " + " & ".join(cells) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
@@ -151,12 +165,13 @@ def to_json(selection: Selection, tables: list[Table]) -> str:
         "version": selection.version or {"name": None, "label": selection.label, **summarize(selection.records)},
         "tables": [{
             "key": vars(t.key), "title": t.key.title, "case": t.case,
+            "conditions": t.shared, "mixed": t.mixed,
             "columns": [{"metric": c.name, "label": c.label, "higher_is_better": c.higher_is_better,
                          "percent": c.percent} for c in t.columns],
             "rows": [{"rank": r.rank, "detector": r.detector, "baseline": r.baseline, "record_id": r.record_id,
                       "values": {m: {"value": c.value, "ci95": list(c.ci) if c.ci else None}
                                  for m, c in r.cells.items()},
-                      "provenance": r.provenance} for r in t.rows],
+                      "provenance": r.provenance, "conditions": r.conditions} for r in t.rows],
         } for t in tables],
     }
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False)
@@ -168,11 +183,16 @@ TEXT_FORMATS: dict[str, tuple[str, Callable[[Selection, list[Table]], str]]] = {
     "latex": ("leaderboard.tex", to_latex),
     "json": ("leaderboard.json", to_json),
 }
-FORMATS = (*TEXT_FORMATS, "html")
+FORMATS = (*TEXT_FORMATS, "html", "paper")
 
 
-def publish(selection: Selection, fmt: str, out: Path) -> Path:
-    """Write ``selection`` in format ``fmt`` under ``out``; return the main file."""
+def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False) -> Path:
+    """Write ``selection`` in format ``fmt`` under ``out``; return the main file.
+
+    Refuses (:class:`ConfigError`) a table whose rows were made under
+    different label maps, splits or evaluator versions unless ``allow_mixed``
+    (then a column names each).  ``paper``: the DiffSeg30k Tables 2-8 report
+    (:mod:`.paper`)."""
     from ..harness.errors import ConfigError
 
     if fmt not in FORMATS:
@@ -182,9 +202,15 @@ def publish(selection: Selection, fmt: str, out: Path) -> Path:
 
         raise RecordError(f"nothing to publish: {selection.label} has no records")
     out = Path(out)
+    if fmt == "paper":
+        from .paper import write_report
+
+        return write_report(selection, out, allow_mixed=allow_mixed)
+    tables = build_tables(selection.records)
+    check_mixing(tables, allow_mixed)
     if fmt == "html":
         from .site import write_site
 
         return write_site(selection, out)
     name, render = TEXT_FORMATS[fmt]
-    return atomic_write_text(out / name, render(selection, build_tables(selection.records)))
+    return atomic_write_text(out / name, render(selection, tables))

@@ -28,7 +28,18 @@ from ..harness.metrics.catalog import MetricInfo, metric_info
 from ..harness.records import ResultRecord
 from . import plots
 from .escape import html as e
-from .tables import PRIMARY, Row, Table, build_tables, format_ci, format_value, record_date, slugify
+from .tables import (
+    PRIMARY,
+    Row,
+    Table,
+    build_tables,
+    conditions_line,
+    format_ci,
+    format_value,
+    record_conditions,
+    record_date,
+    slugify,
+)
 from .versions import Selection, summarize
 
 log = logging.getLogger(__name__)
@@ -107,7 +118,10 @@ def _case_info(table: Table) -> str:
              f"distortion {e(case.get('distortion', 'none'))}" + (f" ({e(params)})" if params else ""),
              f"trained on {e(train.get('split', '?'))}" + (f" without {e(excluded)}" if excluded else ""),
              f"dataset fingerprint {_short(key.fingerprint)}", f"suite definition {_short(key.definition_hash)}",
-             f"metrics v{e(key.metrics_version)}", f"{len(table.records)} record(s)"]
+             f"metrics v{e(key.metrics_version)}",
+             *([e(conditions_line(table.shared))] if conditions_line(table.shared) else []),
+             *([f"<b>mixed: {e(', '.join(table.mixed))}</b> (see the columns)"] if table.mixed else []),
+             f"{len(table.records)} record(s)"]
     return '<p class="case-info">' + "; ".join(parts) + "</p>"
 
 
@@ -120,6 +134,7 @@ def _header(table: Table) -> str:
             tip += "; rows are ranked by this column"
         arrow = f' <span class="arrow">{info.arrow}</span>' if info.arrow else ""
         cells.append(f'<th class="{cls}" data-metric="{e(info.name)}" title="{e(tip)}">{e(info.label)}{arrow}</th>')
+    cells += [f'<th class="condition">{e(name)}</th>' for name in table.mixed]
     cells += ['<th class="prov checkpoint">checkpoint sha256</th>', '<th class="prov git">code (git)</th>',
               '<th class="prov date">date (UTC)</th>', '<th class="prov record">record</th>']
     return "<thead><tr>" + "".join(cells) + "</tr></thead>"
@@ -149,6 +164,7 @@ def _row(table: Table, row: Row, slugs: dict[str, str], prefix: str, rank_text: 
         href = f"{prefix}detectors/{quote(slugs[row.detector])}.html"
         cells.append(f'<td class="detector"><a href="{e(href)}">{e(row.detector)}</a></td>')
     cells += [_metric_cell(table, info, row) for info in table.columns]
+    cells += [f'<td class="condition">{e(row.conditions.get(name, "-"))}</td>' for name in table.mixed]
     p = row.provenance
     if row.baseline:
         cells += ['<td class="prov" colspan="4">trivial predictor on the same images</td>']
@@ -217,6 +233,9 @@ def _manifest(selection: Selection) -> str:
                   or "\u2014"))
     items.append(("metric definitions", ", ".join(f"v{e(m)}" for m in summary.get("metrics_versions", []))
                   or "\u2014"))
+    for name in ("label map", "split"):
+        values = sorted({record_conditions(r)[name] for r in selection.records})
+        items.append((f"{name}s", "<br>".join(e(v) for v in values) or "\u2014"))
     return f'<section id="version-summary"><h2>Version</h2>{_dl("manifest", items)}</section>'
 
 

@@ -6,6 +6,13 @@ differ in any of these never share a table, so a newer suite version starts
 a new table (a new column set) instead of overwriting the old rows.  Rows are
 detectors (plus the trivial baselines a record carries), ranked by the
 table's primary metric; each row keeps its provenance.
+
+Rows of one table must also share the label map and split their numbers
+were made under (:data:`CONDITIONS`; not in the key, so that a mix is seen
+rather than silently split): :func:`check_mixing` refuses a table whose rows
+differ, unless mixing is allowed, and then the renderers add a column per
+condition that differs (``Table.mixed``); a condition all rows share is named
+once, in the table's header line (``Table.shared``).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..harness.errors import ConfigError
 from ..harness.metrics.catalog import COUNT_METRICS, MetricInfo, metric_info
 from ..harness.records import ResultRecord
 
@@ -78,6 +86,7 @@ class Row:
     record_id: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     rank: int | None = None
+    conditions: dict[str, str] = field(default_factory=dict)  # see record_conditions
 
 
 @dataclass
@@ -107,6 +116,16 @@ class Table:
             else:
                 out[info.name] = max(values) if info.higher_is_better else min(values)
         return out
+
+    @cached_property
+    def mixed(self) -> list[str]:
+        """The conditions (:data:`CONDITIONS`) its rows differ in: one column each."""
+        return list(mixed_conditions(self.records))
+
+    @property
+    def shared(self) -> dict[str, str]:
+        """The conditions every row shares, for the table's header line."""
+        return {k: v for k, v in record_conditions(self.records[0]).items() if k not in self.mixed}
 
     def is_best(self, row: Row, metric: str) -> bool:
         """True for a detector row holding its column's best value."""
@@ -196,22 +215,85 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
                    for m in wanted if m in present]
         names = [c.name for c in columns]
         rows = [Row(r.body.detector.name, {m: record_cell(r, m) for m in names},
-                    record_id=r.id, provenance=provenance(r)) for r in recs]
+                    record_id=r.id, provenance=provenance(r), conditions=record_conditions(r)) for r in recs]
         primary = PRIMARY.get(key.task)
         rows.sort(key=_sort_key(primary, metric_info(primary) if primary else None))
         for rank, row in enumerate(rows, 1):
             row.rank = rank
         if baselines:
-            seen: dict[str, dict[str, Any]] = {}
+            seen: dict[str, tuple[dict[str, Any], ResultRecord]] = {}
             for r in recs:
                 for bname, values in r.body.baselines.items():
-                    seen.setdefault(bname, values)
-            rows.extend(Row(f"{bname} (baseline)", {m: Cell(v.get(m)) for m in names}, baseline=True)
-                        for bname, v in sorted(seen.items()))
+                    seen.setdefault(bname, (values, r))
+            rows.extend(Row(f"{bname} (baseline)", {m: Cell(v.get(m)) for m in names}, baseline=True,
+                            conditions=record_conditions(r))
+                        for bname, (v, r) in sorted(seen.items()))
         tables.append(Table(key, columns, rows, dict(recs[0].body.case), recs))
     tables.sort(key=lambda t: (t.key.suite, version_order(t.key.suite_version), t.key.case, t.key.dataset,
                                t.key.fingerprint, t.key.metrics_version))
     return tables
+
+
+CONDITIONS = ("dataset", "label map", "split", "suite", "metrics")
+"""What a number was made under besides the detector: rows that differ in
+any of these are never ranked together without a column saying so.  The
+table key already keeps datasets, suite versions and metric versions apart;
+label map and split are checked by :func:`check_mixing`."""
+
+
+def record_conditions(record: ResultRecord) -> dict[str, str]:
+    """The record's :data:`CONDITIONS` as short texts.  ``label map`` is the
+    map's short sha256 and source, ``split`` the split scheme's id; both
+    ``unknown`` for records written before they were recorded."""
+    b = record.body
+    ds = b.dataset
+    return {
+        "dataset": f"{ds.name} ({ds.fingerprint[:12]})",
+        "label map": getattr(ds, "label_map_id", None) or "unknown",
+        "split": getattr(ds, "split_id", None) or "unknown",
+        "suite": f"{b.suite.name} v{b.suite.version}"
+                 + (f" ({b.suite.definition_hash[:8]})" if b.suite.definition_hash else ""),
+        "metrics": f"v{b.metrics_version}",
+    }
+
+
+def mixed_conditions(records: Iterable[ResultRecord]) -> dict[str, dict[str, list[str]]]:
+    """Condition -> {value: detectors} for each condition the records differ in."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for r in records:
+        for name, value in record_conditions(r).items():
+            dets = seen.setdefault(name, {}).setdefault(value, [])
+            if r.body.detector.name not in dets:
+                dets.append(r.body.detector.name)
+    return {name: dict(sorted(values.items())) for name, values in seen.items() if len(values) > 1}
+
+
+def mixing_problem(title: str, mixed: dict[str, dict[str, list[str]]]) -> str:
+    """``title: label map A [det1], B [det2]; split ...``."""
+    parts = [f"{name} " + ", ".join(f"{value} [{', '.join(dets)}]" for value, dets in values.items())
+             for name, values in mixed.items()]
+    return f"{title}: " + "; ".join(parts)
+
+
+def refuse_mixing(problems: list[str]) -> None:
+    """Raise the :class:`ConfigError` for mixed tables (``problems`` from :func:`mixing_problem`)."""
+    if problems:
+        raise ConfigError("refusing to rank rows made under different label maps, splits or evaluator "
+                          "versions in one table: " + " | ".join(problems)
+                          + ". Publish one kind (freeze a version of the records you mean to compare: "
+                          "`diffzoo leaderboard freeze NAME --detector/--suite/--dataset ...`), or pass "
+                          "--allow-mixed to publish them with a column naming each")
+
+
+def check_mixing(tables: Iterable[Table], allow_mixed: bool = False) -> None:
+    """Refuse tables whose rows differ in a condition, unless ``allow_mixed``."""
+    if not allow_mixed:
+        refuse_mixing([mixing_problem(t.key.title, mixed_conditions(t.records)) for t in tables if t.mixed])
+
+
+def conditions_line(shared: dict[str, str], skip: Iterable[str] = ("dataset", "suite", "metrics")) -> str:
+    """``label map X · split Y`` for a header line (``skip``: what the line names already)."""
+    return " · ".join(f"{k} {v}" for k, v in shared.items() if k not in set(skip))
 
 
 def table_metrics(task: str, records: list[ResultRecord], compact: bool = False) -> list[str]:

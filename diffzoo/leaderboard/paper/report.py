@@ -1,0 +1,244 @@
+"""The paper report: DiffSeg30k Tables 2-8 from stored records, each cell
+``ours | paper | Δ`` (Δ = ours - paper, in percentage points).
+
+Cells no record fills say why (``n/a (no record: ... --suite S)``, a slice
+the data lacks, a metric the record does not carry); paper numbers the CSV
+lacks say ``n/a (paper value not found in the stored copy)``.  Like every
+published table, a report table whose records were made under different
+datasets, label maps, splits or evaluator versions is refused unless mixing
+is allowed, and then a column per differing condition names each row's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...harness.fsutil import atomic_write_text
+from ...harness.metrics.catalog import SLICE_SEPARATOR, MetricInfo, metric_info
+from ...harness.records import ResultRecord
+from ..escape import md_cell
+from ..tables import (
+    conditions_line,
+    format_value,
+    mixed_conditions,
+    mixing_problem,
+    record_conditions,
+    record_date,
+    refuse_mixing,
+)
+from ..versions import Selection
+from .layout import TABLES, Column, Family, PaperTable, Setting
+from .values import VALUES_FILE, PaperValue, load_values
+
+REPORT_FILE = "paper.md"
+NOT_FOUND = "paper value not found in the stored copy"
+NOT_IN_PAPER = "not in the paper"
+NOT_A_PAPER_MODEL = "not a model of the paper"
+SEP = " \\| "  # a pipe inside a Markdown table cell
+
+
+Conditions = tuple[tuple[str, str], ...]
+
+
+class RecordIndex:
+    """The newest record per (suite, case, detector, conditions): records of
+    one detector made under another label map, split, dataset or evaluator
+    version are kept apart (their own row), never silently replaced."""
+
+    def __init__(self, records: list[ResultRecord]):
+        self._by: dict[tuple[str, str, str, Conditions], ResultRecord] = {}
+        for r in records:
+            key = (r.body.suite.name, r.body.case_name, r.body.detector.name, tuple(record_conditions(r).items()))
+            if key not in self._by or record_date(r) >= record_date(self._by[key]):
+                self._by[key] = r
+
+    def get(self, suite: str, case: str, detector: str, conditions: Conditions) -> ResultRecord | None:
+        return self._by.get((suite, case, detector, conditions))
+
+    def detectors(self, suite: str, cases: set[str]) -> list[tuple[str, Conditions]]:
+        """(detector, conditions) with a record of ``suite`` in ``cases``, sorted."""
+        return sorted({(d, c) for (s, case, d, c) in self._by if s == suite and case in cases})
+
+
+@dataclass
+class ReportCell:
+    info: MetricInfo
+    ours: float | None = None
+    why_not_ours: str = ""
+    paper: float | None = None
+    why_not_paper: str = ""
+
+    @property
+    def delta(self) -> float | None:
+        if self.ours is None or self.paper is None:
+            return None
+        return self.ours - self.paper
+
+    def parts(self) -> tuple[str, str, str]:
+        """(ours, paper, delta) as text: % with one decimal, Δ in points, n/a with its reason."""
+        ours = format_value(self.info, self.ours) if self.ours is not None else f"n/a ({self.why_not_ours})"
+        paper = format_value(self.info, self.paper) if self.paper is not None else f"n/a ({self.why_not_paper})"
+        delta = self.delta
+        scale = 100 if self.info.percent else 1
+        return ours, paper, "–" if delta is None else f"{scale * delta:+.1f}"
+
+
+@dataclass
+class ReportRow:
+    model: str  # the paper's model row, "" for a detector the paper does not have
+    detector: str  # the diffzoo detector; a pattern on a placeholder row
+    setting: Setting
+    cells: list[ReportCell]
+    records: list[ResultRecord] = field(default_factory=list)
+
+    def condition(self, name: str) -> str:
+        return " / ".join(dict.fromkeys(record_conditions(r)[name] for r in self.records)) or "-"
+
+
+@dataclass
+class ReportTable:
+    spec: PaperTable
+    rows: list[ReportRow]
+    records: list[ResultRecord]
+
+    @property
+    def mixed(self) -> list[str]:
+        return list(mixed_conditions(self.records))
+
+    @property
+    def shared(self) -> dict[str, str]:
+        if not self.records:
+            return {}
+        return {k: v for k, v in record_conditions(self.records[0]).items() if k not in self.mixed}
+
+
+def _ours(idx: RecordIndex, spec: PaperTable, detector: tuple[str, Conditions], setting: Setting, col: Column,
+          used: list[ResultRecord]) -> tuple[float | None, str]:
+    case, metric = col.case_for(setting), col.metric_for(setting)
+    record = idx.get(spec.suite, case, *detector)
+    if record is None:
+        return None, f"no {spec.suite}/{case} record: --suite {spec.suite}"
+    if record not in used:
+        used.append(record)
+    if metric not in record.metrics:
+        if SLICE_SEPARATOR in metric:
+            where = metric.partition(SLICE_SEPARATOR)[2]
+            return None, f"no {where} images in {record.body.dataset.name}"
+        return None, (f"record {record.id[:8]} ({spec.suite} v{record.body.suite.version}) does not carry "
+                      f"{metric}; a newer suite version computes it")
+    value = record.metrics[metric]
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None, "undefined on these images"
+    return float(value), ""
+
+
+def _paper(values: dict, spec: PaperTable, family: Family | None, setting: Setting,
+           col: Column) -> tuple[float | None, str]:
+    if not spec.in_paper:
+        return None, NOT_IN_PAPER
+    if family is None:
+        return None, NOT_A_PAPER_MODEL
+    found: PaperValue | None = values.get((spec.id, family.paper, col.task, col.paper_setting(setting), col.paper))
+    return (found.value, "") if found else (None, NOT_FOUND)
+
+
+def _row(idx: RecordIndex, values: dict, spec: PaperTable, family: Family | None,
+         detector: tuple[str, Conditions] | None, setting: Setting) -> ReportRow:
+    used: list[ResultRecord] = []
+    cells = []
+    label = detector[0] if detector is not None else f"{' or '.join(family.patterns) if family else '?'} (no record)"
+    for col in spec.columns:
+        info = metric_info(col.metric_for(setting)) or MetricInfo(col.metric, col.paper, True)
+        if detector is None:
+            ours, why = None, f"no record: --suite {spec.suite}"
+        else:
+            ours, why = _ours(idx, spec, detector, setting, col, used)
+        paper, why_paper = _paper(values, spec, family, setting, col)
+        cells.append(ReportCell(info, ours, why, paper, why_paper))
+    return ReportRow(family.paper if family else "", label, setting, cells, used)
+
+
+def build_table(idx: RecordIndex, values: dict, spec: PaperTable) -> ReportTable:
+    """One paper table: per model row of the paper, its detectors with records
+    (or one placeholder row saying how to get one), then detectors the paper
+    does not have; each times the table's settings."""
+    cases = {col.case_for(s) for s in spec.settings for col in spec.columns}
+    detectors = idx.detectors(spec.suite, cases)
+    rows: list[ReportRow] = []
+    claimed: set[str] = set()
+    for family in spec.families:
+        mine = [d for d in detectors if family.matches(d[0])]
+        claimed.update(mine)
+        for detector in mine or [None]:
+            rows += [_row(idx, values, spec, family, detector, s) for s in spec.settings]
+    for detector in detectors:
+        if detector not in claimed:
+            rows += [_row(idx, values, spec, None, detector, s) for s in spec.settings]
+    records = list({id(r): r for row in rows for r in row.records}.values())
+    return ReportTable(spec, rows, records)
+
+
+def build_report(records: list[ResultRecord], values: dict | None = None,
+                 allow_mixed: bool = False) -> list[ReportTable]:
+    """Tables 2-8 (and 8b) from ``records``: the newest record per (suite,
+    case, detector).  Refuses (:class:`ConfigError`) a table whose records
+    differ in dataset, label map, split or evaluator version unless
+    ``allow_mixed``."""
+    values = load_values() if values is None else values
+    idx = RecordIndex(records)
+    tables = [build_table(idx, values, spec) for spec in TABLES]
+    if not allow_mixed:
+        refuse_mixing([mixing_problem(f"paper table {t.spec.id}", mixed_conditions(t.records))
+                       for t in tables if t.mixed])
+    return tables
+
+
+def _markdown_table(t: ReportTable) -> list[str]:
+    spec = t.spec
+    lines = [f"## {spec.title}", ""]
+    shared = t.shared
+    if shared:
+        lines.append(f"records: {md_cell(shared['dataset'])} · suite {md_cell(shared.get('suite', 'mixed'))} · "
+                     f"metrics {md_cell(shared.get('metrics', 'mixed'))}"
+                     + "".join(f" · {md_cell(part)}" for part in [conditions_line(shared)] if part)
+                     + (f" · **mixed: {md_cell(', '.join(t.mixed))} (see the columns)**" if t.mixed else ""))
+    else:
+        lines.append(f"no records: run `diffzoo run --suite {spec.suite}`")
+    lines.append("")
+    settings = spec.settings[0].label != ""
+    head = ["model (paper)", "detector", *([spec.setting_header] if settings else []),
+            *(c.label for c in spec.columns), *t.mixed]
+    lines.append("| " + " | ".join(md_cell(h) for h in head) + " |")
+    lines.append("|" + "|".join([":--"] * (2 + settings) + ["--:"] * len(spec.columns) + [":--"] * len(t.mixed))
+                 + "|")
+    for row in t.rows:
+        cells = [md_cell(row.model or "—"), md_cell(row.detector),
+                 *([md_cell(row.setting.label)] if settings else [])]
+        cells += [SEP.join(md_cell(p) if p.startswith("n/a") else p for p in cell.parts()) for cell in row.cells]
+        cells += [md_cell(row.condition(name)) for name in t.mixed]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def render_markdown(selection: Selection, tables: list[ReportTable], values: dict | None = None) -> str:
+    values = load_values() if values is None else values
+    lines = ["# DiffSeg30k paper tables, reproduced", "",
+             f"- **records**: {md_cell(selection.label)} ({len(selection.records)} record(s))",
+             f"- **paper**: Ci et al., DiffSeg30k, arXiv 2511.19111v2; {len(values)} published number(s) in "
+             f"`{VALUES_FILE.name}` (diffzoo/leaderboard/paper/)", "",
+             "Each cell: ours | paper | Δ (ours − paper, percentage points); values in %. Acc is aAcc for "
+             "pixel tasks (METRICS.md). n/a says why a value is missing: no record (the `--suite` that fills "
+             "it), data without such images, or a paper number the stored copy of the paper did not show. "
+             "Layout and the case behind each column: docs/paper.md.", ""]
+    for t in tables:
+        lines += _markdown_table(t)
+    return "\n".join(lines)
+
+
+def write_report(selection: Selection, out: Path, allow_mixed: bool = False) -> Path:
+    """Write ``out/paper.md``; returns its path."""
+    values = load_values()
+    tables = build_report(selection.records, values, allow_mixed)
+    return atomic_write_text(Path(out) / REPORT_FILE, render_markdown(selection, tables, values))
