@@ -8,7 +8,8 @@ differences.  The families' inpainting pipelines (``qwen.edit-inpaint``,
 
 Settings are each model card's recommendation; ``resolution`` is the side of
 the square whose area the editor targets (aspect ratio kept; see
-``instruct.run_size``).
+``instruct.run_size``).  Every real card has a tiny stand-in (``TINY_OF``:
+same pipeline class, random weights built by ``tiny_instruct``).
 """
 
 from __future__ import annotations
@@ -154,15 +155,19 @@ FIRERED_EDIT_10 = GeneratorCard(
     options=_instruct(**QWEN_OPTIONS, notes=FIRERED_NOTE),
 )
 
-# Tiny FLUX.2 [klein]: the Qwen3 text encoder has 3 layers (the real one is read at 9, 18, 27)
-_TINY_KLEIN_CALL = {"text_encoder_out_layers": (1, 2, 3)}
+# Tiny builds (tiny_instruct.py): 64 px, 2 steps, guidance 5.0 (classifier-free guidance runs); the real
+# card's pipeline class and instruction/guidance options.  FLUX.2 text encoders have 3 layers (the real ones
+# are read at 9, 18, 27 (klein) and 10, 20, 30 (dev)).
+_FLUX2_TINY_OPTIONS = {"max_sequence_length": 64, "call_kwargs": {"text_encoder_out_layers": (1, 2, 3)}}
+_REAL_ONLY = ("torch_dtype", "notes")
 
 
-def _tiny_klein(name: str, pipeline: str, real: GeneratorCard, **options: object) -> GeneratorCard:
+def _tiny(name: str, real: GeneratorCard, **options: object) -> GeneratorCard:
+    kept = {k: v for k, v in real.options.items() if k not in _REAL_ONLY}
     return GeneratorCard(
         name=name,
-        description=f"tiny random-weight {pipeline} built offline (stand-in for {real.name})",
-        pipeline=pipeline,
+        description=f"tiny random-weight {real.pipeline} built offline (stand-in for {real.name})",
+        pipeline=real.pipeline,
         weights=None,
         native_inpaint=real.native_inpaint,
         tiny=True,
@@ -171,12 +176,32 @@ def _tiny_klein(name: str, pipeline: str, real: GeneratorCard, **options: object
         guidance_scale=5.0,
         licence="Apache-2.0 (diffzoo code; no weights)",
         paper=real.paper,
-        options={"notes": TINY_NOTE, "max_sequence_length": 64, "call_kwargs": _TINY_KLEIN_CALL, **options},
+        options={"notes": TINY_NOTE, **kept, **options},
     )
 
 
-FLUX2_TINY_KLEIN = _tiny_klein("flux2.tiny-klein", "Flux2KleinPipeline", FLUX2_KLEIN_4B, instruct=True)
-FLUX2_TINY_KLEIN_INPAINT = _tiny_klein("flux2.tiny-klein-inpaint", "Flux2KleinInpaintPipeline", FLUX2_KLEIN_INPAINT)
+FLUX2_TINY_KLEIN = _tiny("flux2.tiny-klein", FLUX2_KLEIN_4B, **_FLUX2_TINY_OPTIONS)
+FLUX2_TINY_KLEIN_INPAINT = _tiny("flux2.tiny-klein-inpaint", FLUX2_KLEIN_INPAINT, **_FLUX2_TINY_OPTIONS)
+FLUX2_TINY_DEV = _tiny("flux2.tiny-dev", FLUX2_DEV, **_FLUX2_TINY_OPTIONS)
+# Qwen-Image-Edit and LongCat size their input to about 1 megapixel internally (about 3 s per tiny call)
+QWEN_TINY_EDIT = _tiny("qwen.tiny-edit", QWEN_EDIT)
+QWEN_TINY_EDIT_2509 = _tiny("qwen.tiny-edit-2509", QWEN_EDIT_2509)
+QWEN_TINY_EDIT_INPAINT = _tiny("qwen.tiny-edit-inpaint", QWEN_EDIT_INPAINT)
+LONGCAT_TINY_EDIT = _tiny("longcat.tiny-edit", LONGCAT_EDIT)
+FIRERED_TINY_EDIT = _tiny("firered.tiny-edit", FIRERED_EDIT)  # FireRed 1.0 and 1.1 share the pipeline
+
+TINY_OF: dict[str, str] = {
+    QWEN_EDIT.name: QWEN_TINY_EDIT.name,
+    QWEN_EDIT_2509.name: QWEN_TINY_EDIT_2509.name,
+    QWEN_EDIT_INPAINT.name: QWEN_TINY_EDIT_INPAINT.name,
+    FLUX2_DEV.name: FLUX2_TINY_DEV.name,
+    FLUX2_KLEIN_4B.name: FLUX2_TINY_KLEIN.name,
+    FLUX2_KLEIN_INPAINT.name: FLUX2_TINY_KLEIN_INPAINT.name,
+    LONGCAT_EDIT.name: LONGCAT_TINY_EDIT.name,
+    FIRERED_EDIT.name: FIRERED_TINY_EDIT.name,
+    FIRERED_EDIT_10.name: FIRERED_TINY_EDIT.name,
+}
+"""Each real instruction-family card -> its tiny stand-in (same pipeline class, random weights)."""
 
 INSTRUCT_CARDS: tuple[GeneratorCard, ...] = (
     QWEN_EDIT,
@@ -185,11 +210,17 @@ INSTRUCT_CARDS: tuple[GeneratorCard, ...] = (
     FLUX2_DEV,
     FLUX2_KLEIN_4B,
     FLUX2_KLEIN_INPAINT,
-    FLUX2_TINY_KLEIN,
-    FLUX2_TINY_KLEIN_INPAINT,
     LONGCAT_EDIT,
     FIRERED_EDIT,
     FIRERED_EDIT_10,
+    QWEN_TINY_EDIT,
+    QWEN_TINY_EDIT_2509,
+    QWEN_TINY_EDIT_INPAINT,
+    FLUX2_TINY_DEV,
+    FLUX2_TINY_KLEIN,
+    FLUX2_TINY_KLEIN_INPAINT,
+    LONGCAT_TINY_EDIT,
+    FIRERED_TINY_EDIT,
 )
 """Cards of the instruction-editor families (with their inpainting variants); registered by the plugin."""
 

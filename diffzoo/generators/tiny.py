@@ -3,7 +3,8 @@
 Every ``tiny`` generator card is the real pipeline class built from small
 configs (taken from the shapes diffusers' own fast tests use) with random
 weights; SD3.5, Kandinsky 2.2, Kolors and HunyuanDiT are built in
-``tiny_extra.py``, FLUX.2 [klein] in ``tiny_instruct.py``.  Nothing is read
+``tiny_extra.py``, the instruction editors (FLUX.2 [klein] and [dev],
+Qwen-Image-Edit and its Plus / inpaint variants, LongCat) in ``tiny_instruct.py``.  Nothing is read
 from the hub: tokenizers are made in code.  Each component is constructed
 right after ``torch.manual_seed(seed)`` inside a forked RNG, so the same seed
 gives identical weights in every process and the caller's global RNG is left
@@ -303,6 +304,11 @@ TINY_BUILDERS: dict[str, Callable[..., Any]] = {
     "HunyuanDiTPipeline": lambda seed, **o: _extra().build_hunyuandit(seed),
     "Flux2KleinPipeline": lambda seed, **o: _instruct().build_flux2_klein(seed),
     "Flux2KleinInpaintPipeline": lambda seed, **o: _instruct().build_flux2_klein(seed, inpaint=True),
+    "Flux2Pipeline": lambda seed, **o: _instruct().build_flux2_dev(seed),
+    "QwenImageEditPipeline": lambda seed, **o: _instruct().build_qwen_edit(seed),
+    "QwenImageEditPlusPipeline": lambda seed, **o: _instruct().build_qwen_edit(seed, variant="plus"),
+    "QwenImageEditInpaintPipeline": lambda seed, **o: _instruct().build_qwen_edit(seed, variant="inpaint"),
+    "LongCatImageEditPipeline": lambda seed, **o: _instruct().build_longcat_edit(seed),
 }
 
 
@@ -314,7 +320,7 @@ def _extra() -> Any:
 
 
 def _instruct() -> Any:
-    """``tiny_instruct`` (FLUX.2 [klein]), imported on use."""
+    """``tiny_instruct`` (the instruction editors' tiny builds), imported on use."""
     from . import tiny_instruct
 
     return tiny_instruct
