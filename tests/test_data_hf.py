@@ -10,6 +10,7 @@ datasets = pytest.importorskip("datasets")
 
 from diffzoo import open_dataset  # noqa: E402
 from diffzoo.harness.data import DiffSeg30kDataset  # noqa: E402
+from diffzoo.harness.data.labelmaps import label_map_sha256  # noqa: E402
 from diffzoo.harness.errors import CorruptSampleError, DataError  # noqa: E402
 
 
@@ -120,3 +121,42 @@ def test_fingerprint_hashes_cell_bytes_once_and_follows_content(tmp_path, monkey
     assert DiffSeg30kDataset(path).fingerprint() == fp and hashed == []  # cached
     rows(with_key=True, seed=1).to_parquet(str(path))  # other pixels, same ids
     assert DiffSeg30kDataset(path).fingerprint() != fp and len(hashed) == 20
+
+
+def class_label_rows(names, column="label", sequence=False):
+    rng = np.random.default_rng(0)
+    masks = [np.full((8, 8), i % len(names), np.uint8) for i in range(6)]
+    values = [i % len(names) for i in range(6)]
+    label = datasets.ClassLabel(names=names)
+    return datasets.Dataset.from_dict(
+        {"image": [Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)) for _ in masks],
+         "mask": [Image.fromarray(m) for m in masks], column: [[v] for v in values] if sequence else values},
+        features=datasets.Features({"image": datasets.Image(), "mask": datasets.Image(),
+                                    column: datasets.Sequence(label) if sequence else label}))
+
+
+def test_class_label_feature_names_the_mask_values(tmp_path):
+    data = class_label_rows(["authentic", "SDXL", "sd2"])  # value 0 read as background, paper names as short
+    data.to_parquet(str(tmp_path / "d.parquet"))
+    data.save_to_disk(str(tmp_path / "saved"))
+    names = ["background", "sdxl", "sd2"]
+    for path in (tmp_path / "d.parquet", tmp_path / "saved"):
+        assert DiffSeg30kDataset(path).provenance()["label_map"] == {
+            "names": names, "sha256": label_map_sha256(names), "source": "ClassLabel:label", "verified": True}
+    class_label_rows(["background", "x"], column="editors", sequence=True).to_parquet(str(tmp_path / "s.parquet"))
+    label_map = DiffSeg30kDataset(tmp_path / "s.parquet").provenance()["label_map"]
+    assert (label_map["names"], label_map["source"]) == (["background", "x"], "ClassLabel:editors")
+    class_label_rows(["sd2", "sdxl"]).to_parquet(str(tmp_path / "bad.parquet"))
+    with pytest.raises(DataError, match="ClassLabel feature 'label': value 0 is named 'sd2'"):
+        DiffSeg30kDataset(tmp_path / "bad.parquet")
+    assert DiffSeg30kDataset(tmp_path / "bad.parquet", label_space="sd2").label_space.names == ("background", "sd2")
+
+
+def test_native_splits_keep_their_names_and_id(tmp_path):
+    folder = tmp_path / "saved"
+    datasets.DatasetDict({"train": rows(6, seed=1), "validation": rows(4, seed=2),
+                          "cross_test": rows(3, seed=3)}).save_to_disk(str(folder))
+    ds = DiffSeg30kDataset(folder)
+    assert ds.splits() == ["train", "val", "cross_test"]
+    assert ds.provenance()["split"] == {"id": "native",
+                                        "source": "the data's own splits (cross_test, train, val)"}

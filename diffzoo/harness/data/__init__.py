@@ -1,4 +1,5 @@
-"""Dataset adapters, safe image/mask decoding, label maps, splits, fingerprints.
+"""Dataset adapters, safe image/mask decoding, label maps, splits, metadata,
+fingerprints, provenance.
 
 See docs/datasets.md for the layouts each adapter reads.
 """
@@ -15,11 +16,16 @@ from .labelmaps import (
     DIFFSEG30K_LABELS,
     DIFFSEG30K_LABELS_VERIFIED,
     DIFFSEG30K_PAPER_NAMES,
+    LABEL_MAP_FILES,
+    LabelMap,
     check_mask_values,
+    label_map_sha256,
     load_label_space,
     read_label_file,
 )
-from .splits import CANONICAL_SPLITS, canonical_split, split_ids
+from .metadata import read_metadata_file
+from .provenance import provenance_of
+from .splits import CANONICAL_SPLITS, canonical_split, hash_split_id, split_ids
 
 __all__ = [
     "AUTHENTIC_PREFIX",
@@ -32,17 +38,23 @@ __all__ = [
     "DIFFSEG30K_PAPER_NAMES",
     "DiffSeg30kDataset",
     "JsonListDataset",
+    "LABEL_MAP_FILES",
+    "LabelMap",
     "SplitDataset",
     "TpGtDataset",
     "WithAuthentic",
     "canonical_split",
     "check_mask_values",
     "fingerprint_files",
+    "hash_split_id",
+    "label_map_sha256",
     "pair_fingerprint",
     "load_label_space",
+    "provenance_of",
     "read_binary_mask",
     "read_image",
     "read_label_file",
+    "read_metadata_file",
     "read_mask",
     "split_ids",
 ]

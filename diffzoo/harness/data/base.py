@@ -1,8 +1,9 @@
 """Plumbing shared by the in-tree adapters: named splits, extra authentic
-images, a cached fingerprint and ``describe``.
+images, a cached fingerprint, ``provenance`` and ``describe``.
 
-A subclass fills ``self._splits`` (canonical split name -> sorted ids) and
-implements ``_load`` and ``_content_fingerprint``.
+A subclass fills ``self._splits`` (canonical split name -> sorted ids), and
+``self.split_info`` (``{"id", "source"}``, see :mod:`.splits`) when it knows
+how they were made, and implements ``_load`` and ``_content_fingerprint``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..protocols import Dataset
 from ..types import LabelSpace, Sample
 from .authentic import AuthenticFolder
 from .fingerprint import combine
+from .labelmaps import LabelMap, label_map_sha256
 from .splits import CANONICAL_SPLITS, canonical_split
 
 
@@ -51,11 +53,14 @@ class SplitDataset(Dataset):
 
     source_kind = ""
     labels_verified = True
+    label_source = "dataset"
+    """Where the label map came from (``labels.json``, ``archive:labels.yaml``, ...)."""
 
     def __init__(self, name: str, label_space: LabelSpace) -> None:
         self.name = name
         self.label_space = label_space
         self._splits: dict[str, list[str]] = {}
+        self.split_info: dict[str, str] | None = None
         self._authentic: AuthenticFolder | None = None
         self._fingerprint: str | None = None
         self.path = ""
@@ -93,7 +98,7 @@ class SplitDataset(Dataset):
         """Fingerprint of the images and masks (and sidecar metadata) only."""
 
     def fingerprint(self) -> str:
-        """Content + extra authentic images + label space + the split assignment.
+        """Content + extra authentic images + the label map's sha256 + the split assignment.
 
         The split assignment is part of it so that a checkpoint cached for
         "train" is never reused after ``val_fraction``, the seed or
@@ -104,10 +109,30 @@ class SplitDataset(Dataset):
                 type(self).__name__,
                 self._content_fingerprint(),
                 self._authentic.fingerprint() if self._authentic is not None else None,
-                list(self.label_space.names),
+                {"label_map_sha256": label_map_sha256(self.label_space.names)},
                 {k: self._splits[k] for k in sorted(self._splits)},
             )
         return self._fingerprint
+
+    def _metadata_provenance(self) -> dict[str, Any]:
+        """``{"source", "keys"}`` of per-sample metadata; adapters that read some override it."""
+        return {"source": None, "keys": []}
+
+    def provenance(self) -> dict[str, Any]:
+        """The label map, split and metadata the dataset's numbers are made under:
+
+        ``{"label_map": {"names", "sha256", "source", "verified"},
+        "split": {"id", "source"}, "metadata": {"source", "keys"}}``.
+        Extra authentic images are named in ``split.source`` (they change
+        train, never val, so the split id stays).
+        """
+        info = dict(self.split_info or {"id": "dataset", "source": f"{type(self).__name__}'s own splits"})
+        if self._authentic is not None:
+            info["source"] += (f"; train + {len(self._authentic.ids())} extra authentic images "
+                               f"({self._authentic.root.name})")
+        label_map = LabelMap(self.label_space, bool(self.labels_verified), self.label_source)
+        return {"label_map": label_map.provenance(), "split": info,
+                "metadata": self._metadata_provenance()}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -118,6 +143,7 @@ class SplitDataset(Dataset):
             "label_space": list(self.label_space.names),
             "labels_verified": self.labels_verified,
             "extra_authentic": len(self._authentic.ids()) if self._authentic else 0,
+            "provenance": self.provenance(),
         }
 
     def _unknown(self, sample_id: str) -> DataError:

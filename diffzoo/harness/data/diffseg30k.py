@@ -9,10 +9,13 @@ file's folder), written by the demo dataset and ``diffzoo generate``;
 DiffSeg30k itself ships none of them:
 
 - ``labels.json``: ``{"names": ["background", ...], "verified": true}``, the
-  label space when none is passed;
+  label space when none is passed (then a label map file inside the download,
+  then a ``ClassLabel`` feature, then the paper's order: :func:`resolve_label_map`);
 - ``manifest.jsonl``: per-sample metadata (:meth:`SampleMeta.to_dict` lines);
-- ``splits.json``: ``{"train": [ids], "val": [ids]}``; without it a source with
-  a single split is divided train/val 8:2 by a hash of each id.
+  ``metadata=FILE`` replaces it with a sidecar (:mod:`.metadata`);
+- ``splits.json``: ``{"train": [ids], "val": [ids]}``; ``split_file=FILE``
+  wins over it; without either, the data's own splits, or a single split
+  divided train/val 8:2 by a hash of each id (:func:`resolve_split_scheme`).
 
 Mask values are checked against the label space sample by sample as samples
 are loaded; nothing scans the whole dataset up front.  An image without a
@@ -24,6 +27,7 @@ shrinking dataset would make results incomparable.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import zipfile
 from pathlib import Path
@@ -35,28 +39,31 @@ from .base import SplitDataset, require_path
 from .fingerprint import combine
 from .hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id
 from .imageio import read_image, read_mask
-from .labelmaps import (
-    check_mask_values,
-    default_diffseg30k_labels,
-    parse_label_spec,
-    read_label_file,
-)
-from .manifest import LABELS_FILE, MANIFEST_FILE, read_manifest, restrict_manifest
-from .sources import PAIR_RE, folder_has_pairs, open_source
-from .splits import SPLITS_FILE, resolve_splits
+from .labelmaps import LabelMap, check_mask_values, resolve_label_map
+from .manifest import MANIFEST_FILE, read_manifest, restrict_manifest
+from .metadata import carried_keys, read_metadata_file
+from .sources import PAIR_RE, folder_has_pairs, inner_label_files, open_source
+from .splits import SPLITS_FILE, resolve_split_scheme
+
+log = logging.getLogger(__name__)
 
 
 class DiffSeg30kDataset(SplitDataset):
     """DiffSeg30k (or any data in its layout) as a :class:`Dataset`.
 
-    ``label_space``: a LabelSpace, a JSON label file, or ``"sd2,sdxl,..."``;
-    default: ``labels.json`` beside the data, else the paper's editor order
-    (UNVERIFIED, warned once).  ``extra_authentic``: a folder of authentic
-    images added to ``train`` with all-zero masks (ids ``authentic/...``).
-    ``calib_fraction``: without ``splits.json``, also carve a ``calib`` split
-    (for ``--thresholds calibrated``) from what would be train; val is unchanged.
-    ``name`` defaults to the data's folder (the folder given, or the one
-    holding the zip / parquet file), or ``diffseg30k`` for the hub id.
+    ``label_space``: a LabelSpace, a label file, or ``"sd2,sdxl,..."``;
+    default: ``labels.json`` beside the data, a label map file inside it, a
+    ``ClassLabel`` feature, else the paper's editor order (UNVERIFIED, warned
+    once).  ``extra_authentic``: a folder of authentic images added to
+    ``train`` with all-zero masks (ids ``authentic/...``; the paper's 5k COCO
+    images).  ``calib_fraction``: with the hash split, also carve a ``calib``
+    split (for ``--thresholds calibrated``) from what would be train; val is
+    unchanged.  ``split_file``: ids per split (JSON or ``id<TAB>split``),
+    wins over ``splits.json`` and the data's own splits.  ``metadata``: a
+    sidecar of base / editors per id (:mod:`.metadata`), replacing
+    ``manifest.jsonl``.  ``name`` defaults to the data's folder (the folder
+    given, or the one holding the zip / parquet file), or ``diffseg30k`` for
+    the hub id.
     """
 
     def __init__(
@@ -67,6 +74,8 @@ class DiffSeg30kDataset(SplitDataset):
         val_fraction: float = 0.2,
         calib_fraction: float = 0.0,
         split_seed: int = 0,
+        split_file: str | os.PathLike | None = None,
+        metadata: str | os.PathLike | None = None,
         extra_authentic: str | os.PathLike | None = None,
         name: str | None = None,
         skip_unpaired: bool = False,
@@ -74,38 +83,47 @@ class DiffSeg30kDataset(SplitDataset):
         require_path(path, "DiffSeg30k", exists=False)  # hub ids do not exist locally
         self._source = open_source(path, skip_unpaired)
         sidecars = self._source.sidecar_dir
-        labels, verified = self._label_space(label_space, sidecars)
+        label_map = self._label_map(label_space, sidecars)
         default_name = sidecars.name if sidecars is not None and sidecars.name else "diffseg30k"
-        super().__init__(name or default_name, labels)
-        self.labels_verified = verified
+        super().__init__(name or default_name, label_map.space)
+        self.labels_verified = label_map.verified
+        self.label_source = label_map.source
         self.source_kind = self._source.kind
         self.path = self._source.location
         self._meta: dict[str, SampleMeta] = {}
-        self._manifest_hash: str | None = None
-        if sidecars is not None and (sidecars / MANIFEST_FILE).is_file():
-            manifest_path = sidecars / MANIFEST_FILE
-            self._meta = restrict_manifest(
-                read_manifest(manifest_path), set(self._source.pairs), manifest_path
-            )
-            self._manifest_hash = hashlib.sha256(manifest_path.read_bytes()).hexdigest()
-        self._splits = resolve_splits(
+        self._meta_source: str | None = None
+        self._meta_hash: str | None = None
+        self._read_metadata(sidecars, metadata)
+        self._splits, self.split_info = resolve_split_scheme(
             self._source.native_splits(),
             sidecars / SPLITS_FILE if sidecars is not None else None,
             val_fraction,
             split_seed,
             calib_fraction,
+            Path(str(split_file)) if split_file is not None else None,
         )
         if extra_authentic is not None:
             self.add_authentic(AuthenticFolder(extra_authentic))
 
-    @staticmethod
-    def _label_space(spec: Any, sidecars: Path | None) -> tuple[LabelSpace, bool]:
-        parsed = parse_label_spec(spec)
-        if parsed is None and sidecars is not None and (sidecars / LABELS_FILE).is_file():
-            parsed = read_label_file(sidecars / LABELS_FILE)
-        if parsed is None:
-            return default_diffseg30k_labels(), False
-        return parsed
+    def _label_map(self, spec: Any, sidecars: Path | None) -> LabelMap:
+        class_label = getattr(self._source, "class_label", None)
+        return resolve_label_map(spec, sidecars, lambda: inner_label_files(self._source), class_label)
+
+    def _read_metadata(self, sidecars: Path | None, metadata: str | os.PathLike | None) -> None:
+        """``metadata=FILE`` if given, else ``manifest.jsonl`` beside the data."""
+        if metadata is not None:
+            path = Path(str(metadata))
+            self._meta = read_metadata_file(path, self._source.pairs, self.label_space)
+            self._meta_source = f"metadata={path.name}"
+            if sidecars is not None and (sidecars / MANIFEST_FILE).is_file():
+                log.info("metadata=%s given: %s beside the data is not read", path, MANIFEST_FILE)
+        elif sidecars is not None and (sidecars / MANIFEST_FILE).is_file():
+            path = sidecars / MANIFEST_FILE
+            self._meta = restrict_manifest(read_manifest(path), set(self._source.pairs), path)
+            self._meta_source = MANIFEST_FILE
+        else:
+            return
+        self._meta_hash = hashlib.sha256(path.read_bytes()).hexdigest()
 
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
@@ -146,9 +164,15 @@ class DiffSeg30kDataset(SplitDataset):
         return Sample(image, mask, meta)
 
     def _content_fingerprint(self) -> str:
-        return combine("diffseg30k", self._source.fingerprint(), self._manifest_hash)
+        """Pairs + the sha256 of the metadata file read (``manifest.jsonl`` or ``metadata=FILE``)."""
+        return combine("diffseg30k", self._source.fingerprint(), self._meta_hash)
+
+    def _metadata_provenance(self) -> dict[str, Any]:
+        # Extra authentic images always carry base (real) and turns (0): only the pairs decide.
+        return {"source": self._meta_source, "keys": carried_keys(self._source.pairs, self._meta)}
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["manifest"] = bool(self._meta)
+        d["extra_authentic_folder"] = str(self._authentic.root) if self._authentic else None
         return d

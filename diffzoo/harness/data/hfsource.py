@@ -34,6 +34,8 @@ DIFFSEG30K_HUB_ID = "Chaos2629/Diffseg30k"
 KNOWN_HUB_IDS = {DIFFSEG30K_HUB_ID.lower()}
 HUB_PREFIXES = ("hf://datasets/", "hub:")
 KEY_COLUMNS = ("__key__", "id", "key", "image_id", "name")
+CLASS_LABEL_COLUMNS = ("mask", "label", "labels", "class", "classes", "editor")
+"""Columns searched first for a ``ClassLabel`` feature naming the mask values."""
 REQUIRED_COLUMNS = ("image", "mask")
 _DATA_SUFFIXES = (".parquet", ".arrow")
 
@@ -147,6 +149,29 @@ def _load(path: Path | None, hub: str | None) -> dict[str, Any]:
     return dict(obj)
 
 
+def _class_label_of(feature: Any) -> Any:
+    """The ClassLabel in ``feature`` (itself, or inside a Sequence / List), else None."""
+    import datasets
+
+    while feature is not None:
+        if isinstance(feature, datasets.ClassLabel):
+            return feature
+        feature = getattr(feature, "feature", None)  # Sequence, List, LargeList
+    return None
+
+
+def class_label_names(features: Any) -> tuple[str, list[str]] | None:
+    """(column, names) of the dataset's ClassLabel feature: the first of
+    :data:`CLASS_LABEL_COLUMNS` that has one, else the first column that has one."""
+    columns = [c for c in CLASS_LABEL_COLUMNS if c in features]
+    columns += [c for c in features if c not in columns]
+    for column in columns:
+        found = _class_label_of(features[column])
+        if found is not None:
+            return column, list(found.names)
+    return None
+
+
 def _row_ids(ds: Any, where: str) -> list[str]:
     key = next((c for c in KEY_COLUMNS if c in ds.column_names), None)
     if key is None:
@@ -176,10 +201,12 @@ class HFSource:
         raw = _load(path, self.hub_id)
         self._raw = {canonical_split(k): v for k, v in raw.items()}
         self._data: dict[str, Any] = {}
+        self.class_label: tuple[str, list[str]] | None = None
         split_ids: dict[str, list[str]] = {}
         for raw_name, ds in raw.items():
             split = canonical_split(raw_name)
             where = f"{self.location} (split {raw_name})"
+            self._check_class_label(class_label_names(ds.features), where)
             missing = [c for c in REQUIRED_COLUMNS if c not in ds.column_names]
             if missing:
                 raise DataError(
@@ -200,6 +227,17 @@ class HFSource:
         self._split_ids = {s: sorted(ids) for s, ids in split_ids.items()}
         if not self.index:
             raise DataError(f"{self.location}: the dataset has no rows")
+
+    def _check_class_label(self, found: tuple[str, list[str]] | None, where: str) -> None:
+        """Keep the first split's ClassLabel; another split naming other classes is an error."""
+        if found is None:
+            return
+        if self.class_label is not None and self.class_label[1] != found[1]:
+            raise DataError(
+                f"{where}: ClassLabel feature {found[0]!r} names {', '.join(found[1])}, but "
+                f"another split names {', '.join(self.class_label[1])}; pass --labels FILE"
+            )
+        self.class_label = self.class_label or found
 
     def native_splits(self) -> dict[str, list[str]]:
         return {s: list(ids) for s, ids in self._split_ids.items()}

@@ -11,13 +11,20 @@ loudly instead of training on mislabelled classes.
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
 import json
 import logging
 import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from ..errors import CorruptSampleError, DataError
 from ..types import IGNORE_INDEX, LabelSpace
@@ -69,64 +76,265 @@ def default_diffseg30k_labels() -> LabelSpace:
     if not _warned_default:
         _warned_default = True
         log.warning(
-            "DiffSeg30k: using the default label map %s; the mask value -> editor order is "
-            "the paper's listing order and is UNVERIFIED. Pass --labels FILE (JSON "
-            '{"names": ["background", ...]}) if your masks use another encoding.',
+            "DiffSeg30k: the data carries no label names (no labels.json beside it, no label map "
+            "inside it, no ClassLabel feature), so diffzoo uses the default label map %s: the "
+            "mask value -> editor order is the paper's listing order and is UNVERIFIED (records "
+            "say verified: false). Fix: pass --labels FILE (JSON {\"names\": [\"background\", "
+            "...]}, YAML, or a value,name table) with your masks' encoding.",
             ",".join(DIFFSEG30K_LABELS.names),
         )
     return DIFFSEG30K_LABELS
 
 
-def _from_json(data: Any, where: str) -> tuple[LabelSpace, bool]:
-    if isinstance(data, list):
-        names, verified = data, False
-    elif isinstance(data, dict) and isinstance(data.get("names"), list):
-        names, verified = data["names"], bool(data.get("verified", False))
-    else:
+BACKGROUND_ALIASES = ("background", "bg", "none", "unedited", "authentic", "real", "pristine", "original")
+"""Names a download may give value 0; each is read as ``background``."""
+
+LABEL_MAP_FILES: tuple[str, ...] = (
+    "labels.json",
+    "label_map.json",
+    "labels.yaml",
+    "labels.yml",
+    "label_map.yaml",
+    "labels.csv",
+    "labels.tsv",
+    "labels.txt",
+    "classes.txt",
+)
+"""Label map files looked for inside a download (archive root or the folder
+holding the pairs), in this order of preference."""
+
+_TABLE_SUFFIXES = (".csv", ".tsv", ".txt")
+
+
+def _editor_key(name: str) -> str:
+    return re.sub(r"[\s._-]", "", name.lower())
+
+
+_EDITOR_KEYS = {
+    _editor_key(n): short
+    for short, paper in DIFFSEG30K_PAPER_NAMES.items()
+    for n in (short, paper)
+}
+
+
+def label_map_sha256(names: Iterable[str]) -> str:
+    """sha256 (64 hex) of the label map's canonical JSON: the list of names,
+    ``json.dumps(names, separators=(",", ":"), ensure_ascii=True)``."""
+    blob = json.dumps([str(n) for n in names], separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()
+
+
+def names_to_space(names: Sequence[Any], where: str) -> LabelSpace:
+    """Class names in value order -> LabelSpace.
+
+    Value 0 must be background (any of :data:`BACKGROUND_ALIASES`); the
+    DiffSeg30k editors' paper names (``SDXL``, ``Flux.1``, ``HunyuanDiT 1.1``)
+    become their short names (``sdxl``, ``flux1``, ``hunyuandit1.1``) so that
+    suites find them.
+    """
+    if not names or not all(isinstance(n, str) and n.strip() for n in names):
+        raise DataError(f"{where}: class names must be non-empty strings, got {list(names)}")
+    first = names[0].strip()
+    if first.lower() not in BACKGROUND_ALIASES:
         raise DataError(
-            f'{where}: a label file holds {{"names": ["background", ...]}} or a JSON list '
-            f"of class names"
+            f"{where}: value 0 is named {first!r}, but value 0 is the background (unedited "
+            f"pixels); list the classes in mask-value order starting with 'background'"
         )
-    if not all(isinstance(n, str) and n for n in names):
-        raise DataError(f"{where}: class names must be non-empty strings, got {names}")
-    return LabelSpace(tuple(names)), verified
+    out = ["background", *(_EDITOR_KEYS.get(_editor_key(n), n.strip()) for n in names[1:])]
+    try:
+        return LabelSpace(tuple(out))
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}") from None
 
 
-def read_label_file(path: str | os.PathLike) -> tuple[LabelSpace, bool]:
-    """Read ``{"names": [...], "verified": bool}`` (or a bare JSON list).
+def _value_names(pairs: Iterable[tuple[Any, Any]], where: str) -> list[Any]:
+    """``(value, name)`` pairs -> names in value order; values must be 0..N."""
+    by_value: dict[int, Any] = {}
+    for value, name in pairs:
+        try:
+            v = int(str(value).strip())
+        except ValueError:
+            raise DataError(f"{where}: {value!r} is not an integer mask value") from None
+        if v in by_value:
+            raise DataError(f"{where}: mask value {v} is given twice")
+        by_value[v] = name
+    values = sorted(by_value)
+    if values != list(range(len(values))):
+        raise DataError(
+            f"{where}: mask values must be 0..{len(values) - 1} with no gap (background 0), "
+            f"got {values}"
+        )
+    return [by_value[v] for v in values]
 
-    Returns the label space and whether the file says its order is verified
-    (default False).
+
+def _is_int(text: Any) -> bool:
+    return isinstance(text, int) and not isinstance(text, bool) or (
+        isinstance(text, str) and text.strip().lstrip("-").isdigit()
+    )
+
+
+def _names_of(data: Any, where: str) -> list[Any]:
+    """Names from a list, a ``{value: name}`` map or a ``{name: value}`` map."""
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict) and data and all(_is_int(k) for k in data):
+        return _value_names(data.items(), where)
+    if isinstance(data, dict) and data and all(_is_int(v) for v in data.values()):
+        return _value_names(((v, k) for k, v in data.items()), where)
+    raise DataError(
+        f'{where}: a label map is {{"names": ["background", ...]}}, a list of names in '
+        f"mask-value order, or a value -> name map (0: background, 1: ..., in order)"
+    )
+
+
+def _from_structured(data: Any, where: str, verified: bool) -> tuple[LabelSpace, bool]:
+    if isinstance(data, dict) and "names" in data:
+        verified = bool(data.get("verified", verified))
+        data = data["names"]
+    return names_to_space(_names_of(data, where), where), verified
+
+
+def _from_table(text: str, where: str) -> list[Any]:
+    """One name per line, or ``value,name`` rows (comma or tab; header and ``#`` lines skipped)."""
+    delimiter = "\t" if "\t" in text else ","
+    rows = [
+        [c.strip() for c in row]
+        for row in csv.reader(io.StringIO(text), delimiter=delimiter)
+        if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#")
+    ]
+    if rows and len(rows[0]) == 2 and not _is_int(rows[0][0]) and all(_is_int(r[0]) for r in rows[1:]):
+        rows = rows[1:]  # a header such as "value,name"
+    if rows and all(len(r) == 1 for r in rows):
+        return [r[0] for r in rows]
+    if rows and all(len(r) == 2 for r in rows):
+        return _value_names(((r[0], r[1]) for r in rows), where)
+    raise DataError(f"{where}: a label table has one name per line or 'value,name' rows")
+
+
+def parse_label_bytes(
+    data: bytes, name: str, where: str, verified: bool = False
+) -> tuple[LabelSpace, bool]:
+    """Parse a label map file's bytes; the format follows ``name``'s suffix.
+
+    ``.json`` / ``.yaml`` / ``.yml``: a list of names, ``{"names": [...] or
+    {value: name}, "verified": bool}``, or a ``{value: name}`` /
+    ``{name: value}`` map; ``.csv`` / ``.tsv`` / ``.txt``: one name per line
+    or ``value,name`` rows.  Values must be 0..N in order (background 0).
+    Returns the label space and whether its order is verified (the file's
+    ``verified`` field, else ``verified``).
+    """
+    suffix = Path(name).suffix.lower()
+    try:
+        text = data.decode("utf-8-sig")
+        if suffix in _TABLE_SUFFIXES:
+            return names_to_space(_from_table(text, where), where), verified
+        parsed = yaml.safe_load(text) if suffix in (".yaml", ".yml") else json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, csv.Error) as exc:
+        raise DataError(f"{where} is not a readable label map ({exc})") from None
+    return _from_structured(parsed, where, verified)
+
+
+def read_label_file(path: str | os.PathLike, verified: bool = False) -> tuple[LabelSpace, bool]:
+    """Read a label map file (see :func:`parse_label_bytes` for the formats).
+
+    Returns the label space and whether its order is verified: the file's
+    ``verified`` field, else ``verified``.
     """
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = p.read_bytes()
     except FileNotFoundError:
         raise DataError(f"label file {p} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"label file {p} is not readable JSON ({exc})") from None
-    return _from_json(data, f"label file {p}")
+    except OSError as exc:
+        raise DataError(f"label file {p} is not readable ({exc})") from None
+    return parse_label_bytes(data, p.name, f"label file {p}", verified)
 
 
 def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
     """Like :func:`load_label_space`, also returning whether the order is verified.
 
-    A label space given explicitly by the user (object or comma list) counts
-    as verified: the user vouched for it.  ``None`` gives ``None``.
+    A label space given explicitly by the user (object, comma list, or a file
+    that does not say ``"verified": false``) counts as verified: the user
+    vouched for it.  ``None`` gives ``None``.
     """
     if spec is None:
         return None
     if isinstance(spec, LabelSpace):
         return spec, True
     text = os.fspath(spec)
-    if isinstance(spec, os.PathLike) or text.endswith(".json") or Path(text).is_file():
-        return read_label_file(text)
+    suffixes = (".json", ".yaml", ".yml", *_TABLE_SUFFIXES)
+    if isinstance(spec, os.PathLike) or text.lower().endswith(suffixes) or Path(text).is_file():
+        return read_label_file(text, verified=True)
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise DataError(f"empty label specification {text!r}; give a JSON file or names")
+        raise DataError(f"empty label specification {text!r}; give a label file or names")
     if names[0] != "background":
         names.insert(0, "background")
-    return LabelSpace(tuple(names)), True
+    return names_to_space(names, "--labels"), True
+
+
+@dataclass(frozen=True)
+class LabelMap:
+    """A label space with where it came from and whether its order is vouched for."""
+
+    space: LabelSpace
+    verified: bool
+    source: str
+
+    def provenance(self) -> dict[str, Any]:
+        """``{"names", "sha256", "source", "verified"}`` (the record's ``label_map``)."""
+        names = list(self.space.names)
+        return {"names": names, "sha256": label_map_sha256(names), "source": self.source,
+                "verified": self.verified}
+
+
+def _inner_label_map(files: Sequence[tuple[str, bytes]]) -> LabelMap | None:
+    """The first label map file inside the download; others must agree with it."""
+    found = [(where, parse_label_bytes(data, where, where, verified=True)) for where, data in files]
+    if not found:
+        return None
+    (where, (space, verified)), *rest = found
+    for other, (other_space, _) in rest:
+        if other_space != space:
+            raise DataError(
+                f"the data holds two label maps that disagree: {where} gives "
+                f"{', '.join(space.names)} and {other} gives {', '.join(other_space.names)}; "
+                f"remove one or pass --labels FILE"
+            )
+    return LabelMap(space, verified, where)
+
+
+def resolve_label_map(
+    spec: LabelSpec,
+    beside: Path | None = None,
+    inner: Callable[[], Sequence[tuple[str, bytes]]] = tuple,
+    class_label: tuple[str, Sequence[str]] | None = None,
+    default: Callable[[], LabelSpace] = default_diffseg30k_labels,
+) -> LabelMap:
+    """The label map of a dataset, first found of:
+
+    1. ``spec``: given by the user (``--labels``);
+    2. ``labels.json`` in ``beside`` (the folder holding the data);
+    3. a label map file inside the download: ``inner()`` gives (``"archive:<member>"`` /
+       ``"folder:<path>"``, bytes) of the :data:`LABEL_MAP_FILES` found there
+       (called only when 1 and 2 gave nothing);
+    4. ``class_label``: (column, names) of a ``datasets`` ``ClassLabel`` feature;
+    5. ``default()`` (DiffSeg30k: the paper's order, UNVERIFIED, warned once).
+    """
+    parsed = parse_label_spec(spec)
+    if parsed is not None:
+        return LabelMap(parsed[0], parsed[1], "--labels")
+    beside_file = beside / LABEL_MAP_FILES[0] if beside is not None else None
+    if beside_file is not None and beside_file.is_file():
+        return LabelMap(*read_label_file(beside_file), LABEL_MAP_FILES[0])
+    found = _inner_label_map(inner())
+    if found is not None:
+        return found
+    if class_label is not None:
+        column, names = class_label
+        where = f"ClassLabel feature {column!r}"
+        return LabelMap(names_to_space(list(names), where), True, f"ClassLabel:{column}")
+    return LabelMap(default(), False, "default (unverified)")
 
 
 def load_label_space(spec: LabelSpace | str | os.PathLike) -> LabelSpace:

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import CorruptSampleError, DataError
 from .fingerprint import file_digests, pair_fingerprint, zip_digests
 from .hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
+from .labelmaps import LABEL_MAP_FILES
 
 PAIR_RE = re.compile(
     r"^(?P<id>[^/]+)\.(?P<kind>image|mask)\.(?:png|jpe?g|webp|tiff?|bmp)$", re.IGNORECASE
@@ -119,6 +120,50 @@ def pair_files(names: Iterable[str], where: str, skip_unpaired: bool) -> dict[st
     return {k: (v["image"], v["mask"]) for k, v in found.items() if len(v) == 2}
 
 
+MAX_LABEL_FILE_BYTES = 1 << 20
+"""A label map file inside the data larger than this is refused (it is not one)."""
+
+
+def _label_file_order(name: str) -> tuple[int, int, str]:
+    """Archive root / top folder first, then by :data:`LABEL_MAP_FILES` order."""
+    return (name.count("/"), LABEL_MAP_FILES.index(name.rsplit("/", 1)[-1]), name)
+
+
+def label_members(names: Iterable[str], pairs: dict[str, tuple[str, str]]) -> list[str]:
+    """Names (``/``-separated) of :data:`LABEL_MAP_FILES` at the root or in a
+    folder that holds pairs, in the order they are preferred."""
+    dirs = {""} | {n.rpartition("/")[0] for pair in pairs.values() for n in pair}
+    found = [
+        n for n in names
+        if n.rsplit("/", 1)[-1] in LABEL_MAP_FILES and n.rpartition("/")[0] in dirs and not _is_junk(n)
+    ]
+    return sorted(found, key=_label_file_order)
+
+
+def _check_label_size(size: int, where: str) -> None:
+    if size > MAX_LABEL_FILE_BYTES:
+        raise DataError(
+            f"{where}: {size:,} bytes is too large for a label map file (at most "
+            f"{MAX_LABEL_FILE_BYTES:,}); rename it or pass --labels FILE"
+        )
+
+
+def folder_label_files(root: Path, pairs: dict[str, tuple[str, str]]) -> list[tuple[str, bytes]]:
+    """``("folder:<path>", bytes)`` of the label map files in ``root`` and its pair folders."""
+    names = []
+    for d in {""} | {rel.rpartition("/")[0] for pair in pairs.values() for rel in pair}:
+        names += [f"{d}/{n}".lstrip("/") for n in LABEL_MAP_FILES if (root / d / n).is_file()]
+    out = []
+    for rel in label_members(names, pairs):
+        where = f"folder:{rel}"
+        _check_label_size((root / rel).stat().st_size, where)
+        try:
+            out.append((where, (root / rel).read_bytes()))
+        except OSError as exc:
+            raise DataError(f"{root / rel}: label map file cannot be read ({exc})") from None
+    return out
+
+
 class ZipSource:
     """Members read straight from the zip (no extraction), reopened per process."""
 
@@ -149,6 +194,18 @@ class ZipSource:
 
     def native_splits(self) -> dict[str, list[str]]:
         return {"train": sorted(self.pairs)}
+
+    def label_files(self) -> list[tuple[str, bytes]]:
+        """``("archive:<member>", bytes)`` of the label map files inside the zip."""
+        out = []
+        for member in label_members(self._zip().namelist(), self.pairs):
+            where = f"archive:{member}"
+            _check_label_size(self._zip().getinfo(member).file_size, where)
+            try:
+                out.append((where, self._zip().read(member)))
+            except Exception as exc:  # BadZipFile, zlib.error, ...
+                raise DataError(f"{self.path}: {where} cannot be read ({exc})") from None
+        return out
 
     def _read(self, member: str, sample_id: str) -> Ref:
         name = f"{self.path.name}:{member}"
@@ -204,6 +261,9 @@ class FolderSource:
     def native_splits(self) -> dict[str, list[str]]:
         return {"train": sorted(self.pairs)}
 
+    def label_files(self) -> list[tuple[str, bytes]]:
+        return folder_label_files(self.root, self.pairs)
+
     def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
         image, mask = (self.root / rel for rel in self.pairs[sample_id])
         return (image, str(image)), (mask, str(mask))
@@ -212,6 +272,16 @@ class FolderSource:
         files = [self.root / rel for pair in self.pairs.values() for rel in pair]
         digests = {rel: sha for rel, (_, sha) in file_digests(self.root, files).items()}
         return pair_fingerprint(self.pairs, digests)
+
+
+def inner_label_files(source: Any) -> list[tuple[str, bytes]]:
+    """The label map files a source carries: inside its zip, in its folder (and
+    the folders holding pairs), or in a ``datasets`` source's folder."""
+    if hasattr(source, "label_files"):
+        return source.label_files()
+    if source.sidecar_dir is not None and source.sidecar_dir.is_dir():
+        return folder_label_files(source.sidecar_dir, {})
+    return []
 
 
 def open_source(path: str | os.PathLike, skip_unpaired: bool = False) -> Any:

@@ -1,9 +1,14 @@
-"""Split names and the deterministic train/val split.
+"""Split names, the deterministic train/val split, split files, split ids.
 
 A sample's split depends only on (seed, its id): hashing each id on its own
 means adding, removing or reordering other files never moves an id from train
 to val or back, so a checkpoint trained on "train" stays valid as a dataset
 grows.  Hub splits are renamed to the canonical ``train`` / ``val`` / ``test``.
+
+Every split assignment has an id that records and tables carry: the hash
+split ``diffzoo-hash-v1-seed<S>-val<P>[-calib<P>]``, the data's own splits
+``native``, ``splits.json-<sha256[:16]>`` and ``file-<sha256[:16]>`` for a
+split file.
 """
 
 from __future__ import annotations
@@ -59,24 +64,69 @@ def split_ids(ids: Iterable[str], val_fraction: float = 0.2, seed: int = 0,
     return out
 
 
+HASH_SPLIT_VERSION = "diffzoo-hash-v1"
+"""Name and version of :func:`split_ids`' rule; bump it if the rule ever changes."""
+
+
+def _percent(fraction: float) -> str:
+    return format(round(fraction * 100, 6), "g")
+
+
+def hash_split_id(seed: int, val_fraction: float, calib_fraction: float = 0.0) -> str:
+    """``diffzoo-hash-v1-seed0-val20`` (``-calib10`` when a calib split is carved)."""
+    calib = f"-calib{_percent(calib_fraction)}" if calib_fraction else ""
+    return f"{HASH_SPLIT_VERSION}-seed{seed}-val{_percent(val_fraction)}{calib}"
+
+
+def file_split_id(prefix: str, data: bytes) -> str:
+    """``<prefix>-<first 16 hex of the file's sha256>``."""
+    return f"{prefix}-{hashlib.sha256(data).hexdigest()[:16]}"
+
+
+def _parse_split_text(text: str, path: Path) -> dict[str, list[str]]:
+    """A JSON ``{"train": [ids], ...}``, or ``id<TAB>split`` lines (``#`` comments)."""
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"splits file {path} is not readable JSON ({exc})") from None
+        if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+            raise DataError(f'splits file {path} must be {{"train": [ids], "val": [ids]}}')
+        return {str(k): [str(i) for i in v] for k, v in data.items()}
+    out: dict[str, list[str]] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [c.strip() for c in (line.split("\t") if "\t" in line else line.split())]
+        if len(parts) != 2 or not all(parts):
+            raise DataError(
+                f"splits file {path}, line {lineno}: expected 'id<TAB>split', got {line.strip()!r}"
+            )
+        out.setdefault(parts[1], []).append(parts[0])
+    if not out:
+        raise DataError(
+            f'splits file {path} is empty: give {{"train": [ids], "val": [ids]}} or id<TAB>split lines'
+        )
+    return out
+
+
 def read_splits_file(path: Path, known_ids: Iterable[str]) -> dict[str, list[str]]:
-    """Read ``{"train": [ids], "val": [ids], ...}``; every id must exist in the data.
+    """Read ``{"train": [ids], "val": [ids], ...}`` or ``id<TAB>split`` lines;
+    every id must exist in the data.
 
     Split names are made canonical; an id in two splits is an error (it
     would leak between training and evaluation).
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"splits file {path} is not readable JSON ({exc})") from None
-    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
-        raise DataError(f'splits file {path} must be {{"train": [ids], "val": [ids]}}')
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"splits file {path} is not readable ({exc})") from None
+    data = _parse_split_text(text, path)
     known = set(known_ids)
     out: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
-    for raw_name, raw_ids in data.items():
+    for raw_name, ids in data.items():
         name = canonical_split(str(raw_name))
-        ids = [str(i) for i in raw_ids]
         missing = [i for i in ids if i not in known]
         if missing:
             raise DataError(
@@ -94,6 +144,44 @@ def read_splits_file(path: Path, known_ids: Iterable[str]) -> dict[str, list[str
     return out
 
 
+def resolve_split_scheme(
+    native: Mapping[str, list[str]],
+    splits_file: Path | None,
+    val_fraction: float,
+    seed: int,
+    calib_fraction: float = 0.0,
+    split_file: Path | None = None,
+) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The splits a dataset exposes and their provenance ``{"id", "source"}``.
+
+    ``native``: the source's own splits (one unnamed pool is given as
+    ``{"train": ids}``).  In order: ``split_file`` (``--dataset-option
+    split_file=FILE``, id ``file-<sha256[:16]>``); a ``splits.json`` beside the
+    data (``splits.json-<sha256[:16]>``); a lone ``train`` split divided by
+    :func:`split_ids` (:func:`hash_split_id`); else the native splits with
+    canonical names (``native``).  Empty splits are dropped.
+    """
+    all_ids = [i for ids in native.values() for i in ids]
+    for path, prefix in ((split_file, "file"), (splits_file, SPLITS_FILE)):
+        if path is None or (prefix == SPLITS_FILE and not path.is_file()):
+            continue
+        if not path.is_file():
+            raise DataError(f"split_file {path} does not exist")
+        splits = read_splits_file(path, all_ids)
+        info = {"id": file_split_id(prefix, path.read_bytes()),
+                "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}
+        return {k: v for k, v in splits.items() if v}, info
+    named = {canonical_split(k): sorted(v) for k, v in native.items()}
+    if list(named) == ["train"]:
+        named = split_ids(named["train"], val_fraction, seed, calib_fraction)
+        calib = f", calib {_percent(calib_fraction)}%" if calib_fraction else ""
+        info = {"id": hash_split_id(seed, val_fraction, calib_fraction),
+                "source": f"hash of each id (seed {seed}, val {_percent(val_fraction)}%{calib})"}
+    else:
+        info = {"id": "native", "source": f"the data's own splits ({', '.join(sorted(native))})"}
+    return {k: v for k, v in named.items() if v}, info
+
+
 def resolve_splits(
     native: Mapping[str, list[str]],
     splits_file: Path | None,
@@ -101,18 +189,5 @@ def resolve_splits(
     seed: int,
     calib_fraction: float = 0.0,
 ) -> dict[str, list[str]]:
-    """The splits a dataset exposes.
-
-    ``native``: the source's own splits (one unnamed pool is given as
-    ``{"train": ids}``).  A ``splits.json`` wins; else a lone ``train`` split
-    is divided 8:2 (by default) into train/val (and ``calib`` when
-    ``calib_fraction`` > 0); else the native splits are kept, with canonical
-    names.  Empty splits are dropped.
-    """
-    all_ids = [i for ids in native.values() for i in ids]
-    if splits_file is not None and splits_file.is_file():
-        return read_splits_file(splits_file, all_ids)
-    named = {canonical_split(k): sorted(v) for k, v in native.items()}
-    if list(named) == ["train"]:
-        named = split_ids(named["train"], val_fraction, seed, calib_fraction)
-    return {k: v for k, v in named.items() if v}
+    """The splits of :func:`resolve_split_scheme`, without their provenance."""
+    return resolve_split_scheme(native, splits_file, val_fraction, seed, calib_fraction)[0]

@@ -1,0 +1,149 @@
+"""Per-sample metadata sidecars (``--dataset-option metadata=FILE``) and which
+slice keys a dataset's samples really carry.
+
+DiffSeg30k ships no per-edit metadata, so the slices suite cannot tell real
+from AI bases or count turns unless someone supplies them.  A sidecar is JSON
+``{id: {"base": "real"|"ai", "editors": [editor per turn], "edit_types": [...]}}``
+or JSONL with one ``{"id": ..., "base": ..., "editors": [...]}`` per line;
+``turns`` is ``len(editors)``.  Each row becomes a :class:`SampleMeta` (the
+same type ``manifest.jsonl`` rows become).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError
+from ..types import EditRecord, LabelSpace, SampleMeta
+
+log = logging.getLogger(__name__)
+
+BASES = ("real", "ai")
+SLICE_KEYS = ("base", "turns", "editor", "edit_type")
+"""The slice keys provenance reports, in this order."""
+
+
+def _rows(path: Path) -> list[tuple[str, Any, str]]:
+    """(id, row, where) for a JSON object / list or JSONL file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"metadata file {path} is not readable ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    if isinstance(data, dict):
+        return [(str(k), v, f"metadata file {path}, id {k}") for k, v in data.items()]
+    if isinstance(data, list):
+        lines = [(i, row) for i, row in enumerate(data, 1)]
+        what = "item"
+    elif data is None:
+        lines = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                lines.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"metadata file {path}, line {lineno}: not JSON ({exc})") from None
+        what = "line"
+    else:
+        raise DataError(f'metadata file {path}: expected {{id: {{"base", "editors"}}}} or JSONL rows')
+    out = []
+    for n, row in lines:
+        if not isinstance(row, dict) or not isinstance(row.get("id"), (str, int)):
+            raise DataError(f'metadata file {path}, {what} {n}: a row is {{"id", "base", "editors"}}')
+        out.append((str(row["id"]), row, f"metadata file {path}, id {row['id']}"))
+    return out
+
+
+def _editor_lookup(label_space: LabelSpace) -> dict[str, str] | None:
+    """Lower-cased editor name -> label-space name; None for a binary space (not checked)."""
+    if label_space.is_binary:
+        return None
+    from .labelmaps import DIFFSEG30K_PAPER_NAMES  # paper names ("SDXL") are accepted too
+
+    lookup = {n.lower(): n for n in label_space.editors}
+    lookup.update({paper.lower(): short for short, paper in DIFFSEG30K_PAPER_NAMES.items()
+                   if short in label_space.editors})
+    return lookup
+
+
+def _strings(row: dict[str, Any], field: str, where: str) -> list[str]:
+    value = row.get(field)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise DataError(f"{where}: field {field!r} must be a list of names, got {value!r}")
+    return [v.strip() for v in value]
+
+
+def _meta(sid: str, row: Any, where: str, editors: dict[str, str] | None) -> SampleMeta:
+    if not isinstance(row, dict):
+        raise DataError(f'{where}: expected {{"base": "real"|"ai", "editors": [...]}}, got {row!r}')
+    base = row.get("base")
+    if base not in BASES:
+        raise DataError(f"{where}: field 'base' must be 'real' or 'ai', got {base!r}")
+    names = _strings(row, "editors", where)
+    if editors is not None:
+        bad = [n for n in names if n.lower() not in editors]
+        if bad:
+            raise DataError(f"{where}: field 'editors' names {', '.join(map(repr, bad))}, which the "
+                            f"label map does not hold ({', '.join(sorted(set(editors.values())))})")
+        names = [editors[n.lower()] for n in names]
+    types = _strings(row, "edit_types", where) if "edit_types" in row else ["unknown"] * len(names)
+    if len(types) != len(names):
+        raise DataError(f"{where}: field 'edit_types' has {len(types)} entries for "
+                        f"{len(names)} editors; give one edit type per turn")
+    turns = tuple(EditRecord(e, edit_type=t) for e, t in zip(names, types))
+    return SampleMeta(sid, base=base, turns=turns, source="metadata")
+
+
+def read_metadata_file(path: Path, known_ids: Iterable[str], label_space: LabelSpace) -> dict[str, SampleMeta]:
+    """Read a metadata sidecar: sample id -> SampleMeta.
+
+    Every id must be in the data; ``base`` must be ``real`` or ``ai``;
+    ``editors`` a list of the label map's editors (short or paper names);
+    ``edit_types`` (optional) one per editor.  Any violation is a DataError
+    naming the file, the id and the field.
+    """
+    if not path.is_file():
+        raise DataError(f"metadata file {path} does not exist (--dataset-option metadata=FILE)")
+    known = set(known_ids)
+    editors = _editor_lookup(label_space)
+    out: dict[str, SampleMeta] = {}
+    for sid, row, where in _rows(path):
+        if sid not in known:
+            raise DataError(f"{where}: no sample with this id in the data; check the ids (e.g. "
+                            f"{', '.join(sorted(known)[:3])})")
+        if sid in out:
+            raise DataError(f"{where}: the id appears twice")
+        out[sid] = _meta(sid, row, where, editors)
+    missing = len(known) - len(out)
+    if missing:
+        log.warning("metadata file %s covers %d of %d samples; the others have base and turns "
+                    "'unknown' in the slices", path, len(out), len(known))
+    return out
+
+
+def carried_keys(ids: Iterable[str], metas: Mapping[str, SampleMeta]) -> list[str]:
+    """The :data:`SLICE_KEYS` every sample of ``ids`` really carries.
+
+    ``base``: real or ai for every sample; ``turns``: every sample has a
+    metadata row; ``editor`` / ``edit_type``: rows for every sample, at least
+    one turn, and every turn names its editor / a known edit type.
+    """
+    rows = [metas.get(i) for i in ids]
+    if not rows or any(m is None for m in rows):
+        return []
+    turns = [t for m in rows for t in m.turns]  # type: ignore[union-attr]
+    have = {
+        "base": all(m.base in BASES for m in rows),  # type: ignore[union-attr]
+        "turns": True,
+        "editor": bool(turns) and all(t.editor for t in turns),
+        "edit_type": bool(turns) and all(t.edit_type not in ("", "unknown") for t in turns),
+    }
+    return [k for k in SLICE_KEYS if have[k]]
