@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .calibration import policy_record
+from .data.provenance import provenance_of
 from .case_summary import Summary, case_metrics, metric_task, summarize
 from .evaluate import EvalResult, Thresholds
 from .metrics import METRICS_VERSION, EvalState
@@ -94,6 +95,18 @@ class RecordContext:
     seed: int
     thresholds: Thresholds
     plugin_version: str | None = None
+    eval_input: dict[str, Any] | None = None
+    """How images are brought to the detector (the recipe's test-time rule,
+    e.g. ``{"recipe": "paper", "short_side": 512}``); None: as stored."""
+
+
+def dataset_info(dataset: Any, fingerprint: str) -> dict[str, Any]:
+    """The record's ``dataset`` field: name, fingerprint, the adapter's
+    description, and the label map and split scheme the numbers were made
+    under (both part of the record's identity)."""
+    prov = provenance_of(dataset)
+    return {"name": dataset.name, "fingerprint": fingerprint, "description": dataset.describe(),
+            "label_map": prov["label_map"], "split": prov["split"]}
 
 
 def build_record(ctx: RecordContext, suite: Suite, case: Case, summary: Summary, result: EvalResult,
@@ -115,8 +128,7 @@ def build_record(ctx: RecordContext, suite: Suite, case: Case, summary: Summary,
                   "pretrained": ctx.pretrained, "plugin": ctx.plugin, "plugin_version": plugin_version},
         suite={"name": suite.name, "version": suite.version, "definition_hash": suite.definition_hash()},
         case=case.to_dict(),
-        dataset={"name": ctx.dataset.name, "fingerprint": ctx.fingerprint,
-                 "description": ctx.dataset.describe()},
+        dataset=dataset_info(ctx.dataset, ctx.fingerprint),
         label_space=list(state.label_space.names),
         metrics=metrics,
         ci95=ci,
@@ -129,7 +141,7 @@ def build_record(ctx: RecordContext, suite: Suite, case: Case, summary: Summary,
         seed=ctx.seed,
         config={"train": ctx.train_config, "train_subset": ctx.train_subset, "overrides": ctx.overrides,
                 "cache_key": ctx.cache_key, "device": ctx.device, "strict": ctx.strict,
-                "distortion_params": used_params,
+                "distortion_params": used_params, "eval_input": ctx.eval_input or {"recipe": "native"},
                 "bootstrap": {"resamples": summary.resamples, "seed": summary.ci_seed}},
         training=ctx.checkpoint.get("training"),
         environment=environment(ctx.device),
