@@ -58,6 +58,10 @@ def test_tpgt_reads_and_binarises(tmp_path):
     assert ds.describe()["authentic"] == 1
     split = TpGtDataset(root)
     assert sorted(i for name in split.splits() for i in split.ids(name)) == ds.ids("test")
+    # every record names the split scheme: a fixed split is the dataset's own, the default one is hashed
+    assert ds.provenance()["split"]["id"] == "native"
+    assert split.provenance()["split"]["id"] == "diffzoo-hash-v1-seed0-val20"
+    assert TpGtDataset(root, split_seed=3).provenance()["split"]["id"] == "diffzoo-hash-v1-seed3-val20"
 
 
 def test_tpgt_refusals(tmp_path):

@@ -41,7 +41,7 @@ from ..harness.data.base import SplitDataset, require_path
 from ..harness.data.fingerprint import combine
 from ..harness.data.hfsource import data_files
 from ..harness.data.imageio import read_image, read_mask
-from ..harness.data.splits import SPLITS_FILE, canonical_split, read_splits_file
+from ..harness.data.splits import SPLITS_FILE, canonical_split, file_split_id, read_splits_file
 from ..harness.errors import ConfigError, CorruptSampleError, DataError
 from ..harness.fsutil import atomic_write_bytes, atomic_write_text, cache_root
 from ..harness.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
@@ -335,7 +335,10 @@ class ImgEditDataset(SplitDataset):
         keep = {s for s, p in self._pairs.items() if p.status in KEPT} | set(self._inputs)
         if split is not None or not (folder / SPLITS_FILE).is_file():
             self._splits = {canonical_split(split or "test"): sorted(keep)}
+            self.split_info = {"id": "native", "source": f"every sample in {canonical_split(split or 'test')}"}
         else:
+            self.split_info = {"id": file_split_id(SPLITS_FILE, (folder / SPLITS_FILE).read_bytes()),
+                               "source": f"{SPLITS_FILE} beside the data"}
             named = read_splits_file(folder / SPLITS_FILE, [*self._pairs, *self._inputs])
             where = {i: s for s, ids in named.items() for i in ids}
             for sid in self._inputs:  # an input not named goes with its row's first pair

@@ -32,7 +32,7 @@ from .authentic import list_image_files
 from .base import SplitDataset, require_path
 from .fingerprint import fingerprint_files
 from .imageio import read_binary_mask, read_image
-from .splits import SPLITS_FILE, canonical_split, resolve_splits
+from .splits import SPLITS_FILE, canonical_split, resolve_split_scheme
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +68,13 @@ class _PairListDataset(SplitDataset):
             default_split = None
         else:
             val_fraction = 0.2
-        if split is not None:
-            self._splits = {canonical_split(split): sorted(entries)}
-        elif default_split is not None and not (root / SPLITS_FILE).is_file():
-            self._splits = {canonical_split(default_split): sorted(entries)}
+        fixed = split if split is not None else (
+            default_split if default_split is not None and not (root / SPLITS_FILE).is_file() else None)
+        if fixed is not None:
+            self._splits = {canonical_split(fixed): sorted(entries)}
+            self.split_info = {"id": "native", "source": f"every sample in {canonical_split(fixed)}"}
         else:
-            self._splits = resolve_splits(
+            self._splits, self.split_info = resolve_split_scheme(
                 {"train": sorted(entries)}, root / SPLITS_FILE, val_fraction, split_seed
             )
 

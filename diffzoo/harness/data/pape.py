@@ -179,8 +179,10 @@ class PapeDataset(SplitDataset):
             raise DataError(f"{root}: no samples for subsets {chosen_subsets}, editors {chosen_editors}")
         if split is not None:
             self._splits = {canonical_split(split): sorted(self._entries)}
+            self.split_info = {"id": "native", "source": f"every sample in {canonical_split(split)}"}
         else:
             self._splits = self._assign_splits(by_subset, splits_file)
+            self.split_info = {"id": "native", "source": "the dataset's split files"}
 
     # -- building -------------------------------------------------------------
     @staticmethod

@@ -212,8 +212,10 @@ class PixarDataset(SplitDataset):
             raise DataError(f"PIXAR {root}: no samples")
         if split is not None:
             self._splits = {canonical_split(split): sorted(self._entries)}
+            self.split_info = {"id": "native", "source": f"every sample in {canonical_split(split)}"}
         else:
             self._splits = {k: sorted(v) for k, v in native.items() if v}
+            self.split_info = {"id": "native", "source": "the dataset's own split folders"}
 
     # -- building -------------------------------------------------------------
     @staticmethod
