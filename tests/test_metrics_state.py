@@ -209,7 +209,7 @@ def test_state_dict_round_trip_is_exact():
     assert back.state_dict() == d
     assert_same_metrics(back.compute(), state.compute())
     assert back.image_score_source == "detector"
-    assert d["metrics_version"] == METRICS_VERSION == "1"
+    assert d["metrics_version"] == METRICS_VERSION == "2"
     empty = EvalState.from_state_dict(EvalState(SPACE, "semantic").state_dict())
     assert empty.num_images == 0 and math.isnan(empty.compute()["mIoU"])
 

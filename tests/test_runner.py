@@ -40,7 +40,7 @@ def test_standard_suite_records_and_provenance(diffseg_folder, tmp_path):
     binary = by_case["binary"].data
     assert 0 <= binary["metrics"]["mIoU"] <= 1
     assert set(binary["baselines"]) == {"all_background", "all_edited"}
-    assert set(binary["slices"]) == {"base", "turns", "editor", "edit_type"}
+    assert set(binary["slices"]) == {"base", "turns", "multiturn", "editor", "edit_type"}
     assert set(binary["slices"]["base"]) <= {"real", "ai"} and binary["slices"]["base"]
     assert binary["baselines"]["all_background"]["mIoU"] == 0.0
     semantic = by_case["semantic"].data
@@ -185,7 +185,7 @@ def test_every_suite_runs_and_gives_a_record_per_case(eight_editor_folder, tmp_p
     jpeg = by[("distortions", "jpeg60.binary")]
     assert jpeg["case"]["distortion_params"] == {"quality": 60}
     assert jpeg["metrics"]["mIoU"] is None or 0 <= jpeg["metrics"]["mIoU"] <= 1
-    assert by[("distortions", "resize256.binary")]["counts"]["evaluated"] == by[("standard", "binary")]["counts"]["evaluated"]
+    assert by[("distortions", "resize50.binary")]["counts"]["evaluated"] == by[("standard", "binary")]["counts"]["evaluated"]
 
     slices = by[("slices", "turns.binary")]["metrics"]
     assert slices and all("@turns=" in k for k in slices if k != "num_images")

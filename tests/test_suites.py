@@ -5,21 +5,42 @@ line, and add the new (name, version) -> hash pair below (keep the old ones).
 """
 
 import dataclasses
+import logging
+import math
 
+import numpy as np
 import pytest
 
+from diffzoo.harness.case_summary import case_metrics, summarize
 from diffzoo.harness.errors import ConfigError, UnknownNameError
+from diffzoo.harness.metrics import EvalState
+from diffzoo.harness.metrics.slices import SliceMetadataMissing
 from diffzoo.harness.plugins import get_registry
-from diffzoo.harness.suites import PAPER_PAIRS, STANDARD, Case, Suite, TrainSpec, unseen_generators_suite
+from diffzoo.harness.suites import (
+    DISTORTIONS,
+    LORA,
+    PAPER_PAIRS,
+    SLICES,
+    STANDARD,
+    UNSEEN_GENERATORS,
+    Case,
+    Suite,
+    TrainSpec,
+    unseen_generators_suite,
+)
+from diffzoo.harness.types import BINARY, EditRecord, SampleMeta
 
 PINNED = {
     ("standard", "1"): "fdc6c1e4daf95c7e",
     ("standard", "2"): "467a11c43878b3ba",
     ("distortions", "1"): "4bddaed163d9b8d8",
+    ("distortions", "2"): "8afe107542af2253",
     ("unseen-generators", "1"): "cfab7aa0d6193ab6",
+    ("unseen-generators", "2"): "222c837e843ed05a",
     ("lora", "1"): "15e0b6194feeead8",
     ("classification", "1"): "3d0d0f31a3f374ae",
     ("slices", "1"): "d7185bae1d2ca5f5",
+    ("slices", "2"): "f5ef3929963a6ee5",
     ("format-parity", "1"): "e6f62ccf31b71ef6",
 }
 
@@ -88,7 +109,8 @@ def test_distortions_suite_has_one_case_per_setting_and_task():
     assert all(tasks == {"binary", "semantic", "image"} for tasks in settings.values())
     params = {label: dict(c.distortion_params) for c in suite.cases for label in [c.name.rsplit(".", 1)[0]]}
     assert params["jpeg60"] == {"quality": 60} and params["jpeg80"] == {"quality": 80}
-    assert params["resize256"] == {"size": 256} and params["resize1024"] == {"size": 1024}
+    assert params["resize50"] == {"scale": 0.5} and params["resize200"] == {"scale": 2.0}
+    assert {c.distortion for c in suite.cases if c.name.startswith("resize")} == {"rescale"}
     assert params["clean"] == {}
     for label in settings:
         distortion = next(c.distortion for c in suite.cases if c.name.startswith(label + "."))
@@ -117,3 +139,105 @@ def test_compare_to_needs_a_case_of_the_same_suite_on_the_same_images():
         Suite("s", "1", "", (base, Case(name="jpeg", task="image", train=TrainSpec("semantic"), compare_to="native")))
     with pytest.raises(ConfigError, match="duplicate case names"):
         Suite("s", "1", "", (base, base))
+
+
+# -- the paper's columns (Acc = aAcc, mIoU, bF1) are in the records ---------------------------------
+
+PAPER_COLUMNS = {"aAcc", "mIoU", "bF1"}
+
+
+def test_every_pixel_case_of_tables_3_4_and_8_reports_the_papers_columns():
+    for suite in (DISTORTIONS, SLICES):
+        pixel = [c for c in suite.cases if c.task in ("binary", "semantic")]
+        assert pixel and all(PAPER_COLUMNS <= set(c.metrics) for c in pixel), suite.name
+    unseen = [c for c in UNSEEN_GENERATORS.cases if c.task == "binary"]
+    assert len(unseen) == 6 and all(PAPER_COLUMNS <= set(c.metrics) for c in unseen)
+    # what the cases reported before is kept
+    assert set(DISTORTIONS.case("clean.binary").metrics) >= {"F1", "pixel_AUC", "gIoU"}
+    assert set(DISTORTIONS.case("jpeg60.semantic").metrics) >= {"mAcc", "top1"}
+    assert DISTORTIONS.case("resize200.image").metrics == ("img_Acc", "img_AP", "img_AUC")
+    assert set(SLICES.case("base.binary").metrics) >= {"F1", "gIoU", "img_Acc"}
+    assert all("mIoU" in c.metrics for c in LORA.cases)  # Table 7
+    assert {c.name for c in SLICES.cases if c.slice_by == "multiturn"} == {"multiturn.binary",
+                                                                           "multiturn.semantic"}
+
+
+# -- slices: single vs multi-turn; no slice without metadata --------------------------------------
+
+def block(rows: slice, cols: slice) -> np.ndarray:
+    m = np.zeros((4, 4), np.uint8)
+    m[rows, cols] = 1
+    return m
+
+
+def binary_state(with_metadata: bool = True) -> EvalState:
+    """Four 4 x 4 images: authentic (0 turns), single turn (perfect), two turns (missed: 8 GT pixels,
+    none predicted) and three turns (a 2 x 2 GT block, the top row predicted: 2 hits, 2 misses, 2 false)."""
+    edit = EditRecord("sd2", edit_type="inpaint")
+    images = [("a", "real", 0, block(slice(0), slice(0)), block(slice(0), slice(0))),
+              ("b", "ai", 1, block(slice(0, 2), slice(0, 2)), block(slice(0, 2), slice(0, 2))),
+              ("c", "ai", 2, block(slice(None), slice(0, 2)), block(slice(0), slice(0))),
+              ("d", "real", 3, block(slice(0, 2), slice(0, 2)), block(slice(0, 1), slice(None)))]
+    state = EvalState(BINARY, "binary")
+    for sid, base, turns, gt, pred in images:
+        meta = SampleMeta(sid, base=base, turns=(edit,) * turns) if with_metadata else SampleMeta(sid)
+        state.update(meta, gt, pred, None)
+    return state
+
+
+def test_multiturn_slice_values_and_exact_metrics():
+    summary = summarize(binary_state())
+    assert summary.missing == {}
+    metrics, ci = case_metrics(SLICES.case("multiturn.binary"), summary, BINARY.names, lambda name: None)
+    case = SLICES.case("multiturn.binary")
+    assert set(metrics) == {f"{m}@multiturn={v}" for m in case.metrics for v in ("none", "single", "multi")} | {
+        "num_images"} and ci == {}
+    # multi = images c + d: confusion [[8 + 10, 2], [8 + 2, 2]] over 32 pixels
+    assert metrics["aAcc@multiturn=multi"] == 20 / 32
+    assert metrics["mIoU@multiturn=multi"] == pytest.approx(2 / 14)
+    assert metrics["bF1@multiturn=multi"] == 0.25  # c: nothing predicted, 0; d: half the boundary, 0.5
+    assert (metrics["aAcc@multiturn=single"], metrics["mIoU@multiturn=single"],
+            metrics["bF1@multiturn=single"]) == (1.0, 1.0, 1.0)
+    assert metrics["aAcc@multiturn=none"] == 1.0 and math.isnan(metrics["mIoU@multiturn=none"])
+    assert summary.slices["multiturn"]["multi"]["num_images"] == 2
+    assert summary.slices["turns"]["3"]["num_images"] == 1  # turns keeps its exact counts
+    assert metrics["num_images"] == 4
+
+
+def test_an_edited_image_without_turns_is_unknown_not_none_in_multiturn():
+    state = binary_state()
+    state.update(SampleMeta("e", base="ai"), block(slice(0, 1), slice(0, 1)), block(slice(0, 1), slice(0, 1)),
+                 None)
+    assert list(state.slices("multiturn")) == ["multi", "none", "single", "unknown"]
+    assert state.slices("multiturn")["unknown"]["num_images"] == 1
+
+
+def test_a_slice_no_image_has_metadata_for_gives_no_metrics_and_names_the_fix(caplog):
+    state = binary_state(with_metadata=False)  # what real DiffSeg30k gives: base unknown, no turns
+    with pytest.raises(SliceMetadataMissing, match="no base metadata"):
+        state.slices("base")
+    summary = summarize(state)
+    assert set(summary.missing) == {"base", "turns", "multiturn", "editor", "edit_type"}
+    assert all(summary.slices[key] == {} for key in summary.missing)
+    with caplog.at_level(logging.WARNING):
+        metrics, _ = case_metrics(SLICES.case("base.binary"), summary,
+                                  BINARY.names, lambda name: None)
+    assert metrics == {"num_images": 4}
+    assert ("dataset carries no base metadata; pass --dataset-option metadata=FILE "
+            "(id -> base, editors per turn)") in caplog.text and "base.binary" in caplog.text
+    metrics, _ = case_metrics(SLICES.case("multiturn.binary"), summary, BINARY.names, lambda name: None)
+    assert metrics == {"num_images": 4} and "no turn metadata" in caplog.text
+    # the other slice keys still report when only some metadata is known
+    partial = EvalState(BINARY, "binary")
+    partial.update(SampleMeta("x", base="real"), block(slice(0), slice(0)), block(slice(0), slice(0)), None)
+    partial.update(SampleMeta("y"), block(slice(0, 1), slice(0, 1)), block(slice(0, 1), slice(0, 1)), None)
+    summary = summarize(partial)
+    assert list(summary.slices["base"]) == ["real", "unknown"] and "base" not in summary.missing
+    assert "turns" in summary.missing  # an edited image without any turn anywhere
+
+
+def test_authentic_images_without_turns_are_a_truthful_turns_slice():
+    state = EvalState(BINARY, "binary")
+    state.update(SampleMeta("a", base="real"), block(slice(0), slice(0)), block(slice(0), slice(0)), None)
+    assert list(state.slices("multiturn")) == ["none"] and list(state.slices("turns")) == ["0"]
+    assert list(state.slices("editor")) == ["(none)"] and list(state.slices("base")) == ["real"]

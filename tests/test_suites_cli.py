@@ -103,3 +103,24 @@ def test_suite_all_on_the_demo_data(capsys, tmp_path):
     summary = (out / "summary.md").read_text()
     for n in range(2, 9):
         assert f"Table {n}" in summary
+
+
+def test_slices_without_metadata_report_no_slice_and_say_how_to_fix_it(capsys, tmp_path):
+    # real DiffSeg30k ships no base / turn metadata: here the folder's manifest is removed
+    folder = make_diffseg_folder(tmp_path / "ds", n=12, size=32, editors=("sd2", "sdxl"))
+    (folder / "manifest.jsonl").unlink()
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "slices", "--dataset", folder,
+                               "--out", out, *FAST, "--iterations", "1")
+    assert code == 0, stdout + stderr
+    data = {r["case"]["name"]: r for r in records(out)}
+    assert set(data) == {f"{k}.{t}" for k in ("base", "turns", "multiturn", "editor", "edit_type")
+                         for t in ("binary", "semantic")}
+    for record in data.values():
+        assert set(record["metrics"]) == {"num_images"}  # no misleading one-group slice
+        assert all(values == {} for values in record["slices"].values())
+    fix = "pass --dataset-option metadata=FILE (id -> base, editors per turn)"
+    assert f"dataset carries no base metadata; {fix}" in " ".join((stdout + stderr).split())
+    summary = (out / "summary.md").read_text()
+    assert "left out, base: dataset carries no base metadata" in summary
+    assert "left out, multiturn: dataset carries no turn metadata" in summary

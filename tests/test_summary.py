@@ -19,7 +19,7 @@ from diffzoo.leaderboard.summary import (
     write_summary,
 )
 
-TITLES = ("Table 2a", "Table 2b", "Table 2c", "Table 3a", "Table 3b", "Table 3c", "Table 4", "Table 5",
+TITLES = ("Table 2a", "Table 2b", "Table 2c", "Table 3", "Table 4", "Table 5",
           "Table 6", "Table 7", "Table 8", "Format parity")
 EDITORS = ("sd2", "sd3.5", "sdxl", "flux1", "glide", "kolors", "hunyuandit1.1", "kandinsky2.2")
 
@@ -85,7 +85,11 @@ def test_every_table_keeps_its_shape_and_says_how_to_get_it(records):
     assert headers[17:20] == ["Acc ↑", "AP ↑", "mAP ↑"]
     assert table(md, "Table 7")[0] == ["detector", "editor", "binary mIoU ↑", "semantic mIoU ↑", "IoU.sdxl ↑",
                                        "Top-1 ↑"]
-    assert table(md, "Table 3a")[0][1:6] == ["clean ↑", "jpeg80 ↑", "jpeg60 ↑", "resize256 ↑", "resize1024 ↑"]
+    paper_columns = [f"{task} {m} ↑" for task in ("binary", "semantic") for m in ("aAcc", "mIoU", "bF1")]
+    assert table(md, "Table 3")[0] == ["detector", "setting", *paper_columns, "image Acc ↑"]
+    assert table(md, "Table 4")[0][2:] == [f"{w} {m} ↑" for w in ("seen", "held-out")
+                                           for m in ("aAcc", "mIoU", "bF1", "F1")]
+    assert table(md, "Table 8")[0][2:8] == paper_columns
     for suite in ("distortions", "unseen-generators", "lora", "classification", "slices", "format-parity"):
         assert f"run diffzoo run with --suite {suite}" in md
     assert md.count("run diffzoo run with --suite standard") == (2 if records else 3)  # 2a has a row
@@ -106,11 +110,13 @@ def test_values_land_in_their_cells():
             ci95=ci),
         rec("seg", "standard", "semantic", "semantic", {"mIoU": 0.4, "top1": 0.66, "IoU.sd2": 0.51,
                                                         "IoU.sdxl": 0.32}, version="2"),
-        rec("seg", "distortions", "clean.binary", "binary", {"mIoU": 0.7}),
+        rec("seg", "distortions", "clean.binary", "binary", {"mIoU": 0.7, "aAcc": 0.91, "bF1": 0.33}),
+        rec("seg", "distortions", "resize50.semantic", "semantic", {"bF1": 0.12}),
         rec("seg", "distortions", "jpeg80.binary", "binary", {"mIoU": 0.55}),
         rec("seg", "distortions", "crop50.binary", "binary", {"mIoU": None}),
         rec("seg", "distortions", "jpeg60.image", "image", {"img_Acc": 0.81}),
-        rec("seg", "unseen-generators", "Flux_Hunyuan.binary", "binary", {"mIoU": 0.3, "F1": 0.4},
+        rec("seg", "unseen-generators", "Flux_Hunyuan.binary", "binary", {"mIoU": 0.3, "F1": 0.4, "bF1": 0.21,
+                                                                          "aAcc": 0.93},
             editors=["flux1", "hunyuandit1.1"]),
         rec("seg", "unseen-generators", "Flux_Hunyuan.seen.binary", "binary", {"mIoU": 0.5, "F1": 0.6},
             editors=["flux1", "hunyuandit1.1"]),
@@ -122,6 +128,9 @@ def test_values_land_in_their_cells():
                                                         "mIoU@turns=2": 0.51, "F1@turns=2": 0.52}),
         rec("seg", "slices", "turns.semantic", "semantic", {"top1@turns=2": 0.25}),
         rec("seg", "slices", "base.binary", "binary", {"gIoU@base=real": 0.35}),
+        rec("seg", "slices", "multiturn.binary", "binary", {"aAcc@multiturn=single": 0.95, "bF1@multiturn=multi": 0.2,
+                                                            "mIoU@multiturn=multi": 0.45}),
+        rec("seg", "slices", "multiturn.semantic", "semantic", {"bF1@multiturn=multi": 0.15}),
         rec("seg", "format-parity", "jpeg75", "image", {"img_Acc": 0.8, "verdict_flip_rate": 0.02,
                                                         "delta_img_Acc": -0.031, "format_shortcut": 0}),
     ]
@@ -130,14 +139,21 @@ def test_values_land_in_their_cells():
     assert (row["mIoU ↑"], row["F1 ↑"], row["FPR auth. ↓"], row["bF1 ↑"]) == (
         "61.2 ± 1.5", "70.0", "5.0", "—")
     (row,) = table(md, "Table 2b")[1]
-    assert (row["IoU.sd2 ↑"], row["IoU.sdxl ↑"], row["Top-1 ↑"]) == ("51.0", "32.0", "66.0")
-    (row,) = table(md, "Table 3a")[1]
-    assert (row["clean ↑"], row["jpeg80 ↑"], row["jpeg60 ↑"], row["crop50 ↑"]) == ("70.0", "55.0", "—", "-")
-    assert table(md, "Table 3c")[1][0]["jpeg60 ↑"] == "81.0"
-    assert table(md, "Table 3b")[1] == []
+    assert (row["IoU.sd2 ↑"], row["IoU.sdxl ↑"], row["Top-1 ↑"], row["bF1 ↑"]) == (
+        "51.0", "32.0", "66.0", "—")
+    rows = {r["setting"]: r for r in table(md, "Table 3")[1]}
+    assert list(rows) == ["clean", "jpeg80 (paper: JPEG 80)", "jpeg60 (paper: JPEG 60)",
+                          "resize50: 0.5x the training resolution (paper: resize 256)",
+                          "resize200: 2x the training resolution (paper: resize 1024)", "crop50"]
+    assert (rows["clean"]["binary mIoU ↑"], rows["clean"]["binary aAcc ↑"], rows["clean"]["binary bF1 ↑"]) == (
+        "70.0", "91.0", "33.0")
+    assert rows["jpeg60 (paper: JPEG 60)"]["image Acc ↑"] == "81.0"
+    assert rows["jpeg60 (paper: JPEG 60)"]["binary mIoU ↑"] == "—" and rows["crop50"]["binary mIoU ↑"] == "-"
+    assert rows["resize50: 0.5x the training resolution (paper: resize 256)"]["semantic bF1 ↑"] == "12.0"
     (row,) = table(md, "Table 4")[1]
     assert row["held-out pair"] == "Flux\\_Hunyuan (flux1 + hunyuandit1.1)"
     assert (row["seen mIoU ↑"], row["held-out mIoU ↑"], row["held-out F1 ↑"]) == ("50.0", "30.0", "40.0")
+    assert (row["held-out bF1 ↑"], row["held-out aAcc ↑"], row["seen bF1 ↑"]) == ("21.0", "93.0", "—")
     (row,) = table(md, "Table 6")[1]
     assert (row["held-out pair"], row["held-out Acc ↑"], row["held-out AP ↑"], row["seen Acc ↑"]) == (
         "SD2\\_SD3.5", "71.0", "72.0", "—")
@@ -147,7 +163,13 @@ def test_values_land_in_their_cells():
         "SDXL-LoRA", "44.0", "33.0", "11.0")
     rows = table(md, "Table 8")[1]
     assert [(r["slice"], r["value"]) for r in rows] == [("base", "real"), ("turns", "1"), ("turns", "2"),
-                                                        ("turns", "10")]
+                                                        ("turns", "10"), ("multiturn", "multi"),
+                                                        ("multiturn", "single")]
+    multi, single = rows[4:]
+    assert (multi["binary mIoU ↑"], multi["binary bF1 ↑"], multi["semantic bF1 ↑"], multi["binary aAcc ↑"]) == (
+        "45.0", "20.0", "15.0", "—")
+    assert single["binary aAcc ↑"] == "95.0"
+    assert md.count("aAcc is the paper's Acc") == 3  # Tables 3, 4 and 8
     assert rows[0]["binary gIoU ↑"] == "35.0" and rows[0]["binary mIoU ↑"] == "—"
     assert (rows[2]["binary mIoU ↑"], rows[2]["binary F1 ↑"], rows[2]["semantic Top-1 ↑"]) == (
         "51.0", "52.0", "25.0")
@@ -274,9 +296,43 @@ def test_write_summary_writes_markdown_and_robustness_pngs(tmp_path):
                           "plots/seg-x-robustness-semantic-mIoU.png"}
     assert paths["summary.md"] == tmp_path / "out" / "summary.md"
     md = paths["summary.md"].read_text()
-    assert md.startswith("# seg\\|x on mini") and table(md, "Table 3a")[1][0]["blur2 ↑"] == "45.0"
+    assert md.startswith("# seg\\|x on mini")
+    assert {r["setting"]: r for r in table(md, "Table 3")[1]}["blur2"]["binary mIoU ↑"] == "45.0"
     for key, path in paths.items():
         assert path.is_file()
         if key.endswith(".png"):
             with Image.open(path) as im:
                 assert im.format == "PNG" and im.size[0] > 100
+
+
+def test_a_slice_without_metadata_is_left_out_of_table_8_with_the_fix():
+    # what a run on data without base / turn metadata records: the slice cases carry no slice metric
+    records = [rec("seg", "slices", "base.binary", "binary", {"num_images": 40}),
+               rec("seg", "slices", "base.semantic", "semantic", {"num_images": 40}),
+               rec("seg", "slices", "multiturn.binary", "binary", {"num_images": 40}),
+               rec("seg", "slices", "editor.binary", "binary", {"mIoU@editor=sd2": 0.5, "num_images": 40})]
+    summary = build_summary(records)
+    md = summary_markdown(summary, title="t", notes=[])
+    assert [(r["slice"], r["value"]) for r in table(md, "Table 8")[1]] == [("editor", "sd2")]
+    fix = "pass --dataset-option metadata=FILE (id -&gt; base, editors per turn)"  # '>' escaped in Markdown
+    assert f"- left out, base: dataset carries no base metadata; {fix}" in md
+    assert f"- left out, multiturn: dataset carries no turn metadata; {fix}" in md
+    assert "left out, editor" not in md and md.count("left out, base") == 1
+    assert "left out, base: dataset carries no base metadata; pass --dataset-option metadata=FILE (id -> base" in (
+        " ".join(console_text(summary).split()))
+    # every slice left out: the table is shown (with the reasons), not called "not run"
+    only = build_summary(records[:3])
+    md = summary_markdown(only, title="t", notes=[])
+    assert table(md, "Table 8")[1] == [] and "run diffzoo run with --suite slices" not in md
+    text = " ".join(console_text(only).split())
+    assert "Table 8: results by slice" in text and "left out, base" in text
+    assert "Table 8" not in next(line for line in console_text(only).splitlines() if line.startswith("not run"))
+
+
+def test_rescale_settings_rank_by_their_distance_from_the_training_resolution():
+    records = [rec("seg", "distortions", f"{s}.binary", "binary", {"mIoU": v}, distortion="rescale",
+                   distortion_params={"scale": scale}) for s, scale, v in (("resize200", 2.0, 0.4),
+                                                                          ("x125", 1.25, 0.6),
+                                                                          ("resize50", 0.5, 0.5))]
+    series, _ = robustness_series(records, "binary", "mIoU")
+    assert series == {"rescale (scale 1.25, 0.5, 2)": [(1.0, 0.6), (2.0, 0.5), (3.0, 0.4)]}

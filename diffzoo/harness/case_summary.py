@@ -8,15 +8,18 @@ leaderboard commands stay light.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .metrics import EvalState
 from .metrics.catalog import SLICE_SEPARATOR
 from .metrics.parity import parity_metrics
-from .metrics.slices import SLICE_KEYS
+from .metrics.slices import SLICE_KEYS, SliceMetadataMissing
 from .suites import Case, TrainSpec
+
+log = logging.getLogger(__name__)
 
 
 def metric_task(case: Case) -> str:
@@ -34,17 +37,30 @@ class Summary:
     ci: dict[str, tuple[float, float]]
     resamples: int = 0  # bootstrap resamples of ``ci`` (0: none)
     ci_seed: int = 0
+    missing: dict[str, str] = field(default_factory=dict)
+    """Slice key -> why it has no values (no image carries its metadata; the fix)."""
 
 
 def summarize(state: EvalState, resamples: int = 0, seed: int = 0) -> Summary:
-    """Metrics, every slice and (``resamples`` > 0) bootstrap CIs of ``state``."""
+    """Metrics, every slice and (``resamples`` > 0) bootstrap CIs of ``state``.
+
+    A slice key no image carries metadata for has no values (``{}``) and its
+    reason in ``missing``: one group of every image would pass for a slice."""
     ci = state.bootstrap(n=resamples, seed=seed) if resamples else {}
-    return Summary(state, state.compute(), {k: state.slices(k) for k in SLICE_KEYS}, ci, resamples, seed)
+    slices: dict[str, dict[str, dict[str, float]]] = {}
+    missing: dict[str, str] = {}
+    for key in SLICE_KEYS:
+        try:
+            slices[key] = state.slices(key)
+        except SliceMetadataMissing as exc:
+            slices[key], missing[key] = {}, str(exc)
+    return Summary(state, state.compute(), slices, ci, resamples, seed, missing)
 
 
 def case_metrics(case: Case, summary: Summary, label_names: tuple[str, ...],
                  compared: Callable[[str], EvalState | None]) -> tuple[dict[str, Any], dict[str, list[float]]]:
-    """(metrics, ci95) of one case."""
+    """(metrics, ci95) of one case.  A slice case whose key no image carries
+    metadata for reports no slice metric (only ``num_images``) and logs why."""
     values = summary.values
     wanted = list(case.metrics)
     if case.task == "semantic" and not case.slice_by:
@@ -55,6 +71,8 @@ def case_metrics(case: Case, summary: Summary, label_names: tuple[str, ...],
             values = {**values, **parity_metrics(other, summary.state, float(case.option("tolerance", 0.05)))}
     if case.slice_by:
         metrics: dict[str, Any] = {}
+        if case.slice_by in summary.missing:
+            log.warning("case %s: no metrics per %s: %s", case.name, case.slice_by, summary.missing[case.slice_by])
         for value, sliced in summary.slices[case.slice_by].items():
             metrics.update({f"{m}{SLICE_SEPARATOR}{case.slice_by}={value}": sliced.get(m) for m in case.metrics})
         metrics["num_images"] = values.get("num_images")

@@ -13,6 +13,7 @@ in :mod:`.summary_tables`.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,8 @@ from .escape import md_cell, printable, term_text
 from .summary_tables import (
     ABSENT,
     CLEAN,
-    DISTORTION_TABLES,
+    PAPER_PIXEL_METRICS,
+    ROBUSTNESS_CURVES,
     RecordIndex,
     SummaryTable,
     distortion_of,
@@ -50,6 +52,8 @@ LEGEND = (f"Values in %; ± is half the 95% bootstrap CI over images; ↑ higher
           f"{ABSENT} = not run (no record for that case), - = undefined on these images.")
 MILDER_WHEN_HIGHER = ("quality", "size", "fraction")
 """Distortion parameters whose higher values distort less (others, e.g. sigma: more)."""
+RATIO_PARAMETERS = ("scale",)
+"""Distortion parameters that distort more the farther they are from 1 (by ratio: 0.5 and 2 alike)."""
 
 
 @dataclass
@@ -106,7 +110,7 @@ def _group(dataset: str, fingerprint: str, versions: dict[str, str], records: li
            detector_order: list[str], newest: bool) -> SummaryGroup:
     idx = RecordIndex(records, detector_order)
     parity, flags = parity_table(idx)
-    tables = [*table2(idx), *table3(idx), unseen_table(idx, "4", "binary", ("mIoU", "F1")), table5(idx),
+    tables = [*table2(idx), table3(idx), unseen_table(idx, "4", "binary", (*PAPER_PIXEL_METRICS, "F1")), table5(idx),
               unseen_table(idx, "6", "image", ("img_Acc", "img_AP")), table7(idx), table8(idx), parity]
     by_detector: dict[str, list[ResultRecord]] = {}
     for r in records:
@@ -232,11 +236,12 @@ def robustness_series(records: Iterable[ResultRecord], task: str,
         distortion, params = distortion_of(r)
         numeric = [(k, v) for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
         key, value = numeric[0] if numeric else ("", 0)
-        harsh = -value if key in MILDER_WHEN_HIGHER else value
+        harsh = (-value if key in MILDER_WHEN_HIGHER
+                 else abs(math.log(value)) if key in RATIO_PARAMETERS and value > 0 else value)
         families.setdefault(distortion, []).append((harsh, key, value, r.metrics[metric]))
     series = {}
     for distortion, points in sorted(families.items()):
-        points.sort(key=lambda p: p[0])
+        points.sort(key=lambda p: (p[0], p[2]))
         key = points[0][1]
         label = f"{distortion} ({key} {', '.join(f'{p[2]:g}' for p in points)})" if key else distortion
         series[label] = [(float(i), p[3]) for i, p in enumerate(points, 1)]
@@ -257,7 +262,7 @@ def write_summary(summary: Summary, out_dir: Path, *, title: str,
         idx = RecordIndex(group.records, [])
         for det in idx.detectors("distortions"):
             recs = [r for r in idx.records("distortions") if r.body.detector.name == det]
-            for _, task, metric, label in DISTORTION_TABLES:
+            for task, metric, label in ROBUSTNESS_CURVES:
                 series, clean = robustness_series(recs, task, metric)
                 if not any(y is not None for points in series.values() for _, y in points):
                     continue

@@ -16,13 +16,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..harness.metrics.catalog import SLICE_SEPARATOR, MetricInfo, metric_info
-from ..harness.metrics.slices import SLICE_KEYS
+from ..harness.metrics.slices import SLICE_KEYS, missing_metadata_message
 from ..harness.records import ResultRecord
 from ..harness.suites.paper import (
     CLASSIFICATION_EDITORS,
     FORMAT_PARITY,
     PAIR_NAMES,
     PAPER_DISTORTIONS,
+    PAPER_SETTING_NAMES,
     PARITY_METRICS,
     SWEEPS,
 )
@@ -38,9 +39,12 @@ SWEEP_SETTINGS = tuple(label for label, _, _ in SWEEPS)
 KNOWN_SETTINGS = {label: (distortion, dict(params)) for label, distortion, params in (*PAPER_DISTORTIONS, *SWEEPS)}
 PAPER_PAIR_NAMES = tuple(PAIR_NAMES.values())
 PARITY_FORMATS = tuple(c.name for c in FORMAT_PARITY.cases)
-DISTORTION_TABLES = (("3a", "binary", "mIoU", "binary mIoU"), ("3b", "semantic", "mIoU", "semantic mIoU"),
-                     ("3c", "image", "img_Acc", "image-level Acc"))
-"""(table id, task, metric, label) of the robustness tables and curves."""
+ROBUSTNESS_CURVES = (("binary", "mIoU", "binary mIoU"), ("semantic", "mIoU", "semantic mIoU"),
+                     ("image", "img_Acc", "image-level Acc"))
+"""(task, metric, label) of the robustness curves."""
+PAPER_PIXEL_METRICS = ("aAcc", "mIoU", "bF1")
+"""The paper's columns of Tables 2, 3, 4 and 8 (its "Acc" is aAcc)."""
+ACC_NOTE = "aAcc is the paper's Acc (pixel accuracy, background included)"
 
 
 @dataclass(frozen=True)
@@ -87,11 +91,12 @@ class SummaryTable:
     rows: list[Row] = field(default_factory=list)
     group_header: str = ""  # header of the row-group column; "" = no such column
     notes: list[str] = field(default_factory=list)
-    hint: str = ""  # how to get this table, shown when it has no rows
+    hint: str = ""  # how to get this table, shown when no record fed it
+    fed: bool = False  # some record fed it (it may still have no rows: every slice left out)
 
     @property
     def empty(self) -> bool:
-        return not self.rows
+        return not self.rows and not self.fed
 
 
 class RecordIndex:
@@ -126,6 +131,11 @@ def column(key: str, metric: str, label: str | None = None, flag: bool = False) 
     return Column(key, label or info.label, info, flag)
 
 
+def prefixed_columns(pairs: Iterable[tuple[str, str]]) -> list[Column]:
+    """Columns keyed ``<prefix>:<metric>``, labelled ``<prefix> <metric label>`` (prefix: a task, editor...)."""
+    return [column(f"{p}:{m}", m, f"{p} {metric_info(m).label}") for p, m in pairs]
+
+
 def metric_columns(metrics: Iterable[str], prefix: str = "") -> list[Column]:
     """Columns keyed by metric name, fixed-threshold ones first, oracle ones last."""
     cols = [column(m, m, f"{prefix}{(metric_info(m) or MetricInfo(m, m, None)).label}") for m in metrics]
@@ -148,7 +158,8 @@ def _table(idx: RecordIndex, suite: str, cases: Iterable[str] | None, tid: str, 
     if any(c.oracle for c in columns):
         notes.append(ORACLE_NOTE)
     return SummaryTable(tid, title, row_header, columns, [row for d in detectors for row in rows(d)],
-                        group_header, notes, hint=f"no records: run diffzoo run with --suite {suite}")
+                        group_header, notes, hint=f"no records: run diffzoo run with --suite {suite}",
+                        fed=bool(detectors))
 
 
 def _per_detector(idx: RecordIndex, suite: str, case: str, columns: list[Column]) -> Callable[[str], list[Row]]:
@@ -158,7 +169,7 @@ def _per_detector(idx: RecordIndex, suite: str, case: str, columns: list[Column]
 
 # -- Table 2: the standard suite ------------------------------------------------------
 BINARY_COLUMNS = ("mIoU", "F1", "aAcc", "bF1", "gIoU", "FPR_authentic", "pixel_AUC", "F1_oracle")
-SEMANTIC_COLUMNS = ("mIoU", "aAcc", "mAcc", "top1", "top3")
+SEMANTIC_COLUMNS = ("mIoU", "aAcc", "bF1", "mAcc", "top1", "top3")
 IMAGE_COLUMNS = ("img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC", "img_Acc_oracle")
 
 
@@ -202,29 +213,43 @@ def distortion_of(record: ResultRecord) -> tuple[str, dict]:
     return body.distortion, body.distortion_params
 
 
-def table3(idx: RecordIndex) -> list[SummaryTable]:
+def setting_label(setting: str) -> str:
+    """A row label that says what a setting is and which of the paper's columns it stands for."""
+    distortion, params = KNOWN_SETTINGS.get(setting, ("", {}))
+    paper = PAPER_SETTING_NAMES.get(setting)
+    if distortion == "rescale":
+        what = f"{setting}: {params['scale']:g}x the training resolution"
+        return f"{what} (paper: {paper})" if paper else what
+    return f"{setting} (paper: {paper})" if paper else setting
+
+
+DISTORTION_COLUMNS = tuple((task, m) for task in ("binary", "semantic") for m in PAPER_PIXEL_METRICS) + (
+    ("image", "img_Acc"),)
+
+
+def table3(idx: RecordIndex) -> SummaryTable:
+    """Rows: (detector, setting), the clean and paper settings always, sweeps and
+    others when run; columns: the paper's Acc, mIoU, bF1 of both tasks, image Acc."""
     found = list(dict.fromkeys(setting_of(c)[0] for c in idx.cases("distortions")))
-    settings = [CLEAN, *PAPER_SETTINGS, *SWEEP_SETTINGS]
-    settings += [s for s in found if s not in settings]
-    extra = settings[1 + len(PAPER_SETTINGS) + len(SWEEP_SETTINGS):]
-    order = (f"columns: {CLEAN}; the paper's settings ({', '.join(PAPER_SETTINGS)}); "
-             f"sweeps beyond the paper ({', '.join(SWEEP_SETTINGS)})"
-             + (f"; other settings ({', '.join(extra)})" if extra else ""))
-    out = []
-    for tid, task, metric, label in DISTORTION_TABLES:
-        cols = [column(s, metric, s) for s in settings]
-        cases = [f"{s}.{task}" for s in settings]
+    settings = list(dict.fromkeys([CLEAN, *PAPER_SETTINGS, *(s for s in SWEEP_SETTINGS if s in found), *found]))
+    cols = prefixed_columns(DISTORTION_COLUMNS)
 
-        def rows(det: str, task=task, metric=metric) -> list[Row]:
+    def rows(det: str) -> list[Row]:
+        out = []
+        for s in settings:
             row: dict[str, Cell] = {}
-            for s in settings:
-                row |= cells(idx.get("distortions", f"{s}.{task}", det), {s: metric})
-            return [Row(det, row)]
+            for task, m in DISTORTION_COLUMNS:
+                row |= cells(idx.get("distortions", f"{s}.{task}", det), {f"{task}:{m}": m})
+            out.append(Row(setting_label(s), row, group=det))
+        return out
 
-        out.append(_table(idx, "distortions", cases, tid,
-                          f"Table {tid}: robustness, {label} per distortion setting (distortions)",
-                          "detector", cols, rows, notes=[order]))
-    return out
+    return _table(idx, "distortions", None, "3", "Table 3: robustness per distortion setting (distortions)",
+                  "setting", cols, rows, group_header="detector",
+                  notes=[ACC_NOTE, f"rows: {CLEAN}; the paper's settings ({', '.join(PAPER_SETTINGS)}); "
+                         "sweeps beyond the paper and other settings when run",
+                         "resize: the detector sees the image with its shorter side at that multiple of its "
+                         "training resolution, scored at the label's resolution (the paper's resize 256 / 1024 "
+                         "at its 512-px training resolution)"])
 
 
 # -- Tables 4 and 6: unseen generators ------------------------------------------------------
@@ -248,10 +273,9 @@ def _pair_label(idx: RecordIndex, pair: str, det: str) -> str:
     return pair
 
 
-def unseen_table(idx: RecordIndex, tid: str, task: str, metrics: tuple[str, str]) -> SummaryTable:
+def unseen_table(idx: RecordIndex, tid: str, task: str, metrics: tuple[str, ...]) -> SummaryTable:
     pairs = _pairs(idx)
-    cols = [column(f"{where}:{m}", m, f"{where} {metric_info(m).label}")
-            for where in ("seen", "held-out") for m in metrics]
+    cols = prefixed_columns((where, m) for where in ("seen", "held-out") for m in metrics)
 
     def rows(det: str) -> list[Row]:
         out = []
@@ -268,15 +292,16 @@ def unseen_table(idx: RecordIndex, tid: str, task: str, metrics: tuple[str, str]
     return _table(idx, "unseen-generators", None, tid,
                   f"Table {tid}: unseen editors, {what} (unseen-generators)", "held-out pair", cols, rows,
                   group_header="detector",
-                  notes=["held-out: model trained without the pair's editors; seen: model trained on every "
-                         "editor; both scored on the pair's validation images plus the authentic ones"])
+                  notes=[ACC_NOTE] * (task == "binary") + [
+                      "held-out: model trained without the pair's editors; seen: model trained on every "
+                      "editor; both scored on the pair's validation images plus the authentic ones"])
 
 
 # -- Table 5: classification -----------------------------------------------------------------
 def table5(idx: RecordIndex) -> SummaryTable:
     found = [c for c in idx.cases("classification") if c != "all"]
     editors = [*CLASSIFICATION_EDITORS, *(c for c in found if c not in CLASSIFICATION_EDITORS)]
-    cols = [column(f"{e}:{m}", m, f"{e} {metric_info(m).label}") for e in editors for m in ("img_Acc", "img_AP")]
+    cols = prefixed_columns((e, m) for e in editors for m in ("img_Acc", "img_AP"))
     cols += [column("img_Acc", "img_Acc"), column("img_AP", "img_AP"), column("mAP", "img_AP", "mAP"),
              column("img_Acc_oracle", "img_Acc_oracle")]
     partial: list[str] = []
@@ -329,8 +354,8 @@ def table7(idx: RecordIndex) -> SummaryTable:
 
 
 # -- Table 8: slices ---------------------------------------------------------------------------
-SLICE_COLUMNS = (("binary", "mIoU"), ("binary", "F1"), ("binary", "gIoU"), ("binary", "img_Acc"),
-                 ("semantic", "mIoU"), ("semantic", "top1"))
+SLICE_COLUMNS = (*((task, m) for task in ("binary", "semantic") for m in PAPER_PIXEL_METRICS),
+                 ("binary", "F1"), ("binary", "gIoU"), ("binary", "img_Acc"), ("semantic", "top1"))
 
 
 def _natural(text: str) -> tuple:
@@ -338,28 +363,35 @@ def _natural(text: str) -> tuple:
 
 
 def table8(idx: RecordIndex) -> SummaryTable:
-    cols = [column(f"{task}:{m}", m, f"{task} {metric_info(m).label}") for task, m in SLICE_COLUMNS]
+    cols = prefixed_columns(SLICE_COLUMNS)
     several = len(idx.detectors("slices")) > 1
+    left_out: dict[str, None] = {}
 
     def rows(det: str) -> list[Row]:
         out = []
         for key in SLICE_KEYS:
             values: dict[str, dict[str, Cell]] = {}
-            for task in ("binary", "semantic"):
-                r = idx.get("slices", f"{key}.{task}", det)
-                for name in (r.metrics if r else {}):
+            recs = [r for task in ("binary", "semantic") if (r := idx.get("slices", f"{key}.{task}", det))]
+            for r in recs:
+                task = r.body.case_name.rpartition(".")[2]
+                for name in r.metrics:
                     base, _, where = name.partition(SLICE_SEPARATOR)
                     k, _, value = where.partition("=")
                     if k == key and (task, base) in SLICE_COLUMNS:
                         values.setdefault(value, {}).update(cells(r, {f"{task}:{base}": name}))
+            if recs and not any(SLICE_SEPARATOR in name for r in recs for name in r.metrics):
+                left_out[f"{key}: {missing_metadata_message(key)}"] = None  # no metadata on any image
             out += [Row(value, values[value], group=f"{det}: {key}" if several else key)
                     for value in sorted(values, key=_natural)]
         return out
 
-    return _table(idx, "slices", None, "8", "Table 8: results by slice (slices)", "value", cols, rows,
-                  group_header="slice",
-                  notes=["base: real or AI-generated base image; turns: number of edits; editor and edit type: "
-                         "an image counts in every slice its edits name"])
+    table = _table(idx, "slices", None, "8", "Table 8: results by slice (slices)", "value", cols, rows,
+                   group_header="slice",
+                   notes=[ACC_NOTE, "base: real or AI-generated base image; turns: number of edits; multiturn: single "
+                          "(1 turn) or multi (2+), none for authentic images; editor and edit type: an image "
+                          "counts in every slice its edits name"])
+    table.notes += [f"left out, {line}" for line in left_out]
+    return table
 
 
 # -- format parity ------------------------------------------------------------------------------

@@ -4,12 +4,20 @@ Slice keys (METRICS.md "Uncertainty and slices"):
 
 - ``base``: the image's base (``real``, ``ai`` or ``unknown``);
 - ``turns``: its number of edit turns, as a string (``"0"``, ``"1"``, ...);
+- ``multiturn``: ``single`` (1 turn) or ``multi`` (2 or more); an image
+  without turns is ``none`` when it is authentic and ``unknown`` otherwise
+  (edited pixels but no turn in its metadata);
 - ``editor``: every editor named in its turns (an image belongs to each of
   them once: multi-membership); images without turns go to ``(none)``;
 - ``edit_type``: likewise with the edit types of its turns.
 
-``base`` and ``turns`` partition the images; ``editor`` and ``edit_type``
-cover every image at least once.
+``base``, ``turns`` and ``multiturn`` partition the images; ``editor`` and
+``edit_type`` cover every image at least once.
+
+A slice that no image carries metadata for (every base ``unknown``; no turn
+on any image while some are edited; no editor or edit type other than
+``unknown``) would put every image in one meaningless group: asking for it
+raises :class:`SliceMetadataMissing`, whose message names the fix, instead.
 """
 
 from __future__ import annotations
@@ -18,11 +26,35 @@ import difflib
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from .rows import ImageRows
 
-SLICE_KEYS: tuple[str, ...] = ("base", "turns", "editor", "edit_type")
+SLICE_KEYS: tuple[str, ...] = ("base", "turns", "multiturn", "editor", "edit_type")
 NO_TURNS = "(none)"
+UNKNOWN = "unknown"
+METADATA_FIX = "pass --dataset-option metadata=FILE (id -> base, editors per turn)"
+_WHAT = {"base": "base", "turns": "turn", "multiturn": "turn", "editor": "editor", "edit_type": "edit-type"}
+
+
+def missing_metadata_message(key: str) -> str:
+    """What a run says when no image carries ``key``'s metadata, and the fix."""
+    return f"dataset carries no {_WHAT.get(key, key)} metadata; {METADATA_FIX}"
+
+
+class SliceMetadataMissing(DataError):
+    """No evaluated image carries the metadata a slice key needs."""
+
+    def __init__(self, key: str):
+        self.key = key
+        super().__init__(missing_metadata_message(key))
+
+
+def _multiturn(n_turns: int, label: int) -> str:
+    if n_turns >= 2:
+        return "multi"
+    if n_turns == 1:
+        return "single"
+    return "none" if label == 0 else UNKNOWN
 
 
 def _groups(rows: ImageRows, key: str) -> list[tuple[str, ...]]:
@@ -30,16 +62,39 @@ def _groups(rows: ImageRows, key: str) -> list[tuple[str, ...]]:
         return [(b,) for b in rows.bases]
     if key == "turns":
         return [(str(t),) for t in rows.array("n_turns").tolist()]
+    if key == "multiturn":
+        return [(_multiturn(t, lab),) for t, lab in zip(rows.array("n_turns").tolist(),
+                                                        rows.array("label").tolist())]
     source = rows.editors if key == "editor" else rows.edit_types
     return [tuple(dict.fromkeys(names)) or (NO_TURNS,) for names in source]
 
 
+def metadata_missing(rows: ImageRows, key: str) -> bool:
+    """True when no image of ``rows`` carries metadata for ``key`` (see the
+    module docstring); a split of authentic images only, without turns, is
+    described truthfully by its turns and is not missing them."""
+    if len(rows) == 0:
+        return False
+    if key == "base":
+        return all(b == UNKNOWN for b in rows.bases)
+    if not (rows.array("label") != 0).any():  # authentic images only: "no turns" is the truth
+        return False
+    if key in ("turns", "multiturn"):
+        return not (rows.array("n_turns") > 0).any()
+    source = rows.editors if key == "editor" else rows.edit_types
+    return all(name in (UNKNOWN, "") for names in source for name in names)
+
+
 def slice_masks(rows: ImageRows, order: np.ndarray, key: str) -> dict[str, np.ndarray]:
-    """Slice value -> boolean membership over rows in ``order``, values sorted."""
+    """Slice value -> boolean membership over rows in ``order``, values sorted.
+
+    Raises :class:`SliceMetadataMissing` when no image carries ``key``'s metadata."""
     if key not in SLICE_KEYS:
         close = difflib.get_close_matches(key, SLICE_KEYS, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"unknown slice key {key!r}.{hint} Available: {', '.join(SLICE_KEYS)}")
+    if metadata_missing(rows, key):
+        raise SliceMetadataMissing(key)
     groups = _groups(rows, key)
     masks: dict[str, np.ndarray] = {}
     for pos, i in enumerate(order.tolist()):

@@ -46,7 +46,7 @@ from .slices import slice_masks
 
 logger = logging.getLogger(__name__)
 
-METRICS_VERSION = "1"
+METRICS_VERSION = "2"
 """Bumped whenever a change could move a number (see docs/metrics.md)."""
 
 EVAL_TASKS: tuple[str, ...] = ("binary", "semantic")
@@ -330,7 +330,7 @@ class EvalState:
                 "image": None if math.isnan(image) else float(image)}
 
     def slices(self, key: str) -> dict[str, dict[str, float]]:
-        """``compute()`` per slice value of ``key`` (base, turns, editor, edit_type).
+        """``compute()`` per slice value of ``key`` (base, turns, multiturn, editor, edit_type).
 
         Computed from the per-image rows; ``pixel_AUC`` is NaN in slices (its
         histograms are kept for the whole dataset only).

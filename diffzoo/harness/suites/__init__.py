@@ -6,8 +6,11 @@ from .paper import (
     DISTORTIONS,
     FORMAT_PARITY,
     LORA,
+    PAPER_DISTORTIONS,
     PAPER_PAIRS,
+    PAPER_SETTING_NAMES,
     PAPER_SUITES,
+    SLICE_CASE_METRICS,
     SLICES,
     UNSEEN_GENERATORS,
     distortion_cases,
@@ -20,6 +23,7 @@ ALL_SUITES: tuple[Suite, ...] = (STANDARD, *PAPER_SUITES)
 
 __all__ = [
     "ALL_SUITES", "CLASSIFICATION", "Case", "DISTORTIONS", "FORMAT_PARITY", "IMAGE_METRICS", "LORA",
-    "PAPER_PAIRS", "PAPER_SUITES", "PIXEL_METRICS", "SLICES", "SLICE_BY", "STANDARD", "Suite", "TrainSpec",
+    "PAPER_DISTORTIONS", "PAPER_PAIRS", "PAPER_SETTING_NAMES", "PAPER_SUITES", "PIXEL_METRICS", "SLICES",
+    "SLICE_BY", "SLICE_CASE_METRICS", "STANDARD", "Suite", "TrainSpec",
     "UNSEEN_GENERATORS", "distortion_cases", "pair_name", "unseen_generators_suite",
 ]

@@ -19,7 +19,7 @@ from ..cards import stable_hash
 from ..errors import ConfigError
 from ..types import TASKS
 
-SLICE_BY = ("", "base", "turns", "editor", "edit_type")
+SLICE_BY = ("", "base", "turns", "multiturn", "editor", "edit_type")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,8 @@ class Case:
       per-image counts of the (split, distortion) pass, so a subset costs no
       extra inference.
     - ``slice_by``: report every metric per value of this key (base, turns,
-      editor, edit_type) as ``<metric>@<key>=<value>``.
+      multiturn, editor, edit_type) as ``<metric>@<key>=<value>``; none when
+      no image carries the key's metadata (``metrics/slices.py``).
     - ``compare_to``: the name of another case of the same suite; this case
       then also reports how often the image-level verdict differs between
       the two (format parity), flagged above ``options['tolerance']``.
