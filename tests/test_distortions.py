@@ -39,6 +39,8 @@ ALL = [
     ("webp", {"quality": 75}),
     ("resize", {"size": 32}),
     ("resize", {"size": 32, "back": False}),
+    ("rescale", {"scale": 0.5, "input_size": 64}),
+    ("rescale", {"scale": 2.0, "input_size": 32}),
     ("blur", {"sigma": 1.5}),
     ("noise", {"sigma": 8.0, "seed": 1}),
     ("crop", {"fraction": 0.5}),
@@ -60,7 +62,7 @@ def test_deterministic_uint8_and_label_fits(sample, name, params):
     assert a_lab.dtype == np.uint8 and a_lab.ndim == 2
     assert a_img.tobytes() == b_img.tobytes() and a_lab.tobytes() == b_lab.tobytes()
     assert np.array_equal(image, before[0]) and np.array_equal(label, before[1])  # inputs untouched
-    if not (name == "resize" and params.get("back", True)):
+    if not (name == "rescale" or (name == "resize" and params.get("back", True))):
         assert a_lab.shape == a_img.shape[:2]
 
 
@@ -168,6 +170,10 @@ def test_noise_is_seeded_per_image_and_clipped(sample):
         ("resize", {"size": 0}, ["resize", "size", ">= 1"]),
         ("resize", {"size": -3}, ["resize", "size"]),
         ("resize", {"size": 32, "back": "no"}, ["resize", "back"]),
+        ("rescale", {"scale": 0, "input_size": 64}, ["rescale", "scale", "> 0"]),
+        ("rescale", {"scale": float("inf"), "input_size": 64}, ["rescale", "scale", "> 0"]),
+        ("rescale", {"scale": 0.5, "input_size": 0}, ["rescale", "input_size", ">= 1"]),
+        ("rescale", {"scale": 0.5}, ["rescale", "input_size", ">= 1", "None"]),
         ("blur", {"sigma": -1.0}, ["blur", "sigma", ">= 0"]),
         ("blur", {"sigma": float("nan")}, ["blur", "sigma"]),
         ("noise", {"sigma": -0.1}, ["noise", "sigma", ">= 0"]),

@@ -16,3 +16,22 @@ def _seed(value: int) -> int:
 
 
 SEED = typer.Option(0, "--seed", callback=_seed, help="Random seed, an integer from 0 to 2**63 - 1.")
+
+
+def _recipe(value: str) -> str:
+    from ..harness.errors import ConfigError
+    from ..harness.trainer import RECIPES
+
+    if value not in RECIPES:
+        raise ConfigError(f"--recipe {value!r} is not a recipe; give one of {', '.join(RECIPES)} "
+                          "(docs/detectors.md, 'Recipes')")
+    return value
+
+
+RECIPE = typer.Option(
+    "paper", "--recipe", callback=_recipe,
+    help="paper (default): as the DiffSeg30k paper (mmseg): train on the shorter side resized to crop x 0.5-2.0 "
+    "then cropped, evaluate with the shorter side at the crop size; uses --dataset-option extra_authentic=DIR "
+    "(COCO negatives) when given. native: train on crop-size crops at the images' own scale, evaluate at "
+    "native size. Part of the cache key and the record.",
+)

@@ -25,7 +25,7 @@ from ..leaderboard.outdir import claim_output_dir
 from ..leaderboard.store import AddOutcome, RecordStore
 from ..leaderboard.tables import slugify
 from .app import app, console
-from .options import SEED
+from .options import RECIPE, SEED
 from .progress import RichProgress, rank_output
 
 
@@ -77,13 +77,14 @@ def parse_options(items: list[str], what: str) -> dict[str, object]:
 def make_request(*, detector: str, dataset: str, seed: int, device: str, pretrained: bool | None,
                  iterations: int | None, batch_size: int | None, crop_size: int | None,
                  labels: str | None, extra_authentic: Path | None, dataset_option: list[str] = (),
-                 **rest) -> RunRequest:
+                 recipe: str = "paper", **rest) -> RunRequest:
     """A RunRequest from the shared options (``rest``: RunRequest's other fields)."""
     options = parse_options(list(dataset_option), "--dataset-option")
     options.update({k: v for k, v in (("label_space", labels), ("extra_authentic", extra_authentic)) if v})
     return RunRequest(
         detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
-        train_overrides={"iterations": iterations, "batch_size": batch_size, "crop_size": crop_size},
+        train_overrides={"iterations": iterations, "batch_size": batch_size, "crop_size": crop_size,
+                         "recipe": recipe},
         dataset_options=options,
         **rest,
     )
@@ -106,6 +107,7 @@ def run_cmd(
     iterations: int | None = ITERATIONS,
     batch_size: int | None = BATCH_SIZE,
     crop_size: int | None = CROP_SIZE,
+    recipe: str = RECIPE,
     labels: str | None = LABELS,
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
     dataset_option: list[str] = DATASET_OPTION,
@@ -146,7 +148,7 @@ def run_cmd(
         checkpoints=list(checkpoint), train=train, strict=strict, bootstrap=bootstrap, out=out,
         thresholds=thresholds, calibration_split=calibration_split, unseen_pairs=_pairs(holdout),
         generators={k: str(v) for k, v in parse_options(generator, "--generator").items()},
-        save_every=save_every,
+        save_every=save_every, recipe=recipe,
     )
     start = time.monotonic()
     # before any work: an --out folder that is not diffzoo's is refused now, not after hours of training
@@ -215,12 +217,16 @@ def _run(runner: Runner, out: Path, start: float, references: bool, rerun: bool)
             runners.append(other)
     records = []
     skipped: dict[str, dict[str, str]] = {}
+    run_notes: list[str] = []
     for r in runners:
         output = r.run()
         records.extend(output.records)
         skipped.update(output.skipped)
+        run_notes.extend(output.notes)
     if not distributed.is_main():
         return
+    for line in run_notes:  # cases without images; passes that reused the undistorted one
+        console.print(f"[yellow]note:[/] {term(line)}")
     store = RecordStore(out)
     outcomes = [store.add(record, replace=rerun) for record in records]
     for record in records:

@@ -31,6 +31,7 @@ from .run import (
     SEED,
     make_request,
 )
+from .options import RECIPE
 
 
 @app.command("train")
@@ -47,6 +48,7 @@ def train_cmd(
     iterations: int | None = ITERATIONS,
     batch_size: int | None = BATCH_SIZE,
     crop_size: int | None = CROP_SIZE,
+    recipe: str = RECIPE,
     labels: str | None = LABELS,
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
     dataset_option: list[str] = DATASET_OPTION,
@@ -58,7 +60,7 @@ def train_cmd(
         detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
         iterations=iterations, batch_size=batch_size, crop_size=crop_size, labels=labels,
         extra_authentic=extra_authentic, dataset_option=dataset_option, suites="", out=out,
-        save_every=save_every,
+        save_every=save_every, recipe=recipe,
     )
     excluded = tuple(e.strip() for e in (exclude_editors or "").split(",") if e.strip())
     runner = Runner(request, RichProgress(console))
@@ -74,7 +76,8 @@ def train_cmd(
 
 def _describe(name: str, job: TrainingJob) -> str:
     held_out = f" without editors {', '.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
-    return f"{name} [{job.task}] on the {job.spec.split} split{held_out}"
+    recipe = f", {job.config.recipe} recipe"
+    return f"{name} [{job.task}] on the {job.spec.split} split{held_out}{recipe}"
 
 
 def _report(result: TrainOutput) -> None:

@@ -69,6 +69,8 @@ def register_distortions(register):
     register("webp", "diffzoo.harness.distortions:webp", description="lossy WebP at quality (1..100), method 4")
     register("resize", "diffzoo.harness.distortions:resize",
              description="longer side to size px (bicubic); scored at the original size unless back=false")
+    register("rescale", "diffzoo.harness.distortions:rescale",
+             description="shorter side to scale x the model's input resolution (bicubic); scored at the label's size")
     register("blur", "diffzoo.harness.distortions:blur", description="Gaussian blur of sigma px (reflect-101 border)")
     register("noise", "diffzoo.harness.distortions:noise",
              description="additive Gaussian noise, sigma in 0..255 units, seeded per image")

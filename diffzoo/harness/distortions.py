@@ -121,38 +121,118 @@ def webp(image: np.ndarray, label: np.ndarray, *, quality: int) -> Pair:
     return _webp_roundtrip(image, _quality("webp", quality)), label
 
 
+def longer_side_size(height: int, width: int, size: int) -> tuple[int, int]:
+    """(h, w) of an image whose longer side is brought to ``size`` px, aspect kept
+    (the other side ``round(side * size / long)``, at least 1)."""
+    scale = size / max(height, width)
+    return max(1, round(height * scale)), max(1, round(width * scale))
+
+
+def shorter_side_size(height: int, width: int, short: int) -> tuple[int, int]:
+    """(h, w) of an image whose shorter side is brought to ``short`` px, aspect
+    kept (the longer side ``round(long * short / shorter)``, at least 1)."""
+    scale = short / min(height, width)
+    return max(1, round(height * scale)), max(1, round(width * scale))
+
+
+def resize_image(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``image`` resized to (h, w) = ``size`` with Pillow's bicubic filter; the
+    same array when it already has that size.
+
+    Pillow widens the filter support by the scale factor when it downscales,
+    so it is anti-aliased (area-like) where OpenCV's cubic would alias, and it
+    is the filter the editors use (``diffusers_editor.py``).
+    """
+    from PIL import Image
+
+    if tuple(size) == image.shape[:2]:
+        return image
+    return np.array(Image.fromarray(np.ascontiguousarray(image), "RGB").resize(
+        (size[1], size[0]), Image.Resampling.BICUBIC))
+
+
+def resize_label(label: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """A label map resized to (h, w) = ``size`` with nearest neighbour (Pillow)."""
+    from PIL import Image
+
+    if tuple(size) == label.shape[:2]:
+        return label
+    return np.array(Image.fromarray(np.ascontiguousarray(label), "L").resize(
+        (size[1], size[0]), Image.Resampling.NEAREST))
+
+
 def resize(image: np.ndarray, label: np.ndarray, *, size: int, back: bool = True) -> Pair:
     """Resize so that the longer side is ``size`` px (integer >= 1), aspect kept.
 
     The shorter side becomes ``round(short * size / long)`` (at least 1).
-    Resampling is Pillow's bicubic for both down- and upscaling: Pillow widens
-    the filter support by the scale factor when it downscales, so it is
-    anti-aliased (area-like) where OpenCV's cubic would alias, and it is the
-    filter the editors use (``diffusers_editor.py``).  An image whose longer
-    side is already ``size`` is returned unchanged.
+    Resampling is Pillow's bicubic for both down- and upscaling (see
+    :func:`resize_image`).  An image whose longer side is already ``size`` is
+    returned unchanged.
 
     ``back=True`` (default): the label is unchanged, so the evaluation resizes
     the logits back to the original size and scores there.  ``back=False``: the
     label is resized with nearest neighbour to the new image size and scoring
     happens at the new size.
 
-    DiffSeg30k images are 1024 px; the paper's settings are ``size`` 256 and
-    1024 (the latter a no-op on 1024 px images, an upscale on smaller ones).
+    An absolute size, whatever the detector's training resolution: on
+    1024 px DiffSeg30k images ``size=1024`` is a no-op (reported as the
+    baseline's input, not re-run).  The paper's "resize 256 / 1024" are
+    :func:`rescale` at 0.5 and 2.0 (docs/distortions.md).  Under
+    ``--recipe paper`` the evaluation then brings the result to the
+    recipe's input size (its shorter side to the training crop).
     """
-    from PIL import Image
-
     size = _integer("resize", "size", size, 1)
     if not isinstance(back, (bool, np.bool_)):
         raise ConfigError(f"distortion 'resize': back must be true or false, got {back!r}")
-    height, width = image.shape[:2]
-    scale = size / max(height, width)
-    new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
-    if (new_h, new_w) == (height, width):
+    new = longer_side_size(*image.shape[:2], size)
+    if new == image.shape[:2]:
         return image, label
-    out = np.array(Image.fromarray(image, "RGB").resize((new_w, new_h), Image.Resampling.BICUBIC))
-    if back:
-        return out, label
-    return out, np.array(Image.fromarray(label, "L").resize((new_w, new_h), Image.Resampling.NEAREST))
+    out = resize_image(image, new)
+    return (out, label) if back else (out, resize_label(label, new))
+
+
+def rescale_short_side(scale: float, input_size: int) -> int:
+    """The shorter side :func:`rescale` gives: ``round(scale * input_size)``, at least 1."""
+    return max(1, round(scale * input_size))
+
+
+def rescale(image: np.ndarray, label: np.ndarray, *, scale: float, input_size: int | None = None) -> Pair:
+    """Show the detector the image with its shorter side at ``scale`` x its input resolution.
+
+    The shorter side becomes ``round(scale * input_size)`` px (at least 1), the
+    longer ``round(long * short_new / short)`` (aspect kept, at least 1), with
+    Pillow's bicubic filter (see :func:`resize_image`); an image that already
+    has that size is returned unchanged.  The label is unchanged: the
+    evaluation resizes the logits back to the label and scores at the
+    label's resolution.
+
+    ``scale``: a number > 0.  ``input_size``: the model's input resolution,
+    filled in by the runner (the ``crop_size`` it was trained with; a card
+    used as built: its ``input_size``), so that 0.5 and 2.0 mean the same on
+    64 px ``mini`` (64-px crops) as on 1024 px DiffSeg30k (512-px crops): the
+    paper's "resize 256 / 1024".  The size it sets is the detector's input
+    under either recipe (``--recipe paper`` does not resize it again).
+    Without ``input_size`` (called outside a run) it is a ConfigError.
+    """
+    scale = _real("rescale", "scale", scale, lo=0.0, lo_open=True, allowed="a number > 0")
+    input_size = _integer("rescale", "input_size", input_size, 1)
+    return resize_image(image, shorter_side_size(*image.shape[:2], rescale_short_side(scale, input_size))), label
+
+
+def _resize_output(height: int, width: int, *, size: int, back: bool = True) -> tuple[int, int]:
+    return longer_side_size(height, width, _integer("resize", "size", size, 1))
+
+
+def _rescale_output(height: int, width: int, *, scale: float, input_size: int | None = None) -> tuple[int, int]:
+    scale = _real("rescale", "scale", scale, lo=0.0, lo_open=True, allowed="a number > 0")
+    return shorter_side_size(height, width, rescale_short_side(scale, _integer("rescale", "input_size", input_size, 1)))
+
+
+# Distortions that only change the image's size carry ``output_size(h, w, **params)``:
+# the planner uses it to see when a pass feeds the detector the baseline's very input.
+identity.output_size = lambda height, width, **params: (height, width)
+resize.output_size = _resize_output
+rescale.output_size = _rescale_output
 
 
 def blur(image: np.ndarray, label: np.ndarray, *, sigma: float) -> Pair:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from .core.outputs import check_output, has_pixels, pixel_predictions
+from .distortions import resize_image, shorter_side_size
 from .errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError
 from .metrics import AREA_THRESHOLD, SCORE_THRESHOLD, EvalState, prediction_digest
 from .progress import NullProgress, Progress
@@ -54,6 +55,10 @@ class EvalResult:
     baselines: dict[str, EvalState] = field(default_factory=dict)
     evaluated: int = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Sample id -> (h, w) of its stored image, before any distortion (this
+    process's images; not merged across ranks): what the planner checks a
+    size-only distortion against (:func:`same_input`)."""
 
 
 def image_tensor(image: np.ndarray) -> torch.Tensor:
@@ -77,13 +82,56 @@ def predict_checked(detector: Detector, images: torch.Tensor, ids: list[str]) ->
     return check_output(detector, out, ids, tuple(images.shape[-2:]))
 
 
-def distortion_context(distortion: Distortion) -> set[str]:
-    """Which of ``meta`` / ``label_space`` a distortion declares (it then gets them)."""
+def _parameters(distortion: Distortion) -> set[str]:
     try:
-        params = inspect.signature(distortion).parameters
+        return set(inspect.signature(distortion).parameters)
     except (TypeError, ValueError):
         return set()
-    return {"meta", "label_space"} & set(params)
+
+
+def distortion_context(distortion: Distortion) -> set[str]:
+    """Which of ``meta`` / ``label_space`` a distortion declares (it then gets them)."""
+    return {"meta", "label_space"} & _parameters(distortion)
+
+
+def sets_input_size(distortion: Distortion) -> bool:
+    """True for a distortion that takes ``input_size`` (the model's input
+    resolution, e.g. ``rescale``): it decides the detector's input size
+    itself, so the recipe's evaluation resize is not applied after it."""
+    return "input_size" in _parameters(distortion)
+
+
+def detector_input(image: np.ndarray, short_side: int | None) -> np.ndarray:
+    """The recipe's evaluation input rule: the image as stored (``None``,
+    ``native``), or resized (Pillow bicubic) so its shorter side is
+    ``short_side`` (``paper``: the training crop size)."""
+    if short_side is None:
+        return image
+    return resize_image(image, shorter_side_size(*image.shape[:2], short_side))
+
+
+def same_input(distortion: Distortion, params: dict[str, Any], sizes: Iterable[tuple[int, int]],
+               short_side: int | None) -> bool:
+    """True when ``distortion`` with ``params`` feeds the detector exactly
+    the undistorted pass's input for images of every size in ``sizes``.
+
+    Only distortions that change nothing but the size (they carry
+    ``output_size(h, w, **params)``: ``none``, ``resize``, ``rescale``) can:
+    one that sets the input size itself must give the size the evaluation
+    rule gives the undistorted image (the rule's resize and the distortion's
+    are the same function); any other must leave the image as it is.
+    """
+    size_of = getattr(distortion, "output_size", None)
+    if size_of is None:
+        return False
+    own = sets_input_size(distortion)
+    for h, w in sizes:
+        baseline = (h, w)
+        if own and short_side is not None:
+            baseline = shorter_side_size(h, w, short_side)
+        if tuple(size_of(h, w, **params)) != baseline:
+            return False
+    return True
 
 
 def evaluate(
@@ -100,6 +148,7 @@ def evaluate(
     description: str = "evaluating",
     ids: list[str] | None = None,
     thresholds: Thresholds | None = None,
+    input_short_side: int | None = None,
 ) -> EvalResult:
     """Run ``detector`` over ``split`` (or only ``ids`` of it); corrupt
     samples are skipped and counted (``strict`` re-raises instead).
@@ -111,7 +160,9 @@ def evaluate(
     Every prediction is checked first (core/outputs.py: a malformed one is a
     DetectorError).  The distortion's label is the ground truth; when it kept
     the label but changed the image size, the prediction is resized back to
-    the label."""
+    the label.  ``input_short_side``: the recipe's evaluation input rule
+    (:func:`detector_input`), applied after the distortion unless the
+    distortion sets the input size itself (:func:`sets_input_size`)."""
     progress = progress or NullProgress()
     thresholds = thresholds or Thresholds.fixed(detector)
     threshold = thresholds.pixel
@@ -122,6 +173,7 @@ def evaluate(
                            area_threshold=thresholds.area, score_threshold=thresholds.score)
               for t in sorted(tasks)}
     context = distortion_context(distortion)
+    short_side = None if sets_input_size(distortion) else input_short_side
     result = EvalResult(states)
     if baselines:
         result.baselines = {
@@ -141,7 +193,9 @@ def evaluate(
                 task.advance()
                 continue
             extra = {k: v for k, v in (("meta", sample.meta), ("label_space", dataset.label_space)) if k in context}
+            result.sizes[sid] = tuple(sample.image.shape[:2])
             image, label = distortion(sample.image, sample.label, **distortion_params, **extra)
+            image = detector_input(image, short_side)
             out = predict_checked(detector, image_tensor(image), [sid])
             if not has_pixels(out):  # an image-level classifier: its image score only
                 binary_pred = edited_prob = semantic_pred = None

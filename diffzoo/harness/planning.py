@@ -9,6 +9,12 @@ An image-level classifier (a card whose only task is ``classification``)
 serves a suite's image-level cases with a classification model trained on
 the case's data; the pixel cases it cannot serve are skipped and listed in
 the plan, not an error.  Any other detector lacking a case's task is an error.
+
+A model's cases are then grouped into passes (:func:`passes`): one pass
+over a split per distinct distortion, the undistorted pass first, so that a
+pass that would feed the detector the undistorted pass's very input (a
+``rescale`` at the training resolution, a ``resize`` that is a no-op) reuses
+its predictions instead of running again.
 """
 
 from __future__ import annotations
@@ -17,10 +23,13 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .cards import DetectorCard
+from . import distributed
+from .cards import DetectorCard, stable_hash
 from .checkpoints import cache_key
 from .data.editor_index import select_ids
 from .errors import ConfigError
+from .evaluate import same_input
+from .plugins import get_registry
 from .protocols import Dataset
 from .suites import Case, Suite, TrainSpec
 from .trainer import TrainConfig
@@ -76,7 +85,9 @@ class Plan:
                 for name, names in by_suite.items()
             )
             held_out = f" without {'+'.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
-            lines.append(f"{self.card.name} [{job.task}] on {job.spec.split}{held_out} -> {cases} (key {job.key})")
+            recipe = f", {job.config.recipe} recipe"
+            lines.append(f"{self.card.name} [{job.task}] on {job.spec.split}{held_out}{recipe} -> {cases} "
+                         f"(key {job.key})")
         lines.extend(f"skipped {s.suite.name}/{s.case.name}: {s.reason}" for s in self.skipped)
         return lines
 
@@ -140,6 +151,119 @@ def make_plan(
             + ("; choose a suite with an image-level case (e.g. standard)" if is_image_level(card) else "")
         )
     return Plan(card, dataset, fingerprint, list(jobs.values()), skipped)
+
+
+def model_input_size(card: DetectorCard, config: TrainConfig) -> int:
+    """The model's input resolution, which ``rescale`` scales: the
+    ``crop_size`` it is trained with (segmenters and classifiers alike
+    train on crops of that size), or the card's ``input_size`` for a card
+    used as built (``trainable=False``)."""
+    return config.crop_size if card.trainable else card.input_size
+
+
+def eval_input(card: DetectorCard, config: TrainConfig, extra_negatives: int | None = None) -> dict[str, Any]:
+    """How evaluation brings an image to the detector, as the record says it.
+
+    ``{"recipe": "native"}``: as stored.  ``{"recipe": "paper", "short_side":
+    crop_size, "extra_negatives": N}``: shorter side resized to the training
+    crop (mmseg's test Resize), logits resized back to the label; ``N`` the
+    extra authentic training images (the paper's 5k COCO; 0 = none given).
+    An image-level classifier keeps its own training views under ``paper``
+    (the mmseg transform is the segmenters'), so it is evaluated as stored
+    and its dict has no ``short_side``.
+    """
+    if config.recipe != "paper":
+        return {"recipe": config.recipe}
+    out: dict[str, Any] = {"recipe": "paper"}
+    if not is_image_level(card):
+        out["short_side"] = config.crop_size
+    out["extra_negatives"] = int(extra_negatives or 0)
+    return out
+
+
+@dataclass
+class Pass:
+    """One pass of a model over a split through one distortion, and the cases reading it."""
+
+    split: str
+    distortion: str
+    params: dict[str, Any]
+    members: list[tuple[Suite, Case]] = field(default_factory=list)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.distortion == "none" and not self.params
+
+
+def passes(cases: list[tuple[Suite, Case]], params_of: Any) -> list[Pass]:
+    """``cases`` grouped by (split, distortion, parameters) (``params_of(case)``:
+    the parameters the case runs with), each split's undistorted pass first."""
+    groups: dict[tuple, Pass] = {}
+    for suite, case in cases:
+        params = params_of(case)
+        key = (case.split, case.distortion, stable_hash(params))
+        groups.setdefault(key, Pass(case.split, case.distortion, params)).members.append((suite, case))
+    return sorted(groups.values(), key=lambda p: not p.is_baseline)
+
+
+def pass_subsets(dataset: Dataset, p: Pass) -> tuple[dict[tuple, frozenset[str]], list[tuple[Suite, Case]]]:
+    """The ids each editor-restricted case of ``p`` reads (by its subset key),
+    and the cases whose split has no image of their editors."""
+    subset_ids: dict[tuple, frozenset[str]] = {}
+    for _, case in p.members:
+        if case.editors and case.subset_key not in subset_ids:
+            subset_ids[case.subset_key] = subset_of(dataset, case)
+    return subset_ids, [(s, c) for s, c in p.members if c.editors and not subset_ids[c.subset_key]]
+
+
+def subset_of(dataset: Dataset, case: Case) -> frozenset[str]:
+    """The ids ``case`` reads; empty when the split has no image of its editors."""
+    editors, authentic = case.subset_key
+    with distributed.main_first():  # rank 0 builds the editor index into the shared cache
+        edited = select_ids(dataset, case.split, editors, authentic=False)
+        if edited and authentic:
+            return frozenset(select_ids(dataset, case.split, editors, authentic=True))
+        return frozenset(edited)
+
+
+@dataclass
+class Baseline:
+    """A model's undistorted pass over a split: the ids it read (None: all),
+    its metric tasks and its result (None on ranks > 0)."""
+
+    ids: frozenset[str] | None
+    tasks: set[str]
+    result: Any
+
+
+def reuses_baseline(dataset: Dataset, p: Pass, ids: list[str] | None, tasks: set[str], baseline: Baseline | None,
+                    seen: dict[str, dict[str, tuple[int, int] | None]], short_side: int | None
+                    ) -> set[tuple[int, int]] | None:
+    """The image sizes of pass ``p`` when it would feed the detector exactly
+    the input of the model's undistorted pass on its split (which covered its
+    images and tasks), else None.  ``seen``: split -> id -> (h, w) of the
+    images this process read (None: unreadable); every rank judges its shard
+    and all must agree."""
+    if p.is_baseline or baseline is None or not tasks <= baseline.tasks:
+        return None
+    if baseline.ids is not None and (ids is None or not baseline.ids.issuperset(ids)):
+        return None
+    sizes_of = seen.get(p.split, {})
+    mine = distributed.shard(ids if ids is not None else dataset.ids(p.split))
+    sizes = {sizes_of[sid] for sid in mine if sizes_of.get(sid) is not None}
+    distortion = get_registry().get("distortion", p.distortion).load()
+    same = all(sid in sizes_of for sid in mine) and same_input(distortion, p.params, sizes, short_side)
+    return sizes if all(distributed.all_gather(same)) else None
+
+
+def same_input_note(p: Pass, model: str, sizes: set[tuple[int, int]], short_side: int | None) -> str:
+    """The run's note for a pass that reused the undistorted pass's predictions."""
+    cases = ", ".join(f"{s.name}/{c.name}" for s, c in p.members)
+    what = ", ".join(f"{k}={v}" for k, v in p.params.items())
+    shown = ", ".join(f"{w}x{h}" for h, w in sorted(sizes)[:3]) + (" ..." if len(sizes) > 3 else "")
+    rule = f"shorter side {short_side}" if short_side else "as stored"
+    return (f"{cases}: {p.distortion} ({what}) feeds {model} the same input as the undistorted pass on "
+            f"{p.split} (images {shown}, evaluated {rule}); its numbers are the baseline's, reused, not re-run")
 
 
 def train_config(card: DetectorCard, dataset: Dataset, user: dict[str, Any], pretrained: bool | None,

@@ -27,7 +27,7 @@ from .data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
 from .data.labelmaps import load_label_space
 from .errors import ConfigError, CorruptSampleError, DataError, ModelError
 from .core.outputs import has_pixels, pixel_predictions
-from .evaluate import image_tensor, predict_checked
+from .evaluate import detector_input, image_tensor, predict_checked
 from .factories import create_detector
 from .fsutil import atomic_write_bytes, sha256_file
 from .metrics import AREA_THRESHOLD, SCORE_THRESHOLD, editor_ranking
@@ -55,6 +55,7 @@ class LoadedModel:
     checkpoint: Path
     sha256: str
     source: str  # "given" or "cache"
+    input_short_side: int | None = None  # the paper recipe's evaluation input rule; None: as given
 
 
 def _task_of(meta: dict[str, Any]) -> str | None:
@@ -138,7 +139,16 @@ def load_model(
     det = create_detector(name, task, label_space, pretrained=False).to(target)
     loaded = det.load(path) or {}
     sha = loaded.get("sha256") or sha256_file(checkpoint_meta(path)[0])
-    return LoadedModel(det, det.card.name, path, sha, source)
+    return LoadedModel(det, det.card.name, path, sha, source, checkpoint_short_side(meta, task))
+
+
+def checkpoint_short_side(meta: dict[str, Any], task: str) -> int | None:
+    """The evaluation input rule a checkpoint was trained for: its crop size
+    when it was trained with ``--recipe paper`` (a pixel model), else None."""
+    config = meta.get("train_config") or {}
+    if config.get("recipe") != "paper" or task == "classification":
+        return None
+    return int(config["crop_size"])
 
 
 # -- one image -------------------------------------------------------------------------
@@ -155,10 +165,13 @@ class ImagePrediction:
     editors: list[dict[str, Any]] = field(default_factory=list)  # semantic: ranking
 
 
-def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image") -> ImagePrediction:
+def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image",
+                  input_short_side: int | None = None) -> ImagePrediction:
     """Run ``det`` on one H x W x 3 uint8 RGB image of any size (``sample_id``
-    names it in a DetectorError)."""
-    out = predict_checked(det, image_tensor(image), [sample_id])
+    names it in a DetectorError).  ``input_short_side``: the image is first
+    resized so its shorter side is that (a ``--recipe paper`` model); the
+    prediction is at the image's own size either way."""
+    out = predict_checked(det, image_tensor(detector_input(image, input_short_side)), [sample_id])
     own = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
     if not has_pixels(out):  # classification-only detector
         return ImagePrediction("edited" if own > SCORE_THRESHOLD else "authentic", own, "detector")
@@ -319,7 +332,7 @@ def predict_files(
 
 
 def _predict_one(model: LoadedModel, image: np.ndarray, out: Path, stem: str, name: str) -> dict[str, Any]:
-    pred = predict_image(model.detector, image, name)
+    pred = predict_image(model.detector, image, name, model.input_short_side)
     row: dict[str, Any] = {
         "size": [int(image.shape[1]), int(image.shape[0])],
         "verdict": pred.verdict,

@@ -26,13 +26,12 @@ from .checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, check_copy_target
 from .checkpoints import sweep_partial
 from .errors import ConfigError, ModelError
 from .calibration import DEFAULT_CALIBRATION_SPLIT, calibrate, check_policy
-from .cards import stable_hash
 from .case_records import RecordContext, Summaries, build_record, case_metrics, case_states, metric_task
-from .data.editor_index import select_ids
-from .evaluate import EvalResult, Thresholds, evaluate
+from .evaluate import EvalResult, Thresholds, evaluate, sets_input_size
 from .factories import create_detector, open_dataset
 from .metrics import EvalState
-from .planning import Plan, TrainingJob, make_plan, train_config, training_ids
+from .planning import Baseline, Plan, TrainingJob, eval_input, make_plan, model_input_size, pass_subsets, passes
+from .planning import reuses_baseline, same_input_note, train_config, training_ids
 from .plugins import get_registry
 from .progress import NullProgress, Progress
 from .protocols import Detector
@@ -97,6 +96,7 @@ class Runner:
         self.notes: list[str] = []
         self.skipped: dict[str, dict[str, str]] = {}
         self.plan_: Plan | None = None
+        self._sizes: dict[str, dict[str, tuple[int, int] | None]] = {}  # split -> id -> (h, w) seen here
 
     # -- resolve and plan ------------------------------------------------
     def _resolve(self) -> TrainConfig:
@@ -106,6 +106,10 @@ class Runner:
             self.dataset = open_dataset(self.request.dataset, self.progress, **self.request.dataset_options)
         config, self.overrides = train_config(self.entry.card, self.dataset, self.request.train_overrides,
                                               self.request.pretrained, self.request.seed)
+        self.extra_negatives = int(self.dataset.describe().get("extra_authentic") or 0)
+        if config.recipe == "paper" and not self.request.dataset_options.get("extra_authentic"):
+            _warn_once("--recipe paper: no COCO negatives given (--dataset-option extra_authentic=DIR); "
+                       "training without the paper's 5k unedited images", self.dataset.fingerprint())
         return config
 
     def _make_plan(self, suites: list[Suite], config: TrainConfig) -> Plan:
@@ -259,6 +263,7 @@ class Runner:
                 train_subset=job.spec.to_dict(), overrides=self.overrides, cache_key=job.key,
                 pretrained=job.config.pretrained, device=str(self.device), strict=self.request.strict,
                 seed=self.request.seed, thresholds=thresholds,
+                eval_input=eval_input(self.entry.card, job.config, self.extra_negatives),
             )
             for suite, case in job.cases:
                 if (suite.name, case.name) not in states:  # no image of its editors (noted)
@@ -284,66 +289,66 @@ class Runner:
             copy = copy_checkpoint(Path(ckpt["path"]), Path(self.request.out))
         return TrainOutput(det, ckpt, job, copy)
 
-    def _distortion_params(self, case: Case) -> dict[str, Any]:
+    def _distortion_params(self, case: Case, job: TrainingJob) -> dict[str, Any]:
         """The case's distortion parameters; a generator a dataset replaces by
         its offline stand-in (``mini``: tiny random-weight editors), or the
-        request by another card, is swapped here; the parameters used are
-        recorded in every record's config."""
+        request by another card, is swapped here, and a distortion that takes
+        ``input_size`` (``rescale``) gets the model's input resolution unless
+        the case gives one; the parameters used are recorded in every record's config."""
         params = dict(case.distortion_params)
+        if "input_size" not in params and sets_input_size(get_registry().get("distortion", case.distortion).load()):
+            params["input_size"] = model_input_size(self.entry.card, job.config)
         substitutes = {**(getattr(self.dataset, "generator_substitutes", None) or {}), **self.request.generators}
         if params.get("generator") in substitutes:
             params["generator"] = substitutes[params["generator"]]
         return params
 
-    def _subset_ids(self, case: Case) -> frozenset[str]:
-        """The ids ``case`` reads; empty when the split has no image of its editors."""
-        editors, authentic = case.subset_key
-        with distributed.main_first():  # rank 0 builds the editor index into the shared cache
-            edited = select_ids(self.dataset, case.split, editors, authentic=False)
-            if edited and authentic:
-                return frozenset(select_ids(self.dataset, case.split, editors, authentic=True))
-            return frozenset(edited)
-
     def _evaluate_job(self, job: TrainingJob, det: Detector, thresholds: Thresholds
                       ) -> dict[tuple[str, str], tuple[EvalState, EvalResult, dict[str, Any]]] | None:
         """Every case's metric state: cases on the same (split, distortion)
-        share one pass over the images any of them needs; a case restricted
-        to some editors reads its part of the pass.  None on ranks > 0."""
-        groups: dict[tuple, list[tuple[Suite, Case]]] = {}
-        group_params: dict[tuple, dict[str, Any]] = {}
-        for suite, case in job.cases:
-            params = self._distortion_params(case)
-            key = (case.split, case.distortion, stable_hash(params))
-            groups.setdefault(key, []).append((suite, case))
-            group_params[key] = params
+        share one pass over the images any of them needs (planning.passes); a
+        case restricted to some editors reads its part of the pass; a pass
+        that feeds the detector the undistorted pass's very input reuses its
+        predictions (noted, ``same_input_as`` in its parameters).  None on ranks > 0."""
         out = {}
-        for key, members in groups.items():
-            params = group_params[key]
-            subset_ids: dict[tuple, frozenset[str]] = {}
-            for _, c in members:
-                if c.editors and c.subset_key not in subset_ids:
-                    subset_ids[c.subset_key] = self._subset_ids(c)
-            empty = [(s, c) for s, c in members if c.editors and not subset_ids[c.subset_key]]
+        baseline: dict[str, Baseline] = {}
+        for p in passes(job.cases, lambda c: self._distortion_params(c, job)):
+            subset_ids, empty = pass_subsets(self.dataset, p)
             for suite, case in empty:
                 note = (f"{suite.name}/{case.name}: no image of {', '.join(case.editors)} in "
                         f"{self.dataset.name}/{case.split}; no record")
-                log.warning("%s", note)
+                log.info("%s", note)  # the CLI prints the run's notes
                 self.notes.append(note)
-            members = [m for m in members if m not in empty]
+            members = [m for m in p.members if m not in empty]
             if not members:
                 continue
-            first = members[0][1]
             ids = None
             if all(c.editors for _, c in members):
                 wanted = frozenset().union(*subset_ids.values())
-                ids = [i for i in self.dataset.ids(first.split) if i in wanted]
-            result = self._evaluate(det, first, {metric_task(c) for _, c in members}, ids, thresholds, params)
+                ids = [i for i in self.dataset.ids(p.split) if i in wanted]
+            tasks, params = {metric_task(c) for _, c in members}, p.params
+            sizes = reuses_baseline(self.dataset, p, ids, tasks, baseline.get(p.split), self._sizes,
+                                    self._short_side(job))
+            if sizes is not None:
+                note = same_input_note(p, self.entry.name, sizes, self._short_side(job))
+                log.info("%s", note)
+                self.notes.append(note)
+                result, params = baseline[p.split].result, {**params, "same_input_as": "baseline"}
+            else:
+                result = self._evaluate(det, members[0][1], tasks, ids, thresholds, p.params,
+                                        input_short_side=self._short_side(job))
+            if p.is_baseline:
+                baseline[p.split] = Baseline(None if ids is None else frozenset(ids), tasks, result)
             if result is None:
                 continue
             states = case_states([c for _, c in members], result, subset_ids)
             for (suite, case), state in zip(members, states):
                 out[(suite.name, case.name)] = (state, result, params)
         return out if distributed.is_main() else None
+
+    def _short_side(self, job: TrainingJob) -> int | None:
+        """The recipe's evaluation input rule for ``job``'s model (None: as stored)."""
+        return eval_input(self.entry.card, job.config).get("short_side")
 
     def _thresholds(self, job: TrainingJob, det: Detector) -> Thresholds:
         """Fixed, or calibrated on the calibration split (never an evaluated
@@ -356,12 +361,14 @@ class Runner:
 
         def run(thresholds: Thresholds) -> EvalResult | None:
             return self._evaluate(det, identity, {"binary"}, None, thresholds, {},
-                                  what=f"calibrating thresholds on {self.dataset.name}/{split}")
+                                  what=f"calibrating thresholds on {self.dataset.name}/{split}",
+                                  input_short_side=self._short_side(job))
 
         return calibrate(det, split, run, distributed.broadcast)
 
     def _evaluate(self, det: Detector, case: Case, tasks: set[str], ids: list[str] | None,
-                  thresholds: Thresholds, params: dict[str, Any], what: str | None = None) -> EvalResult | None:
+                  thresholds: Thresholds, params: dict[str, Any], what: str | None = None,
+                  input_short_side: int | None = None) -> EvalResult | None:
         """Metric states of ``det`` on the case's (split, distortion) (only
         ``ids`` of the split when given); under torchrun each rank scores its
         shard and rank 0 gets the merged result."""
@@ -384,12 +391,27 @@ class Runner:
             det, self.dataset, case.split, distortion, params,
             tasks=tasks, strict=self.request.strict, baselines=det.task == "binary" and not case.editors,
             progress=self.progress, description=desc, ids=distributed.shard(ids), thresholds=thresholds,
+            input_short_side=input_short_side,
         )
+        seen = self._sizes.setdefault(case.split, {})
+        seen.update(result.sizes)
+        seen.update((item["id"], None) for item in result.skipped)  # unreadable: skipped by every pass alike
         merged = distributed.gather_eval_result(result, ids)
         if merged is not None:
             for item in merged.skipped:
                 self.skipped.setdefault(item["id"], {"kind": item.get("kind", "corrupt"), "reason": item["reason"]})
         return merged
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn_once(message: str, about: str) -> None:
+    """Log ``message`` once per process for ``about`` (the reference
+    detectors' runners of one run would repeat it)."""
+    if (message, about) not in _WARNED:
+        _WARNED.add((message, about))
+        log.warning("%s", message)
 
 
 def _check_checkpoints(paths: list[Path]) -> None:

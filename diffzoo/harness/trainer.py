@@ -1,6 +1,7 @@
 """The shared training loop for segmentation detectors.
 
-One loop serves every segmenter: random crops + horizontal flips, AdamW (or
+One loop serves every segmenter: random crops + horizontal flips (the
+``paper`` recipe first rescales each image, as mmseg's RandomResize), AdamW (or
 SGD with momentum) with a separate learning-rate multiplier for the decode
 head, linear warm-up then a poly schedule with an optional floor (the
 open-source SegFormer and mmseg SGD recipes), AMP on CUDA, and a seeded
@@ -26,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import distributed
+from .distortions import resize_image, resize_label, shorter_side_size
 from .errors import ConfigError, CorruptSampleError, DataError
 from .protocols import Dataset
 from .resume import BatchStream, Resume, capture, restore
@@ -35,6 +37,13 @@ log = logging.getLogger(__name__)
 
 
 OPTIMIZERS = ("AdamW", "SGD")
+RECIPES = ("paper", "native")
+"""Training/evaluation scale recipes (docs/detectors.md): ``paper`` (the
+default) follows mmseg's SegFormer/DeepLab configs, as the DiffSeg30k paper
+did (see :func:`paper_rescale`); ``native`` crops ``crop_size`` at the
+images' own scale and evaluates at native size."""
+PAPER_RATIO = (0.5, 2.0)
+"""mmseg's RandomResize ratio_range: the shorter side becomes crop_size x U(0.5, 2.0)."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +69,10 @@ class TrainConfig:
     num_workers: int = 0
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    recipe: str = "paper"  # paper | native (RECIPES)
 
     @classmethod
-    def from_recipe(cls, recipe: dict[str, Any], **overrides: Any) -> TrainConfig:
+    def from_recipe(cls, recipe: dict[str, Any], /, **overrides: Any) -> TrainConfig:
         """Build from a card's recipe values, then apply overrides (None = keep)."""
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in recipe.items() if k in names}
@@ -82,9 +92,13 @@ class TrainConfig:
             raise ConfigError("iterations and batch_size must be >= 1 and crop_size >= 8")
         if cfg.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer {cfg.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
+        if cfg.recipe not in RECIPES:
+            raise ConfigError(f"--recipe {cfg.recipe!r} is not a recipe; give one of {', '.join(RECIPES)}")
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as JSON data (records' ``config.train``, the cache key;
+        ``recipe`` is in it, so native and paper models never share a cache entry)."""
         d = asdict(self)
         d["betas"] = list(self.betas)
         return d
@@ -163,11 +177,32 @@ class CropDataset(torch.utils.data.Dataset):
         if self.task != "semantic":
             label = self.dataset.label_space.to_binary_map(label)
         rng = self._generator()
-        image, label = random_crop(sample.image, label, self.cfg.crop_size, rng)
+        image, label = paper_rescale(sample.image, label, self.cfg, rng)
+        image, label = random_crop(image, label, self.cfg.crop_size, rng)
         if self.cfg.hflip and rng.random() < 0.5:
             image, label = image[:, ::-1], label[:, ::-1]
         img = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1).float() / 255.0
         return img, torch.from_numpy(np.ascontiguousarray(label)).long()
+
+
+def paper_rescale(
+    image: np.ndarray, label: np.ndarray, cfg: TrainConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``paper`` recipe's resize before the crop; the pair unchanged under ``native``.
+
+    As mmseg's ``RandomResize(scale=(2048, 512), ratio_range=(0.5, 2.0),
+    keep_ratio=True)`` with 512 = ``crop_size``: a ratio r ~ U(0.5, 2.0)
+    (one draw of ``rng``), the shorter side brought to ``round(crop_size * r)``
+    (aspect kept; mmseg also caps the longer side at 4x, which no image under
+    4:1 reaches).  The image with Pillow's bicubic (the filter the
+    evaluation's resizes use; mmcv's default is bilinear), the label with
+    nearest neighbour.
+    """
+    if cfg.recipe != "paper":
+        return image, label
+    ratio = float(rng.uniform(*PAPER_RATIO))
+    size = shorter_side_size(*label.shape, max(1, round(cfg.crop_size * ratio)))
+    return resize_image(image, size), resize_label(label, size)
 
 
 def random_crop(
