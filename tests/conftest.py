@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from diffzoo.harness.metrics import METRICS_VERSION
 
 
 @pytest.fixture(autouse=True)
@@ -129,7 +130,7 @@ def make_record(detector: str = "det", *, suite: str = "standard", suite_version
         case=case_def,
         dataset={"name": dataset, "fingerprint": fingerprint},
         label_space=["background", "sd2", "sdxl"] if task == "semantic" else ["background", "edited"],
-        metrics=metrics, ci95=ci95 or {}, metrics_version="1", threshold_policy={"pixel": "fixed"},
+        metrics=metrics, ci95=ci95 or {}, metrics_version=METRICS_VERSION, threshold_policy={"pixel": "fixed"},
         counts={"evaluated": 10}, seed=seed, config={},
         environment={"date": date, "git": "0123456789abcdef", "packages": {"diffzoo": "0.1.0"}},
     )
@@ -185,3 +186,15 @@ def cli(capsys, *args):
         raise SystemExit(0)
     out = capsys.readouterr()
     return exc.value.code or 0, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def one_thread():  # module-scoped: the tiny-pipeline tests that ask for it
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: one thread is as fast and steadier on a shared CPU
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

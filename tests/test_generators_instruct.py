@@ -4,7 +4,6 @@ offline errors, and LoRA variants (Hyper-SD card, tiny random LoRA, any local Lo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from types import SimpleNamespace
 
 import numpy as np
@@ -57,16 +56,6 @@ def _raw_output(editor: InstructionEditor, image: np.ndarray, prompt: str, seed:
     return (np.clip(out, 0, 1) * 255 + 0.5).astype(np.uint8)
 
 
-@pytest.fixture(scope="module")
-def one_thread() -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is as fast and steadier on a shared CPU
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ pipeline, FLUX.2 [dev], LongCat): cards, tokenizers made in code, and each card 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -20,16 +19,6 @@ NEW_TINY = ("qwen.tiny-edit", "qwen.tiny-edit-2509", "firered.tiny-edit", "longc
 TINY_CARDS = [c for c in INSTRUCT_CARDS if c.tiny]
 
 
-@pytest.fixture(scope="module")
-def one_thread() -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is as fast and steadier on a shared CPU
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _image(h: int, w: int) -> np.ndarray:

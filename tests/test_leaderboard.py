@@ -13,6 +13,7 @@ import time
 import pytest
 from conftest import cli, make_record, make_state
 
+from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.errors import ConfigError, RecordError
 from diffzoo.harness.records import ResultRecord, record_problems
 from diffzoo.leaderboard.diff import diff
@@ -192,7 +193,7 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     manifest = json.loads(path.read_text())
     assert manifest["suites"] == [{"name": "standard", "version": "1", "definition_hash": "hstandard1"}]
     assert manifest["datasets"] == [{"name": "mini", "fingerprint": "fp0001"}]
-    assert manifest["metrics_versions"] == ["1"] and len(manifest["records"]) == 2
+    assert manifest["metrics_versions"] == [METRICS_VERSION] and len(manifest["records"]) == 2
     assert manifest["record_digests"] == {r.id: r.content_digest for r in store}
     with pytest.raises(RecordError, match="already exists"):
         freeze(store, "v1")

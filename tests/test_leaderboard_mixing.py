@@ -89,7 +89,7 @@ def test_agreeing_rows_name_label_map_and_split_in_the_header_line(tmp_path):
     check_mixing([table])  # nothing mixed: no error
     assert table.mixed == [] and table.shared["label map"] == "111111111111 (a.json)"
     md = to_markdown(sel, [table])
-    assert "metrics v1 · label map 111111111111 (a.json) · split diffzoo-hash-v1-seed0-val20" in md
+    assert "metrics v2 · label map 111111111111 (a.json) · split diffzoo-hash-v1-seed0-val20" in md
     assert "- **label maps**: 111111111111 (a.json)" in md and "- **splits**: diffzoo-hash-v1-seed0-val20" in md
     assert "| label map |" not in md
 
@@ -136,13 +136,14 @@ def test_console_tables_show_the_column_instead_of_refusing(tmp_path):
     for t in case_tables([a]):
         console.print(t)
     title = " ".join(console.export_text().split())
-    assert "metrics v1; label map 111111111111 (a.json) · split diffzoo-hash-v1-seed0-val20)" in title
+    assert "metrics v2; label map 111111111111 (a.json) · split diffzoo-hash-v1-seed0-val20 · recipe unknown)" in title
 
 
 def test_evaluator_versions_still_get_their_own_tables(tmp_path):
     """The existing rule: two suite or metric versions never share a table, so
     they never mix inside one (each table names its versions)."""
-    tables = build_tables([make_record("a"), make_record("a", suite_version="2"),
+    tables = build_tables([make_record("a", metrics_version="1"),
+                           make_record("a", suite_version="2", metrics_version="1"),
                            make_record("a", metrics_version="2")])
     assert sorted((t.key.suite_version, t.key.metrics_version) for t in tables) == [
         ("1", "1"), ("1", "2"), ("2", "1")]

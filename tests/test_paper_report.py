@@ -126,7 +126,7 @@ def test_report_cli_and_publish_format_paper_write_the_same(tmp_path, capsys):
 
 
 def test_paper_report_refuses_mixed_metric_versions_unless_allowed():
-    a = make_record("segformer.b2", case="binary")
+    a = make_record("segformer.b2", case="binary", metrics_version="1")
     b = make_record("deeplabv3plus.r50", case="binary", metrics_version="2", checkpoint="cd" * 32)
     with pytest.raises(ConfigError) as exc:
         build_report([a, b])

@@ -34,10 +34,12 @@ def image_of(h: int, w: int) -> np.ndarray:
     ((48, 64), 0.5, 64, (32, 43)),      # shorter side 32, longer round(64 * 32 / 48) = 43
     ((48, 64), 2.0, 64, (128, 171)),    # 170.67 -> 171
     ((64, 48), 2.0, 64, (171, 128)),    # portrait: the shorter side is the width
-    ((7, 100), 1.0, 10, (10, 143)),     # odd aspect: 142.86 -> 143
+    ((7, 20), 1.0, 10, (10, 29)),       # odd aspect, under the cap: 28.57 -> 29
+    ((7, 100), 1.0, 10, (3, 40)),       # over 4:1: the longer side capped at 4 x 10 (mmseg's keep-ratio rule)
     ((1, 1), 2.0, 8, (16, 16)),         # a 1 px image
-    ((1, 5), 3.0, 1, (3, 15)),
-    ((3, 90), 0.01, 8, (1, 30)),        # round(0.08) = 0 -> at least 1 px
+    ((1, 5), 3.0, 1, (2, 12)),          # capped: 5 x 2.4 = 12, 1 x 2.4 -> 2
+    ((3, 90), 0.01, 8, (1, 4)),         # round(0.08) = 0 -> 1 px target; longer side capped at 4
+    ((1, 8192), 1.0, 512, (1, 2048)),   # a sliver is never blown up to 512 x 4 million pixels
 ])
 def test_rescale_brings_the_shorter_side_to_scale_times_input_size(shape, scale, input_size, expected):
     image, label = image_of(*shape), np.ones(shape, np.uint8)
@@ -109,9 +111,9 @@ def test_paper_training_rescale_stays_in_ratio_range_and_is_seeded():
 def test_recipe_is_checked_and_in_the_cache_key(diffseg_folder):
     from diffzoo.harness.factories import open_dataset
 
-    with pytest.raises(ConfigError, match="--recipe 'bogus'.*paper, native"):
+    with pytest.raises(ConfigError, match="--recipe 'bogus'.*native, paper"):
         TrainConfig().with_overrides(recipe="bogus")
-    assert TrainConfig().recipe == "paper"  # the paper's protocol unless asked otherwise
+    assert TrainConfig().recipe == "native"  # the paper's protocol when asked: --recipe paper
     native = TrainConfig(crop_size=32, recipe="native")
     paper = native.with_overrides(recipe="paper")
     assert native.to_dict()["recipe"] == "native" and paper.to_dict()["recipe"] == "paper"
@@ -133,7 +135,7 @@ def test_a_paper_checkpoint_is_predicted_at_its_training_scale():
 def test_unknown_recipe_is_a_one_line_cli_error(capsys):
     code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--recipe", "bogus")
     assert code == 2 and not out
-    assert err.strip().count("\n") == 0 and "--recipe 'bogus'" in err and "paper, native" in err
+    assert err.strip().count("\n") == 0 and "--recipe 'bogus'" in err and "native, paper" in err
 
 
 # -- end to end: the baseline's input is reported, not re-run ----------------------------------

@@ -147,22 +147,34 @@ def paper_request(folder, out=None, **kw):
                    generators={"sdxl.hyper-sd-8step": "sdxl.tiny-lora"}, **kw)
 
 
-def test_every_suite_runs_and_gives_a_record_per_case(eight_editor_folder, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def suite_all(eight_editor_folder, tmp_path_factory):
+    """``--suite all`` on the eight-editor fixture, once per module: (runner,
+    output, the evaluation passes that ran, the output folder)."""
     from diffzoo.harness import evaluate as evaluate_module
-    from diffzoo.harness.plugins import get_registry
     from diffzoo.harness.runner import Runner
 
     passes = []
     real = evaluate_module.evaluate
 
     def counting(det, dataset, split, distortion, params, **kw):
-        passes.append((id(det), det.task, split, getattr(distortion, "__name__", "?"),
+        # the detector itself, not id(det): holding it keeps ids of freed models from being reused
+        passes.append((det, det.task, split, getattr(distortion, "__name__", "?"),
                        tuple(sorted(params.items()))))
         return real(det, dataset, split, distortion, params, **kw)
 
-    monkeypatch.setattr("diffzoo.harness.runner.evaluate", counting)
-    runner = Runner(paper_request(eight_editor_folder, tmp_path / "out", suites="all"))
-    output = runner.run()
+    out = tmp_path_factory.mktemp("suite-all") / "out"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("diffzoo.harness.runner.evaluate", counting)
+        runner = Runner(paper_request(eight_editor_folder, out, suites="all"))
+        output = runner.run()
+    return runner, output, passes, out
+
+
+def test_every_suite_runs_and_gives_a_record_per_case(suite_all):
+    from diffzoo.harness.plugins import get_registry
+
+    runner, output, passes, _ = suite_all
     got = {(r.data["suite"]["name"], r.data["case"]["name"]) for r in output.records}
     suites = {e.name: e.load() for e in get_registry().list("suite")}
     expected = {(s.name, c.name) for s in suites.values() for c in s.cases}
@@ -236,3 +248,55 @@ def test_two_checkpoints_for_one_task_are_refused(diffseg_folder, tmp_path):
     out = Runner(request(diffseg_folder, None, bootstrap=0)).train("binary")
     with pytest.raises(ConfigError, match="never chooses between checkpoints"):
         run(request(diffseg_folder, None, checkpoints=[out.checkpoint["path"], out.checkpoint["path"]]))
+
+
+def test_the_paper_report_after_suite_all_shows_every_column_of_tables_2_to_8(suite_all, capsys, tmp_path):
+    """Issue 13's acceptance: every column of Tables 2-8 has our value or says why not, beside the
+    paper's value (or why not) and the difference; each table names label map, split and versions."""
+    from conftest import cli
+
+    from diffzoo.leaderboard.paper.report import build_report
+
+    _, output, _, _ = suite_all
+    tables = build_report(output.records)
+    assert [t.spec.id for t in tables] == ["2", "3", "4", "5", "6", "7", "8", "8b"]
+    for table in tables:
+        rows = [r for r in table.rows if r.records]
+        assert {r.detector for r in rows} >= {"segformer.tiny"}, table.spec.id
+        for row in rows:
+            assert len(row.cells) == len(table.spec.columns)
+            for column, cell in zip(table.spec.columns, row.cells):
+                where = (table.spec.id, row.detector, row.setting.label, column.label)
+                assert cell.ours is not None or cell.why_not_ours, where
+                assert "no record" not in cell.why_not_ours, where  # --suite all filled every case
+                assert cell.paper is not None or cell.why_not_paper, where
+                if cell.ours is not None and cell.paper is not None:
+                    assert cell.delta == cell.ours - cell.paper
+    by_id = {t.spec.id: t for t in tables}
+    segformer = lambda t: [r for r in by_id[t].rows if r.detector == "segformer.tiny"]
+    for table in ("2", "3", "4", "7"):  # what the fixture supports has values throughout
+        assert all(c.ours is not None for r in segformer(table) for c in r.cells if c.info.name == "mIoU"), table
+    resize = next(r for r in segformer("3") if r.setting.case == "resize200")
+    cell = next(c for col, c in zip(by_id["3"].spec.columns, resize.cells) if col.label.startswith("binary mIoU"))
+    assert cell.paper == 0.898 and cell.delta == cell.ours - 0.898  # the paper's number, from the data file
+    assert {r.setting.case for r in segformer("8") if all(c.ours is not None for c in r.cells[:3])} == {"real", "ai"}
+    multi = next(r for r in segformer("8b") if r.setting.case == "multi")
+    assert all(c.ours is None and "no multiturn=multi images" in c.why_not_ours for c in multi.cells)
+
+    from diffzoo.leaderboard.store import RecordStore
+
+    store = RecordStore(tmp_path / "store")  # where `diffzoo run` puts them
+    assert {store.add(r).status for r in output.records} == {"added"}
+    code, stdout, stderr = cli(capsys, "report", "paper", "--store", str(tmp_path / "store"),
+                               "--out", str(tmp_path / "rep"))
+    assert code == 0, stderr
+    text = (tmp_path / "rep" / "paper.md").read_text()
+    split = output.records[0].body.dataset.split["id"]
+    label_map = output.records[0].body.dataset.label_map
+    assert split == "diffzoo-hash-v1-seed0-val20-calib15"
+    assert label_map["source"] == "labels.json" and label_map["verified"] is True
+    for table in ("Table 2", "Table 3", "Table 4", "Table 5", "Table 6", "Table 7", "Table 8"):
+        assert f"## {table}" in text
+    headers = [line for line in text.splitlines() if line.startswith("records: ")]
+    assert len(headers) == 8 and all(f"split {split}" in h and label_map["sha256"][:12] in h
+                                     and "metrics v2" in h and "recipe native" in h for h in headers)

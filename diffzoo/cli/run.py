@@ -77,7 +77,7 @@ def parse_options(items: list[str], what: str) -> dict[str, object]:
 def make_request(*, detector: str, dataset: str, seed: int, device: str, pretrained: bool | None,
                  iterations: int | None, batch_size: int | None, crop_size: int | None,
                  labels: str | None, extra_authentic: Path | None, dataset_option: list[str] = (),
-                 recipe: str = "paper", **rest) -> RunRequest:
+                 recipe: str = "native", **rest) -> RunRequest:
     """A RunRequest from the shared options (``rest``: RunRequest's other fields)."""
     options = parse_options(list(dataset_option), "--dataset-option")
     options.update({k: v for k, v in (("label_space", labels), ("extra_authentic", extra_authentic)) if v})

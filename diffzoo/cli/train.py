@@ -76,7 +76,7 @@ def train_cmd(
 
 def _describe(name: str, job: TrainingJob) -> str:
     held_out = f" without editors {', '.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
-    recipe = f", {job.config.recipe} recipe"
+    recipe = f", {job.config.recipe} recipe" if job.config.recipe != "native" else ""
     return f"{name} [{job.task}] on the {job.spec.split} split{held_out}{recipe}"
 
 

@@ -128,10 +128,18 @@ def longer_side_size(height: int, width: int, size: int) -> tuple[int, int]:
     return max(1, round(height * scale)), max(1, round(width * scale))
 
 
+LONG_SIDE_CAP = 4
+"""The longer side is at most this many times the target shorter side: mmseg's
+``scale=(2048, 512), keep_ratio=True`` rule, so that a 1 x 8192 image is not
+blown up to 512 x 4 million pixels."""
+
+
 def shorter_side_size(height: int, width: int, short: int) -> tuple[int, int]:
     """(h, w) of an image whose shorter side is brought to ``short`` px, aspect
-    kept (the longer side ``round(long * short / shorter)``, at least 1)."""
-    scale = short / min(height, width)
+    kept (the longer side ``round(long * short / shorter)``, at least 1),
+    unless the longer side would pass ``LONG_SIDE_CAP * short``: then the
+    longer side is brought to that (as mmseg's keep-ratio resize does)."""
+    scale = min(short / min(height, width), LONG_SIDE_CAP * short / max(height, width))
     return max(1, round(height * scale)), max(1, round(width * scale))
 
 
@@ -200,7 +208,8 @@ def rescale(image: np.ndarray, label: np.ndarray, *, scale: float, input_size: i
     """Show the detector the image with its shorter side at ``scale`` x its input resolution.
 
     The shorter side becomes ``round(scale * input_size)`` px (at least 1), the
-    longer ``round(long * short_new / short)`` (aspect kept, at least 1), with
+    longer ``round(long * short_new / short)`` (aspect kept, at least 1; an
+    image over 4:1 has its longer side capped at 4x, see :func:`shorter_side_size`), with
     Pillow's bicubic filter (see :func:`resize_image`); an image that already
     has that size is returned unchanged.  The label is unchanged: the
     evaluation resizes the logits back to the label and scores at the

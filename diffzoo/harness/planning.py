@@ -85,7 +85,7 @@ class Plan:
                 for name, names in by_suite.items()
             )
             held_out = f" without {'+'.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
-            recipe = f", {job.config.recipe} recipe"
+            recipe = f", {job.config.recipe} recipe" if job.config.recipe != "native" else ""
             lines.append(f"{self.card.name} [{job.task}] on {job.spec.split}{held_out}{recipe} -> {cases} "
                          f"(key {job.key})")
         lines.extend(f"skipped {s.suite.name}/{s.case.name}: {s.reason}" for s in self.skipped)
@@ -170,12 +170,13 @@ def eval_input(card: DetectorCard, config: TrainConfig, extra_negatives: int | N
     extra authentic training images (the paper's 5k COCO; 0 = none given).
     An image-level classifier keeps its own training views under ``paper``
     (the mmseg transform is the segmenters'), so it is evaluated as stored
-    and its dict has no ``short_side``.
+    and its dict has no ``short_side``; so is a card used as built
+    (``trainable=False``): it was not trained under the recipe.
     """
     if config.recipe != "paper":
         return {"recipe": config.recipe}
     out: dict[str, Any] = {"recipe": "paper"}
-    if not is_image_level(card):
+    if not is_image_level(card) and card.trainable:
         out["short_side"] = config.crop_size
     out["extra_negatives"] = int(extra_negatives or 0)
     return out

@@ -37,11 +37,11 @@ log = logging.getLogger(__name__)
 
 
 OPTIMIZERS = ("AdamW", "SGD")
-RECIPES = ("paper", "native")
-"""Training/evaluation scale recipes (docs/detectors.md): ``paper`` (the
-default) follows mmseg's SegFormer/DeepLab configs, as the DiffSeg30k paper
-did (see :func:`paper_rescale`); ``native`` crops ``crop_size`` at the
-images' own scale and evaluates at native size."""
+RECIPES = ("native", "paper")
+"""Training/evaluation scale recipes (docs/detectors.md): ``native`` (the
+default) crops ``crop_size`` at the images' own scale and evaluates at native
+size; ``paper`` follows mmseg's SegFormer/DeepLab configs, as the DiffSeg30k
+paper did (see :func:`paper_rescale`)."""
 PAPER_RATIO = (0.5, 2.0)
 """mmseg's RandomResize ratio_range: the shorter side becomes crop_size x U(0.5, 2.0)."""
 
@@ -69,7 +69,7 @@ class TrainConfig:
     num_workers: int = 0
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-    recipe: str = "paper"  # paper | native (RECIPES)
+    recipe: str = "native"  # native | paper (RECIPES)
 
     @classmethod
     def from_recipe(cls, recipe: dict[str, Any], /, **overrides: Any) -> TrainConfig:
@@ -193,8 +193,8 @@ def paper_rescale(
     As mmseg's ``RandomResize(scale=(2048, 512), ratio_range=(0.5, 2.0),
     keep_ratio=True)`` with 512 = ``crop_size``: a ratio r ~ U(0.5, 2.0)
     (one draw of ``rng``), the shorter side brought to ``round(crop_size * r)``
-    (aspect kept; mmseg also caps the longer side at 4x, which no image under
-    4:1 reaches).  The image with Pillow's bicubic (the filter the
+    (aspect kept; the longer side capped at 4x the shorter, as mmseg's
+    ``scale=(2048, 512)`` does).  The image with Pillow's bicubic (the filter the
     evaluation's resizes use; mmcv's default is bilinear), the label with
     nearest neighbour.
     """

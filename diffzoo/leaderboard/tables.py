@@ -234,11 +234,12 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
     return tables
 
 
-CONDITIONS = ("dataset", "label map", "split", "suite", "metrics")
+CONDITIONS = ("dataset", "label map", "split", "recipe", "suite", "metrics")
 """What a number was made under besides the detector: rows that differ in
 any of these are never ranked together without a column saying so.  The
 table key already keeps datasets, suite versions and metric versions apart;
-label map and split are checked by :func:`check_mixing`."""
+label map, split and recipe (the scale a model trained and was evaluated
+at, docs/detectors.md) are checked by :func:`check_mixing`."""
 
 
 def record_conditions(record: ResultRecord) -> dict[str, str]:
@@ -251,6 +252,7 @@ def record_conditions(record: ResultRecord) -> dict[str, str]:
         "dataset": f"{ds.name} ({ds.fingerprint[:12]})",
         "label map": getattr(ds, "label_map_id", None) or "unknown",
         "split": getattr(ds, "split_id", None) or "unknown",
+        "recipe": str((b.config.get("eval_input") or {}).get("recipe") or "unknown"),
         "suite": f"{b.suite.name} v{b.suite.version}"
                  + (f" ({b.suite.definition_hash[:8]})" if b.suite.definition_hash else ""),
         "metrics": f"v{b.metrics_version}",

@@ -110,7 +110,7 @@ def test_a_full_disk_inside_any_writer_is_one_line(capsys, tmp_path, monkeypatch
 
     target = tmp_path / "pub" / "leaderboard.md"
 
-    def full(selection, fmt, out):
+    def full(selection, fmt, out, **options):
         raise OSError(errno.ENOSPC, "No space left on device", str(target))
 
     monkeypatch.setattr(formats, "publish", full)
