@@ -146,3 +146,15 @@ def test_malformed_values_are_refused_naming_the_line(line, error):
         parse_values("# source\n" + HEADER + line + "\n", "v.csv")
     assert error in str(exc.value) and str(exc.value).startswith("v.csv, data line 2")
 
+
+
+def test_a_resize_that_fed_the_baseline_input_is_marked_as_the_baseline():
+    """Under --recipe native, the paper's resize 1024 on 1024 px data is the stored image: the run reuses
+    the baseline's predictions, and the report says so beside the value instead of passing it off."""
+    same = make_record("segformer.b2", suite="distortions", case="resize200.binary",
+                       metrics={"aAcc": 0.95, "mIoU": 0.9, "bF1": 0.5},
+                       config={"distortion_params": {"scale": 2.0, "input_size": 512, "same_input_as": "baseline"}})
+    cell = table(report([same]), "3")[("segformer.b2", "resize 1024 (2x)")]["binary mIoU"]
+    assert cell == ("90.0 (= baseline: same input under the native recipe; --recipe paper for the paper's "
+                    "protocol) \\| 89.8 \\| +0.2")
+    assert table(report(), "3")[("segformer.b2", "resize 1024 (2x)")]["binary mIoU"] == "85.0 \\| 89.8 \\| -4.8"

@@ -263,8 +263,11 @@ def same_input_note(p: Pass, model: str, sizes: set[tuple[int, int]], short_side
     what = ", ".join(f"{k}={v}" for k, v in p.params.items())
     shown = ", ".join(f"{w}x{h}" for h, w in sorted(sizes)[:3]) + (" ..." if len(sizes) > 3 else "")
     rule = f"shorter side {short_side}" if short_side else "as stored"
+    why = "" if short_side else (" (the native recipe evaluates at the stored size; --recipe paper evaluates at "
+                                 "the training resolution, as the DiffSeg30k paper did)")
     return (f"{cases}: {p.distortion} ({what}) feeds {model} the same input as the undistorted pass on "
-            f"{p.split} (images {shown}, evaluated {rule}); its numbers are the baseline's, reused, not re-run")
+            f"{p.split} (images {shown}, evaluated {rule}); its numbers are the baseline's, reused, not re-run"
+            f"{why}")
 
 
 def train_config(card: DetectorCard, dataset: Dataset, user: dict[str, Any], pretrained: bool | None,

@@ -62,11 +62,16 @@ class RecordIndex:
         return sorted({(d, c) for (s, case, d, c) in self._by if s == suite and case in cases})
 
 
+SAME_INPUT = "= baseline: same input under the native recipe; --recipe paper for the paper's protocol"
+"""Said beside a value whose pass fed the detector the baseline's own input
+(the paper's resize 1024 on 1024 px data under ``--recipe native``)."""
+
+
 @dataclass
 class ReportCell:
     info: MetricInfo
     ours: float | None = None
-    why_not_ours: str = ""
+    why_not_ours: str = ""  # why there is no value of ours, or a caveat beside one (SAME_INPUT)
     paper: float | None = None
     why_not_paper: str = ""
 
@@ -79,6 +84,8 @@ class ReportCell:
     def parts(self) -> tuple[str, str, str]:
         """(ours, paper, delta) as text: % with one decimal, Δ in points, n/a with its reason."""
         ours = format_value(self.info, self.ours) if self.ours is not None else f"n/a ({self.why_not_ours})"
+        if self.ours is not None and self.why_not_ours:  # a value with a caveat (SAME_INPUT)
+            ours += f" ({self.why_not_ours})"
         paper = format_value(self.info, self.paper) if self.paper is not None else f"n/a ({self.why_not_paper})"
         delta = self.delta
         scale = 100 if self.info.percent else 1
@@ -131,6 +138,8 @@ def _ours(idx: RecordIndex, spec: PaperTable, detector: tuple[str, Conditions], 
     value = record.metrics[metric]
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None, "undefined on these images"
+    if (record.body.config.get("distortion_params") or {}).get("same_input_as") == "baseline":
+        return float(value), SAME_INPUT
     return float(value), ""
 
 
