@@ -160,3 +160,46 @@ def test_diff_says_when_a_row_moved_to_another_label_map(tmp_path):
     assert row.status == "changed"
     assert row.conditions == ["label map 111111111111 (a.json) -> 222222222222 (b.json)"]
     assert [(c.metric, c.before, c.after) for c in row.changes] == [("mIoU", 0.6, 0.7)]
+
+
+def test_runs_under_a_permuted_label_map_are_kept_apart_end_to_end(tmp_path, capsys, diffseg_folder, caplog):
+    """Issue 13: the same images under two label maps (the data's labels.json, then the editors in the
+    other order) are two datasets: different fingerprints and record ids, separate tables each naming
+    its map, and the paper report refuses to rank them together."""
+    import logging
+
+    from diffzoo.harness.data import labelmaps
+
+    fast = ["--detector", "segformer.tiny", "--suite", "standard", "--iterations", "3", "--batch-size", "2",
+            "--crop-size", "32", "--device", "cpu", "--no-pretrained", "--bootstrap", "0"]
+    out = tmp_path / "runs"
+    code, _, err = cli(capsys, "run", *fast, "--dataset", diffseg_folder, "--out", out)
+    assert code == 0, err
+    code, _, err = cli(capsys, "run", *fast, "--dataset", diffseg_folder, "--out", out, "--force",
+                       "--labels", "background,sdxl,sd2")
+    assert code == 0, err
+    recs = [ResultRecord.read(p) for p in sorted((out / "records").glob("*.json"))]
+    maps = {r.body.dataset.label_map["sha256"]: r.body.dataset.label_map["names"] for r in recs}
+    assert sorted(maps.values()) == [["background", "sd2", "sdxl"], ["background", "sdxl", "sd2"]]
+    assert len({r.body.dataset.fingerprint for r in recs}) == 2 and len({r.id for r in recs}) == len(recs) == 6
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", out, "--out", tmp_path / "pub")
+    assert code == 0, err
+    md = (tmp_path / "pub" / "leaderboard.md").read_text()
+    short = {sha[:12] for sha in maps}
+    binary = [part.split("\n\n")[1] for part in md.split("## standard v2 / binary on ")[1:]]  # info lines
+    assert len(binary) == 2 and {next(s for s in short if f"label map {s}" in line) for line in binary} == short
+    code, _, err = cli(capsys, "report", "paper", "--store", out, "--out", tmp_path / "paper")
+    assert code == 2 and "paper table 2:" in err and "--allow-mixed" in " ".join(err.split())
+
+    # without a label map the default order is a guess, and the warning names the fix
+    (diffseg_folder / "labels.json").unlink()
+    monkeyed = labelmaps._warned_default
+    labelmaps._warned_default = False
+    try:
+        with caplog.at_level(logging.WARNING):
+            from diffzoo import open_dataset
+
+            assert open_dataset(str(diffseg_folder)).provenance()["label_map"]["source"] == "default (unverified)"
+    finally:
+        labelmaps._warned_default = monkeyed
+    assert "UNVERIFIED" in caplog.text and "--labels FILE" in caplog.text
