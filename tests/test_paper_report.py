@@ -86,18 +86,18 @@ def test_empty_cells_say_why():
     md = report()
     t2 = table(md, "2")
     seg = t2[("segformer.b2",)]
-    assert seg["binary Acc"] == "95.0 \\| n/a (paper value not found in the stored copy) \\| –"
+    assert seg["binary Acc"] == "95.0 \\| n/a (no paper value on file) \\| –"
     assert seg["semantic mIoU"].startswith("n/a (no standard/semantic record: --suite standard) \\| ")
     fcn = t2[("fcn8s.\\* (no record)",)]
-    assert fcn["model (paper)"] == "FCN-8s" and fcn["binary mIoU"].startswith("n/a (no record: --suite standard)")
+    assert fcn["model (paper)"] == "FCN-8s" and fcn["binary mIoU"].startswith("n/a (no record: --detector fcn8s --suite standard)")
     other = t2[("mydet",)]
     assert other["model (paper)"] == "—" and other["binary mIoU"] == "60.0 \\| n/a (not a model of the paper) \\| –"
     t8 = table(md, "8")
-    assert t8[("segformer.b2", "real base")]["binary mIoU"].startswith("70.0 \\| n/a (paper value")
+    assert t8[("segformer.b2", "real base")]["binary mIoU"].startswith("70.0 \\| n/a (no paper value")
     assert t8[("segformer.b2", "AI base")]["binary mIoU"].startswith("n/a (no base=ai images in mini) \\| ")
     t8b = table(md, "8b")
     assert t8b[("segformer.\\* or mmseg.segformer-\\* (no record)", "single turn")]["binary mIoU"] == \
-        "n/a (no record: --suite slices) \\| n/a (not in the paper) \\| –"
+        "n/a (no record: --detector segformer --suite slices) \\| n/a (not in the paper) \\| –"
     assert "## Table 6:" in md and "no records: run `diffzoo run --suite unseen-generators`" in md
     t5 = table(md, "5")
     assert t5[("cnnspot.r50", "all")]["model (paper)"] == "CNNSpot"

@@ -3,7 +3,7 @@
 
 Cells no record fills say why (``n/a (no record: ... --suite S)``, a slice
 the data lacks, a metric the record does not carry); paper numbers the CSV
-lacks say ``n/a (paper value not found in the stored copy)``.  Like every
+lacks say ``n/a (no paper value on file)``.  Like every
 published table, a report table whose records were made under different
 datasets, label maps, splits or evaluator versions is refused unless mixing
 is allowed, and then a column per differing condition names each row's.
@@ -33,7 +33,7 @@ from .layout import TABLES, Column, Family, PaperTable, Setting
 from .values import VALUES_FILE, PaperValue, load_values
 
 REPORT_FILE = "paper.md"
-NOT_FOUND = "paper value not found in the stored copy"
+NOT_FOUND = "no paper value on file"
 NOT_IN_PAPER = "not in the paper"
 NOT_A_PAPER_MODEL = "not a model of the paper"
 SEP = " \\| "  # a pipe inside a Markdown table cell
@@ -161,7 +161,8 @@ def _row(idx: RecordIndex, values: dict, spec: PaperTable, family: Family | None
     for col in spec.columns:
         info = metric_info(col.metric_for(setting)) or MetricInfo(col.metric, col.paper, True)
         if detector is None:
-            ours, why = None, f"no record: --suite {spec.suite}"
+            pattern = family.patterns[0] if family else "?"
+            ours, why = None, f"no record: --detector {pattern.removesuffix('.*')} --suite {spec.suite}"
         else:
             ours, why = _ours(idx, spec, detector, setting, col, used)
         paper, why_paper = _paper(values, spec, family, setting, col)
