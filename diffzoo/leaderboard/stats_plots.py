@@ -41,18 +41,12 @@ def _bars(ax, labels: list[str], series: dict[str, list[float]]) -> None:
 
 def editors_png(stats: dict[str, Any], path: Path) -> Path:
     """Images per editor: from the masks, and from the turn metadata where there is some."""
-    plt = _pyplot()
     editors = stats["editors"]
     names = list(editors)
     series = {"in the mask": [editors[n]["images"] for n in names]}
     if any(e["images_from_turns"] is not None for e in editors.values()):
         series["named in the turns"] = [editors[n]["images_from_turns"] or 0 for n in names]
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.8 * len(names)), 4.2))
-    _bars(ax, names, series)
-    ax.set_xlabel("editor")
-    ax.set_ylabel("images")
-    _title(ax, f"{stats['dataset']['name']}: images per editor", fig)
-    return _save(fig, path)
+    return _bar_chart(stats, names, series, "editor", "images per editor", path, min_width=5.0)
 
 
 def edited_area_png(stats: dict[str, Any], path: Path) -> Path:
@@ -83,13 +77,20 @@ def edited_area_png(stats: dict[str, Any], path: Path) -> Path:
 
 def turns_png(stats: dict[str, Any], path: Path) -> Path:
     """Images per number of edit turns (0 = authentic; unknown = no metadata)."""
-    plt = _pyplot()
     counts = stats["turns"]["counts"]
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.0 + 0.8 * len(counts)), 4.0))
-    _bars(ax, list(counts), {"images": list(counts.values())})
-    ax.set_xlabel("edit turns")
+    return _bar_chart(stats, list(counts), {"images": list(counts.values())}, "edit turns",
+                      "images per number of turns", path, min_width=4.5)
+
+
+def _bar_chart(stats: dict[str, Any], names: list[str], series: dict[str, list[int]], xlabel: str, title: str,
+               path: Path, min_width: float) -> Path:
+    """Image counts per name as grouped bars (one group per series), titled with the dataset's name."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(min_width, 1.0 + 0.8 * len(names)), 4.0))
+    _bars(ax, names, series)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("images")
-    _title(ax, f"{stats['dataset']['name']}: images per number of turns", fig)
+    _title(ax, f"{stats['dataset']['name']}: {title}", fig)
     return _save(fig, path)
 
 

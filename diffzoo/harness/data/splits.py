@@ -180,14 +180,3 @@ def resolve_split_scheme(
     else:
         info = {"id": "native", "source": f"the data's own splits ({', '.join(sorted(native))})"}
     return {k: v for k, v in named.items() if v}, info
-
-
-def resolve_splits(
-    native: Mapping[str, list[str]],
-    splits_file: Path | None,
-    val_fraction: float,
-    seed: int,
-    calib_fraction: float = 0.0,
-) -> dict[str, list[str]]:
-    """The splits of :func:`resolve_split_scheme`, without their provenance."""
-    return resolve_split_scheme(native, splits_file, val_fraction, seed, calib_fraction)[0]
