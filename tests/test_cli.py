@@ -8,6 +8,7 @@ from conftest import cli
 from PIL import Image
 
 from diffzoo.cli import main
+from diffzoo.harness.errors import UnknownNameError
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 
@@ -87,7 +88,7 @@ def test_bad_masks_stop_with_strict_and_are_counted_without(capsys, diffseg_fold
 
 
 def test_debug_shows_traceback(capsys):
-    with pytest.raises(Exception, match="segfomer"):
+    with pytest.raises(UnknownNameError, match="segfomer"):
         main(["--debug", "run", "--detector", "segfomer"])
 
 

@@ -8,7 +8,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import cli, make_record, make_state
@@ -122,15 +121,13 @@ def test_import_reports_each_outcome(tmp_path, capsys):
 
 
 APPENDER = """
-import sys, time
+import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from conftest import make_record
 from diffzoo.leaderboard.store import RecordStore
 store, worker = RecordStore(Path(sys.argv[1])), int(sys.argv[2])
-go = Path(sys.argv[1]) / "go"
-while not go.exists():
-    time.sleep(0.005)
+sys.stdin.read()  # the start line: every worker waits here until the parent closes its stdin
 for i in range(25):
     store.add(make_record(f"w{worker}", seed=i, metrics={"mIoU": i / 100, "aAcc": worker / 10}))
     store.add(make_record("shared", seed=i))  # every worker also adds the same records
@@ -139,10 +136,10 @@ for i in range(25):
 
 def test_eight_concurrent_appenders_lose_nothing(tmp_path):
     tests_dir = str(__import__("pathlib").Path(__file__).parent)
-    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(tmp_path), str(w), tests_dir])
-             for w in range(8)]
-    time.sleep(0.5)
-    (tmp_path / "go").touch()
+    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(tmp_path), str(w), tests_dir],
+                              stdin=subprocess.PIPE) for w in range(8)]
+    for p in procs:  # all started (importing in parallel); now let them go
+        p.stdin.close()
     assert [p.wait(timeout=300) for p in procs] == [0] * 8
     store = RecordStore(tmp_path)
     records = list(store)
@@ -156,7 +153,7 @@ def test_eight_concurrent_appenders_lose_nothing(tmp_path):
 
 
 SLOW_WRITER = """
-import os, sys, time
+import os, sys, threading
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from conftest import make_record
@@ -164,7 +161,7 @@ from diffzoo.leaderboard.store import RecordStore
 real_fsync = os.fsync
 def slow_fsync(fd):
     print("writing", flush=True)
-    time.sleep(60)
+    threading.Event().wait()  # hangs mid-write until the parent kills it
 os.fsync = slow_fsync
 RecordStore(Path(sys.argv[1])).add(make_record("killed"))
 """

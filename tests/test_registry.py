@@ -1,6 +1,6 @@
 import pytest
 
-from diffzoo.harness.errors import RegistryError, UnknownNameError
+from diffzoo.harness.errors import PluginError, RegistryError, UnknownNameError
 from diffzoo.harness.registry import Registry
 
 
@@ -53,5 +53,5 @@ def test_lazy_entries_import_on_load_only():
 
     assert e.load() is json.dumps
     bad = r.add("suite", "bad", "no_such_module_xyz:thing", source="plug")
-    with pytest.raises(Exception, match="plugin 'plug' cannot be loaded"):
+    with pytest.raises(PluginError, match="plugin 'plug' cannot be loaded"):
         bad.load()

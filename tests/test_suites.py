@@ -72,9 +72,9 @@ def test_a_definition_change_moves_the_hash_but_the_description_does_not():
 
 
 def test_cases_validate_their_tasks():
-    with pytest.raises(Exception, match="task must be binary, semantic or image"):
+    with pytest.raises(ConfigError, match="task must be binary, semantic or image"):
         Case(name="x", task="pixels", train=TrainSpec("binary"))
-    with pytest.raises(Exception, match="training task"):
+    with pytest.raises(ConfigError, match="training task"):
         Case(name="x", task="binary", train=TrainSpec("regression"))
 
 
