@@ -20,7 +20,7 @@ from ..types import LabelSpace, Sample
 from .authentic import AuthenticFolder
 from .fingerprint import combine
 from .labelmaps import LabelMap, label_map_sha256
-from .splits import CANONICAL_SPLITS, canonical_split
+from .splits import CANONICAL_SPLITS, canonical_split, own_splits, with_extra_authentic
 
 
 def require_path(path: object, adapter: str, *, exists: bool = True) -> None:
@@ -126,10 +126,9 @@ class SplitDataset(Dataset):
         Extra authentic images are named in ``split.source`` (they change
         train, never val, so the split id stays).
         """
-        info = dict(self.split_info or {"id": "dataset", "source": f"{type(self).__name__}'s own splits"})
+        info = dict(self.split_info or own_splits(type(self).__name__))
         if self._authentic is not None:
-            info["source"] += (f"; train + {len(self._authentic.ids())} extra authentic images "
-                               f"({self._authentic.root.name})")
+            info = with_extra_authentic(info, "train", len(self._authentic.ids()), self._authentic.root.name)
         label_map = LabelMap(self.label_space, bool(self.labels_verified), self.label_source)
         return {"label_map": label_map.provenance(), "split": info,
                 "metadata": self._metadata_provenance()}

@@ -11,12 +11,12 @@ The shape, for every dataset::
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ..protocols import Dataset
 from .authentic import WithAuthentic
 from .labelmaps import LabelMap
+from .splits import own_splits, with_extra_authentic
 
 
 def provenance_of(dataset: Dataset) -> dict[str, Any]:
@@ -29,16 +29,15 @@ def provenance_of(dataset: Dataset) -> dict[str, Any]:
     split id ``"dataset"`` and no metadata.
     """
     if isinstance(dataset, WithAuthentic):
-        out = copy.deepcopy(provenance_of(dataset.base))
-        out["split"]["source"] += (f"; {dataset.split} + {len(dataset.extra.ids())} extra "
-                                   f"authentic images ({dataset.extra.root.name})")
-        return out
+        out = provenance_of(dataset.base)
+        return {**out, "split": with_extra_authentic(out["split"], dataset.split, len(dataset.extra.ids()),
+                                                     dataset.extra.root.name)}
     method = getattr(dataset, "provenance", None)
     if callable(method):
         return method()
     verified = bool(getattr(dataset, "labels_verified", True))
     return {
         "label_map": LabelMap(dataset.label_space, verified, "dataset").provenance(),
-        "split": {"id": "dataset", "source": f"{type(dataset).__name__}'s own splits"},
+        "split": own_splits(type(dataset).__name__),
         "metadata": {"source": None, "keys": []},
     }

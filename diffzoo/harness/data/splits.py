@@ -180,3 +180,14 @@ def resolve_split_scheme(
     else:
         info = {"id": "native", "source": f"the data's own splits ({', '.join(sorted(native))})"}
     return {k: v for k, v in named.items() if v}, info
+
+
+def own_splits(owner: str) -> dict[str, str]:
+    """The split provenance of a dataset that names no scheme: ``owner``'s own splits."""
+    return {"id": "dataset", "source": f"{owner}'s own splits"}
+
+
+def with_extra_authentic(info: dict[str, str], split: str, count: int, folder: str) -> dict[str, str]:
+    """``info`` with extra authentic images named in its source: they join
+    ``split`` (train), never the evaluated one, so the split id stays."""
+    return {**info, "source": f"{info['source']}; {split} + {count} extra authentic images ({folder})"}
