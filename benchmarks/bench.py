@@ -36,7 +36,7 @@ def rate(stamps: list[float], per_step: int, warmup: int) -> Timing:
 
 def timed_train(det: Detector, dataset: Dataset, config, warmup: int) -> tuple[Timing, dict]:
     """Train with ``det.fit``; images/s over the steps after ``warmup``."""
-    from diffzoo.harness.segmenter import TrainData
+    from diffzoo.harness.models.segmenter import TrainData
 
     stamps: list[float] = []
     log = det.fit(TrainData(dataset, dataset.ids("train")), config,
@@ -63,8 +63,8 @@ class _Stamps:
 
 def timed_eval(det: Detector, dataset: Dataset, split: str, warmup: int):
     """Evaluate ``split`` with ``harness.evaluate`` (batch 1, metrics included); images/s."""
-    from diffzoo.harness.evaluate import evaluate
-    from diffzoo.harness.plugins import get_registry
+    from diffzoo.harness.run.evaluate import evaluate
+    from diffzoo.harness.core.plugins import get_registry
 
     identity = get_registry().get("distortion", "none").load()
     stamps = _Stamps()

@@ -34,8 +34,8 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from diffzoo import create_generator  # noqa: E402
-from diffzoo.generators.pipeline import DatasetGenerator, GenerateConfig  # noqa: E402
-from diffzoo.generators.regions import random_region  # noqa: E402
+from diffzoo.generators.generate.pipeline import DatasetGenerator, GenerateConfig  # noqa: E402
+from diffzoo.generators.generate.regions import random_region  # noqa: E402
 
 
 class Counting:

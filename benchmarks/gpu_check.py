@@ -113,8 +113,8 @@ def main() -> None:
 
     from diffzoo import create_detector
     from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS
-    from diffzoo.harness.trainer import TrainConfig
-    from diffzoo.harness.types import BINARY
+    from diffzoo.harness.core.train_config import TrainConfig
+    from diffzoo.harness.core.types import BINARY
 
     started = time.perf_counter()
     labels = DIFFSEG30K_LABELS if args.task == "semantic" else BINARY

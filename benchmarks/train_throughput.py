@@ -29,9 +29,10 @@ from rich.table import Table  # noqa: E402
 
 from diffzoo import DiffzooError, create_detector  # noqa: E402
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS  # noqa: E402
-from diffzoo.harness.plugins import get_registry  # noqa: E402
-from diffzoo.harness.trainer import TrainConfig, resolve_device  # noqa: E402
-from diffzoo.harness.types import BINARY  # noqa: E402
+from diffzoo.harness.core.plugins import get_registry  # noqa: E402
+from diffzoo.harness.core.train_config import TrainConfig
+from diffzoo.harness.core.device import resolve_device  # noqa: E402
+from diffzoo.harness.core.types import BINARY  # noqa: E402
 
 REFERENCE = "segformer.b2"
 

@@ -1,35 +1,39 @@
 """diffzoo: localize and attribute diffusion-model image edits.
 
-Public API: ``hookimpl`` for plugins, the protocols and value types, and the
-``create_*`` factories.  Everything else lives in subpackages.
+Public API: :func:`evaluate` (run suites end to end, as ``diffzoo run``) and
+:func:`train`; ``hookimpl`` for plugins, the protocols and value types, and
+the ``create_*`` factories.  Everything else lives in subpackages
+(docs/architecture.md).
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import importlib
 import logging
 
-from .harness.cards import DetectorCard, GeneratorCard, RecipeValue, register_cards
-from .harness.checkpoints import load_checkpoint, save_checkpoint
-from .harness.errors import (
+from diffzoo.version import __version__
+from diffzoo.harness.core.cards import DetectorCard, GeneratorCard, RecipeValue, register_cards
+from diffzoo.harness.models.checkpoints import load_checkpoint, save_checkpoint
+from diffzoo.harness.core.errors import (
     ConfigError, CorruptSampleError, DataError, DetectorError, DiffzooError, ModelError, WeightsUnavailableError,
 )
-from .harness.factories import create_detector, create_generator, open_dataset
-from .harness.hookspecs import hookimpl
-from .harness.protocols import Dataset, Detector, EditResult, Generator
-from .harness.suites import Case, Suite, TrainSpec
-from .harness.types import DetectionOutput, EditRecord, LabelSpace, Sample, SampleMeta
+from diffzoo.harness.run.factories import create_detector, create_generator, open_dataset
+from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.harness.core.protocols import Dataset, Detector, EditResult, Generator
+from diffzoo.harness.suites import Case, Suite, TrainSpec
+from diffzoo.harness.core.types import DetectionOutput, EditRecord, LabelSpace, Sample, SampleMeta
 
 # A library logs; the application (the CLI) decides where logs go.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-# Base classes for plugin authors; they import torch, so they load on first use.
+# The entry points and the base classes for plugin authors import torch, so they load on first use.
 _LAZY = {
-    "SegmentationDetector": ".harness.segmenter",
-    "TrainData": ".harness.segmenter",
-    "TrainConfig": ".harness.trainer",
+    "evaluate": ".api",
+    "train": ".api",
+    "Evaluation": ".api",
+    "SegmentationDetector": ".harness.models.segmenter",
+    "TrainData": ".harness.models.segmenter",
+    "TrainConfig": ".harness.core.train_config",
 }
 
 
@@ -41,6 +45,9 @@ def __getattr__(name: str):
 
 __all__ = [
     "__version__",
+    "evaluate",
+    "train",
+    "Evaluation",
     "hookimpl",
     "register_cards",
     "DiffzooError",

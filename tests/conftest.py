@@ -1,4 +1,5 @@
-"""Shared fixtures: small datasets made by the tests, isolated caches."""
+"""Shared fixtures: small datasets made by the tests, per-test caches that
+share the trained checkpoints of the session."""
 
 from __future__ import annotations
 
@@ -11,14 +12,35 @@ import pytest
 from PIL import Image
 from diffzoo.harness.metrics import METRICS_VERSION
 
+ISOLATED_CACHE = "isolated_cache"
+"""Marker (pyproject.toml): the test's checkpoint cache starts empty and is its own
+(see :func:`_cache`); the fault tests, the checkpoint-cache tests and the torchrun
+tests carry it."""
+
+@pytest.fixture(scope="session")
+def shared_checkpoints(tmp_path_factory) -> Path:
+    """The checkpoint cache that every test not marked :data:`ISOLATED_CACHE`
+    shares, so each tiny model is trained once per session.  Sharing is safe
+    because the cache key hashes what determines the model (card, train
+    config, dataset fingerprint, subset, seed): a test gets the model it
+    would have trained; a tampered entry fails its sha256 check when loaded."""
+    return tmp_path_factory.mktemp("shared-checkpoints")
+
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own checkpoint/dataset cache and stays offline."""
-    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path_factory.mktemp("cache")))
+def _cache(request, tmp_path_factory, monkeypatch):
+    """Every test gets its own diffzoo cache ($DIFFZOO_CACHE: fingerprints,
+    datasets, indexes, ...) and stays offline; its ``checkpoints/`` folder is a
+    link to :func:`shared_checkpoints` unless the test is marked
+    :data:`ISOLATED_CACHE`.  A test that points $DIFFZOO_CACHE elsewhere
+    itself starts from an empty checkpoint cache there."""
+    cache = tmp_path_factory.mktemp("cache")
+    if request.node.get_closest_marker(ISOLATED_CACHE) is None:
+        (cache / "checkpoints").symlink_to(request.getfixturevalue("shared_checkpoints"), target_is_directory=True)
+    monkeypatch.setenv("DIFFZOO_CACHE", str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    from diffzoo.harness import plugins
+    from diffzoo.harness.core import plugins
 
     plugins.reset_plugins()
     yield
@@ -82,7 +104,7 @@ def make_state(task: str = "binary", n: int = 8, seed: int = 0, editors: tuple[s
     label maps, every third image authentic, predictions a noisy copy of the
     GT; ``seed`` changes the predictions, not the images."""
     from diffzoo.harness.metrics import EvalState, prediction_digest
-    from diffzoo.harness.types import EditRecord, LabelSpace, SampleMeta
+    from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
     space = LabelSpace(("background", *editors))
     state = EvalState(space, "semantic" if task == "semantic" else "binary")
@@ -113,7 +135,7 @@ def make_record(detector: str = "det", *, suite: str = "standard", suite_version
     :func:`make_state`) every number comes from the state by the writer's
     code path, and the record carries the state: a record ``leaderboard
     add`` and ``verify`` accept."""
-    from diffzoo.harness.records import ResultRecord
+    from diffzoo.harness.records.document import ResultRecord
 
     if metrics is None:
         metrics = {"binary": {"aAcc": 0.9, "mIoU": 0.6, "bF1": 0.3, "F1": 0.7, "pixel_AUC": 0.8,
@@ -135,7 +157,7 @@ def make_record(detector: str = "det", *, suite: str = "standard", suite_version
         environment={"date": date, "git": "0123456789abcdef", "packages": {"diffzoo": "0.1.0"}},
     )
     if state is not None:
-        from diffzoo.harness.record_check import recomputed
+        from diffzoo.harness.records.check import recomputed
 
         case_def.update(metrics=list(CASE_METRICS[task]),
                         train={"task": "semantic" if task == "semantic" else "binary", "split": "train",

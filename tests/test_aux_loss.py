@@ -12,10 +12,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.harness.cards import DetectorCard
-from diffzoo.harness.segmenter import Normalized, SegmentationDetector
-from diffzoo.harness.trainer import TrainConfig, segmentation_loss, train_loop
-from diffzoo.harness.types import IGNORE_INDEX, LabelSpace
+from diffzoo.harness.core.cards import DetectorCard
+from diffzoo.harness.models.segmenter import Normalized, SegmentationDetector
+from diffzoo.harness.core.train_config import TrainConfig
+from diffzoo.harness.models.trainer import segmentation_loss, train_loop
+from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace
 
 WEIGHT = 0.4
 

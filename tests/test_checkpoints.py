@@ -7,17 +7,19 @@ import pytest
 import torch
 
 from diffzoo import create_detector
-from diffzoo.harness.checkpoints import (
+from diffzoo.harness.models.checkpoints import (
     cache_dir,
     cached_checkpoints,
     checkpoint_meta,
     describe_mismatch,
     load_checkpoint,
 )
-from diffzoo.harness.errors import ModelError
-from diffzoo.harness.fsutil import sha256_file
-from diffzoo.harness.types import LabelSpace
+from diffzoo.harness.core.errors import ModelError
+from diffzoo.harness.core.fsutil import sha256_file
+from diffzoo.harness.core.types import LabelSpace
 
+
+pytestmark = pytest.mark.isolated_cache  # tests of the checkpoint cache itself: listing, misses, partial writes
 
 def det(task="binary", ls=None, name="segformer.tiny"):
     torch.manual_seed(0)
@@ -167,7 +169,7 @@ def test_changed_weights_fail_the_sha_check(tmp_path):
 
 
 def test_pretrained_offline_names_what_to_download():
-    from diffzoo.harness.errors import WeightsUnavailableError
+    from diffzoo.harness.core.errors import WeightsUnavailableError
 
     with pytest.raises(WeightsUnavailableError, match="nvidia/mit-b0.*--no-pretrained"):
         create_detector("segformer.b0", "binary", pretrained=True)

@@ -8,7 +8,7 @@ from conftest import cli
 from PIL import Image
 
 from diffzoo.cli import main
-from diffzoo.harness.errors import UnknownNameError
+from diffzoo.harness.core.errors import UnknownNameError
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 
@@ -94,9 +94,9 @@ def test_debug_shows_traceback(capsys):
 
 def test_building_a_dataset_shows_progress(capsys):
     """A factory that takes ``progress`` (the mini builder) drives a progress bar."""
-    from diffzoo.cli.app import console
+    from diffzoo.cli.console import console
     from diffzoo.cli.progress import RichProgress
-    from diffzoo.harness.factories import open_dataset
+    from diffzoo.harness.run.factories import open_dataset
 
     ds = open_dataset("mini", RichProgress(console), n_images=3, size=32)
     out = capsys.readouterr().out

@@ -13,8 +13,8 @@ from conftest import save_image as save
 from diffzoo.harness.data import TpGtDataset
 from diffzoo.harness.data.casia import Casia1Dataset, Casia2Dataset
 from diffzoo.harness.data.cocoglide import CocoGlideDataset
-from diffzoo.harness.errors import CorruptSampleError, DataError
-from diffzoo.harness.types import BINARY
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY
 from test_data_cocoglide import make_cocoglide
 from test_data_generic import make_tpgt
 

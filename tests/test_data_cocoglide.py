@@ -13,8 +13,8 @@ from conftest import save_image as save
 from PIL import Image
 
 from diffzoo.harness.data.cocoglide import CocoGlideDataset
-from diffzoo.harness.errors import DataError
-from diffzoo.harness.types import BINARY
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import BINARY
 
 RNG = np.random.default_rng(0)
 # (COCO class, COCO id) as in the real table: class names hold spaces.

@@ -20,8 +20,8 @@ from diffzoo.harness.data import (
     labelmaps,
 )
 from diffzoo import open_dataset
-from diffzoo.harness.errors import CorruptSampleError, DataError
-from diffzoo.harness.types import EditRecord, SampleMeta
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import EditRecord, SampleMeta
 
 N = 12
 
@@ -283,7 +283,7 @@ def test_zip_fingerprint_ignores_the_member_folder_and_compression(tmp_path, pai
 def test_second_open_of_an_unchanged_zip_reads_no_member(tmp_path, pairs, monkeypatch):
     z = write_zip(tmp_path / "train.zip", pairs)
     fp = DiffSeg30kDataset(z).fingerprint()
-    from diffzoo.harness.fsutil import cache_root
+    from diffzoo.harness.core.fsutil import cache_root
 
     assert len(list((cache_root() / "fingerprints").glob("*.json"))) == 1
     opened = []

@@ -16,8 +16,8 @@ from diffzoo.harness.data import (
     WithAuthentic,
 )
 from diffzoo import open_dataset
-from diffzoo.harness.errors import ConfigError, CorruptSampleError, DataError
-from diffzoo.harness.types import BINARY
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY
 
 RNG = np.random.default_rng(0)
 

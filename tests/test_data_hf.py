@@ -11,7 +11,7 @@ datasets = pytest.importorskip("datasets")
 from diffzoo import open_dataset  # noqa: E402
 from diffzoo.harness.data import DiffSeg30kDataset  # noqa: E402
 from diffzoo.harness.data.labelmaps import label_map_sha256  # noqa: E402
-from diffzoo.harness.errors import CorruptSampleError, DataError  # noqa: E402
+from diffzoo.harness.core.errors import CorruptSampleError, DataError  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -24,8 +24,8 @@ from diffzoo.harness.data import (
     read_mask,
     split_ids,
 )
-from diffzoo.harness.errors import CorruptSampleError, DataError
-from diffzoo.harness.types import LabelSpace
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import LabelSpace
 
 
 def png_bytes(arr: np.ndarray, mode: str | None = None, **kw) -> bytes:

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from diffzoo.generators import imgedit
-from diffzoo.generators.imgedit import ImgEditDataset
-from diffzoo.harness.errors import CorruptSampleError, DataError
-from diffzoo.harness.fsutil import cache_root
+from diffzoo.generators.datasets import imgedit
+from diffzoo.generators.datasets.imgedit import ImgEditDataset
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import cache_root
 
 S = 128
 
@@ -177,7 +177,7 @@ def test_second_open_uses_the_cache_and_tau_changes_the_fingerprint(snapshot, mo
 
 
 def difference(*args, **kwargs):
-    from diffzoo.generators.labels import difference_label
+    from diffzoo.generators.editors.labels import difference_label
 
     return difference_label(*args, **kwargs)
 
@@ -332,13 +332,13 @@ def test_registered_adapter_opens_by_name_with_progress_and_by_path(snapshot):
     from contextlib import contextmanager
 
     from diffzoo import hookimpl
-    from diffzoo.harness.factories import open_dataset
-    from diffzoo.harness.plugins import get_plugin_system
+    from diffzoo.harness.run.factories import open_dataset
+    from diffzoo.harness.core.plugins import get_plugin_system
 
     class Plugin:  # the registration proposed for diffzoo/generators/plugin.py
         @hookimpl
         def register_datasets(self, register):
-            register("imgedit", "diffzoo.generators.imgedit:ImgEditDataset", description="ImgEdit pairs")
+            register("imgedit", "diffzoo.generators.datasets.imgedit:ImgEditDataset", description="ImgEdit pairs")
 
     system = get_plugin_system()
     if not system.registry.has("dataset", "imgedit"):

@@ -11,8 +11,8 @@ import pytest
 from conftest import save_image as save
 
 from diffzoo.harness.data.pixar import PixarDataset, editor_from_folder
-from diffzoo.harness.errors import ConfigError, CorruptSampleError, DataError
-from diffzoo.harness.types import BINARY
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY
 
 SIZE = 32
 

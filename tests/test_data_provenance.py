@@ -14,9 +14,9 @@ from test_data_diffseg30k import make_pairs, write_folder, write_zip
 from diffzoo import open_dataset
 from diffzoo.harness.data import DIFFSEG30K_EDITORS, DiffSeg30kDataset, WithAuthentic, labelmaps
 from diffzoo.harness.data.provenance import provenance_of
-from diffzoo.harness.errors import ConfigError, DataError
-from diffzoo.harness.protocols import Dataset
-from diffzoo.harness.types import EditRecord, LabelSpace, Sample, SampleMeta
+from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 
 REVERSED = ["background", *reversed(DIFFSEG30K_EDITORS)]
 DEFAULT = ["background", *DIFFSEG30K_EDITORS]

@@ -13,10 +13,10 @@ from PIL import Image
 
 from conftest import cli, make_diffseg_folder, save_image
 from diffzoo.harness.data.stats import OUTSIDE_MAP, STATS_VERSION, StatsAccumulator, dataset_stats, distribution
-from diffzoo.harness.factories import open_dataset
-from diffzoo.harness.types import LabelSpace, Sample, SampleMeta
+from diffzoo.harness.run.factories import open_dataset
+from diffzoo.harness.core.types import LabelSpace, Sample, SampleMeta
 from diffzoo.leaderboard.outdir import MARKER
-from diffzoo.leaderboard.stats_plots import STATS_PLOTS
+from diffzoo.leaderboard.render.stats_plots import STATS_PLOTS
 
 TOP_KEYS = {"stats_version", "dataset", "splits", "images", "read", "authentic", "editors", "turns", "base",
             "edited_area", "resolutions", "label_values", "skipped", "notes", "plots"}
@@ -212,7 +212,7 @@ def test_distribution_of_nothing():
 # -- mini ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def mini_cache(tmp_path_factory) -> Path:
-    from diffzoo.generators.demo import ensure_mini
+    from diffzoo.generators.datasets.mini import ensure_mini
 
     cache = tmp_path_factory.mktemp("mini-cache")
     ensure_mini(cache, n_images=3, size=32, seed=0)
@@ -220,7 +220,7 @@ def mini_cache(tmp_path_factory) -> Path:
 
 
 def test_mini(mini_cache, tmp_path, capsys):
-    from diffzoo.generators.demo import mini_root
+    from diffzoo.generators.datasets.mini import mini_root
 
     opts = ["--dataset-option", f"cache={mini_cache}", "--dataset-option", "n_images=3",
             "--dataset-option", "size=32"]

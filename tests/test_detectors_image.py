@@ -15,12 +15,12 @@ import torch
 from PIL import Image
 
 from diffzoo import create_detector, open_dataset
-from diffzoo.harness.errors import ConfigError, ModelError, WeightsUnavailableError
-from diffzoo.harness.planning import make_plan
-from diffzoo.harness.plugins import get_registry
-from diffzoo.harness.segmenter import TrainData
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
+from diffzoo.harness.run.planning import make_plan
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.suites import STANDARD, Case, Suite, TrainSpec
-from diffzoo.harness.trainer import TrainConfig
+from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.plugins.cnnspot.augment import BlurJpeg, encode_jpeg
 from diffzoo.plugins.cnnspot.model import blur_jpeg_view
 

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from diffzoo import create_detector, open_dataset
-from diffzoo.harness.errors import WeightsUnavailableError
-from diffzoo.harness.plugins import get_registry
-from diffzoo.harness.segmenter import TrainData
-from diffzoo.harness.trainer import TrainConfig
-from diffzoo.harness.types import LabelSpace
+from diffzoo.harness.core.errors import WeightsUnavailableError
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.models.segmenter import TrainData
+from diffzoo.harness.core.train_config import TrainConfig
+from diffzoo.harness.core.types import LabelSpace
 
 TINY = ["deeplabv3plus.tiny", "fcn8s.tiny", "segformer.tiny"]
 FAMILIES = ["deeplabv3plus", "fcn8s", "segformer"]
@@ -173,8 +173,8 @@ def test_fcn8s_convolutionalises_the_vgg_classifier():
 
 
 def test_trainer_builds_the_recipe_optimizer_and_poly_floor():
-    from diffzoo.harness.errors import ConfigError
-    from diffzoo.harness.trainer import make_optimizer, poly_lr_lambda
+    from diffzoo.harness.core.errors import ConfigError
+    from diffzoo.harness.models.trainer import make_optimizer, poly_lr_lambda
 
     param = torch.nn.Parameter(torch.zeros(1))
     sgd = TrainConfig.from_recipe(card("deeplabv3plus.r50").recipe_values())

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from diffzoo.harness import distortions as D
-from diffzoo.harness.errors import ConfigError
+from diffzoo.harness.data import distortions as D
+from diffzoo.harness.core.errors import ConfigError
 
 H, W = 48, 64
 

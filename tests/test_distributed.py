@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import cli, make_diffseg_folder
 
-from diffzoo.harness.distributed import shard
-from diffzoo.harness.errors import ConfigError
+from diffzoo.harness.core.distributed import shard
+from diffzoo.harness.core.errors import ConfigError
+
+pytestmark = pytest.mark.isolated_cache  # counts the checkpoints DDP writes; the cache key has no world size
 
 TRAIN = ["--detector", "segformer.tiny", "--iterations", "3", "--batch-size", "2", "--crop-size", "32",
          "--device", "cpu", "--no-pretrained"]
@@ -136,12 +138,12 @@ def test_train_writes_the_checkpoint_run_would_use(capsys, diffseg_folder, tmp_p
     assert "final loss" in out and "copy:" in out
     copy = json.loads((tmp_path / "model" / "card.json").read_text())
     assert len(copy["sha256"]) == 64 and math.isfinite(copy["training"]["final_loss"])
-    from diffzoo.harness.checkpoints import cache_dir
+    from diffzoo.harness.models.checkpoints import cache_dir
 
     cached = cache_dir("segformer.tiny", copy["cache_key"])
     assert json.loads((cached / "card.json").read_text())["sha256"] == copy["sha256"]
     # `diffzoo run` with the same options plans the same cache key, so it would load this model
-    from diffzoo.harness.runner import RunRequest, Runner
+    from diffzoo.harness.run.runner import RunRequest, Runner
 
     plan = Runner(RunRequest(detector="segformer.tiny", suites="standard", dataset=str(diffseg_folder),
                              device="cpu", pretrained=False,

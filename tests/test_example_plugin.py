@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from diffzoo.harness import hookspecs
+from diffzoo.harness.core import hookspecs
 from test_third_party_plugin import diffzoo  # `python -m diffzoo ...` with PYTHONPATH=site
 
 REPO = Path(__file__).resolve().parents[1]
@@ -214,7 +214,7 @@ def test_guide_examples_run_through_the_cli(installed, diffseg_folder, tmp_path)
 def test_guide_distortion_and_editor_in_process(installed, monkeypatch):
     monkeypatch.syspath_prepend(str(installed.site))
     from diffzoo import create_generator
-    from diffzoo.harness.plugins import get_registry
+    from diffzoo.harness.core.plugins import get_registry
 
     registry = get_registry()
     resize = registry.get("distortion", "mylab.resize").load()

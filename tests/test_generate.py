@@ -20,15 +20,15 @@ from conftest import cli
 from PIL import Image
 
 from diffzoo import open_dataset
-from diffzoo.generators import pipeline
-from diffzoo.generators.layout import STATE_DIR
-from diffzoo.generators.multiturn import TurnPlan, edit_sample
-from diffzoo.generators.quality import QualityFilter
-from diffzoo.generators.regions import choose_region, dedupe_overlaps, region_from_mask
-from diffzoo.generators.schedule import Schedule
-from diffzoo.harness.errors import ConfigError, WeightsUnavailableError
-from diffzoo.harness.protocols import EditResult, Generator
-from diffzoo.harness.types import LabelSpace
+from diffzoo.generators.generate import pipeline
+from diffzoo.generators.generate.layout import STATE_DIR
+from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample
+from diffzoo.generators.generate.quality import QualityFilter
+from diffzoo.generators.generate.regions import choose_region, dedupe_overlaps, region_from_mask
+from diffzoo.generators.generate.schedule import Schedule
+from diffzoo.harness.core.errors import ConfigError, WeightsUnavailableError
+from diffzoo.harness.core.protocols import EditResult, Generator
+from diffzoo.harness.core.types import LabelSpace
 
 EDITORS = "sd2.tiny,sdxl.tiny,flux1.tiny"
 N = 6
@@ -298,7 +298,7 @@ def coco(tmp_path):
 
 
 def test_coco_regions_drop_overlaps_and_skip_crowds(coco):
-    from diffzoo.generators.coco import CocoIndex
+    from diffzoo.generators.generate.coco import CocoIndex
 
     ann, images = coco
     index = CocoIndex(ann, images)
@@ -389,8 +389,8 @@ def test_noop_editor_samples_are_rejected_and_not_written(tmp_path):
 
 # -- open vocabulary -------------------------------------------------------------------------
 def test_open_vocab_weights_offline_name_what_to_download(capsys, tmp_path):
-    from diffzoo.generators.openvocab import GroundingDinoDetector, SamSegmenter
-    from diffzoo.generators.vlm import QwenVL
+    from diffzoo.generators.generate.openvocab import GroundingDinoDetector, SamSegmenter
+    from diffzoo.generators.generate.vlm import QwenVL
 
     image = np.zeros((16, 16, 3), np.uint8)
     with pytest.raises(WeightsUnavailableError, match="IDEA-Research/grounding-dino-tiny"):
@@ -449,7 +449,7 @@ def tiny_sam():
 
 
 def test_open_vocab_with_tiny_grounding_dino_and_sam(tmp_path):
-    from diffzoo.generators.openvocab import GroundingDinoDetector, OpenVocabRegions, SamSegmenter
+    from diffzoo.generators.generate.openvocab import GroundingDinoDetector, OpenVocabRegions, SamSegmenter
 
     model, processor = tiny_grounding_dino(tmp_path)
     detector = GroundingDinoDetector(model=model, processor=processor, box_threshold=0.0, text_threshold=0.0)
@@ -478,7 +478,7 @@ def test_open_vocab_with_tiny_grounding_dino_and_sam(tmp_path):
 
 class FakeDetector:
     def detect(self, image, names):
-        from diffzoo.generators.openvocab import Detection
+        from diffzoo.generators.generate.openvocab import Detection
 
         return [Detection((2.0, 2.0, 14.0, 14.0), names[0], 0.9), Detection((16.0, 18.0, 30.0, 30.0), names[-1], 0.8),
                 Detection((2.0, 2.0, 14.0, 13.0), names[0], 0.5)]  # near-duplicate of the first
@@ -495,7 +495,7 @@ class FakeSegmenter:
 
 
 def test_open_vocab_glue_in_the_pipeline_with_injected_models(tmp_path):
-    from diffzoo.generators.openvocab import OpenVocabRegions
+    from diffzoo.generators.generate.openvocab import OpenVocabRegions
 
     bases = make_bases(tmp_path / "bases", n=2, h=32, w=32)
     source = OpenVocabRegions(FakeDetector(), FakeSegmenter(), vocabulary=("vase", "kite"))
@@ -509,7 +509,7 @@ def test_open_vocab_glue_in_the_pipeline_with_injected_models(tmp_path):
 
 
 def test_vlm_roles_parse_answers_with_a_fake_model():
-    from diffzoo.generators.vlm import VlmObjectNamer, VlmPrompter, VlmScorer
+    from diffzoo.generators.generate.vlm import VlmObjectNamer, VlmPrompter, VlmScorer
 
     class FakeVL:
         model_id = "fake/vl"
@@ -537,8 +537,9 @@ def test_vlm_roles_parse_answers_with_a_fake_model():
 def test_lora_option_loads_a_lora_into_one_editor(capsys, tmp_path):
     from safetensors.torch import save_file
 
-    from diffzoo.generators.cards import SD2_TINY
-    from diffzoo.generators.tiny import build_tiny_pipeline, tiny_lora_state_dict
+    from diffzoo.generators.editors.cards import SD2_TINY
+    from diffzoo.generators.tiny.builders import build_tiny_pipeline
+    from diffzoo.generators.tiny.components import tiny_lora_state_dict
 
     lora = tmp_path / "style.safetensors"
     save_file(tiny_lora_state_dict(build_tiny_pipeline(SD2_TINY), seed=3), str(lora))

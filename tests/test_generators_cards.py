@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from diffzoo.generators import plugin
-from diffzoo.generators.cards import (
+from diffzoo.generators.editors.cards import (
     CARDS_BY_NAME,
     DEFAULT_CARDS,
     GENERATOR_CARDS,
@@ -17,11 +17,11 @@ from diffzoo.generators.cards import (
     TINY_EDITORS,
     get_card,
 )
-from diffzoo.generators.prompts import EDIT_TYPES, make_caption, make_prompt
-from diffzoo.generators.regions import SHAPES, bbox_of, random_region
+from diffzoo.generators.generate.prompts import EDIT_TYPES, make_caption, make_prompt
+from diffzoo.generators.generate.regions import SHAPES, bbox_of, random_region
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
-from diffzoo.harness.errors import ConfigError, UnknownNameError
-from diffzoo.harness.registry import Registry
+from diffzoo.harness.core.errors import ConfigError, UnknownNameError
+from diffzoo.harness.core.registry import Registry
 
 
 def test_each_family_has_one_real_default_and_a_tiny_card():
@@ -55,10 +55,10 @@ def test_plugin_registers_every_card_lazily():
         entry = reg.get("generator", family)
         assert entry.default and entry.name in DEFAULT_CARDS and entry.card.name == entry.name
         assert isinstance(entry.target, str)
-    assert reg.get("dataset", "mini").target == "diffzoo.generators.demo:open_mini"
+    assert reg.get("dataset", "mini").target == "diffzoo.generators.datasets.mini:open_mini"
     plugin.register_glide(register=lambda *a, **k: reg.add("generator", *a, source="t", **k))
     glide = reg.get("generator", "glide")
-    assert glide.name == "glide.inpaint" and glide.target == "diffzoo.generators.glide.editor:GlideEditor"
+    assert glide.name == "glide.inpaint" and glide.target == "diffzoo.generators.editors.glide.editor:GlideEditor"
     assert get_card("glide").name == "glide.inpaint" and get_card("glide.tiny").tiny
 
 

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from diffzoo.generators.cards import FLUX1_FILL, GENERATOR_CARDS, SD2_INPAINT
-from diffzoo.generators.diffusers_editor import DiffusersEditor
-from diffzoo.generators.regions import random_region
-from diffzoo.harness.errors import DataError, WeightsUnavailableError
-from diffzoo.harness.protocols import EditResult, Generator
+from diffzoo.generators.editors.cards import FLUX1_FILL, GENERATOR_CARDS, SD2_INPAINT
+from diffzoo.generators.editors.diffusers_editor import DiffusersEditor
+from diffzoo.generators.generate.regions import random_region
+from diffzoo.harness.core.errors import DataError, WeightsUnavailableError
+from diffzoo.harness.core.protocols import EditResult, Generator
 
 TINY_CARDS = [c for c in GENERATOR_CARDS if c.tiny]
 
@@ -132,8 +132,8 @@ def test_weights_identical_across_processes(editors, tmp_path):
     here = hashlib.sha256(editors["sd2.tiny"].edit(image, mask, "a cat", seed=3).image.tobytes()).hexdigest()
     code = (
         "import hashlib, sys, numpy as np\n"
-        "from diffzoo.generators.cards import SD2_TINY\n"
-        "from diffzoo.generators.diffusers_editor import DiffusersEditor\n"
+        "from diffzoo.generators.editors.cards import SD2_TINY\n"
+        "from diffzoo.generators.editors.diffusers_editor import DiffusersEditor\n"
         "image, mask = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
         "r = DiffusersEditor(SD2_TINY).edit(image, mask, 'a cat', seed=3)\n"
         "print(hashlib.sha256(r.image.tobytes()).hexdigest())\n"

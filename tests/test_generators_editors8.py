@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from diffzoo.generators.cards import DEFAULT_CARDS, GENERATOR_CARDS, get_card
-from diffzoo.generators.diffusers_editor import DiffusersEditor
-from diffzoo.generators.regions import random_region
-from diffzoo.harness.errors import ModelError, WeightsUnavailableError
+from diffzoo.generators.editors.cards import DEFAULT_CARDS, GENERATOR_CARDS, get_card
+from diffzoo.generators.editors.diffusers_editor import DiffusersEditor
+from diffzoo.generators.generate.regions import random_region
+from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
 
 TINY_CARDS = [c for c in GENERATOR_CARDS if c.tiny]
 REAL_CARDS = [c for c in GENERATOR_CARDS if not c.tiny]
@@ -132,7 +132,7 @@ def test_latent_blend_with_a_flow_matching_scheduler():
     import torch
     from diffusers import DDPMScheduler, FlowMatchEulerDiscreteScheduler
 
-    from diffzoo.generators.latent_blend import LatentBlend, noised
+    from diffzoo.generators.editors.latent_blend import LatentBlend, noised
 
     g = torch.Generator().manual_seed(0)
     z0, noise, latents = (torch.randn(1, 4, 8, 8, generator=g) for _ in range(3))
@@ -159,7 +159,7 @@ def test_latent_blend_with_a_flow_matching_scheduler():
 
 
 def test_regenerate_mask_covers_every_masked_pixel():
-    from diffzoo.generators.latent_blend import regenerate_mask
+    from diffzoo.generators.editors.latent_blend import regenerate_mask
 
     mask = np.zeros((16, 16), bool)
     mask[5, 9] = True  # one pixel marks its whole 4x4 cell for generation

@@ -9,19 +9,19 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from diffzoo.generators.cards import CARDS_BY_NAME, GENERATOR_CARDS, INSTRUCT_CARDS, SDXL_TINY, get_card
-from diffzoo.generators.diffusers_editor import DiffusersEditor
-from diffzoo.generators.instruct import (
+from diffzoo.generators.editors.cards import CARDS_BY_NAME, GENERATOR_CARDS, INSTRUCT_CARDS, SDXL_TINY, get_card
+from diffzoo.generators.editors.diffusers_editor import DiffusersEditor
+from diffzoo.generators.editors.instruct import (
     EditRejectedError,
     InstructEditResult,
     InstructionEditor,
     editor_for,
     run_size,
 )
-from diffzoo.generators.labels import difference_label
-from diffzoo.generators.lora import with_lora
-from diffzoo.generators.regions import random_region
-from diffzoo.harness.errors import ConfigError, WeightsUnavailableError
+from diffzoo.generators.editors.labels import difference_label
+from diffzoo.generators.editors.lora import with_lora
+from diffzoo.generators.generate.regions import random_region
+from diffzoo.harness.core.errors import ConfigError, WeightsUnavailableError
 
 TINY_INSTRUCT = get_card("flux2.tiny-klein")
 REAL_INSTRUCT = [c for c in INSTRUCT_CARDS if not c.tiny]
@@ -86,7 +86,7 @@ def _stubbed(make, **options) -> InstructionEditor:
 # -- cards and registration ---------------------------------------------------------
 def test_instruction_cards_registry_and_classes():
     from diffzoo.generators import plugin
-    from diffzoo.harness.registry import Registry
+    from diffzoo.harness.core.registry import Registry
 
     for name, (hub, pipeline, instruct) in EXPECTED.items():
         card = get_card(name)
@@ -241,7 +241,8 @@ def lora_file(tmp_path_factory, one_thread):
     pytest.importorskip("peft", reason="diffusers loads LoRAs through peft")
     from safetensors.torch import save_file
 
-    from diffzoo.generators.tiny import build_tiny_pipeline, tiny_lora_state_dict
+    from diffzoo.generators.tiny.builders import build_tiny_pipeline
+    from diffzoo.generators.tiny.components import tiny_lora_state_dict
 
     path = tmp_path_factory.mktemp("lora") / "my style.safetensors"
     save_file(tiny_lora_state_dict(build_tiny_pipeline(SDXL_TINY), seed=3), str(path))

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from conftest import cli
 
-from diffzoo.generators.cards import INSTRUCT_CARDS, get_card
-from diffzoo.generators.instruct import InstructionEditor, editor_for
-from diffzoo.generators.instruct_cards import TINY_OF
-from diffzoo.generators.labels import difference_label
-from diffzoo.generators.regions import random_region
-from diffzoo.generators.tiny import _byte_chars
+from diffzoo.generators.editors.cards import INSTRUCT_CARDS, get_card
+from diffzoo.generators.editors.instruct import InstructionEditor, editor_for
+from diffzoo.generators.editors.instruct_cards import TINY_OF
+from diffzoo.generators.editors.labels import difference_label
+from diffzoo.generators.generate.regions import random_region
+from diffzoo.generators.tiny.components import byte_chars
 
 NEW_TINY = ("qwen.tiny-edit", "qwen.tiny-edit-2509", "firered.tiny-edit", "longcat.tiny-edit", "flux2.tiny-dev")
 TINY_CARDS = [c for c in INSTRUCT_CARDS if c.tiny]
@@ -29,7 +29,7 @@ def _image(h: int, w: int) -> np.ndarray:
 
 # -- cards ---------------------------------------------------------------------------
 def test_every_instruction_card_has_a_registered_tiny_stand_in(capsys):
-    from diffzoo.generators.tiny import TINY_BUILDERS
+    from diffzoo.generators.tiny.builders import TINY_BUILDERS
 
     real = [c for c in INSTRUCT_CARDS if not c.tiny]
     assert set(TINY_OF) == {c.name for c in real}
@@ -50,7 +50,7 @@ def test_every_instruction_card_has_a_registered_tiny_stand_in(capsys):
 
 # -- tokenizers made in code ----------------------------------------------------------
 def test_mistral_processor_renders_flux2_dev_conversations():
-    from diffzoo.generators.tiny_instruct import mistral_processor
+    from diffzoo.generators.tiny.instruct import mistral_processor
 
     processor = mistral_processor()
     assert type(processor).__name__ == "PixtralProcessor" and len(processor.tokenizer) == 11 + 256
@@ -59,7 +59,7 @@ def test_mistral_processor_renders_flux2_dev_conversations():
     inputs = processor.apply_chat_template(
         messages, tokenize=True, return_dict=True, padding="max_length", truncation=True, max_length=16
     )
-    byte = {c: 11 + i for i, c in enumerate(_byte_chars())}
+    byte = {c: 11 + i for i, c in enumerate(byte_chars())}
     text = [byte[c] for c in "sys"], [byte[c] for c in "aĠdog"]  # byte-level: the space is "Ġ"
     # <s> [SYSTEM_PROMPT] sys [/SYSTEM_PROMPT] [INST] a dog [/INST] <pad> x 3
     assert inputs["input_ids"][0].tolist() == [1, 5, *text[0], 6, 3, *text[1], 4, 10, 10, 10]
@@ -70,7 +70,7 @@ def test_mistral_processor_renders_flux2_dev_conversations():
 def test_qwen_vl_processor_expands_the_image_to_its_tokens():
     from PIL import Image
 
-    from diffzoo.generators.tiny_qwen import qwen_vl_processor, qwen_vl_tokenizer
+    from diffzoo.generators.tiny.qwen import qwen_vl_processor, qwen_vl_tokenizer
 
     tokenizer = qwen_vl_tokenizer()
     ids = tokenizer.convert_tokens_to_ids(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
@@ -83,7 +83,7 @@ def test_qwen_vl_processor_expands_the_image_to_its_tokens():
 
 
 def test_tiny_builds_are_offline_and_consistent(offline_empty_hub, one_thread):
-    from diffzoo.generators.tiny import build_tiny_pipeline
+    from diffzoo.generators.tiny.builders import build_tiny_pipeline
 
     pipes = {name: build_tiny_pipeline(get_card(name)) for name in ("qwen.tiny-edit", "longcat.tiny-edit")}
     for name in ("qwen.tiny-edit-2509", "qwen.tiny-edit-inpaint", "flux2.tiny-dev"):

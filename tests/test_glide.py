@@ -12,19 +12,19 @@ import numpy as np
 import pytest
 import torch
 
-from diffzoo.generators.glide.cards import (
+from diffzoo.generators.editors.glide.cards import (
     BASE_INPAINT_URL,
     GLIDE_INPAINT,
     GLIDE_TINY,
     UPSAMPLE_INPAINT_URL,
 )
-from diffzoo.generators.glide.diffusion import Schedule, beta_schedule, sample, space_timesteps
-from diffzoo.generators.glide.editor import GlideEditor
-from diffzoo.generators.glide.model import GlideConfig, GlideUNet
-from diffzoo.generators.glide.tokenizer import END_TEXT, GlideTokenizer
-from diffzoo.generators.glide.weights import cached_path, load_model, load_state_dict
-from diffzoo.harness.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
-from diffzoo.harness.protocols import EditResult, Generator
+from diffzoo.generators.editors.glide.diffusion import Schedule, beta_schedule, sample, space_timesteps
+from diffzoo.generators.editors.glide.editor import GlideEditor
+from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet
+from diffzoo.generators.editors.glide.tokenizer import END_TEXT, GlideTokenizer
+from diffzoo.generators.editors.glide.weights import cached_path, load_model, load_state_dict
+from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
+from diffzoo.harness.core.protocols import EditResult, Generator
 
 WB = ("weight", "bias")
 

@@ -8,8 +8,8 @@ import pytest
 from conftest import cli
 from PIL import Image
 
-from diffzoo.generators.labels import AlignParams, align, difference_label
-from diffzoo.harness.factories import open_dataset
+from diffzoo.generators.editors.labels import AlignParams, align, difference_label
+from diffzoo.harness.run.factories import open_dataset
 
 S, M = 256, 64  # image side; margin of the canvas the warped view is cut from
 

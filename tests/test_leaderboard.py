@@ -13,10 +13,10 @@ import pytest
 from conftest import cli, make_record, make_state
 
 from diffzoo.harness.metrics import METRICS_VERSION
-from diffzoo.harness.errors import ConfigError, RecordError
-from diffzoo.harness.records import ResultRecord, record_problems
+from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.records.document import ResultRecord, record_problems
 from diffzoo.leaderboard.diff import diff
-from diffzoo.leaderboard.formats import publish, to_csv, to_latex, to_markdown
+from diffzoo.leaderboard.render.text import publish, to_csv, to_latex, to_markdown
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.tables import build_tables
 from diffzoo.leaderboard.versions import freeze, load_version, resolve

@@ -11,10 +11,10 @@ import json
 import pytest
 from conftest import cli, make_record
 
-from diffzoo.harness.errors import ConfigError
-from diffzoo.harness.records import ResultRecord
-from diffzoo.leaderboard.console import case_tables
-from diffzoo.leaderboard.formats import publish, to_csv, to_markdown
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.render.console import case_tables
+from diffzoo.leaderboard.render.text import publish, to_csv, to_markdown
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.tables import build_tables, check_mixing, record_conditions
 from diffzoo.leaderboard.versions import resolve

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from diffzoo.harness.metrics.catalog import metric_info
-from diffzoo.harness.records import ResultRecord
-from diffzoo.leaderboard.site import detector_slugs, write_site
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.render.site import detector_slugs, write_site
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.tables import Cell, format_ci, format_value, slugify
 from diffzoo.leaderboard.versions import freeze, load_version

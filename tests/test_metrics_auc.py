@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from diffzoo.harness.errors import DataError
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.metrics import EvalState, average_precision, histogram_auc, prob_histograms, roc_auc
 from diffzoo.harness.metrics.pixel_auc import bin_index
-from diffzoo.harness.types import BINARY, SampleMeta
+from diffzoo.harness.core.types import BINARY, SampleMeta
 
 BINS = 1024
 

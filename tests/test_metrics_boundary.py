@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from diffzoo.harness.errors import DataError
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.metrics import boundary, boundary_f1, per_class_bf1, tolerance
 
 

@@ -11,7 +11,7 @@ from sklearn.metrics import confusion_matrix, jaccard_score, precision_recall_fs
 from torchmetrics.classification import MulticlassJaccardIndex
 
 from diffzoo.harness.metrics import EvalState, iou_per_class
-from diffzoo.harness.types import LabelSpace, SampleMeta
+from diffzoo.harness.core.types import LabelSpace, SampleMeta
 
 SPACE = LabelSpace.from_editors(["sd15", "sdxl", "flux", "kandinsky"])
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from diffzoo.harness.errors import ConfigError, DataError, RecordError
+from diffzoo.harness.core.errors import ConfigError, DataError, RecordError
 from diffzoo.harness.metrics import METRICS_VERSION, EvalState, per_class_bf1
-from diffzoo.harness.types import BINARY, EditRecord, LabelSpace, SampleMeta
+from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
 
 EDITORS = ["sd15", "sdxl", "flux"]
 SPACE = LabelSpace.from_editors(EDITORS)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from diffzoo.generators import demo
-from diffzoo.generators.demo import EDITORS
-from diffzoo.harness.errors import DataError
-from diffzoo.harness.types import LabelSpace, SampleMeta
+from diffzoo.generators.datasets import mini as demo
+from diffzoo.generators.datasets.mini import EDITORS
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import LabelSpace, SampleMeta
 
 N, SIZE, SEED = 6, 64, 3
 
@@ -146,7 +146,7 @@ def test_two_processes_ensure_the_same_build(tmp_path):
     import sys
 
     code = (
-        "import sys; from diffzoo.generators.demo import ensure_mini;"
+        "import sys; from diffzoo.generators.datasets.mini import ensure_mini;"
         "print(ensure_mini(root=sys.argv[1], n_images=2, size=32, seed=0))"
     )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from diffzoo import create_detector, open_dataset
-from diffzoo.harness.errors import ModelError, WeightsUnavailableError
-from diffzoo.harness.plugins import PluginSystem, get_registry
-from diffzoo.harness.segmenter import TrainData
-from diffzoo.harness.trainer import TrainConfig
-from diffzoo.harness.types import LabelSpace
+from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
+from diffzoo.harness.core.plugins import PluginSystem, get_registry
+from diffzoo.harness.models.segmenter import TrainData
+from diffzoo.harness.core.train_config import TrainConfig
+from diffzoo.harness.core.types import LabelSpace
 
 NAMES = ["mmseg.segformer-b2", "mmseg.deeplabv3plus-r50", "mmseg.fcn-r50"]
 SKIP_REASON = "optional MMSeg backend not installed: pip install 'diffzoo[mmseg]' && bash scripts/install-mmseg.sh"
@@ -70,7 +70,7 @@ def test_cards_are_listed_with_recipes_from_their_configs():
 def test_the_cards_do_not_import_the_backend():
     import subprocess
 
-    code = ("import json, sys; from diffzoo.harness.plugins import get_registry; "
+    code = ("import json, sys; from diffzoo.harness.core.plugins import get_registry; "
             "print(get_registry().get('detector', 'mmseg.fcn-r50').card.name); "
             "print(json.dumps(sorted(m for m in ('mmseg', 'mmcv', 'mmengine') if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -138,7 +138,7 @@ def test_the_training_loss_is_mmsegs_decode_plus_auxiliary_loss(name, backend):
     from mmengine.structures import PixelData
     from mmseg.structures import SegDataSample
 
-    from diffzoo.harness.trainer import segmentation_loss
+    from diffzoo.harness.models.trainer import segmentation_loss
 
     labels = LabelSpace.from_editors(["a", "b", "c"])
     det = create_detector(name, "semantic", labels)
@@ -216,7 +216,7 @@ def test_save_then_load_gives_identical_predictions(name, backend, diffseg_folde
 
 def test_a_checkpoint_without_the_auxiliary_head_is_a_clear_error(backend, tmp_path):
     """Checkpoints saved before the R50-D8 auxiliary head was built."""
-    from diffzoo.harness.checkpoints import save_checkpoint
+    from diffzoo.harness.models.checkpoints import save_checkpoint
 
     det = create_detector("mmseg.fcn-r50", "binary")
     state = {k: v for k, v in det.model.net.state_dict().items() if ".auxiliary_head." not in k}

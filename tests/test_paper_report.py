@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import cli, make_record
 
-from diffzoo.harness.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.leaderboard.paper import VALUES_FILE, build_report, load_values, parse_values, render_markdown
 from diffzoo.leaderboard.paper.layout import TABLES
 from diffzoo.leaderboard.store import RecordStore

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from diffzoo import hookimpl
-from diffzoo.harness.plugins import DEFAULT_PLUGINS, PluginSystem
+from diffzoo.harness.core.plugins import DEFAULT_PLUGINS, PluginSystem
 
 
 def loaded():
@@ -92,7 +92,7 @@ def test_misspelled_hook_is_reported_and_the_plugin_skipped():
 
 def test_listing_imports_no_torch():
     code = (
-        "import sys; from diffzoo.harness.plugins import get_registry; r = get_registry();"
+        "import sys; from diffzoo.harness.core.plugins import get_registry; r = get_registry();"
         "[e for k in ('detector','generator','dataset','suite') for e in r.list(k)];"
         "assert 'torch' not in sys.modules, 'torch imported'; print('ok')"
     )

@@ -11,12 +11,12 @@ import torch
 from PIL import Image
 
 from diffzoo import DetectionOutput, Detector, DetectorCard, LabelSpace, create_detector, hookimpl, open_dataset
-from diffzoo.harness.checkpoints import cache_dir, load_checkpoint, save_checkpoint
-from diffzoo.harness.fsutil import sha256_file
-from diffzoo.harness.prediction import OVERLAY_MIN_SIDE, predict_image
-from diffzoo.harness.segmenter import TrainData
-from diffzoo.harness.trainer import TrainConfig
-from diffzoo.harness.types import BINARY
+from diffzoo.harness.models.checkpoints import cache_dir, load_checkpoint, save_checkpoint
+from diffzoo.harness.core.fsutil import sha256_file
+from diffzoo.harness.run.prediction import OVERLAY_MIN_SIDE, predict_image
+from diffzoo.harness.models.segmenter import TrainData
+from diffzoo.harness.core.train_config import TrainConfig
+from diffzoo.harness.core.types import BINARY
 
 TINY_TRAIN = TrainConfig(iterations=2, batch_size=2, crop_size=32, warmup_iters=1, pretrained=False)
 
@@ -146,6 +146,7 @@ def _cache(det, key, **extra):
     det.save(cache_dir(det.card.name, key), extra=extra)
 
 
+@pytest.mark.isolated_cache  # an empty cache, then exactly the models the test puts there
 def test_without_checkpoint_the_one_cached_model_is_used_else_the_choice_is_explained(capsys, tmp_path, images):
     code, _, err = cli(capsys, "predict", "-d", "segformer.tiny", str(images[1]))
     assert code != 0 and "no checkpoint of segformer.tiny in the cache" in err and "--checkpoint" in err
@@ -227,7 +228,7 @@ def test_a_classification_detector_gives_json_lines_and_no_pngs(capsys, tmp_path
         def register_detectors(self, register):
             register("fixed.v1", _Fixed, card=CARD, default=True, description="test")
 
-    from diffzoo.harness.plugins import get_plugin_system
+    from diffzoo.harness.core.plugins import get_plugin_system
 
     get_plugin_system().pm.register(Plugin(), name="fixed-plugin")
     _Fixed(CARD, "classification", BINARY, score=torch.tensor([0.7])).save(tmp_path / "ck")

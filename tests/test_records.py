@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from diffzoo.harness.errors import RecordError
-from diffzoo.harness.fsutil import atomic_write_text
-from diffzoo.harness.records import ResultRecord
+from diffzoo.harness.core.errors import RecordError
+from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.records.document import ResultRecord
 
 
 def minimal(**over):
@@ -68,7 +68,7 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
 WRITER = """
 import sys
 from pathlib import Path
-from diffzoo.harness.fsutil import atomic_write_text
+from diffzoo.harness.core.fsutil import atomic_write_text
 out = Path(sys.argv[1])
 i = 0
 print("ready", flush=True)

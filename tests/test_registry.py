@@ -1,7 +1,7 @@
 import pytest
 
-from diffzoo.harness.errors import PluginError, RegistryError, UnknownNameError
-from diffzoo.harness.registry import Registry
+from diffzoo.harness.core.errors import PluginError, RegistryError, UnknownNameError
+from diffzoo.harness.core.registry import Registry
 
 
 def make():

@@ -11,15 +11,16 @@ import pytest
 from PIL import Image
 
 from diffzoo import hookimpl
-from diffzoo.harness import distortions as D
-from diffzoo.harness.errors import ConfigError
-from diffzoo.harness.evaluate import detector_input, same_input
-from diffzoo.harness.planning import eval_input, make_plan
-from diffzoo.harness.plugins import get_plugin_system, get_registry
-from diffzoo.harness.prediction import checkpoint_short_side
-from diffzoo.harness.runner import RunRequest, Runner
+from diffzoo.harness.data import distortions as D
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.run.evaluate import detector_input, same_input
+from diffzoo.harness.run.planning import eval_input, make_plan
+from diffzoo.harness.core.plugins import get_plugin_system, get_registry
+from diffzoo.harness.run.prediction import checkpoint_short_side
+from diffzoo.harness.run.runner import RunRequest, Runner
 from diffzoo.harness.suites import Case, Suite, TrainSpec
-from diffzoo.harness.trainer import PAPER_RATIO, TrainConfig, paper_rescale, random_crop
+from diffzoo.harness.core.train_config import PAPER_RATIO, TrainConfig
+from diffzoo.harness.models.trainer import paper_rescale, random_crop
 
 from conftest import cli
 
@@ -109,7 +110,7 @@ def test_paper_training_rescale_stays_in_ratio_range_and_is_seeded():
 
 
 def test_recipe_is_checked_and_in_the_cache_key(diffseg_folder):
-    from diffzoo.harness.factories import open_dataset
+    from diffzoo.harness.run.factories import open_dataset
 
     with pytest.raises(ConfigError, match="--recipe 'bogus'.*native, paper"):
         TrainConfig().with_overrides(recipe="bogus")
@@ -196,7 +197,7 @@ def test_on_mini_rescale_at_the_training_resolution_is_the_baseline_and_2x_diffe
 
 def test_paper_recipe_is_recorded_evaluates_at_the_crop_and_says_negatives_are_missing(diffseg_folder, caplog,
                                                                                         monkeypatch):
-    from diffzoo.harness import runner
+    from diffzoo.harness.run import runner
 
     monkeypatch.setattr(runner, "_WARNED", set())  # said once per process and dataset
     with caplog.at_level(logging.WARNING):

@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pytest
 
-from diffzoo.harness.case_summary import case_metrics, summarize
-from diffzoo.harness.errors import ConfigError, UnknownNameError
+from diffzoo.harness.records.case_summary import case_metrics, summarize
+from diffzoo.harness.core.errors import ConfigError, UnknownNameError
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.metrics.slices import SliceMetadataMissing
-from diffzoo.harness.plugins import get_registry
+from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.suites import (
     DISTORTIONS,
     LORA,
@@ -28,7 +28,7 @@ from diffzoo.harness.suites import (
     TrainSpec,
     unseen_generators_suite,
 )
-from diffzoo.harness.types import BINARY, EditRecord, SampleMeta
+from diffzoo.harness.core.types import BINARY, EditRecord, SampleMeta
 
 PINNED = {
     ("standard", "1"): "fdc6c1e4daf95c7e",
@@ -87,6 +87,22 @@ def test_the_paper_suites_are_registered_and_all_expands_to_every_one():
     assert {e.name for e in registry.expand("suite", "*s")} == {"distortions", "unseen-generators", "slices"}
     with pytest.raises(UnknownNameError, match="zzz"):
         registry.expand("suite", "zzz*")
+
+
+def test_every_name_a_suite_gives_the_registry_resolves():
+    """Suites name distortions, generators and reference detectors; each must be
+    registered (a renamed card would otherwise drop a reference silently)."""
+    registry = get_registry()
+    asked = set()
+    for entry in registry.expand("suite", "all"):
+        for kind, name in entry.load().registry_names():
+            found = registry.get(kind, name).name  # a family name resolves to its default variant
+            assert found == name or found.startswith(name + "."), (entry.name, kind, name, found)
+            asked.add((kind, name))
+    assert {("detector", "cnnspot"), ("detector", "universalfakedet"), ("generator", "sdxl.hyper-sd-8step"),
+            ("distortion", "reedit"), ("distortion", "rescale"), ("distortion", "none")} <= asked
+    with pytest.raises(UnknownNameError, match="no-such-detector"):
+        registry.get("detector", "no-such-detector")
 
 
 def test_adding_a_field_with_its_default_keeps_old_hashes():

@@ -4,6 +4,7 @@ pairs, thresholds, references, the summary files; and the full demo run (slow)."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import cli, make_diffseg_folder
@@ -21,6 +22,22 @@ def folder8(tmp_path_factory):
 
 def records(out):
     return [json.loads(p.read_text()) for p in sorted((out / "records").glob("*.json"))]
+
+
+GOLDEN = Path(__file__).parent / "golden" / "suite-all-mini.json"
+"""`diffzoo run --detector segformer --suite all` on `mini`, as measured before issue 14's
+regroup (commit 8c757fd): every record's metrics and counts, every suite's definition hash."""
+
+
+def golden_view(data: list[dict]) -> dict:
+    """What must not move when code moves: per record its metrics and counts, per suite its hash."""
+    view = {"fingerprints": sorted({r["dataset"]["fingerprint"] for r in data}), "suites": {}, "records": {}}
+    for r in data:
+        view["suites"][r["suite"]["name"]] = [r["suite"]["version"], r["suite"]["definition_hash"]]
+        key = f'{r["detector"]["name"]}|{r["suite"]["name"]}|{r["case"]["name"]}'
+        assert key not in view["records"], key
+        view["records"][key] = {"metrics": r["metrics"], "counts": r["counts"]}
+    return view
 
 
 def test_wildcard_suite_runs_every_match_and_writes_the_summary(capsys, folder8, tmp_path):
@@ -88,7 +105,7 @@ def test_classification_runs_its_reference_detectors(capsys, folder8, tmp_path, 
 @pytest.mark.slow
 def test_suite_all_on_the_demo_data(capsys, tmp_path):
     """The README's main job: every suite on `mini` (about 30 min on 2 cores)."""
-    from diffzoo.harness.plugins import get_registry
+    from diffzoo.harness.core.plugins import get_registry
 
     out = tmp_path / "out"
     code, stdout, stderr = cli(capsys, "run", "--detector", "segformer", "--suite", "all", "--out", out)
@@ -103,6 +120,14 @@ def test_suite_all_on_the_demo_data(capsys, tmp_path):
     summary = (out / "summary.md").read_text()
     for n in range(2, 9):
         assert f"Table {n}" in summary
+    # the same numbers as before the regroup of issue 14: every metric, count and suite hash
+    golden = json.loads(GOLDEN.read_text())
+    view = json.loads(json.dumps(golden_view(data)))  # the JSON round trip the golden file made
+    assert view["fingerprints"] == golden["fingerprints"]
+    assert view["suites"] == golden["suites"]
+    assert sorted(view["records"]) == sorted(golden["records"])
+    for key, want in golden["records"].items():
+        assert view["records"][key] == want, key
 
 
 def test_slices_without_metadata_report_no_slice_and_say_how_to_fix_it(capsys, tmp_path):

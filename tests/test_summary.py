@@ -1,4 +1,4 @@
-"""The paper-style run summary (leaderboard/summary.py): table shapes, cell
+"""The paper-style run summary (leaderboard/summary/): table shapes, cell
 placement, mAP, the format-shortcut FLAG, oracle columns, escaping, plots."""
 
 from __future__ import annotations
@@ -10,14 +10,11 @@ from conftest import make_record
 from PIL import Image
 from rich.console import Console
 
-from diffzoo.harness.records import ResultRecord
-from diffzoo.leaderboard.summary import (
-    build_summary,
-    robustness_series,
-    summary_console,
-    summary_markdown,
-    write_summary,
-)
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.robustness import robustness_series
+from diffzoo.leaderboard.summary.build import build_summary
+from diffzoo.leaderboard.summary.render import summary_console, summary_markdown
+from diffzoo.leaderboard.summary.write import write_summary
 
 TITLES = ("Table 2a", "Table 2b", "Table 2c", "Table 3", "Table 4", "Table 5",
           "Table 6", "Table 7", "Table 8", "Format parity")

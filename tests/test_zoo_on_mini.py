@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from diffzoo.harness.plugins import get_registry
-from diffzoo.harness.runner import RunRequest, Runner
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.run.runner import RunRequest, Runner
 
 DETECTORS = ("segformer", "deeplabv3plus", "fcn8s", "cnnspot", "universalfakedet")
 

@@ -11,10 +11,11 @@ import sys
 
 import typer
 
-from ..harness.errors import DiffzooError
-from ..harness.fsutil import disk_full_error
-from ..leaderboard.escape import term
-from .app import app, console, err_console, state
+from diffzoo.harness.core.errors import DiffzooError
+from diffzoo.harness.core.fsutil import disk_full_error
+from diffzoo.leaderboard.render.escape import term
+from diffzoo.cli.app import app
+from diffzoo.cli.console import console, err_console, state
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
         format="%(levelname)s %(name)s: %(message)s",
     )
     if not debug:  # the CLI reports plugin failures itself, one line each
-        logging.getLogger("diffzoo.harness.plugins").setLevel(logging.ERROR)
+        logging.getLogger("diffzoo.harness.core.plugins").setLevel(logging.ERROR)
     try:
         code = app(args=args, prog_name="diffzoo", standalone_mode=False)
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, here

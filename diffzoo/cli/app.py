@@ -1,20 +1,21 @@
-"""The typer application and shared console objects."""
+"""The typer application: every command and sub-app joined here, explicitly.
+
+Each command module defines plain functions (and, for a group, its own
+``typer.Typer``); nothing registers itself when imported.  Plugins add
+commands through the ``register_commands`` hook, called once here.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
-from types import SimpleNamespace
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-# Not a terminal (CI logs, pipes): wide enough that tables do not wrap.
-_WIDTH = None if sys.stdout.isatty() else 132
-console = Console(highlight=False, width=_WIDTH, emoji=False)  # ":warning:" in a name prints as text
-err_console = Console(stderr=True, highlight=False, width=_WIDTH, emoji=False)
-state = SimpleNamespace(debug=False)
+from diffzoo.cli import data, generate, labelpairs, leaderboard, listing, predict, run, train
+from diffzoo.cli.console import err_console, state
+from diffzoo.harness.core.plugins import get_plugin_system
+from diffzoo.leaderboard.render.escape import term
 
 app = typer.Typer(
     name="diffzoo",
@@ -36,9 +37,6 @@ def _root(
 
 def report_plugin_failures() -> None:
     """One warning line per plugin that failed to import or raised in a hook."""
-    from ..harness.plugins import get_plugin_system
-    from ..leaderboard.escape import term
-
     system = get_plugin_system()
     system.registry  # noqa: B018 - building it runs the register hooks
     for failure in system.failures:
@@ -47,11 +45,14 @@ def report_plugin_failures() -> None:
             err_console.print(escape(failure.traceback), soft_wrap=True, highlight=False)
 
 
-def _install() -> None:
-    from ..harness.plugins import get_plugin_system
-    from . import data, generate, labelpairs, leaderboard, listing, predict, run, train  # noqa: F401 - they register commands
-
-    get_plugin_system().add_commands(app)
-
-
-_install()
+app.command("run")(run.run_cmd)
+app.command("generate")(generate.generate_cmd)
+app.command("list")(listing.list_cmd)
+app.command("predict")(predict.predict_cmd)
+app.command("train")(train.train_cmd)
+data.data_app.command("label-pairs")(labelpairs.label_pairs_cmd)
+app.add_typer(data.data_app, name="data")
+app.add_typer(leaderboard.lb, name="leaderboard")
+app.add_typer(leaderboard.report, name="report")
+app.add_typer(listing.plugins_app, name="plugins")
+get_plugin_system().add_commands(app)

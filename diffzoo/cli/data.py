@@ -9,16 +9,15 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from ..harness.factories import open_dataset
-from ..harness.progress import counter_callback
-from ..harness.registry import resolve_target
-from ..leaderboard.escape import term, term_text
-from .app import app, console, err_console
-from .progress import RichProgress
-from .run import DATASET_OPTION, LABELS, parse_options
+from diffzoo.harness.run.factories import open_dataset
+from diffzoo.harness.core.progress import counter_callback
+from diffzoo.harness.core.registry import resolve_target
+from diffzoo.leaderboard.render.escape import term, term_text
+from diffzoo.cli.console import console, err_console
+from diffzoo.cli.progress import RichProgress
+from diffzoo.cli.options import DATASET_OPTION, LABELS, parse_options
 
 data_app = typer.Typer(help="Build and inspect datasets.", no_args_is_help=True)
-app.add_typer(data_app, name="data")
 
 
 @data_app.command("build")
@@ -29,10 +28,10 @@ def build_cmd(
 ) -> None:
     """Build an embedded dataset (offline, deterministic)."""
     if name != "mini":
-        from ..harness.errors import UnknownNameError
+        from diffzoo.harness.core.errors import UnknownNameError
 
         raise UnknownNameError("buildable dataset", name, ["mini"])
-    build = resolve_target("diffzoo.generators.demo:ensure_mini", "dataset 'mini'", "diffzoo.generators.plugin")
+    build = resolve_target("diffzoo.generators.datasets.mini:ensure_mini", "dataset 'mini'", "diffzoo.generators.plugin")
     with counter_callback(RichProgress(console), "building mini") as callback:
         path = build(root=root, force=force, progress=callback)
     console.print(f"mini dataset at {path}")
@@ -69,10 +68,10 @@ def stats_cmd(
 ) -> None:
     """Dataset statistics as in the DiffSeg30k paper: images per editor, turns, base, edited area,
     resolutions, label values."""
-    from ..harness.data.stats import dataset_stats
-    from ..leaderboard.outdir import claim_output_dir
-    from ..leaderboard.stats_plots import stats_pngs
-    from ..leaderboard.tables import slugify
+    from diffzoo.harness.data.stats import dataset_stats
+    from diffzoo.leaderboard.outdir import claim_output_dir
+    from diffzoo.leaderboard.render.stats_plots import stats_pngs
+    from diffzoo.leaderboard.tables import slugify
 
     options = parse_options(dataset_option, "--dataset-option")
     if labels:

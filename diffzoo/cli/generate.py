@@ -10,14 +10,14 @@ from pathlib import Path
 
 import typer
 
-from ..generators import openvocab, pipeline, vlm
-from ..generators.schedule import parse_turn_ratio
-from ..harness.errors import ConfigError
-from ..harness.progress import counter_callback
-from ..leaderboard.escape import term
-from .app import app, console
-from .options import SEED
-from .progress import RichProgress, rank_output
+from diffzoo.generators.generate import openvocab, pipeline, vlm
+from diffzoo.generators.generate.schedule import parse_turn_ratio
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.progress import counter_callback
+from diffzoo.leaderboard.render.escape import term
+from diffzoo.cli.console import console
+from diffzoo.cli.options import SEED
+from diffzoo.cli.progress import RichProgress, rank_output
 
 
 def parse_loras(values: list[str], editors: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -33,7 +33,6 @@ def parse_loras(values: list[str], editors: tuple[str, ...]) -> tuple[tuple[str,
     return tuple(out)
 
 
-@app.command("generate")
 def generate_cmd(
     out: Path = typer.Option(..., "--out", help="Output folder (empty, or an earlier run's to resume it)."),
     editors: str = typer.Option(..., "--editors", help="Comma-separated editors, e.g. sd2,sdxl,flux1 or sd2.tiny,sdxl.tiny."),

@@ -6,18 +6,16 @@ from pathlib import Path
 
 import typer
 
-from ..generators import labels as L
-from ..generators import pairs
-from ..harness.progress import counter_callback
-from ..leaderboard.escape import term
-from .app import console
-from .data import data_app
-from .progress import RichProgress
+from diffzoo.generators.editors import labels as L
+from diffzoo.generators.datasets import pairs
+from diffzoo.harness.core.progress import counter_callback
+from diffzoo.leaderboard.render.escape import term
+from diffzoo.cli.console import console
+from diffzoo.cli.progress import RichProgress
 
 SHOWN_UNMATCHED = 20
 
 
-@data_app.command("label-pairs")
 def label_pairs_cmd(
     orig_dir: Path = typer.Argument(..., help="Folder of original images."),
     gen_dir: Path = typer.Argument(..., help="Folder of edited images; paired with ORIG_DIR by file stem."),

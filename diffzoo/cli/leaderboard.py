@@ -2,7 +2,7 @@
 ``diffzoo report paper`` (the paper report, as ``publish --format paper``).
 
 Every string that comes from a record (names, notes, problems quoting a
-value) is printed through :mod:`diffzoo.leaderboard.escape`: control
+value) is printed through :mod:`diffzoo.leaderboard.render.escape`: control
 characters and ESC sequences are shown escaped, rich markup as text.
 """
 
@@ -14,23 +14,22 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..harness.errors import ConfigError, RecordError
-from ..harness.metrics.catalog import metric_info
-from ..leaderboard.diff import diff as diff_selections
-from ..leaderboard.diff import diff_console
-from ..leaderboard.escape import term, term_text
-from ..leaderboard.formats import FORMATS
-from ..leaderboard.formats import publish as publish_selection
-from ..leaderboard.outdir import claim_output_dir
-from ..leaderboard.store import RecordStore
-from ..leaderboard.tables import PRIMARY, format_value
-from ..leaderboard.verify import Report, verify_files, verify_store
-from ..leaderboard.versions import freeze as freeze_store, list_versions, resolve, select
-from .app import app, console
+from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.metrics.catalog import metric_info
+from diffzoo.leaderboard.diff import diff as diff_selections
+from diffzoo.leaderboard.diff import diff_console
+from diffzoo.leaderboard.render.escape import term, term_text
+from diffzoo.leaderboard.render.text import FORMATS
+from diffzoo.leaderboard.render.text import publish as publish_selection
+from diffzoo.leaderboard.outdir import claim_output_dir
+from diffzoo.leaderboard.store import RecordStore
+from diffzoo.leaderboard.tables import PRIMARY, format_value
+from diffzoo.leaderboard.verify import Report, verify_files, verify_store
+from diffzoo.leaderboard.versions import freeze as freeze_store, list_versions, resolve, select
+from diffzoo.cli.console import console
 
 lb = typer.Typer(help="The versioned leaderboard: stored records, frozen versions, publishing.",
                  no_args_is_help=True)
-app.add_typer(lb, name="leaderboard")
 
 STORE_HELP = "Record store: a folder with records/ (any `diffzoo run --out` folder)."
 MIXED_HELP = ("Publish rows made under different label maps, splits or evaluator versions in one table, "
@@ -259,7 +258,6 @@ def _publish(version: str | None, store: Path, formats: list[str], out: Path, al
 
 
 report = typer.Typer(help="Reports built from stored records.", no_args_is_help=True)
-app.add_typer(report, name="report")
 
 
 @report.command("paper")

@@ -7,11 +7,11 @@ import difflib
 import typer
 from rich.table import Table
 
-from ..harness.errors import ConfigError
-from ..harness.plugins import get_plugin_system, get_registry
-from ..leaderboard.escape import term
-from .app import app, console
-from .options import SEED
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.plugins import get_plugin_system, get_registry
+from diffzoo.leaderboard.render.escape import term
+from diffzoo.cli.console import console
+from diffzoo.cli.options import SEED
 
 
 KINDS = ("detectors", "generators", "datasets", "suites", "distortions")
@@ -28,7 +28,6 @@ def _kind(value: str) -> str:
     raise ConfigError(f"cannot list {value!r}.{hint} `diffzoo list` takes one of: {', '.join(KINDS)}")
 
 
-@app.command("list")
 def list_cmd(
     kind: str = typer.Argument(..., help=f"What to list: {', '.join(KINDS)}."),
     pattern: str = typer.Argument("*", help="fnmatch wildcard, e.g. 'segformer*'."),
@@ -59,7 +58,6 @@ plugins_app = typer.Typer(
     help="Installed plugins (name, version, hooks); `plugins check NAME` tests a detector against its protocol.",
     invoke_without_command=True,
 )
-app.add_typer(plugins_app, name="plugins")
 
 
 @plugins_app.callback()
@@ -89,8 +87,8 @@ def check_cmd(
     seed: int = SEED,
 ) -> None:
     """Run a detector through a tiny built-in fixture and report every protocol violation."""
-    from ..harness.core.conformance import check_plugin
-    from ..harness.trainer import resolve_device
+    from diffzoo.harness.models.conformance import check_plugin
+    from diffzoo.harness.core.device import resolve_device
 
     findings = check_plugin(name, task or None, str(resolve_device(device)), seed)
     table = Table(title=f"plugins check {term(name)}", title_justify="left")

@@ -6,9 +6,12 @@ ConfigError: one line naming the option, the value and the fix, exit 2.
 
 from __future__ import annotations
 
+import json
+
 import typer
 
-from ..harness.types import check_seed
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.types import check_seed
 
 
 def _seed(value: int) -> int:
@@ -19,8 +22,7 @@ SEED = typer.Option(0, "--seed", callback=_seed, help="Random seed, an integer f
 
 
 def _recipe(value: str) -> str:
-    from ..harness.errors import ConfigError
-    from ..harness.trainer import RECIPES
+    from diffzoo.harness.core.train_config import RECIPES
 
     if value not in RECIPES:
         raise ConfigError(f"--recipe {value!r} is not a recipe; give one of {', '.join(RECIPES)} "
@@ -35,3 +37,44 @@ RECIPE = typer.Option(
     "evaluate with the shorter side at the crop size; uses --dataset-option extra_authentic=DIR (COCO negatives) "
     "when given. Use paper to reproduce the paper's Table 3. Part of the cache key and the record.",
 )
+
+
+# -- options shared by `run`, `train` and `data` (one definition each) ---------
+DETECTOR = typer.Option(..., "--detector", "-d", help="Detector name (family or family.tag).")
+DATASET = typer.Option("mini", "--dataset", help="Registered dataset name or a path.")
+DEVICE = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, ... (under torchrun: one GPU per rank).")
+PRETRAINED = typer.Option(
+    None, "--pretrained/--no-pretrained", help="Start from the card's pretrained weights (default: card/dataset)."
+)
+ITERATIONS = typer.Option(None, "--iterations", help="Override training iterations.")
+BATCH_SIZE = typer.Option(None, "--batch-size", help="Override training batch size (global under torchrun).")
+CROP_SIZE = typer.Option(None, "--crop-size", help="Override training crop size.")
+LABELS = typer.Option(
+    None, "--labels", help="Label map: JSON file {'names': [...]} or comma-separated editor names."
+)
+EXTRA_AUTHENTIC = typer.Option(
+    None, "--extra-authentic", help="Folder of authentic images added to training with all-zero masks."
+)
+SAVE_EVERY = typer.Option(
+    None, "--save-every",
+    help="Training steps between resume saves (default: a tenth of the iterations; 0: never). "
+    "A killed training resumes from the last one. Not part of the cache key.",
+)
+DATASET_OPTION = typer.Option(
+    [], "--dataset-option",
+    help="KEY=VALUE passed to the dataset adapter (e.g. calib_fraction=0.05, split=test); repeatable.",
+)
+
+
+def parse_options(items: list[str], what: str) -> dict[str, object]:
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (JSON values where they parse)."""
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{what} takes KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out

@@ -7,22 +7,21 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD
-from ..harness.prediction import (
+from diffzoo.harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD
+from diffzoo.harness.run.prediction import (
     PREDICTIONS_FILE,
     collect_images,
     load_model,
     predict_files,
 )
-from ..harness.progress import NullProgress
-from ..leaderboard.escape import term
-from .app import app, console
-from .progress import RichProgress
+from diffzoo.harness.core.progress import NullProgress
+from diffzoo.leaderboard.render.escape import term
+from diffzoo.cli.console import console
+from diffzoo.cli.progress import RichProgress
 
 SHOWN_ROWS = 20
 
 
-@app.command("predict")
 def predict_cmd(
     images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files or folders of images (any size)."),
     detector: str | None = typer.Option(

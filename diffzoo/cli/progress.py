@@ -1,4 +1,4 @@
-"""rich progress bars for library code's :class:`~diffzoo.harness.progress.Progress`."""
+"""rich progress bars for library code's :class:`~diffzoo.harness.core.progress.Progress`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ..leaderboard.escape import term
+from diffzoo.leaderboard.render.escape import term
 
 
 class _RichTask:
@@ -52,7 +52,7 @@ def rank_output(console: Console) -> Iterator[None]:
     """Under torchrun: silence ``console`` on ranks > 0 (errors still print)
     and leave the process group at the end, all ranks together after
     success.  May be entered before the group is joined."""
-    from ..harness import distributed
+    from diffzoo.harness.core import distributed
 
     quiet = console.quiet
     console.quiet = quiet or distributed.launch_rank() != 0

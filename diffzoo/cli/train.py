@@ -1,4 +1,4 @@
-"""``diffzoo train``: train one model, as ``diffzoo run`` would, and keep it.
+"""``diffzoo train``: :func:`diffzoo.train` (one model, as ``diffzoo run`` would train it), printed.
 
 The config resolution (card recipe <- dataset overrides <- options) and the
 checkpoint cache are the runner's, so ``diffzoo run`` later finds the model
@@ -11,30 +11,18 @@ from pathlib import Path
 
 import typer
 
-from ..harness.planning import TrainingJob
-from ..harness.runner import Runner, TrainOutput
-from ..leaderboard.escape import term
-from .app import app, console
-from .progress import RichProgress, rank_output
-from .run import (
-    BATCH_SIZE,
-    CROP_SIZE,
-    DATASET,
-    DATASET_OPTION,
-    DETECTOR,
-    DEVICE,
-    EXTRA_AUTHENTIC,
-    ITERATIONS,
-    LABELS,
-    PRETRAINED,
-    SAVE_EVERY,
-    SEED,
-    make_request,
+from diffzoo.api import train
+from diffzoo.cli.console import console
+from diffzoo.cli.options import (
+    BATCH_SIZE, CROP_SIZE, DATASET, DATASET_OPTION, DETECTOR, DEVICE, EXTRA_AUTHENTIC, ITERATIONS, LABELS,
+    PRETRAINED, RECIPE, SAVE_EVERY, SEED, parse_options,
 )
-from .options import RECIPE
+from diffzoo.cli.progress import RichProgress, rank_output
+from diffzoo.harness.run.planning import Plan, TrainingJob
+from diffzoo.harness.run.runner import Runner, TrainOutput
+from diffzoo.leaderboard.render.escape import term
 
 
-@app.command("train")
 def train_cmd(
     detector: str = DETECTOR,
     dataset: str = DATASET,
@@ -56,22 +44,23 @@ def train_cmd(
     out: Path | None = typer.Option(None, "--out", help="Also write the checkpoint to this folder."),
 ) -> None:
     """Train one detector on a dataset's train split; the checkpoint goes to the cache (and --out)."""
-    request = make_request(
-        detector=detector, dataset=dataset, seed=seed, device=device, pretrained=pretrained,
-        iterations=iterations, batch_size=batch_size, crop_size=crop_size, labels=labels,
-        extra_authentic=extra_authentic, dataset_option=dataset_option, suites="", out=out,
-        save_every=save_every, recipe=recipe,
-    )
-    excluded = tuple(e.strip() for e in (exclude_editors or "").split(",") if e.strip())
-    runner = Runner(request, RichProgress(console))
     with rank_output(console):
-        plan = runner.plan_training(task, excluded)
-        ds = runner.dataset
-        console.print(f"[bold]dataset[/] {term(ds.name)} (fingerprint {plan.fingerprint}); "
-                      f"classes: {term(', '.join(ds.label_space.names))}")
-        job = plan.jobs[0]
-        console.print(f"[bold]plan[/] {term(_describe(plan.card.name, job))} (cache key {job.key})")
-        _report(runner.train(task, excluded))
+        _report(train(
+            detector, dataset, task=task, exclude_editors=[e.strip() for e in (exclude_editors or "").split(",")
+                                                           if e.strip()],
+            out=out, progress=RichProgress(console), on_plan=_print_plan, seed=seed, device=device,
+            pretrained=pretrained, iterations=iterations, batch_size=batch_size, crop_size=crop_size, recipe=recipe,
+            labels=labels, extra_authentic=extra_authentic,
+            dataset_options=parse_options(dataset_option, "--dataset-option"), save_every=save_every,
+        ))
+
+
+def _print_plan(runner: Runner, plan: Plan) -> None:
+    ds = runner.dataset
+    console.print(f"[bold]dataset[/] {term(ds.name)} (fingerprint {plan.fingerprint}); "
+                  f"classes: {term(', '.join(ds.label_space.names))}")
+    job = plan.jobs[0]
+    console.print(f"[bold]plan[/] {term(_describe(plan.card.name, job))} (cache key {job.key})")
 
 
 def _describe(name: str, job: TrainingJob) -> str:

@@ -9,14 +9,14 @@ families are registered by three hook implementations (through pluggy's
 
 from __future__ import annotations
 
-from ..harness.hookspecs import hookimpl
-from .cards import DEFAULT_CARDS, GENERATOR_CARDS, INSTRUCT_CARDS
-from .glide.cards import EDITOR_TARGET as GLIDE_TARGET
-from .glide.cards import GLIDE_CARDS
+from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.generators.editors.cards import DEFAULT_CARDS, GENERATOR_CARDS, INSTRUCT_CARDS
+from diffzoo.generators.editors.glide.cards import EDITOR_TARGET as GLIDE_TARGET
+from diffzoo.generators.editors.glide.cards import GLIDE_CARDS
 
-EDITOR_TARGET = "diffzoo.generators.diffusers_editor:DiffusersEditor"
-INSTRUCT_TARGET = "diffzoo.generators.instruct:InstructionEditor"
-MINI_TARGET = "diffzoo.generators.demo:open_mini"
+EDITOR_TARGET = "diffzoo.generators.editors.diffusers_editor:DiffusersEditor"
+INSTRUCT_TARGET = "diffzoo.generators.editors.instruct:InstructionEditor"
+MINI_TARGET = "diffzoo.generators.datasets.mini:open_mini"
 
 
 def _register(register, cards, target: str | None = None) -> None:
@@ -59,7 +59,7 @@ def register_datasets(register):
     )
     register(
         "imgedit",
-        "diffzoo.generators.imgedit:ImgEditDataset",
+        "diffzoo.generators.datasets.imgedit:ImgEditDataset",
         description="ImgEdit instruction-editing pairs (PKU-YuanGroup/ImgEdit parquet): labels derived by "
         "pixel difference, cached",
     )
@@ -67,5 +67,5 @@ def register_datasets(register):
 
 @hookimpl
 def register_distortions(register):
-    register("reedit", "diffzoo.generators.reedit:reedit",
+    register("reedit", "diffzoo.generators.datasets.reedit:reedit",
              description="re-edit one editor's regions with a generator card (label unchanged; cached on disk)")

@@ -5,9 +5,9 @@ Registered through the same hooks as any third-party plugin.
 
 from __future__ import annotations
 
-from .data.hfsource import DIFFSEG30K_HUB_ID
-from .hookspecs import hookimpl
-from .suites import ALL_SUITES
+from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID
+from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.harness.suites import ALL_SUITES
 
 
 @hookimpl
@@ -64,16 +64,16 @@ def register_datasets(register):
 
 @hookimpl
 def register_distortions(register):
-    register("none", "diffzoo.harness.distortions:identity", description="no distortion")
-    register("jpeg", "diffzoo.harness.distortions:jpeg", description="JPEG at an exact quality (1..100), 4:2:0")
-    register("webp", "diffzoo.harness.distortions:webp", description="lossy WebP at quality (1..100), method 4")
-    register("resize", "diffzoo.harness.distortions:resize",
+    register("none", "diffzoo.harness.data.distortions:identity", description="no distortion")
+    register("jpeg", "diffzoo.harness.data.distortions:jpeg", description="JPEG at an exact quality (1..100), 4:2:0")
+    register("webp", "diffzoo.harness.data.distortions:webp", description="lossy WebP at quality (1..100), method 4")
+    register("resize", "diffzoo.harness.data.distortions:resize",
              description="longer side to size px (bicubic); scored at the original size unless back=false")
-    register("rescale", "diffzoo.harness.distortions:rescale",
+    register("rescale", "diffzoo.harness.data.distortions:rescale",
              description="shorter side to scale x the model's input resolution (bicubic); scored at the label's size")
-    register("blur", "diffzoo.harness.distortions:blur", description="Gaussian blur of sigma px (reflect-101 border)")
-    register("noise", "diffzoo.harness.distortions:noise",
+    register("blur", "diffzoo.harness.data.distortions:blur", description="Gaussian blur of sigma px (reflect-101 border)")
+    register("noise", "diffzoo.harness.data.distortions:noise",
              description="additive Gaussian noise, sigma in 0..255 units, seeded per image")
-    register("crop", "diffzoo.harness.distortions:crop", description="centre crop keeping fraction of each side")
-    register("reencode", "diffzoo.harness.distortions:reencode",
+    register("crop", "diffzoo.harness.data.distortions:crop", description="centre crop keeping fraction of each side")
+    register("reencode", "diffzoo.harness.data.distortions:reencode",
              description="re-encode as png (lossless), jpeg or webp (quality)")

@@ -18,10 +18,11 @@ from typing import Any
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..harness.metrics.catalog import metric_info
-from .escape import printable, term_text
-from .tables import Row, Table, TableKey, build_tables, format_value
-from .versions import Selection
+from diffzoo.harness.metrics.catalog import metric_info
+from diffzoo.leaderboard.newest import newest
+from diffzoo.leaderboard.render.escape import printable, term_text
+from diffzoo.leaderboard.tables import Row, Table, TableKey, build_tables, format_value
+from diffzoo.leaderboard.versions import Selection
 
 
 @dataclass
@@ -74,14 +75,9 @@ class Diff:
 
 
 def _latest(table: Table) -> dict[str, Row]:
-    rows: dict[str, Row] = {}
-    for row in table.rows:
-        if row.baseline:
-            continue
-        prev = rows.get(row.detector)
-        if prev is None or (row.provenance.get("date") or "") >= (prev.provenance.get("date") or ""):
-            rows[row.detector] = row
-    return rows
+    """Each detector's row of its newest record (:func:`~.newest.newest`)."""
+    return newest((row for row in table.rows if not row.baseline), key=lambda row: row.detector,
+                  date=lambda row: row.provenance.get("date") or "")
 
 
 def _same(x: float | None, y: float | None) -> bool:

@@ -21,9 +21,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ..harness.errors import ConfigError
-from ..harness.fsutil import atomic_write_bytes, atomic_write_text
-from .store import STORE_DIRS
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
+from diffzoo.leaderboard.store import STORE_DIRS
 
 MARKER = ".diffzoo-out.json"
 DIFFZOO_NAMES = frozenset({*STORE_DIRS, "runs", "plots", "stats", "summary.md", ".lock", MARKER})

@@ -10,14 +10,14 @@ Layout of a store (any ``diffzoo run --out`` folder is one)::
     <root>/versions/<NAME>.json                 frozen leaderboard versions
 
 A record's id is its identity (what determines its numbers, see
-:mod:`diffzoo.harness.records`), so a re-run of the same thing has the same
+:mod:`diffzoo.harness.records.document`), so a re-run of the same thing has the same
 id: :meth:`RecordStore.add` answers "already recorded: ID" and keeps the
 stored record, saying which numbers differ when they do (nondeterminism);
 ``replace=True`` (``diffzoo run --rerun``) stores the new one and moves the
 old one to ``replaced/``.  Nothing is ever deleted.
 
 Before a record is stored its schema, digests and id are checked and every
-number is recomputed from its state (:mod:`diffzoo.harness.record_check`);
+number is recomputed from its state (:mod:`diffzoo.harness.records.check`);
 its states are written first, so a stored record always has them.  Files
 are written atomically (temp file + fsync + rename) under an advisory lock
 (``flock`` on ``<root>/.lock``), so several processes may add at once; a
@@ -35,10 +35,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..harness.errors import RecordError
-from ..harness.fsutil import atomic_write_bytes, atomic_write_text
-from ..harness.record_check import StateSource, record_roots, same, state_problems
-from ..harness.records import ResultRecord, content_digest, record_problems, store_lock, write_state_file
+from diffzoo.harness.core.errors import RecordError
+from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
+from diffzoo.harness.records.check import StateSource, record_roots, same, state_problems
+from diffzoo.harness.records.document import ResultRecord, content_digest, record_problems, store_lock, write_state_file
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..harness.errors import ConfigError
-from ..harness.metrics.catalog import COUNT_METRICS, MetricInfo, metric_info
-from ..harness.records import ResultRecord
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.metrics.catalog import COUNT_METRICS, MetricInfo, metric_info
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.newest import newest, record_date
 
 # Columns shown per case task, in order (others stay in the JSON/CSV output).
 SHOWN = {
@@ -89,8 +90,27 @@ class Row:
     conditions: dict[str, str] = field(default_factory=dict)  # see record_conditions
 
 
+class RecordConditions:
+    """What a table of ``records`` shows of their :data:`CONDITIONS` (the
+    leaderboard's tables and the paper report's)."""
+
+    records: list[ResultRecord]
+
+    @cached_property
+    def mixed(self) -> list[str]:
+        """The conditions its rows differ in: one column each."""
+        return list(mixed_conditions(self.records))
+
+    @property
+    def shared(self) -> dict[str, str]:
+        """The conditions every row shares ({} without records), for the table's header line."""
+        if not self.records:
+            return {}
+        return {k: v for k, v in record_conditions(self.records[0]).items() if k not in self.mixed}
+
+
 @dataclass
-class Table:
+class Table(RecordConditions):
     key: TableKey
     columns: list[MetricInfo]
     rows: list[Row]
@@ -116,16 +136,6 @@ class Table:
             else:
                 out[info.name] = max(values) if info.higher_is_better else min(values)
         return out
-
-    @cached_property
-    def mixed(self) -> list[str]:
-        """The conditions (:data:`CONDITIONS`) its rows differ in: one column each."""
-        return list(mixed_conditions(self.records))
-
-    @property
-    def shared(self) -> dict[str, str]:
-        """The conditions every row shares, for the table's header line."""
-        return {k: v for k, v in record_conditions(self.records[0]).items() if k not in self.mixed}
 
     def is_best(self, row: Row, metric: str) -> bool:
         """True for a detector row holding its column's best value."""
@@ -198,13 +208,9 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
     Records of the same run (same detector, checkpoint, suite version, case,
     dataset, metric version and seed; the store guarantees equal numbers)
     give one row, the newest."""
-    newest: dict[str, ResultRecord] = {}  # re-runs of one run (same numbers, e.g. another git hash): one row
-    for record in records:
-        key = record.id
-        if key not in newest or record_date(record) >= record_date(newest[key]):
-            newest[key] = record
     groups: dict[TableKey, list[ResultRecord]] = {}
-    for record in newest.values():
+    # re-runs of one run (same numbers, e.g. another git hash): one row
+    for record in newest(records, key=lambda r: r.id).values():
         groups.setdefault(TableKey.of(record), []).append(record)
     tables = []
     for key, recs in groups.items():
@@ -317,10 +323,6 @@ def table_metrics(task: str, records: list[ResultRecord], compact: bool = False)
 def _is_oracle(name: str) -> bool:
     info = metric_info(name)
     return bool(info and info.oracle)
-
-
-def record_date(record: ResultRecord) -> str:
-    return record.body.environment.date or ""
 
 
 def version_order(version: str) -> tuple:

@@ -4,7 +4,7 @@ frozen version or a set of files, and find what killed writes left behind.
 A record passes when its schema and ranges hold, no field was edited after
 it was written (digests), its id is its identity, its file is named by its
 id, its state files are present with the sha256 it names, and every number
-is recomputed from them (:mod:`diffzoo.harness.record_check`).  A frozen
+is recomputed from them (:mod:`diffzoo.harness.records.check`).  A frozen
 version passes when its manifest is intact and every record it froze is in
 the store with the content digest it was frozen with.  Temp files of killed
 writes (``.NAME.RANDOM.tmp``) are listed, never passed over; ``clean``
@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..harness.errors import RecordError
-from ..harness.record_check import StateSource, record_roots, state_problems
-from .store import RecordStore, expand_record_paths, read_record_file
-from .versions import version_paths
+from diffzoo.harness.core.errors import RecordError
+from diffzoo.harness.records.check import StateSource, record_roots, state_problems
+from diffzoo.leaderboard.store import RecordStore, expand_record_paths, read_record_file
+from diffzoo.leaderboard.versions import version_paths
 
 
 @dataclass

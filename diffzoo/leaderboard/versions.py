@@ -22,11 +22,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from ..harness.cards import stable_hash
-from ..harness.errors import ConfigError, RecordError
-from ..harness.fsutil import atomic_write_text
-from ..harness.records import ResultRecord, store_lock
-from .store import RecordStore, expand_record_paths
+from diffzoo.harness.core.cards import stable_hash
+from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.records.document import ResultRecord, store_lock
+from diffzoo.leaderboard.store import RecordStore, expand_record_paths
 
 VERSION_SCHEMA = 2
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

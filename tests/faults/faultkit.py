@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from diffzoo import DetectionOutput, DetectorCard, Detector, hookimpl
-from diffzoo.harness.plugins import get_plugin_system
-from diffzoo.harness.types import BINARY
+from diffzoo.harness.core.plugins import get_plugin_system
+from diffzoo.harness.core.types import BINARY
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,13 +44,13 @@ class Scripted(Detector):
         return {}
 
     def save(self, path, extra=None):
-        from diffzoo.harness.checkpoints import save_checkpoint
+        from diffzoo.harness.models.checkpoints import save_checkpoint
 
         return save_checkpoint(Path(path), {"w": torch.ones(3)},
                                {"card": self.card.to_dict(), "task": self.task, **(extra or {})})
 
     def load(self, path):
-        from diffzoo.harness.checkpoints import load_checkpoint
+        from diffzoo.harness.models.checkpoints import load_checkpoint
 
         return load_checkpoint(path)[1]
 

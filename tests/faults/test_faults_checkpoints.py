@@ -18,11 +18,13 @@ import torch
 from conftest import cli, save_image
 from safetensors.torch import load_file
 
-from diffzoo.harness.errors import ModelError
-from diffzoo.harness.fsutil import sha256_file
-from diffzoo.harness.plugins import get_registry
-from diffzoo.harness.runner import RunRequest, Runner
-from diffzoo.harness.types import BINARY
+from diffzoo.harness.core.errors import ModelError
+from diffzoo.harness.core.fsutil import sha256_file
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.run.runner import RunRequest, Runner
+from diffzoo.harness.core.types import BINARY
+
+pytestmark = pytest.mark.isolated_cache  # kills writers and tampers with cached checkpoints on purpose
 
 TASK = {"segformer.tiny": "binary", "cnnspot.tiny": "classification", "universalfakedet.tiny": "classification"}
 ITERATIONS = 20  # the default resume interval is a tenth: a save every 2 steps
@@ -69,7 +71,7 @@ def _checkpoints_dir(detector: str = "segformer.tiny") -> Path:
 _DIE = """
 import json, os, sys
 import safetensors.torch as st
-from diffzoo.harness.runner import RunRequest, Runner
+from diffzoo.harness.run.runner import RunRequest, Runner
 suffix, die_at = sys.argv[2], int(sys.argv[3])
 real, calls = st.save_file, [0]
 def dying(tensors, filename, *args, **kwargs):
@@ -111,7 +113,7 @@ def test_checkpoint_save_killed_midway_is_ignored_then_cleaned(diffseg_folder, t
     assert _train_and_die(diffseg_folder, tmp_path, "model.safetensors", 1) == 9
     left = [p for p in _checkpoints_dir().iterdir() if p.name.startswith(".")]
     assert left and all((p / "model.safetensors").exists() for p in left)  # what the kill left behind
-    from diffzoo.harness.checkpoints import cached_checkpoints
+    from diffzoo.harness.models.checkpoints import cached_checkpoints
 
     assert cached_checkpoints("segformer.tiny") == []
     code, _, err = cli(capsys, "predict", _image(tmp_path), "--detector", "segformer.tiny", "--device", "cpu",
@@ -124,7 +126,7 @@ def test_checkpoint_folder_still_being_written_is_neither_listed_nor_removed(mon
     import safetensors.torch as st
 
     from diffzoo import create_detector
-    from diffzoo.harness.checkpoints import cache_dir, cached_checkpoints
+    from diffzoo.harness.models.checkpoints import cache_dir, cached_checkpoints
 
     real, seen = st.save_file, {}
 
@@ -285,7 +287,7 @@ def test_kill_while_saving_the_resume_state_keeps_the_previous_one(diffseg_folde
 
 
 def test_save_interval_changes_neither_the_cache_key_nor_the_model(diffseg_folder, tmp_path, monkeypatch):
-    from diffzoo.harness.errors import ConfigError
+    from diffzoo.harness.core.errors import ConfigError
 
     every_step = Runner(_request(diffseg_folder, save_every=1)).train("binary")
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "other"))

@@ -16,8 +16,10 @@ from PIL import Image
 from conftest import cli
 from faultkit import faulty  # noqa: F401 - a fixture
 from diffzoo import hookimpl
-from diffzoo.harness.plugins import get_plugin_system
+from diffzoo.harness.core.plugins import get_plugin_system
 
+
+pytestmark = pytest.mark.isolated_cache  # kills and tampering during CLI runs need a cache of their own
 
 def one_line_exit_2(code, stdout, stderr, *needles):
     lines = [line for line in stderr.splitlines() if line.strip()]
@@ -91,7 +93,7 @@ def test_a_plugin_registering_a_taken_name_is_rejected_whole(capsys):
 
 
 def test_a_full_disk_names_the_path_and_the_free_space(capsys, tmp_path, monkeypatch, record_factory):
-    from diffzoo.harness import fsutil
+    from diffzoo.harness.core import fsutil
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -106,7 +108,7 @@ def test_a_full_disk_names_the_path_and_the_free_space(capsys, tmp_path, monkeyp
 
 
 def test_a_full_disk_inside_any_writer_is_one_line(capsys, tmp_path, monkeypatch):
-    import diffzoo.leaderboard.formats as formats
+    import diffzoo.leaderboard.render.text as formats
 
     target = tmp_path / "pub" / "leaderboard.md"
 

@@ -26,10 +26,12 @@ from PIL import Image, ImageFile
 
 from diffzoo import open_dataset
 from diffzoo.harness.data import DiffSeg30kDataset, read_binary_mask, read_image, read_mask
-from diffzoo.harness.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 
 # -- helpers -------------------------------------------------------------------
 
+
+pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 
 def encode(img: Image.Image, fmt: str = "PNG", **kw) -> bytes:
     buf = io.BytesIO()

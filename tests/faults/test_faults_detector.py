@@ -20,12 +20,14 @@ import torch
 from conftest import cli
 from faultkit import REPO, Scripted, faulty  # noqa: F401 - faulty is a fixture
 from diffzoo import DetectionOutput, DetectorCard, Detector, hookimpl, open_dataset
-from diffzoo.harness.distortions import identity
-from diffzoo.harness.errors import DiffzooError
-from diffzoo.harness.evaluate import evaluate
-from diffzoo.harness.plugins import get_plugin_system
-from diffzoo.harness.types import BINARY
+from diffzoo.harness.data.distortions import identity
+from diffzoo.harness.core.errors import DiffzooError
+from diffzoo.harness.run.evaluate import evaluate
+from diffzoo.harness.core.plugins import get_plugin_system
+from diffzoo.harness.core.types import BINARY
 
+
+pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 
 def score(ds, det, tasks=("binary",)):
     return evaluate(det, ds, "val", identity, {}, tasks=tasks)
@@ -208,7 +210,7 @@ class BrokenPlugin:
 
 
 def test_plugins_check_reports_every_violation_of_a_broken_plugin(capsys):
-    from diffzoo.harness.core.conformance import check_plugin
+    from diffzoo.harness.models.conformance import check_plugin
 
     get_plugin_system().pm.register(BrokenPlugin(), name="broken")
     failed = {f.check: f.message for f in check_plugin("broken") if not f.ok}
@@ -221,7 +223,7 @@ def test_plugins_check_reports_every_violation_of_a_broken_plugin(capsys):
 
 
 def test_plugins_check_names_a_missing_method():
-    from diffzoo.harness.core.conformance import check_plugin
+    from diffzoo.harness.models.conformance import check_plugin
 
     class NoLoad(Detector):
         predict = BrokenDetector.predict
@@ -273,7 +275,7 @@ def test_segformer_answers_for_one_pixel_and_extreme_aspect_ratios():
     internal error).  tests/test_detectors_segmentation.py holds every
     built-in segmenter to the same sizes."""
     from diffzoo import create_detector
-    from diffzoo.harness.types import LabelSpace
+    from diffzoo.harness.core.types import LabelSpace
 
     space = LabelSpace(("background", "a", "b"))
     for task, channels in (("binary", 1), ("semantic", 3)):

@@ -4,6 +4,8 @@ Markdown rows, live LaTeX, HTML injection, terminal escape sequences)."""
 
 from __future__ import annotations
 
+import pytest
+
 import csv
 import io
 from html.parser import HTMLParser
@@ -12,10 +14,13 @@ from conftest import make_record
 from markdown_it import MarkdownIt
 from rich.console import Console
 
-from diffzoo.leaderboard.console import case_tables
-from diffzoo.leaderboard.formats import publish
-from diffzoo.leaderboard.summary import build_summary, summary_console, summary_markdown
+from diffzoo.leaderboard.render.console import case_tables
+from diffzoo.leaderboard.render.text import publish
+from diffzoo.leaderboard.summary.build import build_summary
+from diffzoo.leaderboard.summary.render import summary_console, summary_markdown
 from diffzoo.leaderboard.versions import Selection
+
+pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 
 ESC = "\x1b]0;pwned\x07\x1b[2J\x1b[31m"  # set the window title, clear the screen, turn red
 ESC_SHOWN = "\\x1b]0;pwned\\x07\\x1b[2J\\x1b[31m"

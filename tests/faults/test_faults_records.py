@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 from conftest import cli, make_record, make_state
 
-from diffzoo.harness.errors import ConfigError, RecordError
-from diffzoo.harness.records import ResultRecord
+from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.store import RecordStore
 
+
+pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 
 def verified(detector: str = "det", seed: int = 0, task: str = "binary", **kw) -> ResultRecord:
     """A record whose numbers its state reproduces (the code before issue 12
@@ -40,7 +42,7 @@ def reseal(data: dict) -> dict:
     """Recompute every hash a record carries, as an editor with diffzoo's
     source can (before issue 12 the id was a hash of the content, and a
     resealed record was accepted)."""
-    from diffzoo.harness import records
+    from diffzoo.harness.records import document as records
 
     if hasattr(records, "field_digests"):
         data["digests"] = records.field_digests(data)
@@ -304,7 +306,7 @@ def test_leaderboard_add_refuses_to_make_a_store_in_a_foreign_folder(tmp_path, c
 
 # -- counts and terminal output ------------------------------------------------------------------
 def test_skipped_samples_are_counted_by_kind():
-    from diffzoo.harness.record_model import Counts
+    from diffzoo.harness.records.model import Counts
 
     skipped = [{"id": f"s{i}", "kind": kind, "reason": f"file s{i} is {kind}"}
                for i, kind in enumerate(["corrupt", "too-large", "corrupt"] + ["mask-size"] * 30)]

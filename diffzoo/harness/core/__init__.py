@@ -1,6 +1,7 @@
-"""The harness core: what every detector, generator and dataset is held to.
+"""The ground floor: what every detector, generator and dataset is held to.
 
-New boundary code lives here (DESIGN.md's layout); the older core modules
-(protocols, hookspecs, registry, plugins, errors, types) move here with
-issue 14.
+Errors, value types, the extension protocols and their pluggy hookspecs, the
+name registry and plugin loading, model cards, the training config, device
+names, progress reporting, filesystem helpers, the torchrun layer, and the
+detector-output boundary check.  Nothing here imports another harness package.
 """

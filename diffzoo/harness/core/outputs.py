@@ -31,8 +31,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import DetectorError
-from ..types import DetectionOutput
+from diffzoo.harness.core.errors import DetectorError
+from diffzoo.harness.core.types import DetectionOutput
 
 PIXEL_FIELDS = ("mask_logits", "mask_probs", "labels")
 PIXEL_TASKS = ("binary", "semantic")

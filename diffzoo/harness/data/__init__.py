@@ -4,14 +4,14 @@ fingerprints, provenance.
 See docs/datasets.md for the layouts each adapter reads.
 """
 
-from .authentic import AUTHENTIC_PREFIX, AuthenticFolder, WithAuthentic
-from .base import SplitDataset
-from .diffseg30k import DiffSeg30kDataset
-from .fingerprint import fingerprint_files, pair_fingerprint
-from .generic import JsonListDataset, TpGtDataset
-from .hfsource import DIFFSEG30K_HUB_ID
-from .imageio import read_binary_mask, read_image, read_mask
-from .labelmaps import (
+from diffzoo.harness.data.authentic import AUTHENTIC_PREFIX, AuthenticFolder, WithAuthentic
+from diffzoo.harness.data.base import SplitDataset
+from diffzoo.harness.data.diffseg30k import DiffSeg30kDataset
+from diffzoo.harness.data.fingerprint import fingerprint_files, pair_fingerprint
+from diffzoo.harness.data.generic import JsonListDataset, TpGtDataset
+from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID
+from diffzoo.harness.data.imageio import read_binary_mask, read_image, read_mask
+from diffzoo.harness.data.labelmaps import (
     DIFFSEG30K_EDITORS,
     DIFFSEG30K_LABELS,
     DIFFSEG30K_LABELS_VERIFIED,
@@ -23,9 +23,9 @@ from .labelmaps import (
     load_label_space,
     read_label_file,
 )
-from .metadata import read_metadata_file
-from .provenance import provenance_of
-from .splits import CANONICAL_SPLITS, canonical_split, hash_split_id, split_ids
+from diffzoo.harness.data.metadata import read_metadata_file
+from diffzoo.harness.data.provenance import provenance_of
+from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, hash_split_id, split_ids
 
 __all__ = [
     "AUTHENTIC_PREFIX",

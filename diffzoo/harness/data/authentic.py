@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError
-from ..protocols import Dataset
-from ..types import Sample, SampleMeta
-from .fingerprint import combine, fingerprint_files
-from .imageio import IMAGE_EXTENSIONS, is_image_file, read_image
-from .splits import canonical_split
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.types import Sample, SampleMeta
+from diffzoo.harness.data.fingerprint import combine, fingerprint_files
+from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
+from diffzoo.harness.data.splits import canonical_split
 
 AUTHENTIC_PREFIX = "authentic/"
 

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from ..protocols import Dataset
-from ..types import LabelSpace, Sample
-from .authentic import AuthenticFolder
-from .fingerprint import combine
-from .labelmaps import LabelMap, label_map_sha256
-from .splits import CANONICAL_SPLITS, canonical_split, own_splits, with_extra_authentic
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.types import LabelSpace, Sample
+from diffzoo.harness.data.authentic import AuthenticFolder
+from diffzoo.harness.data.fingerprint import combine
+from diffzoo.harness.data.labelmaps import LabelMap, label_map_sha256
+from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, own_splits, with_extra_authentic
 
 
 def require_path(path: object, adapter: str, *, exists: bool = True) -> None:

@@ -43,12 +43,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from ..types import EditRecord
-from .authentic import image_files_in
-from .base import require_path
-from .fingerprint import combine, fingerprint_files
-from .generic import _child_dir, _PairListDataset, add_authentic, pair_folders, report_unpaired
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import EditRecord
+from diffzoo.harness.data.authentic import image_files_in
+from diffzoo.harness.data.base import require_path
+from diffzoo.harness.data.fingerprint import combine, fingerprint_files
+from diffzoo.harness.data.generic import _child_dir, _PairListDataset, add_authentic, pair_folders, report_unpaired
 
 log = logging.getLogger(__name__)
 

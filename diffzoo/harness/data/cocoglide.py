@@ -46,11 +46,11 @@ import os
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from ..errors import DataError
-from ..types import EditRecord
-from .authentic import list_image_files
-from .base import require_path
-from .generic import _PairListDataset
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import EditRecord
+from diffzoo.harness.data.authentic import list_image_files
+from diffzoo.harness.data.base import require_path
+from diffzoo.harness.data.generic import _PairListDataset
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from ..errors import ConfigError, CorruptSampleError, DiffzooError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DiffzooError
 
 ImageSource = str | os.PathLike | bytes | bytearray | memoryview | Image.Image
 """A path, the encoded file's bytes, or an (opened) PIL image."""

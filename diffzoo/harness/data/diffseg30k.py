@@ -33,17 +33,17 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from ..types import LabelSpace, Sample, SampleMeta
-from .authentic import AuthenticFolder
-from .base import SplitDataset, require_path
-from .fingerprint import combine
-from .hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id
-from .imageio import read_image, read_mask
-from .labelmaps import LabelMap, check_mask_values, resolve_label_map
-from .manifest import MANIFEST_FILE, read_manifest, restrict_manifest
-from .metadata import carried_keys, read_metadata_file
-from .sources import PAIR_RE, folder_has_pairs, inner_label_files, open_source
-from .splits import SPLITS_FILE, resolve_split_scheme
+from diffzoo.harness.core.types import LabelSpace, Sample, SampleMeta
+from diffzoo.harness.data.authentic import AuthenticFolder
+from diffzoo.harness.data.base import SplitDataset, require_path
+from diffzoo.harness.data.fingerprint import combine
+from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id
+from diffzoo.harness.data.imageio import read_image, read_mask
+from diffzoo.harness.data.labelmaps import LabelMap, check_mask_values, resolve_label_map
+from diffzoo.harness.data.manifest import MANIFEST_FILE, read_manifest, restrict_manifest
+from diffzoo.harness.data.metadata import carried_keys, read_metadata_file
+from diffzoo.harness.data.sources import PAIR_RE, folder_has_pairs, inner_label_files, open_source
+from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..errors import CorruptSampleError, DataError
-from ..fsutil import atomic_write_text, cache_root
-from ..protocols import Dataset
-from ..types import IGNORE_INDEX
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import atomic_write_text, cache_root
+from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.types import IGNORE_INDEX
 
 log = logging.getLogger(__name__)
 

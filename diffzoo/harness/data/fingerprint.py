@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from ..fsutil import atomic_write_text, cache_root, sha256_file
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, sha256_file
 
 log = logging.getLogger(__name__)
 

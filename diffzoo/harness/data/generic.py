@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError
-from ..types import BINARY, EditRecord, Sample, SampleMeta
-from .authentic import list_image_files
-from .base import SplitDataset, require_path
-from .fingerprint import fingerprint_files
-from .imageio import read_binary_mask, read_image
-from .splits import SPLITS_FILE, canonical_split, resolve_split_scheme
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
+from diffzoo.harness.data.authentic import list_image_files
+from diffzoo.harness.data.base import SplitDataset, require_path
+from diffzoo.harness.data.fingerprint import fingerprint_files
+from diffzoo.harness.data.imageio import read_binary_mask, read_image
+from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, resolve_split_scheme
 
 log = logging.getLogger(__name__)
 

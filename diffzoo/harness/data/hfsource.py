@@ -23,10 +23,10 @@ from typing import Any
 
 from PIL import Image
 
-from ..errors import CorruptSampleError, DataError, DiffzooError
-from ..fsutil import sha256_file
-from .fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
-from .splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split
+from diffzoo.harness.core.errors import CorruptSampleError, DataError, DiffzooError
+from diffzoo.harness.core.fsutil import sha256_file
+from diffzoo.harness.data.fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
+from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split
 
 log = logging.getLogger(__name__)
 

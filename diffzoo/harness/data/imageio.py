@@ -12,14 +12,13 @@ run skips and counts (``--strict`` stops).  Opening and the pixel limit are in
 from __future__ import annotations
 
 import logging
-import os
 import re
 
 import numpy as np
 from PIL import Image
 
-from ..errors import CorruptSampleError
-from .decode import (
+from diffzoo.harness.core.errors import CorruptSampleError
+from diffzoo.harness.data.decode import (
     WIDE_MODES,
     ImageSource,
     converted,

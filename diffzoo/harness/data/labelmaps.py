@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ..errors import CorruptSampleError, DataError
-from ..types import IGNORE_INDEX, LabelSpace
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace
 
 log = logging.getLogger(__name__)
 

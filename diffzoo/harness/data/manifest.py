@@ -12,8 +12,8 @@ import json
 import logging
 from pathlib import Path
 
-from ..errors import DataError
-from ..types import SampleMeta
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import SampleMeta
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from ..types import EditRecord, LabelSpace, SampleMeta
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def _editor_lookup(label_space: LabelSpace) -> dict[str, str] | None:
     """Lower-cased editor name -> label-space name; None for a binary space (not checked)."""
     if label_space.is_binary:
         return None
-    from .labelmaps import DIFFSEG30K_PAPER_NAMES  # paper names ("SDXL") are accepted too
+    from diffzoo.harness.data.labelmaps import DIFFSEG30K_PAPER_NAMES  # paper names ("SDXL") are accepted too
 
     lookup = {n.lower(): n for n in label_space.editors}
     lookup.update({paper.lower(): short for short, paper in DIFFSEG30K_PAPER_NAMES.items()

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
+from diffzoo.harness.core.errors import DataError
 
 LANGUAGE_FIELDS = ("lang", "language")
 _CJK = re.compile(r"[\u3400-\u9fff]")

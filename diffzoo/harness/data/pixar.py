@@ -39,14 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, CorruptSampleError, DataError
-from ..types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
-from .authentic import image_files_in
-from .base import SplitDataset, name_list, require_path
-from .fingerprint import combine, fingerprint_files
-from .generic import report_unpaired
-from .imageio import read_binary_mask, read_image
-from .splits import canonical_split
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
+from diffzoo.harness.data.authentic import image_files_in
+from diffzoo.harness.data.base import SplitDataset, name_list, require_path
+from diffzoo.harness.data.fingerprint import combine, fingerprint_files
+from diffzoo.harness.data.generic import report_unpaired
+from diffzoo.harness.data.imageio import read_binary_mask, read_image
+from diffzoo.harness.data.splits import canonical_split
 
 log = logging.getLogger(__name__)
 

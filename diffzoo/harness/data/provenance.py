@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocols import Dataset
-from .authentic import WithAuthentic
-from .labelmaps import LabelMap
-from .splits import own_splits, with_extra_authentic
+from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.data.authentic import WithAuthentic
+from diffzoo.harness.data.labelmaps import LabelMap
+from diffzoo.harness.data.splits import own_splits, with_extra_authentic
 
 
 def provenance_of(dataset: Dataset) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import CorruptSampleError, DataError
-from .fingerprint import file_digests, pair_fingerprint, zip_digests
-from .hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
-from .labelmaps import LABEL_MAP_FILES
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.data.fingerprint import file_digests, pair_fingerprint, zip_digests
+from diffzoo.harness.data.hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
+from diffzoo.harness.data.labelmaps import LABEL_MAP_FILES
 
 PAIR_RE = re.compile(
     r"^(?P<id>[^/]+)\.(?P<kind>image|mask)\.(?:png|jpe?g|webp|tiff?|bmp)$", re.IGNORECASE

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..errors import DataError
+from diffzoo.harness.core.errors import DataError
 
 log = logging.getLogger(__name__)
 

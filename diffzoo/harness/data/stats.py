@@ -3,7 +3,7 @@
 :func:`dataset_stats` reads every sample of the chosen splits once and
 returns one JSON-ready dict (keys below, stable; ``STATS_VERSION`` moves when
 a key's meaning does).  Nothing here prints; ``diffzoo data stats`` renders
-the dict as tables and plots (:mod:`diffzoo.leaderboard.stats_plots`).
+the dict as tables and plots (:mod:`diffzoo.leaderboard.render.stats_plots`).
 
 Counting rules (docs/datasets.md, "Dataset statistics"):
 
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptSampleError
-from ..progress import NullProgress, Progress
-from ..protocols import Dataset
-from ..types import IGNORE_INDEX, LabelSpace, Sample
+from diffzoo.harness.core.errors import CorruptSampleError
+from diffzoo.harness.core.progress import NullProgress, Progress
+from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace, Sample
 
 log = logging.getLogger(__name__)
 

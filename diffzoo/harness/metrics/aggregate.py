@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .catalog import COUNT_METRICS
-from .confusion import binary_counts, nanmean, pixel_metrics, ratio
-from .image_level import RankedScores
-from .rows import ImageRows
+from diffzoo.harness.metrics.catalog import COUNT_METRICS
+from diffzoo.harness.metrics.confusion import binary_counts, nanmean, pixel_metrics, ratio
+from diffzoo.harness.metrics.image_level import RankedScores
+from diffzoo.harness.metrics.rows import ImageRows
 
 COUNT_KEYS = COUNT_METRICS
 

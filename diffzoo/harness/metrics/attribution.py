@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError
+from diffzoo.harness.core.errors import DataError
 
 
 def editor_ranking(num_classes: int, pred_counts: np.ndarray | None,

@@ -20,8 +20,8 @@ import warnings
 
 import numpy as np
 
-from ..errors import ConfigError
-from .aggregate import COUNT_KEYS, Aggregator
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.metrics.aggregate import COUNT_KEYS, Aggregator
 
 logger = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ import math
 import numpy as np
 from scipy import ndimage
 
-from ..errors import DataError
-from ..types import IGNORE_INDEX
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import IGNORE_INDEX
 
 TOLERANCE_FRACTION = 0.0075
 """theta as a fraction of the image diagonal."""

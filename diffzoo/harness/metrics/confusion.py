@@ -21,8 +21,8 @@ import warnings
 
 import numpy as np
 
-from ..errors import DataError
-from ..types import IGNORE_INDEX
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import IGNORE_INDEX
 
 
 def nanmean(values: np.ndarray, axis: int | None = None) -> np.ndarray | float:

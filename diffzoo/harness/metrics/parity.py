@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
-from ..errors import DataError
-from .state import EvalState
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.metrics.state import EvalState
 
 
 def parity_metrics(native: EvalState, reencoded: EvalState, tolerance: float) -> dict[str, float]:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError
-from ..types import IGNORE_INDEX
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import IGNORE_INDEX
 
 
 def bin_index(prob: np.ndarray, bins: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RecordError
+from diffzoo.harness.core.errors import RecordError
 
 _INITIAL_CAPACITY = 64
 _TEXT_COLUMNS = ("ids", "bases", "editors", "edit_types", "digests")

@@ -26,8 +26,8 @@ import difflib
 
 import numpy as np
 
-from ..errors import ConfigError, DataError
-from .rows import ImageRows
+from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.metrics.rows import ImageRows
 
 SLICE_KEYS: tuple[str, ...] = ("base", "turns", "multiturn", "editor", "edit_type")
 NO_TURNS = "(none)"

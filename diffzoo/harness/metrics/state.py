@@ -33,16 +33,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, DataError, RecordError
-from ..types import BINARY, IGNORE_INDEX, LabelSpace, SampleMeta
-from .aggregate import Aggregator, MetricConfig, metric_keys
-from .attribution import editor_ranking, topk_hits
-from .bootstrap import bootstrap_ci
-from .boundary import per_class_bf1
-from .confusion import check_label_map, confusion_counts
-from .pixel_auc import best_f1, bin_index, check_prob_map, histogram_auc, prob_histograms
-from .rows import ImageRows
-from .slices import slice_masks
+from diffzoo.harness.core.errors import ConfigError, DataError, RecordError
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace, SampleMeta
+from diffzoo.harness.metrics.aggregate import Aggregator, MetricConfig, metric_keys
+from diffzoo.harness.metrics.attribution import editor_ranking, topk_hits
+from diffzoo.harness.metrics.bootstrap import bootstrap_ci
+from diffzoo.harness.metrics.boundary import per_class_bf1
+from diffzoo.harness.metrics.confusion import check_label_map, confusion_counts
+from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index, check_prob_map, histogram_auc, prob_histograms
+from diffzoo.harness.metrics.rows import ImageRows
+from diffzoo.harness.metrics.slices import slice_masks
 
 logger = logging.getLogger(__name__)
 

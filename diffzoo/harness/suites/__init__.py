@@ -1,7 +1,7 @@
 """Benchmark suites: versioned, declarative lists of cases (see :mod:`.model`)."""
 
-from .model import SLICE_BY, Case, Suite, TrainSpec
-from .paper import (
+from diffzoo.harness.suites.model import SLICE_BY, Case, Suite, TrainSpec
+from diffzoo.harness.suites.paper import (
     CLASSIFICATION,
     DISTORTIONS,
     FORMAT_PARITY,
@@ -17,7 +17,7 @@ from .paper import (
     pair_name,
     unseen_generators_suite,
 )
-from .standard import IMAGE_METRICS, PIXEL_METRICS, STANDARD
+from diffzoo.harness.suites.standard import IMAGE_METRICS, PIXEL_METRICS, STANDARD
 
 ALL_SUITES: tuple[Suite, ...] = (STANDARD, *PAPER_SUITES)
 

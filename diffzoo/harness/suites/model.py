@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cards import stable_hash
-from ..errors import ConfigError
-from ..types import TASKS
+from diffzoo.harness.core.cards import stable_hash
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.types import TASKS
 
 SLICE_BY = ("", "base", "turns", "multiturn", "editor", "edit_type")
 
@@ -145,6 +145,16 @@ class Suite:
                     f"suite {self.name!r}: case {case.name!r} and {other.name!r} must score the same "
                     "model on the same images to be compared"
                 )
+
+    def registry_names(self) -> set[tuple[str, str]]:
+        """Every (kind, name) this suite asks the registry for: its distortions,
+        the generators its cases' parameters name, its reference detectors.
+        Names stay names here (the harness imports no plugin); the registry
+        resolves them at run time, and tests/test_suites.py checks that every
+        built-in suite's names resolve."""
+        names = {("distortion", c.distortion) for c in self.cases}
+        names |= {("generator", str(v)) for c in self.cases for k, v in c.distortion_params if k == "generator"}
+        return names | {("detector", ref) for ref in self.references}
 
     def case(self, name: str) -> Case:
         for c in self.cases:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..data.labelmaps import DIFFSEG30K_EDITORS
-from ..errors import ConfigError
-from ..metrics.slices import SLICE_KEYS
-from .model import Case, Suite, TrainSpec
-from .standard import (
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.metrics.slices import SLICE_KEYS
+from diffzoo.harness.suites.model import Case, Suite, TrainSpec
+from diffzoo.harness.suites.standard import (
     BINARY_TRAIN,
     IMAGE_METRICS,
     LOCALIZATION_METRICS,
@@ -23,6 +23,12 @@ from .standard import (
     PIXEL_METRICS,
     SEMANTIC_TRAIN,
 )
+
+# Registry names these suites use (resolved by the registry at run time; Suite.registry_names
+# lists them and tests/test_suites.py checks each resolves): the paper's LoRA variant and the
+# image-level classifiers the classification suite compares against.
+LORA_GENERATOR = "sdxl.hyper-sd-8step"
+REFERENCE_DETECTORS = ("cnnspot", "universalfakedet")
 
 Setting = tuple[str, str, tuple[tuple[str, Any], ...]]  # (label, distortion, params)
 
@@ -137,7 +143,6 @@ def unseen_generators_suite(pairs: Sequence[tuple[str, str]] = PAPER_PAIRS) -> S
 
 UNSEEN_GENERATORS = unseen_generators_suite()
 
-LORA_GENERATOR = "sdxl.hyper-sd-8step"
 REEDIT = (("editor", "sdxl"), ("generator", LORA_GENERATOR))
 LORA = Suite(
     name="lora",
@@ -178,7 +183,7 @@ CLASSIFICATION = Suite(
                description=f"{editor} edits vs authentic images") for editor in CLASSIFICATION_EDITORS),
     ),
     changelog=("1: whole split + one case per DiffSeg30k editor.",),
-    references=("cnnspot", "universalfakedet"),
+    references=REFERENCE_DETECTORS,
 )
 
 SLICE_CASE_METRICS = {

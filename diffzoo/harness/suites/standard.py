@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Case, Suite, TrainSpec
+from diffzoo.harness.suites.model import Case, Suite, TrainSpec
 
 PIXEL_METRICS = ("aAcc", "mAcc", "mIoU", "bF1", "bF1_image_mean", "precision", "recall", "F1", "pixel_AUC")
 LOCALIZATION_METRICS = ("gIoU", "cIoU", "FPR_authentic")

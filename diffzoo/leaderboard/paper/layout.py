@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from ...harness.data.labelmaps import DIFFSEG30K_EDITORS
-from ...harness.metrics.catalog import SLICE_SEPARATOR
-from ...harness.suites.paper import PAIR_NAMES
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
+from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR
+from diffzoo.harness.suites.paper import PAIR_NAMES
 
 
 @dataclass(frozen=True)

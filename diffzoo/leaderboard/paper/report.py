@@ -15,22 +15,23 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...harness.fsutil import atomic_write_text
-from ...harness.metrics.catalog import SLICE_SEPARATOR, MetricInfo, metric_info
-from ...harness.records import ResultRecord
-from ..escape import md_cell
-from ..tables import (
+from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR, MetricInfo, metric_info
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.newest import newest
+from diffzoo.leaderboard.render.escape import md_cell
+from diffzoo.leaderboard.tables import (
+    RecordConditions,
     conditions_line,
     format_value,
     mixed_conditions,
     mixing_problem,
     record_conditions,
-    record_date,
     refuse_mixing,
 )
-from ..versions import Selection
-from .layout import TABLES, Column, Family, PaperTable, Setting
-from .values import VALUES_FILE, PaperValue, load_values
+from diffzoo.leaderboard.versions import Selection
+from diffzoo.leaderboard.paper.layout import TABLES, Column, Family, PaperTable, Setting
+from diffzoo.leaderboard.paper.values import VALUES_FILE, PaperValue, load_values
 
 REPORT_FILE = "paper.md"
 NOT_FOUND = "no paper value on file"
@@ -43,16 +44,14 @@ Conditions = tuple[tuple[str, str], ...]
 
 
 class RecordIndex:
-    """The newest record per (suite, case, detector, conditions): records of
-    one detector made under another label map, split, dataset or evaluator
-    version are kept apart (their own row), never silently replaced."""
+    """The newest record (:func:`~diffzoo.leaderboard.newest.newest`) per
+    (suite, case, detector, conditions): records of one detector made under
+    another label map, split, dataset or evaluator version are kept apart
+    (their own row), never silently replaced."""
 
     def __init__(self, records: list[ResultRecord]):
-        self._by: dict[tuple[str, str, str, Conditions], ResultRecord] = {}
-        for r in records:
-            key = (r.body.suite.name, r.body.case_name, r.body.detector.name, tuple(record_conditions(r).items()))
-            if key not in self._by or record_date(r) >= record_date(self._by[key]):
-                self._by[key] = r
+        self._by: dict[tuple[str, str, str, Conditions], ResultRecord] = newest(records, key=lambda r: (
+            r.body.suite.name, r.body.case_name, r.body.detector.name, tuple(record_conditions(r).items())))
 
     def get(self, suite: str, case: str, detector: str, conditions: Conditions) -> ResultRecord | None:
         return self._by.get((suite, case, detector, conditions))
@@ -105,20 +104,10 @@ class ReportRow:
 
 
 @dataclass
-class ReportTable:
+class ReportTable(RecordConditions):
     spec: PaperTable
     rows: list[ReportRow]
     records: list[ResultRecord]
-
-    @property
-    def mixed(self) -> list[str]:
-        return list(mixed_conditions(self.records))
-
-    @property
-    def shared(self) -> dict[str, str]:
-        if not self.records:
-            return {}
-        return {k: v for k, v in record_conditions(self.records[0]).items() if k not in self.mixed}
 
 
 def _ours(idx: RecordIndex, spec: PaperTable, detector: tuple[str, Conditions], setting: Setting, col: Column,
@@ -193,7 +182,7 @@ def build_table(idx: RecordIndex, values: dict, spec: PaperTable) -> ReportTable
 def build_report(records: list[ResultRecord], values: dict | None = None,
                  allow_mixed: bool = False) -> list[ReportTable]:
     """Tables 2-8 (and 8b) from ``records``: the newest record per (suite,
-    case, detector).  Refuses (:class:`ConfigError`) a table whose records
+    case, detector, conditions) (:class:`RecordIndex`).  Refuses (:class:`ConfigError`) a table whose records
     differ in dataset, label map, split or evaluator version unless
     ``allow_mixed``."""
     values = load_values() if values is None else values

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...harness.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError
 
 VALUES_FILE = Path(__file__).with_name("paper_values.csv")
 FIELDS = ("table", "row", "task", "setting", "metric", "value", "note")

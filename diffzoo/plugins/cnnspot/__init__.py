@@ -8,7 +8,8 @@ plain data (cards and registration) and imports no torch; the model lives in
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
+from diffzoo.harness.core.hookspecs import hookimpl
 
 PAPER = (
     "Wang et al., CNN-generated images are surprisingly easy to spot... for now, "

@@ -6,7 +6,8 @@ model itself lives in :mod:`diffzoo.plugins.deeplabv3plus.model`.
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
+from diffzoo.harness.core.hookspecs import hookimpl
 
 PAPER = (
     "Chen et al., Encoder-Decoder with Atrous Separable Convolution for Semantic Image "

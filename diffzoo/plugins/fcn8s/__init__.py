@@ -6,7 +6,8 @@ model itself lives in :mod:`diffzoo.plugins.fcn8s.model`.
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
+from diffzoo.harness.core.hookspecs import hookimpl
 
 PAPER = (
     "Long, Shelhamer & Darrell, Fully Convolutional Networks for Semantic Segmentation, "

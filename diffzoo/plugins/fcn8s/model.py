@@ -17,10 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.harness.cards import DetectorCard
-from diffzoo.harness.errors import ConfigError, ModelError, WeightsUnavailableError
-from diffzoo.harness.weights import url_state
-from diffzoo.harness.segmenter import SegmentationDetector
+from diffzoo.harness.core.cards import DetectorCard
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
+from diffzoo.harness.models.weights import url_state
+from diffzoo.harness.models.segmenter import SegmentationDetector
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,11 @@ checks them against the installed configs (``model.recipe_from_config``).
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
+from diffzoo.harness.core.hookspecs import hookimpl
 
 MMSEG_VERSION = "1.2.2"
 CONFIGS = f"mmsegmentation {MMSEG_VERSION} mmseg/.mim/configs/"
-INSTALL_HINT = (
-    "mmseg.* detectors need the optional MMSegmentation backend: pip install 'diffzoo[mmseg]' "
-    "and run scripts/install-mmseg.sh (builds mmcv 2.1.0 with ops)"
-)
 
 AUGMENTATION = RecipeValue(
     "random crop + horizontal flip",

@@ -22,14 +22,18 @@ from typing import Any
 import torch
 from torch import nn
 
-from diffzoo.harness.cards import DetectorCard
-from diffzoo.harness.errors import ModelError, WeightsUnavailableError
-from diffzoo.harness.segmenter import SegmentationDetector
-from diffzoo.harness.weights import url_state
+from diffzoo.harness.core.cards import DetectorCard
+from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
+from diffzoo.harness.models.segmenter import SegmentationDetector
+from diffzoo.harness.models.weights import url_state
 
-from . import INSTALL_HINT
 
 log = logging.getLogger(__name__)
+
+INSTALL_HINT = (
+    "mmseg.* detectors need the optional MMSegmentation backend: pip install 'diffzoo[mmseg]' "
+    "and run scripts/install-mmseg.sh (builds mmcv 2.1.0 with ops)"
+)
 
 
 def import_backend() -> Any:
@@ -120,7 +124,7 @@ def checkpoint_url(source: str) -> str:
 
 def pretrained_backbone_state(card: DetectorCard, source: str) -> dict[str, torch.Tensor]:
     """The backbone weights ``source`` names, from the torch hub cache or downloaded,
-    hash-checked and read with ``weights_only=True`` (see :func:`diffzoo.harness.weights.url_state`)."""
+    hash-checked and read with ``weights_only=True`` (see :func:`diffzoo.harness.models.weights.url_state`)."""
     url = checkpoint_url(source)
     detail = f"backbone of {card.arch['config']}; or pass --no-pretrained to train from random initialisation"
     ckpt = url_state(card, url, label=source, detail=detail)

@@ -6,7 +6,8 @@ model itself lives in :mod:`diffzoo.plugins.segformer.model`.
 
 from __future__ import annotations
 
-from diffzoo import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
+from diffzoo.harness.core.hookspecs import hookimpl
 
 PAPER = "Xie et al., SegFormer, NeurIPS 2021, arXiv 2105.15203"
 MMSEG_CFG = "mmsegmentation configs/segformer/segformer_mit-b0_8xb2-160k_ade20k-512x512.py"

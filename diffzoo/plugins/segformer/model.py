@@ -6,9 +6,9 @@ import logging
 
 from torch import nn
 
-from diffzoo.harness.errors import WeightsUnavailableError
-from diffzoo.harness.segmenter import SegmentationDetector
-from diffzoo.harness.weights import hub_weights
+from diffzoo.harness.core.errors import WeightsUnavailableError
+from diffzoo.harness.models.segmenter import SegmentationDetector
+from diffzoo.harness.models.weights import hub_weights
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from diffzoo.harness import distributed
-from diffzoo.harness.classifier import (
+from diffzoo.harness.core import distributed
+from diffzoo.harness.models.classifier import (
     ClassifierDetector,
     ImageLabelDataset,
     View,
@@ -29,10 +29,10 @@ from diffzoo.harness.classifier import (
     make_loader,
     train_loop,
 )
-from diffzoo.harness.errors import ModelError
-from diffzoo.harness.segmenter import TrainData
-from diffzoo.harness.trainer import TrainConfig
-from diffzoo.harness.weights import hub_weights
+from diffzoo.harness.core.errors import ModelError
+from diffzoo.harness.models.segmenter import TrainData
+from diffzoo.harness.core.train_config import TrainConfig
+from diffzoo.harness.models.weights import hub_weights
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,159 @@
+"""Paired folders -> a labelled dataset: ``diffzoo data label-pairs``.
+
+Each (original, edited) pair matched by file stem gets a label from
+:func:`diffzoo.generators.editors.labels.difference_label`; accepted pairs are written
+in the DiffSeg30k folder layout (so ``open_dataset(DIR)`` reads them back),
+every pair gets a manifest row, and the folder is written under a temporary
+name and renamed at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from diffzoo.harness.data.imageio import is_image_file, read_image
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
+from diffzoo.generators.editors.labels import (
+    DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, FRAMES, STATUSES, AlignParams,
+    difference_label, label_settings,
+)
+
+log = logging.getLogger(__name__)
+
+# -- paired folders ------------------------------------------------------------
+PAIRS_DIR = "pairs"
+SUMMARY_FILE = "label_pairs.json"
+SOURCE = "label-pairs"
+
+
+@dataclass
+class PairsReport:
+    """What :func:`label_pairs` wrote: counts per status, stems found on one side only."""
+
+    out: Path
+    counts: dict[str, int]
+    orig_only: list[str]
+    gen_only: list[str]
+
+
+def _stems(folder: Path, what: str) -> dict[str, Path]:
+    if not folder.is_dir():
+        raise DataError(f"{what} folder {folder} does not exist or is not a folder")
+    out: dict[str, Path] = {}
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and not f.name.startswith(".") and is_image_file(f.name):
+            if f.stem in out:
+                raise DataError(f"{folder}: two images with the stem {f.stem!r}: {out[f.stem].name}, {f.name}")
+            out[f.stem] = f
+    return out
+
+
+def label_pairs(
+    orig_dir: str | os.PathLike,
+    gen_dir: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    tau: float = DEFAULT_TAU,
+    min_area: float = DEFAULT_MIN_AREA,
+    max_area: float = DEFAULT_MAX_AREA,
+    cleanup: int = DEFAULT_CLEANUP,
+    align_images: bool = True,
+    editor: str | None = None,
+    frame: str = "gen",
+    force: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> PairsReport:
+    """Label the images of ``gen_dir`` against those of ``orig_dir`` with the same file stem.
+
+    Writes a folder :class:`DiffSeg30kDataset` opens: ``pairs/<stem>.image.<ext>``
+    and ``pairs/<stem>.mask.png`` for accepted pairs, ``labels.json``
+    (``background`` + ``editor``, or ``edited``), ``manifest.jsonl`` (every
+    pair: sample metadata + status, changed fraction, alignment) and
+    ``label_pairs.json`` (settings, counts, unmatched stems).  ``frame="gen"``
+    keeps the generated file as it is and maps the label into its frame;
+    ``"orig"`` stores the rectified image and the label as computed.  Built in
+    a temporary sibling folder renamed at the end.
+    """
+    if frame not in FRAMES:
+        raise DataError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
+    label_space = LabelSpace.from_editors([editor]) if editor else BINARY
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+        raise DataError(f"{out} exists and is not an empty folder; pass --force (force=True) to replace it")
+    origs, gens = _stems(Path(orig_dir), "original"), _stems(Path(gen_dir), "generated")
+    stems = sorted(set(origs) & set(gens))
+    if not stems:
+        raise DataError(f"no file stem is in both {orig_dir} and {gen_dir}")
+    report = PairsReport(out, dict.fromkeys((*STATUSES, "unreadable"), 0),
+                         sorted(set(origs) - set(gens)), sorted(set(gens) - set(origs)))  # fmt: skip
+    options = {"tau": tau, "min_area": min_area, "max_area": max_area, "cleanup": cleanup,
+               "align_images": align_images}  # fmt: skip
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        (tmp / PAIRS_DIR).mkdir(parents=True)
+        rows = []
+        for done, stem in enumerate(stems, start=1):
+            row = _label_one(stem, origs[stem], gens[stem], tmp / PAIRS_DIR, frame, editor, options)
+            report.counts[row["status"]] += 1
+            rows.append(json.dumps(row) + "\n")
+            if progress is not None:
+                progress(done, len(stems))
+        (tmp / "manifest.jsonl").write_text("".join(rows), encoding="utf-8")
+        labels = {"names": list(label_space.names), "verified": True}
+        settings = label_settings(tau, min_area, max_area, cleanup, AlignParams() if align_images else None)
+        unmatched = {"orig_only": report.orig_only, "gen_only": report.gen_only}
+        summary = {"orig_dir": str(orig_dir), "gen_dir": str(gen_dir), "frame": frame, "editor": editor,
+                   "settings": settings, "counts": report.counts, "unmatched": unmatched}  # fmt: skip
+        for name, data in (("labels.json", labels), (SUMMARY_FILE, summary)):
+            (tmp / name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        if out.exists():  # force: move the old copy aside, then swap
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            out.rename(old)
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink()
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log.info("label-pairs: %s -> %s %s", gen_dir, out, report.counts)
+    return report
+
+
+def _label_one(
+    stem: str, orig_path: Path, gen_path: Path, pairs_dir: Path, frame: str, editor: str | None,
+    options: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """Label one pair and write its files if accepted; return its manifest row."""
+    meta = SampleMeta(stem, turns=(EditRecord(editor=editor),) if editor else (), source=SOURCE)
+    row: dict[str, Any] = {**meta.to_dict(), "orig": str(orig_path), "gen": str(gen_path)}
+    try:
+        orig, gen = read_image(orig_path, stem), read_image(gen_path, stem)
+    except CorruptSampleError as exc:
+        return {**row, "status": "unreadable", "error": str(exc)}
+    res = difference_label(orig, gen, **options)
+    row.update(status=res.status, changed_fraction=round(res.changed_fraction, 6),
+               changed_pixels=res.changed_pixels, valid_pixels=res.valid_pixels,
+               alignment=res.alignment.to_dict())  # fmt: skip
+    if res.status == "ok":
+        if frame == "gen":  # the generated file's pixels untouched, the label mapped to them
+            mask = res.gen_frame_mask(gen.shape)
+            shutil.copyfile(gen_path, pairs_dir / f"{stem}.image{gen_path.suffix.lower()}")
+        else:
+            mask = res.mask
+            Image.fromarray(res.rectified).save(pairs_dir / f"{stem}.image.png")
+        Image.fromarray(mask).save(pairs_dir / f"{stem}.mask.png")
+    return row

@@ -1,0 +1,325 @@
+"""One mask editor class for every diffusers inpainting pipeline, driven by a card.
+
+``DiffusersEditor(card)`` builds its pipeline on first use: tiny cards from
+``tiny/builders.py`` (offline, random weights), real cards with
+``<card.pipeline>.from_pretrained(card.weights)``.  Missing weights while
+offline raise :class:`WeightsUnavailableError` naming the hub id to fetch.
+
+``edit`` runs the pipeline at the card's square resolution (resizing in and
+out when the image size differs), then composites the unmasked pixels back
+from the input: outside the mask the output equals the input exactly, so the
+label is exact.  Two modes, from ``card.native_inpaint``:
+
+- ``native``: the pipeline's own inpainting (image + mask in), ``strength=1.0``
+  where the pipeline takes a strength, so every step runs;
+- ``blend``: a text-to-image pipeline (Kolors, HunyuanDiT) with mask-blended
+  latent inpainting through ``callback_on_step_end`` (``latent_blend.py``).
+
+Cards may add LoRAs and a scheduler swap (``lora.py``).  Instruction editors
+(no mask in, label from pixel differences) subclass this in ``instruct.py``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import warnings
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.cards import GeneratorCard
+from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
+from diffzoo.harness.models.weights import hub_offline
+from diffzoo.harness.core.protocols import EditResult, Generator
+
+log = logging.getLogger(__name__)
+
+
+
+class _DropEmptyFp32Warning(logging.Filter):
+    """diffusers 0.42 warns on every ``vae.to(dtype)`` even when no module must stay fp32."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "should be kept in float32: []" not in record.getMessage()
+
+
+def _quiet_diffusers() -> None:
+    logger = logging.getLogger("diffusers.models.modeling_utils")
+    if not any(isinstance(f, _DropEmptyFp32Warning) for f in logger.filters):
+        logger.addFilter(_DropEmptyFp32Warning())
+
+
+def resolve_dtype(card: GeneratorCard, device: str, dtype: Any = None) -> Any:
+    """float32 on CPU and for tiny cards; the card's ``torch_dtype`` on accelerators."""
+    import torch
+
+    if dtype is not None:
+        return getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    if card.tiny or str(device).startswith("cpu"):
+        return torch.float32
+    return getattr(torch, str(card.options.get("torch_dtype", "float32")))
+
+
+def load_pipeline(card: GeneratorCard, device: str = "cpu", dtype: Any = None) -> Any:
+    """Build the card's diffusers pipeline on ``device`` (tiny: offline random weights).
+
+    LoRA files are located first (a missing one fails before the base weights
+    load), then the scheduler is swapped and the LoRAs are loaded on ``device``
+    (``lora.py``).
+    """
+    from diffzoo.generators.editors.lora import apply_loras, apply_scheduler, resolve_lora_files
+
+    _quiet_diffusers()
+    lora_files = resolve_lora_files(card)
+    torch_dtype = resolve_dtype(card, device, dtype)
+    if card.tiny:
+        from diffzoo.generators.tiny.builders import build_tiny_pipeline
+
+        pipe = build_tiny_pipeline(card)  # float32
+        if torch_dtype != _float32():
+            pipe = pipe.to(dtype=torch_dtype)
+    else:
+        pipe = _from_pretrained(card, torch_dtype)
+    pipe = pipe.to(device)
+    pipe.set_progress_bar_config(disable=True)
+    apply_scheduler(pipe, card)
+    apply_loras(pipe, card, lora_files)
+    return pipe
+
+
+def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
+    import diffusers
+
+    if not card.weights:
+        raise ModelError(f"generator card {card.name!r} has no weights and is not tiny")
+    with warnings.catch_warnings():
+        # Kolors' ChatGLM module scripts a helper at import time; torch warns that is deprecated
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
+        cls = getattr(diffusers, card.pipeline, None)
+    if cls is None:
+        raise ModelError(
+            f"generator {card.name!r}: diffusers {diffusers.__version__} has no {card.pipeline}; "
+            f"upgrade diffusers"
+        )
+    kwargs: dict[str, Any] = {"torch_dtype": torch_dtype, "local_files_only": hub_offline()}
+    if card.options.get("variant") and torch_dtype != _float32():
+        kwargs["variant"] = card.options["variant"]
+    try:
+        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
+    except ImportError:  # pragma: no cover - very old huggingface_hub
+        GatedRepoError = HfHubHTTPError = OSError  # type: ignore[misc,assignment]
+    try:
+        with warnings.catch_warnings():
+            # diffusers >= 0.42 prefers `dtype`; older releases know only `torch_dtype`
+            warnings.filterwarnings("ignore", message=".*torch_dtype.*", category=FutureWarning)
+            return cls.from_pretrained(card.weights, **kwargs)
+    except GatedRepoError as exc:
+        raise WeightsUnavailableError(
+            f"generator {card.name!r}",
+            card.weights,
+            f"gated repository: accept its licence on the hub page and log in (`hf auth login`); {exc}",
+        ) from exc
+    except (OSError, HfHubHTTPError, ValueError) as exc:
+        detail = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        also = card.options.get("extra_weights") or ()
+        if also:
+            detail = f"it also needs {', '.join(also)}; {detail}"
+        raise WeightsUnavailableError(f"generator {card.name!r}", card.weights, detail) from exc
+
+
+def _float32() -> Any:
+    import torch
+
+    return torch.float32
+
+
+def check_image(image: np.ndarray) -> None:
+    """A DataError unless ``image`` is H x W x 3 uint8."""
+    if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise DataError(
+            f"edit() needs an H x W x 3 uint8 image, got "
+            f"{getattr(image, 'shape', type(image))} {getattr(image, 'dtype', '')}"
+        )
+
+
+def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    check_image(image)
+    if mask is None:
+        raise DataError("mask editors need a mask (H x W bool); got None")
+    mask = np.asarray(mask)
+    if mask.shape != image.shape[:2]:
+        raise DataError(f"mask shape {mask.shape} differs from image shape {image.shape[:2]}")
+    return mask.astype(bool)
+
+
+def _accepts(pipe: Any, name: str) -> bool:
+    """Whether the pipeline's ``__call__`` takes keyword ``name``."""
+    return name in inspect.signature(type(pipe).__call__).parameters
+
+
+def _denoiser_dtype(pipe: Any) -> Any:
+    denoiser = getattr(pipe, "unet", None)
+    if denoiser is None:
+        denoiser = getattr(pipe, "transformer", None)
+    if denoiser is None:
+        raise ModelError(f"{type(pipe).__name__} has neither a unet nor a transformer to blend latents for")
+    return denoiser.dtype
+
+
+class DiffusersEditor(Generator):
+    """A mask editor backed by the diffusers pipeline named by ``card``.
+
+    ``mode`` is ``"native"`` (the pipeline inpaints) when ``card.native_inpaint``,
+    else ``"blend"`` (text-to-image pipeline plus latent blending).  ``lora``
+    (a local file) attaches a LoRA to the card (:func:`~diffzoo.generators.editors.lora.with_lora`).
+    """
+
+    def __init__(
+        self,
+        card: GeneratorCard,
+        device: str = "cpu",
+        dtype: Any = None,
+        *,
+        lora: str | None = None,
+        lora_scale: float = 1.0,
+        lora_fuse: bool = True,
+    ):
+        if lora is not None:
+            from diffzoo.generators.editors.lora import with_lora
+
+            card = with_lora(card, lora, scale=lora_scale, fuse=lora_fuse)
+        self.card = card
+        self.mode = self._mode(card)
+        self.device = str(device)
+        self.dtype = dtype
+        self._pipeline: Any = None
+
+    @staticmethod
+    def _mode(card: GeneratorCard) -> str:
+        if card.options.get("instruct"):
+            raise ConfigError(
+                f"generator {card.name!r} is an instruction editor: use "
+                f"diffzoo.generators.editors.instruct.InstructionEditor (or create_generator)"
+            )
+        return "native" if card.native_inpaint else "blend"
+
+    def __repr__(self) -> str:
+        return f"DiffusersEditor({self.card.name!r}, device={self.device!r})"
+
+    @property
+    def pipeline(self) -> Any:
+        """The diffusers pipeline, built on first access."""
+        if self._pipeline is None:
+            log.info("building %s (%s) on %s", self.card.name, self.card.pipeline, self.device)
+            self._pipeline = load_pipeline(self.card, self.device, self.dtype)
+        return self._pipeline
+
+    def pipeline_call_kwargs(
+        self, image: np.ndarray, mask: np.ndarray, prompt: str, seed: int
+    ) -> dict[str, Any]:
+        """Keyword arguments of the bare pipeline call that :meth:`edit` makes.
+
+        ``pipeline(**kwargs)`` returns float images in [0, 1] at the card's
+        resolution (a benchmark can time exactly that call).  In ``blend`` mode
+        the image is VAE-encoded here (once per call of this method) and the
+        kwargs carry the start noise and the blending callback.
+        """
+        import torch
+        from PIL import Image
+
+        mask = _check_inputs(image, mask)
+        res = self.card.resolution
+        pil = Image.fromarray(image)
+        pil_mask = Image.fromarray(mask.astype(np.uint8) * 255)
+        if pil.size != (res, res):
+            pil = pil.resize((res, res), Image.Resampling.BICUBIC)
+            pil_mask = pil_mask.resize((res, res), Image.Resampling.NEAREST)
+        generator = torch.Generator(device="cpu").manual_seed(int(seed))
+        kwargs: dict[str, Any] = {
+            "prompt": prompt,
+            "height": res,
+            "width": res,
+            "num_inference_steps": self.card.steps,
+            self.guidance_kwarg: self.card.guidance_scale,
+            "generator": generator,
+            "output_type": "np",
+        }
+        if self.mode == "native":
+            kwargs.update(image=pil, mask_image=pil_mask)
+            if _accepts(self.pipeline, "strength"):  # Kandinsky's combined inpaint pipeline has none
+                kwargs["strength"] = self.card.strength
+        else:
+            kwargs.update(self._blend_kwargs(pil, np.asarray(pil_mask) > 127, generator))
+        if "max_sequence_length" in self.card.options:
+            kwargs["max_sequence_length"] = int(self.card.options["max_sequence_length"])
+        kwargs.update(self.card.options.get("call_kwargs") or {})
+        return kwargs
+
+    @property
+    def guidance_kwarg(self) -> str:
+        """The call argument the card's guidance goes to (Qwen-Image: ``true_cfg_scale``)."""
+        return str(self.card.options.get("guidance_kwarg", "guidance_scale"))
+
+    def _blend_kwargs(self, pil: Any, mask: np.ndarray, generator: Any) -> dict[str, Any]:
+        """Start noise and the ``callback_on_step_end`` of mask-blended latent inpainting."""
+        import torch
+        from diffusers.utils.torch_utils import randn_tensor
+
+        from diffzoo.generators.editors.latent_blend import LatentBlend, encode_latents, regenerate_mask
+
+        pipe = self.pipeline
+        with torch.no_grad():
+            z0 = encode_latents(pipe, pil).to(_denoiser_dtype(pipe))
+        noise = randn_tensor(tuple(z0.shape), generator=generator, device=z0.device, dtype=z0.dtype)
+        blend = LatentBlend(z0, noise, regenerate_mask(mask, tuple(z0.shape[-2:])))
+        return {
+            "latents": noise,  # the pipeline scales it by init_noise_sigma, as diffusers' inpainting does
+            "callback_on_step_end": blend,
+            "callback_on_step_end_tensor_inputs": blend.tensor_inputs,
+        }
+
+    def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> EditResult:
+        """Inpaint ``mask`` of ``image`` following ``prompt``; pixels outside stay identical."""
+        from PIL import Image
+
+        mask = _check_inputs(image, mask)
+        kwargs = self.pipeline_call_kwargs(image, mask, prompt, seed)
+        edited = self._run(kwargs)
+        height, width = image.shape[:2]
+        if edited.shape[:2] != (height, width):
+            edited = np.asarray(Image.fromarray(edited).resize((width, height), Image.Resampling.BICUBIC))
+        composed = np.where(mask[..., None], edited, image)
+        metadata = {**self._metadata(prompt, seed), "strength": self.card.strength, "composited": True}
+        return EditResult(image=np.ascontiguousarray(composed), changed=mask.copy(), metadata=metadata)
+
+    def _run(self, kwargs: dict[str, Any]) -> np.ndarray:
+        """One pipeline call; the first image as H x W x 3 uint8."""
+        import torch
+
+        with torch.inference_mode():
+            out = self.pipeline(**kwargs).images[0]
+        if not np.isfinite(out).all():
+            raise ModelError(f"generator {self.card.name!r} produced non-finite pixels")
+        return (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+    def _metadata(self, prompt: str, seed: int) -> dict[str, Any]:
+        """What every edit records about how it was made."""
+        from diffzoo.generators.editors.lora import lora_summary
+
+        meta = {
+            "generator": self.card.name,
+            "pipeline": self.card.pipeline,
+            "weights": self.card.weights,
+            "mode": self.mode,
+            "steps": self.card.steps,
+            "guidance": self.card.guidance_scale,
+            "seed": int(seed),
+            "prompt": prompt,
+            "resolution": self.card.resolution,
+        }
+        if self.card.options.get("loras"):
+            meta["loras"] = lora_summary(self.card)
+        if self.card.options.get("scheduler"):
+            meta["scheduler"] = dict(self.card.options["scheduler"])
+        return meta

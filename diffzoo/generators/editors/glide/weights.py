@@ -1,0 +1,74 @@
+"""GLIDE files: the official checkpoints and tokenizer files, cached under diffzoo's cache.
+
+The checkpoints are torch pickles of plain state dicts.  diffzoo never runs
+pickle code from a downloaded file: they are read with
+``torch.load(..., weights_only=True)``, which rebuilds only tensors and plain
+containers and refuses any other object, and the result must be a flat
+``{name: tensor}`` dict or it is refused too.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from pathlib import Path
+
+import torch
+
+from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
+from diffzoo.harness.core.fsutil import cache_root
+from diffzoo.harness.models.weights import hub_offline
+from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet
+
+log = logging.getLogger(__name__)
+
+
+def glide_cache() -> Path:
+    """``<diffzoo cache>/glide``: where the official GLIDE files are kept."""
+    return cache_root() / "glide"
+
+
+def cached_path(url: str) -> Path:
+    return glide_cache() / url.rsplit("/", 1)[-1]
+
+
+def fetch(urls: list[str], what: str) -> list[Path]:
+    """Local paths of ``urls``; downloads the missing ones unless offline (``HF_HUB_OFFLINE``)."""
+    missing = [u for u in urls if not cached_path(u).is_file()]
+    how = "; ".join(f"download {u} to {cached_path(u)}" for u in missing)
+    if missing and hub_offline():
+        raise WeightsUnavailableError(what, missing[0], f"offline; {len(missing)} file(s) missing", fetch=how)
+    for url in missing:
+        target = cached_path(url)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        log.info("downloading %s to %s", url, target)
+        try:  # writes a temporary file next to target and renames it when complete
+            torch.hub.download_url_to_file(url, str(target), progress=False)
+        except Exception as exc:  # urllib / ssl / socket errors have no common base
+            raise WeightsUnavailableError(what, url, f"{type(exc).__name__}: {exc}", fetch=how) from exc
+    return [cached_path(u) for u in urls]
+
+
+def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
+    """A ``{name: tensor}`` state dict from a torch pickle, read with ``weights_only=True``."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"{path}: refused, not a plain tensor state dict ({first})") from exc
+    if not isinstance(state, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        raise ModelError(f"{path}: refused, expected a flat dict of name -> tensor")
+    return state
+
+
+def load_model(cfg: GlideConfig, state: dict[str, torch.Tensor], what: str) -> GlideUNet:
+    """Build ``cfg`` without allocating (meta device) and adopt ``state`` with strict key/shape checks."""
+    with torch.device("meta"):
+        model = GlideUNet(cfg)
+    try:
+        model.load_state_dict(state, strict=True, assign=True)
+    except RuntimeError as exc:
+        raise ModelError(f"{what}: checkpoint does not match the GLIDE config: {str(exc)[:500]}") from exc
+    return model.float().eval().requires_grad_(False)

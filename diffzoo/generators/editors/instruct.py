@@ -1,0 +1,187 @@
+"""Instruction editors: image + prompt in, no mask; the label comes from pixel differences.
+
+``InstructionEditor`` drives the diffusers pipelines of Qwen-Image-Edit,
+FLUX.2, LongCat and FireRed through the same machinery as the mask editors
+(``DiffusersEditor``: pipeline loading, offline errors, LoRAs, seeding).
+``edit(image, None, prompt, seed)``:
+
+1. resizes the image to the card's working area (``resolution`` squared,
+   aspect ratio kept, sides multiples of the pipeline's latent patch);
+2. runs the pipeline (the image is its reference / conditioning input);
+3. derives the label with :func:`~diffzoo.generators.editors.labels.difference_label`
+   (resize back, ORB+RANSAC(+ECC) alignment, ``mean_rgb|orig - gen| > tau``,
+   cleanup, area bounds);
+4. returns an :class:`InstructEditResult` in the input's frame: ``image`` is
+   the rectified output, ``changed`` the changed pixels (pixels that could
+   not be compared count as unchanged there), ``label`` the full label
+   (1 changed, 0 unchanged, 255 not compared) and ``metadata["label"]``
+   how it was derived.
+
+A no-op or global edit (status ``rejected-noop`` / ``rejected-global``)
+raises :class:`EditRejectedError`, which carries the result: a multi-turn
+generator catches it to retry with another seed or prompt, or to skip the
+turn, and can still record what was rejected.  Nothing can mistake a
+rejected edit for a usable one.
+
+The families' mask-inpainting pipelines (``qwen.edit-inpaint``,
+``flux2.klein-inpaint``) are plain mask editors: use ``DiffusersEditor``
+(:func:`editor_for` picks the class from the card).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.cards import GeneratorCard
+from diffzoo.harness.core.errors import ConfigError, DiffzooError
+from diffzoo.harness.core.protocols import EditResult
+from diffzoo.generators.editors.diffusers_editor import DiffusersEditor, _accepts, check_image
+from diffzoo.generators.editors.labels import DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, difference_label
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class InstructEditResult(EditResult):
+    """An :class:`EditResult` with the pixel-difference label (H x W uint8: 1, 0, or 255 = not compared)."""
+
+    label: np.ndarray | None = None
+
+
+class EditRejectedError(DiffzooError):
+    """An instruction edit whose changed area is out of bounds (no-op or global repaint).
+
+    ``result`` is the full :class:`InstructEditResult`; ``status`` is
+    ``rejected-noop`` or ``rejected-global``.
+    """
+
+    def __init__(self, generator: str, result: InstructEditResult):
+        self.generator, self.result = generator, result
+        info = result.metadata["label"]
+        self.status = info["status"]
+        settings = info["settings"]
+        super().__init__(
+            f"generator {generator!r}: edit rejected ({self.status}): {info['changed_fraction']:.2%} of the "
+            f"compared pixels changed, bounds min_area={settings['min_area']} max_area={settings['max_area']}"
+        )
+
+
+def run_size(height: int, width: int, resolution: int, multiple: int) -> tuple[int, int]:
+    """(height, width): area about ``resolution``**2, the input's aspect ratio, sides multiples of ``multiple``."""
+    scale = resolution / math.sqrt(height * width)
+    rh, rw = (max(multiple, round(n * scale / multiple) * multiple) for n in (height, width))
+    return rh, rw
+
+
+class InstructionEditor(DiffusersEditor):
+    """An instruction editor backed by the diffusers pipeline named by an ``instruct`` card.
+
+    ``tau``, ``min_area``, ``max_area``, ``cleanup`` and ``align`` are the
+    settings of :func:`~diffzoo.generators.editors.labels.difference_label`.
+    """
+
+    def __init__(
+        self,
+        card: GeneratorCard,
+        device: str = "cpu",
+        dtype: Any = None,
+        *,
+        tau: float = DEFAULT_TAU,
+        min_area: float = DEFAULT_MIN_AREA,
+        max_area: float = DEFAULT_MAX_AREA,
+        cleanup: int = DEFAULT_CLEANUP,
+        align: bool = True,
+        lora: str | None = None,
+        lora_scale: float = 1.0,
+        lora_fuse: bool = True,
+    ):
+        super().__init__(card, device, dtype, lora=lora, lora_scale=lora_scale, lora_fuse=lora_fuse)
+        self.label_options = {"min_area": min_area, "max_area": max_area, "cleanup": cleanup, "align_images": align}
+        self.tau = tau
+
+    def __repr__(self) -> str:
+        return f"InstructionEditor({self.card.name!r}, device={self.device!r})"
+
+    @staticmethod
+    def _mode(card: GeneratorCard) -> str:
+        if not card.options.get("instruct"):
+            raise ConfigError(f"generator {card.name!r} is a mask editor: use DiffusersEditor")
+        return "instruct"
+
+    def _size_multiple(self) -> int:
+        """Side multiple the pipeline needs: VAE downsampling times the 2x2 latent patch."""
+        return int(getattr(self.pipeline, "vae_scale_factor", 8)) * 2
+
+    def pipeline_call_kwargs(
+        self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int
+    ) -> dict[str, Any]:
+        """Keyword arguments of the bare pipeline call (``mask`` is ignored)."""
+        import torch
+        from PIL import Image
+
+        check_image(image)
+        height, width = run_size(*image.shape[:2], self.card.resolution, self._size_multiple())
+        pil = Image.fromarray(image)
+        if pil.size != (width, height):
+            pil = pil.resize((width, height), Image.Resampling.BICUBIC)
+        kwargs: dict[str, Any] = {
+            "image": pil,
+            "prompt": prompt,
+            "num_inference_steps": self.card.steps,
+            self.guidance_kwarg: self.card.guidance_scale,
+            "generator": torch.Generator(device="cpu").manual_seed(int(seed)),
+            "output_type": "np",
+        }
+        for key, value in (("height", height), ("width", width)):
+            if _accepts(self.pipeline, key):  # LongCat sizes itself from the image
+                kwargs[key] = value
+        if "max_sequence_length" in self.card.options:
+            kwargs["max_sequence_length"] = int(self.card.options["max_sequence_length"])
+        kwargs.update(self.card.options.get("call_kwargs") or {})
+        return kwargs
+
+    def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> InstructEditResult:
+        """Edit ``image`` as ``prompt`` says; raises :class:`EditRejectedError` for a no-op or global edit."""
+        check_image(image)
+        if mask is not None:
+            log.debug("%s: instruction editor ignores the given mask", self.card.name)
+        kwargs = self.pipeline_call_kwargs(image, None, prompt, seed)
+        generated = self._run(kwargs)
+        label = difference_label(image, generated, self.tau, **self.label_options)
+        metadata = {
+            **self._metadata(prompt, seed),
+            "composited": False,
+            "mask_ignored": mask is not None,
+            "run_size": [int(kwargs.get("width", generated.shape[1])), int(kwargs.get("height", generated.shape[0]))],
+            "output_size": [int(generated.shape[1]), int(generated.shape[0])],
+            "frame": "orig",  # image and label are in the input's frame (rectified output)
+            "label": {
+                "status": label.status,
+                "changed_fraction": label.changed_fraction,
+                "changed_pixels": label.changed_pixels,
+                "valid_pixels": label.valid_pixels,
+                "ignored_pixels": int(label.mask.size - label.valid_pixels),
+                "alignment": label.alignment.to_dict(),
+                "settings": label.metadata,
+            },
+        }
+        result = InstructEditResult(
+            image=np.ascontiguousarray(label.rectified),
+            changed=label.mask == 1,
+            metadata=metadata,
+            label=label.mask,
+        )
+        if label.status != "ok":
+            raise EditRejectedError(self.card.name, result)
+        return result
+
+
+def editor_for(card: GeneratorCard, **options: Any) -> DiffusersEditor:
+    """The editor class a card needs: :class:`InstructionEditor` for ``instruct`` cards, else ``DiffusersEditor``."""
+    cls = InstructionEditor if card.options.get("instruct") else DiffusersEditor
+    return cls(card, **options)

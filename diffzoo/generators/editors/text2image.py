@@ -1,0 +1,79 @@
+"""Text-to-image generation of AI base images (caption + seed -> RGB uint8).
+
+DiffSeg30k edits real photographs and AI-generated images alike; the ``mini``
+dataset makes its AI bases with the tiny random-weight StableDiffusionPipeline
+of card ``sd-t2i.tiny``, ``diffzoo generate`` with the card ``--t2i`` names
+(:data:`T2I_CARDS`; default ``sdxl-t2i.base``, SDXL 1.0 base, when its
+editors are real, ``sd-t2i.tiny`` when they are all tiny).  Which model made
+DiffSeg30k's AI bases is not stated in what we have read; SDXL base is our
+documented default, not the paper's.  Deterministic for a fixed seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.cards import GeneratorCard
+from diffzoo.harness.core.errors import ConfigError, ModelError
+from diffzoo.generators.editors.cards import SD_T2I_TINY, SDXL_BASE
+
+SDXL_T2I = dataclasses.replace(  # the same weights and settings as the sdxl.base editor
+    SDXL_BASE,
+    name="sdxl-t2i.base",
+    description="SDXL 1.0 base, text to image (AI base images for diffzoo generate)",
+    pipeline="StableDiffusionXLPipeline",
+    native_inpaint=False,
+    options=dict(SDXL_BASE.options),
+)
+T2I_CARDS: dict[str, GeneratorCard] = {c.name: c for c in (SDXL_T2I, SD_T2I_TINY)}
+"""Text-to-image cards (not editors, so not registered as generators)."""
+
+
+def get_t2i_card(name: str) -> GeneratorCard:
+    if name not in T2I_CARDS:
+        raise ConfigError(f"unknown text-to-image card {name!r}; choose from {', '.join(T2I_CARDS)}")
+    return T2I_CARDS[name]
+
+
+class TextToImage:
+    """Generates a square image at the card's resolution from a caption."""
+
+    def __init__(self, card: GeneratorCard = SD_T2I_TINY, device: str = "cpu", dtype: Any = None):
+        self.card = card
+        self.device = str(device)
+        self.dtype = dtype
+        self._pipeline: Any = None
+
+    @property
+    def pipeline(self) -> Any:
+        if self._pipeline is None:
+            from diffzoo.generators.editors.diffusers_editor import load_pipeline
+
+            self._pipeline = load_pipeline(self.card, self.device, self.dtype)
+        return self._pipeline
+
+    def generate(self, caption: str, seed: int, size: int | None = None) -> np.ndarray:
+        """An H x W x 3 uint8 image for ``caption`` (resized to ``size`` when given)."""
+        import torch
+        from PIL import Image
+
+        res = self.card.resolution
+        with torch.inference_mode():
+            out = self.pipeline(
+                prompt=caption,
+                height=res,
+                width=res,
+                num_inference_steps=self.card.steps,
+                guidance_scale=self.card.guidance_scale,
+                generator=torch.Generator(device="cpu").manual_seed(int(seed)),
+                output_type="np",
+            ).images[0]
+        if not np.isfinite(out).all():
+            raise ModelError(f"text-to-image {self.card.name!r} produced non-finite pixels")
+        image = (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        if size is not None and size != res:
+            image = np.asarray(Image.fromarray(image).resize((size, size), Image.Resampling.BICUBIC))
+        return np.ascontiguousarray(image)

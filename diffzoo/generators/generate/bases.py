@@ -1,0 +1,132 @@
+"""Base images for ``diffzoo generate``: real ones from a folder or COCO, AI ones from text to image.
+
+Real bases are listed once, sorted, and visited in a seeded permutation:
+the k-th real sample of a run takes entry ``perm[k % n]`` (so every image is
+used once before any is reused).  AI bases are made by a text-to-image
+pipeline from a caption: the k-th AI sample takes caption ``perm[k % n]`` of
+a COCO captions file, or a template caption (``prompts.make_caption``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.generators.generate.schedule import sample_rng
+
+_ORDER_KEY = 0x6F7264  # "ord"
+
+
+@dataclass(frozen=True)
+class BaseRef:
+    """A real base image on disk; ``key`` is its path in the bases folder without suffix."""
+
+    key: str
+    path: Path
+    source: str
+    coco_id: int | None = None
+
+
+@dataclass
+class BaseImage:
+    """A loaded base: pixels, ``real``/``ai``, where it came from."""
+
+    kind: str
+    image: np.ndarray
+    source: str
+    key: str | None = None
+    coco_id: int | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def resize_longer_side(image: np.ndarray, size: int | None) -> np.ndarray:
+    """``image`` scaled (Lanczos) so its longer side is ``size`` px; unchanged when None or equal."""
+    if size is None:
+        return image
+    h, w = image.shape[:2]
+    if max(h, w) == size:
+        return image
+    from PIL import Image
+
+    scale = size / max(h, w)
+    new = (max(1, round(w * scale)), max(1, round(h * scale)))
+    return np.asarray(Image.fromarray(image).resize(new, Image.Resampling.LANCZOS))
+
+
+def list_folder(folder: Path) -> list[BaseRef]:
+    """Every image under ``folder`` (recursively, hidden entries skipped), sorted by path."""
+    from diffzoo.harness.data.imageio import is_image_file
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"bases folder {folder} does not exist")
+    refs = []
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        if p.is_file() and is_image_file(p.name) and not any(part.startswith(".") for part in rel.parts):
+            refs.append(BaseRef(key=rel.with_suffix("").as_posix(), path=p, source=rel.as_posix()))
+    keys = [r.key for r in refs]
+    if len(set(keys)) != len(keys):
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        raise ConfigError(f"bases folder {folder}: several images share a name without suffix: {dup[:5]}")
+    return refs
+
+
+def listing_digest(refs: Sequence[BaseRef]) -> str:
+    """Names and sizes of the real bases (a run's config records it)."""
+    rows = [(r.source, r.path.stat().st_size) for r in refs]
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+
+
+class RealBases:
+    """Real bases visited in a seeded permutation; loaded with the longer side at ``size``."""
+
+    def __init__(self, refs: Sequence[BaseRef], seed: int, size: int | None):
+        if not refs:
+            raise ConfigError("no usable real base images (check --bases and --regions)")
+        self.refs = list(refs)
+        self.order = sample_rng(seed, _ORDER_KEY, 0).permutation(len(self.refs))
+        self.size = size
+
+    def get(self, ordinal: int) -> BaseImage:
+        from diffzoo.harness.data.imageio import read_image
+
+        ref = self.refs[int(self.order[ordinal % len(self.refs)])]
+        if not ref.path.is_file():
+            raise DataError(f"base image {ref.path} does not exist")
+        image = resize_longer_side(read_image(ref.path, ref.key), self.size)
+        info = {"file": ref.source, **({"coco_id": ref.coco_id} if ref.coco_id is not None else {})}
+        return BaseImage("real", np.ascontiguousarray(image), ref.source, ref.key, ref.coco_id, info)
+
+
+class AIBases:
+    """AI bases: ``t2i.generate(caption, seed, size)`` on COCO or template captions.
+
+    ``t2i`` is a :class:`~diffzoo.generators.editors.text2image.TextToImage` (or any
+    object with that ``generate`` and a ``card``); ``size`` None keeps its
+    resolution.
+    """
+
+    def __init__(self, t2i: Any, captions: Sequence[str] | None, seed: int, size: int | None):
+        self.t2i, self.captions, self.size = t2i, list(captions or ()), size
+        self.order = sample_rng(seed, _ORDER_KEY, 1).permutation(len(self.captions)) if self.captions else None
+
+    def get(self, ordinal: int, rng: np.random.Generator) -> BaseImage:
+        from diffzoo.generators.generate.prompts import make_caption
+
+        if self.captions:
+            caption = self.captions[int(self.order[ordinal % len(self.captions)])]
+        else:
+            caption = make_caption(rng)
+        t2i_seed = int(rng.integers(2**31 - 1))
+        image = self.t2i.generate(caption, t2i_seed, size=self.size)
+        name = getattr(getattr(self.t2i, "card", None), "name", type(self.t2i).__name__)
+        info = {"caption": caption, "seed": t2i_seed, "text2image": name}
+        return BaseImage("ai", np.ascontiguousarray(image), f"t2i:{name}", info=info)

@@ -1,0 +1,153 @@
+"""COCO as a source of real base images, instance regions and captions (pycocotools).
+
+``--bases coco:ANN.json:IMGDIR`` lists the images of a COCO instances file
+(``instances_val2017.json``...) that have at least one usable instance; their
+regions are the instance masks (``annToMask``: polygons and RLE alike),
+crowd annotations left out, near-duplicates (IoU > 0.7 with a larger mask)
+dropped.  Captions for AI bases come from a COCO captions file
+(``captions_val2017.json``), found beside the instances file when not given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.generators.generate.regions import Region, dedupe_overlaps, region_from_mask, resize_mask
+
+log = logging.getLogger(__name__)
+
+MAX_IOU = 0.7
+
+
+def parse_coco_spec(spec: str) -> tuple[Path, Path]:
+    """``coco:ANN.json:IMGDIR`` -> (annotation file, image folder)."""
+    parts = spec.split(":", 2)
+    if len(parts) != 3 or parts[0] != "coco" or not parts[1] or not parts[2]:
+        raise ConfigError(f"bases {spec!r}: expected coco:ANNOTATIONS.json:IMAGE_DIR")
+    ann, images = Path(parts[1]), Path(parts[2])
+    if not ann.is_file():
+        raise ConfigError(f"COCO annotation file {ann} does not exist")
+    if not images.is_dir():
+        raise ConfigError(f"COCO image folder {images} does not exist")
+    return ann, images
+
+
+def _coco_api() -> Any:
+    try:
+        from pycocotools.coco import COCO
+    except ImportError:
+        raise ConfigError("COCO annotations need pycocotools: pip install pycocotools") from None
+    return COCO
+
+
+@dataclass(frozen=True)
+class CocoImage:
+    id: int
+    file_name: str
+    width: int
+    height: int
+
+
+class CocoIndex:
+    """One COCO instances file: images, their instance masks, category names."""
+
+    def __init__(self, annotations: Path, image_dir: Path, max_iou: float = MAX_IOU):
+        COCO = _coco_api()
+        self.annotations, self.image_dir, self.max_iou = Path(annotations), Path(image_dir), max_iou
+        with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress
+            try:
+                self.coco = COCO(str(annotations))
+            except (ValueError, KeyError, TypeError, AssertionError) as exc:
+                raise DataError(f"{annotations}: not a COCO instances file ({type(exc).__name__}: {exc})") from None
+        self.categories = {c["id"]: c["name"] for c in self.coco.dataset.get("categories", [])}
+
+    def image(self, image_id: int) -> CocoImage:
+        info = self.coco.imgs[image_id]
+        return CocoImage(image_id, info["file_name"], int(info["width"]), int(info["height"]))
+
+    def _instances(self, image_id: int) -> list[dict[str, Any]]:
+        anns = self.coco.loadAnns(self.coco.getAnnIds(imgIds=[image_id], iscrowd=False))
+        return sorted(anns, key=lambda a: a["id"])
+
+    def usable_images(self, min_area: float, max_area: float) -> list[CocoImage]:
+        """Images (sorted by id) with an instance whose annotated area fraction is within bounds."""
+        out = []
+        for image_id in sorted(self.coco.imgs):
+            im = self.image(image_id)
+            pixels = max(im.width * im.height, 1)
+            if any(min_area <= a.get("area", 0) / pixels <= max_area for a in self._instances(image_id)):
+                out.append(im)
+        return out
+
+    def regions(self, image_id: int, height: int, width: int) -> list[Region]:
+        """Instance masks at ``height`` x ``width``, near-duplicates dropped (IoU > max_iou)."""
+        found = []
+        for ann in self._instances(image_id):
+            with warnings.catch_warnings():  # pycocotools 2.0.11 under numpy 2: a harmless copy= deprecation
+                warnings.filterwarnings("ignore", message=".*__array__ implementation.*", category=DeprecationWarning)
+                mask = self.coco.annToMask(ann).astype(bool)
+            region = region_from_mask(mask, "coco", self.categories.get(ann["category_id"]))
+            if region is not None:
+                found.append(region)
+        kept = dedupe_overlaps(found, self.max_iou)
+        out = []
+        for r in kept:
+            region = region_from_mask(resize_mask(r.mask, height, width), "coco", r.label)
+            if region is not None:
+                out.append(region)
+        return out
+
+    def digest(self) -> dict[str, Any]:
+        """What identifies this annotation set in a run's config."""
+        st = self.annotations.stat()
+        return {"file": self.annotations.name, "bytes": st.st_size, "images": len(self.coco.imgs),
+                "annotations": len(self.coco.anns)}
+
+
+class CocoRegions:
+    """Region source: the COCO instances of a COCO base image."""
+
+    name = "coco"
+
+    def __init__(self, index: CocoIndex):
+        self.index = index
+
+    def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
+        if base.coco_id is None:
+            raise ConfigError(f"base {base.source}: COCO regions need COCO bases (--bases coco:ANN.json:IMGDIR)")
+        h, w = base.image.shape[:2]
+        return self.index.regions(base.coco_id, h, w)
+
+
+def find_captions(annotations: Path) -> Path | None:
+    """``captions_X.json`` beside ``instances_X.json``, if it exists."""
+    name = annotations.name
+    if name.startswith("instances_"):
+        candidate = annotations.with_name("captions_" + name[len("instances_"):])
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_captions(path: Path) -> list[str]:
+    """Every caption of a COCO captions file, ordered by (image id, annotation id)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        anns = data["annotations"]
+        rows = sorted((int(a["image_id"]), int(a["id"]), str(a["caption"]).strip()) for a in anns)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"{path}: not a COCO captions file ({type(exc).__name__}: {exc})") from None
+    captions = [c for _, _, c in rows if c]
+    if not captions:
+        raise DataError(f"{path}: holds no captions")
+    return captions

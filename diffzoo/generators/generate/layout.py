@@ -1,0 +1,148 @@
+"""Writing the DiffSeg30k layout: PNGs, ``labels.json``, ``manifest.jsonl``, per-sample state.
+
+Shared by the ``mini`` builder (``datasets/mini.py``) and ``diffzoo generate``
+(``pipeline.py``).  Files are byte-reproducible: PNGs carry no text chunks or
+timestamps, JSON is written with fixed formatting.
+
+:class:`SampleStore` makes a generation resumable.  Each finished sample is
+written as image, mask, then its record ``.diffzoo-generate/samples/<id>.json``
+(each file atomically: temp file + rename); a sample counts as finished only
+when its record exists and the files it names have the recorded sizes, so an
+interrupted run never leaves a half-written sample counted.
+``manifest.jsonl`` is rebuilt from the records (sorted by id).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.data.manifest import LABELS_FILE, MANIFEST_FILE
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import atomic_write_bytes
+from diffzoo.harness.core.types import LabelSpace
+
+log = logging.getLogger(__name__)
+
+IMAGE_DIR = "train_copy"
+STATE_DIR = ".diffzoo-generate"  # hidden: the DiffSeg30k reader skips it
+RECORDS = "samples"
+
+
+def write_file(path: Path, data: bytes | str) -> Path:
+    """Atomic write (temp file + rename), readable by all like a normal file (``mkstemp`` makes 0600)."""
+    path = atomic_write_bytes(Path(path), data.encode("utf-8") if isinstance(data, str) else data)
+    os.chmod(path, 0o644)
+    return path
+
+
+def png_bytes(array: np.ndarray) -> bytes:
+    """PNG of an H x W x 3 or H x W uint8 array; same pixels give the same bytes."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(array).save(buf, format="PNG", compress_level=6)  # no text chunks, no timestamps
+    return buf.getvalue()
+
+
+def save_png(array: np.ndarray, path: Path) -> None:
+    Path(path).write_bytes(png_bytes(array))
+
+
+def labels_text(label_space: LabelSpace) -> str:
+    return json.dumps({"names": list(label_space.names), "verified": True}, indent=2) + "\n"
+
+
+def manifest_text(rows: Iterable[dict[str, Any]]) -> str:
+    return "\n".join(json.dumps(r) for r in rows) + "\n"
+
+
+def sample_paths(root: Path, sample_id: str) -> tuple[Path, Path]:
+    """``train_copy/<id>.image.png`` and ``train_copy/<id>.mask.png`` under ``root``."""
+    folder = Path(root) / IMAGE_DIR
+    return folder / f"{sample_id}.image.png", folder / f"{sample_id}.mask.png"
+
+
+class SampleStore:
+    """Finished samples of a generation at ``root`` (see the module docstring)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.state = self.root / STATE_DIR
+        self.records_dir = self.state / RECORDS
+
+    def _record_path(self, sample_id: str) -> Path:
+        return self.records_dir / f"{sample_id}.json"
+
+    def read(self, sample_id: str) -> dict[str, Any] | None:
+        """The record of ``sample_id`` if it finished (files present with the recorded sizes)."""
+        try:
+            record = json.loads(self._record_path(sample_id).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if record.get("status") != "ok":
+            return record if record.get("status") == "rejected" else None
+        for path, size in zip(sample_paths(self.root, sample_id), record.get("sizes", ())):
+            try:
+                if path.stat().st_size != size:
+                    return None
+            except OSError:
+                return None
+        return record
+
+    def finished(self, sample_id: str) -> bool:
+        return self.read(sample_id) is not None
+
+    def write_ok(self, sample_id: str, image: np.ndarray, label: np.ndarray, row: dict[str, Any]) -> None:
+        """Image, mask, then the record (each atomic)."""
+        blobs = png_bytes(image), png_bytes(label)
+        for path, blob in zip(sample_paths(self.root, sample_id), blobs):
+            write_file(path, blob)
+        record = {"id": sample_id, "status": "ok", "sizes": [len(b) for b in blobs], "row": row}
+        write_file(self._record_path(sample_id), json.dumps(record, sort_keys=True))
+
+    def write_rejected(self, sample_id: str, reason: str, row: dict[str, Any]) -> None:
+        """A sample the quality filter rejected: no files, only the record (so a resume skips it)."""
+        for path in sample_paths(self.root, sample_id):  # left by an earlier, interrupted attempt
+            path.unlink(missing_ok=True)
+        record = {"id": sample_id, "status": "rejected", "reason": reason, "row": row}
+        write_file(self._record_path(sample_id), json.dumps(record, sort_keys=True))
+
+    def recorded_ids(self) -> list[str]:
+        """Ids with a record file (finished or not), sorted."""
+        if not self.records_dir.is_dir():
+            return []
+        return sorted(p.stem for p in self.records_dir.glob("*.json") if not p.name.startswith("."))
+
+    def remove_stale_temp_files(self) -> int:
+        """Temp files an interrupted atomic write left behind; returns how many were removed."""
+        stale = [p for d in (self.root / IMAGE_DIR, self.records_dir) if d.is_dir() for p in d.glob(".*.tmp")]
+        for p in stale:
+            p.unlink(missing_ok=True)
+        return len(stale)
+
+    def records(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+        """Finished records of ``ids`` in the given order (unfinished ids are left out)."""
+        return [r for r in (self.read(i) for i in ids) if r is not None]
+
+    def write_manifest(self, records: Iterable[dict[str, Any]]) -> int:
+        """``manifest.jsonl`` from the accepted records, sorted by id; returns the row count."""
+        rows = sorted((r["row"] for r in records if r["status"] == "ok"), key=lambda row: row["id"])
+        write_file(self.root / MANIFEST_FILE, manifest_text(rows) if rows else "")
+        return len(rows)
+
+    def write_labels(self, label_space: LabelSpace) -> None:
+        path = self.root / LABELS_FILE
+        text = labels_text(label_space)
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return
+        if path.is_file():
+            raise DataError(f"{path} holds another label map than this run's ({', '.join(label_space.names)})")
+        write_file(path, text)

@@ -1,0 +1,169 @@
+"""Open-vocabulary regions: Grounding DINO boxes + SAM masks, through transformers.
+
+:class:`OpenVocabRegions` asks a detector for boxes of named objects (the
+80 COCO class names, or names a VLM lists for the image, ``vlm.py``), turns
+every box into a mask with a box-prompted segmenter, and drops
+near-duplicate masks (IoU > 0.7).  The detector and segmenter are plain
+objects (``detect(image, names) -> [Detection]``, ``segment(image, boxes) ->
+[bool mask]``), so others can be swapped in; the defaults load
+``GroundingDinoForObjectDetection`` and ``SamModel``.  Weights that are not in
+the local cache while offline raise :class:`WeightsUnavailableError` naming
+the hub id to download.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.errors import WeightsUnavailableError
+from diffzoo.harness.models.weights import hub_offline
+from diffzoo.generators.generate.regions import Region, dedupe_overlaps, region_from_mask
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DETECTOR = "IDEA-Research/grounding-dino-base"  # or IDEA-Research/grounding-dino-tiny
+DEFAULT_SAM = "facebook/sam-vit-huge"  # or facebook/sam-vit-base
+COCO_CLASSES: tuple[str, ...] = (
+    "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat",
+    "traffic light", "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat", "dog",
+    "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe", "backpack", "umbrella",
+    "handbag", "tie", "suitcase", "frisbee", "skis", "snowboard", "sports ball", "kite",
+    "baseball bat", "baseball glove", "skateboard", "surfboard", "tennis racket", "bottle",
+    "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple", "sandwich", "orange",
+    "broccoli", "carrot", "hot dog", "pizza", "donut", "cake", "chair", "couch", "potted plant",
+    "bed", "dining table", "toilet", "tv", "laptop", "mouse", "remote", "keyboard", "cell phone",
+    "microwave", "oven", "toaster", "sink", "refrigerator", "book", "clock", "vase", "scissors",
+    "teddy bear", "hair drier", "toothbrush",
+)  # fmt: skip
+
+
+def load_hf(what: str, model_id: str, cls: Any, **kwargs: Any) -> Any:
+    """``cls.from_pretrained(model_id)`` honouring HF_HUB_OFFLINE; missing weights -> WeightsUnavailableError."""
+    try:
+        from huggingface_hub.errors import HfHubHTTPError
+    except ImportError:  # pragma: no cover - very old huggingface_hub
+        HfHubHTTPError = OSError  # type: ignore[misc,assignment]
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*torch_dtype.*", category=FutureWarning)
+            return cls.from_pretrained(model_id, local_files_only=hub_offline(), **kwargs)
+    except (OSError, HfHubHTTPError, ValueError) as exc:
+        detail = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        raise WeightsUnavailableError(what, model_id, detail) from exc
+
+
+def _pil(image: np.ndarray) -> Any:
+    from PIL import Image
+
+    return Image.fromarray(image)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """A box ``(x0, y0, x1, y1)`` in pixels, the object name, the detector's score."""
+
+    box: tuple[float, float, float, float]
+    label: str
+    score: float
+
+
+class GroundingDinoDetector:
+    """Boxes of named objects from Grounding DINO (``model``/``processor`` may be given built)."""
+
+    def __init__(self, model_id: str = DEFAULT_DETECTOR, device: str = "cpu", *, box_threshold: float = 0.35,
+                 text_threshold: float = 0.25, model: Any = None, processor: Any = None):
+        self.model_id, self.device = model_id, str(device)
+        self.box_threshold, self.text_threshold = box_threshold, text_threshold
+        self._model, self._processor = model, processor
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            from transformers import AutoProcessor, GroundingDinoForObjectDetection
+
+            what = "open-vocabulary detector"
+            self._processor = load_hf(what, self.model_id, AutoProcessor)
+            self._model = load_hf(what, self.model_id, GroundingDinoForObjectDetection).to(self.device).eval()
+        return self._model, self._processor
+
+    def detect(self, image: np.ndarray, names: Sequence[str]) -> list[Detection]:
+        import torch
+
+        model, processor = self._load()
+        text = ". ".join(n.strip().lower() for n in names if n.strip()) + "."
+        inputs = processor(images=_pil(image), text=text, return_tensors="pt").to(self.device)
+        with torch.inference_mode():
+            outputs = model(**inputs)
+        result = processor.post_process_grounded_object_detection(
+            outputs, inputs["input_ids"], threshold=self.box_threshold, text_threshold=self.text_threshold,
+            target_sizes=[image.shape[:2]],
+        )[0]  # fmt: skip
+        labels = result["text_labels"] if "text_labels" in result else result["labels"]
+        return [
+            Detection(tuple(float(v) for v in box.tolist()), str(label), float(score))
+            for box, label, score in zip(result["boxes"], labels, result["scores"])
+        ]
+
+
+class SamSegmenter:
+    """One mask per box from SAM (``model``/``processor`` may be given built)."""
+
+    def __init__(self, model_id: str = DEFAULT_SAM, device: str = "cpu", *, model: Any = None, processor: Any = None):
+        self.model_id, self.device = model_id, str(device)
+        self._model, self._processor = model, processor
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            from transformers import SamModel, SamProcessor
+
+            self._processor = load_hf("segmenter (SAM)", self.model_id, SamProcessor)
+            self._model = load_hf("segmenter (SAM)", self.model_id, SamModel).to(self.device).eval()
+        return self._model, self._processor
+
+    def segment(self, image: np.ndarray, boxes: Sequence[Sequence[float]]) -> list[np.ndarray]:
+        import torch
+
+        if not boxes:
+            return []
+        model, processor = self._load()
+        inputs = processor(images=_pil(image), input_boxes=[[list(map(float, b)) for b in boxes]], return_tensors="pt")
+        inputs = inputs.to(self.device)
+        with torch.inference_mode():
+            outputs = model(**inputs, multimask_output=False)
+        masks = processor.image_processor.post_process_masks(
+            outputs.pred_masks.cpu(), inputs["original_sizes"].cpu(), inputs["reshaped_input_sizes"].cpu()
+        )[0]  # (boxes, 1, H, W)
+        return [m[0].numpy().astype(bool) for m in masks]
+
+
+class OpenVocabRegions:
+    """Region source: detect named objects, segment each box, drop near-duplicates.
+
+    ``namer(image) -> [names]`` (e.g. :class:`~diffzoo.generators.generate.vlm.VlmObjectNamer`)
+    replaces the fixed ``vocabulary`` when given.  At most ``max_regions``
+    detections (highest scores) are segmented.
+    """
+
+    name = "open-vocab"
+
+    def __init__(self, detector: Any, segmenter: Any, *, namer: Any = None,
+                 vocabulary: Sequence[str] = COCO_CLASSES, max_regions: int = 10, max_iou: float = 0.7):
+        self.detector, self.segmenter, self.namer = detector, segmenter, namer
+        self.vocabulary, self.max_regions, self.max_iou = tuple(vocabulary), max_regions, max_iou
+
+    def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
+        image = base.image
+        names = list(self.namer(image)) if self.namer is not None else list(self.vocabulary)
+        if not names:
+            return []
+        found = sorted(self.detector.detect(image, names), key=lambda d: -d.score)[: self.max_regions]
+        masks = self.segmenter.segment(image, [d.box for d in found])
+        regions = [region_from_mask(m, "open-vocab", d.label) for d, m in zip(found, masks)]
+        kept = dedupe_overlaps([r for r in regions if r is not None], self.max_iou)
+        log.debug("open-vocab: %d detection(s), %d region(s) kept", len(found), len(kept))
+        return kept

@@ -1,0 +1,371 @@
+"""``diffzoo generate``: new DiffSeg30k-style data with exact labels, resumable and sharded.
+
+Per sample: a base (real from a folder or COCO; AI from text to image) ->
+candidate regions (given masks, COCO instances, open-vocabulary detection +
+SAM, or random shapes; AI bases use open-vocab when chosen, else random) ->
+the scheduled 1..3 turns (``schedule.py``: turn ratio, real/AI, editors and
+edit types balanced), each on a region drawn balanced over area bins with a
+prompt per editor call (templates or a VLM) -> the quality filter
+(``quality.py``) -> the label map (``multiturn.py``: later turns overwrite
+earlier ones) -> the DiffSeg30k layout (``layout.py``).
+
+Every random choice of a sample comes from (seed, sample index) alone, so
+the dataset does not depend on the rank count or on interruptions.  Rank 0
+checks the output folder (a resumed run must have the same settings), lists
+the unfinished ids and broadcasts them; every rank makes its shard of them;
+rank 0 then writes ``manifest.jsonl`` (sorted by id) and ``generate.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.errors import ConfigError, DiffzooError
+from diffzoo.harness.core.protocols import Generator
+from diffzoo.harness.core.types import LabelSpace
+from diffzoo.generators.generate.layout import STATE_DIR, SampleStore, write_file
+from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names, edit_sample, sample_row, torch_threads
+from diffzoo.generators.generate.openvocab import DEFAULT_DETECTOR, DEFAULT_SAM
+from diffzoo.generators.generate.quality import QualityFilter
+from diffzoo.generators.generate.regions import AREA_BINS, Region, choose_region
+from diffzoo.generators.generate.schedule import Schedule, SampleSchedule, sample_rng
+from diffzoo.generators.generate.vlm import DEFAULT_VLM
+
+log = logging.getLogger(__name__)
+
+GENERATE_VERSION = 1  # bump when a change alters the samples a config produces
+CONFIG_FILE = "config.json"
+SUMMARY_FILE = "generate.json"
+REGION_KINDS = ("masks:DIR", "coco", "open-vocab", "random")
+_SAMPLE_KEY, _TURN_KEY = 0x736D70, 0x74726E
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """Everything ``diffzoo generate`` takes (see docs/generate.md)."""
+
+    out: Path
+    editors: tuple[str, ...]
+    bases: str | None = None  # folder, or coco:ANN.json:IMGDIR; None only when ai_fraction == 1
+    n: int = 100
+    regions: str | None = None  # masks:DIR | coco | open-vocab | random (default: coco for COCO bases)
+    turns: tuple[int, ...] = (1, 4, 5)
+    ai_fraction: float = 0.5
+    seed: int = 0
+    size: int | None = None  # longer side of the bases in px; None keeps it
+    t2i: str | None = None  # text-to-image card; None: sd-t2i.tiny when all editors are tiny
+    captions: Path | None = None  # COCO captions file for AI bases
+    prompts: str = "templates"  # | vlm
+    objects: str = "vocabulary"  # | vlm (object names for open-vocab detection)
+    vlm: str = DEFAULT_VLM
+    vlm_score: bool = False
+    min_score: float = 3.0
+    detector: str = DEFAULT_DETECTOR
+    sam: str = DEFAULT_SAM
+    min_area: float = 0.01
+    max_area: float = 0.5
+    min_changed: float = 0.1
+    tries: int = 3
+    area_bins: tuple[float, ...] = AREA_BINS
+    loras: tuple[tuple[str, str], ...] = ()  # (editor as in `editors`, LoRA .safetensors file)
+    lora_scale: float = 1.0
+    device: str = "auto"
+    threads: int | None = 1  # torch CPU threads (fixed, so results do not depend on the core count)
+
+
+@dataclass(frozen=True)
+class GenerateSummary:
+    out: Path
+    accepted: int
+    rejected: int
+    made: int  # samples finished by this run (all ranks)
+    reused: int  # samples finished by earlier runs
+    label_space: LabelSpace
+    rejections: list[dict[str, str]] = field(default_factory=list)
+
+
+class DatasetGenerator:
+    """One ``diffzoo generate`` run.  Components may be injected (tests, custom models):
+    ``editors`` (editor name -> Generator), ``regions`` (source for real bases),
+    ``ai_regions``, ``prompter``, ``scorer``, ``t2i``, ``namer``."""
+
+    def __init__(self, config: GenerateConfig, *, editors: Mapping[str, Generator] | None = None,
+                 regions: Any = None, ai_regions: Any = None, prompter: Any = None, scorer: Any = None,
+                 t2i: Any = None, namer: Any = None):
+        if config.n < 1:
+            raise ConfigError(f"--n must be at least 1, got {config.n}")
+        if config.size is not None and config.size < 16:
+            raise ConfigError(f"--size must be at least 16 px, got {config.size}")
+        for option, value, allowed in (("prompts", config.prompts, ("templates", "vlm")),
+                                       ("objects", config.objects, ("vocabulary", "vlm"))):
+            if value not in allowed:
+                raise ConfigError(f"--{option} {value!r}: choose {' or '.join(allowed)}")
+        self.config = config
+        self.classes = class_names(config.editors)
+        self.label_space = LabelSpace.from_editors(self.classes)
+        self.schedule = Schedule(config.seed, self.classes, config.turns, config.ai_fraction)
+        self.quality = QualityFilter(config.min_area, config.max_area, config.min_changed, scorer=scorer,
+                                     min_score=config.min_score, tries=config.tries)
+        self._injected = dict(editors or {})
+        self._built: dict[str, Generator] = {}
+        self._regions, self._ai_regions, self._prompter = regions, ai_regions, prompter
+        self._t2i, self._namer = t2i, namer
+        self.store = SampleStore(config.out)
+        self.device = "cpu"
+
+    # -- setup ---------------------------------------------------------------------
+    def _vlm(self) -> Any:
+        if not hasattr(self, "_vlm_model"):
+            from diffzoo.generators.generate.vlm import QwenVL
+
+            self._vlm_model = QwenVL(self.config.vlm, self.device)
+        return self._vlm_model
+
+    def _open_vocab(self) -> Any:
+        from diffzoo.generators.generate.openvocab import GroundingDinoDetector, OpenVocabRegions, SamSegmenter
+
+        namer = self._namer
+        if namer is None and self.config.objects == "vlm":
+            from diffzoo.generators.generate.vlm import VlmObjectNamer
+
+            namer = VlmObjectNamer(self._vlm())
+        return OpenVocabRegions(GroundingDinoDetector(self.config.detector, self.device),
+                                SamSegmenter(self.config.sam, self.device), namer=namer)
+
+    def _setup(self) -> dict[str, Any]:
+        """Bases, region sources, prompter, scorer; returns the settings a resumed run must share."""
+        from diffzoo.generators.generate.bases import AIBases, RealBases, listing_digest
+        from diffzoo.generators.generate.prompts import TemplatePrompter
+        from diffzoo.generators.generate.regions import MaskFolderRegions, RandomRegions
+
+        from diffzoo.harness.core.plugins import get_registry
+
+        c = self.config
+        for spec in c.editors:  # unknown names fail now, with a did-you-mean, not after the first samples
+            if spec not in self._injected:
+                get_registry().get("generator", spec)
+        loras = self._check_loras()
+        kind = c.regions or ("coco" if (c.bases or "").startswith("coco:") else "random")
+        if kind not in ("coco", "open-vocab", "random") and not kind.startswith("masks:"):
+            raise ConfigError(f"--regions {kind!r}: choose {', '.join(REGION_KINDS)}")
+        settings: dict[str, Any] = {"regions": kind}
+        self.real = self.ai = None
+        if c.ai_fraction < 1:
+            if not c.bases:
+                raise ConfigError("--bases is needed unless --ai-bases is 1")
+            refs, index = self._list_bases(c.bases)
+            if self._regions is None:
+                if kind == "coco":
+                    if index is None:
+                        raise ConfigError("--regions coco needs COCO bases (--bases coco:ANN.json:IMGDIR)")
+                    from diffzoo.generators.generate.coco import CocoRegions
+
+                    self._regions = CocoRegions(index)
+                    usable = {im.id for im in index.usable_images(c.min_area, c.max_area)}
+                    refs = [r for r in refs if r.coco_id in usable]
+                elif kind.startswith("masks:"):
+                    self._regions = MaskFolderRegions(kind.split(":", 1)[1])
+                    refs = [r for r in refs if self._regions.has_masks(r.key)]
+                    settings["regions"] = {"masks": self._regions.digest()}
+                elif kind == "open-vocab":
+                    self._regions = self._open_vocab()
+                else:
+                    self._regions = RandomRegions()
+            self.real = RealBases(refs, c.seed, c.size)
+            settings["bases"] = index.digest() if index is not None else {"folder": listing_digest(refs)}
+        if c.ai_fraction > 0:
+            if self._ai_regions is None:
+                self._ai_regions = (self._regions or self._open_vocab()) if kind == "open-vocab" else RandomRegions()
+            captions = self._captions()
+            self.ai = AIBases(self._text2image(), captions, c.seed, c.size)
+            settings.update(t2i=self._t2i_name(), captions=len(captions) if captions else None)
+        if self._prompter is None:
+            from diffzoo.generators.generate.vlm import VlmPrompter
+
+            self._prompter = VlmPrompter(self._vlm()) if c.prompts == "vlm" else TemplatePrompter()
+        if c.vlm_score and self.quality.scorer is None:
+            from diffzoo.generators.generate.vlm import VlmScorer
+
+            self.quality.scorer = VlmScorer(self._vlm())
+        return {
+            "version": GENERATE_VERSION, "seed": c.seed, "editors": list(c.editors),
+            "labels": list(self.label_space.names), "turns": list(self.schedule.turn_ratio),
+            "ai_fraction": c.ai_fraction, "size": c.size, "prompts": c.prompts, "objects": c.objects,
+            "vlm": c.vlm if (c.prompts == "vlm" or c.objects == "vlm" or c.vlm_score) else None,
+            "open_vocab": [c.detector, c.sam] if kind == "open-vocab" else None,
+            "area_bins": list(c.area_bins), "quality": self.quality.settings(), "loras": loras, **settings,
+        }  # fmt: skip
+
+    def _check_loras(self) -> list[dict[str, Any]] | None:
+        """Each ``--lora`` checked (the editor is chosen and takes LoRAs, the file exists)."""
+        from diffzoo.harness.core.plugins import get_registry
+        from diffzoo.generators.editors.lora import with_lora
+
+        out = []
+        for editor, path in self.config.loras:
+            if editor not in self.config.editors:
+                raise ConfigError(f"--lora {editor}={path}: {editor!r} is not one of --editors")
+            if editor in self._injected:
+                raise ConfigError(f"--lora {editor}={path}: the editor was passed in built; attach the LoRA to it")
+            with_lora(get_registry().get("generator", editor).card, path, self.config.lora_scale)
+            out.append({"editor": editor, "file": Path(path).name, "bytes": Path(path).stat().st_size,
+                        "scale": self.config.lora_scale})
+        return out or None
+
+    def _list_bases(self, spec: str) -> tuple[list[Any], Any]:
+        from diffzoo.generators.generate.bases import BaseRef, list_folder
+
+        if not spec.startswith("coco:"):
+            return list_folder(Path(spec)), None
+        from diffzoo.generators.generate.coco import CocoIndex, parse_coco_spec
+
+        ann, images = parse_coco_spec(spec)
+        index = CocoIndex(ann, images)
+        refs = []
+        for image_id in sorted(index.coco.imgs):
+            im = index.image(image_id)
+            refs.append(BaseRef(Path(im.file_name).stem, images / im.file_name, f"coco:{im.file_name}", im.id))
+        return refs, index
+
+    def _captions(self) -> list[str] | None:
+        from diffzoo.generators.generate.coco import find_captions, load_captions
+
+        path = self.config.captions
+        if path is None and (self.config.bases or "").startswith("coco:"):
+            path = find_captions(Path(self.config.bases.split(":", 2)[1]))
+        return load_captions(Path(path)) if path is not None else None
+
+    def _t2i_name(self) -> str:
+        if self._t2i is not None:
+            return getattr(getattr(self._t2i, "card", None), "name", type(self._t2i).__name__)
+        if self.config.t2i:
+            return self.config.t2i
+        return "sd-t2i.tiny" if all(".tiny" in e for e in self.config.editors) else "sdxl-t2i.base"
+
+    def _text2image(self) -> Any:
+        if self._t2i is None:
+            from diffzoo.generators.editors.text2image import TextToImage, get_t2i_card
+
+            self._t2i = TextToImage(get_t2i_card(self._t2i_name()), device=self.device)
+        return self._t2i
+
+    def _editor(self, name: str) -> Generator:
+        if name not in self._built:
+            spec = self.config.editors[self.classes.index(name)]
+            if spec in self._injected:
+                self._built[name] = self._injected[spec]
+            else:
+                from diffzoo.harness.run.factories import create_generator
+
+                lora = dict(self.config.loras).get(spec)
+                options = {"lora": lora, "lora_scale": self.config.lora_scale} if lora else {}
+                self._built[name] = create_generator(spec, device=self.device, **options)
+        return self._built[name]
+
+    # -- one sample ------------------------------------------------------------------
+    def _tries(self, s: SampleSchedule, turn: int, candidates: Sequence[Region], image: np.ndarray,
+               done: Sequence[TurnPlan]) -> Iterator[TurnPlan]:
+        c = self.config
+        for attempt in range(c.tries):
+            rng = sample_rng(c.seed, _TURN_KEY, s.index, turn, attempt)
+            region = choose_region(candidates, rng, min_area=c.min_area, max_area=c.max_area, bins=c.area_bins,
+                                   avoid=[d.region for d in done])
+            if region is None:
+                return
+            prompts = self._prompter(image, region, s.edit_types[turn], rng)
+            seeds = [int(rng.integers(2**31 - 1)) for _ in prompts]
+            yield TurnPlan(s.editors[turn], s.edit_types[turn], region, tuple(zip(prompts, seeds)), attempt)
+
+    def make(self, index: int) -> tuple[Any, Edited]:
+        """Base and edit outcome of sample ``index`` (deterministic; writes nothing)."""
+        s = self.schedule.sample(index)
+        rng = sample_rng(self.config.seed, _SAMPLE_KEY, index)
+        base = self.real.get(s.base_ordinal) if s.base == "real" else self.ai.get(s.base_ordinal, rng)
+        candidates = (self._regions if s.base == "real" else self._ai_regions).candidates(base, rng)
+        sources = [
+            lambda image, done, t=t: self._tries(s, t, candidates, image, done) for t in range(s.n_turns)
+        ]  # fmt: skip
+        return base, edit_sample(base.image, sources, self._editor, self.label_space, self.quality)
+
+    # -- the run -----------------------------------------------------------------------
+    def _prepare(self, settings: dict[str, Any], ids: Sequence[str]) -> list[str]:
+        """Rank 0: check or start the output folder; the ids still to make."""
+        out = Path(self.config.out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / STATE_DIR / CONFIG_FILE
+        if path.is_file():
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            differ = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
+            if differ:
+                raise ConfigError(
+                    f"{out} was generated with other settings ({', '.join(differ)} differ); resume with the "
+                    f"same options or choose a new --out"
+                )
+        elif any(out.iterdir()):
+            raise ConfigError(f"{out} is not empty and holds no diffzoo generate run; choose an empty --out")
+        else:
+            write_file(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
+        self.store.write_labels(self.label_space)
+        if self.store.remove_stale_temp_files():
+            log.info("removed temporary files of an interrupted run in %s", out)
+        return [i for i in ids if not self.store.finished(i)]
+
+    def run(self, progress: Progress | None = None) -> GenerateSummary | None:
+        """Make every unfinished sample of ids 0..n-1; the summary on rank 0 (None on other ranks)."""
+        from diffzoo.harness.core import distributed
+        from diffzoo.harness.core.device import resolve_device
+
+        self.device = str(distributed.init(resolve_device(self.config.device)))
+        settings = self._setup()
+        ids = [f"{i:08d}" for i in range(self.config.n)]
+        todo, error = None, None
+        if distributed.is_main():
+            try:
+                todo = self._prepare(settings, ids)
+            except DiffzooError as exc:
+                error = exc
+        todo, message = distributed.broadcast((todo, str(error) if error else None))
+        if error is not None:
+            raise error
+        if message is not None:
+            raise ConfigError(f"rank 0 stopped: {message}")
+        mine = distributed.shard(todo)
+        threads = self.config.threads if self.device.startswith("cpu") else None
+        with torch_threads(threads):
+            for done, sid in enumerate(mine, start=1):
+                base, edited = self.make(int(sid))
+                row = sample_row(sid, base, edited.turns)
+                if edited.rejected is None:
+                    self.store.write_ok(sid, edited.image, edited.label, row)
+                else:
+                    log.info("sample %s rejected: %s", sid, edited.rejected)
+                    self.store.write_rejected(sid, edited.rejected, row)
+                if progress is not None:
+                    progress(done, len(mine))
+        made = distributed.gather(len(mine))
+        if not distributed.is_main():
+            return None
+        return self._finish(settings, sum(made or [len(mine)]), len(ids) - len(todo))
+
+    def _finish(self, settings: dict[str, Any], made: int, reused: int) -> GenerateSummary:
+        records = self.store.records(self.store.recorded_ids())
+        accepted = self.store.write_manifest(records)
+        rejections = [{"id": r["id"], "reason": r["reason"]} for r in records if r["status"] == "rejected"]
+        summary = {"settings": settings, "accepted": accepted, "rejected": rejections}
+        write_file(Path(self.config.out) / SUMMARY_FILE, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        return GenerateSummary(Path(self.config.out), accepted, len(rejections), made, reused, self.label_space,
+                               rejections)
+
+
+def generate(config: GenerateConfig, progress: Progress | None = None, **components: Any) -> GenerateSummary | None:
+    """Run ``diffzoo generate`` from Python (``components``: see :class:`DatasetGenerator`)."""
+    return DatasetGenerator(config, **components).run(progress)
+

@@ -1,0 +1,302 @@
+"""Edit regions: object-like random shapes, given mask files, and choosing among candidates.
+
+``random_region`` draws stand-ins for object masks (ellipses, smooth blobs,
+polygons) from a seeded ``numpy.random.Generator``; each covers a chosen
+fraction of the image (``min_frac``..``max_frac``) and keeps a one-pixel
+margin from the border, like an object inside the frame.
+
+Region sources for ``diffzoo generate`` return every candidate region of a
+base image (``candidates(base, rng)``): :class:`RandomRegions`,
+:class:`MaskFolderRegions` (mask PNGs given per base image), COCO instances
+(``coco.py``) and open-vocabulary detection + SAM (``openvocab.py``).
+:func:`dedupe_overlaps` drops near-duplicate masks and :func:`choose_region`
+picks one candidate per edit, balanced over area bins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.errors import ConfigError
+
+SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
+
+
+@dataclass(frozen=True)
+class Region:
+    """A bool H x W mask, its bounding box ``(x0, y0, x1, y1)`` (exclusive end), its shape.
+
+    ``shape`` is the drawn shape, or where the mask came from (``mask``,
+    ``coco``, ``open-vocab``); ``label`` the object's name when known.
+    """
+
+    mask: np.ndarray
+    bbox: tuple[int, int, int, int]
+    shape: str
+    label: str | None = None
+
+    @property
+    def fraction(self) -> float:
+        return float(self.mask.mean())
+
+    @property
+    def area(self) -> int:
+        return int(self.mask.sum())
+
+
+def bbox_of(mask: np.ndarray) -> tuple[int, int, int, int]:
+    """Bounding box ``(x0, y0, x1, y1)`` of the True pixels (exclusive end)."""
+    ys, xs = np.nonzero(mask)
+    if len(xs) == 0:
+        raise ConfigError("bounding box of an empty mask")
+    return int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
+
+
+def _radial_mask(
+    height: int, width: int, cy: float, cx: float, radius_at: Callable[[np.ndarray], np.ndarray], angle: float
+) -> np.ndarray:
+    """Pixels whose distance from (cy, cx) is below ``radius_at(theta)``."""
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float64)
+    dy, dx = yy + 0.5 - cy, xx + 0.5 - cx
+    theta = np.arctan2(dy, dx) - angle
+    return np.hypot(dy, dx) < radius_at(theta)
+
+
+def _ellipse_radius(aspect: float):
+    # r(theta) of an ellipse with semi-axes a = sqrt(aspect), b = 1/sqrt(aspect) (area pi)
+    a, b = math.sqrt(aspect), 1.0 / math.sqrt(aspect)
+    return lambda t: a * b / np.sqrt((b * np.cos(t)) ** 2 + (a * np.sin(t)) ** 2), max(a, b)
+
+
+def _blob_radius(rng: np.random.Generator):
+    # smooth star-shaped curve: 1 + sum of low harmonics with random phases
+    ks = np.arange(2, 6)
+    amps = rng.uniform(0.0, 0.22, size=len(ks)) / ks**0.5
+    phases = rng.uniform(0.0, 2 * math.pi, size=len(ks))
+
+    def radius(t: np.ndarray) -> np.ndarray:
+        r = np.ones_like(t)
+        for k, a, p in zip(ks, amps, phases):
+            r = r + a * np.cos(k * t + p)
+        return r
+
+    norm = math.sqrt(1.0 + 0.5 * float((amps**2).sum()))  # mean r^2 -> area ~ pi * norm^2
+    return (lambda t: radius(t) / norm), float((1 + amps.sum()) / norm)
+
+
+def _polygon_radius(rng: np.random.Generator):
+    # random star-shaped polygon: sorted vertex angles, jittered radii, linear edges
+    n = int(rng.integers(5, 10))
+    # jittered even spacing keeps every angular gap below pi, so the centre is inside
+    angles = (np.arange(n) + rng.uniform(-0.35, 0.35, size=n)) * (2 * math.pi / n)
+    radii = rng.uniform(0.7, 1.3, size=n)
+    px, py = radii * np.cos(angles), radii * np.sin(angles)
+    area = 0.5 * abs(float(np.dot(px, np.roll(py, -1)) - np.dot(py, np.roll(px, -1))))
+    scale = math.sqrt(math.pi / max(area, 1e-6))  # area pi, like the other shapes
+    ext_angles = np.concatenate([angles - 2 * math.pi, angles, angles + 2 * math.pi])
+    ext_px, ext_py = np.tile(px, 3) * scale, np.tile(py, 3) * scale
+
+    def radius(t: np.ndarray) -> np.ndarray:
+        t = np.mod(t, 2 * math.pi)
+        i = np.searchsorted(ext_angles, t) - 1
+        x0, y0, x1, y1 = ext_px[i], ext_py[i], ext_px[i + 1], ext_py[i + 1]
+        # intersection of the ray at angle t with the edge (x0,y0)-(x1,y1)
+        ct, st = np.cos(t), np.sin(t)
+        den = ct * (y1 - y0) - st * (x1 - x0)
+        num = x0 * y1 - y0 * x1
+        return np.abs(num / np.where(np.abs(den) < 1e-12, 1e-12, den))
+
+    return radius, float(radii.max() * scale)
+
+
+def random_region(
+    height: int,
+    width: int,
+    rng: np.random.Generator,
+    *,
+    min_frac: float = 0.05,
+    max_frac: float = 0.35,
+    shapes: tuple[str, ...] = SHAPES,
+    margin: int = 1,
+) -> Region:
+    """Draw one object-like region covering about ``min_frac``..``max_frac`` of the image."""
+    if not 0 < min_frac <= max_frac < 1:
+        raise ConfigError(f"need 0 < min_frac <= max_frac < 1, got {min_frac}, {max_frac}")
+    unknown = set(shapes) - set(SHAPES)
+    if not shapes or unknown:
+        raise ConfigError(f"unknown region shapes {sorted(unknown)}; choose from {SHAPES}")
+    if min(height, width) < 8:
+        raise ConfigError(f"image {width}x{height} is too small for a region")
+    for _ in range(20):
+        shape = shapes[int(rng.integers(len(shapes)))]
+        frac = float(rng.uniform(min_frac, max_frac))
+        angle = float(rng.uniform(0, math.pi))
+        if shape == "ellipse":
+            radius_at, reach = _ellipse_radius(float(np.exp(rng.uniform(-0.7, 0.7))))
+        elif shape == "blob":
+            radius_at, reach = _blob_radius(rng)
+        else:
+            radius_at, reach = _polygon_radius(rng)
+        # unit shapes have area ~pi: scale radius so the area is frac * H * W
+        scale = math.sqrt(frac * height * width / math.pi)
+        half = min(height, width) / 2 - margin
+        scale = min(scale, half / reach)
+        ext = reach * scale
+        cy = float(rng.uniform(margin + ext, height - margin - ext)) if height - 2 * (margin + ext) > 0 else height / 2
+        cx = float(rng.uniform(margin + ext, width - margin - ext)) if width - 2 * (margin + ext) > 0 else width / 2
+        mask = _radial_mask(height, width, cy, cx, lambda t: scale * radius_at(t), angle)
+        if margin > 0:
+            mask[:margin], mask[-margin:], mask[:, :margin], mask[:, -margin:] = False, False, False, False
+        if mask.mean() >= 0.5 * min_frac:
+            return Region(mask=mask, bbox=bbox_of(mask), shape=shape)
+    raise ConfigError(f"could not draw a region covering {min_frac:.0%}..{max_frac:.0%} of {width}x{height}")
+
+
+# -- candidates for diffzoo generate ---------------------------------------------
+AREA_BINS: tuple[float, ...] = (0.05, 0.15)
+"""Edges (fractions of the image) of the small / medium / large area bins."""
+
+
+def region_from_mask(mask: np.ndarray, shape: str, label: str | None = None) -> Region | None:
+    """A Region of a bool mask (None when the mask is empty)."""
+    mask = np.ascontiguousarray(mask, dtype=bool)
+    if not mask.any():
+        return None
+    return Region(mask=mask, bbox=bbox_of(mask), shape=shape, label=label)
+
+
+def resize_mask(mask: np.ndarray, height: int, width: int) -> np.ndarray:
+    """A bool mask resized (nearest neighbour) to ``height`` x ``width``."""
+    if mask.shape == (height, width):
+        return mask.astype(bool)
+    from PIL import Image
+
+    im = Image.fromarray(mask.astype(np.uint8) * 255).resize((width, height), Image.Resampling.NEAREST)
+    return np.asarray(im) > 127
+
+
+def iou(a: np.ndarray, b: np.ndarray) -> float:
+    union = np.logical_or(a, b).sum()
+    return float(np.logical_and(a, b).sum() / union) if union else 0.0
+
+
+def dedupe_overlaps(regions: Sequence[Region], max_iou: float = 0.7) -> list[Region]:
+    """Drop masks that overlap an already kept one with IoU > ``max_iou``.
+
+    Largest first (ties: input order), so of two near-duplicates the larger
+    stays; the result keeps the input order.
+    """
+    order = sorted(range(len(regions)), key=lambda i: (-regions[i].area, i))
+    kept: list[int] = []
+    for i in order:
+        if all(iou(regions[i].mask, regions[j].mask) <= max_iou for j in kept):
+            kept.append(i)
+    return [regions[i] for i in sorted(kept)]
+
+
+def area_bin(fraction: float, edges: Sequence[float] = AREA_BINS) -> int:
+    """0 (small), 1, ... by the ``edges`` fractions."""
+    return int(np.searchsorted(np.asarray(edges), fraction, side="right"))
+
+
+def choose_region(
+    candidates: Sequence[Region],
+    rng: np.random.Generator,
+    *,
+    min_area: float = 0.0,
+    max_area: float = 1.0,
+    bins: Sequence[float] = AREA_BINS,
+    avoid: Sequence[Region] = (),
+) -> Region | None:
+    """One candidate whose area fraction lies in [min_area, max_area], balanced over area bins.
+
+    An area bin is drawn uniformly among the bins that hold a candidate, then
+    a candidate of that bin; candidates in ``avoid`` (regions earlier turns
+    used) are taken only when nothing else is left.  None when no candidate
+    is within the bounds.
+    """
+    fitting = [r for r in candidates if min_area <= r.fraction <= max_area]
+    fresh = [r for r in fitting if not any(r is a for a in avoid)]
+    pool = fresh or fitting
+    if not pool:
+        return None
+    by_bin: dict[int, list[Region]] = {}
+    for r in pool:
+        by_bin.setdefault(area_bin(r.fraction, bins), []).append(r)
+    keys = sorted(by_bin)
+    group = by_bin[keys[int(rng.integers(len(keys)))]]
+    return group[int(rng.integers(len(group)))]
+
+
+class RandomRegions:
+    """``count`` object-like random shapes per image (for bases without annotations)."""
+
+    name = "random"
+
+    def __init__(self, count: int = 6, min_frac: float = 0.05, max_frac: float = 0.35):
+        self.count, self.min_frac, self.max_frac = count, min_frac, max_frac
+
+    def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
+        h, w = base.image.shape[:2]
+        return [random_region(h, w, rng, min_frac=self.min_frac, max_frac=self.max_frac) for _ in range(self.count)]
+
+
+def _object_name(stem: str) -> str | None:
+    """``dog_2`` -> ``dog``; ``cup`` -> ``cup``; ``3`` -> None."""
+    name = stem.rstrip("0123456789").rstrip("_- ").replace("_", " ").strip()
+    return name or None
+
+
+class MaskFolderRegions:
+    """Object masks given as files: ``FOLDER/<base key>/*.png``, non-zero pixels = the object.
+
+    ``<base key>`` is the base image's path inside the bases folder without
+    its suffix (``street/0001.jpg`` -> ``FOLDER/street/0001/``).  A file's
+    stem names the object (``dog_2.png`` -> "dog").  Masks of another size
+    than the base are resized (nearest neighbour).
+    """
+
+    name = "masks"
+
+    def __init__(self, folder: Path | str):
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise ConfigError(f"mask folder {self.folder} does not exist")
+
+    def files(self, key: str) -> list[Path]:
+        from diffzoo.harness.data.imageio import is_image_file
+
+        d = self.folder / key
+        if not d.is_dir():
+            return []
+        return sorted(p for p in d.iterdir() if p.is_file() and not p.name.startswith(".") and is_image_file(p.name))
+
+    def has_masks(self, key: str) -> bool:
+        return bool(self.files(key))
+
+    def digest(self) -> str:
+        """Names and sizes of every mask file (a run's config records it)."""
+        import hashlib
+        import json
+
+        rows = sorted((p.relative_to(self.folder).as_posix(), p.stat().st_size)
+                      for p in self.folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+        return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+
+    def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
+        from diffzoo.harness.data.imageio import read_mask
+
+        h, w = base.image.shape[:2]
+        out = []
+        for path in self.files(base.key):
+            mask = resize_mask(read_mask(path, base.key) > 0, h, w)
+            region = region_from_mask(mask, "mask", _object_name(path.stem))
+            if region is not None:
+                out.append(region)
+        return out

@@ -1,0 +1,150 @@
+"""Seeded, balanced choices of a generated dataset: turns, bases, editors, edit types.
+
+``diffzoo generate`` must give the same sample for the same (seed, id) however
+many ranks run it and however often it is interrupted, so nothing here
+depends on the order samples are made in.  Ids are grouped into fixed blocks
+(``block`` ids, a multiple of the turn-ratio sum); each block's choices come
+from a generator seeded with (seed, block) alone:
+
+- turn counts: exactly the ratio in every block (1:4:5 over 20 ids gives
+  2, 8 and 10 samples with 1, 2 and 3 edits);
+- real/AI bases, editors and edit types: round-robin over the whole id
+  sequence (a block gets the slots its position in that sequence gives it;
+  counts of any prefix of whole blocks differ by at most one), then shuffled
+  within the block.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.generators.generate.prompts import EDIT_TYPES
+
+MIN_BLOCK = 20
+BASE_KINDS: tuple[str, ...] = ("real", "ai")
+_BLOCK_KEY = 0x626C6B  # "blk": stream of the per-block choices
+
+
+def split_counts(total: int, weights: Sequence[float]) -> list[int]:
+    """``total`` items apportioned to ``weights`` (largest remainder; ties to the first)."""
+    raw = [total * w / sum(weights) for w in weights]
+    counts = [int(r) for r in raw]
+    for i in sorted(range(len(raw)), key=lambda i: counts[i] - raw[i])[: total - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def balanced(rng: np.random.Generator, items: Sequence[Any], counts: Sequence[int]) -> list[Any]:
+    """Each item repeated its count, shuffled."""
+    out = [item for item, c in zip(items, counts) for _ in range(c)]
+    rng.shuffle(out)
+    return out
+
+
+def sample_rng(seed: int, *keys: int) -> np.random.Generator:
+    """A generator seeded with ``(seed, *keys)`` only."""
+    return np.random.default_rng([int(seed), *(int(k) for k in keys)])
+
+
+def parse_turn_ratio(spec: str | Sequence[int]) -> tuple[int, ...]:
+    """``"1:4:5"`` -> (1, 4, 5): relative counts of samples with 1, 2, 3, ... edits."""
+    parts = spec.split(":") if isinstance(spec, str) else list(spec)
+    try:
+        ratio = tuple(int(p) for p in parts)
+    except ValueError:
+        raise ConfigError(f"turn ratio {spec!r}: expected whole numbers such as 1:4:5") from None
+    if not ratio or any(r < 0 for r in ratio) or not sum(ratio):
+        raise ConfigError(f"turn ratio {spec!r}: needs non-negative counts, not all zero (e.g. 1:4:5)")
+    return ratio
+
+
+@dataclass(frozen=True)
+class SampleSchedule:
+    """What one sample gets: edit count, base kind (and its ordinal among that kind), per-turn editor and type."""
+
+    index: int
+    base: str  # real | ai
+    base_ordinal: int
+    editors: tuple[str, ...]
+    edit_types: tuple[str, ...]
+
+    @property
+    def n_turns(self) -> int:
+        return len(self.editors)
+
+
+class Schedule:
+    """Per-sample choices for ids 0, 1, 2, ... (see the module docstring)."""
+
+    def __init__(
+        self,
+        seed: int,
+        editors: Sequence[str],
+        turn_ratio: Sequence[int] = (1, 4, 5),
+        ai_fraction: float = 0.5,
+        edit_types: Sequence[str] = EDIT_TYPES,
+    ) -> None:
+        if not editors:
+            raise ConfigError("at least one editor is needed")
+        if not 0.0 <= ai_fraction <= 1.0:
+            raise ConfigError(f"AI base fraction must be in [0, 1], got {ai_fraction}")
+        unknown = sorted(set(edit_types) - set(EDIT_TYPES))
+        if not edit_types or unknown:
+            raise ConfigError(f"unknown edit types {unknown}; choose from {', '.join(EDIT_TYPES)}")
+        self.seed = int(seed)
+        self.editors = tuple(editors)
+        self.turn_ratio = parse_turn_ratio(turn_ratio)
+        self.ai_fraction = float(ai_fraction)
+        self.edit_types = tuple(edit_types)
+        unit = sum(self.turn_ratio)
+        self.block = unit * math.ceil(MIN_BLOCK / unit)
+        self._turn_counts = split_counts(self.block, self.turn_ratio)
+        self._turns_per_block = sum(n * c for n, c in enumerate(self._turn_counts, start=1))
+
+    def _base_weights(self) -> tuple[float, float]:
+        return (1.0 - self.ai_fraction, self.ai_fraction)
+
+    def _slots(self, start: int, length: int, n_items: int, weights: Sequence[float] | None = None) -> list[int]:
+        """Counts per item of round-robin slots [start, start + length)."""
+        w = weights if weights is not None else (1.0,) * n_items
+        end, begin = split_counts(start + length, w), split_counts(start, w)
+        return [e - b for e, b in zip(end, begin)]
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - one Schedule per run; blocks are reused in order
+    def _block_plan(self, b: int) -> tuple[SampleSchedule, ...]:
+        rng = sample_rng(self.seed, _BLOCK_KEY, b)
+        n_turns = balanced(rng, range(1, len(self.turn_ratio) + 1), self._turn_counts)
+        base_counts = self._slots(b * self.block, self.block, 2, self._base_weights())
+        bases = balanced(rng, BASE_KINDS, base_counts)
+        t0, t = b * self._turns_per_block, self._turns_per_block
+        editors = balanced(rng, self.editors, self._slots(t0, t, len(self.editors)))
+        types = balanced(rng, self.edit_types, self._slots(t0, t, len(self.edit_types)))
+        before = split_counts(b * self.block, self._base_weights())  # real, ai bases of earlier blocks
+        seen = {"real": before[0], "ai": before[1]}
+        out, cursor = [], 0
+        for pos in range(self.block):
+            k = n_turns[pos]
+            kind = bases[pos]
+            out.append(SampleSchedule(
+                index=b * self.block + pos,
+                base=kind,
+                base_ordinal=seen[kind],
+                editors=tuple(editors[cursor:cursor + k]),
+                edit_types=tuple(types[cursor:cursor + k]),
+            ))  # fmt: skip
+            seen[kind] += 1
+            cursor += k
+        return tuple(out)
+
+    def sample(self, index: int) -> SampleSchedule:
+        """The choices of sample ``index`` (0-based)."""
+        if index < 0:
+            raise ConfigError(f"sample index must be >= 0, got {index}")
+        return self._block_plan(index // self.block)[index % self.block]

@@ -1,0 +1,145 @@
+"""A vision-language model (Qwen2.5-VL through transformers) for object names, prompts and scores.
+
+Three optional roles in ``diffzoo generate``, each a small class around
+:class:`QwenVL.ask` (greedy decoding, so answers are deterministic):
+
+- :class:`VlmObjectNamer`: the objects in an image, for open-vocabulary detection;
+- :class:`VlmPrompter`: a prompt per editor call of a turn (same interface as
+  :class:`~diffzoo.generators.generate.prompts.TemplatePrompter`; falls back to a
+  template when the answer is empty);
+- :class:`VlmScorer`: a 0-5 score of an edit for the quality filter
+  (unparsable answers score 0).
+
+Without cached weights while offline, the first use raises
+:class:`WeightsUnavailableError` naming the hub id.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from diffzoo.generators.generate.openvocab import load_hf
+from diffzoo.generators.generate.prompts import turn_prompts
+
+log = logging.getLogger(__name__)
+
+DEFAULT_VLM = "Qwen/Qwen2.5-VL-7B-Instruct"
+MAX_NAMES = 10
+
+
+class QwenVL:
+    """Question answering about images (``model``/``processor`` may be given built)."""
+
+    def __init__(self, model_id: str = DEFAULT_VLM, device: str = "cpu", *, max_new_tokens: int = 48,
+                 model: Any = None, processor: Any = None):
+        self.model_id, self.device, self.max_new_tokens = model_id, str(device), max_new_tokens
+        self._model, self._processor = model, processor
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            import torch
+            from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
+
+            dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+            self._processor = load_hf("vision-language model", self.model_id, AutoProcessor)
+            model = load_hf("vision-language model", self.model_id, Qwen2_5_VLForConditionalGeneration, dtype=dtype)
+            self._model = model.to(self.device).eval()
+        return self._model, self._processor
+
+    def ask(self, images: Sequence[np.ndarray], question: str) -> str:
+        """The model's answer to ``question`` about ``images`` (in order)."""
+        import torch
+        from PIL import Image
+
+        model, processor = self._load()
+        content = [{"type": "image"} for _ in images] + [{"type": "text", "text": question}]
+        text = processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                             add_generation_prompt=True)
+        inputs = processor(text=[text], images=[Image.fromarray(im) for im in images], return_tensors="pt")
+        inputs = inputs.to(self.device)
+        with torch.inference_mode():
+            out = model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
+        answer = processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)[0]
+        return answer.strip()
+
+
+def _where(region: Any, image: np.ndarray) -> str:
+    x0, y0, x1, y1 = region.bbox
+    h, w = image.shape[:2]
+    return f"the box from ({x0}, {y0}) to ({x1}, {y1}) of this {w}x{h} image"
+
+
+def _clean(answer: str) -> str:
+    line = answer.strip().splitlines()[0] if answer.strip() else ""
+    return line.strip().strip('"').strip("'").strip()
+
+
+class VlmObjectNamer:
+    """``namer(image)`` -> up to 10 object names the VLM lists."""
+
+    def __init__(self, vlm: QwenVL):
+        self.vlm = vlm
+
+    def __call__(self, image: np.ndarray) -> list[str]:
+        answer = self.vlm.ask([image], "List the distinct objects visible in this image as a comma-separated "
+                                       "list of short nouns. Answer with the list only.")
+        names: list[str] = []
+        for part in re.split(r"[,\n;]", answer):
+            name = re.sub(r"[^a-z ]", "", part.lower()).strip()
+            if name and name not in names:
+                names.append(name)
+        return names[:MAX_NAMES]
+
+
+class VlmPrompter:
+    """Prompts written by the VLM for the region and edit type (templates when it answers nothing)."""
+
+    name = "vlm"
+
+    def __init__(self, vlm: QwenVL):
+        self.vlm = vlm
+
+    def _ask(self, image: np.ndarray, question: str) -> str:
+        return _clean(self.vlm.ask([image], question + " Answer with a prompt of at most 12 words only."))
+
+    def __call__(self, image: np.ndarray, region: Any, edit_type: str, rng: np.random.Generator) -> tuple[str, ...]:
+        fallback = turn_prompts(edit_type, rng, obj=getattr(region, "label", None))
+        thing = getattr(region, "label", None) or "object"
+        where = _where(region, image)
+        remove = f"The {thing} in {where} will be removed. Describe the background that should fill it."
+        questions = {
+            "attribute_change": [f"The {thing} in {where} will be repainted with another colour, material or "
+                                 f"texture. Describe the changed {thing}."],
+            "object_removal": [remove],
+            "object_addition": [remove, f"A new object will be painted into {where}. Name one object that fits "
+                                        f"the scene and describe it."],
+        }[edit_type]
+        answers = [self._ask(image, q) for q in questions]
+        return tuple(a or f for a, f in zip(answers, fallback))
+
+
+class VlmScorer:
+    """``scorer(before, after, mask, prompt, edit_type)`` -> 0..5 (the quality filter's judge)."""
+
+    def __init__(self, vlm: QwenVL):
+        self.vlm = vlm
+        self.name = f"vlm:{vlm.model_id}"
+
+    def __call__(self, before: np.ndarray, after: np.ndarray, mask: np.ndarray, prompt: str, edit_type: str) -> float:
+        ys, xs = np.nonzero(mask)
+        box = f"({xs.min()}, {ys.min()}) to ({xs.max() + 1}, {ys.max() + 1})" if len(xs) else "nowhere"
+        answer = self.vlm.ask([before, after], (
+            f"The first image was edited inside the box {box} ({edit_type.replace('_', ' ')}, prompt: "
+            f"'{prompt}'); the second image is the result. Rate the edit from 0 (failed, implausible or "
+            f"not matching the prompt) to 5 (realistic and matching the prompt). Answer with one digit."
+        ))  # fmt: skip
+        m = re.search(r"[0-5]", answer)
+        if m is None:
+            log.debug("VLM score answer %r has no digit 0-5; scored 0", answer)
+            return 0.0
+        return float(m.group())

@@ -1,0 +1,62 @@
+"""Tiny random-weight diffusers pipelines, built fully offline.
+
+Every ``tiny`` generator card is the real pipeline class built from small
+configs (taken from the shapes diffusers' own fast tests use) with random
+weights; SD2, SDXL and Flux.1 are built in ``sd.py``, SD3.5, Kandinsky 2.2,
+Kolors and HunyuanDiT in ``extra.py``, the instruction editors (FLUX.2
+[klein] and [dev], Qwen-Image-Edit and its Plus / inpaint variants, LongCat)
+in ``instruct.py``; this module picks the build for a card's pipeline class.
+Nothing is read from the hub: tokenizers are made in code.  Each component
+is constructed right after ``torch.manual_seed(seed)`` inside a forked RNG,
+so the same seed gives identical weights in every process and the caller's
+global RNG is left untouched.
+
+The outputs are noise-like pictures; they exist to prove that the editing,
+labelling and benchmarking code paths work end to end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from diffzoo.generators.tiny import extra, instruct
+from diffzoo.generators.tiny.components import TINY_SEED
+from diffzoo.generators.tiny.sd import build_flux, build_sd, build_sdxl
+from diffzoo.harness.core.errors import ModelError
+
+TINY_BUILDERS: dict[str, Callable[..., Any]] = {
+    "StableDiffusionInpaintPipeline": lambda seed, **o: build_sd(seed, inpaint=True),
+    "StableDiffusionPipeline": lambda seed, **o: build_sd(seed, inpaint=False),
+    "StableDiffusionXLInpaintPipeline": lambda seed, **o: build_sdxl(
+        seed, unet_in_channels=int(o.get("unet_in_channels", 9))
+    ),
+    "FluxFillPipeline": lambda seed, **o: build_flux(seed, fill=True),
+    "FluxInpaintPipeline": lambda seed, **o: build_flux(seed, fill=False),
+    "StableDiffusion3InpaintPipeline": lambda seed, **o: extra.build_sd3(seed),
+    "KandinskyV22InpaintCombinedPipeline": lambda seed, **o: extra.build_kandinsky22(seed),
+    "KolorsPipeline": lambda seed, **o: extra.build_kolors(seed),
+    "HunyuanDiTPipeline": lambda seed, **o: extra.build_hunyuandit(seed),
+    "Flux2KleinPipeline": lambda seed, **o: instruct.build_flux2_klein(seed),
+    "Flux2KleinInpaintPipeline": lambda seed, **o: instruct.build_flux2_klein(seed, inpaint=True),
+    "Flux2Pipeline": lambda seed, **o: instruct.build_flux2_dev(seed),
+    "QwenImageEditPipeline": lambda seed, **o: instruct.build_qwen_edit(seed),
+    "QwenImageEditPlusPipeline": lambda seed, **o: instruct.build_qwen_edit(seed, variant="plus"),
+    "QwenImageEditInpaintPipeline": lambda seed, **o: instruct.build_qwen_edit(seed, variant="inpaint"),
+    "LongCatImageEditPipeline": lambda seed, **o: instruct.build_longcat_edit(seed),
+}
+
+
+def build_tiny_pipeline(card: Any, seed: int | None = None) -> Any:
+    """The tiny pipeline for a ``tiny=True`` GeneratorCard (weights seed from the card)."""
+    builder = TINY_BUILDERS.get(card.pipeline)
+    if builder is None:
+        raise ModelError(
+            f"no tiny build for pipeline {card.pipeline!r} (card {card.name!r}); "
+            f"tiny builds exist for: {', '.join(sorted(TINY_BUILDERS))}"
+        )
+    options = dict(card.options)
+    weights_seed = int(options.pop("weights_seed", TINY_SEED) if seed is None else seed)
+    pipe = builder(weights_seed, **options)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe

@@ -1,0 +1,372 @@
+"""Tiny random-weight builds of SD3.5, Kandinsky 2.2, Kolors and HunyuanDiT.
+
+Same rules as ``builders.py`` (tokenizers and seeding helper from ``components.py``):
+the real diffusers pipeline classes, component shapes taken from diffusers'
+own fast tests, every component built right after ``torch.manual_seed`` in a
+forked RNG, nothing read from the hub.  Two text stacks are new here:
+
+- Kolors' ChatGLM tokenizer wraps a sentencepiece model file, so a
+  character-level model is trained in memory on a fixed text (a few
+  milliseconds, deterministic) and written to a temporary file for loading.
+  ChatGLM needs ``original_rope=True``, ``empty_init=False`` and RMSNorm
+  weights of one (its init leaves them empty, which gives NaN).
+- HunyuanDiT's BERT tokenizer takes a vocabulary dict directly.  HunyuanDiT
+  hard-codes ``height // 8`` for its rotary grid, so its tiny VAE downsamples
+  8x (four blocks).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import string
+import tempfile
+import warnings
+from functools import lru_cache
+from typing import Any
+
+import torch
+
+from diffzoo.harness.core.errors import ModelError
+from diffzoo.generators.tiny.components import (
+    TINY_TEXT_WIDTH,
+    clip_text_config,
+    sd_unet,
+    sd_vae,
+    seeded,
+    t5_encoder,
+    clip_tokenizer,
+    t5_tokenizer,
+)
+
+KOLORS_TEXT = (
+    "a photo of a red cup on a wooden table. the quick brown fox jumps over the lazy dog. "
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ abcdefghijklmnopqrstuvwxyz 0123456789 " + string.punctuation
+)
+
+
+# -- SD3.5 -----------------------------------------------------------------------
+def build_sd3(seed: int) -> Any:
+    """Tiny StableDiffusion3InpaintPipeline: 2 CLIP + T5 text encoders, 16-channel latents."""
+    from diffusers import (
+        AutoencoderKL,
+        FlowMatchEulerDiscreteScheduler,
+        SD3Transformer2DModel,
+        StableDiffusion3InpaintPipeline,
+    )
+    from transformers import CLIPTextModelWithProjection
+
+    transformer = seeded(
+        seed,
+        lambda: SD3Transformer2DModel(
+            sample_size=32,
+            patch_size=2,  # diffusers' test uses 1 with a 1x VAE; 2x VAE + patch 2 is 16x fewer tokens
+            in_channels=16,
+            num_layers=1,
+            attention_head_dim=8,
+            num_attention_heads=4,
+            joint_attention_dim=TINY_TEXT_WIDTH,
+            caption_projection_dim=32,
+            pooled_projection_dim=2 * TINY_TEXT_WIDTH,
+            out_channels=16,
+        ),
+    )
+    vae = seeded(
+        seed,
+        lambda: AutoencoderKL(
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+            up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+            block_out_channels=(8, 16),
+            layers_per_block=1,
+            latent_channels=16,
+            norm_num_groups=4,
+            use_quant_conv=False,
+            use_post_quant_conv=False,
+            shift_factor=0.0609,
+            scaling_factor=1.5035,
+        ),
+    )
+    config = clip_text_config(TINY_TEXT_WIDTH)
+    return StableDiffusion3InpaintPipeline(
+        transformer=transformer,
+        scheduler=FlowMatchEulerDiscreteScheduler(),
+        vae=vae,
+        text_encoder=seeded(seed, lambda: CLIPTextModelWithProjection(config)),
+        tokenizer=clip_tokenizer(),
+        text_encoder_2=seeded(seed + 1, lambda: CLIPTextModelWithProjection(config)),
+        tokenizer_2=clip_tokenizer(),
+        text_encoder_3=t5_encoder(seed),
+        tokenizer_3=t5_tokenizer(),
+    )
+
+
+# -- Kandinsky 2.2 -----------------------------------------------------------------
+def build_kandinsky22(seed: int) -> Any:
+    """Tiny KandinskyV22InpaintCombinedPipeline: CLIP prior + 9-channel MoVQ-latent UNet."""
+    from diffusers import (
+        DDIMScheduler,
+        KandinskyV22InpaintCombinedPipeline,
+        PriorTransformer,
+        UnCLIPScheduler,
+        UNet2DConditionModel,
+        VQModel,
+    )
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPTextModelWithProjection,
+        CLIPVisionConfig,
+        CLIPVisionModelWithProjection,
+    )
+
+    width = TINY_TEXT_WIDTH  # CLIP image-embedding size shared by prior and decoder
+
+    def prior() -> Any:
+        model = PriorTransformer(num_attention_heads=2, attention_head_dim=12, embedding_dim=width, num_layers=1)
+        # clip_std starts at 0, which would make every image embedding 0
+        model.clip_std = torch.nn.Parameter(torch.ones(model.clip_std.shape))
+        return model
+
+    vision = CLIPVisionConfig(
+        hidden_size=width,
+        image_size=32,  # the prior only encodes a blank image (its zero embedding)
+        projection_dim=width,
+        intermediate_size=37,
+        num_attention_heads=4,
+        num_channels=3,
+        num_hidden_layers=5,
+        patch_size=8,
+    )
+    unet = seeded(
+        seed,
+        lambda: UNet2DConditionModel(
+            in_channels=9,
+            out_channels=8,  # mean and variance
+            addition_embed_type="image",
+            down_block_types=("ResnetDownsampleBlock2D", "SimpleCrossAttnDownBlock2D"),
+            up_block_types=("SimpleCrossAttnUpBlock2D", "ResnetUpsampleBlock2D"),
+            mid_block_type="UNetMidBlock2DSimpleCrossAttn",
+            block_out_channels=(32, 64),
+            layers_per_block=1,
+            encoder_hid_dim=width,
+            encoder_hid_dim_type="image_proj",
+            cross_attention_dim=32,
+            attention_head_dim=4,
+            resnet_time_scale_shift="scale_shift",
+            class_embed_type=None,
+        ),
+    )
+    movq = seeded(
+        seed,
+        lambda: VQModel(
+            block_out_channels=[32, 64],
+            down_block_types=["DownEncoderBlock2D", "AttnDownEncoderBlock2D"],
+            in_channels=3,
+            latent_channels=4,
+            layers_per_block=1,
+            norm_num_groups=8,
+            norm_type="spatial",
+            num_vq_embeddings=12,
+            out_channels=3,
+            up_block_types=["AttnUpDecoderBlock2D", "UpDecoderBlock2D"],
+            vq_embed_dim=4,
+        ),
+    )
+    return KandinskyV22InpaintCombinedPipeline(
+        unet=unet,
+        scheduler=DDIMScheduler(
+            num_train_timesteps=1000,
+            beta_schedule="linear",
+            beta_start=0.00085,
+            beta_end=0.012,
+            clip_sample=False,
+            set_alpha_to_one=False,
+            steps_offset=1,
+            prediction_type="epsilon",
+            thresholding=False,
+        ),
+        movq=movq,
+        prior_prior=seeded(seed, prior),
+        prior_image_encoder=seeded(seed, lambda: CLIPVisionModelWithProjection(vision)),
+        prior_text_encoder=seeded(seed, lambda: CLIPTextModelWithProjection(clip_text_config(width))),
+        prior_tokenizer=clip_tokenizer(),
+        prior_scheduler=UnCLIPScheduler(
+            variance_type="fixed_small_log",
+            prediction_type="sample",
+            num_train_timesteps=1000,
+            clip_sample=True,
+            clip_sample_range=10.0,
+        ),
+        prior_image_processor=CLIPImageProcessor(
+            crop_size=32,
+            do_center_crop=True,
+            do_normalize=True,
+            do_resize=True,
+            image_mean=[0.48145466, 0.4578275, 0.40821073],
+            image_std=[0.26862954, 0.26130258, 0.27577711],
+            resample=3,
+            size=32,
+        ),
+    )
+
+
+# -- Kolors ------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def _chatglm_sentencepiece() -> bytes:
+    """A character-level sentencepiece model trained on ``KOLORS_TEXT`` (deterministic)."""
+    try:
+        import sentencepiece as spm
+    except ImportError as exc:
+        raise ModelError(
+            "Kolors' ChatGLM tokenizer needs the `sentencepiece` package: pip install sentencepiece"
+        ) from exc
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(KOLORS_TEXT.split(". ")),
+        model_writer=buf,
+        model_type="char",
+        vocab_size=64,
+        hard_vocab_limit=False,
+        character_coverage=1.0,
+        num_threads=1,
+        minloglevel=2,
+    )
+    return buf.getvalue()
+
+
+def _kolors_classes() -> tuple[Any, Any, Any]:
+    """(KolorsPipeline, ChatGLMModel, ChatGLMTokenizer)."""
+    with warnings.catch_warnings():
+        # diffusers' ChatGLM module scripts a helper at import time (torch warns it is deprecated)
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
+        from diffusers import KolorsPipeline
+        from diffusers.pipelines.kolors import ChatGLMModel, ChatGLMTokenizer
+    return KolorsPipeline, ChatGLMModel, ChatGLMTokenizer
+
+
+def chatglm_tokenizer() -> Any:
+    """Kolors' ChatGLMTokenizer over a tiny character vocabulary, built offline."""
+    ChatGLMTokenizer = _kolors_classes()[2]
+    with tempfile.TemporaryDirectory(prefix="diffzoo-chatglm-") as tmp:
+        path = os.path.join(tmp, "tokenizer.model")
+        with open(path, "wb") as fh:
+            fh.write(_chatglm_sentencepiece())
+        return ChatGLMTokenizer(path)  # the sentencepiece model is read into memory here
+
+
+def _chatglm(seed: int, vocab_size: int) -> Any:
+    from diffusers.pipelines.kolors.text_encoder import ChatGLMConfig
+
+    ChatGLMModel = _kolors_classes()[1]
+    config = ChatGLMConfig(
+        num_layers=2,
+        padded_vocab_size=vocab_size,
+        hidden_size=TINY_TEXT_WIDTH,
+        ffn_hidden_size=37,
+        kv_channels=8,
+        num_attention_heads=4,
+        seq_length=256,  # rotary cache length: Kolors encodes up to 256 tokens
+        original_rope=True,
+    )
+
+    def make() -> Any:
+        model = ChatGLMModel(config, empty_init=False)
+        with torch.no_grad():
+            for module in model.modules():
+                if type(module).__name__ == "RMSNorm":
+                    module.weight.fill_(1.0)
+        return model
+
+    return seeded(seed, make)
+
+
+def build_kolors(seed: int) -> Any:
+    """Tiny KolorsPipeline (SDXL-style UNet conditioned on ChatGLM), text to image only."""
+    from diffusers import EulerDiscreteScheduler
+
+    KolorsPipeline = _kolors_classes()[0]
+    tokenizer = chatglm_tokenizer()
+    return KolorsPipeline(
+        vae=sd_vae(seed),
+        text_encoder=_chatglm(seed, tokenizer.vocab_size),
+        tokenizer=tokenizer,
+        unet=sd_unet(seed, 4, TINY_TEXT_WIDTH, sdxl=True),
+        scheduler=EulerDiscreteScheduler(
+            beta_start=0.00085,
+            beta_end=0.012,
+            steps_offset=1,
+            beta_schedule="scaled_linear",
+            timestep_spacing="leading",
+        ),
+        image_encoder=None,
+        feature_extractor=None,
+    )
+
+
+# -- HunyuanDiT --------------------------------------------------------------------
+def bert_tokenizer() -> Any:
+    """A BERT WordPiece tokenizer with a character vocabulary (HunyuanDiT's first encoder)."""
+    from transformers import BertTokenizer
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    chars = string.ascii_lowercase + string.digits + string.punctuation
+    tokens = specials + list(chars) + ["##" + c for c in chars]
+    return BertTokenizer(vocab={t: i for i, t in enumerate(tokens)})
+
+
+def build_hunyuandit(seed: int) -> Any:
+    """Tiny HunyuanDiTPipeline (BERT + T5 text encoders, 8x VAE), text to image only."""
+    from diffusers import AutoencoderKL, DDPMScheduler, HunyuanDiT2DModel, HunyuanDiTPipeline
+    from transformers import BertConfig, BertModel
+
+    tokenizer = bert_tokenizer()
+    bert = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=TINY_TEXT_WIDTH,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=128,
+    )
+    transformer = seeded(
+        seed,
+        lambda: HunyuanDiT2DModel(
+            sample_size=16,
+            num_layers=2,
+            patch_size=2,
+            attention_head_dim=8,
+            num_attention_heads=3,
+            in_channels=4,
+            cross_attention_dim=TINY_TEXT_WIDTH,
+            cross_attention_dim_t5=TINY_TEXT_WIDTH,
+            pooled_projection_dim=16,
+            hidden_size=24,
+            activation_fn="gelu-approximate",
+        ),
+    )
+    vae = seeded(
+        seed,
+        lambda: AutoencoderKL(
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownEncoderBlock2D",) * 4,
+            up_block_types=("UpDecoderBlock2D",) * 4,
+            block_out_channels=(8, 8, 16, 16),
+            layers_per_block=1,
+            latent_channels=4,
+            norm_num_groups=4,
+        ),
+    )
+    return HunyuanDiTPipeline(
+        vae=vae,
+        text_encoder=seeded(seed, lambda: BertModel(bert, add_pooling_layer=False)),
+        tokenizer=tokenizer,
+        transformer=transformer,
+        scheduler=DDPMScheduler(),
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+        text_encoder_2=t5_encoder(seed),
+        tokenizer_2=t5_tokenizer(),
+    )

@@ -1,0 +1,89 @@
+"""Tiny SD2, SDXL and Flux.1 pipelines (the diffusers classes, random weights)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diffzoo.generators.tiny.components import (
+    TINY_SEED, TINY_TEXT_WIDTH, clip_text_config, clip_tokenizer, flux_vae, sd_unet, sd_vae, seeded, t5_encoder, t5_tokenizer,
+)
+
+
+def build_sd(seed: int = TINY_SEED, *, inpaint: bool = True) -> Any:
+    """Tiny SD2-style pipeline: 9-channel inpaint UNet, or 4-channel text-to-image."""
+    from diffusers import PNDMScheduler, StableDiffusionInpaintPipeline, StableDiffusionPipeline
+    from transformers import CLIPTextModel
+
+    cls = StableDiffusionInpaintPipeline if inpaint else StableDiffusionPipeline
+    return cls(
+        unet=sd_unet(seed, 9 if inpaint else 4, TINY_TEXT_WIDTH),
+        scheduler=PNDMScheduler(skip_prk_steps=True, steps_offset=1),
+        vae=sd_vae(seed),
+        text_encoder=seeded(seed, lambda: CLIPTextModel(clip_text_config(512))),
+        tokenizer=clip_tokenizer(),
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
+
+
+def build_sdxl(seed: int = TINY_SEED, *, unet_in_channels: int = 9) -> Any:
+    """Tiny SDXL inpaint pipeline (9-channel like the inpainting-0.1 UNet, or 4-channel base)."""
+    from diffusers import EulerDiscreteScheduler, StableDiffusionXLInpaintPipeline
+    from transformers import CLIPTextModel, CLIPTextModelWithProjection
+
+    config = clip_text_config(TINY_TEXT_WIDTH)
+    return StableDiffusionXLInpaintPipeline(
+        unet=sd_unet(seed, unet_in_channels, 2 * TINY_TEXT_WIDTH, sdxl=True),
+        scheduler=EulerDiscreteScheduler(
+            beta_start=0.00085,
+            beta_end=0.012,
+            steps_offset=1,
+            beta_schedule="scaled_linear",
+            timestep_spacing="leading",
+        ),
+        vae=sd_vae(seed),
+        text_encoder=seeded(seed, lambda: CLIPTextModel(config)),
+        tokenizer=clip_tokenizer(),
+        text_encoder_2=seeded(seed + 1, lambda: CLIPTextModelWithProjection(config)),
+        tokenizer_2=clip_tokenizer(),
+        requires_aesthetics_score=False,
+        add_watermarker=False,
+    )
+
+
+def build_flux(seed: int = TINY_SEED, *, fill: bool = True) -> Any:
+    """Tiny Flux.1 pipeline: FluxFill (20 input channels) or FluxInpaint (8)."""
+    from diffusers import (
+        FlowMatchEulerDiscreteScheduler,
+        FluxFillPipeline,
+        FluxInpaintPipeline,
+        FluxTransformer2DModel,
+    )
+    from transformers import CLIPTextModel
+
+    transformer = seeded(
+        seed,
+        lambda: FluxTransformer2DModel(
+            patch_size=1,
+            in_channels=20 if fill else 8,
+            out_channels=8,
+            num_layers=1,
+            num_single_layers=1,
+            attention_head_dim=16,
+            num_attention_heads=2,
+            joint_attention_dim=TINY_TEXT_WIDTH,
+            pooled_projection_dim=TINY_TEXT_WIDTH,
+            axes_dims_rope=[4, 4, 8],
+        ),
+    )
+    cls = FluxFillPipeline if fill else FluxInpaintPipeline
+    return cls(
+        scheduler=FlowMatchEulerDiscreteScheduler(),
+        vae=flux_vae(seed),
+        text_encoder=seeded(seed, lambda: CLIPTextModel(clip_text_config(TINY_TEXT_WIDTH))),
+        tokenizer=clip_tokenizer(),
+        text_encoder_2=t5_encoder(seed),
+        tokenizer_2=t5_tokenizer(),
+        transformer=transformer,
+    )

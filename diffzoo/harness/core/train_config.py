@@ -1,0 +1,79 @@
+"""Training hyper-parameters (:class:`TrainConfig`): plain data, no torch.
+
+Cards give the defaults with their sources; ``--iterations`` and the like
+override them; the whole config is part of every record and cache key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from diffzoo.harness.core.errors import ConfigError
+
+OPTIMIZERS = ("AdamW", "SGD")
+RECIPES = ("native", "paper")
+"""Training/evaluation scale recipes (docs/detectors.md): ``native`` (the
+default) crops ``crop_size`` at the images' own scale and evaluates at native
+size; ``paper`` follows mmseg's SegFormer/DeepLab configs, as the DiffSeg30k
+paper did (see :func:`paper_rescale`)."""
+PAPER_RATIO = (0.5, 2.0)
+"""mmseg's RandomResize ratio_range: the shorter side becomes crop_size x U(0.5, 2.0)."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Training hyper-parameters; detectors' cards give defaults with sources."""
+
+    iterations: int = 160_000
+    batch_size: int = 16
+    crop_size: int = 512
+    optimizer: str = "AdamW"  # AdamW | SGD
+    lr: float = 6e-5
+    momentum: float = 0.9  # SGD only
+    weight_decay: float = 0.01
+    head_lr_mult: float = 10.0
+    warmup_iters: int = 1500
+    poly_power: float = 1.0
+    min_lr: float = 0.0  # poly floor (mmengine PolyLR eta_min), absolute, for every group
+    betas: tuple[float, float] = (0.9, 0.999)
+    hflip: bool = True
+    pretrained: bool = True
+    amp: bool = True  # only takes effect on CUDA
+    channels_last: bool = False  # NHWC weights and image batches (faster convolutions on CUDA)
+    num_workers: int = 0
+    seed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    recipe: str = "native"  # native | paper (RECIPES)
+
+    @classmethod
+    def from_recipe(cls, recipe: dict[str, Any], /, **overrides: Any) -> TrainConfig:
+        """Build from a card's recipe values, then apply overrides (None = keep)."""
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in recipe.items() if k in names}
+        extra = {k: v for k, v in recipe.items() if k not in names}
+        cfg = cls(**values, extra=extra)
+        return cfg.with_overrides(**overrides)
+
+    def with_overrides(self, **overrides: Any) -> TrainConfig:
+        names = {f.name for f in fields(self)}
+        unknown = set(overrides) - names
+        if unknown:
+            raise ConfigError(f"unknown training option(s): {', '.join(sorted(unknown))}")
+        cfg = replace(self, **{k: v for k, v in overrides.items() if v is not None})
+        if isinstance(cfg.betas, list):
+            cfg = replace(cfg, betas=tuple(cfg.betas))
+        if cfg.iterations < 1 or cfg.batch_size < 1 or cfg.crop_size < 8:
+            raise ConfigError("iterations and batch_size must be >= 1 and crop_size >= 8")
+        if cfg.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"optimizer {cfg.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
+        if cfg.recipe not in RECIPES:
+            raise ConfigError(f"--recipe {cfg.recipe!r} is not a recipe; give one of {', '.join(RECIPES)}")
+        return cfg
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as JSON data (records' ``config.train``, the cache key;
+        ``recipe`` is in it, so native and paper models never share a cache entry)."""
+        d = asdict(self)
+        d["betas"] = list(self.betas)
+        return d

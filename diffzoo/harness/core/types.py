@@ -1,0 +1,209 @@
+"""Core value types: label spaces, samples, edit records, detector outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from diffzoo.harness.core.errors import DataError
+
+IGNORE_INDEX = 255
+"""Label value that metrics and losses skip (METRICS.md)."""
+
+MAX_SEED = 2**63 - 1
+"""Seeds are integers in [0, MAX_SEED]: every RNG diffzoo seeds (torch, numpy,
+Python) takes them, and they survive JSON readers that use signed 64-bit ints."""
+
+
+def check_seed(seed: object, what: str = "--seed") -> int:
+    """``seed`` if it is an integer in [0, MAX_SEED]; else a ConfigError naming ``what``."""
+    from diffzoo.harness.core.errors import ConfigError
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"{what} {seed!r} is not a valid seed: give an integer from 0 to 2**63 - 1 "
+                          f"({MAX_SEED}), e.g. {what} 0")
+    return seed
+
+
+Task = Literal["binary", "semantic", "classification"]
+TASKS: tuple[str, ...] = ("binary", "semantic", "classification")
+
+
+@dataclass(frozen=True)
+class LabelSpace:
+    """Ordered class names: ``background`` first, then one class per editor.
+
+    The index of a name is the value it has in label maps.  The binary view
+    maps every editor to ``edited``.
+    """
+
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        names = tuple(self.names)
+        object.__setattr__(self, "names", names)
+        if not names or names[0] != "background":
+            raise DataError(f"a label space starts with 'background', got {list(names)}")
+        if len(set(names)) != len(names):
+            raise DataError(f"label space has duplicate names: {list(names)}")
+        if len(names) > IGNORE_INDEX:
+            raise DataError(f"at most {IGNORE_INDEX} classes fit in a uint8 label map")
+
+    @classmethod
+    def from_editors(cls, editors: Sequence[str]) -> LabelSpace:
+        return cls(("background", *editors))
+
+    @property
+    def editors(self) -> tuple[str, ...]:
+        return self.names[1:]
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.names)
+
+    def binary(self) -> LabelSpace:
+        return BINARY
+
+    @property
+    def is_binary(self) -> bool:
+        return self.names == BINARY.names
+
+    def index(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise DataError(f"{name!r} is not in the label space {list(self.names)}") from None
+
+    def to_binary_map(self, label_map: np.ndarray) -> np.ndarray:
+        """Every editor -> 1, background stays 0, ignore stays 255."""
+        out = (label_map > 0).astype(np.uint8)
+        out[label_map == IGNORE_INDEX] = IGNORE_INDEX
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"names": list(self.names)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LabelSpace:
+        return cls(tuple(d["names"]))
+
+
+BINARY = LabelSpace(("background", "edited"))
+
+
+@dataclass(frozen=True)
+class EditRecord:
+    """One edit turn: who edited, with what prompt, what kind of edit, where.
+
+    ``region`` is a bounding box ``[x0, y0, x1, y1]`` in pixels (exclusive end)
+    or ``None`` when unknown.
+    """
+
+    editor: str
+    prompt: str = ""
+    edit_type: str = "unknown"
+    region: tuple[int, int, int, int] | None = None
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["region"] = list(self.region) if self.region is not None else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EditRecord:
+        region = d.get("region")
+        return cls(
+            editor=d["editor"],
+            prompt=d.get("prompt", ""),
+            edit_type=d.get("edit_type", "unknown"),
+            region=tuple(region) if region is not None else None,  # type: ignore[arg-type]
+            seed=d.get("seed"),
+        )
+
+
+@dataclass(frozen=True)
+class SampleMeta:
+    """What is known about a sample besides its pixels.
+
+    ``base`` is ``real``, ``ai`` or ``unknown`` (DiffSeg30k does not ship it).
+    ``turns`` is empty for authentic images and when per-edit metadata is absent.
+    """
+
+    id: str
+    base: str = "unknown"
+    turns: tuple[EditRecord, ...] = ()
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "base": self.base,
+            "turns": [t.to_dict() for t in self.turns],
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SampleMeta:
+        return cls(
+            id=str(d["id"]),
+            base=d.get("base", "unknown"),
+            turns=tuple(EditRecord.from_dict(t) for t in d.get("turns", ())),
+            source=d.get("source", ""),
+        )
+
+
+@dataclass
+class Sample:
+    """An image (H x W x 3 uint8 RGB), its label map (H x W uint8) and metadata."""
+
+    image: np.ndarray
+    label: np.ndarray
+    meta: SampleMeta
+
+    def __post_init__(self) -> None:
+        if self.image.ndim != 3 or self.image.shape[2] != 3 or self.image.dtype != np.uint8:
+            raise DataError(
+                f"sample {self.meta.id}: image must be H x W x 3 uint8, "
+                f"got {self.image.shape} {self.image.dtype}"
+            )
+        if self.label.shape != self.image.shape[:2]:
+            raise DataError(
+                f"sample {self.meta.id}: mask size {self.label.shape[::-1]} differs from "
+                f"image size {self.image.shape[1::-1]} (W x H); masks must match their image"
+            )
+
+    @property
+    def is_edited(self) -> bool:
+        return bool(((self.label > 0) & (self.label != IGNORE_INDEX)).any())
+
+
+@dataclass(frozen=True)
+class DetectionOutput:
+    """What a detector returns for a batch of B images of H x W.
+
+    One pixel output, in the form the detector has (the harness checks it,
+    see diffzoo/harness/core/outputs.py and docs/plugins.md):
+
+    - ``mask_logits``: B x C x H x W float logits at the input resolution
+      (C = 1 for a binary detector: the logit of ``edited``; C = number of
+      classes for a semantic one);
+    - ``mask_probs``: the same shape, probabilities in [0, 1];
+    - ``labels``: B x H x W integer class indices (hard masks only).
+
+    ``image_score``: B probabilities that the image is edited (required for
+    a classification detector).  At least one output is set.
+    """
+
+    mask_logits: Any = None  # torch.Tensor; typed loosely so this module needs no torch
+    image_score: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    mask_probs: Any = None
+    labels: Any = None
+
+    def __post_init__(self) -> None:
+        if all(v is None for v in (self.mask_logits, self.mask_probs, self.labels, self.image_score)):
+            raise ValueError("DetectionOutput needs mask_logits, mask_probs, labels or image_score")

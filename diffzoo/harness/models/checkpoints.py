@@ -1,0 +1,389 @@
+"""Checkpoints: safetensors weights + a JSON card, and the checkpoint cache.
+
+Weights are only ever read with safetensors; pickle-based files (``.pt``,
+``.pth``, ``.bin``, ``.ckpt``, ``.pkl``) are refused, never unpickled.  The
+cache key hashes (detector card, train config, dataset fingerprint, subset,
+seed), so a changed recipe or dataset never reuses a stale model.
+
+Kills and strangers.  A folder is written in ``.NAME.RANDOM/`` beside its
+final place and renamed into it (:func:`atomic_dir`), so a killed write
+leaves only a dot-folder that no reader lists or loads.  While it writes,
+the writer holds an exclusive ``flock`` on ``.incomplete`` inside it; the
+next start deletes a dot-folder whose lock is free (its writer died) and
+leaves one whose lock is held (another process is still writing).  Without
+``fcntl`` (Windows), or for a dot-folder with no ``.incomplete``, only age
+counts: untouched for :data:`STALE_AFTER_S`.  A checkpoint's card.json
+records the sha256 of its weights; a card without one, or weights that no
+longer match it, are refused with the file named and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from diffzoo.harness.core.cards import stable_hash
+from diffzoo.harness.core.errors import ConfigError, ModelError
+from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, sha256_file
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; abandoned folders go by age alone
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+WEIGHTS_FILE = "model.safetensors"
+META_FILE = "card.json"
+PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".pkl", ".pickle")
+FORMATS = ("diffzoo-checkpoint-1",)
+"""``format`` values of card.json that this version reads."""
+INCOMPLETE = ".incomplete"
+"""Marker inside a folder still being written; its writer holds a flock on it."""
+STALE_AFTER_S = 24 * 3600
+"""A dot-folder without a lockable marker is abandoned once untouched this long."""
+_PARTIAL = re.compile(r"^\..+\.[a-z0-9_]{8}$")  # tempfile.mkdtemp(prefix=".NAME.")
+
+_REFUSE_PICKLE = (
+    "refusing to load {path}: {why}, which can run arbitrary code when loaded. Convert it "
+    "to safetensors (safetensors.torch.save_file) and pass that"
+)
+
+
+# -- folders that appear complete or not at all ----------------------------------------
+def _hold_marker(folder: Path) -> IO[str]:
+    """Create ``folder/.incomplete`` locked by this process: locked under another
+    name first, then renamed, so no sweeper ever finds it unlocked while we live."""
+    pending = folder / f"{INCOMPLETE}.new"
+    fh = open(pending, "w")
+    try:
+        if fcntl is not None:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        os.replace(pending, folder / INCOMPLETE)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
+
+
+def _writer_is_gone(folder: Path) -> bool:
+    """Whether a dot-folder was abandoned: its marker's lock is free, or (no
+    marker, or no locks here) nothing in it changed for :data:`STALE_AFTER_S`."""
+    if fcntl is not None:
+        try:
+            fh = open(folder / INCOMPLETE)
+        except OSError:
+            pass  # no marker (yet, or any more): go by age
+        else:
+            with fh:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    return False  # held: a live writer
+                return True  # the kernel frees a dead process's locks
+    try:
+        newest = max([folder.stat().st_mtime, *(p.lstat().st_mtime for p in folder.iterdir())])
+    except OSError:
+        return False
+    return time.time() - newest > STALE_AFTER_S
+
+
+def sweep_partial(folder: Path) -> list[Path]:
+    """Delete the abandoned ``.NAME.RANDOM/`` folders directly in ``folder``, a
+    folder of diffzoo's cache (see the module docstring); returns those removed."""
+    removed = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if _PARTIAL.match(entry.name) and entry.is_dir() and not entry.is_symlink() and _writer_is_gone(entry):
+            shutil.rmtree(entry, ignore_errors=True)
+            log.info("removed %s, left by an interrupted write", entry)
+            removed.append(entry)
+    return removed
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in folder.iterdir():
+        if path.is_file():
+            with open(path, "rb") as fh:
+                os.fsync(fh.fileno())
+    if hasattr(os, "O_DIRECTORY"):
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _swap_in(tmp: Path, target: Path) -> None:
+    """Rename ``tmp`` to ``target``; an existing ``target`` is first renamed away
+    (into a dot-folder that is then deleted), never deleted in place."""
+    try:
+        os.replace(tmp, target)  # no target yet (an empty one is replaced too)
+        return
+    except OSError:
+        if not target.exists():
+            raise
+    trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    os.replace(target, trash / "replaced")
+    os.replace(tmp, target)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+@contextmanager
+def atomic_dir(target: Path) -> Iterator[Path]:
+    """Yield a temp folder ``.NAME.RANDOM/`` beside ``target``; on a clean exit its
+    files are synced and it replaces ``target`` in one rename.  An exception
+    removes it; a kill leaves it to :func:`sweep_partial`, which the readers
+    of diffzoo's cache call (never on folders outside the cache: a user's
+    folder may hold dot-folders of its own)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        marker = _hold_marker(tmp)
+        try:
+            yield tmp
+            (tmp / INCOMPLETE).unlink()
+            _fsync_tree(tmp)
+            _swap_in(tmp, target)
+        finally:
+            marker.close()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def save_checkpoint(directory: Path, state_dict: dict[str, Any], meta: dict[str, Any]) -> Path:
+    """Write ``directory/model.safetensors`` and ``directory/card.json``.
+
+    The folder appears complete or not at all (:func:`atomic_dir`).  Returns
+    the weights path; ``meta`` gains ``sha256``.
+    """
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    with atomic_dir(directory) as tmp:
+        tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
+        save_file(tensors, str(tmp / WEIGHTS_FILE))
+        meta = {**meta, "sha256": sha256_file(tmp / WEIGHTS_FILE)}
+        atomic_write_text(tmp / META_FILE, json.dumps(meta, indent=2, sort_keys=True))
+    return directory / WEIGHTS_FILE
+
+
+def _retrain(folder: Path) -> str:
+    return f"delete {folder} and run again to train it anew (or pass an intact checkpoint)"
+
+
+def _no_card(folder: Path) -> ModelError:
+    return ModelError(
+        f"cached checkpoint {folder} has {WEIGHTS_FILE} but no {META_FILE}: diffzoo did not write it "
+        f"(or an old write was cut short); {_retrain(folder)}"
+    )
+
+
+def resolve_checkpoint(path: Path | str) -> tuple[Path, Path | None]:
+    """(weights file, meta file or None) for a checkpoint folder or file."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise ModelError(f"checkpoint {path} does not exist")
+    if path.is_dir():
+        if (path / INCOMPLETE).exists():
+            raise ModelError(
+                f"checkpoint folder {path} is an unfinished write (its writer was killed or is still "
+                "writing); use the finished checkpoint beside it, or delete this folder"
+            )
+        weights = path / WEIGHTS_FILE
+        if not weights.exists():
+            raise ModelError(f"checkpoint folder {path} has no {WEIGHTS_FILE}")
+        return weights, path / META_FILE if (path / META_FILE).exists() else None
+    if path.suffix.lower() in PICKLE_SUFFIXES:
+        raise ModelError(_REFUSE_PICKLE.format(path=path, why=f"{path.suffix} files are pickles"))
+    if path.suffix != ".safetensors":
+        raise ModelError(f"checkpoint {path} is not a .safetensors file or a checkpoint folder")
+    meta = path.with_name(META_FILE)
+    return path, meta if meta.exists() else None
+
+
+def _refuse_pickled_content(weights: Path) -> None:
+    """A pickle or ``torch.save`` zip under a safetensors name: refuse by content.
+
+    safetensors would reject it too (it never unpickles); this only makes the
+    message say what the file is.  A safetensors file starts with an 8-byte
+    little-endian header length and then ``{``.
+    """
+    with open(weights, "rb") as fh:
+        head = fh.read(9)
+    if head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5:
+        raise ModelError(_REFUSE_PICKLE.format(path=weights, why="it is a pickle, not safetensors"))
+    if head[:4] == b"PK\x03\x04":
+        raise ModelError(_REFUSE_PICKLE.format(
+            path=weights, why="it is a torch.save zip archive (pickled), not safetensors"))
+
+
+def read_meta(meta_path: Path) -> dict[str, Any]:
+    """The card.json of a checkpoint, checked to be a readable JSON object of a known format."""
+    try:
+        meta = json.loads(Path(meta_path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"checkpoint card {meta_path} is not readable JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise ModelError(f"checkpoint card {meta_path} is not a JSON object")
+    fmt = meta.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        raise ModelError(
+            f"checkpoint card {meta_path} has format {fmt!r}; this diffzoo reads {', '.join(FORMATS)} "
+            "(was it written by a newer diffzoo?)"
+        )
+    return meta
+
+
+def checkpoint_meta(path: Path | str) -> tuple[Path, dict[str, Any]]:
+    """(weights file, card) of a checkpoint without reading its tensors; {} without card.json."""
+    weights, meta_path = resolve_checkpoint(path)
+    return weights, read_meta(meta_path) if meta_path is not None else {}
+
+
+def verify_weights(weights: Path, meta_path: Path | None, meta: dict[str, Any]) -> str:
+    """The sha256 of ``weights``, checked against the one its card.json records.
+
+    diffzoo writes the hash into every card.json, so a card without one was
+    edited or made by hand, and weights that differ changed after the card
+    was written: both are refused.  A bare ``.safetensors`` without a card
+    has nothing to check against.
+    """
+    digest = sha256_file(weights)
+    if meta_path is None:
+        return digest
+    expected = meta.get("sha256")
+    where = Path(weights).parent
+    if not isinstance(expected, str) or not expected:
+        raise ModelError(
+            f"checkpoint card {meta_path} records no sha256 of {weights} (diffzoo always writes one: "
+            f"the card was edited or made by hand); {_retrain(where)}. For weights you made yourself, "
+            "pass the .safetensors file without a card.json, or write its sha256 into the card"
+        )
+    if expected != digest:
+        raise ModelError(
+            f"checkpoint {weights}: sha256 differs from {meta_path} (the file hashes to {digest}, the card "
+            f"records {expected}): the weights changed after the checkpoint was written; {_retrain(where)}"
+        )
+    return digest
+
+
+def load_checkpoint(path: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read weights (safetensors only, hash-checked before parsing) and the card beside them."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    weights, meta_path = resolve_checkpoint(path)
+    meta = read_meta(meta_path) if meta_path is not None else {}
+    _refuse_pickled_content(weights)
+    digest = verify_weights(weights, meta_path, meta)
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise ModelError(f"checkpoint {weights} is not a readable safetensors file: {exc}") from exc
+    meta["sha256"] = digest
+    return state, meta
+
+
+def describe_mismatch(expected: dict[str, Any], given: dict[str, Any], limit: int = 3) -> str | None:
+    """What differs between a model's state dict and a checkpoint's, in one line.
+
+    Names missing tensors, unexpected tensors and shape differences (the first
+    ``limit`` of each); ``None`` when names and shapes all agree.
+    """
+    def names(keys: list[str]) -> str:
+        return ", ".join(keys[:limit]) + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "")
+
+    missing = [k for k in expected if k not in given]
+    unexpected = [k for k in given if k not in expected]
+    shapes = [
+        f"{k} is {list(given[k].shape)} in the checkpoint, {list(expected[k].shape)} in the model"
+        for k in expected
+        if k in given and tuple(given[k].shape) != tuple(expected[k].shape)
+    ]
+    parts = []
+    if shapes:
+        parts.append(f"{len(shapes)} tensor shape(s) differ: " + "; ".join(shapes[:limit])
+                     + (f" (+{len(shapes) - limit} more)" if len(shapes) > limit else ""))
+    if missing:
+        parts.append(f"{len(missing)} tensor(s) missing from the checkpoint: {names(missing)}")
+    if unexpected:
+        parts.append(f"{len(unexpected)} unexpected tensor(s): {names(unexpected)}")
+    return "; ".join(parts) or None
+
+
+def cache_key(**parts: Any) -> str:
+    """Hash of everything that determines a trained model."""
+    return stable_hash(parts, length=20)
+
+
+def cache_dir(detector: str, key: str) -> Path:
+    return cache_root() / "checkpoints" / detector / key
+
+
+def cached_meta(folder: Path, key: str) -> dict[str, Any]:
+    """The card of the cache entry ``folder``, checked to be one diffzoo wrote
+    for cache key ``key`` (the weights' hash is checked when they are loaded)."""
+    folder = Path(folder)
+    _, meta_path = resolve_checkpoint(folder)
+    if meta_path is None:
+        raise _no_card(folder)
+    meta = read_meta(meta_path)
+    if meta.get("cache_key") != key:
+        raise ModelError(
+            f"cached checkpoint {folder} was written for cache key {meta.get('cache_key')!r}, not {key!r} "
+            f"(moved or copied there); {_retrain(folder)}"
+        )
+    return meta
+
+
+def cached_checkpoints(detector: str) -> list[Path]:
+    """Checkpoint folders that runs cached for ``detector`` (full name), newest first.
+
+    Dot-folders (writes in progress or cut short) are never listed, and those
+    abandoned are removed; a folder with weights but no card.json is refused.
+    """
+    folder = cache_dir(detector, "")
+    if not folder.is_dir():
+        return []
+    sweep_partial(folder)
+    found = []
+    for d in folder.iterdir():
+        if d.name.startswith(".") or not (d / WEIGHTS_FILE).is_file():
+            continue
+        if not (d / META_FILE).is_file():
+            raise _no_card(d)
+        found.append(d)
+    return sorted(found, key=lambda d: (d / WEIGHTS_FILE).stat().st_mtime, reverse=True)
+
+
+def copy_checkpoint(src: Path, dst: Path) -> Path:
+    """Write checkpoint ``src`` (verified on read) to folder ``dst``; returns ``dst``.
+
+    ``dst`` must be new, empty, or a checkpoint folder (it is replaced).
+    """
+    check_copy_target(dst)
+    state, meta = load_checkpoint(src)
+    meta.pop("sha256", None)  # recomputed from the written file
+    save_checkpoint(dst, state, meta)
+    return dst
+
+
+def check_copy_target(dst: Path) -> None:
+    """``dst`` may receive a checkpoint copy: new, empty, or a checkpoint folder."""
+    if dst.exists() and (not dst.is_dir() or any(p.name not in (WEIGHTS_FILE, META_FILE) for p in dst.iterdir())):
+        raise ConfigError(f"{dst} exists and is not a checkpoint folder; give a new or empty folder")

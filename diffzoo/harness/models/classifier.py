@@ -1,0 +1,201 @@
+"""A base class for image-level detectors (task ``classification``).
+
+Subclasses build a network mapping [0, 1] RGB images to one logit per image;
+this class turns it into image scores, trains it with BCE through a seeded
+loop built from the trainer's parts (optimiser, schedule, torchrun helpers),
+and writes safetensors checkpoints with a card that is checked on load.
+
+Training samples are *views* of the training images (a random crop, an
+augmented copy, the centre a CLIP model sees).  A view is labelled edited
+if it holds an edited pixel: METRICS.md's rule for an edited image, applied
+to what the network is shown, so a crop that misses a local edit is not
+called edited.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from diffzoo.harness.core.cards import DetectorCard
+from diffzoo.harness.models.checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, ModelError
+from diffzoo.harness.core.protocols import Detector
+from diffzoo.harness.models.segmenter import TrainData
+from diffzoo.harness.core.train_config import TrainConfig
+from diffzoo.harness.models.trainer import CropDataset, make_loader, random_crop, train_loop
+from diffzoo.harness.core.types import BINARY, DetectionOutput, LabelSpace
+
+log = logging.getLogger(__name__)
+
+View = Callable[[np.ndarray, np.ndarray, np.random.Generator], tuple[np.ndarray, np.ndarray]]
+"""(image H x W x 3 uint8, binary label map, rng) -> (view pixels, view label map)."""
+
+
+def view_is_edited(label: np.ndarray) -> bool:
+    """A binary label map (255 = ignore) shows an edit if any pixel is 1."""
+    return bool((label == 1).any())
+
+
+def crop_view(
+    image: np.ndarray, label: np.ndarray, rng: np.random.Generator, size: int, hflip: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random ``size`` crop (padded when smaller, label = ignore), then a flip with p = 0.5."""
+    image, label = random_crop(image, label, size, rng)
+    if hflip and rng.random() < 0.5:
+        image, label = image[:, ::-1], label[:, ::-1]
+    return image, label
+
+
+class ImageLabelDataset(CropDataset):
+    """Training view for classifiers: sample -> (view as float tensor, 0/1 label).
+
+    The random generator, its seeding (per process, from the config's seed)
+    and the skipping of corrupt samples are :class:`CropDataset`'s.
+    """
+
+    def __init__(self, dataset, ids: list[str], cfg: TrainConfig, view: View):
+        super().__init__(dataset, ids, "binary", cfg)
+        self.view = view
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        try:
+            sample = self.dataset.load(self.ids[index])
+        except CorruptSampleError as exc:
+            log.warning("skipping corrupt training sample: %s", exc)
+            return None
+        label = self.dataset.label_space.to_binary_map(sample.label)
+        image, label = self.view(sample.image, label, self._generator())
+        img = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1).float() / 255.0
+        return img, torch.tensor(float(view_is_edited(label)))
+
+
+def bce_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy of one logit per image against 0/1 labels."""
+    return F.binary_cross_entropy_with_logits(logits.reshape(-1).float(), target.reshape(-1).float())
+
+
+class ClassifierDetector(Detector):
+    """An image-level detector: one probability per image that it is edited.
+
+    Subclasses implement :meth:`build_network` and may override
+    :meth:`train_view` (augmentation), :meth:`saved_module` (which weights a
+    checkpoint holds, e.g. only a probe over a frozen backbone) and
+    :meth:`frozen_meta` (what an unsaved frozen part must match on load).
+    """
+
+    card_checked: tuple[str, ...] = ("arch", "weights")
+    """Card fields a checkpoint must agree on, besides the name."""
+
+    def __init__(
+        self,
+        card: DetectorCard,
+        task: str = "classification",
+        label_space: LabelSpace | None = None,
+        pretrained: bool = False,
+    ):
+        if task != "classification" or task not in card.tasks:
+            raise ConfigError(
+                f"detector {card.name} gives image-level scores only (task 'classification'), not {task!r}"
+            )
+        self.card, self.task, self.label_space = card, task, BINARY
+        self.pretrained = pretrained
+        self.device = torch.device("cpu")
+        self.model = self.build_network(pretrained)
+        self.model.eval()
+
+    @abstractmethod
+    def build_network(self, pretrained: bool) -> nn.Module:
+        """Network mapping B x 3 x H x W images in [0, 1] to B x 1 logits."""
+
+    def recipe(self, cfg: TrainConfig, key: str) -> Any:
+        """A recipe value that is not a TrainConfig field: the config's, else the card's."""
+        if key in cfg.extra:
+            return cfg.extra[key]
+        if key not in self.card.recipe:
+            raise ConfigError(f"{self.card.name}: the training recipe has no {key!r}")
+        return self.card.recipe[key].value
+
+    def train_view(self, cfg: TrainConfig) -> View:
+        """The training view of an image: by default a random crop + flip."""
+        return partial(crop_view, size=cfg.crop_size, hflip=cfg.hflip)
+
+    def saved_module(self) -> nn.Module:
+        return self.model
+
+    def frozen_meta(self) -> dict[str, Any]:
+        return {}
+
+    # -- inference -------------------------------------------------------
+    def to(self, device: str | torch.device) -> ClassifierDetector:
+        self.device = torch.device(device)
+        self.model.to(self.device)
+        return self
+
+    @torch.no_grad()
+    def predict(self, images: torch.Tensor) -> DetectionOutput:
+        self.model.eval()
+        logits = self.model(images.to(self.device, torch.float32))
+        score = torch.sigmoid(logits.float().reshape(images.shape[0], -1)[:, 0])
+        return DetectionOutput(image_score=score.cpu())
+
+    # -- training --------------------------------------------------------
+    def fit(
+        self,
+        train: TrainData,
+        config: TrainConfig,
+        progress: Callable[[int, float], None] | None = None,
+    ) -> dict[str, Any]:
+        torch.manual_seed(config.seed)
+        data = ImageLabelDataset(train.dataset, train.ids, config, self.train_view(config))
+        groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": config.lr}]
+        return train_loop(self.model, make_loader(data, config), bce_loss, groups, config, self.device, progress,
+                          train.resume)
+
+    # -- checkpoints -----------------------------------------------------
+    def save(self, path, extra: dict[str, Any] | None = None):
+        meta = {
+            "format": "diffzoo-checkpoint-1",
+            "card": self.card.to_dict(),
+            "task": self.task,
+            "label_space": self.label_space.to_dict(),
+            "frozen": self.frozen_meta(),
+            **(extra or {}),
+        }
+        return save_checkpoint(path, self.saved_module().state_dict(), meta)
+
+    def load(self, path) -> dict[str, Any]:
+        state, meta = load_checkpoint(path)
+        card = meta.get("card") or {}
+        name = card.get("name", self.card.name)
+        if name != self.card.name:
+            raise ModelError(f"checkpoint {path} is for detector {name!r}, not {self.card.name!r}")
+        if meta.get("task", self.task) != self.task:
+            raise ModelError(f"checkpoint {path} was trained for task {meta['task']!r}, not {self.task!r}")
+        mine = self.card.to_dict()
+        for key in self.card_checked:
+            if key in card and card[key] != mine[key]:
+                raise ModelError(
+                    f"checkpoint {path} was made with {key} {card[key]!r}; card {self.card.name} has {mine[key]!r}"
+                )
+        frozen = meta.get("frozen", self.frozen_meta())
+        if frozen != self.frozen_meta():
+            raise ModelError(
+                f"checkpoint {path} was trained on a frozen part {frozen}, this model has {self.frozen_meta()}; "
+                "build it the same way (e.g. the same --pretrained choice)"
+            )
+        module = self.saved_module()
+        problem = describe_mismatch(module.state_dict(), state)
+        if problem:
+            raise ModelError(f"checkpoint {path} does not fit {self.card.name}: {problem}")
+        module.load_state_dict(state, strict=True)
+        self.model.to(self.device).eval()
+        return meta

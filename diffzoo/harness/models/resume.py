@@ -1,0 +1,263 @@
+"""Training that survives a kill: the training loop's whole state, saved every N steps.
+
+A :class:`Resume` is handed to the shared training loop (``TrainData.resume``;
+the runner makes one per training job, in ``<key>.resume/`` beside the job's
+checkpoint in the cache).  Every ``every`` steps the loop saves the model,
+the optimiser and LR-schedule state, the RNG states (Python, NumPy, torch CPU
+and CUDA), where the data stream stands (epoch, batches taken, and the
+shuffling and crop generators as they were at the epoch's start), the step,
+the losses and the skipped-sample count into ``step-NNNNNNNNN/``, written
+atomically (:func:`~.checkpoints.atomic_dir`); the previous step's folder is
+deleted only once the new one is complete, so a kill during a save leaves
+the previous state intact.  The next run of the same job (same cache key)
+continues from the newest complete step: the current epoch's first batches
+are replayed (loaded, not trained on), which puts every data generator,
+including those of DataLoader workers, where it was, so the final weights
+equal an uninterrupted run's bit for bit.  The runner deletes the folder
+once the final checkpoint is written.
+
+Tensors are stored with safetensors and the rest as JSON: nothing is ever
+unpickled.  There is no AMP GradScaler to save (AMP trains in bfloat16,
+which needs none).  Under torchrun (world size > 1) nothing is saved, since
+every rank's crop generator would have to be; a killed distributed run
+trains again from the start.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from diffzoo.harness.models.checkpoints import atomic_dir, cache_dir, sweep_partial
+from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.fsutil import atomic_write_text, sha256_file
+
+log = logging.getLogger(__name__)
+
+FORMAT = "diffzoo-resume-1"
+TENSORS, STATE = "state.safetensors", "state.json"
+_STEP = re.compile(r"^step-(\d+)$")
+
+
+def default_every(iterations: int) -> int:
+    """Save ten times per training run (every step when it has fewer than ten)."""
+    return max(1, math.ceil(iterations / 10))
+
+
+def check_every(every: Any) -> int | None:
+    """``every`` if it is None or a whole number >= 0, else a ConfigError."""
+    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 0):
+        raise ConfigError(f"--save-every {every!r}: give a whole number of steps >= 0 (0: never save)")
+    return every
+
+
+def resume_dir(detector: str, key: str) -> Path:
+    """The resume folder of cache entry ``key``: beside its checkpoint folder."""
+    return cache_dir(detector, key).with_name(f"{key}.resume")
+
+
+class BatchStream:
+    """Endless batches of a loader, epoch after epoch, that can be put back
+    where an earlier run stood (:meth:`seek`).
+
+    At each epoch's start it notes the loader's shuffling generator and the
+    dataset's crop generator (``dataset.rng_state()``, when it has one).
+    """
+
+    def __init__(self, loader: torch.utils.data.DataLoader):
+        self.loader = loader
+        self.epoch = 0  # epochs begun
+        self.taken = 0  # batches taken from the current epoch
+        self.epoch_start: tuple[torch.Tensor | None, Any] = (None, None)
+        self._it: Any = None
+
+    def _begin(self) -> None:
+        set_epoch = getattr(self.loader.sampler, "set_epoch", None)  # a DistributedSampler's
+        if set_epoch is not None:
+            set_epoch(self.epoch)
+        generator = getattr(self.loader, "generator", None)  # any iterable of batches will do
+        data_rng = getattr(getattr(self.loader, "dataset", None), "rng_state", None)
+        self.epoch_start = (generator.get_state() if generator is not None else None,
+                            data_rng() if data_rng is not None else None)
+        self.epoch += 1
+        self.taken = 0
+        self._it = iter(self.loader)
+
+    def __iter__(self) -> BatchStream:
+        return self
+
+    def __next__(self) -> Any:
+        while True:
+            if self._it is None:
+                self._begin()
+            try:
+                batch = next(self._it)
+            except StopIteration:
+                if self.taken == 0:
+                    raise DataError("the training split yielded no usable samples") from None
+                self._it = None
+                continue
+            self.taken += 1
+            return batch
+
+    def seek(self, epoch: int, taken: int, loader_rng: torch.Tensor | None, data_rng: Any) -> None:
+        """Back to batch ``taken`` of epoch ``epoch`` (counting from 1): restore the
+        generators of that epoch's start, then replay its first ``taken`` batches."""
+        generator = getattr(self.loader, "generator", None)
+        if loader_rng is not None and generator is not None:
+            generator.set_state(loader_rng)
+        set_rng = getattr(getattr(self.loader, "dataset", None), "set_rng_state", None)
+        if set_rng is not None:
+            set_rng(data_rng)
+        self.epoch = epoch - 1
+        self._begin()
+        for _ in range(taken):
+            next(self._it)
+        self.taken = taken
+
+
+def capture(model: torch.nn.Module, opt: torch.optim.Optimizer, sched: Any, stream: BatchStream,
+            losses: list[float], skipped: int) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """(tensors, JSON-able state) of a training loop after a step."""
+    tensors = {f"model/{k}": v.detach().cpu().clone() for k, v in model.state_dict().items()}
+    saved = opt.state_dict()
+    opt_state: dict[str, dict[str, Any]] = {}
+    for idx, entry in saved["state"].items():
+        plain = {}
+        for k, v in entry.items():
+            if isinstance(v, torch.Tensor):
+                tensors[f"optim/{idx}/{k}"] = v.detach().cpu().clone()
+            else:
+                plain[k] = v
+        opt_state[str(idx)] = plain
+    tensors["rng/torch"] = torch.get_rng_state()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        for i, state in enumerate(torch.cuda.get_rng_state_all()):
+            tensors[f"rng/cuda/{i}"] = state
+    loader_rng, data_rng = stream.epoch_start
+    if loader_rng is not None:
+        tensors["rng/loader"] = loader_rng
+    py = random.getstate()
+    np_name, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state(legacy=True)
+    state = {
+        "optimizer": {"param_groups": saved["param_groups"], "state": opt_state},
+        "scheduler": sched.state_dict(),
+        "stream": {"epoch": stream.epoch, "taken": stream.taken, "data_rng": data_rng},
+        "python_rng": [py[0], list(py[1]), py[2]],
+        "numpy_rng": [np_name, np_keys.tolist(), np_pos, np_has_gauss, np_gauss],
+        "losses": losses,
+        "skipped": skipped,
+    }
+    return tensors, state
+
+
+def restore(tensors: dict[str, torch.Tensor], state: dict[str, Any], model: torch.nn.Module,
+            opt: torch.optim.Optimizer, sched: Any, stream: BatchStream) -> tuple[list[float], int]:
+    """Put a training loop back where :func:`capture` saw it; returns (losses, skipped)."""
+    model.load_state_dict({k.removeprefix("model/"): v for k, v in tensors.items() if k.startswith("model/")})
+    opt_state = {}
+    for idx, plain in state["optimizer"]["state"].items():
+        prefix = f"optim/{idx}/"
+        opt_state[int(idx)] = {**plain, **{k.removeprefix(prefix): v for k, v in tensors.items()
+                                           if k.startswith(prefix)}}
+    groups = [{k: tuple(v) if k == "betas" else v for k, v in g.items()}
+              for g in state["optimizer"]["param_groups"]]
+    opt.load_state_dict({"state": opt_state, "param_groups": groups})
+    sched.load_state_dict(state["scheduler"])
+    where = state["stream"]
+    stream.seek(where["epoch"], where["taken"], tensors.get("rng/loader"), where["data_rng"])
+    # after the replay, which may draw from them: the global generators as they were at the save
+    version, internal, gauss = state["python_rng"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, pos, has_gauss, cached = state["numpy_rng"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(tensors["rng/torch"])
+    cuda_keys = sorted((k for k in tensors if k.startswith("rng/cuda/")), key=lambda k: int(k.rsplit("/", 1)[1]))
+    cuda = [tensors[k] for k in cuda_keys]
+    if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)
+    return [float(x) for x in state["losses"]], int(state["skipped"])
+
+
+@dataclass
+class Resume:
+    """Where one training job saves its state, how often, and what it must match.
+
+    ``every``: steps between saves; None = :func:`default_every`, 0 = never.
+    ``identity``: what a saved state must have been saved with (the cache key
+    and the training config); a state saved by another job is ignored.
+    """
+
+    folder: Path
+    every: int | None = None
+    identity: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_every(self.every)
+        self.folder = Path(self.folder)
+        self.identity = json.loads(json.dumps(self.identity, default=str))  # as read back from JSON
+
+    def interval(self, iterations: int) -> int:
+        return default_every(iterations) if self.every is None else self.every
+
+    def _steps(self) -> list[tuple[int, Path]]:
+        """Complete step folders, newest first."""
+        if not self.folder.is_dir():
+            return []
+        found = [(int(m[1]), p) for p in self.folder.iterdir() if (m := _STEP.match(p.name)) and p.is_dir()]
+        return sorted(found, reverse=True)
+
+    def save(self, step: int, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> Path:
+        """Write the state after ``step`` steps, then drop older steps' folders."""
+        from safetensors.torch import save_file
+
+        target = self.folder / f"step-{step:09d}"
+        with atomic_dir(target) as tmp:
+            save_file(tensors, str(tmp / TENSORS))
+            doc = {"format": FORMAT, "step": step, "identity": self.identity,
+                   "sha256": sha256_file(tmp / TENSORS), **state}
+            atomic_write_text(tmp / STATE, json.dumps(doc))
+        for older, path in self._steps():
+            if older < step:
+                shutil.rmtree(path, ignore_errors=True)
+        log.debug("saved training state after step %d in %s", step, target)
+        return target
+
+    def load(self) -> tuple[int, dict[str, torch.Tensor], dict[str, Any]] | None:
+        """(step, tensors, state) of the newest complete, matching state; None when there is none."""
+        from safetensors.torch import load_file
+
+        if not self.folder.is_dir():
+            return None
+        sweep_partial(self.folder)
+        for step, path in self._steps():
+            try:
+                doc = json.loads((path / STATE).read_text(encoding="utf-8"))
+                if doc.get("format") != FORMAT or doc.get("step") != step:
+                    problem = f"not a {FORMAT} state of step {step}"
+                elif doc.get("identity") != self.identity:
+                    problem = "it was saved by another training job (cache key or training config differ)"
+                elif sha256_file(path / TENSORS) != doc.get("sha256"):
+                    problem = f"{TENSORS} changed after it was written"
+                else:
+                    # said, not silent: a run that picks up an interrupted training tells the user where
+                    log.warning("resuming an interrupted training from step %d (%s)", step, path)
+                    return step, load_file(str(path / TENSORS)), doc
+            except (OSError, ValueError, AttributeError) as exc:
+                problem = f"unreadable ({exc})"
+            log.warning("ignoring the training state in %s: %s", path, problem)
+        return None
+
+    def clear(self) -> None:
+        """Delete every saved state (the final checkpoint is written)."""
+        shutil.rmtree(self.folder, ignore_errors=True)

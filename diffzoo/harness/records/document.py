@@ -1,0 +1,368 @@
+"""Result records: one immutable, self-describing, verifiable JSON document
+per (detector, suite, case), with its metric state beside it.
+
+Schema (version 2; the typed model is :class:`.record_model.RecordBody`):
+
+- ``schema_version`` (2), ``record_id`` (the record's identity, below)
+- ``detector``: ``name``, ``checkpoint_sha256`` (64 lowercase hex digits),
+  ``task``, ``card`` (the full card), ``pretrained``, ``plugin``,
+  ``plugin_version``, ``checkpoint_source``
+- ``suite``: ``name``, ``version``, ``definition_hash``; ``case``: the case
+  definition (name, task, split, distortion, ...)
+- ``dataset``: ``name``, ``fingerprint``, ``description`` (adapter details),
+  ``label_map`` (``names``, ``sha256``, ``source``, ``verified``: the mask
+  value -> class map) and ``split`` (``id``, ``source``: the split scheme)
+- ``label_space``: class names of the metrics' task
+- ``metrics``: name -> number (NaN written as null); ``ci95``: name -> [lo, hi]
+- ``metrics_version``, ``threshold_policy`` (what decided every threshold)
+- ``baselines``: trivial predictors' metrics; ``confusion`` (semantic cases);
+  ``slices``: key -> value -> metrics
+- ``counts``: ``evaluated``, ``skipped_total``, ``skipped_by_reason`` (kind ->
+  n), ``skipped`` (the first few: id, kind, reason)
+- ``seed`` (0 <= seed < 2**63), ``config`` (training config, run options,
+  bootstrap), ``training`` (log)
+- ``environment``: ``packages``, ``git``, ``date``, ``host``, ``device``, ``python``
+- ``predictions_digest``: sha256 over (image id, prediction digest) of every
+  evaluated image, so that two rows claiming one run can be compared
+- ``state_file`` / ``state_sha256``: the per-image metric state every number
+  is recomputed from (``states/<sha256>.json`` beside ``records/``);
+  ``compared_state_*``: the other case's state of a format-parity case
+- ``digests``: field (and ``field.key``) -> hash of its value, so an edit to
+  any number is named by the field it changed
+
+Identity: ``record_id`` hashes what determines the numbers (:func:`identity`):
+detector name, card, task, pretrained, plugin and its version, checkpoint
+sha256; dataset fingerprint, label map sha256 and split id; label space; suite name, version and definition hash; the case;
+metrics version; threshold policy; seed; config without ``device``,
+``strict`` and ``cache_key``.  Not paths, the dataset's name or description,
+the date, host, git hash, device or package versions: a re-run of the same
+thing has the same id on any machine, and numbers that then differ are
+nondeterminism, reported when the store is asked to add it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import hashlib
+import json
+import math
+import platform
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from diffzoo.harness.core.cards import stable_hash
+from diffzoo.harness.core.errors import RecordError
+from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
+from diffzoo.harness.records.model import FIELDS, REQUIRED, SCHEMA_VERSION, RecordBody, StateRef, state_file_name
+
+if TYPE_CHECKING:
+    from diffzoo.harness.metrics import EvalState
+
+__all__ = ["SCHEMA_VERSION", "REQUIRED", "FIELDS", "ResultRecord", "RecordBody", "record_problems", "identity",
+           "environment"]
+
+PACKAGES = ("diffzoo", "torch", "transformers", "diffusers", "numpy", "datasets", "safetensors")
+NOT_IDENTITY_CONFIG = ("device", "strict", "cache_key")
+"""Config keys that do not determine the numbers: where it ran, whether a run
+would have stopped at a corrupt sample, and a hash derived from the rest."""
+_DERIVED = ("schema_version", "record_id", "digests")
+
+
+def canonical(value: Any) -> bytes:
+    """The canonical JSON bytes of a JSON value (sorted keys, no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False,
+                      ensure_ascii=False).encode("utf-8")
+
+
+def clean_json(value: Any) -> Any:
+    """JSON-safe: NaN/inf -> None, tuples -> lists, numpy scalars -> python."""
+    if isinstance(value, dict):
+        return {str(k): clean_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_json(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def git_hash(cwd: Path | None = None) -> str | None:
+    """The commit of the diffzoo source tree, if it is a git checkout."""
+    here = cwd or Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True
+    ).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def environment(device: str) -> dict[str, Any]:
+    packages = {}
+    for name in PACKAGES:
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            packages[name] = None
+    return {
+        "packages": packages,
+        "git": git_hash(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "device": device,
+        "python": platform.python_version(),
+    }
+
+
+# -- identity and integrity -----------------------------------------------------------
+def identity(data: dict[str, Any]) -> dict[str, Any]:
+    """What determines a record's numbers (see the module doc); its hash is the id."""
+    det = data["detector"]
+    return {
+        "detector": {k: det.get(k) for k in ("name", "card", "task", "pretrained", "plugin", "plugin_version",
+                                             "checkpoint_sha256")},
+        "dataset_fingerprint": data["dataset"]["fingerprint"],
+        "label_map": (data["dataset"].get("label_map") or {}).get("sha256"),
+        "split": (data["dataset"].get("split") or {}).get("id"),
+        "label_space": data["label_space"],
+        "suite": {k: data["suite"].get(k) for k in ("name", "version", "definition_hash")},
+        "case": data["case"],
+        "metrics_version": data["metrics_version"],
+        "threshold_policy": data["threshold_policy"],
+        "seed": data["seed"],
+        "config": {k: v for k, v in data["config"].items() if k not in NOT_IDENTITY_CONFIG},
+    }
+
+
+def record_id_of(data: dict[str, Any]) -> str:
+    return stable_hash(identity(data), length=16)
+
+
+def _hash(value: Any) -> str:
+    return hashlib.sha256(canonical(value)).hexdigest()[:16]
+
+
+def field_digests(data: dict[str, Any]) -> dict[str, str]:
+    """A digest per top-level field and per key of each object field
+    (``metrics.mIoU``, ``counts.evaluated``), so a change is named precisely."""
+    out = {}
+    for name in sorted(data):
+        if name in ("record_id", "digests"):
+            continue
+        value = data[name]
+        out[name] = _hash(value)
+        if isinstance(value, dict):
+            out.update({f"{name}.{key}": _hash(v) for key, v in value.items()})
+    return out
+
+
+def digest_problems(data: dict[str, Any]) -> list[str]:
+    """Every field whose value no longer matches the digest written with it."""
+    stored, expected = data.get("digests") or {}, field_digests(data)
+    changed = sorted(k for k in set(stored) | set(expected) if stored.get(k) != expected.get(k))
+    specific = [k for k in changed if not any(c.startswith(k + ".") for c in changed)]
+    out = []
+    for key in specific:
+        what = ("was added" if key not in stored else "was removed" if key not in expected
+                else "was changed")
+        out.append(f"field {key} {what} after the record was written (its digest does not match)")
+    return out
+
+
+def content_digest(data: dict[str, Any]) -> str:
+    """sha256 of the whole record (digests included): what a frozen version pins."""
+    return hashlib.sha256(canonical(data)).hexdigest()
+
+
+def record_problems(data: Any) -> list[str]:
+    """Every way ``data`` is not a valid, unedited record (empty: it is).
+
+    The schema and ranges (:class:`RecordBody`), then the digests (naming
+    each changed field), then the id against the identity fields.  Numbers
+    against the metric state are checked by :mod:`.record_check`.
+    """
+    _, problems = RecordBody.parse(data)
+    if problems:
+        return problems
+    problems = digest_problems(data)
+    if problems:
+        return problems
+    expected = record_id_of(data)
+    if data["record_id"] != expected:
+        return [f"record_id {data['record_id']!r} does not match the record's identity fields (expected "
+                f"{expected}): the detector, data, suite, case, seed or config was changed"]
+    return []
+
+
+@contextmanager
+def store_lock(root: Path) -> Iterator[None]:
+    """Hold ``root/.lock`` (flock, exclusive): every write of records and
+    states under ``root`` happens inside it, so cleaning leftover temp files
+    under it never removes one being written.  The lock dies with its process."""
+    Path(root).mkdir(parents=True, exist_ok=True)
+    with open(Path(root) / ".lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# -- metric states -----------------------------------------------------------------------
+def state_blob(state: EvalState) -> tuple[StateRef, bytes]:
+    """A state's canonical file content and where it goes (named by its sha256)."""
+    blob = canonical(state.state_dict())  # JSON-able by contract (NaN already None)
+    sha = hashlib.sha256(blob).hexdigest()
+    return StateRef(state_file_name(sha), sha), blob
+
+
+def write_state_file(root: Path, relpath: str, blob: bytes) -> Path:
+    """Write a state at ``root/relpath`` (``states/<sha256>.json``), atomically.
+    A file already there is kept only if it holds these very bytes (same
+    sha256): anything else is not this state, and diffzoo neither trusts nor
+    overwrites it."""
+    path = Path(root) / relpath
+    if path.is_symlink():
+        raise RecordError(f"{path} is a symbolic link; diffzoo writes metric states only as plain files "
+                          "(remove the link)")
+    if path.exists():
+        if read_state_bytes(path, None)[1] == hashlib.sha256(blob).hexdigest():
+            return path
+        raise RecordError(f"{path} exists but is not the metric state it is named for (its sha256 differs); "
+                          "it was not written by diffzoo or was changed: move it away (diffzoo never "
+                          "overwrites it)")
+    return atomic_write_bytes(path, blob)
+
+
+def read_state_bytes(path: Path, sha256: str | None) -> tuple[bytes, str]:
+    """(content, sha256) of a state file; RecordError if missing or not ``sha256``."""
+    try:
+        blob = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise RecordError(f"state file {path} is missing; the record's numbers cannot be checked "
+                          "(copy the store's states/ folder with its records/)") from None
+    except OSError as exc:
+        raise RecordError(f"cannot read state file {path}: {exc}") from exc
+    actual = hashlib.sha256(blob).hexdigest()
+    if sha256 is not None and actual != sha256:
+        raise RecordError(f"state file {path} has sha256 {actual[:16]}..., not {sha256[:16]}... that the "
+                          "record names: it was changed or replaced")
+    return blob, actual
+
+
+# -- the record ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResultRecord:
+    """An immutable record.  ``data`` is the JSON document, ``body`` its typed
+    view (:class:`RecordBody`); ``attachments`` are the state files (path
+    relative to the store -> bytes) a new record brings, written by the store."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    attachments: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def create(cls, *, state: EvalState | None = None, compared_state: EvalState | None = None,
+               **fields: Any) -> ResultRecord:
+        """A sealed record (id and digests computed) from its fields; with
+        ``state`` (and ``compared_state`` for a parity case) the record names
+        the state files and carries them until stored."""
+        fields = {k: v for k, v in fields.items() if k not in _DERIVED}
+        counts = fields.get("counts")
+        if isinstance(counts, dict) and "skipped_corrupt" in counts:  # schema 1's name of the total
+            counts = {k: v for k, v in counts.items() if k != "skipped_corrupt"}
+            fields["counts"] = {"skipped_total": fields["counts"]["skipped_corrupt"], **counts}
+        attachments = {}
+        for prefix, st in (("state", state), ("compared_state", compared_state)):
+            if st is not None:
+                ref, blob = state_blob(st)
+                fields[f"{prefix}_file"], fields[f"{prefix}_sha256"] = ref.file, ref.sha256
+                attachments[ref.file] = blob
+        if state is not None:
+            fields["predictions_digest"] = state.predictions_digest()
+        data = clean_json({"schema_version": SCHEMA_VERSION, "record_id": "0" * 16, "digests": {}, **fields})
+        body, problems = RecordBody.parse(data)
+        if problems:
+            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
+        data = clean_json(body.to_dict())
+        data["record_id"] = record_id_of(data)
+        data["digests"] = field_digests(data)
+        record = cls(data, attachments)
+        record.validate()
+        return record
+
+    @cached_property
+    def body(self) -> RecordBody:
+        """The typed record; RecordError if ``data`` is not a valid record."""
+        body, problems = RecordBody.parse(self.data)
+        if problems:
+            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
+        return body
+
+    @property
+    def id(self) -> str:
+        return self.data["record_id"]
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return self.data["metrics"]
+
+    @cached_property
+    def content_digest(self) -> str:
+        return content_digest(self.data)
+
+    def validate(self) -> None:
+        """Raise RecordError listing every way this record breaks the schema or was edited."""
+        problems = record_problems(self.data)
+        if problems:
+            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=2, sort_keys=True, allow_nan=False)
+
+    def write(self, directory: Path) -> Path:
+        """Write ``<directory>/<record_id>.json`` and the states it carries
+        (``<directory>/states/``), atomically; an existing record file is
+        kept when it holds this record, else RecordError."""
+        path = Path(directory) / f"{self.id}.json"
+        for name, blob in self.attachments.items():
+            write_state_file(Path(directory), name, blob)
+        if path.exists():
+            if ResultRecord.read(path).content_digest != self.content_digest:
+                raise RecordError(f"{path} holds another version of record {self.id}")
+            return path
+        return atomic_write_text(path, self.to_json())
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "record") -> ResultRecord:
+        """A validated record from JSON text; RecordError naming ``source`` and every problem."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{source} is not JSON ({exc.msg} at line {exc.lineno})") from exc
+        problems = record_problems(data)
+        if problems:
+            raise RecordError(f"{source} is invalid: " + "; ".join(problems), problems=problems)
+        return cls(data)
+
+    @classmethod
+    def read(cls, path: Path) -> ResultRecord:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RecordError(f"cannot read record {path}: {exc}") from exc
+        return cls.from_json(text, f"record {path}")

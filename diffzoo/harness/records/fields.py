@@ -1,0 +1,162 @@
+"""Reading record fields from JSON with validation: every problem is noted
+with the field's dotted path (``detector.checkpoint_sha256``,
+``baselines.all_edited.mIoU``) and what was expected, so that one message
+lists all that is wrong with a hand-edited record.  Used by
+:mod:`.record_model`; metric ranges come from the catalog.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from diffzoo.harness.metrics.catalog import metric_info
+
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class FieldReader:
+    """Reads one JSON object into typed values, noting every problem with the
+    field's dotted path."""
+
+    def __init__(self, problems: list[str], obj: Any, where: str):
+        self.problems, self.where = problems, where
+        self.obj = obj if isinstance(obj, dict) else {}
+        if not isinstance(obj, dict):
+            self.fail("", f"must be an object, got {type(obj).__name__}")
+
+    def fail(self, key: str, why: str) -> None:
+        path = f"{self.where}.{key}" if key and self.where else (key or self.where)
+        self.problems.append(f"field {path} {why}")
+
+    def get(self, key: str, default: Any = None, *, required: bool = False) -> Any:
+        if key not in self.obj:
+            if required:
+                self.fail(key, "is missing")
+            return default
+        return self.obj[key]
+
+    def text(self, key: str, *, required: bool = True, optional: bool = False) -> str | None:
+        """A string; non-empty when ``required``; None allowed when ``optional``."""
+        if required and key not in self.obj:
+            self.fail(key, "is missing")
+            return ""
+        value = self.get(key, None if optional else "")
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            self.fail(key, f"must be a string, got {value!r}")
+            return ""
+        if required and not value.strip():
+            self.fail(key, "must not be empty")
+        return value
+
+    def integer(self, key: str, low: int = 0, high: int | None = None, default: int = 0,
+                required: bool = True) -> int:
+        value = self.get(key, default, required=required)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(key, f"must be an integer, got {value!r}")
+            return default
+        if value < low or (high is not None and value >= high):
+            self.fail(key, f"is {value}, outside [{low}, {high if high is not None else 'inf'})")
+        return value
+
+    def mapping(self, key: str, *, nullable: bool = False) -> dict | None:
+        value = self.get(key, None if nullable else {})
+        if value is None and nullable:
+            return None
+        if not isinstance(value, dict):
+            self.fail(key, f"must be an object, got {type(value).__name__}")
+            return {}
+        return value
+
+    def hex64(self, key: str, *, required: bool = True) -> str | None:
+        if required and key not in self.obj:
+            self.fail(key, "is missing")
+            return None
+        value = self.get(key, None)
+        if value is None and not required:
+            return None
+        if not isinstance(value, str) or not HEX64.match(value):
+            self.fail(key, f"must be 64 lowercase hex digits (a sha256), got {value!r}")
+        return value if isinstance(value, str) else None
+
+    def unknown(self, known: tuple[str, ...]) -> None:
+        extra = sorted(set(self.obj) - set(known))
+        if extra:
+            self.fail("", f"has unknown key(s) {', '.join(extra)} (known: {', '.join(known)})")
+
+
+def _metric_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` is not a valid value of metric ``name`` (None: valid)."""
+    info = metric_info(name)
+    if info is not None:
+        return info.check(value)
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
+        return None
+    return f"is {value!r}, not a number"
+
+
+def metric_table(reader: FieldReader, key: str, values: dict | None) -> dict[str, Any]:
+    """A metric name -> value mapping, every value checked against the catalog."""
+    out = {}
+    for name, value in (values or {}).items():
+        why = _metric_problem(name, value)
+        if why:
+            reader.fail(f"{key}.{name}", why)
+        out[name] = value
+    return out
+
+
+def ci_table(r: FieldReader) -> dict[str, Any]:
+    """``ci95``: metric -> [low, high] (or null), low <= high, both in the metric's range."""
+    out = {}
+    for metric, bounds in (r.mapping("ci95") or {}).items():
+        out[metric] = bounds
+        if bounds is None:
+            continue
+        where = f"ci95.{metric}"
+        ok = isinstance(bounds, list) and len(bounds) == 2 and all(
+            b is None or (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)) for b in bounds)
+        info = metric_info(metric)
+        if not ok:
+            r.fail(where, f"must be [low, high], got {bounds!r}")
+        elif None not in bounds and bounds[0] > bounds[1]:
+            r.fail(where, f"has low {bounds[0]} > high {bounds[1]}")
+        elif None not in bounds and info and (info.check(bounds[0]) or info.check(bounds[1])):
+            r.fail(where, f"{bounds} lies outside the metric's range [{info.low}, {info.high}]")
+    return out
+
+
+def confusion_matrix(r: FieldReader, classes: int) -> list[list[int]] | None:
+    """``confusion``: null or a classes x classes matrix of counts."""
+    value = r.get("confusion")
+    if value is None:
+        return None
+    ok = isinstance(value, list) and len(value) == classes and all(
+        isinstance(row, list) and len(row) == classes
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in row) for row in value)
+    if not ok:
+        r.fail("confusion", f"must be a {classes} x {classes} matrix of counts (integers >= 0)")
+    return value
+
+
+def nested_metrics(r: FieldReader, key: str, depth: int) -> dict[str, Any] | None:
+    """An object whose values, ``depth`` levels down, are metric tables:
+    ``baselines`` (name -> metrics, depth 1), ``slices`` (key -> value ->
+    metrics, depth 2); None when the field is null."""
+    value = r.mapping(key, nullable=True)
+
+    def walk(where: str, obj: Any, level: int) -> None:
+        if not isinstance(obj, dict):
+            r.fail(where, "must be an object")
+        elif level == 0:
+            metric_table(r, where, obj)
+        else:
+            for name, inner in obj.items():
+                walk(f"{where}.{name}", inner, level - 1)
+
+    if value is not None:
+        walk(key, value, depth)
+    return value

@@ -1,0 +1,110 @@
+"""A record's threshold policy as one typed object: the values the
+thresholds had, how they were decided (fixed or calibrated, on what), and
+the rule texts made from them.  ``harness.run.thresholds.policy_record``
+writes a record's ``threshold_policy`` from it and readers (the run
+summary's policy lines) read it back through ``RecordBody.policy``; no one
+reads the numbers back from the texts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from diffzoo.harness.core.errors import RecordError
+
+FIXED_SOURCE = "fixed (detector card; METRICS.md / DiffSeg30k 1% rule)"
+"""``threshold_policy.source`` of fixed thresholds."""
+ORACLE_COLUMNS = "F1_oracle and img_Acc_oracle use the best threshold on the evaluated split"
+PIXEL_RULES = {"binary": "edited if probability > {:g}", "semantic": "argmax over classes; edited = argmax != background",
+               "classification": "none: image-level classifier (no pixel output)"}
+"""The pixel rule of each detector task (``{}``: the pixel threshold)."""
+MODES = ("fixed", "calibrated")
+
+
+@dataclass(frozen=True)
+class ThresholdValues:
+    """Edited if pixel probability > ``pixel``; an image is edited if its
+    predicted edited area > ``area`` of it, or (``image_score_source``
+    ``detector``) its image probability > ``score``."""
+
+    pixel: float
+    area: float
+    score: float
+
+
+@dataclass(frozen=True)
+class ThresholdPolicy:
+    """What decided a record's thresholds (``threshold_policy``, written from
+    :meth:`to_dict` by ``harness.run.thresholds.policy_record``): ``mode``
+    (fixed|calibrated), the detector ``task`` (which pixel rule), the
+    ``values``, the ``image_score_source``, where they were
+    ``calibrated_on`` and their ``source``.  The rule texts (:attr:`pixel`,
+    :attr:`image`) are made from these; a record without ``values`` (written
+    before they existed, or by hand) keeps its own texts (``written``)."""
+
+    source: str = "fixed"
+    mode: str = "fixed"
+    task: str = ""
+    values: ThresholdValues | None = None
+    image_score_source: str = ""
+    calibrated_on: str | None = None
+    written: tuple[str | None, str | None] = (None, None)  # (pixel, image) texts of a record without values
+
+    @classmethod
+    def decided(cls, task: str, values: ThresholdValues, source: str, image_score_source: str) -> ThresholdPolicy:
+        """The policy of ``values`` from ``source`` (``fixed`` or ``calibrated on <split> ...``)."""
+        calibrated = source != "fixed"
+        return cls(source if calibrated else FIXED_SOURCE, MODES[calibrated], task, values, image_score_source,
+                   source if calibrated else None)
+
+    @classmethod
+    def of(cls, policy: dict[str, Any], task: str = "") -> ThresholdPolicy:
+        """A record's ``threshold_policy``; ``task``: its detector's task."""
+        calibrated_on = policy.get("calibrated_on")
+        source = policy.get("source")
+        if not (isinstance(source, str) and source):  # records written before "source" existed
+            source = f"calibrated on {calibrated_on}" if calibrated_on else "fixed"
+        mode = policy.get("mode") if policy.get("mode") in MODES else MODES[bool(calibrated_on)]
+        written = tuple(v if isinstance(v, str) else None for v in (policy.get("pixel"), policy.get("image")))
+        numbers = policy.get("values")
+        kind = policy.get("image_score_source")
+        values = None
+        if (isinstance(numbers, dict) and task in PIXEL_RULES and isinstance(kind, str)
+                and all(_number(numbers.get(k)) for k in ("pixel", "area", "score"))):
+            values = ThresholdValues(numbers["pixel"], numbers["area"], numbers["score"])
+        return cls(source, mode, task, values, kind if isinstance(kind, str) else "",
+                   calibrated_on if isinstance(calibrated_on, str) else None, written)
+
+    @property
+    def pixel(self) -> str | None:
+        """The pixel rule (``fixed: edited if probability > 0.5``); None when not known."""
+        if self.values is None:
+            return self.written[0]
+        rule = PIXEL_RULES[self.task].format(self.values.pixel)
+        if self.task == "classification":
+            return rule
+        return f"{MODES[self.mode == 'calibrated' and self.task == 'binary']}: {rule}"
+
+    @property
+    def image(self) -> str | None:
+        """The image rule (``fixed: edited if predicted edited area > 0.01 of the image``); None when not known."""
+        if self.values is None:
+            return self.written[1]
+        if self.image_score_source == "detector":
+            rule = f"edited if image probability > {self.values.score:g}"
+        else:
+            rule = f"edited if predicted edited area > {self.values.area:.4g} of the image"
+        return f"{self.mode}: {rule}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's ``threshold_policy`` (a policy with ``values``)."""
+        if self.values is None:
+            raise RecordError("a threshold policy without values cannot be written")
+        return {"mode": self.mode, "pixel": self.pixel, "image": self.image,
+                "image_score_source": self.image_score_source, "values": dict(vars(self.values)),
+                "calibrated_on": self.calibrated_on, "source": self.source, "oracle_columns": ORACLE_COLUMNS}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -1,0 +1,254 @@
+"""Evaluation: stream a split through a distortion into a detector and
+update metric states.  Memory does not grow with the dataset beyond the
+small per-image rows the metric states keep.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from diffzoo.harness.core import distributed
+from diffzoo.harness.core.outputs import check_output, has_pixels, pixel_predictions
+from diffzoo.harness.data.distortions import resize_image, shorter_side_size
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError
+from diffzoo.harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD, EvalState, prediction_digest
+from diffzoo.harness.core.progress import NullProgress, Progress
+from diffzoo.harness.core.protocols import Dataset, Detector
+from diffzoo.harness.core.types import BINARY, DetectionOutput, SampleMeta
+
+log = logging.getLogger(__name__)
+
+Distortion = Callable[..., tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds one evaluation decides with, and where they came from.
+
+    ``pixel``: edited if probability > pixel (binary models; semantic ones
+    use the argmax); ``area``: an image is edited if its predicted edited
+    area > area of the image; ``score``: edited if a detector's own image
+    probability > score.  ``source``: ``fixed`` or ``calibrated on <split>``.
+    """
+
+    pixel: float
+    area: float = AREA_THRESHOLD
+    score: float = SCORE_THRESHOLD
+    source: str = "fixed"
+
+    @classmethod
+    def fixed(cls, detector: Detector) -> Thresholds:
+        return cls(pixel=detector.card.default_threshold)
+
+
+@dataclass
+class EvalResult:
+    """Metric states of one model on one (split, distortion)."""
+
+    states: dict[str, EvalState]  # metric task ("binary" / "semantic") -> state
+    baselines: dict[str, EvalState] = field(default_factory=dict)
+    evaluated: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Sample id -> (h, w) of its stored image, before any distortion (this
+    process's images; not merged across ranks): what the planner checks a
+    size-only distortion against (:func:`same_input`)."""
+
+
+def image_tensor(image: np.ndarray) -> torch.Tensor:
+    """An H x W x 3 uint8 RGB image as the 1 x 3 x H x W float batch in [0, 1] detectors take."""
+    return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)[None].float() / 255.0
+
+
+def predict_checked(detector: Detector, images: torch.Tensor, ids: list[str]) -> DetectionOutput:
+    """``detector.predict(images)``, held to the protocol before anything
+    reads it (core/outputs.py): a malformed answer, or an exception other
+    than a DiffzooError from the detector's own code, is a DetectorError
+    naming the detector and the sample."""
+    try:
+        out = detector.predict(images)
+    except DiffzooError:
+        raise
+    except Exception as exc:  # a plugin's bug: say whose, keep the cause for --debug
+        name = getattr(getattr(detector, "card", None), "name", type(detector).__name__)
+        raise DetectorError(name, f"predict raised {type(exc).__name__}: {exc}",
+                            sample_id=ids[0] if len(ids) == 1 else ", ".join(ids[:4])) from exc
+    return check_output(detector, out, ids, tuple(images.shape[-2:]))
+
+
+def _parameters(distortion: Distortion) -> set[str]:
+    try:
+        return set(inspect.signature(distortion).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def distortion_context(distortion: Distortion) -> set[str]:
+    """Which of ``meta`` / ``label_space`` a distortion declares (it then gets them)."""
+    return {"meta", "label_space"} & _parameters(distortion)
+
+
+def sets_input_size(distortion: Distortion) -> bool:
+    """True for a distortion that takes ``input_size`` (the model's input
+    resolution, e.g. ``rescale``): it decides the detector's input size
+    itself, so the recipe's evaluation resize is not applied after it."""
+    return "input_size" in _parameters(distortion)
+
+
+def detector_input(image: np.ndarray, short_side: int | None) -> np.ndarray:
+    """The recipe's evaluation input rule: the image as stored (``None``,
+    ``native``), or resized (Pillow bicubic) so its shorter side is
+    ``short_side`` (``paper``: the training crop size)."""
+    if short_side is None:
+        return image
+    return resize_image(image, shorter_side_size(*image.shape[:2], short_side))
+
+
+def same_input(distortion: Distortion, params: dict[str, Any], sizes: Iterable[tuple[int, int]],
+               short_side: int | None) -> bool:
+    """True when ``distortion`` with ``params`` feeds the detector exactly
+    the undistorted pass's input for images of every size in ``sizes``.
+
+    Only distortions that change nothing but the size (they carry
+    ``output_size(h, w, **params)``: ``none``, ``resize``, ``rescale``) can:
+    one that sets the input size itself must give the size the evaluation
+    rule gives the undistorted image (the rule's resize and the distortion's
+    are the same function); any other must leave the image as it is.
+    """
+    size_of = getattr(distortion, "output_size", None)
+    if size_of is None:
+        return False
+    own = sets_input_size(distortion)
+    for h, w in sizes:
+        baseline = (h, w)
+        if own and short_side is not None:
+            baseline = shorter_side_size(h, w, short_side)
+        if tuple(size_of(h, w, **params)) != baseline:
+            return False
+    return True
+
+
+def evaluate(
+    detector: Detector,
+    dataset: Dataset,
+    split: str,
+    distortion: Distortion,
+    distortion_params: dict[str, Any],
+    *,
+    tasks: Iterable[str] = ("binary",),
+    strict: bool = False,
+    baselines: bool = False,
+    progress: Progress | None = None,
+    description: str = "evaluating",
+    ids: list[str] | None = None,
+    thresholds: Thresholds | None = None,
+    input_short_side: int | None = None,
+) -> EvalResult:
+    """Run ``detector`` over ``split`` (or only ``ids`` of it); corrupt
+    samples are skipped and counted (``strict`` re-raises instead).
+    ``tasks`` are the metric tasks to score: ``binary`` (any segmenter; for a
+    classifier without pixel output, its image scores only) and
+    ``semantic`` (semantic ones).  ``thresholds``: the pixel and image
+    thresholds (default: the card's and METRICS.md's fixed ones).
+
+    Every prediction is checked first (core/outputs.py: a malformed one is a
+    DetectorError).  The distortion's label is the ground truth; when it kept
+    the label but changed the image size, the prediction is resized back to
+    the label.  ``input_short_side``: the recipe's evaluation input rule
+    (:func:`detector_input`), applied after the distortion unless the
+    distortion sets the input size itself (:func:`sets_input_size`)."""
+    progress = progress or NullProgress()
+    thresholds = thresholds or Thresholds.fixed(detector)
+    threshold = thresholds.pixel
+    tasks = set(tasks)
+    if "semantic" in tasks and detector.task != "semantic":
+        raise ConfigError(f"semantic metrics need a semantic model; {detector.card.name} is {detector.task}")
+    states = {t: EvalState(BINARY if t == "binary" else dataset.label_space, t,
+                           area_threshold=thresholds.area, score_threshold=thresholds.score)
+              for t in sorted(tasks)}
+    context = distortion_context(distortion)
+    short_side = None if sets_input_size(distortion) else input_short_side
+    result = EvalResult(states)
+    if baselines:
+        result.baselines = {
+            "all_background": EvalState(BINARY, "binary"),
+            "all_edited": EvalState(BINARY, "binary"),
+        }
+    ids = dataset.ids(split) if ids is None else ids
+    with progress.task(description, total=len(ids)) as task:
+        for sid in ids:
+            try:
+                sample = dataset.load(sid)
+            except CorruptSampleError as exc:
+                if strict:
+                    raise
+                log.warning("skipping corrupt sample: %s", exc)
+                result.skipped.append({"id": sid, "kind": exc.kind, "reason": exc.reason})
+                task.advance()
+                continue
+            extra = {k: v for k, v in (("meta", sample.meta), ("label_space", dataset.label_space)) if k in context}
+            result.sizes[sid] = tuple(sample.image.shape[:2])
+            image, label = distortion(sample.image, sample.label, **distortion_params, **extra)
+            image = detector_input(image, short_side)
+            out = predict_checked(detector, image_tensor(image), [sid])
+            if not has_pixels(out):  # an image-level classifier: its image score only
+                binary_pred = edited_prob = semantic_pred = None
+            else:
+                binary_pred, edited_prob, semantic_pred = pixel_predictions(detector, out, threshold, label.shape)[0]
+            score = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
+            binary_gt = dataset.label_space.to_binary_map(label)
+            meta: SampleMeta = sample.meta
+            digest = prediction_digest(semantic_pred if semantic_pred is not None else binary_pred, edited_prob, score)
+            if "binary" in states:
+                states["binary"].update(meta, binary_gt, binary_pred, edited_prob, image_score=score, digest=digest)
+            if "semantic" in states:
+                states["semantic"].update(meta, label, semantic_pred, edited_prob, image_score=score, digest=digest)
+            for name, state in result.baselines.items():
+                const = np.full_like(binary_gt, 1 if name == "all_edited" else 0)
+                state.update(meta, binary_gt, const, const.astype(np.float32))
+            result.evaluated += 1
+            task.advance()
+    return result
+
+
+def gather_eval_result(result: EvalResult, order: Sequence[str]) -> EvalResult | None:
+    """Merge every rank's :class:`EvalResult` of one split on rank 0.
+
+    States travel as their documented ``state_dict`` (an exact round trip)
+    and are merged with :meth:`EvalState.merge`, which computes from rows in
+    canonical order, so the merged metrics equal the single-process ones.
+    Skipped samples are put back in ``order`` (the split's id order).
+    Returns the result itself in a single process, None on ranks > 0.
+    """
+    if not distributed.is_initialized():
+        return result
+    parts = distributed.gather({
+        "states": {k: s.state_dict() for k, s in result.states.items()},
+        "baselines": {k: s.state_dict() for k, s in result.baselines.items()},
+        "evaluated": result.evaluated,
+        "skipped": result.skipped,
+    })
+    if parts is None:
+        return None
+
+    def merged(key: str, name: str) -> EvalState:
+        state = EvalState.from_state_dict(parts[0][key][name])
+        for part in parts[1:]:
+            state.merge(EvalState.from_state_dict(part[key][name]))
+        return state
+
+    position = {sid: i for i, sid in enumerate(order)}
+    skipped = sorted((s for p in parts for s in p["skipped"]), key=lambda s: position.get(s["id"], len(position)))
+    return EvalResult(
+        states={k: merged("states", k) for k in parts[0]["states"]},
+        baselines={k: merged("baselines", k) for k in parts[0]["baselines"]},
+        evaluated=sum(p["evaluated"] for p in parts),
+        skipped=skipped,
+    )

@@ -1,0 +1,124 @@
+"""The public factories: build detectors, generators and datasets by name.
+
+They go through the plugin registry, so third-party plugins work the same way
+as the in-tree ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import logging
+from pathlib import Path
+from typing import Any
+
+from diffzoo.harness.data.hfsource import is_hub_id
+from diffzoo.harness.core.errors import ConfigError, DataError, PluginError, UnknownNameError
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.core.progress import Progress, counter_callback
+from diffzoo.harness.core.protocols import Dataset, Detector, Generator
+from diffzoo.harness.core.types import LabelSpace
+
+log = logging.getLogger(__name__)
+
+
+def create_detector(
+    name: str, task: str = "binary", label_space: LabelSpace | None = None, pretrained: bool = False
+) -> Detector:
+    """Build detector ``name`` (``family`` or ``family.tag``) for ``task``."""
+    from diffzoo.harness.core.types import BINARY
+
+    entry = get_registry().get("detector", name)
+    factory = entry.load()
+    try:
+        return factory(
+            card=entry.card, task=task, label_space=label_space or BINARY, pretrained=pretrained
+        )
+    except TypeError as exc:
+        raise PluginError(
+            f"detector {entry.name!r} from plugin {entry.source!r} has a factory that does not "
+            f"accept (card, task, label_space, pretrained): {exc}"
+        ) from exc
+
+
+def create_generator(name: str, **options: Any) -> Generator:
+    entry = get_registry().get("generator", name)
+    return entry.load()(entry.card, **options)
+
+
+def _looks_like_path(spec: str) -> bool:
+    return "/" in spec or "\\" in spec or spec.startswith(".") or Path(spec).suffix != ""
+
+
+_NOT_OPTIONS = ("self", "progress")
+
+
+def option_names(factory: Any) -> list[str] | None:
+    """The keyword options a dataset factory takes, sorted; None when it takes
+    any (``**options``) without saying which.  A factory that forwards its
+    options may declare them as ``factory.dataset_options`` (a list, or a
+    function returning one)."""
+    declared = getattr(factory, "dataset_options", None)
+    if declared is not None:
+        return sorted(declared() if callable(declared) else declared)
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return sorted(p.name for p in params if p.name not in _NOT_OPTIONS
+                  and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
+
+
+def _call_adapter(factory: Any, what: str, options: dict[str, Any], **fixed: Any) -> Dataset:
+    """Call a dataset factory; an option it does not take is a ConfigError
+    that names the closest valid option and lists them all."""
+    valid = option_names(factory)
+    unknown = sorted(k for k in options if valid is not None and k not in valid)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], valid, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{what} does not take --dataset-option {', '.join(unknown)}.{hint} "
+                          f"Valid options: {', '.join(valid) or '(none)'}")
+    return factory(**fixed, **options)
+
+
+def open_dataset(spec: str, progress: Progress | None = None, **options: Any) -> Dataset:
+    """A registered dataset name, or a path whose layout an adapter recognises.
+
+    A factory that takes ``progress`` (builders such as ``mini``) reports
+    through ``progress`` while it builds.  For a path, every registered
+    adapter with a ``sniff(path)`` is asked in name order; a hub id (e.g.
+    ``Chaos2629/Diffseg30k``) is offered to them too.
+    """
+    registry = get_registry()
+    if registry.has("dataset", spec) and not Path(spec).exists():
+        entry = registry.get("dataset", spec)
+        factory = entry.load()
+        what = f"dataset {entry.name!r}"
+        if progress is not None and "progress" in inspect.signature(factory).parameters:
+            with counter_callback(progress, f"building dataset {spec}") as callback:
+                return _call_adapter(factory, what, options, progress=callback)
+        return _call_adapter(factory, what, options)
+    path = Path(spec).expanduser()
+    if not path.exists() and not is_hub_id(spec):
+        if _looks_like_path(spec):
+            raise DataError(f"dataset path {spec} does not exist")
+        raise UnknownNameError("dataset", spec, [e.name for e in registry.list("dataset")])
+    target = path if path.exists() else spec
+    layouts = []
+    for entry in registry.list("dataset"):
+        try:
+            adapter = entry.load()
+        except PluginError as exc:
+            log.warning("%s", exc)
+            continue
+        sniff = getattr(adapter, "sniff", None)
+        if sniff is None:
+            continue
+        layouts.append(f"{entry.name}: {entry.description}")
+        if sniff(target):
+            log.info("dataset %s: recognised as %s", target, entry.name)
+            return _call_adapter(adapter, f"dataset adapter {entry.name!r} (for {target})", options, path=target)
+    raise DataError(
+        f"{target}: no dataset adapter recognises this layout. Recognised: {'; '.join(layouts)} "
+        "(see docs/datasets.md)"
+    )

@@ -1,0 +1,354 @@
+"""Predicting single images with a trained detector.
+
+A checkpoint's card.json says which detector, task and label space it holds;
+without one the newest matching checkpoint that a run cached is used when
+there is exactly one.  Per image the result is a label map (palette PNG whose
+values are class indices), an overlay a person can read (the image tinted per
+class with a legend), and one JSON line.  The image-level verdict follows
+METRICS.md: edited if the predicted edited area exceeds 1% of the image, or the
+detector's own image score exceeds 0.5 when it gives one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.models.checkpoints import cached_checkpoints, checkpoint_meta
+from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
+from diffzoo.harness.data.labelmaps import load_label_space
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, ModelError
+from diffzoo.harness.core.outputs import has_pixels, pixel_predictions
+from diffzoo.harness.run.evaluate import detector_input, image_tensor, predict_checked
+from diffzoo.harness.run.factories import create_detector
+from diffzoo.harness.core.fsutil import atomic_write_bytes, sha256_file
+from diffzoo.harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD, editor_ranking
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.core.progress import NullProgress, Progress
+from diffzoo.harness.core.protocols import Detector
+from diffzoo.harness.core.device import resolve_device
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, TASKS, LabelSpace
+
+log = logging.getLogger(__name__)
+
+OVERLAY_MIN_SIDE = 256
+"""Smaller images are enlarged (integer factor, nearest) so that the legend is legible."""
+OVERLAY_ALPHA = 0.45
+PREDICTIONS_FILE = "predictions.jsonl"
+
+
+# -- loading ---------------------------------------------------------------------------
+@dataclass
+class LoadedModel:
+    """A detector with its weights loaded, and where they came from."""
+
+    detector: Detector
+    name: str
+    checkpoint: Path
+    sha256: str
+    source: str  # "given" or "cache"
+    input_short_side: int | None = None  # the paper recipe's evaluation input rule; None: as given
+
+
+def _task_of(meta: dict[str, Any]) -> str | None:
+    return meta.get("task")
+
+
+def _describe(candidates: list[tuple[Path, dict[str, Any]]]) -> str:
+    return "; ".join(f"{path} ({_task_of(meta) or 'task unknown'})" for path, meta in candidates[:6])
+
+
+def _choose(
+    candidates: list[tuple[Path, dict[str, Any]]], task: str | None, where: str
+) -> tuple[Path, dict[str, Any]]:
+    """The one candidate of ``task`` (any task if None); else an error naming the choices."""
+    matching = [c for c in candidates if task is None or _task_of(c[1]) in (task, None)]
+    if not matching:
+        raise ModelError(f"no {task} model among {where}: {_describe(candidates)}")
+    # held-out-editor models are for the robustness cases, not for general prediction
+    full = [c for c in matching if not c[1].get("train_subset", {}).get("exclude_editors")]
+    matching = full or matching
+    if len(matching) > 1:
+        hint = "pass --task binary|semantic" if task is None else "pass the one to use"
+        hint += " or --checkpoint PATH" if where.startswith("the cached") else ""
+        raise ConfigError(f"{len(matching)} checkpoints fit among {where}, so the choice is ambiguous: "
+                          f"{_describe(matching)}; {hint}")
+    return matching[0]
+
+
+def find_checkpoint(
+    detector: str | None, checkpoints: Sequence[Path | str], task: str | None
+) -> tuple[Path, dict[str, Any], str]:
+    """(checkpoint, its card or {}, "given" | "cache") for the request."""
+    if checkpoints:
+        given = [(Path(c), checkpoint_meta(c)[1]) for c in checkpoints]
+        path, meta = _choose(given, task, "the given checkpoints")
+        return path, meta, "given"
+    if detector is None:
+        raise ConfigError("pass --detector NAME or --checkpoint PATH")
+    name = get_registry().get("detector", detector).name
+    cached = [(p, checkpoint_meta(p)[1]) for p in cached_checkpoints(name)]
+    if not cached:
+        raise ConfigError(
+            f"no checkpoint of {name} in the cache; train one (`diffzoo run --detector {name}`) "
+            "or pass --checkpoint PATH"
+        )
+    path, meta = _choose(cached, task, f"the cached checkpoints of {name}")
+    log.info("using cached checkpoint %s", path)
+    return path, meta, "cache"
+
+
+def load_model(
+    detector: str | None = None,
+    checkpoints: Sequence[Path | str] = (),
+    task: str | None = None,
+    device: str = "auto",
+    labels: str | LabelSpace | None = None,
+) -> LoadedModel:
+    """Build the detector a checkpoint was saved from and load its weights.
+
+    The checkpoint's card names the detector, task and label space; ``detector``,
+    ``task`` and ``labels`` are needed only for a bare ``.safetensors`` file
+    without card.json (and must agree with the card otherwise).
+    """
+    if task is not None and task not in TASKS:
+        raise ConfigError(f"--task {task!r}: choose one of {', '.join(TASKS)}")
+    target = resolve_device(device)  # a bad --device is reported first, before any lookup
+    path, meta, source = find_checkpoint(detector, checkpoints, task)
+    name = detector or meta.get("card", {}).get("name")
+    if name is None:
+        raise ConfigError(f"checkpoint {path} has no card.json naming its detector; pass --detector NAME")
+    task = _task_of(meta) or task or "binary"
+    label_space = BINARY
+    if task == "semantic":
+        names = meta.get("label_space", {}).get("names")
+        if names is not None:
+            label_space = LabelSpace(tuple(names))
+        elif labels is not None:
+            label_space = load_label_space(labels)
+        else:
+            raise ConfigError(f"checkpoint {path} has no card.json with its classes; pass --labels")
+    det = create_detector(name, task, label_space, pretrained=False).to(target)
+    loaded = det.load(path) or {}
+    sha = loaded.get("sha256") or sha256_file(checkpoint_meta(path)[0])
+    return LoadedModel(det, det.card.name, path, sha, source, checkpoint_short_side(meta, task))
+
+
+def checkpoint_short_side(meta: dict[str, Any], task: str) -> int | None:
+    """The evaluation input rule a checkpoint was trained for: its crop size
+    when it was trained with ``--recipe paper`` (a pixel model), else None."""
+    config = meta.get("train_config") or {}
+    if config.get("recipe") != "paper" or task == "classification":
+        return None
+    return int(config["crop_size"])
+
+
+# -- one image -------------------------------------------------------------------------
+@dataclass
+class ImagePrediction:
+    """What a detector says about one image."""
+
+    verdict: str  # "edited" or "authentic"
+    image_score: float  # the detector's own score, else the edited fraction
+    score_source: str  # "detector" or "edited_area"
+    edited_fraction: float | None = None  # None for classification-only detectors
+    label: np.ndarray | None = None  # H x W class indices (binary: 0/1)
+    label_space: LabelSpace = BINARY
+    editors: list[dict[str, Any]] = field(default_factory=list)  # semantic: ranking
+
+
+def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image",
+                  input_short_side: int | None = None) -> ImagePrediction:
+    """Run ``det`` on one H x W x 3 uint8 RGB image of any size (``sample_id``
+    names it in a DetectorError).  ``input_short_side``: the image is first
+    resized so its shorter side is that (a ``--recipe paper`` model); the
+    prediction is at the image's own size either way."""
+    out = predict_checked(det, image_tensor(detector_input(image, input_short_side)), [sample_id])
+    own = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
+    if not has_pixels(out):  # classification-only detector
+        return ImagePrediction("edited" if own > SCORE_THRESHOLD else "authentic", own, "detector")
+    binary, _, semantic = pixel_predictions(det, out, det.card.default_threshold, image.shape[:2])[0]
+    fraction = float(binary.mean())
+    label, space, editors = binary, BINARY, []
+    if semantic is not None:
+        label, space = semantic, det.label_space
+        counts = np.bincount(semantic.ravel(), minlength=space.num_classes)
+        order = editor_ranking(space.num_classes, counts, None)  # the Top-k ranking: pixels desc, index asc
+        editors = [{"editor": space.names[i], "pixels": int(counts[i]),
+                    "fraction": float(counts[i] / semantic.size)} for i in order]
+    edited = fraction > AREA_THRESHOLD or (own is not None and own > SCORE_THRESHOLD)
+    return ImagePrediction(
+        "edited" if edited else "authentic",
+        own if own is not None else fraction,
+        "detector" if own is not None else "edited_area",
+        fraction, label, space, editors,
+    )
+
+
+# -- pictures --------------------------------------------------------------------------
+def class_colours(n: int) -> np.ndarray:
+    """n x 3 uint8 colours for class indices 0..n-1 (0 = background, black).
+
+    matplotlib's qualitative tab10 (red first, so a binary map shows edits in
+    red), then tab20's light shades for more than ten editors.
+    """
+    from matplotlib import colormaps
+
+    tab10 = colormaps["tab10"].colors
+    light = colormaps["tab20"].colors[1::2]
+    order = [tab10[i] for i in (3, 0, 2, 1, 4, 5, 6, 8, 9, 7)] + list(light)
+    colours = np.zeros((n, 3), np.uint8)
+    for i in range(1, n):
+        colours[i] = np.round(np.array(order[(i - 1) % len(order)]) * 255)
+    return colours
+
+
+def label_png(label: np.ndarray, space: LabelSpace) -> bytes:
+    """An indexed (mode P) PNG: pixel value = class index; the palette only colours it."""
+    from PIL import Image
+
+    palette = np.zeros((256, 3), np.uint8)
+    palette[: space.num_classes] = class_colours(space.num_classes)
+    palette[IGNORE_INDEX] = 255
+    h, w = label.shape
+    img = Image.frombytes("P", (w, h), np.ascontiguousarray(label, dtype=np.uint8).tobytes())
+    img.putpalette(palette.ravel().tolist())
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def overlay_image(image: np.ndarray, pred: ImagePrediction, title: str = "") -> Any:
+    """The image tinted per predicted class, with a legend of the classes present.
+
+    Images whose shorter side is under OVERLAY_MIN_SIDE are enlarged by an
+    integer factor (nearest neighbour, pixels stay aligned) so the text is legible.
+    """
+    from PIL import Image, ImageDraw, ImageFont
+
+    assert pred.label is not None
+    space, label = pred.label_space, pred.label
+    colours = class_colours(space.num_classes)
+    tinted = image.astype(np.float32)
+    mask = (label > 0) & (label != IGNORE_INDEX)
+    colour = colours[np.minimum(label, space.num_classes - 1)].astype(np.float32)
+    tinted[mask] = (1 - OVERLAY_ALPHA) * tinted[mask] + OVERLAY_ALPHA * colour[mask]
+    h, w = label.shape
+    scale = min(8, max(1, math.ceil(OVERLAY_MIN_SIDE / max(1, min(h, w)))))
+    img = Image.fromarray(np.round(tinted).astype(np.uint8)).resize((w * scale, h * scale), Image.NEAREST)
+
+    rows: list[tuple[str, tuple[int, ...] | None]] = []
+    if title:
+        rows.append((title, None))
+    score = f", image score {pred.image_score:.2f}" if pred.score_source == "detector" else ""
+    rows.append((f"{pred.verdict.upper()}: {pred.edited_fraction:.1%} of the image edited{score}", None))
+    if pred.editors:
+        rows += [(f"{e['editor']}  {e['fraction']:.1%}", tuple(colours[space.index(e["editor"])]))
+                 for e in pred.editors]
+    elif pred.edited_fraction:
+        rows.append(("edited", tuple(colours[1])))
+    font_px = max(11, min(img.size) // 24)
+    font = ImageFont.load_default(size=font_px)
+    draw = ImageDraw.Draw(img, "RGBA")
+    pad, line, swatch = font_px // 2, font_px + font_px // 3, font_px
+    width = max(draw.textbbox((0, 0), text, font=font)[2] + (swatch + pad if c else 0) for text, c in rows)
+    draw.rectangle((0, 0, width + 2 * pad, len(rows) * line + 2 * pad), fill=(0, 0, 0, 170))
+    for k, (text, c) in enumerate(rows):
+        x, y = pad, pad + k * line
+        if c is not None:
+            draw.rectangle((x, y + 1, x + swatch - 2, y + swatch - 1), fill=(*c, 255), outline=(255, 255, 255))
+            x += swatch + pad
+        draw.text((x, y), text, fill=(255, 255, 255, 255), font=font)
+    return img
+
+
+# -- many files ------------------------------------------------------------------------
+def collect_images(paths: Sequence[Path | str]) -> list[Path]:
+    """Files as given, folders expanded to their images (sorted); a missing path is an error."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.is_file() and is_image_file(f.name))
+            if not found:
+                raise DataError(f"folder {p} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
+            out += found
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise DataError(f"image {p} does not exist")
+    if not out:
+        raise DataError("no images given")
+    return out
+
+
+def _unique_stems(paths: list[Path]) -> list[str]:
+    seen: dict[str, int] = {}
+    stems = []
+    for p in paths:
+        n = seen[p.stem] = seen.get(p.stem, 0) + 1
+        stems.append(p.stem if n == 1 else f"{p.stem}-{n}")
+    return stems
+
+
+def predict_files(
+    model: LoadedModel, images: Sequence[Path | str], out: Path | str, progress: Progress | None = None
+) -> list[dict[str, Any]]:
+    """Predict every image; write label maps, overlays and ``predictions.jsonl`` into ``out``.
+
+    Returns the JSON rows.  An unreadable image gets a row with ``error`` and
+    the others go on.  Classification-only detectors write no PNGs.
+    """
+    paths = collect_images(images)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    progress = progress or NullProgress()
+    with open(out / PREDICTIONS_FILE, "w", encoding="utf-8") as jsonl, \
+            progress.task(f"predicting with {model.name}", total=len(paths)) as task:
+        for path, stem in zip(paths, _unique_stems(paths)):
+            row: dict[str, Any] = {"image": str(path), "detector": model.name,
+                                   "checkpoint": str(model.checkpoint), "checkpoint_sha256": model.sha256,
+                                   "task": model.detector.task}
+            try:
+                image = read_image(path, path.name, name=str(path))
+            except CorruptSampleError as exc:
+                log.warning("skipping %s", exc)
+                row["error"] = exc.reason
+            else:
+                row.update(_predict_one(model, image, out, stem, path.name))
+            jsonl.write(json.dumps(row) + "\n")
+            jsonl.flush()
+            rows.append(row)
+            task.advance()
+    return rows
+
+
+def _predict_one(model: LoadedModel, image: np.ndarray, out: Path, stem: str, name: str) -> dict[str, Any]:
+    pred = predict_image(model.detector, image, name, model.input_short_side)
+    row: dict[str, Any] = {
+        "size": [int(image.shape[1]), int(image.shape[0])],
+        "verdict": pred.verdict,
+        "edited_fraction": pred.edited_fraction,
+        "image_score": pred.image_score,
+        "image_score_source": pred.score_source,
+    }
+    if model.detector.task == "semantic":
+        row["editors"] = pred.editors
+    if pred.label is None:
+        row["label_map"] = row["overlay"] = None
+        return row
+    labels_path, overlay_path = out / f"{stem}.labels.png", out / f"{stem}.overlay.png"
+    atomic_write_bytes(labels_path, label_png(pred.label, pred.label_space))
+    buf = io.BytesIO()
+    overlay_image(image, pred, title=model.name).save(buf, format="PNG")
+    atomic_write_bytes(overlay_path, buf.getvalue())
+    row["label_map"], row["overlay"] = str(labels_path), str(overlay_path)
+    return row

@@ -1,0 +1,45 @@
+"""Reference detectors a suite compares against (``Suite.references``).
+
+``diffzoo run --detector segformer --suite classification`` also runs
+CNNSpot and UniversalFakeDetect on that suite, with the same dataset,
+seed and overrides, so the report can place the segmenter beside them.
+A reference of the detector's own family is not run twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from diffzoo.harness.core.errors import UnknownNameError
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.run.runner import RunRequest
+from diffzoo.harness.suites.model import Suite
+
+
+def family(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
+def reference_requests(request: RunRequest, suites: list[Suite]) -> list[RunRequest]:
+    """One request per reference detector, over the suites that name it.
+
+    Given checkpoints belong to the main detector, so references train (or
+    reuse their cache) and ``--no-train`` applies to them as well.  A
+    reference no installed plugin provides is left out (logged by the CLI).
+    """
+    registry = get_registry()
+    own = family(registry.get("detector", request.detector).name)
+    wanted: dict[str, list[str]] = {}
+    for suite in suites:
+        for ref in suite.references:
+            if family(ref) == own:
+                continue
+            wanted.setdefault(ref, []).append(suite.name)
+    out = []
+    for ref, names in wanted.items():
+        try:
+            registry.get("detector", ref)
+        except UnknownNameError:
+            continue
+        out.append(replace(request, detector=ref, suites=",".join(names), checkpoints=[], unseen_pairs=[]))
+    return out

@@ -1,0 +1,87 @@
+"""Threshold policy: fixed thresholds, or thresholds calibrated on a
+validation split that no case evaluates.
+
+METRICS.md: every threshold is fixed or calibrated on validation data and
+recorded; a threshold (or a checkpoint) chosen on the test split is
+forbidden, and "oracle" numbers (best threshold on the evaluated split) are
+reported only as separately named columns (``F1_oracle``,
+``img_Acc_oracle``).
+
+Calibration maximises, on the calibration split, the binary pixel F1 (the
+pixel threshold of a binary model) and then the image accuracy of "score >
+t" (the image threshold: on the predicted edited-area fraction, or on the
+detector's own image probability), with the calibrated pixel threshold in
+force.  Semantic models decide pixels by argmax and keep it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.run.evaluate import EvalResult, Thresholds
+from diffzoo.harness.metrics import EvalState
+from diffzoo.harness.core.protocols import Dataset, Detector
+from diffzoo.harness.records.policy import ThresholdPolicy, ThresholdValues
+
+POLICIES = ("fixed", "calibrated")
+DEFAULT_CALIBRATION_SPLIT = "calib"
+
+
+def check_policy(policy: str, calibration_split: str, dataset: Dataset, evaluated_splits: set[str]) -> None:
+    """A clear error for an unknown policy, a missing calibration split, or
+    one that is also evaluated (that would be choosing thresholds on the test split)."""
+    if policy not in POLICIES:
+        raise ConfigError(f"threshold policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    if policy == "fixed":
+        return
+    if calibration_split in evaluated_splits:
+        raise ConfigError(
+            f"cannot calibrate thresholds on {calibration_split!r}: this run evaluates that split, and "
+            "choosing thresholds on the evaluated split is not allowed (METRICS.md); oracle numbers are "
+            "reported in the *_oracle columns instead"
+        )
+    if calibration_split not in dataset.splits():
+        raise ConfigError(
+            f"dataset {dataset.name} has no {calibration_split!r} split to calibrate thresholds on (it has "
+            f"{', '.join(dataset.splits())}); give one in splits.json, or use --thresholds fixed"
+        )
+
+
+def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalResult | None],
+              share: Callable[[Any], Any] = lambda x: x) -> Thresholds:
+    """Calibrated thresholds for ``detector``.
+
+    ``run(thresholds)`` evaluates the calibration split and returns the
+    merged result (None on ranks > 0 under torchrun); ``share(x)`` gives
+    every rank rank 0's ``x`` (a broadcast), so that all ranks make the same
+    passes and end with the same thresholds.
+    """
+    fixed = Thresholds.fixed(detector)
+    result = run(fixed)
+    pixel = None
+    if detector.task == "binary" and result is not None:
+        pixel = result.states["binary"].best_thresholds()["pixel"]
+    pixel = share(pixel)
+    thresholds = fixed
+    if pixel is not None and pixel != fixed.pixel:
+        thresholds = replace(fixed, pixel=pixel)
+        result = run(thresholds)  # the image rule reads areas made with the pixel threshold
+    final = None
+    if result is not None:
+        state = result.states["binary"]
+        image = state.best_thresholds()["image"]
+        if image is not None and state.image_score_source == "detector":
+            thresholds = replace(thresholds, score=image)
+        elif image is not None:
+            thresholds = replace(thresholds, area=min(max(image, 0.0), 0.999999))
+        final = replace(thresholds, source=f"calibrated on {split} ({state.num_images} images)")
+    return share(final)
+
+
+def policy_record(detector: Detector, thresholds: Thresholds, state: EvalState) -> dict[str, Any]:
+    """What decided every threshold, for the result record (:class:`ThresholdPolicy`'s JSON)."""
+    values = ThresholdValues(thresholds.pixel, thresholds.area, thresholds.score)
+    return ThresholdPolicy.decided(detector.task, values, thresholds.source, state.image_score_source).to_dict()

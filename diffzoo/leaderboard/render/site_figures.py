@@ -1,0 +1,83 @@
+"""The figures of a detector's page on the static site (:mod:`.site`):
+robustness curves (computed by :func:`diffzoo.leaderboard.robustness.distortion_curves`),
+confusion matrices and per-editor IoU bars, written as PNGs under one
+``plots/`` folder with distinct names made from slugs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+from diffzoo.harness.metrics.catalog import MetricInfo, metric_info
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.render import plots
+from diffzoo.leaderboard.render.escape import html as e
+from diffzoo.leaderboard.render.site_tables import unique_name
+from diffzoo.leaderboard.robustness import distortion_curves
+from diffzoo.leaderboard.tables import slugify
+
+
+def _plot_file(used: set[str], stem: str, *parts: str) -> str:
+    """A distinct PNG name from slugs (``used`` is shared by the whole site)."""
+    return unique_name(slugify("-".join((stem[:60], *parts)))[:110], used) + ".png"
+
+
+def _figure(kind: str, path: Path, caption: str) -> str:
+    src = f"../plots/{quote(path.name)}"
+    return (f'<figure class="plot" data-kind="{e(kind)}"><img src="{e(src)}" alt="{e(caption)}">'
+            f"<figcaption>{e(caption)}</figcaption></figure>")
+
+
+def _where(r: ResultRecord) -> str:
+    b = r.body
+    return f"{b.suite.name} v{b.suite.version} / {b.case_name} on {b.dataset.name}"
+
+
+def robustness_figures(name: str, records: list[ResultRecord], stem: str, plot_dir: Path,
+                       used: set[str]) -> list[str]:
+    """Primary metric over distortion strength, per (task, dataset, distortion)
+    with at least two strengths; the undistorted case is the reference."""
+    figures = []
+    for curve in distortion_curves(records):
+        metric, ref = curve.metric, curve.reference
+        label = (metric_info(metric) or MetricInfo(metric, metric, True)).label
+        file = _plot_file(used, stem, "robustness", curve.task, curve.distortion, curve.dataset)
+        title = f"{name}: {label} under {curve.distortion} on {curve.dataset}"
+        reference, reference_label = (None, "") if ref is None else (
+            ref.metrics.get(metric), f"no distortion ({ref.body.case_name})")
+        plots.robustness_png(curve.series, plot_dir / file, xlabel=f"{curve.distortion} {curve.parameter}",
+                             ylabel=label, title=title, reference=reference, reference_label=reference_label)
+        figures.append(_figure("robustness", plot_dir / file, f"{title} ({curve.task} task; {curve.parameter} on "
+                                                              "the x axis; dashed line: undistorted case)"))
+    return figures
+
+
+def semantic_figures(name: str, records: list[ResultRecord], stem: str, plot_dir: Path,
+                    used: set[str]) -> tuple[list[str], list[str]]:
+    confusion, bars = [], []
+    by_dataset: dict[tuple[str, str], dict[str, dict[str, float | None]]] = {}
+    for r in records:
+        b = r.body
+        if b.task != "semantic":
+            continue
+        labels = list(b.label_space)
+        if b.confusion and labels:
+            file = _plot_file(used, stem, "confusion", r.id)
+            plots.confusion_png(b.confusion, labels, plot_dir / file, title=f"{name}: {_where(r)}")
+            confusion.append(_figure("confusion", plot_dir / file,
+                                     f"{_where(r)}: rows = ground truth ({', '.join(labels)})"))
+        background = labels[0] if labels else "background"
+        names = [*labels, *sorted(m[4:] for m in r.metrics if m.startswith("IoU.") and m[4:] not in labels)]
+        ious = {n: r.metrics[f"IoU.{n}"] for n in names if f"IoU.{n}" in r.metrics and n != background}
+        if ious:
+            key = (b.dataset.name, b.dataset.fingerprint)
+            label = f"{b.suite.name} v{b.suite.version} / {b.case_name}"
+            series = by_dataset.setdefault(key, {})
+            series[label if label not in series else f"{label} [{r.id[:8]}]"] = ious
+    for (dataset, fingerprint), series in sorted(by_dataset.items()):
+        file = _plot_file(used, stem, "editor-iou", dataset, fingerprint[:8])
+        title = f"{name}: per-editor IoU on {dataset}"
+        plots.editor_iou_png(series, plot_dir / file, title=title)
+        bars.append(_figure("editor-iou", plot_dir / file, f"{title} (one bar per semantic case)"))
+    return confusion, bars

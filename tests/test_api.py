@@ -1,0 +1,108 @@
+"""diffzoo.evaluate / diffzoo.train: the public Python entry points, and the CLI on top of them."""
+
+import json
+
+import pytest
+
+import diffzoo
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.run.runner import RunRequest, run
+from diffzoo.leaderboard.store import RecordStore
+
+from conftest import cli
+
+FAST = dict(device="cpu", iterations=40, batch_size=4, crop_size=32, bootstrap=0)
+
+
+def test_evaluate_runs_stores_and_summarizes(diffseg_folder, tmp_path):
+    out = tmp_path / "out"
+    result = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), out=out,
+                              **FAST)
+    assert sorted(r.body.case_name for r in result.records) == ["binary", "image", "semantic"]
+    assert [o.status for o in result.outcomes] == ["added"] * 3
+    assert sorted(r.id for r in RecordStore(out)) == sorted(r.id for r in result.records)
+    assert result.written["summary.md"] == out / "summary.md" and (out / "summary.md").is_file()
+    assert result.dataset.fingerprint() == result.plans[0].fingerprint
+    assert result.conflicts == [] and result.summary is not None
+
+    # the same call again: the cached model, the same records, nothing added
+    again = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), out=out,
+                             **FAST)
+    assert [o.status for o in again.outcomes] == ["present"] * 3
+    assert not any(o.differs for o in again.outcomes)
+    assert [r.id for r in again.records] == [r.id for r in result.records]
+    assert [r.body.metrics for r in again.records] == [r.body.metrics for r in result.records]
+
+
+def test_evaluate_gives_the_runners_numbers(diffseg_folder, tmp_path):
+    """evaluate() adds no logic of its own to the numbers: the records equal the runner's."""
+    result = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)
+    direct = run(RunRequest(detector="segformer.tiny", suites="standard", dataset=str(diffseg_folder),
+                            device="cpu", bootstrap=0,
+                            train_overrides={"iterations": 40, "batch_size": 4, "crop_size": 32, "recipe": "native"}))
+    assert [r.to_json() for r in result.records] != []
+    assert ([json.loads(r.to_json())["metrics"] for r in result.records]
+            == [json.loads(r.to_json())["metrics"] for r in direct.records])
+    assert [r.id for r in result.records] == [r.id for r in direct.records]
+    assert result.outcomes == [] and result.store is None  # no out: nothing written
+
+
+def test_on_plan_sees_the_plan_before_any_training(diffseg_folder, tmp_path, monkeypatch):
+    class Stop(Exception):
+        pass
+
+    seen = []
+
+    def stop(result):
+        seen.append([job.key for job in result.plans[0].jobs])
+        raise Stop
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DIFFZOO_CACHE", str(cache))
+    with pytest.raises(Stop):
+        diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), on_plan=stop,
+                         **FAST)
+    assert len(seen) == 1 and len(seen[0]) == 2  # binary (+ image) and semantic models planned
+    assert not (cache / "checkpoints").exists()  # and none trained
+
+
+def test_unknown_options_are_named(diffseg_folder):
+    with pytest.raises(ConfigError, match="unknown option.*iteration\\b.*options are:.*iterations"):
+        diffzoo.evaluate(detector="segformer.tiny", dataset=str(diffseg_folder), iteration=3)
+
+
+def test_the_cli_run_is_evaluate_printed(diffseg_folder, tmp_path, capsys, monkeypatch):
+    """`diffzoo run` calls diffzoo.evaluate with its options spelled as Python names."""
+    import diffzoo.cli.run as run_cli
+
+    calls = []
+    real = run_cli.evaluate
+
+    def spy(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_cli, "evaluate", spy)
+    out = tmp_path / "out"
+    code, text, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset",
+                     str(diffseg_folder), "--out", str(out), "--device", "cpu", "--iterations", "40",
+                     "--batch-size", "4", "--crop-size", "32", "--bootstrap", "0")
+    assert code == 0, err
+    assert len(calls) == 1
+    args, kwargs = calls[0]
+    assert args == ("segformer.tiny", "standard", str(diffseg_folder))
+    assert kwargs["out"] == out and kwargs["iterations"] == 40 and kwargs["recipe"] == "native"
+    assert "3 record(s) added" in text
+    stored = sorted(r.id for r in RecordStore(out))
+    python = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)
+    assert stored == sorted(r.id for r in python.records)
+
+
+def test_train_is_the_runs_training(diffseg_folder, tmp_path, monkeypatch):
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))  # an empty cache: this test trains
+    trained = diffzoo.train(detector="segformer.tiny", dataset=str(diffseg_folder), task="binary",
+                            out=tmp_path / "ckpt", device="cpu", iterations=40, batch_size=4, crop_size=32)
+    assert trained.checkpoint["source"] == "trained" and trained.copy is not None and trained.copy.exists()
+    result = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)
+    binary = next(r for r in result.records if r.body.case_name == "binary")
+    assert binary.data["detector"]["checkpoint_sha256"] == trained.checkpoint["sha256"]  # found in the cache

@@ -1,0 +1,177 @@
+"""The package's shape (docs/architecture.md), checked from the source itself.
+
+Every ``import`` and ``from ... import`` in ``diffzoo/`` is read with ``ast``,
+deferred ones inside functions included, and resolved to the module it
+loads.  The test fails on an import cycle, on an import that runs against
+the floors (harness never imports leaderboard, cli, generators or plugins;
+inside the harness a package imports only its own floor or lower), and on a
+value taken from a parent package's ``__init__``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "diffzoo"
+
+HARNESS_FLOORS = {"core": 0, "data": 1, "metrics": 1, "suites": 2, "models": 2, "records": 3, "run": 4,
+                  "builtins": 5}
+"""Floors inside diffzoo.harness (docs/architecture.md): a module imports its own floor or lower."""
+
+FORBIDDEN = {
+    "harness": {"api", "cli", "generators", "leaderboard", "plugins"},
+    "leaderboard": {"api", "cli", "generators", "plugins"},
+    "generators": {"api", "cli", "leaderboard", "plugins"},
+    "plugins": {"api", "cli", "generators", "leaderboard"},
+    "api": {"cli"},
+}
+"""Top-level packages each may not import (``diffzoo.<name>``)."""
+
+
+def module_names() -> dict[str, tuple[Path, bool]]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return out
+
+
+def imports_of(name: str, path: Path, is_package: bool, known: set[str]) -> set[str]:
+    """Modules ``name`` loads (deferred imports too); ``from pkg import sub`` counts as ``pkg.sub``."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "diffzoo"}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.split(".") if is_package else name.split(".")[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join(package + ([base] if base else []))
+            if base.split(".")[0] != "diffzoo":
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in known else base)
+    return {m for m in found if m in known and m != name}
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    modules = module_names()
+    known = set(modules)
+    return {name: imports_of(name, path, pkg, known) for name, (path, pkg) in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            advanced = False
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def violations(graph: dict[str, set[str]]) -> list[str]:
+    modules = module_names()
+    out = []
+    for name, targets in sorted(graph.items()):
+        parts = name.split(".")
+        top = parts[1] if len(parts) > 1 else ""
+        for target in sorted(targets):
+            tparts = target.split(".")
+            ttop = tparts[1] if len(tparts) > 1 else ""
+            if modules[target][1] and name.startswith(target + "."):
+                out.append(f"{name} imports a value from its parent package's __init__ ({target})")
+            if ttop in FORBIDDEN.get(top, ()) or (target == "diffzoo" and top in FORBIDDEN):
+                out.append(f"{name} imports {target}: {top} must not import {ttop or 'the package root'}")
+            if top == ttop == "harness" and len(parts) > 2 and len(tparts) > 2:
+                here, there = HARNESS_FLOORS.get(parts[2]), HARNESS_FLOORS.get(tparts[2])
+                if here is not None and there is not None and there > here:
+                    out.append(f"{name} (floor {here}) imports {target} (floor {there}): an upward import")
+    return out
+
+
+def test_no_import_cycles(graph):
+    assert cycles(graph) == []
+
+
+def test_imports_run_one_way(graph):
+    assert violations(graph) == []
+
+
+def test_the_checker_sees_cycles_and_upward_imports():
+    """The two checks fail on the shapes they exist for (a test that cannot fail proves nothing)."""
+    toy = {"diffzoo.a": {"diffzoo.b"}, "diffzoo.b": {"diffzoo.c"}, "diffzoo.c": {"diffzoo.a"}, "diffzoo.d": set()}
+    assert cycles(toy) == [["diffzoo.a", "diffzoo.b", "diffzoo.c"]]
+    real = module_names()
+    upward = {"diffzoo.harness.core.errors": {"diffzoo.harness.run.runner"},
+              "diffzoo.harness.run.runner": {"diffzoo.leaderboard.store"},
+              "diffzoo.harness.suites.paper": {"diffzoo.harness.suites"}}
+    assert set(real) >= set(upward) | {"diffzoo.leaderboard.store", "diffzoo.harness.suites"}
+    found = violations(upward)
+    assert any("floor 0" in v and "upward" in v for v in found)
+    assert any("harness must not import leaderboard" in v for v in found)
+    assert any("parent package's __init__" in v for v in found)
+
+
+def test_deferred_imports_count(tmp_path):
+    """An import inside a function is an edge like any other."""
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from diffzoo.harness.run import runner\n    return runner\n")
+    assert imports_of("diffzoo.harness.core.x", module, False, {"diffzoo.harness.run.runner"}) == {
+        "diffzoo.harness.run.runner"}
+
+
+def test_modules_stay_small():
+    """No module over 400 lines without a reason written at its top."""
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        if text.count("\n") > 400 and "Over 400 lines because" not in text[:2000]:
+            long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+    assert long == []
