@@ -8,7 +8,8 @@ import pytest
 
 from diffzoo.harness.run.thresholds import calibrate, check_policy
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.run.evaluate import EvalResult, Thresholds
+from diffzoo.harness.records.policy import Thresholds
+from diffzoo.harness.run.evaluate import EvalResult
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.metrics.image_level import RankedScores
 from diffzoo.harness.metrics.parity import parity_metrics

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from diffzoo.harness.core.errors import RecordError
+from diffzoo.harness.core.protocols import Detector
+from diffzoo.harness.metrics.state import AREA_THRESHOLD, SCORE_THRESHOLD
 
 FIXED_SOURCE = "fixed (detector card; METRICS.md / DiffSeg30k 1% rule)"
 """``threshold_policy.source`` of fixed thresholds."""
@@ -23,14 +25,23 @@ MODES = ("fixed", "calibrated")
 
 
 @dataclass(frozen=True)
-class ThresholdValues:
-    """Edited if pixel probability > ``pixel``; an image is edited if its
-    predicted edited area > ``area`` of it, or (``image_score_source``
-    ``detector``) its image probability > ``score``."""
+class Thresholds:
+    """The thresholds one evaluation decides with, and where they came from.
+
+    ``pixel``: edited if probability > pixel (binary models; semantic ones
+    use the argmax); ``area``: an image is edited if its predicted edited
+    area > area of the image; ``score``: edited if a detector's own image
+    probability > score.  ``source``: ``fixed`` or ``calibrated on <split>``.
+    """
 
     pixel: float
-    area: float
-    score: float
+    area: float = AREA_THRESHOLD
+    score: float = SCORE_THRESHOLD
+    source: str = "fixed"
+
+    @classmethod
+    def fixed(cls, detector: Detector) -> Thresholds:
+        return cls(pixel=detector.card.default_threshold)
 
 
 @dataclass(frozen=True)
@@ -46,14 +57,15 @@ class ThresholdPolicy:
     source: str = "fixed"
     mode: str = "fixed"
     task: str = ""
-    values: ThresholdValues | None = None
+    values: Thresholds | None = None
     image_score_source: str = ""
     calibrated_on: str | None = None
     written: tuple[str | None, str | None] = (None, None)  # (pixel, image) texts of a record without values
 
     @classmethod
-    def decided(cls, task: str, values: ThresholdValues, source: str, image_score_source: str) -> ThresholdPolicy:
-        """The policy of ``values`` from ``source`` (``fixed`` or ``calibrated on <split> ...``)."""
+    def decided(cls, task: str, values: Thresholds, image_score_source: str) -> ThresholdPolicy:
+        """The policy of ``values``, decided as ``values.source`` says (``fixed`` or ``calibrated on <split> ...``)."""
+        source = values.source
         calibrated = source != "fixed"
         return cls(source if calibrated else FIXED_SOURCE, MODES[calibrated], task, values, image_score_source,
                    source if calibrated else None)
@@ -72,7 +84,8 @@ class ThresholdPolicy:
         values = None
         if (isinstance(numbers, dict) and task in PIXEL_RULES and isinstance(kind, str)
                 and all(_number(numbers.get(k)) for k in ("pixel", "area", "score"))):
-            values = ThresholdValues(numbers["pixel"], numbers["area"], numbers["score"])
+            values = Thresholds(numbers["pixel"], numbers["area"], numbers["score"],
+                                source if mode == "calibrated" else "fixed")
         return cls(source, mode, task, values, kind if isinstance(kind, str) else "",
                    calibrated_on if isinstance(calibrated_on, str) else None, written)
 
@@ -102,7 +115,7 @@ class ThresholdPolicy:
         if self.values is None:
             raise RecordError("a threshold policy without values cannot be written")
         return {"mode": self.mode, "pixel": self.pixel, "image": self.image,
-                "image_score_source": self.image_score_source, "values": dict(vars(self.values)),
+                "image_score_source": self.image_score_source, "values": {"pixel": self.values.pixel, "area": self.values.area, "score": self.values.score},
                 "calibrated_on": self.calibrated_on, "source": self.source, "oracle_columns": ORACLE_COLUMNS}
 
 

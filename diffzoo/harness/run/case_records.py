@@ -22,7 +22,8 @@ from typing import Any
 from diffzoo.harness.run.thresholds import policy_record
 from diffzoo.harness.data.provenance import provenance_of
 from diffzoo.harness.records.case_summary import Summary, case_metrics, metric_task, summarize
-from diffzoo.harness.run.evaluate import EvalResult, Thresholds
+from diffzoo.harness.records.policy import Thresholds
+from diffzoo.harness.run.evaluate import EvalResult
 from diffzoo.harness.metrics import METRICS_VERSION, EvalState
 from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.harness.core.protocols import Detector

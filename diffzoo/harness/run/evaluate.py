@@ -18,7 +18,8 @@ from diffzoo.harness.core import distributed
 from diffzoo.harness.core.outputs import check_output, has_pixels, pixel_predictions
 from diffzoo.harness.data.distortions import resize_image, shorter_side_size
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError
-from diffzoo.harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD, EvalState, prediction_digest
+from diffzoo.harness.metrics import EvalState, prediction_digest
+from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.types import BINARY, DetectionOutput, SampleMeta
@@ -26,26 +27,6 @@ from diffzoo.harness.core.types import BINARY, DetectionOutput, SampleMeta
 log = logging.getLogger(__name__)
 
 Distortion = Callable[..., tuple[np.ndarray, np.ndarray]]
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The thresholds one evaluation decides with, and where they came from.
-
-    ``pixel``: edited if probability > pixel (binary models; semantic ones
-    use the argmax); ``area``: an image is edited if its predicted edited
-    area > area of the image; ``score``: edited if a detector's own image
-    probability > score.  ``source``: ``fixed`` or ``calibrated on <split>``.
-    """
-
-    pixel: float
-    area: float = AREA_THRESHOLD
-    score: float = SCORE_THRESHOLD
-    source: str = "fixed"
-
-    @classmethod
-    def fixed(cls, detector: Detector) -> Thresholds:
-        return cls(pixel=detector.card.default_threshold)
 
 
 @dataclass

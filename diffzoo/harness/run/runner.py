@@ -30,7 +30,8 @@ from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoin
 from diffzoo.harness.models.resume import check_every
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.run.case_records import RecordContext, Summaries, build_record, case_metrics, case_states, metric_task
-from diffzoo.harness.run.evaluate import EvalResult, Thresholds, evaluate, gather_eval_result, sets_input_size
+from diffzoo.harness.records.policy import Thresholds
+from diffzoo.harness.run.evaluate import EvalResult, evaluate, gather_eval_result, sets_input_size
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.model_source import ModelSource, check_checkpoints
 from diffzoo.harness.run.planning import Baseline, Plan, TrainingJob, eval_input, make_plan, model_input_size, pass_subsets, passes

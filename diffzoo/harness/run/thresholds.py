@@ -21,10 +21,11 @@ from dataclasses import replace
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.run.evaluate import EvalResult, Thresholds
+from diffzoo.harness.records.policy import Thresholds
+from diffzoo.harness.run.evaluate import EvalResult
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.core.protocols import Dataset, Detector
-from diffzoo.harness.records.policy import ThresholdPolicy, ThresholdValues
+from diffzoo.harness.records.policy import ThresholdPolicy
 
 POLICIES = ("fixed", "calibrated")
 DEFAULT_CALIBRATION_SPLIT = "calib"
@@ -83,5 +84,4 @@ def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalRe
 
 def policy_record(detector: Detector, thresholds: Thresholds, state: EvalState) -> dict[str, Any]:
     """What decided every threshold, for the result record (:class:`ThresholdPolicy`'s JSON)."""
-    values = ThresholdValues(thresholds.pixel, thresholds.area, thresholds.score)
-    return ThresholdPolicy.decided(detector.task, values, thresholds.source, state.image_score_source).to_dict()
+    return ThresholdPolicy.decided(detector.task, thresholds, state.image_score_source).to_dict()
