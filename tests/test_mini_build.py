@@ -133,10 +133,40 @@ def test_open_mini_reads_it_as_diffseg30k(tmp_path):
     assert ds.notice and ds.training_overrides["pretrained"] is False
 
 
-@pytest.mark.slow
-def test_default_build(tmp_path):
-    root = demo.build_mini(tmp_path / "mini")
-    assert len(_manifest(root)) == demo.DEFAULT_N_IMAGES
+README = Path(__file__).resolve().parents[1] / "README.md"
+GOLDEN = Path(__file__).parent / "golden" / "suite-all-mini.json"
+
+
+def readme_mini_fingerprints() -> list[str]:
+    """Every fingerprint the README shows for the demo's `mini`."""
+    import re
+
+    text = README.read_text()
+    found = re.findall(r"dataset mini \(fingerprint ([0-9a-f]{16})\)", text)
+    found += re.findall(r"on mini\*\* .*?dataset fingerprint ([0-9a-f]{16})", text)
+    return found
+
+
+def test_the_readme_shows_the_fingerprint_a_fresh_mini_build_gives(tmp_path, monkeypatch):
+    """README command 1's printed fingerprint is what `mini` built from scratch here gives
+    (and what the same-numbers golden run of `--suite all` was made on)."""
+    from diffzoo.harness.run.factories import open_dataset
+
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))  # nothing cached: a fresh build
+    ds = open_dataset("mini")
+    assert len(ds.ids("train")) + len(ds.ids("calib")) + len(ds.ids("val")) == demo.DEFAULT_N_IMAGES
+    shown = readme_mini_fingerprints()
+    assert len(shown) >= 2  # the demo output and the published table
+    assert set(shown) == {ds.fingerprint()}
+    assert json.loads(GOLDEN.read_text())["fingerprints"] == [ds.fingerprint()]
+
+
+def test_the_readme_check_reads_every_place_it_names(tmp_path, monkeypatch):
+    monkeypatch.setattr(f"{__name__}.README", tmp_path / "README.md")
+    (tmp_path / "README.md").write_text("dataset mini (fingerprint 0123456789abcdef); classes\n"
+                                        "**standard v2 / binary on mini** — task binary · dataset fingerprint "
+                                        "fedcba9876543210 · suite\n")
+    assert readme_mini_fingerprints() == ["0123456789abcdef", "fedcba9876543210"]
 
 
 def test_two_processes_ensure_the_same_build(tmp_path):
