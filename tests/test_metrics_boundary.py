@@ -1,4 +1,5 @@
-"""bF1 against an independent brute-force oracle (numpy erosion + pairwise distances)."""
+"""bF1 against an independent brute-force oracle (numpy erosion + pairwise distances),
+and exactly equal to the distance-transform implementation it replaced."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from scipy import ndimage
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.metrics import boundary, boundary_f1, per_class_bf1, tolerance
+from diffzoo.harness.metrics.bitmorph import dilate_within, disk_half_widths
 
 
 def oracle_boundary(mask: np.ndarray) -> np.ndarray:
@@ -165,3 +168,198 @@ def test_per_class_bf1_with_ignore_matches_oracle():
         assert got.shape == (n_classes - 1,)
         for g, wv in zip(got, want):
             assert_same(float(g), wv)
+
+
+# --- the fast implementation against the distance-transform reference --------
+# _reference_* is the implementation that computed bF1 before issue 15 (a full
+# Euclidean distance transform per class, scipy.ndimage), kept here verbatim so
+# that the bit-packed dilation can be checked for exactly equal floats.
+
+
+def _reference_boundary(mask: np.ndarray) -> np.ndarray:
+    cross = ndimage.generate_binary_structure(2, 1)
+    return mask & ~ndimage.binary_erosion(mask, structure=cross, border_value=0)
+
+
+def _reference_boundary_f1(gt_mask: np.ndarray, pred_mask: np.ndarray, theta: float) -> float:
+    gt_mask = np.asarray(gt_mask, dtype=bool)
+    pred_mask = np.asarray(pred_mask, dtype=bool)
+    union = gt_mask | pred_mask
+    rows, cols = np.flatnonzero(union.any(axis=1)), np.flatnonzero(union.any(axis=0))
+    if rows.size:
+        crop = (slice(max(rows[0] - 1, 0), rows[-1] + 2), slice(max(cols[0] - 1, 0), cols[-1] + 2))
+        gt_mask, pred_mask = gt_mask[crop], pred_mask[crop]
+    b_gt, b_pred = _reference_boundary(gt_mask), _reference_boundary(pred_mask)
+    n_gt, n_pred = int(b_gt.sum()), int(b_pred.sum())
+    if n_gt == 0 and n_pred == 0:
+        return math.nan
+    if n_gt == 0 or n_pred == 0:
+        return 0.0
+    dist_to_gt = ndimage.distance_transform_edt(~b_gt)
+    dist_to_pred = ndimage.distance_transform_edt(~b_pred)
+    precision = np.count_nonzero(dist_to_gt[b_pred] < theta) / n_pred
+    recall = np.count_nonzero(dist_to_pred[b_gt] < theta) / n_gt
+    if precision + recall == 0:
+        return 0.0
+    return 2 * precision * recall / (precision + recall)
+
+
+def _reference_per_class_bf1(gt: np.ndarray, pred: np.ndarray, num_classes: int) -> np.ndarray:
+    out = np.full(num_classes - 1, np.nan)
+    valid = gt != 255
+    pred_valid = np.where(valid, pred, 255)
+    gt_present = np.bincount(gt.ravel(), minlength=256)[1:num_classes] > 0
+    pred_present = np.bincount(pred_valid.ravel(), minlength=256)[1:num_classes] > 0
+    theta = 0.0075 * math.hypot(*gt.shape[:2])
+    for c in np.flatnonzero(gt_present | pred_present) + 1:
+        out[c - 1] = _reference_boundary_f1(gt == c, pred_valid == c, theta)
+    return out
+
+
+def assert_identical(got: np.ndarray, want: np.ndarray) -> None:
+    """Exactly equal float64 arrays, NaN where NaN (no tolerance)."""
+    assert got.dtype == want.dtype == np.float64
+    assert got.shape == want.shape
+    assert np.array_equal(np.isnan(got), np.isnan(want)), (got, want)
+    assert np.array_equal(got[~np.isnan(got)], want[~np.isnan(want)]), (got, want)
+
+
+def label_map(rng: np.random.Generator, h: int, w: int, n: int) -> np.ndarray:
+    """A label map with values 0..n-1 of one of several shapes (worst cases included)."""
+    kind = int(rng.integers(0, 8))
+    out = np.zeros((h, w), np.uint8)
+    if kind == 0:  # uniform random labels: every pixel a boundary point
+        return rng.integers(0, n, (h, w)).astype(np.uint8)
+    if kind == 1:  # empty
+        return out
+    if kind == 2:  # one class everywhere
+        return np.full((h, w), rng.integers(0, n), np.uint8)
+    if kind == 3:  # single pixels
+        for _ in range(int(rng.integers(1, 6))):
+            out[rng.integers(0, h), rng.integers(0, w)] = rng.integers(1, n) if n > 1 else 0
+        return out
+    if kind == 4:  # thin lines (1 px), horizontal, vertical and diagonal
+        for _ in range(int(rng.integers(1, 4))):
+            c = rng.integers(0, n)
+            which = rng.integers(0, 3)
+            if which == 0:
+                out[rng.integers(0, h), :] = c
+            elif which == 1:
+                out[:, rng.integers(0, w)] = c
+            else:
+                k = np.arange(min(h, w))
+                out[k, (k + rng.integers(0, w)) % w] = c
+        return out
+    if kind == 5:  # sparse random pixels
+        sel = rng.random((h, w)) < 0.05
+        out[sel] = rng.integers(0, n, int(sel.sum()))
+        return out
+    for c in range(1, n):  # blobs, later ones over earlier ones
+        if rng.random() < 0.7:
+            out[random_mask(rng, h, w)] = c
+    return out
+
+
+def sizes(rng: np.random.Generator) -> tuple[int, int]:
+    kind = rng.integers(0, 4)
+    if kind == 0:
+        return 1, int(rng.integers(1, 200))
+    if kind == 1:
+        return int(rng.integers(1, 200)), 1
+    if kind == 2:
+        return int(rng.integers(2, 40)), int(rng.integers(2, 40))
+    return int(rng.integers(100, 260)), int(rng.integers(100, 260))  # theta > 1
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 9, 12, 20, 40])
+def test_per_class_bf1_identical_to_reference(n_classes):
+    rng = np.random.default_rng(1000 + n_classes)
+    for _ in range(40):
+        h, w = sizes(rng)
+        gt = label_map(rng, h, w, n_classes)
+        if rng.random() < 0.5:
+            pred = label_map(rng, h, w, n_classes)
+        else:  # a prediction near the GT
+            pred = np.roll(gt, (rng.integers(-3, 4), rng.integers(-3, 4)), axis=(0, 1))
+            flip = rng.random((h, w)) < 0.02
+            pred[flip] = rng.integers(0, n_classes, int(flip.sum()))
+        if rng.random() < 0.3:
+            gt[rng.random((h, w)) < rng.uniform(0.01, 0.5)] = 255
+        if rng.random() < 0.1:
+            pred[rng.random((h, w)) < 0.1] = n_classes + 3  # labels outside the space are nobody's
+        assert_identical(per_class_bf1(gt, pred, n_classes), _reference_per_class_bf1(gt, pred, n_classes))
+
+
+@pytest.mark.parametrize("n_classes", [2, 9])
+def test_per_class_bf1_identical_on_worst_case_512(n_classes):
+    rng = np.random.default_rng(n_classes)
+    gt = rng.integers(0, n_classes, (512, 512)).astype(np.uint8)
+    pred = rng.integers(0, n_classes, (512, 512)).astype(np.uint8)
+    assert_identical(per_class_bf1(gt, pred, n_classes), _reference_per_class_bf1(gt, pred, n_classes))
+
+
+def test_per_class_bf1_other_integer_dtypes():
+    rng = np.random.default_rng(77)
+    for dtype in (np.int32, np.int64, np.uint16):
+        for _ in range(10):
+            h, w = sizes(rng)
+            gt, pred = label_map(rng, h, w, 9), label_map(rng, h, w, 9)
+            gt[rng.random((h, w)) < 0.1] = 255
+            want = _reference_per_class_bf1(gt, pred, 9)
+            assert_identical(per_class_bf1(gt.astype(dtype), pred.astype(dtype), 9), want)
+
+
+def test_boundary_f1_identical_to_reference_at_exact_distances():
+    """theta at (and next to) the lengths of integer offsets, where < and <= differ."""
+    rng = np.random.default_rng(31)
+    thetas = [0.0, -1.0, math.nan, math.inf, 0.5, 1.0, math.sqrt(2), 2.0, math.sqrt(5), math.sqrt(8), 3.0,
+              math.sqrt(13), 5.0, math.sqrt(29), 7.5, 40.0]
+    thetas += [math.nextafter(t, math.inf) for t in thetas if math.isfinite(t)]
+    for _ in range(60):
+        h, w = sizes(rng)
+        gt, pred = label_map(rng, h, w, 2) == 1, label_map(rng, h, w, 2) == 1
+        for theta in thetas:
+            got, want = boundary_f1(gt, pred, theta), _reference_boundary_f1(gt, pred, theta)
+            assert (math.isnan(got) and math.isnan(want)) or got == want, (theta, got, want)
+
+
+def test_default_theta_just_above_and_below_an_offset_length():
+    """Image sizes whose default theta is a hair above or below 1, sqrt(2), 2 or sqrt(5) px."""
+    rng = np.random.default_rng(8)
+    cases = {(86, 102): 1, (88, 100): 1, (113, 151): 2, (118, 147): 2,
+             (183, 194): 4, (184, 193): 4, (170, 245): 5, (186, 233): 5}
+    for (h, w), d2 in cases.items():
+        theta = tolerance((h, w))
+        assert 0 < abs(theta - math.sqrt(d2)) < 1e-3
+        for density in (0.05, 0.3):
+            gt, pred = rng.random((h, w)) < density, rng.random((h, w)) < density
+            assert boundary_f1(gt, pred) == _reference_boundary_f1(gt, pred, theta), (h, w)
+            # the other side of that length gives another score: the cases test the comparison
+            other = math.sqrt(d2) if theta > math.sqrt(d2) else math.nextafter(math.sqrt(d2), math.inf)
+            assert boundary_f1(gt, pred) != boundary_f1(gt, pred, other)
+
+
+def test_disk_half_widths_match_brute_force():
+    for theta in [0.0, 0.5, 1.0, 1.5, math.sqrt(2), 2.0, math.sqrt(5), 3.7, 5.43, 10.86, math.inf]:
+        for limit in (0, 1, 4, 30):
+            widths = disk_half_widths(theta, limit)
+            want = [max((dx for dx in range(limit + 1) if math.sqrt(dy * dy + dx * dx) < theta), default=-1)
+                    for dy in range(limit + 1)]
+            want = [v for v in want if v >= 0]
+            assert widths == want, (theta, limit)
+
+
+def test_dilate_within_matches_offset_union():
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        h, w = (int(v) for v in rng.integers(1, 30, size=2))
+        codes = (rng.random((h, w)) < 0.05).astype(np.uint8) << rng.integers(0, 8, (h, w)).astype(np.uint8)
+        theta = float(rng.uniform(0, 8))
+        widths = disk_half_widths(theta, max(h, w) - 1)
+        want = np.zeros_like(codes)
+        for y, x in zip(*np.nonzero(codes)):
+            for dy in range(-h, h + 1):
+                for dx in range(-w, w + 1):
+                    if 0 <= y + dy < h and 0 <= x + dx < w and math.sqrt(dy * dy + dx * dx) < theta:
+                        want[y + dy, x + dx] |= codes[y, x]
+        np.testing.assert_array_equal(dilate_within(codes, widths), want)
