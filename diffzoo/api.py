@@ -105,7 +105,7 @@ class Evaluation:
 
 
 def evaluate(detector: str, suite: str = "all", dataset: str = "mini", *, out: str | Path | None = None,
-             references: bool = True, rerun: bool = False, force: bool = False,
+             references: bool = True, rerun: bool = False, force: bool = False, plan_only: bool = False,
              progress: Progress | None = None, on_plan: Callable[[Evaluation], None] | None = None,
              on_result: Callable[[Evaluation], None] | None = None, **options: Any) -> Evaluation:
     """Run ``suite`` (a name, a wildcard or ``all``) for ``detector`` on ``dataset``.
@@ -115,14 +115,16 @@ def evaluate(detector: str, suite: str = "all", dataset: str = "mini", *, out: s
     reference detectors' records when ``references``.  With ``out`` the
     records go to the record store there (one row per run; ``rerun``
     replaces an existing one) with ``summary.md`` and plots.  ``on_plan``
-    sees the plans before any work; ``on_result`` sees the result before a
-    conflict with stored records is raised (a ConfigError).  Under torchrun
+    sees the plans before any work (with ``plan_only`` nothing else is done:
+    no training, no evaluation, nothing written); ``on_result`` sees the
+    result before a conflict with stored records is raised (a ConfigError).  Under torchrun
     every rank calls this; rank 0 alone returns records.
     """
     start = time.monotonic()
     request = make_request(detector, suite, dataset, out=out, **options)
     # before any work: an out folder that is not diffzoo's is refused now, not after hours of training
-    out_dir = claim_output_dir(Path(out), force) if out is not None and distributed.launch_rank() == 0 else None
+    claim = out is not None and not plan_only and distributed.launch_rank() == 0
+    out_dir = claim_output_dir(Path(out), force) if claim else None
     if out_dir is not None:
         for name in OUTPUTS_OUTSIDE_STORE:
             out_dir.check_writable(name)
@@ -136,6 +138,8 @@ def evaluate(detector: str, suite: str = "all", dataset: str = "mini", *, out: s
             result.runners.append(other)
     if on_plan is not None:
         on_plan(result)
+    if plan_only:
+        return result
     for runner in result.runners:
         output = runner.run()
         result.records.extend(output.records)

@@ -6,6 +6,7 @@ import pytest
 
 import diffzoo
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.run.runner import RunRequest, run
 from diffzoo.leaderboard.store import RecordStore
 
@@ -106,3 +107,32 @@ def test_train_is_the_runs_training(diffseg_folder, tmp_path, monkeypatch):
     result = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)
     binary = next(r for r in result.records if r.body.case_name == "binary")
     assert binary.data["detector"]["checkpoint_sha256"] == trained.checkpoint["sha256"]  # found in the cache
+
+
+def test_plan_only_says_the_passes_and_does_no_work(diffseg_folder, tmp_path, capsys, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DIFFZOO_CACHE", str(cache))
+    result = diffzoo.evaluate(detector="segformer.tiny", suite="standard,distortions", dataset=str(diffseg_folder),
+                              out=tmp_path / "out", plan_only=True, **FAST)
+    assert result.records == [] and result.outcomes == []
+    assert not (cache / "checkpoints").exists() and not (tmp_path / "out").exists()
+    runner = result.runners[0]
+    val = len(runner.dataset.ids("val"))
+    distortions = get_registry().get("suite", "distortions").load()
+    settings = {(c.distortion, tuple(c.distortion_params)) for c in distortions.cases}
+    # the binary model: the undistorted pass (standard and the clean cases) + one per other setting
+    n_binary = len(settings | {("none", ())})
+    n_semantic = len({(c.distortion, tuple(c.distortion_params)) for c in distortions.cases
+                      if c.task == "semantic"} | {("none", ())})
+    assert runner.pass_summary() == [
+        f"segformer.tiny [binary]: {n_binary} model pass(es), {n_binary * val} image reads",
+        f"segformer.tiny [semantic]: {n_semantic} model pass(es), {n_semantic * val} image reads",
+    ]
+
+    code, text, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset",
+                          str(diffseg_folder), "--out", str(tmp_path / "out2"), "--device", "cpu", "--plan")
+    assert code == 0, err
+    assert f"passes segformer.tiny [binary]: 1 model pass(es), {val} image reads" in text
+    assert f"passes segformer.tiny [semantic]: 1 model pass(es), {val} image reads" in text
+    assert "record(s) added" not in text and not (tmp_path / "out2").exists()
+    assert not (cache / "checkpoints").exists()

@@ -73,6 +73,10 @@ def run_cmd(
         False, "--force",
         help="Use an --out folder that is not empty and was not made by diffzoo (its files are never overwritten).",
     ),
+    plan: bool = typer.Option(
+        False, "--plan",
+        help="Print the plan (models to train or load, model passes and images per model) and stop before any work.",
+    ),
     rerun: bool = typer.Option(
         False, "--rerun",
         help="Replace results already recorded for the same run (the old record is kept under replaced/).",
@@ -81,7 +85,7 @@ def run_cmd(
     """Run benchmark suites for one detector on one dataset (under torchrun: sharded over ranks)."""
     with rank_output(console):
         evaluate(
-            detector, suite, dataset, out=out, references=references, rerun=rerun, force=force,
+            detector, suite, dataset, out=out, references=references, rerun=rerun, force=force, plan_only=plan,
             progress=RichProgress(console), on_plan=print_plan, on_result=print_result,
             seed=seed, device=device, pretrained=pretrained, iterations=iterations, batch_size=batch_size,
             crop_size=crop_size, recipe=recipe, labels=labels, extra_authentic=extra_authentic,
@@ -135,6 +139,9 @@ def print_plan(result: Evaluation) -> None:
     for i, runner in enumerate(result.runners):
         for line in runner.plan_.describe():
             console.print(f"[bold]plan[/] [dim](reference)[/] {term(line)}" if i else f"[bold]plan[/] {term(line)}")
+    for runner in result.runners:
+        for line in runner.pass_summary():
+            console.print(f"[bold]passes[/] {term(line)}")
 
 
 def print_result(result: Evaluation) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, evaluate, gather_eval_result, sets_input_size
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.model_source import ModelSource, check_checkpoints
-from diffzoo.harness.run.planning import Baseline, Plan, TrainingJob, eval_input, make_plan, model_input_size, pass_subsets, passes
+from diffzoo.harness.run.planning import Baseline, Pass, Plan, TrainingJob, eval_input, make_plan, model_input_size, pass_subsets, passes
 from diffzoo.harness.run.planning import reuses_baseline, same_input_note, train_config
 from diffzoo.harness.run.thresholds import DEFAULT_CALIBRATION_SPLIT, calibrate, check_policy
 from diffzoo.harness.suites import Case, Suite, TrainSpec, unseen_generators_suite
@@ -224,18 +225,15 @@ class Runner:
             params["generator"] = substitutes[params["generator"]]
         return params
 
-    def _evaluate_job(self, job: TrainingJob, det: Detector, thresholds: Thresholds
-                      ) -> dict[tuple[str, str], tuple[EvalState, EvalResult, dict[str, Any]]] | None:
-        """Every case's metric state: cases on the same (split, distortion)
-        share one pass over the images any of them needs (planning.passes); a
-        case restricted to some editors reads its part of the pass; a pass
-        that feeds the detector the undistorted pass's very input reuses its
-        predictions (noted, ``same_input_as`` in its parameters).  None on ranks > 0."""
-        out = {}
-        baseline: dict[str, Baseline] = {}
+    def job_passes(self, job: TrainingJob, notes: bool = False
+                   ) -> Iterator[tuple[Pass, list[tuple[Suite, Case]], dict[tuple, frozenset[str]], list[str] | None]]:
+        """The model passes ``job`` needs, in order: per distinct (split, distortion,
+        parameters), the cases reading it, their editor subsets and the ids it reads
+        (None: the whole split).  A case whose editors the split lacks is left out
+        (with ``notes``: noted when its pass comes, no record)."""
         for p in passes(job.cases, lambda c: self._distortion_params(c, job)):
             subset_ids, empty = pass_subsets(self.dataset, p)
-            for suite, case in empty:
+            for suite, case in empty if notes else ():
                 note = (f"{suite.name}/{case.name}: no image of {', '.join(case.editors)} in "
                         f"{self.dataset.name}/{case.split}; no record")
                 log.info("%s", note)  # the CLI prints the run's notes
@@ -247,6 +245,31 @@ class Runner:
             if all(c.editors for _, c in members):
                 wanted = frozenset().union(*subset_ids.values())
                 ids = [i for i in self.dataset.ids(p.split) if i in wanted]
+            yield p, members, subset_ids, ids
+
+    def pass_summary(self) -> list[str]:
+        """One line per planned model: how many passes it makes over how many images
+        (before any work; a pass that turns out to see the undistorted input reuses
+        its predictions, so the count is an upper bound)."""
+        lines = []
+        for job in self.plan_.jobs:
+            planned = list(self.job_passes(job))
+            reads = sum(len(self.dataset.ids(p.split)) if ids is None else len(ids) for p, _, _, ids in planned)
+            held_out = f" without {'+'.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
+            lines.append(f"{self.entry.name} [{job.task}]{held_out}: {len(planned)} model pass(es), "
+                         f"{reads} image reads")
+        return lines
+
+    def _evaluate_job(self, job: TrainingJob, det: Detector, thresholds: Thresholds
+                      ) -> dict[tuple[str, str], tuple[EvalState, EvalResult, dict[str, Any]]] | None:
+        """Every case's metric state: cases on the same (split, distortion)
+        share one pass over the images any of them needs (planning.passes); a
+        case restricted to some editors reads its part of the pass; a pass
+        that feeds the detector the undistorted pass's very input reuses its
+        predictions (noted, ``same_input_as`` in its parameters).  None on ranks > 0."""
+        out = {}
+        baseline: dict[str, Baseline] = {}
+        for p, members, subset_ids, ids in self.job_passes(job, notes=True):
             tasks, params = {metric_task(c) for _, c in members}, p.params
             sizes = reuses_baseline(self.dataset, p, ids, tasks, baseline.get(p.split), self._sizes,
                                     self._short_side(job))
