@@ -31,7 +31,8 @@ from diffzoo.harness.core.progress import Progress
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.run.planning import Plan
 from diffzoo.harness.run.references import reference_requests
-from diffzoo.harness.run.runner import RunRequest, Runner, TrainOutput
+from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.leaderboard.outdir import claim_output_dir
 from diffzoo.leaderboard.render.plots import confusion_png
 from diffzoo.leaderboard.store import AddOutcome, RecordStore

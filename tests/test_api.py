@@ -7,7 +7,8 @@ import pytest
 import diffzoo
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.plugins import get_registry
-from diffzoo.harness.run.runner import RunRequest, run
+from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.run.runner import run
 from diffzoo.leaderboard.store import RecordStore
 
 from conftest import cli

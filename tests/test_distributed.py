@@ -143,7 +143,8 @@ def test_train_writes_the_checkpoint_run_would_use(capsys, diffseg_folder, tmp_p
     cached = cache_dir("segformer.tiny", copy["cache_key"])
     assert json.loads((cached / "card.json").read_text())["sha256"] == copy["sha256"]
     # `diffzoo run` with the same options plans the same cache key, so it would load this model
-    from diffzoo.harness.run.runner import RunRequest, Runner
+    from diffzoo.harness.run.request import RunRequest
+    from diffzoo.harness.run.runner import Runner
 
     plan = Runner(RunRequest(detector="segformer.tiny", suites="standard", dataset=str(diffseg_folder),
                              device="cpu", pretrained=False,

@@ -17,7 +17,8 @@ from diffzoo.harness.run.evaluate import detector_input, same_input
 from diffzoo.harness.run.planning import eval_input, make_plan
 from diffzoo.harness.core.plugins import get_plugin_system, get_registry
 from diffzoo.harness.run.prediction import checkpoint_short_side
-from diffzoo.harness.run.runner import RunRequest, Runner
+from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.run.runner import Runner
 from diffzoo.harness.suites import Case, Suite, TrainSpec
 from diffzoo.harness.core.train_config import PAPER_RATIO, TrainConfig
 from diffzoo.harness.models.trainer import paper_rescale, random_crop

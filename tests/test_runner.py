@@ -12,7 +12,8 @@ from diffzoo.harness.core.fsutil import sha256_file
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.models.checkpoints import cache_dir
 from diffzoo.harness.records.document import REQUIRED, SCHEMA_VERSION, ResultRecord
-from diffzoo.harness.run.runner import RunRequest, run
+from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.run.runner import run
 
 FAST = {"iterations": 40, "batch_size": 4, "crop_size": 32}
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from diffzoo.harness.core.plugins import get_registry
-from diffzoo.harness.run.runner import RunRequest, Runner
+from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.run.runner import Runner
 
 DETECTORS = ("segformer", "deeplabv3plus", "fcn8s", "cnnspot", "universalfakedet")
 

@@ -21,7 +21,8 @@ from safetensors.torch import load_file
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.fsutil import sha256_file
 from diffzoo.harness.core.plugins import get_registry
-from diffzoo.harness.run.runner import RunRequest, Runner
+from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.run.runner import Runner
 from diffzoo.harness.core.types import BINARY
 
 pytestmark = pytest.mark.isolated_cache  # kills writers and tampers with cached checkpoints on purpose
@@ -71,7 +72,8 @@ def _checkpoints_dir(detector: str = "segformer.tiny") -> Path:
 _DIE = """
 import json, os, sys
 import safetensors.torch as st
-from diffzoo.harness.run.runner import RunRequest, Runner
+from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.run.runner import Runner
 suffix, die_at = sys.argv[2], int(sys.argv[3])
 real, calls = st.save_file, [0]
 def dying(tensors, filename, *args, **kwargs):

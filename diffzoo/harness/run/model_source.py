@@ -23,6 +23,7 @@ from diffzoo.harness.models.resume import Resume, resume_dir
 from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.run.factories import create_detector
 from diffzoo.harness.run.planning import TrainingJob, training_ids
+from diffzoo.harness.run.request import RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +31,11 @@ log = logging.getLogger(__name__)
 class ModelSource:
     """Models of one detector on one dataset, per training job."""
 
-    def __init__(self, entry: Entry, dataset: Dataset, request: Any, device: torch.device, progress: Progress):
+    def __init__(self, entry: Entry, dataset: Dataset, request: RunRequest, device: torch.device,
+                 progress: Progress):
         self.entry = entry
         self.dataset = dataset
-        self.request = request  # the RunRequest: checkpoints, train, save_every
+        self.request = request  # its checkpoints, train and save_every
         self.device = device
         self.progress = progress
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from diffzoo.harness.core.errors import UnknownNameError
 from diffzoo.harness.core.plugins import get_registry
-from diffzoo.harness.run.runner import RunRequest
+from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.suites.model import Suite
 
 

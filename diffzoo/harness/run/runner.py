@@ -35,34 +35,13 @@ from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, evaluate, gather_eval_result, sets_input_size
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.model_source import ModelSource, check_checkpoints
+from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.planning import Baseline, Pass, Plan, TrainingJob, eval_input, make_plan, model_input_size, pass_subsets, passes
 from diffzoo.harness.run.planning import reuses_baseline, same_input_note, train_config
-from diffzoo.harness.run.thresholds import DEFAULT_CALIBRATION_SPLIT, calibrate, check_policy
+from diffzoo.harness.run.thresholds import calibrate, check_policy
 from diffzoo.harness.suites import Case, Suite, TrainSpec, unseen_generators_suite
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RunRequest:
-    detector: str
-    suites: str = "all"
-    dataset: str = "mini"
-    checkpoints: list[Path] = field(default_factory=list)
-    train: bool = True
-    seed: int = 0
-    device: str = "auto"
-    strict: bool = False
-    pretrained: bool | None = None
-    train_overrides: dict[str, Any] = field(default_factory=dict)
-    dataset_options: dict[str, Any] = field(default_factory=dict)
-    bootstrap: int = 1000
-    out: Path | None = None
-    thresholds: str = "fixed"  # fixed | calibrated (on calibration_split)
-    calibration_split: str = DEFAULT_CALIBRATION_SPLIT
-    unseen_pairs: list[tuple[str, str]] = field(default_factory=list)  # replaces the paper's pairs
-    generators: dict[str, str] = field(default_factory=dict)  # generator a suite names -> card to use
-    save_every: int | None = None  # training steps between resume saves; None: a tenth of the run, 0: never
 
 
 @dataclass
