@@ -63,9 +63,8 @@ def make_request(detector: str, suite: str = "all", dataset: str = "mini", *,
         raise ConfigError(f"unknown option(s) {', '.join(unknown)}; options are: {', '.join(known)}")
     data_options = dict(dataset_options or {})
     data_options.update({k: v for k, v in (("label_space", labels), ("extra_authentic", extra_authentic)) if v})
-    for name in ("checkpoints",):
-        if name in options:
-            options[name] = [Path(p) for p in options[name]]
+    if "checkpoints" in options:
+        options["checkpoints"] = [Path(p) for p in options["checkpoints"]]
     if options.get("out") is not None:
         options["out"] = Path(options["out"])
     return RunRequest(detector=detector, suites=suite, dataset=dataset, train_overrides=train_overrides,
