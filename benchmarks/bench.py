@@ -8,6 +8,7 @@ optimizer step.  The first ``warmup`` steps/images are not timed.
 
 from __future__ import annotations
 
+import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -109,3 +110,12 @@ class SyntheticEdits(Dataset):
             image[y0 : y0 + side, x0 : x0 + side] = rng.integers(0, 256, (side, side, 3), dtype=np.uint8)
             label[y0 : y0 + side, x0 : x0 + side] = cls
         return Sample(image, label, SampleMeta(f"{split}-{k}", "real", (), "synthetic"))
+
+
+def report(results: dict, json_path: str | None = None) -> None:
+    """The one machine-readable line every benchmark ends with (``RESULT {json}``),
+    and the same JSON in ``json_path`` when given."""
+    print("RESULT " + json.dumps(results))
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(results, fh, indent=2)

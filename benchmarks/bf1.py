@@ -7,8 +7,9 @@ Worst-case maps are uniform random labels, where every pixel is a boundary
 point: binary (labels 0/1) and semantic (the 9 DiffSeg30k classes), GT and
 prediction drawn independently, ``--size`` squared (default 512).
 
-- before: the implementation up to issue 15, copied here (a full Euclidean
-  distance transform, ``scipy.ndimage.distance_transform_edt``, per class);
+- before: the implementation up to issue 15, kept as the oracle
+  ``diffzoo.harness.metrics.boundary_oracle`` (a full Euclidean distance
+  transform, ``scipy.ndimage.distance_transform_edt``, per class);
 - after: ``diffzoo.harness.metrics.per_class_bf1`` (classes packed into bits,
   the other boundary dilated by the disk of offsets shorter than theta).
 
@@ -25,58 +26,20 @@ the ratio, measured in one run, moves less.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import platform
 import statistics
 import time
 
 import numpy as np
-from scipy import ndimage
 
+from bench import report
+
+from diffzoo.harness.metrics import boundary_oracle as oracle
 from diffzoo.harness.metrics.boundary import per_class_bf1
 
 GOAL_MS = 30.0
 """Issue 15's target per 512² worst-case image."""
-
-_CROSS = ndimage.generate_binary_structure(2, 1)
-
-
-def _before_boundary_f1(gt_mask: np.ndarray, pred_mask: np.ndarray, theta: float) -> float:
-    union = gt_mask | pred_mask
-    rows, cols = np.flatnonzero(union.any(axis=1)), np.flatnonzero(union.any(axis=0))
-    if rows.size:
-        crop = (slice(max(rows[0] - 1, 0), rows[-1] + 2), slice(max(cols[0] - 1, 0), cols[-1] + 2))
-        gt_mask, pred_mask = gt_mask[crop], pred_mask[crop]
-    b_gt = gt_mask & ~ndimage.binary_erosion(gt_mask, structure=_CROSS, border_value=0)
-    b_pred = pred_mask & ~ndimage.binary_erosion(pred_mask, structure=_CROSS, border_value=0)
-    n_gt, n_pred = int(b_gt.sum()), int(b_pred.sum())
-    if n_gt == 0 and n_pred == 0:
-        return math.nan
-    if n_gt == 0 or n_pred == 0:
-        return 0.0
-    dist_to_gt = ndimage.distance_transform_edt(~b_gt)
-    dist_to_pred = ndimage.distance_transform_edt(~b_pred)
-    precision = np.count_nonzero(dist_to_gt[b_pred] < theta) / n_pred
-    recall = np.count_nonzero(dist_to_pred[b_gt] < theta) / n_gt
-    if precision + recall == 0:
-        return 0.0
-    return 2 * precision * recall / (precision + recall)
-
-
-def before_per_class_bf1(gt: np.ndarray, pred: np.ndarray, num_classes: int) -> np.ndarray:
-    """``per_class_bf1`` as it was before issue 15 (one distance transform per class and map)."""
-    out = np.full(num_classes - 1, np.nan)
-    valid = gt != 255
-    pred_valid = np.where(valid, pred, 255)
-    gt_present = np.bincount(gt.ravel(), minlength=256)[1:num_classes] > 0
-    pred_present = np.bincount(pred_valid.ravel(), minlength=256)[1:num_classes] > 0
-    theta = 0.0075 * math.hypot(*gt.shape[:2])
-    for c in np.flatnonzero(gt_present | pred_present) + 1:
-        out[c - 1] = _before_boundary_f1(gt == c, pred_valid == c, theta)
-    return out
-
 
 def worst_case_maps(classes: int, size: int, images: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """``images`` (GT, prediction) pairs of independent uniform random labels in 0..classes-1."""
@@ -99,11 +62,11 @@ def identical(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
 def measure(classes: int, size: int, images: int, rounds: int) -> dict:
     maps = worst_case_maps(classes, size, images, seed=classes)
     _, after_out = ms_per_image(per_class_bf1, maps, classes)  # warm-up of each
-    _, before_out = ms_per_image(before_per_class_bf1, maps, classes)
+    _, before_out = ms_per_image(oracle.per_class_bf1, maps, classes)
     same = identical(after_out, before_out)
     befores, afters = [], []
     for r in range(rounds):
-        order = [("after", per_class_bf1), ("before", before_per_class_bf1)]
+        order = [("after", per_class_bf1), ("before", oracle.per_class_bf1)]
         for name, fn in order if r % 2 == 0 else order[::-1]:
             ms, out = ms_per_image(fn, maps, classes)
             (afters if name == "after" else befores).append(ms)
@@ -141,10 +104,7 @@ def main() -> None:
               f"{str(row['identical']):>11}")
     print(f"  goal: after <= {GOAL_MS:.0f} ms per 512x512 image (issue 15); a shared machine's absolute "
           "figures move with its load")
-    print("RESULT " + json.dumps(results))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=2)
+    report(results, args.json)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ in the same run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -109,7 +108,7 @@ def inference_rate(det, device, size: int, batch: int, steps: int, amp) -> float
 def main() -> None:
     args = parse()
     device = device_or_exit(args.smoke)
-    from bench import SyntheticEdits, timed_eval, timed_train
+    from bench import SyntheticEdits, report, timed_eval, timed_train
 
     from diffzoo import create_detector
     from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS
@@ -180,10 +179,7 @@ def main() -> None:
     print()
     for label, value in rows:
         print(f"  {label:<34}{value:>22}")
-    print("RESULT " + json.dumps(results))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=2)
+    report(results, args.json)
 
 
 if __name__ == "__main__":

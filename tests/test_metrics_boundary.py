@@ -7,10 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from scipy import ndimage
+
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.metrics import boundary, boundary_f1, per_class_bf1, tolerance
+from diffzoo.harness.metrics import boundary_oracle as oracle
 from diffzoo.harness.metrics.bitmorph import dilate_within, disk_half_widths
 
 
@@ -170,50 +171,7 @@ def test_per_class_bf1_with_ignore_matches_oracle():
             assert_same(float(g), wv)
 
 
-# --- the fast implementation against the distance-transform reference --------
-# _reference_* is the implementation that computed bF1 before issue 15 (a full
-# Euclidean distance transform per class, scipy.ndimage), kept here verbatim so
-# that the bit-packed dilation can be checked for exactly equal floats.
-
-
-def _reference_boundary(mask: np.ndarray) -> np.ndarray:
-    cross = ndimage.generate_binary_structure(2, 1)
-    return mask & ~ndimage.binary_erosion(mask, structure=cross, border_value=0)
-
-
-def _reference_boundary_f1(gt_mask: np.ndarray, pred_mask: np.ndarray, theta: float) -> float:
-    gt_mask = np.asarray(gt_mask, dtype=bool)
-    pred_mask = np.asarray(pred_mask, dtype=bool)
-    union = gt_mask | pred_mask
-    rows, cols = np.flatnonzero(union.any(axis=1)), np.flatnonzero(union.any(axis=0))
-    if rows.size:
-        crop = (slice(max(rows[0] - 1, 0), rows[-1] + 2), slice(max(cols[0] - 1, 0), cols[-1] + 2))
-        gt_mask, pred_mask = gt_mask[crop], pred_mask[crop]
-    b_gt, b_pred = _reference_boundary(gt_mask), _reference_boundary(pred_mask)
-    n_gt, n_pred = int(b_gt.sum()), int(b_pred.sum())
-    if n_gt == 0 and n_pred == 0:
-        return math.nan
-    if n_gt == 0 or n_pred == 0:
-        return 0.0
-    dist_to_gt = ndimage.distance_transform_edt(~b_gt)
-    dist_to_pred = ndimage.distance_transform_edt(~b_pred)
-    precision = np.count_nonzero(dist_to_gt[b_pred] < theta) / n_pred
-    recall = np.count_nonzero(dist_to_pred[b_gt] < theta) / n_gt
-    if precision + recall == 0:
-        return 0.0
-    return 2 * precision * recall / (precision + recall)
-
-
-def _reference_per_class_bf1(gt: np.ndarray, pred: np.ndarray, num_classes: int) -> np.ndarray:
-    out = np.full(num_classes - 1, np.nan)
-    valid = gt != 255
-    pred_valid = np.where(valid, pred, 255)
-    gt_present = np.bincount(gt.ravel(), minlength=256)[1:num_classes] > 0
-    pred_present = np.bincount(pred_valid.ravel(), minlength=256)[1:num_classes] > 0
-    theta = 0.0075 * math.hypot(*gt.shape[:2])
-    for c in np.flatnonzero(gt_present | pred_present) + 1:
-        out[c - 1] = _reference_boundary_f1(gt == c, pred_valid == c, theta)
-    return out
+# --- the fast implementation against the distance-transform oracle (exactly equal floats) ----
 
 
 def assert_identical(got: np.ndarray, want: np.ndarray) -> None:
@@ -287,7 +245,7 @@ def test_per_class_bf1_identical_to_reference(n_classes):
             gt[rng.random((h, w)) < rng.uniform(0.01, 0.5)] = 255
         if rng.random() < 0.1:
             pred[rng.random((h, w)) < 0.1] = n_classes + 3  # labels outside the space are nobody's
-        assert_identical(per_class_bf1(gt, pred, n_classes), _reference_per_class_bf1(gt, pred, n_classes))
+        assert_identical(per_class_bf1(gt, pred, n_classes), oracle.per_class_bf1(gt, pred, n_classes))
 
 
 @pytest.mark.parametrize("n_classes", [2, 9])
@@ -295,7 +253,7 @@ def test_per_class_bf1_identical_on_worst_case_512(n_classes):
     rng = np.random.default_rng(n_classes)
     gt = rng.integers(0, n_classes, (512, 512)).astype(np.uint8)
     pred = rng.integers(0, n_classes, (512, 512)).astype(np.uint8)
-    assert_identical(per_class_bf1(gt, pred, n_classes), _reference_per_class_bf1(gt, pred, n_classes))
+    assert_identical(per_class_bf1(gt, pred, n_classes), oracle.per_class_bf1(gt, pred, n_classes))
 
 
 def test_per_class_bf1_other_integer_dtypes():
@@ -305,7 +263,7 @@ def test_per_class_bf1_other_integer_dtypes():
             h, w = sizes(rng)
             gt, pred = label_map(rng, h, w, 9), label_map(rng, h, w, 9)
             gt[rng.random((h, w)) < 0.1] = 255
-            want = _reference_per_class_bf1(gt, pred, 9)
+            want = oracle.per_class_bf1(gt, pred, 9)
             assert_identical(per_class_bf1(gt.astype(dtype), pred.astype(dtype), 9), want)
 
 
@@ -319,7 +277,7 @@ def test_boundary_f1_identical_to_reference_at_exact_distances():
         h, w = sizes(rng)
         gt, pred = label_map(rng, h, w, 2) == 1, label_map(rng, h, w, 2) == 1
         for theta in thetas:
-            got, want = boundary_f1(gt, pred, theta), _reference_boundary_f1(gt, pred, theta)
+            got, want = boundary_f1(gt, pred, theta), oracle.boundary_f1(gt, pred, theta)
             assert (math.isnan(got) and math.isnan(want)) or got == want, (theta, got, want)
 
 
@@ -333,7 +291,7 @@ def test_default_theta_just_above_and_below_an_offset_length():
         assert 0 < abs(theta - math.sqrt(d2)) < 1e-3
         for density in (0.05, 0.3):
             gt, pred = rng.random((h, w)) < density, rng.random((h, w)) < density
-            assert boundary_f1(gt, pred) == _reference_boundary_f1(gt, pred, theta), (h, w)
+            assert boundary_f1(gt, pred) == oracle.boundary_f1(gt, pred, theta), (h, w)
             # the other side of that length gives another score: the cases test the comparison
             other = math.sqrt(d2) if theta > math.sqrt(d2) else math.nextafter(math.sqrt(d2), math.inf)
             assert boundary_f1(gt, pred) != boundary_f1(gt, pred, other)
