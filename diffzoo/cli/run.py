@@ -29,6 +29,7 @@ MAX_CASE_TABLES = 6
 """Above this many cases (e.g. --suite all) the console shows the summary only;
 every case's table is in the output folder's summary and records."""
 
+
 def run_cmd(
     detector: str = DETECTOR,
     suite: str = typer.Option("all", "--suite", "-s", help="Suite name, wildcard (e.g. 'dist*'), or 'all'."),
@@ -127,12 +128,17 @@ def _pairs(items: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def print_dataset(ds, fingerprint: str) -> None:
+    """``dataset NAME (fingerprint F); classes: ...``: what ``run`` and ``train`` read, first."""
+    console.print(f"[bold]dataset[/] {term(ds.name)} (fingerprint {fingerprint}); "
+                  f"classes: {term(', '.join(ds.label_space.names))}")
+
+
 def print_plan(result: Evaluation) -> None:
     """The dataset and every model's plan, before any work."""
     main = result.runners[0]
     ds = main.dataset
-    console.print(f"[bold]dataset[/] {term(ds.name)} (fingerprint {main.plan_.fingerprint}); "
-                  f"classes: {term(', '.join(ds.label_space.names))}")
+    print_dataset(ds, main.plan_.fingerprint)
     notice = getattr(ds, "notice", None)
     if notice:
         console.print(f"[yellow]note:[/] {term(notice)}")

@@ -18,6 +18,7 @@ from diffzoo.cli.options import (
     PRETRAINED, RECIPE, SAVE_EVERY, SEED, parse_options,
 )
 from diffzoo.cli.progress import RichProgress, rank_output
+from diffzoo.cli.run import print_dataset
 from diffzoo.harness.run.planning import Plan, TrainingJob
 from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.leaderboard.render.escape import term
@@ -56,9 +57,7 @@ def train_cmd(
 
 
 def _print_plan(runner: Runner, plan: Plan) -> None:
-    ds = runner.dataset
-    console.print(f"[bold]dataset[/] {term(ds.name)} (fingerprint {plan.fingerprint}); "
-                  f"classes: {term(', '.join(ds.label_space.names))}")
+    print_dataset(runner.dataset, plan.fingerprint)
     job = plan.jobs[0]
     console.print(f"[bold]plan[/] {term(_describe(plan.card.name, job))} (cache key {job.key})")
 
