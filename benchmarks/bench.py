@@ -1,17 +1,32 @@
-"""Shared benchmark helpers: synthetic data in memory, timed training and evaluation.
+"""Shared benchmark helpers: synthetic data (in memory, or PNG files in the
+DiffSeg30k layout), timed training and evaluation, interleaved rounds, and the
+result format every benchmark writes.
 
 Throughput is measured through the same code paths a run uses (the detector's
 ``fit`` with the shared trainer, and ``harness.evaluate``), timed from the
 trainer's per-step callback, so the numbers include data loading and the
 optimizer step.  The first ``warmup`` steps/images are not timed.
+
+Every benchmark ends with :func:`report`: one ``RESULT {json}`` line and the
+same JSON in ``--json FILE``, holding ``figures`` (rows of the table
+``python -m benchmarks`` prints: :func:`figure`) and the machine
+(:func:`machine`).
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import json
+import os
+import platform
+import statistics
+import subprocess
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -112,9 +127,121 @@ class SyntheticEdits(Dataset):
         return Sample(image, label, SampleMeta(f"{split}-{k}", "real", (), "synthetic"))
 
 
+def write_png_dataset(folder: Path, label_space: LabelSpace, size: int, n: dict[str, int], seed: int = 0,
+                      noise: float = 0.5):
+    """``n[split]`` synthetic edits as PNG files in the DiffSeg30k layout
+    (``<id>.image.png`` + ``<id>.mask.png``, class-index masks, ``splits.json``)
+    in ``folder``, opened with the real adapter (``DiffSeg30kDataset``), so that
+    every ``load`` decodes two PNGs as a run does.  ``noise``: the fraction of
+    pixels drawn at random (photographs compress about as badly; 0 gives tiny,
+    fast files)."""
+    from PIL import Image
+
+    from diffzoo.harness.data.diffseg30k import DiffSeg30kDataset
+
+    folder.mkdir(parents=True, exist_ok=True)
+    source = SyntheticEdits(label_space, size, n, pool=max(n.values()), seed=seed)
+    rng = np.random.default_rng(seed)
+    splits = {}
+    for split in n:
+        splits[split] = []
+        for sid in source.ids(split):
+            sample = source.load(sid)
+            image = sample.image.copy()
+            speckle = rng.random(image.shape[:2]) < noise
+            image[speckle] = rng.integers(0, 256, (int(speckle.sum()), 3), dtype=np.uint8)
+            Image.fromarray(image).save(folder / f"{sid}.image.png")
+            Image.fromarray(sample.label, mode="L").save(folder / f"{sid}.mask.png")
+            splits[split].append(sid)
+    (folder / "splits.json").write_text(json.dumps(splits))
+    return DiffSeg30kDataset(folder, label_space=label_space, name=f"png-{size}px")
+
+
+# -- rounds, ratios and results ----------------------------------------------------------
+MIN_ROUNDS = 5
+"""Issue 15: every ratio is the median over at least this many interleaved rounds."""
+
+
+def add_common_args(parser: argparse.ArgumentParser, rounds: int = 5) -> None:
+    """``--rounds``, ``--threads``, ``--quick`` and ``--json``, the options every benchmark takes."""
+    parser.add_argument("--rounds", type=int, default=rounds,
+                        help=f"interleaved timed rounds (default {rounds}; at least {MIN_ROUNDS})")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads of this process (default 1: steadier on a shared machine; "
+                             "0: torch's default)")
+    parser.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
+    parser.add_argument("--json", help="also write the results to this file")
+
+
+def setup(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Check the common options and apply ``--threads``."""
+    import torch
+
+    if args.rounds < MIN_ROUNDS:
+        parser.error(f"--rounds must be at least {MIN_ROUNDS}")
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+
+
+def interleaved(candidates: dict[str, Callable[[int], float]], rounds: int) -> dict[str, list[float]]:
+    """Seconds of each candidate per round; each is called ``fn(round)`` once
+    per round, the order rotated by one every round (for two candidates:
+    alternately first), so drift in the machine's load hits them alike."""
+    names = list(candidates)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            times[name].append(candidates[name](r))
+    return times
+
+
+def median_ratio(numerator: list[float], denominator: list[float]) -> float:
+    """The median of the per-round ratios (each round's pair measured side by side)."""
+    return statistics.median(a / b for a, b in zip(numerator, denominator, strict=True))
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def figure(name: str, value: float | int | None, goal: str | None = None, unit: str = "") -> dict:
+    """One row of the summary table.  ``goal`` is ``"<= X"`` or ``">= X"``;
+    ``met`` says whether ``value`` meets it (None when there is no goal)."""
+    met = None
+    if goal is not None and value is not None:
+        op, bound = goal.split()
+        met = bool(value <= float(bound)) if op == "<=" else bool(value >= float(bound))
+    return {"figure": name, "value": value, "unit": unit, "goal": goal, "met": met}
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=10, cwd=Path(__file__).resolve().parent).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine() -> dict:
+    """Where and when: date, CPUs, the load, versions and the git commit."""
+    import torch
+
+    return {"date": datetime.date.today().isoformat(), "cpus": os.cpu_count(),
+            "load_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+            "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+            "python": platform.python_version(), "platform": platform.platform(), "git_commit": git_commit()}
+
+
 def report(results: dict, json_path: str | None = None) -> None:
     """The one machine-readable line every benchmark ends with (``RESULT {json}``),
     and the same JSON in ``json_path`` when given."""
+    results.setdefault("machine", machine())
     print("RESULT " + json.dumps(results))
     if json_path:
         with open(json_path, "w") as fh:

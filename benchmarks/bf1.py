@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from bench import report
+from bench import figure, report
 
 from diffzoo.harness.metrics import boundary_oracle as oracle
 from diffzoo.harness.metrics.boundary import per_class_bf1
@@ -86,7 +86,10 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=4, help="image pairs per round and kind (default 4)")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved timed rounds (default 7; at least 5)")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--quick", action="store_true", help="2 images per round, for a smoke run")
     args = parser.parse_args()
+    if args.quick:
+        args.images = min(args.images, 2)
     if args.rounds < 5 or args.images < 1 or args.size < 1:
         parser.error("--rounds must be at least 5, --images and --size at least 1")
 
@@ -96,6 +99,9 @@ def main() -> None:
         "kinds": {name: measure(classes, args.size, args.images, args.rounds)
                   for name, classes in (("binary", 2), ("semantic9", 9))},
     }
+    results["figures"] = [figure(f"{name}: after ms/image ({args.size} px)", row["after_ms"], f"<= {GOAL_MS:g}", "ms")
+                          for name, row in results["kinds"].items()]
+    results["figures"] += [figure(f"{name}: before/after", row["speedup"]) for name, row in results["kinds"].items()]
     print(f"bF1 per {args.size}x{args.size} worst-case image (uniform random labels), {os.cpu_count()} CPUs, "
           f"median of {args.rounds} interleaved rounds x {args.images} images")
     print(f"  {'maps':<12}{'before ms':>11}{'after ms':>10}{'before/after':>14}{'identical':>11}")

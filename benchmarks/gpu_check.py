@@ -1,6 +1,13 @@
 """GPU check: train SegFormer-B2 briefly at 512x512 (bf16 autocast, channels_last),
 evaluate a few hundred synthetic images, print throughput and peak memory.
 
+Inference is timed twice: at the training batch under bf16 autocast (this
+harness's throughput), and like for like with mmseg's published 30.88 fps
+for SegFormer-B2 512x512 (:data:`MMSEG_FPS`): batch 1, fp32, NCHW, 512x512,
+synchronised per image, 200 images after 5 warm-up.  Training images/s are
+at batch 16, the recipe's total batch (mmseg's 8 GPUs x 2); mmseg publishes
+no training speed to set them against.
+
     bash benchmarks/gpu_check.sh            # on a CUDA machine; a few minutes on one H200
     bash benchmarks/gpu_check.sh --smoke    # tiny settings on CPU, to check the script itself
 
@@ -90,18 +97,32 @@ def reset_peak(device: torch.device) -> None:
         torch.cuda.reset_peak_memory_stats(device)
 
 
+MMSEG_FPS = 30.88
+"""mmseg's published inference speed of SegFormer MIT-B2, ADE20K 512x512 160k (configs/segformer/README.md,
+"Inf time (fps)" 30.88): tools/analysis_tools/benchmark.py, batch 1 (the test loader), fp32, the model's
+predict mode (logits resized to the image, argmax) on ADE20K val images resized to a shorter side of 512,
+mean over 200 images after 5 warm-up, cudnn.benchmark off; the README does not name the GPU."""
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 @torch.no_grad()
-def inference_rate(det, device, size: int, batch: int, steps: int, amp) -> float:
-    """Forward passes only (``det.predict`` on a batch): images/s, first pass untimed."""
+def inference_rate(det, device, size: int, batch: int, steps: int, amp, warmup: int = 5) -> float:
+    """Forward passes only (``det.predict`` on a batch of ``batch``, logits at the
+    input size), each synchronised: images/s after ``warmup`` untimed passes."""
     x = torch.rand(batch, 3, size, size, device=device)
     with amp():
-        det.predict(x)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        for _ in range(warmup):
+            det.predict(x)
+        sync(device)
         start = time.perf_counter()
         for _ in range(steps):
             out = det.predict(x)
-        out.mask_logits.sum().item()
+            out.mask_logits.argmax(1)
+            sync(device)
     return batch * steps / (time.perf_counter() - start)
 
 
@@ -126,6 +147,7 @@ def main() -> None:
     amp_on = device.type == "cuda"
     amp = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if amp_on else nullcontext
     layout = "NCHW" if args.no_channels_last else "channels_last"
+    precision = "bf16" if amp_on else "fp32"
     print(f"gpu_check: {args.detector} [{args.task}] {params / 1e6:.1f} M params, random init, on {name}; "
           f"{args.size}x{args.size}, batch {args.batch_size}, {args.iterations}+{args.warmup} steps, "
           f"bf16 autocast {'on' if amp_on else 'off (CPU)'}, {layout}", flush=True)
@@ -162,6 +184,12 @@ def main() -> None:
           f"over {result.evaluated} images", flush=True)
     results["inference_images_per_s"] = inference_rate(det, device, args.size, args.batch_size,
                                                        3 if args.smoke else 20, amp)
+    # like for like with mmseg's 30.88 fps: batch 1, fp32 (no autocast), NCHW, 512 px, synchronised per image
+    set_channels_last(det, False)
+    results["inference_b1_fp32_images_per_s"] = inference_rate(det, device, args.size, 1,
+                                                               3 if args.smoke else 200, nullcontext,
+                                                               1 if args.smoke else 5)
+    results["mmseg_published_fps"] = MMSEG_FPS
     results["wall_s"] = time.perf_counter() - started
 
     def mib(v):
@@ -172,13 +200,23 @@ def main() -> None:
         rows.append(("  x vs NCHW (same run)", f"{results['channels_last_speedup']:.2f}"))
     rows += [
         ("eval images/s (batch 1, metrics)", f"{results['eval_images_per_s']:.1f}"),
-        ("inference images/s (batch, fwd)", f"{results['inference_images_per_s']:.1f}"),
+        (f"inference images/s (batch {args.batch_size}, {precision})", f"{results['inference_images_per_s']:.1f}"),
+        ("inference images/s (batch 1, fp32)", f"{results['inference_b1_fp32_images_per_s']:.1f}"),
+        ("  mmseg published (batch 1, fp32)", f"{MMSEG_FPS:.2f}"),
         ("peak memory train / eval", f"{mib(results['train_peak_mib'])} / {mib(results['eval_peak_mib'])}"),
         ("wall time", f"{results['wall_s']:.0f} s"),
     ]
     print()
     for label, value in rows:
         print(f"  {label:<34}{value:>22}")
+    from bench import figure
+
+    results["figures"] = [
+        figure(f"train img/s (batch {args.batch_size}, {precision})", results["train_images_per_s"], unit="img/s"),
+        figure("inference img/s (batch 1, fp32)", results["inference_b1_fp32_images_per_s"], unit="img/s"),
+        figure("x mmseg's 30.88 fps (batch 1, fp32)", results["inference_b1_fp32_images_per_s"] / MMSEG_FPS),
+        figure("peak train MiB", results["train_peak_mib"], unit="MiB"),
+    ]
     report(results, args.json)
 
 

@@ -4,6 +4,7 @@ share the trained checkpoints of the session."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -11,6 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image
 from diffzoo.harness.metrics import METRICS_VERSION
+
+# Loaders run in the test process unless a test asks for workers (tests/test_loading.py,
+# the fault tests): forking workers for each of the suite's hundreds of tiny evaluations
+# would double its time.  `DIFFZOO_WORKERS=2 python -m pytest` runs every test with workers.
+os.environ.setdefault("DIFFZOO_WORKERS", "0")
 
 ISOLATED_CACHE = "isolated_cache"
 """Marker (pyproject.toml): the test's checkpoint cache starts empty and is its own

@@ -130,6 +130,37 @@ def test_torchrun_train_command(tmp_path):
     create_detector("segformer.tiny").load(tmp_path / "model")  # complete and loadable
 
 
+def test_torchrun_across_two_nodes_trains_what_one_node_with_two_ranks_trains(tmp_path):
+    """The multi-node command of docs/scaling.md, two "nodes" of one CPU rank each
+    meeting at a c10d rendezvous on this machine, trains the very model (byte for
+    byte) that one node with two ranks trains."""
+    import hashlib
+    import socket
+
+    data = make_diffseg_folder(tmp_path / "ds", n=12)
+    args = ["-m", "diffzoo", "train", *TRAIN, "--batch-size", "4", "--dataset", data]
+    one = diffzoo("train", *TRAIN, "--batch-size", "4", "--dataset", data, "--out", "one-node", world=2, cwd=tmp_path)
+    assert one.returncode == 0, one.stderr
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env.update(OMP_NUM_THREADS="1", DIFFZOO_CACHE=str(tmp_path / "cache-two-nodes"))  # trains again
+    nodes = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
+                               "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=diffzoo-test",
+                               f"--node-rank={rank}", *args, "--out", "two-nodes"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for rank in (0, 1)]
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], outputs
+    assert sum(out.count("on 2 process(es)") for out, _ in outputs) == 1  # rank 0 alone reports
+
+    def weights(folder: str) -> str:
+        return hashlib.sha256((tmp_path / folder / "model.safetensors").read_bytes()).hexdigest()
+
+    assert weights("two-nodes") == weights("one-node")
+
+
 # -- diffzoo train (one process) ---------------------------------------------------
 
 def test_train_writes_the_checkpoint_run_would_use(capsys, diffseg_folder, tmp_path):

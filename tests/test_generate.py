@@ -560,3 +560,26 @@ def test_lora_option_loads_a_lora_into_one_editor(capsys, tmp_path):
     code, _, err = cli(capsys, "generate", "--out", tmp_path / "x", "--bases", bases, "--editors", EDITORS,
                        "--lora", f"sdxl.tiny={tmp_path / 'missing.safetensors'}")
     assert code != 0 and err.count("error:") == 1 and "does not exist" in err
+
+
+def test_background_writes_run_in_order_and_their_errors_reach_the_caller():
+    from diffzoo.generators.generate.layout import BackgroundWriter
+    from diffzoo.harness.core.errors import StorageError
+
+    done = []
+    with BackgroundWriter(queued=2) as writer:
+        for i in range(7):
+            writer.submit(done.append, i)
+    assert done == list(range(7))  # all written before the block ends, in order
+
+    def fail(i):
+        if i == 1:
+            raise StorageError("disk full writing sample 1")
+        done.append(i)
+
+    done.clear()
+    with pytest.raises(StorageError, match="sample 1"):
+        with BackgroundWriter(queued=2) as writer:
+            for i in range(6):
+                writer.submit(fail, i)
+    assert done[0] == 0 and 1 not in done and len(done) < 6  # it stopped soon after the failure

@@ -13,7 +13,8 @@ from PIL import Image
 from diffzoo import hookimpl
 from diffzoo.harness.data import distortions as D
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.run.evaluate import detector_input, same_input
+from diffzoo.harness.run.evaluate import same_input
+from diffzoo.harness.run.loading import detector_input
 from diffzoo.harness.run.planning import eval_input, make_plan
 from diffzoo.harness.core.plugins import get_plugin_system, get_registry
 from diffzoo.harness.run.prediction import checkpoint_short_side

@@ -13,10 +13,11 @@ import typer
 from diffzoo.generators.generate import openvocab, pipeline, vlm
 from diffzoo.generators.generate.schedule import parse_turn_ratio
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.leaderboard.render.escape import term
 from diffzoo.cli.console import console
-from diffzoo.cli.options import SEED
+from diffzoo.cli.options import SEED, WORKERS
 from diffzoo.cli.progress import RichProgress, rank_output
 
 
@@ -73,6 +74,7 @@ def generate_cmd(
     lora_scale: float = typer.Option(1.0, "--lora-scale", help="LoRA adapter weight."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, ... (under torchrun: one GPU per rank)."),
     threads: int = typer.Option(1, "--threads", help="torch CPU threads (fixed so results do not depend on the machine)."),
+    workers: int | None = WORKERS,
 ) -> None:
     """Generate a multi-turn edited dataset (DiffSeg30k layout + manifest.jsonl)."""
     chosen = tuple(e.strip() for e in editors.split(",") if e.strip())
@@ -81,7 +83,7 @@ def generate_cmd(
         regions=regions, turns=parse_turn_ratio(turns), ai_fraction=ai_bases, seed=seed, size=size, t2i=t2i,
         captions=captions, prompts=prompts, objects=objects, vlm=vlm_id, vlm_score=vlm_score, min_score=min_score,
         detector=detector, sam=sam, min_area=min_area, max_area=max_area, min_changed=min_changed, tries=tries,
-        device=device, threads=threads,
+        device=device, threads=threads, workers=resolve_workers(workers),
     )  # fmt: skip
     with rank_output(console):
         generator = pipeline.DatasetGenerator(config)

@@ -60,6 +60,19 @@ SAVE_EVERY = typer.Option(
     help="Training steps between resume saves (default: a tenth of the iterations; 0: never). "
     "A killed training resumes from the last one. Not part of the cache key.",
 )
+
+
+def _workers(value: int | None) -> int | None:
+    from diffzoo.harness.core.parallel import check_workers
+
+    return None if value is None else check_workers(value)
+
+
+WORKERS = typer.Option(
+    None, "--workers", callback=_workers,
+    help="Loader processes that read, decode and distort images while the model runs (default: min(4, CPU "
+    "cores), or $DIFFZOO_WORKERS; 0: all in the main process). Results are the same for any number.",
+)
 DATASET_OPTION = typer.Option(
     [], "--dataset-option",
     help="KEY=VALUE passed to the dataset adapter (e.g. calib_fraction=0.05, split=test); repeatable.",

@@ -14,9 +14,11 @@ from diffzoo.harness.run.prediction import (
     load_model,
     predict_files,
 )
+from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.progress import NullProgress
 from diffzoo.leaderboard.render.escape import term
 from diffzoo.cli.console import console
+from diffzoo.cli.options import WORKERS
 from diffzoo.cli.progress import RichProgress
 
 SHOWN_ROWS = 20
@@ -37,6 +39,7 @@ def predict_cmd(
     labels: str | None = typer.Option(
         None, "--labels", help="Class names for a semantic checkpoint without card.json (JSON file or comma list)."
     ),
+    workers: int | None = WORKERS,
 ) -> None:
     """Predict edited regions (and editors) of single images.
 
@@ -50,7 +53,7 @@ def predict_cmd(
     console.print(f"[bold]model[/] {term(model.name)} {term(f'[{det.task}]')} from "
                   f"{term(str(model.checkpoint))} (sha256 {model.sha256[:12]}); classes: {term(classes)}")
     progress = RichProgress(console) if len(paths) > 1 else NullProgress()
-    rows = predict_files(model, paths, out, progress)
+    rows = predict_files(model, paths, out, progress, resolve_workers(workers))
     console.print(_table(rows, det.task))
     edited = sum(r.get("verdict") == "edited" for r in rows)
     failed = [r for r in rows if "error" in r]

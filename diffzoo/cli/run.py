@@ -15,7 +15,7 @@ from diffzoo.api import Evaluation, evaluate
 from diffzoo.cli.console import console
 from diffzoo.cli.options import (
     BATCH_SIZE, CROP_SIZE, DATASET, DATASET_OPTION, DETECTOR, DEVICE, EXTRA_AUTHENTIC, ITERATIONS, LABELS,
-    PRETRAINED, RECIPE, SAVE_EVERY, SEED, parse_options,
+    PRETRAINED, RECIPE, SAVE_EVERY, SEED, WORKERS, parse_options,
 )
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.harness.core.errors import ConfigError
@@ -51,6 +51,7 @@ def run_cmd(
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
     dataset_option: list[str] = DATASET_OPTION,
     save_every: int | None = SAVE_EVERY,
+    workers: int | None = WORKERS,
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0: none)."),
     thresholds: str = typer.Option(
         "fixed", "--thresholds",
@@ -94,7 +95,7 @@ def run_cmd(
             train=train, strict=strict, bootstrap=bootstrap, thresholds=thresholds,
             calibration_split=calibration_split, holdout=_pairs(holdout),
             generators={k: str(v) for k, v in parse_options(generator, "--generator").items()},
-            save_every=save_every,
+            save_every=save_every, workers=workers,
         )
 
 

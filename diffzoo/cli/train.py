@@ -15,7 +15,7 @@ from diffzoo.api import train
 from diffzoo.cli.console import console
 from diffzoo.cli.options import (
     BATCH_SIZE, CROP_SIZE, DATASET, DATASET_OPTION, DETECTOR, DEVICE, EXTRA_AUTHENTIC, ITERATIONS, LABELS,
-    PRETRAINED, RECIPE, SAVE_EVERY, SEED, parse_options,
+    PRETRAINED, RECIPE, SAVE_EVERY, SEED, WORKERS, parse_options,
 )
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.cli.run import print_dataset
@@ -42,6 +42,7 @@ def train_cmd(
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
     dataset_option: list[str] = DATASET_OPTION,
     save_every: int | None = SAVE_EVERY,
+    workers: int | None = WORKERS,
     out: Path | None = typer.Option(None, "--out", help="Also write the checkpoint to this folder."),
 ) -> None:
     """Train one detector on a dataset's train split; the checkpoint goes to the cache (and --out)."""
@@ -53,6 +54,7 @@ def train_cmd(
             pretrained=pretrained, iterations=iterations, batch_size=batch_size, crop_size=crop_size, recipe=recipe,
             labels=labels, extra_authentic=extra_authentic,
             dataset_options=parse_options(dataset_option, "--dataset-option"), save_every=save_every,
+            workers=workers,
         ))
 
 

@@ -249,6 +249,13 @@ def test_folder_of_odd_images_loads_or_skips_every_sample_by_kind(tmp_path):
             assert s.label.shape == s.image.shape[:2]
             outcome[sid] = None
     assert outcome == {sid: kind for sid, (_, _, kind) in cases.items()}
+    # the same through two loader workers: every error arrives whole, with its kind
+    from diffzoo.harness.run.loading import eval_inputs
+
+    identity = lambda image, label: (image, label)  # noqa: E731
+    items = list(eval_inputs(ds, sorted(cases), identity, {}, workers=2))
+    assert {i.sid: getattr(i.error, "kind", None) for i in items} == outcome
+    assert all(type(i.error) is CorruptSampleError for i in items if i.error is not None)
     assert ds.load("00000008").image[0, 0].tolist() == [156, 156, 156]  # 40000 >> 8
     assert ds.load("00000006").image[0, 0].tolist() == [2, 2, 2]  # 600 >> 8
 

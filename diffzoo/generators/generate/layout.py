@@ -146,3 +146,46 @@ class SampleStore:
         if path.is_file():
             raise DataError(f"{path} holds another label map than this run's ({', '.join(label_space.names)})")
         write_file(path, text)
+
+
+class BackgroundWriter:
+    """Runs write calls in order on one background thread, so that encoding
+    and syncing a sample's files overlap the making of the next one.
+
+    A call's error is raised in the caller at a later :meth:`submit` or on
+    leaving the ``with`` block, which waits for every write submitted, also
+    when the block ends by an exception (Ctrl-C keeps every sample already
+    made; that exception, not a write's, then propagates).  A sample counts
+    as finished once its record is written, last (:class:`SampleStore`).
+    """
+
+    def __init__(self, queued: int = 4):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffzoo-writer")
+        self._pending: list[Any] = []
+        self._queued = queued
+
+    def submit(self, fn: Any, *args: Any) -> None:
+        self._settle(self._queued - 1)
+        self._pending.append(self._pool.submit(fn, *args))
+
+    def _settle(self, keep: int) -> None:
+        """Wait until at most ``keep`` writes are pending; raise the first error."""
+        while len(self._pending) > keep:
+            self._pending.pop(0).result()
+
+    def __enter__(self) -> BackgroundWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        try:
+            while self._pending:
+                try:
+                    self._settle(len(self._pending) - 1)
+                except Exception:
+                    if exc_type is None:
+                        raise
+                    log.exception("a sample could not be written while the run was stopping")
+        finally:
+            self._pool.shutdown(wait=True)

@@ -30,7 +30,7 @@ import numpy as np
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import LabelSpace
-from diffzoo.generators.generate.layout import STATE_DIR, SampleStore, write_file
+from diffzoo.generators.generate.layout import STATE_DIR, BackgroundWriter, SampleStore, write_file
 from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names, edit_sample, sample_row, torch_threads
 from diffzoo.generators.generate.openvocab import DEFAULT_DETECTOR, DEFAULT_SAM
 from diffzoo.generators.generate.quality import QualityFilter
@@ -79,6 +79,7 @@ class GenerateConfig:
     lora_scale: float = 1.0
     device: str = "auto"
     threads: int | None = 1  # torch CPU threads (fixed, so results do not depend on the core count)
+    workers: int = 0  # processes that read and resize real bases ahead of the editors (same samples for any number)
 
 
 @dataclass(frozen=True)
@@ -284,11 +285,26 @@ class DatasetGenerator:
             seeds = [int(rng.integers(2**31 - 1)) for _ in prompts]
             yield TurnPlan(s.editors[turn], s.edit_types[turn], region, tuple(zip(prompts, seeds)), attempt)
 
-    def make(self, index: int) -> tuple[Any, Edited]:
-        """Base and edit outcome of sample ``index`` (deterministic; writes nothing)."""
+    def real_base(self, index: int) -> Any:
+        """Sample ``index``'s real base (None for an AI base), or the error reading it
+        raised: what loader workers read ahead of :meth:`make`."""
+        from diffzoo.harness.core.parallel import sendable
+
+        s = self.schedule.sample(index)
+        try:
+            return self.real.get(s.base_ordinal) if s.base == "real" else None
+        except Exception as exc:
+            return sendable(exc)
+
+    def make(self, index: int, base: Any = None) -> tuple[Any, Edited]:
+        """Base and edit outcome of sample ``index`` (deterministic; writes nothing);
+        ``base``: its real base when read already (:meth:`real_base`)."""
         s = self.schedule.sample(index)
         rng = sample_rng(self.config.seed, _SAMPLE_KEY, index)
-        base = self.real.get(s.base_ordinal) if s.base == "real" else self.ai.get(s.base_ordinal, rng)
+        if isinstance(base, BaseException):
+            raise base
+        if base is None:
+            base = self.real.get(s.base_ordinal) if s.base == "real" else self.ai.get(s.base_ordinal, rng)
         candidates = (self._regions if s.base == "real" else self._ai_regions).candidates(base, rng)
         sources = [
             lambda image, done, t=t: self._tries(s, t, candidates, image, done) for t in range(s.n_turns)
@@ -322,6 +338,7 @@ class DatasetGenerator:
         """Make every unfinished sample of ids 0..n-1; the summary on rank 0 (None on other ranks)."""
         from diffzoo.harness.core import distributed
         from diffzoo.harness.core.device import resolve_device
+        from diffzoo.harness.core.parallel import ordered_map
 
         self.device = str(distributed.init(resolve_device(self.config.device)))
         settings = self._setup()
@@ -340,16 +357,18 @@ class DatasetGenerator:
         mine = distributed.shard(todo)
         threads = self.config.threads if self.device.startswith("cpu") else None
         with torch_threads(threads):
-            for done, sid in enumerate(mine, start=1):
-                base, edited = self.make(int(sid))
-                row = sample_row(sid, base, edited.turns)
-                if edited.rejected is None:
-                    self.store.write_ok(sid, edited.image, edited.label, row)
-                else:
-                    log.info("sample %s rejected: %s", sid, edited.rejected)
-                    self.store.write_rejected(sid, edited.rejected, row)
-                if progress is not None:
-                    progress(done, len(mine))
+            bases = ordered_map(self.real_base, [int(sid) for sid in mine], self.config.workers)
+            with BackgroundWriter() as writer:  # PNG encoding and fsync overlap the next sample's editing
+                for done, (sid, base) in enumerate(zip(mine, bases), start=1):
+                    base, edited = self.make(int(sid), base)
+                    row = sample_row(sid, base, edited.turns)
+                    if edited.rejected is None:
+                        writer.submit(self.store.write_ok, sid, edited.image, edited.label, row)
+                    else:
+                        log.info("sample %s rejected: %s", sid, edited.rejected)
+                        writer.submit(self.store.write_rejected, sid, edited.rejected, row)
+                    if progress is not None:
+                        progress(done, len(mine))
         made = distributed.gather(len(mine))
         if not distributed.is_main():
             return None

@@ -20,6 +20,19 @@ class DiffzooError(Exception):
 
     exit_code = 1
 
+    def __reduce__(self):
+        # Errors cross process boundaries (DataLoader workers, torchrun):
+        # rebuild from the message and attributes, not by calling __init__,
+        # whose arguments differ from subclass to subclass.
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild(cls: type[DiffzooError], args: tuple, state: dict) -> DiffzooError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class UnknownNameError(DiffzooError, KeyError):
     """A detector/suite/dataset/... name that is not registered."""

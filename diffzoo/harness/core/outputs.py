@@ -210,6 +210,8 @@ def pixel_predictions(detector: Any, out: DetectionOutput, threshold: float, siz
         edited = probs[:, 0]
         binary = (edited > threshold).to(torch.uint8)
         return [(b, e, None) for b, e in zip(binary.cpu().numpy(), edited.cpu().numpy())]
-    classes = probs.argmax(1).to(torch.uint8)
+    # max(1).indices is argmax(1) (the first maximal class on ties) at about a fifth of
+    # its cost on CPU, where argmax over the strided class dimension is slow (measured).
+    classes = probs.max(1).indices.to(torch.uint8)
     edited = 1.0 - probs[:, 0]
     return [((s > 0).astype(np.uint8), e, s) for s, e in zip(classes.cpu().numpy(), edited.cpu().numpy())]

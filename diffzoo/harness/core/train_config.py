@@ -41,7 +41,7 @@ class TrainConfig:
     pretrained: bool = True
     amp: bool = True  # only takes effect on CUDA
     channels_last: bool = False  # NHWC weights and image batches (faster convolutions on CUDA)
-    num_workers: int = 0
+    num_workers: int = 0  # loader processes; not part of the config's identity (see to_dict)
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     recipe: str = "native"  # native | paper (RECIPES)
@@ -73,7 +73,11 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON data (records' ``config.train``, the cache key;
-        ``recipe`` is in it, so native and paper models never share a cache entry)."""
+        ``recipe`` is in it, so native and paper models never share a cache entry).
+        ``num_workers`` is left out: a model does not depend on how many
+        processes load its data (trainer.CropDataset), so it is no part of
+        what a record or a cache key names."""
         d = asdict(self)
+        del d["num_workers"]
         d["betas"] = list(self.betas)
         return d

@@ -58,22 +58,23 @@ def crop_view(
 class ImageLabelDataset(CropDataset):
     """Training view for classifiers: sample -> (view as float tensor, 0/1 label).
 
-    The random generator, its seeding (per process, from the config's seed)
-    and the skipping of corrupt samples are :class:`CropDataset`'s.
+    The random generator of each item (seeded from the config's seed and the
+    item's key) and the skipping of corrupt samples are :class:`CropDataset`'s.
     """
 
     def __init__(self, dataset, ids: list[str], cfg: TrainConfig, view: View):
         super().__init__(dataset, ids, "binary", cfg)
         self.view = view
 
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def __getitem__(self, key: int | tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor] | None:
+        index, rng = self._item(key)
         try:
             sample = self.dataset.load(self.ids[index])
         except CorruptSampleError as exc:
             log.warning("skipping corrupt training sample: %s", exc)
             return None
         label = self.dataset.label_space.to_binary_map(sample.label)
-        image, label = self.view(sample.image, label, self._generator())
+        image, label = self.view(sample.image, label, rng)
         img = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1).float() / 255.0
         return img, torch.tensor(float(view_is_edited(label)))
 

@@ -5,22 +5,22 @@ the runner makes one per training job, in ``<key>.resume/`` beside the job's
 checkpoint in the cache).  Every ``every`` steps the loop saves the model,
 the optimiser and LR-schedule state, the RNG states (Python, NumPy, torch CPU
 and CUDA), where the data stream stands (epoch, batches taken, and the
-shuffling and crop generators as they were at the epoch's start), the step,
+shuffling generator as it was at the epoch's start; crops draw from
+generators seeded per item, which need no saving), the step,
 the losses and the skipped-sample count into ``step-NNNNNNNNN/``, written
 atomically (:func:`~.checkpoints.atomic_dir`); the previous step's folder is
 deleted only once the new one is complete, so a kill during a save leaves
 the previous state intact.  The next run of the same job (same cache key)
 continues from the newest complete step: the current epoch's first batches
-are replayed (loaded, not trained on), which puts every data generator,
-including those of DataLoader workers, where it was, so the final weights
+are replayed (loaded, not trained on), which puts the data stream where it
+was, so the final weights
 equal an uninterrupted run's bit for bit.  The runner deletes the folder
 once the final checkpoint is written.
 
 Tensors are stored with safetensors and the rest as JSON: nothing is ever
 unpickled.  There is no AMP GradScaler to save (AMP trains in bfloat16,
-which needs none).  Under torchrun (world size > 1) nothing is saved, since
-every rank's crop generator would have to be; a killed distributed run
-trains again from the start.
+which needs none).  Under torchrun (world size > 1) nothing is saved: a
+killed distributed run trains again from the start.
 """
 
 from __future__ import annotations

@@ -40,36 +40,30 @@ class CropDataset(torch.utils.data.Dataset):
 
     Labels are mapped to the task's space (binary: editors -> 1).  A corrupt
     sample yields ``None`` and is dropped by :func:`collate_skip`, counted.
+
+    The random draws of one item come from a generator of its own, seeded
+    by the config's seed, the rank and the item's key: the index, and under
+    :func:`make_loader` the epoch and position in the epoch
+    (:class:`EpochOrder`).  No draw depends on which process loads the
+    item, so a model is the same whatever the number of loader workers, and
+    a resumed training needs no generator state.
     """
 
     def __init__(self, dataset: Dataset, ids: list[str], task: str, cfg: TrainConfig):
         self.dataset, self.ids, self.task, self.cfg = dataset, ids, task, cfg
         self.rank = distributed.rank()  # read here: workers may not see the process group
-        self._rng: np.random.Generator | None = None
 
-    def _generator(self) -> np.random.Generator:
-        # Seeded per process: torch seeds each DataLoader worker from the
-        # loader's generator, so crops are reproducible with and without workers;
-        # ranks > 0 (torchrun) add their rank so that their crops differ.
-        if self._rng is None:
-            rank = [self.rank] if self.rank else []
-            self._rng = np.random.default_rng([self.cfg.seed, torch.initial_seed() % (2**31), *rank])
-        return self._rng
-
-    def rng_state(self) -> dict[str, Any] | None:
-        """The crop generator's state (None before its first use), for resuming."""
-        return self._rng.bit_generator.state if self._rng is not None else None
-
-    def set_rng_state(self, state: dict[str, Any] | None) -> None:
-        if state is None:
-            self._rng = None
-        else:
-            self._generator().bit_generator.state = state
+    def _item(self, key: int | tuple[int, ...]) -> tuple[int, np.random.Generator]:
+        """(index, the generator of this item's draws) of a plain index or an
+        (index, epoch, position) key."""
+        index, *stream = key if isinstance(key, tuple) else (key,)
+        return index, np.random.default_rng([self.cfg.seed, self.rank, index, *stream])
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def __getitem__(self, key: int | tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor] | None:
+        index, rng = self._item(key)
         sid = self.ids[index]
         try:
             sample = self.dataset.load(sid)
@@ -79,13 +73,45 @@ class CropDataset(torch.utils.data.Dataset):
         label = sample.label
         if self.task != "semantic":
             label = self.dataset.label_space.to_binary_map(label)
-        rng = self._generator()
         image, label = paper_rescale(sample.image, label, self.cfg, rng)
         image, label = random_crop(image, label, self.cfg.crop_size, rng)
         if self.cfg.hflip and rng.random() < 0.5:
             image, label = image[:, ::-1], label[:, ::-1]
         img = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1).float() / 255.0
         return img, torch.from_numpy(np.ascontiguousarray(label)).long()
+
+
+class EpochOrder(torch.utils.data.Sampler):
+    """The training order: each epoch a permutation of the ``n`` items drawn
+    from (seed, epoch), or the given DistributedSampler's share (``inner``).
+
+    The order is a function of the epoch alone, not of a generator's history,
+    so it is the same with or without (persistent) loader workers and after a
+    resume.  ``keyed``: items are (index, epoch, position in the epoch) keys,
+    which seed each item's random draws (:class:`CropDataset`).
+    ``set_epoch`` is called before each pass (:class:`~.resume.BatchStream`
+    does) and passed on to ``inner``.
+    """
+
+    def __init__(self, n: int, seed: int, inner: torch.utils.data.Sampler | None = None, keyed: bool = False):
+        self.n, self.seed, self.inner, self.keyed, self.epoch = n, seed, inner, keyed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        if self.inner is not None:
+            self.inner.set_epoch(epoch)
+
+    def __iter__(self):
+        if self.inner is not None:
+            order = list(self.inner)
+        else:
+            order = np.random.default_rng([self.seed, self.epoch]).permutation(self.n).tolist()
+        if not self.keyed:
+            return iter(order)
+        return ((index, self.epoch, position) for position, index in enumerate(order))
+
+    def __len__(self) -> int:
+        return len(self.inner) if self.inner is not None else self.n
 
 
 def paper_rescale(
@@ -194,17 +220,18 @@ def make_loader(
     """
     if len(data) == 0:
         raise DataError("the training split is empty")
-    sampler = distributed.make_sampler(data, seed=cfg.seed) if shard else None
+    inner = distributed.make_sampler(data, seed=cfg.seed) if shard else None
+    sampler = EpochOrder(len(data), cfg.seed, inner, keyed=isinstance(data, CropDataset))
     batch_size = distributed.per_rank_batch(cfg.batch_size)
-    n_local = len(sampler) if sampler is not None else len(data)
+    n_local = len(sampler)
     return torch.utils.data.DataLoader(
         data,
         batch_size=min(batch_size, n_local),
-        shuffle=sampler is None,
         sampler=sampler,
         drop_last=n_local >= batch_size,
-        generator=torch.Generator().manual_seed(cfg.seed),
+        generator=torch.Generator().manual_seed(cfg.seed),  # workers' base seeds; no draw depends on them
         num_workers=cfg.num_workers,
+        persistent_workers=cfg.num_workers > 0,  # forked once per training, not once per epoch
         collate_fn=collate_skip,
     )
 

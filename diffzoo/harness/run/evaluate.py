@@ -16,13 +16,16 @@ import torch
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.outputs import check_output, has_pixels, pixel_predictions
-from diffzoo.harness.data.distortions import resize_image, shorter_side_size
+from diffzoo.harness.data.distortions import shorter_side_size
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError
 from diffzoo.harness.metrics import EvalState, prediction_digest
 from diffzoo.harness.records.policy import Thresholds
+from diffzoo.harness.run import baselines as constant_baselines
+from diffzoo.harness.run.baselines import BaselineCache
+from diffzoo.harness.run.loading import as_batch, eval_inputs
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
-from diffzoo.harness.core.types import BINARY, DetectionOutput, SampleMeta
+from diffzoo.harness.core.types import BINARY, DetectionOutput
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +44,6 @@ class EvalResult:
     """Sample id -> (h, w) of its stored image, before any distortion (this
     process's images; not merged across ranks): what the planner checks a
     size-only distortion against (:func:`same_input`)."""
-
-
-def image_tensor(image: np.ndarray) -> torch.Tensor:
-    """An H x W x 3 uint8 RGB image as the 1 x 3 x H x W float batch in [0, 1] detectors take."""
-    return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)[None].float() / 255.0
 
 
 def predict_checked(detector: Detector, images: torch.Tensor, ids: list[str]) -> DetectionOutput:
@@ -81,15 +79,6 @@ def sets_input_size(distortion: Distortion) -> bool:
     resolution, e.g. ``rescale``): it decides the detector's input size
     itself, so the recipe's evaluation resize is not applied after it."""
     return "input_size" in _parameters(distortion)
-
-
-def detector_input(image: np.ndarray, short_side: int | None) -> np.ndarray:
-    """The recipe's evaluation input rule: the image as stored (``None``,
-    ``native``), or resized (Pillow bicubic) so its shorter side is
-    ``short_side`` (``paper``: the training crop size)."""
-    if short_side is None:
-        return image
-    return resize_image(image, shorter_side_size(*image.shape[:2], short_side))
 
 
 def same_input(distortion: Distortion, params: dict[str, Any], sizes: Iterable[tuple[int, int]],
@@ -131,6 +120,9 @@ def evaluate(
     ids: list[str] | None = None,
     thresholds: Thresholds | None = None,
     input_short_side: int | None = None,
+    workers: int = 0,
+    pin_memory: bool = False,
+    cache: BaselineCache | None = None,
 ) -> EvalResult:
     """Run ``detector`` over ``split`` (or only ``ids`` of it); corrupt
     samples are skipped and counted (``strict`` re-raises instead).
@@ -144,7 +136,13 @@ def evaluate(
     the label but changed the image size, the prediction is resized back to
     the label.  ``input_short_side``: the recipe's evaluation input rule
     (:func:`detector_input`), applied after the distortion unless the
-    distortion sets the input size itself (:func:`sets_input_size`)."""
+    distortion sets the input size itself (:func:`sets_input_size`).
+    ``workers``: loader processes that read and distort the images
+    (run/loading.py; 0: this process); the result is the same for any number.
+    ``pin_memory``: page-locked images (for a detector on a GPU).
+    ``baselines``: also score the constant predictors (run/baselines.py),
+    taken from ``cache`` when it holds them for these images and every
+    label came through the distortion as stored."""
     progress = progress or NullProgress()
     thresholds = thresholds or Thresholds.fixed(detector)
     threshold = thresholds.pixel
@@ -154,49 +152,65 @@ def evaluate(
     states = {t: EvalState(BINARY if t == "binary" else dataset.label_space, t,
                            area_threshold=thresholds.area, score_threshold=thresholds.score)
               for t in sorted(tasks)}
-    context = distortion_context(distortion)
     short_side = None if sets_input_size(distortion) else input_short_side
     result = EvalResult(states)
-    if baselines:
-        result.baselines = {
-            "all_background": EvalState(BINARY, "binary"),
-            "all_edited": EvalState(BINARY, "binary"),
-        }
     ids = dataset.ids(split) if ids is None else ids
+    cached = cache.get(split, ids) if baselines and cache is not None else None
+    if baselines and cached is None:
+        result.baselines = constant_baselines.empty()
+    labels_kept = True  # every label as stored (a cached baseline holds)
+    evaluated: list[str] = []
+    inputs = eval_inputs(dataset, ids, distortion, distortion_params, context=distortion_context(distortion),
+                         short_side=short_side, workers=workers, pin_memory=pin_memory)
     with progress.task(description, total=len(ids)) as task:
-        for sid in ids:
-            try:
-                sample = dataset.load(sid)
-            except CorruptSampleError as exc:
-                if strict:
-                    raise
-                log.warning("skipping corrupt sample: %s", exc)
-                result.skipped.append({"id": sid, "kind": exc.kind, "reason": exc.reason})
+        for item in inputs:
+            sid = item.sid
+            if item.error is not None:
+                if strict or not isinstance(item.error, CorruptSampleError):
+                    raise item.error
+                log.warning("skipping corrupt sample: %s", item.error)
+                result.skipped.append({"id": sid, "kind": item.error.kind, "reason": item.error.reason})
                 task.advance()
                 continue
-            extra = {k: v for k, v in (("meta", sample.meta), ("label_space", dataset.label_space)) if k in context}
-            result.sizes[sid] = tuple(sample.image.shape[:2])
-            image, label = distortion(sample.image, sample.label, **distortion_params, **extra)
-            image = detector_input(image, short_side)
-            out = predict_checked(detector, image_tensor(image), [sid])
+            label, meta = item.label, item.meta
+            labels_kept &= item.label_kept
+            evaluated.append(sid)
+            result.sizes[sid] = item.size
+            out = predict_checked(detector, as_batch(item.image), [sid])
             if not has_pixels(out):  # an image-level classifier: its image score only
                 binary_pred = edited_prob = semantic_pred = None
             else:
                 binary_pred, edited_prob, semantic_pred = pixel_predictions(detector, out, threshold, label.shape)[0]
             score = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
             binary_gt = dataset.label_space.to_binary_map(label)
-            meta: SampleMeta = sample.meta
             digest = prediction_digest(semantic_pred if semantic_pred is not None else binary_pred, edited_prob, score)
             if "binary" in states:
                 states["binary"].update(meta, binary_gt, binary_pred, edited_prob, image_score=score, digest=digest)
             if "semantic" in states:
                 states["semantic"].update(meta, label, semantic_pred, edited_prob, image_score=score, digest=digest)
-            for name, state in result.baselines.items():
-                const = np.full_like(binary_gt, 1 if name == "all_edited" else 0)
-                state.update(meta, binary_gt, const, const.astype(np.float32))
+            if result.baselines:
+                constant_baselines.update(result.baselines, meta, binary_gt)
             result.evaluated += 1
             task.advance()
+    if cached is not None:
+        states_, scored = cached
+        same = labels_kept and scored == evaluated  # the same images, labels as stored
+        result.baselines = states_ if same else _baselines_of(dataset, ids, distortion, distortion_params, workers)
+    elif baselines and cache is not None and labels_kept:
+        cache.put(split, ids, result.baselines, evaluated)
     return result
+
+
+def _baselines_of(dataset: Dataset, ids: list[str], distortion: Distortion, params: dict[str, Any],
+                  workers: int) -> dict[str, EvalState]:
+    """The baselines of a pass whose distortion changed a label (a crop): one
+    more reading of its labels, since the cached ones scored the stored labels."""
+    states = constant_baselines.empty()
+    for item in eval_inputs(dataset, ids, distortion, params, context=distortion_context(distortion),
+                            workers=workers):
+        if item.error is None:
+            constant_baselines.update(states, item.meta, dataset.label_space.to_binary_map(item.label))
+    return states
 
 
 def gather_eval_result(result: EvalResult, order: Sequence[str]) -> EvalResult | None:

@@ -27,9 +27,11 @@ from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_i
 from diffzoo.harness.data.labelmaps import load_label_space
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, ModelError
 from diffzoo.harness.core.outputs import has_pixels, pixel_predictions
-from diffzoo.harness.run.evaluate import detector_input, image_tensor, predict_checked
+from diffzoo.harness.run.evaluate import predict_checked
+from diffzoo.harness.run.loading import detector_input, image_tensor
 from diffzoo.harness.run.factories import create_detector
 from diffzoo.harness.core.fsutil import atomic_write_bytes, sha256_file
+from diffzoo.harness.core.parallel import ordered_map, sendable
 from diffzoo.harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD, editor_ranking
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
@@ -298,13 +300,23 @@ def _unique_stems(paths: list[Path]) -> list[str]:
     return stems
 
 
+def _read(path: Path) -> np.ndarray | BaseException:
+    """The image at ``path``, or the error reading it raised (run in a loader worker)."""
+    try:
+        return read_image(path, path.name, name=str(path))
+    except Exception as exc:
+        return sendable(exc)
+
+
 def predict_files(
-    model: LoadedModel, images: Sequence[Path | str], out: Path | str, progress: Progress | None = None
+    model: LoadedModel, images: Sequence[Path | str], out: Path | str, progress: Progress | None = None,
+    workers: int = 0,
 ) -> list[dict[str, Any]]:
     """Predict every image; write label maps, overlays and ``predictions.jsonl`` into ``out``.
 
     Returns the JSON rows.  An unreadable image gets a row with ``error`` and
     the others go on.  Classification-only detectors write no PNGs.
+    ``workers``: processes that read and decode the images (core/parallel.py).
     """
     paths = collect_images(images)
     out = Path(out)
@@ -313,15 +325,15 @@ def predict_files(
     progress = progress or NullProgress()
     with open(out / PREDICTIONS_FILE, "w", encoding="utf-8") as jsonl, \
             progress.task(f"predicting with {model.name}", total=len(paths)) as task:
-        for path, stem in zip(paths, _unique_stems(paths)):
+        for path, stem, image in zip(paths, _unique_stems(paths), ordered_map(_read, paths, workers)):
             row: dict[str, Any] = {"image": str(path), "detector": model.name,
                                    "checkpoint": str(model.checkpoint), "checkpoint_sha256": model.sha256,
                                    "task": model.detector.task}
-            try:
-                image = read_image(path, path.name, name=str(path))
-            except CorruptSampleError as exc:
-                log.warning("skipping %s", exc)
-                row["error"] = exc.reason
+            if isinstance(image, CorruptSampleError):
+                log.warning("skipping %s", image)
+                row["error"] = image.reason
+            elif isinstance(image, BaseException):
+                raise image
             else:
                 row.update(_predict_one(model, image, out, stem, path.name))
             jsonl.write(json.dumps(row) + "\n")

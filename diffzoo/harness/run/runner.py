@@ -23,6 +23,7 @@ from typing import Any
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.device import resolve_device
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Detector
@@ -30,6 +31,7 @@ from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
 from diffzoo.harness.models.resume import check_every
 from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.run.baselines import baseline_cache
 from diffzoo.harness.run.case_records import RecordContext, Summaries, build_record, case_metrics, case_states, metric_task
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, evaluate, gather_eval_result, sets_input_size
@@ -76,6 +78,7 @@ class Runner:
     def __init__(self, request: RunRequest, progress: Progress | None = None):
         self.request = request
         check_every(request.save_every)  # before any work
+        self.workers = resolve_workers(request.workers)
         self.device = distributed.init(resolve_device(request.device))  # joins torchrun's group
         self.progress = (progress or NullProgress()) if distributed.is_main() else NullProgress()
         registry = get_registry()
@@ -86,6 +89,7 @@ class Runner:
             self.dataset = open_dataset(request.dataset, self.progress, **request.dataset_options)
         self.config, self.overrides = train_config(self.entry.card, self.dataset, request.train_overrides,
                                                    request.pretrained, request.seed)
+        self.config = self.config.with_overrides(num_workers=self.workers)  # not in the cache key
         self.extra_negatives = int(self.dataset.describe().get("extra_authentic") or 0)
         if self.config.recipe == "paper" and not request.dataset_options.get("extra_authentic"):
             _warn_once("--recipe paper: no COCO negatives given (--dataset-option extra_authentic=DIR); "
@@ -314,7 +318,8 @@ class Runner:
             det, self.dataset, case.split, distortion, params,
             tasks=tasks, strict=self.request.strict, baselines=det.task == "binary" and not case.editors,
             progress=self.progress, description=desc, ids=distributed.shard(ids), thresholds=thresholds,
-            input_short_side=input_short_side,
+            input_short_side=input_short_side, workers=self.workers, pin_memory=self.device.type == "cuda",
+            cache=baseline_cache(self.plan_.fingerprint),
         )
         seen = self._sizes.setdefault(case.split, {})
         seen.update(result.sizes)

@@ -1,0 +1,1 @@
+"""diffzoo's benchmarks: ``python -m benchmarks`` runs them all (see README.md here)."""

@@ -1,0 +1,103 @@
+"""Work spread over DataLoader worker processes: how many, and an ordered map.
+
+``--workers N`` on ``run``, ``train``, ``predict`` and ``generate`` sets how
+many processes read, decode and transform inputs while the main process runs
+the model (default: :func:`default_workers`).  :func:`ordered_map` hands the
+items to a ``torch.utils.data.DataLoader``, so results come back in the
+items' order whatever the number of workers; a function that depends only on
+its item gives the same results for any number.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import torch
+
+from diffzoo.harness.core.errors import ConfigError, DataError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+WORKERS_ENV = "DIFFZOO_WORKERS"
+"""Environment variable that sets the default number of loader workers."""
+
+
+def default_workers() -> int:
+    """Loader workers when none is asked for: ``$DIFFZOO_WORKERS`` if set,
+    else min(4, the CPU cores this process may use)."""
+    value = os.environ.get(WORKERS_ENV)
+    if value not in (None, ""):
+        return check_workers(value, f"${WORKERS_ENV}")
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return min(4, cores)
+
+
+def check_workers(workers: Any, what: str = "--workers") -> int:
+    """``workers`` as a whole number >= 0, else a ConfigError naming ``what``."""
+    try:
+        value = int(workers)
+        if isinstance(workers, bool) or value != float(workers) or value < 0:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} {workers!r}: give a whole number of worker processes >= 0 "
+                          "(0: everything in the main process)") from None
+    return value
+
+
+def resolve_workers(workers: Any) -> int:
+    """``workers`` checked, or :func:`default_workers` for None."""
+    return default_workers() if workers is None else check_workers(workers)
+
+
+def sendable(exc: Exception) -> BaseException:
+    """``exc`` if it survives a trip between processes (every DiffzooError
+    does), else a DataError with its text; for functions that return their
+    errors instead of raising them in a worker."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return DataError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+class _Items(torch.utils.data.Dataset):
+    def __init__(self, fn: Callable[[Any], Any], items: Sequence[Any]):
+        self.fn, self.items = fn, items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> Any:
+        return self.fn(self.items[index])
+
+
+def _as_is(item: Any) -> Any:
+    return item
+
+
+def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 0, *,
+                pin_memory: bool = False, prefetch: int = 4) -> Iterator[R]:
+    """``fn(item)`` for every item, in order, computed by ``workers`` loader
+    processes (0, or fewer than two items: here, no process started; never
+    more workers than items).  ``fn`` runs in a forked worker: it should catch its
+    own errors and return them (:func:`sendable`), since an exception raised
+    there reaches this process only as text.  ``pin_memory``: results'
+    tensors (or objects with a ``pin_memory()`` method) in page-locked
+    memory, for a fast copy to a GPU.
+    """
+    workers = min(check_workers(workers), len(items))
+    if workers == 0 or len(items) < 2:
+        yield from map(fn, items)
+        return
+    loader = torch.utils.data.DataLoader(
+        _Items(fn, items), batch_size=None, shuffle=False, num_workers=workers, collate_fn=_as_is,
+        pin_memory=pin_memory, prefetch_factor=prefetch,
+    )
+    yield from loader

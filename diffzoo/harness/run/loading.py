@@ -1,0 +1,105 @@
+"""Evaluation inputs, read by DataLoader worker processes (core/parallel.py).
+
+Each sample is read, distorted and brought to the detector's input rule in
+the loader's worker processes (``workers`` of them; 0: in this process),
+while this process runs the model and the metrics.  Items come back in the
+split's order whatever the number of workers, and every one of them is
+computed from the sample alone, so the records of a run do not depend on
+``workers`` (tests/test_loading.py).
+
+An error in a worker does not travel as a traceback: the item carries the
+exception itself (``EvalInput.error``) and the caller decides (a corrupt
+sample is skipped and counted, anything else is raised in this process as
+the very exception a worker-less run raises).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from diffzoo.harness.core.parallel import ordered_map, sendable
+from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.types import SampleMeta
+from diffzoo.harness.data.distortions import resize_image, shorter_side_size
+
+
+def detector_input(image: np.ndarray, short_side: int | None) -> np.ndarray:
+    """The recipe's evaluation input rule: the image as stored (``None``,
+    ``native``), or resized (Pillow bicubic) so its shorter side is
+    ``short_side`` (``paper``: the training crop size)."""
+    if short_side is None:
+        return image
+    return resize_image(image, shorter_side_size(*image.shape[:2], short_side))
+
+
+def image_tensor(image: np.ndarray) -> torch.Tensor:
+    """An H x W x 3 uint8 RGB image as the 1 x 3 x H x W float batch in [0, 1] detectors take."""
+    return as_batch(chw_uint8(image))
+
+
+def chw_uint8(image: np.ndarray) -> torch.Tensor:
+    """An H x W x 3 uint8 image as a 3 x H x W uint8 tensor (what workers send: a quarter of float's bytes)."""
+    return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)
+
+
+def as_batch(image: torch.Tensor) -> torch.Tensor:
+    """A 3 x H x W uint8 tensor as the 1 x 3 x H x W float batch in [0, 1]."""
+    return image[None].float() / 255.0
+
+
+@dataclass
+class EvalInput:
+    """One sample, ready for the detector: its id, the distorted image (3 x H x W
+    uint8), the label to score against, its metadata and its stored size; or
+    the error reading or distorting it raised (``error``; the rest is None)."""
+
+    sid: str
+    image: torch.Tensor | None = None
+    label: np.ndarray | None = None
+    meta: SampleMeta | None = None
+    size: tuple[int, int] | None = None
+    label_kept: bool = True  # the distortion returned the stored label itself
+    error: BaseException | None = None
+
+    def pin_memory(self) -> EvalInput:
+        """The same item with its image in page-locked memory (the loader's ``pin_memory``)."""
+        if self.image is not None:
+            self.image = self.image.pin_memory()
+        return self
+
+
+class EvalReader:
+    """A sample id -> its :class:`EvalInput`: read, distorted, resized by the input rule."""
+
+    def __init__(self, dataset: Dataset, distortion: Callable[..., Any], params: dict[str, Any],
+                 context: set[str], short_side: int | None):
+        self.dataset, self.distortion = dataset, distortion
+        self.params, self.context, self.short_side = params, context, short_side
+
+    def __call__(self, sid: str) -> EvalInput:
+        try:
+            sample = self.dataset.load(sid)
+            extra = {k: v for k, v in (("meta", sample.meta), ("label_space", self.dataset.label_space))
+                     if k in self.context}
+            image, label = self.distortion(sample.image, sample.label, **self.params, **extra)
+            image = detector_input(image, self.short_side)
+            return EvalInput(sid, chw_uint8(image), label, sample.meta, tuple(sample.image.shape[:2]),
+                             label_kept=label is sample.label)
+        except Exception as exc:  # handed to the caller, which skips or raises it
+            return EvalInput(sid, error=sendable(exc))
+
+
+def eval_inputs(dataset: Dataset, ids: Sequence[str], distortion: Callable[..., Any], params: dict[str, Any],
+                *, context: set[str] = frozenset(), short_side: int | None = None, workers: int = 0,
+                pin_memory: bool = False) -> Iterator[EvalInput]:
+    """Every id's :class:`EvalInput`, in order, read by ``workers`` processes
+    (core/parallel.py).  ``context``: which of ``meta`` / ``label_space`` the
+    distortion takes; ``short_side``: the evaluation input rule
+    (:func:`detector_input`); ``pin_memory``: page-locked images, for a GPU."""
+    read = EvalReader(dataset, distortion, params, set(context), short_side)
+    return ordered_map(read, list(ids), workers, pin_memory=pin_memory)
