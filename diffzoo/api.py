@@ -132,7 +132,7 @@ def evaluate(detector: str, suite: str = "all", dataset: str = "mini", *, out: s
     main.plan()
     result = Evaluation([main])
     if references:
-        for ref in reference_requests(request, main.suites):
+        for ref in reference_requests(request, main.suites, getattr(main.dataset, "reference_substitutes", None)):
             other = Runner(ref, main.progress)
             other.plan()
             result.runners.append(other)

@@ -137,3 +137,21 @@ def test_plan_only_says_the_passes_and_does_no_work(diffseg_folder, tmp_path, ca
     assert f"passes segformer.tiny [semantic]: 1 model pass(es), {val} image reads" in text
     assert "record(s) added" not in text and not (tmp_path / "out2").exists()
     assert not (cache / "checkpoints").exists()
+
+
+def test_a_dataset_can_name_the_reference_detectors_run_on_it():
+    """mini declares its stand-in for UniversalFakeDetect's ViT-L/14 (random features
+    either way offline); the record then names the detector that ran."""
+    from diffzoo.generators.datasets.mini import MINI_REFERENCES
+    from diffzoo.harness.run.references import reference_requests
+    from diffzoo.harness.run.request import RunRequest
+    from diffzoo.harness.suites.paper import REFERENCE_DETECTORS
+    from diffzoo.harness.core.plugins import get_registry
+
+    suites = [get_registry().get("suite", "classification").load()]
+    request = RunRequest(detector="segformer", suites="classification")
+    plain = [r.detector for r in reference_requests(request, suites)]
+    assert plain == list(REFERENCE_DETECTORS)
+    swapped = [r.detector for r in reference_requests(request, suites, MINI_REFERENCES)]
+    assert swapped == ["cnnspot", "universalfakedet.tiny"]
+    assert all(r.suites == "classification" for r in reference_requests(request, suites, MINI_REFERENCES))

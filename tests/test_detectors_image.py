@@ -247,3 +247,15 @@ def test_run_standard_suite_gives_image_level_records(capsys, diffseg_folder, tm
     assert policy["image"] == "fixed: edited if image probability > 0.5"
     assert policy["image_score_source"] == "detector"
     assert policy["pixel"].startswith("none")
+
+
+def test_feature_extraction_reports_its_progress_before_the_probe_trains(dataset):
+    """UniversalFakeDetect's pass over the training images (minutes with a real CLIP
+    on a CPU) is reported through TrainData.preparing, which the run's progress shows."""
+    det = _detector("universalfakedet.tiny")
+    seen, steps = [], []
+    ids = dataset.ids("train")
+    det.fit(TrainData(dataset, ids, preparing=lambda done, total: seen.append((done, total))),
+            _config(det, iterations=3), progress=lambda step, loss: steps.append(step))
+    assert seen and seen[-1] == (len(ids), len(ids)) and all(t == len(ids) for _, t in seen)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and steps == [1, 2, 3]

@@ -39,6 +39,14 @@ class TrainData:
     dataset: Dataset
     ids: list[str]
     resume: Resume | None = None
+    preparing: Callable[[int, int], None] | None = None
+    """Called as ``preparing(done, total)`` by a detector doing work of its own
+    before its training steps (UniversalFakeDetect's feature extraction), so
+    that the run's progress shows it; None: nobody listens."""
+
+    def prepared(self, done: int, total: int) -> None:
+        if self.preparing is not None:
+            self.preparing(done, total)
 
 
 class Normalized(nn.Module):

@@ -114,7 +114,10 @@ class ModelSource:
                 task.advance(step - done[0], loss=loss)
                 done[0] = step
 
-            log_ = det.fit(TrainData(self.dataset, ids, resume), job.config, progress=advance)
+            def preparing(done_: int, total: int) -> None:  # e.g. features extracted before step 1
+                task.advance(0, preparing=f"{done_}/{total}")
+
+            log_ = det.fit(TrainData(self.dataset, ids, resume, preparing), job.config, progress=advance)
         log_["num_train_images"] = len(ids)
         ckpt = self._cache_model(job, det, cached, "trained", log_, train_config=job.config.to_dict())
         if distributed.is_main():

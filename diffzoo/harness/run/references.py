@@ -8,6 +8,7 @@ A reference of the detector's own family is not run twice.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from diffzoo.harness.core.errors import UnknownNameError
@@ -20,20 +21,26 @@ def family(name: str) -> str:
     return name.split(".", 1)[0]
 
 
-def reference_requests(request: RunRequest, suites: list[Suite]) -> list[RunRequest]:
+def reference_requests(request: RunRequest, suites: list[Suite],
+                       substitutes: Mapping[str, str] | None = None) -> list[RunRequest]:
     """One request per reference detector, over the suites that name it.
 
     Given checkpoints belong to the main detector, so references train (or
     reuse their cache) and ``--no-train`` applies to them as well.  A
     reference no installed plugin provides is left out (logged by the CLI).
+    ``substitutes``: reference name -> the detector to run instead, which a
+    dataset may declare (``mini`` runs ``universalfakedet.tiny`` for
+    ``universalfakedet``; the records name the detector that ran).
     """
     registry = get_registry()
     own = family(registry.get("detector", request.detector).name)
+    substitutes = substitutes or {}
     wanted: dict[str, list[str]] = {}
     for suite in suites:
         for ref in suite.references:
             if family(ref) == own:
                 continue
+            ref = substitutes.get(ref, ref)
             wanted.setdefault(ref, []).append(suite.name)
     out = []
     for ref, names in wanted.items():
