@@ -3,11 +3,14 @@
     python benchmarks/mmseg_parity.py                     # 128 px, batch 2, 5 interleaved rounds
     python benchmarks/mmseg_parity.py --quick             # 64 px, fewer steps
     python benchmarks/mmseg_parity.py --train-demo        # + train each pair alike and score it
+    python benchmarks/mmseg_parity.py --train-demo --demo-only --demo-iterations 20   # the demo alone
 
 Pairs (native vs mmseg; docs/mmseg.md says how they differ):
 
 - ``segformer.b2`` vs ``mmseg.segformer-b2``: the same design (MiT-B2 + the
   all-MLP head); mmseg's head is 256 wide (native 768) with BN + ReLU per stage;
+  a second row builds the native one with mmseg's head width (256), so that
+  both have the same shapes (the model tests/test_mmseg_parity.py compares);
 - ``deeplabv3plus.r50`` vs ``mmseg.deeplabv3plus-r50``: the same design,
   different details (ResNet-50 vs ResNetV1c, a 256- vs 512-wide ASPP; mmseg
   also trains an auxiliary FCN head);
@@ -35,6 +38,7 @@ A benchmark, not a test: nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import tempfile
@@ -44,7 +48,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
-from bench import add_common_args, figure, interleaved, median_ratio, report, setup, timed, write_png_dataset  # noqa: E402
+from bench import (  # noqa: E402
+    add_common_args, figure, interleaved, median_ratio, report, setup, timed, write_png_dataset)
 
 from diffzoo import create_detector, open_dataset  # noqa: E402
 from diffzoo.harness.core.plugins import get_registry  # noqa: E402
@@ -52,11 +57,15 @@ from diffzoo.harness.core.types import BINARY  # noqa: E402
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS  # noqa: E402
 from diffzoo.harness.models.trainer import make_optimizer, segmentation_loss  # noqa: E402
 
-PAIRS = (
-    ("segformer-b2", "segformer.b2", "mmseg.segformer-b2", "same design; mmseg's head 256 wide (native 768), BN+ReLU per stage"),
-    ("deeplabv3plus-r50", "deeplabv3plus.r50", "mmseg.deeplabv3plus-r50",
+PAIRS = (  # key, native card, its arch changes, mmseg card, note
+    ("segformer-b2", "segformer.b2", {}, "mmseg.segformer-b2",
+     "same design; mmseg's head 256 wide (native 768), BN+ReLU per stage"),
+    ("segformer-b2-head256", "segformer.b2", {"decoder_hidden_size": 256}, "mmseg.segformer-b2",
+     "native built with mmseg's head width: the same shapes (tests/test_mmseg_parity.py)"),
+    ("deeplabv3plus-r50", "deeplabv3plus.r50", {}, "mmseg.deeplabv3plus-r50",
      "same design; ResNet-50 vs ResNetV1c, ASPP 256 vs 512 wide, mmseg + auxiliary head"),
-    ("fcn", "fcn8s.vgg16", "mmseg.fcn-r50", "different architectures: VGG-16 FCN-8s vs dilated ResNet-50 + FCN head"),
+    ("fcn", "fcn8s.vgg16", {}, "mmseg.fcn-r50",
+     "different architectures: VGG-16 FCN-8s vs dilated ResNet-50 + FCN head"),
 )
 DEMO = {"iterations": 30, "batch_size": 4, "crop_size": 64, "lr_scale": 10.0, "warmup_iters": 5}
 """--train-demo's schedule on the PNG fixture (``mini`` brings its own overrides; --demo-iterations wins)."""
@@ -65,6 +74,16 @@ DEMO_METRICS = ("mIoU", "F1", "pixel_AUC")
 
 def card(name: str):
     return get_registry().get("detector", name).card
+
+
+def build(name: str, arch: dict, seed: int = 0):
+    """Detector ``name`` (binary, random init), its card's arch updated with ``arch``."""
+    entry = get_registry().get("detector", name)
+    torch.manual_seed(seed)
+    if not arch:
+        return create_detector(name, "binary", BINARY, pretrained=False)
+    changed = dataclasses.replace(entry.card, arch={**entry.card.arch, **arch})
+    return entry.load()(card=changed, task="binary", label_space=BINARY, pretrained=False)
 
 
 def params(det) -> tuple[int, int]:
@@ -98,19 +117,16 @@ def infer_steps(det, batches) -> float:
     return timed(run)
 
 
-def measure(native_name: str, mmseg_name: str, args) -> dict:
+def measure(native_name: str, arch: dict, mmseg_name: str, args) -> dict:
     from diffzoo.harness.core.train_config import TrainConfig
 
-    dets = {}
-    for side, name in (("native", native_name), ("mmseg", mmseg_name)):
-        torch.manual_seed(0)
-        dets[side] = create_detector(name, "binary", BINARY, pretrained=False)
+    dets = {"native": build(native_name, arch), "mmseg": build(mmseg_name, {})}
     # one recipe for both sides (the mmseg card's): the same optimizer work per step
     cfg = TrainConfig.from_recipe(card(mmseg_name).recipe_values(), pretrained=False)
     g = torch.Generator().manual_seed(0)
     batches = [(torch.rand(args.batch_size, 3, args.size, args.size, generator=g),
                 torch.randint(0, 2, (args.batch_size, args.size, args.size), generator=g)) for _ in range(args.steps)]
-    row: dict = {"native": native_name, "mmseg": mmseg_name}
+    row: dict = {"native_card": native_name, "native_arch_changes": arch, "mmseg_card": mmseg_name}
     x = batches[0][0][:1]
     for side, det in dets.items():
         total, aux = params(det)
@@ -145,7 +161,7 @@ def demo_dataset(args, folder: Path):
     return ds, dict(DEMO)
 
 
-def train_demo(args) -> dict:
+def train_demo(args, chosen) -> dict:
     from diffzoo.harness.core.plugins import get_registry as registry
     from diffzoo.harness.models.segmenter import TrainData
     from diffzoo.harness.run.evaluate import evaluate
@@ -160,11 +176,11 @@ def train_demo(args) -> dict:
         print(f"  train demo on {ds.name}: train {len(ds.ids('train'))} images, scored on {split} "
               f"({len(ds.ids(split))}); overrides {overrides}, seed {args.seed}")
         ds.training_overrides = overrides
-        for key, native_name, mmseg_name, _ in PAIRS:
+        for key, native_name, arch, mmseg_name, _ in chosen:
             cfg, _ = train_config(card(mmseg_name), ds, user, pretrained=False, seed=args.seed)
-            for name in (native_name, mmseg_name):
-                torch.manual_seed(args.seed)
-                det = create_detector(name, "binary", BINARY, pretrained=False)
+            for name, changes in ((native_name, arch), (mmseg_name, {})):
+                det = build(name, changes, args.seed)
+                name = f"{key}: {name}"
                 start = time.perf_counter()
                 log = det.fit(TrainData(ds, ds.ids("train")), cfg)
                 wall = time.perf_counter() - start
@@ -172,7 +188,7 @@ def train_demo(args) -> dict:
                 rows[name] = {"pair": key, "optimizer": cfg.optimizer, "lr": cfg.lr, "train_wall_s": wall,
                               "final_loss": log["losses"][-1], **{m: metrics.get(m) for m in DEMO_METRICS}}
                 scores = "  ".join(f"{m} {metrics.get(m, float('nan')):.3f}" for m in DEMO_METRICS)
-                print(f"    {name:<26} loss {log['losses'][-1]:.3f}  {scores}  ({wall:.0f} s)", flush=True)
+                print(f"    {name:<46} loss {log['losses'][-1]:.3f}  {scores}  ({wall:.0f} s)", flush=True)
         config = {k: getattr(cfg, k) for k in ("iterations", "batch_size", "crop_size", "warmup_iters", "seed")}
     return {"dataset": ds.name, "split": split, "config": config, "overrides": overrides,
             "recipe": "each pair: the mmseg card's recipe, lr x the data's lr_scale", "models": rows}
@@ -189,6 +205,7 @@ def main() -> None:
     parser.add_argument("--demo-data", choices=("auto", "mini", "fixture"), default="auto",
                         help="auto: mini when built, else the PNG fixture")
     parser.add_argument("--demo-iterations", type=int, help="training steps of the demo (default: the data's)")
+    parser.add_argument("--demo-only", action="store_true", help="with --train-demo: skip the timed rounds")
     parser.add_argument("--seed", type=int, default=0)
     add_common_args(parser)
     args = parser.parse_args()
@@ -199,21 +216,24 @@ def main() -> None:
     print(f"native vs mmseg: {args.size} px, batch {args.batch_size}, {args.steps} steps x {args.rounds} "
           f"interleaved rounds, {torch.get_num_threads()} torch thread(s), random init, task binary")
     rows, figures = {}, []
-    for key, native_name, mmseg_name, note in chosen:
+    timed_pairs = [] if args.train_demo and args.demo_only else chosen
+    for key, native_name, arch, mmseg_name, note in timed_pairs:
         try:
-            rows[key] = {**measure(native_name, mmseg_name, args), "note": note}
+            rows[key] = {**measure(native_name, arch, mmseg_name, args), "note": note}
         except Exception as exc:  # e.g. the backend is not installed: report and go on
             rows[key] = {"error": f"{type(exc).__name__}: {exc}"}
         print(f"  {key}: done", flush=True)
-    print(f"  {'pair':<20}{'params native / mmseg (+aux)':>32}{'output native / mmseg':>34}"
-          f"{'train':>8}{'infer':>8}  (native / mmseg time)")
+    if rows:
+        print(f"  {'pair':<20}{'params native / mmseg (+aux)':>32}{'output native / mmseg':>34}"
+              f"{'train':>8}{'infer':>8}  (native / mmseg time)")
     for key, r in rows.items():
         if "error" in r:
             print(f"  {key:<20}failed: {r['error'][:100]}")
             figures.append(figure(f"{key}: failed", None))
             continue
         n, m = r["native"], r["mmseg"]
-        par = f"{n['params'] / 1e6:.1f} M / {(m['params'] - m['aux_params']) / 1e6:.1f} M (+{m['aux_params'] / 1e6:.1f})"
+        mm = (m["params"] - m["aux_params"]) / 1e6
+        par = f"{n['params'] / 1e6:.1f} M / {mm:.1f} M (+{m['aux_params'] / 1e6:.1f})"
         out = f"{'x'.join(map(str, n['output_shape'][1:]))} / {'x'.join(map(str, m['output_shape'][1:]))}"
         print(f"  {key:<20}{par:>32}{out:>34}{r['train_ratio']:>8.2f}{r['infer_ratio']:>8.2f}  {r['note']}")
         figures.append(figure(f"{key}: train step native/mmseg", r["train_ratio"], "<= 1.0"))
@@ -221,7 +241,7 @@ def main() -> None:
     results = {"benchmark": "mmseg_parity", "size": args.size, "batch_size": args.batch_size, "steps": args.steps,
                "rounds": args.rounds, "pairs": rows, "figures": figures}
     if args.train_demo:
-        results["train_demo"] = train_demo(args)
+        results["train_demo"] = train_demo(args, chosen)
     report(results, args.json)
 
 

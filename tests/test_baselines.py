@@ -45,6 +45,7 @@ def test_a_second_pass_reuses_the_baselines_and_a_crop_recomputes_them(tmp_path,
 
     counted.clear()
     crop = evaluate(det, ds, "val", dist("crop"), {"fraction": 0.5}, baselines=True, cache=cache)
+    assert counted == ds.ids("val")  # its own labels, scored once while the pass runs
     uncached = evaluate(det, ds, "val", dist("crop"), {"fraction": 0.5}, baselines=True)
     assert _metrics(crop.baselines) == _metrics(uncached.baselines) != _metrics(first.baselines)
 

@@ -31,7 +31,7 @@ from diffzoo.harness.core.types import LabelSpace
 
 ATOL = 1e-4
 NATIVE, MMSEG = "segformer.b2", "mmseg.segformer-b2"
-ENCODER, BACKBONE = "segformer.segformer.encoder.", "segmentor.backbone."  # prefixes in det.model.net
+ENCODER, BACKBONE = "segformer.segformer.", "segmentor.backbone."  # prefixes in det.model.net
 HEAD, DECODE_HEAD = "segformer.decode_head.", "segmentor.decode_head."
 LABELS = LabelSpace.from_editors(["a", "b", "c"])
 
@@ -60,7 +60,8 @@ class Mapping:
         return key in self.source
 
     def check(self, target: dict[str, torch.Tensor], source_prefix: str, target_prefix: str) -> None:
-        """Every target key under ``target_prefix`` made with its shape, every source key under ``source_prefix`` used."""
+        """Every target key under ``target_prefix`` made, with its shape; every
+        source key under ``source_prefix`` used."""
         wanted = {k for k in target if k.startswith(target_prefix)}
         given = {k for k in self.source if k.startswith(source_prefix)}
         assert set(self.out) == wanted, (sorted(wanted - set(self.out))[:5], sorted(set(self.out) - wanted)[:5])
@@ -107,7 +108,8 @@ def map_head(m: Mapping, stages: int, bn_eps: float) -> None:
         bias = m.take(f"{HEAD}linear_projections.{i}.proj.bias")
         bn = f"{DECODE_HEAD}convs.{i}.bn."
         m.out[bn + "weight"], m.out[bn + "bias"] = torch.ones_like(bias), bias
-        m.out[bn + "running_mean"], m.out[bn + "running_var"] = torch.zeros_like(bias), torch.full_like(bias, 1 - bn_eps)
+        m.out[bn + "running_mean"] = torch.zeros_like(bias)
+        m.out[bn + "running_var"] = torch.full_like(bias, 1 - bn_eps)
         m.out[bn + "num_batches_tracked"] = torch.tensor(0)
     fuse = m.take(f"{HEAD}linear_fuse.weight")
     m.out[f"{DECODE_HEAD}fusion_conv.conv.weight"] = torch.cat(fuse.chunk(stages, dim=1)[::-1], dim=1)
@@ -166,26 +168,27 @@ def image() -> torch.Tensor:
 
 
 def test_the_architecture_settings_match_but_for_the_documented_ones(backend):
-    from transformers import SegformerConfig
-
-    card = get_registry().get("detector", NATIVE).card
-    hf = SegformerConfig(**card.arch)
-    cfg = backend.load_config(get_registry().get("detector", MMSEG).card).model
-    bb, head = cfg.backbone, cfg.decode_head
-    assert bb.type == "MixVisionTransformer" and head.type == "SegformerHead"
-    assert list(hf.depths) == list(bb.num_layers)
-    assert list(hf.num_attention_heads) == list(bb.num_heads)
-    assert list(hf.hidden_sizes) == [bb.embed_dims * h for h in bb.num_heads] == list(head.in_channels)
-    assert list(hf.sr_ratios) == list(bb.sr_ratios)
-    assert list(hf.patch_sizes) == list(bb.patch_sizes) and list(hf.strides) == list(bb.strides)
-    assert list(hf.mlp_ratios) == [bb.mlp_ratio] * 4
-    assert hf.hidden_act == "gelu" and bb.qkv_bias is True
-    assert hf.drop_path_rate == bb.drop_path_rate == 0.1  # training only
+    hf = native_detector().model.net.segformer.config
+    segmentor = mmseg_detector().model.net.segmentor
+    bb, head = segmentor.backbone, segmentor.decode_head
+    assert type(bb).__name__ == "MixVisionTransformer" and type(head).__name__ == "SegformerHead"
+    assert list(hf.depths) == bb.num_layers
+    assert list(hf.num_attention_heads) == bb.num_heads
+    assert list(hf.hidden_sizes) == [bb.embed_dims * h for h in bb.num_heads] == head.in_channels
+    assert list(hf.sr_ratios) == bb.sr_ratios
+    assert list(hf.patch_sizes) == bb.patch_sizes and list(hf.strides) == bb.strides
+    ffn = [block.ffn.layers[0] for stage in bb.layers for block in stage[1]]
+    assert all(f.out_channels == r * f.in_channels for f, r in zip(ffn, [r for r, d in zip(hf.mlp_ratios, hf.depths)
+                                                                         for _ in range(d)], strict=True))
+    assert hf.hidden_act == "gelu" and type(bb.layers[0][1][0].ffn.activate).__name__ == "GELU"
+    drop_path = [m.drop_prob for n, m in bb.named_modules() if n.endswith("attn.dropout_layer")]
+    assert hf.drop_path_rate == pytest.approx(max(drop_path)) == 0.1  # training only
     assert hf.classifier_dropout_prob == head.dropout_ratio == 0.1  # training only
     assert head.align_corners is False  # transformers' head upsamples with align_corners=False too
     # the documented differences
     assert (hf.decoder_hidden_size, head.channels) == (768, 256)  # the paper's B2 width vs mmseg's B0 width
-    assert head.norm_cfg.type in ("BN", "SyncBN")  # mmseg: conv + BN + ReLU per stage; transformers: a Linear
+    assert [type(m).__name__ for m in head.convs[0].children()] == ["Conv2d", "BatchNorm2d", "ReLU"]  # vs a Linear
+    assert {m.eps for m in bb.modules() if isinstance(m, torch.nn.LayerNorm)} == {1e-6}  # transformers: 1e-5
 
 
 def test_the_encoders_agree_as_diffzoo_builds_them(backend):

@@ -173,6 +173,8 @@ def evaluate(
                 task.advance()
                 continue
             label, meta = item.label, item.meta
+            if cached is not None and not item.label_kept and not evaluated:
+                cached, result.baselines = None, constant_baselines.empty()  # a crop: score its own labels
             labels_kept &= item.label_kept
             evaluated.append(sid)
             result.sizes[sid] = item.size
@@ -203,8 +205,8 @@ def evaluate(
 
 def _baselines_of(dataset: Dataset, ids: list[str], distortion: Distortion, params: dict[str, Any],
                   workers: int) -> dict[str, EvalState]:
-    """The baselines of a pass whose distortion changed a label (a crop): one
-    more reading of its labels, since the cached ones scored the stored labels."""
+    """The baselines of a pass whose distortion changed some labels but not the
+    first one's (so the cached ones were taken): one more reading of its labels."""
     states = constant_baselines.empty()
     for item in eval_inputs(dataset, ids, distortion, params, context=distortion_context(distortion),
                             workers=workers):
