@@ -53,7 +53,7 @@ class _Steps:
 
         class Task:
             def advance(self, n=1, **info):
-                if description.startswith("training"):
+                if description.startswith("training") and n:  # n = 0: a status line (e.g. features extracted)
                     outer.calls += 1
                     if outer.calls == outer.kill_at:
                         raise _Killed(f"killed at step {outer.calls}")
