@@ -19,6 +19,88 @@ def error_lines(err):
     return [line for line in err.splitlines() if line.startswith("error:")]
 
 
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["run", "--detectr", "segformer"], "No such option: --detectr"),
+        (["list"], "Missing argument"),
+        (["run", "--detector", "segformer", "extra-arg"], "unexpected extra argument"),
+        (["list", "detectors", "--bogus"], "No such option: --bogus"),
+        (["run", "--detector", "segformer", "--seed", "abc"], "Invalid value for '--seed'"),
+        (["nonsense"], "No such command 'nonsense'"),
+    ],
+)
+def test_usage_errors_are_clicks_own_message_and_exit_2(capsys, args, expected):
+    code, out, err = cli(capsys, *args)
+    assert code == 2, (out, err)
+    assert expected in err and "Usage: diffzoo" in err and "--help" in err
+    assert "internal error" not in err and "Traceback" not in err
+
+
+def test_a_mistyped_option_names_the_one_meant(capsys):
+    code, _, err = cli(capsys, "run", "--detectr", "segformer")
+    assert code == 2 and "--detector" in err.split("No such option: --detectr")[1]
+
+
+def test_version_names_diffzoo_and_torch(capsys):
+    from importlib.metadata import version
+
+    from diffzoo.version import __version__
+
+    code, out, err = cli(capsys, "--version")
+    assert code == 0 and not err
+    assert out.strip().startswith(f"diffzoo {__version__} (torch {version('torch')}, Python ")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["list", "detectors"], ["list", "suites"], ["--version"],
+                                  ["run", "--help"]])
+def test_help_and_listing_import_no_torch(args):
+    """Start-up stays light: these commands import neither torch nor a model library
+    (their time is measured by benchmarks/cli_startup.py, not here)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom diffzoo.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n"
+            "    assert not exc.code, exc.code\n"
+            "heavy = sorted(m for m in ('torch', 'transformers', 'diffusers', 'timm', 'cv2') if m in sys.modules)\n"
+            "print('HEAVY', heavy, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stderr, done.stderr
+    assert done.stdout.strip()
+
+
+NOISY = """
+import sys, warnings
+from diffzoo.cli import app, main
+
+@app.command("noisy")
+def noisy():
+    from transformers import SegformerConfig
+    SegformerConfig().use_return_dict  # transformers logs "`use_return_dict` is deprecated!"
+    warnings.warn("old_api() is deprecated", FutureWarning)
+    print("done")
+
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_third_party_deprecation_notices_go_to_the_debug_log(debug, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_VERBOSITY")}
+    done = subprocess.run([sys.executable, "-c", NOISY, *(["--debug"] if debug else []), "noisy"],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr
+    if debug:
+        assert "use_return_dict" in done.stderr and "old_api() is deprecated" in done.stderr
+    else:
+        assert "deprecated" not in done.stderr, done.stderr
+
+
 def test_list_and_plugins(capsys):
     code, out, _ = cli(capsys, "list", "detectors", "segformer*")
     assert code == 0 and "segformer.b2" in out and "segformer.tiny" in out

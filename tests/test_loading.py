@@ -113,7 +113,28 @@ def test_default_workers_follows_the_environment(monkeypatch):
     with pytest.raises(ConfigError, match="DIFFZOO_WORKERS"):
         default_workers()
     monkeypatch.delenv("DIFFZOO_WORKERS")
-    assert 1 <= default_workers() <= 4
+    import torch
+
+    from diffzoo.harness.core import parallel
+
+    for cores in (1, 2, 8, 32):
+        monkeypatch.setattr(parallel, "available_cores", lambda cores=cores: cores)
+        assert default_workers("cuda") == default_workers(torch.device("cuda", 1)) == min(4, cores)
+        assert default_workers("cpu", threads=cores) == 0  # the model's threads take every core
+        assert default_workers(torch.device("cpu"), threads=1) == min(4, cores - 1)  # generate: one editor thread
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 6)
+    assert default_workers() == min(4, 32 - 6)  # without threads: torch's own count
+
+
+def test_the_runner_defaults_to_no_workers_for_a_cpu_model(diffseg_folder, monkeypatch):
+    from diffzoo.harness.run.request import RunRequest
+    from diffzoo.harness.run.runner import Runner
+
+    monkeypatch.delenv("DIFFZOO_WORKERS")
+    runner = Runner(RunRequest(detector="segformer.tiny", suites=[], dataset=str(diffseg_folder), device="cpu"))
+    assert runner.workers == 0 and runner.config.num_workers == 0
+    assert Runner(RunRequest(detector="segformer.tiny", suites=[], dataset=str(diffseg_folder), device="cpu",
+                             workers=2)).workers == 2
 
 
 def test_errors_cross_processes_with_their_attributes():

@@ -1,7 +1,9 @@
 """The ``diffzoo`` command line: a typer app, one module per command group.
 
 Errors raised by the library (``DiffzooError``) become one line on stderr and
-a non-zero exit; ``--debug`` shows the traceback instead.
+a non-zero exit; ``--debug`` shows the traceback instead.  Usage errors
+(unknown option, missing or extra argument, bad value) are click's own
+message, with its "Did you mean ...?", and exit 2.
 """
 
 from __future__ import annotations
@@ -15,7 +17,23 @@ from diffzoo.harness.core.errors import DiffzooError
 from diffzoo.harness.core.fsutil import disk_full_error
 from diffzoo.leaderboard.render.escape import term
 from diffzoo.cli.app import app
-from diffzoo.cli.console import console, err_console, state
+from diffzoo.cli.console import console, err_console, quiet_third_party, state
+
+
+def _click_error_types() -> tuple[type[BaseException], ...]:
+    """The ClickException classes a usage error may be raised as: typer 0.2x carries
+    its own copy of click (``typer._click``), whose exceptions are not click's."""
+    found = {cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "ClickException"}
+    try:
+        import click
+    except ImportError:  # typer no longer needs click itself
+        pass
+    else:
+        found.add(click.ClickException)
+    return tuple(found)
+
+
+CLICK_ERRORS = _click_error_types()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     if not debug:  # the CLI reports plugin failures itself, one line each
         logging.getLogger("diffzoo.harness.core.plugins").setLevel(logging.ERROR)
+    quiet_third_party(debug)
     try:
         code = app(args=args, prog_name="diffzoo", standalone_mode=False)
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, here
@@ -44,17 +63,15 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
+    except CLICK_ERRORS as exc:  # usage errors: click's message, exit 2
+        exc.show()
+        sys.exit(exc.exit_code)
+    except Exception as exc:
         # a full disk anywhere (safetensors, PIL, matplotlib writes) is the user's to fix
         full = disk_full_error(exc) if isinstance(exc, OSError) and not debug else None
         if full is not None:
             err_console.print(f"[bold red]error:[/] {term(full)}", highlight=False, soft_wrap=True)
             sys.exit(full.exit_code)
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
         if debug:
             raise
         err_console.print(

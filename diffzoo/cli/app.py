@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from diffzoo.cli import data, generate, labelpairs, leaderboard, listing, predict, run, train
-from diffzoo.cli.console import err_console, state
+from diffzoo.cli.console import console, err_console, state
 from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.leaderboard.render.escape import term
 
@@ -26,9 +26,31 @@ app = typer.Typer(
 )
 
 
+def version_line() -> str:
+    """``diffzoo X (torch Y, Python Z)``, read from the installed packages' metadata (no torch import)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from diffzoo.version import __version__
+
+    try:
+        torch = f"torch {version('torch')}"
+    except PackageNotFoundError:
+        torch = "torch not installed"
+    return f"diffzoo {__version__} ({torch}, Python {platform.python_version()})"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(version_line(), highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print diffzoo's version (and torch's) and exit."),
 ) -> None:
     state.debug = debug
     if int(os.environ.get("RANK", "0") or 0) == 0:  # under torchrun only rank 0 reports

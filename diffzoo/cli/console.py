@@ -1,8 +1,12 @@
-"""The console objects every command prints through, and the CLI's run state."""
+"""The console objects every command prints through, the CLI's run state, and
+what keeps third-party notices off the console."""
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
+import warnings
 from types import SimpleNamespace
 
 from rich.console import Console
@@ -12,3 +16,35 @@ _WIDTH = None if sys.stdout.isatty() else 132
 console = Console(highlight=False, width=_WIDTH, emoji=False)  # ":warning:" in a name prints as text
 err_console = Console(stderr=True, highlight=False, width=_WIDTH, emoji=False)
 state = SimpleNamespace(debug=False)
+
+
+LIBRARY_VERBOSITY = ("TRANSFORMERS_VERBOSITY", "DIFFUSERS_VERBOSITY")
+"""The variables transformers and diffusers read their log level from, once, when first imported."""
+NOTICES = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def quiet_third_party(debug: bool) -> None:
+    """Third-party deprecation notices go to the debug log (``--debug``), not the console.
+
+    transformers and diffusers log theirs through their own stderr handlers
+    ("`use_return_dict` is deprecated!"): their level is set through the
+    environment before they are imported (``error``, or ``info`` under
+    ``--debug``; a value the user set wins).  Python warnings of the notice
+    kinds raised outside diffzoo are logged at DEBUG on ``diffzoo.thirdparty``.
+    """
+    for name in LIBRARY_VERBOSITY:
+        os.environ.setdefault(name, "info" if debug else "error")
+    shown = warnings.showwarning
+    if getattr(shown, "diffzoo_quiet", False):
+        return
+    log = logging.getLogger("diffzoo.thirdparty")
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, NOTICES) and not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+            log.debug("%s:%s: %s: %s", filename, lineno, category.__name__, message)
+            return
+        shown(message, category, filename, lineno, file, line)
+
+    showwarning.diffzoo_quiet = True  # type: ignore[attr-defined]
+    warnings.showwarning = showwarning

@@ -13,7 +13,6 @@ import typer
 from diffzoo.generators.generate import openvocab, pipeline, vlm
 from diffzoo.generators.generate.schedule import parse_turn_ratio
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.leaderboard.render.escape import term
 from diffzoo.cli.console import console
@@ -83,7 +82,7 @@ def generate_cmd(
         regions=regions, turns=parse_turn_ratio(turns), ai_fraction=ai_bases, seed=seed, size=size, t2i=t2i,
         captions=captions, prompts=prompts, objects=objects, vlm=vlm_id, vlm_score=vlm_score, min_score=min_score,
         detector=detector, sam=sam, min_area=min_area, max_area=max_area, min_changed=min_changed, tries=tries,
-        device=device, threads=threads, workers=resolve_workers(workers),
+        device=device, threads=threads, workers=workers,
     )  # fmt: skip
     with rank_output(console):
         generator = pipeline.DatasetGenerator(config)

@@ -70,8 +70,9 @@ def _workers(value: int | None) -> int | None:
 
 WORKERS = typer.Option(
     None, "--workers", callback=_workers,
-    help="Loader processes that read, decode and distort images while the model runs (default: min(4, CPU "
-    "cores), or $DIFFZOO_WORKERS; 0: all in the main process). Results are the same for any number.",
+    help="Loader processes that read, decode and distort images while the model runs (default: $DIFFZOO_WORKERS, "
+    "else min(4, CPU cores) with a GPU and the cores the model's threads leave free on the CPU, so 0 for a CPU "
+    "model; 0: all in the main process). Results are the same for any number.",
 )
 DATASET_OPTION = typer.Option(
     [], "--dataset-option",

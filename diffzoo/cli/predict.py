@@ -7,13 +7,6 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from diffzoo.harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD
-from diffzoo.harness.run.prediction import (
-    PREDICTIONS_FILE,
-    collect_images,
-    load_model,
-    predict_files,
-)
 from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.progress import NullProgress
 from diffzoo.leaderboard.render.escape import term
@@ -46,6 +39,9 @@ def predict_cmd(
     Writes <stem>.labels.png (palette PNG, value = class index), <stem>.overlay.png
     and one line per image in predictions.jsonl.
     """
+    from diffzoo.harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD  # torch: not at start-up
+    from diffzoo.harness.run.prediction import PREDICTIONS_FILE, collect_images, load_model, predict_files
+
     paths = collect_images(images)  # a missing image fails before the model is built
     model = load_model(detector, checkpoint, task, device, labels)
     det = model.detector
@@ -53,7 +49,7 @@ def predict_cmd(
     console.print(f"[bold]model[/] {term(model.name)} {term(f'[{det.task}]')} from "
                   f"{term(str(model.checkpoint))} (sha256 {model.sha256[:12]}); classes: {term(classes)}")
     progress = RichProgress(console) if len(paths) > 1 else NullProgress()
-    rows = predict_files(model, paths, out, progress, resolve_workers(workers))
+    rows = predict_files(model, paths, out, progress, resolve_workers(workers, getattr(det, "device", "cpu")))
     console.print(_table(rows, det.task))
     edited = sum(r.get("verdict") == "edited" for r in rows)
     failed = [r for r in rows if "error" in r]
@@ -91,5 +87,7 @@ def _table(rows: list[dict], task: str) -> Table:
             cells.append(term(top or "-"))
         table.add_row(*cells)
     if len(rows) > SHOWN_ROWS:
+        from diffzoo.harness.run.prediction import PREDICTIONS_FILE
+
         table.caption = f"{len(rows) - SHOWN_ROWS} more in {PREDICTIONS_FILE}"
     return table

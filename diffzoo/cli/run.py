@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from diffzoo.api import Evaluation, evaluate
 from diffzoo.cli.console import console
 from diffzoo.cli.options import (
     BATCH_SIZE, CROP_SIZE, DATASET, DATASET_OPTION, DETECTOR, DEVICE, EXTRA_AUTHENTIC, ITERATIONS, LABELS,
@@ -23,6 +23,9 @@ from diffzoo.leaderboard.render.console import case_tables
 from diffzoo.leaderboard.render.escape import term
 from diffzoo.leaderboard.store import AddOutcome
 from diffzoo.leaderboard.summary.render import summary_console
+
+if TYPE_CHECKING:  # diffzoo.api imports torch: only when a command runs, never for --help or list
+    from diffzoo.api import Evaluation
 
 
 MAX_CASE_TABLES = 6
@@ -85,6 +88,8 @@ def run_cmd(
     ),
 ) -> None:
     """Run benchmark suites for one detector on one dataset (under torchrun: sharded over ranks)."""
+    from diffzoo.api import evaluate
+
     with rank_output(console):
         evaluate(
             detector, suite, dataset, out=out, references=references, rerun=rerun, force=force, plan_only=plan,

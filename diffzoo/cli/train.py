@@ -8,10 +8,10 @@ in the cache.  Under torchrun the model trains through DDP and rank 0 writes.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from diffzoo.api import train
 from diffzoo.cli.console import console
 from diffzoo.cli.options import (
     BATCH_SIZE, CROP_SIZE, DATASET, DATASET_OPTION, DETECTOR, DEVICE, EXTRA_AUTHENTIC, ITERATIONS, LABELS,
@@ -19,9 +19,11 @@ from diffzoo.cli.options import (
 )
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.cli.run import print_dataset
-from diffzoo.harness.run.planning import Plan, TrainingJob
-from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.leaderboard.render.escape import term
+
+if TYPE_CHECKING:  # these import torch: only when the command runs, never for --help or list
+    from diffzoo.harness.run.planning import Plan, TrainingJob
+    from diffzoo.harness.run.runner import Runner, TrainOutput
 
 
 def train_cmd(
@@ -46,6 +48,8 @@ def train_cmd(
     out: Path | None = typer.Option(None, "--out", help="Also write the checkpoint to this folder."),
 ) -> None:
     """Train one detector on a dataset's train split; the checkpoint goes to the cache (and --out)."""
+    from diffzoo.api import train
+
     with rank_output(console):
         _report(train(
             detector, dataset, task=task, exclude_editors=[e.strip() for e in (exclude_editors or "").split(",")

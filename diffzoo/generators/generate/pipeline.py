@@ -79,7 +79,8 @@ class GenerateConfig:
     lora_scale: float = 1.0
     device: str = "auto"
     threads: int | None = 1  # torch CPU threads (fixed, so results do not depend on the core count)
-    workers: int = 0  # processes that read and resize real bases ahead of the editors (same samples for any number)
+    workers: int | None = 0  # processes that read and resize real bases ahead of the editors (same samples for any
+    # number); None: parallel.default_workers for the device and threads
 
 
 @dataclass(frozen=True)
@@ -338,7 +339,7 @@ class DatasetGenerator:
         """Make every unfinished sample of ids 0..n-1; the summary on rank 0 (None on other ranks)."""
         from diffzoo.harness.core import distributed
         from diffzoo.harness.core.device import resolve_device
-        from diffzoo.harness.core.parallel import ordered_map
+        from diffzoo.harness.core.parallel import ordered_map, resolve_workers
 
         self.device = str(distributed.init(resolve_device(self.config.device)))
         settings = self._setup()
@@ -356,8 +357,9 @@ class DatasetGenerator:
             raise ConfigError(f"rank 0 stopped: {message}")
         mine = distributed.shard(todo)
         threads = self.config.threads if self.device.startswith("cpu") else None
+        workers = resolve_workers(self.config.workers, self.device, threads)
         with torch_threads(threads):
-            bases = ordered_map(self.real_base, [int(sid) for sid in mine], self.config.workers)
+            bases = ordered_map(self.real_base, [int(sid) for sid in mine], workers)
             with BackgroundWriter() as writer:  # PNG encoding and fsync overlap the next sample's editing
                 for done, (sid, base) in enumerate(zip(mine, bases), start=1):
                     base, edited = self.make(int(sid), base)

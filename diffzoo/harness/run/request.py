@@ -31,4 +31,4 @@ class RunRequest:
     unseen_pairs: list[tuple[str, str]] = field(default_factory=list)  # replaces the paper's pairs
     generators: dict[str, str] = field(default_factory=dict)  # generator a suite names -> card to use
     save_every: int | None = None  # training steps between resume saves; None: a tenth of the run, 0: never
-    workers: int | None = None  # loader processes (core/parallel.py); None: min(4, cores) or $DIFFZOO_WORKERS
+    workers: int | None = None  # loader processes; None: $DIFFZOO_WORKERS or by device (core/parallel.default_workers)

@@ -23,7 +23,7 @@ from typing import Any
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.device import resolve_device
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.core.parallel import resolve_workers
+from diffzoo.harness.core.parallel import check_workers, resolve_workers
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Detector
@@ -78,8 +78,10 @@ class Runner:
     def __init__(self, request: RunRequest, progress: Progress | None = None):
         self.request = request
         check_every(request.save_every)  # before any work
-        self.workers = resolve_workers(request.workers)
+        if request.workers is not None:  # a bad --workers fails before torchrun's group is joined
+            check_workers(request.workers)
         self.device = distributed.init(resolve_device(request.device))  # joins torchrun's group
+        self.workers = resolve_workers(request.workers, self.device)  # the default depends on the device
         self.progress = (progress or NullProgress()) if distributed.is_main() else NullProgress()
         registry = get_registry()
         self.entry = registry.get("detector", request.detector)  # unknown names fail before any work
