@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -147,18 +148,81 @@ def readme_mini_fingerprints() -> list[str]:
     return found
 
 
-def test_the_readme_shows_the_fingerprint_a_fresh_mini_build_gives(tmp_path, monkeypatch):
-    """README command 1's printed fingerprint is what `mini` built from scratch here gives
-    (and what the same-numbers golden run of `--suite all` was made on)."""
+def test_the_readme_shows_the_fingerprint_of_the_shipped_mini(tmp_path, monkeypatch):
+    """README command 1's printed fingerprint is the shipped copy's, which `--dataset mini`
+    reads on every machine without building anything (and which the same-numbers golden
+    run of `--suite all` was made on)."""
     from diffzoo.harness.run.factories import open_dataset
 
-    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))  # nothing cached: a fresh build
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))  # nothing cached
+    monkeypatch.setattr(demo, "build_mini", _no_build)
     ds = open_dataset("mini")
+    assert Path(ds.path) == demo.SHIPPED_ROOT
     assert len(ds.ids("train")) + len(ds.ids("calib")) + len(ds.ids("val")) == demo.DEFAULT_N_IMAGES
     shown = readme_mini_fingerprints()
     assert len(shown) >= 2  # the demo output and the published table
     assert set(shown) == {ds.fingerprint()}
     assert json.loads(GOLDEN.read_text())["fingerprints"] == [ds.fingerprint()]
+
+
+def _no_build(*args, **kwargs):
+    raise AssertionError("the shipped mini must not be rebuilt")
+
+
+def test_the_shipped_mini_is_what_a_default_build_plans():
+    """Properties a build made anywhere shares with the shipped copy: ids, manifest, the
+    exact label maps (integer region masks, no float computation), image modes and sizes,
+    and every editor's share.  The edited pixels themselves are this machine's float
+    results, so they are not compared with a build made here."""
+    root = demo.SHIPPED_ROOT
+    plans = demo.plan_mini(demo.DEFAULT_N_IMAGES, demo.DEFAULT_SIZE, demo.DEFAULT_SEED)
+    assert json.loads((root / "labels.json").read_text()) == {"names": ["background", *EDITORS], "verified": True}
+    metas = _manifest(root)
+    assert [m.id for m in metas] == [p.id for p in plans]
+    assert [m.turns for m in metas] == [p.turns for p in plans] and [m.base for m in metas] == [p.base for p in plans]
+    space = LabelSpace.from_editors(EDITORS)
+    edits = dict.fromkeys(EDITORS, 0)
+    for plan in plans:
+        expected = np.zeros((demo.DEFAULT_SIZE,) * 2, np.uint8)
+        for turn, mask in zip(plan.turns, plan.masks):
+            expected[mask] = space.index(turn.editor)
+            edits[turn.editor] += 1
+        with Image.open(root / "train_copy" / f"{plan.id}.mask.png") as m:
+            assert m.mode == "L" and np.array_equal(np.asarray(m), expected), plan.id
+        with Image.open(root / "train_copy" / f"{plan.id}.image.png") as im:
+            assert im.mode == "RGB" and im.size == (demo.DEFAULT_SIZE,) * 2
+    assert max(edits.values()) - min(edits.values()) <= 1
+    assert set(_files(root)) == {f"train_copy/{p.id}.{k}.png" for p in plans for k in ("image", "mask")} | {
+        "labels.json", "manifest.jsonl", "README.md"}
+
+
+def test_the_lora_suite_reads_the_shipped_re_edits(monkeypatch):
+    """Every validation image of the shipped mini with SDXL pixels has its SDXL-LoRA re-edit
+    shipped: the LoRA suite runs no generator on `mini` (whose float results are the CPU's)."""
+    from diffzoo.generators.datasets import reedit
+    from diffzoo.harness.run.factories import open_dataset
+
+    monkeypatch.setattr(reedit, "_generator", _no_build)
+    ds = open_dataset("mini")
+    shipped = {p.name for p in (demo.SHIPPED_REEDITS / "sdxl.tiny-lora").iterdir()}
+    edited = 0
+    for sid in ds.ids("val"):
+        sample = ds.load(sid)
+        out, label = reedit.reedit(sample.image, sample.label, meta=sample.meta, label_space=ds.label_space,
+                                   editor="sdxl", generator="sdxl.tiny-lora")
+        mask = sample.label == ds.label_space.index("sdxl")
+        assert label is sample.label and np.array_equal(out[~mask], sample.image[~mask])
+        edited += bool(mask.any())
+    assert edited == len(shipped) > 0
+    assert not list((Path(os.environ["DIFFZOO_CACHE"]) / reedit.CACHE_DIR).rglob("*.png"))  # nothing computed
+
+
+def test_an_install_without_the_shipped_copy_says_how_to_mend_it(tmp_path, monkeypatch):
+    from diffzoo.harness.run.factories import open_dataset
+
+    monkeypatch.setattr(demo, "SHIPPED_ROOT", tmp_path / "missing")
+    with pytest.raises(DataError, match="reinstall diffzoo.*data build mini"):
+        open_dataset("mini")
 
 
 def test_the_readme_check_reads_every_place_it_names(tmp_path, monkeypatch):

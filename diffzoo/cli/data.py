@@ -26,7 +26,12 @@ def build_cmd(
     root: Path | None = typer.Option(None, "--root", help="Where to write it (default: the diffzoo cache)."),
     force: bool = typer.Option(False, "--force", help="Rebuild even if it exists."),
 ) -> None:
-    """Build an embedded dataset (offline, deterministic)."""
+    """Rebuild an embedded dataset from its tiny editors (offline; deterministic on one machine).
+
+    `--dataset mini` reads the copy shipped with diffzoo; a build made here has
+    this machine's bytes (the tiny editors' float results depend on the CPU),
+    so pass its folder as --dataset to run on it.
+    """
     if name != "mini":
         from diffzoo.harness.core.errors import UnknownNameError
 
@@ -34,7 +39,9 @@ def build_cmd(
     build = resolve_target("diffzoo.generators.datasets.mini:ensure_mini", "dataset 'mini'", "diffzoo.generators.plugin")
     with counter_callback(RichProgress(console), "building mini") as callback:
         path = build(root=root, force=force, progress=callback)
-    console.print(f"mini dataset at {path}")
+    console.print(f"mini dataset at {term(str(path))}")
+    console.print("note: `--dataset mini` reads the copy shipped with diffzoo; this build's bytes and fingerprint are "
+                  f"this machine's (run on it with --dataset {term(str(path))})", soft_wrap=True)
 
 
 @data_app.command("info")

@@ -53,8 +53,8 @@ def register_datasets(register):
         "mini",
         MINI_TARGET,
         description=(
-            "embedded demo set built offline on first use: DiffSeg30k layout, 1-3 edits per "
-            "image by tiny random-weight stand-ins of the eight DiffSeg30k editors (proves pipelines work only)"
+            "embedded demo set shipped with diffzoo: DiffSeg30k layout, 1-3 edits per image by tiny "
+            "random-weight stand-ins of the eight DiffSeg30k editors (proves pipelines work only)"
         ),
     )
     register(

@@ -15,18 +15,27 @@ Layout (DiffSeg30k): ``train_copy/<8-digit id>.image.png`` and ``.mask.png``
 ``SampleMeta`` per line) and ``README.md``.  Same arguments give byte-identical
 files.  The build goes to a temporary sibling folder renamed at the end, so an
 interrupted build never leaves a half dataset.
+
+The default ``mini`` is data, not a computation: the tiny editors run on the
+CPU, and their float results (so the bytes of every edited image, the
+fingerprint, every checkpoint cache key) depend on the CPU's kernels and on
+Pillow's zlib.  So the copy built once is shipped inside the package
+(:data:`SHIPPED_ROOT`, with the LoRA suite's re-edits of its validation
+images in :data:`SHIPPED_REEDITS`) and ``--dataset mini`` reads it: the same
+bytes and fingerprint on every machine, and no build before the demo.
+``diffzoo data build mini`` still builds it from the tiny editors, into the
+cache or ``--root``; that copy's bytes are this machine's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +44,7 @@ import numpy as np
 
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import cache_root
+from diffzoo.harness.core.fsutil import cache_root, exclusive_lock
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
 log = logging.getLogger(__name__)
@@ -52,6 +61,10 @@ AUTHENTIC_WEIGHT = 2  # authentic : 1 : 2 : 3 edits = 2 : 1 : 4 : 5 (1/6 unedite
 """Unedited images, so image-level detection and false positives can be measured
 (the paper added 5k authentic COCO images to its training data)."""
 SOURCE = "diffzoo-mini"
+SHIPPED_ROOT = Path(__file__).resolve().parent / f"mini-v{MINI_VERSION}"
+"""The default ``mini`` as built once (DEFAULT_N_IMAGES, DEFAULT_SIZE, DEFAULT_SEED), shipped as package data."""
+SHIPPED_REEDITS = Path(__file__).resolve().parent / f"mini-v{MINI_VERSION}-reedits"
+"""The LoRA suite's re-edits of the shipped ``mini`` (``<generator>/<key>.png``, keys as in reedit.py)."""
 PHOTOS: tuple[str, ...] = (
     "astronaut.png", "camera.png", "chelsea.png", "coffee.png", "coins.png", "rocket.jpg",
     "hubble_deep_field.jpg", "motorcycle_left.png", "retina.jpg", "ihc.png", "moon.png",
@@ -275,23 +288,6 @@ def mini_root(
     return base / "datasets" / name
 
 
-@contextlib.contextmanager
-def _build_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock file (POSIX flock); elsewhere the atomic rename alone protects."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            yield
-            return
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
 def _is_built(root: Path) -> bool:
     return (root / "labels.json").is_file() and (root / "manifest.jsonl").is_file()
 
@@ -313,7 +309,7 @@ def ensure_mini(
     target = Path(root) if root is not None else mini_root(cache, n_images=n_images, size=size, seed=seed)
     if _is_built(target) and not force:
         return target
-    with _build_lock(target.parent / f".{target.name}.lock"):
+    with exclusive_lock(target.parent / f".{target.name}.lock"):
         if force or not _is_built(target):  # another process may have finished while we waited
             log.info("building the mini dataset at %s (first use)", target)
             build_mini(target, n_images=n_images, size=size, seed=seed, progress=progress, overwrite=target.exists())
@@ -354,17 +350,33 @@ MINI_TRAINING = {
 }
 
 
-def open_mini(path: str | Path | None = None, *, progress: Progress | None = None, **options: Any) -> Any:
-    """Dataset adapter for ``mini``: ensure it is built, then read it as DiffSeg30k.
+def shipped_root() -> Path:
+    """:data:`SHIPPED_ROOT`, checked: a DataError saying how to mend an install that lacks it."""
+    if not _is_built(SHIPPED_ROOT):
+        raise DataError(
+            f"the shipped copy of 'mini' is missing from this diffzoo install ({SHIPPED_ROOT}); reinstall "
+            "diffzoo, or build one with `diffzoo data build mini` (its bytes are this machine's) and "
+            "pass its folder as --dataset"
+        )
+    return SHIPPED_ROOT
 
-    Build options (``n_images``, ``size``, ``seed``, ``progress``, ``cache``) are
-    used for building; the rest go to ``DiffSeg30kDataset``.
+
+def open_mini(path: str | Path | None = None, *, progress: Progress | None = None, **options: Any) -> Any:
+    """Dataset adapter for ``mini``: read it as DiffSeg30k.
+
+    With no ``path`` and no build option it is the shipped copy
+    (:func:`shipped_root`).  Build options (``n_images``, ``size``, ``seed``,
+    ``cache``) or a ``path`` that holds no build yet build one with
+    :func:`ensure_mini` first (``progress`` reports that build); the rest of
+    ``options`` go to ``DiffSeg30kDataset``.
     """
     from diffzoo.harness.data.diffseg30k import DiffSeg30kDataset
 
     build = {k: options.pop(k) for k in ("n_images", "size", "seed", "cache") if k in options}
-    build["progress"] = progress
-    root = ensure_mini(root=path, **build)
+    if path is None and not build:
+        root = shipped_root()
+    else:
+        root = ensure_mini(root=path, progress=progress, **build)
     options.setdefault("name", "mini")
     for key, value in MINI_SPLITS.items():
         options.setdefault(key, value)

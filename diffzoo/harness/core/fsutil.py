@@ -1,4 +1,4 @@
-"""Small filesystem helpers: the cache root, atomic writes, disk-full errors."""
+"""Small filesystem helpers: the cache root, atomic writes, lock files, disk-full errors."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from diffzoo.harness.core.errors import StorageError
@@ -85,3 +87,22 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+@contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold the lock file ``path`` (POSIX flock, exclusive; folders made); it
+    dies with its process.  Without fcntl (Windows) nothing is locked: callers
+    also write atomically, which alone keeps a reader from a half-written file."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            yield
+            return
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

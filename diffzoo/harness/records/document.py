@@ -43,15 +43,13 @@ nondeterminism, reported when the store is asked to add it.
 from __future__ import annotations
 
 import datetime as _dt
-import fcntl
 import hashlib
 import json
 import math
 import platform
 import socket
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import metadata
@@ -60,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import RecordError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
+from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, exclusive_lock
 from diffzoo.harness.records.model import FIELDS, REQUIRED, SCHEMA_VERSION, RecordBody, StateRef, state_file_name
 
 if TYPE_CHECKING:
@@ -209,18 +207,11 @@ def record_problems(data: Any) -> list[str]:
     return []
 
 
-@contextmanager
-def store_lock(root: Path) -> Iterator[None]:
-    """Hold ``root/.lock`` (flock, exclusive): every write of records and
+def store_lock(root: Path) -> AbstractContextManager[None]:
+    """Hold ``root/.lock`` (:func:`exclusive_lock`): every write of records and
     states under ``root`` happens inside it, so cleaning leftover temp files
-    under it never removes one being written.  The lock dies with its process."""
-    Path(root).mkdir(parents=True, exist_ok=True)
-    with open(Path(root) / ".lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    under it never removes one being written."""
+    return exclusive_lock(Path(root) / ".lock")
 
 
 # -- metric states -----------------------------------------------------------------------
