@@ -252,7 +252,7 @@ def test_text_formats_carry_values_cis_provenance_and_escape_names(tmp_path):
     tables = build_tables(sel.records)
     md = to_markdown(sel, tables)
     assert "- **version**: v1" in md and "standard v1 / binary on mini" in md
-    row = next(line for line in md.splitlines() if line.startswith("| 1 | good"))
+    row = next(line for line in md.splitlines() if [c.strip() for c in line.split("|")[1:3]] == ["1", "good"])
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] == "**90.0**" and cells[3] == "**60.0 ± 10.0**"  # aAcc, mIoU with its CI; both best
     assert cells[-3] == "ab" * 6 and cells[-2] == "0123456789" and cells[-1] == "2026-11-29"

@@ -20,6 +20,7 @@ from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR, MetricInfo, metric_
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.newest import newest
 from diffzoo.leaderboard.render.escape import md_cell
+from diffzoo.leaderboard.render.layout import LEFT, RIGHT, markdown_table
 from diffzoo.leaderboard.tables import (
     RecordConditions,
     conditions_line,
@@ -209,16 +210,15 @@ def _markdown_table(t: ReportTable) -> list[str]:
     settings = spec.settings[0].label != ""
     head = ["model (paper)", "detector", *([spec.setting_header] if settings else []),
             *(c.label for c in spec.columns), *t.mixed]
-    lines.append("| " + " | ".join(md_cell(h) for h in head) + " |")
-    lines.append("|" + "|".join([":--"] * (2 + settings) + ["--:"] * len(spec.columns) + [":--"] * len(t.mixed))
-                 + "|")
+    rows = []
     for row in t.rows:
         cells = [md_cell(row.model or "—"), md_cell(row.detector),
                  *([md_cell(row.setting.label)] if settings else [])]
         cells += [SEP.join(md_cell(p) if p.startswith("n/a") else p for p in cell.parts()) for cell in row.cells]
         cells += [md_cell(row.condition(name)) for name in t.mixed]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines + [""]
+        rows.append(cells)
+    align = [LEFT] * (2 + settings) + [RIGHT] * len(spec.columns) + [LEFT] * len(t.mixed)
+    return lines + markdown_table([md_cell(h) for h in head], rows, align) + [""]
 
 
 def render_markdown(selection: Selection, tables: list[ReportTable], values: dict | None = None) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.leaderboard.render.escape import csv_cell, latex, md_cell
+from diffzoo.leaderboard.render.layout import LEFT, RIGHT, markdown_table
 from diffzoo.leaderboard.tables import Table, build_tables, check_mixing, conditions_line, record_conditions, render_cell
 from diffzoo.leaderboard.versions import Selection, summarize
 
@@ -66,18 +67,18 @@ def to_markdown(selection: Selection, tables: list[Table]) -> str:
                   + (f" · **mixed: {md_cell(', '.join(t.mixed))} (see the columns)**" if t.mixed else ""), ""]
         head = ["#", "detector", *(f"{c.label} {c.arrow}".strip() for c in t.columns), *t.mixed,
                 "checkpoint", "git", "date"]
-        lines.append("| " + " | ".join(head[:2] + [md_cell(h) for h in head[2:]]) + " |")
-        lines.append("|" + "|".join(["--:", ":--", *(["--:"] * len(t.columns)), *([":--"] * len(t.mixed)),
-                                     ":--", ":--", ":--"]) + "|")
+        rows = []
         for row in t.rows:
             p = row.provenance
             name = f"*{md_cell(row.detector)}*" if row.baseline else md_cell(row.detector)
-            cells = [str(row.rank or ""), name, *(render_cell(t, row, c, ci=lambda v, h: f"{v} ± {h}", best=lambda x: f"**{x}**")
-                       for c in t.columns), *_mixed_cells(t, row, md_cell),
-                     md_cell(short(p.get("checkpoint_sha256"))) if p else "",
-                     md_cell(short(p.get("git"), 10)) if p else "",
-                     md_cell((p.get("date") or "")[:10]) if p else ""]
-            lines.append("| " + " | ".join(cells) + " |")
+            rows.append([str(row.rank or ""), name, *(render_cell(t, row, c, ci=lambda v, h: f"{v} ± {h}",
+                                                                   best=lambda x: f"**{x}**") for c in t.columns),
+                         *_mixed_cells(t, row, md_cell),
+                         md_cell(short(p.get("checkpoint_sha256"))) if p else "",
+                         md_cell(short(p.get("git"), 10)) if p else "",
+                         md_cell((p.get("date") or "")[:10]) if p else ""])
+        align = [RIGHT, LEFT, *[RIGHT] * len(t.columns), *[LEFT] * len(t.mixed), LEFT, LEFT, LEFT]
+        lines += markdown_table(head[:2] + [md_cell(h) for h in head[2:]], rows, align)
         lines.append("")
     return "\n".join(lines)
 
@@ -135,6 +136,10 @@ def to_csv(selection: Selection, tables: list[Table]) -> str:
 
 
 # -- LaTeX (booktabs) -------------------------------------------------------------
+# Laid out by hand, not by tabulate: its only booktabs format (latex_booktabs)
+# escapes every cell itself, which would double-escape the cells escaped here
+# with escape.latex and break the markup cells carry on purpose (\textbf,
+# {\scriptsize$\pm$...}); its raw format (latex_raw) writes \hline, not booktabs.
 def to_latex(selection: Selection, tables: list[Table]) -> str:
     out = ["% diffzoo leaderboard; needs \\usepackage{booktabs}",
            *(f"% {label}: {latex(value)}" for label, value in header_lines(selection)), ""]

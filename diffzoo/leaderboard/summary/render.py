@@ -15,6 +15,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from diffzoo.leaderboard.render.escape import md_cell, printable, term_text
+from diffzoo.leaderboard.render.layout import LEFT, RIGHT, markdown_table
 from diffzoo.leaderboard.summary.build import Summary
 from diffzoo.leaderboard.summary.model import ABSENT, SummaryTable
 
@@ -43,13 +44,10 @@ def summary_markdown(summary: Summary, *, title: str, notes: Sequence[str] = ())
 
 def _md_table(t: SummaryTable) -> list[str]:
     heads = ([t.group_header] if t.group_header else []) + [t.row_header] + [c.header for c in t.columns]
-    align = [":--"] * (len(heads) - len(t.columns)) + ["--:"] * len(t.columns)
-    lines = [f"### {md_cell(t.title)}", "", "| " + " | ".join(md_cell(h) for h in heads) + " |",
-             "|" + "|".join(align) + "|"]
-    for row in t.rows:
-        first = ([md_cell(row.group)] if t.group_header else []) + [md_cell(row.label)]
-        lines.append("| " + " | ".join(first + [c.text(row.cells.get(c.key)) for c in t.columns]) + " |")
-    lines.append("")
+    align = [LEFT] * (len(heads) - len(t.columns)) + [RIGHT] * len(t.columns)
+    rows = [([md_cell(row.group)] if t.group_header else []) + [md_cell(row.label)]
+            + [c.text(row.cells.get(c.key)) for c in t.columns] for row in t.rows]
+    lines = [f"### {md_cell(t.title)}", "", *markdown_table([md_cell(h) for h in heads], rows, align), ""]
     if t.empty:
         lines.append(f"_{md_cell(t.hint)}_")
         lines.append("")
