@@ -25,8 +25,19 @@ def records(out):
 
 
 GOLDEN = Path(__file__).parent / "golden" / "suite-all-mini.json"
-"""`diffzoo run --detector segformer --suite all` on `mini`, as measured before issue 14's
-regroup (commit 8c757fd): every record's metrics and counts, every suite's definition hash."""
+"""`diffzoo run --detector segformer --suite all` on the shipped `mini` (README command 1,
+2026-12-01): every record's metrics and counts, every suite's definition hash."""
+PIXEL_TOLERANCE = 0.01
+"""How far a trained model's pixel-pooled metric may move between CPUs: the models train
+on the CPU, whose float kernels (AVX-512, AVX2, ...) differ in the last bits, and 60
+iterations carry that into the weights.  Measured on 2026-12-01: at most 0.0033 between
+this machine's AVX-512 kernels and ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
+MKL_ENABLE_INSTRUCTIONS=AVX2."""
+PER_IMAGE = ("img_", "top")
+"""Metrics decided image by image (image-level Acc/AP/AUC, top-k attribution): on 48
+images or fewer one image whose score sits near the threshold moves them by 0.02 or
+more (CNNSpot's all/img_real_Acc moved 0.375 under AVX2), so only their presence is
+compared, never their value."""
 
 
 def golden_view(data: list[dict]) -> dict:
@@ -38,6 +49,48 @@ def golden_view(data: list[dict]) -> dict:
         assert key not in view["records"], key
         view["records"][key] = {"metrics": r["metrics"], "counts": r["counts"]}
     return view
+
+
+def golden_differences(view: dict, golden: dict) -> list[str]:
+    """What differs between a run's :func:`golden_view` and the golden file beyond what
+    another CPU's float kernels explain: fingerprints, suite hashes, record keys, counts
+    and metric names exactly; pixel-pooled values within :data:`PIXEL_TOLERANCE`."""
+    problems = [f"{part} differ" for part in ("fingerprints", "suites") if view[part] != golden[part]]
+    if sorted(view["records"]) != sorted(golden["records"]):
+        problems.append(f"records: {sorted(set(view['records']) ^ set(golden['records']))}")
+    for key, want in golden["records"].items():
+        got = view["records"].get(key, {"metrics": {}, "counts": None})
+        if got["counts"] != want["counts"]:
+            problems.append(f"{key}: counts {got['counts']} != {want['counts']}")
+        if sorted(got["metrics"]) != sorted(want["metrics"]):
+            problems.append(f"{key}: metric names differ")
+        for name, value in want["metrics"].items():
+            other = got["metrics"].get(name)
+            if name.startswith(PER_IMAGE) or other is None or value is None:
+                if (other is None) != (value is None):
+                    problems.append(f"{key}/{name}: {other} vs {value}")
+            elif abs(other - value) > PIXEL_TOLERANCE:
+                problems.append(f"{key}/{name}: {other} vs {value} (more than {PIXEL_TOLERANCE})")
+    return problems
+
+
+def test_the_golden_comparison_fails_on_what_it_checks():
+    golden = json.loads(GOLDEN.read_text())
+    assert golden_differences(golden, golden) == []
+    key = next(k for k in golden["records"] if "mIoU" in golden["records"][k]["metrics"])
+    for change, expected in [
+        (lambda v: v["records"][key]["metrics"].update(mIoU=v["records"][key]["metrics"]["mIoU"] + 0.02), "mIoU"),
+        (lambda v: v["records"][key]["counts"].update(evaluated=1), "counts"),
+        (lambda v: v.update(fingerprints=["0" * 16]), "fingerprints"),
+        (lambda v: v["records"].pop(key), "records"),
+        (lambda v: v["records"][key]["metrics"].update(mIoU=None), "mIoU"),
+    ]:
+        view = json.loads(json.dumps(golden))
+        change(view)
+        assert any(expected in p for p in golden_differences(view, golden)), expected
+    within = json.loads(json.dumps(golden))
+    within["records"][key]["metrics"]["mIoU"] += PIXEL_TOLERANCE / 2
+    assert golden_differences(within, golden) == []
 
 
 def test_wildcard_suite_runs_every_match_and_writes_the_summary(capsys, folder8, tmp_path):
@@ -120,14 +173,11 @@ def test_suite_all_on_the_demo_data(capsys, tmp_path):
     summary = (out / "summary.md").read_text()
     for n in range(2, 9):
         assert f"Table {n}" in summary
-    # the same numbers as before the regroup of issue 14: every metric, count and suite hash
+    # the README run's numbers: every count, suite hash and metric name exactly, every
+    # pixel-pooled metric within what another CPU's float kernels move it
     golden = json.loads(GOLDEN.read_text())
     view = json.loads(json.dumps(golden_view(data)))  # the JSON round trip the golden file made
-    assert view["fingerprints"] == golden["fingerprints"]
-    assert view["suites"] == golden["suites"]
-    assert sorted(view["records"]) == sorted(golden["records"])
-    for key, want in golden["records"].items():
-        assert view["records"][key] == want, key
+    assert golden_differences(view, golden) == []
 
 
 def test_slices_without_metadata_report_no_slice_and_say_how_to_fix_it(capsys, tmp_path):
