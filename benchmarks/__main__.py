@@ -64,17 +64,17 @@ def value_text(row: dict) -> str:
 
 
 def table(results: dict[str, dict]) -> list[str]:
-    rows = [("benchmark", "figure", "value", "goal", "met")]
+    from tabulate import tabulate
+
+    rows = []
     for name, result in results.items():
         if "error" in result:
             rows.append((name, f"failed ({result['error']})", "-", "-", "-"))
         for row in result.get("figures", []):
             met = "-" if row["met"] is None else "yes" if row["met"] else "no"
             rows.append((name, row["figure"], value_text(row), row["goal"] or "-", met))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
+    return tabulate(rows, headers=("benchmark", "figure", "value", "goal", "met"), tablefmt="simple",
+                    colalign=("left", "left", "right", "right", "right"), disable_numparse=True).split("\n")
 
 
 def main() -> None:

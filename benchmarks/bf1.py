@@ -36,7 +36,7 @@ import numpy as np
 from bench import figure, report
 
 from diffzoo.harness.metrics import boundary_oracle as oracle
-from diffzoo.harness.metrics.boundary import per_class_bf1
+from diffzoo.harness.metrics.boundaries import per_class_bf1
 
 GOAL_MS = 30.0
 """Issue 15's target per 512² worst-case image."""

@@ -8,17 +8,15 @@ the ``create_*`` factories.  Everything else lives in subpackages
 
 from __future__ import annotations
 
-import importlib
 import logging
 
 from diffzoo.version import __version__
 from diffzoo.harness.core.cards import DetectorCard, GeneratorCard, RecipeValue, register_cards
-from diffzoo.harness.models.checkpoints import load_checkpoint, save_checkpoint
 from diffzoo.harness.core.errors import (
     ConfigError, CorruptSampleError, DataError, DetectorError, DiffzooError, ModelError, WeightsUnavailableError,
 )
-from diffzoo.harness.run.factories import create_detector, create_generator, open_dataset
 from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.harness.core.lazy import lazy_exports
 from diffzoo.harness.core.protocols import Dataset, Detector, EditResult, Generator
 from diffzoo.harness.suites import Case, Suite, TrainSpec
 from diffzoo.harness.core.types import DetectionOutput, EditRecord, LabelSpace, Sample, SampleMeta
@@ -26,8 +24,15 @@ from diffzoo.harness.core.types import DetectionOutput, EditRecord, LabelSpace, 
 # A library logs; the application (the CLI) decides where logs go.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-# The entry points and the base classes for plugin authors import torch, so they load on first use.
+# The entry points and the base classes for plugin authors import torch, and the factories and
+# checkpoint functions the dataset adapters and numpy: they load on first use, so that `import
+# diffzoo` (and `diffzoo --help`, `diffzoo list`) stays light.
 _LAZY = {
+    "create_detector": ".harness.run.factories",
+    "create_generator": ".harness.run.factories",
+    "open_dataset": ".harness.run.factories",
+    "load_checkpoint": ".harness.models.checkpoints",
+    "save_checkpoint": ".harness.models.checkpoints",
     "evaluate": ".api",
     "train": ".api",
     "Evaluation": ".api",
@@ -37,10 +42,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module 'diffzoo' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

@@ -175,3 +175,23 @@ def test_modules_stay_small():
         if text.count("\n") > 400 and "Over 400 lines because" not in text[:2000]:
             long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
     assert long == []
+
+
+@pytest.mark.parametrize("package", ["diffzoo", "diffzoo.harness.data", "diffzoo.harness.metrics"])
+def test_lazy_exports_resolve_to_what_they_name(package):
+    """A package that exports names lazily (harness/core/lazy.py) gives each name of its
+    ``__all__``, also once every submodule is loaded: a name that is also a submodule's
+    would then read as the module."""
+    import importlib
+    import pkgutil
+    import types
+
+    mod = importlib.import_module(package)
+    for info in pkgutil.iter_modules(mod.__path__):
+        if package != "diffzoo" or info.name in ("harness",):
+            importlib.import_module(f"{package}.{info.name}")
+    for name in mod.__all__:
+        value = getattr(mod, name)
+        assert not isinstance(value, types.ModuleType), f"{package}.{name} reads as a module"
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        getattr(mod, "not_a_name")

@@ -62,7 +62,7 @@ def test_help_and_listing_import_no_torch(args):
 
     code = ("import sys\nfrom diffzoo.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n"
             "    assert not exc.code, exc.code\n"
-            "heavy = sorted(m for m in ('torch', 'transformers', 'diffusers', 'timm', 'cv2') if m in sys.modules)\n"
+            "heavy = sorted(m for m in ('torch', 'transformers', 'diffusers', 'timm', 'cv2', 'numpy') if m in sys.modules)\n"
             "print('HEAVY', heavy, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -9,7 +9,6 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.harness.core.registry import resolve_target
 from diffzoo.leaderboard.render.escape import term, term_text
@@ -47,6 +46,8 @@ def build_cmd(
 @data_app.command("info")
 def info_cmd(dataset: str = typer.Argument(..., help="Registered name or path.")) -> None:
     """Describe a dataset: layout, splits, label map, fingerprint."""
+    from diffzoo.harness.run.factories import open_dataset  # the adapters: when the command runs
+
     ds = open_dataset(dataset)
     for key, value in ds.describe().items():
         console.print(f"[bold]{key}[/]: {value}")
@@ -76,6 +77,7 @@ def stats_cmd(
     """Dataset statistics as in the DiffSeg30k paper: images per editor, turns, base, edited area,
     resolutions, label values."""
     from diffzoo.harness.data.stats import dataset_stats
+    from diffzoo.harness.run.factories import open_dataset
     from diffzoo.leaderboard.outdir import claim_output_dir
     from diffzoo.leaderboard.render.stats_plots import stats_pngs
     from diffzoo.leaderboard.tables import slugify

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import typer
 
-from diffzoo.generators.generate import openvocab, pipeline, vlm
-from diffzoo.generators.generate.schedule import parse_turn_ratio
+from diffzoo.generators.generate.defaults import DEFAULT_DETECTOR, DEFAULT_SAM, DEFAULT_VLM
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.leaderboard.render.escape import term
@@ -58,11 +57,11 @@ def generate_cmd(
     ),
     prompts: str = typer.Option("templates", "--prompts", help="templates or vlm."),
     objects: str = typer.Option("vocabulary", "--objects", help="Object names for open-vocab: vocabulary (COCO classes) or vlm."),
-    vlm_id: str = typer.Option(vlm.DEFAULT_VLM, "--vlm", help="Vision-language model (hub id) for --prompts/--objects vlm and --vlm-score."),
+    vlm_id: str = typer.Option(DEFAULT_VLM, "--vlm", help="Vision-language model (hub id) for --prompts/--objects vlm and --vlm-score."),
     vlm_score: bool = typer.Option(False, "--vlm-score", help="Reject edits the VLM scores below --min-score (0-5)."),
     min_score: float = typer.Option(3.0, "--min-score"),
-    detector: str = typer.Option(openvocab.DEFAULT_DETECTOR, "--detector", help="Grounding DINO hub id (open-vocab)."),
-    sam: str = typer.Option(openvocab.DEFAULT_SAM, "--sam", help="SAM hub id (open-vocab)."),
+    detector: str = typer.Option(DEFAULT_DETECTOR, "--detector", help="Grounding DINO hub id (open-vocab)."),
+    sam: str = typer.Option(DEFAULT_SAM, "--sam", help="SAM hub id (open-vocab)."),
     min_area: float = typer.Option(0.01, "--min-area", help="Smallest region, as a fraction of the image."),
     max_area: float = typer.Option(0.5, "--max-area", help="Largest region, as a fraction of the image."),
     min_changed: float = typer.Option(0.1, "--min-changed", help="No-op filter: least fraction of the region an edit must change."),
@@ -76,6 +75,9 @@ def generate_cmd(
     workers: int | None = WORKERS,
 ) -> None:
     """Generate a multi-turn edited dataset (DiffSeg30k layout + manifest.jsonl)."""
+    from diffzoo.generators.generate import pipeline  # the generators: when the command runs
+    from diffzoo.generators.generate.schedule import parse_turn_ratio
+
     chosen = tuple(e.strip() for e in editors.split(",") if e.strip())
     config = pipeline.GenerateConfig(
         out=out, editors=chosen, bases=bases, n=n, loras=parse_loras(lora, chosen), lora_scale=lora_scale,

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from diffzoo.generators.editors import labels as L
-from diffzoo.generators.datasets import pairs
+from diffzoo.generators.editors import label_rule as L
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.leaderboard.render.escape import term
 from diffzoo.cli.console import console
@@ -36,6 +35,8 @@ def label_pairs_cmd(
     force: bool = typer.Option(False, "--force", help="Replace a non-empty output folder."),
 ) -> None:
     """Label paired images by pixel difference; write a DiffSeg30k-layout folder diffzoo can open."""
+    from diffzoo.generators.datasets import pairs  # Pillow and OpenCV: when the command runs
+
     out = out if out is not None else gen_dir.parent / f"{gen_dir.name}-labels"
     with counter_callback(RichProgress(console), "labelling pairs") as callback:
         report = pairs.label_pairs(

@@ -10,23 +10,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.metrics.catalog import metric_info
-from diffzoo.leaderboard.diff import diff as diff_selections
-from diffzoo.leaderboard.diff import diff_console
+from diffzoo.leaderboard.formats import FORMATS
 from diffzoo.leaderboard.render.escape import term, term_text
-from diffzoo.leaderboard.render.text import FORMATS
-from diffzoo.leaderboard.render.text import publish as publish_selection
-from diffzoo.leaderboard.outdir import claim_output_dir
-from diffzoo.leaderboard.store import RecordStore
-from diffzoo.leaderboard.tables import PRIMARY, format_value
-from diffzoo.leaderboard.verify import Report, verify_files, verify_store
-from diffzoo.leaderboard.versions import freeze as freeze_store, list_versions, resolve, select
 from diffzoo.cli.console import console
+
+# The store, its verification and the renderers load the metric code (numpy): each command
+# imports what it uses when it runs, so that `diffzoo --help` and `diffzoo list` stay light.
+if TYPE_CHECKING:
+    from diffzoo.leaderboard.store import RecordStore
+    from diffzoo.leaderboard.verify import Report
 
 lb = typer.Typer(help="The versioned leaderboard: stored records, frozen versions, publishing.",
                  no_args_is_help=True)
@@ -38,6 +37,9 @@ CLEAN_HELP = "Remove temp files left by killed writes (under the store's lock)."
 
 
 def _store(path: Path, must_exist: bool = True) -> RecordStore:
+    from diffzoo.leaderboard.outdir import claim_output_dir
+    from diffzoo.leaderboard.store import RecordStore
+
     store = RecordStore(path)
     if not store.records_dir.is_dir():
         if must_exist:
@@ -52,6 +54,8 @@ def _split(values: list[str]) -> list[str]:
 
 
 def _primary(record) -> str:
+    from diffzoo.leaderboard.tables import PRIMARY, format_value
+
     name = PRIMARY.get(record.body.task, "")
     info = metric_info(name)
     if not info or name not in record.metrics:
@@ -67,6 +71,8 @@ def list_cmd(
     detector: list[str] = typer.Option([], "--detector", help="Only these detectors (wildcards, commas)."),
 ) -> None:
     """List stored records."""
+    from diffzoo.leaderboard.versions import select
+
     records = select(list(_store(store)), suites=_split(suite), datasets=_split(dataset),
                      detectors=_split(detector))
     table = Table(title=term_text(f"{len(records)} record(s) in {store}"), title_justify="left")
@@ -87,6 +93,8 @@ def show_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the record's JSON."),
 ) -> None:
     """Show one record: metrics with CIs and its provenance."""
+    from diffzoo.leaderboard.tables import format_value
+
     record = _store(store).get(record_id)
     if as_json:
         console.print_json(record.to_json())  # JSON escapes every control character
@@ -147,6 +155,8 @@ def validate_cmd(
 ) -> None:
     """Check records: schema, edits, ids and every number against its state;
     one line per invalid file or leftover temp file, exit 1 if any."""
+    from diffzoo.leaderboard.verify import verify_files
+
     report = verify_files(paths or [_store(store).root], clean=clean)
     _report(report, "valid", "invalid", by_path=True)
 
@@ -159,6 +169,8 @@ def verify_cmd(
 ) -> None:
     """Verify a whole store or a frozen version: every record recomputed from
     its state, every version's records as frozen; one line per bad row, exit 1 if any."""
+    from diffzoo.leaderboard.verify import verify_store
+
     _report(verify_store(_store(store), version, clean=clean), "good", "bad")
 
 
@@ -191,6 +203,8 @@ def freeze_cmd(
     note: str = typer.Option("", "--note", help="A line saying what this version is."),
 ) -> None:
     """Fix a leaderboard version: the records, dataset fingerprints, suite and metric versions."""
+    from diffzoo.leaderboard.versions import freeze as freeze_store
+
     path = freeze_store(_store(store), name, suites=_split(suite), datasets=_split(dataset),
                         detectors=_split(detector), note=note)
     manifest = json.loads(path.read_text())
@@ -202,6 +216,8 @@ def freeze_cmd(
 @lb.command("versions")
 def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP)) -> None:
     """List frozen versions."""
+    from diffzoo.leaderboard.versions import list_versions
+
     table = Table(title="frozen versions", title_justify="left")
     for col in ("name", "created", "records", "suites", "datasets", "note"):
         table.add_column(col)
@@ -220,6 +236,11 @@ def diff_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the difference as JSON."),
 ) -> None:
     """Show what moved between two versions or runs."""
+    from diffzoo.leaderboard.diff import diff as diff_selections
+    from diffzoo.leaderboard.diff import diff_console
+    from diffzoo.leaderboard.store import RecordStore
+    from diffzoo.leaderboard.versions import resolve
+
     st = RecordStore(store)
     result = diff_selections(resolve(a, st), resolve(b, st))
     if as_json:
@@ -248,12 +269,15 @@ def publish_cmd(
 
 
 def _publish(version: str | None, store: Path, formats: list[str], out: Path, allow_mixed: bool) -> None:
+    from diffzoo.leaderboard.render import text
+    from diffzoo.leaderboard.versions import resolve
+
     selection = resolve(version, _store(store))
     if version is not None and selection.version is None:
         raise RecordError(f"{version!r} is not a frozen version in {store}; freeze it first "
                           "(`diffzoo leaderboard freeze NAME`) or omit it to publish every record")
     for f in formats:
-        path = publish_selection(selection, f, out, allow_mixed=allow_mixed)
+        path = text.publish(selection, f, out, allow_mixed=allow_mixed)
         console.print(f"wrote {f}: {term(path)}")
 
 

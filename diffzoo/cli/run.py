@@ -19,13 +19,11 @@ from diffzoo.cli.options import (
 )
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.leaderboard.render.console import case_tables
 from diffzoo.leaderboard.render.escape import term
-from diffzoo.leaderboard.store import AddOutcome
-from diffzoo.leaderboard.summary.render import summary_console
 
-if TYPE_CHECKING:  # diffzoo.api imports torch: only when a command runs, never for --help or list
+if TYPE_CHECKING:  # these import torch or numpy: only when a command runs, never for --help or list
     from diffzoo.api import Evaluation
+    from diffzoo.leaderboard.store import AddOutcome
 
 
 MAX_CASE_TABLES = 6
@@ -158,6 +156,9 @@ def print_plan(result: Evaluation) -> None:
 
 def print_result(result: Evaluation) -> None:
     """Notes, case tables (up to MAX_CASE_TABLES), the summary and what the store did."""
+    from diffzoo.leaderboard.render.console import case_tables
+    from diffzoo.leaderboard.summary.render import summary_console
+
     for line in result.notes:  # cases without images; passes that reused the undistorted one
         console.print(f"[yellow]note:[/] {term(line)}")
     tables = case_tables(result.records)

@@ -36,16 +36,10 @@ import numpy as np
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import IGNORE_INDEX
+from diffzoo.generators.editors.label_rule import DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TAU = 0.05
-DEFAULT_MIN_AREA = 0.01
-DEFAULT_MAX_AREA = 0.70
-"""Area bounds, as fractions of the compared pixels.  PIXAR drops edits below
-2,480 px or above 184,500 px (about 0.95% and 70% of 512 x 512); a bound above
-1 is a pixel count, so those values can be passed as they are."""
-DEFAULT_CLEANUP = 3
 STATUSES = ("ok", "rejected-noop", "rejected-global")
 FRAMES = ("gen", "orig")
 

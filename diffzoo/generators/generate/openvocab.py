@@ -23,12 +23,11 @@ import numpy as np
 
 from diffzoo.harness.core.errors import WeightsUnavailableError
 from diffzoo.harness.models.weights import hub_offline
+from diffzoo.generators.generate.defaults import DEFAULT_DETECTOR, DEFAULT_SAM
 from diffzoo.generators.generate.regions import Region, dedupe_overlaps, region_from_mask
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DETECTOR = "IDEA-Research/grounding-dino-base"  # or IDEA-Research/grounding-dino-tiny
-DEFAULT_SAM = "facebook/sam-vit-huge"  # or facebook/sam-vit-base
 COCO_CLASSES: tuple[str, ...] = (
     "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat",
     "traffic light", "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat", "dog",

@@ -32,11 +32,10 @@ from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.generators.generate.layout import STATE_DIR, BackgroundWriter, SampleStore, write_file
 from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names, edit_sample, sample_row, torch_threads
-from diffzoo.generators.generate.openvocab import DEFAULT_DETECTOR, DEFAULT_SAM
+from diffzoo.generators.generate.defaults import DEFAULT_DETECTOR, DEFAULT_SAM, DEFAULT_VLM
 from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import AREA_BINS, Region, choose_region
 from diffzoo.generators.generate.schedule import Schedule, SampleSchedule, sample_rng
-from diffzoo.generators.generate.vlm import DEFAULT_VLM
 
 log = logging.getLogger(__name__)
 

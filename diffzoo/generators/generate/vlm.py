@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.generate.defaults import DEFAULT_VLM
 from diffzoo.generators.generate.openvocab import load_hf
 from diffzoo.generators.generate.prompts import turn_prompts
 
 log = logging.getLogger(__name__)
 
-DEFAULT_VLM = "Qwen/Qwen2.5-VL-7B-Instruct"
 MAX_NAMES = 10
 
 

@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from diffzoo.harness.core.cards import DetectorCard, GeneratorCard
 from diffzoo.harness.core.types import DetectionOutput, LabelSpace, Sample
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - annotations only: `import diffzoo` loads neither
+    import numpy as np
     import torch
 
     from diffzoo.harness.core.train_config import TrainConfig

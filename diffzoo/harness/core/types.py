@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from diffzoo.harness.core.errors import DataError
+
+if TYPE_CHECKING:  # annotations only: `import diffzoo` (and `diffzoo list`) loads no numpy
+    import numpy as np
 
 IGNORE_INDEX = 255
 """Label value that metrics and losses skip (METRICS.md)."""
@@ -79,7 +80,7 @@ class LabelSpace:
 
     def to_binary_map(self, label_map: np.ndarray) -> np.ndarray:
         """Every editor -> 1, background stays 0, ignore stays 255."""
-        out = (label_map > 0).astype(np.uint8)
+        out = (label_map > 0).astype("uint8")
         out[label_map == IGNORE_INDEX] = IGNORE_INDEX
         return out
 
@@ -165,7 +166,7 @@ class Sample:
     meta: SampleMeta
 
     def __post_init__(self) -> None:
-        if self.image.ndim != 3 or self.image.shape[2] != 3 or self.image.dtype != np.uint8:
+        if self.image.ndim != 3 or self.image.shape[2] != 3 or self.image.dtype != "uint8":
             raise DataError(
                 f"sample {self.meta.id}: image must be H x W x 3 uint8, "
                 f"got {self.image.shape} {self.image.dtype}"

@@ -4,28 +4,41 @@ fingerprints, provenance.
 See docs/datasets.md for the layouts each adapter reads.
 """
 
-from diffzoo.harness.data.authentic import AUTHENTIC_PREFIX, AuthenticFolder, WithAuthentic
-from diffzoo.harness.data.base import SplitDataset
-from diffzoo.harness.data.diffseg30k import DiffSeg30kDataset
-from diffzoo.harness.data.fingerprint import fingerprint_files, pair_fingerprint
-from diffzoo.harness.data.generic import JsonListDataset, TpGtDataset
-from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID
-from diffzoo.harness.data.imageio import read_binary_mask, read_image, read_mask
-from diffzoo.harness.data.labelmaps import (
-    DIFFSEG30K_EDITORS,
-    DIFFSEG30K_LABELS,
-    DIFFSEG30K_LABELS_VERIFIED,
-    DIFFSEG30K_PAPER_NAMES,
-    LABEL_MAP_FILES,
-    LabelMap,
-    check_mask_values,
-    label_map_sha256,
-    load_label_space,
-    read_label_file,
-)
-from diffzoo.harness.data.metadata import read_metadata_file
-from diffzoo.harness.data.provenance import provenance_of
-from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, hash_split_id, split_ids
+from diffzoo.harness.core.lazy import lazy_exports
+
+# Each name is imported from its module on first use: importing one submodule (e.g. labelmaps)
+# does not load every adapter and Pillow with it.
+__getattr__ = lazy_exports(__name__, {
+    "AUTHENTIC_PREFIX": ".authentic",
+    "AuthenticFolder": ".authentic",
+    "CANONICAL_SPLITS": ".splits",
+    "DIFFSEG30K_EDITORS": ".labelmaps",
+    "DIFFSEG30K_HUB_ID": ".hfsource",
+    "DIFFSEG30K_LABELS": ".labelmaps",
+    "DIFFSEG30K_LABELS_VERIFIED": ".labelmaps",
+    "DIFFSEG30K_PAPER_NAMES": ".labelmaps",
+    "DiffSeg30kDataset": ".diffseg30k",
+    "JsonListDataset": ".generic",
+    "LABEL_MAP_FILES": ".labelmaps",
+    "LabelMap": ".labelmaps",
+    "SplitDataset": ".base",
+    "TpGtDataset": ".generic",
+    "WithAuthentic": ".authentic",
+    "canonical_split": ".splits",
+    "check_mask_values": ".labelmaps",
+    "fingerprint_files": ".fingerprint",
+    "hash_split_id": ".splits",
+    "label_map_sha256": ".labelmaps",
+    "load_label_space": ".labelmaps",
+    "pair_fingerprint": ".fingerprint",
+    "provenance_of": ".provenance",
+    "read_binary_mask": ".imageio",
+    "read_image": ".imageio",
+    "read_label_file": ".labelmaps",
+    "read_mask": ".imageio",
+    "read_metadata_file": ".metadata",
+    "split_ids": ".splits",
+})
 
 __all__ = [
     "AUTHENTIC_PREFIX",

@@ -21,7 +21,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError, DiffzooError
 from diffzoo.harness.core.fsutil import sha256_file
@@ -320,8 +319,11 @@ def _cell_ref(value: Any, sample_id: str, what: str) -> Ref:
             return data, f"{what} ({path})" if path else what
         if path:
             return path, path
-    elif isinstance(value, (bytes, bytearray, Image.Image)):
-        return value, what
+    else:
+        from PIL import Image  # here: the builtins import this module's hub id, and `diffzoo list` stays light
+
+        if isinstance(value, (bytes, bytearray, Image.Image)):
+            return value, what
     raise CorruptSampleError(
         sample_id, f"{what}: empty or unsupported cell ({type(value).__name__})"
     )

@@ -21,13 +21,13 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -223,6 +223,8 @@ def parse_label_bytes(
     Returns the label space and whether its order is verified (the file's
     ``verified`` field, else ``verified``).
     """
+    import yaml  # here: the suites import this module's constants, and `diffzoo list` stays light
+
     suffix = Path(name).suffix.lower()
     try:
         text = data.decode("utf-8-sig")
@@ -355,6 +357,8 @@ def check_mask_values(
 
     Value 255 (ignore) is always allowed.  ``where`` names the mask file.
     """
+    import numpy as np
+
     counts = np.bincount(mask.ravel(), minlength=256)
     counts[IGNORE_INDEX] = 0
     bad = np.flatnonzero(counts[label_space.num_classes :]) + label_space.num_classes

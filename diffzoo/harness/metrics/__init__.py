@@ -8,14 +8,35 @@ The DiffSeg30k paper does not say which bF1 it used; diffzoo uses Csurka et
 al. 2013 / MATLAB bfscore style with theta = 0.75% of the diagonal.
 """
 
-from diffzoo.harness.metrics.aggregate import MetricConfig
-from diffzoo.harness.metrics.attribution import editor_ranking, topk_hits
-from diffzoo.harness.metrics.boundary import boundary, boundary_f1, per_class_bf1, tolerance
-from diffzoo.harness.metrics.confusion import confusion_counts, iou_per_class, pixel_metrics
-from diffzoo.harness.metrics.image_level import average_precision, roc_auc
-from diffzoo.harness.metrics.pixel_auc import histogram_auc, prob_histograms
-from diffzoo.harness.metrics.slices import SLICE_KEYS
-from diffzoo.harness.metrics.state import AREA_THRESHOLD, EVAL_TASKS, METRICS_VERSION, SCORE_THRESHOLD, EvalState, prediction_digest
+from diffzoo.harness.core.lazy import lazy_exports
+
+# Each name is imported from its module on first use (the suites import the catalog, and
+# `diffzoo list` stays free of numpy and SciPy).  No exported name may also name a module
+# here: once that module is imported, the package attribute is the module, not the name
+# (hence boundaries.py, which defines `boundary`).
+__getattr__ = lazy_exports(__name__, {
+    "AREA_THRESHOLD": ".catalog",
+    "EVAL_TASKS": ".state",
+    "EvalState": ".state",
+    "METRICS_VERSION": ".state",
+    "MetricConfig": ".aggregate",
+    "SCORE_THRESHOLD": ".catalog",
+    "SLICE_KEYS": ".catalog",
+    "average_precision": ".image_level",
+    "boundary": ".boundaries",
+    "boundary_f1": ".boundaries",
+    "confusion_counts": ".confusion",
+    "editor_ranking": ".attribution",
+    "histogram_auc": ".pixel_auc",
+    "iou_per_class": ".confusion",
+    "per_class_bf1": ".boundaries",
+    "pixel_metrics": ".confusion",
+    "prediction_digest": ".state",
+    "prob_histograms": ".pixel_auc",
+    "roc_auc": ".image_level",
+    "tolerance": ".boundaries",
+    "topk_hits": ".attribution",
+})
 
 __all__ = [
     "METRICS_VERSION",

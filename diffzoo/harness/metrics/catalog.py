@@ -11,6 +11,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+AREA_THRESHOLD = 0.01
+"""Edited if the predicted edited area is above this fraction of the image (DiffSeg30k rule)."""
+SCORE_THRESHOLD = 0.5
+"""Edited if a detector's own image probability is above this (classifiers)."""
+SLICE_KEYS: tuple[str, ...] = ("base", "turns", "multiturn", "editor", "edit_type")
+"""The per-image metadata a record's numbers can be sliced by (metrics/slices.py).  These
+constants live here, with the names, so that the suites and the record model can name them
+without loading the metric code and numpy."""
+
 
 @dataclass(frozen=True)
 class MetricInfo:

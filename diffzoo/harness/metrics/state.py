@@ -38,7 +38,8 @@ from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace, SampleM
 from diffzoo.harness.metrics.aggregate import Aggregator, MetricConfig, metric_keys
 from diffzoo.harness.metrics.attribution import editor_ranking, topk_hits
 from diffzoo.harness.metrics.bootstrap import bootstrap_ci
-from diffzoo.harness.metrics.boundary import per_class_bf1
+from diffzoo.harness.metrics.boundaries import per_class_bf1
+from diffzoo.harness.metrics.catalog import AREA_THRESHOLD, SCORE_THRESHOLD
 from diffzoo.harness.metrics.confusion import check_label_map, confusion_counts
 from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index, check_prob_map, histogram_auc, prob_histograms
 from diffzoo.harness.metrics.rows import ImageRows
@@ -51,10 +52,6 @@ METRICS_VERSION = "2"
 
 EVAL_TASKS: tuple[str, ...] = ("binary", "semantic")
 
-AREA_THRESHOLD = 0.01
-"""Edited if the predicted edited area is above this fraction of the image (DiffSeg30k rule)."""
-SCORE_THRESHOLD = 0.5
-"""Edited if a detector's own image probability is above this (classifiers)."""
 
 
 DIGEST_BINS = 1024

@@ -13,7 +13,7 @@ from typing import Any
 
 from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.core.protocols import Detector
-from diffzoo.harness.metrics.state import AREA_THRESHOLD, SCORE_THRESHOLD
+from diffzoo.harness.metrics.catalog import AREA_THRESHOLD, SCORE_THRESHOLD
 
 FIXED_SOURCE = "fixed (detector card; METRICS.md / DiffSeg30k 1% rule)"
 """``threshold_policy.source`` of fixed thresholds."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.metrics.slices import SLICE_KEYS
+from diffzoo.harness.metrics.catalog import SLICE_KEYS
 from diffzoo.harness.suites.model import Case, Suite, TrainSpec
 from diffzoo.harness.suites.standard import (
     BINARY_TRAIN,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.leaderboard.formats import FORMATS, TEXT_FORMAT_FILES
 from diffzoo.leaderboard.render.escape import csv_cell, latex, md_cell
 from diffzoo.leaderboard.render.layout import LEFT, RIGHT, markdown_table
 from diffzoo.leaderboard.tables import Table, build_tables, check_mixing, conditions_line, record_conditions, render_cell
@@ -182,13 +183,10 @@ def to_json(selection: Selection, tables: list[Table]) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False)
 
 
-TEXT_FORMATS: dict[str, tuple[str, Callable[[Selection, list[Table]], str]]] = {
-    "md": ("leaderboard.md", to_markdown),
-    "csv": ("leaderboard.csv", to_csv),
-    "latex": ("leaderboard.tex", to_latex),
-    "json": ("leaderboard.json", to_json),
+RENDERERS: dict[str, Callable[[Selection, list[Table]], str]] = {
+    "md": to_markdown, "csv": to_csv, "latex": to_latex, "json": to_json,
 }
-FORMATS = (*TEXT_FORMATS, "html", "paper")
+TEXT_FORMATS = {fmt: (TEXT_FORMAT_FILES[fmt], RENDERERS[fmt]) for fmt in TEXT_FORMAT_FILES}
 
 
 def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False) -> Path:
