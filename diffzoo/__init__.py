@@ -17,12 +17,15 @@ from diffzoo.harness.core.errors import (
 )
 from diffzoo.harness.core.hookspecs import hookimpl
 from diffzoo.harness.core.lazy import lazy_exports
+from diffzoo.harness.core.moved import install as install_moved_modules
 from diffzoo.harness.core.protocols import Dataset, Detector, EditResult, Generator
 from diffzoo.harness.suites import Case, Suite, TrainSpec
 from diffzoo.harness.core.types import DetectionOutput, EditRecord, LabelSpace, Sample, SampleMeta
 
 # A library logs; the application (the CLI) decides where logs go.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+# Modules that moved stay importable by their old names, with a FutureWarning (harness/core/moved.py).
+install_moved_modules()
 
 # The entry points and the base classes for plugin authors import torch, and the factories and
 # checkpoint functions the dataset adapters and numpy: they load on first use, so that `import
