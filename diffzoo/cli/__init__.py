@@ -14,7 +14,7 @@ import sys
 import typer
 
 from diffzoo.harness.core.errors import DiffzooError
-from diffzoo.harness.core.fsutil import disk_full_error
+from diffzoo.harness.core.fsutil import user_path_error
 from diffzoo.leaderboard.render.escape import term
 from diffzoo.cli.app import app
 from diffzoo.cli.console import console, err_console, quiet_third_party, state
@@ -34,6 +34,13 @@ def _click_error_types() -> tuple[type[BaseException], ...]:
 
 
 CLICK_ERRORS = _click_error_types()
+INTERRUPTED = 130
+
+
+def _interrupted() -> None:
+    err_console.print("interrupted: nothing half-written is kept (every file is written whole or not at all); "
+                      "the same command run again reuses what was finished", soft_wrap=True)
+    sys.exit(INTERRUPTED)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,6 +55,8 @@ def main(argv: list[str] | None = None) -> None:
     quiet_third_party(debug)
     try:
         code = app(args=args, prog_name="diffzoo", standalone_mode=False)
+        if code == INTERRUPTED:  # typer turns Ctrl-C inside a command into Exit(130)
+            _interrupted()
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, here
             sys.exit(code)
     except DiffzooError as exc:
@@ -61,17 +70,17 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print("aborted")
         sys.exit(130)
     except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
+        _interrupted()
     except CLICK_ERRORS as exc:  # usage errors: click's message, exit 2
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:
-        # a full disk anywhere (safetensors, PIL, matplotlib writes) is the user's to fix
-        full = disk_full_error(exc) if isinstance(exc, OSError) and not debug else None
-        if full is not None:
-            err_console.print(f"[bold red]error:[/] {term(full)}", highlight=False, soft_wrap=True)
-            sys.exit(full.exit_code)
+        # a full disk, a path through a file, no permission, a read-only filesystem, a name
+        # too long (safetensors, PIL, matplotlib, any writer): the user's to fix
+        user = user_path_error(exc) if isinstance(exc, OSError) and not debug else None
+        if user is not None:
+            err_console.print(f"[bold red]error:[/] {term(user)}", highlight=False, soft_wrap=True)
+            sys.exit(user.exit_code)
         if debug:
             raise
         err_console.print(

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
+from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, check_writable_dir
 from diffzoo.leaderboard.store import STORE_DIRS
 
 MARKER = ".diffzoo-out.json"
@@ -92,6 +92,7 @@ def claim_output_dir(path: Path, force: bool = False) -> OutputDir:
         raise ConfigError(f"--out {root} exists and is not a folder; choose a folder")
     marker = read_marker(root) if root.is_dir() else None
     if marker is not None:
+        check_writable_dir(root, "--out")  # a read-only folder fails here, not after the work
         return OutputDir(root, frozenset(marker.get("foreign", [])))
     names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
     if not names:
@@ -106,7 +107,7 @@ def claim_output_dir(path: Path, force: bool = False) -> OutputDir:
             f"--out {root} is not empty ({shown}) and was not made by diffzoo (no {MARKER}); choose a new or "
             "empty folder, or pass --force to write diffzoo's files beside the ones there (those are never "
             "overwritten)")
-    root.mkdir(parents=True, exist_ok=True)
+    check_writable_dir(root, "--out")  # made here; a path through a file or a read-only disk stops here
     atomic_write_text(root / MARKER, json.dumps({
         "diffzoo_output": 1, "claimed": how, "foreign": foreign,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

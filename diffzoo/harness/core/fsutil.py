@@ -51,6 +51,84 @@ def disk_full_error(exc: OSError, path: Path | str | None = None) -> StorageErro
                         "free some space or write somewhere else (--out DIR, $DIFFZOO_CACHE)")
 
 
+USER_FIXABLE = {
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "it is a folder, where a file is needed",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "the filesystem is read-only",
+    errno.ENAMETOOLONG: "the name is too long for the filesystem",
+    errno.ELOOP: "too many symbolic links (a link loop)",
+}
+"""The OSErrors about a path that the user fixes by choosing another path or
+changing the files (besides a full disk, :func:`disk_full_error`)."""
+
+
+def user_path_error(exc: OSError, path: Path | str | None = None) -> StorageError | None:
+    """A StorageError (exit 2) naming the path, what is wrong with it and the fix,
+    if ``exc`` is a full disk or one of :data:`USER_FIXABLE`; else None."""
+    full = disk_full_error(exc, path)
+    if full is not None or exc.errno not in USER_FIXABLE:
+        return full
+    where = path or exc.filename or "a path"
+    other = f" (and {exc.filename2})" if getattr(exc, "filename2", None) else ""
+    return StorageError(f"cannot use {where}{other}: {USER_FIXABLE[exc.errno]}; choose another path "
+                        "(--out DIR, $DIFFZOO_CACHE) or fix the files there")
+
+
+def check_writable_dir(path: Path | str, what: str) -> Path:
+    """Make folder ``path`` (with its parents) and check a file can be written in
+    it, before any work: a StorageError (exit 2) naming ``what`` and the path otherwise."""
+    path = Path(path).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        reason = USER_FIXABLE.get(exc.errno, exc.strerror or str(exc))
+        raise StorageError(f"{what} {path} cannot be used: {reason}; point it at a writable folder") from None
+    return path
+
+
+def check_usable_dir(path: Path | str, what: str) -> Path:
+    """Check, without creating anything, that folder ``path`` exists as a writable folder
+    or can be made (its nearest existing ancestor is a writable folder): a StorageError
+    (exit 2) naming ``what`` otherwise."""
+    path = Path(path).expanduser()
+    here = path
+    while not os.path.lexists(here) and here != here.parent:
+        here = here.parent
+    reason = None
+    if not here.is_dir():
+        reason = USER_FIXABLE[errno.ENOTDIR] if here != path else "it is not a folder"
+    elif not os.access(here, os.W_OK | os.X_OK):
+        reason = f"{USER_FIXABLE[errno.EACCES]} on {here}"
+    if reason is not None:
+        raise StorageError(f"{what} {path} cannot be used: {reason}; point it at a writable folder")
+    return path
+
+
+def file_kind(path: Path | str) -> str | None:
+    """None for a regular file (or a link to one); else what ``path`` is, in words:
+    a file diffzoo must not open (a FIFO would block the reader for ever)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a broken symbolic link" if os.path.islink(path) else "missing"
+    except OSError as exc:
+        return f"not readable ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> Path:
     """Write via a temp file in the same folder + fsync + rename.
 

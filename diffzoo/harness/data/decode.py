@@ -24,6 +24,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DiffzooError
+from diffzoo.harness.core.fsutil import file_kind
 
 ImageSource = str | os.PathLike | bytes | bytearray | memoryview | Image.Image
 """A path, the encoded file's bytes, or an (opened) PIL image."""
@@ -99,8 +100,11 @@ def open_image(src: ImageSource, sample_id: str, name: str) -> tuple[Image.Image
                     data = bytes(src)
                 else:
                     path = Path(src)
-                    if not path.is_file():
-                        raise CorruptSampleError(sample_id, f"{name}: file not found", "missing-file")
+                    kind = file_kind(path)  # never open a FIFO or device: the read would not end
+                    if kind in ("missing", "a broken symbolic link"):
+                        raise CorruptSampleError(sample_id, f"{name}: file not found ({kind})", "missing-file")
+                    if kind is not None:
+                        raise CorruptSampleError(sample_id, f"{name} is {kind}, not an image file", "not-a-file")
                     # bytes first: no file handle outlives the call
                     data = path.read_bytes()
                 img = Image.open(io.BytesIO(data))

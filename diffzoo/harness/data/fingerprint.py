@@ -25,13 +25,14 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, sha256_file
+from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, file_kind, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,8 @@ _CACHE_VERSION = 2
 _CHUNK = 1 << 20
 _ANNOUNCE_BYTES = 256 * 2**20
 UNREADABLE = "unreadable:"
-"""Prefix of the digest of a member / cell whose bytes cannot be read."""
+"""Prefix of the digest of a member / cell / file whose bytes cannot be read (a FIFO, a
+device): the fingerprint stays defined and the sample fails when it is loaded."""
 
 
 def combine(*parts: Any) -> str:
@@ -112,6 +114,9 @@ def file_digests(root: Path, files: Iterable[Path]) -> dict[str, tuple[int, str]
             st = os.stat(f)
         except OSError as exc:
             raise DataError(f"{f}: cannot be read to fingerprint the dataset ({exc})") from None
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device: never read (it may never end); fails at load
+            out[rel] = (0, f"{UNREADABLE}{file_kind(f)}")
+            continue
         stamp = [st.st_size, st.st_mtime_ns]
         hit = cache.get(rel, stamp)
         if hit is None:

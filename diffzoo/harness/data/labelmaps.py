@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace
 
 if TYPE_CHECKING:
@@ -85,6 +85,14 @@ def default_diffseg30k_labels() -> LabelSpace:
         )
     return DIFFSEG30K_LABELS
 
+
+class GivenLabelMapError(ConfigError, DataError):
+    """A label map the user gave (``--labels``, ``label_space=``) cannot be used: the user's
+    own input, so a usage error (exit 2), and a DataError like every unusable label map."""
+
+
+DEFAULT_SOURCE = "default (unverified)"
+"""The label map source recorded when the data names no classes."""
 
 BACKGROUND_ALIASES = ("background", "bg", "none", "unedited", "authentic", "real", "pristine", "original")
 """Names a download may give value 0; each is read as ``background``."""
@@ -263,6 +271,13 @@ def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
         return None
     if isinstance(spec, LabelSpace):
         return spec, True
+    try:
+        return _parse_given_spec(spec)
+    except DataError as exc:
+        raise GivenLabelMapError(f"--labels: {exc}") from None
+
+
+def _parse_given_spec(spec: str | os.PathLike) -> tuple[LabelSpace, bool]:
     text = os.fspath(spec)
     suffixes = (".json", ".yaml", ".yml", *_TABLE_SUFFIXES)
     if isinstance(spec, os.PathLike) or text.lower().endswith(suffixes) or Path(text).is_file():
@@ -311,8 +326,8 @@ def resolve_label_map(
     beside: Path | None = None,
     inner: Callable[[], Sequence[tuple[str, bytes]]] = tuple,
     class_label: tuple[str, Sequence[str]] | None = None,
-    default: Callable[[], LabelSpace] = default_diffseg30k_labels,
-) -> LabelMap:
+    default: Callable[[], LabelSpace] | None = default_diffseg30k_labels,
+) -> LabelMap | None:
     """The label map of a dataset, first found of:
 
     1. ``spec``: given by the user (``--labels``);
@@ -321,7 +336,8 @@ def resolve_label_map(
        ``"folder:<path>"``, bytes) of the :data:`LABEL_MAP_FILES` found there
        (called only when 1 and 2 gave nothing);
     4. ``class_label``: (column, names) of a ``datasets`` ``ClassLabel`` feature;
-    5. ``default()`` (DiffSeg30k: the paper's order, UNVERIFIED, warned once).
+    5. ``default()`` (DiffSeg30k: the paper's order, UNVERIFIED, warned once);
+       None when ``default`` is None (no map was given or found).
     """
     parsed = parse_label_spec(spec)
     if parsed is not None:
@@ -336,7 +352,7 @@ def resolve_label_map(
         column, names = class_label
         where = f"ClassLabel feature {column!r}"
         return LabelMap(names_to_space(list(names), where), True, f"ClassLabel:{column}")
-    return LabelMap(default(), False, "default (unverified)")
+    return LabelMap(default(), False, DEFAULT_SOURCE) if default is not None else None
 
 
 def load_label_space(spec: LabelSpace | str | os.PathLike) -> LabelSpace:

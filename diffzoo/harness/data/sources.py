@@ -218,6 +218,9 @@ class ZipSource:
         image, mask = self.pairs[sample_id]
         return self._read(image, sample_id), self._read(mask, sample_id)
 
+    def read_mask(self, sample_id: str) -> Ref:
+        return self._read(self.pairs[sample_id][1], sample_id)
+
     def fingerprint(self) -> str:
         members = [n for pair in self.pairs.values() for n in pair]
         return pair_fingerprint(self.pairs, zip_digests(self.path, self._zip(), members))
@@ -249,10 +252,10 @@ class FolderSource:
         names = []
         for d in _pair_dirs(root):
             with os.scandir(d) as it:
-                names += [
+                names += [  # FIFOs and devices too: loading names what they are (kind not-a-file)
                     (Path(d, e.name).relative_to(root)).as_posix()
                     for e in it
-                    if e.is_file() and PAIR_RE.match(e.name)
+                    if not e.is_dir() and PAIR_RE.match(e.name)
                 ]
         self.pairs = pair_files(names, str(root), skip_unpaired)
         if not self.pairs:
@@ -267,6 +270,9 @@ class FolderSource:
     def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
         image, mask = (self.root / rel for rel in self.pairs[sample_id])
         return (image, str(image)), (mask, str(mask))
+
+    def read_mask(self, sample_id: str) -> Ref:
+        return self.read_pair(sample_id)[1]
 
     def fingerprint(self) -> str:
         files = [self.root / rel for pair in self.pairs.values() for rel in pair]

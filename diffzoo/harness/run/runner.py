@@ -23,6 +23,7 @@ from typing import Any
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.device import resolve_device
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.fsutil import CACHE_ENV, cache_root, check_usable_dir
 from diffzoo.harness.core.parallel import check_workers, resolve_workers
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
@@ -78,6 +79,7 @@ class Runner:
     def __init__(self, request: RunRequest, progress: Progress | None = None):
         self.request = request
         check_every(request.save_every)  # before any work
+        check_usable_dir(cache_root(), f"the diffzoo cache (${CACHE_ENV})")  # checkpoints, resume states
         if request.workers is not None:  # a bad --workers fails before torchrun's group is joined
             check_workers(request.workers)
         self.device = distributed.init(resolve_device(request.device))  # joins torchrun's group
