@@ -34,6 +34,7 @@ from typing import IO, Any
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, ModelError
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, sha256_file
+from diffzoo.harness.models.divergence import refuse_nonfinite
 
 try:
     import fcntl
@@ -169,13 +170,15 @@ def save_checkpoint(directory: Path, state_dict: dict[str, Any], meta: dict[str,
     """Write ``directory/model.safetensors`` and ``directory/card.json``.
 
     The folder appears complete or not at all (:func:`atomic_dir`).  Returns
-    the weights path; ``meta`` gains ``sha256``.
+    the weights path; ``meta`` gains ``sha256``.  Weights holding NaN or inf
+    are refused before anything is written.
     """
     from safetensors.torch import save_file
 
     directory = Path(directory)
+    tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
+    refuse_nonfinite(tensors, f"the model to be saved in {directory}")  # a diverged model is never written
     with atomic_dir(directory) as tmp:
-        tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
         save_file(tensors, str(tmp / WEIGHTS_FILE))
         meta = {**meta, "sha256": sha256_file(tmp / WEIGHTS_FILE)}
         atomic_write_text(tmp / META_FILE, json.dumps(meta, indent=2, sort_keys=True))
@@ -295,6 +298,7 @@ def load_checkpoint(path: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
         state = load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as exc:
         raise ModelError(f"checkpoint {weights} is not a readable safetensors file: {exc}") from exc
+    refuse_nonfinite(state, f"checkpoint {weights}")
     meta["sha256"] = digest
     return state, meta
 

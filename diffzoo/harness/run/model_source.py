@@ -7,6 +7,7 @@ Under torchrun rank 0 decides and writes, every rank loads the same bytes.
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, sweep_partial
+from diffzoo.harness.models.divergence import LossWatch, refuse_nonfinite
 from diffzoo.harness.models.resume import Resume, resume_dir
 from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.run.factories import create_detector
@@ -64,6 +66,7 @@ class ModelSource:
         # rank 0 decides, so that every rank loads or every rank trains
         if distributed.broadcast((cached / WEIGHTS_FILE).exists()):
             cached_meta(cached, job.key)  # diffzoo's card for this very job; det.load checks the weights' hash
+            check_cached_weights(cached, remove=False)  # an entry cached before diffzoo checked, or by hand
             meta = det.load(cached)
             log.info("using cached checkpoint %s", cached)
             return det, {"source": "cache", "path": str(cached), "sha256": meta["sha256"],
@@ -89,6 +92,7 @@ class ModelSource:
         if distributed.is_main():
             det.save(cached, extra={**extra, "training": training, "train_subset": job.spec.to_dict(),
                                     "dataset_fingerprint": self.dataset.fingerprint(), "cache_key": job.key})
+            check_cached_weights(cached)  # a plugin's own save may not go through save_checkpoint
         distributed.barrier()
         meta = det.load(cached)
         return {"source": source, "path": str(cached), "sha256": meta["sha256"], "training": training}
@@ -107,10 +111,12 @@ class ModelSource:
             desc += f" without {'+'.join(job.spec.exclude_editors)}"
         resume = Resume(resume_dir(self.entry.name, job.key), self.request.save_every,
                         {"detector": self.entry.name, "cache_key": job.key, "train_config": job.config.to_dict()})
+        watch = LossWatch(self.entry.name)  # every detector's fit, the shared trainer's or a plugin's own
         with self.progress.task(desc, total=job.config.iterations) as task:
             done = [0]
 
             def advance(step: int, loss: float) -> None:  # a resumed run starts past 0
+                watch.check(step, loss)
                 task.advance(step - done[0], loss=loss)
                 done[0] = step
 
@@ -123,6 +129,29 @@ class ModelSource:
         if distributed.is_main():
             resume.clear()  # the checkpoint is written: nothing left to resume
         return ckpt
+
+
+def check_cached_weights(folder: Path, remove: bool = True) -> None:
+    """The weights in cache folder ``folder``, checked finite whatever wrote them (a
+    plugin's own ``save`` may not go through ``save_checkpoint``).  A diverged model
+    is refused; ``remove``: the folder is deleted first (this run just wrote it)."""
+    weights = folder / WEIGHTS_FILE
+    if not weights.is_file():
+        return
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        tensors = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError):
+        return  # not readable safetensors: loading it names the problem
+    try:
+        refuse_nonfinite(tensors, f"checkpoint {folder}")
+    except ModelError as exc:
+        if remove:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise ModelError(f"{exc}; it was not kept in the cache") from None
+        raise ModelError(f"{exc}; delete {folder} and run again to train it anew") from None
 
 
 def check_checkpoints(paths: list[Path]) -> None:
