@@ -31,19 +31,26 @@ import logging
 import os
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from diffzoo.harness.core.types import LabelSpace, Sample, SampleMeta
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.types import BINARY, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import AuthenticFolder
 from diffzoo.harness.data.base import SplitDataset, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id
 from diffzoo.harness.data.imageio import read_image, read_mask
-from diffzoo.harness.data.labelmaps import LabelMap, check_mask_values, resolve_label_map
+from diffzoo.harness.data.labelmaps import (
+    DEFAULT_SOURCE, LabelMap, check_mask_values, default_diffseg30k_labels, resolve_label_map,
+)
+from diffzoo.harness.data.mask_encoding import MaskEncoding, is_binary_space, sample_values, sniff
 from diffzoo.harness.data.manifest import MANIFEST_FILE, read_manifest, restrict_manifest
 from diffzoo.harness.data.metadata import carried_keys, read_metadata_file
 from diffzoo.harness.data.sources import PAIR_RE, folder_has_pairs, inner_label_files, open_source
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +90,13 @@ class DiffSeg30kDataset(SplitDataset):
         require_path(path, "DiffSeg30k", exists=False)  # hub ids do not exist locally
         self._source = open_source(path, skip_unpaired)
         sidecars = self._source.sidecar_dir
-        label_map = self._label_map(label_space, sidecars)
+        label_map, self.mask_encoding = self._label_map(label_space, sidecars)
         default_name = sidecars.name if sidecars is not None and sidecars.name else "diffseg30k"
         super().__init__(name or default_name, label_map.space)
+        if self.mask_encoding.binary:  # said once, where the run and `data stats` print the dataset
+            self.notice = (f"{self.mask_encoding.describe(BINARY)}: {self.name} is read as a binary dataset "
+                           "(class 'edited'); its semantic task (per-editor labels) is not available")
+            log.info("%s", self.notice)
         self.labels_verified = label_map.verified
         self.label_source = label_map.source
         self.source_kind = self._source.kind
@@ -105,9 +116,28 @@ class DiffSeg30kDataset(SplitDataset):
         if extra_authentic is not None:
             self.add_authentic(AuthenticFolder(extra_authentic))
 
-    def _label_map(self, spec: Any, sidecars: Path | None) -> LabelMap:
+    def _label_map(self, spec: Any, sidecars: Path | None) -> tuple[LabelMap, MaskEncoding]:
+        """The label map and how the masks encode it (data/mask_encoding.py): masks holding only
+        0 and 255 (or only 0 and 1, when no map was given or found) are binary masks."""
         class_label = getattr(self._source, "class_label", None)
-        return resolve_label_map(spec, sidecars, lambda: inner_label_files(self._source), class_label)
+        found = resolve_label_map(spec, sidecars, lambda: inner_label_files(self._source), class_label, default=None)
+        encoding = sniff(*sample_values(self._stored_mask, sorted(self._source.pairs)), vouched=found is not None)
+        if not encoding.binary:
+            return found or LabelMap(default_diffseg30k_labels(), False, DEFAULT_SOURCE), encoding
+        if found is not None and not is_binary_space(found.space):
+            if found.source == "--labels":
+                raise ConfigError(
+                    f"--labels names the editors {', '.join(found.space.editors)}, but the masks of "
+                    f"{self._source.location} are binary ({encoding.describe(found.space)}): they name no editor; "
+                    "drop --labels to score them as binary masks")
+            log.warning("%s names editors, but the masks are binary (%s): read as binary masks",
+                        found.source, encoding.describe(found.space))
+        return LabelMap(BINARY, True, f"binary masks ({encoding.kind})"), encoding
+
+    def _stored_mask(self, sample_id: str) -> np.ndarray:
+        """A mask as stored (before :meth:`MaskEncoding.remap`), for sniffing the encoding."""
+        mask_src, mask_name = self._source.read_mask(sample_id)  # the mask alone: images stay unread
+        return read_mask(mask_src, sample_id, name=mask_name)
 
     def _read_metadata(self, sidecars: Path | None, metadata: str | os.PathLike | None) -> None:
         """``metadata=FILE`` if given, else ``manifest.jsonl`` beside the data."""
@@ -158,7 +188,7 @@ class DiffSeg30kDataset(SplitDataset):
         (image_src, image_name), (mask_src, mask_name) = self._source.read_pair(sample_id)
         image = read_image(image_src, sample_id, name=image_name)
         size = (image.shape[1], image.shape[0])
-        mask = read_mask(mask_src, sample_id, name=mask_name, size=size)
+        mask = self.mask_encoding.remap(read_mask(mask_src, sample_id, name=mask_name, size=size))
         check_mask_values(mask, self.label_space, sample_id, mask_name)
         meta = self._meta.get(sample_id) or SampleMeta(sample_id, base="unknown")
         return Sample(image, mask, meta)
@@ -174,5 +204,6 @@ class DiffSeg30kDataset(SplitDataset):
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["manifest"] = bool(self._meta)
+        d["mask_encoding"] = self.mask_encoding.describe(self.label_space)
         d["extra_authentic_folder"] = str(self._authentic.root) if self._authentic else None
         return d

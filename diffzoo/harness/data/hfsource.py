@@ -253,6 +253,9 @@ class HFSource:
             _cell_ref(record["mask"], sample_id, where + ".mask"),
         )
 
+    def read_mask(self, sample_id: str) -> Ref:
+        return self.read_pair(sample_id)[1]  # one row holds both cells
+
     def _backing_files(self) -> list[Path]:
         """The files the rows are read from (parquet / arrow, or the hub's arrow cache)."""
         if self.hub_id is None:

@@ -26,6 +26,7 @@ from torch import nn
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.data.distortions import resize_image, resize_label, shorter_side_size
+from diffzoo.harness.data.mask_encoding import all_ignore_error
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.models.resume import BatchStream, Resume, capture, restore
@@ -245,8 +246,14 @@ def train_loop(
     device: torch.device,
     progress: Callable[[int, float], None] | None = None,
     resume: Resume | None = None,
+    data_name: str = "the training data",
 ) -> dict[str, Any]:
     """``cfg.iterations`` steps of ``loss_fn(model(inputs), targets)``; returns a log.
+
+    Label-map targets are watched until a labelled pixel comes: when the first
+    :data:`LABEL_PATIENCE` batches (on every rank) hold only 255 ('ignore'),
+    the training of ``data_name`` stops with a DataError instead of learning
+    from zero losses.
 
     ``groups`` are optimiser parameter groups, each with its ``lr``.  The
     optimiser, warm-up + poly schedule (power 0 = constant) with its floor,
@@ -277,6 +284,7 @@ def train_loop(
         start, tensors, state = saved
         losses, skipped = restore(tensors, state, model, opt, sched, batches)
         log.info("resuming training at step %d of %d from %s", start, cfg.iterations, resume.folder)
+    watch = LabelWatch(data_name, min(LABEL_PATIENCE, cfg.iterations - start))
     for step in range(start, cfg.iterations):
         batch = next(batches)
         while batch is None:
@@ -284,6 +292,7 @@ def train_loop(
             batch = next(batches)
         inputs, targets, bad = batch
         skipped += bad
+        watch.check(targets)
         inputs, targets = inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
         if inputs.dim() == 4:
             inputs = inputs.contiguous(memory_format=fmt)
@@ -314,6 +323,33 @@ def train_loop(
     }
 
 
+LABEL_PATIENCE = 10
+"""Training batches a run may see with only 'ignore' labels before it stops (a dataset
+whose labels are all 255 would otherwise train on zero losses and be scored)."""
+
+
+class LabelWatch:
+    """Counts the label pixels of the first batches until one is not 255 ('ignore')."""
+
+    def __init__(self, data_name: str, patience: int):
+        self.data_name, self.patience = data_name, patience
+        self.done, self.batches, self.ignored, self.pixels = False, 0, 0, 0
+
+    def check(self, targets: torch.Tensor) -> None:
+        if self.done or targets.dim() != 3 or targets.is_floating_point():  # label maps only
+            return
+        self.batches += 1
+        ignored = int((targets == IGNORE_INDEX).sum())
+        counts = distributed.all_gather((ignored, targets.numel()))  # every rank decides alike
+        self.ignored += sum(c[0] for c in counts)
+        self.pixels += sum(c[1] for c in counts)
+        if self.ignored < self.pixels:
+            self.done = True
+        elif self.batches >= self.patience:
+            raise all_ignore_error(self.data_name, f"the first {self.batches} training batch(es)",
+                                   self.ignored, self.pixels)
+
+
 def train_segmenter(
     model: nn.Module,
     param_groups: list[dict[str, Any]],
@@ -341,4 +377,5 @@ def train_segmenter(
         {**{k: v for k, v in g.items() if k != "lr_mult"}, "lr": cfg.lr * g.get("lr_mult", 1.0)}
         for g in param_groups
     ]
-    return train_loop(model, loader, partial(segmentation_loss, task=task), groups, cfg, device, progress, resume)
+    return train_loop(model, loader, partial(segmentation_loss, task=task), groups, cfg, device, progress, resume,
+                      data_name=dataset.name)

@@ -25,7 +25,8 @@ from diffzoo.harness.run.baselines import BaselineCache
 from diffzoo.harness.run.loading import as_batch, eval_inputs
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
-from diffzoo.harness.core.types import BINARY, DetectionOutput
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, DetectionOutput
+from diffzoo.harness.data.mask_encoding import all_ignore_error
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,7 @@ def evaluate(
     if baselines and cached is None:
         result.baselines = constant_baselines.empty()
     labels_kept = True  # every label as stored (a cached baseline holds)
+    ignored = pixels = 0  # label pixels that are 255 ('ignore'), of all
     evaluated: list[str] = []
     inputs = eval_inputs(dataset, ids, distortion, distortion_params, context=distortion_context(distortion),
                          short_side=short_side, workers=workers, pin_memory=pin_memory)
@@ -178,6 +180,7 @@ def evaluate(
             labels_kept &= item.label_kept
             evaluated.append(sid)
             result.sizes[sid] = item.size
+            ignored, pixels = ignored + int(np.count_nonzero(label == IGNORE_INDEX)), pixels + label.size
             out = predict_checked(detector, as_batch(item.image), [sid])
             if not has_pixels(out):  # an image-level classifier: its image score only
                 binary_pred = edited_prob = semantic_pred = None
@@ -194,6 +197,10 @@ def evaluate(
                 constant_baselines.update(result.baselines, meta, binary_gt)
             result.evaluated += 1
             task.advance()
+    counts = distributed.all_gather((ignored, pixels))  # every rank decides on the whole split
+    error = all_ignore_error(dataset.name, f"split {split}", sum(c[0] for c in counts), sum(c[1] for c in counts))
+    if error is not None:
+        raise error
     if cached is not None:
         states_, scored = cached
         same = labels_kept and scored == evaluated  # the same images, labels as stored

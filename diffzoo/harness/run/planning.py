@@ -27,6 +27,7 @@ from diffzoo.harness.core import distributed
 from diffzoo.harness.core.cards import DetectorCard, stable_hash
 from diffzoo.harness.models.checkpoints import cache_key
 from diffzoo.harness.data.editor_index import select_ids
+from diffzoo.harness.data.mask_encoding import is_binary_space
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.run.evaluate import same_input
 from diffzoo.harness.core.plugins import get_registry
@@ -105,6 +106,9 @@ def _missing_editors(dataset: Dataset, case: Case) -> list[str]:
 def _train_spec(card: DetectorCard, case: Case, dataset: Dataset) -> tuple[TrainSpec | None, str]:
     """The model ``card`` needs for ``case``, or None and why it cannot serve it."""
     spec = case.train
+    if "semantic" in (spec.task, case.task) and is_binary_space(dataset.label_space):
+        return None, (f"dataset {dataset.name} has binary masks (one class, 'edited'): the semantic task "
+                      "needs per-editor labels")
     missing = _missing_editors(dataset, case)
     if missing:
         return None, f"dataset {dataset.name} has no editor {', '.join(missing)}"

@@ -1,0 +1,136 @@
+"""How a dataset's masks encode their classes, read off the masks themselves.
+
+diffzoo reads a mask pixel as an index into the label map, with 255 meaning
+"ignore" (METRICS.md).  Many copies and loaders of DiffSeg30k store binary
+masks instead: 0 unedited, 255 edited (``mean(RGB) > 127`` binarisation), or
+0 and 1.  Read by the class-index rule, a 0/255 mask is all background and
+ignore: a split of them has no edited pixel, training sees no label and the
+binary numbers come out zero or undefined, with no warning.  So an adapter
+samples some masks when it opens the data (:func:`sniff`):
+
+- only 0 and 255 (255 present): **binary**, 255 = edited, whatever label map
+  was found (its editor order cannot apply: the masks name no editor); a
+  ``--labels`` with editors is refused;
+- only 0 and 1 (1 present) under a label map nobody vouched for (no
+  ``--labels``, no label file in the data): **binary**, 1 = edited; with a
+  vouched map, 1 is that map's first editor;
+- anything else: class indices, as the label map says.
+
+A binary dataset has the label space (background, edited); its semantic
+task (per-editor labels) is refused.  ``diffzoo data info`` and ``data
+stats`` say what was found and how it is read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+CLASS_INDEX, BINARY_255, BINARY_1 = "class-index", "binary-255", "binary-1"
+WANTED = 8
+"""Masks with an edited (non-zero) pixel a sniff looks for ..."""
+MAX_READ = 32
+"""... reading at most this many masks (never an image), spread over the sorted ids: opening
+DiffSeg30k's 21 GB zip reads about a megabyte for it."""
+
+
+@dataclass(frozen=True)
+class MaskEncoding:
+    """What the sampled masks held (``values``, from ``read`` masks) and how they are read."""
+
+    kind: str = CLASS_INDEX
+    values: tuple[int, ...] = ()
+    read: int = 0
+
+    @property
+    def binary(self) -> bool:
+        return self.kind != CLASS_INDEX
+
+    def remap(self, mask: np.ndarray) -> np.ndarray:
+        """A stored mask as class indices: for 0/255 masks, 255 (edited) -> 1."""
+        if self.kind != BINARY_255:
+            return mask
+        out = mask.copy()
+        out[mask == IGNORE_INDEX] = 1
+        return out
+
+    def describe(self, label_space: LabelSpace) -> str:
+        """One line: the values found and what diffzoo takes each to mean."""
+        found = f"values {', '.join(map(str, self.values)) or 'none'} in {self.read} mask(s) read"
+        if self.kind == BINARY_255:
+            return f"binary masks: 0 unedited, 255 edited ({found})"
+        if self.kind == BINARY_1:
+            return f"binary masks: 0 unedited, 1 edited ({found})"
+        names = ", ".join(f"{i} {n}" for i, n in enumerate(label_space.names))
+        return f"class indices: {names}; 255 ignore ({found})"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "values": list(self.values), "masks_read": self.read}
+
+
+def sample_values(read_mask: Callable[[str], np.ndarray], ids: Sequence[str]) -> tuple[set[int], int]:
+    """The values of masks spread over ``ids`` (until :data:`WANTED` masks with a non-zero
+    pixel were seen, at most :data:`MAX_READ` read) and how many were read; unreadable
+    masks are passed over (loading them says why)."""
+    import numpy as np
+
+    if not ids:
+        return set(), 0
+    step = max(1, len(ids) // MAX_READ)
+    values: set[int] = set()
+    read = edited = 0
+    for sid in list(ids)[::step][:MAX_READ]:
+        try:
+            mask = read_mask(sid)
+        except CorruptSampleError:
+            continue
+        found = np.flatnonzero(np.bincount(mask.ravel(), minlength=256))
+        values.update(int(v) for v in found)
+        read += 1
+        edited += bool((found > 0).any())
+        if edited >= WANTED:
+            break
+    return values, read
+
+
+def sniff(values: set[int], read: int, vouched: bool) -> MaskEncoding:
+    """The encoding of masks holding ``values`` (see the module doc); ``vouched``: the
+    label map was given by the user or found in the data."""
+    shown = tuple(sorted(values))
+    if IGNORE_INDEX in values and values <= {0, IGNORE_INDEX}:
+        return MaskEncoding(BINARY_255, shown, read)
+    if not vouched and 1 in values and values <= {0, 1}:
+        return MaskEncoding(BINARY_1, shown, read)
+    return MaskEncoding(CLASS_INDEX, shown, read)
+
+
+def is_binary_space(space: LabelSpace) -> bool:
+    """True for the label space of binary masks: one class besides background."""
+    return space == BINARY or len(space.editors) == 1 and space.editors[0] == "edited"
+
+
+ALMOST_ALL = 0.99
+"""A split (or the first training batches) whose label pixels are at least this share
+'ignore' has nothing to score or learn: an error, not a row of zeros."""
+
+
+def all_ignore_error(dataset: str, what: str, ignored: int, pixels: int) -> DataError | None:
+    """The error for ``what`` of ``dataset`` (a split, training batches) when (almost) all
+    its ``pixels`` label pixels are 255; None otherwise."""
+    if pixels == 0 or ignored < ALMOST_ALL * pixels:
+        return None
+    return DataError(
+        f"dataset {dataset}, {what}: {ignored / pixels:.1%} of {pixels} label pixels are 255, diffzoo's "
+        "'ignore' value, so there is nothing to score or learn; masks that mark edited pixels with 255 are "
+        "binary masks: give them 0 and 255 only (read as binary), or pass --labels for a class-index encoding"
+    )
