@@ -117,7 +117,8 @@ def test_import_reports_each_outcome(tmp_path, capsys):
     code, out, _ = cli(capsys, "leaderboard", "add", str(remote.records_dir / f"{make_record('a', state=make_state()).id}.json"),
                        "--store", str(local))
     assert code == 0 and "0 added, 1 already present, 0 rejected" in out
-    assert len(RecordStore(local)) == 2 and len(list((local / "states").glob("*.json"))) == 1
+    # the same per-image rows, but each detector's state is bound to its own run: one file each
+    assert len(RecordStore(local)) == 2 and len(list((local / "states").glob("*.json"))) == 2
 
 
 APPENDER = """

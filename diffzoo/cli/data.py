@@ -134,6 +134,8 @@ def stats_tables(stats: dict[str, Any]) -> list[Table]:
     splits = _table(f"{ds['name']} (fingerprint {ds['fingerprint']})", "split", "images")
     for name, n in stats["splits"].items():
         splits.add_row(term_text(name), str(n))
+    if ds.get("mask_encoding"):
+        splits.caption = term_text(f"mask values: {ds['mask_encoding']['meaning']}")
     splits.add_row("read", str(stats["read"]))
     splits.add_row("skipped", str(stats["skipped"]["count"]))
     splits.add_row("authentic (no edited pixel)", str(stats["authentic"]))

@@ -8,10 +8,10 @@ ignore: a split of them has no edited pixel, training sees no label and the
 binary numbers come out zero or undefined, with no warning.  So an adapter
 samples some masks when it opens the data (:func:`sniff`):
 
-- only 0 and 255 (255 present): **binary**, 255 = edited, whatever label map
+- 0 and 255, nothing else: **binary**, 255 = edited, whatever label map
   was found (its editor order cannot apply: the masks name no editor); a
   ``--labels`` with editors is refused;
-- only 0 and 1 (1 present) under a label map nobody vouched for (no
+- 0 and 1, nothing else, under a label map nobody vouched for (no
   ``--labels``, no label file in the data): **binary**, 1 = edited; with a
   vouched map, 1 is that map's first editor;
 - anything else: class indices, as the label map says.
@@ -86,10 +86,9 @@ def sample_values(read_mask: Callable[[str], np.ndarray], ids: Sequence[str]) ->
 
     if not ids:
         return set(), 0
-    step = max(1, len(ids) // MAX_READ)
     values: set[int] = set()
     read = edited = 0
-    for sid in list(ids)[::step][:MAX_READ]:
+    for sid in spread(ids, MAX_READ):
         try:
             mask = read_mask(sid)
         except CorruptSampleError:
@@ -103,13 +102,24 @@ def sample_values(read_mask: Callable[[str], np.ndarray], ids: Sequence[str]) ->
     return values, read
 
 
+def spread(ids: Sequence[str], n: int) -> list[str]:
+    """Up to ``n`` of ``ids``, evenly spaced, in an order that covers the whole list early
+    (first, middle, quarters, eighths, ...: van der Corput), so that a sniff stopping early
+    has still seen every part of it (a split stored in one block, say)."""
+    k = min(n, len(ids))
+    picks = [round(i * (len(ids) - 1) / max(k - 1, 1)) for i in range(k)]
+    bits = max(1, (k - 1).bit_length())
+    order = [int(format(i, f"0{bits}b")[::-1], 2) for i in range(1 << bits)]  # 0, half, quarters, ...
+    return [ids[picks[j]] for j in order if j < k]
+
+
 def sniff(values: set[int], read: int, vouched: bool) -> MaskEncoding:
     """The encoding of masks holding ``values`` (see the module doc); ``vouched``: the
     label map was given by the user or found in the data."""
     shown = tuple(sorted(values))
-    if IGNORE_INDEX in values and values <= {0, IGNORE_INDEX}:
+    if values == {0, IGNORE_INDEX}:  # (all 255 alone is no evidence: it reads as ignore, an error)
         return MaskEncoding(BINARY_255, shown, read)
-    if not vouched and 1 in values and values <= {0, 1}:
+    if not vouched and values == {0, 1}:
         return MaskEncoding(BINARY_1, shown, read)
     return MaskEncoding(CLASS_INDEX, shown, read)
 

@@ -184,6 +184,15 @@ def stats_notes(stats: dict[str, Any]) -> list[str]:
     return notes
 
 
+def _encoding(dataset: Dataset) -> dict[str, Any] | None:
+    """How the adapter reads the stored mask values (data/mask_encoding.py), with what it
+    takes them to mean; None for an adapter that does not sniff its masks."""
+    encoding = getattr(dataset, "mask_encoding", None)
+    if encoding is None:
+        return None
+    return {**encoding.to_dict(), "meaning": encoding.describe(dataset.label_space)}
+
+
 def _unique_ids(dataset: Dataset, splits: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(sid for split in splits for sid in dataset.ids(split)))
 
@@ -212,6 +221,7 @@ def dataset_stats(dataset: Dataset, splits: Sequence[str] | None = None,
             "fingerprint": dataset.fingerprint(),
             "label_space": list(dataset.label_space.names),
             "labels_verified": bool(getattr(dataset, "labels_verified", True)),
+            "mask_encoding": _encoding(dataset),
         },
         "splits": split_sizes,
         "images": len(ids),

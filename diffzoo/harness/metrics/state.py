@@ -120,6 +120,17 @@ class EvalState:
         self._score_source: str | None = None
         self._ids: set[str] = set()
         self._agg: Aggregator | None = None
+        self.binding: dict[str, Any] | None = None
+        """What made this state (the model, data, seed, config and pass of the records that read
+        it; records/document.binding_of): set once by :meth:`bind`, saved with the state, and
+        checked by ``leaderboard verify`` against every record that names the state."""
+
+    def bind(self, binding: dict[str, Any]) -> None:
+        """Tie this state to what made it (once; binding it to something else is refused)."""
+        if self.binding is not None and self.binding != binding:
+            raise RecordError("a metric state cannot be bound to two runs: it was made by "
+                              f"{self.binding}, not {binding}")
+        self.binding = binding
 
     # -- properties -------------------------------------------------------------
 
@@ -215,6 +226,8 @@ class EvalState:
                 f"cannot merge metric states with image score sources "
                 f"{self._score_source!r} and {other._score_source!r}"
             )
+        if None not in (self.binding, other.binding) and self.binding != other.binding:
+            raise RecordError("cannot merge metric states made by different runs (their bindings differ)")
         overlap = self._ids & other._ids
         if overlap:
             logger.warning("merged shards share %d image id(s), e.g. %r; they count twice",
@@ -225,6 +238,7 @@ class EvalState:
         self._prob_images += other._prob_images
         self._ids |= other._ids
         self._score_source = self._score_source or other._score_source
+        self.binding = self.binding or other.binding
         self._agg = None
 
     # -- serialisation ----------------------------------------------------------
@@ -245,6 +259,7 @@ class EvalState:
             "pos_hist": self._pos_hist.tolist(),
             "neg_hist": self._neg_hist.tolist(),
             "rows": self._rows.to_dict(),
+            **({"binding": self.binding} if self.binding is not None else {}),  # unbound: as before binding
         }
 
     @classmethod
@@ -271,6 +286,10 @@ class EvalState:
         cfg = state.config
         state._rows = ImageRows.from_dict(d["rows"], cfg.num_classes, len(cfg.top_k))
         state._ids = set(state._rows.ids)
+        binding = d.get("binding")
+        if binding is not None and not isinstance(binding, dict):
+            raise RecordError("metric state is malformed: its binding is not an object")
+        state.binding = binding
         return state
 
     # -- results ----------------------------------------------------------------

@@ -31,6 +31,7 @@ from diffzoo.harness.records.case_summary import case_from_dict, case_metrics, s
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, RecordError
 from diffzoo.harness.metrics import METRICS_VERSION, EvalState
 from diffzoo.harness.records.model import RecordBody, StateRef
+from diffzoo.harness.records.binding import binding_of, binding_problems
 from diffzoo.harness.records.document import ResultRecord, clean_json, read_state_bytes
 
 REL_TOL = 1e-9
@@ -170,6 +171,12 @@ def state_problems(record: ResultRecord, source: StateSource) -> list[str]:
         compared = source.load(body.compared_state) if body.compared_state else None
     except RecordError as exc:
         return [str(exc)]
+    bound = binding_of(record.data)  # a state moved from another run (seed, checkpoint, data, ...) is refused
+    problems = binding_problems(state.binding, bound)
+    if compared is not None:  # the other case's pass, the same run
+        problems += binding_problems(compared.binding, bound, "compared state", skip=("pass",))
+    if problems:
+        return [f"state file {body.state.file} belongs to another run: {p}" for p in problems]
     try:
         return number_problems(body, state, compared)
     except (DiffzooError, ValueError, KeyError, TypeError, IndexError) as exc:  # a state made to break the metrics

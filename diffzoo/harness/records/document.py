@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, exclusive_lock
+from diffzoo.harness.records.binding import binding_of
 from diffzoo.harness.records.model import FIELDS, REQUIRED, SCHEMA_VERSION, RecordBody, StateRef, state_file_name
 
 if TYPE_CHECKING:
@@ -278,6 +279,8 @@ class ResultRecord:
             counts = {k: v for k, v in counts.items() if k != "skipped_corrupt"}
             fields["counts"] = {"skipped_total": fields["counts"]["skipped_corrupt"], **counts}
         attachments = {}
+        if state is not None:  # the state says what made it; verify holds every record naming it to that
+            state.bind(binding_of(cls._parsed(fields)))  # the fields as stored (defaults filled in)
         for prefix, st in (("state", state), ("compared_state", compared_state)):
             if st is not None:
                 ref, blob = state_blob(st)
@@ -285,16 +288,21 @@ class ResultRecord:
                 attachments[ref.file] = blob
         if state is not None:
             fields["predictions_digest"] = state.predictions_digest()
-        data = clean_json({"schema_version": SCHEMA_VERSION, "record_id": "0" * 16, "digests": {}, **fields})
-        body, problems = RecordBody.parse(data)
-        if problems:
-            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
-        data = clean_json(body.to_dict())
+        data = cls._parsed(fields)
         data["record_id"] = record_id_of(data)
         data["digests"] = field_digests(data)
         record = cls(data, attachments)
         record.validate()
         return record
+
+    @staticmethod
+    def _parsed(fields: dict[str, Any]) -> dict[str, Any]:
+        """``fields`` as the typed model writes them (validated, defaults filled in); RecordError if invalid."""
+        data = clean_json({"schema_version": SCHEMA_VERSION, "record_id": "0" * 16, "digests": {}, **fields})
+        body, problems = RecordBody.parse(data)
+        if problems:
+            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
+        return clean_json(body.to_dict())
 
     @cached_property
     def body(self) -> RecordBody:

@@ -28,11 +28,12 @@ from diffzoo.harness.metrics import METRICS_VERSION, EvalState
 from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.records.model import Counts
-from diffzoo.harness.records.document import ResultRecord, environment, state_blob, store_lock, write_state_file
+from diffzoo.harness.records.binding import binding_of
+from diffzoo.harness.records.document import ResultRecord, clean_json, environment, state_blob, store_lock, write_state_file
 from diffzoo.harness.suites import Case, Suite
 
-__all__ = ["RecordContext", "Summaries", "Summary", "build_record", "case_metrics", "case_states",
-           "metric_task", "summarize"]
+__all__ = ["RecordContext", "Summaries", "Summary", "bind_states", "build_record", "case_metrics", "case_states",
+           "metric_task", "run_fields", "summarize"]
 
 
 class Summaries:
@@ -110,6 +111,32 @@ def dataset_info(dataset: Any, fingerprint: str) -> dict[str, Any]:
             "label_map": prov["label_map"], "split": prov["split"]}
 
 
+def run_fields(ctx: RecordContext, case: Case, used_params: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a record of ``case`` that say what made its numbers: the detector, the
+    case, the dataset, the seed and the config (without the bootstrap, chosen when it is
+    summarised).  Also what the case's state is bound to (:func:`bind_states`)."""
+    det = ctx.detector
+    plugin_version = ctx.plugin_version or get_plugin_system().versions.get(ctx.plugin)
+    return {
+        "detector": {"name": ctx.detector_name, "card": det.card.to_dict(), "task": det.task,
+                     "checkpoint_sha256": ctx.checkpoint["sha256"], "checkpoint_source": ctx.checkpoint["source"],
+                     "pretrained": ctx.pretrained, "plugin": ctx.plugin, "plugin_version": plugin_version},
+        "case": case.to_dict(),
+        "dataset": dataset_info(ctx.dataset, ctx.fingerprint),
+        "seed": ctx.seed,
+        "config": {"train": ctx.train_config, "train_subset": ctx.train_subset, "overrides": ctx.overrides,
+                   "cache_key": ctx.cache_key, "device": ctx.device, "strict": ctx.strict,
+                   "distortion_params": used_params, "eval_input": ctx.eval_input or {"recipe": "native"}},
+    }
+
+
+def bind_states(ctx: RecordContext, cases: list[tuple[Case, EvalState, dict[str, Any]]]) -> None:
+    """Bind each case's state to the run that made it (records/binding.py), before any
+    state is written or summarised: cases reading one pass share its state and its binding."""
+    for case, state, used_params in cases:
+        state.bind(binding_of(clean_json(run_fields(ctx, case, used_params))))
+
+
 def build_record(ctx: RecordContext, suite: Suite, case: Case, summary: Summary, result: EvalResult,
                  metrics: dict[str, Any], ci: dict[str, list[float]], used_params: dict[str, Any],
                  compared_state: EvalState | None = None) -> ResultRecord:
@@ -121,29 +148,20 @@ def build_record(ctx: RecordContext, suite: Suite, case: Case, summary: Summary,
     if case.task == "binary" and not case.editors and not case.slice_by:
         baselines = {name: {m: s.compute().get(m) for m in ("mIoU", "aAcc", "bF1", "F1")}
                      for name, s in result.baselines.items()}
-    det = ctx.detector
-    plugin_version = ctx.plugin_version or get_plugin_system().versions.get(ctx.plugin)
+    fields = run_fields(ctx, case, used_params)
+    fields["config"]["bootstrap"] = {"resamples": summary.resamples, "seed": summary.ci_seed}
     return ResultRecord.create(
-        detector={"name": ctx.detector_name, "card": det.card.to_dict(), "task": det.task,
-                  "checkpoint_sha256": ctx.checkpoint["sha256"], "checkpoint_source": ctx.checkpoint["source"],
-                  "pretrained": ctx.pretrained, "plugin": ctx.plugin, "plugin_version": plugin_version},
+        **fields,
         suite={"name": suite.name, "version": suite.version, "definition_hash": suite.definition_hash()},
-        case=case.to_dict(),
-        dataset=dataset_info(ctx.dataset, ctx.fingerprint),
         label_space=list(state.label_space.names),
         metrics=metrics,
         ci95=ci,
         metrics_version=METRICS_VERSION,
-        threshold_policy=policy_record(det, ctx.thresholds, state),
+        threshold_policy=policy_record(ctx.detector, ctx.thresholds, state),
         baselines=baselines,
         confusion=state.confusion_matrix().tolist() if case.task == "semantic" else None,
         slices=summary.slices,
         counts=Counts.of(state.num_images, result.skipped).to_dict(),
-        seed=ctx.seed,
-        config={"train": ctx.train_config, "train_subset": ctx.train_subset, "overrides": ctx.overrides,
-                "cache_key": ctx.cache_key, "device": ctx.device, "strict": ctx.strict,
-                "distortion_params": used_params, "eval_input": ctx.eval_input or {"recipe": "native"},
-                "bootstrap": {"resamples": summary.resamples, "seed": summary.ci_seed}},
         training=ctx.checkpoint.get("training"),
         environment=environment(ctx.device),
         state=state,

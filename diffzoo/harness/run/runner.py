@@ -33,7 +33,9 @@ from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoin
 from diffzoo.harness.models.resume import check_every
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.run.baselines import baseline_cache
-from diffzoo.harness.run.case_records import RecordContext, Summaries, build_record, case_metrics, case_states, metric_task
+from diffzoo.harness.run.case_records import (
+    RecordContext, Summaries, bind_states, build_record, case_metrics, case_states, metric_task,
+)
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, evaluate, gather_eval_result, sets_input_size
 from diffzoo.harness.run.factories import open_dataset
@@ -174,9 +176,14 @@ class Runner:
                 seed=self.request.seed, thresholds=thresholds,
                 eval_input=eval_input(self.entry.card, job.config, self.extra_negatives),
             )
-            for suite, case in job.cases:
-                if (suite.name, case.name) not in states:  # no image of its editors (noted)
-                    continue
+            # a case missing from states has no image of its editors (noted)
+            read = [(suite, case) for suite, case in job.cases if (suite.name, case.name) in states]
+            bound = []
+            for suite, case in read:
+                state, _, params = states[(suite.name, case.name)]
+                bound.append((case, state, params))
+            bind_states(ctx, bound)  # before any state is written, so each file holds its binding
+            for suite, case in read:
                 state, result, params = states[(suite.name, case.name)]
                 summary = summaries.get(state)
                 compared = lambda name, s=suite: states[(s.name, name)][0] if (s.name, name) in states else None
