@@ -364,6 +364,24 @@ def test_a_fifo_named_like_an_image_is_named_and_never_opened(tmp_path):
     assert "have no image" not in done.stderr
 
 
+def test_a_fifo_listed_by_a_json_list_is_named_not_called_missing(capsys, tmp_path):
+    """The class, not only DiffSeg30k's folder: a generic JSON list naming a FIFO."""
+    from diffzoo import open_dataset
+    from diffzoo.harness.core.errors import CorruptSampleError
+
+    root = tmp_path / "list"
+    root.mkdir()
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(root / "a.png")
+    os.mkfifo(root / "b.png")
+    (root / "list.json").write_text(json.dumps([["a.png", "Negative"], ["b.png", "Negative"]]))
+    ds = open_dataset(str(root / "list.json"), val_fraction=0.0)
+    ids = [i for s in ds.splits() for i in ds.ids(s)]
+    fifo = next(i for i in ids if "b" in i)
+    with pytest.raises(CorruptSampleError, match="is a FIFO \\(named pipe\\), not an image file") as err:
+        ds.load(fifo)
+    assert err.value.kind == "not-a-file"
+
+
 def test_ctrl_c_says_it_was_interrupted(capsys, monkeypatch):
     import diffzoo.api as api
 

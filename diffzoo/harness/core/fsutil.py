@@ -108,6 +108,10 @@ def check_usable_dir(path: Path | str, what: str) -> Path:
     return path
 
 
+MISSING = ("missing", "a broken symbolic link")
+"""What :func:`file_kind` says of a path with no file behind it."""
+
+
 def file_kind(path: Path | str) -> str | None:
     """None for a regular file (or a link to one); else what ``path`` is, in words:
     a file diffzoo must not open (a FIFO would block the reader for ever)."""
@@ -116,7 +120,7 @@ def file_kind(path: Path | str) -> str | None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        return "a broken symbolic link" if os.path.islink(path) else "missing"
+        return MISSING[1] if os.path.islink(path) else MISSING[0]
     except OSError as exc:
         return f"not readable ({exc.strerror})"
     if stat.S_ISREG(mode):

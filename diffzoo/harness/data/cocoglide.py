@@ -47,6 +47,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import require_path
@@ -166,7 +167,7 @@ def read_table(root: Path) -> list[tuple[str, str, str, str]]:
                     f"(as {as_col}); each real, fake and mask file belongs to one row"
                 )
             seen[rel] = (line, col)
-            if not (root / rel).is_file():
+            if file_kind(root / rel) in MISSING:  # a FIFO named in the table is named when loaded
                 absent.append(f"line {line} {col}: {rel}")
             paths.append(rel)
         rows.append((paths[0], paths[1], paths[2], row["prompt"]))

@@ -24,7 +24,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DiffzooError
-from diffzoo.harness.core.fsutil import file_kind
+from diffzoo.harness.core.fsutil import MISSING, file_kind
 
 ImageSource = str | os.PathLike | bytes | bytearray | memoryview | Image.Image
 """A path, the encoded file's bytes, or an (opened) PIL image."""
@@ -101,7 +101,7 @@ def open_image(src: ImageSource, sample_id: str, name: str) -> tuple[Image.Image
                 else:
                     path = Path(src)
                     kind = file_kind(path)  # never open a FIFO or device: the read would not end
-                    if kind in ("missing", "a broken symbolic link"):
+                    if kind in MISSING:
                         raise CorruptSampleError(sample_id, f"{name}: file not found ({kind})", "missing-file")
                     if kind is not None:
                         raise CorruptSampleError(sample_id, f"{name} is {kind}, not an image file", "not-a-file")

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import SplitDataset, require_path
@@ -262,7 +263,8 @@ class JsonListDataset(_PairListDataset):
             image_path = root / image
             mask_path = None if mask == NEGATIVE else root / mask
             missing += [
-                str(p) for p in (image_path, mask_path) if p is not None and not p.is_file()
+                # a FIFO or folder listed is no missing file: loading it names what it is (not-a-file)
+                str(p) for p in (image_path, mask_path) if p is not None and file_kind(p) in MISSING
             ]
             entries[image] = (image_path, mask_path)
         if missing:
