@@ -34,6 +34,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "diffzoo.plugins.cnnspot",
     "diffzoo.plugins.universalfakedet",
     "diffzoo.plugins.mmseg",
+    "diffzoo.plugins.benco",
     "diffzoo.generators.plugin",
 )
 

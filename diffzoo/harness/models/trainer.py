@@ -247,8 +247,13 @@ def train_loop(
     progress: Callable[[int, float], None] | None = None,
     resume: Resume | None = None,
     data_name: str = "the training data",
+    with_targets: bool = False,
 ) -> dict[str, Any]:
     """``cfg.iterations`` steps of ``loss_fn(model(inputs), targets)``; returns a log.
+
+    ``with_targets``: the model computes its own loss and takes the targets,
+    ``loss_fn(model(inputs, targets), targets)`` (IMDL-BenCo's models return
+    their ``backward_loss``); seeding, resume, AMP and DDP are the same.
 
     Label-map targets are watched until a labelled pixel comes: when the first
     :data:`LABEL_PATIENCE` batches (on every rank) hold only 255 ('ignore'),
@@ -297,7 +302,7 @@ def train_loop(
         if inputs.dim() == 4:
             inputs = inputs.contiguous(memory_format=fmt)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-            logits = net(inputs)
+            logits = net(inputs, targets) if with_targets else net(inputs)
         loss = loss_fn(logits, targets)
         value = distributed.mean(loss)
         if not math.isfinite(value):

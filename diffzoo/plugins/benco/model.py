@@ -1,0 +1,314 @@
+"""The adapter: an IMDL-BenCo model as a diffzoo Detector.
+
+IMDL-BenCo's models take one dict (``image`` ImageNet-normalised at their
+input size, ``mask`` float 0/1, ``edge_mask``, ``label``, ``shape``) and
+return one (``backward_loss``, ``pred_mask`` probabilities, ``pred_label``).
+:class:`BencoNet` makes that dict from diffzoo's images (RGB in [0, 1], any
+size) and label maps, by the model's own input rule: ``resize`` to its input
+size, or ``pad`` (zero padding at the bottom and right, as IMDL-BenCo's
+``PadIfNeeded(position='top_left')``; an image larger than the input is first
+scaled down to fit, keeping its aspect).  The probabilities come back at the
+image's size (the padding cut off, or resized back).  Training runs in
+diffzoo's shared loop (``train_loop(..., with_targets=True)``: seeding,
+resume, AMP, torchrun, progress) on each model's own ``backward_loss``.
+
+Upstream faults are not inherited silently (specs.py lists them per model):
+SPAN's last layers, built anew inside every forward, are built once and
+trained; ManTra-Net, which ends in a sigmoid, is trained with binary
+cross-entropy on its probability instead of a logits loss on it; and a model
+whose forward rewrites its own weights (ManTra-Net's, SPAN's Bayar filter) has
+them restored after each prediction, so that predicting is repeatable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from diffzoo.harness.core.cards import DetectorCard
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
+from diffzoo.harness.core.fsutil import cache_root
+from diffzoo.harness.core.protocols import Detector
+from diffzoo.harness.core.types import BINARY, DetectionOutput, IGNORE_INDEX, LabelSpace
+from diffzoo.harness.models.checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
+from diffzoo.harness.models.trainer import CropDataset, make_loader, train_loop
+from diffzoo.harness.models.weights import check_weights, hub_offline, url_weights
+from diffzoo.plugins.benco.specs import INSTALL, SPECS, Spec, WeightFile, installed
+
+log = logging.getLogger(__name__)
+
+SPEC = {spec.key: spec for spec in SPECS}
+EDGE_WIDTH = 7
+"""edge_mask width of every demo script (--edge_mask_width 7 -> EdgeMaskGenerator(7))."""
+WEIGHTS_DIR = ("weights", "benco")
+"""Weight files that cannot be downloaded directly go to ``$DIFFZOO_CACHE/weights/benco/``."""
+MUTATING = frozenset({"mantra-net", "span"})
+"""Models whose forward rewrites their own weights (the Bayar filter)."""
+
+
+def benco_class(spec: Spec) -> type:
+    """The model class from IMDL-BenCo, or one line saying how to install it."""
+    if not installed():
+        raise ModelError(f"benco.{spec.key} needs IMDL-BenCo, which is not installed: run `{INSTALL}` "
+                         "(docs/detectors.md, IMDL-BenCo's localizers)")
+    with quiet():
+        return getattr(importlib.import_module(spec.module), spec.cls)
+
+
+@contextlib.contextmanager
+def quiet():
+    """IMDL-BenCo prints as it builds ('load pretrained weights ...'): into the debug log instead."""
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        yield
+    if buffer.getvalue().strip():
+        log.debug("IMDL-BenCo: %s", buffer.getvalue().strip())
+
+
+def package_file(relative: str) -> str:
+    """A file shipped inside the IMDL-BenCo package (its yaml configs), as an absolute path."""
+    import IMDLBenCo
+
+    return str(Path(IMDLBenCo.__file__).parent.parent / relative)
+
+
+def weight_file(card: DetectorCard, weights: WeightFile) -> Path:
+    """The local, hash-checked file a constructor argument loads: downloaded into the torch
+    hub cache when it has a URL, else put by hand in ``$DIFFZOO_CACHE/weights/benco/``."""
+    if weights.url is not None:
+        return url_weights(card, weights.url, label=weights.name, detail=weights.source)
+    path = cache_root().joinpath(*WEIGHTS_DIR, weights.name)
+    if not path.is_file():
+        raise WeightsUnavailableError(f"detector {card.name}", weights.name, weights.source,
+                                      fetch=f"download {weights.name} from {weights.source} to {path}")
+    check_weights(card, path, weights.source)
+    return path
+
+
+def build_model(card: DetectorCard, pretrained: bool) -> nn.Module:
+    """The IMDL-BenCo model of ``card``: its constructor arguments, its weight files (the
+    required ones always, the others when ``pretrained``), the fixes of specs.py."""
+    spec = SPEC[card.arch["benco"]]
+    if spec.needs_cuda and not torch.cuda.is_available():
+        raise ModelError(f"{card.name}: IMDL-BenCo's {spec.title} runs on CUDA only (its constructor calls "
+                         ".cuda()); run it on a machine with a GPU (--device cuda)")
+    cls = benco_class(spec)
+    kwargs = dict(card.arch["kwargs"])
+    for key in ("cfg_file", "config_path"):
+        if key in kwargs:
+            kwargs[key] = package_file(kwargs[key])
+    if spec.key == "pscc-net":
+        kwargs.setdefault("pretrain_path", "")  # its default None raises TypeError; '' = random weights
+    if spec.key in ("mantra-net", "span"):
+        kwargs["device"] = torch.device("cpu")  # else baked in as cuda-if-available at import
+    if spec.key == "mesorch":
+        kwargs["conv_pretrain"] = pretrained and _timm_online(card, "ConvNeXt-Tiny (timm convnext_tiny)")
+    resnet = None
+    for weights in spec.weights:
+        if spec.key == "mvss-net":  # its constructor fetches the ResNet-50 itself, through torch.hub's cache
+            resnet = weight_file(card, weights) if pretrained else None
+        elif weights.required or pretrained:
+            kwargs[weights.arg] = str(weight_file(card, weights))
+    with quiet(), _no_resnet_download(spec, resnet is None):
+        model = cls(**kwargs)
+    if spec.key == "span":
+        _build_span_head(model)
+    return model
+
+
+def _timm_online(card: DetectorCard, what: str) -> bool:
+    if hub_offline():
+        raise WeightsUnavailableError(f"detector {card.name}", "timm/convnext_tiny.in12k_ft_in1k",
+                                      f"{what}; or train from scratch with --no-pretrained")
+    return True
+
+
+@contextlib.contextmanager
+def _no_resnet_download(spec: Spec, random: bool):
+    """MVSS-Net's constructor always fetches ImageNet ResNet-50 weights; for random weights
+    (--no-pretrained) it gets none, so nothing is downloaded."""
+    if spec.key != "mvss-net" or not random:
+        yield
+        return
+    module = importlib.import_module(spec.module)
+    original = module.model_zoo.load_url
+    module.model_zoo.load_url = lambda *args, **kwargs: {}
+    try:
+        yield
+    finally:
+        module.model_zoo.load_url = original
+
+
+class _SpanHead(nn.Module):
+    """SPAN's last layers (32 -> 16 -> 8 -> 4 -> 1, 5 x 5, ReLU between), as IMDL-BenCo's
+    ``Last_Layer_0725`` defines them, but built once: registered, trained and saved."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Conv2d(32, 16, 5, padding=2), nn.ReLU(), nn.Conv2d(16, 8, 5, padding=2), nn.ReLU(),
+            nn.Conv2d(8, 4, 5, padding=2), nn.ReLU(), nn.Conv2d(4, 1, 5, padding=2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+def _build_span_head(model: nn.Module) -> None:
+    model.last_layer = _SpanHead()  # replaces the bound Last_Layer_0725
+
+
+def edge_mask(mask: torch.Tensor, width: int = EDGE_WIDTH) -> torch.Tensor:
+    """IMDL-BenCo's ``EdgeMaskGenerator(width)`` (transforms/edge_mask_generator.py) in torch on
+    B x 1 x H x W masks: the pixels where the mask and its complement, each dilated by a
+    cross-shaped kernel (zero padding), are both 1."""
+    kernel = torch.zeros(1, 1, width, width, dtype=mask.dtype, device=mask.device)
+    kernel[0, 0, width // 2, :] = 1
+    kernel[0, 0, :, width // 2] = 1
+
+    def dilate(m: torch.Tensor) -> torch.Tensor:
+        return (F.conv2d(m, kernel, padding=width // 2) > 0).to(mask.dtype)
+
+    return ((1 - (dilate(1 - mask) - dilate(mask)).abs()) > 0).to(mask.dtype)
+
+
+class BencoNet(nn.Module):
+    """An IMDL-BenCo model behind diffzoo's inputs: ``forward(images, targets=None)`` -> its dict.
+
+    ``images``: B x 3 x H x W in [0, 1]; ``targets``: B x H x W label maps (0 unedited, 1
+    edited, 255 ignore, read as unedited: IMDL-BenCo has no ignore value) or None.
+    """
+
+    def __init__(self, model: nn.Module, spec: Spec, size: int, rule: str):
+        super().__init__()
+        self.model, self.spec, self.size, self.rule = model, spec, size, rule
+        self.register_buffer("mean", torch.tensor((0.485, 0.456, 0.406)).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor((0.229, 0.224, 0.225)).view(1, 3, 1, 1), persistent=False)
+
+    def placement(self, h: int, w: int) -> tuple[int, int]:
+        """The (height, width) an H x W image takes inside the model's square input."""
+        if self.rule == "resize":
+            return self.size, self.size
+        scale = min(1.0, self.size / max(h, w))  # pad; an image larger than the input is scaled down first
+        return max(1, round(h * scale)), max(1, round(w * scale))
+
+    def _place(self, x: torch.Tensor, mode: str) -> torch.Tensor:
+        h, w = self.placement(*x.shape[-2:])
+        if (h, w) != tuple(x.shape[-2:]):
+            x = F.interpolate(x, size=(h, w), mode=mode, **({"align_corners": False} if mode == "bilinear" else {}))
+        return F.pad(x, (0, self.size - w, 0, self.size - h)) if (h, w) != (self.size, self.size) else x
+
+    def inputs(self, images: torch.Tensor, targets: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        """IMDL-BenCo's data dict for ``images`` (and their ``targets``)."""
+        b, _, h, w = images.shape
+        image = (self._place(images.float(), "bilinear") - self.mean) / self.std
+        if targets is None:
+            mask = torch.zeros(b, 1, self.size, self.size, device=images.device)
+        else:
+            edited = (targets == 1) & (targets != IGNORE_INDEX)
+            mask = self._place(edited.float().unsqueeze(1), "nearest")
+        shape = torch.tensor([self.placement(h, w)] * b, device=images.device)
+        return {"image": image, "mask": mask, "edge_mask": edge_mask(mask), "label": mask.flatten(1).amax(1).long(),
+                "shape": shape}
+
+    def forward(self, images: torch.Tensor, targets: torch.Tensor | None = None) -> dict[str, Any]:
+        data = self.inputs(images, targets)
+        out = self.model(**data)
+        if self.spec.key == "mantra-net" and targets is not None:  # it ends in a sigmoid: BCE on the probability
+            out["backward_loss"] = F.binary_cross_entropy(out["pred_mask"].float().clamp(1e-6, 1 - 1e-6),
+                                                          data["mask"])
+        return out
+
+    def probabilities(self, pred_mask: torch.Tensor, h: int, w: int) -> torch.Tensor:
+        """The model's B x 1 x S x S probabilities at the images' H x W (padding cut off)."""
+        if pred_mask.shape[-2:] != (self.size, self.size):  # a fixed-size head (Mesorch: 512)
+            pred_mask = F.interpolate(pred_mask, size=(self.size, self.size), mode="bilinear", align_corners=False)
+        ph, pw = self.placement(h, w)
+        pred_mask = pred_mask[..., :ph, :pw]
+        if (ph, pw) != (h, w):
+            pred_mask = F.interpolate(pred_mask, size=(h, w), mode="bilinear", align_corners=False)
+        return pred_mask.float().clamp(0, 1)  # CAT-Net's bicubic upsampling can overshoot
+
+
+class BencoDetector(Detector):
+    """``benco.<model>``: binary localization by an IMDL-BenCo model (docs/detectors.md)."""
+
+    def __init__(self, card: DetectorCard, task: str = "binary", label_space: LabelSpace = BINARY,
+                 pretrained: bool = True):
+        if task != "binary":
+            raise ConfigError(f"{card.name} predicts one 'edited' channel: it serves the binary task and image-level "
+                              f"detection from its mask, not the {task} task")
+        spec = SPEC[card.arch["benco"]]
+        self.card, self.task, self.label_space, self.spec = card, "binary", BINARY, spec
+        self.net = BencoNet(build_model(card, pretrained), spec, card.input_size, card.arch["input_rule"])
+        self.device = torch.device("cpu")
+
+    def to(self, device: str | torch.device) -> BencoDetector:
+        self.device = torch.device(device)
+        self.net.to(self.device)
+        if hasattr(self.net.model, "device"):  # ManTra-Net and SPAN read their own attribute
+            self.net.model.device = self.device
+        return self
+
+    @torch.no_grad()
+    def predict(self, images: torch.Tensor) -> DetectionOutput:
+        self.net.eval()
+        images = images.to(self.device, torch.float32)
+        with self._weights_kept():
+            out = self.net(images)
+        return DetectionOutput(mask_probs=self.net.probabilities(out["pred_mask"], *images.shape[-2:]))
+
+    @contextlib.contextmanager
+    def _weights_kept(self):
+        """Predicting leaves the weights as they were (see MUTATING)."""
+        if self.spec.key not in MUTATING:
+            yield
+            return
+        saved = {k: v.clone() for k, v in self.net.model.state_dict().items()}
+        try:
+            yield
+        finally:
+            self.net.model.load_state_dict(saved)
+
+    def param_groups(self, config: Any) -> list[dict[str, Any]]:
+        """AdamW groups as timm's create_optimizer makes them: 1-D parameters and biases undecayed."""
+        decay, no_decay = [], []
+        for name, p in self.net.model.named_parameters():
+            if p.requires_grad:
+                (no_decay if p.ndim <= 1 or name.endswith(".bias") else decay).append(p)
+        return [{"params": decay, "lr": config.lr},
+                {"params": no_decay, "lr": config.lr, "weight_decay": 0.0}]
+
+    def fit(self, train: Any, config: Any, progress: Any = None) -> dict[str, Any]:
+        torch.manual_seed(config.seed)  # dropout and drop-path draw from it, as in train_segmenter
+        loader = make_loader(CropDataset(train.dataset, train.ids, "binary", config), config)
+        return train_loop(self.net, loader, lambda out, targets: out["backward_loss"], self.param_groups(config),
+                          config, self.device, progress, train.resume, data_name=train.dataset.name,
+                          with_targets=True)
+
+    def checkpoint_meta(self) -> dict[str, Any]:
+        return {"format": "diffzoo-checkpoint-1", "card": self.card.to_dict(), "task": self.task,
+                "benco": {"model": self.spec.cls, "version": "0.1.45"}}
+
+    def save(self, path: Path, extra: dict[str, Any] | None = None) -> Path:
+        return save_checkpoint(Path(path), self.net.model.state_dict(), {**self.checkpoint_meta(), **(extra or {})})
+
+    def load(self, path: Path) -> dict[str, Any]:
+        state, meta = load_checkpoint(path)
+        name = meta.get("card", {}).get("name")
+        if name is not None and name != self.card.name:
+            raise ModelError(f"checkpoint {path} is for detector {name!r}, not {self.card.name!r}")
+        problem = describe_mismatch(self.net.model.state_dict(), state)
+        if problem:
+            raise ModelError(f"checkpoint {path} does not fit {self.card.name}: {problem}")
+        self.net.model.load_state_dict(state, strict=True)
+        self.net.to(self.device).eval()
+        return meta
