@@ -2,6 +2,7 @@
 
     python benchmarks/train_throughput.py                 # tiny cards + each family's default card
     python benchmarks/train_throughput.py --detectors 'segformer.*,fcn8s' --size 128
+    python benchmarks/train_throughput.py --detectors 'benco.*' --batch-size 2 --random-weight-files
 
 Every detector starts from random weights (no downloads) and trains through
 its own ``fit`` (the shared trainer for segmenters) on synthetic 64 px images,
@@ -9,7 +10,10 @@ the size of the ``mini`` demo.  Prints steady-state images/s (warm-up steps
 excluded) and the ratio to SegFormer-B2 measured in the same run, and the wall
 time of the whole ``fit``, which also holds one-time work such as
 UniversalFakeDetect's pass that extracts frozen CLIP features of every
-training image.  A benchmark, not a test: nothing is asserted.
+training image.  ``--random-weight-files``: the IMDL-BenCo models whose
+constructor needs a weight file (TruFor, SPAN, MSCDI-Net, MVSS-Net) are built
+from random files of the right shapes, written into a temporary cache.  A
+benchmark, not a test: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -48,13 +52,30 @@ def detector_names(spec: str | None) -> list[str]:
     return names if REFERENCE in names else [REFERENCE, *names]
 
 
+def random_weight_files() -> None:
+    """A temporary $DIFFZOO_CACHE and torch hub cache holding random weight files for every
+    IMDL-BenCo model that needs one (diffzoo/plugins/benco/offline.py)."""
+    import tempfile
+
+    from diffzoo.plugins.benco.offline import write_random_weights
+    from diffzoo.plugins.benco.specs import SPECS
+
+    root = tempfile.mkdtemp(prefix="diffzoo-bench-weights-")
+    os.environ["DIFFZOO_CACHE"] = os.path.join(root, "cache")
+    torch.hub.set_dir(os.path.join(root, "hub"))
+    for spec in SPECS:
+        if any(w.required for w in spec.weights):
+            write_random_weights(spec.key)
+
+
 def measure(name: str, args, device: torch.device, dataset: SyntheticEdits) -> dict:
     card = get_registry().get("detector", name).card
     task = args.task if args.task in card.tasks else card.tasks[0]
     torch.manual_seed(0)
     det = create_detector(name, task, DIFFSEG30K_LABELS if task == "semantic" else BINARY, pretrained=False)
     det.to(device)
-    params = sum(p.numel() for p in det.model.parameters()) if hasattr(det, "model") else None
+    module = getattr(det, "model", None) or getattr(det, "net", None)
+    params = sum(p.numel() for p in module.parameters()) if module is not None else None
     config = TrainConfig(iterations=args.warmup + args.iterations, batch_size=args.batch_size, crop_size=args.size,
                          warmup_iters=1, pretrained=False, num_workers=args.workers)
     start = time.perf_counter()
@@ -73,7 +94,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0, help="DataLoader workers")
     parser.add_argument("--train-images", type=int, default=64, help="size of the synthetic training split")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--random-weight-files", action="store_true",
+                        help="build IMDL-BenCo models that need weight files from random ones (a temporary cache)")
     args = parser.parse_args()
+    if args.random_weight_files:
+        random_weight_files()
 
     console = Console(width=None if sys.stdout.isatty() else 120)
     device = resolve_device(args.device)
@@ -95,15 +120,16 @@ def main() -> None:
 
     ref = results.get(REFERENCE, {}).get("ips")
     table = Table(title=f"training images/s at {args.size} px on {device}")
-    for col in ("detector", "task", "params (M)", "images/s", f"x {REFERENCE}", "fit wall s"):
+    for col in ("detector", "task", "params (M)", "images/s", "s / step", f"x {REFERENCE}", "fit wall s"):
         table.add_column(col, justify="left" if col in ("detector", "task") else "right", no_wrap=col == "detector")
     for name, r in results.items():
         if "error" in r:
-            table.add_row(name, "", "", f"[red]failed[/]: {escape(r['error'][:80])}", "", "")
+            table.add_row(name, "", "", f"[red]failed[/]: {escape(r['error'][:80])}", "", "", "")
             continue
         params = f"{r['params'] / 1e6:.2f}" if r["params"] is not None else "?"
         ratio = f"{r['ips'] / ref:.2f}" if ref else "-"
-        table.add_row(name, r["task"], params, f"{r['ips']:.1f}", ratio, f"{r['fit_s']:.1f}")
+        table.add_row(name, r["task"], params, f"{r['ips']:.1f}", f"{args.batch_size / r['ips']:.2f}", ratio,
+                      f"{r['fit_s']:.1f}")
     console.print(table)
 
 

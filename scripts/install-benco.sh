@@ -25,6 +25,8 @@ PINS=(
     portalocker==4.4.2           # imported by iopath
     termcolor==3.3.0             # imported by fvcore
     yacs==0.1.8                  # PSCC-Net's and CAT-Net's configs
+    jpegio==0.2.8                # CAT-Net's JPEG DCT coefficients (as IMDL-BenCo reads them); built from
+                                 # its sdist: needs a C++ compiler, ~30 s
 )
 pip install -q --no-deps "${PINS[@]}"
 after="$(python -c "import torch; print(torch.__version__)")"

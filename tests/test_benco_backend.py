@@ -32,10 +32,15 @@ TINY = [f"benco.{s.key}.tiny" for s in SPECS if s.tiny is not None]
 FAST = ["--iterations", "3", "--batch-size", "2", "--bootstrap", "0", "--device", "cpu"]
 
 
-def require_benco():
-    if benco_specs.installed():
+def require_benco(*modules: str):
+    """Skip (fail under DIFFZOO_REQUIRE_BENCO=1) without IMDL-BenCo, or without ``modules``."""
+    import importlib.util
+
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if benco_specs.installed() and not missing:
         return
-    reason = f"optional IMDL-BenCo backend not installed: {INSTALL}"
+    what = f" ({', '.join(missing)} missing)" if missing else ""
+    reason = f"optional IMDL-BenCo backend not installed{what}: {INSTALL}"
     if os.environ.get(REQUIRE) == "1":
         pytest.fail(f"{REQUIRE}=1 but {reason}")
     pytest.skip(reason)
@@ -54,7 +59,7 @@ def test_every_model_is_listed_with_its_licence_and_needs(capsys):
     names = {e.name for e in get_registry().list("detector", "benco*")}
     assert {f"benco.{m}" for m in MODELS} <= names and set(TINY) <= names
     assert set(TINY) == {"benco.iml-vit.tiny", "benco.pscc-net.tiny", "benco.objectformer.tiny",
-                         "benco.sparsevit.tiny", "benco.mantra-net.tiny"}
+                         "benco.sparsevit.tiny", "benco.mesorch.tiny", "benco.mantra-net.tiny"}
     trufor = get_registry().get("detector", "benco.trufor")
     assert "NON-COMMERCIAL" in trufor.description and trufor.card.licence.startswith("NON-COMMERCIAL")
     assert "CUDA only" in get_registry().get("detector", "benco.cat-net").description
@@ -87,10 +92,14 @@ def test_tiny_cards_train_score_and_verify_on_mini(capsys, tmp_path, benco, name
     text = " ".join(stdout.split())
     assert f"skipped standard/semantic: {name} supports binary; this case needs a semantic model" in text
     records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
-    assert {r["case"]["name"] for r in records} == {"binary", "image"}
+    scored = get_registry().get("detector", name).card.arch["benco"] in ("pscc-net", "mvss-net")  # pred_label
+    assert sorted((r["case"]["name"], (r["case"].get("options") or {}).get("image_score", "")) for r in records) == [
+        ("binary", ""), ("image", ""), *([("image", "detector")] if scored else [])]
     assert all(r["detector"]["name"] == name and r["config"]["train"]["extra"]["input_rule"] for r in records)
+    if scored:
+        assert f"{name} (own image score)" in text
     code, stdout, _ = cli(capsys, "leaderboard", "verify", "--store", out)
-    assert code == 0 and "2 good, 0 bad" in stdout
+    assert code == 0 and f"{len(records)} good, 0 bad" in stdout
 
 
 @pytest.mark.parametrize("name", TINY)
@@ -120,35 +129,47 @@ def test_edge_masks_are_made_as_imdl_benco_makes_them(benco):
 
 def _their_data(benco, spec, size, images):
     """IMDL-BenCo's own data dict for square images already at the model's size:
-    albumentations' Normalize as its transforms do, an empty mask, its EdgeMaskGenerator."""
+    albumentations' Normalize as its transforms do, an empty mask (at the size of a
+    fixed-size head's output), its EdgeMaskGenerator."""
     import albumentations as albu
     from IMDLBenCo.transforms.edge_mask_generator import EdgeMaskGenerator
 
     normalize = albu.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
     image = torch.stack([torch.from_numpy(normalize(image=(img.permute(1, 2, 0).numpy() * 255).astype(np.float32))[
         "image"]).permute(2, 0, 1) for img in images])
-    mask = torch.zeros(len(images), 1, size, size)
-    edge = torch.from_numpy(EdgeMaskGenerator(7)(np.zeros((size, size)))).float().expand(len(images), 1, size, size)
+    m = spec.out_size or size
+    mask = torch.zeros(len(images), 1, m, m)
+    edge = torch.from_numpy(EdgeMaskGenerator(7)(np.zeros((m, m)))).float().expand(len(images), 1, m, m)
     return {"image": image, "mask": mask, "edge_mask": edge.contiguous(), "label": torch.zeros(len(images)).long(),
             "shape": torch.tensor([[size, size]] * len(images))}
 
 
-@pytest.mark.parametrize("name", TINY)
-def test_probabilities_equal_imdl_bencos_own_forward(benco, name):
-    """Same weights, same input: the adapter's probabilities are what model(**data) returns."""
-    det = create_detector(name, "binary", pretrained=False)
+def assert_parity(benco, det, batch=2):
+    """Same weights, same input: the adapter's probabilities (and image scores, where the model
+    has them) are what IMDL-BenCo's own model(**data) returns."""
     spec, size = det.spec, det.card.input_size
-    theirs = benco.benco_class(spec)(**{**det.card.arch["kwargs"], **(
-        {"pretrain_path": ""} if spec.key == "pscc-net" else {}), **(
-        {"device": torch.device("cpu")} if spec.key == "mantra-net" else {})})
+    theirs = benco.construct(det.card, pretrained=False)
+    if spec.key == "span":  # its head is built anew in every forward upstream: give it ours
+        theirs.last_layer = benco._SpanHead()
     theirs.load_state_dict(det.net.model.state_dict())
     theirs.eval()
-    images = torch.rand(2, 3, size, size, generator=torch.Generator().manual_seed(0))
-    ours = det.predict(images).mask_probs
+    images = torch.rand(batch, 3, size, size, generator=torch.Generator().manual_seed(0))
+    ours = det.predict(images)
     with torch.no_grad():
-        expected = theirs(**_their_data(benco, spec, size, images))["pred_mask"]
-    assert ours.shape == expected.shape
-    torch.testing.assert_close(ours, expected.float(), atol=1e-4, rtol=0)
+        expected = theirs(**_their_data(benco, spec, size, images))
+    want = expected["pred_mask"].float()
+    if want.shape[-1] != size:  # a fixed-size head, brought to the image's size
+        want = torch.nn.functional.interpolate(want, size=(size, size), mode="bilinear", align_corners=False)
+    assert ours.mask_probs.shape == want.shape
+    torch.testing.assert_close(ours.mask_probs, want.clamp(0, 1), atol=1e-4, rtol=0)
+    if spec.has_label:
+        torch.testing.assert_close(ours.image_score.float(), expected["pred_label"].float().reshape(-1),
+                                   atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_probabilities_equal_imdl_bencos_own_forward(benco, name):
+    assert_parity(benco, create_detector(name, "binary", pretrained=False))
 
 
 def test_pixel_f1_agrees_with_imdl_bencos_on_edited_images(benco):
@@ -183,11 +204,9 @@ def test_fixed_quirks_predict_repeatably(tmp_path, benco, monkeypatch):
     """ManTra-Net's forward rewrites its Bayar filter, SPAN's built random layers every call:
     both predict the same twice (SPAN from an IMTFE weight file the test writes)."""
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
-    from IMDLBenCo.model_zoo.span.mantranet import IMTFE
+    from diffzoo.plugins.benco.offline import write_random_weights
 
-    weights = tmp_path / "cache" / "weights" / "benco" / "IMTFEv4.pt"
-    weights.parent.mkdir(parents=True)
-    torch.save(IMTFE(device=torch.device("cpu")).state_dict(), weights)
+    write_random_weights("span")
     images = torch.rand(1, 3, 40, 56)
     for name in ("benco.mantra-net.tiny", "benco.span"):
         det = create_detector(name, "binary", pretrained=False)
@@ -211,12 +230,80 @@ def test_models_needing_weights_fail_offline_naming_what_to_download(tmp_path, b
             create_detector("benco.cat-net", "binary", pretrained=False)
 
 
-def test_weight_files_the_test_writes_build_the_models_that_need_them(tmp_path, benco, monkeypatch):
-    """MSCDI-Net loads its backbone file with strict=False: an empty state dict builds it."""
+def _small(name: str, size: int, **kwargs):
+    """``name``'s detector at a small input size (and constructor arguments), for a CPU test."""
+    from dataclasses import replace
+
+    card = get_registry().get("detector", name).card
+    return replace(card, input_size=size, arch={**card.arch, "kwargs": {**card.arch["kwargs"], **kwargs}})
+
+
+# The models whose constructor needs a weight file or a download, at a small size: built from
+# files the test writes, trained two steps, scored, and equal to IMDL-BenCo's forward.
+WEIGHTED = {
+    "benco.mvss-net": (64, {}),
+    "benco.trufor": (64, {}),
+    "benco.span": (48, {"layers_steps": [1, 3]}),
+    "benco.mscdi-net": (64, {"backbone": "mit_bit2", "glca": 0}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WEIGHTED))
+def test_models_that_need_weight_files_build_train_and_match_from_files_the_test_writes(tmp_path, benco,
+                                                                                         monkeypatch, name):
+    from diffzoo.harness.core.train_config import TrainConfig
+    from diffzoo.harness.models.conformance import FixtureDataset
+    from diffzoo.harness.models.segmenter import TrainData
+
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
-    folder = tmp_path / "cache" / "weights" / "benco"
-    folder.mkdir(parents=True)
-    torch.save({}, folder / "mit_b4.pth")
-    det = create_detector("benco.mscdi-net", "binary", pretrained=False)
-    probs = det.predict(torch.rand(1, 3, 70, 90)).mask_probs
-    assert probs.shape == (1, 1, 70, 90) and 0 <= float(probs.min()) <= float(probs.max()) <= 1
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    size, kwargs = WEIGHTED[name]
+    card = _small(name, size, **kwargs)
+    spec = benco_specs.SPECS[[s.key for s in SPECS].index(card.arch["benco"])]
+    from diffzoo.plugins.benco.offline import write_random_weights
+
+    assert {p.name for p in write_random_weights(spec.key)} == {w.name for w in spec.weights if w.required}
+    torch.manual_seed(0)
+    det = benco.BencoDetector(card, pretrained=bool(spec.weights[0].url))  # MVSS-Net: its ResNet-50 file
+    before = {k: v.clone() for k, v in det.net.model.state_dict().items()}
+    data = FixtureDataset(size=size)
+    config = TrainConfig.from_recipe(card.recipe_values(), iterations=2, batch_size=2, crop_size=size,
+                                     pretrained=False, seed=0, num_workers=0, warmup_iters=0)
+    losses = []
+    det.fit(TrainData(data, data.ids("train")), config, progress=lambda step, loss: losses.append(loss))
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    after = det.net.model.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before if after[k].is_floating_point())
+    probs = det.predict(torch.rand(1, 3, size + 8, size - 8)).mask_probs  # any image size comes back as it was
+    assert probs.shape == (1, 1, size + 8, size - 8) and 0 <= float(probs.min()) <= float(probs.max()) <= 1
+    assert_parity(benco, det)
+
+
+def test_published_tables_and_site_show_benco_rows_beside_the_papers_models(capsys, tmp_path, benco):
+    """A BenCo tiny card and one of the paper's models in one store: the Markdown tables rank them
+    together, and the site's BenCo page shows its card: paper, licence, weights and their sources."""
+    import shutil
+
+    store = tmp_path / "store"
+    for name, out in (("benco.pscc-net.tiny", store), ("fcn8s.tiny", tmp_path / "fcn")):
+        code, _, stderr = cli(capsys, "run", "--detector", name, "--suite", "standard", "--out", out, *FAST)
+        assert code == 0, stderr
+    for folder in ("records", "states"):
+        for file in (tmp_path / "fcn" / folder).iterdir():
+            shutil.copy(file, store / folder / file.name)
+    code, _, stderr = cli(capsys, "leaderboard", "publish", "--store", store, "-f", "md,html", "--out",
+                          tmp_path / "board")
+    assert code == 0, stderr
+    markdown = "\n".join(p.read_text() for p in (tmp_path / "board").rglob("*.md"))
+    binary = next(block for block in markdown.split("\n#") if "standard v2 / binary" in block)
+    assert "benco.pscc-net.tiny" in binary and "fcn8s.tiny" in binary
+    assert "benco.pscc-net.tiny (own image score)" in markdown
+    index = (tmp_path / "board" / "index.html").read_text()
+    assert "benco.pscc-net.tiny" in index and "fcn8s.tiny" in index
+    page = (tmp_path / "board" / "detectors" / "benco.pscc-net.tiny.html").read_text()
+    card = get_registry().get("detector", "benco.pscc-net").card
+    for text in ("PSCC-Net: Progressive Spatio-Channel Correlation Network", "CC-BY-4.0", "weight sources",
+                 "tiny test card: random weights"):
+        assert text in page, text
+    assert card.paper.split(",")[0] in page

@@ -88,6 +88,13 @@ class Row:
     provenance: dict[str, Any] = field(default_factory=dict)
     rank: int | None = None
     conditions: dict[str, str] = field(default_factory=dict)  # see record_conditions
+    name: str = ""
+    """The detector's registered name (its page); ``detector`` is the row's label, which adds
+    "(own image score)" to a detector's second image row (ResultBody.row_name)."""
+
+    @property
+    def page(self) -> str:
+        return self.name or self.detector
 
 
 class RecordConditions:
@@ -214,14 +221,15 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
         groups.setdefault(TableKey.of(record), []).append(record)
     tables = []
     for key, recs in groups.items():
-        recs.sort(key=lambda r: (r.body.detector.name, record_date(r)))
+        recs.sort(key=lambda r: (r.body.row_name, record_date(r)))
         present = {m for r in recs for m in r.metrics}
         wanted = table_metrics(key.task, recs, compact)
         columns = [metric_info(m) or MetricInfo(m, m, None, -math.inf, math.inf, False)
                    for m in wanted if m in present]
         names = [c.name for c in columns]
-        rows = [Row(r.body.detector.name, {m: record_cell(r, m) for m in names},
-                    record_id=r.id, provenance=provenance(r), conditions=record_conditions(r)) for r in recs]
+        rows = [Row(r.body.row_name, {m: record_cell(r, m) for m in names}, record_id=r.id,
+                    provenance=provenance(r), conditions=record_conditions(r), name=r.body.detector.name)
+                for r in recs]
         primary = PRIMARY.get(key.task)
         rows.sort(key=_sort_key(primary, metric_info(primary) if primary else None))
         for rank, row in enumerate(rows, 1):
@@ -271,8 +279,8 @@ def mixed_conditions(records: Iterable[ResultRecord]) -> dict[str, dict[str, lis
     for r in records:
         for name, value in record_conditions(r).items():
             dets = seen.setdefault(name, {}).setdefault(value, [])
-            if r.body.detector.name not in dets:
-                dets.append(r.body.detector.name)
+            if r.body.row_name not in dets:
+                dets.append(r.body.row_name)
     return {name: dict(sorted(values.items())) for name, values in seen.items() if len(values) > 1}
 
 

@@ -27,9 +27,9 @@ class Scripted(Detector):
     """Answers ``answer(images)``; a working detector (a brightness
     heuristic) when ``answer`` is None.  Saves a real, constant checkpoint."""
 
-    def __init__(self, task="binary", label_space=BINARY, answer=None, card=None, bias=0.0):
+    def __init__(self, task="binary", label_space=BINARY, answer=None, card=None, bias=0.0, score=None):
         self.card, self.task, self.label_space, self.answer = card or faulty_card(), task, label_space, answer
-        self.bias = bias
+        self.bias, self.score = bias, score
 
     def predict(self, images):
         if self.answer is not None:
@@ -38,7 +38,8 @@ class Scripted(Detector):
         if self.task == "classification":
             return DetectionOutput(image_score=images.mean((1, 2, 3)).clamp(0, 1))
         c = 1 if self.task == "binary" else self.label_space.num_classes
-        return DetectionOutput(mask_logits=images.mean(1, keepdim=True).expand(b, c, h, w) * 4 - 2 + self.bias)
+        return DetectionOutput(mask_logits=images.mean(1, keepdim=True).expand(b, c, h, w) * 4 - 2 + self.bias,
+                               image_score=None if self.score is None else self.score(images))
 
     def fit(self, train, config, progress=None):
         return {}
@@ -67,15 +68,15 @@ def faulty(monkeypatch) -> Callable[..., None]:
     """Register detector ``faulty.x``; call the fixture's value with an
     ``answer(images)`` to script its predictions (default: well formed), or
     a ``bias`` added to the default heuristic's logits (other numbers, same
-    weights)."""
-    script: dict = {"answer": None, "bias": 0.0}
+    weights), or a ``score(images)`` it also gives as its own image score."""
+    script: dict = {"answer": None, "bias": 0.0, "score": None}
     module = type(sys)("tests_faulty_target")
     module.make = lambda card, task, label_space, pretrained: Scripted(task, label_space, script["answer"], card,
-                                                                      script["bias"])
+                                                                      script["bias"], script["score"])
     monkeypatch.setitem(sys.modules, "tests_faulty_target", module)
     get_plugin_system().pm.register(FaultyPlugin(), name="faulty")
 
-    def use(answer: Callable | None = None, bias: float = 0.0) -> None:
-        script.update(answer=answer, bias=bias)
+    def use(answer: Callable | None = None, bias: float = 0.0, score: Callable | None = None) -> None:
+        script.update(answer=answer, bias=bias, score=score)
 
     return use

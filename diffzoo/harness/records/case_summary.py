@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from diffzoo.harness.metrics import EvalState
@@ -22,8 +22,25 @@ from diffzoo.harness.suites import Case, TrainSpec
 log = logging.getLogger(__name__)
 
 
+OWN_SCORE = "binary+score"
+"""The key of a second binary state, made when a detector gives pixels and its own image score
+(IMDL-BenCo's ``pred_label``): the same pixels, images judged by that score.  The task states
+judge images by the predicted edited area, the rule of the paper's segmenters; each image case
+is then reported a second time, as :func:`own_score_case`, from this state."""
+SCORE_OPTION = ("image_score", "detector")
+
+
+def own_score_case(case: Case) -> Case:
+    """``case`` judged by the detector's own image score: the same name (one table, a second
+    row), the option ``image_score: detector`` in its ``case`` field (another record)."""
+    return replace(case, options=tuple(sorted({**dict(case.options), SCORE_OPTION[0]: SCORE_OPTION[1]}.items())))
+
+
 def metric_task(case: Case) -> str:
-    """The metric state a case reads: image-level cases use the binary one."""
+    """The metric state a case reads: image-level cases use the binary one (or, judged by the
+    detector's own score, :data:`OWN_SCORE`)."""
+    if case.option(SCORE_OPTION[0]) == SCORE_OPTION[1]:
+        return OWN_SCORE
     return "semantic" if case.task == "semantic" else "binary"
 
 

@@ -242,6 +242,18 @@ class RecordBody:
         return str(self.case.get("task", ""))
 
     @property
+    def own_score(self) -> bool:
+        """True for an image case judged by the detector's own image score (IMDL-BenCo's
+        ``pred_label``) instead of its predicted edited area: the second image row of a
+        detector that gives both (records/case_summary.own_score_case)."""
+        return (self.case.get("options") or {}).get("image_score") == "detector"
+
+    @property
+    def row_name(self) -> str:
+        """The detector as a table row names it: ``NAME``, or ``NAME (own image score)``."""
+        return f"{self.detector.name} (own image score)" if self.own_score else self.detector.name
+
+    @property
     def distortion(self) -> str:
         """The case's distortion; ``none`` when the case names none."""
         return str(self.case.get("distortion") or "none")

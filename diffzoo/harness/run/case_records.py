@@ -21,7 +21,7 @@ from typing import Any
 
 from diffzoo.harness.run.thresholds import policy_record
 from diffzoo.harness.data.provenance import provenance_of
-from diffzoo.harness.records.case_summary import Summary, case_metrics, metric_task, summarize
+from diffzoo.harness.records.case_summary import OWN_SCORE, Summary, case_metrics, metric_task, own_score_case, summarize
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult
 from diffzoo.harness.metrics import METRICS_VERSION, EvalState
@@ -32,8 +32,8 @@ from diffzoo.harness.records.binding import binding_of
 from diffzoo.harness.records.document import ResultRecord, clean_json, environment, state_blob, store_lock, write_state_file
 from diffzoo.harness.suites import Case, Suite
 
-__all__ = ["RecordContext", "Summaries", "Summary", "bind_states", "build_record", "case_metrics", "case_states",
-           "metric_task", "run_fields", "summarize"]
+__all__ = ["OWN_SCORE", "RecordContext", "Summaries", "Summary", "bind_states", "build_record", "case_metrics",
+           "case_states", "metric_task", "own_score_case", "run_fields", "summarize"]
 
 
 class Summaries:

@@ -19,6 +19,7 @@ from diffzoo.harness.core.outputs import check_output, has_pixels, pixel_predict
 from diffzoo.harness.data.distortions import shorter_side_size
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError
 from diffzoo.harness.metrics import EvalState, prediction_digest
+from diffzoo.harness.records.case_summary import OWN_SCORE
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run import baselines as constant_baselines
 from diffzoo.harness.run.baselines import BaselineCache
@@ -37,7 +38,7 @@ Distortion = Callable[..., tuple[np.ndarray, np.ndarray]]
 class EvalResult:
     """Metric states of one model on one (split, distortion)."""
 
-    states: dict[str, EvalState]  # metric task ("binary" / "semantic") -> state
+    states: dict[str, EvalState]  # metric task ("binary" / "semantic", and OWN_SCORE) -> state
     baselines: dict[str, EvalState] = field(default_factory=dict)
     evaluated: int = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
@@ -188,7 +189,15 @@ def evaluate(
                 binary_pred, edited_prob, semantic_pred = pixel_predictions(detector, out, threshold, label.shape)[0]
             score = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
             binary_gt = dataset.label_space.to_binary_map(label)
-            digest = prediction_digest(semantic_pred if semantic_pred is not None else binary_pred, edited_prob, score)
+            if score is not None and binary_pred is not None:  # pixels and its own score: two image rows
+                if "binary" in states:
+                    states.setdefault(OWN_SCORE, EvalState(BINARY, "binary", area_threshold=thresholds.area,
+                                                           score_threshold=thresholds.score))
+                    states[OWN_SCORE].update(meta, binary_gt, binary_pred, edited_prob, image_score=score,
+                                             digest=prediction_digest(binary_pred, edited_prob, score))
+                score = None  # the task states judge images by the predicted area, as for every segmenter
+            digest = prediction_digest(semantic_pred if semantic_pred is not None else binary_pred, edited_prob,
+                                       score)
             if "binary" in states:
                 states["binary"].update(meta, binary_gt, binary_pred, edited_prob, image_score=score, digest=digest)
             if "semantic" in states:

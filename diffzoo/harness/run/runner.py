@@ -34,7 +34,8 @@ from diffzoo.harness.models.resume import check_every
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.run.baselines import baseline_cache
 from diffzoo.harness.run.case_records import (
-    RecordContext, Summaries, bind_states, build_record, case_metrics, case_states, metric_task,
+    OWN_SCORE, RecordContext, Summaries, bind_states, build_record, case_metrics, case_states, metric_task,
+    own_score_case,
 )
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, evaluate, gather_eval_result, sets_input_size
@@ -176,17 +177,21 @@ class Runner:
                 seed=self.request.seed, thresholds=thresholds,
                 eval_input=eval_input(self.entry.card, job.config, self.extra_negatives),
             )
-            # a case missing from states has no image of its editors (noted)
-            read = [(suite, case) for suite, case in job.cases if (suite.name, case.name) in states]
-            bound = []
-            for suite, case in read:
-                state, _, params = states[(suite.name, case.name)]
-                bound.append((case, state, params))
-            bind_states(ctx, bound)  # before any state is written, so each file holds its binding
-            for suite, case in read:
-                state, result, params = states[(suite.name, case.name)]
+            # a case missing from states has no image of its editors (noted); a case judged by the
+            # detector's own image score is keyed by itself (it shares its name with the area-judged one)
+            read = [(suite, case, (suite.name, case.name)) for suite, case in job.cases
+                    if (suite.name, case.name) in states]
+            suites = {suite.name: suite for suite, _ in job.cases}
+            read += [(suites[key[0]], key[1], key) for key in states if isinstance(key[1], Case)]
+            bind_states(ctx, [(case, states[key][0], states[key][2]) for _, case, key in read])
+            for suite, case, key in read:  # bound before any state is written, so each file holds its binding
+                state, result, params = states[key]
                 summary = summaries.get(state)
-                compared = lambda name, s=suite: states[(s.name, name)][0] if (s.name, name) in states else None
+                scored = isinstance(key[1], Case)
+
+                def compared(name: str, s: Suite = suite, scored: bool = scored) -> EvalState | None:
+                    other = (s.name, own_score_case(s.case(name)) if scored else name)
+                    return states[other][0] if other in states else None
                 metrics, ci = case_metrics(case, summary, self.dataset.label_space.names, compared)
                 records.append(build_record(ctx, suite, case, summary, result, metrics, ci, params,
                                             compared(case.compare_to) if case.compare_to else None))
@@ -255,12 +260,14 @@ class Runner:
         return lines
 
     def _evaluate_job(self, job: TrainingJob, det: Detector, thresholds: Thresholds
-                      ) -> dict[tuple[str, str], tuple[EvalState, EvalResult, dict[str, Any]]] | None:
+                      ) -> dict[tuple[str, str | Case], tuple[EvalState, EvalResult, dict[str, Any]]] | None:
         """Every case's metric state: cases on the same (split, distortion)
         share one pass over the images any of them needs (planning.passes); a
         case restricted to some editors reads its part of the pass; a pass
         that feeds the detector the undistorted pass's very input reuses its
-        predictions (noted, ``same_input_as`` in its parameters).  None on ranks > 0."""
+        predictions (noted, ``same_input_as`` in its parameters).  Keyed by (suite, case name);
+        an image case judged by the detector's own score (:func:`own_score_case`) by (suite, case).
+        None on ranks > 0."""
         out = {}
         baseline: dict[str, Baseline] = {}
         for p, members, subset_ids, ids in self.job_passes(job, notes=True):
@@ -282,6 +289,10 @@ class Runner:
             states = case_states([c for _, c in members], result, subset_ids)
             for (suite, case), state in zip(members, states):
                 out[(suite.name, case.name)] = (state, result, params)
+            for suite, case in members:  # a detector's own image score: the image cases once more
+                if case.task == "image" and OWN_SCORE in result.states:
+                    scored = own_score_case(case)
+                    out[(suite.name, scored)] = (case_states([scored], result, subset_ids)[0], result, params)
         return out if distributed.is_main() else None
 
     def _short_side(self, job: TrainingJob) -> int | None:

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.records.case_summary import OWN_SCORE
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult
 from diffzoo.harness.metrics import EvalState
@@ -78,6 +79,9 @@ def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalRe
             thresholds = replace(thresholds, score=image)
         elif image is not None:
             thresholds = replace(thresholds, area=min(max(image, 0.0), 0.999999))
+        own = result.states.get(OWN_SCORE)  # pixels and the detector's own score: both image rules
+        if own is not None and own.best_thresholds()["image"] is not None:
+            thresholds = replace(thresholds, score=own.best_thresholds()["image"])
         final = replace(thresholds, source=f"calibrated on {split} ({state.num_images} images)")
     return share(final)
 

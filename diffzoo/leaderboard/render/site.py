@@ -133,6 +133,9 @@ def _card(records: list[ResultRecord]) -> str:
         value = card.get(key)
         if value not in (None, "", [], {}):
             items.append((key, e(", ".join(map(str, value)) if isinstance(value, list) else value)))
+    pretrained = (card.get("recipe") or {}).get("pretrained")
+    if isinstance(pretrained, dict) and pretrained.get("source"):  # every weight file and where it comes from
+        items.append(("weight sources", e(str(pretrained["source"]))))
     return f'<section id="card"><h2>Card</h2>{_dl("card", items)}</section>'
 
 
@@ -144,7 +147,7 @@ def render_detector(name: str, records: list[ResultRecord], tables: list[Table],
     results = "".join(
         f'<section class="case"><h3><a href="../index.html#{e(a)}">{e(t.key.title)}</a></h3>{case_info(t)}'
         f"{table_html(t, a, slugs, prefix='../', only=name)}</section>"
-        for t, a in zip(tables, anchors) if any(r.detector == name and not r.baseline for r in t.rows))
+        for t, a in zip(tables, anchors) if any(r.page == name and not r.baseline for r in t.rows))
     confusion, bars = semantic_figures(name, records, stem, plot_dir, used)
     curves = robustness_figures(name, records, stem, plot_dir, used)
     parts = []

@@ -87,7 +87,7 @@ def _row(table: Table, row: Row, slugs: dict[str, str], prefix: str, rank_text: 
     if row.baseline:
         cells.append(f'<td class="detector">{e(row.detector)}</td>')
     else:
-        href = f"{prefix}detectors/{quote(slugs[row.detector])}.html"
+        href = f"{prefix}detectors/{quote(slugs[row.page])}.html"
         cells.append(f'<td class="detector"><a href="{e(href)}">{e(row.detector)}</a></td>')
     cells += [_metric_cell(table, info, row) for info in table.columns]
     cells += [f'<td class="condition">{e(row.conditions.get(name, "-"))}</td>' for name in table.mixed]
@@ -113,7 +113,7 @@ def table_html(table: Table, anchor: str, slugs: dict[str, str], prefix: str = "
     ranked = sum(1 for r in table.rows if not r.baseline)
     rows = []
     for row in table.rows:
-        if only is not None and (row.baseline or row.detector != only):
+        if only is not None and (row.baseline or row.page != only):
             continue
         rank = "\u2013" if row.baseline else (str(row.rank) if only is None else f"{row.rank} of {ranked}")
         rows.append(_row(table, row, slugs, prefix, rank))

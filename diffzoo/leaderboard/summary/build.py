@@ -58,7 +58,7 @@ def build_summary(records: Iterable[ResultRecord]) -> Summary:
     """The summary's tables per (dataset, suite versions); with no records at
     all, one group of empty tables (their shapes and how to get them)."""
     records = list(records)
-    detector_order = list(dict.fromkeys(r.body.detector.name for r in records))
+    detector_order = list(dict.fromkeys(r.body.row_name for r in records))
     by_dataset: dict[tuple[str, str], dict[str, dict[str, list[ResultRecord]]]] = {}
     for r in records:
         b = r.body
@@ -84,7 +84,7 @@ def _group(dataset: str, fingerprint: str, versions: dict[str, str], records: li
               unseen_table(idx, "6", "image", ("img_Acc", "img_AP")), table7(idx), table8(idx), parity]
     by_detector: dict[str, list[ResultRecord]] = {}
     for r in records:
-        by_detector.setdefault(r.body.detector.name, []).append(r)
+        by_detector.setdefault(r.body.row_name, []).append(r)
     policies = [policy_line(det, by_detector[det]) for det in sorted(
         by_detector, key=lambda n: (detector_order.index(n), n))]
     return SummaryGroup(dataset, fingerprint, dict(sorted(versions.items())), tables, policies, flags,

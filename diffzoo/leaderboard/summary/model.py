@@ -83,7 +83,7 @@ class RecordIndex:
 
     def __init__(self, records: Iterable[ResultRecord], detector_order: list[str]):
         self._by: dict[tuple[str, str, str], ResultRecord] = newest(
-            records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.detector.name))
+            records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.row_name))
         self.order = {name: i for i, name in enumerate(detector_order)}
 
     def get(self, suite: str, case: str, detector: str) -> ResultRecord | None:
@@ -94,7 +94,7 @@ class RecordIndex:
         return [r for (s, c, _), r in self._by.items() if s == suite and (wanted is None or c in wanted)]
 
     def detectors(self, suite: str, cases: Iterable[str] | None = None) -> list[str]:
-        names = {r.body.detector.name for r in self.records(suite, cases)}
+        names = {r.body.row_name for r in self.records(suite, cases)}
         return sorted(names, key=lambda n: (self.order.get(n, len(self.order)), n))
 
     def cases(self, suite: str) -> list[str]:

@@ -58,8 +58,13 @@ def table2(idx: RecordIndex) -> list[SummaryTable]:
         summary_table(idx, "standard", ["image"], "2c",
                       "Table 2c: image-level detection from the binary mask (standard / image)", "detector", image,
                       per_detector(idx, "standard", "image", image),
-                      notes=["an image counts as edited when its predicted edited area exceeds 1% of the image"]),
+                      notes=["an image counts as edited when its predicted edited area exceeds 1% of the image"]
+                      + ([OWN_SCORE_NOTE] if any(r.body.own_score for r in idx.records("standard", ["image"])) else [])),
     ]
+
+
+OWN_SCORE_NOTE = ("a row marked (own image score) judges images by the detector's own image probability "
+                  "(> 0.5 unless calibrated; IMDL-BenCo's pred_label) instead of the predicted area")
 
 
 # -- Table 3: distortions --------------------------------------------------------------

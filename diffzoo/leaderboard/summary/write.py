@@ -36,7 +36,7 @@ def write_summary(summary: Summary, out_dir: Path, *, title: str,
         suffix = f"-{group.dataset}-{group.fingerprint[:8]}" if len(summary.groups) > 1 else ""
         idx = RecordIndex(group.records, [])
         for det in idx.detectors("distortions"):
-            recs = [r for r in idx.records("distortions") if r.body.detector.name == det]
+            recs = [r for r in idx.records("distortions") if r.body.row_name == det]
             for task, metric, label in ROBUSTNESS_CURVES:
                 series, clean = robustness_series(recs, task, metric)
                 if not any(y is not None for points in series.values() for _, y in points):

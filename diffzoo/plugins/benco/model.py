@@ -40,6 +40,7 @@ from diffzoo.harness.core.types import BINARY, DetectionOutput, IGNORE_INDEX, La
 from diffzoo.harness.models.checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
 from diffzoo.harness.models.trainer import CropDataset, make_loader, train_loop
 from diffzoo.harness.models.weights import check_weights, hub_offline, url_weights
+from diffzoo.plugins.benco.catnet import catnet_inputs
 from diffzoo.plugins.benco.specs import INSTALL, SPECS, Spec, WeightFile, installed
 
 log = logging.getLogger(__name__)
@@ -95,8 +96,16 @@ def weight_file(card: DetectorCard, weights: WeightFile) -> Path:
 
 
 def build_model(card: DetectorCard, pretrained: bool) -> nn.Module:
-    """The IMDL-BenCo model of ``card``: its constructor arguments, its weight files (the
-    required ones always, the others when ``pretrained``), the fixes of specs.py."""
+    """The IMDL-BenCo model of ``card`` with the fixes of specs.py (SPAN's head built once)."""
+    model = construct(card, pretrained)
+    if card.arch["benco"] == "span":
+        _build_span_head(model)
+    return model
+
+
+def construct(card: DetectorCard, pretrained: bool) -> nn.Module:
+    """IMDL-BenCo's own model of ``card``, as its constructor builds it: the card's arguments,
+    its weight files (the required ones always, the others when ``pretrained``)."""
     spec = SPEC[card.arch["benco"]]
     if spec.needs_cuda and not torch.cuda.is_available():
         raise ModelError(f"{card.name}: IMDL-BenCo's {spec.title} runs on CUDA only (its constructor calls "
@@ -119,10 +128,7 @@ def build_model(card: DetectorCard, pretrained: bool) -> nn.Module:
         elif weights.required or pretrained:
             kwargs[weights.arg] = str(weight_file(card, weights))
     with quiet(), _no_resnet_download(spec, resnet is None):
-        model = cls(**kwargs)
-    if spec.key == "span":
-        _build_span_head(model)
-    return model
+        return cls(**kwargs)
 
 
 def _timm_online(card: DetectorCard, what: str) -> bool:
@@ -215,9 +221,15 @@ class BencoNet(nn.Module):
         else:
             edited = (targets == 1) & (targets != IGNORE_INDEX)
             mask = self._place(edited.float().unsqueeze(1), "nearest")
+        out = self.spec.out_size
+        if out is not None and out != self.size:  # its loss compares a fixed-size head with the mask
+            mask = F.interpolate(mask, size=(out, out), mode="nearest")
         shape = torch.tensor([self.placement(h, w)] * b, device=images.device)
-        return {"image": image, "mask": mask, "edge_mask": edge_mask(mask), "label": mask.flatten(1).amax(1).long(),
+        data = {"image": image, "mask": mask, "edge_mask": edge_mask(mask), "label": mask.flatten(1).amax(1).long(),
                 "shape": shape}
+        if self.spec.key == "cat-net":  # 0..255 pixels, JPEG DCT coefficients and quantisation tables (catnet.py)
+            data.update(catnet_inputs(self._place(images.float(), "bilinear")))
+        return data
 
     def forward(self, images: torch.Tensor, targets: torch.Tensor | None = None) -> dict[str, Any]:
         data = self.inputs(images, targets)
@@ -264,7 +276,9 @@ class BencoDetector(Detector):
         images = images.to(self.device, torch.float32)
         with self._weights_kept():
             out = self.net(images)
-        return DetectionOutput(mask_probs=self.net.probabilities(out["pred_mask"], *images.shape[-2:]))
+        score = out.get("pred_label") if self.spec.has_label else None
+        return DetectionOutput(mask_probs=self.net.probabilities(out["pred_mask"], *images.shape[-2:]),
+                               image_score=None if score is None else score.float().reshape(-1).clamp(0, 1))
 
     @contextlib.contextmanager
     def _weights_kept(self):

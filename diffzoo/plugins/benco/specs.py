@@ -59,8 +59,9 @@ class Spec:
     tiny: dict[str, Any] | None = None  # constructor arguments of the .tiny variant (None: no tiny)
     tiny_size: int | None = None
     needs_cuda: bool = False
+    out_size: int | None = None  # a head that outputs at a fixed size, whatever the input (Mesorch: 512)
     quirks: tuple[str, ...] = ()
-    has_label: bool = False  # returns pred_label (an image-level probability)
+    has_label: bool = False  # its pred_label (an image-level probability) is a second image row
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -111,7 +112,10 @@ SPECS: tuple[Spec, ...] = (
                  WeightFile("PRETRAINED_DCT", "DCT_djpeg.pth.tar", "mjkwon2021/CAT-Net release")),
         needs_cuda=True,
         quirks=("its constructor and forward call .cuda(): CUDA only",
-                "its data step (cat_net_post_func) re-encodes the already normalised image as JPEG and needs jpegio"),
+                "IMDL-BenCo's data step (cat_net_post_func) JPEG-encodes the already normalised image, and the "
+                "model maps its RGB input by (x - 127.5) / 127.5, the original CAT-Net's 0..255 convention: diffzoo "
+                "encodes the image's own pixels (PIL defaults, quality 75, as IMDL-BenCo; jpegio reads the Y "
+                "coefficients and table) and feeds the RGB stream 0..255 pixels (diffzoo/plugins/benco/catnet.py)"),
     ),
     Spec(
         "pscc-net", "PSCC-Net", "PSCC_Net", "IMDLBenCo.model_zoo.pscc_net.pscc_net",
@@ -141,8 +145,9 @@ SPECS: tuple[Spec, ...] = (
         weights=(WeightFile("np_pretrain_weights", "noiseprint.pth", "Noiseprint++ extracted from TruFor's "
                             "checkpoint (IMDLBenCo/model_zoo/trufor/README.md: Baidu or Google Drive)", required=True),
                  WeightFile("mit_b2_pretrain_weights", "mit_b2.pth", MIT_SOURCE, required=True)),
-        has_label=True,
         quirks=("phase 2 (localization) only: IMDL-BenCo's phase-3 loss crashes on a shape mismatch",
+                "no image-score row: its pred_label comes from the detection head, which phase 2 freezes at its "
+                "random initialisation (trufor.py), so it means nothing",
                 "images are normalised twice (IMDL-BenCo normalises, the model normalises again)"),
     ),
     Spec(
@@ -185,7 +190,9 @@ SPECS: tuple[Spec, ...] = (
          "weight_decay": (0.05, "--weight_decay 0.05"), "warmup_epochs": (2, "--warmup_epochs 2")},
         "demo_train_mesorch.sh",
         weights=(WeightFile("seg_pretrain_path", "mit_b3.pth", MIT_SOURCE),),
-        notes={"no tiny": "no width arguments, and its output is fixed at 512 x 512 (mesorch.py)",
+        tiny={"conv_pretrain": False}, tiny_size=64, out_size=512,
+        notes={"tiny": "no width arguments: the full 85.8 M model at 64 px; its head still outputs 512 x 512 "
+                       "(mesorch.py nn.Upsample(size=(512, 512))), so its mask is given at 512",
                "pretrained": "its ConvNeXt-Tiny comes from timm (hub) with conv_pretrain=True"},
     ),
     Spec(
