@@ -137,7 +137,7 @@ def write_png_dataset(folder: Path, label_space: LabelSpace, size: int, n: dict[
     fast files)."""
     from PIL import Image
 
-    from diffzoo.harness.data.diffseg30k import DiffSeg30kDataset
+    from diffzoo.harness.data.adapters.diffseg30k import DiffSeg30kDataset
 
     folder.mkdir(parents=True, exist_ok=True)
     source = SyntheticEdits(label_space, size, n, pool=max(n.values()), seed=seed)

@@ -11,8 +11,8 @@ import pytest
 from conftest import save_image as save
 
 from diffzoo.harness.data import TpGtDataset
-from diffzoo.harness.data.casia import Casia1Dataset, Casia2Dataset
-from diffzoo.harness.data.cocoglide import CocoGlideDataset
+from diffzoo.harness.data.adapters.casia import Casia1Dataset, Casia2Dataset
+from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
 from test_data_cocoglide import make_cocoglide

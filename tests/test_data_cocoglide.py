@@ -12,7 +12,7 @@ import pytest
 from conftest import save_image as save
 from PIL import Image
 
-from diffzoo.harness.data.cocoglide import CocoGlideDataset
+from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import BINARY
 

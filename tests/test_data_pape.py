@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import save_image as save
 
-from diffzoo.harness.data.pape import PAPE_EDITORS, PapeDataset
+from diffzoo.harness.data.adapters.pape import PAPE_EDITORS, PapeDataset
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 
 EDITORS = ("flux2_dev", "qwen_image_edit_2511")  # created in this order; label order is the card's

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import save_image as save
 
-from diffzoo.harness.data.pixar import PixarDataset, editor_from_folder
+from diffzoo.harness.data.adapters.pixar import PixarDataset, editor_from_folder
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
 

@@ -20,44 +20,44 @@ def register_suites(register):
 def register_datasets(register):
     register(
         "diffseg30k",
-        "diffzoo.harness.data.diffseg30k:DiffSeg30kDataset",
+        "diffzoo.harness.data.adapters.diffseg30k:DiffSeg30kDataset",
         description=f"DiffSeg30k (hub {DIFFSEG30K_HUB_ID}, or a local train.zip / folder / parquet)",
     )
     register(
         "pape",
-        "diffzoo.harness.data.pape:PapeDataset",
+        "diffzoo.harness.data.adapters.pape:PapeDataset",
         description="PAPE (hub PatrickZZZ/PAPE_Dataset): <subset>/<editor>/ with manifest.jsonl, "
         "source/, normal/, abnormal/, masks/",
     )
     register(
         "pixar",
-        "diffzoo.harness.data.pixar:PixarDataset",
+        "diffzoo.harness.data.adapters.pixar:PixarDataset",
         description="PIXAR (VILA-Lab/PIXAR): <split>/{real,tampered,soft_masks,masks,metadata}/ "
         "+ mapping.json, or a folder of per-editor test sets",
     )
     register(
         "tpgt",
-        "diffzoo.harness.data.generic:TpGtDataset",
+        "diffzoo.harness.data.adapters.generic:TpGtDataset",
         description="a folder with Tp/ (images) and Gt/ (masks), optional Au/ (authentic)",
     )
     register(
         "casia1",
-        "diffzoo.harness.data.casia:Casia1Dataset",
+        "diffzoo.harness.data.adapters.casia:Casia1Dataset",
         description="CASIA v1.0: Au/ + Modified Tp/Tp/{CM,Sp}, masks in 'CASIA 1.0 groundtruth' (gt_dir=)",
     )
     register(
         "casia2",
-        "diffzoo.harness.data.casia:Casia2Dataset",
+        "diffzoo.harness.data.adapters.casia:Casia2Dataset",
         description="CASIA v2.0: Au/ + Tp/ (Tp_D_*/Tp_S_*) + 'CASIA 2 Groundtruth' / groundtruth / Gt (gt_dir=)",
     )
     register(
         "cocoglide",
-        "diffzoo.harness.data.cocoglide:CocoGlideDataset",
+        "diffzoo.harness.data.adapters.cocoglide:CocoGlideDataset",
         description="CocoGlide: table.csv (real,fake,mask,prompt) + real/, fake/, mask/",
     )
     register(
         "jsonlist",
-        "diffzoo.harness.data.generic:JsonListDataset",
+        "diffzoo.harness.data.adapters.generic:JsonListDataset",
         description='a JSON list of [image, mask | "Negative"] pairs',
     )
 

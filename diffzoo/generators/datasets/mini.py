@@ -370,7 +370,7 @@ def open_mini(path: str | Path | None = None, *, progress: Progress | None = Non
     :func:`ensure_mini` first (``progress`` reports that build); the rest of
     ``options`` go to ``DiffSeg30kDataset``.
     """
-    from diffzoo.harness.data.diffseg30k import DiffSeg30kDataset
+    from diffzoo.harness.data.adapters.diffseg30k import DiffSeg30kDataset
 
     build = {k: options.pop(k) for k in ("n_images", "size", "seed", "cache") if k in options}
     if path is None and not build:
@@ -390,7 +390,7 @@ def open_mini(path: str | Path | None = None, *, progress: Progress | None = Non
 
 def _mini_options() -> list[str]:
     """What ``--dataset-option`` takes for ``mini``: the build options and DiffSeg30kDataset's."""
-    from diffzoo.harness.data.diffseg30k import DiffSeg30kDataset
+    from diffzoo.harness.data.adapters.diffseg30k import DiffSeg30kDataset
     from diffzoo.harness.run.factories import option_names
 
     return ["n_images", "size", "seed", "cache", *(option_names(DiffSeg30kDataset) or [])]

@@ -67,6 +67,9 @@ MOVED: dict[str, str] = {
     f"{_H}.trainer": f"{_H}.models.trainer",
     f"{_H}.types": f"{_H}.core.types",
     f"{_H}.weights": f"{_H}.models.weights",
+    # harness/data: the dataset adapters got their own package (issue 25)
+    **{f"{_H}.data.{m}": f"{_H}.data.adapters.{m}"
+       for m in ("casia", "cocoglide", "diffseg30k", "generic", "pape", "pape_files", "pixar")},
     # generators: editors/ tiny/ generate/ datasets/
     f"{_G}.bases": f"{_G}.generate.bases",
     f"{_G}.cards": f"{_G}.editors.cards",

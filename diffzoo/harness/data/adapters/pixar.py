@@ -44,7 +44,7 @@ from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, S
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import SplitDataset, name_list, require_path
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.generic import report_unpaired
+from diffzoo.harness.data.adapters.generic import report_unpaired
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.splits import canonical_split
 

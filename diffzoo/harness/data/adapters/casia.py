@@ -48,7 +48,7 @@ from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import require_path
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.generic import _child_dir, _PairListDataset, add_authentic, pair_folders, report_unpaired
+from diffzoo.harness.data.adapters.generic import _child_dir, _PairListDataset, add_authentic, pair_folders, report_unpaired
 
 log = logging.getLogger(__name__)
 

@@ -44,10 +44,10 @@ from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMet
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import SplitDataset, name_list, require_path
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.generic import MASK_SUFFIXES, report_unpaired
+from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES, report_unpaired
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.manifest import MANIFEST_FILE
-from diffzoo.harness.data.pape_files import read_split_json, split_part, read_pape_manifest
+from diffzoo.harness.data.adapters.pape_files import read_split_json, split_part, read_pape_manifest
 from diffzoo.harness.data.splits import canonical_split
 
 log = logging.getLogger(__name__)
