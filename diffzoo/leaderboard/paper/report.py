@@ -1,12 +1,15 @@
 """The paper report: DiffSeg30k Tables 2-8 from stored records, each cell
-``ours | paper | Δ`` (Δ = ours - paper, in percentage points).
+``ours | paper | Δ`` (Δ = ours - paper, in percentage points), then the other
+benchmarks' published numbers (:mod:`.published`).
 
-Cells no record fills say why (``n/a (no record: ... --suite S)``, a slice
-the data lacks, a metric the record does not carry); paper numbers the CSV
-lacks say ``n/a (no paper value on file)``.  Like every
-published table, a report table whose records were made under different
-datasets, label maps, splits or evaluator versions is refused unless mixing
-is allowed, and then a column per differing condition names each row's.
+A part a cell lacks is a dash; why a value of ours is missing (no record:
+the command that fills the row, a slice the data lacks, a metric the record
+does not carry) is a note under the table, written once and marked where it
+applies: after the detector when it holds for the whole row, else in the
+cell.  Like every published table, a report table whose records were made
+under different datasets, label maps, splits or evaluator versions is
+refused unless mixing is allowed, and then a column per differing condition
+names each row's.
 """
 
 from __future__ import annotations
@@ -32,13 +35,14 @@ from diffzoo.leaderboard.tables import (
 )
 from diffzoo.leaderboard.versions import Selection
 from diffzoo.leaderboard.paper.layout import TABLES, Column, Family, PaperTable, Setting
+from diffzoo.leaderboard.paper.notes import DASH, Notes, signed, triple
+from diffzoo.leaderboard.paper.published import Benchmark, load_benchmarks, render_benchmarks
 from diffzoo.leaderboard.paper.values import VALUES_FILE, PaperValue, load_values
 
 REPORT_FILE = "paper.md"
-NOT_FOUND = "no paper value on file"
-NOT_IN_PAPER = "not in the paper"
+NOT_PRINTED = "the paper prints no number for this cell"
+NOT_IN_PAPER = "diffzoo's own table, not in the paper"
 NOT_A_PAPER_MODEL = "not a model of the paper"
-SEP = " \\| "  # a pipe inside a Markdown table cell
 
 
 Conditions = tuple[tuple[str, str], ...]
@@ -52,7 +56,7 @@ class RecordIndex:
 
     def __init__(self, records: list[ResultRecord]):
         self._by: dict[tuple[str, str, str, Conditions], ResultRecord] = newest(records, key=lambda r: (
-            r.body.suite.name, r.body.case_name, r.body.detector.name, tuple(record_conditions(r).items())))
+            r.body.suite.name, r.body.case_name, r.body.row_name, tuple(record_conditions(r).items())))
 
     def get(self, suite: str, case: str, detector: str, conditions: Conditions) -> ResultRecord | None:
         return self._by.get((suite, case, detector, conditions))
@@ -81,15 +85,14 @@ class ReportCell:
             return None
         return self.ours - self.paper
 
-    def parts(self) -> tuple[str, str, str]:
-        """(ours, paper, delta) as text: % with one decimal, Δ in points, n/a with its reason."""
-        ours = format_value(self.info, self.ours) if self.ours is not None else f"n/a ({self.why_not_ours})"
-        if self.ours is not None and self.why_not_ours:  # a value with a caveat (SAME_INPUT)
-            ours += f" ({self.why_not_ours})"
-        paper = format_value(self.info, self.paper) if self.paper is not None else f"n/a ({self.why_not_paper})"
-        delta = self.delta
-        scale = 100 if self.info.percent else 1
-        return ours, paper, "–" if delta is None else f"{scale * delta:+.1f}"
+    def text(self, notes: Notes, row_reason: str) -> str:
+        """``ours | paper | Δ`` in %, Δ in points; a reason of ours that is not
+        the row's gets its mark here."""
+        ours = format_value(self.info, self.ours) if self.ours is not None else DASH
+        if self.why_not_ours and self.why_not_ours != row_reason:
+            ours += notes.mark(self.why_not_ours)
+        paper = format_value(self.info, self.paper) if self.paper is not None else DASH
+        return triple(ours, paper, signed(self.delta, 100 if self.info.percent else 1))
 
 
 @dataclass
@@ -103,6 +106,15 @@ class ReportRow:
     def condition(self, name: str) -> str:
         return " / ".join(dict.fromkeys(record_conditions(r)[name] for r in self.records)) or "-"
 
+    @property
+    def reason(self) -> str:
+        """The one reason every cell lacks a value of ours for ("" when some
+        cell has one or the reasons differ): noted once, after the detector."""
+        reasons = {c.why_not_ours for c in self.cells}
+        if len(reasons) == 1 and all(c.ours is None for c in self.cells):
+            return reasons.pop()
+        return ""
+
 
 @dataclass
 class ReportTable(RecordConditions):
@@ -113,10 +125,13 @@ class ReportTable(RecordConditions):
 
 def _ours(idx: RecordIndex, spec: PaperTable, detector: tuple[str, Conditions], setting: Setting, col: Column,
           used: list[ResultRecord]) -> tuple[float | None, str]:
+    if setting.elsewhere:
+        return None, setting.elsewhere
     case, metric = col.case_for(setting), col.metric_for(setting)
     record = idx.get(spec.suite, case, *detector)
     if record is None:
-        return None, f"no {spec.suite}/{case} record: --suite {spec.suite}"
+        return None, (f"no {spec.suite} record of this case: diffzoo run --detector {detector[0]} "
+                      f"--suite {spec.suite}")
     if record not in used:
         used.append(record)
     if metric not in record.metrics:
@@ -139,8 +154,8 @@ def _paper(values: dict, spec: PaperTable, family: Family | None, setting: Setti
         return None, NOT_IN_PAPER
     if family is None:
         return None, NOT_A_PAPER_MODEL
-    found: PaperValue | None = values.get((spec.id, family.paper, col.task, col.paper_setting(setting), col.paper))
-    return (found.value, "") if found else (None, NOT_FOUND)
+    found: PaperValue | None = values.get((spec.id, family.paper, col.task, setting.paper, col.paper))
+    return (found.value, "") if found and col.paper else (None, NOT_PRINTED)
 
 
 def _row(idx: RecordIndex, values: dict, spec: PaperTable, family: Family | None,
@@ -151,8 +166,8 @@ def _row(idx: RecordIndex, values: dict, spec: PaperTable, family: Family | None
     for col in spec.columns:
         info = metric_info(col.metric_for(setting)) or MetricInfo(col.metric, col.paper, True)
         if detector is None:
-            pattern = family.patterns[0] if family else "?"
-            ours, why = None, f"no record: --detector {pattern.removesuffix('.*')} --suite {spec.suite}"
+            name = family.command_name if family else "?"
+            ours, why = None, f"no record: diffzoo run --detector {name} --suite {spec.suite} fills this row"
         else:
             ours, why = _ours(idx, spec, detector, setting, col, used)
         paper, why_paper = _paper(values, spec, family, setting, col)
@@ -164,7 +179,7 @@ def build_table(idx: RecordIndex, values: dict, spec: PaperTable) -> ReportTable
     """One paper table: per model row of the paper, its detectors with records
     (or one placeholder row saying how to get one), then detectors the paper
     does not have; each times the table's settings."""
-    cases = {col.case_for(s) for s in spec.settings for col in spec.columns}
+    cases = {col.case_for(s) for s in spec.settings for col in spec.columns if not s.elsewhere}
     detectors = idx.detectors(spec.suite, cases)
     rows: list[ReportRow] = []
     claimed: set[str] = set()
@@ -210,29 +225,37 @@ def _markdown_table(t: ReportTable) -> list[str]:
     settings = spec.settings[0].label != ""
     head = ["model (paper)", "detector", *([spec.setting_header] if settings else []),
             *(c.label for c in spec.columns), *t.mixed]
-    rows = []
+    notes, rows = Notes(), []
     for row in t.rows:
-        cells = [md_cell(row.model or "—"), md_cell(row.detector),
+        reason = row.reason
+        cells = [md_cell(row.model or DASH), md_cell(row.detector) + (notes.mark(reason) if reason else ""),
                  *([md_cell(row.setting.label)] if settings else [])]
-        cells += [SEP.join(md_cell(p) if p.startswith("n/a") else p for p in cell.parts()) for cell in row.cells]
+        cells += [cell.text(notes, reason) for cell in row.cells]
         cells += [md_cell(row.condition(name)) for name in t.mixed]
         rows.append(cells)
     align = [LEFT] * (2 + settings) + [RIGHT] * len(spec.columns) + [LEFT] * len(t.mixed)
-    return lines + markdown_table([md_cell(h) for h in head], rows, align) + [""]
+    paper_gaps = dict.fromkeys(c.why_not_paper for row in t.rows for c in row.cells if c.paper is None)
+    tail = notes.lines() + ([f"- paper {DASH}: {'; '.join(paper_gaps)}"] if paper_gaps else [])
+    return lines + markdown_table([md_cell(h) for h in head], rows, align) + [""] + tail + [""] * bool(tail)
 
 
-def render_markdown(selection: Selection, tables: list[ReportTable], values: dict | None = None) -> str:
+def render_markdown(selection: Selection, tables: list[ReportTable], values: dict | None = None,
+                    benchmarks: list[Benchmark] | None = None) -> str:
     values = load_values() if values is None else values
+    benchmarks = load_benchmarks() if benchmarks is None else benchmarks
     lines = ["# DiffSeg30k paper tables, reproduced", "",
              f"- **records**: {md_cell(selection.label)} ({len(selection.records)} record(s))",
              f"- **paper**: Ci et al., DiffSeg30k, arXiv 2511.19111v2; {len(values)} published number(s) in "
              f"`{VALUES_FILE.name}` (diffzoo/leaderboard/paper/)", "",
              "Each cell: ours | paper | Δ (ours − paper, percentage points); values in %. Acc is aAcc for "
-             "pixel tasks (METRICS.md). n/a says why a value is missing: no record (the `--suite` that fills "
-             "it), data without such images, or a paper number the stored copy of the paper did not show. "
-             "Layout and the case behind each column: docs/paper.md.", ""]
+             f"pixel tasks (METRICS.md). {DASH} marks a part with nothing to show (a cell with nothing at all is "
+             f"one {DASH}); a superscript number points to the note under the table that says why a value of ours "
+             "is missing, once per reason: after the detector when it holds for the whole row (a row without a "
+             "record names the command that fills it), else in the cell. Layout and the case behind each "
+             "column: docs/paper.md.", ""]
     for t in tables:
         lines += _markdown_table(t)
+    lines += render_benchmarks(benchmarks, selection.records)
     return "\n".join(lines)
 
 

@@ -1,9 +1,9 @@
-"""The DiffSeg30k paper's published numbers, read from ``paper_values.csv``.
+"""Published numbers as data: the DiffSeg30k paper's (``paper_values.csv``)
+and the CSV reading every published-number file shares.
 
 The numbers are data, never literals in code: one CSV line per published
-cell (table, row, task, setting, metric, value, note), lines starting with
-``#`` are comments (the source).  A cell the CSV lacks is reported as not
-found, never filled in.
+cell, lines starting with ``#`` are comments (the source, what is absent and
+why).  A cell a file lacks is reported as not printed, never filled in.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from pathlib import Path
 from diffzoo.harness.core.errors import ConfigError
 
 VALUES_FILE = Path(__file__).with_name("paper_values.csv")
-FIELDS = ("table", "row", "task", "setting", "metric", "value", "note")
+FIELDS = ("table", "row", "task", "setting", "metric", "value", "source")
 TABLES = ("2", "3", "4", "5", "6", "7", "8")
 """The paper tables the report reproduces (8b is diffzoo's own, not in the paper)."""
 TASKS = ("binary", "semantic", "image")
+
+Key = tuple[str, str, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -31,37 +33,60 @@ class PaperValue:
     setting: str
     metric: str
     value: float
-    note: str = ""
+    source: str
 
     @property
-    def key(self) -> tuple[str, str, str, str, str]:
+    def key(self) -> Key:
         return (self.table, self.row, self.task, self.setting, self.metric)
 
 
-def parse_values(text: str, source: str = "paper values") -> dict[tuple[str, str, str, str, str], PaperValue]:
-    """Parse the CSV text; a malformed line is a :class:`ConfigError` naming
-    its line number, the field and what was expected."""
+def comment_lines(text: str) -> list[str]:
+    """The ``#`` lines of a data file, without the ``#``."""
+    return [line.lstrip()[1:].strip() for line in text.splitlines() if line.lstrip().startswith("#")]
+
+
+def read_rows(text: str, source: str, fields: tuple[str, ...]) -> list[tuple[str, dict[str, str]]]:
+    """The data lines of a published-number CSV as (where, stripped fields);
+    the header must be ``fields`` (a :class:`ConfigError` otherwise)."""
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
     reader = csv.DictReader(io.StringIO("\n".join(lines)))
-    if tuple(reader.fieldnames or ()) != FIELDS:
-        raise ConfigError(f"{source}: the header must be {','.join(FIELDS)}, got {','.join(reader.fieldnames or [])}")
-    out: dict[tuple[str, str, str, str, str], PaperValue] = {}
-    for n, raw in enumerate(reader, 2):
-        where = f"{source}, data line {n}"
-        row = {k: (raw.get(k) or "").strip() for k in FIELDS}
+    if tuple(reader.fieldnames or ()) != fields:
+        raise ConfigError(f"{source}: the header must be {','.join(fields)}, got {','.join(reader.fieldnames or [])}")
+    return [(f"{source}, data line {n}", {k: (raw.get(k) or "").strip() for k in fields})
+            for n, raw in enumerate(reader, 2)]
+
+
+def fraction(text: str, where: str) -> float:
+    """A published number as a fraction in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{where}: value {text!r} is not a number") from None
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ConfigError(f"{where}: value {value} must be a fraction in [0, 1] (write 50% as 0.5)")
+    return value
+
+
+def read_text(path: Path, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} from {path}: {exc}") from exc
+
+
+def parse_values(text: str, source: str = "paper values") -> dict[Key, PaperValue]:
+    """Parse the CSV text; a malformed line is a :class:`ConfigError` naming
+    its line number, the field and what was expected."""
+    out: dict[Key, PaperValue] = {}
+    for where, row in read_rows(text, source, FIELDS):
         if row["table"] not in TABLES:
             raise ConfigError(f"{where}: table {row['table']!r} is not one of the paper's tables {', '.join(TABLES)}")
         if row["task"] not in TASKS:
             raise ConfigError(f"{where}: task {row['task']!r} must be one of {', '.join(TASKS)}")
-        if not row["row"] or not row["metric"]:
-            raise ConfigError(f"{where}: row and metric must not be empty")
-        try:
-            value = float(row["value"])
-        except ValueError:
-            raise ConfigError(f"{where}: value {row['value']!r} is not a number") from None
-        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise ConfigError(f"{where}: value {value} must be a fraction in [0, 1] (write 50% as 0.5)")
-        item = PaperValue(row["table"], row["row"], row["task"], row["setting"], row["metric"], value, row["note"])
+        if not row["row"] or not row["metric"] or not row["source"]:
+            raise ConfigError(f"{where}: row, metric and source must not be empty")
+        item = PaperValue(row["table"], row["row"], row["task"], row["setting"], row["metric"],
+                          fraction(row["value"], where), row["source"])
         if item.key in out:
             raise ConfigError(f"{where}: a second value for table {item.table}, {item.row}, {item.task}, "
                               f"setting {item.setting!r}, {item.metric}")
@@ -69,11 +94,7 @@ def parse_values(text: str, source: str = "paper values") -> dict[tuple[str, str
     return out
 
 
-def load_values(path: Path | None = None) -> dict[tuple[str, str, str, str, str], PaperValue]:
+def load_values(path: Path | None = None) -> dict[Key, PaperValue]:
     """The paper's numbers, keyed by (table, row, task, setting, metric)."""
     path = Path(path) if path is not None else VALUES_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the paper's numbers from {path}: {exc}") from exc
-    return parse_values(text, str(path))
+    return parse_values(read_text(path, "the paper's numbers"), str(path))

@@ -1,0 +1,219 @@
+"""The other diffusion-edit benchmarks' published numbers (OpenSDI, DEAL-300K,
+SID-Set), as data beside the DiffSeg30k paper's, and where they meet ours.
+
+Each ``<benchmark>_values.csv`` holds one line per published number:
+``method,train,eval,metric,value,suite,case,source``; its first comment line
+names the benchmark and its paper, the others say where the numbers come
+from and what is absent.  ``metric`` is a name of ``benchmark_metrics.csv``,
+which gives its definition and the diffzoo metric of the same definition (or
+none).  A number is compared with a record only where the protocols match:
+the record is of ``suite`` / ``case`` (empty: no diffzoo suite has that
+protocol yet), of a diffzoo detector that is the method (:data:`DETECTORS`),
+and carries the diffzoo metric of the same definition.  Every other number is
+listed under what it would need.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.newest import newest
+from diffzoo.leaderboard.paper.layout import Family
+from diffzoo.leaderboard.paper.notes import DASH, signed, triple
+from diffzoo.leaderboard.render.escape import md_cell
+from diffzoo.leaderboard.render.layout import LEFT, RIGHT, markdown_table
+from diffzoo.leaderboard.paper.values import comment_lines, fraction, read_rows, read_text
+
+HERE = Path(__file__).parent
+BENCHMARK_FILES = ("opensdi_values.csv", "deal300k_values.csv", "sidset_values.csv")
+METRICS_FILE = HERE / "benchmark_metrics.csv"
+FIELDS = ("method", "train", "eval", "metric", "value", "suite", "case", "source")
+METRIC_FIELDS = ("metric", "diffzoo", "definition", "source")
+
+DETECTORS: dict[str, Family] = {f.paper: f for f in (
+    Family("MVSS-Net", ("benco.mvss-net*",)),
+    Family("CAT-Net", ("benco.cat-net*",)),
+    Family("PSCC-Net", ("benco.pscc-net*",)),
+    Family("ObjectFormer", ("benco.objectformer*",)),
+    Family("TruFor", ("benco.trufor*",)),
+    Family("IML-ViT", ("benco.iml-vit*",)),
+    Family("CNNDet", ("cnnspot.*",)),
+    Family("UniFD", ("universalfakedet.*",)),
+)}
+"""A published method (as its source names it) -> the diffzoo detectors that are
+it; a method not here has no diffzoo detector (MaskCLIP, MFPT, SIDA, ...), and
+a name with a qualifier the source leaves unexplained (SIDA's ``MVSS-Net*``)
+is not matched."""
+
+
+@dataclass(frozen=True)
+class PublishedMetric:
+    name: str
+    diffzoo: str  # the diffzoo metric of the same definition; "" for none
+    definition: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Published:
+    method: str
+    train: str
+    eval: str
+    metric: PublishedMetric
+    value: float
+    digits: int  # decimals as printed, in %
+    suite: str
+    case: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str  # the file's stem, e.g. opensdi
+    title: str  # its first comment line
+    numbers: tuple[Published, ...]
+
+
+def parse_metrics(text: str, source: str = "benchmark metrics") -> dict[str, PublishedMetric]:
+    out: dict[str, PublishedMetric] = {}
+    for where, row in read_rows(text, source, METRIC_FIELDS):
+        if not row["metric"] or not row["definition"] or not row["source"]:
+            raise ConfigError(f"{where}: metric, definition and source must not be empty")
+        if row["metric"] in out:
+            raise ConfigError(f"{where}: metric {row['metric']!r} is defined twice")
+        out[row["metric"]] = PublishedMetric(row["metric"], row["diffzoo"], row["definition"], row["source"])
+    return out
+
+
+def parse_benchmark(text: str, name: str, metrics: dict[str, PublishedMetric]) -> Benchmark:
+    """One benchmark's numbers; a malformed line is a :class:`ConfigError`
+    naming it, and so is a metric ``benchmark_metrics.csv`` does not define."""
+    comments = comment_lines(text)
+    if not comments:
+        raise ConfigError(f"{name}: the first comment line must name the benchmark and its paper")
+    numbers, seen = [], set()
+    for where, row in read_rows(text, name, FIELDS):
+        if not all(row[k] for k in ("method", "train", "eval", "source")):
+            raise ConfigError(f"{where}: method, train, eval and source must not be empty")
+        if row["metric"] not in metrics:
+            raise ConfigError(f"{where}: metric {row['metric']!r} is not defined in {METRICS_FILE.name} "
+                              f"({', '.join(metrics)})")
+        if bool(row["suite"]) != bool(row["case"]):
+            raise ConfigError(f"{where}: suite and case name one record together; give both or neither")
+        key = (row["method"], row["train"], row["eval"], row["metric"])
+        if key in seen:
+            raise ConfigError(f"{where}: a second value for {', '.join(key)}")
+        seen.add(key)
+        decimals = len(row["value"].partition(".")[2])
+        numbers.append(Published(row["method"], row["train"], row["eval"], metrics[row["metric"]],
+                                 fraction(row["value"], where), max(decimals - 2, 0), row["suite"], row["case"],
+                                 row["source"]))
+    return Benchmark(name, comments[0], tuple(numbers))
+
+
+def load_benchmarks(files: tuple[Path, ...] | None = None, metrics_file: Path | None = None) -> list[Benchmark]:
+    """Every other benchmark's numbers, in :data:`BENCHMARK_FILES` order."""
+    metrics_file = Path(metrics_file) if metrics_file is not None else METRICS_FILE
+    metrics = parse_metrics(read_text(metrics_file, "the benchmarks' metric definitions"), str(metrics_file))
+    paths = files if files is not None else tuple(HERE / f for f in BENCHMARK_FILES)
+    return [parse_benchmark(read_text(p, "published numbers"), Path(p).stem.removesuffix("_values"), metrics)
+            for p in paths]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    number: Published
+    row: str  # the record's table row (detector, or "detector (own image score)")
+    ours: float
+
+
+def needs(number: Published) -> str:
+    """What a comparison of ``number`` with ours would need (protocol first)."""
+    if not number.suite:
+        return (f"records with this protocol (training: {number.train}; evaluation: the columns below); "
+                f"no diffzoo suite has it yet")
+    if number.method not in DETECTORS:
+        return f"a diffzoo detector that is {number.method}: none is registered"
+    if not number.metric.diffzoo:
+        return f"a diffzoo metric defined as {number.metric.name}: none"
+    family = DETECTORS[number.method]
+    return (f"a record of diffzoo run --detector {family.command_name} --suite {number.suite} "
+            f"(case {number.case})")
+
+
+def compare(benchmark: Benchmark, records: list[ResultRecord]) -> tuple[list[Comparison], list[Published]]:
+    """(the numbers a record with the same protocol meets, the rest); per
+    (suite, case, row) the newest record counts."""
+    index = newest(records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.row_name))
+    met, rest = [], []
+    for number in benchmark.numbers:
+        family, metric = DETECTORS.get(number.method), number.metric.diffzoo
+        found = [] if family is None or not metric or not number.suite else [
+            Comparison(number, row, float(record.metrics[metric])) for (suite, case, row), record in index.items()
+            if (suite, case) == (number.suite, number.case) and family.matches(row)
+            and _defined(record.metrics.get(metric))]
+        met += found
+        if not found:
+            rest.append(number)
+    return met, rest
+
+
+def _defined(value: object) -> bool:
+    return isinstance(value, (int, float)) and not math.isnan(value)
+
+
+def _percent(value: float, digits: int) -> str:
+    return f"{100 * value:.{digits}f}"
+
+
+def _compared_table(met: list[Comparison]) -> list[str]:
+    head = ["method", "detector", "train", "eval", "metric", "ours | published | Δ"]
+    rows = [[md_cell(c.number.method), md_cell(c.row), md_cell(c.number.train), md_cell(c.number.eval),
+             md_cell(f"{c.number.metric.name} (= {c.number.metric.diffzoo})"),
+             triple(_percent(c.ours, c.number.digits), _percent(c.number.value, c.number.digits),
+                    signed(c.ours - c.number.value, 100))] for c in met]
+    return markdown_table([md_cell(h) for h in head], rows, [LEFT] * 5 + [RIGHT])
+
+
+def _listed_table(numbers: list[Published]) -> list[str]:
+    """Rows (method, metric), columns the evaluation splits, cells the published values."""
+    evals = list(dict.fromkeys(n.eval for n in numbers))
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for n in numbers:
+        cells.setdefault((n.method, n.metric.name), {})[n.eval] = _percent(n.value, n.digits)
+    rows = [[md_cell(method), md_cell(metric), *(by.get(e, DASH) for e in evals)]
+            for (method, metric), by in cells.items()]
+    return markdown_table([md_cell(h) for h in ("method", "metric", *evals)], rows,
+                          [LEFT, LEFT] + [RIGHT] * len(evals))
+
+
+def render_benchmarks(benchmarks: list[Benchmark], records: list[ResultRecord]) -> list[str]:
+    """The report's section on the other benchmarks: per benchmark, the numbers
+    a record meets (ours | published | Δ), then the rest under what they need,
+    then the definitions of the metrics it used."""
+    lines = ["## Other benchmarks' published numbers", "",
+             "Each number in % as its source prints it, with its metric's definition. It is compared with ours "
+             "(ours | published | Δ, Δ in percentage points) only where a record has the same protocol: the suite "
+             "and case its data file names, a diffzoo detector that is the method, and a diffzoo metric of the same "
+             "definition; the others are listed under what a comparison needs. Data: "
+             + ", ".join(f"`{f}`" for f in (*BENCHMARK_FILES, METRICS_FILE.name)) + " (diffzoo/leaderboard/paper/).",
+             ""]
+    for bench in benchmarks:
+        met, rest = compare(bench, records)
+        lines += [f"### {md_cell(bench.title)}", ""]
+        if met:
+            lines += _compared_table(met) + [""]
+        groups: dict[str, list[Published]] = {}
+        for number in rest:
+            groups.setdefault(needs(number), []).append(number)
+        for need, numbers in groups.items():
+            lines += [f"#### Not compared: needs {md_cell(need)}", ""] + _listed_table(numbers) + [""]
+        used = dict.fromkeys(n.metric for n in bench.numbers)
+        lines += [f"- {md_cell(m.name)}: {md_cell(m.definition)} (diffzoo: "
+                  + (md_cell(m.diffzoo) if m.diffzoo else "no metric of this definition; never compared") + ")"
+                  for m in used] + [""]
+    return lines
