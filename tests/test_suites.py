@@ -42,6 +42,7 @@ PINNED = {
     ("slices", "1"): "d7185bae1d2ca5f5",
     ("slices", "2"): "f5ef3929963a6ee5",
     ("format-parity", "1"): "e6f62ccf31b71ef6",
+    ("cross-dataset", "1"): "eb7e5365118bc39c",
 }
 
 
@@ -82,7 +83,7 @@ def test_the_paper_suites_are_registered_and_all_expands_to_every_one():
     registry = get_registry()
     names = {e.name for e in registry.expand("suite", "all")}
     assert names == {"standard", "distortions", "unseen-generators", "lora", "classification", "slices",
-                     "format-parity"}
+                     "format-parity", "cross-dataset"}
     assert [e.name for e in registry.expand("suite", "dist*")] == ["distortions"]
     assert {e.name for e in registry.expand("suite", "*s")} == {"distortions", "unseen-generators", "slices"}
     with pytest.raises(UnknownNameError, match="zzz"):

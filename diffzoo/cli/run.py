@@ -68,6 +68,11 @@ def run_cmd(
         help="NAME=CARD: use generator card CARD where a suite names NAME (e.g. the LoRA suite's "
         "sdxl.hyper-sd-8step); repeatable.",
     ),
+    eval_dataset: list[str] = typer.Option(
+        [], "--eval-dataset",
+        help="PATH[:SPLIT]: a dataset the cross-dataset suite evaluates the model on (default split: test, "
+        "else val); repeatable.",
+    ),
     references: bool = typer.Option(
         True, "--references/--no-references",
         help="Also run the reference detectors a suite names (classification: CNNSpot, UniversalFakeDetect).",
@@ -98,7 +103,7 @@ def run_cmd(
             train=train, strict=strict, bootstrap=bootstrap, thresholds=thresholds,
             calibration_split=calibration_split, holdout=_pairs(holdout),
             generators={k: str(v) for k, v in parse_options(generator, "--generator").items()},
-            save_every=save_every, workers=workers,
+            save_every=save_every, workers=workers, eval_datasets=list(eval_dataset),
         )
 
 

@@ -51,9 +51,11 @@ class TableKey:
     @classmethod
     def of(cls, record: ResultRecord) -> TableKey:
         b = record.body
+        cross = (b.case.get("options") or {}).get("eval_dataset")  # one table per evaluated split
         return cls(
             suite=b.suite.name, suite_version=b.suite.version, definition_hash=b.suite.definition_hash,
-            case=b.case_name, task=b.task, dataset=b.dataset.name, fingerprint=b.dataset.fingerprint,
+            case=f"{b.case_name} ({b.case.get('split')})" if cross else b.case_name, task=b.task,
+            dataset=b.dataset.name, fingerprint=b.dataset.fingerprint,
             metrics_version=b.metrics_version,
         )
 

@@ -33,7 +33,7 @@ from diffzoo.harness.records.document import ResultRecord, clean_json, environme
 from diffzoo.harness.suites import Case, Suite
 
 __all__ = ["OWN_SCORE", "RecordContext", "Summaries", "Summary", "bind_states", "build_record", "case_metrics",
-           "case_states", "metric_task", "own_score_case", "run_fields", "summarize"]
+           "case_states", "dataset_info", "metric_task", "own_score_case", "run_fields", "summarize"]
 
 
 class Summaries:
@@ -100,15 +100,19 @@ class RecordContext:
     eval_input: dict[str, Any] | None = None
     """How images are brought to the detector (the recipe's test-time rule,
     e.g. ``{"recipe": "paper", "short_side": 512}``); None: as stored."""
+    train_dataset: dict[str, Any] | None = None
+    """A cross-dataset record's training dataset (name, fingerprint, label map, split scheme):
+    ``dataset`` is then the evaluation dataset.  None: the model was trained on ``dataset``."""
 
 
-def dataset_info(dataset: Any, fingerprint: str) -> dict[str, Any]:
+def dataset_info(dataset: Any, fingerprint: str, described: bool = True) -> dict[str, Any]:
     """The record's ``dataset`` field: name, fingerprint, the adapter's
     description, and the label map and split scheme the numbers were made
-    under (both part of the record's identity)."""
+    under (both part of the record's identity); without ``described``, what
+    ``config.train_dataset`` holds of a cross-dataset record's training data."""
     prov = provenance_of(dataset)
-    return {"name": dataset.name, "fingerprint": fingerprint, "description": dataset.describe(),
-            "label_map": prov["label_map"], "split": prov["split"]}
+    info = {"name": dataset.name, "fingerprint": fingerprint, "label_map": prov["label_map"], "split": prov["split"]}
+    return {**info, "description": dataset.describe()} if described else info
 
 
 def run_fields(ctx: RecordContext, case: Case, used_params: dict[str, Any]) -> dict[str, Any]:
@@ -126,7 +130,8 @@ def run_fields(ctx: RecordContext, case: Case, used_params: dict[str, Any]) -> d
         "seed": ctx.seed,
         "config": {"train": ctx.train_config, "train_subset": ctx.train_subset, "overrides": ctx.overrides,
                    "cache_key": ctx.cache_key, "device": ctx.device, "strict": ctx.strict,
-                   "distortion_params": used_params, "eval_input": ctx.eval_input or {"recipe": "native"}},
+                   "distortion_params": used_params, "eval_input": ctx.eval_input or {"recipe": "native"},
+                   **({"train_dataset": ctx.train_dataset} if ctx.train_dataset is not None else {})},
     }
 
 

@@ -32,7 +32,7 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.run.evaluate import same_input
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.protocols import Dataset
-from diffzoo.harness.suites import Case, Suite, TrainSpec
+from diffzoo.harness.suites import Case, Suite, TrainSpec, is_cross
 from diffzoo.harness.core.train_config import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -121,18 +121,26 @@ def _train_spec(card: DetectorCard, case: Case, dataset: Dataset) -> tuple[Train
     return None, f"{card.name} supports {', '.join(card.tasks)}; this case needs a {spec.task} model"
 
 
+NO_EVAL_DATASET = ("no --eval-dataset given: this case evaluates the model on other datasets "
+                   "(--eval-dataset PATH[:SPLIT], repeatable)")
+
+
 def make_plan(
     card: DetectorCard,
     suites: list[Suite],
     dataset: Dataset,
     config: TrainConfig,
     fingerprint: str,
+    eval_datasets: bool = False,
 ) -> Plan:
+    """The models ``suites`` need of ``card`` on ``dataset`` (``eval_datasets``: whether the
+    cross-dataset cases have datasets to evaluate; without, they are skipped, saying so)."""
     jobs: dict[TrainSpec, TrainingJob] = {}
     skipped: list[SkippedCase] = []
     for suite in suites:
         for case in suite.cases:
-            spec, reason = _train_spec(card, case, dataset)
+            spec, reason = (None, NO_EVAL_DATASET) if is_cross(case) and not eval_datasets else \
+                _train_spec(card, case, dataset)
             if spec is None:
                 log.info("skipping %s/%s: %s", suite.name, case.name, reason)
                 skipped.append(SkippedCase(suite, case, reason))

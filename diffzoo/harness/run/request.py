@@ -32,3 +32,13 @@ class RunRequest:
     generators: dict[str, str] = field(default_factory=dict)  # generator a suite names -> card to use
     save_every: int | None = None  # training steps between resume saves; None: a tenth of the run, 0: never
     workers: int | None = None  # loader processes; None: $DIFFZOO_WORKERS or by device (core/parallel.default_workers)
+    eval_datasets: list[str] = field(default_factory=list)  # cross-dataset suite: PATH_OR_NAME[:SPLIT] each
+
+
+def eval_dataset_spec(spec: str) -> tuple[str, str | None]:
+    """An ``--eval-dataset`` value, ``PATH_OR_NAME[:SPLIT]``, as (dataset, split or None):
+    a path that exists is taken whole (its name may hold a colon)."""
+    if Path(spec).expanduser().exists() or ":" not in spec:
+        return spec, None
+    head, _, split = spec.rpartition(":")
+    return (head, split or None) if head else (spec, None)

@@ -41,11 +41,12 @@ from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, evaluate, gather_eval_result, sets_input_size
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.model_source import ModelSource, check_checkpoints
+from diffzoo.harness.run.cross_eval import cross_context, cross_states, open_eval_datasets
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.planning import Baseline, Pass, Plan, TrainingJob, eval_input, make_plan, model_input_size, pass_subsets, passes
 from diffzoo.harness.run.planning import reuses_baseline, same_input_note, train_config
 from diffzoo.harness.run.thresholds import calibrate, check_policy
-from diffzoo.harness.suites import Case, Suite, TrainSpec, unseen_generators_suite
+from diffzoo.harness.suites import Case, Suite, TrainSpec, is_cross, unseen_generators_suite
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class Runner:
         check_checkpoints(request.checkpoints)
         with distributed.main_first():  # rank 0 builds or downloads into the shared cache
             self.dataset = open_dataset(request.dataset, self.progress, **request.dataset_options)
+        self.eval_datasets = open_eval_datasets(request.eval_datasets, self.suites, self.progress)
         self.config, self.overrides = train_config(self.entry.card, self.dataset, request.train_overrides,
                                                    request.pretrained, request.seed)
         self.config = self.config.with_overrides(num_workers=self.workers)  # not in the cache key
@@ -103,7 +105,7 @@ class Runner:
                        "training without the paper's 5k unedited images", self.dataset.fingerprint())
         if self.suites:  # before any training: an unknown policy, or a calibration split missing or evaluated
             check_policy(request.thresholds, request.calibration_split, self.dataset,
-                         {c.split for s in self.suites for c in s.cases})
+                         {c.split for s in self.suites for c in s.cases if not is_cross(c)})
         self.models = ModelSource(self.entry, self.dataset, request, self.device, self.progress)
         self.notes: list[str] = []
         self.skipped: dict[str, dict[str, str]] = {}
@@ -121,7 +123,8 @@ class Runner:
         return suites
 
     def _make_plan(self, suites: list[Suite]) -> Plan:
-        self.plan_ = make_plan(self.entry.card, suites, self.dataset, self.config, self.dataset.fingerprint())
+        self.plan_ = make_plan(self.entry.card, suites, self.dataset, self.config, self.dataset.fingerprint(),
+                               eval_datasets=bool(self.eval_datasets))
         return self.plan_
 
     def plan(self) -> Plan:
@@ -178,22 +181,25 @@ class Runner:
                 eval_input=eval_input(self.entry.card, job.config, self.extra_negatives),
             )
             # a case missing from states has no image of its editors (noted); a case judged by the
-            # detector's own image score is keyed by itself (it shares its name with the area-judged one)
+            # detector's own image score, or on an --eval-dataset, is keyed by itself (_evaluate_job)
             read = [(suite, case, (suite.name, case.name)) for suite, case in job.cases
                     if (suite.name, case.name) in states]
             suites = {suite.name: suite for suite, _ in job.cases}
             read += [(suites[key[0]], key[1], key) for key in states if isinstance(key[1], Case)]
-            bind_states(ctx, [(case, states[key][0], states[key][2]) for _, case, key in read])
-            for suite, case, key in read:  # bound before any state is written, so each file holds its binding
-                state, result, params = states[key]
+            contexts = {key: ctx if states[key][3] is None else
+                        cross_context(ctx, self.dataset, self.plan_.fingerprint, states[key][3]) for _, _, key in read}
+            for _, case, key in read:  # bound before any state is written, so each file holds its binding
+                bind_states(contexts[key], [(case, states[key][0], states[key][2])])
+            for suite, case, key in read:
+                state, result, params, _ = states[key]
                 summary = summaries.get(state)
                 scored = isinstance(key[1], Case)
 
                 def compared(name: str, s: Suite = suite, scored: bool = scored) -> EvalState | None:
                     other = (s.name, own_score_case(s.case(name)) if scored else name)
                     return states[other][0] if other in states else None
-                metrics, ci = case_metrics(case, summary, self.dataset.label_space.names, compared)
-                records.append(build_record(ctx, suite, case, summary, result, metrics, ci, params,
+                metrics, ci = case_metrics(case, summary, contexts[key].dataset.label_space.names, compared)
+                records.append(build_record(contexts[key], suite, case, summary, result, metrics, ci, params,
                                             compared(case.compare_to) if case.compare_to else None))
         return RunOutput(records, self.plan_, self.notes, self.skipped)
 
@@ -230,7 +236,7 @@ class Runner:
         parameters), the cases reading it, their editor subsets and the ids it reads
         (None: the whole split).  A case whose editors the split lacks is left out
         (with ``notes``: noted when its pass comes, no record)."""
-        for p in passes(job.cases, lambda c: self._distortion_params(c, job)):
+        for p in passes([(s, c) for s, c in job.cases if not is_cross(c)], lambda c: self._distortion_params(c, job)):
             subset_ids, empty = pass_subsets(self.dataset, p)
             for suite, case in empty if notes else ():
                 note = (f"{suite.name}/{case.name}: no image of {', '.join(case.editors)} in "
@@ -254,21 +260,27 @@ class Runner:
         for job in self.plan_.jobs:
             planned = list(self.job_passes(job))
             reads = sum(len(self.dataset.ids(p.split)) if ids is None else len(ids) for p, _, _, ids in planned)
+            cross = self.eval_datasets if any(is_cross(c) for _, c in job.cases) else []
+            planned += cross
+            reads += sum(len(ds.ids(split)) for ds, split in cross)
             held_out = f" without {'+'.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
             lines.append(f"{self.entry.name} [{job.task}]{held_out}: {len(planned)} model pass(es), "
                          f"{reads} image reads")
         return lines
 
     def _evaluate_job(self, job: TrainingJob, det: Detector, thresholds: Thresholds
-                      ) -> dict[tuple[str, str | Case], tuple[EvalState, EvalResult, dict[str, Any]]] | None:
+                      ) -> dict[tuple, tuple[EvalState, EvalResult, dict[str, Any], Any]] | None:
         """Every case's metric state: cases on the same (split, distortion)
         share one pass over the images any of them needs (planning.passes); a
         case restricted to some editors reads its part of the pass; a pass
         that feeds the detector the undistorted pass's very input reuses its
-        predictions (noted, ``same_input_as`` in its parameters).  Keyed by (suite, case name);
-        an image case judged by the detector's own score (:func:`own_score_case`) by (suite, case).
-        None on ranks > 0."""
-        out = {}
+        predictions (noted, ``same_input_as`` in its parameters); a
+        cross-dataset case reads one pass per ``--eval-dataset``.  Keyed by
+        (suite, case name); an image case judged by the detector's own score
+        (:func:`own_score_case`) by (suite, case), a cross-dataset case by (suite,
+        case with its split, evaluation dataset's fingerprint).  Values: (state, result,
+        pass parameters, the evaluation dataset or None for the run's).  None on ranks > 0."""
+        out: dict[tuple, tuple[EvalState, EvalResult, dict[str, Any], Any]] = {}
         baseline: dict[str, Baseline] = {}
         for p, members, subset_ids, ids in self.job_passes(job, notes=True):
             tasks, params = {metric_task(c) for _, c in members}, p.params
@@ -288,11 +300,13 @@ class Runner:
                 continue
             states = case_states([c for _, c in members], result, subset_ids)
             for (suite, case), state in zip(members, states):
-                out[(suite.name, case.name)] = (state, result, params)
+                out[(suite.name, case.name)] = (state, result, params, None)
             for suite, case in members:  # a detector's own image score: the image cases once more
                 if case.task == "image" and OWN_SCORE in result.states:
                     scored = own_score_case(case)
-                    out[(suite.name, scored)] = (case_states([scored], result, subset_ids)[0], result, params)
+                    out[(suite.name, scored)] = (case_states([scored], result, subset_ids)[0], result, params, None)
+        out.update(cross_states(job.cases, self.eval_datasets, job.spec, lambda ds, where: self._evaluate(
+            det, where, {"binary"}, None, thresholds, {}, input_short_side=self._short_side(job), dataset=ds)))
         return out if distributed.is_main() else None
 
     def _short_side(self, job: TrainingJob) -> int | None:
@@ -317,19 +331,22 @@ class Runner:
 
     def _evaluate(self, det: Detector, case: Case, tasks: set[str], ids: list[str] | None,
                   thresholds: Thresholds, params: dict[str, Any], what: str | None = None,
-                  input_short_side: int | None = None) -> EvalResult | None:
+                  input_short_side: int | None = None, dataset: Any = None) -> EvalResult | None:
         """Metric states of ``det`` on the case's (split, distortion) (only
-        ``ids`` of the split when given); under torchrun each rank scores its
-        shard and rank 0 gets the merged result."""
-        if case.split not in self.dataset.splits():
+        ``ids`` of the split when given) of the run's dataset, or of ``dataset``
+        (an ``--eval-dataset``); under torchrun each rank scores its shard and
+        rank 0 gets the merged result."""
+        other = dataset is not None
+        dataset = dataset if other else self.dataset
+        if case.split not in dataset.splits():
             raise ConfigError(
                 f"case {case.name!r} evaluates split {case.split!r}, which dataset "
-                f"{self.dataset.name} lacks (it has {', '.join(self.dataset.splits())})"
+                f"{dataset.name} lacks (it has {', '.join(dataset.splits())})"
             )
         distortion = get_registry().get("distortion", case.distortion).load()
-        every = self.dataset.ids(case.split)
+        every = dataset.ids(case.split)
         ids = every if ids is None else ids
-        desc = what or f"evaluating {self.entry.name} [{det.task}] on {self.dataset.name}/{case.split}"
+        desc = what or f"evaluating {self.entry.name} [{det.task}] on {dataset.name}/{case.split}"
         if len(ids) < len(every):
             desc += f" ({len(ids)} images with the cases' editors)"
         if case.distortion != "none":
@@ -337,15 +354,16 @@ class Runner:
         if distributed.world_size() > 1:
             desc += f" (rank 0's shard of {distributed.world_size()})"
         result = evaluate(
-            det, self.dataset, case.split, distortion, params,
+            det, dataset, case.split, distortion, params,
             tasks=tasks, strict=self.request.strict, baselines=det.task == "binary" and not case.editors,
             progress=self.progress, description=desc, ids=distributed.shard(ids), thresholds=thresholds,
             input_short_side=input_short_side, workers=self.workers, pin_memory=self.device.type == "cuda",
-            cache=baseline_cache(self.plan_.fingerprint),
+            cache=baseline_cache(dataset.fingerprint()),
         )
-        seen = self._sizes.setdefault(case.split, {})
-        seen.update(result.sizes)
-        seen.update((item["id"], None) for item in result.skipped)  # unreadable: skipped by every pass alike
+        if not other:  # the sizes the planner compares distortions with are the run's dataset's
+            seen = self._sizes.setdefault(case.split, {})
+            seen.update(result.sizes)
+            seen.update((item["id"], None) for item in result.skipped)  # unreadable: skipped by every pass alike
         merged = gather_eval_result(result, ids)
         if merged is not None:
             for item in merged.skipped:

@@ -15,6 +15,7 @@ from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.summary.model import ABSENT, RecordIndex, SummaryTable
 from diffzoo.leaderboard.summary.tables import (
     PAPER_PIXEL_METRICS,
+    cross_table,
     parity_table,
     table2,
     table3,
@@ -62,7 +63,9 @@ def build_summary(records: Iterable[ResultRecord]) -> Summary:
     by_dataset: dict[tuple[str, str], dict[str, dict[str, list[ResultRecord]]]] = {}
     for r in records:
         b = r.body
-        ds = by_dataset.setdefault((b.dataset.name, b.dataset.fingerprint), {})
+        trained = b.config.get("train_dataset") or {}  # a cross-dataset record joins its training dataset's group
+        key = (trained["name"], trained["fingerprint"]) if trained else (b.dataset.name, b.dataset.fingerprint)
+        ds = by_dataset.setdefault(key, {})
         ds.setdefault(b.suite.name, {}).setdefault(b.suite.version, []).append(r)
     groups = []
     for (name, fingerprint), suites in by_dataset.items():
@@ -81,7 +84,8 @@ def _group(dataset: str, fingerprint: str, versions: dict[str, str], records: li
     idx = RecordIndex(records, detector_order)
     parity, flags = parity_table(idx)
     tables = [*table2(idx), table3(idx), unseen_table(idx, "4", "binary", (*PAPER_PIXEL_METRICS, "F1")), table5(idx),
-              unseen_table(idx, "6", "image", ("img_Acc", "img_AP")), table7(idx), table8(idx), parity]
+              unseen_table(idx, "6", "image", ("img_Acc", "img_AP")), table7(idx), table8(idx), parity,
+              cross_table(records, detector_order)]
     by_detector: dict[str, list[ResultRecord]] = {}
     for r in records:
         by_detector.setdefault(r.body.row_name, []).append(r)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR
+from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR, metric_info
 from diffzoo.harness.metrics.slices import SLICE_KEYS, missing_metadata_message
 from diffzoo.harness.suites.paper import CLASSIFICATION_EDITORS, FORMAT_PARITY, PAIR_NAMES, PARITY_METRICS
 from diffzoo.leaderboard.summary.model import (
@@ -24,6 +24,8 @@ from diffzoo.leaderboard.summary.model import (
     summary_table,
 )
 from diffzoo.leaderboard.summary.settings import CLEAN, PAPER_SETTINGS, SWEEP_SETTINGS, setting_label, setting_of
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.newest import newest
 from diffzoo.leaderboard.tables import Cell
 
 PAPER_PIXEL_METRICS = ("aAcc", "mIoU", "bF1")
@@ -271,3 +273,41 @@ def parity_table(idx: RecordIndex) -> tuple[SummaryTable, list[str]]:
                           notes=["verdicts moved: fraction of images whose edited/authentic verdict differs from the "
                                  "native file's; ΔAcc: Acc minus the native Acc"])
     return table, flags
+
+
+# -- cross-dataset: the run's model on other datasets ----------------------------------------
+CROSS_METRICS = (("binary", "mIoU"), ("binary", "F1"), ("image", "img_Acc"), ("image", "img_AP"))
+"""Per evaluation dataset: binary mIoU and F1, image-level Acc and AP (OpenSDI's board shows pixel
+IoU/F1 and image F1/Acc)."""
+
+
+def cross_table(records: list[ResultRecord], detector_order: list[str]) -> SummaryTable:
+    """Rows: detectors (trained on this group's dataset); columns: each evaluation dataset and
+    split (``name/split``) by :data:`CROSS_METRICS`, as OpenSDI's board lays them out."""
+    cross = newest(
+        (r for r in records if r.body.suite.name == "cross-dataset"),
+        key=lambda r: (r.body.row_name, r.body.case_name, _where(r)))
+    places = list(dict.fromkeys(_where(r) for r in cross.values()))
+    cols = [column(f"{where}:{metric}", metric, f"{where} {'image ' if task == 'image' else ''}"
+                   f"{metric_info(metric).label}") for where in places for task, metric in CROSS_METRICS]
+    detectors = sorted({k[0] for k in cross}, key=lambda n: (detector_order.index(n) if n in detector_order
+                                                               else len(detector_order), n))
+    rows = []
+    for det in detectors:
+        found: dict[str, Cell] = {}
+        for where in places:
+            for task, metric in CROSS_METRICS:
+                record = cross.get((det, task, where))
+                found.update(cells(record, {f"{where}:{metric}": metric}))
+        rows.append(Row(det, found))
+    return SummaryTable("X", "Cross-dataset: the model trained here, evaluated on other datasets (cross-dataset)",
+                        "detector", cols, rows,
+                        notes=["columns: evaluation dataset/split; image-level columns judge images by the "
+                               "predicted edited area (1% rule)"] if rows else [],
+                        hint="no records: run diffzoo run with --suite cross-dataset --eval-dataset PATH[:SPLIT]",
+                        fed=bool(rows))
+
+
+def _where(record: ResultRecord) -> str:
+    """``name/split`` of the dataset a cross-dataset record evaluated."""
+    return f"{record.body.dataset.name}/{record.body.case.get('split', '')}"

@@ -1,0 +1,91 @@
+"""The cross-dataset suite: the model trained on --dataset, scored on each --eval-dataset
+(docs/suites.md): one record per (evaluation dataset, case), the training data in each
+record's identity, the cross-dataset table in the summary, records that verify."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import cli, make_diffseg_folder, save_image
+from diffzoo import open_dataset
+from diffzoo.harness.records.document import identity
+
+FAST = ["--iterations", "3", "--batch-size", "2", "--bootstrap", "0", "--device", "cpu"]
+
+
+def make_tpgt(root):
+    """A Tp/Gt folder (binary 0/255 masks) with authentic images: the classic IML layout."""
+    rng = np.random.default_rng(1)
+    for i in range(6):
+        image = rng.integers(0, 256, (24, 24, 3), dtype=np.uint8)
+        mask = np.zeros((24, 24), np.uint8)
+        mask[4:12, 6:14] = 255
+        save_image(root / "Tp" / f"t{i}.png", image)
+        save_image(root / "Gt" / f"t{i}.png", mask)
+        save_image(root / "Au" / f"a{i}.png", rng.integers(0, 256, (24, 24, 3), dtype=np.uint8))
+    return root
+
+
+def records_of(out):
+    return [json.loads(p.read_text()) for p in sorted((out / "records").glob("*.json"))]
+
+
+def test_a_model_trained_on_mini_is_scored_on_two_other_datasets(capsys, tmp_path):
+    folder = make_diffseg_folder(tmp_path / "ds")
+    tpgt = make_tpgt(tmp_path / "tpgt")
+    tpgt_split = open_dataset(str(tpgt)).splits()[0]
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--out",
+                               out, "--eval-dataset", folder, "--eval-dataset", f"{tpgt}:{tpgt_split}", *FAST)
+    assert code == 0, stderr
+    records = records_of(out)
+    mini = open_dataset("mini").fingerprint()
+    evaluated = {(r["dataset"]["fingerprint"], r["case"]["name"], r["case"]["split"]) for r in records}
+    assert evaluated == {(open_dataset(str(folder)).fingerprint(), name, "val") for name in ("binary", "image")} | {
+        (open_dataset(str(tpgt)).fingerprint(), name, tpgt_split) for name in ("binary", "image")}
+    for r in records:
+        trained = identity(r)["config"]["train_dataset"]
+        assert trained["fingerprint"] == mini and trained["name"] == "mini" and trained["split"]["id"]
+        assert r["config"]["train_subset"]["split"] == "train"
+    # one model: every record names the same checkpoint
+    assert len({r["detector"]["checkpoint_sha256"] for r in records}) == 1
+    # the summary's cross-dataset table holds the records' numbers
+    summary = (out / "summary.md").read_text()
+    table = summary[summary.index("### Cross-dataset"):]
+    row = next(line for line in table.splitlines() if line.startswith("| segformer.tiny"))
+    binary = next(r for r in records if r["case"]["name"] == "binary" and r["case"]["split"] == tpgt_split)
+    assert f"{100 * binary['metrics']['F1']:.1f}" in row and f"{tpgt.name}/{tpgt_split} F1" in table
+    code, stdout, _ = cli(capsys, "leaderboard", "verify", "--store", out)
+    assert code == 0 and "4 good, 0 bad" in stdout
+
+
+def test_without_an_eval_dataset_the_suite_says_what_it_needs(capsys, tmp_path):
+    code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--out",
+                          tmp_path / "out", *FAST)
+    assert code != 0 and "no --eval-dataset given" in stderr and len(stderr.strip().splitlines()) == 1
+    code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "all", "--plan", *FAST)
+    assert code == 0, stderr  # with other suites, the cross-dataset cases are listed as skipped, saying why
+    text = " ".join(stdout.split())
+    assert all(f"skipped cross-dataset/{case}: no --eval-dataset given" in text for case in ("binary", "image"))
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("{folder}:nosuch", "has no split nosuch (it has "),
+    ("{folder}", "the same dataset and split is given twice"),
+])
+def test_eval_dataset_errors_are_one_line(capsys, tmp_path, spec, message):
+    folder = make_diffseg_folder(tmp_path / "ds")
+    extra = ["--eval-dataset", str(folder)] if "twice" in message else []
+    code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--out",
+                          tmp_path / "out", "--eval-dataset", spec.format(folder=folder), *extra, *FAST)
+    assert code != 0 and message in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_an_eval_dataset_without_a_cross_dataset_case_is_refused(capsys, tmp_path):
+    folder = make_diffseg_folder(tmp_path / "ds")
+    code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--out",
+                          tmp_path / "out", "--eval-dataset", folder, *FAST)
+    assert code == 2 and "--suite cross-dataset" in stderr
