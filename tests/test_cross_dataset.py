@@ -60,6 +60,12 @@ def test_a_model_trained_on_mini_is_scored_on_two_other_datasets(capsys, tmp_pat
     assert f"{100 * binary['metrics']['F1']:.1f}" in row and f"{tpgt.name}/{tpgt_split} F1" in table
     code, stdout, _ = cli(capsys, "leaderboard", "verify", "--store", out)
     assert code == 0 and "4 good, 0 bad" in stdout
+    # the published leaderboard opens with the same table
+    code, _, stderr = cli(capsys, "leaderboard", "publish", "--store", out, "-f", "md,html", "--out", tmp_path / "lb")
+    assert code == 0, stderr
+    published = (tmp_path / "lb" / "leaderboard.md").read_text()
+    assert "## Cross-dataset: trained on mini" in published and row in published
+    assert f"{tpgt.name}/{tpgt_split} F1" in (tmp_path / "lb" / "index.html").read_text()
 
 
 def test_without_an_eval_dataset_the_suite_says_what_it_needs(capsys, tmp_path):
@@ -89,3 +95,23 @@ def test_an_eval_dataset_without_a_cross_dataset_case_is_refused(capsys, tmp_pat
     code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--out",
                           tmp_path / "out", "--eval-dataset", folder, *FAST)
     assert code == 2 and "--suite cross-dataset" in stderr
+
+
+def test_the_opensdi_preset_reads_every_generator_split_of_the_eval_dataset(capsys, tmp_path):
+    """``--suite opensdi``: each --eval-dataset is read at OpenSDI's five generator splits (those
+    it has), one record per (split, case) and one summary column per generator."""
+    folder = make_diffseg_folder(tmp_path / "ds", n=15)
+    ids = sorted(p.name.split(".")[0] for p in (folder / "train_copy").glob("*.image.png"))
+    (folder / "splits.json").write_text(json.dumps({"sd15": ids[:5], "sd2": ids[5:10], "flux": ids[10:]}))
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "opensdi", "--out", out,
+                               "--eval-dataset", folder, *FAST)
+    assert code == 0, stderr
+    records = records_of(out)
+    assert sorted((r["case"]["split"], r["case"]["name"]) for r in records) == [
+        (split, case) for split in ("flux", "sd15", "sd2") for case in ("binary", "image")]
+    table = (out / "summary.md").read_text().split("### Cross-dataset")[1]
+    assert all(f"ds/{g} F1" in table for g in ("sd15", "sd2", "flux")) and "ds/sd3" not in table
+    code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "opensdi", "--out",
+                          tmp_path / "out2", "--eval-dataset", make_diffseg_folder(tmp_path / "plain"), *FAST)
+    assert code == 2 and "has no split sd15 or sd2 or sd3 or flux or sdxl" in stderr

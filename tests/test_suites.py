@@ -43,6 +43,7 @@ PINNED = {
     ("slices", "2"): "f5ef3929963a6ee5",
     ("format-parity", "1"): "e6f62ccf31b71ef6",
     ("cross-dataset", "1"): "eb7e5365118bc39c",
+    ("opensdi", "1"): "8e3d46e779be7e08",
 }
 
 
@@ -83,7 +84,7 @@ def test_the_paper_suites_are_registered_and_all_expands_to_every_one():
     registry = get_registry()
     names = {e.name for e in registry.expand("suite", "all")}
     assert names == {"standard", "distortions", "unseen-generators", "lora", "classification", "slices",
-                     "format-parity", "cross-dataset"}
+                     "format-parity", "cross-dataset", "opensdi"}
     assert [e.name for e in registry.expand("suite", "dist*")] == ["distortions"]
     assert {e.name for e in registry.expand("suite", "*s")} == {"distortions", "unseen-generators", "slices"}
     with pytest.raises(UnknownNameError, match="zzz"):

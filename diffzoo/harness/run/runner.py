@@ -41,7 +41,7 @@ from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, evaluate, gather_eval_result, sets_input_size
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.model_source import ModelSource, check_checkpoints
-from diffzoo.harness.run.cross_eval import cross_context, cross_states, open_eval_datasets
+from diffzoo.harness.run.cross_eval import case_targets, cross_context, cross_states, open_eval_datasets
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.planning import Baseline, Pass, Plan, TrainingJob, eval_input, make_plan, model_input_size, pass_subsets, passes
 from diffzoo.harness.run.planning import reuses_baseline, same_input_note, train_config
@@ -260,9 +260,10 @@ class Runner:
         for job in self.plan_.jobs:
             planned = list(self.job_passes(job))
             reads = sum(len(self.dataset.ids(p.split)) if ids is None else len(ids) for p, _, _, ids in planned)
-            cross = self.eval_datasets if any(is_cross(c) for _, c in job.cases) else []
-            planned += cross
-            reads += sum(len(ds.ids(split)) for ds, split in cross)
+            cross = {(ds.fingerprint(), split): (ds, split) for _, c in job.cases if is_cross(c)
+                     for ds, split in case_targets(c, self.eval_datasets)}
+            planned += list(cross.values())
+            reads += sum(len(ds.ids(split)) for ds, split in cross.values())
             held_out = f" without {'+'.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
             lines.append(f"{self.entry.name} [{job.task}]{held_out}: {len(planned)} model pass(es), "
                          f"{reads} image reads")

@@ -14,6 +14,8 @@ part of its identity.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from diffzoo.harness.suites.model import Case, Suite
 from diffzoo.harness.suites.standard import BINARY_TRAIN, IMAGE_METRICS, LOCALIZATION_METRICS, PIXEL_METRICS
 
@@ -21,6 +23,10 @@ EVAL_OPTION = ("eval_dataset", "other")
 """The option that marks a case evaluated on the ``--eval-dataset`` datasets, not the run's."""
 EVAL_SPLITS = ("test", "val")
 """The split an ``--eval-dataset`` without ``:SPLIT`` reads: the first of these it has."""
+EVAL_SPLITS_OPTION = "eval_splits"
+"""A preset's case option: the splits (comma-separated) it reads of each ``--eval-dataset``."""
+OPENSDI_GENERATORS = ("sd15", "sd2", "sd3", "flux", "sdxl")
+"""OpenSDI's test splits, one per generator (HF nebula/OpenSDI_test; OpenSDI, CVPR 2025)."""
 
 CROSS_DATASET = Suite(
     name="cross-dataset",
@@ -43,3 +49,17 @@ CROSS_DATASET = Suite(
 def is_cross(case: Case) -> bool:
     """True for a case evaluated on the ``--eval-dataset`` datasets."""
     return case.option(EVAL_OPTION[0]) == EVAL_OPTION[1]
+
+
+OPENSDI = Suite(
+    name="opensdi",
+    version="1",
+    description=(
+        "OpenSDI's protocol (CVPR 2025): the model trained on --dataset (OpenSDI_train, its sd15 split), evaluated "
+        "on each generator's test split (sd15, sd2, sd3, flux, sdxl) of --eval-dataset (OpenSDI_test): binary "
+        "localization and image-level detection from the binary mask, one column per generator."
+    ),
+    cases=tuple(replace(case, options=(EVAL_OPTION, (EVAL_SPLITS_OPTION, ",".join(OPENSDI_GENERATORS))))
+                for case in CROSS_DATASET.cases),
+    changelog=("1: the cross-dataset cases on OpenSDI's five generator splits.",),
+)

@@ -28,7 +28,7 @@ from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.newest import newest_record
 from diffzoo.leaderboard.render.escape import html as e
 from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures
-from diffzoo.leaderboard.render.site_tables import case_info, short, table_anchors, table_html
+from diffzoo.leaderboard.render.site_tables import case_info, overview_html, short, table_anchors, table_html
 from diffzoo.leaderboard.tables import Table, build_tables, record_conditions, slugify
 from diffzoo.leaderboard.versions import Selection, summarize
 
@@ -116,8 +116,12 @@ def render_index(selection: Selection, tables: list[Table], slugs: dict[str, str
                   f'{sum(not r.baseline for r in t.rows)} detector row(s))</span></li>'
                   for t, a in zip(tables, anchors))
     dets = ", ".join(f'<a href="detectors/{e(quote(slugs[n]))}.html">{e(n)}</a>' for n in sorted(slugs))
-    sections = "".join(f'<section class="case"><h2>{e(t.key.title)}</h2>{case_info(t)}{table_html(t, a, slugs)}'
-                       "</section>" for t, a in zip(tables, anchors))
+    from diffzoo.leaderboard.summary.tables import cross_tables
+
+    sections = "".join(f'<section class="cross-dataset"><h2>{e(t.title)}</h2>{overview_html(t)}</section>'
+                       for t in cross_tables(selection.records))
+    sections += "".join(f'<section class="case"><h2>{e(t.key.title)}</h2>{case_info(t)}{table_html(t, a, slugs)}'
+                        "</section>" for t, a in zip(tables, anchors))
     body = (f'<header><h1>diffzoo leaderboard <span class="version">{e(selection.label)}</span></h1>'
             f'<p class="legend">{e(LEGEND)}</p></header>{_manifest(selection)}'
             f'<nav id="contents"><h2>Tables</h2><ul>{toc or "<li>no records</li>"}</ul>'

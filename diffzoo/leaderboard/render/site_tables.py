@@ -131,3 +131,14 @@ def table_anchors(tables: list[Table]) -> list[str]:
     and the metric version, so two tables may share it."""
     used: set[str] = set()
     return [unique_name(f"t-{t.key.slug}", used) for t in tables]
+
+
+def overview_html(table) -> str:
+    """A summary table (leaderboard/summary: e.g. the cross-dataset overview) as HTML: every
+    string escaped, cells formatted by their columns (``—`` where no record has the value)."""
+    head = "".join(f"<th>{e(h)}</th>" for h in [table.row_header, *(c.header for c in table.columns)])
+    rows = "".join("<tr>" + f'<td class="detector">{e(row.label)}</td>'
+                   + "".join(f'<td class="num">{e(c.text(row.cells.get(c.key)))}</td>' for c in table.columns)
+                   + "</tr>" for row in table.rows)
+    notes = "".join(f'<p class="legend">{e(n)}</p>' for n in table.notes)
+    return f'<table class="overview"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{notes}'

@@ -55,9 +55,14 @@ def _mixed_cells(table: Table, row, escape: Callable[[str], str]) -> list[str]:
 
 # -- Markdown ------------------------------------------------------------------
 def to_markdown(selection: Selection, tables: list[Table]) -> str:
+    from diffzoo.leaderboard.summary.render import md_table as summary_md_table
+    from diffzoo.leaderboard.summary.tables import cross_tables
+
     lines = ["# diffzoo leaderboard", ""]
     lines += [f"- **{label}**: {md_cell(value)}" for label, value in header_lines(selection)]
     lines += ["", NOTE, ""]
+    for cross in cross_tables(selection.records):  # the cross-dataset suite's overview, first
+        lines += ["## " + md_cell(cross.title), "", *summary_md_table(cross)[2:], ""]
     for t in tables:
         k = t.key
         lines += [f"## {md_cell(k.title)}", "",

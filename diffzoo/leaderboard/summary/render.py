@@ -38,11 +38,12 @@ def summary_markdown(summary: Summary, *, title: str, notes: Sequence[str] = ())
         if not group.newest:
             lines += ["", "Older suite versions: only tables with records are shown."]
         for t in group.shown:
-            lines += ["", *_md_table(t)]
+            lines += ["", *md_table(t)]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _md_table(t: SummaryTable) -> list[str]:
+def md_table(t: SummaryTable) -> list[str]:
+    """``t`` as Markdown: its title (``###``), the table, its hint when empty, its notes."""
     heads = ([t.group_header] if t.group_header else []) + [t.row_header] + [c.header for c in t.columns]
     align = [LEFT] * (len(heads) - len(t.columns)) + [RIGHT] * len(t.columns)
     rows = [([md_cell(row.group)] if t.group_header else []) + [md_cell(row.label)]

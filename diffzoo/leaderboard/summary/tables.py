@@ -285,7 +285,7 @@ def cross_table(records: list[ResultRecord], detector_order: list[str]) -> Summa
     """Rows: detectors (trained on this group's dataset); columns: each evaluation dataset and
     split (``name/split``) by :data:`CROSS_METRICS`, as OpenSDI's board lays them out."""
     cross = newest(
-        (r for r in records if r.body.suite.name == "cross-dataset"),
+        (r for r in records if _is_cross(r)),
         key=lambda r: (r.body.row_name, r.body.case_name, _where(r)))
     places = list(dict.fromkeys(_where(r) for r in cross.values()))
     cols = [column(f"{where}:{metric}", metric, f"{where} {'image ' if task == 'image' else ''}"
@@ -300,14 +300,36 @@ def cross_table(records: list[ResultRecord], detector_order: list[str]) -> Summa
                 record = cross.get((det, task, where))
                 found.update(cells(record, {f"{where}:{metric}": metric}))
         rows.append(Row(det, found))
-    return SummaryTable("X", "Cross-dataset: the model trained here, evaluated on other datasets (cross-dataset)",
+    return SummaryTable("X", "Cross-dataset: the model trained here, evaluated on other datasets (cross-dataset, "
+                        "opensdi)",
                         "detector", cols, rows,
                         notes=["columns: evaluation dataset/split; image-level columns judge images by the "
                                "predicted edited area (1% rule)"] if rows else [],
-                        hint="no records: run diffzoo run with --suite cross-dataset --eval-dataset PATH[:SPLIT]",
+                        hint="no records: run diffzoo run with --suite cross-dataset (or opensdi) --eval-dataset PATH[:SPLIT]",
                         fed=bool(rows))
+
+
+def _is_cross(record: ResultRecord) -> bool:
+    """A record of a case evaluated on an ``--eval-dataset`` (suites cross-dataset, opensdi)."""
+    return (record.body.case.get("options") or {}).get("eval_dataset") == "other"
 
 
 def _where(record: ResultRecord) -> str:
     """``name/split`` of the dataset a cross-dataset record evaluated."""
     return f"{record.body.dataset.name}/{record.body.case.get('split', '')}"
+
+
+def cross_tables(records: list[ResultRecord]) -> list[SummaryTable]:
+    """One cross-dataset table per training dataset of ``records`` (the published leaderboard's
+    overview of the cross-dataset suite; empty without such records)."""
+    by_train: dict[tuple[str, str], list[ResultRecord]] = {}
+    for r in records:
+        trained = r.body.config.get("train_dataset") or {}
+        if _is_cross(r) and trained:
+            by_train.setdefault((trained.get("name", ""), trained.get("fingerprint", "")), []).append(r)
+    out = []
+    for (name, fingerprint), recs in by_train.items():
+        table = cross_table(recs, list(dict.fromkeys(r.body.row_name for r in recs)))
+        table.title = f"Cross-dataset: trained on {name} ({fingerprint[:12]}), evaluated on other datasets"
+        out.append(table)
+    return out
