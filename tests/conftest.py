@@ -226,3 +226,21 @@ def one_thread():  # module-scoped: the tiny-pipeline tests that ask for it
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def mixed_image(i: int, kind: str, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Image ``i`` of a dataset mixing real and fake images (OpenSDI, SID-Set), and its 0/255
+    mask: smooth for ``real`` (no mask), a noise square for a ``local`` edit (its mask), noise
+    everywhere for a ``full`` (fully generated) image (no mask)."""
+    yy, xx = np.mgrid[0:size, 0:size]
+    image = np.stack([(xx * 3 + i * 7) % 256, (yy * 3 + i * 11) % 256, np.full_like(xx, 90)], -1).astype(np.uint8)
+    if kind == "full":
+        return rng.integers(0, 256, (size, size, 3), dtype=np.uint8), None
+    if kind == "real":
+        return image, None
+    s = size // 3
+    y0, x0 = (int(v) for v in rng.integers(0, size - s, 2))
+    image[y0:y0 + s, x0:x0 + s] = rng.integers(0, 256, (s, s, 3), dtype=np.uint8)
+    mask = np.zeros((size, size), np.uint8)
+    mask[y0:y0 + s, x0:x0 + s] = 255
+    return image, mask

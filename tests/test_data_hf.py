@@ -160,3 +160,58 @@ def test_native_splits_keep_their_names_and_id(tmp_path):
     assert ds.splits() == ["train", "val", "cross_test"]
     assert ds.provenance()["split"] == {"id": "native",
                                         "source": "the data's own splits (cross_test, train, val)"}
+
+
+def binary_rows(n: int = 8, seed: int = 0):
+    """Rows as the KhangTruong/Diffseg30k re-upload holds them: image and a 0/255 mask, no key."""
+    rng = np.random.default_rng(seed)
+    images, masks = [], []
+    for i in range(n):
+        image = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+        m = np.zeros((16, 16), dtype=np.uint8)
+        if i % 2:
+            m[4:10, 3:9] = 255
+        images.append(Image.fromarray(image))
+        masks.append(Image.fromarray(m))
+    return datasets.Dataset.from_dict({"image": images, "mask": masks},
+                                      features=datasets.Features({"image": datasets.Image(), "mask": datasets.Image()}))
+
+
+def test_third_party_copy_reads_as_diffseg30k_with_binary_masks(tmp_path, capsys):
+    import json
+
+    from conftest import cli
+
+    from diffzoo.harness.core.types import BINARY
+
+    rows = binary_rows()
+    (tmp_path / "Diffseg30k" / "data").mkdir(parents=True)
+    shard = tmp_path / "Diffseg30k" / "data" / "cross_test-00000-of-00001.parquet"
+    rows.to_parquet(str(shard))
+    datasets.DatasetDict({"cross_test": rows}).save_to_disk(str(tmp_path / "saved"))
+    opened = [open_dataset(str(p)) for p in (tmp_path / "Diffseg30k", shard, tmp_path / "saved")]
+    for ds in opened:
+        assert isinstance(ds, DiffSeg30kDataset) and ds.splits() == ["cross_test"]
+        assert ds.mask_encoding.kind == "binary-255" and ds.label_space == BINARY
+        assert ds.provenance()["label_map"]["source"] == "binary masks (binary-255)"
+        assert ds.provenance()["split"]["id"] == "native"
+        assert set(np.unique(ds.load("00000001").label)) == {0, 1} and not ds.load("00000002").label.any()
+    assert len({ds.fingerprint() for ds in opened}) == 1
+    assert DiffSeg30kDataset.sniff("KhangTruong/Diffseg30k")
+
+    code, text, err = cli(capsys, "data", "stats", tmp_path / "Diffseg30k", "--no-plots", "--json")
+    assert code == 0, err
+    stats = json.loads(text)
+    assert stats["splits"] == {"cross_test": 8} and stats["authentic"] == 4
+    assert stats["dataset"]["mask_encoding"]["kind"] == "binary-255"
+    code, text, err = cli(capsys, "data", "info", shard)
+    assert code == 0 and "cross_test" in text and "binary masks: 0 unedited, 255 edited" in text, err
+    split_file = tmp_path / "splits.json"  # cross_test is an evaluation split: a split file lets a run train too
+    split_file.write_text(json.dumps({"train": [f"{i:08d}" for i in range(5)], "val": [f"{i:08d}" for i in (5, 6, 7)]}))
+    code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", shard,
+                         "--dataset-option", f"split_file={split_file}", "--out", tmp_path / "out", "--iterations", "3",
+                         "--batch-size", "2", "--crop-size", "16", "--bootstrap", "0", "--device", "cpu")
+    assert code == 0, err
+    records = [json.loads(p.read_text()) for p in (tmp_path / "out" / "records").glob("*.json")]
+    assert {r["case"]["name"] for r in records} == {"binary", "image"}
+    assert {r["dataset"]["label_map"]["source"] for r in records} == {"binary masks (binary-255)"}

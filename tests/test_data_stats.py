@@ -18,7 +18,7 @@ from diffzoo.harness.core.types import LabelSpace, Sample, SampleMeta
 from diffzoo.leaderboard.outdir import MARKER
 from diffzoo.leaderboard.render.stats_plots import STATS_PLOTS
 
-TOP_KEYS = {"stats_version", "dataset", "splits", "images", "read", "authentic", "editors", "turns", "base",
+TOP_KEYS = {"stats_version", "dataset", "splits", "images", "read", "authentic", "editors", "turns", "base", "edit_types",
             "edited_area", "resolutions", "label_values", "skipped", "notes", "plots"}
 
 

@@ -159,6 +159,9 @@ def stats_tables(stats: dict[str, Any]) -> list[Table]:
     base = _table("base image", "base", "images")
     for key, n in stats["base"].items():
         base.add_row(term_text(key), str(n))
+    edit_types = _table("images per edit type (from metadata; none: no turns)", "edit type", "images")
+    for key, n in stats.get("edit_types", {}).items():
+        edit_types.add_row(term_text(key), str(n))
 
     res = stats["resolutions"]
     w, h = res["width"], res["height"]
@@ -175,7 +178,8 @@ def stats_tables(stats: dict[str, Any]) -> list[Table]:
     outside = stats["skipped"]["by_kind"].get("mask-values", 0)
     if outside:
         values.add_row("?", term_text("outside the label map: samples skipped", "red"), "", str(outside))
-    tables = [splits, editors, turns, base, resolutions, values]
+    tables = [splits, editors, turns, base, *([edit_types] if set(stats.get("edit_types", {})) - {"none"} else []),
+              resolutions, values]
 
     skipped = stats["skipped"]
     if skipped["count"]:

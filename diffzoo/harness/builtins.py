@@ -60,6 +60,30 @@ def register_datasets(register):
         "diffzoo.harness.data.adapters.generic:JsonListDataset",
         description='a JSON list of [image, mask | "Negative"] pairs',
     )
+    register(
+        "deal300k",
+        "diffzoo.harness.data.adapters.deal300k:Deal300kDataset",
+        description="DEAL-300K (ymhzyj/DEAL-300K): train.zip / val.zip / test.zip (or their folders) + label.zip "
+        "(or label/); <cocoid>.jpg, <cocoid>_qwen<ckpt>.jpg + .png mask",
+    )
+    register(
+        "brgen",
+        "diffzoo.harness.data.adapters.brgen:BrGenDataset",
+        description="BR-Gen (clpbc/BR-Gen): Au/ + Tp/<inpainter>_<Stuff|Background>_<photo> + Gt/*_mask.png, "
+        "JSON split files",
+    )
+    register(
+        "opensdi",
+        "diffzoo.harness.data.adapters.opensdi:OpenSdiDataset",
+        description="OpenSDI (nebula/OpenSDI_train, nebula/OpenSDI_test): parquet / save_to_disk rows "
+        "key, image, mask, label; splits train, test and one per generator (sd15, sd2, sdxl, sd3, flux)",
+    )
+    register(
+        "sidset",
+        "diffzoo.harness.data.adapters.sidset:SidSetDataset",
+        description="SID-Set (saberzl/SID_Set): parquet / save_to_disk rows img_id, image, mask, label, "
+        "or SIDA's <split>/{real,full_synthetic,tampered,masks}/ folders or zip",
+    )
 
 
 @hookimpl

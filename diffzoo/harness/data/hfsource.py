@@ -5,6 +5,10 @@ a local ``.parquet`` or ``.arrow`` file, a folder of them, and a
 ``save_to_disk`` folder.  Rows need ``image`` and ``mask`` columns; image
 columns are read undecoded (``Image(decode=False)``) so that decoding, and
 its errors, go through :mod:`.imageio` like every other source.
+:class:`HFRows` (rows of tables with image and value columns, their cell
+digests cached) is what :class:`HFSource` reads through, and so do the
+adapters whose rows carry more than a pair (OpenSDI, SID-Set), which find
+their tables with :mod:`.hftables`.
 
 Ids: the row key column (``__key__``, ``id``, ``key``, ``image_id``, ``name``;
 for a key like ``train_copy/00000001`` its last path part) if present, else
@@ -15,34 +19,39 @@ is prefixed with ``<split>/`` so that ids stay unique across splits.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError, DiffzooError
 from diffzoo.harness.core.fsutil import sha256_file
 from diffzoo.harness.data.fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
+from diffzoo.harness.data.hftables import (  # noqa: F401  (the first three are imported from here too)
+    data_files, hf_columns, looks_like_hf_dir, read_data_files, sharded_split, unique_ids,
+)
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split
 
 log = logging.getLogger(__name__)
 
 DIFFSEG30K_HUB_ID = "Chaos2629/Diffseg30k"
-KNOWN_HUB_IDS = {DIFFSEG30K_HUB_ID.lower()}
+DIFFSEG30K_COPIES = ("KhangTruong/Diffseg30k",)
+"""Third-party re-uploads read as DiffSeg30k copies (parquet, split ``cross_test``, binary masks)."""
+KNOWN_HUB_IDS = {DIFFSEG30K_HUB_ID.lower(), *(c.lower() for c in DIFFSEG30K_COPIES)}
 HUB_PREFIXES = ("hf://datasets/", "hub:")
 KEY_COLUMNS = ("__key__", "id", "key", "image_id", "name")
 CLASS_LABEL_COLUMNS = ("mask", "label", "labels", "class", "classes", "editor")
 """Columns searched first for a ``ClassLabel`` feature naming the mask values."""
 REQUIRED_COLUMNS = ("image", "mask")
-_DATA_SUFFIXES = (".parquet", ".arrow")
+NULL_CELL = "null"
+"""The digest of an empty cell in an optional image column (OpenSDI's real images have no mask)."""
 
 Ref = tuple[Any, str]  # (image source for imageio, name used in messages)
 
 
 def is_hub_id(text: str) -> bool:
-    """The DiffSeg30k hub id, or any id written ``hf://datasets/<id>`` / ``hub:<id>``."""
+    """The DiffSeg30k hub id (or a known copy's), or any id written ``hf://datasets/<id>`` / ``hub:<id>``."""
     t = text.strip()
     return t.lower() in KNOWN_HUB_IDS or t.startswith(HUB_PREFIXES)
 
@@ -55,60 +64,13 @@ def hub_repo(text: str) -> str:
     return t
 
 
-def data_files(root: Path) -> list[Path]:
-    """Parquet/arrow files in ``root`` up to two folders down (hidden ones skipped)."""
-    found = {
-        f
-        for pattern in ("*", "*/*", "*/*/*")
-        for suffix in _DATA_SUFFIXES
-        for f in root.glob(pattern + suffix)
-        if not any(part.startswith(".") for part in f.relative_to(root).parts)
-    }
-    return sorted(found)
-
-
-def looks_like_hf_dir(root: Path) -> bool:
-    return (
-        (root / "dataset_dict.json").is_file()
-        or (root / "state.json").is_file()
-        or bool(data_files(root))
-    )
-
-
-def hf_columns(path: Path) -> set[str] | None:
-    """Column names of a parquet/arrow file or datasets folder, cheaply: empty for
-    anything else, None when such a file exists but cannot be read."""
-    try:
-        if path.is_file():
-            if path.suffix.lower() == ".parquet":
-                import pyarrow.parquet as pq
-
-                return set(pq.read_schema(path).names)
-            if path.suffix.lower() == ".arrow":
-                import pyarrow as pa
-
-                with pa.memory_map(str(path)) as src:
-                    try:
-                        return set(pa.ipc.open_stream(src).schema.names)
-                    except pa.ArrowInvalid:
-                        src.seek(0)
-                        return set(pa.ipc.open_file(src).schema.names)
-            return set()
-        if (path / "dataset_dict.json").is_file():
-            splits = json.loads((path / "dataset_dict.json").read_text())["splits"]
-            return hf_columns(path / splits[0]) if splits else set()
-        if (path / "dataset_info.json").is_file():
-            info = json.loads((path / "dataset_info.json").read_text())
-            return set((info.get("features") or {}).keys())
-        files = data_files(path)
-        return hf_columns(files[0]) if files else set()
-    except Exception as exc:  # sniffing never raises; the caller decides what unreadable means
-        log.debug("cannot read columns of %s: %s", path, exc)
-        return None
-
-
 def _split_from_filename(path: Path) -> str:
-    """``validation-00000-of-00001.parquet`` -> ``val``; anything else -> ``train``."""
+    """``validation-00000-of-00001.parquet`` -> ``val``, ``cross_test-00000-of-00001.parquet`` ->
+    ``cross_test`` (a hub shard names its split; ``save_to_disk``'s ``data-00000-of-00001.arrow``
+    does not); anything else -> ``train`` (one pool)."""
+    sharded = sharded_split(path)
+    if sharded is not None and sharded.lower() != "data":
+        return canonical_split(sharded)
     head = path.stem.split("-", 1)[0].lower()
     if head in CANONICAL_SPLITS or head in SPLIT_ALIASES:
         return canonical_split(head)
@@ -118,13 +80,11 @@ def _split_from_filename(path: Path) -> str:
 def _load(path: Path | None, hub: str | None) -> dict[str, Any]:
     import datasets
 
+    if path is not None and path.is_file():
+        return {_split_from_filename(path): read_data_files([path])}
     try:
         if hub is not None:
             obj = datasets.load_dataset(hub, streaming=False)
-        elif path.is_file() and path.suffix.lower() == ".parquet":
-            obj = {_split_from_filename(path): datasets.Dataset.from_parquet(str(path))}
-        elif path.is_file():
-            obj = {_split_from_filename(path): datasets.Dataset.from_file(str(path))}
         elif (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
             obj = datasets.load_from_disk(str(path))
         else:
@@ -183,44 +143,114 @@ def _row_ids(ds: Any, where: str) -> list[str]:
     raise DataError(f"{where}: key column {key!r} has duplicate values; ids must be unique")
 
 
+class HFRows:
+    """Rows of ``datasets`` tables (name -> Dataset): ``images`` columns read undecoded when a
+    row is read, ``values`` columns (keys, labels) read once, here.
+
+    ``optional``: image columns whose empty cells are legitimate (OpenSDI's real images carry
+    no mask): they read as None and hash as :data:`NULL_CELL`; any other empty cell is a
+    corrupt sample when read.  Cell digests are cached (:class:`.fingerprint.DigestCache`,
+    key ``datasets:<cache_key>``) while ``files`` keep their sizes and mtimes (default: the
+    tables' own arrow cache files).
+    """
+
+    def __init__(self, tables: Mapping[str, Any], location: str, images: Sequence[str],
+                 values: Sequence[str] = (), *, optional: Collection[str] = (),
+                 files: Sequence[Path] | None = None, cache_key: str | None = None) -> None:
+        import datasets
+
+        self.location = location
+        self.images = tuple(images)
+        self._optional = frozenset(optional)
+        self._values: dict[str, dict[str, list[Any]]] = {}
+        self._data: dict[str, Any] = {}
+        self._files = None if files is None else list(files)
+        self._cache_key = cache_key or os.path.abspath(location)
+        for name, ds in tables.items():
+            needed = [*self.images, *values]
+            missing = [c for c in needed if c not in ds.column_names]
+            if missing:
+                raise DataError(
+                    f"{location} (split {name}): rows need columns {', '.join(needed)}; missing "
+                    f"{', '.join(missing)} (columns: {', '.join(ds.column_names)})"
+                )
+            self._values[name] = {c: list(ds[c]) for c in values}
+            ds = ds.select_columns(list(self.images))
+            for col in self.images:
+                if isinstance(ds.features[col], datasets.Image):
+                    ds = ds.cast_column(col, datasets.Image(decode=False))
+            self._data[name] = ds
+
+    def values(self, table: str, column: str) -> list[Any]:
+        """A value column of ``table``, one entry per row."""
+        return self._values[table][column]
+
+    def read(self, table: str, row: int, sample_id: str) -> dict[str, Ref | None]:
+        """The image cells of one row as (source, name) for :mod:`.imageio`; None for an
+        empty optional cell.  An unreadable row or empty required cell: CorruptSampleError."""
+        where = f"{self.location}[{table} row {row}]"
+        try:
+            record = self._data[table][row]
+        except Exception as exc:  # arrow read failures of one row
+            raise CorruptSampleError(sample_id, f"{where}: unreadable row ({exc})") from None
+        return {col: None if record[col] is None and col in self._optional
+                else _cell_ref(record[col], sample_id, f"{where}.{col}") for col in self.images}
+
+    def files(self) -> list[Path]:
+        """The files the rows are read from (what the digest cache is stamped with)."""
+        if self._files is not None:
+            return self._files
+        return sorted({Path(f["filename"]) for ds in self._data.values() for f in ds.cache_files})
+
+    def digests(self, index: Mapping[str, tuple[str, int]]) -> dict[str, str]:
+        """``<sample id>.<image column>`` -> sha256 of the cell's encoded bytes, for the
+        samples of ``index`` (sample id -> (table, row)); cached while :meth:`files` are
+        unchanged, so a second call reads nothing."""
+        stamp = _files_stamp(self.files())
+        cache = DigestCache(f"datasets:{self._cache_key}")
+        digests: dict[str, str] = {}
+        todo: dict[str, dict[int, str]] = {}  # table -> row -> sample id
+        for sid, (table, row) in index.items():
+            for col in self.images:
+                hit = cache.get(f"{sid}.{col}", [stamp, table, row]) if stamp else None
+                if hit is None:
+                    todo.setdefault(table, {})[row] = sid
+                else:
+                    digests[f"{sid}.{col}"] = hit
+        for table, rows in todo.items():
+            log.info("fingerprinting %d row(s) of %s (split %s) once", len(rows), self.location, table)
+            for row, record in enumerate(self._data[table]):
+                if row not in rows:
+                    continue
+                for col in self.images:
+                    key = f"{rows[row]}.{col}"
+                    value = record[col]
+                    digests[key] = NULL_CELL if value is None and col in self._optional else _cell_digest(value)
+                    if stamp:
+                        cache.put(key, [stamp, table, row], digests[key])
+        cache.save()
+        return digests
+
+
 class HFSource:
     """Pairs from a ``datasets`` Dataset / DatasetDict."""
 
     kind = "datasets"
 
     def __init__(self, spec: str | os.PathLike) -> None:
-        import datasets
-
         text = os.fspath(spec)
         self.hub_id = hub_repo(text) if is_hub_id(text) and not Path(text).exists() else None
         path = None if self.hub_id else Path(text)
         self.path = path
         self.location = self.hub_id or str(path)
         self.sidecar_dir = None if path is None else (path if path.is_dir() else path.parent)
-        raw = _load(path, self.hub_id)
-        self._raw = {canonical_split(k): v for k, v in raw.items()}
-        self._data: dict[str, Any] = {}
+        raw = {canonical_split(k): v for k, v in _load(path, self.hub_id).items()}
         self.class_label: tuple[str, list[str]] | None = None
-        split_ids: dict[str, list[str]] = {}
-        for raw_name, ds in raw.items():
-            split = canonical_split(raw_name)
-            where = f"{self.location} (split {raw_name})"
-            self._check_class_label(class_label_names(ds.features), where)
-            missing = [c for c in REQUIRED_COLUMNS if c not in ds.column_names]
-            if missing:
-                raise DataError(
-                    f"{where}: rows need columns {', '.join(REQUIRED_COLUMNS)}; missing "
-                    f"{', '.join(missing)} (columns: {', '.join(ds.column_names)})"
-                )
-            split_ids[split] = _row_ids(ds, where)
-            ds = ds.select_columns(list(REQUIRED_COLUMNS))
-            for col in REQUIRED_COLUMNS:
-                if isinstance(ds.features[col], datasets.Image):
-                    ds = ds.cast_column(col, datasets.Image(decode=False))
-            self._data[split] = ds
-        all_ids = [i for ids in split_ids.values() for i in ids]
-        if len(set(all_ids)) != len(all_ids):
-            split_ids = {s: [f"{s}/{i}" for i in ids] for s, ids in split_ids.items()}
+        for split, ds in raw.items():
+            self._check_class_label(class_label_names(ds.features), f"{self.location} (split {split})")
+        files = None if path is None else [path] if path.is_file() else data_files(path)
+        self._rows = HFRows(raw, self.location, REQUIRED_COLUMNS, files=files, cache_key=self.hub_id)
+        split_ids = unique_ids({s: _row_ids(ds, f"{self.location} (split {s})") for s, ds in raw.items()})
         self.index = {sid: (s, row) for s, ids in split_ids.items() for row, sid in enumerate(ids)}
         self.pairs = self.index
         self._split_ids = {s: sorted(ids) for s, ids in split_ids.items()}
@@ -242,54 +272,18 @@ class HFSource:
         return {s: list(ids) for s, ids in self._split_ids.items()}
 
     def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
-        split, row = self.index[sample_id]
-        where = f"{self.location}[{split} row {row}]"
-        try:
-            record = self._data[split][row]
-        except Exception as exc:  # arrow read failures of one row
-            raise CorruptSampleError(sample_id, f"{where}: unreadable row ({exc})") from None
-        return (
-            _cell_ref(record["image"], sample_id, where + ".image"),
-            _cell_ref(record["mask"], sample_id, where + ".mask"),
-        )
+        cells = self._rows.read(*self.index[sample_id], sample_id)
+        return cells["image"], cells["mask"]  # type: ignore[return-value]  # required cells are never None
 
     def read_mask(self, sample_id: str) -> Ref:
         return self.read_pair(sample_id)[1]  # one row holds both cells
-
-    def _backing_files(self) -> list[Path]:
-        """The files the rows are read from (parquet / arrow, or the hub's arrow cache)."""
-        if self.hub_id is None:
-            assert self.path is not None
-            return [self.path] if self.path.is_file() else data_files(self.path)
-        return sorted({Path(f["filename"]) for ds in self._raw.values() for f in ds.cache_files})
 
     def fingerprint(self) -> str:
         """The sha256 of every image and mask cell's encoded bytes, keyed by sample id
         (:func:`.fingerprint.pair_fingerprint`), so that the same PNG files give the same
         fingerprint as a zip or folder.  Digests are cached while the backing files'
         sizes and mtimes are unchanged."""
-        stamp = _files_stamp(self._backing_files())
-        cache = DigestCache(f"datasets:{self.hub_id or os.path.abspath(self.location)}")
-        digests: dict[str, str] = {}
-        todo: dict[str, dict[int, str]] = {}  # split -> row -> sample id
-        for sid, (split, row) in self.index.items():
-            for role in REQUIRED_COLUMNS:
-                hit = cache.get(f"{sid}.{role}", [stamp, split, row]) if stamp else None
-                if hit is None:
-                    todo.setdefault(split, {})[row] = sid
-                else:
-                    digests[f"{sid}.{role}"] = hit
-        for split, rows in todo.items():
-            log.info("fingerprinting %d row(s) of %s (split %s) once", len(rows), self.location, split)
-            for row, record in enumerate(self._data[split]):
-                if row not in rows:
-                    continue
-                for role in REQUIRED_COLUMNS:
-                    key = f"{rows[row]}.{role}"
-                    digests[key] = _cell_digest(record[role])
-                    if stamp:
-                        cache.put(key, [stamp, split, row], digests[key])
-        cache.save()
+        digests = self._rows.digests(self.index)
         return pair_fingerprint({sid: (f"{sid}.image", f"{sid}.mask") for sid in self.index}, digests)
 
 

@@ -1,9 +1,14 @@
-"""Where DiffSeg30k-style image/mask pairs come from: a zip, a folder, or ``datasets``.
+"""Where image/mask files come from: a zip, a folder, or ``datasets``.
 
 Each source lists its sample ids at open time (names only, nothing decoded)
 and hands back the encoded image and mask of one id on demand, so opening the
 21 GB hub zip costs one read of its central directory.  Decoding and checks
-happen in the adapter (:mod:`.diffseg30k`), the same for every source.
+happen in the adapter (:mod:`.adapters.diffseg30k`), the same for every source.
+
+:class:`ZipMembers` and :class:`FolderMembers` are the layout-free part: the
+files of one zip or folder by POSIX name relative to it, read on demand and
+hashed for fingerprints, so that an adapter whose download is a set of zips
+(DEAL-300K) reads the zips and their extracted folders alike.
 """
 
 from __future__ import annotations
@@ -164,6 +169,73 @@ def folder_label_files(root: Path, pairs: dict[str, tuple[str, str]]) -> list[tu
     return out
 
 
+class ZipMembers:
+    """The files of a zip, by member name, read straight from it (no extraction).
+
+    Opening reads the central directory once and refuses the whole archive if a
+    member name would leave it (:func:`check_member_names`); ``names`` are the
+    files, without folders, ``__MACOSX/`` and ``._`` entries.  The archive is
+    reopened in each process (a ZipFile shares its file offset with forked
+    children), so the object can go to loader workers.
+    """
+
+    kind = "zip"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.location = str(path)
+        self._zf: zipfile.ZipFile | None = None
+        self._pid = -1
+        infos = self.zip().infolist()
+        check_member_names(path, [i.filename for i in infos])
+        self.names = [i.filename for i in infos if not i.is_dir() and not _is_junk(i.filename)]
+
+    def zip(self) -> zipfile.ZipFile:
+        if self._zf is None or self._pid != os.getpid():
+            self._zf = open_zip(self.path)
+            self._pid = os.getpid()
+        return self._zf
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_zf": None, "_pid": -1}
+
+    def read(self, member: str, sample_id: str) -> Ref:
+        """The member's bytes and its name in messages (``train.zip:a/b.png``)."""
+        name = f"{self.path.name}:{member}"
+        try:
+            return self.zip().read(member), name
+        except Exception as exc:  # BadZipFile, zlib.error, EOFError, NotImplementedError (method), ...
+            raise CorruptSampleError(sample_id, f"{name}: corrupt zip member ({exc})") from None
+
+    def digests(self, members: Iterable[str]) -> dict[str, str]:
+        """sha256 of each member's decompressed bytes (cached, see :mod:`.fingerprint`)."""
+        return zip_digests(self.path, self.zip(), members)
+
+
+class FolderMembers:
+    """The files under a folder (recursively, hidden entries skipped), by POSIX path relative to it."""
+
+    kind = "folder"
+
+    def __init__(self, root: Path) -> None:
+        self.path = root
+        self.location = str(root)
+        self.names: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__MACOSX")
+            rel = Path(dirpath).relative_to(root).as_posix()
+            self.names += [f if rel == "." else f"{rel}/{f}" for f in sorted(filenames) if not f.startswith(".")]
+
+    def read(self, name: str, sample_id: str) -> Ref:
+        path = self.path / name
+        return path, str(path)
+
+    def digests(self, names: Iterable[str]) -> dict[str, str]:
+        """sha256 of each file (cached, see :mod:`.fingerprint`)."""
+        files = [self.path / n for n in names]
+        return {rel: sha for rel, (_, sha) in file_digests(self.path, files).items()}
+
+
 class ZipSource:
     """Members read straight from the zip (no extraction), reopened per process."""
 
@@ -173,24 +245,13 @@ class ZipSource:
         self.path = path
         self.location = str(path)
         self.sidecar_dir: Path | None = path.parent
-        self._zf: zipfile.ZipFile | None = None
-        self._pid = -1
-        infos = self._zip().infolist()
-        check_member_names(path, [i.filename for i in infos])
-        names = [i.filename for i in infos if not i.is_dir()]
-        self.pairs = pair_files(names, str(path), skip_unpaired)
+        self.members = ZipMembers(path)
+        self.pairs = pair_files(self.members.names, str(path), skip_unpaired)
         if not self.pairs:
             raise DataError(f"{path}: the zip holds no image/mask pairs; {LAYOUT_HELP}")
 
     def _zip(self) -> zipfile.ZipFile:
-        # A ZipFile shares its file offset with forked children: reopen per process.
-        if self._zf is None or self._pid != os.getpid():
-            self._zf = open_zip(self.path)
-            self._pid = os.getpid()
-        return self._zf
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_zf": None, "_pid": -1}
+        return self.members.zip()
 
     def native_splits(self) -> dict[str, list[str]]:
         return {"train": sorted(self.pairs)}
@@ -207,23 +268,15 @@ class ZipSource:
                 raise DataError(f"{self.path}: {where} cannot be read ({exc})") from None
         return out
 
-    def _read(self, member: str, sample_id: str) -> Ref:
-        name = f"{self.path.name}:{member}"
-        try:
-            return self._zip().read(member), name
-        except Exception as exc:  # BadZipFile, zlib.error, EOFError, NotImplementedError (method), ...
-            raise CorruptSampleError(sample_id, f"{name}: corrupt zip member ({exc})") from None
-
     def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
         image, mask = self.pairs[sample_id]
-        return self._read(image, sample_id), self._read(mask, sample_id)
+        return self.members.read(image, sample_id), self.members.read(mask, sample_id)
 
     def read_mask(self, sample_id: str) -> Ref:
-        return self._read(self.pairs[sample_id][1], sample_id)
+        return self.members.read(self.pairs[sample_id][1], sample_id)
 
     def fingerprint(self) -> str:
-        members = [n for pair in self.pairs.values() for n in pair]
-        return pair_fingerprint(self.pairs, zip_digests(self.path, self._zip(), members))
+        return pair_fingerprint(self.pairs, self.members.digests(n for pair in self.pairs.values() for n in pair))
 
 
 def _pair_dirs(root: Path) -> list[Path]:

@@ -16,6 +16,12 @@ Counting rules (docs/datasets.md, "Dataset statistics"):
 - the edited-area fraction of an editor in an image is its pixels over the
   image's pixels (ignore pixels, 255, count in the image but for no editor);
   ``overall`` is every editor's pixels together, over edited images only;
+  an editor named only in metadata (not in the label map, e.g. the inpainter
+  of a binary dataset) gets the edited fraction of each edited image whose
+  turns name it;
+- an image counts once for each edit type named in its turns (``edit_types``;
+  ``none`` for an image without turns), so real / fully generated / locally
+  edited images are counted where an adapter names them (OpenSDI, SID-Set);
 - a sample that cannot be loaded (``CorruptSampleError``: a mask value
   outside the label map is kind ``mask-values``) is counted by kind in
   ``skipped``, never fatal, as in a run.
@@ -43,6 +49,8 @@ AREA_BINS = 20
 UNKNOWN = "unknown"
 BASES = ("real", "ai", UNKNOWN)
 OUTSIDE_MAP = "(outside the label map)"
+NO_TURNS = "none"
+"""The ``edit_types`` key of images without turns (authentic, or no metadata)."""
 
 
 def distribution(values: Iterable[float]) -> dict[str, Any]:
@@ -71,8 +79,10 @@ class StatsAccumulator:
         self.value_pixels = np.zeros(256, dtype=np.int64)
         self.value_images = np.zeros(256, dtype=np.int64)
         self.areas: dict[int, list[float]] = defaultdict(list)  # label value -> fractions
+        self.turn_areas: dict[str, list[float]] = defaultdict(list)  # editor named in turns only -> fractions
         self.overall: list[float] = []
         self.turn_editors: Counter[str] = Counter()
+        self.edit_types: Counter[str] = Counter()
         self.turns: Counter[str] = Counter()
         self.base: Counter[str] = Counter(dict.fromkeys(BASES, 0))
         self.resolutions: Counter[tuple[int, int]] = Counter()
@@ -101,9 +111,15 @@ class StatsAccumulator:
         if turns:
             self.with_turns += 1
             self.turns[str(len(turns))] += 1
-            self.turn_editors.update({t.editor for t in turns})
+            named = {t.editor for t in turns}
+            self.turn_editors.update(named)
+            self.edit_types.update({t.edit_type for t in turns})
+            if edited:
+                for name in named - set(self.label_space.names):
+                    self.turn_areas[name].append(edited / pixels)
         else:
             self.turns["0" if not edited else UNKNOWN] += 1
+            self.edit_types[NO_TURNS] += 1
         self.base[sample.meta.base or UNKNOWN] += 1
         self.resolutions[(w, h)] += 1
         self.read += 1
@@ -137,10 +153,13 @@ class StatsAccumulator:
                 "with_metadata": self.with_turns,
             },
             "base": dict(self.base),
+            "edit_types": dict(sorted(self.edit_types.items())),
             "edited_area": {
                 "bin_edges": [i / AREA_BINS for i in range(AREA_BINS + 1)],
                 "overall": distribution(self.overall),
-                "editors": {name: distribution(self.areas[v]) for v, name in enumerate(names[1:], start=1)},
+                "editors": {**{name: distribution(self.areas[v]) for v, name in enumerate(names[1:], start=1)},
+                            **{name: distribution(self.turn_areas[name])
+                               for name in sorted(set(self.turn_editors) - set(names))}},
             },
             "resolutions": {
                 "counts": {f"{w}x{h}": n for (w, h), n in sorted(self.resolutions.items(),

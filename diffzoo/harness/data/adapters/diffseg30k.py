@@ -39,6 +39,7 @@ from diffzoo.harness.data.authentic import AuthenticFolder
 from diffzoo.harness.data.base import SplitDataset, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id
+from diffzoo.harness.data.hftables import row_layout
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.labelmaps import (
     DEFAULT_SOURCE, LabelMap, check_mask_values, default_diffseg30k_labels, resolve_label_map,
@@ -162,7 +163,9 @@ class DiffSeg30kDataset(SplitDataset):
         A ``.zip``, ``.parquet`` or ``.arrow`` file (or a folder's first such
         file) that cannot be read at all (empty, truncated, not that format) is
         claimed too, so that opening it raises an error saying what is wrong
-        with the file instead of "no adapter recognises this layout".
+        with the file instead of "no adapter recognises this layout".  Rows in a
+        layout another adapter reads (:data:`.hftables.ROW_LAYOUTS`: OpenSDI,
+        SID-Set) are left to it.
         """
         text = os.fspath(path)
         p = Path(text)
@@ -180,7 +183,9 @@ class DiffSeg30kDataset(SplitDataset):
         except OSError:
             return False
         columns = hf_columns(p)
-        return columns is None or set(REQUIRED_COLUMNS) <= columns  # None: unreadable data file
+        if columns is None:  # an unreadable data file
+            return True
+        return set(REQUIRED_COLUMNS) <= columns and row_layout(columns) is None
 
     def _load(self, sample_id: str) -> Sample:
         if sample_id not in self._source.pairs:

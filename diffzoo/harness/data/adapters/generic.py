@@ -75,9 +75,12 @@ class _PairListDataset(SplitDataset):
             self._splits = {canonical_split(fixed): sorted(entries)}
             self.split_info = {"id": "native", "source": f"every sample in {canonical_split(fixed)}"}
         else:
-            self._splits, self.split_info = resolve_split_scheme(
-                {"train": sorted(entries)}, root / SPLITS_FILE, val_fraction, split_seed
-            )
+            self._splits, self.split_info = self._split_scheme(sorted(entries), val_fraction, split_seed)
+
+    def _split_scheme(self, ids: list[str], val_fraction: float, seed: int) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """The splits when none is fixed: ``splits.json`` in the folder, else train/val by id
+        hash; an adapter that knows its data's own splits overrides this."""
+        return resolve_split_scheme({"train": ids}, self.root / SPLITS_FILE, val_fraction, seed)
 
     def _load(self, sample_id: str) -> Sample:
         try:

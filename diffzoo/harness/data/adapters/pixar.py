@@ -361,9 +361,13 @@ class PixarDataset(SplitDataset):
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """True for a folder (or a folder of folders) with ``<split>/tampered/`` and
-        ``<split>/soft_masks/`` or ``<split>/masks/``."""
+        ``<split>/soft_masks/`` or ``<split>/masks/``, and ``mapping.json`` or a
+        ``<split>/metadata/`` or ``<split>/soft_masks/`` (SID-Set's folders hold
+        ``tampered/`` and ``masks/`` too, but neither of these)."""
         def is_pixar(p: Path) -> bool:
-            return any(any((s / d).is_dir() for d in LABEL_DIRS.values()) for s in _split_dirs(p))
+            splits = [s for s in _split_dirs(p) if any((s / d).is_dir() for d in LABEL_DIRS.values())]
+            return bool(splits) and ((p / MAPPING_FILE).is_file() or any(
+                (s / "metadata").is_dir() or (s / LABEL_DIRS["soft"]).is_dir() for s in splits))
 
         p = Path(path)
         try:

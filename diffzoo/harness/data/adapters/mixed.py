@@ -1,0 +1,161 @@
+"""What OpenSDI and SID-Set share: datasets that mix real, fully generated and locally
+edited images, read under one label rule so that their numbers mean the same.
+
+The label rule (``mixed-v1``, named in every record: ``describe()["label_rule"]`` and
+the label map's source):
+
+- a **real** image: no edited pixel (a mask the data carries for it is not read);
+- an edited image **with a mask**: edited where the mean over the mask's RGB channels
+  exceeds 127.5 (:func:`.imageio.read_binary_mask`), those pixels in its generator's class;
+- a **fully generated** image (no mask): every pixel edited, in its generator's class.
+
+So a fully generated image counts at the image level as an edited image and at the pixel
+level as a wholly edited one.  diffzoo's ignore value (255) cannot say "image level only":
+an image whose every pixel is 255 is *unknown* to the metrics (docs/metrics.md), counted
+in ``num_images`` and nowhere else, image level included.  The benchmarks' own pixel
+protocols (OpenSDI: partial fakes only; SIDA: tampered images only) are therefore the
+``edit_type`` slice of the local edits, or the dataset opened with ``kinds=`` those
+images (docs/datasets.md).  Every edited image carries one turn: its generator (or
+``unknown``) and edit type ``full_synthetic`` (fully generated) or the dataset's word for
+a local edit (``partial``, ``tampered``); ``base`` is ``real`` for real images and
+``unknown`` otherwise (neither dataset says per image what a fake was made from).
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
+from diffzoo.harness.data.base import SplitDataset, name_list
+from diffzoo.harness.data.fingerprint import combine
+from diffzoo.harness.data.hfsource import Ref
+from diffzoo.harness.data.imageio import read_binary_mask, read_image
+
+log = logging.getLogger(__name__)
+
+REAL, FULL, LOCAL = "real", "full", "local"
+"""The roles of an image: real, fully generated, locally edited."""
+FULL_EDIT_TYPE = "full_synthetic"
+UNKNOWN_EDITOR = "unknown"
+RULE_VERSION = "mixed-v1"
+RULE = ("real image: no edited pixel; edited image with a mask: edited where mean(mask RGB) > 127.5; "
+        "fully generated image (no mask): every pixel edited; edited pixels take the generator's class")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One sample: its kind in the dataset's own words, its role, generator and split,
+    and where its files are (``where``: the adapter's own handle)."""
+
+    kind: str
+    role: str
+    editor: str
+    split: str
+    where: Any
+
+
+class MixedDataset(SplitDataset):
+    """Samples given as :class:`Item` per id; the subclass finds them and reads their files
+    (:meth:`_refs`, :meth:`_cell_digests`); this class applies the label rule, builds the
+    metadata, and describes and fingerprints them."""
+
+    KINDS: dict[str, str] = {}
+    """The dataset's kinds, in its own words, -> role (REAL / FULL / LOCAL), in display order."""
+    LOCAL_NEEDS_MASK = False
+    """True: a locally edited image without a mask is a corrupt sample (SID-Set's tampered
+    images); False: it is read as fully generated (OpenSDI's rule for a fake without a mask)."""
+    repository = ""
+    title = ""
+    """The dataset's name in messages and in the label map's source (``OpenSDI``)."""
+    notice: str | None = None
+    """Said once where a run and ``data stats`` print the dataset."""
+
+    def __init__(self, name: str, label_space: LabelSpace, items: dict[str, Item], kinds: Sequence[str]) -> None:
+        super().__init__(name, label_space)
+        self.kinds = tuple(kinds)
+        self.label_source = f"{self.title} label rule {RULE_VERSION}"
+        self._items = {sid: it for sid, it in items.items() if it.kind in self.kinds}
+        if not self._items:
+            raise DataError(f"{name}: no samples of kind {', '.join(self.kinds)}")
+
+    @classmethod
+    def parse_kinds(cls, kinds: Sequence[str] | str | None) -> tuple[str, ...]:
+        """The kinds asked for (``"partial"``, ``"real,partial"``), in :data:`KINDS` order."""
+        names = name_list(kinds)
+        if names is None:
+            return tuple(cls.KINDS)
+        bad = [k for k in names if k not in cls.KINDS]
+        if bad or not names:
+            raise ConfigError(f"{cls.__name__}: kinds={kinds!r}; choose from {', '.join(cls.KINDS)}")
+        return tuple(k for k in cls.KINDS if k in names)
+
+    def _by_split(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for sid, item in self._items.items():
+            out.setdefault(item.split, []).append(sid)
+        return {s: sorted(ids) for s, ids in out.items()}
+
+    # -- reading ----------------------------------------------------------------
+    @abstractmethod
+    def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
+        """The image and the mask (None: the data has none) of ``item``."""
+
+    @abstractmethod
+    def _cell_digests(self) -> dict[str, str]:
+        """``<id>.image`` / ``<id>.mask`` -> sha256 of the file's bytes (or
+        :data:`.hfsource.NULL_CELL` for no mask), for every sample: the same
+        for the same files in any container."""
+
+    def _class_of(self, item: Item) -> int:
+        return 1 if self.label_space.is_binary else self.label_space.index(item.editor)
+
+    def _load(self, sample_id: str) -> Sample:
+        item = self._items.get(sample_id)
+        if item is None:
+            raise self._unknown(sample_id)
+        (image_src, image_name), mask = self._refs(sample_id, item)
+        image = read_image(image_src, sample_id, name=image_name)
+        h, w = image.shape[:2]
+        if item.role == REAL:
+            label = np.zeros((h, w), np.uint8)
+        elif mask is not None:
+            label = read_binary_mask(mask[0], sample_id, name=mask[1], size=(w, h)) * np.uint8(self._class_of(item))
+        elif item.role == LOCAL and self.LOCAL_NEEDS_MASK:
+            raise CorruptSampleError(sample_id, f"{image_name}: a {item.kind} image without a mask", "missing-file")
+        else:
+            label = np.full((h, w), self._class_of(item), np.uint8)
+        return Sample(image, label, self._meta(sample_id, item))
+
+    def _meta(self, sample_id: str, item: Item) -> SampleMeta:
+        if item.role == REAL:
+            return SampleMeta(sample_id, "real", (), self.name)
+        edit_type = FULL_EDIT_TYPE if item.role == FULL else item.kind
+        return SampleMeta(sample_id, "unknown", (EditRecord(item.editor, edit_type=edit_type),), self.name)
+
+    # -- identity -----------------------------------------------------------------
+    def _content_fingerprint(self) -> str:
+        """The files' bytes by sample id, each sample's kind and generator, and the kinds read:
+        not the container (parquet, save_to_disk, folder, zip) nor where it sits."""
+        return combine(RULE_VERSION, combine("cells", sorted(self._cell_digests().items())),
+                       sorted((sid, it.kind, it.editor) for sid, it in self._items.items()), list(self.kinds))
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        fakes = Counter(it.editor for it in self._items.values() if it.role != REAL)
+        d.update(
+            repository=self.repository,
+            label_rule={"version": RULE_VERSION, "rule": RULE},
+            kinds=list(self.kinds),
+            samples={k: sum(it.kind == k for it in self._items.values()) for k in self.kinds},
+            samples_per_split={s: dict(Counter(self._items[i].kind for i in ids)) for s, ids in self._splits.items()},
+            generators=dict(sorted(fakes.items())),
+        )
+        return d

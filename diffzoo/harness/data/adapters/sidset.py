@@ -1,0 +1,249 @@
+"""The SID-Set adapter (SIDA, Huang et al., CVPR 2025; github hzlsaber/SIDA).
+
+SID-Set mixes real COCO images, fully synthetic images and tampered (locally edited)
+images with binary masks.  Two public forms, read alike:
+
+- the Hugging Face copy ``saberzl/SID_Set`` (CC BY 4.0): splits ``train`` (210,000 rows)
+  and ``validation`` (30,000), columns ``img_id, image, mask, width, height, label``,
+  ``label`` 0 real / 1 full synthetic / 2 tampered, ``mask`` only on tampered rows;
+  as the hub's parquet files (``data/train-00000-of-00NNN.parquet``), a
+  ``save_to_disk`` folder, or a folder per split (:func:`.hftables.load_tables`);
+- the folders of SIDA's Google Drive zips (and the separately shipped ``test.zip``),
+  read from the zip or extracted: ``<split>/real/*.jpg``, ``<split>/full_synthetic/*.png``,
+  ``<split>/tampered/*.png`` and ``<split>/masks/<name>_mask.png`` (SIDA's
+  ``utils/SID_Set.py``), ``<split>`` being ``train``, ``validation``, ``test``, or the
+  folder given itself (its split then ``test`` unless named ``train`` / ``validation``).
+
+A folder may hold both (the hub's parquet files beside the Drive ``test/`` folder).
+Ids are ``img_id`` and the file stems (the hub's ``img_id`` look like the Drive's file
+stems, ``tampered_29551``; see docs/datasets.md for what is not verified); prefixed
+with their split only when two splits share one.  Labels: diffzoo's ``mixed-v1`` rule
+(:mod:`.mixed`), the same as OpenSDI's: binary label space, a full synthetic image edited
+everywhere, a tampered image by its mask (mean(RGB) > 127.5).  SIDA scores localization
+on tampered images only: the ``edit_type=tampered`` slice, or ``kinds=tampered``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import BINARY
+from diffzoo.harness.data.adapters.generic import report_unpaired
+from diffzoo.harness.data.adapters.mixed import FULL, LOCAL, REAL, RULE_VERSION, UNKNOWN_EDITOR, Item, MixedDataset
+from diffzoo.harness.data.base import require_path
+from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref
+from diffzoo.harness.data.hftables import hf_columns, load_tables, row_layout, unique_ids
+from diffzoo.harness.data.imageio import is_image_file
+from diffzoo.harness.data.sources import FolderMembers, ZipMembers
+from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split
+
+log = logging.getLogger(__name__)
+
+SIDA_REPO = "hzlsaber/SIDA"
+SIDSET_HUB = "saberzl/SID_Set"
+LABELS = {0: "real", 1: "full_synthetic", 2: "tampered"}
+"""The hub's ``label`` values and the Drive folders holding those images."""
+MASKS_DIR, MASK_SUFFIX = "masks", "_mask"
+PIXAR_DIRS = ("metadata", "soft_masks")
+IMAGE_COLUMNS, VALUE_COLUMNS = ("image", "mask"), ("img_id", "label")
+LAYOUT_HELP = (f"expected SID-Set: the hub's data ({SIDSET_HUB}: parquet files data/<split>-00000-of-00001.parquet "
+               "or a save_to_disk folder, columns img_id, image, mask, label), or SIDA's folders "
+               "<split>/{real,full_synthetic,tampered,masks}/ (a folder, or the zip)")
+
+
+class SidSetDataset(MixedDataset):
+    """SID-Set from the hub's copy and/or SIDA's folders (or zip); see the module docstring.
+
+    ``kinds``: which images to read, of ``real``, ``full_synthetic``, ``tampered`` (default
+    all; ``kinds=tampered`` is SIDA's localization test set).  ``split``: every sample in
+    that one split.  ``skip_unpaired``: skip tampered images without a mask file instead of
+    refusing to open (a hub row without its mask is a corrupt sample when loaded).
+    """
+
+    KINDS = {"real": REAL, "full_synthetic": FULL, "tampered": LOCAL}
+    LOCAL_NEEDS_MASK = True
+    repository = SIDA_REPO
+    title = "SID-Set"
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        kinds: str | list[str] | None = None,
+        split: str | None = None,
+        name: str | None = None,
+        skip_unpaired: bool = False,
+    ) -> None:
+        require_path(path, "SidSetDataset")
+        chosen = self.parse_kinds(kinds)
+        root = Path(path)
+        self._fixed = canonical_split(split) if split is not None else None
+        found: dict[str, dict[str, Item]] = {}  # split -> id -> item (``where``: ("row", table, row) / ("file", ...))
+        places: dict[tuple[str, str], str] = {}  # (split, id) -> where it was found, for messages
+        self._rows: HFRows | None = None
+        self._members: ZipMembers | FolderMembers | None = None
+        if root.is_file() and root.suffix.lower() == ".zip":
+            self._members = ZipMembers(root)
+        else:
+            tables = load_tables(root)
+            if tables:
+                self._rows = HFRows({t.name: t.data for t in tables}, str(root), IMAGE_COLUMNS, VALUE_COLUMNS,
+                                    optional=("mask",), files=[f for t in tables for f in t.files],
+                                    cache_key=os.path.abspath(root))
+                for t in tables:
+                    self._add_rows(t.name, canonical_split(t.split), found, places)
+            if root.is_dir() and _split_folders(root):
+                self._members = FolderMembers(root)
+        if self._members is not None:
+            self._add_files(root, found, places, skip_unpaired)
+        if not any(found.values()):
+            raise DataError(f"{root}: no SID-Set data found; {LAYOUT_HELP}")
+        ids = unique_ids({s: sorted(v) for s, v in found.items()})
+        items = {new: found[s][old] for s, olds in found.items() for old, new in zip(sorted(olds), ids[s])}
+        super().__init__(name or "sidset", BINARY, items, chosen)
+        self.path = str(root)
+        forms = [("datasets", self._rows), (getattr(self._members, "kind", ""), self._members)]
+        self.source_kind = "+".join(kind for kind, source in forms if source is not None)
+        self._splits = self._by_split()
+        self.split_info = {"id": "native", "source": f"every sample in {self._fixed}" if self._fixed else
+                           f"SID-Set's own splits ({', '.join(sorted(self._splits))})"}
+        if {"full_synthetic", "tampered"} <= set(self.kinds):
+            self.notice = (f"SID-Set: full synthetic images are edited everywhere (label rule {RULE_VERSION}); SIDA "
+                           "scores localization on tampered images only: read the edit_type=tampered slice, or "
+                           "open it with --dataset-option kinds=tampered")
+
+    def _put(self, split: str, sid: str, item: Item, where: str, found: dict[str, dict[str, Item]],
+             places: dict[tuple[str, str], str]) -> None:
+        split = self._fixed or split
+        if sid in found.setdefault(split, {}):
+            raise DataError(f"SID-Set sample {sid} appears twice in split {split}: {places[split, sid]} and {where}")
+        found[split][sid] = Item(item.kind, item.role, item.editor, split, item.where)
+        places[split, sid] = where
+
+    def _add_rows(self, table: str, split: str, found: dict[str, dict[str, Item]],
+                  places: dict[tuple[str, str], str]) -> None:
+        assert self._rows is not None
+        rows = zip(self._rows.values(table, "img_id"), self._rows.values(table, "label"))
+        for row, (img_id, label) in enumerate(rows):
+            where = f"{self._rows.location} [{table} row {row}]"
+            if label not in LABELS:
+                raise DataError(f"{where}: label {label!r}; SID-Set's labels are 0 (real), 1 (full synthetic), "
+                                "2 (tampered)")
+            if not isinstance(img_id, str) or not img_id:
+                raise DataError(f"{where}: no img_id ({img_id!r})")
+            kind = LABELS[label]
+            self._put(split, img_id, Item(kind, self.KINDS[kind], UNKNOWN_EDITOR, split, ("row", table, row)),
+                      where, found, places)
+
+    def _add_files(self, root: Path, found: dict[str, dict[str, Item]], places: dict[tuple[str, str], str],
+                   skip_unpaired: bool) -> None:
+        assert self._members is not None
+        groups = _groups(self._members.names)
+        if not groups and self._rows is None:
+            raise DataError(f"{root}: no SID-Set folders found; {LAYOUT_HELP}")
+        missing: list[str] = []
+        for prefix, folders in sorted(groups.items()):
+            split = _folder_split(prefix, root)
+            masks = {}
+            for m in folders.get(MASKS_DIR, []):
+                stem = Path(m).stem
+                masks[stem[: -len(MASK_SUFFIX)] if stem.endswith(MASK_SUFFIX) else stem] = m
+            for kind in self.KINDS:
+                for image in folders.get(kind, []):
+                    stem, mask = Path(image).stem, None
+                    if kind == "tampered":
+                        mask = masks.get(stem)
+                        if mask is None:
+                            missing.append(image)
+                            continue
+                    where = f"{self._members.location}:{image}"
+                    self._put(split, stem, Item(kind, self.KINDS[kind], UNKNOWN_EDITOR, split, ("file", image, mask)),
+                              where, found, places)
+        report_unpaired(str(root), missing, f"tampered image(s) have no {MASKS_DIR}/<name>{MASK_SUFFIX}.png",
+                        skip_unpaired)
+
+    def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
+        if item.where[0] == "row":
+            assert self._rows is not None
+            cells = self._rows.read(item.where[1], item.where[2], sample_id)
+            return cells["image"], cells["mask"]  # type: ignore[return-value]  # image is a required cell
+        assert self._members is not None
+        _, image, mask = item.where
+        return self._members.read(image, sample_id), None if mask is None else self._members.read(mask, sample_id)
+
+    def _cell_digests(self) -> dict[str, str]:
+        rows = {sid: it.where[1:] for sid, it in self._items.items() if it.where[0] == "row"}
+        out = self._rows.digests(rows) if rows and self._rows is not None else {}
+        files = {sid: it.where[1:] for sid, it in self._items.items() if it.where[0] == "file"}
+        if files and self._members is not None:
+            digests = self._members.digests(n for pair in files.values() for n in pair if n is not None)
+            for sid, (image, mask) in files.items():
+                out[f"{sid}.image"] = digests[image]
+                out[f"{sid}.mask"] = NULL_CELL if mask is None else digests[mask]
+        return out
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """SIDA's folders (the folder itself or its split folders hold ``tampered/``,
+        ``masks/`` and ``real/`` or ``full_synthetic/``), a zip of them, or a parquet /
+        arrow / ``save_to_disk`` copy whose rows have ``img_id, image, mask, label``."""
+        p = Path(path)
+        try:
+            if p.is_file() and p.suffix.lower() == ".zip":
+                with zipfile.ZipFile(p) as zf:
+                    return any({"tampered", MASKS_DIR} <= set(g) for g in _groups(zf.namelist()).values())
+            if p.is_dir() and _split_folders(p):
+                return True
+        except (OSError, zipfile.BadZipFile, ValueError):
+            return False
+        columns = hf_columns(p) if p.exists() else None
+        return columns is not None and row_layout(columns) == "sidset"
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["hub"] = SIDSET_HUB
+        return d
+
+
+def _is_split_folder(p: Path) -> bool:
+    """``tampered/``, ``masks/`` and ``real/`` or ``full_synthetic/``, without PIXAR's
+    ``metadata/`` and ``soft_masks/`` (PIXAR's split folders hold the others too)."""
+    return (p / "tampered").is_dir() and (p / MASKS_DIR).is_dir() and (
+        (p / "real").is_dir() or (p / "full_synthetic").is_dir()) and not any(
+        (p / d).is_dir() for d in PIXAR_DIRS)
+
+
+def _split_folders(root: Path) -> list[Path]:
+    """``root`` if it is a SIDA split folder, else the folders up to two levels below it that are."""
+    if _is_split_folder(root):
+        return [root]
+    below = [p for p in sorted(root.glob("*")) + sorted(root.glob("*/*"))
+             if p.is_dir() and not any(part.startswith(".") for part in p.relative_to(root).parts)]
+    return [p for p in below if _is_split_folder(p)]
+
+
+def _groups(names: list[str]) -> dict[str, dict[str, list[str]]]:
+    """File names (``/``-separated) of SIDA split folders: folder prefix (``""`` for the root,
+    ``test``, ``SID_Set/test``) -> kind folder (real, full_synthetic, tampered, masks) -> image
+    files, keeping the prefixes that hold images of a kind."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for n in sorted(names):
+        parts = n.split("/")
+        if not 2 <= len(parts) <= 4 or parts[-2] not in (*LABELS.values(), MASKS_DIR) or not is_image_file(parts[-1]):
+            continue
+        groups.setdefault("/".join(parts[:-2]), {}).setdefault(parts[-2], []).append(n)
+    return {k: v for k, v in groups.items() if set(v) & set(LABELS.values())}
+
+
+def _folder_split(prefix: str, root: Path) -> str:
+    """The split of a split folder: its name (``validation`` -> ``val``); the dataset folder
+    or zip itself: ``train`` / ``val`` when so named, else ``test`` (SIDA's separate test set)."""
+    if prefix:
+        return canonical_split(prefix.rsplit("/", 1)[-1])
+    own = canonical_split(root.stem if root.is_file() else root.name)
+    return own if own in CANONICAL_SPLITS else "test"

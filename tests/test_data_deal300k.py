@@ -1,0 +1,219 @@
+"""DEAL-300K: train.zip / val.zip / test.zip + label.zip (or their folders), in the real names."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import pickle
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import cli
+from PIL import Image
+
+from diffzoo import open_dataset
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY
+from diffzoo.harness.data.adapters.deal300k import Deal300kDataset
+
+SIZE = 32
+FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
+# split -> (COCO id, edits as Qwen-VL checkpoints); names as in the repository's assets/examples/
+LAYOUT = {
+    "train": (("000000000009", (120, 180)), ("000000000459", (120,)), ("000000000632", (180,))),
+    "val": (("000000436603", (120, 180)), ("000000436647", (120,))),
+    "test": (("000000436795", (180,)), ("000000436797", (120, 180))),
+}
+
+
+def _png(arr: np.ndarray, fmt: str = "PNG") -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format=fmt, **({"quality": 95} if fmt == "JPEG" else {}))
+    return buf.getvalue()
+
+
+def _photo(seed: int) -> np.ndarray:
+    yy, xx = np.mgrid[0:SIZE, 0:SIZE]
+    return np.stack([(xx * 5 + seed) % 256, (yy * 7 + seed) % 256, np.full_like(xx, 80)], -1).astype(np.uint8)
+
+
+def make_deal_zips(root: Path, mask_value: int = 255) -> Path:
+    """train.zip, val.zip, test.zip holding ``<split>/<cocoid>.jpg`` and ``<split>/<cocoid>_qwen<ckpt>.jpg``,
+    label.zip holding ``label/<cocoid>_qwen<ckpt>.png`` (mode L, 0 / ``mask_value``); edit k of a photo
+    changes rows 4k..4k+8, which its mask marks."""
+    root.mkdir(parents=True)
+    masks: dict[str, bytes] = {}
+    for split, photos in LAYOUT.items():
+        with zipfile.ZipFile(root / f"{split}.zip", "w") as zf:
+            for n, (coco, ckpts) in enumerate(photos):
+                photo = _photo(int(coco) % 97 + n)
+                zf.writestr(f"{split}/{coco}.jpg", _png(photo, "JPEG"))
+                for k, ckpt in enumerate(ckpts):
+                    edited, mask = photo.copy(), np.zeros((SIZE, SIZE), np.uint8)
+                    edited[4 * k: 4 * k + 8, 2:20] = 255 - edited[4 * k: 4 * k + 8, 2:20]
+                    mask[4 * k: 4 * k + 8, 2:20] = mask_value
+                    zf.writestr(f"{split}/{coco}_qwen{ckpt}.jpg", _png(edited, "JPEG"))
+                    masks[f"{coco}_qwen{ckpt}.png"] = _png(mask)
+    with zipfile.ZipFile(root / "label.zip", "w") as zf:
+        for name, data in sorted(masks.items()):
+            zf.writestr(f"label/{name}", data)
+    return root
+
+
+def extract(zips: Path, to: Path) -> Path:
+    """The folder form: every zip extracted in place (train/, val/, test/, label/)."""
+    to.mkdir(parents=True)
+    for z in sorted(zips.glob("*.zip")):
+        with zipfile.ZipFile(z) as zf:
+            zf.extractall(to)
+    return to
+
+
+@pytest.fixture
+def deal(tmp_path) -> Path:
+    return make_deal_zips(tmp_path / "DEAL-300K")
+
+
+def test_reads_splits_labels_and_metadata(deal):
+    ds = Deal300kDataset(deal)
+    assert ds.label_space == BINARY and ds.splits() == ["train", "val", "test"]
+    assert ds.ids("val") == ["val/000000436603.jpg", "val/000000436603_qwen120.jpg",
+                             "val/000000436603_qwen180.jpg", "val/000000436647.jpg", "val/000000436647_qwen120.jpg"]
+    edit = ds.load("val/000000436603_qwen180.jpg")
+    assert edit.image.shape == (SIZE, SIZE, 3) and edit.label.dtype == np.uint8
+    assert set(np.unique(edit.label)) == {0, 1} and edit.label[4:12, 2:20].all() and edit.label.sum() == 8 * 18
+    (turn,) = edit.meta.turns
+    assert (edit.meta.base, turn.editor, turn.edit_type) == ("real", "instructpix2pix", "instruction-qwen180")
+    source = ds.load("val/000000436603.jpg")
+    assert not source.label.any() and source.meta.base == "real" and source.meta.turns == ()
+    d = ds.describe()
+    assert (d["edited"], d["authentic"], d["splits"]) == (10, 7, {"train": 7, "val": 5, "test": 5})
+    assert d["instruction_checkpoints"] == {"qwen120": 5, "qwen180": 5}
+    assert d["mask_encoding"].startswith("binary masks: 0 unedited, 255 edited")
+    prov = ds.provenance()
+    assert prov["label_map"]["source"] == "binary masks (binary-255)" and prov["label_map"]["verified"]
+    assert prov["split"] == {"id": "native", "source": "the data's own splits (train.zip, val.zip, test.zip)"}
+    edited_only = Deal300kDataset(deal, originals=False)
+    assert edited_only.ids("test") == ["test/000000436795_qwen180.jpg", "test/000000436797_qwen120.jpg",
+                                       "test/000000436797_qwen180.jpg"]
+    assert edited_only.fingerprint() != ds.fingerprint()
+
+
+def test_zip_and_folder_forms_have_one_fingerprint(deal, tmp_path):
+    zipped = Deal300kDataset(deal)
+    folder = Deal300kDataset(extract(deal, tmp_path / "extracted"))
+    assert folder.source_kind == "folder" and zipped.source_kind == "zip"
+    assert folder.fingerprint() == zipped.fingerprint()
+    assert folder.ids("train") == zipped.ids("train")
+    assert np.array_equal(folder.load("test/000000436797_qwen180.jpg").label,
+                          zipped.load("test/000000436797_qwen180.jpg").label)
+    revived = pickle.loads(pickle.dumps(zipped))  # loader workers reopen the zips
+    assert np.array_equal(revived.load("val/000000436647.jpg").image, zipped.load("val/000000436647.jpg").image)
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(deal, moved)
+    assert Deal300kDataset(moved).fingerprint() == zipped.fingerprint()
+    # the extracted folder wins over a zip of the same split beside it: same data, same fingerprint
+    shutil.copy(deal / "val.zip", tmp_path / "extracted" / "val.zip")
+    assert Deal300kDataset(tmp_path / "extracted").fingerprint() == zipped.fingerprint()
+    mask = tmp_path / "extracted" / "label" / "000000436647_qwen120.png"
+    Image.fromarray(np.full((SIZE, SIZE), 255, np.uint8)).save(mask)
+    assert Deal300kDataset(tmp_path / "extracted").fingerprint() != zipped.fingerprint()
+
+
+def test_one_split_with_its_labels_beside(deal, tmp_path, caplog):
+    with caplog.at_level(logging.INFO):
+        test = Deal300kDataset(deal / "test.zip")
+    assert test.splits() == ["test"] and len(test.ids("test")) == 5
+    assert "mask(s) match no edited image read" in caplog.text  # train's and val's masks
+    folder = extract(deal, tmp_path / "x")
+    assert Deal300kDataset(folder / "test").ids("test") == test.ids("test")
+    # masks elsewhere: masks= (relative to the dataset folder)
+    (folder / "label").rename(folder / "gt")
+    with pytest.raises(DataError, match=r"10 edited image\(s\) have no mask"):
+        Deal300kDataset(folder)
+    assert Deal300kDataset(folder, masks="gt").fingerprint() == Deal300kDataset(deal).fingerprint()
+
+
+def test_label_rule(tmp_path):
+    ones = Deal300kDataset(make_deal_zips(tmp_path / "ones", mask_value=1))
+    assert ones.provenance()["label_map"]["source"] == "binary masks (binary-1)"
+    assert ones.load("train/000000000009_qwen120.jpg").label.sum() == 8 * 18
+    with pytest.raises(DataError, match="DEAL-300K masks hold 0 .unedited. and 255 .edited., but .* values 0, 7"):
+        Deal300kDataset(make_deal_zips(tmp_path / "sevens", mask_value=7))
+    folder = extract(make_deal_zips(tmp_path / "z"), tmp_path / "grey")
+    grey = np.zeros((SIZE, SIZE), np.uint8)
+    grey[:3] = 128
+    Image.fromarray(grey).save(folder / "label" / "000000000459_qwen120.png")
+    ds = Deal300kDataset(folder)
+    with pytest.raises(CorruptSampleError, match="mask values 128 are neither of 0 .unedited. and 255") as exc:
+        ds.load("train/000000000459_qwen120.jpg")
+    assert exc.value.kind == "mask-values"
+    Image.fromarray(np.zeros((SIZE, SIZE + 1), np.uint8)).save(folder / "label" / "000000000632_qwen180.png")
+    with pytest.raises(CorruptSampleError) as exc:
+        ds.load("train/000000000632_qwen180.jpg")
+    assert exc.value.kind == "mask-size"
+
+
+def test_unpaired_and_refused_layouts(deal, tmp_path, caplog):
+    folder = extract(deal, tmp_path / "f")
+    (folder / "label" / "000000000009_qwen180.png").unlink()
+    with pytest.raises(DataError, match=r"1 edited image\(s\) have no mask .*train/000000000009_qwen180.jpg"):
+        Deal300kDataset(folder)
+    ds = Deal300kDataset(folder, skip_unpaired=True)
+    assert "train/000000000009_qwen180.jpg" not in ds.ids("train") and "skipping them" in caplog.text
+    with pytest.raises(DataError, match="not a DEAL-300K download"):
+        Deal300kDataset(deal / "label.zip")
+    (folder / "val" / "nested").mkdir()
+    shutil.copy(folder / "val" / "000000436647.jpg", folder / "val" / "nested")
+    with pytest.raises(DataError, match="val/000000436647.jpg appears twice"):
+        Deal300kDataset(folder)
+
+
+def test_sniff_and_open_by_path(deal, tmp_path, diffseg_folder):
+    folder = extract(deal, tmp_path / "f")
+    for p in (deal, deal / "test.zip", folder, folder / "val"):
+        assert Deal300kDataset.sniff(p), p
+        assert isinstance(open_dataset(str(p)), Deal300kDataset)
+    assert not Deal300kDataset.sniff(diffseg_folder)
+    assert not Deal300kDataset.sniff(deal / "label.zip")
+    (tmp_path / "other" / "train").mkdir(parents=True)
+    (tmp_path / "other" / "label").mkdir()
+    assert not Deal300kDataset.sniff(tmp_path / "other")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "test.zip").write_bytes(b"PK\x03\x04 truncated")
+    (broken / "label.zip").write_bytes(b"PK\x03\x04 truncated")
+    assert Deal300kDataset.sniff(broken)  # claimed, so that opening says what is wrong
+    with pytest.raises(DataError, match="not a readable zip file"):
+        open_dataset(str(broken))
+
+
+def test_run_stats_and_info_from_the_cli(deal, tmp_path, capsys):
+    code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard",
+                         "--dataset", deal, "--out", tmp_path / "out", *FAST)
+    assert code == 0, err
+    assert "standard v2 / binary on deal300k" in out
+    records = [json.loads(p.read_text()) for p in (tmp_path / "out" / "records").glob("*.json")]
+    assert records and {r["dataset"]["label_map"]["source"] for r in records} == {
+        "binary masks (binary-255)"}
+    assert {r["dataset"]["split"]["id"] for r in records} == {"native"}
+
+    code, out, err = cli(capsys, "data", "stats", deal, "--split", "test", "--no-plots", "--json")
+    assert code == 0, err
+    stats = json.loads(out)
+    assert stats["splits"] == {"test": 5} and stats["authentic"] == 2
+    assert stats["editors"]["instructpix2pix"]["images_from_turns"] == 3
+    assert stats["turns"]["counts"] == {"0": 2, "1": 3, "unknown": 0}
+    assert stats["edited_area"]["overall"]["count"] == 3
+    assert stats["edited_area"]["overall"]["mean"] == pytest.approx(8 * 18 / SIZE**2)
+    assert stats["edited_area"]["editors"]["instructpix2pix"]["count"] == 3
+    assert stats["dataset"]["mask_encoding"]["kind"] == "binary-255"
+
+    code, out, err = cli(capsys, "data", "info", deal)
+    assert code == 0, err
+    assert "instruction_checkpoints: {'qwen120': 5, 'qwen180': 5}" in out
+    assert f"fingerprint: {Deal300kDataset(deal).fingerprint()}" in out

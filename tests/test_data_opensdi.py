@@ -1,0 +1,218 @@
+"""OpenSDI (nebula/OpenSDI_train, nebula/OpenSDI_test) from copies the tests make in the hub's layouts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+datasets = pytest.importorskip("datasets")
+
+from conftest import cli, mixed_image  # noqa: E402
+
+from diffzoo import open_dataset  # noqa: E402
+from diffzoo.harness.core.errors import ConfigError, DataError  # noqa: E402
+from diffzoo.harness.data import DiffSeg30kDataset  # noqa: E402
+from diffzoo.harness.data.adapters.opensdi import OpenSdiDataset  # noqa: E402
+
+SIZE = 32
+FEATURES = datasets.Features({"key": datasets.Value("string"), "image": datasets.Image(), "mask": datasets.Image(),
+                              "label": datasets.ClassLabel(names=["real", "fake"])})
+FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
+
+
+@pytest.fixture(autouse=True)
+def _private_hf_cache(tmp_path, monkeypatch):
+    """Keep `datasets`' conversion cache out of the user's home."""
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+
+
+def split_rows(generator: str, n: int, seed: int = 0, rows: list[dict] | None = None):
+    """Rows as OpenSDI's: every third image real (no mask), then a partial fake (a noise square,
+    its 0/255 RGB mask), then a full fake (noise everywhere, no mask); ``rows`` appended as given."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        kind = ("real", "partial", "full")[i % 3]
+        image, mask = mixed_image(i, {"partial": "local"}.get(kind, kind), rng, SIZE)
+        mask = None if mask is None else Image.fromarray(np.repeat(mask[:, :, None], 3, axis=2))  # RGB, as OpenSDI's
+        subset, truth = ("full" if kind == "full" else "partial"), ("real" if kind == "real" else "fake")
+        out.append({"key": f"{subset}/{generator}/{truth}/{seed:03d}{i:06d}.jpg", "image": Image.fromarray(image),
+                    "mask": mask, "label": 0 if kind == "real" else 1})
+    out += rows or []
+    return datasets.Dataset.from_list(out, features=FEATURES)
+
+
+def hub_copy(root, copy: str, splits: dict) -> None:
+    """``<root>/<copy>/data/<split>-00000-of-00001.parquet``, as `huggingface-cli download` leaves it."""
+    (root / copy / "data").mkdir(parents=True)
+    for name, ds in splits.items():
+        ds.to_parquet(str(root / copy / "data" / f"{name}-00000-of-00001.parquet"))
+
+
+@pytest.fixture
+def opensdi(tmp_path):
+    """Both copies side by side: train (sd15, 12 rows), test (sd15 and sd2, 6 rows each)."""
+    root = tmp_path / "opensdi"
+    hub_copy(root, "OpenSDI_train", {"sd15": split_rows("sd15", 12, seed=1)})
+    hub_copy(root, "OpenSDI_test", {"sd15": split_rows("sd15", 6, seed=2), "sd2": split_rows("sd2", 6, seed=3)})
+    return root
+
+
+def test_reads_both_copies_with_splits_per_generator(opensdi):
+    ds = open_dataset(str(opensdi))
+    assert isinstance(ds, OpenSdiDataset)
+    assert ds.splits() == ["train", "val", "test", "sd15", "sd2"]
+    assert ds.label_space.names == ("background", "sd15", "sd2")
+    assert len(ds.ids("train")) == 12 and ds.ids("val") == ds.ids("sd15") and len(ds.ids("sd2")) == 6
+    assert sorted(ds.ids("test")) == sorted(ds.ids("sd15") + ds.ids("sd2"))
+    assert ds.ids("sd2")[0] == "test/full/sd2/fake/003000002.jpg" and ds.ids("train")[0].startswith("train/")
+    assert ds.provenance()["split"]["id"] == "opensdi-v1"
+    assert "val = the test copy's sd15" in ds.provenance()["split"]["source"]
+    label_map = ds.provenance()["label_map"]
+    assert (label_map["source"], label_map["verified"]) == ("OpenSDI label rule mixed-v1", True)
+    info = ds.describe()
+    assert info["label_rule"]["version"] == "mixed-v1" and info["samples"] == {"real": 8, "partial": 8, "full": 8}
+    assert info["generators"] == {"sd15": 12, "sd2": 4}
+    assert info["copies"] == {"test": "nebula/OpenSDI_test", "train": "nebula/OpenSDI_train"}
+    assert "edit_type=partial" in ds.notice
+
+    sid = next(i for i in ds.ids("sd2") if "/fake/" in i and i.startswith("test/partial/"))
+    s = ds.load(sid)
+    assert set(np.unique(s.label)) == {0, 2} and (s.label == 2).sum() == (SIZE // 3) ** 2  # sd2 is class 2
+    assert [(t.editor, t.edit_type) for t in s.meta.turns] == [("sd2", "partial")] and s.meta.base == "unknown"
+    full = ds.load(next(i for i in ds.ids("train") if i.startswith("train/full/")))
+    assert (full.label == 1).all() and full.meta.turns[0].edit_type == "full_synthetic"
+    real = ds.load(next(i for i in ds.ids("sd2") if "/real/" in i))
+    assert not real.label.any() and real.meta.base == "real" and real.meta.turns == ()
+
+
+def test_label_rule_threshold_real_masks_and_fakes_without_mask(tmp_path):
+    m = np.zeros((SIZE, SIZE, 3), np.uint8)
+    m[:, 0] = (127, 127, 128)  # mean 127.33: unedited
+    m[:, 1] = (127, 128, 128)  # mean 127.67: edited
+    m[:, 2] = 255
+    image = Image.fromarray(np.full((SIZE, SIZE, 3), 80, np.uint8))
+    extra = [{"key": "partial/sd2/fake/edge.jpg", "image": image, "mask": Image.fromarray(m), "label": 1},
+             {"key": "partial/sd2/real/masked.jpg", "image": image, "mask": Image.fromarray(m), "label": 0},
+             {"key": "partial/sd2/fake/nomask.jpg", "image": image, "mask": None, "label": 1}]
+    hub_copy(tmp_path, "OpenSDI_test", {"sd2": split_rows("sd2", 3, rows=extra)})
+    ds = OpenSdiDataset(tmp_path / "OpenSDI_test")
+    edge = ds.load("test/partial/sd2/fake/edge.jpg").label
+    assert edge[:, 0].max() == 0 and (edge[:, 1:3] == 1).all() and edge[:, 3:].max() == 0
+    assert not ds.load("test/partial/sd2/real/masked.jpg").label.any()  # real images have empty masks
+    nomask = ds.load("test/partial/sd2/fake/nomask.jpg")  # a fake without a mask is fully generated
+    assert (nomask.label == 1).all() and nomask.meta.turns[0].edit_type == "partial"
+
+
+def test_forms_of_one_copy_share_one_fingerprint(tmp_path):
+    sd15, sd2 = split_rows("sd15", 6, seed=2), split_rows("sd2", 6, seed=3)
+    hub_copy(tmp_path / "hub", "OpenSDI_test", {"sd15": sd15, "sd2": sd2})
+    datasets.DatasetDict({"sd15": sd15, "sd2": sd2}).save_to_disk(str(tmp_path / "saved" / "OpenSDI_test"))
+    for name, ds in (("sd15", sd15), ("sd2", sd2)):  # the hub's converted copy: a folder per split
+        (tmp_path / "folders" / name).mkdir(parents=True)
+        ds.to_parquet(str(tmp_path / "folders" / name / "0000.parquet"))
+    forms = [tmp_path / "hub" / "OpenSDI_test", tmp_path / "hub", tmp_path / "saved" / "OpenSDI_test",
+             tmp_path / "folders"]
+    opened = [OpenSdiDataset(p) for p in forms]
+    assert all(OpenSdiDataset.sniff(p) for p in forms)
+    assert len({d.fingerprint() for d in opened}) == 1
+    assert {d.describe()["splits"]["sd2"] for d in opened} == {6}
+    shutil.copytree(tmp_path / "hub", tmp_path / "moved")
+    assert OpenSdiDataset(tmp_path / "moved").fingerprint() == opened[0].fingerprint()
+    other = split_rows("sd2", 6, seed=4)
+    other.to_parquet(str(tmp_path / "hub" / "OpenSDI_test" / "data" / "sd2-00000-of-00001.parquet"))
+    assert OpenSdiDataset(tmp_path / "hub").fingerprint() != opened[0].fingerprint()
+    assert OpenSdiDataset(forms[2], kinds="partial").fingerprint() != opened[0].fingerprint()
+
+
+def test_which_copy_sd15_data_is(tmp_path):
+    folder = tmp_path / "dl"  # (pytest's own folder names say "test")
+    folder.mkdir()
+    split_rows("sd15", 3).to_parquet(str(folder / "sd15-00000-of-00001.parquet"))
+    with pytest.raises(DataError, match="train copy .* or its test copy .*copy=train"):
+        OpenSdiDataset(folder / "sd15-00000-of-00001.parquet")
+    assert OpenSdiDataset(folder / "sd15-00000-of-00001.parquet", copy="train").splits() == ["train"]
+    assert OpenSdiDataset(folder, copy="test").splits() == ["val", "test", "sd15"]
+    hub = folder / "OpenSDI_train" / "data"
+    hub.mkdir(parents=True)
+    shutil.move(folder / "sd15-00000-of-00001.parquet", hub)
+    assert OpenSdiDataset(hub).splits() == ["train"]  # the folder above data/ says train
+    split_rows("sd2", 3).to_parquet(str(hub / "sd2-00000-of-00001.parquet"))
+    assert OpenSdiDataset(hub).splits() == ["val", "test", "sd15", "sd2"]  # beside sd2: the test copy
+    with pytest.raises(ConfigError, match="copy='both'"):
+        OpenSdiDataset(folder, copy="both")
+    # one split named test (the hub once held data/test-000NN-of-00038.parquet): generators from the keys
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    datasets.concatenate_datasets([split_rows("sd15", 3), split_rows("sd2", 3, seed=1)]).to_parquet(
+        str(shards / "test-00000-of-00001.parquet"))
+    mixed = OpenSdiDataset(shards)
+    assert mixed.splits() == ["val", "test", "sd15", "sd2"] and len(mixed.ids("sd2")) == 3
+
+
+def test_kinds_and_val_fraction(opensdi):
+    partial = OpenSdiDataset(opensdi, kinds="partial")
+    assert {partial.load(i).meta.turns[0].edit_type for i in partial.ids("sd2")} == {"partial"}
+    assert partial.describe()["samples"] == {"partial": 8} and partial.notice is None
+    with pytest.raises(ConfigError, match="choose from real, partial, full"):
+        OpenSdiDataset(opensdi, kinds="tampered")
+    carved = OpenSdiDataset(opensdi, val_fraction=0.25)
+    assert sorted(carved.ids("train") + carved.ids("val")) == sorted(OpenSdiDataset(opensdi).ids("train"))
+    assert carved.provenance()["split"]["id"] == "opensdi-v1+diffzoo-hash-v1-seed0-val25"
+    test_only = OpenSdiDataset(opensdi / "OpenSDI_test")
+    with pytest.raises(ConfigError, match="carves val from the train copy"):
+        OpenSdiDataset(opensdi / "OpenSDI_test", val_fraction=0.2)
+    assert test_only.splits() == ["val", "test", "sd15", "sd2"]
+
+
+def test_sniffing_and_refusals(opensdi, tmp_path):
+    data = opensdi / "OpenSDI_test" / "data"
+    assert not DiffSeg30kDataset.sniff(data / "sd2-00000-of-00001.parquet")  # left to OpenSDI
+    assert not OpenSdiDataset.sniff(tmp_path / "nothing")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    rows = split_rows("sd2", 3).cast_column("label", datasets.Value("int64")).to_list()
+    rows[1]["label"] = 7
+    datasets.Dataset.from_list(rows, features=datasets.Features({**FEATURES, "label": datasets.Value("int64")})) \
+        .to_parquet(str(bad / "sd2-00000-of-00001.parquet"))
+    with pytest.raises(DataError, match="label 7; OpenSDI's labels are 0"):
+        OpenSdiDataset(bad)
+    (tmp_path / "dl").mkdir()
+    split_rows("sd2", 3, rows=[{"key": "x.jpg", "image": Image.new("RGB", (8, 8)), "mask": None, "label": 1}]) \
+        .to_parquet(str(tmp_path / "dl" / "data.parquet"))
+    with pytest.raises(DataError, match=r"row 3 \(x.jpg\): its generator is unknown"):
+        OpenSdiDataset(tmp_path / "dl" / "data.parquet", copy="test")
+    split_rows("sd2", 3).remove_columns("key").to_parquet(str(tmp_path / "sd2-00000-of-00001.parquet"))
+    assert not OpenSdiDataset.sniff(tmp_path / "sd2-00000-of-00001.parquet")
+    with pytest.raises(DataError, match="rows need columns image, mask, key, label; missing key"):
+        OpenSdiDataset(tmp_path / "sd2-00000-of-00001.parquet")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="no OpenSDI data found"):
+        OpenSdiDataset(tmp_path / "empty")
+
+
+def test_run_standard_data_stats_and_info(opensdi, tmp_path, capsys):
+    code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard",
+                         "--dataset", opensdi, "--out", tmp_path / "out", *FAST)
+    assert code == 0, err
+    records = [json.loads(p.read_text()) for p in (tmp_path / "out" / "records").glob("*.json")]
+    assert len(records) == 3
+    assert {r["dataset"]["split"]["id"] for r in records} == {"opensdi-v1"}
+    assert {r["dataset"]["label_map"]["source"] for r in records} == {"OpenSDI label rule mixed-v1"}
+    assert all(r["dataset"]["description"]["label_rule"]["version"] == "mixed-v1" for r in records)
+
+    code, text, err = cli(capsys, "data", "stats", opensdi, "--no-plots", "--json")
+    assert code == 0, err
+    stats = json.loads(text)
+    assert stats["images"] == 24 and stats["authentic"] == 8
+    assert {k: v["images"] for k, v in stats["editors"].items()} == {"sd15": 12, "sd2": 4}
+    assert stats["edit_types"] == {"full_synthetic": 8, "none": 8, "partial": 8}
+    assert stats["edited_area"]["overall"]["count"] == 16 and stats["edited_area"]["overall"]["p90"] == 1.0
+    code, text, err = cli(capsys, "data", "stats", opensdi, "--split", "sd2", "--no-plots")
+    assert code == 0 and "images per edit type" in text and "full_synthetic" in text, err
+    code, text, err = cli(capsys, "data", "info", opensdi)
+    assert code == 0 and "generators" in text and "'sd2': 4" in text and "fingerprint" in text, err

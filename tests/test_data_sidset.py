@@ -1,0 +1,251 @@
+"""SID-Set (saberzl/SID_Set and SIDA's folders / zips) from copies the tests make in those layouts."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import numpy as np
+import pytest
+from PIL import Image
+
+datasets = pytest.importorskip("datasets")
+
+from conftest import cli, mixed_image  # noqa: E402
+
+from diffzoo import open_dataset  # noqa: E402
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError  # noqa: E402
+from diffzoo.harness.core.types import BINARY  # noqa: E402
+from diffzoo.harness.data import DiffSeg30kDataset  # noqa: E402
+from diffzoo.harness.data.adapters.pixar import PixarDataset  # noqa: E402
+from diffzoo.harness.data.adapters.sidset import SidSetDataset  # noqa: E402
+
+SIZE = 32
+FEATURES = datasets.Features({"img_id": datasets.Value("string"), "image": datasets.Image(), "mask": datasets.Image(),
+                              "width": datasets.Value("int64"), "height": datasets.Value("int64"),
+                              "label": datasets.Value("int64")})
+LABEL = {"real": 0, "full_synthetic": 1, "tampered": 2}
+FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
+
+
+@pytest.fixture(autouse=True)
+def _private_hf_cache(tmp_path, monkeypatch):
+    """Keep `datasets`' conversion cache out of the user's home."""
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+
+
+def _encode(arr: np.ndarray, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, fmt)
+    return buf.getvalue()
+
+
+def samples(n: int, seed: int = 0) -> list[dict]:
+    """SID-Set images as SIDA names them: real ``<hex>.jpg``, ``full_synthetic_<n>.png``, and
+    ``tampered_<n>.png`` (a noise square) with ``tampered_<n>_mask.png`` (0/255)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        kind = ("real", "full_synthetic", "tampered")[i % 3]
+        image, mask = mixed_image(i, {"full_synthetic": "full", "tampered": "local"}.get(kind, kind), rng, SIZE)
+        mask = None if mask is None else _encode(mask, "PNG")
+        stem = f"{seed:02d}{i:02d}9f2c2560a7" if kind == "real" else f"{kind}_{seed:02d}{i:04d}"
+        ext = ".jpg" if kind == "real" else ".png"
+        out.append({"kind": kind, "stem": stem, "ext": ext, "image": _encode(image, "JPEG" if ext == ".jpg" else "PNG"),
+                    "mask": mask})
+    return out
+
+
+def write_folder(split_dir, items) -> None:
+    """SIDA's Drive layout: real/ full_synthetic/ tampered/ masks/<name>_mask.png."""
+    for kind in ("real", "full_synthetic", "tampered", "masks"):
+        (split_dir / kind).mkdir(parents=True, exist_ok=True)
+    for it in items:
+        (split_dir / it["kind"] / f"{it['stem']}{it['ext']}").write_bytes(it["image"])
+        if it["mask"] is not None:
+            (split_dir / "masks" / f"{it['stem']}_mask.png").write_bytes(it["mask"])
+
+
+def hub_rows(items):
+    """The hub's rows (img_id, image, mask, width, height, label), the same bytes as the files."""
+    rows = [{"img_id": it["stem"], "image": {"bytes": it["image"], "path": it["stem"] + it["ext"]},
+             "mask": None if it["mask"] is None else {"bytes": it["mask"], "path": f"{it['stem']}_mask.png"},
+             "width": SIZE, "height": SIZE, "label": LABEL[it["kind"]]} for it in items]
+    return datasets.Dataset.from_list(rows, features=FEATURES)
+
+
+@pytest.fixture
+def parts():
+    return {"train": samples(12, seed=1), "validation": samples(6, seed=2)}
+
+
+@pytest.fixture
+def sida(tmp_path, parts):
+    root = tmp_path / "SID_Set"
+    for split, items in parts.items():
+        write_folder(root / split, items)
+    return root
+
+
+def test_reads_sida_folders_with_the_label_rule(sida, tmp_path):
+    write_folder(sida / "test", samples(3, seed=3))
+    ds = open_dataset(str(sida))
+    assert isinstance(ds, SidSetDataset) and ds.label_space == BINARY
+    assert ds.splits() == ["train", "val", "test"] and len(ds.ids("val")) == 6
+    assert ds.describe()["samples"] == {"real": 7, "full_synthetic": 7, "tampered": 7}
+    assert ds.describe()["source_kind"] == "folder"
+    assert ds.provenance()["split"] == {"id": "native", "source": "SID-Set's own splits (test, train, val)"}
+    assert ds.provenance()["label_map"]["source"] == "SID-Set label rule mixed-v1"
+    tampered = ds.load("tampered_010002")
+    assert set(np.unique(tampered.label)) == {0, 1} and tampered.label.sum() == (SIZE // 3) ** 2
+    assert [(t.editor, t.edit_type) for t in tampered.meta.turns] == [("unknown", "tampered")]
+    full = ds.load("full_synthetic_010001")
+    assert (full.label == 1).all() and full.meta.turns[0].edit_type == "full_synthetic"
+    real = ds.load("01009f2c2560a7")
+    assert not real.label.any() and real.meta.base == "real" and real.meta.turns == ()
+    assert "edit_type=tampered" in ds.notice
+    # the mask rule: mean over RGB > 127.5
+    m = np.zeros((SIZE, SIZE, 3), np.uint8)
+    m[:, 0], m[:, 1] = (127, 127, 128), (127, 128, 128)
+    Image.fromarray(m).save(sida / "test" / "masks" / "tampered_030002_mask.png")
+    edge = SidSetDataset(sida).load("tampered_030002").label
+    assert edge[:, 0].max() == 0 and (edge[:, 1] == 1).all() and edge[:, 2:].max() == 0
+    assert SidSetDataset(sida.parent).fingerprint() == SidSetDataset(sida).fingerprint()  # SID_Set/<split>/
+    # the test folder alone, named as SIDA ships it or not
+    assert SidSetDataset(sida / "test").splits() == ["test"]
+    assert SidSetDataset(sida / "validation").splits() == ["val"]
+
+
+def test_folder_zip_parquet_and_saved_forms_share_one_fingerprint(sida, parts, tmp_path):
+    with zipfile.ZipFile(tmp_path / "SID_Set.zip", "w") as zf:
+        for f in sorted(sida.rglob("*")):
+            if f.is_file():
+                zf.write(f, f.relative_to(sida).as_posix())
+    hub = tmp_path / "hub" / "data"
+    hub.mkdir(parents=True)
+    for split, items in parts.items():
+        hub_rows(items).to_parquet(str(hub / f"{split}-00000-of-00001.parquet"))
+    datasets.DatasetDict({s: hub_rows(items) for s, items in parts.items()}).save_to_disk(str(tmp_path / "saved"))
+    forms = [sida, tmp_path / "SID_Set.zip", tmp_path / "hub", hub / "train-00000-of-00001.parquet",
+             tmp_path / "saved"]
+    assert all(SidSetDataset.sniff(p) for p in forms)
+    opened = [open_dataset(str(p)) for p in forms]
+    assert all(isinstance(d, SidSetDataset) for d in opened)
+    assert [d.source_kind for d in opened] == ["folder", "zip", "datasets", "datasets", "datasets"]
+    assert opened[3].splits() == ["train"]
+    whole = [d for i, d in enumerate(opened) if i != 3]
+    assert len({d.fingerprint() for d in whole}) == 1
+    assert len({tuple(d.ids("val")) for d in whole}) == 1
+    assert (opened[1].load("tampered_020002").label == opened[2].load("tampered_020002").label).all()
+    Image.fromarray(np.zeros((SIZE, SIZE, 3), np.uint8)).save(sida / "train" / "real" / "01009f2c2560a7.jpg")
+    assert SidSetDataset(sida).fingerprint() != opened[0].fingerprint()
+    assert SidSetDataset(tmp_path / "saved", kinds="tampered").fingerprint() != opened[4].fingerprint()
+
+
+def test_hub_rows_beside_the_separate_test_folder(parts, tmp_path):
+    root = tmp_path / "SID_Set"
+    (root / "data").mkdir(parents=True)
+    for split, items in parts.items():
+        hub_rows(items).to_parquet(str(root / "data" / f"{split}-00000-of-00001.parquet"))
+    write_folder(root / "test", samples(6, seed=3))
+    ds = open_dataset(str(root))
+    assert ds.splits() == ["train", "val", "test"] and ds.describe()["source_kind"] == "datasets+folder"
+    assert ds.describe()["samples_per_split"]["test"] == {"real": 2, "full_synthetic": 2, "tampered": 2}
+    write_folder(root / "validation", parts["validation"][:1])  # the hub's first validation row, again
+    with pytest.raises(DataError, match=f"{parts['validation'][0]['stem']} appears twice in split val"):
+        SidSetDataset(root)
+
+
+def test_refusals_and_skips(sida, parts, tmp_path):
+    (sida / "train" / "masks" / "tampered_010002_mask.png").unlink()
+    with pytest.raises(DataError, match=r"1 tampered image\(s\) have no masks/<name>_mask.png .*tampered_010002"):
+        SidSetDataset(sida)
+    ds = SidSetDataset(sida, skip_unpaired=True)
+    assert "tampered_010002" not in ds.ids("train") and len(ds.ids("train")) == 11
+    rows = hub_rows(parts["validation"]).to_list()
+    rows[2]["mask"] = None  # a tampered row without its mask
+    datasets.Dataset.from_list(rows, features=FEATURES).to_parquet(str(tmp_path / "validation-00000-of-00001.parquet"))
+    ds = SidSetDataset(tmp_path / "validation-00000-of-00001.parquet")
+    with pytest.raises(CorruptSampleError, match="a tampered image without a mask") as err:
+        ds.load(rows[2]["img_id"])
+    assert err.value.kind == "missing-file"
+    rows[2]["label"] = 5
+    datasets.Dataset.from_list(rows, features=FEATURES).to_parquet(str(tmp_path / "bad.parquet"))
+    with pytest.raises(DataError, match="label 5; SID-Set's labels are 0 .real., 1 .full synthetic., 2 .tampered."):
+        SidSetDataset(tmp_path / "bad.parquet")
+    with pytest.raises(ConfigError, match="choose from real, full_synthetic, tampered"):
+        SidSetDataset(sida, kinds="partial")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="no SID-Set data found"):
+        SidSetDataset(tmp_path / "empty")
+
+
+def test_kinds_split_option_and_sniffing(sida, parts, tmp_path):
+    tampered = SidSetDataset(sida, kinds="tampered")
+    assert tampered.describe()["samples"] == {"tampered": 6} and tampered.notice is None
+    assert SidSetDataset(sida, split="test").splits() == ["test"]
+    assert SidSetDataset(sida, split="test").provenance()["split"]["source"] == "every sample in test"
+    assert not PixarDataset.sniff(sida)  # SID-Set's folders have tampered/ and masks/ like PIXAR's
+    hub_rows(parts["train"]).to_parquet(str(tmp_path / "train-00000-of-00001.parquet"))
+    assert not DiffSeg30kDataset.sniff(tmp_path / "train-00000-of-00001.parquet")  # left to SID-Set
+    pixar = tmp_path / "pixar"
+    for d in ("real", "full_synthetic", "tampered", "soft_masks", "masks", "metadata"):
+        (pixar / "train" / d).mkdir(parents=True)
+    (pixar / "mapping.json").write_text("{}")
+    assert PixarDataset.sniff(pixar) and not SidSetDataset.sniff(pixar)
+
+
+def test_run_standard_data_stats_and_info(sida, tmp_path, capsys):
+    code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard",
+                         "--dataset", sida, "--out", tmp_path / "out", *FAST)
+    assert code == 0, err
+    records = [json.loads(p.read_text()) for p in (tmp_path / "out" / "records").glob("*.json")]
+    assert {r["case"]["name"] for r in records} == {"binary", "image"}  # binary masks: no semantic case
+    assert {r["dataset"]["label_map"]["source"] for r in records} == {"SID-Set label rule mixed-v1"}
+    code, text, err = cli(capsys, "data", "stats", sida, "--no-plots", "--json")
+    assert code == 0, err
+    stats = json.loads(text)
+    assert stats["images"] == 18 and stats["authentic"] == 6
+    assert stats["edit_types"] == {"full_synthetic": 6, "none": 6, "tampered": 6}
+    assert stats["editors"]["edited"]["images"] == 12
+    assert stats["edited_area"]["editors"]["edited"]["count"] == 12
+    code, text, err = cli(capsys, "data", "info", sida)
+    assert code == 0 and "'tampered': 6" in text and "samples_per_split" in text, err
+
+
+def _recognised_as(path) -> str | None:
+    """The first registered adapter (name order, as `--dataset PATH`) whose sniff takes ``path``."""
+    from diffzoo.harness.core.plugins import get_registry
+
+    for entry in get_registry().list("dataset"):
+        sniff = getattr(entry.load(), "sniff", None)
+        if sniff is not None and sniff(path):
+            return entry.name
+    return None
+
+
+def test_each_layout_is_recognised_by_its_own_adapter(sida, parts, tmp_path, diffseg_folder):
+    from test_data_opensdi import hub_copy, split_rows
+
+    hub_copy(tmp_path / "opensdi", "OpenSDI_test", {"sd2": split_rows("sd2", 3)})
+    (tmp_path / "sid_hub" / "data").mkdir(parents=True)
+    hub_rows(parts["train"]).to_parquet(str(tmp_path / "sid_hub" / "data" / "train-00000-of-00001.parquet"))
+    copy = tmp_path / "copy" / "data"
+    copy.mkdir(parents=True)
+    hub_rows(parts["train"]).select_columns(["image", "mask"]).filter(lambda r: r["mask"] is not None) \
+        .to_parquet(str(copy / "cross_test-00000-of-00001.parquet"))
+    with zipfile.ZipFile(tmp_path / "test.zip", "w") as zf:
+        for f in sorted((sida / "validation").rglob("*")):
+            if f.is_file():
+                zf.write(f, "test/" + f.relative_to(sida / "validation").as_posix())
+    pixar = tmp_path / "pixar"
+    for d in ("real", "full_synthetic", "tampered", "soft_masks", "masks", "metadata"):
+        (pixar / "validation" / d).mkdir(parents=True)
+    (pixar / "mapping.json").write_text("{}")
+    layouts = {"opensdi": tmp_path / "opensdi", "sidset": sida, "sidset-hub": tmp_path / "sid_hub",
+               "sidset-zip": tmp_path / "test.zip", "sidset-test": sida / "validation",
+               "diffseg30k-copy": tmp_path / "copy", "pixar": pixar, "diffseg30k": diffseg_folder}
+    assert {name: _recognised_as(p) for name, p in layouts.items()} == {
+        "opensdi": "opensdi", "sidset": "sidset", "sidset-hub": "sidset", "sidset-zip": "sidset",
+        "sidset-test": "sidset", "diffseg30k-copy": "diffseg30k", "pixar": "pixar", "diffseg30k": "diffseg30k"}
