@@ -133,7 +133,7 @@ def make_record(detector: str = "det", *, suite: str = "standard", suite_version
                 case: str = "binary", task: str = "binary", dataset: str = "mini",
                 fingerprint: str = "fp0001", metrics: dict | None = None, ci95: dict | None = None,
                 seed: int = 0, checkpoint: str = "ab" * 32, date: str = "2026-11-29T12:00:00+00:00",
-                state=None, **extra):
+                state=None, case_fields: dict | None = None, dataset_fields: dict | None = None, **extra):
     """A valid ResultRecord with realistic fields, for leaderboard tests.
 
     Without ``state`` its metrics are the ones given (or typical ones): a
@@ -150,13 +150,14 @@ def make_record(detector: str = "det", *, suite: str = "standard", suite_version
                                 "top3": 0.9, "IoU.sd2": 0.5, "IoU.sdxl": 0.3},
                    "image": {"img_Acc": 0.8, "img_real_Acc": 0.7, "img_edited_Acc": 0.9,
                              "img_AP": 0.85, "img_AUC": 0.88}}[task]
-    case_def = {"name": case, "task": task, "split": "val", "distortion": "none", "distortion_params": {}}
+    case_def = {"name": case, "task": task, "split": "val", "distortion": "none", "distortion_params": {},
+                **(case_fields or {})}
     fields = dict(
         detector={"name": detector, "checkpoint_sha256": checkpoint, "pretrained": False,
                   "plugin": "tests", "task": task},
         suite={"name": suite, "version": suite_version, "definition_hash": f"h{suite}{suite_version}"},
         case=case_def,
-        dataset={"name": dataset, "fingerprint": fingerprint},
+        dataset={"name": dataset, "fingerprint": fingerprint, **(dataset_fields or {})},
         label_space=["background", "sd2", "sdxl"] if task == "semantic" else ["background", "edited"],
         metrics=metrics, ci95=ci95 or {}, metrics_version=METRICS_VERSION, threshold_policy={"pixel": "fixed"},
         counts={"evaluated": 10}, seed=seed, config={},

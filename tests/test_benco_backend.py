@@ -198,6 +198,16 @@ def test_pixel_f1_agrees_with_imdl_bencos_on_edited_images(benco):
         ours = 2 * tp / (2 * tp + fp + fn)
         assert abs(ours - float(theirs[i])) < 1e-6
     assert float(theirs[5]) == 0.0
+    # computed both ways: diffzoo's F1_benco is IMDL-BenCo's mean, authentic images at 0 included
+    from diffzoo.harness.core.types import BINARY, SampleMeta
+    from diffzoo.harness.metrics import EvalState
+
+    state = EvalState(BINARY, "binary")
+    for i in range(6):
+        state.update(SampleMeta(f"s{i}"), masks[i, 0].astype(np.uint8), (probs[i, 0] > 0.5).astype(np.uint8), None)
+    metrics = state.compute()
+    assert abs(metrics["F1_benco"] - float(theirs.mean())) < 1e-6
+    assert metrics["F1_benco"] < metrics["F1"]  # the pooled F1 does not score the authentic image 0
 
 
 def test_fixed_quirks_predict_repeatably(tmp_path, benco, monkeypatch):

@@ -216,3 +216,22 @@ def test_run_standard_data_stats_and_info(opensdi, tmp_path, capsys):
     assert code == 0 and "images per edit type" in text and "full_synthetic" in text, err
     code, text, err = cli(capsys, "data", "info", opensdi)
     assert code == 0 and "generators" in text and "'sd2': 4" in text and "fingerprint" in text, err
+
+
+def test_the_opensdi_protocol_on_its_partial_fakes(opensdi, tmp_path, capsys):
+    """OpenSDI's protocol end to end: train on OpenSDI_train, score each generator split of
+    OpenSDI_test read with kinds=partial (OpenSDI's pixel set); every record names the set it read."""
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "opensdi", "--dataset",
+                       opensdi / "OpenSDI_train", "--eval-dataset", opensdi / "OpenSDI_test",
+                       "--eval-dataset-option", "kinds=partial", "--out", out, *FAST)
+    assert code == 0, err
+    records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
+    assert sorted((r["case"]["split"], r["case"]["name"]) for r in records) == [
+        (s, c) for s in ("sd15", "sd2") for c in ("binary", "image")]
+    assert all(r["dataset"]["description"]["kinds"] == ["partial"] for r in records)
+    assert all(r["config"]["train_dataset"]["name"] == "opensdi" for r in records)
+    binary = next(r for r in records if r["case"]["name"] == "binary")
+    assert {"F1_benco", "IoU_benco", "F1", "gIoU"} <= set(binary["metrics"])
+    # on edited images only, IMDL-BenCo's per-image IoU is diffzoo's gIoU
+    assert binary["metrics"]["IoU_benco"] == pytest.approx(binary["metrics"]["gIoU"])

@@ -327,3 +327,24 @@ def test_input_errors():
         binary.update(meta, gt + 2, gt, None)  # binary GT is 0/1/255
     assert binary.metric_names[3:5] == ["IoU.background", "IoU.edited"]
     assert binary.label_space == BINARY
+
+
+def test_benco_per_image_f1_and_iou_score_images_without_edits_zero():
+    """F1_benco / IoU_benco: IMDL-BenCo's per-image means (docs/metrics.md), beside the pooled F1
+    and gIoU, which leaves authentic images out."""
+    gt = np.zeros((4, 4), np.uint8)
+    gt[:2, :2] = 1  # 4 edited pixels
+    half = np.zeros((4, 4), np.uint8)
+    half[:1, :2] = 1  # 2 of them found, no false positive
+    false_alarm = np.zeros((4, 4), np.uint8)
+    false_alarm[3, 3] = 1
+    state = EvalState(BINARY, "binary")
+    state.update(SampleMeta("a"), gt, gt.copy(), None)  # F1 1, IoU 1
+    state.update(SampleMeta("b"), gt, half, None)  # F1 2*2/(2*2+2) = 2/3, IoU 2/4
+    state.update(SampleMeta("c"), np.zeros((4, 4), np.uint8), false_alarm, None)  # authentic: 0
+    state.update(SampleMeta("d"), np.zeros((4, 4), np.uint8), np.zeros((4, 4), np.uint8), None)  # authentic: 0
+    m = state.compute()
+    assert m["F1_benco"] == pytest.approx((1 + 2 / 3) / 4)
+    assert m["IoU_benco"] == pytest.approx((1 + 0.5) / 4)
+    assert m["gIoU"] == pytest.approx(0.75)
+    assert m["F1"] == pytest.approx(2 * 6 / (2 * 6 + 1 + 2))

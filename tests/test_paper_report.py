@@ -17,6 +17,7 @@ from diffzoo.leaderboard.paper import VALUES_FILE, build_report, load_values, pa
 from diffzoo.leaderboard.paper.layout import TABLES, paper_cells
 from diffzoo.leaderboard.paper.published import (
     BENCHMARK_FILES,
+    compare,
     load_benchmarks,
     parse_benchmark,
     parse_metrics,
@@ -253,9 +254,11 @@ def test_the_other_benchmarks_numbers_are_data_with_sources_and_named_metrics():
     opensdi = {(n.method, n.eval, n.metric.name): n.value for n in benches["opensdi"].numbers}
     for method in ("MaskCLIP", "CAT-Net", "TruFor"):
         for split in ("sd15", "sd2", "sd3", "flux", "sdxl"):
-            for metric in ("benco_pixel_IoU", "benco_pixel_F1", "benco_image_F1", "benco_image_Acc"):
+            for metric in ("benco_pixel_IoU", "benco_pixel_F1"):  # on the partial fakes: kinds=partial
+                assert (method, f"opensdi:{split}?kinds=partial", metric) in opensdi
+            for metric in ("benco_image_F1", "benco_image_Acc"):
                 assert (method, f"opensdi:{split}", metric) in opensdi
-    assert opensdi[("CAT-Net", "opensdi:sd2", "benco_pixel_IoU")] == 0.5458
+    assert opensdi[("CAT-Net", "opensdi:sd2?kinds=partial", "benco_pixel_IoU")] == 0.5458
     deal = {(n.method, n.eval): n for n in benches["deal300k"].numbers}
     assert deal[("MFPT", "deal300k:test")].value == 0.8256 and deal[("MFPT", "cocoglide")].value == 0.8097
     assert deal[("MFPT", "cocoglide")].metric.name == "pixel_F1_unstated"
@@ -265,47 +268,70 @@ def test_the_other_benchmarks_numbers_are_data_with_sources_and_named_metrics():
             assert n.source and n.metric.definition and n.metric.source
             # a published metric is named as itself, never as a diffzoo metric (no pooled-F1 column can take it)
             assert metric_info(n.metric.name) is None
-    assert {n.metric.diffzoo for n in benches["opensdi"].numbers if n.metric.name.endswith("_F1")} == {""}
+    # IMDL-BenCo's per-image pixel F1 only ever meets diffzoo's F1_benco, its image F1 nothing
+    assert {n.metric.name: n.metric.diffzoo for n in benches["opensdi"].numbers if n.metric.name.endswith("_F1")} == {
+        "benco_pixel_F1": "F1_benco", "benco_image_F1": ""}
 
 
 def test_other_benchmarks_are_listed_under_the_protocol_they_need_until_a_record_matches():
     md = report()
     part = md.split("## Other benchmarks' published numbers")[1]
     assert "### OpenSDI" in part and "### DEAL-300K" in part and "### SID-Set" in part
-    assert "#### Not compared: needs records with this protocol (training: opensdi:sd15 (train)" in part
+    assert "#### Not compared: needs a record of diffzoo run --detector benco.cat-net --suite opensdi" in part.replace(
+        "\\", "")
     assert re.search(r"\| MFPT +\| pixel\\_F1\\_unstated +\| +82\.56 \| +80\.97 \|", part)
     assert "ours \\| published" not in part  # no record has an OpenSDI, DEAL-300K or SID-Set protocol
 
 
 METRICS = """# test metrics
 metric,diffzoo,definition,source
-benco_pixel_IoU,gIoU,per-image IoU,t
-benco_pixel_F1,,per-image F1,t
+benco_pixel_IoU,IoU_benco,per-image IoU,t
+benco_pixel_F1,F1_benco,per-image F1,t
+benco_image_F1,,image F1 on the model's own score,t
 """
 BENCH = """# TestBench (arXiv 0000.00000)
 method,train,eval,metric,value,suite,case,source
-CAT-Net,opensdi:sd15 (train),opensdi:sd2,benco_pixel_IoU,0.5458,cross-dataset,opensdi-sd2.binary,t
-CAT-Net,opensdi:sd15 (train),opensdi:sd2,benco_pixel_F1,0.6232,cross-dataset,opensdi-sd2.binary,t
-MaskCLIP,opensdi:sd15 (train),opensdi:sd2,benco_pixel_IoU,0.5550,cross-dataset,opensdi-sd2.binary,t
+CAT-Net,opensdi:sd15 (train),opensdi:sd2?kinds=partial,benco_pixel_IoU,0.5458,opensdi,binary,t
+CAT-Net,opensdi:sd15 (train),opensdi:sd2?kinds=partial,benco_pixel_F1,0.6232,opensdi,binary,t
+CAT-Net,opensdi:sd15 (train),opensdi:sd2,benco_image_F1,0.7000,,,t
+MaskCLIP,opensdi:sd15 (train),opensdi:sd2?kinds=partial,benco_pixel_IoU,0.5550,opensdi,binary,t
 """
+
+
+def opensdi_record(split: str, kinds: list[str], metrics: dict, detector: str = "benco.cat-net"):
+    return make_record(detector, suite="opensdi", metrics=metrics, dataset="opensdi",
+                       fingerprint=f"fp-{'-'.join(kinds)}", dataset_fields={"description": {"kinds": kinds}},
+                       case_fields={"split": split, "options": {"eval_dataset": "other",
+                                                               "eval_splits": "sd15,sd2,sd3,flux,sdxl"}})
 
 
 def test_a_record_with_the_same_protocol_is_compared_and_only_by_a_metric_of_the_same_definition():
     bench = parse_benchmark(BENCH, "test", parse_metrics(METRICS))
-    recs = [make_record("benco.cat-net", suite="cross-dataset", case="opensdi-sd2.binary",
-                        metrics={"gIoU": 0.6, "F1": 0.7}),
+    recs = [opensdi_record("sd2", ["partial"], {"IoU_benco": 0.6, "F1_benco": 0.7, "F1": 0.9, "gIoU": 0.8}),
+            opensdi_record("sd2", ["real", "full", "partial"], {"IoU_benco": 0.1, "F1_benco": 0.2}),  # other pixels
+            opensdi_record("sd15", ["partial"], {"IoU_benco": 0.3, "F1_benco": 0.4}),  # another generator
             make_record("benco.cat-net", suite="standard", case="binary", metrics={"gIoU": 0.9})]
+    met, _ = compare(bench, recs)
+    assert sorted((c.number.metric.name, c.ours) for c in met) == [("benco_pixel_F1", 0.7), ("benco_pixel_IoU", 0.6)]
     md = "\n".join(render_benchmarks([bench], recs))
-    assert re.search(r"\| CAT-Net +\| benco\.cat-net +\| .*\| benco\\_pixel\\_IoU \(= gIoU\) +\| +"
+    assert re.search(r"\| CAT-Net +\| benco\.cat-net +\| .*\| benco\\_pixel\\_IoU \(= IoU\\_benco\) +\| +"
                      r"60\.00 \\\| 54\.58 \\\| \+5\.4 \|", md)
-    # the per-image F1 is never compared with the record's pooled F1
-    assert "needs a diffzoo metric defined as benco\\_pixel\\_F1: none" in md
+    # an image number judged by the model's own score has no diffzoo metric: never compared
+    assert "benco\\_image\\_F1: image F1 on the model's own score (diffzoo: no metric of this definition; never " \
+           "compared)" in md
     assert "needs a diffzoo detector that is MaskCLIP: none is registered" in md
+
+
+def test_what_a_comparison_needs_names_the_eval_dataset_option():
+    bench = parse_benchmark(BENCH, "test", parse_metrics(METRICS))
+    md = "\n".join(render_benchmarks([bench], [])).replace("\\", "")
+    assert ("--suite opensdi --eval-dataset PATH --eval-dataset-option kinds=partial (case binary, evaluated on "
+            "opensdi:sd2)") in md
 
 
 @pytest.mark.parametrize("line, error", [
     ("CAT-Net,t,e,pooled_F1,0.5,,,s", "metric 'pooled_F1' is not defined"),
-    ("CAT-Net,t,e,benco_pixel_F1,0.5,cross-dataset,,s", "give both or neither"),
+    ("CAT-Net,t,e,benco_pixel_F1,0.5,opensdi,,s", "give both or neither"),
     ("CAT-Net,t,e,benco_pixel_F1,55.4,,,s", "must be a fraction in [0, 1]"),
     ("CAT-Net,t,e,benco_pixel_F1,0.5,,,", "must not be empty"),
 ])

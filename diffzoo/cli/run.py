@@ -73,6 +73,10 @@ def run_cmd(
         help="PATH[:SPLIT]: a dataset the cross-dataset suite evaluates the model on (default split: test, "
         "else val); repeatable.",
     ),
+    eval_dataset_option: list[str] = typer.Option(
+        [], "--eval-dataset-option",
+        help="KEY=VALUE: an adapter option for every --eval-dataset (e.g. kinds=partial for OpenSDI); repeatable.",
+    ),
     references: bool = typer.Option(
         True, "--references/--no-references",
         help="Also run the reference detectors a suite names (classification: CNNSpot, UniversalFakeDetect).",
@@ -104,6 +108,7 @@ def run_cmd(
             calibration_split=calibration_split, holdout=_pairs(holdout),
             generators={k: str(v) for k, v in parse_options(generator, "--generator").items()},
             save_every=save_every, workers=workers, eval_datasets=list(eval_dataset),
+            eval_dataset_options=parse_options(eval_dataset_option, "--eval-dataset-option"),
         )
 
 

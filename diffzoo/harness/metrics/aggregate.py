@@ -9,6 +9,8 @@ metrics defined as means over images:
   images are not given IoU 0; they count in FPR_authentic instead).
 - FPR_authentic = fraction of authentic images whose predicted edited area
   fraction > area_threshold.
+- F1_benco / IoU_benco = IMDL-BenCo's per-image pixel F1 / IoU: mean over every
+  scored image, an image without edited pixels counting 0.
 - bF1 = mean over classes 1..N of (mean over the images where that class was
   scored); bF1_image_mean = mean, over images with at least one scored class,
   of the mean bF1 over that image's scored classes.
@@ -53,7 +55,7 @@ def metric_keys(cfg: MetricConfig) -> list[str]:
     return [
         "aAcc", "mAcc", "mIoU", *(f"IoU.{n}" for n in cfg.names),
         "precision", "recall", "F1", "pixel_AUC", "F1_oracle", "bF1", "bF1_image_mean",
-        "gIoU", "cIoU", "FPR_authentic",
+        "gIoU", "cIoU", "FPR_authentic", "F1_benco", "IoU_benco",
         "img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC", "img_Acc_oracle",
         *(f"top{k}" for k in cfg.top_k), *COUNT_KEYS,
     ]
@@ -91,6 +93,12 @@ class Aggregator:
         self.frac = np.where(has_pred, ratio(tp + fp, valid), np.nan)
         self.img_iou = ratio(tp, tp + fp + fn)
         self.giou_mask = self.edited & has_pred
+        # IMDL-BenCo's per-image pixel F1 and IoU (evaluation/F1.py PixelF1 'origin', IOU.py), as
+        # OpenSDI reports them: each scored image's own value averaged, an image without edited
+        # pixels scoring 0 whatever the prediction (gIoU leaves authentic images out instead)
+        self.benco_mask = (label >= 0) & has_pred
+        self.img_f1_benco = np.where(self.edited, ratio(2 * tp, 2 * tp + fp + fn), 0.0)
+        self.img_iou_benco = np.where(self.edited, self.img_iou, 0.0)
         self.fpr_mask = self.authentic & np.isfinite(self.frac)
         self.area_positive = self.frac > cfg.area_threshold
 
@@ -132,6 +140,8 @@ class Aggregator:
         out["gIoU"] = _wmean(w, self.img_iou, self.giou_mask)
         out["cIoU"] = cIoU
         out["FPR_authentic"] = _wmean(w, self.area_positive, self.fpr_mask)
+        out["F1_benco"] = _wmean(w, self.img_f1_benco, self.benco_mask)
+        out["IoU_benco"] = _wmean(w, self.img_iou_benco, self.benco_mask)
 
         out["img_Acc"] = _wmean(w, self.correct, self.img_mask)
         out["img_real_Acc"] = _wmean(w, self.correct, self.img_mask & self.authentic)

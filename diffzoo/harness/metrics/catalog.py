@@ -62,6 +62,8 @@ _FRACTIONS = {
     "gIoU": ("gIoU", True),
     "cIoU": ("cIoU", True),
     "FPR_authentic": ("FPR auth.", False),
+    "F1_benco": ("F1 (BenCo per-image)", True),
+    "IoU_benco": ("IoU (BenCo per-image)", True),
     "img_Acc": ("Acc", True),
     "img_real_Acc": ("real Acc", True),
     "img_edited_Acc": ("edited Acc", True),

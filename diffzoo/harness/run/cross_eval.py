@@ -26,8 +26,10 @@ EvalDataset = tuple[Any, "str | None", str]
 """An opened ``--eval-dataset``: (dataset, the split it named or None, the option as given)."""
 
 
-def open_eval_datasets(specs: list[str], suites: list[Suite], progress: Any) -> list[EvalDataset]:
-    """The ``--eval-dataset`` datasets, opened (by rank 0 first); every split a selected case
+def open_eval_datasets(specs: list[str], suites: list[Suite], progress: Any,
+                       options: dict[str, Any] | None = None) -> list[EvalDataset]:
+    """The ``--eval-dataset`` datasets, opened (by rank 0 first) with the adapter ``options``
+    (``--eval-dataset-option``, e.g. OpenSDI's ``kinds=partial``); every split a selected case
     would read is checked here, before any training."""
     cross = [c for s in suites for c in s.cases if is_cross(c)]
     if specs and not cross:
@@ -37,7 +39,7 @@ def open_eval_datasets(specs: list[str], suites: list[Suite], progress: Any) -> 
     for spec in specs:
         target, split = eval_dataset_spec(spec)
         with distributed.main_first():
-            ds = open_dataset(target, progress)
+            ds = open_dataset(target, progress, **(options or {}))
         if split is not None and split not in ds.splits():
             raise ConfigError(f"--eval-dataset {spec}: dataset {ds.name} has no split {split} (it has "
                               f"{', '.join(ds.splits())})")

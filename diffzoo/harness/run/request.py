@@ -33,6 +33,7 @@ class RunRequest:
     save_every: int | None = None  # training steps between resume saves; None: a tenth of the run, 0: never
     workers: int | None = None  # loader processes; None: $DIFFZOO_WORKERS or by device (core/parallel.default_workers)
     eval_datasets: list[str] = field(default_factory=list)  # cross-dataset suite: PATH_OR_NAME[:SPLIT] each
+    eval_dataset_options: dict[str, Any] = field(default_factory=dict)  # adapter options of every --eval-dataset
 
 
 def eval_dataset_spec(spec: str) -> tuple[str, str | None]:

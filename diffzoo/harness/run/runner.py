@@ -95,7 +95,8 @@ class Runner:
         check_checkpoints(request.checkpoints)
         with distributed.main_first():  # rank 0 builds or downloads into the shared cache
             self.dataset = open_dataset(request.dataset, self.progress, **request.dataset_options)
-        self.eval_datasets = open_eval_datasets(request.eval_datasets, self.suites, self.progress)
+        self.eval_datasets = open_eval_datasets(request.eval_datasets, self.suites, self.progress,
+                                                request.eval_dataset_options)
         self.config, self.overrides = train_config(self.entry.card, self.dataset, request.train_overrides,
                                                    request.pretrained, request.seed)
         self.config = self.config.with_overrides(num_workers=self.workers)  # not in the cache key

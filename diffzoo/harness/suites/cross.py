@@ -19,6 +19,8 @@ from dataclasses import replace
 from diffzoo.harness.suites.model import Case, Suite
 from diffzoo.harness.suites.standard import BINARY_TRAIN, IMAGE_METRICS, LOCALIZATION_METRICS, PIXEL_METRICS
 
+BENCO = ("F1_benco", "IoU_benco")
+"""IMDL-BenCo's per-image pixel F1 and IoU (the other boards' metric), named apart from F1 and gIoU."""
 EVAL_OPTION = ("eval_dataset", "other")
 """The option that marks a case evaluated on the ``--eval-dataset`` datasets, not the run's."""
 EVAL_SPLITS = ("test", "val")
@@ -36,7 +38,7 @@ CROSS_DATASET = Suite(
         "split test, else val): binary localization and image-level detection from the binary mask."
     ),
     cases=(
-        Case(name="binary", task="binary", train=BINARY_TRAIN, metrics=PIXEL_METRICS + LOCALIZATION_METRICS,
+        Case(name="binary", task="binary", train=BINARY_TRAIN, metrics=PIXEL_METRICS + LOCALIZATION_METRICS + BENCO,
              description="edited vs unedited pixels, on another dataset", options=(EVAL_OPTION,)),
         Case(name="image", task="image", train=BINARY_TRAIN, metrics=IMAGE_METRICS,
              description="image-level detection from the binary mask (1% area rule), on another dataset",

@@ -141,21 +141,43 @@ def needs(number: Published) -> str:
     if not number.metric.diffzoo:
         return f"a diffzoo metric defined as {number.metric.name}: none"
     family = DETECTORS[number.method]
+    target, _, options = number.eval.partition("?")
+    read = f" --eval-dataset-option {' --eval-dataset-option '.join(options.split('&'))}" if options else ""
     return (f"a record of diffzoo run --detector {family.command_name} --suite {number.suite} "
-            f"(case {number.case})")
+            f"--eval-dataset PATH{read} (case {number.case}, evaluated on {target})")
+
+
+def evaluated_on(record: ResultRecord, where: str) -> bool:
+    """Whether ``record`` evaluated what a number's ``eval`` names: ``DATASET:SPLIT`` (the
+    dataset's adapter name and the case's split), then ``?KEY=VALUE&...`` adapter options the
+    dataset must have been read with (its description's values, e.g. OpenSDI's
+    ``kinds=partial``: pixel metrics on the partially edited fakes only)."""
+    target, _, options = where.partition("?")
+    name, _, split = target.partition(":")
+    b = record.body
+    if b.dataset.name != name or (split and b.case.get("split") != split):
+        return False
+    described = b.dataset.description or {}
+    for option in filter(None, options.split("&")):
+        key, _, value = option.partition("=")
+        have = described.get(key)
+        if (",".join(map(str, have)) if isinstance(have, list) else str(have)) != value:
+            return False
+    return True
 
 
 def compare(benchmark: Benchmark, records: list[ResultRecord]) -> tuple[list[Comparison], list[Published]]:
-    """(the numbers a record with the same protocol meets, the rest); per
-    (suite, case, row) the newest record counts."""
-    index = newest(records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.row_name))
+    """(the numbers a record with the same protocol meets, the rest); per (suite, case, row,
+    dataset, split) the newest record counts."""
+    index = newest(records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.row_name, r.body.dataset.name,
+                                           r.body.dataset.fingerprint, r.body.case.get("split")))
     met, rest = [], []
     for number in benchmark.numbers:
         family, metric = DETECTORS.get(number.method), number.metric.diffzoo
         found = [] if family is None or not metric or not number.suite else [
-            Comparison(number, row, float(record.metrics[metric])) for (suite, case, row), record in index.items()
-            if (suite, case) == (number.suite, number.case) and family.matches(row)
-            and _defined(record.metrics.get(metric))]
+            Comparison(number, key[2], float(record.metrics[metric])) for key, record in index.items()
+            if key[:2] == (number.suite, number.case) and family.matches(key[2])
+            and evaluated_on(record, number.eval) and _defined(record.metrics.get(metric))]
         met += found
         if not found:
             rest.append(number)
