@@ -44,8 +44,9 @@ def test_a_model_trained_on_mini_is_scored_on_two_other_datasets(capsys, tmp_pat
     records = records_of(out)
     mini = open_dataset("mini").fingerprint()
     evaluated = {(r["dataset"]["fingerprint"], r["case"]["name"], r["case"]["split"]) for r in records}
-    assert evaluated == {(open_dataset(str(folder)).fingerprint(), name, "val") for name in ("binary", "image")} | {
-        (open_dataset(str(tpgt)).fingerprint(), name, tpgt_split) for name in ("binary", "image")}
+    cases = ("binary", "image", "binary.editor")
+    assert evaluated == {(open_dataset(str(folder)).fingerprint(), name, "val") for name in cases} | {
+        (open_dataset(str(tpgt)).fingerprint(), name, tpgt_split) for name in cases}
     for r in records:
         trained = identity(r)["config"]["train_dataset"]
         assert trained["fingerprint"] == mini and trained["name"] == "mini" and trained["split"]["id"]
@@ -58,8 +59,11 @@ def test_a_model_trained_on_mini_is_scored_on_two_other_datasets(capsys, tmp_pat
     row = next(line for line in table.splitlines() if line.startswith("| segformer.tiny"))
     binary = next(r for r in records if r["case"]["name"] == "binary" and r["case"]["split"] == tpgt_split)
     assert f"{100 * binary['metrics']['F1']:.1f}" in row and f"{tpgt.name}/{tpgt_split} F1" in table
+    # per generator where the evaluation dataset's metadata names them (the DiffSeg30k folder's sd2, sdxl)
+    sliced = next(r for r in records if r["case"]["name"] == "binary.editor" and r["case"]["split"] == "val")
+    assert f"{100 * sliced['metrics']['F1@editor=sd2']:.1f}" in row and "ds/val sd2 F1" in table
     code, stdout, _ = cli(capsys, "leaderboard", "verify", "--store", out)
-    assert code == 0 and "4 good, 0 bad" in stdout
+    assert code == 0 and "6 good, 0 bad" in stdout
     # the published leaderboard opens with the same table
     code, _, stderr = cli(capsys, "leaderboard", "publish", "--store", out, "-f", "md,html", "--out", tmp_path / "lb")
     assert code == 0, stderr
@@ -75,7 +79,8 @@ def test_without_an_eval_dataset_the_suite_says_what_it_needs(capsys, tmp_path):
     code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "all", "--plan", *FAST)
     assert code == 0, stderr  # with other suites, the cross-dataset cases are listed as skipped, saying why
     text = " ".join(stdout.split())
-    assert all(f"skipped cross-dataset/{case}: no --eval-dataset given" in text for case in ("binary", "image"))
+    assert all(f"skipped cross-dataset/{case}: no --eval-dataset given" in text
+               for case in ("binary", "image", "binary.editor"))
 
 
 @pytest.mark.parametrize("spec, message", [

@@ -42,7 +42,7 @@ PINNED = {
     ("slices", "1"): "d7185bae1d2ca5f5",
     ("slices", "2"): "f5ef3929963a6ee5",
     ("format-parity", "1"): "e6f62ccf31b71ef6",
-    ("cross-dataset", "1"): "d98dc5ab036dc583",
+    ("cross-dataset", "1"): "a162fc8d3f99be6f",
     ("opensdi", "1"): "9f5e5773c8724d6a",
 }
 

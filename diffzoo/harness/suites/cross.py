@@ -43,8 +43,11 @@ CROSS_DATASET = Suite(
         Case(name="image", task="image", train=BINARY_TRAIN, metrics=IMAGE_METRICS,
              description="image-level detection from the binary mask (1% area rule), on another dataset",
              options=(EVAL_OPTION,)),
+        Case(name="binary.editor", task="binary", train=BINARY_TRAIN, metrics=("mIoU", "F1", "F1_benco"),
+             slice_by="editor", description="binary localization per generator of the other dataset (its images "
+             "by the editor their metadata names; none where it names none)", options=(EVAL_OPTION,)),
     ),
-    changelog=("1: binary and image cases on each --eval-dataset.",),
+    changelog=("1: binary and image cases on each --eval-dataset, and binary per generator.",),
 )
 
 
@@ -62,6 +65,6 @@ OPENSDI = Suite(
         "localization and image-level detection from the binary mask, one column per generator."
     ),
     cases=tuple(replace(case, options=(EVAL_OPTION, (EVAL_SPLITS_OPTION, ",".join(OPENSDI_GENERATORS))))
-                for case in CROSS_DATASET.cases),
+                for case in CROSS_DATASET.cases if not case.slice_by),  # one generator per split already
     changelog=("1: the cross-dataset cases on OpenSDI's five generator splits.",),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR, metric_info
-from diffzoo.harness.metrics.slices import SLICE_KEYS, missing_metadata_message
+from diffzoo.harness.metrics.slices import NO_TURNS, SLICE_KEYS, missing_metadata_message
 from diffzoo.harness.suites.paper import CLASSIFICATION_EDITORS, FORMAT_PARITY, PAIR_NAMES, PARITY_METRICS
 from diffzoo.leaderboard.summary.model import (
     RecordIndex,
@@ -287,9 +287,15 @@ def cross_table(records: list[ResultRecord], detector_order: list[str]) -> Summa
     cross = newest(
         (r for r in records if _is_cross(r)),
         key=lambda r: (r.body.row_name, r.body.case_name, _where(r)))
-    places = list(dict.fromkeys(_where(r) for r in cross.values()))
-    cols = [column(f"{where}:{metric}", metric, f"{where} {'image ' if task == 'image' else ''}"
-                   f"{metric_info(metric).label}") for where in places for task, metric in CROSS_METRICS]
+    places = sorted({_where(r) for r in cross.values()})
+    per_generator = {where: list(dict.fromkeys(  # F1 per generator, from the binary.editor slice case
+        m for (_, case, w), r in cross.items() if case == "binary.editor" and w == where for m in r.metrics
+        if m.startswith(f"F1{SLICE_SEPARATOR}editor=") and not m.endswith(f"={NO_TURNS}"))) for where in places}
+    cols = []
+    for where in places:
+        cols += [column(f"{where}:{metric}", metric, f"{where} {'image ' if task == 'image' else ''}"
+                        f"{metric_info(metric).label}") for task, metric in CROSS_METRICS]
+        cols += [column(f"{where}:{m}", "F1", f"{where} {m.partition('=')[2]} F1") for m in per_generator[where]]
     detectors = sorted({k[0] for k in cross}, key=lambda n: (detector_order.index(n) if n in detector_order
                                                                else len(detector_order), n))
     rows = []
@@ -297,14 +303,16 @@ def cross_table(records: list[ResultRecord], detector_order: list[str]) -> Summa
         found: dict[str, Cell] = {}
         for where in places:
             for task, metric in CROSS_METRICS:
-                record = cross.get((det, task, where))
-                found.update(cells(record, {f"{where}:{metric}": metric}))
+                found.update(cells(cross.get((det, task, where)), {f"{where}:{metric}": metric}))
+            found.update(cells(cross.get((det, "binary.editor", where)),
+                               {f"{where}:{m}": m for m in per_generator[where]}))
         rows.append(Row(det, found))
     return SummaryTable("X", "Cross-dataset: the model trained here, evaluated on other datasets (cross-dataset, "
                         "opensdi)",
                         "detector", cols, rows,
-                        notes=["columns: evaluation dataset/split; image-level columns judge images by the "
-                               "predicted edited area (1% rule)"] if rows else [],
+                        notes=["columns: evaluation dataset/split (and its generators' F1, where its metadata "
+                               "names them); image-level columns judge images by the predicted edited area "
+                               "(1% rule)"] if rows else [],
                         hint="no records: run diffzoo run with --suite cross-dataset (or opensdi) --eval-dataset PATH[:SPLIT]",
                         fed=bool(rows))
 
