@@ -120,3 +120,12 @@ def test_the_opensdi_preset_reads_every_generator_split_of_the_eval_dataset(caps
     code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "opensdi", "--out",
                           tmp_path / "out2", "--eval-dataset", make_diffseg_folder(tmp_path / "plain"), *FAST)
     assert code == 2 and "has no split sd15 or sd2 or sd3 or flux or sdxl" in stderr
+
+
+def test_eval_dataset_mistakes_name_the_flag_and_the_fix(capsys, tmp_path):
+    code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--out",
+                          tmp_path / "out", "--eval-dataset", "mini", "--eval-dataset-option", "bogus=1", *FAST)
+    assert code == 2 and "--eval-dataset mini: " in stderr and "does not take --eval-dataset-option bogus" in stderr
+    code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--out",
+                          tmp_path / "out2", "--eval-dataset", "someone/SomeBench:test", *FAST)
+    assert code != 0 and "huggingface-cli download someone/SomeBench --repo-type dataset" in stderr

@@ -38,8 +38,12 @@ def open_eval_datasets(specs: list[str], suites: list[Suite], progress: Any,
     out: list[EvalDataset] = []
     for spec in specs:
         target, split = eval_dataset_spec(spec)
-        with distributed.main_first():
-            ds = open_dataset(target, progress, **(options or {}))
+        try:
+            with distributed.main_first():
+                ds = open_dataset(target, progress, **(options or {}))
+        except ConfigError as exc:  # the adapter's options came from --eval-dataset-option here
+            raise ConfigError(f"--eval-dataset {spec}: "
+                              + str(exc).replace("--dataset-option", "--eval-dataset-option")) from exc
         if split is not None and split not in ds.splits():
             raise ConfigError(f"--eval-dataset {spec}: dataset {ds.name} has no split {split} (it has "
                               f"{', '.join(ds.splits())})")

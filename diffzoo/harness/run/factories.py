@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import re
 import logging
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,10 @@ def open_dataset(spec: str, progress: Progress | None = None, **options: Any) ->
     path = Path(spec).expanduser()
     if not path.exists() and not is_hub_id(spec):
         if _looks_like_path(spec):
-            raise DataError(f"dataset path {spec} does not exist")
+            hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) is not None
+            raise DataError(f"dataset path {spec} does not exist" + (
+                f" (a Hugging Face dataset id? diffzoo reads a local copy: huggingface-cli download {spec} "
+                "--repo-type dataset --local-dir DIR, then pass DIR)" if hub else ""))
         raise UnknownNameError("dataset", spec, [e.name for e in registry.list("dataset")])
     target = path if path.exists() else spec
     layouts = []
