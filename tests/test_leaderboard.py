@@ -283,7 +283,8 @@ def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
                         "--format", "latex", "--format", "json", "--out", str(out))
     assert code == 0, text
     assert sorted(p.name for p in out.iterdir()) == ["leaderboard.csv", "leaderboard.json", "leaderboard.md",
-                                                     "leaderboard.tex"]
+                                                     "leaderboard.tex", "overview.csv", "overview.md",
+                                                     "overview.tex"]
     assert "not frozen" in (out / "leaderboard.md").read_text()
     code, _, err = cli(capsys, "leaderboard", "publish", "--store", str(store), "--format", "pdf")
     assert code != 0 and "unknown format(s) pdf" in err

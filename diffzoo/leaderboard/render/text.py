@@ -19,6 +19,7 @@ from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.leaderboard.formats import FORMATS, TEXT_FORMAT_FILES
 from diffzoo.leaderboard.render.escape import csv_cell, latex, md_cell
 from diffzoo.leaderboard.render.layout import LEFT, RIGHT, markdown_table
+from diffzoo.leaderboard.render.overview_text import write_overview
 from diffzoo.leaderboard.tables import Table, build_tables, check_mixing, conditions_line, record_conditions, render_cell
 from diffzoo.leaderboard.versions import Selection, summarize
 
@@ -221,4 +222,6 @@ def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False
 
         return write_site(selection, out)
     name, render = TEXT_FORMATS[fmt]
-    return atomic_write_text(out / name, render(selection, tables))
+    path = atomic_write_text(out / name, render(selection, tables))
+    write_overview(selection, fmt, out, header_lines(selection))  # md, csv, latex: the overview beside it
+    return path

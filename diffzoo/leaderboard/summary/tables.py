@@ -106,7 +106,8 @@ def _pair_of(case_name: str) -> str:
     return pair.removesuffix(".seen")
 
 
-def _pairs(idx: RecordIndex) -> list[str]:
+def unseen_pairs(idx: RecordIndex) -> list[str]:
+    """The held-out pairs the unseen-generators records of ``idx`` name: the paper's first, in its order."""
     found = list(dict.fromkeys(_pair_of(c) for c in idx.cases("unseen-generators")))
     return [p for p in PAPER_PAIR_NAMES if p in found] + [p for p in found if p not in PAPER_PAIR_NAMES]
 
@@ -121,7 +122,7 @@ def _pair_label(idx: RecordIndex, pair: str, det: str) -> str:
 
 
 def unseen_table(idx: RecordIndex, tid: str, task: str, metrics: tuple[str, ...]) -> SummaryTable:
-    pairs = _pairs(idx)
+    pairs = unseen_pairs(idx)
     cols = prefixed_columns((where, m) for where in ("seen", "held-out") for m in metrics)
 
     def rows(det: str) -> list[Row]:
@@ -285,9 +286,9 @@ def cross_table(records: list[ResultRecord], detector_order: list[str]) -> Summa
     """Rows: detectors (trained on this group's dataset); columns: each evaluation dataset and
     split (``name/split``) by :data:`CROSS_METRICS`, as OpenSDI's board lays them out."""
     cross = newest(
-        (r for r in records if _is_cross(r)),
-        key=lambda r: (r.body.row_name, r.body.case_name, _where(r)))
-    places = sorted({_where(r) for r in cross.values()})
+        (r for r in records if is_cross_record(r)),
+        key=lambda r: (r.body.row_name, r.body.case_name, eval_place(r)))
+    places = sorted({eval_place(r) for r in cross.values()})
     per_generator = {where: list(dict.fromkeys(  # F1 per generator, from the binary.editor slice case
         m for (_, case, w), r in cross.items() if case == "binary.editor" and w == where for m in r.metrics
         if m.startswith(f"F1{SLICE_SEPARATOR}editor=") and not m.endswith(f"={NO_TURNS}"))) for where in places}
@@ -317,12 +318,12 @@ def cross_table(records: list[ResultRecord], detector_order: list[str]) -> Summa
                         fed=bool(rows))
 
 
-def _is_cross(record: ResultRecord) -> bool:
+def is_cross_record(record: ResultRecord) -> bool:
     """A record of a case evaluated on an ``--eval-dataset`` (suites cross-dataset, opensdi)."""
     return (record.body.case.get("options") or {}).get("eval_dataset") == "other"
 
 
-def _where(record: ResultRecord) -> str:
+def eval_place(record: ResultRecord) -> str:
     """``name/split`` of the dataset a cross-dataset record evaluated."""
     return f"{record.body.dataset.name}/{record.body.case.get('split', '')}"
 
@@ -333,7 +334,7 @@ def cross_tables(records: list[ResultRecord]) -> list[SummaryTable]:
     by_train: dict[tuple[str, str], list[ResultRecord]] = {}
     for r in records:
         trained = r.body.config.get("train_dataset") or {}
-        if _is_cross(r) and trained:
+        if is_cross_record(r) and trained:
             by_train.setdefault((trained.get("name", ""), trained.get("fingerprint", "")), []).append(r)
     out = []
     for (name, fingerprint), recs in by_train.items():

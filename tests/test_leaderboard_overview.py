@@ -1,0 +1,216 @@
+"""The overview table (docs/leaderboard.md, "The overview table"): one row per detector,
+its numbers equal to the records' (recomputed here from the records themselves), a
+missing value a mark with one note, never a mix of label maps or evaluator versions, and
+``leaderboard publish`` writing it as Markdown, CSV and LaTeX with every name escaped."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from statistics import fmean
+
+import pytest
+from conftest import cli, make_record
+
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.overview.build import build_overview
+from diffzoo.leaderboard.overview.model import OVERVIEW_VERSION, OverviewTable
+from diffzoo.leaderboard.render.overview_text import overview_markdown
+from diffzoo.leaderboard.store import RecordStore
+from diffzoo.leaderboard.versions import Selection
+
+SETTINGS = ("jpeg80", "jpeg60", "resize50", "resize200")  # the paper's, written out on purpose
+PAIRS = ("Flux_Hunyuan", "SD2_SD3.5", "Glide_Kolors")
+PLACES = ("casia", "cocoglide")
+
+
+def conditions(sha: str = "11") -> dict:
+    """A record's label map (``sha`` x32, from labels.json) and split scheme."""
+    return {"label_map": {"names": ["background", "sd2", "sdxl"], "sha256": sha * 32, "source": "labels.json",
+                          "verified": True},
+            "split": {"id": "diffzoo-hash-v1-seed0-val20", "source": "diffzoo"}}
+
+
+def board(names=("alpha", "beta", "gamma"), sha: str = "11") -> list[ResultRecord]:
+    """Three detectors on mini: standard (gamma without semantic), the distortions suite's
+    clean and paper settings (gamma none), unseen-generators (beta without Glide_Kolors) and
+    cross-dataset on casia/test and cocoglide/test (gamma only casia)."""
+    recs = []
+
+    def add(det, **kw):
+        kw.setdefault("dataset_fields", conditions(sha))
+        recs.append(make_record(det, **kw))
+
+    for i, det in enumerate(names):
+        miou = 0.5 + 0.1 * i
+        add(det, metrics={"aAcc": 0.9, "mIoU": miou, "bF1": 0.3 + 0.03 * i, "F1": 0.6},
+            ci95={"mIoU": [miou - 0.02, miou + 0.04], "bF1": [0.2, 0.5]})
+        if i != 2:
+            add(det, case="semantic", task="semantic",
+                metrics={"aAcc": 0.8, "mIoU": 0.2 + 0.05 * i, "bF1": 0.1, "top1": 0.5})
+        add(det, case="image", task="image", metrics={"img_Acc": 0.7 + 0.02 * i, "img_AP": 0.8 - 0.01 * i},
+            ci95={"img_AP": [0.7, 0.9]})
+        if i != 2:
+            for j, s in enumerate(("clean", *SETTINGS)):
+                add(det, suite="distortions", suite_version="2", case=f"{s}.binary",
+                    metrics={"mIoU": 0.7 - 0.07 * j + 0.02 * i * j, "bF1": 0.2})
+        for j, pair in enumerate(PAIRS):
+            if (i, pair) != (1, "Glide_Kolors"):
+                add(det, suite="unseen-generators", case=f"{pair}.binary", metrics={"mIoU": 0.3 + 0.04 * j + 0.01 * i})
+                add(det, suite="unseen-generators", case=f"{pair}.seen.binary", metrics={"mIoU": 0.9})
+        for j, place in enumerate(PLACES[:1] if i == 2 else PLACES):
+            add(det, suite="cross-dataset", case="binary", dataset=place, fingerprint=f"fp-{place}",
+                dataset_fields={}, case_fields={"split": "test", "options": {"eval_dataset": "other"}},
+                config={"train_dataset": {"name": "mini", "fingerprint": "fp0001", **conditions(sha)}},
+                metrics={"mIoU": 0.25 + 0.1 * j + 0.05 * i, "F1": 0.55}, ci95={"mIoU": [0.2, 0.4]})
+    return recs
+
+
+def of(records, det, suite, case, metric, dataset=None):
+    """The one record's ``metric`` (looked up here, not through the overview's code)."""
+    [r] = [r for r in records if r.body.detector.name == det and r.body.suite.name == suite
+           and r.body.case_name == case and not r.body.own_score and (dataset is None or r.body.dataset.name == dataset)]
+    return r.metrics[metric], r.body.ci95.get(metric)
+
+
+def only(records) -> OverviewTable:
+    [table] = build_overview(records)
+    return table
+
+
+def test_one_row_per_detector_and_each_number_equals_the_records():
+    recs = board()
+    t = only(recs)
+    assert t.version == OVERVIEW_VERSION == "1"
+    assert t.group.dataset == "mini" and t.group.fingerprint == "fp0001"  # the cross records joined it
+    assert t.group.label_map == "111111111111 (labels.json)" and t.group.split == "diffzoo-hash-v1-seed0-val20"
+    assert dict(t.group.suites) == {"standard": "v1 (hstandar)", "distortions": "v2 (hdistort)",
+                                    "unseen-generators": "v1 (hunseen-)", "cross-dataset": "v1 (hcross-d)"}
+    assert [c.key for c in t.columns] == [
+        "standard.binary.mIoU", "standard.binary.bF1", "standard.semantic.mIoU", "standard.image.img_Acc",
+        "standard.image.img_AP", "robustness.binary.mIoU.mean", "robustness.binary.mIoU.worst",
+        "unseen.binary.mIoU.mean", "cross-dataset.binary.mIoU.casia/test", "cross-dataset.binary.mIoU.cocoglide/test",
+        "cross-dataset.binary.mIoU.mean"]
+    assert [c.benchmark for c in t.columns[5:8]] == ["robustness", "robustness", "unseen editors"]
+    assert [(r.label, r.rank) for r in t.rows] == [("gamma", 1), ("beta", 2), ("alpha", 3)]  # by binary mIoU
+    for row in t.rows:
+        det, cells = row.label, row.cells
+        for key, (case, metric) in {"standard.binary.mIoU": ("binary", "mIoU"), "standard.binary.bF1": ("binary", "bF1"),
+                                    "standard.image.img_Acc": ("image", "img_Acc"),
+                                    "standard.image.img_AP": ("image", "img_AP")}.items():
+            value, ci = of(recs, det, "standard", case, metric)
+            assert cells[key].value == value
+            assert cells[key].half_width == (None if ci is None else pytest.approx((ci[1] - ci[0]) / 2))
+        if det != "gamma":
+            assert cells["standard.semantic.mIoU"].value == of(recs, det, "standard", "semantic", "mIoU")[0]
+            settings = [of(recs, det, "distortions", f"{s}.binary", "mIoU")[0] for s in SETTINGS]
+            assert cells["robustness.binary.mIoU.mean"].value == pytest.approx(fmean(settings))
+            assert cells["robustness.binary.mIoU.mean"].ci is None  # a mean over settings has no CI
+            assert cells["robustness.binary.mIoU.worst"].value == min(settings)
+            assert cells["robustness.binary.mIoU.worst"].detail == SETTINGS[settings.index(min(settings))]
+        if det != "beta":
+            held = [of(recs, det, "unseen-generators", f"{p}.binary", "mIoU")[0] for p in PAIRS]
+            assert cells["unseen.binary.mIoU.mean"].value == pytest.approx(fmean(held))
+        places = PLACES[:1] if det == "gamma" else PLACES
+        cross = [of(recs, det, "cross-dataset", "binary", "mIoU", dataset=p) for p in places]
+        for place, (value, ci) in zip(places, cross):
+            cell = cells[f"cross-dataset.binary.mIoU.{place}/test"]
+            assert (cell.value, cell.half_width) == (value, pytest.approx((ci[1] - ci[0]) / 2))
+        if det != "gamma":
+            assert cells["cross-dataset.binary.mIoU.mean"].value == pytest.approx(fmean(v for v, _ in cross))
+    md = overview_markdown(Selection("t", recs), [t], [])
+    beta = next(line for line in md.splitlines() if line.startswith("|") and "| beta " in line)
+    assert f"{100 * of(recs, 'beta', 'standard', 'binary', 'mIoU')[0]:.1f} ± 3.0" in beta
+
+
+def test_a_missing_value_is_a_mark_and_one_note():
+    t = only(board())
+    gamma, beta = (next(r for r in t.rows if r.label == name) for name in ("gamma", "beta"))
+    mean, worst = gamma.cells["robustness.binary.mIoU.mean"], gamma.cells["robustness.binary.mIoU.worst"]
+    assert mean.missing and worst.missing and mean.value is None and mean.notes == worst.notes
+    [note] = mean.notes
+    assert t.note(note).text == ("no distortions records for gamma: diffzoo run --detector gamma --suite distortions "
+                                 "--dataset mini")
+    assert "gamma has no standard record of case semantic" in t.note(gamma.cells["standard.semantic.mIoU"].notes[0]).text
+    unseen = beta.cells["unseen.binary.mIoU.mean"]
+    assert unseen.missing and "beta has no unseen-generators record of Glide_Kolors.binary" in t.note(unseen.notes[0]).text
+    cross_mean = gamma.cells["cross-dataset.binary.mIoU.mean"]
+    assert cross_mean.notes == gamma.cells["cross-dataset.binary.mIoU.cocoglide/test"].notes
+    assert "--eval-dataset PATH:test" in t.note(cross_mean.notes[0]).text
+    used = [n for r in t.rows for c in r.cells.values() for n in c.notes]
+    assert [n.id for n in t.notes] == [str(i) for i in range(1, len(t.notes) + 1)] == list(dict.fromkeys(used))
+    assert len({n.text for n in t.notes}) == len(t.notes) == 4  # each listed once
+    md = overview_markdown(Selection("t", []), [t], [])
+    row = next(line for line in md.splitlines() if line.startswith("|") and "| gamma " in line)
+    assert row.count(f"— [{note}]") == 2 and md.count(f"- [{note}] no distortions records for gamma") == 1
+
+
+def test_own_score_and_classifier_rows_have_no_pixel_values():
+    recs = board()
+    recs.append(make_record("alpha", case="image", task="image", dataset_fields=conditions(),
+                            case_fields={"options": {"image_score": "detector"}},
+                            metrics={"img_Acc": 0.61, "img_AP": 0.62}))
+    classifier = json.loads(make_record("cls", case="image", task="image", dataset_fields=conditions(),
+                                        metrics={"img_Acc": 0.9, "img_AP": 0.95}).to_json())
+    classifier["detector"]["card"] = {"tasks": ["classification"]}  # no pixel output
+    recs.append(ResultRecord.create(**classifier))
+    t = only(recs)
+    assert [r.label for r in t.rows][3:] == ["alpha (own image score)", "cls"] and t.rows[3].rank is None
+    own, cls = t.rows[3], t.rows[4]
+    assert own.own_score and own.detector == "alpha" and not cls.own_score
+    assert own.cells["standard.image.img_AP"].value == 0.62 and cls.cells["standard.image.img_AP"].value == 0.95
+    for row in (own, cls):
+        for col in t.columns:
+            cell = row.cells[col.key]
+            assert (not cell.applicable and not cell.notes) == (col.task != "image"), (row.label, col.key)
+    assert len(t.notes) == 4  # no note for a value the detector cannot have
+
+
+def test_label_maps_and_suite_versions_are_never_mixed():
+    recs = board(("alpha",), sha="11") + board(("beta",), sha="22")
+    recs.append(make_record("alpha", suite="distortions", suite_version="1", case="jpeg80.binary",
+                            dataset_fields=conditions("11"), metrics={"mIoU": 0.1}))
+    tables = build_overview(recs)
+    by = {(t.group.label_map[:2], t.group.suites): [r.label for r in t.rows] for t in tables}
+    assert len(tables) == 3 and sorted(by.values()) == [["alpha"], ["alpha"], ["beta"]]
+    older = next(t for t in tables if dict(t.group.suites) == {"distortions": "v1 (hdistort)"})
+    assert older.group.label_map.startswith("11") and [c.key for c in older.columns] == [
+        "robustness.binary.mIoU.mean", "robustness.binary.mIoU.worst"]
+    assert "alpha has no distortions record of jpeg60.binary" in older.notes[0].text  # v1 is not averaged with v2
+    newer = {t.group.label_map[:2]: t for t in tables if t is not older}
+    assert newer["22"].rows[0].cells["standard.binary.mIoU"].value == 0.5  # beta's own, under its own map
+    assert newer["22"].rows[0].cells["cross-dataset.binary.mIoU.casia/test"].value == 0.25  # trained under map 22
+    assert newer["11"].group.name != newer["22"].group.name and newer["11"].group.slug != newer["22"].group.slug
+
+
+def test_publish_writes_the_overview_in_md_csv_latex_escaping_names(tmp_path, capsys):
+    evil = "x|y\n# z & 50% $"
+    store = RecordStore(tmp_path / "store")
+    for r in board(("alpha", "beta", evil)):
+        store.add(r)
+    out = tmp_path / "pub"
+    code, text, _ = cli(capsys, "leaderboard", "publish", "--store", store.root, "--format", "md,csv,latex",
+                        "--out", out)
+    assert code == 0, text
+    assert {"overview.md", "overview.csv", "overview.tex", "leaderboard.md"} <= {p.name for p in out.iterdir()}
+    md = (out / "overview.md").read_text()
+    assert "## mini (fp0001)" in md and "x\\|y\\\\n# z &amp; 50% $" in md
+    assert not any(line.startswith("# z") for line in md.splitlines())
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + 3
+    assert len({len(re.split(r"(?<!\\)\|", line)) for line in table}) == 1  # no cell break from the name
+    assert "[1] x\\|y\\\\n# z &amp; 50% $ has no standard record of case semantic" in md
+    lines = (out / "overview.csv").read_text().splitlines()
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    assert len(lines) == 1 + len(rows) == 1 + 3 * 11  # one line per row and column, none broken
+    assert {r["detector"] for r in rows} == {"alpha", "beta", "x|y\\n# z & 50% $"}
+    cell = next(r for r in rows if r["detector"] == "beta" and r["column"] == "standard.binary.mIoU")
+    assert (float(cell["value"]), cell["status"], cell["overview_version"]) == (0.6, "value", "1")
+    assert float(cell["ci_half"]) == pytest.approx(0.03)
+    missing = next(r for r in rows if r["detector"] == "beta" and r["column"] == "unseen.binary.mIoU.mean")
+    assert (missing["value"], missing["status"]) == ("", "missing") and "Glide_Kolors.binary" in missing["note"]
+    tex = (out / "overview.tex").read_text()
+    assert r"x\textbar{}y\textbackslash{}n\# z \& 50\% \$" in tex and "& 50%" not in tex
+    assert r"\multicolumn{5}{c}{standard}" in tex and r"--- {[}1{]}" in tex and r"\toprule" in tex
