@@ -20,6 +20,7 @@ import pytest
 from diffzoo.harness.metrics.catalog import metric_info
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.render.site import detector_slugs, write_site
+from diffzoo.leaderboard.render.site_overview import OVERVIEW_JS
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.tables import Cell, format_ci, format_value, slugify
 from diffzoo.leaderboard.versions import freeze, load_version
@@ -144,7 +145,8 @@ def test_record_strings_are_escaped_and_links_are_slugs(site):
     link = re.compile(r"^(#t-[\w.-]+|(\.\./)?(index\.html(#t-[\w.-]+)?|detectors/[\w.-]+\.html|plots/[\w.-]+\.png))$")
     for page in pages:
         p = parse(page)
-        assert [t for t, _ in p.tags if t == "script"] == [], page
+        # the one script is the overview's constant code; a record's "<script>" is text
+        assert re.findall(r"<script>(.*?)</script>", page.read_text(), re.S) in ([], [OVERVIEW_JS]), page
         for tag, attrs in p.tags:
             assert not [a for a in attrs if a.startswith("on")], (page, tag, attrs)
             for a in ("href", "src"):
@@ -230,7 +232,7 @@ def test_index_in_chromium(site, driver, tmp_path):
 
     driver.get(site["index"].as_uri())
     assert driver.execute_script("return window.__pwned") is None  # the <script> in a name never ran
-    assert driver.find_elements(By.TAG_NAME, "script") == []
+    assert [s.get_attribute("innerHTML") for s in driver.find_elements(By.TAG_NAME, "script")] == [OVERVIEW_JS]
     assert "v1" in driver.title
     assert driver.find_element(By.CSS_SELECTOR, "#version-summary").text.count(DATASET) == 1
     table = driver.find_element(By.CSS_SELECTOR, 'table.leaderboard[data-suite="standard"][data-suite-version="1"]'
@@ -282,7 +284,7 @@ def test_index_in_chromium(site, driver, tmp_path):
     assert driver.find_element(By.CSS_SELECTOR, "h1.detector-name").text == EVIL
     assert EVIL_CARD in driver.find_element(By.CSS_SELECTOR, "#card").text
     assert driver.execute_script("return window.__pwned") is None
-    assert driver.find_elements(By.TAG_NAME, "script") == []
+    assert [s.get_attribute("innerHTML") for s in driver.find_elements(By.TAG_NAME, "script")] in ([], [OVERVIEW_JS])
 
 
 def test_detector_page_in_chromium(site, driver, tmp_path):
@@ -290,6 +292,14 @@ def test_detector_page_in_chromium(site, driver, tmp_path):
 
     driver.get((site["out"] / "detectors" / "segformer.b0.html").as_uri())
     assert driver.find_element(By.CSS_SELECTOR, "h1.detector-name").text == "segformer.b0"
+    # the page opens with its overview row and its plots; the per-case tables are folded
+    own = driver.find_elements(By.CSS_SELECTOR, "#overview-rows table.overview-table tbody tr")
+    assert [r.get_attribute("data-detector") for r in own] == ["segformer.b0"] * 2  # standard v2, then v1
+    sections = [el.get_attribute("id") for el in driver.find_elements(By.CSS_SELECTOR, "body > section")]
+    assert sections[:2] == ["overview-rows", "plots"] and sections[-1] == "results"
+    details = driver.find_element(By.CSS_SELECTOR, "#results details")
+    assert details.get_attribute("open") is None
+    details.find_element(By.TAG_NAME, "summary").click()
     tables = driver.find_elements(By.CSS_SELECTOR, "#results table.leaderboard")
     assert len(tables) == 4 + 5  # standard v1 x3, standard v2, robustness x5
     semantic = driver.find_element(By.CSS_SELECTOR, '#results table[data-case="semantic"]')
@@ -309,3 +319,49 @@ def test_detector_page_in_chromium(site, driver, tmp_path):
     assert driver.find_element(By.CSS_SELECTOR, "h1.detector-name").text == QUOTE
     for img in driver.find_elements(By.CSS_SELECTOR, "#plots figure.plot img"):
         assert driver.execute_script("return arguments[0].naturalWidth", img) > 0
+
+
+def test_overview_sorts_filters_and_toggles_in_chromium(site, driver, tmp_path):
+    """The front page's overview: one row per detector, numbers as the records', a click on a
+    column header orders the rows by it (missing last), the filter hides rows, a task toggle
+    hides its columns; from file://, with no network."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(site["index"].as_uri())
+    overviews = driver.find_elements(By.CSS_SELECTOR, "section.overview table.overview-table")
+    assert overviews and all(t.get_attribute("data-overview-version") == "1" for t in overviews)
+
+    def names():
+        return [r.get_attribute("data-detector") for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")
+                if r.is_displayed()]
+
+    def column(key_text):
+        heads = table.find_elements(By.CSS_SELECTOR, "th.sortable")
+        return next(h for h in heads if key_text in h.text)
+
+    mious = {n: find(site["records"], n, "binary", version="2" if n == "segformer.b0" else "1").metrics["mIoU"]
+             for n in ("segformer.b0", "fcn8s", EVIL, QUOTE)}
+    aps = {n: find(site["records"], n, "image").metrics["img_AP"] for n in mious}
+    # one table per suite version: standard v2 has segformer.b0 alone, v1 all four
+    v1 = next(s for s in driver.find_elements(By.CSS_SELECTOR, "section.overview") if "standard v1" in s.text)
+    table = v1.find_element(By.CSS_SELECTOR, "table.overview-table")
+    assert names() == sorted(mious, key=lambda n: -find(site["records"], n, "binary").metrics["mIoU"])
+    column("image AP").click()
+    assert names() == sorted(aps, key=lambda n: -aps[n])  # best first
+    column("image AP").click()
+    assert names() == sorted(aps, key=lambda n: aps[n])  # and back
+    first = table.find_element(By.CSS_SELECTOR, "tbody tr td.metric")
+    assert first.text.split()[0] == format_value(metric_info("mIoU"), find(site["records"], names()[0],
+                                                                           "binary").metrics["mIoU"])
+    box = v1.find_element(By.CSS_SELECTOR, "input.overview-filter")
+    box.send_keys("fcn")
+    assert names() == ["fcn8s"]
+    box.clear()  # clear() sends no input event: send one
+    driver.execute_script("arguments[0].dispatchEvent(new Event('input'))", box)
+    assert len(names()) == 4
+    toggle = v1.find_element(By.CSS_SELECTOR, 'input.task-toggle[value="image"]')
+    toggle.click()
+    assert not any(h.is_displayed() for h in table.find_elements(By.CSS_SELECTOR, 'th[data-task="image"]'))
+    assert all(h.is_displayed() for h in table.find_elements(By.CSS_SELECTOR, 'th[data-task="binary"]'))
+    assert driver.execute_script("return window.__pwned") is None
+    screenshot(driver, tmp_path / "leaderboard-overview.png")

@@ -4,7 +4,8 @@
 manifest summary, one ranked table per :class:`~.tables.Table`),
 ``out/detectors/<slug>.html`` per detector (its rows in every table, its
 card, confusion matrices, robustness curves and per-editor IoU bars) and the
-figures in ``out/plots/``.  No JavaScript and no external resources.
+figures in ``out/plots/``.  No external resources; the one script is the
+overview table's constant sorting and filtering code (:mod:`.site_overview`).
 The pages are put together here; their tables are drawn by
 :mod:`.site_tables`, their figures by :mod:`.site_figures`.
 
@@ -27,8 +28,11 @@ from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.newest import newest_record
 from diffzoo.leaderboard.render.escape import html as e
+from diffzoo.leaderboard.overview.build import build_overview
+from diffzoo.leaderboard.overview.model import OverviewTable
 from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures
-from diffzoo.leaderboard.render.site_tables import case_info, overview_html, short, table_anchors, table_html
+from diffzoo.leaderboard.render.site_overview import OVERVIEW_CSS, OVERVIEW_JS, overview_section
+from diffzoo.leaderboard.render.site_tables import case_info, short, summary_table_html, table_anchors, table_html
 from diffzoo.leaderboard.tables import Table, build_tables, record_conditions, slugify
 from diffzoo.leaderboard.versions import Selection, summarize
 
@@ -71,10 +75,13 @@ def detector_slugs(names: Iterable[str]) -> dict[str, str]:
             for n, s in base.items()}
 
 
-def _page(title: str, body: str) -> str:
+def _page(title: str, body: str, script: bool = False) -> str:
+    """A page; ``script``: with the overview's one constant script (site_overview.OVERVIEW_JS)."""
+    js = f"<script>{OVERVIEW_JS}</script>\n" if script else ""
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{e(title)}</title>\n<style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n")
+            f"<title>{e(title)}</title>\n<style>{CSS}{OVERVIEW_CSS}</style></head>\n<body>\n{body}\n{js}"
+            "</body></html>\n")
 
 
 def _dl(cls: str, items: Iterable[tuple[str, str]]) -> str:
@@ -109,8 +116,11 @@ def _manifest(selection: Selection) -> str:
     return f'<section id="version-summary"><h2>Version</h2>{_dl("manifest", items)}</section>'
 
 
-def render_index(selection: Selection, tables: list[Table], slugs: dict[str, str]) -> str:
-    """The index page: the version's manifest, a table of contents and every table."""
+def render_index(selection: Selection, tables: list[Table], slugs: dict[str, str],
+                 overviews: list[OverviewTable] | None = None) -> str:
+    """The index page: the version's manifest, the overview tables (sortable), a table of
+    contents and every table."""
+    overviews = build_overview(selection.records) if overviews is None else overviews
     anchors = table_anchors(tables)
     toc = "".join(f'<li><a href="#{e(a)}">{e(t.key.title)}</a> <span class="case-info">({e(t.key.task)}, '
                   f'{sum(not r.baseline for r in t.rows)} detector row(s))</span></li>'
@@ -118,15 +128,16 @@ def render_index(selection: Selection, tables: list[Table], slugs: dict[str, str
     dets = ", ".join(f'<a href="detectors/{e(quote(slugs[n]))}.html">{e(n)}</a>' for n in sorted(slugs))
     from diffzoo.leaderboard.summary.tables import cross_tables
 
-    sections = "".join(f'<section class="cross-dataset"><h2>{e(t.title)}</h2>{overview_html(t)}</section>'
-                       for t in cross_tables(selection.records))
+    sections = "".join(overview_section(t, slugs) for t in overviews)
+    sections += "".join(f'<section class="cross-dataset"><h2>{e(t.title)}</h2>{summary_table_html(t)}</section>'
+                        for t in cross_tables(selection.records))
     sections += "".join(f'<section class="case"><h2>{e(t.key.title)}</h2>{case_info(t)}{table_html(t, a, slugs)}'
                         "</section>" for t, a in zip(tables, anchors))
     body = (f'<header><h1>diffzoo leaderboard <span class="version">{e(selection.label)}</span></h1>'
             f'<p class="legend">{e(LEGEND)}</p></header>{_manifest(selection)}'
             f'<nav id="contents"><h2>Tables</h2><ul>{toc or "<li>no records</li>"}</ul>'
             f'<p>Detectors: {dets or "none"}</p></nav>{sections}')
-    return _page(f"diffzoo leaderboard \u2014 {selection.label}", body)
+    return _page(f"diffzoo leaderboard \u2014 {selection.label}", body, script=bool(overviews))
 
 
 def _card(records: list[ResultRecord]) -> str:
@@ -144,9 +155,14 @@ def _card(records: list[ResultRecord]) -> str:
 
 
 def render_detector(name: str, records: list[ResultRecord], tables: list[Table], anchors: list[str],
-                    slugs: dict[str, str], selection: Selection, plot_dir: Path, used: set[str]) -> str:
-    """``name``'s page: its rows in every table, its card and its figures
-    (written to ``plot_dir``, file names taken from and added to ``used``)."""
+                    slugs: dict[str, str], selection: Selection, plot_dir: Path, used: set[str],
+                    overviews: list[OverviewTable] | None = None) -> str:
+    """``name``'s page: its overview rows and its figures first, then its card and its rows
+    in every table, folded (figures written to ``plot_dir``, file names taken from and added
+    to ``used``)."""
+    overviews = build_overview(records) if overviews is None else overviews
+    own = "".join(overview_section(t, slugs, prefix="../", only=name, controls=False) for t in overviews
+                  if any(r.detector == name for r in t.rows))
     stem = slugs[name]
     results = "".join(
         f'<section class="case"><h3><a href="../index.html#{e(a)}">{e(t.key.title)}</a></h3>{case_info(t)}'
@@ -160,11 +176,14 @@ def render_detector(name: str, records: list[ResultRecord], tables: list[Table],
             ("Robustness", curves, "no distortion evaluated at two or more strengths"),
             ("Per-editor IoU", bars, "no semantic records with per-editor IoU")):
         parts.append(f'<h3>{title}</h3>{"".join(figs) or f"<p class=legend>{empty}</p>"}')
+    count = results.count('<section class="case">')
     body = (f'<p><a href="../index.html">\u2190 leaderboard {e(selection.label)}</a></p>'
-            f'<h1 class="detector-name">{e(name)}</h1><p class="legend">{e(LEGEND)}</p>{_card(records)}'
-            f'<section id="results"><h2>Results</h2>{results}</section>'
-            f'<section id="plots"><h2>Plots</h2>{"".join(parts)}</section>')
-    return _page(f"{name} \u2014 diffzoo leaderboard {selection.label}", body)
+            f'<h1 class="detector-name">{e(name)}</h1><p class="legend">{e(LEGEND)}</p>'
+            f'<section id="overview-rows">{own or "<p class=legend>no headline figures yet</p>"}</section>'
+            f'<section id="plots"><h2>Plots</h2>{"".join(parts)}</section>{_card(records)}'
+            f'<section id="results"><h2>Results</h2><details><summary>{count} per-case table(s)</summary>'
+            f'{results}</details></section>')
+    return _page(f"{name} \u2014 diffzoo leaderboard {selection.label}", body, script=bool(own))
 
 
 def write_site(selection: Selection, out: Path) -> Path:
@@ -180,10 +199,11 @@ def write_site(selection: Selection, out: Path) -> Path:
     plot_dir = out / "plots"
     plot_dir.mkdir(parents=True, exist_ok=True)
     used: set[str] = set()
+    overviews = build_overview(selection.records)
     for name, records in sorted(by_detector.items()):
-        page = render_detector(name, records, tables, anchors, slugs, selection, plot_dir, used)
+        page = render_detector(name, records, tables, anchors, slugs, selection, plot_dir, used, overviews)
         atomic_write_text(out / "detectors" / f"{slugs[name]}.html", page)
-    index = atomic_write_text(out / "index.html", render_index(selection, tables, slugs))
+    index = atomic_write_text(out / "index.html", render_index(selection, tables, slugs, overviews))
     log.info("wrote the leaderboard site for %s (%d tables, %d detectors) to %s",
              selection.label, len(tables), len(by_detector), out)
     return index

@@ -133,7 +133,7 @@ def table_anchors(tables: list[Table]) -> list[str]:
     return [unique_name(f"t-{t.key.slug}", used) for t in tables]
 
 
-def overview_html(table) -> str:
+def summary_table_html(table) -> str:
     """A summary table (leaderboard/summary: e.g. the cross-dataset overview) as HTML: every
     string escaped, cells formatted by their columns (``—`` where no record has the value)."""
     head = "".join(f"<th>{e(h)}</th>" for h in [table.row_header, *(c.header for c in table.columns)])
