@@ -365,3 +365,110 @@ def test_overview_sorts_filters_and_toggles_in_chromium(site, driver, tmp_path):
     assert all(h.is_displayed() for h in table.find_elements(By.CSS_SELECTOR, 'th[data-task="binary"]'))
     assert driver.execute_script("return window.__pwned") is None
     screenshot(driver, tmp_path / "leaderboard-overview.png")
+
+
+# ---- comparison plots on the front page ---------------------------------------------------------------------
+
+
+def comparison_figures(site) -> dict[str, list[str]]:
+    """The index's comparison figures: data-kind -> their image paths (relative to out/)."""
+    p = parse(site["index"])
+    out, kind, inside = {}, None, False
+    for tag, attrs in p.tags:
+        if tag == "section":
+            inside = attrs.get("id") == "comparisons"
+        elif inside and tag == "figure":
+            kind = attrs["data-kind"]
+        elif inside and tag == "img":
+            out.setdefault(kind, []).append(attrs["src"])
+    return out
+
+
+def test_comparison_plots_are_pngs(site):
+    from PIL import Image
+
+    figures = comparison_figures(site)
+    # jpeg: segformer.b0 at three strengths and fcn8s at one; gaussian_blur: segformer.b0 alone
+    assert sorted(figures) == ["binary-vs-semantic", "editor-iou-all", "robustness-all"]
+    assert len(figures["robustness-all"]) == 2
+    assert len(figures["editor-iou-all"]) == 1  # standard v1 semantic: four detectors
+    assert len(figures["binary-vs-semantic"]) == 1  # standard v2's table has one detector: no scatter
+    for src in (s for srcs in figures.values() for s in srcs):
+        assert re.fullmatch(r"plots/[\w.-]+\.png", src), src
+        with Image.open(site["out"] / src) as img:
+            img.verify()
+        with Image.open(site["out"] / src) as img:
+            assert img.format == "PNG" and img.width > 0 and img.height > 0
+    text = site["index"].read_text()
+    assert text.index('id="comparisons"') > text.index('class="overview"')
+    assert "<script>window" not in text.split('id="comparisons"')[1].split("</section>")[0]
+
+
+def test_comparison_styles_are_stable_and_distinct(monkeypatch, tmp_path):
+    from diffzoo.leaderboard.render import comparison_plots as cp
+
+    names = ["segformer.b0", "fcn8s", EVIL, QUOTE]
+    assert cp.detector_styles(names) == cp.detector_styles(reversed(names + names))
+    many = [f"detector-{i:02d}" for i in range(20)]
+    styles = cp.detector_styles(many)
+    assert len({(s.color, s.marker) for s in styles.values()}) == 20
+    assert len({s.color for s in styles.values()}) == 20
+    forty = cp.detector_styles([f"d{i}" for i in range(40)])
+    assert len({(s.color, s.marker) for s in forty.values()}) == 40
+
+    # every chart draws a detector in the style it was given: record what each draw call used
+    drawn: dict[str, set[str]] = {}
+    for fn in ("comparison_curves_png", "editor_bars_png", "scatter_png"):
+        real = getattr(cp, fn)
+
+        def spy(data, styles, path, *args, _real=real, _fn=fn, **kwargs):
+            for name in data:
+                drawn.setdefault(name.split(" \u2014 ")[0], set()).add(styles[name].color)
+            drawn.setdefault(f"chart:{_fn}", set()).add(str(path))
+            return _real(data, styles, path, *args, **kwargs)
+
+        monkeypatch.setattr(cp, fn, spy)
+    records = make_records()
+    from diffzoo.leaderboard.overview.build import build_overview
+
+    html = cp.comparison_section(records, build_overview(records), tmp_path, set())
+    assert 'data-kind="robustness-all"' in html and 'data-kind="binary-vs-semantic"' in html
+    assert all(drawn.get(f"chart:{fn}") for fn in ("comparison_curves_png", "editor_bars_png", "scatter_png"))
+    colours = cp.detector_styles(r.body.detector.name for r in records)
+    for name in names:
+        assert drawn[name] == {colours[name].color}, name  # one colour across all charts
+    assert EVIL in drawn and "segformer.b0" in drawn
+
+
+def test_comparison_plots_many_detectors(tmp_path):
+    """20 detectors: one chart of each kind, drawn without error, legend outside the axes."""
+    from PIL import Image
+
+    from diffzoo.leaderboard.overview.build import build_overview
+    from diffzoo.leaderboard.render import comparison_plots as cp
+
+    recs = []
+    for i in range(20):
+        name, m = f"model-{i:02d}", 0.2 + i / 40
+        recs.append(record(name, "binary", "binary", binary(m)))
+        recs.append(record(name, "semantic", "semantic", semantic(m - 0.1, i)[0]))
+        for q in (90, 50):
+            recs.append(record(name, f"jpeg-q{q}", "binary", binary(m - (100 - q) / 400), suite="robustness",
+                               distortion="jpeg", params={"quality": q}))
+    html = cp.comparison_section(recs, build_overview(recs), tmp_path, set())
+    assert html.count("<figure") == 3
+    for png in tmp_path.glob("*.png"):
+        with Image.open(png) as img:
+            assert img.width > img.height  # room on the right for the legend
+
+
+def test_comparison_plots_in_chromium(site, driver):
+    from selenium.webdriver.common.by import By
+
+    driver.get(site["index"].as_uri())
+    figures = driver.find_elements(By.CSS_SELECTOR, "#comparisons figure.plot")
+    assert sorted({f.get_attribute("data-kind") for f in figures}) == [
+        "binary-vs-semantic", "editor-iou-all", "robustness-all"]
+    for img in driver.find_elements(By.CSS_SELECTOR, "#comparisons figure.plot img"):
+        assert driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 0
+    assert driver.execute_script("return window.__pwned") is None

@@ -20,7 +20,7 @@ plot draws, on one of two x axes:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,10 +113,13 @@ def robustness_series(records: Iterable[ResultRecord], task: str, metric: str) -
     return curve_series(points, ranks=True), clean
 
 
-def distortion_curves(records: Iterable[ResultRecord]) -> list[DistortionCurve]:
+def distortion_curves(records: Iterable[ResultRecord],
+                      line_of: Callable[[ResultRecord, str], str] | None = None) -> list[DistortionCurve]:
     """The site's curves of one detector's records: the task's primary
     metric per (task, dataset, distortion) evaluated at two or more values
-    of a numeric parameter, sorted by that key."""
+    of a numeric parameter, sorted by that key.  ``line_of(record, line)``:
+    the line a record is drawn on, given its default (suite version and the
+    other parameters), e.g. per detector for records of several."""
     groups: dict[tuple[str, str, str, str], list[ResultRecord]] = {}
     for r in records:
         b = r.body
@@ -136,6 +139,7 @@ def distortion_curves(records: Iterable[ResultRecord]) -> list[DistortionCurve]:
         for r, p in zip(recs, params):
             rest = ", ".join(f"{k}={v}" for k, v in sorted(p.items()) if k != x)
             line = f"{r.body.suite.name} v{r.body.suite.version}" + (f" ({rest})" if rest else "")
+            line = line if line_of is None else line_of(r, line)
             points.append(Point(line, x, p[x], r.metrics.get(metric), record_date(r)))
         suites = {r.body.suite.name for r in recs}
         undistorted = newest(groups.get((task, dataset, fingerprint, "none"), []),

@@ -1,7 +1,8 @@
 """The static leaderboard site: plain HTML files that work offline.
 
 ``write_site(selection, out)`` writes ``out/index.html`` (the version, its
-manifest summary, one ranked table per :class:`~.tables.Table`),
+manifest summary, the overview tables, the comparison figures of all detectors
+(:mod:`.comparison_plots`), one ranked table per :class:`~.tables.Table`),
 ``out/detectors/<slug>.html`` per detector (its rows in every table, its
 card, confusion matrices, robustness curves and per-editor IoU bars) and the
 figures in ``out/plots/``.  No external resources; the one script is the
@@ -27,6 +28,7 @@ from urllib.parse import quote
 from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.newest import newest_record
+from diffzoo.leaderboard.render.comparison_plots import comparison_section
 from diffzoo.leaderboard.render.escape import html as e
 from diffzoo.leaderboard.overview.build import build_overview
 from diffzoo.leaderboard.overview.model import OverviewTable
@@ -117,9 +119,11 @@ def _manifest(selection: Selection) -> str:
 
 
 def render_index(selection: Selection, tables: list[Table], slugs: dict[str, str],
-                 overviews: list[OverviewTable] | None = None) -> str:
-    """The index page: the version's manifest, the overview tables (sortable), a table of
-    contents and every table."""
+                 overviews: list[OverviewTable] | None = None, plot_dir: Path | None = None,
+                 used: set[str] | None = None) -> str:
+    """The index page: the version's manifest, the overview tables (sortable), the comparison
+    figures (written to ``plot_dir``, names added to ``used``; none without ``plot_dir``), a
+    table of contents and every table."""
     overviews = build_overview(selection.records) if overviews is None else overviews
     anchors = table_anchors(tables)
     toc = "".join(f'<li><a href="#{e(a)}">{e(t.key.title)}</a> <span class="case-info">({e(t.key.task)}, '
@@ -129,6 +133,8 @@ def render_index(selection: Selection, tables: list[Table], slugs: dict[str, str
     from diffzoo.leaderboard.summary.tables import cross_tables
 
     sections = "".join(overview_section(t, slugs) for t in overviews)
+    if plot_dir is not None:
+        sections += comparison_section(selection.records, overviews, plot_dir, set() if used is None else used)
     sections += "".join(f'<section class="cross-dataset"><h2>{e(t.title)}</h2>{summary_table_html(t)}</section>'
                         for t in cross_tables(selection.records))
     sections += "".join(f'<section class="case"><h2>{e(t.key.title)}</h2>{case_info(t)}{table_html(t, a, slugs)}'
@@ -203,7 +209,8 @@ def write_site(selection: Selection, out: Path) -> Path:
     for name, records in sorted(by_detector.items()):
         page = render_detector(name, records, tables, anchors, slugs, selection, plot_dir, used, overviews)
         atomic_write_text(out / "detectors" / f"{slugs[name]}.html", page)
-    index = atomic_write_text(out / "index.html", render_index(selection, tables, slugs, overviews))
+    index = atomic_write_text(out / "index.html", render_index(selection, tables, slugs, overviews,
+                                                                  plot_dir, used))
     log.info("wrote the leaderboard site for %s (%d tables, %d detectors) to %s",
              selection.label, len(tables), len(by_detector), out)
     return index

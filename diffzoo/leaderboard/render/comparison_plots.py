@@ -1,0 +1,251 @@
+"""The front page's comparison figures (:mod:`.site`): every detector on one chart.
+
+- ``robustness-all``: the primary metric over distortion strength, one chart per
+  (task, dataset, distortion) whose records, over all detectors, hold two or more
+  strengths (:func:`diffzoo.leaderboard.robustness.distortion_curves`, one line per
+  detector; a detector evaluated at one strength is a lone marker);
+- ``editor-iou-all``: per-editor IoU of the standard suite's semantic case, grouped bars
+  (editors on the x axis, one bar per detector), one chart per dataset group and suite
+  version with two or more detectors;
+- ``binary-vs-semantic``: binary vs semantic mIoU of the standard suite, one point per
+  detector, one chart per overview table (:mod:`diffzoo.leaderboard.overview`) with two or
+  more detectors that have both.
+
+A detector has one style (:func:`detector_styles`: colour, marker, line style, hatch) on
+every chart of the site, so that 16+ detectors stay apart; legends sit outside the axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+
+from diffzoo.harness.metrics.catalog import MetricInfo, metric_info
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.newest import newest
+from diffzoo.leaderboard.overview.build import group_key
+from diffzoo.leaderboard.overview.model import OverviewTable
+from diffzoo.leaderboard.render.escape import html as e
+from diffzoo.leaderboard.render.escape import plot_text as _text
+from diffzoo.leaderboard.render.plots import _pyplot, _save, _title
+from diffzoo.leaderboard.render.site_figures import _plot_file
+from diffzoo.leaderboard.robustness import distortion_curves
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
+           "#dbdb8d", "#9edae5")
+"""matplotlib's tab10, then tab20's light shades: 20 distinct colours."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", "-.", ":")
+HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
+BINARY_COLUMN, SEMANTIC_COLUMN = "standard.binary.mIoU", "standard.semantic.mIoU"
+
+
+@dataclass(frozen=True)
+class Style:
+    """How one detector is drawn: ``color`` everywhere, ``marker`` and ``linestyle`` on
+    curves and points, ``hatch`` on bars (the last three tell apart detectors past the
+    palette's 20 colours)."""
+
+    color: str
+    marker: str
+    linestyle: str
+    hatch: str
+
+
+def detector_styles(names: Iterable[str]) -> dict[str, Style]:
+    """A style per detector name, from the names sorted: the same set of names gives the
+    same styles on every call; the first 20 differ in colour, each further round of 20 in
+    marker, line style and hatch too (160 distinct (colour, marker) pairs)."""
+    out = {}
+    for i, name in enumerate(sorted(set(names))):
+        cycle = i // len(PALETTE)
+        out[name] = Style(PALETTE[i % len(PALETTE)], MARKERS[cycle % len(MARKERS)],
+                          LINESTYLES[cycle % len(LINESTYLES)], HATCHES[cycle % len(HATCHES)])
+    return out
+
+
+def _legend(ax, count: int) -> None:
+    """The legend outside the axes, on the right, in columns of 20 entries."""
+    if count:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                  ncol=max(1, -(-count // 20)))
+
+
+def _width(count: int, base: float) -> float:
+    """A figure wide enough for ``base`` inches of axes and a legend of ``count`` entries."""
+    return base + 2.2 * max(1, -(-count // 20))
+
+
+def comparison_curves_png(series: dict[str, list[tuple[float, float | None]]], styles: dict[str, Style],
+                          path: Path, *, xlabel: str, ylabel: str, title: str) -> Path:
+    """Curves (fractions, drawn in %) over x, one per detector in ``series`` (drawn in its style)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(_width(len(series), 6.4), 4.4))
+    for name, points in series.items():
+        pts = sorted((x, y) for x, y in points if y is not None and np.isfinite(y))
+        if pts:
+            s = styles[name]
+            xs, ys = zip(*pts)
+            ax.plot(xs, [100 * y for y in ys], color=s.color, marker=s.marker, linestyle=s.linestyle,
+                    label=_text(name))
+    ax.set_xlabel(_text(xlabel))
+    ax.set_ylabel(f"{_text(ylabel)} (%)")
+    ax.grid(True, alpha=0.3)
+    _title(ax, title, fig)
+    _legend(ax, len(series))
+    return _save(fig, path)
+
+
+def editor_bars_png(series: dict[str, dict[str, float | None]], styles: dict[str, Style], path: Path,
+                    title: str) -> Path:
+    """Grouped bars of per-editor IoU (fractions, drawn in %): editors on the x axis, one bar
+    per detector in ``series`` (its style); an undefined IoU is no bar."""
+    plt = _pyplot()
+    editors = list(dict.fromkeys(ed for values in series.values() for ed in values))
+    width = 0.8 / max(len(series), 1)
+    fig, ax = plt.subplots(figsize=(_width(len(series), max(6.0, 0.9 + 0.15 * len(editors) * len(series))), 4.4))
+    x = np.arange(len(editors))
+    for i, (name, values) in enumerate(series.items()):
+        s = styles[name]
+        ys = [values.get(ed) for ed in editors]
+        ax.bar(x - 0.4 + width * (i + 0.5), [100 * y if y is not None and np.isfinite(y) else np.nan for y in ys],
+               width, color=s.color, hatch=s.hatch, edgecolor="white" if not s.hatch else "black",
+               linewidth=0.3, label=_text(name))
+    tilt = len(editors) > 4
+    ax.set_xticks(x, [_text(ed) for ed in editors], rotation=30 if tilt else 0, ha="right" if tilt else "center")
+    ax.set_xlabel("editor")
+    ax.set_ylabel("IoU (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(True, axis="y", alpha=0.3)
+    _title(ax, title, fig)
+    _legend(ax, len(series))
+    return _save(fig, path)
+
+
+def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style], path: Path, *, xlabel: str,
+                ylabel: str, title: str) -> Path:
+    """One point per detector (fractions, drawn in %), labelled with its name, in its style."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(_width(len(points), 5.6), 5.0))
+    middle = 50 * (min(x for x, _ in points.values()) + max(x for x, _ in points.values()))
+    for name, (x, y) in points.items():
+        s = styles[name]
+        ax.scatter([100 * x], [100 * y], color=s.color, marker=s.marker, s=45, edgecolors="black",
+                   linewidths=0.4, label=_text(name), zorder=3)
+        right = 100 * x > middle  # label towards the middle, so that it stays inside the axes
+        ax.annotate(_text(name), (100 * x, 100 * y), xytext=(-4 if right else 4, 4), textcoords="offset points",
+                    ha="right" if right else "left", fontsize=7)
+    ax.set_xlabel(f"{_text(xlabel)} (%)")
+    ax.set_ylabel(f"{_text(ylabel)} (%)")
+    ax.grid(True, alpha=0.3)
+    ax.margins(0.15)
+    _title(ax, title, fig)
+    _legend(ax, len(points))
+    return _save(fig, path)
+
+
+def _figure(kind: str, path: Path, caption: str) -> str:
+    src = f"plots/{quote(path.name)}"
+    return (f'<figure class="plot" data-kind="{e(kind)}"><img src="{e(src)}" alt="{e(caption)}">'
+            f"<figcaption>{e(caption)}</figcaption></figure>")
+
+
+def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_dir: Path,
+                   used: set[str]) -> list[str]:
+    """One chart per (task, dataset, distortion) with two or more strengths over all detectors."""
+    owner: dict[str, tuple[str, str]] = {}
+
+    def line_of(r: ResultRecord, line: str) -> str:
+        label = f"{r.body.detector.name}\x00{line}"
+        owner[label] = (r.body.detector.name, line)
+        return label
+
+    figures = []
+    for curve in distortion_curves(records, line_of):
+        label = (metric_info(curve.metric) or MetricInfo(curve.metric, curve.metric, True)).label
+        lines = {owner[k] for k in curve.series}
+        detectors = {d for d, _ in lines}
+        one_each = len(lines) == len(detectors)  # else: name the suite version (and parameters) too
+        series, styled = {}, {}
+        for raw, points in curve.series.items():
+            detector, line = owner[raw]
+            key = detector if one_each else f"{detector} \u2014 {line}"
+            series[key], styled[key] = points, styles[detector]
+        file = _plot_file(used, "comparison", "robustness", curve.task, curve.distortion, curve.dataset)
+        title = f"{label} under {curve.distortion} on {curve.dataset} ({curve.task}), all detectors"
+        comparison_curves_png(series, styled, plot_dir / file, xlabel=f"{curve.distortion} {curve.parameter}",
+                              ylabel=label, title=title)
+        figures.append(_figure("robustness-all", plot_dir / file,
+                               f"{title}: {len(detectors)} detector(s); {curve.parameter} on the x axis"))
+    return figures
+
+
+def editor_iou_all(records: list[ResultRecord], styles: dict[str, Style], plot_dir: Path,
+                   used: set[str]) -> list[str]:
+    """Per-editor IoU bars of the standard suite's semantic case, one chart per dataset group
+    and suite version with two or more detectors (the newest record per detector)."""
+    groups: dict[tuple, list[ResultRecord]] = {}
+    for r in records:
+        b = r.body
+        if b.task == "semantic" and b.suite.name == "standard" and b.distortion == "none":
+            groups.setdefault((*group_key(r), b.suite.version), []).append(r)
+    figures = []
+    for key, recs in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        series = {}
+        for name, r in sorted(newest(recs, key=lambda r: r.body.detector.name).items()):
+            labels = list(r.body.label_space)
+            ious = {n: r.metrics[f"IoU.{n}"] for n in labels[1:] if f"IoU.{n}" in r.metrics}
+            if ious:
+                series[name] = ious
+        if len(series) < 2:
+            continue
+        dataset, fingerprint, version = key[0], key[1], key[-1]
+        file = _plot_file(used, "comparison", "editor-iou", dataset, fingerprint[:8], f"v{version}")
+        title = f"per-editor IoU on {dataset} (standard v{version}, semantic case), all detectors"
+        editor_bars_png(series, {n: styles[n] for n in series}, plot_dir / file, title)
+        figures.append(_figure("editor-iou-all", plot_dir / file,
+                               f"{title}: {len(series)} detectors, one bar each"))
+    return figures
+
+
+def binary_vs_semantic(overviews: list[OverviewTable], styles: dict[str, Style], plot_dir: Path,
+                       used: set[str]) -> list[str]:
+    """Binary vs semantic mIoU (standard suite), one chart per overview table with two or more
+    detectors that have both."""
+    figures = []
+    for table in overviews:
+        points = {}
+        for row in table.rows:
+            binary, sem = row.cells.get(BINARY_COLUMN), row.cells.get(SEMANTIC_COLUMN)
+            if not row.own_score and binary and sem and binary.value is not None and sem.value is not None:
+                points[row.detector] = (binary.value, sem.value)
+        if len(points) < 2:
+            continue
+        file = _plot_file(used, "comparison", "binary-vs-semantic", table.group.slug)
+        title = f"binary vs semantic mIoU on {table.group.title}"
+        scatter_png(points, {n: styles[n] for n in points}, plot_dir / file, xlabel="binary mIoU",
+                    ylabel="semantic mIoU", title=title)
+        figures.append(_figure("binary-vs-semantic", plot_dir / file,
+                               f"{title}: one point per detector (standard suite; {table.group.name})"))
+    return figures
+
+
+def comparison_section(records: list[ResultRecord], overviews: list[OverviewTable], plot_dir: Path,
+                       used: set[str]) -> str:
+    """The front page's ``#comparisons`` section (figures written to ``plot_dir``)."""
+    styles = detector_styles(r.body.detector.name for r in records)
+    parts = []
+    for title, figs, empty in (
+            ("Robustness", robustness_all(records, styles, plot_dir, used),
+             "no distortion evaluated at two or more strengths"),
+            ("Per-editor IoU", editor_iou_all(records, styles, plot_dir, used),
+             "fewer than two detectors with per-editor IoU (standard semantic case)"),
+            ("Binary vs semantic mIoU", binary_vs_semantic(overviews, styles, plot_dir, used),
+             "fewer than two detectors with both binary and semantic mIoU (standard suite)")):
+        parts.append(f'<h3>{title}</h3>{"".join(figs) or f"<p class=legend>{empty}</p>"}')
+    return f'<section id="comparisons"><h2>Comparisons</h2>{"".join(parts)}</section>'
