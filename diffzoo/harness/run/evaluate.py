@@ -191,8 +191,9 @@ def evaluate(
             binary_gt = dataset.label_space.to_binary_map(label)
             if score is not None and binary_pred is not None:  # pixels and its own score: two image rows
                 if "binary" in states:
-                    states.setdefault(OWN_SCORE, EvalState(BINARY, "binary", area_threshold=thresholds.area,
-                                                           score_threshold=thresholds.score))
+                    if OWN_SCORE not in states:  # made once, at the first image with a score
+                        states[OWN_SCORE] = EvalState(BINARY, "binary", area_threshold=thresholds.area,
+                                                      score_threshold=thresholds.score)
                     states[OWN_SCORE].update(meta, binary_gt, binary_pred, edited_prob, image_score=score,
                                              digest=prediction_digest(binary_pred, edited_prob, score))
                 score = None  # the task states judge images by the predicted area, as for every segmenter
