@@ -17,7 +17,7 @@ from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.records.case_summary import OWN_SCORE, metric_task, own_score_case
 from diffzoo.harness.run.case_records import RecordContext, dataset_info
 from diffzoo.harness.run.evaluate import EvalResult
-from diffzoo.harness.run.factories import open_dataset
+from diffzoo.harness.run.factories import open_dataset_with
 from diffzoo.harness.run.request import eval_dataset_spec
 from diffzoo.harness.suites import EVAL_SPLITS, EVAL_SPLITS_OPTION, Case, Suite, is_cross
 
@@ -40,10 +40,9 @@ def open_eval_datasets(specs: list[str], suites: list[Suite], progress: Any,
         target, split = eval_dataset_spec(spec)
         try:
             with distributed.main_first():
-                ds = open_dataset(target, progress, **(options or {}))
-        except ConfigError as exc:  # the adapter's options came from --eval-dataset-option here
-            raise ConfigError(f"--eval-dataset {spec}: "
-                              + str(exc).replace("--dataset-option", "--eval-dataset-option")) from exc
+                ds = open_dataset_with(target, progress, options or {}, flag="--eval-dataset-option")
+        except ConfigError as exc:
+            raise ConfigError(f"--eval-dataset {spec}: {exc}") from exc
         if split is not None and split not in ds.splits():
             raise ConfigError(f"--eval-dataset {spec}: dataset {ds.name} has no split {split} (it has "
                               f"{', '.join(ds.splits())})")

@@ -69,15 +69,16 @@ def option_names(factory: Any) -> list[str] | None:
                   and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
 
 
-def _call_adapter(factory: Any, what: str, options: dict[str, Any], **fixed: Any) -> Dataset:
+def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, **fixed: Any) -> Dataset:
     """Call a dataset factory; an option it does not take is a ConfigError
-    that names the closest valid option and lists them all."""
+    that names the closest valid option and lists them all (``flag``: the
+    command-line option the options came from)."""
     valid = option_names(factory)
     unknown = sorted(k for k in options if valid is not None and k not in valid)
     if unknown:
         close = difflib.get_close_matches(unknown[0], valid, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"{what} does not take --dataset-option {', '.join(unknown)}.{hint} "
+        raise ConfigError(f"{what} does not take {flag} {', '.join(unknown)}.{hint} "
                           f"Valid options: {', '.join(valid) or '(none)'}")
     return factory(**fixed, **options)
 
@@ -90,6 +91,13 @@ def open_dataset(spec: str, progress: Progress | None = None, **options: Any) ->
     adapter with a ``sniff(path)`` is asked in name order; a hub id (e.g.
     ``Chaos2629/Diffseg30k``) is offered to them too.
     """
+    return open_dataset_with(spec, progress, options)
+
+
+def open_dataset_with(spec: str, progress: Progress | None, options: dict[str, Any],
+                      flag: str = "--dataset-option") -> Dataset:
+    """:func:`open_dataset`, with ``options`` given by the command-line option ``flag``
+    (``--eval-dataset-option`` for an evaluation dataset), which an error names."""
     registry = get_registry()
     if registry.has("dataset", spec) and not Path(spec).exists():
         entry = registry.get("dataset", spec)
@@ -97,8 +105,8 @@ def open_dataset(spec: str, progress: Progress | None = None, **options: Any) ->
         what = f"dataset {entry.name!r}"
         if progress is not None and "progress" in inspect.signature(factory).parameters:
             with counter_callback(progress, f"building dataset {spec}") as callback:
-                return _call_adapter(factory, what, options, progress=callback)
-        return _call_adapter(factory, what, options)
+                return _call_adapter(factory, what, options, flag, progress=callback)
+        return _call_adapter(factory, what, options, flag)
     path = Path(spec).expanduser()
     if not path.exists() and not is_hub_id(spec):
         if _looks_like_path(spec):
@@ -121,7 +129,8 @@ def open_dataset(spec: str, progress: Progress | None = None, **options: Any) ->
         layouts.append(f"{entry.name}: {entry.description}")
         if sniff(target):
             log.info("dataset %s: recognised as %s", target, entry.name)
-            return _call_adapter(adapter, f"dataset adapter {entry.name!r} (for {target})", options, path=target)
+            return _call_adapter(adapter, f"dataset adapter {entry.name!r} (for {target})", options, flag,
+                                 path=target)
     raise DataError(
         f"{target}: no dataset adapter recognises this layout. Recognised: {'; '.join(layouts)} "
         "(see docs/datasets.md)"
