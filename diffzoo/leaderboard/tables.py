@@ -198,13 +198,15 @@ def record_cell(record: ResultRecord, metric: str) -> Cell:
     return Cell(record.metrics.get(metric), tuple(ci) if ci and None not in ci else None)
 
 
-def _sort_key(primary: str | None, info: MetricInfo | None):
-    def key(row: Row):
+def rank_key(primary: str | None, info: MetricInfo | None, name: Callable[[Any], str] = lambda row: row.detector):
+    """The sort key of a ranked table's rows: by the ``primary`` cell, better first (``info``'s
+    direction), rows without a value last; ties by ``name(row)``."""
+    def key(row):
         value = row.cells[primary].value if primary and primary in row.cells else None
         if value is None or (isinstance(value, float) and math.isnan(value)):
-            return (1, 0.0, row.detector)
+            return (1, 0.0, name(row))
         sign = -1 if (info is None or info.higher_is_better is not False) else 1
-        return (0, sign * value, row.detector)
+        return (0, sign * value, name(row))
     return key
 
 
@@ -233,7 +235,7 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
                     provenance=provenance(r), conditions=record_conditions(r), name=r.body.detector.name)
                 for r in recs]
         primary = PRIMARY.get(key.task)
-        rows.sort(key=_sort_key(primary, metric_info(primary) if primary else None))
+        rows.sort(key=rank_key(primary, metric_info(primary) if primary else None))
         for rank, row in enumerate(rows, 1):
             row.rank = rank
         if baselines:

@@ -48,7 +48,7 @@ from diffzoo.leaderboard.overview.model import (
 from diffzoo.leaderboard.summary.model import RecordIndex
 from diffzoo.leaderboard.summary.settings import PAPER_SETTINGS
 from diffzoo.leaderboard.summary.tables import eval_place, is_cross_record, unseen_pairs
-from diffzoo.leaderboard.tables import record_cell, record_conditions, version_order
+from diffzoo.leaderboard.tables import rank_key, record_cell, record_conditions, version_order
 
 
 # -- grouping -----------------------------------------------------------------------------------
@@ -270,12 +270,7 @@ def _cell(record: ResultRecord, metric: str) -> OverviewCell:
 def _rank(rows: list[OverviewRow], primary: OverviewColumn | None) -> None:
     """Sort ``rows`` by the primary column (better first, missing and not applicable last,
     then by label) and number those with a value."""
-    sign = -1 if primary is None or primary.info.higher_is_better is not False else 1
-
-    def key(row: OverviewRow):
-        value = row.cells[primary.key].value if primary else None
-        return (1, 0.0, row.label) if value is None else (0, sign * value, row.label)
-
-    rows.sort(key=key)
+    rows.sort(key=rank_key(primary.key if primary else None, primary.info if primary else None,
+                           name=lambda row: row.label))
     for n, row in enumerate((r for r in rows if primary and r.cells[primary.key].value is not None), 1):
         row.rank = n
