@@ -35,6 +35,7 @@ from diffzoo.leaderboard.overview.model import OverviewTable
 from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures
 from diffzoo.leaderboard.render.site_overview import OVERVIEW_CSS, OVERVIEW_JS, overview_section
 from diffzoo.leaderboard.render.site_tables import case_info, short, summary_table_html, table_anchors, table_html
+from diffzoo.leaderboard.summary.tables import cross_tables
 from diffzoo.leaderboard.tables import Table, build_tables, record_conditions, slugify
 from diffzoo.leaderboard.versions import Selection, summarize
 
@@ -130,8 +131,6 @@ def render_index(selection: Selection, tables: list[Table], slugs: dict[str, str
                   f'{sum(not r.baseline for r in t.rows)} detector row(s))</span></li>'
                   for t, a in zip(tables, anchors))
     dets = ", ".join(f'<a href="detectors/{e(quote(slugs[n]))}.html">{e(n)}</a>' for n in sorted(slugs))
-    from diffzoo.leaderboard.summary.tables import cross_tables
-
     sections = "".join(overview_section(t, slugs) for t in overviews)
     if plot_dir is not None:
         sections += comparison_section(selection.records, overviews, plot_dir, set() if used is None else used)

@@ -20,6 +20,8 @@ from diffzoo.leaderboard.formats import FORMATS, TEXT_FORMAT_FILES
 from diffzoo.leaderboard.render.escape import csv_cell, latex, md_cell
 from diffzoo.leaderboard.render.layout import LEFT, RIGHT, markdown_table
 from diffzoo.leaderboard.render.overview_text import write_overview
+from diffzoo.leaderboard.summary.render import md_table as summary_md_table
+from diffzoo.leaderboard.summary.tables import cross_tables
 from diffzoo.leaderboard.tables import Table, build_tables, check_mixing, conditions_line, record_conditions, render_cell
 from diffzoo.leaderboard.versions import Selection, summarize
 
@@ -56,8 +58,6 @@ def _mixed_cells(table: Table, row, escape: Callable[[str], str]) -> list[str]:
 
 # -- Markdown ------------------------------------------------------------------
 def to_markdown(selection: Selection, tables: list[Table]) -> str:
-    from diffzoo.leaderboard.summary.render import md_table as summary_md_table
-    from diffzoo.leaderboard.summary.tables import cross_tables
 
     lines = ["# diffzoo leaderboard", ""]
     lines += [f"- **{label}**: {md_cell(value)}" for label, value in header_lines(selection)]
