@@ -35,12 +35,13 @@ from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.leaderboard.outdir import claim_output_dir
 from diffzoo.leaderboard.render.plots import confusion_png
+from diffzoo.leaderboard.training_logs import copy_training_logs
 from diffzoo.leaderboard.store import AddOutcome, RecordStore
 from diffzoo.leaderboard.summary.build import Summary, build_summary
 from diffzoo.leaderboard.summary.write import write_summary
 from diffzoo.leaderboard.tables import slugify
 
-OUTPUTS_OUTSIDE_STORE = ("summary.md", "plots")
+OUTPUTS_OUTSIDE_STORE = ("summary.md", "plots", "train")
 """What a run writes in ``out`` besides the store (records/, states/): checked up front."""
 
 _TRAIN_OVERRIDES = ("iterations", "batch_size", "crop_size", "recipe")
@@ -88,6 +89,10 @@ class Evaluation:
     store: RecordStore | None = None
     written: dict[str, Path] = field(default_factory=dict)
     """Summary files written to ``out`` by name."""
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    """Every model the run trained or loaded (its checkpoint entry), the reference detectors' too."""
+    training: dict[str, Path] = field(default_factory=dict)
+    """Model name -> its training log folder in ``out`` (``train/<model>/``)."""
     seconds: float = 0.0
 
     @property
@@ -145,6 +150,7 @@ def evaluate(detector: str, suite: str = "all", dataset: str = "mini", *, out: s
         result.records.extend(output.records)
         result.skipped.update(output.skipped)
         result.notes.extend(output.notes)
+        result.checkpoints.extend(output.checkpoints)
     if not distributed.is_main():
         return result
     result.summary = build_summary(result.records)
@@ -174,6 +180,7 @@ def _store(result: Evaluation, out: Path, rerun: bool) -> None:
             name = slugify(f"{body.detector.name}-{body.suite.name}-{body.case_name}")
             confusion_png(body.confusion, body.label_space, out / "plots" / f"{name}-confusion.png",
                           title=f"{body.detector.name} on {ds.name}")
+    result.training = copy_training_logs(result.checkpoints, out)
     notice = getattr(ds, "notice", None)
     result.written = write_summary(result.summary, out, title=f"diffzoo run: {result.runners[0].entry.name} on "
                                    f"{ds.name}", notes=[notice] if notice else [])

@@ -85,10 +85,14 @@ def test_torchrun_trains_with_ddp_and_evaluates_shards_exactly_like_one_process(
 
     # training: rank 0 wrote one checkpoint per model, trained on two processes
     cache = Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "segformer.tiny"
-    written = sorted(cache.iterdir())
+    written = sorted(p for p in cache.iterdir() if "." not in p.name)
     assert len(written) == 2
     for folder in written:
         assert {p.name for p in folder.iterdir()} == {"model.safetensors", "card.json"}
+        rows = [json.loads(line) for line in (cache / f"{folder.name}.train" / "log.jsonl").read_text().splitlines()]
+        starts = [r for r in rows if r["event"] == "start"]  # rank 0 alone writes the log
+        assert len(starts) == 1 and starts[0]["world_size"] == 2
+        assert [r["step"] for r in rows if r["event"] == "train"] == [1, 2, 3]
         log = json.loads((folder / "card.json").read_text())["training"]
         assert log["world_size"] == 2 and log["iterations"] == 3
         assert all(math.isfinite(x) for x in [log["final_loss"], *log["losses"]])

@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from diffzoo.harness.core.errors import DiffzooError
+from diffzoo.harness.core.errors import DiffzooError, TrainingStopped
 from diffzoo.harness.core.fsutil import user_path_error
 from diffzoo.leaderboard.render.escape import term
 from diffzoo.cli.app import app
@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> None:
             _interrupted()
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, here
             sys.exit(code)
+    except TrainingStopped as exc:  # SIGINT/SIGTERM during training: not an error, its state is saved
+        err_console.print(term(exc), highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
     except DiffzooError as exc:
         if debug:
             raise

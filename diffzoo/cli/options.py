@@ -61,6 +61,17 @@ SAVE_EVERY = typer.Option(
     "A killed training resumes from the last one. Not part of the cache key.",
 )
 
+LOG_EVERY = typer.Option(
+    None, "--log-every",
+    help="Training steps between lines of the training log and TensorBoard events (default: 50, or about 100 "
+    "lines for a shorter training). Not part of the cache key: the model is the same.",
+)
+VAL_EVERY = typer.Option(
+    None, "--val-every",
+    help="Training steps between validations on the calib (else val) split, logged and plotted, never used to "
+    "pick a checkpoint (default: 16000 with --recipe paper, else 0: off). Not part of the cache key.",
+)
+
 
 def _workers(value: int | None) -> int | None:
     from diffzoo.harness.core.parallel import check_workers

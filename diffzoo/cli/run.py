@@ -15,7 +15,7 @@ import typer
 from diffzoo.cli.console import console
 from diffzoo.cli.options import (
     BATCH_SIZE, CROP_SIZE, DATASET, DATASET_OPTION, DETECTOR, DEVICE, EXTRA_AUTHENTIC, ITERATIONS, LABELS,
-    PRETRAINED, RECIPE, SAVE_EVERY, SEED, WORKERS, parse_options,
+    LOG_EVERY, PRETRAINED, RECIPE, SAVE_EVERY, SEED, VAL_EVERY, WORKERS, parse_options,
 )
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.harness.core.errors import ConfigError
@@ -52,6 +52,8 @@ def run_cmd(
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
     dataset_option: list[str] = DATASET_OPTION,
     save_every: int | None = SAVE_EVERY,
+    log_every: int | None = LOG_EVERY,
+    val_every: int | None = VAL_EVERY,
     workers: int | None = WORKERS,
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0: none)."),
     thresholds: str = typer.Option(
@@ -107,7 +109,8 @@ def run_cmd(
             train=train, strict=strict, bootstrap=bootstrap, thresholds=thresholds,
             calibration_split=calibration_split, holdout=_pairs(holdout),
             generators={k: str(v) for k, v in parse_options(generator, "--generator").items()},
-            save_every=save_every, workers=workers, eval_datasets=list(eval_dataset),
+            save_every=save_every, log_every=log_every, val_every=val_every, workers=workers,
+            eval_datasets=list(eval_dataset),
             eval_dataset_options=parse_options(eval_dataset_option, "--eval-dataset-option"),
         )
 

@@ -15,7 +15,7 @@ import typer
 from diffzoo.cli.console import console
 from diffzoo.cli.options import (
     BATCH_SIZE, CROP_SIZE, DATASET, DATASET_OPTION, DETECTOR, DEVICE, EXTRA_AUTHENTIC, ITERATIONS, LABELS,
-    PRETRAINED, RECIPE, SAVE_EVERY, SEED, WORKERS, parse_options,
+    LOG_EVERY, PRETRAINED, RECIPE, SAVE_EVERY, SEED, VAL_EVERY, WORKERS, parse_options,
 )
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.cli.run import print_dataset
@@ -44,6 +44,8 @@ def train_cmd(
     extra_authentic: Path | None = EXTRA_AUTHENTIC,
     dataset_option: list[str] = DATASET_OPTION,
     save_every: int | None = SAVE_EVERY,
+    log_every: int | None = LOG_EVERY,
+    val_every: int | None = VAL_EVERY,
     workers: int | None = WORKERS,
     out: Path | None = typer.Option(None, "--out", help="Also write the checkpoint to this folder."),
 ) -> None:
@@ -58,7 +60,7 @@ def train_cmd(
             pretrained=pretrained, iterations=iterations, batch_size=batch_size, crop_size=crop_size, recipe=recipe,
             labels=labels, extra_authentic=extra_authentic,
             dataset_options=parse_options(dataset_option, "--dataset-option"), save_every=save_every,
-            workers=workers,
+            log_every=log_every, val_every=val_every, workers=workers,
         ))
 
 

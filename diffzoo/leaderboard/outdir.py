@@ -26,7 +26,7 @@ from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, c
 from diffzoo.leaderboard.store import STORE_DIRS
 
 MARKER = ".diffzoo-out.json"
-DIFFZOO_NAMES = frozenset({*STORE_DIRS, "runs", "plots", "stats", "summary.md", ".lock", MARKER})
+DIFFZOO_NAMES = frozenset({*STORE_DIRS, "runs", "plots", "stats", "train", "summary.md", ".lock", MARKER})
 """What diffzoo writes at the top of an output folder (``runs/``: older stores)."""
 
 

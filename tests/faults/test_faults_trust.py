@@ -248,9 +248,10 @@ def ownfit(monkeypatch):
 
 
 def _cached(name: str) -> list[Path]:
+    """The checkpoint folders cached for ``name`` (not the ``<key>.train`` logs or ``<key>.resume`` states)."""
     from diffzoo.harness.core.fsutil import cache_root
 
-    return [p for p in (cache_root() / "checkpoints" / name).glob("*") if p.is_dir()] \
+    return [p for p in (cache_root() / "checkpoints" / name).glob("*") if p.is_dir() and "." not in p.name] \
         if (cache_root() / "checkpoints" / name).is_dir() else []
 
 

@@ -176,6 +176,17 @@ def mean(value: torch.Tensor) -> float:
     return float(t.item()) / world_size()
 
 
+def mean_and_any(value: torch.Tensor, flag: bool) -> tuple[float, bool]:
+    """(:func:`mean` of ``value``, whether ``flag`` is set on any rank), in one
+    collective: the training loop's loss and its stop request travel together."""
+    if not is_initialized():
+        return float(value.item()), flag
+    t = torch.stack([value.detach().float().reshape(()), value.new_tensor(float(flag), dtype=torch.float32)])
+    torch.distributed.all_reduce(t)
+    total, flags = t.tolist()
+    return total / world_size(), flags > 0
+
+
 # -- training -----------------------------------------------------------------------
 
 def per_rank_batch(batch_size: int) -> int:

@@ -136,3 +136,21 @@ class RecordError(DiffzooError):
     def __init__(self, message: str, problems: list[str] | None = None):
         super().__init__(message)
         self.problems = list(problems or [message])
+
+
+class TrainingStopped(DiffzooError):
+    """A training stopped by SIGINT or SIGTERM after step ``step``; its resume
+    state is saved (``resumable``), so the same command continues it.  Not a
+    failure of diffzoo's: the CLI prints the message as it is (no ``error:``)
+    and exits 128 + the signal number, 130 for SIGINT, 143 for SIGTERM."""
+
+    def __init__(self, step: int, total: int, signum: int, resumable: bool):
+        import signal
+
+        self.step, self.total, self.signum, self.resumable = step, total, signum, resumable
+        self.exit_code = 128 + signum
+        name = signal.Signals(signum).name
+        then = ("run the same command to resume" if resumable else
+                "no resume state is kept here (--save-every 0, or torchrun): the same command trains again "
+                "from the start")
+        super().__init__(f"stopped at step {step} of {total} ({name}); {then}")

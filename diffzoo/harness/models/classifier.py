@@ -159,7 +159,7 @@ class ClassifierDetector(Detector):
         data = ImageLabelDataset(train.dataset, train.ids, config, self.train_view(config))
         groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": config.lr}]
         return train_loop(self.model, make_loader(data, config), bce_loss, groups, config, self.device, progress,
-                          train.resume)
+                          train.resume, monitor=train.monitor)
 
     # -- checkpoints -----------------------------------------------------
     def save(self, path, extra: dict[str, Any] | None = None):

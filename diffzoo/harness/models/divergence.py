@@ -43,7 +43,9 @@ class LossWatch:
         self.detector = detector
         self.last: tuple[int, float] | None = None
 
-    def check(self, step: int, loss: float) -> None:
+    def check(self, step: int, loss: float, batch: list[str] | None = None) -> None:
+        """``batch``: the ids of the samples of this step's batch (the shared trainer
+        knows them), named in the error so that a bad sample can be found."""
         try:
             value = float(loss)
         except (TypeError, ValueError):
@@ -54,5 +56,8 @@ class LossWatch:
             return
         before = f"the last finite loss was {self.last[1]:.4g} at step {self.last[0]}" if self.last else \
             "no finite loss before it"
+        if batch:
+            shown = ", ".join(batch[:8]) + (f" and {len(batch) - 8} more" if len(batch) > 8 else "")
+            before += f"; batch: {shown}"
         raise ModelError(f"detector {self.detector!r}: training diverged at step {step} (loss {value}; {before}); "
                          "nothing was cached or recorded (lower the learning rate and train again)")

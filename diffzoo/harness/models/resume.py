@@ -54,10 +54,11 @@ def default_every(iterations: int) -> int:
     return max(1, math.ceil(iterations / 10))
 
 
-def check_every(every: Any) -> int | None:
-    """``every`` if it is None or a whole number >= 0, else a ConfigError."""
-    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 0):
-        raise ConfigError(f"--save-every {every!r}: give a whole number of steps >= 0 (0: never save)")
+def check_every(every: Any, flag: str = "--save-every", minimum: int = 0, zero: str = "off") -> int | None:
+    """``every`` if it is None or a whole number >= ``minimum``, else a ConfigError naming ``flag``."""
+    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < minimum):
+        meaning = f" (0: {zero})" if minimum == 0 else ""
+        raise ConfigError(f"{flag} {every!r}: give a whole number of steps >= {minimum}{meaning}")
     return every
 
 

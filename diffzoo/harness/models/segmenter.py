@@ -22,6 +22,7 @@ from diffzoo.harness.core.cards import DetectorCard
 from diffzoo.harness.models.checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
 from diffzoo.harness.core.errors import ConfigError, ModelError
 from diffzoo.harness.core.protocols import Dataset, Detector
+from diffzoo.harness.models.monitor import TrainMonitor
 from diffzoo.harness.models.resume import Resume
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.models.trainer import AuxLogits, train_segmenter
@@ -32,9 +33,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TrainData:
-    """The training input of :meth:`Detector.fit`: a dataset and sample ids, and
+    """The training input of :meth:`Detector.fit`: a dataset and sample ids,
     where the shared training loop saves its state to resume after a kill
-    (the runner sets it; None: no saves)."""
+    (the runner sets it; None: no saves) and what watches it (``monitor``)."""
 
     dataset: Dataset
     ids: list[str]
@@ -43,6 +44,10 @@ class TrainData:
     """Called as ``preparing(done, total)`` by a detector doing work of its own
     before its training steps (UniversalFakeDetect's feature extraction), so
     that the run's progress shows it; None: nobody listens."""
+
+    monitor: TrainMonitor | None = None
+    """The log, TensorBoard events, validation and loss check of the training
+    (:mod:`.monitor`; the runner sets it): pass it on to ``train_loop``."""
 
     def prepared(self, done: int, total: int) -> None:
         if self.preparing is not None:
@@ -144,7 +149,8 @@ class SegmentationDetector(Detector):
             groups.setdefault((head, no_decay), []).append(p)
         out = []
         for (head, no_decay), params in groups.items():
-            g: dict[str, Any] = {"params": params, "lr_mult": head_mult if head else 1.0}
+            name = ("head" if head else "backbone") + (".no_decay" if no_decay else "")  # the log's lr/<name>
+            g: dict[str, Any] = {"params": params, "lr_mult": head_mult if head else 1.0, "name": name}
             if no_decay:
                 g["weight_decay"] = 0.0
             out.append(g)
@@ -164,7 +170,7 @@ class SegmentationDetector(Detector):
             raise ConfigError("training data and detector have different label spaces")
         return train_segmenter(
             self.model, self.param_groups(config.head_lr_mult), train.dataset, train.ids, self.task, config,
-            self.device, progress, train.resume,
+            self.device, progress, train.resume, train.monitor,
         )
 
     # -- checkpoints -----------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,7 +21,8 @@ from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, sweep_partial
-from diffzoo.harness.models.divergence import LossWatch, refuse_nonfinite
+from diffzoo.harness.models.divergence import refuse_nonfinite
+from diffzoo.harness.models.monitor import TrainMonitor, Validation, default_val_every, train_log_dir
 from diffzoo.harness.models.resume import Resume, resume_dir
 from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.run.factories import create_detector
@@ -31,15 +33,20 @@ log = logging.getLogger(__name__)
 
 
 class ModelSource:
-    """Models of one detector on one dataset, per training job."""
+    """Models of one detector on one dataset, per training job.
+
+    ``validation(job, detector)``: the periodic validation of a training
+    (the runner's, which evaluates; None: no validation)."""
 
     def __init__(self, entry: Entry, dataset: Dataset, request: RunRequest, device: torch.device,
-                 progress: Progress):
+                 progress: Progress,
+                 validation: Callable[[TrainingJob, Detector], Validation | None] | None = None):
         self.entry = entry
         self.dataset = dataset
-        self.request = request  # its checkpoints, train and save_every
+        self.request = request  # its checkpoints, train, save_every, log_every and val_every
         self.device = device
         self.progress = progress
+        self.validation = validation
 
     def _new_detector(self, job: TrainingJob) -> Detector:
         torch.manual_seed(job.config.seed)
@@ -70,7 +77,7 @@ class ModelSource:
             meta = det.load(cached)
             log.info("using cached checkpoint %s", cached)
             return det, {"source": "cache", "path": str(cached), "sha256": meta["sha256"],
-                         "training": meta.get("training")}
+                         "training": meta.get("training"), **self._log_of(job)}
         if not self.entry.card.trainable:  # used as built: its weights are the checkpoint
             return det, self._keep_untrained(job, det, cached)
         if not self.request.train:
@@ -111,24 +118,54 @@ class ModelSource:
             desc += f" without {'+'.join(job.spec.exclude_editors)}"
         resume = Resume(resume_dir(self.entry.name, job.key), self.request.save_every,
                         {"detector": self.entry.name, "cache_key": job.key, "train_config": job.config.to_dict()})
-        watch = LossWatch(self.entry.name)  # every detector's fit, the shared trainer's or a plugin's own
+        monitor = self._monitor(job, det)  # its loss check serves every fit, the shared trainer's or a plugin's own
         with self.progress.task(desc, total=job.config.iterations) as task:
             done = [0]
 
             def advance(step: int, loss: float) -> None:  # a resumed run starts past 0
-                watch.check(step, loss)
+                monitor.check_loss(step, loss)
                 task.advance(step - done[0], loss=loss)
                 done[0] = step
 
             def preparing(done_: int, total: int) -> None:  # e.g. features extracted before step 1
                 task.advance(0, preparing=f"{done_}/{total}")
 
-            log_ = det.fit(TrainData(self.dataset, ids, resume, preparing), job.config, progress=advance)
+            try:
+                log_ = det.fit(TrainData(self.dataset, ids, resume, preparing, monitor), job.config, progress=advance)
+            finally:
+                monitor.close()
         log_["num_train_images"] = len(ids)
         ckpt = self._cache_model(job, det, cached, "trained", log_, train_config=job.config.to_dict())
         if distributed.is_main():
             resume.clear()  # the checkpoint is written: nothing left to resume
-        return ckpt
+        return {**ckpt, **self._log_of(job)}
+
+    def _monitor(self, job: TrainingJob, det: Detector) -> TrainMonitor:
+        """The log, events and validation of ``job``'s training (:mod:`~..models.monitor`)."""
+        val_every = self.request.val_every
+        if val_every is None:
+            val_every = default_val_every(job.config.recipe)
+        validate = self.validation(job, det) if val_every and self.validation is not None else None
+        return TrainMonitor(self.entry.name, train_log_dir(self.entry.name, job.key), self.request.log_every,
+                            val_every, validate)
+
+    def _log_of(self, job: TrainingJob) -> dict[str, Any]:
+        """``log_dir`` (the training's log folder in the cache, when it has one) and
+        ``model_name`` (the folder and plot name it is copied to in ``--out``)."""
+        folder = train_log_dir(self.entry.name, job.key)
+        named = {"model_name": model_name(self.entry.name, job)}
+        return {"log_dir": str(folder), **named} if folder.is_dir() else named
+
+
+def model_name(detector: str, job: TrainingJob) -> str:
+    """How ``--out`` names a model's training log and plot: detector, task, held-out
+    editors, and the cache key's first 8 characters (``segformer-binary-1a2b3c4d``)."""
+    parts = [detector, job.task]
+    if job.spec.exclude_editors:
+        parts.append("without-" + "+".join(job.spec.exclude_editors))
+    if job.spec.split != "train":
+        parts.append(job.spec.split)
+    return "-".join(parts + [job.key[:8]])
 
 
 def check_cached_weights(folder: Path, remove: bool = True) -> None:

@@ -31,6 +31,8 @@ class RunRequest:
     unseen_pairs: list[tuple[str, str]] = field(default_factory=list)  # replaces the paper's pairs
     generators: dict[str, str] = field(default_factory=dict)  # generator a suite names -> card to use
     save_every: int | None = None  # training steps between resume saves; None: a tenth of the run, 0: never
+    log_every: int | None = None  # training steps between log lines; None: models/monitor.default_log_every
+    val_every: int | None = None  # training steps between validations; None: 16,000 for --recipe paper, else 0 (off)
     workers: int | None = None  # loader processes; None: $DIFFZOO_WORKERS or by device (core/parallel.default_workers)
     eval_datasets: list[str] = field(default_factory=list)  # cross-dataset suite: PATH_OR_NAME[:SPLIT] each
     eval_dataset_options: dict[str, Any] = field(default_factory=dict)  # adapter options of every --eval-dataset

@@ -30,6 +30,7 @@ from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
+from diffzoo.harness.models.monitor import Validation
 from diffzoo.harness.models.resume import check_every
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.run.baselines import baseline_cache
@@ -46,6 +47,7 @@ from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.planning import Baseline, Pass, Plan, TrainingJob, eval_input, make_plan, model_input_size, pass_subsets, passes
 from diffzoo.harness.run.planning import reuses_baseline, same_input_note, train_config
 from diffzoo.harness.run.thresholds import calibrate, check_policy
+from diffzoo.harness.run.validation import make_validation
 from diffzoo.harness.suites import Case, Suite, TrainSpec, is_cross, unseen_generators_suite
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,7 @@ class RunOutput:
     skipped: dict[str, dict[str, str]] = field(default_factory=dict)
     """Samples skipped in any pass of the run: id -> {"kind", "reason"}
     (each sample once, however many passes or records it missed)."""
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)  # each model's (ModelSource.model_for)
 
 
 @dataclass
@@ -83,6 +86,7 @@ class Runner:
     def __init__(self, request: RunRequest, progress: Progress | None = None):
         self.request = request
         check_every(request.save_every)  # before any work
+        check_every(request.log_every, "--log-every", minimum=1), check_every(request.val_every, "--val-every")
         check_usable_dir(cache_root(), f"the diffzoo cache (${CACHE_ENV})")  # checkpoints, resume states
         if request.workers is not None:  # a bad --workers fails before torchrun's group is joined
             check_workers(request.workers)
@@ -107,7 +111,7 @@ class Runner:
         if self.suites:  # before any training: an unknown policy, or a calibration split missing or evaluated
             check_policy(request.thresholds, request.calibration_split, self.dataset,
                          {c.split for s in self.suites for c in s.cases if not is_cross(c)})
-        self.models = ModelSource(self.entry, self.dataset, request, self.device, self.progress)
+        self.models = ModelSource(self.entry, self.dataset, request, self.device, self.progress, self._validation)
         self.notes: list[str] = []
         self.skipped: dict[str, dict[str, str]] = {}
         self.plan_: Plan | None = None
@@ -166,9 +170,11 @@ class Runner:
         if self.plan_ is None:
             self.plan()
         records: list[ResultRecord] = []
+        checkpoints: list[dict[str, Any]] = []
         summaries = Summaries(self.request.bootstrap, self.request.seed, self.request.out)
         for job in self.plan_.jobs:
             det, ckpt = self.models.model_for(job)
+            checkpoints.append(ckpt)
             thresholds = self._thresholds(job, det)
             states = self._evaluate_job(job, det, thresholds)
             if states is None:  # ranks > 0
@@ -202,7 +208,7 @@ class Runner:
                 metrics, ci = case_metrics(case, summary, contexts[key].dataset.label_space.names, compared)
                 records.append(build_record(contexts[key], suite, case, summary, result, metrics, ci, params,
                                             compared(case.compare_to) if case.compare_to else None))
-        return RunOutput(records, self.plan_, self.notes, self.skipped)
+        return RunOutput(records, self.plan_, self.notes, self.skipped, checkpoints)
 
     def train(self, task: str = "binary", exclude_editors: tuple[str, ...] = ()) -> TrainOutput:
         """Train (or find in the cache) one model on the train split, as
@@ -314,6 +320,11 @@ class Runner:
     def _short_side(self, job: TrainingJob) -> int | None:
         """The recipe's evaluation input rule for ``job``'s model (None: as stored)."""
         return eval_input(self.entry.card, job.config).get("short_side")
+
+    def _validation(self, job: TrainingJob, det: Detector) -> Validation | None:
+        """The periodic validation of ``job``'s training: fixed thresholds, the evaluation's input rule."""
+        return make_validation(self.dataset, job, det, lambda case, tasks, what: self._evaluate(
+            det, case, tasks, None, Thresholds.fixed(det), {}, what=what, input_short_side=self._short_side(job)))
 
     def _thresholds(self, job: TrainingJob, det: Detector) -> Thresholds:
         """Fixed, or calibrated on the calibration split (never an evaluated

@@ -4,9 +4,10 @@
 manifest summary, the overview tables, the comparison figures of all detectors
 (:mod:`.comparison_plots`), one ranked table per :class:`~.tables.Table`),
 ``out/detectors/<slug>.html`` per detector (its rows in every table, its
-card, confusion matrices, robustness curves and per-editor IoU bars) and the
-figures in ``out/plots/``.  No external resources; the one script is the
-overview table's constant sorting and filtering code (:mod:`.site_overview`).
+card, confusion matrices, robustness curves, per-editor IoU bars and the
+training curves of each trained model) and the figures in ``out/plots/``.
+No external resources; the one script is the overview table's constant
+sorting and filtering code (:mod:`.site_overview`).
 The pages are put together here; their tables are drawn by
 :mod:`.site_tables`, their figures by :mod:`.site_figures`.
 
@@ -32,7 +33,7 @@ from diffzoo.leaderboard.render.comparison_plots import comparison_section
 from diffzoo.leaderboard.render.escape import html as e
 from diffzoo.leaderboard.overview.build import build_overview
 from diffzoo.leaderboard.overview.model import OverviewTable
-from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures
+from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures
 from diffzoo.leaderboard.render.site_overview import OVERVIEW_CSS, OVERVIEW_JS, overview_section
 from diffzoo.leaderboard.render.site_tables import case_info, short, summary_table_html, table_anchors, table_html
 from diffzoo.leaderboard.summary.tables import cross_tables
@@ -175,11 +176,14 @@ def render_detector(name: str, records: list[ResultRecord], tables: list[Table],
         for t, a in zip(tables, anchors) if any(r.page == name and not r.baseline for r in t.rows))
     confusion, bars = semantic_figures(name, records, stem, plot_dir, used)
     curves = robustness_figures(name, records, stem, plot_dir, used)
+    training = training_figures(name, records, stem, plot_dir, used)
     parts = []
     for title, figs, empty in (
             ("Confusion matrices", confusion, "no semantic records with a confusion matrix"),
             ("Robustness", curves, "no distortion evaluated at two or more strengths"),
-            ("Per-editor IoU", bars, "no semantic records with per-editor IoU")):
+            ("Per-editor IoU", bars, "no semantic records with per-editor IoU"),
+            ("Training", training, "no training curve in these records (a pretrained model, or records made "
+                                   "before training curves were kept)")):
         parts.append(f'<h3>{title}</h3>{"".join(figs) or f"<p class=legend>{empty}</p>"}')
     count = results.count('<section class="case">')
     body = (f'<p><a href="../index.html">\u2190 leaderboard {e(selection.label)}</a></p>'

@@ -1,19 +1,22 @@
 """The figures of a detector's page on the static site (:mod:`.site`):
 robustness curves (computed by :func:`diffzoo.leaderboard.robustness.distortion_curves`),
-confusion matrices and per-editor IoU bars, written as PNGs under one
-``plots/`` folder with distinct names made from slugs.
+confusion matrices, per-editor IoU bars and training curves (:mod:`.training_plots`),
+written as PNGs under one ``plots/`` folder with distinct names made from slugs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from diffzoo.harness.metrics.catalog import MetricInfo, metric_info
 from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.newest import newest_record
 from diffzoo.leaderboard.render import plots
 from diffzoo.leaderboard.render.escape import html as e
 from diffzoo.leaderboard.render.site_tables import unique_name
+from diffzoo.leaderboard.render.training_plots import curves_from_training, training_png
 from diffzoo.leaderboard.robustness import distortion_curves
 from diffzoo.leaderboard.tables import slugify
 
@@ -81,3 +84,48 @@ def semantic_figures(name: str, records: list[ResultRecord], stem: str, plot_dir
         plots.editor_iou_png(series, plot_dir / file, title=title)
         bars.append(_figure("editor-iou", plot_dir / file, f"{title} (one bar per semantic case)"))
     return confusion, bars
+
+
+def model_key(r: ResultRecord) -> str:
+    """The trained model a record was made with: its checkpoint cache key (``config.cache_key``),
+    else its checkpoint's sha256."""
+    key = r.body.config.get("cache_key")
+    return key if isinstance(key, str) and key else r.body.detector.checkpoint_sha256
+
+
+def _training_of(r: ResultRecord) -> tuple[str, list[str], str]:
+    """(task, held-out editors, training dataset) of the model behind ``r``, as its config says
+    (``train_subset``, ``train_dataset``), else as its case's ``train`` says."""
+    config: dict[str, Any] = r.body.config
+    spec = config.get("train_subset") if isinstance(config.get("train_subset"), dict) else r.body.case.get("train")
+    spec = spec if isinstance(spec, dict) else {}
+    editors = spec.get("exclude_editors")
+    editors = [str(x) for x in editors] if isinstance(editors, (list, tuple)) else []
+    train_dataset = config.get("train_dataset")
+    dataset = train_dataset.get("name") if isinstance(train_dataset, dict) else None
+    return str(spec.get("task") or r.body.task or "?"), editors, str(dataset or r.body.dataset.name)
+
+
+def training_figures(name: str, records: list[ResultRecord], stem: str, plot_dir: Path,
+                     used: set[str]) -> list[str]:
+    """One training figure per distinct trained model (:func:`model_key`) whose records carry
+    a training curve (``training.curve``, ``validation`` or the older sampled ``losses``),
+    drawn from the newest such record of that model."""
+    by_model: dict[str, list[ResultRecord]] = {}
+    for r in records:
+        if curves_from_training(r.body.training) is not None:
+            by_model.setdefault(model_key(r), []).append(r)
+    figures = []
+    for key, group in sorted(by_model.items(), key=lambda kv: (_training_of(kv[1][0]), kv[0])):
+        r = newest_record(group)
+        curves = curves_from_training(r.body.training)
+        task, editors, dataset = _training_of(r)
+        held_out = f"; held-out editors: {', '.join(editors)}" if editors else "; no editor held out"
+        what = f"{task} model trained on {dataset}{held_out}; cache key {key[:16]}"
+        file = _plot_file(used, stem, "training", key[:12])
+        training_png(curves, plot_dir / file, title=f"{name}: {what}")
+        steps = " (steps inferred from the sampled losses of an older record)" if curves.approximate_steps else ""
+        figures.append(_figure("training", plot_dir / file,
+                               f"Training of the {what}{steps}: loss (thin: as logged, bold: smoothed), "
+                               "learning rate, validation metrics when the run logged any"))
+    return figures

@@ -298,15 +298,17 @@ class BencoDetector(Detector):
         for name, p in self.net.model.named_parameters():
             if p.requires_grad:
                 (no_decay if p.ndim <= 1 or name.endswith(".bias") else decay).append(p)
-        return [{"params": decay, "lr": config.lr},
-                {"params": no_decay, "lr": config.lr, "weight_decay": 0.0}]
+        return [{"params": decay, "lr": config.lr, "name": "decay"},
+                {"params": no_decay, "lr": config.lr, "weight_decay": 0.0, "name": "no_decay"}]
 
     def fit(self, train: Any, config: Any, progress: Any = None) -> dict[str, Any]:
+        """diffzoo's shared loop on the model's own ``backward_loss``; its
+        ``visual_loss`` scalars are logged as the loss terms."""
         torch.manual_seed(config.seed)  # dropout and drop-path draw from it, as in train_segmenter
         loader = make_loader(CropDataset(train.dataset, train.ids, "binary", config), config)
-        return train_loop(self.net, loader, lambda out, targets: out["backward_loss"], self.param_groups(config),
-                          config, self.device, progress, train.resume, data_name=train.dataset.name,
-                          with_targets=True)
+        return train_loop(self.net, loader, benco_loss, self.param_groups(config), config, self.device, progress,
+                          train.resume, data_name=train.dataset.name, with_targets=True,
+                          monitor=train.monitor)
 
     def checkpoint_meta(self) -> dict[str, Any]:
         return {"format": "diffzoo-checkpoint-1", "card": self.card.to_dict(), "task": self.task,
@@ -326,3 +328,11 @@ class BencoDetector(Detector):
         self.net.model.load_state_dict(state, strict=True)
         self.net.to(self.device).eval()
         return meta
+
+
+def benco_loss(out: dict[str, Any], targets: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """An IMDL-BenCo model's ``backward_loss``, with the scalars of its ``visual_loss``
+    (e.g. ``seg_loss``, ``edge_loss``) as the terms the training log shows."""
+    terms = out.get("visual_loss") or {}
+    return out["backward_loss"], {str(k): v for k, v in terms.items() if torch.is_tensor(v) and v.numel() == 1}
+

@@ -155,7 +155,8 @@ class UniversalFakeDetector(ClassifierDetector):
         loader = make_loader(data, config, shard=False)  # the features are this rank's share already
         groups = [{"params": list(self.model.probe.parameters()), "lr": config.lr}]
         # resuming after a kill extracts the (deterministic) features again, then continues the probe's training
-        log_ = train_loop(self.model.probe, loader, bce_loss, groups, config, self.device, progress, train.resume)
+        log_ = train_loop(self.model.probe, loader, bce_loss, groups, config, self.device, progress, train.resume,
+                          monitor=train.monitor)
         log_["feature_images"] = sum(distributed.all_gather(len(labels)))
         log_["skipped_samples"] += sum(distributed.all_gather(skipped))
         log_["edited_view_fraction"] = float(labels.mean()) if len(labels) else float("nan")

@@ -1,0 +1,45 @@
+"""A run's training logs in its output folder: ``train/<model>/`` (the log.jsonl
+and TensorBoard events the shared training loop wrote beside the checkpoint in
+the cache; ``tensorboard --logdir OUT/train`` shows every model of the run)
+and ``plots/<model>-training.png`` (loss, learning rate, validation).
+
+A model loaded from the cache brings the log of the training that made it,
+when the cache still has it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from diffzoo.harness.core.fsutil import atomic_write_bytes
+from diffzoo.leaderboard.render.training_plots import curves_from_log, read_log, training_png
+from diffzoo.leaderboard.tables import slugify
+
+log = logging.getLogger(__name__)
+
+LOG_FILE = "log.jsonl"
+
+
+def copy_training_logs(checkpoints: list[dict[str, Any]], out: Path) -> dict[str, Path]:
+    """Copy each model's log folder to ``out/train/<model>/`` and draw its curves to
+    ``out/plots/<model>-training.png``; returns model name -> folder written."""
+    written: dict[str, Path] = {}
+    for ckpt in checkpoints:
+        source = ckpt.get("log_dir")
+        if not source or not Path(source, LOG_FILE).is_file():
+            continue
+        name = slugify(ckpt.get("model_name") or Path(source).name)
+        if name in written:
+            continue
+        target = Path(out) / "train" / name
+        for path in sorted(Path(source).iterdir()):
+            if path.is_file() and not path.is_symlink():
+                atomic_write_bytes(target / path.name, path.read_bytes())
+        curves = curves_from_log(read_log(target / LOG_FILE))
+        if not curves.empty:
+            training_png(curves, Path(out) / "plots" / f"{name}-training.png", title=f"training of {name}")
+        written[name] = target
+        log.info("training log of %s copied to %s", name, target)
+    return written
