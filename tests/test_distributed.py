@@ -220,3 +220,37 @@ def test_train_errors_are_one_line(capsys, diffseg_folder, args, expected):
     assert "Traceback" not in err and "trained" not in out
     if "sdxll" in expected:
         assert "Did you mean 'sdxl'?" in lines[0]
+
+
+_SIGTERM_RANK_1 = """
+import os, signal, sys
+from diffzoo.harness.models import monitor
+logged = monitor.TrainMonitor.step
+def step(self, step, *args, **kwargs):
+    logged(self, step, *args, **kwargs)
+    if step == 3 and os.environ["RANK"] == "1":  # a signal that reaches one rank only
+        os.kill(os.getpid(), signal.SIGTERM)
+monitor.TrainMonitor.step = step
+from diffzoo.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_torchrun_a_signal_to_one_rank_stops_every_rank_after_the_same_step(tmp_path):
+    data = make_diffseg_folder(tmp_path / "ds", n=12)
+    script = tmp_path / "stop.py"
+    script.write_text(_SIGTERM_RANK_1)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    args = ["train", *TRAIN[:2], "--iterations", "20", "--batch-size", "4", "--crop-size", "16", "--device", "cpu",
+            "--dataset", str(data)]
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                             str(script), *args], cwd=tmp_path, env={**env, "OMP_NUM_THREADS": "1"},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    stops = [line for line in result.stderr.splitlines() if line.startswith("stopped at step")]
+    assert stops and all(line.startswith("stopped at step 4 of 20 (SIGTERM); no resume state") for line in stops)
+    cache = Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "segformer.tiny"
+    assert not list(cache.glob("*/model.safetensors"))  # nothing cached, on any rank
+    (log_dir,) = cache.glob("*.train")
+    assert [json.loads(line)["step"] for line in (log_dir / "log.jsonl").read_text().splitlines()
+            if json.loads(line)["event"] == "train"] == [1, 2, 3, 4]  # rank 0 stopped where rank 1 did

@@ -188,6 +188,10 @@ def print_result(result: Evaluation) -> None:
         f"{stored_line(result.outcomes)} in {term(result.store.records_dir)}; summary "
         f"{term(result.written['summary.md'])} ({result.seconds:.0f} s; dataset {term(ds.name)})."
     )
+    if result.training:
+        logs = Path(result.store.root) / "train"
+        console.print(f"training logs of {len(result.training)} model(s) in {term(logs)} (tensorboard --logdir "
+                      f"{term(logs)}); curves in {term(logs.parent / 'plots')}/*-training.png")
     notice = getattr(ds, "notice", None)
     if notice:
         console.print(f"[yellow]note:[/] {term(notice)}")

@@ -87,5 +87,7 @@ def _report(result: TrainOutput) -> None:
         f"final loss {log.get('final_loss', float('nan')):.4f}"
     )
     console.print(f"checkpoint: {term(ckpt['path'])} (sha256 {ckpt['sha256'][:16]}...)")
+    if ckpt.get("log_dir"):
+        console.print(f"training log: {term(ckpt['log_dir'])} (log.jsonl; tensorboard --logdir {term(ckpt['log_dir'])})")
     if result.copy is not None:
         console.print(f"copy: {term(str(result.copy))}")
