@@ -88,6 +88,18 @@ def _report(result: TrainOutput) -> None:
     )
     console.print(f"checkpoint: {term(ckpt['path'])} (sha256 {ckpt['sha256'][:16]}...)")
     if ckpt.get("log_dir"):
-        console.print(f"training log: {term(ckpt['log_dir'])} (log.jsonl; tensorboard --logdir {term(ckpt['log_dir'])})")
+        console.print(f"training log: {term(ckpt['log_dir'])} (log.jsonl; tensorboard --logdir {term(ckpt['log_dir'])})"
+                      + _times(Path(ckpt["log_dir"]) / "log.jsonl"))
+
+
+def _times(log_file: Path) -> str:
+    """``"; 42 s of training steps, 7 s of validation"`` from the log's last ``end`` line ('' without one)."""
+    from diffzoo.leaderboard.render.training_plots import read_log
+
+    end = next((row for row in reversed(read_log(log_file)) if row.get("event") == "end"), None)
+    if not end:
+        return ""
+    val = f", {end.get('validation_seconds', 0):.0f} s of validation" if end.get("validation_seconds") else ""
+    return f"; {end.get('train_seconds', 0):.0f} s of training steps{val}"
     if result.copy is not None:
         console.print(f"copy: {term(str(result.copy))}")

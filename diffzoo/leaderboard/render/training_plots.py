@@ -136,10 +136,13 @@ def curves_from_log(rows: list[dict[str, Any]]) -> TrainingCurves:
             return _num(next((v for k, v in lr.items() if str(k) == group), None))
         return _num(lr) if group == "lr" else NAN
 
-    has_mean = any("loss_mean" in train[s] for s in steps)
+    loss = [_num(train[s].get("loss")) for s in steps]
+    mean = [_num(train[s].get("loss_mean")) for s in steps]
+    # logged every step, the mean since the previous row is the loss itself: drawn once
+    has_mean = any("loss_mean" in train[s] for s in steps) and any(
+        a != b and not (math.isnan(a) and math.isnan(b)) for a, b in zip(loss, mean))
     return TrainingCurves(
-        steps=steps, loss=[_num(train[s].get("loss")) for s in steps],
-        loss_mean=[_num(train[s].get("loss_mean")) for s in steps] if has_mean else None,
+        steps=steps, loss=loss, loss_mean=mean if has_mean else None,
         lr={g: [lr_of(train[s], g) for s in steps] for g in groups}, validation=_validation(points))
 
 
