@@ -1,42 +1,81 @@
 """GPU check: train SegFormer-B2 briefly at 512x512 (bf16 autocast, channels_last),
-evaluate a few hundred synthetic images, print throughput and peak memory.
+evaluate a few hundred synthetic images, print throughput and peak memory; then
+the real data path (PNG files read through diffzoo's loaders) and IMDL-BenCo's
+detectors.
 
-Inference is timed twice: at the training batch under bf16 autocast (this
-harness's throughput), and like for like with mmseg's published 30.88 fps
-for SegFormer-B2 512x512 (:data:`MMSEG_FPS`): batch 1, fp32, NCHW, 512x512,
-synchronised per image, 200 images after 5 warm-up.  Training images/s are
-at batch 16, the recipe's total batch (mmseg's 8 GPUs x 2); mmseg publishes
-no training speed to set them against.
+Sections, in this order (``--skip`` leaves any out):
 
-    bash benchmarks/gpu_check.sh            # on a CUDA machine; a few minutes on one H200
+1. ``synthetic``: in-memory data.  Inference is timed twice: at the training
+   batch under bf16 autocast (this harness's throughput), and like for like
+   with mmseg's published 30.88 fps for SegFormer-B2 512x512
+   (:data:`MMSEG_FPS`): batch 1, fp32, NCHW, 512x512, synchronised per image,
+   200 images after 5 warm-up.  Training images/s are at batch 16, the
+   recipe's total batch (mmseg's 8 GPUs x 2); mmseg publishes no training
+   speed to set them against.
+2. ``data``: a small DiffSeg30k-layout folder of PNG files per size (512 px,
+   the ``paper`` recipe's input, and 1024 px, DiffSeg30k's own size; uniform
+   noise images, the worst case for PNG decoding), opened through
+   ``open_dataset`` (the registered adapters sniff it).  For 0, 2 and 4 loader
+   workers: training images/s through ``det.fit`` (the shared trainer:
+   ``CropDataset``, ``make_loader``, ``TrainConfig(num_workers=...)``) and
+   evaluation images/s through ``harness.evaluate`` (``eval_inputs`` into
+   ``predict``, metrics included, fp32 as a run), each with the share of
+   wall time the loop waits for data (blocked in ``next()`` of its
+   iterator / total).  Helpers: ``gpu_data_path.py``.
+3. ``benco``: each IMDL-BenCo detector that builds offline (random init;
+   random weight files, ``plugins/benco/offline.py``, in a temporary cache for
+   those whose constructor needs one): training images/s through its
+   ``fit`` (the shared trainer) on in-memory data at its input size, and
+   ``predict`` images/s at batch 1, fp32.  Without ``imdlbenco`` the section
+   is recorded as not measured.
+
+    bash benchmarks/gpu_check.sh            # on a CUDA machine; within 8 minutes on one H200
     bash benchmarks/gpu_check.sh --smoke    # tiny settings on CPU, to check the script itself
 
-No network is needed: the model starts from random weights (pretrained
-weights cannot be downloaded there), the data are synthetic and in memory.
-Training goes through the detector's ``fit`` (the shared trainer, which runs
-bf16 autocast on CUDA, and channels_last through ``TrainConfig.channels_last``);
-for evaluation and inference channels_last is applied here to the network
-and its input.  A second, shorter
-training pass without channels_last gives the layout's speed ratio measured
-in the same run.
+A time budget (``--budget``, 400 s from the script's start; ``gpu_check.sh``
+kills it at 480 s) decides what runs after section 1: a measurement that
+would not fit in what is left is skipped and listed in the JSON's
+``not_measured`` ({what, why}), as is everything a ``--smoke`` run or a
+missing ``imdlbenco`` leaves out.  After each section the JSON so
+far is written to ``--json`` (with ``"partial": true``), and SIGTERM (sent
+by ``gpu_check.sh``'s limit) ends the run with its summary and JSON, so a run
+stopped at the limit still leaves its figures.
+
+No network is needed: the models start from random weights (pretrained
+weights cannot be downloaded there), the data are synthetic.  Training goes
+through the detector's ``fit`` (the shared trainer, which runs bf16 autocast
+on CUDA, and channels_last through ``TrainConfig.channels_last``); for
+evaluation and inference of the synthetic section channels_last is applied
+here to the network and its input.  A second, shorter training pass without
+channels_last gives the layout's speed ratio measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from contextlib import nullcontext
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 import torch  # noqa: E402
+from gpu_data_path import inference_rate, peak_mib, random_weight_files, reset_peak  # noqa: E402
 
-FULL = {"size": 512, "batch_size": 16, "iterations": 150, "warmup": 15, "eval_images": 300, "workers": 8}
-SMOKE = {"size": 64, "batch_size": 2, "iterations": 3, "warmup": 1, "eval_images": 6, "workers": 0}
+FULL = {"size": 512, "batch_size": 16, "iterations": 150, "warmup": 15, "eval_images": 300, "workers": 8,
+        "budget": 400.0, "data_sizes": "512,1024", "data_workers": "0,2,4", "data_train_images": 64,
+        "data_val_images": 48, "data_steps": 10, "data_warmup": 3, "benco": "benco.*", "benco_steps": 5}
+SMOKE = {"size": 64, "batch_size": 2, "iterations": 3, "warmup": 1, "eval_images": 6, "workers": 0,
+         "budget": 150.0, "data_sizes": "64,128", "data_workers": "0,2", "data_train_images": 8,
+         "data_val_images": 5, "data_steps": 2, "data_warmup": 1, "benco": "benco.pscc-net.tiny", "benco_steps": 2}
+SECTIONS = ("synthetic", "data", "benco")
 
 
 def parse() -> argparse.Namespace:
@@ -49,13 +88,31 @@ def parse() -> argparse.Namespace:
     p.add_argument("--iterations", type=int, help="timed training steps (150; smoke 3)")
     p.add_argument("--warmup", type=int, help="untimed steps first: cuDNN autotune, allocator (15; smoke 1)")
     p.add_argument("--eval-images", type=int, help="synthetic images evaluated (300; smoke 6)")
-    p.add_argument("--workers", type=int, help="DataLoader workers for training (8; smoke 0)")
+    p.add_argument("--workers", type=int, help="DataLoader workers for in-memory training (8; smoke 0)")
     p.add_argument("--no-channels-last", action="store_true", help="train and evaluate in NCHW only")
     p.add_argument("--json", help="also write the results to this file")
+    p.add_argument("--budget", type=float, help="seconds for the whole run; what would not fit is skipped (400)")
+    p.add_argument("--skip", default="", help=f"comma-separated sections to leave out: {', '.join(SECTIONS)}")
+    p.add_argument("--data-sizes", help="PNG image sizes of the data path (512,1024; smoke 64,128)")
+    p.add_argument("--data-workers", help="loader workers of the data path (0,2,4; smoke 0,2)")
+    p.add_argument("--data-train-images", type=int, help="PNG training pairs per size (64; smoke 8)")
+    p.add_argument("--data-val-images", type=int, help="PNG validation pairs per size (48; smoke 5)")
+    p.add_argument("--data-steps", type=int, help="timed training steps per worker count (10; smoke 2)")
+    p.add_argument("--data-warmup", type=int, help="untimed steps / images first, worker start-up (3; smoke 1)")
+    p.add_argument("--recipe", default="native", choices=("native", "paper"),
+                   help="data path training crops and evaluation input rule (native: as stored)")
+    p.add_argument("--benco", help="IMDL-BenCo cards to measure, names or wildcards (benco.*, without .tiny; "
+                                   "smoke benco.pscc-net.tiny)")
+    p.add_argument("--benco-steps", type=int, help="timed training steps and 2x predict calls per model (5; smoke 2)")
     args = p.parse_args()
     for key, value in (SMOKE if args.smoke else FULL).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    if args.skip - set(SECTIONS):
+        p.error(f"--skip: unknown section(s) {', '.join(sorted(args.skip - set(SECTIONS)))}")
+    args.data_sizes = [int(v) for v in args.data_sizes.split(",") if v.strip()]
+    args.data_workers = [int(v) for v in args.data_workers.split(",") if v.strip()]
     return args
 
 
@@ -86,17 +143,6 @@ def set_channels_last(det, on: bool) -> None:
         )
 
 
-def peak_mib(device: torch.device) -> float | None:
-    return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
-
-
-def reset_peak(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
-
-
 MMSEG_FPS = 30.88
 """mmseg's published inference speed of SegFormer MIT-B2, ADE20K 512x512 160k (configs/segformer/README.md,
 "Inf time (fps)" 30.88): tools/analysis_tools/benchmark.py, batch 1 (the test loader), fp32, the model's
@@ -104,53 +150,17 @@ predict mode (logits resized to the image, argmax) on ADE20K val images resized 
 mean over 200 images after 5 warm-up, cudnn.benchmark off; the README does not name the GPU."""
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+# -- section 1: in-memory data (the original check) -----------------------------------------------
 
 
-@torch.no_grad()
-def inference_rate(det, device, size: int, batch: int, steps: int, amp, warmup: int = 5) -> float:
-    """Forward passes only (``det.predict`` on a batch of ``batch``, logits at the
-    input size), each synchronised: images/s after ``warmup`` untimed passes."""
-    x = torch.rand(batch, 3, size, size, device=device)
-    with amp():
-        for _ in range(warmup):
-            det.predict(x)
-        sync(device)
-        start = time.perf_counter()
-        for _ in range(steps):
-            out = det.predict(x)
-            out.mask_logits.argmax(1)
-            sync(device)
-    return batch * steps / (time.perf_counter() - start)
+def measure_synthetic(det, args, device, amp, results: dict) -> None:
+    from bench import SyntheticEdits, timed_eval, timed_train
 
-
-def main() -> None:
-    args = parse()
-    device = device_or_exit(args.smoke)
-    from bench import SyntheticEdits, report, timed_eval, timed_train
-
-    from diffzoo import create_detector
-    from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS
     from diffzoo.harness.core.train_config import TrainConfig
-    from diffzoo.harness.core.types import BINARY
+    from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS
 
-    started = time.perf_counter()
-    labels = DIFFSEG30K_LABELS if args.task == "semantic" else BINARY
     n_train = max(64, args.batch_size * 4)
     data = SyntheticEdits(DIFFSEG30K_LABELS, args.size, {"train": n_train, "val": args.eval_images}, pool=32)
-    torch.manual_seed(0)
-    det = create_detector(args.detector, args.task, labels, pretrained=False).to(device)
-    params = sum(p.numel() for p in det.model.parameters())
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
-    amp_on = device.type == "cuda"
-    amp = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if amp_on else nullcontext
-    layout = "NCHW" if args.no_channels_last else "channels_last"
-    precision = "bf16" if amp_on else "fp32"
-    print(f"gpu_check: {args.detector} [{args.task}] {params / 1e6:.1f} M params, random init, on {name}; "
-          f"{args.size}x{args.size}, batch {args.batch_size}, {args.iterations}+{args.warmup} steps, "
-          f"bf16 autocast {'on' if amp_on else 'off (CPU)'}, {layout}", flush=True)
 
     def train(steps: int, channels_last: bool):
         set_channels_last(det, channels_last)
@@ -161,9 +171,6 @@ def main() -> None:
         timing, log = timed_train(det, data, config, args.warmup)
         return timing, log, peak_mib(device)
 
-    results: dict = {"device": name, "torch": torch.__version__, "detector": args.detector, "task": args.task,
-                     "params_m": round(params / 1e6, 2), "size": args.size, "batch_size": args.batch_size,
-                     "bf16_autocast": amp_on, "layout": layout, "smoke": args.smoke}
     timing, log, peak = train(args.iterations, not args.no_channels_last)
     results.update(train_images_per_s=timing.images_per_s, train_peak_mib=peak,
                    train_loss=[log["first_loss"], log["final_loss"]])
@@ -190,34 +197,204 @@ def main() -> None:
                                                                3 if args.smoke else 200, nullcontext,
                                                                1 if args.smoke else 5)
     results["mmseg_published_fps"] = MMSEG_FPS
-    results["wall_s"] = time.perf_counter() - started
 
-    def mib(v):
-        return "-" if v is None else f"{v:,.0f} MiB"
 
-    rows = [("train images/s", f"{results['train_images_per_s']:.1f}")]
-    if "channels_last_speedup" in results:
-        rows.append(("  x vs NCHW (same run)", f"{results['channels_last_speedup']:.2f}"))
-    rows += [
-        ("eval images/s (batch 1, metrics)", f"{results['eval_images_per_s']:.1f}"),
-        (f"inference images/s (batch {args.batch_size}, {precision})", f"{results['inference_images_per_s']:.1f}"),
-        ("inference images/s (batch 1, fp32)", f"{results['inference_b1_fp32_images_per_s']:.1f}"),
-        ("  mmseg published (batch 1, fp32)", f"{MMSEG_FPS:.2f}"),
-        ("peak memory train / eval", f"{mib(results['train_peak_mib'])} / {mib(results['eval_peak_mib'])}"),
-        ("wall time", f"{results['wall_s']:.0f} s"),
-    ]
-    print()
-    for label, value in rows:
-        print(f"  {label:<34}{value:>22}")
-    from bench import figure
+# -- section 2: the real data path ----------------------------------------------------------------
 
-    results["figures"] = [
-        figure(f"train img/s (batch {args.batch_size}, {precision})", results["train_images_per_s"], unit="img/s"),
-        figure("inference img/s (batch 1, fp32)", results["inference_b1_fp32_images_per_s"], unit="img/s"),
-        figure("x mmseg's 30.88 fps (batch 1, fp32)", results["inference_b1_fp32_images_per_s"] / MMSEG_FPS),
-        figure("peak train MiB", results["train_peak_mib"], unit="MiB"),
-    ]
-    report(results, args.json)
+
+def note_reduced_data_path(args, run) -> None:
+    """What a full run's data path measures that this one leaves out."""
+    why = "--smoke: tiny stand-ins on CPU" if args.smoke else "not asked for (--data-sizes / --data-workers)"
+    full_sizes = [int(v) for v in FULL["data_sizes"].split(",")]
+    full_workers = [int(v) for v in FULL["data_workers"].split(",")]
+    missing = [s for s in full_sizes if s not in args.data_sizes]
+    if missing:
+        run.skip(f"data path at {' and '.join(f'{s} px' for s in missing)} (the paper input, DiffSeg30k's size)",
+                 f"{why}: {', '.join(f'{s} px' for s in args.data_sizes)} instead")
+    missing = [w for w in full_workers if w not in args.data_workers]
+    if missing:
+        run.skip(f"data path with {', '.join(map(str, missing))} loader worker(s)",
+                 f"{why}: workers {', '.join(map(str, args.data_workers))} only")
+
+
+def measure_data(det, args, device, run) -> None:
+    from gpu_data_path import DataPathPlan, measure_data_path, per_image_s
+
+    from diffzoo.harness.core.train_config import TrainConfig
+    from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS
+
+    note_reduced_data_path(args, run)
+    set_channels_last(det, False)  # as a run evaluates: NCHW, fp32 (the trainer sets its own layout)
+
+    def train_config(workers: int) -> TrainConfig:  # TrainConfig's defaults otherwise, as `diffzoo train`
+        return TrainConfig(iterations=args.data_warmup + args.data_steps, batch_size=args.batch_size,
+                           crop_size=args.size, warmup_iters=args.data_warmup, pretrained=False, amp=True,
+                           num_workers=workers, recipe=args.recipe)
+
+    results = run.results
+    plan = DataPathPlan(
+        args.data_sizes, args.data_workers, args.data_train_images, args.data_val_images, args.data_warmup,
+        args.data_steps, train_config, short_side=args.size if args.recipe == "paper" else None,
+        pin_memory=device.type == "cuda", margin_s=0.0 if args.smoke else 10.0,
+        train_s=per_image_s(results.get("train_images_per_s_nchw") or results.get("train_images_per_s"), 0.05),
+        eval_s=per_image_s(results.get("eval_images_per_s"), 0.05))
+    tmp = Path(tempfile.mkdtemp(prefix="gpu-check-png-"))
+    try:
+        out = measure_data_path(det, run, plan, tmp, DIFFSEG30K_LABELS.names)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out.update(recipe=args.recipe, crop_size=args.size, batch_size=args.batch_size, detector=args.detector,
+               precision_train="bf16 autocast" if device.type == "cuda" else "fp32",
+               precision_eval="fp32 (as diffzoo run evaluates)", layout="NCHW (TrainConfig's default)",
+               eval_input=f"shorter side {args.size}" if args.recipe == "paper" else "as stored",
+               data_wait="share of the timed window spent blocked in next() of the loop's batch / image iterator")
+
+
+# -- section 3: IMDL-BenCo's detectors ------------------------------------------------------------
+
+
+def measure_benco_model(name: str, args, device) -> dict:
+    from bench import SyntheticEdits
+    from gpu_data_path import train_rate
+
+    from diffzoo import create_detector
+    from diffzoo.harness.core.plugins import get_registry
+    from diffzoo.harness.core.train_config import TrainConfig
+    from diffzoo.harness.core.types import BINARY
+    from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS
+
+    card = get_registry().get("detector", name).card
+    recipe = {k: v.value for k, v in card.recipe.items()}
+    size, warmup = card.input_size, 1 if args.smoke else 2
+    batch = min(args.batch_size, int(recipe.get("batch_size", args.batch_size)))
+    start = time.perf_counter()
+    torch.manual_seed(0)
+    det = create_detector(name, "binary", BINARY, pretrained=False).to(device)
+    build_s = time.perf_counter() - start
+    config = TrainConfig.from_recipe(recipe, iterations=warmup + args.benco_steps, batch_size=batch, crop_size=size,
+                                     warmup_iters=1, pretrained=False, num_workers=args.workers)
+    data = SyntheticEdits(DIFFSEG30K_LABELS, size, {"train": max(8, 2 * batch)}, pool=8)
+    reset_peak(device)
+    train, _ = train_rate(det, data, config, warmup)
+    peak = peak_mib(device)
+    infer = inference_rate(det, device, size, 1, 2 * args.benco_steps, nullcontext, warmup)
+    return {"input_size": size, "batch_size": batch, "amp": bool(config.amp and device.type == "cuda"),
+            "params_m": round(sum(p.numel() for p in det.net.parameters()) / 1e6, 2), "build_s": round(build_s, 2),
+            "train_images_per_s": train["images_per_s"], "train_data_wait_share": train["data_wait_share"],
+            "train_peak_mib": peak, "inference_b1_fp32_images_per_s": infer}
+
+
+def benco_names(pattern: str) -> list[str]:
+    from diffzoo.harness.core.plugins import get_registry
+
+    entries = get_registry().expand("detector", pattern)
+    explicit = any(part.strip().endswith(".tiny") for part in pattern.split(","))
+    return [e.name for e in entries if e.name.startswith("benco.") and (explicit or not e.name.endswith(".tiny"))]
+
+
+def measure_benco(args, device, run) -> None:
+    from diffzoo.plugins.benco.specs import installed
+
+    what = "IMDL-BenCo detectors (benco.*): training step and inference speed"
+    if not installed():
+        run.results["benco"] = {"status": "not measured: imdlbenco not installed (scripts/install-benco.sh)"}
+        run.skip(what, "imdlbenco not installed (scripts/install-benco.sh)")
+        return
+    names = benco_names(args.benco)
+    out = run.results["benco"] = {
+        "status": "measured", "cards": args.benco, "models": {},
+        "data": "in-memory synthetic edits at each model's input size (its recipe's crop), binary task",
+        "batch": f"min(--batch-size {args.batch_size}, the card's recipe batch)",
+        "train": "det.fit (the shared trainer), bf16 autocast on CUDA where the card's recipe has amp",
+        "inference": "det.predict at batch 1, fp32, synchronised per image (as a run evaluates)"}
+    if args.smoke:
+        run.skip("IMDL-BenCo's full-size detectors", f"--smoke measures {args.benco} only, on CPU")
+    longest = 0.0
+    with random_weight_files(run, names):
+        for name in names:
+            if not run.affordable(f"{name}: training step and inference speed", max(30.0, 1.2 * longest)
+                                  if not args.smoke else 0.0):
+                continue
+            start = time.perf_counter()
+            got = run.attempt(f"{name}: training step and inference speed",
+                              lambda: measure_benco_model(name, args, device))
+            longest = max(longest, time.perf_counter() - start)
+            gc.collect()
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            if got is not None:
+                out["models"][name] = got
+                print(f"  {name}: train {got['train_images_per_s']:.2f} images/s (batch {got['batch_size']}, "
+                      f"{got['input_size']} px), predict {got['inference_b1_fp32_images_per_s']:.2f} images/s",
+                      flush=True)
+            run.save()
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+def main() -> None:
+    args = parse()
+    device = device_or_exit(args.smoke)
+    from bench import report
+    from gpu_data_path import Run, figures, print_summary
+
+    from diffzoo import create_detector
+    from diffzoo.harness.core.types import BINARY
+    from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS
+
+    run = Run(args.budget, args.json, time.perf_counter())
+    labels = DIFFSEG30K_LABELS if args.task == "semantic" else BINARY
+    torch.manual_seed(0)
+    det = create_detector(args.detector, args.task, labels, pretrained=False).to(device)
+    params = sum(p.numel() for p in det.model.parameters())
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+    amp_on = device.type == "cuda"
+    amp = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if amp_on else nullcontext
+    layout = "NCHW" if args.no_channels_last else "channels_last"
+    print(f"gpu_check: {args.detector} [{args.task}] {params / 1e6:.1f} M params, random init, on {name}; "
+          f"{args.size}x{args.size}, batch {args.batch_size}, {args.iterations}+{args.warmup} steps, "
+          f"bf16 autocast {'on' if amp_on else 'off (CPU)'}, {layout}; budget {args.budget:.0f} s", flush=True)
+    run.results.update({"device": name, "torch": torch.__version__, "detector": args.detector, "task": args.task,
+                        "params_m": round(params / 1e6, 2), "size": args.size, "batch_size": args.batch_size,
+                        "bf16_autocast": amp_on, "layout": layout, "smoke": args.smoke})
+    if device.type != "cuda":
+        run.skip("GPU figures: bf16 autocast, channels_last on CUDA, peak GPU memory, pinned-memory copies",
+                 "no CUDA device: --smoke runs on CPU and checks the script only")
+    sections = {"synthetic": lambda: measure_synthetic(det, args, device, amp, run.results),
+                "data": lambda: measure_data(det, args, device, run),
+                "benco": lambda: measure_benco(args, device, run)}
+    stopped = run_sections(run, sections, args.skip)
+    run.results["wall_s"] = time.perf_counter() - run.started
+    print_summary(run.results, args)
+    run.results["figures"] = figures(run.results, args)
+    report(run.results, args.json)
+    if stopped:
+        sys.exit(128 + stopped)
+
+
+def run_sections(run, sections: dict, skip: set[str]) -> int | None:
+    """Each section not in ``skip``, timed (``section_s``); the JSON so far saved after each.
+    Returns the signal number when SIGTERM stopped the run (what is left is then not measured)."""
+    from gpu_data_path import Stopped, stop_on_sigterm
+
+    stop_on_sigterm()
+    seconds = run.results["section_s"] = {"start-up": round(time.perf_counter() - run.started, 1)}
+    for section, measure in sections.items():
+        start = time.perf_counter()
+        try:
+            if section in skip:
+                run.skip(f"section {section}", "--skip")
+            else:
+                run.attempt(f"section {section}", measure)
+        except Stopped as stop:
+            run.skip(f"section {section} from where it was, and the sections after it",
+                     f"stopped by signal {stop.signum} (gpu_check.sh's GPU_CHECK_TIMEOUT?)")
+            return stop.signum
+        finally:
+            seconds[section] = round(time.perf_counter() - start, 1)
+            run.save()
+    return None
 
 
 if __name__ == "__main__":
