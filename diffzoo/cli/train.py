@@ -90,6 +90,8 @@ def _report(result: TrainOutput) -> None:
     if ckpt.get("log_dir"):
         console.print(f"training log: {term(ckpt['log_dir'])} (log.jsonl; tensorboard --logdir {term(ckpt['log_dir'])})"
                       + _times(Path(ckpt["log_dir"]) / "log.jsonl"))
+    if result.copy is not None:
+        console.print(f"copy: {term(str(result.copy))}")
 
 
 def _times(log_file: Path) -> str:
@@ -101,5 +103,3 @@ def _times(log_file: Path) -> str:
         return ""
     val = f", {end.get('validation_seconds', 0):.0f} s of validation" if end.get("validation_seconds") else ""
     return f"; {end.get('train_seconds', 0):.0f} s of training steps{val}"
-    if result.copy is not None:
-        console.print(f"copy: {term(str(result.copy))}")

@@ -9,7 +9,7 @@ rate of every parameter group, images/s, the share of the time spent waiting
 for data, peak device memory on CUDA, wall time) and the same scalars as
 TensorBoard events, in the folder ``<key>.train/`` beside the checkpoint in
 the cache; the runner copies it into the run's ``--out`` (``train/<model>/``).
-Every ``val_every`` steps (and after the last) it calls the runner's
+Every ``val_every`` steps (mmseg's rule: not also after the last) it calls the runner's
 validation, which scores the model as it stands on the validation split; the
 result is logged and plotted, and never selects a checkpoint: the final
 weights are the model.
@@ -198,7 +198,7 @@ class TrainMonitor:
         return self.folder is not None and (step % self.log_every == 0 or step == self._total)
 
     def validation_due(self, step: int) -> bool:
-        return bool(self.val_every) and (step % self.val_every == 0 or step == self._total)
+        return bool(self.val_every) and step % self.val_every == 0
 
     def run_validation(self, step: int, model: torch.nn.Module) -> None:
         """The runner's validation after step ``step``, between two steps: every random
