@@ -181,11 +181,11 @@ def has_pixels(out: DetectionOutput) -> bool:
     return any(getattr(out, f) is not None for f in PIXEL_FIELDS)
 
 
-def pixel_predictions(detector: Any, out: DetectionOutput, threshold: float, size: tuple[int, int]
-                      ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-    """Per batch item (binary pred, edited prob, semantic pred or None) of a
-    checked output, at ``size`` (H, W): when a distortion changed the image
-    size but kept the label, probabilities are resized bilinearly and hard
+def pixel_tensors(detector: Any, out: DetectionOutput, threshold: float, size: tuple[int, int]
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(binary pred uint8 B x H x W, edited prob float B x H x W, semantic pred uint8 or None)
+    of a checked output, at ``size`` (H, W), on the output's own device: when a distortion
+    changed the image size but kept the label, probabilities are resized bilinearly and hard
     labels by nearest neighbour ("resize, and back for scoring")."""
     field = next(f for f in PIXEL_FIELDS if getattr(out, f) is not None)
     x = getattr(out, field)
@@ -196,9 +196,8 @@ def pixel_predictions(detector: Any, out: DetectionOutput, threshold: float, siz
         labels = x.to(torch.uint8)
         if tuple(labels.shape[-2:]) != tuple(size):
             labels = F.interpolate(labels[:, None].float(), size=size, mode="nearest")[:, 0].to(torch.uint8)
-        labels = labels.cpu().numpy()
-        return [((item > 0).astype(np.uint8), (item > 0).astype(np.float32), item if semantic else None)
-                for item in labels]
+        edited = (labels > 0).to(torch.uint8)
+        return edited, edited.float(), labels if semantic else None
     x = x.float()
     if tuple(x.shape[-2:]) != tuple(size):
         x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
@@ -208,10 +207,17 @@ def pixel_predictions(detector: Any, out: DetectionOutput, threshold: float, siz
         probs = x.clamp(0, 1)
     if not semantic:
         edited = probs[:, 0]
-        binary = (edited > threshold).to(torch.uint8)
-        return [(b, e, None) for b, e in zip(binary.cpu().numpy(), edited.cpu().numpy())]
+        return (edited > threshold).to(torch.uint8), edited, None
     # max(1).indices is argmax(1) (the first maximal class on ties) at about a fifth of
     # its cost on CPU, where argmax over the strided class dimension is slow (measured).
     classes = probs.max(1).indices.to(torch.uint8)
-    edited = 1.0 - probs[:, 0]
-    return [((s > 0).astype(np.uint8), e, s) for s, e in zip(classes.cpu().numpy(), edited.cpu().numpy())]
+    return (classes > 0).to(torch.uint8), 1.0 - probs[:, 0], classes
+
+
+def pixel_predictions(detector: Any, out: DetectionOutput, threshold: float, size: tuple[int, int]
+                      ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """:func:`pixel_tensors` as numpy arrays, one (binary pred, edited prob, semantic pred or
+    None) per batch item."""
+    binary, edited, semantic = (t if t is None else t.cpu().numpy() for t in pixel_tensors(detector, out, threshold,
+                                                                                             size))
+    return [(b, e, None if semantic is None else semantic[i]) for i, (b, e) in enumerate(zip(binary, edited))]

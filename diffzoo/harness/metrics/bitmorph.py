@@ -11,6 +11,10 @@ once.  Two operations are needed:
   ``(dy, dx)`` whose Euclidean length ``sqrt(dy**2 + dx**2) < theta``: a pixel
   gets a class's bit when a pixel of that class lies strictly within ``theta``.
 
+The same functions run on torch tensors (any device): slicing, the in-place
+bitwise operators and :func:`_copy` / :func:`_zeros_like` are all they use,
+which is how the device path (:mod:`.reduce`) gets the very same counts.
+
 The disk is built from the same float64 test that thresholding an exact
 Euclidean distance transform applies (the square root of an integer squared
 distance compared with ``theta``), so "within theta of the other boundary" is
@@ -29,9 +33,18 @@ import math
 import numpy as np
 
 
+def _copy(codes):
+    """A copy of a numpy array or a torch tensor."""
+    return codes.copy() if isinstance(codes, np.ndarray) else codes.clone()
+
+
+def _zeros_like(codes):
+    return np.zeros_like(codes) if isinstance(codes, np.ndarray) else codes.new_zeros(codes.shape)
+
+
 def boundary_bits(codes: np.ndarray) -> np.ndarray:
     """Per bit: set where the bit is set and a 4-neighbour (or the image outside) lacks it."""
-    inner = codes.copy()
+    inner = _copy(codes)
     inner[1:] &= codes[:-1]
     inner[:-1] &= codes[1:]
     inner[:, 1:] &= codes[:, :-1]
@@ -88,21 +101,21 @@ def _row_windows(codes: np.ndarray, radii: set[int]) -> dict[int, np.ndarray]:
     edge); the radii in use are a handful (about 5 px at 512², 11 px at 1024²).
     """
     out: dict[int, np.ndarray] = {}
-    window, radius = codes.copy(), 0
+    window, radius = _copy(codes), 0
     for r in sorted(radii):
         while radius < r:
             radius += 1
             _or_shifted(window, codes, radius, axis=1)
-        out[r] = window.copy() if r != max(radii) else window
+        out[r] = _copy(window) if r != max(radii) else window
     return out
 
 
 def dilate_within(codes: np.ndarray, widths: list[int]) -> np.ndarray:
     """OR-dilation of ``codes`` with the disk given by :func:`disk_half_widths`."""
     if not widths:
-        return np.zeros_like(codes)
+        return _zeros_like(codes)
     rows = _row_windows(codes, set(widths))
-    out = rows[widths[0]].copy()
+    out = _copy(rows[widths[0]])
     for dy in range(1, len(widths)):
         _or_shifted(out, rows[widths[dy]], dy, axis=0)
     return out

@@ -125,13 +125,15 @@ def _pack(labels: np.ndarray, classes: np.ndarray, dtype: type) -> np.ndarray:
     return codes
 
 
-def per_class_bf1(gt: np.ndarray, pred: np.ndarray, num_classes: int) -> np.ndarray:
-    """bF1 of classes 1..N of one image: float64 array of length N (NaN = skipped).
+def boundary_counts(gt: np.ndarray, pred: np.ndarray, num_classes: int) -> np.ndarray:
+    """Boundary-point counts of classes 1..N of one image: int64 array 4 x N, rows
+    (GT points, predicted points, matched GT points, matched predicted points).
 
     GT mask of class c: ``gt == c``; predicted mask: ``pred == c`` on pixels
-    whose GT is not 255.  Classes absent from both are skipped without work.
+    whose GT is not 255.  Classes absent from both are skipped without work
+    (their counts are 0, their bF1 NaN).
     """
-    out = np.full(num_classes - 1, np.nan)
+    out = np.zeros((4, num_classes - 1), np.int64)
     valid = gt != IGNORE_INDEX
     pred_valid = np.where(valid, pred, IGNORE_INDEX)
     gt_present = np.bincount(gt.ravel(), minlength=IGNORE_INDEX + 1)[1:num_classes] > 0
@@ -143,7 +145,16 @@ def per_class_bf1(gt: np.ndarray, pred: np.ndarray, num_classes: int) -> np.ndar
     for start in range(0, present.size, _PACK):
         classes = present[start : start + _PACK]
         dtype = np.uint8 if classes.size <= 8 else np.uint16
-        counts = _packed_counts(_pack(gt, classes, dtype), _pack(pred_valid, classes, dtype), classes.size, theta)
-        for k, c in enumerate(classes):
-            out[c - 1] = _f1(*(int(v) for v in counts[:, k]))
+        out[:, classes - 1] = _packed_counts(_pack(gt, classes, dtype), _pack(pred_valid, classes, dtype),
+                                             classes.size, theta)
     return out
+
+
+def bf1_of_counts(counts: np.ndarray) -> np.ndarray:
+    """bF1 per class (float64, NaN = skipped) of :func:`boundary_counts`' 4 x N counts."""
+    return np.array([_f1(*(int(v) for v in counts[:, k])) for k in range(counts.shape[1])], dtype=np.float64)
+
+
+def per_class_bf1(gt: np.ndarray, pred: np.ndarray, num_classes: int) -> np.ndarray:
+    """bF1 of classes 1..N of one image: float64 array of length N (NaN = skipped)."""
+    return bf1_of_counts(boundary_counts(gt, pred, num_classes))

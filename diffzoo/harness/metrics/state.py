@@ -34,14 +34,15 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, DataError, RecordError
-from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace, SampleMeta
+from diffzoo.harness.core.types import BINARY, LabelSpace, SampleMeta
 from diffzoo.harness.metrics.aggregate import Aggregator, MetricConfig, metric_keys
 from diffzoo.harness.metrics.attribution import editor_ranking, topk_hits
 from diffzoo.harness.metrics.bootstrap import bootstrap_ci
-from diffzoo.harness.metrics.boundaries import per_class_bf1
+from diffzoo.harness.metrics.boundaries import bf1_of_counts
 from diffzoo.harness.metrics.catalog import AREA_THRESHOLD, SCORE_THRESHOLD
-from diffzoo.harness.metrics.confusion import check_label_map, confusion_counts
-from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index, check_prob_map, histogram_auc, prob_histograms
+from diffzoo.harness.metrics.confusion import check_label_map
+from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index, check_prob_map, histogram_auc
+from diffzoo.harness.metrics.reduce import Reduced, reduce_numpy
 from diffzoo.harness.metrics.rows import ImageRows
 from diffzoo.harness.metrics.slices import slice_masks
 
@@ -59,13 +60,15 @@ DIGEST_BINS = 1024
 
 
 def prediction_digest(pred: np.ndarray | None, edited_prob: np.ndarray | None,
-                      image_score: float | None) -> str:
+                      image_score: float | None, binned: np.ndarray | None = None) -> str:
     """A 16-hex-digit hash of what a detector predicted for one image: the
     label map's bytes and shape, the edited probability's pixel-AUC bin
     (:data:`DIGEST_BINS`, so float noise between machines does not change
-    it) and the image score to 6 decimals."""
+    it) and the image score to 6 decimals.  ``binned``: those bins as uint16,
+    when they were computed already (:attr:`.reduce.Reduced.bins16`)."""
     h = hashlib.sha256()
-    binned = None if edited_prob is None else bin_index(edited_prob, DIGEST_BINS).astype(np.uint16)
+    if binned is None and edited_prob is not None:
+        binned = bin_index(edited_prob, DIGEST_BINS).astype(np.uint16)
     for part in (pred, binned):
         if part is None:
             h.update(b"-")
@@ -166,7 +169,17 @@ class EvalState:
                 raise DataError(f"{where}: prediction has shape {pred.shape}, the GT has {gt.shape}")
         if edited_prob is not None:
             edited_prob = check_prob_map(edited_prob, gt.shape)
-        if pred is None and image_score is None:
+        self.add(meta, reduce_numpy(gt, pred, edited_prob, c, cfg.auc_bins), image_score, class_scores, digest)
+
+    def add(self, meta: SampleMeta, counts: Reduced, image_score: float | None = None,
+            class_scores: np.ndarray | None = None, digest: str = "") -> None:
+        """Add one image already reduced to its counts (:mod:`.reduce`: ``update`` on the CPU,
+        or the device path of ``run/evaluate.py``); the maps were checked where they were made."""
+        cfg = self.config
+        c = cfg.num_classes
+        where = f"sample {meta.id}"
+        has_pred = counts.conf is not None
+        if not has_pred and image_score is None:
             raise DataError(f"{where}: a detector output needs a label map or an image score")
         source = "detector" if image_score is not None else "edited_area"
         if self._score_source not in (None, source):
@@ -179,24 +192,22 @@ class EvalState:
             det_score = float(image_score)
             if not math.isfinite(det_score):
                 raise DataError(f"{where}: image_score must be finite, got {image_score!r}")
-
-        gt_counts = np.bincount(gt.ravel(), minlength=IGNORE_INDEX + 1)
+        gt_counts = counts.gt_counts
         gt_classes = np.flatnonzero(gt_counts[1:c]) + 1
         label = -1 if gt_counts[:c].sum() == 0 else int(gt_classes.size > 0)
-        if pred is not None:
-            conf = confusion_counts(gt, pred, c)
-            bf1 = per_class_bf1(gt, pred, c)
+        if has_pred:
+            conf = counts.conf
+            bf1 = bf1_of_counts(counts.boundary)
         else:
             conf = np.zeros((c, c), dtype=np.int64)
             bf1 = np.full(c - 1, np.nan)
-        if edited_prob is not None:
-            pos, neg = prob_histograms(gt, edited_prob, cfg.auc_bins)
-            self._pos_hist += pos
-            self._neg_hist += neg
+        if counts.hist is not None:
+            self._pos_hist += counts.hist[0]
+            self._neg_hist += counts.hist[1]
             self._prob_images += 1
         hits = [-1] * len(cfg.top_k)
-        if cfg.task == "semantic" and label == 1 and (pred is not None or class_scores is not None):
-            ranking = editor_ranking(c, conf.sum(axis=0) if pred is not None else None, class_scores)
+        if cfg.task == "semantic" and label == 1 and (has_pred or class_scores is not None):
+            ranking = editor_ranking(c, conf.sum(axis=0) if has_pred else None, class_scores)
             hits = topk_hits(ranking, gt_classes, cfg.top_k)
 
         if meta.id in self._ids:
@@ -206,7 +217,7 @@ class EvalState:
             id=meta.id, base=meta.base, n_turns=len(meta.turns),
             editors=tuple(t.editor for t in meta.turns),
             edit_types=tuple(t.edit_type for t in meta.turns),
-            conf=conf, bf1=bf1, det_score=det_score, has_pred=pred is not None,
+            conf=conf, bf1=bf1, det_score=det_score, has_pred=has_pred,
             label=label, topk=hits, digest=digest,
         )
         self._score_source = source

@@ -15,15 +15,15 @@ import numpy as np
 import torch
 
 from diffzoo.harness.core import distributed
-from diffzoo.harness.core.outputs import check_output, has_pixels, pixel_predictions
+from diffzoo.harness.core.outputs import check_output
 from diffzoo.harness.data.distortions import shorter_side_size
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError
-from diffzoo.harness.metrics import EvalState, prediction_digest
-from diffzoo.harness.records.case_summary import OWN_SCORE
+from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run import baselines as constant_baselines
 from diffzoo.harness.run.baselines import BaselineCache
 from diffzoo.harness.run.loading import as_batch, eval_inputs
+from diffzoo.harness.run.scoring import Overlap, Scorer, metric_path
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, DetectionOutput
@@ -125,6 +125,8 @@ def evaluate(
     workers: int = 0,
     pin_memory: bool = False,
     cache: BaselineCache | None = None,
+    metrics: str = "auto",
+    overlap: bool | None = None,
 ) -> EvalResult:
     """Run ``detector`` over ``split`` (or only ``ids`` of it); corrupt
     samples are skipped and counted (``strict`` re-raises instead).
@@ -144,10 +146,15 @@ def evaluate(
     ``pin_memory``: page-locked images (for a detector on a GPU).
     ``baselines``: also score the constant predictors (run/baselines.py),
     taken from ``cache`` when it holds them for these images and every
-    label came through the distortion as stored."""
+    label came through the distortion as stored.
+
+    ``metrics``: where each prediction is reduced to the states' counts,
+    ``numpy`` (CPU), ``torch`` (the model's device) or ``auto`` (torch on
+    CUDA); ``overlap``: score image n in a worker thread while image n + 1
+    is read and run (None: on CUDA); run/scoring.py.  The numbers are the
+    same either way."""
     progress = progress or NullProgress()
     thresholds = thresholds or Thresholds.fixed(detector)
-    threshold = thresholds.pixel
     tasks = set(tasks)
     if "semantic" in tasks and detector.task != "semantic":
         raise ConfigError(f"semantic metrics need a semantic model; {detector.card.name} is {detector.task}")
@@ -160,53 +167,40 @@ def evaluate(
     cached = cache.get(split, ids) if baselines and cache is not None else None
     if baselines and cached is None:
         result.baselines = constant_baselines.empty()
+    device = getattr(detector, "device", torch.device("cpu"))
+    scorer = Scorer(detector, states, thresholds, dataset.label_space, result.baselines or None,
+                    metric_path(metrics, torch.device(device)))
+    overlap = Overlap(torch.device(device).type == "cuda" if overlap is None else overlap)
     labels_kept = True  # every label as stored (a cached baseline holds)
     ignored = pixels = 0  # label pixels that are 255 ('ignore'), of all
     evaluated: list[str] = []
     inputs = eval_inputs(dataset, ids, distortion, distortion_params, context=distortion_context(distortion),
                          short_side=short_side, workers=workers, pin_memory=pin_memory)
     with progress.task(description, total=len(ids)) as task:
-        for item in inputs:
-            sid = item.sid
-            if item.error is not None:
-                if strict or not isinstance(item.error, CorruptSampleError):
-                    raise item.error
-                log.warning("skipping corrupt sample: %s", item.error)
-                result.skipped.append({"id": sid, "kind": item.error.kind, "reason": item.error.reason})
+        try:
+            for item in inputs:
+                sid = item.sid
+                if item.error is not None:
+                    if strict or not isinstance(item.error, CorruptSampleError):
+                        raise item.error
+                    log.warning("skipping corrupt sample: %s", item.error)
+                    result.skipped.append({"id": sid, "kind": item.error.kind, "reason": item.error.reason})
+                    task.advance()
+                    continue
+                label, meta = item.label, item.meta
+                if cached is not None and not item.label_kept and not evaluated:
+                    cached, result.baselines = None, constant_baselines.empty()  # a crop: score its own labels
+                    scorer.baselines = result.baselines
+                labels_kept &= item.label_kept
+                evaluated.append(sid)
+                result.sizes[sid] = item.size
+                ignored, pixels = ignored + int(np.count_nonzero(label == IGNORE_INDEX)), pixels + label.size
+                out = predict_checked(detector, as_batch(item.image), [sid])
+                overlap.submit(scorer.score, meta, label, out)  # the metrics of this image while the next one runs
+                result.evaluated += 1
                 task.advance()
-                continue
-            label, meta = item.label, item.meta
-            if cached is not None and not item.label_kept and not evaluated:
-                cached, result.baselines = None, constant_baselines.empty()  # a crop: score its own labels
-            labels_kept &= item.label_kept
-            evaluated.append(sid)
-            result.sizes[sid] = item.size
-            ignored, pixels = ignored + int(np.count_nonzero(label == IGNORE_INDEX)), pixels + label.size
-            out = predict_checked(detector, as_batch(item.image), [sid])
-            if not has_pixels(out):  # an image-level classifier: its image score only
-                binary_pred = edited_prob = semantic_pred = None
-            else:
-                binary_pred, edited_prob, semantic_pred = pixel_predictions(detector, out, threshold, label.shape)[0]
-            score = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
-            binary_gt = dataset.label_space.to_binary_map(label)
-            if score is not None and binary_pred is not None:  # pixels and its own score: two image rows
-                if "binary" in states:
-                    if OWN_SCORE not in states:  # made once, at the first image with a score
-                        states[OWN_SCORE] = EvalState(BINARY, "binary", area_threshold=thresholds.area,
-                                                      score_threshold=thresholds.score)
-                    states[OWN_SCORE].update(meta, binary_gt, binary_pred, edited_prob, image_score=score,
-                                             digest=prediction_digest(binary_pred, edited_prob, score))
-                score = None  # the task states judge images by the predicted area, as for every segmenter
-            digest = prediction_digest(semantic_pred if semantic_pred is not None else binary_pred, edited_prob,
-                                       score)
-            if "binary" in states:
-                states["binary"].update(meta, binary_gt, binary_pred, edited_prob, image_score=score, digest=digest)
-            if "semantic" in states:
-                states["semantic"].update(meta, label, semantic_pred, edited_prob, image_score=score, digest=digest)
-            if result.baselines:
-                constant_baselines.update(result.baselines, meta, binary_gt)
-            result.evaluated += 1
-            task.advance()
+        finally:
+            overlap.close()  # every image scored (or the first error of one raised)
     counts = distributed.all_gather((ignored, pixels))  # every rank decides on the whole split
     error = all_ignore_error(dataset.name, f"split {split}", sum(c[0] for c in counts), sum(c[1] for c in counts))
     if error is not None:

@@ -1,0 +1,185 @@
+"""One image reduced to what a metric state keeps of it: exact integer counts.
+
+Everything :class:`~.state.EvalState` needs of an image's maps is small: the
+GT pixels per class, the C x C confusion counts, the boundary-point counts of
+bF1 (:func:`~.boundaries.boundary_counts`) and the positive / negative pixel
+counts per probability bin of the pixel AUC.  :class:`Reduced` holds them;
+two functions compute it, with the same integers:
+
+- :func:`reduce_numpy`, on the CPU, used by ``EvalState.update``;
+- :func:`reduce_torch`, on the tensors' own device: when the model runs on a
+  GPU, the maps never leave it and only these counts travel to the CPU
+  (``run/evaluate.py``).  Run on the CPU it is what the tests hold to the
+  numpy path, bit for bit.
+
+Speed on the CPU (measured, ``python benchmarks/metrics_benco.py``): the
+numpy path counts values with OpenCV's ``calcHist`` (multi-threaded, SIMD)
+instead of ``np.bincount`` (which first copies its input to int64): the
+confusion counts of up to 15 classes are one histogram of the uint8 code
+``gt * 16 + pred``, and the probability bins with their GT side are one
+histogram of a uint16 code.  A histogram is float32, exact below 2**24 pixels
+per value; larger images take ``np.bincount``.  With a power-of-two number
+of bins (1024, METRICS.md) a probability's bin ``floor(p * bins)`` is exact
+in the map's own float type (multiplying by a power of two rounds nothing),
+so the float64 copy the general rule needs is skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from diffzoo.harness.core.types import IGNORE_INDEX
+from diffzoo.harness.metrics.bitmorph import boundary_bits, dilate_within, disk_half_widths
+from diffzoo.harness.metrics.boundaries import boundary_counts, tolerance
+from diffzoo.harness.metrics.confusion import confusion_counts
+from diffzoo.harness.metrics.pixel_auc import bin_index
+
+EXACT_FLOAT32 = 2**24
+"""Counts below this are exact in the float32 histograms of OpenCV."""
+SMALL_CLASSES = 15
+"""Up to this many classes, the confusion counts are one histogram of a uint8 code."""
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """One image's counts (int64 numpy arrays).
+
+    ``gt_counts``: GT pixels per class 0..C-1 (255 left out); ``conf``: C x C
+    confusion counts, rows GT, columns prediction (None without a predicted
+    map); ``boundary``: 4 x (C-1) bF1 counts (None without a predicted map);
+    ``hist``: 2 x bins, the positive then negative pixels per probability bin
+    (None without probabilities); ``bins16``: the H x W uint16 bin of each
+    pixel's probability at 1024 bins, when it was computed anyway (the
+    prediction digest reuses it), else None.
+    """
+
+    gt_counts: np.ndarray
+    conf: np.ndarray | None = None
+    boundary: np.ndarray | None = None
+    hist: np.ndarray | None = None
+    bins16: np.ndarray | None = None
+
+
+def count_values(values: np.ndarray, n: int) -> np.ndarray:
+    """int64 counts of each value 0..n-1 of a uint8 or uint16 array (larger values ignored)."""
+    if values.size < EXACT_FLOAT32 and n <= 65536:
+        import cv2
+
+        hist = cv2.calcHist([np.ascontiguousarray(values)], [0], None, [n], [0, n])
+        return hist.reshape(-1).astype(np.int64)
+    return np.bincount(values.ravel(), minlength=n)[:n].astype(np.int64)
+
+
+def _confusion(gt: np.ndarray, pred: np.ndarray, c: int) -> np.ndarray:
+    if c > SMALL_CLASSES:
+        return confusion_counts(gt, pred, c)
+    code = (gt << 4) | pred  # GT 255 wraps to 240 + pred: row 15, which no class 0..14 reaches
+    return count_values(code, 256).reshape(16, 16)[:c, :c]
+
+
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _histograms(gt: np.ndarray, prob: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(2 x bins positive/negative counts, the uint16 bins when exact and cheap, else None)."""
+    if not _power_of_two(bins) or 3 * bins > 65536:
+        valid = gt != IGNORE_INDEX
+        idx = bin_index(prob[valid], bins)
+        positive = gt[valid] > 0
+        return np.stack([np.bincount(idx[positive], minlength=bins), np.bincount(idx[~positive], minlength=bins)]), None
+    idx = (prob * prob.dtype.type(bins)).astype(np.uint16)  # exact: bins is a power of two
+    np.minimum(idx, bins - 1, out=idx)
+    side = (gt > 0).view(np.uint8) + (gt == IGNORE_INDEX).view(np.uint8)  # 0 negative, 1 positive, 2 ignored
+    counts = count_values(idx + side.astype(np.uint16) * np.uint16(bins), 3 * bins)
+    return np.stack([counts[bins:2 * bins], counts[:bins]]), idx
+
+
+def reduce_numpy(gt: np.ndarray, pred: np.ndarray | None, prob: np.ndarray | None, num_classes: int,
+                 bins: int) -> Reduced:
+    """The counts of one image's checked uint8 maps (``gt`` may hold 255) and float probabilities."""
+    c = num_classes
+    conf = boundary = hist = bins16 = None
+    if pred is not None:
+        conf = _confusion(gt, pred, c)
+        gt_counts = conf.sum(axis=1)
+        boundary = boundary_counts(gt, pred, c)
+    else:
+        gt_counts = count_values(gt, 256)[:c]
+    if prob is not None:
+        hist, idx = _histograms(gt, prob, bins)
+        bins16 = idx if idx is not None and bins == 1024 else None
+    return Reduced(gt_counts, conf, boundary, hist, bins16)
+
+
+# -- the device path -----------------------------------------------------------------------
+
+PACK_TORCH = 30
+"""Classes packed into the bits of one int32 tensor (bit 31, the sign, is left alone)."""
+
+
+def _bit_counts_torch(codes, bits: int):
+    import torch
+
+    return torch.stack([((codes >> k) & 1).sum() for k in range(bits)])
+
+
+def _boundary_counts_torch(gt, pred, c: int):
+    """:func:`~.boundaries.boundary_counts` on tensors: every class 1..C-1 packed at once, on
+    the whole image (the numpy path's crop to the masks' box changes no count)."""
+    import torch
+
+    ignore = gt == IGNORE_INDEX
+    pred_valid = torch.where(ignore, torch.full_like(pred, IGNORE_INDEX), pred)
+    theta = tolerance(tuple(gt.shape))
+    widths = disk_half_widths(theta, max(gt.shape) - 1)
+    parts = []
+    for start in range(1, c, PACK_TORCH):
+        classes = torch.arange(start, min(c, start + PACK_TORCH), device=gt.device)
+        lut = torch.zeros(256, dtype=torch.int32)
+        lut[start:start + classes.numel()] = torch.tensor([1 << k for k in range(classes.numel())], dtype=torch.int32)
+        lut = lut.to(gt.device)
+        b_gt, b_pred = boundary_bits(lut[gt.long()]), boundary_bits(lut[pred_valid.long()])
+        matched_gt, matched_pred = b_gt & dilate_within(b_pred, widths), b_pred & dilate_within(b_gt, widths)
+        parts.append(torch.stack([_bit_counts_torch(a, classes.numel())
+                                  for a in (b_gt, b_pred, matched_gt, matched_pred)]))
+    return torch.cat(parts, dim=1)
+
+
+def reduce_torch(gt, pred, prob, num_classes: int, bins: int) -> Reduced:
+    """:func:`reduce_numpy` of tensors (uint8 ``gt`` and ``pred``, float ``prob``) on their device;
+    one transfer brings the counts back."""
+    import torch
+
+    c = num_classes
+    gt = gt.to(torch.uint8)
+    ignore = gt == IGNORE_INDEX
+    pieces, sizes = [], []
+    if pred is not None:
+        pred = pred.to(torch.uint8)
+        code = torch.where(ignore, torch.full_like(gt, 0).long() + c * c, gt.long() * c + pred.long())
+        pieces.append(torch.bincount(code.reshape(-1), minlength=c * c + 1)[:c * c])
+        pieces.append(_boundary_counts_torch(gt, pred, c).reshape(-1))
+        sizes += [c * c, 4 * (c - 1)]
+    else:
+        pieces.append(torch.bincount(gt.long().reshape(-1), minlength=256)[:c])
+        sizes.append(c)
+    if prob is not None:
+        idx = torch.floor(prob.double() * bins).long().clamp_(max=bins - 1)  # bin_index's float64 rule
+        side = (gt > 0).long() + ignore.long()  # 0 negative, 1 positive, 2 ignored
+        counts = torch.bincount((idx + side * bins).reshape(-1), minlength=3 * bins)
+        pieces.append(torch.cat([counts[bins:2 * bins], counts[:bins]]))
+        sizes.append(2 * bins)
+    flat = torch.cat([p.long() for p in pieces]).cpu().numpy()
+    parts = np.split(flat, np.cumsum(sizes)[:-1])
+    conf = boundary = hist = None
+    if pred is not None:
+        conf, boundary = parts[0].reshape(c, c), parts[1].reshape(4, c - 1)
+        gt_counts = conf.sum(axis=1)
+    else:
+        gt_counts = parts[0]
+    if prob is not None:
+        hist = parts[-1].reshape(2, bins)
+    return Reduced(gt_counts, conf, boundary, hist)
