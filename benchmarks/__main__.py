@@ -29,7 +29,8 @@ sys.path.insert(0, str(HERE))
 
 from bench import machine  # noqa: E402
 
-BENCHMARKS = ("cli_startup", "eval_overhead", "loader", "generate_overhead", "train_overhead", "bf1", "metrics", "scaling", "suite_all")
+BENCHMARKS = ("cli_startup", "eval_overhead", "loader", "generate_overhead", "train_overhead", "bf1", "metrics",
+              "metrics_benco", "scaling", "suite_all")
 """In the order they run; each is ``benchmarks/<name>.py``."""
 
 

@@ -58,7 +58,7 @@ CASES = [(kind, shape, c) for kind in ("worst", "blobs", "edges")
 
 
 @pytest.mark.parametrize("kind, shape, c", CASES)
-@pytest.mark.parametrize("bins", [1024, 1000])
+@pytest.mark.parametrize("bins", [1024, 1000, 256])
 def test_numpy_and_device_paths_count_exactly_what_the_definitions_count(kind, shape, c, bins):
     gt, pred, prob = _maps(kind, shape, c, seed=len(CASES) * bins + c)
     want = _definition(gt, pred, prob, c, bins)

@@ -115,6 +115,8 @@ def boundary_f1(gt_mask: np.ndarray, pred_mask: np.ndarray, theta: float | None 
 
 def _pack(labels: np.ndarray, classes: np.ndarray, dtype: type) -> np.ndarray:
     """Bit ``k`` set where ``labels == classes[k]``; every other label packs to 0."""
+    if classes.size == 1 and dtype == np.uint8:  # one class (binary): a comparison, cheaper than a lookup
+        return (labels == classes[0]).view(np.uint8)
     if labels.dtype == np.uint8:
         lut = np.zeros(256, dtype)
         lut[classes] = 1 << np.arange(classes.size, dtype=dtype)
@@ -125,19 +127,25 @@ def _pack(labels: np.ndarray, classes: np.ndarray, dtype: type) -> np.ndarray:
     return codes
 
 
-def boundary_counts(gt: np.ndarray, pred: np.ndarray, num_classes: int) -> np.ndarray:
+def boundary_counts(gt: np.ndarray, pred: np.ndarray, num_classes: int, conf: np.ndarray | None = None) -> np.ndarray:
     """Boundary-point counts of classes 1..N of one image: int64 array 4 x N, rows
     (GT points, predicted points, matched GT points, matched predicted points).
 
     GT mask of class c: ``gt == c``; predicted mask: ``pred == c`` on pixels
     whose GT is not 255.  Classes absent from both are skipped without work
-    (their counts are 0, their bF1 NaN).
+    (their counts are 0, their bF1 NaN).  ``conf``: the image's confusion
+    counts when they are known, which say which classes are present and
+    whether any pixel is ignored.
     """
     out = np.zeros((4, num_classes - 1), np.int64)
-    valid = gt != IGNORE_INDEX
-    pred_valid = np.where(valid, pred, IGNORE_INDEX)
-    gt_present = np.bincount(gt.ravel(), minlength=IGNORE_INDEX + 1)[1:num_classes] > 0
-    pred_present = np.bincount(pred_valid.ravel(), minlength=IGNORE_INDEX + 1)[1:num_classes] > 0
+    if conf is None:
+        pred_valid = np.where(gt != IGNORE_INDEX, pred, IGNORE_INDEX)
+        gt_present = np.bincount(gt.ravel(), minlength=IGNORE_INDEX + 1)[1:num_classes] > 0
+        pred_present = np.bincount(pred_valid.ravel(), minlength=IGNORE_INDEX + 1)[1:num_classes] > 0
+    else:  # rows: GT pixels per class, columns: predicted pixels on non-ignored GT
+        ignored = conf.sum() != gt.size
+        pred_valid = np.where(gt != IGNORE_INDEX, pred, IGNORE_INDEX) if ignored else pred
+        gt_present, pred_present = conf.sum(axis=1)[1:] > 0, conf.sum(axis=0)[1:] > 0
     theta = tolerance(gt.shape)
     present = np.flatnonzero(gt_present | pred_present) + 1
     if present.size:

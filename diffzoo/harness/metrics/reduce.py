@@ -21,7 +21,8 @@ histogram of a uint16 code.  A histogram is float32, exact below 2**24 pixels
 per value; larger images take ``np.bincount``.  With a power-of-two number
 of bins (1024, METRICS.md) a probability's bin ``floor(p * bins)`` is exact
 in the map's own float type (multiplying by a power of two rounds nothing),
-so the float64 copy the general rule needs is skipped.
+so the float64 copy the general rule needs is skipped; and a binary image's
+confusion counts and histograms come from one histogram (:func:`_binary_fused`).
 """
 
 from __future__ import annotations
@@ -97,18 +98,43 @@ def _histograms(gt: np.ndarray, prob: np.ndarray, bins: int) -> tuple[np.ndarray
     return np.stack([counts[bins:2 * bins], counts[:bins]]), idx
 
 
+def _binary_fused(gt: np.ndarray, pred: np.ndarray, prob: np.ndarray, bins: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(2 x 2 confusion counts, 2 x bins histograms, uint16 bins) of a binary image (GT 0, 1 or
+    255, prediction 0 or 1, ``bins`` a power of two up to 1024) in one histogram of the code
+    ``(GT << 1 | pred) << log2(bins) | bin``: below 4 x bins for the scored pixels; an ignored
+    pixel's GT 255 shifts out of uint16 range to at least 63,488, past every scored code."""
+    idx = (prob * prob.dtype.type(bins)).astype(np.uint16)  # exact: bins is a power of two
+    np.minimum(idx, bins - 1, out=idx)
+    pair = ((gt << 1) | pred).astype(np.uint16)  # GT 255 -> 254 or 255
+    code = (pair << np.uint16(bins.bit_length() - 1)) | idx
+    counts = count_values(code, 4 * bins).reshape(2, 2, bins)  # GT, pred, bin
+    conf = counts.sum(axis=2)
+    hist = np.stack([counts[1].sum(axis=0), counts[0].sum(axis=0)])
+    return conf, hist, idx
+
+
 def reduce_numpy(gt: np.ndarray, pred: np.ndarray | None, prob: np.ndarray | None, num_classes: int,
-                 bins: int) -> Reduced:
-    """The counts of one image's checked uint8 maps (``gt`` may hold 255) and float probabilities."""
+                 bins: int, like: Reduced | None = None) -> Reduced:
+    """The counts of one image's checked uint8 maps (``gt`` may hold 255) and float probabilities.
+
+    ``like``: the counts of the same probabilities against a GT with the same
+    edited, authentic and ignored pixels (the binary view of this ``gt``), whose
+    histogram is then this one's too."""
     c = num_classes
     conf = boundary = hist = bins16 = None
+    if c == 2 and pred is not None and prob is not None and _power_of_two(bins) and bins <= 1024 and like is None:
+        conf, hist, bins16 = _binary_fused(gt, pred, prob, bins)
+        return Reduced(conf.sum(axis=1), conf, boundary_counts(gt, pred, c, conf), hist, bins16)
     if pred is not None:
         conf = _confusion(gt, pred, c)
         gt_counts = conf.sum(axis=1)
-        boundary = boundary_counts(gt, pred, c)
+        boundary = boundary_counts(gt, pred, c, conf)
     else:
         gt_counts = count_values(gt, 256)[:c]
-    if prob is not None:
+    if prob is not None and like is not None and like.hist is not None and like.hist.shape[1] == bins:
+        hist, bins16 = like.hist, like.bins16
+    elif prob is not None:
         hist, idx = _histograms(gt, prob, bins)
         bins16 = idx if idx is not None and bins == 1024 else None
     return Reduced(gt_counts, conf, boundary, hist, bins16)

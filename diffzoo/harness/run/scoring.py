@@ -75,8 +75,10 @@ class Scorer:
                     self.states[task].update(meta, gts[task], None, None, image_score=score, digest=digest)
         else:
             maps = self._maps(out, label.shape)
-            reduced = {task: self._reduce(gts[task], maps, task) for task in ("binary", "semantic")
-                       if task in self.states}
+            reduced: dict[str, Any] = {}
+            for task in ("binary", "semantic"):  # the semantic GT's binary view is binary_gt: one histogram
+                if task in self.states:
+                    reduced[task] = self._reduce(gts[task], maps, task, like=reduced.get("binary"))
             if score is not None:  # pixels and its own score: two image rows
                 if "binary" in self.states:
                     if OWN_SCORE not in self.states:  # made once, at the first image with a score
@@ -101,13 +103,13 @@ class Scorer:
             return maps
         return tuple(None if m is None else m.cpu().numpy() for m in maps)
 
-    def _reduce(self, gt: np.ndarray, maps: tuple[Any, Any, Any], task: str) -> Any:
+    def _reduce(self, gt: np.ndarray, maps: tuple[Any, Any, Any], task: str, like: Any = None) -> Any:
         semantic = task == "semantic"
         pred, c = (maps[2], self.label_space.num_classes) if semantic else (maps[0], 2)
         bins = self.states[task].config.auc_bins
         if self.path == "torch":
             return reduce_torch(torch.from_numpy(gt).to(maps[1].device, non_blocking=True), pred, maps[1], c, bins)
-        return reduce_numpy(gt, pred, maps[1], c, bins)
+        return reduce_numpy(gt, pred, maps[1], c, bins, like=like)
 
     def _digest(self, maps: tuple[Any, Any, Any], counts: Any, score: float | None, semantic: bool) -> str:
         """:func:`prediction_digest` of the label map the states scored and the probabilities' bins."""
