@@ -11,7 +11,8 @@ Sections, in this order (``--skip`` leaves any out):
    (:data:`MMSEG_FPS`): batch 1, fp32, NCHW, 512x512, synchronised per image,
    200 images after 5 warm-up.  Training images/s are at batch 16, the
    recipe's total batch (mmseg's 8 GPUs x 2); mmseg publishes no training
-   speed to set them against.
+   speed to set them against.  The evaluation (``harness.evaluate``) also
+   gives forward / metric / wait ms per image (below).
 2. ``data``: a small DiffSeg30k-layout folder of PNG files per size (512 px,
    the ``paper`` recipe's input, and 1024 px, DiffSeg30k's own size; uniform
    noise images, the worst case for PNG decoding), opened through
@@ -29,11 +30,22 @@ Sections, in this order (``--skip`` leaves any out):
    ``predict`` images/s at batch 1, fp32.  Without ``imdlbenco`` the section
    is recorded as not measured.
 
+Every evaluation through ``harness.evaluate`` (sections 1 and 2) also reports
+per image, in ms, ``forward`` (``predict_checked``, synchronised on CUDA),
+``metric`` (``Scorer.score``, timed where it runs: the scoring thread when
+evaluation overlaps) and ``wait`` (blocked on the loader), and which of them
+leads, by wrapping ``evaluate.predict_checked`` and ``scoring.Scorer.score``
+for the measurement (``eval_timing_note`` in the JSON says what the
+synchronisation changes).  That is the default configuration (``metrics``
+auto, ``overlap`` as evaluate chooses: torch and overlapped on CUDA); on CUDA,
+budget permitting, also ``metrics="numpy", overlap=False``, the way
+evaluation ran before (section 1's images; section 2 at the most workers).
+
     bash benchmarks/gpu_check.sh            # on a CUDA machine; within 8 minutes on one H200
     bash benchmarks/gpu_check.sh --smoke    # tiny settings on CPU, to check the script itself
 
 A time budget (``--budget``, 400 s from the script's start; ``gpu_check.sh``
-kills it at 480 s) decides what runs after section 1: a measurement that
+kills it at 480 s) decides what runs after section 1's own figures: a measurement that
 would not fit in what is left is skipped and listed in the JSON's
 ``not_measured`` ({what, why}), as is everything a ``--smoke`` run or a
 missing ``imdlbenco`` leaves out.  After each section the JSON so
@@ -153,12 +165,14 @@ mean over 200 images after 5 warm-up, cudnn.benchmark off; the README does not n
 # -- section 1: in-memory data (the original check) -----------------------------------------------
 
 
-def measure_synthetic(det, args, device, amp, results: dict) -> None:
-    from bench import SyntheticEdits, timed_eval, timed_train
+def measure_synthetic(det, args, device, amp, run) -> None:
+    from bench import SyntheticEdits, timed_train
+    from gpu_data_path import NUMPY_NO_OVERLAP, eval_rate, parts_line
 
     from diffzoo.harness.core.train_config import TrainConfig
     from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS
 
+    results = run.results
     n_train = max(64, args.batch_size * 4)
     data = SyntheticEdits(DIFFSEG30K_LABELS, args.size, {"train": n_train, "val": args.eval_images}, pool=32)
 
@@ -184,11 +198,22 @@ def measure_synthetic(det, args, device, amp, results: dict) -> None:
         set_channels_last(det, True)
 
     reset_peak(device)
+    warmup = min(5, args.eval_images - 1)
     with amp():
-        ev, result = timed_eval(det, data, "val", warmup=min(5, args.eval_images - 1))
-    results.update(eval_images_per_s=ev.images_per_s, eval_peak_mib=peak_mib(device), eval_images=result.evaluated)
-    print(f"  eval (harness.evaluate, batch 1, metrics included): {ev.images_per_s:.1f} images/s "
-          f"over {result.evaluated} images", flush=True)
+        ev = eval_rate(det, data, 0, False, None, warmup, split="val")
+    results.update(eval_images_per_s=ev["images_per_s"], eval_peak_mib=peak_mib(device), eval_images=ev["evaluated"])
+    timing = results["eval_timing"] = {"default": ev}
+    print(f"  eval (harness.evaluate, batch 1, metrics included): {ev['images_per_s']:.1f} images/s "
+          f"over {ev['evaluated']} images; {parts_line(ev)}", flush=True)
+    what = "synthetic evaluation with metrics=numpy, overlap=False (the old way)"
+    if device.type == "cuda" and run.affordable(what, 1.5 * ev["seconds"] * ev["evaluated"] / ev["timed_images"] + 5):
+        with amp():
+            old = run.attempt(what, lambda: eval_rate(det, data, 0, False, None, warmup, split="val",
+                                                      config=NUMPY_NO_OVERLAP))
+        if old is not None:
+            timing["numpy_no_overlap"] = old
+            print(f"  eval, metrics=numpy, overlap=False: {old['images_per_s']:.1f} images/s; {parts_line(old)}",
+                  flush=True)
     results["inference_images_per_s"] = inference_rate(det, device, args.size, args.batch_size,
                                                        3 if args.smoke else 20, amp)
     # like for like with mmseg's 30.88 fps: batch 1, fp32 (no autocast), NCHW, 512 px, synchronised per image
@@ -235,7 +260,7 @@ def measure_data(det, args, device, run) -> None:
     plan = DataPathPlan(
         args.data_sizes, args.data_workers, args.data_train_images, args.data_val_images, args.data_warmup,
         args.data_steps, train_config, short_side=args.size if args.recipe == "paper" else None,
-        pin_memory=device.type == "cuda", margin_s=0.0 if args.smoke else 10.0,
+        pin_memory=device.type == "cuda", margin_s=0.0 if args.smoke else 10.0, compare=device.type == "cuda",
         train_s=per_image_s(results.get("train_images_per_s_nchw") or results.get("train_images_per_s"), 0.05),
         eval_s=per_image_s(results.get("eval_images_per_s"), 0.05))
     tmp = Path(tempfile.mkdtemp(prefix="gpu-check-png-"))
@@ -337,7 +362,7 @@ def main() -> None:
     args = parse()
     device = device_or_exit(args.smoke)
     from bench import report
-    from gpu_data_path import Run, figures, print_summary
+    from gpu_data_path import EVAL_TIMING_NOTE, Run, figures, print_summary
 
     from diffzoo import create_detector
     from diffzoo.harness.core.types import BINARY
@@ -357,11 +382,14 @@ def main() -> None:
           f"bf16 autocast {'on' if amp_on else 'off (CPU)'}, {layout}; budget {args.budget:.0f} s", flush=True)
     run.results.update({"device": name, "torch": torch.__version__, "detector": args.detector, "task": args.task,
                         "params_m": round(params / 1e6, 2), "size": args.size, "batch_size": args.batch_size,
-                        "bf16_autocast": amp_on, "layout": layout, "smoke": args.smoke})
+                        "bf16_autocast": amp_on, "layout": layout, "smoke": args.smoke,
+                        "eval_timing_note": EVAL_TIMING_NOTE})
     if device.type != "cuda":
         run.skip("GPU figures: bf16 autocast, channels_last on CUDA, peak GPU memory, pinned-memory copies",
                  "no CUDA device: --smoke runs on CPU and checks the script only")
-    sections = {"synthetic": lambda: measure_synthetic(det, args, device, amp, run.results),
+        run.skip("evaluation with metrics=numpy, overlap=False (the old way) beside the default",
+                 "no CUDA device: on the CPU the default is that already (metrics auto = numpy, no overlap)")
+    sections = {"synthetic": lambda: measure_synthetic(det, args, device, amp, run),
                 "data": lambda: measure_data(det, args, device, run),
                 "benco": lambda: measure_benco(args, device, run)}
     stopped = run_sections(run, sections, args.skip)

@@ -14,13 +14,18 @@ the device helpers, the random weight files of IMDL-BenCo's models, the summary.
   shared trainer: ``CropDataset``, ``make_loader``, ``TrainConfig(num_workers)``)
   and evaluation images/s through ``harness.run.evaluate.evaluate`` (which reads
   through ``run.loading.eval_inputs``), each with the share of wall time the
-  loop spends blocked waiting for its next batch / image.
+  loop spends blocked waiting for its next batch / image; the evaluation also
+  per image, in ms: ``forward`` (``predict_checked``), ``metric``
+  (``Scorer.score``, wherever it runs) and ``wait`` (blocked on the loader).
 
 The waits are timed around the very iterators the library's loops read:
 :func:`timed_batches` swaps ``trainer.BatchStream`` for a subclass whose
 ``__next__`` is timed, :func:`timed_eval_inputs` wraps ``evaluate.eval_inputs``;
 both are put back on leaving.  A loop that stops reading through them (a
 library change) is reported as such instead of giving a zero wait.
+:func:`timed_eval_parts` likewise wraps ``evaluate.predict_checked``
+(synchronised on CUDA) and ``scoring.Scorer.score`` (timed in the thread it
+runs in: the scoring worker when evaluation overlaps).
 
 Also here: the device helpers (peak memory, synchronised ``predict``
 rates), :func:`random_weight_files` for IMDL-BenCo's models, and
@@ -36,10 +41,12 @@ import os
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import wraps
 from pathlib import Path
 from typing import Any
 
@@ -309,6 +316,80 @@ def timed_eval_inputs() -> Iterator[Waits]:
         evaluation.eval_inputs = original
 
 
+EVAL_TIMING_NOTE = (
+    "evaluation per image, in ms, over the timed images (after the warm-up): forward_ms = time in "
+    "evaluate.predict_checked (the model and the output check), with torch.cuda.synchronize() before and after it "
+    "on CUDA so that the time is the GPU's; metric_ms = time in Scorer.score (reducing the prediction to the "
+    "metric states' counts), measured in the thread it runs in (the scoring worker when overlap is on, so it runs "
+    "beside the next image's forward and wait); wait_ms = time blocked in next() of evaluate's eval_inputs "
+    "iterator (the loader); leads = the largest of the three.  images_per_s is of the same run.  The "
+    "synchronisation changes overlap slightly: before each forward the main thread waits for the GPU work the "
+    "scoring thread has queued, and scoring kernels queued during a forward (one CUDA stream) count in its "
+    "forward_ms, so an unmeasured run overlaps a little more (and is a little faster) than these figures show.  "
+    "metric_path / overlap: what the run did (torch on the model's device or numpy on the CPU; scoring in a "
+    "worker thread or not); config: the evaluate() arguments (default: metrics=auto, overlap as evaluate "
+    "chooses, i.e. torch and overlap on CUDA; numpy_no_overlap: metrics='numpy', overlap=False, the way "
+    "evaluation ran before, measured on CUDA only)")
+
+DEFAULT_EVAL = {"config": "default", "metrics": "auto", "overlap": None}
+NUMPY_NO_OVERLAP = {"config": "numpy_no_overlap", "metrics": "numpy", "overlap": False}
+
+
+@contextmanager
+def timed_eval_parts() -> Iterator[dict[str, list]]:
+    """While inside, ``evaluate``'s ``predict_checked`` (synchronised on CUDA, before and after)
+    and ``scoring.Scorer.score`` (in whichever thread runs it) are timed per call, in call order:
+    ``{"forward": [s, ...], "metric": [s, ...], "paths": [...], "threaded": [...]}``."""
+    from diffzoo.harness.run import evaluate as evaluation
+    from diffzoo.harness.run import scoring
+
+    parts: dict[str, list] = {"forward": [], "metric": [], "paths": [], "threaded": []}
+    predict, score = evaluation.predict_checked, scoring.Scorer.score
+
+    @wraps(predict)
+    def timed_predict(detector, images, ids):
+        device = torch.device(getattr(detector, "device", None) or "cpu")
+        sync(device)  # the work queued before (the scoring thread's too) is not this forward's
+        start = time.perf_counter()
+        try:
+            return predict(detector, images, ids)
+        finally:
+            sync(device)
+            parts["forward"].append(time.perf_counter() - start)
+
+    @wraps(score)
+    def timed_score(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return score(self, *args, **kwargs)
+        finally:  # list.append is atomic: the scoring worker may append while the main thread does
+            parts["metric"].append(time.perf_counter() - start)
+            parts["paths"].append(self.path)
+            parts["threaded"].append(threading.current_thread() is not threading.main_thread())
+
+    evaluation.predict_checked, scoring.Scorer.score = timed_predict, timed_score
+    try:
+        yield parts
+    finally:
+        evaluation.predict_checked, scoring.Scorer.score = predict, score
+
+
+def per_image_parts(timing: dict[str, Any], parts: dict[str, list]) -> dict[str, Any]:
+    """Forward, metric and wait ms per image over the window's timed images (the last
+    ``timing["timed_images"]`` ones: the calls come in image order), which of them leads,
+    and what the run did (metric path, scoring in a worker thread or not)."""
+    n = timing["timed_images"]
+    for key in ("forward", "metric"):
+        if len(parts[key]) < n:
+            raise RuntimeError(f"evaluation: {len(parts[key])} timed {key} calls for {n} images "
+                               "(does evaluate still call predict_checked and Scorer.score?)")
+    ms = {"forward_ms": 1000 * statistics.fmean(parts["forward"][-n:]),
+          "metric_ms": 1000 * statistics.fmean(parts["metric"][-n:]),
+          "wait_ms": 1000 * timing["data_wait_share"] * timing["seconds"] / n}
+    return {**{k: round(v, 4) for k, v in ms.items()}, "leads": max(ms, key=ms.get).removesuffix("_ms"),
+            "metric_path": "+".join(sorted(set(parts["paths"]))), "overlap": any(parts["threaded"])}
+
+
 class _Stamps:
     """A harness Progress that records when each image is done (as bench.timed_eval's)."""
 
@@ -357,18 +438,30 @@ def train_rate(det, dataset, config, warmup: int) -> tuple[dict[str, Any], dict]
     return window(stamps, config.batch_size, warmup, waits, "training"), log
 
 
-def eval_rate(det, dataset, workers: int, pin_memory: bool, short_side: int | None, warmup: int) -> dict[str, Any]:
-    """``evaluate`` of the val split (batch 1, metrics, as a run), loader ``workers``, timed per image."""
+def eval_rate(det, dataset, workers: int, pin_memory: bool, short_side: int | None, warmup: int,
+              split: str = "val", config: dict[str, Any] = DEFAULT_EVAL) -> dict[str, Any]:
+    """``evaluate`` of ``split`` (batch 1, metrics, as a run), loader ``workers``, timed per image:
+    the window (:func:`window`) and forward / metric / wait ms per image (:func:`per_image_parts`).
+    ``config``: :data:`DEFAULT_EVAL` or :data:`NUMPY_NO_OVERLAP` (``evaluate``'s ``metrics``, ``overlap``)."""
     from diffzoo.harness.core.plugins import get_registry
     from diffzoo.harness.run.evaluate import evaluate
 
     identity = get_registry().get("distortion", "none").load()
     tasks = {"binary", "semantic"} if det.task == "semantic" else {"binary"}
     stamps = _Stamps()
-    with timed_eval_inputs() as waits:
-        result = evaluate(det, dataset, "val", identity, {}, tasks=tasks, progress=stamps, workers=workers,
-                          pin_memory=pin_memory, input_short_side=short_side)
-    return {**window(stamps.stamps, 1, warmup, waits, "evaluation"), "evaluated": result.evaluated}
+    with timed_eval_inputs() as waits, timed_eval_parts() as parts:
+        result = evaluate(det, dataset, split, identity, {}, tasks=tasks, progress=stamps, workers=workers,
+                          pin_memory=pin_memory, input_short_side=short_side, metrics=config["metrics"],
+                          overlap=config["overlap"])
+    timing = window(stamps.stamps, 1, warmup, waits, "evaluation")
+    return {**timing, "evaluated": result.evaluated, "config": config["config"], **per_image_parts(timing, parts)}
+
+
+def parts_line(got: dict[str, Any]) -> str:
+    """``forward 12.3 / metric 4.5 / wait 0.1 ms per image (forward leads; torch, overlapped)``."""
+    how = f"{got['metric_path']}, {'overlapped' if got['overlap'] else 'not overlapped'}"
+    return (f"forward {got['forward_ms']:.1f} / metric {got['metric_ms']:.1f} / wait {got['wait_ms']:.1f} ms "
+            f"per image ({got['leads']} leads; {how})")
 
 
 def per_image_s(rate: float | None, default: float) -> float:
@@ -380,8 +473,9 @@ class DataPathPlan:
 
     def __init__(self, sizes: list[int], workers: list[int], n_train: int, n_val: int, warmup: int, steps: int,
                  train_config: Callable[[int], Any], short_side: int | None, pin_memory: bool,
-                 margin_s: float, train_s: float, eval_s: float):
+                 margin_s: float, train_s: float, eval_s: float, compare: bool = False):
         self.sizes, self.workers, self.n_train, self.n_val = sizes, workers, n_train, n_val
+        self.compare = compare  # also evaluate with NUMPY_NO_OVERLAP (the old way), at the most workers
         self.warmup, self.steps, self.train_config = warmup, steps, train_config
         self.short_side, self.pin_memory, self.margin_s = short_side, pin_memory, margin_s
         self.train_s, self.eval_s = train_s, eval_s  # model seconds per image (from the in-memory figures)
@@ -399,6 +493,8 @@ def measure_case(det, run: Run, plan: DataPathPlan, size: int, root: Path, label
     dataset = open_png_dataset(root)
     load_s = load_ms(dataset, dataset.ids("train")) / 1000
     case.update(adapter=type(dataset).__name__, load_ms_per_sample=round(load_s * 1000, 2), train=[], eval=[])
+    if plan.compare:
+        case["eval_numpy_no_overlap"] = []
     print(f"  data path {size} px: {plan.n_train}+{plan.n_val} PNG pairs written in {case['write_s']:.1f} s "
           f"(image {case['image_png_kib']:.0f} KiB), opened as {case['adapter']}, load {load_s * 1000:.1f} ms/sample",
           flush=True)
@@ -421,7 +517,18 @@ def measure_case(det, run: Run, plan: DataPathPlan, size: int, root: Path, label
             if got is not None:
                 case["eval"].append({"workers": workers, **got})
                 print(f"    eval, {workers} worker(s): {got['images_per_s']:.1f} images/s, "
-                      f"waiting for data {got['data_wait_share']:.0%}", flush=True)
+                      f"waiting for data {got['data_wait_share']:.0%}; {parts_line(got)}", flush=True)
+        run.save()
+    if plan.compare and plan.workers:  # the old way beside the default, where the loader is least in the way
+        workers = max(plan.workers)
+        what = f"data path evaluation, {size} px PNGs, {workers} worker(s), metrics=numpy, overlap=False"
+        if run.affordable(what, plan.need_s(plan.n_val, load_s, workers, plan.eval_s * scale)):
+            got = run.attempt(what, lambda: eval_rate(det, dataset, workers, plan.pin_memory, plan.short_side,
+                                                      plan.warmup, config=NUMPY_NO_OVERLAP))
+            if got is not None:
+                case["eval_numpy_no_overlap"].append({"workers": workers, **got})
+                print(f"    eval numpy, no overlap, {workers} worker(s): {got['images_per_s']:.1f} images/s; "
+                      f"{parts_line(got)}", flush=True)
         run.save()
 
 
@@ -439,6 +546,16 @@ def measure_data_path(det, run: Run, plan: DataPathPlan, tmp: Path, label_names)
 
 
 # -- the summary ----------------------------------------------------------------------------------
+
+
+def _eval_rows(results: dict[str, Any]) -> Iterator[tuple[str, str, dict]]:
+    """(data, workers, entry) of every evaluation with forward / metric / wait figures."""
+    for e in results.get("eval_timing", {}).values():
+        yield f"synthetic {results.get('size')}px", "0", e
+    for size, case in results.get("data_path", {}).get("cases", {}).items():
+        for kind in ("eval", "eval_numpy_no_overlap"):
+            for e in case.get(kind, []):
+                yield f"PNG {size}", str(e["workers"]), e
 
 
 def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, dict]]:
@@ -477,6 +594,15 @@ def print_summary(results: dict[str, Any], args) -> None:
         print(f"  {'size':<8}{'loop':<7}{'workers':>8}{'images/s':>11}{'waiting':>9}")
         for size, kind, e in data:
             print(f"  {size:<8}{kind:<7}{e['workers']:>8}{e['images_per_s']:>11.1f}{e['data_wait_share']:>9.0%}")
+    evals = list(_eval_rows(results))
+    if evals:
+        print("\n  evaluation per image, ms (forward synchronised; metric where it runs; wait: on the loader)")
+        print(f"  {'data':<15}{'workers':>8}  {'config':<17}{'scoring':<15}{'images/s':>9}{'forward':>9}"
+              f"{'metric':>8}{'wait':>8}  leads")
+        for what, workers, e in evals:
+            how = f"{e['metric_path']}{', overlap' if e['overlap'] else ''}"
+            print(f"  {what:<15}{workers:>8}  {e['config']:<17}{how:<15}{e['images_per_s']:>9.1f}"
+                  f"{e['forward_ms']:>9.1f}{e['metric_ms']:>8.1f}{e['wait_ms']:>8.1f}  {e['leads']}")
     models = results.get("benco", {}).get("models", {})
     if models:
         print(f"\n  {'IMDL-BenCo':<26}{'px':>6}{'batch':>6}{'train img/s':>12}{'waiting':>9}{'predict img/s':>14}")

@@ -5,7 +5,8 @@ anything but zero.  It measures the real data path (PNG files in the
 DiffSeg30k layout read through diffzoo's loaders) at its tiny stand-in sizes
 with 0 and 2 loader workers, and lists what it leaves out in ``not_measured``
 (the GPU, the 512 / 1024 px sizes, 4 workers; IMDL-BenCo's detectors when
-``imdlbenco`` is not installed).
+``imdlbenco`` is not installed).  Every evaluation reports forward / metric /
+wait ms per image beside its images/s.
 """
 
 from __future__ import annotations
@@ -96,3 +97,43 @@ def test_smoke_measures_benco_or_says_it_is_not_installed(smoke):
     assert models, result["not_measured"]
     for name, m in models.items():
         assert m["train_images_per_s"] > 0 and m["inference_b1_fp32_images_per_s"] > 0, name
+
+
+PARTS = ("images_per_s", "forward_ms", "metric_ms", "wait_ms")
+
+
+def assert_eval_parts(entry: dict, config: str, where) -> None:
+    for key in PARTS:
+        assert entry[key] > 0, (where, key, entry)
+    assert entry["config"] == config, where
+    assert entry["leads"] in ("forward", "metric", "wait"), where
+    assert entry["leads"] == max(("forward", "metric", "wait"), key=lambda k: entry[f"{k}_ms"]), where
+    assert entry["metric_path"] in ("numpy", "torch") and isinstance(entry["overlap"], bool), where
+
+
+@pytest.mark.slow
+def test_smoke_splits_each_evaluation_into_forward_metric_and_wait(smoke):
+    import torch
+
+    result, cuda = smoke["json"], torch.cuda.is_available()
+    assert "synchronize" in result["eval_timing_note"] and "overlap" in result["eval_timing_note"]
+    timing = result["eval_timing"]
+    assert_eval_parts(timing["default"], "default", "synthetic")
+    assert timing["default"]["images_per_s"] == result["eval_images_per_s"]
+    entries = [(f"{size} {e['workers']}", e) for size, case in result["data_path"]["cases"].items()
+               for e in case["eval"]]
+    assert len(entries) == len(SMOKE_SIZES) * len(SMOKE_WORKERS)
+    for where, e in entries:
+        assert_eval_parts(e, "default", where)
+    if cuda:  # the old way beside the default (budget permitting; a smoke run has room)
+        assert_eval_parts(timing["numpy_no_overlap"], "numpy_no_overlap", "synthetic old")
+        for size, case in result["data_path"]["cases"].items():
+            for e in case["eval_numpy_no_overlap"]:
+                assert_eval_parts(e, "numpy_no_overlap", size)
+                assert e["metric_path"] == "numpy" and e["overlap"] is False
+    else:  # on the CPU the default is numpy without overlap: nothing to compare
+        assert "numpy_no_overlap" not in timing
+        assert all(e["metric_path"] == "numpy" and e["overlap"] is False
+                   for _, e in [("synthetic", timing["default"]), *entries])
+        assert any("overlap=False" in w for w in whats(result))
+    assert "forward" in smoke["stdout"] and "metric" in smoke["stdout"] and "leads" in smoke["stdout"]
