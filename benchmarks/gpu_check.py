@@ -5,6 +5,9 @@ detectors.
 
 Sections, in this order (``--skip`` leaves any out):
 
+0. ``metrics``: the metric counts of the device path (torch on this GPU) equal
+   the numpy path's, bit for bit, and how long each takes per image
+   (``gpu_metrics_check.py``; seconds).
 1. ``synthetic``: in-memory data.  Inference is timed twice: at the training
    batch under bf16 autocast (this harness's throughput), and like for like
    with mmseg's published 30.88 fps for SegFormer-B2 512x512
@@ -80,6 +83,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 import torch  # noqa: E402
 from gpu_data_path import inference_rate, peak_mib, random_weight_files, reset_peak  # noqa: E402
+from gpu_metrics_check import check_device_metrics  # noqa: E402
 
 FULL = {"size": 512, "batch_size": 16, "iterations": 150, "warmup": 15, "eval_images": 300, "workers": 8,
         "budget": 400.0, "data_sizes": "512,1024", "data_workers": "0,2,4", "data_train_images": 64,
@@ -87,7 +91,7 @@ FULL = {"size": 512, "batch_size": 16, "iterations": 150, "warmup": 15, "eval_im
 SMOKE = {"size": 64, "batch_size": 2, "iterations": 3, "warmup": 1, "eval_images": 6, "workers": 0,
          "budget": 150.0, "data_sizes": "64,128", "data_workers": "0,2", "data_train_images": 8,
          "data_val_images": 5, "data_steps": 2, "data_warmup": 1, "benco": "benco.pscc-net.tiny", "benco_steps": 2}
-SECTIONS = ("synthetic", "data", "benco")
+SECTIONS = ("metrics", "synthetic", "data", "benco")
 
 
 def parse() -> argparse.Namespace:
@@ -389,7 +393,9 @@ def main() -> None:
                  "no CUDA device: --smoke runs on CPU and checks the script only")
         run.skip("evaluation with metrics=numpy, overlap=False (the old way) beside the default",
                  "no CUDA device: on the CPU the default is that already (metrics auto = numpy, no overlap)")
-    sections = {"synthetic": lambda: measure_synthetic(det, args, device, amp, run),
+    sections = {"metrics": lambda: run.results.update(device_metrics=check_device_metrics(
+                    device, (64,) if args.smoke else (512, 1024))),
+                "synthetic": lambda: measure_synthetic(det, args, device, amp, run),
                 "data": lambda: measure_data(det, args, device, run),
                 "benco": lambda: measure_benco(args, device, run)}
     stopped = run_sections(run, sections, args.skip)

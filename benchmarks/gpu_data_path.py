@@ -571,6 +571,11 @@ def print_summary(results: dict[str, Any], args) -> None:
         return "-" if v is None else f"{v:,.0f} MiB"
 
     precision = "bf16" if results.get("bf16_autocast") else "fp32"
+    checks = results.get("device_metrics") or {}
+    if checks:
+        exact = sum(1 for c in checks.values() if c["exact"])
+        print(f"metric counts on the device path equal the numpy path's: {exact} of {len(checks)} cases"
+              + "".join(f"\n  MISMATCH {k}: {', '.join(c['mismatched'])}" for k, c in checks.items() if not c["exact"]))
     rows = []
     if "train_images_per_s" in results:
         rows.append(("train images/s", f"{results['train_images_per_s']:.1f}"))
@@ -620,6 +625,11 @@ def figures(results: dict[str, Any], args) -> list[dict]:
     from bench import figure
 
     precision = "bf16" if results.get("bf16_autocast") else "fp32"
+    checks = results.get("device_metrics") or {}
+    if checks:
+        exact = sum(1 for c in checks.values() if c["exact"])
+        print(f"metric counts on the device path equal the numpy path's: {exact} of {len(checks)} cases"
+              + "".join(f"\n  MISMATCH {k}: {', '.join(c['mismatched'])}" for k, c in checks.items() if not c["exact"]))
     rows = []
     if "train_images_per_s" in results:
         rows.append(figure(f"train img/s (batch {args.batch_size}, {precision})", results["train_images_per_s"],

@@ -6,7 +6,9 @@ DiffSeg30k layout read through diffzoo's loaders) at its tiny stand-in sizes
 with 0 and 2 loader workers, and lists what it leaves out in ``not_measured``
 (the GPU, the 512 / 1024 px sizes, 4 workers; IMDL-BenCo's detectors when
 ``imdlbenco`` is not installed).  Every evaluation reports forward / metric /
-wait ms per image beside its images/s.
+wait ms per image beside its images/s.  One smoke run (about 15 s on an idle
+2-core machine) serves every test here, in the default run, so that the
+script a lent GPU will run is tested on every commit.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ def whats(result: dict) -> list[str]:
     return [item["what"] for item in result["not_measured"]]
 
 
-@pytest.mark.slow
 def test_smoke_keeps_the_in_memory_figures(smoke):
     result = smoke["json"]
     assert result["smoke"] is True and "partial" not in result
@@ -53,7 +54,6 @@ def test_smoke_keeps_the_in_memory_figures(smoke):
     assert "RESULT {" in smoke["stdout"]
 
 
-@pytest.mark.slow
 def test_smoke_measures_the_real_data_path_with_each_worker_count(smoke):
     data = smoke["json"]["data_path"]
     assert "noise" in data["note"] and "worst case" in data["note"]
@@ -70,7 +70,6 @@ def test_smoke_measures_the_real_data_path_with_each_worker_count(smoke):
         assert all(e["evaluated"] == case["val_images"] for e in case["eval"])
 
 
-@pytest.mark.slow
 def test_smoke_names_what_it_did_not_measure(smoke):
     result = smoke["json"]
     assert all(set(item) == {"what", "why"} and item["why"] for item in result["not_measured"])
@@ -83,7 +82,6 @@ def test_smoke_names_what_it_did_not_measure(smoke):
         assert any("GPU" in w for w in whats(result))
 
 
-@pytest.mark.slow
 def test_smoke_measures_benco_or_says_it_is_not_installed(smoke):
     from diffzoo.plugins.benco.specs import installed
 
@@ -111,7 +109,6 @@ def assert_eval_parts(entry: dict, config: str, where) -> None:
     assert entry["metric_path"] in ("numpy", "torch") and isinstance(entry["overlap"], bool), where
 
 
-@pytest.mark.slow
 def test_smoke_splits_each_evaluation_into_forward_metric_and_wait(smoke):
     import torch
 
@@ -137,3 +134,12 @@ def test_smoke_splits_each_evaluation_into_forward_metric_and_wait(smoke):
                    for _, e in [("synthetic", timing["default"]), *entries])
         assert any("overlap=False" in w for w in whats(result))
     assert "forward" in smoke["stdout"] and "metric" in smoke["stdout"] and "leads" in smoke["stdout"]
+
+
+def test_smoke_checks_the_device_metric_path_against_numpy(smoke):
+    """The metrics section: on the CPU in smoke mode (on a lent GPU, on CUDA), every case's
+    counts from reduce_torch equal reduce_numpy's, and both were timed."""
+    checks = smoke["json"]["device_metrics"]
+    assert len(checks) == 4  # 64 px x (2, 9 classes) x (blobs, worst case)
+    assert all(c["exact"] and c["mismatched"] == [] and c["numpy_ms"] > 0 and c["device_ms"] > 0
+               for c in checks.values())
