@@ -245,3 +245,24 @@ def mixed_image(i: int, kind: str, rng: np.random.Generator, size: int) -> tuple
     mask = np.zeros((size, size), np.uint8)
     mask[y0:y0 + s, x0:x0 + s] = 255
     return image, mask
+
+
+@pytest.fixture(params=["numpy", "torch"])
+def metric_reduce_path(request, monkeypatch):
+    """Runs a metric test twice: ``EvalState.update`` reducing each image with the numpy path,
+    then with the device path (``reduce_torch``, here on the CPU): every number the test checks
+    must come out of both (issue 28)."""
+    if request.param == "torch":
+        import torch
+
+        from diffzoo.harness.metrics import state
+        from diffzoo.harness.metrics.reduce import reduce_torch
+
+        def tensor(a):
+            return None if a is None else torch.from_numpy(np.ascontiguousarray(a))
+
+        def via_torch(gt, pred, prob, num_classes, bins, like=None):
+            return reduce_torch(tensor(gt), tensor(pred), tensor(prob), num_classes, bins)
+
+        monkeypatch.setattr(state, "reduce_numpy", via_torch)
+    return request.param

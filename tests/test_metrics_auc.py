@@ -13,6 +13,8 @@ from diffzoo.harness.metrics import EvalState, average_precision, histogram_auc,
 from diffzoo.harness.metrics.pixel_auc import bin_index
 from diffzoo.harness.core.types import BINARY, SampleMeta
 
+pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths (issue 28)
+
 BINS = 1024
 
 

@@ -13,6 +13,8 @@ from torchmetrics.classification import MulticlassJaccardIndex
 from diffzoo.harness.metrics import EvalState, iou_per_class
 from diffzoo.harness.core.types import LabelSpace, SampleMeta
 
+pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths (issue 28)
+
 SPACE = LabelSpace.from_editors(["sd15", "sdxl", "flux", "kandinsky"])
 
 
