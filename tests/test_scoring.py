@@ -9,7 +9,7 @@ import torch
 
 from conftest import make_diffseg_folder
 from diffzoo import create_detector, open_dataset
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.run.evaluate import evaluate
 from diffzoo.harness.run.scoring import Overlap, metric_path
 
@@ -73,5 +73,5 @@ def test_auto_takes_the_device_path_on_cuda_only():
     assert metric_path("auto", torch.device("cpu")) == "numpy"
     assert metric_path("auto", torch.device("cuda", 0)) == "torch"
     assert metric_path("torch", torch.device("cpu")) == "torch"
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="'gpu' is not one of auto, numpy, torch"):
         metric_path("gpu", torch.device("cpu"))

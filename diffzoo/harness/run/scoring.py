@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.outputs import has_pixels, pixel_tensors
 from diffzoo.harness.core.types import BINARY, DetectionOutput, SampleMeta
 from diffzoo.harness.metrics import EvalState
@@ -46,7 +47,7 @@ METRIC_PATHS = ("auto", "numpy", "torch")
 def metric_path(path: str, device: torch.device) -> str:
     """``numpy`` or ``torch`` for a detector on ``device`` (``auto``: torch on CUDA)."""
     if path not in METRIC_PATHS:
-        raise ValueError(f"metric path {path!r} is not one of {', '.join(METRIC_PATHS)}")
+        raise ConfigError(f"metric path {path!r} is not one of {', '.join(METRIC_PATHS)}")
     if path == "auto":
         return "torch" if device.type == "cuda" else "numpy"
     return path
