@@ -14,7 +14,7 @@ from diffzoo.harness.metrics.boundaries import boundary_counts
 from diffzoo.harness.metrics.confusion import confusion_counts
 from diffzoo.harness.metrics.pixel_auc import bin_index, prob_histograms
 from diffzoo.harness.metrics.reduce import count_values, reduce_numpy, reduce_torch
-from diffzoo.harness.metrics.state import DIGEST_BINS
+from diffzoo.harness.metrics.reduce import DIGEST_BINS
 
 
 def _maps(kind: str, shape: tuple[int, int], c: int, seed: int, dtype=np.float32):
@@ -68,8 +68,11 @@ def test_numpy_and_device_paths_count_exactly_what_the_definitions_count(kind, s
         for name, value in want.items():
             assert np.array_equal(getattr(got, name), value), name
             assert getattr(got, name).dtype == np.int64
-    if bins == 1024:
-        assert np.array_equal(fast.bins16, bin_index(prob, DIGEST_BINS).astype(np.uint16))
+    if bins == DIGEST_BINS:  # the digest's bins, carried by both paths
+        for got in (fast, device):
+            assert np.array_equal(got.bins16, bin_index(prob, DIGEST_BINS).astype(np.uint16))
+    else:
+        assert fast.bins16 is None and device.bins16 is None
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])

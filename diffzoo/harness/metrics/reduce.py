@@ -35,8 +35,11 @@ from diffzoo.harness.core.types import IGNORE_INDEX
 from diffzoo.harness.metrics.bitmorph import boundary_bits, dilate_within, disk_half_widths
 from diffzoo.harness.metrics.boundaries import boundary_counts, tolerance
 from diffzoo.harness.metrics.confusion import confusion_counts
-from diffzoo.harness.metrics.pixel_auc import bin_index
+from diffzoo.harness.metrics.pixel_auc import prob_histograms
 
+DIGEST_BINS = 1024
+"""Resolution of the edited probability in a prediction digest (``state.prediction_digest``):
+the default pixel-AUC bins.  A :class:`Reduced` made with this many bins carries them (``bins16``)."""
 EXACT_FLOAT32 = 2**24
 """Counts below this are exact in the float32 histograms of OpenCV."""
 SMALL_CLASSES = 15
@@ -52,8 +55,8 @@ class Reduced:
     map); ``boundary``: 4 x (C-1) bF1 counts (None without a predicted map);
     ``hist``: 2 x bins, the positive then negative pixels per probability bin
     (None without probabilities); ``bins16``: the H x W uint16 bin of each
-    pixel's probability at 1024 bins, when it was computed anyway (the
-    prediction digest reuses it), else None.
+    pixel's probability at :data:`DIGEST_BINS` bins, when it was computed anyway
+    (the prediction digest reuses it), else None.
     """
 
     gt_counts: np.ndarray
@@ -84,15 +87,19 @@ def _power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+def _bins16(prob: np.ndarray, bins: int) -> np.ndarray:
+    """:func:`~.pixel_auc.bin_index` as uint16, computed in ``prob``'s own float type: exact
+    because ``bins`` is a power of two (multiplying by it rounds nothing)."""
+    idx = (prob * prob.dtype.type(bins)).astype(np.uint16)
+    np.minimum(idx, bins - 1, out=idx)
+    return idx
+
+
 def _histograms(gt: np.ndarray, prob: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(2 x bins positive/negative counts, the uint16 bins when exact and cheap, else None)."""
     if not _power_of_two(bins) or 3 * bins > 65536:
-        valid = gt != IGNORE_INDEX
-        idx = bin_index(prob[valid], bins)
-        positive = gt[valid] > 0
-        return np.stack([np.bincount(idx[positive], minlength=bins), np.bincount(idx[~positive], minlength=bins)]), None
-    idx = (prob * prob.dtype.type(bins)).astype(np.uint16)  # exact: bins is a power of two
-    np.minimum(idx, bins - 1, out=idx)
+        return np.stack(prob_histograms(gt, prob, bins)).astype(np.int64), None
+    idx = _bins16(prob, bins)
     side = (gt > 0).view(np.uint8) + (gt == IGNORE_INDEX).view(np.uint8)  # 0 negative, 1 positive, 2 ignored
     counts = count_values(idx + side.astype(np.uint16) * np.uint16(bins), 3 * bins)
     return np.stack([counts[bins:2 * bins], counts[:bins]]), idx
@@ -104,8 +111,7 @@ def _binary_fused(gt: np.ndarray, pred: np.ndarray, prob: np.ndarray, bins: int
     255, prediction 0 or 1, ``bins`` a power of two up to 1024) in one histogram of the code
     ``(GT << 1 | pred) << log2(bins) | bin``: below 4 x bins for the scored pixels; an ignored
     pixel's GT 255 shifts out of uint16 range to at least 63,488, past every scored code."""
-    idx = (prob * prob.dtype.type(bins)).astype(np.uint16)  # exact: bins is a power of two
-    np.minimum(idx, bins - 1, out=idx)
+    idx = _bins16(prob, bins)
     pair = ((gt << 1) | pred).astype(np.uint16)  # GT 255 -> 254 or 255
     code = (pair << np.uint16(bins.bit_length() - 1)) | idx
     counts = count_values(code, 4 * bins).reshape(2, 2, bins)  # GT, pred, bin
@@ -124,8 +130,9 @@ def reduce_numpy(gt: np.ndarray, pred: np.ndarray | None, prob: np.ndarray | Non
     c = num_classes
     conf = boundary = hist = bins16 = None
     if c == 2 and pred is not None and prob is not None and _power_of_two(bins) and bins <= 1024 and like is None:
-        conf, hist, bins16 = _binary_fused(gt, pred, prob, bins)
-        return Reduced(conf.sum(axis=1), conf, boundary_counts(gt, pred, c, conf), hist, bins16)
+        conf, hist, idx = _binary_fused(gt, pred, prob, bins)
+        return Reduced(conf.sum(axis=1), conf, boundary_counts(gt, pred, c, conf), hist,
+                       idx if bins == DIGEST_BINS else None)
     if pred is not None:
         conf = _confusion(gt, pred, c)
         gt_counts = conf.sum(axis=1)
@@ -136,7 +143,7 @@ def reduce_numpy(gt: np.ndarray, pred: np.ndarray | None, prob: np.ndarray | Non
         hist, bins16 = like.hist, like.bins16
     elif prob is not None:
         hist, idx = _histograms(gt, prob, bins)
-        bins16 = idx if idx is not None and bins == 1024 else None
+        bins16 = idx if idx is not None and bins == DIGEST_BINS else None
     return Reduced(gt_counts, conf, boundary, hist, bins16)
 
 
@@ -174,9 +181,9 @@ def _boundary_counts_torch(gt, pred, c: int):
     return torch.cat(parts, dim=1)
 
 
-def reduce_torch(gt, pred, prob, num_classes: int, bins: int) -> Reduced:
-    """:func:`reduce_numpy` of tensors (uint8 ``gt`` and ``pred``, float ``prob``) on their device;
-    one transfer brings the counts back."""
+def reduce_torch(gt, pred, prob, num_classes: int, bins: int, like: Reduced | None = None) -> Reduced:
+    """:func:`reduce_numpy` of tensors (uint8 ``gt`` and ``pred``, float ``prob``) on their device
+    (``like`` as there); one transfer brings the counts back, a second the digest's bins."""
     import torch
 
     c = num_classes
@@ -192,12 +199,16 @@ def reduce_torch(gt, pred, prob, num_classes: int, bins: int) -> Reduced:
     else:
         pieces.append(torch.bincount(gt.long().reshape(-1), minlength=256)[:c])
         sizes.append(c)
-    if prob is not None:
+    shared = prob is not None and like is not None and like.hist is not None and like.hist.shape[1] == bins
+    bins16 = like.bins16 if shared else None
+    if prob is not None and not shared:
         idx = torch.floor(prob.double() * bins).long().clamp_(max=bins - 1)  # bin_index's float64 rule
         side = (gt > 0).long() + ignore.long()  # 0 negative, 1 positive, 2 ignored
         counts = torch.bincount((idx + side * bins).reshape(-1), minlength=3 * bins)
         pieces.append(torch.cat([counts[bins:2 * bins], counts[:bins]]))
         sizes.append(2 * bins)
+        if bins == DIGEST_BINS:
+            bins16 = idx.to(torch.int16).cpu().numpy().astype(np.uint16)
     flat = torch.cat([p.long() for p in pieces]).cpu().numpy()
     parts = np.split(flat, np.cumsum(sizes)[:-1])
     conf = boundary = hist = None
@@ -207,5 +218,5 @@ def reduce_torch(gt, pred, prob, num_classes: int, bins: int) -> Reduced:
     else:
         gt_counts = parts[0]
     if prob is not None:
-        hist = parts[-1].reshape(2, bins)
-    return Reduced(gt_counts, conf, boundary, hist)
+        hist = like.hist if shared else parts[-1].reshape(2, bins)
+    return Reduced(gt_counts, conf, boundary, hist, bins16)

@@ -42,7 +42,7 @@ from diffzoo.harness.metrics.boundaries import bf1_of_counts
 from diffzoo.harness.metrics.catalog import AREA_THRESHOLD, SCORE_THRESHOLD
 from diffzoo.harness.metrics.confusion import check_label_map
 from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index, check_prob_map, histogram_auc
-from diffzoo.harness.metrics.reduce import Reduced, reduce_numpy
+from diffzoo.harness.metrics.reduce import DIGEST_BINS, Reduced, reduce_numpy  # noqa: F401  (DIGEST_BINS: the digest's)
 from diffzoo.harness.metrics.rows import ImageRows
 from diffzoo.harness.metrics.slices import slice_masks
 
@@ -53,10 +53,6 @@ METRICS_VERSION = "2"
 
 EVAL_TASKS: tuple[str, ...] = ("binary", "semantic")
 
-
-
-DIGEST_BINS = 1024
-"""Resolution of the edited probability in a prediction digest: the default pixel-AUC bins."""
 
 
 def prediction_digest(pred: np.ndarray | None, edited_prob: np.ndarray | None,

@@ -36,7 +36,7 @@ from diffzoo.harness.core.types import BINARY, DetectionOutput, SampleMeta
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.metrics.confusion import check_label_map
 from diffzoo.harness.metrics.reduce import reduce_numpy, reduce_torch
-from diffzoo.harness.metrics.state import DIGEST_BINS, prediction_digest
+from diffzoo.harness.metrics.state import prediction_digest
 from diffzoo.harness.records.case_summary import OWN_SCORE
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run import baselines as constant_baselines
@@ -109,16 +109,17 @@ class Scorer:
         pred, c = (maps[2], self.label_space.num_classes) if semantic else (maps[0], 2)
         bins = self.states[task].config.auc_bins
         if self.path == "torch":
-            return reduce_torch(torch.from_numpy(gt).to(maps[1].device, non_blocking=True), pred, maps[1], c, bins)
+            gt = torch.from_numpy(gt).to(maps[1].device, non_blocking=True)
+            return reduce_torch(gt, pred, maps[1], c, bins, like=like)
         return reduce_numpy(gt, pred, maps[1], c, bins, like=like)
 
     def _digest(self, maps: tuple[Any, Any, Any], counts: Any, score: float | None, semantic: bool) -> str:
         """:func:`prediction_digest` of the label map the states scored and the probabilities' bins."""
         pred, prob = (maps[2] if semantic else maps[0]), maps[1]
+        binned = None if counts is None else counts.bins16  # computed with the counts, on either path
         if self.path == "torch":
-            binned = torch.floor(prob.double() * DIGEST_BINS).clamp_(max=DIGEST_BINS - 1).to(torch.int16)
-            return prediction_digest(pred.cpu().numpy(), None, score, binned=binned.cpu().numpy().astype(np.uint16))
-        return prediction_digest(pred, prob, score, binned=None if counts is None else counts.bins16)
+            pred, prob = pred.cpu().numpy(), None if binned is not None else prob.cpu().numpy()
+        return prediction_digest(pred, prob, score, binned=binned)
 
 
 class Overlap:
