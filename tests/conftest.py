@@ -266,3 +266,26 @@ def metric_reduce_path(request, monkeypatch):
 
         monkeypatch.setattr(state, "reduce_numpy", via_torch)
     return request.param
+
+
+def register_test_detector(monkeypatch, card, make) -> None:
+    """Register detector ``card.name`` as a third party's plugin would: a module (put in
+    ``sys.modules`` for the test) whose ``make(card, task, label_space, pretrained)`` builds it,
+    named by a hookimpl of ``register_detectors``.  The plugin system is reset after every
+    test (:func:`_cache`), so nothing outlives the test."""
+    import sys
+
+    from diffzoo import hookimpl
+    from diffzoo.harness.core.plugins import get_plugin_system
+
+    module_name = "tests_detector_" + "".join(ch if ch.isalnum() else "_" for ch in card.name)
+    module = type(sys)(module_name)
+    module.make = make
+    monkeypatch.setitem(sys.modules, module_name, module)
+
+    class Plugin:
+        @hookimpl
+        def register_detectors(self, register):
+            register(card.name, f"{module_name}:make", card=card, default=True)
+
+    get_plugin_system().pm.register(Plugin(), name=module_name)

@@ -15,10 +15,9 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import cli
-from diffzoo import DetectorCard, hookimpl
+from conftest import cli, register_test_detector
+from diffzoo import DetectorCard
 from diffzoo.harness.core.fsutil import cache_root
-from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.harness.models.segmenter import SegmentationDetector
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.request import RunRequest
@@ -126,21 +125,10 @@ class NanDetector(SegmentationDetector):
         return _NanAtThree(num_outputs)
 
 
-class NanPlugin:
-    @hookimpl
-    def register_detectors(self, register):
-        card = DetectorCard(name="nanloss.x", description="its loss is NaN at step 3", tasks=("binary",))
-        register(card.name, "tests_nanloss:make", card=card, default=True)
-
-
 @pytest.fixture
 def nanloss(monkeypatch):
-    module = type(sys)("tests_nanloss")
-    module.make = lambda card, task, label_space, pretrained: NanDetector(card, task, label_space, pretrained)
-    monkeypatch.setitem(sys.modules, "tests_nanloss", module)
-    get_plugin_system().pm.register(NanPlugin(), name="nanloss")
-    yield
-    get_plugin_system().pm.unregister(name="nanloss")
+    card = DetectorCard(name="nanloss.x", description="its loss is NaN at step 3", tasks=("binary",))
+    register_test_detector(monkeypatch, card, NanDetector)
 
 
 @pytest.mark.isolated_cache

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.fsutil import atomic_write_bytes
+from diffzoo.harness.models.monitor import LOG_FILE
 from diffzoo.leaderboard.render.training_plots import curves_from_log, read_log, training_png
 from diffzoo.leaderboard.tables import slugify
 
 log = logging.getLogger(__name__)
-
-LOG_FILE = "log.jsonl"
 
 
 def copy_training_logs(checkpoints: list[dict[str, Any]], out: Path) -> dict[str, Path]:

@@ -4,15 +4,14 @@ needs no training and each test chooses exactly what comes back."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
-from diffzoo import DetectionOutput, DetectorCard, Detector, hookimpl
-from diffzoo.harness.core.plugins import get_plugin_system
+from conftest import register_test_detector
+from diffzoo import DetectionOutput, DetectorCard, Detector
 from diffzoo.harness.core.types import BINARY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,13 +55,6 @@ class Scripted(Detector):
         return load_checkpoint(path)[1]
 
 
-class FaultyPlugin:
-    @hookimpl
-    def register_detectors(self, register):
-        card = faulty_card(trainable=False)  # used as built: a run never trains it
-        register(card.name, "tests_faulty_target:make", card=card, default=True)
-
-
 @pytest.fixture
 def faulty(monkeypatch) -> Callable[..., None]:
     """Register detector ``faulty.x``; call the fixture's value with an
@@ -70,11 +62,10 @@ def faulty(monkeypatch) -> Callable[..., None]:
     a ``bias`` added to the default heuristic's logits (other numbers, same
     weights), or a ``score(images)`` it also gives as its own image score."""
     script: dict = {"answer": None, "bias": 0.0, "score": None}
-    module = type(sys)("tests_faulty_target")
-    module.make = lambda card, task, label_space, pretrained: Scripted(task, label_space, script["answer"], card,
-                                                                      script["bias"], script["score"])
-    monkeypatch.setitem(sys.modules, "tests_faulty_target", module)
-    get_plugin_system().pm.register(FaultyPlugin(), name="faulty")
+    register_test_detector(  # trainable=False: used as built, a run never trains it
+        monkeypatch, faulty_card(trainable=False),
+        lambda card, task, label_space, pretrained: Scripted(task, label_space, script["answer"], card,
+                                                             script["bias"], script["score"]))
 
     def use(answer: Callable | None = None, bias: float = 0.0, score: Callable | None = None) -> None:
         script.update(answer=answer, bias=bias, score=score)

@@ -25,9 +25,8 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import cli, make_diffseg_folder, make_record, make_state
-from diffzoo import DetectionOutput, DetectorCard, hookimpl
-from diffzoo.harness.core.plugins import get_plugin_system
+from conftest import cli, make_diffseg_folder, make_record, make_state, register_test_detector
+from diffzoo import DetectionOutput, DetectorCard
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.models.segmenter import SegmentationDetector
 from diffzoo.leaderboard.store import RecordStore
@@ -231,19 +230,10 @@ class OwnFit(SegmentationDetector):
         return path / "model.safetensors"
 
 
-class OwnFitPlugin:
-    @hookimpl
-    def register_detectors(self, register):
-        card = DetectorCard(name="ownfit.x", description="its own fit", tasks=("binary",))
-        register(card.name, "tests_ownfit:make", card=card, default=True)
-
-
 @pytest.fixture
 def ownfit(monkeypatch):
-    module = type(sys)("tests_ownfit")
-    module.make = lambda card, task, label_space, pretrained: OwnFit(card, task, label_space, pretrained)
-    monkeypatch.setitem(sys.modules, "tests_ownfit", module)
-    get_plugin_system().pm.register(OwnFitPlugin(), name="ownfit")
+    card = DetectorCard(name="ownfit.x", description="its own fit", tasks=("binary",))
+    register_test_detector(monkeypatch, card, OwnFit)
     return OwnFit
 
 

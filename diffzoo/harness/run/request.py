@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diffzoo.harness.models.resume import check_every
 from diffzoo.harness.run.thresholds import DEFAULT_CALIBRATION_SPLIT
 
 
@@ -36,6 +37,13 @@ class RunRequest:
     workers: int | None = None  # loader processes; None: $DIFFZOO_WORKERS or by device (core/parallel.default_workers)
     eval_datasets: list[str] = field(default_factory=list)  # cross-dataset suite: PATH_OR_NAME[:SPLIT] each
     eval_dataset_options: dict[str, Any] = field(default_factory=dict)  # adapter options of every --eval-dataset
+
+    def check_cadence(self) -> None:
+        """``save_every``, ``log_every`` (at least 1) and ``val_every``: whole numbers of steps, or
+        a ConfigError naming the option."""
+        check_every(self.save_every)
+        check_every(self.log_every, "--log-every", minimum=1)
+        check_every(self.val_every, "--val-every")
 
 
 def eval_dataset_spec(spec: str) -> tuple[str, str | None]:

@@ -31,7 +31,6 @@ from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
 from diffzoo.harness.models.monitor import Validation
-from diffzoo.harness.models.resume import check_every
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.run.baselines import baseline_cache
 from diffzoo.harness.run.case_records import (
@@ -85,8 +84,7 @@ class Runner:
 
     def __init__(self, request: RunRequest, progress: Progress | None = None):
         self.request = request
-        check_every(request.save_every)  # before any work
-        check_every(request.log_every, "--log-every", minimum=1), check_every(request.val_every, "--val-every")
+        request.check_cadence()  # before any work
         check_usable_dir(cache_root(), f"the diffzoo cache (${CACHE_ENV})")  # checkpoints, resume states
         if request.workers is not None:  # a bad --workers fails before torchrun's group is joined
             check_workers(request.workers)
