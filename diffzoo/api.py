@@ -137,7 +137,7 @@ def evaluate(detector: str, suite: str = "all", dataset: str = "mini", *, out: s
     main.plan()
     result = Evaluation([main])
     if references:
-        for ref in reference_requests(request, main.suites, getattr(main.dataset, "reference_substitutes", None)):
+        for ref in reference_requests(request, main.suites, main.dataset.reference_substitutes):
             other = Runner(ref, main.progress)
             other.plan()
             result.runners.append(other)
@@ -181,7 +181,7 @@ def _store(result: Evaluation, out: Path, rerun: bool) -> None:
             confusion_png(body.confusion, body.label_space, out / "plots" / f"{name}-confusion.png",
                           title=f"{body.detector.name} on {ds.name}")
     result.training = copy_training_logs(result.checkpoints, out)
-    notice = getattr(ds, "notice", None)
+    notice = ds.notice
     result.written = write_summary(result.summary, out, title=f"diffzoo run: {result.runners[0].entry.name} on "
                                    f"{ds.name}", notes=[notice] if notice else [])
 

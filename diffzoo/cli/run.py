@@ -156,7 +156,7 @@ def print_plan(result: Evaluation) -> None:
     main = result.runners[0]
     ds = main.dataset
     print_dataset(ds, main.plan_.fingerprint)
-    notice = getattr(ds, "notice", None)
+    notice = ds.notice
     if notice:
         console.print(f"[yellow]note:[/] {term(notice)}")
     for i, runner in enumerate(result.runners):
@@ -192,7 +192,7 @@ def print_result(result: Evaluation) -> None:
         logs = Path(result.store.root) / "train"
         console.print(f"training logs of {len(result.training)} model(s) in {term(logs)} (tensorboard --logdir "
                       f"{term(logs)}); curves in {term(logs.parent / 'plots')}/*-training.png")
-    notice = getattr(ds, "notice", None)
+    notice = ds.notice
     if notice:
         console.print(f"[yellow]note:[/] {term(notice)}")
     for o in result.conflicts:

@@ -60,6 +60,11 @@ class DetectorCard:
     # keys, record ids) stay as they were.
     weights_sha256: str | None = None  # published sha256 of the weights file, if the source gives one
     trainable: bool = True  # False: used as built (heuristics, frozen zero-shot models); never trained
+    gives_image_score: bool = False
+    """True for a detector that gives pixels and an image score of its own (IMDL-BenCo's
+    ``pred_label``): its image cases are planned twice, judged by the predicted edited area
+    and by that score.  A pure classifier (only ``classification``) leaves it False: its
+    score is its only judge."""
 
     @property
     def family(self) -> str:
@@ -91,7 +96,7 @@ class DetectorCard:
         return stable_hash(self.to_dict())
 
 
-_LATE_FIELDS = {"weights_sha256": None, "trainable": True}
+_LATE_FIELDS = {"weights_sha256": None, "trainable": True, "gives_image_score": False}
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ Plugins implement these; the harness only ever talks to these interfaces.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.cards import DetectorCard, GeneratorCard
@@ -111,6 +112,18 @@ class Dataset(ABC):
 
     name: str
     label_space: LabelSpace
+
+    # What a dataset may say about how a run should treat it; every run reads these, so each
+    # has a default here and an adapter sets only what it needs.
+    notice: str | None = None
+    """One line a run prints with its results (e.g. ``mini``: its numbers say nothing about real editors)."""
+    training_overrides: Mapping[str, Any] = MappingProxyType({})
+    """Training options the dataset recommends over a card's recipe (``mini``: a CPU-sized budget;
+    ``lr_scale`` multiplies the card's learning rate); the user's options override them."""
+    generator_substitutes: Mapping[str, str] = MappingProxyType({})
+    """Generator a suite names -> the card to run instead (``mini``: tiny offline stand-ins)."""
+    reference_substitutes: Mapping[str, str] = MappingProxyType({})
+    """Reference detector a suite names -> the detector to run instead (``mini``: a tiny stand-in)."""
 
     @abstractmethod
     def splits(self) -> list[str]: ...

@@ -247,6 +247,6 @@ def dataset_stats(dataset: Dataset, splits: Sequence[str] | None = None,
         "read": acc.read,
         **acc.result(),
     }
-    notice = getattr(dataset, "notice", None)  # e.g. mini's "numbers prove nothing about real editors"
+    notice = dataset.notice  # e.g. mini's "numbers prove nothing about real editors"
     stats["notes"] = [*([notice] if notice else []), *stats_notes(stats)]
     return stats

@@ -110,4 +110,5 @@ def case_from_dict(d: dict[str, Any]) -> Case:
         distortion_params=tuple((d.get("distortion_params") or {}).items()), metrics=tuple(d.get("metrics", ())),
         editors=tuple(d.get("editors", ())), authentic=d.get("authentic", True), slice_by=d.get("slice_by", ""),
         compare_to=d.get("compare_to", ""), options=tuple((d.get("options") or {}).items()),
+        setting=d.get("setting", ""),
     )

@@ -238,6 +238,12 @@ class RecordBody:
         return str(self.case.get("name", ""))
 
     @property
+    def setting(self) -> str:
+        """What the case stands for among its suite's cases (``Case.setting``: a distortion
+        setting, a held-out pair, an editor, ...); "" for a suite's only setting."""
+        return str(self.case.get("setting", ""))
+
+    @property
     def task(self) -> str:
         return str(self.case.get("task", ""))
 

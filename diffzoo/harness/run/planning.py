@@ -292,7 +292,7 @@ def train_config(card: DetectorCard, dataset: Dataset, user: dict[str, Any], pre
     times that factor (``mini`` trains from scratch on a tiny budget, so it
     raises every recipe's lr tenfold).
     """
-    overrides: dict[str, Any] = dict(getattr(dataset, "training_overrides", {}) or {})
+    overrides: dict[str, Any] = dict(dataset.training_overrides)
     overrides.update({k: v for k, v in user.items() if v is not None})
     if pretrained is not None:
         overrides["pretrained"] = pretrained

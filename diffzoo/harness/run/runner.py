@@ -230,7 +230,7 @@ class Runner:
         params = dict(case.distortion_params)
         if "input_size" not in params and sets_input_size(get_registry().get("distortion", case.distortion).load()):
             params["input_size"] = model_input_size(self.entry.card, job.config)
-        substitutes = {**(getattr(self.dataset, "generator_substitutes", None) or {}), **self.request.generators}
+        substitutes = {**self.dataset.generator_substitutes, **self.request.generators}
         if params.get("generator") in substitutes:
             params["generator"] = substitutes[params["generator"]]
         return params

@@ -20,6 +20,8 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.types import TASKS
 
 SLICE_BY = ("", "base", "turns", "multiturn", "editor", "edit_type")
+DESCRIPTIVE = ("setting",)
+"""Case fields that name a case for its tables and move no number: left out of the definition hash."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,11 @@ class Case:
     - ``compare_to``: the name of another case of the same suite; this case
       then also reports how often the image-level verdict differs between
       the two (format parity), flagged above ``options['tolerance']``.
+    - ``setting``: what the case stands for among its suite's cases, the row a
+      table gives it: a distortion setting (``jpeg80``), a held-out pair
+      (``Flux_Hunyuan``), a LoRA variant, an editor, a slice key, a format.
+      Tables read it from here, never from the case's name.  It moves no
+      number, so it is not part of the suite's definition hash.
     """
 
     name: str
@@ -69,6 +76,7 @@ class Case:
     slice_by: str = ""
     compare_to: str = ""
     options: tuple[tuple[str, Any], ...] = ()
+    setting: str = ""
 
     def __post_init__(self) -> None:
         if self.task not in ("binary", "semantic", "image"):
@@ -106,6 +114,8 @@ class Case:
                 d[key] = getattr(self, key)
         if self.options:
             d["options"] = dict(self.options)
+        if self.setting:
+            d["setting"] = self.setting
         return d
 
 
@@ -164,7 +174,8 @@ class Suite:
 
     def definition_hash(self) -> str:
         """Hash of everything that can move a number (not the description)."""
-        return stable_hash({"name": self.name, "cases": [c.to_dict() for c in self.cases]})
+        cases = [{k: v for k, v in c.to_dict().items() if k not in DESCRIPTIVE} for c in self.cases]
+        return stable_hash({"name": self.name, "cases": cases})
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -71,7 +71,7 @@ def distortion_cases(settings: Iterable[Setting], tasks: Sequence[str] = ("binar
     """One case per (setting, task), named ``<setting>.<task>``; for plugins
     that register a sweep suite of their own distortions."""
     return tuple(
-        Case(name=f"{label}.{task}", task=task, train=DISTORTION_TRAIN[task], distortion=distortion,
+        Case(name=f"{label}.{task}", task=task, train=DISTORTION_TRAIN[task], distortion=distortion, setting=label,
              distortion_params=params, metrics=DISTORTION_CASE_METRICS[task],
              description=f"{task} under {distortion} {dict(params)}")
         for label, distortion, params in settings
@@ -121,10 +121,10 @@ def unseen_generators_suite(pairs: Sequence[tuple[str, str]] = PAPER_PAIRS) -> S
         name = pair_name(pair)
         held_out = TrainSpec("binary", exclude_editors=pair)
         for prefix, train in ((name, held_out), (f"{name}.seen", BINARY_TRAIN)):
-            cases.append(Case(name=f"{prefix}.binary", task="binary", train=train, editors=pair,
+            cases.append(Case(name=f"{prefix}.binary", task="binary", train=train, editors=pair, setting=name,
                               metrics=UNSEEN_BINARY,
                               description=f"localization of {' + '.join(pair)} edits"))
-            cases.append(Case(name=f"{prefix}.image", task="image", train=train, editors=pair,
+            cases.append(Case(name=f"{prefix}.image", task="image", train=train, editors=pair, setting=name,
                               metrics=IMAGE_METRICS,
                               description=f"image-level detection of {' + '.join(pair)} edits"))
     return Suite(
@@ -154,7 +154,7 @@ LORA = Suite(
         "predicted as SDXL counts as correct."
     ),
     cases=tuple(
-        Case(name=f"{variant}.{task}", task=task, train=DISTORTION_TRAIN[task], editors=("sdxl",),
+        Case(name=f"{variant}.{task}", task=task, train=DISTORTION_TRAIN[task], editors=("sdxl",), setting=variant,
              authentic=False, distortion="reedit" if variant == "sdxl-lora" else "none",
              distortion_params=REEDIT if variant == "sdxl-lora" else (),
              metrics=("mIoU", "F1", "gIoU", "img_edited_Acc") if task == "binary"
@@ -177,9 +177,9 @@ CLASSIFICATION = Suite(
         "mAP is the mean of the per-editor APs."
     ),
     cases=(
-        Case(name="all", task="image", train=BINARY_TRAIN, metrics=IMAGE_METRICS + ORACLE_IMAGE,
+        Case(name="all", task="image", train=BINARY_TRAIN, metrics=IMAGE_METRICS + ORACLE_IMAGE, setting="all",
              description="every validation image"),
-        *(Case(name=editor, task="image", train=BINARY_TRAIN, editors=(editor,), metrics=("img_Acc", "img_AP"),
+        *(Case(name=editor, task="image", train=BINARY_TRAIN, editors=(editor,), metrics=("img_Acc", "img_AP"), setting=editor,
                description=f"{editor} edits vs authentic images") for editor in CLASSIFICATION_EDITORS),
     ),
     changelog=("1: whole split + one case per DiffSeg30k editor.",),
@@ -199,7 +199,7 @@ SLICES = Suite(
         "inference). A key no image carries metadata for reports no slice metric and says so."
     ),
     cases=tuple(
-        Case(name=f"{key}.{task}", task=task, train=DISTORTION_TRAIN[task], slice_by=key,
+        Case(name=f"{key}.{task}", task=task, train=DISTORTION_TRAIN[task], slice_by=key, setting=key,
              metrics=SLICE_CASE_METRICS[task], description=f"{task} metrics per {key}")
         for key in SLICE_KEYS
         for task in ("binary", "semantic")
@@ -221,9 +221,9 @@ FORMAT_PARITY = Suite(
         "native file's; format_shortcut = 1 when more than 5% of verdicts move."
     ),
     cases=(
-        Case(name="native", task="image", train=BINARY_TRAIN, metrics=("img_Acc", "img_AP"),
+        Case(name="native", task="image", train=BINARY_TRAIN, metrics=("img_Acc", "img_AP"), setting="native",
              description="the files as stored"),
-        *(Case(name=label, task="image", train=BINARY_TRAIN, distortion="reencode",
+        *(Case(name=label, task="image", train=BINARY_TRAIN, distortion="reencode", setting=label,
                distortion_params=params, compare_to="native", metrics=PARITY_METRICS,
                options=(("tolerance", PARITY_TOLERANCE),), description=f"re-encoded as {label}")
           for label, params in (("png", (("format", "png"),)),

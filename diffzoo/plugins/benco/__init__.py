@@ -106,6 +106,7 @@ def card(spec: Spec, tiny: bool = False) -> DetectorCard:
         arch={"benco": spec.key, "class": spec.cls, "module": spec.module, "kwargs": dict(kwargs or {}),
               "input_rule": spec.rule, "tiny": tiny},
         recipe=recipe(spec, tiny),
+        gives_image_score=spec.has_label,
     )
 
 
