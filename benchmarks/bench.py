@@ -159,7 +159,7 @@ def write_png_dataset(folder: Path, label_space: LabelSpace, size: int, n: dict[
 
 # -- rounds, ratios and results ----------------------------------------------------------
 MIN_ROUNDS = 5
-"""Issue 15: every ratio is the median over at least this many interleaved rounds."""
+"""Every ratio is the median over at least this many interleaved rounds."""
 
 
 def add_common_args(parser: argparse.ArgumentParser, rounds: int = 5) -> None:

@@ -10,7 +10,7 @@ rounds.  Rounds are interleaved (the order rotating every round); printed are
 the median seconds of each command, its median ratio to the bare
 interpreter, and whether it imported torch (read in one more run that prints
 ``sys.modules``).  Goal: under 0.5 s for ``--help`` and ``list detectors``,
-without torch (issue 22).  A benchmark, not a test: nothing is asserted.
+without torch.  A benchmark, not a test: nothing is asserted.
 """
 
 from __future__ import annotations

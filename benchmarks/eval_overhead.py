@@ -19,7 +19,7 @@ DiffSeg30k classes) detector.
 
 Rounds are interleaved (the three loops' order rotates each round) after one
 untimed warm-up of each; printed are the median of the per-round ratios
-harness / bare (goal <= 1.05, issue 15) and the bare loop's per-image costs
+harness / bare (goal <= 1.05) and the bare loop's per-image costs
 (ms/image of decode, forward, post-processing, metric update: the figures
 docs/scaling.md quotes).  A benchmark, not a test: nothing is asserted.
 """
@@ -165,7 +165,7 @@ def main() -> None:
         ms = row["ms_per_image"]
         w2 = (f"{ms['harness_w2']:>12.2f}{row['ratio_w2']:>11.3f}" if workers else f"{'-':>12}{'-':>11}")
         print(f"  {task:<10}{ms['bare']:>12.2f}{ms['harness_w0']:>12.2f}{row['ratio_w0']:>11.3f}{w2}")
-    print(f"  goal: harness / bare {GOAL} (issue 15)")
+    print(f"  goal: harness / bare {GOAL}")
     print(f"  bare loop per image (ms): {'  '.join(PHASES)}")
     for task, row in rows.items():
         print(f"  {task:<10}" + "".join(f"{row['ms_per_image_phase'][p]:>9.2f}" for p in PHASES))

@@ -18,7 +18,7 @@ a real run does except text to image.
 
 Rounds are interleaved, pipeline and bare alternately first, after one
 warm-up of each; printed are ms per call of both and the median of the
-per-round ratios pipeline / bare (goal <= 1.03, issue 15).  ``--profile``
+per-round ratios pipeline / bare (goal <= 1.03).  ``--profile``
 runs one more pipeline round under cProfile and lists the functions of
 ``diffzoo/`` that cost the most outside the diffusers call, so that the
 overhead can be located.  A benchmark, not a test: nothing is asserted.

@@ -15,7 +15,7 @@ rows).  Two kinds of maps, ``--size`` squared:
 
 Rounds interleaved (the order alternates), after one untimed warm-up of each;
 printed are ms per image of each and the median of the per-round ratios
-torchmetrics / diffzoo (goal: diffzoo at least 5x faster, issue 15).  A
+torchmetrics / diffzoo (goal: diffzoo at least 5x faster).  A
 benchmark, not a test: nothing is asserted.
 """
 
@@ -33,7 +33,7 @@ from diffzoo.harness.core.types import BINARY, SampleMeta
 from diffzoo.harness.metrics import EvalState
 
 GOAL = ">= 5"
-BINS = 1000  # EvalState's pixel-AUC histogram size (METRICS.md)
+BINS = 1000  # EvalState's pixel-AUC histogram size (docs/metrics.md)
 
 
 def typical_maps(size: int, images: int, rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:

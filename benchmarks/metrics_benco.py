@@ -1,4 +1,4 @@
-"""diffzoo's per-image metric work against IMDL-BenCo's pixel evaluators (issue 28).
+"""diffzoo's per-image metric work against IMDL-BenCo's pixel evaluators.
 
     python benchmarks/metrics_benco.py                  # finds IMDL-BenCo here or in .venv-benco
     python benchmarks/metrics_benco.py --images 200 --rounds 5 --json benco.json

@@ -51,7 +51,7 @@ import torch  # noqa: E402
 from bench import (  # noqa: E402
     add_common_args, figure, interleaved, median_ratio, report, setup, timed, write_png_dataset)
 
-from diffzoo import create_detector, open_dataset  # noqa: E402
+from diffzoo import DetectorBuild, create_detector, open_dataset  # noqa: E402
 from diffzoo.harness.core.plugins import get_registry  # noqa: E402
 from diffzoo.harness.core.types import BINARY  # noqa: E402
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS  # noqa: E402
@@ -83,7 +83,7 @@ def build(name: str, arch: dict, seed: int = 0):
     if not arch:
         return create_detector(name, "binary", BINARY, pretrained=False)
     changed = dataclasses.replace(entry.card, arch={**entry.card.arch, **arch})
-    return entry.load()(card=changed, task="binary", label_space=BINARY, pretrained=False)
+    return entry.load()(DetectorBuild(changed, "binary", BINARY, pretrained=False))
 
 
 def params(det) -> tuple[int, int]:
@@ -165,7 +165,7 @@ def train_demo(args, chosen) -> dict:
     from diffzoo.harness.core.plugins import get_registry as registry
     from diffzoo.harness.models.segmenter import TrainData
     from diffzoo.harness.run.evaluate import evaluate
-    from diffzoo.harness.run.planning import train_config
+    from diffzoo.harness.run.plan import train_config
 
     identity = registry().get("distortion", "none").load()
     rows = {}

@@ -1,10 +1,9 @@
 """diffzoo's public Python entry points: :func:`evaluate` and :func:`train`.
 
-``diffzoo run`` is :func:`evaluate` plus printing, ``diffzoo train`` is
-:func:`train` plus printing; everything a run decides (which models to
-train, which passes to share, which records to store) happens here and in
-the harness, never in the CLI.  Like lm-evaluation-harness's
-``simple_evaluate``, one call goes from names to results::
+``diffzoo run`` is :func:`evaluate` plus printing, ``diffzoo train`` is :func:`train` plus
+printing; everything a run decides (which models to train, which passes to share, which
+records to store) happens here and in the harness, never in the CLI.  Like
+lm-evaluation-harness's ``simple_evaluate``, one call goes from names to results::
 
     import diffzoo
 
@@ -12,72 +11,62 @@ the harness, never in the CLI.  Like lm-evaluation-harness's
     for record in result.records:
         print(record.body.suite.name, record.body.case_name, record.metrics)
 
-Options are ``diffzoo run``'s, spelled as Python names (``iterations=200``,
-``recipe="paper"``, ``dataset_options={"split_file": "splits.json"}``,
-``holdout=[("sd2", "glide")]``); an unknown one is a ConfigError.
+The options are ``diffzoo run``'s, by their flag names (``iterations=200``,
+``recipe="paper"``, ``dataset_option={"split_file": "splits.json"}``,
+``holdout=[("sd2", "glide")]``): the fields of :class:`RunRequest`, which may also be given
+whole (``evaluate(request=RunRequest(...))``); an unknown one is a ConfigError.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, fields
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.progress import Progress
-from diffzoo.harness.records.document import ResultRecord
-from diffzoo.harness.run.planning import Plan
+from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
+from diffzoo.harness.records.document import ResultRecord, keep_state
+from diffzoo.harness.run.model_source import CheckpointInfo
+from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner, TrainOutput
-from diffzoo.leaderboard.outdir import claim_output_dir
+from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, claim_output_dir
 from diffzoo.leaderboard.render.plots import confusion_png
-from diffzoo.leaderboard.training_logs import copy_training_logs
 from diffzoo.leaderboard.store import AddOutcome, RecordStore
-from diffzoo.leaderboard.summary.build import Summary, build_summary
-from diffzoo.leaderboard.summary.write import write_summary
-from diffzoo.leaderboard.tables import slugify
+from diffzoo.leaderboard.layouts.paper import Summary, build_summary
+from diffzoo.leaderboard.render.text import write_summary
+from diffzoo.leaderboard.table import slugify
+from diffzoo.leaderboard.training_logs import copy_training_logs
 
-OUTPUTS_OUTSIDE_STORE = ("summary.md", "plots", "train")
+OUTPUTS_OUTSIDE_STORE = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR)
 """What a run writes in ``out`` besides the store (records/, states/): checked up front."""
 
-_TRAIN_OVERRIDES = ("iterations", "batch_size", "crop_size", "recipe")
-_REQUEST_FIELDS = {f.name for f in fields(RunRequest)} - {"detector", "suites", "dataset", "train_overrides",
-                                                        "dataset_options", "unseen_pairs"}
 
-
-def make_request(detector: str, suite: str = "all", dataset: str = "mini", *,
-                 labels: str | None = None, extra_authentic: str | Path | None = None,
-                 dataset_options: Mapping[str, Any] | None = None,
-                 holdout: Iterable[tuple[str, str]] = (), **options: Any) -> RunRequest:
-    """The :class:`RunRequest` that ``options`` describe (``diffzoo run``'s options
-    as Python names); an unknown option is a ConfigError naming it."""
-    train_overrides = {k: options.pop(k) for k in _TRAIN_OVERRIDES if k in options}
-    train_overrides.setdefault("recipe", "native")
-    unknown = sorted(set(options) - _REQUEST_FIELDS)
-    if unknown:
-        known = sorted(_REQUEST_FIELDS | set(_TRAIN_OVERRIDES) | {"labels", "extra_authentic", "dataset_options",
-                                                                  "holdout"})
-        raise ConfigError(f"unknown option(s) {', '.join(unknown)}; options are: {', '.join(known)}")
-    data_options = dict(dataset_options or {})
-    data_options.update({k: v for k, v in (("label_space", labels), ("extra_authentic", extra_authentic)) if v})
-    if "checkpoints" in options:
-        options["checkpoints"] = [Path(p) for p in options["checkpoints"]]
-    if options.get("out") is not None:
-        options["out"] = Path(options["out"])
-    return RunRequest(detector=detector, suites=suite, dataset=dataset, train_overrides=train_overrides,
-                      dataset_options=data_options, unseen_pairs=[tuple(p) for p in holdout], **options)
+def make_request(request: RunRequest | None = None, **options: Any) -> RunRequest:
+    """``request`` (or the defaults) with ``options`` (flag names; None: not given) applied,
+    validated as one :class:`RunRequest`."""
+    given = {k: v for k, v in options.items() if v is not None}
+    if request is None:
+        return RunRequest.of(**given)
+    return RunRequest.of(**{**{f.name: getattr(request, f.name) for f in fields(RunRequest)}, **given})
 
 
 @dataclass
 class Evaluation:
-    """What :func:`evaluate` did: its plans, records, and what the store made of them."""
+    """What :func:`evaluate` did: its plans, records, and what the store made of them.
+    Every type it holds is exported by ``diffzoo``."""
 
-    runners: list[Runner]
-    """The main detector's runner first, then one per reference detector; each has its ``plan_``."""
+    request: RunRequest
+    dataset: Dataset
+    plans: list[Plan] = field(default_factory=list)
+    """The main detector's plan first, then one per reference detector."""
     records: list[ResultRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Cases without images; passes that reused the undistorted one."""
@@ -89,19 +78,11 @@ class Evaluation:
     store: RecordStore | None = None
     written: dict[str, Path] = field(default_factory=dict)
     """Summary files written to ``out`` by name."""
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)
-    """Every model the run trained or loaded (its checkpoint entry), the reference detectors' too."""
+    checkpoints: list[CheckpointInfo] = field(default_factory=list)
+    """Every model the run trained or loaded, the reference detectors' too."""
     training: dict[str, Path] = field(default_factory=dict)
     """Model name -> its training log folder in ``out`` (``train/<model>/``)."""
     seconds: float = 0.0
-
-    @property
-    def dataset(self) -> Any:
-        return self.runners[0].dataset
-
-    @property
-    def plans(self) -> list[Plan]:
-        return [r.plan_ for r in self.runners]
 
     @property
     def conflicts(self) -> list[AddOutcome]:
@@ -109,43 +90,45 @@ class Evaluation:
         return [o for o in self.outcomes if o.status == "present" and o.differs]
 
 
-def evaluate(detector: str, suite: str = "all", dataset: str = "mini", *, out: str | Path | None = None,
-             references: bool = True, rerun: bool = False, force: bool = False, plan_only: bool = False,
-             progress: Progress | None = None, on_plan: Callable[[Evaluation], None] | None = None,
-             on_result: Callable[[Evaluation], None] | None = None, **options: Any) -> Evaluation:
-    """Run ``suite`` (a name, a wildcard or ``all``) for ``detector`` on ``dataset``.
+def evaluate(detector: str | None = None, suite: str | None = None, dataset: str | None = None, *,
+             request: RunRequest | None = None, out: str | Path | None = None, references: bool = True,
+             rerun: bool = False, force: bool = False, plan_only: bool = False, progress: Progress | None = None,
+             on_plan: Callable[[Evaluation], None] | None = None,
+             on_result: Callable[[Evaluation], None] | None = None,
+             only: Collection[tuple[str, str]] | None = None, **options: Any) -> Evaluation:
+    """Run ``suite`` (a name, a wildcard or ``all``) for ``detector`` on ``dataset``, with the
+    options of :class:`RunRequest` (or ``request`` itself, with any option given changed).
 
-    Trains or loads every model the plan needs, evaluates each distinct pass
-    once, and returns one :class:`ResultRecord` per (suite, case), plus the
-    reference detectors' records when ``references``.  With ``out`` the
-    records go to the record store there (one row per run; ``rerun``
-    replaces an existing one) with ``summary.md`` and plots.  ``on_plan``
-    sees the plans before any work (with ``plan_only`` nothing else is done:
-    no training, no evaluation, nothing written); ``on_result`` sees the
-    result before a conflict with stored records is raised (a ConfigError).  Under torchrun
-    every rank calls this; rank 0 alone returns records.
+    Trains or loads every model the plan needs, evaluates each distinct pass once, and returns
+    one :class:`ResultRecord` per (suite, case), plus the reference detectors' records when
+    ``references``.  With ``out`` the records go to the record store there (one row per run;
+    ``rerun`` replaces an existing one) with ``summary.md`` and plots.  ``on_plan`` sees the
+    plans before any work (with ``plan_only`` nothing else is done: no training, no
+    evaluation, nothing written); ``on_result`` sees the result before a conflict with stored
+    records is raised (a ConfigError); ``only``: the (suite, case) names to run (None: every
+    case of the suites).  Under torchrun every rank calls this and gets the records; rank 0
+    alone writes.
     """
     start = time.monotonic()
-    request = make_request(detector, suite, dataset, out=out, **options)
+    request = make_request(request, detector=detector, suite=suite, dataset=dataset, **options)
     # before any work: an out folder that is not diffzoo's is refused now, not after hours of training
     claim = out is not None and not plan_only and distributed.launch_rank() == 0
     out_dir = claim_output_dir(Path(out), force) if claim else None
     if out_dir is not None:
         for name in OUTPUTS_OUTSIDE_STORE:
             out_dir.check_writable(name)
-    main = Runner(request, progress)
-    main.plan()
-    result = Evaluation([main])
+    write = partial(keep_state, Path(out)) if out_dir is not None else None
+    main = Runner(request, progress, write, only)
+    runners = [main]
     if references:
         for ref in reference_requests(request, main.suites, main.dataset.reference_substitutes):
-            other = Runner(ref, main.progress)
-            other.plan()
-            result.runners.append(other)
+            runners.append(Runner(ref, main.progress, write))
+    result = Evaluation(request, main.dataset, [r.plan for r in runners])
     if on_plan is not None:
         on_plan(result)
     if plan_only:
         return result
-    for runner in result.runners:
+    for runner in runners:
         output = runner.run()
         result.records.extend(output.records)
         result.skipped.update(output.skipped)
@@ -178,24 +161,47 @@ def _store(result: Evaluation, out: Path, rerun: bool) -> None:
         body = record.body
         if body.confusion:
             name = slugify(f"{body.detector.name}-{body.suite.name}-{body.case_name}")
-            confusion_png(body.confusion, body.label_space, out / "plots" / f"{name}-confusion.png",
+            confusion_png(body.confusion, body.label_space, out / PLOTS_DIR / f"{name}-confusion.png",
                           title=f"{body.detector.name} on {ds.name}")
     result.training = copy_training_logs(result.checkpoints, out)
     notice = ds.notice
-    result.written = write_summary(result.summary, out, title=f"diffzoo run: {result.runners[0].entry.name} on "
+    result.written = write_summary(result.summary, out, title=f"diffzoo run: {result.plans[0].card.name} on "
                                    f"{ds.name}", notes=[notice] if notice else [])
 
 
-def train(detector: str, dataset: str = "mini", *, task: str = "binary", exclude_editors: Iterable[str] = (),
-          out: str | Path | None = None, progress: Progress | None = None,
-          on_plan: Callable[[Runner, Plan], None] | None = None, **options: Any) -> TrainOutput:
-    """Train one ``task`` model of ``detector`` on ``dataset``'s train split, as
-    :func:`evaluate` would (the same cache key), and return it with its checkpoint;
-    ``out`` also gets a copy of the checkpoint."""
-    request = make_request(detector, "", dataset, out=out, **options)
+def train(detector: str | None = None, dataset: str | None = None, *, task: str = "binary",
+          exclude_editors: Iterable[str] = (), out: str | Path | None = None, request: RunRequest | None = None,
+          progress: Progress | None = None, on_plan: Callable[[Runner, Plan], None] | None = None,
+          **options: Any) -> TrainOutput:
+    """Train one ``task`` model of ``detector`` on ``dataset``'s train split, as :func:`evaluate`
+    would (the same cache key), and return it with its checkpoint; ``out`` also gets a copy of
+    the checkpoint (written by rank 0)."""
+    request = make_request(request, detector=detector, suite="", dataset=dataset, **options)
     runner = Runner(request, progress)
-    excluded = tuple(exclude_editors)
-    plan = runner.plan_training(task, excluded)
+    plan = runner.training_plan(task, tuple(exclude_editors))
     if on_plan is not None:
         on_plan(runner, plan)
-    return runner.train(task, excluded)
+    if out is not None:
+        check_copy_target(Path(out))  # before training, not after
+    trained = runner.train(plan=plan)
+    if out is not None and distributed.is_main():
+        trained.copy = copy_checkpoint(trained.checkpoint.path, Path(out))
+    return trained
+
+
+def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None = None,
+              on_plan: Callable[[Evaluation], None] | None = None) -> tuple[Evaluation, ResultRecord | None]:
+    """Run ``record``'s row again from the request it stores (its suite, only its case and the
+    case it compares with) into the store at ``out``; returns the run and its record of the same
+    row (None: the run made none)."""
+    body = record.body
+    if body.request is None:
+        raise ConfigError(f"record {record.id} stores no request (it was written before records stored their "
+                          "options), so it cannot be run again; run it with diffzoo run")
+    request = RunRequest.from_dict(body.request, suite=body.suite.name)
+    only = {(body.suite.name, name) for name in (body.case_name, body.case.get("compare_to")) if name}
+    result = evaluate(request=request, out=out, references=False, progress=progress, on_plan=on_plan, only=only)
+    row = (body.suite.name, body.case, body.dataset.fingerprint)
+    same = [r for r in result.records if r.id == record.id] or \
+        [r for r in result.records if (r.body.suite.name, r.body.case, r.body.dataset.fingerprint) == row]
+    return result, (same[0] if same else None)

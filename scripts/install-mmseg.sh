@@ -13,14 +13,14 @@
 # version builds again.
 #
 # Which wheel it installs (docs/mmseg.md, "Install"):
-# - one named in scripts/mmcv-wheel.sha256 (a prebuilt wheel, e.g. the one in
-#   ../shared/wheels) only when its sha256 is the one pinned there;
+# - one named in scripts/mmcv-wheel.sha256 (a prebuilt wheel, e.g. the one the CI
+#   machines keep in a wheel folder beside the clone) only when its sha256 is the one pinned there;
 # - one this script built records its sha256 in <wheel>.sha256 beside it and
 #   is installed again only while it still matches;
 # - any other wheel in the folder is refused.
 #
 #   . .venv/bin/activate && bash scripts/install-mmseg.sh    # MAX_JOBS=N: compile jobs
-#   DIFFZOO_WHEELS=../shared/wheels bash scripts/install-mmseg.sh
+#   DIFFZOO_WHEELS=DIR bash scripts/install-mmseg.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 torch_version="$(python -c "import torch; print(torch.__version__)" 2>/dev/null)" || {

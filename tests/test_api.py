@@ -39,9 +39,8 @@ def test_evaluate_runs_stores_and_summarizes(diffseg_folder, tmp_path):
 def test_evaluate_gives_the_runners_numbers(diffseg_folder, tmp_path):
     """evaluate() adds no logic of its own to the numbers: the records equal the runner's."""
     result = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)
-    direct = run(RunRequest(detector="segformer.tiny", suites="standard", dataset=str(diffseg_folder),
-                            device="cpu", bootstrap=0,
-                            train_overrides={"iterations": 40, "batch_size": 4, "crop_size": 32, "recipe": "native"}))
+    direct = run(RunRequest(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder),
+                            device="cpu", bootstrap=0, iterations=40, batch_size=4, crop_size=32, recipe="native"))
     assert [r.to_json() for r in result.records] != []
     assert ([json.loads(r.to_json())["metrics"] for r in result.records]
             == [json.loads(r.to_json())["metrics"] for r in direct.records])
@@ -74,7 +73,7 @@ def test_unknown_options_are_named(diffseg_folder):
 
 
 def test_the_cli_run_is_evaluate_printed(diffseg_folder, tmp_path, capsys, monkeypatch):
-    """`diffzoo run` calls diffzoo.evaluate with its options spelled as Python names."""
+    """`diffzoo run` calls diffzoo.evaluate with its options as one RunRequest."""
     import diffzoo.api as api  # what the command calls when it runs (it imports no torch before)
 
     calls = []
@@ -92,8 +91,9 @@ def test_the_cli_run_is_evaluate_printed(diffseg_folder, tmp_path, capsys, monke
     assert code == 0, err
     assert len(calls) == 1
     args, kwargs = calls[0]
-    assert args == ("segformer.tiny", "standard", str(diffseg_folder))
-    assert kwargs["out"] == out and kwargs["iterations"] == 40 and kwargs["recipe"] == "native"
+    request = kwargs["request"]
+    assert (request.detector, request.suite, request.dataset) == ("segformer.tiny", "standard", str(diffseg_folder))
+    assert kwargs["out"] == out and request.iterations == 40 and request.recipe == "native"
     assert "3 record(s) added" in text
     stored = sorted(r.id for r in RecordStore(out))
     python = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)
@@ -104,10 +104,10 @@ def test_train_is_the_runs_training(diffseg_folder, tmp_path, monkeypatch):
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))  # an empty cache: this test trains
     trained = diffzoo.train(detector="segformer.tiny", dataset=str(diffseg_folder), task="binary",
                             out=tmp_path / "ckpt", device="cpu", iterations=40, batch_size=4, crop_size=32)
-    assert trained.checkpoint["source"] == "trained" and trained.copy is not None and trained.copy.exists()
+    assert trained.checkpoint.source == "trained" and trained.copy is not None and trained.copy.exists()
     result = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)
     binary = next(r for r in result.records if r.body.case_name == "binary")
-    assert binary.data["detector"]["checkpoint_sha256"] == trained.checkpoint["sha256"]  # found in the cache
+    assert binary.data["detector"]["checkpoint_sha256"] == trained.checkpoint.sha256  # found in the cache
 
 
 def test_plan_only_says_the_passes_and_does_no_work(diffseg_folder, tmp_path, capsys, monkeypatch):
@@ -117,15 +117,15 @@ def test_plan_only_says_the_passes_and_does_no_work(diffseg_folder, tmp_path, ca
                               out=tmp_path / "out", plan_only=True, **FAST)
     assert result.records == [] and result.outcomes == []
     assert not (cache / "checkpoints").exists() and not (tmp_path / "out").exists()
-    runner = result.runners[0]
-    val = len(runner.dataset.ids("val"))
+    plan = result.plans[0]
+    val = len(result.dataset.ids("val"))
     distortions = get_registry().get("suite", "distortions").load()
     settings = {(c.distortion, tuple(c.distortion_params)) for c in distortions.cases}
     # the binary model: the undistorted pass (standard and the clean cases) + one per other setting
     n_binary = len(settings | {("none", ())})
     n_semantic = len({(c.distortion, tuple(c.distortion_params)) for c in distortions.cases
                       if c.task == "semantic"} | {("none", ())})
-    assert runner.pass_summary() == [
+    assert plan.pass_lines() == [
         f"segformer.tiny [binary]: {n_binary} model pass(es), {n_binary * val} image reads",
         f"segformer.tiny [semantic]: {n_semantic} model pass(es), {n_semantic * val} image reads",
     ]
@@ -149,9 +149,9 @@ def test_a_dataset_can_name_the_reference_detectors_run_on_it():
     from diffzoo.harness.core.plugins import get_registry
 
     suites = [get_registry().get("suite", "classification").load()]
-    request = RunRequest(detector="segformer", suites="classification")
+    request = RunRequest(detector="segformer", suite="classification")
     plain = [r.detector for r in reference_requests(request, suites)]
     assert plain == list(REFERENCE_DETECTORS)
     swapped = [r.detector for r in reference_requests(request, suites, MINI_REFERENCES)]
     assert swapped == ["cnnspot", "universalfakedet.tiny"]
-    assert all(r.suites == "classification" for r in reference_requests(request, suites, MINI_REFERENCES))
+    assert all(r.suite == "classification" for r in reference_requests(request, suites, MINI_REFERENCES))

@@ -4,8 +4,9 @@ Every ``import`` and ``from ... import`` in ``diffzoo/`` is read with ``ast``,
 deferred ones inside functions included, and resolved to the module it
 loads.  The test fails on an import cycle, on an import that runs against
 the floors (harness never imports leaderboard, cli, generators or plugins;
-inside the harness a package imports only its own floor or lower), and on a
-value taken from a parent package's ``__init__``.
+inside the harness a package imports only its own floor or lower), on a
+value taken from a parent package's ``__init__``, and on an in-tree plugin
+that reaches past the public authoring surface (``diffzoo.plugin``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ FORBIDDEN = {
     "harness": {"api", "cli", "generators", "leaderboard", "plugins"},
     "leaderboard": {"api", "cli", "generators", "plugins"},
     "generators": {"api", "cli", "leaderboard", "plugins"},
-    "plugins": {"api", "cli", "generators", "leaderboard"},
+    "plugins": {"api", "cli", "generators", "harness", "leaderboard"},
+    "plugin": {"api", "cli", "generators", "leaderboard", "plugins"},
     "api": {"cli"},
 }
 """Top-level packages each may not import (``diffzoo.<name>``)."""
@@ -136,12 +138,35 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
     return out
 
 
+def surface_violations(graph: dict[str, set[str]]) -> list[str]:
+    """In-tree plugins import diffzoo only through ``diffzoo.plugin`` (and the modules of
+    ``diffzoo.plugins``): whatever they do, a third-party package can do the same."""
+    return [f"{name} imports {target}: a plugin imports only diffzoo.plugin"
+            for name, targets in sorted(graph.items()) if name.startswith("diffzoo.plugins.")
+            for target in sorted(targets) if target != "diffzoo.plugin" and not target.startswith("diffzoo.plugins.")]
+
+
 def test_no_import_cycles(graph):
     assert cycles(graph) == []
 
 
 def test_imports_run_one_way(graph):
     assert violations(graph) == []
+
+
+def test_plugins_use_the_public_surface_only(graph):
+    assert surface_violations(graph) == []
+    assert graph["diffzoo.plugins.segformer.model"] == {"diffzoo.plugin"}  # the check reads real imports
+
+
+def test_the_surface_check_sees_a_plugin_importing_the_harness():
+    toy = {"diffzoo.plugins.benco.model": {"diffzoo.plugin", "diffzoo.plugins.benco.specs",
+                                           "diffzoo.harness.models.weights"},
+           "diffzoo.plugins.cnnspot": {"diffzoo"}, "diffzoo.harness.run.runner": {"diffzoo.harness.models.trainer"}}
+    assert surface_violations(toy) == [
+        "diffzoo.plugins.benco.model imports diffzoo.harness.models.weights: a plugin imports only diffzoo.plugin",
+        "diffzoo.plugins.cnnspot imports diffzoo: a plugin imports only diffzoo.plugin"]
+    assert any("plugins must not import harness" in v for v in violations(toy))
 
 
 def test_the_checker_sees_cycles_and_upward_imports():
@@ -177,7 +202,7 @@ def test_modules_stay_small():
     assert long == []
 
 
-@pytest.mark.parametrize("package", ["diffzoo", "diffzoo.harness.data", "diffzoo.harness.metrics"])
+@pytest.mark.parametrize("package", ["diffzoo", "diffzoo.plugin", "diffzoo.harness.data", "diffzoo.harness.metrics"])
 def test_lazy_exports_resolve_to_what_they_name(package):
     """A package that exports names lazily (harness/core/lazy.py) gives each name of its
     ``__all__``, also once every submodule is loaded: a name that is also a submodule's
@@ -187,7 +212,7 @@ def test_lazy_exports_resolve_to_what_they_name(package):
     import types
 
     mod = importlib.import_module(package)
-    for info in pkgutil.iter_modules(mod.__path__):
+    for info in pkgutil.iter_modules(getattr(mod, "__path__", [])):  # diffzoo.plugin is a module
         if package != "diffzoo" or info.name in ("harness",):
             importlib.import_module(f"{package}.{info.name}")
     for name in mod.__all__:

@@ -12,11 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.models.segmenter import Normalized, SegmentationDetector
-from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.models.trainer import segmentation_loss, train_loop
-from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace
+from diffzoo.harness.models.trainer import segmentation_loss
+from diffzoo.plugin import (
+    IGNORE_INDEX, DetectorBuild, DetectorCard, LabelSpace, Normalized, SegmentationDetector, TrainConfig, train_loop,
+)
 
 WEIGHT = 0.4
 
@@ -47,7 +46,7 @@ def make_detector(task: str) -> AuxDetector:
     card = DetectorCard(name="test.aux", description="aux-head test network", tasks=("binary", "semantic"),
                         weights=None, input_size=32, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
     torch.manual_seed(0)
-    return AuxDetector(card, task, LabelSpace.from_editors(["a", "b"]))
+    return AuxDetector(DetectorBuild(card, task, LabelSpace.from_editors(["a", "b"])))
 
 
 def by_hand(logits: torch.Tensor, target: torch.Tensor, task: str) -> torch.Tensor:

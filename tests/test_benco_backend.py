@@ -151,7 +151,7 @@ def assert_parity(benco, det, batch=2):
     theirs = benco.construct(det.card, pretrained=False)
     if spec.key == "span":  # its head is built anew in every forward upstream: give it ours
         theirs.last_layer = benco._SpanHead()
-    theirs.load_state_dict(det.net.model.state_dict())
+    theirs.load_state_dict(det.model.model.state_dict())
     theirs.eval()
     images = torch.rand(batch, 3, size, size, generator=torch.Generator().manual_seed(0))
     ours = det.predict(images)
@@ -222,7 +222,7 @@ def test_fixed_quirks_predict_repeatably(tmp_path, benco, monkeypatch):
         det = create_detector(name, "binary", pretrained=False)
         first, second = det.predict(images).mask_probs, det.predict(images).mask_probs
         assert torch.equal(first, second), name
-    assert "last_layer" in dict(det.net.model.named_children())  # SPAN's head is a trained, saved layer
+    assert "last_layer" in dict(det.model.model.named_children())  # SPAN's head is a trained, saved layer
 
 
 def test_models_needing_weights_fail_offline_naming_what_to_download(tmp_path, benco, monkeypatch):
@@ -261,9 +261,8 @@ WEIGHTED = {
 @pytest.mark.parametrize("name", sorted(WEIGHTED))
 def test_models_that_need_weight_files_build_train_and_match_from_files_the_test_writes(tmp_path, benco,
                                                                                          monkeypatch, name):
-    from diffzoo.harness.core.train_config import TrainConfig
     from diffzoo.harness.models.conformance import FixtureDataset
-    from diffzoo.harness.models.segmenter import TrainData
+    from diffzoo.plugin import DetectorBuild, TrainConfig, TrainData
 
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
@@ -275,15 +274,16 @@ def test_models_that_need_weight_files_build_train_and_match_from_files_the_test
 
     assert {p.name for p in write_random_weights(spec.key)} == {w.name for w in spec.weights if w.required}
     torch.manual_seed(0)
-    det = benco.BencoDetector(card, pretrained=bool(spec.weights[0].url))  # MVSS-Net: its ResNet-50 file
-    before = {k: v.clone() for k, v in det.net.model.state_dict().items()}
+    # pretrained where the first weight file has a URL (MVSS-Net's ResNet-50)
+    det = benco.BencoDetector(DetectorBuild(card, "binary", pretrained=bool(spec.weights[0].url)))
+    before = {k: v.clone() for k, v in det.model.model.state_dict().items()}
     data = FixtureDataset(size=size)
     config = TrainConfig.from_recipe(card.recipe_values(), iterations=2, batch_size=2, crop_size=size,
                                      pretrained=False, seed=0, num_workers=0, warmup_iters=0)
     losses = []
     det.fit(TrainData(data, data.ids("train")), config, progress=lambda step, loss: losses.append(loss))
     assert len(losses) == 2 and all(np.isfinite(losses))
-    after = det.net.model.state_dict()
+    after = det.model.model.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before if after[k].is_floating_point())
     probs = det.predict(torch.rand(1, 3, size + 8, size - 8)).mask_probs  # any image size comes back as it was
     assert probs.shape == (1, 1, size + 8, size - 8) and 0 <= float(probs.min()) <= float(probs.max()) <= 1

@@ -167,9 +167,8 @@ def test_the_adapter_trains_and_scores_cat_net_from_these_inputs(tmp_path, catne
     from dataclasses import replace
 
     from diffzoo.harness.core.plugins import get_registry
-    from diffzoo.harness.core.train_config import TrainConfig
     from diffzoo.harness.models.conformance import FixtureDataset
-    from diffzoo.harness.models.segmenter import TrainData
+    from diffzoo.plugin import DetectorBuild, TrainConfig, TrainData
     from diffzoo.plugins.benco import model as benco
 
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *args, **kwargs: self)
@@ -179,7 +178,7 @@ def test_the_adapter_trains_and_scores_cat_net_from_these_inputs(tmp_path, catne
     card = replace(card, input_size=64, arch={**card.arch, "kwargs": {"cfg_file": str(small_config(
         tmp_path / "cat_small.yaml"))}})
     torch.manual_seed(0)
-    det = benco.BencoDetector(card, pretrained=False)
+    det = benco.BencoDetector(DetectorBuild(card, "binary", pretrained=False))
     data = FixtureDataset(size=64)
     config = TrainConfig.from_recipe(card.recipe_values(), iterations=2, batch_size=2, crop_size=64,
                                      pretrained=False, seed=0, num_workers=0, warmup_iters=0)
@@ -190,7 +189,7 @@ def test_the_adapter_trains_and_scores_cat_net_from_these_inputs(tmp_path, catne
     assert probs.shape == (1, 1, 50, 70) and 0 <= float(probs.min()) <= float(probs.max()) <= 1
 
     theirs = benco.construct(card, pretrained=False)
-    theirs.load_state_dict(det.net.model.state_dict())
+    theirs.load_state_dict(det.model.model.state_dict())
     theirs.eval()
     x = torch.from_numpy(np.stack([images(s, 64, 64) for s in range(2)])).permute(0, 3, 1, 2).float() / 255
     with torch.no_grad():

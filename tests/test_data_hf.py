@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import datasets
 import numpy as np
 import pytest
 from PIL import Image
 
-datasets = pytest.importorskip("datasets")
-
-from diffzoo import open_dataset  # noqa: E402
-from diffzoo.harness.data import DiffSeg30kDataset  # noqa: E402
-from diffzoo.harness.data.labelmaps import label_map_sha256  # noqa: E402
-from diffzoo.harness.core.errors import CorruptSampleError, DataError  # noqa: E402
+from diffzoo import open_dataset
+from diffzoo.harness.data import DiffSeg30kDataset
+from diffzoo.harness.data.labelmaps import label_map_sha256
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
 
 
 @pytest.fixture(autouse=True)

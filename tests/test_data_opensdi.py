@@ -5,18 +5,17 @@ from __future__ import annotations
 import json
 import shutil
 
+import datasets
 import numpy as np
 import pytest
 from PIL import Image
 
-datasets = pytest.importorskip("datasets")
+from conftest import cli, mixed_image
 
-from conftest import cli, mixed_image  # noqa: E402
-
-from diffzoo import open_dataset  # noqa: E402
-from diffzoo.harness.core.errors import ConfigError, DataError  # noqa: E402
-from diffzoo.harness.data import DiffSeg30kDataset  # noqa: E402
-from diffzoo.harness.data.adapters.opensdi import OpenSdiDataset  # noqa: E402
+from diffzoo import open_dataset
+from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.data import DiffSeg30kDataset
+from diffzoo.harness.data.adapters.opensdi import OpenSdiDataset
 
 SIZE = 32
 FEATURES = datasets.Features({"key": datasets.Value("string"), "image": datasets.Image(), "mask": datasets.Image(),

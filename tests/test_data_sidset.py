@@ -6,20 +6,19 @@ import io
 import json
 import zipfile
 
+import datasets
 import numpy as np
 import pytest
 from PIL import Image
 
-datasets = pytest.importorskip("datasets")
+from conftest import cli, mixed_image
 
-from conftest import cli, mixed_image  # noqa: E402
-
-from diffzoo import open_dataset  # noqa: E402
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError  # noqa: E402
-from diffzoo.harness.core.types import BINARY  # noqa: E402
-from diffzoo.harness.data import DiffSeg30kDataset  # noqa: E402
-from diffzoo.harness.data.adapters.pixar import PixarDataset  # noqa: E402
-from diffzoo.harness.data.adapters.sidset import SidSetDataset  # noqa: E402
+from diffzoo import open_dataset
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY
+from diffzoo.harness.data import DiffSeg30kDataset
+from diffzoo.harness.data.adapters.pixar import PixarDataset
+from diffzoo.harness.data.adapters.sidset import SidSetDataset
 
 SIZE = 32
 FEATURES = datasets.Features({"img_id": datasets.Value("string"), "image": datasets.Image(), "mask": datasets.Image(),

@@ -13,18 +13,18 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from test_cli import cli
 
 from diffzoo import create_detector, open_dataset
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
-from diffzoo.harness.run.planning import make_plan
 from diffzoo.harness.core.plugins import get_registry
-from diffzoo.harness.models.segmenter import TrainData
-from diffzoo.harness.suites import STANDARD, Case, Suite, TrainSpec
 from diffzoo.harness.core.train_config import TrainConfig
+from diffzoo.harness.models.train_data import TrainHooks
+from diffzoo.harness.run.plan import make_plan
+from diffzoo.harness.suites import STANDARD, Case, Suite, TrainSpec
+from diffzoo.plugin import TrainData
 from diffzoo.plugins.cnnspot.augment import BlurJpeg, encode_jpeg
 from diffzoo.plugins.cnnspot.model import blur_jpeg_view
-
-from test_cli import cli
 
 TINY = ["cnnspot.tiny", "universalfakedet.tiny"]
 
@@ -208,7 +208,7 @@ def test_planning_skips_pixel_cases_for_classifiers_only(dataset):
     config = TrainConfig()
     card = get_registry().get("detector", "cnnspot.tiny").card
     plan = make_plan(card, [STANDARD], dataset, config, "fp")
-    assert [(j.task, [c.name for _, c in j.cases]) for j in plan.jobs] == [("classification", ["image"])]
+    assert [(j.task, [c.case.name for c in j.cases]) for j in plan.jobs] == [("classification", ["image"])]
     assert [s.case.name for s in plan.skipped] == ["binary", "semantic"]
     assert any(line.startswith("skipped standard/binary: cnnspot.tiny has no pixel output")
                for line in plan.describe())
@@ -222,7 +222,7 @@ def test_planning_skips_pixel_cases_for_classifiers_only(dataset):
         make_plan(seg, [needs], dataset, config, "fp")
     binary_only = replace(seg, tasks=("binary",))
     plan = make_plan(binary_only, [STANDARD], dataset, config, "fp")
-    assert [c.name for j in plan.jobs for _, c in j.cases] == ["binary", "image"]
+    assert [c.case.name for j in plan.jobs for c in j.cases] == ["binary", "image"]
     assert [(s.case.name, s.reason) for s in plan.skipped] == [
         ("semantic", "segformer.tiny supports binary; this case needs a semantic model")]
 
@@ -251,11 +251,11 @@ def test_run_standard_suite_gives_image_level_records(capsys, diffseg_folder, tm
 
 def test_feature_extraction_reports_its_progress_before_the_probe_trains(dataset):
     """UniversalFakeDetect's pass over the training images (minutes with a real CLIP
-    on a CPU) is reported through TrainData.preparing, which the run's progress shows."""
+    on a CPU) is reported through TrainData.prepared to the hooks' preparing, which the run's progress shows."""
     det = _detector("universalfakedet.tiny")
     seen, steps = [], []
     ids = dataset.ids("train")
-    det.fit(TrainData(dataset, ids, preparing=lambda done, total: seen.append((done, total))),
+    det.fit(TrainData(dataset, ids, TrainHooks(preparing=lambda done, total: seen.append((done, total)))),
             _config(det, iterations=3), progress=lambda step, loss: steps.append(step))
     assert seen and seen[-1] == (len(ids), len(ids)) and all(t == len(ids) for _, t in seen)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen) and steps == [1, 2, 3]

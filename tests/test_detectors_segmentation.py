@@ -12,9 +12,9 @@ import torch
 from diffzoo import create_detector, open_dataset
 from diffzoo.harness.core.errors import WeightsUnavailableError
 from diffzoo.harness.core.plugins import get_registry
-from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import LabelSpace
+from diffzoo.plugin import TrainData
 
 TINY = ["deeplabv3plus.tiny", "fcn8s.tiny", "segformer.tiny"]
 FAMILIES = ["deeplabv3plus", "fcn8s", "segformer"]

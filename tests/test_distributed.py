@@ -181,9 +181,9 @@ def test_train_writes_the_checkpoint_run_would_use(capsys, diffseg_folder, tmp_p
     from diffzoo.harness.run.request import RunRequest
     from diffzoo.harness.run.runner import Runner
 
-    plan = Runner(RunRequest(detector="segformer.tiny", suites="standard", dataset=str(diffseg_folder),
+    plan = Runner(RunRequest(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder),
                              device="cpu", pretrained=False,
-                             train_overrides={"iterations": 3, "batch_size": 2, "crop_size": 32})).plan()
+                             iterations=3, batch_size=2, crop_size=32)).plan
     assert cached.name in [job.key for job in plan.jobs if job.task == "binary"]
     code, out, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder)
     assert code == 0 and "found in the cache" in out, err

@@ -274,7 +274,6 @@ def _poly(x0, y0, x1, y1):
 
 @pytest.fixture
 def coco(tmp_path):
-    pytest.importorskip("pycocotools")
     images = make_bases(tmp_path / "images", n=2)
     anns = [  # image 1: a box, a near-duplicate of it (IoU > 0.7), a separate cup, a crowd region
         {"id": 1, "image_id": 1, "category_id": 1, "segmentation": _poly(2, 2, 22, 26), "area": 480, "bbox": [2, 2, 20, 24], "iscrowd": 0},

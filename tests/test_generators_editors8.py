@@ -20,7 +20,7 @@ REAL_CARDS = [c for c in GENERATOR_CARDS if not c.tiny]
 NEW_TINY = ["sd35.tiny", "kandinsky22.tiny", "kolors.tiny", "hunyuandit.tiny"]
 BLEND_TINY = [c for c in TINY_CARDS if not c.native_inpaint]
 
-# the hub ids and pipeline classes of issue 5 (shared/EDITORS.md)
+# the hub ids and pipeline classes each family's model card names
 NEW_FAMILIES = {
     "sd35": ("stabilityai/stable-diffusion-3.5-medium", "StableDiffusion3InpaintPipeline", True),
     "kandinsky22": (
@@ -41,11 +41,6 @@ def _image(h: int = 64, w: int = 64, seed: int = 0) -> np.ndarray:
 
 def _mask(h: int = 64, w: int = 64, seed: int = 0) -> np.ndarray:
     return random_region(h, w, np.random.default_rng(seed), min_frac=0.15, max_frac=0.3).mask
-
-
-def _needs_sentencepiece(card) -> None:
-    if card.pipeline == "KolorsPipeline":
-        pytest.importorskip("sentencepiece", reason="Kolors' ChatGLM tokenizer needs sentencepiece")
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +74,6 @@ def test_every_family_has_a_real_default_and_a_tiny_variant():
 
 @pytest.mark.parametrize("card", TINY_CARDS, ids=lambda c: c.name)
 def test_tiny_editor_changes_only_the_mask_reproducibly(editors, card):
-    _needs_sentencepiece(card)
     editor = editors[card.name]
     image, mask = _image(seed=1), _mask(seed=1)
     a = editor.edit(image, mask, "a red cat", seed=7)
@@ -98,7 +92,6 @@ def test_tiny_editor_changes_only_the_mask_reproducibly(editors, card):
 @pytest.mark.parametrize("name", NEW_TINY)
 def test_fresh_build_gives_identical_output(editors, name):
     card = get_card(name)
-    _needs_sentencepiece(card)
     image, mask = _image(seed=2), _mask(seed=2)
     a = editors[name].edit(image, mask, "a blue vase", seed=4).image
     b = DiffusersEditor(card).edit(image, mask, "a blue vase", seed=4).image
@@ -110,7 +103,6 @@ def test_blend_keeps_known_latents_on_the_original_path(editors, card):
     """Unmasked latent cells end exactly at the input's latents; masked ones are generated."""
     import torch
 
-    _needs_sentencepiece(card)
     editor = editors[card.name]
     image = _image(seed=3)
     mask = np.zeros((64, 64), bool)

@@ -25,7 +25,7 @@ from diffzoo.harness.core.errors import ConfigError, WeightsUnavailableError
 
 TINY_INSTRUCT = get_card("flux2.tiny-klein")
 REAL_INSTRUCT = [c for c in INSTRUCT_CARDS if not c.tiny]
-# the hub ids and pipeline classes of issue 5 (shared/EDITORS.md; FireRed from its hub pages)
+# the hub ids and pipeline classes each model card names (FireRed: its hub pages)
 EXPECTED = {
     "qwen.edit": ("Qwen/Qwen-Image-Edit", "QwenImageEditPipeline", True),
     "qwen.edit-2509": ("Qwen/Qwen-Image-Edit-2509", "QwenImageEditPlusPipeline", True),
@@ -238,7 +238,6 @@ def test_hyper_sd_offline_names_the_lora_file(offline_empty_hub):
 @pytest.fixture(scope="module")
 def lora_file(tmp_path_factory, one_thread):
     """A random LoRA for the tiny SDXL UNet, written as a diffusers/peft safetensors file."""
-    pytest.importorskip("peft", reason="diffusers loads LoRAs through peft")
     from safetensors.torch import save_file
 
     from diffzoo.generators.tiny.builders import build_tiny_pipeline
@@ -250,7 +249,6 @@ def lora_file(tmp_path_factory, one_thread):
 
 
 def test_tiny_lora_card_changes_the_output_only_through_its_lora(one_thread):
-    pytest.importorskip("peft", reason="diffusers loads LoRAs through peft")
     card = get_card("sdxl.tiny-lora")
     assert card.options["scheduler"] == get_card("sdxl.hyper-sd-8step").options["scheduler"]
     image, mask = _image(seed=8), _mask(seed=8)

@@ -12,16 +12,14 @@ import sys
 import pytest
 from conftest import cli, make_record, make_state
 
-from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.records.document import ResultRecord, record_problems
 from diffzoo.leaderboard.diff import diff
+from diffzoo.leaderboard.layouts.cases import build_tables
 from diffzoo.leaderboard.render.text import publish, to_csv, to_latex, to_markdown
 from diffzoo.leaderboard.store import RecordStore
-from diffzoo.leaderboard.tables import build_tables
 from diffzoo.leaderboard.versions import freeze, load_version, resolve
-
-
 
 
 def edited(record: ResultRecord, change) -> dict:
@@ -203,7 +201,7 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     keys = [(t.key.suite_version, t.key.fingerprint) for t in tables]
     assert sorted(keys) == [("1", "fp0001"), ("1", "fp0002"), ("2", "fp0001")]
     v1 = next(t for t in tables if t.key.suite_version == "1" and t.key.fingerprint == "fp0001")
-    assert [r.detector for r in v1.rows if not r.baseline] == ["b", "a"]  # ranked by mIoU
+    assert [r.label for r in v1.rows if not r.baseline] == ["b", "a"]  # ranked by mIoU
     assert [r.rank for r in v1.rows] == [1, 2]
     with pytest.raises(ConfigError, match="version name"):
         freeze(store, "../evil")

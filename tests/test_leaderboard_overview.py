@@ -15,11 +15,10 @@ import pytest
 from conftest import cli, make_record
 
 from diffzoo.harness.records.document import ResultRecord
-from diffzoo.leaderboard.overview.build import build_overview
-from diffzoo.leaderboard.overview.model import OVERVIEW_VERSION, OverviewTable
-from diffzoo.leaderboard.render.overview_text import overview_markdown
+from diffzoo.leaderboard.layouts.overview import OVERVIEW_NOTE, OVERVIEW_VERSION, build_overview
+from diffzoo.leaderboard.render.markdown import overview_markdown
 from diffzoo.leaderboard.store import RecordStore
-from diffzoo.leaderboard.versions import Selection
+from diffzoo.leaderboard.table import Table
 
 SETTINGS = ("jpeg80", "jpeg60", "resize50", "resize200")  # the paper's, written out on purpose
 PAIRS = ("Flux_Hunyuan", "SD2_SD3.5", "Glide_Kolors")
@@ -31,6 +30,12 @@ def conditions(sha: str = "11") -> dict:
     return {"label_map": {"names": ["background", "sd2", "sdxl"], "sha256": sha * 32, "source": "labels.json",
                           "verified": True},
             "split": {"id": "diffzoo-hash-v1-seed0-val20", "source": "diffzoo"}}
+
+
+def unseen(pair: str, held: bool) -> dict:
+    """The case facts of an unseen-generators case: its pair, and whether its model held the pair out."""
+    return {"setting": pair, "train": {"task": "binary", "split": "train",
+                                       "exclude_editors": pair.split("_") if held else []}}
 
 
 def board(names=("alpha", "beta", "gamma"), sha: str = "11") -> list[ResultRecord]:
@@ -54,12 +59,14 @@ def board(names=("alpha", "beta", "gamma"), sha: str = "11") -> list[ResultRecor
             ci95={"img_AP": [0.7, 0.9]})
         if i != 2:
             for j, s in enumerate(("clean", *SETTINGS)):
-                add(det, suite="distortions", suite_version="2", case=f"{s}.binary",
+                add(det, suite="distortions", suite_version="2", case=f"{s}.binary", case_fields={"setting": s},
                     metrics={"mIoU": 0.7 - 0.07 * j + 0.02 * i * j, "bF1": 0.2})
         for j, pair in enumerate(PAIRS):
             if (i, pair) != (1, "Glide_Kolors"):
-                add(det, suite="unseen-generators", case=f"{pair}.binary", metrics={"mIoU": 0.3 + 0.04 * j + 0.01 * i})
-                add(det, suite="unseen-generators", case=f"{pair}.seen.binary", metrics={"mIoU": 0.9})
+                add(det, suite="unseen-generators", case=f"{pair}.binary", case_fields=unseen(pair, held=True),
+                    metrics={"mIoU": 0.3 + 0.04 * j + 0.01 * i})
+                add(det, suite="unseen-generators", case=f"{pair}.seen.binary", case_fields=unseen(pair, held=False),
+                    metrics={"mIoU": 0.9})
         for j, place in enumerate(PLACES[:1] if i == 2 else PLACES):
             add(det, suite="cross-dataset", case="binary", dataset=place, fingerprint=f"fp-{place}",
                 dataset_fields={}, case_fields={"split": "test", "options": {"eval_dataset": "other"}},
@@ -75,7 +82,7 @@ def of(records, det, suite, case, metric, dataset=None):
     return r.metrics[metric], r.body.ci95.get(metric)
 
 
-def only(records) -> OverviewTable:
+def only(records) -> Table:
     [table] = build_overview(records)
     return table
 
@@ -84,16 +91,18 @@ def test_one_row_per_detector_and_each_number_equals_the_records():
     recs = board()
     t = only(recs)
     assert t.version == OVERVIEW_VERSION == "1"
-    assert t.group.dataset == "mini" and t.group.fingerprint == "fp0001"  # the cross records joined it
-    assert t.group.label_map == "111111111111 (labels.json)" and t.group.split == "diffzoo-hash-v1-seed0-val20"
-    assert dict(t.group.suites) == {"standard": "v1 (hstandar)", "distortions": "v2 (hdistort)",
-                                    "unseen-generators": "v1 (hunseen-)", "cross-dataset": "v1 (hcross-d)"}
+    key = t.group.key
+    assert key.dataset == "mini" and key.fingerprint == "fp0001"  # the cross records joined it
+    assert key.label_map == "111111111111 (labels.json)" and key.split == "diffzoo-hash-v1-seed0-val20"
+    assert {s: str(v) for s, v in t.group.suites.items()} == {
+        "standard": "v1 (hstandar)", "distortions": "v2 (hdistort)", "unseen-generators": "v1 (hunseen-)",
+        "cross-dataset": "v1 (hcross-d)"}
     assert [c.key for c in t.columns] == [
         "standard.binary.mIoU", "standard.binary.bF1", "standard.semantic.mIoU", "standard.image.img_Acc",
         "standard.image.img_AP", "robustness.binary.mIoU.mean", "robustness.binary.mIoU.worst",
         "unseen.binary.mIoU.mean", "cross-dataset.binary.mIoU.casia/test", "cross-dataset.binary.mIoU.cocoglide/test",
         "cross-dataset.binary.mIoU.mean"]
-    assert [c.benchmark for c in t.columns[5:8]] == ["robustness", "robustness", "unseen editors"]
+    assert [c.group for c in t.columns[5:8]] == ["robustness", "robustness", "unseen editors"]
     assert [(r.label, r.rank) for r in t.rows] == [("gamma", 1), ("beta", 2), ("alpha", 3)]  # by binary mIoU
     for row in t.rows:
         det, cells = row.label, row.cells
@@ -120,7 +129,7 @@ def test_one_row_per_detector_and_each_number_equals_the_records():
             assert (cell.value, cell.half_width) == (value, pytest.approx((ci[1] - ci[0]) / 2))
         if det != "gamma":
             assert cells["cross-dataset.binary.mIoU.mean"].value == pytest.approx(fmean(v for v, _ in cross))
-    md = overview_markdown(Selection("t", recs), [t], [])
+    md = overview_markdown([], [t], OVERVIEW_NOTE)
     beta = next(line for line in md.splitlines() if line.startswith("|") and "| beta " in line)
     assert f"{100 * of(recs, 'beta', 'standard', 'binary', 'mIoU')[0]:.1f} ± 3.0" in beta
 
@@ -142,7 +151,7 @@ def test_a_missing_value_is_a_mark_and_one_note():
     used = [n for r in t.rows for c in r.cells.values() for n in c.notes]
     assert [n.id for n in t.notes] == [str(i) for i in range(1, len(t.notes) + 1)] == list(dict.fromkeys(used))
     assert len({n.text for n in t.notes}) == len(t.notes) == 4  # each listed once
-    md = overview_markdown(Selection("t", []), [t], [])
+    md = overview_markdown([], [t], OVERVIEW_NOTE)
     row = next(line for line in md.splitlines() if line.startswith("|") and "| gamma " in line)
     assert row.count(f"— [{note}]") == 2 and md.count(f"- [{note}] no distortions records for gamma") == 1
 
@@ -171,18 +180,18 @@ def test_own_score_and_classifier_rows_have_no_pixel_values():
 def test_label_maps_and_suite_versions_are_never_mixed():
     recs = board(("alpha",), sha="11") + board(("beta",), sha="22")
     recs.append(make_record("alpha", suite="distortions", suite_version="1", case="jpeg80.binary",
-                            dataset_fields=conditions("11"), metrics={"mIoU": 0.1}))
+                            case_fields={"setting": "jpeg80"}, dataset_fields=conditions("11"), metrics={"mIoU": 0.1}))
     tables = build_overview(recs)
-    by = {(t.group.label_map[:2], t.group.suites): [r.label for r in t.rows] for t in tables}
+    by = {(t.group.key.label_map[:2], tuple(t.group.suites.items())): [r.label for r in t.rows] for t in tables}
     assert len(tables) == 3 and sorted(by.values()) == [["alpha"], ["alpha"], ["beta"]]
-    older = next(t for t in tables if dict(t.group.suites) == {"distortions": "v1 (hdistort)"})
-    assert older.group.label_map.startswith("11") and [c.key for c in older.columns] == [
+    older = next(t for t in tables if {s: str(v) for s, v in t.group.suites.items()} == {"distortions": "v1 (hdistort)"})
+    assert older.group.key.label_map.startswith("11") and [c.key for c in older.columns] == [
         "robustness.binary.mIoU.mean", "robustness.binary.mIoU.worst"]
     assert "alpha has no distortions record of jpeg60.binary" in older.notes[0].text  # v1 is not averaged with v2
-    newer = {t.group.label_map[:2]: t for t in tables if t is not older}
+    newer = {t.group.key.label_map[:2]: t for t in tables if t is not older}
     assert newer["22"].rows[0].cells["standard.binary.mIoU"].value == 0.5  # beta's own, under its own map
     assert newer["22"].rows[0].cells["cross-dataset.binary.mIoU.casia/test"].value == 0.25  # trained under map 22
-    assert newer["11"].group.name != newer["22"].group.name and newer["11"].group.slug != newer["22"].group.slug
+    assert newer["11"].group.name != newer["22"].group.name and newer["11"].id != newer["22"].id
 
 
 def test_publish_writes_the_overview_in_md_csv_latex_escaping_names(tmp_path, capsys):

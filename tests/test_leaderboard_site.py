@@ -19,10 +19,9 @@ import pytest
 
 from diffzoo.harness.metrics.catalog import metric_info
 from diffzoo.harness.records.document import ResultRecord
-from diffzoo.leaderboard.render.site import detector_slugs, write_site
-from diffzoo.leaderboard.render.site_overview import OVERVIEW_JS
+from diffzoo.leaderboard.render.site import OVERVIEW_JS, detector_slugs, write_site
 from diffzoo.leaderboard.store import RecordStore
-from diffzoo.leaderboard.tables import Cell, format_ci, format_value, slugify
+from diffzoo.leaderboard.table import Cell, format_ci, format_value, slugify
 from diffzoo.leaderboard.versions import freeze, load_version
 
 EVIL = "evil<script>window.__pwned=1</script>"
@@ -51,7 +50,7 @@ def record(detector, case, task, metrics, *, suite="standard", version="1", dist
         dataset={"name": DATASET, "fingerprint": FP},
         label_space=LABELS if task == "semantic" else ["background", "edited"],
         metrics=metrics, ci95=ci or {}, metrics_version="1", threshold_policy={"pixel": "fixed 0.5"},
-        baselines=baselines or {}, confusion=confusion, counts={"evaluated": 40, "skipped_corrupt": 0},
+        baselines=baselines or {}, confusion=confusion, counts={"evaluated": 40, "skipped_total": 0},
         seed=0, config={}, environment={"git": git, "date": date, "device": "cpu", "packages": {"diffzoo": "0.1"}},
     )
 
@@ -230,11 +229,27 @@ def screenshot(drv, path: Path) -> Path:
 def test_index_in_chromium(site, driver, tmp_path):
     from selenium.webdriver.common.by import By
 
+    driver.set_window_size(1400, 900)
     driver.get(site["index"].as_uri())
     assert driver.execute_script("return window.__pwned") is None  # the <script> in a name never ran
     assert [s.get_attribute("innerHTML") for s in driver.find_elements(By.TAG_NAME, "script")] == [OVERVIEW_JS]
     assert "v1" in driver.title
+    # the page opens with the ranking: the overview is its first table, in view on load, its detector
+    # column frozen while a wider table scrolls sideways
+    first = driver.find_element(By.TAG_NAME, "table")
+    assert first.get_attribute("class") == "overview-table"
+    top, bottom, left, right, height, width = driver.execute_script(
+        "var t = arguments[0].getBoundingClientRect(), s = arguments[0].parentElement.getBoundingClientRect();"
+        "return [t.top, t.bottom, s.left, s.right, window.innerHeight, window.innerWidth];", first)
+    assert 0 <= top < bottom <= height and 0 <= left < right <= width, (top, bottom, left, right, height, width)
+    assert all(c.value_of_css_property("position") == "sticky"
+               for c in first.find_elements(By.CSS_SELECTOR, "td.detector, th.detector"))
+    assert driver.execute_script("return window.scrollY") == 0
     assert driver.find_element(By.CSS_SELECTOR, "#version-summary").text.count(DATASET) == 1
+    # the per-case tables come last, folded
+    folded = driver.find_element(By.CSS_SELECTOR, "#cases details")
+    assert folded.get_attribute("open") is None
+    folded.find_element(By.TAG_NAME, "summary").click()
     table = driver.find_element(By.CSS_SELECTOR, 'table.leaderboard[data-suite="standard"][data-suite-version="1"]'
                                                  '[data-case="binary"]')
     assert driver.find_elements(By.CSS_SELECTOR, 'table.leaderboard[data-suite-version="2"][data-case="binary"]')
@@ -429,10 +444,11 @@ def test_comparison_styles_are_stable_and_distinct(monkeypatch, tmp_path):
 
         monkeypatch.setattr(cp, fn, spy)
     records = make_records()
-    from diffzoo.leaderboard.overview.build import build_overview
+    from diffzoo.leaderboard.layouts.overview import build_overview
 
-    html = cp.comparison_section(records, build_overview(records), tmp_path, set())
-    assert 'data-kind="robustness-all"' in html and 'data-kind="binary-vs-semantic"' in html
+    kinds = {f.kind for _, figures, _ in cp.comparison_figures(records, build_overview(records), tmp_path, set())
+             for f in figures}
+    assert "robustness-all" in kinds and "binary-vs-semantic" in kinds
     assert all(drawn.get(f"chart:{fn}") for fn in ("comparison_curves_png", "editor_bars_png", "scatter_png"))
     colours = cp.detector_styles(r.body.detector.name for r in records)
     for name in names:
@@ -444,7 +460,7 @@ def test_comparison_plots_many_detectors(tmp_path):
     """20 detectors: one chart of each kind, drawn without error, legend outside the axes."""
     from PIL import Image
 
-    from diffzoo.leaderboard.overview.build import build_overview
+    from diffzoo.leaderboard.layouts.overview import build_overview
     from diffzoo.leaderboard.render import comparison_plots as cp
 
     recs = []
@@ -455,8 +471,8 @@ def test_comparison_plots_many_detectors(tmp_path):
         for q in (90, 50):
             recs.append(record(name, f"jpeg-q{q}", "binary", binary(m - (100 - q) / 400), suite="robustness",
                                distortion="jpeg", params={"quality": q}))
-    html = cp.comparison_section(recs, build_overview(recs), tmp_path, set())
-    assert html.count("<figure") == 3
+    figures = cp.comparison_figures(recs, build_overview(recs), tmp_path, set())
+    assert sum(len(f) for _, f, _ in figures) == 3
     for png in tmp_path.glob("*.png"):
         with Image.open(png) as img:
             assert img.width > img.height  # room on the right for the legend

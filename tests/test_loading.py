@@ -13,7 +13,7 @@ from diffzoo.harness.core.errors import (ConfigError, CorruptSampleError, DataEr
                                          UnknownNameError, WeightsUnavailableError)
 from diffzoo.harness.core.parallel import check_workers, default_workers, ordered_map
 from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.models.trainer import CropDataset, make_loader
+from diffzoo.harness.models.train_data import CropDataset, make_loader
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.loading import eval_inputs
 from diffzoo.harness.run.request import RunRequest
@@ -43,8 +43,8 @@ def test_workers_0_and_2_give_identical_records(tmp_path):
     bad.write_bytes(bad.read_bytes()[:50])  # a truncated image: skipped and counted alike
     views = []
     for workers in (0, 2):
-        request = RunRequest(detector="segformer.tiny", suites="standard,distortions", dataset=str(folder),
-                             device="cpu", train_overrides=dict(FAST), bootstrap=20, workers=workers)
+        request = RunRequest(detector="segformer.tiny", suite="standard,distortions", dataset=str(folder),
+                             device="cpu", bootstrap=20, workers=workers, **FAST)
         out = run(request)
         assert list(out.skipped) == [val[0]]
         views.append(_record_view(out.records))
@@ -131,9 +131,9 @@ def test_the_runner_defaults_to_no_workers_for_a_cpu_model(diffseg_folder, monke
     from diffzoo.harness.run.runner import Runner
 
     monkeypatch.delenv("DIFFZOO_WORKERS")
-    runner = Runner(RunRequest(detector="segformer.tiny", suites=[], dataset=str(diffseg_folder), device="cpu"))
+    runner = Runner(RunRequest(detector="segformer.tiny", suite="", dataset=str(diffseg_folder), device="cpu"))
     assert runner.workers == 0 and runner.config.num_workers == 0
-    assert Runner(RunRequest(detector="segformer.tiny", suites=[], dataset=str(diffseg_folder), device="cpu",
+    assert Runner(RunRequest(detector="segformer.tiny", suite="", dataset=str(diffseg_folder), device="cpu",
                              workers=2)).workers == 2
 
 

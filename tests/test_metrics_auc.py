@@ -13,7 +13,7 @@ from diffzoo.harness.metrics import EvalState, average_precision, histogram_auc,
 from diffzoo.harness.metrics.pixel_auc import bin_index
 from diffzoo.harness.core.types import BINARY, SampleMeta
 
-pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths (issue 28)
+pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths
 
 BINS = 1024
 

@@ -13,7 +13,7 @@ from torchmetrics.classification import MulticlassJaccardIndex
 from diffzoo.harness.metrics import EvalState, iou_per_class
 from diffzoo.harness.core.types import LabelSpace, SampleMeta
 
-pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths (issue 28)
+pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths
 
 SPACE = LabelSpace.from_editors(["sd15", "sdxl", "flux", "kandinsky"])
 
@@ -86,7 +86,7 @@ def test_random_datasets_against_torchmetrics_and_sklearn(task):
         jac = MulticlassJaccardIndex(num_classes=n_classes, average="none", ignore_index=255)
         ref_iou = jac(torch.from_numpy(pred_all), torch.from_numpy(gt_all)).double().numpy()
         union = np.bincount(g, minlength=n_classes) + np.bincount(p, minlength=n_classes)
-        ref_iou[union == 0] = np.nan  # torchmetrics gives 0; METRICS.md: NaN, skipped
+        ref_iou[union == 0] = np.nan  # torchmetrics gives 0; docs/metrics.md: NaN, skipped
         for c, name in enumerate(names):
             assert same(got[f"IoU.{name}"], ref_iou[c], 1e-6), (case, name)
         editors = ref_iou[1:]
@@ -103,7 +103,7 @@ def test_random_datasets_against_torchmetrics_and_sklearn(task):
             gb, pb, average="binary", zero_division=np.nan
         ) if g.size else (math.nan,) * 4
         if not gb.any() and not pb.any():
-            f1 = math.nan  # no edited pixel at all: METRICS.md leaves F1 undefined
+            f1 = math.nan  # no edited pixel at all: docs/metrics.md leaves F1 undefined
         assert same(got["precision"], float(prec)), case
         assert same(got["recall"], float(rec)), case
         assert same(got["F1"], float(f1)), case

@@ -1,6 +1,6 @@
 """One image's counts, three ways: the definitions (np.bincount, the per-class bF1 counts, the
 float64 bin rule), the fast numpy path and the device path run on the CPU (torch tensors): the
-same integers, bit for bit, on random, worst-case and edge-of-bin maps (issue 28)."""
+same integers, bit for bit, on random, worst-case and edge-of-bin maps."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from diffzoo.harness.core.errors import ConfigError, DataError, RecordError
 from diffzoo.harness.metrics import METRICS_VERSION, EvalState, per_class_bf1
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
 
-pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths (issue 28)
+pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths
 
 EDITORS = ["sd15", "sdxl", "flux"]
 SPACE = LabelSpace.from_editors(EDITORS)

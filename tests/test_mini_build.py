@@ -122,7 +122,6 @@ def test_ensure_mini_builds_once_into_the_cache(tmp_path, monkeypatch):
 
 
 def test_open_mini_reads_it_as_diffseg30k(tmp_path):
-    pytest.importorskip("diffzoo.harness.data.adapters.diffseg30k")
     ds = demo.open_mini(tmp_path / "m", n_images=4, size=32, seed=1)
     assert ds.name == "mini"
     assert list(ds.label_space.names) == ["background", *EDITORS]

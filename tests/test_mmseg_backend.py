@@ -20,9 +20,9 @@ import torch
 from diffzoo import create_detector, open_dataset
 from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
 from diffzoo.harness.core.plugins import PluginSystem, get_registry
-from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import LabelSpace
+from diffzoo.plugin import TrainData
 
 NAMES = ["mmseg.segformer-b2", "mmseg.deeplabv3plus-r50", "mmseg.fcn-r50"]
 SKIP_REASON = "optional MMSeg backend not installed: pip install 'diffzoo[mmseg]' && bash scripts/install-mmseg.sh"

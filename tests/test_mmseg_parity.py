@@ -25,7 +25,7 @@ import pytest
 import torch
 from test_mmseg_backend import require_backend
 
-from diffzoo import create_detector
+from diffzoo import DetectorBuild, create_detector
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.types import LabelSpace
 
@@ -141,7 +141,7 @@ def native_detector(decoder_width: int | None = None):
     if decoder_width is not None:
         card = dataclasses.replace(card, arch={**card.arch, "decoder_hidden_size": decoder_width})
     torch.manual_seed(0)
-    return entry.load()(card=card, task="semantic", label_space=LABELS, pretrained=False)
+    return entry.load()(DetectorBuild(card, "semantic", LABELS, pretrained=False))
 
 
 def mmseg_detector():

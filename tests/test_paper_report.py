@@ -1,6 +1,6 @@
-"""The paper report: DiffSeg30k Tables 2-8 from records, each cell
-ours | paper | delta, a dash for a missing part and each reason once, as a
-note under its table; then the other benchmarks' published numbers."""
+"""The paper report: the paper layout with the paper's column (DiffSeg30k Tables 2-8 from
+records), each cell of a column the paper prints ours | paper | delta, a dash for a missing part
+and each reason once, as a note under its table; then the other benchmarks' published numbers."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from conftest import cli, make_record
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.metrics.catalog import metric_info
-from diffzoo.leaderboard.paper import VALUES_FILE, build_report, load_values, parse_values, render_markdown
-from diffzoo.leaderboard.paper.layout import TABLES, paper_cells
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.suites import ALL_SUITES
+from diffzoo.leaderboard.layouts import paper as layout
+from diffzoo.leaderboard.layouts.paper import build_report, paper_cells
+from diffzoo.leaderboard.paper import VALUES_FILE, load_values, parse_values
 from diffzoo.leaderboard.paper.published import (
     BENCHMARK_FILES,
     compare,
@@ -23,45 +26,59 @@ from diffzoo.leaderboard.paper.published import (
     parse_metrics,
     render_benchmarks,
 )
+from diffzoo.leaderboard.paper.report import paper_markdown
+from diffzoo.leaderboard.render.escape import md_cell
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.versions import Selection
 
 PAPER_DIR = Path(VALUES_FILE).parent
 HEADER = "table,row,task,setting,metric,value,source\n"
 MARKS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+DEFINED = {(s.name, c.name): c.to_dict() for s in ALL_SUITES for c in s.cases}
+
+
+def rec(detector: str, suite: str = "standard", case: str = "binary", **kw) -> ResultRecord:
+    """``make_record`` of a built-in case, with the case's typed facts (setting, editors, training)."""
+    r = make_record(detector, suite=suite, case=case, **kw)
+    data = {k: v for k, v in r.data.items() if k not in ("schema_version", "record_id")}
+    defined = DEFINED.get((suite, case), {})
+    data["case"] = {**data["case"], **{k: v for k, v in defined.items() if k in ("setting", "train", "editors",
+                                                                                "slice_by")}}
+    return ResultRecord.create(**data)
 
 
 def records() -> list:
     return [
-        make_record("segformer.b2", case="binary", metrics={"aAcc": 0.95, "mIoU": 0.9, "bF1": 0.5}),
-        make_record("segformer.b2", suite="distortions", case="resize200.binary",
-                    metrics={"aAcc": 0.9, "mIoU": 0.85, "bF1": 0.4}),
-        make_record("segformer.b2", suite="slices", case="base.binary",
-                    metrics={"aAcc@base=real": 0.9, "mIoU@base=real": 0.7, "bF1@base=real": 0.3}),
-        make_record("cnnspot.r50", suite="classification", case="all", task="image"),
-        make_record("mydet", case="binary"),
+        rec("segformer.b2", case="binary", metrics={"aAcc": 0.95, "mIoU": 0.9, "bF1": 0.5}),
+        rec("segformer.b2", suite="distortions", case="resize200.binary",
+            metrics={"aAcc": 0.9, "mIoU": 0.85, "bF1": 0.4}),
+        rec("segformer.b2", suite="slices", case="base.binary",
+            metrics={"aAcc@base=real": 0.9, "mIoU@base=real": 0.7, "bF1@base=real": 0.3}),
+        rec("cnnspot.r50", suite="classification", case="all", task="image"),
+        rec("mydet", case="binary"),
     ]
 
 
 def report(recs=None) -> str:
     recs = records() if recs is None else recs
-    return render_markdown(Selection("test", recs), build_report(recs))
+    return paper_markdown(Selection("test", recs))
 
 
 def section(md: str, tid: str) -> str:
-    return md.split(f"## Table {tid}:")[1].split("\n## ")[0]
+    return md.split(f"### Table {tid}:")[1].split("\n### ")[0].split("\n## ")[0]
 
 
 def table(md: str, tid: str) -> dict[tuple[str, ...], dict[str, str]]:
     """Rows of report table ``tid``: (detector without its note mark[, setting]) -> header -> cell text;
-    the detector cell keeps its mark under "detector"."""
+    the detector cell keeps its mark under "detector" (a slice table names the detector under "slice")."""
     lines = [line for line in section(md, tid).splitlines() if line.startswith("|")]
     head = [h.strip() for h in lines[0].strip("|").split(" | ")]
-    settings = head[2] in ("distortion", "generalize to", "images", "edit model (in val)", "base", "turns")
+    settings = head[1] in ("detector", "slice") and head[2] in ("setting", "held-out pair", "editor", "value")
     out = {}
     for line in lines[2:]:
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         row = dict(zip(head, cells))
+        row["detector"] = row[head[1]]
         out[(row["detector"].rstrip(MARKS), *([cells[2]] if settings else []))] = row
     return out
 
@@ -92,105 +109,106 @@ def test_every_published_cell_shows_its_paper_value_in_the_report():
     md = report([])
     values = load_values()
     shown = 0
-    for spec in TABLES:
-        if not spec.in_paper:
-            continue
-        rows = table(md, spec.id)
-        for family in spec.families:
-            for setting in spec.settings:
-                row = next(r for r in rows.values() if r["model (paper)"] == family.paper
-                           and (not setting.label or setting.label in r.values()))
-                for col in spec.columns:
-                    v = values.get((spec.id, family.paper, col.task, setting.paper, col.paper))
-                    if v is not None:
-                        assert row[col.label].split(" \\| ")[1] == f"{100 * v.value:.1f}", (spec.id, family, col)
-                        shown += 1
+    for key, (tid, group, label, _, column) in paper_cells().items():
+        rows = table(md, tid)
+        row = rows[(md_cell(group), md_cell(label))] if group else rows[(md_cell(label),)]
+        if key in values:
+            assert row[column].split(" \\| ")[1] == f"{100 * values[key].value:.1f}", key
+            shown += 1
     assert shown == len(values) == 148
 
 
 def test_no_paper_number_is_a_literal_in_the_report_code():
     numbers = [v.value for v in load_values().values()] + [n.value for b in load_benchmarks() for n in b.numbers]
-    code = "\n".join(p.read_text() for p in PAPER_DIR.glob("*.py"))
+    code = "\n".join(p.read_text() for p in (*PAPER_DIR.glob("*.py"), Path(layout.__file__)))
     for value in numbers:
         for text in (repr(value), f"{100 * value:.1f}", f"{100 * value:g}"):
             assert not re.search(rf"(?<![\d.]){re.escape(text)}(?![\d])", code), f"{text} is written in the code"
 
 
+RESIZE200 = "resize200: 2x the training resolution (paper: resize 1024)"
+
+
 def test_filled_cell_shows_ours_paper_and_delta_ours_minus_paper():
     md = report()
-    t2 = table(md, "2")
-    assert t2[("segformer.b2",)]["binary mIoU"] == "90.0 \\| 96.1 \\| -6.1"
-    assert t2[("segformer.b2",)]["binary Acc"] == "95.0 \\| 98.9 \\| -3.9"
+    t2 = table(md, "2a")
+    assert t2[("segformer.b2",)]["mIoU ↑"] == "90.0 \\| 96.1 \\| -6.1"
+    assert t2[("segformer.b2",)]["aAcc ↑"] == "95.0 \\| 98.9 \\| -3.9"  # the paper's Acc
     assert t2[("segformer.b2",)]["model (paper)"] == "SegFormer"
     t3 = table(md, "3")
-    assert t3[("segformer.b2", "resize 1024 (2x)")]["binary mIoU"] == "85.0 \\| 89.8 \\| -4.8"
-    above = make_record("deeplabv3plus.r50", case="binary", metrics={"aAcc": 0.99, "mIoU": 0.98, "bF1": 0.8})
-    assert table(report([above]), "2")[("deeplabv3plus.r50",)]["binary mIoU"] == "98.0 \\| 97.4 \\| +0.6"
-    for t in build_report(records()):
-        for row in t.rows:
-            for cell in row.cells:
-                if cell.ours is not None and cell.paper is not None:
-                    assert cell.delta == cell.ours - cell.paper
+    assert t3[("segformer.b2", RESIZE200)]["binary mIoU ↑"] == "85.0 \\| 89.8 \\| -4.8"
+    above = rec("deeplabv3plus.r50", case="binary", metrics={"aAcc": 0.99, "mIoU": 0.98, "bF1": 0.8})
+    assert table(report([above]), "2a")[("deeplabv3plus.r50",)]["mIoU ↑"] == "98.0 \\| 97.4 \\| +0.6"
+    compared = 0
+    for section_ in build_report(records()):
+        for t in section_.tables:
+            for row in t.rows:
+                for cell in row.cells.values():
+                    if cell.value is not None and cell.paper is not None:
+                        assert cell.delta == cell.value - cell.paper
+                        compared += 1
+    assert compared == 3 + 3 + 2  # Tables 2a, 3 (one setting) and 5 (the paper's Table 8 is DeepLab's)
 
 
 def test_a_row_without_a_record_says_why_once_as_a_note_not_per_cell():
     md = report()
-    fcn = table(md, "2")[("fcn8s.\\* (no record)",)]
+    fcn = table(md, "2a")[("fcn8s.\\* (no record)",)]
     assert fcn["model (paper)"] == "FCN-8s" and fcn["detector"].endswith("¹")
-    assert fcn["binary mIoU"] == "— \\| 69.9 \\| —" and fcn["semantic bF1"] == "— \\| 2.4 \\| —"
-    assert note_for(md, "2", "¹") == "- ¹ no record: diffzoo run --detector fcn8s --suite standard fills this row"
+    assert fcn["mIoU ↑"] == "— \\| 69.9 \\| —"
+    assert table(md, "2b")[("fcn8s.\\* (no record)",)]["bF1 ↑"] == "— \\| 2.4 \\| —"
+    assert note_for(md, "2a", "¹") == "- ¹ no record: diffzoo run --detector fcn8s --suite standard fills this row"
     t3 = section(md, "3")
     assert t3.count("--detector fcn8s --suite distortions") == 1  # five rows, one note
-    fcn3 = table(md, "3")[("fcn8s.\\* (no record)", "JPEG 60")]
+    fcn3 = table(md, "3")[("fcn8s.\\* (no record)", "jpeg60 (paper: JPEG 60)")]
     assert all(fcn3[h] == "—" for h in fcn3 if h.startswith(("binary", "semantic")))  # FCN-8s is not in Table 3
     assert "n/a" not in md and "no paper value" not in md
 
 
 def test_a_cell_without_a_value_of_ours_is_marked_and_its_reason_noted_once():
     md = report()
-    seg = table(md, "2")[("segformer.b2",)]
-    mark = seg["semantic mIoU"][1]
-    assert seg["semantic mIoU"] == f"—{mark} \\| 82.5 \\| —" and seg["semantic Acc"].startswith(f"—{mark} ")
-    assert note_for(md, "2", mark).endswith("no standard record of this case: diffzoo run --detector segformer.b2 "
-                                           "--suite standard")
-    other = table(md, "2")[("mydet",)]
-    assert other["model (paper)"] == "—" and other["binary mIoU"] == "60.0 \\| — \\| —"
-    assert "- paper —: not a model of the paper" in notes(md, "2")
+    seg = table(md, "2b")[("segformer.b2",)]  # Table 2's detector, without a semantic record
+    mark = seg["detector"][-1]
+    assert seg["mIoU ↑"] == "— \\| 82.5 \\| —" and seg["aAcc ↑"].startswith("— ")
+    assert note_for(md, "2b", mark).endswith("no standard record of this case: diffzoo run --detector segformer.b2 "
+                                            "--suite standard")
+    other = table(md, "2a")[("mydet",)]
+    assert other["model (paper)"] == "—" and other["mIoU ↑"] == "60.0 \\| — \\| —"
+    assert "- paper —: not a model of the paper" in notes(md, "2a")
     t8 = table(md, "8")
-    assert t8[("segformer.b2", "real base")]["binary mIoU"] == "70.0 \\| — \\| —"  # the paper's Table 8 is DeepLab's
-    ai = t8[("segformer.b2", "AI base")]["binary mIoU"]
+    assert t8[("segformer.b2: base", "real")]["binary mIoU ↑"] == "70.0 \\| — \\| —"  # the paper's Table 8 is DeepLab's
+    ai = t8[("segformer.b2: base", "ai")]["binary mIoU ↑"]
     assert ai == f"—{ai[1]} \\| — \\| —" and note_for(md, "8", ai[1]).endswith("no base=ai images in mini")
-    assert "- paper —: diffzoo's own table, not in the paper" in notes(md, "8b")
-    assert "no records: run `diffzoo run --suite unseen-generators`" in section(md, "6")
+    assert "_diffzoo's own table, not in the paper_" in section(md, "2c")
+    assert "no records: run diffzoo run with --suite unseen-generators" in section(md, "6")
     t5 = table(md, "5")
-    assert t5[("cnnspot.r50", "all")]["model (paper)"] == "CNNSpot"
-    assert t5[("cnnspot.r50", "all")]["AP"] == "85.0 \\| 97.9 \\| -12.9"  # the paper's mAP
+    assert t5[("cnnspot.r50",)]["model (paper)"] == "CNNSpot"
+    assert t5[("cnnspot.r50",)]["AP ↑"] == "85.0 \\| 97.9 \\| -12.9"  # the paper's mAP
 
 
 def test_the_baseline_rows_of_tables_4_and_6_show_the_paper_and_point_to_tables_2_and_5():
-    recs = [make_record("segformer.b2", suite="unseen-generators", case=f"{p}{s}.{task}", task=task)
-            for p in ("Flux_Hunyuan", "SD2_SD3.5", "Glide_Kolors") for s in ("", ".seen") for task in ("binary", "image")]
+    recs = [rec("segformer.b2", suite="unseen-generators", case=f"{p}{s}.{task}", task=task)
+            for p in ("Flux_Hunyuan", "SD2_SD3.5", "Glide_Kolors") for s in ("", ".seen")
+            for task in ("binary", "image")]
     md = report(recs)
     base = table(md, "4")[("segformer.b2", "baseline (all 8 editors)")]
-    assert base["unseen binary mIoU"] == "— \\| 96.1 \\| —" and base["seen binary mIoU"] == "—"
-    assert "Table 2's row" in note_for(md, "4", base["detector"][-1])
-    flux = table(md, "4")[("segformer.b2", "Flux + Hunyuan")]
-    assert flux["unseen binary mIoU"] == "60.0 \\| 93.0 \\| -33.0" and flux["seen binary mIoU"] == "60.0 \\| — \\| —"
+    assert base["held-out mIoU ↑"] == "— \\| 96.1 \\| —" and base["seen mIoU ↑"] == "—"
+    assert "Table 2a's row" in note_for(md, "4", base["detector"][-1])
+    flux = table(md, "4")[("segformer.b2", "Flux\\_Hunyuan (flux1 + hunyuandit1.1)")]
+    assert flux["held-out mIoU ↑"] == "60.0 \\| 93.0 \\| -33.0" and flux["seen mIoU ↑"] == "60.0"
     assert "Table 5's row" in "".join(notes(md, "6"))
 
 
 def test_table_7_compares_the_papers_mIoU_on_sdxl_masks_with_the_sdxl_iou():
-    lora = make_record("deeplabv3plus.r50", suite="lora", case="sdxl-lora.semantic", task="semantic",
-                       metrics={"aAcc": 0.9, "mIoU": 0.5, "IoU.sdxl": 0.6})
+    lora = rec("deeplabv3plus.r50", suite="lora", case="sdxl-lora.semantic", task="semantic",
+               metrics={"aAcc": 0.9, "mIoU": 0.5, "IoU.sdxl": 0.6})
     row = table(report([lora]), "7")[("deeplabv3plus.r50", "SDXL-LoRA")]
-    assert row["semantic mIoU (SDXL)"] == "60.0 \\| 63.0 \\| -3.0" and row["semantic mIoU"] == "50.0 \\| — \\| —"
+    assert row["IoU.sdxl ↑"] == "60.0 \\| 63.0 \\| -3.0" and row["semantic mIoU ↑"] == "50.0"
 
 
 def test_a_record_without_the_metric_says_which_record():
-    old = make_record("segformer.b2", suite="distortions", case="jpeg60.semantic", task="semantic",
-                      metrics={"mIoU": 0.3})
+    old = rec("segformer.b2", suite="distortions", case="jpeg60.semantic", task="semantic", metrics={"mIoU": 0.3})
     md = report([old])
-    cell = table(md, "3")[("segformer.b2", "JPEG 60")]["semantic bF1"]
+    cell = table(md, "3")[("segformer.b2", "jpeg60 (paper: JPEG 60)")]["semantic bF1 ↑"]
     assert cell == f"—{cell[1]} \\| 19.7 \\| —"
     assert f"record {old.id[:8]} (distortions v1) does not carry bF1; " in note_for(md, "3", cell[1])
 
@@ -198,15 +216,15 @@ def test_a_record_without_the_metric_says_which_record():
 def test_a_resize_that_fed_the_baseline_input_is_marked_as_the_baseline():
     """Under --recipe native, the paper's resize 1024 on 1024 px data is the stored image: the run reuses
     the baseline's predictions, and the report says so beside the value instead of passing it off."""
-    same = make_record("segformer.b2", suite="distortions", case="resize200.binary",
-                       metrics={"aAcc": 0.95, "mIoU": 0.9, "bF1": 0.5},
-                       config={"distortion_params": {"scale": 2.0, "input_size": 512, "same_input_as": "baseline"}})
+    same = rec("segformer.b2", suite="distortions", case="resize200.binary",
+               metrics={"aAcc": 0.95, "mIoU": 0.9, "bF1": 0.5},
+               config={"distortion_params": {"scale": 2.0, "input_size": 512, "same_input_as": "baseline"}})
     md = report([same])
-    cell = table(md, "3")[("segformer.b2", "resize 1024 (2x)")]["binary mIoU"]
+    cell = table(md, "3")[("segformer.b2", RESIZE200)]["binary mIoU ↑"]
     assert cell == f"90.0{cell[4]} \\| 89.8 \\| +0.2"
     assert note_for(md, "3", cell[4]).endswith("= baseline: same input under the native recipe; --recipe paper "
                                               "for the paper's protocol")
-    assert table(report(), "3")[("segformer.b2", "resize 1024 (2x)")]["binary mIoU"] == "85.0 \\| 89.8 \\| -4.8"
+    assert table(report(), "3")[("segformer.b2", RESIZE200)]["binary mIoU ↑"] == "85.0 \\| 89.8 \\| -4.8"
 
 
 def test_report_cli_and_publish_format_paper_write_the_same(tmp_path, capsys):
@@ -219,19 +237,25 @@ def test_report_cli_and_publish_format_paper_write_the_same(tmp_path, capsys):
                        "--format", "paper")
     assert code == 0
     first, second = (tmp_path / "a" / "paper.md").read_text(), (tmp_path / "b" / "paper.md").read_text()
-    assert first == second and "## Table 7:" in first and "## Table 8b:" in first
+    assert first == second and "### Table 7:" in first and "### Table 8:" in first
+    assert "### Format parity:" in first and "### Cross-dataset:" in first  # the layout's every table
     assert "## Other benchmarks' published numbers" in first
 
 
-def test_paper_report_refuses_mixed_metric_versions_unless_allowed():
-    a = make_record("segformer.b2", case="binary", metrics_version="1")
-    b = make_record("deeplabv3plus.r50", case="binary", metrics_version="2", checkpoint="cd" * 32)
-    with pytest.raises(ConfigError) as exc:
-        build_report([a, b])
-    assert "paper table 2: metrics v1 [segformer.b2], v2 [deeplabv3plus.r50]" in str(exc.value)
-    md = render_markdown(Selection("t", [a, b]), build_report([a, b], allow_mixed=True))
-    t2 = table(md, "2")
-    assert t2[("segformer.b2",)]["metrics"] == "v1" and t2[("deeplabv3plus.r50",)]["metrics"] == "v2"
+def test_paper_report_keeps_metric_versions_apart():
+    """Records of two metric versions are never ranked in one table: each version is a section of
+    its own, its header line naming it."""
+    a = rec("segformer.b2", case="binary", metrics_version="1")
+    b = rec("deeplabv3plus.r50", case="binary", metrics_version="2", checkpoint="cd" * 32)
+    sections = {s.group.key.metrics_version: s for s in build_report([a, b])}
+    assert sorted(sections) == ["1", "2"]
+    for version, detector in (("1", "segformer.b2"), ("2", "deeplabv3plus.r50")):
+        t2 = next(t for t in sections[version].tables if t.id == "2a")
+        assert [r.label for r in t2.rows if r.cells["mIoU"].value is not None] == [detector]
+    md = report([a, b])
+    heads = [part for part in md.split("\n## ")[1:] if part.startswith("mini (fingerprint")]
+    assert [("metrics v1" in h.split("\n\n")[1], "metrics v2" in h.split("\n\n")[1]) for h in heads] == [
+        (True, False), (False, True)]
 
 
 @pytest.mark.parametrize("line, error", [
@@ -343,10 +367,11 @@ def test_malformed_benchmark_numbers_are_refused_naming_the_line(line, error):
 
 
 def test_names_from_records_are_escaped_in_cells_and_notes():
-    evil = make_record("evil|det\n# heading", case="binary")  # a record's detector name is outside text
+    evil = rec("evil|det\n# heading", suite="distortions", case="jpeg60.binary")  # a record's name is outside text
     md = report([evil])
-    lines = [line for line in section(md, "2").splitlines() if line.startswith("|")]
+    lines = [line for line in section(md, "3").splitlines() if line.startswith("|")]
     pipes = len(re.findall(r"(?<!\\)\|", lines[0]))
     assert all(len(re.findall(r"(?<!\\)\|", line)) == pipes for line in lines)  # no cell added or lost
     assert not any(line.startswith("# heading") for line in md.splitlines())
-    assert any("--detector evil\\|det\\\\n# heading --suite" in line for line in notes(md, "2"))  # its missing semantic record, noted
+    # its missing clean record, noted
+    assert any("--detector evil\\|det\\\\n# heading --suite" in line for line in notes(md, "3"))

@@ -179,7 +179,7 @@ def test_given_checkpoints_are_chosen_by_task(capsys, tmp_path, images):
     assert code != 0 and "no semantic model among the given checkpoints" in err and "(binary)" in err
 
 
-# -- the verdict rule (METRICS.md) ----------------------------------------------------
+# -- the verdict rule (docs/metrics.md) ----------------------------------------------------
 class _Fixed(Detector):
     """A stand-in detector whose outputs the test sets."""
 

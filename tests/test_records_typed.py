@@ -1,4 +1,4 @@
-"""Records are read through the typed model (issue 12, section 4): outside the
+"""Records are read through the typed model: outside the
 modules that parse and store the JSON document, no code reads a record's raw
 ``data`` by string paths; readers use ``ResultRecord.body`` (RecordBody)."""
 

@@ -13,16 +13,15 @@ from PIL import Image
 from diffzoo import hookimpl
 from diffzoo.harness.data import distortions as D
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.run.evaluate import same_input
-from diffzoo.harness.run.loading import detector_input
-from diffzoo.harness.run.planning import eval_input, make_plan
+from diffzoo.harness.run.loading import detector_input, same_input
+from diffzoo.harness.run.plan import eval_input, make_plan
 from diffzoo.harness.core.plugins import get_plugin_system, get_registry
 from diffzoo.harness.run.prediction import checkpoint_short_side
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner
 from diffzoo.harness.suites import Case, Suite, TrainSpec
 from diffzoo.harness.core.train_config import PAPER_RATIO, TrainConfig
-from diffzoo.harness.models.trainer import paper_rescale, random_crop
+from diffzoo.harness.models.train_data import paper_rescale, random_crop
 
 from conftest import cli
 
@@ -160,19 +159,24 @@ class ScalesPlugin:
 
 
 def run_scales(dataset: str, **kw):
+    from diffzoo.harness.run import evaluate as evaluation
+
     get_plugin_system().pm.register(ScalesPlugin(), name="resize-protocol-test")
-    runner = Runner(RunRequest(detector="segformer.tiny", suites=SCALES.name, dataset=dataset, device="cpu",
+    runner = Runner(RunRequest(detector="segformer.tiny", suite=SCALES.name, dataset=dataset, device="cpu",
                                bootstrap=0, **kw))
     calls = []
-    evaluate = runner._evaluate
-    runner._evaluate = lambda *a, **k: calls.append(a[5]) or evaluate(*a, **k)  # the passes that ran
-    output = runner.run()
+    real = evaluation.evaluate
+    evaluation.evaluate = lambda *a, **k: calls.append(a[4]) or real(*a, **k)  # the passes that ran
+    try:
+        output = runner.run()
+    finally:
+        evaluation.evaluate = real
     return {r.data["case"]["name"]: r.data for r in output.records}, output.notes, calls
 
 
 def test_native_rescale_at_the_crop_size_of_same_size_images_is_the_baseline(diffseg_folder):
-    records, notes, calls = run_scales(str(diffseg_folder), train_overrides={
-        "iterations": 5, "batch_size": 4, "crop_size": 32, "recipe": "native"})  # 32 px images and crops
+    records, notes, calls = run_scales(str(diffseg_folder), iterations=5, batch_size=4, crop_size=32,
+                                       recipe="native")  # 32 px images and crops
     clean, same, double = records["clean"], records["resize100"], records["resize200"]
     assert clean["config"]["eval_input"] == {"recipe": "native"} and clean["config"]["train"]["recipe"] == "native"
     assert same["metrics"] == clean["metrics"] and double["metrics"] != clean["metrics"]
@@ -182,8 +186,7 @@ def test_native_rescale_at_the_crop_size_of_same_size_images_is_the_baseline(dif
 
 @pytest.mark.slow  # builds mini (about 15-35 s on 2 shared cores)
 def test_on_mini_rescale_at_the_training_resolution_is_the_baseline_and_2x_differs():
-    records, notes, calls = run_scales("mini", dataset_options={"n_images": 6},
-                                       train_overrides={"iterations": 10})
+    records, notes, calls = run_scales("mini", dataset_option={"n_images": 6}, iterations=10)
     clean, same, double = records["clean"], records["resize100"], records["resize200"]
     assert clean["config"]["train"]["crop_size"] == 64  # mini: 64 px images, 64 px crops
     assert same["config"]["distortion_params"] == {"scale": 1.0, "input_size": 64, "same_input_as": "baseline"}
@@ -203,8 +206,8 @@ def test_paper_recipe_is_recorded_evaluates_at_the_crop_and_says_negatives_are_m
 
     monkeypatch.setattr(runner, "_WARNED", set())  # said once per process and dataset
     with caplog.at_level(logging.WARNING):
-        records, notes, calls = run_scales(str(diffseg_folder), train_overrides={
-            "iterations": 5, "batch_size": 4, "crop_size": 16, "recipe": "paper"})
+        records, notes, calls = run_scales(str(diffseg_folder), iterations=5, batch_size=4, crop_size=16,
+                                           recipe="paper")
     said = [r.getMessage() for r in caplog.records if "COCO" in r.getMessage()]
     assert said == ["--recipe paper: no COCO negatives given (--dataset-option extra_authentic=DIR); training "
                     "without the paper's 5k unedited images"]

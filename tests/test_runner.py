@@ -18,9 +18,8 @@ from diffzoo.harness.run.runner import run
 FAST = {"iterations": 40, "batch_size": 4, "crop_size": 32}
 
 
-def request(dataset, out, **kw):
-    base = dict(detector="segformer.tiny", suites="standard", dataset=str(dataset), device="cpu",
-                train_overrides=dict(FAST, **kw.pop("train_overrides", {})), bootstrap=50, out=out)
+def request(dataset, **kw):
+    base = dict(detector="segformer.tiny", suite="standard", dataset=str(dataset), device="cpu", bootstrap=50, **FAST)
     base.update(kw)
     return RunRequest(**base)
 
@@ -31,7 +30,7 @@ def state_of(record) -> EvalState:
 
 
 def edited_iou(state: EvalState) -> float:
-    """Binary mIoU (METRICS.md: the IoU of class 1), counted from the state's confusion matrix."""
+    """Binary mIoU (docs/metrics.md: the IoU of class 1), counted from the state's confusion matrix."""
     conf = state.confusion_matrix()
     return conf[1, 1] / (conf[1, 1] + conf[0, 1] + conf[1, 0])
 
@@ -41,7 +40,10 @@ def test_standard_suite_records_and_provenance(diffseg_folder, tmp_path):
     from diffzoo.harness.core.plugins import get_registry
     from diffzoo.harness.records.document import git_hash
 
-    output = run(request(diffseg_folder, tmp_path / "out"))
+    from diffzoo.harness.records.document import keep_state
+    from diffzoo.harness.run.runner import Runner
+
+    output = Runner(request(diffseg_folder), write=lambda state: keep_state(tmp_path / "out", state)).run()
     dataset = open_dataset(str(diffseg_folder))
     val = dataset.ids("val")
     standard = get_registry().get("suite", "standard").load()
@@ -97,11 +99,11 @@ def test_standard_suite_records_and_provenance(diffseg_folder, tmp_path):
 
 
 def test_same_seed_same_metrics_and_cache_reuse(diffseg_folder, tmp_path, monkeypatch):
-    first = run(request(diffseg_folder, None, suites="standard", bootstrap=0))
-    again = run(request(diffseg_folder, None, suites="standard", bootstrap=0))  # from the cache
+    first = run(request(diffseg_folder, suite="standard", bootstrap=0))
+    again = run(request(diffseg_folder, suite="standard", bootstrap=0))  # from the cache
     assert [r.data["detector"]["checkpoint_source"] for r in again.records] == ["cache"] * 3
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "fresh-cache"))
-    retrained = run(request(diffseg_folder, None, suites="standard", bootstrap=0))
+    retrained = run(request(diffseg_folder, suite="standard", bootstrap=0))
     assert [r.data["detector"]["checkpoint_source"] for r in retrained.records] == ["trained"] * 3
     cases = [[r.data["case"]["name"] for r in o.records] for o in (first, again, retrained)]
     assert cases == [["binary", "image", "semantic"]] * 3  # binary and image share the first model
@@ -111,38 +113,38 @@ def test_same_seed_same_metrics_and_cache_reuse(diffseg_folder, tmp_path, monkey
 
 
 def test_training_lowers_the_loss(diffseg_folder):
-    out = run(request(diffseg_folder, None, bootstrap=0, train_overrides={"iterations": 60}))
+    out = run(request(diffseg_folder, bootstrap=0, iterations=60))
     log = out.records[0].data["training"]
     assert log["final_loss"] < log["first_loss"]
 
 
 def test_corrupt_sample_is_skipped_and_counted_or_stops_with_strict(diffseg_folder, tmp_path):
-    out = run(request(diffseg_folder, None, bootstrap=0))
+    out = run(request(diffseg_folder, bootstrap=0))
     val_ids = out.plan.dataset.ids("val")
     bad = diffseg_folder / "train_copy" / f"{val_ids[0]}.image.png"
     bad.write_bytes(bad.read_bytes()[:60])  # truncated PNG
-    out = run(request(diffseg_folder, None, bootstrap=0))
+    out = run(request(diffseg_folder, bootstrap=0))
     counts = out.records[0].data["counts"]
     assert counts["skipped_total"] == 1 and counts["skipped_by_reason"] == {"corrupt": 1}
     assert counts["skipped"][0]["id"] == val_ids[0]
     assert counts["evaluated"] == len(val_ids) - 1
     with pytest.raises(CorruptSampleError, match=val_ids[0]):
-        run(request(diffseg_folder, None, bootstrap=0, strict=True))
+        run(request(diffseg_folder, bootstrap=0, strict=True))
 
 
 @pytest.mark.isolated_cache  # nothing cached: a shared cache may hold this very model
 def test_no_train_without_checkpoint_is_a_clear_error(diffseg_folder):
     with pytest.raises(ModelError, match="--checkpoint PATH or drop --no-train"):
-        run(request(diffseg_folder, None, train=False))
+        run(request(diffseg_folder, train=False))
 
 
 def test_given_checkpoint_is_used(diffseg_folder, tmp_path):
-    out = run(request(diffseg_folder, None, bootstrap=0))
+    out = run(request(diffseg_folder, bootstrap=0))
     assert out.records[0].data["case"]["name"] == "binary"
     ckpt = cache_dir("segformer.tiny", out.records[0].data["config"]["cache_key"])
     assert (ckpt / "model.safetensors").exists()
-    again = run(request(diffseg_folder, None, bootstrap=0, train=False, suites="standard",
-                        checkpoints=[ckpt]))
+    again = run(request(diffseg_folder, bootstrap=0, train=False, suite="standard",
+                        checkpoint=[ckpt]))
     binary = [r for r in again.records if r.data["case"]["name"] == "binary"][0]
     assert binary.data["detector"]["checkpoint_source"] == "given"
     assert binary.metrics == out.records[0].metrics
@@ -159,9 +161,9 @@ def test_extra_authentic_images_join_training_only(diffseg_folder, tmp_path):
     extra.mkdir()
     for i in range(5):
         Image.fromarray(np.full((32, 32, 3), 40 * i, np.uint8)).save(extra / f"a{i}.png")
-    base = run(request(diffseg_folder, None, bootstrap=0, suites="standard"))
-    more = run(request(diffseg_folder, None, bootstrap=0, suites="standard",
-                       dataset_options={"extra_authentic": extra}))
+    base = run(request(diffseg_folder, bootstrap=0, suite="standard"))
+    more = run(request(diffseg_folder, bootstrap=0, suite="standard",
+                       dataset_option={"extra_authentic": extra}))
     n_train = [r.data["training"]["num_train_images"] for r in (base.records[0], more.records[0])]
     assert n_train[1] == n_train[0] + 5
     assert base.records[0].data["counts"]["evaluated"] == more.records[0].data["counts"]["evaluated"]
@@ -170,7 +172,7 @@ def test_extra_authentic_images_join_training_only(diffseg_folder, tmp_path):
 
 def test_training_subset_drops_images_of_held_out_editors(diffseg_folder):
     from diffzoo import open_dataset
-    from diffzoo.harness.run.planning import training_ids
+    from diffzoo.harness.run.plan import training_ids
     from diffzoo.harness.suites import TrainSpec
 
     ds = open_dataset(str(diffseg_folder))
@@ -193,16 +195,16 @@ def eight_editor_folder(tmp_path_factory):
     return make_diffseg_folder(tmp_path_factory.mktemp("ds8"), n=60, size=32, editors=DIFFSEG30K_EDITORS)
 
 
-def paper_request(folder, out=None, **kw):
-    return request(folder, out, bootstrap=0, train_overrides={"iterations": 10},
-                   dataset_options={"calib_fraction": 0.15},
-                   generators={"sdxl.hyper-sd-8step": "sdxl.tiny-lora"}, **kw)
+def paper_request(folder, **kw):
+    return request(folder, bootstrap=0, iterations=10, dataset_option={"calib_fraction": 0.15},
+                   generator={"sdxl.hyper-sd-8step": "sdxl.tiny-lora"}, **kw)
 
 
 @pytest.fixture(scope="module")
 def suite_all(eight_editor_folder, tmp_path_factory):
     """``--suite all`` on the eight-editor fixture, once per module: (runner,
     output, the evaluation passes that ran, the output folder)."""
+    from diffzoo.harness.records.document import keep_state
     from diffzoo.harness.run import evaluate as evaluate_module
     from diffzoo.harness.run.runner import Runner
 
@@ -217,8 +219,8 @@ def suite_all(eight_editor_folder, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("suite-all") / "out"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("diffzoo.harness.run.runner.evaluate", counting)
-        runner = Runner(paper_request(eight_editor_folder, out, suites="all"))
+        mp.setattr("diffzoo.harness.run.evaluate.evaluate", counting)
+        runner = Runner(paper_request(eight_editor_folder, suite="all"), write=lambda state: keep_state(out, state))
         output = runner.run()
     return runner, output, passes, out
 
@@ -263,7 +265,8 @@ def test_every_suite_runs_and_gives_a_record_per_case(suite_all):
     assert jpeg["case"]["distortion_params"] == {"quality": 60}
     assert jpeg["metrics"]["mIoU"] == pytest.approx(edited_iou(state_of(records[("distortions", "jpeg60.binary")])),
                                                     rel=1e-12)
-    assert by[("distortions", "resize50.binary")]["counts"]["evaluated"] == by[("standard", "binary")]["counts"]["evaluated"]
+    resized, clean = by[("distortions", "resize50.binary")], by[("standard", "binary")]
+    assert resized["counts"]["evaluated"] == clean["counts"]["evaluated"]
 
     slices = by[("slices", "turns.binary")]["metrics"]
     standard_slices = by[("standard", "binary")]["slices"]["turns"]
@@ -305,7 +308,7 @@ def test_calibrated_thresholds_are_recorded_and_never_chosen_on_the_evaluated_sp
     from diffzoo.harness.run.evaluate import evaluate
     from diffzoo.harness.run.prediction import load_model
 
-    out = run(paper_request(eight_editor_folder, suites="standard", thresholds="calibrated"))
+    out = run(paper_request(eight_editor_folder, suite="standard", thresholds="calibrated"))
     binary = next(r.data for r in out.records if r.data["case"]["name"] == "binary")
     policy = binary["threshold_policy"]
     calib = out.plan.dataset.ids("calib")
@@ -319,60 +322,71 @@ def test_calibrated_thresholds_are_recorded_and_never_chosen_on_the_evaluated_sp
     semantic = next(r.data for r in out.records if r.data["case"]["name"] == "semantic")
     assert semantic["threshold_policy"]["mode"] == "fixed"  # argmax
     with pytest.raises(ConfigError, match="evaluates that split"):
-        run(paper_request(eight_editor_folder, suites="standard", thresholds="calibrated", calibration_split="val"))
+        run(paper_request(eight_editor_folder, suite="standard", thresholds="calibrated", calibration_split="val"))
     with pytest.raises(ConfigError, match="no 'calib' split"):
-        run(request(eight_editor_folder, None, suites="standard", thresholds="calibrated", bootstrap=0))
+        run(request(eight_editor_folder, suite="standard", thresholds="calibrated", bootstrap=0))
 
 
 def test_two_checkpoints_for_one_task_are_refused(diffseg_folder, tmp_path):
     from diffzoo.harness.core.errors import ConfigError
     from diffzoo.harness.run.runner import Runner
 
-    out = Runner(request(diffseg_folder, None, bootstrap=0)).train("binary")
+    out = Runner(request(diffseg_folder, bootstrap=0)).train("binary")
     with pytest.raises(ConfigError, match="never chooses between checkpoints"):
-        run(request(diffseg_folder, None, checkpoints=[out.checkpoint["path"], out.checkpoint["path"]]))
+        run(request(diffseg_folder, checkpoint=[out.checkpoint.path, out.checkpoint.path]))
 
 
 def test_the_paper_report_after_suite_all_shows_every_column_of_tables_2_to_8(suite_all, capsys, tmp_path):
-    """Issue 13's acceptance: every column of Tables 2-8 has our value or says why not, beside the
-    paper's value (or why not) and the difference; each table names label map, split and versions.
-    Issue 25's: every cell of Tables 2-8 the paper prints shows its paper value."""
+    """Every column of Tables 2-8 has our value or says why not, beside the paper's value and the
+    difference; the section names label map, split and versions; every cell of Tables 2-8 the
+    paper prints shows its paper value."""
     from conftest import cli
 
+    from diffzoo.leaderboard.index import RecordIndex
+    from diffzoo.leaderboard.layouts.paper import build_report, paper_cells
     from diffzoo.leaderboard.paper import load_values
-    from diffzoo.leaderboard.paper.report import build_report
 
     _, output, _, _ = suite_all
-    tables = build_report(output.records)
-    assert [t.spec.id for t in tables] == ["2", "3", "4", "5", "6", "7", "8", "8b"]
-    for table in tables:
-        rows = [r for r in table.rows if r.records]
-        assert {r.detector for r in rows} == {"segformer.tiny"}, table.spec.id
+    det = "segformer.tiny"
+    [section] = build_report(output.records)
+    assert [t.id for t in section.tables] == ["2a", "2b", "2c", "3", "4", "5", "6", "7", "8", "parity", "X"]
+    for table in section.tables:
+        rows = [r for r in table.rows if r.detector]
+        if table.id == "X":  # cross-dataset: no --eval-dataset, no rows
+            assert not rows
+            continue
+        assert {r.detector for r in rows} == {det}, table.id
         for row in rows:
-            assert len(row.cells) == len(table.spec.columns)
-            for column, cell in zip(table.spec.columns, row.cells):
-                where = (table.spec.id, row.detector, row.setting.label, column.label)
-                assert cell.ours is not None or cell.why_not_ours, where
-                assert "no record" not in cell.why_not_ours, where  # --suite all filled every case
-                assert cell.paper is not None or cell.why_not_paper, where
-                if cell.ours is not None and cell.paper is not None:
-                    assert cell.delta == cell.ours - cell.paper
-    shown = {(table.spec.id, row.model, column.task, row.setting.paper, column.paper): cell.paper
-             for table in tables for row in table.rows for column, cell in zip(table.spec.columns, row.cells)
-             if cell.paper is not None}
-    assert shown == {key: v.value for key, v in load_values().items()} and len(shown) == 148
-    by_id = {t.spec.id: t for t in tables}
-    segformer = lambda t: [r for r in by_id[t].rows if r.detector == "segformer.tiny"]
-    for table in ("2", "3", "4", "7"):  # what the fixture supports has values throughout (but the paper's
-        # baseline rows of Table 4, whose records are Table 2's)
-        assert all(c.ours is not None for r in segformer(table) if not r.setting.elsewhere
-                   for c in r.cells if c.info.name == "mIoU"), table
-    resize = next(r for r in segformer("3") if r.setting.case == "resize200")
-    cell = next(c for col, c in zip(by_id["3"].spec.columns, resize.cells) if col.label.startswith("binary mIoU"))
-    assert cell.paper == 0.898 and cell.delta == cell.ours - 0.898  # the paper's number, from the data file
-    assert {r.setting.case for r in segformer("8") if all(c.ours is not None for c in r.cells[:3])} == {"real", "ai"}
-    multi = next(r for r in segformer("8b") if r.setting.case == "multi")
-    assert all(c.ours is None and "no multiturn=multi images" in c.why_not_ours for c in multi.cells)
+            for col in table.columns:
+                cell, where = row.cells[col.key], (table.id, row.group, row.label, col.key)
+                reasons = [table.note(n).text for n in (*cell.notes, *row.notes)]
+                assert cell.value is not None or cell.status == "undefined" or reasons, where
+                assert not any("no record" in text for text in reasons), where  # --suite all filled every case
+                if cell.value is not None and cell.paper is not None:
+                    assert cell.delta == cell.value - cell.paper
+    # every number of Tables 2-8 the paper prints, in its cell
+    [group] = RecordIndex(output.records).groups()
+    cells = {(t.id, r.group, r.label, key): c for t in section.tables for r in t.rows for key, c in r.cells.items()}
+    values = load_values()
+    located = paper_cells(group, values)
+    shown = {key: cells[(p.table, p.group, p.label, p.column)].paper for key, p in located.items()}
+    assert {k: v for k, v in shown.items() if v is not None} == {key: v.value for key, v in values.items()}
+    assert len(values) == 148
+    by_id = {t.id: t for t in section.tables}
+
+    def mine(tid):
+        return [r for r in by_id[tid].rows if r.detector == det]
+
+    for tid, key in (("2a", "mIoU"), ("2b", "mIoU"), ("3", "binary:mIoU"), ("4", "held-out:mIoU"),
+                     ("7", "binary:mIoU")):  # what the fixture supports has values throughout (but the
+        # paper's baseline rows of Table 4, whose records are Table 2a's)
+        assert all(r.cells[key].value is not None for r in mine(tid) if not r.label.startswith("baseline")), tid
+    resize = next(r for r in mine("3") if r.label.startswith("resize200"))
+    assert resize.cells["binary:mIoU"].paper == 0.898  # the paper's number, from the data file
+    assert resize.cells["binary:mIoU"].delta == resize.cells["binary:mIoU"].value - 0.898
+    base = {r.label for r in mine("8") if r.group.endswith(": base") or r.group == "base"
+            if all(r.cells[k].value is not None for k in ("binary:aAcc", "binary:mIoU", "binary:bF1"))}
+    assert base == {"real", "ai"}, base
 
     from diffzoo.leaderboard.store import RecordStore
 
@@ -386,8 +400,8 @@ def test_the_paper_report_after_suite_all_shows_every_column_of_tables_2_to_8(su
     label_map = output.records[0].body.dataset.label_map
     assert split == "diffzoo-hash-v1-seed0-val20-calib15"
     assert label_map["source"] == "labels.json" and label_map["verified"] is True
-    for table in ("Table 2", "Table 3", "Table 4", "Table 5", "Table 6", "Table 7", "Table 8"):
-        assert f"## {table}" in text
-    headers = [line for line in text.splitlines() if line.startswith("records: ")]
-    assert len(headers) == 8 and all(f"split {split}" in h and label_map["sha256"][:12] in h
-                                     and "metrics v2" in h and "recipe native" in h for h in headers)
+    for table in ("Table 2a", "Table 3", "Table 4", "Table 5", "Table 6", "Table 7", "Table 8"):
+        assert f"### {table}" in text or f"## {table}" in text, table
+    conditions = [line for line in text.splitlines() if f"split {split}" in line]
+    assert conditions and all(label_map["sha256"][:12] in line and "metrics v2" in line and "recipe native" in line
+                              for line in conditions)

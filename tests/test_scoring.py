@@ -1,4 +1,4 @@
-"""Evaluation's two metric paths and its overlap (issue 28): the torch path (the model's device;
+"""Evaluation's two metric paths and its overlap: the torch path (the model's device;
 here the CPU) and the numpy path, each with and without the worker thread that scores image n
 while image n + 1 runs, give the very same metric states, digests and baselines."""
 

@@ -1,5 +1,6 @@
-"""The paper-style run summary (leaderboard/summary/): table shapes, cell
-placement, mAP, the format-shortcut FLAG, oracle columns, escaping, plots."""
+"""The paper-style run summary (the paper layout without the paper's column,
+leaderboard/layouts/paper.py): table shapes, cell placement, mAP, the
+format-shortcut FLAG, oracle columns, escaping, plots."""
 
 from __future__ import annotations
 
@@ -11,27 +12,34 @@ from PIL import Image
 from rich.console import Console
 
 from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.suites import ALL_SUITES
+from diffzoo.leaderboard.layouts.paper import build_summary
+from diffzoo.leaderboard.render.console import summary_console
+from diffzoo.leaderboard.render.markdown import summary_markdown
+from diffzoo.leaderboard.render.text import write_summary
 from diffzoo.leaderboard.robustness import robustness_series
-from diffzoo.leaderboard.summary.build import build_summary
-from diffzoo.leaderboard.summary.render import summary_console, summary_markdown
-from diffzoo.leaderboard.summary.write import write_summary
 
 TITLES = ("Table 2a", "Table 2b", "Table 2c", "Table 3", "Table 4", "Table 5",
           "Table 6", "Table 7", "Table 8", "Format parity")
 EDITORS = ("sd2", "sd3.5", "sdxl", "flux1", "glide", "kolors", "hunyuandit1.1", "kandinsky2.2")
 
 
+DEFINED = {(s.name, c.name): c.to_dict() for s in ALL_SUITES for c in s.cases}
+"""Every built-in case's definition: a record of it carries its typed facts (setting, training)."""
+
+
 def rec(detector: str, suite: str, case: str, task: str, metrics: dict, *, version: str = "1",
         ci95: dict | None = None, policy: dict | None = None, dataset: str = "mini",
         fingerprint: str = "fp0001", **case_fields) -> ResultRecord:
-    """A record of ``suite``/``case``; ``case_fields`` are added to its case dict."""
+    """A record of ``suite``/``case`` as the built-in suite defines the case (its setting, its
+    model's training); ``case_fields`` are added to its case dict (a case no suite defines names
+    its setting there)."""
     extra = {"threshold_policy": policy} if policy else {}
     r = make_record(detector, suite=suite, suite_version=version, case=case, task=task, metrics=metrics,
                     ci95=ci95, dataset=dataset, fingerprint=fingerprint, **extra)
-    if not case_fields:
-        return r
+    defined = {k: v for k, v in DEFINED.get((suite, case), {}).items() if k in ("setting", "train", "slice_by")}
     data = {k: v for k, v in r.data.items() if k not in ("schema_version", "record_id")}
-    data["case"] = {**data["case"], **case_fields}
+    data["case"] = {**data["case"], **defined, **case_fields}
     return ResultRecord.create(**data)
 
 
@@ -237,7 +245,8 @@ def test_oracle_metrics_only_in_oracle_columns():
 def test_record_text_is_escaped_in_markdown_and_console():
     name = "a|b<script>[red]"
     records = [make_record(name, suite="standard", case="binary"),
-               rec(name, "unseen-generators", "x_y.binary", "binary", {"mIoU": 0.3}, editors=["x", "y"])]
+               rec(name, "unseen-generators", "x_y.binary", "binary", {"mIoU": 0.3}, editors=["x", "y"], setting="x_y",
+                   train={"task": "binary", "split": "train", "exclude_editors": ["x", "y"]})]
     summary = build_summary(records)
     md = summary_markdown(summary, title="t <b>", notes=["n|o"])
     assert "<script>" not in md and "<b>" not in md

@@ -36,7 +36,7 @@ def register_detectors(register):
 
 MODEL = '''
 from torch import nn
-from diffzoo.harness.models.segmenter import SegmentationDetector
+from diffzoo.plugin import SegmentationDetector
 
 class ConvDetector(SegmentationDetector):
     head_prefixes = ("2",)

@@ -8,12 +8,18 @@ import math
 import re
 
 import pytest
+from conftest import make_record
 from PIL import Image
 
-from conftest import make_record
 from diffzoo.leaderboard.render.site import detector_slugs, write_site
-from diffzoo.leaderboard.render.training_plots import (TrainingCurves, curves_from_log, curves_from_training,
-                                                       ema, read_log, training_png)
+from diffzoo.leaderboard.render.training_plots import (
+    TrainingCurves,
+    curves_from_log,
+    curves_from_training,
+    ema,
+    read_log,
+    training_png,
+)
 from diffzoo.leaderboard.versions import Selection
 
 EVIL = 'evil<script>x</script> "$a$"'
@@ -182,4 +188,4 @@ def test_site_escapes_and_reports_missing_curves(site):
     assert re.findall(r'<img src="\.\./plots/[^"]*-training-[^"]*\.png"', training_block(html))
     for name in ("old.det", "pretrained.det"):
         block = training_block(page(site, name))
-        assert "<img" not in block and '<p class=legend>no training curve' in block
+        assert "<img" not in block and '<p class="legend">no training curve' in block

@@ -1,4 +1,4 @@
-"""Training you can watch (issue 27): the training log and TensorBoard events in
+"""Training you can watch: the training log and TensorBoard events in
 --out, the training plot, periodic validation that changes nothing, a NaN loss
 that stops the run in one line, and SIGINT/SIGTERM that stop a training so that
 the same command resumes it to the same weights."""
@@ -86,19 +86,19 @@ def test_log_and_validation_cadence_are_checked_before_any_work(capsys, diffseg_
 @pytest.mark.isolated_cache
 def test_logging_and_validation_leave_the_weights_unchanged(diffseg_folder, tmp_path, monkeypatch):
     def trained(**options):
-        request = RunRequest(detector="segformer.tiny", suites="standard", dataset=str(diffseg_folder), device="cpu",
-                             train_overrides={"iterations": 12, "batch_size": 2, "crop_size": 16}, **options)
+        request = RunRequest(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), device="cpu",
+                             iterations=12, batch_size=2, crop_size=16, **options)
         return Runner(request).train("semantic").checkpoint
 
     watched = trained(log_every=1, val_every=3)
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "plain"))
     plain = trained(val_every=0)
-    assert Path(watched["path"]).name == Path(plain["path"]).name  # neither option is part of the cache key
-    assert watched["sha256"] == plain["sha256"]
-    assert [v["step"] for v in watched["training"]["validation"]] == [3, 6, 9, 12]
-    assert plain["training"]["validation"] == []
-    assert watched["training"]["losses"] == plain["training"]["losses"]
-    assert len(_rows(Path(watched["log_dir"]) / "log.jsonl")) > len(_rows(Path(plain["log_dir"]) / "log.jsonl"))
+    assert watched.path.name == plain.path.name  # neither option is part of the cache key
+    assert watched.sha256 == plain.sha256
+    assert [v["step"] for v in watched.training["validation"]] == [3, 6, 9, 12]
+    assert plain.training["validation"] == []
+    assert watched.training["losses"] == plain.training["losses"]
+    assert len(_rows(watched.log_dir / "log.jsonl")) > len(_rows(plain.log_dir / "log.jsonl"))
 
 
 # -- a loss that becomes NaN -------------------------------------------------------------------------

@@ -18,10 +18,10 @@ DETECTORS = ("segformer", "deeplabv3plus", "fcn8s", "cnnspot", "universalfakedet
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", DETECTORS)
-def test_default_card_trains_and_records_on_mini(family, tmp_path):
+def test_default_card_trains_and_records_on_mini(family):
     card = get_registry().get("detector", family).card
-    request = RunRequest(detector=family, suites="standard", dataset="mini", pretrained=False,
-                         train_overrides={"iterations": 60}, bootstrap=0, device="cpu", out=tmp_path)
+    request = RunRequest(detector=family, suite="standard", dataset="mini", pretrained=False,
+                         iterations=60, bootstrap=0, device="cpu")
     output = Runner(request).run()
     logs = {r.data["detector"]["task"]: r.data["training"] for r in output.records}
     for task, log in logs.items():

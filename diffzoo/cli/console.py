@@ -11,8 +11,6 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from diffzoo.harness.core.moved import MovedModuleWarning
-
 # Not a terminal (CI logs, pipes): wide enough that tables do not wrap.
 _WIDTH = None if sys.stdout.isatty() else 132
 console = Console(highlight=False, width=_WIDTH, emoji=False)  # ":warning:" in a name prints as text
@@ -34,7 +32,7 @@ def quiet_third_party(debug: bool) -> None:
     environment before they are imported (``error``, or ``info`` under
     ``--debug``; a value the user set wins).  Python warnings of the notice
     kinds raised outside diffzoo are logged at DEBUG on ``diffzoo.thirdparty``;
-    diffzoo's own (a plugin importing a module that moved) still show.
+    diffzoo's own still show.
     """
     for name in LIBRARY_VERBOSITY:
         os.environ.setdefault(name, "info" if debug else "error")
@@ -44,8 +42,7 @@ def quiet_third_party(debug: bool) -> None:
     log = logging.getLogger("diffzoo.thirdparty")
 
     def showwarning(message, category, filename, lineno, file=None, line=None):
-        if (issubclass(category, NOTICES) and not issubclass(category, MovedModuleWarning)
-                and not os.path.abspath(filename).startswith(_PACKAGE_DIR)):
+        if issubclass(category, NOTICES) and not os.path.abspath(filename).startswith(_PACKAGE_DIR):
             log.debug("%s:%s: %s: %s", filename, lineno, category.__name__, message)
             return
         shown(message, category, filename, lineno, file, line)

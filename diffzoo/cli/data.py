@@ -35,7 +35,8 @@ def build_cmd(
         from diffzoo.harness.core.errors import UnknownNameError
 
         raise UnknownNameError("buildable dataset", name, ["mini"])
-    build = resolve_target("diffzoo.generators.datasets.mini:ensure_mini", "dataset 'mini'", "diffzoo.generators.plugin")
+    build = resolve_target("diffzoo.generators.datasets.mini:ensure_mini", "dataset 'mini'",
+                           "diffzoo.generators.plugin")
     with counter_callback(RichProgress(console), "building mini") as callback:
         path = build(root=root, force=force, progress=callback)
     console.print(f"mini dataset at {term(str(path))}")
@@ -78,9 +79,9 @@ def stats_cmd(
     resolutions, label values."""
     from diffzoo.harness.data.stats import dataset_stats
     from diffzoo.harness.run.factories import open_dataset
-    from diffzoo.leaderboard.outdir import claim_output_dir
+    from diffzoo.leaderboard.outdir import STATS_DIR, claim_output_dir
     from diffzoo.leaderboard.render.stats_plots import stats_pngs
-    from diffzoo.leaderboard.tables import slugify
+    from diffzoo.leaderboard.table import slugify
 
     options = parse_options(dataset_option, "--dataset-option")
     if labels:
@@ -91,7 +92,7 @@ def stats_cmd(
     stats = dataset_stats(ds, split, progress)
     stats["plots"] = {}
     if out_dir is not None:
-        sub = PurePosixPath(".") if out is not None else PurePosixPath("stats", slugify(ds.name))
+        sub = PurePosixPath(".") if out is not None else PurePosixPath(STATS_DIR, slugify(ds.name))
         stats["plots"] = {name: str(path) for name, path in
                           stats_pngs(stats, lambda name: out_dir.check_writable(sub / name)).items()}
         stats["plots"]["stats.json"] = str(out_dir.write_text(sub / "stats.json", _json(stats)))

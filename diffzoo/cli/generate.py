@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from diffzoo.generators.generate.defaults import DEFAULT_DETECTOR, DEFAULT_SAM, DEFAULT_VLM
+from diffzoo.generators.generate.defaults import GenerateConfig as G
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.leaderboard.render.escape import term
@@ -26,7 +26,8 @@ def parse_loras(values: list[str], editors: tuple[str, ...]) -> tuple[tuple[str,
         editor, sep, path = value.partition("=")
         if not sep:
             if len(editors) != 1:
-                raise ConfigError(f"--lora {value}: with several editors write EDITOR=FILE (editors: {', '.join(editors)})")
+                raise ConfigError(f"--lora {value}: with several editors write EDITOR=FILE "
+                                  f"(editors: {', '.join(editors)})")
             editor, path = editors[0], value
         out.append((editor.strip(), path.strip()))
     return tuple(out)
@@ -34,7 +35,9 @@ def parse_loras(values: list[str], editors: tuple[str, ...]) -> tuple[tuple[str,
 
 def generate_cmd(
     out: Path = typer.Option(..., "--out", help="Output folder (empty, or an earlier run's to resume it)."),
-    editors: str = typer.Option(..., "--editors", help="Comma-separated editors, e.g. sd2,sdxl,flux1 or sd2.tiny,sdxl.tiny."),
+    editors: str = typer.Option(
+        ..., "--editors", help="Comma-separated editors, e.g. sd2,sdxl,flux1 or sd2.tiny,sdxl.tiny."
+    ),
     bases: str | None = typer.Option(
         None, "--bases", help="Real bases: a folder of images, or coco:ANNOTATIONS.json:IMAGE_DIR."
     ),
@@ -42,36 +45,51 @@ def generate_cmd(
         None, "--regions", help="masks:DIR, coco, open-vocab or random (default: coco for COCO bases, else random)."
     ),
     n: int = typer.Option(
-        100, "--n", "--samples", help="Number of sample ids (0..n-1); rejected samples are left out. "
+        G.n, "--n", "--samples", help="Number of sample ids (0..n-1); rejected samples are left out. "
         "Under torchrun write --samples: torchrun takes --n for its own --nnodes/--nproc-per-node."
     ),
-    turns: str = typer.Option("1:4:5", "--turns", help="Ratio of samples with 1:2:3 edits."),
-    ai_bases: float = typer.Option(0.5, "--ai-bases", help="Fraction of AI (text-to-image) bases."),
+    turns: str = typer.Option(":".join(map(str, G.turns)), "--turns", help="Ratio of samples with 1:2:3 edits."),
+    ai_bases: float = typer.Option(G.ai_fraction, "--ai-bases", help="Fraction of AI (text-to-image) bases."),
     seed: int = SEED,
     size: int | None = typer.Option(None, "--size", help="Longer side of the bases in px (default: keep)."),
     t2i: str | None = typer.Option(
-        None, "--t2i", help="Text-to-image card for AI bases (default: sd-t2i.tiny if all editors are tiny, else sdxl-t2i.base)."
+        None, "--t2i",
+        help="Text-to-image card for AI bases (default: sd-t2i.tiny if all editors are tiny, else sdxl-t2i.base).",
     ),
     captions: Path | None = typer.Option(
-        None, "--captions", help="COCO captions JSON for AI bases (default: captions_* beside COCO instances, else templates)."
+        None, "--captions",
+        help="COCO captions JSON for AI bases (default: captions_* beside COCO instances, else templates).",
     ),
-    prompts: str = typer.Option("templates", "--prompts", help="templates or vlm."),
-    objects: str = typer.Option("vocabulary", "--objects", help="Object names for open-vocab: vocabulary (COCO classes) or vlm."),
-    vlm_id: str = typer.Option(DEFAULT_VLM, "--vlm", help="Vision-language model (hub id) for --prompts/--objects vlm and --vlm-score."),
-    vlm_score: bool = typer.Option(False, "--vlm-score", help="Reject edits the VLM scores below --min-score (0-5)."),
-    min_score: float = typer.Option(3.0, "--min-score"),
-    detector: str = typer.Option(DEFAULT_DETECTOR, "--detector", help="Grounding DINO hub id (open-vocab)."),
-    sam: str = typer.Option(DEFAULT_SAM, "--sam", help="SAM hub id (open-vocab)."),
-    min_area: float = typer.Option(0.01, "--min-area", help="Smallest region, as a fraction of the image."),
-    max_area: float = typer.Option(0.5, "--max-area", help="Largest region, as a fraction of the image."),
-    min_changed: float = typer.Option(0.1, "--min-changed", help="No-op filter: least fraction of the region an edit must change."),
-    tries: int = typer.Option(3, "--tries", help="Tries per turn (new region, prompt, seed) before a sample is rejected."),
+    prompts: str = typer.Option(G.prompts, "--prompts", help="templates or vlm."),
+    objects: str = typer.Option(
+        G.objects, "--objects", help="Object names for open-vocab: vocabulary (COCO classes) or vlm."
+    ),
+    vlm_id: str = typer.Option(
+        G.vlm, "--vlm", help="Vision-language model (hub id) for --prompts/--objects vlm and --vlm-score."
+    ),
+    vlm_score: bool = typer.Option(
+        G.vlm_score, "--vlm-score", help="Reject edits the VLM scores below --min-score (0-5)."
+    ),
+    min_score: float = typer.Option(G.min_score, "--min-score"),
+    detector: str = typer.Option(G.detector, "--detector", help="Grounding DINO hub id (open-vocab)."),
+    sam: str = typer.Option(G.sam, "--sam", help="SAM hub id (open-vocab)."),
+    min_area: float = typer.Option(G.min_area, "--min-area", help="Smallest region, as a fraction of the image."),
+    max_area: float = typer.Option(G.max_area, "--max-area", help="Largest region, as a fraction of the image."),
+    min_changed: float = typer.Option(
+        G.min_changed, "--min-changed", help="No-op filter: least fraction of the region an edit must change."
+    ),
+    tries: int = typer.Option(
+        G.tries, "--tries", help="Tries per turn (new region, prompt, seed) before a sample is rejected."
+    ),
     lora: list[str] = typer.Option(
-        [], "--lora", help="EDITOR=FILE.safetensors: load a LoRA into that editor (FILE alone with one editor); repeatable."
+        [], "--lora",
+        help="EDITOR=FILE.safetensors: load a LoRA into that editor (FILE alone with one editor); repeatable.",
     ),
-    lora_scale: float = typer.Option(1.0, "--lora-scale", help="LoRA adapter weight."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, ... (under torchrun: one GPU per rank)."),
-    threads: int = typer.Option(1, "--threads", help="torch CPU threads (fixed so results do not depend on the machine)."),
+    lora_scale: float = typer.Option(G.lora_scale, "--lora-scale", help="LoRA adapter weight."),
+    device: str = typer.Option(G.device, "--device", help="auto, cpu, cuda, ... (under torchrun: one GPU per rank)."),
+    threads: int = typer.Option(
+        G.threads, "--threads", help="torch CPU threads (fixed so results do not depend on the machine)."
+    ),
     workers: int | None = WORKERS,
 ) -> None:
     """Generate a multi-turn edited dataset (DiffSeg30k layout + manifest.jsonl)."""

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from diffzoo.cli.console import console
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.metrics.catalog import metric_info
 from diffzoo.leaderboard.formats import FORMATS
 from diffzoo.leaderboard.render.escape import term, term_text
-from diffzoo.cli.console import console
 
 # The store, its verification and the renderers load the metric code (numpy): each command
 # imports what it uses when it runs, so that `diffzoo --help` and `diffzoo list` stay light.
@@ -54,7 +54,8 @@ def _split(values: list[str]) -> list[str]:
 
 
 def _primary(record) -> str:
-    from diffzoo.leaderboard.tables import PRIMARY, format_value
+    from diffzoo.leaderboard.layouts.cases import PRIMARY
+    from diffzoo.leaderboard.table import format_value
 
     name = PRIMARY.get(record.body.task, "")
     info = metric_info(name)
@@ -93,7 +94,7 @@ def show_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the record's JSON."),
 ) -> None:
     """Show one record: metrics with CIs and its provenance."""
-    from diffzoo.leaderboard.tables import format_value
+    from diffzoo.leaderboard.table import format_value
 
     record = _store(store).get(record_id)
     if as_json:

@@ -95,7 +95,8 @@ def check_cmd(
     for col in ("detector", "task", "check", "result"):
         table.add_column(col)
     for f in findings:
-        result = "[green]ok[/]" + (f" ({term(f.message)})" if f.message else "") if f.ok else f"[red]FAIL[/] {term(f.message)}"
+        ok = "[green]ok[/]" + (f" ({term(f.message)})" if f.message else "")
+        result = ok if f.ok else f"[red]FAIL[/] {term(f.message)}"
         table.add_row(term(f.detector), term(f.task), term(f.check), result)
     console.print(table)
     failed = [f for f in findings if not f.ok]

@@ -1,76 +1,60 @@
-"""Options several commands share, each defined once with its check.
+"""The command line's options: a run's are :class:`RunRequest`'s fields, built here once.
 
-A value a user can get wrong fails in the option's callback with a
-ConfigError: one line naming the option, the value and the fix, exit 2.
+:func:`request_command` gives a command the options of the request fields it names, each
+with the field's flag, default and help, and hands the command the values as given; what a
+user can get wrong is checked where the request is made (one line naming the option, exit 2),
+never twice.  ``--config FILE`` reads the options from a YAML file whose keys are the flag
+names; an option given on the command line wins over the file.
 """
 
 from __future__ import annotations
 
-import json
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any, get_type_hints
 
 import typer
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.types import check_seed
+from diffzoo.harness.run.request import RunRequest, parse_options
+
+__all__ = ["CONFIG", "DATASET_OPTION", "LABELS", "SEED", "WORKERS", "parse_options", "request_command",
+           "request_option", "request_values"]
+
+CONFIG = typer.Option(
+    None, "--config",
+    help="YAML file of options, keys as the flag names without -- (e.g. suite: standard, iterations: 200, "
+    "dataset_option: {calib_fraction: 0.05}); an option given on the command line wins over the file.")
+COMMAND_DEFAULTS = ("DEFAULT", "DEFAULT_MAP")
+"""How click says a parameter was not given on the command line (its ParameterSource names)."""
 
 
-def _seed(value: int) -> int:
-    return check_seed(value, "--seed")
+def request_option(name: str, callback: Callable[[Any], Any] | None = None) -> Any:
+    """The typer option of :class:`RunRequest` field ``name``: its flags, default and help
+    (``callback``: a check at parse time, for commands that make no request)."""
+    f = next(f for f in fields(RunRequest) if f.name == name)
+    meta = f.metadata
+    # a repeatable option starts empty; a required one (--detector) may come from --config instead
+    default = f.default if f.default is not MISSING else [] if f.default_factory is not MISSING else None
+    return typer.Option(default, *(meta["flags"] or (f"--{name.replace('_', '-')}",)), help=meta["help"],
+                        callback=callback)
 
 
-SEED = typer.Option(0, "--seed", callback=_seed, help="Random seed, an integer from 0 to 2**63 - 1.")
+def request_parameters(names: Iterable[str]) -> list[inspect.Parameter]:
+    """Typer options of the named :class:`RunRequest` fields, as a command's parameters."""
+    hints = get_type_hints(RunRequest)
+    by_name = {f.name: f for f in fields(RunRequest)}
+    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=request_option(name),
+                              annotation=by_name[name].metadata["text"] or _optional(hints[name], by_name[name]))
+            for name in names]
 
 
-def _recipe(value: str) -> str:
-    from diffzoo.harness.core.train_config import RECIPES
-
-    if value not in RECIPES:
-        raise ConfigError(f"--recipe {value!r} is not a recipe; give one of {', '.join(RECIPES)} "
-                          "(docs/detectors.md, 'Recipes')")
-    return value
-
-
-RECIPE = typer.Option(
-    "native", "--recipe", callback=_recipe,
-    help="native (default): train on crop-size crops at the images' own scale, evaluate at native size. "
-    "paper: as the DiffSeg30k paper (mmseg): train on the shorter side resized to crop x 0.5-2.0 then cropped, "
-    "evaluate with the shorter side at the crop size; uses --dataset-option extra_authentic=DIR (COCO negatives) "
-    "when given. Use paper to reproduce the paper's Table 3. Part of the cache key and the record.",
-)
-
-
-# -- options shared by `run`, `train` and `data` (one definition each) ---------
-DETECTOR = typer.Option(..., "--detector", "-d", help="Detector name (family or family.tag).")
-DATASET = typer.Option("mini", "--dataset", help="Registered dataset name or a path.")
-DEVICE = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, ... (under torchrun: one GPU per rank).")
-PRETRAINED = typer.Option(
-    None, "--pretrained/--no-pretrained", help="Start from the card's pretrained weights (default: card/dataset)."
-)
-ITERATIONS = typer.Option(None, "--iterations", help="Override training iterations.")
-BATCH_SIZE = typer.Option(None, "--batch-size", help="Override training batch size (global under torchrun).")
-CROP_SIZE = typer.Option(None, "--crop-size", help="Override training crop size.")
-LABELS = typer.Option(
-    None, "--labels", help="Label map: JSON file {'names': [...]} or comma-separated editor names."
-)
-EXTRA_AUTHENTIC = typer.Option(
-    None, "--extra-authentic", help="Folder of authentic images added to training with all-zero masks."
-)
-SAVE_EVERY = typer.Option(
-    None, "--save-every",
-    help="Training steps between resume saves (default: a tenth of the iterations; 0: never). "
-    "A killed training resumes from the last one. Not part of the cache key.",
-)
-
-LOG_EVERY = typer.Option(
-    None, "--log-every",
-    help="Training steps between lines of the training log and TensorBoard events (default: 50, or about 100 "
-    "lines for a shorter training). Not part of the cache key: the model is the same.",
-)
-VAL_EVERY = typer.Option(
-    None, "--val-every",
-    help="Training steps between validations on the calib (else val) split, logged and plotted, never used to "
-    "pick a checkpoint (default: 16000 with --recipe paper, else 0: off). Not part of the cache key.",
-)
+def _optional(annotation: Any, f: Any) -> Any:
+    """A required field's type as an option that may be left to ``--config``."""
+    return annotation | None if f.default is MISSING and f.default_factory is MISSING else annotation
 
 
 def _workers(value: int | None) -> int | None:
@@ -79,27 +63,52 @@ def _workers(value: int | None) -> int | None:
     return None if value is None else check_workers(value)
 
 
-WORKERS = typer.Option(
-    None, "--workers", callback=_workers,
-    help="Loader processes that read, decode and distort images while the model runs (default: $DIFFZOO_WORKERS, "
-    "else min(4, CPU cores) with a GPU and the cores the model's threads leave free on the CPU, so 0 for a CPU "
-    "model; 0: all in the main process). Results are the same for any number.",
-)
-DATASET_OPTION = typer.Option(
-    [], "--dataset-option",
-    help="KEY=VALUE passed to the dataset adapter (e.g. calib_fraction=0.05, split=test); repeatable.",
-)
+# the options other commands share with a run (`generate`, `predict`, `data`, `list`): checked as they are parsed
+SEED = request_option("seed", lambda value: check_seed(value, "--seed"))
+WORKERS = request_option("workers", _workers)
+DATASET_OPTION = request_option("dataset_option")
+LABELS = request_option("labels")
 
 
-def parse_options(items: list[str], what: str) -> dict[str, object]:
-    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (JSON values where they parse)."""
-    out: dict[str, object] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"{what} takes KEY=VALUE, got {item!r}")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out
+def request_command(fn: Callable[..., Any], names: Iterable[str]) -> Callable[..., Any]:
+    """``fn(ctx, ..., **values)`` as a command: the options of the named request fields, then
+    its own (the values reach ``fn`` by field name, as typed on the command line)."""
+    own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.kind != p.VAR_KEYWORD]
+    context = [p for p in own if p.annotation is typer.Context]
+    rest = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.annotation is not typer.Context]
+    fn.__signature__ = inspect.Signature(context + request_parameters(names) + rest)  # type: ignore[attr-defined]
+    return fn
+
+
+def request_values(ctx: typer.Context, values: dict[str, Any], config: Path | None) -> dict[str, Any]:
+    """The options of a command: the command line's where given, else the ``--config`` file's,
+    else the default (text such as ``KEY=VALUE`` is read by the request itself)."""
+    given = {k: v for k, v in values.items() if _given(ctx, k)}
+    from_file = read_config(config) if config is not None else {}
+    unknown = sorted(set(from_file) - {f.name for f in fields(RunRequest)} - set(values))
+    if unknown:
+        raise ConfigError(f"--config {config}: unknown option(s) {', '.join(unknown)}; keys are the flag names "
+                          f"without -- (e.g. batch_size for --batch-size)")
+    return {**values, **from_file, **given}
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in COMMAND_DEFAULTS
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The options in a ``--config`` YAML file: a mapping of flag names (``-`` or ``_``) to values."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: cannot read it ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: must be a mapping of option names to values, got {type(data).__name__}")
+    return {str(k).lstrip("-").replace("-", "_"): v for k, v in data.items()}

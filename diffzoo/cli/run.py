@@ -8,17 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import (
-    BATCH_SIZE, CROP_SIZE, DATASET, DATASET_OPTION, DETECTOR, DEVICE, EXTRA_AUTHENTIC, ITERATIONS, LABELS,
-    LOG_EVERY, PRETRAINED, RECIPE, SAVE_EVERY, SEED, VAL_EVERY, WORKERS, parse_options,
-)
+from diffzoo.cli.options import CONFIG, request_command, request_values
 from diffzoo.cli.progress import RichProgress, rank_output
-from diffzoo.harness.core.errors import ConfigError
 from diffzoo.leaderboard.render.escape import term
 
 if TYPE_CHECKING:  # these import torch or numpy: only when a command runs, never for --help or list
@@ -29,56 +25,17 @@ if TYPE_CHECKING:  # these import torch or numpy: only when a command runs, neve
 MAX_CASE_TABLES = 6
 """Above this many cases (e.g. --suite all) the console shows the summary only;
 every case's table is in the output folder's summary and records."""
+RUN_OPTIONS = ("detector", "suite", "dataset", "checkpoint", "train", "seed", "device", "strict", "pretrained",
+               "iterations", "batch_size", "crop_size", "recipe", "labels", "extra_authentic", "dataset_option",
+               "save_every", "log_every", "val_every", "workers", "bootstrap", "thresholds", "calibration_split",
+               "holdout", "generator", "eval_dataset", "eval_dataset_option")
+"""The request's options ``diffzoo run`` takes (all of them), in the order ``--help`` lists them."""
 
 
 def run_cmd(
-    detector: str = DETECTOR,
-    suite: str = typer.Option("all", "--suite", "-s", help="Suite name, wildcard (e.g. 'dist*'), or 'all'."),
-    dataset: str = DATASET,
-    checkpoint: list[Path] = typer.Option(
-        [], "--checkpoint", help="Use this checkpoint (folder or .safetensors); one per task."
-    ),
-    train: bool = typer.Option(True, "--train/--no-train", help="Train when no checkpoint is given or cached."),
+    ctx: typer.Context,
+    config: Path | None = CONFIG,
     out: Path = typer.Option(Path("diffzoo-out"), "--out", help="Output folder for records, summary and plots."),
-    seed: int = SEED,
-    device: str = DEVICE,
-    strict: bool = typer.Option(False, "--strict", help="Stop at the first corrupt sample instead of skipping it."),
-    pretrained: bool | None = PRETRAINED,
-    iterations: int | None = ITERATIONS,
-    batch_size: int | None = BATCH_SIZE,
-    crop_size: int | None = CROP_SIZE,
-    recipe: str = RECIPE,
-    labels: str | None = LABELS,
-    extra_authentic: Path | None = EXTRA_AUTHENTIC,
-    dataset_option: list[str] = DATASET_OPTION,
-    save_every: int | None = SAVE_EVERY,
-    log_every: int | None = LOG_EVERY,
-    val_every: int | None = VAL_EVERY,
-    workers: int | None = WORKERS,
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0: none)."),
-    thresholds: str = typer.Option(
-        "fixed", "--thresholds",
-        help="fixed (card / METRICS.md thresholds) or calibrated (on --calibration-split, never an evaluated one).",
-    ),
-    calibration_split: str = typer.Option("calib", "--calibration-split", help="Split to calibrate thresholds on."),
-    holdout: list[str] = typer.Option(
-        [], "--holdout", help="Held-out editor pair for unseen-generators, e.g. sd2,glide; repeatable "
-        "(replaces the paper's pairs)."
-    ),
-    generator: list[str] = typer.Option(
-        [], "--generator",
-        help="NAME=CARD: use generator card CARD where a suite names NAME (e.g. the LoRA suite's "
-        "sdxl.hyper-sd-8step); repeatable.",
-    ),
-    eval_dataset: list[str] = typer.Option(
-        [], "--eval-dataset",
-        help="PATH[:SPLIT]: a dataset the cross-dataset suite evaluates the model on (default split: test, "
-        "else val); repeatable.",
-    ),
-    eval_dataset_option: list[str] = typer.Option(
-        [], "--eval-dataset-option",
-        help="KEY=VALUE: an adapter option for every --eval-dataset (e.g. kinds=partial for OpenSDI); repeatable.",
-    ),
     references: bool = typer.Option(
         True, "--references/--no-references",
         help="Also run the reference detectors a suite names (classification: CNNSpot, UniversalFakeDetect).",
@@ -95,24 +52,21 @@ def run_cmd(
         False, "--rerun",
         help="Replace results already recorded for the same run (the old record is kept under replaced/).",
     ),
+    **options: Any,
 ) -> None:
     """Run benchmark suites for one detector on one dataset (under torchrun: sharded over ranks)."""
-    from diffzoo.api import evaluate
+    from diffzoo.api import evaluate, make_request
 
+    values = request_values(ctx, {"out": out, "references": references, "force": force, "plan": plan,
+                                  "rerun": rerun, **options}, config)
+    request = make_request(**{k: v for k, v in values.items() if k in RUN_OPTIONS})
     with rank_output(console):
-        evaluate(
-            detector, suite, dataset, out=out, references=references, rerun=rerun, force=force, plan_only=plan,
-            progress=RichProgress(console), on_plan=print_plan, on_result=print_result,
-            seed=seed, device=device, pretrained=pretrained, iterations=iterations, batch_size=batch_size,
-            crop_size=crop_size, recipe=recipe, labels=labels, extra_authentic=extra_authentic,
-            dataset_options=parse_options(dataset_option, "--dataset-option"), checkpoints=list(checkpoint),
-            train=train, strict=strict, bootstrap=bootstrap, thresholds=thresholds,
-            calibration_split=calibration_split, holdout=_pairs(holdout),
-            generators={k: str(v) for k, v in parse_options(generator, "--generator").items()},
-            save_every=save_every, log_every=log_every, val_every=val_every, workers=workers,
-            eval_datasets=list(eval_dataset),
-            eval_dataset_options=parse_options(eval_dataset_option, "--eval-dataset-option"),
-        )
+        evaluate(request=request, out=values["out"], references=values["references"], rerun=values["rerun"],
+                 force=values["force"], plan_only=values["plan"], progress=RichProgress(console),
+                 on_plan=print_plan, on_result=print_result)
+
+
+request_command(run_cmd, RUN_OPTIONS)
 
 
 def stored_line(outcomes: list[AddOutcome]) -> str:
@@ -135,16 +89,6 @@ def skipped_line(skipped: dict[str, dict[str, str]]) -> str:
     return f"{len(skipped)} sample(s) skipped: " + ", ".join(f"{n} {term(k)}" for k, n in kinds.most_common())
 
 
-def _pairs(items: list[str]) -> list[tuple[str, str]]:
-    pairs = []
-    for item in items:
-        names = tuple(n.strip() for n in item.replace("+", ",").split(",") if n.strip())
-        if len(names) != 2:
-            raise ConfigError(f"--holdout takes two editor names, e.g. sd2,glide; got {item!r}")
-        pairs.append(names)
-    return pairs
-
-
 def print_dataset(ds, fingerprint: str) -> None:
     """``dataset NAME (fingerprint F); classes: ...``: what ``run`` and ``train`` read, first."""
     console.print(f"[bold]dataset[/] {term(ds.name)} (fingerprint {fingerprint}); "
@@ -153,24 +97,23 @@ def print_dataset(ds, fingerprint: str) -> None:
 
 def print_plan(result: Evaluation) -> None:
     """The dataset and every model's plan, before any work."""
-    main = result.runners[0]
-    ds = main.dataset
-    print_dataset(ds, main.plan_.fingerprint)
+    ds = result.dataset
+    print_dataset(ds, result.plans[0].fingerprint)
     notice = ds.notice
     if notice:
         console.print(f"[yellow]note:[/] {term(notice)}")
-    for i, runner in enumerate(result.runners):
-        for line in runner.plan_.describe():
+    for i, plan in enumerate(result.plans):
+        for line in plan.describe():
             console.print(f"[bold]plan[/] [dim](reference)[/] {term(line)}" if i else f"[bold]plan[/] {term(line)}")
-    for runner in result.runners:
-        for line in runner.pass_summary():
+    for plan in result.plans:
+        for line in plan.pass_lines():
             console.print(f"[bold]passes[/] {term(line)}")
 
 
 def print_result(result: Evaluation) -> None:
     """Notes, case tables (up to MAX_CASE_TABLES), the summary and what the store did."""
     from diffzoo.leaderboard.render.console import case_tables
-    from diffzoo.leaderboard.summary.render import summary_console
+    from diffzoo.leaderboard.render.console import summary_console
 
     for line in result.notes:  # cases without images; passes that reused the undistorted one
         console.print(f"[yellow]note:[/] {term(line)}")

@@ -8,60 +8,48 @@ in the cache.  Under torchrun the model trains through DDP and rank 0 writes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import (
-    BATCH_SIZE, CROP_SIZE, DATASET, DATASET_OPTION, DETECTOR, DEVICE, EXTRA_AUTHENTIC, ITERATIONS, LABELS,
-    LOG_EVERY, PRETRAINED, RECIPE, SAVE_EVERY, SEED, VAL_EVERY, WORKERS, parse_options,
-)
+from diffzoo.cli.options import CONFIG, request_command, request_values
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.cli.run import print_dataset
 from diffzoo.leaderboard.render.escape import term
 
 if TYPE_CHECKING:  # these import torch: only when the command runs, never for --help or list
-    from diffzoo.harness.run.planning import Plan, TrainingJob
+    from diffzoo.harness.run.plan import Job, Plan
     from diffzoo.harness.run.runner import Runner, TrainOutput
+
+TRAIN_OPTIONS = ("detector", "dataset", "seed", "device", "pretrained", "iterations", "batch_size", "crop_size",
+                 "recipe", "labels", "extra_authentic", "dataset_option", "save_every", "log_every", "val_every",
+                 "workers")
+"""The request's options ``diffzoo train`` shares with ``diffzoo run``."""
 
 
 def train_cmd(
-    detector: str = DETECTOR,
-    dataset: str = DATASET,
+    ctx: typer.Context,
     task: str = typer.Option("binary", "--task", help="binary or semantic (or any task the detector card lists)."),
     exclude_editors: str | None = typer.Option(
         None, "--exclude-editors", help="Comma-separated editors whose images are left out of training."
     ),
-    seed: int = SEED,
-    device: str = DEVICE,
-    pretrained: bool | None = PRETRAINED,
-    iterations: int | None = ITERATIONS,
-    batch_size: int | None = BATCH_SIZE,
-    crop_size: int | None = CROP_SIZE,
-    recipe: str = RECIPE,
-    labels: str | None = LABELS,
-    extra_authentic: Path | None = EXTRA_AUTHENTIC,
-    dataset_option: list[str] = DATASET_OPTION,
-    save_every: int | None = SAVE_EVERY,
-    log_every: int | None = LOG_EVERY,
-    val_every: int | None = VAL_EVERY,
-    workers: int | None = WORKERS,
     out: Path | None = typer.Option(None, "--out", help="Also write the checkpoint to this folder."),
+    config: Path | None = CONFIG,
+    **options: Any,
 ) -> None:
     """Train one detector on a dataset's train split; the checkpoint goes to the cache (and --out)."""
     from diffzoo.api import train
 
-    with rank_output(console):
-        _report(train(
-            detector, dataset, task=task, exclude_editors=[e.strip() for e in (exclude_editors or "").split(",")
-                                                           if e.strip()],
-            out=out, progress=RichProgress(console), on_plan=_print_plan, seed=seed, device=device,
-            pretrained=pretrained, iterations=iterations, batch_size=batch_size, crop_size=crop_size, recipe=recipe,
-            labels=labels, extra_authentic=extra_authentic,
-            dataset_options=parse_options(dataset_option, "--dataset-option"), save_every=save_every,
-            log_every=log_every, val_every=val_every, workers=workers,
-        ))
+    values = request_values(ctx, {"task": task, "exclude_editors": exclude_editors, "out": out, **options}, config)
+    raw = values["exclude_editors"] or ""
+    excluded = [str(e).strip() for e in (raw if isinstance(raw, list) else raw.split(",")) if str(e).strip()]
+    with rank_output(console):  # a --config file may hold run options too: train reads its own
+        _report(train(task=values["task"], exclude_editors=excluded, out=values["out"], progress=RichProgress(console),
+                      on_plan=_print_plan, **{k: v for k, v in values.items() if k in TRAIN_OPTIONS}))
+
+
+request_command(train_cmd, TRAIN_OPTIONS)
 
 
 def _print_plan(runner: Runner, plan: Plan) -> None:
@@ -70,7 +58,7 @@ def _print_plan(runner: Runner, plan: Plan) -> None:
     console.print(f"[bold]plan[/] {term(_describe(plan.card.name, job))} (cache key {job.key})")
 
 
-def _describe(name: str, job: TrainingJob) -> str:
+def _describe(name: str, job: Job) -> str:
     held_out = f" without editors {', '.join(job.spec.exclude_editors)}" if job.spec.exclude_editors else ""
     recipe = f", {job.config.recipe} recipe" if job.config.recipe != "native" else ""
     return f"{name} [{job.task}] on the {job.spec.split} split{held_out}{recipe}"
@@ -78,18 +66,18 @@ def _describe(name: str, job: TrainingJob) -> str:
 
 def _report(result: TrainOutput) -> None:
     ckpt, job = result.checkpoint, result.job
-    log = ckpt.get("training") or {}
-    how = "found in the cache (trained earlier)" if ckpt["source"] == "cache" else "trained"
+    log = ckpt.training or {}
+    how = "found in the cache (trained earlier)" if ckpt.source == "cache" else "trained"
     console.print(
         f"{how}: {term(_describe(result.detector.card.name, job))}, "
         f"{log.get('num_train_images', '?')} images, {log.get('iterations', '?')} iterations on "
         f"{log.get('world_size', 1)} process(es); loss {log.get('first_loss', float('nan')):.4f} -> "
         f"final loss {log.get('final_loss', float('nan')):.4f}"
     )
-    console.print(f"checkpoint: {term(ckpt['path'])} (sha256 {ckpt['sha256'][:16]}...)")
-    if ckpt.get("log_dir"):
-        console.print(f"training log: {term(ckpt['log_dir'])} (log.jsonl; tensorboard --logdir {term(ckpt['log_dir'])})"
-                      + _times(Path(ckpt["log_dir"]) / "log.jsonl"))
+    console.print(f"checkpoint: {term(str(ckpt.path))} (sha256 {ckpt.sha256[:16]}...)")
+    if ckpt.log_dir is not None:
+        console.print(f"training log: {term(str(ckpt.log_dir))} (log.jsonl; tensorboard --logdir "
+                      f"{term(str(ckpt.log_dir))})" + _times(ckpt.log_dir / "log.jsonl"))
     if result.copy is not None:
         console.print(f"copy: {term(str(result.copy))}")
 

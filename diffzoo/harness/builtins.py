@@ -95,7 +95,8 @@ def register_distortions(register):
              description="longer side to size px (bicubic); scored at the original size unless back=false")
     register("rescale", "diffzoo.harness.data.distortions:rescale",
              description="shorter side to scale x the model's input resolution (bicubic); scored at the label's size")
-    register("blur", "diffzoo.harness.data.distortions:blur", description="Gaussian blur of sigma px (reflect-101 border)")
+    register("blur", "diffzoo.harness.data.distortions:blur",
+             description="Gaussian blur of sigma px (reflect-101 border)")
     register("noise", "diffzoo.harness.data.distortions:noise",
              description="additive Gaussian noise, sigma in 0..255 units, seeded per image")
     register("crop", "diffzoo.harness.data.distortions:crop", description="centre crop keeping fraction of each side")

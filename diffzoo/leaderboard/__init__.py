@@ -1,4 +1,6 @@
-"""The leaderboard: the record store and its frozen versions, one table
-model (:mod:`.tables`) rendered to every format (:mod:`.render`), diffs of
-two versions, the run summary (:mod:`.summary`), the paper report
-(:mod:`.paper`), robustness curves and the one rule for the newest record."""
+"""The leaderboard: the record store and its frozen versions (:mod:`.store`,
+:mod:`.versions`, :mod:`.verify`, :mod:`.diff`), and every table made of
+records: one index choosing which records a table reads (:mod:`.index`), one
+table model (:mod:`.table`), its layouts (:mod:`.layouts`: per case, the
+paper's tables, the overview) and its renderers (:mod:`.render`), the paper's
+published numbers (:mod:`.paper`) and robustness curves (:mod:`.robustness`)."""

@@ -18,10 +18,10 @@ from typing import Any
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from diffzoo.harness.metrics.catalog import metric_info
-from diffzoo.leaderboard.newest import newest
+from diffzoo.leaderboard.index import newest
+from diffzoo.leaderboard.layouts.cases import TableKey, build_tables
 from diffzoo.leaderboard.render.escape import printable, term_text
-from diffzoo.leaderboard.tables import Row, Table, TableKey, build_tables, format_value
+from diffzoo.leaderboard.table import Row, Table, format_delta, format_value, info_of
 from diffzoo.leaderboard.versions import Selection
 
 
@@ -76,7 +76,7 @@ class Diff:
 
 def _latest(table: Table) -> dict[str, Row]:
     """Each detector's row of its newest record (:func:`~.newest.newest`)."""
-    return newest((row for row in table.rows if not row.baseline), key=lambda row: row.detector,
+    return newest((row for row in table.rows if not row.baseline), key=lambda row: row.label,
                   date=lambda row: row.provenance.get("date") or "")
 
 
@@ -98,11 +98,10 @@ def _note(key: TableKey, others: list[TableKey]) -> str:
 
 
 def diff(a: Selection, b: Selection) -> Diff:
-    ta = {t.key: t for t in build_tables(a.records, baselines=False)}
-    tb = {t.key: t for t in build_tables(b.records, baselines=False)}
+    ta = {t.key: t for t in build_tables(a.records, baselines=False) if t.key is not None}
+    tb = {t.key: t for t in build_tables(b.records, baselines=False) if t.key is not None}
     out: list[TableChange] = []
-    for key in sorted(set(ta) | set(tb), key=lambda k: (k.suite, k.suite_version, k.case, k.dataset,
-                                                         k.fingerprint, k.metrics_version)):
+    for key in sorted(set(ta) | set(tb), key=lambda k: k.order):
         if key not in tb:
             out.append(TableChange(key, "removed", note=_note(key, list(tb))))
             continue
@@ -110,7 +109,7 @@ def diff(a: Selection, b: Selection) -> Diff:
             out.append(TableChange(key, "added", note=_note(key, list(ta))))
             continue
         ra, rb = _latest(ta[key]), _latest(tb[key])
-        metrics = [c.name for c in tb[key].columns]
+        metrics = [c.key for c in tb[key].columns]
         rows = []
         for det in sorted(set(ra) | set(rb)):
             if det not in rb:
@@ -132,15 +131,11 @@ def diff(a: Selection, b: Selection) -> Diff:
 
 
 def _delta_text(change: MetricChange) -> str:
-    info = metric_info(change.metric)
-    if change.delta is None:
-        return ""
-    return f"{100 * change.delta:+.1f}" if info and info.percent else f"{change.delta:+g}"
+    return "" if change.delta is None else format_delta(info_of(change.metric), change.delta)
 
 
 def _value_text(metric: str, value: float | None) -> str:
-    info = metric_info(metric)
-    return format_value(info, value) if info else str(value)
+    return format_value(info_of(metric), value)
 
 
 def diff_console(result: Diff) -> list[Any]:

@@ -23,11 +23,16 @@ from pathlib import Path, PurePosixPath
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, check_writable_dir
+from diffzoo.harness.records.model import LOCK_FILE, RECORDS_DIR
 from diffzoo.leaderboard.store import STORE_DIRS
 
 MARKER = ".diffzoo-out.json"
-DIFFZOO_NAMES = frozenset({*STORE_DIRS, "runs", "plots", "stats", "train", "summary.md", ".lock", MARKER})
-"""What diffzoo writes at the top of an output folder (``runs/``: older stores)."""
+SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR = "summary.md", "plots", "train", "stats"
+OUTPUTS = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR)
+"""What a run (and ``diffzoo data stats``) writes beside the store: the summary, its figures, the
+training logs of the models it trained, dataset statistics."""
+DIFFZOO_NAMES = frozenset({*STORE_DIRS, *OUTPUTS, "runs", LOCK_FILE, MARKER})
+"""Every name diffzoo writes at the top of an output folder (``runs/``: stores of older diffzoos)."""
 
 
 @dataclass(frozen=True)
@@ -95,9 +100,10 @@ def claim_output_dir(path: Path, force: bool = False) -> OutputDir:
         check_writable_dir(root, "--out")  # a read-only folder fails here, not after the work
         return OutputDir(root, frozenset(marker.get("foreign", [])))
     names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    foreign: list[str] = []
     if not names:
         how, foreign = "created" if not root.exists() else "empty", []
-    elif "records" in names and set(names) <= DIFFZOO_NAMES:
+    elif RECORDS_DIR in names and set(names) <= DIFFZOO_NAMES:
         how, foreign = "older diffzoo store", []
     elif force:
         how, foreign = "forced", [n for n in names if n not in STORE_DIRS]

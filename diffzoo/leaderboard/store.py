@@ -39,12 +39,15 @@ from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
 from diffzoo.harness.records.check import StateSource, record_roots, same, state_problems
 from diffzoo.harness.records.document import ResultRecord, content_digest, record_problems, store_lock, write_state_file
+from diffzoo.harness.records.model import RECORDS_DIR, STATE_DIR
 
 log = logging.getLogger(__name__)
 
-STORE_DIRS = ("records", "states", "replaced", "versions")
-"""Folders the store writes; it never overwrites or deletes a file in them
-(states are content-addressed, a replaced record is moved to ``replaced/``)."""
+REPLACED_DIR, VERSIONS_DIR = "replaced", "versions"
+STORE_DIRS = (RECORDS_DIR, STATE_DIR, REPLACED_DIR, VERSIONS_DIR)
+"""The store's folders (module doc; the states' folder is the record model's, which names it in every
+record); it never overwrites or deletes a file in them (states are content-addressed, a replaced
+record is moved to ``replaced/``)."""
 
 
 @dataclass(frozen=True)
@@ -79,10 +82,10 @@ def differences(old: ResultRecord, new: ResultRecord) -> tuple[str, ...]:
 class RecordStore:
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.records_dir = self.root / "records"
-        self.versions_dir = self.root / "versions"
-        self.states_dir = self.root / "states"
-        self.replaced_dir = self.root / "replaced"
+        self.records_dir = self.root / RECORDS_DIR
+        self.versions_dir = self.root / VERSIONS_DIR
+        self.states_dir = self.root / STATE_DIR
+        self.replaced_dir = self.root / REPLACED_DIR
 
     # -- reading ---------------------------------------------------------------
     def paths(self) -> list[Path]:
@@ -139,7 +142,7 @@ class RecordStore:
 
     def temp_files(self) -> list[Path]:
         """Leftovers of killed writes (``.NAME.RANDOM.tmp``) in the store's folders."""
-        found = []
+        found: list[Path] = []
         for folder in (self.root, *(self.root / d for d in STORE_DIRS)):
             if folder.is_dir():
                 found.extend(p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp"))
@@ -262,7 +265,7 @@ def expand_record_paths(paths: Iterable[Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            inner = p / "records"
+            inner = p / RECORDS_DIR
             out.extend(sorted((inner if inner.is_dir() else p).glob("*.json")))
         elif p.exists():
             out.append(p)

@@ -7,7 +7,7 @@ definition hashes) and metric-definition versions they carry.  A version
 file is never rewritten.  A record a later ``--rerun`` replaced stays in the
 store (``replaced/``), so a version always loads the very records it froze,
 and one whose record was edited fails to load, naming it.  Tables are keyed
-by suite, dataset and metric versions (:mod:`.tables`), so records of
+by suite, dataset and metric versions (:mod:`.index`), so records of
 different versions never share a table.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -58,8 +58,8 @@ def _matches(value: str, patterns: list[str]) -> bool:
     return not patterns or any(fnmatchcase(value, p) for p in patterns)
 
 
-def select(records: list[ResultRecord], *, suites: list[str] = (), datasets: list[str] = (),
-           detectors: list[str] = ()) -> list[ResultRecord]:
+def select(records: list[ResultRecord], *, suites: Sequence[str] = (), datasets: Sequence[str] = (),
+           detectors: Sequence[str] = ()) -> list[ResultRecord]:
     """Records whose suite / dataset / detector match the wildcard patterns."""
     return [r for r in records
             if _matches(r.body.suite.name, list(suites))
@@ -67,8 +67,8 @@ def select(records: list[ResultRecord], *, suites: list[str] = (), datasets: lis
             and _matches(r.body.detector.name, list(detectors))]
 
 
-def freeze(store: RecordStore, name: str, *, suites: list[str] = (), datasets: list[str] = (),
-           detectors: list[str] = (), note: str = "") -> Path:
+def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), datasets: Sequence[str] = (),
+           detectors: Sequence[str] = (), note: str = "") -> Path:
     """Fix a leaderboard version from the store's records (optionally a subset)."""
     if not NAME_RE.match(name):
         raise ConfigError(f"version name {name!r} must be letters, digits, '.', '_' or '-' "

@@ -12,6 +12,7 @@ import torch
 
 from conftest import register_test_detector
 from diffzoo import DetectionOutput, DetectorCard, Detector
+from diffzoo.harness.core.plugins import reset_plugins
 from diffzoo.harness.core.types import BINARY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,12 +63,19 @@ def faulty(monkeypatch) -> Callable[..., None]:
     a ``bias`` added to the default heuristic's logits (other numbers, same
     weights), or a ``score(images)`` it also gives as its own image score."""
     script: dict = {"answer": None, "bias": 0.0, "score": None}
-    register_test_detector(  # trainable=False: used as built, a run never trains it
-        monkeypatch, faulty_card(trainable=False),
-        lambda card, task, label_space, pretrained: Scripted(task, label_space, script["answer"], card,
-                                                             script["bias"], script["score"]))
+
+    def register(score: bool) -> None:  # trainable=False: used as built, a run never trains it
+        register_test_detector(
+            monkeypatch, faulty_card(trainable=False, gives_image_score=score),
+            lambda build: Scripted(build.task, build.label_space, script["answer"], build.card, script["bias"],
+                                   script["score"]))
+
+    register(False)
 
     def use(answer: Callable | None = None, bias: float = 0.0, score: Callable | None = None) -> None:
         script.update(answer=answer, bias=bias, score=score)
+        if score is not None:  # a detector that gives its own image score says so on its card
+            reset_plugins()
+            register(True)
 
     return use

@@ -1,25 +1,24 @@
-"""Fault suite, issue 23 section 5: the plugin API stays stable.
+"""Fault suite: the plugin API stays stable.
 
-What a plugin may import is ``diffzoo.__all__``; no name of it may disappear
-without a deprecation period.  Modules that moved (issue 14's regroup, and
-metrics.boundary -> boundaries) stay importable by their old names with one
-MovedModuleWarning naming the new import (docs/plugins.md, "What a plugin
-may import")."""
+What a plugin may import is ``diffzoo.__all__`` and ``diffzoo.plugin.__all__``;
+no name of either may disappear without a deprecation period, and a factory
+of the keyword form keeps working for one release, warning (docs/plugins.md,
+"What a plugin may import")."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
-import textwrap
 import warnings
 
 import pytest
+import torch
 
 import diffzoo
-from diffzoo.harness.core.moved import MOVED, REMOVED_IN, MovedModuleWarning
+import diffzoo.plugin
 from diffzoo.harness.core.plugins import get_plugin_system, reset_plugins
+from diffzoo.plugin import DetectorCard, hookimpl
 
 PUBLIC_API = frozenset({
     "__version__", "evaluate", "train", "Evaluation", "hookimpl", "register_cards", "DiffzooError", "ConfigError",
@@ -46,64 +45,62 @@ def test_the_public_api_check_fails_when_a_name_goes(monkeypatch):
         test_no_public_name_disappears_and_each_resolves()
 
 
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_every_moved_module_imports_by_its_old_name_and_names_the_new_one(old):
-    """Each old name gives the module at its new place (the same object), warning once."""
-    sys.modules.pop(old, None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        __import__(old)  # an import statement's own call
-        __import__(old)  # a second import: no second warning
-    module = sys.modules[old]
-    assert module is importlib.import_module(MOVED[old])
-    moved = [w for w in caught if issubclass(w.category, MovedModuleWarning)]
-    assert len(moved) == 1, [str(w.message) for w in caught]
-    text = str(moved[0].message)
-    assert f"{old} moved to {MOVED[old]}" in text and REMOVED_IN in text
-    assert moved[0].filename == __file__  # points at the importing line, not at importlib
+PLUGIN_API = frozenset({
+    "hookimpl", "register_cards", "DetectorCard", "GeneratorCard", "RecipeValue", "Detector", "DetectorBuild",
+    "Generator", "Dataset", "EditResult", "LabelSpace", "BINARY", "IGNORE_INDEX", "Sample", "SampleMeta", "EditRecord",
+    "DetectionOutput", "DiffzooError", "ConfigError", "CorruptSampleError", "DataError", "DetectorError", "ModelError",
+    "WeightsUnavailableError", "TorchDetector", "SegmentationDetector", "Normalized", "ClassifierDetector", "View",
+    "crop_view", "ImageLabelDataset", "bce_loss", "TrainData", "TrainConfig", "Report", "train_loop", "CropDataset",
+    "make_loader", "shard", "all_gather", "hub_weights", "url_weights", "url_state", "check_weights", "hub_offline",
+    "cache_root", "save_checkpoint", "load_checkpoint", "describe_mismatch",
+})
+"""What ``diffzoo.plugin`` gives a plugin author (docs/plugins.md): under the same policy."""
 
 
-def test_a_moved_module_that_cannot_be_aliased_says_where_it_went():
-    """metrics.boundary is metrics.boundaries: an alias would replace the function
-    ``diffzoo.harness.metrics.boundary`` with the module, so the old import names the new one."""
-    from diffzoo.harness.metrics import boundary
-
-    with pytest.raises(ModuleNotFoundError, match="diffzoo.harness.metrics.boundaries"):
-        __import__("diffzoo.harness.metrics.boundary")
-    from diffzoo.harness import metrics
-
-    assert metrics.boundary is boundary and callable(boundary)
+def test_no_plugin_authoring_name_disappears_and_each_resolves():
+    missing = PLUGIN_API - set(diffzoo.plugin.__all__)
+    assert not missing, f"plugin names removed without a deprecation period: {sorted(missing)}"
+    for name in diffzoo.plugin.__all__:
+        assert getattr(diffzoo.plugin, name) is not None, name
+    for name in PUBLIC_API & set(diffzoo.plugin.__all__):
+        assert getattr(diffzoo, name) is getattr(diffzoo.plugin, name), name  # one object, two doors
 
 
-def test_the_old_records_module_names_still_resolve():
-    from diffzoo.harness.records.document import ResultRecord
+def test_importing_the_plugin_surface_loads_no_torch():
+    """An entry-point module takes its cards and hookimpl from diffzoo.plugin; `diffzoo list` stays light."""
+    code = ("import sys, diffzoo.plugin; "
+            "print(sorted(m for m in ('torch', 'numpy', 'safetensors') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)
 
-    with pytest.warns(MovedModuleWarning, match="diffzoo.harness.records.ResultRecord moved to "
-                                                "diffzoo.harness.records.document.ResultRecord"):
-        from diffzoo.harness.records import ResultRecord as old
-    assert old is ResultRecord
+
+KEYWORD_PLUGIN = '''
+"""A detector plugin whose factory takes the keyword form (card=, task=, label_space=, pretrained=)."""
+from diffzoo.plugin import DetectorCard, SegmentationDetector, hookimpl
+
+CARD = DetectorCard(name="oldstyle.x", description="a factory of the keyword form", tasks=("binary",))
 
 
-OLD_PLUGIN = '''
-"""A detector plugin written against the first release: it imports moved modules."""
-from diffzoo.harness.checkpoints import load_checkpoint, save_checkpoint  # now harness.models.checkpoints
-from diffzoo.harness.segmenter import SegmentationDetector  # now harness.models.segmenter
-from diffzoo import DetectorCard, hookimpl
+class OldStyle(SegmentationDetector):
+    def __init__(self, card, task, label_space, pretrained=False):
+        super().__init__(card, task, label_space, pretrained)
 
-CARD = DetectorCard(name="oldstyle.x", description="written for diffzoo 0.1 before the regroup",
-                    tasks=("binary",))
+    def build_network(self, num_outputs, pretrained):
+        from torch import nn
+
+        return nn.Conv2d(3, num_outputs, 1)
 
 
 @hookimpl
 def register_detectors(register):
-    register(CARD.name, "oldstyle_plugin:SegmentationDetector", card=CARD)
+    register(CARD.name, "oldstyle_plugin:OldStyle", card=CARD)
 '''
 
 
 def _install_old_plugin(site):
     """``oldstyle_plugin`` as an installed distribution with a ``diffzoo`` entry point (no pip)."""
     site.mkdir(parents=True)
-    (site / "oldstyle_plugin.py").write_text(OLD_PLUGIN)
+    (site / "oldstyle_plugin.py").write_text(KEYWORD_PLUGIN)
     info = site / "oldstyle_plugin-0.1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: oldstyle-plugin\nVersion: 0.1.0\n")
@@ -111,43 +108,51 @@ def _install_old_plugin(site):
     return site
 
 
-def test_a_plugin_written_against_the_first_release_still_loads(tmp_path, monkeypatch):
+def test_a_factory_of_the_keyword_form_still_builds_and_warns(tmp_path, monkeypatch):
+    """For one release (docs/plugins.md, changelog) a factory taking (card=, task=, label_space=,
+    pretrained=) is called that way, and a base class still takes those arguments; both warn."""
     site = _install_old_plugin(tmp_path / "site")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delenv("DIFFZOO_PLUGINS", raising=False)
-    for name in ("oldstyle_plugin", "diffzoo.harness.checkpoints", "diffzoo.harness.segmenter"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.delitem(sys.modules, "oldstyle_plugin", raising=False)
     reset_plugins()
     try:
-        with pytest.warns(MovedModuleWarning, match="diffzoo.harness.checkpoints moved to "
-                                                    "diffzoo.harness.models.checkpoints"):
-            system = get_plugin_system()
-            assert system.registry.has("detector", "oldstyle.x")
-        assert not [f for f in system.failures if f.plugin == "oldstyle"], system.failures
+        with pytest.warns(DeprecationWarning, match=r"oldstyle_plugin\.OldStyle takes the keyword form "
+                                                    r"\(card=, task=, label_space=, pretrained=\)"):
+            det = diffzoo.create_detector("oldstyle.x", "binary")
+        assert (det.card.name, det.task, det.pretrained) == ("oldstyle.x", "binary", False)
+        assert det.label_space == diffzoo.plugin.BINARY
+        assert det.predict(torch.rand(1, 3, 8, 8)).mask_logits.shape == (1, 1, 8, 8)
     finally:
         reset_plugins()
 
 
-def test_the_cli_shows_the_moved_module_warning_of_a_plugin(tmp_path):
-    """The CLI sends third-party deprecation notices to the debug log, but this one is diffzoo's:
-    the plugin's user sees what to tell its author, once, and the command still works."""
-    site = _install_old_plugin(tmp_path / "site")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    env.pop("DIFFZOO_PLUGINS", None)
-    done = subprocess.run([sys.executable, "-m", "diffzoo", "list", "detectors", "oldstyle*"], capture_output=True,
-                          text=True, timeout=120, env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "oldstyle.x" in done.stdout
-    assert done.stderr.count("MovedModuleWarning: diffzoo.harness.checkpoints moved to "
-                             "diffzoo.harness.models.checkpoints") == 1, done.stderr
-    assert "oldstyle_plugin.py" in done.stderr  # names the plugin's file and line
+def test_a_factory_is_given_one_detector_build():
+    seen = []
+
+    class Plugin:
+        @hookimpl
+        def register_detectors(self, register):
+            card = DetectorCard(name="buildform.x", description="records what it is given", tasks=("binary",))
+            register(card.name, lambda build: seen.append(build) or "built", card=card)
+
+    reset_plugins()
+    get_plugin_system().pm.register(Plugin(), name="buildform")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            assert diffzoo.create_detector("buildform.x", "binary", pretrained=True) == "built"
+    finally:
+        reset_plugins()
+    [build] = seen
+    assert build == diffzoo.DetectorBuild(build.card, "binary", diffzoo.plugin.BINARY, pretrained=True)
+    assert build.card.name == "buildform.x"
 
 
 def test_docs_state_the_policy_and_list_the_public_names():
     guide = (os.path.dirname(__file__) + "/../../docs/plugins.md")
     text = open(guide, encoding="utf-8").read()
     section = text.split("## What a plugin may import", 1)[1].split("\n## ", 1)[0]
-    for name in PUBLIC_API - {"__version__"}:
+    for name in (PUBLIC_API | PLUGIN_API) - {"__version__"}:
         assert f"`{name}`" in section, name
-    assert REMOVED_IN in section and "MovedModuleWarning" in section
-    assert textwrap.dedent("""diffzoo.harness.checkpoints""") in section
+    assert "DetectorBuild" in section and "keyword form" in section  # the changelog of this release

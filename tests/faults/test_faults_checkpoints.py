@@ -1,5 +1,4 @@
-"""Fault suite, issue 12 section 6 (checkpoints, pretrained weights, resumed
-training) and section 7 (--device): kills and strangers never make diffzoo
+"""Fault suite: checkpoints, pretrained weights, resumed training and --device: kills and strangers never make diffzoo
 load the wrong bytes, and a killed training run resumes to the same model."""
 
 from __future__ import annotations
@@ -33,8 +32,8 @@ ITERATIONS = 20  # the default resume interval is a tenth: a save every 2 steps
 
 def _request(folder: Path, detector: str = "segformer.tiny", **kw) -> RunRequest:
     crop = 16 if detector == "segformer.tiny" else 32
-    return RunRequest(detector=detector, suites="standard", dataset=str(folder), device="cpu", bootstrap=0,
-                      train_overrides={"iterations": ITERATIONS, "batch_size": 2, "crop_size": crop}, **kw)
+    return RunRequest(detector=detector, suite="standard", dataset=str(folder), device="cpu", bootstrap=0,
+                      iterations=ITERATIONS, batch_size=2, crop_size=crop, **kw)
 
 
 class _Killed(Exception):
@@ -86,16 +85,15 @@ def dying(tensors, filename, *args, **kwargs):
             os._exit(9)
     return real(tensors, filename, *args, **kwargs)
 st.save_file = dying
-Runner(RunRequest(**json.loads(sys.argv[1]))).train(sys.argv[4])
+Runner(RunRequest.from_dict(json.loads(sys.argv[1]))).train(sys.argv[4])
 """
 
 
 def _train_and_die(folder: Path, tmp_path: Path, suffix: str, die_at: int) -> int:
     """Train segformer.tiny in another process that is killed (os._exit) while
     writing the ``die_at``-th file whose name ends in ``suffix``; its exit code."""
-    req = _request(folder)
-    fields = {k: getattr(req, k) for k in ("detector", "suites", "dataset", "device", "bootstrap", "train_overrides")}
-    done = subprocess.run([sys.executable, "-c", _DIE, json.dumps(fields), suffix, str(die_at), "binary"],
+    done = subprocess.run([sys.executable, "-c", _DIE, json.dumps(_request(folder).to_dict()), suffix, str(die_at),
+                           "binary"],
                           cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=300)
     return done.returncode
 
@@ -149,7 +147,7 @@ def test_checkpoint_folder_still_being_written_is_neither_listed_nor_removed(mon
 # -- strangers in the checkpoint cache -----------------------------------------------------
 
 def test_run_refuses_cached_weights_changed_after_their_card(diffseg_folder):
-    path = Path(_train(diffseg_folder).checkpoint["path"])
+    path = Path(_train(diffseg_folder).checkpoint.path)
     weights = path / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-1] ^= 1
@@ -164,7 +162,7 @@ def test_run_refuses_cached_weights_changed_after_their_card(diffseg_folder):
 def test_predict_refuses_cached_weights_changed_after_their_card(diffseg_folder, tmp_path, capsys):
     from diffzoo import create_detector
 
-    path = Path(_train(diffseg_folder).checkpoint["path"])
+    path = Path(_train(diffseg_folder).checkpoint.path)
     torch.manual_seed(5)
     other = create_detector("segformer.tiny", "binary").save(tmp_path / "other")  # another, intact model
     (path / "model.safetensors").write_bytes(other.read_bytes())  # copied over the cached one's weights
@@ -176,7 +174,7 @@ def test_predict_refuses_cached_weights_changed_after_their_card(diffseg_folder,
 
 @pytest.mark.parametrize("edit", ["no sha256 in card.json", "no card.json", "card.json of another cache key"])
 def test_cached_checkpoint_a_stranger_edited_is_refused_by_run_and_predict(edit, diffseg_folder, tmp_path, capsys):
-    path = Path(_train(diffseg_folder).checkpoint["path"])
+    path = Path(_train(diffseg_folder).checkpoint.path)
     card = json.loads((path / "card.json").read_text())
     if edit == "no card.json":
         (path / "card.json").unlink()
@@ -271,10 +269,10 @@ def test_killed_training_resumes_from_its_last_save_to_identical_weights(detecto
     assert not any(p.name.endswith(".resume") for p in _checkpoints_dir(detector).iterdir())
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "uninterrupted"))
     whole = _train(diffseg_folder, detector)
-    assert Path(out.checkpoint["path"]).name == Path(whole.checkpoint["path"]).name  # one cache key
-    assert _tensors_equal(Path(out.checkpoint["path"], "model.safetensors"),
-                          Path(whole.checkpoint["path"], "model.safetensors"))
-    assert out.checkpoint["training"]["losses"] == whole.checkpoint["training"]["losses"]
+    assert Path(out.checkpoint.path).name == Path(whole.checkpoint.path).name  # one cache key
+    assert _tensors_equal(Path(out.checkpoint.path, "model.safetensors"),
+                          Path(whole.checkpoint.path, "model.safetensors"))
+    assert out.checkpoint.training["losses"] == whole.checkpoint.training["losses"]
 
 
 def test_kill_while_saving_the_resume_state_keeps_the_previous_one(diffseg_folder, tmp_path, monkeypatch):
@@ -284,8 +282,8 @@ def test_kill_while_saving_the_resume_state_keeps_the_previous_one(diffseg_folde
     assert resumed.calls == ITERATIONS - 4  # from the intact state saved after step 4
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "uninterrupted"))
     whole = _train(diffseg_folder)
-    assert _tensors_equal(Path(out.checkpoint["path"], "model.safetensors"),
-                          Path(whole.checkpoint["path"], "model.safetensors"))
+    assert _tensors_equal(Path(out.checkpoint.path, "model.safetensors"),
+                          Path(whole.checkpoint.path, "model.safetensors"))
 
 
 def test_save_interval_changes_neither_the_cache_key_nor_the_model(diffseg_folder, tmp_path, monkeypatch):
@@ -294,9 +292,9 @@ def test_save_interval_changes_neither_the_cache_key_nor_the_model(diffseg_folde
     every_step = Runner(_request(diffseg_folder, save_every=1)).train("binary")
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "other"))
     never = Runner(_request(diffseg_folder, save_every=0)).train("binary")
-    assert Path(every_step.checkpoint["path"]).name == Path(never.checkpoint["path"]).name
-    assert every_step.checkpoint["sha256"] == never.checkpoint["sha256"]
-    card = json.loads(Path(never.checkpoint["path"], "card.json").read_text())
+    assert Path(every_step.checkpoint.path).name == Path(never.checkpoint.path).name
+    assert every_step.checkpoint.sha256 == never.checkpoint.sha256
+    card = json.loads(Path(never.checkpoint.path, "card.json").read_text())
     assert not any("save" in key for key in card["train_config"])
     with pytest.raises(ConfigError, match="--save-every -1"):
         Runner(_request(diffseg_folder, save_every=-1))

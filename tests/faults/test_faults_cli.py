@@ -1,5 +1,5 @@
-"""Fault suite, issue 12 section 7 (user errors are user errors) and the
-run-level half of section 2 (skipped samples are counted once, by reason).
+"""Fault suite: user errors are user errors, and skipped samples are counted
+once, by reason.
 
 Each user error prints one line that names the problem and the fix, exits
 2 and never says "internal error".

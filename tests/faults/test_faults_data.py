@@ -1,8 +1,8 @@
-"""Fault suite, data side of issue 12: odd images and masks, broken or hostile
-archives, one fingerprint per content, nothing written into a dataset folder.
+"""Fault suite, data side: odd images and masks, broken or hostile archives, one
+fingerprint per content, nothing written into a dataset folder.
 
-Every test here failed on the code before issue 12 (see the report for the
-old behaviour of each)."""
+Each test pins the exact outcome of one fault: the sample skipped and counted by
+kind, or one clear error naming the file."""
 
 from __future__ import annotations
 
@@ -142,7 +142,8 @@ def read_only(monkeypatch, root: Path, reads: list[str]):
 
 @pytest.fixture
 def hf_cache(tmp_path, monkeypatch):
-    datasets = pytest.importorskip("datasets")
+    import datasets
+
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
     return datasets
 

@@ -1,4 +1,4 @@
-"""Fault suite, issue 12 section 1: the detector boundary.
+"""Fault suite: the detector boundary.
 
 Every prediction is held to the protocol before a metric sees it; a
 malformed one is a DetectorError naming the detector, the sample, what was

@@ -1,4 +1,4 @@
-"""Fault suite, issue 12 section 5: published and printed output that a
+"""Fault suite: published and printed output that a
 hostile record cannot turn against its reader (spreadsheet formulas, broken
 Markdown rows, live LaTeX, HTML injection, terminal escape sequences)."""
 
@@ -15,10 +15,11 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 
 from diffzoo.leaderboard.render.console import case_tables
-from diffzoo.leaderboard.render.site_overview import OVERVIEW_JS
+from diffzoo.leaderboard.render.site import OVERVIEW_JS
 from diffzoo.leaderboard.render.text import publish
-from diffzoo.leaderboard.summary.build import build_summary
-from diffzoo.leaderboard.summary.render import summary_console, summary_markdown
+from diffzoo.leaderboard.layouts.paper import build_summary
+from diffzoo.leaderboard.render.console import summary_console
+from diffzoo.leaderboard.render.markdown import summary_markdown
 from diffzoo.leaderboard.versions import Selection
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache

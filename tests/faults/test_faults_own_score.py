@@ -79,7 +79,7 @@ def test_every_image_case_gets_its_second_row(capsys, tmp_path, diffseg_folder, 
 def test_calibration_sets_the_area_rule_and_the_score_rule_each_from_its_state():
     from faultkit import Scripted
     from diffzoo.harness.core.types import SampleMeta
-    from diffzoo.harness.records.case_summary import OWN_SCORE
+    from diffzoo.harness.core.types import StateKey
     from diffzoo.harness.run.evaluate import EvalResult
     from diffzoo.harness.run.thresholds import calibrate
 
@@ -93,7 +93,7 @@ def test_calibration_sets_the_area_rule_and_the_score_rule_each_from_its_state()
         meta = SampleMeta(f"s{i}")
         area.update(meta, gt, pred, None)
         scored.update(meta, gt, pred, None, image_score=0.3 + 0.1 * edited + 0.01 * i)
-    result = EvalResult({"binary": area, OWN_SCORE: scored})
+    result = EvalResult({StateKey.BINARY: area, StateKey.OWN_SCORE: scored})
     thresholds = calibrate(Scripted(), "calib", lambda t: result)
     assert thresholds.score == scored.best_thresholds()["image"] != 0.5
     assert thresholds.area == pytest.approx(area.best_thresholds()["image"])

@@ -1,6 +1,6 @@
-"""Fault suite: records and the leaderboard store (issue 12: 3c identity, 4 typed
-and verifiable records, 5 terminal output of the leaderboard commands, 6 output
-folders and killed writes).
+"""Fault suite: records and the leaderboard store: identity, typed and verifiable
+records, terminal output of the leaderboard commands, output folders and killed
+writes.
 
 Records are made by conftest's ``make_record(state=make_state())``: every
 number comes from a real metric state, which the record carries.
@@ -22,12 +22,8 @@ from diffzoo.leaderboard.store import RecordStore
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 
 def verified(detector: str = "det", seed: int = 0, task: str = "binary", **kw) -> ResultRecord:
-    """A record whose numbers its state reproduces (the code before issue 12
-    had no states: there the record is made without one)."""
-    try:
-        return make_record(detector, task=task, case=task, state=make_state(task, seed=seed), **kw)
-    except ImportError:
-        return make_record(detector, task=task, case=task, **kw)
+    """A record whose numbers its state reproduces."""
+    return make_record(detector, task=task, case=task, state=make_state(task, seed=seed), **kw)
 
 
 def stored(tmp_path: Path, record: ResultRecord | None = None) -> tuple[Path, ResultRecord, Path]:
@@ -40,15 +36,11 @@ def stored(tmp_path: Path, record: ResultRecord | None = None) -> tuple[Path, Re
 
 def reseal(data: dict) -> dict:
     """Recompute every hash a record carries, as an editor with diffzoo's
-    source can (before issue 12 the id was a hash of the content, and a
-    resealed record was accepted)."""
+    source can: only the state and its binding then tell the edit."""
     from diffzoo.harness.records import document as records
 
-    if hasattr(records, "field_digests"):
-        data["digests"] = records.field_digests(data)
-        data["record_id"] = records.record_id_of(data)
-    else:
-        data["record_id"] = records.content_id(data)
+    data["digests"] = records.field_digests(data)
+    data["record_id"] = records.record_id_of(data)
     return data
 
 

@@ -1,5 +1,4 @@
-"""Fault suite, issue 23 (rows you can trust, round two), sections 1-4; section 5 (the
-plugin API) is tests/faults/test_faults_api.py.
+"""Fault suite: rows you can trust (the plugin API's faults are tests/faults/test_faults_api.py).
 
 1. binary masks are never silently read as "ignore"; an (almost) all-ignore split
    or training stream is an error naming the dataset;

@@ -42,7 +42,7 @@ from diffzoo.harness.data.base import SplitDataset, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import data_files
 from diffzoo.harness.data.imageio import read_image
-from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, file_split_id, read_splits_file
+from diffzoo.harness.data.splits import SPLITS_FILE, file_split_id, one_split, read_splits_file
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
@@ -181,7 +181,7 @@ class ImgEditDataset(SplitDataset):
             bases = (file.parent, file.parent.parent)
             roots = [d for b in bases for d in (b, b / "Singleturn", b / "Multiturn") if d.is_dir()]
         memo = F.sha256(json.dumps([str(file.resolve()), [str(r.resolve()) for r in roots]]).encode())[:32]
-        digests = F.Digests(self._cache / "digests" / f"{memo}.json" if self._cache is not None else None)
+        digests = F.Digests(f"imgedit:{memo}" if self._cache is not None else None)
         columns = [F.TURNS_COLUMN] if kind == "turns" else list(F.PAIR_COLUMNS)
         row = 0
         for batch in pq.ParquetFile(file).iter_batches(batch_size=64, columns=columns):
@@ -299,8 +299,7 @@ class ImgEditDataset(SplitDataset):
     def _assign_splits(self, folder: Path, split: str | None) -> None:
         keep = {s for s, p in self._pairs.items() if p.status in KEPT} | set(self._inputs)
         if split is not None or not (folder / SPLITS_FILE).is_file():
-            self._splits = {canonical_split(split or "test"): sorted(keep)}
-            self.split_info = {"id": "native", "source": f"every sample in {canonical_split(split or 'test')}"}
+            self._splits, self.split_info = one_split(split or "test", keep)
         else:
             self.split_info = {"id": file_split_id(SPLITS_FILE, (folder / SPLITS_FILE).read_bytes()),
                                "source": f"{SPLITS_FILE} beside the data"}

@@ -29,16 +29,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import atomic_write_text
-
-log = logging.getLogger(__name__)
+from diffzoo.harness.data.fingerprint import DigestCache
 
 PAIR_COLUMNS = ("input_images", "output_images", "prompt")
 TURNS_COLUMN = "data"
@@ -111,30 +108,25 @@ def resolve(path: str, roots: list[Path], where: str) -> Path:
 
 
 class Digests:
-    """sha256 of image files, memoised by (path, size, mtime_ns) in a JSON file (None: not kept)."""
+    """sha256 of image files, memoised by (path, size, mtime_ns) in a
+    :class:`~diffzoo.harness.data.fingerprint.DigestCache` named ``key`` (None: not kept)."""
 
-    def __init__(self, file: Path | None) -> None:
-        self.file, self.old, self.new = file, {}, {}
-        if file is not None and file.is_file():
-            try:
-                self.old = dict(json.loads(file.read_text(encoding="utf-8"))["files"])
-            except (OSError, ValueError, KeyError, TypeError):
-                self.old = {}
+    def __init__(self, key: str | None) -> None:
+        self.cache = DigestCache(key) if key is not None else None
 
     def __call__(self, path: Path) -> str:
         st = path.stat()
-        hit = self.old.get(str(path))
-        if not (isinstance(hit, list) and hit[:2] == [st.st_size, st.st_mtime_ns]):
-            hit = [st.st_size, st.st_mtime_ns, sha256(path.read_bytes())]
-        self.new[str(path)] = hit
-        return hit[2]
+        stamp = [st.st_size, st.st_mtime_ns]
+        digest = self.cache.get(str(path), stamp) if self.cache is not None else None
+        if digest is None:
+            digest = sha256(path.read_bytes())
+            if self.cache is not None:
+                self.cache.put(str(path), stamp, digest)
+        return digest
 
     def save(self) -> None:
-        if self.file is not None and self.new != self.old:
-            try:
-                atomic_write_text(self.file, json.dumps({"version": 1, "files": self.new}))
-            except OSError as exc:  # costs speed only
-                log.debug("cannot write %s (%s)", self.file, exc)
+        if self.cache is not None:
+            self.cache.save()
 
 
 class RowReader:

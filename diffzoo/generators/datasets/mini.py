@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import shutil
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS, LABELS_FILE
+from diffzoo.harness.data.metadata import MANIFEST_FILE
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import cache_root, exclusive_lock
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
@@ -224,7 +222,9 @@ def _build_mini(
 ) -> Path:
     from diffzoo.harness.run.factories import create_generator
     from diffzoo.generators.editors.cards import TINY_EDITORS
-    from diffzoo.generators.generate.layout import labels_text, manifest_text, save_png
+    from diffzoo.generators.generate.layout import (
+        IMAGE_DIR, built_in_place_of, labels_text, manifest_text, sample_paths, save_png,
+    )
     from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample
     from diffzoo.generators.generate.regions import Region
     from diffzoo.generators.editors.text2image import TextToImage
@@ -236,11 +236,9 @@ def _build_mini(
     label_space = LabelSpace.from_editors(EDITORS)
     editors = {name: create_generator(TINY_EDITORS[name]) for name in EDITORS}
     t2i = TextToImage()
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = root.parent / f".{root.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     started = time.perf_counter()
-    try:
-        (tmp / "train_copy").mkdir(parents=True)
+    with built_in_place_of(root) as tmp:
+        (tmp / IMAGE_DIR).mkdir()
         manifest = []
         for done, plan in enumerate(plans, start=1):
             if plan.base == "real":
@@ -252,22 +250,14 @@ def _build_mini(
                 for t, mask in zip(plan.turns, plan.masks)
             ]
             edited = edit_sample(image, [lambda _image, _done, t=t: (t,) for t in turns], editors, label_space)
-            save_png(edited.image, tmp / "train_copy" / f"{plan.id}.image.png")
-            save_png(edited.label, tmp / "train_copy" / f"{plan.id}.mask.png")
+            for path, array in zip(sample_paths(tmp, plan.id), (edited.image, edited.label)):
+                save_png(array, path)
             manifest.append(SampleMeta(id=plan.id, base=plan.base, turns=plan.turns, source=SOURCE).to_dict())
             if progress is not None:
                 progress(done, len(plans))
-        (tmp / "manifest.jsonl").write_text(manifest_text(manifest), encoding="utf-8")
-        (tmp / "labels.json").write_text(labels_text(label_space), encoding="utf-8")
+        (tmp / MANIFEST_FILE).write_text(manifest_text(manifest), encoding="utf-8")
+        (tmp / LABELS_FILE).write_text(labels_text(label_space), encoding="utf-8")
         (tmp / "README.md").write_text(_readme(n_images, size, seed, label_space), encoding="utf-8")
-        if root.exists():  # overwrite: move the old copy aside first, then swap
-            old = root.parent / f".{root.name}.old-{uuid.uuid4().hex[:8]}"
-            root.rename(old)
-            shutil.rmtree(old, ignore_errors=True)
-        tmp.rename(root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("built mini (%d images, %d px) at %s in %.1fs", n_images, size, root, time.perf_counter() - started)
     return root
 
@@ -289,7 +279,7 @@ def mini_root(
 
 
 def _is_built(root: Path) -> bool:
-    return (root / "labels.json").is_file() and (root / "manifest.jsonl").is_file()
+    return (root / LABELS_FILE).is_file() and (root / MANIFEST_FILE).is_file()
 
 
 def ensure_mini(

@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import shutil
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +20,17 @@ from typing import Any
 
 from PIL import Image
 
-from diffzoo.harness.data.imageio import is_image_file, read_image
+from diffzoo.harness.data.authentic import image_files_in
+from diffzoo.harness.data.imageio import read_image
+from diffzoo.harness.data.labelmaps import LABELS_FILE
+from diffzoo.harness.data.metadata import MANIFEST_FILE
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
 from diffzoo.generators.editors.labels import (
     DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, FRAMES, STATUSES, AlignParams,
     difference_label, label_settings,
 )
+from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +54,10 @@ def _stems(folder: Path, what: str) -> dict[str, Path]:
     if not folder.is_dir():
         raise DataError(f"{what} folder {folder} does not exist or is not a folder")
     out: dict[str, Path] = {}
-    for f in sorted(folder.iterdir()):
-        if f.is_file() and not f.name.startswith(".") and is_image_file(f.name):
-            if f.stem in out:
-                raise DataError(f"{folder}: two images with the stem {f.stem!r}: {out[f.stem].name}, {f.name}")
-            out[f.stem] = f
+    for f in image_files_in(folder):
+        if f.stem in out:
+            raise DataError(f"{folder}: two images with the stem {f.stem!r}: {out[f.stem].name}, {f.name}")
+        out[f.stem] = f
     return out
 
 
@@ -99,36 +101,21 @@ def label_pairs(
                          sorted(set(origs) - set(gens)), sorted(set(gens) - set(origs)))  # fmt: skip
     options = {"tau": tau, "min_area": min_area, "max_area": max_area, "cleanup": cleanup,
                "align_images": align_images}  # fmt: skip
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
-        (tmp / PAIRS_DIR).mkdir(parents=True)
+    with built_in_place_of(out) as tmp:
+        (tmp / PAIRS_DIR).mkdir()
         rows = []
         for done, stem in enumerate(stems, start=1):
-            row = _label_one(stem, origs[stem], gens[stem], tmp / PAIRS_DIR, frame, editor, options)
-            report.counts[row["status"]] += 1
-            rows.append(json.dumps(row) + "\n")
+            rows.append(_label_one(stem, origs[stem], gens[stem], tmp / PAIRS_DIR, frame, editor, options))
+            report.counts[rows[-1]["status"]] += 1
             if progress is not None:
                 progress(done, len(stems))
-        (tmp / "manifest.jsonl").write_text("".join(rows), encoding="utf-8")
-        labels = {"names": list(label_space.names), "verified": True}
+        (tmp / MANIFEST_FILE).write_text(manifest_text(rows), encoding="utf-8")
+        (tmp / LABELS_FILE).write_text(labels_text(label_space), encoding="utf-8")
         settings = label_settings(tau, min_area, max_area, cleanup, AlignParams() if align_images else None)
         unmatched = {"orig_only": report.orig_only, "gen_only": report.gen_only}
         summary = {"orig_dir": str(orig_dir), "gen_dir": str(gen_dir), "frame": frame, "editor": editor,
                    "settings": settings, "counts": report.counts, "unmatched": unmatched}  # fmt: skip
-        for name, data in (("labels.json", labels), (SUMMARY_FILE, summary)):
-            (tmp / name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        if out.exists():  # force: move the old copy aside, then swap
-            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-            out.rename(old)
-            if old.is_dir():
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                old.unlink()
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        (tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     log.info("label-pairs: %s -> %s %s", gen_dir, out, report.counts)
     return report
 

@@ -31,10 +31,14 @@ import dataclasses
 
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.generators.editors.glide.cards import GLIDE_CARDS
-from diffzoo.generators.editors.instruct_cards import INSTRUCT_CARDS, INSTRUCT_DEFAULTS, TINY_NOTE
+from diffzoo.generators.editors.instruct_cards import (
+    INSTRUCT_CARDS, INSTRUCT_DEFAULTS, TINY_NOTE, tiny_card,
+)
 
 LDM_PAPER = "Rombach et al., High-Resolution Image Synthesis with Latent Diffusion Models, CVPR 2022, arXiv:2112.10752"
-SDXL_PAPER = "Podell et al., SDXL: Improving Latent Diffusion Models for High-Resolution Image Synthesis, arXiv:2307.01952"
+SDXL_PAPER = (
+    "Podell et al., SDXL: Improving Latent Diffusion Models for High-Resolution Image Synthesis, arXiv:2307.01952"
+)
 FLUX_PAPER = (
     "Black Forest Labs, FLUX.1 (2024; no paper of its own; architecture described in "
     "FLUX.1 Kontext, arXiv:2506.15742)"
@@ -251,32 +255,12 @@ HUNYUANDIT_BLEND = GeneratorCard(
 )
 
 
-def _tiny(name: str, pipeline: str, real: GeneratorCard, **options: object) -> GeneratorCard:
-    return GeneratorCard(
-        name=name,
-        description=f"tiny random-weight {pipeline} built offline (stand-in for {real.name})",
-        pipeline=pipeline,
-        weights=None,
-        native_inpaint=real.native_inpaint,
-        tiny=True,
-        resolution=64,
-        steps=2,
-        guidance_scale=5.0,
-        licence="Apache-2.0 (diffzoo code; no weights)",
-        paper=real.paper,
-        options={"notes": TINY_NOTE, **options},
-    )
-
-
-SD2_TINY = _tiny("sd2.tiny", "StableDiffusionInpaintPipeline", SD2_INPAINT)
-SDXL_TINY = _tiny("sdxl.tiny", "StableDiffusionXLInpaintPipeline", SDXL_INPAINT, unet_in_channels=9)
-SDXL_TINY_BASE = _tiny(
-    "sdxl.tiny-base", "StableDiffusionXLInpaintPipeline", SDXL_BASE, unet_in_channels=4
-)
+SD2_TINY = tiny_card("sd2.tiny", SD2_INPAINT)
+SDXL_TINY = tiny_card("sdxl.tiny", SDXL_INPAINT, unet_in_channels=9)
+SDXL_TINY_BASE = tiny_card("sdxl.tiny-base", SDXL_BASE, unet_in_channels=4)
 SDXL_TINY_LORA = dataclasses.replace(
-    _tiny(
+    tiny_card(
         "sdxl.tiny-lora",
-        "StableDiffusionXLInpaintPipeline",
         SDXL_HYPER_SD_8STEP,
         unet_in_channels=9,
         loras=({"tiny_seed": 1, "fuse": True},),  # a random LoRA made offline (tiny.components.tiny_lora_state_dict)
@@ -284,21 +268,12 @@ SDXL_TINY_LORA = dataclasses.replace(
     ),
     guidance_scale=0.0,  # as the real card: no classifier-free guidance
 )
-FLUX1_TINY = _tiny("flux1.tiny", "FluxFillPipeline", FLUX1_FILL, max_sequence_length=64)
-FLUX1_TINY_INPAINT = _tiny(
-    "flux1.tiny-inpaint", "FluxInpaintPipeline", FLUX1_INPAINT, max_sequence_length=64
-)
-SD35_TINY = _tiny("sd35.tiny", "StableDiffusion3InpaintPipeline", SD35_MEDIUM, max_sequence_length=64)
-KANDINSKY22_TINY = _tiny(
-    "kandinsky22.tiny",
-    "KandinskyV22InpaintCombinedPipeline",
-    KANDINSKY22_INPAINT,
-    call_kwargs={"prior_num_inference_steps": 2},
-)
-KOLORS_TINY = _tiny("kolors.tiny", "KolorsPipeline", KOLORS_BLEND, max_sequence_length=64)
-HUNYUANDIT_TINY = _tiny(
-    "hunyuandit.tiny", "HunyuanDiTPipeline", HUNYUANDIT_BLEND, call_kwargs={"use_resolution_binning": False}
-)
+FLUX1_TINY = tiny_card("flux1.tiny", FLUX1_FILL, max_sequence_length=64)
+FLUX1_TINY_INPAINT = tiny_card("flux1.tiny-inpaint", FLUX1_INPAINT, max_sequence_length=64)
+SD35_TINY = tiny_card("sd35.tiny", SD35_MEDIUM, max_sequence_length=64)
+KANDINSKY22_TINY = tiny_card("kandinsky22.tiny", KANDINSKY22_INPAINT, call_kwargs={"prior_num_inference_steps": 2})
+KOLORS_TINY = tiny_card("kolors.tiny", KOLORS_BLEND, max_sequence_length=64)
+HUNYUANDIT_TINY = tiny_card("hunyuandit.tiny", HUNYUANDIT_BLEND, call_kwargs={"use_resolution_binning": False})
 
 GENERATOR_CARDS: tuple[GeneratorCard, ...] = (
     SD2_INPAINT,
@@ -374,13 +349,8 @@ CARDS_BY_NAME: dict[str, GeneratorCard] = {
 
 
 def get_card(name: str) -> GeneratorCard:
-    """Card by full name or bare family (its default tag)."""
-    from diffzoo.harness.core.errors import UnknownNameError
+    """Card by full name (the text-to-image card too, which is not registered) or bare family:
+    its default tag, as the registry resolves it."""
+    from diffzoo.harness.core.plugins import get_registry
 
-    if name in CARDS_BY_NAME:
-        return CARDS_BY_NAME[name]
-    for card in (*GENERATOR_CARDS, *GLIDE_CARDS, *INSTRUCT_CARDS):
-        if card.family == name and card.name in DEFAULT_CARDS:
-            return card
-    families = {c.family for c in CARDS_BY_NAME.values() if c.name in DEFAULT_CARDS}
-    raise UnknownNameError("generator", name, {*families, *CARDS_BY_NAME})
+    return CARDS_BY_NAME[name] if name in CARDS_BY_NAME else get_registry().get("generator", name).card

@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import logging
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -32,22 +33,9 @@ from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
 from diffzoo.harness.models.weights import hub_offline
 from diffzoo.harness.core.protocols import EditResult, Generator
+from diffzoo.generators.editors.labels import check_image
 
 log = logging.getLogger(__name__)
-
-
-
-class _DropEmptyFp32Warning(logging.Filter):
-    """diffusers 0.42 warns on every ``vae.to(dtype)`` even when no module must stay fp32."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "should be kept in float32: []" not in record.getMessage()
-
-
-def _quiet_diffusers() -> None:
-    logger = logging.getLogger("diffusers.models.modeling_utils")
-    if not any(isinstance(f, _DropEmptyFp32Warning) for f in logger.filters):
-        logger.addFilter(_DropEmptyFp32Warning())
 
 
 def resolve_dtype(card: GeneratorCard, device: str, dtype: Any = None) -> Any:
@@ -68,9 +56,10 @@ def load_pipeline(card: GeneratorCard, device: str = "cpu", dtype: Any = None) -
     load), then the scheduler is swapped and the LoRAs are loaded on ``device``
     (``lora.py``).
     """
-    from diffzoo.generators.editors.lora import apply_loras, apply_scheduler, resolve_lora_files
+    from diffzoo.generators.editors.lora import apply_loras, apply_scheduler, drop_log_message, resolve_lora_files
 
-    _quiet_diffusers()
+    # diffusers 0.42 warns on every ``vae.to(dtype)`` even when no module must stay fp32
+    drop_log_message("should be kept in float32: []", "diffusers.models.modeling_utils")
     lora_files = resolve_lora_files(card)
     torch_dtype = resolve_dtype(card, device, dtype)
     if card.tiny:
@@ -102,45 +91,41 @@ def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
             f"generator {card.name!r}: diffusers {diffusers.__version__} has no {card.pipeline}; "
             f"upgrade diffusers"
         )
-    kwargs: dict[str, Any] = {"torch_dtype": torch_dtype, "local_files_only": hub_offline()}
+    kwargs: dict[str, Any] = {"torch_dtype": torch_dtype}
     if card.options.get("variant") and torch_dtype != _float32():
         kwargs["variant"] = card.options["variant"]
+    return from_hub(f"generator {card.name!r}", card.weights, cls, also=card.options.get("extra_weights") or (),
+                    **kwargs)
+
+
+def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **kwargs: Any) -> Any:
+    """``cls.from_pretrained(model_id, **kwargs)``, from the local cache only when offline
+    (``HF_HUB_OFFLINE``); missing or gated weights are a :class:`WeightsUnavailableError`
+    naming what to fetch (``also``: the further hub ids the model loads)."""
     try:
         from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
     except ImportError:  # pragma: no cover - very old huggingface_hub
         GatedRepoError = HfHubHTTPError = OSError  # type: ignore[misc,assignment]
     try:
         with warnings.catch_warnings():
-            # diffusers >= 0.42 prefers `dtype`; older releases know only `torch_dtype`
+            # diffusers >= 0.42 and transformers prefer `dtype`; older releases know only `torch_dtype`
             warnings.filterwarnings("ignore", message=".*torch_dtype.*", category=FutureWarning)
-            return cls.from_pretrained(card.weights, **kwargs)
+            return cls.from_pretrained(model_id, local_files_only=hub_offline(), **kwargs)
     except GatedRepoError as exc:
         raise WeightsUnavailableError(
-            f"generator {card.name!r}",
-            card.weights,
-            f"gated repository: accept its licence on the hub page and log in (`hf auth login`); {exc}",
+            what, model_id, f"gated repository: accept its licence on the hub page and log in (`hf auth login`); {exc}",
         ) from exc
     except (OSError, HfHubHTTPError, ValueError) as exc:
         detail = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        also = card.options.get("extra_weights") or ()
         if also:
             detail = f"it also needs {', '.join(also)}; {detail}"
-        raise WeightsUnavailableError(f"generator {card.name!r}", card.weights, detail) from exc
+        raise WeightsUnavailableError(what, model_id, detail) from exc
 
 
 def _float32() -> Any:
     import torch
 
     return torch.float32
-
-
-def check_image(image: np.ndarray) -> None:
-    """A DataError unless ``image`` is H x W x 3 uint8."""
-    if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-        raise DataError(
-            f"edit() needs an H x W x 3 uint8 image, got "
-            f"{getattr(image, 'shape', type(image))} {getattr(image, 'dtype', '')}"
-        )
 
 
 def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -151,6 +136,24 @@ def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     if mask.shape != image.shape[:2]:
         raise DataError(f"mask shape {mask.shape} differs from image shape {image.shape[:2]}")
     return mask.astype(bool)
+
+
+def composite(image: np.ndarray, edited: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``edited`` (resized bicubically to ``image``'s size) inside ``mask``, ``image`` outside: the
+    pixels an editor was not asked to change stay exactly the input's, so the label is exact."""
+    from PIL import Image
+
+    height, width = image.shape[:2]
+    if edited.shape[:2] != (height, width):
+        edited = np.asarray(Image.fromarray(edited).resize((width, height), Image.Resampling.BICUBIC))
+    return np.ascontiguousarray(np.where(mask[..., None], edited, image))
+
+
+def to_uint8(out: np.ndarray, what: str) -> np.ndarray:
+    """A pipeline's float image in [0, 1] as H x W x 3 uint8; non-finite pixels are a ModelError."""
+    if not np.isfinite(out).all():
+        raise ModelError(f"{what} produced non-finite pixels")
+    return (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 
 
 def _accepts(pipe: Any, name: str) -> bool:
@@ -236,30 +239,25 @@ class DiffusersEditor(Generator):
             pil = pil.resize((res, res), Image.Resampling.BICUBIC)
             pil_mask = pil_mask.resize((res, res), Image.Resampling.NEAREST)
         generator = torch.Generator(device="cpu").manual_seed(int(seed))
-        kwargs: dict[str, Any] = {
-            "prompt": prompt,
-            "height": res,
-            "width": res,
-            "num_inference_steps": self.card.steps,
-            self.guidance_kwarg: self.card.guidance_scale,
-            "generator": generator,
-            "output_type": "np",
-        }
+        kwargs: dict[str, Any] = {"height": res, "width": res}
         if self.mode == "native":
             kwargs.update(image=pil, mask_image=pil_mask)
             if _accepts(self.pipeline, "strength"):  # Kandinsky's combined inpaint pipeline has none
                 kwargs["strength"] = self.card.strength
         else:
             kwargs.update(self._blend_kwargs(pil, np.asarray(pil_mask) > 127, generator))
+        return self._call_kwargs(prompt, generator, kwargs)
+
+    def _call_kwargs(self, prompt: str, generator: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with what every call of the card's pipeline takes: the prompt, steps,
+        guidance (to the card's ``guidance_kwarg``, Qwen-Image: ``true_cfg_scale``), seeded
+        generator, float output, ``max_sequence_length`` and ``call_kwargs``."""
+        kwargs.update(prompt=prompt, num_inference_steps=self.card.steps, generator=generator, output_type="np")
+        kwargs[str(self.card.options.get("guidance_kwarg", "guidance_scale"))] = self.card.guidance_scale
         if "max_sequence_length" in self.card.options:
             kwargs["max_sequence_length"] = int(self.card.options["max_sequence_length"])
         kwargs.update(self.card.options.get("call_kwargs") or {})
         return kwargs
-
-    @property
-    def guidance_kwarg(self) -> str:
-        """The call argument the card's guidance goes to (Qwen-Image: ``true_cfg_scale``)."""
-        return str(self.card.options.get("guidance_kwarg", "guidance_scale"))
 
     def _blend_kwargs(self, pil: Any, mask: np.ndarray, generator: Any) -> dict[str, Any]:
         """Start noise and the ``callback_on_step_end`` of mask-blended latent inpainting."""
@@ -281,17 +279,10 @@ class DiffusersEditor(Generator):
 
     def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> EditResult:
         """Inpaint ``mask`` of ``image`` following ``prompt``; pixels outside stay identical."""
-        from PIL import Image
-
         mask = _check_inputs(image, mask)
-        kwargs = self.pipeline_call_kwargs(image, mask, prompt, seed)
-        edited = self._run(kwargs)
-        height, width = image.shape[:2]
-        if edited.shape[:2] != (height, width):
-            edited = np.asarray(Image.fromarray(edited).resize((width, height), Image.Resampling.BICUBIC))
-        composed = np.where(mask[..., None], edited, image)
+        edited = self._run(self.pipeline_call_kwargs(image, mask, prompt, seed))
         metadata = {**self._metadata(prompt, seed), "strength": self.card.strength, "composited": True}
-        return EditResult(image=np.ascontiguousarray(composed), changed=mask.copy(), metadata=metadata)
+        return EditResult(image=composite(image, edited, mask), changed=mask.copy(), metadata=metadata)
 
     def _run(self, kwargs: dict[str, Any]) -> np.ndarray:
         """One pipeline call; the first image as H x W x 3 uint8."""
@@ -299,27 +290,21 @@ class DiffusersEditor(Generator):
 
         with torch.inference_mode():
             out = self.pipeline(**kwargs).images[0]
-        if not np.isfinite(out).all():
-            raise ModelError(f"generator {self.card.name!r} produced non-finite pixels")
-        return (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        return to_uint8(out, f"generator {self.card.name!r}")
 
     def _metadata(self, prompt: str, seed: int) -> dict[str, Any]:
-        """What every edit records about how it was made."""
-        from diffzoo.generators.editors.lora import lora_summary
+        return edit_metadata(self.card, self.mode, prompt, seed, self.card.resolution)
 
-        meta = {
-            "generator": self.card.name,
-            "pipeline": self.card.pipeline,
-            "weights": self.card.weights,
-            "mode": self.mode,
-            "steps": self.card.steps,
-            "guidance": self.card.guidance_scale,
-            "seed": int(seed),
-            "prompt": prompt,
-            "resolution": self.card.resolution,
-        }
-        if self.card.options.get("loras"):
-            meta["loras"] = lora_summary(self.card)
-        if self.card.options.get("scheduler"):
-            meta["scheduler"] = dict(self.card.options["scheduler"])
-        return meta
+
+def edit_metadata(card: GeneratorCard, mode: str, prompt: str, seed: int, resolution: int) -> dict[str, Any]:
+    """What every edit records about how it was made (the card's LoRAs and scheduler swap too)."""
+    from diffzoo.generators.editors.lora import lora_summary
+
+    meta: dict[str, Any] = {"generator": card.name, "pipeline": card.pipeline, "weights": card.weights, "mode": mode,
+                            "steps": card.steps, "guidance": card.guidance_scale, "seed": int(seed),
+                            "prompt": prompt, "resolution": resolution}
+    if card.options.get("loras"):
+        meta["loras"] = lora_summary(card)
+    if card.options.get("scheduler"):
+        meta["scheduler"] = dict(card.options["scheduler"])
+    return meta

@@ -40,8 +40,10 @@ import numpy as np
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
 from diffzoo.harness.core.protocols import EditResult
-from diffzoo.generators.editors.diffusers_editor import DiffusersEditor, _accepts, check_image
-from diffzoo.generators.editors.labels import DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, difference_label
+from diffzoo.generators.editors.diffusers_editor import DiffusersEditor, _accepts
+from diffzoo.generators.editors.labels import (
+    DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, check_image, difference_label,
+)
 
 log = logging.getLogger(__name__)
 
@@ -129,21 +131,11 @@ class InstructionEditor(DiffusersEditor):
         pil = Image.fromarray(image)
         if pil.size != (width, height):
             pil = pil.resize((width, height), Image.Resampling.BICUBIC)
-        kwargs: dict[str, Any] = {
-            "image": pil,
-            "prompt": prompt,
-            "num_inference_steps": self.card.steps,
-            self.guidance_kwarg: self.card.guidance_scale,
-            "generator": torch.Generator(device="cpu").manual_seed(int(seed)),
-            "output_type": "np",
-        }
+        kwargs: dict[str, Any] = {"image": pil}
         for key, value in (("height", height), ("width", width)):
             if _accepts(self.pipeline, key):  # LongCat sizes itself from the image
                 kwargs[key] = value
-        if "max_sequence_length" in self.card.options:
-            kwargs["max_sequence_length"] = int(self.card.options["max_sequence_length"])
-        kwargs.update(self.card.options.get("call_kwargs") or {})
-        return kwargs
+        return self._call_kwargs(prompt, torch.Generator(device="cpu").manual_seed(int(seed)), kwargs)
 
     def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> InstructEditResult:
         """Edit ``image`` as ``prompt`` says; raises :class:`EditRejectedError` for a no-op or global edit."""

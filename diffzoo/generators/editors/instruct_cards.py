@@ -162,8 +162,9 @@ _FLUX2_TINY_OPTIONS = {"max_sequence_length": 64, "call_kwargs": {"text_encoder_
 _REAL_ONLY = ("torch_dtype", "notes")
 
 
-def _tiny(name: str, real: GeneratorCard, **options: object) -> GeneratorCard:
-    kept = {k: v for k, v in real.options.items() if k not in _REAL_ONLY}
+def tiny_card(name: str, real: GeneratorCard, **options: object) -> GeneratorCard:
+    """The tiny stand-in of ``real``: its pipeline class built from tiny random-weight configs
+    offline (``diffzoo.generators.tiny``), at 64 px with 2 steps and guidance 5, with ``options``."""
     return GeneratorCard(
         name=name,
         description=f"tiny random-weight {real.pipeline} built offline (stand-in for {real.name})",
@@ -176,8 +177,13 @@ def _tiny(name: str, real: GeneratorCard, **options: object) -> GeneratorCard:
         guidance_scale=5.0,
         licence="Apache-2.0 (diffzoo code; no weights)",
         paper=real.paper,
-        options={"notes": TINY_NOTE, **kept, **options},
+        options={"notes": TINY_NOTE, **options},
     )
+
+
+def _tiny(name: str, real: GeneratorCard, **options: object) -> GeneratorCard:
+    """An instruction family's tiny card keeps the real card's instruction and guidance options."""
+    return tiny_card(name, real, **{**{k: v for k, v in real.options.items() if k not in _REAL_ONLY}, **options})
 
 
 FLUX2_TINY_KLEIN = _tiny("flux2.tiny-klein", FLUX2_KLEIN_4B, **_FLUX2_TINY_OPTIONS)

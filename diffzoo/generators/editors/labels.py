@@ -1,7 +1,7 @@
 """Edit labels from pixel differences, for instruction editors and paired datasets.
 
 Instruction editors take no mask, so the changed region is derived from the
-(original, edited) pair by PIXAR's rule (shared/DATA.md):
+(original, edited) pair by PIXAR's rule (its ``preprocess_raw/2_construct_dataset``; docs/datasets.md):
 
 1. **Resize** a generated image of another size to the original's.
 2. **Align.** ORB keypoints, Hamming brute-force matching with Lowe's ratio
@@ -129,7 +129,8 @@ class LabelResult:
 
 
 # -- geometry ------------------------------------------------------------------
-def _check_image(image: Any, what: str) -> None:
+def check_image(image: Any, what: str = "input") -> None:
+    """A DataError unless ``image`` is a non-empty H x W x 3 uint8 (RGB) array."""
     ok = isinstance(image, np.ndarray) and image.ndim == 3 and image.shape[2] == 3
     if not (ok and image.dtype == np.uint8 and min(image.shape[:2]) > 0):
         got = f"{getattr(image, 'shape', type(image).__name__)} {getattr(image, 'dtype', '')}"
@@ -266,8 +267,8 @@ def align(orig: np.ndarray, gen: np.ndarray, params: AlignParams | None = None) 
     import cv2
 
     p = params or AlignParams()
-    _check_image(orig, "original")
-    _check_image(gen, "generated")
+    check_image(orig, "original")
+    check_image(gen, "generated")
     hw = orig.shape[:2]
     s = _scale_matrix(gen.shape[:2], hw)
     go = cv2.cvtColor(orig, cv2.COLOR_RGB2GRAY)
@@ -330,8 +331,8 @@ def difference_label(
     """
     import cv2
 
-    _check_image(orig, "original")
-    _check_image(gen, "generated")
+    check_image(orig, "original")
+    check_image(gen, "generated")
     if not 0 <= tau < 1:
         raise DataError(f"tau must be in [0, 1), got {tau}")
     p = params or AlignParams()

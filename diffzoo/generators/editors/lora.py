@@ -14,7 +14,8 @@ the pipeline's scheduler from its own config, as distilled LoRAs such as
 Hyper-SD require.  :func:`with_lora` attaches any local LoRA file to any
 diffusers card; it is what ``diffzoo generate --lora PATH`` calls.  Loading
 uses diffusers' ``load_lora_weights`` (peft backend; kohya and diffusers
-layouts are converted by diffusers).
+layouts are converted by diffusers). :func:`drop_log_message` keeps diffusers' loading
+messages that say nothing about the run out of the log.
 """
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ def apply_loras(pipe: Any, card: GeneratorCard, files: list[Path | None]) -> Non
         return
     if not hasattr(pipe, "load_lora_weights"):
         raise ModelError(f"generator {card.name!r}: {type(pipe).__name__} does not support LoRA adapters")
-    _quiet_lora_loading()
+    # a UNet-only LoRA makes diffusers warn once per text encoder that it has no keys for it
+    drop_log_message("No LoRA keys associated to", "diffusers.loaders.lora_base", "diffusers.loaders.peft")
     for spec, file in zip(specs, files):
         name = spec["adapter_name"]
         try:
@@ -166,15 +168,21 @@ def apply_loras(pipe: Any, card: GeneratorCard, files: list[Path | None]) -> Non
     log.info("generator %s: %d LoRA(s) loaded (%d fused)", card.name, len(specs), len(specs) - len(unfused))
 
 
-class _DropMissingPrefix(logging.Filter):
-    """A UNet-only LoRA makes diffusers warn once per text encoder that it has no keys for it."""
+class _Drop(logging.Filter):
+    """Drops the records of a logger whose message contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "No LoRA keys associated to" not in record.getMessage()
+        return self.text not in record.getMessage()
 
 
-def _quiet_lora_loading() -> None:
-    for name in ("diffusers.loaders.lora_base", "diffusers.loaders.peft"):
+def drop_log_message(text: str, *loggers: str) -> None:
+    """Keep diffusers' messages that say nothing about the run (containing ``text``) out of
+    ``loggers``; each filter is added once."""
+    for name in loggers:
         logger = logging.getLogger(name)
-        if not any(isinstance(f, _DropMissingPrefix) for f in logger.filters):
-            logger.addFilter(_DropMissingPrefix())
+        if not any(isinstance(f, _Drop) and f.text == text for f in logger.filters):
+            logger.addFilter(_Drop(text))

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.cards import GeneratorCard
-from diffzoo.harness.core.errors import ConfigError, ModelError
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.generators.editors.cards import SD_T2I_TINY, SDXL_BASE
+from diffzoo.generators.editors.diffusers_editor import load_pipeline, to_uint8
 
 SDXL_T2I = dataclasses.replace(  # the same weights and settings as the sdxl.base editor
     SDXL_BASE,
@@ -50,8 +51,6 @@ class TextToImage:
     @property
     def pipeline(self) -> Any:
         if self._pipeline is None:
-            from diffzoo.generators.editors.diffusers_editor import load_pipeline
-
             self._pipeline = load_pipeline(self.card, self.device, self.dtype)
         return self._pipeline
 
@@ -71,9 +70,7 @@ class TextToImage:
                 generator=torch.Generator(device="cpu").manual_seed(int(seed)),
                 output_type="np",
             ).images[0]
-        if not np.isfinite(out).all():
-            raise ModelError(f"text-to-image {self.card.name!r} produced non-finite pixels")
-        image = (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        image = to_uint8(out, f"text-to-image {self.card.name!r}")
         if size is not None and size != res:
             image = np.asarray(Image.fromarray(image).resize((size, size), Image.Resampling.BICUBIC))
         return np.ascontiguousarray(image)

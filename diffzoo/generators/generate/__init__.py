@@ -6,5 +6,5 @@ Base images (``bases.py``; COCO in ``coco.py``), candidate edit regions
 seeded balanced schedule (``schedule.py``), multi-turn editing with exact
 labels (``multiturn.py``), the quality filter (``quality.py``), the DiffSeg30k
 layout writer (``layout.py``), and ``pipeline.py``, the resumable, sharded
-run that joins them.
+run that joins them, taking the settings ``defaults.py`` declares.
 """

@@ -62,16 +62,13 @@ def resize_longer_side(image: np.ndarray, size: int | None) -> np.ndarray:
 
 def list_folder(folder: Path) -> list[BaseRef]:
     """Every image under ``folder`` (recursively, hidden entries skipped), sorted by path."""
-    from diffzoo.harness.data.imageio import is_image_file
+    from diffzoo.harness.data.authentic import list_image_files
 
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"bases folder {folder} does not exist")
-    refs = []
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder)
-        if p.is_file() and is_image_file(p.name) and not any(part.startswith(".") for part in rel.parts):
-            refs.append(BaseRef(key=rel.with_suffix("").as_posix(), path=p, source=rel.as_posix()))
+    rels = [p.relative_to(folder) for p in list_image_files(folder)]
+    refs = [BaseRef(key=rel.with_suffix("").as_posix(), path=folder / rel, source=rel.as_posix()) for rel in rels]
     keys = [r.key for r in refs]
     if len(set(keys)) != len(keys):
         dup = sorted({k for k in keys if keys.count(k) > 1})

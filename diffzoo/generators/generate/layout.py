@@ -1,7 +1,8 @@
 """Writing the DiffSeg30k layout: PNGs, ``labels.json``, ``manifest.jsonl``, per-sample state.
 
-Shared by the ``mini`` builder (``datasets/mini.py``) and ``diffzoo generate``
-(``pipeline.py``).  Files are byte-reproducible: PNGs carry no text chunks or
+Shared by the ``mini`` builder (``datasets/mini.py``), ``diffzoo generate``
+(``pipeline.py``) and ``diffzoo data label-pairs`` (``datasets/pairs.py``), which
+build a whole folder at once (:func:`built_in_place_of`).  Files are byte-reproducible: PNGs carry no text chunks or
 timestamps, JSON is written with fixed formatting.
 
 :class:`SampleStore` makes a generation resumable.  Each finished sample is
@@ -14,17 +15,21 @@ interrupted run never leaves a half-written sample counted.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
 import os
-from collections.abc import Iterable
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.data.manifest import LABELS_FILE, MANIFEST_FILE
+from diffzoo.harness.data.labelmaps import LABELS_FILE
+from diffzoo.harness.data.metadata import MANIFEST_FILE
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import atomic_write_bytes
 from diffzoo.harness.core.types import LabelSpace
@@ -41,6 +46,29 @@ def write_file(path: Path, data: bytes | str) -> Path:
     path = atomic_write_bytes(Path(path), data.encode("utf-8") if isinstance(data, str) else data)
     os.chmod(path, 0o644)
     return path
+
+
+@contextlib.contextmanager
+def built_in_place_of(root: Path) -> Iterator[Path]:
+    """A temporary sibling folder to write ``root``'s files into; when the block ends it
+    replaces ``root`` (an existing one is moved aside, then removed), and when the block
+    raises it is removed: an interrupted build never leaves a half-written folder."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = root.parent / f".{root.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        tmp.mkdir()
+        yield tmp
+        if root.exists():
+            old = root.parent / f".{root.name}.old-{uuid.uuid4().hex[:8]}"
+            root.rename(old)
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink()
+        tmp.rename(root)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def png_bytes(array: np.ndarray) -> bytes:

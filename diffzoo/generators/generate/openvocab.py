@@ -14,15 +14,13 @@ the hub id to download.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import WeightsUnavailableError
-from diffzoo.harness.models.weights import hub_offline
+from diffzoo.generators.editors.diffusers_editor import from_hub
 from diffzoo.generators.generate.defaults import DEFAULT_DETECTOR, DEFAULT_SAM
 from diffzoo.generators.generate.regions import Region, dedupe_overlaps, region_from_mask
 
@@ -40,21 +38,6 @@ COCO_CLASSES: tuple[str, ...] = (
     "microwave", "oven", "toaster", "sink", "refrigerator", "book", "clock", "vase", "scissors",
     "teddy bear", "hair drier", "toothbrush",
 )  # fmt: skip
-
-
-def load_hf(what: str, model_id: str, cls: Any, **kwargs: Any) -> Any:
-    """``cls.from_pretrained(model_id)`` honouring HF_HUB_OFFLINE; missing weights -> WeightsUnavailableError."""
-    try:
-        from huggingface_hub.errors import HfHubHTTPError
-    except ImportError:  # pragma: no cover - very old huggingface_hub
-        HfHubHTTPError = OSError  # type: ignore[misc,assignment]
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*torch_dtype.*", category=FutureWarning)
-            return cls.from_pretrained(model_id, local_files_only=hub_offline(), **kwargs)
-    except (OSError, HfHubHTTPError, ValueError) as exc:
-        detail = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        raise WeightsUnavailableError(what, model_id, detail) from exc
 
 
 def _pil(image: np.ndarray) -> Any:
@@ -86,8 +69,8 @@ class GroundingDinoDetector:
             from transformers import AutoProcessor, GroundingDinoForObjectDetection
 
             what = "open-vocabulary detector"
-            self._processor = load_hf(what, self.model_id, AutoProcessor)
-            self._model = load_hf(what, self.model_id, GroundingDinoForObjectDetection).to(self.device).eval()
+            self._processor = from_hub(what, self.model_id, AutoProcessor)
+            self._model = from_hub(what, self.model_id, GroundingDinoForObjectDetection).to(self.device).eval()
         return self._model, self._processor
 
     def detect(self, image: np.ndarray, names: Sequence[str]) -> list[Detection]:
@@ -120,8 +103,8 @@ class SamSegmenter:
         if self._model is None:
             from transformers import SamModel, SamProcessor
 
-            self._processor = load_hf("segmenter (SAM)", self.model_id, SamProcessor)
-            self._model = load_hf("segmenter (SAM)", self.model_id, SamModel).to(self.device).eval()
+            self._processor = from_hub("segmenter (SAM)", self.model_id, SamProcessor)
+            self._model = from_hub("segmenter (SAM)", self.model_id, SamModel).to(self.device).eval()
         return self._model, self._processor
 
     def segment(self, image: np.ndarray, boxes: Sequence[Sequence[float]]) -> list[np.ndarray]:

@@ -32,9 +32,9 @@ from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.generators.generate.layout import STATE_DIR, BackgroundWriter, SampleStore, write_file
 from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names, edit_sample, sample_row, torch_threads
-from diffzoo.generators.generate.defaults import DEFAULT_DETECTOR, DEFAULT_SAM, DEFAULT_VLM
+from diffzoo.generators.generate.defaults import GenerateConfig
 from diffzoo.generators.generate.quality import QualityFilter
-from diffzoo.generators.generate.regions import AREA_BINS, Region, choose_region
+from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import Schedule, SampleSchedule, sample_rng
 
 log = logging.getLogger(__name__)
@@ -45,41 +45,6 @@ SUMMARY_FILE = "generate.json"
 REGION_KINDS = ("masks:DIR", "coco", "open-vocab", "random")
 _SAMPLE_KEY, _TURN_KEY = 0x736D70, 0x74726E
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class GenerateConfig:
-    """Everything ``diffzoo generate`` takes (see docs/generate.md)."""
-
-    out: Path
-    editors: tuple[str, ...]
-    bases: str | None = None  # folder, or coco:ANN.json:IMGDIR; None only when ai_fraction == 1
-    n: int = 100
-    regions: str | None = None  # masks:DIR | coco | open-vocab | random (default: coco for COCO bases)
-    turns: tuple[int, ...] = (1, 4, 5)
-    ai_fraction: float = 0.5
-    seed: int = 0
-    size: int | None = None  # longer side of the bases in px; None keeps it
-    t2i: str | None = None  # text-to-image card; None: sd-t2i.tiny when all editors are tiny
-    captions: Path | None = None  # COCO captions file for AI bases
-    prompts: str = "templates"  # | vlm
-    objects: str = "vocabulary"  # | vlm (object names for open-vocab detection)
-    vlm: str = DEFAULT_VLM
-    vlm_score: bool = False
-    min_score: float = 3.0
-    detector: str = DEFAULT_DETECTOR
-    sam: str = DEFAULT_SAM
-    min_area: float = 0.01
-    max_area: float = 0.5
-    min_changed: float = 0.1
-    tries: int = 3
-    area_bins: tuple[float, ...] = AREA_BINS
-    loras: tuple[tuple[str, str], ...] = ()  # (editor as in `editors`, LoRA .safetensors file)
-    lora_scale: float = 1.0
-    device: str = "auto"
-    threads: int | None = 1  # torch CPU threads (fixed, so results do not depend on the core count)
-    workers: int | None = 0  # processes that read and resize real bases ahead of the editors (same samples for any
-    # number); None: parallel.default_workers for the device and threads
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.generators.editors.labels import DEFAULT_TAU, difference_label
+from diffzoo.generators.generate.defaults import GenerateConfig
 
 Scorer = Callable[[np.ndarray, np.ndarray, np.ndarray, str, str], float]
 
@@ -41,13 +42,13 @@ def changed_fraction(before: np.ndarray, after: np.ndarray, mask: np.ndarray, ta
 class QualityFilter:
     """Settings of the filter; calling it checks one edit (None = accepted, else the reason)."""
 
-    min_area: float = 0.01
-    max_area: float = 0.5
-    min_changed: float = 0.1
+    min_area: float = GenerateConfig.min_area
+    max_area: float = GenerateConfig.max_area
+    min_changed: float = GenerateConfig.min_changed
     tau: float = DEFAULT_TAU
     scorer: Scorer | None = None
-    min_score: float = 3.0
-    tries: int = 3
+    min_score: float = GenerateConfig.min_score
+    tries: int = GenerateConfig.tries
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_area <= self.max_area <= 1.0:
@@ -57,7 +58,8 @@ class QualityFilter:
         if self.tries < 1:
             raise ConfigError(f"tries must be at least 1, got {self.tries}")
 
-    def __call__(self, before: np.ndarray, after: np.ndarray, mask: np.ndarray, prompt: str, edit_type: str) -> str | None:
+    def __call__(self, before: np.ndarray, after: np.ndarray, mask: np.ndarray, prompt: str,
+                 edit_type: str) -> str | None:
         changed = changed_fraction(before, after, mask, self.tau)
         if changed < self.min_changed:
             return f"no-op ({changed:.1%} of the region changed, below {self.min_changed:.0%})"

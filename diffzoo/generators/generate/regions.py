@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.generate.defaults import AREA_BINS
 from diffzoo.harness.core.errors import ConfigError
 
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
@@ -159,10 +160,6 @@ def random_region(
 
 
 # -- candidates for diffzoo generate ---------------------------------------------
-AREA_BINS: tuple[float, ...] = (0.05, 0.15)
-"""Edges (fractions of the image) of the small / medium / large area bins."""
-
-
 def region_from_mask(mask: np.ndarray, shape: str, label: str | None = None) -> Region | None:
     """A Region of a bool mask (None when the mask is empty)."""
     mask = np.ascontiguousarray(mask, dtype=bool)
@@ -270,12 +267,10 @@ class MaskFolderRegions:
             raise ConfigError(f"mask folder {self.folder} does not exist")
 
     def files(self, key: str) -> list[Path]:
-        from diffzoo.harness.data.imageio import is_image_file
+        from diffzoo.harness.data.authentic import image_files_in
 
         d = self.folder / key
-        if not d.is_dir():
-            return []
-        return sorted(p for p in d.iterdir() if p.is_file() and not p.name.startswith(".") and is_image_file(p.name))
+        return image_files_in(d) if d.is_dir() else []
 
     def has_masks(self, key: str) -> bool:
         return bool(self.files(key))

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.generate.defaults import DEFAULT_VLM
-from diffzoo.generators.generate.openvocab import load_hf
+from diffzoo.generators.editors.diffusers_editor import from_hub
 from diffzoo.generators.generate.prompts import turn_prompts
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,8 @@ class QwenVL:
             from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
 
             dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-            self._processor = load_hf("vision-language model", self.model_id, AutoProcessor)
-            model = load_hf("vision-language model", self.model_id, Qwen2_5_VLForConditionalGeneration, dtype=dtype)
+            self._processor = from_hub("vision-language model", self.model_id, AutoProcessor)
+            model = from_hub("vision-language model", self.model_id, Qwen2_5_VLForConditionalGeneration, dtype=dtype)
             self._model = model.to(self.device).eval()
         return self._model, self._processor
 

@@ -120,42 +120,39 @@ def sd_unet(seed: int, in_channels: int, cross_dim: int, sdxl: bool = False) -> 
     )
 
 
-def sd_vae(seed: int) -> Any:
+NO_QUANT = {"use_quant_conv": False, "use_post_quant_conv": False}
+SD3_LATENTS = {**NO_QUANT, "shift_factor": 0.0609, "scaling_factor": 1.5035}
+"""The latent shift and scale SD3 and Flux.1 decode with, and their VAEs' missing quant convs."""
+
+
+def kl_vae(seed: int, blocks: tuple[int, ...], latent: int, groups: int, *, cls: Any = None, **config: Any) -> Any:
+    """A tiny KL autoencoder (``cls``, default ``AutoencoderKL``) of RGB images: one down and
+    one up block per entry of ``blocks`` (their widths), ``latent`` channels, group norms of
+    ``groups`` groups; ``config``: the rest of the real model's config."""
     from diffusers import AutoencoderKL
 
-    return seeded(
-        seed,
-        lambda: AutoencoderKL(
-            block_out_channels=[32, 64],
-            in_channels=3,
-            out_channels=3,
-            down_block_types=["DownEncoderBlock2D", "DownEncoderBlock2D"],
-            up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"],
-            latent_channels=4,
-            sample_size=128,
-        ),
-    )
+    n = len(blocks)
+    return seeded(seed, lambda: (cls or AutoencoderKL)(
+        in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * n,
+        up_block_types=("UpDecoderBlock2D",) * n, block_out_channels=blocks, layers_per_block=1,
+        latent_channels=latent, norm_num_groups=groups, **config,
+    ))  # fmt: skip
+
+
+def sd_vae(seed: int) -> Any:
+    return kl_vae(seed, (32, 64), 4, 32, sample_size=128)
 
 
 def flux_vae(seed: int) -> Any:
-    from diffusers import AutoencoderKL
+    return kl_vae(seed, (4,), 2, 1, sample_size=32, **SD3_LATENTS)
 
-    return seeded(
-        seed,
-        lambda: AutoencoderKL(
-            sample_size=32,
-            in_channels=3,
-            out_channels=3,
-            block_out_channels=(4,),
-            layers_per_block=1,
-            latent_channels=2,
-            norm_num_groups=1,
-            use_quant_conv=False,
-            use_post_quant_conv=False,
-            shift_factor=0.0609,
-            scaling_factor=1.5035,
-        ),
-    )
+
+def sdxl_scheduler() -> Any:
+    """SDXL's (and Kolors') Euler scheduler config."""
+    from diffusers import EulerDiscreteScheduler
+
+    return EulerDiscreteScheduler(beta_start=0.00085, beta_end=0.012, steps_offset=1, beta_schedule="scaled_linear",
+                                  timestep_spacing="leading")
 
 
 def t5_encoder(seed: int) -> Any:

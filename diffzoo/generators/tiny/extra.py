@@ -29,14 +29,8 @@ import torch
 
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.generators.tiny.components import (
-    TINY_TEXT_WIDTH,
-    clip_text_config,
-    sd_unet,
-    sd_vae,
-    seeded,
-    t5_encoder,
-    clip_tokenizer,
-    t5_tokenizer,
+    SD3_LATENTS, TINY_TEXT_WIDTH, clip_text_config, clip_tokenizer, kl_vae, sd_unet, sd_vae, sdxl_scheduler, seeded,
+    t5_encoder, t5_tokenizer,
 )
 
 KOLORS_TEXT = (
@@ -48,12 +42,7 @@ KOLORS_TEXT = (
 # -- SD3.5 -----------------------------------------------------------------------
 def build_sd3(seed: int) -> Any:
     """Tiny StableDiffusion3InpaintPipeline: 2 CLIP + T5 text encoders, 16-channel latents."""
-    from diffusers import (
-        AutoencoderKL,
-        FlowMatchEulerDiscreteScheduler,
-        SD3Transformer2DModel,
-        StableDiffusion3InpaintPipeline,
-    )
+    from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3InpaintPipeline
     from transformers import CLIPTextModelWithProjection
 
     transformer = seeded(
@@ -71,28 +60,11 @@ def build_sd3(seed: int) -> Any:
             out_channels=16,
         ),
     )
-    vae = seeded(
-        seed,
-        lambda: AutoencoderKL(
-            in_channels=3,
-            out_channels=3,
-            down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
-            up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
-            block_out_channels=(8, 16),
-            layers_per_block=1,
-            latent_channels=16,
-            norm_num_groups=4,
-            use_quant_conv=False,
-            use_post_quant_conv=False,
-            shift_factor=0.0609,
-            scaling_factor=1.5035,
-        ),
-    )
     config = clip_text_config(TINY_TEXT_WIDTH)
     return StableDiffusion3InpaintPipeline(
         transformer=transformer,
         scheduler=FlowMatchEulerDiscreteScheduler(),
-        vae=vae,
+        vae=kl_vae(seed, (8, 16), 16, 4, **SD3_LATENTS),
         text_encoder=seeded(seed, lambda: CLIPTextModelWithProjection(config)),
         tokenizer=clip_tokenizer(),
         text_encoder_2=seeded(seed + 1, lambda: CLIPTextModelWithProjection(config)),
@@ -283,8 +255,6 @@ def _chatglm(seed: int, vocab_size: int) -> Any:
 
 def build_kolors(seed: int) -> Any:
     """Tiny KolorsPipeline (SDXL-style UNet conditioned on ChatGLM), text to image only."""
-    from diffusers import EulerDiscreteScheduler
-
     KolorsPipeline = _kolors_classes()[0]
     tokenizer = chatglm_tokenizer()
     return KolorsPipeline(
@@ -292,13 +262,7 @@ def build_kolors(seed: int) -> Any:
         text_encoder=_chatglm(seed, tokenizer.vocab_size),
         tokenizer=tokenizer,
         unet=sd_unet(seed, 4, TINY_TEXT_WIDTH, sdxl=True),
-        scheduler=EulerDiscreteScheduler(
-            beta_start=0.00085,
-            beta_end=0.012,
-            steps_offset=1,
-            beta_schedule="scaled_linear",
-            timestep_spacing="leading",
-        ),
+        scheduler=sdxl_scheduler(),
         image_encoder=None,
         feature_extractor=None,
     )
@@ -317,7 +281,7 @@ def bert_tokenizer() -> Any:
 
 def build_hunyuandit(seed: int) -> Any:
     """Tiny HunyuanDiTPipeline (BERT + T5 text encoders, 8x VAE), text to image only."""
-    from diffusers import AutoencoderKL, DDPMScheduler, HunyuanDiT2DModel, HunyuanDiTPipeline
+    from diffusers import DDPMScheduler, HunyuanDiT2DModel, HunyuanDiTPipeline
     from transformers import BertConfig, BertModel
 
     tokenizer = bert_tokenizer()
@@ -345,21 +309,8 @@ def build_hunyuandit(seed: int) -> Any:
             activation_fn="gelu-approximate",
         ),
     )
-    vae = seeded(
-        seed,
-        lambda: AutoencoderKL(
-            in_channels=3,
-            out_channels=3,
-            down_block_types=("DownEncoderBlock2D",) * 4,
-            up_block_types=("UpDecoderBlock2D",) * 4,
-            block_out_channels=(8, 8, 16, 16),
-            layers_per_block=1,
-            latent_channels=4,
-            norm_num_groups=4,
-        ),
-    )
     return HunyuanDiTPipeline(
-        vae=vae,
+        vae=kl_vae(seed, (8, 8, 16, 16), 4, 4),
         text_encoder=seeded(seed, lambda: BertModel(bert, add_pooling_layer=False)),
         tokenizer=tokenizer,
         transformer=transformer,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from diffzoo.generators.tiny.components import byte_chars, seeded
+from diffzoo.generators.tiny.components import NO_QUANT, byte_chars, kl_vae, seeded
 from diffzoo.generators.tiny.qwen import qwen_tokenizer, qwen_vl_encoder, qwen_vl_processor, qwen_vl_tokenizer
 
 TINY_TEXT_WIDTH = 16  # hidden size of the tiny Qwen3 and Mistral text models
@@ -138,23 +138,7 @@ def _flux2_denoiser_and_vae(seed: int, *, guidance_embeds: bool) -> tuple[Any, A
             guidance_embeds=guidance_embeds,
         ),
     )
-    vae = seeded(
-        seed,
-        lambda: AutoencoderKLFlux2(
-            sample_size=32,
-            in_channels=3,
-            out_channels=3,
-            down_block_types=("DownEncoderBlock2D",),
-            up_block_types=("UpDecoderBlock2D",),
-            block_out_channels=(4,),
-            layers_per_block=1,
-            latent_channels=1,
-            norm_num_groups=1,
-            use_quant_conv=False,
-            use_post_quant_conv=False,
-        ),
-    )
-    return transformer, vae
+    return transformer, kl_vae(seed, (4,), 1, 1, cls=AutoencoderKLFlux2, sample_size=32, **NO_QUANT)
 
 
 def build_flux2_klein(seed: int, *, inpaint: bool = False) -> Any:
@@ -246,12 +230,7 @@ def build_qwen_edit(seed: int, *, variant: str = "edit") -> Any:
 
 def build_longcat_edit(seed: int) -> Any:
     """Tiny ``LongCatImageEditPipeline``: 16-channel 8x VAE (the pipeline hard-codes 16 latent channels)."""
-    from diffusers import (
-        AutoencoderKL,
-        FlowMatchEulerDiscreteScheduler,
-        LongCatImageEditPipeline,
-        LongCatImageTransformer2DModel,
-    )
+    from diffusers import FlowMatchEulerDiscreteScheduler, LongCatImageEditPipeline, LongCatImageTransformer2DModel
 
     transformer = seeded(
         seed,
@@ -267,23 +246,7 @@ def build_longcat_edit(seed: int) -> Any:
             axes_dims_rope=[4, 6, 6],  # (modality, row, column); sums to the head width
         ),
     )
-    vae = seeded(
-        seed,
-        lambda: AutoencoderKL(
-            in_channels=3,
-            out_channels=3,
-            down_block_types=("DownEncoderBlock2D",) * 4,
-            up_block_types=("UpDecoderBlock2D",) * 4,
-            block_out_channels=(4, 4, 4, 4),
-            layers_per_block=1,
-            latent_channels=16,
-            norm_num_groups=1,
-            use_quant_conv=False,
-            use_post_quant_conv=False,
-            shift_factor=0.0,  # the pipeline reads both; None fails
-            scaling_factor=1.0,
-        ),
-    )
+    vae = kl_vae(seed, (4, 4, 4, 4), 16, 1, **NO_QUANT, shift_factor=0.0, scaling_factor=1.0)  # read both; None fails
     tokenizer = qwen_vl_tokenizer()
     return LongCatImageEditPipeline(
         scheduler=FlowMatchEulerDiscreteScheduler(),

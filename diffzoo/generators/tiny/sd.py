@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from diffzoo.generators.tiny.components import (
-    TINY_SEED, TINY_TEXT_WIDTH, clip_text_config, clip_tokenizer, flux_vae, sd_unet, sd_vae, seeded, t5_encoder, t5_tokenizer,
+    TINY_SEED, TINY_TEXT_WIDTH, clip_text_config, clip_tokenizer, flux_vae, sd_unet, sd_vae, sdxl_scheduler, seeded,
+    t5_encoder, t5_tokenizer,
 )
 
 
@@ -29,19 +30,13 @@ def build_sd(seed: int = TINY_SEED, *, inpaint: bool = True) -> Any:
 
 def build_sdxl(seed: int = TINY_SEED, *, unet_in_channels: int = 9) -> Any:
     """Tiny SDXL inpaint pipeline (9-channel like the inpainting-0.1 UNet, or 4-channel base)."""
-    from diffusers import EulerDiscreteScheduler, StableDiffusionXLInpaintPipeline
+    from diffusers import StableDiffusionXLInpaintPipeline
     from transformers import CLIPTextModel, CLIPTextModelWithProjection
 
     config = clip_text_config(TINY_TEXT_WIDTH)
     return StableDiffusionXLInpaintPipeline(
         unet=sd_unet(seed, unet_in_channels, 2 * TINY_TEXT_WIDTH, sdxl=True),
-        scheduler=EulerDiscreteScheduler(
-            beta_start=0.00085,
-            beta_end=0.012,
-            steps_offset=1,
-            beta_schedule="scaled_linear",
-            timestep_spacing="leading",
-        ),
+        scheduler=sdxl_scheduler(),
         vae=sd_vae(seed),
         text_encoder=seeded(seed, lambda: CLIPTextModel(config)),
         tokenizer=clip_tokenizer(),

@@ -25,10 +25,22 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def canonical_json(obj: Any, utf8: bool = False) -> bytes:
+    """The canonical JSON bytes of ``obj``: sorted keys, no spaces, dataclasses as dicts, any
+    other non-JSON value as its ``str``.  The one serialisation every hash in diffzoo is made of.
+
+    ``utf8=False`` (identifiers: cache keys, record ids, suite definition hashes): non-ASCII
+    characters escaped (``\\u00e9``), NaN written as ``NaN``.  ``utf8=True`` (a record's field
+    digests and content digest, metric-state files): characters as UTF-8, NaN refused (records
+    hold null).  The two forms differ only there, and each keeps the bytes its hashes were made
+    of, so no stored id, key or digest moves."""
+    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=not utf8,
+                      allow_nan=not utf8).encode("utf-8")
+
+
 def stable_hash(obj: Any, length: int = 16) -> str:
-    """sha256 of the canonical JSON of ``obj`` (sorted keys), hex prefix."""
-    text = json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:length]
+    """sha256 of :func:`canonical_json` of ``obj`` (its identifier form), hex prefix."""
+    return hashlib.sha256(canonical_json(obj)).hexdigest()[:length]
 
 
 @dataclass(frozen=True)

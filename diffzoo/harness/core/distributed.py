@@ -66,10 +66,6 @@ def is_main() -> bool:
     return rank() == 0
 
 
-def local_rank() -> int:
-    return int(os.environ.get("LOCAL_RANK", 0)) if is_initialized() else 0
-
-
 def init(device: torch.device) -> torch.device:
     """Join the process group if launched by torchrun; return this rank's device.
 

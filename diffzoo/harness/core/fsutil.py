@@ -1,4 +1,4 @@
-"""Small filesystem helpers: the cache root, atomic writes, lock files, disk-full errors."""
+"""Small filesystem helpers: the cache root, atomic writes, the one lock helper, disk-full errors."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Any
 
 from diffzoo.harness.core.errors import StorageError
 
@@ -173,18 +174,21 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 @contextmanager
 def exclusive_lock(path: Path) -> Iterator[None]:
-    """Hold the lock file ``path`` (POSIX flock, exclusive; folders made); it
-    dies with its process.  Without fcntl (Windows) nothing is locked: callers
-    also write atomically, which alone keeps a reader from a half-written file."""
+    """Hold the lock file ``path`` (exclusive; blocks until it is free; folders made).
+    It works across processes and dies with its process: the operating system's
+    file lock (``flock``, ``LockFileEx`` on Windows), through filelock, the one lock
+    library diffzoo uses.  The file stays when released."""
+    from filelock import FileLock
+
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            yield
-            return
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    with FileLock(Path(path)):
+        yield
+
+
+def lock_open_file(fh: IO[Any], wait: bool = True) -> bool:
+    """Lock the open file ``fh`` exclusively, with the lock :func:`exclusive_lock` takes;
+    ``wait=False``: return False at once if another holds it.  Held until ``fh`` is
+    closed (or its process ends)."""
+    from filelock import lock_descriptor
+
+    return lock_descriptor(fh.fileno(), blocking=wait)

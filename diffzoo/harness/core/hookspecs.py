@@ -16,12 +16,13 @@ hookimpl = pluggy.HookimplMarker("diffzoo")
 
 @hookspec
 def register_detectors(register):
-    """Register detector factories: ``target(card, task, label_space) -> Detector``."""
+    """Register detector factories: ``target(build) -> Detector``, ``build`` a ``DetectorBuild``
+    (card, task, label space, pretrained); ``card`` is the entry's DetectorCard."""
 
 
 @hookspec
 def register_generators(register):
-    """Register editors: ``target(card) -> Generator``; ``card`` is a GeneratorCard."""
+    """Register editors: ``target(card, **options) -> Generator``; ``card`` is the entry's GeneratorCard."""
 
 
 @hookspec

@@ -32,10 +32,9 @@ import torch
 import torch.nn.functional as F
 
 from diffzoo.harness.core.errors import DetectorError
-from diffzoo.harness.core.types import DetectionOutput
+from diffzoo.harness.core.types import PIXEL_TASKS, DetectionOutput
 
 PIXEL_FIELDS = ("mask_logits", "mask_probs", "labels")
-PIXEL_TASKS = ("binary", "semantic")
 PROB_SUM_TOLERANCE = 1e-3
 """How far a semantic detector's class probabilities may sum from 1 per pixel (float32 softmax noise)."""
 
@@ -57,7 +56,9 @@ def _describe(value: Any) -> str:
 
 
 def _ids_text(ids: Sequence[str]) -> str:
-    return ids[0] if len(ids) == 1 else f"{ids[0]} (batch of {len(ids)}: {', '.join(ids[:4])}{' ...' if len(ids) > 4 else ''})"
+    if len(ids) == 1:
+        return ids[0]
+    return f"{ids[0]} (batch of {len(ids)}: {', '.join(ids[:4])}{' ...' if len(ids) > 4 else ''})"
 
 
 class _Checker:
@@ -147,7 +148,8 @@ def _check_pixels(c: _Checker, field: str, value: Any, batch: int, channels: int
     if index is not None:
         item = x[index]
         what = "NaN" if torch.isnan(item).any() else "inf"
-        raise c.fail(f"{field} holds {what}", "finite values", f"{int((~torch.isfinite(item)).sum())} non-finite value(s)", index)
+        raise c.fail(f"{field} holds {what}", "finite values",
+                     f"{int((~torch.isfinite(item)).sum())} non-finite value(s)", index)
     if field == "mask_probs":
         bad = ((x < 0) | (x > 1)).flatten(1).any(1)
         index = c.first_bad(bad)

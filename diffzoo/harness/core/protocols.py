@@ -1,10 +1,13 @@
-"""The extension protocols: detectors, generators and datasets.
+"""The extension protocols: detectors (and what their factories are given),
+generators and datasets.
 
 Plugins implement these; the harness only ever talks to these interfaces.
 """
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -13,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.cards import DetectorCard, GeneratorCard
-from diffzoo.harness.core.types import DetectionOutput, LabelSpace, Sample
+from diffzoo.harness.core.types import BINARY, DetectionOutput, LabelSpace, Sample
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only: `import diffzoo` loads neither
     import numpy as np
@@ -22,23 +25,92 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only: `import diffzoo` loads
     from diffzoo.harness.core.train_config import TrainConfig
 
 
+Report = Callable[[int, float], None]
+"""How a training reports each step: ``report(step, loss)`` (the harness checks the loss and
+shows the progress); ``fit`` receives it as its ``progress`` argument."""
+
+
+@dataclass(frozen=True)
+class DetectorBuild:
+    """What a registered detector factory is called with: ``factory(build) -> Detector``.
+
+    One object rather than keyword arguments, so that a field added later reaches the
+    factories that read it without breaking the others.  ``task`` is ``binary`` (one
+    output channel), ``semantic`` (one per class of ``label_space``) or ``classification``
+    (image score only); ``pretrained``: load the card's pretrained weights.
+    """
+
+    card: DetectorCard
+    task: str
+    label_space: LabelSpace = BINARY
+    pretrained: bool = False
+
+
+KEYWORD_FORM = "(card=, task=, label_space=, pretrained=)"
+"""The factory form before :class:`DetectorBuild`, still called for one release, warning."""
+
+
+def _deprecated(factory: object, what: str) -> None:
+    name = f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', factory)}"
+    warnings.warn(f"detector factory {name} {what} the keyword form {KEYWORD_FORM}, which goes in the next "
+                  "release: take one diffzoo.DetectorBuild instead (docs/plugins.md, register_detectors)",
+                  DeprecationWarning, stacklevel=4)
+
+
+def takes_keyword_form(factory: Callable[..., Any]) -> bool:
+    """Whether ``factory`` is written for :data:`KEYWORD_FORM`: it names a ``card``
+    parameter, or takes nothing but ``**keywords``."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a C callable): the current form
+        return False
+    if any(p.name == "card" for p in params):
+        return True
+    return any(p.kind is p.VAR_KEYWORD for p in params) and all(p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY)
+                                                                for p in params)
+
+
+def build_detector(factory: Callable[..., Detector], build: DetectorBuild) -> Detector:
+    """``factory(build)``; a factory of the keyword form is called with keywords, warning
+    (a DeprecationWarning naming it)."""
+    if not takes_keyword_form(factory):
+        return factory(build)
+    _deprecated(factory, "takes")
+    return factory(card=build.card, task=build.task, label_space=build.label_space, pretrained=build.pretrained)
+
+
+def as_build(cls: type, build: DetectorBuild | DetectorCard | None = None, task: str | None = None,
+             label_space: LabelSpace | None = None, pretrained: bool = False,
+             card: DetectorCard | None = None) -> DetectorBuild:
+    """``build``, for a base class's constructor: for one release it also accepts the keyword
+    form's arguments (card, task, label_space, pretrained; by position or name), warning;
+    ``task`` defaults to the card's first."""
+    if isinstance(build, DetectorBuild):
+        return build
+    card = card or build
+    if not isinstance(card, DetectorCard):
+        raise TypeError(f"{cls.__name__} is built from one DetectorBuild, not {type(card).__name__}")
+    _deprecated(cls, "was called with")
+    return DetectorBuild(card, task or card.tasks[0], label_space or BINARY, pretrained)
+
+
 class Detector(ABC):
     """A model that localizes (and optionally attributes) edits.
 
     What the harness calls, and nothing else (docs/plugins.md, "The
     Detector protocol"; ``diffzoo plugins check NAME`` tests each point):
 
-    - ``card``, ``task`` and ``label_space`` attributes, fixed at construction;
-      ``task`` is ``binary`` (one output channel), ``semantic`` (one per class
-      of ``label_space``) or ``classification`` (image score only);
+    - built by its registered factory from a :class:`DetectorBuild`;
+    - ``card``, ``task`` and ``label_space`` attributes, fixed at construction
+      to the build's;
     - ``predict(images)``: a float tensor B x 3 x H x W, RGB in [0, 1], any
       H and W; returns a :class:`DetectionOutput` for exactly those B images
       at that H x W (checked by the harness before any metric sees it);
     - ``fit(train, config, progress)``: ``train`` is a
-      :class:`~diffzoo.harness.models.segmenter.TrainData` (dataset + ids),
-      ``config`` a TrainConfig; calls ``progress(step, loss)`` once per
-      step; returns a JSON-able dict (the training log).  Not called for a
-      card with ``trainable=False``;
+      :class:`~diffzoo.harness.models.train_data.TrainData` (dataset + ids),
+      ``config`` a TrainConfig; calls ``progress(step, loss)`` (a
+      :data:`Report`) once per step; returns a JSON-able dict (the training
+      log).  Not called for a card with ``trainable=False``;
     - ``save(path, extra=None)``: writes the checkpoint into the folder
       ``path`` (safetensors weights + JSON metadata, with ``extra`` merged
       into the metadata) and returns the weights file;
@@ -57,12 +129,7 @@ class Detector(ABC):
     def predict(self, images: torch.Tensor) -> DetectionOutput: ...
 
     @abstractmethod
-    def fit(
-        self,
-        train: Any,
-        config: TrainConfig,
-        progress: Callable[[int, float], None] | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: Any, config: TrainConfig, progress: Report | None = None) -> dict[str, Any]:
         """Train on ``train`` (dataset + ids); return a JSON-able training log."""
 
     @abstractmethod

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.errors import DataError
 
@@ -12,7 +13,7 @@ if TYPE_CHECKING:  # annotations only: `import diffzoo` (and `diffzoo list`) loa
     import numpy as np
 
 IGNORE_INDEX = 255
-"""Label value that metrics and losses skip (METRICS.md)."""
+"""Label value that metrics and losses skip (docs/metrics.md)."""
 
 MAX_SEED = 2**63 - 1
 """Seeds are integers in [0, MAX_SEED]: every RNG diffzoo seeds (torch, numpy,
@@ -29,8 +30,44 @@ def check_seed(seed: object, what: str = "--seed") -> int:
     return seed
 
 
-Task = Literal["binary", "semantic", "classification"]
-TASKS: tuple[str, ...] = ("binary", "semantic", "classification")
+class Task(StrEnum):
+    """What a model is trained for and predicts: a card's ``tasks``, ``TrainSpec.task``,
+    ``Detector.task``.  Members are their JSON values (``Task.BINARY == "binary"``)."""
+
+    BINARY = "binary"  # edited or not, per pixel
+    SEMANTIC = "semantic"  # which editor, per pixel
+    CLASSIFICATION = "classification"  # edited or not, per image (no pixel output)
+
+
+TASKS: tuple[str, ...] = tuple(Task)
+PIXEL_TASKS: tuple[str, ...] = (Task.BINARY, Task.SEMANTIC)
+
+
+class CaseTask(StrEnum):
+    """What a case reports: ``Case.task``, and so a record's ``case.task``."""
+
+    BINARY = "binary"  # pixel metrics of edited vs unedited
+    SEMANTIC = "semantic"  # pixel metrics per editor, attribution
+    IMAGE = "image"  # image-level detection
+
+
+class StateKey(StrEnum):
+    """The metric states one pass fills, by what they score."""
+
+    BINARY = "binary"  # pixels edited or not; images judged by the predicted edited area (a classifier: its score)
+    SEMANTIC = "semantic"  # pixels per editor
+    OWN_SCORE = "binary+score"
+    """The same pixels as ``binary``, images judged by the detector's own image score: filled for a
+    detector that gives both (``DetectorCard.gives_image_score``)."""
+
+
+class JudgedBy(StrEnum):
+    """How a case's images are judged edited: by the case's own rule (pixels; an image case by
+    the predicted edited area, a classifier by its score), or by the own image score of a
+    detector that also gives pixels (the second image row, ``NAME (own image score)``)."""
+
+    RULE = "rule"
+    OWN_SCORE = "own_score"
 
 
 @dataclass(frozen=True)

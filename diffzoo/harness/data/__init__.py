@@ -8,7 +8,7 @@ from diffzoo.harness.core.lazy import lazy_exports
 
 # Each name is imported from its module on first use: importing one submodule (e.g. labelmaps)
 # does not load every adapter and Pillow with it.
-__getattr__ = lazy_exports(__name__, {
+_EXPORTS = {
     "AUTHENTIC_PREFIX": ".authentic",
     "AuthenticFolder": ".authentic",
     "CANONICAL_SPLITS": ".splits",
@@ -38,36 +38,6 @@ __getattr__ = lazy_exports(__name__, {
     "read_mask": ".imageio",
     "read_metadata_file": ".metadata",
     "split_ids": ".splits",
-})
-
-__all__ = [
-    "AUTHENTIC_PREFIX",
-    "AuthenticFolder",
-    "CANONICAL_SPLITS",
-    "DIFFSEG30K_EDITORS",
-    "DIFFSEG30K_HUB_ID",
-    "DIFFSEG30K_LABELS",
-    "DIFFSEG30K_LABELS_VERIFIED",
-    "DIFFSEG30K_PAPER_NAMES",
-    "DiffSeg30kDataset",
-    "JsonListDataset",
-    "LABEL_MAP_FILES",
-    "LabelMap",
-    "SplitDataset",
-    "TpGtDataset",
-    "WithAuthentic",
-    "canonical_split",
-    "check_mask_values",
-    "fingerprint_files",
-    "hash_split_id",
-    "label_map_sha256",
-    "pair_fingerprint",
-    "load_label_space",
-    "provenance_of",
-    "read_binary_mask",
-    "read_image",
-    "read_label_file",
-    "read_metadata_file",
-    "read_mask",
-    "split_ids",
-]
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -13,13 +13,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import Sample, SampleMeta
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
+from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_labelled
 from diffzoo.harness.data.splits import canonical_split
 
 AUTHENTIC_PREFIX = "authentic/"
@@ -75,8 +73,7 @@ class AuthenticFolder:
             raise DataError(
                 f"extra authentic folder {self.root} has no sample {sample_id!r}"
             ) from None
-        image = read_image(path, sample_id)
-        label = np.zeros(image.shape[:2], dtype=np.uint8)
+        image, label = read_labelled(path, None, sample_id)
         return Sample(image, label, SampleMeta(sample_id, base="real", source="extra_authentic"))
 
     def fingerprint(self) -> str:

@@ -1,5 +1,7 @@
 """Plumbing shared by the in-tree adapters: named splits, extra authentic
-images, a cached fingerprint, ``provenance`` and ``describe``.
+images, a cached fingerprint, ``provenance`` and ``describe``; and the checks
+every adapter makes while it opens its data (a path given, files that lack
+their partner, subfolders named in any letter case).
 
 A subclass fills ``self._splits`` (canonical split name -> sorted ids), and
 ``self.split_info`` (``{"id", "source"}``, see :mod:`.splits`) when it knows
@@ -8,11 +10,12 @@ how they were made, and implements ``_load`` and ``_content_fingerprint``.
 
 from __future__ import annotations
 
+import logging
 import os
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.protocols import Dataset
@@ -22,14 +25,42 @@ from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.labelmaps import LabelMap, label_map_sha256
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, own_splits, with_extra_authentic
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-def require_path(path: object, adapter: str, *, exists: bool = True) -> None:
+
+def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool = True) -> None:
     """A clear error instead of a TypeError when a registry calls ``adapter(path=None)``,
     and (``exists``) for a path that is not there."""
     if path is None:
         raise DataError(f"{adapter} needs a dataset path (--dataset PATH); see docs/datasets.md")
     if exists and not Path(os.fspath(path)).exists():
         raise DataError(f"dataset path {path} does not exist")
+
+
+def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:
+    """Refuse the data when files lack their partner (``missing``, the first five named), or,
+    with ``skip`` (an adapter's ``skip_unpaired=True``), warn and go on without them."""
+    if not missing:
+        return
+    msg = f"{where}: {len(missing)} {what} (e.g. {', '.join(missing[:5])})"
+    if not skip:
+        raise DataError(msg + "; skip_unpaired=True skips them")
+    log.warning("%s; skipping them", msg)
+
+
+def child_dir(root: Path, name: str) -> Path | None:
+    """The subfolder of ``root`` called ``name``, any letter case."""
+    if not root.is_dir():
+        return None
+    try:
+        children = list(root.iterdir())
+    except OSError as exc:
+        raise DataError(f"{root}: cannot list the folder ({exc})") from None
+    for p in children:
+        if p.name.lower() == name.lower() and p.is_dir():  # name first: no stat per file
+            return p
+    return None
 
 
 def name_list(value: Sequence[str] | str | None) -> list[str] | None:
@@ -147,3 +178,10 @@ class SplitDataset(Dataset):
 
     def _unknown(self, sample_id: str) -> DataError:
         return DataError(f"dataset {self.name} has no sample {sample_id!r}")
+
+    def _lookup(self, table: Mapping[str, T], sample_id: str) -> T:
+        """``table[sample_id]``; an id the dataset does not hold is a DataError naming it."""
+        try:
+            return table[sample_id]
+        except KeyError:
+            raise self._unknown(sample_id) from None

@@ -74,10 +74,11 @@ def decode(data: bytes) -> np.ndarray:
 
 
 def _integer(dist: str, name: str, value: Any, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < lo or (hi is not None and value > hi):
+    number = int(value) if isinstance(value, Integral) and not isinstance(value, bool) else None
+    if number is None or number < lo or (hi is not None and number > hi):
         allowed = f"an integer in {lo}..{hi}" if hi is not None else f"an integer >= {lo}"
         raise ConfigError(f"distortion {dist!r}: {name} must be {allowed}, got {value!r}")
-    return int(value)
+    return number
 
 
 def _real(dist: str, name: str, value: Any, *, lo: float, hi: float = math.inf,
@@ -192,7 +193,7 @@ def resize(image: np.ndarray, label: np.ndarray, *, size: int, back: bool = True
     size = _integer("resize", "size", size, 1)
     if not isinstance(back, (bool, np.bool_)):
         raise ConfigError(f"distortion 'resize': back must be true or false, got {back!r}")
-    new = longer_side_size(*image.shape[:2], size)
+    new = longer_side_size(image.shape[0], image.shape[1], size)
     if new == image.shape[:2]:
         return image, label
     out = resize_image(image, new)
@@ -225,7 +226,8 @@ def rescale(image: np.ndarray, label: np.ndarray, *, scale: float, input_size: i
     """
     scale = _real("rescale", "scale", scale, lo=0.0, lo_open=True, allowed="a number > 0")
     input_size = _integer("rescale", "input_size", input_size, 1)
-    return resize_image(image, shorter_side_size(*image.shape[:2], rescale_short_side(scale, input_size))), label
+    short = rescale_short_side(scale, input_size)
+    return resize_image(image, shorter_side_size(image.shape[0], image.shape[1], short)), label
 
 
 def _resize_output(height: int, width: int, *, size: int, back: bool = True) -> tuple[int, int]:
@@ -239,9 +241,9 @@ def _rescale_output(height: int, width: int, *, scale: float, input_size: int | 
 
 # Distortions that only change the image's size carry ``output_size(h, w, **params)``:
 # the planner uses it to see when a pass feeds the detector the baseline's very input.
-identity.output_size = lambda height, width, **params: (height, width)
-resize.output_size = _resize_output
-rescale.output_size = _rescale_output
+identity.output_size = lambda height, width, **params: (height, width)  # type: ignore[attr-defined]
+resize.output_size = _resize_output  # type: ignore[attr-defined]
+rescale.output_size = _rescale_output  # type: ignore[attr-defined]
 
 
 def blur(image: np.ndarray, label: np.ndarray, *, sigma: float) -> Pair:

@@ -21,13 +21,14 @@ archive's size and mtime_ns) are unchanged.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
 import stat
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,18 +97,39 @@ class DigestCache:
             log.debug("cannot write fingerprint cache %s (%s); continuing uncached", self.path, exc)
         self._dirty = False
 
+    def fill(self, items: Iterable[tuple[str, list[Any], int, Callable[[], str]]], what: str) -> dict[str, str]:
+        """name -> digest for ``items`` (name, stamp, size in bytes, how to compute the
+        digest): from the cache where the stamp still matches, else computed (the total
+        announced when large), stored and saved."""
+        out: dict[str, str] = {}
+        todo = []
+        for name, stamp, size, compute in items:
+            hit = self.get(name, stamp)
+            if hit is None:
+                todo.append((name, stamp, size, compute))
+            else:
+                out[name] = hit
+        total = sum(size for _, _, size, _ in todo)
+        if total > _ANNOUNCE_BYTES:
+            log.info("fingerprinting %.1f GB of %s once (cached in %s)", total / 2**30, what, self.path)
+        for name, stamp, _, compute in todo:
+            out[name] = compute()
+            self.put(name, stamp, out[name])
+        self.save()
+        return out
 
-def _announce(todo: int, what: str, cache: DigestCache) -> None:
-    if todo > _ANNOUNCE_BYTES:
-        log.info("fingerprinting %.1f GB of %s once (cached in %s)", todo / 2**30, what, cache.path)
+
+def _file_sha256(path: Path) -> str:
+    try:
+        return sha256_file(path)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read to fingerprint the dataset ({exc})") from None
 
 
 def file_digests(root: Path, files: Iterable[Path]) -> dict[str, tuple[int, str]]:
     """(size, sha256) of each of ``files``, keyed by its POSIX path relative to ``root``."""
     root = Path(root)
-    cache = DigestCache(f"files:{Path(os.path.abspath(root))}")
-    todo: list[tuple[str, Path, list[Any]]] = []
-    out: dict[str, tuple[int, str]] = {}
+    items, out = [], {}
     for f in files:
         rel = os.path.relpath(f, root).replace(os.sep, "/")
         try:
@@ -116,23 +138,11 @@ def file_digests(root: Path, files: Iterable[Path]) -> dict[str, tuple[int, str]
             raise DataError(f"{f}: cannot be read to fingerprint the dataset ({exc})") from None
         if not stat.S_ISREG(st.st_mode):  # a FIFO or device: never read (it may never end); fails at load
             out[rel] = (0, f"{UNREADABLE}{file_kind(f)}")
-            continue
-        stamp = [st.st_size, st.st_mtime_ns]
-        hit = cache.get(rel, stamp)
-        if hit is None:
-            todo.append((rel, Path(f), stamp))
         else:
-            out[rel] = (st.st_size, hit)
-    _announce(sum(s[0] for _, _, s in todo), str(root), cache)
-    for rel, f, stamp in todo:
-        try:
-            digest = sha256_file(f)
-        except OSError as exc:
-            raise DataError(f"{f}: cannot be read to fingerprint the dataset ({exc})") from None
-        cache.put(rel, stamp, digest)
-        out[rel] = (stamp[0], digest)
-    cache.save()
-    return out
+            out[rel] = (st.st_size, "")
+            items.append((rel, [st.st_size, st.st_mtime_ns], st.st_size, functools.partial(_file_sha256, Path(f))))
+    digests = DigestCache(f"files:{Path(os.path.abspath(root))}").fill(items, str(root))
+    return {rel: (size, digests.get(rel, sha)) for rel, (size, sha) in out.items()}
 
 
 def fingerprint_files(root: Path, files: Iterable[Path]) -> str:
@@ -160,23 +170,10 @@ def zip_digests(path: Path, zf: zipfile.ZipFile, names: Iterable[str]) -> dict[s
     the fingerprint stays defined and the sample fails when it is loaded.
     """
     st = os.stat(path)
-    cache = DigestCache(f"zip:{Path(os.path.abspath(path))}")
-    out: dict[str, str] = {}
-    todo: list[tuple[zipfile.ZipInfo, list[Any]]] = []
-    for name in names:
-        info = zf.getinfo(name)
-        stamp = [st.st_size, st.st_mtime_ns, info.CRC, info.file_size]
-        hit = cache.get(name, stamp)
-        if hit is None:
-            todo.append((info, stamp))
-        else:
-            out[name] = hit
-    _announce(sum(i.file_size for i, _ in todo), str(path), cache)
-    for info, stamp in todo:
-        out[info.filename] = _member_digest(zf, info)
-        cache.put(info.filename, stamp, out[info.filename])
-    cache.save()
-    return out
+    infos = [zf.getinfo(name) for name in names]
+    items = [(i.filename, [st.st_size, st.st_mtime_ns, i.CRC, i.file_size], i.file_size,
+              functools.partial(_member_digest, zf, i)) for i in infos]
+    return DigestCache(f"zip:{Path(os.path.abspath(path))}").fill(items, str(path))
 
 
 def pair_fingerprint(pairs: Mapping[str, tuple[Any, Any]], digests: Mapping[Any, str]) -> str:

@@ -1,7 +1,7 @@
 """Label spaces as data: the DiffSeg30k default, label files, mask value checks.
 
 How DiffSeg30k's mask PNGs encode the eight editors is not documented
-(shared/DATA.md: UNCONFIRMED), so the class order is never hard-wired: it is a
+(docs/datasets.md, "Label maps": unconfirmed), so the class order is never hard-wired: it is a
 :class:`LabelSpace` that a user can pass (``--labels FILE`` or a comma list),
 read from a ``labels.json`` beside the data, or, as a last resort, the paper's
 editor order below, with a warning that the order is unverified.  Every mask
@@ -97,8 +97,10 @@ DEFAULT_SOURCE = "default (unverified)"
 BACKGROUND_ALIASES = ("background", "bg", "none", "unedited", "authentic", "real", "pristine", "original")
 """Names a download may give value 0; each is read as ``background``."""
 
+LABELS_FILE = "labels.json"
+"""The label map file beside the data (written by the demo dataset and ``diffzoo generate``)."""
 LABEL_MAP_FILES: tuple[str, ...] = (
-    "labels.json",
+    LABELS_FILE,
     "label_map.json",
     "labels.yaml",
     "labels.yml",
@@ -342,9 +344,9 @@ def resolve_label_map(
     parsed = parse_label_spec(spec)
     if parsed is not None:
         return LabelMap(parsed[0], parsed[1], "--labels")
-    beside_file = beside / LABEL_MAP_FILES[0] if beside is not None else None
+    beside_file = beside / LABELS_FILE if beside is not None else None
     if beside_file is not None and beside_file.is_file():
-        return LabelMap(*read_label_file(beside_file), LABEL_MAP_FILES[0])
+        return LabelMap(*read_label_file(beside_file), LABELS_FILE)
     found = _inner_label_map(inner())
     if found is not None:
         return found

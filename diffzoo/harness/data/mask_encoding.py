@@ -1,7 +1,7 @@
 """How a dataset's masks encode their classes, read off the masks themselves.
 
 diffzoo reads a mask pixel as an index into the label map, with 255 meaning
-"ignore" (METRICS.md).  Many copies and loaders of DiffSeg30k store binary
+"ignore" (docs/metrics.md).  Many copies and loaders of DiffSeg30k store binary
 masks instead: 0 unedited, 255 edited (``mean(RGB) > 127`` binarisation), or
 0 and 1.  Read by the class-index rule, a 0/255 mask is all background and
 ignore: a split of them has no edited pixel, training sees no label and the
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
-from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace
+from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace
 
 if TYPE_CHECKING:
     import numpy as np
@@ -125,8 +125,8 @@ def sniff(values: set[int], read: int, vouched: bool) -> MaskEncoding:
 
 
 def is_binary_space(space: LabelSpace) -> bool:
-    """True for the label space of binary masks: one class besides background."""
-    return space == BINARY or len(space.editors) == 1 and space.editors[0] == "edited"
+    """True for the label space of binary masks (:attr:`LabelSpace.is_binary`)."""
+    return space.is_binary
 
 
 ALMOST_ALL = 0.99

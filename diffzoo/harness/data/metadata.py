@@ -1,12 +1,13 @@
-"""Per-sample metadata sidecars (``--dataset-option metadata=FILE``) and which
-slice keys a dataset's samples really carry.
+"""Per-sample metadata files beside a dataset, and which slice keys its samples really carry.
 
-DiffSeg30k ships no per-edit metadata, so the slices suite cannot tell real
-from AI bases or count turns unless someone supplies them.  A sidecar is JSON
+``manifest.jsonl``: one :meth:`SampleMeta.to_dict` object per line, written by
+the demo dataset and ``diffzoo generate`` so that suites can filter by editor,
+turn count or real/AI base.  DiffSeg30k itself ships no per-edit metadata, so
+the slices suite cannot tell real from AI bases or count turns unless someone
+supplies them: a sidecar (``--dataset-option metadata=FILE``) is JSON
 ``{id: {"base": "real"|"ai", "editors": [editor per turn], "edit_types": [...]}}``
 or JSONL with one ``{"id": ..., "base": ..., "editors": [...]}`` per line;
-``turns`` is ``len(editors)``.  Each row becomes a :class:`SampleMeta` (the
-same type ``manifest.jsonl`` rows become).
+``turns`` is ``len(editors)``.  Rows of both become :class:`SampleMeta`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,39 @@ from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
 log = logging.getLogger(__name__)
 
+MANIFEST_FILE = "manifest.jsonl"
 BASES = ("real", "ai")
 SLICE_KEYS = ("base", "turns", "editor", "edit_type")
 """The slice keys provenance reports, in this order."""
+
+
+def read_manifest(path: Path, known_ids: Iterable[str]) -> dict[str, SampleMeta]:
+    """Read ``manifest.jsonl``: id -> SampleMeta for the samples of ``known_ids`` (rows of
+    other ids are logged and dropped, not an error).  Blank lines are skipped."""
+    out: dict[str, SampleMeta] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"manifest {path} is not readable ({exc})") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            meta = SampleMeta.from_dict(json.loads(line))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise DataError(
+                f"manifest {path}, line {lineno}: not a sample record "
+                f'({type(exc).__name__}: {exc}); expected {{"id", "base", "turns", "source"}}'
+            ) from None
+        if meta.id in out:
+            raise DataError(f"manifest {path}, line {lineno}: id {meta.id} appears twice")
+        out[meta.id] = meta
+    known = set(known_ids)
+    extra = [k for k in out if k not in known]
+    if extra:
+        log.info("manifest %s: %d record(s) have no sample in the data (e.g. %s); ignored",
+                 path, len(extra), ", ".join(extra[:3]))
+    return {k: v for k, v in out.items() if k in known}
 
 
 def _rows(path: Path) -> list[tuple[str, Any, str]]:

@@ -211,17 +211,30 @@ class ZipMembers:
         """sha256 of each member's decompressed bytes (cached, see :mod:`.fingerprint`)."""
         return zip_digests(self.path, self.zip(), members)
 
+    def label_files(self, pairs: dict[str, tuple[str, str]]) -> list[tuple[str, bytes]]:
+        """``("archive:<member>", bytes)`` of the label map files inside the zip."""
+        out = []
+        for member in label_members(self.zip().namelist(), pairs):
+            where = f"archive:{member}"
+            _check_label_size(self.zip().getinfo(member).file_size, where)
+            try:
+                out.append((where, self.zip().read(member)))
+            except Exception as exc:  # BadZipFile, zlib.error, ...
+                raise DataError(f"{self.path}: {where} cannot be read ({exc})") from None
+        return out
+
 
 class FolderMembers:
-    """The files under a folder (recursively, hidden entries skipped), by POSIX path relative to it."""
+    """The files under a folder (recursively, hidden entries skipped; or the ``names`` given),
+    by POSIX path relative to it."""
 
     kind = "folder"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, names: list[str] | None = None) -> None:
         self.path = root
         self.location = str(root)
-        self.names: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(root):
+        self.names: list[str] = list(names or [])
+        for dirpath, dirnames, filenames in os.walk(root) if names is None else ():
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__MACOSX")
             rel = Path(dirpath).relative_to(root).as_posix()
             self.names += [f if rel == "." else f"{rel}/{f}" for f in sorted(filenames) if not f.startswith(".")]
@@ -235,48 +248,8 @@ class FolderMembers:
         files = [self.path / n for n in names]
         return {rel: sha for rel, (_, sha) in file_digests(self.path, files).items()}
 
-
-class ZipSource:
-    """Members read straight from the zip (no extraction), reopened per process."""
-
-    kind = "zip"
-
-    def __init__(self, path: Path, skip_unpaired: bool = False) -> None:
-        self.path = path
-        self.location = str(path)
-        self.sidecar_dir: Path | None = path.parent
-        self.members = ZipMembers(path)
-        self.pairs = pair_files(self.members.names, str(path), skip_unpaired)
-        if not self.pairs:
-            raise DataError(f"{path}: the zip holds no image/mask pairs; {LAYOUT_HELP}")
-
-    def _zip(self) -> zipfile.ZipFile:
-        return self.members.zip()
-
-    def native_splits(self) -> dict[str, list[str]]:
-        return {"train": sorted(self.pairs)}
-
-    def label_files(self) -> list[tuple[str, bytes]]:
-        """``("archive:<member>", bytes)`` of the label map files inside the zip."""
-        out = []
-        for member in label_members(self._zip().namelist(), self.pairs):
-            where = f"archive:{member}"
-            _check_label_size(self._zip().getinfo(member).file_size, where)
-            try:
-                out.append((where, self._zip().read(member)))
-            except Exception as exc:  # BadZipFile, zlib.error, ...
-                raise DataError(f"{self.path}: {where} cannot be read ({exc})") from None
-        return out
-
-    def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
-        image, mask = self.pairs[sample_id]
-        return self.members.read(image, sample_id), self.members.read(mask, sample_id)
-
-    def read_mask(self, sample_id: str) -> Ref:
-        return self.members.read(self.pairs[sample_id][1], sample_id)
-
-    def fingerprint(self) -> str:
-        return pair_fingerprint(self.pairs, self.members.digests(n for pair in self.pairs.values() for n in pair))
+    def label_files(self, pairs: dict[str, tuple[str, str]]) -> list[tuple[str, bytes]]:
+        return folder_label_files(self.path, pairs)
 
 
 def _pair_dirs(root: Path) -> list[Path]:
@@ -293,44 +266,45 @@ def folder_has_pairs(root: Path) -> bool:
     return False
 
 
-class FolderSource:
-    """An extracted DiffSeg30k folder (pairs in it or one level below)."""
+def _pair_names(root: Path) -> list[str]:
+    """Pair file names in ``root`` and one level below, relative to it (FIFOs and devices too:
+    loading names what they are, kind not-a-file)."""
+    names = []
+    for d in _pair_dirs(root):
+        with os.scandir(d) as it:
+            names += [Path(d, e.name).relative_to(root).as_posix() for e in it
+                      if not e.is_dir() and PAIR_RE.match(e.name)]
+    return names
 
-    kind = "folder"
 
-    def __init__(self, root: Path, skip_unpaired: bool = False) -> None:
-        self.root = root
-        self.location = str(root)
-        self.sidecar_dir: Path | None = root
-        names = []
-        for d in _pair_dirs(root):
-            with os.scandir(d) as it:
-                names += [  # FIFOs and devices too: loading names what they are (kind not-a-file)
-                    (Path(d, e.name).relative_to(root)).as_posix()
-                    for e in it
-                    if not e.is_dir() and PAIR_RE.match(e.name)
-                ]
-        self.pairs = pair_files(names, str(root), skip_unpaired)
+class PairSource:
+    """DiffSeg30k's pairs among the files of a zip (read straight from it, reopened per
+    process) or of an extracted folder (the pairs in it or one level below)."""
+
+    def __init__(self, members: ZipMembers | FolderMembers, skip_unpaired: bool, empty: str) -> None:
+        self.members, self.kind, self.location = members, members.kind, members.location
+        self.sidecar_dir: Path | None = members.path.parent if members.kind == "zip" else members.path
+        self.pairs = pair_files(members.names, members.location, skip_unpaired)
         if not self.pairs:
-            raise DataError(f"{root}: no image/mask pairs found; {LAYOUT_HELP}")
+            raise DataError(f"{members.location}: {empty}; {LAYOUT_HELP}")
 
     def native_splits(self) -> dict[str, list[str]]:
         return {"train": sorted(self.pairs)}
 
     def label_files(self) -> list[tuple[str, bytes]]:
-        return folder_label_files(self.root, self.pairs)
+        """The label map files inside the zip (``archive:<member>``) or in the folder and the
+        folders holding pairs (``folder:<path>``)."""
+        return self.members.label_files(self.pairs)
 
     def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
-        image, mask = (self.root / rel for rel in self.pairs[sample_id])
-        return (image, str(image)), (mask, str(mask))
+        image, mask = self.pairs[sample_id]
+        return self.members.read(image, sample_id), self.members.read(mask, sample_id)
 
     def read_mask(self, sample_id: str) -> Ref:
-        return self.read_pair(sample_id)[1]
+        return self.members.read(self.pairs[sample_id][1], sample_id)
 
     def fingerprint(self) -> str:
-        files = [self.root / rel for pair in self.pairs.values() for rel in pair]
-        digests = {rel: sha for rel, (_, sha) in file_digests(self.root, files).items()}
-        return pair_fingerprint(self.pairs, digests)
+        return pair_fingerprint(self.pairs, self.members.digests(n for pair in self.pairs.values() for n in pair))
 
 
 def inner_label_files(source: Any) -> list[tuple[str, bytes]]:
@@ -353,14 +327,14 @@ def open_source(path: str | os.PathLike, skip_unpaired: bool = False) -> Any:
     if p.is_file():
         suffix = p.suffix.lower()
         if suffix == ".zip":
-            return ZipSource(p, skip_unpaired)
+            return PairSource(ZipMembers(p), skip_unpaired, "the zip holds no image/mask pairs")
         if suffix in (".parquet", ".arrow"):
             return HFSource(p)
         raise DataError(
             f"{p}: not a DiffSeg30k source (a .zip, .parquet or .arrow file); {LAYOUT_HELP}"
         )
     if folder_has_pairs(p):
-        return FolderSource(p, skip_unpaired)
+        return PairSource(FolderMembers(p, _pair_names(p)), skip_unpaired, "no image/mask pairs found")
     if looks_like_hf_dir(p):
         return HFSource(p)
     raise DataError(f"{p}: no DiffSeg30k data found; {LAYOUT_HELP}")

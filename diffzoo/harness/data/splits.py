@@ -68,14 +68,15 @@ HASH_SPLIT_VERSION = "diffzoo-hash-v1"
 """Name and version of :func:`split_ids`' rule; bump it if the rule ever changes."""
 
 
-def _percent(fraction: float) -> str:
+def percent(fraction: float) -> str:
+    """``0.2`` -> ``20``: a fraction as the percentage split ids and sources name."""
     return format(round(fraction * 100, 6), "g")
 
 
 def hash_split_id(seed: int, val_fraction: float, calib_fraction: float = 0.0) -> str:
     """``diffzoo-hash-v1-seed0-val20`` (``-calib10`` when a calib split is carved)."""
-    calib = f"-calib{_percent(calib_fraction)}" if calib_fraction else ""
-    return f"{HASH_SPLIT_VERSION}-seed{seed}-val{_percent(val_fraction)}{calib}"
+    calib = f"-calib{percent(calib_fraction)}" if calib_fraction else ""
+    return f"{HASH_SPLIT_VERSION}-seed{seed}-val{percent(val_fraction)}{calib}"
 
 
 def file_split_id(prefix: str, data: bytes) -> str:
@@ -174,12 +175,18 @@ def resolve_split_scheme(
     named = {canonical_split(k): sorted(v) for k, v in native.items()}
     if list(named) == ["train"]:
         named = split_ids(named["train"], val_fraction, seed, calib_fraction)
-        calib = f", calib {_percent(calib_fraction)}%" if calib_fraction else ""
+        calib = f", calib {percent(calib_fraction)}%" if calib_fraction else ""
         info = {"id": hash_split_id(seed, val_fraction, calib_fraction),
-                "source": f"hash of each id (seed {seed}, val {_percent(val_fraction)}%{calib})"}
+                "source": f"hash of each id (seed {seed}, val {percent(val_fraction)}%{calib})"}
     else:
         info = {"id": "native", "source": f"the data's own splits ({', '.join(sorted(native))})"}
     return {k: v for k, v in named.items() if v}, info
+
+
+def one_split(name: str, ids: Iterable[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Every sample in the split ``name`` (a test set, or an adapter's ``split=NAME``)."""
+    key = canonical_split(name)
+    return {key: sorted(ids)}, {"id": "native", "source": f"every sample in {key}"}
 
 
 def own_splits(owner: str) -> dict[str, str]:

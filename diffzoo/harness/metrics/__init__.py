@@ -1,6 +1,6 @@
 """Metrics of diffzoo: streaming, mergeable, tested against independent references.
 
-The definitions are those of METRICS.md (see docs/metrics.md).  The runner
+The definitions are those of docs/metrics.md.  The runner
 uses :class:`EvalState`; the functions below are its building blocks, public
 so that they can be tested and reused.
 

@@ -1,6 +1,6 @@
 """Per-image Top-k attribution (which editor made the edit).
 
-Definition (METRICS.md): rank editors by predicted pixel count; a hit if any
+Definition (docs/metrics.md): rank editors by predicted pixel count; a hit if any
 GT editor of that image is in the top k.  Denominator: edited images.
 
 Details fixed by diffzoo:

@@ -1,6 +1,6 @@
 """Bootstrap confidence intervals over images.
 
-Definition (METRICS.md): 95% CI over images with a fixed seed, without
+Definition (docs/metrics.md): 95% CI over images with a fixed seed, without
 re-running inference.  Each replicate draws as many images as were
 evaluated, with replacement (``numpy.random.default_rng(seed)``, images in
 canonical order: sorted by id), and recomputes the dataset-level metrics

@@ -1,6 +1,6 @@
 """Boundary F1 (bF1) of one image, per class.
 
-Definition (METRICS.md), Csurka et al. 2013 (MATLAB bfscore) style, per
+Definition (docs/metrics.md), Csurka et al. 2013 (MATLAB bfscore) style, per
 (image, class) for classes 1..N:
 
 - boundary(mask) = mask AND NOT erode(mask, 3x3 cross), zero padding (a mask
@@ -22,7 +22,7 @@ integer array and handled together (:mod:`.bitmorph`); "within theta of the
 other boundary" is a dilation of that boundary by the disk of offsets shorter
 than theta, the same predicate as thresholding an exact Euclidean distance
 transform with ``< theta``, so the counts, and hence the scores, are exactly
-those of the distance-transform definition (the METRICS.md oracle).
+those of the distance-transform definition (the docs/metrics.md oracle).
 """
 
 from __future__ import annotations

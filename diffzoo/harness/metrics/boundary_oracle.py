@@ -1,10 +1,10 @@
 """Boundary F1 by its definition: a full Euclidean distance transform per class
-(scipy.ndimage), as diffzoo computed it before issue 15.
+(scipy.ndimage): the slow, plain computation.
 
 Not used to score anything: it is the oracle that the fast implementation
 (:mod:`.boundary`, bit-packed classes and disk dilation) is tested against for
 exactly equal floats (tests/test_metrics_boundary.py) and benchmarked against
-(benchmarks/bf1.py).  The definition is METRICS.md's: boundary = mask AND NOT
+(benchmarks/bf1.py).  The definition is docs/metrics.md's: boundary = mask AND NOT
 erode(mask, 3x3 cross) with zero padding; a point matches if its distance to
 the other boundary is < theta (0.75% of the image diagonal); both empty: NaN;
 one empty: 0; ignore pixels (GT 255) are dropped first.

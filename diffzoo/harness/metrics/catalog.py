@@ -1,7 +1,7 @@
 """What each metric name means for tables and validation: its range, which
 direction is better, and a short label.
 
-The definitions themselves are in METRICS.md and the metric modules; this
+The definitions themselves are in docs/metrics.md and the metric modules; this
 catalog only describes the numbers ``EvalState.compute`` returns, so that
 records can be validated and published without knowing how they were made.
 """

@@ -1,6 +1,6 @@
 """Confusion counts and the pixel metrics derived from them.
 
-Definitions (METRICS.md), over one (N+1)x(N+1) confusion matrix accumulated
+Definitions (docs/metrics.md), over one (N+1)x(N+1) confusion matrix accumulated
 over the whole dataset (rows = GT, columns = prediction; pixels with GT 255
 dropped first).  Never average per-image ratios for these.
 

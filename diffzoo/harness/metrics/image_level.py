@@ -1,6 +1,6 @@
 """Image-level detection: the image score, the decision and AP / ROC-AUC.
 
-Definitions (METRICS.md):
+Definitions (docs/metrics.md):
 
 - Score per image: the detector's own image score if it provides one, else
   the predicted edited-area fraction (predicted label > 0 over the pixels whose
@@ -58,7 +58,7 @@ class RankedScores:
         nothing edited; below the lowest: everything), so a calibrated t
         carries over to scores between the ones seen.  Ties in accuracy keep
         the lowest t.  NaN without images.  On the evaluated split itself this
-        is the "oracle" accuracy (a separately named column, METRICS.md).
+        is the "oracle" accuracy (a separately named column, docs/metrics.md).
         """
         pos, neg = self._grouped(weights)
         total = pos.sum() + neg.sum()

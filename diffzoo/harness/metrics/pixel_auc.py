@@ -1,6 +1,6 @@
 """Pixel ROC-AUC from fixed-bin score histograms.
 
-Definition (METRICS.md): Pixel AUC (binary): ROC-AUC from score histograms
+Definition (docs/metrics.md): Pixel AUC (binary): ROC-AUC from score histograms
 with a fixed number of bins (1024), accumulated in float64, so memory does not
 grow with the dataset.
 
@@ -64,7 +64,7 @@ def best_f1(pos_hist: np.ndarray, neg_hist: np.ndarray) -> tuple[float, float]:
     """(highest pixel F1 over the histogram's bin edges, its threshold t).
 
     Pixels in bins >= b are called edited, i.e. probability >= t = b / bins.
-    This is the "oracle" F1 when the histograms are the test split's (METRICS.md:
+    This is the "oracle" F1 when the histograms are the test split's (docs/metrics.md:
     reported only as a separately named column) and a calibrated threshold
     when they are a validation split's.  NaN without edited pixels.
     """

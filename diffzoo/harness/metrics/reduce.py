@@ -19,7 +19,7 @@ confusion counts of up to 15 classes are one histogram of the uint8 code
 ``gt * 16 + pred``, and the probability bins with their GT side are one
 histogram of a uint16 code.  A histogram is float32, exact below 2**24 pixels
 per value; larger images take ``np.bincount``.  With a power-of-two number
-of bins (1024, METRICS.md) a probability's bin ``floor(p * bins)`` is exact
+of bins (1024, docs/metrics.md) a probability's bin ``floor(p * bins)`` is exact
 in the map's own float type (multiplying by a power of two rounds nothing),
 so the float64 copy the general rule needs is skipped; and a binary image's
 confusion counts and histograms come from one histogram (:func:`_binary_fused`).

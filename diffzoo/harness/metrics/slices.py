@@ -1,6 +1,6 @@
 """Slices of the evaluated images by metadata, for per-slice metrics.
 
-Slice keys (METRICS.md "Uncertainty and slices"):
+Slice keys (docs/metrics.md, "Slices and bootstrap"):
 
 - ``base``: the image's base (``real``, ``ai`` or ``unknown``);
 - ``turns``: its number of edit turns, as a string (``"0"``, ``"1"``, ...);

@@ -7,7 +7,7 @@ image (see :mod:`.rows`); dataset confusion matrices are sums of the rows.
 from the rows in canonical order (sorted by image id), so merging shards
 gives exactly the numbers of a single pass, in any shard order.
 
-Definitions of every metric are in METRICS.md and in the docstrings of
+Definitions of every metric are in docs/metrics.md and in the docstrings of
 :mod:`.confusion`, :mod:`.boundary`, :mod:`.pixel_auc`, :mod:`.image_level`,
 :mod:`.attribution` and :mod:`.aggregate`.
 
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, DataError, RecordError
-from diffzoo.harness.core.types import BINARY, LabelSpace, SampleMeta
+from diffzoo.harness.core.types import BINARY, LabelSpace, SampleMeta, StateKey
 from diffzoo.harness.metrics.aggregate import Aggregator, MetricConfig, metric_keys
 from diffzoo.harness.metrics.attribution import editor_ranking, topk_hits
 from diffzoo.harness.metrics.bootstrap import bootstrap_ci
@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 METRICS_VERSION = "2"
 """Bumped whenever a change could move a number (see docs/metrics.md)."""
 
-EVAL_TASKS: tuple[str, ...] = ("binary", "semantic")
+EVAL_TASKS: tuple[str, ...] = (StateKey.BINARY, StateKey.SEMANTIC)
 
 
 
@@ -307,7 +307,7 @@ class EvalState:
         return self._agg
 
     def compute(self) -> dict[str, float]:
-        """Every metric of METRICS.md: flat name -> value (NaN where undefined)."""
+        """Every metric of docs/metrics.md: flat name -> value (NaN where undefined)."""
         if 0 < self._prob_images < self.num_images:
             logger.warning("pixel_AUC covers the %d of %d images that had edited_prob",
                            self._prob_images, self.num_images)

@@ -8,11 +8,11 @@ seed), so a changed recipe or dataset never reuses a stale model.
 Kills and strangers.  A folder is written in ``.NAME.RANDOM/`` beside its
 final place and renamed into it (:func:`atomic_dir`), so a killed write
 leaves only a dot-folder that no reader lists or loads.  While it writes,
-the writer holds an exclusive ``flock`` on ``.incomplete`` inside it; the
-next start deletes a dot-folder whose lock is free (its writer died) and
-leaves one whose lock is held (another process is still writing).  Without
-``fcntl`` (Windows), or for a dot-folder with no ``.incomplete``, only age
-counts: untouched for :data:`STALE_AFTER_S`.  A checkpoint's card.json
+the writer holds an exclusive lock (:func:`~diffzoo.harness.core.fsutil.lock_open_file`)
+on ``.incomplete`` inside it; the next start deletes a dot-folder whose lock
+is free (its writer died) and leaves one whose lock is held (another process
+is still writing).  For a dot-folder with no ``.incomplete``, or on a
+filesystem without locks, only age counts: untouched for :data:`STALE_AFTER_S`.  A checkpoint's card.json
 records the sha256 of its weights; a card without one, or weights that no
 longer match it, are refused with the file named and the fix.
 """
@@ -33,13 +33,8 @@ from typing import IO, Any
 
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, ModelError
-from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, sha256_file
+from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, lock_open_file, sha256_file
 from diffzoo.harness.models.divergence import refuse_nonfinite
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; abandoned folders go by age alone
-    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +44,7 @@ PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".pkl", ".pickle")
 FORMATS = ("diffzoo-checkpoint-1",)
 """``format`` values of card.json that this version reads."""
 INCOMPLETE = ".incomplete"
-"""Marker inside a folder still being written; its writer holds a flock on it."""
+"""Marker inside a folder still being written; its writer holds a lock on it."""
 STALE_AFTER_S = 24 * 3600
 """A dot-folder without a lockable marker is abandoned once untouched this long."""
 _PARTIAL = re.compile(r"^\..+\.[a-z0-9_]{8}$")  # tempfile.mkdtemp(prefix=".NAME.")
@@ -67,8 +62,7 @@ def _hold_marker(folder: Path) -> IO[str]:
     pending = folder / f"{INCOMPLETE}.new"
     fh = open(pending, "w")
     try:
-        if fcntl is not None:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        lock_open_file(fh)
         os.replace(pending, folder / INCOMPLETE)
     except BaseException:
         fh.close()
@@ -79,18 +73,16 @@ def _hold_marker(folder: Path) -> IO[str]:
 def _writer_is_gone(folder: Path) -> bool:
     """Whether a dot-folder was abandoned: its marker's lock is free, or (no
     marker, or no locks here) nothing in it changed for :data:`STALE_AFTER_S`."""
-    if fcntl is not None:
-        try:
-            fh = open(folder / INCOMPLETE)
-        except OSError:
-            pass  # no marker (yet, or any more): go by age
-        else:
-            with fh:
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    return False  # held: a live writer
-                return True  # the kernel frees a dead process's locks
+    try:
+        fh = open(folder / INCOMPLETE)
+    except OSError:
+        pass  # no marker (yet, or any more): go by age
+    else:
+        with fh:
+            try:
+                return lock_open_file(fh, wait=False)  # free: the kernel freed a dead writer's lock
+            except OSError:
+                pass  # a filesystem without locks: go by age
     try:
         newest = max([folder.stat().st_mtime, *(p.lstat().st_mtime for p in folder.iterdir())])
     except OSError:

@@ -1,9 +1,9 @@
 """A base class for image-level detectors (task ``classification``).
 
 Subclasses build a network mapping [0, 1] RGB images to one logit per image;
-this class turns it into image scores, trains it with BCE through a seeded
-loop built from the trainer's parts (optimiser, schedule, torchrun helpers),
-and writes safetensors checkpoints with a card that is checked on load.
+this class turns it into image scores, trains it with BCE through the shared
+loop, and writes safetensors checkpoints with a card that is checked on load
+(:class:`~.detector.TorchDetector`).
 
 Training samples are *views* of the training images (a random crop, an
 augmented copy, the centre a CLIP model sees).  A view is labelled edited
@@ -18,6 +18,7 @@ import logging
 from abc import abstractmethod
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,14 +26,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.models.checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, ModelError
-from diffzoo.harness.core.protocols import Detector
-from diffzoo.harness.models.segmenter import TrainData
+from diffzoo.harness.core.protocols import DetectorBuild, Report
 from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.models.trainer import CropDataset, make_loader, random_crop, train_loop
-from diffzoo.harness.core.types import BINARY, DetectionOutput, LabelSpace
+from diffzoo.harness.core.types import BINARY, DetectionOutput
+from diffzoo.harness.models.detector import TorchDetector
+from diffzoo.harness.models.train_data import CropDataset, TrainData, make_loader, random_crop
+from diffzoo.harness.models.trainer import train_loop
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def bce_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(logits.reshape(-1).float(), target.reshape(-1).float())
 
 
-class ClassifierDetector(Detector):
+class ClassifierDetector(TorchDetector):
     """An image-level detector: one probability per image that it is edited.
 
     Subclasses implement :meth:`build_network` and may override
@@ -93,24 +93,16 @@ class ClassifierDetector(Detector):
     :meth:`frozen_meta` (what an unsaved frozen part must match on load).
     """
 
-    card_checked: tuple[str, ...] = ("arch", "weights")
-    """Card fields a checkpoint must agree on, besides the name."""
+    card_checked = ("arch", "weights")
 
-    def __init__(
-        self,
-        card: DetectorCard,
-        task: str = "classification",
-        label_space: LabelSpace | None = None,
-        pretrained: bool = False,
-    ):
-        if task != "classification" or task not in card.tasks:
+    def __init__(self, build: DetectorBuild | None = None, *legacy: Any, **legacy_keywords: Any) -> None:
+        super().__init__(build, *legacy, **legacy_keywords)
+        if self.task != "classification" or self.task not in self.card.tasks:
             raise ConfigError(
-                f"detector {card.name} gives image-level scores only (task 'classification'), not {task!r}"
+                f"detector {self.card.name} gives image-level scores only (task 'classification'), not {self.task!r}"
             )
-        self.card, self.task, self.label_space = card, task, BINARY
-        self.pretrained = pretrained
-        self.device = torch.device("cpu")
-        self.model = self.build_network(pretrained)
+        self.label_space = BINARY
+        self.model = self.build_network(self.pretrained)
         self.model.eval()
 
     @abstractmethod
@@ -129,18 +121,10 @@ class ClassifierDetector(Detector):
         """The training view of an image: by default a random crop + flip."""
         return partial(crop_view, size=cfg.crop_size, hflip=cfg.hflip)
 
-    def saved_module(self) -> nn.Module:
-        return self.model
-
     def frozen_meta(self) -> dict[str, Any]:
         return {}
 
     # -- inference -------------------------------------------------------
-    def to(self, device: str | torch.device) -> ClassifierDetector:
-        self.device = torch.device(device)
-        self.model.to(self.device)
-        return self
-
     @torch.no_grad()
     def predict(self, images: torch.Tensor) -> DetectionOutput:
         self.model.eval()
@@ -149,54 +133,22 @@ class ClassifierDetector(Detector):
         return DetectionOutput(image_score=score.cpu())
 
     # -- training --------------------------------------------------------
-    def fit(
-        self,
-        train: TrainData,
-        config: TrainConfig,
-        progress: Callable[[int, float], None] | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: TrainData, config: TrainConfig, progress: Report | None = None) -> dict[str, Any]:
         torch.manual_seed(config.seed)
         data = ImageLabelDataset(train.dataset, train.ids, config, self.train_view(config))
         groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": config.lr}]
         return train_loop(self.model, make_loader(data, config), bce_loss, groups, config, self.device, progress,
-                          train.resume, monitor=train.monitor)
+                          train.hooks)
 
     # -- checkpoints -----------------------------------------------------
-    def save(self, path, extra: dict[str, Any] | None = None):
-        meta = {
-            "format": "diffzoo-checkpoint-1",
-            "card": self.card.to_dict(),
-            "task": self.task,
-            "label_space": self.label_space.to_dict(),
-            "frozen": self.frozen_meta(),
-            **(extra or {}),
-        }
-        return save_checkpoint(path, self.saved_module().state_dict(), meta)
+    def checkpoint_meta(self) -> dict[str, Any]:
+        return {**super().checkpoint_meta(), "frozen": self.frozen_meta()}
 
-    def load(self, path) -> dict[str, Any]:
-        state, meta = load_checkpoint(path)
-        card = meta.get("card") or {}
-        name = card.get("name", self.card.name)
-        if name != self.card.name:
-            raise ModelError(f"checkpoint {path} is for detector {name!r}, not {self.card.name!r}")
-        if meta.get("task", self.task) != self.task:
-            raise ModelError(f"checkpoint {path} was trained for task {meta['task']!r}, not {self.task!r}")
-        mine = self.card.to_dict()
-        for key in self.card_checked:
-            if key in card and card[key] != mine[key]:
-                raise ModelError(
-                    f"checkpoint {path} was made with {key} {card[key]!r}; card {self.card.name} has {mine[key]!r}"
-                )
+    def check_checkpoint(self, path: Path, meta: dict[str, Any]) -> None:
+        super().check_checkpoint(path, meta)
         frozen = meta.get("frozen", self.frozen_meta())
         if frozen != self.frozen_meta():
             raise ModelError(
                 f"checkpoint {path} was trained on a frozen part {frozen}, this model has {self.frozen_meta()}; "
                 "build it the same way (e.g. the same --pretrained choice)"
             )
-        module = self.saved_module()
-        problem = describe_mismatch(module.state_dict(), state)
-        if problem:
-            raise ModelError(f"checkpoint {path} does not fit {self.card.name}: {problem}")
-        module.load_state_dict(state, strict=True)
-        self.model.to(self.device).eval()
-        return meta

@@ -31,12 +31,12 @@ import numpy as np
 import torch
 
 from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.data.base import SplitDataset
 from diffzoo.harness.core.errors import UnknownNameError
-from diffzoo.harness.core.plugins import get_plugin_system, get_registry
-from diffzoo.harness.core.protocols import Detector
-from diffzoo.harness.core.types import BINARY, TASKS, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.core.outputs import check_output
+from diffzoo.harness.core.plugins import get_plugin_system, get_registry
+from diffzoo.harness.core.protocols import KEYWORD_FORM, Detector, DetectorBuild, build_detector, takes_keyword_form
+from diffzoo.harness.core.types import BINARY, TASKS, LabelSpace, Sample, SampleMeta
+from diffzoo.harness.data.base import SplitDataset
 
 FIXTURE_EDITORS = ("editor_a", "editor_b")
 FIXTURE_SIZES = ((37, 53), (48, 48))  # odd sizes: a detector must predict at any H x W
@@ -121,8 +121,7 @@ class _Report:
 
 def _build(entry: Any, task: str, label_space: LabelSpace, seed: int) -> Detector:
     torch.manual_seed(seed)
-    factory = entry.load()
-    return factory(card=entry.card, task=task, label_space=label_space, pretrained=False)
+    return build_detector(entry.load(), DetectorBuild(entry.card, task, label_space, pretrained=False))
 
 
 def _config(card: DetectorCard, seed: int):
@@ -133,7 +132,7 @@ def _config(card: DetectorCard, seed: int):
 
 
 def _train(det: Detector, card: DetectorCard, data: FixtureDataset, seed: int, steps: list[int]) -> Any:
-    from diffzoo.harness.models.segmenter import TrainData
+    from diffzoo.harness.models.train_data import TrainData
 
     return det.fit(TrainData(data, data.ids("train")), _config(card, seed),
                    progress=lambda step, loss: steps.append(step))
@@ -153,6 +152,9 @@ def check_detector(name: str, tasks: list[str] | None = None, device: str = "cpu
              else None)
     if not head.run("import", lambda: None if entry.load() is not None else "the target is None"):
         return head.findings
+    if takes_keyword_form(entry.load()):
+        head.findings.append(Finding(entry.name, "-", "factory form", True, f"deprecated: it takes the keyword form "
+                                     f"{KEYWORD_FORM}; take one diffzoo.DetectorBuild"))
     findings = head.findings
     data = FixtureDataset()
     for task in tasks or [t for t in card.tasks if t in TASKS]:
@@ -234,12 +236,9 @@ def _explain_build_error(entry: Any, build: Callable[[], str | None]) -> str | N
         abstract = sorted(getattr(target, "__abstractmethods__", ()) or ())
         if abstract:
             return f"{getattr(target, '__name__', target)} does not implement {', '.join(abstract)} (TypeError: {exc})"
-        params = inspect.signature(target).parameters if callable(target) else {}
-        wanted = ("card", "task", "label_space", "pretrained")
-        missing = [p for p in wanted if p not in params] if not any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()) else []
-        if missing:
-            return f"the factory must accept keyword arguments {', '.join(wanted)}; it lacks {', '.join(missing)}"
+        params = inspect.signature(target).parameters.values() if callable(target) else ()
+        if not takes_keyword_form(target) and not any(p.kind is not p.KEYWORD_ONLY for p in params):
+            return f"the factory must take one diffzoo.DetectorBuild, factory(build) (TypeError: {exc})"
         return f"TypeError: {exc}"
 
 
@@ -250,7 +249,8 @@ def _attribute_problems(det: Detector, card: DetectorCard, task: str, label_spac
     if getattr(det, "task", None) != task:
         problems.append(f"task is {getattr(det, 'task', None)!r}, built for {task!r}")
     if getattr(det, "label_space", None) != label_space:
-        problems.append(f"label_space is {getattr(det, 'label_space', None)!r:.80}, built with {list(label_space.names)}")
+        problems.append(f"label_space is {getattr(det, 'label_space', None)!r:.80}, "
+                        f"built with {list(label_space.names)}")
     return "; ".join(problems) or None
 
 
@@ -305,7 +305,8 @@ def check_plugin(name: str, tasks: list[str] | None = None, device: str = "cpu",
         report.add(f"load ({failure.stage})", str(failure))
     if name in plugins:
         hooks = [h for h in plugins[name].hooks if h.startswith("register_")]
-        report.add("hooks", None if hooks else "the plugin implements no register_* hook (diffzoo/harness/core/hookspecs.py)")
+        report.add("hooks", None if hooks else
+                   "the plugin implements no register_* hook (diffzoo/harness/core/hookspecs.py)")
     findings = report.findings
     for entry in registry.list("detector"):
         if entry.source == name:

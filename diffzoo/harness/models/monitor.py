@@ -1,7 +1,7 @@
 """Training you can watch: the log, the TensorBoard events and the periodic
 validation of one training (docs/detectors.md, "Watching a training").
 
-A :class:`TrainMonitor` is handed to the shared training loop (``TrainData.monitor``;
+A :class:`TrainMonitor` is handed to the shared training loop (``TrainData.hooks.monitor``;
 the runner makes one per training job).  Every ``log_every`` steps it writes
 one JSON line to ``log.jsonl`` (step, epoch, the loss at that step and the
 mean since the last line, each loss term the detector reports, the learning

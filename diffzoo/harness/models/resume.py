@@ -1,6 +1,6 @@
 """Training that survives a kill: the training loop's whole state, saved every N steps.
 
-A :class:`Resume` is handed to the shared training loop (``TrainData.resume``;
+A :class:`Resume` is handed to the shared training loop (``TrainData.hooks.resume``;
 the runner makes one per training job, in ``<key>.resume/`` beside the job's
 checkpoint in the cache).  Every ``every`` steps the loop saves the model,
 the optimiser and LR-schedule state, the RNG states (Python, NumPy, torch CPU
@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from diffzoo.harness.models.checkpoints import atomic_dir, cache_dir, sweep_partial
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import atomic_write_text, sha256_file
+from diffzoo.harness.models.checkpoints import atomic_dir, cache_dir, sweep_partial
 
 log = logging.getLogger(__name__)
 

@@ -2,56 +2,27 @@
 
 Subclasses only build their network; this class does normalisation, padding,
 prediction at the input resolution, training through the shared trainer, and
-safetensors checkpoints with a card that is checked on load.
+safetensors checkpoints with a card that is checked on load
+(:class:`~.detector.TorchDetector`).
 """
 
 from __future__ import annotations
 
-import logging
 from abc import abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.models.checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
-from diffzoo.harness.core.errors import ConfigError, ModelError
-from diffzoo.harness.core.protocols import Dataset, Detector
-from diffzoo.harness.models.monitor import TrainMonitor
-from diffzoo.harness.models.resume import Resume
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.protocols import DetectorBuild, Report
 from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.models.trainer import AuxLogits, train_segmenter
-from diffzoo.harness.core.types import DetectionOutput, LabelSpace
-
-log = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainData:
-    """The training input of :meth:`Detector.fit`: a dataset and sample ids,
-    where the shared training loop saves its state to resume after a kill
-    (the runner sets it; None: no saves) and what watches it (``monitor``)."""
-
-    dataset: Dataset
-    ids: list[str]
-    resume: Resume | None = None
-    preparing: Callable[[int, int], None] | None = None
-    """Called as ``preparing(done, total)`` by a detector doing work of its own
-    before its training steps (UniversalFakeDetect's feature extraction), so
-    that the run's progress shows it; None: nobody listens."""
-
-    monitor: TrainMonitor | None = None
-    """The log, TensorBoard events, validation and loss check of the training
-    (:mod:`.monitor`; the runner sets it): pass it on to ``train_loop``."""
-
-    def prepared(self, done: int, total: int) -> None:
-        if self.preparing is not None:
-            self.preparing(done, total)
+from diffzoo.harness.core.types import DetectionOutput
+from diffzoo.harness.models.detector import TorchDetector
+from diffzoo.harness.models.train_data import CropDataset, TrainData, make_loader
+from diffzoo.harness.models.trainer import AuxLogits, segmentation_loss_terms, train_loop
 
 
 class Normalized(nn.Module):
@@ -91,26 +62,20 @@ class Normalized(nn.Module):
         return crop(out)
 
 
-class SegmentationDetector(Detector):
+class SegmentationDetector(TorchDetector):
     """Binary (1 logit channel) or semantic (one channel per class) segmenter."""
 
+    model: Normalized
     head_prefixes: tuple[str, ...] = ("decode_head",)
     no_decay_keywords: tuple[str, ...] = ("norm",)
 
-    def __init__(
-        self,
-        card: DetectorCard,
-        task: str,
-        label_space: LabelSpace,
-        pretrained: bool = False,
-    ):
+    def __init__(self, build: DetectorBuild | None = None, *legacy: Any, **legacy_keywords: Any) -> None:
+        super().__init__(build, *legacy, **legacy_keywords)
+        card, task = self.card, self.task
         if task not in card.tasks:
             raise ConfigError(f"detector {card.name} does not support task {task!r} (it does {card.tasks})")
-        self.card, self.task, self.label_space = card, task, label_space
-        self.pretrained = pretrained
-        self.num_outputs = 1 if task == "binary" else label_space.num_classes
-        self.model = Normalized(self.build_network(self.num_outputs, pretrained), card.mean, card.std)
-        self.device = torch.device("cpu")
+        self.num_outputs = 1 if task == "binary" else self.label_space.num_classes
+        self.model = Normalized(self.build_network(self.num_outputs, self.pretrained), card.mean, card.std)
         self.model.eval()
 
     @abstractmethod
@@ -121,11 +86,6 @@ class SegmentationDetector(Detector):
         to add auxiliary heads' losses; in eval mode only the logits."""
 
     # -- inference -------------------------------------------------------
-    def to(self, device: str | torch.device) -> SegmentationDetector:
-        self.device = torch.device(device)
-        self.model.to(self.device)
-        return self
-
     @torch.no_grad()
     def predict(self, images: torch.Tensor) -> DetectionOutput:
         self.model.eval()
@@ -160,51 +120,18 @@ class SegmentationDetector(Detector):
         mult = self.card.recipe.get("head_lr_mult")
         return float(mult.value) if mult is not None else 1.0
 
-    def fit(
-        self,
-        train: TrainData,
-        config: TrainConfig,
-        progress: Callable[[int, float], None] | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: TrainData, config: TrainConfig, progress: Report | None = None) -> dict[str, Any]:
+        """The shared loop (:func:`~.trainer.train_loop`) on random crops of ``train``,
+        each parameter group at ``lr x lr_mult``; the loss is :func:`~.trainer.segmentation_loss`."""
         if self.task == "semantic" and train.dataset.label_space != self.label_space:
             raise ConfigError("training data and detector have different label spaces")
-        return train_segmenter(
-            self.model, self.param_groups(config.head_lr_mult), train.dataset, train.ids, self.task, config,
-            self.device, progress, train.resume, train.monitor,
-        )
+        torch.manual_seed(config.seed)
+        loader = make_loader(CropDataset(train.dataset, train.ids, self.task, config), config)
+        groups = [{**{k: v for k, v in g.items() if k != "lr_mult"}, "lr": config.lr * g.get("lr_mult", 1.0)}
+                  for g in self.param_groups(config.head_lr_mult)]
+        return train_loop(self.model, loader, partial(segmentation_loss_terms, task=self.task), groups, config,
+                          self.device, progress, train.hooks, data_name=train.dataset.name)
 
     # -- checkpoints -----------------------------------------------------
-    def checkpoint_meta(self) -> dict[str, Any]:
-        return {
-            "format": "diffzoo-checkpoint-1",
-            "card": self.card.to_dict(),
-            "task": self.task,
-            "label_space": self.label_space.to_dict(),
-        }
-
-    def save(self, path: Path, extra: dict[str, Any] | None = None) -> Path:
-        meta = {**self.checkpoint_meta(), **(extra or {})}
-        return save_checkpoint(Path(path), self.model.net.state_dict(), meta)
-
-    def load(self, path: Path) -> dict[str, Any]:
-        state, meta = load_checkpoint(path)
-        card = meta.get("card", {}).get("name")
-        if card is not None and card != self.card.name:
-            raise ModelError(f"checkpoint {path} is for detector {card!r}, not {self.card.name!r}")
-        if meta.get("task", self.task) != self.task:
-            raise ModelError(f"checkpoint {path} was trained for task {meta['task']!r}, not {self.task!r}")
-        names = meta.get("label_space", {}).get("names")
-        if names is not None and self.task == "semantic" and tuple(names) != self.label_space.names:
-            raise ModelError(
-                f"checkpoint {path} has classes {names}, the dataset has {list(self.label_space.names)}"
-            )
-        problem = describe_mismatch(self.model.net.state_dict(), state)
-        if problem:
-            raise ModelError(f"checkpoint {path} does not fit {self.card.name}: {problem}")
-        try:
-            self.model.net.load_state_dict(state, strict=True)
-        except RuntimeError as exc:
-            first = str(exc).strip().splitlines()[:3]
-            raise ModelError(f"checkpoint {path} does not fit {self.card.name}: {' '.join(first)}") from exc
-        self.model.to(self.device).eval()
-        return meta
+    def saved_module(self) -> nn.Module:
+        return self.model.net  # the normalisation is the card's, not a weight

@@ -1,6 +1,9 @@
-"""The training data of the shared loop: random crops and flips of the samples
-(:class:`CropDataset`), the seeded order of each epoch (:class:`EpochOrder`), the
-``paper`` recipe's rescale, and the loader that batches them (:func:`make_loader`).
+"""What a training is given and how the shared loop reads it: the input of
+``fit`` (:class:`TrainData`: the dataset and sample ids, and the harness's
+:class:`TrainHooks`), random crops and flips of the samples
+(:class:`CropDataset`), the seeded order of each epoch (:class:`EpochOrder`),
+the ``paper`` recipe's rescale, and the loader that batches them
+(:func:`make_loader`).
 
 Every random draw of an item comes from a generator seeded by the config's
 seed, the rank and the item's key, so a model does not depend on the number
@@ -10,6 +13,8 @@ of loader workers, and a resumed training needs no generator state.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,10 +26,41 @@ from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import PAPER_RATIO, TrainConfig
 from diffzoo.harness.core.types import IGNORE_INDEX
 from diffzoo.harness.data.distortions import resize_image, resize_label, shorter_side_size
-from diffzoo.harness.models.resume import BatchStream
+from diffzoo.harness.models.monitor import TrainMonitor
+from diffzoo.harness.models.resume import BatchStream, Resume
 from diffzoo.harness.models.stopping import quiet_worker
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainHooks:
+    """How the harness watches one training.  A detector does not read these: its
+    ``fit`` passes ``train.hooks`` on to :func:`~.trainer.train_loop`, which uses them."""
+
+    resume: Resume | None = None
+    """Where the shared loop saves its state to resume after a kill (None: no saves)."""
+    monitor: TrainMonitor | None = None
+    """The log, TensorBoard events, validation and loss check of the training (:mod:`.monitor`)."""
+    preparing: Callable[[int, int], None] | None = None
+    """Hears of work a detector does before its training steps (:meth:`TrainData.prepared`)."""
+
+
+@dataclass(frozen=True)
+class TrainData:
+    """The training input of :meth:`Detector.fit`: a dataset and the ids of its
+    samples to train on, and the harness's :class:`TrainHooks` (opaque to a
+    detector: pass ``hooks`` to ``train_loop``)."""
+
+    dataset: Dataset
+    ids: list[str]
+    hooks: TrainHooks = field(default_factory=TrainHooks)
+
+    def prepared(self, done: int, total: int) -> None:
+        """Say how far work before the training steps has come (UniversalFakeDetect's
+        feature extraction), so that the run's progress shows it."""
+        if self.hooks.preparing is not None:
+            self.hooks.preparing(done, total)
 
 
 class CropDataset(torch.utils.data.Dataset):

@@ -1,9 +1,10 @@
-"""The shared training loop for segmentation detectors.
+"""The shared training loop (:func:`train_loop`) and the segmentation loss.
 
-One loop serves every segmenter: random crops + horizontal flips (the
-``paper`` recipe first rescales each image, as mmseg's RandomResize; the data
-side is :mod:`.train_data`, whose names are imported here too), AdamW (or
-SGD with momentum) with a separate learning-rate multiplier for the decode
+One loop serves every detector kind; for a segmenter
+(:meth:`~.segmenter.SegmentationDetector.fit`): random crops + horizontal
+flips (the ``paper`` recipe first rescales each image, as mmseg's
+RandomResize; the data side is :mod:`.train_data`), AdamW (or SGD with
+momentum) with a separate learning-rate multiplier for the decode
 head, linear warm-up then a poly schedule with an optional floor (the
 open-source SegFormer and mmseg SGD recipes), AMP on CUDA, and a seeded
 sampler so that the same seed gives the same model.  Under torchrun the
@@ -18,7 +19,6 @@ import logging
 import math
 import signal
 import time
-from functools import partial
 from collections.abc import Callable
 from typing import Any
 
@@ -28,17 +28,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from diffzoo.harness.core import distributed
-from diffzoo.harness.core.errors import DataError, TrainingStopped
-from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.errors import TrainingStopped
+from diffzoo.harness.core.protocols import Report
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import IGNORE_INDEX
 from diffzoo.harness.data.mask_encoding import all_ignore_error
 from diffzoo.harness.models.monitor import TrainMonitor
-from diffzoo.harness.models.resume import BatchStream, Resume, capture, restore
+from diffzoo.harness.models.resume import BatchStream, capture, restore
 from diffzoo.harness.models.stopping import StopSignals
-from diffzoo.harness.models.train_data import (  # noqa: F401  (the loop's data, imported from here by plugins)
-    CropDataset, EpochOrder, batch_ids, collate_skip, make_loader, paper_rescale, random_crop,
-)
+from diffzoo.harness.models.train_data import TrainHooks, batch_ids
 
 log = logging.getLogger(__name__)
 
@@ -133,11 +131,10 @@ def train_loop(
     groups: list[dict[str, Any]],
     cfg: TrainConfig,
     device: torch.device,
-    progress: Callable[[int, float], None] | None = None,
-    resume: Resume | None = None,
+    progress: Report | None = None,
+    hooks: TrainHooks | None = None,
     data_name: str = "the training data",
     with_targets: bool = False,
-    monitor: TrainMonitor | None = None,
 ) -> dict[str, Any]:
     """``cfg.iterations`` steps of ``loss_fn(model(inputs), targets)``; returns a log.
 
@@ -157,12 +154,15 @@ def train_loop(
     ``name`` for the log).  The optimiser, warm-up + poly schedule (power 0 =
     constant) with its floor, bf16 autocast on CUDA and DDP under torchrun
     are shared by every detector kind; nothing here is specific to one task.
-    With ``resume`` the loop saves its state every ``resume.every`` steps and
-    starts from the newest saved state (see :mod:`.resume`); the result is the
-    same.  ``monitor`` logs, validates (:mod:`.monitor`) and checks the
-    losses; SIGINT and SIGTERM stop the loop after the step they arrive in,
-    with its state saved (:mod:`.stopping`).
+    ``hooks`` (a ``fit`` passes its ``train.hooks``) are how the harness watches
+    the training: with ``hooks.resume`` the loop saves its state every
+    ``resume.every`` steps and starts from the newest saved state (see
+    :mod:`.resume`); the result is the same.  ``hooks.monitor`` logs, validates
+    (:mod:`.monitor`) and checks the losses.  SIGINT and SIGTERM stop the loop
+    after the step they arrive in, with its state saved (:mod:`.stopping`).
     """
+    hooks = hooks or TrainHooks()
+    resume = hooks.resume
     opt = make_optimizer(groups, cfg)
     lambdas = [poly_lr_lambda(cfg, min(cfg.min_lr / g["lr"], 1.0) if g["lr"] > 0 else 0.0) for g in groups]
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambdas)
@@ -172,7 +172,7 @@ def train_loop(
     model.to(device).train()
     model.to(memory_format=fmt)
     net = distributed.wrap_ddp(model, device)
-    monitor = monitor or TrainMonitor(type(model).__name__)
+    monitor = hooks.monitor or TrainMonitor(type(model).__name__)
     losses: list[float] = []
     skipped = 0
     batches = BatchStream(loader)
@@ -271,35 +271,3 @@ class LabelWatch:
         elif self.batches >= self.patience:
             raise all_ignore_error(self.data_name, f"the first {self.batches} training batch(es)",
                                    self.ignored, self.pixels)
-
-
-def train_segmenter(
-    model: nn.Module,
-    param_groups: list[dict[str, Any]],
-    dataset: Dataset,
-    ids: list[str],
-    task: str,
-    cfg: TrainConfig,
-    device: torch.device,
-    progress: Callable[[int, float], None] | None = None,
-    resume: Resume | None = None,
-    monitor: TrainMonitor | None = None,
-) -> dict[str, Any]:
-    """Train ``model`` (images in [0, 1] -> logits) and return a log.
-
-    ``param_groups`` are optimiser groups; a group may carry ``lr_mult``.
-    ``resume``, ``monitor``: see :func:`train_loop`.
-    Under torchrun the model is trained through DistributedDataParallel on
-    this rank's shard with ``cfg.batch_size // world`` images per step; the
-    logged losses are means over ranks.
-    """
-    if not ids:
-        raise DataError("the training split is empty")
-    torch.manual_seed(cfg.seed)
-    loader = make_loader(CropDataset(dataset, ids, task, cfg), cfg)
-    groups = [
-        {**{k: v for k, v in g.items() if k != "lr_mult"}, "lr": cfg.lr * g.get("lr_mult", 1.0)}
-        for g in param_groups
-    ]
-    return train_loop(model, loader, partial(segmentation_loss_terms, task=task), groups, cfg, device, progress,
-                      resume, data_name=dataset.name, monitor=monitor)

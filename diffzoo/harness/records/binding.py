@@ -20,24 +20,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
 BINDING_CONFIG_EXCLUDED = ("device", "strict", "cache_key", "distortion_params", "bootstrap")
 """Config keys a metric state does not depend on: those outside a record's identity
 (document.NOT_IDENTITY_CONFIG), the pass's parameters (its ``pass``) and the bootstrap."""
 
 
-def binding_of(data: dict[str, Any]) -> dict[str, Any]:
-    """What a metric state is bound to (:meth:`EvalState.bind`), from a record's fields: the
-    model (detector card, task, plugin, checkpoint sha256), the data (fingerprint, label map,
-    split scheme), the seed, the training and evaluation config, and the pass (split,
-    distortion and its parameters) the state scored.  Cases reading one pass (a suite's binary
-    and image cases, a pass whose input equals the undistorted one) share one state, so
-    nothing case-specific is in it; the record's numbers are checked against the state
-    separately."""
-    det, dataset, case = data.get("detector") or {}, data.get("dataset") or {}, data.get("case") or {}
-    config = data.get("config") or {}
-    used = config.get("distortion_params") or {}
-    baseline = isinstance(used, dict) and used.get("same_input_as") == "baseline"  # the clean pass's state
+def made_by(data: dict[str, Any], config_excluded: tuple[str, ...]) -> dict[str, Any]:
+    """What made a record's numbers, from its fields: the model (detector card, task, plugin,
+    checkpoint sha256), the data (fingerprint, label map, split scheme), the seed and the config
+    but ``config_excluded``.  The part of a record's identity that its metric state shares."""
+    det, dataset = data.get("detector") or {}, data.get("dataset") or {}
     return {
         "detector": {k: det.get(k) for k in ("name", "card", "task", "pretrained", "plugin", "plugin_version",
                                              "checkpoint_sha256")},
@@ -45,10 +37,22 @@ def binding_of(data: dict[str, Any]) -> dict[str, Any]:
         "label_map": (dataset.get("label_map") or {}).get("sha256"),
         "split": (dataset.get("split") or {}).get("id"),
         "seed": data.get("seed"),
-        "config": {k: v for k, v in config.items() if k not in BINDING_CONFIG_EXCLUDED},
-        "pass": {"split": case.get("split"), "distortion": "none" if baseline else case.get("distortion"),
-                 "params": {} if baseline else used},
+        "config": {k: v for k, v in (data.get("config") or {}).items() if k not in config_excluded},
     }
+
+
+def binding_of(data: dict[str, Any]) -> dict[str, Any]:
+    """What a metric state is bound to (:meth:`EvalState.bind`), from a record's fields: what
+    made it (:func:`made_by`) and the pass (split, distortion and its parameters) the state
+    scored.  Cases reading one pass (a suite's binary and image cases, a pass whose input
+    equals the undistorted one) share one state, so nothing case-specific is in it; the
+    record's numbers are checked against the state separately."""
+    case, config = data.get("case") or {}, data.get("config") or {}
+    used = config.get("distortion_params") or {}
+    baseline = isinstance(used, dict) and used.get("same_input_as") == "baseline"  # the clean pass's state
+    return {**made_by(data, BINDING_CONFIG_EXCLUDED),
+            "pass": {"split": case.get("split"), "distortion": "none" if baseline else case.get("distortion"),
+                     "params": {} if baseline else used}}
 
 
 def binding_problems(state_binding: dict[str, Any] | None, record_binding: dict[str, Any],

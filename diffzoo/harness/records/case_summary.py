@@ -1,7 +1,7 @@
 """What one case reports from a metric state, computed without a model:
 the summary of a state (metrics, slices, bootstrap CIs) and the metrics a
-case picks from it.  The writer (:mod:`.case_records`) and the checker
-(:mod:`.record_check`) both use these, so a record's numbers are recomputed
+case picks from it.  The writer (``harness/run/record.py``) and the checker
+(:mod:`.check`) both use these, so a record's numbers are recomputed
 by the very code that wrote them; this module imports no torch, so the
 leaderboard commands stay light.
 """
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from diffzoo.harness.core.types import CaseTask, JudgedBy, StateKey
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR
 from diffzoo.harness.metrics.parity import parity_metrics
@@ -22,12 +23,9 @@ from diffzoo.harness.suites import Case, TrainSpec
 log = logging.getLogger(__name__)
 
 
-OWN_SCORE = "binary+score"
-"""The key of a second binary state, made when a detector gives pixels and its own image score
-(IMDL-BenCo's ``pred_label``): the same pixels, images judged by that score.  The task states
-judge images by the predicted edited area, the rule of the paper's segmenters; each image case
-is then reported a second time, as :func:`own_score_case`, from this state."""
 SCORE_OPTION = ("image_score", "detector")
+"""The case option that marks a case judged by the detector's own image score (IMDL-BenCo's
+``pred_label``): in the record's ``case`` field, so the second image row is another record."""
 
 
 def own_score_case(case: Case) -> Case:
@@ -36,12 +34,17 @@ def own_score_case(case: Case) -> Case:
     return replace(case, options=tuple(sorted({**dict(case.options), SCORE_OPTION[0]: SCORE_OPTION[1]}.items())))
 
 
-def metric_task(case: Case) -> str:
-    """The metric state a case reads: image-level cases use the binary one (or, judged by the
-    detector's own score, :data:`OWN_SCORE`)."""
-    if case.option(SCORE_OPTION[0]) == SCORE_OPTION[1]:
-        return OWN_SCORE
-    return "semantic" if case.task == "semantic" else "binary"
+def judged_by(case: Case) -> JudgedBy:
+    """Whether ``case`` judges images by the detector's own score or by its own rule."""
+    return JudgedBy.OWN_SCORE if case.option(SCORE_OPTION[0]) == SCORE_OPTION[1] else JudgedBy.RULE
+
+
+def state_key(case: Case) -> StateKey:
+    """The metric state a case reads: image-level cases the binary one (or, judged by the
+    detector's own score, :attr:`StateKey.OWN_SCORE`)."""
+    if judged_by(case) is JudgedBy.OWN_SCORE:
+        return StateKey.OWN_SCORE
+    return StateKey.SEMANTIC if case.task == CaseTask.SEMANTIC else StateKey.BINARY
 
 
 @dataclass
@@ -80,7 +83,7 @@ def case_metrics(case: Case, summary: Summary, label_names: tuple[str, ...],
     metadata for reports no slice metric (only ``num_images``) and logs why."""
     values = summary.values
     wanted = list(case.metrics)
-    if case.task == "semantic" and not case.slice_by:
+    if case.task == CaseTask.SEMANTIC and not case.slice_by:
         wanted += [f"IoU.{n}" for n in label_names if f"IoU.{n}" not in wanted]
     if case.compare_to:
         other = compared(case.compare_to)

@@ -27,12 +27,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.records.case_summary import case_from_dict, case_metrics, summarize
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, RecordError
 from diffzoo.harness.metrics import METRICS_VERSION, EvalState
-from diffzoo.harness.records.model import RecordBody, StateRef
 from diffzoo.harness.records.binding import binding_of, binding_problems
+from diffzoo.harness.records.case_summary import case_from_dict, case_metrics, summarize
 from diffzoo.harness.records.document import ResultRecord, clean_json, read_state_bytes
+from diffzoo.harness.records.model import RECORDS_DIR, RecordBody, StateRef
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-12
@@ -83,7 +83,7 @@ def record_roots(path: Path) -> list[Path]:
     """Where the states of the record file at ``path`` live: the store root
     for ``<store>/records/<id>.json``, and the file's own folder."""
     path = Path(path)
-    return ([path.parent.parent] if path.parent.name == "records" else []) + [path.parent]
+    return ([path.parent.parent] if path.parent.name == RECORDS_DIR else []) + [path.parent]
 
 
 def same(a: Any, b: Any) -> bool:
@@ -150,7 +150,8 @@ def number_problems(body: RecordBody, state: EvalState, compared: EvalState | No
         problems += _compare("slices", body.slices, expected["slices"])
     stored, wanted = body.confusion, expected["confusion"]
     if stored is not None and len(stored) != len(wanted):
-        problems.append(f"field confusion is {len(stored)} x {len(stored)}, the state's is {len(wanted)} x {len(wanted)}")
+        problems.append(f"field confusion is {len(stored)} x {len(stored)}, the state's is "
+                        f"{len(wanted)} x {len(wanted)}")
     elif stored is not None and stored != wanted:
         i, j = next((i, j) for i, row in enumerate(stored) for j, v in enumerate(row) if v != wanted[i][j])
         problems.append(f"field confusion[{i}][{j}] is {stored[i][j]}, the state gives {wanted[i][j]}")

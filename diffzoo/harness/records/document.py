@@ -1,7 +1,7 @@
 """Result records: one immutable, self-describing, verifiable JSON document
 per (detector, suite, case), with its metric state beside it.
 
-Schema (version 2; the typed model is :class:`.record_model.RecordBody`):
+Schema (version 2; the typed model is :class:`.model.RecordBody`):
 
 - ``schema_version`` (2), ``record_id`` (the record's identity, below)
 - ``detector``: ``name``, ``checkpoint_sha256`` (64 lowercase hex digits),
@@ -29,12 +29,15 @@ Schema (version 2; the typed model is :class:`.record_model.RecordBody`):
   ``compared_state_*``: the other case's state of a format-parity case
 - ``digests``: field (and ``field.key``) -> hash of its value, so an edit to
   any number is named by the field it changed
+- ``request``: the run's options, flag name -> value (what ``diffzoo
+  reproduce`` runs again; not part of the identity, since it holds paths)
 
 Identity: ``record_id`` hashes what determines the numbers (:func:`identity`):
 detector name, card, task, pretrained, plugin and its version, checkpoint
-sha256; dataset fingerprint, label map sha256 and split id; label space; suite name, version and definition hash; the case;
-metrics version; threshold policy; seed; config without ``device``,
-``strict`` and ``cache_key``.  Not paths, the dataset's name or description,
+sha256; dataset fingerprint, label map sha256 and split id; label space;
+suite name, version and definition hash; the case; metrics version;
+threshold policy; seed; config without ``device``, ``strict`` and
+``cache_key``.  Not the request, paths, the dataset's name or description,
 the date, host, git hash, device or package versions: a re-run of the same
 thing has the same id on any machine, and numbers that then differ are
 nondeterminism, reported when the store is asked to add it.
@@ -56,11 +59,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from diffzoo.harness.core.cards import stable_hash
+from diffzoo.harness.core.cards import canonical_json, stable_hash
 from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, exclusive_lock
-from diffzoo.harness.records.binding import binding_of
-from diffzoo.harness.records.model import FIELDS, REQUIRED, SCHEMA_VERSION, RecordBody, StateRef, state_file_name
+from diffzoo.harness.records.binding import binding_of, made_by
+from diffzoo.harness.records.model import FIELDS, LOCK_FILE, REQUIRED, SCHEMA_VERSION, RecordBody, StateRef, state_file_name
 
 if TYPE_CHECKING:
     from diffzoo.harness.metrics import EvalState
@@ -73,12 +76,6 @@ NOT_IDENTITY_CONFIG = ("device", "strict", "cache_key")
 """Config keys that do not determine the numbers: where it ran, whether a run
 would have stopped at a corrupt sample, and a hash derived from the rest."""
 _DERIVED = ("schema_version", "record_id", "digests")
-
-
-def canonical(value: Any) -> bytes:
-    """The canonical JSON bytes of a JSON value (sorted keys, no spaces)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False,
-                      ensure_ascii=False).encode("utf-8")
 
 
 def clean_json(value: Any) -> Any:
@@ -131,21 +128,10 @@ def environment(device: str) -> dict[str, Any]:
 # -- identity and integrity -----------------------------------------------------------
 def identity(data: dict[str, Any]) -> dict[str, Any]:
     """What determines a record's numbers (see the module doc); its hash is the id."""
-    det = data["detector"]
-    return {
-        "detector": {k: det.get(k) for k in ("name", "card", "task", "pretrained", "plugin", "plugin_version",
-                                             "checkpoint_sha256")},
-        "dataset_fingerprint": data["dataset"]["fingerprint"],
-        "label_map": (data["dataset"].get("label_map") or {}).get("sha256"),
-        "split": (data["dataset"].get("split") or {}).get("id"),
-        "label_space": data["label_space"],
-        "suite": {k: data["suite"].get(k) for k in ("name", "version", "definition_hash")},
-        "case": data["case"],
-        "metrics_version": data["metrics_version"],
-        "threshold_policy": data["threshold_policy"],
-        "seed": data["seed"],
-        "config": {k: v for k, v in data["config"].items() if k not in NOT_IDENTITY_CONFIG},
-    }
+    return {**made_by(data, NOT_IDENTITY_CONFIG), "label_space": data["label_space"],
+            "suite": {k: data["suite"].get(k) for k in ("name", "version", "definition_hash")},
+            "case": data["case"], "metrics_version": data["metrics_version"],
+            "threshold_policy": data["threshold_policy"]}
 
 
 def record_id_of(data: dict[str, Any]) -> str:
@@ -153,7 +139,7 @@ def record_id_of(data: dict[str, Any]) -> str:
 
 
 def _hash(value: Any) -> str:
-    return hashlib.sha256(canonical(value)).hexdigest()[:16]
+    return hashlib.sha256(canonical_json(value, utf8=True)).hexdigest()[:16]
 
 
 def field_digests(data: dict[str, Any]) -> dict[str, str]:
@@ -185,7 +171,7 @@ def digest_problems(data: dict[str, Any]) -> list[str]:
 
 def content_digest(data: dict[str, Any]) -> str:
     """sha256 of the whole record (digests included): what a frozen version pins."""
-    return hashlib.sha256(canonical(data)).hexdigest()
+    return hashlib.sha256(canonical_json(data, utf8=True)).hexdigest()
 
 
 def record_problems(data: Any) -> list[str]:
@@ -193,7 +179,7 @@ def record_problems(data: Any) -> list[str]:
 
     The schema and ranges (:class:`RecordBody`), then the digests (naming
     each changed field), then the id against the identity fields.  Numbers
-    against the metric state are checked by :mod:`.record_check`.
+    against the metric state are checked by :mod:`.check`.
     """
     _, problems = RecordBody.parse(data)
     if problems:
@@ -212,13 +198,13 @@ def store_lock(root: Path) -> AbstractContextManager[None]:
     """Hold ``root/.lock`` (:func:`exclusive_lock`): every write of records and
     states under ``root`` happens inside it, so cleaning leftover temp files
     under it never removes one being written."""
-    return exclusive_lock(Path(root) / ".lock")
+    return exclusive_lock(Path(root) / LOCK_FILE)
 
 
 # -- metric states -----------------------------------------------------------------------
 def state_blob(state: EvalState) -> tuple[StateRef, bytes]:
     """A state's canonical file content and where it goes (named by its sha256)."""
-    blob = canonical(state.state_dict())  # JSON-able by contract (NaN already None)
+    blob = canonical_json(state.state_dict(), utf8=True)  # JSON-able by contract (NaN already None)
     sha = hashlib.sha256(blob).hexdigest()
     return StateRef(state_file_name(sha), sha), blob
 
@@ -239,6 +225,14 @@ def write_state_file(root: Path, relpath: str, blob: bytes) -> Path:
                           "it was not written by diffzoo or was changed: move it away (diffzoo never "
                           "overwrites it)")
     return atomic_write_bytes(path, blob)
+
+
+def keep_state(root: Path, state: EvalState) -> Path:
+    """Write ``state`` into the store at ``root`` (``states/<sha256>.json``), under the store's
+    lock: what a run hands its recorder to keep each state as soon as it is summarised."""
+    ref, blob = state_blob(state)
+    with store_lock(Path(root)):
+        return write_state_file(Path(root), ref.file, blob)
 
 
 def read_state_bytes(path: Path, sha256: str | None) -> tuple[bytes, str]:
@@ -274,10 +268,6 @@ class ResultRecord:
         ``state`` (and ``compared_state`` for a parity case) the record names
         the state files and carries them until stored."""
         fields = {k: v for k, v in fields.items() if k not in _DERIVED}
-        counts = fields.get("counts")
-        if isinstance(counts, dict) and "skipped_corrupt" in counts:  # schema 1's name of the total
-            counts = {k: v for k, v in counts.items() if k != "skipped_corrupt"}
-            fields["counts"] = {"skipped_total": fields["counts"]["skipped_corrupt"], **counts}
         attachments = {}
         if state is not None:  # the state says what made it; verify holds every record naming it to that
             state.bind(binding_of(cls._parsed(fields)))  # the fields as stored (defaults filled in)

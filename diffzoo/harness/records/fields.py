@@ -2,7 +2,7 @@
 with the field's dotted path (``detector.checkpoint_sha256``,
 ``baselines.all_edited.mIoU``) and what was expected, so that one message
 lists all that is wrong with a hand-edited record.  Used by
-:mod:`.record_model`; metric ranges come from the catalog.
+:mod:`.model`; metric ranges come from the catalog.
 """
 
 from __future__ import annotations

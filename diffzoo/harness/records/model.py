@@ -3,7 +3,7 @@ parsed with validation and written back by :meth:`RecordBody.to_dict`.
 
 Every reader and writer of records goes through :class:`RecordBody`
 (``ResultRecord.body``); the schema is documented field by field in
-:mod:`.records` and docs/leaderboard.md.  Parsing collects every problem, each
+:mod:`.document` and docs/leaderboard.md.  Parsing collects every problem, each
 naming its field (``detector.checkpoint_sha256``, ``counts.evaluated``,
 ``metrics.mIoU``) with what was expected, so one message lists all that is
 wrong with a hand-edited file.
@@ -14,14 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from diffzoo.harness.core.types import MAX_SEED
+from diffzoo.harness.records.case_summary import SCORE_OPTION
 from diffzoo.harness.records.fields import FieldReader, ci_table, confusion_matrix, metric_table, nested_metrics
 from diffzoo.harness.records.policy import ThresholdPolicy
-from diffzoo.harness.core.types import MAX_SEED
 
 SCHEMA_VERSION = 2
 SEED_LIMIT = MAX_SEED + 1
 """Seeds are integers with 0 <= seed < SEED_LIMIT (types.check_seed's range; bool is not a seed)."""
-STATE_DIR = "states"
+STATE_DIR, RECORDS_DIR, LOCK_FILE = "states", "records", ".lock"
+"""A record store's layout as records name it: its states, its records and the lock every writer holds."""
 SKIPPED_EXAMPLES = 20
 """How many skipped samples (id, kind, reason) a record lists; all are counted by kind."""
 
@@ -207,7 +209,7 @@ def _state_ref(r: FieldReader, prefix: str) -> StateRef | None:
 
 @dataclass(frozen=True)
 class RecordBody:
-    """A parsed, validated result record (see :mod:`.records` for the schema)."""
+    """A parsed, validated result record (see :mod:`.document` for the schema)."""
 
     record_id: str
     detector: DetectorInfo
@@ -231,6 +233,9 @@ class RecordBody:
     predictions_digest: str | None = None
     state: StateRef | None = None
     compared_state: StateRef | None = None
+    request: dict[str, Any] | None = None
+    """The run's options as flag name -> value (``RunRequest.to_dict``): what ``diffzoo
+    reproduce`` runs again.  Not part of the identity (it holds paths)."""
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -251,8 +256,8 @@ class RecordBody:
     def own_score(self) -> bool:
         """True for an image case judged by the detector's own image score (IMDL-BenCo's
         ``pred_label``) instead of its predicted edited area: the second image row of a
-        detector that gives both (records/case_summary.own_score_case)."""
-        return (self.case.get("options") or {}).get("image_score") == "detector"
+        detector that gives both (:func:`.case_summary.own_score_case`)."""
+        return (self.case.get("options") or {}).get(SCORE_OPTION[0]) == SCORE_OPTION[1]
 
     @property
     def row_name(self) -> str:
@@ -330,7 +335,8 @@ class RecordBody:
             environment=Environment.parse(problems, data["environment"]), digests=digests,
             ci95=ci_table(r), baselines=nested_metrics(r, "baselines", 1) or {},
             confusion=confusion_matrix(r, len(labels)), slices=nested_metrics(r, "slices", 2), training=training,
-            predictions_digest=r.hex64("predictions_digest", required=False), state=_state_ref(r, "state"), compared_state=_state_ref(r, "compared_state"),
+            predictions_digest=r.hex64("predictions_digest", required=False), state=_state_ref(r, "state"),
+            compared_state=_state_ref(r, "compared_state"), request=r.mapping("request", nullable=True),
         )
         return (None, problems) if problems else (body, [])
 
@@ -344,7 +350,7 @@ class RecordBody:
             "baselines": self.baselines, "confusion": self.confusion, "slices": self.slices,
             "counts": self.counts.to_dict(), "seed": self.seed, "config": self.config, "training": self.training,
             "environment": dict(vars(self.environment)), "predictions_digest": self.predictions_digest,
-            "digests": self.digests,
+            "request": self.request, "digests": self.digests,
         }
         for prefix, ref in (("state", self.state), ("compared_state", self.compared_state)):
             out[f"{prefix}_file"] = ref.file if ref else None
@@ -357,5 +363,5 @@ REQUIRED = (
     "metrics_version", "threshold_policy", "counts", "seed", "config", "environment", "digests",
 )
 OPTIONAL = ("ci95", "baselines", "confusion", "slices", "training", "predictions_digest", "state_file",
-            "state_sha256", "compared_state_file", "compared_state_sha256")
+            "state_sha256", "compared_state_file", "compared_state_sha256", "request")
 FIELDS = REQUIRED + OPTIONAL

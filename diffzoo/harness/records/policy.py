@@ -1,6 +1,6 @@
 """A record's threshold policy as one typed object: the values the
 thresholds had, how they were decided (fixed or calibrated, on what), and
-the rule texts made from them.  ``harness.run.thresholds.policy_record``
+the rule texts made from them.  ``harness/run/record.py``
 writes a record's ``threshold_policy`` from it and readers (the run
 summary's policy lines) read it back through ``RecordBody.policy``; no one
 reads the numbers back from the texts.
@@ -15,10 +15,11 @@ from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.metrics.catalog import AREA_THRESHOLD, SCORE_THRESHOLD
 
-FIXED_SOURCE = "fixed (detector card; METRICS.md / DiffSeg30k 1% rule)"
+FIXED_SOURCE = "fixed (detector card; docs/metrics.md / DiffSeg30k 1% rule)"
 """``threshold_policy.source`` of fixed thresholds."""
 ORACLE_COLUMNS = "F1_oracle and img_Acc_oracle use the best threshold on the evaluated split"
-PIXEL_RULES = {"binary": "edited if probability > {:g}", "semantic": "argmax over classes; edited = argmax != background",
+PIXEL_RULES = {"binary": "edited if probability > {:g}",
+               "semantic": "argmax over classes; edited = argmax != background",
                "classification": "none: image-level classifier (no pixel output)"}
 """The pixel rule of each detector task (``{}``: the pixel threshold)."""
 MODES = ("fixed", "calibrated")
@@ -47,7 +48,7 @@ class Thresholds:
 @dataclass(frozen=True)
 class ThresholdPolicy:
     """What decided a record's thresholds (``threshold_policy``, written from
-    :meth:`to_dict` by ``harness.run.thresholds.policy_record``): ``mode``
+    :meth:`to_dict` by ``harness/run/record.py``): ``mode``
     (fixed|calibrated), the detector ``task`` (which pixel rule), the
     ``values``, the ``image_score_source``, where they were
     ``calibrated_on`` and their ``source``.  The rule texts (:attr:`pixel`,
@@ -115,7 +116,8 @@ class ThresholdPolicy:
         if self.values is None:
             raise RecordError("a threshold policy without values cannot be written")
         return {"mode": self.mode, "pixel": self.pixel, "image": self.image,
-                "image_score_source": self.image_score_source, "values": {"pixel": self.values.pixel, "area": self.values.area, "score": self.values.score},
+                "image_score_source": self.image_score_source,
+                "values": {"pixel": self.values.pixel, "area": self.values.area, "score": self.values.score},
                 "calibrated_on": self.calibrated_on, "source": self.source, "oracle_columns": ORACLE_COLUMNS}
 
 

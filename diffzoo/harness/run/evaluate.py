@@ -1,51 +1,64 @@
-"""Evaluation: stream a split through a distortion into a detector and
-update metric states.  Memory does not grow with the dataset beyond the
-small per-image rows the metric states keep.
+"""Evaluation: one pass of images through a distortion into a detector, into metric states.
+
+:func:`evaluate` streams a split (or some of its ids) in this process; memory does not grow
+with the dataset beyond the small per-image rows the metric states keep.  :class:`Evaluator`
+runs a planned :class:`~.plan.PassSpec`: it owns the device, the loader workers, the
+sharding over torchrun ranks and the gathering of the shards, so that every rank gets the
+same merged result; and a pass that would feed the detector exactly the input of the
+model's undistorted pass on its split reuses that pass's predictions (noted), instead of
+running again.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import torch
 
 from diffzoo.harness.core import distributed
-from diffzoo.harness.core.outputs import check_output
-from diffzoo.harness.data.distortions import shorter_side_size
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError
+from diffzoo.harness.core.outputs import check_output
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.core.progress import NullProgress, Progress
+from diffzoo.harness.core.protocols import Dataset, Detector
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, DetectionOutput, StateKey, Task
+from diffzoo.harness.data.mask_encoding import all_ignore_error
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run import baselines as constant_baselines
-from diffzoo.harness.run.baselines import BaselineCache
-from diffzoo.harness.run.loading import as_batch, eval_inputs
+from diffzoo.harness.run.baselines import BaselineCache, baseline_cache
+from diffzoo.harness.run.loading import (
+    Distortion,
+    as_batch,
+    distortion_context,
+    eval_inputs,
+    same_input,
+    sets_input_size,
+)
+from diffzoo.harness.run.plan import CALIBRATE, VALIDATE, PassSpec
 from diffzoo.harness.run.scoring import Overlap, Scorer, metric_path
-from diffzoo.harness.core.progress import NullProgress, Progress
-from diffzoo.harness.core.protocols import Dataset, Detector
-from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, DetectionOutput
-from diffzoo.harness.data.mask_encoding import all_ignore_error
 
 log = logging.getLogger(__name__)
-
-Distortion = Callable[..., tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass
 class EvalResult:
-    """Metric states of one model on one (split, distortion)."""
+    """Metric states of one model on one pass."""
 
-    states: dict[str, EvalState]  # metric task ("binary" / "semantic", and OWN_SCORE) -> state
+    states: dict[str, EvalState]  # StateKey -> state
     baselines: dict[str, EvalState] = field(default_factory=dict)
     evaluated: int = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Sample id -> (h, w) of its stored image, before any distortion (this
-    process's images; not merged across ranks): what the planner checks a
-    size-only distortion against (:func:`same_input`)."""
+    """Sample id -> (h, w) of its stored image, before any distortion (this process's images;
+    not merged across ranks): what a size-only distortion is checked against (:func:`same_input`)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """The distortion parameters as the records say them (``same_input_as: baseline`` for a
+    pass that reused the undistorted one's predictions)."""
 
 
 def predict_checked(detector: Detector, images: torch.Tensor, ids: list[str]) -> DetectionOutput:
@@ -62,49 +75,6 @@ def predict_checked(detector: Detector, images: torch.Tensor, ids: list[str]) ->
         raise DetectorError(name, f"predict raised {type(exc).__name__}: {exc}",
                             sample_id=ids[0] if len(ids) == 1 else ", ".join(ids[:4])) from exc
     return check_output(detector, out, ids, tuple(images.shape[-2:]))
-
-
-def _parameters(distortion: Distortion) -> set[str]:
-    try:
-        return set(inspect.signature(distortion).parameters)
-    except (TypeError, ValueError):
-        return set()
-
-
-def distortion_context(distortion: Distortion) -> set[str]:
-    """Which of ``meta`` / ``label_space`` a distortion declares (it then gets them)."""
-    return {"meta", "label_space"} & _parameters(distortion)
-
-
-def sets_input_size(distortion: Distortion) -> bool:
-    """True for a distortion that takes ``input_size`` (the model's input
-    resolution, e.g. ``rescale``): it decides the detector's input size
-    itself, so the recipe's evaluation resize is not applied after it."""
-    return "input_size" in _parameters(distortion)
-
-
-def same_input(distortion: Distortion, params: dict[str, Any], sizes: Iterable[tuple[int, int]],
-               short_side: int | None) -> bool:
-    """True when ``distortion`` with ``params`` feeds the detector exactly
-    the undistorted pass's input for images of every size in ``sizes``.
-
-    Only distortions that change nothing but the size (they carry
-    ``output_size(h, w, **params)``: ``none``, ``resize``, ``rescale``) can:
-    one that sets the input size itself must give the size the evaluation
-    rule gives the undistorted image (the rule's resize and the distortion's
-    are the same function); any other must leave the image as it is.
-    """
-    size_of = getattr(distortion, "output_size", None)
-    if size_of is None:
-        return False
-    own = sets_input_size(distortion)
-    for h, w in sizes:
-        baseline = (h, w)
-        if own and short_side is not None:
-            baseline = shorter_side_size(h, w, short_side)
-        if tuple(size_of(h, w, **params)) != baseline:
-            return False
-    return True
 
 
 def evaluate(
@@ -130,10 +100,11 @@ def evaluate(
 ) -> EvalResult:
     """Run ``detector`` over ``split`` (or only ``ids`` of it); corrupt
     samples are skipped and counted (``strict`` re-raises instead).
-    ``tasks`` are the metric tasks to score: ``binary`` (any segmenter; for a
-    classifier without pixel output, its image scores only) and
-    ``semantic`` (semantic ones).  ``thresholds``: the pixel and image
-    thresholds (default: the card's and METRICS.md's fixed ones).
+    ``tasks`` are the metric states to fill (:class:`StateKey`): ``binary`` (any
+    segmenter; for a classifier without pixel output, its image scores only),
+    ``semantic`` (semantic ones) and ``binary+score`` (a detector that gives pixels
+    and its own image score: images judged by that score).  ``thresholds``: the
+    pixel and image thresholds (default: the card's fixed ones, docs/metrics.md).
 
     Every prediction is checked first (core/outputs.py: a malformed one is a
     DetectorError).  The distortion's label is the ground truth; when it kept
@@ -156,9 +127,10 @@ def evaluate(
     progress = progress or NullProgress()
     thresholds = thresholds or Thresholds.fixed(detector)
     tasks = set(tasks)
-    if "semantic" in tasks and detector.task != "semantic":
+    if StateKey.SEMANTIC in tasks and detector.task != Task.SEMANTIC:
         raise ConfigError(f"semantic metrics need a semantic model; {detector.card.name} is {detector.task}")
-    states = {t: EvalState(BINARY if t == "binary" else dataset.label_space, t,
+    states = {t: EvalState(dataset.label_space if t == StateKey.SEMANTIC else BINARY,
+                           "semantic" if t == StateKey.SEMANTIC else "binary",
                            area_threshold=thresholds.area, score_threshold=thresholds.score)
               for t in sorted(tasks)}
     short_side = None if sets_input_size(distortion) else input_short_side
@@ -226,25 +198,22 @@ def _baselines_of(dataset: Dataset, ids: list[str], distortion: Distortion, para
     return states
 
 
-def gather_eval_result(result: EvalResult, order: Sequence[str]) -> EvalResult | None:
-    """Merge every rank's :class:`EvalResult` of one split on rank 0.
+def gather_eval_result(result: EvalResult, order: Sequence[str]) -> EvalResult:
+    """Every rank's :class:`EvalResult` of one pass, merged, on every rank.
 
-    States travel as their documented ``state_dict`` (an exact round trip)
-    and are merged with :meth:`EvalState.merge`, which computes from rows in
-    canonical order, so the merged metrics equal the single-process ones.
-    Skipped samples are put back in ``order`` (the split's id order).
-    Returns the result itself in a single process, None on ranks > 0.
+    States travel as their documented ``state_dict`` (an exact round trip) and are merged
+    with :meth:`EvalState.merge`, which computes from rows in canonical order, so the merged
+    metrics equal the single-process ones.  Skipped samples are put back in ``order`` (the
+    split's id order).  In a single process the result itself; ``sizes`` stay this rank's.
     """
     if not distributed.is_initialized():
         return result
-    parts = distributed.gather({
+    parts = distributed.all_gather({
         "states": {k: s.state_dict() for k, s in result.states.items()},
         "baselines": {k: s.state_dict() for k, s in result.baselines.items()},
         "evaluated": result.evaluated,
         "skipped": result.skipped,
     })
-    if parts is None:
-        return None
 
     def merged(key: str, name: str) -> EvalState:
         state = EvalState.from_state_dict(parts[0][key][name])
@@ -259,4 +228,105 @@ def gather_eval_result(result: EvalResult, order: Sequence[str]) -> EvalResult |
         baselines={k: merged("baselines", k) for k in parts[0]["baselines"]},
         evaluated=sum(p["evaluated"] for p in parts),
         skipped=skipped,
+        sizes=result.sizes,
     )
+
+
+class Evaluator:
+    """Runs the passes of one run's plan: ``datasets`` by fingerprint (the plan's), on
+    ``device`` with ``workers`` loader processes; ``name`` is the detector's, for progress
+    texts and notes.  It gathers ``notes`` (passes that reused the undistorted one's
+    predictions) and ``skipped`` (every sample skipped by any pass, once: id -> kind, reason)."""
+
+    def __init__(self, datasets: dict[str, Dataset], device: torch.device, workers: int = 0, strict: bool = False,
+                 progress: Progress | None = None, name: str = "the detector"):
+        self.datasets, self.device, self.workers, self.strict = datasets, device, workers, strict
+        self.progress, self.name = progress or NullProgress(), name
+        self.notes: list[str] = []
+        self.skipped: dict[str, dict[str, str]] = {}
+        self._seen: dict[tuple[str, str], dict[str, tuple[int, int] | None]] = {}
+        """(dataset, split) -> id -> (h, w) of the images this process read (None: unreadable)."""
+
+    def run_all(self, model: Detector, passes: Sequence[PassSpec], thresholds: Thresholds) -> dict[str, EvalResult]:
+        """Every pass of a job, in order, by pass key; a pass that feeds the model the input of
+        its undistorted pass on the same split reuses that pass's result."""
+        results: dict[str, EvalResult] = {}
+        undistorted: dict[tuple[str, str], tuple[PassSpec, EvalResult]] = {}
+        for spec in passes:
+            results[spec.key] = self.run(model, spec, thresholds, undistorted.get((spec.dataset, spec.split)))
+            if spec.undistorted:
+                undistorted[(spec.dataset, spec.split)] = (spec, results[spec.key])
+        return results
+
+    def run(self, model: Detector, spec: PassSpec, thresholds: Thresholds,
+            undistorted: tuple[PassSpec, EvalResult] | None = None) -> EvalResult:
+        """The merged result of ``spec`` (the same on every rank); ``undistorted``: the
+        model's undistorted pass on this split and its result, reused when ``spec`` would
+        feed the model its very input."""
+        if undistorted is not None:
+            sizes = self._same_input(spec, *undistorted)
+            if sizes is not None:
+                note = same_input_note(spec, self.name, sizes)
+                log.info("%s", note)
+                self.notes.append(note)
+                return replace(undistorted[1], params={**spec.distortion_params, "same_input_as": "baseline"})
+        dataset = self.datasets[spec.dataset]
+        distortion = get_registry().get("distortion", spec.distortion).load()
+        every = dataset.ids(spec.split)
+        ids = every if spec.ids is None else list(spec.ids)
+        result = evaluate(
+            model, dataset, spec.split, distortion, spec.distortion_params, tasks=spec.tasks, strict=self.strict,
+            baselines=spec.baselines, progress=self.progress, description=self._describe(model, spec, dataset, ids,
+                                                                                            len(every)),
+            ids=distributed.shard(ids), thresholds=thresholds, input_short_side=spec.short_side,
+            workers=self.workers, pin_memory=self.device.type == "cuda", cache=baseline_cache(dataset.fingerprint()),
+        )
+        seen = self._seen.setdefault((spec.dataset, spec.split), {})
+        seen.update(result.sizes)
+        seen.update((item["id"], None) for item in result.skipped)  # unreadable: skipped by every pass alike
+        merged = gather_eval_result(result, ids)
+        merged.params = spec.distortion_params
+        for item in merged.skipped:
+            self.skipped.setdefault(item["id"], {"kind": item.get("kind", "corrupt"), "reason": item["reason"]})
+        return merged
+
+    def _describe(self, model: Detector, spec: PassSpec, dataset: Dataset, ids: list[str], split_size: int) -> str:
+        where = f"{dataset.name}/{spec.split}"
+        desc = {CALIBRATE: f"calibrating thresholds on {where}", VALIDATE: f"validating on {where}"}.get(
+            spec.purpose, f"evaluating {self.name} [{model.task}] on {where}")
+        if len(ids) < split_size:
+            desc += f" ({len(ids)} images with the cases' editors)"
+        if spec.distortion != "none":
+            desc += f" ({spec.distortion} {', '.join(f'{k}={v}' for k, v in spec.params)})"
+        if distributed.world_size() > 1:
+            desc += f" (rank 0's shard of {distributed.world_size()})"
+        return desc
+
+    def _same_input(self, spec: PassSpec, base: PassSpec, result: EvalResult) -> set[tuple[int, int]] | None:
+        """The image sizes of ``spec`` when it would feed the model exactly the input of its
+        undistorted pass ``base`` (which covered its images and metric states), else None.
+        Every rank judges its shard by the sizes it read, and all must agree."""
+        if spec.undistorted or not spec.tasks <= base.tasks:
+            return None
+        if base.ids is not None and (spec.ids is None or not set(base.ids).issuperset(spec.ids)):
+            return None
+        seen = self._seen.get((spec.dataset, spec.split), {})
+        mine = distributed.shard(list(spec.ids) if spec.ids is not None else
+                                 self.datasets[spec.dataset].ids(spec.split))
+        sizes = {seen[sid] for sid in mine if seen.get(sid) is not None}
+        distortion = get_registry().get("distortion", spec.distortion).load()
+        same = all(sid in seen for sid in mine) and same_input(distortion, spec.distortion_params, sizes,
+                                                               spec.short_side)
+        return sizes if all(distributed.all_gather(same)) else None
+
+
+def same_input_note(spec: PassSpec, model: str, sizes: set[tuple[int, int]]) -> str:
+    """The run's note for a pass that reused the undistorted pass's predictions."""
+    what = ", ".join(f"{k}={v}" for k, v in spec.params)
+    shown = ", ".join(f"{w}x{h}" for h, w in sorted(sizes)[:3]) + (" ..." if len(sizes) > 3 else "")
+    rule = f"shorter side {spec.short_side}" if spec.short_side else "as stored"
+    why = "" if spec.short_side else (" (the native recipe evaluates at the stored size; --recipe paper evaluates "
+                                      "at the training resolution, as the DiffSeg30k paper did)")
+    return (f"{', '.join(spec.cases)}: {spec.distortion} ({what}) feeds {model} the same input as the undistorted "
+            f"pass on {spec.split} (images {shown}, evaluated {rule}); its numbers are the baseline's, reused, not "
+            f"re-run{why}")

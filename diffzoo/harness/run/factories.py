@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import re
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.data.hfsource import is_hub_id
 from diffzoo.harness.core.errors import ConfigError, DataError, PluginError, UnknownNameError
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import Progress, counter_callback
-from diffzoo.harness.core.protocols import Dataset, Detector, Generator
-from diffzoo.harness.core.types import LabelSpace
+from diffzoo.harness.core.protocols import Dataset, Detector, DetectorBuild, Generator, build_detector
+from diffzoo.harness.core.types import BINARY, LabelSpace
+from diffzoo.harness.data.hfsource import is_hub_id
 
 log = logging.getLogger(__name__)
 
@@ -26,19 +26,16 @@ log = logging.getLogger(__name__)
 def create_detector(
     name: str, task: str = "binary", label_space: LabelSpace | None = None, pretrained: bool = False
 ) -> Detector:
-    """Build detector ``name`` (``family`` or ``family.tag``) for ``task``."""
-    from diffzoo.harness.core.types import BINARY
-
+    """Build detector ``name`` (``family`` or ``family.tag``) for ``task``: its registered
+    factory called with a :class:`DetectorBuild`."""
     entry = get_registry().get("detector", name)
     factory = entry.load()
     try:
-        return factory(
-            card=entry.card, task=task, label_space=label_space or BINARY, pretrained=pretrained
-        )
+        return build_detector(factory, DetectorBuild(entry.card, task, label_space or BINARY, pretrained))
     except TypeError as exc:
         raise PluginError(
             f"detector {entry.name!r} from plugin {entry.source!r} has a factory that does not "
-            f"accept (card, task, label_space, pretrained): {exc}"
+            f"take a DetectorBuild, factory(build): {exc}"
         ) from exc
 
 

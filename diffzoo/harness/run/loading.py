@@ -1,4 +1,5 @@
-"""Evaluation inputs, read by DataLoader worker processes (core/parallel.py).
+"""Evaluation inputs, read by DataLoader worker processes (core/parallel.py), and what a
+distortion's signature says about the input it gives the detector.
 
 Each sample is read, distorted and brought to the detector's input rule in
 the loader's worker processes (``workers`` of them; 0: in this process),
@@ -15,7 +16,8 @@ the very exception a worker-less run raises).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,9 @@ from diffzoo.harness.core.parallel import ordered_map, sendable
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import SampleMeta
 from diffzoo.harness.data.distortions import resize_image, shorter_side_size
+
+Distortion = Callable[..., tuple[np.ndarray, np.ndarray]]
+"""``distortion(image, label, **params) -> (image, label)`` (docs/distortions.md)."""
 
 
 def detector_input(image: np.ndarray, short_side: int | None) -> np.ndarray:
@@ -71,6 +76,49 @@ class EvalInput:
         if self.image is not None:
             self.image = self.image.pin_memory()
         return self
+
+
+def _parameters(distortion: Distortion) -> set[str]:
+    try:
+        return set(inspect.signature(distortion).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def distortion_context(distortion: Distortion) -> set[str]:
+    """Which of ``meta`` / ``label_space`` a distortion declares (it then gets them)."""
+    return {"meta", "label_space"} & _parameters(distortion)
+
+
+def sets_input_size(distortion: Distortion) -> bool:
+    """True for a distortion that takes ``input_size`` (the model's input
+    resolution, e.g. ``rescale``): it decides the detector's input size
+    itself, so the recipe's evaluation resize is not applied after it."""
+    return "input_size" in _parameters(distortion)
+
+
+def same_input(distortion: Distortion, params: dict[str, Any], sizes: Iterable[tuple[int, int]],
+               short_side: int | None) -> bool:
+    """True when ``distortion`` with ``params`` feeds the detector exactly
+    the undistorted pass's input for images of every size in ``sizes``.
+
+    Only distortions that change nothing but the size (they carry
+    ``output_size(h, w, **params)``: ``none``, ``resize``, ``rescale``) can:
+    one that sets the input size itself must give the size the evaluation
+    rule gives the undistorted image (the rule's resize and the distortion's
+    are the same function); any other must leave the image as it is.
+    """
+    size_of = getattr(distortion, "output_size", None)
+    if size_of is None:
+        return False
+    own = sets_input_size(distortion)
+    for h, w in sizes:
+        baseline = (h, w)
+        if own and short_side is not None:
+            baseline = shorter_side_size(h, w, short_side)
+        if tuple(size_of(h, w, **params)) != baseline:
+            return False
+    return True
 
 
 class EvalReader:

@@ -1,5 +1,5 @@
-"""Train or load: the model a training job needs, from a given checkpoint,
-the checkpoint cache, or training (saved to the cache, resumable).
+"""Train or load: the model a job needs, from a given checkpoint, the checkpoint cache, or
+training (saved to the cache, resumable, watched and periodically validated).
 
 Under torchrun rank 0 decides and writes, every rank loads the same bytes.
 """
@@ -7,9 +7,10 @@ Under torchrun rank 0 decides and writes, every rank loads the same bytes.
 from __future__ import annotations
 
 import logging
+import math
 import shutil
+from dataclasses import dataclass, replace
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -19,55 +20,61 @@ from diffzoo.harness.core.errors import ConfigError, ModelError
 from diffzoo.harness.core.progress import Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.registry import Entry
-from diffzoo.harness.core.types import BINARY
+from diffzoo.harness.core.types import BINARY, StateKey, Task
 from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, sweep_partial
 from diffzoo.harness.models.divergence import refuse_nonfinite
-from diffzoo.harness.models.monitor import TrainMonitor, Validation, default_val_every, train_log_dir
+from diffzoo.harness.models.monitor import TrainMonitor, Validation, train_log_dir
 from diffzoo.harness.models.resume import Resume, resume_dir
-from diffzoo.harness.models.segmenter import TrainData
+from diffzoo.harness.models.train_data import TrainData, TrainHooks
+from diffzoo.harness.records.policy import Thresholds
+from diffzoo.harness.run.evaluate import EvalResult, Evaluator
 from diffzoo.harness.run.factories import create_detector
-from diffzoo.harness.run.planning import TrainingJob, training_ids
-from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.run.plan import VALIDATION_SPLITS, Job, training_ids
 
 log = logging.getLogger(__name__)
 
+VALIDATION_METRICS = {StateKey.BINARY: (("mIoU", "binary_mIoU"), ("F1", "binary_F1"), ("img_Acc", "img_Acc"),
+                                        ("img_AP", "img_AP")),
+                      StateKey.SEMANTIC: (("mIoU", "semantic_mIoU"),)}
+"""What a periodic validation logs, per metric state: (its metric, the name the log gives it).
+Segmenters log their pixel metrics, classifiers their image-level ones."""
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """The checkpoint a job's model came from: ``source`` (``given``, ``cache``, ``trained``,
+    ``untrained``: a card used as built), its folder or file and the weights' sha256; the
+    training log written with it (None for a given checkpoint or one used as built); the
+    training's log folder in the cache (``log_dir``, when it has one) and ``model_name``, the
+    name ``--out`` gives that log and its plot."""
+
+    source: str
+    path: Path
+    sha256: str
+    training: dict[str, Any] | None = None
+    log_dir: Path | None = None
+    model_name: str | None = None
+
 
 class ModelSource:
-    """Models of one detector on one dataset, per training job.
+    """Models of one detector on one dataset, per job; ``evaluator`` runs a training's
+    periodic validation passes."""
 
-    ``validation(job, detector)``: the periodic validation of a training
-    (the runner's, which evaluates; None: no validation)."""
+    def __init__(self, entry: Entry, dataset: Dataset, checkpoints: list[Path], train: bool,
+                 save_every: int | None, log_every: int | None, device: torch.device, progress: Progress,
+                 evaluator: Evaluator):
+        self.entry, self.dataset, self.checkpoints, self.train = entry, dataset, checkpoints, train
+        self.save_every, self.log_every = save_every, log_every
+        self.device, self.progress, self.evaluator = device, progress, evaluator
 
-    def __init__(self, entry: Entry, dataset: Dataset, request: RunRequest, device: torch.device,
-                 progress: Progress,
-                 validation: Callable[[TrainingJob, Detector], Validation | None] | None = None):
-        self.entry = entry
-        self.dataset = dataset
-        self.request = request  # its checkpoints, train, save_every, log_every and val_every
-        self.device = device
-        self.progress = progress
-        self.validation = validation
-
-    def _new_detector(self, job: TrainingJob) -> Detector:
-        torch.manual_seed(job.config.seed)
-        label_space = self.dataset.label_space if job.task == "semantic" else BINARY
-        det = create_detector(self.entry.name, job.task, label_space, pretrained=job.config.pretrained)
-        return det.to(self.device)
-
-    def _given_checkpoint(self, job: TrainingJob) -> Path | None:
-        for path in self.request.checkpoints:
-            _, meta = checkpoint_meta(path)
-            if meta.get("task", job.task) == job.task:
-                return path
-        return None
-
-    def model_for(self, job: TrainingJob) -> tuple[Detector, dict[str, Any]]:
+    def get(self, job: Job) -> tuple[Detector, CheckpointInfo]:
+        """``job``'s model, with its weights, and where they came from."""
         det = self._new_detector(job)
         given = self._given_checkpoint(job)
         cached = cache_dir(self.entry.name, job.key)
         if given is not None:
             meta = det.load(given)
-            return det, {"source": "given", "path": str(given), "sha256": meta["sha256"]}
+            return det, CheckpointInfo("given", given, meta["sha256"])
         if distributed.is_main():
             sweep_partial(cached.parent)  # writes that a kill cut short
         # rank 0 decides, so that every rank loads or every rank trains
@@ -76,49 +83,56 @@ class ModelSource:
             check_cached_weights(cached, remove=False)  # an entry cached before diffzoo checked, or by hand
             meta = det.load(cached)
             log.info("using cached checkpoint %s", cached)
-            return det, {"source": "cache", "path": str(cached), "sha256": meta["sha256"],
-                         "training": meta.get("training"), **self._log_of(job)}
-        if not self.entry.card.trainable:  # used as built: its weights are the checkpoint
-            return det, self._keep_untrained(job, det, cached)
-        if not self.request.train:
+            return det, self._with_log(job, CheckpointInfo("cache", cached, meta["sha256"], meta.get("training")))
+        if not self.entry.card.trainable:  # used as built: saved so that its weights get a sha256
+            return det, self._cache_model(job, det, cached, "untrained", None)
+        if not self.train:
             raise ModelError(
                 f"no {job.task} checkpoint for {self.entry.name} on {self.dataset.name} "
                 f"(cache key {job.key}); pass --checkpoint PATH or drop --no-train"
             )
         return det, self._train(job, det, cached)
 
-    def _keep_untrained(self, job: TrainingJob, det: Detector, cached: Path) -> dict[str, Any]:
-        """A training-free detector (card ``trainable=False``) is saved as
-        built, so that its weights get a sha256 and later runs load the same bytes."""
-        return self._cache_model(job, det, cached, "untrained", None)
+    def _new_detector(self, job: Job) -> Detector:
+        torch.manual_seed(job.config.seed)
+        label_space = self.dataset.label_space if job.task == Task.SEMANTIC else BINARY
+        det = create_detector(self.entry.name, job.task, label_space, pretrained=job.config.pretrained)
+        return det.to(self.device)
 
-    def _cache_model(self, job: TrainingJob, det: Detector, cached: Path, source: str,
-                     training: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
-        """Rank 0 writes ``det`` to the cache folder of ``job``, every rank then
-        loads it back: the sha256 comes from the written file."""
+    def _given_checkpoint(self, job: Job) -> Path | None:
+        for path in self.checkpoints:
+            _, meta = checkpoint_meta(path)
+            if meta.get("task", job.task) == job.task:
+                return path
+        return None
+
+    def _cache_model(self, job: Job, det: Detector, cached: Path, source: str,
+                     training: dict[str, Any] | None, **extra: Any) -> CheckpointInfo:
+        """Rank 0 writes ``det`` to the cache folder of ``job``, every rank then loads it back:
+        the sha256 comes from the written file."""
         if distributed.is_main():
             det.save(cached, extra={**extra, "training": training, "train_subset": job.spec.to_dict(),
                                     "dataset_fingerprint": self.dataset.fingerprint(), "cache_key": job.key})
             check_cached_weights(cached)  # a plugin's own save may not go through save_checkpoint
         distributed.barrier()
         meta = det.load(cached)
-        return {"source": source, "path": str(cached), "sha256": meta["sha256"], "training": training}
+        return CheckpointInfo(source, cached, meta["sha256"], training)
 
-    def _train(self, job: TrainingJob, det: Detector, cached: Path) -> dict[str, Any]:
-        """Train ``det`` (through DDP under torchrun); rank 0 writes the
-        checkpoint to the cache, the other ranks wait, then all load it.
+    def _train(self, job: Job, det: Detector, cached: Path) -> CheckpointInfo:
+        """Train ``det`` (through DDP under torchrun); rank 0 writes the checkpoint to the
+        cache, the other ranks wait, then all load it.
 
-        The shared training loop saves its state every ``save_every`` steps
-        beside the checkpoint and a later run of the same job resumes from
-        it (:mod:`.resume`); the state is deleted once the checkpoint is written.
+        The shared training loop saves its state every ``save_every`` steps beside the
+        checkpoint and a later run of the same job resumes from it (:mod:`~..models.resume`);
+        the state is deleted once the checkpoint is written.
         """
         ids = training_ids(self.dataset, job.spec)
-        desc = f"training {self.entry.name} [{job.task}] on {self.dataset.name}/{job.spec.split}"
-        if job.spec.exclude_editors:
-            desc += f" without {'+'.join(job.spec.exclude_editors)}"
-        resume = Resume(resume_dir(self.entry.name, job.key), self.request.save_every,
+        desc = f"training {self.entry.name} [{job.task}] on {self.dataset.name}/{job.spec.split}{job.held_out}"
+        resume = Resume(resume_dir(self.entry.name, job.key), self.save_every,
                         {"detector": self.entry.name, "cache_key": job.key, "train_config": job.config.to_dict()})
-        monitor = self._monitor(job, det)  # its loss check serves every fit, the shared trainer's or a plugin's own
+        validate = self._validation(job, det)
+        monitor = TrainMonitor(self.entry.name, train_log_dir(self.entry.name, job.key), self.log_every,
+                               job.val_every, validate)  # its loss check serves every fit, the shared loop's or not
         with self.progress.task(desc, total=job.config.iterations) as task:
             done = [0]
 
@@ -131,35 +145,57 @@ class ModelSource:
                 task.advance(0, preparing=f"{done_}/{total}")
 
             try:
-                log_ = det.fit(TrainData(self.dataset, ids, resume, preparing, monitor), job.config, progress=advance)
+                log_ = det.fit(TrainData(self.dataset, ids, TrainHooks(resume, monitor, preparing)), job.config,
+                               progress=advance)
             finally:
                 monitor.close()
         log_["num_train_images"] = len(ids)
         ckpt = self._cache_model(job, det, cached, "trained", log_, train_config=job.config.to_dict())
         if distributed.is_main():
             resume.clear()  # the checkpoint is written: nothing left to resume
-        return {**ckpt, **self._log_of(job)}
+        return self._with_log(job, ckpt)
 
-    def _monitor(self, job: TrainingJob, det: Detector) -> TrainMonitor:
-        """The log, events and validation of ``job``'s training (:mod:`~..models.monitor`)."""
-        val_every = self.request.val_every
-        if val_every is None:
-            val_every = default_val_every(job.config.recipe)
-        validate = self.validation(job, det) if val_every and self.validation is not None else None
-        return TrainMonitor(self.entry.name, train_log_dir(self.entry.name, job.key), self.request.log_every,
-                            val_every, validate)
+    def _validation(self, job: Job, det: Detector) -> Validation | None:
+        """The periodic validation of ``job``'s training: its validation pass with the fixed
+        thresholds, logged and plotted; it never selects a checkpoint (the final weights are
+        the model, docs/detectors.md).  None (said, when asked for) without a validation split."""
+        spec = job.validation
+        if spec is None:
+            if job.val_every:
+                log.warning("--val-every: dataset %s has no %s split; the training is not validated",
+                            self.dataset.name, " or ".join(VALIDATION_SPLITS))
+            return None
+        pixels = job.task != Task.CLASSIFICATION
 
-    def _log_of(self, job: TrainingJob) -> dict[str, Any]:
-        """``log_dir`` (the training's log folder in the cache, when it has one) and
-        ``model_name`` (the folder and plot name it is copied to in ``--out``)."""
+        def validate() -> tuple[str, dict[str, float]]:
+            return spec.split, validation_metrics(self.evaluator.run(det, spec, Thresholds.fixed(det)), pixels)
+
+        return validate
+
+    def _with_log(self, job: Job, ckpt: CheckpointInfo) -> CheckpointInfo:
+        """``ckpt`` with the training's log folder in the cache (when it has one) and its name."""
         folder = train_log_dir(self.entry.name, job.key)
-        named = {"model_name": model_name(self.entry.name, job)}
-        return {"log_dir": str(folder), **named} if folder.is_dir() else named
+        return replace(ckpt, log_dir=folder if folder.is_dir() else None, model_name=model_name(self.entry.name, job))
 
 
-def model_name(detector: str, job: TrainingJob) -> str:
-    """How ``--out`` names a model's training log and plot: detector, task, held-out
-    editors, and the cache key's first 8 characters (``segformer-binary-1a2b3c4d``)."""
+def validation_metrics(result: EvalResult, pixels: bool) -> dict[str, float]:
+    """The logged metrics of one validation pass (``pixels``: a segmenter, else a classifier)."""
+    out: dict[str, float] = {}
+    for task, state in sorted(result.states.items()):
+        if task not in VALIDATION_METRICS:
+            continue
+        values = state.compute()
+        for metric, name in VALIDATION_METRICS[task]:
+            if metric.startswith("img_") == pixels:
+                continue  # a segmenter's pixels, a classifier's image scores
+            value = values.get(metric, math.nan)
+            out[name] = float(value) if value is not None else math.nan
+    return out
+
+
+def model_name(detector: str, job: Job) -> str:
+    """How ``--out`` names a model's training log and plot: detector, task, held-out editors,
+    and the cache key's first 8 characters (``segformer-binary-1a2b3c4d``)."""
     parts = [detector, job.task]
     if job.spec.exclude_editors:
         parts.append("without-" + "+".join(job.spec.exclude_editors))
@@ -169,9 +205,9 @@ def model_name(detector: str, job: TrainingJob) -> str:
 
 
 def check_cached_weights(folder: Path, remove: bool = True) -> None:
-    """The weights in cache folder ``folder``, checked finite whatever wrote them (a
-    plugin's own ``save`` may not go through ``save_checkpoint``).  A diverged model
-    is refused; ``remove``: the folder is deleted first (this run just wrote it)."""
+    """The weights in cache folder ``folder``, checked finite whatever wrote them (a plugin's
+    own ``save`` may not go through ``save_checkpoint``).  A diverged model is refused;
+    ``remove``: the folder is deleted first (this run just wrote it)."""
     weights = folder / WEIGHTS_FILE
     if not weights.is_file():
         return
@@ -192,9 +228,8 @@ def check_cached_weights(folder: Path, remove: bool = True) -> None:
 
 
 def check_checkpoints(paths: list[Path]) -> None:
-    """One checkpoint per task: a run scores the model it is given, it never
-    picks one of several by its scores (that would be choosing a checkpoint
-    on the test split)."""
+    """One checkpoint per task: a run scores the model it is given, it never picks one of
+    several by its scores (that would be choosing a checkpoint on the test split)."""
     by_task: dict[str, Path] = {}
     for path in paths:
         task = checkpoint_meta(path)[1].get("task", "?")

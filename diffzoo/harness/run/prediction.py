@@ -5,7 +5,7 @@ without one the newest matching checkpoint that a run cached is used when
 there is exactly one.  Per image the result is a label map (palette PNG whose
 values are class indices), an overlay a person can read (the image tinted per
 class with a legend), and one JSON line.  The image-level verdict follows
-METRICS.md: edited if the predicted edited area exceeds 1% of the image, or the
+docs/metrics.md: edited if the predicted edited area exceeds 1% of the image, or the
 detector's own image score exceeds 0.5 when it gives one.
 """
 

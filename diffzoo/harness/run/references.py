@@ -48,5 +48,5 @@ def reference_requests(request: RunRequest, suites: list[Suite],
             registry.get("detector", ref)
         except UnknownNameError:
             continue
-        out.append(replace(request, detector=ref, suites=",".join(names), checkpoints=[], unseen_pairs=[]))
+        out.append(replace(request, detector=ref, suite=",".join(names), checkpoint=[], holdout=[]))
     return out

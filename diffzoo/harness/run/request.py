@@ -1,49 +1,193 @@
-"""What a run is asked to do: :class:`RunRequest`, the first step of
-request -> plan -> train or load -> evaluate -> record (``diffzoo.evaluate``
-builds one from its options, ``diffzoo run`` from its command line)."""
+"""What a run is asked to do: :class:`RunRequest`, the one declaration of a run's options.
+
+Each field is an option: its name is the flag's (``batch_size`` is ``--batch-size``), and its
+metadata carry the help text and, where the command line spells a value as text
+(``--dataset-option KEY=VALUE``, ``--holdout sd2,glide``), how the text is read.  ``diffzoo
+run`` and ``diffzoo train`` build their options from these fields, ``diffzoo.evaluate`` and
+``diffzoo.train`` take them as keywords (:meth:`RunRequest.of`), ``diffzoo run --config``
+reads them from a file (:meth:`RunRequest.from_dict`), and every record stores them
+(:meth:`RunRequest.to_dict`) so that ``diffzoo reproduce`` can run its row again.
+
+This module imports no torch and no numpy: the command line reads it for ``--help``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import difflib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.models.resume import check_every
-from diffzoo.harness.run.thresholds import DEFAULT_CALIBRATION_SPLIT
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.types import check_seed
+
+POLICIES = ("fixed", "calibrated")
+"""``--thresholds``: the card's fixed thresholds, or thresholds calibrated on ``--calibration-split``."""
+DEFAULT_CALIBRATION_SPLIT = "calib"
+
+
+def parse_options(items: list[str] | Mapping[str, Any], what: str) -> dict[str, Any]:
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (JSON values where they parse); a mapping is kept."""
+    if isinstance(items, Mapping):
+        return dict(items)
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{what} takes KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def parse_pairs(items: list[Any]) -> list[tuple[str, str]]:
+    """``--holdout`` values (``sd2,glide``, ``sd2+glide`` or a pair) as editor pairs."""
+    pairs = []
+    for item in items:
+        names = tuple(str(n).strip() for n in (item.replace("+", ",").split(",") if isinstance(item, str) else item)
+                      if str(n).strip())
+        if len(names) != 2:
+            raise ConfigError(f"--holdout takes two editor names, e.g. sd2,glide; got {item!r}")
+        pairs.append(names)
+    return pairs
+
+
+def option(default: Any = MISSING, help: str = "", *, flags: tuple[str, ...] = (), text: Any = None,
+           parse: Callable[[Any], Any] | None = None) -> Any:
+    """A :class:`RunRequest` field: its default, its help text, the command line's spelling
+    (``flags``, default ``--field-name``; ``text``: the type the command line reads when it is
+    not the field's own, and ``parse`` how that text becomes the field's value)."""
+    meta = {"help": help, "flags": flags, "text": text, "parse": parse}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass
 class RunRequest:
-    detector: str
-    suites: str = "all"
-    dataset: str = "mini"
-    checkpoints: list[Path] = field(default_factory=list)
-    train: bool = True
-    seed: int = 0
-    device: str = "auto"
-    strict: bool = False
-    pretrained: bool | None = None
-    train_overrides: dict[str, Any] = field(default_factory=dict)
-    dataset_options: dict[str, Any] = field(default_factory=dict)
-    bootstrap: int = 1000
-    out: Path | None = None
-    thresholds: str = "fixed"  # fixed | calibrated (on calibration_split)
-    calibration_split: str = DEFAULT_CALIBRATION_SPLIT
-    unseen_pairs: list[tuple[str, str]] = field(default_factory=list)  # replaces the paper's pairs
-    generators: dict[str, str] = field(default_factory=dict)  # generator a suite names -> card to use
-    save_every: int | None = None  # training steps between resume saves; None: a tenth of the run, 0: never
-    log_every: int | None = None  # training steps between log lines; None: models/monitor.default_log_every
-    val_every: int | None = None  # training steps between validations; None: 16,000 for --recipe paper, else 0 (off)
-    workers: int | None = None  # loader processes; None: $DIFFZOO_WORKERS or by device (core/parallel.default_workers)
-    eval_datasets: list[str] = field(default_factory=list)  # cross-dataset suite: PATH_OR_NAME[:SPLIT] each
-    eval_dataset_options: dict[str, Any] = field(default_factory=dict)  # adapter options of every --eval-dataset
+    detector: str = option(help="Detector name (family or family.tag); required, here or in --config.",
+                           flags=("--detector", "-d"))
+    suite: str = option("all", "Suite name, wildcard (e.g. 'dist*'), or 'all'.", flags=("--suite", "-s"))
+    dataset: str = option("mini", "Registered dataset name or a path.")
+    checkpoint: list[Path] = option([], "Use this checkpoint (folder or .safetensors); one per task.")
+    train: bool = option(True, "Train when no checkpoint is given or cached.", flags=("--train/--no-train",))
+    seed: int = option(0, "Random seed, an integer from 0 to 2**63 - 1.")
+    device: str = option("auto", "auto, cpu, cuda, cuda:1, ... (under torchrun: one GPU per rank).")
+    strict: bool = option(False, "Stop at the first corrupt sample instead of skipping it.")
+    pretrained: bool | None = option(None, "Start from the card's pretrained weights (default: card/dataset).",
+                                     flags=("--pretrained/--no-pretrained",))
+    iterations: int | None = option(None, "Override training iterations.")
+    batch_size: int | None = option(None, "Override training batch size (global under torchrun).")
+    crop_size: int | None = option(None, "Override training crop size.")
+    recipe: str = option(
+        "native",
+        "native (default): train on crop-size crops at the images' own scale, evaluate at native size. paper: as "
+        "the DiffSeg30k paper (mmseg): train on the shorter side resized to crop x 0.5-2.0 then cropped, evaluate "
+        "with the shorter side at the crop size; uses --dataset-option extra_authentic=DIR (COCO negatives) when "
+        "given. Use paper to reproduce the paper's Table 3. Part of the cache key and the record.")
+    labels: str | None = option(None, "Label map: JSON file {'names': [...]} or comma-separated editor names.")
+    extra_authentic: Path | None = option(None, "Folder of authentic images added to training with all-zero masks.")
+    dataset_option: dict[str, Any] = option(
+        {}, "KEY=VALUE passed to the dataset adapter (e.g. calib_fraction=0.05, split=test); repeatable.",
+        text=list[str], parse=lambda items: parse_options(items, "--dataset-option"))
+    save_every: int | None = option(
+        None, "Training steps between resume saves (default: a tenth of the iterations; 0: never). A killed "
+        "training resumes from the last one. Not part of the cache key.")
+    log_every: int | None = option(
+        None, "Training steps between lines of the training log and TensorBoard events (default: 50, or about "
+        "100 lines for a shorter training). Not part of the cache key: the model is the same.")
+    val_every: int | None = option(
+        None, "Training steps between validations on the calib (else val) split, logged and plotted, never used "
+        "to pick a checkpoint (default: 16000 with --recipe paper, else 0: off). Not part of the cache key.")
+    workers: int | None = option(
+        None, "Loader processes that read, decode and distort images while the model runs (default: "
+        "$DIFFZOO_WORKERS, else min(4, CPU cores) with a GPU and the cores the model's threads leave free on the "
+        "CPU, so 0 for a CPU model; 0: all in the main process). Results are the same for any number.")
+    bootstrap: int = option(1000, "Bootstrap resamples for 95% CIs (0: none).")
+    thresholds: str = option(
+        "fixed", "fixed (the card's thresholds and the 1% area rule, docs/metrics.md) or calibrated (on "
+        "--calibration-split, never an evaluated one).")
+    calibration_split: str = option(DEFAULT_CALIBRATION_SPLIT, "Split to calibrate thresholds on.")
+    holdout: list[tuple[str, str]] = option(
+        [], "Held-out editor pair for unseen-generators, e.g. sd2,glide; repeatable (replaces the paper's pairs).",
+        text=list[str], parse=parse_pairs)
+    generator: dict[str, str] = option(
+        {}, "NAME=CARD: use generator card CARD where a suite names NAME (e.g. the LoRA suite's "
+        "sdxl.hyper-sd-8step); repeatable.",
+        text=list[str], parse=lambda items: {k: str(v) for k, v in parse_options(items, "--generator").items()})
+    eval_dataset: list[str] = option(
+        [], "PATH[:SPLIT]: a dataset the cross-dataset suite evaluates the model on (default split: test, else "
+        "val); repeatable.")
+    eval_dataset_option: dict[str, Any] = option(
+        {}, "KEY=VALUE: an adapter option for every --eval-dataset (e.g. kinds=partial for OpenSDI); repeatable.",
+        text=list[str], parse=lambda items: parse_options(items, "--eval-dataset-option"))
 
-    def check_cadence(self) -> None:
-        """``save_every``, ``log_every`` (at least 1) and ``val_every``: whole numbers of steps, or
-        a ConfigError naming the option."""
+    def __post_init__(self) -> None:
+        """Values normalised to the fields' types, then every check that needs no dataset (a
+        ConfigError naming the flag), before any work: each by the rule of the code that uses
+        the value (seeds, training configs, loader workers, the training loop's cadence)."""
+        from diffzoo.harness.core.parallel import check_workers
+        from diffzoo.harness.core.train_config import TrainConfig
+        from diffzoo.harness.models.resume import check_every
+
+        for f in fields(self):  # text as the command line or a --config file gives it
+            if f.metadata["parse"] is not None:
+                setattr(self, f.name, f.metadata["parse"](_listed(getattr(self, f.name))))
+        self.checkpoint = [Path(p) for p in _listed(self.checkpoint)]
+        self.eval_dataset = [str(s) for s in _listed(self.eval_dataset)]
+        self.extra_authentic = None if self.extra_authentic in (None, "") else Path(self.extra_authentic)
+        check_seed(self.seed, "--seed")
+        TrainConfig().with_overrides(**self.train_overrides())  # --recipe, --iterations, ...
+        if self.workers is not None:  # a bad --workers fails before torchrun's group is joined
+            check_workers(self.workers)
         check_every(self.save_every)
         check_every(self.log_every, "--log-every", minimum=1)
         check_every(self.val_every, "--val-every")
+
+    # -- what the harness reads ------------------------------------------------------------
+    def train_overrides(self) -> dict[str, Any]:
+        """The training options given (None: not given), as the training config reads them."""
+        return {"iterations": self.iterations, "batch_size": self.batch_size, "crop_size": self.crop_size,
+                "recipe": self.recipe}
+
+    def dataset_options(self) -> dict[str, Any]:
+        """The dataset adapter's options: ``--dataset-option`` with ``--labels`` (``label_space``)
+        and ``--extra-authentic``."""
+        given = {"label_space": self.labels, "extra_authentic": self.extra_authentic}
+        return {**self.dataset_option, **{k: v for k, v in given.items() if v}}
+
+    # -- as data ---------------------------------------------------------------------------
+    @classmethod
+    def of(cls, **options: Any) -> RunRequest:
+        """A request from keyword options (the flag names); an unknown one is a ConfigError
+        naming the closest option and listing them all."""
+        valid = [f.name for f in fields(cls)]
+        if options.get("detector") is None:
+            raise ConfigError("a run needs a detector: --detector NAME (or detector: NAME in --config)")
+        unknown = sorted(set(options) - set(valid))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], valid, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"unknown option(s) {', '.join(unknown)}{hint}; options are: {', '.join(sorted(valid))}")
+        return cls(**options)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **changes: Any) -> RunRequest:
+        """A request from :meth:`to_dict`'s form (a record's ``request``, a ``--config`` file), with ``changes``."""
+        return cls.of(**{**dict(data), **changes})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flag name -> value, JSON-able (paths as text, pairs as lists)."""
+        return json.loads(json.dumps(asdict(self), default=str))
+
+
+def _listed(value: Any) -> Any:
+    """A repeatable option's value: one given alone (``holdout: sd2,glide`` in a file) as a list of it."""
+    return [value] if isinstance(value, (str, Path)) else value
 
 
 def eval_dataset_spec(spec: str) -> tuple[str, str | None]:

@@ -30,14 +30,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, DetectorError
 from diffzoo.harness.core.outputs import has_pixels, pixel_tensors
-from diffzoo.harness.core.types import BINARY, DetectionOutput, SampleMeta
+from diffzoo.harness.core.types import DetectionOutput, SampleMeta, StateKey
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.metrics.confusion import check_label_map
 from diffzoo.harness.metrics.reduce import reduce_numpy, reduce_torch
 from diffzoo.harness.metrics.state import prediction_digest
-from diffzoo.harness.records.case_summary import OWN_SCORE
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run import baselines as constant_baselines
 
@@ -67,32 +66,41 @@ class Scorer:
     def score(self, meta: SampleMeta, label: np.ndarray, out: DetectionOutput) -> None:
         check_label_map(f"sample {meta.id}: GT", label, self.label_space.num_classes, allow_ignore=True)
         binary_gt = self.label_space.to_binary_map(label)
-        gts = {"binary": binary_gt, "semantic": label}
+        gts = {StateKey.BINARY: binary_gt, StateKey.SEMANTIC: label}
         score = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
         if not has_pixels(out):  # an image-level classifier: its image score only
             digest = prediction_digest(None, None, score)
-            for task in ("binary", "semantic"):
+            for task in gts:
                 if task in self.states:
                     self.states[task].update(meta, gts[task], None, None, image_score=score, digest=digest)
         else:
             maps = self._maps(out, label.shape)
             reduced: dict[str, Any] = {}
-            for task in ("binary", "semantic"):  # the semantic GT's binary view is binary_gt: one histogram
+            for task in gts:  # the semantic GT's binary view is binary_gt: one histogram
                 if task in self.states:
-                    reduced[task] = self._reduce(gts[task], maps, task, like=reduced.get("binary"))
-            if score is not None:  # pixels and its own score: two image rows
-                if "binary" in self.states:
-                    if OWN_SCORE not in self.states:  # made once, at the first image with a score
-                        self.states[OWN_SCORE] = EvalState(BINARY, "binary", area_threshold=self.thresholds.area,
-                                                           score_threshold=self.thresholds.score)
-                    self.states[OWN_SCORE].add(meta, reduced["binary"], image_score=score,
-                                               digest=self._digest(maps, reduced["binary"], score, semantic=False))
-                score = None  # the task states judge images by the predicted area, as for every segmenter
+                    reduced[task] = self._reduce(gts[task], maps, task, like=reduced.get(StateKey.BINARY))
+            self._check_own_score(meta, score)
+            if StateKey.OWN_SCORE in self.states:  # pixels and its own score: the second image row
+                self.states[StateKey.OWN_SCORE].add(meta, reduced[StateKey.BINARY], image_score=score,
+                                                    digest=self._digest(maps, reduced[StateKey.BINARY], score,
+                                                                        semantic=False))
+            score = None  # the task states judge images by the predicted area, as for every segmenter
             digest = self._digest(maps, next(iter(reduced.values()), None), score, semantic=maps[2] is not None)
             for task, counts in reduced.items():
                 self.states[task].add(meta, counts, image_score=score, digest=digest)
         if self.baselines is not None:
             constant_baselines.update(self.baselines, meta, binary_gt)
+
+    def _check_own_score(self, meta: SampleMeta, score: float | None) -> None:
+        """Pixels and an image score of its own come from a detector whose card says so
+        (``gives_image_score``): the run plans the second image row from the card."""
+        card = self.detector.card
+        if score is not None and not card.gives_image_score:
+            raise DetectorError(card.name, "predict returned an image_score beside its pixels, but the card does not "
+                                "declare gives_image_score=True (docs/plugins.md)", sample_id=meta.id)
+        if score is None and StateKey.OWN_SCORE in self.states:
+            raise DetectorError(card.name, "the card declares gives_image_score=True, but predict returned no "
+                                "image_score beside its pixels", sample_id=meta.id)
 
     # -- the two paths ---------------------------------------------------------------------
     def _maps(self, out: DetectionOutput, size: tuple[int, int]) -> tuple[Any, Any, Any]:
@@ -105,7 +113,7 @@ class Scorer:
         return tuple(None if m is None else m.cpu().numpy() for m in maps)
 
     def _reduce(self, gt: np.ndarray, maps: tuple[Any, Any, Any], task: str, like: Any = None) -> Any:
-        semantic = task == "semantic"
+        semantic = task == StateKey.SEMANTIC
         pred, c = (maps[2], self.label_space.num_classes) if semantic else (maps[0], 2)
         bins = self.states[task].config.auc_bins
         if self.path == "torch":

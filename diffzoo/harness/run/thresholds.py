@@ -1,7 +1,7 @@
 """Threshold policy: fixed thresholds, or thresholds calibrated on a
 validation split that no case evaluates.
 
-METRICS.md: every threshold is fixed or calibrated on validation data and
+docs/metrics.md: every threshold is fixed or calibrated on validation data and
 recorded; a threshold (or a checkpoint) chosen on the test split is
 forbidden, and "oracle" numbers (best threshold on the evaluated split) are
 reported only as separately named columns (``F1_oracle``,
@@ -18,18 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.records.case_summary import OWN_SCORE
-from diffzoo.harness.records.policy import Thresholds
-from diffzoo.harness.run.evaluate import EvalResult
-from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.core.protocols import Dataset, Detector
-from diffzoo.harness.records.policy import ThresholdPolicy
-
-POLICIES = ("fixed", "calibrated")
-DEFAULT_CALIBRATION_SPLIT = "calib"
+from diffzoo.harness.core.types import StateKey, Task
+from diffzoo.harness.records.policy import Thresholds
+from diffzoo.harness.run.evaluate import EvalResult, Evaluator
+from diffzoo.harness.run.plan import Job
+from diffzoo.harness.run.request import POLICIES
 
 
 def check_policy(policy: str, calibration_split: str, dataset: Dataset, evaluated_splits: set[str]) -> None:
@@ -42,7 +38,7 @@ def check_policy(policy: str, calibration_split: str, dataset: Dataset, evaluate
     if calibration_split in evaluated_splits:
         raise ConfigError(
             f"cannot calibrate thresholds on {calibration_split!r}: this run evaluates that split, and "
-            "choosing thresholds on the evaluated split is not allowed (METRICS.md); oracle numbers are "
+            "choosing thresholds on the evaluated split is not allowed (docs/metrics.md); oracle numbers are "
             "reported in the *_oracle columns instead"
         )
     if calibration_split not in dataset.splits():
@@ -52,40 +48,32 @@ def check_policy(policy: str, calibration_split: str, dataset: Dataset, evaluate
         )
 
 
-def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalResult | None],
-              share: Callable[[Any], Any] = lambda x: x) -> Thresholds:
-    """Calibrated thresholds for ``detector``.
+def decide(model: Detector, job: Job, evaluator: Evaluator) -> Thresholds:
+    """The thresholds ``job``'s model is evaluated with: fixed, or calibrated on the job's
+    calibration pass (never an evaluated split: :func:`check_policy` made sure)."""
+    if job.calibration is None:
+        return Thresholds.fixed(model)
+    spec = job.calibration
+    return calibrate(model, spec.split, lambda thresholds: evaluator.run(model, spec, thresholds))
 
-    ``run(thresholds)`` evaluates the calibration split and returns the
-    merged result (None on ranks > 0 under torchrun); ``share(x)`` gives
-    every rank rank 0's ``x`` (a broadcast), so that all ranks make the same
-    passes and end with the same thresholds.
-    """
+
+def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalResult]) -> Thresholds:
+    """Calibrated thresholds for ``detector``; ``run(thresholds)`` evaluates the calibration
+    split (every rank gets the same merged result, so every rank ends with the same thresholds)."""
     fixed = Thresholds.fixed(detector)
     result = run(fixed)
-    pixel = None
-    if detector.task == "binary" and result is not None:
-        pixel = result.states["binary"].best_thresholds()["pixel"]
-    pixel = share(pixel)
     thresholds = fixed
+    pixel = result.states[StateKey.BINARY].best_thresholds()["pixel"] if detector.task == Task.BINARY else None
     if pixel is not None and pixel != fixed.pixel:
         thresholds = replace(fixed, pixel=pixel)
         result = run(thresholds)  # the image rule reads areas made with the pixel threshold
-    final = None
-    if result is not None:
-        state = result.states["binary"]
-        image = state.best_thresholds()["image"]
-        if image is not None and state.image_score_source == "detector":
-            thresholds = replace(thresholds, score=image)
-        elif image is not None:
-            thresholds = replace(thresholds, area=min(max(image, 0.0), 0.999999))
-        own = result.states.get(OWN_SCORE)  # pixels and the detector's own score: both image rules
-        if own is not None and own.best_thresholds()["image"] is not None:
-            thresholds = replace(thresholds, score=own.best_thresholds()["image"])
-        final = replace(thresholds, source=f"calibrated on {split} ({state.num_images} images)")
-    return share(final)
-
-
-def policy_record(detector: Detector, thresholds: Thresholds, state: EvalState) -> dict[str, Any]:
-    """What decided every threshold, for the result record (:class:`ThresholdPolicy`'s JSON)."""
-    return ThresholdPolicy.decided(detector.task, thresholds, state.image_score_source).to_dict()
+    state = result.states[StateKey.BINARY]
+    image = state.best_thresholds()["image"]
+    if image is not None and state.image_score_source == "detector":
+        thresholds = replace(thresholds, score=image)
+    elif image is not None:
+        thresholds = replace(thresholds, area=min(max(image, 0.0), 0.999999))
+    own = result.states.get(StateKey.OWN_SCORE)  # pixels and the detector's own score: both image rules
+    if own is not None and own.best_thresholds()["image"] is not None:
+        thresholds = replace(thresholds, score=own.best_thresholds()["image"])
+    return replace(thresholds, source=f"calibrated on {split} ({state.num_images} images)")

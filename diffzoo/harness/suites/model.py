@@ -17,7 +17,7 @@ from typing import Any
 
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.core.types import TASKS
+from diffzoo.harness.core.types import TASKS, CaseTask
 
 SLICE_BY = ("", "base", "turns", "multiturn", "editor", "edit_type")
 DESCRIPTIVE = ("setting",)
@@ -32,7 +32,7 @@ class TrainSpec:
     model train it once.
     """
 
-    task: str  # binary | semantic | classification
+    task: str  # the model's: a Task (binary | semantic | classification)
     split: str = "train"
     exclude_editors: tuple[str, ...] = ()
 
@@ -64,7 +64,7 @@ class Case:
     """
 
     name: str
-    task: str  # the metric task: binary | semantic | image (image-level detection)
+    task: str  # what the case reports: a CaseTask (binary | semantic | image)
     train: TrainSpec
     split: str = "val"
     distortion: str = "none"
@@ -79,8 +79,9 @@ class Case:
     setting: str = ""
 
     def __post_init__(self) -> None:
-        if self.task not in ("binary", "semantic", "image"):
-            raise ConfigError(f"case {self.name!r}: task must be binary, semantic or image")
+        if self.task not in tuple(CaseTask):
+            *first, last = CaseTask
+            raise ConfigError(f"case {self.name!r}: task must be {', '.join(first)} or {last}")
         if self.train.task not in TASKS:
             raise ConfigError(f"case {self.name!r}: training task must be one of {TASKS}")
         if self.slice_by not in SLICE_BY:

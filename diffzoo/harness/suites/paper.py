@@ -13,6 +13,7 @@ from typing import Any
 
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.types import CaseTask
 from diffzoo.harness.metrics.catalog import SLICE_KEYS
 from diffzoo.harness.suites.model import Case, Suite, TrainSpec
 from diffzoo.harness.suites.standard import (
@@ -67,7 +68,7 @@ DISTORTION_CASE_METRICS = {
 DISTORTION_TRAIN = {"binary": BINARY_TRAIN, "semantic": SEMANTIC_TRAIN, "image": BINARY_TRAIN}
 
 
-def distortion_cases(settings: Iterable[Setting], tasks: Sequence[str] = ("binary", "semantic", "image")) -> tuple[Case, ...]:
+def distortion_cases(settings: Iterable[Setting], tasks: Sequence[str] = tuple(CaseTask)) -> tuple[Case, ...]:
     """One case per (setting, task), named ``<setting>.<task>``; for plugins
     that register a sweep suite of their own distortions."""
     return tuple(
@@ -179,7 +180,8 @@ CLASSIFICATION = Suite(
     cases=(
         Case(name="all", task="image", train=BINARY_TRAIN, metrics=IMAGE_METRICS + ORACLE_IMAGE, setting="all",
              description="every validation image"),
-        *(Case(name=editor, task="image", train=BINARY_TRAIN, editors=(editor,), metrics=("img_Acc", "img_AP"), setting=editor,
+        *(Case(name=editor, task="image", train=BINARY_TRAIN, editors=(editor,), metrics=("img_Acc", "img_AP"),
+               setting=editor,
                description=f"{editor} edits vs authentic images") for editor in CLASSIFICATION_EDITORS),
     ),
     changelog=("1: whole split + one case per DiffSeg30k editor.",),

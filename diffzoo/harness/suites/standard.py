@@ -11,7 +11,7 @@ SEMANTIC_METRICS = ("aAcc", "mAcc", "mIoU", "bF1", "bF1_image_mean", "top1", "to
 ORACLE_PIXEL = ("F1_oracle",)
 ORACLE_IMAGE = ("img_Acc_oracle",)
 """Best threshold chosen on the evaluated split itself: reported only in these
-separately named columns, never as the headline number (METRICS.md)."""
+separately named columns, never as the headline number (docs/metrics.md)."""
 
 BINARY_TRAIN = TrainSpec("binary")
 SEMANTIC_TRAIN = TrainSpec("semantic")

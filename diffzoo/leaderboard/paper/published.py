@@ -20,19 +20,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.metrics.catalog import MetricInfo
 from diffzoo.harness.records.document import ResultRecord
-from diffzoo.leaderboard.newest import newest
-from diffzoo.leaderboard.paper.layout import Family
-from diffzoo.leaderboard.paper.notes import DASH, signed, triple
-from diffzoo.leaderboard.render.escape import md_cell
-from diffzoo.leaderboard.render.layout import LEFT, RIGHT, markdown_table
+from diffzoo.leaderboard.index import case_identity, newest
+from diffzoo.leaderboard.layouts.paper import Family
 from diffzoo.leaderboard.paper.values import comment_lines, fraction, read_rows, read_text
+from diffzoo.leaderboard.render.escape import md_cell
+from diffzoo.leaderboard.render.markdown import LEFT, RIGHT, markdown_table
+from diffzoo.leaderboard.table import DASH, format_delta
 
 HERE = Path(__file__).parent
 BENCHMARK_FILES = ("opensdi_values.csv", "deal300k_values.csv", "sidset_values.csv")
 METRICS_FILE = HERE / "benchmark_metrics.csv"
 FIELDS = ("method", "train", "eval", "metric", "value", "suite", "case", "source")
 METRIC_FIELDS = ("metric", "diffzoo", "definition", "source")
+PERCENT = MetricInfo("published", "published", True)
+"""How a published number's difference from ours is shown: in percentage points."""
 
 DETECTORS: dict[str, Family] = {f.paper: f for f in (
     Family("MVSS-Net", ("benco.mvss-net*",)),
@@ -169,23 +172,24 @@ def evaluated_on(record: ResultRecord, where: str) -> bool:
 def compare(benchmark: Benchmark, records: list[ResultRecord]) -> tuple[list[Comparison], list[Published]]:
     """(the numbers a record with the same protocol meets, the rest); per (suite, case, row,
     dataset, split) the newest record counts."""
-    index = newest(records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.row_name, r.body.dataset.name,
-                                           r.body.dataset.fingerprint, r.body.case.get("split")))
+    index = newest(records, key=case_identity)
     met, rest = [], []
     for number in benchmark.numbers:
         family, metric = DETECTORS.get(number.method), number.metric.diffzoo
         found = [] if family is None or not metric or not number.suite else [
-            Comparison(number, key[2], float(record.metrics[metric])) for key, record in index.items()
-            if key[:2] == (number.suite, number.case) and family.matches(key[2])
-            and evaluated_on(record, number.eval) and _defined(record.metrics.get(metric))]
+            Comparison(number, r.body.row_name, ours) for r in index.values()
+            if (r.body.suite.name, r.body.case_name) == (number.suite, number.case)
+            and family.matches(r.body.row_name) and evaluated_on(r, number.eval)
+            and (ours := _defined(r.metrics.get(metric))) is not None]
         met += found
         if not found:
             rest.append(number)
     return met, rest
 
 
-def _defined(value: object) -> bool:
-    return isinstance(value, (int, float)) and not math.isnan(value)
+def _defined(value: object) -> float | None:
+    """``value`` as a number, None where it is undefined."""
+    return float(value) if isinstance(value, (int, float)) and not math.isnan(value) else None
 
 
 def _percent(value: float, digits: int) -> str:
@@ -196,8 +200,8 @@ def _compared_table(met: list[Comparison]) -> list[str]:
     head = ["method", "detector", "train", "eval", "metric", "ours | published | Δ"]
     rows = [[md_cell(c.number.method), md_cell(c.row), md_cell(c.number.train), md_cell(c.number.eval),
              md_cell(f"{c.number.metric.name} (= {c.number.metric.diffzoo})"),
-             triple(_percent(c.ours, c.number.digits), _percent(c.number.value, c.number.digits),
-                    signed(c.ours - c.number.value, 100))] for c in met]
+             " \\| ".join((_percent(c.ours, c.number.digits), _percent(c.number.value, c.number.digits),
+                            format_delta(PERCENT, c.ours - c.number.value)))] for c in met]
     return markdown_table([md_cell(h) for h in head], rows, [LEFT] * 5 + [RIGHT])
 
 

@@ -8,8 +8,8 @@
   (editors on the x axis, one bar per detector), one chart per dataset group and suite
   version with two or more detectors;
 - ``binary-vs-semantic``: binary vs semantic mIoU of the standard suite, one point per
-  detector, one chart per overview table (:mod:`diffzoo.leaderboard.overview`) with two or
-  more detectors that have both.
+  detector, one chart per overview table (:mod:`diffzoo.leaderboard.layouts.overview`) with
+  two or more detectors that have both.
 
 A detector has one style (:func:`detector_styles`: colour, marker, line style, hatch) on
 every chart of the site, so that 16+ detectors stay apart; legends sit outside the axes.
@@ -20,20 +20,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 
-from diffzoo.harness.metrics.catalog import MetricInfo, metric_info
 from diffzoo.harness.records.document import ResultRecord
-from diffzoo.leaderboard.newest import newest
-from diffzoo.leaderboard.overview.build import group_key
-from diffzoo.leaderboard.overview.model import OverviewTable
-from diffzoo.leaderboard.render.escape import html as e
+from diffzoo.leaderboard.index import RecordIndex
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, _title
-from diffzoo.leaderboard.render.site_figures import _plot_file
+from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, draw_curves
+from diffzoo.leaderboard.render.site_figures import Figure, figure, plot_file
 from diffzoo.leaderboard.robustness import distortion_curves
+from diffzoo.leaderboard.table import Table, info_of
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
@@ -82,20 +78,16 @@ def _width(count: int, base: float) -> float:
 
 
 def comparison_curves_png(series: dict[str, list[tuple[float, float | None]]], styles: dict[str, Style],
-                          path: Path, *, xlabel: str, ylabel: str, title: str) -> Path:
-    """Curves (fractions, drawn in %) over x, one per detector in ``series`` (drawn in its style)."""
+                          path: Path, *, xlabel: str, ylabel: str, title: str, ticks: list[str],
+                          clean: dict[str, float | None]) -> Path:
+    """Curves (fractions, drawn in %) over the settings (``ticks``), one per detector in ``series``
+    (drawn in its style), each from its clean point (:func:`~.plots.draw_curves`)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(_width(len(series), 6.4), 4.4))
-    for name, points in series.items():
-        pts = sorted((x, y) for x, y in points if y is not None and np.isfinite(y))
-        if pts:
-            s = styles[name]
-            xs, ys = zip(*pts)
-            ax.plot(xs, [100 * y for y in ys], color=s.color, marker=s.marker, linestyle=s.linestyle,
-                    label=_text(name))
+    draw_curves(ax, series, clean, ticks, style=lambda name: {
+        "color": styles[name].color, "marker": styles[name].marker, "linestyle": styles[name].linestyle})
     ax.set_xlabel(_text(xlabel))
     ax.set_ylabel(f"{_text(ylabel)} (%)")
-    ax.grid(True, alpha=0.3)
     _title(ax, title, fig)
     _legend(ax, len(series))
     return _save(fig, path)
@@ -149,15 +141,10 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
     return _save(fig, path)
 
 
-def _figure(kind: str, path: Path, caption: str) -> str:
-    src = f"plots/{quote(path.name)}"
-    return (f'<figure class="plot" data-kind="{e(kind)}"><img src="{e(src)}" alt="{e(caption)}">'
-            f"<figcaption>{e(caption)}</figcaption></figure>")
-
-
 def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_dir: Path,
-                   used: set[str]) -> list[str]:
-    """One chart per (task, dataset, distortion) with two or more strengths over all detectors."""
+                   used: set[str]) -> list[Figure]:
+    """One chart per (task, dataset, distortion) with two or more strengths over all detectors,
+    each detector's line from its clean point."""
     owner: dict[str, tuple[str, str]] = {}
 
     def line_of(r: ResultRecord, line: str) -> str:
@@ -167,54 +154,50 @@ def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_d
 
     figures = []
     for curve in distortion_curves(records, line_of):
-        label = (metric_info(curve.metric) or MetricInfo(curve.metric, curve.metric, True)).label
+        label = info_of(curve.metric).label
         lines = {owner[k] for k in curve.series}
         detectors = {d for d, _ in lines}
         one_each = len(lines) == len(detectors)  # else: name the suite version (and parameters) too
-        series, styled = {}, {}
+        series, styled, clean = {}, {}, {}
         for raw, points in curve.series.items():
             detector, line = owner[raw]
             key = detector if one_each else f"{detector} \u2014 {line}"
-            series[key], styled[key] = points, styles[detector]
-        file = _plot_file(used, "comparison", "robustness", curve.task, curve.distortion, curve.dataset)
+            series[key], styled[key], clean[key] = points, styles[detector], curve.clean.get(raw)
+        file = plot_file(used, "comparison", "robustness", curve.task, curve.distortion, curve.dataset)
         title = f"{label} under {curve.distortion} on {curve.dataset} ({curve.task}), all detectors"
         comparison_curves_png(series, styled, plot_dir / file, xlabel=f"{curve.distortion} {curve.parameter}",
-                              ylabel=label, title=title)
-        figures.append(_figure("robustness-all", plot_dir / file,
-                               f"{title}: {len(detectors)} detector(s); {curve.parameter} on the x axis"))
+                              ylabel=label, title=title, ticks=curve.ticks, clean=clean)
+        figures.append(figure("robustness-all", plot_dir / file,
+                               f"{title}: {len(detectors)} detector(s); {curve.parameter} on the x axis from the "
+                               "clean point, mildest first", prefix=""))
     return figures
 
 
 def editor_iou_all(records: list[ResultRecord], styles: dict[str, Style], plot_dir: Path,
-                   used: set[str]) -> list[str]:
-    """Per-editor IoU bars of the standard suite's semantic case, one chart per dataset group
-    and suite version with two or more detectors (the newest record per detector)."""
-    groups: dict[tuple, list[ResultRecord]] = {}
-    for r in records:
-        b = r.body
-        if b.task == "semantic" and b.suite.name == "standard" and b.distortion == "none":
-            groups.setdefault((*group_key(r), b.suite.version), []).append(r)
+                   used: set[str]) -> list[Figure]:
+    """Per-editor IoU bars of the standard suite's semantic case, one chart per group
+    (:class:`~diffzoo.leaderboard.index.Group`: dataset and evaluator version) with two or more
+    detectors (their records the group's, the newest)."""
     figures = []
-    for key, recs in sorted(groups.items(), key=lambda kv: str(kv[0])):
+    for group in RecordIndex(records).groups():
         series = {}
-        for name, r in sorted(newest(recs, key=lambda r: r.body.detector.name).items()):
-            labels = list(r.body.label_space)
-            ious = {n: r.metrics[f"IoU.{n}"] for n in labels[1:] if f"IoU.{n}" in r.metrics}
+        for r in sorted(group.of("standard", ["semantic"]), key=lambda r: r.body.detector.name):
+            ious = {n: r.metrics[f"IoU.{n}"] for n in list(r.body.label_space)[1:] if f"IoU.{n}" in r.metrics}
             if ious:
-                series[name] = ious
+                series[r.body.detector.name] = ious
         if len(series) < 2:
             continue
-        dataset, fingerprint, version = key[0], key[1], key[-1]
-        file = _plot_file(used, "comparison", "editor-iou", dataset, fingerprint[:8], f"v{version}")
-        title = f"per-editor IoU on {dataset} (standard v{version}, semantic case), all detectors"
+        key, version = group.key, group.suites["standard"].version
+        file = plot_file(used, "comparison", "editor-iou", key.dataset, key.fingerprint[:8], f"v{version}")
+        title = f"per-editor IoU on {key.dataset} (standard v{version}, semantic case), all detectors"
         editor_bars_png(series, {n: styles[n] for n in series}, plot_dir / file, title)
-        figures.append(_figure("editor-iou-all", plot_dir / file,
-                               f"{title}: {len(series)} detectors, one bar each"))
+        figures.append(figure("editor-iou-all", plot_dir / file, f"{title}: {len(series)} detectors, one bar each",
+                              prefix=""))
     return figures
 
 
-def binary_vs_semantic(overviews: list[OverviewTable], styles: dict[str, Style], plot_dir: Path,
-                       used: set[str]) -> list[str]:
+def binary_vs_semantic(overviews: list[Table], styles: dict[str, Style], plot_dir: Path,
+                       used: set[str]) -> list[Figure]:
     """Binary vs semantic mIoU (standard suite), one chart per overview table with two or more
     detectors that have both."""
     figures = []
@@ -224,28 +207,25 @@ def binary_vs_semantic(overviews: list[OverviewTable], styles: dict[str, Style],
             binary, sem = row.cells.get(BINARY_COLUMN), row.cells.get(SEMANTIC_COLUMN)
             if not row.own_score and binary and sem and binary.value is not None and sem.value is not None:
                 points[row.detector] = (binary.value, sem.value)
-        if len(points) < 2:
+        if len(points) < 2 or table.group is None:
             continue
-        file = _plot_file(used, "comparison", "binary-vs-semantic", table.group.slug)
+        file = plot_file(used, "comparison", "binary-vs-semantic", table.id)
         title = f"binary vs semantic mIoU on {table.group.title}"
         scatter_png(points, {n: styles[n] for n in points}, plot_dir / file, xlabel="binary mIoU",
                     ylabel="semantic mIoU", title=title)
-        figures.append(_figure("binary-vs-semantic", plot_dir / file,
-                               f"{title}: one point per detector (standard suite; {table.group.name})"))
+        figures.append(figure("binary-vs-semantic", plot_dir / file,
+                               f"{title}: one point per detector (standard suite; {table.group.name})", prefix=""))
     return figures
 
 
-def comparison_section(records: list[ResultRecord], overviews: list[OverviewTable], plot_dir: Path,
-                       used: set[str]) -> str:
-    """The front page's ``#comparisons`` section (figures written to ``plot_dir``)."""
+def comparison_figures(records: list[ResultRecord], overviews: list[Table], plot_dir: Path,
+                       used: set[str]) -> list[tuple[str, list[Figure], str]]:
+    """The front page's comparison figures (written to ``plot_dir``): (heading, figures, what is
+    said when there are none) per kind."""
     styles = detector_styles(r.body.detector.name for r in records)
-    parts = []
-    for title, figs, empty in (
-            ("Robustness", robustness_all(records, styles, plot_dir, used),
+    return [("Robustness", robustness_all(records, styles, plot_dir, used),
              "no distortion evaluated at two or more strengths"),
             ("Per-editor IoU", editor_iou_all(records, styles, plot_dir, used),
              "fewer than two detectors with per-editor IoU (standard semantic case)"),
             ("Binary vs semantic mIoU", binary_vs_semantic(overviews, styles, plot_dir, used),
-             "fewer than two detectors with both binary and semantic mIoU (standard suite)")):
-        parts.append(f'<h3>{title}</h3>{"".join(figs) or f"<p class=legend>{empty}</p>"}')
-    return f'<section id="comparisons"><h2>Comparisons</h2>{"".join(parts)}</section>'
+             "fewer than two detectors with both binary and semantic mIoU (standard suite)")]

@@ -4,6 +4,7 @@ robustness curves over distortion strength, per-editor IoU bars."""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,7 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def confusion_png(matrix: np.ndarray, names: list[str], path: Path, title: str = "") -> Path:
+def confusion_png(matrix: np.ndarray | list[list[int]], names: list[str], path: Path, title: str = "") -> Path:
     """Row-normalised confusion matrix (rows = ground truth) as a PNG."""
     plt = _pyplot()
     matrix = np.asarray(matrix, dtype=np.float64)
@@ -57,34 +58,60 @@ def confusion_png(matrix: np.ndarray, names: list[str], path: Path, title: str =
     return _save(fig, path)
 
 
-def robustness_png(series: dict[str, list[tuple[float, float | None]]], path: Path, *, xlabel: str,
-                   ylabel: str, title: str = "", reference: float | None = None,
-                   reference_label: str = "no distortion", integer_x: bool = False) -> Path:
-    """Metric (fraction, drawn in %) over distortion strength, one line per series.
+Y_SPAN = 20.0
+"""The least a robustness plot's y axis spans, in percentage points (docs/leaderboard.md)."""
 
-    ``series`` maps a legend label to (x, y) points; undefined y (None/NaN)
-    is left out.  ``reference`` (the undistorted value) is drawn as a dashed
-    horizontal line, since 'no distortion' has no position on the x axis.
-    ``integer_x``: ticks at whole numbers only (an x axis of strength ranks).
-    """
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+
+def y_limits(values: Iterable[float]) -> tuple[float, float]:
+    """The y range (in %) of a robustness plot of ``values`` (in %): theirs, widened around its
+    middle to span at least :data:`Y_SPAN` points and kept within 0-100, plus a small margin;
+    so a change of a few tenths of a point is drawn as small as it is."""
+    finite = [v for v in values if np.isfinite(v)] or [50.0]
+    low, high = min(finite), max(finite)
+    if high - low < Y_SPAN:
+        middle = (low + high) / 2
+        low, high = middle - Y_SPAN / 2, middle + Y_SPAN / 2
+        shift = max(0.0, -low) - max(0.0, high - 100.0)
+        low, high = low + shift, high + shift
+    margin = 0.05 * (high - low)
+    return low - margin, high + margin
+
+
+def draw_curves(ax, series: dict[str, list[tuple[float, float | None]]], clean: dict[str, float | None],
+                ticks: list[str], style: Callable[[str], dict] = lambda label: {"marker": "o"}) -> None:
+    """One line per series on a categorical x axis (``ticks``: ``clean``, then the settings), each
+    starting at its clean point (x = 0, where ``clean`` has it); undefined points are left out;
+    y in %, its range by :func:`y_limits`."""
+    drawn: list[float] = []
     for label, points in series.items():
-        pts = sorted((x, y) for x, y in points if y is not None and np.isfinite(y))
+        start = clean.get(label)
+        first = [(0.0, start)] if start is not None and np.isfinite(start) else []
+        pts = sorted(first + [(x, y) for x, y in points if y is not None and np.isfinite(y)])
         if pts:
             xs, ys = zip(*pts)
-            ax.plot(xs, [100 * y for y in ys], marker="o", label=_text(label))
-    if reference is not None and np.isfinite(reference):
-        ax.axhline(100 * reference, color="grey", linestyle="--",
-                   label=f"{_text(reference_label)} ({100 * reference:.1f})")
+            drawn += [100 * y for y in ys]
+            ax.plot(xs, [100 * y for y in ys], label=_text(label), **style(label))
+    ax.set_xticks(range(len(ticks)), [_text(t) for t in ticks])
+    ax.set_xlim(-0.3, len(ticks) - 0.7)
+    ax.set_ylim(*y_limits(drawn))
+    ax.grid(True, alpha=0.3)
+
+
+def robustness_png(series: dict[str, list[tuple[float, float | None]]], path: Path, *, ylabel: str,
+                   title: str = "", clean: float | dict[str, float | None] | None = None,
+                   ticks: list[str] | None = None, xlabel: str = "strength (1 = mildest setting)") -> Path:
+    """Metric (fraction, drawn in %) over distortion strength, one line per series (legend label ->
+    (x, y) points, x = 1, 2, ... from the mildest setting), each from its clean point: ``clean``
+    is every line's (a number) or each line's (a dict); ``ticks`` label the x positions (default:
+    ``clean``, then the strength ranks)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    width = int(max((x for points in series.values() for x, _ in points), default=0))
+    starts = clean if isinstance(clean, dict) else {label: clean for label in series}
+    draw_curves(ax, series, starts, ticks or ["clean", *(str(i) for i in range(1, width + 1))])
     ax.set_xlabel(_text(xlabel))
     ax.set_ylabel(f"{_text(ylabel)} (%)")
-    if integer_x:
-        from matplotlib.ticker import MaxNLocator
-
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _title(ax, title or f"{ylabel} over {xlabel}", fig)
-    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -99,8 +126,7 @@ def editor_iou_png(series: dict[str, dict[str, float | None]], path: Path, title
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.9 * len(editors) * max(1.0, n / 2)), 4.2))
     x = np.arange(len(editors))
     for i, (label, values) in enumerate(series.items()):
-        ys = [values.get(e) for e in editors]
-        ys = [100 * y if y is not None and np.isfinite(y) else np.nan for y in ys]
+        ys = [100 * y if (y := values.get(e)) is not None and np.isfinite(y) else np.nan for e in editors]
         bars = ax.bar(x - 0.4 + width * (i + 0.5), ys, width, label=_text(label))
         ax.bar_label(bars, labels=[f"{y:.1f}" if np.isfinite(y) else "" for y in ys], fontsize=7)
     tilt = len(editors) > 4

@@ -1,21 +1,25 @@
 """The static leaderboard site: plain HTML files that work offline.
 
-``write_site(selection, out)`` writes ``out/index.html`` (the version, its
-manifest summary, the overview tables, the comparison figures of all detectors
-(:mod:`.comparison_plots`), one ranked table per :class:`~.tables.Table`),
-``out/detectors/<slug>.html`` per detector (its rows in every table, its
-card, confusion matrices, robustness curves, per-editor IoU bars and the
-training curves of each trained model) and the figures in ``out/plots/``.
-No external resources; the one script is the overview table's constant
-sorting and filtering code (:mod:`.site_overview`).
-The pages are put together here; their tables are drawn by
-:mod:`.site_tables`, their figures by :mod:`.site_figures`.
+``write_site(selection, out)`` writes ``out/index.html``: the title and one
+line of context, the overview tables (:mod:`diffzoo.leaderboard.layouts.overview`;
+sortable, filterable, the detector column frozen while a wide table scrolls),
+the comparison figures of all detectors (:mod:`.comparison_plots`), then,
+folded, the cross-dataset tables and one ranked table per case
+(:mod:`diffzoo.leaderboard.layouts.cases`), and the version's manifest last;
+``out/detectors/<slug>.html`` per detector (its overview rows, its figures:
+confusion matrices, robustness curves, per-editor IoU bars and the training
+curves of each trained model; its card; its rows in every per-case table,
+folded) and the figures in ``out/plots/``.
 
-Every string that comes from a record or a plugin is escaped with
-:func:`~.escape.html` (entities for ``& < > " '``, control and bidi
-characters shown visibly), in text and in attribute values; file names and
-link targets are built from slugs only (:func:`~.tables.slugify`), never
-from raw names.
+The pages are jinja2 templates (``templates/``) rendered with autoescape:
+every value a template writes goes through :func:`~.escape.html` (entities
+for ``& < > " '``, control and bidi characters shown visibly), in text and in
+attribute values; file names and link targets are built from slugs only
+(:func:`~diffzoo.leaderboard.table.slugify`), never from raw names.  No
+external resources; the one script is :data:`OVERVIEW_JS`, a constant: it
+sorts and filters the overview by the cells' ``data-value`` numbers and the
+rows' ``data-detector`` text, never evaluating them, and unfolds the section
+a link points into.
 """
 
 from __future__ import annotations
@@ -24,52 +28,94 @@ import hashlib
 import logging
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
+
+import jinja2
+from markupsafe import Markup
 
 from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.harness.records.document import ResultRecord
-from diffzoo.leaderboard.newest import newest_record
-from diffzoo.leaderboard.render.comparison_plots import comparison_section
-from diffzoo.leaderboard.render.escape import html as e
-from diffzoo.leaderboard.overview.build import build_overview
-from diffzoo.leaderboard.overview.model import OverviewTable
-from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures
-from diffzoo.leaderboard.render.site_overview import OVERVIEW_CSS, OVERVIEW_JS, overview_section
-from diffzoo.leaderboard.render.site_tables import case_info, short, summary_table_html, table_anchors, table_html
-from diffzoo.leaderboard.summary.tables import cross_tables
-from diffzoo.leaderboard.tables import Table, build_tables, record_conditions, slugify
+from diffzoo.leaderboard.index import newest_record, record_conditions
+from diffzoo.leaderboard.layouts.cases import build_tables
+from diffzoo.leaderboard.layouts.overview import build_overview
+from diffzoo.leaderboard.layouts.paper import cross_tables
+from diffzoo.leaderboard.render.comparison_plots import comparison_figures
+from diffzoo.leaderboard.render.escape import html
+from diffzoo.leaderboard.render.site_figures import (
+    robustness_figures,
+    semantic_figures,
+    training_figures,
+    unique_name,
+)
+from diffzoo.leaderboard.table import Column, Table, conditions_line, format_ci, format_value, slugify, value_text
 from diffzoo.leaderboard.versions import Selection, summarize
 
 log = logging.getLogger(__name__)
 
-CSS = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
-h1 .version { color: #555; font-weight: normal; }
-div.scroll { overflow-x: auto; margin: .5em 0 1.5em; }
-table { border-collapse: collapse; }
-th, td { padding: .25em .6em; border-bottom: 1px solid #ddd; text-align: left; white-space: nowrap; }
-th { background: #f3f3f3; }
-td.metric, th.metric, td.rank { text-align: right; font-variant-numeric: tabular-nums; }
-th.primary { background: #e3ebf7; }
-td.best { font-weight: bold; background: #e6f4e6; }
-td .ci { color: #777; font-size: 90%; }
-tr.baseline td { color: #777; font-style: italic; background: #fafafa; }
-td.prov, td.prov code { color: #555; font-size: 90%; }
-.arrow { color: #2a6; }
-.case-info, .legend, figcaption { color: #555; }
-dl.manifest dt, dl.card dt { font-weight: bold; float: left; clear: left; width: 11em; }
-dl.manifest dd, dl.card dd { margin-left: 12em; }
-figure.plot { display: inline-block; margin: .5em 1em 1em 0; vertical-align: top; }
-figure.plot img { max-width: 100%; border: 1px solid #ddd; }
-"""
+TEMPLATES = Path(__file__).with_name("templates")
+OVERVIEW_JS = (TEMPLATES / "overview.js").read_text(encoding="utf-8")
+"""The pages' one script (constant; see the module doc)."""
+CSS = (TEMPLATES / "site.css").read_text(encoding="utf-8")
+CONTEXT = ("Detectors of diffusion-model image edits, ranked per dataset and evaluator version: values in %, "
+           "± half the 95% bootstrap CI over images, ↑ higher is better; click a column to sort, a name for its "
+           "page.")
 LEGEND = ("Values in %; \u00b1 is half the 95% confidence interval (bootstrap over images) where one was computed. "
           "\u2191 higher is better, \u2193 lower is better; the best detector value per column is bold on green; "
           "baselines (trivial predictors on the same data) are grey italics and not ranked.")
+TASKS = ("binary", "semantic", "image")
+
+
+def _escape(value: Any) -> Markup:
+    """Every value a template writes: :func:`~.escape.html` (markup made by the templates passes)."""
+    return value if isinstance(value, Markup) else Markup(html(value))
+
+
+def short(text: str | None, n: int = 12) -> Markup:
+    """A hash or id shortened to ``n`` characters, the whole in its tooltip."""
+    if not text:
+        return Markup('<span class="unknown">\u2014</span>')
+    dirty = "-dirty" if str(text).endswith("-dirty") else ""
+    return Markup('<code title="{}">{}{}</code>').format(_escape(text), _escape(str(text)[:n]), dirty)
+
+
+def _date(text: str | None) -> Markup:
+    if not text:
+        return Markup('<span class="unknown">\u2014</span>')
+    return Markup('<span title="{}">{}</span>').format(_escape(text), _escape(str(text)[:16].replace("T", " ")))
+
+
+def _tip(table: Table, col: Column) -> str:
+    tip = {True: "higher is better", False: "lower is better", None: "count"}[col.info.higher_is_better]
+    return tip + ("; rows are ranked by this column" if col.key == table.primary else "")
+
+
+def _used_notes(table: Table, only: str | None) -> list:
+    rows = [r for r in table.rows if only is None or r.detector == only]
+    used = {n for r in rows for c in r.cells.values() for n in c.notes}
+    return [n for n in table.notes if n.id in used]
+
+
+ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_escape,
+                         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+ENV.filters.update(urlquote=quote, repr=repr)
+ENV.globals.update(
+    value_text=value_text, format_ci=format_ci, format_value=format_value, short=short, date=_date, tip=_tip,
+    conditions_line=conditions_line, used_notes=_used_notes, zip=zip,
+    tasks=lambda t: [task for task in TASKS if any(c.task == task for c in t.columns)],
+    params=lambda case: ", ".join(f"{k}={v}" for k, v in sorted((case.get("distortion_params") or {}).items())),
+    detail=lambda p: "; ".join(f"{k}: {p.get(k)}" for k in ("plugin", "pretrained", "seed", "checkpoint_source",
+                                                             "diffzoo", "device") if p.get(k) is not None))
+
+
+def _page(template: str, title: str, script: bool, **values: Any) -> str:
+    return ENV.get_template(template).render(title=title, css=Markup(CSS), script=Markup(OVERVIEW_JS) if script
+                                             else "", **values)
 
 
 def detector_slugs(names: Iterable[str]) -> dict[str, str]:
-    """A distinct file-name slug per detector name; names whose slugs would
-    collide (also case-insensitively) get a short hash of the name appended."""
+    """A distinct file-name slug per detector name; names whose slugs would collide (also
+    case-insensitively) get a short hash of the name appended."""
     names = sorted(set(names))
     base = {n: slugify(n) for n in names}
     count: dict[str, int] = {}
@@ -79,141 +125,89 @@ def detector_slugs(names: Iterable[str]) -> dict[str, str]:
             for n, s in base.items()}
 
 
-def _page(title: str, body: str, script: bool = False) -> str:
-    """A page; ``script``: with the overview's one constant script (site_overview.OVERVIEW_JS)."""
-    js = f"<script>{OVERVIEW_JS}</script>\n" if script else ""
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{e(title)}</title>\n<style>{CSS}{OVERVIEW_CSS}</style></head>\n<body>\n{body}\n{js}"
-            "</body></html>\n")
+def table_anchors(tables: list[Table]) -> list[str]:
+    """Distinct HTML ids: a table key's slug leaves out the definition hash and the metric
+    version, so two tables may share it."""
+    used: set[str] = set()
+    return [unique_name(f"t-{t.id}", used) for t in tables]
 
 
-def _dl(cls: str, items: Iterable[tuple[str, str]]) -> str:
-    """A definition list; values are already-escaped HTML."""
-    return f'<dl class="{cls}">' + "".join(f"<dt>{e(k)}</dt><dd>{v}</dd>" for k, v in items) + "</dl>"
-
-
-def _manifest(selection: Selection) -> str:
+def _manifest(selection: Selection) -> list[tuple[str, list[Any]]]:
     version = selection.version
     summary = summarize(selection.records) if version is None else version
-    items = []
+    items: list[tuple[str, list[Any]]] = []
     if version is None:
-        items.append(("version", "not frozen: the working copy (freeze it with <code>diffzoo leaderboard "
-                                 "freeze NAME</code>)"))
+        items.append(("version", [Markup("not frozen: the working copy (freeze it with <code>diffzoo leaderboard "
+                                         "freeze NAME</code>)")]))
     else:
-        items += [("version", e(version.get("name"))), ("created", e(version.get("created")))]
+        items += [("version", [version.get("name")]), ("created", [version.get("created")])]
         if version.get("note"):
-            items.append(("note", e(version["note"])))
+            items.append(("note", [version["note"]]))
         if version.get("content_hash"):
-            items.append(("content hash", short(version["content_hash"], 16)))
-    items.append(("records", e(len(version.get("records", [])) if version else len(selection.records))))
-    items.append(("datasets", "<br>".join(f'{e(d.get("name"))} (fingerprint {short(d.get("fingerprint"), 16)})'
-                                          for d in summary.get("datasets", [])) or "\u2014"))
-    items.append(("suites", "<br>".join(f'{e(s.get("name"))} v{e(s.get("version"))} (definition '
-                                        f'{short(s.get("definition_hash"))})' for s in summary.get("suites", []))
-                  or "\u2014"))
-    items.append(("metric definitions", ", ".join(f"v{e(m)}" for m in summary.get("metrics_versions", []))
-                  or "\u2014"))
+            items.append(("content hash", [short(version["content_hash"], 16)]))
+    items.append(("records", [len(version.get("records", [])) if version else len(selection.records)]))
+    items.append(("datasets", [Markup("{} (fingerprint {})").format(_escape(d.get("name")),
+                                                                     short(d.get("fingerprint"), 16))
+                               for d in summary.get("datasets", [])]))
+    items.append(("suites", [Markup("{} v{} (definition {})").format(_escape(s.get("name")), _escape(s.get("version")),
+                                                                     short(s.get("definition_hash")))
+                             for s in summary.get("suites", [])]))
+    items.append(("metric definitions", [", ".join(f"v{m}" for m in summary.get("metrics_versions", []))]))
     for name in ("label map", "split"):
-        values = sorted({record_conditions(r)[name] for r in selection.records})
-        items.append((f"{name}s", "<br>".join(e(v) for v in values) or "\u2014"))
-    return f'<section id="version-summary"><h2>Version</h2>{_dl("manifest", items)}</section>'
+        items.append((f"{name}s", sorted({record_conditions(r)[name] for r in selection.records})))
+    return items
 
 
-def render_index(selection: Selection, tables: list[Table], slugs: dict[str, str],
-                 overviews: list[OverviewTable] | None = None, plot_dir: Path | None = None,
-                 used: set[str] | None = None) -> str:
-    """The index page: the version's manifest, the overview tables (sortable), the comparison
-    figures (written to ``plot_dir``, names added to ``used``; none without ``plot_dir``), a
-    table of contents and every table."""
-    overviews = build_overview(selection.records) if overviews is None else overviews
-    anchors = table_anchors(tables)
-    toc = "".join(f'<li><a href="#{e(a)}">{e(t.key.title)}</a> <span class="case-info">({e(t.key.task)}, '
-                  f'{sum(not r.baseline for r in t.rows)} detector row(s))</span></li>'
-                  for t, a in zip(tables, anchors))
-    dets = ", ".join(f'<a href="detectors/{e(quote(slugs[n]))}.html">{e(n)}</a>' for n in sorted(slugs))
-    sections = "".join(overview_section(t, slugs) for t in overviews)
-    if plot_dir is not None:
-        sections += comparison_section(selection.records, overviews, plot_dir, set() if used is None else used)
-    sections += "".join(f'<section class="cross-dataset"><h2>{e(t.title)}</h2>{summary_table_html(t)}</section>'
-                        for t in cross_tables(selection.records))
-    sections += "".join(f'<section class="case"><h2>{e(t.key.title)}</h2>{case_info(t)}{table_html(t, a, slugs)}'
-                        "</section>" for t, a in zip(tables, anchors))
-    body = (f'<header><h1>diffzoo leaderboard <span class="version">{e(selection.label)}</span></h1>'
-            f'<p class="legend">{e(LEGEND)}</p></header>{_manifest(selection)}'
-            f'<nav id="contents"><h2>Tables</h2><ul>{toc or "<li>no records</li>"}</ul>'
-            f'<p>Detectors: {dets or "none"}</p></nav>{sections}')
-    return _page(f"diffzoo leaderboard \u2014 {selection.label}", body, script=bool(overviews))
-
-
-def _card(records: list[ResultRecord]) -> str:
+def _card(records: list[ResultRecord]) -> list[tuple[str, Any]]:
     det = newest_record(records).body.detector
     card = det.card
-    items = [("variant", e(card.get("name", det.name))), ("plugin", e(det.plugin))]
+    items: list[tuple[str, Any]] = [("variant", card.get("name", det.name)), ("plugin", det.plugin)]
     for key in ("description", "tasks", "weights", "input_size", "licence", "paper"):
         value = card.get(key)
         if value not in (None, "", [], {}):
-            items.append((key, e(", ".join(map(str, value)) if isinstance(value, list) else value)))
+            items.append((key, ", ".join(map(str, value)) if isinstance(value, list) else value))
     pretrained = (card.get("recipe") or {}).get("pretrained")
     if isinstance(pretrained, dict) and pretrained.get("source"):  # every weight file and where it comes from
-        items.append(("weight sources", e(str(pretrained["source"]))))
-    return f'<section id="card"><h2>Card</h2>{_dl("card", items)}</section>'
-
-
-def render_detector(name: str, records: list[ResultRecord], tables: list[Table], anchors: list[str],
-                    slugs: dict[str, str], selection: Selection, plot_dir: Path, used: set[str],
-                    overviews: list[OverviewTable] | None = None) -> str:
-    """``name``'s page: its overview rows and its figures first, then its card and its rows
-    in every table, folded (figures written to ``plot_dir``, file names taken from and added
-    to ``used``)."""
-    overviews = build_overview(records) if overviews is None else overviews
-    own = "".join(overview_section(t, slugs, prefix="../", only=name, controls=False) for t in overviews
-                  if any(r.detector == name for r in t.rows))
-    stem = slugs[name]
-    results = "".join(
-        f'<section class="case"><h3><a href="../index.html#{e(a)}">{e(t.key.title)}</a></h3>{case_info(t)}'
-        f"{table_html(t, a, slugs, prefix='../', only=name)}</section>"
-        for t, a in zip(tables, anchors) if any(r.page == name and not r.baseline for r in t.rows))
-    confusion, bars = semantic_figures(name, records, stem, plot_dir, used)
-    curves = robustness_figures(name, records, stem, plot_dir, used)
-    training = training_figures(name, records, stem, plot_dir, used)
-    parts = []
-    for title, figs, empty in (
-            ("Confusion matrices", confusion, "no semantic records with a confusion matrix"),
-            ("Robustness", curves, "no distortion evaluated at two or more strengths"),
-            ("Per-editor IoU", bars, "no semantic records with per-editor IoU"),
-            ("Training", training, "no training curve in these records (a pretrained model, or records made "
-                                   "before training curves were kept)")):
-        parts.append(f'<h3>{title}</h3>{"".join(figs) or f"<p class=legend>{empty}</p>"}')
-    count = results.count('<section class="case">')
-    body = (f'<p><a href="../index.html">\u2190 leaderboard {e(selection.label)}</a></p>'
-            f'<h1 class="detector-name">{e(name)}</h1><p class="legend">{e(LEGEND)}</p>'
-            f'<section id="overview-rows">{own or "<p class=legend>no headline figures yet</p>"}</section>'
-            f'<section id="plots"><h2>Plots</h2>{"".join(parts)}</section>{_card(records)}'
-            f'<section id="results"><h2>Results</h2><details><summary>{count} per-case table(s)</summary>'
-            f'{results}</details></section>')
-    return _page(f"{name} \u2014 diffzoo leaderboard {selection.label}", body, script=bool(own))
+        items.append(("weight sources", str(pretrained["source"])))
+    return items
 
 
 def write_site(selection: Selection, out: Path) -> Path:
-    """Write the static site for ``selection`` into ``out``; returns
-    ``out/index.html``.  Existing files of the same names are replaced."""
+    """Write the static site for ``selection`` into ``out``; returns ``out/index.html``.
+    Existing files of the same names are replaced."""
     out = Path(out)
     tables = build_tables(selection.records)
+    anchors = table_anchors(tables)
+    overviews = [t for t in build_overview(selection.records) if t.rows]
     by_detector: dict[str, list[ResultRecord]] = {}
     for r in selection.records:
         by_detector.setdefault(r.body.detector.name, []).append(r)
     slugs = detector_slugs(by_detector)
-    anchors = table_anchors(tables)
     plot_dir = out / "plots"
     plot_dir.mkdir(parents=True, exist_ok=True)
     used: set[str] = set()
-    overviews = build_overview(selection.records)
     for name, records in sorted(by_detector.items()):
-        page = render_detector(name, records, tables, anchors, slugs, selection, plot_dir, used, overviews)
-        atomic_write_text(out / "detectors" / f"{slugs[name]}.html", page)
-    index = atomic_write_text(out / "index.html", render_index(selection, tables, slugs, overviews,
-                                                                  plot_dir, used))
+        stem = slugs[name]
+        confusion, bars = semantic_figures(name, records, stem, plot_dir, used)
+        plots = [("Confusion matrices", confusion, "no semantic records with a confusion matrix"),
+                 ("Robustness", robustness_figures(name, records, stem, plot_dir, used),
+                  "no distortion evaluated at two or more strengths"),
+                 ("Per-editor IoU", bars, "no semantic records with per-editor IoU"),
+                 ("Training", training_figures(name, records, stem, plot_dir, used),
+                  "no training curve in these records (a pretrained model, or records made before training "
+                  "curves were kept)")]
+        own = [t for t in overviews if any(r.detector == name for r in t.rows)]
+        results = [(t, a) for t, a in zip(tables, anchors) if any(r.detector == name and not r.baseline
+                                                                    for r in t.rows)]
+        page = _page("detector.html", f"{name} \u2014 diffzoo leaderboard {selection.label}", bool(own),
+                     selection=selection, name=name, legend=LEGEND, overviews=own, plots=plots, card=_card(records),
+                     results=results, slugs=slugs)
+        atomic_write_text(out / "detectors" / f"{stem}.html", page)
+    index = _page("index.html", f"diffzoo leaderboard \u2014 {selection.label}", True, selection=selection,
+                  context=CONTEXT, legend=LEGEND, overviews=overviews, tables=tables, anchors=anchors, slugs=slugs,
+                  cross=cross_tables(selection.records), manifest=_manifest(selection),
+                  comparisons=comparison_figures(selection.records, overviews, plot_dir, used))
+    path = atomic_write_text(out / "index.html", index)
     log.info("wrote the leaderboard site for %s (%d tables, %d detectors) to %s",
              selection.label, len(tables), len(by_detector), out)
-    return index
+    return path

@@ -6,30 +6,45 @@ written as PNGs under one ``plots/`` folder with distinct names made from slugs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from diffzoo.harness.metrics.catalog import MetricInfo, metric_info
 from diffzoo.harness.records.document import ResultRecord
-from diffzoo.leaderboard.newest import newest_record
+from diffzoo.leaderboard.index import newest_record
 from diffzoo.leaderboard.render import plots
-from diffzoo.leaderboard.render.escape import html as e
-from diffzoo.leaderboard.render.site_tables import unique_name
 from diffzoo.leaderboard.render.training_plots import curves_from_training, training_png
 from diffzoo.leaderboard.robustness import distortion_curves
-from diffzoo.leaderboard.tables import slugify
+from diffzoo.leaderboard.table import info_of, slugify
 
 
-def _plot_file(used: set[str], stem: str, *parts: str) -> str:
+@dataclass(frozen=True)
+class Figure:
+    """A figure of a page: ``kind`` (a ``data-kind`` the tests and the CSS know), the PNG's link
+    (``src``, made of a slug) and its caption."""
+
+    kind: str
+    src: str
+    caption: str
+
+
+def unique_name(name: str, used: set[str]) -> str:
+    """``name``, or ``name-2``, ``name-3``... if taken (compared case-insensitively)."""
+    out, i = name, 2
+    while out.lower() in used:
+        out, i = f"{name}-{i}", i + 1
+    used.add(out.lower())
+    return out
+
+
+def plot_file(used: set[str], stem: str, *parts: str) -> str:
     """A distinct PNG name from slugs (``used`` is shared by the whole site)."""
     return unique_name(slugify("-".join((stem[:60], *parts)))[:110], used) + ".png"
 
 
-def _figure(kind: str, path: Path, caption: str) -> str:
-    src = f"../plots/{quote(path.name)}"
-    return (f'<figure class="plot" data-kind="{e(kind)}"><img src="{e(src)}" alt="{e(caption)}">'
-            f"<figcaption>{e(caption)}</figcaption></figure>")
+def figure(kind: str, path: Path, caption: str, prefix: str = "../") -> Figure:
+    return Figure(kind, f"{prefix}plots/{quote(path.name)}", caption)
 
 
 def _where(r: ResultRecord) -> str:
@@ -38,26 +53,23 @@ def _where(r: ResultRecord) -> str:
 
 
 def robustness_figures(name: str, records: list[ResultRecord], stem: str, plot_dir: Path,
-                       used: set[str]) -> list[str]:
-    """Primary metric over distortion strength, per (task, dataset, distortion)
-    with at least two strengths; the undistorted case is the reference."""
+                       used: set[str]) -> list[Figure]:
+    """Primary metric over distortion strength, per (task, dataset, distortion) with at least two
+    strengths, each line from its clean point (the undistorted case)."""
     figures = []
     for curve in distortion_curves(records):
-        metric, ref = curve.metric, curve.reference
-        label = (metric_info(metric) or MetricInfo(metric, metric, True)).label
-        file = _plot_file(used, stem, "robustness", curve.task, curve.distortion, curve.dataset)
+        label = info_of(curve.metric).label
+        file = plot_file(used, stem, "robustness", curve.task, curve.distortion, curve.dataset)
         title = f"{name}: {label} under {curve.distortion} on {curve.dataset}"
-        reference, reference_label = (None, "") if ref is None else (
-            ref.metrics.get(metric), f"no distortion ({ref.body.case_name})")
         plots.robustness_png(curve.series, plot_dir / file, xlabel=f"{curve.distortion} {curve.parameter}",
-                             ylabel=label, title=title, reference=reference, reference_label=reference_label)
-        figures.append(_figure("robustness", plot_dir / file, f"{title} ({curve.task} task; {curve.parameter} on "
-                                                              "the x axis; dashed line: undistorted case)"))
+                             ylabel=label, title=title, clean=curve.clean, ticks=curve.ticks)
+        figures.append(figure("robustness", plot_dir / file, f"{title} ({curve.task} task; {curve.parameter} on "
+                                                              "the x axis from the clean point, mildest first)"))
     return figures
 
 
 def semantic_figures(name: str, records: list[ResultRecord], stem: str, plot_dir: Path,
-                    used: set[str]) -> tuple[list[str], list[str]]:
+                    used: set[str]) -> tuple[list[Figure], list[Figure]]:
     confusion, bars = [], []
     by_dataset: dict[tuple[str, str], dict[str, dict[str, float | None]]] = {}
     for r in records:
@@ -66,9 +78,9 @@ def semantic_figures(name: str, records: list[ResultRecord], stem: str, plot_dir
             continue
         labels = list(b.label_space)
         if b.confusion and labels:
-            file = _plot_file(used, stem, "confusion", r.id)
+            file = plot_file(used, stem, "confusion", r.id)
             plots.confusion_png(b.confusion, labels, plot_dir / file, title=f"{name}: {_where(r)}")
-            confusion.append(_figure("confusion", plot_dir / file,
+            confusion.append(figure("confusion", plot_dir / file,
                                      f"{_where(r)}: rows = ground truth ({', '.join(labels)})"))
         background = labels[0] if labels else "background"
         names = [*labels, *sorted(m[4:] for m in r.metrics if m.startswith("IoU.") and m[4:] not in labels)]
@@ -79,10 +91,10 @@ def semantic_figures(name: str, records: list[ResultRecord], stem: str, plot_dir
             series = by_dataset.setdefault(key, {})
             series[label if label not in series else f"{label} [{r.id[:8]}]"] = ious
     for (dataset, fingerprint), series in sorted(by_dataset.items()):
-        file = _plot_file(used, stem, "editor-iou", dataset, fingerprint[:8])
+        file = plot_file(used, stem, "editor-iou", dataset, fingerprint[:8])
         title = f"{name}: per-editor IoU on {dataset}"
         plots.editor_iou_png(series, plot_dir / file, title=title)
-        bars.append(_figure("editor-iou", plot_dir / file, f"{title} (one bar per semantic case)"))
+        bars.append(figure("editor-iou", plot_dir / file, f"{title} (one bar per semantic case)"))
     return confusion, bars
 
 
@@ -107,7 +119,7 @@ def _training_of(r: ResultRecord) -> tuple[str, list[str], str]:
 
 
 def training_figures(name: str, records: list[ResultRecord], stem: str, plot_dir: Path,
-                     used: set[str]) -> list[str]:
+                     used: set[str]) -> list[Figure]:
     """One training figure per distinct trained model (:func:`model_key`) whose records carry
     a training curve (``training.curve``, ``validation`` or the older sampled ``losses``),
     drawn from the newest such record of that model."""
@@ -119,13 +131,14 @@ def training_figures(name: str, records: list[ResultRecord], stem: str, plot_dir
     for key, group in sorted(by_model.items(), key=lambda kv: (_training_of(kv[1][0]), kv[0])):
         r = newest_record(group)
         curves = curves_from_training(r.body.training)
+        assert curves is not None  # by_model holds records with a curve
         task, editors, dataset = _training_of(r)
         held_out = f"; held-out editors: {', '.join(editors)}" if editors else "; no editor held out"
         what = f"{task} model trained on {dataset}{held_out}; cache key {key[:16]}"
-        file = _plot_file(used, stem, "training", key[:12])
+        file = plot_file(used, stem, "training", key[:12])
         training_png(curves, plot_dir / file, title=f"{name}: {what}")
         steps = " (steps inferred from the sampled losses of an older record)" if curves.approximate_steps else ""
-        figures.append(_figure("training", plot_dir / file,
+        figures.append(figure("training", plot_dir / file,
                                f"Training of the {what}{steps}: loss (thin: as logged, bold: smoothed), "
                                "learning rate, validation metrics when the run logged any"))
     return figures

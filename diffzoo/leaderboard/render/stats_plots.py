@@ -5,7 +5,7 @@ redrawn from a saved ``stats.json``."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ def _integer_ticks():
     return MaxNLocator(integer=True)
 
 
-def _bars(ax, labels: list[str], series: dict[str, list[float]]) -> None:
+def _bars(ax, labels: list[str], series: Mapping[str, Sequence[float]]) -> None:
     """Grouped bars with their counts on top; one group per label, one bar per series."""
     x = np.arange(len(labels))
     width = 0.8 / max(len(series), 1)

@@ -1,9 +1,12 @@
-"""Text outputs of the leaderboard: Markdown, CSV, LaTeX and JSON.
+"""The files ``diffzoo leaderboard publish`` and ``diffzoo run`` write: the
+leaderboard and the overview as Markdown (:mod:`.markdown`), CSV, LaTeX and
+JSON, the run summary (``summary.md`` and its robustness curves), and
+:func:`publish`, which writes any format (the site: :mod:`.site`; the paper
+report: :mod:`diffzoo.leaderboard.paper.report`).
 
-All render the tables of :mod:`.tables`; the HTML site is in :mod:`.site`.
 Every string that comes from a record (detector, dataset, suite and case
-names, metric names, git hashes, dates, the version label) is escaped for
-the target format with :mod:`.escape`; numbers diffzoo formats itself are
+names, metric names, git hashes, dates, the version label, notes) is escaped
+for its format with :mod:`.escape`; numbers diffzoo formats itself are
 written as they are.
 """
 
@@ -12,26 +15,26 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import atomic_write_text
-from diffzoo.leaderboard.formats import FORMATS, TEXT_FORMAT_FILES
-from diffzoo.leaderboard.render.escape import csv_cell, latex, md_cell
-from diffzoo.leaderboard.render.layout import LEFT, RIGHT, markdown_table
-from diffzoo.leaderboard.render.overview_text import write_overview
-from diffzoo.leaderboard.summary.render import md_table as summary_md_table
-from diffzoo.leaderboard.summary.tables import cross_tables
-from diffzoo.leaderboard.tables import Table, build_tables, check_mixing, conditions_line, record_conditions, render_cell
+from diffzoo.leaderboard.formats import FORMATS, OVERVIEW_FILES, TEXT_FORMAT_FILES
+from diffzoo.leaderboard.index import check_mixing, record_conditions
+from diffzoo.leaderboard.layouts.cases import build_tables
+from diffzoo.leaderboard.layouts.overview import OVERVIEW_NOTE, build_overview
+from diffzoo.leaderboard.layouts.paper import CLEAN, Summary, cross_tables
+from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE
+from diffzoo.leaderboard.render import plots
+from diffzoo.leaderboard.render.escape import csv_cell, latex
+from diffzoo.leaderboard.render.markdown import leaderboard_markdown, overview_markdown, summary_markdown
+from diffzoo.leaderboard.robustness import robustness_series
+from diffzoo.leaderboard.table import ABSENT, NOT_APPLICABLE, Row, Table, cell_text, conditions_line, slugify
 from diffzoo.leaderboard.versions import Selection, summarize
 
-NOTE = ("Values in %; ↑ higher is better, ↓ lower is better; ± is half the 95% bootstrap CI "
-        "over images; **bold** = best detector in the column; baselines are trivial predictors "
-        "scored on the same images.")
-
-
-def short(sha: str | None, n: int = 12) -> str:
-    return sha[:n] if sha else "-"
+log = logging.getLogger(__name__)
 
 
 def header_lines(selection: Selection) -> list[tuple[str, str]]:
@@ -51,138 +54,159 @@ def header_lines(selection: Selection) -> list[tuple[str, str]]:
     return pairs
 
 
-def _mixed_cells(table: Table, row, escape: Callable[[str], str]) -> list[str]:
-    """The row's value of each condition its table's rows differ in."""
-    return [escape(row.conditions.get(name, "-")) for name in table.mixed]
-
-
-# -- Markdown ------------------------------------------------------------------
 def to_markdown(selection: Selection, tables: list[Table]) -> str:
-
-    lines = ["# diffzoo leaderboard", ""]
-    lines += [f"- **{label}**: {md_cell(value)}" for label, value in header_lines(selection)]
-    lines += ["", NOTE, ""]
-    for cross in cross_tables(selection.records):  # the cross-dataset suite's overview, first
-        lines += ["## " + md_cell(cross.title), "", *summary_md_table(cross)[2:], ""]
-    for t in tables:
-        k = t.key
-        lines += [f"## {md_cell(k.title)}", "",
-                  f"task {md_cell(k.task)} · dataset fingerprint {md_cell(k.fingerprint)} · "
-                  f"suite definition {md_cell(k.definition_hash)} · metrics v{md_cell(k.metrics_version)}"
-                  + "".join(f" · {md_cell(part)}" for part in [conditions_line(t.shared)] if part)
-                  + _distortion_note(t)
-                  + (f" · **mixed: {md_cell(', '.join(t.mixed))} (see the columns)**" if t.mixed else ""), ""]
-        head = ["#", "detector", *(f"{c.label} {c.arrow}".strip() for c in t.columns), *t.mixed,
-                "checkpoint", "git", "date"]
-        rows = []
-        for row in t.rows:
-            p = row.provenance
-            name = f"*{md_cell(row.detector)}*" if row.baseline else md_cell(row.detector)
-            rows.append([str(row.rank or ""), name, *(render_cell(t, row, c, ci=lambda v, h: f"{v} ± {h}",
-                                                                   best=lambda x: f"**{x}**") for c in t.columns),
-                         *_mixed_cells(t, row, md_cell),
-                         md_cell(short(p.get("checkpoint_sha256"))) if p else "",
-                         md_cell(short(p.get("git"), 10)) if p else "",
-                         md_cell((p.get("date") or "")[:10]) if p else ""])
-        align = [RIGHT, LEFT, *[RIGHT] * len(t.columns), *[LEFT] * len(t.mixed), LEFT, LEFT, LEFT]
-        lines += markdown_table(head[:2] + [md_cell(h) for h in head[2:]], rows, align)
-        lines.append("")
-    return "\n".join(lines)
+    return leaderboard_markdown(header_lines(selection), tables, cross_tables(selection.records))
 
 
-def _distortion_note(table: Table) -> str:
-    dist = table.case.get("distortion")
-    if not dist or dist == "none":
-        return ""
-    params = table.case.get("distortion_params") or {}
-    shown = ", ".join(f"{k}={v}" for k, v in (params.items() if isinstance(params, dict) else params))
-    return f" · distortion {md_cell(dist)}" + (f" ({md_cell(shown)})" if shown else "")
-
-
-# -- CSV (tidy: one row per table row and metric) --------------------------------
+# -- CSV (tidy: one line per table, row and column) -----------------------------------------------
 CSV_FIELDS = ("version", "suite", "suite_version", "definition_hash", "case", "task", "dataset",
               "dataset_fingerprint", "label_map", "split", "metrics_version", "rank", "detector", "baseline", "metric",
               "value", "ci95_low", "ci95_high", "higher_is_better", "checkpoint_sha256", "git", "date",
               "record_id")
-CSV_NUMBERS = frozenset(("rank", "baseline", "value", "ci95_low", "ci95_high", "higher_is_better"))
-"""The columns diffzoo writes as numbers it formatted itself (``repr`` of a
-float, an int, or empty): written as they are, so a negative value stays a
-number.  Every other column is text that came from a record or the version
-label (names, versions, hashes, dates, ids) and goes through
-:func:`~.escape.csv_cell`."""
+CSV_NUMBERS = frozenset(("rank", "baseline", "value", "ci95_low", "ci95_high", "higher_is_better", "ci_half"))
+"""The columns diffzoo writes as numbers it formatted itself (``repr`` of a float, an int, or
+empty): written as they are, so a negative value stays a number.  Every other column is text
+that came from a record or the version label and goes through :func:`~.escape.csv_cell`."""
 
 
-def to_csv(selection: Selection, tables: list[Table]) -> str:
+def _csv(fields: Sequence[str], lines: list[dict[str, object]]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, CSV_FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fields, lineterminator="\n")
     writer.writeheader()
-    for t in tables:
-        k = t.key
-        for row in t.rows:
-            for col in t.columns:
-                cell = row.cells.get(col.name)
-                if cell is None:
-                    continue
-                p = row.provenance
-                fields = {
-                    "version": selection.label, "suite": k.suite, "suite_version": k.suite_version,
-                    "definition_hash": k.definition_hash, "case": k.case, "task": k.task,
-                    "dataset": k.dataset, "dataset_fingerprint": k.fingerprint,
-                    "label_map": row.conditions.get("label map", ""), "split": row.conditions.get("split", ""),
-                    "metrics_version": k.metrics_version, "rank": row.rank or "", "detector": row.detector,
-                    "baseline": int(row.baseline), "metric": col.name,
-                    "value": "" if cell.value is None else repr(float(cell.value)),
-                    "ci95_low": "" if cell.ci is None else repr(float(cell.ci[0])),
-                    "ci95_high": "" if cell.ci is None else repr(float(cell.ci[1])),
-                    "higher_is_better": {True: 1, False: 0, None: ""}[col.higher_is_better],
-                    "checkpoint_sha256": p.get("checkpoint_sha256") or "", "git": p.get("git") or "",
-                    "date": p.get("date") or "", "record_id": row.record_id or "",
-                }
-                writer.writerow({name: v if name in CSV_NUMBERS else csv_cell(v) for name, v in fields.items()})
+    for line in lines:
+        writer.writerow({k: v if k in CSV_NUMBERS else csv_cell(v) for k, v in line.items()})
     return buf.getvalue()
 
 
-# -- LaTeX (booktabs) -------------------------------------------------------------
-# Laid out by hand, not by tabulate: its only booktabs format (latex_booktabs)
-# escapes every cell itself, which would double-escape the cells escaped here
-# with escape.latex and break the markup cells carry on purpose (\textbf,
-# {\scriptsize$\pm$...}); its raw format (latex_raw) writes \hline, not booktabs.
+def _number(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def to_csv(selection: Selection, tables: list[Table]) -> str:
+    lines: list[dict[str, object]] = []
+    for t in tables:
+        k = t.key
+        assert k is not None
+        for row in t.rows:
+            p = row.provenance
+            for col in t.columns:
+                cell = row.cells[col.key]
+                if cell.status == ABSENT:
+                    continue
+                lines.append({
+                    "version": selection.label, "suite": k.suite, "suite_version": k.suite_version,
+                    "definition_hash": k.definition_hash, "case": k.case, "task": k.task, "dataset": k.dataset,
+                    "dataset_fingerprint": k.fingerprint, "label_map": row.conditions.get("label map", ""),
+                    "split": row.conditions.get("split", ""), "metrics_version": k.metrics_version,
+                    "rank": row.rank or "", "detector": row.label, "baseline": int(row.baseline), "metric": col.key,
+                    "value": _number(cell.value), "ci95_low": _number(cell.ci[0] if cell.ci else None),
+                    "ci95_high": _number(cell.ci[1] if cell.ci else None),
+                    "higher_is_better": {True: 1, False: 0, None: ""}[col.info.higher_is_better],
+                    "checkpoint_sha256": p.get("checkpoint_sha256") or "", "git": p.get("git") or "",
+                    "date": p.get("date") or "", "record_id": row.record_id or ""})
+    return _csv(CSV_FIELDS, lines)
+
+
+OVERVIEW_CSV_FIELDS = ("version", "overview_version", "group", "benchmark", "column", "label", "rank", "detector",
+                       "value", "ci_half", "status", "detail", "note")
+
+
+def overview_csv(selection: Selection, tables: list[Table]) -> str:
+    """One line per (overview table, row, column); ``status``: ``value``, ``missing`` (``note``:
+    why, and how to get it) or ``n/a``; ``detail``: e.g. the setting a worst-of value is."""
+    lines: list[dict[str, object]] = []
+    for t in tables:
+        assert t.group is not None
+        for row in t.rows:
+            for col in t.columns:
+                cell = row.cells[col.key]
+                lines.append({
+                    "version": selection.label, "overview_version": t.version, "group": t.group.name,
+                    "benchmark": col.group, "column": col.key, "label": col.label, "rank": row.rank or "",
+                    "detector": row.label, "value": _number(cell.value), "ci_half": _number(cell.half_width),
+                    "status": NOT_APPLICABLE if not cell.applicable else "missing" if cell.missing else "value",
+                    "detail": cell.detail, "note": "; ".join(t.note(n).text for n in cell.notes)})
+    return _csv(OVERVIEW_CSV_FIELDS, lines)
+
+
+# -- LaTeX (booktabs) -----------------------------------------------------------------------------
+# Laid out by hand, not by tabulate: its only booktabs format (latex_booktabs) escapes every cell
+# itself, which would double-escape the cells escaped here with escape.latex and break the markup
+# cells carry on purpose (\textbf, {\scriptsize$\pm$...}); its raw format (latex_raw) writes
+# \hline, not booktabs.
+ARROWS = {True: r" $\uparrow$", False: r" $\downarrow$", None: ""}
+
+
+def latex_table(t: Table, caption: str, label: str) -> list[str]:
+    """One booktabs ``table``: a rank column, the row labels, the value columns (grouped under
+    their group's name where they have one), the differing conditions; then the notes."""
+    groups = t.column_groups
+    head = [r"\begin{table}[t]", r"\centering", r"\small", r"\caption{" + caption + "}",
+            r"\label{tab:" + latex(label) + "}",
+            r"\begin{tabular}{rl" + "r" * len(t.columns) + "l" * len(t.mixed) + "}", r"\toprule"]
+    if any(g for g, _ in groups):
+        spans, first = [], 3
+        for _, cols in groups:
+            spans.append(rf"\cmidrule(lr){{{first}-{first + len(cols) - 1}}}")
+            first += len(cols)
+        head += [" & & " + " & ".join(rf"\multicolumn{{{len(cols)}}}{{c}}{{{latex(g)}}}" for g, cols in groups)
+                 + " & " * len(t.mixed) + r" \\", " ".join(spans)]
+    head += [r"\# & Detector & " + " & ".join([*(latex(c.label) + ARROWS[c.info.higher_is_better] for c in t.columns),
+                                               *(latex(m) for m in t.mixed)]) + r" \\", r"\midrule"]
+    body = []
+    for row in t.rows:
+        cells = [_latex_cell(t, row, c.key) for c in t.columns]
+        name = latex(row.label)
+        body.append(" & ".join([str(row.rank or ""), rf"\textit{{{name}}}" if row.baseline else name, *cells,
+                                *(latex(row.conditions.get(m, "-")) for m in t.mixed)]) + r" \\")
+    notes = [r"\par\smallskip\footnotesize", *(latex(f"[{n.id}] {n.text}") + r"\par" for n in t.notes)] * bool(t.notes)
+    return [*head, *body, r"\bottomrule", r"\end{tabular}", *notes, r"\end{table}", ""]
+
+
+def _latex_cell(t: Table, row: Row, key: str) -> str:
+    col = next(c for c in t.columns if c.key == key)
+    cell = row.cells[key]
+    text = cell_text(col, cell, ci=lambda v, h: rf"{v} {{\scriptsize$\pm${h}}}", mark=lambda n: latex(f" [{n}]"),
+                     detail=lambda d: " " + latex(f"({d})"))
+    text = "---" + text[1:] if cell.status == ABSENT else text
+    return rf"\textbf{{{text}}}" if t.is_best(row, key) else text
+
+
 def to_latex(selection: Selection, tables: list[Table]) -> str:
     out = ["% diffzoo leaderboard; needs \\usepackage{booktabs}",
            *(f"% {label}: {latex(value)}" for label, value in header_lines(selection)), ""]
     for t in tables:
-        arrows = {True: r"$\uparrow$", False: r"$\downarrow$", None: ""}
-        out += [r"\begin{table}[t]", r"\centering", r"\small",
-                r"\caption{" + latex(t.key.title) + f" (metrics v{latex(t.key.metrics_version)}; "
-                + "".join(f"{latex(part)}; " for part in [conditions_line(t.shared)] if part)
-                + r"\%, $\pm$ half 95\% CI)" + "}",
-                r"\label{tab:" + latex(t.key.slug) + "}",
-                r"\begin{tabular}{l" + "r" * len(t.columns) + "l" * len(t.mixed) + "}", r"\toprule",
-                "Detector & " + " & ".join([*(f"{latex(c.label)} {arrows[c.higher_is_better]}".strip()
-                                              for c in t.columns), *(latex(m) for m in t.mixed)]) + r" \\",
-                r"\midrule"]
-        for row in t.rows:
-            cells = [render_cell(t, row, col, ci=lambda v, h: rf"{v} {{\scriptsize$\pm${h}}}",
-                                 best=lambda x: rf"\textbf{{{x}}}") for col in t.columns]
-            cells += _mixed_cells(t, row, latex)
-            name = latex(row.detector)
-            out.append((rf"\textit{{{name}}}" if row.baseline else name) + " & " + " & ".join(cells) + r" \\")
-        out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+        assert t.key is not None
+        shared = conditions_line(t.shared)
+        caption = (latex(t.title) + f" (metrics v{latex(t.key.metrics_version)}; "
+                   + (f"{latex(shared)}; " if shared else "") + r"\%, $\pm$ half 95\% CI)")
+        out += latex_table(t, caption, t.id)
     return "\n".join(out)
 
 
-# -- JSON ------------------------------------------------------------------------------
+def overview_latex(selection: Selection, tables: list[Table]) -> str:
+    out = ["% diffzoo overview; needs \\usepackage{booktabs}",
+           *(f"% {label}: {latex(value)}" for label, value in header_lines(selection)), f"% {latex(OVERVIEW_NOTE)}", ""]
+    for t in tables:
+        assert t.group is not None
+        caption = (r"Overview: " + latex(t.group.title) + " ("
+                   + "; ".join(latex(f"{k} {v}") for k, v in t.group.conditions.items())
+                   + rf"; overview v{latex(t.version)}; \%, $\pm$ half 95\% CI; --- missing, see the notes)")
+        out += latex_table(t, caption, t.id)
+    return "\n".join(out)
+
+
+# -- JSON -----------------------------------------------------------------------------------------
 def to_json(selection: Selection, tables: list[Table]) -> str:
     doc = {
         "version": selection.version or {"name": None, "label": selection.label, **summarize(selection.records)},
         "tables": [{
-            "key": vars(t.key), "title": t.key.title, "case": t.case,
-            "conditions": t.shared, "mixed": t.mixed,
-            "columns": [{"metric": c.name, "label": c.label, "higher_is_better": c.higher_is_better,
-                         "percent": c.percent} for c in t.columns],
-            "rows": [{"rank": r.rank, "detector": r.detector, "baseline": r.baseline, "record_id": r.record_id,
-                      "values": {m: {"value": c.value, "ci95": list(c.ci) if c.ci else None}
-                                 for m, c in r.cells.items()},
+            "key": vars(t.key), "title": t.title, "case": t.case, "conditions": t.shared, "mixed": t.mixed,
+            "columns": [{"metric": c.key, "label": c.label, "higher_is_better": c.info.higher_is_better,
+                         "percent": c.info.percent} for c in t.columns],
+            "rows": [{"rank": r.rank, "detector": r.label, "baseline": r.baseline, "record_id": r.record_id,
+                      "values": {k: {"value": c.value, "ci95": list(c.ci) if c.ci else None}
+                                 for k, c in r.cells.items()},
                       "provenance": r.provenance, "conditions": r.conditions} for r in t.rows],
         } for t in tables],
     }
@@ -192,36 +216,69 @@ def to_json(selection: Selection, tables: list[Table]) -> str:
 RENDERERS: dict[str, Callable[[Selection, list[Table]], str]] = {
     "md": to_markdown, "csv": to_csv, "latex": to_latex, "json": to_json,
 }
-TEXT_FORMATS = {fmt: (TEXT_FORMAT_FILES[fmt], RENDERERS[fmt]) for fmt in TEXT_FORMAT_FILES}
+OVERVIEW_RENDERERS: dict[str, Callable[[Selection, list[Table]], str]] = {
+    "md": lambda selection, tables: overview_markdown(header_lines(selection), tables, OVERVIEW_NOTE),
+    "csv": overview_csv, "latex": overview_latex,
+}
 
 
 def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False) -> Path:
     """Write ``selection`` in format ``fmt`` under ``out``; return the main file.
 
-    Refuses (:class:`ConfigError`) a table whose rows were made under
-    different label maps, splits or evaluator versions unless ``allow_mixed``
-    (then a column names each).  ``paper``: the DiffSeg30k Tables 2-8 report
-    (:mod:`.paper`)."""
-    from diffzoo.harness.core.errors import ConfigError
-
+    Refuses (:class:`ConfigError`) a selection whose per-case tables hold rows made under
+    different label maps, splits or recipes unless ``allow_mixed`` (then a column names each),
+    whatever the format.  ``md``, ``csv`` and ``latex`` also write the overview beside it."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not selection.records:
-        from diffzoo.harness.core.errors import RecordError
-
         raise RecordError(f"nothing to publish: {selection.label} has no records")
     out = Path(out)
-    if fmt == "paper":
-        from diffzoo.leaderboard.paper import write_report
-
-        return write_report(selection, out, allow_mixed=allow_mixed)
     tables = build_tables(selection.records)
     check_mixing(tables, allow_mixed)
+    if fmt == "paper":
+        from diffzoo.leaderboard.paper.report import write_report
+
+        return write_report(selection, out)
     if fmt == "html":
         from diffzoo.leaderboard.render.site import write_site
 
         return write_site(selection, out)
-    name, render = TEXT_FORMATS[fmt]
-    path = atomic_write_text(out / name, render(selection, tables))
-    write_overview(selection, fmt, out, header_lines(selection))  # md, csv, latex: the overview beside it
+    path = atomic_write_text(out / TEXT_FORMAT_FILES[fmt], RENDERERS[fmt](selection, tables))
+    if fmt in OVERVIEW_RENDERERS:
+        overview = OVERVIEW_RENDERERS[fmt](selection, build_overview(selection.records))
+        atomic_write_text(out / OVERVIEW_FILES[fmt], overview)
     return path
+
+
+# -- the run summary ------------------------------------------------------------------------------
+ROBUSTNESS_CURVES = (("binary", "mIoU", "binary mIoU"), ("semantic", "mIoU", "semantic mIoU"),
+                     ("image", "img_Acc", "image-level Acc"))
+"""(task, metric, label) of the summary's robustness curves."""
+
+
+def write_summary(summary: Summary, out_dir: Path, *, title: str, notes: Sequence[str] = ()) -> dict[str, Path]:
+    """Write ``out_dir/summary.md`` and ``out_dir/plots/<detector>-robustness-<metric>.png`` (one per
+    detector and robustness metric with distorted results); returns relative path -> path of every
+    file written."""
+    out_dir = Path(out_dir)
+    written = {SUMMARY_FILE: atomic_write_text(out_dir / SUMMARY_FILE,
+                                               summary_markdown(summary, title=title, notes=notes))}
+    used: set[str] = set()
+    for section in summary.sections:
+        group = section.group
+        suffix = f"-{group.key.dataset}-{group.key.fingerprint[:8]}" if len(summary.sections) > 1 else ""
+        for row in group.rows("distortions"):
+            records = [r for r in group.of("distortions") if r.body.row_name == row]
+            for task, metric, label in ROBUSTNESS_CURVES:
+                series, clean = robustness_series(records, task, metric, clean=CLEAN)
+                if not any(y is not None for points in series.values() for _, y in points):
+                    continue
+                stem = name = slugify(f"{row}-robustness-{task}-{metric}{suffix}")
+                while name in used:
+                    name = f"{stem}-{len(used)}"
+                used.add(name)
+                written[f"{PLOTS_DIR}/{name}.png"] = plots.robustness_png(
+                    series, out_dir / PLOTS_DIR / f"{name}.png", ylabel=label, clean=clean,
+                    title=f"{row}: {label} under distortions on {group.key.dataset}")
+    log.info("wrote the summary and %d plot(s) to %s", len(written) - 1, out_dir)
+    return written

@@ -171,7 +171,7 @@ def curves_from_training(training: Any) -> TrainingCurves | None:
     if isinstance(curve, Mapping) and isinstance(curve.get("step"), list) and isinstance(curve.get("loss"), list):
         pairs = [(_step(s), _num(v)) for s, v in zip(curve["step"], curve["loss"])]
         keep = [i for i, (s, _) in enumerate(pairs) if s is not None]
-        steps, loss = [pairs[i][0] for i in keep], [pairs[i][1] for i in keep]
+        steps, loss = [s for s, _ in pairs if s is not None], [pairs[i][1] for i in keep]
         raw_lr = curve.get("lr")
         named = raw_lr if isinstance(raw_lr, Mapping) else {"lr": raw_lr}
         for group, values in named.items():

@@ -17,8 +17,7 @@ in :mod:`diffzoo.plugins.benco.specs`.
 
 from __future__ import annotations
 
-from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
-from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 from diffzoo.plugins.benco.specs import INSTALL, RUNS, SPECS, Spec, installed
 
 TARGET = "diffzoo.plugins.benco.model:BencoDetector"
@@ -44,7 +43,8 @@ def recipe(spec: Spec, tiny: bool) -> dict[str, RecipeValue]:
         "lr": benco("lr"),
         "weight_decay": RecipeValue(spec.recipe["weight_decay"][0], f"{script} (--weight_decay); timm's "
                                     "create_optimizer leaves 1-D parameters and biases undecayed, as diffzoo does"),
-        "betas": RecipeValue((0.9, 0.999), "timm's AdamW defaults (train.py sets args.betas, which timm does not read)"),
+        "betas": RecipeValue((0.9, 0.999),
+                             "timm's AdamW defaults (train.py sets args.betas, which timm does not read)"),
         "head_lr_mult": RecipeValue(1.0, "IMDL-BenCo trains every parameter at one lr"),
         "min_lr": benco("min_lr"),
         "batch_size": benco("batch_size"),

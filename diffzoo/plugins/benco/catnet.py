@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from diffzoo.harness.core.errors import ModelError
+from diffzoo.plugin import ModelError
 
 JPEGIO = "jpegio==0.2.8"
 """The coefficient reader IMDL-BenCo uses (datasets/utils.py import_jpegio)."""

@@ -32,14 +32,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
-from diffzoo.harness.core.fsutil import cache_root
-from diffzoo.harness.core.protocols import Detector
-from diffzoo.harness.core.types import BINARY, DetectionOutput, IGNORE_INDEX, LabelSpace
-from diffzoo.harness.models.checkpoints import describe_mismatch, load_checkpoint, save_checkpoint
-from diffzoo.harness.models.trainer import CropDataset, make_loader, train_loop
-from diffzoo.harness.models.weights import check_weights, hub_offline, url_weights
+from diffzoo.plugin import (
+    BINARY, IGNORE_INDEX, ConfigError, CropDataset, DetectionOutput, DetectorBuild, DetectorCard, ModelError, Report,
+    TorchDetector, TrainConfig, TrainData, WeightsUnavailableError, cache_root, check_weights, hub_offline, make_loader,
+    train_loop, url_weights,
+)
 from diffzoo.plugins.benco.catnet import catnet_inputs
 from diffzoo.plugins.benco.specs import INSTALL, SPECS, Spec, WeightFile, installed
 
@@ -250,34 +247,36 @@ class BencoNet(nn.Module):
         return pred_mask.float().clamp(0, 1)  # CAT-Net's bicubic upsampling can overshoot
 
 
-class BencoDetector(Detector):
-    """``benco.<model>``: binary localization by an IMDL-BenCo model (docs/detectors.md)."""
+class BencoDetector(TorchDetector):
+    """``benco.<model>``: binary localization by an IMDL-BenCo model (docs/detectors.md).
 
-    def __init__(self, card: DetectorCard, task: str = "binary", label_space: LabelSpace = BINARY,
-                 pretrained: bool = True):
-        if task != "binary":
+    ``model`` is the :class:`BencoNet`; a checkpoint holds IMDL-BenCo's own model inside it."""
+
+    model: BencoNet
+
+    def __init__(self, build: DetectorBuild) -> None:
+        super().__init__(build)
+        card = self.card
+        if self.task != "binary":
             raise ConfigError(f"{card.name} predicts one 'edited' channel: it serves the binary task and image-level "
-                              f"detection from its mask, not the {task} task")
-        spec = SPEC[card.arch["benco"]]
-        self.card, self.task, self.label_space, self.spec = card, "binary", BINARY, spec
-        self.net = BencoNet(build_model(card, pretrained), spec, card.input_size, card.arch["input_rule"])
-        self.device = torch.device("cpu")
+                              f"detection from its mask, not the {self.task} task")
+        self.label_space, self.spec = BINARY, SPEC[card.arch["benco"]]
+        self.model = BencoNet(build_model(card, self.pretrained), self.spec, card.input_size, card.arch["input_rule"])
 
     def to(self, device: str | torch.device) -> BencoDetector:
-        self.device = torch.device(device)
-        self.net.to(self.device)
-        if hasattr(self.net.model, "device"):  # ManTra-Net and SPAN read their own attribute
-            self.net.model.device = self.device
+        super().to(device)
+        if hasattr(self.model.model, "device"):  # ManTra-Net and SPAN read their own attribute
+            self.model.model.device = self.device
         return self
 
     @torch.no_grad()
     def predict(self, images: torch.Tensor) -> DetectionOutput:
-        self.net.eval()
+        self.model.eval()
         images = images.to(self.device, torch.float32)
         with self._weights_kept():
-            out = self.net(images)
+            out = self.model(images)
         score = out.get("pred_label") if self.spec.has_label else None
-        return DetectionOutput(mask_probs=self.net.probabilities(out["pred_mask"], *images.shape[-2:]),
+        return DetectionOutput(mask_probs=self.model.probabilities(out["pred_mask"], *images.shape[-2:]),
                                image_score=None if score is None else score.float().reshape(-1).clamp(0, 1))
 
     @contextlib.contextmanager
@@ -286,48 +285,34 @@ class BencoDetector(Detector):
         if self.spec.key not in MUTATING:
             yield
             return
-        saved = {k: v.clone() for k, v in self.net.model.state_dict().items()}
+        saved = {k: v.clone() for k, v in self.model.model.state_dict().items()}
         try:
             yield
         finally:
-            self.net.model.load_state_dict(saved)
+            self.model.model.load_state_dict(saved)
 
-    def param_groups(self, config: Any) -> list[dict[str, Any]]:
+    def param_groups(self, config: TrainConfig) -> list[dict[str, Any]]:
         """AdamW groups as timm's create_optimizer makes them: 1-D parameters and biases undecayed."""
         decay, no_decay = [], []
-        for name, p in self.net.model.named_parameters():
+        for name, p in self.model.model.named_parameters():
             if p.requires_grad:
                 (no_decay if p.ndim <= 1 or name.endswith(".bias") else decay).append(p)
         return [{"params": decay, "lr": config.lr, "name": "decay"},
                 {"params": no_decay, "lr": config.lr, "weight_decay": 0.0, "name": "no_decay"}]
 
-    def fit(self, train: Any, config: Any, progress: Any = None) -> dict[str, Any]:
+    def fit(self, train: TrainData, config: TrainConfig, progress: Report | None = None) -> dict[str, Any]:
         """diffzoo's shared loop on the model's own ``backward_loss``; its
         ``visual_loss`` scalars are logged as the loss terms."""
-        torch.manual_seed(config.seed)  # dropout and drop-path draw from it, as in train_segmenter
+        torch.manual_seed(config.seed)  # dropout and drop-path draw from it, as in the segmenters' fit
         loader = make_loader(CropDataset(train.dataset, train.ids, "binary", config), config)
-        return train_loop(self.net, loader, benco_loss, self.param_groups(config), config, self.device, progress,
-                          train.resume, data_name=train.dataset.name, with_targets=True,
-                          monitor=train.monitor)
+        return train_loop(self.model, loader, benco_loss, self.param_groups(config), config, self.device, progress,
+                          train.hooks, data_name=train.dataset.name, with_targets=True)
+
+    def saved_module(self) -> nn.Module:
+        return self.model.model
 
     def checkpoint_meta(self) -> dict[str, Any]:
-        return {"format": "diffzoo-checkpoint-1", "card": self.card.to_dict(), "task": self.task,
-                "benco": {"model": self.spec.cls, "version": "0.1.45"}}
-
-    def save(self, path: Path, extra: dict[str, Any] | None = None) -> Path:
-        return save_checkpoint(Path(path), self.net.model.state_dict(), {**self.checkpoint_meta(), **(extra or {})})
-
-    def load(self, path: Path) -> dict[str, Any]:
-        state, meta = load_checkpoint(path)
-        name = meta.get("card", {}).get("name")
-        if name is not None and name != self.card.name:
-            raise ModelError(f"checkpoint {path} is for detector {name!r}, not {self.card.name!r}")
-        problem = describe_mismatch(self.net.model.state_dict(), state)
-        if problem:
-            raise ModelError(f"checkpoint {path} does not fit {self.card.name}: {problem}")
-        self.net.model.load_state_dict(state, strict=True)
-        self.net.to(self.device).eval()
-        return meta
+        return {**super().checkpoint_meta(), "benco": {"model": self.spec.cls, "version": "0.1.45"}}
 
 
 def benco_loss(out: dict[str, Any], targets: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

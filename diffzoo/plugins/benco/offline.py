@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from diffzoo.harness.core.fsutil import cache_root
+from diffzoo.plugin import cache_root
 from diffzoo.plugins.benco.specs import SPECS
 
 

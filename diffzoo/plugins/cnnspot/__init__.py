@@ -8,8 +8,8 @@ plain data (cards and registration) and imports no torch; the model lives in
 
 from __future__ import annotations
 
-from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
-from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.plugins.recipes import AMP
 
 PAPER = (
     "Wang et al., CNN-generated images are surprisingly easy to spot... for now, "
@@ -69,7 +69,7 @@ RECIPE = {
         "whole image at native resolution",
         f"{REPO} demo.py (no crop by default) and eval.py (no_resize=True); ResNet pools globally",
     ),
-    "amp": RecipeValue(True, "diffzoo choice: bf16 autocast on CUDA only"),
+    "amp": AMP,
 }
 
 

@@ -9,13 +9,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.models.classifier import ClassifierDetector, View, crop_view
-from diffzoo.harness.core.errors import ModelError
-from diffzoo.harness.models.segmenter import Normalized
-from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.models.weights import url_state
-
+from diffzoo.plugin import (
+    ClassifierDetector, DetectorCard, ModelError, Normalized, TrainConfig, View, crop_view, url_state,
+)
 from diffzoo.plugins.cnnspot.augment import BlurJpeg
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ model itself lives in :mod:`diffzoo.plugins.deeplabv3plus.model`.
 
 from __future__ import annotations
 
-from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
-from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.plugins.recipes import AMP, CROP_AND_FLIP, tiny_recipe
 
 PAPER = (
     "Chen et al., Encoder-Decoder with Atrous Separable Convolution for Semantic Image "
@@ -35,21 +35,13 @@ RECIPE = {
     "batch_size": RecipeValue(16, MMSEG_CFG + " ('4xb4': 4 GPUs x batch_size=4 of " + MMSEG_DATA + ")"),
     "crop_size": RecipeValue(512, MMSEG_CFG + " (crop_size = (512, 512))"),
     "hflip": RecipeValue(True, MMSEG_DATA + " (RandomFlip prob=0.5)"),
-    "augmentation": RecipeValue(
-        "random crop + horizontal flip",
-        "diffzoo choice: mmseg's RandomResize and PhotoMetricDistortion are left out "
-        "because they alter the pixel statistics that edit detectors rely on",
-    ),
+    "augmentation": CROP_AND_FLIP,
     "pretrained": RecipeValue(
         True,
         MMSEG_MODEL + " (pretrained='open-mmlab://resnet50_v1c': ImageNet ResNet-50 with a deep stem); "
         "diffzoo loads smp's plain ResNet-50 'imagenet' weights (hub smp-hub/resnet50.imagenet)",
     ),
-    "amp": RecipeValue(True, "diffzoo choice: bf16 autocast on CUDA only"),
-}
-TINY_RECIPE = {
-    **RECIPE,
-    "pretrained": RecipeValue(False, "tiny test card: no pretrained weights exist"),
+    "amp": AMP,
 }
 
 # Architecture (keys are smp.DeepLabV3Plus arguments, see model.py):
@@ -80,29 +72,18 @@ LICENCE = (
     "re-hosted by smp): BSD-3-Clause"
 )
 
+
+
+def _card(tag: str, description: str, weights: str | None, arch: dict, recipe: dict) -> DetectorCard:
+    return DetectorCard(name=f"deeplabv3plus.{tag}", description=description, tasks=("binary", "semantic"),
+                        weights=weights, input_size=512, licence=LICENCE, paper=PAPER, arch=arch, recipe=recipe)
+
+
 CARDS = [
-    DetectorCard(
-        name="deeplabv3plus.r50",
-        description="DeepLabv3+ R50-D8 (ResNet-50 encoder at output stride 8, ImageNet-1k pretrained)",
-        tasks=("binary", "semantic"),
-        weights="smp-hub/resnet50.imagenet",
-        input_size=512,
-        licence=LICENCE,
-        paper=PAPER,
-        arch=R50_ARCH,
-        recipe=RECIPE,
-    ),
-    DetectorCard(
-        name="deeplabv3plus.tiny",
-        description="Tiny random-init DeepLabv3+ for tests (narrow ResNet-18, no pretrained weights)",
-        tasks=("binary", "semantic"),
-        weights=None,
-        input_size=512,
-        licence=LICENCE,
-        paper=PAPER,
-        arch=TINY_ARCH,
-        recipe=TINY_RECIPE,
-    ),
+    _card("r50", "DeepLabv3+ R50-D8 (ResNet-50 encoder at output stride 8, ImageNet-1k pretrained)",
+          "smp-hub/resnet50.imagenet", R50_ARCH, RECIPE),
+    _card("tiny", "Tiny random-init DeepLabv3+ for tests (narrow ResNet-18, no pretrained weights)",
+          None, TINY_ARCH, tiny_recipe(RECIPE)),
 ]
 DEFAULT = "deeplabv3plus.r50"
 

@@ -6,10 +6,7 @@ import logging
 
 from torch import nn
 
-from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
-from diffzoo.harness.models.weights import hub_weights
-from diffzoo.harness.models.segmenter import SegmentationDetector
+from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, WeightsUnavailableError, hub_weights
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +17,7 @@ def encoder_weights(card: DetectorCard) -> str:
     smp downloads encoder weights from the hub inside its constructor, without
     ``local_files_only``; fetching them here first (pinned to smp's revision)
     turns a missing download into a clear error, hash-checks the file
-    (:func:`~diffzoo.harness.models.weights.check_weights`) and lets smp read the cache.
+    (:func:`~diffzoo.plugin.check_weights`) and lets smp read the cache.
     """
     import segmentation_models_pytorch as smp
     from segmentation_models_pytorch.encoders import encoders

@@ -6,8 +6,8 @@ model itself lives in :mod:`diffzoo.plugins.fcn8s.model`.
 
 from __future__ import annotations
 
-from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
-from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.plugins.recipes import AMP, tiny_recipe
 
 PAPER = (
     "Long, Shelhamer & Darrell, Fully Convolutional Networks for Semantic Segmentation, "
@@ -52,11 +52,7 @@ RECIPE = {
         REF + "README (FCN fine-tuned from the ILSVRC VGG-16); diffzoo loads torchvision's "
         "VGG16_Weights.IMAGENET1K_V1",
     ),
-    "amp": RecipeValue(True, "diffzoo choice: bf16 autocast on CUDA only"),
-}
-TINY_RECIPE = {
-    **RECIPE,
-    "pretrained": RecipeValue(False, "tiny test card: no pretrained weights exist"),
+    "amp": AMP,
 }
 
 # Architecture (see model.py): "features" is torchvision's VGG layer list (ints are
@@ -80,29 +76,18 @@ TINY_ARCH = {
 
 LICENCE = "torchvision VGG-16 ImageNet weights: BSD-3-Clause (torchvision); FCN reference code: BSD-2-Clause"
 
+
+
+def _card(tag: str, description: str, weights: str | None, arch: dict, recipe: dict) -> DetectorCard:
+    return DetectorCard(name=f"fcn8s.{tag}", description=description, tasks=("binary", "semantic"),
+                        weights=weights, input_size=512, licence=LICENCE, paper=PAPER, arch=arch, recipe=recipe)
+
+
 CARDS = [
-    DetectorCard(
-        name="fcn8s.vgg16",
-        description="FCN-8s (VGG-16, skips from pool3/pool4, ImageNet-1k pretrained)",
-        tasks=("binary", "semantic"),
-        weights="VGG16_Weights.IMAGENET1K_V1",
-        input_size=512,
-        licence=LICENCE,
-        paper=PAPER,
-        arch=VGG16_ARCH,
-        recipe=RECIPE,
-    ),
-    DetectorCard(
-        name="fcn8s.tiny",
-        description="Tiny random-init FCN-8s for tests (narrow VGG-16 topology, no pretrained weights)",
-        tasks=("binary", "semantic"),
-        weights=None,
-        input_size=512,
-        licence=LICENCE,
-        paper=PAPER,
-        arch=TINY_ARCH,
-        recipe=TINY_RECIPE,
-    ),
+    _card("vgg16", "FCN-8s (VGG-16, skips from pool3/pool4, ImageNet-1k pretrained)",
+          "VGG16_Weights.IMAGENET1K_V1", VGG16_ARCH, RECIPE),
+    _card("tiny", "Tiny random-init FCN-8s for tests (narrow VGG-16 topology, no pretrained weights)",
+          None, TINY_ARCH, tiny_recipe(RECIPE)),
 ]
 DEFAULT = "fcn8s.vgg16"
 

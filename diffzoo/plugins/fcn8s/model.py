@@ -17,10 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
-from diffzoo.harness.models.weights import url_state
-from diffzoo.harness.models.segmenter import SegmentationDetector
+from diffzoo.plugin import (
+    ConfigError, DetectorCard, ModelError, SegmentationDetector, WeightsUnavailableError, url_state,
+)
 
 log = logging.getLogger(__name__)
 

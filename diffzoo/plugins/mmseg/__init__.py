@@ -15,26 +15,23 @@ checks them against the installed configs (``model.recipe_from_config``).
 
 from __future__ import annotations
 
-from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
-from diffzoo.harness.core.hookspecs import hookimpl
+from collections.abc import Callable
+
+from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.plugins.recipes import AMP, CROP_AND_FLIP
 
 MMSEG_VERSION = "1.2.2"
 CONFIGS = f"mmsegmentation {MMSEG_VERSION} mmseg/.mim/configs/"
 
-AUGMENTATION = RecipeValue(
-    "random crop + horizontal flip",
-    "diffzoo choice: mmseg's RandomResize and PhotoMetricDistortion are left out "
-    "because they alter the pixel statistics that edit detectors rely on",
-)
-AMP = RecipeValue(True, "diffzoo choice: bf16 autocast on CUDA only")
+
+def _source(config: str) -> Callable[[str], str]:
+    """The source of a recipe value: ``key`` of ``config`` in the installed configs."""
+    return lambda key: f"{CONFIGS}{config} ({key})"
 
 
 def _sgd_80k(config: str, pretrained: str) -> dict[str, RecipeValue]:
     """mmseg's R50-D8 ADE20K recipe ('4xb4-80k': _base_/schedules/schedule_80k.py)."""
-
-    def src(key: str) -> str:
-        return f"{CONFIGS}{config} ({key})"
-
+    src = _source(config)
     return {
         "optimizer": RecipeValue("SGD", src("optim_wrapper.optimizer.type")),
         "lr": RecipeValue(0.01, src("optim_wrapper.optimizer.lr")),
@@ -50,7 +47,7 @@ def _sgd_80k(config: str, pretrained: str) -> dict[str, RecipeValue]:
         "batch_size": RecipeValue(16, src("'4xb4': 4 GPUs x train_dataloader.batch_size=4")),
         "crop_size": RecipeValue(512, src("crop_size")),
         "hflip": RecipeValue(True, src("train_pipeline RandomFlip prob=0.5")),
-        "augmentation": AUGMENTATION,
+        "augmentation": CROP_AND_FLIP,
         "pretrained": RecipeValue(True, src(f"model.pretrained={pretrained!r}: ImageNet ResNet-50 with a deep stem")),
         "auxiliary_head": RecipeValue(
             True, src("model.auxiliary_head: FCNHead on backbone stage 3 (in_index=2), trained, unused in inference")
@@ -62,10 +59,7 @@ def _sgd_80k(config: str, pretrained: str) -> dict[str, RecipeValue]:
 
 def _segformer_160k(config: str, pretrained: str) -> dict[str, RecipeValue]:
     """mmseg's SegFormer ADE20K recipe ('8xb2-160k'), shared by every MiT size."""
-
-    def src(key: str) -> str:
-        return f"{CONFIGS}{config} ({key})"
-
+    src = _source(config)
     return {
         "optimizer": RecipeValue("AdamW", src("optim_wrapper.optimizer.type")),
         "lr": RecipeValue(6e-5, src("optim_wrapper.optimizer.lr")),
@@ -83,7 +77,7 @@ def _segformer_160k(config: str, pretrained: str) -> dict[str, RecipeValue]:
         "batch_size": RecipeValue(16, src("'8xb2': 8 GPUs x train_dataloader.batch_size=2")),
         "crop_size": RecipeValue(512, src("crop_size")),
         "hflip": RecipeValue(True, src("train_pipeline RandomFlip prob=0.5")),
-        "augmentation": AUGMENTATION,
+        "augmentation": CROP_AND_FLIP,
         "pretrained": RecipeValue(True, src(f"model.backbone.init_cfg.checkpoint={pretrained!r}: ImageNet-1k MiT-B2")),
         "auxiliary_head": RecipeValue(False, "the config has no auxiliary_head"),
         "amp": AMP,

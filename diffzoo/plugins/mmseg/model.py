@@ -22,11 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
-from diffzoo.harness.models.segmenter import SegmentationDetector
-from diffzoo.harness.models.weights import url_state
-
+from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, WeightsUnavailableError, url_state
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +120,7 @@ def checkpoint_url(source: str) -> str:
 
 def pretrained_backbone_state(card: DetectorCard, source: str) -> dict[str, torch.Tensor]:
     """The backbone weights ``source`` names, from the torch hub cache or downloaded,
-    hash-checked and read with ``weights_only=True`` (see :func:`diffzoo.harness.models.weights.url_state`)."""
+    hash-checked and read with ``weights_only=True`` (see :func:`diffzoo.plugin.url_state`)."""
     url = checkpoint_url(source)
     detail = f"backbone of {card.arch['config']}; or pass --no-pretrained to train from random initialisation"
     ckpt = url_state(card, url, label=source, detail=detail)

@@ -6,8 +6,8 @@ model itself lives in :mod:`diffzoo.plugins.segformer.model`.
 
 from __future__ import annotations
 
-from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
-from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.plugins.recipes import AMP, CROP_AND_FLIP, tiny_recipe
 
 PAPER = "Xie et al., SegFormer, NeurIPS 2021, arXiv 2105.15203"
 MMSEG_CFG = "mmsegmentation configs/segformer/segformer_mit-b0_8xb2-160k_ade20k-512x512.py"
@@ -31,19 +31,11 @@ RECIPE = {
     "batch_size": RecipeValue(16, MMSEG_CFG + " (8 GPUs x 2 images per GPU)"),
     "crop_size": RecipeValue(512, MMSEG_CFG + " (crop_size = (512, 512))"),
     "hflip": RecipeValue(True, MMSEG_CFG + " (RandomFlip prob=0.5)"),
-    "augmentation": RecipeValue(
-        "random crop + horizontal flip",
-        "diffzoo choice: mmseg's RandomResize and PhotoMetricDistortion are left out "
-        "because they alter the pixel statistics that edit detectors rely on",
-    ),
+    "augmentation": CROP_AND_FLIP,
     "pretrained": RecipeValue(
         True, MMSEG_CFG + " (model.pretrained='pretrain/mit_b0.pth': the ImageNet-1k MiT encoder)"
     ),
-    "amp": RecipeValue(True, "diffzoo choice: bf16 autocast on CUDA only"),
-}
-TINY_RECIPE = {
-    **RECIPE,
-    "pretrained": RecipeValue(False, "tiny test card: no pretrained weights exist"),
+    "amp": AMP,
 }
 
 # (depths, hidden sizes, decoder size): transformers SegformerConfig docs /
@@ -94,7 +86,7 @@ TINY = _card(
     32,
     None,
     "Tiny random-init SegFormer for tests (no pretrained weights)",
-    TINY_RECIPE,
+    tiny_recipe(RECIPE),
 )
 CARDS.append(TINY)
 DEFAULT = "segformer.b2"

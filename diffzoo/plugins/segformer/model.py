@@ -6,9 +6,7 @@ import logging
 
 from torch import nn
 
-from diffzoo.harness.core.errors import WeightsUnavailableError
-from diffzoo.harness.models.segmenter import SegmentationDetector
-from diffzoo.harness.models.weights import hub_weights
+from diffzoo.plugin import SegmentationDetector, WeightsUnavailableError, hub_weights
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,7 @@ plain data (cards and registration) and imports no torch; the model lives in
 
 from __future__ import annotations
 
-from diffzoo.harness.core.cards import DetectorCard, RecipeValue, register_cards
-from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 
 PAPER = (
     "Ojha, Li and Lee, Towards Universal Fake Image Detectors that Generalize Across "

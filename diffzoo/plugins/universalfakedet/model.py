@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +19,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from diffzoo.harness.core import distributed
-from diffzoo.harness.models.classifier import (
-    ClassifierDetector,
-    ImageLabelDataset,
-    View,
-    bce_loss,
-    make_loader,
-    train_loop,
+from diffzoo.plugin import (
+    ClassifierDetector, ImageLabelDataset, ModelError, Report, TrainConfig, TrainData, View, all_gather, bce_loss,
+    hub_weights, make_loader, shard, train_loop,
 )
-from diffzoo.harness.core.errors import ModelError
-from diffzoo.harness.models.segmenter import TrainData
-from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.models.weights import hub_weights
 
 log = logging.getLogger(__name__)
 
@@ -143,22 +133,16 @@ class UniversalFakeDetector(ClassifierDetector):
     def frozen_meta(self) -> dict[str, Any]:
         return {"backbone": self.card.weights if self.pretrained else "random init", "pretrained": self.pretrained}
 
-    def fit(
-        self,
-        train: TrainData,
-        config: TrainConfig,
-        progress: Callable[[int, float], None] | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: TrainData, config: TrainConfig, progress: Report | None = None) -> dict[str, Any]:
         torch.manual_seed(config.seed)
         feats, labels, skipped = self.extract_features(train, config)
         data = torch.utils.data.TensorDataset(feats, labels)
         loader = make_loader(data, config, shard=False)  # the features are this rank's share already
         groups = [{"params": list(self.model.probe.parameters()), "lr": config.lr}]
         # resuming after a kill extracts the (deterministic) features again, then continues the probe's training
-        log_ = train_loop(self.model.probe, loader, bce_loss, groups, config, self.device, progress, train.resume,
-                          monitor=train.monitor)
-        log_["feature_images"] = sum(distributed.all_gather(len(labels)))
-        log_["skipped_samples"] += sum(distributed.all_gather(skipped))
+        log_ = train_loop(self.model.probe, loader, bce_loss, groups, config, self.device, progress, train.hooks)
+        log_["feature_images"] = sum(all_gather(len(labels)))
+        log_["skipped_samples"] += sum(all_gather(skipped))
         log_["edited_view_fraction"] = float(labels.mean()) if len(labels) else float("nan")
         self.model.eval()
         return log_
@@ -169,7 +153,7 @@ class UniversalFakeDetector(ClassifierDetector):
         embedded ``chunk`` at a time (default 64 on a GPU; 8 on a CPU, where a larger
         batch is no faster and the progress would move once a minute)."""
         chunk = chunk or (64 if self.device.type == "cuda" else 8)
-        ids = distributed.shard(train.ids)
+        ids = shard(train.ids)
         data = ImageLabelDataset(train.dataset, ids, config, self.train_view(config))
         # one image at a time (sizes differ); each is resized before batching
         loader = torch.utils.data.DataLoader(data, batch_size=None, num_workers=config.num_workers)

@@ -7,8 +7,7 @@ import dataclasses
 import pytest
 import torch
 
-from diffzoo import DetectionOutput, LabelSpace
-from diffzoo import TrainConfig, TrainData
+from diffzoo import DetectionOutput, DetectorBuild, LabelSpace, TrainConfig, TrainData
 from diffzoo_plugin_example import CARD
 from diffzoo_plugin_example.model import HighPass, ResidualDetector
 
@@ -19,7 +18,7 @@ TINY_CARD = dataclasses.replace(CARD, arch={"width": 16, "dilations": [1, 2, 4]}
 @pytest.mark.parametrize(("task", "channels"), [("binary", 1), ("semantic", 4)])
 def test_predict_gives_one_logit_map_per_output_at_input_size(task, channels):
     torch.manual_seed(0)
-    det = ResidualDetector(TINY_CARD, task, SEMANTIC)
+    det = ResidualDetector(DetectorBuild(TINY_CARD, task, SEMANTIC))
     images = torch.rand(2, 3, 37, 45)  # not a multiple of the padding stride
     out = det.predict(images)
     assert isinstance(out, DetectionOutput)
@@ -38,7 +37,7 @@ def test_high_pass_ignores_flat_and_linear_shading_but_not_noise():
 
 
 def test_the_filter_is_fixed_and_not_saved():
-    det = ResidualDetector(TINY_CARD, "binary", SEMANTIC)
+    det = ResidualDetector(DetectorBuild(TINY_CARD, "binary", SEMANTIC))
     names = [n for n, _ in det.model.named_parameters()]
     assert names and not any("residual" in n for n in names)
     assert not any("residual" in k for k in det.model.net.state_dict())
@@ -47,7 +46,7 @@ def test_the_filter_is_fixed_and_not_saved():
 @pytest.mark.parametrize("task", ["binary", "semantic"])
 def test_a_few_training_steps_lower_the_loss(toy, task):
     torch.manual_seed(0)
-    det = ResidualDetector(TINY_CARD, task, toy.label_space)
+    det = ResidualDetector(DetectorBuild(TINY_CARD, task, toy.label_space))
     config = TrainConfig(iterations=30, batch_size=4, crop_size=32, lr=1e-2, warmup_iters=0,
                          weight_decay=0.0, pretrained=False)
     steps = []
@@ -58,11 +57,11 @@ def test_a_few_training_steps_lower_the_loss(toy, task):
 
 def test_save_and_load_round_trip(tmp_path, toy):
     torch.manual_seed(0)
-    det = ResidualDetector(TINY_CARD, "binary", toy.label_space)
+    det = ResidualDetector(DetectorBuild(TINY_CARD, "binary", toy.label_space))
     det.save(tmp_path / "ckpt")
     images = torch.rand(1, 3, 32, 32)
     torch.manual_seed(1)
-    fresh = ResidualDetector(TINY_CARD, "binary", toy.label_space)
+    fresh = ResidualDetector(DetectorBuild(TINY_CARD, "binary", toy.label_space))
     assert not torch.equal(fresh.predict(images).mask_logits, det.predict(images).mask_logits)
     fresh.load(tmp_path / "ckpt")
     assert torch.equal(fresh.predict(images).mask_logits, det.predict(images).mask_logits)

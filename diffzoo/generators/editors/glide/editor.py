@@ -21,7 +21,7 @@ import numpy as np
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.protocols import EditResult, Generator
-from diffzoo.generators.editors.diffusers_editor import _check_inputs, resolve_dtype
+from diffzoo.generators.editors.diffusers_editor import _check_inputs, composite, edit_metadata, resolve_dtype
 
 log = logging.getLogger(__name__)
 
@@ -130,25 +130,13 @@ class GlideEditor(Generator):
         if not torch.isfinite(high).all():
             raise ModelError(f"generator {self.card.name!r} produced non-finite pixels")
         edited = ((high[0] + 1) * 127.5).round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
-        height, width = image.shape[:2]
-        if edited.shape[:2] != (height, width):
-            edited = np.asarray(Image.fromarray(edited).resize((width, height), Image.Resampling.BICUBIC))
-        composed = np.where(mask[..., None], edited, image)
         metadata = {
-            "generator": self.card.name,
-            "pipeline": self.card.pipeline,
-            "weights": self.card.weights,
-            "mode": "native",
+            **edit_metadata(self.card, "native", prompt, seed, hi),
             "known_region": "x0 prediction replaced by the source outside the mask at every step",
-            "steps": self.card.steps,
             "upsample_respacing": str(uopts["respacing"]),
-            "guidance": self.card.guidance_scale,
             "upsample_temperature": float(uopts["temperature"]),
             "strength": self.card.strength,
-            "seed": int(seed),
-            "prompt": prompt,
             "composited": True,
-            "resolution": hi,
             "base_resolution": lo,
         }
-        return EditResult(image=np.ascontiguousarray(composed), changed=mask.copy(), metadata=metadata)
+        return EditResult(image=composite(image, edited, mask), changed=mask.copy(), metadata=metadata)

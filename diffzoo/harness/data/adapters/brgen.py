@@ -19,7 +19,7 @@ The release ships the forged images and masks but not the real photos
 Not confirmed: the split files' names and paths (a user lists
 ``br-gen_train.json``, ``real_val.json``, ``background_val.json``,
 ``stuff_val.json``, ``diffusion_val.json``, ``gan_val.json``,
-``mani_val.json`` in issue #17; no test file is released), so a listed image
+``mani_val.json`` in clpbc/BR-Gen#17; no test file is released), so a listed image
 is found by its ``Tp/`` / ``Au/`` file name, never by the path written in the
 file (paths of the builders' machine).
 
@@ -52,9 +52,9 @@ from typing import Any
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import EditRecord
-from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _child_dir, _read_list
-from diffzoo.harness.data.base import name_list, require_path
-from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split_id, split_ids
+from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
+from diffzoo.harness.data.base import child_dir, name_list, require_path
+from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split_id, percent, split_ids
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +139,8 @@ class BrGenDataset(TpGtDataset):
     def sniff(cls, path: str | os.PathLike) -> bool:
         """``Tp/`` and ``Gt/`` whose first files include a BR-Gen name (``<inpainter>_<region>_...``)."""
         p = Path(path)
-        tp = _child_dir(p, "Tp")
-        if tp is None or _child_dir(p, "Gt") is None:
+        tp = child_dir(p, "Tp")
+        if tp is None or child_dir(p, "Gt") is None:
             return False
         with os.scandir(tp) as it:
             for i, entry in enumerate(it):
@@ -178,9 +178,9 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
     together name none of them are a DataError."""
     index: dict[str, str] = {}
     for sid in ids:
-        folder, _, file = sid.partition("/")
-        index[f"{folder.lower()}/{file}"] = sid
-        index.setdefault(file, sid)
+        folder, _, name = sid.partition("/")
+        index[f"{folder.lower()}/{name}"] = sid
+        index.setdefault(name, sid)
     splits: dict[str, set[str]] = {}
     digest = hashlib.sha256()
     for file in files:
@@ -190,14 +190,15 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
         if not file.is_file():
             raise DataError(f"split file {file} does not exist")
         digest.update(file.name.encode() + b"\0" + file.read_bytes())
-        found, missing = set(), []
+        found: set[str] = set()
+        missing: list[str] = []
         for image, mask in _read_list(file):
             key = _listed_key(image)
-            sid = index.get(key) or index.get(key.rpartition("/")[2])
-            if sid is None:
+            listed = index.get(key) or index.get(key.rpartition("/")[2])
+            if listed is None:
                 missing.append(f"{image} ({'authentic' if mask == NEGATIVE else 'tampered'})")
             else:
-                found.add(sid)
+                found.add(listed)
         if missing:
             log.warning("%s: %d of its %d image(s) are not in the data and are left out (e.g. %s)",
                         file, len(missing), len(missing) + len(found), ", ".join(missing[:3]))
@@ -230,8 +231,7 @@ def source_hash_split(ids: list[str], val_fraction: float, seed: int) -> tuple[d
     out: dict[str, list[str]] = {}
     for sid in ids:
         out.setdefault(photo_split[source_photo(sid)], []).append(sid)
-    percent = format(round(val_fraction * 100, 6), "g")
     info = {"id": f"{hash_split_id(seed, val_fraction)}-by-photo",
-            "source": f"hash of each source photo (seed {seed}, val {percent}%): "
+            "source": f"hash of each source photo (seed {seed}, val {percent(val_fraction)}%): "
                       "a photo and its forgeries share a split"}
     return {k: sorted(v) for k, v in out.items() if v}, info

@@ -46,9 +46,9 @@ from typing import Any
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import require_path
+from diffzoo.harness.data.base import child_dir, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.adapters.generic import _child_dir, _PairListDataset, add_authentic, pair_folders, report_unpaired
+from diffzoo.harness.data.adapters.generic import _PairListDataset, add_authentic, pair_folders
 
 log = logging.getLogger(__name__)
 
@@ -75,25 +75,38 @@ def edit_type(file_name: str, folder: str = "") -> str:
 
 class _CasiaDataset(_PairListDataset):
     """Tampered images paired by file name with masks under a separate
-    folder, plus ``Au/``."""
+    folder, plus ``Au/``; a version says where its tampered images and
+    ground truth lie and how its tampered files are named."""
 
     edited_base = "real"
+    DEFAULT_NAME = ""
+    TAMPERED = "tampered"
+    """What the tampered images are called in messages."""
+    LAYOUT = ""
+    """The error when no tampered folder is found."""
+    GT_NAMES: tuple[str, ...] = ()
+    NAME: re.Pattern[str]
+    """The file names of tampered images (what sniffing looks for)."""
 
     def __init__(
         self,
-        root: Path,
-        gt: Path,
-        tampered: list[Path],
+        path: str | os.PathLike,
         *,
-        what: str,
-        name: str,
-        split: str | None,
-        val_fraction: float | None,
-        split_seed: int,
-        skip_unpaired: bool,
+        gt_dir: str | os.PathLike | None = None,
+        split: str | None = None,
+        val_fraction: float | None = None,
+        split_seed: int = 0,
+        name: str | None = None,
+        skip_unpaired: bool = False,
     ) -> None:
-        """``tampered``: the folders of tampered images (``what`` names them in messages)."""
+        require_path(path, type(self).__name__)
+        root = Path(path)
+        tampered = self._tampered(root)
+        if not tampered:
+            raise DataError(f"{root}: {self.LAYOUT}")
+        gt = _gt_folder(root, gt_dir, self.GT_NAMES)
         entries, no_mask = pair_folders(tampered, gt, by_name=True)
+        what = self.TAMPERED
         report_unpaired(str(root), no_mask, f"{what} image(s) have no *_gt mask in {gt}", skip_unpaired)
         if not entries:
             where = ", ".join(str(f) for f in tampered)
@@ -104,13 +117,13 @@ class _CasiaDataset(_PairListDataset):
             for sid, (img, mask) in entries.items()
             if mask is not None
         }
-        au = _child_dir(root, "Au")
+        au = child_dir(root, "Au")
         if au is None:
             log.warning("%s: no Au/ folder; the dataset holds tampered images only", root)
         else:
             add_authentic(entries, au)
         super().__init__(
-            name,
+            name or self.DEFAULT_NAME,
             root,
             entries,
             val_fraction=val_fraction,
@@ -118,6 +131,16 @@ class _CasiaDataset(_PairListDataset):
             split=split,
             default_split="test",
         )
+
+    @classmethod
+    def _tampered(cls, root: Path) -> list[Path]:
+        """The folders of tampered images under ``root`` (none: not this version's layout)."""
+        raise NotImplementedError
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """A folder whose tampered folders directly hold images named as this version names them."""
+        return any(_has_name(f, cls.NAME) for f in cls._tampered(Path(path)))
 
     def _turn(self, sample_id: str) -> EditRecord:
         return EditRecord("unknown", edit_type=self._edit_types[sample_id])
@@ -147,9 +170,9 @@ def _gt_folder(root: Path, gt_dir: str | os.PathLike | None, names: tuple[str, .
         return gt
     candidates = [(root, n) for n in names] + [(root.parent, names[0])]
     for base, n in candidates:
-        gt = _child_dir(base, n)
-        if gt is not None:
-            return gt
+        found = child_dir(base, n)
+        if found is not None:
+            return found
     raise DataError(
         f"{root}: no ground-truth folder; looked for "
         f"{', '.join(str(b / n) for b, n in candidates)} (any letter case); "
@@ -161,7 +184,7 @@ def _child_path(root: Path, parts: tuple[str, ...]) -> Path | None:
     """``root/part/part/...`` matching each part in any letter case."""
     p: Path | None = root
     for part in parts:
-        p = _child_dir(p, part) if p is not None else None
+        p = child_dir(p, part) if p is not None else None
     return p
 
 
@@ -186,54 +209,21 @@ class Casia1Dataset(_CasiaDataset):
     ground-truth folder.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        *,
-        gt_dir: str | os.PathLike | None = None,
-        split: str | None = None,
-        val_fraction: float | None = None,
-        split_seed: int = 0,
-        name: str | None = None,
-        skip_unpaired: bool = False,
-    ) -> None:
-        require_path(path, "Casia1Dataset")
-        root = Path(path)
-        tp = _v1_tampered(root)
-        if tp is None:
-            raise DataError(
-                f"{root}: expected the tampered images in Modified Tp/Tp/CM and "
-                f"Modified Tp/Tp/Sp (or Tp/CM and Tp/Sp), authentic ones in Au/"
-            )
-        folders = [f for f in (_child_dir(tp, sub) for sub in ("CM", "Sp")) if f is not None]
-        super().__init__(
-            root,
-            _gt_folder(root, gt_dir, V1_GT),
-            folders,
-            what="tampered",
-            name=name or "casia1",
-            split=split,
-            val_fraction=val_fraction,
-            split_seed=split_seed,
-            skip_unpaired=skip_unpaired,
-        )
+    DEFAULT_NAME = "casia1"
+    LAYOUT = ("expected the tampered images in Modified Tp/Tp/CM and Modified Tp/Tp/Sp (or Tp/CM and Tp/Sp), "
+              "authentic ones in Au/")
+    GT_NAMES = V1_GT
+    NAME = V1_NAME
 
     @classmethod
-    def sniff(cls, path: str | os.PathLike) -> bool:
-        """A folder with ``[Modified Tp/]Tp/{CM,Sp}`` holding ``Sp_D_*`` / ``Sp_S_*`` images."""
-        tp = _v1_tampered(Path(path))
-        return tp is not None and any(
-            _has_name(_child_dir(tp, sub), V1_NAME) for sub in ("CM", "Sp")
-        )
-
-
-def _v1_tampered(root: Path) -> Path | None:
-    """The folder holding ``CM/`` and/or ``Sp/`` (``Modified Tp/Tp`` first)."""
-    for parts in V1_TAMPERED:
-        tp = _child_path(root, parts)
-        if tp is not None and (_child_dir(tp, "CM") or _child_dir(tp, "Sp")):
-            return tp
-    return None
+    def _tampered(cls, root: Path) -> list[Path]:
+        """``CM/`` and ``Sp/`` of the first of :data:`V1_TAMPERED` that holds either."""
+        for parts in V1_TAMPERED:
+            tp = _child_path(root, parts)
+            folders = [f for f in (child_dir(tp, sub) for sub in ("CM", "Sp")) if f is not None] if tp else []
+            if folders:
+                return folders
+        return []
 
 
 class Casia2Dataset(_CasiaDataset):
@@ -245,39 +235,13 @@ class Casia2Dataset(_CasiaDataset):
     error (``skip_unpaired=True`` skips it with a warning).
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        *,
-        gt_dir: str | os.PathLike | None = None,
-        split: str | None = None,
-        val_fraction: float | None = None,
-        split_seed: int = 0,
-        name: str | None = None,
-        skip_unpaired: bool = False,
-    ) -> None:
-        require_path(path, "Casia2Dataset")
-        root = Path(path)
-        tp = _child_dir(root, "Tp")
-        if tp is None:
-            raise DataError(
-                f"{root}: expected Tp/ (tampered images), Au/ (authentic) and a ground-truth "
-                f"folder such as 'CASIA 2 Groundtruth/'"
-            )
-        super().__init__(
-            root,
-            _gt_folder(root, gt_dir, V2_GT),
-            [tp],
-            what="Tp",
-            name=name or "casia2",
-            split=split,
-            val_fraction=val_fraction,
-            split_seed=split_seed,
-            skip_unpaired=skip_unpaired,
-        )
+    DEFAULT_NAME = "casia2"
+    TAMPERED = "Tp"
+    LAYOUT = "expected Tp/ (tampered images), Au/ (authentic) and a ground-truth folder such as 'CASIA 2 Groundtruth/'"
+    GT_NAMES = V2_GT
+    NAME = V2_NAME
 
     @classmethod
-    def sniff(cls, path: str | os.PathLike) -> bool:
-        """A folder whose ``Tp/`` directly holds ``Tp_D_*`` / ``Tp_S_*`` images."""
-        p = Path(path)
-        return p.is_dir() and _has_name(_child_dir(p, "Tp"), V2_NAME)
+    def _tampered(cls, root: Path) -> list[Path]:
+        tp = child_dir(root, "Tp")
+        return [tp] if tp is not None else []

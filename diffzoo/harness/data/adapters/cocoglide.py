@@ -16,7 +16,7 @@ Layout, confirmed against public material (not against the archive itself)::
 - ``table.csv``: columns ``real,fake,mask,prompt``, 512 rows, UTF-8 with a
   byte-order mark, cell values relative paths such as
   ``fake/glide_inpainting_val2017_114871_up.png`` (public scripts that read
-  the zip's ``table.csv``; shared/DATA.md).  Base names differ between the
+  the zip's ``table.csv``; docs/datasets.md).  Base names differ between the
   three folders, so rows are paired through the table, never by file name.
 
 Documented defaults, not confirmed: the prompt is taken as given (reportedly
@@ -43,6 +43,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -195,7 +196,7 @@ def _relative(value: str, where: str) -> str:
     return posix.as_posix()
 
 
-def _log_unlisted(root: Path, entries: dict[str, Any], rows: list[tuple[str, ...]]) -> None:
+def _log_unlisted(root: Path, entries: dict[str, Any], rows: Sequence[tuple[str, ...]]) -> None:
     """Images in real/, fake/, mask/ that no row names (a partial table, or stray files)."""
     listed = set(entries) | {r[2] for r in rows}
     unlisted = [

@@ -44,8 +44,7 @@ import numpy as np
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
-from diffzoo.harness.data.adapters.generic import report_unpaired
-from diffzoo.harness.data.base import SplitDataset, require_path
+from diffzoo.harness.data.base import SplitDataset, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
@@ -225,9 +224,7 @@ class Deal300kDataset(SplitDataset):
 
     # -- samples ------------------------------------------------------------
     def _load(self, sample_id: str) -> Sample:
-        if sample_id not in self._images:
-            raise self._unknown(sample_id)
-        members, n = self._images[sample_id]
+        members, n = self._lookup(self._images, sample_id)
         src, shown = members.read(n, sample_id)
         image = read_image(src, sample_id, name=shown)
         if sample_id not in self._masks:

@@ -38,15 +38,13 @@ from diffzoo.harness.core.types import BINARY, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import AuthenticFolder
 from diffzoo.harness.data.base import SplitDataset, require_path
 from diffzoo.harness.data.fingerprint import combine
-from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id
-from diffzoo.harness.data.hftables import row_layout
+from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id, row_layout
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.labelmaps import (
     DEFAULT_SOURCE, LabelMap, check_mask_values, default_diffseg30k_labels, resolve_label_map,
 )
-from diffzoo.harness.data.mask_encoding import MaskEncoding, is_binary_space, sample_values, sniff
-from diffzoo.harness.data.manifest import MANIFEST_FILE, read_manifest, restrict_manifest
-from diffzoo.harness.data.metadata import carried_keys, read_metadata_file
+from diffzoo.harness.data.mask_encoding import MaskEncoding, sample_values, sniff
+from diffzoo.harness.data.metadata import MANIFEST_FILE, carried_keys, read_manifest, read_metadata_file
 from diffzoo.harness.data.sources import PAIR_RE, folder_has_pairs, inner_label_files, open_source
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
 
@@ -125,7 +123,7 @@ class DiffSeg30kDataset(SplitDataset):
         encoding = sniff(*sample_values(self._stored_mask, sorted(self._source.pairs)), vouched=found is not None)
         if not encoding.binary:
             return found or LabelMap(default_diffseg30k_labels(), False, DEFAULT_SOURCE), encoding
-        if found is not None and not is_binary_space(found.space):
+        if found is not None and not found.space.is_binary:
             if found.source == "--labels":
                 raise ConfigError(
                     f"--labels names the editors {', '.join(found.space.editors)}, but the masks of "
@@ -150,7 +148,7 @@ class DiffSeg30kDataset(SplitDataset):
                 log.info("metadata=%s given: %s beside the data is not read", path, MANIFEST_FILE)
         elif sidecars is not None and (sidecars / MANIFEST_FILE).is_file():
             path = sidecars / MANIFEST_FILE
-            self._meta = restrict_manifest(read_manifest(path), set(self._source.pairs), path)
+            self._meta = read_manifest(path, self._source.pairs)
             self._meta_source = MANIFEST_FILE
         else:
             return
@@ -164,7 +162,7 @@ class DiffSeg30kDataset(SplitDataset):
         file) that cannot be read at all (empty, truncated, not that format) is
         claimed too, so that opening it raises an error saying what is wrong
         with the file instead of "no adapter recognises this layout".  Rows in a
-        layout another adapter reads (:data:`.hftables.ROW_LAYOUTS`: OpenSDI,
+        layout another adapter reads (:data:`.hfsource.ROW_LAYOUTS`: OpenSDI,
         SID-Set) are left to it.
         """
         text = os.fspath(path)
@@ -188,8 +186,7 @@ class DiffSeg30kDataset(SplitDataset):
         return set(REQUIRED_COLUMNS) <= columns and row_layout(columns) is None
 
     def _load(self, sample_id: str) -> Sample:
-        if sample_id not in self._source.pairs:
-            raise self._unknown(sample_id)
+        self._lookup(self._source.pairs, sample_id)
         (image_src, image_name), (mask_src, mask_name) = self._source.read_pair(sample_id)
         image = read_image(image_src, sample_id, name=image_name)
         size = (image.shape[1], image.shape[0])

@@ -1,6 +1,6 @@
 """Adapters for the classic image-manipulation localization layouts.
 
-Two generic forms cover most of the field's extra benchmarks (shared/DATA.md):
+Two generic forms cover most of the field's extra benchmarks (docs/datasets.md):
 
 - :class:`TpGtDataset`: a folder with ``Tp/`` (tampered images) and ``Gt/``
   (masks), plus optionally ``Au/`` (authentic images, all-zero masks), as
@@ -24,16 +24,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import SplitDataset, require_path
+from diffzoo.harness.data.base import SplitDataset, child_dir, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import fingerprint_files
-from diffzoo.harness.data.imageio import read_binary_mask, read_image
-from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, resolve_split_scheme
+from diffzoo.harness.data.imageio import read_labelled
+from diffzoo.harness.data.splits import SPLITS_FILE, one_split, resolve_split_scheme
 
 log = logging.getLogger(__name__)
 
@@ -72,26 +70,19 @@ class _PairListDataset(SplitDataset):
         fixed = split if split is not None else (
             default_split if default_split is not None and not (root / SPLITS_FILE).is_file() else None)
         if fixed is not None:
-            self._splits = {canonical_split(fixed): sorted(entries)}
-            self.split_info = {"id": "native", "source": f"every sample in {canonical_split(fixed)}"}
+            self._splits, self.split_info = one_split(fixed, entries)
         else:
             self._splits, self.split_info = self._split_scheme(sorted(entries), val_fraction, split_seed)
 
-    def _split_scheme(self, ids: list[str], val_fraction: float, seed: int) -> tuple[dict[str, list[str]], dict[str, str]]:
+    def _split_scheme(self, ids: list[str], val_fraction: float,
+                      seed: int) -> tuple[dict[str, list[str]], dict[str, str]]:
         """The splits when none is fixed: ``splits.json`` in the folder, else train/val by id
         hash; an adapter that knows its data's own splits overrides this."""
         return resolve_split_scheme({"train": ids}, self.root / SPLITS_FILE, val_fraction, seed)
 
     def _load(self, sample_id: str) -> Sample:
-        try:
-            image_path, mask_path = self._entries[sample_id]
-        except KeyError:
-            raise self._unknown(sample_id) from None
-        image = read_image(image_path, sample_id)
-        if mask_path is None:
-            label = np.zeros(image.shape[:2], dtype=np.uint8)
-        else:
-            label = read_binary_mask(mask_path, sample_id, size=(image.shape[1], image.shape[0]))
+        image_path, mask_path = self._lookup(self._entries, sample_id)
+        image, label = read_labelled(image_path, mask_path, sample_id)
         return Sample(image, label, self._meta(sample_id, authentic=mask_path is None))
 
     #: ``base`` of an edited sample (``real`` where the adapter knows the
@@ -120,29 +111,6 @@ class _PairListDataset(SplitDataset):
         d = super().describe()
         d["authentic"] = sum(1 for _, m in self._entries.values() if m is None)
         return d
-
-
-def _child_dir(root: Path, name: str) -> Path | None:
-    """The subfolder of ``root`` called ``name``, any letter case."""
-    if not root.is_dir():
-        return None
-    try:
-        children = list(root.iterdir())
-    except OSError as exc:
-        raise DataError(f"{root}: cannot list the folder ({exc})") from None
-    for p in children:
-        if p.name.lower() == name.lower() and p.is_dir():  # name first: no stat per file
-            return p
-    return None
-
-
-def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:
-    if not missing:
-        return
-    msg = f"{where}: {len(missing)} {what} (e.g. {', '.join(missing[:5])})"
-    if not skip:
-        raise DataError(msg + "; skip_unpaired=True skips them")
-    log.warning("%s; skipping them", msg)
 
 
 def add_authentic(entries: dict[str, tuple[Path, Path | None]], au: Path) -> None:
@@ -211,7 +179,7 @@ class TpGtDataset(_PairListDataset):
     ) -> None:
         require_path(path, "TpGtDataset")
         root = Path(path)
-        tp, gt, au = (_child_dir(root, n) for n in ("Tp", "Gt", "Au"))
+        tp, gt, au = (child_dir(root, n) for n in ("Tp", "Gt", "Au"))
         if tp is None or gt is None:
             raise DataError(
                 f"{root}: expected subfolders Tp/ (images) and Gt/ (masks), Au/ optional"
@@ -234,7 +202,7 @@ class TpGtDataset(_PairListDataset):
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         p = Path(path)
-        return _child_dir(p, "Tp") is not None and _child_dir(p, "Gt") is not None
+        return child_dir(p, "Tp") is not None and child_dir(p, "Gt") is not None
 
 
 class JsonListDataset(_PairListDataset):

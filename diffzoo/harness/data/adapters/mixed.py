@@ -24,20 +24,19 @@ a local edit (``partial``, ``tampered``); ``base`` is ``real`` for real images a
 from __future__ import annotations
 
 import logging
+import os
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset, name_list
 from diffzoo.harness.data.fingerprint import combine
-from diffzoo.harness.data.hfsource import Ref
-from diffzoo.harness.data.imageio import read_binary_mask, read_image
+from diffzoo.harness.data.hfsource import HFRows, Ref, Table
+from diffzoo.harness.data.imageio import read_labelled
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +47,13 @@ UNKNOWN_EDITOR = "unknown"
 RULE_VERSION = "mixed-v1"
 RULE = ("real image: no edited pixel; edited image with a mask: edited where mean(mask RGB) > 127.5; "
         "fully generated image (no mask): every pixel edited; edited pixels take the generator's class")
+
+
+def table_rows(tables: Sequence[Table], root: str | os.PathLike, values: Sequence[str]) -> HFRows:
+    """The rows of ``tables`` (found under ``root``): an image cell, a mask cell that real and
+    fully generated images may leave empty, and the ``values`` columns."""
+    return HFRows({t.name: t.data for t in tables}, str(root), ("image", "mask"), values, optional=("mask",),
+                  files=[f for t in tables for f in t.files], cache_key=os.path.abspath(root))
 
 
 @dataclass(frozen=True)
@@ -114,24 +120,15 @@ class MixedDataset(SplitDataset):
         :data:`.hfsource.NULL_CELL` for no mask), for every sample: the same
         for the same files in any container."""
 
-    def _class_of(self, item: Item) -> int:
-        return 1 if self.label_space.is_binary else self.label_space.index(item.editor)
-
     def _load(self, sample_id: str) -> Sample:
-        item = self._items.get(sample_id)
-        if item is None:
-            raise self._unknown(sample_id)
+        item = self._lookup(self._items, sample_id)
         (image_src, image_name), mask = self._refs(sample_id, item)
-        image = read_image(image_src, sample_id, name=image_name)
-        h, w = image.shape[:2]
-        if item.role == REAL:
-            label = np.zeros((h, w), np.uint8)
-        elif mask is not None:
-            label = read_binary_mask(mask[0], sample_id, name=mask[1], size=(w, h)) * np.uint8(self._class_of(item))
-        elif item.role == LOCAL and self.LOCAL_NEEDS_MASK:
+        if mask is None and item.role == LOCAL and self.LOCAL_NEEDS_MASK:
             raise CorruptSampleError(sample_id, f"{image_name}: a {item.kind} image without a mask", "missing-file")
-        else:
-            label = np.full((h, w), self._class_of(item), np.uint8)
+        mask_src, mask_name = mask if mask is not None and item.role != REAL else (None, None)
+        value = 1 if self.label_space.is_binary else self.label_space.index(item.editor)
+        image, label = read_labelled(image_src, mask_src, sample_id, value, full=item.role != REAL,
+                                     name=image_name, mask_name=mask_name)
         return Sample(image, label, self._meta(sample_id, item))
 
     def _meta(self, sample_id: str, item: Item) -> SampleMeta:

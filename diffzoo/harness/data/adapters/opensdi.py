@@ -6,7 +6,7 @@ OpenSDID ships as two Hugging Face datasets (CC BY-SA 4.0): ``nebula/OpenSDI_tra
 ClassLabel 0 real / 1 fake; keys such as ``partial/sd15/fake/000651821.jpg``).  Read
 from a local download: the hub's parquet files (``data/<split>-00000-of-00070.parquet``),
 a ``save_to_disk`` folder, a folder per split, or a folder holding both copies
-(:func:`.hftables.load_tables`).
+(:func:`.hfsource.load_tables`).
 
 Label rule: OpenSDI's own (its ``data/hf_datasets.py``), which is diffzoo's ``mixed-v1``
 (:mod:`.mixed`): real rows have no edited pixel, a fake's mask is binarised at
@@ -36,10 +36,9 @@ from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import LabelSpace
-from diffzoo.harness.data.adapters.mixed import FULL, LOCAL, REAL, RULE_VERSION, Item, MixedDataset
+from diffzoo.harness.data.adapters.mixed import FULL, LOCAL, REAL, RULE_VERSION, Item, MixedDataset, table_rows
 from diffzoo.harness.data.base import require_path
-from diffzoo.harness.data.hfsource import HFRows, Ref
-from diffzoo.harness.data.hftables import Table, hf_columns, load_tables, row_layout
+from diffzoo.harness.data.hfsource import Ref, Table, hf_columns, load_tables, row_layout
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split, hash_split_id, split_ids
 
 log = logging.getLogger(__name__)
@@ -49,7 +48,7 @@ TRAIN_HUB, TEST_HUB = "nebula/OpenSDI_train", "nebula/OpenSDI_test"
 OPENSDI_GENERATORS = ("sd15", "sd2", "sdxl", "sd3", "flux")
 """The generators in the order of OpenSDI's README table (SD1.5, SD2.1, SDXL, SD3, Flux.1)."""
 TRAIN_GENERATOR = "sd15"
-IMAGE_COLUMNS, VALUE_COLUMNS = ("image", "mask"), ("key", "label")
+VALUE_COLUMNS = ("key", "label")
 COPIES = ("train", "test")
 SPLIT_RULE = "opensdi-v1"
 _NOT_GENERATORS = {*CANONICAL_SPLITS, *SPLIT_ALIASES, "data", "default"}
@@ -92,9 +91,7 @@ class OpenSdiDataset(MixedDataset):
         if not tables:
             raise DataError(f"{root}: no OpenSDI data found; {LAYOUT_HELP}")
         self._copies = _copies(root, tables, copy)
-        self._rows = HFRows({t.name: t.data for t in tables}, str(root), IMAGE_COLUMNS, VALUE_COLUMNS,
-                            optional=("mask",), files=[f for t in tables for f in t.files],
-                            cache_key=os.path.abspath(root))
+        self._rows = table_rows(tables, root, VALUE_COLUMNS)
         items: dict[str, Item] = {}
         for t in tables:
             self._add_table(t, items)
@@ -153,7 +150,8 @@ class OpenSdiDataset(MixedDataset):
         return {k: v for k, v in splits.items() if v}, info
 
     def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
-        cells = self._rows.read(*item.where, sample_id)
+        table, row = item.where
+        cells = self._rows.read(table, row, sample_id)
         return cells["image"], cells["mask"]  # type: ignore[return-value]  # image is a required cell
 
     def _cell_digests(self) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The PAPE adapter (Plausible Anomalous Paired Edits; hub ``PatrickZZZ/PAPE_Dataset``).
 
-Layout (shared/DATA.md)::
+Layout (docs/datasets.md, from the dataset card)::
 
     <root>/<subset>/<editor>/manifest.jsonl
                             /source/  normal/  abnormal/
@@ -30,25 +30,24 @@ shape, the manifest's language field.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import SplitDataset, name_list, require_path
+from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES, report_unpaired
-from diffzoo.harness.data.imageio import read_binary_mask, read_image
-from diffzoo.harness.data.manifest import MANIFEST_FILE
-from diffzoo.harness.data.adapters.pape_files import read_split_json, split_part, read_pape_manifest
-from diffzoo.harness.data.splits import canonical_split
+from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
+from diffzoo.harness.data.imageio import read_labelled
+from diffzoo.harness.data.metadata import MANIFEST_FILE
+from diffzoo.harness.data.splits import canonical_split, one_split
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +59,101 @@ EDIT_KINDS = ("normal", "abnormal")
 SPLIT_FILE = "splits/split_seed2026.json"
 REAL_SUBSETS = frozenset(s.lower() for s in PAPE_SUBSETS)
 """Subsets whose source images are real photographs (``base="real"``)."""
+
+LANGUAGE_FIELDS = ("lang", "language")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+# -- PAPE's own files: manifest rows (never the builder-machine paths they carry), split files --
+def _safe_stem(value: Any, file: Path, lineno: int) -> str:
+    """An ``image_id`` usable as a file-name stem inside the dataset folder."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise DataError(f"{file}, line {lineno}: field 'image_id' is {value!r}; expected a string or integer")
+    text = str(value)
+    if not text.strip() or text in (".", "..") or any(c in text for c in "/\\\x00") or os.path.isabs(text):
+        raise DataError(
+            f"{file}, line {lineno}: field 'image_id' is {text!r}, which would name a file "
+            f"outside <editor>/<folder>/; expected a plain file-name stem (no '/', '\\' or '..'). "
+            f"Files are only ever looked up inside the dataset folder"
+        )
+    return text
+
+
+def _language(row: dict[str, Any], prompt: str) -> str:
+    for key in LANGUAGE_FIELDS:
+        if isinstance(row.get(key), str) and row[key].strip():
+            return row[key].strip().lower()
+    return "zh" if _CJK.search(prompt) else "en"
+
+
+def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
+    """``image_id`` -> {language: prompt of ``edits``}, rows of one image merged.
+
+    Required per row: ``image_id`` and ``<edits>_prompt`` (a string).  Path
+    fields (``source_paths``, ``export_paths``, ...) are ignored.
+    """
+    field = f"{edits}_prompt"
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{file}: not readable ({exc})") from None
+    out: dict[str, dict[str, str]] = {}
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{file}, line {lineno}: not valid JSON ({exc})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{file}, line {lineno}: expected a JSON object, got {type(row).__name__}")
+        for key in ("image_id", field):
+            if key not in row:
+                raise DataError(
+                    f"{file}, line {lineno}: missing field {key!r} (each row needs 'image_id', "
+                    f"'normal_prompt' and 'abnormal_prompt')"
+                )
+        image_id = _safe_stem(row["image_id"], file, lineno)
+        prompt = row[field]
+        if not isinstance(prompt, str):
+            raise DataError(f"{file}, line {lineno}: field {field!r} is {prompt!r}; expected a string")
+        out.setdefault(image_id, {}).setdefault(_language(row, prompt), prompt)
+    if not out:
+        raise DataError(f"{file}: no rows")
+    return out
+
+
+def read_split_json(file: Path) -> dict[str, Any]:
+    """A split file: ``{split: [image ids]}`` or ``{subset: {split: [image ids]}}``."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"PAPE split file {file}: not readable JSON ({exc})") from None
+    flat = isinstance(data, dict) and all(isinstance(v, list) for v in data.values())
+    nested = isinstance(data, dict) and all(
+        isinstance(v, dict) and all(isinstance(x, list) for x in v.values()) for v in data.values()
+    )
+    if not data or not (flat or nested):
+        raise DataError(
+            f'PAPE split file {file}: expected {{"train": [image ids], "val": [...], "test": [...]}} '
+            f'or {{"<subset>": {{"test": [image ids], ...}}, ...}}'
+        )
+    seen: dict[tuple[str, str], str] = {}
+    for subset, part in (data.items() if nested else [("", data)]):
+        for split_name, ids in part.items():
+            for i in map(str, ids):
+                first = seen.setdefault((subset, i), split_name)
+                if first != split_name:
+                    raise DataError(
+                        f"PAPE split file {file}: image id {i} is in both {first!r} and {split_name!r}"
+                    )
+    return data
+
+
+def split_part(data: dict[str, Any], subset: str, file: Path) -> dict[str, list[Any]]:
+    if subset not in data:
+        raise DataError(f"PAPE split file {file}: no entry for subset {subset!r} (it has {', '.join(sorted(data))})")
+    return data[subset]
 
 
 def _subdirs(folder: Path) -> list[Path]:
@@ -178,8 +272,7 @@ class PapeDataset(SplitDataset):
         if not self._entries:
             raise DataError(f"{root}: no samples for subsets {chosen_subsets}, editors {chosen_editors}")
         if split is not None:
-            self._splits = {canonical_split(split): sorted(self._entries)}
-            self.split_info = {"id": "native", "source": f"every sample in {canonical_split(split)}"}
+            self._splits, self.split_info = one_split(split, self._entries)
         else:
             self._splits = self._assign_splits(by_subset, splits_file)
             self.split_info = {"id": "native", "source": "the dataset's split files"}
@@ -296,27 +389,16 @@ class PapeDataset(SplitDataset):
         return {k: sorted(v) for k, v in splits.items() if v}
 
     # -- reading --------------------------------------------------------------
-    def _entry(self, sample_id: str) -> _Entry:
-        try:
-            return self._entries[sample_id]
-        except KeyError:
-            raise self._unknown(sample_id) from None
-
     def _load(self, sample_id: str) -> Sample:
-        e = self._entry(sample_id)
-        image = read_image(e.image, sample_id)
+        e = self._lookup(self._entries, sample_id)
+        image, label = read_labelled(e.image, e.mask, sample_id, self.label_space.index(e.editor))
         base = "real" if e.subset.lower() in REAL_SUBSETS else "unknown"
-        if e.mask is None:
-            label = np.zeros(image.shape[:2], dtype=np.uint8)
-            return Sample(image, label, SampleMeta(sample_id, base=base, source=e.subset))
-        mask = read_binary_mask(e.mask, sample_id, size=(image.shape[1], image.shape[0]))
-        label = mask * np.uint8(self.label_space.index(e.editor))
-        turn = EditRecord(editor=e.editor, prompt=e.prompt, edit_type=self.edits)
-        return Sample(image, label, SampleMeta(sample_id, base=base, turns=(turn,), source=e.subset))
+        turns = (EditRecord(editor=e.editor, prompt=e.prompt, edit_type=self.edits),) if e.mask else ()
+        return Sample(image, label, SampleMeta(sample_id, base=base, turns=turns, source=e.subset))
 
     def prompts(self, sample_id: str) -> dict[str, str]:
         """Every language's prompt of an edited sample (``{}`` for a source image)."""
-        self._entry(sample_id)
+        self._lookup(self._entries, sample_id)
         return dict(self._prompts.get(sample_id, {}))
 
     @classmethod

@@ -1,6 +1,6 @@
 """The PIXAR adapter (VILA-Lab/PIXAR, MIT): pixel-difference labels for VLM editors.
 
-Layout of one PIXAR folder (shared/DATA.md and the repository's build script
+Layout of one PIXAR folder (docs/datasets.md, from the repository's README and build script
 ``preprocess_raw/2_construct_dataset``)::
 
     <folder>/mapping.json                      {"tampered_<id>.png": {entry, real, type, bg}}
@@ -37,21 +37,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import SplitDataset, name_list, require_path
+from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.adapters.generic import report_unpaired
-from diffzoo.harness.data.imageio import read_binary_mask, read_image
-from diffzoo.harness.data.splits import canonical_split
+from diffzoo.harness.data.imageio import read_labelled
+from diffzoo.harness.data.splits import canonical_split, one_split
 
 log = logging.getLogger(__name__)
 
 PIXAR_REPO = "VILA-Lab/PIXAR"
-PIXAR_TEST_EDITORS = ("qwen", "gemini2.5", "gemini3", "flux2", "gpt", "seedream")
 MAPPING_FILE = "mapping.json"
 LABEL_DIRS = {"soft": "soft_masks", "guide": "masks"}
 REQUIRED_DIRS = ("real", "full_synthetic", "tampered", "metadata")
@@ -211,8 +207,7 @@ class PixarDataset(SplitDataset):
         if not self._entries:
             raise DataError(f"PIXAR {root}: no samples")
         if split is not None:
-            self._splits = {canonical_split(split): sorted(self._entries)}
-            self.split_info = {"id": "native", "source": f"every sample in {canonical_split(split)}"}
+            self._splits, self.split_info = one_split(split, self._entries)
         else:
             self._splits = {k: sorted(v) for k, v in native.items() if v}
             self.split_info = {"id": "native", "source": "the dataset's own split folders"}
@@ -323,39 +318,23 @@ class PixarDataset(SplitDataset):
                     ids.append(sid)
 
     # -- reading --------------------------------------------------------------
-    def _entry(self, sample_id: str) -> _Entry:
-        try:
-            return self._entries[sample_id]
-        except KeyError:
-            raise self._unknown(sample_id) from None
-
-    def _class_of(self, e: _Entry) -> int:
-        return 1 if self.label_space.is_binary else self.label_space.index(e.editor)
-
-    def _read_mask(self, e: _Entry, sample_id: str, size: tuple[int, int]) -> np.ndarray:
-        assert e.mask is not None
-        return read_binary_mask(e.mask, sample_id, size=size, threshold=self.mask_threshold)
-
     def _load(self, sample_id: str) -> Sample:
-        e = self._entry(sample_id)
-        image = read_image(e.image, sample_id)
-        h, w = image.shape[:2]
+        e = self._lookup(self._entries, sample_id)
+        value = 0 if e.kind == "real" else 1 if self.label_space.is_binary else self.label_space.index(e.editor)
+        image, label = read_labelled(e.image, e.mask, sample_id, value, full=True, threshold=self.mask_threshold)
         if e.kind == "real":
-            return Sample(image, np.zeros((h, w), np.uint8), SampleMeta(sample_id, "real", source=self.name))
+            return Sample(image, label, SampleMeta(sample_id, "real", source=self.name))
         if e.kind == "full_synthetic":
-            label = np.full((h, w), self._class_of(e), np.uint8)
             turn = EditRecord(editor=e.editor, edit_type="full_synthetic")
-            return Sample(image, label, SampleMeta(sample_id, e.base, (turn,), self.name))
-        assert e.metadata is not None
-        _, text = read_metadata(e.metadata, sample_id)
-        label = self._read_mask(e, sample_id, (w, h)) * np.uint8(self._class_of(e))
-        turn = EditRecord(editor=e.editor, prompt=text, edit_type=e.edit_type)
+        else:
+            assert e.metadata is not None
+            turn = EditRecord(editor=e.editor, prompt=read_metadata(e.metadata, sample_id)[1], edit_type=e.edit_type)
         return Sample(image, label, SampleMeta(sample_id, e.base, (turn,), self.name))
 
     def classes(self, sample_id: str) -> list[str]:
         """The COCO class names of the tampered object(s) (metadata ``cls``); ``[]`` for
         real and fully synthetic images."""
-        e = self._entry(sample_id)
+        e = self._lookup(self._entries, sample_id)
         return read_metadata(e.metadata, sample_id)[0] if e.metadata is not None else []
 
     @classmethod

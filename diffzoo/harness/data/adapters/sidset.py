@@ -7,7 +7,7 @@ images with binary masks.  Two public forms, read alike:
   and ``validation`` (30,000), columns ``img_id, image, mask, width, height, label``,
   ``label`` 0 real / 1 full synthetic / 2 tampered, ``mask`` only on tampered rows;
   as the hub's parquet files (``data/train-00000-of-00NNN.parquet``), a
-  ``save_to_disk`` folder, or a folder per split (:func:`.hftables.load_tables`);
+  ``save_to_disk`` folder, or a folder per split (:func:`.hfsource.load_tables`);
 - the folders of SIDA's Google Drive zips (and the separately shipped ``test.zip``),
   read from the zip or extracted: ``<split>/real/*.jpg``, ``<split>/full_synthetic/*.png``,
   ``<split>/tampered/*.png`` and ``<split>/masks/<name>_mask.png`` (SIDA's
@@ -33,11 +33,11 @@ from typing import Any
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import BINARY
-from diffzoo.harness.data.adapters.generic import report_unpaired
-from diffzoo.harness.data.adapters.mixed import FULL, LOCAL, REAL, RULE_VERSION, UNKNOWN_EDITOR, Item, MixedDataset
-from diffzoo.harness.data.base import require_path
-from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref
-from diffzoo.harness.data.hftables import hf_columns, load_tables, row_layout, unique_ids
+from diffzoo.harness.data.adapters.mixed import (
+    FULL, LOCAL, REAL, RULE_VERSION, UNKNOWN_EDITOR, Item, MixedDataset, table_rows,
+)
+from diffzoo.harness.data.base import report_unpaired, require_path
+from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, hf_columns, load_tables, row_layout, unique_ids
 from diffzoo.harness.data.imageio import is_image_file
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split
@@ -50,7 +50,7 @@ LABELS = {0: "real", 1: "full_synthetic", 2: "tampered"}
 """The hub's ``label`` values and the Drive folders holding those images."""
 MASKS_DIR, MASK_SUFFIX = "masks", "_mask"
 PIXAR_DIRS = ("metadata", "soft_masks")
-IMAGE_COLUMNS, VALUE_COLUMNS = ("image", "mask"), ("img_id", "label")
+VALUE_COLUMNS = ("img_id", "label")
 LAYOUT_HELP = (f"expected SID-Set: the hub's data ({SIDSET_HUB}: parquet files data/<split>-00000-of-00001.parquet "
                "or a save_to_disk folder, columns img_id, image, mask, label), or SIDA's folders "
                "<split>/{real,full_synthetic,tampered,masks}/ (a folder, or the zip)")
@@ -92,9 +92,7 @@ class SidSetDataset(MixedDataset):
         else:
             tables = load_tables(root)
             if tables:
-                self._rows = HFRows({t.name: t.data for t in tables}, str(root), IMAGE_COLUMNS, VALUE_COLUMNS,
-                                    optional=("mask",), files=[f for t in tables for f in t.files],
-                                    cache_key=os.path.abspath(root))
+                self._rows = table_rows(tables, root, VALUE_COLUMNS)
                 for t in tables:
                     self._add_rows(t.name, canonical_split(t.split), found, places)
             if root.is_dir() and _split_folders(root):

@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# Not yet exported from the package root; see README.md ("diffzoo API used").
 from diffzoo import SegmentationDetector
 
 # The 5x5 "KV" residual kernel of the spatial rich model (Fridrich &

@@ -1,0 +1,87 @@
+"""``diffzoo reproduce RECORD_ID``: run a stored record's row again and compare its numbers.
+
+The record's stored request is run again (the record's suite, only its case and the case it
+compares with; no reference detectors) into ``--out`` (default: a temporary folder), and every
+metric is printed as it was and as it is now.  On the machine that made the record the
+numbers are identical (the same cached model, the same code); on another CPU a model trained
+anew moves by its float kernels' last bits, so pass ``--tolerance`` (docs/user-guide.md).
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from diffzoo.cli.console import console
+from diffzoo.cli.progress import RichProgress, rank_output
+from diffzoo.leaderboard.render.escape import term
+
+DIFFERS = 1
+"""The exit status when a number moved beyond the tolerance, or the row was not made again."""
+
+
+def reproduce_cmd(
+    record_id: str = typer.Argument(..., metavar="RECORD_ID", help="The record's id (or an unambiguous prefix)."),
+    store: Path = typer.Option(Path("diffzoo-out"), "--store", help="Record store holding the record."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Store the new run here (default: a temporary folder, removed afterwards)."),
+    tolerance: float = typer.Option(
+        0.0, "--tolerance", min=0.0,
+        help="Largest difference allowed per metric (default 0: identical, as on the machine that made the "
+        "record; on another CPU, e.g. 0.01 for pixel metrics)."),
+) -> None:
+    """Run a stored record's row again from its stored options; print its numbers then and now."""
+    from diffzoo.api import reproduce
+    from diffzoo.cli.run import print_plan
+    from diffzoo.leaderboard.store import RecordStore
+
+    record = RecordStore(store).get(record_id)
+    with rank_output(console), tempfile.TemporaryDirectory(prefix="diffzoo-reproduce-") as tmp:
+        _, again = reproduce(record, out if out is not None else Path(tmp) / "out", RichProgress(console),
+                             on_plan=print_plan)
+    body = record.body
+    row = f"{body.row_name} / {body.suite.name} / {body.case_name} on {body.dataset.name}"
+    if again is None:
+        console.print(f"[bold red]the run made no record of {term(row)}[/] (see the notes above)")
+        raise typer.Exit(DIFFERS)
+    rows, moved = compare(record.metrics, again.metrics, tolerance)
+    table = Table(title=term(row))
+    for column, justify in (("metric", "left"), ("then", "right"), ("now", "right"), ("difference", "right")):
+        table.add_column(column, justify=justify)
+    for name, then, now, diff, ok in rows:
+        table.add_row(term(name), then, now, diff if ok else f"[bold red]{diff}[/]")
+    console.print(table)
+    allowed = "identical" if tolerance == 0 else f"within {tolerance:g}"
+    if moved:
+        console.print(f"[bold red]{len(moved)} metric(s) not {allowed}:[/] {term(', '.join(moved))}")
+        raise typer.Exit(DIFFERS)
+    same_id = (f"the same record id {record.id}" if again.id == record.id
+               else f"record {record.id} then, {again.id} now: what made it differs")
+    console.print(f"every metric {allowed} ({len(rows)} compared; {same_id})")
+
+
+def compare(then: dict[str, Any], now: dict[str, Any], tolerance: float
+            ) -> tuple[list[tuple[str, str, str, str, bool]], list[str]]:
+    """Per metric of either record: (name, then, now, difference, within ``tolerance``), and
+    the names of those not within it (0: equal as record numbers, undefined equal to undefined)."""
+    from diffzoo.harness.records.check import same
+
+    rows, moved = [], []
+    for name in sorted(set(then) | set(now)):
+        a, b = then.get(name), now.get(name)
+        defined = isinstance(a, (int, float)) and isinstance(b, (int, float)) and not any(
+            isinstance(v, float) and math.isnan(v) for v in (a, b))
+        ok = same(a, b) or (defined and abs(b - a) <= tolerance)
+        rows.append((name, _shown(a), _shown(b), f"{b - a:+.6g}" if defined else "", ok))
+        if not ok:
+            moved.append(name)
+    return rows, moved
+
+
+def _shown(value: Any) -> str:
+    return "-" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,238 @@
+"""The overview: the leaderboard at a glance, one row per detector and one
+column per headline figure, grouped by benchmark (docs/leaderboard.md, "The
+overview table").
+
+One table per :class:`~diffzoo.leaderboard.index.Group` holding records of
+the suites it reads (:data:`SUITES`), so rows are never ranked across
+datasets, label maps, splits, recipes or evaluator versions.  A cell reads a
+detector's newest record of the case (the group's, as the run summary and
+the per-case tables do), so an overview number is the number they show.  A
+value the records do not give is *missing*: the cell holds no value and a
+note saying why and how to get it (each note listed once, numbered in
+reading order).  A value the detector cannot have (no pixel output;
+semantic maps of a binary-only model; the pixel columns of a ``NAME (own
+image score)`` row) is *not applicable*, without a note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.suites.paper import DISTORTIONS as DISTORTIONS_SUITE
+from diffzoo.leaderboard.index import Group, RecordIndex, eval_place, is_cross, record_conditions
+from diffzoo.leaderboard.layouts.cases import rank
+from diffzoo.leaderboard.layouts.paper import PAPER_SETTINGS
+from diffzoo.leaderboard.table import ABSENT, NA, Cell, Column, Notes, Row, Table, column, renumber, slugify
+
+OVERVIEW_VERSION = "1"
+"""The version of the overview's definitions (columns, means, missing rule): bumped on any change."""
+STANDARD, DISTORTIONS, UNSEEN = "standard", "distortions", "unseen-generators"
+CROSS_SUITES = ("cross-dataset", "opensdi")
+SUITES = (STANDARD, DISTORTIONS, UNSEEN, *CROSS_SUITES)
+"""The suites the overview reads; records of other suites are left out of it."""
+CROSS_METRIC = "mIoU"
+"""The cross-dataset figure: binary mIoU, which is the edited class's IoU (docs/metrics.md) and so a
+monotone function of its pixel F1 (F1 = 2 IoU / (1 + IoU)): both rank one evaluation place alike,
+and mIoU keeps the overview in one unit, so the cross-dataset columns read directly against the
+standard, robustness and unseen-editor columns.  F1 (and IMDL-BenCo's per-image F1) stay in the
+per-case tables and the summary's cross-dataset table."""
+NO_CI = "; no CI (see docs/leaderboard.md)"
+HEADLINES: tuple[Column, ...] = (
+    column("standard.binary.mIoU", "mIoU", "binary mIoU", group="standard", task="binary",
+           definition="mIoU of the standard suite's binary case, with its 95% CI (the primary column)"),
+    column("standard.binary.bF1", "bF1", "binary bF1", group="standard", task="binary",
+           definition="boundary F1 of the standard suite's binary case, with its 95% CI"),
+    column("standard.semantic.mIoU", "mIoU", "semantic mIoU", group="standard", task="semantic",
+           definition="mIoU of the standard suite's semantic case (editor attribution), with its 95% CI"),
+    column("standard.image.img_Acc", "img_Acc", "image Acc", group="standard", task="image",
+           definition="image-level accuracy of the standard suite's image case, with its 95% CI"),
+    column("standard.image.img_AP", "img_AP", "image AP", group="standard", task="image",
+           definition="image-level AP of the standard suite's image case, with its 95% CI"),
+    column("robustness.binary.mIoU.mean", "mIoU", "mean mIoU", group="robustness", task="binary",
+           definition=f"mean over the paper's settings ({', '.join(PAPER_SETTINGS)}) of the distortions suite's "
+                      f"binary mIoU; missing unless all are present{NO_CI}"),
+    column("robustness.binary.mIoU.worst", "mIoU", "worst mIoU", group="robustness", task="binary",
+           definition=f"the lowest of the same settings' binary mIoU (the cell names the setting){NO_CI}"),
+    column("unseen.binary.mIoU.mean", "mIoU", "held-out mIoU", group="unseen editors", task="binary",
+           definition="mean over the held-out pairs of the unseen-generators suite (cases <Pair>.binary) of the "
+                      "binary mIoU of the model trained without the pair; missing unless every pair is present"
+                      + NO_CI),
+)
+"""The fixed headline columns, in order; the cross-dataset columns follow (:func:`cross_columns`)."""
+PRIMARY_COLUMN = HEADLINES[0].key
+"""Rows are ranked by it (the table's first column when it lacks this one), missing last."""
+OVERVIEW_NOTE = (f"Overview definition v{OVERVIEW_VERSION} (docs/leaderboard.md, \"The overview table\"). Values in "
+                 "%; ↑ higher is better; ± is half the 95% bootstrap CI over images, where the record has one "
+                 "(means and worst-of columns have none); — [n] = missing, note n says why and how to get it; "
+                 "n/a = the detector has no such output. Rows are ranked by the standard binary mIoU, missing "
+                 "last; one table per dataset, label map, split, recipe and evaluator version.")
+
+
+def build_overview(records: Sequence[ResultRecord]) -> list[Table]:
+    """One overview table per group with records of :data:`SUITES` (module doc)."""
+    wanted = [r for r in records if r.body.suite.name in SUITES]
+    return [_Overview(g).table() for g in RecordIndex(wanted).groups()]
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where a cross-dataset record was evaluated: the dataset, its split, and what its
+    numbers were made under there (a column ranks only records that agree on all)."""
+
+    suite: str
+    where: str  # name/split
+    fingerprint: str
+    conditions: tuple[str, str]  # the evaluated data's label map and split scheme
+
+    @classmethod
+    def of(cls, record: ResultRecord) -> _Place:
+        cond = record_conditions(record)
+        return cls(record.body.suite.name, eval_place(record), record.body.dataset.fingerprint,
+                   (cond["label map"], cond["split"]))
+
+
+def cross_columns(suite: str, places: list[_Place]) -> tuple[list[Column], dict[str, _Place]]:
+    """Per evaluation place of ``suite`` its :data:`CROSS_METRIC` column, then their mean when there
+    are two or more; and each place column's place.  A label two places share gets their fingerprints."""
+    clash = {p.where for p in places if sum(q.where == p.where for q in places) > 1}
+    cols, where = [], {}
+    for p in places:
+        label = f"{p.where} ({p.fingerprint[:8]}, {p.conditions[0]})" if p.where in clash else p.where
+        key = f"{suite}.binary.{CROSS_METRIC}.{label}"
+        cols.append(column(key, CROSS_METRIC, f"{label} {CROSS_METRIC}", group=suite, task="binary",
+                           definition=f"binary {CROSS_METRIC} of the {suite} suite's binary case on {label}, of the "
+                                      "model trained on this group's dataset, with its 95% CI"))
+        where[key] = p
+    if len(places) > 1:
+        cols.append(column(f"{suite}.binary.{CROSS_METRIC}.mean", CROSS_METRIC, f"mean {CROSS_METRIC}", group=suite,
+                           task="binary", definition=f"mean of the {suite} suite's place columns; missing unless "
+                                                     f"all are present{NO_CI}"))
+    return cols, where
+
+
+def _applicable(tasks: Sequence[str], task: str) -> bool:
+    """Whether a detector whose card lists ``tasks`` can have a ``task`` value (the planner's
+    rule: a pixel case needs that task; an image case any model)."""
+    return task == "image" or not tasks or task in tasks
+
+
+class _Overview:
+    """The columns of one group's records and each row's cells (module doc)."""
+
+    def __init__(self, group: Group):
+        self.group = group
+        self.rows = list(dict.fromkeys(r.body.row_name for r in group.records))
+        self.has = {(r.body.row_name, r.body.suite.name) for r in group.records}
+        self.detector = {r.body.row_name: r.body.detector for r in group.records}
+        self.own = {r.body.row_name for r in group.records if r.body.own_score}
+        held = [r for r in group.of(UNSEEN, ["binary"]) if r.body.case.get("train", {}).get("exclude_editors")]
+        self.pairs = {p: p for p in dict.fromkeys(r.body.setting for r in held)}
+        self.settings = {s: s for s in PAPER_SETTINGS}
+        fed = {"standard": lambda c: bool(group.of(STANDARD, [c.task])),
+               "robustness": lambda c: any(r.body.setting in self.settings for r in group.of(DISTORTIONS, ["binary"])),
+               "unseen editors": lambda c: bool(self.pairs)}
+        self.columns = [c for c in HEADLINES if fed[c.group](c)]
+        self.cross = {(r.body.row_name, _Place.of(r)): r for r in group.records
+                      if r.body.suite.name in CROSS_SUITES and is_cross(r) and r.body.task == "binary"
+                      and not r.body.case.get("slice_by")}
+        self.places: dict[str, _Place] = {}
+        for suite in CROSS_SUITES:
+            cols, where = cross_columns(suite, sorted({p for (_, p) in self.cross if p.suite == suite},
+                                                      key=lambda p: (p.where, p.fingerprint, p.conditions)))
+            self.columns += cols
+            self.places |= where
+        self.notes = Notes()
+
+    def table(self) -> Table:
+        rows = [Row(n, {c.key: self.cell(n, c) for c in self.columns}, detector=self.detector[n].name,
+                    own_score=n in self.own)
+                for n in self.rows if n not in self.own or self.group.find(STANDARD, n, task="image")]
+        keys = [c.key for c in self.columns]
+        primary = PRIMARY_COLUMN if PRIMARY_COLUMN in keys else (keys[0] if keys else None)
+        rank(rows, primary, next((c.info for c in self.columns if c.key == primary), None))
+        name = self.group.name
+        table = Table(slugify(f"overview-{self.group.key.dataset}-{self.group.key.fingerprint[:8]}-"
+                              + hashlib.sha256(name.encode()).hexdigest()[:8]),
+                      f"Overview: {self.group.title}", self.columns, rows, self.group.records,
+                      notes=self.notes.listed(), primary=primary, ranked=True, group=self.group,
+                      version=OVERVIEW_VERSION)
+        renumber(table)
+        return table
+
+    def cell(self, row: str, col: Column) -> Cell:
+        if (row in self.own and col.task != "image") or not _applicable(
+                self.detector[row].card.get("tasks") or (), col.task):
+            return NA
+        if col.group == "standard":
+            record = self.group.find(STANDARD, row, task=col.task)
+            return self.one(row, record, STANDARD, col.info.name, f"of case {self.case_name(STANDARD, task=col.task)}")
+        if col.key in self.places:
+            p = self.places[col.key]
+            return self.one(row, self.cross.get((row, p)), p.suite, col.info.name, f"on {p.where}",
+                            f" --eval-dataset PATH:{p.where.rpartition('/')[2]}")
+        if col.group in CROSS_SUITES:  # the mean of the suite's place columns, all present
+            return _mean({}, [self.cell(row, c) for c in self.columns
+                              if c.key in self.places and self.places[c.key].suite == col.group])
+        if col.group == "robustness":
+            values = self.over(row, DISTORTIONS, self.settings, col.info.name)
+            if col.key.endswith(".worst") and isinstance(values, dict):
+                worst = min(values, key=lambda s: (values[s], s))
+                return Cell(values[worst], detail=worst)
+            return _mean(values)
+        return _mean(self.over(row, UNSEEN, self.pairs, col.info.name, held=True))
+
+    def case_name(self, suite: str, setting: str | None = None, task: str = "binary", held: bool | None = None) -> str:
+        """The name of the case of ``suite`` with these facts: a record's of this group, else the
+        built-in suite's (the name a missing record would have)."""
+        for r in self.group.of(suite, [task]):
+            if (setting is None or r.body.setting == setting) and (held is None or bool(
+                    r.body.case.get("train", {}).get("exclude_editors")) == held):
+                return r.body.case_name
+        if suite == DISTORTIONS:
+            return next((c.name for c in DISTORTIONS_SUITE.cases if c.setting == setting and c.task == task), "")
+        return task if setting is None else f"{setting} ({task})"
+
+    def absent(self, row: str, suite: str, what: str, extra: str = "") -> Cell:
+        hint = f"diffzoo run --detector {self.detector[row].name} --suite {suite} --dataset {self.group.key.dataset}"
+        if (row, suite) not in self.has:
+            return Cell(status=ABSENT, notes=self.notes(f"no {suite} records for {row}: {hint}{extra}"))
+        return Cell(status=ABSENT, notes=self.notes(f"{row} has no {suite} record {what}: {hint}{extra}"))
+
+    def one(self, row: str, record: ResultRecord | None, suite: str, metric: str, what: str, extra: str = "") -> Cell:
+        """``metric`` of ``record`` with its CI, or the missing cell saying why (``what``: the case or place)."""
+        if record is None:
+            return self.absent(row, suite, what, extra)
+        cell = Cell.of(record, metric)
+        if cell.value is None:
+            return Cell(status=cell.status, notes=self.notes(
+                f"{row}: {metric} undefined in {suite} {what} (record {record.id[:12]})"))
+        return cell
+
+    def over(self, row: str, suite: str, settings: dict[str, str], metric: str,
+             held: bool | None = None) -> dict[str, float] | Cell:
+        """``metric`` of each setting's binary case, or the missing cell saying what lacks."""
+        records = {s: self.group.find(suite, row, task="binary", setting=s, held=held) for s in settings}
+        names = {s: self.case_name(suite, s, held=held) for s in settings}
+        lacking = [names[s] for s, r in records.items() if r is None]
+        if lacking:
+            return self.absent(row, suite, "of " + ", ".join(lacking))
+        cells = {s: Cell.of(r, metric) for s, r in records.items()}
+        undefined = [names[s] for s, c in cells.items() if c.value is None]
+        if undefined:
+            return Cell(status=ABSENT, notes=self.notes(f"{row}: {metric} undefined in {suite} {', '.join(undefined)}"))
+        return {s: c.value for s, c in cells.items() if c.value is not None}
+
+
+def _mean(values: dict[str, float] | Cell, parts: Sequence[Cell] = ()) -> Cell:
+    """The mean of ``values`` (or of the ``parts`` cells): no CI; missing when any part is (with
+    their notes), or ``values`` when it is the missing cell."""
+    if isinstance(values, Cell):
+        return values
+    missing = tuple(sorted({n for c in parts for n in c.notes}, key=int))
+    if missing:
+        return Cell(status=ABSENT, notes=missing)
+    numbers = list(values.values()) or [c.value for c in parts if c.value is not None]
+    return Cell(sum(numbers) / len(numbers))

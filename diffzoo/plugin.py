@@ -1,0 +1,128 @@
+"""What a plugin imports: diffzoo's whole authoring surface, in one module.
+
+The in-tree plugins (``diffzoo/plugins/``) import nothing of diffzoo but this
+module, so a third-party package can build whatever they build, CNNSpot and
+UniversalFakeDetect included (docs/plugins.md, "What a plugin may import";
+``tests/test_architecture.py`` holds them to it).  Everything below ``diffzoo``
+other than this module and the package root is internal and may move.
+
+- registering: ``hookimpl``, the cards (``DetectorCard``, ``GeneratorCard``,
+  ``RecipeValue``) and ``register_cards``;
+- the protocols a plugin implements (``Detector``, ``Generator``, ``Dataset``,
+  ``EditResult``), what a detector factory is given (``DetectorBuild``) and the
+  value types (``LabelSpace``, ``BINARY``, ``IGNORE_INDEX``, ``Sample``,
+  ``SampleMeta``, ``EditRecord``, ``DetectionOutput``);
+- the errors a plugin raises;
+- base classes: ``TorchDetector`` (one torch module and its checkpoints),
+  ``SegmentationDetector`` (a segmenter that only builds its network, with
+  ``Normalized``) and ``ClassifierDetector`` (an image-level detector, with
+  its training views ``View``, ``crop_view``, ``ImageLabelDataset`` and
+  ``bce_loss``);
+- training: ``TrainData`` (what ``fit`` is given), ``TrainConfig``, ``Report``
+  (the ``progress(step, loss)`` callback of ``fit``), the shared loop
+  ``train_loop`` with its crop dataset ``CropDataset`` and ``make_loader``, and
+  under torchrun this rank's ``shard`` of a list and ``all_gather``;
+- weights: ``hub_weights`` and ``url_weights`` (a hub or URL file, fetched
+  unless offline, hash-checked), ``url_state`` (a torch file's tensors),
+  ``check_weights`` (a file by hand), ``hub_offline``, ``cache_root``;
+- checkpoints: ``save_checkpoint``, ``load_checkpoint``, ``describe_mismatch``.
+
+Importing this module loads no torch and no numpy, so that an entry-point
+module can take its cards and ``hookimpl`` from here and ``diffzoo list``
+stays fast; the names that need them load on first use.
+"""
+
+from __future__ import annotations
+
+from diffzoo.harness.core.cards import DetectorCard, GeneratorCard, RecipeValue, register_cards
+from diffzoo.harness.core.errors import (
+    ConfigError, CorruptSampleError, DataError, DetectorError, DiffzooError, ModelError, WeightsUnavailableError,
+)
+from diffzoo.harness.core.fsutil import cache_root
+from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.harness.core.lazy import lazy_exports
+from diffzoo.harness.core.protocols import Dataset, Detector, DetectorBuild, EditResult, Generator, Report
+from diffzoo.harness.core.train_config import TrainConfig
+from diffzoo.harness.core.types import (
+    BINARY, IGNORE_INDEX, DetectionOutput, EditRecord, LabelSpace, Sample, SampleMeta,
+)
+
+_MODELS = "diffzoo.harness.models."
+_LAZY = {
+    "TorchDetector": _MODELS + "detector",
+    "SegmentationDetector": _MODELS + "segmenter",
+    "Normalized": _MODELS + "segmenter",
+    "ClassifierDetector": _MODELS + "classifier",
+    "ImageLabelDataset": _MODELS + "classifier",
+    "View": _MODELS + "classifier",
+    "bce_loss": _MODELS + "classifier",
+    "crop_view": _MODELS + "classifier",
+    "TrainData": _MODELS + "train_data",
+    "CropDataset": _MODELS + "train_data",
+    "make_loader": _MODELS + "train_data",
+    "train_loop": _MODELS + "trainer",
+    "hub_weights": _MODELS + "weights",
+    "url_weights": _MODELS + "weights",
+    "url_state": _MODELS + "weights",
+    "check_weights": _MODELS + "weights",
+    "hub_offline": _MODELS + "weights",
+    "save_checkpoint": _MODELS + "checkpoints",
+    "load_checkpoint": _MODELS + "checkpoints",
+    "describe_mismatch": _MODELS + "checkpoints",
+    "shard": "diffzoo.harness.core.distributed",
+    "all_gather": "diffzoo.harness.core.distributed",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY)
+
+__all__ = [
+    "hookimpl",
+    "register_cards",
+    "DetectorCard",
+    "GeneratorCard",
+    "RecipeValue",
+    "Detector",
+    "DetectorBuild",
+    "Generator",
+    "Dataset",
+    "EditResult",
+    "LabelSpace",
+    "BINARY",
+    "IGNORE_INDEX",
+    "Sample",
+    "SampleMeta",
+    "EditRecord",
+    "DetectionOutput",
+    "DiffzooError",
+    "ConfigError",
+    "CorruptSampleError",
+    "DataError",
+    "DetectorError",
+    "ModelError",
+    "WeightsUnavailableError",
+    "TorchDetector",
+    "SegmentationDetector",
+    "Normalized",
+    "ClassifierDetector",
+    "View",
+    "crop_view",
+    "ImageLabelDataset",
+    "bce_loss",
+    "TrainData",
+    "TrainConfig",
+    "Report",
+    "train_loop",
+    "CropDataset",
+    "make_loader",
+    "shard",
+    "all_gather",
+    "hub_weights",
+    "url_weights",
+    "url_state",
+    "check_weights",
+    "hub_offline",
+    "cache_root",
+    "save_checkpoint",
+    "load_checkpoint",
+    "describe_mismatch",
+]

@@ -1,0 +1,96 @@
+"""A run's options as one request: ``diffzoo run --config FILE`` (the command line wins), the
+request every record stores, and ``diffzoo reproduce RECORD_ID`` running a row again from it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import cli
+
+from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.run.request import RunRequest
+
+FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
+
+
+def spy_evaluate(monkeypatch) -> list[dict]:
+    """Calls of diffzoo.evaluate, by keyword (what `diffzoo run` hands it)."""
+    import diffzoo.api as api
+
+    calls = []
+    real = api.evaluate
+    monkeypatch.setattr(api, "evaluate", lambda *a, **k: calls.append(k) or real(*a, **k))
+    return calls
+
+
+def test_config_file_gives_the_options_and_the_command_line_wins(capsys, diffseg_folder, tmp_path, monkeypatch):
+    config = tmp_path / "run.yaml"
+    config.write_text(f"detector: segformer.tiny\nsuite: standard,unseen-generators\ndataset: {diffseg_folder}\n"
+                      "iterations: 3\n"
+                      "batch-size: 2\nseed: 5\ndataset_option:\n  calib_fraction: 0.1\nholdout: [\"sd2,glide\"]\n"
+                      "references: false\n")
+    calls = spy_evaluate(monkeypatch)
+    code, out, err = cli(capsys, "run", "--config", config, "--seed", "7", "--device", "cpu", "--plan",
+                         "--holdout", "sd2,sdxl")
+    assert code == 0, err
+    request, = (call["request"] for call in calls)
+    assert request.seed == 7  # given on the command line
+    assert request.holdout == [("sd2", "sdxl")]  # the command line's, not the file's
+    assert (request.iterations, request.batch_size) == (3, 2)  # from the file (either spelling of a flag)
+    assert request.dataset_option == {"calib_fraction": 0.1} and request.device == "cpu"
+    assert calls[0]["references"] is False and calls[0]["plan_only"] is True
+    assert "plan segformer.tiny [binary]" in out
+
+    config.write_text("detector: segformer.tiny\niteration: 3\n")
+    code, _, err = cli(capsys, "run", "--config", config, "--plan")
+    assert code == 2 and "unknown option(s) iteration" in err and len(err.strip().splitlines()) == 1
+    code, _, err = cli(capsys, "run", "--plan")
+    assert code == 2 and "needs a detector" in err
+
+
+def test_the_request_is_one_declaration():
+    request = RunRequest.of(detector="segformer.tiny", holdout=["sd2,glide"], dataset_option=["calib_fraction=0.1"],
+                            checkpoint=["a/b"])
+    assert request.holdout == [("sd2", "glide")] and request.dataset_option == {"calib_fraction": 0.1}
+    assert RunRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request  # a record's round trip
+    with pytest.raises(ConfigError, match="unknown option.*iteration\\b.*did you mean 'iterations'"):
+        RunRequest.of(detector="segformer.tiny", iteration=3)
+    with pytest.raises(ConfigError, match="--recipe 'bogus'"):
+        RunRequest.of(detector="segformer.tiny", recipe="bogus")
+    with pytest.raises(ConfigError, match="--seed -1"):
+        RunRequest.of(detector="segformer.tiny", seed=-1)
+
+
+def test_reproduce_runs_a_stored_row_again_with_identical_numbers(capsys, diffseg_folder, tmp_path):
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", diffseg_folder,
+                       "--out", out, *FAST)
+    assert code == 0, err
+    records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
+    image = next(r for r in records if r["case"]["name"] == "image")
+    assert image["request"]["detector"] == "segformer.tiny" and image["request"]["iterations"] == 3
+    assert image["request"]["dataset"] == str(diffseg_folder)
+
+    again = tmp_path / "again"
+    code, stdout, err = cli(capsys, "reproduce", image["record_id"][:10], "--store", out, "--out", again)
+    assert code == 0, err
+    text = " ".join(stdout.split())
+    assert "every metric identical" in text and "the same record id" in text
+    assert all(name in stdout for name in image["metrics"])
+    stored = [json.loads(p.read_text()) for p in (again / "records").glob("*.json")]
+    assert [r["case"]["name"] for r in stored] == ["image"]  # only the row asked for
+    assert stored[0]["record_id"] == image["record_id"] and stored[0]["metrics"] == image["metrics"]
+
+    code, _, err = cli(capsys, "reproduce", "0" * 16, "--store", out)
+    assert code != 0 and "no record" in err
+
+
+def test_reproduce_compares_within_the_tolerance():
+    from diffzoo.cli.reproduce import compare
+
+    rows, moved = compare({"mIoU": 0.5, "F1": None, "img_AP": 0.9}, {"mIoU": 0.504, "F1": None, "img_AP": 0.9}, 0.0)
+    assert moved == ["mIoU"] and [r[0] for r in rows] == ["F1", "img_AP", "mIoU"]
+    assert compare({"mIoU": 0.5}, {"mIoU": 0.504}, 0.01)[1] == []
+    assert compare({"mIoU": 0.5}, {"mIoU": None}, 0.01)[1] == ["mIoU"]  # undefined now: not the same number
+    assert compare({"mIoU": 0.5}, {}, 0.01)[1] == ["mIoU"]
