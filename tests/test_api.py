@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from helpers.cli import cli
 
 import diffzoo
 from diffzoo.harness.core.errors import ConfigError
@@ -10,8 +11,6 @@ from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import run
 from diffzoo.leaderboard.store import RecordStore
-
-from conftest import cli
 
 FAST = dict(device="cpu", iterations=40, batch_size=4, crop_size=32, bootstrap=0)
 
@@ -143,10 +142,10 @@ def test_a_dataset_can_name_the_reference_detectors_run_on_it():
     """mini declares its stand-in for UniversalFakeDetect's ViT-L/14 (random features
     either way offline); the record then names the detector that ran."""
     from diffzoo.generators.datasets.mini import MINI_REFERENCES
+    from diffzoo.harness.core.plugins import get_registry
     from diffzoo.harness.run.references import reference_requests
     from diffzoo.harness.run.request import RunRequest
     from diffzoo.harness.suites.paper import REFERENCE_DETECTORS
-    from diffzoo.harness.core.plugins import get_registry
 
     suites = [get_registry().get("suite", "classification").load()]
     request = RunRequest(detector="segformer", suite="classification")

@@ -14,7 +14,14 @@ from torch import nn
 
 from diffzoo.harness.models.trainer import segmentation_loss
 from diffzoo.plugin import (
-    IGNORE_INDEX, DetectorBuild, DetectorCard, LabelSpace, Normalized, SegmentationDetector, TrainConfig, train_loop,
+    IGNORE_INDEX,
+    DetectorBuild,
+    DetectorCard,
+    LabelSpace,
+    Normalized,
+    SegmentationDetector,
+    TrainConfig,
+    train_loop,
 )
 
 WEIGHT = 0.4

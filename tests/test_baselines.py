@@ -4,8 +4,8 @@ and image list, reused by every pass whose distortion keeps the labels."""
 import json
 
 import pytest
+from helpers.data import make_diffseg_folder
 
-from conftest import make_diffseg_folder
 from diffzoo import create_detector
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.run import baselines as constant_baselines

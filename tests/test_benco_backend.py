@@ -9,7 +9,6 @@ DIFFZOO_REQUIRE_BENCO=1 (CI's backend venv), where they fail.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import types
 from pathlib import Path
@@ -17,33 +16,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.backends import require_benco
+from helpers.cli import cli
 
-from conftest import cli
 from diffzoo import create_detector
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.plugins.benco import specs as benco_specs
 from diffzoo.plugins.benco.specs import INSTALL, SPECS
 
-REQUIRE = "DIFFZOO_REQUIRE_BENCO"
 MODELS = ["iml-vit", "mvss-net", "cat-net", "pscc-net", "trufor", "objectformer", "sparsevit", "mesorch", "span",
           "mantra-net", "mscdi-net"]
 TINY = [f"benco.{s.key}.tiny" for s in SPECS if s.tiny is not None]
 FAST = ["--iterations", "3", "--batch-size", "2", "--bootstrap", "0", "--device", "cpu"]
-
-
-def require_benco(*modules: str):
-    """Skip (fail under DIFFZOO_REQUIRE_BENCO=1) without IMDL-BenCo, or without ``modules``."""
-    import importlib.util
-
-    missing = [name for name in modules if importlib.util.find_spec(name) is None]
-    if benco_specs.installed() and not missing:
-        return
-    what = f" ({', '.join(missing)} missing)" if missing else ""
-    reason = f"optional IMDL-BenCo backend not installed{what}: {INSTALL}"
-    if os.environ.get(REQUIRE) == "1":
-        pytest.fail(f"{REQUIRE}=1 but {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture
@@ -177,9 +162,9 @@ def test_pixel_f1_agrees_with_imdl_bencos_on_edited_images(benco):
     edited images; on authentic ones IMDL-BenCo scores 0 whatever the prediction (docs/metrics.md)."""
     import importlib.util
 
-    from diffzoo.harness.metrics.confusion import confusion_counts
-
     import IMDLBenCo
+
+    from diffzoo.harness.metrics.confusion import confusion_counts
 
     package = types.ModuleType("IMDLBenCo.evaluation")  # its __init__ imports grad-cam, which is not installed
     package.__path__ = [str(Path(IMDLBenCo.__file__).parent / "evaluation")]

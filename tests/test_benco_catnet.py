@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.backends import require_benco
 
 from diffzoo.harness.core.errors import ModelError
-from test_benco_backend import require_benco
 
 IJG_LUMINANCE = np.array([  # the JPEG standard's luminance table (ITU T.81 Annex K), natural order
     [16, 11, 10, 16, 24, 40, 51, 61], [12, 12, 14, 19, 26, 58, 60, 55], [14, 13, 16, 24, 40, 57, 69, 56],
@@ -118,6 +118,7 @@ def small_config(path: Path) -> Path:
     """IMDL-BenCo's CAT_full.yaml with every stage one module of one block and a few channels
     (the DCT stem's 64/4/96 widths are fixed in network_CAT.py), and no pretrained files."""
     import yaml
+
     from diffzoo.plugins.benco.model import package_file
 
     source = Path(package_file("IMDLBenCo/statics/model_zoo/configs/CAT_full.yaml"))

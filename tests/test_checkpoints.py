@@ -7,6 +7,9 @@ import pytest
 import torch
 
 from diffzoo import create_detector
+from diffzoo.harness.core.errors import ModelError
+from diffzoo.harness.core.fsutil import sha256_file
+from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.models.checkpoints import (
     cache_dir,
     cached_checkpoints,
@@ -14,10 +17,6 @@ from diffzoo.harness.models.checkpoints import (
     describe_mismatch,
     load_checkpoint,
 )
-from diffzoo.harness.core.errors import ModelError
-from diffzoo.harness.core.fsutil import sha256_file
-from diffzoo.harness.core.types import LabelSpace
-
 
 pytestmark = pytest.mark.isolated_cache  # tests of the checkpoint cache itself: listing, misses, partial writes
 

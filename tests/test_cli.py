@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import cli
+from helpers.cli import cli
 from PIL import Image
 
 from diffzoo.cli import main

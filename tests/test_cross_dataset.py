@@ -8,8 +8,10 @@ import json
 
 import numpy as np
 import pytest
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
+from helpers.images import save_image
 
-from conftest import cli, make_diffseg_folder, save_image
 from diffzoo import open_dataset
 from diffzoo.harness.records.document import identity
 

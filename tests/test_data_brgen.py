@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import cli
-from conftest import save_image as save
+from helpers.cli import cli
+from helpers.images import save_image as save
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import DataError
@@ -187,11 +187,10 @@ def test_run_stats_and_info_from_the_cli(brgen, tmp_path, capsys):
 
 
 def test_new_sniffs_and_the_old_ones_keep_to_their_layouts(brgen, tmp_path, diffseg_folder):
-    from test_data_casia import Casia1Dataset, Casia2Dataset, make_casia1, make_casia2
-    from test_data_cocoglide import CocoGlideDataset, make_cocoglide
-    from test_data_deal300k import make_deal_zips
-    from test_data_generic import make_tpgt
+    from helpers.data import make_casia1, make_casia2, make_cocoglide, make_deal_zips, make_tpgt
 
+    from diffzoo.harness.data.adapters.casia import Casia1Dataset, Casia2Dataset
+    from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
     from diffzoo.harness.data.adapters.deal300k import Deal300kDataset
 
     layouts = {

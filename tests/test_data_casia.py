@@ -4,70 +4,19 @@ adapter's sniff recognises which layout."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import save_image as save
+from helpers.data import V1_CM, V1_NO_GT, V1_SP, V2_COPY, V2_SPLICE, make_casia1, make_casia2, make_cocoglide, make_tpgt
+from helpers.data import casia_gt as gt
+from helpers.data import casia_image as image
+from helpers.images import save_image as save
 
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data import TpGtDataset
 from diffzoo.harness.data.adapters.casia import Casia1Dataset, Casia2Dataset
 from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
-from diffzoo.harness.core.types import BINARY
-from test_data_cocoglide import make_cocoglide
-from test_data_generic import make_tpgt
-
-RNG = np.random.default_rng(0)
-
-V1_CM = "Sp_S_CND_A_pla0016_pla0016_0196"
-V1_SP = "Sp_D_CND_A_pla0005_pla0023_0281"
-V1_NO_GT = "Sp_D_NRN_A_cha0011_sec0011_0542"  # the real set's Sp image without a mask
-V2_SPLICE = "Tp_D_CRN_S_N_cha00063_art00014_11818"
-V2_COPY = "Tp_S_NRN_S_N_pla00020_pla00020_10988"
-
-
-def image(h: int = 40, w: int = 48) -> np.ndarray:
-    return RNG.integers(0, 256, (h, w, 3), dtype=np.uint8)
-
-
-def gt(h: int = 40, w: int = 48, rows: slice = slice(0, 10), rgb: bool = True) -> np.ndarray:
-    """CASIA masks are white on black; an anti-aliased grey edge below 127.5 is background."""
-    m = np.zeros((h, w), np.uint8)
-    m[rows, 5:20] = 255
-    m[rows.stop, 5:20] = 120
-    return np.repeat(m[:, :, None], 3, axis=2) if rgb else m
-
-
-def make_casia1(parent: Path) -> Path:
-    """``CASIA 1.0 dataset/`` (Au/Au, Modified Tp/Tp/{CM,Sp}, Original Tp) with
-    ``CASIA 1.0 groundtruth/{CM,Sp}`` beside it, as the two downloads unpack."""
-    root = parent / "CASIA 1.0 dataset"
-    save(root / "Au" / "Au" / "Au_ani_0001.jpg", image(32, 40))
-    save(root / "Modified Tp" / "Tp" / "CM" / f"{V1_CM}.jpg", image())
-    save(root / "Modified Tp" / "Tp" / "Sp" / f"{V1_SP}.jpg", image())
-    # the misnamed originals, which the adapter must not read
-    save(root / "Original Tp" / "Tp" / "Sp" / "Sp_D_CND_A_pla0005_pla0023_9999.jpg", image())
-    (root / "Authentic_list.txt").write_text("Au_ani_0001.jpg\n")
-    g = parent / "CASIA 1.0 groundtruth"
-    save(g / "CM" / f"{V1_CM}_gt.png", gt(rows=slice(0, 10)))
-    save(g / "Sp" / f"{V1_SP}_gt.png", gt(rows=slice(20, 30), rgb=False))
-    (g / "CopyMove_groundtruth_list.txt").write_text(f"{V1_CM}_gt.png\n")
-    return root
-
-
-def make_casia2(root: Path, gt_name: str = "CASIA 2 Groundtruth") -> Path:
-    """``Au/`` (JPEG, BMP, Thumbs.db), ``Tp/`` (JPEG, TIFF, Thumbs.db) and the
-    ``<Tp stem>_gt.png`` masks in ``gt_name``."""
-    save(root / "Au" / "Au_ani_00001.jpg", image(36, 44))
-    save(root / "Au" / "Au_arc_00002.bmp", image(32, 32))
-    save(root / "Tp" / f"{V2_SPLICE}.jpg", image())
-    save(root / "Tp" / f"{V2_COPY}.tif", image())
-    for folder in ("Au", "Tp"):
-        (root / folder / "Thumbs.db").write_bytes(b"\xd0\xcf\x11\xe0 not an image")
-    save(root / gt_name / f"{V2_SPLICE}_gt.png", gt(rows=slice(0, 10)))
-    save(root / gt_name / f"{V2_COPY}_gt.png", gt(rows=slice(20, 30), rgb=False))
-    return root
 
 
 def edited_rows(label: np.ndarray) -> tuple[int, int]:

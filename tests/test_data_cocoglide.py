@@ -9,44 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import save_image as save
+from helpers.data import COCOGLIDE_ROWS as ROWS
+from helpers.data import make_cocoglide, write_table
+from helpers.images import save_image as save
 from PIL import Image
 
-from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import BINARY
-
-RNG = np.random.default_rng(0)
-# (COCO class, COCO id) as in the real table: class names hold spaces.
-ROWS = (("dining table", 114871), ("teddy bear", 563758), ("hot dog", 452084))
-
-
-def write_table(root: Path, rows: list[list[str]], header: str = "real,fake,mask,prompt") -> Path:
-    """table.csv as the release writes it: UTF-8 with a byte-order mark."""
-    with open(root / "table.csv", "w", encoding="utf-8-sig", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header.split(","))
-        w.writerows(rows)
-    return root / "table.csv"
-
-
-def make_cocoglide(root: Path, size: int = 48) -> Path:
-    """real/<class>_<id>.png, fake/glide_inpainting_val2017_<id>_up.png,
-    mask/<class>_<id>_mask.png (mode L, 0/255); row i's mask is edited in
-    a band that identifies the row."""
-    rows = []
-    for i, (cls, coco_id) in enumerate(ROWS):
-        real = f"real/{cls}_{coco_id}.png"
-        fake = f"fake/glide_inpainting_val2017_{coco_id}_up.png"
-        mask = f"mask/{cls}_{coco_id}_mask.png"
-        save(root / real, RNG.integers(0, 256, (size, size, 3), dtype=np.uint8))
-        save(root / fake, RNG.integers(0, 256, (size, size, 3), dtype=np.uint8))
-        m = np.zeros((size, size), np.uint8)
-        m[i * 8 : i * 8 + 8 + i, :] = 255
-        save(root / mask, m)
-        rows.append([real, fake, mask, cls if i < 2 else "a hot dog, grilled"])
-    write_table(root, rows)
-    return root
+from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
 
 
 def table_rows(root: Path) -> list[list[str]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import pickle
@@ -12,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import cli
+from helpers.cli import cli
+from helpers.data import DEAL_SIZE as SIZE
+from helpers.data import make_deal_zips
 from PIL import Image
 
 from diffzoo import open_dataset
@@ -20,48 +21,7 @@ from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.deal300k import Deal300kDataset
 
-SIZE = 32
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
-# split -> (COCO id, edits as Qwen-VL checkpoints); names as in the repository's assets/examples/
-LAYOUT = {
-    "train": (("000000000009", (120, 180)), ("000000000459", (120,)), ("000000000632", (180,))),
-    "val": (("000000436603", (120, 180)), ("000000436647", (120,))),
-    "test": (("000000436795", (180,)), ("000000436797", (120, 180))),
-}
-
-
-def _png(arr: np.ndarray, fmt: str = "PNG") -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format=fmt, **({"quality": 95} if fmt == "JPEG" else {}))
-    return buf.getvalue()
-
-
-def _photo(seed: int) -> np.ndarray:
-    yy, xx = np.mgrid[0:SIZE, 0:SIZE]
-    return np.stack([(xx * 5 + seed) % 256, (yy * 7 + seed) % 256, np.full_like(xx, 80)], -1).astype(np.uint8)
-
-
-def make_deal_zips(root: Path, mask_value: int = 255) -> Path:
-    """train.zip, val.zip, test.zip holding ``<split>/<cocoid>.jpg`` and ``<split>/<cocoid>_qwen<ckpt>.jpg``,
-    label.zip holding ``label/<cocoid>_qwen<ckpt>.png`` (mode L, 0 / ``mask_value``); edit k of a photo
-    changes rows 4k..4k+8, which its mask marks."""
-    root.mkdir(parents=True)
-    masks: dict[str, bytes] = {}
-    for split, photos in LAYOUT.items():
-        with zipfile.ZipFile(root / f"{split}.zip", "w") as zf:
-            for n, (coco, ckpts) in enumerate(photos):
-                photo = _photo(int(coco) % 97 + n)
-                zf.writestr(f"{split}/{coco}.jpg", _png(photo, "JPEG"))
-                for k, ckpt in enumerate(ckpts):
-                    edited, mask = photo.copy(), np.zeros((SIZE, SIZE), np.uint8)
-                    edited[4 * k: 4 * k + 8, 2:20] = 255 - edited[4 * k: 4 * k + 8, 2:20]
-                    mask[4 * k: 4 * k + 8, 2:20] = mask_value
-                    zf.writestr(f"{split}/{coco}_qwen{ckpt}.jpg", _png(edited, "JPEG"))
-                    masks[f"{coco}_qwen{ckpt}.png"] = _png(mask)
-    with zipfile.ZipFile(root / "label.zip", "w") as zf:
-        for name, data in sorted(masks.items()):
-            zf.writestr(f"label/{name}", data)
-    return root
 
 
 def extract(zips: Path, to: Path) -> Path:

@@ -3,66 +3,26 @@ fingerprints, extra authentic images."""
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import pickle
 import shutil
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.data import DIFFSEG_PAIRS as N
+from helpers.data import make_pairs, write_folder, write_zip
+from helpers.images import png_bytes
 from PIL import Image
 
+from diffzoo import open_dataset
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import EditRecord, SampleMeta
 from diffzoo.harness.data import (
     DiffSeg30kDataset,
     labelmaps,
 )
-from diffzoo import open_dataset
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
-from diffzoo.harness.core.types import EditRecord, SampleMeta
-
-N = 12
-
-
-def png_bytes(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def make_pairs(
-    n: int = N, size: int = 16, seed: int = 0
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for i in range(n):
-        image = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
-        mask = np.zeros((size, size), dtype=np.uint8)
-        mask[2:8, 3:9] = i % 9
-        out[f"{i + 1:08d}"] = (image, mask)
-    return out
-
-
-def write_folder(root: Path, pairs, sub: str = "train_copy") -> Path:
-    d = root / sub if sub else root
-    d.mkdir(parents=True, exist_ok=True)
-    for sid, (image, mask) in pairs.items():
-        (d / f"{sid}.image.png").write_bytes(png_bytes(image))
-        (d / f"{sid}.mask.png").write_bytes(png_bytes(mask))
-    return root
-
-
-def write_zip(path: Path, pairs, prefix: str = "train_copy/", extra=None) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w") as zf:
-        for sid, (image, mask) in pairs.items():
-            zf.writestr(f"{prefix}{sid}.image.png", png_bytes(image))
-            zf.writestr(f"{prefix}{sid}.mask.png", png_bytes(mask))
-        for name, data in (extra or {}).items():
-            zf.writestr(name, data)
-    return path
 
 
 @pytest.fixture

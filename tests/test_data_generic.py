@@ -3,45 +3,23 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import save_image as save
+from helpers.data import make_tpgt
+from helpers.data import tpgt_gt as gt
+from helpers.data import tpgt_image as image
+from helpers.images import save_image as save
 
+from diffzoo import open_dataset
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data import (
     AuthenticFolder,
     JsonListDataset,
     TpGtDataset,
     WithAuthentic,
 )
-from diffzoo import open_dataset
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
-from diffzoo.harness.core.types import BINARY
-
-RNG = np.random.default_rng(0)
-
-
-def image(h: int = 16, w: int = 16) -> np.ndarray:
-    return RNG.integers(0, 256, (h, w, 3), dtype=np.uint8)
-
-
-def gt(h: int = 16, w: int = 16, rgb: bool = False) -> np.ndarray:
-    m = np.zeros((h, w), dtype=np.uint8)
-    m[:4, :4] = 255
-    m[4, 4] = 100  # below 127.5: not edited
-    return np.repeat(m[:, :, None], 3, axis=2) if rgb else m
-
-
-def make_tpgt(root: Path) -> Path:
-    save(root / "Tp" / "a.png", image())
-    save(root / "Tp" / "b.jpg", image())
-    save(root / "Tp" / "c.tif", image())
-    save(root / "Gt" / "a.png", gt())
-    save(root / "Gt" / "b_gt.png", gt(rgb=True))
-    save(root / "Gt" / "c_mask.png", gt())
-    save(root / "Au" / "real1.jpg", image(12, 10))
-    return root
 
 
 def test_tpgt_reads_and_binarises(tmp_path):

@@ -8,9 +8,9 @@ import pytest
 from PIL import Image
 
 from diffzoo import open_dataset
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.data import DiffSeg30kDataset
 from diffzoo.harness.data.labelmaps import label_map_sha256
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
 
 
 @pytest.fixture(autouse=True)
@@ -179,7 +179,7 @@ def binary_rows(n: int = 8, seed: int = 0):
 def test_third_party_copy_reads_as_diffseg30k_with_binary_masks(tmp_path, capsys):
     import json
 
-    from conftest import cli
+    from helpers.cli import cli
 
     from diffzoo.harness.core.types import BINARY
 

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile
 
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data import (
     DIFFSEG30K_EDITORS,
     DIFFSEG30K_LABELS,
@@ -24,8 +26,6 @@ from diffzoo.harness.data import (
     read_mask,
     split_ids,
 )
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
-from diffzoo.harness.core.types import LabelSpace
 
 
 def png_bytes(arr: np.ndarray, mode: str | None = None, **kw) -> bytes:

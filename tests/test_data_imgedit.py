@@ -332,8 +332,8 @@ def test_registered_adapter_opens_by_name_with_progress_and_by_path(snapshot):
     from contextlib import contextmanager
 
     from diffzoo import hookimpl
-    from diffzoo.harness.run.factories import open_dataset
     from diffzoo.harness.core.plugins import get_plugin_system
+    from diffzoo.harness.run.factories import open_dataset
 
     class Plugin:  # the registration proposed for diffzoo/generators/plugin.py
         @hookimpl

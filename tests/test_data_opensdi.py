@@ -8,18 +8,17 @@ import shutil
 import datasets
 import numpy as np
 import pytest
+from helpers.cli import cli
+from helpers.hub import OPENSDI_FEATURES as FEATURES
+from helpers.hub import OPENSDI_SIZE as SIZE
+from helpers.hub import hub_copy, split_rows
 from PIL import Image
-
-from conftest import cli, mixed_image
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.data import DiffSeg30kDataset
 from diffzoo.harness.data.adapters.opensdi import OpenSdiDataset
 
-SIZE = 32
-FEATURES = datasets.Features({"key": datasets.Value("string"), "image": datasets.Image(), "mask": datasets.Image(),
-                              "label": datasets.ClassLabel(names=["real", "fake"])})
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 
 
@@ -27,29 +26,6 @@ FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootst
 def _private_hf_cache(tmp_path, monkeypatch):
     """Keep `datasets`' conversion cache out of the user's home."""
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
-
-
-def split_rows(generator: str, n: int, seed: int = 0, rows: list[dict] | None = None):
-    """Rows as OpenSDI's: every third image real (no mask), then a partial fake (a noise square,
-    its 0/255 RGB mask), then a full fake (noise everywhere, no mask); ``rows`` appended as given."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in range(n):
-        kind = ("real", "partial", "full")[i % 3]
-        image, mask = mixed_image(i, {"partial": "local"}.get(kind, kind), rng, SIZE)
-        mask = None if mask is None else Image.fromarray(np.repeat(mask[:, :, None], 3, axis=2))  # RGB, as OpenSDI's
-        subset, truth = ("full" if kind == "full" else "partial"), ("real" if kind == "real" else "fake")
-        out.append({"key": f"{subset}/{generator}/{truth}/{seed:03d}{i:06d}.jpg", "image": Image.fromarray(image),
-                    "mask": mask, "label": 0 if kind == "real" else 1})
-    out += rows or []
-    return datasets.Dataset.from_list(out, features=FEATURES)
-
-
-def hub_copy(root, copy: str, splits: dict) -> None:
-    """``<root>/<copy>/data/<split>-00000-of-00001.parquet``, as `huggingface-cli download` leaves it."""
-    (root / copy / "data").mkdir(parents=True)
-    for name, ds in splits.items():
-        ds.to_parquet(str(root / copy / "data" / f"{name}-00000-of-00001.parquet"))
 
 
 @pytest.fixture

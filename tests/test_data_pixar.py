@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import save_image as save
+from helpers.images import save_image as save
 
-from diffzoo.harness.data.adapters.pixar import PixarDataset, editor_from_folder
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
+from diffzoo.harness.data.adapters.pixar import PixarDataset, editor_from_folder
 
 SIZE = 32
 

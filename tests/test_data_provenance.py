@@ -9,14 +9,14 @@ import zipfile
 
 import numpy as np
 import pytest
-from test_data_diffseg30k import make_pairs, write_folder, write_zip
+from helpers.data import make_pairs, write_folder, write_zip
 
 from diffzoo import open_dataset
-from diffzoo.harness.data import DIFFSEG30K_EDITORS, DiffSeg30kDataset, WithAuthentic, labelmaps
-from diffzoo.harness.data.provenance import provenance_of
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
+from diffzoo.harness.data import DIFFSEG30K_EDITORS, DiffSeg30kDataset, WithAuthentic, labelmaps
+from diffzoo.harness.data.provenance import provenance_of
 
 REVERSED = ["background", *reversed(DIFFSEG30K_EDITORS)]
 DEFAULT = ["background", *DIFFSEG30K_EDITORS]
@@ -211,7 +211,7 @@ def test_provenance_of_a_generated_folder(diffseg_folder):
 
 
 def test_extra_authentic_is_named_in_provenance(tmp_path, pairs):
-    from conftest import save_image
+    from helpers.images import save_image
 
     z = write_zip(tmp_path / "train.zip", pairs)
     for i in range(3):

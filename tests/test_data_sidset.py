@@ -9,9 +9,9 @@ import zipfile
 import datasets
 import numpy as np
 import pytest
+from helpers.cli import cli
+from helpers.images import mixed_image
 from PIL import Image
-
-from conftest import cli, mixed_image
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
@@ -225,7 +225,7 @@ def _recognised_as(path) -> str | None:
 
 
 def test_each_layout_is_recognised_by_its_own_adapter(sida, parts, tmp_path, diffseg_folder):
-    from test_data_opensdi import hub_copy, split_rows
+    from helpers.hub import hub_copy, split_rows
 
     hub_copy(tmp_path / "opensdi", "OpenSDI_test", {"sd2": split_rows("sd2", 3)})
     (tmp_path / "sid_hub" / "data").mkdir(parents=True)

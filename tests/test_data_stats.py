@@ -9,12 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
+from helpers.images import save_image
 from PIL import Image
 
-from conftest import cli, make_diffseg_folder, save_image
+from diffzoo.harness.core.types import LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.stats import OUTSIDE_MAP, STATS_VERSION, StatsAccumulator, dataset_stats, distribution
 from diffzoo.harness.run.factories import open_dataset
-from diffzoo.harness.core.types import LabelSpace, Sample, SampleMeta
 from diffzoo.leaderboard.outdir import MARKER
 from diffzoo.leaderboard.render.stats_plots import STATS_PLOTS
 

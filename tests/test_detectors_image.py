@@ -12,8 +12,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from helpers.cli import cli
 from PIL import Image
-from test_cli import cli
 
 from diffzoo import create_detector, open_dataset
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError

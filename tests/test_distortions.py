@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from diffzoo.harness.data import distortions as D
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.data import distortions as D
 
 H, W = 48, 64
 

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import cli, make_diffseg_folder
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
 
 from diffzoo.harness.core.distributed import shard
 from diffzoo.harness.core.errors import ConfigError

@@ -20,32 +20,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.cli import diffzoo  # `python -m diffzoo ...` with PYTHONPATH=site
+from helpers.plugin_guide import EXAMPLE, GUIDE, guide_files
 from PIL import Image
 
 from diffzoo.harness.core import hookspecs
-from test_third_party_plugin import diffzoo  # `python -m diffzoo ...` with PYTHONPATH=site
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "diffzoo-plugin-example"
-GUIDE = REPO / "docs" / "plugins.md"
 HOOKS = sorted(name for name in vars(hookspecs) if name.startswith("register_"))
 SMALL = ("--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu")
-
-# A file block in the guide: a line holding only `path` (optionally "(excerpt)"),
-# a blank line, then a fenced python or toml block.
-FILE_BLOCK = re.compile(r"^`(?P<path>[\w./-]+)`(?P<note>[^\n]*)\n\n```(?:python|toml)\n(?P<code>.*?)^```", re.M | re.S)
-
-
-def guide_files(section: str) -> dict[str, str]:
-    """File blocks under ``## section`` of the guide, joined per file in order."""
-    text = GUIDE.read_text(encoding="utf-8")
-    start = text.index(f"\n## {section}\n")
-    end = text.find("\n## ", start + 1)
-    files: dict[str, str] = {}
-    for m in FILE_BLOCK.finditer(text[start : end if end != -1 else len(text)]):
-        files[m["path"]] = files.get(m["path"], "") + m["code"] + "\n"
-    return files
-
 
 def pip_install(site: Path, *packages: Path) -> None:
     """``pip install --no-deps --target site``, offline (the venv's setuptools builds)."""

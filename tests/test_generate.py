@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import cli
+from helpers.cli import cli
 from PIL import Image
 
 from diffzoo import open_dataset
@@ -407,8 +407,15 @@ def test_open_vocab_weights_offline_name_what_to_download(capsys, tmp_path):
 def tiny_grounding_dino(tmp_path):
     """A random-weight Grounding DINO with a character WordPiece tokenizer (built offline)."""
     import torch
-    from transformers import (BertConfig, BertTokenizer, GroundingDinoConfig, GroundingDinoForObjectDetection,
-                              GroundingDinoImageProcessor, GroundingDinoProcessor, SwinConfig)
+    from transformers import (
+        BertConfig,
+        BertTokenizer,
+        GroundingDinoConfig,
+        GroundingDinoForObjectDetection,
+        GroundingDinoImageProcessor,
+        GroundingDinoProcessor,
+        SwinConfig,
+    )
 
     chars = list("abcdefghijklmnopqrstuvwxyz.")
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *("##" + c for c in chars)]
@@ -431,8 +438,15 @@ def tiny_grounding_dino(tmp_path):
 
 def tiny_sam():
     import torch
-    from transformers import (SamConfig, SamMaskDecoderConfig, SamModel, SamImageProcessor, SamProcessor,
-                              SamPromptEncoderConfig, SamVisionConfig)
+    from transformers import (
+        SamConfig,
+        SamImageProcessor,
+        SamMaskDecoderConfig,
+        SamModel,
+        SamProcessor,
+        SamPromptEncoderConfig,
+        SamVisionConfig,
+    )
 
     config = SamConfig(
         vision_config=SamVisionConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16,

@@ -19,9 +19,9 @@ from diffzoo.generators.editors.cards import (
 )
 from diffzoo.generators.generate.prompts import EDIT_TYPES, make_caption, make_prompt
 from diffzoo.generators.generate.regions import SHAPES, bbox_of, random_region
-from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
 from diffzoo.harness.core.errors import ConfigError, UnknownNameError
 from diffzoo.harness.core.registry import Registry
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
 
 
 def test_each_family_has_one_real_default_and_a_tiny_card():

@@ -3,10 +3,9 @@ pipeline, FLUX.2 [dev], LongCat): cards, tokenizers made in code, and each card 
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-from conftest import cli
+from helpers.cli import cli
 
 from diffzoo.generators.editors.cards import INSTRUCT_CARDS, get_card
 from diffzoo.generators.editors.instruct import InstructionEditor, editor_for

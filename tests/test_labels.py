@@ -5,7 +5,7 @@ import json
 import cv2
 import numpy as np
 import pytest
-from conftest import cli
+from helpers.cli import cli
 from PIL import Image
 
 from diffzoo.generators.editors.labels import AlignParams, align, difference_label

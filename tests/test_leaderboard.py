@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import cli, make_record, make_state
+from helpers.cli import cli
+from helpers.records import make_record, make_state
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.metrics import METRICS_VERSION
@@ -123,7 +124,7 @@ APPENDER = """
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
-from conftest import make_record
+from helpers.records import make_record
 from diffzoo.leaderboard.store import RecordStore
 store, worker = RecordStore(Path(sys.argv[1])), int(sys.argv[2])
 sys.stdin.read()  # the start line: every worker waits here until the parent closes its stdin
@@ -155,7 +156,7 @@ SLOW_WRITER = """
 import os, sys, threading
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
-from conftest import make_record
+from helpers.records import make_record
 from diffzoo.leaderboard.store import RecordStore
 real_fsync = os.fsync
 def slow_fsync(fd):

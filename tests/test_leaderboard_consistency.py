@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 from statistics import fmean
 
 import pytest
-from conftest import make_record
+from helpers.records import make_record
 
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.suites import ALL_SUITES

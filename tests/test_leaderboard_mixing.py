@@ -9,7 +9,8 @@ import io
 import json
 
 import pytest
-from conftest import cli, make_record
+from helpers.cli import cli
+from helpers.records import make_record
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.records.document import ResultRecord

@@ -12,7 +12,8 @@ import re
 from statistics import fmean
 
 import pytest
-from conftest import cli, make_record
+from helpers.cli import cli
+from helpers.records import make_record
 
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.layouts.overview import OVERVIEW_NOTE, OVERVIEW_VERSION, build_overview

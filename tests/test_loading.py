@@ -7,10 +7,18 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
+from helpers.images import save_image
 
-from conftest import cli, make_diffseg_folder, save_image
-from diffzoo.harness.core.errors import (ConfigError, CorruptSampleError, DataError, DetectorError,
-                                         UnknownNameError, WeightsUnavailableError)
+from diffzoo.harness.core.errors import (
+    ConfigError,
+    CorruptSampleError,
+    DataError,
+    DetectorError,
+    UnknownNameError,
+    WeightsUnavailableError,
+)
 from diffzoo.harness.core.parallel import check_workers, default_workers, ordered_map
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.models.train_data import CropDataset, make_loader

@@ -9,9 +9,9 @@ import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.types import BINARY, SampleMeta
 from diffzoo.harness.metrics import EvalState, average_precision, histogram_auc, prob_histograms, roc_auc
 from diffzoo.harness.metrics.pixel_auc import bin_index
-from diffzoo.harness.core.types import BINARY, SampleMeta
 
 pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths
 

@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.metrics import boundary, boundary_f1, per_class_bf1, tolerance
 from diffzoo.harness.metrics import boundary_oracle as oracle

@@ -10,8 +10,8 @@ import torch
 from sklearn.metrics import confusion_matrix, jaccard_score, precision_recall_fscore_support
 from torchmetrics.classification import MulticlassJaccardIndex
 
-from diffzoo.harness.metrics import EvalState, iou_per_class
 from diffzoo.harness.core.types import LabelSpace, SampleMeta
+from diffzoo.harness.metrics import EvalState, iou_per_class
 
 pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths
 

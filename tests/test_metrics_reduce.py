@@ -13,8 +13,7 @@ from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.metrics.boundaries import boundary_counts
 from diffzoo.harness.metrics.confusion import confusion_counts
 from diffzoo.harness.metrics.pixel_auc import bin_index, prob_histograms
-from diffzoo.harness.metrics.reduce import count_values, reduce_numpy, reduce_torch
-from diffzoo.harness.metrics.reduce import DIGEST_BINS
+from diffzoo.harness.metrics.reduce import DIGEST_BINS, count_values, reduce_numpy, reduce_torch
 
 
 def _maps(kind: str, shape: tuple[int, int], c: int, seed: int, dtype=np.float32):

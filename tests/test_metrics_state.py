@@ -10,8 +10,8 @@ import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from diffzoo.harness.core.errors import ConfigError, DataError, RecordError
-from diffzoo.harness.metrics import METRICS_VERSION, EvalState, per_class_bf1
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
+from diffzoo.harness.metrics import METRICS_VERSION, EvalState, per_class_bf1
 
 pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths
 

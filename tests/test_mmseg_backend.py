@@ -9,13 +9,13 @@ where they fail; they build the real configs at tiny input sizes.
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import sys
 
 import pytest
 import torch
+from helpers.backends import REQUIRE_MMSEG as REQUIRE
+from helpers.backends import require_backend
 
 from diffzoo import create_detector, open_dataset
 from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
@@ -25,27 +25,8 @@ from diffzoo.harness.core.types import LabelSpace
 from diffzoo.plugin import TrainData
 
 NAMES = ["mmseg.segformer-b2", "mmseg.deeplabv3plus-r50", "mmseg.fcn-r50"]
-SKIP_REASON = "optional MMSeg backend not installed: pip install 'diffzoo[mmseg]' && bash scripts/install-mmseg.sh"
 TRAINER_KEYS = ("optimizer", "lr", "weight_decay", "iterations", "batch_size", "crop_size", "warmup_iters",
                 "poly_power", "min_lr", "hflip", "augmentation", "pretrained", "head_lr_mult")
-
-
-REQUIRE = "DIFFZOO_REQUIRE_MMSEG"
-
-
-def require_backend():
-    """diffzoo's mmseg model module, once mmseg and mmcv's compiled ops import;
-    otherwise skip, or fail where ``DIFFZOO_REQUIRE_MMSEG=1`` (CI)."""
-    for module, reason in (("mmseg", SKIP_REASON), ("mmcv.ops", SKIP_REASON + " (mmcv has no compiled ops)")):
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            if os.environ.get(REQUIRE) == "1":
-                pytest.fail(f"{REQUIRE}=1 but {reason} ({type(exc).__name__}: {exc})")
-            pytest.skip(reason)
-    from diffzoo.plugins.mmseg import model
-
-    return model
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import dataclasses
 
 import pytest
 import torch
-from test_mmseg_backend import require_backend
+from helpers.backends import require_backend
 
 from diffzoo import DetectorBuild, create_detector
 from diffzoo.harness.core.plugins import get_registry

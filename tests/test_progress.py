@@ -8,9 +8,9 @@ import io
 import re
 
 import pytest
+from helpers.cli import cli
 from rich.console import Console
 
-from conftest import cli
 from diffzoo.cli.progress import RichProgress
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import make_record
+from helpers.records import make_record
 
 import diffzoo
 

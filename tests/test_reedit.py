@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from diffzoo.generators.datasets import reedit as R
-from diffzoo.harness.data.distortions import decode
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.core.protocols import EditResult
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
+from diffzoo.harness.data.distortions import decode
 
 SPACE = LabelSpace.from_editors(("sd2", "sdxl", "flux1"))
 SDXL = SPACE.index("sdxl")

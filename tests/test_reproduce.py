@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import cli
+from helpers.cli import cli
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.run.request import RunRequest

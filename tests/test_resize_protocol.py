@@ -8,22 +8,21 @@ import logging
 
 import numpy as np
 import pytest
+from helpers.cli import cli
 from PIL import Image
 
 from diffzoo import hookimpl
-from diffzoo.harness.data import distortions as D
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.plugins import get_plugin_system, get_registry
+from diffzoo.harness.core.train_config import PAPER_RATIO, TrainConfig
+from diffzoo.harness.data import distortions as D
+from diffzoo.harness.models.train_data import paper_rescale, random_crop
 from diffzoo.harness.run.loading import detector_input, same_input
 from diffzoo.harness.run.plan import eval_input, make_plan
-from diffzoo.harness.core.plugins import get_plugin_system, get_registry
 from diffzoo.harness.run.prediction import checkpoint_short_side
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner
 from diffzoo.harness.suites import Case, Suite, TrainSpec
-from diffzoo.harness.core.train_config import PAPER_RATIO, TrainConfig
-from diffzoo.harness.models.train_data import paper_rescale, random_crop
-
-from conftest import cli
 
 
 def image_of(h: int, w: int) -> np.ndarray:

@@ -38,9 +38,7 @@ def edited_iou(state: EvalState) -> float:
 def test_standard_suite_records_and_provenance(diffseg_folder, tmp_path):
     from diffzoo import open_dataset
     from diffzoo.harness.core.plugins import get_registry
-    from diffzoo.harness.records.document import git_hash
-
-    from diffzoo.harness.records.document import keep_state
+    from diffzoo.harness.records.document import git_hash, keep_state
     from diffzoo.harness.run.runner import Runner
 
     output = Runner(request(diffseg_folder), write=lambda state: keep_state(tmp_path / "out", state)).run()
@@ -61,7 +59,7 @@ def test_standard_suite_records_and_provenance(diffseg_folder, tmp_path):
         assert d["dataset"]["fingerprint"] == dataset.fingerprint() and d["seed"] == 0
         assert d["environment"]["packages"]["torch"] == metadata.version("torch")
         assert d["environment"]["git"] == git_hash()
-        assert datetime.datetime.fromisoformat(d["environment"]["date"]).tzinfo == datetime.timezone.utc
+        assert datetime.datetime.fromisoformat(d["environment"]["date"]).tzinfo == datetime.UTC
         assert d["counts"]["evaluated"] == len(val) == state_of(r).num_images
         ResultRecord(json.loads(r.to_json())).validate()
     binary = by_case["binary"].data
@@ -188,7 +186,7 @@ def test_training_subset_drops_images_of_held_out_editors(diffseg_folder):
 
 @pytest.fixture(scope="module")
 def eight_editor_folder(tmp_path_factory):
-    from conftest import make_diffseg_folder
+    from helpers.data import make_diffseg_folder
 
     from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
 
@@ -340,7 +338,7 @@ def test_the_paper_report_after_suite_all_shows_every_column_of_tables_2_to_8(su
     """Every column of Tables 2-8 has our value or says why not, beside the paper's value and the
     difference; the section names label map, split and versions; every cell of Tables 2-8 the
     paper prints shows its paper value."""
-    from conftest import cli
+    from helpers.cli import cli
 
     from diffzoo.leaderboard.index import RecordIndex
     from diffzoo.leaderboard.layouts.paper import build_report, paper_cells

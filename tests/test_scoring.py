@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.data import make_diffseg_folder
 
-from conftest import make_diffseg_folder
 from diffzoo import create_detector, open_dataset
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.run.evaluate import evaluate

@@ -11,11 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from diffzoo.harness.records.case_summary import case_metrics, summarize
 from diffzoo.harness.core.errors import ConfigError, UnknownNameError
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.core.types import BINARY, EditRecord, SampleMeta
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.metrics.slices import SliceMetadataMissing
-from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.records.case_summary import case_metrics, summarize
 from diffzoo.harness.suites import (
     DISTORTIONS,
     LORA,
@@ -28,7 +29,6 @@ from diffzoo.harness.suites import (
     TrainSpec,
     unseen_generators_suite,
 )
-from diffzoo.harness.core.types import BINARY, EditRecord, SampleMeta
 
 PINNED = {
     ("standard", "1"): "fdc6c1e4daf95c7e",

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import cli, make_diffseg_folder
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
 from PIL import Image
 
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS

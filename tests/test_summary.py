@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import make_record
+from helpers.records import make_record
 from PIL import Image
 from rich.console import Console
 

@@ -3,13 +3,13 @@
 is reported by name and skipped."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.cli import diffzoo
 
 PYPROJECT = """
 [build-system]
@@ -75,11 +75,6 @@ def site(tmp_path):
             check=True, capture_output=True,
         )
     return site
-
-
-def diffzoo(site, *args, env_extra=None):
-    env = dict(os.environ, PYTHONPATH=str(site), **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "diffzoo", *args], capture_output=True, text=True, env=env)
 
 
 def test_installed_plugin_is_listed_and_runs(site, diffseg_folder, tmp_path):

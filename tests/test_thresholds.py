@@ -6,15 +6,15 @@ import math
 import numpy as np
 import pytest
 
-from diffzoo.harness.run.thresholds import calibrate, check_policy
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.records.policy import Thresholds
-from diffzoo.harness.run.evaluate import EvalResult
+from diffzoo.harness.core.types import BINARY, EditRecord, SampleMeta
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.metrics.image_level import RankedScores
 from diffzoo.harness.metrics.parity import parity_metrics
 from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index
-from diffzoo.harness.core.types import BINARY, EditRecord, SampleMeta
+from diffzoo.harness.records.policy import Thresholds
+from diffzoo.harness.run.evaluate import EvalResult
+from diffzoo.harness.run.thresholds import calibrate, check_policy
 
 
 def brute_best_accuracy(labels, scores):

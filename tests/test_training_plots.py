@@ -8,7 +8,7 @@ import math
 import re
 
 import pytest
-from conftest import make_record
+from helpers.records import make_record
 from PIL import Image
 
 from diffzoo.leaderboard.render.site import detector_slugs, write_site

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.cli import cli
+from helpers.detectors import register_test_detector
 from PIL import Image
 
-from conftest import cli, register_test_detector
 from diffzoo import DetectorCard
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.models.segmenter import SegmentationDetector

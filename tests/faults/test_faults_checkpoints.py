@@ -14,15 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import cli, save_image
+from helpers.cli import cli
+from helpers.images import save_image
 from safetensors.torch import load_file
 
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.fsutil import sha256_file
 from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner
-from diffzoo.harness.core.types import BINARY
 
 pytestmark = pytest.mark.isolated_cache  # kills writers and tampers with cached checkpoints on purpose
 

@@ -9,52 +9,27 @@ from __future__ import annotations
 import builtins
 import errno
 import io
-import json
 import os
 import shutil
-import struct
 import warnings
 import zipfile
-import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_diffseg_folder, save_image
+from helpers.data import make_diffseg_folder
+from helpers.images import encode, huge_png, raw_png, save_image
 from PIL import Image, ImageFile
 
 from diffzoo import open_dataset
-from diffzoo.harness.data import DiffSeg30kDataset, read_binary_mask, read_image, read_mask
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.data import DiffSeg30kDataset, read_binary_mask, read_image, read_mask
 
 # -- helpers -------------------------------------------------------------------
 
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
-
-def encode(img: Image.Image, fmt: str = "PNG", **kw) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, format=fmt, **kw)
-    return buf.getvalue()
-
-
-def raw_png(width: int, height: int, depth: int, colour_type: int, rows: list[bytes]) -> bytes:
-    """A PNG written by hand (PIL cannot write 16-bit RGB); ``rows`` unfiltered."""
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        crc = zlib.crc32(tag + data) & 0xFFFFFFFF
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", crc)
-
-    header = struct.pack(">IIBBBBB", width, height, depth, colour_type, 0, 0, 0)
-    idat = zlib.compress(b"".join(b"\x00" + r for r in rows))
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
-
-
-def huge_png() -> bytes:
-    """A valid 12000 x 12000 1-bit PNG (17 kB; 144 M pixels if decoded)."""
-    return raw_png(12000, 12000, 1, 0, [bytes(1500)] * 12000)
-
 
 def pair_folder(root: Path, samples: dict[str, tuple[bytes, bytes]], ext=("png", "png")) -> Path:
     """A DiffSeg30k folder ``root/train_copy`` from encoded (image, mask) bytes."""

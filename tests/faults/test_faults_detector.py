@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.cli import cli
+from helpers.detectors import Scripted
+from helpers.plugin_guide import REPO
 
-from conftest import cli
-from faultkit import REPO, Scripted, faulty  # noqa: F401 - faulty is a fixture
-from diffzoo import DetectionOutput, DetectorCard, Detector, hookimpl, open_dataset
-from diffzoo.harness.data.distortions import identity
+from diffzoo import DetectionOutput, Detector, DetectorCard, hookimpl, open_dataset
 from diffzoo.harness.core.errors import DiffzooError
-from diffzoo.harness.run.evaluate import evaluate
 from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.harness.core.types import BINARY
-
+from diffzoo.harness.data.distortions import identity
+from diffzoo.harness.run.evaluate import evaluate
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 
@@ -248,7 +248,7 @@ def test_plugins_check_names_a_missing_method():
 # -- a detector written only from the docs -------------------------------------------------
 
 def test_a_detector_written_from_the_plugin_guide_runs(capsys, diffseg_folder, tmp_path, monkeypatch):
-    from test_example_plugin import guide_files
+    from helpers.plugin_guide import guide_files
 
     files = guide_files("The Detector protocol")
     assert set(files) == {"mylab_plain/__init__.py", "mylab_plain/model.py"}, files

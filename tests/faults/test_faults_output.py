@@ -10,16 +10,15 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from conftest import make_record
+from helpers.records import make_record
 from markdown_it import MarkdownIt
 from rich.console import Console
 
-from diffzoo.leaderboard.render.console import case_tables
+from diffzoo.leaderboard.layouts.paper import build_summary
+from diffzoo.leaderboard.render.console import case_tables, summary_console
+from diffzoo.leaderboard.render.markdown import summary_markdown
 from diffzoo.leaderboard.render.site import OVERVIEW_JS
 from diffzoo.leaderboard.render.text import publish
-from diffzoo.leaderboard.layouts.paper import build_summary
-from diffzoo.leaderboard.render.console import summary_console
-from diffzoo.leaderboard.render.markdown import summary_markdown
 from diffzoo.leaderboard.versions import Selection
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache

@@ -10,9 +10,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers.cli import cli
 
-from conftest import cli
-from faultkit import faulty  # noqa: F401 - a fixture
 from diffzoo import open_dataset
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.metrics import EvalState
@@ -77,9 +76,9 @@ def test_every_image_case_gets_its_second_row(capsys, tmp_path, diffseg_folder, 
 
 
 def test_calibration_sets_the_area_rule_and_the_score_rule_each_from_its_state():
-    from faultkit import Scripted
-    from diffzoo.harness.core.types import SampleMeta
-    from diffzoo.harness.core.types import StateKey
+    from helpers.detectors import Scripted
+
+    from diffzoo.harness.core.types import SampleMeta, StateKey
     from diffzoo.harness.run.evaluate import EvalResult
     from diffzoo.harness.run.thresholds import calibrate
 

@@ -2,7 +2,7 @@
 records, terminal output of the leaderboard commands, output folders and killed
 writes.
 
-Records are made by conftest's ``make_record(state=make_state())``: every
+Records are made by ``helpers.records.make_record(state=make_state())``: every
 number comes from a real metric state, which the record carries.
 """
 
@@ -12,12 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import cli, make_record, make_state
+from helpers.cli import cli
+from helpers.records import make_record, make_state
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.store import RecordStore
-
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import cli
-from faultkit import faulty  # noqa: F401 - a fixture
+from helpers.cli import cli
 
 pytestmark = pytest.mark.isolated_cache
 

@@ -22,10 +22,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
+from helpers.detectors import register_test_detector
+from helpers.records import make_record, make_state
 from PIL import Image
 
-from conftest import cli, make_diffseg_folder, make_record, make_state, register_test_detector
-from diffzoo import DetectionOutput, DetectorCard
+from diffzoo import DetectorCard
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.models.segmenter import SegmentationDetector
 from diffzoo.leaderboard.store import RecordStore

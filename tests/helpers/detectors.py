@@ -1,21 +1,40 @@
-"""Shared pieces of the fault suite: a detector whose answers a test
-scripts, registered as plugin ``faulty`` (detector ``faulty.x``), so a run
-needs no training and each test chooses exactly what comes back."""
+"""Detectors the tests define, and registering them as a third party's plugin would.
+
+:class:`Scripted` answers what a test scripts (detector ``faulty.x``, see the ``faulty`` fixture
+of ``tests/faults/conftest.py``), so a run needs no training and each test chooses exactly what
+comes back."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import torch
 
-from conftest import register_test_detector
-from diffzoo import DetectionOutput, DetectorCard, Detector
-from diffzoo.harness.core.plugins import reset_plugins
+from diffzoo import DetectionOutput, Detector, DetectorCard
 from diffzoo.harness.core.types import BINARY
 
-REPO = Path(__file__).resolve().parents[2]
+
+def register_test_detector(monkeypatch, card, make) -> None:
+    """Register detector ``card.name`` as a third party's plugin would: a module (put in
+    ``sys.modules`` for the test) whose ``make(card, task, label_space, pretrained)`` builds it,
+    named by a hookimpl of ``register_detectors``.  The plugin system is reset after every
+    test (the autouse ``_cache`` fixture of ``tests/conftest.py``), so nothing outlives the test."""
+    import sys
+
+    from diffzoo import hookimpl
+    from diffzoo.harness.core.plugins import get_plugin_system
+
+    module_name = "tests_detector_" + "".join(ch if ch.isalnum() else "_" for ch in card.name)
+    module = type(sys)(module_name)
+    module.make = make
+    monkeypatch.setitem(sys.modules, module_name, module)
+
+    class Plugin:
+        @hookimpl
+        def register_detectors(self, register):
+            register(card.name, f"{module_name}:make", card=card, default=True)
+
+    get_plugin_system().pm.register(Plugin(), name=module_name)
 
 
 def faulty_card(**training) -> DetectorCard:
@@ -54,28 +73,3 @@ class Scripted(Detector):
         from diffzoo.harness.models.checkpoints import load_checkpoint
 
         return load_checkpoint(path)[1]
-
-
-@pytest.fixture
-def faulty(monkeypatch) -> Callable[..., None]:
-    """Register detector ``faulty.x``; call the fixture's value with an
-    ``answer(images)`` to script its predictions (default: well formed), or
-    a ``bias`` added to the default heuristic's logits (other numbers, same
-    weights), or a ``score(images)`` it also gives as its own image score."""
-    script: dict = {"answer": None, "bias": 0.0, "score": None}
-
-    def register(score: bool) -> None:  # trainable=False: used as built, a run never trains it
-        register_test_detector(
-            monkeypatch, faulty_card(trainable=False, gives_image_score=score),
-            lambda build: Scripted(build.task, build.label_space, script["answer"], build.card, script["bias"],
-                                   script["score"]))
-
-    register(False)
-
-    def use(answer: Callable | None = None, bias: float = 0.0, score: Callable | None = None) -> None:
-        script.update(answer=answer, bias=bias, score=score)
-        if score is not None:  # a detector that gives its own image score says so on its card
-            reset_plugins()
-            register(True)
-
-    return use
