@@ -6,17 +6,17 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import cli
 import torch
+from helpers.cli import cli
 from PIL import Image
 
 from diffzoo import DetectionOutput, Detector, DetectorCard, LabelSpace, create_detector, hookimpl, open_dataset
-from diffzoo.harness.models.checkpoints import cache_dir, load_checkpoint, save_checkpoint
 from diffzoo.harness.core.fsutil import sha256_file
-from diffzoo.harness.run.prediction import OVERLAY_MIN_SIDE, predict_image
-from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import BINARY
+from diffzoo.harness.models.checkpoints import cache_dir, load_checkpoint, save_checkpoint
+from diffzoo.harness.models.segmenter import TrainData
+from diffzoo.harness.run.prediction import OVERLAY_MIN_SIDE, predict_image
 
 TINY_TRAIN = TrainConfig(iterations=2, batch_size=2, crop_size=32, warmup_iters=1, pretrained=False)
 
@@ -82,8 +82,11 @@ def test_predict_writes_label_map_overlay_and_a_json_line_per_image(capsys, diff
 
         fraction = float((label > 0).mean())
         assert row["edited_fraction"] == pytest.approx(fraction)
-        assert row["image_score"] == pytest.approx(fraction) and row["image_score_source"] == "edited_area"
-        assert row["verdict"] == ("edited" if fraction > 0.01 else "authentic")
+        # a segmenter has one image row, the area rule's, named as the detector
+        assert row["own_image_score"] is None
+        assert row["verdicts"] == [{"row": "segformer.tiny", "verdict": "edited" if fraction > 0.01 else "authentic",
+                                    "source": "edited_area", "score": pytest.approx(fraction), "threshold": 0.01}]
+        assert row["thresholds"] == {"source": "fixed", "pixel": 0.5, "area": 0.01, "score": 0.5}
         if task == "semantic":
             counts = np.bincount(label.ravel(), minlength=len(names))
             want = sorted((i for i in range(1, len(names)) if counts[i]), key=lambda i: (-counts[i], i))
@@ -124,8 +127,9 @@ def test_a_corrupt_image_is_reported_and_the_others_still_predicted(capsys, tmp_
                           str(bad), str(images[1]))
     assert code == 1 and "could not be read" in stdout
     rows = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
-    assert "corrupt or truncated" in rows[0]["error"] and "verdict" not in rows[0]
-    assert rows[1]["verdict"] in ("edited", "authentic") and (tmp_path / "o" / "img2.overlay.png").exists()
+    assert "corrupt or truncated" in rows[0]["error"] and "verdicts" not in rows[0]
+    [verdict] = rows[1]["verdicts"]
+    assert verdict["verdict"] in ("edited", "authentic") and (tmp_path / "o" / "img2.overlay.png").exists()
 
 
 def test_pickled_checkpoint_is_refused_and_never_run(capsys, tmp_path, images):
@@ -179,7 +183,7 @@ def test_given_checkpoints_are_chosen_by_task(capsys, tmp_path, images):
     assert code != 0 and "no semantic model among the given checkpoints" in err and "(binary)" in err
 
 
-# -- the verdict rule (docs/metrics.md) ----------------------------------------------------
+# -- the verdicts (docs/metrics.md; the rule itself: tests/test_image_verdict.py) ---------------
 class _Fixed(Detector):
     """A stand-in detector whose outputs the test sets."""
 
@@ -205,28 +209,35 @@ class _Fixed(Detector):
 
 
 CARD = DetectorCard(name="fixed.v1", description="test", tasks=("binary", "classification"))
+BOTH = DetectorCard(name="fixed.v1", description="test", tasks=("binary",), gives_image_score=True)
 
 
 @pytest.mark.parametrize(
-    "edited_pixels, score, verdict",
-    [(100, None, "authentic"), (101, None, "edited"), (0, 0.51, "edited"), (0, 0.5, "authentic"),
-     (200, 0.1, "edited")],
+    "edited_pixels, score, area_verdict, own_verdict",
+    [(100, None, "authentic", None), (101, None, "edited", None), (0, 0.51, "authentic", "edited"),
+     (0, 0.5, "authentic", "authentic"), (200, 0.1, "edited", "authentic")],
 )
-def test_verdict_is_edited_above_one_percent_area_or_score_above_half(edited_pixels, score, verdict):
+def test_each_image_row_gets_its_own_verdict(edited_pixels, score, area_verdict, own_verdict):
+    """The area row judges by > 1% edited area whatever the own score; the own-score row by > 0.5."""
     logits = torch.full((1, 1, 100, 100), -5.0)
     logits.view(-1)[:edited_pixels] = 5.0
-    det = _Fixed(CARD, "binary", BINARY, logits=logits, score=None if score is None else torch.tensor([score]))
+    det = _Fixed(BOTH if score is not None else CARD, "binary", BINARY, logits=logits,
+                 score=None if score is None else torch.tensor([score]))
     pred = predict_image(det, np.zeros((100, 100, 3), np.uint8))
-    assert pred.verdict == verdict
     assert pred.edited_fraction == edited_pixels / 10_000
-    assert pred.score_source == ("edited_area" if score is None else "detector")
+    assert pred.own_score == (None if score is None else pytest.approx(score))
+    verdicts = {name: v.label for name, v in pred.verdicts.items()}
+    want = {"fixed.v1": area_verdict, **({"fixed.v1 (own image score)": own_verdict} if own_verdict else {})}
+    assert verdicts == want
+    assert list(verdicts) == list(want)  # the area row first
 
 
 def test_a_classification_detector_gives_json_lines_and_no_pngs(capsys, tmp_path, images):
     class Plugin:
         @hookimpl
         def register_detectors(self, register):
-            register("fixed.v1", _Fixed, card=CARD, default=True, description="test")
+            register("fixed.v1", lambda build: _Fixed(build.card, build.task, build.label_space), card=CARD,
+                     default=True, description="test")
 
     from diffzoo.harness.core.plugins import get_plugin_system
 
@@ -241,7 +252,9 @@ def test_a_classification_detector_gives_json_lines_and_no_pngs(capsys, tmp_path
     assert len(rows) == 2
     for row in rows:
         assert row["task"] == "classification" and row["detector"] == "fixed.v1"
-        assert row["image_score"] == pytest.approx(0.7) and row["image_score_source"] == "detector"
-        assert row["verdict"] == "edited" and row["edited_fraction"] is None
+        assert row["own_image_score"] == pytest.approx(0.7) and row["edited_fraction"] is None
+        # a classifier's one image row judges by its score, and is named as the detector
+        assert row["verdicts"] == [{"row": "fixed.v1", "verdict": "edited", "source": "detector",
+                                    "score": pytest.approx(0.7), "threshold": 0.5}]
         assert row["label_map"] is None and row["overlay"] is None
     assert not list(out.glob("*.png"))

@@ -1,4 +1,8 @@
-"""``diffzoo predict``: label maps, overlays and verdicts for single images."""
+"""``diffzoo predict``: label maps, overlays and verdicts for single images.
+
+The verdicts are the leaderboard's (``metrics/verdict.py``): one per image row the
+detector has, named as that row.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,14 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from diffzoo.harness.core.parallel import resolve_workers
-from diffzoo.harness.core.progress import NullProgress
-from diffzoo.leaderboard.render.escape import term
 from diffzoo.cli.console import console
 from diffzoo.cli.options import WORKERS
 from diffzoo.cli.progress import RichProgress
+from diffzoo.harness.core.parallel import resolve_workers
+from diffzoo.harness.core.progress import NullProgress
+from diffzoo.harness.metrics.verdict import rule_text
+from diffzoo.harness.run.request import POLICIES
+from diffzoo.leaderboard.render.escape import term
 
 SHOWN_ROWS = 20
 
@@ -32,56 +38,95 @@ def predict_cmd(
     labels: str | None = typer.Option(
         None, "--labels", help="Class names for a semantic checkpoint without card.json (JSON file or comma list)."
     ),
+    thresholds: str = typer.Option(
+        "fixed", "--thresholds", help=f"{' or '.join(POLICIES)}: the card's thresholds and the 1% area rule "
+        "(docs/metrics.md), or those `diffzoo run --thresholds calibrated` recorded for this model in --records."
+    ),
+    records: Path = typer.Option(
+        Path("diffzoo-out"), "--records",
+        help="The `diffzoo run --out` folder whose records hold the model's calibrated thresholds "
+        "(with --thresholds calibrated)."
+    ),
     workers: int | None = WORKERS,
 ) -> None:
     """Predict edited regions (and editors) of single images.
 
     Writes <stem>.labels.png (palette PNG, value = class index), <stem>.overlay.png
-    and one line per image in predictions.jsonl.
+    and one line per image in predictions.jsonl.  Each verdict is the one the
+    leaderboard's image row of that name gives (docs/metrics.md).
     """
-    from diffzoo.harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD  # torch: not at start-up
-    from diffzoo.harness.run.prediction import PREDICTIONS_FILE, collect_images, load_model, predict_files
+    from diffzoo.harness.run.prediction import (  # torch: not at start-up
+        PREDICTIONS_FILE,
+        collect_images,
+        load_model,
+        predict_files,
+        prediction_thresholds,
+    )
 
     paths = collect_images(images)  # a missing image fails before the model is built
     model = load_model(detector, checkpoint, task, device, labels)
+    model.thresholds = prediction_thresholds(model, thresholds, records)
     det = model.detector
     classes = ", ".join(det.label_space.names) if det.task == "semantic" else "background, edited"
     console.print(f"[bold]model[/] {term(model.name)} {term(f'[{det.task}]')} from "
                   f"{term(str(model.checkpoint))} (sha256 {model.sha256[:12]}); classes: {term(classes)}")
+    t = model.thresholds
+    pixel = "argmax" if det.task == "semantic" else "none" if det.task == "classification" else f"{t.pixel:g}"
+    console.print(f"[bold]thresholds[/] {term(t.source)}: pixel {pixel}, area {t.area:.4g}, score {t.score:g}")
     progress = RichProgress(console) if len(paths) > 1 else NullProgress()
     rows = predict_files(model, paths, out, progress, resolve_workers(workers, getattr(det, "device", "cpu")))
     console.print(_table(rows, det.task))
-    edited = sum(r.get("verdict") == "edited" for r in rows)
     failed = [r for r in rows if "error" in r]
+    for name, verdicts in _by_row(rows).items():
+        edited = sum(v["verdict"] == "edited" for v in verdicts)
+        console.print(f"{term(name)}: {edited} edited, {len(verdicts) - edited} authentic of {len(verdicts)} "
+                      f"image(s) ({term(rule_text(verdicts[0]['source'], t))})")
     wrote = f"{PREDICTIONS_FILE} in {term(str(out))}"
     if det.task == "classification":
         wrote += " (a classification detector gives no label maps or overlays)"
     else:
         wrote = "label maps, overlays and " + wrote
-    console.print(f"{edited} edited, {len(rows) - edited - len(failed)} authentic of {len(rows)} image(s) "
-                  f"(edited: predicted edited area > {AREA_THRESHOLD:.0%} of the image, or the detector's image "
-                  f"score > {SCORE_THRESHOLD}); {wrote}")
+    console.print(f"each verdict is that of the leaderboard's image row of its name (docs/metrics.md); {wrote}")
     if failed:
         console.print(f"[yellow]{len(failed)} image(s) could not be read[/] (see 'error' in {PREDICTIONS_FILE})")
         raise typer.Exit(1)
 
 
+def _by_row(rows: list[dict]) -> dict[str, list[dict]]:
+    """Leaderboard row name -> the verdicts of the images predicted, in row order."""
+    out: dict[str, list[dict]] = {}
+    for row in rows:
+        for verdict in row.get("verdicts", []):
+            out.setdefault(verdict["row"], []).append(verdict)
+    return out
+
+
 def _table(rows: list[dict], task: str) -> Table:
     table = Table(title="verdicts")
     table.add_column("image", overflow="fold")
-    table.add_column("verdict")
-    table.add_column("edited area", justify="right")
-    table.add_column("image score", justify="right")
+    names = list(_by_row(rows))
+    pixels = task != "classification"
+    own = any(r.get("own_image_score") is not None for r in rows)
+    for name in names:
+        table.add_column(term(name), overflow="fold")
+    if pixels:
+        table.add_column("edited area", justify="right")
+    if own:
+        table.add_column("own image score", justify="right")
     if task == "semantic":
         table.add_column("top editors")
+    blank = [""] * (len(names) + pixels + own + (task == "semantic"))
     for row in rows[:SHOWN_ROWS]:
         if "error" in row:
-            table.add_row(term(Path(row["image"]).name), f"[red]error:[/] {term(row['error'])}", "", "",
-                          *([""] if task == "semantic" else []))
+            table.add_row(term(Path(row["image"]).name), f"[red]error:[/] {term(row['error'])}", *blank[1:])
             continue
-        area = "-" if row["edited_fraction"] is None else f"{row['edited_fraction']:.1%}"
-        cells = [term(Path(row["image"]).name), "[red]edited[/]" if row["verdict"] == "edited" else "authentic",
-                 area, f"{row['image_score']:.3f}"]
+        verdicts = {v["row"]: v["verdict"] for v in row["verdicts"]}
+        cells = [term(Path(row["image"]).name)]
+        cells += ["[red]edited[/]" if verdicts.get(n) == "edited" else verdicts.get(n, "-") for n in names]
+        if pixels:
+            cells.append("-" if row["edited_fraction"] is None else f"{row['edited_fraction']:.1%}")
+        if own:
+            cells.append("-" if row["own_image_score"] is None else f"{row['own_image_score']:.3f}")
         if task == "semantic":
             top = ", ".join(f"{e['editor']} {e['fraction']:.1%}" for e in row["editors"][:3])
             cells.append(term(top or "-"))

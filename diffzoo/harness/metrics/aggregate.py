@@ -8,7 +8,7 @@ metrics defined as means over images:
 - g-IoU = mean over edited images of that image's binary IoU (authentic
   images are not given IoU 0; they count in FPR_authentic instead).
 - FPR_authentic = fraction of authentic images whose predicted edited area
-  fraction > area_threshold.
+  fraction > area_threshold (the area verdict of :mod:`.verdict`).
 - F1_benco / IoU_benco = IMDL-BenCo's per-image pixel F1 / IoU: mean over every
   scored image, an image without edited pixels counting 0.
 - bF1 = mean over classes 1..N of (mean over the images where that class was
@@ -23,6 +23,7 @@ not depend on the order shards were merged in.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from diffzoo.harness.metrics.catalog import COUNT_METRICS
 from diffzoo.harness.metrics.confusion import binary_counts, nanmean, pixel_metrics, ratio
 from diffzoo.harness.metrics.image_level import RankedScores
 from diffzoo.harness.metrics.rows import ImageRows
+from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, ImageRule, edited
 
 COUNT_KEYS = COUNT_METRICS
 
@@ -49,6 +51,11 @@ class MetricConfig:
     def num_classes(self) -> int:
         return len(self.names)
 
+    @property
+    def image_rule(self) -> ImageRule:
+        """The image thresholds images are judged with (:mod:`.verdict`)."""
+        return ImageRule(self.area_threshold, self.score_threshold)
+
 
 def metric_keys(cfg: MetricConfig) -> list[str]:
     """The keys of ``compute()``, in order."""
@@ -64,7 +71,7 @@ def metric_keys(cfg: MetricConfig) -> list[str]:
 def _wmean(w: np.ndarray, values: np.ndarray, mask: np.ndarray) -> float:
     """Weighted mean of ``values`` over ``mask``; NaN if no weight there."""
     wm = w[mask]
-    return ratio(np.sum(wm * values[mask]), wm.sum())
+    return float(ratio(np.sum(wm * values[mask]), wm.sum()))
 
 
 def _wsum(w: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -91,7 +98,7 @@ class Aggregator:
         self.edited, self.authentic = label == 1, label == 0
 
         self.frac = np.where(has_pred, ratio(tp + fp, valid), np.nan)
-        self.img_iou = ratio(tp, tp + fp + fn)
+        self.img_iou = cast(np.ndarray, ratio(tp, tp + fp + fn))  # per image: 1-D
         self.giou_mask = self.edited & has_pred
         # IMDL-BenCo's per-image pixel F1 and IoU (evaluation/F1.py PixelF1 'origin', IOU.py), as
         # OpenSDI reports them: each scored image's own value averaged, an image without edited
@@ -100,21 +107,18 @@ class Aggregator:
         self.img_f1_benco = np.where(self.edited, ratio(2 * tp, 2 * tp + fp + fn), 0.0)
         self.img_iou_benco = np.where(self.edited, self.img_iou, 0.0)
         self.fpr_mask = self.authentic & np.isfinite(self.frac)
-        self.area_positive = self.frac > cfg.area_threshold
+        self.area_positive = edited(self.frac, EDITED_AREA, cfg.image_rule)
 
-        if score_source == "detector":
-            score, threshold = rows.array("det_score")[order], cfg.score_threshold
-        else:
-            score, threshold = self.frac, cfg.area_threshold
+        score = rows.array("det_score")[order] if score_source == DETECTOR else self.frac
         self.img_mask = (label >= 0) & np.isfinite(score)
-        self.predicted_edited = score > threshold
+        self.predicted_edited = edited(score, score_source, cfg.image_rule)  # the verdict predict prints
         self.correct = self.predicted_edited == self.edited
         self.ranked = RankedScores(self.edited[self.img_mask], score[self.img_mask])
 
         bf1 = rows.array("bf1")[order]
         self.bf1_scored = (~np.isnan(bf1)).astype(np.float64)
         self.bf1_filled = np.where(np.isnan(bf1), 0.0, bf1)
-        self.bf1_image = nanmean(bf1, axis=1) if bf1.shape[1] else np.full(self.n, np.nan)
+        self.bf1_image = cast(np.ndarray, nanmean(bf1, axis=1)) if bf1.shape[1] else np.full(self.n, np.nan)
         self.topk = rows.array("topk")[order]
 
     def summarize(self, w: np.ndarray | None = None, pixel_auc: float = float("nan"),
@@ -134,7 +138,7 @@ class Aggregator:
         out["pixel_AUC"] = pixel_auc
         out["F1_oracle"] = f1_oracle
 
-        per_class = ratio(_wsum(w, self.bf1_filled), _wsum(w, self.bf1_scored))
+        per_class = cast(np.ndarray, ratio(_wsum(w, self.bf1_filled), _wsum(w, self.bf1_scored)))  # per class: 1-D
         out["bF1"] = float(nanmean(per_class)) if np.size(per_class) else float("nan")
         out["bF1_image_mean"] = _wmean(w, self.bf1_image, ~np.isnan(self.bf1_image))
         out["gIoU"] = _wmean(w, self.img_iou, self.giou_mask)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diffzoo.harness.core.types import MAX_SEED
+from diffzoo.harness.metrics.verdict import OWN_SCORE_ROW
 from diffzoo.harness.records.case_summary import SCORE_OPTION
 from diffzoo.harness.records.fields import FieldReader, ci_table, confusion_matrix, metric_table, nested_metrics
 from diffzoo.harness.records.policy import ThresholdPolicy
@@ -262,7 +263,7 @@ class RecordBody:
     @property
     def row_name(self) -> str:
         """The detector as a table row names it: ``NAME``, or ``NAME (own image score)``."""
-        return f"{self.detector.name} (own image score)" if self.own_score else self.detector.name
+        return OWN_SCORE_ROW.format(self.detector.name) if self.own_score else self.detector.name
 
     @property
     def distortion(self) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.metrics.catalog import AREA_THRESHOLD, SCORE_THRESHOLD
+from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, rule_text
 
 FIXED_SOURCE = "fixed (detector card; docs/metrics.md / DiffSeg30k 1% rule)"
 """``threshold_policy.source`` of fixed thresholds."""
@@ -30,9 +31,10 @@ class Thresholds:
     """The thresholds one evaluation decides with, and where they came from.
 
     ``pixel``: edited if probability > pixel (binary models; semantic ones
-    use the argmax); ``area``: an image is edited if its predicted edited
-    area > area of the image; ``score``: edited if a detector's own image
-    probability > score.  ``source``: ``fixed`` or ``calibrated on <split>``.
+    use the argmax); ``area`` and ``score``: the image thresholds of the image
+    verdict (``metrics/verdict.py``: on the predicted edited-area fraction and
+    on a detector's own image probability).  ``source``: ``fixed`` or
+    ``calibrated on <split> (<n> images)``.
     """
 
     pixel: float
@@ -75,11 +77,13 @@ class ThresholdPolicy:
     def of(cls, policy: dict[str, Any], task: str = "") -> ThresholdPolicy:
         """A record's ``threshold_policy``; ``task``: its detector's task."""
         calibrated_on = policy.get("calibrated_on")
-        source = policy.get("source")
-        if not (isinstance(source, str) and source):  # records written before "source" existed
-            source = f"calibrated on {calibrated_on}" if calibrated_on else "fixed"
-        mode = policy.get("mode") if policy.get("mode") in MODES else MODES[bool(calibrated_on)]
-        written = tuple(v if isinstance(v, str) else None for v in (policy.get("pixel"), policy.get("image")))
+        given = policy.get("source")
+        fallback = f"calibrated on {calibrated_on}" if calibrated_on else "fixed"
+        source = given if isinstance(given, str) and given else fallback
+        given_mode = policy.get("mode")
+        mode = given_mode if isinstance(given_mode, str) and given_mode in MODES else MODES[bool(calibrated_on)]
+        pixel, image = policy.get("pixel"), policy.get("image")
+        written = (pixel if isinstance(pixel, str) else None, image if isinstance(image, str) else None)
         numbers = policy.get("values")
         kind = policy.get("image_score_source")
         values = None
@@ -105,11 +109,8 @@ class ThresholdPolicy:
         """The image rule (``fixed: edited if predicted edited area > 0.01 of the image``); None when not known."""
         if self.values is None:
             return self.written[1]
-        if self.image_score_source == "detector":
-            rule = f"edited if image probability > {self.values.score:g}"
-        else:
-            rule = f"edited if predicted edited area > {self.values.area:.4g} of the image"
-        return f"{self.mode}: {rule}"
+        source = DETECTOR if self.image_score_source == DETECTOR else EDITED_AREA
+        return f"{self.mode}: {rule_text(source, self.values)}"
 
     def to_dict(self) -> dict[str, Any]:
         """The record's ``threshold_policy`` (a policy with ``values``)."""

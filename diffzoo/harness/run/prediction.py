@@ -4,9 +4,12 @@ A checkpoint's card.json says which detector, task and label space it holds;
 without one the newest matching checkpoint that a run cached is used when
 there is exactly one.  Per image the result is a label map (palette PNG whose
 values are class indices), an overlay a person can read (the image tinted per
-class with a legend), and one JSON line.  The image-level verdict follows
-docs/metrics.md: edited if the predicted edited area exceeds 1% of the image, or the
-detector's own image score exceeds 0.5 when it gives one.
+class with a legend), and one JSON line.  The image-level verdicts are those
+of the leaderboard's image rows (``metrics/verdict.py``): the edited-area
+verdict of a detector with pixels, the own-score verdict of one with its own
+image score, both for a detector that gives both, each named as its row.  The
+thresholds are the card's fixed ones or those a calibrated run recorded for
+the very weights (:func:`prediction_thresholds`).
 """
 
 from __future__ import annotations
@@ -18,26 +21,30 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from diffzoo.harness.models.checkpoints import cached_checkpoints, checkpoint_meta
-from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
-from diffzoo.harness.data.labelmaps import load_label_space
+from diffzoo.harness.core.device import resolve_device
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, ModelError
-from diffzoo.harness.core.outputs import has_pixels, pixel_predictions
-from diffzoo.harness.run.evaluate import predict_checked
-from diffzoo.harness.run.loading import detector_input, image_tensor
-from diffzoo.harness.run.factories import create_detector
 from diffzoo.harness.core.fsutil import atomic_write_bytes, sha256_file
+from diffzoo.harness.core.outputs import has_pixels, pixel_predictions
 from diffzoo.harness.core.parallel import ordered_map, sendable
-from diffzoo.harness.metrics import AREA_THRESHOLD, SCORE_THRESHOLD, editor_ranking
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Detector
-from diffzoo.harness.core.device import resolve_device
 from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, TASKS, LabelSpace
+from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
+from diffzoo.harness.data.labelmaps import load_label_space
+from diffzoo.harness.metrics import editor_ranking
+from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, ImageVerdict, image_verdict, row_name
+from diffzoo.harness.models.checkpoints import cached_checkpoints, checkpoint_meta
+from diffzoo.harness.records.policy import Thresholds
+from diffzoo.harness.run.evaluate import predict_checked
+from diffzoo.harness.run.factories import create_detector
+from diffzoo.harness.run.loading import detector_input, image_tensor
+from diffzoo.harness.run.request import POLICIES
+from diffzoo.harness.run.thresholds import recorded_thresholds
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +52,8 @@ OVERLAY_MIN_SIDE = 256
 """Smaller images are enlarged (integer factor, nearest) so that the legend is legible."""
 OVERLAY_ALPHA = 0.45
 PREDICTIONS_FILE = "predictions.jsonl"
+DEFAULT_RECORDS = Path("diffzoo-out")
+"""Where ``--thresholds calibrated`` looks for the model's records: ``diffzoo run``'s default ``--out``."""
 
 
 # -- loading ---------------------------------------------------------------------------
@@ -58,6 +67,7 @@ class LoadedModel:
     sha256: str
     source: str  # "given" or "cache"
     input_short_side: int | None = None  # the paper recipe's evaluation input rule; None: as given
+    thresholds: Thresholds | None = None  # None: the card's fixed ones
 
 
 def _task_of(meta: dict[str, Any]) -> str | None:
@@ -153,31 +163,59 @@ def checkpoint_short_side(meta: dict[str, Any], task: str) -> int | None:
     return int(config["crop_size"])
 
 
+def prediction_thresholds(model: LoadedModel, policy: str = "fixed", records: Path | str = DEFAULT_RECORDS
+                          ) -> Thresholds:
+    """The thresholds ``model`` predicts with: ``fixed`` (the card's, docs/metrics.md) or
+    ``calibrated`` (those a ``diffzoo run --thresholds calibrated`` recorded for these very
+    weights in the record store ``records``; an error saying how to get them if none did)."""
+    if policy not in POLICIES:
+        raise ConfigError(f"--thresholds {policy!r}: choose one of {', '.join(POLICIES)}")
+    det = model.detector
+    if policy == "fixed":
+        return Thresholds.fixed(det)
+    return recorded_thresholds(records, model.sha256, model.name, det.task)
+
+
 # -- one image -------------------------------------------------------------------------
 @dataclass
 class ImagePrediction:
     """What a detector says about one image."""
 
-    verdict: str  # "edited" or "authentic"
-    image_score: float  # the detector's own score, else the edited fraction
-    score_source: str  # "detector" or "edited_area"
+    verdicts: dict[str, ImageVerdict]  # leaderboard row name -> its verdict; the area row first
     edited_fraction: float | None = None  # None for classification-only detectors
+    own_score: float | None = None  # the detector's own image score, if it gives one
     label: np.ndarray | None = None  # H x W class indices (binary: 0/1)
     label_space: LabelSpace = BINARY
     editors: list[dict[str, Any]] = field(default_factory=list)  # semantic: ranking
 
 
+def judge(name: str, edited_fraction: float | None, own_score: float | None, thresholds: Thresholds
+          ) -> dict[str, ImageVerdict]:
+    """The image's verdict in each leaderboard row of detector ``name``: by the edited area
+    when it gives pixels (``edited_fraction``), by its own score when it gives one."""
+    verdicts = {}
+    if edited_fraction is not None:
+        verdicts[row_name(name, EDITED_AREA, True)] = image_verdict(edited_fraction, EDITED_AREA, thresholds)
+    if own_score is not None:
+        verdicts[row_name(name, DETECTOR, edited_fraction is not None)] = image_verdict(own_score, DETECTOR,
+                                                                                        thresholds)
+    return verdicts
+
+
 def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image",
-                  input_short_side: int | None = None) -> ImagePrediction:
+                  input_short_side: int | None = None, thresholds: Thresholds | None = None) -> ImagePrediction:
     """Run ``det`` on one H x W x 3 uint8 RGB image of any size (``sample_id``
     names it in a DetectorError).  ``input_short_side``: the image is first
     resized so its shorter side is that (a ``--recipe paper`` model); the
-    prediction is at the image's own size either way."""
+    prediction is at the image's own size either way.  ``thresholds``: the
+    pixel and image thresholds (default: the card's fixed ones)."""
+    thresholds = thresholds or Thresholds.fixed(det)
     out = predict_checked(det, image_tensor(detector_input(image, input_short_side)), [sample_id])
     own = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
+    name = det.card.name
     if not has_pixels(out):  # classification-only detector
-        return ImagePrediction("edited" if own > SCORE_THRESHOLD else "authentic", own, "detector")
-    binary, _, semantic = pixel_predictions(det, out, det.card.default_threshold, image.shape[:2])[0]
+        return ImagePrediction(judge(name, None, own, thresholds), own_score=own)
+    binary, _, semantic = pixel_predictions(det, out, thresholds.pixel, image.shape[:2])[0]
     fraction = float(binary.mean())
     label, space, editors = binary, BINARY, []
     if semantic is not None:
@@ -186,13 +224,7 @@ def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image",
         order = editor_ranking(space.num_classes, counts, None)  # the Top-k ranking: pixels desc, index asc
         editors = [{"editor": space.names[i], "pixels": int(counts[i]),
                     "fraction": float(counts[i] / semantic.size)} for i in order]
-    edited = fraction > AREA_THRESHOLD or (own is not None and own > SCORE_THRESHOLD)
-    return ImagePrediction(
-        "edited" if edited else "authentic",
-        own if own is not None else fraction,
-        "detector" if own is not None else "edited_area",
-        fraction, label, space, editors,
-    )
+    return ImagePrediction(judge(name, fraction, own, thresholds), fraction, own, label, space, editors)
 
 
 # -- pictures --------------------------------------------------------------------------
@@ -204,8 +236,9 @@ def class_colours(n: int) -> np.ndarray:
     """
     from matplotlib import colormaps
 
-    tab10 = colormaps["tab10"].colors
-    light = colormaps["tab20"].colors[1::2]
+    # tab10 and tab20 are ListedColormaps: their colours are a list of RGB tuples
+    tab10 = cast(Any, colormaps["tab10"]).colors
+    light = cast(Any, colormaps["tab20"]).colors[1::2]
     order = [tab10[i] for i in (3, 0, 2, 1, 4, 5, 6, 8, 9, 7)] + list(light)
     colours = np.zeros((n, 3), np.uint8)
     for i in range(1, n):
@@ -245,13 +278,15 @@ def overlay_image(image: np.ndarray, pred: ImagePrediction, title: str = "") -> 
     tinted[mask] = (1 - OVERLAY_ALPHA) * tinted[mask] + OVERLAY_ALPHA * colour[mask]
     h, w = label.shape
     scale = min(8, max(1, math.ceil(OVERLAY_MIN_SIDE / max(1, min(h, w)))))
-    img = Image.fromarray(np.round(tinted).astype(np.uint8)).resize((w * scale, h * scale), Image.NEAREST)
+    img = Image.fromarray(np.round(tinted).astype(np.uint8)).resize((w * scale, h * scale), Image.Resampling.NEAREST)
 
     rows: list[tuple[str, tuple[int, ...] | None]] = []
     if title:
         rows.append((title, None))
-    score = f", image score {pred.image_score:.2f}" if pred.score_source == "detector" else ""
-    rows.append((f"{pred.verdict.upper()}: {pred.edited_fraction:.1%} of the image edited{score}", None))
+    for verdict in pred.verdicts.values():
+        what = (f"{pred.edited_fraction:.1%} of the image edited" if verdict.source == EDITED_AREA
+                else f"own image score {verdict.score:.2f}")
+        rows.append((f"{verdict.label.upper()}: {what}", None))
     if pred.editors:
         rows += [(f"{e['editor']}  {e['fraction']:.1%}", tuple(colours[space.index(e["editor"])]))
                  for e in pred.editors]
@@ -270,6 +305,12 @@ def overlay_image(image: np.ndarray, pred: ImagePrediction, title: str = "") -> 
             x += swatch + pad
         draw.text((x, y), text, fill=(255, 255, 255, 255), font=font)
     return img
+
+
+def thresholds_dict(thresholds: Thresholds) -> dict[str, Any]:
+    """A JSON line's ``thresholds``: where they came from and their values."""
+    return {"source": thresholds.source, "pixel": thresholds.pixel, "area": thresholds.area,
+            "score": thresholds.score}
 
 
 # -- many files ------------------------------------------------------------------------
@@ -344,13 +385,14 @@ def predict_files(
 
 
 def _predict_one(model: LoadedModel, image: np.ndarray, out: Path, stem: str, name: str) -> dict[str, Any]:
-    pred = predict_image(model.detector, image, name, model.input_short_side)
+    thresholds = model.thresholds or Thresholds.fixed(model.detector)
+    pred = predict_image(model.detector, image, name, model.input_short_side, thresholds)
     row: dict[str, Any] = {
         "size": [int(image.shape[1]), int(image.shape[0])],
-        "verdict": pred.verdict,
         "edited_fraction": pred.edited_fraction,
-        "image_score": pred.image_score,
-        "image_score_source": pred.score_source,
+        "own_image_score": pred.own_score,
+        "verdicts": [{"row": row_, **v.to_dict()} for row_, v in pred.verdicts.items()],
+        "thresholds": thresholds_dict(thresholds),
     }
     if model.detector.task == "semantic":
         row["editors"] = pred.editors

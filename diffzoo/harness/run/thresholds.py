@@ -12,16 +12,24 @@ pixel threshold of a binary model) and then the image accuracy of "score >
 t" (the image threshold: on the predicted edited-area fraction, or on the
 detector's own image probability), with the calibrated pixel threshold in
 force.  Semantic models decide pixels by argmax and keep it.
+
+Each record of the job carries the thresholds in its ``threshold_policy``
+with the sha256 of the model's weights, so :func:`recorded_thresholds` finds
+a model's calibrated thresholds again (``diffzoo predict --thresholds calibrated``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.types import StateKey, Task
+from diffzoo.harness.metrics.verdict import DETECTOR
+from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.records.model import RECORDS_DIR
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, Evaluator
 from diffzoo.harness.run.plan import Job
@@ -69,7 +77,7 @@ def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalRe
         result = run(thresholds)  # the image rule reads areas made with the pixel threshold
     state = result.states[StateKey.BINARY]
     image = state.best_thresholds()["image"]
-    if image is not None and state.image_score_source == "detector":
+    if image is not None and state.image_score_source == DETECTOR:
         thresholds = replace(thresholds, score=image)
     elif image is not None:
         thresholds = replace(thresholds, area=min(max(image, 0.0), 0.999999))
@@ -77,3 +85,39 @@ def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalRe
     if own is not None and own.best_thresholds()["image"] is not None:
         thresholds = replace(thresholds, score=own.best_thresholds()["image"])
     return replace(thresholds, source=f"calibrated on {split} ({state.num_images} images)")
+
+
+class CalibrationMissing(ConfigError):
+    """``--thresholds calibrated`` for a model no stored record holds calibrated thresholds of."""
+
+
+def recorded_thresholds(store: Path | str, sha256: str, detector: str, task: str) -> Thresholds:
+    """The calibrated thresholds that the records in ``store`` (a ``diffzoo run --out`` folder)
+    hold for the model whose weights have ``sha256``.  The records of one calibrated model
+    share one set; two different sets (the same weights calibrated in two runs) are
+    ambiguous, and none is :class:`CalibrationMissing`, whose message says how to get them."""
+    if task == Task.SEMANTIC:
+        raise CalibrationMissing(f"{detector} [semantic] has no calibrated thresholds: a semantic model decides "
+                                 "pixels by argmax and keeps its fixed image rule; use --thresholds fixed")
+    folder = Path(store) / RECORDS_DIR
+    found: dict[Thresholds, list[str]] = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            body = ResultRecord.read(path).body
+        except RecordError:
+            continue  # not a valid record: `diffzoo leaderboard validate` names it
+        values = body.policy.values
+        if body.detector.checkpoint_sha256 == sha256 and body.policy.mode == "calibrated" and values is not None:
+            found.setdefault(values, []).append(path.stem)
+    if not found:
+        raise CalibrationMissing(
+            f"no calibrated thresholds for {detector} (weights sha256 {sha256[:12]}) in the records of {store}: "
+            f"evaluate this model with `diffzoo run --detector {detector} --thresholds calibrated --out {store}` "
+            "(and --checkpoint PATH for a checkpoint outside the cache), or pass --records the --out folder of "
+            "such a run")
+    if len(found) > 1:
+        choices = "; ".join(f"{t.source}: pixel {t.pixel:g}, area {t.area:g}, score {t.score:g} (record "
+                            f"{ids[0][:12]})" for t, ids in found.items())
+        raise ConfigError(f"the records of {store} hold {len(found)} different calibrated thresholds for {detector} "
+                          f"(weights sha256 {sha256[:12]}): {choices}; pass --records the --out folder of one run")
+    return next(iter(found))
