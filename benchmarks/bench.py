@@ -79,8 +79,8 @@ class _Stamps:
 
 def timed_eval(det: Detector, dataset: Dataset, split: str, warmup: int):
     """Evaluate ``split`` with ``harness.evaluate`` (batch 1, metrics included); images/s."""
-    from diffzoo.harness.run.evaluate import evaluate
     from diffzoo.harness.core.plugins import get_registry
+    from diffzoo.harness.run.evaluate import evaluate
 
     identity = get_registry().get("distortion", "none").load()
     stamps = _Stamps()

@@ -32,7 +32,6 @@ import statistics
 import time
 
 import numpy as np
-
 from bench import figure, report
 
 from diffzoo.harness.metrics import boundary_oracle as oracle

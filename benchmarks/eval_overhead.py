@@ -39,8 +39,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from bench import add_common_args, figure, interleaved, median_ratio, report, setup, timed  # noqa: E402
-from bench import write_png_dataset  # noqa: E402
+from bench import (  # noqa: E402
+    add_common_args,
+    figure,
+    interleaved,
+    median_ratio,
+    report,
+    setup,
+    timed,
+    write_png_dataset,  # noqa: E402
+)
 
 from diffzoo import create_detector  # noqa: E402
 from diffzoo.harness.core.plugins import get_registry  # noqa: E402

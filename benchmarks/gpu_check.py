@@ -68,6 +68,7 @@ channels_last gives the layout's speed ratio measured in the same run.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import platform
@@ -346,7 +347,7 @@ def measure_benco(args, device, run) -> None:
                 continue
             start = time.perf_counter()
             got = run.attempt(f"{name}: training step and inference speed",
-                              lambda: measure_benco_model(name, args, device))
+                              functools.partial(measure_benco_model, name, args, device))
             longest = max(longest, time.perf_counter() - start)
             gc.collect()
             if device.type == "cuda":

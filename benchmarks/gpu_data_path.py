@@ -35,6 +35,7 @@ rates), :func:`random_weight_files` for IMDL-BenCo's models, and
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -112,7 +113,8 @@ def random_weight_files(run, names: list[str]):
         keys = {get_registry().get("detector", name).card.arch["benco"] for name in names}
         for spec in SPECS:
             if spec.key in keys and any(w.required for w in spec.weights):
-                run.attempt(f"random weight files of benco.{spec.key}", lambda: write_random_weights(spec.key))
+                run.attempt(f"random weight files of benco.{spec.key}",
+                            functools.partial(write_random_weights, spec.key))
         yield
     finally:
         if saved_cache is None:
@@ -503,7 +505,7 @@ def measure_case(det, run: Run, plan: DataPathPlan, size: int, root: Path, label
         what = f"data path training, {size} px PNGs, {workers} worker(s)"
         images = (plan.warmup + plan.steps) * plan.train_config(workers).batch_size
         if run.affordable(what, plan.need_s(images, load_s, workers, plan.train_s)):
-            got = run.attempt(what, lambda: train_rate(det, dataset, plan.train_config(workers), plan.warmup)[0])
+            got = run.attempt(what, lambda w=workers: train_rate(det, dataset, plan.train_config(w), plan.warmup)[0])
             if got is not None:
                 case["train"].append({"workers": workers, **got})
                 print(f"    train, {workers} worker(s): {got['images_per_s']:.1f} images/s, "
@@ -512,8 +514,8 @@ def measure_case(det, run: Run, plan: DataPathPlan, size: int, root: Path, label
     for workers in plan.workers:
         what = f"data path evaluation, {size} px PNGs, {workers} worker(s)"
         if run.affordable(what, plan.need_s(plan.n_val, load_s, workers, plan.eval_s * scale)):
-            got = run.attempt(what, lambda: eval_rate(det, dataset, workers, plan.pin_memory, plan.short_side,
-                                                      plan.warmup))
+            got = run.attempt(what, lambda w=workers: eval_rate(det, dataset, w, plan.pin_memory, plan.short_side,
+                                                                 plan.warmup))
             if got is not None:
                 case["eval"].append({"workers": workers, **got})
                 print(f"    eval, {workers} worker(s): {got['images_per_s']:.1f} images/s, "
@@ -539,8 +541,8 @@ def measure_data_path(det, run: Run, plan: DataPathPlan, tmp: Path, label_names)
         what = f"data path, {size} px PNGs"
         if not run.affordable(f"{what} (writing them, every loop and worker count)", plan.margin_s * 2):
             continue
-        run.attempt(what, lambda: measure_case(det, run, plan, size, tmp / f"png-{size}px", label_names,
-                                               out["cases"]))
+        run.attempt(what, lambda s=size: measure_case(det, run, plan, s, tmp / f"png-{s}px", label_names,
+                                                      out["cases"]))
         run.save()
     return out
 

@@ -79,7 +79,8 @@ def main() -> None:
     if args.quick:
         args.size, args.images = min(args.size, 256), min(args.images, 4)
     rng = np.random.default_rng(0)
-    kinds = {"typical": typical_maps(args.size, args.images, rng), "worst case": worst_maps(args.size, args.images, rng)}
+    kinds = {"typical": typical_maps(args.size, args.images, rng),
+             "worst case": worst_maps(args.size, args.images, rng)}
     rows, figures = {}, []
     for kind, maps in kinds.items():
         candidates = {"diffzoo": lambda r, m=maps: timed(lambda: diffzoo_update(m)),

@@ -41,8 +41,7 @@ import torch
 from bench import add_common_args, figure, interleaved, median_ratio, report, setup, timed
 from metrics import typical_maps, worst_maps
 
-from diffzoo.harness.core.types import BINARY, LabelSpace, SampleMeta
-from diffzoo.harness.core.types import DetectionOutput
+from diffzoo.harness.core.types import BINARY, DetectionOutput, LabelSpace, SampleMeta
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.scoring import Scorer
@@ -189,9 +188,9 @@ def main() -> None:
                      "DIFFZOO_BENCO_PYTHON): the ratio was not measured")
     big = 2 * args.size
     maps = typical_maps(big, max(2, args.images // 4), rng)
-    ms_big = {"binary": per_image_ms(lambda b=binary_inputs(maps): diffzoo_binary(b), len(maps), args.rounds),
-              "9 classes": per_image_ms(lambda s=semantic_inputs(maps, rng): diffzoo_semantic(s), len(maps),
-                                        args.rounds)}
+    big_binary, big_semantic = binary_inputs(maps), semantic_inputs(maps, rng)
+    ms_big = {"binary": per_image_ms(lambda: diffzoo_binary(big_binary), len(maps), args.rounds),
+              "9 classes": per_image_ms(lambda: diffzoo_semantic(big_semantic), len(maps), args.rounds)}
     figures.append(figure(f"diffzoo ms/image, binary ({big} px)", ms_big["binary"], unit="ms"))
     figures.append(figure(f"diffzoo ms/image, 9 classes ({big} px)", ms_big["9 classes"], unit="ms"))
     small = typical_maps(args.size, args.images, rng)

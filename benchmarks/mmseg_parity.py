@@ -48,8 +48,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
-from bench import (  # noqa: E402
-    add_common_args, figure, interleaved, median_ratio, report, setup, timed, write_png_dataset)
+from bench import add_common_args, figure, interleaved, median_ratio, report, setup, timed, write_png_dataset  # noqa: E402
 
 from diffzoo import DetectorBuild, create_detector, open_dataset  # noqa: E402
 from diffzoo.harness.core.plugins import get_registry  # noqa: E402

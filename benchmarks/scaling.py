@@ -46,13 +46,10 @@ def mini_reads_per_image() -> tuple[float, int, int]:
     from diffzoo.harness.run.request import RunRequest
     from diffzoo.harness.run.runner import Runner
 
-    runner = Runner(RunRequest(detector="segformer", suites="all", dataset="mini", device="cpu"))
-    runner.plan()
-    passes = reads = 0
-    for job in runner.plan_.jobs:
-        for p, _, _, ids in runner.job_passes(job):
-            passes += 1
-            reads += len(runner.dataset.ids(p.split)) if ids is None else len(ids)
+    runner = Runner(RunRequest(detector="segformer", suite="all", dataset="mini", device="cpu"))
+    plan = runner.plan
+    passes = sum(len(job.passes) for job in plan.jobs)
+    reads = sum(plan.images(p) for job in plan.jobs for p in job.passes)
     return reads / len(runner.dataset.ids("val")), passes, reads
 
 

@@ -32,11 +32,11 @@ from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from diffzoo import DiffzooError, create_detector  # noqa: E402
-from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS  # noqa: E402
+from diffzoo.harness.core.device import resolve_device  # noqa: E402
 from diffzoo.harness.core.plugins import get_registry  # noqa: E402
 from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.core.device import resolve_device  # noqa: E402
 from diffzoo.harness.core.types import BINARY  # noqa: E402
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_LABELS  # noqa: E402
 
 REFERENCE = "segformer.b2"
 

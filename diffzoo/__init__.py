@@ -14,9 +14,29 @@ import logging
 from diffzoo.harness.core.lazy import lazy_exports
 from diffzoo.harness.suites import Case, Suite, TrainSpec
 from diffzoo.plugin import (
-    ConfigError, CorruptSampleError, DataError, Dataset, DetectionOutput, Detector, DetectorBuild, DetectorCard,
-    DetectorError, DiffzooError, EditRecord, EditResult, Generator, GeneratorCard, LabelSpace, ModelError, RecipeValue,
-    Sample, SampleMeta, TrainConfig, WeightsUnavailableError, hookimpl, register_cards,
+    ConfigError,
+    CorruptSampleError,
+    DataError,
+    Dataset,
+    DetectionOutput,
+    Detector,
+    DetectorBuild,
+    DetectorCard,
+    DetectorError,
+    DiffzooError,
+    EditRecord,
+    EditResult,
+    Generator,
+    GeneratorCard,
+    LabelSpace,
+    ModelError,
+    RecipeValue,
+    Sample,
+    SampleMeta,
+    TrainConfig,
+    WeightsUnavailableError,
+    hookimpl,
+    register_cards,
 )
 from diffzoo.version import __version__
 

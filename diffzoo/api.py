@@ -37,11 +37,11 @@ from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner, TrainOutput
+from diffzoo.leaderboard.layouts.paper import Summary, build_summary
 from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, claim_output_dir
 from diffzoo.leaderboard.render.plots import confusion_png
-from diffzoo.leaderboard.store import AddOutcome, RecordStore
-from diffzoo.leaderboard.layouts.paper import Summary, build_summary
 from diffzoo.leaderboard.render.text import write_summary
+from diffzoo.leaderboard.store import AddOutcome, RecordStore
 from diffzoo.leaderboard.table import slugify
 from diffzoo.leaderboard.training_logs import copy_training_logs
 

@@ -36,7 +36,13 @@ from __future__ import annotations
 
 from diffzoo.harness.core.cards import DetectorCard, GeneratorCard, RecipeValue, register_cards
 from diffzoo.harness.core.errors import (
-    ConfigError, CorruptSampleError, DataError, DetectorError, DiffzooError, ModelError, WeightsUnavailableError,
+    ConfigError,
+    CorruptSampleError,
+    DataError,
+    DetectorError,
+    DiffzooError,
+    ModelError,
+    WeightsUnavailableError,
 )
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.core.hookspecs import hookimpl
@@ -44,7 +50,13 @@ from diffzoo.harness.core.lazy import lazy_exports
 from diffzoo.harness.core.protocols import Dataset, Detector, DetectorBuild, EditResult, Generator, Report
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import (
-    BINARY, IGNORE_INDEX, DetectionOutput, EditRecord, LabelSpace, Sample, SampleMeta,
+    BINARY,
+    IGNORE_INDEX,
+    DetectionOutput,
+    EditRecord,
+    LabelSpace,
+    Sample,
+    SampleMeta,
 )
 
 _MODELS = "diffzoo.harness.models."

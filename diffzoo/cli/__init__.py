@@ -13,11 +13,11 @@ import sys
 
 import typer
 
+from diffzoo.cli.app import app
+from diffzoo.cli.console import console, err_console, quiet_third_party, state
 from diffzoo.harness.core.errors import DiffzooError, TrainingStopped
 from diffzoo.harness.core.fsutil import user_path_error
 from diffzoo.leaderboard.render.escape import term
-from diffzoo.cli.app import app
-from diffzoo.cli.console import console, err_console, quiet_third_party, state
 
 
 def _click_error_types() -> tuple[type[BaseException], ...]:

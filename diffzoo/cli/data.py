@@ -9,12 +9,12 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from diffzoo.cli.console import console, err_console
+from diffzoo.cli.options import DATASET_OPTION, LABELS, parse_options
+from diffzoo.cli.progress import RichProgress
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.harness.core.registry import resolve_target
 from diffzoo.leaderboard.render.escape import term, term_text
-from diffzoo.cli.console import console, err_console
-from diffzoo.cli.progress import RichProgress
-from diffzoo.cli.options import DATASET_OPTION, LABELS, parse_options
 
 data_app = typer.Typer(help="Build and inspect datasets.", no_args_is_help=True)
 

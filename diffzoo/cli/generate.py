@@ -10,13 +10,13 @@ from pathlib import Path
 
 import typer
 
+from diffzoo.cli.console import console
+from diffzoo.cli.options import SEED, WORKERS
+from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.generators.generate.defaults import GenerateConfig as G
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.leaderboard.render.escape import term
-from diffzoo.cli.console import console
-from diffzoo.cli.options import SEED, WORKERS
-from diffzoo.cli.progress import RichProgress, rank_output
 
 
 def parse_loras(values: list[str], editors: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import typer
 
+from diffzoo.cli.console import console
+from diffzoo.cli.progress import RichProgress
 from diffzoo.generators.editors import label_rule as L
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.leaderboard.render.escape import term
-from diffzoo.cli.console import console
-from diffzoo.cli.progress import RichProgress
 
 SHOWN_UNMATCHED = 20
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 lb = typer.Typer(help="The versioned leaderboard: stored records, frozen versions, publishing.",
                  no_args_is_help=True)
 
+FORMAT_HELP = f"Output format: {'|'.join(FORMATS)}; repeat or comma-separate."
 STORE_HELP = "Record store: a folder with records/ (any `diffzoo run --out` folder)."
 MIXED_HELP = ("Publish rows made under different label maps, splits or evaluator versions in one table, "
               "with a column naming each (refused without it).")
@@ -256,7 +257,7 @@ def publish_cmd(
     version: str | None = typer.Argument(None, help="A frozen version (default: every record in the store)."),
     store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
     fmt: list[str] = typer.Option(["md"], "--format", "-f",
-                                  help=f"Output format: {'|'.join(FORMATS)}; repeat or comma-separate."),
+                                  help=FORMAT_HELP),
     out: Path = typer.Option(Path("leaderboard"), "--out", help="Output folder."),
     allow_mixed: bool = typer.Option(False, "--allow-mixed", help=MIXED_HELP),
 ) -> None:

@@ -7,12 +7,11 @@ import difflib
 import typer
 from rich.table import Table
 
+from diffzoo.cli.console import console
+from diffzoo.cli.options import SEED
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.plugins import get_plugin_system, get_registry
 from diffzoo.leaderboard.render.escape import term
-from diffzoo.cli.console import console
-from diffzoo.cli.options import SEED
-
 
 KINDS = ("detectors", "generators", "datasets", "suites", "distortions")
 
@@ -87,8 +86,8 @@ def check_cmd(
     seed: int = SEED,
 ) -> None:
     """Run a detector through a tiny built-in fixture and report every protocol violation."""
-    from diffzoo.harness.models.conformance import check_plugin
     from diffzoo.harness.core.device import resolve_device
+    from diffzoo.harness.models.conformance import check_plugin
 
     findings = check_plugin(name, task or None, str(resolve_device(device)), seed)
     table = Table(title=f"plugins check {term(name)}", title_justify="left")

@@ -112,8 +112,7 @@ def print_plan(result: Evaluation) -> None:
 
 def print_result(result: Evaluation) -> None:
     """Notes, case tables (up to MAX_CASE_TABLES), the summary and what the store did."""
-    from diffzoo.leaderboard.render.console import case_tables
-    from diffzoo.leaderboard.render.console import summary_console
+    from diffzoo.leaderboard.render.console import case_tables, summary_console
 
     for line in result.notes:  # cases without images; passes that reused the undistorted one
         console.print(f"[yellow]note:[/] {term(line)}")

@@ -9,10 +9,10 @@ families are registered by three hook implementations (through pluggy's
 
 from __future__ import annotations
 
-from diffzoo.harness.core.hookspecs import hookimpl
 from diffzoo.generators.editors.cards import DEFAULT_CARDS, GENERATOR_CARDS, INSTRUCT_CARDS
 from diffzoo.generators.editors.glide.cards import EDITOR_TARGET as GLIDE_TARGET
 from diffzoo.generators.editors.glide.cards import GLIDE_CARDS
+from diffzoo.harness.core.hookspecs import hookimpl
 
 EDITOR_TARGET = "diffzoo.generators.editors.diffusers_editor:DiffusersEditor"
 INSTRUCT_TARGET = "diffzoo.generators.editors.instruct:InstructionEditor"

@@ -5,8 +5,8 @@ Registered through the same hooks as any third-party plugin.
 
 from __future__ import annotations
 
-from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID
 from diffzoo.harness.core.hookspecs import hookimpl
+from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID
 from diffzoo.harness.suites import ALL_SUITES
 
 

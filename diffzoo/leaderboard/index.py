@@ -286,8 +286,7 @@ class RecordIndex:
                 SuiteVersion(s.version, s.definition_hash), []).append(r)
         out = []
         for key, suites in sorted(by_key.items(), key=lambda kv: kv[0]):
-            ordered = {name: sorted(versions, reverse=True, key=lambda v, vs=versions: (  # type: ignore[misc]
-                version_order(v.version), max(record_date(r) for r in vs[v]))) for name, versions in suites.items()}
+            ordered = {name: _newest_first(versions) for name, versions in suites.items()}
             for depth in range(max(len(v) for v in ordered.values())):
                 chosen = {s: v[depth] for s, v in sorted(ordered.items()) if len(v) > depth}
                 records = [r for s, v in chosen.items() for r in suites[s][v]]
@@ -298,3 +297,9 @@ class RecordIndex:
 def version_order(version: str) -> tuple:
     """A sort key for version texts: ``2`` before ``10``, numbers before words."""
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in version.replace("-", ".").split("."))
+
+
+def _newest_first(versions: dict[SuiteVersion, list[ResultRecord]]) -> list[SuiteVersion]:
+    """A suite's versions, newest first: by version, then by the newest record of each."""
+    return sorted(versions, reverse=True,
+                  key=lambda v: (version_order(v.version), max(record_date(r) for r in versions[v])))

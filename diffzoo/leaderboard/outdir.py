@@ -116,6 +116,6 @@ def claim_output_dir(path: Path, force: bool = False) -> OutputDir:
     check_writable_dir(root, "--out")  # made here; a path through a file or a read-only disk stops here
     atomic_write_text(root / MARKER, json.dumps({
         "diffzoo_output": 1, "claimed": how, "foreign": foreign,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }, indent=2))
     return OutputDir(root, frozenset(foreign))

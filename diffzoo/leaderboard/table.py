@@ -85,7 +85,7 @@ class Cell:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return cls(status=UNDEFINED)
         ci = record.body.ci95.get(metric)
-        return cls(float(value), tuple(ci) if ci and None not in ci else None)  # type: ignore[arg-type]
+        return cls(float(value), tuple(ci) if ci and None not in ci else None)
 
     @property
     def half_width(self) -> float | None:

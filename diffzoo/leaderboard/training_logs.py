@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from diffzoo.harness.core.fsutil import atomic_write_bytes
 from diffzoo.harness.models.monitor import LOG_FILE
-from diffzoo.leaderboard.render.training_plots import curves_from_log, read_log, training_png
 from diffzoo.leaderboard.outdir import PLOTS_DIR, TRAIN_DIR
+from diffzoo.leaderboard.render.training_plots import curves_from_log, read_log, training_png
 from diffzoo.leaderboard.table import slugify
 
 if TYPE_CHECKING:

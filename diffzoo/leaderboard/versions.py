@@ -84,7 +84,7 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
     manifest = {
         "schema_version": VERSION_SCHEMA,
         "name": name,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "note": note,
         "filters": {"suites": list(suites), "datasets": list(datasets), "detectors": list(detectors)},
         **summarize(records),

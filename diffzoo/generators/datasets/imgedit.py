@@ -38,20 +38,25 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.datasets import imgedit_format as F
+from diffzoo.generators.datasets.imgedit_cache import LabelCache
+from diffzoo.generators.editors.labels import (
+    DEFAULT_CLEANUP,
+    DEFAULT_MAX_AREA,
+    DEFAULT_MIN_AREA,
+    DEFAULT_TAU,
+    AlignParams,
+    difference_label,
+    label_settings,
+)
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import cache_root
+from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import data_files
 from diffzoo.harness.data.imageio import read_image
 from diffzoo.harness.data.splits import SPLITS_FILE, file_split_id, one_split, read_splits_file
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
-from diffzoo.harness.core.fsutil import cache_root
-from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
-from diffzoo.generators.datasets import imgedit_format as F
-from diffzoo.generators.datasets.imgedit_cache import LabelCache
-from diffzoo.generators.editors.labels import (
-    DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, AlignParams, difference_label,
-    label_settings,
-)
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.generate.layout import png_bytes
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
 from diffzoo.harness.data.imageio import read_mask
-from diffzoo.generators.generate.layout import png_bytes
 
 log = logging.getLogger(__name__)
 

@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS, LABELS_FILE
-from diffzoo.harness.data.metadata import MANIFEST_FILE
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import cache_root, exclusive_lock
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS, LABELS_FILE
+from diffzoo.harness.data.metadata import MANIFEST_FILE
 
 log = logging.getLogger(__name__)
 
@@ -220,14 +220,19 @@ def build_mini(
 def _build_mini(
     root: Path, n_images: int, size: int, seed: int, progress: Progress | None, overwrite: bool
 ) -> Path:
-    from diffzoo.harness.run.factories import create_generator
     from diffzoo.generators.editors.cards import TINY_EDITORS
+    from diffzoo.generators.editors.text2image import TextToImage
     from diffzoo.generators.generate.layout import (
-        IMAGE_DIR, built_in_place_of, labels_text, manifest_text, sample_paths, save_png,
+        IMAGE_DIR,
+        built_in_place_of,
+        labels_text,
+        manifest_text,
+        sample_paths,
+        save_png,
     )
     from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample
     from diffzoo.generators.generate.regions import Region
-    from diffzoo.generators.editors.text2image import TextToImage
+    from diffzoo.harness.run.factories import create_generator
 
     root = Path(root)
     if root.exists() and not overwrite:

@@ -20,17 +20,24 @@ from typing import Any
 
 from PIL import Image
 
+from diffzoo.generators.editors.labels import (
+    DEFAULT_CLEANUP,
+    DEFAULT_MAX_AREA,
+    DEFAULT_MIN_AREA,
+    DEFAULT_TAU,
+    FRAMES,
+    STATUSES,
+    AlignParams,
+    difference_label,
+    label_settings,
+)
+from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.imageio import read_image
 from diffzoo.harness.data.labelmaps import LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
-from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
-from diffzoo.generators.editors.labels import (
-    DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, FRAMES, STATUSES, AlignParams,
-    difference_label, label_settings,
-)
-from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text
 
 log = logging.getLogger(__name__)
 

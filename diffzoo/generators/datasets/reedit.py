@@ -26,15 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
+from diffzoo.generators.datasets.mini import SHIPPED_REEDITS
 from diffzoo.harness.core.cards import stable_hash
-from diffzoo.harness.data.distortions import decode, encode, image_digest
 from diffzoo.harness.core.errors import ConfigError, ModelError
-from diffzoo.harness.run.factories import create_generator
 from diffzoo.harness.core.fsutil import atomic_write_bytes, cache_root
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import LabelSpace, SampleMeta
-from diffzoo.generators.datasets.mini import SHIPPED_REEDITS
+from diffzoo.harness.data.distortions import decode, encode, image_digest
+from diffzoo.harness.run.factories import create_generator
 
 log = logging.getLogger(__name__)
 

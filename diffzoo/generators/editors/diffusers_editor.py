@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.editors.labels import check_image
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
-from diffzoo.harness.models.weights import hub_offline
 from diffzoo.harness.core.protocols import EditResult, Generator
-from diffzoo.generators.editors.labels import check_image
+from diffzoo.harness.models.weights import hub_offline
 
 log = logging.getLogger(__name__)
 

@@ -37,13 +37,18 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.editors.diffusers_editor import DiffusersEditor, _accepts
+from diffzoo.generators.editors.labels import (
+    DEFAULT_CLEANUP,
+    DEFAULT_MAX_AREA,
+    DEFAULT_MIN_AREA,
+    DEFAULT_TAU,
+    check_image,
+    difference_label,
+)
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
 from diffzoo.harness.core.protocols import EditResult
-from diffzoo.generators.editors.diffusers_editor import DiffusersEditor, _accepts
-from diffzoo.generators.editors.labels import (
-    DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU, check_image, difference_label,
-)
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.editors.label_rule import DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import IGNORE_INDEX
-from diffzoo.generators.editors.label_rule import DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU
 
 log = logging.getLogger(__name__)
 

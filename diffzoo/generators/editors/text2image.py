@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.cards import GeneratorCard
-from diffzoo.harness.core.errors import ConfigError
 from diffzoo.generators.editors.cards import SD_T2I_TINY, SDXL_BASE
 from diffzoo.generators.editors.diffusers_editor import load_pipeline, to_uint8
+from diffzoo.harness.core.cards import GeneratorCard
+from diffzoo.harness.core.errors import ConfigError
 
 SDXL_T2I = dataclasses.replace(  # the same weights and settings as the sdxl.base editor
     SDXL_BASE,

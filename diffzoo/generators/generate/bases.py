@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.generators.generate.schedule import sample_rng
+from diffzoo.harness.core.errors import ConfigError, DataError
 
 _ORDER_KEY = 0x6F7264  # "ord"
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.generators.generate.regions import Region, dedupe_overlaps, region_from_mask, resize_mask
+from diffzoo.harness.core.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.data.labelmaps import LABELS_FILE
-from diffzoo.harness.data.metadata import MANIFEST_FILE
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import atomic_write_bytes
 from diffzoo.harness.core.types import LabelSpace
+from diffzoo.harness.data.labelmaps import LABELS_FILE
+from diffzoo.harness.data.metadata import MANIFEST_FILE
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.generate.regions import Region
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
-from diffzoo.generators.generate.regions import Region
 
 log = logging.getLogger(__name__)
 

@@ -27,15 +27,15 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.generate.defaults import GenerateConfig
+from diffzoo.generators.generate.layout import STATE_DIR, BackgroundWriter, SampleStore, write_file
+from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names, edit_sample, sample_row, torch_threads
+from diffzoo.generators.generate.quality import QualityFilter
+from diffzoo.generators.generate.regions import Region, choose_region
+from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import LabelSpace
-from diffzoo.generators.generate.layout import STATE_DIR, BackgroundWriter, SampleStore, write_file
-from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names, edit_sample, sample_row, torch_threads
-from diffzoo.generators.generate.defaults import GenerateConfig
-from diffzoo.generators.generate.quality import QualityFilter
-from diffzoo.generators.generate.regions import Region, choose_region
-from diffzoo.generators.generate.schedule import Schedule, SampleSchedule, sample_rng
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,6 @@ class DatasetGenerator:
         from diffzoo.generators.generate.bases import AIBases, RealBases, listing_digest
         from diffzoo.generators.generate.prompts import TemplatePrompter
         from diffzoo.generators.generate.regions import MaskFolderRegions, RandomRegions
-
         from diffzoo.harness.core.plugins import get_registry
 
         c = self.config
@@ -172,8 +171,8 @@ class DatasetGenerator:
 
     def _check_loras(self) -> list[dict[str, Any]] | None:
         """Each ``--lora`` checked (the editor is chosen and takes LoRAs, the file exists)."""
-        from diffzoo.harness.core.plugins import get_registry
         from diffzoo.generators.editors.lora import with_lora
+        from diffzoo.harness.core.plugins import get_registry
 
         out = []
         for editor, path in self.config.loras:

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError
 from diffzoo.generators.editors.labels import DEFAULT_TAU, difference_label
 from diffzoo.generators.generate.defaults import GenerateConfig
+from diffzoo.harness.core.errors import ConfigError
 
 Scorer = Callable[[np.ndarray, np.ndarray, np.ndarray, str, str], float]
 

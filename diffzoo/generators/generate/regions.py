@@ -151,7 +151,7 @@ def random_region(
         ext = reach * scale
         cy = float(rng.uniform(margin + ext, height - margin - ext)) if height - 2 * (margin + ext) > 0 else height / 2
         cx = float(rng.uniform(margin + ext, width - margin - ext)) if width - 2 * (margin + ext) > 0 else width / 2
-        mask = _radial_mask(height, width, cy, cx, lambda t: scale * radius_at(t), angle)
+        mask = _radial_mask(height, width, cy, cx, lambda t, s=scale, r=radius_at: s * r(t), angle)
         if margin > 0:
             mask[:margin], mask[-margin:], mask[:, :margin], mask[:, -margin:] = False, False, False, False
         if mask.mean() >= 0.5 * min_frac:

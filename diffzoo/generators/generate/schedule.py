@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError
 from diffzoo.generators.generate.prompts import EDIT_TYPES
+from diffzoo.harness.core.errors import ConfigError
 
 MIN_BLOCK = 20
 BASE_KINDS: tuple[str, ...] = ("real", "ai")

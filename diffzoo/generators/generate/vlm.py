@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.generate.defaults import DEFAULT_VLM
 from diffzoo.generators.editors.diffusers_editor import from_hub
+from diffzoo.generators.generate.defaults import DEFAULT_VLM
 from diffzoo.generators.generate.prompts import turn_prompts
 
 log = logging.getLogger(__name__)

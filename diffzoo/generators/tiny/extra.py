@@ -27,11 +27,20 @@ from typing import Any
 
 import torch
 
-from diffzoo.harness.core.errors import ModelError
 from diffzoo.generators.tiny.components import (
-    SD3_LATENTS, TINY_TEXT_WIDTH, clip_text_config, clip_tokenizer, kl_vae, sd_unet, sd_vae, sdxl_scheduler, seeded,
-    t5_encoder, t5_tokenizer,
+    SD3_LATENTS,
+    TINY_TEXT_WIDTH,
+    clip_text_config,
+    clip_tokenizer,
+    kl_vae,
+    sd_unet,
+    sd_vae,
+    sdxl_scheduler,
+    seeded,
+    t5_encoder,
+    t5_tokenizer,
 )
+from diffzoo.harness.core.errors import ModelError
 
 KOLORS_TEXT = (
     "a photo of a red cup on a wooden table. the quick brown fox jumps over the lazy dog. "

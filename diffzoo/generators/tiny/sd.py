@@ -5,8 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from diffzoo.generators.tiny.components import (
-    TINY_SEED, TINY_TEXT_WIDTH, clip_text_config, clip_tokenizer, flux_vae, sd_unet, sd_vae, sdxl_scheduler, seeded,
-    t5_encoder, t5_tokenizer,
+    TINY_SEED,
+    TINY_TEXT_WIDTH,
+    clip_text_config,
+    clip_tokenizer,
+    flux_vae,
+    sd_unet,
+    sd_vae,
+    sdxl_scheduler,
+    seeded,
+    t5_encoder,
+    t5_tokenizer,
 )
 
 

@@ -32,7 +32,7 @@ def free_space(path: Path | str) -> str:
     while not here.exists() and here != here.parent:
         here = here.parent
     try:
-        free = shutil.disk_usage(here).free
+        free: float = shutil.disk_usage(here).free
     except OSError:
         return "free space unknown"
     for unit in ("B", "KB", "MB", "GB", "TB"):
@@ -86,7 +86,8 @@ def check_writable_dir(path: Path | str, what: str) -> Path:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as exc:
-        reason = USER_FIXABLE.get(exc.errno, exc.strerror or str(exc))
+        known = USER_FIXABLE.get(exc.errno) if exc.errno is not None else None
+        reason = known or exc.strerror or str(exc)
         raise StorageError(f"{what} {path} cannot be used: {reason}; point it at a writable folder") from None
     return path
 
@@ -145,7 +146,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise disk_full_error(exc, path) or exc
+        raise disk_full_error(exc, path) or exc  # noqa: B904 - the OSError itself, or a StorageError in its context
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -220,6 +220,7 @@ def pixel_predictions(detector: Any, out: DetectionOutput, threshold: float, siz
                       ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
     """:func:`pixel_tensors` as numpy arrays, one (binary pred, edited prob, semantic pred or
     None) per batch item."""
-    binary, edited, semantic = (t if t is None else t.cpu().numpy() for t in pixel_tensors(detector, out, threshold,
-                                                                                             size))
+    binary_t, edited_t, semantic_t = pixel_tensors(detector, out, threshold, size)
+    binary, edited = binary_t.cpu().numpy(), edited_t.cpu().numpy()
+    semantic = None if semantic_t is None else semantic_t.cpu().numpy()
     return [(b, e, None if semantic is None else semantic[i]) for i, (b, e) in enumerate(zip(binary, edited))]

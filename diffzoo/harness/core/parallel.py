@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from diffzoo.harness.core.errors import ConfigError, DataError
 
@@ -119,8 +119,10 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 0, *,
         return
     import torch.utils.data  # here, not at the top: the CLI imports this module for --workers (no torch at start-up)
 
-    loader = torch.utils.data.DataLoader(
-        _Items(fn, items), batch_size=None, shuffle=False, num_workers=workers, collate_fn=_as_is,
+    # map-style: __len__ and __getitem__ are all a DataLoader reads of a dataset
+    dataset = cast("torch.utils.data.Dataset[Any]", _Items(fn, items))
+    loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
+        dataset, batch_size=None, shuffle=False, num_workers=workers, collate_fn=_as_is,
         pin_memory=pin_memory, prefetch_factor=prefetch,
     )
     yield from loader

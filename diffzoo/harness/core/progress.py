@@ -5,7 +5,7 @@ the CLI supplies one that draws rich progress bars.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Protocol
 
 
@@ -14,7 +14,7 @@ class Task(Protocol):
 
 
 class Progress(Protocol):
-    def task(self, description: str, total: int | None) -> Iterator[Task]:
+    def task(self, description: str, total: int | None) -> AbstractContextManager[Task]:
         """Context manager yielding a task to advance."""
         ...
 

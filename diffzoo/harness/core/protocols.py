@@ -142,7 +142,7 @@ class Detector(ABC):
         """Load weights written by :meth:`save` (never unpickles); return the
         metadata, including ``"sha256"`` of the weights file."""
 
-    def to(self, device: str) -> Detector:  # pragma: no cover - trivial default
+    def to(self, device: str | torch.device) -> Detector:  # pragma: no cover - trivial default
         return self
 
 

@@ -7,6 +7,7 @@ wildcards with natural sort, and unknown names get a did-you-mean message.
 
 from __future__ import annotations
 
+import builtins
 import fnmatch
 import importlib
 import logging
@@ -150,7 +151,7 @@ class Registry:
         ]
         return sorted(out, key=lambda e: natural_key(e.name))
 
-    def expand(self, kind: str, spec: str) -> list[Entry]:
+    def expand(self, kind: str, spec: str) -> builtins.list[Entry]:  # `list` is the method above
         """``all`` -> everything; a wildcard -> its matches; a name -> that entry.
 
         Comma-separated specs are expanded one by one, duplicates dropped.

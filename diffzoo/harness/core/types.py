@@ -158,7 +158,7 @@ class EditRecord:
             editor=d["editor"],
             prompt=d.get("prompt", ""),
             edit_type=d.get("edit_type", "unknown"),
-            region=tuple(region) if region is not None else None,  # type: ignore[arg-type]
+            region=tuple(region) if region is not None else None,
             seed=d.get("seed"),
         )
 

@@ -167,12 +167,13 @@ def carried_keys(ids: Iterable[str], metas: Mapping[str, SampleMeta]) -> list[st
     metadata row; ``editor`` / ``edit_type``: rows for every sample, at least
     one turn, and every turn names its editor / a known edit type.
     """
-    rows = [metas.get(i) for i in ids]
-    if not rows or any(m is None for m in rows):
+    found = [metas.get(i) for i in ids]
+    rows = [m for m in found if m is not None]
+    if not rows or len(rows) != len(found):
         return []
-    turns = [t for m in rows for t in m.turns]  # type: ignore[union-attr]
+    turns = [t for m in rows for t in m.turns]
     have = {
-        "base": all(m.base in BASES for m in rows),  # type: ignore[union-attr]
+        "base": all(m.base in BASES for m in rows),
         "turns": True,
         "editor": bool(turns) and all(t.editor for t in turns),
         "edit_type": bool(turns) and all(t.edit_type not in ("", "unknown") for t in turns),

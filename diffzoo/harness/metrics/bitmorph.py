@@ -29,20 +29,26 @@ random labels) 2.7 ms instead of 44 ms (binary) and 2.9 ms instead of 296 ms
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+if TYPE_CHECKING:
+    import torch
 
-def _copy(codes):
+Codes = TypeVar("Codes", np.ndarray, "torch.Tensor")
+
+
+def _copy(codes: Codes) -> Codes:
     """A copy of a numpy array or a torch tensor."""
     return codes.copy() if isinstance(codes, np.ndarray) else codes.clone()
 
 
-def _zeros_like(codes):
+def _zeros_like(codes: Codes) -> Codes:
     return np.zeros_like(codes) if isinstance(codes, np.ndarray) else codes.new_zeros(codes.shape)
 
 
-def boundary_bits(codes: np.ndarray) -> np.ndarray:
+def boundary_bits(codes: Codes) -> Codes:
     """Per bit: set where the bit is set and a 4-neighbour (or the image outside) lacks it."""
     inner = _copy(codes)
     inner[1:] &= codes[:-1]
@@ -82,7 +88,7 @@ def disk_half_widths(theta: float, limit: int) -> list[int]:
     return widths
 
 
-def _or_shifted(dst: np.ndarray, src: np.ndarray, d: int, axis: int) -> None:
+def _or_shifted(dst: Codes, src: Codes, d: int, axis: int) -> None:
     """dst |= src shifted by +d and by -d along ``axis`` (zeros shifted in)."""
     if d >= src.shape[axis]:
         return
@@ -93,14 +99,14 @@ def _or_shifted(dst: np.ndarray, src: np.ndarray, d: int, axis: int) -> None:
     dst[tuple(tail)] |= src[tuple(head)]
 
 
-def _row_windows(codes: np.ndarray, radii: set[int]) -> dict[int, np.ndarray]:
+def _row_windows(codes: Codes, radii: set[int]) -> dict[int, Codes]:
     """OR over the horizontal window [-r, r] of every pixel, for each radius in ``radii``.
 
     The window grows one column each side at a time from ``codes`` itself
     (doubling a window by shifting it would lose what lies beyond the image
     edge); the radii in use are a handful (about 5 px at 512², 11 px at 1024²).
     """
-    out: dict[int, np.ndarray] = {}
+    out: dict[int, Codes] = {}
     window, radius = _copy(codes), 0
     for r in sorted(radii):
         while radius < r:
@@ -110,7 +116,7 @@ def _row_windows(codes: np.ndarray, radii: set[int]) -> dict[int, np.ndarray]:
     return out
 
 
-def dilate_within(codes: np.ndarray, widths: list[int]) -> np.ndarray:
+def dilate_within(codes: Codes, widths: list[int]) -> Codes:
     """OR-dilation of ``codes`` with the disk given by :func:`disk_half_widths`."""
     if not widths:
         return _zeros_like(codes)

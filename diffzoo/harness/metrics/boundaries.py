@@ -73,7 +73,7 @@ def _f1(n_gt: int, n_pred: int, matched_gt: int, matched_pred: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _bit_counts(codes: np.ndarray, bits: int) -> list[int]:
+def _bit_counts(codes: np.ndarray, bits: int) -> list[np.intp]:
     """Pixels with each of the low ``bits`` bits set."""
     return [np.count_nonzero(codes & codes.dtype.type(1 << k)) for k in range(bits)]
 
@@ -118,10 +118,10 @@ def _pack(labels: np.ndarray, classes: np.ndarray, dtype: type) -> np.ndarray:
     if classes.size == 1 and dtype == np.uint8:  # one class (binary): a comparison, cheaper than a lookup
         return (labels == classes[0]).view(np.uint8)
     if labels.dtype == np.uint8:
-        lut = np.zeros(256, dtype)
+        lut: np.ndarray = np.zeros(256, dtype)
         lut[classes] = 1 << np.arange(classes.size, dtype=dtype)
         return np.take(lut, labels)
-    codes = np.zeros(labels.shape, dtype)
+    codes: np.ndarray = np.zeros(labels.shape, dtype)
     for k, c in enumerate(classes):
         codes[labels == c] = 1 << k
     return codes

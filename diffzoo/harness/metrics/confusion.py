@@ -18,6 +18,7 @@ dropped first).  Never average per-image ratios for these.
 from __future__ import annotations
 
 import warnings
+from typing import cast
 
 import numpy as np
 
@@ -84,7 +85,7 @@ def iou_per_class(conf: np.ndarray) -> np.ndarray:
     """IoU_c = I_c / (P_c + G_c - I_c); NaN where the union is 0."""
     inter = np.diagonal(conf).astype(np.float64)
     union = conf.sum(axis=0) + conf.sum(axis=1) - inter
-    return ratio(inter, union)
+    return cast(np.ndarray, ratio(inter, union))  # 1-D: one entry per class
 
 
 def pixel_metrics(conf: np.ndarray, names: tuple[str, ...]) -> dict[str, float]:
@@ -92,15 +93,16 @@ def pixel_metrics(conf: np.ndarray, names: tuple[str, ...]) -> dict[str, float]:
     conf = np.asarray(conf, dtype=np.float64)
     iou = iou_per_class(conf)
     inter = np.diagonal(conf)
+    edited_acc = cast(np.ndarray, ratio(inter[1:], conf.sum(axis=1)[1:]))  # 1-D: one entry per edited class
     out: dict[str, float] = {
-        "aAcc": ratio(inter.sum(), conf.sum()),
-        "mAcc": float(nanmean(ratio(inter[1:], conf.sum(axis=1)[1:]))),
+        "aAcc": float(ratio(inter.sum(), conf.sum())),
+        "mAcc": float(nanmean(edited_acc)),
         "mIoU": float(nanmean(iou[1:])),
     }
     out.update({f"IoU.{name}": float(v) for name, v in zip(names, iou)})
     tp, fp, fn, _ = binary_counts(conf)
-    out["precision"] = ratio(tp, tp + fp)
-    out["recall"] = ratio(tp, tp + fn)
-    out["F1"] = ratio(2 * tp, 2 * tp + fp + fn)
-    out["cIoU"] = ratio(tp, tp + fp + fn)
+    out["precision"] = float(ratio(tp, tp + fp))
+    out["recall"] = float(ratio(tp, tp + fn))
+    out["F1"] = float(ratio(2 * tp, 2 * tp + fp + fn))
+    out["cIoU"] = float(ratio(tp, tp + fp + fn))
     return out

@@ -27,7 +27,7 @@ def parity_metrics(native: EvalState, reencoded: EvalState, tolerance: float) ->
     shared = sorted(set(a) & set(b))
     if not shared:
         raise DataError("format parity: the two evaluations share no image with a verdict")
-    flips = {True: [], False: []}  # edited? -> moved per image
+    flips: dict[bool, list[bool]] = {True: [], False: []}  # edited? -> moved per image
     correct_a = correct_b = 0
     for sid in shared:
         (label, va), (_, vb) = a[sid], b[sid]

@@ -128,7 +128,10 @@ def reduce_numpy(gt: np.ndarray, pred: np.ndarray | None, prob: np.ndarray | Non
     edited, authentic and ignored pixels (the binary view of this ``gt``), whose
     histogram is then this one's too."""
     c = num_classes
-    conf = boundary = hist = bins16 = None
+    conf: np.ndarray | None = None
+    boundary: np.ndarray | None = None
+    hist: np.ndarray | None = None
+    bins16: np.ndarray | None = None
     if c == 2 and pred is not None and prob is not None and _power_of_two(bins) and bins <= 1024 and like is None:
         conf, hist, idx = _binary_fused(gt, pred, prob, bins)
         return Reduced(conf.sum(axis=1), conf, boundary_counts(gt, pred, c, conf), hist,
@@ -142,8 +145,8 @@ def reduce_numpy(gt: np.ndarray, pred: np.ndarray | None, prob: np.ndarray | Non
     if prob is not None and like is not None and like.hist is not None and like.hist.shape[1] == bins:
         hist, bins16 = like.hist, like.bins16
     elif prob is not None:
-        hist, idx = _histograms(gt, prob, bins)
-        bins16 = idx if idx is not None and bins == DIGEST_BINS else None
+        hist, exact_bins = _histograms(gt, prob, bins)
+        bins16 = exact_bins if exact_bins is not None and bins == DIGEST_BINS else None
     return Reduced(gt_counts, conf, boundary, hist, bins16)
 
 
@@ -199,9 +202,11 @@ def reduce_torch(gt, pred, prob, num_classes: int, bins: int, like: Reduced | No
     else:
         pieces.append(torch.bincount(gt.long().reshape(-1), minlength=256)[:c])
         sizes.append(c)
-    shared = prob is not None and like is not None and like.hist is not None and like.hist.shape[1] == bins
-    bins16 = like.bins16 if shared else None
-    if prob is not None and not shared:
+    # ``like`` when its histogram is this one's, else None
+    shared = like if (prob is not None and like is not None and like.hist is not None
+                      and like.hist.shape[1] == bins) else None
+    bins16 = shared.bins16 if shared is not None else None
+    if prob is not None and shared is None:
         idx = torch.floor(prob.double() * bins).long().clamp_(max=bins - 1)  # bin_index's float64 rule
         side = (gt > 0).long() + ignore.long()  # 0 negative, 1 positive, 2 ignored
         counts = torch.bincount((idx + side * bins).reshape(-1), minlength=3 * bins)
@@ -211,12 +216,14 @@ def reduce_torch(gt, pred, prob, num_classes: int, bins: int, like: Reduced | No
             bins16 = idx.to(torch.int16).cpu().numpy().astype(np.uint16)
     flat = torch.cat([p.long() for p in pieces]).cpu().numpy()
     parts = np.split(flat, np.cumsum(sizes)[:-1])
-    conf = boundary = hist = None
+    conf: np.ndarray | None = None
+    boundary: np.ndarray | None = None
+    hist: np.ndarray | None = None
     if pred is not None:
         conf, boundary = parts[0].reshape(c, c), parts[1].reshape(4, c - 1)
         gt_counts = conf.sum(axis=1)
     else:
         gt_counts = parts[0]
     if prob is not None:
-        hist = like.hist if shared else parts[-1].reshape(2, bins)
+        hist = shared.hist if shared is not None else parts[-1].reshape(2, bins)
     return Reduced(gt_counts, conf, boundary, hist, bins16)

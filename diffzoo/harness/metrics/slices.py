@@ -29,6 +29,7 @@ import numpy as np
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.metrics.catalog import SLICE_KEYS
 from diffzoo.harness.metrics.rows import ImageRows
+
 NO_TURNS = "(none)"
 UNKNOWN = "unknown"
 METADATA_FIX = "pass --dataset-option metadata=FILE (id -> base, editors per turn)"

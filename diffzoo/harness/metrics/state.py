@@ -29,7 +29,7 @@ import copy
 import hashlib
 import logging
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -191,9 +191,9 @@ class EvalState:
         gt_counts = counts.gt_counts
         gt_classes = np.flatnonzero(gt_counts[1:c]) + 1
         label = -1 if gt_counts[:c].sum() == 0 else int(gt_classes.size > 0)
-        if has_pred:
+        if counts.conf is not None:  # has_pred
             conf = counts.conf
-            bf1 = bf1_of_counts(counts.boundary)
+            bf1 = bf1_of_counts(cast(np.ndarray, counts.boundary))  # a Reduced with conf has its boundary counts
         else:
             conf = np.zeros((c, c), dtype=np.int64)
             bf1 = np.full(c - 1, np.nan)

@@ -93,7 +93,7 @@ def _writer_is_gone(folder: Path) -> bool:
 def sweep_partial(folder: Path) -> list[Path]:
     """Delete the abandoned ``.NAME.RANDOM/`` folders directly in ``folder``, a
     folder of diffzoo's cache (see the module docstring); returns those removed."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(Path(folder).iterdir())
     except OSError:

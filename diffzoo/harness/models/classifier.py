@@ -7,7 +7,7 @@ loop, and writes safetensors checkpoints with a card that is checked on load
 
 Training samples are *views* of the training images (a random crop, an
 augmented copy, the centre a CLIP model sees).  A view is labelled edited
-if it holds an edited pixel: METRICS.md's rule for an edited image, applied
+if it holds an edited pixel: docs/metrics.md's rule for an edited image, applied
 to what the network is shown, so a crop that misses a local edit is not
 called edited.
 """

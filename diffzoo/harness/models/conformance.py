@@ -18,6 +18,7 @@ small model.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -191,7 +192,7 @@ def _check_task(r: _Report, entry: Any, card: DetectorCard, task: str, data: Fix
         return None
 
     for s in FIXTURE_SIZES:
-        r.run(f"predict {x[s].shape[0]} x 3 x {s[0]} x {s[1]}", lambda s=s: predict(s))
+        r.run(f"predict {x[s].shape[0]} x 3 x {s[0]} x {s[1]}", functools.partial(predict, s))
     first = x[FIXTURE_SIZES[0]].to(device)
     r.run("deterministic predict", lambda: _same(det.predict(first), det.predict(first),
                                                  "predicting the same batch twice"))

@@ -113,7 +113,8 @@ class TrainMonitor:
                  val_every: int = 0, validate: Validation | None = None, tensorboard: bool = True):
         self.watch = LossWatch(detector)
         self.folder = Path(folder) if folder is not None and distributed.is_main() else None
-        self.log_every, self.val_every = log_every, val_every if validate is not None else 0
+        self.log_every: int = log_every or 0  # 0: the default for the training's length, set by start()
+        self.val_every = val_every if validate is not None else 0
         self.validate, self.tensorboard = validate, tensorboard
         self.validations: list[dict[str, Any]] = []
         self.train_seconds = self.val_seconds = 0.0
@@ -140,7 +141,7 @@ class TrainMonitor:
             self.folder.mkdir(parents=True, exist_ok=True)
         else:  # keep what the resumed state had seen; its later lines are written again
             self.folder.mkdir(parents=True, exist_ok=True)
-            kept = [line for line in _lines(path) if _step(line) is not None and _step(line) <= start]
+            kept = [line for line in _lines(path) if (at := _step(line)) is not None and at <= start]
             self.validations = [row for row in map(json.loads, kept) if row.get("event") == "val"]
             atomic_write_text(path, "".join(line + "\n" for line in kept))
         self._write({"event": "start", "step": start, "total": total, "log_every": self.log_every,
@@ -180,7 +181,7 @@ class TrainMonitor:
         self.train_seconds += busy_s
         if not self.logs_at(step):
             return
-        row = {"event": "train", "step": step, "epoch": epoch, "loss": _finite(loss),
+        row: dict[str, Any] = {"event": "train", "step": step, "epoch": epoch, "loss": _finite(loss),
                "loss_mean": _finite(float(np.mean(self._window))), "terms": {k: _finite(v) for k, v in terms.items()},
                "lr": lrs, "images_per_s": round(self._images / self._busy_s, 3) if self._busy_s else None,
                "data_wait": round(self._data_s / self._busy_s, 4) if self._busy_s else None,
@@ -203,6 +204,7 @@ class TrainMonitor:
     def run_validation(self, step: int, model: torch.nn.Module) -> None:
         """The runner's validation after step ``step``, between two steps: every random
         generator and the network's training mode are put back as they were."""
+        assert self.validate is not None, "validation_due() is false without a validation"
         state = _RandomState()
         began = time.monotonic()
         try:
@@ -212,7 +214,7 @@ class TrainMonitor:
             model.train()
         seconds = time.monotonic() - began
         self.val_seconds += seconds
-        row = {"event": "val", "step": step, "split": split,
+        row: dict[str, Any] = {"event": "val", "step": step, "split": split,
                "metrics": {k: _finite(float(v)) for k, v in metrics.items()}, "seconds": round(seconds, 3)}
         self.validations.append(row)
         self._write(row)

@@ -33,7 +33,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -143,13 +143,15 @@ def capture(model: torch.nn.Module, opt: torch.optim.Optimizer, sched: Any, stre
         opt_state[str(idx)] = plain
     tensors["rng/torch"] = torch.get_rng_state()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        for i, state in enumerate(torch.cuda.get_rng_state_all()):
-            tensors[f"rng/cuda/{i}"] = state
+        for i, cuda_state in enumerate(torch.cuda.get_rng_state_all()):
+            tensors[f"rng/cuda/{i}"] = cuda_state
     loader_rng, data_rng = stream.epoch_start
     if loader_rng is not None:
         tensors["rng/loader"] = loader_rng
     py = random.getstate()
-    np_name, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state(legacy=True)
+    # legacy=True: the MT19937 tuple (name, keys, pos, has_gauss, cached_gaussian), never the dict
+    np_name, np_keys, np_pos, np_has_gauss, np_gauss = cast(
+        tuple[str, np.ndarray, int, int, float], np.random.get_state(legacy=True))
     state = {
         "optimizer": {"param_groups": saved["param_groups"], "state": opt_state},
         "scheduler": sched.state_dict(),

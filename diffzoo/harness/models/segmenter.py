@@ -28,6 +28,9 @@ from diffzoo.harness.models.trainer import AuxLogits, segmentation_loss_terms, t
 class Normalized(nn.Module):
     """Wrap a network: [0, 1] RGB in, mean/std normalised, padded to a multiple."""
 
+    mean: torch.Tensor  # 1 x 3 x 1 x 1 buffers
+    std: torch.Tensor
+
     def __init__(self, net: nn.Module, mean, std, multiple: int = 32):
         super().__init__()
         self.net = net

@@ -13,9 +13,9 @@ of loader workers, and a resumed training needs no generator state.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -121,7 +121,8 @@ class EpochOrder(torch.utils.data.Sampler):
     does) and passed on to ``inner``.
     """
 
-    def __init__(self, n: int, seed: int, inner: torch.utils.data.Sampler | None = None, keyed: bool = False):
+    def __init__(self, n: int, seed: int, inner: torch.utils.data.DistributedSampler | None = None,
+                 keyed: bool = False):
         self.n, self.seed, self.inner, self.keyed, self.epoch = n, seed, inner, keyed, 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -158,7 +159,8 @@ def paper_rescale(
     if cfg.recipe != "paper":
         return image, label
     ratio = float(rng.uniform(*PAPER_RATIO))
-    size = shorter_side_size(*label.shape, max(1, round(cfg.crop_size * ratio)))
+    height, width = label.shape
+    size = shorter_side_size(height, width, max(1, round(cfg.crop_size * ratio)))
     return resize_image(image, size), resize_label(label, size)
 
 
@@ -192,10 +194,11 @@ def make_loader(
 
     ``shard=False`` when ``data`` already holds only this rank's part.
     """
-    if len(data) == 0:
+    size = len(cast(Sized, data))  # map-style: every dataset trained on has a length
+    if size == 0:
         raise DataError("the training split is empty")
     inner = distributed.make_sampler(data, seed=cfg.seed) if shard else None
-    sampler = EpochOrder(len(data), cfg.seed, inner, keyed=isinstance(data, CropDataset))
+    sampler = EpochOrder(size, cfg.seed, inner, keyed=isinstance(data, CropDataset))
     batch_size = distributed.per_rank_batch(cfg.batch_size)
     n_local = len(sampler)
     return torch.utils.data.DataLoader(

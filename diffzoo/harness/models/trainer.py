@@ -182,7 +182,7 @@ def train_loop(
     every = resume.interval(cfg.iterations) if resume is not None else 0
     start = 0
     saved = resume.load() if resume is not None else None
-    if saved is not None:
+    if resume is not None and saved is not None:
         start, tensors, state = saved
         losses, skipped = restore(tensors, state, model, opt, sched, batches)
         log.info("resuming training at step %d of %d from %s", start, cfg.iterations, resume.folder)
@@ -269,5 +269,7 @@ class LabelWatch:
         if self.ignored < self.pixels:
             self.done = True
         elif self.batches >= self.patience:
-            raise all_ignore_error(self.data_name, f"the first {self.batches} training batch(es)",
-                                   self.ignored, self.pixels)
+            error = all_ignore_error(self.data_name, f"the first {self.batches} training batch(es)",
+                                     self.ignored, self.pixels)
+            if error is not None:  # None only without any label pixel
+                raise error

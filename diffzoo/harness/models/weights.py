@@ -19,7 +19,7 @@ import logging
 import os
 import pickle
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -71,7 +71,7 @@ def check_weights(card: DetectorCard, path: Path | str, source: str) -> str:
     if not record.exists():
         atomic_write_text(record, json.dumps({
             "card": card.name, "source": source, "file": path.name, "path": str(path), "sha256": digest,
-            "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "recorded": datetime.now(UTC).isoformat(timespec="seconds"),
         }, indent=2, sort_keys=True))
         log.info("%s: first use of weights %s (%s), sha256 %s recorded in %s", card.name, path, source,
                  digest, record)

@@ -63,7 +63,15 @@ from diffzoo.harness.core.cards import canonical_json, stable_hash
 from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, exclusive_lock
 from diffzoo.harness.records.binding import binding_of, made_by
-from diffzoo.harness.records.model import FIELDS, LOCK_FILE, REQUIRED, SCHEMA_VERSION, RecordBody, StateRef, state_file_name
+from diffzoo.harness.records.model import (
+    FIELDS,
+    LOCK_FILE,
+    REQUIRED,
+    SCHEMA_VERSION,
+    RecordBody,
+    StateRef,
+    state_file_name,
+)
 
 if TYPE_CHECKING:
     from diffzoo.harness.metrics import EvalState
@@ -109,7 +117,7 @@ def git_hash(cwd: Path | None = None) -> str | None:
 
 
 def environment(device: str) -> dict[str, Any]:
-    packages = {}
+    packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             packages[name] = metadata.version(name)
@@ -118,7 +126,7 @@ def environment(device: str) -> dict[str, Any]:
     return {
         "packages": packages,
         "git": git_hash(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "device": device,
         "python": platform.python_version(),
@@ -290,7 +298,7 @@ class ResultRecord:
         """``fields`` as the typed model writes them (validated, defaults filled in); RecordError if invalid."""
         data = clean_json({"schema_version": SCHEMA_VERSION, "record_id": "0" * 16, "digests": {}, **fields})
         body, problems = RecordBody.parse(data)
-        if problems:
+        if problems or body is None:  # None exactly when there are problems
             raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
         return clean_json(body.to_dict())
 
@@ -298,7 +306,7 @@ class ResultRecord:
     def body(self) -> RecordBody:
         """The typed record; RecordError if ``data`` is not a valid record."""
         body, problems = RecordBody.parse(self.data)
-        if problems:
+        if problems or body is None:  # None exactly when there are problems
             raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
         return body
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Literal, overload
 
 from diffzoo.harness.metrics.catalog import metric_info
 
@@ -37,6 +37,11 @@ class FieldReader:
             return default
         return self.obj[key]
 
+    @overload
+    def text(self, key: str, *, required: bool = True, optional: Literal[False] = False) -> str: ...
+    @overload
+    def text(self, key: str, *, required: bool = True, optional: bool) -> str | None: ...
+
     def text(self, key: str, *, required: bool = True, optional: bool = False) -> str | None:
         """A string; non-empty when ``required``; None allowed when ``optional``."""
         if required and key not in self.obj:
@@ -62,7 +67,12 @@ class FieldReader:
             self.fail(key, f"is {value}, outside [{low}, {high if high is not None else 'inf'})")
         return value
 
-    def mapping(self, key: str, *, nullable: bool = False) -> dict | None:
+    @overload
+    def mapping(self, key: str, *, nullable: Literal[False] = False) -> dict[str, Any]: ...
+    @overload
+    def mapping(self, key: str, *, nullable: bool) -> dict[str, Any] | None: ...
+
+    def mapping(self, key: str, *, nullable: bool = False) -> dict[str, Any] | None:
         value = self.get(key, None if nullable else {})
         if value is None and nullable:
             return None

@@ -74,7 +74,8 @@ def predict_checked(detector: Detector, images: torch.Tensor, ids: list[str]) ->
         name = getattr(getattr(detector, "card", None), "name", type(detector).__name__)
         raise DetectorError(name, f"predict raised {type(exc).__name__}: {exc}",
                             sample_id=ids[0] if len(ids) == 1 else ", ".join(ids[:4])) from exc
-    return check_output(detector, out, ids, tuple(images.shape[-2:]))
+    height, width = images.shape[-2:]
+    return check_output(detector, out, ids, (height, width))
 
 
 def evaluate(
@@ -142,7 +143,7 @@ def evaluate(
     device = getattr(detector, "device", torch.device("cpu"))
     scorer = Scorer(detector, states, thresholds, dataset.label_space, result.baselines or None,
                     metric_path(metrics, torch.device(device)))
-    overlap = Overlap(torch.device(device).type == "cuda" if overlap is None else overlap)
+    scoring = Overlap(torch.device(device).type == "cuda" if overlap is None else overlap)
     labels_kept = True  # every label as stored (a cached baseline holds)
     ignored = pixels = 0  # label pixels that are 255 ('ignore'), of all
     evaluated: list[str] = []
@@ -159,20 +160,22 @@ def evaluate(
                     result.skipped.append({"id": sid, "kind": item.error.kind, "reason": item.error.reason})
                     task.advance()
                     continue
-                label, meta = item.label, item.meta
+                label, meta, image, size = item.label, item.meta, item.image, item.size
+                assert label is not None and meta is not None and image is not None and size is not None, \
+                    "an EvalInput without an error has all its fields"
                 if cached is not None and not item.label_kept and not evaluated:
                     cached, result.baselines = None, constant_baselines.empty()  # a crop: score its own labels
                     scorer.baselines = result.baselines
                 labels_kept &= item.label_kept
                 evaluated.append(sid)
-                result.sizes[sid] = item.size
+                result.sizes[sid] = size
                 ignored, pixels = ignored + int(np.count_nonzero(label == IGNORE_INDEX)), pixels + label.size
-                out = predict_checked(detector, as_batch(item.image), [sid])
-                overlap.submit(scorer.score, meta, label, out)  # the metrics of this image while the next one runs
+                out = predict_checked(detector, as_batch(image), [sid])
+                scoring.submit(scorer.score, meta, label, out)  # the metrics of this image while the next one runs
                 result.evaluated += 1
                 task.advance()
         finally:
-            overlap.close()  # every image scored (or the first error of one raised)
+            scoring.close()  # every image scored (or the first error of one raised)
     counts = distributed.all_gather((ignored, pixels))  # every rank decides on the whole split
     error = all_ignore_error(dataset.name, f"split {split}", sum(c[0] for c in counts), sum(c[1] for c in counts))
     if error is not None:
@@ -194,6 +197,7 @@ def _baselines_of(dataset: Dataset, ids: list[str], distortion: Distortion, para
     for item in eval_inputs(dataset, ids, distortion, params, context=distortion_context(distortion),
                             workers=workers):
         if item.error is None:
+            assert item.meta is not None and item.label is not None, "an EvalInput without an error has all its fields"
             constant_baselines.update(states, item.meta, dataset.label_space.to_binary_map(item.label))
     return states
 
@@ -313,7 +317,7 @@ class Evaluator:
         seen = self._seen.get((spec.dataset, spec.split), {})
         mine = distributed.shard(list(spec.ids) if spec.ids is not None else
                                  self.datasets[spec.dataset].ids(spec.split))
-        sizes = {seen[sid] for sid in mine if seen.get(sid) is not None}
+        sizes = {size for sid in mine if (size := seen.get(sid)) is not None}
         distortion = get_registry().get("distortion", spec.distortion).load()
         same = all(sid in seen for sid in mine) and same_input(distortion, spec.distortion_params, sizes,
                                                                spec.short_side)

@@ -71,7 +71,9 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
     that names the closest valid option and lists them all (``flag``: the
     command-line option the options came from)."""
     valid = option_names(factory)
-    unknown = sorted(k for k in options if valid is not None and k not in valid)
+    if valid is None:  # the factory takes **kwargs: every option
+        return factory(**fixed, **options)
+    unknown = sorted(k for k in options if k not in valid)
     if unknown:
         close = difflib.get_close_matches(unknown[0], valid, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""

@@ -17,7 +17,7 @@ the very exception a worker-less run raises).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +39,8 @@ def detector_input(image: np.ndarray, short_side: int | None) -> np.ndarray:
     ``short_side`` (``paper``: the training crop size)."""
     if short_side is None:
         return image
-    return resize_image(image, shorter_side_size(*image.shape[:2], short_side))
+    height, width = image.shape[:2]
+    return resize_image(image, shorter_side_size(height, width, short_side))
 
 
 def image_tensor(image: np.ndarray) -> torch.Tensor:
@@ -143,7 +144,7 @@ class EvalReader:
 
 
 def eval_inputs(dataset: Dataset, ids: Sequence[str], distortion: Callable[..., Any], params: dict[str, Any],
-                *, context: set[str] = frozenset(), short_side: int | None = None, workers: int = 0,
+                *, context: Set[str] = frozenset(), short_side: int | None = None, workers: int = 0,
                 pin_memory: bool = False) -> Iterator[EvalInput]:
     """Every id's :class:`EvalInput`, in order, read by ``workers`` processes
     (core/parallel.py).  ``context``: which of ``meta`` / ``label_space`` the

@@ -33,9 +33,9 @@ from diffzoo.harness.run.plan import VALIDATION_SPLITS, Job, training_ids
 
 log = logging.getLogger(__name__)
 
-VALIDATION_METRICS = {StateKey.BINARY: (("mIoU", "binary_mIoU"), ("F1", "binary_F1"), ("img_Acc", "img_Acc"),
-                                        ("img_AP", "img_AP")),
-                      StateKey.SEMANTIC: (("mIoU", "semantic_mIoU"),)}
+VALIDATION_METRICS: dict[str, tuple[tuple[str, str], ...]] = {
+    StateKey.BINARY: (("mIoU", "binary_mIoU"), ("F1", "binary_F1"), ("img_Acc", "img_Acc"), ("img_AP", "img_AP")),
+    StateKey.SEMANTIC: (("mIoU", "semantic_mIoU"),)}
 """What a periodic validation logs, per metric state: (its metric, the name the log gives it).
 Segmenters log their pixel metrics, classifiers their image-level ones."""
 

@@ -20,15 +20,12 @@ image cases with a classification model trained on the case's data; the pixel ca
 cannot serve are skipped and listed, not an error.  Any other detector lacking a case's task
 is an error.  The plan is computed alike on every torchrun rank, with no collective: ``--plan``
 prints the very object the run then executes.
-
-Over 400 lines because the plan is one concept: its types, and the one function that makes
-them from suites (grouping, subsets, cross-dataset targets, calibration and validation passes).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -348,7 +345,7 @@ class _Planner:
     def __post_init__(self) -> None:
         self.eval_input = eval_input(self.card, self.config, self.dataset.describe().get("extra_authentic"))
 
-    def job(self, spec: TrainSpec, members: list[tuple[Suite, Case]] = ()) -> Job:
+    def job(self, spec: TrainSpec, members: Sequence[tuple[Suite, Case]] = ()) -> Job:
         """The job of one model: its key, input rule, passes and cases."""
         key = cache_key(
             card=self.card.to_dict(), train=self.config.to_dict(), dataset=self.fingerprint, subset=spec.to_dict(),

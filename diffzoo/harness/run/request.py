@@ -14,6 +14,7 @@ This module imports no torch and no numpy: the command line reads it for ``--hel
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -63,7 +64,7 @@ def option(default: Any = MISSING, help: str = "", *, flags: tuple[str, ...] = (
     not the field's own, and ``parse`` how that text becomes the field's value)."""
     meta = {"help": help, "flags": flags, "text": text, "parse": parse}
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+        return field(default_factory=functools.partial(type(default), default), metadata=meta)  # a fresh copy
     return field(default=default, metadata=meta)
 
 

@@ -75,7 +75,7 @@ class Scorer:
                     self.states[task].update(meta, gts[task], None, None, image_score=score, digest=digest)
         else:
             maps = self._maps(out, label.shape)
-            reduced: dict[str, Any] = {}
+            reduced: dict[StateKey, Any] = {}
             for task in gts:  # the semantic GT's binary view is binary_gt: one histogram
                 if task in self.states:
                     reduced[task] = self._reduce(gts[task], maps, task, like=reduced.get(StateKey.BINARY))
@@ -110,15 +110,15 @@ class Scorer:
         maps = (binary[0], edited[0], None if semantic is None else semantic[0])
         if self.path == "torch":
             return maps
-        return tuple(None if m is None else m.cpu().numpy() for m in maps)
+        return maps[0].cpu().numpy(), maps[1].cpu().numpy(), None if maps[2] is None else maps[2].cpu().numpy()
 
     def _reduce(self, gt: np.ndarray, maps: tuple[Any, Any, Any], task: str, like: Any = None) -> Any:
         semantic = task == StateKey.SEMANTIC
         pred, c = (maps[2], self.label_space.num_classes) if semantic else (maps[0], 2)
         bins = self.states[task].config.auc_bins
         if self.path == "torch":
-            gt = torch.from_numpy(gt).to(maps[1].device, non_blocking=True)
-            return reduce_torch(gt, pred, maps[1], c, bins, like=like)
+            gt_t = torch.from_numpy(gt).to(maps[1].device, non_blocking=True)
+            return reduce_torch(gt_t, pred, maps[1], c, bins, like=like)
         return reduce_numpy(gt, pred, maps[1], c, bins, like=like)
 
     def _digest(self, maps: tuple[Any, Any, Any], counts: Any, score: float | None, semantic: bool) -> str:

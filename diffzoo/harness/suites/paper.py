@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.types import CaseTask
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
 from diffzoo.harness.metrics.catalog import SLICE_KEYS
 from diffzoo.harness.suites.model import Case, Suite, TrainSpec
 from diffzoo.harness.suites.standard import (
@@ -98,14 +98,14 @@ DISTORTIONS = Suite(
 )
 
 PAPER_PAIRS: tuple[tuple[str, str], ...] = (("flux1", "hunyuandit1.1"), ("sd2", "sd3.5"), ("glide", "kolors"))
-PAIR_NAMES = {("flux1", "hunyuandit1.1"): "Flux_Hunyuan", ("sd2", "sd3.5"): "SD2_SD3.5",
+PAIR_NAMES: dict[tuple[str, ...], str] = {("flux1", "hunyuandit1.1"): "Flux_Hunyuan", ("sd2", "sd3.5"): "SD2_SD3.5",
               ("glide", "kolors"): "Glide_Kolors"}
 UNSEEN_BINARY = PIXEL_METRICS[:4] + ("F1", "pixel_AUC") + LOCALIZATION_METRICS
 """aAcc, mAcc, mIoU, bF1 (the paper's Table 4: Acc, mIoU, bF1), F1, pixel AUC and localization."""
 
 
 def pair_name(pair: tuple[str, str]) -> str:
-    return PAIR_NAMES.get(tuple(pair), "_".join(pair))  # type: ignore[arg-type]
+    return PAIR_NAMES.get(tuple(pair), "_".join(pair))
 
 
 def unseen_generators_suite(pairs: Sequence[tuple[str, str]] = PAPER_PAIRS) -> Suite:
@@ -115,8 +115,8 @@ def unseen_generators_suite(pairs: Sequence[tuple[str, str]] = PAPER_PAIRS) -> S
     the same images, for reference.  Other pairs than the paper's give a
     suite with another definition hash, so their rows never mix."""
     cases: list[Case] = []
-    for pair in pairs:
-        pair = tuple(pair)
+    for given in pairs:
+        pair = tuple(given)
         if len(pair) != 2 or len(set(pair)) != 2:
             raise ConfigError(f"a held-out pair names two different editors, got {list(pair)}")
         name = pair_name(pair)

@@ -21,9 +21,6 @@ A cell reads the metric of the record of the table's suite, the row's
 detector and the case whose typed facts match: its task, its setting
 (``Case.setting``), whether its model held editors out; a slice's value is
 the metric ``<metric>@<key>=<value>`` of the slice case.
-
-Over 400 lines because the layout is one concept: every table of the paper
-and diffzoo's beside them, with the rows, cells and notes both views share.
 """
 
 from __future__ import annotations

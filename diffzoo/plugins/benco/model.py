@@ -33,9 +33,25 @@ import torch.nn.functional as F
 from torch import nn
 
 from diffzoo.plugin import (
-    BINARY, IGNORE_INDEX, ConfigError, CropDataset, DetectionOutput, DetectorBuild, DetectorCard, ModelError, Report,
-    TorchDetector, TrainConfig, TrainData, WeightsUnavailableError, cache_root, check_weights, hub_offline, make_loader,
-    train_loop, url_weights,
+    BINARY,
+    IGNORE_INDEX,
+    ConfigError,
+    CropDataset,
+    DetectionOutput,
+    DetectorBuild,
+    DetectorCard,
+    ModelError,
+    Report,
+    TorchDetector,
+    TrainConfig,
+    TrainData,
+    WeightsUnavailableError,
+    cache_root,
+    check_weights,
+    hub_offline,
+    make_loader,
+    train_loop,
+    url_weights,
 )
 from diffzoo.plugins.benco.catnet import catnet_inputs
 from diffzoo.plugins.benco.specs import INSTALL, SPECS, Spec, WeightFile, installed

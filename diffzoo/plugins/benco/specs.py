@@ -159,7 +159,7 @@ SPECS: tuple[Spec, ...] = (
          "weight_decay": (0.05, "--weight_decay 0.05"), "warmup_epochs": (2, "--warmup_epochs 2")},
         "demo_train_object_former.sh",
         weights=(WeightFile("init_weight_path", "processed_model_weights.pth",
-                            "timm vit_base_patch16_224 converted by the script of IMDL-BenCo issue #41 "
+                            "timm vit_base_patch16_224 converted by the script posted in IMDLBenCo#41 "
                             "(IMDLBenCo/model_zoo/object_former/README.md)"),),
         tiny={"input_size": 64, "num_prototypes": 32, "num_layers": 1}, tiny_size=64,
         notes={"tiny": "width 768 is fixed by its heads; num_prototypes must be 2 x (input/16)^2"},

@@ -10,7 +10,14 @@ import torch
 from torch import nn
 
 from diffzoo.plugin import (
-    ClassifierDetector, DetectorCard, ModelError, Normalized, TrainConfig, View, crop_view, url_state,
+    ClassifierDetector,
+    DetectorCard,
+    ModelError,
+    Normalized,
+    TrainConfig,
+    View,
+    crop_view,
+    url_state,
 )
 from diffzoo.plugins.cnnspot.augment import BlurJpeg
 

@@ -18,7 +18,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from diffzoo.plugin import (
-    ConfigError, DetectorCard, ModelError, SegmentationDetector, WeightsUnavailableError, url_state,
+    ConfigError,
+    DetectorCard,
+    ModelError,
+    SegmentationDetector,
+    WeightsUnavailableError,
+    url_state,
 )
 
 log = logging.getLogger(__name__)

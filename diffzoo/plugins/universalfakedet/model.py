@@ -20,8 +20,19 @@ import torch
 from torch import nn
 
 from diffzoo.plugin import (
-    ClassifierDetector, ImageLabelDataset, ModelError, Report, TrainConfig, TrainData, View, all_gather, bce_loss,
-    hub_weights, make_loader, shard, train_loop,
+    ClassifierDetector,
+    ImageLabelDataset,
+    ModelError,
+    Report,
+    TrainConfig,
+    TrainData,
+    View,
+    all_gather,
+    bce_loss,
+    hub_weights,
+    make_loader,
+    shard,
+    train_loop,
 )
 
 log = logging.getLogger(__name__)

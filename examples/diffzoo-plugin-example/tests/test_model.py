@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 import torch
-
-from diffzoo import DetectionOutput, DetectorBuild, LabelSpace, TrainConfig, TrainData
 from diffzoo_plugin_example import CARD
 from diffzoo_plugin_example.model import HighPass, ResidualDetector
+
+from diffzoo import DetectionOutput, DetectorBuild, LabelSpace, TrainConfig, TrainData
 
 SEMANTIC = LabelSpace.from_editors(["sd2", "sdxl", "flux1"])
 TINY_CARD = dataclasses.replace(CARD, arch={"width": 16, "dilations": [1, 2, 4]})

@@ -8,10 +8,10 @@ import sys
 from importlib import metadata
 
 import pytest
-
-import diffzoo
 from diffzoo_plugin_example import CARD
 from diffzoo_plugin_example.model import ResidualDetector
+
+import diffzoo
 
 installed = pytest.mark.skipif(
     not metadata.entry_points(group="diffzoo", name="example"),

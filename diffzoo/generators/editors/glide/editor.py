@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.editors.diffusers_editor import _check_inputs, composite, edit_metadata, resolve_dtype
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.protocols import EditResult, Generator
-from diffzoo.generators.editors.diffusers_editor import _check_inputs, composite, edit_metadata, resolve_dtype
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +47,10 @@ class GlideEditor(Generator):
         return self._models
 
     def _build(self) -> tuple[Any, Any, Any]:
-        from diffzoo.generators.tiny.components import seeded
         from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet
         from diffzoo.generators.editors.glide.tokenizer import GlideTokenizer
         from diffzoo.generators.editors.glide.weights import fetch, load_model, load_state_dict
+        from diffzoo.generators.tiny.components import seeded
 
         opts, what = self.card.options, f"generator {self.card.name!r}"
         base_cfg = GlideConfig.from_dict(opts["base"]["model"])

@@ -18,8 +18,8 @@ import gzip
 import json
 from pathlib import Path
 
-from diffzoo.harness.core.errors import ModelError
 from diffzoo.generators.tiny.components import byte_chars
+from diffzoo.harness.core.errors import ModelError
 
 END_TEXT = "<|endoftext|>"
 

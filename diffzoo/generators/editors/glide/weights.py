@@ -15,10 +15,10 @@ from pathlib import Path
 
 import torch
 
+from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet
 from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.models.weights import hub_offline
-from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet
 
 log = logging.getLogger(__name__)
 

@@ -45,10 +45,10 @@ from typing import Any
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import EditRecord
+from diffzoo.harness.data.adapters.generic import _PairListDataset, add_authentic, pair_folders
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.adapters.generic import _PairListDataset, add_authentic, pair_folders
 
 log = logging.getLogger(__name__)
 

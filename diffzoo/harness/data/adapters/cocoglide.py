@@ -50,9 +50,9 @@ from typing import Any
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.types import EditRecord
+from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import require_path
-from diffzoo.harness.data.adapters.generic import _PairListDataset
 
 log = logging.getLogger(__name__)
 

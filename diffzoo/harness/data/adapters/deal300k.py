@@ -165,7 +165,7 @@ class Deal300kDataset(SplitDataset):
         masks: dict[str, Ref] = {}
         label_sources = [_members(mask_path)] if mask_path is not None else []
         image_sources = [(split, _members(p)) for split, p in placed]
-        for i, members in enumerate([*label_sources, *(m for _, m in image_sources)]):
+        for members in [*label_sources, *(m for _, m in image_sources)]:
             found: dict[str, str] = {}
             for n in members.names:
                 c = classify(n)

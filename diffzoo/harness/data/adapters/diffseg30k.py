@@ -41,7 +41,11 @@ from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id, row_layout
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.labelmaps import (
-    DEFAULT_SOURCE, LabelMap, check_mask_values, default_diffseg30k_labels, resolve_label_map,
+    DEFAULT_SOURCE,
+    LabelMap,
+    check_mask_values,
+    default_diffseg30k_labels,
+    resolve_label_map,
 )
 from diffzoo.harness.data.mask_encoding import MaskEncoding, sample_values, sniff
 from diffzoo.harness.data.metadata import MANIFEST_FILE, carried_keys, read_manifest, read_metadata_file

@@ -41,10 +41,10 @@ from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
+from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE
 from diffzoo.harness.data.splits import canonical_split, one_split

@@ -34,7 +34,14 @@ from typing import Any
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.mixed import (
-    FULL, LOCAL, REAL, RULE_VERSION, UNKNOWN_EDITOR, Item, MixedDataset, table_rows,
+    FULL,
+    LOCAL,
+    REAL,
+    RULE_VERSION,
+    UNKNOWN_EDITOR,
+    Item,
+    MixedDataset,
+    table_rows,
 )
 from diffzoo.harness.data.base import report_unpaired, require_path
 from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, hf_columns, load_tables, row_layout, unique_ids
