@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from helpers.data import make_diffseg_folder
 from helpers.records import make_record
 

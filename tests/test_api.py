@@ -3,7 +3,6 @@
 import json
 
 import pytest
-from helpers.cli import cli
 
 import diffzoo
 from diffzoo.harness.core.errors import ConfigError
@@ -11,6 +10,8 @@ from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import run
 from diffzoo.leaderboard.store import RecordStore
+
+from helpers.cli import cli
 
 FAST = dict(device="cpu", iterations=40, batch_size=4, crop_size=32, bootstrap=0)
 

@@ -4,7 +4,6 @@ and image list, reused by every pass whose distortion keeps the labels."""
 import json
 
 import pytest
-from helpers.data import make_diffseg_folder
 
 from diffzoo import create_detector
 from diffzoo.harness.core.plugins import get_registry
@@ -12,6 +11,8 @@ from diffzoo.harness.run import baselines as constant_baselines
 from diffzoo.harness.run.baselines import BaselineCache
 from diffzoo.harness.run.evaluate import evaluate
 from diffzoo.harness.run.factories import open_dataset
+
+from helpers.data import make_diffseg_folder
 
 
 @pytest.fixture

@@ -16,14 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers.backends import require_benco
-from helpers.cli import cli
 
 from diffzoo import create_detector
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.plugins.benco import specs as benco_specs
 from diffzoo.plugins.benco.specs import INSTALL, SPECS
+
+from helpers.backends import require_benco
+from helpers.cli import cli
 
 MODELS = ["iml-vit", "mvss-net", "cat-net", "pscc-net", "trufor", "objectformer", "sparsevit", "mesorch", "span",
           "mantra-net", "mscdi-net"]

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers.backends import require_benco
 
 from diffzoo.harness.core.errors import ModelError
+
+from helpers.backends import require_benco
 
 IJG_LUMINANCE = np.array([  # the JPEG standard's luminance table (ITU T.81 Annex K), natural order
     [16, 11, 10, 16, 24, 40, 51, 61], [12, 12, 14, 19, 26, 58, 60, 55], [14, 13, 16, 24, 40, 57, 69, 56],

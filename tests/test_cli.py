@@ -4,11 +4,12 @@ import json
 
 import numpy as np
 import pytest
-from helpers.cli import cli
 from PIL import Image
 
 from diffzoo.cli import main
 from diffzoo.harness.core.errors import UnknownNameError
+
+from helpers.cli import cli
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 

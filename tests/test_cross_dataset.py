@@ -8,12 +8,13 @@ import json
 
 import numpy as np
 import pytest
-from helpers.cli import cli
-from helpers.data import make_diffseg_folder
-from helpers.images import save_image
 
 from diffzoo import open_dataset
 from diffzoo.harness.records.document import identity
+
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
+from helpers.images import save_image
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--bootstrap", "0", "--device", "cpu"]
 

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.cli import cli
-from helpers.images import save_image as save
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.brgen import BrGenDataset, parse_tp_name, split_of_file
 from diffzoo.harness.data.adapters.generic import TpGtDataset
+
+from helpers.cli import cli
+from helpers.images import save_image as save
 
 SIZE = 32
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
@@ -187,11 +188,11 @@ def test_run_stats_and_info_from_the_cli(brgen, tmp_path, capsys):
 
 
 def test_new_sniffs_and_the_old_ones_keep_to_their_layouts(brgen, tmp_path, diffseg_folder):
-    from helpers.data import make_casia1, make_casia2, make_cocoglide, make_deal_zips, make_tpgt
-
     from diffzoo.harness.data.adapters.casia import Casia1Dataset, Casia2Dataset
     from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
     from diffzoo.harness.data.adapters.deal300k import Deal300kDataset
+
+    from helpers.data import make_casia1, make_casia2, make_cocoglide, make_deal_zips, make_tpgt
 
     layouts = {
         "brgen": brgen, "deal300k": make_deal_zips(tmp_path / "DEAL-300K"),

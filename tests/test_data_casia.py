@@ -7,16 +7,17 @@ import shutil
 
 import numpy as np
 import pytest
-from helpers.data import V1_CM, V1_NO_GT, V1_SP, V2_COPY, V2_SPLICE, make_casia1, make_casia2, make_cocoglide, make_tpgt
-from helpers.data import casia_gt as gt
-from helpers.data import casia_image as image
-from helpers.images import save_image as save
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data import TpGtDataset
 from diffzoo.harness.data.adapters.casia import Casia1Dataset, Casia2Dataset
 from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
+
+from helpers.data import V1_CM, V1_NO_GT, V1_SP, V2_COPY, V2_SPLICE, make_casia1, make_casia2, make_cocoglide, make_tpgt
+from helpers.data import casia_gt as gt
+from helpers.data import casia_image as image
+from helpers.images import save_image as save
 
 
 def edited_rows(label: np.ndarray) -> tuple[int, int]:

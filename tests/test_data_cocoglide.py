@@ -9,14 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.data import COCOGLIDE_ROWS as ROWS
-from helpers.data import make_cocoglide, write_table
-from helpers.images import save_image as save
 from PIL import Image
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
+
+from helpers.data import COCOGLIDE_ROWS as ROWS
+from helpers.data import make_cocoglide, write_table
+from helpers.images import save_image as save
 
 
 def table_rows(root: Path) -> list[list[str]]:

@@ -11,15 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.cli import cli
-from helpers.data import DEAL_SIZE as SIZE
-from helpers.data import make_deal_zips
 from PIL import Image
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.deal300k import Deal300kDataset
+
+from helpers.cli import cli
+from helpers.data import DEAL_SIZE as SIZE
+from helpers.data import make_deal_zips
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 

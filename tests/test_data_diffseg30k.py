@@ -11,9 +11,6 @@ import zipfile
 
 import numpy as np
 import pytest
-from helpers.data import DIFFSEG_PAIRS as N
-from helpers.data import make_pairs, write_folder, write_zip
-from helpers.images import png_bytes
 from PIL import Image
 
 from diffzoo import open_dataset
@@ -23,6 +20,10 @@ from diffzoo.harness.data import (
     DiffSeg30kDataset,
     labelmaps,
 )
+
+from helpers.data import DIFFSEG_PAIRS as N
+from helpers.data import make_pairs, write_folder, write_zip
+from helpers.images import png_bytes
 
 
 @pytest.fixture

@@ -6,10 +6,6 @@ import json
 
 import numpy as np
 import pytest
-from helpers.data import make_tpgt
-from helpers.data import tpgt_gt as gt
-from helpers.data import tpgt_image as image
-from helpers.images import save_image as save
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
@@ -20,6 +16,11 @@ from diffzoo.harness.data import (
     TpGtDataset,
     WithAuthentic,
 )
+
+from helpers.data import make_tpgt
+from helpers.data import tpgt_gt as gt
+from helpers.data import tpgt_image as image
+from helpers.images import save_image as save
 
 
 def test_tpgt_reads_and_binarises(tmp_path):

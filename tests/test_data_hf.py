@@ -179,9 +179,9 @@ def binary_rows(n: int = 8, seed: int = 0):
 def test_third_party_copy_reads_as_diffseg30k_with_binary_masks(tmp_path, capsys):
     import json
 
-    from helpers.cli import cli
-
     from diffzoo.harness.core.types import BINARY
+
+    from helpers.cli import cli
 
     rows = binary_rows()
     (tmp_path / "Diffseg30k" / "data").mkdir(parents=True)

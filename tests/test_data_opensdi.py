@@ -8,16 +8,17 @@ import shutil
 import datasets
 import numpy as np
 import pytest
-from helpers.cli import cli
-from helpers.hub import OPENSDI_FEATURES as FEATURES
-from helpers.hub import OPENSDI_SIZE as SIZE
-from helpers.hub import hub_copy, split_rows
 from PIL import Image
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.data import DiffSeg30kDataset
 from diffzoo.harness.data.adapters.opensdi import OpenSdiDataset
+
+from helpers.cli import cli
+from helpers.hub import OPENSDI_FEATURES as FEATURES
+from helpers.hub import OPENSDI_SIZE as SIZE
+from helpers.hub import hub_copy, split_rows
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 

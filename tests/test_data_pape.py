@@ -9,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.images import save_image as save
 
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.data.adapters.pape import PAPE_EDITORS, PapeDataset
+
+from helpers.images import save_image as save
 
 EDITORS = ("flux2_dev", "qwen_image_edit_2511")  # created in this order; label order is the card's
 IDS = {"COCO": ["000000000139", "000000000285", "000000000632"], "Places": ["Places365_val_00000007"]}

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.images import save_image as save
 
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.pixar import PixarDataset, editor_from_folder
+
+from helpers.images import save_image as save
 
 SIZE = 32
 

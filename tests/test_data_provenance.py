@@ -9,7 +9,6 @@ import zipfile
 
 import numpy as np
 import pytest
-from helpers.data import make_pairs, write_folder, write_zip
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, DataError
@@ -17,6 +16,8 @@ from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data import DIFFSEG30K_EDITORS, DiffSeg30kDataset, WithAuthentic, labelmaps
 from diffzoo.harness.data.provenance import provenance_of
+
+from helpers.data import make_pairs, write_folder, write_zip
 
 REVERSED = ["background", *reversed(DIFFSEG30K_EDITORS)]
 DEFAULT = ["background", *DIFFSEG30K_EDITORS]

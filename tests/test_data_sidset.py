@@ -9,8 +9,6 @@ import zipfile
 import datasets
 import numpy as np
 import pytest
-from helpers.cli import cli
-from helpers.images import mixed_image
 from PIL import Image
 
 from diffzoo import open_dataset
@@ -19,6 +17,9 @@ from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data import DiffSeg30kDataset
 from diffzoo.harness.data.adapters.pixar import PixarDataset
 from diffzoo.harness.data.adapters.sidset import SidSetDataset
+
+from helpers.cli import cli
+from helpers.images import mixed_image
 
 SIZE = 32
 FEATURES = datasets.Features({"img_id": datasets.Value("string"), "image": datasets.Image(), "mask": datasets.Image(),

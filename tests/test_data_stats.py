@@ -9,9 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.cli import cli
-from helpers.data import make_diffseg_folder
-from helpers.images import save_image
 from PIL import Image
 
 from diffzoo.harness.core.types import LabelSpace, Sample, SampleMeta
@@ -19,6 +16,10 @@ from diffzoo.harness.data.stats import OUTSIDE_MAP, STATS_VERSION, StatsAccumula
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.leaderboard.outdir import MARKER
 from diffzoo.leaderboard.render.stats_plots import STATS_PLOTS
+
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
+from helpers.images import save_image
 
 TOP_KEYS = {"stats_version", "dataset", "splits", "images", "read", "authentic", "editors", "turns", "base", "edit_types",
             "edited_area", "resolutions", "label_values", "skipped", "notes", "plots"}

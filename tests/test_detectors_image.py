@@ -12,7 +12,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from helpers.cli import cli
 from PIL import Image
 
 from diffzoo import create_detector, open_dataset
@@ -25,6 +24,8 @@ from diffzoo.harness.suites import STANDARD, Case, Suite, TrainSpec
 from diffzoo.plugin import TrainData
 from diffzoo.plugins.cnnspot.augment import BlurJpeg, encode_jpeg
 from diffzoo.plugins.cnnspot.model import blur_jpeg_view
+
+from helpers.cli import cli
 
 TINY = ["cnnspot.tiny", "universalfakedet.tiny"]
 

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.cli import cli
-from helpers.data import make_diffseg_folder
 
 from diffzoo.harness.core.distributed import shard
 from diffzoo.harness.core.errors import ConfigError
+
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
 
 pytestmark = pytest.mark.isolated_cache  # counts the checkpoints DDP writes; the cache key has no world size
 

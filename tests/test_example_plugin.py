@@ -20,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.cli import diffzoo  # `python -m diffzoo ...` with PYTHONPATH=site
-from helpers.plugin_guide import EXAMPLE, GUIDE, guide_files
 from PIL import Image
 
 from diffzoo.harness.core import hookspecs
+
+from helpers.cli import diffzoo  # `python -m diffzoo ...` with PYTHONPATH=site
+from helpers.plugin_guide import EXAMPLE, GUIDE, guide_files
 
 HOOKS = sorted(name for name in vars(hookspecs) if name.startswith("register_"))
 SMALL = ("--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu")

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.cli import cli
 from PIL import Image
 
 from diffzoo import open_dataset
@@ -29,6 +28,8 @@ from diffzoo.generators.generate.schedule import Schedule
 from diffzoo.harness.core.errors import ConfigError, WeightsUnavailableError
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import LabelSpace
+
+from helpers.cli import cli
 
 EDITORS = "sd2.tiny,sdxl.tiny,flux1.tiny"
 N = 6

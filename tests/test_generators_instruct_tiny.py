@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers.cli import cli
 
 from diffzoo.generators.editors.cards import INSTRUCT_CARDS, get_card
 from diffzoo.generators.editors.instruct import InstructionEditor, editor_for
@@ -13,6 +12,8 @@ from diffzoo.generators.editors.instruct_cards import TINY_OF
 from diffzoo.generators.editors.labels import difference_label
 from diffzoo.generators.generate.regions import random_region
 from diffzoo.generators.tiny.components import byte_chars
+
+from helpers.cli import cli
 
 NEW_TINY = ("qwen.tiny-edit", "qwen.tiny-edit-2509", "firered.tiny-edit", "longcat.tiny-edit", "flux2.tiny-dev")
 TINY_CARDS = [c for c in INSTRUCT_CARDS if c.tiny]

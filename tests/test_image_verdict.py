@@ -9,9 +9,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers.cli import cli
-from helpers.data import make_diffseg_folder
-from helpers.detectors import Scripted, register_test_detector
 
 from diffzoo import DetectionOutput, DetectorCard
 from diffzoo.harness.core.types import BINARY, SampleMeta
@@ -28,6 +25,10 @@ from diffzoo.harness.metrics.verdict import (
 )
 from diffzoo.harness.models.checkpoints import cache_dir
 from diffzoo.harness.records.policy import ThresholdPolicy, Thresholds
+
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
+from helpers.detectors import Scripted, register_test_detector
 
 
 # -- the rule --------------------------------------------------------------------------------

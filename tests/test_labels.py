@@ -5,11 +5,12 @@ import json
 import cv2
 import numpy as np
 import pytest
-from helpers.cli import cli
 from PIL import Image
 
 from diffzoo.generators.editors.labels import AlignParams, align, difference_label
 from diffzoo.harness.run.factories import open_dataset
+
+from helpers.cli import cli
 
 S, M = 256, 64  # image side; margin of the canvas the warped view is cut from
 

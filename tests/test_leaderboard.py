@@ -10,8 +10,6 @@ import subprocess
 import sys
 
 import pytest
-from helpers.cli import cli
-from helpers.records import make_record, make_state
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.metrics import METRICS_VERSION
@@ -21,6 +19,9 @@ from diffzoo.leaderboard.layouts.cases import build_tables
 from diffzoo.leaderboard.render.text import publish, to_csv, to_latex, to_markdown
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.versions import freeze, load_version, resolve
+
+from helpers.cli import cli
+from helpers.records import make_record, make_state
 
 
 def edited(record: ResultRecord, change) -> dict:

@@ -11,7 +11,6 @@ from html.parser import HTMLParser
 from statistics import fmean
 
 import pytest
-from helpers.records import make_record
 
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.suites import ALL_SUITES
@@ -23,6 +22,8 @@ from diffzoo.leaderboard.render.markdown import overview_markdown, summary_markd
 from diffzoo.leaderboard.render.site import write_site
 from diffzoo.leaderboard.table import Table, format_value, value_text
 from diffzoo.leaderboard.versions import Selection
+
+from helpers.records import make_record
 
 LABELS = {"label_map": {"names": ["background", "sd2", "sdxl"], "sha256": "3f" * 32, "source": "labels.json",
                         "verified": True}, "split": {"id": "diffzoo-hash-v1-seed0-val20", "source": "diffzoo"}}

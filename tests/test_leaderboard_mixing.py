@@ -9,8 +9,6 @@ import io
 import json
 
 import pytest
-from helpers.cli import cli
-from helpers.records import make_record
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.records.document import ResultRecord
@@ -20,6 +18,9 @@ from diffzoo.leaderboard.render.console import case_tables
 from diffzoo.leaderboard.render.text import publish, to_csv, to_markdown
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.versions import resolve
+
+from helpers.cli import cli
+from helpers.records import make_record
 
 NAMES = ["background", "sd2", "sdxl"]
 

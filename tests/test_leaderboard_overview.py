@@ -12,14 +12,15 @@ import re
 from statistics import fmean
 
 import pytest
-from helpers.cli import cli
-from helpers.records import make_record
 
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.layouts.overview import OVERVIEW_NOTE, OVERVIEW_VERSION, build_overview
 from diffzoo.leaderboard.render.markdown import overview_markdown
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.table import Table
+
+from helpers.cli import cli
+from helpers.records import make_record
 
 SETTINGS = ("jpeg80", "jpeg60", "resize50", "resize200")  # the paper's, written out on purpose
 PAIRS = ("Flux_Hunyuan", "SD2_SD3.5", "Glide_Kolors")

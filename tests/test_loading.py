@@ -7,9 +7,6 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from helpers.cli import cli
-from helpers.data import make_diffseg_folder
-from helpers.images import save_image
 
 from diffzoo.harness.core.errors import (
     ConfigError,
@@ -26,6 +23,10 @@ from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.loading import eval_inputs
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import run
+
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
+from helpers.images import save_image
 
 FAST = {"iterations": 12, "batch_size": 4, "crop_size": 32}
 

@@ -14,8 +14,6 @@ import sys
 
 import pytest
 import torch
-from helpers.backends import REQUIRE_MMSEG as REQUIRE
-from helpers.backends import require_backend
 
 from diffzoo import create_detector, open_dataset
 from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
@@ -23,6 +21,9 @@ from diffzoo.harness.core.plugins import PluginSystem, get_registry
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.plugin import TrainData
+
+from helpers.backends import REQUIRE_MMSEG as REQUIRE
+from helpers.backends import require_backend
 
 NAMES = ["mmseg.segformer-b2", "mmseg.deeplabv3plus-r50", "mmseg.fcn-r50"]
 TRAINER_KEYS = ("optimizer", "lr", "weight_decay", "iterations", "batch_size", "crop_size", "warmup_iters",

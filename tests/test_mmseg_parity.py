@@ -23,11 +23,12 @@ import dataclasses
 
 import pytest
 import torch
-from helpers.backends import require_backend
 
 from diffzoo import DetectorBuild, create_detector
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.types import LabelSpace
+
+from helpers.backends import require_backend
 
 ATOL = 1e-4
 NATIVE, MMSEG = "segformer.b2", "mmseg.segformer-b2"

@@ -9,8 +9,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers.cli import cli
-from helpers.records import make_record
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.metrics.catalog import metric_info
@@ -31,6 +29,9 @@ from diffzoo.leaderboard.paper.report import paper_markdown
 from diffzoo.leaderboard.render.escape import md_cell
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.versions import Selection
+
+from helpers.cli import cli
+from helpers.records import make_record
 
 PAPER_DIR = Path(VALUES_FILE).parent
 HEADER = "table,row,task,setting,metric,value,source\n"

@@ -7,7 +7,6 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from helpers.cli import cli
 from PIL import Image
 
 from diffzoo import DetectionOutput, Detector, DetectorCard, LabelSpace, create_detector, hookimpl, open_dataset
@@ -17,6 +16,8 @@ from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.models.checkpoints import cache_dir, load_checkpoint, save_checkpoint
 from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.run.prediction import OVERLAY_MIN_SIDE, predict_image
+
+from helpers.cli import cli
 
 TINY_TRAIN = TrainConfig(iterations=2, batch_size=2, crop_size=32, warmup_iters=1, pretrained=False)
 

@@ -8,10 +8,11 @@ import io
 import re
 
 import pytest
-from helpers.cli import cli
 from rich.console import Console
 
 from diffzoo.cli.progress import RichProgress
+
+from helpers.cli import cli
 
 
 class FakeClock:

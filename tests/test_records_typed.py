@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from helpers.records import make_record
-
 import diffzoo
+
+from helpers.records import make_record
 
 PACKAGE = Path(diffzoo.__file__).parent
 # the modules that own the JSON document: the model, its field parser and checks, the record file, the store

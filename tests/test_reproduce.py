@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.cli import cli
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.run.request import RunRequest
+
+from helpers.cli import cli
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 

@@ -8,7 +8,6 @@ import logging
 
 import numpy as np
 import pytest
-from helpers.cli import cli
 from PIL import Image
 
 from diffzoo import hookimpl
@@ -23,6 +22,8 @@ from diffzoo.harness.run.prediction import checkpoint_short_side
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner
 from diffzoo.harness.suites import Case, Suite, TrainSpec
+
+from helpers.cli import cli
 
 
 def image_of(h: int, w: int) -> np.ndarray:

@@ -186,9 +186,9 @@ def test_training_subset_drops_images_of_held_out_editors(diffseg_folder):
 
 @pytest.fixture(scope="module")
 def eight_editor_folder(tmp_path_factory):
-    from helpers.data import make_diffseg_folder
-
     from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
+
+    from helpers.data import make_diffseg_folder
 
     return make_diffseg_folder(tmp_path_factory.mktemp("ds8"), n=60, size=32, editors=DIFFSEG30K_EDITORS)
 
@@ -338,11 +338,11 @@ def test_the_paper_report_after_suite_all_shows_every_column_of_tables_2_to_8(su
     """Every column of Tables 2-8 has our value or says why not, beside the paper's value and the
     difference; the section names label map, split and versions; every cell of Tables 2-8 the
     paper prints shows its paper value."""
-    from helpers.cli import cli
-
     from diffzoo.leaderboard.index import RecordIndex
     from diffzoo.leaderboard.layouts.paper import build_report, paper_cells
     from diffzoo.leaderboard.paper import load_values
+
+    from helpers.cli import cli
 
     _, output, _, _ = suite_all
     det = "segformer.tiny"

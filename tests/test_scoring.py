@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers.data import make_diffseg_folder
 
 from diffzoo import create_detector, open_dataset
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.run.evaluate import evaluate
 from diffzoo.harness.run.scoring import Overlap, metric_path
+
+from helpers.data import make_diffseg_folder
 
 
 def _identity(image, label, **_):

@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.cli import cli
-from helpers.data import make_diffseg_folder
 from PIL import Image
 
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS
+
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
 
 FAST = ("--iterations", "10", "--batch-size", "4", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu")
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers.records import make_record
 from PIL import Image
 from rich.console import Console
 
@@ -18,6 +17,8 @@ from diffzoo.leaderboard.render.console import summary_console
 from diffzoo.leaderboard.render.markdown import summary_markdown
 from diffzoo.leaderboard.render.text import write_summary
 from diffzoo.leaderboard.robustness import robustness_series
+
+from helpers.records import make_record
 
 TITLES = ("Table 2a", "Table 2b", "Table 2c", "Table 3", "Table 4", "Table 5",
           "Table 6", "Table 7", "Table 8", "Format parity")

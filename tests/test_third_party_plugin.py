@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from helpers.cli import diffzoo
 
 PYPROJECT = """

@@ -8,7 +8,6 @@ import math
 import re
 
 import pytest
-from helpers.records import make_record
 from PIL import Image
 
 from diffzoo.leaderboard.render.site import detector_slugs, write_site
@@ -21,6 +20,8 @@ from diffzoo.leaderboard.render.training_plots import (
     training_png,
 )
 from diffzoo.leaderboard.versions import Selection
+
+from helpers.records import make_record
 
 EVIL = 'evil<script>x</script> "$a$"'
 

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.cli import cli
-from helpers.detectors import register_test_detector
 from PIL import Image
 
 from diffzoo import DetectorCard
@@ -23,6 +21,9 @@ from diffzoo.harness.models.segmenter import SegmentationDetector
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner
+
+from helpers.cli import cli
+from helpers.detectors import register_test_detector
 
 TRAIN = ["--iterations", "20", "--batch-size", "2", "--crop-size", "16", "--device", "cpu"]
 RUN = [*TRAIN, "--bootstrap", "0"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from helpers.detectors import Scripted, faulty_card, register_test_detector
 
 from diffzoo.harness.core.plugins import reset_plugins
+
+from helpers.detectors import Scripted, faulty_card, register_test_detector
 
 
 @pytest.fixture

@@ -14,8 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers.cli import cli
-from helpers.images import save_image
 from safetensors.torch import load_file
 
 from diffzoo.harness.core.errors import ModelError
@@ -24,6 +22,9 @@ from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner
+
+from helpers.cli import cli
+from helpers.images import save_image
 
 pytestmark = pytest.mark.isolated_cache  # kills writers and tampers with cached checkpoints on purpose
 

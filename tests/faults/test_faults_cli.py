@@ -11,11 +11,12 @@ import errno
 import json
 
 import pytest
-from helpers.cli import cli
 from PIL import Image
 
 from diffzoo import hookimpl
 from diffzoo.harness.core.plugins import get_plugin_system
+
+from helpers.cli import cli
 
 pytestmark = pytest.mark.isolated_cache  # kills and tampering during CLI runs need a cache of their own
 
@@ -142,6 +143,7 @@ def _odd_folder(root):
     """A DiffSeg30k-layout folder: four ordinary images for training and, in
     val, one of each odd kind of image or mask (see test_faults_data)."""
     import numpy as np
+
     from helpers.images import encode, huge_png
 
     d = root / "train_copy"

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.data import make_diffseg_folder
-from helpers.images import encode, huge_png, raw_png, save_image
 from PIL import Image, ImageFile
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.data import DiffSeg30kDataset, read_binary_mask, read_image, read_mask
+
+from helpers.data import make_diffseg_folder
+from helpers.images import encode, huge_png, raw_png, save_image
 
 # -- helpers -------------------------------------------------------------------
 

@@ -16,9 +16,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.cli import cli
-from helpers.detectors import Scripted
-from helpers.plugin_guide import REPO
 
 from diffzoo import DetectionOutput, Detector, DetectorCard, hookimpl, open_dataset
 from diffzoo.harness.core.errors import DiffzooError
@@ -26,6 +23,10 @@ from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.distortions import identity
 from diffzoo.harness.run.evaluate import evaluate
+
+from helpers.cli import cli
+from helpers.detectors import Scripted
+from helpers.plugin_guide import REPO
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 

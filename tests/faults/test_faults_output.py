@@ -10,7 +10,6 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from helpers.records import make_record
 from markdown_it import MarkdownIt
 from rich.console import Console
 
@@ -20,6 +19,8 @@ from diffzoo.leaderboard.render.markdown import summary_markdown
 from diffzoo.leaderboard.render.site import OVERVIEW_JS
 from diffzoo.leaderboard.render.text import publish
 from diffzoo.leaderboard.versions import Selection
+
+from helpers.records import make_record
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 

@@ -10,11 +10,12 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers.cli import cli
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.metrics import EvalState
+
+from helpers.cli import cli
 
 pytestmark = pytest.mark.isolated_cache
 
@@ -76,11 +77,11 @@ def test_every_image_case_gets_its_second_row(capsys, tmp_path, diffseg_folder, 
 
 
 def test_calibration_sets_the_area_rule_and_the_score_rule_each_from_its_state():
-    from helpers.detectors import Scripted
-
     from diffzoo.harness.core.types import SampleMeta, StateKey
     from diffzoo.harness.run.evaluate import EvalResult
     from diffzoo.harness.run.thresholds import calibrate
+
+    from helpers.detectors import Scripted
 
     area, scored = EvalState(BINARY, "binary"), EvalState(BINARY, "binary")
     for i in range(8):

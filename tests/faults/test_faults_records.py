@@ -12,12 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.cli import cli
-from helpers.records import make_record, make_state
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.store import RecordStore
+
+from helpers.cli import cli
+from helpers.records import make_record, make_state
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from helpers.cli import cli
 
 pytestmark = pytest.mark.isolated_cache

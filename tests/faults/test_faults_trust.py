@@ -22,16 +22,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers.cli import cli
-from helpers.data import make_diffseg_folder
-from helpers.detectors import register_test_detector
-from helpers.records import make_record, make_state
 from PIL import Image
 
 from diffzoo import DetectorCard
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.models.segmenter import SegmentationDetector
 from diffzoo.leaderboard.store import RecordStore
+
+from helpers.cli import cli
+from helpers.data import make_diffseg_folder
+from helpers.detectors import register_test_detector
+from helpers.records import make_record, make_state
 
 pytestmark = pytest.mark.isolated_cache
 
