@@ -260,6 +260,18 @@ def test_paper_report_keeps_metric_versions_apart():
         (True, False), (False, True)]
 
 
+def test_records_of_two_metric_versions_are_two_sections_each_naming_its_version():
+    """A metric version is part of the grouping key: rows of two versions are never ranked in
+    one table, and the two sections' headings say which version each holds."""
+    a = make_record("segformer.b2", case="binary", metrics_version="1")
+    b = make_record("deeplabv3plus.r50", case="binary", metrics_version="2", checkpoint="cd" * 32)
+    sections = build_report([a, b])
+    assert [s.title.rsplit(" · ", 1)[1] for s in sections] == ["metrics v1", "metrics v2"]
+    assert [{r.body.detector.name for r in s.group.records} for s in sections] == [{"segformer.b2"},
+                                                                                  {"deeplabv3plus.r50"}]
+    assert " · " not in build_report([a])[0].title  # a lone group needs no distinction
+
+
 @pytest.mark.parametrize("line, error", [
     ("9,SegFormer,binary,,mIoU,0.9,x", "data line 2: table '9' is not one of the paper's tables"),
     ("2,SegFormer,binary,,mIoU,96.1,x", "value 96.1 must be a fraction in [0, 1] (write 50% as 0.5)"),

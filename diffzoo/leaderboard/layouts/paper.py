@@ -209,6 +209,9 @@ class Section:
     tables: list[Table]
     policies: list[str]
     flags: list[str]
+    # the conditions that set this group apart from another of the same dataset and suites
+    # (e.g. ``metrics v2``), so that no two sections carry the same title
+    distinct: str = ""
 
     @property
     def dataset(self) -> str:
@@ -221,7 +224,8 @@ class Section:
     @property
     def title(self) -> str:
         suites = ", ".join(f"{s} v{v}" for s, v in self.versions.items()) or "no records"
-        return f"{self.dataset} (fingerprint {self.group.key.fingerprint[:12]}): {suites}"
+        apart = f" · {self.distinct}" if self.distinct else ""
+        return f"{self.dataset} (fingerprint {self.group.key.fingerprint[:12]}): {suites}{apart}"
 
     @property
     def shown(self) -> list[Table]:
@@ -253,7 +257,16 @@ def build_report(records: Sequence[ResultRecord], values: dict | None = None) ->
 
 def _sections(records: Sequence[ResultRecord], values: dict | None) -> list[Section]:
     groups = RecordIndex(records).groups() or [Group(GroupKey(DASH, "", "", "", "", ""), {}, [])]
-    return [_Layout(g, values).section() for g in groups]
+    sections = [_Layout(g, values).section() for g in groups]
+    by_title: dict[str, list[Section]] = {}
+    for s in sections:
+        by_title.setdefault(s.title, []).append(s)
+    for same in (group for group in by_title.values() if len(group) > 1):
+        conditions = [s.group.key.conditions for s in same]
+        differing = [k for k in conditions[0] if len({c[k] for c in conditions}) > 1]
+        for s, c in zip(same, conditions):
+            s.distinct = " · ".join(f"{k} {c[k]}" for k in differing)
+    return sections
 
 
 class _Layout:
