@@ -8,7 +8,7 @@ from the rows in canonical order (sorted by image id), so merging shards
 gives exactly the numbers of a single pass, in any shard order.
 
 Definitions of every metric are in docs/metrics.md and in the docstrings of
-:mod:`.confusion`, :mod:`.boundary`, :mod:`.pixel_auc`, :mod:`.image_level`,
+:mod:`.confusion`, :mod:`.boundaries`, :mod:`.pixel_auc`, :mod:`.image_level`,
 :mod:`.attribution` and :mod:`.aggregate`.
 
 Conventions fixed here:

@@ -10,7 +10,7 @@ open-source SegFormer and mmseg SGD recipes), AMP on CUDA, and a seeded
 sampler so that the same seed gives the same model.  Under torchrun the
 network is wrapped in DistributedDataParallel and each rank trains on its
 shard of the data; ``batch_size`` is the global batch (see
-:mod:`.distributed`).
+:mod:`diffzoo.harness.core.distributed`).
 """
 
 from __future__ import annotations

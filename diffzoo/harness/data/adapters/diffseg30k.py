@@ -2,7 +2,7 @@
 
 Reads ``<id>.image.png`` + ``<id>.mask.png`` pairs from the hub's
 ``train.zip`` (lazily, no extraction), an extracted folder, or a ``datasets``
-source (see :mod:`.sources` and :mod:`.hfsource`).
+source (see :mod:`..sources` and :mod:`..hfsource`).
 
 Optional files beside the data (the folder itself, or the zip's / parquet
 file's folder), written by the demo dataset and ``diffzoo generate``;
@@ -12,7 +12,7 @@ DiffSeg30k itself ships none of them:
   label space when none is passed (then a label map file inside the download,
   then a ``ClassLabel`` feature, then the paper's order: :func:`resolve_label_map`);
 - ``manifest.jsonl``: per-sample metadata (:meth:`SampleMeta.to_dict` lines);
-  ``metadata=FILE`` replaces it with a sidecar (:mod:`.metadata`);
+  ``metadata=FILE`` replaces it with a sidecar (:mod:`..metadata`);
 - ``splits.json``: ``{"train": [ids], "val": [ids]}``; ``split_file=FILE``
   wins over it; without either, the data's own splits, or a single split
   divided train/val 8:2 by a hash of each id (:func:`resolve_split_scheme`).
@@ -70,7 +70,7 @@ class DiffSeg30kDataset(SplitDataset):
     split (for ``--thresholds calibrated``) from what would be train; val is
     unchanged.  ``split_file``: ids per split (JSON or ``id<TAB>split``),
     wins over ``splits.json`` and the data's own splits.  ``metadata``: a
-    sidecar of base / editors per id (:mod:`.metadata`), replacing
+    sidecar of base / editors per id (:mod:`..metadata`), replacing
     ``manifest.jsonl``.  ``name`` defaults to the data's folder (the folder
     given, or the one holding the zip / parquet file), or ``diffseg30k`` for
     the hub id.
