@@ -79,6 +79,16 @@ def differences(old: ResultRecord, new: ResultRecord) -> tuple[str, ...]:
     return tuple(out)
 
 
+def is_unfinished(path: Path) -> bool:
+    """An empty version file: a name reserved by a freeze that never wrote it. A freeze writes
+    its version whole or not at all; a store copied from elsewhere, or written by another
+    tool, can still hold one, and no frozen version is ever empty."""
+    try:
+        return path.is_file() and not path.is_symlink() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 class RecordStore:
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -141,11 +151,14 @@ class RecordStore:
         return bad
 
     def temp_files(self) -> list[Path]:
-        """Leftovers of killed writes (``.NAME.RANDOM.tmp``) in the store's folders."""
+        """Leftovers of killed writes in the store's folders: ``.NAME.RANDOM.tmp`` files, and
+        empty version files (a name a freeze reserved and never wrote)."""
         found: list[Path] = []
         for folder in (self.root, *(self.root / d for d in STORE_DIRS)):
             if folder.is_dir():
                 found.extend(p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp"))
+        if self.versions_dir.is_dir():
+            found.extend(p for p in self.versions_dir.glob("*.json") if is_unfinished(p))
         return sorted(found)
 
     def clean_temp_files(self) -> list[Path]:

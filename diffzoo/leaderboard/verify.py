@@ -65,16 +65,12 @@ def check_file(path: Path, source: StateSource, expect_id: str | None = None) ->
     return BadRow(record.id, path, problems) if problems else None
 
 
-def _temp_files(store: RecordStore, clean: bool, report: Report) -> None:
-    if clean:
-        report.cleaned = store.clean_temp_files()
-    report.temp_files = store.temp_files()
-
-
 def verify_store(store: RecordStore, version: str | None = None, *, clean: bool = False) -> Report:
     """Every record of ``store`` (and every frozen version's pins), or only
     the records of frozen ``version``."""
     source = StateSource([store.root])
+    # before any check: what a killed write left is removed, not reported as bad
+    cleaned = store.clean_temp_files() if clean else []
     if version is not None:
         report = Report(f"version {version} of {store.root}")
         _check_version(store, version, source, report)
@@ -87,7 +83,8 @@ def verify_store(store: RecordStore, version: str | None = None, *, clean: bool 
                 report.bad.append(bad)
         for vpath in sorted(store.versions_dir.glob("*.json")):
             _check_version(store, vpath.stem, source, report, count=False)
-    _temp_files(store, clean, report)
+    report.cleaned = cleaned
+    report.temp_files = store.temp_files()
     return report
 
 

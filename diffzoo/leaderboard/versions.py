@@ -26,7 +26,7 @@ from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.harness.records.document import ResultRecord, store_lock
-from diffzoo.leaderboard.store import RecordStore, expand_record_paths
+from diffzoo.leaderboard.store import RecordStore, expand_record_paths, is_unfinished
 
 VERSION_SCHEMA = 2
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -75,8 +75,8 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
                           "(at most 64, starting with a letter or digit)")
     path = store.versions_dir / f"{name}.json"
     if path.exists():
-        raise RecordError(f"version {name!r} already exists ({path}); versions are immutable, "
-                          "freeze under a new name")
+        raise RecordError(unfinished(path) if is_unfinished(path) else
+                          f"version {name!r} already exists ({path}); versions are immutable, freeze under a new name")
     records = select(list(store), suites=suites, datasets=datasets, detectors=detectors)
     if not records:
         raise RecordError(f"no records in {store.records_dir} match; nothing to freeze")
@@ -94,12 +94,15 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
     }
     with store_lock(store.root):
         store.versions_dir.mkdir(parents=True, exist_ok=True)
-        try:  # exclusive create: two concurrent freezes of one name cannot both win
-            with open(path, "x"):
-                pass
+        try:  # whole or absent, and two freezes of one name cannot both win
+            return atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True), exclusive=True)
         except FileExistsError:
             raise RecordError(f"version {name!r} already exists ({path})") from None
-        return atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def unfinished(path: Path) -> str:
+    return (f"version file {path} is empty: a freeze that did not finish; "
+            "`diffzoo leaderboard verify --clean` removes it, then freeze again")
 
 
 def list_versions(store: RecordStore) -> list[dict[str, Any]]:
@@ -114,6 +117,8 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
         known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
         raise RecordError(f"no version {name!r} in {store.versions_dir}"
                           + (f" (versions: {', '.join(known)})" if known else " (none frozen yet)"))
+    if is_unfinished(path):
+        raise RecordError(unfinished(path))
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -240,6 +240,75 @@ def test_verify_of_a_version_names_a_record_edited_after_freezing(tmp_path, caps
     assert "it was edited or removed" in out
 
 
+def test_a_freeze_killed_while_writing_leaves_no_version_and_the_same_freeze_then_works(tmp_path, capsys,
+                                                                                         monkeypatch):
+    """A version is whole or absent: a freeze that dies at the moment the version would be
+    written (here: os.fsync raising, as a kill or a full disk would stop it) leaves no file a
+    reader parses, only a temp file; the same freeze then succeeds."""
+    import os
+
+    from diffzoo.leaderboard.versions import freeze, list_versions
+
+    root, _, _ = stored(tmp_path)
+    store = RecordStore(root)
+
+    def dies(fd):
+        raise KeyboardInterrupt  # a BaseException, as a signal's would be
+
+    monkeypatch.setattr(os, "fsync", dies)
+    with pytest.raises(KeyboardInterrupt):
+        freeze(store, "v1")
+    monkeypatch.undo()
+    assert list(store.versions_dir.glob("*.json")) == [] and list_versions(store) == []
+    code, out, _ = cli(capsys, "leaderboard", "versions", "--store", root)
+    assert code == 0
+    freeze(store, "v1")
+    assert [v["name"] for v in list_versions(store)] == ["v1"]
+    with pytest.raises(RecordError, match="already exists"):
+        freeze(store, "v1")
+
+
+def test_a_freeze_on_a_filesystem_without_hard_links_still_writes_one_whole_version(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from diffzoo.leaderboard.versions import freeze, read_manifest
+
+    def no_links(src, dst):
+        raise OSError(errno.EPERM, "hard links are not supported here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    root, record, _ = stored(tmp_path)
+    store = RecordStore(root)
+    freeze(store, "v1")
+    assert read_manifest(store, "v1")["records"] == [record.id] and store.temp_files() == []
+    with pytest.raises(RecordError, match="already exists"):
+        freeze(store, "v1")
+
+
+def test_an_empty_version_file_is_named_and_verify_clean_repairs_it(tmp_path, capsys):
+    """A store copied from elsewhere can hold an empty version file (a name reserved by a freeze
+    that never wrote it): every command names it and says how to repair it, `verify --clean`
+    removes it, and the name can then be frozen."""
+    from diffzoo.leaderboard.versions import freeze
+
+    root, _, _ = stored(tmp_path)
+    empty = root / "versions" / "v1.json"
+    empty.parent.mkdir()
+    empty.touch()
+    code, _, err = cli(capsys, "leaderboard", "versions", "--store", root)
+    assert code == 1 and "is empty: a freeze that did not finish" in one_line(err) and "verify --clean" in one_line(err)
+    code, out = verify(capsys, root)
+    assert code == 1 and "is empty: a freeze that did not finish" in out
+    with pytest.raises(RecordError, match="is empty: a freeze that did not finish"):
+        freeze(RecordStore(root), "v1")
+    code, out = verify(capsys, root, "--clean")
+    assert code == 0 and "v1.json" in out and not empty.exists()
+    freeze(RecordStore(root), "v1")
+    code, out = verify(capsys, root, "v1")
+    assert code == 0 and "1 good, 0 bad record(s)" in out
+
+
 # -- killed writes (section 6) -------------------------------------------------------------------
 def test_temp_files_of_killed_writes_are_reported_and_cleaned(tmp_path, capsys):
     root, record, _ = stored(tmp_path)

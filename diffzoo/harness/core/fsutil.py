@@ -135,11 +135,15 @@ def file_kind(path: Path | str) -> str | None:
     return "not a regular file"
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> Path:
+def atomic_write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> Path:
     """Write via a temp file in the same folder + fsync + rename.
 
     A process killed mid-write leaves at most a ``.tmp`` file, never a
     partial ``path``; a full disk is a StorageError naming ``path``.
+    ``exclusive``: ``path`` must not exist (FileExistsError if it does); the
+    whole file appears under its name by a hard link, so no reader ever sees a
+    name reserved but not yet written (on a filesystem without hard links, only
+    the caller's lock keeps two such writers apart).
     """
     path = Path(path)
     try:
@@ -152,7 +156,19 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise
+            except OSError:  # no hard links on this filesystem: the name is checked, then renamed to
+                if path.exists():
+                    raise FileExistsError(errno.EEXIST, "file exists", str(path)) from None
+                os.replace(tmp, path)
+            else:
+                os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError) and (full := disk_full_error(exc, path)) is not None:
@@ -161,8 +177,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
     return path
 
 
-def atomic_write_text(path: Path, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, *, exclusive: bool = False) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), exclusive=exclusive)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
