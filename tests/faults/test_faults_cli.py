@@ -120,6 +120,35 @@ def test_a_full_disk_inside_any_writer_is_one_line(capsys, tmp_path, monkeypatch
     one_line_exit_2(*result, f"disk full while writing {target}", "free")
 
 
+def test_a_full_disk_while_writing_a_plot_names_the_plot_and_its_filesystem(tmp_path, monkeypatch):
+    """A plot is written whole or not at all; when its write hits ENOSPC the message names the
+    PNG and the free space of the filesystem holding it (matplotlib's own error names neither),
+    and no partial PNG is left."""
+    import os
+
+    from diffzoo.harness.core import fsutil
+    from diffzoo.harness.core.errors import StorageError
+    from diffzoo.leaderboard.render.plots import confusion_png
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    target = tmp_path / "out" / "plots" / "confusion.png"
+    with pytest.raises(StorageError) as exc:
+        confusion_png([[3, 1], [0, 4]], ["background", "edited"], target, title="binary")
+    assert str(exc.value).startswith(f"disk full while writing {target} (")
+    assert f"{fsutil.free_space(target)} on that filesystem" in str(exc.value)
+    assert not target.exists() and list(target.parent.iterdir()) == []
+
+
+def test_a_full_disk_with_no_path_never_reports_another_filesystems_free_space():
+    from diffzoo.harness.core.fsutil import disk_full_error
+
+    error = disk_full_error(OSError(errno.ENOSPC, "No space left on device"))
+    assert error is not None and "disk full while writing a file (free space unknown)" in str(error)
+
+
 # -- skipped samples: counted once each, by reason --------------------------------------
 
 def test_one_bad_file_is_one_skipped_sample_not_one_per_record(capsys, diffseg_folder, tmp_path, faulty):

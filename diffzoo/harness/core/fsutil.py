@@ -47,8 +47,10 @@ def disk_full_error(exc: OSError, path: Path | str | None = None) -> StorageErro
     (or quota) error, else None."""
     if exc.errno not in DISK_FULL:
         return None
-    where = path or exc.filename or "a file"
-    return StorageError(f"disk full while writing {where} ({free_space(where)} on that filesystem); "
+    where = path or exc.filename
+    # without a path the filesystem is unknown: never the working folder's free space
+    space = f"{free_space(where)} on that filesystem" if where else "free space unknown"
+    return StorageError(f"disk full while writing {where or 'a file'} ({space}); "
                         "free some space or write somewhere else (--out DIR, $DIFFZOO_CACHE)")
 
 

@@ -3,12 +3,14 @@ robustness curves over distortion strength, per-editor IoU bars."""
 
 from __future__ import annotations
 
+import io
 import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
 
+from diffzoo.harness.core.fsutil import atomic_write_bytes
 from diffzoo.leaderboard.render.escape import plot_text as _text
 
 
@@ -27,12 +29,15 @@ def _title(ax, text: str, fig) -> None:
 
 
 def _save(fig, path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    _pyplot().close(fig)
-    return path
+    """The figure as a PNG at ``path``, whole or absent; a full disk names ``path`` and the free
+    space of the filesystem that holds it (matplotlib's own error names neither)."""
+    buf = io.BytesIO()
+    try:
+        fig.tight_layout()
+        fig.savefig(buf, format="png", dpi=120)
+    finally:
+        _pyplot().close(fig)
+    return atomic_write_bytes(Path(path), buf.getvalue())
 
 
 def confusion_png(matrix: np.ndarray | list[list[int]], names: list[str], path: Path, title: str = "") -> Path:
