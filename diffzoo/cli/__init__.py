@@ -17,7 +17,7 @@ from diffzoo.cli.app import app
 from diffzoo.cli.console import console, err_console, quiet_third_party, state
 from diffzoo.harness.core.errors import DiffzooError, TrainingStopped
 from diffzoo.harness.core.fsutil import user_path_error
-from diffzoo.leaderboard.render.escape import term
+from diffzoo.leaderboard.render.escape import printable, term
 
 
 def _click_error_types() -> tuple[type[BaseException], ...]:
@@ -43,13 +43,28 @@ def _interrupted() -> None:
     sys.exit(INTERRUPTED)
 
 
+class VisibleFormatter(logging.Formatter):
+    """Log lines carry names from the data, records and plugins (sample ids, file names,
+    detector names): each message is shown as its visible characters (``printable``, the
+    escaping error lines get), so no escape sequence, bidi override or line break in a name
+    reaches the terminal or splits a line.  A traceback (``--debug``) is left as it is."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
+
+
+def configure_logging(debug: bool) -> None:
+    """The CLI's log lines go to stderr through :class:`VisibleFormatter` (a library only logs)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(VisibleFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(debug)
     if not debug:  # the CLI reports plugin failures itself, one line each
         logging.getLogger("diffzoo.harness.core.plugins").setLevel(logging.ERROR)
     quiet_third_party(debug)

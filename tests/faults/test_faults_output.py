@@ -231,3 +231,40 @@ def test_leaderboard_diff_console_shows_record_strings_escaped_and_literal():
     assert "\x1b" not in out and "\u26a0" not in out
     assert "det" + ESC_SHOWN + "[blink]:warning:" in out and "v1" + ESC_SHOWN in out
     assert "+5.0" in out and "table added standard v1 / binary on d\\x1b[2J" in out
+
+
+# -- log lines ----------------------------------------------------------------------------
+HOSTILE_NAMES = ["esc" + ESC, "rtl\u202etxt.png", "zero\u200bwidth.png", "two\nlines.png"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_every_log_line_shows_names_as_their_visible_characters(name):
+    """The CLI formats every log record (a skipped sample, a skipped image, a plugin's warning)
+    with the escaping error lines get: one line, no control or invisible character."""
+    import logging
+
+    from diffzoo.cli import VisibleFormatter
+    from diffzoo.leaderboard.render.escape import printable
+
+    record = logging.LogRecord("diffzoo.harness.run.evaluate", logging.WARNING, __file__, 1,
+                               "skipping corrupt sample: %s (%s)", (name, "truncated"), None)
+    line = VisibleFormatter("%(levelname)s %(name)s: %(message)s").format(record)
+    assert line == f"WARNING diffzoo.harness.run.evaluate: skipping corrupt sample: {printable(name)} (truncated)"
+    assert "\n" not in line and not set(line) & (CONTROL | {"\u200b"})
+
+
+def test_a_real_cli_process_writes_its_log_lines_escaped():
+    """In a process started as the CLI starts (its logging configured by ``diffzoo.cli``), a
+    warning carrying every hostile name reaches stderr as one visible line per warning."""
+    import subprocess
+    import sys
+
+    script = ("import logging, sys; from diffzoo.cli import configure_logging; configure_logging(False); "
+              "[logging.getLogger('diffzoo.harness.run.evaluate').warning('skipping corrupt sample: %s', n) "
+              "for n in sys.argv[1:]]")
+    done = subprocess.run([sys.executable, "-c", script, *HOSTILE_NAMES], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == len(HOSTILE_NAMES) and all(line.startswith("WARNING ") for line in lines)
+    assert not set(done.stderr) & ((CONTROL - {"\n"}) | {"\u200b"})
+    assert ESC_SHOWN in lines[0] and "rtl\\u202etxt.png" in lines[1] and "two\\nlines.png" in lines[3]
