@@ -49,15 +49,7 @@ from diffzoo.harness.core.hookspecs import hookimpl
 from diffzoo.harness.core.lazy import lazy_exports
 from diffzoo.harness.core.protocols import Dataset, Detector, DetectorBuild, EditResult, Generator, Report
 from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.core.types import (
-    BINARY,
-    IGNORE_INDEX,
-    DetectionOutput,
-    EditRecord,
-    LabelSpace,
-    Sample,
-    SampleMeta,
-)
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, DetectionOutput, EditRecord, LabelSpace, Sample, SampleMeta
 
 _MODELS = "diffzoo.harness.models."
 _LAZY = {

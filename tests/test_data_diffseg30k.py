@@ -16,10 +16,7 @@ from PIL import Image
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import EditRecord, SampleMeta
-from diffzoo.harness.data import (
-    DiffSeg30kDataset,
-    labelmaps,
-)
+from diffzoo.harness.data import DiffSeg30kDataset, labelmaps
 
 from helpers.data import DIFFSEG_PAIRS as N
 from helpers.data import make_pairs, write_folder, write_zip

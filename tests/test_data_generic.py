@@ -10,12 +10,7 @@ import pytest
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
-from diffzoo.harness.data import (
-    AuthenticFolder,
-    JsonListDataset,
-    TpGtDataset,
-    WithAuthentic,
-)
+from diffzoo.harness.data import AuthenticFolder, JsonListDataset, TpGtDataset, WithAuthentic
 
 from helpers.data import make_tpgt
 from helpers.data import tpgt_gt as gt

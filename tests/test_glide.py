@@ -12,12 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from diffzoo.generators.editors.glide.cards import (
-    BASE_INPAINT_URL,
-    GLIDE_INPAINT,
-    GLIDE_TINY,
-    UPSAMPLE_INPAINT_URL,
-)
+from diffzoo.generators.editors.glide.cards import BASE_INPAINT_URL, GLIDE_INPAINT, GLIDE_TINY, UPSAMPLE_INPAINT_URL
 from diffzoo.generators.editors.glide.diffusion import Schedule, beta_schedule, sample, space_timesteps
 from diffzoo.generators.editors.glide.editor import GlideEditor
 from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet

@@ -30,12 +30,7 @@ from __future__ import annotations
 import dataclasses
 
 from diffzoo.generators.editors.glide.cards import GLIDE_CARDS
-from diffzoo.generators.editors.instruct_cards import (
-    INSTRUCT_CARDS,
-    INSTRUCT_DEFAULTS,
-    TINY_NOTE,
-    tiny_card,
-)
+from diffzoo.generators.editors.instruct_cards import INSTRUCT_CARDS, INSTRUCT_DEFAULTS, TINY_NOTE, tiny_card
 from diffzoo.harness.core.cards import GeneratorCard
 
 LDM_PAPER = "Rombach et al., High-Resolution Image Synthesis with Latent Diffusion Models, CVPR 2022, arXiv:2112.10752"

@@ -58,12 +58,7 @@ def build_sdxl(seed: int = TINY_SEED, *, unet_in_channels: int = 9) -> Any:
 
 def build_flux(seed: int = TINY_SEED, *, fill: bool = True) -> Any:
     """Tiny Flux.1 pipeline: FluxFill (20 input channels) or FluxInpaint (8)."""
-    from diffusers import (
-        FlowMatchEulerDiscreteScheduler,
-        FluxFillPipeline,
-        FluxInpaintPipeline,
-        FluxTransformer2DModel,
-    )
+    from diffusers import FlowMatchEulerDiscreteScheduler, FluxFillPipeline, FluxInpaintPipeline, FluxTransformer2DModel
     from transformers import CLIPTextModel
 
     transformer = seeded(

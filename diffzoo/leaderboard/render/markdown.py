@@ -18,16 +18,7 @@ from tabulate import tabulate
 
 from diffzoo.leaderboard.layouts.paper import NOT_IN_PAPER, Section, Summary
 from diffzoo.leaderboard.render.escape import md_cell
-from diffzoo.leaderboard.table import (
-    DASH,
-    Column,
-    Row,
-    Table,
-    cell_text,
-    conditions_line,
-    format_delta,
-    format_value,
-)
+from diffzoo.leaderboard.table import DASH, Column, Row, Table, cell_text, conditions_line, format_delta, format_value
 
 Align = Literal["left", "right"]
 LEFT: Align = "left"  # text

@@ -42,12 +42,7 @@ from diffzoo.leaderboard.layouts.overview import build_overview
 from diffzoo.leaderboard.layouts.paper import cross_tables
 from diffzoo.leaderboard.render.comparison_plots import comparison_figures
 from diffzoo.leaderboard.render.escape import html
-from diffzoo.leaderboard.render.site_figures import (
-    robustness_figures,
-    semantic_figures,
-    training_figures,
-    unique_name,
-)
+from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures, unique_name
 from diffzoo.leaderboard.table import Column, Table, conditions_line, format_ci, format_value, slugify, value_text
 from diffzoo.leaderboard.versions import Selection, summarize
 
