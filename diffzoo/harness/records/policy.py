@@ -46,6 +46,10 @@ class Thresholds:
     def fixed(cls, detector: Detector) -> Thresholds:
         return cls(pixel=detector.card.default_threshold)
 
+    def as_dict(self) -> dict[str, float]:
+        """The three numbers, as a record's ``threshold_policy.values`` holds them."""
+        return {"pixel": self.pixel, "area": self.area, "score": self.score}
+
 
 @dataclass(frozen=True)
 class ThresholdPolicy:
@@ -118,7 +122,7 @@ class ThresholdPolicy:
             raise RecordError("a threshold policy without values cannot be written")
         return {"mode": self.mode, "pixel": self.pixel, "image": self.image,
                 "image_score_source": self.image_score_source,
-                "values": {"pixel": self.values.pixel, "area": self.values.area, "score": self.values.score},
+                "values": self.values.as_dict(),
                 "calibrated_on": self.calibrated_on, "source": self.source, "oracle_columns": ORACLE_COLUMNS}
 
 

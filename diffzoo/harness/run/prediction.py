@@ -52,8 +52,6 @@ OVERLAY_MIN_SIDE = 256
 """Smaller images are enlarged (integer factor, nearest) so that the legend is legible."""
 OVERLAY_ALPHA = 0.45
 PREDICTIONS_FILE = "predictions.jsonl"
-DEFAULT_RECORDS = Path("diffzoo-out")
-"""Where ``--thresholds calibrated`` looks for the model's records: ``diffzoo run``'s default ``--out``."""
 
 
 # -- loading ---------------------------------------------------------------------------
@@ -163,8 +161,7 @@ def checkpoint_short_side(meta: dict[str, Any], task: str) -> int | None:
     return int(config["crop_size"])
 
 
-def prediction_thresholds(model: LoadedModel, policy: str = "fixed", records: Path | str = DEFAULT_RECORDS
-                          ) -> Thresholds:
+def prediction_thresholds(model: LoadedModel, policy: str, records: Path | str) -> Thresholds:
     """The thresholds ``model`` predicts with: ``fixed`` (the card's, docs/metrics.md) or
     ``calibrated`` (those a ``diffzoo run --thresholds calibrated`` recorded for these very
     weights in the record store ``records``; an error saying how to get them if none did)."""
@@ -307,12 +304,6 @@ def overlay_image(image: np.ndarray, pred: ImagePrediction, title: str = "") -> 
     return img
 
 
-def thresholds_dict(thresholds: Thresholds) -> dict[str, Any]:
-    """A JSON line's ``thresholds``: where they came from and their values."""
-    return {"source": thresholds.source, "pixel": thresholds.pixel, "area": thresholds.area,
-            "score": thresholds.score}
-
-
 # -- many files ------------------------------------------------------------------------
 def collect_images(paths: Sequence[Path | str]) -> list[Path]:
     """Files as given, folders expanded to their images (sorted); a missing path is an error."""
@@ -392,7 +383,7 @@ def _predict_one(model: LoadedModel, image: np.ndarray, out: Path, stem: str, na
         "edited_fraction": pred.edited_fraction,
         "own_image_score": pred.own_score,
         "verdicts": [{"row": row_, **v.to_dict()} for row_, v in pred.verdicts.items()],
-        "thresholds": thresholds_dict(thresholds),
+        "thresholds": {"source": thresholds.source, **thresholds.as_dict()},
     }
     if model.detector.task == "semantic":
         row["editors"] = pred.editors
