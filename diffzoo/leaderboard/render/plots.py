@@ -28,13 +28,15 @@ def _title(ax, text: str, fig) -> None:
     ax.set_title(textwrap.fill(_text(text), max(20, int(fig.get_figwidth() * 9))), fontsize=10)
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig, path: Path, dpi: int = 120, **savefig) -> Path:
     """The figure as a PNG at ``path``, whole or absent; a full disk names ``path`` and the free
-    space of the filesystem that holds it (matplotlib's own error names neither)."""
+    space of the filesystem that holds it (matplotlib's own error names neither).  A figure
+    made without a layout engine is laid out tight first."""
     buf = io.BytesIO()
     try:
-        fig.tight_layout()
-        fig.savefig(buf, format="png", dpi=120)
+        if fig.get_layout_engine() is None:
+            fig.tight_layout()
+        fig.savefig(buf, format="png", dpi=dpi, **savefig)
     finally:
         _pyplot().close(fig)
     return atomic_write_bytes(Path(path), buf.getvalue())

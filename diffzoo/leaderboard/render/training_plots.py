@@ -17,7 +17,6 @@ the step.  Undefined values (None, NaN, text) are left out of the lines, never a
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import textwrap
@@ -26,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.fsutil import atomic_write_bytes
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot
+from diffzoo.leaderboard.render.plots import _pyplot, _save
 
 NAN = float("nan")
 LOG_DECADES = 1.0
@@ -299,9 +297,4 @@ def training_png(curves: TrainingCurves, path: Path, title: str = "") -> Path:
             ax.set_xlim(min(xs) - pad, max(xs) + pad)
         _legend(ax)
     fig.suptitle(textwrap.fill(_text(title or "training"), 90), fontsize=10)
-    buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    finally:
-        plt.close(fig)
-    return atomic_write_bytes(Path(path), buf.getvalue())
+    return _save(fig, path, dpi=110, bbox_inches="tight")
