@@ -54,6 +54,46 @@ def disk_full_error(exc: OSError, path: Path | str | None = None) -> StorageErro
                         "free some space or write somewhere else (--out DIR, $DIFFZOO_CACHE)")
 
 
+DISK_FULL_WORDS = ("No space left on device", "StorageFull", "Disk quota exceeded", "QuotaExceeded")
+"""How a writer that wraps the OSError in its own exception says "disk full" (safetensors
+raises ``SafetensorError("... IoError(Os { code: 28, kind: StorageFull ...")``)."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc``, or an exception in its cause/context chain, is a full disk or quota,
+    as an OSError or as the message of a writer that wraps it."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in DISK_FULL:
+            return True
+        if any(word in str(current) for word in DISK_FULL_WORDS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+@contextmanager
+def writing(path: Path | str) -> Iterator[None]:
+    """Run a writer (PIL, matplotlib, json, safetensors, TensorBoard...) that writes ``path``:
+    a full disk inside it, whatever form the writer gives it, becomes a StorageError naming
+    ``path`` and the free space of the filesystem that holds it (exit 2), and a user-fixable
+    OSError (:data:`USER_FIXABLE`) one naming ``path``."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as exc:
+        if is_disk_full(exc):
+            full = disk_full_error(OSError(errno.ENOSPC, "No space left on device"), path)
+            assert full is not None  # ENOSPC always gives one
+            raise full from exc
+        if isinstance(exc, OSError) and (user := user_path_error(exc, exc.filename or path)) is not None:
+            raise user from exc
+        raise
+
+
 USER_FIXABLE = {
     errno.ENOTDIR: "a part of the path is a file, not a folder",
     errno.EISDIR: "it is a folder, where a file is needed",
