@@ -50,9 +50,10 @@ def info_cmd(dataset: str = typer.Argument(..., help="Registered name or path.")
     from diffzoo.harness.run.factories import open_dataset  # the adapters: when the command runs
 
     ds = open_dataset(dataset)
+    fingerprint = ds.fingerprint()  # first: it counts the files' EXIF orientation tags, which describe() shows
     for key, value in ds.describe().items():
         console.print(f"[bold]{key}[/]: {value}")
-    console.print(f"[bold]fingerprint[/]: {ds.fingerprint()}")
+    console.print(f"[bold]fingerprint[/]: {fingerprint}")
 
 
 DEFAULT_STATS_OUT = Path("diffzoo-out")
@@ -140,6 +141,8 @@ def stats_tables(stats: dict[str, Any]) -> list[Table]:
     splits.add_row("read", str(stats["read"]))
     splits.add_row("skipped", str(stats["skipped"]["count"]))
     splits.add_row("authentic (no edited pixel)", str(stats["authentic"]))
+    if ds.get("exif_orientation") is not None:
+        splits.add_row("EXIF orientation tag (scored as stored)", str(ds["exif_orientation"]))
 
     editors = _table("images per editor, edited area (% of the image's pixels)", "editor", "value",
                      "images (mask)", "images (turns)", "mean", "median", "p10", "p90")

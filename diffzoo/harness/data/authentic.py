@@ -19,27 +19,25 @@ from diffzoo.harness.core.types import Sample, SampleMeta
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_labelled
 from diffzoo.harness.data.splits import canonical_split
+from diffzoo.harness.data.walk import is_folder, walk_files
 
 AUTHENTIC_PREFIX = "authentic/"
 
 
 def list_image_files(root: Path) -> list[Path]:
-    """Image files under ``root`` (recursively, hidden entries skipped), sorted."""
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        out.extend(
-            Path(dirpath, f) for f in filenames if not f.startswith(".") and is_image_file(f)
-        )
-    return sorted(out)
+    """Entries named like images under ``root`` (recursively, hidden entries skipped), sorted;
+    links as :mod:`.walk` says (a link loop named like an image is listed, and its sample
+    skipped as not-a-file when loaded)."""
+    return sorted(root / name for name in walk_files(root) if is_image_file(name))
 
 
 def image_files_in(folder: Path) -> list[Path]:
-    """Image files directly in ``folder`` (not below it; hidden ones skipped), sorted."""
+    """Entries named like images directly in ``folder`` (not below it; hidden ones and folders
+    skipped), sorted; a link that leads nowhere is listed (see :func:`list_image_files`)."""
     with os.scandir(folder) as it:
         return sorted(
             Path(folder, e.name) for e in it
-            if e.is_file() and not e.name.startswith(".") and is_image_file(e.name)
+            if not e.name.startswith(".") and is_image_file(e.name) and not is_folder(e)
         )
 
 

@@ -21,12 +21,24 @@ from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import LabelSpace, Sample
 from diffzoo.harness.data.authentic import AuthenticFolder
-from diffzoo.harness.data.fingerprint import combine
+from diffzoo.harness.data.fingerprint import combine, counting_orientation
 from diffzoo.harness.data.labelmaps import LabelMap, label_map_sha256
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, own_splits, with_extra_authentic
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_warned_orientation: set[str] = set()
+
+
+def warn_orientation(dataset: str, key: str, files: list[str]) -> None:
+    """One warning per dataset ``key`` (per process) whose files carry an EXIF orientation tag."""
+    if not files or key in _warned_orientation:
+        return
+    _warned_orientation.add(key)
+    log.warning("%d image file(s) of %s carry an EXIF orientation tag (e.g. %s); diffzoo scores the stored pixels, "
+                "not the rotated view, for images and masks alike: a mask drawn on the displayed view is misaligned, "
+                "and a reader that applies the tag (OpenCV's imread) sees other pixels (docs/datasets.md, "
+                "EXIF orientation)", len(files), dataset, files[0])
 
 
 def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool = True) -> None:
@@ -94,6 +106,8 @@ class SplitDataset(Dataset):
         self.split_info: dict[str, str] | None = None
         self._authentic: AuthenticFolder | None = None
         self._fingerprint: str | None = None
+        self.exif_orientation: int | None = None
+        """Files carrying an EXIF orientation tag other than 1; counted by :meth:`fingerprint`."""
         self.path = ""
 
     # -- splits -------------------------------------------------------------
@@ -136,13 +150,18 @@ class SplitDataset(Dataset):
         ``splits.json`` moved samples between train and val.
         """
         if self._fingerprint is None:
+            with counting_orientation() as oriented:  # the files' headers, read once with their digests
+                content = self._content_fingerprint()
+                authentic = self._authentic.fingerprint() if self._authentic is not None else None
             self._fingerprint = combine(
                 type(self).__name__,
-                self._content_fingerprint(),
-                self._authentic.fingerprint() if self._authentic is not None else None,
+                content,
+                authentic,
                 {"label_map_sha256": label_map_sha256(self.label_space.names)},
                 {k: self._splits[k] for k in sorted(self._splits)},
             )
+            self.exif_orientation = len(oriented)
+            warn_orientation(self.name, f"{self.path}:{self._fingerprint}", oriented)
         return self._fingerprint
 
     def _metadata_provenance(self) -> dict[str, Any]:
@@ -174,6 +193,7 @@ class SplitDataset(Dataset):
             "labels_verified": self.labels_verified,
             "extra_authentic": len(self._authentic.ids()) if self._authentic else 0,
             "provenance": self.provenance(),
+            **({} if self.exif_orientation is None else {"exif_orientation": self.exif_orientation}),
         }
 
     def _unknown(self, sample_id: str) -> DataError:

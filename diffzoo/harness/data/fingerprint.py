@@ -17,6 +17,10 @@ diffzoo cache (``<cache>/fingerprints/``, never beside the data), one JSON
 file per dataset folder / archive / ``datasets`` source keyed by its absolute
 path, each entry valid while its file's size and mtime_ns (a zip member: the
 archive's size and mtime_ns) are unchanged.
+
+The same walk counts the files that carry an EXIF orientation tag other than 1
+(:func:`counting_orientation`): read from each file's header once, cached beside its digest,
+never part of the fingerprint.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import logging
 import os
 import stat
 import zipfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +45,35 @@ log = logging.getLogger(__name__)
 CACHE_DIR = "fingerprints"
 _CACHE_VERSION = 2
 _CHUNK = 1 << 20
+HEADER_BYTES = 1 << 16
+"""How much of a file is read for its EXIF orientation: EXIF sits in the header (JPEG APP1,
+PNG/WebP chunks before the pixels, TIFF's first IFD)."""
 _ANNOUNCE_BYTES = 256 * 2**20
 UNREADABLE = "unreadable:"
 """Prefix of the digest of a member / cell / file whose bytes cannot be read (a FIFO, a
 device): the fingerprint stays defined and the sample fails when it is loaded."""
+
+
+_TALLIES: list[list[str]] = []
+
+
+@contextmanager
+def counting_orientation() -> Iterator[list[str]]:
+    """Collect, while inside, the names of the files hashed (or found in the digest cache)
+    whose EXIF orientation is not 1: a dataset's count of images whose displayed view is not
+    their stored pixels."""
+    tally: list[str] = []
+    _TALLIES.append(tally)
+    try:
+        yield tally
+    finally:
+        _TALLIES.remove(tally)
+
+
+def _tally(names: Iterable[str]) -> None:
+    found = list(names)
+    for tally in _TALLIES:
+        tally.extend(found)
 
 
 def combine(*parts: Any) -> str:
@@ -65,17 +95,19 @@ class DigestCache:
         self.key = key
         digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
         self.path = cache_root() / CACHE_DIR / f"{digest}.json"
-        self._entries = self._read()
+        self._entries, self._orientations = self._read()
         self._dirty = False
 
-    def _read(self) -> dict[str, list[Any]]:
+    def _read(self) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return {}
-        ok = isinstance(data, dict) and data.get("version") == _CACHE_VERSION
-        entries = data.get("entries") if ok and data.get("key") == self.key else None
-        return entries if isinstance(entries, dict) else {}
+            return {}, {}
+        ok = isinstance(data, dict) and data.get("version") == _CACHE_VERSION and data.get("key") == self.key
+        entries = data.get("entries") if ok else None
+        orientations = data.get("orientation") if ok else None  # absent from caches written before it
+        return (entries if isinstance(entries, dict) else {},
+                orientations if isinstance(orientations, dict) else {})
 
     def get(self, name: str, stamp: list[Any]) -> str | None:
         hit = self._entries.get(name)
@@ -90,7 +122,8 @@ class DigestCache:
     def save(self) -> None:
         if not self._dirty:
             return
-        doc = {"version": _CACHE_VERSION, "key": self.key, "entries": self._entries}
+        doc = {"version": _CACHE_VERSION, "key": self.key, "entries": self._entries,
+               "orientation": self._orientations}
         try:
             atomic_write_text(self.path, json.dumps(doc, separators=(",", ":")))
         except OSError as exc:
@@ -118,6 +151,28 @@ class DigestCache:
         self.save()
         return out
 
+    def count_orientation(self, items: Iterable[tuple[str, list[Any], Callable[[], bytes]]]) -> None:
+        """Add to the active :func:`counting_orientation` tallies the ``items`` (name, stamp,
+        how to read the file's header) whose EXIF orientation is not 1; each header is read
+        once and the answer cached with the stamp (0: no tag)."""
+        if not _TALLIES:
+            return
+        from diffzoo.harness.data.imageio import exif_orientation  # Pillow: only when counting
+
+        oriented = []
+        for name, stamp, head in items:
+            hit = self._orientations.get(name)
+            if isinstance(hit, list) and hit[:-1] == stamp:
+                value = hit[-1]
+            else:
+                value = exif_orientation(head()) or 0
+                self._orientations[name] = [*stamp, value]
+                self._dirty = True
+            if value:
+                oriented.append(name)
+        self.save()
+        _tally(oriented)
+
 
 def _file_sha256(path: Path) -> str:
     try:
@@ -126,22 +181,33 @@ def _file_sha256(path: Path) -> str:
         raise DataError(f"{path}: cannot be read to fingerprint the dataset ({exc})") from None
 
 
+def _file_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(HEADER_BYTES)
+    except OSError:
+        return b""
+
+
 def file_digests(root: Path, files: Iterable[Path]) -> dict[str, tuple[int, str]]:
     """(size, sha256) of each of ``files``, keyed by its POSIX path relative to ``root``."""
     root = Path(root)
-    items, out = [], {}
+    items, heads, out = [], [], {}
     for f in files:
         rel = os.path.relpath(f, root).replace(os.sep, "/")
         try:
             st = os.stat(f)
-        except OSError as exc:
-            raise DataError(f"{f}: cannot be read to fingerprint the dataset ({exc})") from None
-        if not stat.S_ISREG(st.st_mode):  # a FIFO or device: never read (it may never end); fails at load
+        except OSError:  # a link loop, a dangling link: never followed (data/walk.py); not-a-file at load
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):  # a FIFO or device: never read (it may never end)
             out[rel] = (0, f"{UNREADABLE}{file_kind(f)}")
         else:
             out[rel] = (st.st_size, "")
             items.append((rel, [st.st_size, st.st_mtime_ns], st.st_size, functools.partial(_file_sha256, Path(f))))
-    digests = DigestCache(f"files:{Path(os.path.abspath(root))}").fill(items, str(root))
+            heads.append((rel, [st.st_size, st.st_mtime_ns], functools.partial(_file_head, Path(f))))
+    cache = DigestCache(f"files:{Path(os.path.abspath(root))}")
+    digests = cache.fill(items, str(root))
+    cache.count_orientation(heads)
     return {rel: (size, digests.get(rel, sha)) for rel, (size, sha) in out.items()}
 
 
@@ -151,11 +217,14 @@ def fingerprint_files(root: Path, files: Iterable[Path]) -> str:
     return combine("files", sorted((rel, size, sha) for rel, (size, sha) in digests.items()))
 
 
-def _member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
+def _member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, heads: dict[str, bytes] | None = None) -> str:
+    """The member's sha256; its first bytes kept in ``heads`` (the EXIF header: no second decompression)."""
     h = hashlib.sha256()
     try:
         with zf.open(info) as f:
             while chunk := f.read(_CHUNK):
+                if heads is not None and info.filename not in heads:
+                    heads[info.filename] = chunk[:HEADER_BYTES]
                 h.update(chunk)
     except Exception as exc:  # zipfile raises BadZipFile, zlib.error, EOFError, ...
         log.warning("%s: member %s cannot be read (%s)", zf.filename, info.filename, exc)
@@ -171,9 +240,24 @@ def zip_digests(path: Path, zf: zipfile.ZipFile, names: Iterable[str]) -> dict[s
     """
     st = os.stat(path)
     infos = [zf.getinfo(name) for name in names]
+    heads: dict[str, bytes] = {}
     items = [(i.filename, [st.st_size, st.st_mtime_ns, i.CRC, i.file_size], i.file_size,
-              functools.partial(_member_digest, zf, i)) for i in infos]
-    return DigestCache(f"zip:{Path(os.path.abspath(path))}").fill(items, str(path))
+              functools.partial(_member_digest, zf, i, heads)) for i in infos]
+    cache = DigestCache(f"zip:{Path(os.path.abspath(path))}")
+    digests = cache.fill(items, str(path))
+    cache.count_orientation((i.filename, [st.st_size, st.st_mtime_ns, i.CRC, i.file_size],
+                             functools.partial(_member_head, zf, i, heads)) for i in infos)
+    return digests
+
+
+def _member_head(zf: zipfile.ZipFile, info: zipfile.ZipInfo, heads: dict[str, bytes]) -> bytes:
+    if info.filename in heads:  # read while hashing
+        return heads[info.filename]
+    try:
+        with zf.open(info) as f:
+            return f.read(HEADER_BYTES)
+    except Exception:  # an unreadable member: its digest says so, no tag counted
+        return b""
 
 
 def pair_fingerprint(pairs: Mapping[str, tuple[Any, Any]], digests: Mapping[Any, str]) -> str:

@@ -103,12 +103,47 @@ def _check_pixels(img: Image.Image, sample_id: str, name: str) -> None:
         )
 
 
+ORIENTATION_TAG = 0x0112
+"""EXIF Orientation: 1 is the stored view; 2..8 ask a viewer to mirror and/or rotate it."""
+
+
+def exif_orientation(head: bytes) -> int | None:
+    """The EXIF orientation of an image file from its first bytes ``head`` (its header; no
+    pixel is decoded), or None: no tag, 1 (normal), or not an image.  diffzoo scores the
+    stored pixels whatever it says (docs/datasets.md, "EXIF orientation")."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            img = Image.open(io.BytesIO(head))
+            raw = img.info.get("exif")
+            if raw is not None:  # JPEG, PNG, WebP: the block read with the header
+                exif = Image.Exif()
+                exif.load(raw)
+            elif img.format == "TIFF":  # the first IFD's tags, read when opened
+                exif = img.getexif()
+            else:  # PNG's getexif() would decode the pixels to look for a late eXIf chunk
+                return None
+            value = exif.get(ORIENTATION_TAG)
+    except Exception:  # not an image, or a header cut short: no tag counted
+        return None
+    return value if isinstance(value, int) and value != 1 else None
+
+
+def _link_note(path: Path) -> str:
+    """`` (a symbolic link to TARGET)`` for a link, else nothing."""
+    try:
+        return f" (a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
+    except OSError:
+        return ""
+
+
 def open_image(src: ImageSource, sample_id: str, name: str) -> tuple[Image.Image, bytes | None]:
     """Open ``src``, check its size, decode it fully.
 
     Returns the image and the encoded bytes (None for a PIL image given as
     such).  Every failure is a :class:`CorruptSampleError` naming ``name``:
-    kind ``missing-file``, ``too-large`` or ``corrupt``.
+    kind ``missing-file``, ``not-a-file`` (a FIFO, a folder, a link that leads nowhere),
+    ``too-large`` or ``corrupt``.
     """
     data: bytes | None = None
     try:
@@ -123,10 +158,11 @@ def open_image(src: ImageSource, sample_id: str, name: str) -> tuple[Image.Image
                 else:
                     path = Path(src)
                     kind = file_kind(path)  # never open a FIFO or device: the read would not end
-                    if kind in MISSING:
+                    if kind == MISSING[0]:
                         raise CorruptSampleError(sample_id, f"{name}: file not found ({kind})", "missing-file")
-                    if kind is not None:
-                        raise CorruptSampleError(sample_id, f"{name} is {kind}, not an image file", "not-a-file")
+                    if kind is not None:  # a link that leads nowhere is listed, never followed (data/walk.py)
+                        raise CorruptSampleError(sample_id, f"{name} is {kind}, not an image file{_link_note(path)}",
+                                                 "not-a-file")
                     # bytes first: no file handle outlives the call
                     data = path.read_bytes()
                 img = Image.open(io.BytesIO(data))

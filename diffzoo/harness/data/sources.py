@@ -25,6 +25,7 @@ from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.data.fingerprint import file_digests, pair_fingerprint, zip_digests
 from diffzoo.harness.data.hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
 from diffzoo.harness.data.labelmaps import LABEL_MAP_FILES
+from diffzoo.harness.data.walk import is_folder, subfolders, walk_files
 
 PAIR_RE = re.compile(
     r"^(?P<id>[^/]+)\.(?P<kind>image|mask)\.(?:png|jpe?g|webp|tiff?|bmp)$", re.IGNORECASE
@@ -226,18 +227,15 @@ class ZipMembers:
 
 class FolderMembers:
     """The files under a folder (recursively, hidden entries skipped; or the ``names`` given),
-    by POSIX path relative to it."""
+    by POSIX path relative to it; links as :mod:`.walk` says (a link loop is listed, a folder
+    link below ``root`` is not entered)."""
 
     kind = "folder"
 
     def __init__(self, root: Path, names: list[str] | None = None) -> None:
         self.path = root
         self.location = str(root)
-        self.names: list[str] = list(names or [])
-        for dirpath, dirnames, filenames in os.walk(root) if names is None else ():
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__MACOSX")
-            rel = Path(dirpath).relative_to(root).as_posix()
-            self.names += [f if rel == "." else f"{rel}/{f}" for f in sorted(filenames) if not f.startswith(".")]
+        self.names: list[str] = list(names) if names is not None else walk_files(root, skip_dirs=("__MACOSX",))
 
     def read(self, name: str, sample_id: str) -> Ref:
         path = self.path / name
@@ -253,27 +251,27 @@ class FolderMembers:
 
 
 def _pair_dirs(root: Path) -> list[Path]:
-    """``root`` and its non-hidden immediate subfolders (``train_copy/``...)."""
-    subdirs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    return [root, *subdirs]
+    """``root`` and its non-hidden immediate subfolders (``train_copy/``...; a link to a folder
+    too, unless it loops back or repeats one: :func:`.walk.subfolders`)."""
+    return [root, *subfolders(root)]
 
 
 def folder_has_pairs(root: Path) -> bool:
     for d in _pair_dirs(root):
         with os.scandir(d) as it:
-            if any(e.is_file() and PAIR_RE.match(e.name) for e in it):
+            if any(PAIR_RE.match(e.name) and not is_folder(e) for e in it):
                 return True
     return False
 
 
 def _pair_names(root: Path) -> list[str]:
-    """Pair file names in ``root`` and one level below, relative to it (FIFOs and devices too:
-    loading names what they are, kind not-a-file)."""
+    """Pair file names in ``root`` and one level below, relative to it (FIFOs, devices and links
+    that lead nowhere too: loading names what they are, kind not-a-file)."""
     names = []
     for d in _pair_dirs(root):
         with os.scandir(d) as it:
             names += [Path(d, e.name).relative_to(root).as_posix() for e in it
-                      if not e.is_dir() and PAIR_RE.match(e.name)]
+                      if PAIR_RE.match(e.name) and not is_folder(e)]
     return names
 
 

@@ -197,6 +197,10 @@ def stats_notes(stats: dict[str, Any]) -> list[str]:
                      "(pass --labels FILE if the masks use another encoding)")
     if stats["skipped"]["count"] > bad:
         notes.append(f"{stats['skipped']['count'] - bad} other sample(s) could not be read and were skipped")
+    oriented = stats["dataset"].get("exif_orientation")
+    if oriented:
+        notes.append(f"{oriented} image file(s) carry an EXIF orientation tag: scored as stored, not as a viewer "
+                     "(or OpenCV's imread) rotates them; a mask drawn on the rotated view is misaligned")
     if not stats["dataset"]["labels_verified"]:
         notes.append("the label map is not verified: editor names may be in the wrong order "
                      "(pass --labels FILE; see docs/datasets.md, Label maps)")
@@ -237,10 +241,11 @@ def dataset_stats(dataset: Dataset, splits: Sequence[str] | None = None,
         "dataset": {
             "name": dataset.name,
             "path": str(getattr(dataset, "path", "") or ""),
-            "fingerprint": dataset.fingerprint(),
+            "fingerprint": dataset.fingerprint(),  # first: it counts the EXIF orientation tags
             "label_space": list(dataset.label_space.names),
             "labels_verified": bool(getattr(dataset, "labels_verified", True)),
             "mask_encoding": _encoding(dataset),
+            "exif_orientation": getattr(dataset, "exif_orientation", None),
         },
         "splits": split_sizes,
         "images": len(ids),

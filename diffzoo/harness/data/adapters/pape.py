@@ -48,6 +48,7 @@ from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE
 from diffzoo.harness.data.splits import canonical_split, one_split
+from diffzoo.harness.data.walk import subfolders
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def split_part(data: dict[str, Any], subset: str, file: Path) -> dict[str, list[
 
 
 def _subdirs(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return subfolders(folder)
 
 
 def _is_editor_dir(p: Path) -> bool:

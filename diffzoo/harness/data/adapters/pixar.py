@@ -44,6 +44,7 @@ from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, 
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.splits import canonical_split, one_split
+from diffzoo.harness.data.walk import is_folder, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +65,12 @@ def editor_from_folder(name: str) -> str:
 
 def _split_dirs(folder: Path) -> list[Path]:
     """Subfolders that hold ``tampered/`` (train/, validation/, test/)."""
-    return sorted(
-        p for p in folder.iterdir()
-        if p.is_dir() and not p.name.startswith(".") and (p / "tampered").is_dir()
-    )
+    return [p for p in subfolders(folder) if (p / "tampered").is_dir()]
 
 
 def _names_in(folder: Path) -> dict[str, Path]:
     with os.scandir(folder) as it:
-        return {e.name: Path(folder, e.name) for e in it if e.is_file()}
+        return {e.name: Path(folder, e.name) for e in it if not is_folder(e)}
 
 
 def read_mapping(file: Path) -> dict[str, dict[str, Any]]:
@@ -238,7 +236,7 @@ class PixarDataset(SplitDataset):
                 f"(choose with editors=), so editor= and editor_from_type do not apply"
             )
         found: dict[str, Path] = {}
-        for sub in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for sub in subfolders(root):
             if not _split_dirs(sub):
                 continue
             name = editor_from_folder(sub.name)
@@ -351,7 +349,7 @@ class PixarDataset(SplitDataset):
         p = Path(path)
         try:
             return p.is_dir() and (
-                is_pixar(p) or any(is_pixar(s) for s in p.iterdir() if s.is_dir())
+                is_pixar(p) or any(is_pixar(s) for s in subfolders(p))
             )
         except OSError:
             return False

@@ -48,6 +48,7 @@ from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, hf_columns, lo
 from diffzoo.harness.data.imageio import is_image_file
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split
+from diffzoo.harness.data.walk import subfolders
 
 log = logging.getLogger(__name__)
 
@@ -227,9 +228,7 @@ def _split_folders(root: Path) -> list[Path]:
     """``root`` if it is a SIDA split folder, else the folders up to two levels below it that are."""
     if _is_split_folder(root):
         return [root]
-    below = [p for p in sorted(root.glob("*")) + sorted(root.glob("*/*"))
-             if p.is_dir() and not any(part.startswith(".") for part in p.relative_to(root).parts)]
-    return [p for p in below if _is_split_folder(p)]
+    return [p for p in subfolders(root, depth=2) if _is_split_folder(p)]
 
 
 def _groups(names: list[str]) -> dict[str, dict[str, list[str]]]:

@@ -1,0 +1,97 @@
+"""Listing a dataset folder, and the rule for symbolic links in it (docs/datasets.md, "Links").
+
+- A link to a regular file is followed wherever it points: its content is what is hashed
+  and loaded.
+- A link that leads nowhere (a loop, a dangling link) or to a FIFO, socket or device is
+  listed as an entry, never followed: a sample named by one is skipped as ``not-a-file``
+  when loaded and hashed as unreadable (``fingerprint.UNREADABLE``), so fingerprinting and
+  loading agree; one named like nothing the layout reads is ignored.
+- The dataset path, and the folders a layout names or scans one level down (``Tp/``,
+  ``train_copy/``, a PAPE subset...), may be links to folders anywhere, except a link to
+  the folder that holds it or to one of its ancestors (a loop), or to a folder already
+  listed (the same files twice).
+- Below those, folder links are not followed (a link back up would loop for ever, one to
+  ``/`` would walk the whole disk); a warning names them.
+
+Nothing here raises for a link: listing never stops on one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def is_folder(entry: os.DirEntry | Path) -> bool:
+    """A folder, or a link to one; a link loop or a dangling link is none (never raises)."""
+    try:
+        return entry.is_dir()
+    except OSError:  # DirEntry.is_dir raises ELOOP where pathlib says False
+        return False
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def subfolders(folder: Path, depth: int = 1) -> list[Path]:
+    """The non-hidden folders up to ``depth`` levels below ``folder`` (each level sorted by
+    name), links to folders included wherever they point, except one that resolves to
+    ``folder``, to a folder holding it, or to a folder already listed (a real folder is
+    preferred over a link to it)."""
+    home = os.path.realpath(folder)
+    seen = {home}
+    out: list[Path] = []
+    level = [Path(folder)]
+    for _ in range(depth):
+        found = []
+        for parent in level:
+            try:
+                children = sorted(p for p in parent.iterdir() if not p.name.startswith(".") and is_folder(p))
+            except OSError as exc:
+                log.warning("%s: cannot list the folder (%s)", parent, exc)
+                continue
+            for p in sorted(children, key=lambda c: (c.is_symlink(), c.name)):
+                real = os.path.realpath(p)
+                if real in seen or _inside(home, real):
+                    log.info("%s: folder link to %s not followed (a loop, or a folder listed already)", p, real)
+                    continue
+                seen.add(real)
+                found.append(p)
+        found.sort(key=lambda p: p.as_posix())
+        out += found
+        level = found
+    return out
+
+
+def walk_files(root: Path, skip_dirs: Iterable[str] = ()) -> list[str]:
+    """POSIX paths relative to ``root`` of every non-hidden entry below it that is not a
+    folder (files, links to files, links that lead nowhere, FIFOs...), folder by folder in
+    name order (os.walk's, top down); folders named
+    in ``skip_dirs`` and folder links below ``root`` are not entered (one warning names the
+    links)."""
+    skip = set(skip_dirs)
+    names: list[str] = []
+    links: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=lambda exc: log.warning("%s", exc)):
+        rel = Path(dirpath).relative_to(root).as_posix()
+        prefix = "" if rel == "." else f"{rel}/"
+        kept = []
+        for d in sorted(dirnames):
+            if d.startswith(".") or d in skip:
+                continue
+            if os.path.islink(os.path.join(dirpath, d)):  # os.walk would not enter it: say so
+                links.append(prefix + d)
+                continue
+            kept.append(d)
+        dirnames[:] = kept
+        names += [prefix + f for f in sorted(filenames) if not f.startswith(".")]
+    if links:
+        log.warning("%s: %d folder link(s) not followed (e.g. %s -> %s); diffzoo follows links to files, and to "
+                    "folders only at the top of a layout (docs/datasets.md, Links)", root, len(links), links[0],
+                    os.readlink(os.path.join(root, links[0])))
+    return names
