@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.generate.layout import png_bytes
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import DataError, StorageError
 from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
 from diffzoo.harness.data.imageio import read_mask
 
@@ -58,7 +58,7 @@ class LabelCache:
             if mask is not None:
                 atomic_write_bytes(png, png_bytes(mask))
             atomic_write_text(meta, json.dumps(info))  # written last: its presence means complete
-        except OSError as exc:
+        except (OSError, StorageError) as exc:  # a full disk too: the cache is optional, the run goes on
             if not self._warned:
                 log.warning("cannot write the label cache %s (%s); continuing uncached", meta.parent, exc)
                 self._warned = True

@@ -229,6 +229,7 @@ def _build_mini(
         manifest_text,
         sample_paths,
         save_png,
+        save_text,
     )
     from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample
     from diffzoo.generators.generate.regions import Region
@@ -260,9 +261,9 @@ def _build_mini(
             manifest.append(SampleMeta(id=plan.id, base=plan.base, turns=plan.turns, source=SOURCE).to_dict())
             if progress is not None:
                 progress(done, len(plans))
-        (tmp / MANIFEST_FILE).write_text(manifest_text(manifest), encoding="utf-8")
-        (tmp / LABELS_FILE).write_text(labels_text(label_space), encoding="utf-8")
-        (tmp / "README.md").write_text(_readme(n_images, size, seed, label_space), encoding="utf-8")
+        save_text(tmp / MANIFEST_FILE, manifest_text(manifest))
+        save_text(tmp / LABELS_FILE, labels_text(label_space))
+        save_text(tmp / "README.md", _readme(n_images, size, seed, label_space))
     log.info("built mini (%d images, %d px) at %s in %.1fs", n_images, size, root, time.perf_counter() - started)
     return root
 

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
 from diffzoo.generators.editors.labels import (
     DEFAULT_CLEANUP,
     DEFAULT_MAX_AREA,
@@ -31,8 +29,9 @@ from diffzoo.generators.editors.labels import (
     difference_label,
     label_settings,
 )
-from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text
+from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save_png, save_text
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import writing
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.imageio import read_image
@@ -116,13 +115,13 @@ def label_pairs(
             report.counts[rows[-1]["status"]] += 1
             if progress is not None:
                 progress(done, len(stems))
-        (tmp / MANIFEST_FILE).write_text(manifest_text(rows), encoding="utf-8")
-        (tmp / LABELS_FILE).write_text(labels_text(label_space), encoding="utf-8")
+        save_text(tmp / MANIFEST_FILE, manifest_text(rows))
+        save_text(tmp / LABELS_FILE, labels_text(label_space))
         settings = label_settings(tau, min_area, max_area, cleanup, AlignParams() if align_images else None)
         unmatched = {"orig_only": report.orig_only, "gen_only": report.gen_only}
         summary = {"orig_dir": str(orig_dir), "gen_dir": str(gen_dir), "frame": frame, "editor": editor,
                    "settings": settings, "counts": report.counts, "unmatched": unmatched}  # fmt: skip
-        (tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        save_text(tmp / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     log.info("label-pairs: %s -> %s %s", gen_dir, out, report.counts)
     return report
 
@@ -145,9 +144,11 @@ def _label_one(
     if res.status == "ok":
         if frame == "gen":  # the generated file's pixels untouched, the label mapped to them
             mask = res.gen_frame_mask(gen.shape)
-            shutil.copyfile(gen_path, pairs_dir / f"{stem}.image{gen_path.suffix.lower()}")
+            copy = pairs_dir / f"{stem}.image{gen_path.suffix.lower()}"
+            with writing(copy):
+                shutil.copyfile(gen_path, copy)
         else:
             mask = res.mask
-            Image.fromarray(res.rectified).save(pairs_dir / f"{stem}.image.png")
-        Image.fromarray(mask).save(pairs_dir / f"{stem}.mask.png")
+            save_png(res.rectified, pairs_dir / f"{stem}.image.png")
+        save_png(mask, pairs_dir / f"{stem}.mask.png")
     return row

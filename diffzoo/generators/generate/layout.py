@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import atomic_write_bytes
+from diffzoo.harness.core.fsutil import atomic_write_bytes, writing
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data.labelmaps import LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
@@ -81,7 +81,18 @@ def png_bytes(array: np.ndarray) -> bytes:
 
 
 def save_png(array: np.ndarray, path: Path) -> None:
-    Path(path).write_bytes(png_bytes(array))
+    """Write ``array`` as a PNG (into a folder :func:`built_in_place_of` makes whole); a full
+    disk names ``path``."""
+    data = png_bytes(array)
+    with writing(path):
+        Path(path).write_bytes(data)
+
+
+def save_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` (into a folder :func:`built_in_place_of` makes whole);
+    a full disk names ``path``."""
+    with writing(path):
+        Path(path).write_text(text, encoding="utf-8")
 
 
 def labels_text(label_space: LabelSpace) -> str:

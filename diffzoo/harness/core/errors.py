@@ -97,6 +97,14 @@ class WeightsUnavailableError(ModelError):
         super().__init__(msg + (f" ({detail})" if detail else ""))
 
 
+class WeightsFileError(ModelError):
+    """A pretrained weights file diffzoo refuses to load: not a regular file, not a plain
+    tensor file (a pickle of other objects, never run), or unreadable as weights.  Names
+    the file, the reason and where the right file comes from (a user error: exit 2)."""
+
+    exit_code = 2
+
+
 class ConfigError(DiffzooError):
     """Inconsistent options or configuration (a user error: exit 2)."""
 

@@ -10,6 +10,13 @@ then :func:`check_weights` hashes it: against the card's published
 file's first use in ``$DIFFZOO_CACHE/weights/<card>/``, keyed by the card
 name, the weights source and the file name.  A file that changed since is
 refused; nothing is silently re-recorded.
+
+Every weights file is read through :func:`load_weights` (or checked by it
+before a library reads it): a regular file, safetensors or a ``torch.save``
+file read with ``weights_only=True``, so a pickled object other than tensors
+is refused, never run.  A refused file is one :class:`WeightsFileError`
+naming it, the reason and where the right file comes from, and its sha256 is
+never recorded: a first-use hash is only ever that of a file that loaded.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import json
 import logging
 import os
 import pickle
+import re
+import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,8 +34,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from diffzoo.harness.core.cards import DetectorCard, stable_hash
-from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
-from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, sha256_file
+from diffzoo.harness.core.errors import ModelError, WeightsFileError, WeightsUnavailableError
+from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, file_kind, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -48,51 +57,190 @@ def record_path(card: DetectorCard, source: str, filename: str) -> Path:
     return cache_root() / "weights" / card.name / f"{stable_hash([source, filename])}.json"
 
 
-def check_weights(card: DetectorCard, path: Path | str, source: str) -> str:
+def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None) -> str:
     """The sha256 of ``card``'s pretrained weights file ``path`` (from ``source``), checked.
 
     With a published ``card.weights_sha256`` the file must match it.  Without
     one the first use records the hash and every later use must match the
     record.  A mismatch is a :class:`ModelError` naming the card, the file
-    and both hashes.
+    and both hashes.  The file must also load as weights (:func:`load_weights`,
+    reading no more than the tensors' index): one that does not is a
+    :class:`WeightsFileError` and its hash is not recorded.
     """
-    path = Path(path)
+    return _checked(card, Path(path), source, what, probe=True)[0]
+
+
+def _checked(card: DetectorCard, path: Path, source: str, what: str | None, probe: bool) -> tuple[str, Any]:
+    """(sha256, what the file holds) of a hash-checked weights file; its first-use hash is
+    recorded only once it has loaded.  ``probe``: load only as much as shows it is weights."""
+    what = what or f"detector {card.name}"
+    _regular(path, source, what)  # before hashing: a FIFO would block the reader for ever
     digest = sha256_file(path)
     published = (card.weights_sha256 or "").strip().lower()
     if published:
         if digest != published:
             raise ModelError(
-                f"detector {card.name}: weights file {path} has sha256 {digest}, but the card publishes "
+                f"{what}: weights file {path} has sha256 {digest}, but the card publishes "
                 f"{published} for {source}; the file is damaged or not the published one. "
                 "Delete it and fetch it again"
             )
-        return digest
+        return digest, load_weights(path, source, what=what, probe=probe)
     record = record_path(card, source, path.name)
     if not record.exists():
+        held = load_weights(path, source, what=what, probe=probe)  # a file that does not load is never recorded
         atomic_write_text(record, json.dumps({
             "card": card.name, "source": source, "file": path.name, "path": str(path), "sha256": digest,
             "recorded": datetime.now(UTC).isoformat(timespec="seconds"),
         }, indent=2, sort_keys=True))
         log.info("%s: first use of weights %s (%s), sha256 %s recorded in %s", card.name, path, source,
                  digest, record)
-        return digest
+        return digest, held
     try:
         saved: Any = json.loads(record.read_text(encoding="utf-8"))
         expected = saved["sha256"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelError(
-            f"detector {card.name}: the weights record {record} is unreadable ({exc}); "
+            f"{what}: the weights record {record} is unreadable ({exc}); "
             f"delete it to record the sha256 of {path} anew"
         ) from None
     if digest != expected:
         raise ModelError(
-            f"detector {card.name}: weights file {path} has sha256 {digest}, but {expected} was recorded "
+            f"{what}: weights file {path} has sha256 {digest}, but {expected} was recorded "
             f"at its first use ({saved.get('recorded', '?')}, in {record}): the file changed since "
             "(a new upstream revision, a damaged download or an edit). Delete the file and fetch it again; "
             f"if the new weights are intended, delete {record} (results made with the old weights will "
             "not be comparable)"
         )
-    return digest
+    return digest, load_weights(path, source, what=what, probe=probe)
+
+
+# -- reading a weights file --------------------------------------------------------------
+ZIP_MAGIC = b"PK\x03\x04"
+"""How a ``torch.save`` file (a zip archive) starts; one of the old format starts with a pickle."""
+PICKLE_PROTOCOL = 0x80
+"""The first byte of a pickle of protocol 2 or later (every ``torch.save`` of the old format)."""
+SAFETENSORS_SUFFIX = ".safetensors"
+
+
+def load_weights(path: Path | str, source: str, *, what: str = "weights", probe: bool = False) -> Any:
+    """What the weights file ``path`` holds: a safetensors file's tensors, or a ``torch.save``
+    file's tensors and plain containers, read with ``weights_only=True`` (nothing in it is run).
+
+    Anything else is one :class:`WeightsFileError` (exit 2) naming ``what``, the file and why
+    it is refused, with the fix: replace it with the file from ``source``.  ``probe``: load
+    only as much as shows the file is weights (a safetensors header; a ``torch.save``
+    archive's pickle with its tensors mapped, not read), for a file a library reads next.
+    """
+    path = Path(path)
+    _regular(path, source, what)
+    try:
+        if path.suffix == SAFETENSORS_SUFFIX:
+            return _safetensors(path, probe)
+        return _torch_file(path, probe)
+    except WeightsFileError:
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:  # whatever torch, pickle, zipfile or safetensors say: the file is not weights
+        raise _refused(path, source, what, _why(path, exc)) from exc
+
+
+def _regular(path: Path, source: str, what: str) -> None:
+    kind = file_kind(path)
+    if kind is not None:
+        raise _refused(path, source, what, f"it is {kind}")
+
+
+def _refused(path: Path, source: str, what: str, why: str) -> WeightsFileError:
+    return WeightsFileError(f"{what}: refusing to load weights file {path}: {why}; replace it with the file from "
+                            f"{source}")
+
+
+def _safetensors(path: Path, probe: bool) -> Any:
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    if probe:
+        with safe_open(str(path), framework="pt") as fh:  # parses and checks the header only
+            return list(fh.keys())
+    return load_file(str(path))
+
+
+def _torch_file(path: Path, probe: bool) -> Any:
+    import torch
+
+    with open(path, "rb") as fh:
+        head = fh.read(len(ZIP_MAGIC))
+    zipped = head == ZIP_MAGIC
+    if not head:
+        raise _NotWeights("it is empty")
+    if not zipped and head[0] != PICKLE_PROTOCOL:
+        raise _NotWeights(f"it is neither a torch.save file nor a safetensors file (it starts with {head!r})")
+    with warnings.catch_warnings():  # a refusal is one line: not also torch's note on the pickle protocol
+        warnings.filterwarnings("ignore", message="Detected pickle protocol")
+        # mmap (an archive only): the pickle is read and checked, the tensors' bytes are mapped, not read
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=probe and zipped)
+
+
+class _NotWeights(Exception):
+    """A file that is plainly no weights file, said before any reader sees it."""
+
+
+def _why(path: Path, exc: Exception) -> str:
+    """Why ``path`` is refused, in words, from the error its reader raised (never the
+    reader's advice to load it unsafely)."""
+    text = str(exc)
+    if isinstance(exc, _NotWeights):
+        return f"could not be read as weights: {text}"
+    if isinstance(exc, pickle.UnpicklingError) or "Weights only load failed" in text:
+        kind = _pickled_type(path, text)
+        held = f"a pickled object of type {kind}" if kind else "pickled objects other than tensors"
+        return f"not a plain tensor file: it holds {held} (nothing in it was run)"
+    if isinstance(exc, EOFError):
+        return "could not be read as weights: it ends early (truncated)"
+    lines = [line.strip() for line in text.splitlines() if line.strip() and "weights_only" not in line]
+    first = lines[0].split(". ")[0].rstrip(".") if lines else ""
+    return f"could not be read as weights: {type(exc).__name__}" + (f": {first[:300]}" if first else "")
+
+
+_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
+
+
+def _pickled_type(path: Path, message: str) -> str | None:
+    """The first object type, other than tensors and plain containers, the pickle in ``path``
+    holds: from the reader's message, else read off the pickle's opcodes (never run)."""
+    found = _GLOBAL.search(message)
+    if found:
+        return found.group(1)
+    import torch
+
+    try:  # a torch.save archive: its pickle's globals, read without running it
+        unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+        if unsafe:
+            return str(unsafe[0])
+    except Exception:  # not an archive (or not a readable one): its opcodes, below
+        pass
+    return next((name for name in _pickle_globals(path) if not name.startswith(("torch.", "collections."))), None)
+
+
+def _pickle_globals(path: Path) -> list[str]:
+    """The ``module.name`` globals a plain pickle file references, from its opcodes alone."""
+    import pickletools
+
+    names: list[str] = []
+    strings: list[str] = []
+    try:
+        with open(path, "rb") as fh:
+            for op, arg, _ in pickletools.genops(fh):
+                if op.name == "GLOBAL" and isinstance(arg, str):
+                    names.append(arg.replace(" ", "."))
+                elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                    names.append(f"{strings[-2]}.{strings[-1]}")
+                elif isinstance(arg, str):
+                    strings.append(arg)
+    except Exception:  # a damaged pickle: the names read so far
+        pass
+    return names
 
 
 def hub_weights(card: DetectorCard, repo_id: str, filenames: Sequence[str], *, revision: str | None = None,
@@ -120,13 +268,20 @@ def hub_weights(card: DetectorCard, repo_id: str, filenames: Sequence[str], *, r
     if path is None:
         raise WeightsUnavailableError(what, repo_id, f"none of {', '.join(filenames)}; {detail}".rstrip("; "))
     source = f"hf://{repo_id}" + (f"@{revision}" if revision else "")
-    check_weights(card, path, source)
+    check_weights(card, path, source, what=what)
     return Path(path)
 
 
 def url_weights(card: DetectorCard, url: str, *, label: str | None = None, detail: str = "") -> Path:
     """The torch hub cache file of ``url`` (downloaded unless offline, its name's
     hash prefix checked as torch.hub does), hash-checked by :func:`check_weights`."""
+    target = _url_file(card, url, label, detail)
+    check_weights(card, target, url)
+    return target
+
+
+def _url_file(card: DetectorCard, url: str, label: str | None, detail: str) -> Path:
+    """The torch hub cache file of ``url``, downloaded first unless it is there or diffzoo is offline."""
     import torch
 
     target = Path(torch.hub.get_dir()) / "checkpoints" / Path(urlparse(url).path).name
@@ -141,24 +296,11 @@ def url_weights(card: DetectorCard, url: str, *, label: str | None = None, detai
         except (OSError, RuntimeError) as exc:  # URLError is an OSError; a wrong hash prefix a RuntimeError
             raise WeightsUnavailableError(f"detector {card.name}", label or url, f"{detail}; {exc}",
                                           fetch=fetch) from exc
-    check_weights(card, target, url)
     return target
 
 
 def url_state(card: DetectorCard, url: str, *, label: str | None = None, detail: str = "") -> Any:
     """What the torch file at ``url`` holds (see :func:`url_weights`), read with
-    ``weights_only=True``: anything but tensors and plain containers is
-    refused, never unpickled."""
-    import torch
-
-    path = url_weights(card, url, label=label, detail=detail)
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        raise ModelError(
-            f"refusing to load {path}: it holds pickled objects other than tensors "
-            f"(loaded with weights_only=True): {str(exc).splitlines()[0]}"
-        ) from exc
-    except (OSError, RuntimeError, EOFError, ValueError) as exc:
-        raise ModelError(f"detector {card.name}: weights file {path} is unreadable ({exc}); "
-                         "delete it and fetch it again") from exc
+    ``weights_only=True`` by :func:`load_weights`: anything but tensors and plain
+    containers is refused, never unpickled, and its hash is not recorded."""
+    return _checked(card, _url_file(card, url, label, detail), url, None, probe=False)[1]

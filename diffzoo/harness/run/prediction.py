@@ -14,20 +14,21 @@ the very weights (:func:`prediction_thresholds`).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import IO, Any, cast
 
 import numpy as np
 
 from diffzoo.harness.core.device import resolve_device
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, ModelError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, sha256_file
+from diffzoo.harness.core.fsutil import atomic_write_bytes, sha256_file, writing
 from diffzoo.harness.core.outputs import has_pixels, pixel_predictions
 from diffzoo.harness.core.parallel import ordered_map, sendable
 from diffzoo.harness.core.plugins import get_registry
@@ -355,8 +356,11 @@ def predict_files(
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     progress = progress or NullProgress()
-    with open(out / PREDICTIONS_FILE, "w", encoding="utf-8") as jsonl, \
-            progress.task(f"predicting with {model.name}", total=len(paths)) as task:
+    lines = out / PREDICTIONS_FILE
+    # every write of the lines file, its close included, is inside writing(): a full disk names it
+    with writing(lines):
+        jsonl = open(lines, "w", encoding="utf-8")  # noqa: SIM115 - closed below, inside writing()
+    with _closed_writing(jsonl, lines), progress.task(f"predicting with {model.name}", total=len(paths)) as task:
         for path, stem, image in zip(paths, _unique_stems(paths), ordered_map(_read, paths, workers)):
             row: dict[str, Any] = {"image": str(path), "detector": model.name,
                                    "checkpoint": str(model.checkpoint), "checkpoint_sha256": model.sha256,
@@ -368,11 +372,22 @@ def predict_files(
                 raise image
             else:
                 row.update(_predict_one(model, image, out, stem, path.name))
-            jsonl.write(json.dumps(row) + "\n")
-            jsonl.flush()
+            with writing(lines):
+                jsonl.write(json.dumps(row) + "\n")
+                jsonl.flush()
             rows.append(row)
             task.advance()
     return rows
+
+
+@contextlib.contextmanager
+def _closed_writing(fh: IO[str], path: Path) -> Iterator[None]:
+    """Close ``fh`` (the file ``path``) when the block ends; a full disk on closing names ``path``."""
+    try:
+        yield
+    finally:
+        with writing(path):
+            fh.close()
 
 
 def _predict_one(model: LoadedModel, image: np.ndarray, out: Path, stem: str, name: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -101,10 +102,10 @@ def weight_file(card: DetectorCard, weights: WeightFile) -> Path:
     if weights.url is not None:
         return url_weights(card, weights.url, label=weights.name, detail=weights.source)
     path = cache_root().joinpath(*WEIGHTS_DIR, weights.name)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise WeightsUnavailableError(f"detector {card.name}", weights.name, weights.source,
                                       fetch=f"download {weights.name} from {weights.source} to {path}")
-    check_weights(card, path, weights.source)
+    check_weights(card, path, weights.source)  # also refuses, by name, a folder, FIFO or broken link there
     return path
 
 

@@ -1,0 +1,351 @@
+"""Fault suite: pretrained weight files that are not weights, and full disks inside the writers of
+`diffzoo predict` and of the generators.
+
+A weights file that is not a plain tensor file (a malicious pickle, a truncated or empty file, a
+damaged safetensors header, a folder) is refused in one line naming the file, why, and where the
+right file comes from, exit 2; nothing in it runs, and its sha256 is never recorded as its first-use
+hash, so the right file put there afterwards is accepted.  A full disk inside any writer names the
+file being written and the free space of the filesystem that holds it, exit 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from torch import nn
+
+from diffzoo import create_detector
+from diffzoo.harness.core.errors import WeightsFileError
+from diffzoo.harness.core.fsutil import free_space, sha256_file
+from diffzoo.harness.core.plugins import get_registry
+
+from helpers.cli import cli
+
+pytestmark = pytest.mark.isolated_cache  # records first-use hashes and checkpoints of its own
+
+
+def one_line_exit_2(code, stdout, stderr, *needles):
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 2, (code, stdout, stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+# -- weight files that are not weights ---------------------------------------------------------
+
+class _Evil:
+    """Runs a shell command when unpickled: what a malicious weights file holds."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def _malicious(path: Path, marker: Path, how: str) -> Path:
+    """A pickle whose loading would run ``touch marker``: raw (pickle.dump) or a torch.save archive."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if how == "pickle":
+        path.write_bytes(pickle.dumps(_Evil(marker)))
+    else:
+        torch.save({"state_dict": {"w": torch.zeros(2)}, "extra": _Evil(marker)}, path)
+    return path
+
+
+def _refused(message: str, path: Path, *, pickled: bool = True) -> None:
+    assert f"refusing to load weights file {path}: " in message, message
+    assert ("not a plain tensor file: it holds a pickled object of type posix.system" in message) == pickled, message
+    assert "replace it with the file from" in message, message
+    assert "weights_only" not in message, message  # never torch's advice to load it unsafely
+
+
+def _records() -> list[Path]:
+    return list(Path(os.environ["DIFFZOO_CACHE"], "weights").rglob("*.json"))
+
+
+def _card(**fields):
+    card = get_registry().get("detector", "segformer.tiny").card
+    return dataclasses.replace(card, name="weights.test", **fields)
+
+
+URL = "https://example.org/weights/backbone-0123abcd.pth"
+
+
+def _hub_file(monkeypatch, tmp_path) -> Path:
+    """Where url_state finds URL's file: the torch hub cache under TORCH_HOME (offline: never downloaded)."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return tmp_path / "torch" / "hub" / "checkpoints" / "backbone-0123abcd.pth"
+
+
+@pytest.mark.parametrize("how", ["pickle", "torch.save"])
+def test_a_malicious_pickle_as_pretrained_weights_is_refused_never_run_and_never_recorded(tmp_path, monkeypatch,
+                                                                                          how):
+    """The loader every torch-file detector shares (url_state: CNNSpot, FCN-8s, the mmseg backbones)."""
+    from diffzoo.harness.models.weights import url_state
+
+    marker = tmp_path / "MARKER"
+    target = _malicious(_hub_file(monkeypatch, tmp_path), marker, how)
+    with pytest.raises(WeightsFileError) as exc:
+        url_state(_card(), URL)
+    assert exc.value.exit_code == 2
+    _refused(str(exc.value), target)
+    assert URL in str(exc.value)  # where the right file comes from
+    assert not marker.exists() and _records() == []
+    good = {"w": torch.arange(4.0)}
+    torch.save(good, target)  # the right file put in its place: accepted, not "changed since"
+    assert torch.equal(url_state(_card(), URL)["w"], good["w"])
+    [record] = _records()
+    assert json.loads(record.read_text())["sha256"] == sha256_file(target)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "not a torch file", "a folder"])
+def test_an_unreadable_weights_file_is_one_user_error_and_never_recorded(tmp_path, monkeypatch, damage):
+    from diffzoo.harness.models.weights import url_state
+
+    target = _hub_file(monkeypatch, tmp_path)
+    target.parent.mkdir(parents=True)
+    torch.save({"w": torch.zeros(64)}, tmp_path / "whole.pth")
+    whole = (tmp_path / "whole.pth").read_bytes()
+    if damage == "a folder":
+        target.mkdir()
+    else:
+        target.write_bytes({"truncated": whole[: len(whole) // 2], "empty": b"",
+                            "not a torch file": b"<html>404 Not Found</html>"}[damage])
+    with pytest.raises(WeightsFileError) as exc:
+        url_state(_card(), URL)
+    message = str(exc.value)
+    _refused(message, target, pickled=False)
+    assert (f"{target}: it is a folder;" if damage == "a folder" else "could not be read as weights") in message
+    assert exc.value.exit_code == 2 and _records() == []
+
+
+def test_a_damaged_safetensors_file_from_the_hub_is_refused_and_never_recorded(offline_empty_hub, tmp_path):
+    """SegFormer reads its hub weights through transformers: the file is checked first."""
+    weights = _hub_segformer(tmp_path / "hf" / "hub", seed=0)
+    good = weights.read_bytes()
+    weights.unlink()  # the HF cache links to a blob: write a new file, not through the link
+    weights.write_bytes(b"\xff" * 8 + good[8:])  # an impossible header length
+    with pytest.raises(WeightsFileError) as exc:
+        _segformer()
+    message = str(exc.value)
+    assert f"refusing to load weights file {weights}: could not be read as weights" in message
+    assert f"replace it with the file from hf://{HUB_REPO}" in message and _records() == []
+    weights.write_bytes(good)
+    _segformer()  # the right file: accepted, and its hash recorded
+    assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
+
+
+def test_a_malicious_pytorch_model_bin_in_the_hub_cache_is_refused_and_never_run(offline_empty_hub, tmp_path):
+    hub = tmp_path / "hf" / "hub"
+    snapshot = _hub_segformer(hub, seed=0).parent
+    (snapshot / "model.safetensors").unlink()  # transformers then reads pytorch_model.bin
+    marker = tmp_path / "MARKER"
+    weights = _malicious(snapshot / "pytorch_model.bin", marker, "torch.save")
+    with pytest.raises(WeightsFileError) as exc:
+        _segformer()
+    _refused(str(exc.value), weights)
+    assert not marker.exists() and _records() == []
+
+
+HUB_REPO = "diffzoo-test/tiny-segformer"
+HUB_REV = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _hub_segformer(hub: Path, seed: int) -> Path:
+    """A SegFormer repo in the HF cache layout, its weights drawn with ``seed``."""
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+
+    torch.manual_seed(seed)
+    arch = get_registry().get("detector", "segformer.tiny").card.arch
+    model = SegformerForSemanticSegmentation(SegformerConfig(**arch, num_labels=1))
+    repo = hub / f"models--{HUB_REPO.replace('/', '--')}"
+    model.save_pretrained(repo / "snapshots" / HUB_REV)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(HUB_REV)
+    return repo / "snapshots" / HUB_REV / "model.safetensors"
+
+
+def _segformer():
+    from diffzoo.harness.core.protocols import DetectorBuild
+    from diffzoo.plugins.segformer.model import SegformerDetector
+
+    return SegformerDetector(DetectorBuild(_card(weights=HUB_REPO), "binary", pretrained=True))
+
+
+# -- the IMDL-BenCo backend's weight files (the backend itself is optional) -----------------------
+
+class _LoadsLikeBenco(nn.Module):
+    """Stands in for an IMDL-BenCo model class: its constructor torch.loads the weight file it is
+    given, as IMDL-BenCo's do (torch's default, weights_only=True)."""
+
+    loaded: list[str] = []
+
+    def __init__(self, weight_path: str | None = None, **kwargs):
+        super().__init__()
+        if weight_path is not None:
+            torch.load(weight_path, map_location="cpu")
+            _LoadsLikeBenco.loaded.append(weight_path)
+        self.conv = nn.Conv2d(3, 1, 1)
+
+    def forward(self, image, mask, **kwargs):
+        return {"pred_mask": torch.sigmoid(self.conv(image)), "backward_loss": self.conv.weight.sum()}
+
+
+@pytest.fixture
+def benco_without_backend(monkeypatch, tmp_path):
+    """benco.span built without IMDL-BenCo: its model class is :class:`_LoadsLikeBenco`, its one
+    required weight file (IMTFEv4.pt) is read from ``$DIFFZOO_CACHE/weights/benco/``."""
+    from diffzoo.plugins.benco import model
+
+    monkeypatch.setattr(model, "benco_class", lambda spec: _LoadsLikeBenco)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(_LoadsLikeBenco, "loaded", [])
+    return Path(os.environ["DIFFZOO_CACHE"], "weights", "benco", "IMTFEv4.pt")
+
+
+@pytest.mark.parametrize("how", ["pickle", "torch.save"])
+def test_a_malicious_benco_weight_file_is_one_line_exit_2_and_never_poisons_its_hash(
+        capsys, tmp_path, diffseg_folder, benco_without_backend, how):
+    marker = tmp_path / "MARKER"
+    weights = _malicious(benco_without_backend, marker, how)
+    code, stdout, stderr = cli(capsys, "train", "--detector", "benco.span", "--dataset", diffseg_folder,
+                               "--iterations", "1", "--batch-size", "2", "--device", "cpu")
+    line = one_line_exit_2(code, stdout, stderr, "detector benco.span")
+    _refused(line, weights)
+    assert "RonyAbecidan/ManTraNet-pytorch" in line  # where IMTFEv4.pt comes from (specs.py)
+    assert not marker.exists() and _records() == [] and _LoadsLikeBenco.loaded == []
+    torch.save({"w": torch.zeros(3)}, weights)  # the right file put in its place afterwards: accepted
+    create_detector("benco.span", "binary", pretrained=False)
+    assert _LoadsLikeBenco.loaded == [str(weights)]
+    assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
+
+
+def test_a_malicious_benco_backbone_in_the_torch_hub_cache_is_refused(tmp_path, monkeypatch,
+                                                                      benco_without_backend):
+    """MVSS-Net's ResNet-50, which its constructor fetches through torch.hub's cache."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    marker = tmp_path / "MARKER"
+    weights = _malicious(tmp_path / "torch" / "hub" / "checkpoints" / "resnet50-19c8e357.pth", marker, "pickle")
+    with pytest.raises(WeightsFileError) as exc:
+        create_detector("benco.mvss-net", "binary", pretrained=True)
+    _refused(str(exc.value), weights)
+    assert "https://download.pytorch.org/models/resnet50-19c8e357.pth" in str(exc.value)
+    assert not marker.exists() and _records() == []
+
+
+# -- full disks inside the remaining writers --------------------------------------------------------
+
+def _enospc(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")  # no file name, as write() raises it
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    """An (untrained) segformer.tiny checkpoint and an image to predict."""
+    torch.manual_seed(0)
+    det = create_detector("segformer.tiny", "binary")
+    det.save(tmp_path / "ckpt")
+    image = tmp_path / "img1.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 48, 3), dtype=np.uint8)).save(image)
+    return tmp_path / "ckpt", image
+
+
+class _FullFile:
+    """An open text file on a full disk: every write fails as the OS says it, with no file name."""
+
+    def __init__(self, fh):
+        self._fh = fh
+
+    def write(self, text):
+        _enospc()
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._fh.close()
+
+
+@pytest.mark.parametrize("full", ["predictions.jsonl", "img1.labels.png"])
+def test_a_full_disk_during_predict_names_the_file_and_its_free_space(capsys, tmp_path, monkeypatch, checkpoint,
+                                                                      full):
+    from diffzoo.harness.run import prediction
+
+    ckpt, image = checkpoint
+    out = tmp_path / "pred"
+    if full == "predictions.jsonl":
+        monkeypatch.setattr(prediction, "open", lambda *a, **k: _FullFile(open(*a, **k)), raising=False)
+    else:
+        monkeypatch.setattr(os, "fsync", _enospc)  # the atomic PNG write's sync
+    result = cli(capsys, "predict", "--checkpoint", ckpt, "--out", out, "--device", "cpu", image)
+    line = one_line_exit_2(*result, f"disk full while writing {out / full} (")
+    assert f"{free_space(out / full)} on that filesystem" in line
+
+
+def test_a_full_disk_while_building_mini_names_the_png_and_leaves_no_folder(capsys, tmp_path, monkeypatch):
+    from pathlib import Path as PathClass
+
+    root = tmp_path / "mini"
+    real = PathClass.write_bytes
+
+    def full_under_tmp(self, data):
+        if str(self).startswith(str(tmp_path)):
+            _enospc()
+        return real(self, data)
+
+    monkeypatch.setattr(PathClass, "write_bytes", full_under_tmp)
+    result = cli(capsys, "data", "build", "mini", "--root", root)
+    line = one_line_exit_2(*result, "disk full while writing ", ".image.png (", "free on that filesystem")
+    written = Path(line.split("disk full while writing ", 1)[1].split(" (", 1)[0])
+    assert written.parent.name == "train_copy" and written.is_relative_to(tmp_path)
+    assert not root.exists() and not any(p.name.startswith(".mini.tmp") for p in tmp_path.iterdir())
+
+
+def test_a_full_disk_writing_the_mini_manifest_names_it(tmp_path, monkeypatch):
+    from pathlib import Path as PathClass
+
+    from diffzoo.generators.datasets.mini import build_mini
+    from diffzoo.harness.core.errors import StorageError
+
+    real = PathClass.write_text
+
+    def full_manifest(self, text, *args, **kwargs):
+        if self.name == "manifest.jsonl":
+            _enospc()
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(PathClass, "write_text", full_manifest)
+    with pytest.raises(StorageError) as exc:
+        build_mini(tmp_path / "mini", n_images=2, size=32, seed=0)
+    message = str(exc.value)
+    assert message.startswith("disk full while writing ") and "manifest.jsonl (" in message
+    assert "free on that filesystem" in message and exc.value.exit_code == 2
+    assert not (tmp_path / "mini").exists()
+
+
+def test_a_fifo_in_place_of_a_benco_weight_file_is_refused_by_name_unopened(benco_without_backend):
+    weights = benco_without_backend
+    weights.parent.mkdir(parents=True)
+    os.mkfifo(weights)  # opening it to read would block for ever
+    with pytest.raises(WeightsFileError) as exc:
+        create_detector("benco.span", "binary", pretrained=False)
+    assert f"refusing to load weights file {weights}: it is a FIFO (named pipe);" in str(exc.value)
+    assert exc.value.exit_code == 2 and _records() == [] and _LoadsLikeBenco.loaded == []
