@@ -244,7 +244,7 @@ class _Payload:
 @pytest.mark.parametrize("extra", [_Payload(), 3, "text"], ids=["object", "int", "str"])
 def test_loader_refuses_anything_but_tensors(tmp_path, extra):
     torch.save({"w": torch.zeros(2), "extra": extra}, tmp_path / "bad.pt")
-    with pytest.raises(ModelError, match="refused"):
+    with pytest.raises(ModelError, match="refus(ed|ing to load)"):
         load_state_dict(tmp_path / "bad.pt")
 
 

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import DataError, StorageError
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, file_kind, sha256_file
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class DigestCache:
                "orientation": self._orientations}
         try:
             atomic_write_text(self.path, json.dumps(doc, separators=(",", ":")))
-        except OSError as exc:
+        except (OSError, StorageError) as exc:  # the cache only saves work: a full disk there never stops a run
             log.debug("cannot write fingerprint cache %s (%s); continuing uncached", self.path, exc)
         self._dirty = False
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import difflib
 import inspect
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DataError, PluginError, UnknownNameError
+from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import Progress, counter_callback
 from diffzoo.harness.core.protocols import Dataset, Detector, DetectorBuild, Generator, build_detector
@@ -98,7 +100,7 @@ def open_dataset_with(spec: str, progress: Progress | None, options: dict[str, A
     """:func:`open_dataset`, with ``options`` given by the command-line option ``flag``
     (``--eval-dataset-option`` for an evaluation dataset), which an error names."""
     registry = get_registry()
-    if registry.has("dataset", spec) and not Path(spec).exists():
+    if registry.has("dataset", spec) and not os.path.lexists(spec):
         entry = registry.get("dataset", spec)
         factory = entry.load()
         what = f"dataset {entry.name!r}"
@@ -107,6 +109,8 @@ def open_dataset_with(spec: str, progress: Progress | None, options: dict[str, A
                 return _call_adapter(factory, what, options, flag, progress=callback)
         return _call_adapter(factory, what, options, flag)
     path = Path(spec).expanduser()
+    if os.path.islink(path) and not path.exists():  # a link loop or a dangling link: never "does not exist"
+        raise DataError(f"dataset path {spec} is {file_kind(path)}; pass the folder or file it should point at")
     if not path.exists() and not is_hub_id(spec):
         if _looks_like_path(spec):
             hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) is not None

@@ -63,8 +63,8 @@ class GlideEditor(Generator):
         else:
             keys = ("base", "upsampler", "encoder_json", "vocab_bpe")
             paths = dict(zip(keys, fetch([files[k] for k in keys], what)))
-            base = load_model(base_cfg, load_state_dict(paths["base"]), f"{what} base")
-            up = load_model(up_cfg, load_state_dict(paths["upsampler"]), f"{what} upsampler")
+            base = load_model(base_cfg, load_state_dict(paths["base"], files["base"]), f"{what} base")
+            up = load_model(up_cfg, load_state_dict(paths["upsampler"], files["upsampler"]), f"{what} upsampler")
             tokenizer = GlideTokenizer.from_files(paths["encoder_json"], paths["vocab_bpe"])
         for cfg in (base_cfg, up_cfg):
             if cfg.n_vocab != tokenizer.n_vocab:

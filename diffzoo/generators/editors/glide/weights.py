@@ -1,16 +1,15 @@
 """GLIDE files: the official checkpoints and tokenizer files, cached under diffzoo's cache.
 
 The checkpoints are torch pickles of plain state dicts.  diffzoo never runs
-pickle code from a downloaded file: they are read with
-``torch.load(..., weights_only=True)``, which rebuilds only tensors and plain
-containers and refuses any other object, and the result must be a flat
-``{name: tensor}`` dict or it is refused too.
+pickle code from a downloaded file: they are read by the one weights loader
+(``harness.models.weights.load_weights``, ``weights_only=True``), which rebuilds
+only tensors and plain containers and refuses any other object in one line, and
+the result must be a flat ``{name: tensor}`` dict or it is refused too.
 """
 
 from __future__ import annotations
 
 import logging
-import pickle
 from pathlib import Path
 
 import torch
@@ -18,7 +17,7 @@ import torch
 from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet
 from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
 from diffzoo.harness.core.fsutil import cache_root
-from diffzoo.harness.models.weights import hub_offline
+from diffzoo.harness.models.weights import hub_offline, load_weights
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +48,10 @@ def fetch(urls: list[str], what: str) -> list[Path]:
     return [cached_path(u) for u in urls]
 
 
-def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
-    """A ``{name: tensor}`` state dict from a torch pickle, read with ``weights_only=True``."""
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"{path}: refused, not a plain tensor state dict ({first})") from exc
+def load_state_dict(path: Path, source: str = "the official GLIDE release") -> dict[str, torch.Tensor]:
+    """A ``{name: tensor}`` state dict from a torch pickle (:func:`load_weights`: a file that is
+    not one is a WeightsFileError naming it, exit 2)."""
+    state = load_weights(path, source, what="GLIDE")
     if not isinstance(state, dict) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
     ):
