@@ -202,3 +202,19 @@ def test_exif_orientation_is_counted_from_a_warm_cache_too(capsys, tmp_path):
     _tag(next((data / "train_copy").glob("*.mask.png")), 8)  # a mask counts as an image file
     assert stats_json(capsys, data)["dataset"]["exif_orientation"] == 1
     assert stats_json(capsys, data)["dataset"]["exif_orientation"] == 1  # digests now cached
+
+
+@pytest.mark.parametrize("kind", ["loop", "dangling"])
+def test_a_dataset_path_that_is_a_broken_link_says_so(capsys, tmp_path, kind):
+    link = tmp_path / "ds"
+    if kind == "loop":
+        os.symlink(tmp_path / "other", link)
+        os.symlink(link, tmp_path / "other")
+    else:
+        os.symlink(tmp_path / "gone", link)
+    code, out, err = cli(capsys, "data", "info", link)
+    assert code == 1
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "does not exist" not in err
+    assert "symbolic link" in err and str(link) in err
