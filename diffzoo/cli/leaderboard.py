@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from diffzoo.cli.console import console
+from diffzoo.cli.console import console, err_console
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.metrics.catalog import metric_info
 from diffzoo.leaderboard.formats import FORMATS
@@ -35,6 +35,8 @@ STORE_HELP = "Record store: a folder with records/ (any `diffzoo run --out` fold
 MIXED_HELP = ("Publish rows made under different label maps, splits or evaluator versions in one table, "
               "with a column naming each (refused without it).")
 CLEAN_HELP = "Remove temp files left by killed writes (under the store's lock)."
+FORCE_HELP = ("Write into a non-empty --out folder diffzoo did not make; the files already there are never "
+              "overwritten (as `diffzoo run --out --force`).")
 
 
 def _store(path: Path, must_exist: bool = True) -> RecordStore:
@@ -75,7 +77,8 @@ def list_cmd(
     """List stored records."""
     from diffzoo.leaderboard.versions import select
 
-    records = select(list(_store(store)), suites=_split(suite), datasets=_split(dataset),
+    loaded = _store(store).load()
+    records = select(loaded.records, suites=_split(suite), datasets=_split(dataset),
                      detectors=_split(detector))
     table = Table(title=term_text(f"{len(records)} record(s) in {store}"), title_justify="left")
     for col in ("id", "detector", "suite", "case", "dataset", "primary metric", "date"):
@@ -86,6 +89,17 @@ def list_cmd(
                       term_text(b.case_name), term_text(b.dataset.name), _primary(r),
                       term_text(b.environment.date or ""))
     console.print(table)
+    _skipped(loaded.skipped)
+
+
+def _skipped(skipped) -> None:
+    """Say on stderr (stdout may be JSON) how many files of the store were skipped as not valid
+    records, and each one and why."""
+    if skipped:
+        err_console.print(f"[yellow]skipped {len(skipped)} file(s)[/] that are not valid records "
+                          "(`diffzoo leaderboard verify` checks them):", soft_wrap=True)
+    for path, why in skipped:
+        err_console.print(f"  [yellow]skipped[/] {term(path)}: {term(why)}", soft_wrap=True)
 
 
 @lb.command("show")
@@ -206,10 +220,12 @@ def freeze_cmd(
 ) -> None:
     """Fix a leaderboard version: the records, dataset fingerprints, suite and metric versions."""
     from diffzoo.leaderboard.versions import freeze as freeze_store
+    from diffzoo.leaderboard.versions import read_manifest
 
-    path = freeze_store(_store(store), name, suites=_split(suite), datasets=_split(dataset),
+    st = _store(store)
+    path = freeze_store(st, name, suites=_split(suite), datasets=_split(dataset),
                         detectors=_split(detector), note=note)
-    manifest = json.loads(path.read_text())
+    manifest = read_manifest(st, name)
     console.print(f"froze version [bold]{term(name)}[/]: {len(manifest['records'])} record(s); suites "
                   + term(", ".join(f"{s['name']} v{s['version']}" for s in manifest["suites"]))
                   + f"; metrics v{term(', '.join(manifest['metrics_versions']))} -> {term(path)}")
@@ -244,7 +260,9 @@ def diff_cmd(
     from diffzoo.leaderboard.versions import resolve
 
     st = RecordStore(store)
-    result = diff_selections(resolve(a, st), resolve(b, st))
+    sa, sb = resolve(a, st), resolve(b, st)
+    _skipped([*sa.skipped, *sb.skipped])
+    result = diff_selections(sa, sb)
     if as_json:
         console.print_json(json.dumps(result.to_dict(), allow_nan=False))
         return
@@ -260,6 +278,7 @@ def publish_cmd(
                                   help=FORMAT_HELP),
     out: Path = typer.Option(Path("leaderboard"), "--out", help="Output folder."),
     allow_mixed: bool = typer.Option(False, "--allow-mixed", help=MIXED_HELP),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Publish tables (Markdown, CSV, LaTeX, JSON), a static HTML site, or
     the DiffSeg30k paper report (`paper`: Tables 2-8 beside the paper's numbers)."""
@@ -267,10 +286,11 @@ def publish_cmd(
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ConfigError(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
-    _publish(version, store, formats, out, allow_mixed)
+    _publish(version, store, formats, out, allow_mixed, force)
 
 
-def _publish(version: str | None, store: Path, formats: list[str], out: Path, allow_mixed: bool) -> None:
+def _publish(version: str | None, store: Path, formats: list[str], out: Path, allow_mixed: bool,
+             force: bool = False) -> None:
     from diffzoo.leaderboard.render import text
     from diffzoo.leaderboard.versions import resolve
 
@@ -278,8 +298,9 @@ def _publish(version: str | None, store: Path, formats: list[str], out: Path, al
     if version is not None and selection.version is None:
         raise RecordError(f"{version!r} is not a frozen version in {store}; freeze it first "
                           "(`diffzoo leaderboard freeze NAME`) or omit it to publish every record")
+    _skipped(selection.skipped)
     for f in formats:
-        path = text.publish(selection, f, out, allow_mixed=allow_mixed)
+        path = text.publish(selection, f, out, allow_mixed=allow_mixed, force=force)
         console.print(f"wrote {f}: {term(path)}")
 
 
@@ -292,6 +313,7 @@ def report_paper_cmd(
     store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
     out: Path = typer.Option(Path("leaderboard"), "--out", help="Output folder (writes paper.md)."),
     allow_mixed: bool = typer.Option(False, "--allow-mixed", help=MIXED_HELP),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """The DiffSeg30k paper's Tables 2-8 from stored records (= `leaderboard publish --format paper`)."""
-    _publish(version, store, ["paper"], out, allow_mixed)
+    _publish(version, store, ["paper"], out, allow_mixed, force)

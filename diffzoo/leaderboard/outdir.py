@@ -18,15 +18,25 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, check_writable_dir
+from diffzoo.harness.core.fsutil import (
+    FileRefused,
+    atomic_write_bytes,
+    atomic_write_text,
+    check_writable_dir,
+    parse_json,
+    read_regular,
+)
+from diffzoo.harness.records.document import STORE_DIRS
 from diffzoo.harness.records.model import LOCK_FILE, RECORDS_DIR
-from diffzoo.leaderboard.store import STORE_DIRS
 
 MARKER = ".diffzoo-out.json"
+MAX_MARKER_BYTES = 1 << 20
+"""The largest marker read (a marker lists the names of one folder)."""
 SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR = "summary.md", "plots", "train", "stats"
 OUTPUTS = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR)
 """What a run (and ``diffzoo data stats``) writes beside the store: the summary, its figures, the
@@ -73,16 +83,20 @@ class OutputDir:
 def read_marker(root: Path) -> dict | None:
     """The marker of a diffzoo folder, None if there is none; ConfigError if unreadable."""
     path = Path(root) / MARKER
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
     try:
-        marker = json.loads(path.read_text(encoding="utf-8"))
+        marker = parse_json(read_regular(path, MAX_MARKER_BYTES, within=root), str(path))
         if not isinstance(marker, dict) or not isinstance(marker.get("foreign", []), list):
             raise ValueError("not a diffzoo marker")
+    except FileRefused as exc:
+        why: str = exc.reason
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path} is not a readable diffzoo marker ({exc}); remove it only if the folder "
-                          "is diffzoo's, or choose another --out") from exc
-    return marker
+        why = getattr(exc, "strerror", None) or str(exc)
+    else:
+        return marker
+    raise ConfigError(f"{path} is not a readable diffzoo marker ({why}); remove it only if the folder "
+                      "is diffzoo's, or choose another --out")
 
 
 def claim_output_dir(path: Path, force: bool = False) -> OutputDir:

@@ -23,31 +23,48 @@ are written atomically (temp file + fsync + rename) under an advisory lock
 (``flock`` on ``<root>/.lock``), so several processes may add at once; a
 writer killed mid-write leaves only a ``.NAME.RANDOM.tmp`` file, which
 ``leaderboard validate`` / ``verify`` report and ``--clean`` removes.
+
+A store may come from elsewhere (a tarball, a shared folder): every file it
+reads (records, states, versions, the folder's marker) must be a regular
+file (never a FIFO, socket or device: opened non-blocking and checked
+again once open), no larger than its bound, no symbolic link out of the
+store, and JSON nested at most ``MAX_JSON_DEPTH`` levels (checked before
+parsing).  Any other is named with why; the read-only commands skip it and
+say so (:meth:`RecordStore.load`), ``verify`` counts it bad.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from diffzoo.harness.core.errors import RecordError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
+from diffzoo.harness.core.fsutil import FileRefused, atomic_write_bytes, atomic_write_text, parse_json, read_regular
 from diffzoo.harness.records.check import StateSource, record_roots, same, state_problems
-from diffzoo.harness.records.document import ResultRecord, content_digest, record_problems, store_lock, write_state_file
+from diffzoo.harness.records.document import (
+    MAX_RECORD_BYTES,
+    REPLACED_DIR,
+    STORE_DIRS,
+    VERSIONS_DIR,
+    ResultRecord,
+    content_digest,
+    read_json_file,
+    record_problems,
+    store_lock,
+    store_root_of,
+    write_state_file,
+)
 from diffzoo.harness.records.model import RECORDS_DIR, STATE_DIR
 
 log = logging.getLogger(__name__)
 
-REPLACED_DIR, VERSIONS_DIR = "replaced", "versions"
-STORE_DIRS = (RECORDS_DIR, STATE_DIR, REPLACED_DIR, VERSIONS_DIR)
-"""The store's folders (module doc; the states' folder is the record model's, which names it in every
-record); it never overwrites or deletes a file in them (states are content-addressed, a replaced
-record is moved to ``replaced/``)."""
+# The store never overwrites or deletes a file in its folders (STORE_DIRS: states are
+# content-addressed, a replaced record is moved to ``replaced/``); every file it reads there is a
+# regular file of bounded size and JSON depth inside the store (a link out of it is refused).
 
 
 @dataclass(frozen=True)
@@ -79,6 +96,15 @@ def differences(old: ResultRecord, new: ResultRecord) -> tuple[str, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """The records of a store that could be read, and every file of ``records/`` that could not
+    (path, why): what a read-only command shows and skips, saying so."""
+
+    records: list[ResultRecord]
+    skipped: list[tuple[Path, str]]
+
+
 def is_unfinished(path: Path) -> bool:
     """An empty version file: a name reserved by a freeze that never wrote it. A freeze writes
     its version whole or not at all; a store copied from elsewhere, or written by another
@@ -102,8 +128,20 @@ class RecordStore:
         return sorted(self.records_dir.glob("*.json"))
 
     def __iter__(self) -> Iterator[ResultRecord]:
+        """Every record; RecordError naming the first file that is not a valid record."""
         for path in self.paths():
-            yield ResultRecord.read(path)
+            yield ResultRecord.read(path, within=self.root)
+
+    def load(self) -> Loaded:
+        """Every record that is valid, and every file of ``records/`` that is not, with why."""
+        records, skipped = [], []
+        for path in self.paths():
+            record, problems = read_record_file(path, within=self.root)
+            if record is None:
+                skipped.append((path, "; ".join(problems)))
+            else:
+                records.append(record)
+        return Loaded(records, skipped)
 
     def __len__(self) -> int:
         return len(self.paths())
@@ -112,10 +150,10 @@ class RecordStore:
         """A record by id or unambiguous id prefix."""
         exact = self.records_dir / f"{record_id}.json"
         if exact.exists():
-            return ResultRecord.read(exact)
+            return ResultRecord.read(exact, within=self.root)
         matches = sorted(self.records_dir.glob(f"{record_id}*.json")) if record_id else []
         if len(matches) == 1:
-            return ResultRecord.read(matches[0])
+            return ResultRecord.read(matches[0], within=self.root)
         if not matches:
             raise RecordError(f"no record {record_id!r} in {self.records_dir}")
         raise RecordError(f"record id prefix {record_id!r} is ambiguous: "
@@ -127,9 +165,9 @@ class RecordStore:
         for path in (self.records_dir / f"{record_id}.json", self.replaced_dir / f"{record_id}.{digest[:16]}.json"):
             if path.is_file():
                 try:
-                    if content_digest(json.loads(path.read_text(encoding="utf-8"))) == digest:
+                    if content_digest(parse_json(read_regular(path, MAX_RECORD_BYTES, within=self.root))) == digest:
                         return path
-                except (OSError, ValueError):
+                except (OSError, ValueError):  # unreadable, not JSON, or refused (FileRefused): not this record
                     continue
         return None
 
@@ -143,7 +181,7 @@ class RecordStore:
         :func:`diffzoo.leaderboard.verify.verify_store`."""
         bad = []
         for path in self.paths():
-            record, problems = read_record_file(path)
+            record, problems = read_record_file(path, within=self.root)
             if record is not None and path.stem != record.id:
                 problems = [f"file name {path.name} does not match its record_id {record.id}"]
             if problems:
@@ -167,7 +205,7 @@ class RecordStore:
         with store_lock(self.root):
             removed = []
             for path in self.temp_files():
-                if path.is_file() or path.is_symlink():
+                if path.is_symlink() or not path.is_dir():  # a FIFO or a device named so too: never opened
                     path.unlink(missing_ok=True)
                     removed.append(path)
             return removed
@@ -192,7 +230,7 @@ class RecordStore:
             if not path.exists():
                 self._write(record, path)
                 return AddOutcome(src, "added", "", record.id, (), path)
-            stored, problems = read_record_file(path)
+            stored, problems = read_record_file(path, within=self.root)
             if stored is not None and stored.content_digest == record.content_digest:
                 return AddOutcome(src, "present", f"already recorded: {record.id}", record.id, (), path)
             differs = differences(stored, record) if stored is not None else ()
@@ -214,10 +252,15 @@ class RecordStore:
         atomic_write_text(path, record.to_json())
 
     def _keep_replaced(self, path: Path) -> Path:
-        """Copy the record at ``path`` to ``replaced/`` under its content digest."""
-        raw = path.read_bytes()
+        """Copy the record at ``path`` to ``replaced/`` under its content digest; RecordError if it
+        is no regular file of the store diffzoo reads (a FIFO, a link out of the store, too large),
+        which is left as it is."""
         try:
-            digest = content_digest(json.loads(raw))
+            raw = read_regular(path, MAX_RECORD_BYTES, within=self.root)
+        except FileRefused as exc:
+            raise RecordError(f"cannot replace {exc}; move it away and run again") from None
+        try:
+            digest = content_digest(parse_json(raw))
         except ValueError:
             digest = hashlib.sha256(raw).hexdigest()
         kept = self.replaced_dir / f"{path.stem}.{digest[:16]}.json"
@@ -260,14 +303,14 @@ class RecordStore:
         return outcome
 
 
-def read_record_file(path: Path) -> tuple[ResultRecord | None, list[str]]:
-    """(the record, []) if the file at ``path`` is a valid, unedited record, else (None, why)."""
+def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultRecord | None, list[str]]:
+    """(the record, []) if the file at ``path`` is a valid, unedited record, else (None, why).  It
+    is read as :meth:`ResultRecord.read` reads it: a regular file of bounded size and depth, no
+    link out of ``within`` (default: the store it lies in)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [f"cannot read: {exc}"]
-    except json.JSONDecodeError as exc:
-        return None, [f"not JSON ({exc.msg} at line {exc.lineno})"]
+        data = read_json_file(path, MAX_RECORD_BYTES, "record", within if within is not None else store_root_of(path))
+    except RecordError as exc:
+        return None, exc.problems
     problems = record_problems(data)
     return (None, problems) if problems else (ResultRecord(data), [])
 

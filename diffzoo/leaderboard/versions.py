@@ -25,8 +25,8 @@ from typing import Any
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import atomic_write_text
-from diffzoo.harness.records.document import ResultRecord, store_lock
-from diffzoo.leaderboard.store import RecordStore, expand_record_paths, is_unfinished
+from diffzoo.harness.records.document import MAX_RECORD_BYTES, ResultRecord, read_json_file, store_lock
+from diffzoo.leaderboard.store import RecordStore, expand_record_paths, is_unfinished, read_record_file
 
 VERSION_SCHEMA = 2
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -39,6 +39,7 @@ class Selection:
     label: str  # version name, or "working copy of <store>"
     records: list[ResultRecord]
     version: dict[str, Any] | None = None  # the version manifest, when frozen
+    skipped: tuple[tuple[Path, str], ...] = ()  # files of the folder read that are not valid records, and why
 
 
 def summarize(records: list[ResultRecord]) -> dict[str, Any]:
@@ -77,7 +78,13 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
     if path.exists():
         raise RecordError(unfinished(path) if is_unfinished(path) else
                           f"version {name!r} already exists ({path}); versions are immutable, freeze under a new name")
-    records = select(list(store), suites=suites, datasets=datasets, detectors=detectors)
+    loaded = store.load()
+    if loaded.skipped:  # a version names every record it may hold: none is left out unseen
+        path, why = loaded.skipped[0]
+        raise RecordError(f"cannot freeze {name!r}: {len(loaded.skipped)} file(s) of {store.records_dir} are not "
+                          f"valid records (first: {path}: {why}); `diffzoo leaderboard verify` lists them: move "
+                          "them away or repair them, then freeze")
+    records = select(loaded.records, suites=suites, datasets=datasets, detectors=detectors)
     if not records:
         raise RecordError(f"no records in {store.records_dir} match; nothing to freeze")
     digests = {r.id: r.content_digest for r in sorted(records, key=lambda r: r.id)}
@@ -119,10 +126,7 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
                           + (f" (versions: {', '.join(known)})" if known else " (none frozen yet)"))
     if is_unfinished(path):
         raise RecordError(unfinished(path))
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RecordError(f"cannot read version file {path}: {exc}") from exc
+    manifest = read_json_file(path, MAX_RECORD_BYTES, "version file", store.root)
     if not isinstance(manifest, dict) or manifest.get("schema_version") != VERSION_SCHEMA:
         got = manifest.get("schema_version") if isinstance(manifest, dict) else None
         raise RecordError(f"version file {path} has schema {got!r}, not {VERSION_SCHEMA}")
@@ -150,27 +154,38 @@ def load_version(store: RecordStore, name: str) -> Selection:
             raise RecordError(f"version {name!r} lists record {rid} (content "
                               f"{manifest['record_digests'][rid][:16]}...), which is not in {store.root} as "
                               "frozen: it was edited or removed (`diffzoo leaderboard verify` says more)")
-        records.append(ResultRecord.read(rpath))
+        records.append(ResultRecord.read(rpath, within=store.root))
     return Selection(name, records, manifest)
 
 
 def resolve(ref: str | None, store: RecordStore,
-            reader: Callable[[Path], ResultRecord] = ResultRecord.read) -> Selection:
+            reader: Callable[[Path], ResultRecord] | None = None) -> Selection:
     """What ``ref`` names: None = every record in the store; a version name
     in the store; a version JSON file; a folder of records (a run's --out);
-    or one record file."""
+    or one record file.  Of the store or a folder, the files that are not
+    valid records are skipped and listed in ``skipped`` (``reader``, if
+    given, reads each file instead, and a bad one raises)."""
     if ref is None:
-        return Selection(f"working copy of {store.root}", list(store))
+        if reader is not None:
+            return Selection(f"working copy of {store.root}", [reader(p) for p in store.paths()])
+        loaded = store.load()
+        return Selection(f"working copy of {store.root}", loaded.records, skipped=tuple(loaded.skipped))
     if NAME_RE.match(ref) and (store.versions_dir / f"{ref}.json").exists():
         return load_version(store, ref)
     path = Path(ref)
     if path.is_file() and path.suffix == ".json":
-        data = json.loads(path.read_text())
+        data = read_json_file(path, MAX_RECORD_BYTES, "file")
         if isinstance(data, dict) and "records" in data and "schema_version" in data and "name" in data:
             return load_version(RecordStore(path.parent.parent), data["name"])
-        return Selection(str(path), [reader(path)])
+        record = reader(path) if reader is not None else ResultRecord.of_data(data, f"record {path}")
+        return Selection(str(path), [record])
     if path.is_dir():
-        return Selection(f"records in {path}", [reader(p) for p in expand_record_paths([path])])
+        files = expand_record_paths([path])
+        if reader is not None:
+            return Selection(f"records in {path}", [reader(p) for p in files])
+        read = [(p, *read_record_file(p)) for p in files]
+        return Selection(f"records in {path}", [r for _, r, _ in read if r is not None],
+                         skipped=tuple((p, "; ".join(why)) for p, r, why in read if r is None))
     known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
     raise RecordError(f"{ref!r} is neither a version in {store.root} "
                       f"({', '.join(known) or 'none frozen yet'}) nor a folder or file of records")

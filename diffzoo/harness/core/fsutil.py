@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
+import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,14 +35,20 @@ def free_space(path: Path | str) -> str:
     while not here.exists() and here != here.parent:
         here = here.parent
     try:
-        free: float = shutil.disk_usage(here).free
+        free = shutil.disk_usage(here).free
     except OSError:
         return "free space unknown"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if free < 1000 or unit == "TB":
-            return f"{free:.1f} {unit} free" if unit != "B" else f"{free} B free"
-        free /= 1000
-    return "free space unknown"  # pragma: no cover
+    return f"{human_bytes(free)} free"
+
+
+def human_bytes(count: int) -> str:
+    """A byte count as people read it: ``512 B``, ``12.3 MB`` (powers of 1000)."""
+    size = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000:
+            return f"{count} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} TB"
 
 
 def disk_full_error(exc: OSError, path: Path | str | None = None) -> StorageError | None:
@@ -159,14 +168,17 @@ MISSING = ("missing", "a broken symbolic link")
 def file_kind(path: Path | str) -> str | None:
     """None for a regular file (or a link to one); else what ``path`` is, in words:
     a file diffzoo must not open (a FIFO would block the reader for ever)."""
-    import stat
-
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return MISSING[1] if os.path.islink(path) else MISSING[0]
     except OSError as exc:
         return f"not readable ({exc.strerror})"
+    return mode_kind(mode)
+
+
+def mode_kind(mode: int) -> str | None:
+    """None for a regular file's ``st_mode``; else what the file is, in words."""
     if stat.S_ISREG(mode):
         return None
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -175,6 +187,99 @@ def file_kind(path: Path | str) -> str | None:
         if test(mode):
             return name
     return "not a regular file"
+
+
+class FileRefused(ValueError):
+    """A file diffzoo does not read (not a regular file, larger than its bound, a link out of
+    the folder it must stay in), or JSON nested deeper than its bound.  ``str()`` names the file
+    and says why; ``reason`` is the why alone."""
+
+    def __init__(self, path: Path | str, reason: str):
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{path} {reason}")
+
+    def __reduce__(self):  # rebuilt from both arguments when it crosses a process boundary
+        return type(self), (self.path, self.reason)
+
+
+def read_regular(path: Path | str, limit: int, *, within: Path | str | None = None) -> bytes:
+    """The bytes of the regular file at ``path``, read without ever blocking.
+
+    FileRefused if it is not a regular file (a FIFO, socket, device or folder), if it holds
+    more than ``limit`` bytes, or, with ``within``, if it or a link on its way leads out of the
+    folder ``within``.  The kind is checked before opening (opening a device can act on it)
+    and again on the open descriptor, opened non-blocking: a file swapped for a FIFO in between
+    is refused, never waited on.  Other errors (missing, permission) are open()'s OSError."""
+    path = Path(path)
+    target = path
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if within is not None:
+        target = Path(os.path.realpath(path))
+        root = Path(os.path.realpath(within))
+        if target != root and root not in target.parents:
+            raise FileRefused(path, f"leads to {target}, outside {within} (a symbolic link); diffzoo reads "
+                                    "only files inside it: replace the link by the file")
+        flags |= getattr(os, "O_NOFOLLOW", 0)  # the resolved path: a link put there since is refused (ELOOP)
+    try:
+        kind = mode_kind(os.stat(target).st_mode)
+    except OSError:
+        kind = None  # open() below raises the error as it is
+    if kind is not None:
+        raise FileRefused(path, f"is {kind}, not a regular file; diffzoo reads only regular files")
+    fd = os.open(target, flags)
+    try:
+        info = os.fstat(fd)
+        if (kind := mode_kind(info.st_mode)) is not None:
+            raise FileRefused(path, f"is {kind}, not a regular file; diffzoo reads only regular files")
+        too_big = FileRefused(path, f"holds more than the {human_bytes(limit)} diffzoo reads from such a file "
+                                    f"({human_bytes(info.st_size)})")
+        if info.st_size > limit:
+            raise too_big
+        chunks, total = [], 0
+        while block := os.read(fd, min(limit + 1 - total, 1 << 24)):  # one byte past the limit: a file still growing
+            chunks.append(block)
+            total += len(block)
+            if total > limit:
+                raise too_big
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+MAX_JSON_DEPTH = 100
+"""How deep the arrays and objects of a JSON file diffzoo reads may nest: far beyond any record,
+state, version or marker, far below where a parser or a recursive walk over the value overflows."""
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_depth(data: bytes) -> int:
+    """How deep the arrays and objects of the JSON text ``data`` nest (0: none), counted without
+    parsing it; brackets inside strings do not count."""
+    import numpy as np
+
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1).astype(np.int64)
+    return int(np.cumsum(steps).max())
+
+
+def parse_json(data: bytes | str, source: str = "the JSON text", max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """The value of the JSON text ``data`` (UTF-8 bytes or text).  FileRefused naming ``source``
+    if it nests deeper than ``max_depth`` (checked before parsing: no parser or recursive walk of
+    the value overflows); json.JSONDecodeError or UnicodeDecodeError (both ValueErrors) if it is
+    not JSON."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if json_depth(raw) > max_depth:
+        raise FileRefused(source, f"nests arrays and objects deeper than {max_depth} levels; diffzoo reads no "
+                                  "JSON that deep")
+    text = data if isinstance(data, str) else data.decode("utf-8")
+    try:
+        return json.loads(text)
+    except RecursionError:  # a parser with a lower limit than max_depth
+        raise FileRefused(source, "nests arrays and objects too deeply to be parsed") from None
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> Path:

@@ -20,7 +20,6 @@ integers are compared exactly.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, RecordError
+from diffzoo.harness.core.fsutil import parse_json
 from diffzoo.harness.metrics import METRICS_VERSION, EvalState
 from diffzoo.harness.records.binding import binding_of, binding_problems
 from diffzoo.harness.records.case_summary import case_from_dict, case_metrics, summarize
@@ -57,9 +57,9 @@ class StateSource:
                 raise RecordError(f"the state carried for {ref.file} does not have the sha256 the record names")
             return blob
         paths = [root / ref.file for root in self.roots]
-        for path in paths:
+        for root, path in zip(self.roots, paths, strict=True):
             if path.exists() or path.is_symlink():
-                return read_state_bytes(path, ref.sha256)[0]
+                return read_state_bytes(path, ref.sha256, within=root)[0]
         where = ", ".join(str(p.parent) for p in paths) or "nowhere (no store given)"
         raise RecordError(f"state file {ref.file} that the record names is missing (looked in {where}); "
                           "its numbers cannot be checked: copy the store's states/ folder with its records/")
@@ -70,7 +70,7 @@ class StateSource:
             return self._cache[ref.sha256]
         blob = self.blob(ref)
         try:
-            state = EvalState.from_state_dict(json.loads(blob))
+            state = EvalState.from_state_dict(parse_json(blob, f"state file {ref.file}"))
         except (DiffzooError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RecordError(f"state file {ref.file} is not a metric state this diffzoo reads: {exc}") from exc
         self._cache[ref.sha256] = state

@@ -61,13 +61,22 @@ from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.cards import canonical_json, stable_hash
 from diffzoo.harness.core.errors import RecordError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, exclusive_lock
+from diffzoo.harness.core.fsutil import (
+    FileRefused,
+    atomic_write_bytes,
+    atomic_write_text,
+    exclusive_lock,
+    parse_json,
+    read_regular,
+)
 from diffzoo.harness.records.binding import binding_of, made_by
 from diffzoo.harness.records.model import (
     FIELDS,
     LOCK_FILE,
+    RECORDS_DIR,
     REQUIRED,
     SCHEMA_VERSION,
+    STATE_DIR,
     RecordBody,
     StateRef,
     state_file_name,
@@ -84,6 +93,41 @@ NOT_IDENTITY_CONFIG = ("device", "strict", "cache_key")
 """Config keys that do not determine the numbers: where it ran, whether a run
 would have stopped at a corrupt sample, and a hash derived from the rest."""
 _DERIVED = ("schema_version", "record_id", "digests")
+
+REPLACED_DIR, VERSIONS_DIR = "replaced", "versions"
+STORE_DIRS = (RECORDS_DIR, STATE_DIR, REPLACED_DIR, VERSIONS_DIR)
+"""A record store's folders (:mod:`diffzoo.leaderboard.store`; the states' folder is the record
+model's, which names it in every record)."""
+MAX_RECORD_BYTES = 64 << 20
+"""The largest record file (and frozen version) diffzoo reads: records are tens of KB; a bound
+keeps a file copied in from elsewhere from filling the memory."""
+MAX_STATE_BYTES = 1 << 30
+"""The largest metric state file diffzoo reads (per-image rows: a few hundred bytes an image)."""
+
+
+def store_root_of(path: Path | str) -> Path | None:
+    """The store that the file at ``path`` lies in (``ROOT/records/ID.json`` -> ``ROOT``), None
+    for a file outside a store's folders: what a link in the store must not lead out of."""
+    path = Path(path)
+    return path.parent.parent if path.parent.name in STORE_DIRS else None
+
+
+def read_json_file(path: Path | str, limit: int, what: str, within: Path | str | None = None) -> Any:
+    """The JSON of the file at ``path``, read by :func:`~diffzoo.harness.core.fsutil.read_regular`
+    (a regular file of at most ``limit`` bytes, no link out of ``within``) and parsed with the
+    depth bound of :func:`~diffzoo.harness.core.fsutil.parse_json`.  RecordError ``"WHAT PATH
+    WHY"`` otherwise, its one problem the why alone."""
+    try:
+        return parse_json(read_regular(path, limit, within=within), f"{what} {path}")
+    except FileRefused as exc:
+        why = exc.reason
+    except UnicodeDecodeError:
+        why = "is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        why = f"is not JSON ({exc.msg} at line {exc.lineno})"
+    except OSError as exc:
+        why = f"cannot be read ({exc.strerror or exc})"
+    raise RecordError(f"{what} {path} {why}", problems=[why])
 
 
 def clean_json(value: Any) -> Any:
@@ -243,15 +287,19 @@ def keep_state(root: Path, state: EvalState) -> Path:
         return write_state_file(Path(root), ref.file, blob)
 
 
-def read_state_bytes(path: Path, sha256: str | None) -> tuple[bytes, str]:
-    """(content, sha256) of a state file; RecordError if missing or not ``sha256``."""
+def read_state_bytes(path: Path, sha256: str | None, within: Path | str | None = None) -> tuple[bytes, str]:
+    """(content, sha256) of a state file (a regular file of at most :data:`MAX_STATE_BYTES`, no
+    link out of ``within``: default, the store it lies in); RecordError if missing, unreadable or
+    not ``sha256``."""
     try:
-        blob = Path(path).read_bytes()
+        blob = read_regular(path, MAX_STATE_BYTES, within=within if within is not None else store_root_of(path))
     except FileNotFoundError:
         raise RecordError(f"state file {path} is missing; the record's numbers cannot be checked "
                           "(copy the store's states/ folder with its records/)") from None
+    except FileRefused as exc:
+        raise RecordError(f"state file {exc}") from None
     except OSError as exc:
-        raise RecordError(f"cannot read state file {path}: {exc}") from exc
+        raise RecordError(f"cannot read state file {path}: {exc.strerror or exc}") from exc
     actual = hashlib.sha256(blob).hexdigest()
     if sha256 is not None and actual != sha256:
         raise RecordError(f"state file {path} has sha256 {actual[:16]}..., not {sha256[:16]}... that the "
@@ -348,18 +396,24 @@ class ResultRecord:
     def from_json(cls, text: str, source: str = "record") -> ResultRecord:
         """A validated record from JSON text; RecordError naming ``source`` and every problem."""
         try:
-            data = json.loads(text)
+            data = parse_json(text, source)
+        except FileRefused as exc:
+            raise RecordError(str(exc)) from None
         except json.JSONDecodeError as exc:
             raise RecordError(f"{source} is not JSON ({exc.msg} at line {exc.lineno})") from exc
+        return cls.of_data(data, source)
+
+    @classmethod
+    def of_data(cls, data: Any, source: str = "record") -> ResultRecord:
+        """A validated record from a parsed JSON value; RecordError naming ``source`` and every problem."""
         problems = record_problems(data)
         if problems:
             raise RecordError(f"{source} is invalid: " + "; ".join(problems), problems=problems)
         return cls(data)
 
     @classmethod
-    def read(cls, path: Path) -> ResultRecord:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RecordError(f"cannot read record {path}: {exc}") from exc
-        return cls.from_json(text, f"record {path}")
+    def read(cls, path: Path, within: Path | str | None = None) -> ResultRecord:
+        """The record in the file at ``path`` (:func:`read_json_file`: a regular file of at most
+        :data:`MAX_RECORD_BYTES`, no link out of ``within``, default the store it lies in)."""
+        within = within if within is not None else store_root_of(path)
+        return cls.of_data(read_json_file(path, MAX_RECORD_BYTES, "record", within), f"record {path}")

@@ -34,7 +34,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.core.fsutil import atomic_write_text, writing
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import newest_record, record_conditions
 from diffzoo.leaderboard.layouts.cases import build_tables
@@ -59,6 +59,9 @@ LEGEND = ("Values in %; \u00b1 is half the 95% confidence interval (bootstrap ov
           "\u2191 higher is better, \u2193 lower is better; the best detector value per column is bold on green; "
           "baselines (trivial predictors on the same data) are grey italics and not ranked.")
 TASKS = ("binary", "semantic", "image")
+INDEX, DETECTORS_DIR, PLOTS = "index.html", "detectors", "plots"
+SITE_NAMES = (INDEX, DETECTORS_DIR, PLOTS)
+"""What the site writes at the top of its folder."""
 
 
 def _escape(value: Any) -> Markup:
@@ -169,7 +172,8 @@ def _card(records: list[ResultRecord]) -> list[tuple[str, Any]]:
 
 def write_site(selection: Selection, out: Path) -> Path:
     """Write the static site for ``selection`` into ``out``; returns ``out/index.html``.
-    Existing files of the same names are replaced."""
+    Existing files of the same names are replaced, each whole or not at all (the pages last:
+    an index never links to a figure not yet written)."""
     out = Path(out)
     tables = build_tables(selection.records)
     anchors = table_anchors(tables)
@@ -178,8 +182,9 @@ def write_site(selection: Selection, out: Path) -> Path:
     for r in selection.records:
         by_detector.setdefault(r.body.detector.name, []).append(r)
     slugs = detector_slugs(by_detector)
-    plot_dir = out / "plots"
-    plot_dir.mkdir(parents=True, exist_ok=True)
+    plot_dir = out / PLOTS
+    with writing(plot_dir):
+        plot_dir.mkdir(parents=True, exist_ok=True)
     used: set[str] = set()
     for name, records in sorted(by_detector.items()):
         stem = slugs[name]
@@ -197,12 +202,12 @@ def write_site(selection: Selection, out: Path) -> Path:
         page = _page("detector.html", f"{name} \u2014 diffzoo leaderboard {selection.label}", bool(own),
                      selection=selection, name=name, legend=LEGEND, overviews=own, plots=plots, card=_card(records),
                      results=results, slugs=slugs)
-        atomic_write_text(out / "detectors" / f"{stem}.html", page)
+        atomic_write_text(out / DETECTORS_DIR / f"{stem}.html", page)
     index = _page("index.html", f"diffzoo leaderboard \u2014 {selection.label}", True, selection=selection,
                   context=CONTEXT, legend=LEGEND, overviews=overviews, tables=tables, anchors=anchors, slugs=slugs,
                   cross=cross_tables(selection.records), manifest=_manifest(selection),
                   comparisons=comparison_figures(selection.records, overviews, plot_dir, used))
-    path = atomic_write_text(out / "index.html", index)
+    path = atomic_write_text(out / INDEX, index)
     log.info("wrote the leaderboard site for %s (%d tables, %d detectors) to %s",
              selection.label, len(tables), len(by_detector), out)
     return path

@@ -20,13 +20,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
-from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.core.fsutil import atomic_write_text, writing
 from diffzoo.leaderboard.formats import FORMATS, OVERVIEW_FILES, TEXT_FORMAT_FILES
 from diffzoo.leaderboard.index import check_mixing, record_conditions
 from diffzoo.leaderboard.layouts.cases import build_tables
 from diffzoo.leaderboard.layouts.overview import OVERVIEW_NOTE, build_overview
 from diffzoo.leaderboard.layouts.paper import CLEAN, Summary, cross_tables
-from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE
+from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, claim_output_dir
 from diffzoo.leaderboard.render import plots
 from diffzoo.leaderboard.render.escape import csv_cell, latex
 from diffzoo.leaderboard.render.markdown import leaderboard_markdown, overview_markdown, summary_markdown
@@ -222,12 +222,29 @@ OVERVIEW_RENDERERS: dict[str, Callable[[Selection, list[Table]], str]] = {
 }
 
 
-def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False) -> Path:
+def published_names(fmt: str) -> tuple[str, ...]:
+    """The names format ``fmt`` writes at the top of the output folder."""
+    if fmt == "paper":
+        from diffzoo.leaderboard.paper.report import REPORT_FILE
+
+        return (REPORT_FILE,)
+    if fmt == "html":
+        from diffzoo.leaderboard.render.site import SITE_NAMES
+
+        return SITE_NAMES
+    return (TEXT_FORMAT_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ()))
+
+
+def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False, force: bool = False) -> Path:
     """Write ``selection`` in format ``fmt`` under ``out``; return the main file.
 
     Refuses (:class:`ConfigError`) a selection whose per-case tables hold rows made under
     different label maps, splits or recipes unless ``allow_mixed`` (then a column names each),
-    whatever the format.  ``md``, ``csv`` and ``latex`` also write the overview beside it."""
+    whatever the format.  ``md``, ``csv`` and ``latex`` also write the overview beside it.
+    ``out`` is claimed as ``diffzoo run --out`` claims its folder
+    (:func:`~diffzoo.leaderboard.outdir.claim_output_dir`): a non-empty folder diffzoo did not
+    make is refused unless ``force``, and then a file that was there is never overwritten.
+    Every file is written whole or not at all; a full disk names it."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not selection.records:
@@ -235,18 +252,22 @@ def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False
     out = Path(out)
     tables = build_tables(selection.records)
     check_mixing(tables, allow_mixed)
-    if fmt == "paper":
-        from diffzoo.leaderboard.paper.report import write_report
+    folder = claim_output_dir(out, force)
+    for name in published_names(fmt):  # before any write: a foreign file (with --force) stops it here
+        folder.check_writable(name)
+    with writing(out):  # a disk-full error that names no file names this folder, never "internal error"
+        if fmt == "paper":
+            from diffzoo.leaderboard.paper.report import write_report
 
-        return write_report(selection, out)
-    if fmt == "html":
-        from diffzoo.leaderboard.render.site import write_site
+            return write_report(selection, out)
+        if fmt == "html":
+            from diffzoo.leaderboard.render.site import write_site
 
-        return write_site(selection, out)
-    path = atomic_write_text(out / TEXT_FORMAT_FILES[fmt], RENDERERS[fmt](selection, tables))
-    if fmt in OVERVIEW_RENDERERS:
-        overview = OVERVIEW_RENDERERS[fmt](selection, build_overview(selection.records))
-        atomic_write_text(out / OVERVIEW_FILES[fmt], overview)
+            return write_site(selection, out)
+        path = atomic_write_text(out / TEXT_FORMAT_FILES[fmt], RENDERERS[fmt](selection, tables))
+        if fmt in OVERVIEW_RENDERERS:
+            overview = OVERVIEW_RENDERERS[fmt](selection, build_overview(selection.records))
+            atomic_write_text(out / OVERVIEW_FILES[fmt], overview)
     return path
 
 
