@@ -173,6 +173,8 @@ def file_kind(path: Path | str) -> str | None:
     except FileNotFoundError:
         return MISSING[1] if os.path.islink(path) else MISSING[0]
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop"
         return f"not readable ({exc.strerror})"
     return mode_kind(mode)
 
