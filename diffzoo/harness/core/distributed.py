@@ -24,14 +24,15 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import torch
 from torch import nn
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, DiffzooError
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,38 @@ def main_first() -> Iterator[None]:
     yield
     if is_main():
         barrier()
+
+
+def on_main(work: Callable[[], T]) -> T | None:
+    """Run ``work`` on rank 0 alone, every rank waiting for it; its result on rank 0,
+    None elsewhere.  An exception there is raised on every rank (a DiffzooError as it
+    is, another as a DiffzooError naming it), so that no rank waits for ever in the next
+    collective for a rank 0 that has failed."""
+    if not is_initialized():
+        return work()
+    result: T | None = None
+    failure: BaseException | None = None
+    if is_main():
+        try:
+            result = work()
+        except Exception as exc:
+            failure = exc
+    sent = broadcast(None if failure is None else failure if isinstance(failure, DiffzooError) else
+                     DiffzooError(f"rank 0 failed: {type(failure).__name__}: {failure}"))
+    if failure is not None:
+        raise failure
+    if sent is not None:
+        raise sent
+    return result
+
+
+def main_waits(attempt: Callable[[], bool], poll_s: float = 0.5) -> None:
+    """Rank 0 calls ``attempt`` (e.g. taking a lock without waiting) until it returns
+    True; the other ranks wait with it, in step.  Each try is one short collective, so no
+    collective outlives the process group's timeout however long rank 0 waits.  In a
+    single process ``attempt`` is simply retried."""
+    while not broadcast(attempt() if is_main() else None):
+        time.sleep(poll_s)
 
 
 # -- data sharding --------------------------------------------------------------

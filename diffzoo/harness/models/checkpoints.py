@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, ModelError
-from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, lock_open_file, sha256_file
+from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, lock_open_file, sha256_file, writing
 from diffzoo.harness.models.divergence import refuse_nonfinite
 
 log = logging.getLogger(__name__)
@@ -140,22 +140,25 @@ def atomic_dir(target: Path) -> Iterator[Path]:
     files are synced and it replaces ``target`` in one rename.  An exception
     removes it; a kill leaves it to :func:`sweep_partial`, which the readers
     of diffzoo's cache call (never on folders outside the cache: a user's
-    folder may hold dot-folders of its own)."""
+    folder may hold dot-folders of its own).  A full disk, in any writer of
+    the block, is a StorageError naming the file (or else ``target``) and the
+    free space of its filesystem."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        marker = _hold_marker(tmp)
+    with writing(target):  # a full disk anywhere in the write names the folder and its free space
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
-            yield tmp
-            (tmp / INCOMPLETE).unlink()
-            _fsync_tree(tmp)
-            _swap_in(tmp, target)
-        finally:
-            marker.close()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            marker = _hold_marker(tmp)
+            try:
+                yield tmp
+                (tmp / INCOMPLETE).unlink()
+                _fsync_tree(tmp)
+                _swap_in(tmp, target)
+            finally:
+                marker.close()
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # nothing half-written stays, whatever stopped it
+            raise
 
 
 def save_checkpoint(directory: Path, state_dict: dict[str, Any], meta: dict[str, Any]) -> Path:
@@ -171,7 +174,8 @@ def save_checkpoint(directory: Path, state_dict: dict[str, Any], meta: dict[str,
     tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
     refuse_nonfinite(tensors, f"the model to be saved in {directory}")  # a diverged model is never written
     with atomic_dir(directory) as tmp:
-        save_file(tensors, str(tmp / WEIGHTS_FILE))
+        with writing(directory / WEIGHTS_FILE):  # safetensors wraps ENOSPC in its own error
+            save_file(tensors, str(tmp / WEIGHTS_FILE))
         meta = {**meta, "sha256": sha256_file(tmp / WEIGHTS_FILE)}
         atomic_write_text(tmp / META_FILE, json.dumps(meta, indent=2, sort_keys=True))
     return directory / WEIGHTS_FILE

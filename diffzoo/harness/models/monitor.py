@@ -29,6 +29,7 @@ import logging
 import math
 import random
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,7 +39,7 @@ import numpy as np
 import torch
 
 from diffzoo.harness.core import distributed
-from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.core.fsutil import atomic_write_text, writing
 from diffzoo.harness.models.checkpoints import cache_dir
 from diffzoo.harness.models.divergence import LossWatch
 
@@ -138,9 +139,9 @@ class TrainMonitor:
         path = self.folder / LOG_FILE
         if start == 0:
             shutil.rmtree(self.folder, ignore_errors=True)  # an earlier training of this job that did not finish
+        with writing(self.folder):
             self.folder.mkdir(parents=True, exist_ok=True)
-        else:  # keep what the resumed state had seen; its later lines are written again
-            self.folder.mkdir(parents=True, exist_ok=True)
+        if start:  # keep what the resumed state had seen; its later lines are written again
             kept = [line for line in _lines(path) if (at := _step(line)) is not None and at <= start]
             self.validations = [row for row in map(json.loads, kept) if row.get("event") == "val"]
             atomic_write_text(path, "".join(line + "\n" for line in kept))
@@ -160,9 +161,12 @@ class TrainMonitor:
             "log_every": self.log_every, "val_every": self.val_every}
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        """Close the TensorBoard writer (its last events are written now: a full disk here
+        is a StorageError naming the events file)."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            with writing(_events_file(writer, self.folder)):
+                writer.close()
 
     # -- per step ----------------------------------------------------------------------
     def check_loss(self, step: int, loss: float, batch: list[str] | None = None) -> None:
@@ -227,16 +231,27 @@ class TrainMonitor:
     def _write(self, row: dict[str, Any]) -> None:
         if self.folder is None:
             return
-        with open(self.folder / LOG_FILE, "a", encoding="utf-8") as fh:
+        path = self.folder / LOG_FILE
+        with writing(path), open(path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
 
     def _scalars(self, values: dict[str, float | None], step: int) -> None:
-        if self._writer is None:
+        """The step's scalars, flushed: TensorBoard writes in a thread of its own and raises
+        that thread's error (a full disk) at the next write or flush, here, so a full disk is
+        a StorageError naming the events file within the step that filled it."""
+        writer = self._writer
+        if writer is None:
             return
-        for tag, value in values.items():
-            if value is not None:
-                self._writer.add_scalar(tag, value, step)
-        self._writer.flush()
+        try:
+            with writing(_events_file(writer, self.folder)):
+                for tag, value in values.items():
+                    if value is not None:
+                        writer.add_scalar(tag, value, step)
+                writer.flush()
+        except BaseException:
+            self._writer = None  # failed: close() must not raise the same error a second time
+            _close_quietly(writer)
+            raise
 
 
 def _lines(path: Path) -> list[str]:
@@ -267,4 +282,41 @@ def _summary_writer(folder: Path, purge_step: int | None) -> Any:
     except ImportError as exc:  # a plugin's own venv without it: the log is still written
         log.warning("no TensorBoard events (%s); install tensorboard to get them", exc)
         return None
-    return SummaryWriter(str(folder), purge_step=purge_step)
+    _quiet_writer_threads()
+    with writing(folder):  # the writer creates its events file and writes its first event now
+        return SummaryWriter(str(folder), purge_step=purge_step)
+
+
+def _quiet_writer_threads() -> None:
+    """TensorBoard's writer thread keeps its error (a full disk) for the next write or flush,
+    where :meth:`TrainMonitor._scalars` reports it in one line, and then raises it again to
+    end the thread: that second one is not printed as a traceback.  Every other thread's
+    error is handled as before."""
+    previous = threading.excepthook
+    if getattr(previous, "kept_for_the_writer", False):
+        return
+
+    def hook(args: Any) -> None:
+        if args.exc_value is not None and getattr(args.thread, "exception", None) is args.exc_value:
+            log.debug("TensorBoard's writer thread ended: %s", args.exc_value)
+            return
+        previous(args)
+
+    hook.kept_for_the_writer = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
+def _events_file(writer: Any, folder: Path | None) -> Path | str:
+    """The events file ``writer`` (a SummaryWriter) writes; its folder if it does not say."""
+    try:
+        return Path(writer.file_writer.event_writer._file_name)
+    except AttributeError:
+        return folder if folder is not None else "the TensorBoard events file"
+
+
+def _close_quietly(writer: Any) -> None:
+    """Close a writer that has already failed (its error is being raised)."""
+    try:
+        writer.close()
+    except Exception:  # noqa: BLE001 - the first error is the one reported
+        log.debug("closing a failed TensorBoard writer", exc_info=True)

@@ -19,8 +19,17 @@ once the final checkpoint is written.
 
 Tensors are stored with safetensors and the rest as JSON: nothing is ever
 unpickled.  There is no AMP GradScaler to save (AMP trains in bfloat16,
-which needs none).  Under torchrun (world size > 1) nothing is saved: a
-killed distributed run trains again from the start.
+which needs none).
+
+Under torchrun (world size > 1) saving and loading are collective
+(:meth:`Resume.save_all`, :meth:`Resume.load_all`): the ranks agree on the
+step (a stop request travels with each step's loss), rank 0 gathers what
+differs from rank to rank (the random generators and the skipped-sample
+count, ``rank/R/...`` and ``ranks[R]``) and writes the state while the other
+ranks wait; a rerun with the same number of processes puts every rank back
+where it stood.  The model, optimiser and schedule are rank 0's, which DDP
+keeps equal on every rank.  A state saved by another number of processes
+shards the data differently and is ignored.
 """
 
 from __future__ import annotations
@@ -38,8 +47,9 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import atomic_write_text, sha256_file
+from diffzoo.harness.core import distributed
+from diffzoo.harness.core.errors import ConfigError, DataError, ModelError
+from diffzoo.harness.core.fsutil import atomic_write_text, sha256_file, writing
 from diffzoo.harness.models.checkpoints import atomic_dir, cache_dir, sweep_partial
 
 log = logging.getLogger(__name__)
@@ -47,6 +57,9 @@ log = logging.getLogger(__name__)
 FORMAT = "diffzoo-resume-1"
 TENSORS, STATE = "state.safetensors", "state.json"
 _STEP = re.compile(r"^step-(\d+)$")
+RANK_STATE = ("python_rng", "numpy_rng", "skipped")
+"""The JSON parts of a state that differ from rank to rank (with the stream's ``data_rng``
+and the ``rng/`` tensors)."""
 
 
 def default_every(iterations: int) -> int:
@@ -192,6 +205,26 @@ def restore(tensors: dict[str, torch.Tensor], state: dict[str, Any], model: torc
     return [float(x) for x in state["losses"]], int(state["skipped"])
 
 
+def _rank_part(tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> tuple[dict[str, torch.Tensor],
+                                                                              dict[str, Any]]:
+    """What differs from rank to rank in this rank's :func:`capture`."""
+    return ({k: v for k, v in tensors.items() if k.startswith("rng/")},
+            {**{k: state[k] for k in RANK_STATE}, "data_rng": state["stream"]["data_rng"]})
+
+
+def _own_part(tensors: dict[str, torch.Tensor], doc: dict[str, Any], rank: int) -> tuple[dict[str, torch.Tensor],
+                                                                                   dict[str, Any]]:
+    """A state saved by every rank (:meth:`Resume.save_all`) as rank ``rank`` saw it."""
+    if "ranks" not in doc:
+        return tensors, doc
+    prefix = f"rank/{rank}/"
+    own = {k: v for k, v in tensors.items() if not k.startswith(("rank/", "rng/"))}
+    own.update({k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix)})
+    part = doc["ranks"][rank]
+    state = {**doc, **{k: part[k] for k in RANK_STATE}, "stream": {**doc["stream"], "data_rng": part["data_rng"]}}
+    return own, state
+
+
 @dataclass
 class Resume:
     """Where one training job saves its state, how often, and what it must match.
@@ -226,8 +259,9 @@ class Resume:
 
         target = self.folder / f"step-{step:09d}"
         with atomic_dir(target) as tmp:
-            save_file(tensors, str(tmp / TENSORS))
-            doc = {"format": FORMAT, "step": step, "identity": self.identity,
+            with writing(target / TENSORS):  # safetensors wraps ENOSPC in its own error
+                save_file(tensors, str(tmp / TENSORS))
+            doc = {"format": FORMAT, "step": step, "identity": self.identity, "world_size": distributed.world_size(),
                    "sha256": sha256_file(tmp / TENSORS), **state}
             atomic_write_text(tmp / STATE, json.dumps(doc))
         for older, path in self._steps():
@@ -250,6 +284,9 @@ class Resume:
                     problem = f"not a {FORMAT} state of step {step}"
                 elif doc.get("identity") != self.identity:
                     problem = "it was saved by another training job (cache key or training config differ)"
+                elif (saved_by := doc.get("world_size", 1)) != distributed.world_size():
+                    problem = (f"it was saved by a training on {saved_by} process(es), this one runs "
+                               f"{distributed.world_size()} (the data is sharded otherwise)")
                 elif sha256_file(path / TENSORS) != doc.get("sha256"):
                     problem = f"{TENSORS} changed after it was written"
                 else:
@@ -260,6 +297,53 @@ class Resume:
                 problem = f"unreadable ({exc})"
             log.warning("ignoring the training state in %s: %s", path, problem)
         return None
+
+    def save_all(self, step: int, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+        """:meth:`save` this rank's :func:`capture`, called by every rank at the same step:
+        under torchrun rank 0 writes every rank's part while the others wait, and a failed
+        write stops every rank."""
+        if distributed.world_size() == 1:
+            self.save(step, tensors, state)
+            return
+        parts = distributed.gather(_rank_part(tensors, state))
+
+        def write() -> Path:
+            assert parts is not None  # rank 0 holds every rank's part
+            merged = dict(tensors)
+            for r, (rank_tensors, _) in enumerate(parts):
+                merged.update({f"rank/{r}/{k}": v for k, v in rank_tensors.items()})
+            return self.save(step, merged, {**state, "ranks": [rank_state for _, rank_state in parts]})
+
+        distributed.on_main(write)
+
+    def load_all(self) -> tuple[int, dict[str, torch.Tensor], dict[str, Any]] | None:
+        """:meth:`load`, called by every rank: under torchrun rank 0 picks the state (and
+        says so), every rank reads that one and takes its own rank's part."""
+        if distributed.world_size() == 1:
+            return self.load()
+        found = self.load() if distributed.is_main() else None
+        step = distributed.broadcast(found[0] if found is not None else None)
+        if step is None:
+            return None
+        path = self.folder / f"step-{step:09d}"
+        problem = None
+        if found is not None:
+            tensors, doc = found[1], found[2]
+        else:
+            from safetensors import SafetensorError
+            from safetensors.torch import load_file
+
+            try:
+                doc = json.loads((path / STATE).read_text(encoding="utf-8"))
+                tensors = load_file(str(path / TENSORS))
+            except (OSError, ValueError, SafetensorError) as exc:
+                problem = str(exc)
+        problems = [(r, p) for r, p in enumerate(distributed.all_gather(problem)) if p is not None]
+        if problems:
+            r, p = problems[0]
+            raise ModelError(f"rank {r} cannot read the training state {path} that rank 0 resumes from ({p}); "
+                             "every rank must see the same $DIFFZOO_CACHE")
+        return (step, *_own_part(tensors, doc, distributed.rank()))
 
     def clear(self) -> None:
         """Delete every saved state (the final checkpoint is written)."""

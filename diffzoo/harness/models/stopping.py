@@ -10,7 +10,8 @@ shell gives a process those signals killed.  A second signal before the loop
 has stopped is not waited for: SIGINT raises KeyboardInterrupt at once,
 SIGTERM ends the process, as they would without diffzoo.  Under torchrun the
 ranks agree on the stop (:func:`~diffzoo.harness.core.distributed.mean_and_any`)
-so that every rank stops after the same step.
+so that every rank stops after the same step, and rank 0 saves the state of
+every rank (:meth:`~.resume.Resume.save_all`) before any rank stops.
 
 The loader's worker processes ignore both signals (:func:`quiet_worker`): a
 Ctrl-C reaches every process of the terminal's group, and a worker killed by

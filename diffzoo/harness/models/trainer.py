@@ -176,12 +176,9 @@ def train_loop(
     losses: list[float] = []
     skipped = 0
     batches = BatchStream(loader)
-    if resume is not None and distributed.world_size() > 1:
-        log.info("no resumable training state under torchrun: a killed run trains again from the start")
-        resume = None
     every = resume.interval(cfg.iterations) if resume is not None else 0
     start = 0
-    saved = resume.load() if resume is not None else None
+    saved = resume.load_all() if resume is not None else None  # every rank, under torchrun
     if resume is not None and saved is not None:
         start, tensors, state = saved
         losses, skipped = restore(tensors, state, model, opt, sched, batches)
@@ -215,8 +212,8 @@ def train_loop(
             sched.step()
             losses.append(value)
             if stop or (every and (step + 1) % every == 0 and step + 1 < cfg.iterations):
-                if resume is not None:
-                    resume.save(step + 1, *capture(model, opt, sched, batches, losses, skipped))
+                if resume is not None:  # every rank at the same step: the stop and the interval are shared
+                    resume.save_all(step + 1, *capture(model, opt, sched, batches, losses, skipped))
             if progress is not None:
                 progress(step + 1, value)
             logged = monitor.logs_at(step + 1)

@@ -1,7 +1,9 @@
 """Train or load: the model a job needs, from a given checkpoint, the checkpoint cache, or
 training (saved to the cache, resumable, watched and periodically validated).
 
-Under torchrun rank 0 decides and writes, every rank loads the same bytes.
+Under torchrun rank 0 decides and writes, every rank loads the same bytes.  One process
+at a time looks for, trains and caches a model (:func:`training_lock`): a second process
+that shares the cache waits, then loads the first's checkpoint.
 """
 
 from __future__ import annotations
@@ -9,14 +11,17 @@ from __future__ import annotations
 import logging
 import math
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.errors import ConfigError, ModelError
+from diffzoo.harness.core.fsutil import lock_open_file, writing
 from diffzoo.harness.core.progress import Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.registry import Entry
@@ -75,6 +80,12 @@ class ModelSource:
         if given is not None:
             meta = det.load(given)
             return det, CheckpointInfo("given", given, meta["sha256"])
+        with training_lock(self.entry.name, job.key):  # before the cache or a resume state is looked at
+            return det, self._cached_or_trained(job, det, cached)
+
+    def _cached_or_trained(self, job: Job, det: Detector, cached: Path) -> CheckpointInfo:
+        """``job``'s model from the cache, else trained (or saved as built) into it; run while
+        this process holds the job's :func:`training_lock`."""
         if distributed.is_main():
             sweep_partial(cached.parent)  # writes that a kill cut short
         # rank 0 decides, so that every rank loads or every rank trains
@@ -83,15 +94,15 @@ class ModelSource:
             check_cached_weights(cached, remove=False)  # an entry cached before diffzoo checked, or by hand
             meta = det.load(cached)
             log.info("using cached checkpoint %s", cached)
-            return det, self._with_log(job, CheckpointInfo("cache", cached, meta["sha256"], meta.get("training")))
+            return self._with_log(job, CheckpointInfo("cache", cached, meta["sha256"], meta.get("training")))
         if not self.entry.card.trainable:  # used as built: saved so that its weights get a sha256
-            return det, self._cache_model(job, det, cached, "untrained", None)
+            return self._cache_model(job, det, cached, "untrained", None)
         if not self.train:
             raise ModelError(
                 f"no {job.task} checkpoint for {self.entry.name} on {self.dataset.name} "
                 f"(cache key {job.key}); pass --checkpoint PATH or drop --no-train"
             )
-        return det, self._train(job, det, cached)
+        return self._train(job, det, cached)
 
     def _new_detector(self, job: Job) -> Detector:
         torch.manual_seed(job.config.seed)
@@ -110,11 +121,12 @@ class ModelSource:
                      training: dict[str, Any] | None, **extra: Any) -> CheckpointInfo:
         """Rank 0 writes ``det`` to the cache folder of ``job``, every rank then loads it back:
         the sha256 comes from the written file."""
-        if distributed.is_main():
+        def save() -> None:
             det.save(cached, extra={**extra, "training": training, "train_subset": job.spec.to_dict(),
                                     "dataset_fingerprint": self.dataset.fingerprint(), "cache_key": job.key})
             check_cached_weights(cached)  # a plugin's own save may not go through save_checkpoint
-        distributed.barrier()
+
+        distributed.on_main(save)  # a failed save (a full disk) stops every rank, not rank 0 alone
         meta = det.load(cached)
         return CheckpointInfo(source, cached, meta["sha256"], training)
 
@@ -176,6 +188,53 @@ class ModelSource:
         """``ckpt`` with the training's log folder in the cache (when it has one) and its name."""
         folder = train_log_dir(self.entry.name, job.key)
         return replace(ckpt, log_dir=folder if folder.is_dir() else None, model_name=model_name(self.entry.name, job))
+
+
+def training_lock_path(detector: str, key: str) -> Path:
+    """The lock file of cache entry ``key``: ``<key>.lock`` beside its checkpoint folder."""
+    return cache_dir(detector, key).with_name(f"{key}.lock")
+
+
+@contextmanager
+def training_lock(detector: str, key: str) -> Iterator[None]:
+    """Hold the lock of cache entry ``key`` of ``detector`` while the block runs: one process
+    at a time looks for, trains and caches that model.  A second process that shares the cache
+    waits (saying so once), then finds the finished checkpoint in the cache; a resume state is
+    therefore taken over only from a process that is gone (the operating system frees a dead
+    holder's lock, :func:`~diffzoo.harness.core.fsutil.lock_open_file`).  Under torchrun rank 0
+    alone holds it, the other ranks waiting with it in step (:func:`.distributed.main_waits`)."""
+    path = training_lock_path(detector, key)
+
+    def open_lock() -> IO[str]:
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return open(path, "a", encoding="utf-8")
+
+    fh = distributed.on_main(open_lock)
+    said = False
+
+    def attempt() -> bool:
+        nonlocal said
+        assert fh is not None  # attempt() runs on rank 0, which opened it
+        try:
+            if lock_open_file(fh, wait=False):
+                return True
+            if not said:
+                log.warning("waiting for another process training %s (lock %s)", key, path)
+                said = True
+            # one process waits in the kernel; under torchrun rank 0 keeps trying, its ranks in step
+            return not distributed.is_initialized() and lock_open_file(fh)
+        except OSError as exc:  # a filesystem without locks: nothing keeps two runs apart
+            log.warning("cannot lock %s (%s): two runs that share this cache may train %s at once",
+                        path, exc.strerror or exc, key)
+            return True
+
+    try:
+        distributed.main_waits(attempt)
+        yield
+    finally:
+        if fh is not None:
+            fh.close()  # releases the lock
 
 
 def validation_metrics(result: EvalResult, pixels: bool) -> dict[str, float]:
