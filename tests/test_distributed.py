@@ -254,7 +254,7 @@ def test_torchrun_a_signal_to_one_rank_stops_every_rank_and_the_same_command_res
                             capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
     stops = [line for line in result.stderr.splitlines() if line.startswith("stopped at step")]
-    assert stops and all(line == "stopped at step 4 of 20 (SIGTERM); run the same command to resume"
+    assert len(stops) == 1 and all(line == "stopped at step 4 of 20 (SIGTERM); run the same command to resume"
                          for line in stops), result.stderr
     cache = Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "segformer.tiny"
     assert not list(cache.glob("*/model.safetensors"))  # nothing cached, on any rank

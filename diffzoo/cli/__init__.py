@@ -9,6 +9,7 @@ message, with its "Did you mean ...?", and exit 2.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import typer
@@ -75,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, here
             sys.exit(code)
     except TrainingStopped as exc:  # SIGINT/SIGTERM during training: not an error, its state is saved
-        err_console.print(term(exc), highlight=False, soft_wrap=True)
+        if int(os.environ.get("RANK", "0") or 0) == 0:  # every rank stops at one step; rank 0 says it once
+            err_console.print(term(exc), highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except DiffzooError as exc:
         if debug:

@@ -159,6 +159,6 @@ class TrainingStopped(DiffzooError):
         self.exit_code = 128 + signum
         name = signal.Signals(signum).name
         then = ("run the same command to resume" if resumable else
-                "no resume state is kept here (--save-every 0, or torchrun): the same command trains again "
+                "no resume state is kept here (--save-every 0): the same command trains again "
                 "from the start")
         super().__init__(f"stopped at step {step} of {total} ({name}); {then}")
