@@ -28,7 +28,7 @@ every case's table is in the output folder's summary and records."""
 RUN_OPTIONS = ("detector", "suite", "dataset", "checkpoint", "train", "seed", "device", "strict", "pretrained",
                "iterations", "batch_size", "crop_size", "recipe", "labels", "extra_authentic", "dataset_option",
                "save_every", "log_every", "val_every", "workers", "bootstrap", "thresholds", "calibration_split",
-               "holdout", "generator", "eval_dataset", "eval_dataset_option")
+               "holdout", "generator", "eval_dataset", "eval_dataset_option", "allow_train_overlap")
 """The request's options ``diffzoo run`` takes (all of them), in the order ``--help`` lists them."""
 
 

@@ -32,6 +32,9 @@ VALUE, ABSENT, UNDEFINED, NOT_APPLICABLE = "value", "absent", "undefined", "n/a"
 DASH = "—"
 """The text of an absent value (and of a missing part of a paper cell)."""
 UNDEFINED_TEXT = "-"
+NOT_HELD_OUT_NOTE = ("a row marked (not held out) scored images its model was trained on (--allow-train-overlap; "
+                     "its records' config.train_overlap counts them): not a held-out result, never ranked")
+"""Said under every table with such a row."""
 
 
 def info_of(metric: str) -> MetricInfo:
@@ -116,7 +119,9 @@ class Row:
     """``label`` names the row; ``group`` is its text in the row-group column (a detector in a
     per-detector block, a slice); ``detector`` the registered detector (its page; "" for a
     baseline or a placeholder); ``model`` the paper's model row it is (the paper's view);
-    ``notes``: the one reason the whole row lacks values (marked once, after its label)."""
+    ``notes``: the one reason the whole row lacks values (marked once, after its label);
+    ``not_held_out``: its records scored images its model was trained on (its label says so:
+    ``NAME (not held out)``); it is never ranked nor marked best."""
 
     label: str
     cells: dict[str, Cell]
@@ -130,6 +135,12 @@ class Row:
     record_id: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     conditions: dict[str, str] = field(default_factory=dict)
+    not_held_out: bool = False
+
+    @property
+    def compared(self) -> bool:
+        """A detector row whose values compete for rank and best: not a baseline, and held out."""
+        return not self.baseline and not self.not_held_out
 
 
 @dataclass(frozen=True)
@@ -204,21 +215,21 @@ class Table:
 
     @cached_property
     def bests(self) -> dict[str, float | None]:
-        """Per column, the best detector value; None when fewer than two detectors have one
-        (nothing to compare) or the metric has no better direction."""
+        """Per column, the best held-out detector value; None when fewer than two detectors have
+        one (nothing to compare) or the metric has no better direction."""
         out: dict[str, float | None] = {}
         for col in self.columns:
-            values = [v for r in self.rows if not r.baseline and col.key in r.cells
+            values = [v for r in self.rows if r.compared and col.key in r.cells
                       and (v := r.cells[col.key].value) is not None]
             better = col.info.higher_is_better
             out[col.key] = None if len(values) < 2 or better is None else (max(values) if better else min(values))
         return out
 
     def is_best(self, row: Row, key: str) -> bool:
-        """True for a detector row holding its column's best value (tables that mark it)."""
+        """True for a held-out detector row holding its column's best value (tables that mark it)."""
         cell = row.cells.get(key)
         best = self.bests.get(key) if self.best else None
-        return not row.baseline and cell is not None and best is not None and cell.value == best
+        return row.compared and cell is not None and best is not None and cell.value == best
 
 
 class Notes:

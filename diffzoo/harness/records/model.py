@@ -27,6 +27,11 @@ STATE_DIR, RECORDS_DIR, LOCK_FILE = "states", "records", ".lock"
 """A record store's layout as records name it: its states, its records and the lock every writer holds."""
 SKIPPED_EXAMPLES = 20
 """How many skipped samples (id, kind, reason) a record lists; all are counted by kind."""
+TRAIN_OVERLAP = "train_overlap"
+"""The ``config`` key of a record scored on images its model was trained on (:class:`TrainOverlap`);
+a held-out record has no such key."""
+NOT_HELD_OUT_ROW = "{} (not held out)"
+"""A table row of records scored on their model's training images: never read as a held-out row."""
 
 
 def state_file_name(sha256: str) -> str:
@@ -169,6 +174,46 @@ class Counts:
 
 
 @dataclass(frozen=True)
+class TrainOverlap:
+    """A case scored on images its model was trained on, kept only because the run was told to
+    (``--allow-train-overlap``): ``shared`` of the case's ``images`` are training images (the
+    same samples of the same data, or the same image content), and ``training`` is what the model
+    was trained on (``name``, ``fingerprint``, ``split``).  It lives in ``config``, so it is part
+    of the record's identity, its digests and its state's binding: removing or editing it is seen
+    by ``leaderboard verify``."""
+
+    shared: int
+    images: int
+    training: dict[str, str]
+
+    @classmethod
+    def parse(cls, problems: list[str], obj: Any) -> TrainOverlap:
+        r = FieldReader(problems, obj, f"config.{TRAIN_OVERLAP}")
+        r.unknown(("held_out", "shared_images", "images", "training"))
+        held = r.get("held_out", required=True)
+        if "held_out" in r.obj and held is not False:
+            r.fail("held_out", f"must be false (a held-out record has no {TRAIN_OVERLAP}), got {held!r}")
+        images = r.integer("images", 1)
+        shared = r.integer("shared_images", 1)
+        if shared > images:
+            r.fail("shared_images", f"is {shared}, more than the {images} images evaluated")
+        t = FieldReader(problems, r.mapping("training"), f"config.{TRAIN_OVERLAP}.training")
+        t.unknown(("name", "fingerprint", "split"))
+        training = {k: t.text(k) for k in ("name", "fingerprint", "split")}
+        return cls(shared, images, training)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"held_out": False, "shared_images": self.shared, "images": self.images,
+                "training": dict(self.training)}
+
+    @property
+    def text(self) -> str:
+        """``12 of 48 images are training images of mini/train``."""
+        where = f"{self.training.get('name')}/{self.training.get('split')}"
+        return f"{self.shared} of {self.images} images are training images of {where}"
+
+
+@dataclass(frozen=True)
 class Environment:
     """Where and when the record was made: never part of its identity."""
 
@@ -238,6 +283,13 @@ class RecordBody:
     """The run's options as flag name -> value (``RunRequest.to_dict``): what ``diffzoo
     reproduce`` runs again.  Not part of the identity (it holds paths)."""
     schema_version: int = SCHEMA_VERSION
+    train_overlap: TrainOverlap | None = None
+    """``config.train_overlap`` read (None: held out); written back as part of ``config``."""
+
+    @property
+    def not_held_out(self) -> bool:
+        """True for a case scored on images its model was trained on (:class:`TrainOverlap`)."""
+        return self.train_overlap is not None
 
     @property
     def case_name(self) -> str:
@@ -262,8 +314,11 @@ class RecordBody:
 
     @property
     def row_name(self) -> str:
-        """The detector as a table row names it: ``NAME``, or ``NAME (own image score)``."""
-        return OWN_SCORE_ROW.format(self.detector.name) if self.own_score else self.detector.name
+        """The detector as a table row names it: ``NAME``, or ``NAME (own image score)``; either
+        with `` (not held out)`` for a case scored on its model's training images, so that no
+        table shows or ranks it as a held-out row."""
+        name = OWN_SCORE_ROW.format(self.detector.name) if self.own_score else self.detector.name
+        return NOT_HELD_OUT_ROW.format(name) if self.not_held_out else name
 
     @property
     def distortion(self) -> str:
@@ -326,18 +381,21 @@ class RecordBody:
         if not all(isinstance(v, str) for v in digests.values()):
             r.fail("digests", "must map field names to hex digests")
         training = r.mapping("training", nullable=True)
+        config = r.mapping("config") or {}
+        overlap = TrainOverlap.parse(problems, config[TRAIN_OVERLAP]) if TRAIN_OVERLAP in config else None
         body = cls(
             record_id=r.text("record_id"), detector=DetectorInfo.parse(problems, data["detector"]),
             suite=SuiteInfo.parse(problems, data["suite"]), case=case,
             dataset=DatasetInfo.parse(problems, data["dataset"]), label_space=tuple(labels),
             metrics=metric_table(r, "metrics", r.mapping("metrics")), metrics_version=r.text("metrics_version"),
             threshold_policy=r.mapping("threshold_policy") or {}, counts=Counts.parse(problems, data["counts"]),
-            seed=r.integer("seed", 0, SEED_LIMIT), config=r.mapping("config") or {},
+            seed=r.integer("seed", 0, SEED_LIMIT), config=config,
             environment=Environment.parse(problems, data["environment"]), digests=digests,
             ci95=ci_table(r), baselines=nested_metrics(r, "baselines", 1) or {},
             confusion=confusion_matrix(r, len(labels)), slices=nested_metrics(r, "slices", 2), training=training,
             predictions_digest=r.hex64("predictions_digest", required=False), state=_state_ref(r, "state"),
             compared_state=_state_ref(r, "compared_state"), request=r.mapping("request", nullable=True),
+            train_overlap=overlap,
         )
         return (None, problems) if problems else (body, [])
 

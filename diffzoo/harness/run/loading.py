@@ -16,7 +16,9 @@ the very exception a worker-less run raises).
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +30,9 @@ from diffzoo.harness.core.parallel import ordered_map, sendable
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import SampleMeta
 from diffzoo.harness.data.distortions import resize_image, shorter_side_size
+from diffzoo.harness.data.fingerprint import DigestCache
+
+log = logging.getLogger(__name__)
 
 Distortion = Callable[..., tuple[np.ndarray, np.ndarray]]
 """``distortion(image, label, **params) -> (image, label)`` (docs/distortions.md)."""
@@ -152,3 +157,48 @@ def eval_inputs(dataset: Dataset, ids: Sequence[str], distortion: Callable[..., 
     (:func:`detector_input`); ``pin_memory``: page-locked images, for a GPU."""
     read = EvalReader(dataset, distortion, params, set(context), short_side)
     return ordered_map(read, list(ids), workers, pin_memory=pin_memory)
+
+
+def image_digest(image: np.ndarray) -> str:
+    """sha256 of a decoded image: its size and its RGB pixels, so that one image stored twice (another
+    folder, name, container or lossless encoding) has one digest."""
+    height, width = image.shape[:2]
+    return hashlib.sha256(f"{height}x{width}:".encode() + np.ascontiguousarray(image).tobytes()).hexdigest()
+
+
+class ImageDigester:
+    """A sample id -> :func:`image_digest` of its image, or None when it cannot be read (a run
+    skips or stops at that sample when it evaluates it)."""
+
+    def __init__(self, dataset: Dataset):
+        self.dataset = dataset
+
+    def __call__(self, sid: str) -> str | None:
+        try:
+            return image_digest(self.dataset.load(sid).image)
+        except Exception:  # an unreadable sample has no content to compare
+            return None
+
+
+def image_digests(dataset: Dataset, ids: Sequence[str], workers: int = 0) -> dict[str, str]:
+    """:func:`image_digest` of each of ``ids`` that can be read, by id, read by ``workers`` processes.
+    Memoised under the diffzoo cache per dataset fingerprint: the fingerprint fixes every id's
+    content (data/fingerprint.py), so an entry never goes stale."""
+    cache = DigestCache(f"images:{dataset.fingerprint()}")
+    out: dict[str, str] = {}
+    todo = []
+    for sid in ids:
+        hit = cache.get(sid, [])
+        if hit is None:
+            todo.append(sid)
+        else:
+            out[sid] = hit
+    if todo:
+        log.info("hashing %d image(s) of %s once, to compare evaluation and training images", len(todo),
+                 dataset.name)
+    for sid, digest in zip(todo, ordered_map(ImageDigester(dataset), todo, workers), strict=True):
+        if digest is not None:
+            out[sid] = digest
+            cache.put(sid, [], digest)
+    cache.save()
+    return out

@@ -75,7 +75,7 @@ class ModelSource:
     def get(self, job: Job) -> tuple[Detector, CheckpointInfo]:
         """``job``'s model, with its weights, and where they came from."""
         det = self._new_detector(job)
-        given = self._given_checkpoint(job)
+        given = self.given_checkpoint(job)
         cached = cache_dir(self.entry.name, job.key)
         if given is not None:
             meta = det.load(given)
@@ -110,7 +110,7 @@ class ModelSource:
         det = create_detector(self.entry.name, job.task, label_space, pretrained=job.config.pretrained)
         return det.to(self.device)
 
-    def _given_checkpoint(self, job: Job) -> Path | None:
+    def given_checkpoint(self, job: Job) -> Path | None:
         for path in self.checkpoints:
             _, meta = checkpoint_meta(path)
             if meta.get("task", job.task) == job.task:

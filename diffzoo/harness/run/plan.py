@@ -25,7 +25,7 @@ prints the very object the run then executes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,6 +40,7 @@ from diffzoo.harness.data.mask_encoding import is_binary_space
 from diffzoo.harness.models.checkpoints import cache_key
 from diffzoo.harness.models.monitor import default_val_every
 from diffzoo.harness.records.case_summary import judged_by, own_score_case, state_key
+from diffzoo.harness.records.model import TrainOverlap
 from diffzoo.harness.run.loading import sets_input_size
 from diffzoo.harness.suites import EVAL_SPLITS, EVAL_SPLITS_OPTION, Case, Suite, TrainSpec, is_cross
 
@@ -302,6 +303,56 @@ def case_targets(case: Case, eval_datasets: Iterable[EvalDataset]) -> list[tuple
                               "name the one to evaluate as PATH:SPLIT")
         targets += [(ds, s) for s in wanted]
     return targets
+
+
+# -- held out ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrainingData:
+    """What a job's model was trained on: the ``ids`` of ``split`` of ``dataset`` (of
+    ``fingerprint``); ``model`` names the model in a refusal."""
+
+    dataset: Dataset
+    fingerprint: str
+    split: str
+    ids: frozenset[str]
+    model: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.dataset.name, "fingerprint": self.fingerprint, "split": self.split}
+
+
+Digests = Callable[[Dataset, str], Mapping[str, str]]
+"""(dataset, split) -> sample id -> the content digest of its image (run/loading.image_digests)."""
+
+
+def case_images(plan: Plan, job: Job, case: CaseSpec) -> list[str]:
+    """The ids of the images ``case`` scores (its pass's, cut to its own), in split order."""
+    spec = next(p for p in job.passes if p.key == case.pass_key)
+    ids = list(spec.ids) if spec.ids is not None else plan.datasets[spec.dataset].ids(spec.split)
+    return ids if case.ids is None else [i for i in ids if i in case.ids]
+
+
+def train_overlaps(plan: Plan, job: Job, training: TrainingData, digests: Digests) -> dict[CaseKey, TrainOverlap]:
+    """The cases of ``job`` that score images its model was trained on (``training``), each with
+    how many: a split of the training data itself (the same fingerprint fixes every id's
+    content) shares the training ids it holds; another dataset shares the images whose content
+    digest is a training image's."""
+    trained: set[str] | None = None
+    out = {}
+    for case in job.cases:
+        ids = case_images(plan, job, case)
+        fingerprint, split = case.key.target
+        if fingerprint == training.fingerprint:
+            shared = sum(i in training.ids for i in ids)
+        else:
+            if trained is None:
+                mine = digests(training.dataset, training.split)
+                trained = {d for i, d in mine.items() if i in training.ids}
+            theirs = digests(plan.datasets[fingerprint], split)
+            shared = sum(theirs.get(i) in trained for i in ids)
+        if shared:
+            out[case.key] = TrainOverlap(shared, len(ids), training.to_dict())
+    return out
 
 
 # -- the plan -------------------------------------------------------------------------------------

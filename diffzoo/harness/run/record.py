@@ -16,8 +16,8 @@ writes nothing itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from diffzoo.harness.core.plugins import get_plugin_system
@@ -28,7 +28,7 @@ from diffzoo.harness.metrics import METRICS_VERSION, EvalState
 from diffzoo.harness.records.binding import binding_of
 from diffzoo.harness.records.case_summary import Summary, case_metrics, summarize
 from diffzoo.harness.records.document import ResultRecord, clean_json, environment
-from diffzoo.harness.records.model import Counts
+from diffzoo.harness.records.model import TRAIN_OVERLAP, Counts, TrainOverlap
 from diffzoo.harness.records.policy import ThresholdPolicy, Thresholds
 from diffzoo.harness.run.evaluate import EvalResult
 from diffzoo.harness.run.model_source import CheckpointInfo
@@ -43,7 +43,8 @@ class RecordContext:
     """What every record of one job shares.  ``datasets``: the plan's, by fingerprint;
     ``fingerprint``: the run's dataset (a case on another one names it as its training data);
     ``plugin_version``: the version of the plugin that registered the detector (None: asked of
-    the plugin system); ``request``: the run's options (:meth:`RunRequest.to_dict`)."""
+    the plugin system); ``request``: the run's options (:meth:`RunRequest.to_dict`);
+    ``overlaps``: the cases scored on images their model was trained on (``--allow-train-overlap``)."""
 
     detector_name: str
     plugin: str
@@ -59,6 +60,7 @@ class RecordContext:
     thresholds: Thresholds
     request: dict[str, Any] | None = None
     plugin_version: str | None = None
+    overlaps: Mapping[CaseKey, TrainOverlap] = field(default_factory=dict)
 
 
 def dataset_info(dataset: Dataset, fingerprint: str, described: bool = True) -> dict[str, Any]:
@@ -75,11 +77,15 @@ def run_fields(ctx: RecordContext, case: CaseSpec, used_params: dict[str, Any]) 
     """The fields of a record of ``case`` that say what made its numbers: the detector, the
     case, the dataset, the seed and the config (without the bootstrap, chosen when it is
     summarised).  Also what the case's state is bound to (records/binding.py).  A case on an
-    ``--eval-dataset`` names that dataset in ``dataset`` and the run's in ``config.train_dataset``."""
+    ``--eval-dataset`` names that dataset in ``dataset`` and the run's in ``config.train_dataset``;
+    a case scored on its model's training images says so in ``config.train_overlap`` (held-out
+    cases have no such key, so their identity is what it always was)."""
     det, job = ctx.detector, ctx.job
     plugin_version = ctx.plugin_version or get_plugin_system().versions.get(ctx.plugin)
     other = case.dataset != ctx.fingerprint
     trained_on = {"train_dataset": dataset_info(ctx.datasets[ctx.fingerprint], ctx.fingerprint, described=False)}
+    overlap = ctx.overlaps.get(case.key)
+    not_held_out = {TRAIN_OVERLAP: overlap.to_dict()} if overlap is not None else {}
     return {
         "detector": {"name": ctx.detector_name, "card": det.card.to_dict(), "task": det.task,
                      "checkpoint_sha256": ctx.checkpoint.sha256, "checkpoint_source": ctx.checkpoint.source,
@@ -90,7 +96,7 @@ def run_fields(ctx: RecordContext, case: CaseSpec, used_params: dict[str, Any]) 
         "config": {"train": job.config.to_dict(), "train_subset": job.spec.to_dict(), "overrides": ctx.overrides,
                    "cache_key": job.key, "device": ctx.device, "strict": ctx.strict,
                    "distortion_params": used_params, "eval_input": dict(job.eval_input),
-                   **(trained_on if other else {})},
+                   **(trained_on if other else {}), **not_held_out},
     }
 
 

@@ -27,6 +27,8 @@ from diffzoo.harness.core.types import check_seed
 POLICIES = ("fixed", "calibrated")
 """``--thresholds``: the card's fixed thresholds, or thresholds calibrated on ``--calibration-split``."""
 DEFAULT_CALIBRATION_SPLIT = "calib"
+ALLOW_TRAIN_OVERLAP = "--allow-train-overlap"
+"""The flag that scores an evaluation split overlapping the model's training data instead of refusing it."""
 
 
 def parse_options(items: list[str] | Mapping[str, Any], what: str) -> dict[str, Any]:
@@ -126,6 +128,10 @@ class RunRequest:
     eval_dataset_option: dict[str, Any] = option(
         {}, "KEY=VALUE: an adapter option for every --eval-dataset (e.g. kinds=partial for OpenSDI); repeatable.",
         text=list[str], parse=lambda items: parse_options(items, "--eval-dataset-option"))
+    allow_train_overlap: bool = option(
+        False, "Score an evaluation split that holds images the model was trained on (the same samples, or the "
+        "same image content) instead of refusing it: its records say held_out false and every table marks their "
+        "rows (not held out), never ranked with held-out ones.", flags=(ALLOW_TRAIN_OVERLAP,))
 
     def __post_init__(self) -> None:
         """Values normalised to the fields' types, then every check that needs no dataset (a

@@ -26,14 +26,28 @@ from diffzoo.harness.core.fsutil import CACHE_ENV, cache_root, check_usable_dir
 from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
-from diffzoo.harness.core.protocols import Detector
+from diffzoo.harness.core.protocols import Dataset, Detector
+from diffzoo.harness.models.checkpoints import checkpoint_meta
 from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.records.model import TrainOverlap
 from diffzoo.harness.run.evaluate import Evaluator
 from diffzoo.harness.run.factories import open_dataset, open_dataset_with
+from diffzoo.harness.run.loading import image_digests
 from diffzoo.harness.run.model_source import CheckpointInfo, ModelSource, check_checkpoints
-from diffzoo.harness.run.plan import EvalDataset, Job, Plan, make_plan, train_config, training_plan
+from diffzoo.harness.run.plan import (
+    CaseKey,
+    EvalDataset,
+    Job,
+    Plan,
+    TrainingData,
+    make_plan,
+    train_config,
+    train_overlaps,
+    training_ids,
+    training_plan,
+)
 from diffzoo.harness.run.record import RecordContext, Recorder, StateWriter
-from diffzoo.harness.run.request import RunRequest, eval_dataset_spec
+from diffzoo.harness.run.request import ALLOW_TRAIN_OVERLAP, RunRequest, eval_dataset_spec
 from diffzoo.harness.run.thresholds import check_policy, decide
 from diffzoo.harness.suites import Suite, TrainSpec, is_cross, unseen_generators_suite
 
@@ -100,11 +114,13 @@ class Runner:
         self.models = ModelSource(self.entry, self.dataset, request.checkpoint, request.train, request.save_every,
                                   request.log_every, self.device, self.progress, self.evaluator)
         self.recorder = Recorder(request.bootstrap, request.seed, write)
+        self.overlaps, self.overlap_notes = self._held_out()
 
     @property
     def notes(self) -> list[str]:
-        """Cases without images (planned), and passes that reused the undistorted one (run)."""
-        return self.plan.notes + self.evaluator.notes
+        """Cases without images (planned), cases scored on training images (allowed), and passes
+        that reused the undistorted one (run)."""
+        return self.plan.notes + self.overlap_notes + self.evaluator.notes
 
     def _suites(self) -> list[Suite]:
         suites = [e.load() for e in get_registry().expand("suite", self.request.suite)]
@@ -150,6 +166,78 @@ class Runner:
                          calibration_split=request.calibration_split if request.thresholds == "calibrated" else None,
                          val_every=request.val_every, only=self.only)
 
+    # -- held out ------------------------------------------------------------
+    def _training(self, job: Job) -> TrainingData | None:
+        """What ``job``'s model was trained on: the run's training subset for a model the run
+        trains or finds in its cache (the cache key holds both); for a ``--checkpoint``, what its
+        card says (``dataset_fingerprint``, ``train_subset``), when that is one of the run's
+        datasets.  None when it is not known here: a card used as built, a checkpoint whose card
+        names no training or data this run does not read."""
+        given = self.models.given_checkpoint(job)
+        if given is None:
+            if not self.entry.card.trainable:
+                return None
+            return TrainingData(self.dataset, self.plan.fingerprint, job.spec.split,
+                                frozenset(training_ids(self.dataset, job.spec)), f"{self.entry.name} [{job.task}]")
+        card = checkpoint_meta(given)[1]
+        subset, fingerprint = card.get("train_subset"), card.get("dataset_fingerprint")
+        dataset = self.plan.datasets.get(str(fingerprint))
+        if dataset is None or not isinstance(subset, dict):
+            log.info("checkpoint %s: its card names no training data this run reads; its evaluation splits are "
+                     "not checked against it", given)
+            return None
+        spec = TrainSpec(str(subset.get("task", job.task)), str(subset.get("split", "train")),
+                         tuple(map(str, subset.get("exclude_editors") or ())))
+        try:
+            ids = training_ids(dataset, spec)
+        except ConfigError:  # a split the data read here lacks: not the data it was trained on
+            return None
+        return TrainingData(dataset, str(fingerprint), spec.split, frozenset(ids), f"checkpoint {given}")
+
+    def _held_out(self) -> tuple[dict[CaseKey, TrainOverlap], list[str]]:
+        """The cases that would score images their model was trained on, before any work: refused
+        (a ConfigError naming the first) unless ``--allow-train-overlap``, then each said in a note
+        and its records marked (:class:`TrainOverlap`)."""
+        memo: dict[tuple[str, str], dict[str, str]] = {}
+
+        def digests(dataset: Dataset, split: str) -> dict[str, str]:
+            key = (dataset.fingerprint(), split)
+            if key not in memo:
+                with distributed.main_first():  # rank 0 hashes into the shared cache, the others read it
+                    memo[key] = image_digests(dataset, dataset.ids(split), self.workers)
+            return memo[key]
+
+        found: dict[CaseKey, TrainOverlap] = {}
+        named: dict[CaseKey, str] = {}
+        for job in self.plan.jobs:
+            training = self._training(job)
+            if training is None:
+                continue
+            overlaps = train_overlaps(self.plan, job, training, digests)
+            found |= overlaps
+            named |= {key: training.model for key in overlaps}
+        cases: dict[tuple[str, str], list[str]] = {}
+        for key, overlap in found.items():
+            where = f"{self._data_name(key.target[0])}:{key.target[1]}"
+            if not self.request.allow_train_overlap:
+                raise ConfigError(
+                    f"evaluation split {where} overlaps the training data of {named[key]} ({overlap.shared} of "
+                    f"{overlap.images} images); pick a held-out split or pass {ALLOW_TRAIN_OVERLAP} to score it as "
+                    "not held out")
+            names = cases.setdefault((where, overlap.text), [])
+            if f"{key.suite}/{key.case}" not in names:
+                names.append(f"{key.suite}/{key.case}")
+        notes = [f"not held out ({ALLOW_TRAIN_OVERLAP}): {', '.join(names)} on {where} ({text}); their records "
+                 "say so and every table marks their rows" for (where, text), names in cases.items()]
+        return found, notes
+
+    def _data_name(self, fingerprint: str) -> str:
+        """How the user named the dataset of ``fingerprint``: its ``--eval-dataset`` or ``--dataset``."""
+        for ds, _, spec in self.eval_datasets:
+            if ds.fingerprint() == fingerprint:
+                return eval_dataset_spec(spec)[0]
+        return self.request.dataset if fingerprint == self.plan.fingerprint else self.plan.datasets[fingerprint].name
+
     # -- run -----------------------------------------------------------------
     def run(self) -> RunOutput:
         """Train or load each job's model, decide its thresholds, run its passes, record its cases."""
@@ -164,7 +252,7 @@ class Runner:
                 detector_name=self.entry.name, plugin=self.entry.source, detector=model, checkpoint=checkpoint,
                 job=job, datasets=self.plan.datasets, fingerprint=self.plan.fingerprint, overrides=self.overrides,
                 device=str(self.device), strict=self.request.strict, seed=self.request.seed, thresholds=thresholds,
-                request=self.request.to_dict()))
+                request=self.request.to_dict(), overlaps=self.overlaps))
         return RunOutput(records, self.plan, self.notes, dict(self.evaluator.skipped), checkpoints)
 
     def training_plan(self, task: str, exclude_editors: tuple[str, ...] = ()) -> Plan:

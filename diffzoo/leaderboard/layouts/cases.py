@@ -20,7 +20,7 @@ from typing import Any
 from diffzoo.harness.metrics.catalog import COUNT_METRICS, MetricInfo, metric_info
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import TableKey, newest, record_conditions, record_date
-from diffzoo.leaderboard.table import Cell, Row, Table, column, slugify
+from diffzoo.leaderboard.table import NOT_HELD_OUT_NOTE, Cell, Row, Table, column, slugify
 
 SHOWN = {
     "binary": ("aAcc", "mIoU", "bF1", "F1", "pixel_AUC", "gIoU", "FPR_authentic"),
@@ -53,9 +53,11 @@ def rank_key(primary: str | None, info: MetricInfo | None) -> Callable[[Row], tu
 
 
 def rank(rows: list[Row], primary: str | None, info: MetricInfo | None) -> None:
-    """Sort ``rows`` (:func:`rank_key`) and number those with a primary value."""
-    rows.sort(key=rank_key(primary, info))
-    for n, row in enumerate((r for r in rows if primary and r.cells[primary].value is not None), 1):
+    """Sort ``rows`` (:func:`rank_key`) and number the held-out ones with a primary value; rows
+    not held out (scored on their model's training images) follow them, unranked."""
+    by = rank_key(primary, info)
+    rows.sort(key=lambda row: (row.not_held_out, *by(row)))
+    for n, row in enumerate((r for r in rows if primary and r.compared and r.cells[primary].value is not None), 1):
         row.rank = n
 
 
@@ -71,7 +73,8 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
         present = {m for r in recs for m in r.metrics}
         columns = [column(m, m) for m in table_metrics(key.task, recs, compact) if m in present]
         rows = [Row(r.body.row_name, {c.key: Cell.of(r, c.key) for c in columns}, detector=r.body.detector.name,
-                    record_id=r.id, provenance=provenance(r), conditions=record_conditions(r)) for r in recs]
+                    record_id=r.id, provenance=provenance(r), conditions=record_conditions(r),
+                    not_held_out=r.body.not_held_out) for r in recs]
         primary = PRIMARY.get(key.task)
         primary = primary if any(c.key == primary for c in columns) else None
         rank(rows, primary, metric_info(primary) if primary else None)
@@ -83,7 +86,8 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
             rows += [Row(f"{name} (baseline)", {c.key: _baseline_cell(values, c.key) for c in columns},
                          baseline=True, conditions=record_conditions(r)) for name, (values, r) in sorted(seen.items())]
         tables.append(Table(slugify(key.name), key.title, columns, rows, recs, primary=primary, ranked=True, best=True,
-                            key=key, case=dict(recs[0].body.case)))
+                            key=key, case=dict(recs[0].body.case),
+                            remarks=[NOT_HELD_OUT_NOTE] * any(r.not_held_out for r in rows)))
     return tables
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.suites.paper import DISTORTIONS as DISTORTIONS_SUITE
-from diffzoo.leaderboard.index import Group, RecordIndex, eval_place, is_cross, record_conditions
+from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, eval_place, is_cross, record_conditions
 from diffzoo.leaderboard.layouts.cases import rank
 from diffzoo.leaderboard.layouts.paper import PAPER_SETTINGS
 from diffzoo.leaderboard.table import ABSENT, NA, Cell, Column, Notes, Row, Table, column, renumber, slugify
@@ -72,9 +72,22 @@ OVERVIEW_NOTE = (f"Overview definition v{OVERVIEW_VERSION} (docs/leaderboard.md,
 
 
 def build_overview(records: Sequence[ResultRecord]) -> list[Table]:
-    """One overview table per group with records of :data:`SUITES` (module doc)."""
+    """One overview table per group with records of :data:`SUITES` (module doc).  It ranks
+    held-out numbers only: records scored on their model's training images are left out, and
+    each table says how many of its group's were."""
     wanted = [r for r in records if r.body.suite.name in SUITES]
-    return [_Overview(g).table() for g in RecordIndex(wanted).groups()]
+    left_out: dict[GroupKey, int] = {}
+    for r in wanted:
+        if r.body.not_held_out:
+            left_out[GroupKey.of(r)] = left_out.get(GroupKey.of(r), 0) + 1
+    tables = [_Overview(g).table() for g in RecordIndex([r for r in wanted if not r.body.not_held_out]).groups()]
+    for t in tables:
+        n = left_out.get(t.group.key, 0) if t.group is not None else 0
+        if n:
+            t.remarks.append(f"{n} record(s) of this group scored images their model was trained on "
+                             "(--allow-train-overlap) and are left out; the per-case tables show them as "
+                             "(not held out)")
+    return tables
 
 
 @dataclass(frozen=True)

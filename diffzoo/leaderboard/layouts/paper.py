@@ -45,7 +45,19 @@ from diffzoo.harness.suites.paper import (
 )
 from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, eval_place, is_cross
 from diffzoo.leaderboard.paper.values import PaperValue, load_values
-from diffzoo.leaderboard.table import ABSENT, DASH, Cell, Column, Notes, Row, Table, column, info_of, renumber
+from diffzoo.leaderboard.table import (
+    ABSENT,
+    DASH,
+    NOT_HELD_OUT_NOTE,
+    Cell,
+    Column,
+    Notes,
+    Row,
+    Table,
+    column,
+    info_of,
+    renumber,
+)
 
 CLEAN = "clean"
 """The distortions suite's undistorted setting: the reference point of every robustness curve."""
@@ -276,6 +288,7 @@ class _Layout:
         self.group, self.values = group, values
         self.paper = values is not None
         self.detector = {r.body.row_name: r.body.detector.name for r in group.records}
+        self.not_held_out = {r.body.row_name for r in group.records if r.body.not_held_out}
         self.flags: list[str] = []
         self.where: dict[tuple[str, ...], Place] = {}  # a paper number's key -> the cell showing it
 
@@ -309,6 +322,7 @@ class _Layout:
             rows.sort(key=lambda r: order.get(r.model, len(order)))
         remarks = list(spec.remarks) + [ORACLE_NOTE] * any(info.oracle for c in spec.columns
                                                             if (info := metric_info(c.metric)) is not None)
+        remarks += [NOT_HELD_OUT_NOTE] * any(r.not_held_out for r in rows)
         table = Table(spec.id, spec.title, [self.column(spec, c) for c in spec.columns], rows,
                       self.group.of(spec.suite, spec.tasks), row_header=spec.row_header,
                       group_header=spec.group_header or ("detector" if spec.per_setting else ""),
@@ -361,7 +375,7 @@ class _Layout:
                 self.where[(spec.paper_table, family.paper, c.task or spec.task, setting.paper, c.paper)] = Place(
                     spec.id, group, label, c.key, self.column(spec, c).header)
         return Row(label, cells, group=group, detector=self.detector.get(row or "", ""),
-                   model=family.paper if family else "", notes=why)
+                   model=family.paper if family else "", notes=why, not_held_out=row in self.not_held_out)
 
     def cell(self, spec: Spec, row: str | None, family: Family | None, setting: Setting, c: Col,
              notes: Notes) -> Cell:
@@ -601,13 +615,19 @@ class _Layout:
                     m for task, m in CROSS_METRICS if task == r.body.task]
                 cells.update({f"{where}:{m}": Cell.of(r, m) for m in wanted})
             rows.append(Row(row, {c.key: cells.get(c.key, Cell(status=ABSENT)) for c in cols},
-                            detector=self.detector[row]))
+                            detector=self.detector[row], not_held_out=row in self.not_held_out))
         k = self.group.key
-        return Table("X", f"Cross-dataset: trained on {k.dataset} ({k.fingerprint[:12]}), evaluated on other "
-                     "datasets (cross-dataset, opensdi)", cols, rows, records, paper=self.paper, group=self.group,
-                     remarks=["columns: evaluation dataset/split (and its generators' F1, where its metadata names "
-                              "them); image-level columns judge images by the predicted edited area (1% rule)"]
-                     if rows else [],
+        trained = any(r.not_held_out for r in rows)
+        # rows scored on their model's training images are no evaluation on other data: the title says so
+        where = "evaluated with --eval-dataset (rows marked not held out: on their own training images)" \
+            if trained else "evaluated on other datasets"
+        remarks = ["columns: evaluation dataset/split (and its generators' F1, where its metadata names them); "
+                   "image-level columns judge images by the predicted edited area (1% rule)"] if rows else []
+        if trained:
+            remarks.append(NOT_HELD_OUT_NOTE)
+        return Table("X", f"Cross-dataset: trained on {k.dataset} ({k.fingerprint[:12]}), {where} "
+                     "(cross-dataset, opensdi)", cols, rows, records, paper=self.paper, group=self.group,
+                     remarks=remarks,
                      hint="no records: run diffzoo run with --suite cross-dataset (or opensdi) --eval-dataset "
                           "PATH[:SPLIT]", fed=bool(rows))
 
