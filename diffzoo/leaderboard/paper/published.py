@@ -179,6 +179,7 @@ def compare(benchmark: Benchmark, records: list[ResultRecord]) -> tuple[list[Com
         found = [] if family is None or not metric or not number.suite else [
             Comparison(number, r.body.row_name, ours) for r in index.values()
             if (r.body.suite.name, r.body.case_name) == (number.suite, number.case)
+            and not r.body.not_held_out  # published numbers are held out: never set beside training images
             and family.matches(r.body.row_name) and evaluated_on(r, number.eval)
             and (ours := _defined(r.metrics.get(metric))) is not None]
         met += found
