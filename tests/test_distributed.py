@@ -27,8 +27,6 @@ TRAIN = ["--detector", "segformer.tiny", "--iterations", "3", "--batch-size", "2
          "--device", "cpu", "--no-pretrained"]
 
 
-
-
 def diffzoo(*args, world: int = 1, cwd: Path) -> subprocess.CompletedProcess:
     """``diffzoo ARGS`` in a fresh process, or under torchrun with ``world`` CPU ranks."""
     launcher = [sys.executable]
@@ -222,62 +220,3 @@ def test_train_errors_are_one_line(capsys, diffseg_folder, args, expected):
     assert "Traceback" not in err and "trained" not in out
     if "sdxll" in expected:
         assert "Did you mean 'sdxl'?" in lines[0]
-
-
-_SIGTERM_RANK_1 = """
-import os, signal, sys
-from diffzoo.harness.models import monitor
-logged = monitor.TrainMonitor.step
-def step(self, step, *args, **kwargs):
-    logged(self, step, *args, **kwargs)
-    if step == 3 and os.environ["RANK"] == "1":  # a signal that reaches one rank only
-        os.kill(os.getpid(), signal.SIGTERM)
-monitor.TrainMonitor.step = step
-from diffzoo.cli import main
-main(sys.argv[1:])
-"""
-
-
-def test_torchrun_a_signal_to_one_rank_stops_every_rank_and_the_same_command_resumes_to_identical_weights(
-        tmp_path, monkeypatch):
-    """A preempted torchrun job: SIGTERM reaches one rank, every rank stops after the same step
-    with the state of every rank saved by rank 0, and the same command resumes both ranks to the
-    weights an uninterrupted two-process training gives, byte for byte."""
-    data = make_diffseg_folder(tmp_path / "ds", n=12)
-    script = tmp_path / "stop.py"
-    script.write_text(_SIGTERM_RANK_1)
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    args = ["train", *TRAIN[:2], "--iterations", "20", "--batch-size", "4", "--crop-size", "16", "--device", "cpu",
-            "--dataset", str(data)]
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-                             str(script), *args], cwd=tmp_path, env={**env, "OMP_NUM_THREADS": "1"},
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode != 0
-    stops = [line for line in result.stderr.splitlines() if line.startswith("stopped at step")]
-    assert len(stops) == 1 and all(line == "stopped at step 4 of 20 (SIGTERM); run the same command to resume"
-                         for line in stops), result.stderr
-    cache = Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "segformer.tiny"
-    assert not list(cache.glob("*/model.safetensors"))  # nothing cached, on any rank
-    (log_dir,) = cache.glob("*.train")
-    assert [json.loads(line)["step"] for line in (log_dir / "log.jsonl").read_text().splitlines()
-            if json.loads(line)["event"] == "train"] == [1, 2, 3, 4]  # rank 0 stopped where rank 1 did
-    (saved,) = cache.glob("*.resume/step-*")
-    assert saved.name == "step-000000004"
-    state = json.loads((saved / "state.json").read_text())
-    assert state["world_size"] == 2 and len(state["ranks"]) == 2  # every rank's generators and counts
-
-    resumed = diffzoo(*args, "--out", "resumed", world=2, cwd=tmp_path)  # the same command
-    assert resumed.returncode == 0, resumed.stderr
-    assert "resuming an interrupted training from step 4" in resumed.stderr
-    rows = [json.loads(line) for line in (log_dir / "log.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows if r["event"] == "start"] == [4]
-    assert [r["step"] for r in rows if r["event"] == "train"] == list(range(1, 21))
-
-    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "uninterrupted"))
-    whole = diffzoo(*args, "--out", "whole", world=2, cwd=tmp_path)
-    assert whole.returncode == 0, whole.stderr
-    assert "resuming" not in whole.stderr
-    assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == \
-        (tmp_path / "whole" / "model.safetensors").read_bytes()
-    cards = [json.loads((tmp_path / name / "card.json").read_text())["training"] for name in ("resumed", "whole")]
-    assert cards[0]["losses"] == cards[1]["losses"] and cards[0]["skipped_samples"] == cards[1]["skipped_samples"]
