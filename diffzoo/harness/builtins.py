@@ -56,6 +56,26 @@ def register_datasets(register):
         description="CocoGlide: table.csv (real,fake,mask,prompt) + real/, fake/, mask/",
     )
     register(
+        "columbia",
+        "diffzoo.harness.data.adapters.classic:ColumbiaDataset",
+        description="Columbia Uncompressed Image Splicing: 4cam_auth/, 4cam_splc/ + 4cam_splc/edgemask/*_edgemask.jpg",
+    )
+    register(
+        "coverage",
+        "diffzoo.harness.data.adapters.classic:CoverageDataset",
+        description="COVERAGE copy-move: image/<N>.tif, image/<N>t.tif, mask/<N>forged.tif",
+    )
+    register(
+        "nist16",
+        "diffzoo.harness.data.adapters.classic:Nist16Dataset",
+        description="NIST16 (NC2016_Test0613): probe/ + reference/<task>/NC2016-<task>-ref.csv (task=)",
+    )
+    register(
+        "imd2020",
+        "diffzoo.harness.data.adapters.classic:Imd2020Dataset",
+        description="IMD2020 real-life: <folder>/<x>_orig.jpg, <y>.jpg|png + <y>_mask.png",
+    )
+    register(
         "jsonlist",
         "diffzoo.harness.data.adapters.generic:JsonListDataset",
         description='a JSON list of [image, mask | "Negative"] pairs',

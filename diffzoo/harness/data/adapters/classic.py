@@ -1,0 +1,624 @@
+"""The four classic image-manipulation-localization test sets that released
+localizers publish numbers on (CAT-Net, TruFor, MVSS-Net, IMDL-BenCo
+protocols): Columbia, COVERAGE, NIST16 (NC2016) and IMD2020.
+
+Each adapter reads the layout the dataset's own download unpacks to; the
+layout facts, their public sources and what could not be confirmed are in
+docs/datasets.md ("Columbia, COVERAGE, NIST16, IMD2020").  In short:
+
+- Columbia Uncompressed: ``4cam_auth/*.tif`` (authentic), ``4cam_splc/*.tif``
+  (spliced), ``4cam_splc/edgemask/<stem>_edgemask.jpg``: a colour map whose
+  green region (bright or regular green) is the spliced one;
+- COVERAGE: ``image/<N>.tif`` (original), ``image/<N>t.tif`` (copy-move
+  forgery), ``mask/<N>forged.tif`` (white = forged region);
+- NIST16 (NC2016_Test0613): ``probe/``, ``world/`` and the pipe-separated
+  ``reference/<task>/NC2016-<task>-ref.csv`` naming each probe's mask;
+  NIST masks are **black = manipulated** (white = untouched);
+- IMD2020 (real-life manipulated images): one folder per source photo with
+  ``<x>_orig.jpg`` (the original) and tampered images ``<y>.{jpg,png}`` with
+  masks ``<y>_mask.png``.
+
+Labels: binary ``("background", "edited")``; a tampered sample's metadata is
+``base="real"`` with one turn by editor ``unknown`` and the dataset's edit type.
+Authentic images (``authentic=True``, the default) are samples with all-zero
+masks.  Splits as for CASIA: ``split`` if given, else ``splits.json`` in the
+dataset folder, else ``val_fraction`` (train/val by id hash) if given, else
+everything in ``test``.  ``describe()`` names the published protocol subsets
+the ``test`` split corresponds to, and a copy whose counts differ from the
+published ones gets a warning, never an error.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+import re
+from collections import Counter
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+import numpy as np
+
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import MISSING, file_kind
+from diffzoo.harness.core.types import EditRecord, Sample
+from diffzoo.harness.data.adapters.generic import _PairListDataset
+from diffzoo.harness.data.authentic import image_files_in
+from diffzoo.harness.data.base import child_dir, report_unpaired, require_path
+from diffzoo.harness.data.fingerprint import fingerprint_files
+from diffzoo.harness.data.imageio import read_binary_mask, read_image
+from diffzoo.harness.data.walk import subfolders
+
+log = logging.getLogger(__name__)
+
+SPLICING, COPY_MOVE, REMOVAL = "splicing", "copy_move", "removal"
+Entries = dict[str, tuple[Path, Path | None]]
+
+
+class _ClassicDataset(_PairListDataset):
+    """Tampered images with one mask each, plus authentic images; a test set
+    with published image counts and protocol subsets."""
+
+    edited_base = "real"
+    DEFAULT_NAME = ""
+    EXPECTED: dict[str, int] = {}
+    """Published counts: ``tampered`` and ``authentic`` images of the full set."""
+    PROTOCOLS: dict[str, str] = {}
+    """Which published protocol subsets the ``test`` split (the whole set) corresponds to."""
+    LAYOUT = ""
+    """What the layout should look like, for errors."""
+
+    def _open(
+        self,
+        root: Path,
+        entries: Entries,
+        edit_types: dict[str, str],
+        *,
+        name: str | None,
+        split: str | None,
+        val_fraction: float | None,
+        split_seed: int,
+        expected: dict[str, int] | None = None,
+    ) -> None:
+        if not edit_types:
+            raise DataError(f"{root}: no tampered image with a mask found ({self.LAYOUT})")
+        self._edit_types = edit_types
+        counts = {"tampered": len(edit_types), "authentic": len(entries) - len(edit_types)}
+        self._expected = self.EXPECTED if expected is None else expected
+        off = [f"{k} {counts[k]} (published: {n})" for k, n in self._expected.items()
+               if counts[k] != n and (k == "tampered" or counts["authentic"])]
+        if off:
+            log.warning("%s: %s; a partial or altered copy: numbers on it are not comparable with published "
+                        "ones", root, ", ".join(off))
+        super().__init__(name or self.DEFAULT_NAME, root, entries, val_fraction=val_fraction,
+                         split_seed=split_seed, split=split, default_split="test")
+
+    def _turn(self, sample_id: str) -> EditRecord:
+        return EditRecord("unknown", edit_type=self._edit_types[sample_id])
+
+    def _load(self, sample_id: str) -> Sample:
+        image_path, mask_path = self._lookup(self._entries, sample_id)
+        image = read_image(image_path, sample_id)
+        h, w = image.shape[:2]
+        if mask_path is None:
+            label = np.zeros((h, w), np.uint8)
+        else:
+            label = self._edited(sample_id, mask_path, (w, h))
+        return Sample(image, label, self._meta(sample_id, authentic=mask_path is None))
+
+    def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
+        """The 0/1 edited map of a tampered image's mask (the field's rule: mean over channels > 127.5)."""
+        return read_binary_mask(mask, sample_id, size=size)
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["edit_types"] = dict(sorted(Counter(self._edit_types.values()).items()))
+        d["expected"] = dict(self._expected)
+        d["protocols"] = dict(self.PROTOCOLS)
+        return d
+
+
+def _keep_authentic(entries: Entries, authentic: Entries, keep: bool) -> None:
+    if keep:
+        entries.update(authentic)
+
+
+def _size_error(sample_id: str, name: str, got: tuple[int, int], size: tuple[int, int]) -> CorruptSampleError:
+    return CorruptSampleError(
+        sample_id,
+        f"{name}: mask size {got[0]}x{got[1]} differs from image size {size[0]}x{size[1]} (W x H); "
+        f"masks must match their image",
+        "mask-size",
+    )
+
+
+# -- Columbia Uncompressed -----------------------------------------------------------------
+
+
+def _nested(root: Path, name: str) -> tuple[Path | None, Path | None]:
+    """``root/name`` and the folder holding its images: ``root/name/name`` when the
+    archive was unpacked into a folder of its own name, else ``root/name``."""
+    outer = child_dir(root, name)
+    if outer is None:
+        return None, None
+    inner = child_dir(outer, name)
+    return outer, inner if inner is not None else outer
+
+
+def _edgemask_folder(root: Path) -> tuple[Path | None, Path | None]:
+    """The spliced-image folder and its ``edgemask/`` (inside it, or beside it when nested)."""
+    outer, splc = _nested(root, "4cam_splc")
+    if outer is None or splc is None:
+        return None, None
+    for parent in (splc, outer):
+        edge = child_dir(parent, "edgemask")
+        if edge is not None:
+            return splc, edge
+    return splc, None
+
+
+EDGEMASK = re.compile(r"^(?P<stem>.+)_edgemask$", re.IGNORECASE)
+
+
+class ColumbiaDataset(_ClassicDataset):
+    """Columbia Uncompressed Image Splicing Detection (Hsu and Chang, ICME 2006).
+
+    Pass the folder holding ``4cam_auth/`` and ``4cam_splc/`` (each may be
+    nested once in a folder of its own name).  Ids ``4cam_splc/<file>`` and
+    ``4cam_auth/<file>``.  The mask of ``4cam_splc/x.tif`` is
+    ``edgemask/x_edgemask.*``; a spliced image without one is an error
+    (``skip_unpaired=True`` skips it with a warning).
+    """
+
+    DEFAULT_NAME = "columbia"
+    EXPECTED = {"tampered": 180, "authentic": 183}
+    PROTOCOLS = {
+        "test": "the whole set: CAT-Net Columbia_list.txt + Columbia_auth_list.txt, TruFor "
+                "columbia_fake.txt + columbia_real.txt, MVSS-Net Columbia.txt (180 spliced, 183 authentic)",
+    }
+    LAYOUT = "expected 4cam_splc/ (spliced .tif), 4cam_splc/edgemask/ (*_edgemask.jpg) and 4cam_auth/"
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        authentic: bool = True,
+        split: str | None = None,
+        val_fraction: float | None = None,
+        split_seed: int = 0,
+        name: str | None = None,
+        skip_unpaired: bool = False,
+    ) -> None:
+        require_path(path, "ColumbiaDataset")
+        root = Path(path)
+        splc, edge = _edgemask_folder(root)
+        if splc is None:
+            raise DataError(f"{root}: no 4cam_splc/ folder; {self.LAYOUT}")
+        if edge is None:
+            raise DataError(f"{root}: no edgemask/ folder in {splc}; {self.LAYOUT}")
+        masks: dict[str, Path] = {}
+        unused: list[str] = []
+        for m in image_files_in(edge):
+            hit = EDGEMASK.match(m.stem)
+            if hit is None:
+                unused.append(m.name)  # variants such as <stem>_edgemask_3.jpg are not the ground truth
+                continue
+            if hit["stem"] in masks:
+                raise DataError(f"{edge}: two edge masks for {hit['stem']}: {masks[hit['stem']].name} and {m.name}")
+            masks[hit["stem"]] = m
+        if unused:
+            log.info("%s: %d file(s) not named <stem>_edgemask.* are not used (e.g. %s)", edge, len(unused), unused[0])
+        entries: Entries = {}
+        no_mask: list[str] = []
+        for img in image_files_in(splc):
+            sid = f"4cam_splc/{img.name}"
+            if img.stem in masks:
+                entries[sid] = (img, masks.pop(img.stem))
+            else:
+                no_mask.append(sid)
+        report_unpaired(str(root), no_mask, f"spliced image(s) have no <stem>_edgemask mask in {edge}", skip_unpaired)
+        if masks:
+            log.info("%s: %d edge mask(s) match no image (e.g. %s)", edge, len(masks), next(iter(masks.values())).name)
+        edit_types = dict.fromkeys(entries, SPLICING)
+        _, auth = _nested(root, "4cam_auth")
+        if auth is None:
+            log.warning("%s: no 4cam_auth/ folder; the dataset holds spliced images only", root)
+        else:
+            # image_files_in: directly in the folder, so an edgemask/ beside the authentic images is not read as one
+            _keep_authentic(entries, {f"4cam_auth/{p.name}": (p, None) for p in image_files_in(auth)}, authentic)
+        self.edgemask_root = edge
+        self._open(root, entries, edit_types, name=name, split=split, val_fraction=val_fraction,
+                   split_seed=split_seed)
+
+    def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
+        """The spliced region of an edge mask: green (bright 0,255,0 near the splicing boundary,
+        regular 0,200,0 elsewhere) marks the spliced region, red (255,0,0 / 200,0,0) the host
+        image, blue (0,0,200) a boundary of unknown side.  A pixel is edited when its green
+        channel is above mid-grey and above its red channel; the mid-grey margin absorbs the
+        JPEG noise of the colour-coded file."""
+        rgb = read_image(mask, sample_id)
+        got = (rgb.shape[1], rgb.shape[0])
+        if got != size:
+            raise _size_error(sample_id, str(mask), got, size)
+        r, g = rgb[:, :, 0].astype(np.int16), rgb[:, :, 1].astype(np.int16)
+        return ((g > 127) & (g > r)).astype(np.uint8)
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """A folder with ``4cam_splc/`` holding an ``edgemask/`` folder (beside or inside)."""
+        p = Path(path)
+        try:
+            return p.is_dir() and _edgemask_folder(p)[1] is not None
+        except (OSError, DataError):
+            return False
+
+
+# -- COVERAGE ------------------------------------------------------------------------------
+
+COVERAGE_TAMPERED = re.compile(r"^(?P<n>\d+)t$", re.IGNORECASE)
+COVERAGE_ORIGINAL = re.compile(r"^\d+$")
+COVERAGE_MASK = re.compile(r"^(?P<n>\d+)forged$", re.IGNORECASE)
+
+
+class CoverageDataset(_ClassicDataset):
+    """COVERAGE (Wen et al., ICIP 2016): copy-move forgeries with similar-but-genuine objects.
+
+    Pass the ``COVERAGE`` folder: ``image/<N>t.tif`` (forged), ``image/<N>.tif``
+    (original), masks ``mask/<N>forged.tif`` (``<N>copy.tif`` and ``<N>paste.tif``,
+    the source and pasted regions alone, are not used).  Ids ``image/<file>``.
+    """
+
+    DEFAULT_NAME = "coverage"
+    EXPECTED = {"tampered": 100, "authentic": 100}
+    PROTOCOLS = {
+        "test": "the whole set: CAT-Net COVERAGE_tamp.txt + COVERAGE_auth.txt, TruFor coverage_fake.txt + "
+                "coverage_real.txt, MVSS-Net COVERAGE.txt (100 forged, 100 original)",
+    }
+    LAYOUT = "expected image/<N>t.tif (forged), image/<N>.tif (original) and mask/<N>forged.tif"
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        authentic: bool = True,
+        split: str | None = None,
+        val_fraction: float | None = None,
+        split_seed: int = 0,
+        name: str | None = None,
+        skip_unpaired: bool = False,
+    ) -> None:
+        require_path(path, "CoverageDataset")
+        root = Path(path)
+        image, mask = child_dir(root, "image"), child_dir(root, "mask")
+        if image is None or mask is None:
+            raise DataError(f"{root}: no image/ or mask/ folder; {self.LAYOUT}")
+        masks: dict[str, Path] = {}
+        for m in image_files_in(mask):
+            hit = COVERAGE_MASK.match(m.stem)
+            if hit is None:
+                continue  # <N>copy / <N>paste: the two halves of the forged mask
+            n = str(int(hit["n"]))
+            if n in masks:
+                raise DataError(f"{mask}: two masks for image {n}: {masks[n].name} and {m.name}")
+            masks[n] = m
+        entries: Entries = {}
+        originals: Entries = {}
+        no_mask: list[str] = []
+        ignored: list[str] = []
+        for img in image_files_in(image):
+            sid = f"image/{img.name}"
+            hit = COVERAGE_TAMPERED.match(img.stem)
+            if hit is not None:
+                n = str(int(hit["n"]))
+                if n in masks:
+                    entries[sid] = (img, masks[n])
+                else:
+                    no_mask.append(sid)
+            elif COVERAGE_ORIGINAL.match(img.stem):
+                originals[sid] = (img, None)
+            else:
+                ignored.append(img.name)
+        if ignored:
+            log.info("%s: %d image(s) named neither <N>t nor <N> are not used (e.g. %s)", image, len(ignored),
+                     ignored[0])
+        report_unpaired(str(root), no_mask, f"forged image(s) have no <N>forged mask in {mask}", skip_unpaired)
+        edit_types = dict.fromkeys(entries, COPY_MOVE)
+        _keep_authentic(entries, originals, authentic)
+        self._open(root, entries, edit_types, name=name, split=split, val_fraction=val_fraction,
+                   split_seed=split_seed)
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """A folder with ``mask/`` and an ``image/`` directly holding a ``<N>t.*`` image."""
+        p = Path(path)
+        try:
+            image, mask = child_dir(p, "image"), child_dir(p, "mask")
+            return (image is not None and mask is not None
+                    and any(COVERAGE_TAMPERED.match(f.stem) for f in image_files_in(image)))
+        except (OSError, DataError):
+            return False
+
+
+# -- NIST16 ---------------------------------------------------------------------------------
+
+NIST_TASKS = ("manipulation", "splice", "removal")
+NIST_COLUMNS = ("ProbeFileName", "ProbeMaskFileName", "IsTarget")
+NIST_TYPES = (("IsManipulationTypeRemoval", REMOVAL), ("IsManipulationTypeSplice", SPLICING),
+              ("IsManipulationTypeCopyClone", COPY_MOVE))
+NIST_REF = re.compile(r"^NC2016-(?P<task>[a-z]+)-ref\.csv$", re.IGNORECASE)
+_YES = {"y", "yes", "true", "1"}
+
+
+def _nist_ref(root: Path, task: str) -> Path:
+    return root / "reference" / task / f"NC2016-{task}-ref.csv"
+
+
+def _nist_root(path: Path) -> tuple[Path, str | None]:
+    """The dataset folder and the task of ``path``: the folder itself, or a reference
+    CSV ``<root>/reference/<task>/NC2016-<task>-ref.csv``."""
+    hit = NIST_REF.match(path.name)
+    if path.is_file() and hit is not None and len(path.parents) >= 3:
+        return path.parents[2], hit["task"].lower()
+    return path, None
+
+
+class Nist16Dataset(_ClassicDataset):
+    """NIST Nimble 2016 (NC2016_Test0613), read through its reference CSV.
+
+    Pass the ``NC2016_Test0613`` folder (or one reference CSV in it).  ``task``
+    picks ``reference/<task>/NC2016-<task>-ref.csv``: ``manipulation`` (every
+    manipulated probe, the default), ``splice`` or ``removal``.  Rows with
+    ``IsTarget=Y`` are tampered probes with the row's ``ProbeMaskFileName``
+    (several rows of one probe: the union of their masks); ``IsTarget=N`` rows
+    are authentic.  Ids are the ``ProbeFileName`` values (``probe/NC2016_0048.jpg``).
+    NIST masks are black where manipulated: a pixel is edited when the mean
+    over its channels is below mid-grey (<= 127.5).
+    """
+
+    DEFAULT_NAME = "nist16"
+    EXPECTED = {"tampered": 564}
+    PROTOCOLS = {
+        "test (task=manipulation)": "the 564 manipulated probes of MVSS-Net NIST16.txt and IMDL-BenCo's NIST16; "
+                                    "with authentic=True the IsTarget=N probes are added",
+        "test (task=splice)": "the splice task: CAT-Net NC16_splice.txt lists 288 of its probes "
+                              "(292 probe/mask lines)",
+        "not provided": "the 160-image test split of ManTra-Net / RGB-N / TruFor (NIST16_fake.txt): "
+                        "give it as splits.json",
+    }
+    LAYOUT = "expected probe/ and reference/<task>/NC2016-<task>-ref.csv (pipe-separated)"
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        task: str | None = None,
+        authentic: bool = True,
+        split: str | None = None,
+        val_fraction: float | None = None,
+        split_seed: int = 0,
+        name: str | None = None,
+        skip_unpaired: bool = False,
+    ) -> None:
+        require_path(path, "Nist16Dataset")
+        root, from_file = _nist_root(Path(path))
+        task = (task or from_file or "manipulation").lower()
+        if task not in NIST_TASKS:
+            raise DataError(f"NIST16 task {task!r} is not one of {', '.join(NIST_TASKS)}")
+        ref = _nist_ref(root, task)
+        rows = _read_reference(ref)
+        targets: dict[str, list[Path]] = {}
+        kinds: dict[str, set[str]] = {}
+        originals: Entries = {}
+        absent: list[str] = []
+        for line, row in rows:
+            probe = _relative(row["ProbeFileName"], f"{ref}: line {line}: ProbeFileName")
+            target = row["IsTarget"].strip().lower() in _YES
+            if (probe in originals and target) or (probe in targets and not target):
+                raise DataError(f"{ref}: line {line}: probe {probe} is listed both as a target (IsTarget=Y) "
+                                f"and as a non-target")
+            if file_kind(root / probe) in MISSING:  # a FIFO named here is named when loaded (not-a-file)
+                absent.append(f"line {line}: {probe}")
+            if not target:
+                originals[probe] = (root / probe, None)
+                continue
+            mask = _relative(row["ProbeMaskFileName"], f"{ref}: line {line}: ProbeMaskFileName (IsTarget=Y)")
+            if file_kind(root / mask) in MISSING:
+                absent.append(f"line {line}: {mask}")
+            masks = targets.setdefault(probe, [])
+            if root / mask not in masks:
+                masks.append(root / mask)
+            flagged = {t for col, t in NIST_TYPES if (row.get(col) or "").strip().lower() in _YES}
+            kinds[probe] = kinds.get(probe, set()) | flagged
+        report_unpaired(str(ref), absent, f"file(s) named in {ref.name} do not exist (paths are relative to {root})",
+                        skip_unpaired)
+        gone = {a.split(": ", 1)[1] for a in absent}
+        # a probe flagged with several manipulation types (over its rows) is e.g. "removal+splicing"
+        edit_types = {p: "+".join(t for _, t in NIST_TYPES if t in k) or "unknown" for p, k in kinds.items()}
+        entries: Entries = {}
+        self._more_masks: dict[str, list[Path]] = {}
+        for probe, masks in targets.items():
+            if probe in gone or any(m.relative_to(root).as_posix() in gone for m in masks):
+                edit_types.pop(probe, None)
+                continue
+            entries[probe] = (root / probe, masks[0])
+            if len(masks) > 1:
+                self._more_masks[probe] = masks[1:]
+        _keep_authentic(entries, {k: v for k, v in originals.items() if k not in gone}, authentic)
+        self.task = task
+        self.reference = ref
+        self._open(root, entries, edit_types, name=name, split=split, val_fraction=val_fraction,
+                   split_seed=split_seed, expected=self.EXPECTED if task == "manipulation" else {})
+
+    def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
+        """Black (mean <= 127.5) is manipulated in every mask of the probe; their union."""
+        edited = 1 - read_binary_mask(mask, sample_id, size=size)
+        for more in self._more_masks.get(sample_id, ()):
+            edited |= 1 - read_binary_mask(more, sample_id, size=size)
+        return edited
+
+    def _content_fingerprint(self) -> str:
+        files = {p for pair in self._entries.values() for p in pair if p is not None}
+        files |= {m for masks in self._more_masks.values() for m in masks}
+        # the reference decides which probe is a target and with which masks
+        return fingerprint_files(self.root, sorted(files | {self.reference}))
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["task"] = self.task
+        d["reference"] = str(self.reference)
+        return d
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """A reference CSV ``NC2016-<task>-ref.csv``, or a folder with ``probe/`` and
+        ``reference/manipulation/NC2016-manipulation-ref.csv``."""
+        p = Path(path)
+        root, task = _nist_root(p)
+        if task is not None:
+            return True
+        try:
+            return (p.is_dir() and child_dir(p, "probe") is not None
+                    and any(_nist_ref(root, t).is_file() for t in NIST_TASKS))
+        except (OSError, DataError):
+            return False
+
+
+def _read_reference(ref: Path) -> list[tuple[int, dict[str, str]]]:
+    """(line, row) per data row of a pipe-separated NIST reference file, checked for the needed columns."""
+    if not ref.is_file():
+        raise DataError(f"{ref}: no such reference file; NIST16 {Nist16Dataset.LAYOUT}")
+    try:
+        with open(ref, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f, delimiter="|")
+            fields = [h.strip() for h in reader.fieldnames or []]
+            missing = [c for c in NIST_COLUMNS if c not in fields]
+            if missing:
+                raise DataError(
+                    f"{ref}: missing column(s) {', '.join(missing)}; expected a '|'-separated NIST reference "
+                    f"file with {', '.join(NIST_COLUMNS)} (found: {','.join(fields)[:120] or 'nothing'})"
+                )
+            reader.fieldnames = fields
+            rows = []
+            for row in reader:
+                if None in row or any(row[c] is None for c in NIST_COLUMNS):
+                    raise DataError(f"{ref}: line {reader.line_num} has {'more' if None in row else 'fewer'} "
+                                    f"fields than the header")
+                rows.append((reader.line_num, row))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{ref}: not a readable UTF-8 '|'-separated file ({exc})") from None
+    if not rows:
+        raise DataError(f"{ref}: no rows; expected one row per probe")
+    return rows
+
+
+def _relative(value: str, where: str) -> str:
+    """``value`` as a relative POSIX path that stays inside the dataset folder."""
+    value = value.strip()
+    if not value:
+        raise DataError(f"{where}: empty cell; expected a path relative to the dataset folder")
+    posix = PurePosixPath(value.replace("\\", "/"))
+    if PureWindowsPath(value).anchor or posix.is_absolute() or ".." in posix.parts:
+        raise DataError(f"{where}: path {value!r} leaves the dataset folder; reference paths are relative to it, "
+                        f"without '..'")
+    return posix.as_posix()
+
+
+# -- IMD2020 ---------------------------------------------------------------------------------
+
+IMD_MASK = re.compile(r"^(?P<stem>.+)_mask$", re.IGNORECASE)
+IMD_ORIG = re.compile(r"_orig$", re.IGNORECASE)
+
+
+def _imd_folder(folder: Path) -> tuple[list[Path], dict[str, Path], list[Path]]:
+    """Tampered images, masks by image stem, and originals directly in one source folder."""
+    tampered: list[Path] = []
+    masks: dict[str, Path] = {}
+    originals: list[Path] = []
+    for f in image_files_in(folder):
+        hit = IMD_MASK.match(f.stem)
+        if hit is not None:
+            masks[hit["stem"]] = f
+        elif IMD_ORIG.search(f.stem):
+            originals.append(f)
+        else:
+            tampered.append(f)
+    return tampered, masks, originals
+
+
+class Imd2020Dataset(_ClassicDataset):
+    """IMD2020, the real-life manipulated images (Novozamsky et al., WACV 2020 workshops).
+
+    Pass the folder holding the per-source folders (``1a1ogs/``, ``z5/``...).  In
+    each: ``<x>_orig.jpg`` (authentic original), tampered ``<y>.jpg`` / ``<y>.png``
+    and their masks ``<y>_mask.png``.  Folders holding neither an original nor
+    a mask (e.g. a ``0jpg/`` folder of re-encoded copies) are ignored.  Ids
+    ``<folder>/<file>``.
+    """
+
+    DEFAULT_NAME = "imd2020"
+    EXPECTED = {"tampered": 2010, "authentic": 414}
+    PROTOCOLS = {
+        "test": "the 2010 tampered images (IMDL-BenCo's IMD2020; CAT-Net IMD_train_list.txt 1869 + "
+                "IMD_valid_list.txt 141); the 414 originals are added with authentic=True",
+    }
+    LAYOUT = "expected one folder per source photo with <x>_orig.jpg, <y>.jpg and <y>_mask.png"
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        authentic: bool = True,
+        split: str | None = None,
+        val_fraction: float | None = None,
+        split_seed: int = 0,
+        name: str | None = None,
+        skip_unpaired: bool = False,
+    ) -> None:
+        require_path(path, "Imd2020Dataset")
+        root = Path(path)
+        if not root.is_dir():
+            raise DataError(f"{root}: not a folder; IMD2020 {self.LAYOUT}")
+        entries: Entries = {}
+        originals: Entries = {}
+        no_mask: list[str] = []
+        ignored: list[str] = []
+        for folder in subfolders(root):
+            tampered, masks, origs = _imd_folder(folder)
+            if not masks and not origs:
+                ignored.append(folder.name)
+                continue
+            for img in tampered:
+                sid = f"{folder.name}/{img.name}"
+                if img.stem in masks:
+                    entries[sid] = (img, masks[img.stem])
+                else:
+                    no_mask.append(sid)
+            originals.update({f"{folder.name}/{o.name}": (o, None) for o in origs})
+        if ignored:
+            log.info("%s: %d folder(s) hold no *_orig image and no *_mask file and are not used (e.g. %s)",
+                     root, len(ignored), ignored[0])
+        report_unpaired(str(root), no_mask, "tampered image(s) have no <stem>_mask file beside them", skip_unpaired)
+        edit_types = dict.fromkeys(entries, "unknown")
+        _keep_authentic(entries, originals, authentic)
+        self._open(root, entries, edit_types, name=name, split=split, val_fraction=val_fraction,
+                   split_seed=split_seed)
+
+    @classmethod
+    def sniff(cls, path: str | os.PathLike) -> bool:
+        """A folder one of whose first subfolders directly holds an ``*_orig`` image and a ``*_mask`` image."""
+        p = Path(path)
+        try:
+            if not p.is_dir():
+                return False
+            for folder in subfolders(p)[:SNIFF_FOLDERS]:
+                _, masks, origs = _imd_folder(folder)
+                if masks and origs:
+                    return True
+        except (OSError, DataError):
+            return False
+        return False
+
+
+SNIFF_FOLDERS = 32
+"""Subfolders an IMD2020 sniff looks into (a full copy has 414; each one holds an original)."""

@@ -1,0 +1,364 @@
+"""Columbia, COVERAGE, NIST16 and IMD2020 in their download layouts (names, folders, colour and
+polarity conventions of the masks), and which registered adapter's sniff claims which layout."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.core.types import BINARY
+from diffzoo.harness.data.adapters.classic import ColumbiaDataset, CoverageDataset, Imd2020Dataset, Nist16Dataset
+from diffzoo.harness.run.factories import open_dataset
+
+from helpers.cli import cli
+from helpers.data import make_casia1, make_casia2, make_cocoglide, make_tpgt
+from helpers.images import save_image as save
+
+S = 32
+RED, BRIGHT_RED, GREEN, BRIGHT_GREEN, BLUE = (200, 0, 0), (255, 0, 0), (0, 200, 0), (0, 255, 0), (0, 0, 200)
+SPLICED = ("canong3_canonxt_sub_01", "nikond70_kodakdcs330_sub_02")
+AUTHENTIC = ("canong3_02_sub_01", "nikond70_05_sub_02")
+
+
+def photo(seed: int, size: int = S) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (size, size, 3), dtype=np.uint8)
+
+
+def save_jpeg(path: Path, arr: np.ndarray) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(arr).save(path, quality=100, subsampling=0)  # 4:4:4: block-aligned colours survive
+    return path
+
+
+def edgemask() -> np.ndarray:
+    """Columbia's colour coding, each band 8 px (JPEG-block) wide: host (red) in columns 0..15,
+    spliced region (green) in columns 16..31, bright shades next to the boundary, and a blue
+    single-edge band over the spliced side's top rows."""
+    m = np.zeros((S, S, 3), np.uint8)
+    for cols, colour in ((slice(0, 8), RED), (slice(8, 16), BRIGHT_RED), (slice(16, 24), BRIGHT_GREEN),
+                         (slice(24, 32), GREEN)):
+        m[:, cols] = colour
+    m[0:8, 16:32] = BLUE
+    return m
+
+
+def make_columbia(root: Path, nested: bool = False) -> Path:
+    """``4cam_auth/``, ``4cam_splc/`` and ``4cam_splc/edgemask/``; ``nested``: each archive unpacked
+    into a folder of its own name, the edge masks beside the inner spliced folder."""
+    splc = root / "4cam_splc" / "4cam_splc" if nested else root / "4cam_splc"
+    auth = root / "4cam_auth" / "4cam_auth" if nested else root / "4cam_auth"
+    for i, stem in enumerate(SPLICED):
+        save(splc / f"{stem}.tif", photo(i))
+        save_jpeg(root / "4cam_splc" / "edgemask" / f"{stem}_edgemask.jpg", edgemask())
+    save_jpeg(root / "4cam_splc" / "edgemask" / f"{SPLICED[0]}_edgemask_3.jpg", edgemask())  # a variant: unused
+    for i, stem in enumerate(AUTHENTIC):
+        save(auth / f"{stem}.tif", photo(10 + i))
+    save_jpeg(auth / "edgemask" / f"{AUTHENTIC[0]}_edgemask.jpg", edgemask())  # never an authentic sample
+    return root
+
+
+def grey_mask(rows: slice, *, on: int = 255, off: int = 0) -> np.ndarray:
+    m = np.full((S, S), off, np.uint8)
+    m[rows] = on
+    return m
+
+
+def make_coverage(root: Path) -> Path:
+    """``image/<N>.tif``, ``image/<N>t.tif``, ``mask/<N>{forged,copy,paste}.tif``; image N's
+    forged region is rows 4N..4N+7."""
+    for n in (1, 2):
+        save(root / "image" / f"{n}.tif", photo(n))
+        save(root / "image" / f"{n}t.tif", photo(20 + n))
+        save(root / "mask" / f"{n}forged.tif", grey_mask(slice(4 * n, 4 * n + 8)))
+        save(root / "mask" / f"{n}copy.tif", grey_mask(slice(0, 2)))
+        save(root / "mask" / f"{n}paste.tif", grey_mask(slice(30, 32)))
+    (root / "readme.txt").write_text("COVERAGE\n")
+    return root
+
+
+NIST_HEADER = ("TaskID|ProbeFileID|ProbeFileName|ProbeMaskFileName|DonorFileID|DonorFileName|DonorMaskFileName|"
+               "IsTarget|ProbePostProcessed|DonorPostProcessed|ManipulationQuality|IsManipulationTypeRemoval|"
+               "IsManipulationTypeSplice|IsManipulationTypeCopyClone|Collection|BaseFileName|Lighting|IsControl|"
+               "CorrespondingControlFileName|SemanticConsistency")
+
+
+def nist_row(probe: str, mask: str, target: str, kinds: str = "N|N|N") -> str:
+    return f"manipulation|{probe}|probe/{probe}.jpg|{mask}||||{target}|none|||{kinds}|Nimble-SCI|||N||"
+
+
+def make_nist16(root: Path) -> Path:
+    """``probe/``, ``world/``, ``reference/{manipulation,splice}/``: NC2016_0001 has its region
+    removed in rows 0..7, NC2016_0003 two spliced regions (rows 8..11 and 20..23, one mask per
+    donor in the splice reference); NC2016_0002 is a non-target.  Masks are white with the
+    manipulated pixels black, as NIST draws them."""
+    for i, probe in enumerate(("NC2016_0001", "NC2016_0002", "NC2016_0003")):
+        save_jpeg(root / "probe" / f"{probe}.jpg", photo(30 + i))
+    save_jpeg(root / "world" / "NC2016_9999.jpg", photo(39))
+    manip, splice = root / "reference" / "manipulation", root / "reference" / "splice"
+    save(manip / "mask" / "NC2016_5001.png", grey_mask(slice(0, 8), on=0, off=255))
+    both = grey_mask(slice(8, 12), on=0, off=255)
+    both[20:24] = 0
+    save(manip / "mask" / "NC2016_5003.png", both)
+    save(splice / "mask" / "NC2016_6001.png", grey_mask(slice(8, 12), on=0, off=255))
+    save(splice / "mask" / "NC2016_6002.png", grey_mask(slice(20, 24), on=0, off=255))
+    (manip / "NC2016-manipulation-ref.csv").write_text("\n".join([
+        NIST_HEADER,
+        nist_row("NC2016_0001", "reference/manipulation/mask/NC2016_5001.png", "Y", "Y|N|N"),
+        nist_row("NC2016_0002", "", "N"),
+        nist_row("NC2016_0003", "reference/manipulation/mask/NC2016_5003.png", "Y", "N|Y|N"),
+    ]) + "\n")
+    (splice / "NC2016-splice-ref.csv").write_text("\n".join([
+        NIST_HEADER.replace("manipulation", "splice"),
+        nist_row("NC2016_0003", "reference/splice/mask/NC2016_6001.png", "Y", "N|Y|N"),
+        nist_row("NC2016_0003", "reference/splice/mask/NC2016_6002.png", "Y", "N|Y|N"),
+        nist_row("NC2016_0002", "", "N"),
+    ]) + "\n")
+    (root / "indexes").mkdir()
+    return root
+
+
+def make_imd2020(root: Path) -> Path:
+    """Two source folders (one per photo) and CAT-Net's ``0jpg/`` of re-encoded copies."""
+    folder = root / "1a1ogs"
+    save_jpeg(folder / "1a1ogs_orig.jpg", photo(40))
+    save_jpeg(folder / "c8tt7fg_0.jpg", photo(41))
+    save(folder / "c8tt7fg_0_mask.png", grey_mask(slice(0, 6)))
+    save(folder / "c8tt7fh_0.png", photo(42))
+    save(folder / "c8tt7fh_0_mask.png", grey_mask(slice(10, 16)))
+    save_jpeg(root / "z5" / "00022_orig.jpg", photo(43))
+    save_jpeg(root / "z5" / "00022_fake.jpg", photo(44))
+    save(root / "z5" / "00022_fake_mask.png", grey_mask(slice(20, 32)))
+    save_jpeg(root / "0jpg" / "c8tt7fh_0.jpg", photo(42))
+    return root
+
+
+def edited_rows(label: np.ndarray) -> list[int]:
+    return [int(r) for r in np.flatnonzero(label.any(axis=1))]
+
+
+# -- Columbia -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_columbia_reads_the_green_region_of_the_edge_mask(tmp_path, nested, caplog):
+    root = make_columbia(tmp_path / "Columbia Uncompressed Image Splicing Detection", nested)
+    with caplog.at_level(logging.WARNING):
+        ds = ColumbiaDataset(root)
+    assert ds.name == "columbia" and ds.label_space == BINARY and ds.splits() == ["test"]
+    assert ds.ids("test") == [f"4cam_auth/{s}.tif" for s in AUTHENTIC] + [f"4cam_splc/{s}.tif" for s in SPLICED]
+    spliced = ds.load(f"4cam_splc/{SPLICED[0]}.tif")
+    assert spliced.image.shape == (S, S, 3)
+    # green columns 16..31 are the spliced region; the blue single-edge band over rows 0..7 is not
+    expected = np.zeros((S, S), np.uint8)
+    expected[8:, 16:] = 1
+    assert np.array_equal(spliced.label, expected)
+    assert spliced.meta.base == "real" and [(t.editor, t.edit_type) for t in spliced.meta.turns] == [
+        ("unknown", "splicing")]
+    for stem in AUTHENTIC:
+        real = ds.load(f"4cam_auth/{stem}.tif")
+        assert not real.label.any() and real.meta.turns == ()
+    d = ds.describe()
+    assert d["authentic"] == 2 and d["edit_types"] == {"splicing": 2}
+    assert d["expected"] == {"tampered": 180, "authentic": 183} and "Columbia_list.txt" in d["protocols"]["test"]
+    assert "tampered 2 (published: 180)" in caplog.text and "authentic 2 (published: 183)" in caplog.text
+    assert len(ColumbiaDataset(root, authentic=False).ids("test")) == 2
+
+
+def test_columbia_misformed_copies(tmp_path):
+    root = make_columbia(tmp_path / "columbia")
+    (root / "4cam_splc" / "edgemask" / f"{SPLICED[1]}_edgemask.jpg").unlink()
+    with pytest.raises(DataError, match=rf"1 spliced image\(s\) have no <stem>_edgemask mask .*4cam_splc/{SPLICED[1]}"
+                                        r"\.tif\); skip_unpaired=True"):
+        ColumbiaDataset(root)
+    assert f"4cam_splc/{SPLICED[1]}.tif" not in ColumbiaDataset(root, skip_unpaired=True).ids("test")
+    save_jpeg(root / "4cam_splc" / "edgemask" / f"{SPLICED[1]}_edgemask.jpg", edgemask()[:16])
+    with pytest.raises(CorruptSampleError, match=r"mask size 32x16 differs from image size 32x32") as exc:
+        ColumbiaDataset(root).load(f"4cam_splc/{SPLICED[1]}.tif")
+    assert exc.value.kind == "mask-size"
+    (root / "4cam_splc" / "edgemask" / f"{SPLICED[1]}_edgemask.jpg").write_bytes(b"\xff\xd8 not a jpeg")
+    with pytest.raises(CorruptSampleError) as exc:
+        ColumbiaDataset(root).load(f"4cam_splc/{SPLICED[1]}.tif")
+    assert exc.value.kind == "corrupt"
+    shutil.rmtree(root / "4cam_splc" / "edgemask")
+    with pytest.raises(DataError, match=r"no edgemask/ folder in .*4cam_splc"):
+        ColumbiaDataset(root)
+
+
+# -- COVERAGE -----------------------------------------------------------------------------
+
+
+def test_coverage_reads(tmp_path, caplog):
+    ds = CoverageDataset(make_coverage(tmp_path / "COVERAGE"))
+    assert ds.name == "coverage" and ds.splits() == ["test"]
+    assert ds.ids("test") == ["image/1.tif", "image/1t.tif", "image/2.tif", "image/2t.tif"]
+    for n in (1, 2):
+        forged = ds.load(f"image/{n}t.tif")
+        assert edited_rows(forged.label) == list(range(4 * n, 4 * n + 8))  # the forged mask, not copy/paste
+        assert forged.label[4 * n].all() and [t.edit_type for t in forged.meta.turns] == ["copy_move"]
+        assert not ds.load(f"image/{n}.tif").label.any()
+    assert ds.describe()["edit_types"] == {"copy_move": 2}
+
+
+def test_coverage_missing_mask(tmp_path):
+    root = make_coverage(tmp_path / "COVERAGE")
+    (root / "mask" / "2forged.tif").unlink()
+    with pytest.raises(DataError, match=r"1 forged image\(s\) have no <N>forged mask .*\(e\.g\. image/2t\.tif\)"):
+        CoverageDataset(root)
+    assert CoverageDataset(root, skip_unpaired=True).ids("test") == ["image/1.tif", "image/1t.tif", "image/2.tif"]
+
+
+# -- NIST16 -------------------------------------------------------------------------------
+
+
+def test_nist16_black_is_manipulated(tmp_path):
+    root = make_nist16(tmp_path / "NC2016_Test0613")
+    ds = Nist16Dataset(root)
+    assert ds.name == "nist16" and ds.task == "manipulation"
+    assert ds.ids("test") == ["probe/NC2016_0001.jpg", "probe/NC2016_0002.jpg", "probe/NC2016_0003.jpg"]
+    removed = ds.load("probe/NC2016_0001.jpg")
+    assert edited_rows(removed.label) == list(range(8)) and removed.label[:8].all()
+    assert [t.edit_type for t in removed.meta.turns] == ["removal"]
+    spliced = ds.load("probe/NC2016_0003.jpg")
+    assert edited_rows(spliced.label) == [*range(8, 12), *range(20, 24)]
+    assert [t.edit_type for t in spliced.meta.turns] == ["splicing"]
+    assert not ds.load("probe/NC2016_0002.jpg").label.any()
+    d = ds.describe()
+    assert d["task"] == "manipulation" and d["authentic"] == 1 and d["expected"] == {"tampered": 564}
+    assert Nist16Dataset(root, authentic=False).ids("test") == ["probe/NC2016_0001.jpg", "probe/NC2016_0003.jpg"]
+
+
+def test_nist16_splice_task_unites_one_probes_masks(tmp_path):
+    root = make_nist16(tmp_path / "NC2016_Test0613")
+    by_option = Nist16Dataset(root, task="splice")
+    by_file = Nist16Dataset(root / "reference" / "splice" / "NC2016-splice-ref.csv")
+    for ds in (by_option, by_file):
+        assert ds.task == "splice" and ds.ids("test") == ["probe/NC2016_0002.jpg", "probe/NC2016_0003.jpg"]
+        assert edited_rows(ds.load("probe/NC2016_0003.jpg").label) == [*range(8, 12), *range(20, 24)]
+    assert by_option.fingerprint() == by_file.fingerprint() != Nist16Dataset(root).fingerprint()
+
+
+def test_nist16_misformed_references(tmp_path):
+    root = make_nist16(tmp_path / "NC2016_Test0613")
+    ref = root / "reference" / "manipulation" / "NC2016-manipulation-ref.csv"
+    text = ref.read_text()
+    ref.write_text(text.replace("|", ","))
+    with pytest.raises(DataError, match=r"missing column\(s\) ProbeFileName, ProbeMaskFileName, IsTarget; "
+                                        r"expected a '\|'-separated NIST reference"):
+        Nist16Dataset(root)
+    ref.write_text(text.replace("reference/manipulation/mask/NC2016_5001.png", ""))
+    with pytest.raises(DataError, match=r"line 2: ProbeMaskFileName \(IsTarget=Y\): empty cell"):
+        Nist16Dataset(root)
+    ref.write_text(text.replace("mask/NC2016_5001.png", "../../outside.png"))
+    with pytest.raises(DataError, match=r"leaves the dataset folder"):
+        Nist16Dataset(root)
+    ref.write_text(text)
+    (root / "reference" / "manipulation" / "mask" / "NC2016_5001.png").unlink()
+    with pytest.raises(DataError, match=r"1 file\(s\) named in NC2016-manipulation-ref\.csv do not exist .*"
+                                        r"line 2: reference/manipulation/mask/NC2016_5001\.png"):
+        Nist16Dataset(root)
+    assert Nist16Dataset(root, skip_unpaired=True).ids("test") == ["probe/NC2016_0002.jpg", "probe/NC2016_0003.jpg"]
+    with pytest.raises(DataError, match=r"NIST16 task 'copymove' is not one of manipulation, splice, removal"):
+        Nist16Dataset(root, task="copymove")
+    with pytest.raises(DataError, match=r"NC2016-removal-ref\.csv: no such reference file"):
+        Nist16Dataset(root, task="removal")
+
+
+# -- IMD2020 ------------------------------------------------------------------------------
+
+
+def test_imd2020_reads(tmp_path):
+    ds = Imd2020Dataset(make_imd2020(tmp_path / "IMD2020"))
+    assert ds.name == "imd2020"
+    assert ds.ids("test") == ["1a1ogs/1a1ogs_orig.jpg", "1a1ogs/c8tt7fg_0.jpg", "1a1ogs/c8tt7fh_0.png",
+                              "z5/00022_fake.jpg", "z5/00022_orig.jpg"]  # 0jpg/ holds no original, no mask
+    assert edited_rows(ds.load("1a1ogs/c8tt7fg_0.jpg").label) == list(range(6))
+    assert edited_rows(ds.load("1a1ogs/c8tt7fh_0.png").label) == list(range(10, 16))
+    assert edited_rows(ds.load("z5/00022_fake.jpg").label) == list(range(20, 32))
+    assert not ds.load("z5/00022_orig.jpg").label.any()
+    assert ds.describe()["authentic"] == 2 and "IMD_valid_list.txt 141" in ds.describe()["protocols"]["test"]
+    assert len(Imd2020Dataset(tmp_path / "IMD2020", authentic=False).ids("test")) == 3
+
+
+def test_imd2020_missing_mask(tmp_path):
+    root = make_imd2020(tmp_path / "IMD2020")
+    (root / "z5" / "00022_fake_mask.png").unlink()
+    with pytest.raises(DataError, match=r"1 tampered image\(s\) have no <stem>_mask file .*z5/00022_fake\.jpg"):
+        Imd2020Dataset(root)
+    assert "z5/00022_fake.jpg" not in Imd2020Dataset(root, skip_unpaired=True).ids("test")
+
+
+# -- all four: sniffing, CLI, fingerprints ------------------------------------------------
+
+MAKERS = {"columbia": make_columbia, "coverage": make_coverage, "nist16": make_nist16, "imd2020": make_imd2020}
+
+
+@pytest.fixture
+def layouts(tmp_path, diffseg_folder) -> dict[str, Path]:
+    return {
+        **{name: make(tmp_path / name) for name, make in MAKERS.items()},
+        "columbia-nested": make_columbia(tmp_path / "columbia-nested", nested=True),
+        "casia1": make_casia1(tmp_path / "v1"), "casia2": make_casia2(tmp_path / "v2" / "CASIA2.0"),
+        "cocoglide": make_cocoglide(tmp_path / "CocoGlide"), "tpgt": make_tpgt(tmp_path / "plain"),
+        "diffseg30k": diffseg_folder,
+    }
+
+
+def test_registry_sniffing_names_one_adapter_per_layout(layouts):
+    claims: dict[str, set[str]] = {name: set() for name in layouts}
+    for entry in get_registry().list("dataset"):
+        sniff = getattr(entry.load(), "sniff", None)
+        if sniff is None:
+            continue
+        for name, path in layouts.items():
+            if sniff(path):
+                claims[name].add(entry.name)
+    for name in MAKERS:
+        assert claims[name] == {name}, name
+    assert claims["columbia-nested"] == {"columbia"}
+    ours = set(MAKERS)
+    for name in ("casia1", "casia2", "cocoglide", "tpgt", "diffseg30k"):
+        assert claims[name] and not claims[name] & ours, name
+    for name, path in layouts.items():
+        if name in MAKERS:
+            assert open_dataset(str(path)).name == name
+
+
+@pytest.mark.parametrize("name", list(MAKERS))
+def test_cli_info_and_stats(name, tmp_path, capsys):
+    root = MAKERS[name](tmp_path / name)
+    code, out, err = cli(capsys, "data", "info", root)
+    assert code == 0, err
+    assert f"name: {name}" in out and f"fingerprint: {open_dataset(str(root)).fingerprint()}" in out
+    code, out, err = cli(capsys, "data", "stats", root, "--no-plots", "--json")
+    assert code == 0, err
+    stats = json.loads(out)
+    assert stats["dataset"]["name"] == name and stats["splits"] == {"test": len(open_dataset(str(root)).ids("test"))}
+
+
+def test_cli_names_a_broken_reference_in_one_line(tmp_path, capsys):
+    root = make_nist16(tmp_path / "NC2016_Test0613")
+    ref = root / "reference" / "manipulation" / "NC2016-manipulation-ref.csv"
+    ref.write_text(ref.read_text().replace("|", ","))
+    code, out, err = cli(capsys, "data", "info", root)
+    assert code != 0 and "Traceback" not in err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1 and "missing column(s)" in err
+
+
+@pytest.mark.parametrize("name", list(MAKERS))
+def test_fingerprint_is_stable_and_follows_the_masks(name, tmp_path):
+    root = MAKERS[name](tmp_path / "a" / name)
+    first = open_dataset(str(root)).fingerprint()
+    assert open_dataset(str(root)).fingerprint() == first
+    copy = shutil.copytree(root, tmp_path / "b" / name)
+    assert open_dataset(str(copy)).fingerprint() == first
+    mask = next(m for _, m in open_dataset(str(copy))._entries.values() if m is not None)
+    mask.write_bytes(mask.read_bytes() + b"\0")
+    assert open_dataset(str(copy)).fingerprint() != first
