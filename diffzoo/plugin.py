@@ -7,7 +7,8 @@ UniversalFakeDetect included (docs/plugins.md, "What a plugin may import";
 other than this module and the package root is internal and may move.
 
 - registering: ``hookimpl``, the cards (``DetectorCard``, ``GeneratorCard``,
-  ``RecipeValue``) and ``register_cards``;
+  ``RecipeValue``, and a detector's released weights: ``Release``, ``Published``)
+  and ``register_cards``;
 - the protocols a plugin implements (``Detector``, ``Generator``, ``Dataset``,
   ``EditResult``), what a detector factory is given (``DetectorBuild``) and the
   value types (``LabelSpace``, ``BINARY``, ``IGNORE_INDEX``, ``Sample``,
@@ -34,7 +35,7 @@ stays fast; the names that need them load on first use.
 
 from __future__ import annotations
 
-from diffzoo.harness.core.cards import DetectorCard, GeneratorCard, RecipeValue, register_cards
+from diffzoo.harness.core.cards import DetectorCard, GeneratorCard, Published, RecipeValue, Release, register_cards
 from diffzoo.harness.core.errors import (
     ConfigError,
     CorruptSampleError,
@@ -85,6 +86,8 @@ __all__ = [
     "DetectorCard",
     "GeneratorCard",
     "RecipeValue",
+    "Release",
+    "Published",
     "Detector",
     "DetectorBuild",
     "Generator",

@@ -30,14 +30,22 @@ def _kind(value: str) -> str:
 def list_cmd(
     kind: str = typer.Argument(..., help=f"What to list: {', '.join(KINDS)}."),
     pattern: str = typer.Argument("*", help="fnmatch wildcard, e.g. 'segformer*'."),
+    released: bool = typer.Option(False, "--released", help="detectors: the trained weights their authors "
+                                  "released (--weights released:NAME), with source, training data and "
+                                  "published numbers."),
 ) -> None:
     """List registered detectors, generators, datasets, suites or distortions."""
     kind = _kind(kind)
     registry = get_registry()
     singular = kind[:-1]
     entries = registry.list(singular, pattern)
+    if released and kind != "detectors":
+        raise ConfigError("--released lists detectors' released weights: `diffzoo list detectors --released`")
     if not entries:
         console.print(f"no {kind} match {term(repr(pattern))}; see `diffzoo list {kind}`")
+        return
+    if released:
+        _released(entries, pattern)
         return
     table = Table(title=f"{kind} matching {term(repr(pattern))}", title_justify="left")
     table.add_column("name", style="bold")
@@ -50,6 +58,25 @@ def list_cmd(
             suite = e.load()
             desc = f"v{suite.version}, cases: {', '.join(c.name for c in suite.cases)}. {desc}"
         table.add_row(term(e.name), "*" if e.default else "", term(e.source), term(desc))
+    console.print(table)
+
+
+def _released(entries: list, pattern: str) -> None:
+    """One row per (detector, release): the weights its authors released."""
+    table = Table(title=f"released weights of detectors matching {term(repr(pattern))}", title_justify="left")
+    for col in ("detector", "release", "files", "trained on", "sha256", "published", "source"):
+        table.add_column(col)
+    rows = 0
+    for e in entries:
+        for r in e.card.releases:
+            sha = "published" if any(r.sha256) else "unpublished (recorded at first use)"
+            numbers = "; ".join(f"{p.benchmark} {p.metric} {p.value:g}" for p in r.published) or "none on file"
+            table.add_row(term(e.name), term(r.name), term(", ".join(r.files)), term(r.trained_on), sha,
+                          term(numbers), term(r.source))
+            rows += 1
+    if not rows:
+        console.print(f"no detector matching {term(repr(pattern))} lists released weights")
+        return
     console.print(table)
 
 

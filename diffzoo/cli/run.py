@@ -25,8 +25,9 @@ if TYPE_CHECKING:  # these import torch or numpy: only when a command runs, neve
 MAX_CASE_TABLES = 6
 """Above this many cases (e.g. --suite all) the console shows the summary only;
 every case's table is in the output folder's summary and records."""
-RUN_OPTIONS = ("detector", "suite", "dataset", "checkpoint", "train", "seed", "device", "strict", "pretrained",
-               "iterations", "batch_size", "crop_size", "recipe", "labels", "extra_authentic", "dataset_option",
+RUN_OPTIONS = ("detector", "suite", "dataset", "checkpoint", "weights", "train", "seed", "device", "strict",
+               "pretrained", "iterations", "batch_size", "crop_size", "recipe", "labels", "extra_authentic",
+               "dataset_option",
                "save_every", "log_every", "val_every", "workers", "bootstrap", "thresholds", "calibration_split",
                "holdout", "generator", "eval_dataset", "eval_dataset_option", "allow_train_overlap")
 """The request's options ``diffzoo run`` takes (all of them), in the order ``--help`` lists them."""

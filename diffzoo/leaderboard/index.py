@@ -38,6 +38,16 @@ from diffzoo.harness.records.model import DatasetInfo
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
 
+RELEASED = "released weights, zero-shot"
+"""The weights of a group or table whose rows score weights their authors released (never
+trained on the data): kept apart from, and never ranked with, models trained here."""
+
+
+def weights_kind(record: ResultRecord) -> str:
+    """:data:`RELEASED` for a record of released weights, else '' (a model trained or given here)."""
+    return RELEASED if record.body.detector.release is not None else ""
+
+
 CONDITIONS = ("dataset", "label map", "split", "recipe", "suite", "metrics")
 """What a number was made under besides the detector: rows that differ in any of
 these are never ranked together without a column saying so."""
@@ -155,6 +165,7 @@ class TableKey:
     dataset: str
     fingerprint: str
     metrics_version: str
+    weights: str = ""  # RELEASED, or '' for models trained here
 
     @classmethod
     def of(cls, record: ResultRecord) -> TableKey:
@@ -162,17 +173,18 @@ class TableKey:
         return cls(suite=b.suite.name, suite_version=b.suite.version, definition_hash=b.suite.definition_hash,
                    case=f"{b.case_name} ({b.case.get('split')})" if is_cross(record) else b.case_name,  # one per split
                    task=b.task, dataset=b.dataset.name, fingerprint=b.dataset.fingerprint,
-                   metrics_version=b.metrics_version)
+                   metrics_version=b.metrics_version, weights=weights_kind(record))
 
     @property
     def title(self) -> str:
-        return f"{self.suite} v{self.suite_version} / {self.case} on {self.dataset}"
+        apart = f" ({self.weights})" if self.weights else ""
+        return f"{self.suite} v{self.suite_version} / {self.case} on {self.dataset}{apart}"
 
     @property
     def name(self) -> str:
         """Every part of the key, for a file-name slug."""
         return (f"{self.suite}-v{self.suite_version}-{self.case}-{self.dataset}-{self.fingerprint[:8]}"
-                f"-m{self.metrics_version}-{self.definition_hash[:8]}")
+                f"-m{self.metrics_version}-{self.definition_hash[:8]}" + ("-released" if self.weights else ""))
 
     @property
     def order(self) -> tuple:
@@ -190,6 +202,7 @@ class GroupKey:
     split: str
     recipe: str
     metrics_version: str
+    weights: str = ""  # RELEASED (zero-shot rows), or '' for models trained here
 
     @classmethod
     def of(cls, record: ResultRecord) -> GroupKey:
@@ -201,7 +214,10 @@ class GroupKey:
         if isinstance(trained, dict) and trained:
             ds = DatasetInfo(str(trained.get("name", "")), str(trained.get("fingerprint", "")),
                              label_map=trained.get("label_map"), split=trained.get("split"))
-        return cls(ds.name, ds.fingerprint, ds.label_map_id, ds.split_id, recipe, b.metrics_version)
+        if b.detector.release is not None:  # zero-shot: grouped by the data it scored, apart from trained rows
+            ds = b.dataset
+        return cls(ds.name, ds.fingerprint, ds.label_map_id, ds.split_id, recipe, b.metrics_version,
+                   weights_kind(record))
 
     @property
     def conditions(self) -> dict[str, str]:
@@ -235,7 +251,8 @@ class Group:
 
     @property
     def title(self) -> str:
-        return f"{self.key.dataset} ({self.key.fingerprint[:12]})"
+        apart = f", {self.key.weights}" if self.key.weights else ""
+        return f"{self.key.dataset} ({self.key.fingerprint[:12]}){apart}"
 
     @property
     def conditions(self) -> dict[str, str]:

@@ -52,6 +52,51 @@ class RecipeValue:
 
 
 @dataclass(frozen=True)
+class Published:
+    """A number the authors of a release published for it: on ``benchmark`` (its ``split``),
+    ``metric`` as they define it (``definition``: how their code computes it), from ``source``."""
+
+    benchmark: str
+    split: str
+    metric: str
+    definition: str
+    value: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Release:
+    """Trained weights a detector's authors released, and how diffzoo reads them as released.
+
+    ``files``: the file name(s) as released (one, or one per part of a multi-file release);
+    ``source``: where the authors publish them (a URL, a Hugging Face id, a netdisk page);
+    ``sha256``: per file, as the authors publish it (None: unpublished; the hash of the file
+    loaded first is then recorded).  How the tensors reach the detector's own keys:
+    ``unwrap`` (the wrapper dict keys tried in order, e.g. ``model``, ``state_dict``),
+    ``strip`` (key prefixes removed, e.g. ``module.``), ``prefixes`` (per file, prepended to its
+    keys: the part of the model it holds) and ``convert`` (``"module:function"``, a family's own
+    mapping of the flat dict onto the detector's keys).  ``allow``: the harmless non-tensor
+    types the files hold besides tensors (``argparse.Namespace`` for saved arguments), by
+    ``module.name``.  ``tasks``: what the released model does (binary localization, mostly)."""
+
+    name: str
+    files: tuple[str, ...]
+    source: str
+    trained_on: str
+    protocol: str
+    licence: str
+    sha256: tuple[str | None, ...] = ()
+    unwrap: tuple[str, ...] = ("model", "state_dict", "network")
+    strip: tuple[str, ...] = ("module.",)
+    prefixes: tuple[str, ...] = ()
+    convert: str | None = None
+    allow: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ("binary",)
+    published: tuple[Published, ...] = ()
+    citation: str = ""
+
+
+@dataclass(frozen=True)
 class DetectorCard:
     """Everything needed to build, train and cite one detector variant."""
 
@@ -77,6 +122,9 @@ class DetectorCard:
     ``pred_label``): its image cases are planned twice, judged by the predicted edited area
     and by that score.  A pure classifier (only ``classification``) leaves it False: its
     score is its only judge."""
+    releases: tuple[Release, ...] = ()
+    """Trained weights its authors released (``--weights released:NAME``).  Facts about weights
+    that exist, not about the model built: never part of :meth:`to_dict` (cache keys, records)."""
 
     @property
     def family(self) -> str:
@@ -89,8 +137,20 @@ class DetectorCard:
     def recipe_values(self) -> dict[str, Any]:
         return {k: v.value for k, v in self.recipe.items()}
 
+    def release(self, name: str) -> Release:
+        """The release called ``name``; a ConfigError listing the card's releases otherwise."""
+        from diffzoo.harness.core.errors import ConfigError
+
+        for release in self.releases:
+            if release.name == name:
+                return release
+        known = ", ".join(r.name for r in self.releases) or "none"
+        raise ConfigError(f"detector {self.name} has no released weights called {name!r}; its releases: {known} "
+                          "(diffzoo list detectors --released)")
+
     def to_dict(self) -> dict[str, Any]:
         d = _jsonable(self)
+        del d["releases"]
         for name, default in _LATE_FIELDS.items():
             if d.get(name) == default:
                 del d[name]
@@ -102,6 +162,7 @@ class DetectorCard:
         d["tasks"] = tuple(d["tasks"])
         d["mean"], d["std"] = tuple(d["mean"]), tuple(d["std"])
         d["recipe"] = {k: RecipeValue(**v) for k, v in d.get("recipe", {}).items()}
+        d.pop("releases", None)
         return cls(**d)
 
     def fingerprint(self) -> str:

@@ -57,7 +57,8 @@ def record_path(card: DetectorCard, source: str, filename: str) -> Path:
     return cache_root() / "weights" / card.name / f"{stable_hash([source, filename])}.json"
 
 
-def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None) -> str:
+def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
+                  allow: Sequence[type] = ()) -> str:
     """The sha256 of ``card``'s pretrained weights file ``path`` (from ``source``), checked.
 
     With a published ``card.weights_sha256`` the file must match it.  Without
@@ -67,10 +68,11 @@ def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: st
     reading no more than the tensors' index): one that does not is a
     :class:`WeightsFileError` and its hash is not recorded.
     """
-    return _checked(card, Path(path), source, what, probe=True)[0]
+    return _checked(card, Path(path), source, what, probe=True, allow=allow)[0]
 
 
-def _checked(card: DetectorCard, path: Path, source: str, what: str | None, probe: bool) -> tuple[str, Any]:
+def _checked(card: DetectorCard, path: Path, source: str, what: str | None, probe: bool,
+             allow: Sequence[type] = ()) -> tuple[str, Any]:
     """(sha256, what the file holds) of a hash-checked weights file; its first-use hash is
     recorded only once it has loaded.  ``probe``: load only as much as shows it is weights."""
     what = what or f"detector {card.name}"
@@ -84,10 +86,10 @@ def _checked(card: DetectorCard, path: Path, source: str, what: str | None, prob
                 f"{published} for {source}; the file is damaged or not the published one. "
                 "Delete it and fetch it again"
             )
-        return digest, load_weights(path, source, what=what, probe=probe)
+        return digest, load_weights(path, source, what=what, probe=probe, allow=allow)
     record = record_path(card, source, path.name)
     if not record.exists():
-        held = load_weights(path, source, what=what, probe=probe)  # a file that does not load is never recorded
+        held = load_weights(path, source, what=what, probe=probe, allow=allow)  # never recorded unless it loads
         atomic_write_text(record, json.dumps({
             "card": card.name, "source": source, "file": path.name, "path": str(path), "sha256": digest,
             "recorded": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -111,7 +113,7 @@ def _checked(card: DetectorCard, path: Path, source: str, what: str | None, prob
             f"if the new weights are intended, delete {record} (results made with the old weights will "
             "not be comparable)"
         )
-    return digest, load_weights(path, source, what=what, probe=probe)
+    return digest, load_weights(path, source, what=what, probe=probe, allow=allow)
 
 
 # -- reading a weights file --------------------------------------------------------------
@@ -122,7 +124,8 @@ PICKLE_PROTOCOL = 0x80
 SAFETENSORS_SUFFIX = ".safetensors"
 
 
-def load_weights(path: Path | str, source: str, *, what: str = "weights", probe: bool = False) -> Any:
+def load_weights(path: Path | str, source: str, *, what: str = "weights", probe: bool = False,
+                 allow: Sequence[type] = ()) -> Any:
     """What the weights file ``path`` holds: a safetensors file's tensors, or a ``torch.save``
     file's tensors and plain containers, read with ``weights_only=True`` (nothing in it is run).
 
@@ -130,13 +133,15 @@ def load_weights(path: Path | str, source: str, *, what: str = "weights", probe:
     it is refused, with the fix: replace it with the file from ``source``.  ``probe``: load
     only as much as shows the file is weights (a safetensors header; a ``torch.save``
     archive's pickle with its tensors mapped, not read), for a file a library reads next.
+    ``allow``: harmless types the file may hold besides tensors and plain containers (a
+    release's saved ``argparse.Namespace``), rebuilt by ``weights_only``'s allow-list.
     """
     path = Path(path)
     _regular(path, source, what)
     try:
         if path.suffix == SAFETENSORS_SUFFIX:
             return _safetensors(path, probe)
-        return _torch_file(path, probe)
+        return _torch_file(path, probe, allow)
     except WeightsFileError:
         raise
     except MemoryError:
@@ -166,7 +171,7 @@ def _safetensors(path: Path, probe: bool) -> Any:
     return load_file(str(path))
 
 
-def _torch_file(path: Path, probe: bool) -> Any:
+def _torch_file(path: Path, probe: bool, allow: Sequence[type] = ()) -> Any:
     import torch
 
     with open(path, "rb") as fh:
@@ -179,7 +184,8 @@ def _torch_file(path: Path, probe: bool) -> Any:
     with warnings.catch_warnings():  # a refusal is one line: not also torch's note on the pickle protocol
         warnings.filterwarnings("ignore", message="Detected pickle protocol")
         # mmap (an archive only): the pickle is read and checked, the tensors' bytes are mapped, not read
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=probe and zipped)
+        with torch.serialization.safe_globals(list(allow)):
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=probe and zipped)
 
 
 class _NotWeights(Exception):

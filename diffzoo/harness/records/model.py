@@ -32,6 +32,8 @@ TRAIN_OVERLAP = "train_overlap"
 a held-out record has no such key."""
 NOT_HELD_OUT_ROW = "{} (not held out)"
 """A table row of records scored on their model's training images: never read as a held-out row."""
+RELEASED_ROW = "{} [released:{}]"
+"""A row of released weights: the detector and the release it scored (never a model trained here)."""
 
 
 def state_file_name(sha256: str) -> str:
@@ -49,6 +51,20 @@ class DetectorInfo:
     plugin: str = ""
     plugin_version: str | None = None
     checkpoint_source: str | None = None
+    release: dict[str, Any] | None = None
+    """Released weights (``checkpoint_source`` ``released``): the release's name, source, training
+    data and original files with their sha256; None for a model trained or given here."""
+
+    @property
+    def release_name(self) -> str | None:
+        return str(self.release.get("name")) if self.release else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's ``detector`` field; ``release`` only where there is one."""
+        out = dict(vars(self))
+        if out["release"] is None:
+            del out["release"]
+        return out
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> DetectorInfo:
@@ -61,7 +77,17 @@ class DetectorInfo:
                    task=r.text("task", required=False), card=r.mapping("card"), pretrained=pretrained,
                    plugin=r.text("plugin", required=False), plugin_version=r.text("plugin_version", optional=True,
                                                                                   required=False),
-                   checkpoint_source=r.text("checkpoint_source", optional=True, required=False))
+                   checkpoint_source=r.text("checkpoint_source", optional=True, required=False),
+                   release=_release(r))
+
+
+def _release(r: FieldReader) -> dict[str, Any] | None:
+    """``detector.release``: a mapping naming the release and its files, or absent."""
+    release = r.mapping("release", nullable=True)
+    if release is not None and not (isinstance(release.get("name"), str) and release["name"]
+                                    and isinstance(release.get("files"), list)):
+        r.fail("release", "must name the release (name) and its files (files)")
+    return release
 
 
 @dataclass(frozen=True)
@@ -318,6 +344,8 @@ class RecordBody:
         with `` (not held out)`` for a case scored on its model's training images, so that no
         table shows or ranks it as a held-out row."""
         name = OWN_SCORE_ROW.format(self.detector.name) if self.own_score else self.detector.name
+        if self.detector.release_name:
+            name = RELEASED_ROW.format(name, self.detector.release_name)
         return NOT_HELD_OUT_ROW.format(name) if self.not_held_out else name
 
     @property
@@ -403,7 +431,7 @@ class RecordBody:
         """The JSON document (every field written, optional ones as null or {})."""
         out: dict[str, Any] = {
             "schema_version": self.schema_version, "record_id": self.record_id,
-            "detector": dict(vars(self.detector)), "suite": dict(vars(self.suite)), "case": self.case,
+            "detector": self.detector.to_dict(), "suite": dict(vars(self.suite)), "case": self.case,
             "dataset": dict(vars(self.dataset)), "label_space": list(self.label_space), "metrics": self.metrics,
             "ci95": self.ci95, "metrics_version": self.metrics_version, "threshold_policy": self.threshold_policy,
             "baselines": self.baselines, "confusion": self.confusion, "slices": self.slices,

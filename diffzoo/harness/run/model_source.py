@@ -20,6 +20,7 @@ from typing import IO, Any
 import torch
 
 from diffzoo.harness.core import distributed
+from diffzoo.harness.core.cards import Release
 from diffzoo.harness.core.errors import ConfigError, ModelError
 from diffzoo.harness.core.fsutil import lock_open_file, writing
 from diffzoo.harness.core.progress import Progress
@@ -29,6 +30,7 @@ from diffzoo.harness.core.types import BINARY, StateKey, Task
 from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, sweep_partial
 from diffzoo.harness.models.divergence import refuse_nonfinite
 from diffzoo.harness.models.monitor import TrainMonitor, Validation, train_log_dir
+from diffzoo.harness.models.releases import install
 from diffzoo.harness.models.resume import Resume, resume_dir
 from diffzoo.harness.models.train_data import TrainData, TrainHooks
 from diffzoo.harness.records.policy import Thresholds
@@ -48,7 +50,8 @@ Segmenters log their pixel metrics, classifiers their image-level ones."""
 @dataclass(frozen=True)
 class CheckpointInfo:
     """The checkpoint a job's model came from: ``source`` (``given``, ``cache``, ``trained``,
-    ``untrained``: a card used as built), its folder or file and the weights' sha256; the
+    ``untrained``: a card used as built, ``released``: weights its authors released), its folder
+    or file and the weights' sha256; the
     training log written with it (None for a given checkpoint or one used as built); the
     training's log folder in the cache (``log_dir``, when it has one) and ``model_name``, the
     name ``--out`` gives that log and its plot."""
@@ -59,6 +62,9 @@ class CheckpointInfo:
     training: dict[str, Any] | None = None
     log_dir: Path | None = None
     model_name: str | None = None
+    release: dict[str, Any] | None = None
+    """For released weights (source ``released``): the release's name, where it is published,
+    what it was trained on and its original files with their sha256 (``releases.release_record``)."""
 
 
 class ModelSource:
@@ -67,14 +73,22 @@ class ModelSource:
 
     def __init__(self, entry: Entry, dataset: Dataset, checkpoints: list[Path], train: bool,
                  save_every: int | None, log_every: int | None, device: torch.device, progress: Progress,
-                 evaluator: Evaluator):
+                 evaluator: Evaluator, release: Release | None = None):
         self.entry, self.dataset, self.checkpoints, self.train = entry, dataset, checkpoints, train
+        self.release = release  # --weights released:NAME; then ``checkpoints`` are its files
         self.save_every, self.log_every = save_every, log_every
         self.device, self.progress, self.evaluator = device, progress, evaluator
 
     def get(self, job: Job) -> tuple[Detector, CheckpointInfo]:
         """``job``'s model, with its weights, and where they came from."""
         det = self._new_detector(job)
+        release = self.release
+        if release is not None:  # as released: never trained, whatever the job's cache holds
+            folder = distributed.broadcast(distributed.on_main(
+                lambda: install(det, self.entry.card, release, self.checkpoints)))  # rank 0 converts, all load
+            assert folder is not None
+            meta = det.load(folder)
+            return det, CheckpointInfo("released", folder, meta["sha256"], release=meta.get("release"))
         given = self.given_checkpoint(job)
         cached = cache_dir(self.entry.name, job.key)
         if given is not None:
@@ -111,6 +125,9 @@ class ModelSource:
         return det.to(self.device)
 
     def given_checkpoint(self, job: Job) -> Path | None:
+        """The ``--checkpoint`` of ``job``'s task (None with released weights: those are its files)."""
+        if self.release is not None:
+            return None
         for path in self.checkpoints:
             _, meta = checkpoint_meta(path)
             if meta.get("task", job.task) == job.task:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from diffzoo.harness.core.cards import DetectorCard, stable_hash
+from diffzoo.harness.core.cards import DetectorCard, Release, stable_hash
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.protocols import Dataset
@@ -361,9 +361,17 @@ def _binary_masks(dataset: Dataset) -> str:
             "labels")
 
 
-def _train_spec(card: DetectorCard, case: Case, dataset: Dataset) -> tuple[TrainSpec | None, str]:
-    """The model ``card`` needs for ``case``, or None and why it cannot serve it."""
+def _train_spec(card: DetectorCard, case: Case, dataset: Dataset,
+                release: Release | None = None) -> tuple[TrainSpec | None, str]:
+    """The model ``card`` needs for ``case``, or None and why it cannot serve it; with
+    ``release``, the released model scores every case it can, as released."""
     spec = case.train
+    if release is not None:
+        if spec.exclude_editors:
+            return None, (f"released weights {release.name} were not trained here: a case that holds editors out "
+                          "of training needs a model trained without them")
+        if spec.task not in release.tasks and not (case.task == CaseTask.IMAGE and Task.BINARY in release.tasks):
+            return None, f"released weights {release.name} are a {'/'.join(release.tasks)} model"
     if Task.SEMANTIC in (spec.task, case.task) and is_binary_space(dataset.label_space):
         return None, _binary_masks(dataset)
     known = set(dataset.label_space.editors)
@@ -535,14 +543,15 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
               detector: str = "", eval_datasets: Iterable[EvalDataset] = (),
               generators: Mapping[str, str] | None = None,
               calibration_split: str | None = None, val_every: int | None = 0,
-              only: Collection[tuple[str, str]] | None = None) -> Plan:
+              only: Collection[tuple[str, str]] | None = None, release: Release | None = None) -> Plan:
     """The plan of ``suites`` for ``card`` on ``dataset`` (of ``fingerprint``).
 
     ``eval_datasets``: the opened ``--eval-dataset`` datasets (without, the cross-dataset cases
     are skipped, saying so); ``generators``: generator name -> card to use instead (besides the
     dataset's own offline substitutes); ``calibration_split``: calibrate thresholds there (None:
     fixed); ``val_every``: the training's validation cadence (None: the recipe's default);
-    ``only``: the (suite, case) names to plan, the others left out unsaid (``diffzoo reproduce``)."""
+    ``only``: the (suite, case) names to plan, the others left out unsaid (``diffzoo reproduce``);
+    ``release``: the released weights every case scores (``--weights released:NAME``)."""
     eval_datasets = list(eval_datasets)
     planner = _Planner(card, dataset, config, fingerprint, eval_datasets,
                        {**dataset.generator_substitutes, **(generators or {})}, calibration_split, val_every)
@@ -553,7 +562,7 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
             if only is not None and (suite.name, case.name) not in only:
                 continue
             spec, reason = (None, NO_EVAL_DATASET) if is_cross(case) and not eval_datasets else \
-                _train_spec(card, case, dataset)
+                _train_spec(card, case, dataset, release)
             if spec is None:
                 log.info("skipping %s/%s: %s", suite.name, case.name, reason)
                 skipped.append(SkippedCase(suite, case, reason))

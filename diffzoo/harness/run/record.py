@@ -85,11 +85,14 @@ def run_fields(ctx: RecordContext, case: CaseSpec, used_params: dict[str, Any]) 
     other = case.dataset != ctx.fingerprint
     trained_on = {"train_dataset": dataset_info(ctx.datasets[ctx.fingerprint], ctx.fingerprint, described=False)}
     overlap = ctx.overlaps.get(case.key)
+    # released weights name their release (a model trained here has no such key: its identity is unchanged)
+    released = {"release": ctx.checkpoint.release} if ctx.checkpoint.release is not None else {}
     not_held_out = {TRAIN_OVERLAP: overlap.to_dict()} if overlap is not None else {}
     return {
         "detector": {"name": ctx.detector_name, "card": det.card.to_dict(), "task": det.task,
                      "checkpoint_sha256": ctx.checkpoint.sha256, "checkpoint_source": ctx.checkpoint.source,
-                     "pretrained": job.config.pretrained, "plugin": ctx.plugin, "plugin_version": plugin_version},
+                     "pretrained": job.config.pretrained, "plugin": ctx.plugin, "plugin_version": plugin_version,
+                     **released},
         "case": case.case.to_dict(),
         "dataset": dataset_info(ctx.datasets[case.dataset], case.dataset),
         "seed": ctx.seed,

@@ -76,7 +76,12 @@ class RunRequest:
                            flags=("--detector", "-d"))
     suite: str = option("all", "Suite name, wildcard (e.g. 'dist*'), or 'all'.", flags=("--suite", "-s"))
     dataset: str = option("mini", "Registered dataset name or a path.")
-    checkpoint: list[Path] = option([], "Use this checkpoint (folder or .safetensors); one per task.")
+    checkpoint: list[Path] = option([], "Use this checkpoint (folder or .safetensors); one per task. With "
+                                    "--weights released:NAME: the release's own file(s), or the folder holding them.")
+    weights: str | None = option(
+        None, "released:NAME: score the trained weights the detector's authors released, read as released and "
+        "never trained (diffzoo list detectors --released); the files are found in "
+        "$DIFFZOO_CACHE/weights/released/DETECTOR/NAME/ or given by --checkpoint.")
     train: bool = option(True, "Train when no checkpoint is given or cached.", flags=("--train/--no-train",))
     seed: int = option(0, "Random seed, an integer from 0 to 2**63 - 1.")
     device: str = option("auto", "auto, cpu, cuda, cuda:1, ... (under torchrun: one GPU per rank).")
@@ -148,6 +153,9 @@ class RunRequest:
         self.eval_dataset = [str(s) for s in _listed(self.eval_dataset)]
         self.extra_authentic = None if self.extra_authentic in (None, "") else Path(self.extra_authentic)
         check_seed(self.seed, "--seed")
+        from diffzoo.harness.models.releases import release_name
+
+        release_name(self.weights)  # released:NAME, or nothing
         TrainConfig().with_overrides(**self.train_overrides())  # --recipe, --iterations, ...
         if self.workers is not None:  # a bad --workers fails before torchrun's group is joined
             check_workers(self.workers)

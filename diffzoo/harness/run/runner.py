@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diffzoo.harness.core import distributed
+from diffzoo.harness.core.cards import Release
 from diffzoo.harness.core.device import resolve_device
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.fsutil import CACHE_ENV, cache_root, check_usable_dir
@@ -27,7 +28,8 @@ from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
-from diffzoo.harness.models.checkpoints import checkpoint_meta
+from diffzoo.harness.models.checkpoints import PICKLE_SUFFIXES, checkpoint_meta
+from diffzoo.harness.models.releases import release_name
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.model import TrainOverlap
 from diffzoo.harness.run.evaluate import Evaluator
@@ -95,7 +97,9 @@ class Runner:
         self.progress = (progress or NullProgress()) if distributed.is_main() else NullProgress()
         self.entry = get_registry().get("detector", request.detector)  # unknown names fail before any work
         self.suites: list[Suite] = self._suites() if request.suite else []
-        check_checkpoints(request.checkpoint)
+        self.release = self._release()
+        if self.release is None:  # a release's --checkpoint paths are its own files, read by its rules
+            check_checkpoints(request.checkpoint)
         with distributed.main_first():  # rank 0 builds or downloads into the shared cache
             self.dataset = open_dataset(request.dataset, self.progress, **request.dataset_options())
         self.eval_datasets = self._eval_datasets()
@@ -112,7 +116,7 @@ class Runner:
         self.evaluator = Evaluator(self.plan.datasets, self.device, self.workers, request.strict, self.progress,
                                    self.entry.name)
         self.models = ModelSource(self.entry, self.dataset, request.checkpoint, request.train, request.save_every,
-                                  request.log_every, self.device, self.progress, self.evaluator)
+                                  request.log_every, self.device, self.progress, self.evaluator, self.release)
         self.recorder = Recorder(request.bootstrap, request.seed, write)
         self.overlaps, self.overlap_notes = self._held_out()
 
@@ -121,6 +125,21 @@ class Runner:
         """Cases without images (planned), cases scored on training images (allowed), and passes
         that reused the undistorted one (run)."""
         return self.plan.notes + self.overlap_notes + self.evaluator.notes
+
+    def _release(self) -> Release | None:
+        """The release ``--weights released:NAME`` names, of the detector's card; a pickled
+        ``--checkpoint`` of a card with releases is asked to say which one it is."""
+        name = release_name(self.request.weights)
+        card = self.entry.card
+        if name is not None:
+            return card.release(name)
+        pickled = [p for p in self.request.checkpoint if Path(p).suffix.lower() in PICKLE_SUFFIXES]
+        if pickled and card.releases:
+            raise ConfigError(
+                f"--checkpoint {pickled[0]}: to read a file {card.name}'s authors released, say which release it "
+                f"is: --weights released:NAME (releases: {', '.join(r.name for r in card.releases)}; "
+                "diffzoo list detectors --released)")
+        return None
 
     def _suites(self) -> list[Suite]:
         suites = [e.load() for e in get_registry().expand("suite", self.request.suite)]
@@ -164,7 +183,7 @@ class Runner:
         return make_plan(self.entry.card, self.suites, self.dataset, self.config, self.dataset.fingerprint(),
                          detector=self.entry.name, eval_datasets=self.eval_datasets, generators=request.generator,
                          calibration_split=request.calibration_split if request.thresholds == "calibrated" else None,
-                         val_every=request.val_every, only=self.only)
+                         val_every=request.val_every, only=self.only, release=self.release)
 
     # -- held out ------------------------------------------------------------
     def _training(self, job: Job) -> TrainingData | None:
@@ -173,6 +192,8 @@ class Runner:
         card says (``dataset_fingerprint``, ``train_subset``), when that is one of the run's
         datasets.  None when it is not known here: a card used as built, a checkpoint whose card
         names no training or data this run does not read."""
+        if self.release is not None:  # what it was trained on is text on its card, not images read here
+            return None
         given = self.models.given_checkpoint(job)
         if given is None:
             if not self.entry.card.trainable:

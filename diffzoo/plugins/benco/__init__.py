@@ -18,6 +18,7 @@ in :mod:`diffzoo.plugins.benco.specs`.
 from __future__ import annotations
 
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.plugins.benco.releases import RELEASES
 from diffzoo.plugins.benco.specs import INSTALL, RUNS, SPECS, Spec, installed
 
 TARGET = "diffzoo.plugins.benco.model:BencoDetector"
@@ -107,6 +108,7 @@ def card(spec: Spec, tiny: bool = False) -> DetectorCard:
               "input_rule": spec.rule, "tiny": tiny},
         recipe=recipe(spec, tiny),
         gives_image_score=spec.has_label,
+        releases=RELEASES.get(spec.key, ()),
     )
 
 

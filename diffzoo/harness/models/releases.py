@@ -1,0 +1,256 @@
+"""Released weights, read as their authors released them (``--weights released:NAME``).
+
+A card lists the trained checkpoints its authors released (:class:`~..core.cards.Release`):
+their file names, where they are published, what they were trained on, and how their tensors
+reach the detector's own keys.  Reading one:
+
+1. the files are found under ``$DIFFZOO_CACHE/weights/released/<detector>/<release>/`` or
+   where ``--checkpoint`` points (a file, or a folder holding the release's files);
+2. each is read by the one weights loader (``weights_only=True``, with the release's short
+   allow-list of harmless types, e.g. a saved ``argparse.Namespace``; nothing in a file is
+   ever run), hash-checked against the sha256 the authors publish, else against the one
+   recorded at its first use;
+3. the tensors are taken out of their wrapper dict (``model``, ``state_dict``...), stripped
+   of prefixes (``module.``), given their part's prefix (a multi-file release) and mapped by
+   the family's own converter, if any;
+4. the result must hold exactly the detector's keys with its shapes: a missing, unexpected or
+   misshapen key is a :class:`ReleaseError` naming the keys, the release and the files;
+5. it is written once as a diffzoo checkpoint (safetensors + card.json naming the release,
+   its files and their sha256) in the checkpoint cache, which every later run loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from diffzoo.harness.core.cards import DetectorCard, Release, stable_hash
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
+from diffzoo.harness.core.fsutil import cache_root, file_kind
+from diffzoo.harness.core.protocols import Detector
+from diffzoo.harness.models.checkpoints import META_FILE, WEIGHTS_FILE, read_meta, save_checkpoint
+from diffzoo.harness.models.weights import check_weights, load_weights
+
+log = logging.getLogger(__name__)
+
+PREFIX = "released:"
+"""How ``--weights`` names a release: ``released:NAME``."""
+
+HARMLESS: dict[str, type] = {"argparse.Namespace": argparse.Namespace}
+"""The non-tensor types a release may declare in ``allow``: plain records of values that run
+nothing when rebuilt.  Anything else in a file is refused by the weights loader."""
+
+SHOWN = 8
+"""How many keys an error names before it counts the rest."""
+
+
+class ReleaseError(ModelError):
+    """A release's files do not hold what the release says (a key missing, unexpected or of
+    another shape; no tensors under its wrapper keys): a user error, exit 2."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    """One file of a release as loaded: its name as given, its path and its sha256."""
+
+    name: str
+    path: Path
+    sha256: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "sha256": self.sha256}
+
+
+def release_name(weights: str | None) -> str | None:
+    """The release named by a ``--weights`` value (``released:NAME``); None without one."""
+    if weights is None or weights == "":
+        return None
+    if not weights.startswith(PREFIX) or not weights[len(PREFIX):].strip():
+        raise ConfigError(f"--weights takes released:NAME (a release the detector's card lists), got {weights!r}")
+    return weights[len(PREFIX):].strip()
+
+
+def release_dir(card: DetectorCard, release: Release) -> Path:
+    """Where a release's files are looked for: ``$DIFFZOO_CACHE/weights/released/<card>/<release>/``."""
+    return cache_root() / "weights" / "released" / card.name / release.name
+
+
+def release_source(release: Release) -> str:
+    """How a weights record and an error name where a release comes from."""
+    return f"released:{release.name} ({release.source})"
+
+
+def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ()) -> list[Path]:
+    """The release's files: ``given`` (its files in order, or one folder holding them), else
+    its folder in the cache.  A missing file is a WeightsUnavailableError saying where to get
+    it and where to put it."""
+    paths = [Path(p).expanduser() for p in given]
+    if len(paths) == 1 and paths[0].is_dir():
+        folder = paths[0]
+        paths = [folder / name for name in release.files]
+    elif not paths:
+        folder = release_dir(card, release)
+        paths = [folder / name for name in release.files]
+    elif len(paths) != len(release.files):
+        raise ConfigError(f"release {release.name} of {card.name} is {len(release.files)} file(s) "
+                          f"({', '.join(release.files)}); --checkpoint gave {len(paths)}: pass each, in that order, "
+                          "or the folder that holds them")
+    missing = [p for p in paths if file_kind(p) is not None]
+    if missing:
+        where = missing[0].parent
+        raise WeightsUnavailableError(
+            f"detector {card.name}", release_source(release),
+            f"{file_kind(missing[0])}: {missing[0]}",
+            fetch=f"download {', '.join(p.name for p in missing)} from {release.source} into {where} "
+                  f"(or pass --checkpoint PATH to the files)")
+    return paths
+
+
+def _allowed(release: Release) -> list[type]:
+    unknown = [name for name in release.allow if name not in HARMLESS]
+    if unknown:
+        raise ModelError(f"release {release.name}: allow names {', '.join(unknown)}, which diffzoo does not rebuild; "
+                         f"it rebuilds only {', '.join(HARMLESS)}")
+    return [HARMLESS[name] for name in release.allow]
+
+
+def _tensors(obj: Any, release: Release, path: Path) -> dict[str, Any]:
+    """The flat name -> tensor dict inside what a release file holds, out of its wrapper dicts."""
+    import torch
+
+    while isinstance(obj, dict) and not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        key = next((k for k in release.unwrap if k in obj), None)
+        if key is None:
+            held = ", ".join(sorted(map(str, obj))[:SHOWN])
+            raise ReleaseError(f"release {release.name}: {path} holds no tensors under "
+                               f"{' / '.join(release.unwrap)} (its keys: {held})")
+        obj = obj[key]
+    if not isinstance(obj, dict) or not obj:
+        raise ReleaseError(f"release {release.name}: {path} holds no name -> tensor dict "
+                           f"(found {type(obj).__name__})")
+    return obj
+
+
+def _renamed(state: dict[str, Any], release: Release, prefix: str) -> dict[str, Any]:
+    out = {}
+    for key, value in state.items():
+        name = str(key)
+        for strip in release.strip:
+            if name.startswith(strip):
+                name = name[len(strip):]
+        out[prefix + name] = value
+    return out
+
+
+def converter(release: Release) -> Callable[[dict[str, Any], DetectorCard], dict[str, Any]] | None:
+    """The family's own mapping of a release's flat dict onto the detector's keys, if any."""
+    if release.convert is None:
+        return None
+    module, _, name = release.convert.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ModelError(f"release {release.name}: its converter {release.convert} cannot be loaded ({exc})") from exc
+
+
+def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) -> tuple[dict[str, Any],
+                                                                                       list[ReleaseFile]]:
+    """(the release's tensors under the detector's own key names, its files as loaded)."""
+    allow = _allowed(release)
+    published = list(release.sha256) + [None] * (len(paths) - len(release.sha256))
+    state: dict[str, Any] = {}
+    files = []
+    for index, path in enumerate(paths):
+        what = f"detector {card.name}, release {release.name}"
+        digest = check_weights(_hash_card(card, published[index]), path, release_source(release), what=what,
+                               allow=allow)
+        obj = load_weights(path, release_source(release), what=what, allow=allow)
+        part = _renamed(_tensors(obj, release, path), release,
+                        release.prefixes[index] if index < len(release.prefixes) else "")
+        twice = sorted(set(part) & set(state))
+        if twice:
+            raise ReleaseError(f"release {release.name}: {path} repeats key(s) of an earlier file: "
+                               f"{_names(twice)}")
+        state.update(part)
+        files.append(ReleaseFile(release.files[index], Path(path), digest))
+    convert = converter(release)
+    if convert is not None:
+        try:
+            state = convert(state, card)
+        except ReleaseError:
+            raise
+        except ModelError as exc:  # the family's own check of the layout: the user's file, exit 2
+            raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}): {exc}") from exc
+    return state, files
+
+
+def _hash_card(card: DetectorCard, sha256: str | None) -> DetectorCard:
+    """``card`` with the sha256 a release publishes for one file as the one to check."""
+    from dataclasses import replace
+
+    return replace(card, weights_sha256=sha256)
+
+
+def _names(keys: Sequence[str]) -> str:
+    shown = ", ".join(keys[:SHOWN])
+    return shown + (f" and {len(keys) - SHOWN} more" if len(keys) > SHOWN else "")
+
+
+def check_keys(state: dict[str, Any], reference: dict[str, tuple[int, ...]], release: Release,
+               files: Sequence[ReleaseFile]) -> None:
+    """The release's tensors against the detector's own keys and shapes, strictly."""
+    missing = sorted(set(reference) - set(state))
+    unexpected = sorted(set(state) - set(reference))
+    shapes = sorted(k for k in set(state) & set(reference) if tuple(state[k].shape) != reference[k])
+    problems = []
+    if missing:
+        problems.append(f"missing {len(missing)} key(s): {_names(missing)}")
+    if unexpected:
+        problems.append(f"unexpected {len(unexpected)} key(s): {_names(unexpected)}")
+    if shapes:
+        problems.append("other shapes: " + ", ".join(
+            f"{k} {tuple(state[k].shape)} (the model's {reference[k]})" for k in shapes[:SHOWN]))
+    if problems:
+        raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}) does not fit the "
+                           f"detector: {'; '.join(problems)}")
+
+
+def install(det: Detector, card: DetectorCard, release: Release, given: Sequence[Path] = ()) -> Path:
+    """The diffzoo checkpoint of ``release`` for ``det`` (its cache folder), converted from the
+    release's files at first use; ``given``: ``--checkpoint`` paths to those files."""
+    import tempfile
+
+    from safetensors import safe_open
+
+    paths = find_files(card, release, given)
+    state, files = read_release(card, release, paths)
+    key = stable_hash({"card": card.fingerprint(), "release": release.name, "files": [f.sha256 for f in files]})
+    folder = cache_root() / "checkpoints" / card.name / f"released-{release.name}-{key}"
+    if (folder / WEIGHTS_FILE).is_file() and (folder / META_FILE).is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # the model's own keys and card, as it saves them (a dot-folder: a killed run's is swept)
+    with tempfile.TemporaryDirectory(prefix=f".{folder.name}.", dir=folder.parent) as scratch:
+        det.save(Path(scratch), extra={})
+        meta = read_meta(Path(scratch) / META_FILE)
+        with safe_open(str(Path(scratch) / WEIGHTS_FILE), framework="pt") as fh:
+            reference = {k: tuple(fh.get_slice(k).get_shape()) for k in fh.keys()}
+    check_keys(state, reference, release, files)
+    meta["release"] = release_record(release, files)
+    save_checkpoint(folder, {k: state[k] for k in reference}, meta)
+    log.info("%s: release %s converted once to %s", card.name, release.name, folder)
+    return folder
+
+
+def release_record(release: Release, files: Sequence[ReleaseFile]) -> dict[str, Any]:
+    """What a checkpoint card and every record say of the release its weights are: the name,
+    where it is published, what it was trained on, and each original file with its sha256."""
+    return {"name": release.name, "source": release.source, "trained_on": release.trained_on,
+            "protocol": release.protocol, "files": [f.to_dict() for f in files]}

@@ -1,0 +1,164 @@
+"""Released weights read as released (``--weights released:NAME``), through the generic loader
+(``harness/models/releases.py``) on the DINOv3-IML family's layout at the tiny size: the file is
+what the authors' release holds (the state dict under ``model``, their extra entries), written
+by a re-implementation of the authors' module (tests/test_dinov3iml.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from diffzoo.harness.core.plugins import get_registry
+
+from helpers.cli import cli
+from test_dinov3iml import reference_model
+
+pytestmark = pytest.mark.isolated_cache
+
+RELEASE = "cat-lora-r32"
+FILE = "cat_vitl_lora_r32.pth"
+RUN = ["run", "--detector", "dinov3iml.tiny", "--suite", "standard", "--bootstrap", "0", "--device", "cpu"]
+
+
+def released(folder: Path, state: dict | None = None, **extra) -> Path:
+    """A file in the release's layout: the authors' state dict under ``model``, beside the
+    entries their training script saves (an epoch, the arguments as an argparse Namespace)."""
+    import argparse
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / FILE
+    torch.save({"model": state if state is not None else reference_model().state_dict(), "epoch": 99,
+                "args": argparse.Namespace(lr=3e-4, model="dinov3_vitl16"), **extra}, path)
+    return path
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((out / "records").glob("*.json"))]
+
+
+def test_a_release_file_scores_zero_shot_and_every_record_names_it(capsys, tmp_path):
+    path = released(tmp_path / "dl")
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--no-train",
+                               "--out", out)
+    assert code == 0, stderr
+    rows = records(out)
+    assert rows and all(r["detector"]["checkpoint_source"] == "released" for r in rows)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    for r in rows:
+        release = r["detector"]["release"]
+        assert release["name"] == RELEASE and release["files"] == [{"name": FILE, "sha256": sha}]
+        assert "CASIA-v2" in release["trained_on"]
+        assert r["training"] in (None, {})  # never trained
+    assert "[released:cat-lora-r32]" in stdout
+    code, text, err = cli(capsys, "leaderboard", "verify", "--store", out)
+    assert code == 0, text + err
+
+
+def test_the_release_is_found_in_the_cache_folder_and_converted_once(capsys, tmp_path):
+    cache = Path(os.environ["DIFFZOO_CACHE"])
+    released(cache / "weights" / "released" / "dinov3iml.tiny" / RELEASE)
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--out", tmp_path / "a")
+    assert code == 0, err
+    converted = list((cache / "checkpoints" / "dinov3iml.tiny").glob(f"released-{RELEASE}-*/model.safetensors"))
+    assert len(converted) == 1
+    card = json.loads((converted[0].parent / "card.json").read_text())
+    assert card["release"]["name"] == RELEASE
+    stamp = converted[0].stat().st_mtime_ns
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--out", tmp_path / "b")
+    assert code == 0, err
+    assert converted[0].stat().st_mtime_ns == stamp  # read from the cache, not converted again
+    first = {r["case"]["name"]: r["metrics"] for r in records(tmp_path / "a")}
+    assert first == {r["case"]["name"]: r["metrics"] for r in records(tmp_path / "b")}
+
+
+def test_a_missing_release_file_says_where_to_get_it(capsys, tmp_path):
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--out", tmp_path / "out")
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code != 0 and len(lines) == 1, err
+    assert FILE in lines[0] and "drive.google.com" in lines[0] and "released/dinov3iml.tiny" in lines[0]
+
+
+def test_an_unknown_release_lists_the_cards_releases(capsys, tmp_path):
+    code, _, err = cli(capsys, *RUN, "--weights", "released:nope", "--out", tmp_path / "out")
+    assert code == 2 and RELEASE in err and "'nope'" in err, err
+    code, _, err = cli(capsys, *RUN, "--weights", "casiav2", "--out", tmp_path / "out")
+    assert code == 2 and "released:NAME" in err, err
+
+
+def test_a_pickled_checkpoint_without_weights_asks_which_release_it_is(capsys, tmp_path):
+    path = released(tmp_path / "dl")
+    code, _, err = cli(capsys, *RUN, "--checkpoint", path, "--no-train", "--out", tmp_path / "out")
+    assert code == 2 and "--weights released:NAME" in err and RELEASE in err, err
+
+
+def test_a_release_with_a_key_missing_or_renamed_is_refused_naming_the_keys(capsys, tmp_path):
+    state = reference_model().state_dict()
+    gone = "seg_head.6.weight"
+    del state[gone]
+    state["seg_head.7.weight"] = torch.zeros(1)
+    path = released(tmp_path / "dl", state)
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out",
+                       tmp_path / "out")
+    assert code == 2, err
+    assert gone in err and "seg_head.7.weight" in err and str(path) in err, err
+    assert not (tmp_path / "out" / "records").exists() or not list((tmp_path / "out" / "records").iterdir())
+
+
+class _Payload:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_malicious_release_file_never_runs_and_is_one_line(capsys, tmp_path):
+    marker = tmp_path / "pwned"
+    path = released(tmp_path / "dl", payload=_Payload(marker))
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out",
+                       tmp_path / "out")
+    assert code == 2 and not marker.exists(), err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "not a plain tensor file" in lines[0] and "weights_only" not in lines[0], err
+    # its hash was never recorded: the right file at the same place is accepted afterwards
+    released(tmp_path / "dl")
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out",
+                       tmp_path / "out2")
+    assert code == 0, err
+
+
+def test_released_rows_are_grouped_apart_from_trained_ones(capsys, tmp_path):
+    path = released(tmp_path / "dl")
+    store = tmp_path / "store"
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out", store)
+    assert code == 0, err
+    code, _, err = cli(capsys, *RUN, "--iterations", "2", "--batch-size", "2", "--crop-size", "32", "--out",
+                       tmp_path / "trained")
+    assert code == 0, err
+    code, _, err = cli(capsys, "leaderboard", "add", *(tmp_path / "trained" / "records").glob("*.json"),
+                       "--store", store)
+    assert code == 0, err
+    pub = tmp_path / "pub"
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", store, "--format", "md", "--out", pub)
+    assert code == 0, err
+    text = (pub / "overview.md").read_text()
+    released_part = text[text.index("released weights, zero-shot"):]
+    assert "dinov3iml.tiny \\[released:cat-lora-r32\\]" in released_part or \
+        "dinov3iml.tiny [released:cat-lora-r32]" in released_part
+    trained_part = text[:text.index("released weights, zero-shot")]
+    assert "released:" not in trained_part and "dinov3iml.tiny" in trained_part
+
+
+def test_list_detectors_released_shows_each_release_with_its_source_and_numbers(capsys):
+    code, out, _ = cli(capsys, "list", "detectors", "dinov3iml.l", "--released")
+    assert code == 0
+    assert RELEASE in out and "CASIAv1" in out and "0.907" in out
+    card = get_registry().get("detector", "dinov3iml.l").card
+    assert card.release(RELEASE).published[-1].value == 0.847
+    assert "releases" not in card.to_dict()  # never part of a cache key or a record
