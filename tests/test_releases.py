@@ -162,3 +162,12 @@ def test_list_detectors_released_shows_each_release_with_its_source_and_numbers(
     card = get_registry().get("detector", "dinov3iml.l").card
     assert card.release(RELEASE).published[-1].value == 0.847
     assert "releases" not in card.to_dict()  # never part of a cache key or a record
+
+
+def test_docs_list_every_release_the_cards_know():
+    table = (Path(__file__).parents[1] / "docs" / "detectors.md").read_text(encoding="utf-8")
+    for entry in get_registry().list("detector"):
+        if entry.name.endswith(".tiny"):
+            continue
+        for release in entry.card.releases:
+            assert f"| `{entry.name}` | `{release.name}` |" in table, (entry.name, release.name)
