@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_dinov3iml import reference_model
 
 from diffzoo.harness.core.plugins import get_registry
 
 from helpers.cli import cli
-from test_dinov3iml import reference_model
 
 pytestmark = pytest.mark.isolated_cache
 
@@ -171,3 +171,96 @@ def test_docs_list_every_release_the_cards_know():
             continue
         for release in entry.card.releases:
             assert f"| `{entry.name}` | `{release.name}` |" in table, (entry.name, release.name)
+
+
+# -- every release layout the cards use, on a third party's detector ---------------------------------
+class _Parts(torch.nn.Module):
+    """Two parts, as a multi-file release splits its model (PSCC-Net: FENet, SegNet)."""
+
+    def __init__(self, num_outputs: int):
+        super().__init__()
+        self.FENet = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4),
+                                         torch.nn.ReLU())
+        self.SegNet = torch.nn.Conv2d(4, num_outputs, 1)
+
+    def forward(self, x):
+        return self.SegNet(self.FENet(x))
+
+
+def _layout_detector(monkeypatch, releases):
+    from diffzoo.plugin import DetectorCard, SegmentationDetector
+
+    from helpers.detectors import register_test_detector
+
+    class PartsDetector(SegmentationDetector):
+        def build_network(self, num_outputs, pretrained):
+            return _Parts(num_outputs)
+
+    card = DetectorCard(name="layouts.x", description="a two-part test model", tasks=("binary",),
+                        releases=tuple(releases))
+    register_test_detector(monkeypatch, card, lambda build: PartsDetector(build))
+    return card
+
+
+def _authors_state(seed: int = 3) -> dict[str, torch.Tensor]:
+    """The two-part model's own keys (``FENet.*``, ``SegNet.*``) with random values."""
+    torch.manual_seed(seed)
+    model = _Parts(1)
+    return {k: (torch.rand_like(v) + 0.5 if k.endswith("running_var") else torch.randn_like(v))
+            if v.is_floating_point() else v for k, v in model.state_dict().items()}
+
+
+def _scores(capsys, tmp_path, name, given):
+    out = tmp_path / f"out-{name}"
+    code, _, err = cli(capsys, "run", "--detector", "layouts.x", "--suite", "standard", "--bootstrap", "0",
+                       "--device", "cpu", "--weights", f"released:{name}", *sum((["--checkpoint", p] for p in given),
+                                                                                 []), "--out", out)
+    assert code == 0, err
+    return {r["case"]["name"]: r["metrics"] for r in records(out)}, records(out)
+
+
+def test_every_release_layout_loads_to_the_same_model(capsys, tmp_path, monkeypatch):
+    from diffzoo.plugin import Release
+
+    state = _authors_state()
+    common = {"source": "https://example.org/release", "trained_on": "a test set", "protocol": "test",
+              "licence": "MIT"}
+    _layout_detector(monkeypatch, [
+        Release("bare", ("bare.pt",), unwrap=(), **common),  # MVSS-Net's: a bare state dict
+        Release("wrapped", ("full.pth.tar",), unwrap=("state_dict",), **common),  # CAT-Net's, TruFor's wrapper
+        Release("prefixed", ("fe.pth.tar",), unwrap=("state_dict",), prefixes=("FENet.",), **common),
+        Release("parts", ("fe.pth", "seg.pth"), unwrap=(), prefixes=("FENet.", "SegNet."), **common),
+    ])
+    torch.save(state, tmp_path / "bare.pt")
+    # CAT-Net's and TruFor's: {"state_dict": ..., "epoch": ...}, the keys one level below the detector's
+    fe = {k[len("FENet."):]: v for k, v in state.items() if k.startswith("FENet.")}
+    # PSCC-Net's: one file per part, every key under nn.DataParallel's `module.`
+    torch.save({f"module.{k}": v for k, v in fe.items()}, tmp_path / "fe.pth")
+    seg = {f"module.{k[len('SegNet.'):]}": v for k, v in state.items() if k.startswith("SegNet.")}
+    torch.save(seg, tmp_path / "seg.pth")
+
+    bare, rows = _scores(capsys, tmp_path, "bare", [tmp_path / "bare.pt"])
+    assert rows[0]["detector"]["release"]["name"] == "bare"
+    parts, rows = _scores(capsys, tmp_path, "parts", [tmp_path / "fe.pth", tmp_path / "seg.pth"])
+    assert [f["name"] for f in rows[0]["detector"]["release"]["files"]] == ["fe.pth", "seg.pth"]
+    assert parts == bare  # the same tensors, whatever the layout
+    torch.save({"state_dict": state, "epoch": 12, "best_p_mIoU": 0.5}, tmp_path / "full.pth.tar")
+    wrapped, _ = _scores(capsys, tmp_path, "wrapped", [tmp_path / "full.pth.tar"])
+    assert wrapped == bare
+    # a release whose file holds one part only: the other part's keys are named as missing
+    state_dict_file = tmp_path / "fe.pth.tar"
+    torch.save({"state_dict": fe, "epoch": 12}, state_dict_file)
+    code, _, err = cli(capsys, "run", "--detector", "layouts.x", "--suite", "standard", "--device", "cpu",
+                       "--weights", "released:prefixed", "--checkpoint", state_dict_file, "--out", tmp_path / "w")
+    assert code == 2 and "missing 2 key(s): SegNet.bias, SegNet.weight" in err, err
+
+
+def test_a_multi_file_release_given_the_wrong_number_of_files_says_how_many(capsys, tmp_path, monkeypatch):
+    from diffzoo.plugin import Release
+
+    _layout_detector(monkeypatch, [Release("parts", ("fe.pth", "seg.pth"), "https://example.org", "x", "test",
+                                           "MIT", unwrap=(), prefixes=("FENet.", "SegNet."))])
+    torch.save({}, tmp_path / "fe.pth")
+    code, _, err = cli(capsys, "run", "--detector", "layouts.x", "--suite", "standard", "--device", "cpu",
+                       "--weights", "released:parts", "--checkpoint", tmp_path / "fe.pth", "--out", tmp_path / "o")
+    assert code == 2 and "2 file(s) (fe.pth, seg.pth)" in err, err
