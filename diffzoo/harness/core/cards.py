@@ -77,7 +77,9 @@ class Release:
     keys: the part of the model it holds) and ``convert`` (``"module:function"``, a family's own
     mapping of the flat dict onto the detector's keys).  ``allow``: the harmless non-tensor
     types the files hold besides tensors (``argparse.Namespace`` for saved arguments), by
-    ``module.name``.  ``tasks``: what the released model does (binary localization, mostly)."""
+    ``module.name``.  ``tasks``: what the released model does (binary localization, mostly).
+    ``built``: keys of the detector the release does not hold, constants of its class kept as
+    built (IMDL-BenCo's PSCC-Net keeps its loss's class weights as a parameter)."""
 
     name: str
     files: tuple[str, ...]
@@ -92,6 +94,7 @@ class Release:
     convert: str | None = None
     allow: tuple[str, ...] = ()
     tasks: tuple[str, ...] = ("binary",)
+    built: tuple[str, ...] = ()
     published: tuple[Published, ...] = ()
     citation: str = ""
 

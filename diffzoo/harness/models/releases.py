@@ -242,6 +242,9 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
         meta = read_meta(Path(scratch) / META_FILE)
         with safe_open(str(Path(scratch) / WEIGHTS_FILE), framework="pt") as fh:
             reference = {k: tuple(fh.get_slice(k).get_shape()) for k in fh.keys()}
+            for key in release.built:  # a constant of the model's class, which the release does not hold
+                if key in reference and key not in state:
+                    state[key] = fh.get_tensor(key)
     check_keys(state, reference, release, files)
     meta["release"] = release_record(release, files)
     save_checkpoint(folder, {k: state[k] for k in reference}, meta)

@@ -85,6 +85,7 @@ RELEASES: dict[str, tuple[Release, ...]] = {
                 "the authors' synthetic set: COCO splicing, USCISI copy-move, COCO removal, COCO authentic",
                 "PSCC-Net pre-trained model (crop 256)", "MIT (PSCC-Net LICENSE)", unwrap=(),
                 prefixes=("FENet.", "SegNet.", "ClsNet."),
+                built=("weights",),  # IMDL-BenCo's PSCC_Net: its loss's class weights, not in the release
                 citation="proteus1991/PSCC-Net test.py load_network_weight(): three nn.DataParallel state dicts "
                          "(every key `module.`); IMDL-BenCo's PSCC_Net holds them as FENet, SegNet, ClsNet "
                          "(mapping inferred from the code, not checked on the files)"),
