@@ -35,6 +35,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "diffzoo.plugins.universalfakedet",
     "diffzoo.plugins.mmseg",
     "diffzoo.plugins.benco",
+    "diffzoo.plugins.opensdi",
     "diffzoo.plugins.dinov3iml",
     "diffzoo.generators.plugin",
 )
