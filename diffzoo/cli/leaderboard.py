@@ -1,5 +1,6 @@
 """``diffzoo leaderboard``: list, show, validate, verify, add, freeze, versions, diff, publish;
-``diffzoo report paper`` (the paper report, as ``publish --format paper``).
+``diffzoo report paper`` (the paper report, as ``publish --format paper``) and ``diffzoo report
+reproduce`` (released checkpoints' published numbers beside ours).
 
 Every string that comes from a record (names, notes, problems quoting a
 value) is printed through :mod:`diffzoo.leaderboard.render.escape`: control
@@ -317,3 +318,25 @@ def report_paper_cmd(
 ) -> None:
     """The DiffSeg30k paper's Tables 2-8 from stored records (= `leaderboard publish --format paper`)."""
     _publish(version, store, ["paper"], out, allow_mixed, force)
+
+
+@report.command("reproduce")
+def report_reproduce_cmd(
+    version: str | None = typer.Argument(None, help="A frozen version (default: every record in the store)."),
+    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    out: Path | None = typer.Option(None, "--out", help="Also write the table to this folder (reproduce.md)."),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """Released checkpoints' published numbers beside ours (Δ, protocol), or the run that gives ours."""
+    from diffzoo.leaderboard.paper.reproduce import reproduce_markdown, write_reproduce
+    from diffzoo.leaderboard.versions import resolve
+
+    selection = resolve(version, _store(store))
+    if version is not None and selection.version is None:
+        raise RecordError(f"{version!r} is not a frozen version in {store}; freeze it first "
+                          "(`diffzoo leaderboard freeze NAME`) or omit it to read every record")
+    _skipped(selection.skipped)
+    text = reproduce_markdown(selection)
+    console.print(text, markup=False, highlight=False, soft_wrap=True)  # record names print as written (escaped)
+    if out is not None:
+        console.print(f"wrote reproduce: {term(write_reproduce(selection, out, force, text))}")

@@ -5,7 +5,9 @@ code) read by :mod:`.values`; the other diffusion-edit benchmarks' published
 numbers (``opensdi_values.csv``, ``deal300k_values.csv``, ``sidset_values.csv``,
 their metrics in ``benchmark_metrics.csv``) by :mod:`.published`; the report
 (``paper.md``: the paper layout of :mod:`diffzoo.leaderboard.layouts.paper`
-with the paper's column) by :mod:`.report`; docs/paper.md."""
+with the paper's column) by :mod:`.report`; the released checkpoints' own
+numbers beside ours (``diffzoo report reproduce``: ``release_benchmarks.csv``,
+``release_metrics.csv``) by :mod:`.reproduce`; docs/paper.md."""
 
 from diffzoo.leaderboard.paper.values import VALUES_FILE, PaperValue, load_values, parse_values
 

@@ -11,6 +11,13 @@ the record is of ``suite`` / ``case`` (empty: no diffzoo suite has that
 protocol yet), of a diffzoo detector that is the method (:data:`DETECTORS`),
 and carries the diffzoo metric of the same definition.  Every other number is
 listed under what it would need.
+
+A released checkpoint's number (:mod:`.reproduce`: the detector cards' own
+published numbers) is a :class:`Published` with ``release`` set: its
+``method`` is the diffzoo detector itself and ``eval`` the diffzoo dataset
+that is its ``benchmark``; it meets the records of that detector and
+release on that dataset in the clean cases of :data:`RELEASE_CASES`, of any
+date, whatever suite ran them.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from pathlib import Path
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.metrics.catalog import MetricInfo
 from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.suites.cross import CROSS_DATASET
+from diffzoo.harness.suites.standard import STANDARD
 from diffzoo.leaderboard.index import case_identity, newest
 from diffzoo.leaderboard.layouts.paper import Family
 from diffzoo.leaderboard.paper.values import comment_lines, fraction, read_rows, read_text
@@ -72,6 +81,11 @@ class Published:
     suite: str
     case: str
     source: str
+    release: str = ""
+    """A released checkpoint's number: the release's name (``method``: the diffzoo detector)."""
+    benchmark: str = ""
+    """The benchmark as the number's source names it, where ``eval`` is the diffzoo dataset that is it
+    ("" where none is)."""
 
 
 @dataclass(frozen=True)
@@ -132,10 +146,37 @@ class Comparison:
     number: Published
     row: str  # the record's table row (detector, or "detector (own image score)")
     ours: float
+    record: ResultRecord | None = None  # the record that gave ``ours``
+
+
+RELEASE_CASES = frozenset({("standard", "binary"), ("standard", "image"), ("cross-dataset", "binary"),
+                           ("cross-dataset", "image")})
+"""The (suite, case) whose records a released checkpoint's number may meet: clean images (no
+distortion), every image of the split (no slice), no editor held out of training."""
+
+
+def release_run(detector: str, release: str, metric: str, benchmark: str) -> str:
+    """The run whose records carry ``metric`` for ``detector``'s ``release`` on ``benchmark``: the
+    cross-dataset suite where one of its :data:`RELEASE_CASES` carries it (it reads the
+    dataset's test split: the whole set, for the classic test sets), else the standard suite
+    (which evaluates the val split: the whole set read as one)."""
+    for suite in (CROSS_DATASET, STANDARD):
+        if any((suite.name, c.name) in RELEASE_CASES and metric in c.metrics for c in suite.cases):
+            path = f"PATH/TO/{benchmark.replace(' ', '_')}"
+            where = (f"--eval-dataset {path}" if suite is CROSS_DATASET
+                     else f"--dataset {path} --dataset-option split=val")
+            return f"diffzoo run --detector {detector} --weights released:{release} --suite {suite.name} {where}"
+    return f"no diffzoo suite's clean case carries {metric}"
 
 
 def needs(number: Published) -> str:
     """What a comparison of ``number`` with ours would need (protocol first)."""
+    if number.release:
+        if not number.eval:
+            return f"a diffzoo dataset that is {number.benchmark}: none"
+        if not number.metric.diffzoo:
+            return f"a diffzoo metric defined as {number.metric.name}: none"
+        return f"a record of {release_run(number.method, number.release, number.metric.diffzoo, number.benchmark)}"
     if not number.suite:
         return (f"records with this protocol (training: {number.train}; evaluation: the columns below); "
                 f"no diffzoo suite has it yet")
@@ -169,19 +210,37 @@ def evaluated_on(record: ResultRecord, where: str) -> bool:
     return True
 
 
+def _same_protocol(number: Published, record: ResultRecord) -> bool:
+    """Whether ``record`` ran what ``number`` was published on (its metric aside)."""
+    b = record.body
+    if b.not_held_out:  # published numbers are held out: never set beside training images
+        return False
+    if number.release:
+        return ((b.detector.name, b.detector.release_name) == (number.method, number.release)
+                and (b.suite.name, b.case_name) in RELEASE_CASES and bool(number.eval)
+                and evaluated_on(record, number.eval))
+    family = DETECTORS.get(number.method)
+    return (family is not None and bool(number.suite) and (b.suite.name, b.case_name) == (number.suite, number.case)
+            and family.matches(b.row_name) and evaluated_on(record, number.eval))
+
+
+def meeting(number: Published, records: list[ResultRecord], metric: str | None = None) -> list[Comparison]:
+    """The records with ``number``'s protocol that carry ``metric`` (default: the diffzoo metric of
+    the number's own definition; none without one), each as a :class:`Comparison`; per (suite,
+    case, row, dataset, split) the newest record counts."""
+    metric = number.metric.diffzoo if metric is None else metric
+    if not metric:
+        return []
+    return [Comparison(number, r.body.row_name, ours, r) for r in newest(records, key=case_identity).values()
+            if _same_protocol(number, r) and (ours := _defined(r.metrics.get(metric))) is not None]
+
+
 def compare(benchmark: Benchmark, records: list[ResultRecord]) -> tuple[list[Comparison], list[Published]]:
     """(the numbers a record with the same protocol meets, the rest); per (suite, case, row,
     dataset, split) the newest record counts."""
-    index = newest(records, key=case_identity)
     met, rest = [], []
     for number in benchmark.numbers:
-        family, metric = DETECTORS.get(number.method), number.metric.diffzoo
-        found = [] if family is None or not metric or not number.suite else [
-            Comparison(number, r.body.row_name, ours) for r in index.values()
-            if (r.body.suite.name, r.body.case_name) == (number.suite, number.case)
-            and not r.body.not_held_out  # published numbers are held out: never set beside training images
-            and family.matches(r.body.row_name) and evaluated_on(r, number.eval)
-            and (ours := _defined(r.metrics.get(metric))) is not None]
+        found = meeting(number, records)
         met += found
         if not found:
             rest.append(number)
@@ -239,8 +298,13 @@ def render_benchmarks(benchmarks: list[Benchmark], records: list[ResultRecord]) 
             groups.setdefault(needs(number), []).append(number)
         for need, numbers in groups.items():
             lines += [f"#### Not compared: needs {md_cell(need)}", ""] + _listed_table(numbers) + [""]
-        used = dict.fromkeys(n.metric for n in bench.numbers)
-        lines += [f"- {md_cell(m.name)}: {md_cell(m.definition)} (diffzoo: "
-                  + (md_cell(m.diffzoo) if m.diffzoo else "no metric of this definition; never compared") + ")"
-                  for m in used] + [""]
+        lines += definition_lines(bench) + [""]
     return lines
+
+
+def definition_lines(bench: Benchmark) -> list[str]:
+    """A list item per metric ``bench`` uses: its definition and the diffzoo metric of the same one."""
+    used = dict.fromkeys(n.metric for n in bench.numbers)
+    return [f"- {md_cell(m.name)}: {md_cell(m.definition)} (diffzoo: "
+            + (md_cell(m.diffzoo) if m.diffzoo else "no metric of this definition; never compared") + ")"
+            for m in used]
