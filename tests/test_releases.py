@@ -91,10 +91,23 @@ def test_an_unknown_release_lists_the_cards_releases(capsys, tmp_path):
     assert code == 2 and "released:NAME" in err, err
 
 
-def test_a_pickled_checkpoint_without_weights_asks_which_release_it_is(capsys, tmp_path):
-    path = released(tmp_path / "dl")
-    code, _, err = cli(capsys, *RUN, "--checkpoint", path, "--no-train", "--out", tmp_path / "out")
-    assert code == 2 and "--weights released:NAME" in err and RELEASE in err, err
+def test_a_pickled_checkpoint_without_weights_is_read_as_the_release_it_names(capsys, tmp_path, caplog):
+    path = released(tmp_path / "dl")  # named as the card's release names its file
+    code, out, err = cli(capsys, *RUN, "--checkpoint", path, "--no-train", "--out", tmp_path / "out")
+    assert code == 0, err
+    assert f"as dinov3iml.tiny's release {RELEASE}" in out + err + caplog.text
+    assert all(r["detector"]["release"]["name"] == RELEASE for r in records(tmp_path / "out"))
+
+
+def test_a_pickled_checkpoint_of_no_single_release_asks_which_it_is(capsys, tmp_path, monkeypatch):
+    from diffzoo.plugin import Release
+
+    common = {"source": "https://example.org", "trained_on": "x", "protocol": "test", "licence": "MIT"}
+    _layout_detector(monkeypatch, [Release("a", ("a.pth",), **common), Release("b", ("b.pth",), **common)])
+    torch.save(_authors_state(), tmp_path / "other.pth")
+    code, _, err = cli(capsys, "run", "--detector", "layouts.x", "--suite", "standard", "--device", "cpu",
+                       "--checkpoint", tmp_path / "other.pth", "--no-train", "--out", tmp_path / "out")
+    assert code == 2 and "--weights released:NAME" in err and "releases: a, b" in err, err
 
 
 def test_a_release_with_a_key_missing_or_renamed_is_refused_naming_the_keys(capsys, tmp_path):

@@ -133,13 +133,21 @@ class Runner:
         card = self.entry.card
         if name is not None:
             return card.release(name)
-        pickled = [p for p in self.request.checkpoint if Path(p).suffix.lower() in PICKLE_SUFFIXES]
-        if pickled and card.releases:
+        given = [Path(p) for p in self.request.checkpoint]
+        pickled = [p for p in given if p.suffix.lower() in PICKLE_SUFFIXES]
+        if not pickled or not card.releases:
+            return None
+        # the release whose file names these are, or the card's only release
+        named = [r for r in card.releases if sorted(r.files) == sorted(p.name for p in given)]
+        found = named if len(named) == 1 else card.releases if len(card.releases) == 1 else ()
+        if len(found) != 1:
             raise ConfigError(
                 f"--checkpoint {pickled[0]}: to read a file {card.name}'s authors released, say which release it "
                 f"is: --weights released:NAME (releases: {', '.join(r.name for r in card.releases)}; "
                 "diffzoo list detectors --released)")
-        return None
+        log.warning("reading %s as %s's release %s (--weights released:%s)", ", ".join(map(str, given)), card.name,
+                    found[0].name, found[0].name)
+        return found[0]
 
     def _suites(self) -> list[Suite]:
         suites = [e.load() for e in get_registry().expand("suite", self.request.suite)]
