@@ -166,6 +166,11 @@ def test_released_rows_are_grouped_apart_from_trained_ones(capsys, tmp_path):
         "dinov3iml.tiny [released:cat-lora-r32]" in released_part
     trained_part = text[:text.index("released weights, zero-shot")]
     assert "released:" not in trained_part and "dinov3iml.tiny" in trained_part
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", store, "--format", "html", "--out", tmp_path / "site")
+    assert code == 0, err
+    page = (tmp_path / "site" / "detectors" / "dinov3iml.tiny.html").read_text()
+    assert "released weights cat-lora-r32" in page and "trained on CASIA-v2" in page  # what each row was trained on
+    assert "dinov3iml.tiny: trained on mini/train" in page
 
 
 def test_list_detectors_released_shows_each_release_with_its_source_and_numbers(capsys):

@@ -139,7 +139,7 @@ class Runner:
             return None
         # the release whose file names these are, or the card's only release
         named = [r for r in card.releases if sorted(r.files) == sorted(p.name for p in given)]
-        found = named if len(named) == 1 else card.releases if len(card.releases) == 1 else ()
+        found = named if len(named) == 1 else list(card.releases) if len(card.releases) == 1 else []
         if len(found) != 1:
             raise ConfigError(
                 f"--checkpoint {pickled[0]}: to read a file {card.name}'s authors released, say which release it "

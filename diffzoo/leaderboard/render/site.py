@@ -167,7 +167,24 @@ def _card(records: list[ResultRecord]) -> list[tuple[str, Any]]:
     pretrained = (card.get("recipe") or {}).get("pretrained")
     if isinstance(pretrained, dict) and pretrained.get("source"):  # every weight file and where it comes from
         items.append(("weight sources", str(pretrained["source"])))
+    items.append(("weights of each row", sorted({_trained_on(r) for r in records})))
     return items
+
+
+def _trained_on(record: ResultRecord) -> str:
+    """What a row's weights were trained on: a release's training data (zero-shot), or the
+    data the run trained it on (its dataset, split and held-out editors)."""
+    b = record.body
+    release = b.detector.release
+    if release is not None:
+        return (f"{b.row_name}: released weights {release.get('name')} ({release.get('source')}), trained on "
+                f"{release.get('trained_on')}; scored zero-shot")
+    data = b.config.get("train_dataset") or {"name": b.dataset.name}
+    subset = b.config.get("train_subset") or {}
+    held = subset.get("exclude_editors") or []
+    without = f" without {', '.join(map(str, held))}" if held else ""
+    how = "given checkpoint" if b.detector.checkpoint_source == "given" else "trained"
+    return f"{b.row_name}: {how} on {data.get('name')}/{subset.get('split', 'train')}{without}"
 
 
 def write_site(selection: Selection, out: Path) -> Path:
