@@ -282,3 +282,22 @@ def test_a_multi_file_release_given_the_wrong_number_of_files_says_how_many(caps
     code, _, err = cli(capsys, "run", "--detector", "layouts.x", "--suite", "standard", "--device", "cpu",
                        "--weights", "released:parts", "--checkpoint", tmp_path / "fe.pth", "--out", tmp_path / "o")
     assert code == 2 and "2 file(s) (fe.pth, seg.pth)" in err, err
+
+
+def test_a_release_scored_on_a_dataset_it_was_trained_on_is_refused_or_marked(capsys, tmp_path, monkeypatch):
+    from diffzoo.plugin import Release
+
+    _layout_detector(monkeypatch, [Release("bare", ("bare.pt",), "https://example.org", "mini's own images", "test",
+                                           "MIT", unwrap=(), train_datasets=("mini",))])
+    torch.save(_authors_state(), tmp_path / "bare.pt")
+    run = ["run", "--detector", "layouts.x", "--suite", "standard", "--bootstrap", "0", "--device", "cpu",
+           "--weights", "released:bare", "--checkpoint", tmp_path / "bare.pt"]
+    code, _, err = cli(capsys, *run, "--out", tmp_path / "refused")
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(lines) == 1, err
+    assert "overlaps the training data of layouts.x [released:bare]" in lines[0] and "--allow-train-overlap" in lines[0]
+    code, out, err = cli(capsys, *run, "--allow-train-overlap", "--out", tmp_path / "marked")
+    assert code == 0, err
+    rows = records(tmp_path / "marked")
+    assert rows and all(r["config"]["train_overlap"]["held_out"] is False for r in rows)
+    assert "(not held out)" in out

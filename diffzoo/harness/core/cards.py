@@ -79,7 +79,9 @@ class Release:
     types the files hold besides tensors (``argparse.Namespace`` for saved arguments), by
     ``module.name``.  ``tasks``: what the released model does (binary localization, mostly).
     ``built``: keys of the detector the release does not hold, constants of its class kept as
-    built (IMDL-BenCo's PSCC-Net keeps its loss's class weights as a parameter)."""
+    built (IMDL-BenCo's PSCC-Net keeps its loss's class weights as a parameter).
+    ``train_datasets``: the diffzoo datasets (adapter names) it was trained on: scoring one of
+    them scores training images, refused unless ``--allow-train-overlap``."""
 
     name: str
     files: tuple[str, ...]
@@ -95,6 +97,7 @@ class Release:
     allow: tuple[str, ...] = ()
     tasks: tuple[str, ...] = ("binary",)
     built: tuple[str, ...] = ()
+    train_datasets: tuple[str, ...] = ()
     published: tuple[Published, ...] = ()
     citation: str = ""
 

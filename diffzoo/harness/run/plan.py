@@ -355,6 +355,22 @@ def train_overlaps(plan: Plan, job: Job, training: TrainingData, digests: Digest
     return out
 
 
+def release_overlaps(plan: Plan, job: Job, release: Release) -> dict[CaseKey, TrainOverlap]:
+    """The cases of ``job`` that score a dataset its released model was trained on (the
+    release's ``train_datasets``, by adapter name): every image of such a case counts as a
+    training image, since the release says the whole set was trained on."""
+    out = {}
+    for case in job.cases:
+        fingerprint, split = case.key.target
+        dataset = plan.datasets[fingerprint]
+        if dataset.name in release.train_datasets:
+            ids = case_images(plan, job, case)
+            if ids:
+                out[case.key] = TrainOverlap(len(ids), len(ids), {"name": dataset.name, "fingerprint": fingerprint,
+                                                                  "split": f"released:{release.name}"})
+    return out
+
+
 # -- the plan -------------------------------------------------------------------------------------
 def _binary_masks(dataset: Dataset) -> str:
     return (f"dataset {dataset.name} has binary masks (one class, 'edited'): the semantic task needs per-editor "

@@ -43,6 +43,7 @@ from diffzoo.harness.run.plan import (
     Plan,
     TrainingData,
     make_plan,
+    release_overlaps,
     train_config,
     train_overlaps,
     training_ids,
@@ -239,6 +240,10 @@ class Runner:
         found: dict[CaseKey, TrainOverlap] = {}
         named: dict[CaseKey, str] = {}
         for job in self.plan.jobs:
+            if self.release is not None:  # what its authors trained it on, by dataset name
+                released = release_overlaps(self.plan, job, self.release)
+                found |= released
+                named |= {key: f"{self.entry.name} [released:{self.release.name}]" for key in released}
             training = self._training(job)
             if training is None:
                 continue

@@ -37,6 +37,10 @@ CAT_LOADER = ("mjkwon2021/CAT-Net tools/infer.py: checkpoint['state_dict'] into 
               "holds that network as `model` (mapping inferred from the code, not checked on a released file)")
 
 
+CASIA2 = ("casia2",)
+CAT_SETS = ("casia2", "imd2020")
+"""The diffzoo datasets among a release's training data (CASIA v2; the CAT protocol's CASIA v2 and
+IMD2020): scoring one of them scores training images, which a run refuses unless told."""
 SAVED_ARGS = ("argparse.Namespace",)
 """IMDL-BenCo's train.py saves its arguments (an argparse Namespace) beside ``model``; a file that
 kept them is read with that one type allowed."""
@@ -51,9 +55,9 @@ RELEASES: dict[str, tuple[Release, ...]] = {
     "mvss-net": (
         Release("casiav2", ("checkpoint-mvss-casiav2.pth",), BENCO_ZOO, "CASIAv2",
                 "MVSS protocol (train CASIAv2; test CASIAv1, Columbia, NIST16, Coverage, IMD2020)", BENCO_LICENCE,
-                unwrap=("model",), allow=SAVED_ARGS, citation=ZOO_CITATION),
+                unwrap=("model",), allow=SAVED_ARGS, train_datasets=CASIA2, citation=ZOO_CITATION),
         Release("official-casiav2", ("mvssnet_casia.pt",), MVSS_DRIVE, "CASIAv2", "MVSS-Net (ICCV 2021) setting",
-                "not stated (dong03/MVSS-Net has no LICENSE file)", unwrap=(),
+                "not stated (dong03/MVSS-Net has no LICENSE file)", unwrap=(), train_datasets=CASIA2,
                 published=_mvss("image AUC", {"CASIAv1plus": 0.932, "Columbia": 0.98, "COVER": 0.731,
                                               "DEFACTO-12k": 0.573})
                 + _mvss("image F1", {"CASIAv1plus": 0.759, "Columbia": 0.802, "COVER": 0.244, "DEFACTO-12k": 0.404}),
@@ -62,23 +66,23 @@ RELEASES: dict[str, tuple[Release, ...]] = {
     ),
     "iml-vit": (
         Release("casiav2", ("iml_vit_casiav2.pth",), BENCO_ZOO, "CASIAv2", "MVSS protocol", BENCO_LICENCE,
-                unwrap=("model",), allow=SAVED_ARGS, citation=ZOO_CITATION),
+                unwrap=("model",), allow=SAVED_ARGS, train_datasets=CASIA2, citation=ZOO_CITATION),
     ),
     "cat-net": (
         Release("cat-protocol", ("cat_net_cat_net.pth",), BENCO_ZOO, CAT_BENCO, "CAT protocol as IMDL-BenCo runs it",
-                BENCO_LICENCE, unwrap=("model",), allow=SAVED_ARGS, citation=ZOO_CITATION),
+                BENCO_LICENCE, unwrap=("model",), allow=SAVED_ARGS, train_datasets=CAT_SETS, citation=ZOO_CITATION),
         Release("v2", ("CAT_full_v2.pth.tar",), CAT_DRIVE,
                 "FantasticReality, CASIA v2, IMD2020, tampCOCO, compRAISE, balanced sampling (CAT-Net README, "
                 "'CAT-Net settings')", "CAT-Net (IJCV 2022) general forgery model",
                 "weights CC-BY-4.0, code Apache-2.0 (CAT-Net README)", unwrap=("state_dict",), prefixes=("model.",),
-                citation=CAT_LOADER),
+                train_datasets=CAT_SETS, citation=CAT_LOADER),
         Release("v1", ("CAT_full_v1.pth.tar",), CAT_DRIVE, "CAT-Net (WACV 2021) splicing data (list not published)",
                 "CAT-Net (WACV 2021) splicing model", "weights CC-BY-4.0, code Apache-2.0 (CAT-Net README)",
                 unwrap=("state_dict",), prefixes=("model.",), citation=CAT_LOADER),
     ),
     "pscc-net": (
         Release("cat-protocol", ("pscc_catnet.pth",), BENCO_ZOO, CAT_BENCO, "CAT protocol as IMDL-BenCo runs it",
-                BENCO_LICENCE, unwrap=("model",), allow=SAVED_ARGS, citation=ZOO_CITATION),
+                BENCO_LICENCE, unwrap=("model",), allow=SAVED_ARGS, train_datasets=CAT_SETS, citation=ZOO_CITATION),
         Release("official", ("HRNet.pth", "NLCDetection.pth", "DetectionHead.pth"),
                 "proteus1991/PSCC-Net, committed under checkpoint/ (HRNet_checkpoint/, NLCDetection_checkpoint/, "
                 "DetectionHead_checkpoint/)",
@@ -97,7 +101,7 @@ RELEASES: dict[str, tuple[Release, ...]] = {
                 "IMD2020, FantasticReality, CASIAv2, tampCOCO, compRAISE (TruFor's training configs); Noiseprint++ "
                 "trained separately", "TruFor (CVPR 2023)",
                 "GRIP-UNINA: informational and nonprofit use only (TruFor LICENSE.txt)", unwrap=("state_dict",),
-                prefixes=("model.",),
+                prefixes=("model.",), train_datasets=CAT_SETS,
                 citation="grip-unina/TruFor test_docker/src/trufor_test.py: checkpoint['state_dict'] loaded strictly; "
                          "IMDL-BenCo's Trufor holds that network as `model` (mapping inferred from the code)"),
     ),
@@ -107,7 +111,7 @@ RELEASES: dict[str, tuple[Release, ...]] = {
                 "https://drive.google.com/drive/folders/1jwYv-S3HAZqzz0YxM9bJynBiPv-O9-6x or Baidu "
                 "https://pan.baidu.com/s/13Byzl5kFc_vZHX8SNe6gGg?pwd=meso (ckpt_mesorch/)", CAT_BENCO,
                 "CAT protocol as IMDL-BenCo runs it (scu-zjz/Mesorch train_mesorch.sh)", "MIT (Mesorch LICENSE)",
-                unwrap=("model",), allow=SAVED_ARGS,
+                unwrap=("model",), allow=SAVED_ARGS, train_datasets=CAT_SETS,
                 citation="scu-zjz/Mesorch test.py: torch.load(ckpt)['model'] into the Mesorch class IMDL-BenCo ships"),
     ),
     "sparsevit": (
@@ -115,7 +119,7 @@ RELEASES: dict[str, tuple[Release, ...]] = {
                 "SparseViT release: Google Drive https://drive.google.com/file/d/104BPPvLXkxuPu_NHaxjesdcdZ-ln92-G",
                 "CASIA2.0, FantasticReality_v1, IMD_20, tampCOCO (balanced_dataset.json)",
                 "CAT protocol (IMDL-BenCo style)", "not stated (scu-zjz/SparseViT has no LICENSE file)",
-                unwrap=("model",), allow=SAVED_ARGS,
+                unwrap=("model",), allow=SAVED_ARGS, train_datasets=CAT_SETS,
                 citation="scu-zjz/SparseViT main_test.py: torch.load(path)['model'] (its own loader is not strict; "
                          "diffzoo's is, so a key its class lacks is named)"),
     ),

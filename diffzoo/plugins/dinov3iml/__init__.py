@@ -113,6 +113,7 @@ def _release(tag: str, rank: int) -> Release:
                    CAT_TRAIN, "CAT-Net protocol", "MIT (DINOv3-IML LICENSE; the DINOv3 backbone's own licence applies "
                    "to its weights)", unwrap=("model",), strip=(),
                    allow=("argparse.Namespace",),  # IMDL-BenCo's train.py, which trains it, saves its arguments too
+                   train_datasets=("casia2", "imd2020"),  # the CAT protocol's sets diffzoo reads
                    convert="diffzoo.plugins.dinov3iml.release:from_release", published=numbers,
                    citation="Irennnne/DINOv3-IML README.md (weights table) and models/dinov3_forensics_lora.py "
                             "from_pretrained(); the file name follows the README's example")
