@@ -301,3 +301,16 @@ def test_a_release_scored_on_a_dataset_it_was_trained_on_is_refused_or_marked(ca
     rows = records(tmp_path / "marked")
     assert rows and all(r["config"]["train_overlap"]["held_out"] is False for r in rows)
     assert "(not held out)" in out
+
+
+def test_reference_detectors_of_a_suite_never_take_the_release():
+    from diffzoo.harness.run.references import reference_requests
+    from diffzoo.harness.run.request import RunRequest
+    from diffzoo.harness.suites import Suite
+
+    request = RunRequest.of(detector="dinov3iml.tiny", suite="classification", weights=f"released:{RELEASE}",
+                            checkpoint=["cat_vitl_lora_r32.pth"])
+    suites = [e.load() for e in get_registry().expand("suite", "classification")]
+    assert all(isinstance(s, Suite) for s in suites) and any(s.references for s in suites)
+    refs = reference_requests(request, suites)
+    assert refs and all(r.weights is None and r.checkpoint == [] for r in refs)

@@ -25,8 +25,9 @@ def reference_requests(request: RunRequest, suites: list[Suite],
                        substitutes: Mapping[str, str] | None = None) -> list[RunRequest]:
     """One request per reference detector, over the suites that name it.
 
-    Given checkpoints belong to the main detector, so references train (or
-    reuse their cache) and ``--no-train`` applies to them as well.  A
+    Given checkpoints and released weights (``--weights``) belong to the main
+    detector, so references train (or reuse their cache) and ``--no-train``
+    applies to them as well.  A
     reference no installed plugin provides is left out (logged by the CLI).
     ``substitutes``: reference name -> the detector to run instead, which a
     dataset may declare (``mini`` runs ``universalfakedet.tiny`` for
@@ -48,5 +49,5 @@ def reference_requests(request: RunRequest, suites: list[Suite],
             registry.get("detector", ref)
         except UnknownNameError:
             continue
-        out.append(replace(request, detector=ref, suite=",".join(names), checkpoint=[], holdout=[]))
+        out.append(replace(request, detector=ref, suite=",".join(names), checkpoint=[], weights=None, holdout=[]))
     return out
