@@ -101,10 +101,16 @@ def read_config(path: Path) -> dict[str, Any]:
     """The options in a ``--config`` YAML file: a mapping of flag names (``-`` or ``_``) to values."""
     import yaml
 
+    from diffzoo.harness.core.fsutil import FileRefused, read_text, read_yaml
+
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = read_yaml(read_text(path), str(path))
+    except FileRefused as exc:
+        raise ConfigError(f"--config {exc}") from None
     except OSError as exc:
         raise ConfigError(f"--config {path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"--config {path}: not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None
     if data is None:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from diffzoo.harness.core.errors import StorageError
+from diffzoo.harness.core.errors import DiffzooError, StorageError
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
@@ -191,10 +191,12 @@ def mode_kind(mode: int) -> str | None:
     return "not a regular file"
 
 
-class FileRefused(ValueError):
+class FileRefused(DiffzooError, ValueError):
     """A file diffzoo does not read (not a regular file, larger than its bound, a link out of
-    the folder it must stay in), or JSON nested deeper than its bound.  ``str()`` names the file
-    and says why; ``reason`` is the why alone."""
+    the folder it must stay in), or JSON or YAML nested deeper than its bound.  ``str()`` names
+    the file and says why; ``reason`` is the why alone.  The user replaces the file: exit 2."""
+
+    exit_code = 2
 
     def __init__(self, path: Path | str, reason: str):
         self.path, self.reason = str(path), reason
@@ -282,6 +284,36 @@ def parse_json(data: bytes | str, source: str = "the JSON text", max_depth: int 
         return json.loads(text)
     except RecursionError:  # a parser with a lower limit than max_depth
         raise FileRefused(source, "nests arrays and objects too deeply to be parsed") from None
+
+
+TEXT_LIMIT = 256 * 1024 * 1024
+"""The most diffzoo reads of a text file it is handed (a --config, a label map, a dataset's
+metadata, split or list file): far beyond any such file, far below what exhausts memory."""
+
+
+def read_text(path: Path | str, limit: int = TEXT_LIMIT) -> str:
+    """The UTF-8 text of the regular file ``path`` (:func:`read_regular`: never a FIFO, never
+    blocking, at most ``limit`` bytes): every text file a user hands diffzoo is read so."""
+    return read_regular(path, limit).decode("utf-8")
+
+
+def read_json(path: Path | str, limit: int = TEXT_LIMIT) -> Any:
+    """The JSON value of the regular file ``path``, nesting bounded (:func:`parse_json`)."""
+    return parse_json(read_regular(path, limit), str(path))
+
+
+def read_yaml(text: str, source: str) -> Any:
+    """The YAML value of ``text`` (safe_load); FileRefused naming ``source`` for one nested too
+    deeply to be built (yaml's constructor recurses)."""
+    import yaml
+
+    if json_depth(text.encode("utf-8")) > MAX_JSON_DEPTH:  # flow-style nesting, counted before parsing
+        raise FileRefused(source, f"nests lists and mappings deeper than {MAX_JSON_DEPTH} levels; diffzoo reads no "
+                                  "YAML that deep")
+    try:
+        return yaml.safe_load(text)
+    except RecursionError:
+        raise FileRefused(source, "nests lists and mappings too deeply to be read") from None
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> Path:

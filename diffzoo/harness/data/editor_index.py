@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
-from diffzoo.harness.core.fsutil import atomic_write_text, cache_root
+from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, read_json
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import IGNORE_INDEX
 
@@ -40,7 +40,7 @@ def editor_index(dataset: Dataset, split: str) -> dict[str, tuple[int, ...]]:
     index: dict[str, tuple[int, ...]] | None = None
     if path.is_file():
         try:
-            index = {k: tuple(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+            index = {k: tuple(v) for k, v in read_json(path).items()}
         except (OSError, ValueError, AttributeError):
             log.warning("ignoring unreadable editor index %s; rebuilding it", path)
     if index is None or set(index) != set(dataset.ids(split)):

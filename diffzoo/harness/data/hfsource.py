@@ -22,7 +22,6 @@ stay unique across splits.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError, DiffzooError
-from diffzoo.harness.core.fsutil import sha256_file
+from diffzoo.harness.core.fsutil import read_json, sha256_file
 from diffzoo.harness.data.fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split
 
@@ -87,10 +86,10 @@ def hf_columns(path: Path) -> set[str] | None:
                         return set(pa.ipc.open_file(src).schema.names)
             return set()
         if (path / "dataset_dict.json").is_file():
-            splits = json.loads((path / "dataset_dict.json").read_text())["splits"]
+            splits = read_json(path / "dataset_dict.json")["splits"]
             return hf_columns(path / splits[0]) if splits else set()
         if (path / "dataset_info.json").is_file():
-            info = json.loads((path / "dataset_info.json").read_text())
+            info = read_json(path / "dataset_info.json")
             return set((info.get("features") or {}).keys())
         files = data_files(path)
         return hf_columns(files[0]) if files else set()

@@ -235,12 +235,14 @@ def parse_label_bytes(
     """
     import yaml  # here: the suites import this module's constants, and `diffzoo list` stays light
 
+    from diffzoo.harness.core.fsutil import parse_json, read_yaml
+
     suffix = Path(name).suffix.lower()
     try:
         text = data.decode("utf-8-sig")
         if suffix in _TABLE_SUFFIXES:
             return names_to_space(_from_table(text, where), where), verified
-        parsed = yaml.safe_load(text) if suffix in (".yaml", ".yml") else json.loads(text)
+        parsed = read_yaml(text, where) if suffix in (".yaml", ".yml") else parse_json(text, where)
     except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, csv.Error) as exc:
         raise DataError(f"{where} is not a readable label map ({exc})") from None
     return _from_structured(parsed, where, verified)
@@ -252,9 +254,11 @@ def read_label_file(path: str | os.PathLike, verified: bool = False) -> tuple[La
     Returns the label space and whether its order is verified: the file's
     ``verified`` field, else ``verified``.
     """
+    from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_regular
+
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_regular(p, TEXT_LIMIT)
     except FileNotFoundError:
         raise DataError(f"label file {p} does not exist") from None
     except OSError as exc:

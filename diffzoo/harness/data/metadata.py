@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import parse_json, read_text
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,14 @@ def read_manifest(path: Path, known_ids: Iterable[str]) -> dict[str, SampleMeta]
     other ids are logged and dropped, not an error).  Blank lines are skipped."""
     out: dict[str, SampleMeta] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text(path).splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"manifest {path} is not readable ({exc})") from None
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            meta = SampleMeta.from_dict(json.loads(line))
+            meta = SampleMeta.from_dict(parse_json(line, str(path)))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise DataError(
                 f"manifest {path}, line {lineno}: not a sample record "
@@ -61,11 +62,11 @@ def read_manifest(path: Path, known_ids: Iterable[str]) -> dict[str, SampleMeta]
 def _rows(path: Path) -> list[tuple[str, Any, str]]:
     """(id, row, where) for a JSON object / list or JSONL file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"metadata file {path} is not readable ({exc})") from None
     try:
-        data = json.loads(text)
+        data = parse_json(text, str(path))
     except json.JSONDecodeError:
         data = None
     if isinstance(data, dict):
@@ -79,7 +80,7 @@ def _rows(path: Path) -> list[tuple[str, Any, str]]:
             if not line.strip():
                 continue
             try:
-                lines.append((lineno, json.loads(line)))
+                lines.append((lineno, parse_json(line, str(path))))
             except json.JSONDecodeError as exc:
                 raise DataError(f"metadata file {path}, line {lineno}: not JSON ({exc})") from None
         what = "line"

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.data.fingerprint import file_digests, pair_fingerprint, zip_digests
 from diffzoo.harness.data.hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
 from diffzoo.harness.data.labelmaps import LABEL_MAP_FILES
@@ -53,6 +54,9 @@ def unsafe_member(name: str) -> bool:
 
 def open_zip(path: Path) -> zipfile.ZipFile:
     """Open ``path`` as a zip; an empty, truncated or non-zip file is a DataError saying which."""
+    kind = file_kind(path)
+    if kind is not None:  # a FIFO would block the reader for ever
+        raise DataError(f"{path} is {kind}, not a zip file")
     try:
         size = path.stat().st_size
         with open(path, "rb") as f:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def _parse_split_text(text: str, path: Path) -> dict[str, list[str]]:
     """A JSON ``{"train": [ids], ...}``, or ``id<TAB>split`` lines (``#`` comments)."""
     if text.lstrip().startswith(("{", "[")):
         try:
-            data = json.loads(text)
+            data = parse_json(text, str(path))
         except json.JSONDecodeError as exc:
             raise DataError(f"splits file {path} is not readable JSON ({exc})") from None
         if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
@@ -119,7 +120,7 @@ def read_splits_file(path: Path, known_ids: Iterable[str]) -> dict[str, list[str
     would leak between training and evaluation).
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"splits file {path} is not readable ({exc})") from None
     data = _parse_split_text(text, path)
@@ -169,7 +170,7 @@ def resolve_split_scheme(
         if not path.is_file():
             raise DataError(f"split_file {path} does not exist")
         splits = read_splits_file(path, all_ids)
-        info = {"id": file_split_id(prefix, path.read_bytes()),
+        info = {"id": file_split_id(prefix, read_regular(path, TEXT_LIMIT)),
                 "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}
         return {k: v for k, v in splits.items() if v}, info
     named = {canonical_split(k): sorted(v) for k, v in native.items()}

@@ -42,7 +42,6 @@ its images to ``val`` and to a split ``val_<qualifier>`` (``val_stuff``,
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -51,6 +50,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import read_json
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
 from diffzoo.harness.data.base import child_dir, name_list, require_path
@@ -158,7 +158,7 @@ def found_split_files(root: Path) -> list[Path]:
         if p.name == SPLITS_FILE or split_of_file(p) is None:
             continue
         try:
-            if isinstance(json.loads(p.read_text(encoding="utf-8")), list):
+            if isinstance(read_json(p), list):
                 out.append(p)
         except (OSError, UnicodeDecodeError, ValueError):
             log.info("%s: not a readable JSON list; not used as a split file", p)

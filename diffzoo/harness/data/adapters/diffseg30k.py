@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_regular
 from diffzoo.harness.core.types import BINARY, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import AuthenticFolder
 from diffzoo.harness.data.base import SplitDataset, require_path
@@ -156,7 +157,7 @@ class DiffSeg30kDataset(SplitDataset):
             self._meta_source = MANIFEST_FILE
         else:
             return
-        self._meta_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+        self._meta_hash = hashlib.sha256(read_regular(path, TEXT_LIMIT)).hexdigest()
 
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:

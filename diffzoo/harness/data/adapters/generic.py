@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import MISSING, file_kind
+from diffzoo.harness.core.fsutil import MISSING, file_kind, read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import SplitDataset, child_dir, report_unpaired, require_path
@@ -261,14 +261,14 @@ class JsonListDataset(_PairListDataset):
         if not (p.is_file() and p.suffix.lower() == ".json"):
             return False
         try:
-            return isinstance(json.loads(p.read_text(encoding="utf-8")), list)
+            return isinstance(read_json(p), list)
         except (OSError, UnicodeDecodeError, ValueError):
             return True
 
 
 def _read_list(file: Path) -> list[tuple[str, str]]:
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = read_json(file)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{file}: not readable JSON ({exc})") from None
     if not isinstance(data, list) or not data:

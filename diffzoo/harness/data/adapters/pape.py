@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.fsutil import parse_json, read_json, read_text
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.authentic import image_files_in
@@ -95,7 +96,7 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
     """
     field = f"{edits}_prompt"
     try:
-        lines = file.read_text(encoding="utf-8").splitlines()
+        lines = read_text(file).splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{file}: not readable ({exc})") from None
     out: dict[str, dict[str, str]] = {}
@@ -103,7 +104,7 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line, str(file))
         except json.JSONDecodeError as exc:
             raise DataError(f"{file}, line {lineno}: not valid JSON ({exc})") from None
         if not isinstance(row, dict):
@@ -127,7 +128,7 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
 def read_split_json(file: Path) -> dict[str, Any]:
     """A split file: ``{split: [image ids]}`` or ``{subset: {split: [image ids]}}``."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = read_json(file)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"PAPE split file {file}: not readable JSON ({exc})") from None
     flat = isinstance(data, dict) and all(isinstance(v, list) for v in data.values())

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path
@@ -76,7 +77,7 @@ def _names_in(folder: Path) -> dict[str, Path]:
 def read_mapping(file: Path) -> dict[str, dict[str, Any]]:
     """``mapping.json``: tampered file name -> {entry, real, type, bg}."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = read_json(file)
     except FileNotFoundError:
         raise DataError(
             f"PIXAR {file.parent}: {MAPPING_FILE} is missing; expected it beside the split "
@@ -101,7 +102,7 @@ def read_mapping(file: Path) -> dict[str, dict[str, Any]]:
 def read_metadata(file: Path, sample_id: str) -> tuple[list[str], str]:
     """A ``tampered_<id>_cls.json``: (COCO class names, description)."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = read_json(file)
     except FileNotFoundError:
         raise CorruptSampleError(
             sample_id, f"{file}: metadata file not found", "missing-file"

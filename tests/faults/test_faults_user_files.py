@@ -1,0 +1,81 @@
+"""Fault suite: the text files a user hands diffzoo (a ``--config``, a ``--labels`` map, a
+dataset's ``splits.json`` and ``manifest.jsonl``, a ``.zip`` to sniff) are read as the store's
+files are: only regular files, never blocking on a FIFO, with a size and a nesting bound; a
+refused file is one line naming it, exit 2, never a hang or "internal error: RecursionError".
+
+Each command runs in a subprocess with a timeout, so that a regression that blocks fails
+instead of hanging the suite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.data import make_diffseg_folder
+
+DEEP_JSON = "[" * 10_000 + "]" * 10_000
+DEEP_YAML = "a: " + "[" * 5_000 + "]" * 5_000
+
+
+def diffzoo(tmp_path: Path, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DIFFZOO_CACHE": str(tmp_path / "cache")}
+    return subprocess.run([sys.executable, "-m", "diffzoo", *map(str, args)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def one_line(result: subprocess.CompletedProcess, *words: str) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "deep-json", "deep-yaml"])
+def test_a_config_that_is_a_fifo_or_nested_too_deep_is_one_line(tmp_path, kind):
+    path = tmp_path / ("run.yaml" if kind != "deep-json" else "run.json")
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_text(DEEP_JSON if kind == "deep-json" else DEEP_YAML)
+    line = one_line(diffzoo(tmp_path, "run", "--config", path), "--config", path.name)
+    assert ("FIFO" in line) if kind == "fifo" else ("deeper than 100 levels" in line)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "deep"])
+def test_a_label_map_that_is_a_fifo_or_nested_too_deep_is_one_line(tmp_path, kind):
+    path = tmp_path / "labels.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_text(DEEP_JSON)
+    one_line(diffzoo(tmp_path, "run", "--detector", "segformer.tiny", "--labels", path, "--plan"), path.name)
+
+
+@pytest.mark.parametrize("name", ["splits.json", "manifest.jsonl"])
+@pytest.mark.parametrize("kind", ["fifo", "deep"])
+def test_a_datasets_metadata_file_that_is_a_fifo_or_nested_too_deep_is_named(tmp_path, name, kind):
+    data = make_diffseg_folder(tmp_path / "ds")
+    path = data / name
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_text(DEEP_JSON + "\n")
+    result = diffzoo(tmp_path, "data", "info", data)  # finishes: a FIFO is never waited on
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    if kind == "deep" or result.returncode != 0:  # a FIFO where the layout reads a file may be ignored, never read
+        assert result.returncode != 0 and len(lines) == 1 and name in lines[0], result.stderr
+
+
+def test_a_fifo_named_like_a_zip_is_never_opened(tmp_path):
+    data = make_diffseg_folder(tmp_path / "ds")
+    os.mkfifo(data / "extra.zip")
+    result = diffzoo(tmp_path, "data", "info", data)
+    assert "internal error" not in result.stderr, result.stderr  # finishes (timeout would fail), whatever it says
