@@ -56,6 +56,46 @@ def info_cmd(dataset: str = typer.Argument(..., help="Registered name or path.")
     console.print(f"[bold]fingerprint[/]: {fingerprint}")
 
 
+@data_app.command("find")
+def find_cmd(
+    root: Path = typer.Argument(..., help="Folder to look in (or one dataset file)."),
+    depth: int = typer.Option(3, "--depth", min=0, help="Folder levels below ROOT to look at."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout instead of a table."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also say why each folder or file was not listed."),
+    dataset_option: list[str] = DATASET_OPTION,
+) -> None:
+    """List every dataset under ROOT: adapter, images per split, fingerprint, what it can evaluate.
+
+    Each folder (to --depth levels) and each .zip/.parquet/.arrow file is offered to the adapters,
+    as --dataset PATH is; a dataset's folder is not looked into, folder links below ROOT are not
+    followed, FIFOs are never opened.  Fingerprints come from the digest cache: a second listing
+    reads no image.  `diffzoo run --eval-dataset catalog:ROOT` evaluates on each dataset listed.
+    """
+    from diffzoo.harness.data.catalog import find_datasets
+
+    catalog = find_datasets(root, depth, parse_options(dataset_option, "--dataset-option"))
+    if as_json:
+        typer.echo(json.dumps(catalog.to_dict() if verbose else {k: v for k, v in catalog.to_dict().items()
+                                                                  if k != "passed"}, indent=2))
+        return
+    table = _table(f"datasets under {root}", "path", "adapter", "splits (images)", "fingerprint", "evaluates",
+                   text=5)
+    for e in catalog.entries:
+        rel = e.path.relative_to(root).as_posix() if e.path != root else "."
+        table.add_row(term_text(rel), e.adapter, term_text(", ".join(f"{s} {n}" for s, n in e.splits.items())),
+                      e.fingerprint, ", ".join(e.evaluates))
+    if catalog.entries:
+        console.print(table)
+    else:
+        console.print(f"no dataset found under {term(str(root))}" + ("" if verbose else " (--verbose says why)"),
+                      soft_wrap=True)
+    for path, why in catalog.broken:
+        console.print(f"[yellow]not opened:[/] {term(str(path))}: {term(why)}", soft_wrap=True)
+    if verbose:
+        for path, why in catalog.passed:
+            console.print(f"[dim]not listed:[/] {term(str(path))}: {term(why)}", soft_wrap=True)
+
+
 DEFAULT_STATS_OUT = Path("diffzoo-out")
 """Without --out, plots go to ``diffzoo-out/stats/<dataset>/`` (diffzoo-out is claimed as for ``run``)."""
 MAX_ROWS = 12

@@ -129,7 +129,8 @@ class RunRequest:
         text=list[str], parse=lambda items: {k: str(v) for k, v in parse_options(items, "--generator").items()})
     eval_dataset: list[str] = option(
         [], "PATH[:SPLIT]: a dataset the cross-dataset suite evaluates the model on (default split: test, else "
-        "val); repeatable.")
+        "val); repeatable. catalog:ROOT: every dataset `diffzoo data find ROOT` lists, except the run's own "
+        "--dataset (same fingerprint).")
     eval_dataset_option: dict[str, Any] = option(
         {}, "KEY=VALUE: an adapter option for every --eval-dataset (e.g. kinds=partial for OpenSDI); repeatable.",
         text=list[str], parse=lambda items: parse_options(items, "--eval-dataset-option"))
@@ -203,6 +204,18 @@ class RunRequest:
 def _listed(value: Any) -> Any:
     """A repeatable option's value: one given alone (``holdout: sd2,glide`` in a file) as a list of it."""
     return [value] if isinstance(value, (str, Path)) else value
+
+
+CATALOG_PREFIX = "catalog:"
+"""``--eval-dataset catalog:ROOT``: every dataset found under ROOT (diffzoo/harness/data/catalog.py)."""
+
+
+def catalog_root(spec: str) -> str | None:
+    """ROOT of an ``--eval-dataset catalog:ROOT`` value; None for any other value (a path
+    that exists is taken whole, even one named ``catalog:...``)."""
+    if not spec.startswith(CATALOG_PREFIX) or Path(spec).expanduser().exists():
+        return None
+    return spec[len(CATALOG_PREFIX):]
 
 
 def eval_dataset_spec(spec: str) -> tuple[str, str | None]:

@@ -50,7 +50,7 @@ from diffzoo.harness.run.plan import (
     training_plan,
 )
 from diffzoo.harness.run.record import RecordContext, Recorder, StateWriter
-from diffzoo.harness.run.request import ALLOW_TRAIN_OVERLAP, RunRequest, eval_dataset_spec
+from diffzoo.harness.run.request import ALLOW_TRAIN_OVERLAP, RunRequest, catalog_root, eval_dataset_spec
 from diffzoo.harness.run.thresholds import check_policy, decide
 from diffzoo.harness.suites import Suite, TrainSpec, is_cross, unseen_generators_suite
 
@@ -103,6 +103,7 @@ class Runner:
             check_checkpoints(request.checkpoint)
         with distributed.main_first():  # rank 0 builds or downloads into the shared cache
             self.dataset = open_dataset(request.dataset, self.progress, **request.dataset_options())
+        self.catalog_notes: list[str] = []  # --eval-dataset catalog:ROOT: the datasets it leaves out
         self.eval_datasets = self._eval_datasets()
         self.config, self.overrides = train_config(self.entry.card, self.dataset, request.train_overrides(),
                                                    request.pretrained, request.seed)
@@ -123,9 +124,9 @@ class Runner:
 
     @property
     def notes(self) -> list[str]:
-        """Cases without images (planned), cases scored on training images (allowed), and passes
-        that reused the undistorted one (run)."""
-        return self.plan.notes + self.overlap_notes + self.evaluator.notes
+        """Datasets a catalog left out, cases without images (planned), cases scored on training
+        images (allowed), and passes that reused the undistorted one (run)."""
+        return self.catalog_notes + self.plan.notes + self.overlap_notes + self.evaluator.notes
 
     def _release(self) -> Release | None:
         """The release ``--weights released:NAME`` names, of the detector's card; a pickled
@@ -168,6 +169,9 @@ class Runner:
                               "add --suite cross-dataset")
         out: list[EvalDataset] = []
         for spec in specs:
+            if catalog_root(spec) is not None:
+                out += self._catalog(spec, out)
+                continue
             target, split = eval_dataset_spec(spec)
             try:
                 with distributed.main_first():
@@ -181,6 +185,37 @@ class Runner:
             if any(other.fingerprint() == ds.fingerprint() and s == split for other, s, _ in out):
                 raise ConfigError(f"--eval-dataset {spec}: the same dataset and split is given twice")
             out.append((ds, split, spec))
+        return out
+
+    def _catalog(self, spec: str, given: list[EvalDataset]) -> list[EvalDataset]:
+        """The datasets of ``--eval-dataset catalog:ROOT``, each read at its default split; the
+        run's own ``--dataset`` and datasets already given (same fingerprint) are left out, said
+        in a note, so no catalog entry is the training data or scored twice."""
+        from diffzoo.harness.data.catalog import find_datasets
+
+        root = str(catalog_root(spec))
+        with distributed.main_first():
+            catalog = find_datasets(root, options=self.request.eval_dataset_option, flag="--eval-dataset-option")
+        seen = {ds.fingerprint() for ds, _, _ in given}
+        said = len(self.catalog_notes)
+        out: list[EvalDataset] = []
+        for entry in catalog.entries:
+            if entry.fingerprint == self.dataset.fingerprint():
+                self.catalog_notes.append(f"--eval-dataset {spec}: {entry.path} left out: it is the run's "
+                                          f"--dataset (fingerprint {entry.fingerprint}), not held out")
+            elif entry.fingerprint in seen:
+                self.catalog_notes.append(f"--eval-dataset {spec}: {entry.path} left out: the same data "
+                                          f"(fingerprint {entry.fingerprint}) is evaluated already")
+            else:
+                seen.add(entry.fingerprint)
+                out.append((entry.dataset, None, str(entry.path)))
+        self.catalog_notes += [f"--eval-dataset {spec}: {path} not opened ({why})" for path, why in catalog.broken]
+        if not out:
+            raise ConfigError(f"--eval-dataset {spec}: no dataset to evaluate on under {root} ("
+                              f"{len(catalog.entries)} found, none held out; `diffzoo data find {root} --verbose` "
+                              "says what is there)")
+        for note in self.catalog_notes[said:]:
+            log.warning("%s", note)
         return out
 
     def _plan(self) -> Plan:

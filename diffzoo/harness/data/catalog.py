@@ -1,0 +1,188 @@
+"""The datasets under a folder: ``diffzoo data find ROOT`` and ``--eval-dataset catalog:ROOT``.
+
+ROOT is walked breadth-first to :data:`MAX_DEPTH` levels.  Each folder (and each ``.zip``,
+``.parquet`` or ``.arrow`` file) is offered to the registered adapters' ``sniff(path)`` in
+name order, as ``--dataset PATH`` does (:func:`~diffzoo.harness.run.factories.open_dataset_with`):
+
+- a folder an adapter recognises is a dataset and is not descended into (its subfolders are
+  its splits or its parts);
+- folder links below ROOT are never followed (data/walk.py's rule: a link back up would loop
+  for ever, one to ``/`` would walk the whole disk); ROOT itself may be one;
+- a FIFO, socket or device is never opened (it may never end), nor offered to a sniffer;
+- a folder or file no adapter recognises is not listed; :attr:`Catalog.passed` says why.
+
+Each dataset's fingerprint comes from the digest cache (data/fingerprint.py), so a second
+listing of unchanged data reads no image.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError, PluginError
+from diffzoo.harness.core.fsutil import file_kind
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.core.protocols import Dataset
+
+log = logging.getLogger(__name__)
+
+MAX_DEPTH = 3
+"""How many folder levels below ROOT are looked at (ROOT is level 0)."""
+FILE_SUFFIXES = (".zip", ".parquet", ".arrow")
+"""Files offered to the sniffers one by one (a folder of them is offered as a folder too)."""
+
+
+@dataclass
+class CatalogEntry:
+    """One dataset found: where, read by which adapter, and what it can evaluate."""
+
+    path: Path
+    adapter: str
+    dataset: Dataset
+    splits: dict[str, int]
+    fingerprint: str
+    evaluates: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "adapter": self.adapter, "name": self.dataset.name,
+                "splits": self.splits, "fingerprint": self.fingerprint, "evaluates": list(self.evaluates)}
+
+
+@dataclass
+class Catalog:
+    """:func:`find_datasets`'s answer: the datasets found, those recognised that could not be
+    opened (path, the error), and the paths passed over (path, why)."""
+
+    root: Path
+    entries: list[CatalogEntry] = field(default_factory=list)
+    broken: list[tuple[Path, str]] = field(default_factory=list)
+    passed: list[tuple[Path, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"root": str(self.root), "datasets": [e.to_dict() for e in self.entries],
+                "broken": [{"path": str(p), "error": why} for p, why in self.broken],
+                "passed": [{"path": str(p), "why": why} for p, why in self.passed]}
+
+
+def evaluates(dataset: Dataset) -> tuple[str, ...]:
+    """What a dataset's labels can score: every adapter gives each sample a label map (a mask,
+    or all background / all edited where the data says so), so ``binary`` pixels and ``image``
+    verdicts; ``semantic`` (which editor) only where its label space names two editors or more."""
+    out = ["binary", "image"]
+    if len(dataset.label_space.editors) > 1:
+        out.insert(1, "semantic")
+    return tuple(out)
+
+
+def _adapters() -> list[tuple[str, Any]]:
+    """(name, adapter) of every registered dataset adapter with a ``sniff``, in name order."""
+    out = []
+    for entry in get_registry().list("dataset"):
+        try:
+            adapter = entry.load()
+        except PluginError as exc:
+            log.warning("%s", exc)
+            continue
+        if getattr(adapter, "sniff", None) is not None:
+            out.append((entry.name, adapter))
+    return out
+
+
+def _sniff(path: Path, adapters: list[tuple[str, Any]]) -> str | None:
+    """The first adapter (name order) that recognises ``path``; a sniffer that fails
+    recognises nothing (logged)."""
+    for name, adapter in adapters:
+        try:
+            if adapter.sniff(path):
+                return name
+        except (OSError, ValueError, DiffzooError) as exc:
+            log.info("%s: adapter %s could not look at it (%s)", path, name, exc)
+    return None
+
+
+def _entry(path: Path, adapter: str, options: Mapping[str, Any], flag: str) -> CatalogEntry:
+    from diffzoo.harness.run.factories import open_dataset_with  # the adapters: when a catalog is made
+
+    ds = open_dataset_with(str(path), None, dict(options), flag)
+    return CatalogEntry(path, adapter, ds, {s: len(ds.ids(s)) for s in ds.splits()}, ds.fingerprint(),
+                        evaluates(ds))
+
+
+def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str, Any] | None = None,
+                  flag: str = "--dataset-option") -> Catalog:
+    """Every dataset the registered adapters recognise under ``root`` (see the module's rules),
+    in breadth-first, name order; ``options``: adapter options for each (``flag`` names them
+    in errors).  A ``root`` that does not exist, or is not a folder or a regular file, is a
+    DataError; a dataset recognised but not opened is in :attr:`Catalog.broken`."""
+    root = Path(root).expanduser()
+    if not os.path.lexists(root):
+        raise DataError(f"{root} does not exist: nothing to look for datasets in")
+    kind = file_kind(root)
+    if kind is not None and kind != "a folder":
+        raise DataError(f"{root}: cannot look for datasets in it: it is {kind}")
+    catalog = Catalog(root)
+    adapters = _adapters()
+    options = options or {}
+
+    def visit(path: Path) -> bool:
+        """Offer ``path`` to the sniffers; True when it is a dataset (listed or broken)."""
+        adapter = _sniff(path, adapters)
+        if adapter is None:
+            return False
+        try:
+            catalog.entries.append(_entry(path, adapter, options, flag))
+        except ConfigError:  # an option the adapter does not take: the user's to fix, said as is
+            raise
+        except (DiffzooError, OSError) as exc:
+            log.warning("%s: recognised as %s but not opened: %s", path, adapter, exc)
+            catalog.broken.append((path, f"{adapter}: {exc}"))
+        return True
+
+    if kind is None:  # a file: the dataset, or nothing
+        if not visit(root):
+            catalog.passed.append((root, "no dataset adapter recognises this file"))
+        return catalog
+    level = [root]
+    for d in range(depth + 1):
+        below: list[Path] = []
+        for folder in level:
+            if visit(folder):
+                continue
+            try:
+                children = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError as exc:
+                catalog.passed.append((folder, f"cannot list the folder ({exc.strerror or exc})"))
+                continue
+            subfolders, said = 0, len(catalog.passed)
+            for child in children:
+                path = Path(child.path)
+                if child.name.startswith("."):
+                    continue
+                try:
+                    linked, mode = child.is_symlink(), os.stat(child.path).st_mode  # follows a link
+                except OSError:
+                    catalog.passed.append((path, f"{file_kind(path)}: not followed"))
+                    continue
+                if stat.S_ISDIR(mode):
+                    if linked:  # below ROOT a folder link may loop or leave the tree
+                        catalog.passed.append((path, f"folder link to {os.path.realpath(path)} not followed (pass "
+                                                     "it as ROOT or as a dataset path itself)"))
+                    elif d == depth:
+                        catalog.passed.append((path, f"deeper than {depth} levels below {root}: not looked at"))
+                    else:
+                        below.append(path)
+                        subfolders += 1
+                elif not stat.S_ISREG(mode):  # a FIFO, socket or device: opening it may never return
+                    catalog.passed.append((path, f"{file_kind(path)}: never opened"))
+                elif path.suffix.lower() in FILE_SUFFIXES and not visit(path):
+                    catalog.passed.append((path, "no dataset adapter recognises this file"))
+            catalog.passed.insert(said, (folder, "no dataset adapter recognises this folder; " + (
+                "looked in its subfolders" if subfolders else "it has no subfolder to look in")))
+        level = below
+    return catalog
