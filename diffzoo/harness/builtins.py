@@ -76,6 +76,18 @@ def register_datasets(register):
         description="IMD2020 real-life: <folder>/<x>_orig.jpg, <y>.jpg|png + <y>_mask.png",
     )
     register(
+        "tgif",
+        "diffzoo.harness.data.adapters.tgif:TgifDataset",
+        description="TGIF / TGIF2 (IDLabMedia/tgif-dataset): <generator>-sp|fr/, masks*/, original*/, "
+        "each by training/validation/testing (or a folder of such downloads)",
+    )
+    register(
+        "sofake",
+        "diffzoo.harness.data.adapters.sofake:SoFakeDataset",
+        description="So-Fake-Set / So-Fake-OOD (saberzl/So-Fake-Set, saberzl/So-Fake-OOD): parquet / save_to_disk "
+        "rows image, mask, label, filename (+ generator, source, split); label order v1/v2 placed from the data",
+    )
+    register(
         "jsonlist",
         "diffzoo.harness.data.adapters.generic:JsonListDataset",
         description='a JSON list of [image, mask | "Negative"] pairs',

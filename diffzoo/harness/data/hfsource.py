@@ -45,8 +45,9 @@ SHARDED = re.compile(r"^(?P<split>.+?)-\d{5}-of-\d{5}(?:-[0-9a-f]+)?\.[^.]+$", r
 ROW_LAYOUTS = {
     "opensdi": frozenset({"key", "image", "mask", "label"}),
     "sidset": frozenset({"img_id", "image", "mask", "label"}),
+    "sofake": frozenset({"image", "mask", "label", "filename"}),
 }
-"""Columns of the row layouts other adapters read (OpenSDI, SID-Set): the DiffSeg30k adapter
+"""Columns of the row layouts other adapters read (OpenSDI, SID-Set, So-Fake): the DiffSeg30k adapter
 leaves such tables to them although they also hold ``image`` and ``mask``."""
 
 
