@@ -71,7 +71,7 @@ def find_cmd(
     followed, FIFOs are never opened.  Fingerprints come from the digest cache: a second listing
     reads no image.  `diffzoo run --eval-dataset catalog:ROOT` evaluates on each dataset listed.
     """
-    from diffzoo.harness.data.catalog import find_datasets
+    from diffzoo.harness.run.catalog import find_datasets
 
     catalog = find_datasets(root, depth, parse_options(dataset_option, "--dataset-option"))
     if as_json:

@@ -207,7 +207,7 @@ def _listed(value: Any) -> Any:
 
 
 CATALOG_PREFIX = "catalog:"
-"""``--eval-dataset catalog:ROOT``: every dataset found under ROOT (diffzoo/harness/data/catalog.py)."""
+"""``--eval-dataset catalog:ROOT``: every dataset found under ROOT (diffzoo/harness/run/catalog.py)."""
 
 
 def catalog_root(spec: str) -> str | None:

@@ -191,7 +191,7 @@ class Runner:
         """The datasets of ``--eval-dataset catalog:ROOT``, each read at its default split; the
         run's own ``--dataset`` and datasets already given (same fingerprint) are left out, said
         in a note, so no catalog entry is the training data or scored twice."""
-        from diffzoo.harness.data.catalog import find_datasets
+        from diffzoo.harness.run.catalog import find_datasets
 
         root = str(catalog_root(spec))
         with distributed.main_first():
