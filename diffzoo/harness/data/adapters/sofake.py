@@ -133,7 +133,8 @@ class SoFakeDataset(MixedDataset):
     def _add_table(self, t: Table, found: dict[str, dict[str, Item]]) -> None:
         order = ORDERS[self.orders[t.name][0]]
         split = canonical_split(t.split)
-        generators = list(t.data["generator"]) if "generator" in t.data.column_names else None
+        has_generator = "generator" in t.data.column_names  # v2 only
+        generators = t.data.select_columns(["generator"]).to_dict()["generator"] if has_generator else None
         names, labels = self._rows.values(t.name, "filename"), self._rows.values(t.name, "label")
         for row, (filename, label) in enumerate(zip(names, labels)):
             where = f"{_where(t)} row {row}"
