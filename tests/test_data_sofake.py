@@ -15,10 +15,10 @@ from PIL import Image
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import BINARY
-from diffzoo.harness.data import DiffSeg30kDataset, hfsource
+from diffzoo.harness.data import DiffSeg30kDataset
 from diffzoo.harness.data.adapters.opensdi import OpenSdiDataset
 from diffzoo.harness.data.adapters.sidset import SidSetDataset
-from diffzoo.harness.data.adapters.sofake import SOFAKE_COLUMNS, SoFakeDataset
+from diffzoo.harness.data.adapters.sofake import SoFakeDataset
 
 from helpers.cli import cli
 from helpers.images import mixed_image
@@ -33,27 +33,6 @@ FAST = ["--iterations", "2", "--batch-size", "2", "--crop-size", "32", "--bootst
 def _private_hf_cache(tmp_path, monkeypatch):
     """Keep `datasets`' conversion cache out of the user's home."""
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
-
-
-@pytest.fixture
-def registered(monkeypatch):
-    """So-Fake registered as builtins.py would (name ``sofake``), and its row layout listed in
-    :data:`.hfsource.ROW_LAYOUTS` so that the DiffSeg30k adapter leaves its tables to it."""
-    from diffzoo import hookimpl
-    from diffzoo.harness.core.plugins import get_plugin_system
-
-    monkeypatch.setitem(hfsource.ROW_LAYOUTS, "sofake", SOFAKE_COLUMNS)
-
-    class Plugin:
-        @hookimpl
-        def register_datasets(self, register):
-            register("sofake", "diffzoo.harness.data.adapters.sofake:SoFakeDataset",
-                     description="So-Fake-Set / So-Fake-OOD (saberzl): parquet / save_to_disk rows "
-                     "image, mask, label, filename (+ generator, source, split)")
-
-    system = get_plugin_system()
-    system.pm.register(Plugin(), name="sofake-test")
-    system._registry = None  # rebuilt with the test plugin
 
 
 def _png(arr: np.ndarray) -> bytes:
@@ -216,7 +195,7 @@ def _v2_names_on_v1_values(items, tmp_path):
     return path
 
 
-def test_refusal_is_one_line_on_the_command_line(items, tmp_path, capsys, registered):
+def test_refusal_is_one_line_on_the_command_line(items, tmp_path, capsys):
     root = tmp_path / "ambiguous"
     (root / "data").mkdir(parents=True)
     rows = hub_rows([it for it in items if it["kind"] != "tampered"], "v2", class_label=False)
@@ -239,7 +218,7 @@ def _recognised_as(path) -> str | None:
     return None
 
 
-def test_sniffing_picks_so_fake_and_leaves_the_others_theirs(items, tmp_path, registered):
+def test_sniffing_picks_so_fake_and_leaves_the_others_theirs(items, tmp_path):
     from test_data_sidset import hub_rows as sid_rows
     from test_data_sidset import samples as sid_samples
 
@@ -260,7 +239,7 @@ def test_sniffing_picks_so_fake_and_leaves_the_others_theirs(items, tmp_path, re
     assert isinstance(open_dataset(str(v1)), SoFakeDataset)
 
 
-def test_data_stats_and_run_standard(tmp_path, capsys, registered):
+def test_data_stats_and_run_standard(tmp_path, capsys):
     root = hub_copy(tmp_path / "So-Fake-Set", "v2", {"train": samples(6, seed=4), "validation": samples(6, seed=5)})
     code, text, err = cli(capsys, "data", "stats", root, "--no-plots", "--json")
     assert code == 0, err

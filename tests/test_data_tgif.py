@@ -84,21 +84,6 @@ def tgif(tmp_path) -> Path:
     return make_tgif(tmp_path / "TGIF")
 
 
-def register_tgif() -> None:
-    """Register the adapter as a third party's plugin would (the plugin system is reset after
-    every test by tests/conftest.py)."""
-    from diffzoo import hookimpl
-    from diffzoo.harness.core.plugins import get_plugin_system
-
-    class Plugin:
-        @hookimpl
-        def register_datasets(self, register):
-            register("tgif", "diffzoo.harness.data.adapters.tgif:TgifDataset",
-                     description="TGIF / TGIF2: <generator>-sp|fr/, masks*/, original*/ by training/validation/testing")
-
-    get_plugin_system().pm.register(Plugin(), name="tests_tgif_plugin")
-
-
 def _edited_rows(label: np.ndarray) -> list[int]:
     return [int(r) for r in np.flatnonzero(label.any(axis=1))]
 
@@ -224,8 +209,6 @@ def test_a_folder_of_downloads_reads_each_with_its_own_masks(tmp_path):
 
 def test_registry_sniffing_picks_tgif_and_only_tgif(tgif, tmp_path, diffseg_folder):
     from diffzoo.harness.core.plugins import get_registry
-
-    register_tgif()
     assert isinstance(open_dataset(str(tgif)), TgifDataset)
     others = {"cocoglide": make_cocoglide(tmp_path / "CocoGlide"), "tpgt": make_tpgt(tmp_path / "plain"),
               "diffseg30k": diffseg_folder}
@@ -243,7 +226,6 @@ def test_registry_sniffing_picks_tgif_and_only_tgif(tgif, tmp_path, diffseg_fold
 
 
 def test_stats_and_run_from_the_cli(tgif, tmp_path, capsys):
-    register_tgif()
     code, out, err = cli(capsys, "data", "stats", tgif, "--no-plots", "--json")
     assert code == 0, err
     stats = json.loads(out)

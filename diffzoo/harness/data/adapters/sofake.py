@@ -49,7 +49,7 @@ from diffzoo.harness.data.adapters.mixed import (
     table_rows,
 )
 from diffzoo.harness.data.base import require_path
-from diffzoo.harness.data.hfsource import Ref, Table, hf_columns, load_tables, row_layout, unique_ids
+from diffzoo.harness.data.hfsource import ROW_LAYOUTS, Ref, Table, hf_columns, load_tables, row_layout, unique_ids
 from diffzoo.harness.data.splits import canonical_split
 
 log = logging.getLogger(__name__)
@@ -57,9 +57,8 @@ log = logging.getLogger(__name__)
 SOFAKE_REPO = "hzlsaber/So-Fake"
 TRAIN_HUB, OOD_HUB = "saberzl/So-Fake-Set", "saberzl/So-Fake-OOD"
 LAYOUT = "sofake"
-SOFAKE_COLUMNS = frozenset({"image", "mask", "label", "filename"})
-"""The columns every revision's rows have (v1 has no ``generator``/``source``/``split``):
-the entry ``"sofake"`` of :data:`.hfsource.ROW_LAYOUTS`."""
+SOFAKE_COLUMNS = ROW_LAYOUTS[LAYOUT]
+"""The columns every revision's rows have (v1 has no ``generator``/``source``/``split``)."""
 ORDERS = {
     "v1": {0: "full_synthetic", 1: "real", 2: "tampered"},
     "v2": {0: "real", 1: "tampered", 2: "full_synthetic"},
@@ -163,7 +162,7 @@ class SoFakeDataset(MixedDataset):
         So-Fake's columns ``image, mask, label, filename`` and no other adapter's key column."""
         p = Path(path)
         columns = hf_columns(p) if p.exists() else None
-        return columns is not None and SOFAKE_COLUMNS <= columns and row_layout(columns) in (None, LAYOUT)
+        return columns is not None and row_layout(columns) == LAYOUT
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
