@@ -16,18 +16,10 @@ from PIL import Image
 from diffzoo import hookimpl
 from diffzoo.harness.core.plugins import get_plugin_system
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 
 pytestmark = pytest.mark.isolated_cache  # kills and tampering during CLI runs need a cache of their own
 
-def one_line_exit_2(code, stdout, stderr, *needles):
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert code == 2, (code, stdout, stderr)
-    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
-    assert "internal error" not in stderr and "Traceback" not in stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 @pytest.mark.parametrize("seed", ["-1", str(2**70)])

@@ -17,7 +17,7 @@ from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.store import RecordStore
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line
 from helpers.records import make_record, make_state
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
@@ -50,10 +50,6 @@ def edit(path: Path, change, *, sealed: bool = False) -> Path:
     change(data)
     path.write_text(json.dumps(reseal(data) if sealed else data))
     return path
-
-
-def one_line(text: str) -> str:
-    return text.replace("\n", "")
 
 
 def verify(capsys, root: Path, *args) -> tuple[int, str]:

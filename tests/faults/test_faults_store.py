@@ -24,7 +24,7 @@ import pytest
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.store import RecordStore
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line
 from helpers.records import make_record, make_state
 
 pytestmark = pytest.mark.isolated_cache  # fault tests start from an empty cache
@@ -50,10 +50,6 @@ def stored(tmp_path: Path, *records: ResultRecord, name: str = "store") -> Path:
 def state_path(root: Path, record: ResultRecord) -> Path:
     assert record.body.state is not None
     return root / record.body.state.file
-
-
-def one_line(text: str) -> str:
-    return text.replace("\n", "")
 
 
 def run(*args, timeout: float = LIMIT_S) -> tuple[int, str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import one_line_exit_2
 from helpers.data import make_diffseg_folder
 
 DEEP_JSON = "[" * 10_000 + "]" * 10_000
@@ -28,12 +29,7 @@ def diffzoo(tmp_path: Path, *args) -> subprocess.CompletedProcess:
 
 
 def one_line(result: subprocess.CompletedProcess, *words: str) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert result.returncode == 2 and len(lines) == 1, result.stderr
-    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
+    return one_line_exit_2(result.returncode, result.stdout, result.stderr, *words)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "deep-json", "deep-yaml"])

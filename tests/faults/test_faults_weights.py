@@ -28,19 +28,11 @@ from diffzoo.harness.core.errors import WeightsFileError
 from diffzoo.harness.core.fsutil import free_space, sha256_file
 from diffzoo.harness.core.plugins import get_registry
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 
 pytestmark = pytest.mark.isolated_cache  # records first-use hashes and checkpoints of its own
 
 
-def one_line_exit_2(code, stdout, stderr, *needles):
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert code == 2, (code, stdout, stderr)
-    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
-    assert "internal error" not in stderr and "Traceback" not in stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 # -- weight files that are not weights ---------------------------------------------------------

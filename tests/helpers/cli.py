@@ -25,3 +25,19 @@ def diffzoo(site, *args, env_extra=None):
     are installed): the completed process, its output as text."""
     env = dict(os.environ, PYTHONPATH=str(site), **(env_extra or {}))
     return subprocess.run([sys.executable, "-m", "diffzoo", *args], capture_output=True, text=True, env=env)
+
+
+def one_line_exit_2(code, stdout, stderr, *needles):
+    """Assert a user error: exit 2 and one ``error:`` line on stderr holding every needle; the line."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 2, (code, stdout, stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def one_line(text: str) -> str:
+    """``text`` without its line breaks: a message the console wrapped, read as one line."""
+    return text.replace("\n", "")
