@@ -34,7 +34,7 @@ from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavaila
 from diffzoo.harness.core.fsutil import cache_root, file_kind
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.models.checkpoints import META_FILE, WEIGHTS_FILE, read_meta, save_checkpoint
-from diffzoo.harness.models.weights import check_weights, load_weights
+from diffzoo.harness.models.weights import load_checked
 
 log = logging.getLogger(__name__)
 
@@ -169,9 +169,9 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
     files = []
     for index, path in enumerate(paths):
         what = f"detector {card.name}, release {release.name}"
-        digest = check_weights(_hash_card(card, published[index]), path, release_source(release), what=what,
-                               allow=allow)
-        obj = load_weights(path, release_source(release), what=what, allow=allow)
+        # hash-checked and read once; a file that does not load has no hash recorded
+        digest, obj = load_checked(_hash_card(card, published[index]), path, release_source(release), what=what,
+                                   allow=allow)
         part = _renamed(_tensors(obj, release, path), release,
                         release.prefixes[index] if index < len(release.prefixes) else "")
         twice = sorted(set(part) & set(state))

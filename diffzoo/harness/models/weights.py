@@ -71,6 +71,13 @@ def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: st
     return _checked(card, Path(path), source, what, probe=True, allow=allow)[0]
 
 
+def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
+                 allow: Sequence[type] = ()) -> tuple[str, Any]:
+    """(sha256, what the file holds) of ``card``'s weights file ``path``, hash-checked as by
+    :func:`check_weights` and read once, whole, by :func:`load_weights`."""
+    return _checked(card, Path(path), source, what, probe=False, allow=allow)
+
+
 def _checked(card: DetectorCard, path: Path, source: str, what: str | None, probe: bool,
              allow: Sequence[type] = ()) -> tuple[str, Any]:
     """(sha256, what the file holds) of a hash-checked weights file; its first-use hash is
@@ -309,4 +316,4 @@ def url_state(card: DetectorCard, url: str, *, label: str | None = None, detail:
     """What the torch file at ``url`` holds (see :func:`url_weights`), read with
     ``weights_only=True`` by :func:`load_weights`: anything but tensors and plain
     containers is refused, never unpickled, and its hash is not recorded."""
-    return _checked(card, _url_file(card, url, label, detail), url, None, probe=False)[1]
+    return load_checked(card, _url_file(card, url, label, detail), url)[1]
