@@ -18,7 +18,7 @@ err_console = Console(stderr=True, highlight=False, width=_WIDTH, emoji=False)
 state = SimpleNamespace(debug=False)
 
 
-LIBRARY_VERBOSITY = ("TRANSFORMERS_VERBOSITY", "DIFFUSERS_VERBOSITY")
+LIBRARY_VERBOSITY = {"transformers": "TRANSFORMERS_VERBOSITY", "diffusers": "DIFFUSERS_VERBOSITY"}
 """The variables transformers and diffusers read their log level from, once, when first imported."""
 NOTICES = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,13 +29,18 @@ def quiet_third_party(debug: bool) -> None:
 
     transformers and diffusers log theirs through their own stderr handlers
     ("`use_return_dict` is deprecated!"): their level is set through the
-    environment before they are imported (``error``, or ``info`` under
+    environment before they are imported, and through their own API when an
+    in-process caller imported them first (``error``, or ``info`` under
     ``--debug``; a value the user set wins).  Python warnings of the notice
     kinds raised outside diffzoo are logged at DEBUG on ``diffzoo.thirdparty``;
     diffzoo's own still show.
     """
-    for name in LIBRARY_VERBOSITY:
+    for module, name in LIBRARY_VERBOSITY.items():
         os.environ.setdefault(name, "info" if debug else "error")
+        library = sys.modules.get(module)
+        level = getattr(logging, os.environ[name].upper(), None)
+        if library is not None and isinstance(level, int):  # imported before the command (an in-process call)
+            library.logging.set_verbosity(level)
     shown = warnings.showwarning
     if getattr(shown, "diffzoo_quiet", False):
         return
