@@ -70,10 +70,16 @@ def board(names=("alpha", "beta", "gamma"), sha: str = "11") -> list[ResultRecor
                 add(det, suite="unseen-generators", case=f"{pair}.seen.binary", case_fields=unseen(pair, held=False),
                     metrics={"mIoU": 0.9})
         for j, place in enumerate(PLACES[:1] if i == 2 else PLACES):
-            add(det, suite="cross-dataset", case="binary", dataset=place, fingerprint=f"fp-{place}",
-                dataset_fields={}, case_fields={"split": "test", "options": {"eval_dataset": "other"}},
-                config={"train_dataset": {"name": "mini", "fingerprint": "fp0001", **conditions(sha)}},
-                metrics={"mIoU": 0.25 + 0.1 * j + 0.05 * i, "F1": 0.55}, ci95={"mIoU": [0.2, 0.4]})
+            cross = {"suite": "cross-dataset", "dataset": place, "fingerprint": f"fp-{place}", "dataset_fields": {},
+                     "case_fields": {"split": "test", "options": {"eval_dataset": "other"}},
+                     "config": {"train_dataset": {"name": "mini", "fingerprint": "fp0001", **conditions(sha)}}}
+            add(det, case="binary", metrics={"mIoU": 0.25 + 0.1 * j + 0.05 * i, "F1": 0.55 - 0.01 * i},
+                ci95={"mIoU": [0.2, 0.4]}, **cross)
+            add(det, case="image", task="image", metrics={"img_Acc": 0.6 + 0.01 * i + 0.1 * j, "img_AP": 0.7}, **cross)
+            if place == "cocoglide":  # a benchmark whose metadata names generators (one of them unnamed)
+                cross["case_fields"] = {**cross["case_fields"], "slice_by": "editor"}
+                add(det, case="binary.editor", metrics={"mIoU": 0.3, "F1@editor=sdxl": 0.4 + 0.1 * i,
+                                                        "F1@editor=glide": 0.2, "F1@editor=(none)": 0.1}, **cross)
     return recs
 
 
@@ -92,7 +98,7 @@ def only(records) -> Table:
 def test_one_row_per_detector_and_each_number_equals_the_records():
     recs = board()
     t = only(recs)
-    assert t.version == OVERVIEW_VERSION == "1"
+    assert t.version == OVERVIEW_VERSION == "2"
     key = t.group.key
     assert key.dataset == "mini" and key.fingerprint == "fp0001"  # the cross records joined it
     assert key.label_map == "111111111111 (labels.json)" and key.split == "diffzoo-hash-v1-seed0-val20"
@@ -102,9 +108,16 @@ def test_one_row_per_detector_and_each_number_equals_the_records():
     assert [c.key for c in t.columns] == [
         "standard.binary.mIoU", "standard.binary.bF1", "standard.semantic.mIoU", "standard.image.img_Acc",
         "standard.image.img_AP", "robustness.binary.mIoU.mean", "robustness.binary.mIoU.worst",
-        "unseen.binary.mIoU.mean", "cross-dataset.binary.mIoU.casia/test", "cross-dataset.binary.mIoU.cocoglide/test",
+        "unseen.binary.mIoU.mean",
+        "cross-dataset.binary.mIoU.casia/test", "cross-dataset.binary.F1.casia/test",
+        "cross-dataset.image.img_Acc.casia/test",
+        "cross-dataset.binary.mIoU.cocoglide/test", "cross-dataset.binary.F1.cocoglide/test",
+        "cross-dataset.image.img_Acc.cocoglide/test", "cross-dataset.binary.F1@editor=glide.cocoglide/test",
+        "cross-dataset.binary.F1@editor=sdxl.cocoglide/test",
         "cross-dataset.binary.mIoU.mean"]
-    assert [c.group for c in t.columns[5:8]] == ["robustness", "robustness", "unseen editors"]
+    assert [c.group for c in t.columns[5:]] == ["robustness", "robustness", "unseen editors", *["casia/test"] * 3,
+                                                *["cocoglide/test"] * 5, "cross-dataset"]
+    assert [c.label for c in t.columns[-3:]] == ["glide F1", "sdxl F1", "mean mIoU"]  # the unnamed one has none
     assert [(r.label, r.rank) for r in t.rows] == [("gamma", 1), ("beta", 2), ("alpha", 3)]  # by binary mIoU
     for row in t.rows:
         det, cells = row.label, row.cells
@@ -129,8 +142,16 @@ def test_one_row_per_detector_and_each_number_equals_the_records():
         for place, (value, ci) in zip(places, cross):
             cell = cells[f"cross-dataset.binary.mIoU.{place}/test"]
             assert (cell.value, cell.half_width) == (value, pytest.approx((ci[1] - ci[0]) / 2))
+            assert cells[f"cross-dataset.binary.F1.{place}/test"].value == of(recs, det, "cross-dataset", "binary",
+                                                                              "F1", dataset=place)[0]
+            assert cells[f"cross-dataset.image.img_Acc.{place}/test"].value == of(
+                recs, det, "cross-dataset", "image", "img_Acc", dataset=place)[0]
         if det != "gamma":
             assert cells["cross-dataset.binary.mIoU.mean"].value == pytest.approx(fmean(v for v, _ in cross))
+            assert cells["cross-dataset.binary.F1@editor=sdxl.cocoglide/test"].value == of(
+                recs, det, "cross-dataset", "binary.editor", "F1@editor=sdxl", dataset="cocoglide")[0]
+        else:  # evaluated on casia only: its cocoglide group is missing, with the note saying how to get it
+            assert cells["cross-dataset.binary.F1@editor=sdxl.cocoglide/test"].missing
     md = overview_markdown([], [t], OVERVIEW_NOTE)
     beta = next(line for line in md.splitlines() if line.startswith("|") and "| beta " in line)
     assert f"{100 * of(recs, 'beta', 'standard', 'binary', 'mIoU')[0]:.1f} ± 3.0" in beta
@@ -176,7 +197,13 @@ def test_own_score_and_classifier_rows_have_no_pixel_values():
         for col in t.columns:
             cell = row.cells[col.key]
             assert (not cell.applicable and not cell.notes) == (col.task != "image"), (row.label, col.key)
-    assert len(t.notes) == 4  # no note for a value the detector cannot have
+    # no note for a value the detector cannot have; the benchmarks' image columns, which both could have, say
+    # how to get them (one note per row: no cross-dataset records)
+    assert len(t.notes) == 6
+    assert {t.note(own.cells["cross-dataset.image.img_Acc.casia/test"].notes[0]).text,
+            t.note(cls.cells["cross-dataset.image.img_Acc.casia/test"].notes[0]).text} == {
+        f"no cross-dataset records for {name}: diffzoo run --detector {det} --suite cross-dataset --dataset mini "
+        "--eval-dataset PATH:test" for name, det in (("alpha (own image score)", "alpha"), ("cls", "cls"))}
 
 
 def test_label_maps_and_suite_versions_are_never_mixed():
@@ -215,10 +242,12 @@ def test_publish_writes_the_overview_in_md_csv_latex_escaping_names(tmp_path, ca
     assert "[1] x\\|y\\\\n# z &amp; 50% $ has no standard record of case semantic" in md
     lines = (out / "overview.csv").read_text().splitlines()
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
-    assert len(lines) == 1 + len(rows) == 1 + 3 * 11  # one line per row and column, none broken
+    assert len(lines) == 1 + len(rows) == 1 + 3 * 17  # one line per row and column, none broken
     assert {r["detector"] for r in rows} == {"alpha", "beta", "x|y\\n# z & 50% $"}
     cell = next(r for r in rows if r["detector"] == "beta" and r["column"] == "standard.binary.mIoU")
-    assert (float(cell["value"]), cell["status"], cell["overview_version"]) == (0.6, "value", "1")
+    assert (float(cell["value"]), cell["status"], cell["overview_version"]) == (0.6, "value", "2")
+    sdxl = next(r for r in rows if r["detector"] == "beta" and r["column"].endswith("F1@editor=sdxl.cocoglide/test"))
+    assert (sdxl["benchmark"], sdxl["label"], float(sdxl["value"])) == ("cocoglide/test", "sdxl F1", 0.5)
     assert float(cell["ci_half"]) == pytest.approx(0.03)
     missing = next(r for r in rows if r["detector"] == "beta" and r["column"] == "unseen.binary.mIoU.mean")
     assert (missing["value"], missing["status"]) == ("", "missing") and "Glide_Kolors.binary" in missing["note"]

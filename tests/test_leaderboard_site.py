@@ -344,7 +344,7 @@ def test_overview_sorts_filters_and_toggles_in_chromium(site, driver, tmp_path):
 
     driver.get(site["index"].as_uri())
     overviews = driver.find_elements(By.CSS_SELECTOR, "section.overview table.overview-table")
-    assert overviews and all(t.get_attribute("data-overview-version") == "1" for t in overviews)
+    assert overviews and all(t.get_attribute("data-overview-version") == "2" for t in overviews)
 
     def names():
         return [r.get_attribute("data-detector") for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")
@@ -433,7 +433,7 @@ def test_comparison_styles_are_stable_and_distinct(monkeypatch, tmp_path):
 
     # every chart draws a detector in the style it was given: record what each draw call used
     drawn: dict[str, set[str]] = {}
-    for fn in ("comparison_curves_png", "editor_bars_png", "scatter_png"):
+    for fn in ("comparison_curves_png", "grouped_bars_png", "scatter_png"):
         real = getattr(cp, fn)
 
         def spy(data, styles, path, *args, _real=real, _fn=fn, **kwargs):
@@ -449,7 +449,7 @@ def test_comparison_styles_are_stable_and_distinct(monkeypatch, tmp_path):
     kinds = {f.kind for _, figures, _ in cp.comparison_figures(records, build_overview(records), tmp_path, set())
              for f in figures}
     assert "robustness-all" in kinds and "binary-vs-semantic" in kinds
-    assert all(drawn.get(f"chart:{fn}") for fn in ("comparison_curves_png", "editor_bars_png", "scatter_png"))
+    assert all(drawn.get(f"chart:{fn}") for fn in ("comparison_curves_png", "grouped_bars_png", "scatter_png"))
     colours = cp.detector_styles(r.body.detector.name for r in records)
     for name in names:
         assert drawn[name] == {colours[name].color}, name  # one colour across all charts

@@ -173,6 +173,23 @@ def test_released_rows_are_grouped_apart_from_trained_ones(capsys, tmp_path):
     assert "dinov3iml.tiny: trained on mini/train" in page
 
 
+def test_released_weights_scored_on_benchmarks_get_their_columns_in_the_released_table(capsys, tmp_path):
+    from helpers.data import make_tpgt
+
+    path = released(tmp_path / "dl")
+    store = tmp_path / "store"
+    code, _, err = cli(capsys, *RUN[:4], "standard,cross-dataset", *RUN[5:], "--weights", f"released:{RELEASE}",
+                       "--checkpoint", path, "--eval-dataset", make_tpgt(tmp_path / "tpgt"), "--out", store)
+    assert code == 0, err
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", store, "--format", "md", "--out", tmp_path / "pub")
+    assert code == 0, err
+    text = (tmp_path / "pub" / "overview.md").read_text()
+    # one table: the run's own data (mini) and the benchmark side by side, zero-shot
+    assert text.count("\n## ") == 1 and "## mini (" in text and "released weights, zero-shot" in text
+    header = next(line for line in text.splitlines() if line.startswith("|") and "detector" in line)
+    assert "standard: binary mIoU" in header and "tpgt/val: mIoU" in header and "tpgt/val: image Acc" in header
+
+
 def test_list_detectors_released_shows_each_release_with_its_source_and_numbers(capsys):
     code, out, _ = cli(capsys, "list", "detectors", "dinov3iml.l", "--released")
     assert code == 0

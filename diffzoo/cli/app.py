@@ -12,7 +12,7 @@ import os
 import typer
 from rich.markup import escape
 
-from diffzoo.cli import data, generate, labelpairs, leaderboard, listing, predict, reproduce, run, train
+from diffzoo.cli import data, generate, labelpairs, leaderboard, listing, predict, reproduce, run, sweep, train
 from diffzoo.cli.console import console, err_console, state
 from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.leaderboard.render.escape import term
@@ -73,6 +73,7 @@ app.command("list")(listing.list_cmd)
 app.command("predict")(predict.predict_cmd)
 app.command("train")(train.train_cmd)
 app.command("reproduce")(reproduce.reproduce_cmd)
+app.command("sweep")(sweep.sweep_cmd)
 data.data_app.command("label-pairs")(labelpairs.label_pairs_cmd)
 app.add_typer(data.data_app, name="data")
 app.add_typer(leaderboard.lb, name="leaderboard")

@@ -4,8 +4,10 @@ tables, the overview) and every output.
 
 - **Group.**  Rows are ranked together only when their records share a
   :class:`GroupKey` (dataset and fingerprint, label map, split scheme,
-  recipe, metrics version; a cross-dataset record is grouped by the data
-  its model was trained on, ``config.train_dataset``) and, within it, one
+  recipe, metrics version, and whether the weights are released ones; a
+  cross-dataset record is grouped by its run's ``--dataset``,
+  ``config.train_dataset``: the data its model was trained on, or the data
+  released weights scored as the run's own) and, within it, one
   version (and definition hash) of each suite: :meth:`RecordIndex.groups`
   gives one :class:`Group` per key and depth, the newest version of every
   suite first, then the next-older versions, and so on.
@@ -206,7 +208,9 @@ class GroupKey:
 
     @classmethod
     def of(cls, record: ResultRecord) -> GroupKey:
-        """The record's key; a cross-dataset record's dataset, label map and split are its training data's."""
+        """The record's key; a cross-dataset record's dataset, label map and split are its run's
+        ``--dataset``'s: the data a model trained here was trained on, and the data released weights
+        scored as the run's own (zero-shot), so a run's benchmarks are columns of one table."""
         b = record.body
         recipe = record_conditions(record)["recipe"]
         trained = b.config.get("train_dataset")
@@ -214,8 +218,6 @@ class GroupKey:
         if isinstance(trained, dict) and trained:
             ds = DatasetInfo(str(trained.get("name", "")), str(trained.get("fingerprint", "")),
                              label_map=trained.get("label_map"), split=trained.get("split"))
-        if b.detector.release is not None:  # zero-shot: grouped by the data it scored, apart from trained rows
-            ds = b.dataset
         return cls(ds.name, ds.fingerprint, ds.label_map_id, ds.split_id, recipe, b.metrics_version,
                    weights_kind(record))
 

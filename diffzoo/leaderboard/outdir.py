@@ -38,9 +38,11 @@ MARKER = ".diffzoo-out.json"
 MAX_MARKER_BYTES = 1 << 20
 """The largest marker read (a marker lists the names of one folder)."""
 SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR = "summary.md", "plots", "train", "stats"
-OUTPUTS = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR)
-"""What a run (and ``diffzoo data stats``) writes beside the store: the summary, its figures, the
-training logs of the models it trained, dataset statistics."""
+SWEEP_DIR, BOARD_DIR = "sweep", "board"
+OUTPUTS = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR, SWEEP_DIR, BOARD_DIR)
+"""What a run (and ``diffzoo data stats``, ``diffzoo sweep``) writes beside the store: the summary,
+its figures, the training logs of the models it trained, dataset statistics, a sweep's state and
+logs, and the board it publishes."""
 DIFFZOO_NAMES = frozenset({*STORE_DIRS, *OUTPUTS, "runs", LOCK_FILE, MARKER})
 """Every name diffzoo writes at the top of an output folder (``runs/``: stores of older diffzoos)."""
 

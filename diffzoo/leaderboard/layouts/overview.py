@@ -17,28 +17,37 @@ image score)`` row) is *not applicable*, without a note.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from diffzoo.harness.core.registry import natural_key
+from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR
+from diffzoo.harness.metrics.slices import NO_TURNS
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.suites.paper import DISTORTIONS as DISTORTIONS_SUITE
 from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, eval_place, is_cross, record_conditions
 from diffzoo.leaderboard.layouts.cases import rank
 from diffzoo.leaderboard.layouts.paper import PAPER_SETTINGS
-from diffzoo.leaderboard.table import ABSENT, NA, Cell, Column, Notes, Row, Table, column, renumber, slugify
+from diffzoo.leaderboard.table import ABSENT, NA, Cell, Column, Notes, Row, Table, column, info_of, renumber, slugify
 
-OVERVIEW_VERSION = "1"
+OVERVIEW_VERSION = "2"
 """The version of the overview's definitions (columns, means, missing rule): bumped on any change."""
 STANDARD, DISTORTIONS, UNSEEN = "standard", "distortions", "unseen-generators"
 CROSS_SUITES = ("cross-dataset", "opensdi")
 SUITES = (STANDARD, DISTORTIONS, UNSEEN, *CROSS_SUITES)
 """The suites the overview reads; records of other suites are left out of it."""
 CROSS_METRIC = "mIoU"
-"""The cross-dataset figure: binary mIoU, which is the edited class's IoU (docs/metrics.md) and so a
-monotone function of its pixel F1 (F1 = 2 IoU / (1 + IoU)): both rank one evaluation place alike,
-and mIoU keeps the overview in one unit, so the cross-dataset columns read directly against the
-standard, robustness and unseen-editor columns.  F1 (and IMDL-BenCo's per-image F1) stay in the
-per-case tables and the summary's cross-dataset table."""
+"""The cross-dataset figure that ranks and is averaged: binary mIoU, which is the edited class's IoU
+(docs/metrics.md) and so a monotone function of its pixel F1 (F1 = 2 IoU / (1 + IoU)): both rank
+one evaluation place alike, and mIoU keeps the means in the unit of the standard, robustness and
+unseen-editor columns."""
+PLACE_COLUMNS = (("binary", "mIoU", "mIoU"), ("binary", "F1", "F1"), ("image", "img_Acc", "image Acc"))
+"""(task, metric, label) of each benchmark's column group: binary IoU and F1, image-level accuracy
+(OpenSDI's board shows pixel IoU/F1 and image accuracy); its generators' F1 follow where the
+benchmark's metadata names them (the per-generator case of the suite)."""
+GENERATOR_METRIC = "F1"
+"""Each generator's column: binary F1 of the images its metadata names (the published per-generator
+boards, OpenSDI's and TGIF's, print F1)."""
 NO_CI = "; no CI (see docs/leaderboard.md)"
 HEADLINES: tuple[Column, ...] = (
     column("standard.binary.mIoU", "mIoU", "binary mIoU", group="standard", task="binary",
@@ -107,22 +116,54 @@ class _Place:
                    (cond["label map"], cond["split"]))
 
 
-def cross_columns(suite: str, places: list[_Place]) -> tuple[list[Column], dict[str, _Place]]:
-    """Per evaluation place of ``suite`` its :data:`CROSS_METRIC` column, then their mean when there
-    are two or more; and each place column's place.  A label two places share gets their fingerprints."""
+@dataclass(frozen=True)
+class PlaceColumn:
+    """What a benchmark column reads: the place, the task of its case, the metric (a generator's
+    column: its slice of the per-generator case)."""
+
+    place: _Place
+    task: str
+    metric: str
+
+    @property
+    def sliced(self) -> bool:
+        return SLICE_SEPARATOR in self.metric
+
+
+def generator_metric(generator: str) -> str:
+    """The per-generator case's metric of ``generator``'s images."""
+    return f"{GENERATOR_METRIC}{SLICE_SEPARATOR}editor={generator}"
+
+
+def cross_columns(suite: str, places: list[_Place], generators: Mapping[_Place, Sequence[str]] | None = None,
+                  ) -> tuple[list[Column], dict[str, PlaceColumn]]:
+    """Per evaluation place of ``suite`` its column group (:data:`PLACE_COLUMNS`, then the F1 of
+    each of its ``generators``), then the mean of the places' :data:`CROSS_METRIC` when there are
+    two or more; and what each place column reads.  A label two places share gets their
+    fingerprints."""
     clash = {p.where for p in places if sum(q.where == p.where for q in places) > 1}
     cols, where = [], {}
+    trained = "of the model trained on this group's dataset (released weights: zero-shot)"
     for p in places:
         label = f"{p.where} ({p.fingerprint[:8]}, {p.conditions[0]})" if p.where in clash else p.where
-        key = f"{suite}.binary.{CROSS_METRIC}.{label}"
-        cols.append(column(key, CROSS_METRIC, f"{label} {CROSS_METRIC}", group=suite, task="binary",
-                           definition=f"binary {CROSS_METRIC} of the {suite} suite's binary case on {label}, of the "
-                                      "model trained on this group's dataset, with its 95% CI"))
-        where[key] = p
+        for task, metric, name in PLACE_COLUMNS:
+            key = f"{suite}.{task}.{metric}.{label}"
+            cols.append(column(key, metric, name, group=label, task=task,
+                               definition=f"{info_of(metric).label} of the {suite} suite's {task} case on {label}, "
+                                          f"{trained}, with its 95% CI"))
+            where[key] = PlaceColumn(p, task, metric)
+        for generator in (generators or {}).get(p, ()):
+            metric = generator_metric(generator)
+            key = f"{suite}.binary.{metric}.{label}"
+            cols.append(column(key, GENERATOR_METRIC, f"{generator} {GENERATOR_METRIC}", group=label, task="binary",
+                               definition=f"binary {GENERATOR_METRIC} on the images of {label} whose metadata names "
+                                          f"the generator {generator} (the {suite} suite's per-generator case), "
+                                          f"{trained}, with its 95% CI"))
+            where[key] = PlaceColumn(p, "binary", metric)
     if len(places) > 1:
         cols.append(column(f"{suite}.binary.{CROSS_METRIC}.mean", CROSS_METRIC, f"mean {CROSS_METRIC}", group=suite,
-                           task="binary", definition=f"mean of the {suite} suite's place columns; missing unless "
-                                                     f"all are present{NO_CI}"))
+                           task="binary", definition=f"mean of the {suite} suite's binary {CROSS_METRIC} over its "
+                                                     f"places; missing unless all are present{NO_CI}"))
     return cols, where
 
 
@@ -148,13 +189,20 @@ class _Overview:
                "robustness": lambda c: any(r.body.setting in self.settings for r in group.of(DISTORTIONS, ["binary"])),
                "unseen editors": lambda c: bool(self.pairs)}
         self.columns = [c for c in HEADLINES if fed[c.group](c)]
-        self.cross = {(r.body.row_name, _Place.of(r)): r for r in group.records
-                      if r.body.suite.name in CROSS_SUITES and is_cross(r) and r.body.task == "binary"
-                      and not r.body.case.get("slice_by")}
-        self.places: dict[str, _Place] = {}
+        self.cross = {(r.body.row_name, _Place.of(r), r.body.task, bool(r.body.case.get("slice_by"))): r
+                      for r in group.records if r.body.suite.name in CROSS_SUITES and is_cross(r)
+                      and r.body.task in ("binary", "image")}
+        generators: dict[_Place, list[str]] = {}
+        for (_, place, _, sliced), r in self.cross.items():
+            if sliced:
+                names = generators.setdefault(place, [])
+                names += [g for m in r.metrics if m.startswith(generator_metric(""))
+                          and (g := m[len(generator_metric("")):]) != NO_TURNS and g not in names]
+        self.places: dict[str, PlaceColumn] = {}
         for suite in CROSS_SUITES:
-            cols, where = cross_columns(suite, sorted({p for (_, p) in self.cross if p.suite == suite},
-                                                      key=lambda p: (p.where, p.fingerprint, p.conditions)))
+            cols, where = cross_columns(suite, sorted({k[1] for k in self.cross if k[1].suite == suite},
+                                                      key=lambda p: (p.where, p.fingerprint, p.conditions)),
+                                        {p: sorted(g, key=natural_key) for p, g in generators.items()})
             self.columns += cols
             self.places |= where
         self.notes = Notes()
@@ -183,12 +231,13 @@ class _Overview:
             record = self.group.find(STANDARD, row, task=col.task)
             return self.one(row, record, STANDARD, col.info.name, f"of case {self.case_name(STANDARD, task=col.task)}")
         if col.key in self.places:
-            p = self.places[col.key]
-            return self.one(row, self.cross.get((row, p)), p.suite, col.info.name, f"on {p.where}",
+            c = self.places[col.key]
+            p = c.place
+            return self.one(row, self.cross.get((row, p, c.task, c.sliced)), p.suite, c.metric, f"on {p.where}",
                             f" --eval-dataset PATH:{p.where.rpartition('/')[2]}")
-        if col.group in CROSS_SUITES:  # the mean of the suite's place columns, all present
-            return _mean({}, [self.cell(row, c) for c in self.columns
-                              if c.key in self.places and self.places[c.key].suite == col.group])
+        if col.group in CROSS_SUITES:  # the mean column of the suite: its places' mIoU, all present
+            return _mean({}, [self.cell(row, c) for c in self.columns if (pc := self.places.get(c.key)) is not None
+                              and pc.place.suite == col.group and pc.metric == CROSS_METRIC and pc.task == "binary"])
         if col.group == "robustness":
             values = self.over(row, DISTORTIONS, self.settings, col.info.name)
             if col.key.endswith(".worst") and isinstance(values, dict):

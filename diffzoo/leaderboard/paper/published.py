@@ -1,5 +1,6 @@
 """The other diffusion-edit benchmarks' published numbers (OpenSDI, DEAL-300K,
-SID-Set), as data beside the DiffSeg30k paper's, and where they meet ours.
+SID-Set, TGIF / TGIF2), as data beside the DiffSeg30k paper's, and where they
+meet ours.
 
 Each ``<benchmark>_values.csv`` holds one line per published number:
 ``method,train,eval,metric,value,suite,case,source``; its first comment line
@@ -39,7 +40,7 @@ from diffzoo.leaderboard.render.markdown import LEFT, RIGHT, markdown_table
 from diffzoo.leaderboard.table import DASH, format_delta
 
 HERE = Path(__file__).parent
-BENCHMARK_FILES = ("opensdi_values.csv", "deal300k_values.csv", "sidset_values.csv")
+BENCHMARK_FILES = ("opensdi_values.csv", "deal300k_values.csv", "sidset_values.csv", "tgif_values.csv")
 METRICS_FILE = HERE / "benchmark_metrics.csv"
 FIELDS = ("method", "train", "eval", "metric", "value", "suite", "case", "source")
 METRIC_FIELDS = ("metric", "diffzoo", "definition", "source")
@@ -49,17 +50,21 @@ PERCENT = MetricInfo("published", "published", True)
 DETECTORS: dict[str, Family] = {f.paper: f for f in (
     Family("MVSS-Net", ("benco.mvss-net*",)),
     Family("CAT-Net", ("benco.cat-net*",)),
+    Family("CAT-Net v2", ("benco.cat-net*",)),  # CAT-Net v2's released weights are benco.cat-net's release v2
     Family("PSCC-Net", ("benco.pscc-net*",)),
     Family("ObjectFormer", ("benco.objectformer*",)),
     Family("TruFor", ("benco.trufor*",)),
     Family("IML-ViT", ("benco.iml-vit*",)),
+    Family("ManTra-Net", ("benco.mantra-net*",)),
+    Family("SPAN", ("benco.span*",)),
     Family("CNNDet", ("cnnspot.*",)),
     Family("UniFD", ("universalfakedet.*",)),
 )}
 """A published method (as its source names it) -> the diffzoo detectors that are
-it; a method not here has no diffzoo detector (MaskCLIP, MFPT, SIDA, ...), and
-a name with a qualifier the source leaves unexplained (SIDA's ``MVSS-Net*``)
-is not matched."""
+it; a method not here has no diffzoo detector (MaskCLIP, MFPT, SIDA, IFOSN,
+MMFusion, ...), a name with a qualifier the source leaves unexplained (SIDA's
+``MVSS-Net*``) is not matched, and neither is another model of the same
+authors (TGIF's MVSS-Net++ is not IMDL-BenCo's MVSS-Net)."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """The front page's comparison figures (:mod:`.site`): every detector on one chart.
 
+- ``benchmarks``: each detector's binary mIoU per benchmark (its own data's test split, then
+  every ``--eval-dataset`` place), grouped bars, one chart per overview table with a
+  benchmark column;
 - ``robustness-all``: the primary metric over distortion strength, one chart per
   (task, dataset, distortion) whose records, over all detectors, hold two or more
   strengths (:func:`diffzoo.leaderboard.robustness.distortion_curves`, one line per
@@ -25,6 +28,7 @@ import numpy as np
 
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import RecordIndex
+from diffzoo.leaderboard.layouts.overview import CROSS_METRIC
 from diffzoo.leaderboard.render.escape import plot_text as _text
 from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, draw_curves
 from diffzoo.leaderboard.render.site_figures import Figure, figure, plot_file
@@ -93,10 +97,10 @@ def comparison_curves_png(series: dict[str, list[tuple[float, float | None]]], s
     return _save(fig, path)
 
 
-def editor_bars_png(series: dict[str, dict[str, float | None]], styles: dict[str, Style], path: Path,
-                    title: str) -> Path:
-    """Grouped bars of per-editor IoU (fractions, drawn in %): editors on the x axis, one bar
-    per detector in ``series`` (its style); an undefined IoU is no bar."""
+def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[str, Style], path: Path,
+                     title: str, xlabel: str = "editor", ylabel: str = "IoU") -> Path:
+    """Grouped bars of fractions (drawn in %): the keys of each series' values (editors,
+    benchmarks) on the x axis, one bar per entry of ``series`` (its style); None is no bar."""
     plt = _pyplot()
     editors = list(dict.fromkeys(ed for values in series.values() for ed in values))
     width = 0.8 / max(len(series), 1)
@@ -110,8 +114,8 @@ def editor_bars_png(series: dict[str, dict[str, float | None]], styles: dict[str
                linewidth=0.3, label=_text(name))
     tilt = len(editors) > 4
     ax.set_xticks(x, [_text(ed) for ed in editors], rotation=30 if tilt else 0, ha="right" if tilt else "center")
-    ax.set_xlabel("editor")
-    ax.set_ylabel("IoU (%)")
+    ax.set_xlabel(_text(xlabel))
+    ax.set_ylabel(f"{_text(ylabel)} (%)")
     ax.set_ylim(0, 100)
     ax.grid(True, axis="y", alpha=0.3)
     _title(ax, title, fig)
@@ -190,7 +194,7 @@ def editor_iou_all(records: list[ResultRecord], styles: dict[str, Style], plot_d
         key, version = group.key, group.suites["standard"].version
         file = plot_file(used, "comparison", "editor-iou", key.dataset, key.fingerprint[:8], f"v{version}")
         title = f"per-editor IoU on {key.dataset} (standard v{version}, semantic case), all detectors"
-        editor_bars_png(series, {n: styles[n] for n in series}, plot_dir / file, title)
+        grouped_bars_png(series, {n: styles[n] for n in series}, plot_dir / file, title)
         figures.append(figure("editor-iou-all", plot_dir / file, f"{title}: {len(series)} detectors, one bar each",
                               prefix=""))
     return figures
@@ -218,12 +222,43 @@ def binary_vs_semantic(overviews: list[Table], styles: dict[str, Style], plot_di
     return figures
 
 
+def benchmark_bars(overviews: list[Table], styles: dict[str, Style], plot_dir: Path,
+                   used: set[str]) -> list[Figure]:
+    """Each detector's binary mIoU per benchmark, one chart per overview table with a benchmark
+    column (``--eval-dataset``): its own data's (the standard suite's binary case), then every
+    evaluation place's; a bar per row (never an own-score row, which has no pixel values)."""
+    figures = []
+    for table in overviews:
+        places = [c for c in table.columns if c.key.endswith(f".binary.{CROSS_METRIC}.{c.group}")]
+        if not places or table.group is None:
+            continue
+        columns = [c for c in table.columns if c.key == BINARY_COLUMN] + places
+        own = f"{table.group.key.dataset} (own)"
+        series: dict[str, dict[str, float | None]] = {}
+        for row in table.rows:
+            values = {own if c.key == BINARY_COLUMN else c.group: row.cells[c.key].value for c in columns}
+            if not row.own_score and any(v is not None for v in values.values()):
+                series[row.label] = values
+        if not series:
+            continue
+        file = plot_file(used, "comparison", "benchmarks", table.id)
+        title = f"binary mIoU per benchmark, trained on {table.group.title}"
+        grouped_bars_png(series, {r.label: styles[r.detector] for r in table.rows if r.label in series},
+                         plot_dir / file, title, xlabel="benchmark (dataset/split)", ylabel="binary mIoU")
+        figures.append(figure("benchmarks", plot_dir / file,
+                               f"{title}: one bar per detector row; '{own}' is the standard suite's test split of "
+                               f"the run's own data ({table.group.name})", prefix=""))
+    return figures
+
+
 def comparison_figures(records: list[ResultRecord], overviews: list[Table], plot_dir: Path,
                        used: set[str]) -> list[tuple[str, list[Figure], str]]:
     """The front page's comparison figures (written to ``plot_dir``): (heading, figures, what is
     said when there are none) per kind."""
     styles = detector_styles(r.body.detector.name for r in records)
-    return [("Robustness", robustness_all(records, styles, plot_dir, used),
+    return [("Benchmarks", benchmark_bars(overviews, styles, plot_dir, used),
+             "no benchmark columns: no record of a model evaluated with --eval-dataset"),
+            ("Robustness", robustness_all(records, styles, plot_dir, used),
              "no distortion evaluated at two or more strengths"),
             ("Per-editor IoU", editor_iou_all(records, styles, plot_dir, used),
              "fewer than two detectors with per-editor IoU (standard semantic case)"),

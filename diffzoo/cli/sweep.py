@@ -1,0 +1,112 @@
+"""``diffzoo sweep``: detectors x weights x training data, each job a ``diffzoo run``, one store,
+one board (:mod:`diffzoo.sweep`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from diffzoo.cli.console import console
+from diffzoo.cli.options import CONFIG, request_command, request_values
+from diffzoo.cli.run import RUN_OPTIONS
+from diffzoo.harness.core.errors import DiffzooError
+from diffzoo.harness.run.request import parse_options
+from diffzoo.leaderboard.render.escape import term
+
+SWEEP_OPTIONS = tuple(o for o in RUN_OPTIONS if o not in ("detector", "dataset", "weights", "checkpoint", "suite"))
+"""The run options a sweep passes to every job unchanged; the others are the sweep's own."""
+DEFAULT_SUITES = ("standard", "standard,cross-dataset")
+"""``--suite`` when not given: without, and with, ``--eval-dataset``."""
+
+
+class SweepFailed(DiffzooError):
+    """Some jobs of a sweep failed (each was said); the others' records are stored."""
+
+
+def sweep_cmd(
+    ctx: typer.Context,
+    config: Path | None = CONFIG,
+    detectors: list[str] = typer.Option(
+        [], "--detectors", help="Detectors: names or patterns (segformer.tiny,fcn8s.*; diffzoo list detectors); "
+        "comma-separated or repeated."),
+    weights: list[str] = typer.Option(
+        ["trained"], "--weights", help="trained (train on each --dataset), released (every release of each "
+        "detector, zero-shot) or released:NAME; comma-separated or repeated."),
+    dataset: list[str] = typer.Option(
+        ["mini"], "--dataset", help="Training data of the trained jobs (one job each); released weights score the "
+        "first as their own data. Repeatable."),
+    suite: str | None = typer.Option(
+        None, "--suite", "-s", help="Suites of every job (default: standard, and cross-dataset with --eval-dataset)."),
+    out: Path = typer.Option(Path("diffzoo-out"), "--out", help="The record store every job writes into; the board "
+                             "is published into OUT/board."),
+    executor: str = typer.Option(
+        "local", "--executor", help="local: here, one job after another; slurm: a SLURM job array through "
+        "submitit; submitit-local: each job in its own process here, through submitit."),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per job (slurm); above 1 the job runs torchrun "
+                             "with one process per GPU."),
+    partition: str | None = typer.Option(None, "--partition", help="SLURM partition."),
+    time_min: int = typer.Option(24 * 60, "--time", min=1, help="Minutes each submitit job may run."),
+    parallel: int | None = typer.Option(None, "--parallel", min=1, help="How many jobs of the SLURM array run at "
+                                        "once (default: all)."),
+    cpus: int | None = typer.Option(None, "--cpus-per-job", min=1, help="CPU cores per submitit job."),
+    slurm_option: list[str] = typer.Option(
+        [], "--slurm-option", help="KEY=VALUE: another SLURM parameter of submitit (account=..., qos=..., "
+        "constraint=..., mem_gb=...); repeatable."),
+    wait: bool = typer.Option(True, "--wait/--no-wait", help="With submitit: wait for the jobs, then publish the "
+                              "board (--no-wait: submit and return; run the same command again to publish)."),
+    publish: bool = typer.Option(True, "--publish/--no-publish", help="Publish the store's board into OUT/board "
+                                 "when every job is done."),
+    plan: bool = typer.Option(False, "--plan", help="Print the jobs (and which are done) and stop."),
+    **options: Any,
+) -> None:
+    """Run detectors x weights x training data into one store and publish the board (one column
+    group per benchmark); jobs already done are skipped, so a sweep resumes."""
+    from diffzoo.cli.progress import RichProgress, rank_output
+    from diffzoo.sweep import Cluster, done_records, plan_sweep, publish_board, run_sweep, stored_ids, sweep_log
+
+    values = request_values(ctx, {"detectors": detectors, "weights": weights, "dataset": dataset, "suite": suite,
+                                  "out": out, **options}, config)
+    given = {k: values[k] for k in SWEEP_OPTIONS}
+    given["suite"] = values["suite"] or DEFAULT_SUITES[bool(values.get("eval_dataset"))]
+    sweep = plan_sweep(values["detectors"], weights=values["weights"], datasets=values["dataset"], options=given)
+    out = values["out"]
+    for line in sweep.skipped:
+        console.print(f"[yellow]skipped:[/] {term(line)}")
+    if plan:
+        stored = stored_ids(out)
+        for job in sweep.jobs:
+            state = "done" if done_records(out, job, stored) is not None else "to run"
+            console.print(f"[bold]job[/] {term(job.label)} ({state}; key {job.key})")
+        console.print(f"{len(sweep.jobs)} job(s); suites {term(given['suite'])}; store {term(out)}")
+        return
+    cluster = Cluster(timeout_min=time_min, gpus=gpus, partition=partition, parallel=parallel, cpus_per_task=cpus,
+                      extra=parse_options(slurm_option, "--slurm-option"))
+
+    def said(outcome) -> None:
+        job = outcome.job
+        line = {"skipped": f"done before: {len(outcome.records)} record(s) in the store, skipped",
+                "done": f"done: {len(outcome.records)} record(s)",
+                "submitted": f"submitted (log {outcome.log})",
+                "failed": f"FAILED: {outcome.error}" + (f" (log {outcome.log})" if outcome.log else "")}[outcome.status]
+        console.print(f"[bold]job[/] {term(job.label)}: {term(line)}", soft_wrap=True)
+        sweep_log(out, f"{job.key} {job.label}: {line}")
+
+    with rank_output(console):
+        outcomes = run_sweep(sweep, out, executor=executor, cluster=cluster, wait=wait,
+                             progress=RichProgress(console), on_job=said)
+    failed = [o for o in outcomes if o.status == "failed"]
+    waiting = [o for o in outcomes if o.status == "submitted"]
+    if waiting:
+        console.print(f"{len(waiting)} job(s) submitted; run the same command again when they are done to "
+                      "publish the board (finished jobs are skipped)")
+    elif publish and any(o.records for o in outcomes):
+        for fmt, path in publish_board(out).items():
+            console.print(f"board ({fmt}): {term(path)}")
+    if failed:
+        raise SweepFailed(f"{len(failed)} of {len(outcomes)} job(s) failed (listed above); the others' records are "
+                          f"in {out}; run the same command again to retry them")
+
+
+request_command(sweep_cmd, SWEEP_OPTIONS)

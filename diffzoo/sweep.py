@@ -1,0 +1,362 @@
+"""The sweep: the whole board in one command (``diffzoo sweep``, docs/suites.md "Sweeps").
+
+:func:`plan_sweep` expands detectors (names or patterns, as ``diffzoo list`` matches them),
+weights and training datasets into jobs, one per (detector, weights, training data):
+
+- ``trained``: the detector trained here on each ``--dataset`` (or its cached checkpoint);
+- ``released`` / ``released:NAME``: the weights its authors released (every release its card
+  lists, or the one named), never trained: one job per release, which scores the first
+  ``--dataset`` as its own data; a detector without such a release is skipped, said once.
+
+Each job is one :class:`~diffzoo.harness.run.request.RunRequest`, run exactly as ``diffzoo
+run`` runs it (:func:`diffzoo.evaluate`: the same records, cache, checks and verification),
+all into one record store (``--out``).  A job that finished leaves ``sweep/done/<key>.json``
+naming its records; a job whose done file names records that are all in the store is skipped,
+so running a sweep again resumes it (a deleted record runs its job again).
+
+Jobs run here one after another (``local``), or through submitit (:func:`submit`): on a SLURM
+cluster as a job array (``slurm``), or each in its own process on this machine
+(``submitit-local``, the same code path without a cluster).  A job asking for several GPUs
+runs ``torchrun`` inside its allocation, as ``diffzoo run`` is run by hand.  When the jobs
+are done the store's records are published into ``board/`` (the overview with one column
+group per benchmark, and the site).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from diffzoo.harness.core.cards import stable_hash
+from diffzoo.harness.core.errors import ConfigError, DiffzooError
+from diffzoo.harness.core.fsutil import FileRefused, atomic_write_text, read_json, writing
+from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
+from diffzoo.harness.run.request import RunRequest
+from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir
+
+log = logging.getLogger(__name__)
+
+TRAINED, RELEASED = "trained", "released"
+"""``--weights``: trained here, or every release of the detector (``released:NAME``: that one)."""
+EXECUTORS = ("local", "submitit-local", "slurm")
+"""Where jobs run: here one after another; through submitit, each in its own process here, or
+as a SLURM job array."""
+DONE_DIR, LOGS_DIR = "done", "logs"
+"""``OUT/sweep/done/<key>.json`` per finished job, ``OUT/sweep/logs/`` submitit's job logs
+(``OUT/sweep/sweep.log``: the sweep's own log; ``OUT/board/``: the published board)."""
+BOARD_FORMATS = ("md", "html")
+"""What the board is published as: the overview (and per-case tables) in Markdown, and the site."""
+SWEEP_REQUEST = "sweep-job"
+"""The done file's kind."""
+
+
+@dataclass(eq=False)
+class SweepJob:
+    """One (detector, weights, training data): the run request that makes its records."""
+
+    detector: str
+    weights: str  # TRAINED or released:NAME
+    dataset: str
+    request: RunRequest
+
+    @property
+    def key(self) -> str:
+        """The job's identity: a hash of every option of its request."""
+        return stable_hash(self.request.to_dict())
+
+    @property
+    def label(self) -> str:
+        if self.weights == TRAINED:
+            return f"{self.detector} trained on {self.dataset}"
+        return f"{self.detector} [{self.weights}] (zero-shot) on {self.dataset}"
+
+
+@dataclass
+class SweepPlan:
+    """:func:`plan_sweep`'s answer: the jobs, and what was passed over (a line each)."""
+
+    jobs: list[SweepJob] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _patterns(values: Sequence[str]) -> list[str]:
+    return [p.strip() for v in values for p in str(v).split(",") if p.strip()]
+
+
+def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,), datasets: Sequence[str] = ("mini",),
+               options: Mapping[str, Any] | None = None) -> SweepPlan:
+    """The jobs of a sweep (module doc).  ``detectors``: names or fnmatch patterns (comma
+    lists too); ``weights``: :data:`TRAINED`, :data:`RELEASED` or ``released:NAME``;
+    ``datasets``: the training data (names or paths); ``options``: every other run option by
+    its flag name (``suite``, ``eval_dataset``, ``iterations``...), the same for every job.
+    ConfigError for an unknown detector or weights value, an option a sweep sets per job, or a
+    sweep with no job."""
+    options = dict(options or {})
+    per_job = sorted(set(options) & {"detector", "dataset", "weights", "checkpoint"})
+    if per_job:
+        raise ConfigError(f"a sweep sets {', '.join(per_job)} per job: give --detectors, --dataset and --weights")
+    names = _patterns(detectors)
+    if not names:
+        raise ConfigError("a sweep needs detectors: --detectors NAME_OR_PATTERN[,...] (diffzoo list detectors)")
+    entries = get_registry().expand("detector", ",".join(names))
+    wanted = _patterns(weights) or [TRAINED]
+    for w in wanted:
+        if w not in (TRAINED, RELEASED) and not (w.startswith(RELEASED_PREFIX) and w[len(RELEASED_PREFIX):]):
+            raise ConfigError(f"--weights {w!r}: use {TRAINED}, {RELEASED} (every release of each detector) or "
+                              f"{RELEASED_PREFIX}NAME (diffzoo list detectors --released)")
+    data = _patterns(datasets) or ["mini"]
+    plan = SweepPlan()
+    for entry in entries:
+        releases = [r.name for r in entry.card.releases]
+        for w in dict.fromkeys(wanted):
+            if w == TRAINED:
+                plan.jobs += [_job(entry.name, TRAINED, d, options) for d in data]
+                continue
+            chosen = releases if w == RELEASED else [n for n in releases if n == w[len(RELEASED_PREFIX):]]
+            if not chosen:
+                have = f"its releases: {', '.join(releases)}" if releases else "it lists no released weights"
+                plan.skipped.append(f"{entry.name} --weights {w}: no such release ({have})")
+            plan.jobs += [_job(entry.name, f"{RELEASED_PREFIX}{n}", data[0], options) for n in chosen]
+    if not plan.jobs:
+        raise ConfigError("the sweep has no job: " + "; ".join(plan.skipped))
+    seen: dict[str, SweepJob] = {}
+    for job in plan.jobs:  # a detector matched by two patterns runs once
+        seen.setdefault(job.key, job)
+    plan.jobs = list(seen.values())
+    return plan
+
+
+def _job(detector: str, weights: str, dataset: str, options: Mapping[str, Any]) -> SweepJob:
+    released = {} if weights == TRAINED else {"weights": weights}
+    return SweepJob(detector, weights, dataset, RunRequest.of(detector=detector, dataset=dataset, **released,
+                                                              **options))
+
+
+# -- what is done ---------------------------------------------------------------------------------
+def done_path(out: Path, job: SweepJob) -> Path:
+    return Path(out) / SWEEP_DIR / DONE_DIR / f"{job.key}.json"
+
+
+def done_records(out: Path, job: SweepJob, stored: set[str]) -> list[str] | None:
+    """The record ids a finished job's done file names when every one is in the store
+    (``stored``); None when the job has to run (no done file, an unreadable one, one of
+    another request, or a record of it missing)."""
+    path = done_path(out, job)
+    if not path.exists():
+        return None
+    try:
+        data = read_json(path)
+    except (FileRefused, OSError, ValueError) as exc:
+        log.warning("%s: not a sweep's done file (%s); the job runs again", path, exc)
+        return None
+    ids = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(ids, list) or data.get("request") != job.request.to_dict():
+        log.warning("%s: not this job's done file; the job runs again", path)
+        return None
+    missing = [i for i in ids if i not in stored]
+    if missing:
+        log.info("%s: %d of its records are not in the store (first: %s); the job runs again", job.label,
+                 len(missing), missing[0])
+        return None
+    return [str(i) for i in ids]
+
+
+def stored_ids(out: Path) -> set[str]:
+    """The ids of the records in the store at ``out`` (none for a store not made yet)."""
+    from diffzoo.leaderboard.store import RecordStore
+
+    return {r.id for r in RecordStore(Path(out)).load().records} if (Path(out) / "records").is_dir() else set()
+
+
+def mark_done(out: Path, request: dict[str, Any], records: Sequence[str]) -> Path:
+    """Write the done file of the job of ``request`` (its records' ids), whole or not at all."""
+    path = Path(out) / SWEEP_DIR / DONE_DIR / f"{stable_hash(request)}.json"
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    date = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    return atomic_write_text(path, json.dumps({"kind": SWEEP_REQUEST, "request": request, "records": list(records),
+                                               "date": date}, indent=1, sort_keys=True))
+
+
+# -- running one job ---------------------------------------------------------------------------
+def run_job(request: dict[str, Any], out: str, gpus: int = 1, progress: Any = None) -> list[str]:
+    """Run one job (its request as :meth:`RunRequest.to_dict` gives it) into the store at
+    ``out`` as ``diffzoo run`` does, then mark it done; returns its record ids.  With
+    ``gpus`` > 1 the run is ``torchrun --nproc-per-node GPUS -m diffzoo run`` (the job's
+    allocation holds the GPUs).  This is what submitit runs in a job: plain data in, plain
+    data out."""
+    from diffzoo.api import evaluate
+
+    if gpus > 1:
+        ids = _torchrun(request, Path(out), gpus)
+    else:
+        result = evaluate(request=RunRequest.from_dict(request), out=out, references=False, progress=progress)
+        ids = [r.id for r in result.records]
+    mark_done(Path(out), request, ids)
+    return ids
+
+
+def _torchrun(request: dict[str, Any], out: Path, gpus: int) -> list[str]:
+    """The job under torchrun, one process per GPU; its records are the store's of this request."""
+    from diffzoo.leaderboard.store import RecordStore
+
+    config = out / SWEEP_DIR / "jobs" / f"{stable_hash(request)}.json"  # JSON is YAML: --config reads it
+    with writing(config):
+        config.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(config, json.dumps(request, indent=1))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={gpus}", "-m",
+           "diffzoo", "run", "--config", str(config), "--out", str(out), "--no-references"]
+    log.info("running %s", " ".join(cmd))
+    done = subprocess.run(cmd, check=False)
+    if done.returncode != 0:
+        raise DiffzooError(f"the job's torchrun exited with {done.returncode} (its output is in the job's log)")
+    return [r.id for r in RecordStore(out).load().records if r.body.request == request]
+
+
+# -- many jobs -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cluster:
+    """What a submitit job asks for: minutes, GPUs per job, the SLURM partition, how many jobs
+    of the array run at once, and any other SLURM parameter (``slurm_<name>`` of submitit:
+    account, qos, constraint, mem_gb...)."""
+
+    timeout_min: int = 24 * 60
+    gpus: int = 1
+    partition: str | None = None
+    parallel: int | None = None
+    cpus_per_task: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster) -> list[Any]:
+    """Submit ``jobs`` through submitit (``slurm``: a job array; ``submitit-local``: one
+    process each here); returns submitit's job handles (their logs under ``sweep/logs/``)."""
+    try:
+        import submitit
+    except ImportError as exc:  # a hard dependency: a broken install says so
+        raise ConfigError(f"--executor {executor} needs submitit, which is not importable ({exc}); "
+                          "pip install submitit") from None
+    if executor == "slurm" and shutil.which("sbatch") is None:
+        raise ConfigError("--executor slurm: sbatch is not on PATH, so this is no SLURM login node; run the sweep "
+                          "on one, or use --executor local")
+    folder = Path(out) / SWEEP_DIR / LOGS_DIR / "%j"
+    try:
+        ex = submitit.AutoExecutor(folder=folder, cluster="local" if executor == "submitit-local" else "slurm")
+    except RuntimeError as exc:  # submitit finds no cluster tools (srun)
+        raise ConfigError(f"--executor {executor}: {str(exc).splitlines()[0]}") from None
+    params: dict[str, Any] = {"name": "diffzoo-sweep", "timeout_min": cluster.timeout_min, "tasks_per_node": 1,
+                              "nodes": 1, "gpus_per_node": cluster.gpus if executor == "slurm" else None,
+                              "cpus_per_task": cluster.cpus_per_task}
+    if executor == "slurm":
+        params |= {"slurm_partition": cluster.partition, "slurm_array_parallelism": cluster.parallel,
+                   **{f"slurm_{k}": v for k, v in cluster.extra.items()}}
+    try:
+        ex.update_parameters(**{k: v for k, v in params.items() if v is not None})
+    except (ValueError, NameError, AssertionError) as exc:
+        raise ConfigError(f"--slurm-option: {str(exc).splitlines()[0]}") from None
+    n = len(jobs)
+    try:
+        handles = list(ex.map_array(run_job, [j.request.to_dict() for j in jobs], [str(out)] * n,
+                                    [cluster.gpus] * n))
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
+        # sbatch refusing the array (a partition, an account): one line, what to check
+        raise ConfigError(f"--executor {executor}: submitting the jobs failed: {str(exc).splitlines()[0] or exc}") \
+            from None
+    if folder.is_dir() and not any(folder.iterdir()):  # submitit makes the pattern's folder itself too
+        folder.rmdir()
+    return handles
+
+
+@dataclass
+class JobOutcome:
+    job: SweepJob
+    status: str  # "skipped" (done before), "done", "failed", "submitted"
+    records: list[str] = field(default_factory=list)
+    error: str = ""
+    log: str = ""
+
+
+def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: Cluster | None = None,
+              wait: bool = True, progress: Any = None,
+              on_job: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
+    """Run the jobs of ``plan`` that are not done into the store at ``out`` (module doc); each
+    job's outcome goes to ``on_job`` as it is known.  A failed job is reported and the others
+    go on.  ``wait``: with submitit, wait for the jobs (else they are only submitted)."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    claim_output_dir(Path(out), force=False)  # once, before any job: a folder not diffzoo's is refused now
+    stored = stored_ids(out)
+    outcomes: list[JobOutcome] = []
+    todo = []
+    report = on_job or (lambda o: None)
+    for job in plan.jobs:
+        ids = done_records(out, job, stored)
+        if ids is not None:
+            outcomes.append(JobOutcome(job, "skipped", ids))
+            report(outcomes[-1])
+        else:
+            todo.append(job)
+    if executor == "local":
+        for job in todo:
+            outcome = _local(job, out, progress)
+            outcomes.append(outcome)
+            report(outcome)
+        return outcomes
+    handles = submit(todo, out, executor, cluster or Cluster()) if todo else []
+    for job, handle in zip(todo, handles):
+        log_path = str(Path(out) / SWEEP_DIR / LOGS_DIR / str(handle.job_id))
+        if not wait:
+            outcomes.append(JobOutcome(job, "submitted", log=log_path))
+        else:
+            try:
+                outcomes.append(JobOutcome(job, "done", list(handle.result()), log=log_path))
+            except Exception as exc:  # noqa: BLE001 - submitit re-raises the job's error wrapped: reported per job
+                outcomes.append(JobOutcome(job, "failed", error=_last_line(exc), log=log_path))
+        report(outcomes[-1])
+    return outcomes
+
+
+def _local(job: SweepJob, out: Path, progress: Any) -> JobOutcome:
+    try:
+        return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), progress=progress))
+    except DiffzooError as exc:
+        log.error("%s failed: %s", job.label, exc)
+        return JobOutcome(job, "failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
+def _last_line(exc: BaseException) -> str:
+    """The job's own error, from submitit's wrapper (its text ends with the job's traceback)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def publish_board(out: Path) -> dict[str, Path]:
+    """Publish every record of the store at ``out`` into ``out/board`` (:data:`BOARD_FORMATS`);
+    format -> its main file."""
+    from diffzoo.leaderboard.render.text import publish
+    from diffzoo.leaderboard.store import RecordStore
+    from diffzoo.leaderboard.versions import resolve
+
+    selection = resolve(None, RecordStore(Path(out)))
+    return {fmt: publish(selection, fmt, Path(out) / BOARD_DIR) for fmt in BOARD_FORMATS}
+
+
+def sweep_log(out: Path, line: str) -> None:
+    """Append ``line`` (time-stamped) to ``out/sweep/sweep.log``: what each sweep did to each job."""
+    path = Path(out) / SWEEP_DIR / "sweep.log"
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')} {line}\n")
+            f.flush()
+            os.fsync(f.fileno())
