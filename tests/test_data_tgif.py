@@ -240,3 +240,16 @@ def test_stats_and_run_from_the_cli(tgif, tmp_path, capsys):
     records = [json.loads(p.read_text()) for p in (tmp_path / "out" / "records").glob("*.json")]
     assert records and {r["dataset"]["split"]["id"] for r in records} == {"tgif-folders"}
     assert {r["dataset"]["fingerprint"] for r in records} == {TgifDataset(tgif).fingerprint()}
+
+
+def test_a_model_scored_on_tgif_gets_a_column_per_generator_on_the_board(tgif, tmp_path, capsys):
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--eval-dataset",
+                       tgif, "--out", out, *FAST)
+    assert code == 0, err
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", out, "--format", "md", "--out", tmp_path / "pub")
+    assert code == 0, err
+    header = next(line for line in (tmp_path / "pub" / "overview.md").read_text().splitlines()
+                  if line.startswith("|") and "detector" in line)
+    for g in ("ps", "sd2", "sdxl"):  # the fixture's SD2-sp, PS-sp, SD2-fr and SDXL-fr folders
+        assert f"test: {g} F1" in header, (g, header)
