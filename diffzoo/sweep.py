@@ -291,7 +291,8 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
               on_job: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
     """Run the jobs of ``plan`` that are not done into the store at ``out`` (module doc); each
     job's outcome goes to ``on_job`` as it is known.  A failed job is reported and the others
-    go on.  ``wait``: with submitit, wait for the jobs (else they are only submitted)."""
+    go on.  ``wait``: with SLURM, wait for the jobs (else they are only submitted; submitit's
+    local processes are always waited for)."""
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
     claim_output_dir(Path(out), force=False)  # once, before any job: a folder not diffzoo's is refused now
@@ -313,6 +314,7 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
             report(outcome)
         return outcomes
     handles = submit(todo, out, executor, cluster or Cluster()) if todo else []
+    wait = wait or executor == "submitit-local"  # local processes are this one's children: never left behind
     for job, handle in zip(todo, handles):
         log_path = str(Path(out) / SWEEP_DIR / LOGS_DIR / str(handle.job_id))
         if not wait:

@@ -6,6 +6,7 @@ records through submitit's local executor."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,26 @@ def test_a_failing_job_is_reported_and_the_others_still_run(capsys, tmp_path):
     assert f"job segformer.tiny trained on {missing}: FAILED:" in stdout
     assert "1 of 2 job(s) failed" in stderr and "Traceback" not in stderr
     assert (tmp_path / "s" / "board" / "overview.md").exists()  # the board of what was done
+
+
+def test_slurm_submits_one_job_array_with_the_gpu_request_of_the_command_line(capsys, tmp_path, monkeypatch):
+    """A stand-in ``sbatch`` keeps the script submitit hands it: the array, its GPUs, partition,
+    time and extra parameters are the command line's; --no-wait returns once submitted."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {bin_dir}/submitted.sh\necho "Submitted batch job 4242"\n')
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    out = tmp_path / "s"
+    code, stdout, stderr = cli(capsys, "sweep", "--detectors", DETECTORS, "--executor", "slurm", "--partition", "gpu",
+                               "--gpus", "2", "--parallel", "1", "--time", "90", "--slurm-option", "account=forensics",
+                               "--no-wait", "--out", out, *FAST)
+    assert code == 0, stdout + stderr
+    script = (bin_dir / "submitted.sh").read_text()
+    for line in ("#SBATCH --array=0-1%1", "#SBATCH --gpus-per-node=2", "#SBATCH --partition=gpu",
+                 "#SBATCH --time=90", "#SBATCH --account=forensics", "#SBATCH --ntasks-per-node=1"):
+        assert line in script, (line, script)
+    assert stdout.count("submitted (log") == 2 and "2 job(s) submitted" in stdout
+    assert not (out / "board").exists() and not list((out / "sweep").glob("done/*"))  # nothing ran here

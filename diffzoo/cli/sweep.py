@@ -54,7 +54,7 @@ def sweep_cmd(
     slurm_option: list[str] = typer.Option(
         [], "--slurm-option", help="KEY=VALUE: another SLURM parameter of submitit (account=..., qos=..., "
         "constraint=..., mem_gb=...); repeatable."),
-    wait: bool = typer.Option(True, "--wait/--no-wait", help="With submitit: wait for the jobs, then publish the "
+    wait: bool = typer.Option(True, "--wait/--no-wait", help="With slurm: wait for the jobs, then publish the "
                               "board (--no-wait: submit and return; run the same command again to publish)."),
     publish: bool = typer.Option(True, "--publish/--no-publish", help="Publish the store's board into OUT/board "
                                  "when every job is done."),

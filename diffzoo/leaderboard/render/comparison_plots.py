@@ -242,12 +242,12 @@ def benchmark_bars(overviews: list[Table], styles: dict[str, Style], plot_dir: P
         if not series:
             continue
         file = plot_file(used, "comparison", "benchmarks", table.id)
-        title = f"binary mIoU per benchmark, trained on {table.group.title}"
+        title = f"binary mIoU per benchmark, {table.group.title}"
         grouped_bars_png(series, {r.label: styles[r.detector] for r in table.rows if r.label in series},
                          plot_dir / file, title, xlabel="benchmark (dataset/split)", ylabel="binary mIoU")
         figures.append(figure("benchmarks", plot_dir / file,
-                               f"{title}: one bar per detector row; '{own}' is the standard suite's test split of "
-                               f"the run's own data ({table.group.name})", prefix=""))
+                               f"{title}: one bar per detector row; '{own}' is the standard suite's evaluation "
+                               f"split of the run's own data ({table.group.name})", prefix=""))
     return figures
 
 
