@@ -89,6 +89,16 @@ def test_a_sweep_stores_every_job_publishes_the_board_and_skips_finished_jobs(ca
     assert "job fcn8s.tiny trained on mini: done: " in stdout
     assert stored(out) == records  # the same record made again
 
+    # a done file that is not one (a kill mid-write leaves none; a stranger's edit, this) runs its job again
+    for path in (out / "sweep" / "done").glob("*.json"):
+        if json.loads(path.read_text())["request"]["detector"] == "segformer.tiny":
+            path.write_text("{not json")
+    code, stdout, stderr = sweep(capsys, out, benchmarks)
+    assert code == 0, stderr
+    assert "job segformer.tiny trained on mini: done: " in stdout and "job fcn8s.tiny trained on mini: done before" \
+        in stdout
+    assert stored(out) == records
+
 
 def test_the_same_sweep_through_submitits_local_executor_gives_the_same_records(capsys, tmp_path, benchmarks):
     code, _, stderr = sweep(capsys, tmp_path / "here", benchmarks)
