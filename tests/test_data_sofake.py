@@ -219,11 +219,10 @@ def _recognised_as(path) -> str | None:
 
 
 def test_sniffing_picks_so_fake_and_leaves_the_others_theirs(items, tmp_path):
-    from test_data_sidset import hub_rows as sid_rows
-    from test_data_sidset import samples as sid_samples
-
     from helpers.hub import hub_copy as opensdi_copy
     from helpers.hub import split_rows
+    from helpers.sidset import hub_rows as sid_rows
+    from helpers.sidset import samples as sid_samples
 
     v1 = hub_copy(tmp_path / "v1", "v1", {"test": items})
     v2 = hub_copy(tmp_path / "v2", "v2", {"test": items})

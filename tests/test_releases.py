@@ -12,29 +12,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_dinov3iml import reference_model
 
 from diffzoo.harness.core.plugins import get_registry
 
 from helpers.cli import cli
+from helpers.dinov3iml import FILE, RELEASE, reference_model, released
 
 pytestmark = pytest.mark.isolated_cache
 
-RELEASE = "cat-lora-r32"
-FILE = "cat_vitl_lora_r32.pth"
 RUN = ["run", "--detector", "dinov3iml.tiny", "--suite", "standard", "--bootstrap", "0", "--device", "cpu"]
-
-
-def released(folder: Path, state: dict | None = None, **extra) -> Path:
-    """A file in the release's layout: the authors' state dict under ``model``, beside the
-    entries their training script saves (an epoch, the arguments as an argparse Namespace)."""
-    import argparse
-
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / FILE
-    torch.save({"model": state if state is not None else reference_model().state_dict(), "epoch": 99,
-                "args": argparse.Namespace(lr=3e-4, model="dinov3_vitl16"), **extra}, path)
-    return path
 
 
 def records(out: Path) -> list[dict]:

@@ -10,8 +10,6 @@ import re
 from pathlib import Path
 
 import pytest
-from test_data_classic import make_columbia
-from test_releases import RELEASE, released
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.plugins import get_registry
@@ -25,7 +23,9 @@ from diffzoo.leaderboard.paper.reproduce import (
 )
 from diffzoo.leaderboard.paper.values import read_text
 
+from helpers.classic import make_columbia
 from helpers.cli import cli
+from helpers.dinov3iml import RELEASE, released
 from helpers.records import make_record
 
 pytestmark = pytest.mark.isolated_cache

@@ -70,13 +70,16 @@ DATASET_OPTION = request_option("dataset_option")
 LABELS = request_option("labels")
 
 
-def request_command(fn: Callable[..., Any], names: Iterable[str]) -> Callable[..., Any]:
+def request_command(fn: Callable[..., Any], names: Iterable[str], own_first: bool = False) -> Callable[..., Any]:
     """``fn(ctx, ..., **values)`` as a command: the options of the named request fields, then
-    its own (the values reach ``fn`` by field name, as typed on the command line)."""
+    its own (``own_first``: its own first, where they are what the command is about); the values
+    reach ``fn`` by field name, as typed on the command line."""
     own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.kind != p.VAR_KEYWORD]
     context = [p for p in own if p.annotation is typer.Context]
     rest = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.annotation is not typer.Context]
-    fn.__signature__ = inspect.Signature(context + request_parameters(names) + rest)  # type: ignore[attr-defined]
+    request = request_parameters(names)
+    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        context + (rest + request if own_first else request + rest))
     return fn
 
 

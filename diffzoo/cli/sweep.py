@@ -109,4 +109,4 @@ def sweep_cmd(
                           f"in {out}; run the same command again to retry them")
 
 
-request_command(sweep_cmd, SWEEP_OPTIONS)
+request_command(sweep_cmd, SWEEP_OPTIONS, own_first=True)
