@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError, PluginError
+from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError
 from diffzoo.harness.core.fsutil import file_kind
-from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.run.factories import open_recognised, recognise, sniffing_adapters
 
 log = logging.getLogger(__name__)
 
@@ -80,37 +80,9 @@ def evaluates(dataset: Dataset) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _adapters() -> list[tuple[str, Any]]:
-    """(name, adapter) of every registered dataset adapter with a ``sniff``, in name order."""
-    out = []
-    for entry in get_registry().list("dataset"):
-        try:
-            adapter = entry.load()
-        except PluginError as exc:
-            log.warning("%s", exc)
-            continue
-        if getattr(adapter, "sniff", None) is not None:
-            out.append((entry.name, adapter))
-    return out
-
-
-def _sniff(path: Path, adapters: list[tuple[str, Any]]) -> str | None:
-    """The first adapter (name order) that recognises ``path``; a sniffer that fails
-    recognises nothing (logged)."""
-    for name, adapter in adapters:
-        try:
-            if adapter.sniff(path):
-                return name
-        except (OSError, ValueError, DiffzooError) as exc:
-            log.info("%s: adapter %s could not look at it (%s)", path, name, exc)
-    return None
-
-
-def _entry(path: Path, adapter: str, options: Mapping[str, Any], flag: str) -> CatalogEntry:
-    from diffzoo.harness.run.factories import open_dataset_with  # the adapters: when a catalog is made
-
-    ds = open_dataset_with(str(path), None, dict(options), flag)
-    return CatalogEntry(path, adapter, ds, {s: len(ds.ids(s)) for s in ds.splits()}, ds.fingerprint(),
+def _entry(path: Path, found: tuple[Any, Any], options: Mapping[str, Any], flag: str) -> CatalogEntry:
+    ds = open_recognised(found, path, dict(options), flag)
+    return CatalogEntry(path, found[0].name, ds, {s: len(ds.ids(s)) for s in ds.splits()}, ds.fingerprint(),
                         evaluates(ds))
 
 
@@ -127,21 +99,23 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
     if kind is not None and kind != "a folder":
         raise DataError(f"{root}: cannot look for datasets in it: it is {kind}")
     catalog = Catalog(root)
-    adapters = _adapters()
+    adapters = sniffing_adapters()
     options = options or {}
 
     def visit(path: Path) -> bool:
-        """Offer ``path`` to the sniffers; True when it is a dataset (listed or broken)."""
-        adapter = _sniff(path, adapters)
-        if adapter is None:
+        """Offer ``path`` to the sniffers (one that fails recognises nothing); True when it is a
+        dataset (listed or broken)."""
+        found = recognise(path, adapters, tolerate=(OSError, ValueError, DiffzooError))
+        if found is None:
             return False
         try:
-            catalog.entries.append(_entry(path, adapter, options, flag))
+            catalog.entries.append(_entry(path, found, options, flag))
         except ConfigError:  # an option the adapter does not take: the user's to fix, said as is
             raise
         except (DiffzooError, OSError) as exc:
-            log.warning("%s: recognised as %s but not opened: %s", path, adapter, exc)
-            catalog.broken.append((path, f"{adapter}: {exc}"))
+            name = found[0].name
+            log.warning("%s: recognised as %s but not opened: %s", path, name, exc)
+            catalog.broken.append((path, f"{name}: {exc}"))
         return True
 
     if kind is None:  # a file: the dataset, or nothing

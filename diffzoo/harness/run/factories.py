@@ -19,6 +19,7 @@ from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import Progress, counter_callback
 from diffzoo.harness.core.protocols import Dataset, Detector, DetectorBuild, Generator, build_detector
+from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY, LabelSpace
 from diffzoo.harness.data.hfsource import is_hub_id
 
@@ -66,6 +67,43 @@ def option_names(factory: Any) -> list[str] | None:
         return None
     return sorted(p.name for p in params if p.name not in _NOT_OPTIONS
                   and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
+
+
+def sniffing_adapters() -> list[tuple[Entry, Any]]:
+    """(entry, adapter) of every registered dataset adapter with a ``sniff(path)``, in name
+    order: the order ``--dataset PATH`` asks them in; one that fails to load is warned about
+    and left out."""
+    out = []
+    for entry in get_registry().list("dataset"):
+        try:
+            adapter = entry.load()
+        except PluginError as exc:
+            log.warning("%s", exc)
+            continue
+        if getattr(adapter, "sniff", None) is not None:
+            out.append((entry, adapter))
+    return out
+
+
+def recognise(target: Path | str, adapters: list[tuple[Entry, Any]],
+              tolerate: tuple[type[BaseException], ...] = ()) -> tuple[Entry, Any] | None:
+    """The first of ``adapters`` whose ``sniff`` takes ``target``, or None; a sniffer raising one
+    of ``tolerate`` recognises nothing (logged), any other error propagates."""
+    for entry, adapter in adapters:
+        try:
+            if adapter.sniff(target):
+                return entry, adapter
+        except tolerate as exc:
+            log.info("%s: adapter %s could not look at it (%s)", target, entry.name, exc)
+    return None
+
+
+def open_recognised(found: tuple[Entry, Any], target: Path | str, options: dict[str, Any],
+                    flag: str = "--dataset-option") -> Dataset:
+    """Open ``target`` with the adapter :func:`recognise` found for it (``options`` given by ``flag``)."""
+    entry, adapter = found
+    log.info("dataset %s: recognised as %s", target, entry.name)
+    return _call_adapter(adapter, f"dataset adapter {entry.name!r} (for {target})", options, flag, path=target)
 
 
 def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, **fixed: Any) -> Dataset:
@@ -119,21 +157,11 @@ def open_dataset_with(spec: str, progress: Progress | None, options: dict[str, A
                 "--repo-type dataset --local-dir DIR, then pass DIR)" if hub else ""))
         raise UnknownNameError("dataset", spec, [e.name for e in registry.list("dataset")])
     target = path if path.exists() else spec
-    layouts = []
-    for entry in registry.list("dataset"):
-        try:
-            adapter = entry.load()
-        except PluginError as exc:
-            log.warning("%s", exc)
-            continue
-        sniff = getattr(adapter, "sniff", None)
-        if sniff is None:
-            continue
-        layouts.append(f"{entry.name}: {entry.description}")
-        if sniff(target):
-            log.info("dataset %s: recognised as %s", target, entry.name)
-            return _call_adapter(adapter, f"dataset adapter {entry.name!r} (for {target})", options, flag,
-                                 path=target)
+    adapters = sniffing_adapters()
+    found = recognise(target, adapters)
+    if found is not None:
+        return open_recognised(found, target, options, flag)
+    layouts = [f"{entry.name}: {entry.description}" for entry, _ in adapters]
     raise DataError(
         f"{target}: no dataset adapter recognises this layout. Recognised: {'; '.join(layouts)} "
         "(see docs/datasets.md)"
