@@ -18,6 +18,7 @@ from diffzoo.harness.data.adapters.pixar import PixarDataset
 from diffzoo.harness.data.adapters.sidset import SidSetDataset
 
 from helpers.cli import cli
+from helpers.data import recognised_as
 from helpers.sidset import FEATURES, SIZE, hub_rows, samples, write_folder
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
@@ -168,17 +169,6 @@ def test_run_standard_data_stats_and_info(sida, tmp_path, capsys):
     assert code == 0 and "'tampered': 6" in text and "samples_per_split" in text, err
 
 
-def _recognised_as(path) -> str | None:
-    """The first registered adapter (name order, as `--dataset PATH`) whose sniff takes ``path``."""
-    from diffzoo.harness.core.plugins import get_registry
-
-    for entry in get_registry().list("dataset"):
-        sniff = getattr(entry.load(), "sniff", None)
-        if sniff is not None and sniff(path):
-            return entry.name
-    return None
-
-
 def test_each_layout_is_recognised_by_its_own_adapter(sida, parts, tmp_path, diffseg_folder):
     from helpers.hub import hub_copy, split_rows
 
@@ -200,6 +190,6 @@ def test_each_layout_is_recognised_by_its_own_adapter(sida, parts, tmp_path, dif
     layouts = {"opensdi": tmp_path / "opensdi", "sidset": sida, "sidset-hub": tmp_path / "sid_hub",
                "sidset-zip": tmp_path / "test.zip", "sidset-test": sida / "validation",
                "diffseg30k-copy": tmp_path / "copy", "pixar": pixar, "diffseg30k": diffseg_folder}
-    assert {name: _recognised_as(p) for name, p in layouts.items()} == {
+    assert {name: recognised_as(p) for name, p in layouts.items()} == {
         "opensdi": "opensdi", "sidset": "sidset", "sidset-hub": "sidset", "sidset-zip": "sidset",
         "sidset-test": "sidset", "diffseg30k-copy": "diffseg30k", "pixar": "pixar", "diffseg30k": "diffseg30k"}

@@ -21,6 +21,7 @@ from diffzoo.harness.data.adapters.sidset import SidSetDataset
 from diffzoo.harness.data.adapters.sofake import SoFakeDataset
 
 from helpers.cli import cli
+from helpers.data import recognised_as
 from helpers.images import mixed_image
 
 SIZE = 32
@@ -207,17 +208,6 @@ def test_refusal_is_one_line_on_the_command_line(items, tmp_path, capsys):
     assert "test-00000-of-00001.parquet" in errors[0] and "cannot place the label order" in errors[0]
 
 
-def _recognised_as(path) -> str | None:
-    """The first registered adapter (name order, as `--dataset PATH`) whose sniff takes ``path``."""
-    from diffzoo.harness.core.plugins import get_registry
-
-    for entry in get_registry().list("dataset"):
-        sniff = getattr(entry.load(), "sniff", None)
-        if sniff is not None and sniff(path):
-            return entry.name
-    return None
-
-
 def test_sniffing_picks_so_fake_and_leaves_the_others_theirs(items, tmp_path):
     from helpers.hub import hub_copy as opensdi_copy
     from helpers.hub import split_rows
@@ -231,7 +221,7 @@ def test_sniffing_picks_so_fake_and_leaves_the_others_theirs(items, tmp_path):
     sid_rows(sid_samples(3)).to_parquet(str(tmp_path / "sid" / "data" / "train-00000-of-00001.parquet"))
     layouts = {"v1": v1, "v2": v2, "v2-file": v2 / "data" / "test-00000-of-00001.parquet",
                "opensdi": tmp_path / "opensdi", "sidset": tmp_path / "sid"}
-    assert {k: _recognised_as(p) for k, p in layouts.items()} == {
+    assert {k: recognised_as(p) for k, p in layouts.items()} == {
         "v1": "sofake", "v2": "sofake", "v2-file": "sofake", "opensdi": "opensdi", "sidset": "sidset"}
     assert not DiffSeg30kDataset.sniff(v2) and not SidSetDataset.sniff(v2) and not OpenSdiDataset.sniff(v2)
     assert not SoFakeDataset.sniff(tmp_path / "opensdi") and not SoFakeDataset.sniff(tmp_path / "sid")

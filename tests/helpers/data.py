@@ -252,3 +252,12 @@ def make_deal_zips(root: Path, mask_value: int = 255) -> Path:
         for name, data in sorted(masks.items()):
             zf.writestr(f"label/{name}", data)
     return root
+
+
+def recognised_as(path) -> str | None:
+    """The registered adapter that ``--dataset PATH`` would open ``path`` with (the first, in name
+    order, whose sniff takes it), or None."""
+    from diffzoo.harness.run.factories import recognise, sniffing_adapters
+
+    found = recognise(path, sniffing_adapters())
+    return None if found is None else found[0].name
