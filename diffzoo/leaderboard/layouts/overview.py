@@ -130,6 +130,17 @@ class PlaceColumn:
         return SLICE_SEPARATOR in self.metric
 
 
+def place_key(suite: str, task: str, metric: str, label: str) -> str:
+    """The key of a benchmark column: ``suite.task.metric.place label``."""
+    return f"{suite}.{task}.{metric}.{label}"
+
+
+def benchmark_columns(table: Table) -> list[Column]:
+    """The binary :data:`CROSS_METRIC` column of each benchmark (evaluation place) of an overview
+    table, in order; [] for a table without ``--eval-dataset`` records."""
+    return [c for c in table.columns if c.key == place_key(c.key.partition(".")[0], "binary", CROSS_METRIC, c.group)]
+
+
 def generator_metric(generator: str) -> str:
     """The per-generator case's metric of ``generator``'s images."""
     return f"{GENERATOR_METRIC}{SLICE_SEPARATOR}editor={generator}"
@@ -147,14 +158,14 @@ def cross_columns(suite: str, places: list[_Place], generators: Mapping[_Place, 
     for p in places:
         label = f"{p.where} ({p.fingerprint[:8]}, {p.conditions[0]})" if p.where in clash else p.where
         for task, metric, name in PLACE_COLUMNS:
-            key = f"{suite}.{task}.{metric}.{label}"
+            key = place_key(suite, task, metric, label)
             cols.append(column(key, metric, name, group=label, task=task,
                                definition=f"{info_of(metric).label} of the {suite} suite's {task} case on {label}, "
                                           f"{trained}, with its 95% CI"))
             where[key] = PlaceColumn(p, task, metric)
         for generator in (generators or {}).get(p, ()):
             metric = generator_metric(generator)
-            key = f"{suite}.binary.{metric}.{label}"
+            key = place_key(suite, "binary", metric, label)
             cols.append(column(key, GENERATOR_METRIC, f"{generator} {GENERATOR_METRIC}", group=label, task="binary",
                                definition=f"binary {GENERATOR_METRIC} on the images of {label} whose metadata names "
                                           f"the generator {generator} (the {suite} suite's per-generator case), "
@@ -193,11 +204,12 @@ class _Overview:
                       for r in group.records if r.body.suite.name in CROSS_SUITES and is_cross(r)
                       and r.body.task in ("binary", "image")}
         generators: dict[_Place, list[str]] = {}
+        prefix = generator_metric("")
         for (_, place, _, sliced), r in self.cross.items():
             if sliced:
                 names = generators.setdefault(place, [])
-                names += [g for m in r.metrics if m.startswith(generator_metric(""))
-                          and (g := m[len(generator_metric("")):]) != NO_TURNS and g not in names]
+                names += [g for m in r.metrics if m.startswith(prefix)
+                          and (g := m[len(prefix):]) != NO_TURNS and g not in names]
         self.places: dict[str, PlaceColumn] = {}
         for suite in CROSS_SUITES:
             cols, where = cross_columns(suite, sorted({k[1] for k in self.cross if k[1].suite == suite},

@@ -28,7 +28,7 @@ import numpy as np
 
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import RecordIndex
-from diffzoo.leaderboard.layouts.overview import CROSS_METRIC
+from diffzoo.leaderboard.layouts.overview import benchmark_columns
 from diffzoo.leaderboard.render.escape import plot_text as _text
 from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, draw_curves
 from diffzoo.leaderboard.render.site_figures import Figure, figure, plot_file
@@ -229,7 +229,7 @@ def benchmark_bars(overviews: list[Table], styles: dict[str, Style], plot_dir: P
     evaluation place's; a bar per row (never an own-score row, which has no pixel values)."""
     figures = []
     for table in overviews:
-        places = [c for c in table.columns if c.key.endswith(f".binary.{CROSS_METRIC}.{c.group}")]
+        places = benchmark_columns(table)
         if not places or table.group is None:
             continue
         columns = [c for c in table.columns if c.key == BINARY_COLUMN] + places
