@@ -27,7 +27,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
-import os
 import shutil
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from typing import Any
 
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
-from diffzoo.harness.core.fsutil import FileRefused, atomic_write_text, read_json, writing
+from diffzoo.harness.core.fsutil import FileRefused, append_line, atomic_write_text, read_json
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
 from diffzoo.harness.run.request import RunRequest
@@ -71,8 +70,7 @@ class SweepJob:
 
     @property
     def key(self) -> str:
-        """The job's identity: a hash of every option of its request."""
-        return stable_hash(self.request.to_dict())
+        return job_key(self.request.to_dict())
 
     @property
     def label(self) -> str:
@@ -130,7 +128,7 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
     if not plan.jobs:
         raise ConfigError("the sweep has no job: " + "; ".join(plan.skipped))
     seen: dict[str, SweepJob] = {}
-    for job in plan.jobs:  # a detector matched by two patterns runs once
+    for job in plan.jobs:  # released and released:NAME, or a dataset given twice, make one job
         seen.setdefault(job.key, job)
     plan.jobs = list(seen.values())
     return plan
@@ -143,15 +141,21 @@ def _job(detector: str, weights: str, dataset: str, options: Mapping[str, Any]) 
 
 
 # -- what is done ---------------------------------------------------------------------------------
-def done_path(out: Path, job: SweepJob) -> Path:
-    return Path(out) / SWEEP_DIR / DONE_DIR / f"{job.key}.json"
+def job_key(request: dict[str, Any]) -> str:
+    """A job's identity: a hash of every option of its request (:meth:`RunRequest.to_dict`)."""
+    return stable_hash(request)
+
+
+def done_path(out: Path, key: str) -> Path:
+    """The done file of the job of ``key``."""
+    return Path(out) / SWEEP_DIR / DONE_DIR / f"{key}.json"
 
 
 def done_records(out: Path, job: SweepJob, stored: set[str]) -> list[str] | None:
     """The record ids a finished job's done file names when every one is in the store
     (``stored``); None when the job has to run (no done file, an unreadable one, one of
     another request, or a record of it missing)."""
-    path = done_path(out, job)
+    path = done_path(out, job.key)
     if not path.exists():
         return None
     try:
@@ -180,12 +184,9 @@ def stored_ids(out: Path) -> set[str]:
 
 def mark_done(out: Path, request: dict[str, Any], records: Sequence[str]) -> Path:
     """Write the done file of the job of ``request`` (its records' ids), whole or not at all."""
-    path = Path(out) / SWEEP_DIR / DONE_DIR / f"{stable_hash(request)}.json"
-    with writing(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    date = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    path = done_path(out, job_key(request))
     return atomic_write_text(path, json.dumps({"kind": SWEEP_REQUEST, "request": request, "records": list(records),
-                                               "date": date}, indent=1, sort_keys=True))
+                                               "date": _now()}, indent=1, sort_keys=True))
 
 
 # -- running one job ---------------------------------------------------------------------------
@@ -210,9 +211,7 @@ def _torchrun(request: dict[str, Any], out: Path, gpus: int) -> list[str]:
     """The job under torchrun, one process per GPU; its records are the store's of this request."""
     from diffzoo.leaderboard.store import RecordStore
 
-    config = out / SWEEP_DIR / "jobs" / f"{stable_hash(request)}.json"  # JSON is YAML: --config reads it
-    with writing(config):
-        config.parent.mkdir(parents=True, exist_ok=True)
+    config = out / SWEEP_DIR / "jobs" / f"{job_key(request)}.json"  # JSON is YAML: --config reads it
     atomic_write_text(config, json.dumps(request, indent=1))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={gpus}", "-m",
            "diffzoo", "run", "--config", str(config), "--out", str(out), "--no-references"]
@@ -355,10 +354,9 @@ def publish_board(out: Path) -> dict[str, Path]:
 
 def sweep_log(out: Path, line: str) -> None:
     """Append ``line`` (time-stamped) to ``out/sweep/sweep.log``: what each sweep did to each job."""
-    path = Path(out) / SWEEP_DIR / "sweep.log"
-    with writing(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')} {line}\n")
-            f.flush()
-            os.fsync(f.fileno())
+    append_line(Path(out) / SWEEP_DIR / "sweep.log", f"{_now()} {line}")
+
+
+def _now() -> str:
+    """The time, UTC, to the second (a done file's date, a log line's stamp)."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")

@@ -362,6 +362,17 @@ def atomic_write_text(path: Path, text: str, *, exclusive: bool = False) -> Path
     return atomic_write_bytes(path, text.encode("utf-8"), exclusive=exclusive)
 
 
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` and a newline to the log file ``path`` (folders made); a full disk is a
+    StorageError naming ``path``.  For logs read line by line: a kill loses at most the line
+    being written, never the lines before it."""
+    path = Path(path)
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from diffzoo.harness.core import distributed
-from diffzoo.harness.core.fsutil import atomic_write_text, writing
+from diffzoo.harness.core.fsutil import append_line, atomic_write_text, writing
 from diffzoo.harness.models.checkpoints import cache_dir
 from diffzoo.harness.models.divergence import LossWatch
 
@@ -231,9 +231,7 @@ class TrainMonitor:
     def _write(self, row: dict[str, Any]) -> None:
         if self.folder is None:
             return
-        path = self.folder / LOG_FILE
-        with writing(path), open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row) + "\n")
+        append_line(self.folder / LOG_FILE, json.dumps(row))
 
     def _scalars(self, values: dict[str, float | None], step: int) -> None:
         """The step's scalars, flushed: TensorBoard writes in a thread of its own and raises
