@@ -2,7 +2,8 @@
 
 ROOT is walked breadth-first to :data:`MAX_DEPTH` levels.  Each folder (and each ``.zip``,
 ``.parquet`` or ``.arrow`` file) is offered to the registered adapters' ``sniff(path)`` in
-name order, as ``--dataset PATH`` does (:func:`~diffzoo.harness.run.factories.open_dataset_with`):
+name order by the loop ``--dataset PATH`` uses (:func:`~diffzoo.harness.run.factories.recognise`; a sniffer
+that fails recognises nothing here), and a dataset recognised is opened by the adapter found:
 
 - a folder an adapter recognises is a dataset and is not descended into (its subfolders are
   its splits or its parts);
