@@ -110,6 +110,16 @@ def test_describe_mismatch_names_the_tensors_that_differ(tmp_path):
     assert "1 tensor(s) missing from the checkpoint" in text and "1 unexpected tensor(s): extra.weight" in text
 
 
+def test_describe_mismatch_takes_shapes_and_refuses_what_is_not_a_tensor():
+    expected = {"a.weight": (2, 3), "b.weight": (4,)}
+    assert describe_mismatch(expected, {"a.weight": torch.zeros(2, 3), "b.weight": torch.zeros(4)}) is None
+    # a value that merely looks like a shape is not a tensor of that shape
+    text = describe_mismatch(expected, {"a.weight": torch.zeros(2, 3), "b.weight": (4,)})
+    assert text == "1 tensor shape(s) differ: b.weight is not a tensor in the checkpoint, [4] in the model"
+    many = {f"k{i}": (1,) for i in range(5)}
+    assert describe_mismatch(many, {}, limit=2) == "5 tensor(s) missing from the checkpoint: k0, k1 (+3 more)"
+
+
 @pytest.mark.parametrize(
     "card, message",
     [("{not json", "card.json is not readable JSON"), ("[1, 2]", "is not a JSON object"),

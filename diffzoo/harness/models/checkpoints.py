@@ -26,7 +26,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -299,30 +299,46 @@ def load_checkpoint(path: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
     return state, meta
 
 
-def describe_mismatch(expected: dict[str, Any], given: dict[str, Any], limit: int = 3) -> str | None:
+def name_some(items: Sequence[str], limit: int = 3, sep: str = ", ") -> str:
+    """The first ``limit`` of ``items``, and how many more there are."""
+    return sep.join(items[:limit]) + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+def _shape(value: Any, tuples: bool = False) -> tuple[int, ...] | None:
+    """A tensor's shape (or, with ``tuples``, a shape given as a tuple); ``None`` for anything else."""
+    if hasattr(value, "shape"):
+        return tuple(value.shape)
+    return tuple(value) if tuples and isinstance(value, tuple) else None
+
+
+def _shown(shape: tuple[int, ...] | None) -> str:
+    return "not a tensor" if shape is None else str(list(shape))
+
+
+def describe_mismatch(expected: Mapping[str, Any], given: Mapping[str, Any], limit: int = 3) -> str | None:
     """What differs between a model's state dict and a checkpoint's, in one line.
 
-    Names missing tensors, unexpected tensors and shape differences (the first
-    ``limit`` of each); ``None`` when names and shapes all agree.
+    The one wording of a key or shape mismatch, for diffzoo's own checkpoints
+    and for released files alike.  ``expected`` maps tensor names to tensors
+    or to shape tuples, ``given`` to tensors (anything else in it is "not a
+    tensor").  Names missing tensors, unexpected tensors and
+    shape differences (the first ``limit`` of each); ``None`` when names and
+    shapes all agree.
     """
-    def names(keys: list[str]) -> str:
-        return ", ".join(keys[:limit]) + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "")
-
     missing = [k for k in expected if k not in given]
     unexpected = [k for k in given if k not in expected]
     shapes = [
-        f"{k} is {list(given[k].shape)} in the checkpoint, {list(expected[k].shape)} in the model"
+        f"{k} is {_shown(_shape(given[k]))} in the checkpoint, {_shown(_shape(expected[k], True))} in the model"
         for k in expected
-        if k in given and tuple(given[k].shape) != tuple(expected[k].shape)
+        if k in given and (_shape(given[k]) is None or _shape(given[k]) != _shape(expected[k], True))
     ]
     parts = []
     if shapes:
-        parts.append(f"{len(shapes)} tensor shape(s) differ: " + "; ".join(shapes[:limit])
-                     + (f" (+{len(shapes) - limit} more)" if len(shapes) > limit else ""))
+        parts.append(f"{len(shapes)} tensor shape(s) differ: {name_some(shapes, limit, '; ')}")
     if missing:
-        parts.append(f"{len(missing)} tensor(s) missing from the checkpoint: {names(missing)}")
+        parts.append(f"{len(missing)} tensor(s) missing from the checkpoint: {name_some(missing, limit)}")
     if unexpected:
-        parts.append(f"{len(unexpected)} unexpected tensor(s): {names(unexpected)}")
+        parts.append(f"{len(unexpected)} unexpected tensor(s): {name_some(unexpected, limit)}")
     return "; ".join(parts) or None
 
 

@@ -33,7 +33,14 @@ from diffzoo.harness.core.cards import DetectorCard, Release, stable_hash
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
 from diffzoo.harness.core.fsutil import cache_root, file_kind
 from diffzoo.harness.core.protocols import Detector
-from diffzoo.harness.models.checkpoints import META_FILE, WEIGHTS_FILE, read_meta, save_checkpoint
+from diffzoo.harness.models.checkpoints import (
+    META_FILE,
+    WEIGHTS_FILE,
+    describe_mismatch,
+    name_some,
+    read_meta,
+    save_checkpoint,
+)
 from diffzoo.harness.models.weights import load_checked
 
 log = logging.getLogger(__name__)
@@ -128,7 +135,7 @@ def _tensors(obj: Any, release: Release, path: Path) -> dict[str, Any]:
     while isinstance(obj, dict) and not all(isinstance(v, torch.Tensor) for v in obj.values()):
         key = next((k for k in release.unwrap if k in obj), None)
         if key is None:
-            held = ", ".join(sorted(map(str, obj))[:SHOWN])
+            held = name_some(sorted(map(str, obj)), SHOWN)
             raise ReleaseError(f"release {release.name}: {path} holds no tensors under "
                                f"{' / '.join(release.unwrap)} (its keys: {held})")
         obj = obj[key]
@@ -177,7 +184,7 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
         twice = sorted(set(part) & set(state))
         if twice:
             raise ReleaseError(f"release {release.name}: {path} repeats key(s) of an earlier file: "
-                               f"{_names(twice)}")
+                               f"{name_some(twice, SHOWN)}")
         state.update(part)
         files.append(ReleaseFile(release.files[index], Path(path), digest))
     convert = converter(release)
@@ -198,28 +205,13 @@ def _hash_card(card: DetectorCard, sha256: str | None) -> DetectorCard:
     return replace(card, weights_sha256=sha256)
 
 
-def _names(keys: Sequence[str]) -> str:
-    shown = ", ".join(keys[:SHOWN])
-    return shown + (f" and {len(keys) - SHOWN} more" if len(keys) > SHOWN else "")
-
-
 def check_keys(state: dict[str, Any], reference: dict[str, tuple[int, ...]], release: Release,
                files: Sequence[ReleaseFile]) -> None:
     """The release's tensors against the detector's own keys and shapes, strictly."""
-    missing = sorted(set(reference) - set(state))
-    unexpected = sorted(set(state) - set(reference))
-    shapes = sorted(k for k in set(state) & set(reference) if tuple(state[k].shape) != reference[k])
-    problems = []
-    if missing:
-        problems.append(f"missing {len(missing)} key(s): {_names(missing)}")
-    if unexpected:
-        problems.append(f"unexpected {len(unexpected)} key(s): {_names(unexpected)}")
-    if shapes:
-        problems.append("other shapes: " + ", ".join(
-            f"{k} {tuple(state[k].shape)} (the model's {reference[k]})" for k in shapes[:SHOWN]))
-    if problems:
+    problem = describe_mismatch(reference, state, limit=SHOWN)
+    if problem:
         raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}) does not fit the "
-                           f"detector: {'; '.join(problems)}")
+                           f"detector: {problem}")
 
 
 def install(det: Detector, card: DetectorCard, release: Release, given: Sequence[Path] = ()) -> Path:

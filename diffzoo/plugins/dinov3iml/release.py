@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from diffzoo.plugin import DetectorCard, ModelError
+from diffzoo.plugin import DetectorCard, ModelError, describe_mismatch
 from diffzoo.plugins.dinov3iml.model import ADAPTER
 
 WRAPPER_KEY = "model"
@@ -76,11 +76,6 @@ def release_shapes(card: DetectorCard) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _named(keys: list[str]) -> str:
-    more = f" and {len(keys) - _SHOWN} more" if len(keys) > _SHOWN else ""
-    return ", ".join(keys[:_SHOWN]) + more
-
-
 def unwrap(state: dict[str, Any]) -> dict[str, torch.Tensor]:
     """The flat state dict of a released file: the ``model`` entry of an IMDL-BenCo
     checkpoint, or the file itself when it is already flat."""
@@ -92,17 +87,9 @@ def from_release(state: dict[str, Any], card: DetectorCard) -> dict[str, torch.T
     """``card``'s network state dict from a released DINOv3-IML file's tensors (see the module
     docstring); the file's own ``{"model": ...}`` wrapper is taken off if it is still on."""
     state = unwrap(state)
-    expected = release_shapes(card)
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        parts = ([f"missing {len(missing)} key(s): {_named(missing)}"] if missing else []) + (
-            [f"unexpected {len(unexpected)} key(s): {_named(unexpected)}"] if unexpected else [])
-        raise ModelError(f"not a DINOv3-IML release for {card.name}: {'; '.join(parts)}")
-    wrong = [f"{k} is {tuple(state[k].shape)}, not {s}" for k, s in expected.items()
-             if not isinstance(state[k], torch.Tensor) or tuple(state[k].shape) != s]
-    if wrong:
-        raise ModelError(f"not a DINOv3-IML release for {card.name}: {_named(wrong)}")
+    problem = describe_mismatch(release_shapes(card), state, limit=_SHOWN)
+    if problem:
+        raise ModelError(f"not a DINOv3-IML release for {card.name}: {problem}")
 
     arch = card.arch
     d = arch["hidden_size"]
