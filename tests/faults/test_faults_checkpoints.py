@@ -24,6 +24,7 @@ from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner
 
 from helpers.cli import cli
+from helpers.hub import TINY_SEGFORMER_REPO, hub_segformer
 from helpers.images import save_image
 
 pytestmark = pytest.mark.isolated_cache  # kills writers and tampers with cached checkpoints on purpose
@@ -195,22 +196,6 @@ def test_cached_checkpoint_a_stranger_edited_is_refused_by_run_and_predict(edit,
 
 # -- pretrained weights: hashed at first use, checked ever after ------------------------
 
-REPO = "diffzoo-test/tiny-segformer"
-REV = "0123456789abcdef0123456789abcdef01234567"
-
-
-def _hub_weights(hub: Path, seed: int) -> Path:
-    """A SegFormer repo in the HF cache layout, its weights drawn with ``seed``."""
-    from transformers import SegformerConfig, SegformerForSemanticSegmentation
-
-    torch.manual_seed(seed)
-    model = SegformerForSemanticSegmentation(SegformerConfig(**_tiny_card().arch, num_labels=1))
-    repo = hub / f"models--{REPO.replace('/', '--')}"
-    model.save_pretrained(repo / "snapshots" / REV)
-    (repo / "refs").mkdir(exist_ok=True)
-    (repo / "refs" / "main").write_text(REV)
-    return repo / "snapshots" / REV / "model.safetensors"
-
 
 def _tiny_card():
     return get_registry().get("detector", "segformer.tiny").card
@@ -219,7 +204,7 @@ def _tiny_card():
 def _pretrained(**card_fields):
     from diffzoo.plugins.segformer.model import SegformerDetector
 
-    card = dataclasses.replace(_tiny_card(), name="segformer.hashed", weights=REPO, **card_fields)
+    card = dataclasses.replace(_tiny_card(), name="segformer.hashed", weights=TINY_SEGFORMER_REPO, **card_fields)
     return SegformerDetector(card, "binary", BINARY, pretrained=True)
 
 
@@ -229,7 +214,7 @@ def _recorded(digest: str) -> list[Path]:
 
 
 def test_first_use_of_pretrained_weights_records_their_sha256(offline_empty_hub, tmp_path):
-    weights = _hub_weights(tmp_path / "hf" / "hub", seed=0)
+    weights = hub_segformer(tmp_path / "hf" / "hub", seed=0)
     _pretrained()
     assert _recorded(sha256_file(weights))
     _pretrained()  # the same bytes again: accepted
@@ -237,9 +222,9 @@ def test_first_use_of_pretrained_weights_records_their_sha256(offline_empty_hub,
 
 def test_pretrained_weights_changed_after_first_use_are_refused(offline_empty_hub, tmp_path):
     hub = tmp_path / "hf" / "hub"
-    before = sha256_file(_hub_weights(hub, seed=0))
+    before = sha256_file(hub_segformer(hub, seed=0))
     _pretrained()
-    weights = _hub_weights(hub, seed=1)  # the file is replaced in the HF cache
+    weights = hub_segformer(hub, seed=1)  # the file is replaced in the HF cache
     after = sha256_file(weights)
     with pytest.raises(ModelError) as exc:
         _pretrained()
@@ -248,7 +233,7 @@ def test_pretrained_weights_changed_after_first_use_are_refused(offline_empty_hu
 
 
 def test_pretrained_weights_are_checked_against_the_published_sha256(offline_empty_hub, tmp_path):
-    weights = _hub_weights(tmp_path / "hf" / "hub", seed=0)
+    weights = hub_segformer(tmp_path / "hf" / "hub", seed=0)
     digest = sha256_file(weights)
     with pytest.raises(ModelError) as exc:
         _pretrained(weights_sha256="f" * 64)

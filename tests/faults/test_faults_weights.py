@@ -29,10 +29,9 @@ from diffzoo.harness.core.fsutil import free_space, sha256_file
 from diffzoo.harness.core.plugins import get_registry
 
 from helpers.cli import cli, one_line_exit_2
+from helpers.hub import TINY_SEGFORMER_REPO, hub_segformer
 
 pytestmark = pytest.mark.isolated_cache  # records first-use hashes and checkpoints of its own
-
-
 
 
 # -- weight files that are not weights ---------------------------------------------------------
@@ -128,7 +127,7 @@ def test_an_unreadable_weights_file_is_one_user_error_and_never_recorded(tmp_pat
 
 def test_a_damaged_safetensors_file_from_the_hub_is_refused_and_never_recorded(offline_empty_hub, tmp_path):
     """SegFormer reads its hub weights through transformers: the file is checked first."""
-    weights = _hub_segformer(tmp_path / "hf" / "hub", seed=0)
+    weights = hub_segformer(tmp_path / "hf" / "hub", seed=0)
     good = weights.read_bytes()
     weights.unlink()  # the HF cache links to a blob: write a new file, not through the link
     weights.write_bytes(b"\xff" * 8 + good[8:])  # an impossible header length
@@ -136,7 +135,7 @@ def test_a_damaged_safetensors_file_from_the_hub_is_refused_and_never_recorded(o
         _segformer()
     message = str(exc.value)
     assert f"refusing to load weights file {weights}: could not be read as weights" in message
-    assert f"replace it with the file from hf://{HUB_REPO}" in message and _records() == []
+    assert f"replace it with the file from hf://{TINY_SEGFORMER_REPO}" in message and _records() == []
     weights.write_bytes(good)
     _segformer()  # the right file: accepted, and its hash recorded
     assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
@@ -144,7 +143,7 @@ def test_a_damaged_safetensors_file_from_the_hub_is_refused_and_never_recorded(o
 
 def test_a_malicious_pytorch_model_bin_in_the_hub_cache_is_refused_and_never_run(offline_empty_hub, tmp_path):
     hub = tmp_path / "hf" / "hub"
-    snapshot = _hub_segformer(hub, seed=0).parent
+    snapshot = hub_segformer(hub, seed=0).parent
     (snapshot / "model.safetensors").unlink()  # transformers then reads pytorch_model.bin
     marker = tmp_path / "MARKER"
     weights = _malicious(snapshot / "pytorch_model.bin", marker, "torch.save")
@@ -154,29 +153,11 @@ def test_a_malicious_pytorch_model_bin_in_the_hub_cache_is_refused_and_never_run
     assert not marker.exists() and _records() == []
 
 
-HUB_REPO = "diffzoo-test/tiny-segformer"
-HUB_REV = "0123456789abcdef0123456789abcdef01234567"
-
-
-def _hub_segformer(hub: Path, seed: int) -> Path:
-    """A SegFormer repo in the HF cache layout, its weights drawn with ``seed``."""
-    from transformers import SegformerConfig, SegformerForSemanticSegmentation
-
-    torch.manual_seed(seed)
-    arch = get_registry().get("detector", "segformer.tiny").card.arch
-    model = SegformerForSemanticSegmentation(SegformerConfig(**arch, num_labels=1))
-    repo = hub / f"models--{HUB_REPO.replace('/', '--')}"
-    model.save_pretrained(repo / "snapshots" / HUB_REV)
-    (repo / "refs").mkdir(exist_ok=True)
-    (repo / "refs" / "main").write_text(HUB_REV)
-    return repo / "snapshots" / HUB_REV / "model.safetensors"
-
-
 def _segformer():
     from diffzoo.harness.core.protocols import DetectorBuild
     from diffzoo.plugins.segformer.model import SegformerDetector
 
-    return SegformerDetector(DetectorBuild(_card(weights=HUB_REPO), "binary", pretrained=True))
+    return SegformerDetector(DetectorBuild(_card(weights=TINY_SEGFORMER_REPO), "binary", pretrained=True))
 
 
 # -- the IMDL-BenCo backend's weight files (the backend itself is optional) -----------------------

@@ -1,7 +1,10 @@
-"""Datasets in the Hugging Face hub's layout (parquet shards under ``data/``), as OpenSDI's
-copies are downloaded."""
+"""Files in the Hugging Face hub's layouts: datasets (parquet shards under ``data/``), as
+OpenSDI's copies are downloaded, and a model repo in the hub cache, as ``from_pretrained``
+leaves it."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import datasets
 import numpy as np
@@ -36,3 +39,25 @@ def hub_copy(root, copy: str, splits: dict) -> None:
     (root / copy / "data").mkdir(parents=True)
     for name, ds in splits.items():
         ds.to_parquet(str(root / copy / "data" / f"{name}-00000-of-00001.parquet"))
+
+
+TINY_SEGFORMER_REPO = "diffzoo-test/tiny-segformer"
+TINY_SEGFORMER_REV = "0123456789abcdef0123456789abcdef01234567"
+
+
+def hub_segformer(hub: Path, seed: int) -> Path:
+    """``segformer.tiny``'s network as the repo :data:`TINY_SEGFORMER_REPO` in the HF cache
+    layout under ``hub``, its weights drawn with ``seed``; the path of its weights file."""
+    import torch
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+
+    from diffzoo.harness.core.plugins import get_registry
+
+    torch.manual_seed(seed)
+    arch = get_registry().get("detector", "segformer.tiny").card.arch
+    model = SegformerForSemanticSegmentation(SegformerConfig(**arch, num_labels=1))
+    repo = hub / f"models--{TINY_SEGFORMER_REPO.replace('/', '--')}"
+    model.save_pretrained(repo / "snapshots" / TINY_SEGFORMER_REV)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(TINY_SEGFORMER_REV)
+    return repo / "snapshots" / TINY_SEGFORMER_REV / "model.safetensors"
