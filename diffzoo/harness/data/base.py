@@ -14,7 +14,7 @@ import logging
 import os
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, TypeVar
 
 from diffzoo.harness.core.errors import DataError
@@ -59,6 +59,19 @@ def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> No
     if not skip:
         raise DataError(msg + "; skip_unpaired=True skips them")
     log.warning("%s; skipping them", msg)
+
+
+def relative_cell(value: str, where: str, folder: str, rule: str) -> str:
+    """``value``, a path written in the data's own list, as a normalised relative POSIX
+    path (``a/./b`` -> ``a/b``) that stays inside the folder; the errors name what it
+    must be relative to (``folder``) and how such paths are written (``rule``)."""
+    value = value.strip()
+    if not value:
+        raise DataError(f"{where}: empty cell; expected a path relative to {folder}")
+    posix = PurePosixPath(value.replace("\\", "/"))
+    if PureWindowsPath(value).anchor or posix.is_absolute() or ".." in posix.parts:
+        raise DataError(f"{where}: path {value!r} leaves the dataset folder; {rule}, without '..'")
+    return posix.as_posix()
 
 
 def child_dir(root: Path, name: str) -> Path | None:

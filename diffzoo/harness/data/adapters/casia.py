@@ -44,8 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.types import EditRecord
-from diffzoo.harness.data.adapters.generic import _PairListDataset, add_authentic, pair_folders
+from diffzoo.harness.data.adapters.generic import _TestSetDataset, add_authentic, pair_folders
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
@@ -73,13 +72,11 @@ def edit_type(file_name: str, folder: str = "") -> str:
     return _TYPE_FOLDER.get(folder.lower(), "unknown")
 
 
-class _CasiaDataset(_PairListDataset):
+class _CasiaDataset(_TestSetDataset):
     """Tampered images paired by file name with masks under a separate
     folder, plus ``Au/``; a version says where its tampered images and
     ground truth lie and how its tampered files are named."""
 
-    edited_base = "real"
-    DEFAULT_NAME = ""
     TAMPERED = "tampered"
     """What the tampered images are called in messages."""
     LAYOUT = ""
@@ -122,15 +119,7 @@ class _CasiaDataset(_PairListDataset):
             log.warning("%s: no Au/ folder; the dataset holds tampered images only", root)
         else:
             add_authentic(entries, au)
-        super().__init__(
-            name or self.DEFAULT_NAME,
-            root,
-            entries,
-            val_fraction=val_fraction,
-            split_seed=split_seed,
-            split=split,
-            default_split="test",
-        )
+        super().__init__(root, entries, name=name, split=split, val_fraction=val_fraction, split_seed=split_seed)
 
     @classmethod
     def _tampered(cls, root: Path) -> list[Path]:
@@ -141,9 +130,6 @@ class _CasiaDataset(_PairListDataset):
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder whose tampered folders directly hold images named as this version names them."""
         return any(_has_name(f, cls.NAME) for f in cls._tampered(Path(path)))
-
-    def _turn(self, sample_id: str) -> EditRecord:
-        return EditRecord("unknown", edit_type=self._edit_types[sample_id])
 
     def _content_fingerprint(self) -> str:
         # Images and masks each relative to their own folder: the ground truth

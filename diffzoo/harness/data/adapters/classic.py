@@ -35,17 +35,17 @@ import logging
 import os
 import re
 from collections import Counter
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind
-from diffzoo.harness.core.types import EditRecord, Sample
-from diffzoo.harness.data.adapters.generic import _PairListDataset
+from diffzoo.harness.core.types import Sample
+from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, report_unpaired, require_path
+from diffzoo.harness.data.base import child_dir, relative_cell, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.walk import subfolders
@@ -56,12 +56,10 @@ SPLICING, COPY_MOVE, REMOVAL = "splicing", "copy_move", "removal"
 Entries = dict[str, tuple[Path, Path | None]]
 
 
-class _ClassicDataset(_PairListDataset):
+class _ClassicDataset(_TestSetDataset):
     """Tampered images with one mask each, plus authentic images; a test set
     with published image counts and protocol subsets."""
 
-    edited_base = "real"
-    DEFAULT_NAME = ""
     EXPECTED: dict[str, int] = {}
     """Published counts: ``tampered`` and ``authentic`` images of the full set."""
     PROTOCOLS: dict[str, str] = {}
@@ -69,33 +67,42 @@ class _ClassicDataset(_PairListDataset):
     LAYOUT = ""
     """What the layout should look like, for errors."""
 
-    def _open(
+    def __init__(
         self,
-        root: Path,
-        entries: Entries,
-        edit_types: dict[str, str],
+        path: str | os.PathLike,
         *,
-        name: str | None,
-        split: str | None,
-        val_fraction: float | None,
-        split_seed: int,
-        expected: dict[str, int] | None = None,
+        authentic: bool = True,
+        split: str | None = None,
+        val_fraction: float | None = None,
+        split_seed: int = 0,
+        name: str | None = None,
+        skip_unpaired: bool = False,
     ) -> None:
+        require_path(path, type(self).__name__)
+        root, entries, edit_types, originals = self._read(Path(path), skip_unpaired)
+        if authentic:
+            entries.update(originals)
         if not edit_types:
             raise DataError(f"{root}: no tampered image with a mask found ({self.LAYOUT})")
         self._edit_types = edit_types
         counts = {"tampered": len(edit_types), "authentic": len(entries) - len(edit_types)}
-        self._expected = self.EXPECTED if expected is None else expected
+        self._expected = self._expected_counts()
         off = [f"{k} {counts[k]} (published: {n})" for k, n in self._expected.items()
                if counts[k] != n and (k == "tampered" or counts["authentic"])]
         if off:
             log.warning("%s: %s; a partial or altered copy: numbers on it are not comparable with published "
                         "ones", root, ", ".join(off))
-        super().__init__(name or self.DEFAULT_NAME, root, entries, val_fraction=val_fraction,
-                         split_seed=split_seed, split=split, default_split="test")
+        super().__init__(root, entries, name=name, split=split, val_fraction=val_fraction, split_seed=split_seed)
 
-    def _turn(self, sample_id: str) -> EditRecord:
-        return EditRecord("unknown", edit_type=self._edit_types[sample_id])
+    def _read(self, root: Path, skip_unpaired: bool) -> tuple[Path, Entries, dict[str, str], Entries]:
+        """The dataset folder (``root``, the path given, unless the layout says otherwise), its
+        tampered images with their masks, their edit types, and its authentic images (samples
+        only with ``authentic=True``)."""
+        raise NotImplementedError
+
+    def _expected_counts(self) -> dict[str, int]:
+        """The published counts the copy read is checked against."""
+        return self.EXPECTED
 
     def _load(self, sample_id: str) -> Sample:
         image_path, mask_path = self._lookup(self._entries, sample_id)
@@ -117,11 +124,6 @@ class _ClassicDataset(_PairListDataset):
         d["expected"] = dict(self._expected)
         d["protocols"] = dict(self.PROTOCOLS)
         return d
-
-
-def _keep_authentic(entries: Entries, authentic: Entries, keep: bool) -> None:
-    if keep:
-        entries.update(authentic)
 
 
 def _size_error(sample_id: str, name: str, got: tuple[int, int], size: tuple[int, int]) -> CorruptSampleError:
@@ -179,19 +181,7 @@ class ColumbiaDataset(_ClassicDataset):
     }
     LAYOUT = "expected 4cam_splc/ (spliced .tif), 4cam_splc/edgemask/ (*_edgemask.jpg) and 4cam_auth/"
 
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        *,
-        authentic: bool = True,
-        split: str | None = None,
-        val_fraction: float | None = None,
-        split_seed: int = 0,
-        name: str | None = None,
-        skip_unpaired: bool = False,
-    ) -> None:
-        require_path(path, "ColumbiaDataset")
-        root = Path(path)
+    def _read(self, root: Path, skip_unpaired: bool) -> tuple[Path, Entries, dict[str, str], Entries]:
         splc, edge = _edgemask_folder(root)
         if splc is None:
             raise DataError(f"{root}: no 4cam_splc/ folder; {self.LAYOUT}")
@@ -222,14 +212,14 @@ class ColumbiaDataset(_ClassicDataset):
             log.info("%s: %d edge mask(s) match no image (e.g. %s)", edge, len(masks), next(iter(masks.values())).name)
         edit_types = dict.fromkeys(entries, SPLICING)
         _, auth = _nested(root, "4cam_auth")
+        originals: Entries = {}
         if auth is None:
             log.warning("%s: no 4cam_auth/ folder; the dataset holds spliced images only", root)
         else:
             # image_files_in: directly in the folder, so an edgemask/ beside the authentic images is not read as one
-            _keep_authentic(entries, {f"4cam_auth/{p.name}": (p, None) for p in image_files_in(auth)}, authentic)
+            originals = {f"4cam_auth/{p.name}": (p, None) for p in image_files_in(auth)}
         self.edgemask_root = edge
-        self._open(root, entries, edit_types, name=name, split=split, val_fraction=val_fraction,
-                   split_seed=split_seed)
+        return root, entries, edit_types, originals
 
     def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
         """The spliced region of an edge mask: green (bright 0,255,0 near the splicing boundary,
@@ -277,19 +267,7 @@ class CoverageDataset(_ClassicDataset):
     }
     LAYOUT = "expected image/<N>t.tif (forged), image/<N>.tif (original) and mask/<N>forged.tif"
 
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        *,
-        authentic: bool = True,
-        split: str | None = None,
-        val_fraction: float | None = None,
-        split_seed: int = 0,
-        name: str | None = None,
-        skip_unpaired: bool = False,
-    ) -> None:
-        require_path(path, "CoverageDataset")
-        root = Path(path)
+    def _read(self, root: Path, skip_unpaired: bool) -> tuple[Path, Entries, dict[str, str], Entries]:
         image, mask = child_dir(root, "image"), child_dir(root, "mask")
         if image is None or mask is None:
             raise DataError(f"{root}: no image/ or mask/ folder; {self.LAYOUT}")
@@ -323,10 +301,7 @@ class CoverageDataset(_ClassicDataset):
             log.info("%s: %d image(s) named neither <N>t nor <N> are not used (e.g. %s)", image, len(ignored),
                      ignored[0])
         report_unpaired(str(root), no_mask, f"forged image(s) have no <N>forged mask in {mask}", skip_unpaired)
-        edit_types = dict.fromkeys(entries, COPY_MOVE)
-        _keep_authentic(entries, originals, authentic)
-        self._open(root, entries, edit_types, name=name, split=split, val_fraction=val_fraction,
-                   split_seed=split_seed)
+        return root, entries, dict.fromkeys(entries, COPY_MOVE), originals
 
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
@@ -400,9 +375,13 @@ class Nist16Dataset(_ClassicDataset):
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, "Nist16Dataset")
-        root, from_file = _nist_root(Path(path))
-        task = (task or from_file or "manipulation").lower()
+        self.task = task  # the option as given: _read settles it after require_path has checked the path
+        super().__init__(path, authentic=authentic, split=split, val_fraction=val_fraction, split_seed=split_seed,
+                         name=name, skip_unpaired=skip_unpaired)
+
+    def _read(self, path: Path, skip_unpaired: bool) -> tuple[Path, Entries, dict[str, str], Entries]:
+        root, from_file = _nist_root(path)
+        task = (self.task or from_file or "manipulation").lower()
         if task not in NIST_TASKS:
             raise DataError(f"NIST16 task {task!r} is not one of {', '.join(NIST_TASKS)}")
         ref = _nist_ref(root, task)
@@ -444,11 +423,12 @@ class Nist16Dataset(_ClassicDataset):
             entries[probe] = (root / probe, masks[0])
             if len(masks) > 1:
                 self._more_masks[probe] = masks[1:]
-        _keep_authentic(entries, {k: v for k, v in originals.items() if k not in gone}, authentic)
         self.task = task
         self.reference = ref
-        self._open(root, entries, edit_types, name=name, split=split, val_fraction=val_fraction,
-                   split_seed=split_seed, expected=self.EXPECTED if task == "manipulation" else {})
+        return root, entries, edit_types, {k: v for k, v in originals.items() if k not in gone}
+
+    def _expected_counts(self) -> dict[str, int]:
+        return self.EXPECTED if self.task == "manipulation" else {}
 
     def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
         """Black (mean <= 127.5) is manipulated in every mask of the probe; their union."""
@@ -514,14 +494,7 @@ def _read_reference(ref: Path) -> list[tuple[int, dict[str, str]]]:
 
 def _relative(value: str, where: str) -> str:
     """``value`` as a relative POSIX path that stays inside the dataset folder."""
-    value = value.strip()
-    if not value:
-        raise DataError(f"{where}: empty cell; expected a path relative to the dataset folder")
-    posix = PurePosixPath(value.replace("\\", "/"))
-    if PureWindowsPath(value).anchor or posix.is_absolute() or ".." in posix.parts:
-        raise DataError(f"{where}: path {value!r} leaves the dataset folder; reference paths are relative to it, "
-                        f"without '..'")
-    return posix.as_posix()
+    return relative_cell(value, where, "the dataset folder", "reference paths are relative to it")
 
 
 # -- IMD2020 ---------------------------------------------------------------------------------
@@ -564,19 +537,7 @@ class Imd2020Dataset(_ClassicDataset):
     }
     LAYOUT = "expected one folder per source photo with <x>_orig.jpg, <y>.jpg and <y>_mask.png"
 
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        *,
-        authentic: bool = True,
-        split: str | None = None,
-        val_fraction: float | None = None,
-        split_seed: int = 0,
-        name: str | None = None,
-        skip_unpaired: bool = False,
-    ) -> None:
-        require_path(path, "Imd2020Dataset")
-        root = Path(path)
+    def _read(self, root: Path, skip_unpaired: bool) -> tuple[Path, Entries, dict[str, str], Entries]:
         if not root.is_dir():
             raise DataError(f"{root}: not a folder; IMD2020 {self.LAYOUT}")
         entries: Entries = {}
@@ -599,10 +560,7 @@ class Imd2020Dataset(_ClassicDataset):
             log.info("%s: %d folder(s) hold no *_orig image and no *_mask file and are not used (e.g. %s)",
                      root, len(ignored), ignored[0])
         report_unpaired(str(root), no_mask, "tampered image(s) have no <stem>_mask file beside them", skip_unpaired)
-        edit_types = dict.fromkeys(entries, "unknown")
-        _keep_authentic(entries, originals, authentic)
-        self._open(root, entries, edit_types, name=name, split=split, val_fraction=val_fraction,
-                   split_seed=split_seed)
+        return root, entries, dict.fromkeys(entries, "unknown"), originals
 
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:

@@ -44,15 +44,15 @@ import csv
 import logging
 import os
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.types import EditRecord
-from diffzoo.harness.data.adapters.generic import _PairListDataset
+from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import require_path
+from diffzoo.harness.data.base import relative_cell, require_path
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,10 @@ EDITOR = "glide"
 EDIT_TYPE = "inpainting"
 
 
-class CocoGlideDataset(_PairListDataset):
+class CocoGlideDataset(_TestSetDataset):
     """The CocoGlide folder (``table.csv`` + ``real/``, ``fake/``, ``mask/``)."""
+
+    DEFAULT_NAME = "cocoglide"
 
     def __init__(
         self,
@@ -85,17 +87,7 @@ class CocoGlideDataset(_PairListDataset):
             entries[real] = (root / real, None)
             self._prompts[fake] = prompt
         _log_unlisted(root, entries, rows)
-        super().__init__(
-            name or "cocoglide",
-            root,
-            entries,
-            val_fraction=val_fraction,
-            split_seed=split_seed,
-            split=split,
-            default_split="test",
-        )
-
-    edited_base = "real"
+        super().__init__(root, entries, name=name, split=split, val_fraction=val_fraction, split_seed=split_seed)
 
     def _turn(self, sample_id: str) -> EditRecord:
         return EditRecord(EDITOR, prompt=self._prompts[sample_id], edit_type=EDIT_TYPE)
@@ -184,16 +176,7 @@ def read_table(root: Path) -> list[tuple[str, str, str, str]]:
 
 def _relative(value: str, where: str) -> str:
     """``value`` as a normalised relative POSIX path that stays inside the folder."""
-    value = value.strip()
-    if not value:
-        raise DataError(f"{where}: empty cell; expected a path relative to the table's folder")
-    posix = PurePosixPath(value.replace("\\", "/"))
-    if PureWindowsPath(value).anchor or posix.is_absolute() or ".." in posix.parts:
-        raise DataError(
-            f"{where}: path {value!r} leaves the dataset folder; {TABLE} paths must be "
-            f"relative to the table's folder, without '..'"
-        )
-    return posix.as_posix()
+    return relative_cell(value, where, "the table's folder", f"{TABLE} paths must be relative to the table's folder")
 
 
 def _log_unlisted(root: Path, entries: dict[str, Any], rows: Sequence[tuple[str, ...]]) -> None:

@@ -113,6 +113,33 @@ class _PairListDataset(SplitDataset):
         return d
 
 
+class _TestSetDataset(_PairListDataset):
+    """A test set of edits made on real photos: named :attr:`DEFAULT_NAME` unless given
+    a name, every sample in ``test`` unless ``split``, ``splits.json`` or ``val_fraction``
+    says otherwise.  A tampered image's turn has editor ``unknown`` and its edit type from
+    ``self._edit_types`` (id -> edit type); an adapter that knows more overrides :meth:`_turn`."""
+
+    edited_base = "real"
+    DEFAULT_NAME = ""
+    _edit_types: dict[str, str]
+
+    def __init__(
+        self,
+        root: Path,
+        entries: dict[str, tuple[Path, Path | None]],
+        *,
+        name: str | None,
+        split: str | None,
+        val_fraction: float | None,
+        split_seed: int,
+    ) -> None:
+        super().__init__(name or self.DEFAULT_NAME, root, entries, val_fraction=val_fraction,
+                         split_seed=split_seed, split=split, default_split="test")
+
+    def _turn(self, sample_id: str) -> EditRecord | None:
+        return EditRecord("unknown", edit_type=self._edit_types[sample_id])
+
+
 def add_authentic(entries: dict[str, tuple[Path, Path | None]], au: Path) -> None:
     """Add every image under ``au`` as authentic (no mask), with id ``<au name>/<path inside it>``."""
     for img in list_image_files(au):

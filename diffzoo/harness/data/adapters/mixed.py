@@ -29,13 +29,14 @@ from abc import abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset, name_list
 from diffzoo.harness.data.fingerprint import combine
-from diffzoo.harness.data.hfsource import HFRows, Ref, Table
+from diffzoo.harness.data.hfsource import HFRows, Ref, Table, hf_columns, load_tables, row_layout, unique_ids
 from diffzoo.harness.data.imageio import read_labelled
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,17 @@ def table_rows(tables: Sequence[Table], root: str | os.PathLike, values: Sequenc
     fully generated images may leave empty, and the ``values`` columns."""
     return HFRows({t.name: t.data for t in tables}, str(root), ("image", "mask"), values, optional=("mask",),
                   files=[f for t in tables for f in t.files], cache_key=os.path.abspath(root))
+
+
+def table_where(t: Table) -> str:
+    """A table in messages: its file (or folder of files) and its split."""
+    return f"{t.files[0] if len(t.files) == 1 else t.folder} (split {t.split})"
+
+
+def has_row_layout(path: Path, layout: str) -> bool:
+    """Whether ``path`` holds tables whose columns are the :data:`.hfsource.ROW_LAYOUTS` entry ``layout``."""
+    columns = hf_columns(path) if path.exists() else None
+    return columns is not None and row_layout(columns) == layout
 
 
 @dataclass(frozen=True)
@@ -156,3 +168,33 @@ class MixedDataset(SplitDataset):
             generators=dict(sorted(fakes.items())),
         )
         return d
+
+
+def by_unique_id(found: dict[str, dict[str, Item]]) -> dict[str, Item]:
+    """Items found per split (split -> id -> item) by id, each id prefixed with its split
+    where two splits share it (:func:`.hfsource.unique_ids`)."""
+    ids = unique_ids({s: sorted(v) for s, v in found.items()})
+    return {new: found[s][old] for s, olds in found.items() for old, new in zip(sorted(olds), ids[s])}
+
+
+class RowsDataset(MixedDataset):
+    """A :class:`MixedDataset` whose samples are rows of the hub's tables (``self._rows``),
+    each item's ``where`` its ``(table, row)``."""
+
+    source_kind = "datasets"
+    _rows: HFRows
+
+    def _tables(self, root: Path, layout_help: str) -> list[Table]:
+        """The tables at ``root``; none is a DataError saying what was expected (``layout_help``)."""
+        tables = load_tables(root)
+        if not tables:
+            raise DataError(f"{root}: no {self.title} data found; {layout_help}")
+        return tables
+
+    def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
+        table, row = item.where
+        cells = self._rows.read(table, row, sample_id)
+        return cells["image"], cells["mask"]  # type: ignore[return-value]  # image is a required cell
+
+    def _cell_digests(self) -> dict[str, str]:
+        return self._rows.digests({sid: it.where for sid, it in self._items.items()})

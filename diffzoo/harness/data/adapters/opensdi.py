@@ -36,9 +36,19 @@ from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import LabelSpace
-from diffzoo.harness.data.adapters.mixed import FULL, LOCAL, REAL, RULE_VERSION, Item, MixedDataset, table_rows
+from diffzoo.harness.data.adapters.mixed import (
+    FULL,
+    LOCAL,
+    REAL,
+    RULE_VERSION,
+    Item,
+    RowsDataset,
+    has_row_layout,
+    table_rows,
+    table_where,
+)
 from diffzoo.harness.data.base import require_path
-from diffzoo.harness.data.hfsource import Ref, Table, hf_columns, load_tables, row_layout
+from diffzoo.harness.data.hfsource import Table
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split, hash_split_id, split_ids
 
 log = logging.getLogger(__name__)
@@ -58,7 +68,7 @@ LAYOUT_HELP = (f"expected OpenSDI's hub data ({TRAIN_HUB} / {TEST_HUB}): parquet
                "with columns key, image, mask, label")
 
 
-class OpenSdiDataset(MixedDataset):
+class OpenSdiDataset(RowsDataset):
     """OpenSDI's train and/or test copy; see the module docstring and docs/datasets.md.
 
     ``copy``: ``train`` or ``test``, for ``sd15`` data whose folders name neither.
@@ -70,7 +80,6 @@ class OpenSdiDataset(MixedDataset):
     KINDS = {"real": REAL, "partial": LOCAL, "full": FULL}
     repository = OPENSDI_REPO
     title = "OpenSDI"
-    source_kind = "datasets"
 
     def __init__(
         self,
@@ -87,9 +96,7 @@ class OpenSdiDataset(MixedDataset):
             raise ConfigError(f"OpenSDI copy={copy!r}; expected train or test")
         chosen = self.parse_kinds(kinds)
         root = Path(path)
-        tables = load_tables(root)
-        if not tables:
-            raise DataError(f"{root}: no OpenSDI data found; {LAYOUT_HELP}")
+        tables = self._tables(root, LAYOUT_HELP)
         self._copies = _copies(root, tables, copy)
         self._rows = table_rows(tables, root, VALUE_COLUMNS)
         items: dict[str, Item] = {}
@@ -107,7 +114,7 @@ class OpenSdiDataset(MixedDataset):
 
     def _add_table(self, t: Table, items: dict[str, Item]) -> None:
         copy, generator = self._copies[t.name], _generator(t)
-        where = f"{t.files[0] if len(t.files) == 1 else t.folder} (split {t.split})"
+        where = table_where(t)
         if generator is not None and generator not in OPENSDI_GENERATORS:
             log.info("OpenSDI %s: split %r is none of OpenSDI's generators (%s); read as a generator of that name",
                      where, t.split, ", ".join(OPENSDI_GENERATORS))
@@ -149,21 +156,11 @@ class OpenSdiDataset(MixedDataset):
         info = {"id": split_id, "source": "OpenSDI's own splits: " + "; ".join(parts)}
         return {k: v for k, v in splits.items() if v}, info
 
-    def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
-        table, row = item.where
-        cells = self._rows.read(table, row, sample_id)
-        return cells["image"], cells["mask"]  # type: ignore[return-value]  # image is a required cell
-
-    def _cell_digests(self) -> dict[str, str]:
-        return self._rows.digests({sid: it.where for sid, it in self._items.items()})
-
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A parquet / arrow file, ``save_to_disk`` folder or folder of them whose rows have
         OpenSDI's columns ``key, image, mask, label``."""
-        p = Path(path)
-        columns = hf_columns(p) if p.exists() else None
-        return columns is not None and row_layout(columns) == "opensdi"
+        return has_row_layout(Path(path), "opensdi")
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

@@ -41,10 +41,12 @@ from diffzoo.harness.data.adapters.mixed import (
     UNKNOWN_EDITOR,
     Item,
     MixedDataset,
+    by_unique_id,
+    has_row_layout,
     table_rows,
 )
 from diffzoo.harness.data.base import report_unpaired, require_path
-from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, hf_columns, load_tables, row_layout, unique_ids
+from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, load_tables
 from diffzoo.harness.data.imageio import is_image_file
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split
@@ -109,9 +111,7 @@ class SidSetDataset(MixedDataset):
             self._add_files(root, found, places, skip_unpaired)
         if not any(found.values()):
             raise DataError(f"{root}: no SID-Set data found; {LAYOUT_HELP}")
-        ids = unique_ids({s: sorted(v) for s, v in found.items()})
-        items = {new: found[s][old] for s, olds in found.items() for old, new in zip(sorted(olds), ids[s])}
-        super().__init__(name or "sidset", BINARY, items, chosen)
+        super().__init__(name or "sidset", BINARY, by_unique_id(found), chosen)
         self.path = str(root)
         forms = [("datasets", self._rows), (getattr(self._members, "kind", ""), self._members)]
         self.source_kind = "+".join(kind for kind, source in forms if source is not None)
@@ -207,8 +207,7 @@ class SidSetDataset(MixedDataset):
                 return True
         except (OSError, zipfile.BadZipFile, ValueError):
             return False
-        columns = hf_columns(p) if p.exists() else None
-        return columns is not None and row_layout(columns) == "sidset"
+        return has_row_layout(p, "sidset")
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

@@ -45,11 +45,14 @@ from diffzoo.harness.data.adapters.mixed import (
     RULE_VERSION,
     UNKNOWN_EDITOR,
     Item,
-    MixedDataset,
+    RowsDataset,
+    by_unique_id,
+    has_row_layout,
     table_rows,
+    table_where,
 )
 from diffzoo.harness.data.base import require_path
-from diffzoo.harness.data.hfsource import ROW_LAYOUTS, Ref, Table, hf_columns, load_tables, row_layout, unique_ids
+from diffzoo.harness.data.hfsource import ROW_LAYOUTS, Table
 from diffzoo.harness.data.splits import canonical_split
 
 log = logging.getLogger(__name__)
@@ -75,7 +78,7 @@ LAYOUT_HELP = (f"expected So-Fake's hub data ({TRAIN_HUB} / {OOD_HUB}): parquet 
                "image, mask, label, filename (v2 also generator, source, split)")
 
 
-class SoFakeDataset(MixedDataset):
+class SoFakeDataset(RowsDataset):
     """So-Fake-Set and/or So-Fake-OOD from the hub's data; see the module docstring.
 
     ``kinds``: which images to read, of ``real``, ``full_synthetic``, ``tampered`` (default
@@ -87,7 +90,6 @@ class SoFakeDataset(MixedDataset):
     LOCAL_NEEDS_MASK = True
     repository = SOFAKE_REPO
     title = "So-Fake"
-    source_kind = "datasets"
 
     def __init__(
         self,
@@ -102,17 +104,14 @@ class SoFakeDataset(MixedDataset):
             raise ConfigError(f"So-Fake label_order={label_order!r}; expected v1 or v2")
         chosen = self.parse_kinds(kinds)
         root = Path(path)
-        tables = load_tables(root)
-        if not tables:
-            raise DataError(f"{root}: no So-Fake data found; {LAYOUT_HELP}")
+        tables = self._tables(root, LAYOUT_HELP)
         self._rows = table_rows(tables, root, ("filename", "label"))
         self.orders: dict[str, tuple[str, str]] = {}  # table -> (order, what placed it)
         found: dict[str, dict[str, Item]] = {}
         for t in tables:
             self.orders[t.name] = _place_order(t, self._rows.values(t.name, "label"), label_order)
             self._add_table(t, found)
-        ids = unique_ids({s: sorted(v) for s, v in found.items()})
-        items = {new: found[s][old] for s, olds in found.items() for old, new in zip(sorted(olds), ids[s])}
+        items = by_unique_id(found)
         named = {it.editor for it in items.values()} - {UNKNOWN_EDITOR}
         editors = sorted(named, key=str.lower) + (
             [UNKNOWN_EDITOR] if any(it.editor == UNKNOWN_EDITOR and it.role != REAL for it in items.values()) else [])
@@ -136,7 +135,7 @@ class SoFakeDataset(MixedDataset):
         generators = t.data.select_columns(["generator"]).to_dict()["generator"] if has_generator else None
         names, labels = self._rows.values(t.name, "filename"), self._rows.values(t.name, "label")
         for row, (filename, label) in enumerate(zip(names, labels)):
-            where = f"{_where(t)} row {row}"
+            where = f"{table_where(t)} row {row}"
             if not isinstance(filename, str) or not filename:
                 raise DataError(f"{where}: no filename ({filename!r})")
             kind = order[label]
@@ -148,21 +147,11 @@ class SoFakeDataset(MixedDataset):
                 raise DataError(f"{where}: filename {filename} appears twice in split {split}")
             ids[filename] = Item(kind, self.KINDS[kind], editor, split, (t.name, row))
 
-    def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
-        table, row = item.where
-        cells = self._rows.read(table, row, sample_id)
-        return cells["image"], cells["mask"]  # type: ignore[return-value]  # image is a required cell
-
-    def _cell_digests(self) -> dict[str, str]:
-        return self._rows.digests({sid: it.where for sid, it in self._items.items()})
-
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A parquet / arrow file, ``save_to_disk`` folder or folder of them whose rows have
         So-Fake's columns ``image, mask, label, filename`` and no other adapter's key column."""
-        p = Path(path)
-        columns = hf_columns(p) if p.exists() else None
-        return columns is not None and row_layout(columns) == LAYOUT
+        return has_row_layout(Path(path), LAYOUT)
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
@@ -170,10 +159,6 @@ class SoFakeDataset(MixedDataset):
         d["revision"] = {"pinned": REVISIONS[PINNED],
                          "read": {t: f"{o} ({REVISIONS[o]}; placed by {how})" for t, (o, how) in self.orders.items()}}
         return d
-
-
-def _where(t: Table) -> str:
-    return f"{t.files[0] if len(t.files) == 1 else t.folder} (split {t.split})"
 
 
 def _mask_counts(t: Table, labels: list[Any]) -> Counter[Any]:
@@ -202,7 +187,7 @@ def _place_order(t: Table, labels: list[Any], given: str | None) -> tuple[str, s
     DataError naming the file and what was found."""
     import datasets
 
-    where = _where(t)
+    where = table_where(t)
     bad = sorted({repr(v) for v in labels if v not in (0, 1, 2)})
     if bad:
         raise DataError(f"{where}: label values {', '.join(bad)}; So-Fake's labels are 0, 1, 2 "
