@@ -17,7 +17,8 @@ so running a sweep again resumes it (a deleted record runs its job again).
 Jobs run here one after another (``local``), or through submitit (:func:`submit`): on a SLURM
 cluster as a job array (``slurm``), or each in its own process on this machine
 (``submitit-local``, the same code path without a cluster).  A job asking for several GPUs
-runs ``torchrun`` inside its allocation, as ``diffzoo run`` is run by hand.  When the jobs
+runs ``torchrun`` (inside its allocation on SLURM), as ``diffzoo run`` is run by hand.  An
+executor option the chosen executor would not use is refused (:func:`check_executor`).  When the jobs
 are done the store's records are published into ``board/`` (the overview with one column
 group per benchmark, and the site).
 """
@@ -30,14 +31,14 @@ import logging
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.cards import stable_hash
-from diffzoo.harness.core.errors import ConfigError, DiffzooError
-from diffzoo.harness.core.fsutil import FileRefused, append_line, atomic_write_text, read_json
+from diffzoo.harness.core.errors import ConfigError, DiffzooError, TrainingStopped
+from diffzoo.harness.core.fsutil import FileRefused, append_line, atomic_write_text, read_json, user_path_error
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
 from diffzoo.harness.run.request import RunRequest
@@ -50,6 +51,10 @@ TRAINED, RELEASED = "trained", "released"
 EXECUTORS = ("local", "submitit-local", "slurm")
 """Where jobs run: here one after another; through submitit, each in its own process here, or
 as a SLURM job array."""
+SLURM_ONLY = ("--partition", "--parallel", "--slurm-option", "--no-wait")
+"""The sweep's options only ``slurm`` uses (submitit-local always waits for its own processes)."""
+SUBMITIT_ONLY = ("--time", "--cpus-per-job")
+"""The sweep's options only the submitit executors (``slurm``, ``submitit-local``) use."""
 DONE_DIR, LOGS_DIR = "done", "logs"
 """``OUT/sweep/done/<key>.json`` per finished job, ``OUT/sweep/logs/`` submitit's job logs
 (``OUT/sweep/sweep.log``: the sweep's own log; ``OUT/board/``: the published board)."""
@@ -87,8 +92,19 @@ class SweepPlan:
     skipped: list[str] = field(default_factory=list)
 
 
-def _patterns(values: Sequence[str]) -> list[str]:
-    return [p.strip() for v in values for p in str(v).split(",") if p.strip()]
+def _patterns(values: Sequence[str] | str) -> list[str]:
+    """Comma lists, repeated or not, as their items; one text (a --config file's ``dataset: x``) is one value."""
+    return [p.strip() for v in ([values] if isinstance(values, str) else values) for p in str(v).split(",")
+            if p.strip()]
+
+
+def _items(values: Sequence[str] | str, flag: str, example: str) -> list[str]:
+    """The items of a sweep option that takes at least one (``_patterns``); ConfigError for an
+    empty one (an unset shell variable), which would else stand for a default the user never chose."""
+    items = _patterns(values)
+    if not items:
+        raise ConfigError(f"{flag} is empty: give at least one, e.g. {flag} {example}")
+    return items
 
 
 def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,), datasets: Sequence[str] = ("mini",),
@@ -102,17 +118,18 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
     options = dict(options or {})
     per_job = sorted(set(options) & {"detector", "dataset", "weights", "checkpoint"})
     if per_job:
-        raise ConfigError(f"a sweep sets {', '.join(per_job)} per job: give --detectors, --dataset and --weights")
+        raise ConfigError(f"a sweep sets {', '.join(per_job)} per job: give --detectors, --dataset and --weights "
+                          "(and leave it out of --config)")
     names = _patterns(detectors)
     if not names:
         raise ConfigError("a sweep needs detectors: --detectors NAME_OR_PATTERN[,...] (diffzoo list detectors)")
     entries = get_registry().expand("detector", ",".join(names))
-    wanted = _patterns(weights) or [TRAINED]
+    wanted = _items(weights, "--weights", f"{TRAINED},{RELEASED}")
     for w in wanted:
         if w not in (TRAINED, RELEASED) and not (w.startswith(RELEASED_PREFIX) and w[len(RELEASED_PREFIX):]):
             raise ConfigError(f"--weights {w!r}: use {TRAINED}, {RELEASED} (every release of each detector) or "
                               f"{RELEASED_PREFIX}NAME (diffzoo list detectors --released)")
-    data = _patterns(datasets) or ["mini"]
+    data = _items(datasets, "--dataset", "mini")
     plan = SweepPlan()
     for entry in entries:
         releases = [r.name for r in entry.card.releases]
@@ -140,6 +157,20 @@ def _job(detector: str, weights: str, dataset: str, options: Mapping[str, Any]) 
                                                               **options))
 
 
+def check_executor(executor: str, given: Collection[str] = ()) -> None:
+    """ConfigError for an unknown ``executor``, or for options it would not use among ``given``
+    (the flags given): a sweep that drops what was asked would run other than asked."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    unused = {"slurm": [f for f in SLURM_ONLY if f in given and executor != "slurm"],
+              "slurm or submitit-local": [f for f in SUBMITIT_ONLY if f in given and executor == "local"]}
+    said = [f"{', '.join(flags)} (only --executor {which})" for which, flags in unused.items() if flags]
+    if said:
+        many = sum(len(flags) for flags in unused.values()) > 1
+        raise ConfigError(f"--executor {executor} does not use {'; '.join(said)}: drop {'them' if many else 'it'}, "
+                          "or choose that executor")
+
+
 # -- what is done ---------------------------------------------------------------------------------
 def job_key(request: dict[str, Any]) -> str:
     """A job's identity: a hash of every option of its request (:meth:`RunRequest.to_dict`)."""
@@ -164,7 +195,8 @@ def done_records(out: Path, job: SweepJob, stored: set[str]) -> list[str] | None
         log.warning("%s: not a sweep's done file (%s); the job runs again", path, exc)
         return None
     ids = data.get("records") if isinstance(data, dict) else None
-    if not isinstance(ids, list) or data.get("request") != job.request.to_dict():
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) \
+            or data.get("request") != job.request.to_dict():
         log.warning("%s: not this job's done file; the job runs again", path)
         return None
     missing = [i for i in ids if i not in stored]
@@ -292,8 +324,8 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
     job's outcome goes to ``on_job`` as it is known.  A failed job is reported and the others
     go on.  ``wait``: with SLURM, wait for the jobs (else they are only submitted; submitit's
     local processes are always waited for)."""
-    if executor not in EXECUTORS:
-        raise ConfigError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    check_executor(executor)
+    cluster = cluster or Cluster()
     claim_output_dir(Path(out), force=False)  # once, before any job: a folder not diffzoo's is refused now
     stored = stored_ids(out)
     outcomes: list[JobOutcome] = []
@@ -308,11 +340,11 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
             todo.append(job)
     if executor == "local":
         for job in todo:
-            outcome = _local(job, out, progress)
+            outcome = _local(job, out, progress, cluster.gpus)
             outcomes.append(outcome)
             report(outcome)
         return outcomes
-    handles = submit(todo, out, executor, cluster or Cluster()) if todo else []
+    handles = submit(todo, out, executor, cluster) if todo else []
     wait = wait or executor == "submitit-local"  # local processes are this one's children: never left behind
     for job, handle in zip(todo, handles):
         log_path = str(Path(out) / SWEEP_DIR / LOGS_DIR / str(handle.job_id))
@@ -327,12 +359,21 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
     return outcomes
 
 
-def _local(job: SweepJob, out: Path, progress: Any) -> JobOutcome:
+def _local(job: SweepJob, out: Path, progress: Any, gpus: int = 1) -> JobOutcome:
+    """One job here; whatever it raises fails that job alone, as a submitit job's error does."""
     try:
-        return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), progress=progress))
-    except DiffzooError as exc:
-        log.error("%s failed: %s", job.label, exc)
-        return JobOutcome(job, "failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), gpus=gpus, progress=progress))
+    except TrainingStopped:  # Ctrl-C or SIGTERM stops the sweep, not one job: running it again resumes
+        raise
+    except Exception as exc:  # noqa: BLE001 - one job's failure, said in one line; the others go on
+        user = user_path_error(exc) if isinstance(exc, OSError) else None
+        if isinstance(exc, DiffzooError) or user is not None:
+            text = str(user or exc)
+        else:  # a bug, not the user's: its traceback is in the --debug log
+            log.debug("%s failed", job.label, exc_info=True)
+            text = f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)"
+        log.error("%s failed: %s", job.label, text)
+        return JobOutcome(job, "failed", error=text.splitlines()[0] if text else type(exc).__name__)
 
 
 def _last_line(exc: BaseException) -> str:

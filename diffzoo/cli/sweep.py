@@ -9,9 +9,10 @@ from typing import Any
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import CONFIG, request_command, request_values
+from diffzoo.cli.options import CONFIG, _given, request_command, request_values
 from diffzoo.cli.run import RUN_OPTIONS
 from diffzoo.harness.core.errors import DiffzooError
+from diffzoo.harness.core.fsutil import check_usable_dir
 from diffzoo.harness.run.request import parse_options
 from diffzoo.leaderboard.render.escape import term
 
@@ -44,8 +45,8 @@ def sweep_cmd(
     executor: str = typer.Option(
         "local", "--executor", help="local: here, one job after another; slurm: a SLURM job array through "
         "submitit; submitit-local: each job in its own process here, through submitit."),
-    gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per job (slurm); above 1 the job runs torchrun "
-                             "with one process per GPU."),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per job; above 1 the job runs torchrun with one "
+                             "process per GPU (here with local, in its allocation with slurm)."),
     partition: str | None = typer.Option(None, "--partition", help="SLURM partition."),
     time_min: int = typer.Option(24 * 60, "--time", min=1, help="Minutes each submitit job may run."),
     parallel: int | None = typer.Option(None, "--parallel", min=1, help="How many jobs of the SLURM array run at "
@@ -64,25 +65,42 @@ def sweep_cmd(
     """Run detectors x weights x training data into one store and publish the board (one column
     group per benchmark); jobs already done are skipped, so a sweep resumes."""
     from diffzoo.cli.progress import RichProgress, rank_output
-    from diffzoo.sweep import Cluster, done_records, plan_sweep, publish_board, run_sweep, stored_ids, sweep_log
+    from diffzoo.sweep import (
+        Cluster,
+        check_executor,
+        done_records,
+        plan_sweep,
+        publish_board,
+        run_sweep,
+        stored_ids,
+        sweep_log,
+    )
 
     values = request_values(ctx, {"detectors": detectors, "weights": weights, "dataset": dataset, "suite": suite,
                                   "out": out, **options}, config)
-    given = {k: values[k] for k in SWEEP_OPTIONS}
+    # the run options a sweep sets per job reach plan_sweep when --config holds them, to be refused there
+    given = {k: values[k] for k in (*SWEEP_OPTIONS, "detector", "checkpoint") if k in values}
     given["suite"] = values["suite"] or DEFAULT_SUITES[bool(values.get("eval_dataset"))]
+    # the executor's options are checked before the plan is shown, as the sweep itself checks them
+    flags = {flag for name, flag in (("partition", "--partition"), ("parallel", "--parallel"),
+                                     ("slurm_option", "--slurm-option"), ("time_min", "--time"),
+                                     ("cpus", "--cpus-per-job")) if _given(ctx, name)}
+    flags |= {"--no-wait"} if not wait else set()
+    check_executor(executor, flags)
+    cluster = Cluster(timeout_min=time_min, gpus=gpus, partition=partition, parallel=parallel, cpus_per_task=cpus,
+                      extra=parse_options(slurm_option, "--slurm-option"))
     sweep = plan_sweep(values["detectors"], weights=values["weights"], datasets=values["dataset"], options=given)
-    out = values["out"]
+    out = Path(values["out"])
     for line in sweep.skipped:
         console.print(f"[yellow]skipped:[/] {term(line)}")
     if plan:
+        check_usable_dir(out, "--out")  # as the sweep itself would refuse it, without making it
         stored = stored_ids(out)
         for job in sweep.jobs:
             state = "done" if done_records(out, job, stored) is not None else "to run"
             console.print(f"[bold]job[/] {term(job.label)} ({state}; key {job.key})")
         console.print(f"{len(sweep.jobs)} job(s); suites {term(given['suite'])}; store {term(out)}")
         return
-    cluster = Cluster(timeout_min=time_min, gpus=gpus, partition=partition, parallel=parallel, cpus_per_task=cpus,
-                      extra=parse_options(slurm_option, "--slurm-option"))
 
     def said(outcome) -> None:
         job = outcome.job

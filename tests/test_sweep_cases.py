@@ -1,0 +1,210 @@
+"""``diffzoo sweep`` as a hostile user drives it (docs/suites.md, "Sweeps"): released weights
+through a sweep, and every odd input or store state said in one line or handled, never a
+traceback or a silently wrong sweep."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from diffzoo.leaderboard.store import RecordStore
+
+from helpers.cli import cli, one_line_exit_2
+from helpers.dinov3iml import RELEASE, released
+
+FAST = ["--iterations", "2", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
+
+
+def plan(capsys, tmp_path, *args):
+    return cli(capsys, "sweep", "--plan", "--out", tmp_path / "store", *args)
+
+
+def refuse_runs(monkeypatch) -> None:
+    """Any job run from here on fails the test: the sweep must skip every job."""
+    import diffzoo.api
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a finished job was run again")
+
+    monkeypatch.setattr(diffzoo.api, "evaluate", refuse)
+
+
+# -- released weights through a sweep ------------------------------------------------------------
+@pytest.mark.isolated_cache
+def test_a_sweep_runs_released_weights_from_the_cache_groups_them_and_skips_them_after(capsys, tmp_path,
+                                                                                       monkeypatch):
+    # the release as its authors publish it, where a released job finds it (every node sees $DIFFZOO_CACHE)
+    cache = Path(os.environ["DIFFZOO_CACHE"])
+    released(cache / "weights" / "released" / "dinov3iml.tiny" / RELEASE)
+    out = tmp_path / "store"
+    args = ["sweep", "--detectors", "dinov3iml.tiny", "--weights", "released", "--suite", "standard", "--out", out,
+            "--bootstrap", "0", "--device", "cpu"]
+    code, stdout, stderr = cli(capsys, *args)
+    assert code == 0, stdout + stderr
+    rows = RecordStore(out).load().records
+    assert rows and all(r.data["detector"]["checkpoint_source"] == "released" for r in rows)
+    assert all(r.data["detector"]["release"]["name"] == RELEASE for r in rows)
+    assert f"job dinov3iml.tiny [released:{RELEASE}] (zero-shot) on mini: done: {len(rows)} record(s)" in stdout
+    code, text, err = cli(capsys, "leaderboard", "verify", "--store", out)
+    assert code == 0 and f"{len(rows)} good, 0 bad" in text, text + err
+
+    overview = (out / "board" / "overview.md").read_text()
+    assert "released weights, zero-shot" in overview
+    released_part = overview[overview.index("released weights, zero-shot"):]
+    assert f"dinov3iml.tiny \\[released:{RELEASE}\\]" in released_part or \
+        f"dinov3iml.tiny [released:{RELEASE}]" in released_part
+
+    # the same sweep again: the released job is done, nothing runs, the store is unchanged
+    ids = {r.id for r in rows}
+    refuse_runs(monkeypatch)
+    code, stdout, stderr = cli(capsys, *args)
+    assert code == 0, stdout + stderr
+    assert f"job dinov3iml.tiny [released:{RELEASE}] (zero-shot) on mini: done before: {len(rows)} record(s)" \
+        in stdout
+    assert {r.id for r in RecordStore(out).load().records} == ids
+
+
+# -- options: every one checked before the plan, one line each ------------------------------------
+@pytest.mark.parametrize("args, needles", [
+    (["--executor", "nope"], ["--executor 'nope'", "local, submitit-local, slurm"]),
+    (["--no-wait"], ["--executor local does not use --no-wait", "only --executor slurm"]),
+    (["--executor", "submitit-local", "--no-wait"], ["--executor submitit-local does not use --no-wait"]),
+    (["--executor", "submitit-local", "--partition", "gpu", "--parallel", "2", "--slurm-option", "qos=high"],
+     ["does not use --partition, --parallel, --slurm-option (only --executor slurm)"]),
+    (["--time", "30", "--cpus-per-job", "2"],
+     ["--executor local does not use --time, --cpus-per-job (only --executor slurm or submitit-local)"]),
+    (["--executor", "slurm", "--slurm-option", "account"], ["--slurm-option takes KEY=VALUE", "'account'"]),
+    (["--dataset", ""], ["--dataset is empty"]),
+    (["--weights", " , "], ["--weights is empty"]),
+])
+def test_a_plan_refuses_what_the_sweep_would_refuse_or_ignore(capsys, tmp_path, args, needles):
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", *args)
+    one_line_exit_2(code, stdout, stderr, *needles)
+    assert "job " not in stdout and not (tmp_path / "store").exists()
+
+
+def test_a_plan_refuses_an_out_that_is_a_file(capsys, tmp_path):
+    (tmp_path / "store").write_text("not a folder")
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny")
+    one_line_exit_2(code, stdout, stderr, "--out", "not a folder")
+
+
+@pytest.mark.parametrize("args", [["--parallel", "0"], ["--gpus", "0"], ["--gpus", "-1"], ["--time", "-5"],
+                                  ["--cpus-per-job", "0"], ["--detector", "x"], ["--checkpoint", "x.pth"]])
+def test_values_out_of_range_and_run_options_the_sweep_sets_are_usage_errors(capsys, tmp_path, args):
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", *args)
+    assert code == 2 and "Error:" in stderr and "Traceback" not in stderr and "job " not in stdout, stderr
+
+
+@pytest.mark.parametrize("text, needle", [("detector: fcn8s.tiny\n", "a sweep sets detector per job"),
+                                          ("checkpoint: [x.pth]\n", "a sweep sets checkpoint per job")])
+def test_a_config_file_setting_what_the_sweep_sets_per_job_is_refused(capsys, tmp_path, text, needle):
+    config = tmp_path / "sweep.yaml"
+    config.write_text(text)
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", "--config", config)
+    one_line_exit_2(code, stdout, stderr, needle, "--config")
+
+
+def test_a_config_file_may_name_one_detector_dataset_and_weights_as_text(capsys, tmp_path):
+    config = tmp_path / "sweep.yaml"
+    config.write_text("detectors: segformer.tiny\ndataset: mini\nweights: trained\n")
+    code, stdout, stderr = plan(capsys, tmp_path, "--config", config)
+    assert code == 0, stderr
+    assert [line.rpartition(" (")[0] for line in stdout.splitlines() if line.startswith("job ")] == [
+        "job segformer.tiny trained on mini"]
+
+
+def test_names_patterns_and_datasets_given_twice_make_each_job_once(capsys, tmp_path):
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny,segformer.tiny", "--detectors",
+                                "segformer.t*,dinov3iml.tiny", "--weights", "released,trained", "--weights",
+                                f"released:{RELEASE}", "--dataset", "mini", "--dataset", "mini,mini")
+    assert code == 0, stderr
+    jobs = [line.rpartition(" (")[0] for line in stdout.splitlines() if line.startswith("job ")]
+    assert jobs == ["job segformer.tiny trained on mini",
+                    f"job dinov3iml.tiny [released:{RELEASE}] (zero-shot) on mini", "job dinov3iml.tiny trained on mini"]
+    assert stdout.count("skipped:") == 2  # segformer.tiny has neither release asked for: said once each
+
+
+# -- the store's state, and jobs that break --------------------------------------------------------
+class _Result:
+    def __init__(self, records):
+        self.records = records
+
+
+def fake_runs(monkeypatch, answer=lambda request: []) -> list:
+    """``diffzoo.evaluate`` replaced: each job's records are ``answer(request)`` (records with an
+    ``id``), so a test of the sweep's bookkeeping runs no model; returns the requests it saw."""
+    import diffzoo.api
+
+    seen: list = []
+
+    def evaluate(*, request, **kwargs):
+        seen.append(request)
+        return _Result(answer(request))
+
+    monkeypatch.setattr(diffzoo.api, "evaluate", evaluate)
+    return seen
+
+
+def test_a_done_file_whose_record_ids_are_not_text_runs_its_job_again(capsys, tmp_path, monkeypatch):
+    fake_runs(monkeypatch)
+    args = ["sweep", "--detectors", "segformer.tiny", "--suite", "standard", "--no-publish", "--out",
+            tmp_path / "store"]
+    code, stdout, stderr = cli(capsys, *args)
+    assert code == 0 and "done: 0 record(s)" in stdout, stdout + stderr
+    [done] = (tmp_path / "store" / "sweep" / "done").glob("*.json")
+    data = json.loads(done.read_text())
+    data["records"] = [{"id": "x"}, ["y"]]
+    done.write_text(json.dumps(data))
+    code, stdout, stderr = cli(capsys, *args, "--plan")
+    assert code == 0 and "(to run;" in stdout and "Traceback" not in stderr, stdout + stderr
+    code, stdout, stderr = cli(capsys, *args)
+    assert code == 0 and "done: 0 record(s)" in stdout, stdout + stderr
+    assert json.loads(done.read_text())["records"] == []  # made again by the job
+
+
+def test_a_job_that_crashes_fails_alone_and_the_others_run(capsys, tmp_path, monkeypatch):
+    def answer(request):
+        if request.detector == "segformer.tiny":
+            raise RuntimeError("a bug in the detector")
+        return []
+
+    seen = fake_runs(monkeypatch, answer)
+    code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny,fcn8s.tiny", "--suite", "standard",
+                               "--out", tmp_path / "store")
+    assert code == 1, stdout + stderr
+    assert [r.detector for r in seen] == ["segformer.tiny", "fcn8s.tiny"]
+    assert "job segformer.tiny trained on mini: FAILED: internal error: RuntimeError: a bug in the detector" in stdout
+    assert "job fcn8s.tiny trained on mini: done: 0 record(s)" in stdout
+    assert "1 of 2 job(s) failed" in stderr and "Traceback" not in stdout + stderr
+
+
+def test_a_stop_signal_during_a_job_stops_the_whole_sweep(capsys, tmp_path, monkeypatch):
+    import signal
+
+    from diffzoo.harness.core.errors import TrainingStopped
+
+    def answer(request):
+        raise TrainingStopped(3, 10, signal.SIGTERM, resumable=True)
+
+    seen = fake_runs(monkeypatch, answer)
+    code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny,fcn8s.tiny", "--suite", "standard",
+                               "--out", tmp_path / "store")
+    assert code == 143, stdout + stderr
+    assert [r.detector for r in seen] == ["segformer.tiny"]  # the next job never starts
+    assert "stopped at step 3 of 10 (SIGTERM); run the same command to resume" in stderr
+
+
+def test_several_gpus_per_job_run_under_torchrun_with_the_local_executor_too(capsys, tmp_path, monkeypatch):
+    import diffzoo.sweep
+
+    runs: list = []
+    monkeypatch.setattr(diffzoo.sweep, "_torchrun", lambda request, out, gpus: runs.append(gpus) or [])
+    refuse_runs(monkeypatch)  # one process here would use one GPU of the two asked for
+    code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--gpus", "2", "--suite",
+                               "standard", "--out", tmp_path / "store")
+    assert code == 0, stdout + stderr
+    assert runs == [2]
