@@ -58,7 +58,7 @@ def info_cmd(dataset: str = typer.Argument(..., help="Registered name or path.")
 
 @data_app.command("find")
 def find_cmd(
-    root: Path = typer.Argument(..., help="Folder to look in (or one dataset file)."),
+    root: str = typer.Argument(..., help="Folder to look in (or one dataset file)."),  # text: "" is refused, not "."
     depth: int = typer.Option(3, "--depth", min=0, help="Folder levels below ROOT to look at."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout instead of a table."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also say why each folder or file was not listed."),
@@ -74,6 +74,7 @@ def find_cmd(
     from diffzoo.harness.run.catalog import find_datasets
 
     catalog = find_datasets(root, depth, parse_options(dataset_option, "--dataset-option"))
+    root = str(catalog.root)  # as the catalog's paths begin (~ expanded)
     if as_json:
         typer.echo(json.dumps(catalog.to_dict() if verbose else {k: v for k, v in catalog.to_dict().items()
                                                                   if k != "passed"}, indent=2))
@@ -81,7 +82,7 @@ def find_cmd(
     table = _table(f"datasets under {root}", "path", "adapter", "splits (images)", "fingerprint", "evaluates",
                    text=5)
     for e in catalog.entries:
-        rel = e.path.relative_to(root).as_posix() if e.path != root else "."
+        rel = e.path.relative_to(catalog.root).as_posix() if e.path != catalog.root else "."
         table.add_row(term_text(rel), e.adapter, term_text(", ".join(f"{s} {n}" for s, n in e.splits.items())),
                       e.fingerprint, ", ".join(e.evaluates))
     if catalog.entries:
@@ -135,8 +136,8 @@ def stats_cmd(
     if out_dir is not None:
         sub = PurePosixPath(".") if out is not None else PurePosixPath(STATS_DIR, slugify(ds.name))
         stats["plots"] = {name: str(path) for name, path in
-                          stats_pngs(stats, lambda name: out_dir.check_writable(sub / name)).items()}
-        stats["plots"]["stats.json"] = str(out_dir.write_text(sub / "stats.json", _json(stats)))
+                          stats_pngs(stats, lambda name: out_dir.check_writable((sub / name).as_posix())).items()}
+        stats["plots"]["stats.json"] = str(out_dir.write_text((sub / "stats.json").as_posix(), _json(stats)))
     if as_json:
         typer.echo(_json(stats))
         return

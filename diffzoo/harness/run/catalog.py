@@ -10,7 +10,12 @@ that fails recognises nothing here), and a dataset recognised is opened by the a
 - folder links below ROOT are never followed (data/walk.py's rule: a link back up would loop
   for ever, one to ``/`` would walk the whole disk); ROOT itself may be one;
 - a FIFO, socket or device is never opened (it may never end), nor offered to a sniffer;
-- a folder or file no adapter recognises is not listed; :attr:`Catalog.passed` says why.
+- a folder or file no adapter recognises is not listed; :attr:`Catalog.passed` says why;
+- a sniffer that raises anything else (a plugin's bug) recognises nothing there either: the
+  path is passed over naming the adapter and its error, and the other adapters are still asked;
+- an adapter that fails to open a dataset it recognised, whatever it raises but a ConfigError
+  (an option it does not take), leaves that dataset in :attr:`Catalog.broken`;
+- an empty ROOT is refused (ConfigError), never read as the current folder.
 
 Each dataset's fingerprint comes from the digest cache (data/fingerprint.py), so a second
 listing of unchanged data reads no image.
@@ -93,6 +98,9 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
     in breadth-first, name order; ``options``: adapter options for each (``flag`` names them
     in errors).  A ``root`` that does not exist, or is not a folder or a regular file, is a
     DataError; a dataset recognised but not opened is in :attr:`Catalog.broken`."""
+    if not str(root).strip():  # Path("") is ".": an unset variable must not list the current folder
+        raise ConfigError("no folder given to look for datasets in (an empty path): give ROOT, e.g. "
+                          "`diffzoo data find DIR` or `--eval-dataset catalog:DIR` (`.` is this folder)")
     root = Path(root).expanduser()
     if not os.path.lexists(root):
         raise DataError(f"{root} does not exist: nothing to look for datasets in")
@@ -103,25 +111,49 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
     adapters = sniffing_adapters()
     options = options or {}
 
+    crashed: list[str] = []  # the sniffers that crashed on the path offered last
+
+    def sniff(path: Path) -> tuple[Any, Any] | None:
+        """The adapter that recognises ``path``, asked one by one so that one whose sniffer
+        crashes is named (in ``crashed``) and the others are still asked."""
+        crashed.clear()
+        for pair in adapters:
+            try:
+                found = recognise(path, [pair], tolerate=(OSError, ValueError, DiffzooError))
+            except Exception as exc:  # a sniffer's bug: one path passed over, never the whole listing
+                log.warning("%s: dataset adapter %s failed to look at it: %s: %s", path, pair[0].name,
+                            type(exc).__name__, exc)
+                crashed.append(f"dataset adapter {pair[0].name} failed to look at it ({type(exc).__name__}: {exc})")
+                continue
+            if found is not None:
+                return found
+        return None
+
     def visit(path: Path) -> bool:
         """Offer ``path`` to the sniffers (one that fails recognises nothing); True when it is a
         dataset (listed or broken)."""
-        found = recognise(path, adapters, tolerate=(OSError, ValueError, DiffzooError))
+        found = sniff(path)
         if found is None:
             return False
         try:
             catalog.entries.append(_entry(path, found, options, flag))
         except ConfigError:  # an option the adapter does not take: the user's to fix, said as is
             raise
-        except (DiffzooError, OSError) as exc:
+        except Exception as exc:  # one dataset that does not open never ends the listing of the others
             name = found[0].name
-            log.warning("%s: recognised as %s but not opened: %s", path, name, exc)
-            catalog.broken.append((path, f"{name}: {exc}"))
+            # the callers print each broken entry (find's "not opened", a run's note): said once, there
+            log.info("%s: recognised as %s but not opened: %s", path, name, exc)
+            what = "" if isinstance(exc, (DiffzooError, OSError)) else f"{type(exc).__name__}: "
+            catalog.broken.append((path, f"{name}: {what}{exc}"))
         return True
+
+    def passed(path: Path, why: str, failed: list[str]) -> tuple[Path, str]:
+        """``path`` passed over for ``why``, naming the sniffers that crashed on it."""
+        return path, "; ".join([why, *failed])
 
     if kind is None:  # a file: the dataset, or nothing
         if not visit(root):
-            catalog.passed.append((root, "no dataset adapter recognises this file"))
+            catalog.passed.append(passed(root, "no dataset adapter recognises this file", crashed))
         return catalog
     level = [root]
     for d in range(depth + 1):
@@ -129,10 +161,14 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
         for folder in level:
             if visit(folder):
                 continue
+            failed = list(crashed)  # its children's sniffing reuses ``crashed``
             try:
                 children = sorted(os.scandir(folder), key=lambda e: e.name)
             except OSError as exc:
-                catalog.passed.append((folder, f"cannot list the folder ({exc.strerror or exc})"))
+                if folder == root:  # nothing could be looked at: an error, not "no dataset found"
+                    raise DataError(f"{root}: cannot list the folder ({exc.strerror or exc}): nothing to look "
+                                    "for datasets in") from None
+                catalog.passed.append(passed(folder, f"cannot list the folder ({exc.strerror or exc})", failed))
                 continue
             subfolders, said = 0, len(catalog.passed)
             for child in children:
@@ -156,8 +192,8 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
                 elif not stat.S_ISREG(mode):  # a FIFO, socket or device: opening it may never return
                     catalog.passed.append((path, f"{file_kind(path)}: never opened"))
                 elif path.suffix.lower() in FILE_SUFFIXES and not visit(path):
-                    catalog.passed.append((path, "no dataset adapter recognises this file"))
-            catalog.passed.insert(said, (folder, "no dataset adapter recognises this folder; " + (
-                "looked in its subfolders" if subfolders else "it has no subfolder to look in")))
+                    catalog.passed.append(passed(path, "no dataset adapter recognises this file", crashed))
+            catalog.passed.insert(said, passed(folder, "no dataset adapter recognises this folder; " + (
+                "looked in its subfolders" if subfolders else "it has no subfolder to look in"), failed))
         level = below
     return catalog

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.fsutil import atomic_write_text, writing
+from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import newest_record
 from diffzoo.leaderboard.paper.published import (
@@ -219,9 +220,29 @@ def _line(item: ReleaseNumber, metric: str, ours: str, published: str, delta: st
             md_cell(note)]
 
 
+def _current(records: list[ResultRecord]) -> tuple[list[ResultRecord], list[ResultRecord]]:
+    """(the records of this diffzoo's metrics version, the others): a number of another metrics
+    version may have another definition than :data:`DIFFZOO_DEFINITIONS` states, so it is never
+    set beside a published number."""
+    current = [r for r in records if r.body.metrics_version == METRICS_VERSION]
+    return current, [r for r in records if r.body.metrics_version != METRICS_VERSION]
+
+
+def _stale(n: Published, stale: list[ResultRecord], metric: str | None = None) -> str:
+    """What the note adds where only records of another metrics version have ``n``'s protocol."""
+    found = [c.record for c in meeting(n, stale, metric) if c.record is not None]
+    if not found:
+        return ""
+    versions = ", ".join(sorted({r.body.metrics_version for r in found}))
+    return (f"; left out: {len(found)} record(s) of metrics version {versions} ({', '.join(r.id for r in found)}), "
+            f"this diffzoo's definitions are version {METRICS_VERSION}: run it again")
+
+
 def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) -> list[list[str]]:
     """The table's rows: per published number its line, then a line per diffzoo metric of
-    another definition (ours only; its published and Δ cells stay empty)."""
+    another definition (ours only; its published and Δ cells stay empty).  Only records of
+    this diffzoo's metrics version count; a line whose only records are of another says so."""
+    records, stale = _current(records)
     rows = []
     for item in numbers:
         n = item.number
@@ -236,7 +257,8 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
             rows.append(_line(item, label, DASH, published, DASH,
                               f"{where}; no diffzoo metric of that definition: {n.metric.definition}"))
         elif best is None or best.record is None:
-            rows.append(_line(item, label, DASH, published, DASH, f"{where}; no record: needs {needs(n)}"))
+            rows.append(_line(item, label, DASH, published, DASH,
+                              f"{where}; no record: needs {needs(n)}{_stale(n, stale)}"))
         else:
             rows.append(_line(item, label + _own(best), _percent(best.ours, n.digits), published,
                               format_delta(PERCENT, best.ours - n.value),
@@ -251,7 +273,8 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
                 why = f"{other}: {DIFFZOO_DEFINITIONS[other]}; not {n.metric.name}, never compared with it"
                 if hit is None or hit.record is None:
                     rows.append(_line(item, head, DASH, DASH, DASH, f"{why}; {where}; no record: needs a record "
-                                      f"of {release_run(n.method, n.release, other, n.benchmark)}"))
+                                      f"of {release_run(n.method, n.release, other, n.benchmark)}"
+                                      f"{_stale(n, stale, other)}"))
                 else:
                     rows.append(_line(item, head + _own(hit), _percent(hit.ours, n.digits), DASH, DASH,
                                       f"{why}; {protocol_note(item, hit.record)}"))
@@ -263,11 +286,56 @@ def _own(c: Comparison) -> str:
     return ", own image score" if c.row.endswith("(own image score)") else ""
 
 
+def released_apart(numbers: list[ReleaseNumber], records: list[ResultRecord]) -> list[str]:
+    """A line per detector and release of released weights that ``records`` hold but no line of
+    the table reads a record of, saying why: its release lists no published number; its records
+    are of another metrics version; or none is a clean case on a dataset its numbers are on."""
+    current, _ = _current(records)
+    met: set[tuple[str, str]] = set()
+    for item in numbers:
+        n = item.number
+        for metric in filter(None, (n.metric.diffzoo, *item.others)):
+            met |= {(n.method, n.release) for c in meeting(n, current, metric) if c.record is not None}
+    benchmarks: dict[tuple[str, str], dict[str, None]] = {}
+    for item in numbers:
+        where = item.number.eval.partition(":")[0]
+        benchmarks.setdefault((item.number.method, item.number.release), {}).update({where: None} if where else {})
+    held: dict[tuple[str, str], list[ResultRecord]] = {}
+    for r in records:
+        release = r.body.detector.release_name
+        if release:
+            held.setdefault((r.body.detector.name, release), []).append(r)
+    lines = []
+    for (detector, release), recs in held.items():
+        if (detector, release) in met:
+            continue
+        if (detector, release) not in benchmarks:
+            why = "its release lists no published number (`diffzoo list detectors --released`): nothing to compare"
+        elif not any(r.body.metrics_version == METRICS_VERSION for r in recs):
+            versions = ", ".join(sorted({r.body.metrics_version for r in recs}))
+            why = (f"of metrics version {md_cell(versions)}; this diffzoo's definitions are version "
+                   f"{METRICS_VERSION}: run it again")
+        else:
+            ran = ", ".join(dict.fromkeys(md_cell(f"{r.body.suite.name}/{r.body.case_name} on {r.body.dataset.name}:"
+                                                  f"{r.body.case.get('split', '')}") for r in recs))
+            why = (f"none is a clean case (standard or cross-dataset, binary or image) on a dataset its numbers "
+                   f"are on ({', '.join(benchmarks[detector, release]) or 'none is a diffzoo dataset'}); "
+                   f"its records: {ran}")
+        # record fields are escaped (a name may hold Markdown); the sentence's own markup is kept
+        lines.append(f"- **not compared**: {md_cell(detector)} {md_cell(f'[released:{release}]')}, {len(recs)} "
+                     f"record(s): {why}")
+    return lines
+
+
 def reproduce_markdown(selection: Selection, numbers: list[ReleaseNumber] | None = None) -> str:
     records = selection.records
     numbers = release_numbers(released_cards(records)) if numbers is None else numbers
+    released = sum(1 for r in records if r.body.detector.release_name)
     lines = ["# Released checkpoints, reproduced", "",
-             f"- **records**: {md_cell(selection.label)} ({len(records)} record(s))",
+             f"- **records**: {md_cell(selection.label)} ({len(records)} record(s), {released} of released weights"
+             + ("; a published number is only set beside a record made with `--weights released:NAME`"
+                if records and not released else "") + ")",
+             *released_apart(numbers, records),
              f"- **published**: {len(numbers)} number(s) the detector cards' releases list "
              "(`diffzoo list detectors --released`)", "",
              "One line per published number, in % as its source prints it: ours is the newest record of the "
