@@ -343,3 +343,20 @@ def test_rescale_settings_rank_by_their_distance_from_the_training_resolution():
                                                                           ("resize50", 0.5, 0.5))]
     series, _ = robustness_series(records, "binary", "mIoU")
     assert series == {"rescale (scale 1.25, 0.5, 2)": [(1.0, 0.6), (2.0, 0.5), (3.0, 0.4)]}
+
+
+def test_two_evaluated_datasets_of_one_name_are_two_column_groups_never_one():
+    """Two folders a catalog found, both called ``tpgt`` (other fingerprints): each keeps its numbers."""
+    def cross(fingerprint, miou):
+        return make_record("seg", suite="cross-dataset", dataset="tpgt", fingerprint=fingerprint,
+                           metrics={"mIoU": miou, "F1": 0.5},
+                           case_fields={"split": "test", "options": {"eval_dataset": "other"}},
+                           config={"train_dataset": {"name": "mini", "fingerprint": "fp0001"}})
+
+    summary = build_summary([cross("aaaaaaaa1111", 0.11), cross("bbbbbbbb2222", 0.22),
+                             make_record("seg", suite="standard", metrics={"mIoU": 0.6})])
+    tables = [t for g in summary.groups for t in g.tables if t.id == "X" and t.rows]
+    assert len(tables) == 1
+    cells = tables[0].rows[0].cells
+    assert cells["tpgt/test (aaaaaaaa):mIoU"].value == 0.11
+    assert cells["tpgt/test (bbbbbbbb):mIoU"].value == 0.22

@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 
 from diffzoo.cli.console import console, err_console
-from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.metrics.catalog import metric_info
 from diffzoo.leaderboard.formats import FORMATS
 from diffzoo.leaderboard.render.escape import term, term_text
@@ -40,7 +40,8 @@ FORCE_HELP = ("Write into a non-empty --out folder diffzoo did not make; the fil
               "overwritten (as `diffzoo run --out --force`).")
 
 
-def _store(path: Path, must_exist: bool = True) -> RecordStore:
+def open_store(path: Path, must_exist: bool = True) -> RecordStore:
+    """The record store at ``path``; a folder that is not one is the user's to fix (exit 2)."""
     from diffzoo.leaderboard.outdir import claim_output_dir
     from diffzoo.leaderboard.store import RecordStore
 
@@ -78,7 +79,7 @@ def list_cmd(
     """List stored records."""
     from diffzoo.leaderboard.versions import select
 
-    loaded = _store(store).load()
+    loaded = open_store(store).load()
     records = select(loaded.records, suites=_split(suite), datasets=_split(dataset),
                      detectors=_split(detector))
     table = Table(title=term_text(f"{len(records)} record(s) in {store}"), title_justify="left")
@@ -112,7 +113,7 @@ def show_cmd(
     """Show one record: metrics with CIs and its provenance."""
     from diffzoo.leaderboard.table import format_value
 
-    record = _store(store).get(record_id)
+    record = open_store(store).get(record_id)
     if as_json:
         console.print_json(record.to_json())  # JSON escapes every control character
         return
@@ -174,7 +175,7 @@ def validate_cmd(
     one line per invalid file or leftover temp file, exit 1 if any."""
     from diffzoo.leaderboard.verify import verify_files
 
-    report = verify_files(paths or [_store(store).root], clean=clean)
+    report = verify_files(paths or [open_store(store).root], clean=clean)
     _report(report, "valid", "invalid", by_path=True)
 
 
@@ -188,7 +189,7 @@ def verify_cmd(
     its state, every version's records as frozen; one line per bad row, exit 1 if any."""
     from diffzoo.leaderboard.verify import verify_store
 
-    _report(verify_store(_store(store), version, clean=clean), "good", "bad")
+    _report(verify_store(open_store(store), version, clean=clean), "good", "bad")
 
 
 @lb.command("add")
@@ -198,7 +199,7 @@ def add_cmd(
 ) -> None:
     """Import records (with their states) into the store; invalid, unverifiable
     or conflicting ones are rejected with a reason."""
-    outcomes = _store(store, must_exist=False).import_files(paths)
+    outcomes = open_store(store, must_exist=False).import_files(paths)
     counts = {"added": 0, "present": 0, "rejected": 0}
     for o in outcomes:
         counts[o.status] += 1
@@ -223,7 +224,7 @@ def freeze_cmd(
     from diffzoo.leaderboard.versions import freeze as freeze_store
     from diffzoo.leaderboard.versions import read_manifest
 
-    st = _store(store)
+    st = open_store(store)
     path = freeze_store(st, name, suites=_split(suite), datasets=_split(dataset),
                         detectors=_split(detector), note=note)
     manifest = read_manifest(st, name)
@@ -240,7 +241,7 @@ def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help
     table = Table(title="frozen versions", title_justify="left")
     for col in ("name", "created", "records", "suites", "datasets", "note"):
         table.add_column(col)
-    for v in list_versions(_store(store)):
+    for v in list_versions(open_store(store)):
         table.add_row(term_text(v["name"]), term_text(v.get("created", "")), str(len(v["records"])),
                       term_text(", ".join(f"{s['name']} v{s['version']}" for s in v["suites"])),
                       term_text(", ".join(d["name"] for d in v["datasets"])), term_text(v.get("note", "")))
@@ -295,9 +296,9 @@ def _publish(version: str | None, store: Path, formats: list[str], out: Path, al
     from diffzoo.leaderboard.render import text
     from diffzoo.leaderboard.versions import resolve
 
-    selection = resolve(version, _store(store))
+    selection = resolve(version, open_store(store))
     if version is not None and selection.version is None:
-        raise RecordError(f"{version!r} is not a frozen version in {store}; freeze it first "
+        raise ConfigError(f"{version!r} is not a frozen version in {store}; freeze it first "
                           "(`diffzoo leaderboard freeze NAME`) or omit it to publish every record")
     _skipped(selection.skipped)
     for f in formats:
@@ -331,9 +332,9 @@ def report_reproduce_cmd(
     from diffzoo.leaderboard.paper.reproduce import reproduce_markdown, write_reproduce
     from diffzoo.leaderboard.versions import resolve
 
-    selection = resolve(version, _store(store))
+    selection = resolve(version, open_store(store))
     if version is not None and selection.version is None:
-        raise RecordError(f"{version!r} is not a frozen version in {store}; freeze it first "
+        raise ConfigError(f"{version!r} is not a frozen version in {store}; freeze it first "
                           "(`diffzoo leaderboard freeze NAME`) or omit it to read every record")
     _skipped(selection.skipped)
     text = reproduce_markdown(selection)

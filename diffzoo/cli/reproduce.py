@@ -37,10 +37,10 @@ def reproduce_cmd(
 ) -> None:
     """Run a stored record's row again from its stored options; print its numbers then and now."""
     from diffzoo.api import reproduce
+    from diffzoo.cli.leaderboard import open_store
     from diffzoo.cli.run import print_plan
-    from diffzoo.leaderboard.store import RecordStore
 
-    record = RecordStore(store).get(record_id)
+    record = open_store(store).get(record_id)
     with rank_output(console), tempfile.TemporaryDirectory(prefix="diffzoo-reproduce-") as tmp:
         _, again = reproduce(record, out if out is not None else Path(tmp) / "out", RichProgress(console),
                              on_plan=print_plan)

@@ -95,6 +95,18 @@ def eval_place(record: ResultRecord) -> str:
     return f"{record.body.dataset.name}/{record.body.case.get('split', '')}"
 
 
+def place_labels(records: Iterable[ResultRecord]) -> dict[str, str]:
+    """Per record id, the column label of the place it evaluated: its :func:`eval_place`, with
+    the dataset's short fingerprint where datasets of one name and split differ among
+    ``records`` (two ``tpgt`` folders of a catalog are two places, never one column)."""
+    records = list(records)
+    prints: dict[str, set[str]] = {}
+    for r in records:
+        prints.setdefault(eval_place(r), set()).add(r.body.dataset.fingerprint)
+    return {r.id: (f"{eval_place(r)} ({r.body.dataset.fingerprint[:8]})" if len(prints[eval_place(r)]) > 1
+                   else eval_place(r)) for r in records}
+
+
 def case_identity(record: ResultRecord) -> tuple[str, ...]:
     """What makes two records of one row the same result: suite, case, the evaluated split and
     dataset (a cross-dataset case is run once per evaluated dataset); the newest of them counts."""

@@ -38,11 +38,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from diffzoo.harness.core.errors import RecordError
+from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import FileRefused, atomic_write_bytes, atomic_write_text, parse_json, read_regular
 from diffzoo.harness.records.check import StateSource, record_roots, same, state_problems
 from diffzoo.harness.records.document import (
@@ -61,6 +62,8 @@ from diffzoo.harness.records.document import (
 from diffzoo.harness.records.model import RECORDS_DIR, STATE_DIR
 
 log = logging.getLogger(__name__)
+RECORD_ID = re.compile(r"[0-9a-f]{1,16}")
+"""A record id (16 hex digits, ``record_id_of``) or a prefix of one."""
 
 # The store never overwrites or deletes a file in its folders (STORE_DIRS: states are
 # content-addressed, a replaced record is moved to ``replaced/``); every file it reads there is a
@@ -147,17 +150,21 @@ class RecordStore:
         return len(self.paths())
 
     def get(self, record_id: str) -> ResultRecord:
-        """A record by id or unambiguous id prefix."""
+        """A record by id or unambiguous id prefix (hex digits: never read as a file pattern
+        or a path, so ``*`` or ``../x`` names no record).  An id that is not one, names no
+        record or is ambiguous is the user's to fix: ConfigError."""
+        if not RECORD_ID.fullmatch(record_id):
+            raise ConfigError(f"{record_id!r} is not a record id: its 16 hex digits, or a prefix of them "
+                              "(diffzoo leaderboard show lists them)")
         exact = self.records_dir / f"{record_id}.json"
         if exact.exists():
             return ResultRecord.read(exact, within=self.root)
-        matches = sorted(self.records_dir.glob(f"{record_id}*.json")) if record_id else []
+        matches = sorted(p for p in self.records_dir.glob("*.json") if p.stem.startswith(record_id))
         if len(matches) == 1:
             return ResultRecord.read(matches[0], within=self.root)
         if not matches:
-            raise RecordError(f"no record {record_id!r} in {self.records_dir}")
-        raise RecordError(f"record id prefix {record_id!r} is ambiguous: "
-                          + ", ".join(p.stem for p in matches[:5]))
+            raise ConfigError(f"no record {record_id!r} in {self.records_dir}")
+        raise ConfigError(f"record id prefix {record_id!r} is ambiguous: " + ", ".join(p.stem for p in matches[:5]))
 
     def find(self, record_id: str, digest: str) -> Path | None:
         """The file holding record ``record_id`` with content digest

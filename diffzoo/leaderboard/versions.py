@@ -187,5 +187,5 @@ def resolve(ref: str | None, store: RecordStore,
         return Selection(f"records in {path}", [r for _, r, _ in read if r is not None],
                          skipped=tuple((p, "; ".join(why)) for p, r, why in read if r is None))
     known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
-    raise RecordError(f"{ref!r} is neither a version in {store.root} "
+    raise ConfigError(f"{ref!r} is neither a version in {store.root} "
                       f"({', '.join(known) or 'none frozen yet'}) nor a folder or file of records")

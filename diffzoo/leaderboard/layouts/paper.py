@@ -43,7 +43,7 @@ from diffzoo.harness.suites.paper import (
     PARITY_METRICS,
     SWEEPS,
 )
-from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, eval_place, is_cross
+from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, is_cross, place_labels
 from diffzoo.leaderboard.paper.values import PaperValue, load_values
 from diffzoo.leaderboard.table import (
     ABSENT,
@@ -594,11 +594,13 @@ class _Layout:
 
     def cross(self) -> Table:
         """Rows: detectors (trained on this group's data); columns: each evaluation dataset and split
-        (``name/split``) by :data:`CROSS_METRICS`, and per generator where its metadata names them."""
+        (``name/split``; with a short fingerprint where two datasets share it: :func:`place_labels`) by
+        :data:`CROSS_METRICS`, and per generator where its metadata names them."""
         records = [r for r in self.group.records if is_cross(r)]
-        places = sorted({eval_place(r) for r in records})
+        label = place_labels(records)
+        places = sorted(set(label.values()))
         per_generator = {where: list(dict.fromkeys(
-            m for r in records if r.body.case.get("slice_by") and eval_place(r) == where for m in r.metrics
+            m for r in records if r.body.case.get("slice_by") and label[r.id] == where for m in r.metrics
             if m.startswith(f"F1{SLICE_SEPARATOR}editor=") and not m.endswith(f"={NO_TURNS}"))) for where in places}
         cols: list[Column] = []
         for where in places:
@@ -610,7 +612,7 @@ class _Layout:
         for row in sorted({r.body.row_name for r in records}, key=lambda n: (self.group.order.get(n, 0), n)):
             cells: dict[str, Cell] = {}
             for r in (r for r in records if r.body.row_name == row):
-                where = eval_place(r)
+                where = label[r.id]
                 wanted = per_generator[where] if r.body.case.get("slice_by") else [
                     m for task, m in CROSS_METRICS if task == r.body.task]
                 cells.update({f"{where}:{m}": Cell.of(r, m) for m in wanted})
