@@ -113,26 +113,11 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
 
     crashed: list[str] = []  # the sniffers that crashed on the path offered last
 
-    def sniff(path: Path) -> tuple[Any, Any] | None:
-        """The adapter that recognises ``path``, asked one by one so that one whose sniffer
-        crashes is named (in ``crashed``) and the others are still asked."""
-        crashed.clear()
-        for pair in adapters:
-            try:
-                found = recognise(path, [pair], tolerate=(OSError, ValueError, DiffzooError))
-            except Exception as exc:  # a sniffer's bug: one path passed over, never the whole listing
-                log.warning("%s: dataset adapter %s failed to look at it: %s: %s", path, pair[0].name,
-                            type(exc).__name__, exc)
-                crashed.append(f"dataset adapter {pair[0].name} failed to look at it ({type(exc).__name__}: {exc})")
-                continue
-            if found is not None:
-                return found
-        return None
-
     def visit(path: Path) -> bool:
         """Offer ``path`` to the sniffers (one that fails recognises nothing); True when it is a
         dataset (listed or broken)."""
-        found = sniff(path)
+        crashed.clear()
+        found = recognise(path, adapters, tolerate=(OSError, ValueError, DiffzooError), crashed=crashed)
         if found is None:
             return False
         try:
