@@ -358,5 +358,5 @@ def test_two_evaluated_datasets_of_one_name_are_two_column_groups_never_one():
     tables = [t for g in summary.groups for t in g.tables if t.id == "X" and t.rows]
     assert len(tables) == 1
     cells = tables[0].rows[0].cells
-    assert cells["tpgt/test (aaaaaaaa):mIoU"].value == 0.11
-    assert cells["tpgt/test (bbbbbbbb):mIoU"].value == 0.22
+    assert cells["tpgt/test (aaaaaaaa, unknown):mIoU"].value == 0.11
+    assert cells["tpgt/test (bbbbbbbb, unknown):mIoU"].value == 0.22

@@ -95,16 +95,22 @@ def eval_place(record: ResultRecord) -> str:
     return f"{record.body.dataset.name}/{record.body.case.get('split', '')}"
 
 
+def place_label(where: str, fingerprint: str, label_map: str, clash: bool) -> str:
+    """The column label of an evaluation place (``where``: its :func:`eval_place`): ``where``
+    alone, or, where two places of one name and split ``clash``, with the dataset's short
+    fingerprint and its label map (two ``tpgt`` folders of a catalog are two places, never one
+    column)."""
+    return f"{where} ({fingerprint[:8]}, {label_map})" if clash else where
+
+
 def place_labels(records: Iterable[ResultRecord]) -> dict[str, str]:
-    """Per record id, the column label of the place it evaluated: its :func:`eval_place`, with
-    the dataset's short fingerprint where datasets of one name and split differ among
-    ``records`` (two ``tpgt`` folders of a catalog are two places, never one column)."""
-    records = list(records)
-    prints: dict[str, set[str]] = {}
-    for r in records:
-        prints.setdefault(eval_place(r), set()).add(r.body.dataset.fingerprint)
-    return {r.id: (f"{eval_place(r)} ({r.body.dataset.fingerprint[:8]})" if len(prints[eval_place(r)]) > 1
-                   else eval_place(r)) for r in records}
+    """Per record id, the :func:`place_label` of the place it evaluated among ``records``."""
+    places = {r.id: (eval_place(r), r.body.dataset.fingerprint, record_conditions(r)["label map"])
+              for r in records}
+    seen: dict[str, set[tuple[str, str, str]]] = {}
+    for place in places.values():
+        seen.setdefault(place[0], set()).add(place)
+    return {i: place_label(*place, clash=len(seen[place[0]]) > 1) for i, place in places.items()}
 
 
 def case_identity(record: ResultRecord) -> tuple[str, ...]:

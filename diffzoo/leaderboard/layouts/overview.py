@@ -25,7 +25,7 @@ from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR
 from diffzoo.harness.metrics.slices import NO_TURNS
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.suites.paper import DISTORTIONS as DISTORTIONS_SUITE
-from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, eval_place, is_cross, record_conditions
+from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, eval_place, is_cross, place_label, record_conditions
 from diffzoo.leaderboard.layouts.cases import rank
 from diffzoo.leaderboard.layouts.paper import PAPER_SETTINGS
 from diffzoo.leaderboard.table import ABSENT, NA, Cell, Column, Notes, Row, Table, column, info_of, renumber, slugify
@@ -156,7 +156,7 @@ def cross_columns(suite: str, places: list[_Place], generators: Mapping[_Place, 
     cols, where = [], {}
     trained = "of the model trained on this group's dataset (released weights: zero-shot)"
     for p in places:
-        label = f"{p.where} ({p.fingerprint[:8]}, {p.conditions[0]})" if p.where in clash else p.where
+        label = place_label(p.where, p.fingerprint, p.conditions[0], p.where in clash)
         for task, metric, name in PLACE_COLUMNS:
             key = place_key(suite, task, metric, label)
             cols.append(column(key, metric, name, group=label, task=task,

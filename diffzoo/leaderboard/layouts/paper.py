@@ -594,8 +594,9 @@ class _Layout:
 
     def cross(self) -> Table:
         """Rows: detectors (trained on this group's data); columns: each evaluation dataset and split
-        (``name/split``; with a short fingerprint where two datasets share it: :func:`place_labels`) by
-        :data:`CROSS_METRICS`, and per generator where its metadata names them."""
+        (``name/split``; with a short fingerprint and label map where two datasets share it:
+        :func:`place_labels`) by :data:`CROSS_METRICS`, and per generator where its metadata
+        names them."""
         records = [r for r in self.group.records if is_cross(r)]
         label = place_labels(records)
         places = sorted(set(label.values()))
