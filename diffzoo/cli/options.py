@@ -86,7 +86,7 @@ def request_command(fn: Callable[..., Any], names: Iterable[str], own_first: boo
 def request_values(ctx: typer.Context, values: dict[str, Any], config: Path | None) -> dict[str, Any]:
     """The options of a command: the command line's where given, else the ``--config`` file's,
     else the default (text such as ``KEY=VALUE`` is read by the request itself)."""
-    given = {k: v for k, v in values.items() if _given(ctx, k)}
+    given = {k: v for k, v in values.items() if given_here(ctx, k)}
     from_file = read_config(config) if config is not None else {}
     unknown = sorted(set(from_file) - {f.name for f in fields(RunRequest)} - set(values))
     if unknown:
@@ -95,7 +95,9 @@ def request_values(ctx: typer.Context, values: dict[str, Any], config: Path | No
     return {**values, **from_file, **given}
 
 
-def _given(ctx: typer.Context, name: str) -> bool:
+def given_here(ctx: typer.Context, name: str) -> bool:
+    """Whether parameter ``name`` of the command was given on the command line or by the
+    environment, not left at its default."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name not in COMMAND_DEFAULTS
 

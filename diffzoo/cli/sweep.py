@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import CONFIG, _given, request_command, request_values
+from diffzoo.cli.options import CONFIG, given_here, request_command, request_values
 from diffzoo.cli.run import RUN_OPTIONS
 from diffzoo.harness.core.errors import DiffzooError
 from diffzoo.harness.core.fsutil import check_usable_dir
@@ -20,6 +20,8 @@ SWEEP_OPTIONS = tuple(o for o in RUN_OPTIONS if o not in ("detector", "dataset",
 """The run options a sweep passes to every job unchanged; the others are the sweep's own."""
 DEFAULT_SUITES = ("standard", "standard,cross-dataset")
 """``--suite`` when not given: without, and with, ``--eval-dataset``."""
+EXECUTOR_PARAMS = ("partition", "parallel", "slurm_option", "time_min", "cpus")
+"""The parameters only some executors use (``diffzoo.sweep.check_executor`` refuses the others'; ``--no-wait`` too)."""
 
 
 class SweepFailed(DiffzooError):
@@ -82,9 +84,7 @@ def sweep_cmd(
     given = {k: values[k] for k in (*SWEEP_OPTIONS, "detector", "checkpoint") if k in values}
     given["suite"] = values["suite"] or DEFAULT_SUITES[bool(values.get("eval_dataset"))]
     # the executor's options are checked before the plan is shown, as the sweep itself checks them
-    flags = {flag for name, flag in (("partition", "--partition"), ("parallel", "--parallel"),
-                                     ("slurm_option", "--slurm-option"), ("time_min", "--time"),
-                                     ("cpus", "--cpus-per-job")) if _given(ctx, name)}
+    flags = {p.opts[0] for p in ctx.command.params if p.name in EXECUTOR_PARAMS and given_here(ctx, p.name)}
     flags |= {"--no-wait"} if not wait else set()
     check_executor(executor, flags)
     cluster = Cluster(timeout_min=time_min, gpus=gpus, partition=partition, parallel=parallel, cpus_per_task=cpus,

@@ -159,7 +159,7 @@ class RecordStore:
         exact = self.records_dir / f"{record_id}.json"
         if exact.exists():
             return ResultRecord.read(exact, within=self.root)
-        matches = sorted(p for p in self.records_dir.glob("*.json") if p.stem.startswith(record_id))
+        matches = [p for p in self.paths() if p.stem.startswith(record_id)]
         if len(matches) == 1:
             return ResultRecord.read(matches[0], within=self.root)
         if not matches:
