@@ -49,6 +49,7 @@ from diffzoo.generators.editors.labels import (
     difference_label,
     label_settings,
 )
+from diffzoo.generators.generate.regions import bbox_of
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
@@ -279,9 +280,8 @@ class ImgEditDataset(SplitDataset):
                     "alignment": res.alignment.reason, "region": None}  # fmt: skip
             if res.status == "ok":
                 mask = res.gen_frame_mask(gen.shape)
-                ys, xs = np.nonzero(mask == 1)
-                if len(xs):
-                    info["region"] = [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1]
+                if (mask == 1).any():
+                    info["region"] = list(bbox_of(mask == 1))
             else:
                 info["reason"] = f"{pair.id}: {res.status}: {res.changed_fraction:.2%} of the compared pixels changed"
         self._labels.put(pair.key, info, mask)

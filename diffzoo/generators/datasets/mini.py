@@ -211,15 +211,6 @@ def build_mini(
     The tiny models gain little from more than one, and several threads on a
     busy small CPU slow each call down many times over; ``None`` keeps torch's.
     """
-    from diffzoo.generators.generate.multiturn import torch_threads
-
-    with torch_threads(num_threads):
-        return _build_mini(root, n_images, size, seed, progress, overwrite)
-
-
-def _build_mini(
-    root: Path, n_images: int, size: int, seed: int, progress: Progress | None, overwrite: bool
-) -> Path:
     from diffzoo.generators.editors.cards import TINY_EDITORS
     from diffzoo.generators.editors.text2image import TextToImage
     from diffzoo.generators.generate.layout import (
@@ -231,41 +222,42 @@ def _build_mini(
         save_png,
         save_text,
     )
-    from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample
+    from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample, torch_threads
     from diffzoo.generators.generate.regions import Region
     from diffzoo.harness.run.factories import create_generator
 
     root = Path(root)
     if root.exists() and not overwrite:
         raise DataError(f"{root} already exists; pass overwrite=True to rebuild it")
-    plans = plan_mini(n_images, size, seed)
-    label_space = LabelSpace.from_editors(EDITORS)
-    editors = {name: create_generator(TINY_EDITORS[name]) for name in EDITORS}
-    t2i = TextToImage()
-    started = time.perf_counter()
-    with built_in_place_of(root) as tmp:
-        (tmp / IMAGE_DIR).mkdir()
-        manifest = []
-        for done, plan in enumerate(plans, start=1):
-            if plan.base == "real":
-                image = _real_base(plan.base_spec, size)
-            else:
-                image = t2i.generate(plan.base_spec["caption"], plan.base_spec["seed"], size=size)
-            turns = [
-                TurnPlan(t.editor, t.edit_type, Region(mask, t.region, "random"), ((t.prompt, int(t.seed)),))
-                for t, mask in zip(plan.turns, plan.masks)
-            ]
-            edited = edit_sample(image, [lambda _image, _done, t=t: (t,) for t in turns], editors, label_space)
-            for path, array in zip(sample_paths(tmp, plan.id), (edited.image, edited.label)):
-                save_png(array, path)
-            manifest.append(SampleMeta(id=plan.id, base=plan.base, turns=plan.turns, source=SOURCE).to_dict())
-            if progress is not None:
-                progress(done, len(plans))
-        save_text(tmp / MANIFEST_FILE, manifest_text(manifest))
-        save_text(tmp / LABELS_FILE, labels_text(label_space))
-        save_text(tmp / "README.md", _readme(n_images, size, seed, label_space))
-    log.info("built mini (%d images, %d px) at %s in %.1fs", n_images, size, root, time.perf_counter() - started)
-    return root
+    with torch_threads(num_threads):
+        plans = plan_mini(n_images, size, seed)
+        label_space = LabelSpace.from_editors(EDITORS)
+        editors = {name: create_generator(TINY_EDITORS[name]) for name in EDITORS}
+        t2i = TextToImage()
+        started = time.perf_counter()
+        with built_in_place_of(root) as tmp:
+            (tmp / IMAGE_DIR).mkdir()
+            manifest = []
+            for done, plan in enumerate(plans, start=1):
+                if plan.base == "real":
+                    image = _real_base(plan.base_spec, size)
+                else:
+                    image = t2i.generate(plan.base_spec["caption"], plan.base_spec["seed"], size=size)
+                turns = [
+                    TurnPlan(t.editor, t.edit_type, Region(mask, t.region, "random"), ((t.prompt, int(t.seed)),))
+                    for t, mask in zip(plan.turns, plan.masks)
+                ]
+                edited = edit_sample(image, [lambda _image, _done, t=t: (t,) for t in turns], editors, label_space)
+                for path, array in zip(sample_paths(tmp, plan.id), (edited.image, edited.label)):
+                    save_png(array, path)
+                manifest.append(SampleMeta(id=plan.id, base=plan.base, turns=plan.turns, source=SOURCE).to_dict())
+                if progress is not None:
+                    progress(done, len(plans))
+            save_text(tmp / MANIFEST_FILE, manifest_text(manifest))
+            save_text(tmp / LABELS_FILE, labels_text(label_space))
+            save_text(tmp / "README.md", _readme(n_images, size, seed, label_space))
+        log.info("built mini (%d images, %d px) at %s in %.1fs", n_images, size, root, time.perf_counter() - started)
+        return root
 
 
 # -- cache -------------------------------------------------------------------------
@@ -373,10 +365,7 @@ def open_mini(path: str | Path | None = None, *, progress: Progress | None = Non
         root = shipped_root()
     else:
         root = ensure_mini(root=path, progress=progress, **build)
-    options.setdefault("name", "mini")
-    for key, value in MINI_SPLITS.items():
-        options.setdefault(key, value)
-    dataset = DiffSeg30kDataset(root, **options)
+    dataset = DiffSeg30kDataset(root, **{"name": "mini", **MINI_SPLITS, **options})
     dataset.notice = MINI_NOTICE
     dataset.training_overrides = dict(MINI_TRAINING)
     dataset.generator_substitutes = dict(MINI_GENERATORS)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 
 from diffzoo.generators.editors.glide.cards import GLIDE_CARDS
-from diffzoo.generators.editors.instruct_cards import INSTRUCT_CARDS, INSTRUCT_DEFAULTS, TINY_NOTE, tiny_card
+from diffzoo.generators.editors.instruct_cards import INSTRUCT_CARDS, INSTRUCT_DEFAULTS, tiny_card
 from diffzoo.harness.core.cards import GeneratorCard
 
 LDM_PAPER = "Rombach et al., High-Resolution Image Synthesis with Latent Diffusion Models, CVPR 2022, arXiv:2112.10752"
@@ -105,28 +105,22 @@ SDXL_INPAINT = GeneratorCard(
     },
 )
 
-SDXL_BASE = GeneratorCard(
+SDXL_BASE = dataclasses.replace(
+    SDXL_INPAINT,
     name="sdxl.base",
     description="SDXL 1.0 base used for inpainting by latent blending (4-channel UNet)",
-    pipeline="StableDiffusionXLInpaintPipeline",
     weights="stabilityai/stable-diffusion-xl-base-1.0",
-    resolution=1024,
-    steps=30,
     guidance_scale=7.5,
-    licence=OPENRAIL_PP,
-    paper=SDXL_PAPER,
     options={"torch_dtype": "float16", "variant": "fp16"},
 )
 
-SDXL_HYPER_SD_8STEP = GeneratorCard(
+SDXL_HYPER_SD_8STEP = dataclasses.replace(
+    SDXL_INPAINT,
     name="sdxl.hyper-sd-8step",
     description=(
         "SDXL inpainting-0.1 with the Hyper-SD 8-step LoRA fused in: DDIM with trailing "
         "timesteps, 8 steps, no classifier-free guidance"
     ),
-    pipeline="StableDiffusionXLInpaintPipeline",
-    weights=SDXL_INPAINT.weights,
-    resolution=1024,
     steps=8,
     guidance_scale=0.0,  # Hyper-SD's model card: guidance_scale=0 for the (non-CFG) SDXL LoRAs
     licence=f"{OPENRAIL_PP} (base and Hyper-SD LoRA)",
@@ -159,17 +153,14 @@ FLUX1_FILL = GeneratorCard(
     options={"torch_dtype": "bfloat16", "max_sequence_length": 512},
 )
 
-FLUX1_INPAINT = GeneratorCard(
+FLUX1_INPAINT = dataclasses.replace(
+    FLUX1_FILL,
     name="flux1.inpaint",
     description="FLUX.1 [dev] text-to-image model used for inpainting by latent blending",
     pipeline="FluxInpaintPipeline",
     weights="black-forest-labs/FLUX.1-dev",
-    resolution=1024,
     steps=28,
     guidance_scale=3.5,
-    licence=FLUX_DEV_LICENCE,
-    paper=FLUX_PAPER,
-    options={"torch_dtype": "bfloat16", "max_sequence_length": 512},
 )
 
 
@@ -186,17 +177,13 @@ SD35_MEDIUM = GeneratorCard(
     options={"torch_dtype": "bfloat16"},
 )
 
-SD35_LARGE = GeneratorCard(
+SD35_LARGE = dataclasses.replace(
+    SD35_MEDIUM,
     name="sd35.large",
     description="Stable Diffusion 3.5 Large (8B MMDiT, rectified flow) with its native inpaint pipeline",
-    pipeline="StableDiffusion3InpaintPipeline",
     weights="stabilityai/stable-diffusion-3.5-large",
-    resolution=1024,
     steps=28,
     guidance_scale=3.5,
-    licence=SAI_COMMUNITY,
-    paper=SD3_PAPER,
-    options={"torch_dtype": "bfloat16"},
 )
 
 KANDINSKY22_INPAINT = GeneratorCard(
@@ -325,19 +312,11 @@ TINY_EDITORS: dict[str, str] = {
 }
 """DiffSeg30k label name -> the tiny card the ``mini`` dataset edits with for that editor."""
 
-SD_T2I_TINY = GeneratorCard(
-    name="sd-t2i.tiny",
+SD_T2I_TINY = dataclasses.replace(
+    tiny_card("sd-t2i.tiny", SD2_INPAINT, weights_seed=1),  # other weights than the sd2 editor
     description="tiny random-weight StableDiffusionPipeline (text to image) for AI base images",
     pipeline="StableDiffusionPipeline",
-    weights=None,
     native_inpaint=False,
-    tiny=True,
-    resolution=64,
-    steps=2,
-    guidance_scale=5.0,
-    licence="Apache-2.0 (diffzoo code; no weights)",
-    paper=LDM_PAPER,
-    options={"notes": TINY_NOTE, "weights_seed": 1},  # other weights than the sd2 editor
 )
 """Text-to-image card (not an editor, so not registered as a generator)."""
 

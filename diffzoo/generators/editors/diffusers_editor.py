@@ -56,6 +56,8 @@ def load_pipeline(card: GeneratorCard, device: str = "cpu", dtype: Any = None) -
     load), then the scheduler is swapped and the LoRAs are loaded on ``device``
     (``lora.py``).
     """
+    import torch
+
     from diffzoo.generators.editors.lora import apply_loras, apply_scheduler, drop_log_message, resolve_lora_files
 
     # diffusers 0.42 warns on every ``vae.to(dtype)`` even when no module must stay fp32
@@ -66,7 +68,7 @@ def load_pipeline(card: GeneratorCard, device: str = "cpu", dtype: Any = None) -
         from diffzoo.generators.tiny.builders import build_tiny_pipeline
 
         pipe = build_tiny_pipeline(card)  # float32
-        if torch_dtype != _float32():
+        if torch_dtype != torch.float32:
             pipe = pipe.to(dtype=torch_dtype)
     else:
         pipe = _from_pretrained(card, torch_dtype)
@@ -79,6 +81,7 @@ def load_pipeline(card: GeneratorCard, device: str = "cpu", dtype: Any = None) -
 
 def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
     import diffusers
+    import torch
 
     if not card.weights:
         raise ModelError(f"generator card {card.name!r} has no weights and is not tiny")
@@ -92,7 +95,7 @@ def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
             f"upgrade diffusers"
         )
     kwargs: dict[str, Any] = {"torch_dtype": torch_dtype}
-    if card.options.get("variant") and torch_dtype != _float32():
+    if card.options.get("variant") and torch_dtype != torch.float32:
         kwargs["variant"] = card.options["variant"]
     return from_hub(f"generator {card.name!r}", card.weights, cls, also=card.options.get("extra_weights") or (),
                     **kwargs)
@@ -120,12 +123,6 @@ def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **
         if also:
             detail = f"it also needs {', '.join(also)}; {detail}"
         raise WeightsUnavailableError(what, model_id, detail) from exc
-
-
-def _float32() -> Any:
-    import torch
-
-    return torch.float32
 
 
 def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:

@@ -14,6 +14,8 @@ same pipeline class, random weights built by ``tiny/instruct.py``).
 
 from __future__ import annotations
 
+import dataclasses
+
 from diffzoo.harness.core.cards import GeneratorCard
 
 TINY_NOTE = "random weights: outputs are noise-like and prove only that the pipeline runs"
@@ -44,30 +46,21 @@ QWEN_EDIT = GeneratorCard(
     options=_instruct(**QWEN_OPTIONS),
 )
 
-QWEN_EDIT_2509 = GeneratorCard(
+QWEN_EDIT_2509 = dataclasses.replace(
+    QWEN_EDIT,
     name="qwen.edit-2509",
     description="Qwen-Image-Edit-2509 (multi-image edit pipeline, QwenImageEditPlusPipeline)",
     pipeline="QwenImageEditPlusPipeline",
     weights="Qwen/Qwen-Image-Edit-2509",
-    native_inpaint=False,
-    resolution=1024,
     steps=40,
-    guidance_scale=4.0,
-    licence="Apache-2.0",
-    paper=QWEN_IMAGE_PAPER,
-    options=_instruct(**QWEN_OPTIONS),
 )
 
-QWEN_EDIT_INPAINT = GeneratorCard(
+QWEN_EDIT_INPAINT = dataclasses.replace(
+    QWEN_EDIT,
     name="qwen.edit-inpaint",
     description="Qwen-Image-Edit weights with diffusers' mask-inpainting edit pipeline (composited)",
     pipeline="QwenImageEditInpaintPipeline",
-    weights="Qwen/Qwen-Image-Edit",
-    resolution=1024,
-    steps=50,
-    guidance_scale=4.0,
-    licence="Apache-2.0",
-    paper=QWEN_IMAGE_PAPER,
+    native_inpaint=True,
     options=dict(QWEN_OPTIONS),
 )
 
@@ -85,30 +78,24 @@ FLUX2_DEV = GeneratorCard(
     options=_instruct(torch_dtype="bfloat16"),
 )
 
-FLUX2_KLEIN_4B = GeneratorCard(
+FLUX2_KLEIN_4B = dataclasses.replace(
+    FLUX2_DEV,
     name="flux2.klein-4b",
     description="FLUX.2 [klein] 4B (step- and guidance-distilled, Qwen3 text encoder), reference-image editing",
     pipeline="Flux2KleinPipeline",
     weights="black-forest-labs/FLUX.2-klein-4B",
-    native_inpaint=False,
-    resolution=1024,
     steps=4,
     guidance_scale=1.0,
     licence="Apache-2.0",
-    paper=FLUX2_PAPER,
-    options=_instruct(torch_dtype="bfloat16"),
 )
 
-FLUX2_KLEIN_INPAINT = GeneratorCard(
+FLUX2_KLEIN_INPAINT = dataclasses.replace(
+    FLUX2_DEV,
     name="flux2.klein-inpaint",
     description="FLUX.2 [klein] Base 9B with diffusers' mask-inpainting pipeline (composited)",
     pipeline="Flux2KleinInpaintPipeline",
     weights="black-forest-labs/FLUX.2-klein-base-9B",
-    resolution=1024,
-    steps=50,
-    guidance_scale=4.0,
-    licence=FLUX_NC,
-    paper=FLUX2_PAPER,
+    native_inpaint=True,
     options={"torch_dtype": "bfloat16", "notes": "hub id and settings from diffusers' pipeline example"},
 )
 
@@ -127,32 +114,20 @@ LONGCAT_EDIT = GeneratorCard(
 )
 
 FIRERED_NOTE = "settings of Qwen-Image-Edit-2509, whose pipeline class FireRed's diffusers weights use"
-FIRERED_EDIT = GeneratorCard(
+FIRERED_EDIT = dataclasses.replace(
+    QWEN_EDIT_2509,
     name="firered.edit",
     description="FireRed-Image-Edit 1.1 (diffusers format: QwenImageEditPlusPipeline)",
-    pipeline="QwenImageEditPlusPipeline",
     weights="FireRedTeam/FireRed-Image-Edit-1.1",
-    native_inpaint=False,
-    resolution=1024,
-    steps=40,
-    guidance_scale=4.0,
-    licence="Apache-2.0",
     paper=FIRERED_PAPER,
     options=_instruct(**QWEN_OPTIONS, notes=FIRERED_NOTE),
 )
 
-FIRERED_EDIT_10 = GeneratorCard(
+FIRERED_EDIT_10 = dataclasses.replace(
+    FIRERED_EDIT,
     name="firered.edit-1.0",
     description="FireRed-Image-Edit 1.0 (diffusers format: QwenImageEditPlusPipeline)",
-    pipeline="QwenImageEditPlusPipeline",
     weights="FireRedTeam/FireRed-Image-Edit-1.0",
-    native_inpaint=False,
-    resolution=1024,
-    steps=40,
-    guidance_scale=4.0,
-    licence="Apache-2.0",
-    paper=FIRERED_PAPER,
-    options=_instruct(**QWEN_OPTIONS, notes=FIRERED_NOTE),
 )
 
 # Tiny builds (tiny/instruct.py): 64 px, 2 steps, guidance 5.0 (classifier-free guidance runs); the real
