@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, TypeVar
 
@@ -74,6 +74,19 @@ def relative_cell(value: str, where: str, folder: str, rule: str) -> str:
     return posix.as_posix()
 
 
+def sniff_quietly(
+    check: Callable[[Path], bool],
+    path: str | os.PathLike,
+    errors: tuple[type[Exception], ...] = (OSError, DataError),
+) -> bool:
+    """``check(Path(path))`` for an adapter's ``sniff``: a path that cannot be read
+    while looking (one of ``errors``) is not recognised, never an error."""
+    try:
+        return check(Path(path))
+    except errors:
+        return False
+
+
 def child_dir(root: Path, name: str) -> Path | None:
     """The subfolder of ``root`` called ``name``, any letter case."""
     if not root.is_dir():
@@ -82,10 +95,8 @@ def child_dir(root: Path, name: str) -> Path | None:
         children = list(root.iterdir())
     except OSError as exc:
         raise DataError(f"{root}: cannot list the folder ({exc})") from None
-    for p in children:
-        if p.name.lower() == name.lower() and p.is_dir():  # name first: no stat per file
-            return p
-    return None
+    # name first: no stat per file
+    return next((p for p in children if p.name.lower() == name.lower() and p.is_dir()), None)
 
 
 def name_list(value: Sequence[str] | str | None) -> list[str] | None:

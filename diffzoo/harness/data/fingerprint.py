@@ -70,12 +70,6 @@ def counting_orientation() -> Iterator[list[str]]:
         _TALLIES.remove(tally)
 
 
-def _tally(names: Iterable[str]) -> None:
-    found = list(names)
-    for tally in _TALLIES:
-        tally.extend(found)
-
-
 def combine(*parts: Any) -> str:
     """A 16-hex-digit sha256 of JSON-serialisable parts."""
     blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
@@ -171,7 +165,8 @@ class DigestCache:
             if value:
                 oriented.append(name)
         self.save()
-        _tally(oriented)
+        for tally in _TALLIES:
+            tally.extend(oriented)
 
 
 def _file_sha256(path: Path) -> str:
@@ -217,13 +212,13 @@ def fingerprint_files(root: Path, files: Iterable[Path]) -> str:
     return combine("files", sorted((rel, size, sha) for rel, (size, sha) in digests.items()))
 
 
-def _member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, heads: dict[str, bytes] | None = None) -> str:
+def _member_digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo, heads: dict[str, bytes]) -> str:
     """The member's sha256; its first bytes kept in ``heads`` (the EXIF header: no second decompression)."""
     h = hashlib.sha256()
     try:
         with zf.open(info) as f:
             while chunk := f.read(_CHUNK):
-                if heads is not None and info.filename not in heads:
+                if info.filename not in heads:
                     heads[info.filename] = chunk[:HEADER_BYTES]
                 h.update(chunk)
     except Exception as exc:  # zipfile raises BadZipFile, zlib.error, EOFError, ...

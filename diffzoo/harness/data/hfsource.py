@@ -232,10 +232,7 @@ def is_hub_id(text: str) -> bool:
 
 def hub_repo(text: str) -> str:
     t = text.strip()
-    for prefix in HUB_PREFIXES:
-        if t.startswith(prefix):
-            return t[len(prefix) :]
-    return t
+    return next((t.removeprefix(prefix) for prefix in HUB_PREFIXES if t.startswith(prefix)), t)
 
 
 def _split_from_filename(path: Path) -> str:

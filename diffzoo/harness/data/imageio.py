@@ -264,16 +264,9 @@ def _suffix_note(name: str, fmt: str) -> str:
     return f" although it is named {m.group(1)}" if m and expected and expected != fmt else ""
 
 
-def _is_lossy(img: Image.Image, data: bytes | None) -> bool:
-    if img.format in LOSSY_FORMATS:
-        return True
-    if img.format == "WEBP" and data is not None:
-        return b"VP8 " in data[12:64]  # lossy bitstream chunk (lossless is "VP8L")
-    return False
-
-
 def _refuse_lossy(img: Image.Image, data: bytes | None, sample_id: str, name: str) -> None:
-    if _is_lossy(img, data):
+    lossy_webp = img.format == "WEBP" and data is not None and b"VP8 " in data[12:64]  # lossy chunk (lossless: "VP8L")
+    if img.format in LOSSY_FORMATS or lossy_webp:
         raise CorruptSampleError(
             sample_id,
             f"{name}: mask is {img.format}-encoded (lossy){_suffix_note(name, str(img.format))}; lossy "
@@ -337,7 +330,8 @@ def _mask_array(img: Image.Image, sample_id: str, name: str) -> np.ndarray:
     )
 
 
-def _check_size(mask: np.ndarray, size: tuple[int, int] | None, sample_id: str, name: str) -> None:
+def check_mask_size(mask: np.ndarray, size: tuple[int, int] | None, sample_id: str, name: str) -> None:
+    """Refuse (``mask-size``) a mask whose (W, H) is not ``size``, the image's, when given."""
     if size is not None and (mask.shape[1], mask.shape[0]) != tuple(size):
         raise CorruptSampleError(
             sample_id,
@@ -368,7 +362,7 @@ def read_mask(
     img, data = open_image(src, sample_id, name)
     _refuse_lossy(img, data, sample_id, name)
     mask = _mask_array(img, sample_id, name)
-    _check_size(mask, size, sample_id, name)
+    check_mask_size(mask, size, sample_id, name)
     return np.array(mask, dtype=np.uint8, order="C")  # a writable copy, never PIL's buffer
 
 
@@ -421,7 +415,7 @@ def read_binary_mask(
             cut,
         )
         _warned_low_mask = True
-    _check_size(mask, size, sample_id, name)
+    check_mask_size(mask, size, sample_id, name)
     return mask
 
 

@@ -31,18 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DIFFSEG30K_EDITORS: tuple[str, ...] = (
-    "sd2",
-    "sd3.5",
-    "sdxl",
-    "flux1",
-    "glide",
-    "kolors",
-    "hunyuandit1.1",
-    "kandinsky2.2",
-)
-"""The eight editors in the order the DiffSeg30k paper lists them (arXiv 2511.19111)."""
-
 DIFFSEG30K_PAPER_NAMES: dict[str, str] = {
     "sd2": "SD2",
     "sd3.5": "SD3.5",
@@ -53,7 +41,10 @@ DIFFSEG30K_PAPER_NAMES: dict[str, str] = {
     "hunyuandit1.1": "HunyuanDiT 1.1",
     "kandinsky2.2": "Kandinsky 2.2",
 }
-"""Short (label-space) name -> the name the paper uses."""
+"""Short (label-space) name -> the name the paper uses, in the paper's order."""
+
+DIFFSEG30K_EDITORS: tuple[str, ...] = tuple(DIFFSEG30K_PAPER_NAMES)
+"""The eight editors in the order the DiffSeg30k paper lists them (arXiv 2511.19111)."""
 
 DIFFSEG30K_LABELS = LabelSpace.from_editors(DIFFSEG30K_EDITORS)
 """Default DiffSeg30k label space: background = 0, then the editors in paper order.

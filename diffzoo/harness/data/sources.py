@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -254,29 +254,19 @@ class FolderMembers:
         return folder_label_files(self.path, pairs)
 
 
-def _pair_dirs(root: Path) -> list[Path]:
-    """``root`` and its non-hidden immediate subfolders (``train_copy/``...; a link to a folder
-    too, unless it loops back or repeats one: :func:`.walk.subfolders`)."""
-    return [root, *subfolders(root)]
+def _pair_names(root: Path) -> Iterator[str]:
+    """Pair file names in ``root`` and its non-hidden immediate subfolders (``train_copy/``...;
+    a link to a folder too, unless it loops back or repeats one: :func:`.walk.subfolders`),
+    relative to it (FIFOs, devices and links that lead nowhere too: loading names what they
+    are, kind not-a-file); lazily, so that a look for one stops at the first."""
+    for d in [root, *subfolders(root)]:
+        with os.scandir(d) as it:
+            yield from (Path(d, e.name).relative_to(root).as_posix() for e in it
+                        if PAIR_RE.match(e.name) and not is_folder(e))
 
 
 def folder_has_pairs(root: Path) -> bool:
-    for d in _pair_dirs(root):
-        with os.scandir(d) as it:
-            if any(PAIR_RE.match(e.name) and not is_folder(e) for e in it):
-                return True
-    return False
-
-
-def _pair_names(root: Path) -> list[str]:
-    """Pair file names in ``root`` and one level below, relative to it (FIFOs, devices and links
-    that lead nowhere too: loading names what they are, kind not-a-file)."""
-    names = []
-    for d in _pair_dirs(root):
-        with os.scandir(d) as it:
-            names += [Path(d, e.name).relative_to(root).as_posix() for e in it
-                      if PAIR_RE.match(e.name) and not is_folder(e)]
-    return names
+    return next(_pair_names(root), None) is not None
 
 
 class PairSource:
@@ -336,7 +326,7 @@ def open_source(path: str | os.PathLike, skip_unpaired: bool = False) -> Any:
             f"{p}: not a DiffSeg30k source (a .zip, .parquet or .arrow file); {LAYOUT_HELP}"
         )
     if folder_has_pairs(p):
-        return PairSource(FolderMembers(p, _pair_names(p)), skip_unpaired, "no image/mask pairs found")
+        return PairSource(FolderMembers(p, list(_pair_names(p))), skip_unpaired, "no image/mask pairs found")
     if looks_like_hf_dir(p):
         return HFSource(p)
     raise DataError(f"{p}: no DiffSeg30k data found; {LAYOUT_HELP}")

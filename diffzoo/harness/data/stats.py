@@ -216,10 +216,6 @@ def _encoding(dataset: Dataset) -> dict[str, Any] | None:
     return {**encoding.to_dict(), "meaning": encoding.describe(dataset.label_space)}
 
 
-def _unique_ids(dataset: Dataset, splits: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(sid for split in splits for sid in dataset.ids(split)))
-
-
 def dataset_stats(dataset: Dataset, splits: Sequence[str] | None = None,
                   progress: Progress | None = None) -> dict[str, Any]:
     """Statistics of ``splits`` (default: all) of ``dataset``, reading each
@@ -227,7 +223,7 @@ def dataset_stats(dataset: Dataset, splits: Sequence[str] | None = None,
     split is a DataError from ``dataset.ids``."""
     chosen = list(splits) if splits else list(dataset.splits())
     split_sizes = {split: len(dataset.ids(split)) for split in chosen}
-    ids = _unique_ids(dataset, chosen)
+    ids = list(dict.fromkeys(sid for split in chosen for sid in dataset.ids(split)))
     acc = StatsAccumulator(dataset.label_space)
     with (progress or NullProgress()).task(f"reading {dataset.name}", total=len(ids)) as task:
         for sid in ids:

@@ -42,6 +42,7 @@ its images to ``val`` and to a split ``val_<qualifier>`` (``val_stuff``,
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 import re
@@ -143,12 +144,7 @@ class BrGenDataset(TpGtDataset):
         if tp is None or child_dir(p, "Gt") is None:
             return False
         with os.scandir(tp) as it:
-            for i, entry in enumerate(it):
-                if i >= SNIFF_ENTRIES:
-                    return False
-                if parse_tp_name(entry.name) is not None:
-                    return True
-        return False
+            return any(parse_tp_name(entry.name) is not None for entry in itertools.islice(it, SNIFF_ENTRIES))
 
 
 def found_split_files(root: Path) -> list[Path]:

@@ -46,7 +46,7 @@ from typing import Any
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.data.adapters.generic import _TestSetDataset, add_authentic, pair_folders
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, report_unpaired, require_path
+from diffzoo.harness.data.base import child_dir, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 
 log = logging.getLogger(__name__)
@@ -176,12 +176,8 @@ def _child_path(root: Path, parts: tuple[str, ...]) -> Path | None:
 
 def _has_name(folder: Path | None, pattern: re.Pattern[str]) -> bool:
     """Whether ``folder`` directly holds an image whose name matches ``pattern``."""
-    if folder is None:
-        return False
-    try:
-        return any(pattern.match(p.name) for p in image_files_in(folder))
-    except OSError:
-        return False
+    return folder is not None and sniff_quietly(
+        lambda f: any(pattern.match(p.name) for p in image_files_in(f)), folder, (OSError,))
 
 
 class Casia1Dataset(_CasiaDataset):

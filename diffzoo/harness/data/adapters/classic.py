@@ -40,14 +40,13 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind
-from diffzoo.harness.core.types import Sample
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, relative_cell, report_unpaired, require_path
+from diffzoo.harness.data.base import child_dir, relative_cell, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import fingerprint_files
-from diffzoo.harness.data.imageio import read_binary_mask, read_image
+from diffzoo.harness.data.imageio import check_mask_size, read_binary_mask, read_image
 from diffzoo.harness.data.walk import subfolders
 
 log = logging.getLogger(__name__)
@@ -104,35 +103,12 @@ class _ClassicDataset(_TestSetDataset):
         """The published counts the copy read is checked against."""
         return self.EXPECTED
 
-    def _load(self, sample_id: str) -> Sample:
-        image_path, mask_path = self._lookup(self._entries, sample_id)
-        image = read_image(image_path, sample_id)
-        h, w = image.shape[:2]
-        if mask_path is None:
-            label = np.zeros((h, w), np.uint8)
-        else:
-            label = self._edited(sample_id, mask_path, (w, h))
-        return Sample(image, label, self._meta(sample_id, authentic=mask_path is None))
-
-    def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
-        """The 0/1 edited map of a tampered image's mask (the field's rule: mean over channels > 127.5)."""
-        return read_binary_mask(mask, sample_id, size=size)
-
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["edit_types"] = dict(sorted(Counter(self._edit_types.values()).items()))
         d["expected"] = dict(self._expected)
         d["protocols"] = dict(self.PROTOCOLS)
         return d
-
-
-def _size_error(sample_id: str, name: str, got: tuple[int, int], size: tuple[int, int]) -> CorruptSampleError:
-    return CorruptSampleError(
-        sample_id,
-        f"{name}: mask size {got[0]}x{got[1]} differs from image size {size[0]}x{size[1]} (W x H); "
-        f"masks must match their image",
-        "mask-size",
-    )
 
 
 # -- Columbia Uncompressed -----------------------------------------------------------------
@@ -228,20 +204,14 @@ class ColumbiaDataset(_ClassicDataset):
         channel is above mid-grey and above its red channel; the mid-grey margin absorbs the
         JPEG noise of the colour-coded file."""
         rgb = read_image(mask, sample_id)
-        got = (rgb.shape[1], rgb.shape[0])
-        if got != size:
-            raise _size_error(sample_id, str(mask), got, size)
+        check_mask_size(rgb, size, sample_id, str(mask))
         r, g = rgb[:, :, 0].astype(np.int16), rgb[:, :, 1].astype(np.int16)
         return ((g > 127) & (g > r)).astype(np.uint8)
 
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder with ``4cam_splc/`` holding an ``edgemask/`` folder (beside or inside)."""
-        p = Path(path)
-        try:
-            return p.is_dir() and _edgemask_folder(p)[1] is not None
-        except (OSError, DataError):
-            return False
+        return sniff_quietly(lambda p: p.is_dir() and _edgemask_folder(p)[1] is not None, path)
 
 
 # -- COVERAGE ------------------------------------------------------------------------------
@@ -306,13 +276,12 @@ class CoverageDataset(_ClassicDataset):
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder with ``mask/`` and an ``image/`` directly holding a ``<N>t.*`` image."""
-        p = Path(path)
-        try:
+        def is_coverage(p: Path) -> bool:
             image, mask = child_dir(p, "image"), child_dir(p, "mask")
             return (image is not None and mask is not None
                     and any(COVERAGE_TAMPERED.match(f.stem) for f in image_files_in(image)))
-        except (OSError, DataError):
-            return False
+
+        return sniff_quietly(is_coverage, path)
 
 
 # -- NIST16 ---------------------------------------------------------------------------------
@@ -453,15 +422,10 @@ class Nist16Dataset(_ClassicDataset):
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A reference CSV ``NC2016-<task>-ref.csv``, or a folder with ``probe/`` and
         ``reference/manipulation/NC2016-manipulation-ref.csv``."""
-        p = Path(path)
-        root, task = _nist_root(p)
-        if task is not None:
-            return True
-        try:
-            return (p.is_dir() and child_dir(p, "probe") is not None
-                    and any(_nist_ref(root, t).is_file() for t in NIST_TASKS))
-        except (OSError, DataError):
-            return False
+        root, task = _nist_root(Path(path))  # without a task, root is the path itself
+        return task is not None or sniff_quietly(
+            lambda p: p.is_dir() and child_dir(p, "probe") is not None and any(
+                _nist_ref(p, t).is_file() for t in NIST_TASKS), root)
 
 
 def _read_reference(ref: Path) -> list[tuple[int, dict[str, str]]]:
@@ -565,17 +529,8 @@ class Imd2020Dataset(_ClassicDataset):
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder one of whose first subfolders directly holds an ``*_orig`` image and a ``*_mask`` image."""
-        p = Path(path)
-        try:
-            if not p.is_dir():
-                return False
-            for folder in subfolders(p)[:SNIFF_FOLDERS]:
-                _, masks, origs = _imd_folder(folder)
-                if masks and origs:
-                    return True
-        except (OSError, DataError):
-            return False
-        return False
+        return sniff_quietly(lambda p: p.is_dir() and any(
+            masks and origs for _, masks, origs in map(_imd_folder, subfolders(p)[:SNIFF_FOLDERS])), path)
 
 
 SNIFF_FOLDERS = 32

@@ -152,7 +152,8 @@ def read_table(root: Path) -> list[tuple[str, str, str, str]]:
             )
         paths = []
         for col in COLUMNS[:3]:
-            rel = _relative(row[col], f"{table}: line {line}: {col}")
+            rel = relative_cell(row[col], f"{table}: line {line}: {col}", "the table's folder",
+                                f"{TABLE} paths must be relative to the table's folder")
             if rel in seen:
                 first, as_col = seen[rel]
                 raise DataError(
@@ -172,11 +173,6 @@ def read_table(root: Path) -> list[tuple[str, str, str, str]]:
     if len(rows) != COCOGLIDE_ROWS:
         log.info("%s: %d rows (the full CocoGlide has %d)", table, len(rows), COCOGLIDE_ROWS)
     return rows
-
-
-def _relative(value: str, where: str) -> str:
-    """``value`` as a normalised relative POSIX path that stays inside the folder."""
-    return relative_cell(value, where, "the table's folder", f"{TABLE} paths must be relative to the table's folder")
 
 
 def _log_unlisted(root: Path, entries: dict[str, Any], rows: Sequence[tuple[str, ...]]) -> None:

@@ -283,10 +283,7 @@ class Deal300kDataset(SplitDataset):
                     return any(_is_mask(n) for n in zf.namelist())
             except DataError:
                 return True
-        for _, _, files in os.walk(mask_path):
-            if any(_is_mask(f) for f in files):
-                return True
-        return False
+        return any(_is_mask(f) for _, _, files in os.walk(mask_path) for f in files)
 
 
 def _is_mask(name: str) -> bool:

@@ -24,13 +24,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import SplitDataset, child_dir, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import fingerprint_files
-from diffzoo.harness.data.imageio import read_labelled
+from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.splits import SPLITS_FILE, one_split, resolve_split_scheme
 
 log = logging.getLogger(__name__)
@@ -82,8 +84,17 @@ class _PairListDataset(SplitDataset):
 
     def _load(self, sample_id: str) -> Sample:
         image_path, mask_path = self._lookup(self._entries, sample_id)
-        image, label = read_labelled(image_path, mask_path, sample_id)
+        image = read_image(image_path, sample_id)
+        h, w = image.shape[:2]
+        if mask_path is None:
+            label = np.zeros((h, w), np.uint8)
+        else:
+            label = self._edited(sample_id, mask_path, (w, h))
         return Sample(image, label, self._meta(sample_id, authentic=mask_path is None))
+
+    def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
+        """The 0/1 edited map of a tampered image's mask (the field's rule: mean over channels > 127.5)."""
+        return read_binary_mask(mask, sample_id, size=size)
 
     #: ``base`` of an edited sample (``real`` where the adapter knows the
     #: edits were made on real photos).

@@ -44,7 +44,7 @@ from diffzoo.harness.core.fsutil import parse_json, read_json, read_text
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path
+from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE
@@ -158,10 +158,6 @@ def split_part(data: dict[str, Any], subset: str, file: Path) -> dict[str, list[
     return data[subset]
 
 
-def _subdirs(folder: Path) -> list[Path]:
-    return subfolders(folder)
-
-
 def _is_editor_dir(p: Path) -> bool:
     return (p / MANIFEST_FILE).is_file() or any((p / k).is_dir() for k in (*EDIT_KINDS, "source"))
 
@@ -169,10 +165,10 @@ def _is_editor_dir(p: Path) -> bool:
 def _layout(root: Path) -> dict[str, dict[str, Path]]:
     """subset name -> editor name -> folder, for every folder that looks like PAPE."""
     out: dict[str, dict[str, Path]] = {}
-    for subset in _subdirs(root):
+    for subset in subfolders(root):
         if subset.name == "splits":
             continue
-        editors = {e.name: e for e in _subdirs(subset) if e.name != "splits" and _is_editor_dir(e)}
+        editors = {e.name: e for e in subfolders(subset) if e.name != "splits" and _is_editor_dir(e)}
         if editors:
             out[subset.name] = editors
     return out
@@ -406,15 +402,11 @@ class PapeDataset(SplitDataset):
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """True for a folder with ``<subset>/<editor>/manifest.jsonl`` and normal/ or abnormal/."""
-        p = Path(path)
-        try:
-            return p.is_dir() and any(
-                (e / MANIFEST_FILE).is_file() and any((e / k).is_dir() for k in EDIT_KINDS)
-                for s in _subdirs(p)
-                for e in _subdirs(s)
-            )
-        except OSError:
-            return False
+        return sniff_quietly(lambda p: p.is_dir() and any(
+            (e / MANIFEST_FILE).is_file() and any((e / k).is_dir() for k in EDIT_KINDS)
+            for s in subfolders(p)
+            for e in subfolders(s)
+        ), path, (OSError,))
 
     # -- identity -------------------------------------------------------------
     def _content_fingerprint(self) -> str:

@@ -41,7 +41,7 @@ from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataErr
 from diffzoo.harness.core.fsutil import read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path
+from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.splits import canonical_split, one_split
@@ -198,11 +198,9 @@ class PixarDataset(SplitDataset):
             for sid in dropped:
                 del self._entries[sid]
             native = {k: [i for i in v if i in self._entries] for k, v in native.items()}
-            label_space = LabelSpace.from_editors(names) if names else BINARY
         else:
             names = [e for _, e in folders if e is not None]
-            label_space = LabelSpace.from_editors(names) if names else BINARY
-        super().__init__(name or root.name, label_space)
+        super().__init__(name or root.name, LabelSpace.from_editors(names) if names else BINARY)
         if not self._entries:
             raise DataError(f"PIXAR {root}: no samples")
         if split is not None:
@@ -347,13 +345,9 @@ class PixarDataset(SplitDataset):
             return bool(splits) and ((p / MAPPING_FILE).is_file() or any(
                 (s / "metadata").is_dir() or (s / LABEL_DIRS["soft"]).is_dir() for s in splits))
 
-        p = Path(path)
-        try:
-            return p.is_dir() and (
-                is_pixar(p) or any(is_pixar(s) for s in subfolders(p))
-            )
-        except OSError:
-            return False
+        return sniff_quietly(lambda p: p.is_dir() and (
+            is_pixar(p) or any(is_pixar(s) for s in subfolders(p))
+        ), path, (OSError,))
 
     # -- identity -------------------------------------------------------------
     def _content_fingerprint(self) -> str:

@@ -155,10 +155,7 @@ class SidSetDataset(MixedDataset):
         missing: list[str] = []
         for prefix, folders in sorted(groups.items()):
             split = _folder_split(prefix, root)
-            masks = {}
-            for m in folders.get(MASKS_DIR, []):
-                stem = Path(m).stem
-                masks[stem[: -len(MASK_SUFFIX)] if stem.endswith(MASK_SUFFIX) else stem] = m
+            masks = {Path(m).stem.removesuffix(MASK_SUFFIX): m for m in folders.get(MASKS_DIR, [])}
             for kind in self.KINDS:
                 for image in folders.get(kind, []):
                     stem, mask = Path(image).stem, None

@@ -63,7 +63,7 @@ from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import EditRecord, Sample
 from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, name_list, report_unpaired, require_path
+from diffzoo.harness.data.base import child_dir, name_list, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 
@@ -306,10 +306,7 @@ class TgifDataset(_PairListDataset):
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder (or a folder of folders) holding a TGIF generator folder (``SD2-sp``,
         ``flux1dev-fr``, ...) beside a ``masks`` / ``masks-*`` folder."""
-        try:
-            return bool(downloads(Path(path)))
-        except DataError:
-            return False
+        return sniff_quietly(lambda p: bool(downloads(p)), path, (DataError,))
 
 
 def _choice(option: str, value: list[str] | str | None, valid: tuple[str, ...]) -> set[str]:
