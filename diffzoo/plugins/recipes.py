@@ -15,6 +15,14 @@ CROP_AND_FLIP = RecipeValue(
 )
 """The augmentation of the recipes taken from mmsegmentation's configs."""
 
+NO_EARLY_STOP = RecipeValue(
+    0.0,
+    "diffzoo choice: constant lr (poly power 0). The official loop divides the lr by 10 when "
+    "validation accuracy stops improving (--earlystop_epoch 5); diffzoo trains a fixed budget "
+    "and never reads evaluation data while training",
+)
+"""The ``poly_power`` of the image classifiers whose official loops stop early."""
+
 
 def tiny_recipe(recipe: dict[str, RecipeValue]) -> dict[str, RecipeValue]:
     """``recipe`` for a tiny random-weight test card, which has no pretrained weights."""

@@ -83,11 +83,6 @@ class FixtureDataset(SplitDataset):
         return "plugin-check-fixture-1"
 
 
-def _images(batch: int, size: tuple[int, int], seed: int = 0) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(batch, 3, *size, generator=g)
-
-
 def _outputs(out: Any) -> list[torch.Tensor]:
     """The tensors of an output, for comparing two of them."""
     return [torch.as_tensor(getattr(out, f)).detach().float().cpu()
@@ -125,18 +120,13 @@ def _build(entry: Any, task: str, label_space: LabelSpace, seed: int) -> Detecto
     return build_detector(entry.load(), DetectorBuild(entry.card, task, label_space, pretrained=False))
 
 
-def _config(card: DetectorCard, seed: int):
-    from diffzoo.harness.core.train_config import TrainConfig
-
-    return TrainConfig.from_recipe(card.recipe_values(), iterations=CHECK_ITERATIONS, batch_size=2,
-                                   crop_size=32, pretrained=False, seed=seed, num_workers=0, warmup_iters=0)
-
-
 def _train(det: Detector, card: DetectorCard, data: FixtureDataset, seed: int, steps: list[int]) -> Any:
+    from diffzoo.harness.core.train_config import TrainConfig
     from diffzoo.harness.models.train_data import TrainData
 
-    return det.fit(TrainData(data, data.ids("train")), _config(card, seed),
-                   progress=lambda step, loss: steps.append(step))
+    config = TrainConfig.from_recipe(card.recipe_values(), iterations=CHECK_ITERATIONS, batch_size=2,
+                                     crop_size=32, pretrained=False, seed=seed, num_workers=0, warmup_iters=0)
+    return det.fit(TrainData(data, data.ids("train")), config, progress=lambda step, loss: steps.append(step))
 
 
 def check_detector(name: str, tasks: list[str] | None = None, device: str = "cpu", seed: int = 0) -> list[Finding]:
@@ -183,7 +173,8 @@ def _check_task(r: _Report, entry: Any, card: DetectorCard, task: str, data: Fix
         return
     det = built["det"]
     r.add("attributes", _attribute_problems(det, card, task, label_space))
-    x = {size: _images(n, size, seed) for n, size in zip((2, 1), FIXTURE_SIZES)}
+    x = {size: torch.rand(n, 3, *size, generator=torch.Generator().manual_seed(seed))
+         for n, size in zip((2, 1), FIXTURE_SIZES)}
 
     def predict(size: tuple[int, int]) -> str | None:
         images = x[size]

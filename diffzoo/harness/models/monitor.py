@@ -229,9 +229,8 @@ class TrainMonitor:
 
     # -- writing -----------------------------------------------------------------------
     def _write(self, row: dict[str, Any]) -> None:
-        if self.folder is None:
-            return
-        append_line(self.folder / LOG_FILE, json.dumps(row))
+        if self.folder is not None:
+            append_line(self.folder / LOG_FILE, json.dumps(row))
 
     def _scalars(self, values: dict[str, float | None], step: int) -> None:
         """The step's scalars, flushed: TensorBoard writes in a thread of its own and raises

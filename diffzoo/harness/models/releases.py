@@ -25,7 +25,7 @@ import argparse
 import importlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +99,8 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
     its folder in the cache.  A missing file is a WeightsUnavailableError saying where to get
     it and where to put it."""
     paths = [Path(p).expanduser() for p in given]
-    if len(paths) == 1 and paths[0].is_dir():
-        folder = paths[0]
-        paths = [folder / name for name in release.files]
-    elif not paths:
-        folder = release_dir(card, release)
+    if not paths or (len(paths) == 1 and paths[0].is_dir()):
+        folder = paths[0] if paths else release_dir(card, release)
         paths = [folder / name for name in release.files]
     elif len(paths) != len(release.files):
         raise ConfigError(f"release {release.name} of {card.name} is {len(release.files)} file(s) "
@@ -176,9 +173,10 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
     files = []
     for index, path in enumerate(paths):
         what = f"detector {card.name}, release {release.name}"
-        # hash-checked and read once; a file that does not load has no hash recorded
-        digest, obj = load_checked(_hash_card(card, published[index]), path, release_source(release), what=what,
-                                   allow=allow)
+        # hash-checked (against the sha256 the release publishes for this file, if any) and read
+        # once; a file that does not load has no hash recorded
+        digest, obj = load_checked(replace(card, weights_sha256=published[index]), path, release_source(release),
+                                   what=what, allow=allow)
         part = _renamed(_tensors(obj, release, path), release,
                         release.prefixes[index] if index < len(release.prefixes) else "")
         twice = sorted(set(part) & set(state))
@@ -196,13 +194,6 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
         except ModelError as exc:  # the family's own check of the layout: the user's file, exit 2
             raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}): {exc}") from exc
     return state, files
-
-
-def _hash_card(card: DetectorCard, sha256: str | None) -> DetectorCard:
-    """``card`` with the sha256 a release publishes for one file as the one to check."""
-    from dataclasses import replace
-
-    return replace(card, weights_sha256=sha256)
 
 
 def check_keys(state: dict[str, Any], reference: dict[str, tuple[int, ...]], release: Release,

@@ -274,9 +274,7 @@ class Resume:
         """(step, tensors, state) of the newest complete, matching state; None when there is none."""
         from safetensors.torch import load_file
 
-        if not self.folder.is_dir():
-            return None
-        sweep_partial(self.folder)
+        sweep_partial(self.folder)  # no folder: nothing swept, and _steps() finds none
         for step, path in self._steps():
             try:
                 doc = json.loads((path / STATE).read_text(encoding="utf-8"))

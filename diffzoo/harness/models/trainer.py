@@ -68,12 +68,8 @@ def segmentation_loss(
     training mode; the loss is then ``loss(logits) + sum(weight * loss(aux))``
     (mmseg's deep supervision).
     """
-    if isinstance(logits, tuple):
-        main, aux = logits
-        loss = segmentation_loss(main, target, task)
-        for aux_logits, weight in aux:
-            loss = loss + weight * segmentation_loss(aux_logits, target, task)
-        return loss
+    if isinstance(logits, tuple):  # the terms' sum, in their order
+        return split_loss(segmentation_loss_terms(logits, target, task))[0]
     if logits.shape[-2:] != target.shape[-2:]:
         logits = F.interpolate(logits, size=target.shape[-2:], mode="bilinear", align_corners=False)
     if task == "semantic":

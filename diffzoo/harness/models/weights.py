@@ -149,9 +149,7 @@ def load_weights(path: Path | str, source: str, *, what: str = "weights", probe:
         if path.suffix == SAFETENSORS_SUFFIX:
             return _safetensors(path, probe)
         return _torch_file(path, probe, allow)
-    except WeightsFileError:
-        raise
-    except MemoryError:
+    except (WeightsFileError, MemoryError):
         raise
     except Exception as exc:  # whatever torch, pickle, zipfile or safetensors say: the file is not weights
         raise _refused(path, source, what, _why(path, exc)) from exc

@@ -9,7 +9,7 @@ plain data (cards and registration) and imports no torch; the model lives in
 from __future__ import annotations
 
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
-from diffzoo.plugins.recipes import AMP
+from diffzoo.plugins.recipes import AMP, NO_EARLY_STOP
 
 PAPER = (
     "Wang et al., CNN-generated images are surprisingly easy to spot... for now, "
@@ -44,12 +44,7 @@ RECIPE = {
     "fc_init_std": RecipeValue(0.02, f"{BASE_OPTS} (--init_gain 0.02); {TRAINER} (normal_ init of the new fc)"),
     "head_lr_mult": RecipeValue(1.0, f"{TRAINER} (one learning rate for every parameter)"),
     "warmup_iters": RecipeValue(0, f"{TRAINER} (no warm-up)"),
-    "poly_power": RecipeValue(
-        0.0,
-        "diffzoo choice: constant lr (poly power 0). The official loop divides the lr by 10 when "
-        "validation accuracy stops improving (--earlystop_epoch 5); diffzoo trains a fixed budget "
-        "and never reads evaluation data while training",
-    ),
+    "poly_power": NO_EARLY_STOP,
     "iterations": RecipeValue(
         20_000, "diffzoo choice: fixed budget (about 50 epochs of DiffSeg30k's train split at batch 64) "
         "in place of the official early stopping",
@@ -82,7 +77,6 @@ def _card(tag: str, description: str, weights: str | None, arch: dict) -> Detect
         input_size=224,
         mean=(0.485, 0.456, 0.406),  # ImageNet statistics, as data/datasets.py Normalize
         std=(0.229, 0.224, 0.225),
-        default_threshold=0.5,
         licence="CNNDetection code: CC BY-NC-SA 4.0; torchvision ResNet-50 weights: BSD-3-Clause",
         paper=PAPER,
         arch=arch,

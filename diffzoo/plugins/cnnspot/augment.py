@@ -42,16 +42,12 @@ def encode_jpeg(image: np.ndarray, quality: int, method: str) -> bytes:
     raise ValueError(f"JPEG method must be one of {JPEG_METHODS}, got {method!r}")
 
 
-def decode_jpeg(data: bytes) -> np.ndarray:
-    from PIL import Image
-
-    with Image.open(io.BytesIO(data)) as img:
-        return np.asarray(img.convert("RGB")).copy()
-
-
 def jpeg(image: np.ndarray, quality: int, method: str) -> np.ndarray:
     """``image`` after one JPEG round trip at ``quality``."""
-    return decode_jpeg(encode_jpeg(image, quality, method))
+    from PIL import Image
+
+    with Image.open(io.BytesIO(encode_jpeg(image, quality, method))) as img:
+        return np.asarray(img.convert("RGB")).copy()
 
 
 def gaussian_blur(image: np.ndarray, sigma: float) -> np.ndarray:

@@ -77,12 +77,10 @@ def seg_head(width: int, num_outputs: int) -> nn.Sequential:
     for m in head.modules():
         if isinstance(m, nn.Conv2d):
             nn.init.kaiming_normal_(m.weight, mode="fan_out")
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
         elif isinstance(m, nn.BatchNorm2d):
             nn.init.ones_(m.weight)
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
+        if isinstance(m, (nn.Conv2d, nn.BatchNorm2d)) and m.bias is not None:
+            nn.init.zeros_(m.bias)
     return head
 
 
@@ -109,13 +107,10 @@ class Dinov3Iml(nn.Module):
 def backbone_config(card: DetectorCard) -> Any:
     from transformers import DINOv3ViTConfig
 
-    arch = card.arch
+    keys = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "num_register_tokens",
+            "layerscale_value", "layer_norm_eps", "rope_theta", "pos_embed_rescale", "patch_size")
     return DINOv3ViTConfig(
-        hidden_size=arch["hidden_size"], num_hidden_layers=arch["num_hidden_layers"],
-        num_attention_heads=arch["num_attention_heads"], intermediate_size=arch["intermediate_size"],
-        num_register_tokens=arch["num_register_tokens"], layerscale_value=arch["layerscale_value"],
-        layer_norm_eps=arch["layer_norm_eps"], rope_theta=arch["rope_theta"],
-        pos_embed_rescale=arch["pos_embed_rescale"], patch_size=arch["patch_size"],
+        **{k: card.arch[k] for k in keys},
         query_bias=True, key_bias=False, value_bias=True,  # DINOv3 masks the key third of the qkv bias to 0
     )
 

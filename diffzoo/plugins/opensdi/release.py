@@ -103,10 +103,8 @@ def missing_reference(names: Iterable[str]) -> list[str]:
         head, tail = family.split("{i}")
         found = re.compile(re.escape(head) + r"(\d+)" + re.escape(tail))
         indices = {int(m.group(1)) for n in have if (m := found.match(n))}
-        if not indices and "fusion" not in family:
-            indices = {0}
         if "fusion" not in family:
-            indices |= set(range(max(indices) + 1))
+            indices |= set(range(max(indices, default=0) + 1))
         names = (f"{head}{i}{tail}{t}" for i in sorted(indices) for t in tensors)
         missing += [n for n in names if n not in have]
     return missing
@@ -154,20 +152,14 @@ def from_reference(state: Mapping[str, Any], expected: Iterable[str] | None = No
         if mine in out:
             raise ModelError(f"OpenSDI state: {name} and another tensor both map to {mine}")
         out[mine] = tensor
-    problems = []
     lacking = missing_reference(state)
-    if lacking:
-        problems.append(f"missing tensor(s) {_listing(lacking)}")
-    if unknown:
-        problems.append(f"unexpected tensor(s) {_listing(unknown)}")
+    found = [("missing tensor(s)", lacking), ("unexpected tensor(s)", unknown)]
     if expected is not None:
         wanted = set(expected)
         missing = [reference_name(k) for k in wanted - set(out) if reference_name(k) not in lacking]
         extra = [reference_name(k) for k in set(out) - wanted]
-        if missing:
-            problems.append(f"missing tensor(s) {_listing(missing)}")
-        if extra:
-            problems.append(f"tensor(s) the model does not have {_listing(extra)}")
+        found += [("missing tensor(s)", missing), ("tensor(s) the model does not have", extra)]
+    problems = [f"{what} {_listing(names)}" for what, names in found if names]
     if problems:
         raise ModelError(f"the OpenSDI MaskCLIP state does not fit: {'; '.join(problems)}")
     return out

@@ -9,6 +9,7 @@ plain data (cards and registration) and imports no torch; the model lives in
 from __future__ import annotations
 
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
+from diffzoo.plugins.recipes import NO_EARLY_STOP
 
 PAPER = (
     "Ojha, Li and Lee, Towards Universal Fake Image Detectors that Generalize Across "
@@ -33,12 +34,7 @@ RECIPE = {
     "probe_init_std": RecipeValue(0.02, f"{BASE_OPTS} (--init_gain 0.02); {TRAINER} (normal_ init of fc.weight)"),
     "head_lr_mult": RecipeValue(1.0, f"{TRAINER} (one learning rate; only the probe trains)"),
     "warmup_iters": RecipeValue(0, f"{TRAINER} (no warm-up)"),
-    "poly_power": RecipeValue(
-        0.0,
-        "diffzoo choice: constant lr (poly power 0). The official loop divides the lr by 10 when "
-        "validation accuracy stops improving (--earlystop_epoch 5); diffzoo trains a fixed budget "
-        "and never reads evaluation data while training",
-    ),
+    "poly_power": NO_EARLY_STOP,
     "iterations": RecipeValue(
         10_000,
         f"diffzoo choice: fixed budget (about 100 epochs of DiffSeg30k's train split at batch 256; "
@@ -72,7 +68,6 @@ def _card(tag: str, description: str, weights: str | None, input_size: int, arch
         input_size=input_size,
         mean=CLIP_MEAN,
         std=CLIP_STD,
-        default_threshold=0.5,
         licence="UniversalFakeDetect code: MIT; OpenAI CLIP weights: MIT; open_clip: MIT",
         paper=PAPER,
         arch=arch,
