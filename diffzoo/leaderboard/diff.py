@@ -117,25 +117,15 @@ def diff(a: Selection, b: Selection) -> Diff:
             elif det not in ra:
                 rows.append(RowChange(det, "added"))
             else:
-                changes = [MetricChange(m, ra[det].cells[m].value if m in ra[det].cells else None,
-                                        rb[det].cells[m].value)
-                           for m in metrics
-                           if not _same(ra[det].cells[m].value if m in ra[det].cells else None,
-                                        rb[det].cells[m].value)]
+                before = {m: ra[det].cells[m].value if m in ra[det].cells else None for m in metrics}
+                changes = [MetricChange(m, before[m], rb[det].cells[m].value) for m in metrics
+                           if not _same(before[m], rb[det].cells[m].value)]
                 ckpt = (ra[det].provenance.get("checkpoint_sha256"), rb[det].provenance.get("checkpoint_sha256"))
                 moved = [f"{name} {ra[det].conditions.get(name)} -> {value}"
                          for name, value in rb[det].conditions.items() if ra[det].conditions.get(name) != value]
                 rows.append(RowChange(det, "changed" if changes or moved else "same", changes, ckpt, moved))
         out.append(TableChange(key, "matched", rows))
     return Diff(a.label, b.label, out)
-
-
-def _delta_text(change: MetricChange) -> str:
-    return "" if change.delta is None else format_delta(info_of(change.metric), change.delta)
-
-
-def _value_text(metric: str, value: float | None) -> str:
-    return format_value(info_of(metric), value)
 
 
 def diff_console(result: Diff) -> list[Any]:
@@ -164,8 +154,9 @@ def diff_console(result: Diff) -> list[Any]:
             if not r.changes and not r.conditions:
                 table.add_row(term_text(r.detector), r.status, "", "", "", "")
             for c in r.changes:
-                table.add_row(term_text(r.detector), r.status, term_text(c.metric), _value_text(c.metric, c.before),
-                              _value_text(c.metric, c.after), _delta_text(c))
+                info = info_of(c.metric)
+                table.add_row(term_text(r.detector), r.status, term_text(c.metric), format_value(info, c.before),
+                              format_value(info, c.after), "" if c.delta is None else format_delta(info, c.delta))
         out.append(table)
     if not result.moved:
         out.append(Text("no differences"))

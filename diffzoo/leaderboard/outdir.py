@@ -23,14 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.core.fsutil import (
-    FileRefused,
-    atomic_write_bytes,
-    atomic_write_text,
-    check_writable_dir,
-    parse_json,
-    read_regular,
-)
+from diffzoo.harness.core.fsutil import FileRefused, atomic_write_text, check_writable_dir, parse_json, read_regular
 from diffzoo.harness.records.document import STORE_DIRS
 from diffzoo.harness.records.model import LOCK_FILE, RECORDS_DIR
 
@@ -77,9 +70,6 @@ class OutputDir:
 
     def write_text(self, relpath: str | Path, text: str) -> Path:
         return atomic_write_text(self.check_writable(relpath), text)
-
-    def write_bytes(self, relpath: str | Path, data: bytes) -> Path:
-        return atomic_write_bytes(self.check_writable(relpath), data)
 
 
 def read_marker(root: Path) -> dict | None:

@@ -279,10 +279,7 @@ class RecordStore:
         """Add records from files (another machine's store, with its states);
         one outcome each, with the reason for every rejection.  A record
         whose identity is stored with other numbers is rejected (a conflict)."""
-        outcomes = []
-        for path in expand_record_paths(paths):
-            outcomes.append(self._import(path))
-        return outcomes
+        return [self._import(path) for path in expand_record_paths(paths)]
 
     def _import(self, path: Path) -> AddOutcome:
         src = str(path)

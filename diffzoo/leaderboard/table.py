@@ -18,9 +18,10 @@ in the paper's view it also holds the paper's published number.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import groupby
 from typing import Any
 
 from diffzoo.harness.metrics.catalog import MetricInfo, metric_info
@@ -80,14 +81,20 @@ class Cell:
 
     @classmethod
     def of(cls, record: ResultRecord | None, metric: str) -> Cell:
-        """``metric`` of ``record`` with its CI; absent without a record or the metric, undefined when
-        the record says so."""
-        if record is None or metric not in record.metrics:
+        """``metric`` of ``record`` with its CI (:meth:`of_values`); absent without a record."""
+        if record is None:
             return cls(status=ABSENT)
-        value = record.metrics[metric]
+        return cls.of_values(record.metrics, metric, record.body.ci95.get(metric))
+
+    @classmethod
+    def of_values(cls, values: Mapping[str, Any], metric: str, ci: Any = None) -> Cell:
+        """``metric`` of ``values`` with its CI (a record's ``ci95`` entry, as read); absent
+        without the metric, undefined when the value is None or NaN."""
+        if metric not in values:
+            return cls(status=ABSENT)
+        value = values[metric]
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return cls(status=UNDEFINED)
-        ci = record.body.ci95.get(metric)
         return cls(float(value), tuple(ci) if ci and None not in ci else None)
 
     @property
@@ -206,12 +213,7 @@ class Table:
     @property
     def column_groups(self) -> list[tuple[str, list[Column]]]:
         """The columns as (group, its columns), in order (a grouped header)."""
-        out: list[tuple[str, list[Column]]] = []
-        for col in self.columns:
-            if not out or out[-1][0] != col.group:
-                out.append((col.group, []))
-            out[-1][1].append(col)
-        return out
+        return [(group, list(cols)) for group, cols in groupby(self.columns, key=lambda c: c.group)]
 
     @cached_property
     def bests(self) -> dict[str, float | None]:

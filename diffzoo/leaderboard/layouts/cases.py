@@ -13,7 +13,6 @@ provenance, then the trivial baselines its records carry; records of one run
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -83,20 +82,12 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
             for r in recs:
                 for name, values in r.body.baselines.items():
                     seen.setdefault(name, (values, r))
-            rows += [Row(f"{name} (baseline)", {c.key: _baseline_cell(values, c.key) for c in columns},
+            rows += [Row(f"{name} (baseline)", {c.key: Cell.of_values(values, c.key) for c in columns},
                          baseline=True, conditions=record_conditions(r)) for name, (values, r) in sorted(seen.items())]
         tables.append(Table(slugify(key.name), key.title, columns, rows, recs, primary=primary, ranked=True, best=True,
                             key=key, case=dict(recs[0].body.case),
                             remarks=[NOT_HELD_OUT_NOTE] * any(r.not_held_out for r in rows)))
     return tables
-
-
-def _baseline_cell(values: dict[str, Any], metric: str) -> Cell:
-    if metric not in values:
-        return Cell(status="absent")
-    value = values[metric]
-    return Cell(status="undefined") if value is None or (isinstance(value, float) and math.isnan(value)) \
-        else Cell(float(value))
 
 
 def table_metrics(task: str, records: list[ResultRecord], compact: bool = False) -> list[str]:

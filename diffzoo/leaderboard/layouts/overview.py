@@ -17,6 +17,7 @@ image score)`` row) is *not applicable*, without a note.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -85,10 +86,7 @@ def build_overview(records: Sequence[ResultRecord]) -> list[Table]:
     held-out numbers only: records scored on their model's training images are left out, and
     each table says how many of its group's were."""
     wanted = [r for r in records if r.body.suite.name in SUITES]
-    left_out: dict[GroupKey, int] = {}
-    for r in wanted:
-        if r.body.not_held_out:
-            left_out[GroupKey.of(r)] = left_out.get(GroupKey.of(r), 0) + 1
+    left_out = Counter(GroupKey.of(r) for r in wanted if r.body.not_held_out)
     tables = [_Overview(g).table() for g in RecordIndex([r for r in wanted if not r.body.not_held_out]).groups()]
     for t in tables:
         n = left_out.get(t.group.key, 0) if t.group is not None else 0

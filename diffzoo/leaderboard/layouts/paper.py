@@ -25,12 +25,12 @@ the metric ``<metric>@<key>=<value>`` of the slice case.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from typing import NamedTuple
 
+from diffzoo.harness.core.registry import natural_key
 from diffzoo.harness.metrics.catalog import SLICE_KEYS, SLICE_SEPARATOR, metric_info
 from diffzoo.harness.metrics.slices import NO_TURNS, missing_metadata_message
 from diffzoo.harness.records.document import ResultRecord
@@ -205,10 +205,6 @@ def slice_setting(key: str, value: str) -> Setting:
     """The row of a slice's value; the paper's Table 8 rows are the base's real and AI values."""
     paper = {"real": "Real-base", "ai": "AI-base"}.get(value, "") if key == "base" else ""
     return Setting(key, value, paper, value=value, group=key)
-
-
-def _natural(text: str) -> tuple:
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text) if p)
 
 
 # -- the layout -----------------------------------------------------------------------------------
@@ -552,7 +548,7 @@ class _Layout:
                 if not any(k == key for k, _ in values):
                     left_out[f"{key}: {missing_metadata_message(key)}"] = None  # no metadata on any image
             ordered = sorted(values, key=lambda kv: (SLICE_KEYS.index(kv[0]) if kv[0] in SLICE_KEYS
-                                                     else len(SLICE_KEYS), kv[0], _natural(kv[1])))
+                                                     else len(SLICE_KEYS), kv[0], natural_key(kv[1])))
             return [slice_setting(key, value) for key, value in ordered]
 
         table = self.table(Spec(
@@ -569,8 +565,7 @@ class _Layout:
     def parity(self) -> Table:
         records = self.group.of("format-parity")
         found = list(dict.fromkeys(r.body.setting for r in records))
-        formats = [*(c.setting for c in FORMAT_PARITY.cases), *(f for f in found if f not in
-                                                                  [c.setting for c in FORMAT_PARITY.cases])]
+        formats = list(dict.fromkeys([*(c.setting for c in FORMAT_PARITY.cases), *found]))  # the suite's first
 
         def mine(row: str) -> list[Setting]:
             have = {r.body.setting for r in records if r.body.row_name == row}

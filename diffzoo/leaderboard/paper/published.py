@@ -257,7 +257,8 @@ def _defined(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not math.isnan(value) else None
 
 
-def _percent(value: float, digits: int) -> str:
+def in_percent(value: float, digits: int) -> str:
+    """A fraction in % with ``digits`` decimals, as a published number is printed."""
     return f"{100 * value:.{digits}f}"
 
 
@@ -265,7 +266,7 @@ def _compared_table(met: list[Comparison]) -> list[str]:
     head = ["method", "detector", "train", "eval", "metric", "ours | published | Δ"]
     rows = [[md_cell(c.number.method), md_cell(c.row), md_cell(c.number.train), md_cell(c.number.eval),
              md_cell(f"{c.number.metric.name} (= {c.number.metric.diffzoo})"),
-             " \\| ".join((_percent(c.ours, c.number.digits), _percent(c.number.value, c.number.digits),
+             " \\| ".join((in_percent(c.ours, c.number.digits), in_percent(c.number.value, c.number.digits),
                             format_delta(PERCENT, c.ours - c.number.value)))] for c in met]
     return markdown_table([md_cell(h) for h in head], rows, [LEFT] * 5 + [RIGHT])
 
@@ -275,7 +276,7 @@ def _listed_table(numbers: list[Published]) -> list[str]:
     evals = list(dict.fromkeys(n.eval for n in numbers))
     cells: dict[tuple[str, str], dict[str, str]] = {}
     for n in numbers:
-        cells.setdefault((n.method, n.metric.name), {})[n.eval] = _percent(n.value, n.digits)
+        cells.setdefault((n.method, n.metric.name), {})[n.eval] = in_percent(n.value, n.digits)
     rows = [[md_cell(method), md_cell(metric), *(by.get(e, DASH) for e in evals)]
             for (method, metric), by in cells.items()]
     return markdown_table([md_cell(h) for h in ("method", "metric", *evals)], rows,

@@ -38,6 +38,7 @@ from diffzoo.leaderboard.paper.published import (
     Published,
     PublishedMetric,
     definition_lines,
+    in_percent,
     meeting,
     needs,
     parse_metrics,
@@ -179,10 +180,6 @@ def release_benchmark(numbers: list[ReleaseNumber]) -> Benchmark:
                      tuple(n.number for n in numbers))
 
 
-def _percent(value: float, digits: int) -> str:
-    return f"{100 * value:.{digits}f}"
-
-
 def _newest(found: list[Comparison]) -> Comparison | None:
     if not found:
         return None
@@ -248,7 +245,7 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
         n = item.number
         same = n.metric.diffzoo
         label = f"{n.metric.name} (= {same})" if same else n.metric.name
-        published = _percent(n.value, n.digits)
+        published = in_percent(n.value, n.digits)
         best = _newest(meeting(n, records))
         where = f"published on {n.benchmark} ({item.split})"
         if item.why:
@@ -260,7 +257,7 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
             rows.append(_line(item, label, DASH, published, DASH,
                               f"{where}; no record: needs {needs(n)}{_stale(n, stale)}"))
         else:
-            rows.append(_line(item, label + _own(best), _percent(best.ours, n.digits), published,
+            rows.append(_line(item, label + _own(best), in_percent(best.ours, n.digits), published,
                               format_delta(PERCENT, best.ours - n.value),
                               f"same definition as diffzoo's {same}; {protocol_note(item, best.record)}"))
         if not n.eval:
@@ -276,7 +273,7 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
                                       f"of {release_run(n.method, n.release, other, n.benchmark)}"
                                       f"{_stale(n, stale, other)}"))
                 else:
-                    rows.append(_line(item, head + _own(hit), _percent(hit.ours, n.digits), DASH, DASH,
+                    rows.append(_line(item, head + _own(hit), in_percent(hit.ours, n.digits), DASH, DASH,
                                       f"{why}; {protocol_note(item, hit.record)}"))
     return rows
 

@@ -30,7 +30,7 @@ from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import RecordIndex
 from diffzoo.leaderboard.layouts.overview import benchmark_columns
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, draw_curves
+from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, draw_curves, grouped_bars, outside_legend
 from diffzoo.leaderboard.render.site_figures import Figure, figure, plot_file
 from diffzoo.leaderboard.robustness import distortion_curves
 from diffzoo.leaderboard.table import Table, info_of
@@ -69,13 +69,6 @@ def detector_styles(names: Iterable[str]) -> dict[str, Style]:
     return out
 
 
-def _legend(ax, count: int) -> None:
-    """The legend outside the axes, on the right, in columns of 20 entries."""
-    if count:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-                  ncol=max(1, -(-count // 20)))
-
-
 def _width(count: int, base: float) -> float:
     """A figure wide enough for ``base`` inches of axes and a legend of ``count`` entries."""
     return base + 2.2 * max(1, -(-count // 20))
@@ -93,7 +86,7 @@ def comparison_curves_png(series: dict[str, list[tuple[float, float | None]]], s
     ax.set_xlabel(_text(xlabel))
     ax.set_ylabel(f"{_text(ylabel)} (%)")
     _title(ax, title, fig)
-    _legend(ax, len(series))
+    outside_legend(ax, len(series))
     return _save(fig, path)
 
 
@@ -103,23 +96,17 @@ def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[st
     benchmarks) on the x axis, one bar per entry of ``series`` (its style); None is no bar."""
     plt = _pyplot()
     editors = list(dict.fromkeys(ed for values in series.values() for ed in values))
-    width = 0.8 / max(len(series), 1)
     fig, ax = plt.subplots(figsize=(_width(len(series), max(6.0, 0.9 + 0.15 * len(editors) * len(series))), 4.4))
-    x = np.arange(len(editors))
-    for i, (name, values) in enumerate(series.items()):
-        s = styles[name]
-        ys = [values.get(ed) for ed in editors]
-        ax.bar(x - 0.4 + width * (i + 0.5), [100 * y if y is not None and np.isfinite(y) else np.nan for y in ys],
-               width, color=s.color, hatch=s.hatch, edgecolor="white" if not s.hatch else "black",
-               linewidth=0.3, label=_text(name))
-    tilt = len(editors) > 4
-    ax.set_xticks(x, [_text(ed) for ed in editors], rotation=30 if tilt else 0, ha="right" if tilt else "center")
+    grouped_bars(ax, editors, {name: [100 * y if (y := values.get(ed)) is not None and np.isfinite(y) else np.nan
+                                      for ed in editors] for name, values in series.items()},
+                 style=lambda name: {"color": styles[name].color, "hatch": styles[name].hatch, "linewidth": 0.3,
+                                     "edgecolor": "white" if not styles[name].hatch else "black"})
     ax.set_xlabel(_text(xlabel))
     ax.set_ylabel(f"{_text(ylabel)} (%)")
     ax.set_ylim(0, 100)
     ax.grid(True, axis="y", alpha=0.3)
     _title(ax, title, fig)
-    _legend(ax, len(series))
+    outside_legend(ax, len(series))
     return _save(fig, path)
 
 
@@ -141,7 +128,7 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
     ax.grid(True, alpha=0.3)
     ax.margins(0.15)
     _title(ax, title, fig)
-    _legend(ax, len(points))
+    outside_legend(ax, len(points))
     return _save(fig, path)
 
 

@@ -35,16 +35,10 @@ _HIDDEN_CATEGORIES = ("Cc", "Cf", "Zl", "Zp", "Cs")
 
 
 def _escaped_char(ch: str) -> str:
+    # Python's unicode_escape writes \n \r \t, \xNN below U+0100 and \uNNNN up to U+FFFF;
+    # beyond, its \UNNNNNNNN form is not ours: those stay \u followed by their hex digits.
     code = ord(ch)
-    if ch == "\n":
-        return "\\n"
-    if ch == "\r":
-        return "\\r"
-    if ch == "\t":
-        return "\\t"
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}"
+    return ch.encode("unicode_escape").decode("ascii") if code <= 0xFFFF else f"\\u{code:04x}"
 
 
 def _hidden(ch: str) -> bool:

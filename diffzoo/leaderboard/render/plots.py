@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +26,29 @@ def _pyplot():
 def _title(ax, text: str, fig) -> None:
     """A title wrapped to the figure's width (long names must not be cut off)."""
     ax.set_title(textwrap.fill(_text(text), max(20, int(fig.get_figwidth() * 9))), fontsize=10)
+
+
+def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]],
+                 style: Callable[[str], dict] = lambda name: {}, fmt: Callable[[float], str] | None = None) -> None:
+    """Grouped bars: one group per entry of ``groups`` on the x axis (labels tilted past four
+    groups), one bar per series in each (``style(name)``: its bar options; NaN: no bar), each
+    labelled on top with ``fmt`` of its value where ``fmt`` is given."""
+    x = np.arange(len(groups))
+    width = 0.8 / max(len(series), 1)
+    for i, (name, values) in enumerate(series.items()):
+        bars = ax.bar(x - 0.4 + width * (i + 0.5), values, width, label=_text(name), **style(name))
+        if fmt is not None:
+            ax.bar_label(bars, labels=[fmt(v) for v in values], fontsize=7)
+    tilt = len(groups) > 4
+    ax.set_xticks(x, [_text(g) for g in groups], rotation=30 if tilt else 0, ha="right" if tilt else "center")
+
+
+def outside_legend(ax, count: int, fontsize: int = 7) -> None:
+    """The legend of ``count`` entries outside the axes, on the right, in columns of 20 entries
+    (none without entries)."""
+    if count:
+        ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                  ncol=max(1, -(-count // 20)))
 
 
 def _save(fig, path: Path, dpi: int = 120, **savefig) -> Path:
@@ -129,15 +152,10 @@ def editor_iou_png(series: dict[str, dict[str, float | None]], path: Path, title
     plt = _pyplot()
     editors = list(dict.fromkeys(e for values in series.values() for e in values))
     n = max(len(series), 1)
-    width = 0.8 / n
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.9 * len(editors) * max(1.0, n / 2)), 4.2))
-    x = np.arange(len(editors))
-    for i, (label, values) in enumerate(series.items()):
-        ys = [100 * y if (y := values.get(e)) is not None and np.isfinite(y) else np.nan for e in editors]
-        bars = ax.bar(x - 0.4 + width * (i + 0.5), ys, width, label=_text(label))
-        ax.bar_label(bars, labels=[f"{y:.1f}" if np.isfinite(y) else "" for y in ys], fontsize=7)
-    tilt = len(editors) > 4
-    ax.set_xticks(x, [_text(e) for e in editors], rotation=30 if tilt else 0, ha="right" if tilt else "center")
+    grouped_bars(ax, editors, {label: [100 * y if (y := values.get(e)) is not None and np.isfinite(y) else np.nan
+                                       for e in editors] for label, values in series.items()},
+                 fmt=lambda y: f"{y:.1f}" if np.isfinite(y) else "")
     ax.set_xlabel("editor")
     ax.set_ylabel("IoU (%)")
     ax.set_ylim(0, 100)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -116,9 +117,7 @@ def detector_slugs(names: Iterable[str]) -> dict[str, str]:
     case-insensitively) get a short hash of the name appended."""
     names = sorted(set(names))
     base = {n: slugify(n) for n in names}
-    count: dict[str, int] = {}
-    for slug in base.values():
-        count[slug.lower()] = count.get(slug.lower(), 0) + 1
+    count = Counter(slug.lower() for slug in base.values())
     return {n: s if count[s.lower()] == 1 else f"{s[:100]}-{hashlib.sha256(n.encode()).hexdigest()[:8]}"
             for n, s in base.items()}
 

@@ -5,14 +5,14 @@ redrawn from a saved ``stats.json``."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, _title
+from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, grouped_bars
 
 STATS_PLOTS = ("editors.png", "edited-area.png", "turns.png", "base.png")
 """File names :func:`stats_pngs` writes, in this order."""
@@ -22,21 +22,6 @@ def _integer_ticks():
     from matplotlib.ticker import MaxNLocator
 
     return MaxNLocator(integer=True)
-
-
-def _bars(ax, labels: list[str], series: Mapping[str, Sequence[float]]) -> None:
-    """Grouped bars with their counts on top; one group per label, one bar per series."""
-    x = np.arange(len(labels))
-    width = 0.8 / max(len(series), 1)
-    for i, (name, values) in enumerate(series.items()):
-        bars = ax.bar(x - 0.4 + width * (i + 0.5), values, width, label=_text(name))
-        ax.bar_label(bars, labels=[f"{v:g}" for v in values], fontsize=7)
-    tilt = len(labels) > 4
-    ax.set_xticks(x, [_text(s) for s in labels], rotation=30 if tilt else 0, ha="right" if tilt else "center")
-    ax.yaxis.set_major_locator(_integer_ticks())
-    ax.grid(True, axis="y", alpha=0.3)
-    if len(series) > 1:
-        ax.legend(fontsize=8)
 
 
 def editors_png(stats: dict[str, Any], path: Path) -> Path:
@@ -83,11 +68,16 @@ def turns_png(stats: dict[str, Any], path: Path) -> Path:
 
 
 def _bar_chart(stats: dict[str, Any], names: list[str], series: dict[str, list[int]], xlabel: str, title: str,
-               path: Path, min_width: float) -> Path:
-    """Image counts per name as grouped bars (one group per series), titled with the dataset's name."""
+               path: Path, min_width: float, per_name: float = 0.8) -> Path:
+    """Image counts per name as grouped bars (one group per series), titled with the dataset's name;
+    ``per_name`` inches of width per name beyond ``min_width``."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(min_width, 1.0 + 0.8 * len(names)), 4.0))
-    _bars(ax, names, series)
+    fig, ax = plt.subplots(figsize=(max(min_width, 1.0 + per_name * len(names)), 4.0))
+    grouped_bars(ax, names, series, fmt=lambda v: f"{v:g}")  # the counts on top
+    ax.yaxis.set_major_locator(_integer_ticks())
+    ax.grid(True, axis="y", alpha=0.3)
+    if len(series) > 1:
+        ax.legend(fontsize=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("images")
     _title(ax, f"{stats['dataset']['name']}: {title}", fig)
@@ -96,14 +86,9 @@ def _bar_chart(stats: dict[str, Any], names: list[str], series: dict[str, list[i
 
 def base_png(stats: dict[str, Any], path: Path) -> Path:
     """Images on a real vs an AI-generated base (unknown: no metadata)."""
-    plt = _pyplot()
     base = stats["base"]
-    fig, ax = plt.subplots(figsize=(4.5, 4.0))
-    _bars(ax, list(base), {"images": list(base.values())})
-    ax.set_xlabel("base image")
-    ax.set_ylabel("images")
-    _title(ax, f"{stats['dataset']['name']}: real vs AI base", fig)
-    return _save(fig, path)
+    return _bar_chart(stats, list(base), {"images": list(base.values())}, "base image", "real vs AI base", path,
+                      min_width=4.5, per_name=0.0)
 
 
 _DRAW: dict[str, Callable[[dict[str, Any], Path], Path]] = {

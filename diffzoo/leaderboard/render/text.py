@@ -222,17 +222,18 @@ OVERVIEW_RENDERERS: dict[str, Callable[[Selection, list[Table]], str]] = {
 }
 
 
-def published_names(fmt: str) -> tuple[str, ...]:
-    """The names format ``fmt`` writes at the top of the output folder."""
+def _own_writer(fmt: str) -> tuple[tuple[str, ...], Callable[[Selection, Path], Path]] | None:
+    """The names a format with its own writer (the paper report, the site) writes at the top of
+    the output folder, and that writer; None for a text format."""
     if fmt == "paper":
-        from diffzoo.leaderboard.paper.report import REPORT_FILE
+        from diffzoo.leaderboard.paper.report import REPORT_FILE, write_report
 
-        return (REPORT_FILE,)
+        return (REPORT_FILE,), write_report
     if fmt == "html":
-        from diffzoo.leaderboard.render.site import SITE_NAMES
+        from diffzoo.leaderboard.render.site import SITE_NAMES, write_site
 
-        return SITE_NAMES
-    return (TEXT_FORMAT_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ()))
+        return SITE_NAMES, write_site
+    return None
 
 
 def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False, force: bool = False) -> Path:
@@ -253,17 +254,13 @@ def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False
     tables = build_tables(selection.records)
     check_mixing(tables, allow_mixed)
     folder = claim_output_dir(out, force)
-    for name in published_names(fmt):  # before any write: a foreign file (with --force) stops it here
+    own = _own_writer(fmt)
+    names = own[0] if own else (TEXT_FORMAT_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ()))
+    for name in names:  # before any write: a foreign file (with --force) stops it here
         folder.check_writable(name)
     with writing(out):  # a disk-full error that names no file names this folder, never "internal error"
-        if fmt == "paper":
-            from diffzoo.leaderboard.paper.report import write_report
-
-            return write_report(selection, out)
-        if fmt == "html":
-            from diffzoo.leaderboard.render.site import write_site
-
-            return write_site(selection, out)
+        if own:
+            return own[1](selection, out)
         path = atomic_write_text(out / TEXT_FORMAT_FILES[fmt], RENDERERS[fmt](selection, tables))
         if fmt in OVERVIEW_RENDERERS:
             overview = OVERVIEW_RENDERERS[fmt](selection, build_overview(selection.records))

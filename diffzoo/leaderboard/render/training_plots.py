@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save
+from diffzoo.leaderboard.render.plots import _pyplot, _save, outside_legend
 
 NAN = float("nan")
 LOG_DECADES = 1.0
@@ -68,20 +68,17 @@ def _step(value: Any) -> float | None:
     return step if math.isfinite(step) else None
 
 
-def _metrics(obj: Any, split: Any = None) -> dict[str, float]:
-    """{metric: value} of a validation point; a split other than ``val`` is named in the key."""
-    if not isinstance(obj, Mapping):
-        return {}
-    suffix = "" if split in (None, "", "val") else f" ({split})"
-    return {f"{name}{suffix}": _num(v) for name, v in obj.items()}
-
-
-def _validation(points: Iterable[tuple[float, dict[str, float]]]) -> list[tuple[float, dict[str, float]]]:
-    """Points with any metric, in step order; points at one step are merged."""
+def _validation(points: Iterable[Any]) -> list[tuple[float, dict[str, float]]]:
+    """The validation points (objects with ``step``, ``split``, ``metrics``) with a finite step
+    and any metric, in step order, as (step, {metric: value}); a split other than ``val`` is
+    named in the metric's key; points at one step are merged."""
     merged: dict[float, dict[str, float]] = {}
-    for step, metrics in points:
-        if metrics:
-            merged.setdefault(step, {}).update(metrics)
+    for point in points:
+        if isinstance(point, Mapping) and (step := _step(point.get("step"))) is not None:
+            obj, split = point.get("metrics"), point.get("split")
+            suffix = "" if split in (None, "", "val") else f" ({split})"
+            if isinstance(obj, Mapping) and obj:
+                merged.setdefault(step, {}).update({f"{name}{suffix}": _num(v) for name, v in obj.items()})
     return sorted(merged.items(), key=lambda p: p[0])
 
 
@@ -108,17 +105,12 @@ def curves_from_log(rows: list[dict[str, Any]]) -> TrainingCurves:
     resumed from a save before its last logged row) keeps its last row; ``lr`` given as one
     number is the group ``lr``."""
     train: dict[float, dict[str, Any]] = {}
-    points = []
     for row in rows:
         if not isinstance(row, Mapping):
             continue
         step = _step(row.get("step"))
-        if step is None:
-            continue
-        if row.get("event") == "train":
+        if step is not None and row.get("event") == "train":
             train[step] = row
-        elif row.get("event") == "val":
-            points.append((step, _metrics(row.get("metrics"), row.get("split"))))
     steps = sorted(train)
     groups: dict[str, None] = {}
     for step in steps:
@@ -141,7 +133,8 @@ def curves_from_log(rows: list[dict[str, Any]]) -> TrainingCurves:
         a != b and not (math.isnan(a) and math.isnan(b)) for a, b in zip(loss, mean))
     return TrainingCurves(
         steps=steps, loss=loss, loss_mean=mean if has_mean else None,
-        lr={g: [lr_of(train[s], g) for s in steps] for g in groups}, validation=_validation(points))
+        lr={g: [lr_of(train[s], g) for s in steps] for g in groups},
+        validation=_validation(row for row in rows if isinstance(row, Mapping) and row.get("event") == "val"))
 
 
 def _legacy_steps(n: int, iterations: Any) -> tuple[list[float], bool]:
@@ -178,11 +171,7 @@ def curves_from_training(training: Any) -> TrainingCurves | None:
     elif isinstance(training.get("losses"), list) and training["losses"]:
         loss = [_num(v) for v in training["losses"]]
         steps, approximate = _legacy_steps(len(loss), training.get("iterations"))
-    points = []
-    for point in training.get("validation") or ():
-        if isinstance(point, Mapping) and (step := _step(point.get("step"))) is not None:
-            points.append((step, _metrics(point.get("metrics"), point.get("split"))))
-    curves = TrainingCurves(steps=steps, loss=loss, lr=lr, validation=_validation(points),
+    curves = TrainingCurves(steps=steps, loss=loss, lr=lr, validation=_validation(training.get("validation") or ()),
                             approximate_steps=approximate)
     return None if curves.empty else curves
 
@@ -212,13 +201,6 @@ def _finite(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]
 def _spans_decade(values: Iterable[float]) -> bool:
     pos = [v for v in values if math.isfinite(v) and v > 0]
     return bool(pos) and min(pos) > 0 and math.log10(max(pos) / min(pos)) > LOG_DECADES
-
-
-def _legend(ax) -> None:
-    handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-                  ncol=max(1, -(-len(handles) // 20)))
 
 
 def _note(ax, text: str) -> None:
@@ -295,6 +277,6 @@ def training_png(curves: TrainingCurves, path: Path, title: str = "") -> Path:
         if xs:
             pad = 1.0 if min(xs) == max(xs) else 0.02 * (max(xs) - min(xs))
             ax.set_xlim(min(xs) - pad, max(xs) + pad)
-        _legend(ax)
+        outside_legend(ax, len(ax.get_legend_handles_labels()[0]), fontsize=8)
     fig.suptitle(textwrap.fill(_text(title or "training"), 90), fontsize=10)
     return _save(fig, path, dpi=110, bbox_inches="tight")
