@@ -124,11 +124,6 @@ def sniff(values: set[int], read: int, vouched: bool) -> MaskEncoding:
     return MaskEncoding(CLASS_INDEX, shown, read)
 
 
-def is_binary_space(space: LabelSpace) -> bool:
-    """True for the label space of binary masks (:attr:`LabelSpace.is_binary`)."""
-    return space.is_binary
-
-
 ALMOST_ALL = 0.99
 """A split (or the first training batches) whose label pixels are at least this share
 'ignore' has nothing to score or learn: an error, not a row of zeros."""

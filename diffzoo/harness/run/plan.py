@@ -36,7 +36,6 @@ from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import PIXEL_TASKS, CaseTask, JudgedBy, StateKey, Task
 from diffzoo.harness.data.editor_index import select_ids
-from diffzoo.harness.data.mask_encoding import is_binary_space
 from diffzoo.harness.models.checkpoints import cache_key
 from diffzoo.harness.models.monitor import default_val_every
 from diffzoo.harness.records.case_summary import judged_by, own_score_case, state_key
@@ -388,7 +387,7 @@ def _train_spec(card: DetectorCard, case: Case, dataset: Dataset,
                           "of training needs a model trained without them")
         if spec.task not in release.tasks and not (case.task == CaseTask.IMAGE and Task.BINARY in release.tasks):
             return None, f"released weights {release.name} are a {'/'.join(release.tasks)} model"
-    if Task.SEMANTIC in (spec.task, case.task) and is_binary_space(dataset.label_space):
+    if Task.SEMANTIC in (spec.task, case.task) and dataset.label_space.is_binary:
         return None, _binary_masks(dataset)
     known = set(dataset.label_space.editors)
     missing = [e for e in (*case.editors, *case.train.exclude_editors) if e not in known]
@@ -599,7 +598,7 @@ def training_plan(card: DetectorCard, spec: TrainSpec, dataset: Dataset, config:
                   detector: str = "", val_every: int | None = 0) -> Plan:
     """The plan of one model trained without cases (``diffzoo train``): the job
     :func:`make_plan` makes for a case with this training, so the same cache key."""
-    if spec.task == Task.SEMANTIC and is_binary_space(dataset.label_space):
+    if spec.task == Task.SEMANTIC and dataset.label_space.is_binary:
         raise ConfigError(f"cannot train {card.name} [{spec.task}]: {_binary_masks(dataset)}")
     planner = _Planner(card, dataset, config, fingerprint, [], {}, None, val_every)
     return Plan(card, dataset, fingerprint, [planner.job(spec)], datasets={fingerprint: dataset}, detector=detector)
