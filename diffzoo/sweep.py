@@ -11,12 +11,17 @@ weights and training datasets into jobs, one per (detector, weights, training da
 Each job is one :class:`~diffzoo.harness.run.request.RunRequest`, run exactly as ``diffzoo
 run`` runs it (:func:`diffzoo.evaluate`: the same records, cache, checks and verification),
 all into one record store (``--out``).  A job that finished leaves ``sweep/done/<key>.json``
-naming its records; a job whose done file names records that are all in the store is skipped,
-so running a sweep again resumes it (a deleted record runs its job again).
+naming its records (and, per ``--eval-dataset catalog:ROOT``, the benchmarks found under ROOT
+when it ran); a job whose done file names records that are all in the store, and the same
+benchmarks ROOT holds now, is skipped, so running a sweep again resumes it (a deleted record,
+or a benchmark added or removed, runs its job again).
 
 Jobs run here one after another (``local``), or through submitit (:func:`submit`): on a SLURM
 cluster as a job array (``slurm``), or each in its own process on this machine
-(``submitit-local``, the same code path without a cluster).  A job asking for several GPUs
+(``submitit-local``, the same code path without a cluster).  Each SLURM submission is
+recorded (``sweep/submitted/<key>.json``); a later sweep does not submit a job again while its
+SLURM job is pending or running, and submits it again once that job ended without finishing it.
+A job asking for several GPUs
 runs ``torchrun`` (inside its allocation on SLURM), as ``diffzoo run`` is run by hand.  An
 executor option the chosen executor would not use is refused (:func:`check_executor`).  When the jobs
 are done the store's records are published into ``board/`` (the overview with one column
@@ -37,11 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.cards import stable_hash
-from diffzoo.harness.core.errors import ConfigError, DiffzooError, TrainingStopped
+from diffzoo.harness.core.errors import ConfigError, DiffzooError, TrainingStopped, WeightsUnavailableError
 from diffzoo.harness.core.fsutil import FileRefused, append_line, atomic_write_text, read_json, user_path_error
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
-from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.models.releases import find_files, release_dir
+from diffzoo.harness.run.request import RunRequest, catalog_root
 from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir
 
 log = logging.getLogger(__name__)
@@ -55,13 +61,14 @@ SLURM_ONLY = ("--partition", "--parallel", "--slurm-option", "--no-wait")
 """The sweep's options only ``slurm`` uses (submitit-local always waits for its own processes)."""
 SUBMITIT_ONLY = ("--time", "--cpus-per-job")
 """The sweep's options only the submitit executors (``slurm``, ``submitit-local``) use."""
-DONE_DIR, LOGS_DIR = "done", "logs"
-"""``OUT/sweep/done/<key>.json`` per finished job, ``OUT/sweep/logs/`` submitit's job logs
-(``OUT/sweep/sweep.log``: the sweep's own log; ``OUT/board/``: the published board)."""
+DONE_DIR, LOGS_DIR, SUBMITTED_DIR = "done", "logs", "submitted"
+"""``OUT/sweep/done/<key>.json`` per finished job, ``OUT/sweep/logs/`` submitit's job logs,
+``OUT/sweep/submitted/<key>.json`` per job submitted to SLURM (``OUT/sweep/sweep.log``: the
+sweep's own log; ``OUT/board/``: the published board)."""
 BOARD_FORMATS = ("md", "html")
 """What the board is published as: the overview (and per-case tables) in Markdown, and the site."""
-SWEEP_REQUEST = "sweep-job"
-"""The done file's kind."""
+SWEEP_REQUEST, SWEEP_SUBMISSION = "sweep-job", "sweep-submission"
+"""The done file's kind, and the submission record's."""
 
 
 @dataclass(eq=False)
@@ -171,6 +178,21 @@ def check_executor(executor: str, given: Collection[str] = ()) -> None:
                           "or choose that executor")
 
 
+def release_files(job: SweepJob) -> tuple[Path, str | None] | None:
+    """For a released job: (the folder its release files are read from, None when every file
+    is there, else the error the job would give: where to get them and where to put them);
+    None for a trained job.  Reads no file and downloads nothing."""
+    if job.weights == TRAINED:
+        return None
+    card = get_registry().get("detector", job.detector).card
+    release = next(r for r in card.releases if f"{RELEASED_PREFIX}{r.name}" == job.weights)
+    try:
+        find_files(card, release)
+    except WeightsUnavailableError as exc:
+        return release_dir(card, release), str(exc)
+    return release_dir(card, release), None
+
+
 # -- what is done ---------------------------------------------------------------------------------
 def job_key(request: dict[str, Any]) -> str:
     """A job's identity: a hash of every option of its request (:meth:`RunRequest.to_dict`)."""
@@ -182,10 +204,53 @@ def done_path(out: Path, key: str) -> Path:
     return Path(out) / SWEEP_DIR / DONE_DIR / f"{key}.json"
 
 
-def done_records(out: Path, job: SweepJob, stored: set[str]) -> list[str] | None:
+def catalog_listing(request: Mapping[str, Any], memo: dict[str, list[dict[str, str]]] | None = None
+                    ) -> dict[str, list[dict[str, str]]]:
+    """ROOT -> the benchmarks the catalog recognises under it now (path and adapter; no dataset
+    opened, no image read), for each ``--eval-dataset catalog:ROOT`` of ``request``; ``memo``
+    keeps each ROOT's listing for the next job of the same sweep.  A ROOT that cannot be
+    listed raises the error the run itself gives."""
+    from diffzoo.harness.run.catalog import find_datasets
+
+    memo = {} if memo is None else memo
+    listing: dict[str, list[dict[str, str]]] = {}
+    for spec in request.get("eval_dataset") or []:
+        root = catalog_root(str(spec))
+        if root is None:
+            continue
+        if root not in memo:
+            memo[root] = [{"path": str(path), "adapter": adapter}
+                          for path, adapter in find_datasets(root, open_found=False).recognised]
+        listing[root] = memo[root]
+    return listing
+
+
+def _catalog_changes(then: Any, now: Mapping[str, list[dict[str, str]]]) -> str:
+    """How the benchmarks under each catalog ROOT differ from those a done file names ("" when
+    they do not)."""
+    def names(found: list[Any]) -> set[str]:
+        return {f"{e.get('path')} ({e.get('adapter')})" if isinstance(e, dict) else repr(e) for e in found}
+
+    said = []
+    for root, found in now.items():
+        before = then.get(root) if isinstance(then, dict) else None
+        if not isinstance(before, list):
+            said.append(f"its done file does not say which benchmarks were under {root}")
+            continue
+        old, new = names(before), names(found)
+        if old != new:
+            diff = [f"+{n}" for n in sorted(new - old)] + [f"-{n}" for n in sorted(old - new)]
+            said.append(f"benchmarks under {root} changed since the job ran: {', '.join(diff)}")
+    return "; ".join(said)
+
+
+def done_records(out: Path, job: SweepJob, stored: set[str],
+                 listings: dict[str, list[dict[str, str]]] | None = None) -> list[str] | None:
     """The record ids a finished job's done file names when every one is in the store
-    (``stored``); None when the job has to run (no done file, an unreadable one, one of
-    another request, or a record of it missing)."""
+    (``stored``) and each ``catalog:ROOT`` of the job lists what its done file names; None when
+    the job has to run (no done file, an unreadable one, one of another request, a record of it
+    missing, a benchmark added or removed under ROOT).  ``listings``: :func:`catalog_listing`'s
+    memo, shared by the jobs of one sweep."""
     path = done_path(out, job.key)
     if not path.exists():
         return None
@@ -204,6 +269,10 @@ def done_records(out: Path, job: SweepJob, stored: set[str]) -> list[str] | None
         log.info("%s: %d of its records are not in the store (first: %s); the job runs again", job.label,
                  len(missing), missing[0])
         return None
+    changed = _catalog_changes(data.get("catalogs"), catalog_listing(job.request.to_dict(), listings))
+    if changed:
+        log.warning("%s: %s; the job runs again", job.label, changed)
+        return None
     return [str(i) for i in ids]
 
 
@@ -214,11 +283,14 @@ def stored_ids(out: Path) -> set[str]:
     return {r.id for r in RecordStore(Path(out)).load().records} if (Path(out) / "records").is_dir() else set()
 
 
-def mark_done(out: Path, request: dict[str, Any], records: Sequence[str]) -> Path:
-    """Write the done file of the job of ``request`` (its records' ids), whole or not at all."""
+def mark_done(out: Path, request: dict[str, Any], records: Sequence[str],
+              catalogs: Mapping[str, list[dict[str, str]]] | None = None) -> Path:
+    """Write the done file of the job of ``request`` (its records' ids, and ``catalogs``: what
+    :func:`catalog_listing` found when it ran), whole or not at all."""
     path = done_path(out, job_key(request))
     return atomic_write_text(path, json.dumps({"kind": SWEEP_REQUEST, "request": request, "records": list(records),
-                                               "date": _now()}, indent=1, sort_keys=True))
+                                               "catalogs": dict(catalogs or {}), "date": _now()}, indent=1,
+                                              sort_keys=True))
 
 
 # -- running one job ---------------------------------------------------------------------------
@@ -230,12 +302,14 @@ def run_job(request: dict[str, Any], out: str, gpus: int = 1, progress: Any = No
     data out."""
     from diffzoo.api import evaluate
 
+    # listed before the run reads ROOT: a benchmark added while it runs makes the next sweep run it again
+    catalogs = catalog_listing(request)
     if gpus > 1:
         ids = _torchrun(request, Path(out), gpus)
     else:
         result = evaluate(request=RunRequest.from_dict(request), out=out, references=False, progress=progress)
         ids = [r.id for r in result.records]
-    mark_done(Path(out), request, ids)
+    mark_done(Path(out), request, ids, catalogs)
     return ids
 
 
@@ -269,18 +343,30 @@ class Cluster:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster) -> list[Any]:
-    """Submit ``jobs`` through submitit (``slurm``: a job array; ``submitit-local``: one
-    process each here); returns submitit's job handles (their logs under ``sweep/logs/``)."""
+def _submitit(executor: str) -> Any:
+    """The submitit module (a hard dependency: a broken install says so)."""
     try:
         import submitit
-    except ImportError as exc:  # a hard dependency: a broken install says so
+    except ImportError as exc:
         raise ConfigError(f"--executor {executor} needs submitit, which is not importable ({exc}); "
                           "pip install submitit") from None
+    return submitit
+
+
+def _logs(out: Path) -> Path:
+    """submitit's folder of each job (``%j``: its job id)."""
+    return Path(out) / SWEEP_DIR / LOGS_DIR / "%j"
+
+
+def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster) -> list[Any]:
+    """Submit ``jobs`` through submitit (``slurm``: a job array, each job's submission recorded;
+    ``submitit-local``: one process each here); returns submitit's job handles (their logs
+    under ``sweep/logs/``)."""
+    submitit = _submitit(executor)
     if executor == "slurm" and shutil.which("sbatch") is None:
         raise ConfigError("--executor slurm: sbatch is not on PATH, so this is no SLURM login node; run the sweep "
                           "on one, or use --executor local")
-    folder = Path(out) / SWEEP_DIR / LOGS_DIR / "%j"
+    folder = _logs(out)
     try:
         ex = submitit.AutoExecutor(folder=folder, cluster="local" if executor == "submitit-local" else "slurm")
     except RuntimeError as exc:  # submitit finds no cluster tools (srun)
@@ -305,16 +391,61 @@ def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster)
             from None
     if folder.is_dir() and not any(folder.iterdir()):  # submitit makes the pattern's folder itself too
         folder.rmdir()
+    if executor == "slurm":  # recorded as soon as sbatch took them: a later sweep must not submit them twice
+        for job, handle in zip(jobs, handles):
+            atomic_write_text(submitted_path(out, job.key), json.dumps(
+                {"kind": SWEEP_SUBMISSION, "key": job.key, "job_id": str(handle.job_id), "date": _now()}, indent=1,
+                sort_keys=True))
     return handles
+
+
+def submitted_path(out: Path, key: str) -> Path:
+    """The record of the SLURM submission of the job of ``key``."""
+    return Path(out) / SWEEP_DIR / SUBMITTED_DIR / f"{key}.json"
+
+
+def still_queued(out: Path, jobs: Sequence[SweepJob]) -> dict[str, tuple[Any, str]]:
+    """Key -> (submitit's handle, what to say) of each of ``jobs`` an earlier sweep submitted to
+    SLURM whose SLURM job has not ended (pending, running, or a state SLURM does not give).  A
+    job whose SLURM job ended (without a done file: it is among ``jobs``) is said and left out,
+    to be submitted again, as is one without a readable submission record."""
+    submitit = _submitit("slurm")
+    earlier = []
+    for job in jobs:
+        path = submitted_path(out, job.key)
+        if not path.exists():
+            continue
+        try:
+            data = read_json(path)
+        except (FileRefused, OSError, ValueError) as exc:
+            log.warning("%s: not a sweep's submission record (%s); the job is submitted again", path, exc)
+            continue
+        job_id = data.get("job_id") if isinstance(data, dict) else None
+        if not isinstance(job_id, str) or not job_id:
+            log.warning("%s: not a sweep's submission record (no job id); the job is submitted again", path)
+            continue
+        # every handle made before any state is asked: submitit asks sacct once for all of them
+        earlier.append((job, path, submitit.SlurmJob(folder=_logs(out), job_id=job_id), data.get("date")))
+    queued = {}
+    for job, path, handle, date in earlier:
+        if handle.done():  # its result file is written, or SLURM says it ended
+            log.warning("%s: its SLURM job %s (submitted %s) ended (%s) and the job is not done; it is submitted "
+                        "again", job.label, handle.job_id, date, handle.state)
+            continue
+        state = handle.state
+        hint = f"; if it is not, delete {path} to submit it again" if state == "UNKNOWN" else ""
+        queued[job.key] = (handle, f"SLURM job {handle.job_id} submitted {date} is still {state}{hint}")
+    return queued
 
 
 @dataclass
 class JobOutcome:
     job: SweepJob
-    status: str  # "skipped" (done before), "done", "failed", "submitted"
+    status: str  # "skipped" (done before), "done", "failed", "submitted", "queued" (submitted before, not ended)
     records: list[str] = field(default_factory=list)
     error: str = ""
     log: str = ""
+    note: str = ""  # "queued": its SLURM job and state
 
 
 def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: Cluster | None = None,
@@ -322,8 +453,9 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
               on_job: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
     """Run the jobs of ``plan`` that are not done into the store at ``out`` (module doc); each
     job's outcome goes to ``on_job`` as it is known.  A failed job is reported and the others
-    go on.  ``wait``: with SLURM, wait for the jobs (else they are only submitted; submitit's
-    local processes are always waited for)."""
+    go on.  ``wait``: with SLURM, wait for the jobs, those an earlier sweep submitted that are
+    still queued or running too (else they are only submitted, or said to be ``queued``;
+    submitit's local processes are always waited for)."""
     check_executor(executor)
     cluster = cluster or Cluster()
     claim_output_dir(Path(out), force=False)  # once, before any job: a folder not diffzoo's is refused now
@@ -331,8 +463,9 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
     outcomes: list[JobOutcome] = []
     todo = []
     report = on_job or (lambda o: None)
+    listings: dict[str, list[dict[str, str]]] = {}
     for job in plan.jobs:
-        ids = done_records(out, job, stored)
+        ids = done_records(out, job, stored, listings)
         if ids is not None:
             outcomes.append(JobOutcome(job, "skipped", ids))
             report(outcomes[-1])
@@ -344,12 +477,15 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
             outcomes.append(outcome)
             report(outcome)
         return outcomes
-    handles = submit(todo, out, executor, cluster) if todo else []
+    queued = still_queued(out, todo) if executor == "slurm" and todo else {}
+    fresh = [job for job in todo if job.key not in queued]
+    handles = dict(zip([job.key for job in fresh], submit(fresh, out, executor, cluster) if fresh else []))
     wait = wait or executor == "submitit-local"  # local processes are this one's children: never left behind
-    for job, handle in zip(todo, handles):
+    for job in todo:
+        handle, note = queued.get(job.key) or (handles[job.key], "")
         log_path = str(Path(out) / SWEEP_DIR / LOGS_DIR / str(handle.job_id))
         if not wait:
-            outcomes.append(JobOutcome(job, "submitted", log=log_path))
+            outcomes.append(JobOutcome(job, "queued" if note else "submitted", log=log_path, note=note))
         else:
             try:
                 outcomes.append(JobOutcome(job, "done", list(handle.result()), log=log_path))

@@ -12,7 +12,7 @@ import pytest
 
 from diffzoo.leaderboard.store import RecordStore
 
-from helpers.cli import cli, one_line_exit_2
+from helpers.cli import cli, one_line, one_line_exit_2
 from helpers.dinov3iml import RELEASE, released
 
 FAST = ["--iterations", "2", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
@@ -208,3 +208,122 @@ def test_several_gpus_per_job_run_under_torchrun_with_the_local_executor_too(cap
                                "standard", "--out", tmp_path / "store")
     assert code == 0, stdout + stderr
     assert runs == [2]
+
+
+# -- a catalog's benchmarks, released files in a plan, SLURM jobs submitted before -----------------
+def catalog_sweep(capsys, tmp_path, root, *more):
+    return cli(capsys, "sweep", "--detectors", "segformer.tiny", "--suite", "standard,cross-dataset",
+               "--eval-dataset", f"catalog:{root}", "--no-publish", "--out", tmp_path / "store", *more)
+
+
+def test_a_benchmark_added_or_removed_under_a_catalog_root_runs_the_job_again(capsys, caplog, tmp_path,
+                                                                             monkeypatch):
+    from helpers.data import make_diffseg_folder, make_tpgt
+
+    root = tmp_path / "benchmarks"
+    make_tpgt(root / "tpgt")
+    seen = fake_runs(monkeypatch)
+    code, stdout, stderr = catalog_sweep(capsys, tmp_path, root)
+    assert code == 0 and "done: 0 record(s)" in stdout, stdout + stderr
+    [done] = (tmp_path / "store" / "sweep" / "done").glob("*.json")
+    assert json.loads(done.read_text())["catalogs"] == {str(root): [{"path": str(root / "tpgt"), "adapter": "tpgt"}]}
+
+    code, stdout, stderr = catalog_sweep(capsys, tmp_path, root)  # nothing changed: done
+    assert code == 0 and "done before" in stdout and len(seen) == 1, stdout + stderr
+
+    make_diffseg_folder(root / "edits", editors=("sd2", "sdxl"))  # a new benchmark under the same ROOT
+    code, stdout, stderr = catalog_sweep(capsys, tmp_path, root, "--plan")
+    assert code == 0 and "(to run;" in stdout, stdout + stderr
+    caplog.clear()
+    code, stdout, stderr = catalog_sweep(capsys, tmp_path, root)
+    assert code == 0 and "done: 0 record(s)" in stdout and len(seen) == 2, stdout + stderr
+    assert f"benchmarks under {root} changed since the job ran: +{root / 'edits'} (diffseg30k); the job runs again" \
+        in caplog.text
+
+    import shutil
+
+    shutil.rmtree(root / "tpgt")  # one removed
+    caplog.clear()
+    code, stdout, stderr = catalog_sweep(capsys, tmp_path, root)
+    assert code == 0 and len(seen) == 3, stdout + stderr
+    assert f"changed since the job ran: -{root / 'tpgt'} (tpgt);" in caplog.text
+
+    shutil.rmtree(root)  # a ROOT that cannot be listed: the run's own error (a DataError), in one line; nothing run
+    code, stdout, stderr = catalog_sweep(capsys, tmp_path, root)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("error: ") and len(seen) == 3, stdout + stderr
+    assert f"{root} does not exist: nothing to look for datasets in" in lines[0] and "Traceback" not in stderr
+
+
+@pytest.mark.isolated_cache
+def test_a_plan_says_whether_each_released_jobs_files_are_in_the_cache_and_fetches_nothing(capsys, tmp_path):
+    cache = Path(os.environ["DIFFZOO_CACHE"])
+    folder = cache / "weights" / "released" / "dinov3iml.tiny" / RELEASE
+    args = ["--detectors", "dinov3iml.tiny,segformer.tiny", "--weights", "trained,released"]
+    code, stdout, stderr = plan(capsys, tmp_path, *args)
+    assert code == 0, stdout + stderr
+    text = one_line(stdout)
+    assert "release files missing: detector dinov3iml.tiny: weights 'released:" in text
+    assert f"into {folder}" in text and "Traceback" not in stderr
+    lines = stdout.splitlines()
+    released_at = next(i for i, line in enumerate(lines) if f"[released:{RELEASE}]" in line)
+    assert lines[released_at + 1].startswith("  release files missing: ")
+    # the trained jobs' lines are as before: one line each, nothing after them
+    trained = [i for i, line in enumerate(lines) if " trained on mini (to run; key " in line]
+    assert len(trained) == 2 and all(not lines[i + 1].startswith("  ") for i in trained)
+    assert not folder.exists() and not (tmp_path / "store").exists()
+
+    released(folder)
+    code, stdout, stderr = plan(capsys, tmp_path, *args)
+    assert code == 0 and f"release files present in {folder}" in one_line(stdout), stdout + stderr
+
+
+def fake_slurm(tmp_path, monkeypatch) -> Path:
+    """A stand-in ``sbatch`` (each call a new job id from 7001, its script kept) and ``sacct``
+    (it prints ``sacct.txt``): the scheduler's side of submitit, without a cluster."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(
+        f'#!/bin/sh\nn=$(cat {bin_dir}/count 2>/dev/null || echo 7000)\nn=$((n+1))\necho $n > {bin_dir}/count\n'
+        f'cp "$1" {bin_dir}/submitted-$n.sh\necho "Submitted batch job $n"\n')
+    (bin_dir / "sacct").write_text(f"#!/bin/sh\ncat {bin_dir}/sacct.txt\n")
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return bin_dir
+
+
+def test_a_slurm_sweep_run_again_does_not_submit_jobs_still_queued_and_resubmits_ended_ones(capsys, caplog,
+                                                                                           tmp_path, monkeypatch):
+    bin_dir = fake_slurm(tmp_path, monkeypatch)
+    refuse_runs(monkeypatch)
+    out = tmp_path / "store"
+    args = ["sweep", "--detectors", "segformer.tiny,fcn8s.tiny", "--suite", "standard", "--executor", "slurm",
+            "--no-wait", "--out", out]
+    code, stdout, stderr = cli(capsys, *args)
+    assert code == 0 and stdout.count("submitted (log") == 2, stdout + stderr
+    records = {json.loads(p.read_text())["job_id"] for p in (out / "sweep" / "submitted").glob("*.json")}
+    assert records == {"7001_0", "7001_1"}
+
+    # one job still running, the other ended without a done file (it failed on its node)
+    (bin_dir / "sacct.txt").write_text("JobID|State|NodeList\n7001_0|RUNNING|n1\n7001_1|FAILED|n2\n")
+    code, stdout, stderr = cli(capsys, *args)
+    assert code == 0, stdout + stderr
+    assert "job segformer.tiny trained on mini: not submitted again: SLURM job 7001_0 submitted" in one_line(stdout)
+    assert "is still RUNNING" in stdout
+    assert "job fcn8s.tiny trained on mini: submitted (log" in stdout
+    assert "fcn8s.tiny trained on mini: its SLURM job 7001_1 (submitted " in caplog.text
+    assert "ended (FAILED) and the job is not done; it is submitted again" in caplog.text
+    # only the ended job is submitted again: one sbatch, one job (submitit gives a lone job no array)
+    assert (bin_dir / "count").read_text().strip() == "7002" and "--array" not in \
+        (bin_dir / "submitted-7002.sh").read_text()
+    records = {json.loads(p.read_text())["job_id"] for p in (out / "sweep" / "submitted").glob("*.json")}
+    assert records == {"7001_0", "7002"}
+
+    # both pending or running: nothing is submitted
+    (bin_dir / "sacct.txt").write_text("JobID|State|NodeList\n7001_0|RUNNING|n1\n7002|PENDING|\n")
+    code, stdout, stderr = cli(capsys, *args)
+    assert code == 0 and stdout.count("not submitted again") == 2 and "2 job(s) submitted or queued" in stdout, \
+        stdout + stderr
+    assert (bin_dir / "count").read_text().strip() == "7002"

@@ -73,6 +73,7 @@ def sweep_cmd(
         done_records,
         plan_sweep,
         publish_board,
+        release_files,
         run_sweep,
         stored_ids,
         sweep_log,
@@ -96,9 +97,15 @@ def sweep_cmd(
     if plan:
         check_usable_dir(out, "--out")  # as the sweep itself would refuse it, without making it
         stored = stored_ids(out)
+        listings: dict[str, Any] = {}
         for job in sweep.jobs:
-            state = "done" if done_records(out, job, stored) is not None else "to run"
+            state = "done" if done_records(out, job, stored, listings) is not None else "to run"
             console.print(f"[bold]job[/] {term(job.label)} ({state}; key {job.key})")
+            files = release_files(job)
+            if files is not None:  # a preview: what the job would say, nothing fetched, the plan goes on
+                folder, missing = files
+                said = f"missing: {term(missing)}" if missing else f"present in {term(folder)}"
+                console.print(f"  release files {said}", soft_wrap=True)
         console.print(f"{len(sweep.jobs)} job(s); suites {term(given['suite'])}; store {term(out)}")
         return
 
@@ -107,6 +114,7 @@ def sweep_cmd(
         line = {"skipped": f"done before: {len(outcome.records)} record(s) in the store, skipped",
                 "done": f"done: {len(outcome.records)} record(s)",
                 "submitted": f"submitted (log {outcome.log})",
+                "queued": f"not submitted again: {outcome.note} (log {outcome.log})",
                 "failed": f"FAILED: {outcome.error}" + (f" (log {outcome.log})" if outcome.log else "")}[outcome.status]
         console.print(f"[bold]job[/] {term(job.label)}: {term(line)}", soft_wrap=True)
         sweep_log(out, f"{job.key} {job.label}: {line}")
@@ -115,9 +123,9 @@ def sweep_cmd(
         outcomes = run_sweep(sweep, out, executor=executor, cluster=cluster, wait=wait,
                              progress=RichProgress(console), on_job=said)
     failed = [o for o in outcomes if o.status == "failed"]
-    waiting = [o for o in outcomes if o.status == "submitted"]
+    waiting = [o for o in outcomes if o.status in ("submitted", "queued")]
     if waiting:
-        console.print(f"{len(waiting)} job(s) submitted; run the same command again when they are done to "
+        console.print(f"{len(waiting)} job(s) submitted or queued; run the same command again when they are done to "
                       "publish the board (finished jobs are skipped)")
     elif publish and any(o.records for o in outcomes):
         for fmt, path in publish_board(out).items():

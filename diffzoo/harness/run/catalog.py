@@ -63,12 +63,14 @@ class CatalogEntry:
 @dataclass
 class Catalog:
     """:func:`find_datasets`'s answer: the datasets found, those recognised that could not be
-    opened (path, the error), and the paths passed over (path, why)."""
+    opened (path, the error), the paths passed over (path, why), and every path recognised
+    (path, adapter name), opened or not."""
 
     root: Path
     entries: list[CatalogEntry] = field(default_factory=list)
     broken: list[tuple[Path, str]] = field(default_factory=list)
     passed: list[tuple[Path, str]] = field(default_factory=list)
+    recognised: list[tuple[Path, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"root": str(self.root), "datasets": [e.to_dict() for e in self.entries],
@@ -93,11 +95,13 @@ def _entry(path: Path, found: tuple[Any, Any], options: Mapping[str, Any], flag:
 
 
 def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str, Any] | None = None,
-                  flag: str = "--dataset-option") -> Catalog:
+                  flag: str = "--dataset-option", *, open_found: bool = True) -> Catalog:
     """Every dataset the registered adapters recognise under ``root`` (see the module's rules),
     in breadth-first, name order; ``options``: adapter options for each (``flag`` names them
     in errors).  A ``root`` that does not exist, or is not a folder or a regular file, is a
-    DataError; a dataset recognised but not opened is in :attr:`Catalog.broken`."""
+    DataError; a dataset recognised but not opened is in :attr:`Catalog.broken`.  With
+    ``open_found`` False nothing recognised is opened (no image is read): only
+    :attr:`Catalog.recognised` is filled."""
     if not str(root).strip():  # Path("") is ".": an unset variable must not list the current folder
         raise ConfigError("no folder given to look for datasets in (an empty path): give ROOT, e.g. "
                           "`diffzoo data find DIR` or `--eval-dataset catalog:DIR` (`.` is this folder)")
@@ -120,6 +124,9 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
         found = recognise(path, adapters, tolerate=(OSError, ValueError, DiffzooError), crashed=crashed)
         if found is None:
             return False
+        catalog.recognised.append((path, found[0].name))
+        if not open_found:
+            return True
         try:
             catalog.entries.append(_entry(path, found, options, flag))
         except ConfigError:  # an option the adapter does not take: the user's to fix, said as is
