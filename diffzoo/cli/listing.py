@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
-
 import typer
 from rich.table import Table
 
 from diffzoo.cli.console import console
 from diffzoo.cli.options import SEED
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, did_you_mean
 from diffzoo.harness.core.plugins import get_plugin_system, get_registry
 from diffzoo.leaderboard.render.escape import term
 
@@ -22,8 +20,7 @@ def _kind(value: str) -> str:
     plural = value if value in KINDS else f"{value}s"
     if plural in KINDS:
         return plural
-    close = difflib.get_close_matches(value, KINDS, n=1, cutoff=0.6)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
+    hint = did_you_mean(value, KINDS)
     raise ConfigError(f"cannot list {value!r}.{hint} `diffzoo list` takes one of: {', '.join(KINDS)}")
 
 
@@ -66,15 +63,13 @@ def _released(entries: list, pattern: str) -> None:
     table = Table(title=f"released weights of detectors matching {term(repr(pattern))}", title_justify="left")
     for col in ("detector", "release", "files", "trained on", "sha256", "published", "source"):
         table.add_column(col)
-    rows = 0
     for e in entries:
         for r in e.card.releases:
             sha = "published" if any(r.sha256) else "unpublished (recorded at first use)"
             numbers = "; ".join(f"{p.benchmark} {p.metric} {p.value:g}" for p in r.published) or "none on file"
             table.add_row(term(e.name), term(r.name), term(", ".join(r.files)), term(r.trained_on), sha,
                           term(numbers), term(r.source))
-            rows += 1
-    if not rows:
+    if not table.row_count:
         console.print(f"no detector matching {term(repr(pattern))} lists released weights")
         return
     console.print(table)

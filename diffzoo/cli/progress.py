@@ -73,9 +73,7 @@ class _LineTask:
         self._print(ended.format(self._counts(), _duration(now - self.start)), self._rate(now))
 
     def _counts(self) -> str:
-        if self.total is None:
-            return str(self.done)
-        return f"{self.done}/{self.total}"
+        return str(self.done) if self.total is None else f"{self.done}/{self.total}"
 
     def _per_s(self, now: float) -> float | None:
         elapsed = now - self.start

@@ -196,18 +196,9 @@ def broadcast(obj: T) -> T:
     return box[0]
 
 
-def mean(value: torch.Tensor) -> float:
-    """The mean over ranks of a scalar tensor, as a float (e.g. a loss)."""
-    if not is_initialized():
-        return float(value.item())
-    t = value.detach().float().reshape(1).clone()
-    torch.distributed.all_reduce(t)
-    return float(t.item()) / world_size()
-
-
 def mean_and_any(value: torch.Tensor, flag: bool) -> tuple[float, bool]:
-    """(:func:`mean` of ``value``, whether ``flag`` is set on any rank), in one
-    collective: the training loop's loss and its stop request travel together."""
+    """(the mean over ranks of the scalar ``value`` as a float, whether ``flag`` is set on any
+    rank), in one collective: the training loop's loss and its stop request travel together."""
     if not is_initialized():
         return float(value.item()), flag
     t = torch.stack([value.detach().float().reshape(()), value.new_tensor(float(flag), dtype=torch.float32)])

@@ -8,7 +8,14 @@ the thing that is wrong and, where there is one, the fix.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+
+def did_you_mean(name: str, choices: Sequence[str], n: int = 1, cutoff: float = 0.6) -> str:
+    """`` Did you mean 'x'?`` (``'x' or 'y'`` for up to ``n``) naming the ``choices`` closest to
+    ``name`` (:func:`difflib.get_close_matches`); "" when none is close enough."""
+    close = difflib.get_close_matches(name, choices, n=n, cutoff=cutoff)
+    return f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
 
 
 class DiffzooError(Exception):
@@ -42,8 +49,7 @@ class UnknownNameError(DiffzooError, KeyError):
     def __init__(self, kind: str, name: str, available: Iterable[str]):
         self.kind, self.name = kind, name
         self.available = sorted(set(available))  # a family that is also an entry's name is listed once
-        close = difflib.get_close_matches(name, self.available, n=3, cutoff=0.5)
-        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(name, self.available, n=3, cutoff=0.5)
         shown = ", ".join(self.available[:20]) + (" ..." if len(self.available) > 20 else "")
         super().__init__(
             f"unknown {kind} {name!r}.{hint} Available: {shown or '(none)'}; "

@@ -112,10 +112,7 @@ class Registry:
         return entry
 
     def _default_of(self, kind: str, family: str) -> Entry | None:
-        for e in self._entries[kind].values():
-            if e.default and e.family == family:
-                return e
-        return None
+        return next((e for e in self._entries[kind].values() if e.default and e.family == family), None)
 
     def resolve(self, kind: str, name: str) -> str:
         """Full registered name for ``name`` (a bare family means its default tag)."""

@@ -177,12 +177,7 @@ class SampleMeta:
     source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "base": self.base,
-            "turns": [t.to_dict() for t in self.turns],
-            "source": self.source,
-        }
+        return {**asdict(self), "turns": [t.to_dict() for t in self.turns]}  # the fields in order, turns as JSON
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SampleMeta:

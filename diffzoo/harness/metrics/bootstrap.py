@@ -14,13 +14,12 @@ kept for the dataset only): asked for by name, their interval is (NaN, NaN).
 
 from __future__ import annotations
 
-import difflib
 import logging
 import warnings
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, did_you_mean
 from diffzoo.harness.metrics.aggregate import COUNT_KEYS, Aggregator
 
 logger = logging.getLogger(__name__)
@@ -36,9 +35,7 @@ def bootstrap_ci(agg: Aggregator, available: list[str], n: int, seed: int,
         metrics = resampleable
     for m in metrics:
         if m not in available:
-            close = difflib.get_close_matches(m, available, n=3)
-            hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
-            raise ConfigError(f"unknown metric {m!r} for bootstrap.{hint}")
+            raise ConfigError(f"unknown metric {m!r} for bootstrap.{did_you_mean(m, available, n=3)}")
     if not isinstance(n, int) or n < 1:
         raise ConfigError(f"bootstrap needs n >= 1 replicates, got {n!r}")
     nan = (float("nan"), float("nan"))

@@ -22,11 +22,9 @@ raises :class:`SliceMetadataMissing`, whose message names the fix, instead.
 
 from __future__ import annotations
 
-import difflib
-
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.errors import ConfigError, DataError, did_you_mean
 from diffzoo.harness.metrics.catalog import SLICE_KEYS
 from diffzoo.harness.metrics.rows import ImageRows
 
@@ -90,8 +88,7 @@ def slice_masks(rows: ImageRows, order: np.ndarray, key: str) -> dict[str, np.nd
 
     Raises :class:`SliceMetadataMissing` when no image carries ``key``'s metadata."""
     if key not in SLICE_KEYS:
-        close = difflib.get_close_matches(key, SLICE_KEYS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(key, SLICE_KEYS)
         raise ConfigError(f"unknown slice key {key!r}.{hint} Available: {', '.join(SLICE_KEYS)}")
     if metadata_missing(rows, key):
         raise SliceMetadataMissing(key)

@@ -190,10 +190,6 @@ def record_id_of(data: dict[str, Any]) -> str:
     return stable_hash(identity(data), length=16)
 
 
-def _hash(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value, utf8=True)).hexdigest()[:16]
-
-
 def field_digests(data: dict[str, Any]) -> dict[str, str]:
     """A digest per top-level field and per key of each object field
     (``metrics.mIoU``, ``counts.evaluated``), so a change is named precisely."""
@@ -202,9 +198,9 @@ def field_digests(data: dict[str, Any]) -> dict[str, str]:
         if name in ("record_id", "digests"):
             continue
         value = data[name]
-        out[name] = _hash(value)
+        out[name] = content_digest(value)[:16]
         if isinstance(value, dict):
-            out.update({f"{name}.{key}": _hash(v) for key, v in value.items()})
+            out.update({f"{name}.{key}": content_digest(v)[:16] for key, v in value.items()})
     return out
 
 
@@ -221,7 +217,7 @@ def digest_problems(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def content_digest(data: dict[str, Any]) -> str:
+def content_digest(data: Any) -> str:
     """sha256 of the whole record (digests included): what a frozen version pins."""
     return hashlib.sha256(canonical_json(data, utf8=True)).hexdigest()
 

@@ -31,14 +31,7 @@ from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run import baselines as constant_baselines
 from diffzoo.harness.run.baselines import BaselineCache, baseline_cache
-from diffzoo.harness.run.loading import (
-    Distortion,
-    as_batch,
-    distortion_context,
-    eval_inputs,
-    same_input,
-    sets_input_size,
-)
+from diffzoo.harness.run.loading import Distortion, as_batch, eval_inputs, same_input, sets_input_size
 from diffzoo.harness.run.plan import CALIBRATE, VALIDATE, PassSpec
 from diffzoo.harness.run.scoring import Overlap, Scorer, metric_path
 
@@ -147,8 +140,8 @@ def evaluate(
     labels_kept = True  # every label as stored (a cached baseline holds)
     ignored = pixels = 0  # label pixels that are 255 ('ignore'), of all
     evaluated: list[str] = []
-    inputs = eval_inputs(dataset, ids, distortion, distortion_params, context=distortion_context(distortion),
-                         short_side=short_side, workers=workers, pin_memory=pin_memory)
+    inputs = eval_inputs(dataset, ids, distortion, distortion_params, short_side=short_side, workers=workers,
+                         pin_memory=pin_memory)
     with progress.task(description, total=len(ids)) as task:
         try:
             for item in inputs:
@@ -194,8 +187,7 @@ def _baselines_of(dataset: Dataset, ids: list[str], distortion: Distortion, para
     """The baselines of a pass whose distortion changed some labels but not the
     first one's (so the cached ones were taken): one more reading of its labels."""
     states = constant_baselines.empty()
-    for item in eval_inputs(dataset, ids, distortion, params, context=distortion_context(distortion),
-                            workers=workers):
+    for item in eval_inputs(dataset, ids, distortion, params, workers=workers):
         if item.error is None:
             assert item.meta is not None and item.label is not None, "an EvalInput without an error has all its fields"
             constant_baselines.update(states, item.meta, dataset.label_space.to_binary_map(item.label))

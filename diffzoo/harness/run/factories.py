@@ -6,7 +6,6 @@ as the in-tree ones.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import logging
 import os
@@ -14,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, DataError, PluginError, UnknownNameError
+from diffzoo.harness.core.errors import ConfigError, DataError, PluginError, UnknownNameError, did_you_mean
 from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import Progress, counter_callback
@@ -124,8 +123,7 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
         return factory(**fixed, **options)
     unknown = sorted(k for k in options if k not in valid)
     if unknown:
-        close = difflib.get_close_matches(unknown[0], valid, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(unknown[0], valid)
         raise ConfigError(f"{what} does not take {flag} {', '.join(unknown)}.{hint} "
                           f"Valid options: {', '.join(valid) or '(none)'}")
     return factory(**fixed, **options)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,11 +46,6 @@ def detector_input(image: np.ndarray, short_side: int | None) -> np.ndarray:
         return image
     height, width = image.shape[:2]
     return resize_image(image, shorter_side_size(height, width, short_side))
-
-
-def image_tensor(image: np.ndarray) -> torch.Tensor:
-    """An H x W x 3 uint8 RGB image as the 1 x 3 x H x W float batch in [0, 1] detectors take."""
-    return as_batch(chw_uint8(image))
 
 
 def chw_uint8(image: np.ndarray) -> torch.Tensor:
@@ -91,11 +86,6 @@ def _parameters(distortion: Distortion) -> set[str]:
         return set()
 
 
-def distortion_context(distortion: Distortion) -> set[str]:
-    """Which of ``meta`` / ``label_space`` a distortion declares (it then gets them)."""
-    return {"meta", "label_space"} & _parameters(distortion)
-
-
 def sets_input_size(distortion: Distortion) -> bool:
     """True for a distortion that takes ``input_size`` (the model's input
     resolution, e.g. ``rescale``): it decides the detector's input size
@@ -131,9 +121,10 @@ class EvalReader:
     """A sample id -> its :class:`EvalInput`: read, distorted, resized by the input rule."""
 
     def __init__(self, dataset: Dataset, distortion: Callable[..., Any], params: dict[str, Any],
-                 context: set[str], short_side: int | None):
+                 short_side: int | None):
         self.dataset, self.distortion = dataset, distortion
-        self.params, self.context, self.short_side = params, context, short_side
+        self.params, self.short_side = params, short_side
+        self.context = {"meta", "label_space"} & _parameters(distortion)  # what it declares, it gets
 
     def __call__(self, sid: str) -> EvalInput:
         try:
@@ -149,13 +140,12 @@ class EvalReader:
 
 
 def eval_inputs(dataset: Dataset, ids: Sequence[str], distortion: Callable[..., Any], params: dict[str, Any],
-                *, context: Set[str] = frozenset(), short_side: int | None = None, workers: int = 0,
-                pin_memory: bool = False) -> Iterator[EvalInput]:
+                *, short_side: int | None = None, workers: int = 0, pin_memory: bool = False) -> Iterator[EvalInput]:
     """Every id's :class:`EvalInput`, in order, read by ``workers`` processes
-    (core/parallel.py).  ``context``: which of ``meta`` / ``label_space`` the
-    distortion takes; ``short_side``: the evaluation input rule
+    (core/parallel.py); the distortion gets the sample's ``meta`` / ``label_space``
+    when it declares them.  ``short_side``: the evaluation input rule
     (:func:`detector_input`); ``pin_memory``: page-locked images, for a GPU."""
-    read = EvalReader(dataset, distortion, params, set(context), short_side)
+    read = EvalReader(dataset, distortion, params, short_side)
     return ordered_map(read, list(ids), workers, pin_memory=pin_memory)
 
 

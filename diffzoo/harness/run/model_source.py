@@ -128,11 +128,7 @@ class ModelSource:
         """The ``--checkpoint`` of ``job``'s task (None with released weights: those are its files)."""
         if self.release is not None:
             return None
-        for path in self.checkpoints:
-            _, meta = checkpoint_meta(path)
-            if meta.get("task", job.task) == job.task:
-                return path
-        return None
+        return next((p for p in self.checkpoints if checkpoint_meta(p)[1].get("task", job.task) == job.task), None)
 
     def _cache_model(self, job: Job, det: Detector, cached: Path, source: str,
                      training: dict[str, Any] | None, **extra: Any) -> CheckpointInfo:
@@ -207,11 +203,6 @@ class ModelSource:
         return replace(ckpt, log_dir=folder if folder.is_dir() else None, model_name=model_name(self.entry.name, job))
 
 
-def training_lock_path(detector: str, key: str) -> Path:
-    """The lock file of cache entry ``key``: ``<key>.lock`` beside its checkpoint folder."""
-    return cache_dir(detector, key).with_name(f"{key}.lock")
-
-
 @contextmanager
 def training_lock(detector: str, key: str) -> Iterator[None]:
     """Hold the lock of cache entry ``key`` of ``detector`` while the block runs: one process
@@ -220,7 +211,7 @@ def training_lock(detector: str, key: str) -> Iterator[None]:
     therefore taken over only from a process that is gone (the operating system frees a dead
     holder's lock, :func:`~diffzoo.harness.core.fsutil.lock_open_file`).  Under torchrun rank 0
     alone holds it, the other ranks waiting with it in step (:func:`.distributed.main_waits`)."""
-    path = training_lock_path(detector, key)
+    path = cache_dir(detector, key).with_name(f"{key}.lock")  # <key>.lock beside its checkpoint folder
 
     def open_lock() -> IO[str]:
         with writing(path):

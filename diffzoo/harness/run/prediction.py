@@ -43,7 +43,7 @@ from diffzoo.harness.models.checkpoints import cached_checkpoints, checkpoint_me
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import predict_checked
 from diffzoo.harness.run.factories import create_detector
-from diffzoo.harness.run.loading import detector_input, image_tensor
+from diffzoo.harness.run.loading import as_batch, chw_uint8, detector_input
 from diffzoo.harness.run.request import POLICIES
 from diffzoo.harness.run.thresholds import recorded_thresholds
 
@@ -69,19 +69,15 @@ class LoadedModel:
     thresholds: Thresholds | None = None  # None: the card's fixed ones
 
 
-def _task_of(meta: dict[str, Any]) -> str | None:
-    return meta.get("task")
-
-
 def _describe(candidates: list[tuple[Path, dict[str, Any]]]) -> str:
-    return "; ".join(f"{path} ({_task_of(meta) or 'task unknown'})" for path, meta in candidates[:6])
+    return "; ".join(f"{path} ({meta.get('task') or 'task unknown'})" for path, meta in candidates[:6])
 
 
 def _choose(
     candidates: list[tuple[Path, dict[str, Any]]], task: str | None, where: str
 ) -> tuple[Path, dict[str, Any]]:
     """The one candidate of ``task`` (any task if None); else an error naming the choices."""
-    matching = [c for c in candidates if task is None or _task_of(c[1]) in (task, None)]
+    matching = [c for c in candidates if task is None or c[1].get("task") in (task, None)]
     if not matching:
         raise ModelError(f"no {task} model among {where}: {_describe(candidates)}")
     # held-out-editor models are for the robustness cases, not for general prediction
@@ -137,7 +133,7 @@ def load_model(
     name = detector or meta.get("card", {}).get("name")
     if name is None:
         raise ConfigError(f"checkpoint {path} has no card.json naming its detector; pass --detector NAME")
-    task = _task_of(meta) or task or "binary"
+    task = meta.get("task") or task or "binary"
     label_space = BINARY
     if task == "semantic":
         names = meta.get("label_space", {}).get("names")
@@ -208,7 +204,7 @@ def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image",
     prediction is at the image's own size either way.  ``thresholds``: the
     pixel and image thresholds (default: the card's fixed ones)."""
     thresholds = thresholds or Thresholds.fixed(det)
-    out = predict_checked(det, image_tensor(detector_input(image, input_short_side)), [sample_id])
+    out = predict_checked(det, as_batch(chw_uint8(detector_input(image, input_short_side))), [sample_id])
     own = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
     name = det.card.name
     if not has_pixels(out):  # classification-only detector

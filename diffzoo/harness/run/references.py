@@ -17,10 +17,6 @@ from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.suites.model import Suite
 
 
-def family(name: str) -> str:
-    return name.split(".", 1)[0]
-
-
 def reference_requests(request: RunRequest, suites: list[Suite],
                        substitutes: Mapping[str, str] | None = None) -> list[RunRequest]:
     """One request per reference detector, over the suites that name it.
@@ -34,12 +30,12 @@ def reference_requests(request: RunRequest, suites: list[Suite],
     ``universalfakedet``; the records name the detector that ran).
     """
     registry = get_registry()
-    own = family(registry.get("detector", request.detector).name)
+    own = registry.get("detector", request.detector).family
     substitutes = substitutes or {}
     wanted: dict[str, list[str]] = {}
     for suite in suites:
         for ref in suite.references:
-            if family(ref) == own:
+            if ref.split(".", 1)[0] == own:  # the family a name begins with
                 continue
             ref = substitutes.get(ref, ref)
             wanted.setdefault(ref, []).append(suite.name)

@@ -13,7 +13,6 @@ sees.
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from pathlib import Path
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.cards import Release
 from diffzoo.harness.core.device import resolve_device
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, did_you_mean
 from diffzoo.harness.core.fsutil import CACHE_ENV, cache_root, check_usable_dir
 from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.plugins import get_registry
@@ -333,8 +332,7 @@ class Runner:
         editors = self.dataset.label_space.names[1:]
         for name in exclude_editors:
             if name not in editors:
-                close = difflib.get_close_matches(name, editors, n=1)
-                hint = f" Did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(name, editors)
                 raise ConfigError(
                     f"cannot exclude editor {name!r}: dataset {self.dataset.name} has no such editor.{hint} "
                     f"Its editors: {', '.join(editors)}"
