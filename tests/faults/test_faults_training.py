@@ -174,6 +174,7 @@ def _nothing_half_written() -> None:
 @pytest.mark.parametrize("error", [_full, _safetensors_full], ids=["OSError", "SafetensorError"])
 def test_a_full_disk_while_saving_the_resume_state_is_one_line(capsys, diffseg_folder, monkeypatch, error):
     import safetensors.torch
+    import transformers.modeling_utils  # noqa: F401  binds the real save_file at import: later tests write with it
 
     monkeypatch.setattr(safetensors.torch, "save_file", error)
     code, _, err = cli(capsys, *TRAIN, "--dataset", diffseg_folder)
@@ -188,6 +189,7 @@ def test_a_full_disk_while_saving_the_resume_state_is_one_line(capsys, diffseg_f
 @pytest.mark.parametrize("error", [_full, _safetensors_full], ids=["OSError", "SafetensorError"])
 def test_a_full_disk_while_caching_the_checkpoint_is_one_line(capsys, diffseg_folder, monkeypatch, error):
     import safetensors.torch
+    import transformers.modeling_utils  # noqa: F401  binds the real save_file at import: later tests write with it
 
     monkeypatch.setattr(safetensors.torch, "save_file", error)
     code, _, err = cli(capsys, *TRAIN, "--save-every", "0", "--dataset", diffseg_folder)
