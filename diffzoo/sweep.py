@@ -46,7 +46,7 @@ from diffzoo.harness.core.errors import ConfigError, DiffzooError, TrainingStopp
 from diffzoo.harness.core.fsutil import FileRefused, append_line, atomic_write_text, read_json, user_path_error
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
-from diffzoo.harness.models.releases import find_files, release_dir
+from diffzoo.harness.models.releases import find_files, release_dir, release_name
 from diffzoo.harness.run.request import RunRequest, catalog_root
 from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir
 
@@ -185,7 +185,7 @@ def release_files(job: SweepJob) -> tuple[Path, str | None] | None:
     if job.weights == TRAINED:
         return None
     card = get_registry().get("detector", job.detector).card
-    release = next(r for r in card.releases if f"{RELEASED_PREFIX}{r.name}" == job.weights)
+    release = card.release(release_name(job.weights) or "")
     try:
         find_files(card, release)
     except WeightsUnavailableError as exc:
@@ -252,14 +252,10 @@ def done_records(out: Path, job: SweepJob, stored: set[str],
     missing, a benchmark added or removed under ROOT).  ``listings``: :func:`catalog_listing`'s
     memo, shared by the jobs of one sweep."""
     path = done_path(out, job.key)
-    if not path.exists():
+    data = _read(path, "done file", "the job runs again")
+    if data is None:
         return None
-    try:
-        data = read_json(path)
-    except (FileRefused, OSError, ValueError) as exc:
-        log.warning("%s: not a sweep's done file (%s); the job runs again", path, exc)
-        return None
-    ids = data.get("records") if isinstance(data, dict) else None
+    ids = data.get("records")
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) \
             or data.get("request") != job.request.to_dict():
         log.warning("%s: not this job's done file; the job runs again", path)
@@ -287,10 +283,27 @@ def mark_done(out: Path, request: dict[str, Any], records: Sequence[str],
               catalogs: Mapping[str, list[dict[str, str]]] | None = None) -> Path:
     """Write the done file of the job of ``request`` (its records' ids, and ``catalogs``: what
     :func:`catalog_listing` found when it ran), whole or not at all."""
-    path = done_path(out, job_key(request))
-    return atomic_write_text(path, json.dumps({"kind": SWEEP_REQUEST, "request": request, "records": list(records),
-                                               "catalogs": dict(catalogs or {}), "date": _now()}, indent=1,
-                                              sort_keys=True))
+    return _write(done_path(out, job_key(request)), SWEEP_REQUEST, request=request, records=list(records),
+                  catalogs=dict(catalogs or {}))
+
+
+def _write(path: Path, kind: str, **fields: Any) -> Path:
+    """A sweep file of ``kind`` holding ``fields`` and the date, whole or not at all."""
+    return atomic_write_text(path, json.dumps({"kind": kind, **fields, "date": _now()}, indent=1, sort_keys=True))
+
+
+def _read(path: Path, what: str, then: str) -> dict[str, Any] | None:
+    """The sweep file at ``path``: None when there is none, or (warned: ``what`` it is not, and
+    ``then``) when it cannot be read as JSON; JSON that is not an object reads as {}, whose
+    fields its reader then finds missing."""
+    if not path.exists():
+        return None
+    try:
+        data = read_json(path)
+    except (FileRefused, OSError, ValueError) as exc:
+        log.warning("%s: not a sweep's %s (%s); %s", path, what, exc, then)
+        return None
+    return data if isinstance(data, dict) else {}
 
 
 # -- running one job ---------------------------------------------------------------------------
@@ -353,9 +366,9 @@ def _submitit(executor: str) -> Any:
     return submitit
 
 
-def _logs(out: Path) -> Path:
-    """submitit's folder of each job (``%j``: its job id)."""
-    return Path(out) / SWEEP_DIR / LOGS_DIR / "%j"
+def _logs(out: Path, job_id: str = "%j") -> Path:
+    """submitit's folder of the job ``job_id`` (``%j``: submitit's pattern for every job's own)."""
+    return Path(out) / SWEEP_DIR / LOGS_DIR / job_id
 
 
 def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster) -> list[Any]:
@@ -393,9 +406,7 @@ def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster)
         folder.rmdir()
     if executor == "slurm":  # recorded as soon as sbatch took them: a later sweep must not submit them twice
         for job, handle in zip(jobs, handles):
-            atomic_write_text(submitted_path(out, job.key), json.dumps(
-                {"kind": SWEEP_SUBMISSION, "key": job.key, "job_id": str(handle.job_id), "date": _now()}, indent=1,
-                sort_keys=True))
+            _write(submitted_path(out, job.key), SWEEP_SUBMISSION, key=job.key, job_id=str(handle.job_id))
     return handles
 
 
@@ -413,14 +424,10 @@ def still_queued(out: Path, jobs: Sequence[SweepJob]) -> dict[str, tuple[Any, st
     earlier = []
     for job in jobs:
         path = submitted_path(out, job.key)
-        if not path.exists():
+        data = _read(path, "submission record", "the job is submitted again")
+        if data is None:
             continue
-        try:
-            data = read_json(path)
-        except (FileRefused, OSError, ValueError) as exc:
-            log.warning("%s: not a sweep's submission record (%s); the job is submitted again", path, exc)
-            continue
-        job_id = data.get("job_id") if isinstance(data, dict) else None
+        job_id = data.get("job_id")
         if not isinstance(job_id, str) or not job_id:
             log.warning("%s: not a sweep's submission record (no job id); the job is submitted again", path)
             continue
@@ -483,7 +490,7 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
     wait = wait or executor == "submitit-local"  # local processes are this one's children: never left behind
     for job in todo:
         handle, note = queued.get(job.key) or (handles[job.key], "")
-        log_path = str(Path(out) / SWEEP_DIR / LOGS_DIR / str(handle.job_id))
+        log_path = str(_logs(out, str(handle.job_id)))
         if not wait:
             outcomes.append(JobOutcome(job, "queued" if note else "submitted", log=log_path, note=note))
         else:
