@@ -24,13 +24,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import RecordIndex
 from diffzoo.leaderboard.layouts.overview import benchmark_columns
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, draw_curves, grouped_bars, outside_legend
+from diffzoo.leaderboard.render.plots import (
+    _pyplot,
+    _save,
+    _title,
+    draw_curves,
+    grouped_bars,
+    outside_legend,
+    percent_groups,
+)
 from diffzoo.leaderboard.render.site_figures import Figure, figure, plot_file
 from diffzoo.leaderboard.robustness import distortion_curves
 from diffzoo.leaderboard.table import Table, info_of
@@ -95,10 +101,9 @@ def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[st
     """Grouped bars of fractions (drawn in %): the keys of each series' values (editors,
     benchmarks) on the x axis, one bar per entry of ``series`` (its style); None is no bar."""
     plt = _pyplot()
-    editors = list(dict.fromkeys(ed for values in series.values() for ed in values))
+    editors, percents = percent_groups(series)
     fig, ax = plt.subplots(figsize=(_width(len(series), max(6.0, 0.9 + 0.15 * len(editors) * len(series))), 4.4))
-    grouped_bars(ax, editors, {name: [100 * y if (y := values.get(ed)) is not None and np.isfinite(y) else np.nan
-                                      for ed in editors] for name, values in series.items()},
+    grouped_bars(ax, editors, percents,
                  style=lambda name: {"color": styles[name].color, "hatch": styles[name].hatch, "linewidth": 0.3,
                                      "edgecolor": "white" if not styles[name].hatch else "black"})
     ax.set_xlabel(_text(xlabel))

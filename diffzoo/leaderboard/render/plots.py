@@ -43,6 +43,15 @@ def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]
     ax.set_xticks(x, [_text(g) for g in groups], rotation=30 if tilt else 0, ha="right" if tilt else "center")
 
 
+def percent_groups(series: Mapping[str, Mapping[str, float | None]]) -> tuple[list[str], dict[str, list[float]]]:
+    """For :func:`grouped_bars` of fractions drawn in %: the keys of the series' values in the
+    order first seen (the groups), and each series' values per group in % (NaN, no bar, where
+    it has none or it is None or not finite)."""
+    groups = list(dict.fromkeys(g for values in series.values() for g in values))
+    return groups, {name: [100 * y if (y := values.get(g)) is not None and np.isfinite(y) else np.nan
+                           for g in groups] for name, values in series.items()}
+
+
 def outside_legend(ax, count: int, fontsize: int = 7) -> None:
     """The legend of ``count`` entries outside the axes, on the right, in columns of 20 entries
     (none without entries)."""
@@ -150,12 +159,10 @@ def editor_iou_png(series: dict[str, dict[str, float | None]], path: Path, title
     """Grouped bars of per-editor IoU (fractions, drawn in %): one group per
     editor, one bar per series (e.g. per case); undefined IoU is drawn as no bar."""
     plt = _pyplot()
-    editors = list(dict.fromkeys(e for values in series.values() for e in values))
+    editors, percents = percent_groups(series)
     n = max(len(series), 1)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.9 * len(editors) * max(1.0, n / 2)), 4.2))
-    grouped_bars(ax, editors, {label: [100 * y if (y := values.get(e)) is not None and np.isfinite(y) else np.nan
-                                       for e in editors] for label, values in series.items()},
-                 fmt=lambda y: f"{y:.1f}" if np.isfinite(y) else "")
+    grouped_bars(ax, editors, percents, fmt=lambda y: f"{y:.1f}" if np.isfinite(y) else "")
     ax.set_xlabel("editor")
     ax.set_ylabel("IoU (%)")
     ax.set_ylim(0, 100)
