@@ -402,11 +402,14 @@ class PapeDataset(SplitDataset):
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """True for a folder with ``<subset>/<editor>/manifest.jsonl`` and normal/ or abnormal/."""
-        return sniff_quietly(lambda p: p.is_dir() and any(
-            (e / MANIFEST_FILE).is_file() and any((e / k).is_dir() for k in EDIT_KINDS)
-            for s in subfolders(p)
-            for e in subfolders(s)
-        ), path, (OSError,))
+        def has_editor_folders(p: Path) -> bool:
+            return p.is_dir() and any(
+                (e / MANIFEST_FILE).is_file() and any((e / k).is_dir() for k in EDIT_KINDS)
+                for s in subfolders(p)
+                for e in subfolders(s)
+            )
+
+        return sniff_quietly(has_editor_folders, path, (OSError,))
 
     # -- identity -------------------------------------------------------------
     def _content_fingerprint(self) -> str:

@@ -345,9 +345,10 @@ class PixarDataset(SplitDataset):
             return bool(splits) and ((p / MAPPING_FILE).is_file() or any(
                 (s / "metadata").is_dir() or (s / LABEL_DIRS["soft"]).is_dir() for s in splits))
 
-        return sniff_quietly(lambda p: p.is_dir() and (
-            is_pixar(p) or any(is_pixar(s) for s in subfolders(p))
-        ), path, (OSError,))
+        def holds_pixar(p: Path) -> bool:
+            return p.is_dir() and (is_pixar(p) or any(is_pixar(s) for s in subfolders(p)))
+
+        return sniff_quietly(holds_pixar, path, (OSError,))
 
     # -- identity -------------------------------------------------------------
     def _content_fingerprint(self) -> str:
