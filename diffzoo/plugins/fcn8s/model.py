@@ -107,9 +107,10 @@ class FCN8s(nn.Module):
         """Load a torchvision VGG state dict: features as they are, the classifier's
         fc6/fc7 reshaped into convolutions ("convolutionalisation", paper Sec. 3.1)."""
         ours = {k: v for k, v in state.items() if k.startswith("features.")}
-        for fc, theirs in (("fc6", "classifier.0"), ("fc7", "classifier.3")):
-            ours[f"{fc}.weight"] = state[f"{theirs}.weight"].reshape(getattr(self, fc).weight.shape)
-            ours[f"{fc}.bias"] = state[f"{theirs}.bias"]
+        ours["fc6.weight"] = state["classifier.0.weight"].reshape(self.fc6.weight.shape)
+        ours["fc6.bias"] = state["classifier.0.bias"]
+        ours["fc7.weight"] = state["classifier.3.weight"].reshape(self.fc7.weight.shape)
+        ours["fc7.bias"] = state["classifier.3.bias"]
         missing, unexpected = self.load_state_dict(ours, strict=False)
         left = [k for k in missing if not k.startswith(("score", "upscore"))]
         if left or unexpected:
