@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.generate.regions import Region
+from diffzoo.harness.core.cards import family_of
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
@@ -129,7 +130,7 @@ def torch_threads(n: int | None) -> Iterator[None]:
 def class_names(editors: Sequence[str]) -> tuple[str, ...]:
     """Label class of each editor: its family (``sdxl.tiny`` -> ``sdxl``), or the full name
     where two chosen editors share a family."""
-    families = [e.split(".", 1)[0] for e in editors]
+    families = [family_of(e) for e in editors]
     names = tuple(f if families.count(f) == 1 else e for f, e in zip(families, editors))
     if len(set(names)) != len(names):
         from diffzoo.harness.core.errors import ConfigError

@@ -102,6 +102,12 @@ class Release:
     citation: str = ""
 
 
+def family_of(name: str) -> str:
+    """The family a card's name begins with: ``segformer`` of ``segformer.b2``, ``sdxl`` of
+    ``sdxl.tiny``."""
+    return name.split(".", 1)[0]
+
+
 @dataclass(frozen=True)
 class DetectorCard:
     """Everything needed to build, train and cite one detector variant."""
@@ -134,7 +140,7 @@ class DetectorCard:
 
     @property
     def family(self) -> str:
-        return self.name.split(".", 1)[0]
+        return family_of(self.name)
 
     @property
     def tag(self) -> str:
@@ -198,7 +204,7 @@ class GeneratorCard:
 
     @property
     def family(self) -> str:
-        return self.name.split(".", 1)[0]
+        return family_of(self.name)
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(self)

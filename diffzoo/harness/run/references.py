@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from diffzoo.harness.core.cards import family_of
 from diffzoo.harness.core.errors import UnknownNameError
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.run.request import RunRequest
@@ -35,7 +36,7 @@ def reference_requests(request: RunRequest, suites: list[Suite],
     wanted: dict[str, list[str]] = {}
     for suite in suites:
         for ref in suite.references:
-            if ref.split(".", 1)[0] == own:  # the family a name begins with
+            if family_of(ref) == own:
                 continue
             ref = substitutes.get(ref, ref)
             wanted.setdefault(ref, []).append(suite.name)
