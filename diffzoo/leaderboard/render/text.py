@@ -254,13 +254,13 @@ def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False
     tables = build_tables(selection.records)
     check_mixing(tables, allow_mixed)
     folder = claim_output_dir(out, force)
-    own = _own_writer(fmt)
-    names = own[0] if own else (TEXT_FORMAT_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ()))
+    names, own_writer = _own_writer(fmt) or (
+        (TEXT_FORMAT_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ())), None)
     for name in names:  # before any write: a foreign file (with --force) stops it here
         folder.check_writable(name)
     with writing(out):  # a disk-full error that names no file names this folder, never "internal error"
-        if own:
-            return own[1](selection, out)
+        if own_writer is not None:
+            return own_writer(selection, out)
         path = atomic_write_text(out / TEXT_FORMAT_FILES[fmt], RENDERERS[fmt](selection, tables))
         if fmt in OVERVIEW_RENDERERS:
             overview = OVERVIEW_RENDERERS[fmt](selection, build_overview(selection.records))
