@@ -435,7 +435,8 @@ def still_queued(out: Path, jobs: Sequence[SweepJob]) -> dict[str, tuple[Any, st
         earlier.append((job, path, submitit.SlurmJob(folder=_logs(out), job_id=job_id), data.get("date")))
     queued = {}
     for job, path, handle, date in earlier:
-        if handle.done():  # its result file is written, or SLURM says it ended
+        # SLURM's state alone: a result file may appear while this loop runs, and such a job is waited for
+        if handle.watcher.is_done(handle.job_id, mode="standard"):
             log.warning("%s: its SLURM job %s (submitted %s) ended (%s) and the job is not done; it is submitted "
                         "again", job.label, handle.job_id, date, handle.state)
             continue
@@ -452,7 +453,7 @@ class JobOutcome:
     records: list[str] = field(default_factory=list)
     error: str = ""
     log: str = ""
-    note: str = ""  # "queued": its SLURM job and state
+    note: str = ""  # a job an earlier sweep submitted to SLURM, not submitted again: its SLURM job and state
 
 
 def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: Cluster | None = None,
@@ -495,9 +496,9 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
             outcomes.append(JobOutcome(job, "queued" if note else "submitted", log=log_path, note=note))
         else:
             try:
-                outcomes.append(JobOutcome(job, "done", list(handle.result()), log=log_path))
+                outcomes.append(JobOutcome(job, "done", list(handle.result()), log=log_path, note=note))
             except Exception as exc:  # noqa: BLE001 - submitit re-raises the job's error wrapped: reported per job
-                outcomes.append(JobOutcome(job, "failed", error=_last_line(exc), log=log_path))
+                outcomes.append(JobOutcome(job, "failed", error=_last_line(exc), log=log_path, note=note))
         report(outcomes[-1])
     return outcomes
 

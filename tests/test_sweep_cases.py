@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+import submitit
+from submitit.core.utils import cloudpickle_dump
 
 from diffzoo.leaderboard.store import RecordStore
 
@@ -286,7 +288,8 @@ def fake_slurm(tmp_path, monkeypatch) -> Path:
     (bin_dir / "sbatch").write_text(
         f'#!/bin/sh\nn=$(cat {bin_dir}/count 2>/dev/null || echo 7000)\nn=$((n+1))\necho $n > {bin_dir}/count\n'
         f'cp "$1" {bin_dir}/submitted-$n.sh\necho "Submitted batch job $n"\n')
-    (bin_dir / "sacct").write_text(f"#!/bin/sh\ncat {bin_dir}/sacct.txt\n")
+    (bin_dir / "sacct").write_text(f"#!/bin/sh\ncat {bin_dir}/sacct.txt\n"
+                                   f"if [ -f {bin_dir}/after-sacct.sh ]; then sh {bin_dir}/after-sacct.sh; fi\n")
     (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
     for f in bin_dir.iterdir():
         f.chmod(0o755)
@@ -327,3 +330,22 @@ def test_a_slurm_sweep_run_again_does_not_submit_jobs_still_queued_and_resubmits
     assert code == 0 and stdout.count("not submitted again") == 2 and "2 job(s) submitted or queued" in stdout, \
         stdout + stderr
     assert (bin_dir / "count").read_text().strip() == "7002"
+
+    # --plan asks SLURM as the sweep does: both jobs are queued, neither is to run
+    code, stdout, stderr = cli(capsys, *args, "--plan")
+    assert code == 0 and one_line(stdout).count("(queued: SLURM job ") == 2 and "to run" not in stdout, \
+        stdout + stderr
+    assert "7001_0 submitted" in one_line(stdout) and "is still PENDING" in one_line(stdout)
+
+    # without --no-wait the sweep waits for the jobs an earlier sweep queued and submits neither
+    # again; their results land while it waits (sacct's stand-in writes them after answering)
+    staged = []
+    for job_id in ("7001_0", "7002"):
+        result = submitit.SlurmJob(folder=out / "sweep" / "logs" / "%j", job_id=job_id).paths.result_pickle
+        cloudpickle_dump(("success", []), tmp_path / f"{job_id}.pkl")
+        staged.append(f"mkdir -p {result.parent} && cp {tmp_path / f'{job_id}.pkl'} {result}")
+    (bin_dir / "after-sacct.sh").write_text("\n".join(staged) + "\n")
+    code, stdout, stderr = cli(capsys, *[a for a in args if a != "--no-wait"])
+    text = one_line(stdout)
+    assert code == 0 and text.count("done: 0 record(s) (not submitted again: SLURM job ") == 2, stdout + stderr
+    assert "submitted or queued" not in stdout and (bin_dir / "count").read_text().strip() == "7002"

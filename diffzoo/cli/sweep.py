@@ -61,7 +61,8 @@ def sweep_cmd(
                               "board (--no-wait: submit and return; run the same command again to publish)."),
     publish: bool = typer.Option(True, "--publish/--no-publish", help="Publish the store's board into OUT/board "
                                  "when every job is done."),
-    plan: bool = typer.Option(False, "--plan", help="Print the jobs (and which are done) and stop."),
+    plan: bool = typer.Option(False, "--plan", help="Print the jobs (and which are done, or still queued on SLURM) "
+                              "and stop."),
     **options: Any,
 ) -> None:
     """Run detectors x weights x training data into one store and publish the board (one column
@@ -75,6 +76,7 @@ def sweep_cmd(
         publish_board,
         release_files,
         run_sweep,
+        still_queued,
         stored_ids,
         sweep_log,
     )
@@ -98,9 +100,13 @@ def sweep_cmd(
         check_usable_dir(out, "--out")  # as the sweep itself would refuse it, without making it
         stored = stored_ids(out)
         listings: dict[str, Any] = {}
+        todo = [job for job in sweep.jobs if done_records(out, job, stored, listings) is None]
+        # SLURM is asked, as the sweep would ask it: a job an earlier sweep queued is not to run again
+        queued = still_queued(out, todo) if executor == "slurm" and todo else {}
         for job in sweep.jobs:
-            state = "done" if done_records(out, job, stored, listings) is not None else "to run"
-            console.print(f"[bold]job[/] {term(job.label)} ({state}; key {job.key})")
+            state = "to run" if job in todo else "done"
+            state = f"queued: {queued[job.key][1]}" if job.key in queued else state
+            console.print(f"[bold]job[/] {term(job.label)} ({term(state)}; key {job.key})", soft_wrap=True)
             files = release_files(job)
             if files is not None:  # a preview: what the job would say, nothing fetched, the plan goes on
                 folder, missing = files
@@ -116,6 +122,8 @@ def sweep_cmd(
                 "submitted": f"submitted (log {outcome.log})",
                 "queued": f"not submitted again: {outcome.note} (log {outcome.log})",
                 "failed": f"FAILED: {outcome.error}" + (f" (log {outcome.log})" if outcome.log else "")}[outcome.status]
+        if outcome.note and outcome.status != "queued":  # waited for, not submitted: which SLURM job it was
+            line += f" (not submitted again: {outcome.note})"
         console.print(f"[bold]job[/] {term(job.label)}: {term(line)}", soft_wrap=True)
         sweep_log(out, f"{job.key} {job.label}: {line}")
 

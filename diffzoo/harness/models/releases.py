@@ -113,7 +113,7 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
             f"detector {card.name}", release_source(release),
             f"{file_kind(missing[0])}: {missing[0]}",
             fetch=f"download {', '.join(p.name for p in missing)} from {release.source} into {where} "
-                  f"(or pass --checkpoint PATH to the files)")
+                  f"(diffzoo run also takes them as --checkpoint PATH)")
     return paths
 
 
