@@ -1,6 +1,7 @@
 """The command line as a user meets it: one clear line per error, exit codes."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -196,3 +197,21 @@ def test_data_info_describes_a_folder(capsys, diffseg_folder):
 def test_list_suites_shows_versions_and_cases(capsys):
     code, out, _ = cli(capsys, "list", "suites", "stand*")
     assert code == 0 and "standard" in out and "v2" in out and "semantic" in out
+
+
+def test_the_cli_reference_documents_every_command():
+    """docs/cli.md (docs/make_cli_reference.sh) has a section for each command the app has."""
+    import typer.main
+
+    from diffzoo.cli import app
+
+    def paths(command, prefix: str = "") -> list[str]:
+        found = [prefix.strip()]
+        for name, sub in getattr(command, "commands", {}).items():  # a group's commands
+            found += paths(sub, f"{prefix} {name}")
+        return found
+
+    reference = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    documented = {line[len("## diffzoo"):].strip() for line in reference.splitlines() if line.startswith("## diffzoo")}
+    missing = [p or "(the app)" for p in paths(typer.main.get_command(app)) if p not in documented]
+    assert not missing, f"run docs/make_cli_reference.sh after adding {missing} to its list"
