@@ -83,16 +83,43 @@ def request_command(fn: Callable[..., Any], names: Iterable[str], own_first: boo
     return fn
 
 
-def request_values(ctx: typer.Context, values: dict[str, Any], config: Path | None) -> dict[str, Any]:
-    """The options of a command: the command line's where given, else the ``--config`` file's,
-    else the default (text such as ``KEY=VALUE`` is read by the request itself)."""
+def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, Any], config: Path | None
+                   ) -> dict[str, Any]:
+    """The options of a command (``own``: its own, ``options``: those of the request): the
+    command line's where given, else the ``--config`` file's, else the default.  A file's value
+    of an own option is read as click reads the command line's; the request's are checked by the
+    request itself (text such as ``KEY=VALUE`` too)."""
+    values = {**options, **own}
     given = {k: v for k, v in values.items() if given_here(ctx, k)}
     from_file = read_config(config) if config is not None else {}
     unknown = sorted(set(from_file) - {f.name for f in fields(RunRequest)} - set(values))
     if unknown:
         raise ConfigError(f"--config {config}: unknown option(s) {', '.join(unknown)}; keys are the flag names "
                           f"without -- (e.g. batch_size for --batch-size)")
+    for name in set(from_file) & set(own):
+        from_file[name] = _cast(ctx, name, from_file[name], config)
     return {**values, **from_file, **given}
+
+
+def _cast(ctx: typer.Context, name: str, value: Any, config: Path | None) -> Any:
+    """A ``--config`` file's value of the command's own option ``name`` as click reads the
+    command line's: one text where a repeatable option takes a list is a list of it, and a list
+    where the option takes comma-separated text is that text; a ConfigError for a value click
+    would not take."""
+    param = next(p for p in ctx.command.params if p.name == name)
+    if isinstance(value, dict):  # click would take its keys for a list
+        raise ConfigError(f"--config {config}: {name} takes {'a list' if param.multiple else 'one value'}, got "
+                          f"{value!r}")
+    if param.multiple and isinstance(value, (str, Path)):
+        value = [value]
+    elif not param.multiple and isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value) \
+            and param.type_descriptor.annotation is str:
+        value = ",".join(str(v) for v in value)
+    try:
+        return param.process_value(ctx, value)
+    except (typer.TyperException, TypeError, ValueError) as exc:
+        why = exc.format_message() if isinstance(exc, typer.BadParameter) else str(exc)
+        raise ConfigError(f"--config {config}: {why} (got {value!r})") from None
 
 
 def given_here(ctx: typer.Context, name: str) -> bool:

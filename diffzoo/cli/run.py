@@ -59,7 +59,7 @@ def run_cmd(
     from diffzoo.api import evaluate, make_request
 
     values = request_values(ctx, {"out": out, "references": references, "force": force, "plan": plan,
-                                  "rerun": rerun, **options}, config)
+                                  "rerun": rerun}, options, config)
     request = make_request(**{k: v for k, v in values.items() if k in RUN_OPTIONS})
     with rank_output(console):
         evaluate(request=request, out=values["out"], references=values["references"], rerun=values["rerun"],

@@ -82,7 +82,7 @@ def sweep_cmd(
     )
 
     values = request_values(ctx, {"detectors": detectors, "weights": weights, "dataset": dataset, "suite": suite,
-                                  "out": out, **options}, config)
+                                  "out": out}, options, config)
     # the run options a sweep sets per job reach plan_sweep when --config holds them, to be refused there
     given = {k: values[k] for k in (*SWEEP_OPTIONS, "detector", "checkpoint") if k in values}
     given["suite"] = values["suite"] or DEFAULT_SUITES[bool(values.get("eval_dataset"))]

@@ -41,9 +41,8 @@ def train_cmd(
     """Train one detector on a dataset's train split; the checkpoint goes to the cache (and --out)."""
     from diffzoo.api import train
 
-    values = request_values(ctx, {"task": task, "exclude_editors": exclude_editors, "out": out, **options}, config)
-    raw = values["exclude_editors"] or ""
-    excluded = [str(e).strip() for e in (raw if isinstance(raw, list) else raw.split(",")) if str(e).strip()]
+    values = request_values(ctx, {"task": task, "exclude_editors": exclude_editors, "out": out}, options, config)
+    excluded = [e.strip() for e in (values["exclude_editors"] or "").split(",") if e.strip()]
     with rank_output(console):  # a --config file may hold run options too: train reads its own
         _report(train(task=values["task"], exclude_editors=excluded, out=values["out"], progress=RichProgress(console),
                       on_plan=_print_plan, **{k: v for k, v in values.items() if k in TRAIN_OPTIONS}))

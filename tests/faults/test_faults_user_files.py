@@ -43,6 +43,55 @@ def test_a_config_that_is_a_fifo_or_nested_too_deep_is_one_line(tmp_path, kind):
     assert ("FIFO" in line) if kind == "fifo" else ("deeper than 100 levels" in line)
 
 
+@pytest.mark.parametrize("command, body, needles", [
+    ("run", "detector: {segformer.tiny: 1}", ["--detector takes text, got {'segformer.tiny': 1}"]),
+    ("run", "iterations: lots", ["--iterations takes an integer, got 'lots'"]),
+    ("run", "iterations: 1.5", ["--iterations takes an integer, got 1.5"]),
+    ("run", "iterations: true", ["--iterations takes an integer, got True"]),
+    ("run", "suite: {a: 1}", ["--suite takes text, got {'a': 1}"]),
+    ("run", "eval_dataset: 5", ["--eval-dataset takes a list, got 5"]),
+    ("run", "checkpoint: [null]", ["--checkpoint takes a path, got None"]),
+    ("run", "labels: [[sd2], glide]", ["--labels takes text, got [['sd2'], 'glide']"]),
+    ("run", "train: 'yes'", ["--train takes true or false, got 'yes'"]),
+    ("run", "holdout: [5]", ["--holdout takes two editor names", "got 5"]),
+    ("run", "dataset_option: 5", ["--dataset-option takes a list, got 5"]),
+    ("run", "out: [a]", ["--config", "'--out'", "got ['a']"]),
+    ("run", "plan: 5", ["--config", "'--plan'", "got 5"]),
+    ("sweep", "dataset: {a: 1}", ["--config", "dataset takes a list, got {'a': 1}"]),
+    ("train", "out: 5", ["--config", "'--out'", "got 5"]),
+])
+def test_a_config_value_of_the_wrong_kind_is_one_line_naming_its_option(capsys, tmp_path, command, body, needles):
+    """A --config file can give any YAML value (a list, a mapping, a number for text): one the
+    option does not take is refused before any work, in one line, never an internal error."""
+    from helpers.cli import cli
+
+    path = tmp_path / "run.yaml"
+    first = "detectors: segformer.tiny" if command == "sweep" else "detector: segformer.tiny"
+    path.write_text(f"{first}\n{body}\n" if not body.startswith(("detector:", "detectors:")) else body + "\n")
+    args = [command, "--config", path, *(["--plan"] if command != "train" else [])]
+    args += [] if body.startswith("out:") else ["--out", tmp_path / "out"]
+    one_line_exit_2(*cli(capsys, *args), *needles)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_config_value_the_command_line_spells_as_text_may_be_a_list_or_a_number(capsys, tmp_path):
+    """What a --config file gives in YAML's own kinds reads as the command line's text would:
+    a list for a comma-separated option, a number where text is asked."""
+    from helpers.cli import cli
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("detectors: segformer.tiny\nsuite: [standard, distortions]\ndataset: [mini]\n")
+    code, stdout, stderr = cli(capsys, "sweep", "--config", path, "--plan", "--out", tmp_path / "out")
+    assert code == 0 and "suites standard,distortions" in stdout, stdout + stderr
+    path.write_text("detector: segformer.tiny\nsuite: [standard, distortions]\n")
+    code, stdout, stderr = cli(capsys, "run", "--config", path, "--plan", "--out", tmp_path / "out")
+    assert code == 0 and "-> standard/binary, standard/image, distortions (" in stdout, stdout + stderr
+    from diffzoo.harness.run.request import RunRequest
+
+    request = RunRequest.of(detector="segformer.tiny", calibration_split=2024, eval_dataset="x", checkpoint="a")
+    assert (request.calibration_split, request.eval_dataset, request.checkpoint) == ("2024", ["x"], [Path("a")])
+
+
 @pytest.mark.parametrize("kind", ["fifo", "deep"])
 def test_a_label_map_that_is_a_fifo_or_nested_too_deep_is_one_line(tmp_path, kind):
     path = tmp_path / "labels.json"

@@ -16,6 +16,8 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
@@ -51,6 +53,8 @@ def parse_pairs(items: list[Any]) -> list[tuple[str, str]]:
     """``--holdout`` values (``sd2,glide``, ``sd2+glide`` or a pair) as editor pairs."""
     pairs = []
     for item in items:
+        if not isinstance(item, (str, list, tuple)):
+            raise ConfigError(f"--holdout takes two editor names, e.g. sd2,glide; got {item!r}")
         names = tuple(str(n).strip() for n in (item.replace("+", ",").split(",") if isinstance(item, str) else item)
                       if str(n).strip())
         if len(names) != 2:
@@ -147,13 +151,17 @@ class RunRequest:
         from diffzoo.harness.core.train_config import TrainConfig
         from diffzoo.harness.models.resume import check_every
 
-        for f in fields(self):  # text as the command line or a --config file gives it
-            if f.metadata["parse"] is not None:
-                setattr(self, f.name, f.metadata["parse"](_listed(getattr(self, f.name))))
-        self.checkpoint = [Path(p) for p in _listed(self.checkpoint)]
-        self.eval_dataset = [str(s) for s in _listed(self.eval_dataset)]
-        self.extra_authentic = None if self.extra_authentic in (None, "") else Path(self.extra_authentic)
         check_seed(self.seed, "--seed")
+        self.extra_authentic = None if self.extra_authentic in (None, "") else self.extra_authentic
+        hints = _field_types()
+        for f in fields(self):  # text as the command line or a --config file gives it, then the field's type
+            value, flag = getattr(self, f.name), flag_of(f)
+            if f.metadata["parse"] is not None:
+                value = _listed(value)
+                if not isinstance(value, (list, tuple, Mapping)):
+                    raise ConfigError(f"{flag} takes {_KINDS[list]}, got {value!r}")
+                value = f.metadata["parse"](value)
+            setattr(self, f.name, _typed(flag, value, hints[f.name]))
         from diffzoo.harness.models.releases import release_name
 
         release_name(self.weights)  # released:NAME, or nothing
@@ -204,6 +212,63 @@ class RunRequest:
 def _listed(value: Any) -> Any:
     """A repeatable option's value: one given alone (``holdout: sd2,glide`` in a file) as a list of it."""
     return [value] if isinstance(value, (str, Path)) else value
+
+
+def flag_of(f: Any) -> str:
+    """The command line's flag of :class:`RunRequest` field ``f`` (``--train`` of ``--train/--no-train``)."""
+    return (f.metadata["flags"] or (f"--{f.name.replace('_', '-')}",))[0].split("/")[0]
+
+
+@functools.cache
+def _field_types() -> dict[str, Any]:
+    return typing.get_type_hints(RunRequest)
+
+
+_KINDS = {str: "text", int: "an integer", bool: "true or false", Path: "a path", list: "a list",
+          tuple: "a pair", dict: "KEY=VALUE options (a mapping)"}
+"""What each of a field's types is called when a value of another kind is refused."""
+
+
+def _typed(flag: str, value: Any, hint: Any) -> Any:
+    """``value`` as a field of type ``hint`` holds it (a number where text is asked, as that
+    text, and a list as its comma-separated text; text where a path is, as that path; one value
+    where a list is, as a list of it); a
+    ConfigError naming ``flag`` for a value of another kind (text where a number is asked, a
+    list where one value is), which a --config file or a keyword can give and no code after
+    this would name."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None
+        if value is None:
+            return None
+        hint = next(a for a in args if a is not type(None))
+        args = typing.get_args(hint)
+    kind = typing.get_origin(hint) or hint
+    if kind is list:
+        value = _listed(value)
+        if isinstance(value, (list, tuple)):
+            return [_typed(flag, v, args[0]) for v in value]
+    elif kind is tuple:
+        if isinstance(value, (list, tuple)) and len(value) == len(args):
+            return tuple(_typed(flag, v, a) for v, a in zip(value, args))
+    elif kind is dict:
+        if isinstance(value, Mapping):
+            return {str(k): v if args[1] is Any else _typed(flag, v, args[1]) for k, v in value.items()}
+    elif kind is bool or isinstance(value, bool):  # never a number, never text
+        if kind is bool and isinstance(value, bool):
+            return value
+    elif kind is int:
+        if isinstance(value, int):
+            return value
+    elif kind is str:
+        if isinstance(value, (str, int, float)):
+            return str(value)
+        if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                           for v in value):
+            return ",".join(map(str, value))  # the command line's spelling of a list: --suite standard,robustness
+    elif kind is Path:
+        if isinstance(value, (str, Path)):
+            return Path(value)
+    raise ConfigError(f"{flag} takes {_KINDS.get(kind, kind)}, got {value!r}")
 
 
 CATALOG_PREFIX = "catalog:"
