@@ -19,7 +19,7 @@ import typer
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.types import check_seed
-from diffzoo.harness.run.request import RunRequest, parse_options
+from diffzoo.harness.run.request import RunRequest, as_text, flags_of, parse_options
 
 __all__ = ["CONFIG", "DATASET_OPTION", "LABELS", "SEED", "WORKERS", "parse_options", "request_command",
            "request_option", "request_values"]
@@ -36,11 +36,9 @@ def request_option(name: str, callback: Callable[[Any], Any] | None = None) -> A
     """The typer option of :class:`RunRequest` field ``name``: its flags, default and help
     (``callback``: a check at parse time, for commands that make no request)."""
     f = next(f for f in fields(RunRequest) if f.name == name)
-    meta = f.metadata
     # a repeatable option starts empty; a required one (--detector) may come from --config instead
     default = f.default if f.default is not MISSING else [] if f.default_factory is not MISSING else None
-    return typer.Option(default, *(meta["flags"] or (f"--{name.replace('_', '-')}",)), help=meta["help"],
-                        callback=callback)
+    return typer.Option(default, *flags_of(f), help=f.metadata["help"], callback=callback)
 
 
 def request_parameters(names: Iterable[str]) -> list[inspect.Parameter]:
@@ -112,9 +110,8 @@ def _cast(ctx: typer.Context, name: str, value: Any, config: Path | None) -> Any
                           f"{value!r}")
     if param.multiple and isinstance(value, (str, Path)):
         value = [value]
-    elif not param.multiple and isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value) \
-            and param.type_descriptor.annotation is str:
-        value = ",".join(str(v) for v in value)
+    elif param.type_descriptor.annotation is str and as_text(value) is not None:
+        value = as_text(value)
     try:
         return param.process_value(ctx, value)
     except (typer.TyperException, TypeError, ValueError) as exc:

@@ -152,10 +152,11 @@ class RunRequest:
         from diffzoo.harness.models.resume import check_every
 
         check_seed(self.seed, "--seed")
-        self.extra_authentic = None if self.extra_authentic in (None, "") else self.extra_authentic
+        if self.extra_authentic == "":
+            self.extra_authentic = None
         hints = _field_types()
         for f in fields(self):  # text as the command line or a --config file gives it, then the field's type
-            value, flag = getattr(self, f.name), flag_of(f)
+            value, flag = getattr(self, f.name), flags_of(f)[0].split("/")[0]  # --train of --train/--no-train
             if f.metadata["parse"] is not None:
                 value = _listed(value)
                 if not isinstance(value, (list, tuple, Mapping)):
@@ -214,9 +215,18 @@ def _listed(value: Any) -> Any:
     return [value] if isinstance(value, (str, Path)) else value
 
 
-def flag_of(f: Any) -> str:
-    """The command line's flag of :class:`RunRequest` field ``f`` (``--train`` of ``--train/--no-train``)."""
-    return (f.metadata["flags"] or (f"--{f.name.replace('_', '-')}",))[0].split("/")[0]
+def flags_of(f: Any) -> tuple[str, ...]:
+    """The command line's flags of :class:`RunRequest` field ``f`` (default ``--field-name``)."""
+    return f.metadata["flags"] or (f"--{f.name.replace('_', '-')}",)
+
+
+def as_text(value: Any) -> str | None:
+    """A value given where text is asked, as the command line spells it: a number as its text,
+    a list of such as its comma-separated text (``--suite standard,distortions``); None for any
+    other kind."""
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+        return ",".join(map(str, value))
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
 
 
 @functools.cache
@@ -230,12 +240,11 @@ _KINDS = {str: "text", int: "an integer", bool: "true or false", Path: "a path",
 
 
 def _typed(flag: str, value: Any, hint: Any) -> Any:
-    """``value`` as a field of type ``hint`` holds it (a number where text is asked, as that
-    text, and a list as its comma-separated text; text where a path is, as that path; one value
-    where a list is, as a list of it); a
+    """``value`` as a field of type ``hint`` holds it (where text is asked, :func:`as_text`;
+    text where a path is, as that path; one value where a list is, as a list of it); a
     ConfigError naming ``flag`` for a value of another kind (text where a number is asked, a
-    list where one value is), which a --config file or a keyword can give and no code after
-    this would name."""
+    mapping where text is), which a --config file or a keyword can give and no code after this
+    would name."""
     args = typing.get_args(hint)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None
         if value is None:
@@ -260,11 +269,8 @@ def _typed(flag: str, value: Any, hint: Any) -> Any:
         if isinstance(value, int):
             return value
     elif kind is str:
-        if isinstance(value, (str, int, float)):
-            return str(value)
-        if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
-                                           for v in value):
-            return ",".join(map(str, value))  # the command line's spelling of a list: --suite standard,robustness
+        if as_text(value) is not None:
+            return as_text(value)
     elif kind is Path:
         if isinstance(value, (str, Path)):
             return Path(value)
