@@ -366,6 +366,13 @@ def _submitit(executor: str) -> Any:
     return submitit
 
 
+def _check_slurm() -> None:
+    """ConfigError where SLURM's commands are missing: no job can be submitted, and none asked about."""
+    if shutil.which("sbatch") is None:
+        raise ConfigError("--executor slurm: sbatch is not on PATH, so this is no SLURM login node; run the sweep "
+                          "on one, or use --executor local")
+
+
 def _logs(out: Path, job_id: str = "%j") -> Path:
     """submitit's folder of the job ``job_id`` (``%j``: submitit's pattern for every job's own)."""
     return Path(out) / SWEEP_DIR / LOGS_DIR / job_id
@@ -376,9 +383,8 @@ def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster)
     ``submitit-local``: one process each here); returns submitit's job handles (their logs
     under ``sweep/logs/``)."""
     submitit = _submitit(executor)
-    if executor == "slurm" and shutil.which("sbatch") is None:
-        raise ConfigError("--executor slurm: sbatch is not on PATH, so this is no SLURM login node; run the sweep "
-                          "on one, or use --executor local")
+    if executor == "slurm":
+        _check_slurm()
     folder = _logs(out)
     try:
         ex = submitit.AutoExecutor(folder=folder, cluster="local" if executor == "submitit-local" else "slurm")
@@ -421,6 +427,7 @@ def still_queued(out: Path, jobs: Sequence[SweepJob]) -> dict[str, tuple[Any, st
     job whose SLURM job ended (without a done file: it is among ``jobs``) is said and left out,
     to be submitted again, as is one without a readable submission record."""
     submitit = _submitit("slurm")
+    _check_slurm()
     earlier = []
     for job in jobs:
         path = submitted_path(out, job.key)

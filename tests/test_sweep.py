@@ -146,6 +146,10 @@ def test_slurm_without_a_cluster_is_one_line(capsys, tmp_path, monkeypatch):
     code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--executor", "slurm",
                                "--out", tmp_path / "s", *FAST)
     one_line_exit_2(code, stdout, stderr, "--executor slurm")
+    # --plan asks SLURM about earlier submissions as the sweep does: refused the same way, not "UNKNOWN"
+    code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--executor", "slurm",
+                               "--out", tmp_path / "s", "--plan")
+    one_line_exit_2(code, stdout, stderr, "--executor slurm: sbatch is not on PATH")
 
 
 def test_a_failing_job_is_reported_and_the_others_still_run(capsys, tmp_path):
