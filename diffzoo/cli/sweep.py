@@ -3,6 +3,7 @@ one board (:mod:`diffzoo.sweep`)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,8 @@ def sweep_cmd(
 ) -> None:
     """Run detectors x weights x training data into one store and publish the board (one column
     group per benchmark); jobs already done are skipped, so a sweep resumes."""
+    import submitit  # noqa: F401 - its import gives its logger handlers of its own, cleared below
+
     from diffzoo.cli.progress import RichProgress, rank_output
     from diffzoo.sweep import (
         Cluster,
@@ -81,6 +84,8 @@ def sweep_cmd(
         sweep_log,
     )
 
+    # submitit's records (an sacct error, a job's state) reach the CLI's one handler: once, escaped, on stderr
+    logging.getLogger("submitit").handlers.clear()
     values = request_values(ctx, {"detectors": detectors, "weights": weights, "dataset": dataset, "suite": suite,
                                   "out": out}, options, config)
     # the run options a sweep sets per job reach plan_sweep when --config holds them, to be refused there
