@@ -2,7 +2,9 @@
 
 import json
 import math
+import os
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,6 +118,17 @@ def test_missing_image_is_one_line_error(capsys, tmp_path, images):
     assert code != 0
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines == [f"error: image {tmp_path / 'nope.png'} does not exist"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_fifo_or_device_given_as_an_image_is_named_for_what_it_is_and_never_opened(capsys, tmp_path, images):
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    os.mkfifo(tmp_path / "pipe.png")  # opening it would block for ever
+    for path, kind in ((tmp_path / "pipe.png", "a FIFO (named pipe)"), (Path("/dev/null"), "a character device")):
+        code, _, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "o"),
+                           str(images[0]), str(path))
+        assert code == 1 and err.strip() == f"error: image {path} is {kind}, not an image file", err
     assert not (tmp_path / "o").exists()
 
 

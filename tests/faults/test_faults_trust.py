@@ -376,6 +376,19 @@ def test_a_fifo_listed_by_a_json_list_is_named_not_called_missing(capsys, tmp_pa
     assert err.value.kind == "not-a-file"
 
 
+def test_a_fifo_or_device_given_as_a_dataset_is_named_for_what_it_is_and_never_sniffed(capsys, tmp_path):
+    """A FIFO named like an archive (``x.zip``) or a device as ``--dataset`` / ``--eval-dataset``
+    / ``data info``: one line saying what the path is, never the list of every adapter's layout."""
+    os.mkfifo(tmp_path / "data.zip")
+    for path, kind in ((tmp_path / "data.zip", "a FIFO (named pipe)"), (Path("/dev/null"), "a character device")):
+        said = f"error: dataset path {path} is {kind}, not a dataset folder or file"
+        for args in (["data", "info", path], ["run", "--detector", "segformer.tiny", "--dataset", path, "--plan"],
+                     ["run", "--detector", "segformer.tiny", "--eval-dataset", path, "--suite", "cross-dataset",
+                      "--plan"]):
+            code, _, err = cli(capsys, *args)
+            assert code == 1 and err.strip() == said, (args, err)
+
+
 def test_ctrl_c_says_it_was_interrupted(capsys, monkeypatch):
     import diffzoo.api as api
 

@@ -156,6 +156,8 @@ def open_dataset_with(spec: str, progress: Progress | None, options: dict[str, A
     path = Path(spec).expanduser()
     if os.path.islink(path) and not path.exists():  # a link loop or a dangling link: never "does not exist"
         raise DataError(f"dataset path {spec} is {file_kind(path)}; pass the folder or file it should point at")
+    if path.exists() and not path.is_dir() and file_kind(path) is not None:  # a FIFO, a device: never sniffed
+        raise DataError(f"dataset path {spec} is {file_kind(path)}, not a dataset folder or file")
     if not path.exists() and not is_hub_id(spec):
         if _looks_like_path(spec):
             hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) is not None

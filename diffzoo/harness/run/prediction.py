@@ -28,7 +28,7 @@ import numpy as np
 
 from diffzoo.harness.core.device import resolve_device
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, ModelError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, sha256_file, writing
+from diffzoo.harness.core.fsutil import MISSING, atomic_write_bytes, file_kind, sha256_file, writing
 from diffzoo.harness.core.outputs import has_pixels, pixel_predictions
 from diffzoo.harness.core.parallel import ordered_map, sendable
 from diffzoo.harness.core.plugins import get_registry
@@ -311,10 +311,12 @@ def collect_images(paths: Sequence[Path | str]) -> list[Path]:
             if not found:
                 raise DataError(f"folder {p} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
             out += found
-        elif p.is_file():
+        elif file_kind(p) is None:
             out.append(p)
-        else:
-            raise DataError(f"image {p} does not exist")
+        elif file_kind(p) in MISSING:
+            raise DataError(f"image {p} does not exist" + (" (a broken symbolic link)" if p.is_symlink() else ""))
+        else:  # a FIFO or a device is never opened: reading it could block for ever
+            raise DataError(f"image {p} is {file_kind(p)}, not an image file")
     if not out:
         raise DataError("no images given")
     return out
