@@ -10,7 +10,7 @@ from PIL import Image
 from diffzoo.generators.editors.labels import AlignParams, align, difference_label
 from diffzoo.harness.run.factories import open_dataset
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 
 S, M = 256, 64  # image side; margin of the canvas the warped view is cut from
 
@@ -235,3 +235,35 @@ def test_label_pairs_cli_writes_a_dataset_diffzoo_opens(capsys, tmp_path, scene)
     w = open_dataset(str(out)).load("w")  # frame "orig": rectified image, label as computed
     assert w.image.shape == scene["orig"].shape and iou(w.label, scene["truth"]) >= 0.9
     assert open_dataset(str(out)).label_space.names == ("background", "edited")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--tau", "1"], "tau must be in [0, 1), got 1.0"),
+    (["--tau", "nan"], "tau must be in [0, 1), got nan"),
+    (["--min-area", "inf"], "min_area must be a finite number >= 0, got inf"),
+    (["--max-area", "nan"], "max_area must be a finite number >= 0, got nan"),
+    (["--max-area", "0"], "min_area (0.01) is above max_area (0.0): every pair would be rejected"),
+    (["--min-area", "500", "--max-area", "20"], "min_area (500.0) is above max_area (20.0)"),
+    (["--cleanup", "-3"], "cleanup must be >= 0 (0: off), got -3"),
+    (["--frame", "x"], "frame must be one of gen, orig, got 'x'"),
+    (["--editor", ""], "editor '' cannot name the edited class"),
+    (["--editor", "background"], "editor 'background' cannot name the edited class"),
+])
+def test_label_settings_no_label_can_follow_are_a_usage_error_before_any_image_is_read(capsys, tmp_path, args, said):
+    """Each used to label every pair by a rule that rejects them all (or to exit 1, or to name a
+    class ''): a user's setting, refused in one line, exit 2, with no output folder."""
+    for folder in ("o", "g"):
+        (tmp_path / folder).mkdir()
+        save(np.zeros((16, 16, 3), np.uint8), tmp_path / folder / "x.png")
+    code, stdout, err = cli(capsys, "data", "label-pairs", tmp_path / "o", tmp_path / "g", "--out", tmp_path / "l",
+                            *args)
+    one_line_exit_2(code, stdout, err, said)
+    assert not (tmp_path / "l").exists()
+
+
+def test_the_imgedit_adapter_refuses_the_same_label_settings():
+    from diffzoo.generators.datasets.imgedit import ImgEditDataset
+    from diffzoo.harness.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"min_area \(0.5\) is above max_area \(0.1\)"):
+        ImgEditDataset("unused", min_area=0.5, max_area=0.1)

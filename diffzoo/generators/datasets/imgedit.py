@@ -46,11 +46,12 @@ from diffzoo.generators.editors.labels import (
     DEFAULT_MIN_AREA,
     DEFAULT_TAU,
     AlignParams,
+    check_label_settings,
     difference_label,
     label_settings,
 )
 from diffzoo.generators.generate.regions import bbox_of
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset, require_path
@@ -129,10 +130,8 @@ class ImgEditDataset(SplitDataset):
         split: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
+        check_label_settings(tau, min_area, max_area, cleanup)
         require_path(path, "ImgEditDataset")
-        if not 0 <= tau < 1 or min_area < 0 or max_area < 0:
-            raise ConfigError(f"tau must be in [0, 1) and area bounds >= 0; got tau={tau}, min_area={min_area}, "
-                              f"max_area={max_area}")  # fmt: skip
         root = Path(path)
         label_space = LabelSpace.from_editors([editor]) if editor else BINARY
         super().__init__(name or (root.stem if root.is_file() else root.name) or "imgedit", label_space)

@@ -26,11 +26,12 @@ from diffzoo.generators.editors.labels import (
     FRAMES,
     STATUSES,
     AlignParams,
+    check_label_settings,
     difference_label,
     label_settings,
 )
 from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save_png, save_text
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import writing
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
@@ -93,12 +94,16 @@ def label_pairs(
     ``"orig"`` stores the rectified image and the label as computed.  Built in
     a temporary sibling folder renamed at the end.
     """
+    check_label_settings(tau, min_area, max_area, cleanup)
     if frame not in FRAMES:
-        raise DataError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
+        raise ConfigError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
+    if editor is not None and (not editor.strip() or editor == "background"):
+        raise ConfigError(f"editor {editor!r} cannot name the edited class: give the editor's name, or none "
+                          "for the class 'edited'")
     label_space = LabelSpace.from_editors([editor]) if editor else BINARY
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise DataError(f"{out} exists and is not an empty folder; pass --force (force=True) to replace it")
+        raise ConfigError(f"{out} exists and is not an empty folder; pass --force (force=True) to replace it")
     origs, gens = _stems(Path(orig_dir), "original"), _stems(Path(gen_dir), "generated")
     stems = sorted(set(origs) & set(gens))
     if not stems:

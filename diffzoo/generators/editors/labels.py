@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.editors.label_rule import DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import IGNORE_INDEX
 
 log = logging.getLogger(__name__)
@@ -306,10 +306,24 @@ def rectify(
 
 
 # -- the label -----------------------------------------------------------------
-def _bound(value: float, valid: int, what: str) -> float:
+def check_label_settings(tau: float, min_area: float, max_area: float, cleanup: int) -> None:
+    """ConfigError for settings no label can follow: ``tau`` outside [0, 1), an area bound that
+    is negative or not a finite number, ``min_area`` above ``max_area`` (both fractions, or both
+    pixel counts), a negative ``cleanup``.  Checked before any image is read."""
+    import math
+
+    said = [] if 0 <= tau < 1 else [f"tau must be in [0, 1), got {tau}"]
+    said += [f"{what} must be a finite number >= 0, got {value}" for what, value in
+             (("min_area", min_area), ("max_area", max_area)) if not (math.isfinite(value) and value >= 0)]
+    if not said and (min_area <= 1) == (max_area <= 1) and min_area > max_area:
+        said.append(f"min_area ({min_area}) is above max_area ({max_area}): every pair would be rejected")
+    said += [] if cleanup >= 0 else [f"cleanup must be >= 0 (0: off), got {cleanup}"]
+    if said:
+        raise ConfigError("; ".join(said))
+
+
+def _bound(value: float, valid: int) -> float:
     """An area bound in pixels: up to 1 a fraction of ``valid``, above 1 a count."""
-    if value < 0:
-        raise DataError(f"{what} must be >= 0, got {value}")
     return value * valid if value <= 1 else value
 
 
@@ -331,10 +345,9 @@ def difference_label(
     """
     import cv2
 
+    check_label_settings(tau, min_area, max_area, cleanup)
     check_image(orig, "original")
     check_image(gen, "generated")
-    if not 0 <= tau < 1:
-        raise DataError(f"tau must be in [0, 1), got {tau}")
     p = params or AlignParams()
     alignment = align(orig, gen, p) if align_images else Alignment(None, False, "alignment turned off")
     rect, valid = rectify(gen, alignment, orig.shape[:2])
@@ -345,9 +358,9 @@ def difference_label(
         opened = cv2.morphologyEx(changed.astype(np.uint8), cv2.MORPH_OPEN, kernel)
         changed = cv2.morphologyEx(opened, cv2.MORPH_CLOSE, kernel).astype(bool) & valid
     n_valid, n_changed = int(valid.sum()), int(changed.sum())
-    if n_changed < _bound(min_area, n_valid, "min_area"):
+    if n_changed < _bound(min_area, n_valid):
         status = "rejected-noop"
-    elif n_changed > _bound(max_area, n_valid, "max_area"):
+    elif n_changed > _bound(max_area, n_valid):
         status = "rejected-global"
     else:
         status = "ok"
