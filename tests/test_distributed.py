@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from diffzoo import open_dataset
 from diffzoo.harness.core.distributed import shard
 from diffzoo.harness.core.errors import ConfigError
 
@@ -73,7 +74,6 @@ def test_torchrun_trains_with_ddp_and_evaluates_shards_exactly_like_one_process(
     import torch
 
     data = make_diffseg_folder(tmp_path / "ds", n=20)  # 3 validation images: uneven shards
-    from diffzoo import open_dataset
 
     val = open_dataset(str(data)).ids("val")
     bad = data / "train_copy" / f"{val[1]}.image.png"
@@ -190,7 +190,6 @@ def test_train_writes_the_checkpoint_run_would_use(capsys, diffseg_folder, tmp_p
 
 
 def test_train_exclude_editors_drops_their_images(capsys, diffseg_folder, tmp_path):
-    from diffzoo import open_dataset
 
     ds = open_dataset(str(diffseg_folder))
     sdxl = ds.label_space.index("sdxl")
@@ -205,15 +204,22 @@ def test_train_exclude_editors_drops_their_images(capsys, diffseg_folder, tmp_pa
     assert logs["all"]["training"]["num_train_images"] == len(train)
     assert logs["held"]["training"]["num_train_images"] == len(without)
     assert logs["held"]["cache_key"] != logs["all"]["cache_key"]
+    # an editor named twice is the same training data: the same model, found in the cache
+    code, out, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, "--out", tmp_path / "twice",
+                         "--exclude-editors", "sdxl,sdxl")
+    assert code == 0 and "found in the cache" in out, err
+    assert json.loads((tmp_path / "twice" / "card.json").read_text())["cache_key"] == logs["held"]["cache_key"]
 
 
 @pytest.mark.parametrize("args, expected", [
     (["--exclude-editors", "sd2,sdxll"], "cannot exclude editor 'sdxll'"),
     (["--task", "classification"], "cannot be trained for task 'classification'"),
     (["--out", "{data}"], "is not a checkpoint folder"),
+    (["--exclude-editors", "{editors}"], "leaves no edited image to train on"),
 ])
 def test_train_errors_are_one_line(capsys, diffseg_folder, args, expected):
-    args = [a.format(data=diffseg_folder) for a in args]
+    editors = ",".join(open_dataset(str(diffseg_folder)).label_space.editors)
+    args = [a.format(data=diffseg_folder, editors=editors) for a in args]
     code, out, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, *args)
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert code != 0 and len(lines) == 1 and expected in lines[0], err

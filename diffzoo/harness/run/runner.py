@@ -330,6 +330,7 @@ class Runner:
         if task not in card.tasks:
             raise ConfigError(f"{card.name} cannot be trained for task {task!r}; it supports {', '.join(card.tasks)}")
         editors = self.dataset.label_space.names[1:]
+        exclude_editors = tuple(dict.fromkeys(exclude_editors))  # an editor named twice is the same model
         for name in exclude_editors:
             if name not in editors:
                 hint = did_you_mean(name, editors)
@@ -337,7 +338,10 @@ class Runner:
                     f"cannot exclude editor {name!r}: dataset {self.dataset.name} has no such editor.{hint} "
                     f"Its editors: {', '.join(editors)}"
                 )
-        return training_plan(card, TrainSpec(task, "train", tuple(exclude_editors)), self.dataset, self.config,
+        if editors and set(editors) <= set(exclude_editors):
+            raise ConfigError(f"excluding every editor of dataset {self.dataset.name} leaves no edited image to "
+                              f"train on; keep at least one of {', '.join(editors)}")
+        return training_plan(card, TrainSpec(task, "train", exclude_editors), self.dataset, self.config,
                              self.dataset.fingerprint(), detector=self.entry.name, val_every=self.request.val_every)
 
     def train(self, task: str = "binary", exclude_editors: tuple[str, ...] = (), plan: Plan | None = None
