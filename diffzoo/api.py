@@ -35,7 +35,7 @@ from diffzoo.harness.records.document import ResultRecord, keep_state
 from diffzoo.harness.run.model_source import CheckpointInfo
 from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
-from diffzoo.harness.run.request import RunRequest
+from diffzoo.harness.run.request import RunRequest, check_suite_given
 from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
 from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, claim_output_dir
@@ -111,6 +111,7 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     """
     start = time.monotonic()
     request = make_request(request, detector=detector, suite=suite, dataset=dataset, **options)
+    check_suite_given(request.suite)
     # before any work: an out folder that is not diffzoo's is refused now, not after hours of training
     claim = out is not None and not plan_only and distributed.launch_rank() == 0
     out_dir = claim_output_dir(Path(out), force) if claim else None

@@ -47,7 +47,7 @@ from diffzoo.harness.core.fsutil import FileRefused, append_line, atomic_write_t
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
 from diffzoo.harness.models.releases import find_files, release_dir, release_name
-from diffzoo.harness.run.request import RunRequest, catalog_root
+from diffzoo.harness.run.request import RunRequest, catalog_root, check_suite_given
 from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir
 
 log = logging.getLogger(__name__)
@@ -137,6 +137,7 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
             raise ConfigError(f"--weights {w!r}: use {TRAINED}, {RELEASED} (every release of each detector) or "
                               f"{RELEASED_PREFIX}NAME (diffzoo list detectors --released)")
     data = _items(datasets, "--dataset", "mini")
+    check_suite_given(str(options.get("suite", "all")))
     plan = SweepPlan()
     for entry in entries:
         releases = [r.name for r in entry.card.releases]

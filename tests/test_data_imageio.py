@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile
 
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data import (
     DIFFSEG30K_EDITORS,
@@ -299,5 +299,5 @@ def test_split_stable_when_ids_are_added():
 def test_split_names_and_bad_fraction():
     assert canonical_split("validation") == "val"
     assert canonical_split("train") == "train" and canonical_split("cross_test") == "cross_test"
-    with pytest.raises(DataError, match="val_fraction"):
+    with pytest.raises(ConfigError, match="val_fraction"):  # an adapter option: a usage error
         split_ids(["a"], 1.5)

@@ -90,7 +90,7 @@ def sweep_cmd(
                                   "out": out}, options, config)
     # the run options a sweep sets per job reach plan_sweep when --config holds them, to be refused there
     given = {k: values[k] for k in (*SWEEP_OPTIONS, "detector", "checkpoint") if k in values}
-    given["suite"] = values["suite"] or DEFAULT_SUITES[bool(values.get("eval_dataset"))]
+    given["suite"] = DEFAULT_SUITES[bool(values.get("eval_dataset"))] if values["suite"] is None else values["suite"]
     # the executor's options are checked before the plan is shown, as the sweep itself checks them
     flags = {p.opts[0] for p in ctx.command.params if p.name in EXECUTOR_PARAMS and given_here(ctx, p.name)}
     flags |= {"--no-wait"} if not wait else set()

@@ -42,6 +42,34 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     assert not (tmp_path / "empty-cache").exists()
 
 
+@pytest.mark.parametrize("args, needles", [
+    (["--suite", ""], ["--suite is empty"]),
+    (["--suite", " , "], ["--suite is empty"]),
+    (["--bootstrap", "-1"], ["--bootstrap -1", ">= 0"]),
+    (["--generator", "sdx=sdxl.tiny-lora"], ["--generator sdx=sdxl.tiny-lora: no case of suite(s) standard uses "
+                                             "generator 'sdx'", "none of them re-edits images"]),
+    (["--suite", "lora", "--generator", "sdxl=sdxl.tiny-lora"], ["(they use sdxl.hyper-sd-8step)"]),
+    (["--suite", "lora", "--generator", "sdxl.hyper-sd-8step=nosuch"], ["unknown generator 'nosuch'"]),
+    (["--labels", "sd2,sd2"], ["--labels: names 'sd2,sd2': label space has duplicate names"]),
+    (["--dataset-option", "calib_fraction=2"], ["calib_fraction must be in [0, 1 - val_fraction), got 2"]),
+    (["--dataset-option", "n_images=0"], ["n_images must be at least 1, got 0"]),
+])
+def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(capsys, args, needles):
+    """An empty suite (an unset shell variable) ran nothing and exited 0; a negative bootstrap and
+    a --generator no case uses (or an unknown card) were taken and ignored; an adapter's own
+    option out of range exited 1; --labels said its flag twice."""
+    code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", *args, "--plan")
+    line = one_line_exit_2(code, stdout, stderr, *needles)
+    assert line.count("--labels") <= 1
+
+
+def test_a_held_out_editor_the_dataset_lacks_is_named_once(capsys):
+    result = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "unseen-generators", "--holdout",
+                 "sd2,nosuch", "--plan")
+    line = one_line_exit_2(*result, "dataset mini has no editor nosuch")
+    assert line.count("nosuch") == 1
+
+
 def test_list_with_a_misspelled_kind(capsys):
     line = one_line_exit_2(*cli(capsys, "list", "detektors"), "Did you mean 'detectors'?")
     assert line.count("'detectors'") == 1

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import cache_root, exclusive_lock
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS, LABELS_FILE
@@ -124,9 +124,9 @@ def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
     from diffzoo.generators.generate.schedule import balanced, split_counts
 
     if n_images < 1:
-        raise DataError(f"n_images must be at least 1, got {n_images}")
+        raise ConfigError(f"n_images must be at least 1, got {n_images}")
     if size < 16 or size % 8:
-        raise DataError(f"size must be a multiple of 8 and at least 16, got {size}")
+        raise ConfigError(f"size must be a multiple of 8 and at least 16, got {size}")
     photos = available_photos()
     if not photos:
         raise DataError("no scikit-image photographs found; reinstall scikit-image")

@@ -284,7 +284,7 @@ def _parse_given_spec(spec: str | os.PathLike) -> tuple[LabelSpace, bool]:
         raise DataError(f"empty label specification {text!r}; give a label file or names")
     if names[0] != "background":
         names.insert(0, "background")
-    return names_to_space(names, "--labels"), True
+    return names_to_space(names, f"names {text!r}"), True
 
 
 @dataclass(frozen=True)

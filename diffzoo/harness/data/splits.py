@@ -19,7 +19,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text
 
 log = logging.getLogger(__name__)
@@ -50,9 +50,9 @@ def split_ids(ids: Iterable[str], val_fraction: float = 0.2, seed: int = 0,
     ``train``.  Each list is sorted; ``calib`` is absent when its fraction is 0.
     """
     if not 0.0 <= val_fraction < 1.0:
-        raise DataError(f"val_fraction must be in [0, 1), got {val_fraction}")
+        raise ConfigError(f"val_fraction must be in [0, 1), got {val_fraction}")
     if not 0.0 <= calib_fraction < 1.0 - val_fraction:
-        raise DataError(f"calib_fraction must be in [0, 1 - val_fraction), got {calib_fraction}")
+        raise ConfigError(f"calib_fraction must be in [0, 1 - val_fraction), got {calib_fraction}")
     out: dict[str, list[str]] = {"train": [], "val": []}
     if calib_fraction:
         out["calib"] = []

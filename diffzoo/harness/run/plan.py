@@ -390,7 +390,7 @@ def _train_spec(card: DetectorCard, case: Case, dataset: Dataset,
     if Task.SEMANTIC in (spec.task, case.task) and dataset.label_space.is_binary:
         return None, _binary_masks(dataset)
     known = set(dataset.label_space.editors)
-    missing = [e for e in (*case.editors, *case.train.exclude_editors) if e not in known]
+    missing = [e for e in dict.fromkeys((*case.editors, *case.train.exclude_editors)) if e not in known]
     if missing:
         return None, f"dataset {dataset.name} has no editor {', '.join(missing)}"
     if spec.task in card.tasks:
@@ -568,6 +568,7 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
     ``only``: the (suite, case) names to plan, the others left out unsaid (``diffzoo reproduce``);
     ``release``: the released weights every case scores (``--weights released:NAME``)."""
     eval_datasets = list(eval_datasets)
+    _check_generators(generators or {}, suites)
     planner = _Planner(card, dataset, config, fingerprint, eval_datasets,
                        {**dataset.generator_substitutes, **(generators or {})}, calibration_split, val_every)
     members: dict[TrainSpec, list[tuple[Suite, Case]]] = {}
@@ -592,6 +593,18 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
     jobs = [planner.job(spec, cases) for spec, cases in members.items()]
     datasets = {fingerprint: dataset, **{ds.fingerprint(): ds for ds, _, _ in eval_datasets}}
     return Plan(card, dataset, fingerprint, jobs, skipped, planner.notes, datasets, detector)
+
+
+def _check_generators(generators: Mapping[str, str], suites: list[Suite]) -> None:
+    """ConfigError for a ``--generator NAME=CARD`` no case of ``suites`` would use (a misspelt
+    NAME would be ignored), or whose CARD is not a registered generator."""
+    used = sorted({dict(c.distortion_params).get("generator") for s in suites for c in s.cases} - {None})
+    for name, card in generators.items():
+        if name not in used:
+            they = f"they use {', '.join(used)}" if used else "none of them re-edits images with a generator"
+            raise ConfigError(f"--generator {name}={card}: no case of suite(s) {', '.join(s.name for s in suites)} "
+                              f"uses generator {name!r} ({they})")
+        get_registry().get("generator", card)  # an unknown card: its did-you-mean, before any work
 
 
 def training_plan(card: DetectorCard, spec: TrainSpec, dataset: Dataset, config: TrainConfig, fingerprint: str, *,

@@ -166,6 +166,9 @@ class RunRequest:
         from diffzoo.harness.models.releases import release_name
 
         release_name(self.weights)  # released:NAME, or nothing
+        if self.bootstrap < 0:
+            raise ConfigError(f"--bootstrap {self.bootstrap}: give the number of resamples, >= 0 (0: no confidence "
+                              "intervals)")
         TrainConfig().with_overrides(**self.train_overrides())  # --recipe, --iterations, ...
         if self.workers is not None:  # a bad --workers fails before torchrun's group is joined
             check_workers(self.workers)
@@ -208,6 +211,14 @@ class RunRequest:
     def to_dict(self) -> dict[str, Any]:
         """Flag name -> value, JSON-able (paths as text, pairs as lists)."""
         return json.loads(json.dumps(asdict(self), default=str))
+
+
+def check_suite_given(suite: str) -> None:
+    """ConfigError for an empty ``--suite`` (an unset shell variable): a run of no suite is never
+    what was meant, and no default stands in for it.  (A request of no suite, ``""``, is
+    ``diffzoo train``'s, which evaluates nothing.)"""
+    if not suite.replace(",", "").strip():
+        raise ConfigError("--suite is empty: give a suite name, a pattern or all (diffzoo list suites)")
 
 
 def _listed(value: Any) -> Any:
