@@ -284,7 +284,9 @@ def publish_cmd(
 ) -> None:
     """Publish tables (Markdown, CSV, LaTeX, JSON), a static HTML site, or
     the DiffSeg30k paper report (`paper`: Tables 2-8 beside the paper's numbers)."""
-    formats = _split(fmt)
+    formats = list(dict.fromkeys(_split(fmt)))  # a format named twice is written once
+    if not formats:  # an unset shell variable: never a publish of nothing
+        raise ConfigError(f"--format is empty: choose from {', '.join(FORMATS)}")
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ConfigError(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
