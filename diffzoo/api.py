@@ -171,7 +171,7 @@ def _store(result: Evaluation, out: Path, rerun: bool) -> None:
 
 
 def train(detector: str | None = None, dataset: str | None = None, *, task: str = "binary",
-          exclude_editors: Iterable[str] = (), out: str | Path | None = None, request: RunRequest | None = None,
+          exclude_editors: Iterable[str] | str = (), out: str | Path | None = None, request: RunRequest | None = None,
           progress: Progress | None = None, on_plan: Callable[[Runner, Plan], None] | None = None,
           **options: Any) -> TrainOutput:
     """Train one ``task`` model of ``detector`` on ``dataset``'s train split, as :func:`evaluate`
@@ -179,7 +179,9 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     the checkpoint (written by rank 0)."""
     request = make_request(request, detector=detector, suite="", dataset=dataset, **options)
     runner = Runner(request, progress)
-    plan = runner.training_plan(task, tuple(exclude_editors))
+    if isinstance(exclude_editors, str):  # the command line's spelling: sd2,glide
+        exclude_editors = exclude_editors.split(",")
+    plan = runner.training_plan(task, tuple(str(e).strip() for e in exclude_editors if str(e).strip()))
     if on_plan is not None:
         on_plan(runner, plan)
     if out is not None:

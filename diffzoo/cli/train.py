@@ -42,10 +42,10 @@ def train_cmd(
     from diffzoo.api import train
 
     values = request_values(ctx, {"task": task, "exclude_editors": exclude_editors, "out": out}, options, config)
-    excluded = [e.strip() for e in (values["exclude_editors"] or "").split(",") if e.strip()]
     with rank_output(console):  # a --config file may hold run options too: train reads its own
-        _report(train(task=values["task"], exclude_editors=excluded, out=values["out"], progress=RichProgress(console),
-                      on_plan=_print_plan, **{k: v for k, v in values.items() if k in TRAIN_OPTIONS}))
+        _report(train(task=values["task"], exclude_editors=values["exclude_editors"] or "", out=values["out"],
+                      progress=RichProgress(console), on_plan=_print_plan,
+                      **{k: v for k, v in values.items() if k in TRAIN_OPTIONS}))
 
 
 request_command(train_cmd, TRAIN_OPTIONS)

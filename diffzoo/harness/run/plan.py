@@ -598,7 +598,7 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
 def _check_generators(generators: Mapping[str, str], suites: list[Suite]) -> None:
     """ConfigError for a ``--generator NAME=CARD`` no case of ``suites`` would use (a misspelt
     NAME would be ignored), or whose CARD is not a registered generator."""
-    used = sorted({dict(c.distortion_params).get("generator") for s in suites for c in s.cases} - {None})
+    used = sorted({str(g) for s in suites for c in s.cases if (g := dict(c.distortion_params).get("generator"))})
     for name, card in generators.items():
         if name not in used:
             they = f"they use {', '.join(used)}" if used else "none of them re-edits images with a generator"
