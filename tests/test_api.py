@@ -139,6 +139,21 @@ def test_plan_only_says_the_passes_and_does_no_work(diffseg_folder, tmp_path, ca
     assert not (cache / "checkpoints").exists()
 
 
+def test_paths_and_lists_are_taken_where_the_api_asks_for_text(diffseg_folder, tmp_path, monkeypatch):
+    """A Python caller passes a Path for a dataset, a list for the suites, and a comma text for
+    the held-out editors, as the command line spells them; a value of no such kind is refused."""
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
+    assert diffzoo.open_dataset(diffseg_folder).fingerprint() == diffzoo.open_dataset(str(diffseg_folder)).fingerprint()
+    result = diffzoo.evaluate(detector="segformer.tiny", suite=["standard", "distortions"], dataset=diffseg_folder,
+                              plan_only=True, **FAST)
+    assert result.plans[0].dataset.fingerprint() == diffzoo.open_dataset(diffseg_folder).fingerprint()
+    assert {c.suite.name for job in result.plans[0].jobs for c in job.cases} == {"standard", "distortions"}
+    request = RunRequest.of(detector="segformer.tiny", dataset=diffseg_folder, suite=["standard", "lora"])
+    assert (request.dataset, request.suite) == (str(diffseg_folder), "standard,lora")
+    with pytest.raises(ConfigError, match="--iterations takes an integer, got '40'"):
+        diffzoo.evaluate(detector="segformer.tiny", dataset=diffseg_folder, plan_only=True, iterations="40")
+
+
 def test_a_dataset_can_name_the_reference_detectors_run_on_it():
     """mini declares its stand-in for UniversalFakeDetect's ViT-L/14 (random features
     either way offline); the record then names the detector that ran."""

@@ -129,7 +129,7 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
     return factory(**fixed, **options)
 
 
-def open_dataset(spec: str, progress: Progress | None = None, **options: Any) -> Dataset:
+def open_dataset(spec: str | os.PathLike[str], progress: Progress | None = None, **options: Any) -> Dataset:
     """A registered dataset name, or a path whose layout an adapter recognises.
 
     A factory that takes ``progress`` (builders such as ``mini``) reports
@@ -140,10 +140,11 @@ def open_dataset(spec: str, progress: Progress | None = None, **options: Any) ->
     return open_dataset_with(spec, progress, options)
 
 
-def open_dataset_with(spec: str, progress: Progress | None, options: dict[str, Any],
+def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, options: dict[str, Any],
                       flag: str = "--dataset-option") -> Dataset:
     """:func:`open_dataset`, with ``options`` given by the command-line option ``flag``
     (``--eval-dataset-option`` for an evaluation dataset), which an error names."""
+    spec = os.fspath(spec)  # a Path is its text: a registered name or a path
     registry = get_registry()
     if registry.has("dataset", spec) and not os.path.lexists(spec):
         entry = registry.get("dataset", spec)

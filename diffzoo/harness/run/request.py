@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import os
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -232,9 +233,11 @@ def flags_of(f: Any) -> tuple[str, ...]:
 
 
 def as_text(value: Any) -> str | None:
-    """A value given where text is asked, as the command line spells it: a number as its text,
-    a list of such as its comma-separated text (``--suite standard,distortions``); None for any
-    other kind."""
+    """A value given where text is asked, as the command line spells it: a path or a number as
+    its text, a list of numbers or texts as its comma-separated text (``--suite
+    standard,distortions``); None for any other kind."""
+    if isinstance(value, os.PathLike):  # diffzoo.evaluate(dataset=Path(...))
+        return os.fspath(value) if isinstance(os.fspath(value), str) else None
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
         return ",".join(map(str, value))
     return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
