@@ -353,6 +353,13 @@ def test_ai_bases_only_need_no_real_bases(tmp_path):
     assert len({r["base_info"]["caption"] + str(r["base_info"]["seed"]) for r in rows}) == 2
     with pytest.raises(ConfigError, match="--bases"):
         pipeline.generate(pipeline.GenerateConfig(out=tmp_path / "o2", editors=("sd2.tiny",), ai_fraction=0.5))
+    # regions that describe real images only would be ignored when every base is generated
+    for regions in ("coco", "masks:" + str(tmp_path / "masks")):
+        with pytest.raises(ConfigError, match=f"--regions {regions}: with --ai-bases 1 every base is generated"):
+            pipeline.generate(pipeline.GenerateConfig(out=tmp_path / "o3", editors=("a",), n=2, ai_fraction=1.0,
+                                                      t2i="sd-t2i.tiny", size=32, regions=regions),
+                              editors={"a": FakeEditor(1)})
+        assert not (tmp_path / "o3").exists()
 
 
 # -- quality filter ------------------------------------------------------------------------

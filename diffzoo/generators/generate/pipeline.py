@@ -121,6 +121,10 @@ class DatasetGenerator:
         kind = c.regions or ("coco" if (c.bases or "").startswith("coco:") else "random")
         if kind not in ("coco", "open-vocab", "random") and not kind.startswith("masks:"):
             raise ConfigError(f"--regions {kind!r}: choose {', '.join(REGION_KINDS)}")
+        if c.ai_fraction >= 1 and (kind == "coco" or kind.startswith("masks:")):
+            # COCO annotations and mask files describe real images only: they would be ignored
+            raise ConfigError(f"--regions {kind}: with --ai-bases 1 every base is generated, and {kind} names "
+                              "regions of real images only; use random or open-vocab, or give real --bases")
         settings: dict[str, Any] = {"regions": kind}
         self.real = self.ai = None
         if c.ai_fraction < 1:
