@@ -272,3 +272,9 @@ def test_a_classification_detector_gives_json_lines_and_no_pngs(capsys, tmp_path
                                     "score": pytest.approx(0.7), "threshold": 0.5}]
         assert row["label_map"] is None and row["overlay"] is None
     assert not list(out.glob("*.png"))
+
+
+def test_an_unknown_threshold_policy_is_refused_before_any_model_is_looked_for(capsys, tmp_path, images, monkeypatch):
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "empty-cache"))  # no checkpoint to find
+    code, out, err = cli(capsys, "predict", "--detector", "segformer.tiny", str(images[0]), "--thresholds", "best")
+    assert code == 2 and err.strip() == "error: --thresholds 'best': choose one of fixed, calibrated", err

@@ -14,6 +14,7 @@ from diffzoo.harness.metrics.parity import parity_metrics
 from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult
+from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.thresholds import calibrate, check_policy
 
 
@@ -139,8 +140,9 @@ def test_policy_checks_refuse_calibrating_on_an_evaluated_split():
         check_policy("calibrated", "val", FakeDataset(), {"val"})
     with pytest.raises(ConfigError, match="has no 'test' split"):
         check_policy("calibrated", "test", FakeDataset(), {"val"})
-    with pytest.raises(ConfigError, match="must be one of"):
-        check_policy("best", "calib", FakeDataset(), {"val"})
+    # an unknown policy is the request's to refuse, before any work
+    with pytest.raises(ConfigError, match="--thresholds 'best': choose one of fixed, calibrated"):
+        RunRequest.of(detector="segformer.tiny", thresholds="best")
 
 
 def test_calibrate_uses_the_calibration_states_best_thresholds():

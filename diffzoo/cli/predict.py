@@ -17,7 +17,7 @@ from diffzoo.cli.progress import RichProgress
 from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.progress import NullProgress
 from diffzoo.harness.metrics.verdict import rule_text
-from diffzoo.harness.run.request import POLICIES
+from diffzoo.harness.run.request import POLICIES, check_threshold_policy
 from diffzoo.leaderboard.render.escape import term
 
 SHOWN_ROWS = 20
@@ -39,7 +39,8 @@ def predict_cmd(
         None, "--labels", help="Class names for a semantic checkpoint without card.json (JSON file or comma list)."
     ),
     thresholds: str = typer.Option(
-        "fixed", "--thresholds", help=f"{' or '.join(POLICIES)}: the card's thresholds and the 1% area rule "
+        "fixed", "--thresholds", callback=check_threshold_policy,
+        help=f"{' or '.join(POLICIES)}: the card's thresholds and the 1% area rule "
         "(docs/metrics.md), or those `diffzoo run --thresholds calibrated` recorded for this model in --records."
     ),
     records: Path = typer.Option(

@@ -44,7 +44,7 @@ from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import predict_checked
 from diffzoo.harness.run.factories import create_detector
 from diffzoo.harness.run.loading import as_batch, chw_uint8, detector_input
-from diffzoo.harness.run.request import POLICIES
+from diffzoo.harness.run.request import check_threshold_policy
 from diffzoo.harness.run.thresholds import recorded_thresholds
 
 log = logging.getLogger(__name__)
@@ -84,8 +84,11 @@ def _choose(
     full = [c for c in matching if not c[1].get("train_subset", {}).get("exclude_editors")]
     matching = full or matching
     if len(matching) > 1:
-        hint = "pass --task binary|semantic" if task is None else "pass the one to use"
-        hint += " or --checkpoint PATH" if where.startswith("the cached") else ""
+        cached = where.startswith("the cached")
+        if task is None:
+            hint = "pass --task binary|semantic" + (", or the one to use as --checkpoint PATH" if cached else "")
+        else:
+            hint = "pass the one to use as --checkpoint PATH" if cached else "give only the one to use"
         raise ConfigError(f"{len(matching)} checkpoints fit among {where}, so the choice is ambiguous: "
                           f"{_describe(matching)}; {hint}")
     return matching[0]
@@ -162,8 +165,7 @@ def prediction_thresholds(model: LoadedModel, policy: str, records: Path | str) 
     """The thresholds ``model`` predicts with: ``fixed`` (the card's, docs/metrics.md) or
     ``calibrated`` (those a ``diffzoo run --thresholds calibrated`` recorded for these very
     weights in the record store ``records``; an error saying how to get them if none did)."""
-    if policy not in POLICIES:
-        raise ConfigError(f"--thresholds {policy!r}: choose one of {', '.join(POLICIES)}")
+    check_threshold_policy(policy)
     det = model.detector
     if policy == "fixed":
         return Thresholds.fixed(det)

@@ -167,6 +167,7 @@ class RunRequest:
         from diffzoo.harness.models.releases import release_name
 
         release_name(self.weights)  # released:NAME, or nothing
+        check_threshold_policy(self.thresholds)
         if self.bootstrap < 0:
             raise ConfigError(f"--bootstrap {self.bootstrap}: give the number of resamples, >= 0 (0: no confidence "
                               "intervals)")
@@ -212,6 +213,13 @@ class RunRequest:
     def to_dict(self) -> dict[str, Any]:
         """Flag name -> value, JSON-able (paths as text, pairs as lists)."""
         return json.loads(json.dumps(asdict(self), default=str))
+
+
+def check_threshold_policy(policy: str) -> str:
+    """``policy`` if it is one of :data:`POLICIES`; else a ConfigError naming ``--thresholds``."""
+    if policy not in POLICIES:
+        raise ConfigError(f"--thresholds {policy!r}: choose one of {', '.join(POLICIES)}")
+    return policy
 
 
 def check_suite_given(suite: str) -> None:
