@@ -156,7 +156,7 @@ def test_foreign_out_folder_is_refused(known, tmp_path, capsys):
 
 def test_unknown_split_names_the_splits(known, capsys):
     code, _, err = cli(capsys, "data", "stats", known, "--split", "nope", "--no-plots")
-    assert code == 1 and "no split 'nope'" in err and "train, val" in err
+    assert code == 2 and "no split 'nope'" in err and "train, val" in err  # the user's --split: a usage error
 
 
 def test_diffseg_fixture_matches_its_manifest(tmp_path):

@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import CorruptSampleError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace, Sample
+from diffzoo.harness.data.splits import canonical_split
 
 log = logging.getLogger(__name__)
 
@@ -220,8 +221,12 @@ def dataset_stats(dataset: Dataset, splits: Sequence[str] | None = None,
                   progress: Progress | None = None) -> dict[str, Any]:
     """Statistics of ``splits`` (default: all) of ``dataset``, reading each
     sample once (an id in two splits is read and counted once).  An unknown
-    split is a DataError from ``dataset.ids``."""
-    chosen = list(splits) if splits else list(dataset.splits())
+    split is a ConfigError (``--split``), before any image is read."""
+    chosen = list(dict.fromkeys(splits)) if splits else list(dataset.splits())
+    unknown = [s for s in chosen if canonical_split(s) not in dataset.splits()]
+    if unknown:
+        raise ConfigError(f"--split: dataset {dataset.name} has no split {unknown[0]!r}; its splits: "
+                          f"{', '.join(dataset.splits())}")
     split_sizes = {split: len(dataset.ids(split)) for split in chosen}
     ids = list(dict.fromkeys(sid for split in chosen for sid in dataset.ids(split)))
     acc = StatsAccumulator(dataset.label_space)
