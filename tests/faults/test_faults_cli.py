@@ -46,9 +46,8 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     (["--suite", ""], ["--suite is empty"]),
     (["--suite", " , "], ["--suite is empty"]),
     (["--bootstrap", "-1"], ["--bootstrap -1", ">= 0"]),
-    (["--generator", "sdx=sdxl.tiny-lora"], ["--generator sdx=sdxl.tiny-lora: no case of suite(s) standard uses "
-                                             "generator 'sdx'", "none of them re-edits images"]),
-    (["--suite", "lora", "--generator", "sdxl=sdxl.tiny-lora"], ["(they use sdxl.hyper-sd-8step)"]),
+    (["--suite", "lora", "--generator", "sdxl.hyper-sd-8stp=sdxl.tiny-lora"],
+     ["unknown generator 'sdxl.hyper-sd-8stp'", "Did you mean 'sdxl.hyper-sd-8step'"]),
     (["--suite", "lora", "--generator", "sdxl.hyper-sd-8step=nosuch"], ["unknown generator 'nosuch'"]),
     (["--labels", "sd2,sd2"], ["--labels: names 'sd2,sd2': label space has duplicate names"]),
     (["--dataset-option", "calib_fraction=2"], ["calib_fraction must be in [0, 1 - val_fraction), got 2"]),
@@ -56,7 +55,7 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
 ])
 def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(capsys, args, needles):
     """An empty suite (an unset shell variable) ran nothing and exited 0; a negative bootstrap and
-    a --generator no case uses (or an unknown card) were taken and ignored; an adapter's own
+    a misspelt --generator name (or an unknown card) were taken and ignored; an adapter's own
     option out of range exited 1; --labels said its flag twice."""
     code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", *args, "--plan")
     line = one_line_exit_2(code, stdout, stderr, *needles)

@@ -568,7 +568,7 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
     ``only``: the (suite, case) names to plan, the others left out unsaid (``diffzoo reproduce``);
     ``release``: the released weights every case scores (``--weights released:NAME``)."""
     eval_datasets = list(eval_datasets)
-    _check_generators(generators or {}, suites)
+    _check_generators(generators or {})
     planner = _Planner(card, dataset, config, fingerprint, eval_datasets,
                        {**dataset.generator_substitutes, **(generators or {})}, calibration_split, val_every)
     members: dict[TrainSpec, list[tuple[Suite, Case]]] = {}
@@ -595,16 +595,12 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
     return Plan(card, dataset, fingerprint, jobs, skipped, planner.notes, datasets, detector)
 
 
-def _check_generators(generators: Mapping[str, str], suites: list[Suite]) -> None:
-    """ConfigError for a ``--generator NAME=CARD`` no case of ``suites`` would use (a misspelt
-    NAME would be ignored), or whose CARD is not a registered generator."""
-    used = sorted({str(g) for s in suites for c in s.cases if (g := dict(c.distortion_params).get("generator"))})
+def _check_generators(generators: Mapping[str, str]) -> None:
+    """An error with a did-you-mean for a ``--generator NAME=CARD`` whose NAME or CARD is not a
+    registered generator: a misspelt NAME would be silently ignored, an unknown CARD found late."""
     for name, card in generators.items():
-        if name not in used:
-            they = f"they use {', '.join(used)}" if used else "none of them re-edits images with a generator"
-            raise ConfigError(f"--generator {name}={card}: no case of suite(s) {', '.join(s.name for s in suites)} "
-                              f"uses generator {name!r} ({they})")
-        get_registry().get("generator", card)  # an unknown card: its did-you-mean, before any work
+        for which in (name, card):
+            get_registry().get("generator", which)
 
 
 def training_plan(card: DetectorCard, spec: TrainSpec, dataset: Dataset, config: TrainConfig, fingerprint: str, *,
