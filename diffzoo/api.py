@@ -181,7 +181,8 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     runner = Runner(request, progress)
     if isinstance(exclude_editors, str):  # the command line's spelling: sd2,glide
         exclude_editors = exclude_editors.split(",")
-    plan = runner.training_plan(task, tuple(str(e).strip() for e in exclude_editors if str(e).strip()))
+    names = (str(e).strip() for e in exclude_editors)
+    plan = runner.training_plan(task, tuple(name for name in names if name))
     if on_plan is not None:
         on_plan(runner, plan)
     if out is not None:

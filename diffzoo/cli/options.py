@@ -110,8 +110,8 @@ def _cast(ctx: typer.Context, name: str, value: Any, config: Path | None) -> Any
                           f"{value!r}")
     if param.multiple and isinstance(value, (str, Path)):
         value = [value]
-    elif param.type_descriptor.annotation is str and as_text(value) is not None:
-        value = as_text(value)
+    elif param.type_descriptor.annotation is str and (text := as_text(value)) is not None:
+        value = text
     try:
         return param.process_value(ctx, value)
     except (typer.TyperException, TypeError, ValueError) as exc:

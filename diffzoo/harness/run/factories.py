@@ -157,8 +157,9 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
     path = Path(spec).expanduser()
     if os.path.islink(path) and not path.exists():  # a link loop or a dangling link: never "does not exist"
         raise DataError(f"dataset path {spec} is {file_kind(path)}; pass the folder or file it should point at")
-    if path.exists() and not path.is_dir() and file_kind(path) is not None:  # a FIFO, a device: never sniffed
-        raise DataError(f"dataset path {spec} is {file_kind(path)}, not a dataset folder or file")
+    kind = None if not path.exists() or path.is_dir() else file_kind(path)
+    if kind is not None:  # a FIFO, a device: never sniffed
+        raise DataError(f"dataset path {spec} is {kind}, not a dataset folder or file")
     if not path.exists() and not is_hub_id(spec):
         if _looks_like_path(spec):
             hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) is not None

@@ -313,12 +313,12 @@ def collect_images(paths: Sequence[Path | str]) -> list[Path]:
             if not found:
                 raise DataError(f"folder {p} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
             out += found
-        elif file_kind(p) is None:
+        elif (kind := file_kind(p)) is None:
             out.append(p)
-        elif file_kind(p) in MISSING:
-            raise DataError(f"image {p} does not exist" + (" (a broken symbolic link)" if p.is_symlink() else ""))
+        elif kind in MISSING:
+            raise DataError(f"image {p} does not exist" + (f" ({kind})" if kind != MISSING[0] else ""))
         else:  # a FIFO or a device is never opened: reading it could block for ever
-            raise DataError(f"image {p} is {file_kind(p)}, not an image file")
+            raise DataError(f"image {p} is {kind}, not an image file")
     if not out:
         raise DataError("no images given")
     return out

@@ -291,8 +291,8 @@ def _typed(flag: str, value: Any, hint: Any) -> Any:
         if isinstance(value, int):
             return value
     elif kind is str:
-        if as_text(value) is not None:
-            return as_text(value)
+        if (text := as_text(value)) is not None:
+            return text
     elif kind is Path:
         if isinstance(value, (str, Path)):
             return Path(value)
