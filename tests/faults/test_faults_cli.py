@@ -52,6 +52,8 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     (["--labels", "sd2,sd2"], ["--labels: names 'sd2,sd2': label space has duplicate names"]),
     (["--dataset-option", "calib_fraction=2"], ["calib_fraction must be in [0, 1 - val_fraction), got 2"]),
     (["--dataset-option", "n_images=0"], ["n_images must be at least 1, got 0"]),
+    (["--dataset-option", "n_images=two"], ["--dataset-option n_images takes an integer, got 'two'"]),
+    (["--dataset-option", "calib_fraction=0.1=2"], ["--dataset-option calib_fraction takes a number, got '0.1=2'"]),
 ])
 def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(capsys, args, needles):
     """An empty suite (an unset shell variable) ran nothing and exited 0; a negative bootstrap and
@@ -60,6 +62,18 @@ def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(
     code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", *args, "--plan")
     line = one_line_exit_2(code, stdout, stderr, *needles)
     assert line.count("--labels") <= 1
+
+
+@pytest.mark.parametrize("option, said", [
+    ("split_seed=x", "--dataset-option split_seed takes an integer, got 'x'"),
+    ("calib_fraction=abc", "--dataset-option calib_fraction takes a number, got 'abc'"),
+    ("skip_unpaired=[1]", "--dataset-option skip_unpaired takes true or false, got [1]"),
+])
+def test_an_adapter_option_of_the_wrong_kind_is_one_line_naming_it(capsys, diffseg_folder, option, said):
+    """Each was an internal error (a TypeError inside the adapter) or, for a seed, taken as text."""
+    result = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", diffseg_folder,
+                 "--dataset-option", option, "--plan")
+    one_line_exit_2(*result, said)
 
 
 def test_a_held_out_editor_the_dataset_lacks_is_named_once(capsys):

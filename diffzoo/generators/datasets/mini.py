@@ -359,8 +359,11 @@ def open_mini(path: str | Path | None = None, *, progress: Progress | None = Non
     ``options`` go to ``DiffSeg30kDataset``.
     """
     from diffzoo.harness.data.adapters.diffseg30k import DiffSeg30kDataset
+    from diffzoo.harness.run.factories import typed_options
 
-    build = {k: options.pop(k) for k in ("n_images", "size", "seed", "cache") if k in options}
+    build = typed_options(ensure_mini, {k: options.pop(k) for k in ("n_images", "size", "seed", "cache")
+                                        if k in options})
+    options = typed_options(DiffSeg30kDataset, options)
     if path is None and not build:
         root = shipped_root()
     else:

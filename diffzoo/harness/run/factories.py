@@ -10,6 +10,7 @@ import inspect
 import logging
 import os
 import re
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from diffzoo.harness.core.protocols import Dataset, Detector, DetectorBuild, Gen
 from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY, LabelSpace
 from diffzoo.harness.data.hfsource import is_hub_id
+from diffzoo.harness.run.request import typed_value
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +128,21 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
         hint = did_you_mean(unknown[0], valid)
         raise ConfigError(f"{what} does not take {flag} {', '.join(unknown)}.{hint} "
                           f"Valid options: {', '.join(valid) or '(none)'}")
-    return factory(**fixed, **options)
+    return factory(**fixed, **typed_options(factory, options, flag))
+
+
+def typed_options(factory: Any, options: dict[str, Any], flag: str = "--dataset-option") -> dict[str, Any]:
+    """``options`` of a dataset factory, each read into the type its parameter declares
+    (:func:`~diffzoo.harness.run.request.typed_value`: ``calib_fraction=abc`` is one line naming
+    ``flag``, never a TypeError inside the adapter).  An option whose parameter has no annotation
+    it knows, or a factory whose annotations cannot be resolved (a name only a type checker
+    imports), is taken as given.  A factory that forwards its options (``dataset_options``)
+    checks them where it forwards them, with this function."""
+    try:
+        hints = typing.get_type_hints(factory.__init__ if isinstance(factory, type) else factory)  # type: ignore[misc]
+    except Exception:  # noqa: BLE001 - annotations are a help here, never a reason to refuse a dataset
+        hints = {}
+    return {k: typed_value(f"{flag} {k}", v, hints[k]) if k in hints else v for k, v in options.items()}
 
 
 def open_dataset(spec: str | os.PathLike[str], progress: Progress | None = None, **options: Any) -> Dataset:

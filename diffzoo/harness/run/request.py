@@ -163,7 +163,7 @@ class RunRequest:
                 if not isinstance(value, (list, tuple, Mapping)):
                     raise ConfigError(f"{flag} takes {_KINDS[list]}, got {value!r}")
                 value = f.metadata["parse"](value)
-            setattr(self, f.name, _typed(flag, value, hints[f.name]))
+            setattr(self, f.name, typed_value(flag, value, hints[f.name]))
         from diffzoo.harness.models.releases import release_name
 
         release_name(self.weights)  # released:NAME, or nothing
@@ -256,39 +256,48 @@ def _field_types() -> dict[str, Any]:
     return typing.get_type_hints(RunRequest)
 
 
-_KINDS = {str: "text", int: "an integer", bool: "true or false", Path: "a path", list: "a list",
+_KINDS = {str: "text", int: "an integer", float: "a number", bool: "true or false", Path: "a path", list: "a list",
           tuple: "a pair", dict: "KEY=VALUE options (a mapping)"}
-"""What each of a field's types is called when a value of another kind is refused."""
+"""The kinds of value :func:`typed_value` checks, and what each is called when a value of another
+kind is refused."""
 
 
-def _typed(flag: str, value: Any, hint: Any) -> Any:
-    """``value`` as a field of type ``hint`` holds it (where text is asked, :func:`as_text`;
+def typed_value(flag: str, value: Any, hint: Any) -> Any:
+    """``value`` as a parameter of type ``hint`` holds it (where text is asked, :func:`as_text`;
     text where a path is, as that path; one value where a list is, as a list of it); a
     ConfigError naming ``flag`` for a value of another kind (text where a number is asked, a
-    mapping where text is), which a --config file or a keyword can give and no code after this
-    would name."""
+    mapping where text is), which a --config file, a keyword or a ``KEY=VALUE`` option can give
+    and no code after this would name.  An annotation of another kind (a union of several
+    kinds, a callable, a class) takes the value as given."""
     args = typing.get_args(hint)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None
-        if value is None:
+        arms = [a for a in args if a is not type(None)]
+        if value is None and len(arms) < len(args):
             return None
-        hint = next(a for a in args if a is not type(None))
+        if len(arms) != 1:
+            return value
+        hint = arms[0]
         args = typing.get_args(hint)
     kind = typing.get_origin(hint) or hint
+    if kind not in _KINDS:
+        return value
     if kind is list:
         value = _listed(value)
         if isinstance(value, (list, tuple)):
-            return [_typed(flag, v, args[0]) for v in value]
+            return [typed_value(flag, v, args[0] if args else Any) for v in value]
     elif kind is tuple:
+        if isinstance(value, (list, tuple)) and args and args[-1] is Ellipsis:
+            return tuple(typed_value(flag, v, args[0]) for v in value)
         if isinstance(value, (list, tuple)) and len(value) == len(args):
-            return tuple(_typed(flag, v, a) for v, a in zip(value, args))
+            return tuple(typed_value(flag, v, a) for v, a in zip(value, args))
     elif kind is dict:
         if isinstance(value, Mapping):
-            return {str(k): v if args[1] is Any else _typed(flag, v, args[1]) for k, v in value.items()}
-    elif kind is bool or isinstance(value, bool):  # never a number, never text
-        if kind is bool and isinstance(value, bool):
+            return {str(k): typed_value(flag, v, args[1] if len(args) == 2 else Any) for k, v in value.items()}
+    elif isinstance(value, bool):  # true or false: never a number, never text
+        if kind is bool:
             return value
-    elif kind is int:
-        if isinstance(value, int):
+    elif kind in (int, float):
+        if isinstance(value, int) or (kind is float and isinstance(value, float)):
             return value
     elif kind is str:
         if (text := as_text(value)) is not None:
@@ -296,7 +305,7 @@ def _typed(flag: str, value: Any, hint: Any) -> Any:
     elif kind is Path:
         if isinstance(value, (str, Path)):
             return Path(value)
-    raise ConfigError(f"{flag} takes {_KINDS.get(kind, kind)}, got {value!r}")
+    raise ConfigError(f"{flag} takes {_KINDS[kind]}, got {value!r}")
 
 
 CATALOG_PREFIX = "catalog:"
