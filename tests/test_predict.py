@@ -1,6 +1,7 @@
 """`diffzoo predict`: label maps, overlays and JSON lines for single images."""
 
 import json
+import logging
 import math
 import os
 import pickle
@@ -130,6 +131,25 @@ def test_a_fifo_or_device_given_as_an_image_is_named_for_what_it_is_and_never_op
                            str(images[0]), str(path))
         assert code == 1 and err.strip() == f"error: image {path} is {kind}, not an image file", err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_folder_predicts_its_images_and_says_which_files_it_passed_over(capsys, caplog, tmp_path, images):
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for image in images:
+        (folder / image.name).write_bytes(image.read_bytes())
+    (folder / "anim.gif").write_bytes(b"GIF89a")
+    (folder / "notes.txt").write_text("x")
+    (folder / ".hidden").write_text("x")
+    code, _, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "o"),
+                       str(folder))
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
+    assert [Path(r["image"]).name for r in rows] == ["img1.png", "img2.jpg"]
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert said == [f"{folder}: 2 file(s) without an image extension passed over (anim.gif, notes.txt)"]
 
 
 def test_a_corrupt_image_is_reported_and_the_others_still_predicted(capsys, tmp_path, images):

@@ -55,7 +55,7 @@ def test_the_request_is_one_declaration():
                             checkpoint=["a/b"])
     assert request.holdout == [("sd2", "glide")] and request.dataset_option == {"calib_fraction": 0.1}
     assert RunRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request  # a record's round trip
-    with pytest.raises(ConfigError, match="unknown option.*iteration\\b.*did you mean 'iterations'"):
+    with pytest.raises(ConfigError, match="unknown option.*iteration\\b.*Did you mean 'iterations'"):
         RunRequest.of(detector="segformer.tiny", iteration=3)
     with pytest.raises(ConfigError, match="--recipe 'bogus'"):
         RunRequest.of(detector="segformer.tiny", recipe="bogus")

@@ -309,9 +309,13 @@ def collect_images(paths: Sequence[Path | str]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and is_image_file(f.name))
+            files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+            found = [f for f in files if is_image_file(f.name)]
             if not found:
                 raise DataError(f"folder {p} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
+            if passed := [f.name for f in files if not is_image_file(f.name)]:  # said, never dropped unseen
+                log.warning("%s: %d file(s) without an image extension passed over (%s%s)", p, len(passed),
+                            ", ".join(passed[:3]), ", ..." if len(passed) > 3 else "")
             out += found
         elif (kind := file_kind(p)) is None:
             out.append(p)

@@ -13,7 +13,6 @@ This module imports no torch and no numpy: the command line reads it for ``--hel
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import os
@@ -24,7 +23,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, did_you_mean
 from diffzoo.harness.core.types import check_seed
 
 POLICIES = ("fixed", "calibrated")
@@ -200,9 +199,8 @@ class RunRequest:
             raise ConfigError("a run needs a detector: --detector NAME (or detector: NAME in --config)")
         unknown = sorted(set(options) - set(valid))
         if unknown:
-            close = difflib.get_close_matches(unknown[0], valid, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"unknown option(s) {', '.join(unknown)}{hint}; options are: {', '.join(sorted(valid))}")
+            raise ConfigError(f"unknown option(s) {', '.join(unknown)}; options are: {', '.join(sorted(valid))}."
+                              f"{did_you_mean(unknown[0], valid)}")
         return cls(**options)
 
     @classmethod
