@@ -209,6 +209,22 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
         freeze(store, "../evil")
 
 
+def test_a_filter_that_leaves_no_record_says_which_filter_and_what_the_store_holds(tmp_path, capsys):
+    store = tmp_path / "store"
+    RecordStore(store).add(make_record("segformer.b0", suite="standard"))
+    RecordStore(store).add(make_record("fcn8s", suite="distortions"))
+    code, text, err = cli(capsys, "leaderboard", "list", "--store", store, "--suite", "standrad")
+    assert code == 0 and "0 record(s)" in text
+    assert err.split() == ("no record matches: --suite standrad matches none of distortions, standard. "
+                           "Did you mean 'standard'?").split()
+    code, text, err = cli(capsys, "leaderboard", "list", "--store", store, "--suite", "dist*", "--detector", "seg*")
+    assert code == 0 and " ".join(err.split()) == "no record matches: no record matches every filter at once"
+    code, text, err = cli(capsys, "leaderboard", "list", "--store", store, "--detector", "seg*")
+    assert code == 0 and "1 record(s)" in text and not err
+    with pytest.raises(RecordError, match="^nothing to freeze: --detector nope matches none of fcn8s, segformer.b0"):
+        freeze(RecordStore(store), "v1", detectors=["nope"])
+
+
 def test_a_rerun_of_the_same_run_is_one_row(tmp_path):
     first = make_record("a")
     rerun = make_record("a", date="2026-12-02T00:00:00+00:00",

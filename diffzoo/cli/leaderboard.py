@@ -77,11 +77,14 @@ def list_cmd(
     detector: list[str] = typer.Option([], "--detector", help="Only these detectors (wildcards, commas)."),
 ) -> None:
     """List stored records."""
-    from diffzoo.leaderboard.versions import select
+    from diffzoo.leaderboard.versions import select, unmatched
 
     loaded = open_store(store).load()
-    records = select(loaded.records, suites=_split(suite), datasets=_split(dataset),
-                     detectors=_split(detector))
+    filters = {"suites": _split(suite), "datasets": _split(dataset), "detectors": _split(detector)}
+    records = select(loaded.records, **filters)
+    if not records and loaded.records:  # an empty answer says which filter left nothing
+        err_console.print(f"[yellow]no record matches:[/] {term(unmatched(loaded.records, **filters))}",
+                          soft_wrap=True)
     table = Table(title=term_text(f"{len(records)} record(s) in {store}"), title_justify="left")
     for col in ("id", "detector", "suite", "case", "dataset", "primary metric", "date"):
         table.add_column(col)

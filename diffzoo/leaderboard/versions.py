@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.cards import stable_hash
-from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.core.errors import ConfigError, RecordError, did_you_mean
 from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.harness.records.document import MAX_RECORD_BYTES, ResultRecord, read_json_file, store_lock
 from diffzoo.leaderboard.store import RecordStore, expand_record_paths, is_unfinished, read_record_file
@@ -68,6 +68,22 @@ def select(records: list[ResultRecord], *, suites: Sequence[str] = (), datasets:
             and _matches(r.body.detector.name, list(detectors))]
 
 
+def unmatched(records: list[ResultRecord], *, suites: Sequence[str] = (), datasets: Sequence[str] = (),
+              detectors: Sequence[str] = ()) -> str:
+    """Why :func:`select` kept none of ``records``: each filter that matches no record's name, with
+    the names the records have (and the closest one); else that the filters match none together."""
+    if not records:
+        return "the store holds no records"
+    said = []
+    for flag, patterns, names in (("--suite", suites, {r.body.suite.name for r in records}),
+                                  ("--dataset", datasets, {r.body.dataset.name for r in records}),
+                                  ("--detector", detectors, {r.body.detector.name for r in records})):
+        if patterns and not any(_matches(n, list(patterns)) for n in names):
+            said.append(f"{flag} {','.join(patterns)} matches none of {', '.join(sorted(names))}."
+                        f"{did_you_mean(patterns[0], sorted(names))}")
+    return " ".join(said) or "no record matches every filter at once"
+
+
 def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), datasets: Sequence[str] = (),
            detectors: Sequence[str] = (), note: str = "") -> Path:
     """Fix a leaderboard version from the store's records (optionally a subset)."""
@@ -86,7 +102,8 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
                           "them away or repair them, then freeze")
     records = select(loaded.records, suites=suites, datasets=datasets, detectors=detectors)
     if not records:
-        raise RecordError(f"no records in {store.records_dir} match; nothing to freeze")
+        why = unmatched(loaded.records, suites=suites, datasets=datasets, detectors=detectors)
+        raise RecordError(f"nothing to freeze: {why}")
     digests = {r.id: r.content_digest for r in sorted(records, key=lambda r: r.id)}
     manifest = {
         "schema_version": VERSION_SCHEMA,
