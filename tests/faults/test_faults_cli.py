@@ -54,6 +54,9 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     (["--dataset-option", "n_images=0"], ["n_images must be at least 1, got 0"]),
     (["--dataset-option", "n_images=two"], ["--dataset-option n_images takes an integer, got 'two'"]),
     (["--dataset-option", "calib_fraction=0.1=2"], ["--dataset-option calib_fraction takes a number, got '0.1=2'"]),
+    (["--iterations", "0"], ["--iterations 0: must be at least 1"]),
+    (["--batch-size", "-2"], ["--batch-size -2: must be at least 1"]),
+    (["--crop-size", "4"], ["--crop-size 4: must be at least 8"]),
 ])
 def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(capsys, args, needles):
     """An empty suite (an unset shell variable) ran nothing and exited 0; a negative bootstrap and

@@ -63,8 +63,9 @@ class TrainConfig:
         cfg = replace(self, **{k: v for k, v in overrides.items() if v is not None})
         if isinstance(cfg.betas, list):
             cfg = replace(cfg, betas=tuple(cfg.betas))
-        if cfg.iterations < 1 or cfg.batch_size < 1 or cfg.crop_size < 8:
-            raise ConfigError("iterations and batch_size must be >= 1 and crop_size >= 8")
+        for name, least in (("iterations", 1), ("batch_size", 1), ("crop_size", 8)):
+            if getattr(cfg, name) < least:
+                raise ConfigError(f"--{name.replace('_', '-')} {getattr(cfg, name)}: must be at least {least}")
         if cfg.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer {cfg.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
         if cfg.recipe not in RECIPES:
