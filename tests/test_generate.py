@@ -29,7 +29,7 @@ from diffzoo.harness.core.errors import ConfigError, WeightsUnavailableError
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import LabelSpace
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 
 EDITORS = "sd2.tiny,sdxl.tiny,flux1.tiny"
 N = 6
@@ -266,6 +266,21 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
                        "--regions", "boxes")
     assert code != 0 and "masks:DIR" in err
     assert not (tmp_path / "o").exists()  # nothing written before the options were checked
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--threads", "0"], "--threads must be at least 1, got 0"),
+    (["--lora-scale", "nan"], "--lora-scale must be a finite number, got nan"),
+    (["--min-score", "9"], "--min-score must be in [0, 5] (the VLM's scale), got 9.0"),
+    (["--size", "100000"], "--size 100000: 100000 x 100000 px bases exceed the 67,108,864-pixel limit on images"),
+])
+def test_generate_settings_out_of_range_are_one_line_before_any_model(capsys, tmp_path, args, said):
+    """--threads 0 and a --size no image could hold were internal errors (torch's RuntimeError, a
+    MemoryError); a nan LoRA scale and a score outside the VLM's scale were taken."""
+    result = cli(capsys, "generate", "--out", tmp_path / "o", "--ai-bases", "1", "--editors", "sd2.tiny", "--n", "2",
+                 *args)
+    one_line_exit_2(*result, said)
+    assert not (tmp_path / "o").exists()
 
 
 # -- COCO regions -----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, sampl
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import LabelSpace
+from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,15 @@ class DatasetGenerator:
             raise ConfigError(f"--n must be at least 1, got {config.n}")
         if config.size is not None and config.size < 16:
             raise ConfigError(f"--size must be at least 16 px, got {config.size}")
+        if config.size is not None and config.size**2 > max_pixels():  # a base diffzoo could never read back
+            raise ConfigError(f"--size {config.size}: {config.size} x {config.size} px bases exceed the "
+                              f"{max_pixels():,}-pixel limit on images (${MAX_PIXELS_ENV})")
+        if config.threads is not None and config.threads < 1:
+            raise ConfigError(f"--threads must be at least 1, got {config.threads}")
+        if not math.isfinite(config.lora_scale):
+            raise ConfigError(f"--lora-scale must be a finite number, got {config.lora_scale}")
+        if not 0 <= config.min_score <= 5:  # the VLM scores on a 0-5 scale
+            raise ConfigError(f"--min-score must be in [0, 5] (the VLM's scale), got {config.min_score}")
         for option, value, allowed in (("prompts", config.prompts, ("templates", "vlm")),
                                        ("objects", config.objects, ("vocabulary", "vlm"))):
             if value not in allowed:
