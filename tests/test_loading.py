@@ -67,18 +67,20 @@ def test_training_batches_do_not_depend_on_the_number_of_workers(tmp_path):
     folder = make_diffseg_folder(tmp_path / "ds", n=12, size=40)
     ds = open_dataset(str(folder))
     batches = {}
-    for workers in (0, 2):
+    for workers in (0, 2, 500):
         cfg = TrainConfig(batch_size=3, crop_size=24, num_workers=workers, seed=5)
         data = CropDataset(ds, ds.ids("train"), "semantic", cfg)
         loader = make_loader(data, cfg)
+        assert loader.num_workers == min(workers, len(loader))  # never a process that is given no batch
         got = []
         for epoch in range(2):  # a new epoch draws new crops
             loader.sampler.set_epoch(epoch)
             got.append([(x.clone(), y.clone()) for x, y, _ in loader])
         batches[workers] = got
-    assert len(batches[0][0]) == len(batches[2][0]) > 1
-    for (x0, y0), (x2, y2) in zip(batches[0][0] + batches[0][1], batches[2][0] + batches[2][1]):
-        assert torch.equal(x0, x2) and torch.equal(y0, y2)
+    assert len(batches[0][0]) == len(batches[2][0]) == len(batches[500][0]) > 1
+    for many in (2, 500):
+        for (x0, y0), (x2, y2) in zip(batches[0][0] + batches[0][1], batches[many][0] + batches[many][1]):
+            assert torch.equal(x0, x2) and torch.equal(y0, y2)
     assert not all(torch.equal(a[0], b[0]) for a, b in zip(batches[0][0], batches[0][1]))
 
 

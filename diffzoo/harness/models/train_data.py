@@ -201,14 +201,16 @@ def make_loader(
     sampler = EpochOrder(size, cfg.seed, inner, keyed=isinstance(data, CropDataset))
     batch_size = distributed.per_rank_batch(cfg.batch_size)
     n_local = len(sampler)
+    per_epoch = max(1, n_local // batch_size)  # a worker loads whole batches: more would never be given one
+    workers = min(cfg.num_workers, per_epoch)
     return torch.utils.data.DataLoader(
         data,
         batch_size=min(batch_size, n_local),
         sampler=sampler,
         drop_last=n_local >= batch_size,
         generator=torch.Generator().manual_seed(cfg.seed),  # workers' base seeds; no draw depends on them
-        num_workers=cfg.num_workers,
-        persistent_workers=cfg.num_workers > 0,  # forked once per training, not once per epoch
+        num_workers=workers,
+        persistent_workers=workers > 0,  # forked once per training, not once per epoch
         worker_init_fn=quiet_worker,  # SIGINT/SIGTERM stop the training loop, not its workers
         collate_fn=collate_skip,
     )
