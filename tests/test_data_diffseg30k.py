@@ -323,6 +323,11 @@ def test_extra_authentic_goes_to_train_only(tmp_path, pairs):
     assert ds.fingerprint() != plain.fingerprint()
     with pytest.raises(DataError, match="extra authentic folder .* does not exist"):
         DiffSeg30kDataset(z, extra_authentic=tmp_path / "missing")
+    with pytest.raises(DataError, match="extra authentic folder .*000001.jpg is a file, not a folder"):
+        DiffSeg30kDataset(z, extra_authentic=next(auth.glob("*.jpg")))
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(DataError, match="extra authentic folder .*dangling is a broken symbolic link, not a folder"):
+        DiffSeg30kDataset(z, extra_authentic=tmp_path / "dangling")
 
 
 def test_open_dataset_path_finds_diffseg30k(tmp_path, pairs):

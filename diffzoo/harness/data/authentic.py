@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import Sample, SampleMeta
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
@@ -47,7 +48,9 @@ class AuthenticFolder:
     def __init__(self, path: str | os.PathLike) -> None:
         self.root = Path(path)
         if not self.root.is_dir():
-            raise DataError(f"extra authentic folder {self.root} does not exist")
+            kind = file_kind(self.root)
+            raise DataError(f"extra authentic folder {self.root} " + (
+                "does not exist" if kind == MISSING[0] else f"is {kind or 'a file'}, not a folder"))
         self._files = {
             AUTHENTIC_PREFIX + p.relative_to(self.root).as_posix(): p
             for p in list_image_files(self.root)
