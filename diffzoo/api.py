@@ -203,6 +203,10 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
         raise ConfigError(f"record {record.id} stores no request (it was written before records stored their "
                           "options), so it cannot be run again; run it with diffzoo run")
     request = RunRequest.from_dict(body.request, suite=body.suite.name)
+    if lost := request.paths_not_found():  # read relative to the folder the run started in
+        raise ConfigError(f"record {record.id}'s run read {', '.join(lost)}, relative to the folder it was started "
+                          f"in, and {'it is' if len(lost) == 1 else 'they are'} not found from {Path.cwd()}: "
+                          "run diffzoo reproduce from that folder (or pass it as --from-folder DIR)")
     only = {(body.suite.name, name) for name in (body.case_name, body.case.get("compare_to")) if name}
     result = evaluate(request=request, out=out, references=False, progress=progress, on_plan=on_plan, only=only)
     row = (body.suite.name, body.case, body.dataset.fingerprint)

@@ -4,13 +4,14 @@ request every record stores, and ``diffzoo reproduce RECORD_ID`` running a row a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.run.request import RunRequest
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 
@@ -85,6 +86,31 @@ def test_reproduce_runs_a_stored_row_again_with_identical_numbers(capsys, diffse
 
     code, _, err = cli(capsys, "reproduce", "0" * 16, "--store", out)
     assert code != 0 and "no record" in err
+
+
+def test_a_row_run_on_relative_paths_is_reproduced_from_the_folder_it_ran_in(capsys, diffseg_folder, tmp_path,
+                                                                             monkeypatch):
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(diffseg_folder, project / "data" / "ds")
+    monkeypatch.chdir(project)
+    code, _, err = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", "data/ds",
+                       "--out", "out", *FAST)
+    assert code == 0, err
+    image = next(r for r in map(json.loads, map(Path.read_text, (project / "out" / "records").glob("*.json")))
+                 if r["case"]["name"] == "image")
+    assert image["request"]["dataset"] == "data/ds"  # as given: no user's folder in a published record
+
+    monkeypatch.chdir(tmp_path)
+    code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", "project/out")
+    one_line_exit_2(code, stdout, err, f"record {image['record_id']}'s run read --dataset data/ds, relative to the "
+                    f"folder it was started in", f"not found from {tmp_path}", "--from-folder DIR")
+    code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", "project/out", "--from-folder",
+                            "project", "--out", "again")
+    assert code == 0, err
+    assert "every metric identical" in " ".join(stdout.split())
+    assert (tmp_path / "again" / "records").is_dir() and not (project / "again").exists()  # --out read from here
 
 
 def test_reproduce_compares_within_the_tolerance():

@@ -9,6 +9,7 @@ anew moves by its float kernels' last bits, so pass ``--tolerance`` (docs/user-g
 
 from __future__ import annotations
 
+import contextlib
 import math
 import tempfile
 from pathlib import Path
@@ -34,6 +35,10 @@ def reproduce_cmd(
         0.0, "--tolerance", min=0.0,
         help="Largest difference allowed per metric (default 0: identical, as on the machine that made the "
         "record; on another CPU, e.g. 0.01 for pixel metrics)."),
+    from_folder: Path | None = typer.Option(
+        None, "--from-folder", exists=True, file_okay=False,
+        help="The folder the record's run was started in: the relative paths it read (--dataset, --checkpoint, "
+        "...) are read from there (default: the current folder)."),
 ) -> None:
     """Run a stored record's row again from its stored options; print its numbers then and now."""
     from diffzoo.api import reproduce
@@ -42,8 +47,9 @@ def reproduce_cmd(
 
     record = open_store(store).get(record_id)
     with rank_output(console), tempfile.TemporaryDirectory(prefix="diffzoo-reproduce-") as tmp:
-        _, again = reproduce(record, out if out is not None else Path(tmp) / "out", RichProgress(console),
-                             on_plan=print_plan)
+        target = (out if out is not None else Path(tmp) / "out").absolute()  # named from here, not from-folder
+        with contextlib.chdir(from_folder or Path.cwd()):  # the request's relative paths, as its run read them
+            _, again = reproduce(record, target, RichProgress(console), on_plan=print_plan)
     body = record.body
     row = f"{body.row_name} / {body.suite.name} / {body.case_name} on {body.dataset.name}"
     if again is None:

@@ -189,6 +189,25 @@ class RunRequest:
         given = {"label_space": self.labels, "extra_authentic": self.extra_authentic}
         return {**self.dataset_option, **{k: v for k, v in given.items() if v}}
 
+    def paths_not_found(self) -> list[str]:
+        """The relative paths the request names that do not resolve from the current folder, as
+        ``--flag VALUE`` (a registered dataset name and a hub id are not paths)."""
+        from diffzoo.harness.core.plugins import get_registry
+        from diffzoo.harness.data.hfsource import is_hub_id
+
+        def missing(value: str | Path | None) -> bool:
+            path = Path(value).expanduser() if value else None
+            return path is not None and not path.is_absolute() and not os.path.lexists(path)
+
+        datasets = [("--dataset", self.dataset)] + [
+            ("--eval-dataset", catalog_root(spec) or eval_dataset_spec(spec)[0]) for spec in self.eval_dataset]
+        named = [(flag, spec) for flag, spec in datasets
+                 if not get_registry().has("dataset", spec) and not is_hub_id(spec)]
+        labels = [("--labels", self.labels)] if self.labels and self.labels.endswith(".json") else []
+        paths = [*named, *labels, ("--extra-authentic", self.extra_authentic),
+                 *(("--checkpoint", c) for c in self.checkpoint)]
+        return [f"{flag} {value}" for flag, value in paths if missing(value)]
+
     # -- as data ---------------------------------------------------------------------------
     @classmethod
     def of(cls, **options: Any) -> RunRequest:
