@@ -159,7 +159,7 @@ SPECS: tuple[Spec, ...] = (
          "weight_decay": (0.05, "--weight_decay 0.05"), "warmup_epochs": (2, "--warmup_epochs 2")},
         "demo_train_object_former.sh",
         weights=(WeightFile("init_weight_path", "processed_model_weights.pth",
-                            "timm vit_base_patch16_224 converted by the script posted in IMDLBenCo#41 "
+                            "timm vit_base_patch16_224 converted by the script posted in scu-zjz/IMDLBenCo#41 "
                             "(IMDLBenCo/model_zoo/object_former/README.md)"),),
         tiny={"input_size": 64, "num_prototypes": 32, "num_layers": 1}, tiny_size=64,
         notes={"tiny": "width 768 is fixed by its heads; num_prototypes must be 2 x (input/16)^2"},
@@ -226,7 +226,7 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "mscdi-net", "MSCDI-Net", "MSCDI_Net", "IMDLBenCo.model_zoo.mscdi_net.MSCDI_Net",
         "MSCDI-Net: multi-scale cross-domain interaction network for image manipulation localization "
-        "(csust-sonie/MSCDI-Net; IMDL-BenCo PR #126)",
+        "(csust-sonie/MSCDI-Net; scu-zjz/IMDLBenCo#126)",
         512, "resize", {"backbone": "mit_bit4"},
         {"batch_size": (512, "--batch_size 16 x 4 GPUs x --accum_iter 8"), "accum_iter": (8, "--accum_iter 8"),
          "epochs": (200, "--epochs 200"), "lr": (1e-4, "--lr 1e-4"), "min_lr": (5e-7, "--min_lr 5e-7"),
