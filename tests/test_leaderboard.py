@@ -209,7 +209,7 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
         freeze(store, "../evil")
 
 
-def test_a_filter_that_leaves_no_record_says_which_filter_and_what_the_store_holds(tmp_path, capsys):
+def test_an_empty_answer_says_why_a_filter_kept_no_record_or_no_version_is_frozen(tmp_path, capsys):
     store = tmp_path / "store"
     RecordStore(store).add(make_record("segformer.b0", suite="standard"))
     RecordStore(store).add(make_record("fcn8s", suite="distortions"))
@@ -223,6 +223,9 @@ def test_a_filter_that_leaves_no_record_says_which_filter_and_what_the_store_hol
     assert code == 0 and "1 record(s)" in text and not err
     with pytest.raises(RecordError, match="^nothing to freeze: --detector nope matches none of fcn8s, segformer.b0"):
         freeze(RecordStore(store), "v1", detectors=["nope"])
+    code, text, _ = cli(capsys, "leaderboard", "versions", "--store", store)
+    assert code == 0 and " ".join(text.split()) == (f"no frozen versions in {store} (`diffzoo leaderboard freeze "
+                                                    "NAME` makes one)")
 
 
 def test_a_rerun_of_the_same_run_is_one_row(tmp_path):

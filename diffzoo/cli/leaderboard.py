@@ -241,10 +241,14 @@ def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help
     """List frozen versions."""
     from diffzoo.leaderboard.versions import list_versions
 
+    versions = list_versions(open_store(store))
+    if not versions:
+        console.print(f"no frozen versions in {term(store)} (`diffzoo leaderboard freeze NAME` makes one)")
+        return
     table = Table(title="frozen versions", title_justify="left")
     for col in ("name", "created", "records", "suites", "datasets", "note"):
         table.add_column(col)
-    for v in list_versions(open_store(store)):
+    for v in versions:
         table.add_row(term_text(v["name"]), term_text(v.get("created", "")), str(len(v["records"])),
                       term_text(", ".join(f"{s['name']} v{s['version']}" for s in v["suites"])),
                       term_text(", ".join(d["name"] for d in v["datasets"])), term_text(v.get("note", "")))
