@@ -20,7 +20,7 @@ from diffzoo.harness.models.checkpoints import cache_dir, load_checkpoint, save_
 from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.run.prediction import OVERLAY_MIN_SIDE, predict_image
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 
 TINY_TRAIN = TrainConfig(iterations=2, batch_size=2, crop_size=32, warmup_iters=1, pretrained=False)
 
@@ -152,6 +152,26 @@ def test_a_folder_predicts_its_images_and_says_which_files_it_passed_over(capsys
     assert said == [f"{folder}: 2 file(s) without an image extension passed over (anim.gif, notes.txt)"]
 
 
+def test_predict_writes_only_into_a_folder_diffzoo_may_write_and_never_over_a_users_file(capsys, tmp_path, images):
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    run = ["predict", "--checkpoint", tmp_path / "ck", str(images[0])]
+    (tmp_path / "a-file").write_text("x")
+    one_line_exit_2(*cli(capsys, *run, "--out", tmp_path / "a-file"), "--out", "exists and is not a folder")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "img1.labels.png").write_bytes(b"the user's")
+    one_line_exit_2(*cli(capsys, *run, "--out", mine), f"--out {mine} is not empty", "--force")
+    one_line_exit_2(*cli(capsys, *run, "--out", mine, "--force"),
+                    f"{mine / 'img1.labels.png'} was in {mine} before diffzoo claimed it with --force")
+    assert (mine / "img1.labels.png").read_bytes() == b"the user's" and not (mine / "predictions.jsonl").exists()
+    for _ in range(2):  # its own folder is used again
+        code, _, err = cli(capsys, *run, "--out", tmp_path / "o")
+        assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
+        ".diffzoo-out.json", "img1.labels.png", "img1.overlay.png", "predictions.jsonl"]
+
+
 def test_a_corrupt_image_is_reported_and_the_others_still_predicted(capsys, tmp_path, images):
     torch.manual_seed(0)
     create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
@@ -215,6 +235,33 @@ def test_given_checkpoints_are_chosen_by_task(capsys, tmp_path, images):
     create_detector("segformer.tiny", "binary").save(tmp_path / "b")
     code, _, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "b"), "--task", "semantic", str(images[1]))
     assert code != 0 and "no semantic model among the given checkpoints" in err and "(binary)" in err
+
+
+def test_options_the_checkpoint_answers_or_the_policy_does_not_read_are_refused_not_ignored(capsys, tmp_path,
+                                                                                            images):
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "b")
+    create_detector("segformer.tiny", "semantic", LabelSpace.from_editors(["sd2", "sdxl"])).save(tmp_path / "s")
+    create_detector("segformer.tiny", "semantic", LabelSpace.from_editors(["sd2", "sdxl"])).save(tmp_path / "bare")
+    (tmp_path / "bare" / "card.json").unlink()
+    bare = next((tmp_path / "bare").glob("*.safetensors"))
+    predict = ["predict", "--out", tmp_path / "o", str(images[1])]
+    one_line_exit_2(*cli(capsys, *predict, "--checkpoint", tmp_path / "b", "--records", tmp_path),
+                    "--records is read only with --thresholds calibrated (they are fixed here)")
+    one_line_exit_2(*cli(capsys, *predict, "--checkpoint", tmp_path / "b", "--labels", "sd2,sdxl"),
+                    f"--labels names the classes of a semantic model; checkpoint {tmp_path / 'b'} holds a binary one")
+    one_line_exit_2(*cli(capsys, *predict, "--checkpoint", tmp_path / "s", "--labels", "sd2,flux"),
+                    "--labels sd2,flux:", "card.json names its classes background, sd2, sdxl; drop --labels")
+    assert not (tmp_path / "o").exists()
+    code, _, err = cli(capsys, *predict, "--checkpoint", tmp_path / "s", "--labels", "sd2,sdxl")  # the same: taken
+    assert code == 0, err
+    code, _, err = cli(capsys, *predict, "-d", "segformer.tiny", "--checkpoint", bare, "--labels", "sd2,sdxl")
+    assert code == 0, err  # a bare file: --labels says it is semantic and names its classes
+    [row] = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
+    assert row["task"] == "semantic"
+    # one checkpoint named twice (or through another spelling) is one, not an ambiguous choice
+    code, _, err = cli(capsys, *predict, "--checkpoint", tmp_path / "b", "--checkpoint", f"{tmp_path}/./b")
+    assert code == 0, err
 
 
 # -- the verdicts (docs/metrics.md; the rule itself: tests/test_image_verdict.py) ---------------

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from diffzoo.cli.console import console, err_console
-from diffzoo.cli.options import DATASET_OPTION, LABELS, parse_options
+from diffzoo.cli.options import DATASET_OPTION, FORCE, LABELS, parse_options
 from diffzoo.cli.progress import RichProgress
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.harness.core.registry import resolve_target
@@ -113,9 +113,7 @@ def stats_cmd(
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the plots and stats.json."),
     labels: str | None = LABELS,
     dataset_option: list[str] = DATASET_OPTION,
-    force: bool = typer.Option(
-        False, "--force", help="Use an output folder that is not empty and was not made by diffzoo."
-    ),
+    force: bool = FORCE,
 ) -> None:
     """Dataset statistics as in the DiffSeg30k paper: images per editor, turns, base, edited area,
     resolutions, label values."""

@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 
 from diffzoo.cli.console import console, err_console
+from diffzoo.cli.options import FORCE
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.metrics.catalog import metric_info
 from diffzoo.leaderboard.formats import FORMATS
@@ -36,8 +37,6 @@ STORE_HELP = "Record store: a folder with records/ (any `diffzoo run --out` fold
 MIXED_HELP = ("Publish rows made under different label maps, splits or evaluator versions in one table, "
               "with a column naming each (refused without it).")
 CLEAN_HELP = "Remove temp files left by killed writes (under the store's lock)."
-FORCE_HELP = ("Write into a non-empty --out folder diffzoo did not make; the files already there are never "
-              "overwritten (as `diffzoo run --out --force`).")
 
 
 def open_store(path: Path, must_exist: bool = True) -> RecordStore:
@@ -287,7 +286,7 @@ def publish_cmd(
                                   help=FORMAT_HELP),
     out: Path = typer.Option(Path("leaderboard"), "--out", help="Output folder."),
     allow_mixed: bool = typer.Option(False, "--allow-mixed", help=MIXED_HELP),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    force: bool = FORCE,
 ) -> None:
     """Publish tables (Markdown, CSV, LaTeX, JSON), a static HTML site, or
     the DiffSeg30k paper report (`paper`: Tables 2-8 beside the paper's numbers)."""
@@ -324,7 +323,7 @@ def report_paper_cmd(
     store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
     out: Path = typer.Option(Path("leaderboard"), "--out", help="Output folder (writes paper.md)."),
     allow_mixed: bool = typer.Option(False, "--allow-mixed", help=MIXED_HELP),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    force: bool = FORCE,
 ) -> None:
     """The DiffSeg30k paper's Tables 2-8 from stored records (= `leaderboard publish --format paper`)."""
     _publish(version, store, ["paper"], out, allow_mixed, force)
@@ -335,7 +334,7 @@ def report_reproduce_cmd(
     version: str | None = typer.Argument(None, help="A frozen version (default: every record in the store)."),
     store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
     out: Path | None = typer.Option(None, "--out", help="Also write the table to this folder (reproduce.md)."),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    force: bool = FORCE,
 ) -> None:
     """Released checkpoints' published numbers beside ours (Δ, protocol), or the run that gives ours."""
     from diffzoo.leaderboard.paper.reproduce import reproduce_markdown, write_reproduce

@@ -21,7 +21,7 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.types import check_seed
 from diffzoo.harness.run.request import RunRequest, as_text, flags_of, parse_options
 
-__all__ = ["CONFIG", "DATASET_OPTION", "LABELS", "SEED", "WORKERS", "parse_options", "request_command",
+__all__ = ["CONFIG", "DATASET_OPTION", "FORCE", "LABELS", "SEED", "WORKERS", "parse_options", "request_command",
            "request_option", "request_values"]
 
 CONFIG = typer.Option(
@@ -66,6 +66,9 @@ SEED = request_option("seed", lambda value: check_seed(value, "--seed"))
 WORKERS = request_option("workers", _workers)
 DATASET_OPTION = request_option("dataset_option")
 LABELS = request_option("labels")
+FORCE = typer.Option(
+    False, "--force",
+    help="Use an --out folder that is not empty and was not made by diffzoo (its files are never overwritten).")
 
 
 def request_command(fn: Callable[..., Any], names: Iterable[str], own_first: bool = False) -> Callable[..., Any]:

@@ -12,8 +12,9 @@ import typer
 from rich.table import Table
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import WORKERS
+from diffzoo.cli.options import FORCE, WORKERS
 from diffzoo.cli.progress import RichProgress
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.progress import NullProgress
 from diffzoo.harness.metrics.verdict import rule_text
@@ -43,12 +44,13 @@ def predict_cmd(
         help=f"{' or '.join(POLICIES)}: the card's thresholds and the 1% area rule "
         "(docs/metrics.md), or those `diffzoo run --thresholds calibrated` recorded for this model in --records."
     ),
-    records: Path = typer.Option(
-        Path("diffzoo-out"), "--records",
+    records: Path | None = typer.Option(
+        None, "--records",
         help="The `diffzoo run --out` folder whose records hold the model's calibrated thresholds "
-        "(with --thresholds calibrated)."
+        "(with --thresholds calibrated). [default: diffzoo-out]"
     ),
     workers: int | None = WORKERS,
+    force: bool = FORCE,
 ) -> None:
     """Predict edited regions (and editors) of single images.
 
@@ -63,10 +65,14 @@ def predict_cmd(
         predict_files,
         prediction_thresholds,
     )
+    from diffzoo.leaderboard.outdir import claim_output_dir
 
+    if records is not None and thresholds != "calibrated":  # never an option given and left unread
+        raise ConfigError(f"--records is read only with --thresholds calibrated (they are {thresholds} here)")
     paths = collect_images(images)  # a missing image fails before the model is built
     model = load_model(detector, checkpoint, task, device, labels)
-    model.thresholds = prediction_thresholds(model, thresholds, records)
+    model.thresholds = prediction_thresholds(model, thresholds, records or Path("diffzoo-out"))
+    folder = claim_output_dir(out, force)  # made once nothing else can fail before the first image
     det = model.detector
     classes = ", ".join(det.label_space.names) if det.task == "semantic" else "background, edited"
     console.print(f"[bold]model[/] {term(model.name)} {term(f'[{det.task}]')} from "
@@ -75,7 +81,8 @@ def predict_cmd(
     pixel = "argmax" if det.task == "semantic" else "none" if det.task == "classification" else f"{t.pixel:g}"
     console.print(f"[bold]thresholds[/] {term(t.source)}: pixel {pixel}, area {t.area:.4g}, score {t.score:g}")
     progress = RichProgress(console) if len(paths) > 1 else NullProgress()
-    rows = predict_files(model, paths, out, progress, resolve_workers(workers, getattr(det, "device", "cpu")))
+    rows = predict_files(model, paths, out, progress, resolve_workers(workers, getattr(det, "device", "cpu")),
+                         place=folder.check_writable)
     console.print(_table(rows, det.task))
     failed = [r for r in rows if "error" in r]
     for name, verdicts in _by_row(rows).items():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import CONFIG, request_command, request_values
+from diffzoo.cli.options import CONFIG, FORCE, request_command, request_values
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.leaderboard.render.escape import term
 
@@ -41,10 +41,7 @@ def run_cmd(
         True, "--references/--no-references",
         help="Also run the reference detectors a suite names (classification: CNNSpot, UniversalFakeDetect).",
     ),
-    force: bool = typer.Option(
-        False, "--force",
-        help="Use an --out folder that is not empty and was not made by diffzoo (its files are never overwritten).",
-    ),
+    force: bool = FORCE,
     plan: bool = typer.Option(
         False, "--plan",
         help="Print the plan (models to train or load, model passes and images per model) and stop before any work.",

@@ -56,10 +56,10 @@ class OutputDir:
         if rel.is_absolute() or not rel.parts or ".." in rel.parts:
             raise ConfigError(f"{relpath!r} is not a path inside the output folder {self.root}")
         if rel.parts[0] in self.foreign:
+            where = "" if len(rel.parts) == 1 else f" would be written inside {rel.parts[0]!r}, which"
             raise ConfigError(
-                f"{self.root / rel} would be written inside {rel.parts[0]!r}, which was in {self.root} before "
-                "diffzoo claimed it with --force; diffzoo never overwrites files it did not make: move it "
-                "away or choose another --out")
+                f"{self.root / rel}{where} was in {self.root} before diffzoo claimed it with --force; diffzoo "
+                "never overwrites files it did not make: move it away or choose another --out")
         target = self.root
         for part in rel.parts:
             target = target / part

@@ -19,7 +19,8 @@ import io
 import json
 import logging
 import math
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -99,7 +100,8 @@ def find_checkpoint(
 ) -> tuple[Path, dict[str, Any], str]:
     """(checkpoint, its card or {}, "given" | "cache") for the request."""
     if checkpoints:
-        given = [(Path(c), checkpoint_meta(c)[1]) for c in checkpoints]
+        unique = {os.path.realpath(c): Path(c) for c in reversed(checkpoints)}  # one file named twice is one
+        given = [(path, checkpoint_meta(path)[1]) for path in reversed(unique.values())]
         path, meta = _choose(given, task, "the given checkpoints")
         return path, meta, "given"
     if detector is None:
@@ -136,12 +138,17 @@ def load_model(
     name = detector or meta.get("card", {}).get("name")
     if name is None:
         raise ConfigError(f"checkpoint {path} has no card.json naming its detector; pass --detector NAME")
-    task = meta.get("task") or task or "binary"
+    task = meta.get("task") or task or ("semantic" if labels is not None else "binary")
     label_space = BINARY
+    if labels is not None and task != "semantic":
+        raise ConfigError(f"--labels names the classes of a semantic model; checkpoint {path} holds a {task} one")
     if task == "semantic":
         names = meta.get("label_space", {}).get("names")
         if names is not None:
             label_space = LabelSpace(tuple(names))
+            if labels is not None and load_label_space(labels) != label_space:  # never a second, silent answer
+                raise ConfigError(f"--labels {labels}: checkpoint {path}'s card.json names its classes "
+                                  f"{', '.join(names)}; drop --labels")
         elif labels is not None:
             label_space = load_label_space(labels)
         else:
@@ -347,25 +354,32 @@ def _read(path: Path) -> np.ndarray | BaseException:
 
 def predict_files(
     model: LoadedModel, images: Sequence[Path | str], out: Path | str, progress: Progress | None = None,
-    workers: int = 0,
+    workers: int = 0, place: Callable[[str], Path] | None = None,
 ) -> list[dict[str, Any]]:
     """Predict every image; write label maps, overlays and ``predictions.jsonl`` into ``out``.
 
     Returns the JSON rows.  An unreadable image gets a row with ``error`` and
     the others go on.  Classification-only detectors write no PNGs.
     ``workers``: processes that read and decode the images (core/parallel.py).
+    ``place``: the path a file name may be written at in ``out`` (the CLI's claimed output
+    folder, which refuses a file diffzoo did not make); default ``out / name``.
     """
     paths = collect_images(images)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    place = place or (lambda name: out / name)
     rows: list[dict[str, Any]] = []
     progress = progress or NullProgress()
-    lines = out / PREDICTIONS_FILE
+    lines = place(PREDICTIONS_FILE)
+    stems = _unique_stems(paths)
+    if model.detector.task != "classification":  # a file that may not be written stops it before any image
+        for stem in stems:
+            place(f"{stem}.labels.png"), place(f"{stem}.overlay.png")
     # every write of the lines file, its close included, is inside writing(): a full disk names it
     with writing(lines):
         jsonl = open(lines, "w", encoding="utf-8")  # noqa: SIM115 - closed below, inside writing()
     with _closed_writing(jsonl, lines), progress.task(f"predicting with {model.name}", total=len(paths)) as task:
-        for path, stem, image in zip(paths, _unique_stems(paths), ordered_map(_read, paths, workers)):
+        for path, stem, image in zip(paths, stems, ordered_map(_read, paths, workers)):
             row: dict[str, Any] = {"image": str(path), "detector": model.name,
                                    "checkpoint": str(model.checkpoint), "checkpoint_sha256": model.sha256,
                                    "task": model.detector.task}
@@ -375,7 +389,7 @@ def predict_files(
             elif isinstance(image, BaseException):
                 raise image
             else:
-                row.update(_predict_one(model, image, out, stem, path.name))
+                row.update(_predict_one(model, image, place, stem, path.name))
             with writing(lines):
                 jsonl.write(json.dumps(row) + "\n")
                 jsonl.flush()
@@ -394,7 +408,8 @@ def _closed_writing(fh: IO[str], path: Path) -> Iterator[None]:
             fh.close()
 
 
-def _predict_one(model: LoadedModel, image: np.ndarray, out: Path, stem: str, name: str) -> dict[str, Any]:
+def _predict_one(model: LoadedModel, image: np.ndarray, place: Callable[[str], Path], stem: str,
+                 name: str) -> dict[str, Any]:
     thresholds = model.thresholds or Thresholds.fixed(model.detector)
     pred = predict_image(model.detector, image, name, model.input_short_side, thresholds)
     row: dict[str, Any] = {
@@ -409,7 +424,7 @@ def _predict_one(model: LoadedModel, image: np.ndarray, out: Path, stem: str, na
     if pred.label is None:
         row["label_map"] = row["overlay"] = None
         return row
-    labels_path, overlay_path = out / f"{stem}.labels.png", out / f"{stem}.overlay.png"
+    labels_path, overlay_path = place(f"{stem}.labels.png"), place(f"{stem}.overlay.png")
     atomic_write_bytes(labels_path, label_png(pred.label, pred.label_space))
     buf = io.BytesIO()
     overlay_image(image, pred, title=model.name).save(buf, format="PNG")
