@@ -237,6 +237,43 @@ def test_label_pairs_cli_writes_a_dataset_diffzoo_opens(capsys, tmp_path, scene)
     assert open_dataset(str(out)).label_space.names == ("background", "edited")
 
 
+def test_force_replaces_only_a_folder_label_pairs_wrote_never_a_users_or_its_inputs(capsys, tmp_path):
+    """--force replaced any folder it was given: --out ~/Documents --force deleted it, and --out ORIG_DIR
+    deleted the originals it had just read."""
+    for folder in ("o", "g"):
+        (tmp_path / folder).mkdir()
+        save(np.zeros((16, 16, 3), np.uint8), tmp_path / folder / "x.png")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    (tmp_path / "a-file").write_text("keep")
+    pairs = ["data", "label-pairs", tmp_path / "o", tmp_path / "g", "--force", "--out"]
+    for out, said in ((mine, f"{mine} holds thesis.tex besides what this command writes"),
+                      (tmp_path / "o", f"{tmp_path / 'o'} holds x.png besides what this command writes"),
+                      (tmp_path / "a-file", f"{tmp_path / 'a-file'} is a file, not a folder this command made")):
+        one_line_exit_2(*cli(capsys, *pairs, out), said, "diffzoo never deletes files it did not make")
+    assert (mine / "thesis.tex").read_text() == "years of work" and (tmp_path / "a-file").read_text() == "keep"
+    assert (tmp_path / "o" / "x.png").is_file()
+    for _ in range(2):  # its own folder: written, then replaced
+        code, _, err = cli(capsys, *pairs, tmp_path / "labels")
+        assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "labels").iterdir()) == [
+        "label_pairs.json", "labels.json", "manifest.jsonl", "pairs"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "g", "labels", "mine", "o"]  # no temp left
+
+
+def test_building_mini_never_replaces_a_folder_it_did_not_build(tmp_path):
+    from diffzoo.generators.datasets.mini import ensure_mini
+    from diffzoo.harness.core.errors import ConfigError
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(ConfigError, match="holds notes.txt besides what this command writes"):
+        ensure_mini(root=mine, n_images=2, size=32)
+    assert (mine / "notes.txt").read_text() == "keep"
+
+
 @pytest.mark.parametrize("args, said", [
     (["--tau", "1"], "tau must be in [0, 1), got 1.0"),
     (["--tau", "nan"], "tau must be in [0, 1), got nan"),

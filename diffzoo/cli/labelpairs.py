@@ -32,7 +32,8 @@ def label_pairs_cmd(
     ),
     cleanup: int = typer.Option(L.DEFAULT_CLEANUP, "--cleanup", help="Open+close square size in px; 0: off."),
     no_align: bool = typer.Option(False, "--no-align", help="Compare unaligned (no ORB + RANSAC homography)."),
-    force: bool = typer.Option(False, "--force", help="Replace a non-empty output folder."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace the labels an earlier label-pairs wrote into --out (never other files)."),
 ) -> None:
     """Label paired images by pixel difference; write a DiffSeg30k-layout folder diffzoo can open."""
     from diffzoo.generators.datasets import pairs  # Pillow and OpenCV: when the command runs

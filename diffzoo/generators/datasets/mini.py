@@ -58,6 +58,7 @@ TURN_RATIO = (1, 4, 5)  # edited images with 1, 2, 3 edits
 AUTHENTIC_WEIGHT = 2  # authentic : 1 : 2 : 3 edits = 2 : 1 : 4 : 5 (1/6 unedited)
 """Unedited images, so image-level detection and false positives can be measured
 (the paper added 5k authentic COCO images to its training data)."""
+README = "README.md"  # what the built folder says it is
 SOURCE = "diffzoo-mini"
 SHIPPED_ROOT = Path(__file__).resolve().parent / f"mini-v{MINI_VERSION}"
 """The default ``mini`` as built once (DEFAULT_N_IMAGES, DEFAULT_SIZE, DEFAULT_SEED), shipped as package data."""
@@ -235,7 +236,7 @@ def build_mini(
         editors = {name: create_generator(TINY_EDITORS[name]) for name in EDITORS}
         t2i = TextToImage()
         started = time.perf_counter()
-        with built_in_place_of(root) as tmp:
+        with built_in_place_of(root, (IMAGE_DIR, MANIFEST_FILE, LABELS_FILE, README)) as tmp:
             (tmp / IMAGE_DIR).mkdir()
             manifest = []
             for done, plan in enumerate(plans, start=1):
@@ -255,7 +256,7 @@ def build_mini(
                     progress(done, len(plans))
             save_text(tmp / MANIFEST_FILE, manifest_text(manifest))
             save_text(tmp / LABELS_FILE, labels_text(label_space))
-            save_text(tmp / "README.md", _readme(n_images, size, seed, label_space))
+            save_text(tmp / README, _readme(n_images, size, seed, label_space))
         log.info("built mini (%d images, %d px) at %s in %.1fs", n_images, size, root, time.perf_counter() - started)
         return root
 

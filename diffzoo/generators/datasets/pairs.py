@@ -102,8 +102,9 @@ def label_pairs(
                           "for the class 'edited'")
     label_space = LabelSpace.from_editors([editor]) if editor else BINARY
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise ConfigError(f"{out} exists and is not an empty folder; pass --force (force=True) to replace it")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ConfigError(f"{out} exists and is not an empty folder; pass --force (force=True) to replace the "
+                          "labels an earlier label-pairs wrote there")
     origs, gens = _stems(Path(orig_dir), "original"), _stems(Path(gen_dir), "generated")
     stems = sorted(set(origs) & set(gens))
     if not stems:
@@ -112,7 +113,7 @@ def label_pairs(
                          sorted(set(origs) - set(gens)), sorted(set(gens) - set(origs)))  # fmt: skip
     options = {"tau": tau, "min_area": min_area, "max_area": max_area, "cleanup": cleanup,
                "align_images": align_images}  # fmt: skip
-    with built_in_place_of(out) as tmp:
+    with built_in_place_of(out, (PAIRS_DIR, MANIFEST_FILE, LABELS_FILE, SUMMARY_FILE)) as tmp:
         (tmp / PAIRS_DIR).mkdir()
         rows = []
         for done, stem in enumerate(stems, start=1):

@@ -22,14 +22,14 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, writing
+from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, writing
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data.labelmaps import LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
@@ -49,10 +49,23 @@ def write_file(path: Path, data: bytes | str) -> Path:
 
 
 @contextlib.contextmanager
-def built_in_place_of(root: Path) -> Iterator[Path]:
+def built_in_place_of(root: Path, writes: Collection[str]) -> Iterator[Path]:
     """A temporary sibling folder to write ``root``'s files into; when the block ends it
     replaces ``root`` (an existing one is moved aside, then removed), and when the block
-    raises it is removed: an interrupted build never leaves a half-written folder."""
+    raises it is removed: an interrupted build never leaves a half-written folder.
+
+    ``writes``: the names the build puts at the top of ``root``.  An existing ``root``
+    holding anything else (a user's folder, the build's own inputs) is refused before any
+    work: diffzoo never deletes files it did not make."""
+    if os.path.lexists(root):
+        kind = file_kind(root)
+        if kind != "a folder":
+            raise ConfigError(f"{root} is {kind or 'a file'}, not a folder this command made; diffzoo never "
+                              "deletes files it did not make: choose a new or empty folder")
+        if other := sorted(set(os.listdir(root)) - set(writes)):
+            shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+            raise ConfigError(f"{root} holds {shown} besides what this command writes ({', '.join(sorted(writes))}); "
+                              "diffzoo never deletes files it did not make: choose a new or empty folder")
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = root.parent / f".{root.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
