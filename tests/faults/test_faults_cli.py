@@ -55,6 +55,7 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     (["--dataset-option", "n_images=two"], ["--dataset-option n_images takes an integer, got 'two'"]),
     (["--dataset-option", "calib_fraction=0.1=2"], ["--dataset-option calib_fraction takes a number, got '0.1=2'"]),
     (["--iterations", "0"], ["--iterations 0: must be at least 1"]),
+    (["--calibration-split", "train"], ["--calibration-split train is read only with --thresholds calibrated"]),
     (["--batch-size", "-2"], ["--batch-size -2: must be at least 1"]),
     (["--crop-size", "4"], ["--crop-size 4: must be at least 8"]),
 ])

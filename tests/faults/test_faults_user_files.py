@@ -88,7 +88,8 @@ def test_a_config_value_the_command_line_spells_as_text_may_be_a_list_or_a_numbe
     assert code == 0 and "-> standard/binary, standard/image, distortions (" in stdout, stdout + stderr
     from diffzoo.harness.run.request import RunRequest
 
-    request = RunRequest.of(detector="segformer.tiny", calibration_split=2024, eval_dataset="x", checkpoint="a")
+    request = RunRequest.of(detector="segformer.tiny", calibration_split=2024, eval_dataset="x", checkpoint="a",
+                            thresholds="calibrated")
     assert (request.calibration_split, request.eval_dataset, request.checkpoint) == ("2024", ["x"], [Path("a")])
 
 

@@ -167,6 +167,9 @@ class RunRequest:
 
         release_name(self.weights)  # released:NAME, or nothing
         check_threshold_policy(self.thresholds)
+        if self.thresholds != "calibrated" and self.calibration_split != DEFAULT_CALIBRATION_SPLIT:
+            raise ConfigError(f"--calibration-split {self.calibration_split} is read only with --thresholds "
+                              f"calibrated (they are {self.thresholds} here)")  # never given and left unread
         if self.bootstrap < 0:
             raise ConfigError(f"--bootstrap {self.bootstrap}: give the number of resamples, >= 0 (0: no confidence "
                               "intervals)")
