@@ -56,6 +56,7 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     (["--dataset-option", "calib_fraction=0.1=2"], ["--dataset-option calib_fraction takes a number, got '0.1=2'"]),
     (["--iterations", "0"], ["--iterations 0: must be at least 1"]),
     (["--calibration-split", "train"], ["--calibration-split train is read only with --thresholds calibrated"]),
+    (["--eval-dataset-option", "kinds=partial"], ["--eval-dataset-option was given, but no --eval-dataset"]),
     (["--batch-size", "-2"], ["--batch-size -2: must be at least 1"]),
     (["--crop-size", "4"], ["--crop-size 4: must be at least 8"]),
 ])

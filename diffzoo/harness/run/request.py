@@ -167,6 +167,8 @@ class RunRequest:
 
         release_name(self.weights)  # released:NAME, or nothing
         check_threshold_policy(self.thresholds)
+        if self.eval_dataset_option and not self.eval_dataset:
+            raise ConfigError("--eval-dataset-option was given, but no --eval-dataset to pass it to")
         if self.thresholds != "calibrated" and self.calibration_split != DEFAULT_CALIBRATION_SPLIT:
             raise ConfigError(f"--calibration-split {self.calibration_split} is read only with --thresholds "
                               f"calibrated (they are {self.thresholds} here)")  # never given and left unread
