@@ -262,8 +262,11 @@ def test_a_full_disk_during_predict_names_the_file_and_its_free_space(capsys, tm
                                                                       full):
     from diffzoo.harness.run import prediction
 
+    from diffzoo.leaderboard.outdir import claim_output_dir
+
     ckpt, image = checkpoint
     out = tmp_path / "pred"
+    claim_output_dir(out)  # its marker is written while the disk still has room
     if full == "predictions.jsonl":
         monkeypatch.setattr(prediction, "open", lambda *a, **k: _FullFile(open(*a, **k)), raising=False)
     else:
