@@ -20,7 +20,7 @@ whole (``evaluate(request=RunRequest(...))``); an unknown one is a ConfigError.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
@@ -49,12 +49,16 @@ OUTPUTS_OUTSIDE_STORE = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR)
 """What a run writes in ``out`` besides the store (records/, states/): checked up front."""
 
 
-def make_request(request: RunRequest | None = None, **options: Any) -> RunRequest:
-    """``request`` (or the defaults) with ``options`` (flag names; None: not given) applied,
-    validated as one :class:`RunRequest`."""
+def make_request(request: RunRequest | Mapping[str, Any] | None = None, **options: Any) -> RunRequest:
+    """``request`` (or the defaults; a mapping is read as a ``--config`` file's keys) with
+    ``options`` (flag names; None: not given) applied, validated as one :class:`RunRequest`."""
     given = {k: v for k, v in options.items() if v is not None}
     if request is None:
         return RunRequest.of(**given)
+    if isinstance(request, Mapping):
+        return RunRequest.from_dict(request, **given)
+    if not isinstance(request, RunRequest):
+        raise ConfigError(f"request= takes a RunRequest or a mapping of its fields, got {type(request).__name__}")
     return RunRequest.of(**{**{f.name: getattr(request, f.name) for f in fields(RunRequest)}, **given})
 
 
@@ -91,13 +95,14 @@ class Evaluation:
 
 
 def evaluate(detector: str | None = None, suite: str | None = None, dataset: str | None = None, *,
-             request: RunRequest | None = None, out: str | Path | None = None, references: bool = True,
-             rerun: bool = False, force: bool = False, plan_only: bool = False, progress: Progress | None = None,
-             on_plan: Callable[[Evaluation], None] | None = None,
+             request: RunRequest | Mapping[str, Any] | None = None, out: str | Path | None = None,
+             references: bool = True, rerun: bool = False, force: bool = False, plan_only: bool = False,
+             progress: Progress | None = None, on_plan: Callable[[Evaluation], None] | None = None,
              on_result: Callable[[Evaluation], None] | None = None,
              only: Collection[tuple[str, str]] | None = None, **options: Any) -> Evaluation:
     """Run ``suite`` (a name, a wildcard or ``all``) for ``detector`` on ``dataset``, with the
-    options of :class:`RunRequest` (or ``request`` itself, with any option given changed).
+    options of :class:`RunRequest` (or ``request`` itself, a RunRequest or a mapping of its
+    fields as a ``--config`` file gives them, with any option given changed).
 
     Trains or loads every model the plan needs, evaluates each distinct pass once, and returns
     one :class:`ResultRecord` per (suite, case), plus the reference detectors' records when
@@ -171,9 +176,9 @@ def _store(result: Evaluation, out: Path, rerun: bool) -> None:
 
 
 def train(detector: str | None = None, dataset: str | None = None, *, task: str = "binary",
-          exclude_editors: Iterable[str] | str = (), out: str | Path | None = None, request: RunRequest | None = None,
-          progress: Progress | None = None, on_plan: Callable[[Runner, Plan], None] | None = None,
-          **options: Any) -> TrainOutput:
+          exclude_editors: Iterable[str] | str = (), out: str | Path | None = None,
+          request: RunRequest | Mapping[str, Any] | None = None, progress: Progress | None = None,
+          on_plan: Callable[[Runner, Plan], None] | None = None, **options: Any) -> TrainOutput:
     """Train one ``task`` model of ``detector`` on ``dataset``'s train split, as :func:`evaluate`
     would (the same cache key), and return it with its checkpoint; ``out`` also gets a copy of
     the checkpoint (written by rank 0)."""

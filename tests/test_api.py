@@ -152,6 +152,13 @@ def test_paths_and_lists_are_taken_where_the_api_asks_for_text(diffseg_folder, t
     assert (request.dataset, request.suite) == (str(diffseg_folder), "standard,lora")
     with pytest.raises(ConfigError, match="--iterations takes an integer, got '40'"):
         diffzoo.evaluate(detector="segformer.tiny", dataset=diffseg_folder, plan_only=True, iterations="40")
+    # a request may be a mapping, as a --config file gives it; an option given still wins
+    as_dict = diffzoo.evaluate(request={"detector": "segformer.tiny", "suite": "lora", "dataset": str(diffseg_folder),
+                                        **FAST}, suite="standard", plan_only=True)
+    assert as_dict.request == RunRequest.of(detector="segformer.tiny", suite="standard", dataset=diffseg_folder,
+                                            **FAST)
+    with pytest.raises(ConfigError, match="request= takes a RunRequest or a mapping of its fields, got str"):
+        diffzoo.evaluate(request="segformer.tiny", plan_only=True)
 
 
 def test_a_dataset_can_name_the_reference_detectors_run_on_it():

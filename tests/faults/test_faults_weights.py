@@ -261,7 +261,6 @@ class _FullFile:
 def test_a_full_disk_during_predict_names_the_file_and_its_free_space(capsys, tmp_path, monkeypatch, checkpoint,
                                                                       full):
     from diffzoo.harness.run import prediction
-
     from diffzoo.leaderboard.outdir import claim_output_dir
 
     ckpt, image = checkpoint
