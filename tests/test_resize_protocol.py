@@ -115,6 +115,11 @@ def test_recipe_is_checked_and_in_the_cache_key(diffseg_folder):
 
     with pytest.raises(ConfigError, match="--recipe 'bogus'.*native, paper"):
         TrainConfig().with_overrides(recipe="bogus")
+    for bad, said in (({"recipe": "bogus"}, "--recipe 'bogus'"), ({"iterations": -1}, "--iterations -1: must be"),
+                      ({"optimizer": "Adam"}, "optimizer 'Adam' is not one of AdamW, SGD")):
+        with pytest.raises(ConfigError, match=said):  # a config made directly (the API) is checked too
+            TrainConfig(**bad)
+    assert TrainConfig(betas=[0.8, 0.9]).betas == (0.8, 0.9)
     assert TrainConfig().recipe == "native"  # the paper's protocol when asked: --recipe paper
     native = TrainConfig(crop_size=32, recipe="native")
     paper = native.with_overrides(recipe="paper")

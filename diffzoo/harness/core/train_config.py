@@ -60,17 +60,19 @@ class TrainConfig:
         unknown = set(overrides) - names
         if unknown:
             raise ConfigError(f"unknown training option(s): {', '.join(sorted(unknown))}")
-        cfg = replace(self, **{k: v for k, v in overrides.items() if v is not None})
-        if isinstance(cfg.betas, list):
-            cfg = replace(cfg, betas=tuple(cfg.betas))
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    def __post_init__(self) -> None:
+        """Every config is checked where it is made (a card's recipe, overrides, the API)."""
+        if isinstance(self.betas, list):
+            object.__setattr__(self, "betas", tuple(self.betas))
         for name, least in (("iterations", 1), ("batch_size", 1), ("crop_size", 8)):
-            if getattr(cfg, name) < least:
-                raise ConfigError(f"--{name.replace('_', '-')} {getattr(cfg, name)}: must be at least {least}")
-        if cfg.optimizer not in OPTIMIZERS:
-            raise ConfigError(f"optimizer {cfg.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
-        if cfg.recipe not in RECIPES:
-            raise ConfigError(f"--recipe {cfg.recipe!r} is not a recipe; give one of {', '.join(RECIPES)}")
-        return cfg
+            if getattr(self, name) < least:
+                raise ConfigError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be at least {least}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"optimizer {self.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
+        if self.recipe not in RECIPES:
+            raise ConfigError(f"--recipe {self.recipe!r} is not a recipe; give one of {', '.join(RECIPES)}")
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON data (records' ``config.train``, the cache key;
