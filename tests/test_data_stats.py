@@ -152,6 +152,9 @@ def test_foreign_out_folder_is_refused(known, tmp_path, capsys):
     code, _, err = cli(capsys, "data", "stats", known, "--out", out)
     assert code == 2 and "not made by diffzoo" in err
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    code, _, err = cli(capsys, "data", "stats", known, "--out", tmp_path / "plots", "--force", "--no-plots")
+    assert code == 2 and "--out and --force name where the plots go; with --no-plots nothing is written" in err
+    assert not (tmp_path / "plots").exists()
 
 
 def test_unknown_split_names_the_splits(known, capsys):

@@ -12,6 +12,7 @@ from rich.table import Table
 from diffzoo.cli.console import console, err_console
 from diffzoo.cli.options import DATASET_OPTION, FORCE, LABELS, parse_options
 from diffzoo.cli.progress import RichProgress
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.harness.core.registry import resolve_target
 from diffzoo.leaderboard.render.escape import term, term_text
@@ -123,6 +124,8 @@ def stats_cmd(
     from diffzoo.leaderboard.render.stats_plots import stats_pngs
     from diffzoo.leaderboard.table import slugify
 
+    if not plots and (given := [flag for flag, value in (("--out", out), ("--force", force)) if value]):
+        raise ConfigError(f"{' and '.join(given)} name where the plots go; with --no-plots nothing is written")
     options = parse_options(dataset_option, "--dataset-option")
     if labels:
         options["label_space"] = labels
