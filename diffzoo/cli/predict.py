@@ -47,7 +47,7 @@ def predict_cmd(
     records: Path | None = typer.Option(
         None, "--records",
         help="The `diffzoo run --out` folder whose records hold the model's calibrated thresholds "
-        "(with --thresholds calibrated). [default: diffzoo-out]"
+        "(with --thresholds calibrated; default: diffzoo-out)."
     ),
     workers: int | None = WORKERS,
     force: bool = FORCE,
