@@ -325,6 +325,22 @@ def test_coco_regions_drop_overlaps_and_skip_crowds(coco):
     assert half[0].mask.shape == (24, 20)
 
 
+def test_bases_no_region_source_covers_say_why_and_where_the_masks_go(coco, capsys, tmp_path):
+    """Both were "no usable real base images (check --bases and --regions)"."""
+    ann, images = coco
+    (tmp_path / "masks").mkdir()
+    Image.fromarray(np.full((48, 40), 255, np.uint8)).save(tmp_path / "masks" / "b0.png")  # beside, not in b0/
+    bases = make_bases(tmp_path / "bases", n=2)
+    generate = ["generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--n", "2", "--ai-bases", "0"]
+    one_line_exit_2(*cli(capsys, *generate, "--bases", bases, "--regions", f"masks:{tmp_path / 'masks'}"),
+                    f"none of the 2 base(s) has masks in masks:{tmp_path / 'masks'}: the masks of b0.png go in "
+                    f"{tmp_path / 'masks' / 'b0'}/*.png")
+    one_line_exit_2(*cli(capsys, *generate, "--bases", f"coco:{ann}:{images}", "--min-area", "0.9",
+                         "--max-area", "1"),
+                    "none of the 2 COCO base(s) has an instance whose area is between --min-area 0.9 and --max-area 1")
+    assert not (tmp_path / "o").exists()
+
+
 def test_generate_from_coco_bases(coco, tmp_path):
     ann, images = coco
     fakes = {"a": FakeEditor(1), "b": FakeEditor(2)}

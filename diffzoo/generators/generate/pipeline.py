@@ -150,10 +150,19 @@ class DatasetGenerator:
 
                     self._regions = CocoRegions(index)
                     usable = {im.id for im in index.usable_images(c.min_area, c.max_area)}
-                    refs = [r for r in refs if r.coco_id in usable]
+                    kept = [r for r in refs if r.coco_id in usable]
+                    if refs and not kept:  # said, rather than "no usable real base images"
+                        raise ConfigError(f"none of the {len(refs)} COCO base(s) has an instance whose area is "
+                                          f"between --min-area {c.min_area:g} and --max-area {c.max_area:g}")
+                    refs = kept
                 elif kind.startswith("masks:"):
                     self._regions = MaskFolderRegions(kind.split(":", 1)[1])
-                    refs = [r for r in refs if self._regions.has_masks(r.key)]
+                    kept = [r for r in refs if self._regions.has_masks(r.key)]
+                    if refs and not kept:
+                        example = refs[0]
+                        raise ConfigError(f"none of the {len(refs)} base(s) has masks in {kind}: the masks of "
+                                          f"{example.source} go in {self._regions.folder / example.key}/*.png")
+                    refs = kept
                     settings["regions"] = {"masks": self._regions.digest()}
                 elif kind == "open-vocab":
                     self._regions = self._open_vocab()
