@@ -121,6 +121,24 @@ def test_a_config_file_may_name_one_detector_dataset_and_weights_as_text(capsys,
         "job segformer.tiny trained on mini"]
 
 
+def test_a_config_file_holds_the_sweeps_own_options_and_the_executor_rules_read_them(capsys, tmp_path):
+    """executor, time, cpus-per-job, wait, plan: keys as the flag names, as every other option (they were
+    "unknown option(s)"); an executor's option under another executor is refused as on the command line."""
+    config = tmp_path / "sweep.yaml"
+    config.write_text("detectors: segformer.tiny\nexecutor: submitit-local\ntime: 30\ncpus-per-job: 2\n"
+                      "plan: true\n")
+    code, stdout, stderr = cli(capsys, "sweep", "--out", tmp_path / "store", "--config", config)
+    assert code == 0, stderr
+    assert stdout.splitlines()[-1] == f"1 job(s); suites standard; store {tmp_path / 'store'}"
+    assert not (tmp_path / "store").exists()  # plan: true read from the file, nothing run or written
+    code, stdout, stderr = cli(capsys, "sweep", "--out", tmp_path / "store", "--config", config, "--executor",
+                               "local")  # the command line wins, and local takes no --time
+    one_line_exit_2(code, stdout, stderr, "--executor local does not use --time")
+    config.write_text("detectors: segformer.tiny\nwait: false\nplan: true\n")
+    one_line_exit_2(*cli(capsys, "sweep", "--out", tmp_path / "store", "--config", config),
+                    "--executor local does not use --no-wait")
+
+
 def test_names_patterns_and_datasets_given_twice_make_each_job_once(capsys, tmp_path):
     code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny,segformer.tiny", "--detectors",
                                 "segformer.t*,dinov3iml.tiny", "--weights", "released,trained", "--weights",

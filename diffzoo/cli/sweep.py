@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import CONFIG, given_here, request_command, request_values
+from diffzoo.cli.options import CONFIG, given_here, read_config, request_command, request_values
 from diffzoo.cli.run import RUN_OPTIONS
 from diffzoo.harness.core.errors import DiffzooError
 from diffzoo.harness.core.fsutil import check_usable_dir
@@ -21,7 +21,7 @@ SWEEP_OPTIONS = tuple(o for o in RUN_OPTIONS if o not in ("detector", "dataset",
 """The run options a sweep passes to every job unchanged; the others are the sweep's own."""
 DEFAULT_SUITES = ("standard", "standard,cross-dataset")
 """``--suite`` when not given: without, and with, ``--eval-dataset``."""
-EXECUTOR_PARAMS = ("partition", "parallel", "slurm_option", "time_min", "cpus")
+EXECUTOR_PARAMS = ("partition", "parallel", "slurm_option", "time", "cpus_per_job")
 """The parameters only some executors use (``diffzoo.sweep.check_executor`` refuses the others'; ``--no-wait`` too)."""
 
 
@@ -51,10 +51,10 @@ def sweep_cmd(
     gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per job; above 1 the job runs torchrun with one "
                              "process per GPU (here with local, in its allocation with slurm)."),
     partition: str | None = typer.Option(None, "--partition", help="SLURM partition."),
-    time_min: int = typer.Option(24 * 60, "--time", min=1, help="Minutes each submitit job may run."),
+    time: int = typer.Option(24 * 60, "--time", min=1, help="Minutes each submitit job may run."),
     parallel: int | None = typer.Option(None, "--parallel", min=1, help="How many jobs of the SLURM array run at "
                                         "once (default: all)."),
-    cpus: int | None = typer.Option(None, "--cpus-per-job", min=1, help="CPU cores per submitit job."),
+    cpus_per_job: int | None = typer.Option(None, "--cpus-per-job", min=1, help="CPU cores per submitit job."),
     slurm_option: list[str] = typer.Option(
         [], "--slurm-option", help="KEY=VALUE: another SLURM parameter of submitit (account=..., qos=..., "
         "constraint=..., mem_gb=...); repeatable."),
@@ -86,17 +86,23 @@ def sweep_cmd(
 
     # submitit's records (an sacct error, a job's state) reach the CLI's one handler: once, escaped, on stderr
     logging.getLogger("submitit").handlers.clear()
-    values = request_values(ctx, {"detectors": detectors, "weights": weights, "dataset": dataset, "suite": suite,
-                                  "out": out}, options, config)
+    own = {"detectors": detectors, "weights": weights, "dataset": dataset, "suite": suite, "out": out,
+           "executor": executor, "gpus": gpus, "partition": partition, "time": time, "parallel": parallel,
+           "cpus_per_job": cpus_per_job, "slurm_option": slurm_option, "wait": wait, "publish": publish, "plan": plan}
+    values = request_values(ctx, own, options, config)  # the sweep's own options may come from --config too
+    executor, wait, publish, plan = values["executor"], values["wait"], values["publish"], values["plan"]
     # the run options a sweep sets per job reach plan_sweep when --config holds them, to be refused there
     given = {k: values[k] for k in (*SWEEP_OPTIONS, "detector", "checkpoint") if k in values}
     given["suite"] = DEFAULT_SUITES[bool(values.get("eval_dataset"))] if values["suite"] is None else values["suite"]
     # the executor's options are checked before the plan is shown, as the sweep itself checks them
-    flags = {p.opts[0] for p in ctx.command.params if p.name in EXECUTOR_PARAMS and given_here(ctx, p.name)}
+    in_file = set(read_config(config)) if config is not None else set()
+    flags = {p.opts[0] for p in ctx.command.params
+             if p.name in EXECUTOR_PARAMS and (given_here(ctx, p.name) or p.name in in_file)}
     flags |= {"--no-wait"} if not wait else set()
     check_executor(executor, flags)
-    cluster = Cluster(timeout_min=time_min, gpus=gpus, partition=partition, parallel=parallel, cpus_per_task=cpus,
-                      extra=parse_options(slurm_option, "--slurm-option"))
+    cluster = Cluster(timeout_min=values["time"], gpus=values["gpus"], partition=values["partition"],
+                      parallel=values["parallel"], cpus_per_task=values["cpus_per_job"],
+                      extra=parse_options(values["slurm_option"], "--slurm-option"))
     sweep = plan_sweep(values["detectors"], weights=values["weights"], datasets=values["dataset"], options=given)
     out = Path(values["out"])
     for line in sweep.skipped:
