@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.records.document import ResultRecord, record_problems
 from diffzoo.leaderboard.diff import diff
@@ -193,7 +193,7 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     assert manifest["datasets"] == [{"name": "mini", "fingerprint": "fp0001"}]
     assert manifest["metrics_versions"] == [METRICS_VERSION] and len(manifest["records"]) == 2
     assert manifest["record_digests"] == {r.id: r.content_digest for r in store}
-    with pytest.raises(RecordError, match="already exists"):
+    with pytest.raises(ConfigError, match="already exists"):
         freeze(store, "v1")
     # a newer suite version and a rerun on changed data arrive later
     store.add(make_record("a", suite_version="2", metrics={"mIoU": 0.7, "aAcc": 0.9}))
@@ -221,7 +221,7 @@ def test_an_empty_answer_says_why_a_filter_kept_no_record_or_no_version_is_froze
     assert code == 0 and " ".join(err.split()) == "no record matches: no record matches every filter at once"
     code, text, err = cli(capsys, "leaderboard", "list", "--store", store, "--detector", "seg*")
     assert code == 0 and "1 record(s)" in text and not err
-    with pytest.raises(RecordError, match="^nothing to freeze: --detector nope matches none of fcn8s, segformer.b0"):
+    with pytest.raises(ConfigError, match="^nothing to freeze: --detector nope matches none of fcn8s, segformer.b0"):
         freeze(RecordStore(store), "v1", detectors=["nope"])
     code, text, _ = cli(capsys, "leaderboard", "versions", "--store", store)
     assert code == 0 and " ".join(text.split()) == (f"no frozen versions in {store} (`diffzoo leaderboard freeze "

@@ -91,9 +91,10 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         raise ConfigError(f"version name {name!r} must be letters, digits, '.', '_' or '-' "
                           "(at most 64, starting with a letter or digit)")
     path = store.versions_dir / f"{name}.json"
-    if path.exists():
-        raise RecordError(unfinished(path) if is_unfinished(path) else
-                          f"version {name!r} already exists ({path}); versions are immutable, freeze under a new name")
+    if path.exists() and is_unfinished(path):
+        raise RecordError(unfinished(path))
+    if path.exists():  # the user's to fix by another name: exit 2
+        raise ConfigError(f"version {name!r} already exists ({path}); versions are immutable, freeze under a new name")
     loaded = store.load()
     if loaded.skipped:  # a version names every record it may hold: none is left out unseen
         path, why = loaded.skipped[0]
@@ -103,7 +104,7 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
     records = select(loaded.records, suites=suites, datasets=datasets, detectors=detectors)
     if not records:
         why = unmatched(loaded.records, suites=suites, datasets=datasets, detectors=detectors)
-        raise RecordError(f"nothing to freeze: {why}")
+        raise ConfigError(f"nothing to freeze: {why}")
     digests = {r.id: r.content_digest for r in sorted(records, key=lambda r: r.id)}
     manifest = {
         "schema_version": VERSION_SCHEMA,
@@ -121,7 +122,7 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         try:  # whole or absent, and two freezes of one name cannot both win
             return atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True), exclusive=True)
         except FileExistsError:
-            raise RecordError(f"version {name!r} already exists ({path})") from None
+            raise ConfigError(f"version {name!r} already exists ({path})") from None
 
 
 def unfinished(path: Path) -> str:
@@ -139,7 +140,7 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
     path = store.versions_dir / f"{name}.json"
     if not path.exists():
         known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
-        raise RecordError(f"no version {name!r} in {store.versions_dir}"
+        raise ConfigError(f"no version {name!r} in {store.versions_dir}"
                           + (f" (versions: {', '.join(known)})" if known else " (none frozen yet)"))
     if is_unfinished(path):
         raise RecordError(unfinished(path))

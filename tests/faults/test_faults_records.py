@@ -260,7 +260,7 @@ def test_a_freeze_killed_while_writing_leaves_no_version_and_the_same_freeze_the
     assert code == 0
     freeze(store, "v1")
     assert [v["name"] for v in list_versions(store)] == ["v1"]
-    with pytest.raises(RecordError, match="already exists"):
+    with pytest.raises(ConfigError, match="already exists"):
         freeze(store, "v1")
 
 
@@ -278,7 +278,7 @@ def test_a_freeze_on_a_filesystem_without_hard_links_still_writes_one_whole_vers
     store = RecordStore(root)
     freeze(store, "v1")
     assert read_manifest(store, "v1")["records"] == [record.id] and store.temp_files() == []
-    with pytest.raises(RecordError, match="already exists"):
+    with pytest.raises(ConfigError, match="already exists"):
         freeze(store, "v1")
 
 
