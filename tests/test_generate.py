@@ -338,6 +338,9 @@ def test_bases_no_region_source_covers_say_why_and_where_the_masks_go(coco, caps
     one_line_exit_2(*cli(capsys, *generate, "--bases", f"coco:{ann}:{images}", "--min-area", "0.9",
                          "--max-area", "1"),
                     "none of the 2 COCO base(s) has an instance whose area is between --min-area 0.9 and --max-area 1")
+    os.mkfifo(bases / "pipe.png")  # reading it would block for ever
+    one_line_exit_2(*cli(capsys, *generate, "--bases", bases),
+                    f"bases folder {bases}: pipe.png is a FIFO (named pipe), not an image file; move it away")
     assert not (tmp_path / "o").exists()
 
 

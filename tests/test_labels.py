@@ -260,6 +260,8 @@ def test_force_replaces_only_a_folder_label_pairs_wrote_never_a_users_or_its_inp
     assert sorted(p.name for p in (tmp_path / "labels").iterdir()) == [
         "label_pairs.json", "labels.json", "manifest.jsonl", "pairs"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "g", "labels", "mine", "o"]  # no temp left
+    one_line_exit_2(*cli(capsys, "data", "label-pairs", tmp_path / "o", f"{tmp_path}/./o", "--out", tmp_path / "l"),
+                    "ORIG_DIR and GEN_DIR are the same folder")
 
 
 def test_building_mini_never_replaces_a_folder_it_did_not_build(tmp_path):

@@ -105,6 +105,9 @@ def label_pairs(
     if out.is_dir() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} exists and is not an empty folder; pass --force (force=True) to replace the "
                           "labels an earlier label-pairs wrote there")
+    if Path(orig_dir).resolve() == Path(gen_dir).resolve():
+        raise ConfigError(f"ORIG_DIR and GEN_DIR are the same folder ({orig_dir}): every image would be compared "
+                          "with itself and rejected as a no-op")
     origs, gens = _stems(Path(orig_dir), "original"), _stems(Path(gen_dir), "generated")
     stems = sorted(set(origs) & set(gens))
     if not stems:

@@ -20,6 +20,7 @@ import numpy as np
 
 from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.fsutil import MISSING, file_kind
 
 _ORDER_KEY = 0x6F7264  # "ord"
 
@@ -67,7 +68,12 @@ def list_folder(folder: Path) -> list[BaseRef]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"bases folder {folder} does not exist")
-    rels = [p.relative_to(folder) for p in list_image_files(folder)]
+    files = list_image_files(folder)
+    if odd := [(p, kind) for p in files if (kind := file_kind(p)) is not None]:  # a FIFO would block the reader
+        path, kind = odd[0]
+        raise ConfigError(f"bases folder {folder}: {path.relative_to(folder)} is {kind}, not an image file"
+                          + (f" (and {len(odd) - 1} more such)" if len(odd) > 1 else "") + "; move it away")
+    rels = [p.relative_to(folder) for p in files]
     refs = [BaseRef(key=rel.with_suffix("").as_posix(), path=folder / rel, source=rel.as_posix()) for rel in rels]
     keys = [r.key for r in refs]
     if len(set(keys)) != len(keys):
@@ -96,8 +102,8 @@ class RealBases:
         from diffzoo.harness.data.imageio import read_image
 
         ref = self.refs[int(self.order[ordinal % len(self.refs)])]
-        if not ref.path.is_file():
-            raise DataError(f"base image {ref.path} does not exist")
+        if (kind := file_kind(ref.path)) is not None:  # gone (or replaced) since the folder was listed
+            raise DataError(f"base image {ref.path} " + ("does not exist" if kind == MISSING[0] else f"is {kind}"))
         image = resize_longer_side(read_image(ref.path, ref.key), self.size)
         info = {"file": ref.source, **({"coco_id": ref.coco_id} if ref.coco_id is not None else {})}
         return BaseImage("real", np.ascontiguousarray(image), ref.source, ref.key, ref.coco_id, info)
