@@ -30,6 +30,8 @@ CONFIG = typer.Option(
     "dataset_option: {calib_fraction: 0.05}); an option given on the command line wins over the file.")
 COMMAND_DEFAULTS = ("DEFAULT", "DEFAULT_MAP")
 """How click says a parameter was not given on the command line (its ParameterSource names)."""
+CONFIG_KEYS = "diffzoo.config_keys"
+"""The ``ctx.meta`` key of the option names the ``--config`` file gave."""
 
 
 def request_option(name: str, callback: Callable[[Any], Any] | None = None) -> Any:
@@ -99,6 +101,7 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
                           f"without -- (e.g. batch_size for --batch-size)")
     for name in set(from_file) & set(own):
         from_file[name] = _cast(ctx, name, from_file[name], config)
+    ctx.meta[CONFIG_KEYS] = frozenset(from_file)  # what was_given() reads: the file is read once
     return {**values, **from_file, **given}
 
 
@@ -127,6 +130,12 @@ def given_here(ctx: typer.Context, name: str) -> bool:
     environment, not left at its default."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name not in COMMAND_DEFAULTS
+
+
+def was_given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given at all: on the command line, by the environment, or in
+    the ``--config`` file :func:`request_values` read."""
+    return given_here(ctx, name) or name in ctx.meta.get(CONFIG_KEYS, ())
 
 
 def read_config(path: Path) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import CONFIG, given_here, read_config, request_command, request_values
+from diffzoo.cli.options import CONFIG, request_command, request_values, was_given
 from diffzoo.cli.run import RUN_OPTIONS
 from diffzoo.harness.core.errors import DiffzooError
 from diffzoo.harness.core.fsutil import check_usable_dir
@@ -95,9 +95,7 @@ def sweep_cmd(
     given = {k: values[k] for k in (*SWEEP_OPTIONS, "detector", "checkpoint") if k in values}
     given["suite"] = DEFAULT_SUITES[bool(values.get("eval_dataset"))] if values["suite"] is None else values["suite"]
     # the executor's options are checked before the plan is shown, as the sweep itself checks them
-    in_file = set(read_config(config)) if config is not None else set()
-    flags = {p.opts[0] for p in ctx.command.params
-             if p.name in EXECUTOR_PARAMS and (given_here(ctx, p.name) or p.name in in_file)}
+    flags = {p.opts[0] for p in ctx.command.params if p.name in EXECUTOR_PARAMS and was_given(ctx, p.name)}
     flags |= {"--no-wait"} if not wait else set()
     check_executor(executor, flags)
     cluster = Cluster(timeout_min=values["time"], gpus=values["gpus"], partition=values["partition"],
