@@ -316,11 +316,12 @@ def collect_images(paths: Sequence[Path | str]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+            files = sorted(f for f in p.iterdir() if f.is_file())
             found = [f for f in files if is_image_file(f.name)]
             if not found:
                 raise DataError(f"folder {p} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
-            if passed := [f.name for f in files if not is_image_file(f.name)]:  # said, never dropped unseen
+            # said, never dropped unseen (hidden files such as .DS_Store are no one's images)
+            if passed := [f.name for f in files if not is_image_file(f.name) and not f.name.startswith(".")]:
                 log.warning("%s: %d file(s) without an image extension passed over (%s%s)", p, len(passed),
                             ", ".join(passed[:3]), ", ..." if len(passed) > 3 else "")
             out += found
@@ -372,9 +373,9 @@ def predict_files(
     progress = progress or NullProgress()
     lines = place(PREDICTIONS_FILE)
     stems = _unique_stems(paths)
-    if model.detector.task != "classification":  # a file that may not be written stops it before any image
-        for stem in stems:
-            place(f"{stem}.labels.png"), place(f"{stem}.overlay.png")
+    # each image's label map and overlay, placed before any image: a file that may not be written stops it
+    pngs = {} if model.detector.task == "classification" else {
+        stem: (place(f"{stem}.labels.png"), place(f"{stem}.overlay.png")) for stem in stems}
     # every write of the lines file, its close included, is inside writing(): a full disk names it
     with writing(lines):
         jsonl = open(lines, "w", encoding="utf-8")  # noqa: SIM115 - closed below, inside writing()
@@ -389,7 +390,7 @@ def predict_files(
             elif isinstance(image, BaseException):
                 raise image
             else:
-                row.update(_predict_one(model, image, place, stem, path.name))
+                row.update(_predict_one(model, image, pngs.get(stem), path.name))
             with writing(lines):
                 jsonl.write(json.dumps(row) + "\n")
                 jsonl.flush()
@@ -408,8 +409,10 @@ def _closed_writing(fh: IO[str], path: Path) -> Iterator[None]:
             fh.close()
 
 
-def _predict_one(model: LoadedModel, image: np.ndarray, place: Callable[[str], Path], stem: str,
-                 name: str) -> dict[str, Any]:
+def _predict_one(model: LoadedModel, image: np.ndarray, pngs: tuple[Path, Path] | None, name: str
+                 ) -> dict[str, Any]:
+    """One image's row; its label map and overlay written at ``pngs`` (None: a detector that gives
+    no pixels, whose ``pred.label`` is None)."""
     thresholds = model.thresholds or Thresholds.fixed(model.detector)
     pred = predict_image(model.detector, image, name, model.input_short_side, thresholds)
     row: dict[str, Any] = {
@@ -421,10 +424,10 @@ def _predict_one(model: LoadedModel, image: np.ndarray, place: Callable[[str], P
     }
     if model.detector.task == "semantic":
         row["editors"] = pred.editors
-    if pred.label is None:
+    if pred.label is None or pngs is None:
         row["label_map"] = row["overlay"] = None
         return row
-    labels_path, overlay_path = place(f"{stem}.labels.png"), place(f"{stem}.overlay.png")
+    labels_path, overlay_path = pngs
     atomic_write_bytes(labels_path, label_png(pred.label, pred.label_space))
     buf = io.BytesIO()
     overlay_image(image, pred, title=model.name).save(buf, format="PNG")
