@@ -58,10 +58,9 @@ def built_in_place_of(root: Path, writes: Collection[str]) -> Iterator[Path]:
     holding anything else (a user's folder, the build's own inputs) is refused before any
     work: diffzoo never deletes files it did not make."""
     if os.path.lexists(root):
-        kind = file_kind(root)
-        if kind != "a folder":
-            raise ConfigError(f"{root} is {kind or 'a file'}, not a folder this command made; diffzoo never "
-                              "deletes files it did not make: choose a new or empty folder")
+        if not root.is_dir():
+            raise ConfigError(f"{root} is {file_kind(root) or 'a file'}, not a folder this command made; diffzoo "
+                              "never deletes files it did not make: choose a new or empty folder")
         if other := sorted(set(os.listdir(root)) - set(writes)):
             shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
             raise ConfigError(f"{root} holds {shown} besides what this command writes ({', '.join(sorted(writes))}); "
