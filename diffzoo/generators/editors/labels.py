@@ -29,6 +29,7 @@ recorded in :attr:`LabelResult.metadata`.  OpenCV is imported on first use.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -310,8 +311,6 @@ def check_label_settings(tau: float, min_area: float, max_area: float, cleanup: 
     """ConfigError for settings no label can follow: ``tau`` outside [0, 1), an area bound that
     is negative or not a finite number, ``min_area`` above ``max_area`` (both fractions, or both
     pixel counts), a negative ``cleanup``.  Checked before any image is read."""
-    import math
-
     said = [] if 0 <= tau < 1 else [f"tau must be in [0, 1), got {tau}"]
     said += [f"{what} must be a finite number >= 0, got {value}" for what, value in
              (("min_area", min_area), ("max_area", max_area)) if not (math.isfinite(value) and value >= 0)]
