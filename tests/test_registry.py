@@ -33,6 +33,16 @@ def test_unknown_name_suggests():
     with pytest.raises(UnknownNameError) as exc:
         r.get("detector", "seg.b3")
     assert "Did you mean" in str(exc.value) and "'seg.b2'" in str(exc.value)
+
+
+def test_a_name_spelt_in_other_case_is_hinted_and_all_is_named_where_it_is_accepted():
+    r = make()
+    with pytest.raises(UnknownNameError) as exc:
+        r.expand("detector", "ALL")
+    assert "Did you mean 'all'?" in str(exc.value) and "Available: all, other" in str(exc.value)
+    with pytest.raises(UnknownNameError) as exc:
+        r.get("detector", "Other.Small")
+    assert "Did you mean 'other.small'" in str(exc.value) and "all" not in exc.value.available
     with pytest.raises(UnknownNameError, match="unknown detector 'nothing\\*'"):
         r.expand("detector", "nothing*")
 

@@ -13,8 +13,10 @@ from collections.abc import Iterable, Sequence
 
 def did_you_mean(name: str, choices: Sequence[str], n: int = 1, cutoff: float = 0.6) -> str:
     """`` Did you mean 'x'?`` (``'x' or 'y'`` for up to ``n``) naming the ``choices`` closest to
-    ``name`` (:func:`difflib.get_close_matches`); "" when none is close enough."""
-    close = difflib.get_close_matches(name, choices, n=n, cutoff=cutoff)
+    ``name`` (:func:`difflib.get_close_matches`, case ignored: ``ALL`` finds ``all``); "" when none
+    is close enough."""
+    by_lower = {c.lower(): c for c in reversed(choices)}  # the first of choices equal but for case wins
+    close = [by_lower[c] for c in difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=cutoff)]
     return f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
 
 

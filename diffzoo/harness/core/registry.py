@@ -162,7 +162,10 @@ class Registry:
                 if not found:
                     raise UnknownNameError(kind, part, self._kind(kind))
             else:
-                found = [self.get(kind, part)]
+                try:
+                    found = [self.get(kind, part)]
+                except UnknownNameError as exc:  # here "all" is a name too, and the hint may name it
+                    raise UnknownNameError(kind, part, [*exc.available, "all"]) from None
             for e in found:
                 seen.setdefault(e.name, e)
         if not seen:
