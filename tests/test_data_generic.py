@@ -117,9 +117,14 @@ def test_open_dataset_path(tmp_path):
     with pytest.raises(DataError, match="dataset path .* does not exist"):
         open_dataset(str(tmp_path / "missing"))
     (tmp_path / "plain").mkdir()
-    with pytest.raises(
-        DataError, match="no dataset adapter recognises this layout. Recognised: .*diffseg30k: DiffSeg30k"
-    ):
+    with pytest.raises(DataError, match=r"plain: no dataset adapter recognises this layout \(the folder is "
+                       r"empty\)\. Adapters: .*diffseg30k, .*`diffzoo list datasets` says the layout each"):
         open_dataset(str(tmp_path / "plain"))
+    (tmp_path / "plain" / "notes.txt").write_text("x")
+    with pytest.raises(DataError, match="plain: no dataset adapter recognises this layout. Adapters: "):
+        open_dataset(str(tmp_path / "plain"))
+    for empty in ("", "  "):  # an unset shell variable: never the current folder
+        with pytest.raises(ConfigError, match="the dataset is given as an empty string"):
+            open_dataset(empty)
     with pytest.raises(ConfigError, match="adapter 'tpgt' .* does not take --dataset-option label_space"):
         open_dataset(str(tmp_path / "t"), label_space="a,b")

@@ -62,9 +62,26 @@ def configure_logging(debug: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
 
 
+def empty_argument(args: list[str]) -> str | None:
+    """What an empty argument was given for (``--out ''``, ``--out=``, an empty argument), or None.
+
+    No option or argument of diffzoo takes an empty value, and an empty path is the current folder
+    to pathlib: ``--extra-authentic "$DIR"`` with ``DIR`` unset would train on the images there."""
+    for before, arg in zip(["", *args], args):
+        flag, equals, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        if (equals or not flag) and not value:  # " " is a name a file may have; "" names nothing
+            given = flag or (before if before.startswith("-") else "")
+            return f"{given} was given an empty value" if given else "an argument is empty"
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
+    if (empty := empty_argument(args)) is not None:
+        err_console.print(f"[bold red]error:[/] {term(empty)} (an unset shell variable?); give a value "
+                          "(. for the current folder) or leave the option out", highlight=False, soft_wrap=True)
+        sys.exit(2)
     configure_logging(debug)
     if not debug:  # the CLI reports plugin failures itself, one line each
         logging.getLogger("diffzoo.harness.core.plugins").setLevel(logging.ERROR)

@@ -43,7 +43,7 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
 
 
 @pytest.mark.parametrize("args, needles", [
-    (["--suite", ""], ["--suite is empty"]),
+    (["--suite", ""], ["--suite was given an empty value"]),
     (["--suite", " , "], ["--suite is empty"]),
     (["--bootstrap", "-1"], ["--bootstrap -1", ">= 0"]),
     (["--suite", "lora", "--generator", "sdxl.hyper-sd-8stp=sdxl.tiny-lora"],
@@ -67,6 +67,20 @@ def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(
     code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", *args, "--plan")
     line = one_line_exit_2(code, stdout, stderr, *needles)
     assert line.count("--labels") <= 1
+
+
+@pytest.mark.parametrize("args, said", [
+    (["run", "-d", "segformer", "--extra-authentic", "", "--plan"], "--extra-authentic was given an empty value"),
+    (["run", "-d", "segformer", "--out=", "--plan"], "--out was given an empty value"),
+    (["predict", "", "--checkpoint", "model"], "an argument is empty"),
+    (["leaderboard", "list", "--store", ""], "--store was given an empty value"),
+])
+def test_an_empty_value_is_refused_never_read_as_the_current_folder(capsys, tmp_path, monkeypatch, args, said):
+    monkeypatch.chdir(tmp_path)  # a folder of images and records: what pathlib makes of ""
+    Image.new("RGB", (8, 8)).save(tmp_path / "photo.png")
+    (tmp_path / "records").mkdir()
+    one_line_exit_2(*cli(capsys, *args), said, "(an unset shell variable?)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["photo.png", "records"]
 
 
 @pytest.mark.parametrize("option, said", [

@@ -161,6 +161,9 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
     """:func:`open_dataset`, with ``options`` given by the command-line option ``flag``
     (``--eval-dataset-option`` for an evaluation dataset), which an error names."""
     spec = os.fspath(spec)  # a Path is its text: a registered name or a path
+    if not spec.strip():  # Path("") is the current folder: an unset variable must not select it
+        raise ConfigError("the dataset is given as an empty string: give a registered name "
+                          "(diffzoo list datasets) or a path (. for the current folder)")
     registry = get_registry()
     if registry.has("dataset", spec) and not os.path.lexists(spec):
         entry = registry.get("dataset", spec)
@@ -188,8 +191,9 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
     found = recognise(target, adapters)
     if found is not None:
         return open_recognised(found, target, options, flag)
-    layouts = [f"{entry.name}: {entry.description}" for entry, _ in adapters]
+    empty = path.is_dir() and next(path.iterdir(), None) is None
     raise DataError(
-        f"{target}: no dataset adapter recognises this layout. Recognised: {'; '.join(layouts)} "
-        "(see docs/datasets.md)"
+        f"{target}: no dataset adapter recognises this layout{' (the folder is empty)' if empty else ''}. "
+        f"Adapters: {', '.join(entry.name for entry, _ in adapters)}; `diffzoo list datasets` says the "
+        "layout each expects (docs/datasets.md)"
     )
