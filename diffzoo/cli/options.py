@@ -158,4 +158,11 @@ def read_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"--config {path}: must be a mapping of option names to values, got {type(data).__name__}")
-    return {str(k).lstrip("-").replace("-", "_"): v for k, v in data.items()}
+    options: dict[str, Any] = {}
+    spelt: dict[str, str] = {}
+    for key, value in data.items():
+        name = str(key).lstrip("-").replace("-", "_")
+        if name in options:  # batch-size and batch_size are one option
+            raise ConfigError(f"--config {path}: {spelt[name]!r} and {str(key)!r} are one option; keep one")
+        options[name], spelt[name] = value, str(key)
+    return options

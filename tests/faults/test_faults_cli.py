@@ -74,6 +74,7 @@ def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(
     (["run", "-d", "segformer", "--out=", "--plan"], "--out was given an empty value"),
     (["predict", "", "--checkpoint", "model"], "an argument is empty"),
     (["leaderboard", "list", "--store", ""], "--store was given an empty value"),
+    (["run", "-d", "segformer", "--device", "", "--plan"], "--device was given an empty value"),
 ])
 def test_an_empty_value_is_refused_never_read_as_the_current_folder(capsys, tmp_path, monkeypatch, args, said):
     monkeypatch.chdir(tmp_path)  # a folder of images and records: what pathlib makes of ""

@@ -304,14 +304,26 @@ def read_json(path: Path | str, limit: int = TEXT_LIMIT) -> Any:
 
 def read_yaml(text: str, source: str) -> Any:
     """The YAML value of ``text`` (safe_load); FileRefused naming ``source`` for one nested too
-    deeply to be built (yaml's constructor recurses)."""
+    deeply to be built (yaml's constructor recurses), or for a mapping that gives one key twice
+    (safe_load keeps the last silently: ``detector:`` twice in a --config would run the second)."""
     import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            lines: dict[tuple[str, str], int] = {}
+            for key, _ in node.value:  # the mapping as written: a merged ("<<") key may be given again
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if (key.tag, key.value) in lines:
+                        raise FileRefused(source, f"gives {key.value!r} twice (lines {lines[key.tag, key.value]} "
+                                                  f"and {key.start_mark.line + 1}); keep one")
+                    lines[key.tag, key.value] = key.start_mark.line + 1
+            return super().construct_mapping(node, deep)
 
     if json_depth(text.encode("utf-8")) > MAX_JSON_DEPTH:  # flow-style nesting, counted before parsing
         raise FileRefused(source, f"nests lists and mappings deeper than {MAX_JSON_DEPTH} levels; diffzoo reads no "
                                   "YAML that deep")
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=UniqueKeys)  # noqa: S506 - UniqueKeys is a SafeLoader
     except RecursionError:
         raise FileRefused(source, "nests lists and mappings too deeply to be read") from None
 
