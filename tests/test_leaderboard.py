@@ -195,6 +195,9 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     assert manifest["record_digests"] == {r.id: r.content_digest for r in store}
     with pytest.raises(ConfigError, match="already exists"):
         freeze(store, "v1")
+    with pytest.raises(ConfigError, match="version 'v1' exists, and 'V1' differs from it only in case"):
+        freeze(store, "V1")  # one file on macOS or Windows
+    assert [p.name for p in store.versions_dir.iterdir()] == ["v1.json"]
     # a newer suite version and a rerun on changed data arrive later
     store.add(make_record("a", suite_version="2", metrics={"mIoU": 0.7, "aAcc": 0.9}))
     store.add(make_record("a", fingerprint="fp0002"))

@@ -95,6 +95,11 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         raise RecordError(unfinished(path))
     if path.exists():  # the user's to fix by another name: exit 2
         raise ConfigError(f"version {name!r} already exists ({path}); versions are immutable, freeze under a new name")
+    # a store copied to a case-insensitive filesystem (macOS, Windows) must keep every version apart
+    if store.versions_dir.is_dir() and (twin := next((p.stem for p in store.versions_dir.glob("*.json")
+                                                      if p.stem.lower() == name.lower()), None)):
+        raise ConfigError(f"version {twin!r} exists, and {name!r} differs from it only in case: the two would be one "
+                          "file on a case-insensitive filesystem; freeze under a new name")
     loaded = store.load()
     if loaded.skipped:  # a version names every record it may hold: none is left out unseen
         path, why = loaded.skipped[0]
