@@ -58,6 +58,10 @@ def test_the_request_is_one_declaration():
     assert RunRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request  # a record's round trip
     with pytest.raises(ConfigError, match="unknown option.*iteration\\b.*Did you mean 'iterations'"):
         RunRequest.of(detector="segformer.tiny", iteration=3)
+    with pytest.raises(ConfigError, match="unknown option.*plan, suites;.* suites: Did you mean 'suite'"):
+        RunRequest.of(detector="segformer.tiny", suites="standard", plan=True)  # each close one is named
+    with pytest.raises(ConfigError, match="unknown option.*detectors.* Did you mean 'detector'"):
+        RunRequest.of(detectors="segformer.tiny")  # misspelt, not missing
     with pytest.raises(ConfigError, match="--recipe 'bogus'"):
         RunRequest.of(detector="segformer.tiny", recipe="bogus")
     with pytest.raises(ConfigError, match="--seed -1"):

@@ -219,12 +219,13 @@ class RunRequest:
         """A request from keyword options (the flag names); an unknown one is a ConfigError
         naming the closest option and listing them all."""
         valid = [f.name for f in fields(cls)]
+        unknown = sorted(set(options) - set(valid))
+        if unknown:  # before the detector check: detectors= is a misspelt detector=, not a missing one
+            hints = "".join(f" {name}:{hint}" for name in unknown if (hint := did_you_mean(name, valid)))
+            raise ConfigError(f"unknown option(s) {', '.join(unknown)}; options are: {', '.join(sorted(valid))}."
+                              f"{hints}")
         if options.get("detector") is None:
             raise ConfigError("a run needs a detector: --detector NAME (or detector: NAME in --config)")
-        unknown = sorted(set(options) - set(valid))
-        if unknown:
-            raise ConfigError(f"unknown option(s) {', '.join(unknown)}; options are: {', '.join(sorted(valid))}."
-                              f"{did_you_mean(unknown[0], valid)}")
         return cls(**options)
 
     @classmethod
