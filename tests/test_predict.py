@@ -152,6 +152,23 @@ def test_a_folder_predicts_its_images_and_says_which_files_it_passed_over(capsys
     assert said == [f"{folder}: 2 file(s) without an image extension passed over (anim.gif, notes.txt)"]
 
 
+def test_each_image_gets_outputs_of_its_own_and_one_file_named_twice_is_predicted_once(capsys, tmp_path, images):
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    for folder, name in (("x", "a.png"), ("y", "a.png"), ("z", "a-2.png"), ("w", "A.png")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / name).write_bytes(images[0].read_bytes())
+    given = [tmp_path / "x" / "a.png", tmp_path / "y" / "a.png", tmp_path / "z" / "a-2.png", tmp_path / "w" / "A.png",
+             tmp_path / "x", tmp_path / "x" / ".." / "x" / "a.png"]  # the last two name x/a.png again
+    code, _, err = cli(capsys, "predict", "--checkpoint", tmp_path / "ck", "--out", tmp_path / "o", *given)
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
+    assert [r["image"] for r in rows] == [str(p) for p in given[:4]]
+    # a-2 is z's own name, and A beside a is one file on a case-insensitive filesystem
+    assert [Path(r["overlay"]).name for r in rows] == ["a.overlay.png", "a-3.overlay.png", "a-2.overlay.png",
+                                                        "A-4.overlay.png"]
+
+
 def test_predict_writes_only_into_a_folder_diffzoo_may_write_and_never_over_a_users_file(capsys, tmp_path, images):
     torch.manual_seed(0)
     create_detector("segformer.tiny", "binary").save(tmp_path / "ck")

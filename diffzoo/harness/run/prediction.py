@@ -312,7 +312,8 @@ def overlay_image(image: np.ndarray, pred: ImagePrediction, title: str = "") -> 
 
 # -- many files ------------------------------------------------------------------------
 def collect_images(paths: Sequence[Path | str]) -> list[Path]:
-    """Files as given, folders expanded to their images (sorted); a missing path is an error."""
+    """Files as given, folders expanded to their images (sorted), each file once however often it is
+    named (``a.png a.png``, a folder and a file in it); a missing path is an error."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -333,15 +334,26 @@ def collect_images(paths: Sequence[Path | str]) -> list[Path]:
             raise DataError(f"image {p} is {kind}, not an image file")
     if not out:
         raise DataError("no images given")
-    return out
+    first: dict[str, Path] = {}
+    for path in out:
+        first.setdefault(os.path.realpath(path), path)
+    return list(first.values())
 
 
 def _unique_stems(paths: list[Path]) -> list[str]:
-    seen: dict[str, int] = {}
+    """Each image's output name: its stem, or ``<stem>-<n>`` for a stem taken already.  A name is
+    never one another image has as its own (``a``, ``a``, ``a-2`` -> ``a``, ``a-3``, ``a-2``), nor
+    one taken but for case (``A.png`` beside ``a.png``: one file on macOS or Windows)."""
+    natural = {p.stem.lower() for p in paths}
+    taken: set[str] = set()
     stems = []
     for p in paths:
-        n = seen[p.stem] = seen.get(p.stem, 0) + 1
-        stems.append(p.stem if n == 1 else f"{p.stem}-{n}")
+        stem, n = p.stem, 1
+        while stem.lower() in taken or (n > 1 and stem.lower() in natural):
+            n += 1
+            stem = f"{p.stem}-{n}"
+        taken.add(stem.lower())
+        stems.append(stem)
     return stems
 
 
