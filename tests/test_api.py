@@ -177,3 +177,41 @@ def test_a_dataset_can_name_the_reference_detectors_run_on_it():
     swapped = [r.detector for r in reference_requests(request, suites, MINI_REFERENCES)]
     assert swapped == ["cnnspot", "universalfakedet.tiny"]
     assert all(r.suite == "classification" for r in reference_requests(request, suites, MINI_REFERENCES))
+
+
+def test_every_type_evaluate_and_train_answer_with_is_exported():
+    """What ``evaluate()`` and ``train()`` return, and every type their fields and properties
+    hold, down to a plan's cases and a summary's table cells, is a name of ``diffzoo`` (or of
+    ``diffzoo.plugin``, the authoring surface): a user never imports an internal module to
+    name what the API gave them."""
+    import dataclasses
+    import typing
+
+    import diffzoo.plugin
+
+    exported = {getattr(m, n) for m in (diffzoo, diffzoo.plugin) for n in m.__all__}
+    seen: set[type] = set()
+    internal: dict[str, str] = {}
+
+    def walk(tp, via):
+        if typing.get_origin(tp) is not None:
+            for arg in typing.get_args(tp):
+                walk(arg, via)
+            return
+        if not isinstance(tp, type) or tp in seen or not tp.__module__.startswith("diffzoo"):
+            return
+        seen.add(tp)
+        if tp not in exported:
+            internal[f"{tp.__module__}.{tp.__qualname__}"] = via
+        if dataclasses.is_dataclass(tp) or hasattr(tp, "_fields"):
+            for name, hint in typing.get_type_hints(tp).items():
+                if not name.startswith("_"):
+                    walk(hint, f"{via}.{name}")
+        for name, value in vars(tp).items():
+            if isinstance(value, property) and not name.startswith("_"):
+                walk(typing.get_type_hints(value.fget).get("return"), f"{via}.{name}")
+
+    walk(diffzoo.Evaluation, "Evaluation")
+    walk(diffzoo.TrainOutput, "TrainOutput")
+    assert internal == {}
+    assert {diffzoo.PassSpec, diffzoo.CaseKey, diffzoo.Table, diffzoo.Cell} <= seen  # the walk reached them
