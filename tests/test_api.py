@@ -213,5 +213,9 @@ def test_every_type_evaluate_and_train_answer_with_is_exported():
 
     walk(diffzoo.Evaluation, "Evaluation")
     walk(diffzoo.TrainOutput, "TrainOutput")
+    for function in (diffzoo.evaluate, diffzoo.train):  # what a caller hands them: a Progress to report to
+        for name, hint in typing.get_type_hints(function).items():
+            walk(hint, f"{function.__name__}({name})")
+    walk(diffzoo.Progress, "Progress")
     assert internal == {}
     assert {diffzoo.PassSpec, diffzoo.CaseKey, diffzoo.Table, diffzoo.Cell} <= seen  # the walk reached them

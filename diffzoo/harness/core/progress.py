@@ -9,12 +9,17 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Protocol
 
 
-class Task(Protocol):
+class ProgressTask(Protocol):
+    """One bar of a :class:`Progress`: ``advance(n, **info)`` moves it ``n`` steps (``info``: what
+    to show beside it, e.g. ``loss=0.4``)."""
+
     def advance(self, n: int = 1, **info: object) -> None: ...
 
 
 class Progress(Protocol):
-    def task(self, description: str, total: int | None) -> AbstractContextManager[Task]:
+    """What ``evaluate(progress=...)`` and ``train(progress=...)`` report to (the CLI draws bars)."""
+
+    def task(self, description: str, total: int | None) -> AbstractContextManager[ProgressTask]:
         """Context manager yielding a task to advance."""
         ...
 
@@ -28,7 +33,7 @@ class NullProgress:
     """Reports nothing (library default, tests)."""
 
     @contextmanager
-    def task(self, description: str, total: int | None) -> Iterator[Task]:
+    def task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
         yield _NullTask()
 
 
