@@ -138,6 +138,11 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
                               f"{RELEASED_PREFIX}NAME (diffzoo list detectors --released)")
     data = _items(datasets, "--dataset", "mini")
     check_suite_given(str(options.get("suite", "all")))
+    # every job would stop on a ROOT that cannot be listed or holds no benchmark: say it once, before any
+    for root, found in catalog_listing(options).items():
+        if not found:
+            raise ConfigError(f"--eval-dataset catalog:{root}: no dataset to evaluate on under {root}; "
+                              f"`diffzoo data find {root} --verbose` says what is there")
     plan = SweepPlan()
     for entry in entries:
         releases = [r.name for r in entry.card.releases]

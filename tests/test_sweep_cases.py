@@ -90,6 +90,18 @@ def test_a_plan_refuses_what_the_sweep_would_refuse_or_ignore(capsys, tmp_path, 
     assert "job " not in stdout and not (tmp_path / "store").exists()
 
 
+def test_a_catalog_root_no_job_could_read_is_refused_once_before_any_job(capsys, tmp_path):
+    """Every job would stop on it, each after the ones before had trained."""
+    (tmp_path / "empty").mkdir()
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny,fcn8s.tiny", "--eval-dataset",
+                                f"catalog:{tmp_path / 'empty'}")
+    one_line_exit_2(code, stdout, stderr, "no dataset to evaluate on under", "data find")
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny,fcn8s.tiny", "--eval-dataset",
+                                f"catalog:{tmp_path / 'nowhere'}")
+    assert code == 1 and "nowhere does not exist" in one_line(stderr) and "job " not in stdout
+    assert not (tmp_path / "store").exists()
+
+
 def test_a_plan_refuses_an_out_that_is_a_file(capsys, tmp_path):
     (tmp_path / "store").write_text("not a folder")
     code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny")
