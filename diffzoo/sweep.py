@@ -138,6 +138,7 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
                               f"{RELEASED_PREFIX}NAME (diffzoo list detectors --released)")
     data = _items(datasets, "--dataset", "mini")
     check_suite_given(str(options.get("suite", "all")))
+    get_registry().expand("suite", str(options.get("suite", "all")))  # an unknown suite would fail every job
     # every job would stop on a ROOT that cannot be listed or holds no benchmark: say it once, before any
     for root, found in catalog_listing(options).items():
         if not found:
@@ -161,6 +162,10 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
     for job in plan.jobs:  # released and released:NAME, or a dataset given twice, make one job
         seen.setdefault(job.key, job)
     plan.jobs = list(seen.values())
+    # a job fails alone and the others run; a path not found is said before any job, in --plan too
+    if lost := sorted({p for job in plan.jobs for p in job.request.paths_not_found(relative_only=False)}):
+        log.warning("not found: %s (paths are read from %s; a --dataset may also be a registered dataset's name, "
+                    "diffzoo list datasets): each job naming it will fail", "; ".join(lost), Path.cwd())
     return plan
 
 

@@ -5,6 +5,7 @@ traceback or a silently wrong sweep."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -100,6 +101,19 @@ def test_a_catalog_root_no_job_could_read_is_refused_once_before_any_job(capsys,
                                 f"catalog:{tmp_path / 'nowhere'}")
     assert code == 1 and "nowhere does not exist" in one_line(stderr) and "job " not in stdout
     assert not (tmp_path / "store").exists()
+
+
+def test_a_suite_every_job_would_stop_on_is_refused_and_a_path_not_found_is_said_before_any_job(capsys, caplog,
+                                                                                                 tmp_path):
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", "--suite", "nosuch")
+    one_line_exit_2(code, stdout, stderr, "unknown suite 'nosuch'")
+    assert "job " not in stdout
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", "--dataset", "mini", "--dataset",
+                                "nosuchname", "--extra-authentic", "/nonexistent/neg")
+    assert code == 0 and stdout.count("job ") == 2  # a job fails alone: the plan lists it, and warns
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(said) == 1 and said[0].startswith(
+        "not found: --dataset nosuchname; --extra-authentic /nonexistent/neg (paths are read from")
 
 
 def test_a_plan_refuses_an_out_that_is_a_file(capsys, tmp_path):

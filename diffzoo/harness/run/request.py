@@ -194,15 +194,16 @@ class RunRequest:
         given = {"label_space": self.labels, "extra_authentic": self.extra_authentic}
         return {**self.dataset_option, **{k: v for k, v in given.items() if v}}
 
-    def paths_not_found(self) -> list[str]:
-        """The relative paths the request names that do not resolve from the current folder, as
-        ``--flag VALUE`` (a registered dataset name and a hub id are not paths)."""
+    def paths_not_found(self, relative_only: bool = True) -> list[str]:
+        """The paths the request names (``relative_only``: the relative ones) that do not resolve
+        from the current folder, as ``--flag VALUE`` (a registered dataset name and a hub id are
+        not paths)."""
         from diffzoo.harness.core.plugins import get_registry
         from diffzoo.harness.data.hfsource import is_hub_id
 
         def missing(value: str | Path | None) -> bool:
             path = Path(value).expanduser() if value else None
-            return path is not None and not path.is_absolute() and not os.path.lexists(path)
+            return path is not None and not (relative_only and path.is_absolute()) and not os.path.lexists(path)
 
         datasets = [("--dataset", self.dataset)] + [
             ("--eval-dataset", catalog_root(spec) or eval_dataset_spec(spec)[0]) for spec in self.eval_dataset]
