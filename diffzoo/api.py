@@ -117,13 +117,12 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     start = time.monotonic()
     request = make_request(request, detector=detector, suite=suite, dataset=dataset, **options)
     check_suite_given(request.suite)
-    # before any work: an out folder that is not diffzoo's is refused now, not after hours of training
+    # before any work: an out folder that is not diffzoo's is refused now, not after hours of training;
+    # it is made once the plan stands, so a run refused while planning (a device, a dataset) leaves none
     claim = out is not None and not plan_only and distributed.launch_rank() == 0
-    out_dir = claim_output_dir(Path(out), force) if claim else None
-    if out_dir is not None:
-        for name in OUTPUTS_OUTSIDE_STORE:
-            out_dir.check_writable(name)
-    write = partial(keep_state, Path(out)) if out_dir is not None else None
+    if claim:
+        claim_output_dir(Path(out), force, make=False)
+    write = partial(keep_state, Path(out)) if claim else None
     main = Runner(request, progress, write, only)
     runners = [main]
     if references:
@@ -134,6 +133,10 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
         on_plan(result)
     if plan_only:
         return result
+    out_dir = claim_output_dir(Path(out), force) if claim else None
+    if out_dir is not None:
+        for name in OUTPUTS_OUTSIDE_STORE:
+            out_dir.check_writable(name)
     for runner in runners:
         output = runner.run()
         result.records.extend(output.records)

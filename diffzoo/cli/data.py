@@ -129,10 +129,12 @@ def stats_cmd(
     options = parse_options(dataset_option, "--dataset-option")
     if labels:
         options["label_space"] = labels
-    out_dir = claim_output_dir(out or DEFAULT_STATS_OUT, force) if plots else None  # before any work
+    if plots:  # refused before any work, made once the stats stand: a dataset or split refused leaves no folder
+        claim_output_dir(out or DEFAULT_STATS_OUT, force, make=False)
     progress = RichProgress(err_console if as_json else console)
     ds = open_dataset(dataset, progress, **options)
     stats = dataset_stats(ds, split, progress)
+    out_dir = claim_output_dir(out or DEFAULT_STATS_OUT, force) if plots else None
     stats["plots"] = {}
     if out_dir is not None:
         sub = PurePosixPath(".") if out is not None else PurePosixPath(STATS_DIR, slugify(ds.name))

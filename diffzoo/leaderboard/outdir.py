@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.core.fsutil import FileRefused, atomic_write_text, check_writable_dir, parse_json, read_regular
+from diffzoo.harness.core.fsutil import (
+    FileRefused,
+    atomic_write_text,
+    check_usable_dir,
+    check_writable_dir,
+    parse_json,
+    read_regular,
+)
 from diffzoo.harness.records.document import STORE_DIRS
 from diffzoo.harness.records.model import LOCK_FILE, RECORDS_DIR
 
@@ -91,19 +98,22 @@ def read_marker(root: Path) -> dict | None:
                       "is diffzoo's, or choose another --out")
 
 
-def claim_output_dir(path: Path, force: bool = False) -> OutputDir:
+def claim_output_dir(path: Path, force: bool = False, make: bool = True) -> OutputDir:
     """Make or claim ``path`` as diffzoo's output folder, before any work.
 
     New or empty: created and marked.  Marked: used.  A store of an older
     diffzoo (``records/`` and only diffzoo's names): marked.  Otherwise
     ConfigError (exit 2) unless ``force``, which marks it and lists what was
-    there as foreign (never written)."""
+    there as foreign (never written).  ``make=False``: every refusal, and
+    nothing made or marked (a check before the planning that may still fail,
+    which then leaves no folder behind)."""
     root = Path(path)
     if root.exists() and not root.is_dir():
         raise ConfigError(f"--out {root} exists and is not a folder; choose a folder")
+    usable = check_writable_dir if make else check_usable_dir
     marker = read_marker(root) if root.is_dir() else None
     if marker is not None:
-        check_writable_dir(root, "--out")  # a read-only folder fails here, not after the work
+        usable(root, "--out")  # a read-only folder fails here, not after the work
         return OutputDir(root, frozenset(marker.get("foreign", [])))
     names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
     foreign: list[str] = []
@@ -119,7 +129,9 @@ def claim_output_dir(path: Path, force: bool = False) -> OutputDir:
             f"--out {root} is not empty ({shown}) and was not made by diffzoo (no {MARKER}); choose a new or "
             "empty folder, or pass --force to write diffzoo's files beside the ones there (those are never "
             "overwritten)")
-    check_writable_dir(root, "--out")  # made here; a path through a file or a read-only disk stops here
+    usable(root, "--out")  # made here; a path through a file or a read-only disk stops here
+    if not make:
+        return OutputDir(root, frozenset(foreign))
     atomic_write_text(root / MARKER, json.dumps({
         "diffzoo_output": 1, "claimed": how, "foreign": foreign,
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

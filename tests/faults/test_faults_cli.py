@@ -324,6 +324,19 @@ def test_a_rerun_that_gives_other_numbers_is_loud_and_keeps_the_stored_row(capsy
     assert {p.name: p.read_bytes() for p in (out / "records").glob("*.json")} == before
 
 
+@pytest.mark.parametrize("args, said", [
+    (["run", "-d", "segformer.tiny", "--suite", "standard", "--device", "cuda:7"], "--device cuda:7"),
+    (["run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", "nosuch"], "unknown dataset 'nosuch'"),
+    (["train", "-d", "segformer.tiny", "--dataset", "nosuch"], "unknown dataset 'nosuch'"),
+    (["data", "stats", "nosuch"], "unknown dataset 'nosuch'"),
+    (["data", "stats", "mini", "--split", "nosuch"], "has no split 'nosuch'"),
+])
+def test_a_command_refused_while_planning_leaves_no_out_folder(capsys, tmp_path, monkeypatch, args, said):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)  # --device cuda:7 is refused on any machine
+    one_line_exit_2(*cli(capsys, *args, "--out", tmp_path / "out"), said)
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_out_folder_diffzoo_did_not_make_is_refused_before_any_work(capsys, diffseg_folder, tmp_path, faulty):
     out = tmp_path / "mine"
     out.mkdir()
