@@ -164,5 +164,8 @@ def read_config(path: Path) -> dict[str, Any]:
         name = str(key).lstrip("-").replace("-", "_")
         if name in options:  # batch-size and batch_size are one option
             raise ConfigError(f"--config {path}: {spelt[name]!r} and {str(key)!r} are one option; keep one")
+        if value == "" or (isinstance(value, list) and "" in value):  # as on the command line: "" is no path
+            raise ConfigError(f"--config {path}: {key} is given an empty value; give one (. for the current "
+                              "folder) or leave the key out")
         options[name], spelt[name] = value, str(key)
     return options
