@@ -201,7 +201,10 @@ def add_cmd(
 ) -> None:
     """Import records (with their states) into the store; invalid, unverifiable
     or conflicting ones are rejected with a reason."""
-    outcomes = open_store(store, must_exist=False).import_files(paths)
+    from diffzoo.leaderboard.store import expand_record_paths
+
+    files = expand_record_paths(paths)  # a path that is no record fails before the store is made
+    outcomes = open_store(store, must_exist=False).import_files(files)
     counts = {"added": 0, "present": 0, "rejected": 0}
     for o in outcomes:
         counts[o.status] += 1

@@ -321,12 +321,17 @@ def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultReco
 
 def expand_record_paths(paths: Iterable[Path]) -> list[Path]:
     """Files as given; folders expand to their records (``records/*.json``
-    inside a store, else ``*.json``)."""
+    inside a store, else ``*.json``).  A folder that is no store and holds no
+    ``*.json`` is a RecordError: a wrong folder is never "0 records"."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
             inner = p / RECORDS_DIR
-            out.extend(sorted((inner if inner.is_dir() else p).glob("*.json")))
+            found = sorted((inner if inner.is_dir() else p).glob("*.json"))
+            if not found and not inner.is_dir():
+                raise RecordError(f"{p} holds no record (no *.json, and no {RECORDS_DIR}/ of a store): give record "
+                                  "files, a records/ folder or a store (a `diffzoo run --out` folder)")
+            out.extend(found)
         elif p.exists():
             out.append(p)
         else:
