@@ -273,14 +273,17 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
     (["--lora-scale", "nan"], "--lora-scale must be a finite number, got nan"),
     (["--min-score", "9"], "--min-score must be in [0, 5] (the VLM's scale), got 9.0"),
     (["--size", "100000"], "--size 100000: 100000 x 100000 px bases exceed the 67,108,864-pixel limit on images"),
+    (["--out", "a-file"], "--out a-file exists and is not a folder"),  # was an internal FileExistsError
 ])
-def test_generate_settings_out_of_range_are_one_line_before_any_model(capsys, tmp_path, args, said):
+def test_generate_settings_out_of_range_are_one_line_before_any_model(capsys, tmp_path, monkeypatch, args, said):
     """--threads 0 and a --size no image could hold were internal errors (torch's RuntimeError, a
     MemoryError); a nan LoRA scale and a score outside the VLM's scale were taken."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("mine")
     result = cli(capsys, "generate", "--out", tmp_path / "o", "--ai-bases", "1", "--editors", "sd2.tiny", "--n", "2",
                  *args)
     one_line_exit_2(*result, said)
-    assert not (tmp_path / "o").exists()
+    assert not (tmp_path / "o").exists() and (tmp_path / "a-file").read_text() == "mine"
 
 
 # -- COCO regions -----------------------------------------------------------------------------

@@ -85,6 +85,11 @@ class DatasetGenerator:
                                        ("objects", config.objects, ("vocabulary", "vlm"))):
             if value not in allowed:
                 raise ConfigError(f"--{option} {value!r}: choose {' or '.join(allowed)}")
+        out = Path(config.out)  # checked before any model is built: a new folder, an empty one or a run's own
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out} exists and is not a folder; choose a new or empty folder")
+        if out.is_dir() and not (out / STATE_DIR / CONFIG_FILE).is_file() and any(out.iterdir()):
+            raise ConfigError(f"{out} is not empty and holds no diffzoo generate run; choose an empty --out")
         self.config = config
         self.classes = class_names(config.editors)
         self.label_space = LabelSpace.from_editors(self.classes)
@@ -313,8 +318,6 @@ class DatasetGenerator:
                     f"{out} was generated with other settings ({', '.join(differ)} differ); resume with the "
                     f"same options or choose a new --out"
                 )
-        elif any(out.iterdir()):
-            raise ConfigError(f"{out} is not empty and holds no diffzoo generate run; choose an empty --out")
         else:
             write_file(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
         self.store.write_labels(self.label_space)
