@@ -43,6 +43,8 @@ def test_a_name_spelt_in_other_case_is_hinted_and_all_is_named_where_it_is_accep
     with pytest.raises(UnknownNameError) as exc:
         r.get("detector", "Other.Small")
     assert "Did you mean 'other.small'" in str(exc.value) and "all" not in exc.value.available
+    with pytest.raises(UnknownNameError, match="unknown detector 5"):
+        r.get("detector", 5)  # a caller's mistake of type is named, never an AttributeError
     with pytest.raises(UnknownNameError, match="unknown detector 'nothing\\*'"):
         r.expand("detector", "nothing*")
 

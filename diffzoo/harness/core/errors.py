@@ -16,7 +16,7 @@ def did_you_mean(name: str, choices: Sequence[str], n: int = 1, cutoff: float = 
     ``name`` (:func:`difflib.get_close_matches`, case ignored: ``ALL`` finds ``all``); "" when none
     is close enough."""
     by_lower = {c.lower(): c for c in reversed(choices)}  # the first of choices equal but for case wins
-    close = [by_lower[c] for c in difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=cutoff)]
+    close = [by_lower[c] for c in difflib.get_close_matches(str(name).lower(), list(by_lower), n=n, cutoff=cutoff)]
     return f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
 
 
