@@ -72,6 +72,20 @@ def test_help_and_listing_import_no_torch(args):
     assert done.stdout.strip()
 
 
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_that_cannot_show_a_character_gets_a_stand_in_not_an_error(encoding):
+    """A console in latin-1 or ASCII (an old server's locale, a Windows code page): the table's
+    ellipsis used to be an internal UnicodeEncodeError."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "diffzoo", "list", "detectors", "--released"], capture_output=True,
+                          env=dict(os.environ, PYTHONIOENCODING=encoding), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert b"dinov3iml" in done.stdout and b"?" in done.stdout  # "\u2026" as "?"
+
+
 NOISY = """
 import sys, warnings
 from diffzoo.cli import app, main

@@ -8,6 +8,7 @@ message, with its "Did you mean ...?", and exit 2.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
@@ -76,6 +77,9 @@ def empty_argument(args: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character ("Δ" in latin-1) shows "?"
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if (empty := empty_argument(args)) is not None:
