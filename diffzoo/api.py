@@ -202,15 +202,17 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
 
 
 def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None = None,
-              on_plan: Callable[[Evaluation], None] | None = None) -> tuple[Evaluation, ResultRecord | None]:
+              on_plan: Callable[[Evaluation], None] | None = None, device: str | None = None
+              ) -> tuple[Evaluation, ResultRecord | None]:
     """Run ``record``'s row again from the request it stores (its suite, only its case and the
     case it compares with) into the store at ``out``; returns the run and its record of the same
-    row (None: the run made none)."""
+    row (None: the run made none).  ``device``: run there instead of on the record's device (a
+    row made with ``--device cuda``, run again on a machine without one)."""
     body = record.body
     if body.request is None:
         raise ConfigError(f"record {record.id} stores no request (it was written before records stored their "
                           "options), so it cannot be run again; run it with diffzoo run")
-    request = RunRequest.from_dict(body.request, suite=body.suite.name)
+    request = RunRequest.from_dict(body.request, suite=body.suite.name, **({"device": device} if device else {}))
     if lost := request.paths_not_found():  # read relative to the folder the run started in
         raise ConfigError(f"record {record.id}'s run read {', '.join(lost)}, relative to the folder it was started "
                           f"in, and {'it is' if len(lost) == 1 else 'they are'} not found from {Path.cwd()}: "

@@ -92,6 +92,21 @@ def test_reproduce_runs_a_stored_row_again_with_identical_numbers(capsys, diffse
     assert code != 0 and "no record" in err
 
 
+def test_reproduce_runs_a_row_on_another_device_than_the_records(capsys, diffseg_folder, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", diffseg_folder,
+                       "--out", out, *FAST)  # made with --device cpu
+    assert code == 0, err
+    image = next(r for r in map(json.loads, map(Path.read_text, (out / "records").glob("*.json")))
+                 if r["case"]["name"] == "image")
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", out, "--device", "cuda:3")
+    one_line_exit_2(code, stdout, err, "--device cuda:3: CUDA is not available")  # the device asked, not the record's
+    code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", out, "--device", "auto")
+    assert code == 0, err
+    assert "every metric identical" in " ".join(stdout.split())
+
+
 def test_a_row_run_on_relative_paths_is_reproduced_from_the_folder_it_ran_in(capsys, diffseg_folder, tmp_path,
                                                                              monkeypatch):
     import shutil

@@ -39,6 +39,10 @@ def reproduce_cmd(
         None, "--from-folder", exists=True, file_okay=False,
         help="The folder the record's run was started in: the relative paths it read (--dataset, --checkpoint, "
         "...) are read from there (default: the current folder)."),
+    device: str | None = typer.Option(
+        None, "--device",
+        help="Run on this device (auto, cpu, cuda, cuda:1, ...) instead of the record's: a row made on a GPU, run "
+        "again on a machine without one (other kernels: pass --tolerance)."),
 ) -> None:
     """Run a stored record's row again from its stored options; print its numbers then and now."""
     from diffzoo.api import reproduce
@@ -49,7 +53,7 @@ def reproduce_cmd(
     with rank_output(console), tempfile.TemporaryDirectory(prefix="diffzoo-reproduce-") as tmp:
         target = (out if out is not None else Path(tmp) / "out").absolute()  # named from here, not from-folder
         with contextlib.chdir(from_folder or Path.cwd()):  # the request's relative paths, as its run read them
-            _, again = reproduce(record, target, RichProgress(console), on_plan=print_plan)
+            _, again = reproduce(record, target, RichProgress(console), on_plan=print_plan, device=device)
     body = record.body
     row = f"{body.row_name} / {body.suite.name} / {body.case_name} on {body.dataset.name}"
     if again is None:
