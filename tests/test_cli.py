@@ -126,6 +126,19 @@ def test_list_and_plugins(capsys):
     assert code == 0 and "diffzoo.plugins.segformer" in out and "register_detectors" in out
 
 
+def test_a_table_wraps_a_long_url_or_name_whole_never_cuts_it(capsys):
+    """Where to download a release (its source's URL) used to end in "…" in any terminal
+    narrower than the URL; every console table folds a long word instead."""
+    from diffzoo.harness.core.plugins import get_registry
+
+    code, out, _ = cli(capsys, "list", "detectors", "--released")
+    assert code == 0 and "…" not in out
+    cells = "".join(line.split("│")[-2].strip() for line in out.splitlines() if line.count("│") > 2)  # "source"
+    urls = {url for e in get_registry().list("detector") for r in e.card.releases
+            for url in r.source.split() if url.startswith("https://")}
+    assert urls and all(url in cells for url in urls)
+
+
 @pytest.mark.parametrize(
     "args, expected",
     [

@@ -165,7 +165,7 @@ def _table(title: str, *columns: str, text: int = 1) -> Table:
     """A table whose first ``text`` columns are text (left), the rest numbers (right)."""
     table = Table(title=term_text(title), title_justify="left", min_width=len(title))
     for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i < text else "right", style="bold" if i == 0 else "")
+        table.add_column(col, justify="left" if i < text else "right", style="bold" if i == 0 else "", overflow="fold")
     return table
 
 

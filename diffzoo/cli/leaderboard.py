@@ -86,7 +86,7 @@ def list_cmd(
                           soft_wrap=True)
     table = Table(title=term_text(f"{len(records)} record(s) in {store}"), title_justify="left")
     for col in ("id", "detector", "suite", "case", "dataset", "primary metric", "date"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for r in sorted(records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.detector.name)):
         b = r.body
         table.add_row(r.id, term_text(b.detector.name), term_text(f"{b.suite.name} v{b.suite.version}"),
@@ -124,9 +124,9 @@ def show_cmd(
                   f"({term(b.dataset.fingerprint)}), suite {term(b.suite.name)} v{term(b.suite.version)} "
                   f"case {term(b.case_name)}")
     table = Table(show_header=True)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("95% CI", justify="right")
+    table.add_column("metric", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_column("95% CI", justify="right", overflow="fold")
     for name, value in b.metrics.items():
         info = metric_info(name)
         ci = b.ci95.get(name)
@@ -249,7 +249,7 @@ def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help
         return
     table = Table(title="frozen versions", title_justify="left")
     for col in ("name", "created", "records", "suites", "datasets", "note"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for v in versions:
         table.add_row(term_text(v["name"]), term_text(v.get("created", "")), str(len(v["records"])),
                       term_text(", ".join(f"{s['name']} v{s['version']}" for s in v["suites"])),

@@ -45,10 +45,10 @@ def list_cmd(
         _released(entries, pattern)
         return
     table = Table(title=f"{kind} matching {term(repr(pattern))}", title_justify="left")
-    table.add_column("name", style="bold")
-    table.add_column("default", justify="center")
-    table.add_column("plugin")
-    table.add_column("description")
+    table.add_column("name", style="bold", overflow="fold")
+    table.add_column("default", justify="center", overflow="fold")
+    table.add_column("plugin", overflow="fold")
+    table.add_column("description", overflow="fold")
     for e in entries:
         desc = e.description
         if kind == "suites":
@@ -62,7 +62,7 @@ def _released(entries: list, pattern: str) -> None:
     """One row per (detector, release): the weights its authors released."""
     table = Table(title=f"released weights of detectors matching {term(repr(pattern))}", title_justify="left")
     for col in ("detector", "release", "files", "trained on", "sha256", "published", "source"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # a URL or file name wraps whole, never cut to "https://pan.ba…"
     for e in entries:
         for r in e.card.releases:
             sha = "published" if any(r.sha256) else "unpublished (recorded at first use)"
@@ -88,10 +88,10 @@ def plugins_cmd(ctx: typer.Context) -> None:
         return
     system = get_plugin_system()
     table = Table(title="diffzoo plugins", title_justify="left")
-    table.add_column("plugin", style="bold")
-    table.add_column("version")
-    table.add_column("kind")
-    table.add_column("hooks")
+    table.add_column("plugin", style="bold", overflow="fold")
+    table.add_column("version", overflow="fold")
+    table.add_column("kind", overflow="fold")
+    table.add_column("hooks", overflow="fold")
     for info in system.info():
         table.add_row(term(info.name), term(info.version), "built-in" if info.builtin else "installed",
                       ", ".join(info.hooks))
@@ -114,7 +114,7 @@ def check_cmd(
     findings = check_plugin(name, task or None, str(resolve_device(device)), seed)
     table = Table(title=f"plugins check {term(name)}", title_justify="left")
     for col in ("detector", "task", "check", "result"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for f in findings:
         ok = "[green]ok[/]" + (f" ({term(f.message)})" if f.message else "")
         result = ok if f.ok else f"[red]FAIL[/] {term(f.message)}"

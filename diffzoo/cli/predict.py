@@ -118,11 +118,11 @@ def _table(rows: list[dict], task: str) -> Table:
     for name in names:
         table.add_column(term(name), overflow="fold")
     if pixels:
-        table.add_column("edited area", justify="right")
+        table.add_column("edited area", justify="right", overflow="fold")
     if own:
-        table.add_column("own image score", justify="right")
+        table.add_column("own image score", justify="right", overflow="fold")
     if task == "semantic":
-        table.add_column("top editors")
+        table.add_column("top editors", overflow="fold")
     blank = [""] * (len(names) + pixels + own + (task == "semantic"))
     for row in rows[:SHOWN_ROWS]:
         if "error" in row:

@@ -62,7 +62,7 @@ def reproduce_cmd(
     rows, moved = compare(record.metrics, again.metrics, tolerance)
     table = Table(title=term(row))
     for column, justify in (("metric", "left"), ("then", "right"), ("now", "right"), ("difference", "right")):
-        table.add_column(column, justify=justify)
+        table.add_column(column, justify=justify, overflow="fold")
     for name, then, now, diff, ok in rows:
         table.add_row(term(name), then, now, diff if ok else f"[bold red]{diff}[/]")
     console.print(table)

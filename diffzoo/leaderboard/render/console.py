@@ -50,12 +50,13 @@ def rich_tables(t: Table, title: str) -> list[RichTable]:
         table = RichTable(title=term_text(title + part), title_justify="left",
                           caption=term_text(caption) if caption else None, caption_justify="left")
         if t.group_header:
-            table.add_column(term_text(t.group_header), style="bold")
-        table.add_column(term_text(t.row_header), style=None if t.group_header else "bold")
+            table.add_column(term_text(t.group_header), style="bold", overflow="fold")
+        table.add_column(term_text(t.row_header), style=None if t.group_header else "bold", overflow="fold")
         for col in columns:
-            table.add_column(term_text(col.header), justify="right", style="italic" if col.info.oracle else None)
+            table.add_column(term_text(col.header), justify="right", style="italic" if col.info.oracle else None,
+                             overflow="fold")
         for name in t.mixed:
-            table.add_column(term_text(name))
+            table.add_column(term_text(name), overflow="fold")
         previous = None
         for row in t.rows:
             group = [term_text(row.group if row.group != previous else "")] if t.group_header else []
