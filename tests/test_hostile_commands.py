@@ -212,6 +212,9 @@ def test_a_record_id_is_hex_never_a_file_pattern_and_a_wrong_one_is_a_usage_erro
         one_line_exit_2(*cli(capsys, *words, a.id, "--store", tmp_path / "nope"), "is not a record store")
     code, stdout, stderr = cli(capsys, "leaderboard", "show", a.id[:12], "--store", store)
     assert code == 0 and a.id in stdout + stderr, stderr
+    code, stdout, stderr = cli(capsys, "leaderboard", "show", a.id.upper(), "--store", store)  # hex in either case
+    assert code == 0 and a.id in stdout + stderr, stderr
+    one_line_exit_2(*cli(capsys, "leaderboard", "show", "xyz", "--store", store), "leaderboard list shows them")
 
 
 def test_report_reproduce_of_a_version_that_is_not_there_is_a_usage_error(capsys, tmp_path):

@@ -152,10 +152,11 @@ class RecordStore:
     def get(self, record_id: str) -> ResultRecord:
         """A record by id or unambiguous id prefix (hex digits: never read as a file pattern
         or a path, so ``*`` or ``../x`` names no record).  An id that is not one, names no
-        record or is ambiguous is the user's to fix: ConfigError."""
-        if not RECORD_ID.fullmatch(record_id):
+        record or is ambiguous is the user's to fix: ConfigError.  Hex digits are read in either case."""
+        if not RECORD_ID.fullmatch(record_id.lower()):
             raise ConfigError(f"{record_id!r} is not a record id: its 16 hex digits, or a prefix of them "
-                              "(diffzoo leaderboard show lists them)")
+                              "(diffzoo leaderboard list shows them)")
+        record_id = record_id.lower()
         exact = self.records_dir / f"{record_id}.json"
         if exact.exists():
             return ResultRecord.read(exact, within=self.root)
@@ -164,7 +165,9 @@ class RecordStore:
             return ResultRecord.read(matches[0], within=self.root)
         if not matches:
             raise ConfigError(f"no record {record_id!r} in {self.records_dir}")
-        raise ConfigError(f"record id prefix {record_id!r} is ambiguous: " + ", ".join(p.stem for p in matches[:5]))
+        more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+        raise ConfigError(f"record id prefix {record_id!r} is ambiguous: {', '.join(p.stem for p in matches[:5])}"
+                          f"{more}; give more of its digits")
 
     def find(self, record_id: str, digest: str) -> Path | None:
         """The file holding record ``record_id`` with content digest
