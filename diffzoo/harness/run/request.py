@@ -149,6 +149,7 @@ class RunRequest:
         the value (seeds, training configs, loader workers, the training loop's cadence)."""
         from diffzoo.harness.core.parallel import check_workers
         from diffzoo.harness.core.train_config import TrainConfig
+        from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
         from diffzoo.harness.models.resume import check_every
 
         check_seed(self.seed, "--seed")
@@ -176,6 +177,9 @@ class RunRequest:
             raise ConfigError(f"--bootstrap {self.bootstrap}: give the number of resamples, >= 0 (0: no confidence "
                               "intervals)")
         TrainConfig().with_overrides(**self.train_overrides())  # --recipe, --iterations, ...
+        if self.crop_size is not None and self.crop_size**2 > max_pixels():  # no image could fill it: memory spent
+            raise ConfigError(f"--crop-size {self.crop_size}: a {self.crop_size} x {self.crop_size} px crop exceeds "
+                              f"the {max_pixels():,}-pixel limit on images (${MAX_PIXELS_ENV})")
         if self.workers is not None:  # a bad --workers fails before torchrun's group is joined
             check_workers(self.workers)
         check_every(self.save_every)
