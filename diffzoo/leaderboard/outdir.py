@@ -98,6 +98,16 @@ def read_marker(root: Path) -> dict | None:
                       "is diffzoo's, or choose another --out")
 
 
+def store_part(path: Path) -> Path | None:
+    """The store folder (``records/``, ``states/``, ``replaced/``, ``versions/`` of a folder
+    diffzoo marked as its own) that ``path`` is or lies in, or None.  A user's folder that is
+    merely named ``records`` is none."""
+    for folder in (Path(os.path.abspath(path)), *Path(os.path.abspath(path)).parents):
+        if folder.name in STORE_DIRS and (folder.parent / MARKER).is_file():
+            return folder
+    return None
+
+
 def claim_output_dir(path: Path, force: bool = False, make: bool = True) -> OutputDir:
     """Make or claim ``path`` as diffzoo's output folder, before any work.
 
@@ -110,6 +120,9 @@ def claim_output_dir(path: Path, force: bool = False, make: bool = True) -> Outp
     root = Path(path)
     if root.exists() and not root.is_dir():
         raise ConfigError(f"--out {root} exists and is not a folder; choose a folder")
+    if (inner := store_part(root)) is not None:  # its files would be read as records, states or versions
+        raise ConfigError(f"--out {root} is inside {inner}, a record store's own {inner.name}/ folder, where "
+                          "diffzoo reads every file as the store's; choose a folder outside it")
     usable = check_writable_dir if make else check_usable_dir
     marker = read_marker(root) if root.is_dir() else None
     if marker is not None:

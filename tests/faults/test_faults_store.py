@@ -325,3 +325,23 @@ def test_publish_refuses_a_folder_diffzoo_did_not_make_and_force_never_overwrite
     code, out, _ = cli(capsys, "leaderboard", "publish", "--store", root, "--format", "md", "--out", tmp_path / "new")
     code2, _, _ = cli(capsys, "leaderboard", "publish", "--store", root, "--format", "md", "--out", tmp_path / "new")
     assert code == code2 == 0 and json.loads((tmp_path / "new" / ".diffzoo-out.json").read_text())["foreign"] == []
+
+
+def test_an_out_inside_a_stores_own_folders_is_refused_even_with_force(tmp_path, capsys):
+    """Published files in records/ read as bad records (a freeze then refuses the store); a run's
+    store nested in versions/ was the same."""
+    from diffzoo.leaderboard.outdir import claim_output_dir
+
+    root = stored(tmp_path)
+    claim_output_dir(root)  # a store diffzoo made (run, add) is marked
+    before = sorted(p.name for p in root.rglob("*"))
+    for out, args in ((root / "records", ["leaderboard", "publish", "--store", root, "--format", "json"]),
+                      (root / "states" / "site", ["report", "paper", "--store", root]),
+                      (root / "versions", ["run", "-d", "segformer.tiny", "--suite", "standard"])):
+        code, _, err = cli(capsys, *args, "--out", out, "--force")
+        assert code == 2 and f"is inside {out if out.name != 'site' else out.parent}, a record store's own" in \
+            one_line(err), err
+    assert sorted(p.name for p in root.rglob("*")) == before
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", root, "--format", "md", "--out",
+                       tmp_path / "records" / "site")  # a user's folder merely named records is no store's
+    assert code == 0, err
