@@ -59,6 +59,8 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     (["--eval-dataset-option", "kinds=partial"], ["--eval-dataset-option was given, but no --eval-dataset"]),
     (["--batch-size", "-2"], ["--batch-size -2: must be at least 1"]),
     (["--crop-size", "4"], ["--crop-size 4: must be at least 8"]),
+    (["--suite", "unseen-generators", "--holdout", "sd2,glide", "--holdout", "glide,sd2"],
+     ["the held-out pair glide,sd2 is given twice (also as sd2,glide)"]),
     (["--crop-size", "100000"], ["--crop-size 100000: a 100000 x 100000 px crop exceeds the 67,108,864-pixel limit"]),
 ])
 def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(capsys, args, needles):

@@ -115,10 +115,14 @@ def unseen_generators_suite(pairs: Sequence[tuple[str, str]] = PAPER_PAIRS) -> S
     the same images, for reference.  Other pairs than the paper's give a
     suite with another definition hash, so their rows never mix."""
     cases: list[Case] = []
+    seen: dict[frozenset[str], tuple[str, ...]] = {}
     for given in pairs:
         pair = tuple(given)
         if len(pair) != 2 or len(set(pair)) != 2:
             raise ConfigError(f"a held-out pair names two different editors, got {list(pair)}")
+        if (first := seen.setdefault(frozenset(pair), pair)) is not pair:  # one pair, one model: never trained twice
+            also = f" (also as {','.join(first)})" if first != pair else ""
+            raise ConfigError(f"the held-out pair {','.join(pair)} is given twice{also}; give each pair once")
         name = pair_name(pair)
         held_out = TrainSpec("binary", exclude_editors=pair)
         for prefix, train in ((name, held_out), (f"{name}.seen", BINARY_TRAIN)):
