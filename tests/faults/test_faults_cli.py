@@ -61,6 +61,10 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     (["--crop-size", "4"], ["--crop-size 4: must be at least 8"]),
     (["--suite", "unseen-generators", "--holdout", "sd2,glide", "--holdout", "glide,sd2"],
      ["the held-out pair glide,sd2 is given twice (also as sd2,glide)"]),
+    (["--dataset-option", "calib_fraction=0.1", "--dataset-option", "calib_fraction=0.2"],
+     ["--dataset-option calib_fraction is given twice"]),
+    (["--suite", "lora", "--generator", "sdxl.hyper-sd-8step=sdxl.tiny-lora", "--generator",
+      "sdxl.hyper-sd-8step=sd2.tiny"], ["--generator sdxl.hyper-sd-8step is given twice"]),
     (["--crop-size", "100000"], ["--crop-size 100000: a 100000 x 100000 px crop exceeds the 67,108,864-pixel limit"]),
 ])
 def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(capsys, args, needles):

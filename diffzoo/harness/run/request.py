@@ -34,7 +34,8 @@ ALLOW_TRAIN_OVERLAP = "--allow-train-overlap"
 
 
 def parse_options(items: list[str] | Mapping[str, Any], what: str) -> dict[str, Any]:
-    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (JSON values where they parse); a mapping is kept."""
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (JSON values where they parse); a mapping is kept.
+    A key given twice is a ConfigError: which value was meant cannot be told."""
     if isinstance(items, Mapping):
         return dict(items)
     out: dict[str, Any] = {}
@@ -42,6 +43,8 @@ def parse_options(items: list[str] | Mapping[str, Any], what: str) -> dict[str, 
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"{what} takes KEY=VALUE, got {item!r}")
+        if key.strip() in out:
+            raise ConfigError(f"{what} {key.strip()} is given twice; give each key once")
         try:
             out[key.strip()] = json.loads(value)
         except ValueError:
