@@ -27,7 +27,7 @@ FAST = ["--iterations", "2", "--batch-size", "2", "--crop-size", "32", "--bootst
 def test_an_empty_root_is_refused_not_read_as_the_current_folder(capsys, tmp_path, monkeypatch):
     make_tpgt(tmp_path / "here" / "tpgt")
     monkeypatch.chdir(tmp_path / "here")  # "" would be "." here: a dataset to list by mistake
-    one_line_exit_2(*cli(capsys, "data", "find", ""), "an argument is empty")
+    one_line_exit_2(*cli(capsys, "data", "find", ""), "no folder given", "catalog:DIR")
     one_line_exit_2(*cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--dataset",
                          "mini", "--eval-dataset", "catalog:", "--plan", *FAST), "no folder given")
 

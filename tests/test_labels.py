@@ -285,7 +285,7 @@ def test_building_mini_never_replaces_a_folder_it_did_not_build(tmp_path):
     (["--min-area", "500", "--max-area", "20"], "min_area (500.0) is above max_area (20.0)"),
     (["--cleanup", "-3"], "cleanup must be >= 0 (0: off), got -3"),
     (["--frame", "x"], "frame must be one of gen, orig, got 'x'"),
-    (["--editor", ""], "--editor was given an empty value"),
+    (["--editor", ""], "editor '' cannot name the edited class"),
     (["--editor", "background"], "editor 'background' cannot name the edited class"),
 ])
 def test_label_settings_no_label_can_follow_are_a_usage_error_before_any_image_is_read(capsys, tmp_path, args, said):

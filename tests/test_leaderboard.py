@@ -325,7 +325,7 @@ def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
     code, _, err = cli(capsys, "leaderboard", "publish", "--store", str(store), "--format", "pdf")
     assert code != 0 and "unknown format(s) pdf" in err
     code, _, err = cli(capsys, "leaderboard", "publish", "--store", str(store), "--format", "", "--out", out)
-    assert code == 2 and "--format was given an empty value" in err
+    assert code == 2 and "--format is empty" in err
     code, text, _ = cli(capsys, "leaderboard", "publish", "--store", str(store), "--format", "md,md", "--format",
                         "md", "--out", out, "--force")
     assert code == 0 and text.count("wrote md:") == 1, text

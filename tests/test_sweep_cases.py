@@ -82,7 +82,7 @@ def test_a_sweep_runs_released_weights_from_the_cache_groups_them_and_skips_them
     (["--time", "30", "--cpus-per-job", "2"],
      ["--executor local does not use --time, --cpus-per-job (only --executor slurm or submitit-local)"]),
     (["--executor", "slurm", "--slurm-option", "account"], ["--slurm-option takes KEY=VALUE", "'account'"]),
-    (["--dataset", ""], ["--dataset was given an empty value"]),
+    (["--dataset", ""], ["--dataset is empty"]),
     (["--weights", " , "], ["--weights is empty"]),
 ])
 def test_a_plan_refuses_what_the_sweep_would_refuse_or_ignore(capsys, tmp_path, args, needles):

@@ -8,10 +8,12 @@ message, with its "Did you mean ...?", and exit 2.
 
 from __future__ import annotations
 
+import inspect
 import io
 import logging
 import os
 import sys
+from dataclasses import dataclass, field
 
 import typer
 
@@ -63,16 +65,59 @@ def configure_logging(debug: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
 
 
-def empty_argument(args: list[str]) -> str | None:
-    """What an empty argument was given for (``--out ''``, ``--out=``, an empty argument), or None.
+@dataclass
+class PathInputs:
+    """A command's options that take a value (``valued``), those of them that take a path
+    (``paths``), and whether its arguments are paths."""
 
-    No option or argument of diffzoo takes an empty value, and an empty path is the current folder
-    to pathlib: ``--extra-authentic "$DIR"`` with ``DIR`` unset would train on the images there."""
-    for before, arg in zip(["", *args], args):
+    valued: set[str] = field(default_factory=set)
+    paths: set[str] = field(default_factory=set)
+    argument: bool = False
+
+
+def path_inputs(group: typer.Typer = app, words: tuple[str, ...] = ()) -> dict[tuple[str, ...], PathInputs]:
+    """Per command (its words, e.g. ``("leaderboard", "add")``): what of it takes a path, read from
+    the commands' own declarations (an option or argument annotated ``Path``)."""
+    found: dict[tuple[str, ...], PathInputs] = {}
+    for command in group.registered_commands:
+        name = command.name or (command.callback.__name__ if command.callback else "")
+        inputs = PathInputs()
+        for param in inspect.signature(command.callback).parameters.values() if command.callback else ():
+            annotation = param.annotation if isinstance(param.annotation, str) else repr(param.annotation)
+            if isinstance(param.default, typer.models.OptionInfo) and "bool" not in annotation:
+                flags = {f for decl in param.default.param_decls or () for f in decl.split("/")}
+                inputs.valued |= flags
+                inputs.paths |= flags if "Path" in annotation else set()
+            elif isinstance(param.default, typer.models.ArgumentInfo) and "Path" in annotation:
+                inputs.argument = True
+        found[(*words, name)] = inputs
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            found.update(path_inputs(sub.typer_instance, (*words, sub.name or "")))
+    return found
+
+
+def empty_path(args: list[str]) -> str | None:
+    """What an empty path was given for (``--out ''``, ``--out=``, ``predict ''``), or None.
+
+    pathlib reads ``""`` as the current folder: ``--extra-authentic "$DIR"`` with ``DIR`` unset
+    would train on the images there.  An empty value of an option that takes text is left to
+    that option's own check."""
+    rest = [a for a in args if a != "--debug"]
+    commands = path_inputs()
+    command = next((tuple(rest[:n]) for n in (2, 1) if tuple(rest[:n]) in commands), None)
+    if command is None:
+        return None
+    inputs = commands[command]
+    for before, arg in zip(rest[len(command) - 1:], rest[len(command):]):
         flag, equals, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
-        if (equals or not flag) and not value:  # " " is a name a file may have; "" names nothing
-            given = flag or (before if before.startswith("-") else "")
-            return f"{given} was given an empty value" if given else "an argument is empty"
+        if equals and not value and flag in inputs.paths:
+            return f"{flag} was given an empty path"
+        if not flag and not value:
+            if before in inputs.paths:
+                return f"{before} was given an empty path"
+            if before not in inputs.valued and inputs.argument:
+                return f"diffzoo {' '.join(command)} was given an empty path as an argument"
     return None
 
 
@@ -82,8 +127,8 @@ def main(argv: list[str] | None = None) -> None:
             stream.reconfigure(errors="replace")
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
-    if (empty := empty_argument(args)) is not None:
-        err_console.print(f"[bold red]error:[/] {term(empty)} (an unset shell variable?); give a value "
+    if (empty := empty_path(args)) is not None:
+        err_console.print(f"[bold red]error:[/] {term(empty)} (an unset shell variable?); give a path "
                           "(. for the current folder) or leave the option out", highlight=False, soft_wrap=True)
         sys.exit(2)
     configure_logging(debug)

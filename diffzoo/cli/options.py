@@ -158,14 +158,17 @@ def read_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"--config {path}: must be a mapping of option names to values, got {type(data).__name__}")
+    from diffzoo.cli import path_inputs
+
+    paths = {flag.lstrip("-").replace("-", "_") for inputs in path_inputs().values() for flag in inputs.paths}
     options: dict[str, Any] = {}
     spelt: dict[str, str] = {}
     for key, value in data.items():
         name = str(key).lstrip("-").replace("-", "_")
         if name in options:  # batch-size and batch_size are one option
             raise ConfigError(f"--config {path}: {spelt[name]!r} and {str(key)!r} are one option; keep one")
-        if value == "" or (isinstance(value, list) and "" in value):  # as on the command line: "" is no path
-            raise ConfigError(f"--config {path}: {key} is given an empty value; give one (. for the current "
+        if name in paths and (value == "" or (isinstance(value, list) and "" in value)):  # as on the command line
+            raise ConfigError(f"--config {path}: {key} is given an empty path; give one (. for the current "
                               "folder) or leave the key out")
         options[name], spelt[name] = value, str(key)
     return options

@@ -289,7 +289,7 @@ def test_save_interval_changes_neither_the_cache_key_nor_the_model(diffseg_folde
 
 # -- section 7: --device ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:", "gpu", " cpu"])
+@pytest.mark.parametrize("device", ["tpu", "", "cuda:x", "cuda:", "gpu", " cpu"])
 def test_unknown_device_is_a_user_error(device, diffseg_folder, capsys):
     code, _, err = cli(capsys, "run", "--detector", "segformer.tiny", "--dataset", diffseg_folder,
                        "--device", device, "--bootstrap", "0")

@@ -43,7 +43,7 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
 
 
 @pytest.mark.parametrize("args, needles", [
-    (["--suite", ""], ["--suite was given an empty value"]),
+    (["--suite", ""], ["--suite is empty"]),
     (["--suite", " , "], ["--suite is empty"]),
     (["--bootstrap", "-1"], ["--bootstrap -1", ">= 0"]),
     (["--suite", "lora", "--generator", "sdxl.hyper-sd-8stp=sdxl.tiny-lora"],
@@ -77,11 +77,12 @@ def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(
 
 
 @pytest.mark.parametrize("args, said", [
-    (["run", "-d", "segformer", "--extra-authentic", "", "--plan"], "--extra-authentic was given an empty value"),
-    (["run", "-d", "segformer", "--out=", "--plan"], "--out was given an empty value"),
-    (["predict", "", "--checkpoint", "model"], "an argument is empty"),
-    (["leaderboard", "list", "--store", ""], "--store was given an empty value"),
-    (["run", "-d", "segformer", "--device", "", "--plan"], "--device was given an empty value"),
+    (["run", "-d", "segformer", "--extra-authentic", "", "--plan"], "--extra-authentic was given an empty path"),
+    (["run", "-d", "segformer", "--out=", "--plan"], "--out was given an empty path"),
+    (["predict", "", "--checkpoint", "model"], "diffzoo predict was given an empty path as an argument"),
+    (["predict", "--device", "cpu", "", "--checkpoint", "model"], "diffzoo predict was given an empty path"),
+    (["--debug", "leaderboard", "list", "--store", ""], "--store was given an empty path"),
+    (["leaderboard", "add", "--store", "s", ""], "diffzoo leaderboard add was given an empty path as an argument"),
 ])
 def test_an_empty_value_is_refused_never_read_as_the_current_folder(capsys, tmp_path, monkeypatch, args, said):
     monkeypatch.chdir(tmp_path)  # a folder of images and records: what pathlib makes of ""

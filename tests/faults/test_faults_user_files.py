@@ -62,9 +62,9 @@ def test_a_config_that_is_a_fifo_or_nested_too_deep_is_one_line(tmp_path, kind):
     ("run", "detector: segformer.tiny\ndetector: fcn8s.tiny", ["run.yaml gives 'detector' twice (lines 1 and 2)"]),
     ("sweep", "wait: true\nwait: false", ["run.yaml gives 'wait' twice (lines 2 and 3)"]),
     ("train", "batch-size: 2\nbatch_size: 3", ["'batch-size' and 'batch_size' are one option"]),
-    ("run", "extra_authentic: ''", ["run.yaml: extra_authentic is given an empty value"]),
-    ("run", "checkpoint: ['']", ["run.yaml: checkpoint is given an empty value"]),
-    ("sweep", "out: ''", ["run.yaml: out is given an empty value"]),
+    ("run", "extra_authentic: ''", ["run.yaml: extra_authentic is given an empty path"]),
+    ("run", "checkpoint: ['']", ["run.yaml: checkpoint is given an empty path"]),
+    ("sweep", "out: ''", ["run.yaml: out is given an empty path"]),
 ])
 def test_a_config_value_of_the_wrong_kind_is_one_line_naming_its_option(capsys, tmp_path, command, body, needles):
     """A --config file can give any YAML value (a list, a mapping, a number for text): one the
