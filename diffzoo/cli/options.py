@@ -99,6 +99,12 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
     if unknown:
         raise ConfigError(f"--config {config}: unknown option(s) {', '.join(unknown)}; keys are the flag names "
                           f"without -- (e.g. batch_size for --batch-size)")
+    params = {p.name: p for p in ctx.command.params}
+    for name, value in from_file.items():  # as on the command line: "" is no path (pathlib reads it as ".")
+        annotation = repr(params[name].type_descriptor.annotation) if name in params else ""
+        if "Path" in annotation and (value == "" or (isinstance(value, list) and "" in value)):
+            raise ConfigError(f"--config {config}: {name} is given an empty path; give one (. for the current "
+                              "folder) or leave the key out")
     for name in set(from_file) & set(own):
         from_file[name] = _cast(ctx, name, from_file[name], config)
     ctx.meta[CONFIG_KEYS] = frozenset(from_file)  # what was_given() reads: the file is read once
@@ -158,17 +164,11 @@ def read_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"--config {path}: must be a mapping of option names to values, got {type(data).__name__}")
-    from diffzoo.cli import path_inputs
-
-    paths = {flag.lstrip("-").replace("-", "_") for inputs in path_inputs().values() for flag in inputs.paths}
     options: dict[str, Any] = {}
     spelt: dict[str, str] = {}
     for key, value in data.items():
         name = str(key).lstrip("-").replace("-", "_")
         if name in options:  # batch-size and batch_size are one option
             raise ConfigError(f"--config {path}: {spelt[name]!r} and {str(key)!r} are one option; keep one")
-        if name in paths and (value == "" or (isinstance(value, list) and "" in value)):  # as on the command line
-            raise ConfigError(f"--config {path}: {key} is given an empty path; give one (. for the current "
-                              "folder) or leave the key out")
         options[name], spelt[name] = value, str(key)
     return options
