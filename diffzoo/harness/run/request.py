@@ -87,8 +87,8 @@ class RunRequest:
                                     "--weights released:NAME: the release's own file(s), or the folder holding them.")
     weights: str | None = option(
         None, "released:NAME: score the trained weights the detector's authors released, read as released and "
-        "never trained (diffzoo list detectors --released); the files are found in "
-        "$DIFFZOO_CACHE/weights/released/DETECTOR/NAME/ or given by --checkpoint.")
+        "never trained (diffzoo list detectors --released); the files are found in the folder "
+        "weights/released/DETECTOR/NAME of $DIFFZOO_CACHE, or given by --checkpoint.")
     train: bool = option(True, "Train when no checkpoint is given or cached.", flags=("--train/--no-train",))
     seed: int = option(0, "Random seed, an integer from 0 to 2**63 - 1.")
     device: str = option("auto", "auto, cpu, cuda, cuda:1, ... (under torchrun: one GPU per rank).")
