@@ -93,10 +93,13 @@ class SweepJob:
 
 @dataclass
 class SweepPlan:
-    """:func:`plan_sweep`'s answer: the jobs, and what was passed over (a line each)."""
+    """:func:`plan_sweep`'s answer: the jobs, what was passed over (a line each), and each
+    ``catalog:ROOT``'s listing as the plan read it (:func:`catalog_listing`'s memo: a ROOT is
+    listed once per sweep)."""
 
     jobs: list[SweepJob] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    catalogs: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
 
 def _patterns(values: Sequence[str] | str) -> list[str]:
@@ -139,11 +142,6 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
     data = _items(datasets, "--dataset", "mini")
     check_suite_given(str(options.get("suite", "all")))
     get_registry().expand("suite", str(options.get("suite", "all")))  # an unknown suite would fail every job
-    # every job would stop on a ROOT that cannot be listed or holds no benchmark: say it once, before any
-    for root, found in catalog_listing(options).items():
-        if not found:
-            raise ConfigError(f"--eval-dataset catalog:{root}: no dataset to evaluate on under {root}; "
-                              f"`diffzoo data find {root} --verbose` says what is there")
     plan = SweepPlan()
     for entry in entries:
         releases = [r.name for r in entry.card.releases]
@@ -162,6 +160,12 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
     for job in plan.jobs:  # released and released:NAME, or a dataset given twice, make one job
         seen.setdefault(job.key, job)
     plan.jobs = list(seen.values())
+    # every job would stop on a ROOT that cannot be listed or holds no benchmark: say it once, before any
+    # (the jobs' requests share the --eval-dataset, read as a list whatever form the options gave it)
+    for root, found in catalog_listing(plan.jobs[0].request.to_dict(), plan.catalogs).items():
+        if not found:
+            raise ConfigError(f"--eval-dataset catalog:{root}: no dataset to evaluate on under {root}; "
+                              f"`diffzoo data find {root} --verbose` says what is there")
     # a job fails alone and the others run; a path not found is said before any job, in --plan too
     if lost := sorted({p for job in plan.jobs for p in job.request.paths_not_found(relative_only=False)}):
         log.warning("not found: %s (paths are read from %s; a --dataset may also be a registered dataset's name, "
@@ -489,9 +493,8 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
     outcomes: list[JobOutcome] = []
     todo = []
     report = on_job or (lambda o: None)
-    listings: dict[str, list[dict[str, str]]] = {}
     for job in plan.jobs:
-        ids = done_records(out, job, stored, listings)
+        ids = done_records(out, job, stored, plan.catalogs)
         if ids is not None:
             outcomes.append(JobOutcome(job, "skipped", ids))
             report(outcomes[-1])

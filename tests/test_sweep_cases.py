@@ -100,6 +100,10 @@ def test_a_catalog_root_no_job_could_read_is_refused_once_before_any_job(capsys,
     code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny,fcn8s.tiny", "--eval-dataset",
                                 f"catalog:{tmp_path / 'nowhere'}")
     assert code == 1 and "nowhere does not exist" in one_line(stderr) and "job " not in stdout
+    config = tmp_path / "sweep.yaml"  # one --eval-dataset as text, not a list: read as the jobs read it
+    config.write_text(f"detectors: segformer.tiny\neval_dataset: catalog:{tmp_path / 'empty'}\n")
+    code, stdout, stderr = plan(capsys, tmp_path, "--config", config)
+    one_line_exit_2(code, stdout, stderr, "no dataset to evaluate on under")
     assert not (tmp_path / "store").exists()
 
 

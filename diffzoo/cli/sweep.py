@@ -108,8 +108,7 @@ def sweep_cmd(
     if plan:
         check_usable_dir(out, "--out")  # as the sweep itself would refuse it, without making it
         stored = stored_ids(out)
-        listings: dict[str, Any] = {}
-        todo = [job for job in sweep.jobs if done_records(out, job, stored, listings) is None]
+        todo = [job for job in sweep.jobs if done_records(out, job, stored, sweep.catalogs) is None]
         # SLURM is asked, as the sweep would ask it: a job an earlier sweep queued is not to run again
         queued = still_queued(out, todo) if executor == "slurm" and todo else {}
         for job in sweep.jobs:
