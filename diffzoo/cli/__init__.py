@@ -19,6 +19,7 @@ import typer
 
 from diffzoo.cli.app import app
 from diffzoo.cli.console import console, err_console, quiet_third_party, state
+from diffzoo.cli.options import takes_path
 from diffzoo.harness.core.errors import DiffzooError, TrainingStopped
 from diffzoo.harness.core.fsutil import user_path_error
 from diffzoo.leaderboard.render.escape import printable, term
@@ -87,8 +88,8 @@ def path_inputs(group: typer.Typer = app, words: tuple[str, ...] = ()) -> dict[t
             if isinstance(param.default, typer.models.OptionInfo) and "bool" not in annotation:
                 flags = {f for decl in param.default.param_decls or () for f in decl.split("/")}
                 inputs.valued |= flags
-                inputs.paths |= flags if "Path" in annotation else set()
-            elif isinstance(param.default, typer.models.ArgumentInfo) and "Path" in annotation:
+                inputs.paths |= flags if takes_path(annotation) else set()
+            elif isinstance(param.default, typer.models.ArgumentInfo) and takes_path(annotation):
                 inputs.argument = True
         found[(*words, name)] = inputs
     for sub in group.registered_groups:
@@ -104,6 +105,8 @@ def empty_path(args: list[str]) -> str | None:
     would train on the images there.  An empty value of an option that takes text is left to
     that option's own check."""
     rest = [a for a in args if a != "--debug"]
+    if "" not in rest and not any(a.startswith("--") and a.endswith("=") for a in rest):
+        return None  # nothing empty: the commands' declarations need not be read
     commands = path_inputs()
     command = next((tuple(rest[:n]) for n in (2, 1) if tuple(rest[:n]) in commands), None)
     if command is None:

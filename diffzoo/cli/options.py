@@ -101,8 +101,8 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
                           f"without -- (e.g. batch_size for --batch-size)")
     params = {p.name: p for p in ctx.command.params}
     for name, value in from_file.items():  # as on the command line: "" is no path (pathlib reads it as ".")
-        annotation = repr(params[name].type_descriptor.annotation) if name in params else ""
-        if "Path" in annotation and (value == "" or (isinstance(value, list) and "" in value)):
+        path_valued = name in params and takes_path(params[name].type_descriptor.annotation)
+        if path_valued and (value == "" or (isinstance(value, list) and "" in value)):
             raise ConfigError(f"--config {config}: {name} is given an empty path; give one (. for the current "
                               "folder) or leave the key out")
     for name in set(from_file) & set(own):
@@ -142,6 +142,12 @@ def was_given(ctx: typer.Context, name: str) -> bool:
     """Whether option ``name`` was given at all: on the command line, by the environment, or in
     the ``--config`` file :func:`request_values` read."""
     return given_here(ctx, name) or name in ctx.meta.get(CONFIG_KEYS, ())
+
+
+def takes_path(annotation: Any) -> bool:
+    """Whether a parameter annotated ``annotation`` (a type, or its text under postponed
+    annotations) takes a path: ``Path``, ``Path | None``, ``list[Path]``."""
+    return "Path" in (annotation if isinstance(annotation, str) else repr(annotation))
 
 
 def read_config(path: Path) -> dict[str, Any]:
