@@ -102,7 +102,8 @@ def store_part(path: Path) -> Path | None:
     """The store folder (``records/``, ``states/``, ``replaced/``, ``versions/`` of a folder
     diffzoo marked as its own) that ``path`` is or lies in, or None.  A user's folder that is
     merely named ``records`` is none."""
-    for folder in (Path(os.path.abspath(path)), *Path(os.path.abspath(path)).parents):
+    where = Path(os.path.abspath(path))
+    for folder in (where, *where.parents):
         if folder.name in STORE_DIRS and (folder.parent / MARKER).is_file():
             return folder
     return None
