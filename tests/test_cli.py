@@ -73,17 +73,24 @@ def test_help_and_listing_import_no_torch(args):
 
 
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
-def test_a_terminal_that_cannot_show_a_character_gets_a_stand_in_not_an_error(encoding):
-    """A console in latin-1 or ASCII (an old server's locale, a Windows code page): the table's
-    ellipsis used to be an internal UnicodeEncodeError."""
+def test_a_terminal_that_cannot_show_a_character_gets_a_stand_in_not_an_error(encoding, tmp_path):
+    """A console in latin-1 or ASCII (an old server's locale, a Windows code page): a metric's
+    "↑" used to be an internal UnicodeEncodeError."""
     import os
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "diffzoo", "list", "detectors", "--released"], capture_output=True,
-                          env=dict(os.environ, PYTHONIOENCODING=encoding), timeout=120)
+    from diffzoo.leaderboard.store import RecordStore
+
+    from helpers.records import make_record, make_state
+
+    record = make_record("det", task="binary", case="binary", state=make_state("binary"))
+    RecordStore(tmp_path / "store").add(record)
+    done = subprocess.run([sys.executable, "-m", "diffzoo", "leaderboard", "show", record.id, "--store",
+                           str(tmp_path / "store")], capture_output=True, env=dict(os.environ, PYTHONIOENCODING=encoding),
+                          timeout=120)
     assert done.returncode == 0, done.stderr
-    assert b"dinov3iml" in done.stdout and b"?" in done.stdout  # "\u2026" as "?"
+    assert b"F1 ?" in done.stdout  # "F1 \u2191" with the arrow as "?"
 
 
 NOISY = """
