@@ -8,7 +8,8 @@
 # ops, and mmseg then fails at import. This script builds the wheel with ops
 # against the torch already installed (CPU ops; 73 minutes on 2 busy cores,
 # see docs/mmseg.md) and keeps it in $DIFFZOO_WHEELS/torch-<version>
-# (default ~/.cache/diffzoo/wheels/...) so a second install against the same
+# (default: wheels/... in the diffzoo cache, $DIFFZOO_CACHE, else
+# $XDG_CACHE_HOME/diffzoo or ~/.cache/diffzoo, as diffzoo finds it) so a second install against the same
 # torch takes seconds; the ops link against torch's C++ ABI, so another torch
 # version builds again.
 #
@@ -27,7 +28,7 @@ torch_version="$(python -c "import torch; print(torch.__version__)" 2>/dev/null)
     echo "install-mmseg: install diffzoo (and torch) first: see README 'Set up'" >&2; exit 1; }
 python_tag="$(python -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
 folder="torch-${torch_version}"
-wheels="${DIFFZOO_WHEELS:-$HOME/.cache/diffzoo/wheels}/$folder"
+wheels="${DIFFZOO_WHEELS:-${DIFFZOO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/diffzoo}/wheels}/$folder"
 pins="$PWD/scripts/mmcv-wheel.sha256"
 # mmcv's setup.py imports torch, so it must build without isolation, which
 # needs a setuptools that still ships pkg_resources' old APIs.

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import errno
 import json
+from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from diffzoo import hookimpl
+from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.core.plugins import get_plugin_system
 
 from helpers.cli import cli, one_line_exit_2
@@ -40,6 +42,25 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     result = cli(capsys, "run", "--detector", "segformer", "--suite", "standard", "--dataset-option", "nimages=5")
     one_line_exit_2(*result, "nimages", "Did you mean 'n_images'?")
     assert not (tmp_path / "empty-cache").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")
+def test_a_cache_where_no_folder_can_be_made_is_refused_for_everyone_root_included(capsys, monkeypatch):
+    # root passes every permission check, and /proc still refuses mkdir (ENOENT): only trying tells
+    monkeypatch.setenv("DIFFZOO_CACHE", "/proc/diffzoo-cache")
+    result = cli(capsys, "run", "--detector", "segformer", "--suite", "standard")
+    one_line_exit_2(*result, "the diffzoo cache ($DIFFZOO_CACHE) /proc/diffzoo-cache cannot be used",
+                    "no folder can be made in /proc", "point it at a writable folder")
+
+
+def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatch, tmp_path):
+    monkeypatch.delenv("DIFFZOO_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_root() == tmp_path / "xdg" / "diffzoo"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # invalid by the XDG rule: ignored
+    assert cache_root() == Path.home() / ".cache" / "diffzoo"
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "own"))
+    assert cache_root() == tmp_path / "own"
 
 
 @pytest.mark.parametrize("args, needles", [

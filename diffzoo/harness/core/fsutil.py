@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -23,9 +24,15 @@ CACHE_ENV = "DIFFZOO_CACHE"
 
 
 def cache_root() -> Path:
-    """``$DIFFZOO_CACHE`` or ``~/.cache/diffzoo``."""
+    """``$DIFFZOO_CACHE``, else ``diffzoo`` in the user's cache folder (``$XDG_CACHE_HOME``,
+    else ``~/.cache``), as the hub and torch caches beside it are found."""
     root = os.environ.get(CACHE_ENV)
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "diffzoo"
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    # the XDG rule: a relative $XDG_CACHE_HOME is invalid and ignored
+    base = Path(xdg).expanduser() if xdg and Path(xdg).expanduser().is_absolute() else Path.home() / ".cache"
+    return base / "diffzoo"
 
 
 def free_space(path: Path | str) -> str:
@@ -144,9 +151,9 @@ def check_writable_dir(path: Path | str, what: str) -> Path:
 
 
 def check_usable_dir(path: Path | str, what: str) -> Path:
-    """Check, without creating anything, that folder ``path`` exists as a writable folder
-    or can be made (its nearest existing ancestor is a writable folder): a StorageError
-    (exit 2) naming ``what`` otherwise."""
+    """Check, leaving nothing made, that folder ``path`` exists as a writable folder or
+    can be made (its nearest existing ancestor is a writable folder that takes a new
+    folder): a StorageError (exit 2) naming ``what`` otherwise."""
     path = Path(path).expanduser()
     here = path
     while not os.path.lexists(here) and here != here.parent:
@@ -156,6 +163,19 @@ def check_usable_dir(path: Path | str, what: str) -> Path:
         reason = USER_FIXABLE[errno.ENOTDIR] if here != path else "it is not a folder"
     elif not os.access(here, os.W_OK | os.X_OK):
         reason = f"{USER_FIXABLE[errno.EACCES]} on {here}"
+    elif here != path:
+        # access() passes root everywhere, and some filesystems (/proc) refuse every mkdir:
+        # make the first missing folder and take it away again to know
+        probe = here / path.relative_to(here).parts[0]
+        try:
+            probe.mkdir()
+        except FileExistsError:
+            pass  # made by another process meanwhile: usable
+        except OSError as exc:
+            reason = USER_FIXABLE.get(exc.errno or 0) or f"no folder can be made in {here} ({exc.strerror or exc})"
+        else:
+            with contextlib.suppress(OSError):  # another process's files in it already: theirs to keep
+                probe.rmdir()
     if reason is not None:
         raise StorageError(f"{what} {path} cannot be used: {reason}; point it at a writable folder")
     return path
