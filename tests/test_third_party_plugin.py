@@ -101,3 +101,8 @@ def test_env_var_restricts_entry_point_plugins(site):
     assert "testplug.conv" in only.stdout and "diffzoo-broken" not in only.stderr
     none = diffzoo(site, "list", "detectors", env_extra={"DIFFZOO_PLUGINS": ""})
     assert "testplug.conv" not in none.stdout and "segformer.b2" in none.stdout
+    typo = diffzoo(site, "list", "detectors", env_extra={"DIFFZOO_PLUGINS": "diffzoo-testplgu,diffzoo.plugins.fcn8s"})
+    assert typo.returncode == 0 and "testplug.conv" not in typo.stdout and "fcn8s.vgg16" in typo.stdout
+    assert "plugin 'diffzoo-testplgu' is named in $DIFFZOO_PLUGINS but not installed (installed entry-point " \
+           "plugins: diffzoo-broken, diffzoo-testplug)" in typo.stderr
+    assert "fcn8s" not in typo.stderr  # an in-tree plugin always loads: naming it is no mistake

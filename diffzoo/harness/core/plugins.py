@@ -52,11 +52,13 @@ REGISTER_HOOKS = {
 @dataclass
 class PluginFailure:
     plugin: str
-    stage: str  # "import", "hooks" or the hook name
+    stage: str  # "import", "hooks", "select" (named in $DIFFZOO_PLUGINS, not installed) or the hook name
     message: str
     traceback: str = ""  # shown by the CLI with --debug
 
     def __str__(self) -> str:
+        if self.stage == "select":
+            return f"plugin {self.plugin!r} {self.message}"
         where = {"import": "failed to import", "hooks": "was not loaded"}.get(self.stage, f"raised in {self.stage}")
         return f"plugin {self.plugin!r} {where}: {self.message}; the whole plugin is skipped"
 
@@ -105,7 +107,14 @@ class PluginSystem:
             self._register_module(module, partial(importlib.import_module, module), __version__, True)
         allowed = os.environ.get(ENV_VAR)
         allow = None if allowed is None else {a.strip() for a in allowed.split(",") if a.strip()}
-        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        installed = metadata.entry_points(group=ENTRY_POINT_GROUP)
+        # a misspelt name would load nothing, silently
+        for name in sorted((allow or set()) - set(installed.names) - set(DEFAULT_PLUGINS)):
+            known = ", ".join(sorted(installed.names)) or "none"
+            self.failures.append(PluginFailure(
+                name, "select", f"is named in ${ENV_VAR} but not installed (installed entry-point plugins: {known})"))
+            log.warning("%s", self.failures[-1])
+        for ep in installed:
             if allow is not None and ep.name not in allow:
                 continue
             if self.pm.get_plugin(ep.name) is not None:
