@@ -15,7 +15,8 @@ import pytest
 from PIL import Image
 
 from diffzoo import hookimpl
-from diffzoo.harness.core.fsutil import cache_root
+from diffzoo.harness.core.errors import StorageError
+from diffzoo.harness.core.fsutil import cache_root, check_usable_dir
 from diffzoo.harness.core.plugins import get_plugin_system
 
 from helpers.cli import cli, one_line_exit_2
@@ -51,6 +52,14 @@ def test_a_cache_where_no_folder_can_be_made_is_refused_for_everyone_root_includ
     result = cli(capsys, "run", "--detector", "segformer", "--suite", "standard")
     one_line_exit_2(*result, "the diffzoo cache ($DIFFZOO_CACHE) /proc/diffzoo-cache cannot be used",
                     "no folder can be made in /proc", "point it at a writable folder")
+
+
+def test_a_folder_that_cannot_be_made_names_the_folder_that_refuses_it_in_full(monkeypatch, tmp_path):
+    # a relative --out under a folder the user may not write: "permission denied on ." named no folder
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("os.access", lambda path, mode: False)  # what a user who is not root sees
+    with pytest.raises(StorageError, match=f"--out out/new cannot be used: permission denied on {tmp_path};"):
+        check_usable_dir(Path("out/new"), "--out")
 
 
 def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatch, tmp_path):

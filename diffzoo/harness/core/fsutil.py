@@ -162,7 +162,7 @@ def check_usable_dir(path: Path | str, what: str) -> Path:
     if not here.is_dir():
         reason = USER_FIXABLE[errno.ENOTDIR] if here != path else "it is not a folder"
     elif not os.access(here, os.W_OK | os.X_OK):
-        reason = f"{USER_FIXABLE[errno.EACCES]} on {here}"
+        reason = f"{USER_FIXABLE[errno.EACCES]} on {here.absolute()}"
     elif here != path:
         # access() passes root everywhere, and some filesystems (/proc) refuse every mkdir:
         # make the first missing folder and take it away again to know
@@ -172,7 +172,8 @@ def check_usable_dir(path: Path | str, what: str) -> Path:
         except FileExistsError:
             pass  # made by another process meanwhile: usable
         except OSError as exc:
-            reason = USER_FIXABLE.get(exc.errno or 0) or f"no folder can be made in {here} ({exc.strerror or exc})"
+            made = f"no folder can be made in {here.absolute()} ({exc.strerror or exc})"
+            reason = USER_FIXABLE.get(exc.errno or 0) or made
         else:
             with contextlib.suppress(OSError):  # another process's files in it already: theirs to keep
                 probe.rmdir()
