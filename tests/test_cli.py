@@ -205,9 +205,17 @@ def test_bad_masks_stop_with_strict_and_are_counted_without(capsys, diffseg_fold
     assert f"1 sample(s) skipped: 1 {kind}" in out
 
 
-def test_debug_shows_traceback(capsys):
+@pytest.mark.parametrize("args", [["--debug", "run", "--detector", "segfomer"],
+                                  ["run", "--detector", "segfomer", "--debug"]])  # where a user types it last
+def test_debug_shows_traceback(capsys, args):
     with pytest.raises(UnknownNameError, match="segfomer"):
-        main(["--debug", "run", "--detector", "segfomer"])
+        main(args)
+
+
+def test_debug_after_a_double_dash_is_an_argument_not_the_flag(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["data", "info", "--", "--debug"])  # a dataset folder named --debug
+    assert stop.value.code == 2 and "unknown dataset '--debug'" in capsys.readouterr().err
 
 
 def test_building_a_dataset_shows_progress(capsys):

@@ -129,7 +129,10 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="replace")
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
+    options = args[:args.index("--")] if "--" in args else args  # after "--" every word is an argument
+    debug = "--debug" in options
+    if debug:  # `diffzoo run ... --debug`, as `diffzoo --debug run ...`: the flag belongs to diffzoo itself
+        args = ["--debug", *(a for a in options if a != "--debug"), *args[len(options):]]
     if (empty := empty_path(args)) is not None:
         err_console.print(f"[bold red]error:[/] {term(empty)} (an unset shell variable?); give a path "
                           "(. for the current folder) or leave the option out", highlight=False, soft_wrap=True)

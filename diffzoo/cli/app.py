@@ -48,7 +48,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs (anywhere on the command line)."),
     version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                  help="Print diffzoo's version (and torch's) and exit."),
 ) -> None:
