@@ -19,8 +19,15 @@ whole (``evaluate(request=RunRequest(...))``); an unknown one is a ConfigError.
 
 from __future__ import annotations
 
+import json
+import platform
+import shlex
+import socket
+import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
@@ -28,7 +35,7 @@ from typing import Any
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.core.progress import Progress
+from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
 from diffzoo.harness.records.document import ResultRecord, keep_state
@@ -38,12 +45,13 @@ from diffzoo.harness.run.references import reference_requests
 from diffzoo.harness.run.request import RunRequest, check_suite_given
 from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
-from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, claim_output_dir
+from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, OutputLog, claim_output_dir
 from diffzoo.leaderboard.render.plots import confusion_png
 from diffzoo.leaderboard.render.text import write_summary
 from diffzoo.leaderboard.store import AddOutcome, RecordStore
 from diffzoo.leaderboard.table import slugify
 from diffzoo.leaderboard.training_logs import copy_training_logs
+from diffzoo.version import __version__
 
 OUTPUTS_OUTSIDE_STORE = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR)
 """What a run writes in ``out`` besides the store (records/, states/): checked up front."""
@@ -122,43 +130,61 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     claim = out is not None and not plan_only and distributed.launch_rank() == 0
     if claim:
         claim_output_dir(Path(out), force, make=False)
-    write = partial(keep_state, Path(out)) if claim else None
-    main = Runner(request, progress, write, only)
-    runners = [main]
-    if references:
-        for ref in reference_requests(request, main.suites, main.dataset.reference_substitutes):
-            runners.append(Runner(ref, main.progress, write))
-    result = Evaluation(request, main.dataset, [r.plan for r in runners])
-    if on_plan is not None:
-        on_plan(result)
-    if plan_only:
+    logged = OutputLog(Path(out), "run") if claim else None
+    with logged.attached() if logged is not None else nullcontext():
+        if logged is not None:
+            logged.note(f"diffzoo {__version__} (Python {platform.python_version()}) on {socket.gethostname()}, in "
+                        f"{Path.cwd()}: {shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])}")
+            logged.note(f"request: {json.dumps(request.to_dict(), default=str)}")
+            progress = LoggedProgress(progress or NullProgress(), logged.note)
+        write = partial(keep_state, Path(out)) if claim else None
+        main = Runner(request, progress, write, only)
+        runners = [main]
+        if references:
+            for ref in reference_requests(request, main.suites, main.dataset.reference_substitutes):
+                runners.append(Runner(ref, main.progress, write))
+        result = Evaluation(request, main.dataset, [r.plan for r in runners])
+        if on_plan is not None:
+            on_plan(result)
+        if plan_only:
+            return result
+        if logged is not None:
+            logged.note(f"dataset {result.dataset.name} (fingerprint {result.plans[0].fingerprint})")
+            for plan in result.plans:
+                for line in plan.describe():
+                    logged.note(f"plan {line}")
+                for line in plan.pass_lines():
+                    logged.note(f"passes {line}")
+        out_dir = claim_output_dir(Path(out), force) if claim else None
+        if out_dir is not None:
+            for name in OUTPUTS_OUTSIDE_STORE:
+                out_dir.check_writable(name)
+        for runner in runners:
+            output = runner.run()
+            result.records.extend(output.records)
+            result.skipped.update(output.skipped)
+            result.notes.extend(output.notes)
+            result.checkpoints.extend(output.checkpoints)
+        if not distributed.is_main():
+            return result
+        result.summary = build_summary(result.records)
+        if out is not None:
+            _store(result, Path(out), rerun)
+        result.seconds = time.monotonic() - start
+        if logged is not None:
+            made = Counter(o.status for o in result.outcomes)
+            logged.note(f"done in {result.seconds:.0f} s: {len(result.records)} record(s) ("
+                        + ", ".join(f"{n} {status}" for status, n in sorted(made.items())) + ")")
+        if on_result is not None:
+            on_result(result)
+        if result.conflicts:
+            where = "(listed above)" if on_result is not None else f"(first: {result.conflicts[0].reason})"
+            raise ConfigError(
+                f"{len(result.conflicts)} result(s) of this run were already recorded with different numbers "
+                f"{where}: the same run is not reproducible here; the stored records were kept. Re-run with "
+                "--rerun to replace them (the old ones are kept under replaced/), or find what differs (device, "
+                "library versions)")
         return result
-    out_dir = claim_output_dir(Path(out), force) if claim else None
-    if out_dir is not None:
-        for name in OUTPUTS_OUTSIDE_STORE:
-            out_dir.check_writable(name)
-    for runner in runners:
-        output = runner.run()
-        result.records.extend(output.records)
-        result.skipped.update(output.skipped)
-        result.notes.extend(output.notes)
-        result.checkpoints.extend(output.checkpoints)
-    if not distributed.is_main():
-        return result
-    result.summary = build_summary(result.records)
-    if out is not None:
-        _store(result, Path(out), rerun)
-    result.seconds = time.monotonic() - start
-    if on_result is not None:
-        on_result(result)
-    if result.conflicts:
-        where = "(listed above)" if on_result is not None else f"(first: {result.conflicts[0].reason})"
-        raise ConfigError(
-            f"{len(result.conflicts)} result(s) of this run were already recorded with different numbers {where}: "
-            "the same run is not reproducible here; the stored records were kept. Re-run with --rerun to "
-            "replace them (the old ones are kept under replaced/), or find what differs (device, library versions)"
-        )
-    return result
 
 
 def _store(result: Evaluation, out: Path, rerun: bool) -> None:

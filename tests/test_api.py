@@ -36,6 +36,41 @@ def test_evaluate_runs_stores_and_summarizes(diffseg_folder, tmp_path):
     assert [r.body.metrics for r in again.records] == [r.body.metrics for r in result.records]
 
 
+def test_a_run_leaves_a_log_of_what_it_did_and_said_in_its_out_folder(diffseg_folder, tmp_path):
+    out = tmp_path / "out"
+    val = next(p for p in sorted((diffseg_folder / "train_copy").glob("*.image.png")))
+    val.write_bytes(val.read_bytes()[:60])  # a truncated image: skipped, with a warning
+    first = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), out=out,
+                             **FAST)
+    (log,) = (out / "logs").glob("*-run.log")
+    text = log.read_text()
+    fingerprint = first.plans[0].fingerprint
+    for needle in (f"INFO diffzoo.run: diffzoo {diffzoo.__version__} (Python", '"detector": "segformer.tiny"',
+                   f"dataset {first.dataset.name} (fingerprint {fingerprint})", "plan segformer.tiny [binary] on",
+                   "passes segformer.tiny [binary]: 1 model pass(es)", "finished 40/40 in", "  loss ",
+                   "evaluating segformer.tiny [binary] on", "done in", "3 record(s) (3 added)"):
+        assert needle in text, needle
+    assert "WARNING diffzoo.harness" in text and val.name.split(".")[0] in text  # the skipped sample, as warned
+
+
+def test_a_run_that_stops_after_claiming_its_folder_logs_why(diffseg_folder, tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the store went away")
+
+    monkeypatch.setattr("diffzoo.api._store", broken)
+    with pytest.raises(RuntimeError, match="went away"):
+        diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder),
+                         out=tmp_path / "out", **FAST)
+    (log,) = (tmp_path / "out" / "logs").glob("*-run.log")
+    text = log.read_text()
+    assert "ERROR diffzoo.run: stopped: RuntimeError: the store went away" in text
+    assert "Traceback (most recent call last)" in text  # a bug's traceback is kept for its report
+    with pytest.raises(ConfigError):  # refused while planning: no folder, so no log either
+        diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder),
+                         out=tmp_path / "new", dataset_option={"split": "nosuch"}, **FAST)
+    assert not (tmp_path / "new").exists()
+
+
 def test_evaluate_gives_the_runners_numbers(diffseg_folder, tmp_path):
     """evaluate() adds no logic of its own to the numbers: the records equal the runner's."""
     result = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)

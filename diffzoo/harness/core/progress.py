@@ -4,8 +4,10 @@ the CLI supplies one that draws rich progress bars.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from datetime import timedelta
 from typing import Protocol
 
 
@@ -53,3 +55,41 @@ def counter_callback(progress: Progress, description: str) -> Iterator[Callable[
             state["done"] = done
 
         yield callback
+
+
+class _CountedTask:
+    def __init__(self, inner: ProgressTask):
+        self.inner, self.done, self.info = inner, 0, ""
+
+    def advance(self, n: int = 1, **info: object) -> None:
+        self.done += n
+        if info:
+            self.info = "  ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in info.items())
+        self.inner.advance(n, **info)
+
+
+class LoggedProgress:
+    """``inner``'s tasks, each also told to ``note`` when it ends: its count, time and last info,
+    or where it stopped (for the log a run leaves in its output folder)."""
+
+    def __init__(self, inner: Progress, note: Callable[[str], None]):
+        self.inner, self.note = inner, note
+
+    @contextmanager
+    def task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
+        start = time.monotonic()
+        counted: _CountedTask | None = None
+        try:
+            with self.inner.task(description, total) as task:
+                counted = _CountedTask(task)
+                yield counted
+        except BaseException:
+            self._log(description, total, counted, start, "stopped at {} after {}")
+            raise
+        self._log(description, total, counted, start, "finished {} in {}")
+
+    def _log(self, description: str, total: int | None, task: _CountedTask | None, start: float, how: str) -> None:
+        done = task.done if task is not None else 0
+        count = str(done) if total is None else f"{done}/{total}"
+        took = timedelta(seconds=round(time.monotonic() - start))
+        self.note(f"{description}  {how.format(count, took)}" + (f"  {task.info}" if task and task.info else ""))
