@@ -71,6 +71,19 @@ def test_a_run_that_stops_after_claiming_its_folder_logs_why(diffseg_folder, tmp
     assert not (tmp_path / "new").exists()
 
 
+def test_a_users_own_logs_in_a_forced_out_folder_are_left_alone_and_the_run_goes_on(diffseg_folder, tmp_path,
+                                                                                   caplog):
+    out = tmp_path / "out"
+    (out / "logs").mkdir(parents=True)
+    (out / "logs" / "mine.txt").write_text("the user's")
+    result = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), out=out,
+                              force=True, **FAST)
+    assert [o.status for o in result.outcomes] == ["added"] * 3
+    assert [p.name for p in (out / "logs").iterdir()] == ["mine.txt"]
+    assert (out / "logs" / "mine.txt").read_text() == "the user's"
+    assert "is not written from here on" in caplog.text and "before diffzoo claimed it with --force" in caplog.text
+
+
 def test_evaluate_gives_the_runners_numbers(diffseg_folder, tmp_path):
     """evaluate() adds no logic of its own to the numbers: the records equal the runner's."""
     result = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)

@@ -38,6 +38,8 @@ from diffzoo.harness.core.fsutil import (
 from diffzoo.harness.records.document import STORE_DIRS
 from diffzoo.harness.records.model import LOCK_FILE, RECORDS_DIR
 
+log = logging.getLogger(__name__)
+
 MARKER = ".diffzoo-out.json"
 MAX_MARKER_BYTES = 1 << 20
 """The largest marker read (a marker lists the names of one folder)."""
@@ -119,8 +121,9 @@ class OutputLog(logging.Handler):
             target = self.folder.check_writable(self.relpath)
             append_line(target, "\n".join(self.pending))
             self.pending = []
-        except (DiffzooError, OSError):
+        except (DiffzooError, OSError) as exc:  # a foreign logs/ (--force), a full disk: the run goes on
             self.broken = True
+            log.warning("the run's log %s is not written from here on: %s", self.path, exc)
 
     def note(self, message: str, level: int = logging.INFO, exc: BaseException | None = None) -> None:
         """``message`` into this log alone (never the console: the caller prints its own)."""
