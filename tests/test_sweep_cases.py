@@ -99,7 +99,8 @@ def test_a_catalog_root_no_job_could_read_is_refused_once_before_any_job(capsys,
     one_line_exit_2(code, stdout, stderr, "no dataset to evaluate on under", "data find")
     code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny,fcn8s.tiny", "--eval-dataset",
                                 f"catalog:{tmp_path / 'nowhere'}")
-    assert code == 1 and "nowhere does not exist" in one_line(stderr) and "job " not in stdout
+    one_line_exit_2(code, stdout, stderr, "nowhere does not exist")
+    assert "job " not in stdout
     config = tmp_path / "sweep.yaml"  # one --eval-dataset as text, not a list: read as the jobs read it
     config.write_text(f"detectors: segformer.tiny\neval_dataset: catalog:{tmp_path / 'empty'}\n")
     code, stdout, stderr = plan(capsys, tmp_path, "--config", config)
@@ -300,10 +301,10 @@ def test_a_benchmark_added_or_removed_under_a_catalog_root_runs_the_job_again(ca
     assert code == 0 and len(seen) == 3, stdout + stderr
     assert f"changed since the job ran: -{root / 'tpgt'} (tpgt);" in caplog.text
 
-    shutil.rmtree(root)  # a ROOT that cannot be listed: the run's own error (a DataError), in one line; nothing run
+    shutil.rmtree(root)  # a ROOT no longer there: the run's own usage error, in one line; nothing run
     code, stdout, stderr = catalog_sweep(capsys, tmp_path, root)
     lines = [line for line in stderr.splitlines() if line.strip()]
-    assert code == 1 and len(lines) == 1 and lines[0].startswith("error: ") and len(seen) == 3, stdout + stderr
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and len(seen) == 3, stdout + stderr
     assert f"{root} does not exist: nothing to look for datasets in" in lines[0] and "Traceback" not in stderr
 
 

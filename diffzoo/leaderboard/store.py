@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.core.errors import ConfigError, RecordError, not_found
 from diffzoo.harness.core.fsutil import FileRefused, atomic_write_bytes, atomic_write_text, parse_json, read_regular
 from diffzoo.harness.records.check import StateSource, record_roots, same, state_problems
 from diffzoo.harness.records.document import (
@@ -338,5 +338,5 @@ def expand_record_paths(paths: Iterable[Path]) -> list[Path]:
         elif p.exists():
             out.append(p)
         else:
-            raise RecordError(f"{p} does not exist")
+            raise not_found(RecordError(f"{p} does not exist"))
     return out

@@ -45,6 +45,22 @@ def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_pat
     assert not (tmp_path / "empty-cache").exists()
 
 
+@pytest.mark.parametrize("args", [
+    ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", "{x}", "--plan"],
+    ["run", "--detector", "segformer.tiny", "--suite", "standard", "--checkpoint", "{x}", "--plan"],
+    ["run", "--detector", "segformer.tiny", "--suite", "standard", "--extra-authentic", "{x}", "--plan"],
+    ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset-option", "split_file={x}", "--plan"],
+    ["data", "info", "{x}"], ["data", "find", "{x}"], ["data", "label-pairs", "{x}", "{x}-edited"],
+    ["predict", "--detector", "segformer.tiny", "{x}"],
+    ["leaderboard", "validate", "{x}"], ["leaderboard", "add", "{x}", "--store", "{x}-store"],
+])
+def test_a_path_that_is_not_there_is_a_usage_error_whichever_command_names_it(capsys, tmp_path, args):
+    # the fix is another path on the command line: exit 2, as click's own "does not exist"
+    missing = str(tmp_path / "nowhere")
+    result = cli(capsys, *(a.replace("{x}", missing) for a in args))
+    one_line_exit_2(*result, "nowhere", "does not exist")
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")
 def test_a_cache_where_no_folder_can_be_made_is_refused_for_everyone_root_included(capsys, monkeypatch):
     # root passes every permission check, and /proc still refuses mkdir (ENOENT): only trying tells

@@ -31,7 +31,7 @@ from diffzoo.generators.editors.labels import (
     label_settings,
 )
 from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save_png, save_text
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, not_found
 from diffzoo.harness.core.fsutil import writing
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
@@ -59,7 +59,7 @@ class PairsReport:
 
 def _stems(folder: Path, what: str) -> dict[str, Path]:
     if not folder.is_dir():
-        raise DataError(f"{what} folder {folder} does not exist or is not a folder")
+        raise not_found(DataError(f"{what} folder {folder} does not exist or is not a folder"))
     out: dict[str, Path] = {}
     for f in image_files_in(folder):
         if f.stem in out:

@@ -24,7 +24,8 @@ class DiffzooError(Exception):
     """Base class of every error diffzoo raises on purpose.
 
     ``exit_code``: 2 for errors the user can fix by changing the command or
-    its inputs (usage, configuration, names), 1 for everything else.
+    its inputs (usage, configuration, names, a path that is not there:
+    :func:`not_found`), 1 for everything else.
     """
 
     exit_code = 1
@@ -40,6 +41,13 @@ def _rebuild(cls: type[DiffzooError], args: tuple, state: dict) -> DiffzooError:
     error = cls.__new__(cls)
     error.args = args
     error.__dict__.update(state)
+    return error
+
+
+def not_found(error: DiffzooError) -> DiffzooError:
+    """``error``, saying that a path the user named is not there, as the usage error it is:
+    exit 2, as click's own "does not exist" (the fix is another path on the command line)."""
+    error.exit_code = 2
     return error
 
 

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import DataError, not_found
 from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import Sample, SampleMeta
@@ -49,8 +49,9 @@ class AuthenticFolder:
         self.root = Path(path)
         if not self.root.is_dir():
             kind = file_kind(self.root)
-            raise DataError(f"extra authentic folder {self.root} " + (
+            error = DataError(f"extra authentic folder {self.root} " + (
                 "does not exist" if kind == MISSING[0] else f"is {kind or 'a file'}, not a folder"))
+            raise not_found(error) if kind == MISSING[0] else error
         self._files = {
             AUTHENTIC_PREFIX + p.relative_to(self.root).as_posix(): p
             for p in list_image_files(self.root)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, TypeVar
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import DataError, not_found
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import LabelSpace, Sample
 from diffzoo.harness.data.authentic import AuthenticFolder
@@ -47,7 +47,7 @@ def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool =
     if path is None:
         raise DataError(f"{adapter} needs a dataset path (--dataset PATH); see docs/datasets.md")
     if exists and not Path(os.fspath(path)).exists():
-        raise DataError(f"dataset path {path} does not exist")
+        raise not_found(DataError(f"dataset path {path} does not exist"))
 
 
 def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, not_found
 from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace
 
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ def read_label_file(path: str | os.PathLike, verified: bool = False) -> tuple[La
     try:
         data = read_regular(p, TEXT_LIMIT)
     except FileNotFoundError:
-        raise DataError(f"label file {p} does not exist") from None
+        raise not_found(DataError(f"label file {p} does not exist")) from None
     except OSError as exc:
         raise DataError(f"label file {p} is not readable ({exc})") from None
     return parse_label_bytes(data, p.name, f"label file {p}", verified)

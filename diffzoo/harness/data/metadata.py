@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import DataError, not_found
 from diffzoo.harness.core.fsutil import parse_json, read_text
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
@@ -143,7 +143,7 @@ def read_metadata_file(path: Path, known_ids: Iterable[str], label_space: LabelS
     naming the file, the id and the field.
     """
     if not path.is_file():
-        raise DataError(f"metadata file {path} does not exist (--dataset-option metadata=FILE)")
+        raise not_found(DataError(f"metadata file {path} does not exist (--dataset-option metadata=FILE)"))
     known = set(known_ids)
     editors = _editor_lookup(label_space)
     out: dict[str, SampleMeta] = {}

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.errors import CorruptSampleError, DataError, not_found
 from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.data.fingerprint import file_digests, pair_fingerprint, zip_digests
 from diffzoo.harness.data.hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
@@ -315,7 +315,7 @@ def open_source(path: str | os.PathLike, skip_unpaired: bool = False) -> Any:
         return HFSource(path)
     p = Path(path)
     if not p.exists():
-        raise DataError(f"dataset path {path} does not exist")
+        raise not_found(DataError(f"dataset path {path} does not exist"))
     if p.is_file():
         suffix = p.suffix.lower()
         if suffix == ".zip":

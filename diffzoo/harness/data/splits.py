@@ -19,7 +19,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.errors import ConfigError, DataError, not_found
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ def resolve_split_scheme(
         if path is None or (prefix == SPLITS_FILE and not path.is_file()):
             continue
         if not path.is_file():
-            raise DataError(f"split_file {path} does not exist")
+            raise not_found(DataError(f"split_file {path} does not exist"))
         splits = read_splits_file(path, all_ids)
         info = {"id": file_split_id(prefix, read_regular(path, TEXT_LIMIT)),
                 "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from diffzoo.harness.core.cards import stable_hash
-from diffzoo.harness.core.errors import ConfigError, ModelError
+from diffzoo.harness.core.errors import ConfigError, ModelError, not_found
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, lock_open_file, sha256_file, writing
 from diffzoo.harness.models.divergence import refuse_nonfinite
 
@@ -196,7 +196,7 @@ def resolve_checkpoint(path: Path | str) -> tuple[Path, Path | None]:
     """(weights file, meta file or None) for a checkpoint folder or file."""
     path = Path(path).expanduser()
     if not path.exists():
-        raise ModelError(f"checkpoint {path} does not exist")
+        raise not_found(ModelError(f"checkpoint {path} does not exist"))
     if path.is_dir():
         if (path / INCOMPLETE).exists():
             raise ModelError(

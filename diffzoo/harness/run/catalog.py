@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError
+from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError, not_found
 from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.run.factories import open_recognised, recognise, sniffing_adapters
@@ -107,7 +107,7 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
                           "`diffzoo data find DIR` or `--eval-dataset catalog:DIR` (`.` is this folder)")
     root = Path(root).expanduser()
     if not os.path.lexists(root):
-        raise DataError(f"{root} does not exist: nothing to look for datasets in")
+        raise not_found(DataError(f"{root} does not exist: nothing to look for datasets in"))
     kind = file_kind(root)
     if kind is not None and kind != "a folder":
         raise DataError(f"{root}: cannot look for datasets in it: it is {kind}")

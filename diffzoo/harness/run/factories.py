@@ -14,7 +14,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, DataError, PluginError, UnknownNameError, did_you_mean
+from diffzoo.harness.core.errors import ConfigError, DataError, PluginError, UnknownNameError, did_you_mean, not_found
 from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import Progress, counter_callback
@@ -182,9 +182,9 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
     if not path.exists() and not is_hub_id(spec):
         if _looks_like_path(spec):
             hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) is not None
-            raise DataError(f"dataset path {spec} does not exist" + (
+            raise not_found(DataError(f"dataset path {spec} does not exist" + (
                 f" (a Hugging Face dataset id? diffzoo reads a local copy: huggingface-cli download {spec} "
-                "--repo-type dataset --local-dir DIR, then pass DIR)" if hub else ""))
+                "--repo-type dataset --local-dir DIR, then pass DIR)" if hub else "")))
         raise UnknownNameError("dataset", spec, [e.name for e in registry.list("dataset")])
     target = path if path.exists() else spec
     adapters = sniffing_adapters()

@@ -28,7 +28,7 @@ from typing import IO, Any, cast
 import numpy as np
 
 from diffzoo.harness.core.device import resolve_device
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, ModelError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, ModelError, not_found
 from diffzoo.harness.core.fsutil import MISSING, atomic_write_bytes, file_kind, sha256_file, writing
 from diffzoo.harness.core.outputs import has_pixels, pixel_predictions
 from diffzoo.harness.core.parallel import ordered_map, sendable
@@ -329,7 +329,7 @@ def collect_images(paths: Sequence[Path | str]) -> list[Path]:
         elif (kind := file_kind(p)) is None:
             out.append(p)
         elif kind in MISSING:
-            raise DataError(f"image {p} does not exist" + (f" ({kind})" if kind != MISSING[0] else ""))
+            raise not_found(DataError(f"image {p} does not exist" + (f" ({kind})" if kind != MISSING[0] else "")))
         else:  # a FIFO or a device is never opened: reading it could block for ever
             raise DataError(f"image {p} is {kind}, not an image file")
     if not out:

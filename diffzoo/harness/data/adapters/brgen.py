@@ -50,7 +50,7 @@ from collections import Counter
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import DataError, not_found
 from diffzoo.harness.core.fsutil import read_json
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
@@ -184,7 +184,7 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
         if which is None:
             raise DataError(f"{file}: no split in the file name (expected train, val or test, e.g. stuff_val.json)")
         if not file.is_file():
-            raise DataError(f"split file {file} does not exist")
+            raise not_found(DataError(f"split file {file} does not exist"))
         digest.update(file.name.encode() + b"\0" + file.read_bytes())
         found: set[str] = set()
         missing: list[str] = []

@@ -43,7 +43,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import DataError, not_found
 from diffzoo.harness.data.adapters.generic import _TestSetDataset, add_authentic, pair_folders
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, report_unpaired, require_path, sniff_quietly
@@ -152,7 +152,7 @@ def _gt_folder(root: Path, gt_dir: str | os.PathLike | None, names: tuple[str, .
     if gt_dir is not None:
         gt = root / gt_dir  # an absolute gt_dir replaces root
         if not gt.is_dir():
-            raise DataError(f"ground-truth folder {gt} (gt_dir) does not exist")
+            raise not_found(DataError(f"ground-truth folder {gt} (gt_dir) does not exist"))
         return gt
     candidates = [(root, n) for n in names] + [(root.parent, names[0])]
     for base, n in candidates:

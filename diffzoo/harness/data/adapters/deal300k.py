@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.errors import CorruptSampleError, DataError, not_found
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine
@@ -118,7 +118,7 @@ def locate(path: Path, masks: Path | None) -> tuple[list[tuple[str, Path]], Path
 
 def _members(path: Path) -> Members:
     if not path.exists():
-        raise DataError(f"{path} does not exist")
+        raise not_found(DataError(f"{path} does not exist"))
     return ZipMembers(path) if path.is_file() else FolderMembers(path)
 
 
