@@ -26,6 +26,7 @@ from datetime import timedelta
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from diffzoo.harness.core.progress import info_text
 from diffzoo.leaderboard.render.escape import term
 
 LINE_EVERY_S = 30.0
@@ -33,7 +34,7 @@ LINE_EVERY_S = 30.0
 
 
 def _info_text(info: dict[str, object]) -> str:
-    return term("  ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in info.items()))
+    return term(info_text(info))
 
 
 def _duration(seconds: float) -> str:

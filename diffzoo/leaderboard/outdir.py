@@ -91,8 +91,8 @@ class OutputLog(logging.Handler):
     line that logger passes (warnings, unless the caller's logging asks for more).  Lines wait in
     memory until the folder is diffzoo's (a run claims it once its plan stands, so a run refused
     while planning leaves no folder), then each is appended as it comes, so a killed run keeps
-    all it said.  A log that cannot be written (a full disk) stops being written; the run's own
-    writes report that failure."""
+    all it said.  A log that cannot be written (a foreign ``logs/``, a full disk) stops being
+    written, with a warning; the run goes on."""
 
     def __init__(self, root: Path, name: str, level: int = logging.INFO):
         super().__init__(level)

@@ -57,6 +57,11 @@ def counter_callback(progress: Progress, description: str) -> Iterator[Callable[
         yield callback
 
 
+def info_text(info: dict[str, object]) -> str:
+    """A task's ``info`` as shown beside it: ``loss 0.1234  lr 0.0001``."""
+    return "  ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in info.items())
+
+
 class _CountedTask:
     def __init__(self, inner: ProgressTask):
         self.inner, self.done, self.info = inner, 0, ""
@@ -64,7 +69,7 @@ class _CountedTask:
     def advance(self, n: int = 1, **info: object) -> None:
         self.done += n
         if info:
-            self.info = "  ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in info.items())
+            self.info = info_text(info)
         self.inner.advance(n, **info)
 
 
