@@ -61,6 +61,24 @@ def test_a_path_that_is_not_there_is_a_usage_error_whichever_command_names_it(ca
     one_line_exit_2(*result, "nowhere", "does not exist")
 
 
+def test_the_name_of_an_adapter_that_reads_files_says_to_give_their_path(capsys, monkeypatch):
+    # `--dataset casia2` (the registered name, no path): each such adapter was "internal error: TypeError"
+    import inspect
+
+    from diffzoo.harness.core.plugins import get_registry
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    readers = [e.name for e in get_registry().list("dataset")
+               if (p := inspect.signature(e.load()).parameters.get("path")) is not None and p.default is p.empty]
+    assert {"casia2", "tpgt", "sidset", "tgif", "jsonlist"} <= set(readers)
+    for name in readers:
+        result = cli(capsys, "data", "info", name)
+        one_line_exit_2(*result, f"dataset {name!r} reads files on disk", f"--dataset /data/{name}")
+    result = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--eval-dataset", "tpgt",
+                 "--plan")
+    one_line_exit_2(*result, "dataset 'tpgt' reads files on disk")
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")
 def test_a_cache_where_no_folder_can_be_made_is_refused_for_everyone_root_included(capsys, monkeypatch):
     # root passes every permission check, and /proc still refuses mkdir (ENOENT): only trying tells
