@@ -102,6 +102,11 @@ def noisy():
     from transformers import SegformerConfig
     SegformerConfig().use_return_dict  # transformers logs "`use_return_dict` is deprecated!"
     warnings.warn("old_api() is deprecated", FutureWarning)
+    from huggingface_hub.utils import logging as hub_logging
+    from datasets.utils import logging as datasets_logging
+    # an unreachable hub: each retry a warning, printed twice (the library's handler and the root's)
+    hub_logging.get_logger("huggingface_hub.utils._http").warning("Retrying in 1s [Retry 1/5].")
+    datasets_logging.get_logger("datasets.load").warning("Using the latest cached version of the dataset")
     print("done")
 
 main(sys.argv[1:])
@@ -109,7 +114,7 @@ main(sys.argv[1:])
 
 
 @pytest.mark.parametrize("debug", [False, True])
-def test_third_party_deprecation_notices_go_to_the_debug_log(debug, tmp_path):
+def test_third_party_notices_and_retries_go_to_the_debug_log(debug, tmp_path):
     import os
     import subprocess
     import sys
@@ -120,8 +125,10 @@ def test_third_party_deprecation_notices_go_to_the_debug_log(debug, tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr
     if debug:
         assert "use_return_dict" in done.stderr and "old_api() is deprecated" in done.stderr
+        assert "Retrying in 1s" in done.stderr and "latest cached version" in done.stderr
     else:
-        assert "deprecated" not in done.stderr, done.stderr
+        assert "deprecated" not in done.stderr and "Retrying" not in done.stderr, done.stderr
+        assert "latest cached version" not in done.stderr, done.stderr
 
 
 def test_list_and_plugins(capsys):

@@ -18,8 +18,10 @@ err_console = Console(stderr=True, highlight=False, width=_WIDTH, emoji=False)
 state = SimpleNamespace(debug=False)
 
 
-LIBRARY_VERBOSITY = {"transformers": "TRANSFORMERS_VERBOSITY", "diffusers": "DIFFUSERS_VERBOSITY"}
-"""The variables transformers and diffusers read their log level from, once, when first imported."""
+LIBRARY_VERBOSITY = {"transformers": "TRANSFORMERS_VERBOSITY", "diffusers": "DIFFUSERS_VERBOSITY",
+                     "huggingface_hub": "HF_HUB_VERBOSITY", "datasets": "DATASETS_VERBOSITY"}
+"""The variables these libraries read their log level from, once, when first imported (the hub's
+retries of an unreachable host are warnings, each printed twice; the error that ends them is diffzoo's)."""
 NOTICES = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,7 +29,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def quiet_third_party(debug: bool) -> None:
     """Third-party deprecation notices go to the debug log (``--debug``), not the console.
 
-    transformers and diffusers log theirs through their own stderr handlers
+    transformers, diffusers, huggingface_hub and datasets log theirs through their own stderr handlers
     ("`use_return_dict` is deprecated!"): their level is set through the
     environment before they are imported, and through their own API when an
     in-process caller imported them first (``error``, or ``info`` under
