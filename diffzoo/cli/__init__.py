@@ -98,6 +98,19 @@ def path_inputs(group: typer.Typer = app, words: tuple[str, ...] = ()) -> dict[t
     return found
 
 
+def home_expanded(args: list[str]) -> list[str]:
+    """``args`` with the ``~`` of a path option written ``--out=~/runs`` expanded: the shell leaves a
+    tilde after ``--flag=`` as it is, and pathlib would make a folder named ``~`` in the current one."""
+    if not any(a.startswith("--") and "=~" in a for a in args):
+        return args  # nothing to expand: the commands' declarations need not be read
+    flags = {flag for inputs in path_inputs().values() for flag in inputs.paths}
+    out = []
+    for arg in args:
+        flag, equals, value = arg.partition("=")
+        out.append(f"{flag}={os.path.expanduser(value)}" if equals and flag in flags and value[:1] == "~" else arg)
+    return out
+
+
 def empty_path(args: list[str]) -> str | None:
     """What an empty path was given for (``--out ''``, ``--out=``, ``predict ''``), or None.
 
@@ -133,6 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in options
     if debug:  # `diffzoo run ... --debug`, as `diffzoo --debug run ...`: the flag belongs to diffzoo itself
         args = ["--debug", *(a for a in options if a != "--debug"), *args[len(options):]]
+    args = home_expanded(args)
     if (empty := empty_path(args)) is not None:
         err_console.print(f"[bold red]error:[/] {term(empty)} (an unset shell variable?); give a path "
                           "(. for the current folder) or leave the option out", highlight=False, soft_wrap=True)

@@ -10,6 +10,7 @@ names; an option given on the command line wins over the file.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -105,6 +106,10 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
         if path_valued and (value == "" or (isinstance(value, list) and "" in value)):
             raise ConfigError(f"--config {config}: {name} is given an empty path; give one (. for the current "
                               "folder) or leave the key out")
+        if path_valued:  # `out: ~/runs/x` is under the home folder, as the shell would read it
+            from_file[name] = ([os.path.expanduser(v) if isinstance(v, str) else v for v in value]
+                               if isinstance(value, list) else
+                               os.path.expanduser(value) if isinstance(value, str) else value)
     for name in set(from_file) & set(own):
         from_file[name] = _cast(ctx, name, from_file[name], config)
     ctx.meta[CONFIG_KEYS] = frozenset(from_file)  # what was_given() reads: the file is read once

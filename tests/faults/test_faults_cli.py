@@ -79,6 +79,23 @@ def test_the_name_of_an_adapter_that_reads_files_says_to_give_their_path(capsys,
     one_line_exit_2(*result, "dataset 'tpgt' reads files on disk")
 
 
+def test_a_tilde_the_shell_left_in_a_path_is_the_home_folder_never_a_folder_named_tilde(capsys, tmp_path,
+                                                                                        monkeypatch, diffseg_folder):
+    # bash expands no ~ after `--out=`, and YAML never does: pathlib made a folder named "~" here
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    fast = ["--detector", "segformer.tiny", "--dataset", str(diffseg_folder), "--iterations", "2",
+            "--batch-size", "2", "--crop-size", "32", "--device", "cpu"]
+    code, _, err = cli(capsys, "train", *fast, "--out=~/ck")
+    assert code == 0, err
+    (tmp_path / "train.yaml").write_text("out: ~/from-config\n")
+    code, _, err = cli(capsys, "train", *fast, "--task", "semantic", "--config", "train.yaml")
+    assert code == 0, err
+    assert (tmp_path / "home" / "ck" / "card.json").is_file()
+    assert (tmp_path / "home" / "from-config" / "card.json").is_file()
+    assert not (tmp_path / "~").exists()
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")
 def test_a_cache_where_no_folder_can_be_made_is_refused_for_everyone_root_included(capsys, monkeypatch):
     # root passes every permission check, and /proc still refuses mkdir (ENOENT): only trying tells

@@ -138,7 +138,7 @@ def user_path_error(exc: OSError, path: Path | str | None = None) -> StorageErro
 def check_writable_dir(path: Path | str, what: str) -> Path:
     """Make folder ``path`` (with its parents) and check a file can be written in
     it, before any work: a StorageError (exit 2) naming ``what`` and the path otherwise."""
-    path = Path(path).expanduser()
+    path = Path(path)  # as given: the folder checked is the one written (the CLI expands a ~)
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
@@ -154,7 +154,7 @@ def check_usable_dir(path: Path | str, what: str) -> Path:
     """Check, leaving nothing made, that folder ``path`` exists as a writable folder or
     can be made (its nearest existing ancestor is a writable folder that takes a new
     folder): a StorageError (exit 2) naming ``what`` otherwise."""
-    path = Path(path).expanduser()
+    path = Path(path)  # as given: the folder checked is the one written (the CLI expands a ~)
     here = path
     while not os.path.lexists(here) and here != here.parent:
         here = here.parent
