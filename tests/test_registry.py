@@ -35,6 +35,18 @@ def test_unknown_name_suggests():
     assert "Did you mean" in str(exc.value) and "'seg.b2'" in str(exc.value)
 
 
+def test_a_hint_names_what_holds_the_name_and_nothing_for_a_name_unlike_any():
+    r = make()
+    r.add("detector", "benco.mvss-net", "x:y", source="p3")
+    r.add("detector", "benco.mesorch", "x:y", source="p3")
+    with pytest.raises(UnknownNameError) as exc:
+        r.get("detector", "mvss")  # the short name people use: held whole by one entry (ratio 0.44)
+    assert "Did you mean 'benco.mvss-net'?" in str(exc.value)
+    with pytest.raises(UnknownNameError) as exc:
+        r.get("detector", "nosuch")  # nothing like it: no hint (it was 'benco.mesorch', ratio 0.53)
+    assert "Did you mean" not in str(exc.value) and "Available: " in str(exc.value)
+
+
 def test_a_name_spelt_in_other_case_is_hinted_and_all_is_named_where_it_is_accepted():
     r = make()
     with pytest.raises(UnknownNameError) as exc:

@@ -13,11 +13,16 @@ from collections.abc import Iterable, Sequence
 
 def did_you_mean(name: str, choices: Sequence[str], n: int = 1, cutoff: float = 0.6) -> str:
     """`` Did you mean 'x'?`` (``'x' or 'y'`` for up to ``n``) naming the ``choices`` closest to
-    ``name`` (:func:`difflib.get_close_matches`, case ignored: ``ALL`` finds ``all``); "" when none
-    is close enough."""
+    ``name`` (:func:`difflib.get_close_matches`, case ignored: ``ALL`` finds ``all``), those that
+    hold it whole first (``mvss`` finds ``benco.mvss-net``); "" when none is close enough."""
     by_lower = {c.lower(): c for c in reversed(choices)}  # the first of choices equal but for case wins
-    close = [by_lower[c] for c in difflib.get_close_matches(str(name).lower(), list(by_lower), n=n, cutoff=cutoff)]
-    return f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+    key = str(name).lower()
+    if key in by_lower:  # equal but for case: that one alone
+        return f" Did you mean {by_lower[key]!r}?"
+    holding = sorted((c for c in by_lower if len(key) >= 3 and key in c), key=len)
+    close = difflib.get_close_matches(key, list(by_lower), n=n, cutoff=cutoff)
+    named = [by_lower[c] for c in dict.fromkeys(holding + close)][:n]
+    return f" Did you mean {' or '.join(map(repr, named))}?" if named else ""
 
 
 class DiffzooError(Exception):
@@ -59,7 +64,7 @@ class UnknownNameError(DiffzooError, KeyError):
     def __init__(self, kind: str, name: str, available: Iterable[str]):
         self.kind, self.name = kind, name
         self.available = sorted(set(available))  # a family that is also an entry's name is listed once
-        hint = did_you_mean(name, self.available, n=3, cutoff=0.5)
+        hint = did_you_mean(name, self.available, n=3)
         shown = ", ".join(self.available[:20]) + (" ..." if len(self.available) > 20 else "")
         super().__init__(
             f"unknown {kind} {name!r}.{hint} Available: {shown or '(none)'}; "
