@@ -169,8 +169,8 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
         entry = registry.get("dataset", spec)
         factory = entry.load()
         what = f"dataset {entry.name!r}"
-        path = inspect.signature(factory).parameters.get("path")
-        if path is not None and path.default is path.empty and "path" not in options:  # an adapter, not a builder
+        needs = inspect.signature(factory).parameters.get("path")
+        if needs is not None and needs.default is needs.empty and "path" not in options:  # an adapter, not a builder
             raise ConfigError(f"{what} reads files on disk, which diffzoo does not download: give their folder "
                               f"or file instead of the name (e.g. --dataset /data/{entry.name}); docs/datasets.md "
                               "describes the layout it reads and where to get the data")
