@@ -159,8 +159,8 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
         if out_dir is not None:
             for name in OUTPUTS_OUTSIDE_STORE:
                 out_dir.check_writable(name)
-        if logged is not None:  # the lines so far reach the file now, before loader processes fork
-            logged.note(f"output folder {out_dir.root if out_dir else out} claimed")
+        if logged is not None and out_dir is not None:  # the lines so far reach the file, before loaders fork
+            logged.note(f"output folder {out_dir.root} claimed")
         for runner in runners:
             output = runner.run()
             result.records.extend(output.records)

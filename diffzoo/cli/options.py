@@ -107,13 +107,16 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
             raise ConfigError(f"--config {config}: {name} is given an empty path; give one (. for the current "
                               "folder) or leave the key out")
         if path_valued:  # `out: ~/runs/x` is under the home folder, as the shell would read it
-            from_file[name] = ([os.path.expanduser(v) if isinstance(v, str) else v for v in value]
-                               if isinstance(value, list) else
-                               os.path.expanduser(value) if isinstance(value, str) else value)
+            from_file[name] = [_home(v) for v in value] if isinstance(value, list) else _home(value)
     for name in set(from_file) & set(own):
         from_file[name] = _cast(ctx, name, from_file[name], config)
     ctx.meta[CONFIG_KEYS] = frozenset(from_file)  # what was_given() reads: the file is read once
     return {**values, **from_file, **given}
+
+
+def _home(value: Any) -> Any:
+    """A path written ``~/...`` in a ``--config`` file, under the home folder; anything else as it is."""
+    return os.path.expanduser(value) if isinstance(value, str) else value
 
 
 def _cast(ctx: typer.Context, name: str, value: Any, config: Path | None) -> Any:
