@@ -20,10 +20,6 @@ whole (``evaluate(request=RunRequest(...))``); an unknown one is a ConfigError.
 from __future__ import annotations
 
 import json
-import platform
-import shlex
-import socket
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -45,13 +41,12 @@ from diffzoo.harness.run.references import reference_requests
 from diffzoo.harness.run.request import RunRequest, check_suite_given
 from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
-from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, OutputLog, claim_output_dir
+from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, claim_output_dir, output_log
 from diffzoo.leaderboard.render.plots import confusion_png
 from diffzoo.leaderboard.render.text import write_summary
 from diffzoo.leaderboard.store import AddOutcome, RecordStore
 from diffzoo.leaderboard.table import slugify
 from diffzoo.leaderboard.training_logs import copy_training_logs
-from diffzoo.version import __version__
 
 OUTPUTS_OUTSIDE_STORE = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR)
 """What a run writes in ``out`` besides the store (records/, states/): checked up front."""
@@ -130,11 +125,10 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     claim = out is not None and not plan_only and distributed.launch_rank() == 0
     if claim:
         claim_output_dir(Path(out), force, make=False)
-    logged = OutputLog(Path(out), "run") if claim else None
+    logged = output_log(Path(out), "run") if claim else None
     with logged.attached() if logged is not None else nullcontext():
         if logged is not None:
-            logged.note(f"diffzoo {__version__} (Python {platform.python_version()}) on {socket.gethostname()}, in "
-                        f"{Path.cwd()}: {shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])}")
+            logged.note_command()
             logged.note(f"request: {json.dumps(request.to_dict(), default=str)}")
             progress = LoggedProgress(progress or NullProgress(), logged.note)
         write = partial(keep_state, Path(out)) if claim else None

@@ -1,6 +1,9 @@
 """diffzoo.evaluate / diffzoo.train: the public Python entry points, and the CLI on top of them."""
 
 import json
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -69,6 +72,31 @@ def test_a_run_that_stops_after_claiming_its_folder_logs_why(diffseg_folder, tmp
         diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder),
                          out=tmp_path / "new", dataset_option={"split": "nosuch"}, **FAST)
     assert not (tmp_path / "new").exists()
+
+
+def test_a_sigterm_is_logged_and_still_ends_the_process_as_sigterm(tmp_path):
+    """A scheduler's SIGTERM at a time limit leaves its line in the log; the process still ends by it."""
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import os, signal, sys, time\n"
+        "from pathlib import Path\n"
+        "from diffzoo.harness.core.runlog import RunLog\n"
+        "path = Path(sys.argv[1])\n"
+        "logged = RunLog(path, lambda: path)\n"
+        "with logged.attached():\n"
+        "    watched = signal.getsignal(signal.SIGTERM) != signal.SIG_DFL\n"
+        "print('watched', watched, 'restored', signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, flush=True)\n"
+        "with logged.attached():\n"
+        "    logged.note('evaluating')\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(60)\n"
+        "print('not reached')\n")
+    log = tmp_path / "job.log"
+    proc = subprocess.run([sys.executable, str(script), str(log)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGTERM and "not reached" not in proc.stdout, proc.stderr
+    assert proc.stdout.splitlines() == ["watched True restored True"]  # the default again after the block
+    lines = log.read_text().splitlines()
+    assert "evaluating" in lines[0] and lines[1].endswith("ERROR diffzoo.run: stopped: SIGTERM received")
 
 
 def test_a_users_own_logs_in_a_forced_out_folder_are_left_alone_and_the_run_goes_on(diffseg_folder, tmp_path,

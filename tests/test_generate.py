@@ -48,11 +48,11 @@ def make_bases(folder: Path, n: int = 4, h: int = 48, w: int = 40) -> Path:
 
 
 def files(root: Path) -> dict[str, str]:
-    """sha256 of every file except the fingerprint cache."""
+    """sha256 of every file of the dataset: all but the fingerprint cache and the runs' logs (each dated)."""
     return {
         p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != ".diffzoo-fingerprint.json"
+        if p.is_file() and p.name != ".diffzoo-fingerprint.json" and p.relative_to(root).parts[0] != "logs"
     }
 
 
@@ -223,6 +223,14 @@ def test_interrupted_run_resumes_to_the_same_dataset(reference, tmp_path, capsys
     code, stdout, _ = cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS,
                           "--n", N, "--size", 32, "--seed", 3)
     assert code == 0 and f"0 made now, {N} from earlier runs" in stdout
+    # each run left its log: the interrupted one says where it stopped, the others how they ended
+    logs = [p.read_text() for p in sorted((out / "logs").glob("*-generate.log"))]
+    assert len(logs) == 3
+    assert "interrupted (Ctrl-C)" in logs[0] and f"{N} of {N} sample(s) to make on cpu" in logs[0]
+    assert f"{N - 2} of {N} sample(s) to make" in logs[1], logs[1]
+    assert f"{N - 2} made now, 2 from earlier runs" in logs[1] and '"editors": [' in logs[1]
+    assert f"0 of {N} sample(s) to make" in logs[2] and "done in" in logs[2]
+    assert open_dataset(str(out)).fingerprint() == open_dataset(str(ref)).fingerprint()  # the logs are not data
 
 
 def test_two_torchrun_ranks_match_one_process(reference, tmp_path):
@@ -257,6 +265,7 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
     (tmp_path / "foreign" / "notes.txt").write_text("x")
     code, _, err = cli(capsys, "generate", "--out", tmp_path / "foreign", "--bases", bases, "--editors", EDITORS)
     assert code != 0 and "not empty" in err
+    assert not (tmp_path / "foreign" / "logs").exists()  # a folder refused is not written, not even a log
     code, _, err = cli(capsys, "generate", "--out", tmp_path / "o", "--bases", bases, "--editors", EDITORS,
                        "--turns", "1:x")
     assert code != 0 and "turn ratio" in err

@@ -18,33 +18,28 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import logging
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from diffzoo.harness.core.errors import ConfigError, DiffzooError
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.fsutil import (
     FileRefused,
-    append_line,
     atomic_write_text,
     check_usable_dir,
     check_writable_dir,
     parse_json,
     read_regular,
 )
+from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.records.document import STORE_DIRS
 from diffzoo.harness.records.model import LOCK_FILE, RECORDS_DIR
-
-log = logging.getLogger(__name__)
 
 MARKER = ".diffzoo-out.json"
 MAX_MARKER_BYTES = 1 << 20
 """The largest marker read (a marker lists the names of one folder)."""
 SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR = "summary.md", "plots", "train", "stats"
-SWEEP_DIR, BOARD_DIR, LOGS_DIR = "sweep", "board", "logs"
+SWEEP_DIR, BOARD_DIR = "sweep", "board"
 OUTPUTS = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR, SWEEP_DIR, BOARD_DIR, LOGS_DIR)
 """What a run (and ``diffzoo data stats``, ``diffzoo sweep``) writes beside the store: the summary,
 its figures, the training logs of the models it trained, dataset statistics, a sweep's state and
@@ -85,68 +80,19 @@ class OutputDir:
         return atomic_write_text(self.check_writable(relpath), text)
 
 
-class OutputLog(logging.Handler):
-    """The log a run leaves in its output folder, ``logs/<UTC time>-<name>.log``: what the run
-    tells it (:meth:`note`) and, attached to the ``diffzoo`` logger (:meth:`attached`), every log
-    line that logger passes (warnings, unless the caller's logging asks for more).  Lines wait in
-    memory until the folder is diffzoo's (a run claims it once its plan stands, so a run refused
-    while planning leaves no folder), then each is appended as it comes, so a killed run keeps
-    all it said.  A log that cannot be written (a foreign ``logs/``, a full disk) stops being
-    written, with a warning; the run goes on."""
+def output_log(root: Path, name: str) -> RunLog:
+    """The log a command leaves in the output folder ``root`` (``logs/<UTC time>-<name>.log``),
+    written once ``root`` is diffzoo's (a run claims it once its plan stands, so a run refused while
+    planning leaves no folder), never into a foreign ``logs/``."""
+    relpath = log_relpath(name)
 
-    def __init__(self, root: Path, name: str, level: int = logging.INFO):
-        super().__init__(level)
-        self.root = Path(root)
-        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S.%fZ")  # two runs never share a log
-        self.relpath = f"{LOGS_DIR}/{stamp}-{name}.log"
-        self.folder: OutputDir | None = None
-        self.pending: list[str] = []
-        self.broken = False
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    def where() -> Path | None:
+        marker = read_marker(root) if root.is_dir() else None
+        if marker is None:
+            return None
+        return OutputDir(root, frozenset(marker.get("foreign", []))).check_writable(relpath)
 
-    @property
-    def path(self) -> Path:
-        return self.root / self.relpath
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.broken:
-            return
-        try:
-            self.pending.append(self.format(record))
-            if self.folder is None:
-                marker = read_marker(self.root) if self.root.is_dir() else None
-                if marker is None:
-                    return
-                self.folder = OutputDir(self.root, frozenset(marker.get("foreign", [])))
-            target = self.folder.check_writable(self.relpath)
-            append_line(target, "\n".join(self.pending))
-            self.pending = []
-        except (DiffzooError, OSError) as exc:  # a foreign logs/ (--force), a full disk: the run goes on
-            self.broken = True
-            log.warning("the run's log %s is not written from here on: %s", self.path, exc)
-
-    def note(self, message: str, level: int = logging.INFO, exc: BaseException | None = None) -> None:
-        """``message`` into this log alone (never the console: the caller prints its own)."""
-        exc_info = (type(exc), exc, exc.__traceback__) if exc is not None else None
-        self.handle(logging.LogRecord("diffzoo.run", level, __file__, 0, message, None, exc_info))
-
-    @contextmanager
-    def attached(self) -> Iterator[OutputLog]:
-        """This log on the ``diffzoo`` logger for the block; an exception leaving the block is
-        logged with its traceback, a Ctrl-C as such."""
-        logger = logging.getLogger("diffzoo")
-        logger.addHandler(self)
-        try:
-            yield self
-        except KeyboardInterrupt:
-            self.note("interrupted (Ctrl-C)", logging.ERROR)
-            raise
-        except BaseException as exc:  # a bug's traceback is kept; a user's error is its message
-            self.note(f"stopped: {type(exc).__name__}: {exc}", logging.ERROR,
-                      None if isinstance(exc, DiffzooError) else exc)
-            raise
-        finally:
-            logger.removeHandler(self)
+    return RunLog(root / relpath, where)
 
 
 def read_marker(root: Path) -> dict | None:

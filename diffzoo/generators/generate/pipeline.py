@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
 from diffzoo.harness.core.protocols import Generator
+from diffzoo.harness.core.runlog import RunLog, log_relpath
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
 
@@ -326,7 +328,25 @@ class DatasetGenerator:
         return [i for i in ids if not self.store.finished(i)]
 
     def run(self, progress: Progress | None = None) -> GenerateSummary | None:
-        """Make every unfinished sample of ids 0..n-1; the summary on rank 0 (None on other ranks)."""
+        """Make every unfinished sample of ids 0..n-1; the summary on rank 0 (None on other ranks).
+        Rank 0 leaves a log in ``out/logs/`` once the folder holds this run's settings."""
+        from diffzoo.harness.core import distributed
+
+        if distributed.launch_rank() != 0:  # known before the process group is joined
+            return self._run(progress)
+        out = Path(self.config.out)
+        relpath = log_relpath("generate")
+        logged = RunLog(out / relpath, lambda: out / relpath if (out / STATE_DIR / CONFIG_FILE).is_file() else None)
+        with logged.attached():
+            logged.note_command()
+            start = time.monotonic()
+            summary = self._run(progress, logged.note)
+            assert summary is not None  # rank 0 always has it
+            logged.note(f"done in {time.monotonic() - start:.0f} s: {summary.accepted} sample(s), {summary.made} "
+                        f"made now, {summary.reused} from earlier runs, {summary.rejected} rejected")
+            return summary
+
+    def _run(self, progress: Progress | None, note: Callable[[str], None] | None = None) -> GenerateSummary | None:
         from diffzoo.harness.core import distributed
         from diffzoo.harness.core.device import resolve_device
         from diffzoo.harness.core.parallel import ordered_map, resolve_workers
@@ -345,6 +365,10 @@ class DatasetGenerator:
             raise error
         if message is not None:
             raise ConfigError(f"rank 0 stopped: {message}")
+        if note is not None:
+            note(f"settings: {json.dumps(settings, sort_keys=True, default=str)}")
+            note(f"{len(todo)} of {len(ids)} sample(s) to make on {self.device} "
+                 f"({distributed.world_size()} rank(s))")
         mine = distributed.shard(todo)
         threads = self.config.threads if self.device.startswith("cpu") else None
         workers = resolve_workers(self.config.workers, self.device, threads)
