@@ -149,7 +149,8 @@ def test_a_folder_predicts_its_images_and_says_which_files_it_passed_over(capsys
     rows = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
     assert [Path(r["image"]).name for r in rows] == ["img1.png", "img2.jpg"]
     said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert said == [f"{folder}: 2 file(s) without an image extension passed over (anim.gif, notes.txt)"]
+    assert said == [f"{folder}: 2 file(s) not named as an image diffzoo reads (.png, .jpg, .jpeg, .tif, .tiff, "
+                    ".bmp, .webp) passed over (anim.gif, notes.txt)"]
 
 
 def test_each_image_gets_outputs_of_its_own_and_one_file_named_twice_is_predicted_once(capsys, tmp_path, images):

@@ -323,8 +323,9 @@ def collect_images(paths: Sequence[Path | str]) -> list[Path]:
                 raise DataError(f"folder {p} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
             # said, never dropped unseen (hidden files such as .DS_Store are no one's images)
             if passed := [f.name for f in files if not is_image_file(f.name) and not f.name.startswith(".")]:
-                log.warning("%s: %d file(s) without an image extension passed over (%s%s)", p, len(passed),
-                            ", ".join(passed[:3]), ", ..." if len(passed) > 3 else "")
+                log.warning("%s: %d file(s) not named as an image diffzoo reads (%s) passed over (%s%s)", p,
+                            len(passed), ", ".join(IMAGE_EXTENSIONS), ", ".join(passed[:3]),
+                            ", ..." if len(passed) > 3 else "")
             out += found
         elif (kind := file_kind(p)) is None:
             out.append(p)
