@@ -300,7 +300,8 @@ def test_every_suite_runs_and_gives_a_record_per_case(suite_all):
         assert seen["config"]["train_subset"]["exclude_editors"] == []
 
 
-def test_calibrated_thresholds_are_recorded_and_never_chosen_on_the_evaluated_split(eight_editor_folder, tmp_path):
+def test_calibrated_thresholds_are_recorded_and_never_chosen_on_the_evaluated_split(eight_editor_folder, tmp_path,
+                                                                                   caplog):
     from diffzoo.harness.core.errors import ConfigError
     from diffzoo.harness.core.plugins import get_registry
     from diffzoo.harness.run.evaluate import evaluate
@@ -319,8 +320,17 @@ def test_calibrated_thresholds_are_recorded_and_never_chosen_on_the_evaluated_sp
     assert policy["values"]["pixel"] == on_calib.best_thresholds()["pixel"]
     semantic = next(r.data for r in out.records if r.data["case"]["name"] == "semantic")
     assert semantic["threshold_policy"]["mode"] == "fixed"  # argmax
+    assert "optimistic" not in caplog.text  # calib is held out from the training split
     with pytest.raises(ConfigError, match="evaluates that split"):
         run(paper_request(eight_editor_folder, suite="standard", thresholds="calibrated", calibration_split="val"))
+    # calibrating on the model's own training images is allowed, and said
+    on_train = run(paper_request(eight_editor_folder, suite="standard", thresholds="calibrated",
+                                 calibration_split="train"))
+    train = on_train.plan.dataset.ids("train")
+    assert (f"thresholds calibrated on 'train', where segformer.tiny [binary] was trained on {len(train)} of its "
+            f"{len(train)} images: its scores there are optimistic") in caplog.text
+    assert next(r.data for r in on_train.records if r.data["case"]["name"] == "binary")["threshold_policy"][
+        "calibrated_on"] == f"calibrated on train ({len(train)} images)"
     with pytest.raises(ConfigError, match="no 'calib' split"):
         run(request(eight_editor_folder, suite="standard", thresholds="calibrated", bootstrap=0))
 

@@ -281,6 +281,14 @@ class Runner:
             training = self._training(job)
             if training is None:
                 continue
+            calib = job.calibration
+            if calib is not None and calib.dataset == training.fingerprint:
+                ids = calib.ids if calib.ids is not None else training.dataset.ids(calib.split)
+                if shared := sum(i in training.ids for i in ids):
+                    _warn_once(f"thresholds calibrated on {calib.split!r}, where {training.model} was trained on "
+                               f"{shared} of its {len(ids)} images: its scores there are optimistic, so the "
+                               "thresholds may not carry over; calibrate on a held-out split (--calibration-split)",
+                               training.fingerprint)
             overlaps = train_overlaps(self.plan, job, training, digests)
             found |= overlaps
             named |= {key: training.model for key in overlaps}
