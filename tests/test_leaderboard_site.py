@@ -456,6 +456,25 @@ def test_comparison_styles_are_stable_and_distinct(monkeypatch, tmp_path):
     assert EVIL in drawn and "segformer.b0" in drawn
 
 
+def test_a_bar_with_no_value_is_marked_never_drawn_as_a_bar_of_zero():
+    """A detector with no record on a benchmark and one that scored 0 there must not look alike."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from diffzoo.leaderboard.render.plots import grouped_bars, percent_groups
+
+    groups, percents = percent_groups({"a": {"own": 0.0, "tgif": 0.5}, "b": {"own": 0.25}})
+    assert groups == ["own", "tgif"]
+    fig, ax = plt.subplots()
+    grouped_bars(ax, groups, percents)
+    marks = [(round(t.get_position()[0], 2), t.get_text()) for t in ax.texts]
+    plt.close(fig)
+    assert marks == [(-0.2, "0"), (1.2, "n/a")]  # a's 0 on "own" and b's missing tgif bar, each said
+    assert [round(b.get_height(), 1) for b in ax.patches if np.isfinite(b.get_height())] == [0.0, 50.0, 25.0]
+
+
 def test_comparison_plots_many_detectors(tmp_path):
     """20 detectors: one chart of each kind, drawn without error, legend outside the axes."""
     from PIL import Image

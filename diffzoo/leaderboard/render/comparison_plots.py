@@ -239,7 +239,8 @@ def benchmark_bars(overviews: list[Table], styles: dict[str, Style], plot_dir: P
                          plot_dir / file, title, xlabel="benchmark (dataset/split)", ylabel="binary mIoU")
         figures.append(figure("benchmarks", plot_dir / file,
                                f"{title}: one bar per detector row; '{own}' is the standard suite's evaluation "
-                               f"split of the run's own data ({table.group.name})", prefix=""))
+                               f"split of the run's own data ({table.group.name}); n/a: no record of that row "
+                               "there", prefix=""))
     return figures
 
 

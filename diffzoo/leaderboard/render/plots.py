@@ -31,14 +31,20 @@ def _title(ax, text: str, fig) -> None:
 def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]],
                  style: Callable[[str], dict] = lambda name: {}, fmt: Callable[[float], str] | None = None) -> None:
     """Grouped bars: one group per entry of ``groups`` on the x axis (labels tilted past four
-    groups), one bar per series in each (``style(name)``: its bar options; NaN: no bar), each
-    labelled on top with ``fmt`` of its value where ``fmt`` is given."""
+    groups), one bar per series in each (``style(name)``: its bar options; NaN: no bar, and
+    "n/a" written where it would stand, a bar of 0 marked "0": neither is ever read as the other
+    nor overlooked), each labelled on top with ``fmt`` of its value where ``fmt`` is given."""
     x = np.arange(len(groups))
     width = 0.8 / max(len(series), 1)
     for i, (name, values) in enumerate(series.items()):
-        bars = ax.bar(x - 0.4 + width * (i + 0.5), values, width, label=_text(name), **style(name))
+        where = x - 0.4 + width * (i + 0.5)
+        bars = ax.bar(where, values, width, label=_text(name), **style(name))
         if fmt is not None:
             ax.bar_label(bars, labels=[fmt(v) for v in values], fontsize=7)
+        for at, value in zip(where, values):
+            if not np.isfinite(value) or (value == 0 and fmt is None):
+                ax.text(at, 0, "n/a" if value != 0 else "0", rotation=90, ha="center", va="bottom", fontsize=8,
+                        color="0.3")
     tilt = len(groups) > 4
     ax.set_xticks(x, [_text(g) for g in groups], rotation=30 if tilt else 0, ha="right" if tilt else "center")
 
