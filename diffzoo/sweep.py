@@ -36,6 +36,7 @@ import logging
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,12 +44,12 @@ from typing import Any
 
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, TrainingStopped, WeightsUnavailableError
-from diffzoo.harness.core.fsutil import FileRefused, append_line, atomic_write_text, read_json, user_path_error
+from diffzoo.harness.core.fsutil import FileRefused, atomic_write_text, read_json, user_path_error
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
 from diffzoo.harness.models.releases import find_files, release_dir, release_name
 from diffzoo.harness.run.request import RunRequest, catalog_root, check_suite_given
-from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir
+from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir, output_log
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +64,8 @@ SUBMITIT_ONLY = ("--time", "--cpus-per-job")
 """The sweep's options only the submitit executors (``slurm``, ``submitit-local``) use."""
 DONE_DIR, LOGS_DIR, SUBMITTED_DIR = "done", "logs", "submitted"
 """``OUT/sweep/done/<key>.json`` per finished job, ``OUT/sweep/logs/`` submitit's job logs,
-``OUT/sweep/submitted/<key>.json`` per job submitted to SLURM (``OUT/sweep/sweep.log``: the
-sweep's own log; ``OUT/board/``: the published board)."""
+``OUT/sweep/submitted/<key>.json`` per job submitted to SLURM (``OUT/logs/<time>-sweep.log``:
+each sweep's own log; ``OUT/board/``: the published board)."""
 BOARD_FORMATS = ("md", "html")
 """What the board is published as: the overview (and per-case tables) in Markdown, and the site."""
 SWEEP_REQUEST, SWEEP_SUBMISSION = "sweep-job", "sweep-submission"
@@ -477,6 +478,17 @@ class JobOutcome:
     log: str = ""
     note: str = ""  # a job an earlier sweep submitted to SLURM, not submitted again: its SLURM job and state
 
+    def text(self) -> str:
+        """What became of the job, as the command prints it and the sweep's log keeps it."""
+        line = {"skipped": f"done before: {len(self.records)} record(s) in the store, skipped",
+                "done": f"done: {len(self.records)} record(s)",
+                "submitted": f"submitted (log {self.log})",
+                "queued": f"not submitted again: {self.note} (log {self.log})",
+                "failed": f"FAILED: {self.error}" + (f" (log {self.log})" if self.log else "")}[self.status]
+        if self.note and self.status != "queued":  # waited for, not submitted: which SLURM job it was
+            line += f" (not submitted again: {self.note})"
+        return line
+
 
 def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: Cluster | None = None,
               wait: bool = True, progress: Any = None,
@@ -485,14 +497,30 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
     job's outcome goes to ``on_job`` as it is known.  A failed job is reported and the others
     go on.  ``wait``: with SLURM, wait for the jobs, those an earlier sweep submitted that are
     still queued or running too (else they are only submitted, or said to be ``queued``;
-    submitit's local processes are always waited for)."""
+    submitit's local processes are always waited for).  The sweep leaves its log in
+    ``out/logs/`` (each job's outcome, every warning, how it ended)."""
     check_executor(executor)
-    cluster = cluster or Cluster()
     claim_output_dir(Path(out), force=False)  # once, before any job: a folder not diffzoo's is refused now
+    logged = output_log(Path(out), "sweep")
+    with logged.attached():
+        logged.note_command()
+
+        def report(outcome: JobOutcome) -> None:
+            logged.note(f"job {outcome.job.key} {outcome.job.label}: {outcome.text()}")
+            if on_job is not None:
+                on_job(outcome)
+
+        outcomes = _sweep(plan, Path(out), executor, cluster or Cluster(), wait, progress, report)
+        counts = Counter(o.status for o in outcomes)
+        logged.note(f"{len(outcomes)} job(s): " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+        return outcomes
+
+
+def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bool, progress: Any,
+           report: Callable[[JobOutcome], None]) -> list[JobOutcome]:
     stored = stored_ids(out)
     outcomes: list[JobOutcome] = []
     todo = []
-    report = on_job or (lambda o: None)
     for job in plan.jobs:
         ids = done_records(out, job, stored, plan.catalogs)
         if ids is not None:
@@ -558,11 +586,6 @@ def publish_board(out: Path) -> dict[str, Path]:
     return {fmt: publish(selection, fmt, Path(out) / BOARD_DIR) for fmt in BOARD_FORMATS}
 
 
-def sweep_log(out: Path, line: str) -> None:
-    """Append ``line`` (time-stamped) to ``out/sweep/sweep.log``: what each sweep did to each job."""
-    append_line(Path(out) / SWEEP_DIR / "sweep.log", f"{_now()} {line}")
-
-
 def _now() -> str:
-    """The time, UTC, to the second (a done file's date, a log line's stamp)."""
+    """The time, UTC, to the second (a done file's date)."""
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")

@@ -75,8 +75,13 @@ def test_a_sweep_stores_every_job_publishes_the_board_and_skips_finished_jobs(ca
     code, stdout, stderr = sweep(capsys, out, benchmarks)
     assert code == 0, stderr
     assert stdout.count("done before:") == 2 and stored(out) == records
-    log = (out / "sweep" / "sweep.log").read_text().splitlines()
-    assert len(log) == 4 and all("done" in line for line in log)
+    # each sweep leaves its log beside its jobs' run logs: the command, each job's outcome, how it ended
+    first, second = [p.read_text() for p in sorted((out / "logs").glob("*-sweep.log"))]
+    assert len(list((out / "logs").glob("*-run.log"))) == 2  # one per job run
+    assert first.count(": done: ") == 2 and "2 job(s): 2 done" in first
+    assert second.count(": done before: ") == 2 and "2 job(s): 2 skipped" in second
+    for done in (out / "sweep" / "done").glob("*.json"):  # each job named by its key, as its done file is
+        assert f"job {done.stem} " in second
 
     # a record deleted from the store runs its job again (and only that job)
     monkeypatch.undo()

@@ -81,7 +81,6 @@ def sweep_cmd(
         run_sweep,
         still_queued,
         stored_ids,
-        sweep_log,
     )
 
     # submitit's records (an sacct error, a job's state) reach the CLI's one handler: once, escaped, on stderr
@@ -124,16 +123,7 @@ def sweep_cmd(
         return
 
     def said(outcome) -> None:
-        job = outcome.job
-        line = {"skipped": f"done before: {len(outcome.records)} record(s) in the store, skipped",
-                "done": f"done: {len(outcome.records)} record(s)",
-                "submitted": f"submitted (log {outcome.log})",
-                "queued": f"not submitted again: {outcome.note} (log {outcome.log})",
-                "failed": f"FAILED: {outcome.error}" + (f" (log {outcome.log})" if outcome.log else "")}[outcome.status]
-        if outcome.note and outcome.status != "queued":  # waited for, not submitted: which SLURM job it was
-            line += f" (not submitted again: {outcome.note})"
-        console.print(f"[bold]job[/] {term(job.label)}: {term(line)}", soft_wrap=True)
-        sweep_log(out, f"{job.key} {job.label}: {line}")
+        console.print(f"[bold]job[/] {term(outcome.job.label)}: {term(outcome.text())}", soft_wrap=True)
 
     with rank_output(console):
         outcomes = run_sweep(sweep, out, executor=executor, cluster=cluster, wait=wait,

@@ -43,7 +43,7 @@ SWEEP_DIR, BOARD_DIR = "sweep", "board"
 OUTPUTS = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR, STATS_DIR, SWEEP_DIR, BOARD_DIR, LOGS_DIR)
 """What a run (and ``diffzoo data stats``, ``diffzoo sweep``) writes beside the store: the summary,
 its figures, the training logs of the models it trained, dataset statistics, a sweep's state and
-logs, the board it publishes, and each run's log."""
+logs, the board it publishes, and each run's and sweep's log."""
 DIFFZOO_NAMES = frozenset({*STORE_DIRS, *OUTPUTS, "runs", LOCK_FILE, MARKER})
 """Every name diffzoo writes at the top of an output folder (``runs/``: stores of older diffzoos)."""
 
