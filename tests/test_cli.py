@@ -1,6 +1,7 @@
 """The command line as a user meets it: one clear line per error, exit codes."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,26 @@ def test_version_names_diffzoo_and_torch(capsys):
     code, out, err = cli(capsys, "--version")
     assert code == 0 and not err
     assert out.strip().startswith(f"diffzoo {__version__} (torch {version('torch')}, Python ")
+
+
+def test_each_command_is_listed_with_its_summary_in_one_line():
+    """A group's listing shows each command's first help paragraph as flowing text, never cut where
+    its docstring's lines end ("... against its" / "state; one line ...")."""
+    import inspect
+    import subprocess
+    import sys
+
+    from diffzoo.cli.app import app
+
+    groups = [([], app)] + [([g.name], g.typer_instance) for g in app.registered_groups]
+    for prefix, group in groups:
+        done = subprocess.run([sys.executable, "-m", "diffzoo", *prefix, "--help"], capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "COLUMNS": "400"})
+        assert done.returncode == 0, done.stderr
+        for info in group.registered_commands:
+            doc = info.help or inspect.getdoc(info.callback) or ""
+            summary = " ".join(doc.split("\n\n")[0].split())
+            assert summary in done.stdout, (prefix, info.name, summary)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["list", "detectors"], ["list", "suites"], ["--version"],

@@ -7,6 +7,7 @@ commands through the ``register_commands`` hook, called once here.
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import typer
@@ -80,3 +81,18 @@ app.add_typer(leaderboard.lb, name="leaderboard")
 app.add_typer(leaderboard.report, name="report")
 app.add_typer(listing.plugins_app, name="plugins")
 get_plugin_system().add_commands(app)
+
+
+def _flowing_summaries(group: typer.Typer) -> None:
+    """Each command's line in its group's listing: the first paragraph of its help as one flowing
+    text (typer's rich listing keeps a docstring's single line breaks, which cut it mid-sentence)."""
+    for info in group.registered_commands:
+        doc = info.help or inspect.getdoc(info.callback) or ""
+        if info.short_help is None and doc:
+            info.short_help = " ".join(doc.split("\n\n")[0].split())
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _flowing_summaries(sub.typer_instance)
+
+
+_flowing_summaries(app)
