@@ -31,7 +31,7 @@ from typing import Any
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.errors import ConfigError
-from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress
+from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress, reporting
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
 from diffzoo.harness.records.document import ResultRecord, keep_state
@@ -126,11 +126,12 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     if claim:
         claim_output_dir(Path(out), force, make=False)
     logged = output_log(Path(out), "run") if claim else None
-    with logged.attached() if logged is not None else nullcontext():
+    if logged is not None:
+        progress = LoggedProgress(progress or NullProgress(), logged.note)
+    with logged.attached() if logged is not None else nullcontext(), reporting(progress):
         if logged is not None:
             logged.note_command()
             logged.note(f"request: {json.dumps(request.to_dict(), default=str)}")
-            progress = LoggedProgress(progress or NullProgress(), logged.note)
         write = partial(keep_state, Path(out)) if claim else None
         main = Runner(request, progress, write, only)
         runners = [main]
@@ -208,11 +209,12 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     would (the same cache key), and return it with its checkpoint; ``out`` also gets a copy of
     the checkpoint (written by rank 0)."""
     request = make_request(request, detector=detector, suite="", dataset=dataset, **options)
-    runner = Runner(request, progress)
     if isinstance(exclude_editors, str):  # the command line's spelling: sd2,glide
         exclude_editors = exclude_editors.split(",")
     names = (str(e).strip() for e in exclude_editors)
-    plan = runner.training_plan(task, tuple(name for name in names if name))
+    with reporting(progress):  # the dataset's first fingerprint is shown as it is read
+        runner = Runner(request, progress)
+        plan = runner.training_plan(task, tuple(name for name in names if name))
     if on_plan is not None:
         on_plan(runner, plan)
     if out is not None:

@@ -136,3 +136,42 @@ def test_data_stats_piped_prints_progress_lines(capsys, diffseg_folder):
     counts = [int(m.group(1)) for m in re.finditer(r"^reading \S+  (\d+)/12  \d+%  \S+/s  ETA \S+$", out, re.M)]
     assert set(counts) >= {2, 3, 4, 5, 6, 8, 9, 10, 11, 12}  # the 30 s rule may add lines on a slow machine
     assert re.search(r"^reading \S+  finished 12/12 in \d+:\d\d:\d\d  \S+/s$", out, re.M)
+
+
+def test_a_long_first_fingerprint_is_shown_where_the_command_reports(capsys, diffseg_folder, monkeypatch, tmp_path):
+    """Hashing a large dataset the first time takes minutes: it is a progress task (on stderr for
+    `data info`, in the run's own progress for `diffzoo.evaluate`), never silence; the next read
+    hits the digest cache and shows none."""
+    from contextlib import contextmanager
+
+    import diffzoo
+
+    from helpers.data import make_diffseg_folder
+
+    monkeypatch.setattr("diffzoo.harness.data.fingerprint._ANNOUNCE_BYTES", 0)  # this small folder counts as large
+    code, out, err = cli(capsys, "data", "info", str(diffseg_folder))
+    assert code == 0, err
+    shown = re.findall(r"^fingerprinting 0\.0 GB of .+ once \(cached in .+\)  finished (\d+)/(\d+) in ", err, re.M)
+    assert shown and all(done == total and int(total) > 0 for done, total in shown), err
+    code, out, err = cli(capsys, "data", "info", str(diffseg_folder))
+    assert code == 0 and "fingerprinting" not in err + out  # the digests are cached now
+
+    tasks = []
+
+    class Recording:
+        @contextmanager
+        def task(self, description, total):
+            tasks.append([description, total, 0])
+
+            class Task:
+                def advance(self, n=1, **info):
+                    tasks[-1][2] += n
+
+            yield Task()
+
+    diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(make_diffseg_folder(tmp_path / "new")),
+                     device="cpu", iterations=2, batch_size=4, crop_size=32, bootstrap=0, references=False,
+                     progress=Recording())
+    hashing = [t for t in tasks if t[0].startswith("fingerprinting ")]
+    assert hashing and all(total == done > 0 for _, total, done in hashing), tasks
+    assert tasks.index(hashing[0]) < next(i for i, t in enumerate(tasks) if t[0].startswith("training "))

@@ -20,8 +20,10 @@ import typer
 from diffzoo.cli.app import app
 from diffzoo.cli.console import console, err_console, quiet_third_party, state
 from diffzoo.cli.options import takes_path
+from diffzoo.cli.progress import RichProgress
 from diffzoo.harness.core.errors import DiffzooError, TrainingStopped
 from diffzoo.harness.core.fsutil import user_path_error
+from diffzoo.harness.core.progress import reporting
 from diffzoo.leaderboard.render.escape import printable, term
 
 
@@ -156,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
         logging.getLogger("diffzoo.harness.core.plugins").setLevel(logging.ERROR)
     quiet_third_party(debug)
     try:
-        code = app(args=args, prog_name="diffzoo", standalone_mode=False)
+        with reporting(RichProgress(err_console)):  # a long read deep in a command is shown (stdout stays its own)
+            code = app(args=args, prog_name="diffzoo", standalone_mode=False)
         if code == INTERRUPTED:  # typer turns Ctrl-C inside a command into Exit(130)
             _interrupted()
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, here

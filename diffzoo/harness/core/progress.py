@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import Protocol
 
@@ -37,6 +38,25 @@ class NullProgress:
     @contextmanager
     def task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
         yield _NullTask()
+
+
+_CURRENT: ContextVar[Progress | None] = ContextVar("diffzoo_progress", default=None)
+
+
+@contextmanager
+def reporting(progress: Progress | None) -> Iterator[None]:
+    """Within the block, work that is handed no Progress of its own (a dataset's first
+    fingerprint, deep inside opening it) reports to ``progress``."""
+    token = _CURRENT.set(progress)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_progress() -> Progress:
+    """The Progress of the innermost :func:`reporting` block (none: one that reports nothing)."""
+    return _CURRENT.get() or NullProgress()
 
 
 @contextmanager

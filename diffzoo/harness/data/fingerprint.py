@@ -39,6 +39,7 @@ from typing import Any
 
 from diffzoo.harness.core.errors import DataError, StorageError
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, file_kind, sha256_file
+from diffzoo.harness.core.progress import NullProgress, current_progress
 
 log = logging.getLogger(__name__)
 
@@ -137,11 +138,13 @@ class DigestCache:
             else:
                 out[name] = hit
         total = sum(size for _, _, size, _ in todo)
-        if total > _ANNOUNCE_BYTES:
-            log.info("fingerprinting %.1f GB of %s once (cached in %s)", total / 2**30, what, self.path)
-        for name, stamp, _, compute in todo:
-            out[name] = compute()
-            self.put(name, stamp, out[name])
+        progress = current_progress() if total > _ANNOUNCE_BYTES else NullProgress()  # a long read is shown
+        with progress.task(f"fingerprinting {total / 2**30:.1f} GB of {what} once (cached in {self.path})",
+                           len(todo)) as task:
+            for name, stamp, _, compute in todo:
+                out[name] = compute()
+                self.put(name, stamp, out[name])
+                task.advance()
         self.save()
         return out
 
