@@ -74,6 +74,26 @@ def test_a_run_that_stops_after_claiming_its_folder_logs_why(diffseg_folder, tmp
     assert not (tmp_path / "new").exists()
 
 
+def test_a_name_in_a_log_line_never_forges_or_colours_a_line_of_the_log(tmp_path, monkeypatch):
+    """A sample or file name holding ESC sequences, a CR or a line break is written as its
+    visible characters into a command's log, as on the console: one record, one line."""
+    import logging
+
+    from diffzoo.harness.core.runlog import RunLog
+
+    monkeypatch.setattr(sys, "argv", ["diffzoo", "run", "--out", "a\rb=c"])
+    path = tmp_path / "x.log"
+    logged = RunLog(path, lambda: path)
+    with logged.attached():
+        logged.note_command()
+        logging.getLogger("diffzoo.harness.data").warning("skipping corrupt sample: %s",
+                                                          "evil\x1b[31mRED\nINFO diffzoo.run: done")
+    text = path.read_text()
+    assert "\x1b" not in text and "\r" not in text and len(text.splitlines()) == 2
+    assert text.splitlines()[1].endswith(r"skipping corrupt sample: evil\x1b[31mRED\nINFO diffzoo.run: done")
+    assert r"--out 'a\rb=c'" in text.splitlines()[0]
+
+
 def test_a_sigterm_is_logged_and_still_ends_the_process_as_sigterm(tmp_path):
     """A scheduler's SIGTERM at a time limit leaves its line in the log; the process still ends by it."""
     script = tmp_path / "job.py"

@@ -24,7 +24,8 @@ from diffzoo.cli.progress import RichProgress
 from diffzoo.harness.core.errors import DiffzooError, TrainingStopped
 from diffzoo.harness.core.fsutil import user_path_error
 from diffzoo.harness.core.progress import reporting
-from diffzoo.leaderboard.render.escape import printable, term
+from diffzoo.harness.core.visible import VisibleFormatter
+from diffzoo.leaderboard.render.escape import term
 
 
 def _click_error_types() -> tuple[type[BaseException], ...]:
@@ -48,17 +49,6 @@ def _interrupted() -> None:
     err_console.print("interrupted: nothing half-written is kept (every file is written whole or not at all); "
                       "the same command run again reuses what was finished", soft_wrap=True)
     sys.exit(INTERRUPTED)
-
-
-class VisibleFormatter(logging.Formatter):
-    """Log lines carry names from the data, records and plugins (sample ids, file names,
-    detector names): each message is shown as its visible characters (``printable``, the
-    escaping error lines get), so no escape sequence, bidi override or line break in a name
-    reaches the terminal or splits a line.  A traceback (``--debug``) is left as it is."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        record.message = printable(record.message)
-        return super().formatMessage(record)
 
 
 def configure_logging(debug: bool) -> None:

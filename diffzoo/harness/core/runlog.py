@@ -25,6 +25,7 @@ from types import FrameType
 
 from diffzoo.harness.core.errors import DiffzooError
 from diffzoo.harness.core.fsutil import append_line
+from diffzoo.harness.core.visible import VisibleFormatter
 from diffzoo.version import __version__
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,8 @@ class RunLog(logging.Handler):
         self.target: Path | None = None
         self.pending: list[str] = []
         self.broken = False
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        # names from the data are written as their visible characters: none forges or splits a line
+        self.setFormatter(VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.broken:

@@ -24,38 +24,7 @@ import unicodedata
 from rich.markup import escape as _rich_escape
 from rich.text import Text
 
-# Bidirectional overrides and isolates reorder what follows them on screen
-# ("Trojan Source"); zero-width and BOM characters hide text.  Neither is a
-# control character to unicodedata (category Cf), so they are listed here.
-_INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-                       "\u2066\u2067\u2068\u2069\ufeff")
-# control, format (bidi, zero-width), line and paragraph separators, and lone
-# surrogates (valid in JSON, but no terminal or UTF-8 file can take them)
-_HIDDEN_CATEGORIES = ("Cc", "Cf", "Zl", "Zp", "Cs")
-
-
-def _escaped_char(ch: str) -> str:
-    # Python's unicode_escape writes \n \r \t, \xNN below U+0100 and \uNNNN up to U+FFFF;
-    # beyond, its \UNNNNNNNN form is not ours: those stay \u followed by their hex digits.
-    code = ord(ch)
-    return ch.encode("unicode_escape").decode("ascii") if code <= 0xFFFF else f"\\u{code:04x}"
-
-
-def _hidden(ch: str) -> bool:
-    return unicodedata.category(ch) in _HIDDEN_CATEGORIES or ch in _INVISIBLE
-
-
-def _visible(text: str, keep: str = "") -> str:
-    if text.isprintable() and not any(ch in _INVISIBLE for ch in text):
-        return text
-    return "".join(_escaped_char(ch) if ch not in keep and _hidden(ch) else ch for ch in text)
-
-
-def printable(value: object) -> str:
-    """``str(value)`` with every control character (C0, DEL, C1 - ESC
-    included), line break, tab and invisible formatting character written
-    as a visible escape (``\\x1b``, ``\\n``, ``\\u202e``); other text as is."""
-    return _visible(str(value))
+from diffzoo.harness.core.visible import printable, visible
 
 
 # -- terminal ----------------------------------------------------------------------------
@@ -154,7 +123,7 @@ def html(value: object) -> str:
     and line breaks, which HTML shows as a space.  ``None`` is ``""``."""
     if value is None:
         return ""
-    return _html.escape(_visible(str(value), keep="\t\n\r"), quote=True)
+    return _html.escape(visible(str(value), keep="\t\n\r"), quote=True)
 
 
 # -- plots (matplotlib) ---------------------------------------------------------------------------
