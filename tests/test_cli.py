@@ -269,6 +269,16 @@ def test_list_suites_shows_versions_and_cases(capsys):
     assert code == 0 and "standard" in out and "v2" in out and "semantic" in out
 
 
+@pytest.mark.parametrize("args, hint", [(["detectors", "segf"], " Did you mean 'segformer'?"),
+                                        (["suites", "standrad"], " Did you mean 'standard'?"),
+                                        (["suites", "zzz*"], "")])
+def test_listing_a_name_that_matches_nothing_is_an_error_with_a_hint(capsys, args, hint):
+    code, out, err = cli(capsys, "list", *args)
+    kind, pattern = args
+    assert code == 2 and not out.strip()
+    assert error_lines(err) == [f"error: no {kind} match {pattern!r}.{hint} `diffzoo list {kind}` lists them all"]
+
+
 def test_the_cli_reference_documents_every_command():
     """docs/cli.md (docs/make_cli_reference.sh) has a section for each command the app has."""
     import typer.main

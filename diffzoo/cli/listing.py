@@ -31,16 +31,20 @@ def list_cmd(
                                   "released (--weights released:NAME), with source, training data and "
                                   "published numbers."),
 ) -> None:
-    """List registered detectors, generators, datasets, suites or distortions."""
+    """List registered detectors, generators, datasets, suites or distortions.
+
+    A pattern that matches nothing is an error (exit 2) naming the closest registered name."""
     kind = _kind(kind)
     registry = get_registry()
     singular = kind[:-1]
     entries = registry.list(singular, pattern)
     if released and kind != "detectors":
         raise ConfigError("--released lists detectors' released weights: `diffzoo list detectors --released`")
-    if not entries:
-        console.print(f"no {kind} match {term(repr(pattern))}; see `diffzoo list {kind}`")
-        return
+    if not entries:  # a name that lists nothing is a mistake to correct, as `run --detector` says it is
+        known = [e.name for e in registry.list(singular)]
+        known += sorted({e.family for e in registry.list(singular)} - set(known))
+        hint = did_you_mean(pattern, known)
+        raise ConfigError(f"no {kind} match {pattern!r}.{hint} `diffzoo list {kind}` lists them all")
     if released:
         _released(entries, pattern)
         return
