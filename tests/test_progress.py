@@ -175,3 +175,20 @@ def test_a_long_first_fingerprint_is_shown_where_the_command_reports(capsys, dif
     hashing = [t for t in tasks if t[0].startswith("fingerprinting ")]
     assert hashing and all(total == done > 0 for _, total, done in hashing), tasks
     assert tasks.index(hashing[0]) < next(i for i, t in enumerate(tasks) if t[0].startswith("training "))
+
+
+def test_loading_from_the_hub_is_shown_before_its_error(capsys, tmp_path, monkeypatch):
+    """Offline, `datasets` retries the hub for about half a minute before it fails: the wait is a
+    progress task naming the hub id, then one error line saying what to download."""
+    import datasets
+    import huggingface_hub.constants as hub_constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # fails at once here; the task is shown all the same
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub"))
+    code, out, err = cli(capsys, "data", "info", "hub:Chaos2629/Diffseg30k")
+    assert code == 1 and not out
+    task = err.index("loading Chaos2629/Diffseg30k from the Hugging Face hub (datasets.load_dataset)")
+    assert task < err.index("error: cannot load Chaos2629/Diffseg30k through `datasets`")

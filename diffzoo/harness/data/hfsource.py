@@ -32,6 +32,7 @@ from typing import Any
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError, DiffzooError
 from diffzoo.harness.core.fsutil import read_json, sha256_file
+from diffzoo.harness.core.progress import current_progress
 from diffzoo.harness.data.fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split
 
@@ -254,8 +255,9 @@ def _load(path: Path | None, hub: str | None) -> dict[str, Any]:
     if path is not None and path.is_file():
         return {_split_from_filename(path): read_data_files([path])}
     try:
-        if hub is not None:
-            obj = datasets.load_dataset(hub, streaming=False)
+        if hub is not None:  # shown: offline, the library retries for about half a minute before failing
+            with current_progress().task(f"loading {hub} from the Hugging Face hub (datasets.load_dataset)", None):
+                obj = datasets.load_dataset(hub, streaming=False)
         elif path is None:
             raise DataError("a `datasets` source needs a hub id or a local path")
         elif any((path / marker).is_file() for marker in SAVED_MARKERS):
