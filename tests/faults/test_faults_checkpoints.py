@@ -296,3 +296,24 @@ def test_unknown_device_is_a_user_error(device, diffseg_folder, capsys):
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "internal error" not in err
     assert repr(device) in lines[0] and "auto, cpu, cuda, cuda:N" in lines[0]
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_written_files_and_checkpoint_folders_get_the_modes_the_umask_gives(tmp_path, mask):
+    """Atomic writes go through mkstemp/mkdtemp (0600/0700): what is renamed into place gets the
+    mode a plain open/mkdir would, so a shared result is readable where the umask says so."""
+    import stat
+
+    from diffzoo import create_detector
+    from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text
+
+    old = os.umask(mask)
+    try:
+        written = [atomic_write_text(tmp_path / "a.json", "{}"), atomic_write_bytes(tmp_path / "b.png", b"x")]
+        weights = create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    finally:
+        os.umask(old)
+    assert weights.parent == tmp_path / "ck"
+    for path in [*written, weights, weights.parent / "card.json"]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path
+    assert stat.S_IMODE(weights.parent.stat().st_mode) == 0o777 & ~mask

@@ -42,10 +42,8 @@ RECORDS = "samples"
 
 
 def write_file(path: Path, data: bytes | str) -> Path:
-    """Atomic write (temp file + rename), readable by all like a normal file (``mkstemp`` makes 0600)."""
-    path = atomic_write_bytes(Path(path), data.encode("utf-8") if isinstance(data, str) else data)
-    os.chmod(path, 0o644)
-    return path
+    """Atomic write (temp file + rename) of bytes or UTF-8 text."""
+    return atomic_write_bytes(Path(path), data.encode("utf-8") if isinstance(data, str) else data)
 
 
 @contextlib.contextmanager

@@ -349,11 +349,33 @@ def read_yaml(text: str, source: str) -> Any:
         raise FileRefused(source, "nests lists and mappings too deeply to be read") from None
 
 
+def umask() -> int:
+    """The process's umask, read without changing it where the kernel tells it (``os.umask`` sets
+    it to read it, for every thread at once)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_mode(*, folder: bool = False) -> int:
+    """The mode ``open`` or ``mkdir`` gives a new file or folder under the umask: what a temp file
+    or folder renamed into place must get, as ``mkstemp``/``mkdtemp`` make theirs 0600/0700."""
+    return (0o777 if folder else 0o666) & ~umask()
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> Path:
     """Write via a temp file in the same folder + fsync + rename.
 
     A process killed mid-write leaves at most a ``.tmp`` file, never a
-    partial ``path``; a full disk is a StorageError naming ``path``.
+    partial ``path``; a full disk is a StorageError naming ``path``.  The file
+    gets the mode a plain ``open`` would give it (:func:`new_mode`).
     ``exclusive``: ``path`` must not exist (FileExistsError if it does); the
     whole file appears under its name by a hard link, so no reader ever sees a
     name reserved but not yet written (on a filesystem without hard links, only
@@ -367,6 +389,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> P
         raise disk_full_error(exc, path) or exc  # noqa: B904 - the OSError itself, or a StorageError in its context
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), new_mode())
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

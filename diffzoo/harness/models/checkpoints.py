@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, ModelError, not_found
-from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, lock_open_file, sha256_file, writing
+from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, lock_open_file, new_mode, sha256_file, writing
 from diffzoo.harness.models.divergence import refuse_nonfinite
 
 log = logging.getLogger(__name__)
@@ -106,11 +106,15 @@ def sweep_partial(folder: Path) -> list[Path]:
     return removed
 
 
-def _fsync_tree(folder: Path) -> None:
+def _publish_tree(folder: Path) -> None:
+    """Sync ``folder``'s files and give them and it the modes a plain open/mkdir would: mkdtemp
+    makes the folder 0700 and safetensors its files 0600, unreadable to the rest of a group."""
     for path in folder.iterdir():
         if path.is_file():
             with open(path, "rb") as fh:
+                os.fchmod(fh.fileno(), new_mode())
                 os.fsync(fh.fileno())
+    folder.chmod(new_mode(folder=True))
     if hasattr(os, "O_DIRECTORY"):
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         try:
@@ -152,7 +156,7 @@ def atomic_dir(target: Path) -> Iterator[Path]:
             try:
                 yield tmp
                 (tmp / INCOMPLETE).unlink()
-                _fsync_tree(tmp)
+                _publish_tree(tmp)
                 _swap_in(tmp, target)
             finally:
                 marker.close()
