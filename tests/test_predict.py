@@ -143,6 +143,10 @@ def test_a_folder_predicts_its_images_and_says_which_files_it_passed_over(capsys
     (folder / "anim.gif").write_bytes(b"GIF89a")
     (folder / "notes.txt").write_text("x")
     (folder / ".hidden").write_text("x")
+    (folder / "broken.png").symlink_to(tmp_path / "gone.png")  # named as images, but no image file
+    os.mkfifo(folder / "pipe.png")  # opening it would block for ever
+    (folder / "sub.jpg").mkdir()
+    (folder / "subfolder").mkdir()  # a folder not named as an image is no one's image: not said
     code, _, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "o"),
                        str(folder))
     assert code == 0, err
@@ -150,7 +154,24 @@ def test_a_folder_predicts_its_images_and_says_which_files_it_passed_over(capsys
     assert [Path(r["image"]).name for r in rows] == ["img1.png", "img2.jpg"]
     said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert said == [f"{folder}: 2 file(s) not named as an image diffzoo reads (.png, .jpg, .jpeg, .tif, .tiff, "
-                    ".bmp, .webp) passed over (anim.gif, notes.txt)"]
+                    ".bmp, .webp) passed over (anim.gif, notes.txt)",
+                    f"{folder}: 3 name(s) of images that are no image file passed over (broken.png: a broken symbolic "
+                    "link; pipe.png: a FIFO (named pipe); sub.jpg: a folder)"]
+
+
+def test_an_output_folder_that_is_a_folder_of_the_images_is_refused(capsys, tmp_path, images):
+    """Its label maps and overlays would be predicted as images by the next run (a.labels.labels.png)."""
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    folder = images[0].parent
+    before = sorted(os.listdir(folder))
+    for out in (folder, folder / ".." / folder.name):
+        code, out_text, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(out),
+                                  "--force", str(folder))
+        assert code == 2 and err.strip() == (f"error: --out {out} is a folder of the images to predict: the label "
+                                             "maps and overlays written there would be read as images the next "
+                                             "time; choose another --out"), err
+    assert sorted(os.listdir(folder)) == before
 
 
 def test_each_image_gets_outputs_of_its_own_and_one_file_named_twice_is_predicted_once(capsys, tmp_path, images):

@@ -69,7 +69,7 @@ def predict_cmd(
 
     if records is not None and thresholds != "calibrated":  # never an option given and left unread
         raise ConfigError(f"--records is read only with --thresholds calibrated (they are {thresholds} here)")
-    paths = collect_images(images)  # a missing image fails before the model is built
+    paths = collect_images(images, out)  # a missing image fails before the model is built
     model = load_model(detector, checkpoint, task, device, labels)
     model.thresholds = prediction_thresholds(model, thresholds, records or Path("diffzoo-out"))
     folder = claim_output_dir(out, force)  # made once nothing else can fail before the first image

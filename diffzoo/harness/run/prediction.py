@@ -311,34 +311,56 @@ def overlay_image(image: np.ndarray, pred: ImagePrediction, title: str = "") -> 
 
 
 # -- many files ------------------------------------------------------------------------
-def collect_images(paths: Sequence[Path | str]) -> list[Path]:
+def collect_images(paths: Sequence[Path | str], out: Path | str | None = None) -> list[Path]:
     """Files as given, folders expanded to their images (sorted), each file once however often it is
-    named (``a.png a.png``, a folder and a file in it); a missing path is an error."""
-    out: list[Path] = []
+    named (``a.png a.png``, a folder and a file in it); a missing path is an error.  ``out``, the
+    folder the label maps and overlays go to, may not be a folder read: they would be read as images
+    the next time."""
+    out_real = None if out is None else os.path.realpath(out)
+    found: list[Path] = []
     for p in map(Path, paths):
-        if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file())
-            found = [f for f in files if is_image_file(f.name)]
-            if not found:
-                raise DataError(f"folder {p} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
-            # said, never dropped unseen (hidden files such as .DS_Store are no one's images)
-            if passed := [f.name for f in files if not is_image_file(f.name) and not f.name.startswith(".")]:
-                log.warning("%s: %d file(s) not named as an image diffzoo reads (%s) passed over (%s%s)", p,
-                            len(passed), ", ".join(IMAGE_EXTENSIONS), ", ".join(passed[:3]),
-                            ", ..." if len(passed) > 3 else "")
-            out += found
-        elif (kind := file_kind(p)) is None:
-            out.append(p)
+        kind = file_kind(p)
+        if kind == "a folder":
+            if os.path.realpath(p) == out_real:
+                raise ConfigError(f"--out {out} is a folder of the images to predict: the label maps and overlays "
+                                  "written there would be read as images the next time; choose another --out")
+            found += _folder_images(p)
+        elif kind is None:
+            found.append(p)
         elif kind in MISSING:
             raise not_found(DataError(f"image {p} does not exist" + (f" ({kind})" if kind != MISSING[0] else "")))
+        elif kind.startswith("not readable"):
+            raise DataError(f"image {p} is {kind}")
         else:  # a FIFO or a device is never opened: reading it could block for ever
             raise DataError(f"image {p} is {kind}, not an image file")
-    if not out:
+    if not found:
         raise DataError("no images given")
     first: dict[str, Path] = {}
-    for path in out:
+    for path in found:
         first.setdefault(os.path.realpath(path), path)
     return list(first.values())
+
+
+def _folder_images(folder: Path) -> list[Path]:
+    """The image files of ``folder`` (sorted); what else it holds is said, never dropped unseen:
+    files not named as images, and entries named as images that are no image file (a broken link,
+    a FIFO, a folder), each with what it is.  Hidden files such as .DS_Store are no one's images."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise DataError(f"folder {folder} cannot be listed ({exc.strerror})") from None
+    kinds = {f: file_kind(f) for f in entries}
+    images = [f for f in entries if kinds[f] is None and is_image_file(f.name)]
+    if not images:
+        raise DataError(f"folder {folder} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
+    if passed := [f.name for f in entries if kinds[f] is None and not is_image_file(f.name)
+                  and not f.name.startswith(".")]:
+        log.warning("%s: %d file(s) not named as an image diffzoo reads (%s) passed over (%s%s)", folder,
+                    len(passed), ", ".join(IMAGE_EXTENSIONS), ", ".join(passed[:3]), ", ..." if len(passed) > 3 else "")
+    if unusable := [f"{f.name}: {kinds[f]}" for f in entries if kinds[f] is not None and is_image_file(f.name)]:
+        log.warning("%s: %d name(s) of images that are no image file passed over (%s%s)", folder, len(unusable),
+                    "; ".join(unusable[:3]), "; ..." if len(unusable) > 3 else "")
+    return images
 
 
 def _unique_stems(paths: list[Path]) -> list[str]:
@@ -378,7 +400,7 @@ def predict_files(
     ``place``: the path a file name may be written at in ``out`` (the CLI's claimed output
     folder, which refuses a file diffzoo did not make); default ``out / name``.
     """
-    paths = collect_images(images)
+    paths = collect_images(images, out)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     place = place or (lambda name: out / name)
