@@ -73,7 +73,7 @@ def test_casia2_tp_without_mask(tmp_path, caplog):
     root = make_casia2(tmp_path / "CASIA2")
     save(root / "Tp" / "Tp_D_NNN_M_N_arc00010_nat00002_00230.tif", image())
     with pytest.raises(
-        DataError, match=r"1 Tp image\(s\) have no \*_gt mask in .*\(e\.g\. Tp/Tp_D_NNN_M_N_arc00010_nat00002_00230\.tif\); skip_unpaired=True"
+        DataError, match=r"1 Tp image\(s\) have no \*_gt mask in .*\(e\.g\. Tp/Tp_D_NNN_M_N_arc00010_nat00002_00230\.tif\); `--dataset-option skip_unpaired=true`"
     ):
         Casia2Dataset(root)
     with caplog.at_level("WARNING"):

@@ -134,7 +134,7 @@ def test_columbia_misformed_copies(tmp_path):
     root = make_columbia(tmp_path / "columbia")
     (root / "4cam_splc" / "edgemask" / f"{SPLICED[1]}_edgemask.jpg").unlink()
     with pytest.raises(DataError, match=rf"1 spliced image\(s\) have no <stem>_edgemask mask .*4cam_splc/{SPLICED[1]}"
-                                        r"\.tif\); skip_unpaired=True"):
+                                        r"\.tif\); `--dataset-option skip_unpaired=true`"):
         ColumbiaDataset(root)
     assert f"4cam_splc/{SPLICED[1]}.tif" not in ColumbiaDataset(root, skip_unpaired=True).ids("test")
     save_jpeg(root / "4cam_splc" / "edgemask" / f"{SPLICED[1]}_edgemask.jpg", edgemask()[:16])

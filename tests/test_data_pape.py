@@ -239,7 +239,7 @@ def _edit_manifest(root: Path, fn) -> Path:
          r"PAPE split file .*split_seed2026\.json: not readable JSON"),
         (lambda r: (r / "COCO/flux2_dev/normal" / f"{IDS['COCO'][1]}.png").unlink(),
          r"1 manifest row\(s\) have no image or mask \(e\.g\. COCO/flux2_dev/normal/000000000285\.\* "
-         r"\(image\)\); skip_unpaired=True skips them"),
+         r"\(image\)\); `--dataset-option skip_unpaired=true` skips them"),
         (lambda r: save(r / "COCO/flux2_dev/normal" / f"{IDS['COCO'][1]}.jpg", picture(3)),
          r"flux2_dev/normal: several files for '000000000285': 000000000285\.jpg, 000000000285\.png"),
     ],

@@ -179,7 +179,7 @@ def _first(root: Path, sub: str) -> Path:
          r"entry 'tampered_x\.png': field 'type' is 3; expected a string"),
         (lambda r: _first(r, "soft_masks").unlink(),
          r"1 tampered image\(s\) lack a mask, metadata or mapping entry \(e\.g\. validation/tampered/"
-         r"tampered_\w+\.png \(no soft_masks/tampered_\w+_mask\.png\)\); skip_unpaired=True skips them"),
+         r"tampered_\w+\.png \(no soft_masks/tampered_\w+_mask\.png\)\); `--dataset-option skip_unpaired=true` skips them"),
         (lambda r: _first(r, "metadata").unlink(), r"\(no metadata/tampered_\w+_cls\.json\)"),
         (lambda r: (r / "mapping.json").write_text(
             json.dumps({k: v for k, v in json.loads((r / "mapping.json").read_text()).items()

@@ -12,7 +12,7 @@ from rich.table import Table
 from diffzoo.cli.console import console, err_console
 from diffzoo.cli.options import DATASET_OPTION, FORCE, LABELS, parse_options
 from diffzoo.cli.progress import RichProgress
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, did_you_mean
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.harness.core.registry import resolve_target
 from diffzoo.leaderboard.render.escape import term, term_text
@@ -33,9 +33,8 @@ def build_cmd(
     so pass its folder as --dataset to run on it.
     """
     if name != "mini":
-        from diffzoo.harness.core.errors import UnknownNameError
-
-        raise UnknownNameError("buildable dataset", name, ["mini"])
+        hint = did_you_mean(name, ["mini"])
+        raise ConfigError(f"`data build` builds the demo dataset 'mini' alone, not {name!r}.{hint}")
     build = resolve_target("diffzoo.generators.datasets.mini:ensure_mini", "dataset 'mini'",
                            "diffzoo.generators.plugin")
     with counter_callback(RichProgress(console), "building mini") as callback:

@@ -185,6 +185,19 @@ def test_an_adapter_option_of_the_wrong_kind_is_one_line_naming_it(capsys, diffs
     one_line_exit_2(*result, said)
 
 
+@pytest.mark.parametrize("value", ["True", "FALSE", "true"])
+def test_a_boolean_option_takes_true_or_false_in_any_case(capsys, diffseg_folder, value):
+    """The errors' hint reads skip_unpaired=True, as Python spells it; JSON alone reads `true`."""
+    code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset",
+                         diffseg_folder, "--dataset-option", f"skip_unpaired={value}", "--plan")
+    assert code == 0 and "error" not in err, err
+
+
+def test_data_build_of_another_dataset_names_the_one_it_builds(capsys):
+    line = one_line_exit_2(*cli(capsys, "data", "build", "MINI"), "`data build` builds the demo dataset 'mini' alone")
+    assert line.endswith("not 'MINI'. Did you mean 'mini'?") and "diffzoo list" not in line
+
+
 def test_a_held_out_editor_the_dataset_lacks_is_named_once(capsys):
     result = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "unseen-generators", "--holdout",
                  "sd2,nosuch", "--plan")

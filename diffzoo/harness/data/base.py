@@ -57,7 +57,7 @@ def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> No
         return
     msg = f"{where}: {len(missing)} {what} (e.g. {', '.join(missing[:5])})"
     if not skip:
-        raise DataError(msg + "; skip_unpaired=True skips them")
+        raise DataError(msg + "; `--dataset-option skip_unpaired=true` skips them")
     log.warning("%s; skipping them", msg)
 
 

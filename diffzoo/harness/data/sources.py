@@ -125,7 +125,7 @@ def pair_files(names: Iterable[str], where: str, skip_unpaired: bool) -> dict[st
             f"every <id>.image.png needs an <id>.mask.png"
         )
         if not skip_unpaired:
-            raise DataError(msg + " (skip_unpaired=True skips them)")
+            raise DataError(msg + " (`--dataset-option skip_unpaired=true` skips them)")
         log.warning("%s; skipping them", msg)
     return {k: (v["image"], v["mask"]) for k, v in found.items() if len(v) == 2}
 

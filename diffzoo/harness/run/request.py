@@ -324,6 +324,8 @@ def typed_value(flag: str, value: Any, hint: Any) -> Any:
     elif kind is dict:
         if isinstance(value, Mapping):
             return {str(k): typed_value(flag, v, args[1] if len(args) == 2 else Any) for k, v in value.items()}
+    elif kind is bool and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"  # KEY=True, as Python spells it (JSON reads true alone)
     elif isinstance(value, bool):  # true or false: never a number, never text
         if kind is bool:
             return value
