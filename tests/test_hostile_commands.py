@@ -106,6 +106,27 @@ def test_a_root_that_cannot_be_listed_is_an_error_not_an_empty_listing(capsys, t
     assert "Traceback" not in stderr and "internal error" not in stderr
 
 
+def test_a_folder_that_cannot_be_listed_is_said_once_however_many_adapters_look(capsys, caplog, tmp_path,
+                                                                                 monkeypatch):
+    root = tmp_path / "root"
+    (root / "locked").mkdir(parents=True)
+    make_tpgt(root / "tpgt")
+    def refusing(real):
+        def locked(path="."):
+            if Path(path) == root / "locked":
+                raise PermissionError(13, "Permission denied", str(path))
+            return real(path)
+        return locked
+
+    for lister in ("scandir", "listdir"):  # pathlib's iterdir and os.walk list through one or the other
+        monkeypatch.setattr(os, lister, refusing(getattr(os, lister)))  # as a folder without read permission
+    code, stdout, stderr = cli(capsys, "data", "find", root)
+    assert code == 0 and "tpgt" in stdout, stderr
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said.count(f"{root / 'locked'}: cannot list the folder ([Errno 13] Permission denied: "
+                      f"'{root / 'locked'}')") == 1, said
+
+
 def test_a_dataset_not_opened_is_said_once(capsys, caplog, tmp_path):
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)

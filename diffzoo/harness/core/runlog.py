@@ -33,6 +33,17 @@ log = logging.getLogger(__name__)
 LOGS_DIR = "logs"
 
 
+_SAID: set[tuple[str, str]] = set()
+
+
+def warn_once(logger: logging.Logger, key: str, msg: str, *args: object) -> None:
+    """``logger.warning(msg, *args)`` the first time this process says it of ``key`` (a path, a
+    dataset): a fact found by every adapter that looks, or by every pass, is one line."""
+    if (logger.name, key) not in _SAID:
+        _SAID.add((logger.name, key))
+        logger.warning(msg, *args)
+
+
 def log_relpath(name: str) -> str:
     """``logs/<UTC time>-<name>.log``; the time to the microsecond, so two commands never share a log."""
     return f"{LOGS_DIR}/{_dt.datetime.now(_dt.UTC).strftime('%Y%m%dT%H%M%S.%fZ')}-{name}.log"

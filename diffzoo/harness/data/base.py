@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from diffzoo.harness.core.errors import DataError, not_found
 from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.runlog import warn_once
 from diffzoo.harness.core.types import LabelSpace, Sample
 from diffzoo.harness.data.authentic import AuthenticFolder
 from diffzoo.harness.data.fingerprint import combine, counting_orientation
@@ -27,18 +28,15 @@ from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, own_s
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-_warned_orientation: set[str] = set()
 
 
 def warn_orientation(dataset: str, key: str, files: list[str]) -> None:
     """One warning per dataset ``key`` (per process) whose files carry an EXIF orientation tag."""
-    if not files or key in _warned_orientation:
-        return
-    _warned_orientation.add(key)
-    log.warning("%d image file(s) of %s carry an EXIF orientation tag (e.g. %s); diffzoo scores the stored pixels, "
-                "not the rotated view, for images and masks alike: a mask drawn on the displayed view is misaligned, "
-                "and a reader that applies the tag (OpenCV's imread) sees other pixels (docs/datasets.md, "
-                "EXIF orientation)", len(files), dataset, files[0])
+    if files:
+        warn_once(log, key, "%d image file(s) of %s carry an EXIF orientation tag (e.g. %s); diffzoo scores the "
+                  "stored pixels, not the rotated view, for images and masks alike: a mask drawn on the displayed "
+                  "view is misaligned, and a reader that applies the tag (OpenCV's imread) sees other pixels "
+                  "(docs/datasets.md, EXIF orientation)", len(files), dataset, files[0])
 
 
 def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool = True) -> None:

@@ -23,6 +23,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from diffzoo.harness.core.runlog import warn_once
+
 log = logging.getLogger(__name__)
 
 
@@ -53,7 +55,7 @@ def subfolders(folder: Path, depth: int = 1) -> list[Path]:
             try:
                 children = sorted(p for p in parent.iterdir() if not p.name.startswith(".") and is_folder(p))
             except OSError as exc:
-                log.warning("%s: cannot list the folder (%s)", parent, exc)
+                warn_once(log, str(parent), "%s: cannot list the folder (%s)", parent, exc)  # each adapter looks
                 continue
             for p in sorted(children, key=lambda c: (c.is_symlink(), c.name)):
                 real = os.path.realpath(p)
