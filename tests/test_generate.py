@@ -212,7 +212,7 @@ def test_interrupted_run_resumes_to_the_same_dataset(reference, tmp_path, capsys
     assert finished == ["00000000", "00000001"] and not (out / "manifest.jsonl").exists()
     # a half-written later sample: image without mask or record, and a temp file of an atomic write
     (out / "train_copy" / "00000004.image.png").write_bytes(b"partial")
-    (out / "train_copy" / ".00000004.mask.png.x1.tmp").write_bytes(b"partial")
+    (out / "train_copy" / ".00000004.mask.png.x1y2z3w4.tmp").write_bytes(b"partial")  # mkstemp's name
     code, stdout, err = cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS,
                             "--n", N, "--size", 32, "--seed", 3)
     assert code == 0, err

@@ -44,7 +44,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, RecordError, not_found
-from diffzoo.harness.core.fsutil import FileRefused, atomic_write_bytes, atomic_write_text, parse_json, read_regular
+from diffzoo.harness.core.fsutil import (
+    FileRefused,
+    atomic_write_bytes,
+    atomic_write_text,
+    parse_json,
+    read_regular,
+    write_leftover,
+)
 from diffzoo.harness.records.check import StateSource, record_roots, same, state_problems
 from diffzoo.harness.records.document import (
     MAX_RECORD_BYTES,
@@ -60,6 +67,7 @@ from diffzoo.harness.records.document import (
     write_state_file,
 )
 from diffzoo.harness.records.model import RECORDS_DIR, STATE_DIR
+from diffzoo.leaderboard.outdir import DIFFZOO_NAMES, read_marker
 
 log = logging.getLogger(__name__)
 RECORD_ID = re.compile(r"[0-9a-f]{1,16}")
@@ -199,12 +207,19 @@ class RecordStore:
         return bad
 
     def temp_files(self) -> list[Path]:
-        """Leftovers of killed writes in the store's folders: ``.NAME.RANDOM.tmp`` files, and
-        empty version files (a name a freeze reserved and never wrote)."""
+        """Leftovers of killed writes in the store's folders, and nothing else: the temp files of
+        its ``*.json`` files in ``records/``, ``states/``, ``versions/`` and ``replaced/``, of the
+        names diffzoo writes at the top of an output folder (never one the marker lists as the
+        user's), and empty version files (a name a freeze reserved and never wrote)."""
+        try:
+            top = DIFFZOO_NAMES - set((read_marker(self.root) or {}).get("foreign", []))
+        except ConfigError:  # a marker unread says not which names are the user's: none at the top is taken
+            top = frozenset()
         found: list[Path] = []
         for folder in (self.root, *(self.root / d for d in STORE_DIRS)):
             if folder.is_dir():
-                found.extend(p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp"))
+                found.extend(p for p in folder.iterdir() if (name := write_leftover(p)) is not None
+                             and (name in top if folder == self.root else name.endswith(".json")))
         if self.versions_dir.is_dir():
             found.extend(p for p in self.versions_dir.glob("*.json") if is_unfinished(p))
         return sorted(found)

@@ -9,6 +9,7 @@ number comes from a real metric state, which the record carries.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -308,15 +309,40 @@ def test_an_empty_version_file_is_named_and_verify_clean_repairs_it(tmp_path, ca
 # -- killed writes (section 6) -------------------------------------------------------------------
 def test_temp_files_of_killed_writes_are_reported_and_cleaned(tmp_path, capsys):
     root, record, _ = stored(tmp_path)
-    leftovers = [root / "records" / f".{record.id}.json.k1l2.tmp", root / "states" / ".x.json.zz.tmp"]
+    leftovers = [root / "records" / f".{record.id}.json.k1l2m3n4.tmp", root / "states" / ".x.json.zz_9ab01.tmp",
+                 root / ".summary.md.abcdefgh.tmp"]  # mkstemp's names, of files diffzoo writes there
     for p in leftovers:
         p.write_text('{"half": ')
     code, out, _ = cli(capsys, "leaderboard", "validate", "--store", root)
-    assert code == 1 and all(p.name in one_line(out) for p in leftovers) and "2 temp file(s) left" in out
+    assert code == 1 and all(p.name in one_line(out) for p in leftovers) and "3 temp file(s) left" in out
     code, out = verify(capsys, root)
     assert code == 1 and "left by a killed write" in out
     code, out = verify(capsys, root, "--clean")
     assert code == 0 and "removed temp file" in out and not any(p.exists() for p in leftovers)
+
+
+def test_clean_removes_no_file_of_the_users(tmp_path, capsys):
+    """Only the temp files of diffzoo's own writes are leftovers: a user's `.draft.tmp`, a temp-named file
+    at the top that diffzoo never writes or that the marker lists as the user's, and anything beside a
+    record given to `validate` outside a store, are never reported nor removed."""
+    from diffzoo.leaderboard.outdir import MARKER
+
+    root, record, _ = stored(tmp_path)
+    theirs = [root / ".draft.tmp", root / "records" / ".notes.tmp", root / ".thesis.tex.abcdefgh.tmp",
+              root / ".notes.md.abcdefgh.tmp"]
+    marker = json.loads((root / MARKER).read_text()) if (root / MARKER).exists() else {"diffzoo_output": 1}
+    (root / MARKER).write_text(json.dumps({**marker, "foreign": [*marker.get("foreign", []), "notes.md"]}))
+    loose = tmp_path / "userdir"
+    shutil.copytree(root / "states", loose / "states")  # a record beside its states, in a folder of the user's
+    (loose / f"{record.id}.json").write_bytes((root / "records" / f"{record.id}.json").read_bytes())
+    theirs += [loose / ".thesis.tex.tmp", loose / ".thesis.tex.abcdefgh.tmp"]
+    for p in theirs:
+        p.write_text("mine")
+    code, out = verify(capsys, root, "--clean")
+    assert code == 0 and "0 temp file(s) left" in out and "removed" not in out, out
+    code, out, _ = cli(capsys, "leaderboard", "validate", "--clean", loose / f"{record.id}.json")
+    assert code == 0 and "0 temp file(s) left" in out and "removed" not in out, out
+    assert all(p.read_text() == "mine" for p in theirs)
 
 
 # -- output folders (section 6) ------------------------------------------------------------------

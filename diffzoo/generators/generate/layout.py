@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, writing
+from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, write_leftover, writing
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data.labelmaps import LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
@@ -172,7 +172,8 @@ class SampleStore:
 
     def remove_stale_temp_files(self) -> int:
         """Temp files an interrupted atomic write left behind; returns how many were removed."""
-        stale = [p for d in (self.root / IMAGE_DIR, self.records_dir) if d.is_dir() for p in d.glob(".*.tmp")]
+        stale = [p for d in (self.root / IMAGE_DIR, self.records_dir) if d.is_dir() for p in d.iterdir()
+                 if write_leftover(p)]
         for p in stale:
             p.unlink(missing_ok=True)
         return len(stale)

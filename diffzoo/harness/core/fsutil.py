@@ -370,6 +370,17 @@ def new_mode(*, folder: bool = False) -> int:
     return (0o777 if folder else 0o666) & ~umask()
 
 
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
+"""The temp file :func:`atomic_write_bytes` writes ``NAME`` through: mkstemp's ``.NAME.XXXXXXXX.tmp``."""
+
+
+def write_leftover(path: Path) -> str | None:
+    """The name whose write through :func:`atomic_write_bytes` left ``path`` behind when it was
+    killed, or None for any other file (a user's ``.draft.tmp`` is not one)."""
+    match = _LEFTOVER.fullmatch(Path(path).name)
+    return match["name"] if match else None
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> Path:
     """Write via a temp file in the same folder + fsync + rename.
 
