@@ -19,8 +19,9 @@ from pathlib import Path
 
 from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.records.check import StateSource, record_roots, state_problems
+from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.store import RecordStore, expand_record_paths, read_record_file
-from diffzoo.leaderboard.versions import version_paths
+from diffzoo.leaderboard.versions import summary_problems, version_paths
 
 
 @dataclass
@@ -98,6 +99,12 @@ def _check_version(store: RecordStore, name: str, source: StateSource, report: R
     except RecordError as exc:
         report.bad.append(BadRow(f"version {name}", store.versions_dir / f"{name}.json", [str(exc)], name))
         return
+    try:  # a record missing or unreadable is reported below, and says nothing of the summary
+        records = [ResultRecord.read(p, within=store.root) for p in paths.values() if p is not None]
+    except RecordError:
+        records = []
+    if len(records) == len(paths) and (problems := summary_problems(manifest, records)):
+        report.bad.append(BadRow(f"version {name}", store.versions_dir / f"{name}.json", problems, name))
     for rid, path in paths.items():
         report.checked += count
         if path is None:

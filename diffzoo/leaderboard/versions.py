@@ -156,10 +156,21 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
     digests = manifest.get("record_digests")
     if not isinstance(digests, dict) or sorted(digests) != sorted(manifest.get("records", [])):
         raise RecordError(f"version file {path}: record_digests must name every record of the version")
+    if manifest.get("name") != name:  # a copy under another name would publish as the version it copies
+        raise RecordError(f"version file {path} is version {manifest.get('name')!r}: it was copied or renamed "
+                          "after it was frozen")
     if stable_hash(digests) != manifest.get("content_hash"):
         raise RecordError(f"version file {path}: content_hash does not match its record digests; "
                           "the version file was changed after it was frozen")
     return manifest
+
+
+def summary_problems(manifest: dict[str, Any], records: list[ResultRecord]) -> list[str]:
+    """What a version file says of its records (datasets, suites, metric versions, detectors) that
+    the records themselves do not: what a table's header prints is read from the manifest, so an
+    edit there would publish a provenance the numbers do not have."""
+    return [f"it lists {key} {manifest.get(key)!r}, its records {value!r}: changed after it was frozen"
+            for key, value in summarize(records).items() if manifest.get(key) != value]
 
 
 def version_paths(store: RecordStore, name: str) -> tuple[dict[str, Any], dict[str, Path | None]]:
@@ -178,6 +189,8 @@ def load_version(store: RecordStore, name: str) -> Selection:
                               f"{manifest['record_digests'][rid][:16]}...), which is not in {store.root} as "
                               "frozen: it was edited or removed (`diffzoo leaderboard verify` says more)")
         records.append(ResultRecord.read(rpath, within=store.root))
+    if problems := summary_problems(manifest, records):
+        raise RecordError(f"version file {store.versions_dir / f'{name}.json'}: {'; '.join(problems)}")
     return Selection(name, records, manifest)
 
 

@@ -237,6 +237,42 @@ def test_verify_of_a_version_names_a_record_edited_after_freezing(tmp_path, caps
     assert "it was edited or removed" in out
 
 
+@pytest.mark.parametrize("edit_manifest, said", [
+    (lambda m: m.update(datasets=[{"name": "DiffSeg30k", "fingerprint": "0123456789abcdef"}]), "it lists datasets"),
+    (lambda m: m["suites"][0].update(version="9"), "it lists suites"),
+    (lambda m: m.update(metrics_versions=["7"]), "it lists metrics_versions"),
+    (lambda m: m.update(detectors=["the-best"]), "it lists detectors"),
+])
+def test_a_version_file_whose_summary_is_not_its_records_is_refused(tmp_path, capsys, edit_manifest, said):
+    """What a published header prints (datasets, suites, metric versions) comes from the version file:
+    one edited there (its record digests and content hash left alone) is named by verify and never
+    published as the records' provenance."""
+    from diffzoo.leaderboard.versions import freeze
+
+    root, _, _ = stored(tmp_path)
+    path = freeze(RecordStore(root), "v1")
+    manifest = json.loads(path.read_text())
+    edit_manifest(manifest)
+    path.write_text(json.dumps(manifest))
+    for args in ((), ("v1",)):
+        code, out = verify(capsys, root, *args)
+        assert code == 1 and said in one_line(out) and "changed after it was frozen" in one_line(out), out
+    code, out, err = cli(capsys, "leaderboard", "publish", "v1", "--store", root, "--out", tmp_path / "pub")
+    assert code == 1 and said in one_line(err) and not (tmp_path / "pub" / "leaderboard.md").exists(), err
+
+
+def test_a_version_file_copied_under_another_name_is_refused(tmp_path, capsys):
+    from diffzoo.leaderboard.versions import freeze
+
+    root, _, _ = stored(tmp_path)
+    path = freeze(RecordStore(root), "v1")
+    shutil.copy(path, path.with_name("v4.json"))
+    code, out = verify(capsys, root)
+    assert code == 1 and "version file" in out and "v4.json is version 'v1': it was copied or renamed" in one_line(out)
+    code, out, err = cli(capsys, "leaderboard", "publish", "v4", "--store", root, "--out", tmp_path / "pub")
+    assert code == 1 and "is version 'v1'" in one_line(err), err
+
+
 def test_a_freeze_killed_while_writing_leaves_no_version_and_the_same_freeze_then_works(tmp_path, capsys,
                                                                                          monkeypatch):
     """A version is whole or absent: a freeze that dies at the moment the version would be
