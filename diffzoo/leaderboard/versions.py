@@ -25,6 +25,7 @@ from typing import Any
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, RecordError, did_you_mean
 from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.records.check import state_problems
 from diffzoo.harness.records.document import MAX_RECORD_BYTES, ResultRecord, read_json_file, store_lock
 from diffzoo.leaderboard.store import RecordStore, expand_record_paths, is_unfinished, read_record_file
 
@@ -110,6 +111,12 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
     if not records:
         why = unmatched(loaded.records, suites=suites, datasets=datasets, detectors=detectors)
         raise ConfigError(f"nothing to freeze: {why}")
+    # a version pins numbers for good: none that its own state does not give (a record without a state
+    # is the store's unverified kind, said when it was added)
+    if bad := [(r, p) for r in records if r.body.state is not None and (p := state_problems(r, store.state_source(r)))]:
+        record, problems = bad[0]
+        raise RecordError(f"cannot freeze {name!r}: {len(bad)} record(s) whose numbers are not those of their state "
+                          f"(first: {record.id}: {problems[0]}); `diffzoo leaderboard verify` lists them")
     digests = {r.id: r.content_digest for r in sorted(records, key=lambda r: r.id)}
     manifest = {
         "schema_version": VERSION_SCHEMA,

@@ -261,6 +261,18 @@ def test_a_version_file_whose_summary_is_not_its_records_is_refused(tmp_path, ca
     assert code == 1 and said in one_line(err) and not (tmp_path / "pub" / "leaderboard.md").exists(), err
 
 
+def test_a_record_whose_numbers_are_not_its_states_is_never_frozen(tmp_path, capsys):
+    """A version pins its records for good: a record re-sealed after an edit of its numbers (which
+    only the state tells) is refused by freeze, as `add` refuses it."""
+    root, record, path = stored(tmp_path)
+    edit(path, lambda d: d["metrics"].update(mIoU=0.99), sealed=True)
+    edited = ResultRecord.read(path)
+    path.rename(path.with_name(f"{edited.id}.json"))
+    code, out, err = cli(capsys, "leaderboard", "freeze", "v1", "--store", root)
+    assert code == 1 and "cannot freeze 'v1': 1 record(s) whose numbers are not those of their state" in one_line(err)
+    assert "metrics.mIoU is 0.99, but recomputed from the state" in one_line(err) and not (root / "versions").exists()
+
+
 def test_a_version_file_copied_under_another_name_is_refused(tmp_path, capsys):
     from diffzoo.leaderboard.versions import freeze
 
