@@ -267,6 +267,8 @@ def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
     result = diff(resolve("v1", store), resolve("v2", store))
     by_status = {(t.key.suite_version, t.status): t for t in result.tables}
     assert "not comparable: suite_version 1 -> 2" in by_status[("2", "added")].note
+    back = {(t.key.suite_version, t.status): t for t in diff(resolve("v2", store), resolve("v1", store)).tables}
+    assert back[("2", "removed")].note.startswith("not comparable: suite_version 2 -> 1")  # from A to B
     rows = {r.detector: r for r in by_status[("1", "matched")].rows}
     assert rows["gone"].status == "removed" and rows["new"].status == "added"
     assert rows["a"].status == "changed"

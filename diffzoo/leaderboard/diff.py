@@ -86,13 +86,15 @@ def _same(x: float | None, y: float | None) -> bool:
     return x == y or (math.isnan(x) and math.isnan(y))
 
 
-def _note(key: TableKey, others: list[TableKey]) -> str:
-    """Why an unmatched table has no partner: the nearest key that differs."""
+def _note(key: TableKey, others: list[TableKey], *, removed: bool) -> str:
+    """Why an unmatched table has no partner: the nearest key that differs, said from A to B (a
+    ``removed`` table is A's, its nearest partner B's; an added one the other way round)."""
     for other in others:
         if (other.suite, other.case, other.dataset) == (key.suite, key.case, key.dataset):
-            diffs = [f"{name} {getattr(other, name)} -> {getattr(key, name)}"
+            a, b = (key, other) if removed else (other, key)
+            diffs = [f"{name} {getattr(a, name)} -> {getattr(b, name)}"
                      for name in ("suite_version", "definition_hash", "fingerprint", "metrics_version")
-                     if getattr(other, name) != getattr(key, name)]
+                     if getattr(a, name) != getattr(b, name)]
             return "not comparable: " + ", ".join(diffs)
     return ""
 
@@ -103,10 +105,10 @@ def diff(a: Selection, b: Selection) -> Diff:
     out: list[TableChange] = []
     for key in sorted(set(ta) | set(tb), key=lambda k: k.order):
         if key not in tb:
-            out.append(TableChange(key, "removed", note=_note(key, list(tb))))
+            out.append(TableChange(key, "removed", note=_note(key, list(tb), removed=True)))
             continue
         if key not in ta:
-            out.append(TableChange(key, "added", note=_note(key, list(ta))))
+            out.append(TableChange(key, "added", note=_note(key, list(ta), removed=False)))
             continue
         ra, rb = _latest(ta[key]), _latest(tb[key])
         metrics = [c.key for c in tb[key].columns]
