@@ -124,7 +124,7 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     # it is made once the plan stands, so a run refused while planning (a device, a dataset) leaves none
     claim = out is not None and not plan_only and distributed.launch_rank() == 0
     if claim:
-        claim_output_dir(Path(out), force, make=False)
+        claim_output_dir(Path(out), force, make=False, writes=OUTPUTS_OUTSIDE_STORE)
     logged = output_log(Path(out), "run") if claim else None
     if logged is not None:
         progress = LoggedProgress(progress or NullProgress(), logged.note)
@@ -150,10 +150,7 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
                     logged.note(f"plan {line}")
                 for line in plan.pass_lines():
                     logged.note(f"passes {line}")
-        out_dir = claim_output_dir(Path(out), force) if claim else None
-        if out_dir is not None:
-            for name in OUTPUTS_OUTSIDE_STORE:
-                out_dir.check_writable(name)
+        out_dir = claim_output_dir(Path(out), force, writes=OUTPUTS_OUTSIDE_STORE) if claim else None
         if logged is not None and out_dir is not None:  # the lines so far reach the file, before loaders fork
             logged.note(f"output folder {out_dir.root} claimed")
         for runner in runners:

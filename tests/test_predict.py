@@ -204,6 +204,7 @@ def test_predict_writes_only_into_a_folder_diffzoo_may_write_and_never_over_a_us
     one_line_exit_2(*cli(capsys, *run, "--out", mine, "--force"),
                     f"{mine / 'img1.labels.png'} was in {mine} before diffzoo claimed it with --force")
     assert (mine / "img1.labels.png").read_bytes() == b"the user's" and not (mine / "predictions.jsonl").exists()
+    assert sorted(os.listdir(mine)) == ["img1.labels.png"]  # refused: the folder is not claimed either
     for _ in range(2):  # its own folder is used again
         code, _, err = cli(capsys, *run, "--out", tmp_path / "o")
         assert code == 0, err

@@ -62,6 +62,7 @@ def predict_cmd(
         PREDICTIONS_FILE,
         collect_images,
         load_model,
+        output_names,
         predict_files,
         prediction_thresholds,
     )
@@ -72,7 +73,8 @@ def predict_cmd(
     paths = collect_images(images, out)  # a missing image fails before the model is built
     model = load_model(detector, checkpoint, task, device, labels)
     model.thresholds = prediction_thresholds(model, thresholds, records or Path("diffzoo-out"))
-    folder = claim_output_dir(out, force)  # made once nothing else can fail before the first image
+    # made once nothing else can fail before the first image: a file it may not write stops it unmarked
+    folder = claim_output_dir(out, force, writes=output_names(paths, model.detector.task))
     det = model.detector
     classes = ", ".join(det.label_space.names) if det.task == "semantic" else "background, edited"
     console.print(f"[bold]model[/] {term(model.name)} {term(f'[{det.task}]')} from "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -125,13 +126,15 @@ def store_part(path: Path) -> Path | None:
     return None
 
 
-def claim_output_dir(path: Path, force: bool = False, make: bool = True) -> OutputDir:
+def claim_output_dir(path: Path, force: bool = False, make: bool = True, writes: Iterable[str] = ()) -> OutputDir:
     """Make or claim ``path`` as diffzoo's output folder, before any work.
 
     New or empty: created and marked.  Marked: used.  A store of an older
     diffzoo (``records/`` and only diffzoo's names): marked.  Otherwise
     ConfigError (exit 2) unless ``force``, which marks it and lists what was
-    there as foreign (never written).  ``make=False``: every refusal, and
+    there as foreign (never written).  ``writes``: the paths the command
+    will write in it, each refused (:meth:`OutputDir.check_writable`) before
+    the folder is made or marked.  ``make=False``: every refusal, and
     nothing made or marked (a check before the planning that may still fail,
     which then leaves no folder behind)."""
     root = Path(path)
@@ -144,7 +147,7 @@ def claim_output_dir(path: Path, force: bool = False, make: bool = True) -> Outp
     marker = read_marker(root) if root.is_dir() else None
     if marker is not None:
         usable(root, "--out")  # a read-only folder fails here, not after the work
-        return OutputDir(root, frozenset(marker.get("foreign", [])))
+        return _writable(OutputDir(root, frozenset(marker.get("foreign", []))), writes)
     names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
     foreign: list[str] = []
     if not names:
@@ -160,10 +163,16 @@ def claim_output_dir(path: Path, force: bool = False, make: bool = True) -> Outp
             "empty folder, or pass --force to write diffzoo's files beside the ones there (those are never "
             "overwritten)")
     usable(root, "--out")  # made here; a path through a file or a read-only disk stops here
-    if not make:
-        return OutputDir(root, frozenset(foreign))
-    atomic_write_text(root / MARKER, json.dumps({
-        "diffzoo_output": 1, "claimed": how, "foreign": foreign,
-        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-    }, indent=2))
-    return OutputDir(root, frozenset(foreign))
+    folder = _writable(OutputDir(root, frozenset(foreign)), writes)  # a refusal leaves the folder as it was
+    if make:
+        atomic_write_text(root / MARKER, json.dumps({
+            "diffzoo_output": 1, "claimed": how, "foreign": foreign,
+            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }, indent=2))
+    return folder
+
+
+def _writable(folder: OutputDir, writes: Iterable[str]) -> OutputDir:
+    for relpath in writes:
+        folder.check_writable(relpath)
+    return folder

@@ -9,6 +9,7 @@ number comes from a real metric state, which the record carries.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -425,6 +426,19 @@ def test_force_never_overwrites_foreign_files(tmp_path):
     assert out.write_text("notes.md", "ok").read_text() == "ok"
     with pytest.raises(ConfigError, match="not a path inside"):
         out.check_writable("../escape.md")
+
+
+@pytest.mark.parametrize("fmt, theirs", [("md", "leaderboard.md"), ("html", "index.html"), ("paper", "paper.md")])
+def test_a_forced_publish_refused_by_a_users_file_leaves_the_folder_unclaimed(tmp_path, capsys, fmt, theirs):
+    """Refused, it writes nothing, not even the marker: else the next publish there would need no
+    --force, and the folder would read as diffzoo's."""
+    root, _, _ = stored(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / theirs).write_text("mine")
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", root, "-f", fmt, "--out", mine, "--force")
+    assert code == 2 and "before diffzoo claimed it with --force" in one_line(err), err
+    assert sorted(os.listdir(mine)) == [theirs] and (mine / theirs).read_text() == "mine"
 
 
 def test_leaderboard_add_refuses_to_make_a_store_in_a_foreign_folder(tmp_path, capsys):

@@ -380,6 +380,14 @@ def _unique_stems(paths: list[Path]) -> list[str]:
     return stems
 
 
+def output_names(paths: Sequence[Path], task: str) -> list[str]:
+    """The files predicting ``paths`` (as :func:`collect_images` gives them) writes in its output
+    folder: the lines file, and each image's label map and overlay (none for classification)."""
+    pngs = [] if task == "classification" else [f"{stem}.{kind}.png" for stem in _unique_stems(list(paths))
+                                                for kind in ("labels", "overlay")]
+    return [PREDICTIONS_FILE, *pngs]
+
+
 def _read(path: Path) -> np.ndarray | BaseException:
     """The image at ``path``, or the error reading it raised (run in a loader worker)."""
     try:

@@ -357,7 +357,6 @@ def write_reproduce(selection: Selection, out: Path, force: bool = False, text: 
     from diffzoo.leaderboard.outdir import claim_output_dir
 
     out = Path(out)
-    folder = claim_output_dir(out, force)
-    folder.check_writable(REPORT_FILE)  # before any write: a foreign file (with --force) stops it here
+    claim_output_dir(out, force, writes=[REPORT_FILE])  # a foreign file (with --force) stops it, nothing marked
     with writing(out):  # a disk-full error that names no file names this folder
         return atomic_write_text(out / REPORT_FILE, reproduce_markdown(selection) if text is None else text)

@@ -253,11 +253,9 @@ def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False
     out = Path(out)
     tables = build_tables(selection.records)
     check_mixing(tables, allow_mixed)
-    folder = claim_output_dir(out, force)
     names, own_writer = _own_writer(fmt) or (
         (TEXT_FORMAT_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ())), None)
-    for name in names:  # before any write: a foreign file (with --force) stops it here
-        folder.check_writable(name)
+    claim_output_dir(out, force, writes=names)  # a foreign file (with --force) stops it before the folder is marked
     with writing(out):  # a disk-full error that names no file names this folder, never "internal error"
         if own_writer is not None:
             return own_writer(selection, out)
