@@ -73,6 +73,9 @@ def test_run_writes_each_models_log_events_and_plot(capsys, diffseg_folder, tmp_
         task = folder.name.split("-")[1]
         record = next(r for r in records if r["case"]["name"] == task)
         assert len(record["training"]["curve"]["step"]) == 20
+        lrs = record["training"]["curve"]["lr"]  # the first group's schedule, as the log has it
+        assert [lrs[r["step"] - 1] for r in train] == pytest.approx([r["lr"]["backbone"] for r in train], rel=1e-5)
+        assert min(lrs) > 0
         assert record["training"]["validation"] == [{k: r[k] for k in ("step", "split", "metrics")} for r in val]
         # the last validation scores the final weights on the evaluated split: the record's own number
         assert val[-1]["metrics"][f"{task}_mIoU"] == pytest.approx(record["metrics"]["mIoU"], abs=1e-12)
@@ -199,3 +202,5 @@ def test_a_signal_stops_training_and_the_same_command_resumes_to_identical_weigh
     (uninterrupted,) = (tmp_path / "uninterrupted" / "checkpoints" / "segformer.tiny").glob("*/model.safetensors")
     assert after_stop.parent.name == uninterrupted.parent.name  # one cache key
     assert after_stop.read_bytes() == uninterrupted.read_bytes()
+    curves = [json.loads((p.parent / "card.json").read_text())["training"]["curve"] for p in (after_stop, uninterrupted)]
+    assert curves[0] == curves[1] and min(curves[0]["lr"]) > 0  # the schedule, not the saved step's rate

@@ -230,7 +230,9 @@ def train_loop(
         "skipped_samples": sum(distributed.all_gather(skipped)),
         "world_size": distributed.world_size(),
         "losses": [round(x, 5) for x in losses[:: max(1, len(losses) // 100)]],
-        **monitor.finish(losses, lambda s: groups[0]["lr"] * lambdas[0](s)),
+        # the schedule from its base: a group's "lr" is the scheduler's latest value, and a resumed
+        # training's is the one it was saved with
+        **monitor.finish(losses, lambda s: sched.base_lrs[0] * lambdas[0](s)),
     }
 
 
