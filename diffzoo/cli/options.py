@@ -10,6 +10,7 @@ names; an option given on the command line wins over the file.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import MISSING, fields
@@ -101,6 +102,12 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
         raise ConfigError(f"--config {config}: unknown option(s) {', '.join(unknown)}; keys are the flag names "
                           f"without -- (e.g. batch_size for --batch-size)")
     params = {p.name: p for p in ctx.command.params}
+    # `key: null` (or `key:` alone) is no value: where the option has one by default, neither the default
+    # nor "off" can be told from it
+    if nulls := sorted(k for k, v in from_file.items() if v is None and values.get(k) is not None and k not in given):
+        defaults = ", ".join(f"{k}: {json.dumps(values[k], default=str)}" for k in nulls)
+        raise ConfigError(f"--config {config}: {', '.join(nulls)} given no value (null); give one, or leave the key "
+                          f"out for the default ({defaults})")
     for name, value in from_file.items():  # as on the command line: "" is no path (pathlib reads it as ".")
         path_valued = name in params and takes_path(params[name].type_descriptor.annotation)
         if path_valued and (value == "" or (isinstance(value, list) and "" in value)):

@@ -65,6 +65,9 @@ def test_a_config_that_is_a_fifo_or_nested_too_deep_is_one_line(tmp_path, kind):
     ("run", "extra_authentic: ''", ["run.yaml: extra_authentic is given an empty path"]),
     ("run", "checkpoint: ['']", ["run.yaml: checkpoint is given an empty path"]),
     ("sweep", "out: ''", ["run.yaml: out is given an empty path"]),
+    ("run", "out: null", ["run.yaml: out given no value (null)", 'leave the key out for the default (out: "diffzoo-out")']),
+    ("run", "references:\nseed: null", ["references, seed given no value", "(references: true, seed: 0)"]),
+    ("sweep", "out: null", ["run.yaml: out given no value (null)"]),
 ])
 def test_a_config_value_of_the_wrong_kind_is_one_line_naming_its_option(capsys, tmp_path, command, body, needles):
     """A --config file can give any YAML value (a list, a mapping, a number for text): one the
