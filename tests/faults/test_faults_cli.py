@@ -134,6 +134,7 @@ def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatc
     (["--dataset-option", "calib_fraction=2"], ["calib_fraction must be in [0, 1 - val_fraction), got 2"]),
     (["--dataset-option", "n_images=0"], ["n_images must be at least 1, got 0"]),
     (["--dataset-option", "n_images=two"], ["--dataset-option n_images takes an integer, got 'two'"]),
+    (["--dataset-option", "seed=-3"], ["seed -3 is not a valid seed: give an integer from 0 to 2**63 - 1"]),
     (["--dataset-option", "calib_fraction=0.1=2"], ["--dataset-option calib_fraction takes a number, got '0.1=2'"]),
     (["--iterations", "0"], ["--iterations 0: must be at least 1"]),
     (["--calibration-split", "train"], ["--calibration-split train is read only with --thresholds calibrated"]),

@@ -41,7 +41,7 @@ import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import cache_root, exclusive_lock
-from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
+from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta, check_seed
 from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS, LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
 
@@ -128,6 +128,7 @@ def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
         raise ConfigError(f"n_images must be at least 1, got {n_images}")
     if size < 16 or size % 8:
         raise ConfigError(f"size must be a multiple of 8 and at least 16, got {size}")
+    check_seed(seed, "seed")  # numpy takes no negative seed
     photos = available_photos()
     if not photos:
         raise DataError("no scikit-image photographs found; reinstall scikit-image")
