@@ -43,6 +43,29 @@ def test_a_config_that_is_a_fifo_or_nested_too_deep_is_one_line(tmp_path, kind):
     assert ("FIFO" in line) if kind == "fifo" else ("deeper than 100 levels" in line)
 
 
+def _laughs(levels: int) -> str:
+    """A "billion laughs" YAML: each list nine aliases of the one before (9**levels values)."""
+    lines = ["dataset_option:", '  a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("body, said", [
+    (_laughs(9), "expands to 490,329,066 values through its aliases (*NAME); diffzoo reads at most 100,000"),
+    ("dataset_option: &loop {self: *loop}\n", "holds a list or mapping that contains itself"),
+])
+def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, said):
+    """Aliases share what their anchor built: loading is cheap, but logging or checking the options
+    walked every copy (minutes, then MemoryError); a self-containing one never ends."""
+    path = tmp_path / "run.yaml"
+    path.write_text(body)
+    one_line(diffzoo(tmp_path, "run", "--detector", "segformer.tiny", "--config", path), path.name, said)
+    path.write_text(_laughs(3))  # 9**3 values: read
+    from diffzoo.harness.core.fsutil import read_yaml
+
+    assert len(read_yaml(path.read_text(), "x")["dataset_option"]["a2"]) == 9
+
+
 @pytest.mark.parametrize("command, body, needles", [
     ("run", "detector: {segformer.tiny: 1}", ["--detector takes text, got {'segformer.tiny': 1}"]),
     ("run", "iterations: lots", ["--iterations takes an integer, got 'lots'"]),

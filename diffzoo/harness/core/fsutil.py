@@ -344,9 +344,40 @@ def read_yaml(text: str, source: str) -> Any:
         raise FileRefused(source, f"nests lists and mappings deeper than {MAX_JSON_DEPTH} levels; diffzoo reads no "
                                   "YAML that deep")
     try:
-        return yaml.load(text, Loader=UniqueKeys)  # noqa: S506 - UniqueKeys is a SafeLoader
+        value = yaml.load(text, Loader=UniqueKeys)  # noqa: S506 - UniqueKeys is a SafeLoader
+        size = _expanded_size(value, {}, set())
     except RecursionError:
         raise FileRefused(source, "nests lists and mappings too deeply to be read") from None
+    if size is None:
+        raise FileRefused(source, "holds a list or mapping that contains itself (through an alias *NAME)")
+    if size > MAX_YAML_VALUES:
+        raise FileRefused(source, f"expands to {size:,} values through its aliases (*NAME); diffzoo reads at most "
+                                  f"{MAX_YAML_VALUES:,}")
+    return value
+
+
+MAX_YAML_VALUES = 100_000
+"""The most values a YAML file may expand to: an alias shares what its anchor built, so a few lines
+(each list nine aliases of the one before) are a billion values to whoever walks them."""
+
+
+def _expanded_size(value: Any, sizes: dict[int, int], open_: set[int]) -> int | None:
+    """How many values ``value`` is when every alias is walked (each shared list or mapping counted
+    once per place it appears, computed once); None if one contains itself."""
+    if not isinstance(value, (list, dict)):
+        return 1
+    key = id(value)
+    if key in open_:
+        return None
+    if key not in sizes:
+        open_.add(key)
+        parts = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        counted = [_expanded_size(part, sizes, open_) for part in parts]
+        open_.discard(key)
+        if None in counted:
+            return None
+        sizes[key] = 1 + sum(c for c in counted if c is not None)
+    return sizes[key]
 
 
 def umask() -> int:

@@ -232,7 +232,7 @@ def train_loop(
         "losses": [round(x, 5) for x in losses[:: max(1, len(losses) // 100)]],
         # the schedule from its base: a group's "lr" is the scheduler's latest value, and a resumed
         # training's is the one it was saved with
-        **monitor.finish(losses, lambda s: sched.base_lrs[0] * lambdas[0](s)),
+        **monitor.finish(losses, lambda s: float(sched.base_lrs[0]) * lambdas[0](s)),
     }
 
 
