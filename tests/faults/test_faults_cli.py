@@ -126,7 +126,8 @@ def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatc
 @pytest.mark.parametrize("args, needles", [
     (["--suite", ""], ["--suite is empty"]),
     (["--suite", " , "], ["--suite is empty"]),
-    (["--bootstrap", "-1"], ["--bootstrap -1", ">= 0"]),
+    (["--bootstrap", "-1"], ["--bootstrap -1: give the number of resamples, 0 to 100,000"]),
+    (["--bootstrap", "1000000000"], ["--bootstrap 1000000000: give the number of resamples, 0 to 100,000"]),
     (["--suite", "lora", "--generator", "sdxl.hyper-sd-8stp=sdxl.tiny-lora"],
      ["unknown generator 'sdxl.hyper-sd-8stp'", "Did you mean 'sdxl.hyper-sd-8step'"]),
     (["--suite", "lora", "--generator", "sdxl.hyper-sd-8step=nosuch"], ["unknown generator 'nosuch'"]),

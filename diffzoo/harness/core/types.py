@@ -19,6 +19,10 @@ MAX_SEED = 2**63 - 1
 """Seeds are integers in [0, MAX_SEED]: every RNG diffzoo seeds (torch, numpy,
 Python) takes them, and they survive JSON readers that use signed 64-bit ints."""
 
+MAX_BOOTSTRAP = 100_000
+"""The most bootstrap resamples taken: a 95% interval settles within a few thousand, and each
+resample is a row of every metric held until the end (10**9 of them are 171 GiB)."""
+
 
 def check_seed(seed: object, what: str = "--seed") -> int:
     """``seed`` if it is an integer in [0, MAX_SEED]; else a ConfigError naming ``what``."""

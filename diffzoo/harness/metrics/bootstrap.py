@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, did_you_mean
+from diffzoo.harness.core.types import MAX_BOOTSTRAP
 from diffzoo.harness.metrics.aggregate import COUNT_KEYS, Aggregator
 
 logger = logging.getLogger(__name__)
@@ -36,8 +37,8 @@ def bootstrap_ci(agg: Aggregator, available: list[str], n: int, seed: int,
     for m in metrics:
         if m not in available:
             raise ConfigError(f"unknown metric {m!r} for bootstrap.{did_you_mean(m, available, n=3)}")
-    if not isinstance(n, int) or n < 1:
-        raise ConfigError(f"bootstrap needs n >= 1 replicates, got {n!r}")
+    if not isinstance(n, int) or not 1 <= n <= MAX_BOOTSTRAP:
+        raise ConfigError(f"bootstrap needs 1 to {MAX_BOOTSTRAP:,} replicates, got {n!r}")
     nan = (float("nan"), float("nan"))
     skipped = [m for m in metrics if m in NOT_RESAMPLED]
     if skipped:

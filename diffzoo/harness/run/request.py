@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, did_you_mean
-from diffzoo.harness.core.types import check_seed
+from diffzoo.harness.core.types import MAX_BOOTSTRAP, check_seed
 
 POLICIES = ("fixed", "calibrated")
 """``--thresholds``: the card's fixed thresholds, or thresholds calibrated on ``--calibration-split``."""
@@ -176,9 +176,9 @@ class RunRequest:
         if self.thresholds != "calibrated" and self.calibration_split != DEFAULT_CALIBRATION_SPLIT:
             raise ConfigError(f"--calibration-split {self.calibration_split} is read only with --thresholds "
                               f"calibrated (they are {self.thresholds} here)")  # never given and left unread
-        if self.bootstrap < 0:
-            raise ConfigError(f"--bootstrap {self.bootstrap}: give the number of resamples, >= 0 (0: no confidence "
-                              "intervals)")
+        if not 0 <= self.bootstrap <= MAX_BOOTSTRAP:
+            raise ConfigError(f"--bootstrap {self.bootstrap}: give the number of resamples, 0 to {MAX_BOOTSTRAP:,} "
+                              "(0: no confidence intervals; a 95% interval settles within a few thousand)")
         TrainConfig().with_overrides(**self.train_overrides())  # --recipe, --iterations, ...
         if self.crop_size is not None and self.crop_size**2 > max_pixels():  # no image could fill it: memory spent
             raise ConfigError(f"--crop-size {self.crop_size}: a {self.crop_size} x {self.crop_size} px crop exceeds "
