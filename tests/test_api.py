@@ -14,7 +14,7 @@ from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import run
 from diffzoo.leaderboard.store import RecordStore
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line
 
 FAST = dict(device="cpu", iterations=40, batch_size=4, crop_size=32, bootstrap=0)
 
@@ -315,3 +315,34 @@ def test_every_type_evaluate_and_train_answer_with_is_exported():
     walk(diffzoo.Progress, "Progress")
     assert internal == {}
     assert {diffzoo.PassSpec, diffzoo.CaseKey, diffzoo.Table, diffzoo.Cell} <= seen  # the walk reached them
+
+
+def test_the_plan_says_where_each_model_comes_from_and_refuses_what_would_fail(diffseg_folder, tmp_path, capsys,
+                                                                              monkeypatch):
+    """Trained now, loaded from the cache, or a given checkpoint; `--no-train` with no model, and a
+    `--checkpoint` of another detector, fail at planning (they failed only when the run reached them)."""
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
+    run = ["run", "--suite", "standard", "--dataset", str(diffseg_folder), "--device", "cpu", "--plan",
+           "--iterations", "2", "--batch-size", "2", "--crop-size", "32"]  # the training below: one cache key
+
+    def models(text):
+        return [line.rsplit("; ", 1)[1] for line in text.splitlines() if line.startswith("plan ")]
+
+    code, text, err = cli(capsys, *run, "--detector", "segformer.tiny")
+    assert code == 0 and models(text) == \
+        ["trained now", "trained now"], text
+    code, _, err = cli(capsys, *run, "--detector", "segformer.tiny", "--no-train")
+    assert code == 1 and "error: no binary checkpoint for segformer.tiny on" in err and "drop --no-train" in err
+
+    trained = diffzoo.train(detector="segformer.tiny", dataset=str(diffseg_folder), task="binary", device="cpu",
+                            iterations=2, batch_size=2, crop_size=32)
+    code, text, err = cli(capsys, *run, "--detector", "segformer.tiny")
+    assert code == 0 and models(text) == \
+        ["loaded from the cache", "trained now"], text
+    code, text, err = cli(capsys, *run, "--detector", "segformer.tiny", "--no-train")
+    assert code == 1 and "no semantic checkpoint" in err  # the binary model is cached, the semantic one is not
+    code, text, err = cli(capsys, *run, "--detector", "segformer.tiny", "--checkpoint", trained.checkpoint.path)
+    assert code == 0 and f"; checkpoint {trained.checkpoint.path}" in one_line(text) and "; trained now" in text
+    code, _, err = cli(capsys, *run, "--detector", "fcn8s.tiny", "--checkpoint", trained.checkpoint.path)
+    assert code == 1 and f"checkpoint {trained.checkpoint.path} is for detector 'segformer.tiny', not " \
+                         "'fcn8s.tiny'" in one_line(err)

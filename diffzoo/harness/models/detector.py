@@ -65,9 +65,8 @@ class TorchDetector(Detector):
         """A ModelError when the checkpoint ``path`` with metadata ``meta`` was made for another
         detector, task or label space, or with other :attr:`card_checked` fields."""
         card = meta.get("card") or {}
-        name = card.get("name", self.card.name)
-        if name != self.card.name:
-            raise ModelError(f"checkpoint {path} is for detector {name!r}, not {self.card.name!r}")
+        if (error := other_detector(path, meta, self.card.name)) is not None:
+            raise error
         if meta.get("task", self.task) != self.task:
             raise ModelError(f"checkpoint {path} was trained for task {meta['task']!r}, not {self.task!r}")
         names = (meta.get("label_space") or {}).get("names")
@@ -96,3 +95,10 @@ class TorchDetector(Detector):
             raise ModelError(f"checkpoint {path} does not fit {self.card.name}: {' '.join(first)}") from exc
         self.model.to(self.device).eval()
         return meta
+
+
+def other_detector(path: Path, meta: dict[str, Any], name: str) -> ModelError | None:
+    """The error of a checkpoint (``path``, its card's ``meta``) made for another detector than
+    ``name``; None for one of ``name`` or one whose card names none."""
+    made = (meta.get("card") or {}).get("name", name)
+    return None if made == name else ModelError(f"checkpoint {path} is for detector {made!r}, not {name!r}")

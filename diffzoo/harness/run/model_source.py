@@ -28,6 +28,7 @@ from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY, StateKey, Task
 from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, sweep_partial
+from diffzoo.harness.models.detector import other_detector
 from diffzoo.harness.models.divergence import refuse_nonfinite
 from diffzoo.harness.models.monitor import TrainMonitor, Validation, train_log_dir
 from diffzoo.harness.models.releases import install
@@ -112,11 +113,33 @@ class ModelSource:
         if not self.entry.card.trainable:  # used as built: saved so that its weights get a sha256
             return self._cache_model(job, det, cached, "untrained", None)
         if not self.train:
-            raise ModelError(
-                f"no {job.task} checkpoint for {self.entry.name} on {self.dataset.name} "
-                f"(cache key {job.key}); pass --checkpoint PATH or drop --no-train"
-            )
+            raise self._none_to_load(job)
         return self._train(job, det, cached)
+
+    def _none_to_load(self, job: Job) -> ModelError:
+        return ModelError(f"no {job.task} checkpoint for {self.entry.name} on {self.dataset.name} "
+                          f"(cache key {job.key}); pass --checkpoint PATH or drop --no-train")
+
+    def describe(self, job: Job) -> str:
+        """Where :meth:`get` will take ``job``'s model from, as the plan says it; what would fail
+        there for certain fails here, before any work: a ``--checkpoint`` of another detector, and
+        ``--no-train`` with no model cached.  (Another run sharing the cache may cache the model
+        between the two: then it is loaded, not trained.)"""
+        if self.release is not None:
+            return f"released weights {self.release.name}, zero-shot"
+        given = self.given_checkpoint(job)
+        if given is not None:
+            if (error := other_detector(given, checkpoint_meta(given)[1], self.entry.name)) is not None:
+                raise error
+            return f"checkpoint {given}"
+        cached = cache_dir(self.entry.name, job.key)
+        if (cached / WEIGHTS_FILE).exists():
+            return "loaded from the cache"
+        if not self.entry.card.trainable:
+            return "used as built (nothing to train)"
+        if not self.train:
+            raise self._none_to_load(job)
+        return "trained now"
 
     def _new_detector(self, job: Job) -> Detector:
         torch.manual_seed(job.config.seed)

@@ -174,12 +174,14 @@ class Plan:
     datasets: dict[str, Dataset] = field(default_factory=dict)
     """Fingerprint -> dataset, of every dataset a pass reads."""
     detector: str = ""
+    models: list[str] = field(default_factory=list)
+    """Where each job's model comes from (trained now, the cache, a checkpoint...), job by job."""
 
     def describe(self) -> list[str]:
         """One line per model (its cases; a suite with many of them as a count) and one per
         skipped case."""
         lines = []
-        for job in self.jobs:
+        for i, job in enumerate(self.jobs):
             by_suite: dict[str, list[str]] = {}
             for spec in job.cases:
                 names = by_suite.setdefault(spec.suite.name, [])
@@ -191,8 +193,9 @@ class Plan:
                 for name, names in by_suite.items()
             )
             recipe = f", {job.config.recipe} recipe" if job.config.recipe != "native" else ""
+            model = f"; {self.models[i]}" if i < len(self.models) else ""
             lines.append(f"{self.card.name} [{job.task}] on {job.spec.split}{job.held_out}{recipe} -> {cases} "
-                         f"(key {job.key})")
+                         f"(key {job.key}){model}")
         lines.extend(f"skipped {s.suite.name}/{s.case.name}: {s.reason}" for s in self.skipped)
         return lines
 
