@@ -294,7 +294,7 @@ def test_text_formats_carry_values_cis_provenance_and_escape_names(tmp_path):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] == "**90.0**" and cells[3] == "**60.0 ± 10.0**"  # aAcc, mIoU with its CI; both best
     assert cells[-3] == "ab" * 6 and cells[-2] == "0123456789" and cells[-1] == "2026-11-29"
-    assert "x\\|&lt;b&gt;evil\\_&amp;%$#{}&lt;/b&gt;" in md and "<b>" not in md
+    assert "x\\|&lt;b&gt;evil\\_&amp;%\\$#{}&lt;/b&gt;" in md and "<b>" not in md  # `$` starts no math
     assert "*all-edited (baseline)*" in md.replace("\\", "")
     assert "mIoU ↑" in md and "FPR auth. ↓" in md
     rows = list(csv.DictReader(io.StringIO(to_csv(sel, tables))))

@@ -234,12 +234,12 @@ def test_publish_writes_the_overview_in_md_csv_latex_escaping_names(tmp_path, ca
     assert code == 0, text
     assert {"overview.md", "overview.csv", "overview.tex", "leaderboard.md"} <= {p.name for p in out.iterdir()}
     md = (out / "overview.md").read_text()
-    assert "## mini (fp0001)" in md and "x\\|y\\\\n# z &amp; 50% $" in md
+    assert "## mini (fp0001)" in md and "x\\|y\\\\n# z &amp; 50% \\$" in md
     assert not any(line.startswith("# z") for line in md.splitlines())
     table = [line for line in md.splitlines() if line.startswith("|")]
     assert len(table) == 2 + 3
     assert len({len(re.split(r"(?<!\\)\|", line)) for line in table}) == 1  # no cell break from the name
-    assert "[1] x\\|y\\\\n# z &amp; 50% $ has no standard record of case semantic" in md
+    assert "[1] x\\|y\\\\n# z &amp; 50% \\$ has no standard record of case semantic" in md
     lines = (out / "overview.csv").read_text().splitlines()
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
     assert len(lines) == 1 + len(rows) == 1 + 3 * 17  # one line per row and column, none broken

@@ -71,7 +71,7 @@ def csv_cell(value: object) -> str:
 
 # -- Markdown --------------------------------------------------------------------------------
 _MD_CHARS = {"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|",
-             "~": "\\~", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+             "~": "\\~", "$": "\\$", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
 _MD_TABLE = str.maketrans(_MD_CHARS)
 _MD_BLOCK_MARK = re.compile(r"^(\s*)([#=+-])")  # heading, setext underline, bullet
 _MD_ORDERED = re.compile(r"^(\s*\d{1,9})([.)])")  # "1." / "1)" starts an ordered list
@@ -81,8 +81,8 @@ def md_cell(value: object) -> str:
     """Text for Markdown (GitHub-flavoured: table cells, headings, list
     items), shown literally and never changing the document's structure.
 
-    - ``\\ ` * _ [ ] | ~`` get a backslash (no emphasis, code span, link,
-      strike-through or cell break; the backslash itself is doubled so a
+    - ``\\ ` * _ [ ] | ~ $`` get a backslash (no emphasis, code span, link,
+      strike-through, math or cell break; the backslash itself is doubled so a
       name cannot cancel the escape that follows it); ``< > &`` become
       entities, so no HTML tag or entity from a name reaches the page.
     - Line breaks (CR, LF, U+2028) and other control characters are written
