@@ -385,3 +385,25 @@ def test_an_unknown_threshold_policy_is_refused_before_any_model_is_looked_for(c
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "empty-cache"))  # no checkpoint to find
     code, out, err = cli(capsys, "predict", "--detector", "segformer.tiny", str(images[0]), "--thresholds", "best")
     assert code == 2 and err.strip() == "error: --thresholds 'best': choose one of fixed, calibrated", err
+
+
+def test_an_image_with_an_exif_orientation_is_predicted_as_stored_and_said(capsys, caplog, tmp_path, images):
+    """A phone photo's tag makes viewers rotate it; diffzoo predicts the stored pixels, as evaluation
+    scores them, and says so: a warning naming the image, and the tag in its row."""
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    rotated = tmp_path / "phone.jpg"
+    exif = Image.Exif()
+    exif[0x0112] = 6  # shown turned 90 degrees clockwise
+    Image.fromarray(np.zeros((30, 60, 3), np.uint8)).save(rotated, exif=exif)
+    code, _, err = cli(capsys, "predict", "--checkpoint", tmp_path / "ck", "--out", tmp_path / "o", rotated,
+                       images[0])
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
+    assert rows[0]["exif_orientation"] == 6 and rows[0]["size"] == [60, 30] and "exif_orientation" not in rows[1]
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert said == ["1 image(s) carry an EXIF orientation tag (e.g. phone.jpg): they are predicted on their stored "
+                    "pixels, as evaluation scores them; a viewer that applies the tag shows them rotated, and their "
+                    "label maps and overlays are not (docs/datasets.md, EXIF orientation)"]
+    with Image.open(tmp_path / "o" / "phone.labels.png") as labels:
+        assert labels.size == (60, 30)  # the stored pixels' shape, not the rotated view's (30 x 60)
