@@ -127,6 +127,18 @@ def test_a_folder_that_cannot_be_listed_is_said_once_however_many_adapters_look(
                       f"'{root / 'locked'}')") == 1, said
 
 
+def test_an_unreadable_data_file_in_a_folder_is_named_not_read_past(capsys, tmp_path):
+    """`datasets` passes over an empty .arrow and reads the folder's PNGs as an image folder: the
+    error was "rows need columns image, mask", naming no file."""
+    root = tmp_path / "root"
+    make_tpgt(root / "tpgt")
+    (root / "notes.arrow").write_bytes(b"")
+    code, stdout, stderr = cli(capsys, "data", "find", root)
+    assert code == 0, stderr
+    assert (f"not opened: {root}: diffseg30k: {root / 'notes.arrow'}: not a readable .arrow file (empty, truncated or "
+            f"of another format); move it out of {root} or replace it") in one_line(stdout)
+
+
 def test_a_dataset_not_opened_is_said_once(capsys, caplog, tmp_path):
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)

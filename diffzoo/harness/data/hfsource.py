@@ -262,7 +262,10 @@ def _load(path: Path | None, hub: str | None) -> dict[str, Any]:
             raise DataError("a `datasets` source needs a hub id or a local path")
         elif any((path / marker).is_file() for marker in SAVED_MARKERS):
             obj = datasets.load_from_disk(str(path))
-        else:
+        else:  # a data file datasets cannot read would be passed over, and the folder read as another kind
+            if unreadable := [f for f in data_files(path) if hf_columns(f) is None]:
+                raise DataError(f"{unreadable[0]}: not a readable {unreadable[0].suffix} file (empty, truncated or "
+                                f"of another format); move it out of {path} or replace it")
             obj = datasets.load_dataset(str(path))
     except DiffzooError:
         raise
