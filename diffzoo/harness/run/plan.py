@@ -587,6 +587,11 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
                 skipped.append(SkippedCase(suite, case, reason))
                 continue
             members.setdefault(spec, []).append((suite, case))
+    used = {dict(case.distortion_params).get("generator") for cases in members.values() for _, case in cases}
+    # never an option given and left unread (a row re-run alone, `only`, may leave its run's unread)
+    if only is None and (unused := sorted(set(generators or {}) - used)):
+        raise ConfigError(f"--generator {unused[0]}={(generators or {})[unused[0]]} was given, but no planned case "
+                          f"generates with {unused[0]!r} (suites such as lora generate with one)")
     if not members and skipped:
         names = ", ".join(sorted({s.suite.name for s in skipped}))
         raise ConfigError(
