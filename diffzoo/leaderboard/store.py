@@ -126,6 +126,12 @@ def is_unfinished(path: Path) -> bool:
         return False
 
 
+def misnamed(path: Path, record: ResultRecord) -> str | None:
+    """Why a file of a store's ``records/`` holding ``record`` is not where the store keeps it
+    (``<record_id>.json``); None where it is."""
+    return None if path.stem == record.id else f"file name {path.name} does not match its record_id {record.id}"
+
+
 class RecordStore:
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -150,6 +156,8 @@ class RecordStore:
             record, problems = read_record_file(path, within=self.root)
             if record is None:
                 skipped.append((path, "; ".join(problems)))
+            elif (wrong := misnamed(path, record)) is not None:  # a copy under another name: one row twice
+                skipped.append((path, wrong))
             else:
                 records.append(record)
         return Loaded(records, skipped)

@@ -274,6 +274,15 @@ def test_a_record_whose_numbers_are_not_its_states_is_never_frozen(tmp_path, cap
     assert "metrics.mIoU is 0.99, but recomputed from the state" in one_line(err) and not (root / "versions").exists()
 
 
+def test_a_record_copied_under_another_name_in_a_store_is_skipped_and_said(tmp_path, capsys):
+    """`leaderboard list` showed the copy as a second row (and counted it) without a word."""
+    root, record, path = stored(tmp_path)
+    shutil.copy(path, path.with_name(f"copy-of-{record.id}.json"))
+    code, out, err = cli(capsys, "leaderboard", "list", "--store", root)
+    assert code == 0 and "1 record(s)" in one_line(out) and out.count(record.id[:8]) == 1, out + err
+    assert f"copy-of-{record.id}.json" in one_line(out + err) and "does not match its record_id" in one_line(out + err)
+
+
 def test_a_version_file_copied_under_another_name_is_refused(tmp_path, capsys):
     from diffzoo.leaderboard.versions import freeze
 
