@@ -117,6 +117,24 @@ def test_failure_kinds_of_missing_and_undecodable_files(tmp_path):
     assert err.value.kind == "corrupt"
 
 
+def test_a_file_that_may_not_be_read_is_unreadable_not_corrupt(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    locked = tmp_path / "locked.png"
+    Image.new("RGB", (4, 4)).save(locked)
+    real = Path.read_bytes
+
+    def read_bytes(self):
+        if self == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)  # as a file without read permission (tests run as root)
+    with pytest.raises(CorruptSampleError) as err:
+        read_image(locked, "s", name="locked.png")
+    assert err.value.kind == "unreadable" and err.value.reason == "locked.png: not readable (Permission denied)"
+
+
 def test_corrupt_image_is_a_corrupt_sample(tmp_path):
     bad = tmp_path / "bad.png"
     bad.write_bytes(b"this is not a png" * 4)

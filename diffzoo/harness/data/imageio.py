@@ -3,7 +3,7 @@
 Every adapter decodes through these functions so that a corrupt, truncated,
 oversized or ambiguous file fails the same way everywhere: a
 :class:`CorruptSampleError` naming the sample and the file, with a ``kind``
-(``corrupt``, ``missing-file``, ``not-a-file``, ``too-large``,
+(``corrupt``, ``missing-file``, ``not-a-file``, ``unreadable``, ``too-large``,
 ``unsupported-mode``, ``mask-ambiguous``, ``mask-lossy``, ``mask-size``,
 ``mask-values``), which a run skips and counts (``--strict`` stops).
 The conversion rules are in docs/datasets.md ("Odd images"); opening follows these:
@@ -143,7 +143,7 @@ def open_image(src: ImageSource, sample_id: str, name: str) -> tuple[Image.Image
     Returns the image and the encoded bytes (None for a PIL image given as
     such).  Every failure is a :class:`CorruptSampleError` naming ``name``:
     kind ``missing-file``, ``not-a-file`` (a FIFO, a folder, a link that leads nowhere),
-    ``too-large`` or ``corrupt``.
+    ``unreadable`` (permission denied, an I/O error), ``too-large`` or ``corrupt``.
     """
     data: bytes | None = None
     try:
@@ -163,8 +163,11 @@ def open_image(src: ImageSource, sample_id: str, name: str) -> tuple[Image.Image
                     if kind is not None:  # a link that leads nowhere is listed, never followed (data/walk.py)
                         raise CorruptSampleError(sample_id, f"{name} is {kind}, not an image file{_link_note(path)}",
                                                  "not-a-file")
-                    # bytes first: no file handle outlives the call
-                    data = path.read_bytes()
+                    try:  # bytes first: no file handle outlives the call
+                        data = path.read_bytes()
+                    except OSError as exc:  # a file there that may not be read is not a corrupt one
+                        raise CorruptSampleError(sample_id, f"{name}: not readable ({exc.strerror or exc})",
+                                                 "unreadable") from None
                 img = Image.open(io.BytesIO(data))
             _check_pixels(img, sample_id, name)
             img.load()
