@@ -150,7 +150,7 @@ def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatc
       "sdxl.hyper-sd-8step=sd2.tiny"], ["--generator sdxl.hyper-sd-8step is given twice"]),
     (["--crop-size", "100000"], ["--crop-size 100000: a 100000 x 100000 px crop exceeds the 67,108,864-pixel limit"]),
     (["--generator", "sdxl.hyper-sd-8step=sdxl.tiny-lora"],
-     ["--generator sdxl.hyper-sd-8step=sdxl.tiny-lora was given, but no planned case generates with "
+     ["--generator sdxl.hyper-sd-8step=sdxl.tiny-lora was given, but no case of the suites generates with "
       "'sdxl.hyper-sd-8step'"]),
 ])
 def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(capsys, args, needles):

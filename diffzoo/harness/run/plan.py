@@ -587,11 +587,12 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
                 skipped.append(SkippedCase(suite, case, reason))
                 continue
             members.setdefault(spec, []).append((suite, case))
-    used = {dict(case.distortion_params).get("generator") for cases in members.values() for _, case in cases}
-    # never an option given and left unread (a row re-run alone, `only`, may leave its run's unread)
+    # never an option given and left unread: some case of the suites generates with it (one the detector
+    # cannot serve counts, as a sweep gives every detector the same options; a row re-run alone may not)
+    used = {dict(case.distortion_params).get("generator") for suite in suites for case in suite.cases}
     if only is None and (unused := sorted(set(generators or {}) - used)):
-        raise ConfigError(f"--generator {unused[0]}={(generators or {})[unused[0]]} was given, but no planned case "
-                          f"generates with {unused[0]!r} (suites such as lora generate with one)")
+        raise ConfigError(f"--generator {unused[0]}={(generators or {})[unused[0]]} was given, but no case of "
+                          f"the suites generates with {unused[0]!r} (suites such as lora do)")
     if not members and skipped:
         names = ", ".join(sorted({s.suite.name for s in skipped}))
         raise ConfigError(
