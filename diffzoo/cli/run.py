@@ -44,7 +44,8 @@ def run_cmd(
     force: bool = FORCE,
     plan: bool = typer.Option(
         False, "--plan",
-        help="Print the plan (models to train or load, model passes and images per model) and stop before any work.",
+        help="Print the plan (models to train or load, model passes and images per model) and stop before any "
+        "training or evaluation (the dataset is opened: a mini variant --dataset-option asks for is built).",
     ),
     rerun: bool = typer.Option(
         False, "--rerun",
