@@ -1,8 +1,10 @@
 """The plugin manager: in-tree plugins, test plugins registered in-process,
 failures reported by name and skipped."""
 
+import dataclasses
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from diffzoo import hookimpl
 from diffzoo.harness.core.plugins import DEFAULT_PLUGINS, PluginSystem
@@ -30,7 +32,7 @@ def test_a_registered_test_plugin_adds_a_detector():
     class Plugin:
         @hookimpl
         def register_detectors(self, register):
-            register("mine.v1", "json:dumps", default=True, description="test")
+            register("mine.v1", "json:dumps", default=True, description="test", card=SimpleNamespace(name="mine.v1"))
 
     system = loaded()
     system.pm.register(Plugin(), name="mine-plugin")
@@ -46,7 +48,7 @@ def test_a_plugin_that_raises_is_reported_and_skipped():
     class Broken:
         @hookimpl
         def register_detectors(self, register):
-            register("broken.a", "json:dumps")
+            register("broken.a", "json:dumps", card=SimpleNamespace(name="broken.a"))
             raise RuntimeError("boom")
 
     system = loaded()
@@ -98,3 +100,141 @@ def test_listing_imports_no_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def _app_with_run():
+    import typer
+
+    app = typer.Typer()
+
+    @app.command("run")
+    def run() -> None:
+        """diffzoo's own."""
+
+    return app
+
+
+def test_a_plugins_commands_are_added_all_or_none():
+    """A command of a name the app has (a plugin's `run` replaced diffzoo's, unsaid), or a hook that
+    raises after adding some, adds nothing; the plugin's other registrations stay, as its failure says."""
+    import typer
+
+    class Replaces:
+        @hookimpl
+        def register_commands(self, cli):
+            cli.add_typer(typer.Typer(), name="run")
+
+    class HalfWay:
+        @hookimpl
+        def register_detectors(self, register):
+            register("halfway.v1", "json:dumps", card=SimpleNamespace(name="halfway.v1"))
+
+        @hookimpl
+        def register_commands(self, cli):
+            @cli.command("halfway-hello")
+            def hello() -> None:
+                """Added before the hook raised."""
+
+            raise SystemExit("install halfway[cuda]")  # a plugin's sys.exit() ends no diffzoo command
+
+    system = loaded()
+    system.pm.register(Replaces(), name="replaces")
+    system.pm.register(HalfWay(), name="halfway")
+    app = _app_with_run()
+    system.add_commands(app)
+    assert [c.name for c in app.registered_commands] == ["run"] and not app.registered_groups
+    said = sorted(str(f) for f in system.failures)
+    assert said == [
+        "plugin 'halfway' register_commands: SystemExit: install halfway[cuda]; none of its commands is added",
+        "plugin 'replaces' register_commands: DiffzooError: it adds the command(s) run, which diffzoo already has; "
+        "add a sub-typer named after the plugin; none of its commands is added"]
+    assert system.registry.has("detector", "halfway.v1")
+
+
+def test_a_plugin_that_exits_at_import_is_a_failure_not_the_end_of_diffzoo():
+    def exits():
+        raise SystemExit(3)
+
+    system = PluginSystem()
+    system._register_module("exits", exits, "1.0", False)
+    [failure] = system.failures
+    assert str(failure) == "plugin 'exits' failed to import: SystemExit: 3; the whole plugin is skipped"
+
+
+def test_a_factory_that_raises_is_the_plugins_error_naming_the_detector():
+    import pytest
+    import torch
+
+    import diffzoo
+    from diffzoo.harness.core.errors import PluginError
+    from diffzoo.harness.core.plugins import get_plugin_system, get_registry
+
+    tiny = get_registry().get("detector", "segformer.tiny").card
+    cards = {name: dataclasses.replace(tiny, name=name) for name in ("raises.v1", "inner.v1")}
+
+    def raises(build):
+        raise RuntimeError("x")
+
+    def inner(build):
+        return torch.nn.Conv2d(3, 1, kernel=3)  # a TypeError inside a factory that takes the build
+
+    class Plugin:
+        @hookimpl
+        def register_detectors(self, register):
+            register("raises.v1", raises, card=cards["raises.v1"])
+            register("inner.v1", inner, card=cards["inner.v1"])
+
+    system = get_plugin_system()
+    system.pm.register(Plugin(), name="factories")
+    system._registry = None
+    try:
+        with pytest.raises(PluginError, match=r"^detector 'raises.v1' from plugin 'factories': its factory raised "
+                                              r"RuntimeError: x$"):
+            diffzoo.create_detector("raises.v1")
+        with pytest.raises(PluginError) as err:
+            diffzoo.create_detector("inner.v1")
+        assert "its factory raised TypeError" in str(err.value) and "does not take a DetectorBuild" not in str(err.value)
+    finally:
+        system.pm.unregister(name="factories")
+        system._registry = None
+
+
+def test_a_suite_of_no_case_is_refused():
+    import pytest
+
+    from diffzoo.harness.core.errors import ConfigError
+    from diffzoo.harness.suites.model import Suite
+
+    with pytest.raises(ConfigError, match="suite 'empty' has no case"):
+        Suite(name="empty", version="1", description="x", cases=())
+
+
+def test_a_sniffer_that_crashes_leaves_the_other_adapters_to_find_the_dataset(diffseg_folder, caplog):
+    """A plugin adapter's bug in sniff(path) stopped `--dataset PATH` for every dataset, built-in ones too."""
+    import logging
+
+    from diffzoo.harness.core.plugins import get_plugin_system
+    from diffzoo.harness.run.factories import open_dataset
+
+    class Crashy:
+        @staticmethod
+        def sniff(path):
+            raise RuntimeError("sniff bug")
+
+    class Plugin:
+        @hookimpl
+        def register_datasets(self, register):
+            register("aaa.crashy", Crashy)  # asked first: adapters are asked in name order
+
+    system = get_plugin_system()
+    system.pm.register(Plugin(), name="crashy")
+    system._registry = None
+    try:
+        with caplog.at_level(logging.WARNING):
+            dataset = open_dataset(str(diffseg_folder))
+        assert dataset.name and len(dataset.ids("train")) > 0
+        assert [r.getMessage() for r in caplog.records if "aaa.crashy" in r.getMessage()] == [
+            f"{diffseg_folder}: dataset adapter aaa.crashy failed to look at it: RuntimeError: sniff bug"]
+    finally:
+        system.pm.unregister(name="crashy")
+        system._registry = None

@@ -1,14 +1,21 @@
+from types import SimpleNamespace
+
 import pytest
 
 from diffzoo.harness.core.errors import PluginError, RegistryError, UnknownNameError
 from diffzoo.harness.core.registry import Registry
 
 
+def card(name: str) -> SimpleNamespace:
+    """A detector is registered with its card, under the card's name; these tests read names only."""
+    return SimpleNamespace(name=name)
+
+
 def make():
     r = Registry()
     for tag in ("b10", "b2", "b0"):
-        r.add("detector", f"seg.{tag}", "x:y", default=tag == "b2", source="p1")
-    r.add("detector", "other.small", "x:y", source="p2")
+        r.add("detector", f"seg.{tag}", "x:y", default=tag == "b2", source="p1", card=card(f"seg.{tag}"))
+    r.add("detector", "other.small", "x:y", source="p2", card=card("other.small"))
     return r
 
 
@@ -37,8 +44,8 @@ def test_unknown_name_suggests():
 
 def test_a_hint_names_what_holds_the_name_and_nothing_for_a_name_unlike_any():
     r = make()
-    r.add("detector", "benco.mvss-net", "x:y", source="p3")
-    r.add("detector", "benco.mesorch", "x:y", source="p3")
+    r.add("detector", "benco.mvss-net", "x:y", source="p3", card=card("benco.mvss-net"))
+    r.add("detector", "benco.mesorch", "x:y", source="p3", card=card("benco.mesorch"))
     with pytest.raises(UnknownNameError) as exc:
         r.get("detector", "mvss")  # the short name people use: held whole by one entry (ratio 0.44)
     assert "Did you mean 'benco.mvss-net'?" in str(exc.value)
@@ -64,9 +71,18 @@ def test_a_name_spelt_in_other_case_is_hinted_and_all_is_named_where_it_is_accep
 def test_duplicates_name_both_sources():
     r = make()
     with pytest.raises(RegistryError, match="'p1' and by plugin 'p3'"):
-        r.add("detector", "seg.b0", "a:b", source="p3")
+        r.add("detector", "seg.b0", "a:b", source="p3", card=card("seg.b0"))
     with pytest.raises(RegistryError, match="two defaults"):
-        r.add("detector", "seg.b7", "a:b", default=True, source="p3")
+        r.add("detector", "seg.b7", "a:b", default=True, source="p3", card=card("seg.b7"))
+
+
+def test_a_detector_is_registered_under_its_cards_name():
+    r = Registry()
+    with pytest.raises(RegistryError, match="detector 'mine.v1' from plugin 'p' is registered without card="):
+        r.add("detector", "mine.v1", "x:y", source="p")
+    with pytest.raises(RegistryError, match="registered with the card of 'mine.conv': register it as that name"):
+        r.add("detector", "mine.v1", "x:y", source="p", card=card("mine.conv"))
+    assert r.add("detector", "mine.conv", "x:y", source="p", card=card("mine.conv")).name == "mine.conv"
 
 
 def test_lazy_entries_import_on_load_only():

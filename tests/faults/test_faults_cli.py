@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from PIL import Image
@@ -227,7 +228,8 @@ class TakesATakenName:
 
     @hookimpl
     def register_detectors(self, register):
-        register("greedy.fresh", "json:dumps", description="would be fine on its own")
+        register("greedy.fresh", "json:dumps", description="would be fine on its own",
+                 card=SimpleNamespace(name="greedy.fresh"))
 
     @hookimpl
     def register_suites(self, register):

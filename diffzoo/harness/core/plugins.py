@@ -59,6 +59,8 @@ class PluginFailure:
     def __str__(self) -> str:
         if self.stage == "select":
             return f"plugin {self.plugin!r} {self.message}"
+        if self.stage == "register_commands":  # its registrations stay: only what the hook adds is dropped
+            return f"plugin {self.plugin!r} register_commands: {self.message}; none of its commands is added"
         where = {"import": "failed to import", "hooks": "was not loaded"}.get(self.stage, f"raised in {self.stage}")
         return f"plugin {self.plugin!r} {where}: {self.message}; the whole plugin is skipped"
 
@@ -93,7 +95,7 @@ class PluginSystem:
         try:
             plugin = loader()
             self.pm.register(plugin, name=name)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a plugin's sys.exit() at import must not end diffzoo
             self._fail(name, "import", exc)
             return
         self.versions[name] = version
@@ -153,7 +155,7 @@ class PluginSystem:
             for hook_name, kind, impl in calls:  # a plugin may implement one hook several times (specname)
                 try:
                     impl.function(register=partial(trial.add, kind, source=name))
-                except Exception as exc:
+                except (Exception, SystemExit) as exc:
                     self._reject(name, plugin, hook_name, exc)
                     break
             else:
@@ -168,11 +170,21 @@ class PluginSystem:
         self.builtin.discard(name)
 
     def add_commands(self, cli: Any) -> None:
+        """Each plugin's ``register_commands(cli)`` on the typer app ``cli``, all of what it adds
+        or none: a hook that raises, or that adds a command or group of a name the app already
+        has (``run``: a plugin would silently replace diffzoo's), adds nothing and is reported."""
         self.registry  # noqa: B018 - a plugin rejected while registering gets no commands either
         for impl in self.pm.hook.register_commands.get_hookimpls():
+            commands, groups = len(cli.registered_commands), len(cli.registered_groups)
+            taken = command_names(cli)
             try:
                 impl.function(cli=cli)
-            except Exception as exc:
+                added = command_names(cli, commands, groups)
+                if clash := sorted({n for n in added if n in taken or added.count(n) > 1}):
+                    raise DiffzooError(f"it adds the command(s) {', '.join(clash)}, which diffzoo already has; "
+                                       "add a sub-typer named after the plugin")
+            except (Exception, SystemExit) as exc:  # a plugin's sys.exit() must not end diffzoo
+                del cli.registered_commands[commands:], cli.registered_groups[groups:]
                 self._fail(impl.plugin_name, "register_commands", exc)
 
     def info(self) -> list[PluginInfo]:
@@ -181,6 +193,16 @@ class PluginSystem:
             hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
             out.append(PluginInfo(name, self.versions.get(name, "?"), hooks, name in self.builtin))
         return sorted(out, key=lambda p: (not p.builtin, p.name))
+
+
+def command_names(cli: Any, commands: int = 0, groups: int = 0) -> list[str]:
+    """The names of the typer app ``cli``'s commands and groups (from the ``commands``-th and
+    ``groups``-th on), as its command line spells them."""
+    names = [info.name or info.callback.__name__.replace("_", "-") for info in cli.registered_commands[commands:]
+             if info.callback is not None or info.name]
+    names += [info.name or info.typer_instance.info.name for info in cli.registered_groups[groups:]
+              if info.name or info.typer_instance is not None]
+    return [str(n) for n in names if n]
 
 
 _SYSTEM: PluginSystem | None = None

@@ -58,7 +58,7 @@ def resolve_target(target: Any, what: str, source: str) -> Any:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
-    except Exception as exc:  # import errors of optional deps included
+    except (Exception, SystemExit) as exc:  # import errors of optional deps included; a sys.exit() too
         raise PluginError(
             f"{what} from plugin {source!r} cannot be loaded ({target}): "
             f"{type(exc).__name__}: {exc}"
@@ -100,6 +100,11 @@ class Registry:
                 f"{kind} {name!r} is registered twice: by plugin {entries[name].source!r} "
                 f"and by plugin {source!r}; rename one or uninstall a plugin"
             )
+        if kind == "detector" and getattr(card, "name", None) != name:  # records, plans and checkpoints name the card
+            raise RegistryError(f"detector {name!r} from plugin {source!r} is registered "
+                                + ("without card=: a detector needs its DetectorCard" if card is None else
+                                   f"with the card of {getattr(card, 'name', None)!r}: register it as that name, "
+                                   "or give it a card of its own (dataclasses.replace(card, name=...))"))
         entry = Entry(kind, name, target, source, card, default, description)
         if default:
             other = self._default_of(kind, entry.family)

@@ -24,6 +24,16 @@ MAX_BOOTSTRAP = 100_000
 resample is a row of every metric held until the end (10**9 of them are 171 GiB)."""
 
 
+def shareable(array: np.ndarray) -> np.ndarray:
+    """``array`` as one ``torch.from_numpy`` may share: C-contiguous and writable (a read-only
+    array, such as ``np.asarray(PIL image)`` a plugin's adapter or distortion returns, is copied:
+    torch warns on every use of one)."""
+    import numpy  # here: importing the types loads no numpy (the CLI's start)
+
+    array = numpy.ascontiguousarray(array)
+    return array if array.flags.writeable else array.copy()
+
+
 def check_seed(seed: object, what: str = "--seed") -> int:
     """``seed`` if it is an integer in [0, MAX_SEED]; else a ConfigError naming ``what``."""
     from diffzoo.harness.core.errors import ConfigError

@@ -29,7 +29,7 @@ from torch import nn
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, ModelError
 from diffzoo.harness.core.protocols import DetectorBuild, Report
 from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.core.types import BINARY, DetectionOutput
+from diffzoo.harness.core.types import BINARY, DetectionOutput, shareable
 from diffzoo.harness.models.detector import TorchDetector
 from diffzoo.harness.models.train_data import CropDataset, TrainData, make_loader, random_crop
 from diffzoo.harness.models.trainer import train_loop
@@ -75,7 +75,7 @@ class ImageLabelDataset(CropDataset):
             return None
         label = self.dataset.label_space.to_binary_map(sample.label)
         image, label = self.view(sample.image, label, rng)
-        img = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1).float() / 255.0
+        img = torch.from_numpy(shareable(image)).permute(2, 0, 1).float() / 255.0
         return img, torch.tensor(float(view_is_edited(label)))
 
 

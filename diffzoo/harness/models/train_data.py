@@ -24,7 +24,7 @@ from diffzoo.harness.core import distributed
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import PAPER_RATIO, TrainConfig
-from diffzoo.harness.core.types import IGNORE_INDEX
+from diffzoo.harness.core.types import IGNORE_INDEX, shareable
 from diffzoo.harness.data.distortions import resize_image, resize_label, shorter_side_size
 from diffzoo.harness.models.monitor import TrainMonitor
 from diffzoo.harness.models.resume import BatchStream, Resume
@@ -105,8 +105,8 @@ class CropDataset(torch.utils.data.Dataset):
         image, label = random_crop(image, label, self.cfg.crop_size, rng)
         if self.cfg.hflip and rng.random() < 0.5:
             image, label = image[:, ::-1], label[:, ::-1]
-        img = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1).float() / 255.0
-        return img, torch.from_numpy(np.ascontiguousarray(label)).long()
+        img = torch.from_numpy(shareable(image)).permute(2, 0, 1).float() / 255.0
+        return img, torch.from_numpy(shareable(label)).long()
 
 
 class EpochOrder(torch.utils.data.Sampler):

@@ -14,11 +14,26 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, DataError, PluginError, UnknownNameError, did_you_mean, not_found
+from diffzoo.harness.core.errors import (
+    ConfigError,
+    DataError,
+    DiffzooError,
+    PluginError,
+    UnknownNameError,
+    did_you_mean,
+    not_found,
+)
 from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import Progress, counter_callback
-from diffzoo.harness.core.protocols import Dataset, Detector, DetectorBuild, Generator, build_detector
+from diffzoo.harness.core.protocols import (
+    Dataset,
+    Detector,
+    DetectorBuild,
+    Generator,
+    build_detector,
+    takes_keyword_form,
+)
 from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY, LabelSpace
 from diffzoo.harness.data.hfsource import is_hub_id
@@ -34,13 +49,28 @@ def create_detector(
     factory called with a :class:`DetectorBuild`."""
     entry = get_registry().get("detector", name)
     factory = entry.load()
+    build = DetectorBuild(entry.card, task, label_space or BINARY, pretrained)
+    if not takes_keyword_form(factory) and (wrong := _not_callable_with(factory, build)) is not None:
+        raise PluginError(f"detector {entry.name!r} from plugin {entry.source!r} has a factory that does not "
+                          f"take a DetectorBuild, factory(build): {wrong}")
     try:
-        return build_detector(factory, DetectorBuild(entry.card, task, label_space or BINARY, pretrained))
+        return build_detector(factory, build)
+    except DiffzooError:  # the factory's own words (weights to download, an option it refuses)
+        raise
+    except Exception as exc:  # a plugin's bug, named as its own, never "internal error"
+        raise PluginError(f"detector {entry.name!r} from plugin {entry.source!r}: its factory raised "
+                          f"{type(exc).__name__}: {exc}") from exc
+
+
+def _not_callable_with(factory: Any, build: DetectorBuild) -> str | None:
+    """Why ``factory(build)`` cannot be called (its signature), None where it can or none is known."""
+    try:
+        inspect.signature(factory).bind(build)
     except TypeError as exc:
-        raise PluginError(
-            f"detector {entry.name!r} from plugin {entry.source!r} has a factory that does not "
-            f"take a DetectorBuild, factory(build): {exc}"
-        ) from exc
+        return str(exc)
+    except ValueError:  # no signature to read (a C callable)
+        pass
+    return None
 
 
 def create_generator(name: str, **options: Any) -> Generator:
@@ -193,12 +223,13 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
         raise UnknownNameError("dataset", spec, [e.name for e in registry.list("dataset")])
     target = path if path.exists() else spec
     adapters = sniffing_adapters()
-    found = recognise(target, adapters)
+    crashed: list[str] = []  # a plugin's sniffer that fails is warned about; the others are still asked
+    found = recognise(target, adapters, crashed=crashed)
     if found is not None:
         return open_recognised(found, target, options, flag)
     empty = path.is_dir() and next(path.iterdir(), None) is None
     raise DataError(
         f"{target}: no dataset adapter recognises this layout{' (the folder is empty)' if empty else ''}. "
         f"Adapters: {', '.join(entry.name for entry, _ in adapters)}; `diffzoo list datasets` says the "
-        "layout each expects (docs/datasets.md)"
+        "layout each expects (docs/datasets.md)" + "".join(f"; {c}" for c in crashed)
     )

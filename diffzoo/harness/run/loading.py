@@ -28,7 +28,7 @@ import torch
 
 from diffzoo.harness.core.parallel import ordered_map, sendable
 from diffzoo.harness.core.protocols import Dataset
-from diffzoo.harness.core.types import SampleMeta
+from diffzoo.harness.core.types import SampleMeta, shareable
 from diffzoo.harness.data.distortions import resize_image, shorter_side_size
 from diffzoo.harness.data.fingerprint import DigestCache
 
@@ -50,7 +50,7 @@ def detector_input(image: np.ndarray, short_side: int | None) -> np.ndarray:
 
 def chw_uint8(image: np.ndarray) -> torch.Tensor:
     """An H x W x 3 uint8 image as a 3 x H x W uint8 tensor (what workers send: a quarter of float's bytes)."""
-    return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)
+    return torch.from_numpy(shareable(image)).permute(2, 0, 1)
 
 
 def as_batch(image: torch.Tensor) -> torch.Tensor:

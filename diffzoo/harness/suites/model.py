@@ -137,6 +137,8 @@ class Suite:
     references: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if not self.cases:  # a run of it would make no record and exit 0, as if it had passed
+            raise ConfigError(f"suite {self.name!r} has no case; a suite is at least one case")
         names = [c.name for c in self.cases]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
