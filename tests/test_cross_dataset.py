@@ -131,4 +131,4 @@ def test_eval_dataset_mistakes_name_the_flag_and_the_fix(capsys, tmp_path):
     assert code == 2 and "--eval-dataset mini: " in stderr and "does not take --eval-dataset-option bogus" in stderr
     code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--out",
                           tmp_path / "out2", "--eval-dataset", "someone/SomeBench:test", *FAST)
-    assert code != 0 and "huggingface-cli download someone/SomeBench --repo-type dataset" in stderr
+    assert code != 0 and "hf download someone/SomeBench --repo-type dataset" in stderr

@@ -104,7 +104,7 @@ def test_hub_id_offline_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(DataError) as err:
         DiffSeg30kDataset("Chaos2629/Diffseg30k")
     msg = str(err.value)
-    assert "huggingface-cli download Chaos2629/Diffseg30k --repo-type dataset" in msg
+    assert "hf download Chaos2629/Diffseg30k --repo-type dataset" in msg
     assert "pass the local path" in msg
 
 

@@ -82,7 +82,7 @@ def hub_rows(items, order: str, split: str = "test", class_label: bool = True) -
 
 
 def hub_copy(root, order: str, parts: dict, class_label: bool = True):
-    """``<root>/data/<split>-00000-of-00001.parquet``, as `huggingface-cli download` leaves it."""
+    """``<root>/data/<split>-00000-of-00001.parquet``, as `hf download` leaves it."""
     (root / "data").mkdir(parents=True)
     for split, items in parts.items():
         hub_rows(items, order, split, class_label).to_parquet(str(root / "data" / f"{split}-00000-of-00001.parquet"))

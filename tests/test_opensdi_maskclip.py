@@ -406,8 +406,8 @@ def test_offline_the_full_card_names_both_downloads(offline_empty_hub):
     with pytest.raises(WeightsUnavailableError) as exc:
         create_detector("opensdi.maskclip", "binary", pretrained=True)
     message = str(exc.value)
-    assert "`huggingface-cli download timm/vit_large_patch14_clip_224.openai`" in message
-    assert "`huggingface-cli download timm/vit_base_patch16_224.mae`" in message
+    assert "`hf download timm/vit_large_patch14_clip_224.openai`" in message
+    assert "`hf download timm/vit_base_patch16_224.mae`" in message
     assert "--no-pretrained" in message and "releases no trained MaskCLIP weights" in message
     assert offline_empty_hub == []
 

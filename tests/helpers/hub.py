@@ -35,7 +35,7 @@ def split_rows(generator: str, n: int, seed: int = 0, rows: list[dict] | None = 
 
 
 def hub_copy(root, copy: str, splits: dict) -> None:
-    """``<root>/<copy>/data/<split>-00000-of-00001.parquet``, as `huggingface-cli download` leaves it."""
+    """``<root>/<copy>/data/<split>-00000-of-00001.parquet``, as `hf download` leaves it."""
     (root / copy / "data").mkdir(parents=True)
     for name, ds in splits.items():
         ds.to_parquet(str(root / copy / "data" / f"{name}-00000-of-00001.parquet"))

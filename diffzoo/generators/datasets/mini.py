@@ -310,7 +310,7 @@ MINI_NOTICE = (
     "'mini' is diffzoo's embedded demo dataset: small images edited by tiny random-weight "
     "editors. Its numbers only prove that the pipeline works end to end; they say nothing "
     "about real detectors or editors. For the paper's benchmark, download DiffSeg30k "
-    "(huggingface-cli download Chaos2629/Diffseg30k --repo-type dataset) and run "
+    "(hf download Chaos2629/Diffseg30k --repo-type dataset) and run "
     "`diffzoo run --detector segformer --suite all --dataset PATH/TO/train.zip`."
 )
 

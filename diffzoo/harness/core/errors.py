@@ -109,7 +109,7 @@ class WeightsUnavailableError(ModelError):
     """Weights are not cached locally and cannot be downloaded (offline)."""
 
     def __init__(self, what: str, source: str, detail: str = "", fetch: str | None = None):
-        how = fetch or (f"`huggingface-cli download {source}`, then copy the HF cache "
+        how = fetch or (f"`hf download {source}`, then copy the HF cache "
                         "(~/.cache/huggingface) here or set HF_HOME")
         msg = (
             f"{what}: weights {source!r} are not in the local cache and could not be "

@@ -273,7 +273,7 @@ def _load(path: Path | None, hub: str | None) -> dict[str, Any]:
         if hub is not None:
             raise DataError(
                 f"cannot load {hub} through `datasets` ({type(exc).__name__}: {exc}). "
-                f"Download it where there is network access: `huggingface-cli download "
+                f"Download it where there is network access: `hf download "
                 f"{hub} --repo-type dataset --local-dir DIR`, copy DIR here and pass the "
                 f"local path instead (for DiffSeg30k: DIR/train.zip, or the folder it was "
                 f"extracted to)"

@@ -218,7 +218,7 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
         if _looks_like_path(spec):
             hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) is not None
             raise not_found(DataError(f"dataset path {spec} does not exist" + (
-                f" (a Hugging Face dataset id? diffzoo reads a local copy: huggingface-cli download {spec} "
+                f" (a Hugging Face dataset id? diffzoo reads a local copy: hf download {spec} "
                 "--repo-type dataset --local-dir DIR, then pass DIR)" if hub else "")))
         raise UnknownNameError("dataset", spec, [e.name for e in registry.list("dataset")])
     target = path if path.exists() else spec

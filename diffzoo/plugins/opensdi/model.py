@@ -453,7 +453,7 @@ def pretrained_files(card: DetectorCard) -> tuple[Path, Path]:
             f"detector {card.name}", " and ".join(repos),
             f"OpenAI CLIP ViT-L/14 (open_clip {name!r}, pretrained={tag!r}) and the MAE ViT-B/16 encoder; "
             f"OpenSDI releases no trained MaskCLIP weights, diffzoo trains them; {NO_PRETRAINED}",
-            fetch=" and ".join(f"`huggingface-cli download {r}`" for r in repos)
+            fetch=" and ".join(f"`hf download {r}`" for r in repos)
             + ", then copy the HF cache (~/.cache/huggingface) here or set HF_HOME")
     return found[0], found[1]
 
