@@ -169,6 +169,25 @@ def test_cli_labels_match_the_manifest(capsys, tmp_path):
         assert [t.editor for t in sample.meta.turns] == [t["editor"] for t in row["turns"]]
 
 
+def test_an_editor_the_label_map_spells_otherwise_keeps_one_name(capsys, tmp_path):
+    """sd35 and kandinsky22 are read back as the DiffSeg30k names sd3.5 and kandinsky2.2: the dataset
+    writes those, so its label map, manifest and statistics name each editor once."""
+    bases = make_bases(tmp_path / "bases", n=2)
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "generate", "--out", out, "--bases", bases, "--editors",
+                       "sd35.tiny,kandinsky22.tiny,sd2.tiny", "--n", 3, "--ai-bases", 0, "--size", 32)
+    assert code == 0, err
+    assert json.loads((out / "labels.json").read_text())["names"] == ["background", "sd3.5", "kandinsky2.2", "sd2"]
+    ds = open_dataset(str(out))
+    assert list(ds.label_space.names) == ["background", "sd3.5", "kandinsky2.2", "sd2"]
+    assert {t["editor"] for row in manifest(out) for t in row["turns"]} <= set(ds.label_space.names)
+    code, text, err = cli(capsys, "data", "stats", out, "--json", "--no-plots")
+    assert code == 0, err
+    editors = json.loads(text)["editors"]
+    assert sorted(editors) == ["kandinsky2.2", "sd2", "sd3.5"]  # each once, with its value in the label map
+    assert all(e["value"] is not None and e["images"] == e["images_from_turns"] for e in editors.values())
+
+
 # -- resumability, torchrun, fingerprints ---------------------------------------------------
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):

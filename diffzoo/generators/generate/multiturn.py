@@ -26,6 +26,7 @@ from diffzoo.generators.generate.regions import Region
 from diffzoo.harness.core.cards import family_of
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
+from diffzoo.harness.data.labelmaps import editor_label
 
 log = logging.getLogger(__name__)
 
@@ -128,10 +129,11 @@ def torch_threads(n: int | None) -> Iterator[None]:
 
 
 def class_names(editors: Sequence[str]) -> tuple[str, ...]:
-    """Label class of each editor: its family (``sdxl.tiny`` -> ``sdxl``), or the full name
-    where two chosen editors share a family."""
+    """Label class of each editor: its family as a label map reads it back (``sdxl.tiny`` ->
+    ``sdxl``, ``sd35.tiny`` -> ``sd3.5``: :func:`editor_label`), or the full name where two
+    chosen editors share a family."""
     families = [family_of(e) for e in editors]
-    names = tuple(f if families.count(f) == 1 else e for f, e in zip(families, editors))
+    names = tuple(editor_label(f) if families.count(f) == 1 else e for f, e in zip(families, editors))
     if len(set(names)) != len(names):
         from diffzoo.harness.core.errors import ConfigError
 

@@ -118,6 +118,12 @@ _EDITOR_KEYS = {
 }
 
 
+def editor_label(name: str) -> str:
+    """The class name a label map gives editor ``name``: a DiffSeg30k editor's short name however it
+    is spelt (``SD3.5``, ``sd35``, ``Kandinsky 2.2`` -> ``sd3.5``, ``kandinsky2.2``), else ``name``."""
+    return _EDITOR_KEYS.get(_editor_key(name), name.strip())
+
+
 def label_map_sha256(names: Iterable[str]) -> str:
     """sha256 (64 hex) of the label map's canonical JSON: the list of names,
     ``json.dumps(names, separators=(",", ":"), ensure_ascii=True)``."""
@@ -141,7 +147,7 @@ def names_to_space(names: Sequence[Any], where: str) -> LabelSpace:
             f"{where}: value 0 is named {first!r}, but value 0 is the background (unedited "
             f"pixels); list the classes in mask-value order starting with 'background'"
         )
-    out = ["background", *(_EDITOR_KEYS.get(_editor_key(n), n.strip()) for n in names[1:])]
+    out = ["background", *(editor_label(n) for n in names[1:])]
     try:
         return LabelSpace(tuple(out))
     except DataError as exc:
