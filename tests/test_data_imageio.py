@@ -274,11 +274,28 @@ def test_load_label_space_forms(tmp_path):
     assert load_label_space(str(f)).names == ("background", "x", "y")
     assert load_label_space("sdxl, flux1").names == ("background", "sdxl", "flux1")
     assert load_label_space("background,sdxl").names == ("background", "sdxl")
+    for value_0 in ("Background", "bg", "BG"):  # an alias names value 0, as in a label file: never a class
+        assert load_label_space(f"{value_0},sd2,sdxl").names == ("background", "sd2", "sdxl")
     f.write_text(json.dumps({"classes": []}))
     with pytest.raises(DataError, match="names"):
         load_label_space(f)
     with pytest.raises(DataError, match="does not exist"):
         load_label_space(tmp_path / "missing.json")
+
+
+def test_a_label_file_giving_a_value_twice_or_a_verified_that_is_not_a_boolean_is_refused(tmp_path):
+    """json keeps the last of two equal keys silently (the YAML reader refuses them); "verified": "false"
+    is a true value, so it vouched for an order it denies."""
+    from diffzoo.harness.core.fsutil import FileRefused
+
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"0": "background", "1": "sdxl", "2": "sd2", "1": "sd2", "2": "sdxl"}')
+    with pytest.raises(FileRefused, match="twice.json.*gives '1' twice in one object; keep one"):
+        load_label_space(twice)
+    said = tmp_path / "said.json"
+    said.write_text(json.dumps({"names": ["background", "sd2"], "verified": "false"}))
+    with pytest.raises(DataError, match=r"verified must be true or false, got 'false'"):
+        load_label_space(said)
 
 
 def test_check_mask_values():

@@ -291,18 +291,29 @@ def json_depth(data: bytes) -> int:
     return int(np.cumsum(steps).max())
 
 
-def parse_json(data: bytes | str, source: str = "the JSON text", max_depth: int = MAX_JSON_DEPTH) -> Any:
+def parse_json(data: bytes | str, source: str = "the JSON text", max_depth: int = MAX_JSON_DEPTH, *,
+               unique_keys: bool = False) -> Any:
     """The value of the JSON text ``data`` (UTF-8 bytes or text).  FileRefused naming ``source``
     if it nests deeper than ``max_depth`` (checked before parsing: no parser or recursive walk of
-    the value overflows); json.JSONDecodeError or UnicodeDecodeError (both ValueErrors) if it is
-    not JSON."""
+    the value overflows), or, with ``unique_keys`` (a file a person writes), if an object gives
+    one key twice (json keeps the last silently); json.JSONDecodeError or UnicodeDecodeError
+    (both ValueErrors) if it is not JSON."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if json_depth(raw) > max_depth:
         raise FileRefused(source, f"nests arrays and objects deeper than {max_depth} levels; diffzoo reads no "
                                   "JSON that deep")
     text = data if isinstance(data, str) else data.decode("utf-8")
+
+    def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise FileRefused(source, f"gives {key!r} twice in one object; keep one")
+            seen.add(key)
+        return dict(pairs)
+
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=once if unique_keys else None)
     except RecursionError:  # a parser with a lower limit than max_depth
         raise FileRefused(source, "nests arrays and objects too deeply to be parsed") from None
 

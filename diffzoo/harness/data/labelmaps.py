@@ -196,7 +196,9 @@ def _names_of(data: Any, where: str) -> list[Any]:
 
 def _from_structured(data: Any, where: str, verified: bool) -> tuple[LabelSpace, bool]:
     if isinstance(data, dict) and "names" in data:
-        verified = bool(data.get("verified", verified))
+        verified = data.get("verified", verified)
+        if not isinstance(verified, bool):  # "false" is a true value: a string must not vouch for the order
+            raise DataError(f"{where}: verified must be true or false, got {verified!r}")
         data = data["names"]
     return names_to_space(_names_of(data, where), where), verified
 
@@ -239,7 +241,7 @@ def parse_label_bytes(
         text = data.decode("utf-8-sig")
         if suffix in _TABLE_SUFFIXES:
             return names_to_space(_from_table(text, where), where), verified
-        parsed = read_yaml(text, where) if suffix in (".yaml", ".yml") else parse_json(text, where)
+        parsed = read_yaml(text, where) if suffix in (".yaml", ".yml") else parse_json(text, where, unique_keys=True)
     except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, csv.Error) as exc:
         raise DataError(f"{where} is not a readable label map ({exc})") from None
     return _from_structured(parsed, where, verified)
@@ -288,7 +290,7 @@ def _parse_given_spec(spec: str | os.PathLike) -> tuple[LabelSpace, bool]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise DataError(f"empty label specification {text!r}; give a label file or names")
-    if names[0] != "background":
+    if names[0].lower() not in BACKGROUND_ALIASES:  # "Background,sd2" names value 0; "sd2,sdxl" starts at 1
         names.insert(0, "background")
     return names_to_space(names, f"names {text!r}"), True
 
