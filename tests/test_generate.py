@@ -294,6 +294,10 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
                        "--regions", "boxes")
     assert code != 0 and "masks:DIR" in err
     assert not (tmp_path / "o").exists()  # nothing written before the options were checked
+    code, _, err = cli(capsys, "generate", "--out", bases / "gen", "--bases", bases, "--editors", EDITORS)
+    assert code == 2 and f"--out {bases / 'gen'} is inside the bases' folder {bases}: the images it writes would " \
+                         "be read as bases the next time" in " ".join(err.split())
+    assert not (bases / "gen").exists()
 
 
 @pytest.mark.parametrize("args, said", [

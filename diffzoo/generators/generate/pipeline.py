@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -216,10 +217,19 @@ class DatasetGenerator:
                         "scale": self.config.lora_scale})
         return out or None
 
+    def _outside_bases(self, folder: Path) -> None:
+        """--out may not lie in the bases' folder: the images it writes would be bases of the next
+        run, so a resumed or longer run would find other bases than the first and refuse to go on."""
+        out, bases = os.path.realpath(self.config.out), os.path.realpath(folder)
+        if out == bases or out.startswith(bases.rstrip(os.sep) + os.sep):
+            raise ConfigError(f"--out {self.config.out} is inside the bases' folder {folder}: the images it writes "
+                              "would be read as bases the next time; choose an --out outside it")
+
     def _list_bases(self, spec: str) -> tuple[list[Any], Any]:
         from diffzoo.generators.generate.bases import BaseRef, list_folder
 
         if not spec.startswith("coco:"):
+            self._outside_bases(Path(spec))
             return list_folder(Path(spec)), None
         from diffzoo.generators.generate.coco import CocoIndex, parse_coco_spec
 
