@@ -211,6 +211,16 @@ def test_a_held_out_editor_the_dataset_lacks_is_named_once(capsys):
     assert line.count("nosuch") == 1
 
 
+@pytest.mark.parametrize("task, said", [
+    ("nosuch", "--task 'nosuch' is not a task. Tasks: binary, semantic, classification"),
+    ("Binary", "--task 'Binary' is not a task. Did you mean 'binary'?"),
+    ("classification", "--task classification: fcn8s.tiny serves binary, semantic, not classification"),
+])
+def test_plugins_check_of_a_task_that_is_none_is_a_usage_error_not_a_failed_check(capsys, task, said):
+    """Each was a table of FAIL rows against the detector, exit 1."""
+    one_line_exit_2(*cli(capsys, "plugins", "check", "fcn8s.tiny", "--task", task), said)
+
+
 def test_list_with_a_misspelled_kind(capsys):
     line = one_line_exit_2(*cli(capsys, "list", "detektors"), "Did you mean 'detectors'?")
     assert line.count("'detectors'") == 1

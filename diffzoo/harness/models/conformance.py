@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.core.errors import UnknownNameError
+from diffzoo.harness.core.errors import ConfigError, UnknownNameError, did_you_mean
 from diffzoo.harness.core.outputs import check_output
 from diffzoo.harness.core.plugins import get_plugin_system, get_registry
 from diffzoo.harness.core.protocols import KEYWORD_FORM, Detector, DetectorBuild, build_detector, takes_keyword_form
@@ -283,9 +283,17 @@ def _round_trip(entry: Any, det: Detector, task: str, label_space: LabelSpace, s
 
 
 def check_plugin(name: str, tasks: list[str] | None = None, device: str = "cpu", seed: int = 0) -> list[Finding]:
-    """A detector name, or a plugin name: then its hooks and every detector it registers."""
+    """A detector name, or a plugin name: then its hooks and every detector it registers.  A task
+    that is none, or one a named detector's card does not list, is the user's mistake (ConfigError),
+    never a finding against the detector."""
     registry = get_registry()
+    for task in tasks or ():
+        if task not in TASKS:
+            raise ConfigError(f"--task {task!r} is not a task.{did_you_mean(task, TASKS)} Tasks: {', '.join(TASKS)}")
     if registry.has("detector", name):
+        card = registry.get("detector", name).card
+        if isinstance(card, DetectorCard) and (other := [t for t in tasks or () if t not in card.tasks]):
+            raise ConfigError(f"--task {other[0]}: {card.name} serves {', '.join(card.tasks)}, not {other[0]}")
         return check_detector(name, tasks, device, seed)
     system = get_plugin_system()
     plugins = {info.name: info for info in system.info()}
@@ -301,8 +309,10 @@ def check_plugin(name: str, tasks: list[str] | None = None, device: str = "cpu",
                    "the plugin implements no register_* hook (diffzoo/harness/core/hookspecs.py)")
     findings = report.findings
     for entry in registry.list("detector"):
-        if entry.source == name:
-            findings += check_detector(entry.name, tasks, device, seed)
+        if entry.source == name:  # with --task, each detector on those of its tasks
+            served = None if tasks is None else [t for t in tasks if t in getattr(entry.card, "tasks", ())]
+            if served != []:
+                findings += check_detector(entry.name, served, device, seed)
     if name in plugins and not any(e.source == name for e in registry.list("detector")):
         findings.append(Finding(name, "-", "detectors", True, "registers no detector (nothing more to check)"))
     return findings
