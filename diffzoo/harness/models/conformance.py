@@ -289,7 +289,8 @@ def check_plugin(name: str, tasks: list[str] | None = None, device: str = "cpu",
     registry = get_registry()
     for task in tasks or ():
         if task not in TASKS:
-            raise ConfigError(f"--task {task!r} is not a task.{did_you_mean(task, TASKS)} Tasks: {', '.join(TASKS)}")
+            raise ConfigError(f"--task {task!r} is not a task.{did_you_mean(task, [str(t) for t in TASKS])} "
+                              f"Tasks: {', '.join(TASKS)}")
     if registry.has("detector", name):
         card = registry.get("detector", name).card
         if isinstance(card, DetectorCard) and (other := [t for t in tasks or () if t not in card.tasks]):
