@@ -45,9 +45,17 @@ CLICK_ERRORS = _click_error_types()
 INTERRUPTED = 130
 
 
-def _interrupted() -> None:
-    err_console.print("interrupted: nothing half-written is kept (every file is written whole or not at all); "
-                      "the same command run again reuses what was finished", soft_wrap=True)
+RESUMING = frozenset({"run", "train", "generate", "sweep", "reproduce"})
+"""The commands whose work a second run of the same command takes up where it stopped (states,
+resume points, samples and jobs kept); the others start again."""
+
+
+def _interrupted(args: list[str]) -> None:
+    command = next((a for a in args if not a.startswith("-")), "")
+    again = ("the same command run again reuses what was finished" if command in RESUMING else
+             "the same command run again starts anew")
+    err_console.print(f"interrupted: nothing half-written is kept (every file is written whole or not at all); "
+                      f"{again}", soft_wrap=True)
     sys.exit(INTERRUPTED)
 
 
@@ -151,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         with reporting(RichProgress(err_console)):  # a long read deep in a command is shown (stdout stays its own)
             code = app(args=args, prog_name="diffzoo", standalone_mode=False)
         if code == INTERRUPTED:  # typer turns Ctrl-C inside a command into Exit(130)
-            _interrupted()
+            _interrupted(args)
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, here
             sys.exit(code)
     except TrainingStopped as exc:  # SIGINT/SIGTERM during training: not an error, its state is saved
@@ -169,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print("aborted")
         sys.exit(130)
     except KeyboardInterrupt:
-        _interrupted()
+        _interrupted(args)
     except CLICK_ERRORS as exc:  # usage errors: click's message, exit 2
         exc.show()
         sys.exit(exc.exit_code)

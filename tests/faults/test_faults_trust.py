@@ -398,3 +398,8 @@ def test_ctrl_c_says_it_was_interrupted(capsys, monkeypatch):
     monkeypatch.setattr(api, "evaluate", interrupted)
     code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard")
     assert code == 130 and len(lines(err)) == 1 and err.startswith("interrupted")
+    assert " ".join(err.split()).endswith("the same command run again reuses what was finished")
+    # a build is made in a temporary folder and deleted when stopped: run again, it starts anew
+    monkeypatch.setattr("diffzoo.generators.datasets.mini.ensure_mini", interrupted)
+    code, out, err = cli(capsys, "data", "build", "mini", "--root", "x")
+    assert code == 130 and " ".join(err.split()).endswith("the same command run again starts anew"), err
