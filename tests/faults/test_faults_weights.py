@@ -292,6 +292,7 @@ def test_a_full_disk_while_building_mini_names_the_png_and_leaves_no_folder(caps
     written = Path(line.split("disk full while writing ", 1)[1].split(" (", 1)[0])
     assert written.parent.name == "train_copy" and written.is_relative_to(tmp_path)
     assert not root.exists() and not any(p.name.startswith(".mini.tmp") for p in tmp_path.iterdir())
+    assert not (tmp_path / ".mini.lock").exists()  # a --root's lock is the cache's, never beside the user's folders
 
 
 def test_a_full_disk_writing_the_mini_manifest_names_it(tmp_path, monkeypatch):

@@ -30,7 +30,9 @@ cache or ``--root``; that copy's bytes are this machine's.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -299,7 +301,10 @@ def ensure_mini(
     target = Path(root) if root is not None else mini_root(cache, n_images=n_images, size=size, seed=seed)
     if _is_built(target) and not force:
         return target
-    with exclusive_lock(target.parent / f".{target.name}.lock"):
+    # a --root of the user's: its lock lives in the cache, never as a file beside the user's folders
+    lock = target.parent / f".{target.name}.lock" if root is None else \
+        cache_root() / "locks" / f"mini-{hashlib.sha256(os.path.realpath(target).encode()).hexdigest()[:16]}.lock"
+    with exclusive_lock(lock):
         if force or not _is_built(target):  # another process may have finished while we waited
             log.info("building the mini dataset at %s (first use)", target)
             build_mini(target, n_images=n_images, size=size, seed=seed, progress=progress, overwrite=target.exists())
