@@ -284,3 +284,27 @@ def test_segformer_answers_for_one_pixel_and_extreme_aspect_ratios():
         for size in ((1, 1), (1, 300), (300, 1), (3, 5)):
             logits = det.predict(torch.rand(1, 3, *size)).mask_logits
             assert tuple(logits.shape) == (1, channels, *size), (task, size, tuple(logits.shape))
+
+
+@pytest.mark.parametrize("fit, said", [
+    ("raises", "detector 'fits.x' from plugin 'tests_detector_fits_x': its fit raised RuntimeError: fit exploded"),
+    ("none", "detector 'fits.x' from plugin 'tests_detector_fits_x': its fit returned a NoneType, not a training log"),
+    ("tensor", "its fit returned Object of type Tensor is not JSON serializable, not a training log"),
+])
+def test_a_detector_fit_that_raises_or_returns_no_log_is_the_plugins_error(capsys, diffseg_folder, tmp_path,
+                                                                          monkeypatch, fit, said):
+    """Each was "internal error: ..." naming neither the detector nor its plugin."""
+    from helpers.detectors import register_test_detector
+
+    class Fits(Scripted):
+        def fit(self, train, config, progress=None):
+            if fit == "raises":
+                raise RuntimeError("fit exploded")
+            return None if fit == "none" else {"final": torch.tensor(1.0)}
+
+    card = DetectorCard(name="fits.x", description="a detector whose fit the test chooses", tasks=("binary",))
+    register_test_detector(monkeypatch, card, lambda build: Fits(build.task, build.label_space, card=build.card))
+    code, out, err = cli(capsys, "run", "--detector", "fits.x", "--suite", "standard", "--dataset", diffseg_folder,
+                         "--out", tmp_path / "out", "--bootstrap", "0", "--device", "cpu", "--iterations", "2")
+    assert code == 1 and "internal error" not in err and said in " ".join(err.split()), err
+    assert not list((tmp_path / "out").glob("records/*.json"))
