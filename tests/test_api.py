@@ -98,8 +98,9 @@ def test_a_sigterm_is_logged_and_still_ends_the_process_as_sigterm(tmp_path):
     """A scheduler's SIGTERM at a time limit leaves its line in the log; the process still ends by it."""
     script = tmp_path / "job.py"
     script.write_text(
-        "import os, signal, sys, time\n"
+        "import logging, os, signal, sys, time\n"
         "from pathlib import Path\n"
+        "logging.basicConfig(format='%(levelname)s %(name)s: %(message)s')\n"  # the console, as the CLI's
         "from diffzoo.harness.core.runlog import RunLog\n"
         "path = Path(sys.argv[1])\n"
         "logged = RunLog(path, lambda: path)\n"
@@ -117,6 +118,7 @@ def test_a_sigterm_is_logged_and_still_ends_the_process_as_sigterm(tmp_path):
     assert proc.stdout.splitlines() == ["watched True restored True"]  # the default again after the block
     lines = log.read_text().splitlines()
     assert "evaluating" in lines[0] and lines[1].endswith("ERROR diffzoo.run: stopped: SIGTERM received")
+    assert proc.stderr.strip() == "ERROR diffzoo.run: stopped: SIGTERM received"  # said where the user looks, too
 
 
 def test_a_users_own_logs_in_a_forced_out_folder_are_left_alone_and_the_run_goes_on(diffseg_folder, tmp_path,

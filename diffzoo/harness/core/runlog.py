@@ -86,8 +86,9 @@ class RunLog(logging.Handler):
                   f"{Path.cwd()}: {shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])}")
 
     def _terminated(self, signum: int, frame: FrameType | None) -> None:
-        """SIGTERM (a scheduler's time limit) noted, then left to end the process as it would."""
-        self.note("stopped: SIGTERM received", logging.ERROR)
+        """SIGTERM (a scheduler's time limit) said, in this log and on the console (a process that
+        dies of it silently leaves its user guessing), then left to end the process as it would."""
+        logging.getLogger("diffzoo.run").error("stopped: SIGTERM received")  # reaches this log: it is attached
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.raise_signal(signal.SIGTERM)
 
