@@ -135,6 +135,25 @@ def test_an_exception_inside_predict_names_the_detector(ds):
     expect_error(ds, Scripted(answer=boom), r"predict raised IndexError: list index out of range")
 
 
+def test_a_dataset_load_or_distortion_that_raises_names_the_sample_and_dataset(ds, monkeypatch):
+    """A plugin adapter's KeyError (or its distortion's bug) was "internal error: KeyError: 'id'"."""
+    from diffzoo.harness.core.errors import PluginError
+
+    first = ds.ids("val")[0]
+    real = ds.load
+
+    def load(sid):
+        if sid == first:
+            raise KeyError(sid)
+        return real(sid)
+
+    monkeypatch.setattr(ds, "load", load)
+    with pytest.raises(PluginError) as info:
+        score(ds, Scripted())
+    assert str(info.value) == (f"sample {first!r} of dataset {ds.name!r}: reading it, or the distortion 'identity', "
+                               f"raised KeyError: {first!r}")
+
+
 # -- through the CLI: one line, exit non-zero, no record -------------------------------
 
 def _half_size(x):
