@@ -253,4 +253,8 @@ def test_two_processes_ensure_the_same_build(tmp_path):
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
     assert {o[0].strip().splitlines()[-1] for o in outs} == {str(root)}
     assert len(_manifest(root)) == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".shared.lock", "shared"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]  # the lock is the cache's, not the user's
+
+    from diffzoo.harness.core.fsutil import cache_root
+
+    assert list((cache_root() / "locks").glob("mini-*.lock"))  # the one both processes took

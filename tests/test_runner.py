@@ -194,8 +194,10 @@ def eight_editor_folder(tmp_path_factory):
 
 
 def paper_request(folder, **kw):
-    return request(folder, bootstrap=0, iterations=10, dataset_option={"calib_fraction": 0.15},
-                   generator={"sdxl.hyper-sd-8step": "sdxl.tiny-lora"}, **kw)
+    """The paper's suites on the eight-editor fixture; the LoRA suite's generator where it is run
+    (a --generator no case reads is refused)."""
+    lora = {"generator": {"sdxl.hyper-sd-8step": "sdxl.tiny-lora"}} if kw.get("suite") in ("all", "lora") else {}
+    return request(folder, bootstrap=0, iterations=10, dataset_option={"calib_fraction": 0.15}, **lora, **kw)
 
 
 @pytest.fixture(scope="module")
