@@ -39,8 +39,9 @@ def _request(folder: Path, detector: str = "segformer.tiny", **kw) -> RunRequest
                       iterations=ITERATIONS, batch_size=2, crop_size=crop, **kw)
 
 
-class _Killed(Exception):
-    """Stands in for a kill in the middle of training."""
+class _Killed(BaseException):
+    """Stands in for a kill in the middle of training: like a KeyboardInterrupt, not an Exception, which a
+    detector's fit raising would be its plugin's error."""
 
 
 class _Steps:
