@@ -8,7 +8,8 @@ the thing that is wrong and, where there is one, the fix.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 
 def did_you_mean(name: str, choices: Sequence[str], n: int = 1, cutoff: float = 0.6) -> str:
@@ -81,6 +82,30 @@ class RegistryError(DiffzooError):
 
 class PluginError(DiffzooError):
     """A plugin failed to import or raised inside a hook."""
+
+
+def plugins_bug(what: str, exc: BaseException) -> BaseException:
+    """``exc``, raised by a plugin's code (``what``: which, e.g. "detector 'x' from plugin 'p': its
+    fit"), as diffzoo reports it: a DiffzooError keeps its own words and an OSError its path (the
+    CLI names it), anything else is the plugin's bug, a PluginError naming ``what``, never an
+    "internal error"."""
+    if isinstance(exc, (DiffzooError, OSError)) or not isinstance(exc, Exception):
+        return exc
+    error = PluginError(f"{what} raised {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
+
+
+@contextmanager
+def plugin_code(what: str) -> Iterator[None]:
+    """Run a plugin's code; what it raises is reported as :func:`plugins_bug` says."""
+    try:
+        yield
+    except Exception as exc:
+        error = plugins_bug(what, exc)
+        if error is exc:
+            raise
+        raise error from exc
 
 
 class DataError(DiffzooError):

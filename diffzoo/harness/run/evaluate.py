@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from diffzoo.harness.core import distributed
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError, PluginError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DetectorError, DiffzooError, plugins_bug
 from diffzoo.harness.core.outputs import check_output
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
@@ -147,10 +147,9 @@ def evaluate(
             for item in inputs:
                 sid = item.sid
                 if item.error is not None:
-                    if not isinstance(item.error, (DiffzooError, OSError)):  # an adapter's or distortion's bug
-                        raise PluginError(f"sample {sid!r} of dataset {dataset.name!r}: reading it, or the "
-                                          f"distortion {getattr(distortion, '__name__', distortion)!r}, raised "
-                                          f"{type(item.error).__name__}: {item.error}") from item.error
+                    item.error = plugins_bug(f"sample {sid!r} of dataset {dataset.name!r}: reading it, or the "
+                                             f"distortion {getattr(distortion, '__name__', distortion)!r},",
+                                             item.error)  # an adapter's or a distortion's bug, named
                     if strict or not isinstance(item.error, CorruptSampleError):
                         raise item.error
                     log.warning("skipping corrupt sample: %s", item.error)

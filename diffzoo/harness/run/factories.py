@@ -17,11 +17,11 @@ from typing import Any
 from diffzoo.harness.core.errors import (
     ConfigError,
     DataError,
-    DiffzooError,
     PluginError,
     UnknownNameError,
     did_you_mean,
     not_found,
+    plugin_code,
 )
 from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.core.plugins import get_registry
@@ -53,13 +53,8 @@ def create_detector(
     if not takes_keyword_form(factory) and (wrong := _not_callable_with(factory, build)) is not None:
         raise PluginError(f"detector {entry.name!r} from plugin {entry.source!r} has a factory that does not "
                           f"take a DetectorBuild, factory(build): {wrong}")
-    try:
+    with plugin_code(f"detector {entry.name!r} from plugin {entry.source!r}: its factory"):
         return build_detector(factory, build)
-    except DiffzooError:  # the factory's own words (weights to download, an option it refuses)
-        raise
-    except Exception as exc:  # a plugin's bug, named as its own, never "internal error"
-        raise PluginError(f"detector {entry.name!r} from plugin {entry.source!r}: its factory raised "
-                          f"{type(exc).__name__}: {exc}") from exc
 
 
 def _not_callable_with(factory: Any, build: DetectorBuild) -> str | None:

@@ -22,7 +22,7 @@ import torch
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.cards import Release
-from diffzoo.harness.core.errors import ConfigError, DiffzooError, ModelError, PluginError
+from diffzoo.harness.core.errors import ConfigError, ModelError, PluginError, plugin_code
 from diffzoo.harness.core.fsutil import lock_open_file, writing
 from diffzoo.harness.core.progress import Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
@@ -194,12 +194,9 @@ class ModelSource:
                 task.advance(0, preparing=f"{done_}/{total}")
 
             try:
-                log_ = det.fit(TrainData(self.dataset, ids, TrainHooks(resume, monitor, preparing)), job.config,
-                               progress=advance)
-            except (DiffzooError, OSError):  # diffzoo's own words; a path the CLI names (a full disk)
-                raise
-            except Exception as exc:  # a detector's bug, named as its plugin's, never "internal error"
-                raise self._plugin_error(f"its fit raised {type(exc).__name__}: {exc}") from exc
+                with plugin_code(self._plugin("its fit")):
+                    log_ = det.fit(TrainData(self.dataset, ids, TrainHooks(resume, monitor, preparing)), job.config,
+                                   progress=advance)
             finally:
                 monitor.close()
         try:  # the training log goes into the card and every record: a JSON mapping
@@ -207,16 +204,16 @@ class ModelSource:
                 raise TypeError(f"a {type(log_).__name__}")
             json.dumps(log_)
         except (TypeError, ValueError) as exc:
-            raise self._plugin_error(f"its fit returned {exc}, not a training log (a dict of JSON values: "
-                                     "the shared training loop's, or one of the detector's own)") from None
+            raise PluginError(f"{self._plugin('its fit')} returned {exc}, not a training log (a dict of JSON values: "
+                              "the shared training loop's, or one of the detector's own)") from None
         log_["num_train_images"] = len(ids)
         ckpt = self._cache_model(job, det, cached, "trained", log_, train_config=job.config.to_dict())
         if distributed.is_main():
             resume.clear()  # the checkpoint is written: nothing left to resume
         return self._with_log(job, ckpt)
 
-    def _plugin_error(self, what: str) -> PluginError:
-        return PluginError(f"detector {self.entry.name!r} from plugin {self.entry.source!r}: {what}")
+    def _plugin(self, what: str) -> str:
+        return f"detector {self.entry.name!r} from plugin {self.entry.source!r}: {what}"
 
     def _validation(self, job: Job, det: Detector) -> Validation | None:
         """The periodic validation of ``job``'s training: its validation pass with the fixed
