@@ -22,7 +22,7 @@ formulation up to float rounding).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
@@ -57,9 +57,6 @@ class GlideConfig:
             raise ConfigError(f"GLIDE model config has unknown key(s) {', '.join(unknown)}")
         tuples = {k: tuple(v) for k, v in data.items() if k in ("channel_mult", "attention_resolutions")}
         return cls(**{**data, **tuples})
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @property
     def in_channels(self) -> int:
@@ -213,12 +210,10 @@ class XfBlock(nn.Module):
 class TextTransformer(nn.Module):
     def __init__(self, width: int, layers: int, heads: int):
         super().__init__()
-        self.resblocks = nn.ModuleList(XfBlock(width, heads) for _ in range(layers))
+        self.resblocks = nn.Sequential(*(XfBlock(width, heads) for _ in range(layers)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.resblocks:
-            x = block(x)
-        return x
+        return self.resblocks(x)
 
 
 class GlideUNet(nn.Module):
