@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.generate.regions import Region, dedupe_overlaps, region_from_mask, resize_mask
+from diffzoo.generators.generate.regions import Region, dedupe_overlaps, regions_of, resize_mask
 from diffzoo.harness.core.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -91,21 +91,12 @@ class CocoIndex:
 
     def regions(self, image_id: int, height: int, width: int) -> list[Region]:
         """Instance masks at ``height`` x ``width``, near-duplicates dropped (IoU > max_iou)."""
-        found = []
-        for ann in self._instances(image_id):
-            with warnings.catch_warnings():  # pycocotools 2.0.11 under numpy 2: a harmless copy= deprecation
-                warnings.filterwarnings("ignore", message=".*__array__ implementation.*", category=DeprecationWarning)
-                mask = self.coco.annToMask(ann).astype(bool)
-            region = region_from_mask(mask, "coco", self.categories.get(ann["category_id"]))
-            if region is not None:
-                found.append(region)
-        kept = dedupe_overlaps(found, self.max_iou)
-        out = []
-        for r in kept:
-            region = region_from_mask(resize_mask(r.mask, height, width), "coco", r.label)
-            if region is not None:
-                out.append(region)
-        return out
+        with warnings.catch_warnings():  # pycocotools 2.0.11 under numpy 2: a harmless copy= deprecation
+            warnings.filterwarnings("ignore", message=".*__array__ implementation.*", category=DeprecationWarning)
+            masks = [(self.coco.annToMask(ann).astype(bool), self.categories.get(ann["category_id"]))
+                     for ann in self._instances(image_id)]  # fmt: skip
+        kept = dedupe_overlaps(regions_of(masks, "coco"), self.max_iou)
+        return regions_of(((resize_mask(r.mask, height, width), r.label) for r in kept), "coco")
 
     def digest(self) -> dict[str, Any]:
         """What identifies this annotation set in a run's config."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from diffzoo.generators.editors.diffusers_editor import from_hub
 from diffzoo.generators.generate.defaults import DEFAULT_DETECTOR, DEFAULT_SAM
-from diffzoo.generators.generate.regions import Region, dedupe_overlaps, region_from_mask
+from diffzoo.generators.generate.regions import Region, dedupe_overlaps, regions_of
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,6 @@ class OpenVocabRegions:
             return []
         found = sorted(self.detector.detect(image, names), key=lambda d: -d.score)[: self.max_regions]
         masks = self.segmenter.segment(image, [d.box for d in found])
-        regions = [region_from_mask(m, "open-vocab", d.label) for d, m in zip(found, masks)]
-        kept = dedupe_overlaps([r for r in regions if r is not None], self.max_iou)
+        kept = dedupe_overlaps(regions_of(((m, d.label) for d, m in zip(found, masks)), "open-vocab"), self.max_iou)
         log.debug("open-vocab: %d detection(s), %d region(s) kept", len(found), len(kept))
         return kept

@@ -16,7 +16,7 @@ picks one candidate per edit, balanced over area bins.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,6 +168,11 @@ def region_from_mask(mask: np.ndarray, shape: str, label: str | None = None) -> 
     return Region(mask=mask, bbox=bbox_of(mask), shape=shape, label=label)
 
 
+def regions_of(masks: Iterable[tuple[np.ndarray, str | None]], shape: str) -> list[Region]:
+    """The Regions of the non-empty masks among ``(mask, label)`` pairs, in order."""
+    return [r for mask, label in masks if (r := region_from_mask(mask, shape, label)) is not None]
+
+
 def resize_mask(mask: np.ndarray, height: int, width: int) -> np.ndarray:
     """A bool mask resized (nearest neighbour) to ``height`` x ``width``."""
     if mask.shape == (height, width):
@@ -288,10 +293,6 @@ class MaskFolderRegions:
         from diffzoo.harness.data.imageio import read_mask
 
         h, w = base.image.shape[:2]
-        out = []
-        for path in self.files(base.key):
-            mask = resize_mask(read_mask(path, base.key) > 0, h, w)
-            region = region_from_mask(mask, "mask", _object_name(path.stem))
-            if region is not None:
-                out.append(region)
-        return out
+        masks = ((resize_mask(read_mask(path, base.key) > 0, h, w), _object_name(path.stem))
+                 for path in self.files(base.key))  # fmt: skip
+        return regions_of(masks, "mask")
