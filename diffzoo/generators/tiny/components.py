@@ -72,10 +72,11 @@ def seeded(seed: int, make: Callable[[], Any]) -> Any:
     return module
 
 
-def clip_text_config(projection_dim: int) -> Any:
-    from transformers import CLIPTextConfig
+def clip_text_encoder(seed: int, projection_dim: int = TINY_TEXT_WIDTH, *, projection: bool = False) -> Any:
+    """A tiny CLIP text encoder (``CLIPTextModelWithProjection`` when ``projection``, else ``CLIPTextModel``)."""
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
-    return CLIPTextConfig(
+    config = CLIPTextConfig(
         bos_token_id=0,
         eos_token_id=1,
         pad_token_id=1,
@@ -89,6 +90,7 @@ def clip_text_config(projection_dim: int) -> Any:
         hidden_act="gelu",
         projection_dim=projection_dim,
     )
+    return seeded(seed, lambda: (CLIPTextModelWithProjection if projection else CLIPTextModel)(config))
 
 
 def sd_unet(seed: int, in_channels: int, cross_dim: int, sdxl: bool = False) -> Any:

@@ -30,7 +30,7 @@ import torch
 from diffzoo.generators.tiny.components import (
     SD3_LATENTS,
     TINY_TEXT_WIDTH,
-    clip_text_config,
+    clip_text_encoder,
     clip_tokenizer,
     kl_vae,
     sd_unet,
@@ -52,7 +52,6 @@ KOLORS_TEXT = (
 def build_sd3(seed: int) -> Any:
     """Tiny StableDiffusion3InpaintPipeline: 2 CLIP + T5 text encoders, 16-channel latents."""
     from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3InpaintPipeline
-    from transformers import CLIPTextModelWithProjection
 
     transformer = seeded(
         seed,
@@ -69,14 +68,13 @@ def build_sd3(seed: int) -> Any:
             out_channels=16,
         ),
     )
-    config = clip_text_config(TINY_TEXT_WIDTH)
     return StableDiffusion3InpaintPipeline(
         transformer=transformer,
         scheduler=FlowMatchEulerDiscreteScheduler(),
         vae=kl_vae(seed, (8, 16), 16, 4, **SD3_LATENTS),
-        text_encoder=seeded(seed, lambda: CLIPTextModelWithProjection(config)),
+        text_encoder=clip_text_encoder(seed, projection=True),
         tokenizer=clip_tokenizer(),
-        text_encoder_2=seeded(seed + 1, lambda: CLIPTextModelWithProjection(config)),
+        text_encoder_2=clip_text_encoder(seed + 1, projection=True),
         tokenizer_2=clip_tokenizer(),
         text_encoder_3=t5_encoder(seed),
         tokenizer_3=t5_tokenizer(),
@@ -94,12 +92,7 @@ def build_kandinsky22(seed: int) -> Any:
         UNet2DConditionModel,
         VQModel,
     )
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPTextModelWithProjection,
-        CLIPVisionConfig,
-        CLIPVisionModelWithProjection,
-    )
+    from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModelWithProjection
 
     width = TINY_TEXT_WIDTH  # CLIP image-embedding size shared by prior and decoder
 
@@ -170,7 +163,7 @@ def build_kandinsky22(seed: int) -> Any:
         movq=movq,
         prior_prior=seeded(seed, prior),
         prior_image_encoder=seeded(seed, lambda: CLIPVisionModelWithProjection(vision)),
-        prior_text_encoder=seeded(seed, lambda: CLIPTextModelWithProjection(clip_text_config(width))),
+        prior_text_encoder=clip_text_encoder(seed, width, projection=True),
         prior_tokenizer=clip_tokenizer(),
         prior_scheduler=UnCLIPScheduler(
             variance_type="fixed_small_log",

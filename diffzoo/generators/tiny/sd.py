@@ -7,7 +7,7 @@ from typing import Any
 from diffzoo.generators.tiny.components import (
     TINY_SEED,
     TINY_TEXT_WIDTH,
-    clip_text_config,
+    clip_text_encoder,
     clip_tokenizer,
     flux_vae,
     sd_unet,
@@ -22,14 +22,13 @@ from diffzoo.generators.tiny.components import (
 def build_sd(seed: int = TINY_SEED, *, inpaint: bool = True) -> Any:
     """Tiny SD2-style pipeline: 9-channel inpaint UNet, or 4-channel text-to-image."""
     from diffusers import PNDMScheduler, StableDiffusionInpaintPipeline, StableDiffusionPipeline
-    from transformers import CLIPTextModel
 
     cls = StableDiffusionInpaintPipeline if inpaint else StableDiffusionPipeline
     return cls(
         unet=sd_unet(seed, 9 if inpaint else 4, TINY_TEXT_WIDTH),
         scheduler=PNDMScheduler(skip_prk_steps=True, steps_offset=1),
         vae=sd_vae(seed),
-        text_encoder=seeded(seed, lambda: CLIPTextModel(clip_text_config(512))),
+        text_encoder=clip_text_encoder(seed, 512),
         tokenizer=clip_tokenizer(),
         safety_checker=None,
         feature_extractor=None,
@@ -40,16 +39,14 @@ def build_sd(seed: int = TINY_SEED, *, inpaint: bool = True) -> Any:
 def build_sdxl(seed: int = TINY_SEED, *, unet_in_channels: int = 9) -> Any:
     """Tiny SDXL inpaint pipeline (9-channel like the inpainting-0.1 UNet, or 4-channel base)."""
     from diffusers import StableDiffusionXLInpaintPipeline
-    from transformers import CLIPTextModel, CLIPTextModelWithProjection
 
-    config = clip_text_config(TINY_TEXT_WIDTH)
     return StableDiffusionXLInpaintPipeline(
         unet=sd_unet(seed, unet_in_channels, 2 * TINY_TEXT_WIDTH, sdxl=True),
         scheduler=sdxl_scheduler(),
         vae=sd_vae(seed),
-        text_encoder=seeded(seed, lambda: CLIPTextModel(config)),
+        text_encoder=clip_text_encoder(seed),
         tokenizer=clip_tokenizer(),
-        text_encoder_2=seeded(seed + 1, lambda: CLIPTextModelWithProjection(config)),
+        text_encoder_2=clip_text_encoder(seed + 1, projection=True),
         tokenizer_2=clip_tokenizer(),
         requires_aesthetics_score=False,
         add_watermarker=False,
@@ -59,7 +56,6 @@ def build_sdxl(seed: int = TINY_SEED, *, unet_in_channels: int = 9) -> Any:
 def build_flux(seed: int = TINY_SEED, *, fill: bool = True) -> Any:
     """Tiny Flux.1 pipeline: FluxFill (20 input channels) or FluxInpaint (8)."""
     from diffusers import FlowMatchEulerDiscreteScheduler, FluxFillPipeline, FluxInpaintPipeline, FluxTransformer2DModel
-    from transformers import CLIPTextModel
 
     transformer = seeded(
         seed,
@@ -80,7 +76,7 @@ def build_flux(seed: int = TINY_SEED, *, fill: bool = True) -> Any:
     return cls(
         scheduler=FlowMatchEulerDiscreteScheduler(),
         vae=flux_vae(seed),
-        text_encoder=seeded(seed, lambda: CLIPTextModel(clip_text_config(TINY_TEXT_WIDTH))),
+        text_encoder=clip_text_encoder(seed),
         tokenizer=clip_tokenizer(),
         text_encoder_2=t5_encoder(seed),
         tokenizer_2=t5_tokenizer(),
