@@ -221,15 +221,12 @@ KOLORS_BLEND = GeneratorCard(
     options={"torch_dtype": "float16", "variant": "fp16", "notes": BLEND_NOTE},
 )
 
-HUNYUANDIT_BLEND = GeneratorCard(
+HUNYUANDIT_BLEND = dataclasses.replace(
+    KOLORS_BLEND,
     name="hunyuandit.blend",
     description="HunyuanDiT v1.1 (DiT with bilingual CLIP-BERT + mT5 encoders) inpainting by latent blending",
     pipeline="HunyuanDiTPipeline",
     weights="Tencent-Hunyuan/HunyuanDiT-v1.1-Diffusers",
-    native_inpaint=False,
-    resolution=1024,
-    steps=50,
-    guidance_scale=5.0,
     licence=HUNYUAN_LICENCE,
     paper=HUNYUANDIT_PAPER,
     options={

@@ -64,15 +64,12 @@ QWEN_EDIT_INPAINT = dataclasses.replace(
     options=dict(QWEN_OPTIONS),
 )
 
-FLUX2_DEV = GeneratorCard(
+FLUX2_DEV = dataclasses.replace(
+    QWEN_EDIT,
     name="flux2.dev",
     description="FLUX.2 [dev] (32B rectified-flow transformer, Mistral-3 text encoder), reference-image editing",
     pipeline="Flux2Pipeline",
     weights="black-forest-labs/FLUX.2-dev",
-    native_inpaint=False,
-    resolution=1024,
-    steps=50,
-    guidance_scale=4.0,
     licence=FLUX_NC,
     paper=FLUX2_PAPER,
     options=_instruct(torch_dtype="bfloat16"),
@@ -99,18 +96,15 @@ FLUX2_KLEIN_INPAINT = dataclasses.replace(
     options={"torch_dtype": "bfloat16", "notes": "hub id and settings from diffusers' pipeline example"},
 )
 
-LONGCAT_EDIT = GeneratorCard(
+LONGCAT_EDIT = dataclasses.replace(
+    FLUX2_DEV,
     name="longcat.edit",
     description="LongCat-Image-Edit (Meituan; Qwen2.5-VL conditioned DiT); sizes itself to about 1 megapixel",
     pipeline="LongCatImageEditPipeline",
     weights="meituan-longcat/LongCat-Image-Edit",
-    native_inpaint=False,
-    resolution=1024,
-    steps=50,
     guidance_scale=4.5,
     licence="see the hub page (model card)",
     paper=LONGCAT_PAPER,
-    options=_instruct(torch_dtype="bfloat16"),
 )
 
 FIRERED_NOTE = "settings of Qwen-Image-Edit-2509, whose pipeline class FireRed's diffusers weights use"
