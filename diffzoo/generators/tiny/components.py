@@ -125,6 +125,10 @@ def sd_unet(seed: int, in_channels: int, cross_dim: int, sdxl: bool = False) -> 
 NO_QUANT = {"use_quant_conv": False, "use_post_quant_conv": False}
 SD3_LATENTS = {**NO_QUANT, "shift_factor": 0.0609, "scaling_factor": 1.5035}
 """The latent shift and scale SD3 and Flux.1 decode with, and their VAEs' missing quant convs."""
+FLUX_BLOCKS = {"patch_size": 1, "num_layers": 1, "num_single_layers": 1, "attention_head_dim": 16,
+               "num_attention_heads": 2}  # fmt: skip
+"""The shape of the tiny Flux.1, FLUX.2 and LongCat transformers: one double- and one single-stream
+block of two 16-channel heads over unpatched latents."""
 
 
 def kl_vae(seed: int, blocks: tuple[int, ...], latent: int, groups: int, *, cls: Any = None, **config: Any) -> Any:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from diffzoo.generators.tiny.components import NO_QUANT, byte_chars, kl_vae, seeded
+from diffzoo.generators.tiny.components import FLUX_BLOCKS, NO_QUANT, byte_chars, kl_vae, seeded
 from diffzoo.generators.tiny.qwen import qwen_tokenizer, qwen_vl_encoder, qwen_vl_processor, qwen_vl_tokenizer
 
 TINY_TEXT_WIDTH = 16  # hidden size of the tiny Qwen3 and Mistral text models
@@ -126,12 +126,8 @@ def _flux2_denoiser_and_vae(seed: int, *, guidance_embeds: bool) -> tuple[Any, A
     transformer = seeded(
         seed,
         lambda: Flux2Transformer2DModel(
-            patch_size=1,
+            **FLUX_BLOCKS,
             in_channels=4,  # 1 latent channel, 2x2-patchified
-            num_layers=1,
-            num_single_layers=1,
-            attention_head_dim=16,
-            num_attention_heads=2,
             joint_attention_dim=TINY_TEXT_LAYERS * TINY_TEXT_WIDTH,
             timestep_guidance_channels=256,
             axes_dims_rope=[4, 4, 4, 4],
@@ -235,12 +231,8 @@ def build_longcat_edit(seed: int) -> Any:
     transformer = seeded(
         seed,
         lambda: LongCatImageTransformer2DModel(
-            patch_size=1,
+            **FLUX_BLOCKS,
             in_channels=64,  # 16 latent channels, 2x2-packed
-            num_layers=1,
-            num_single_layers=1,
-            attention_head_dim=16,
-            num_attention_heads=2,
             joint_attention_dim=16,
             pooled_projection_dim=16,
             axes_dims_rope=[4, 6, 6],  # (modality, row, column); sums to the head width

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from diffzoo.generators.tiny.components import (
+    FLUX_BLOCKS,
     TINY_SEED,
     TINY_TEXT_WIDTH,
     clip_text_encoder,
@@ -60,13 +61,9 @@ def build_flux(seed: int = TINY_SEED, *, fill: bool = True) -> Any:
     transformer = seeded(
         seed,
         lambda: FluxTransformer2DModel(
-            patch_size=1,
+            **FLUX_BLOCKS,
             in_channels=20 if fill else 8,
             out_channels=8,
-            num_layers=1,
-            num_single_layers=1,
-            attention_head_dim=16,
-            num_attention_heads=2,
             joint_attention_dim=TINY_TEXT_WIDTH,
             pooled_projection_dim=TINY_TEXT_WIDTH,
             axes_dims_rope=[4, 4, 8],
