@@ -119,6 +119,15 @@ def _mistral_encoder(seed: int, tokenizer: Any) -> Any:
     return seeded(seed, lambda: Mistral3ForConditionalGeneration(config))
 
 
+def _flow_pipeline(cls: Any, transformer: Any, vae: Any, text_encoder: Any, tokenizer: Any, **more: Any) -> Any:
+    """Pipeline class ``cls`` over these modules (``more``: its further ones) and a default
+    ``FlowMatchEulerDiscreteScheduler``, as every tiny instruction editor is assembled."""
+    from diffusers import FlowMatchEulerDiscreteScheduler
+
+    return cls(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=text_encoder, tokenizer=tokenizer,
+               transformer=transformer, **more)  # fmt: skip
+
+
 def _flux2_denoiser_and_vae(seed: int, *, guidance_embeds: bool) -> tuple[Any, Any]:
     """The tiny FLUX.2 transformer (text width: the stacked hidden states) and its 1-channel VAE."""
     from diffusers import AutoencoderKLFlux2, Flux2Transformer2DModel
@@ -139,7 +148,7 @@ def _flux2_denoiser_and_vae(seed: int, *, guidance_embeds: bool) -> tuple[Any, A
 
 def build_flux2_klein(seed: int, *, inpaint: bool = False) -> Any:
     """Tiny ``Flux2KleinPipeline`` (or ``Flux2KleinInpaintPipeline``) with a Qwen3 text encoder."""
-    from diffusers import FlowMatchEulerDiscreteScheduler, Flux2KleinInpaintPipeline, Flux2KleinPipeline
+    from diffusers import Flux2KleinInpaintPipeline, Flux2KleinPipeline
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     tokenizer = qwen_tokenizer()
@@ -153,37 +162,25 @@ def build_flux2_klein(seed: int, *, inpaint: bool = False) -> Any:
         head_dim=8,
         max_position_embeddings=512,
     )
-    transformer, vae = _flux2_denoiser_and_vae(seed, guidance_embeds=False)
     cls = Flux2KleinInpaintPipeline if inpaint else Flux2KleinPipeline
-    return cls(
-        scheduler=FlowMatchEulerDiscreteScheduler(),
-        vae=vae,
-        text_encoder=seeded(seed, lambda: Qwen3ForCausalLM(text_config)),
-        tokenizer=tokenizer,
-        transformer=transformer,
-    )
+    return _flow_pipeline(cls, *_flux2_denoiser_and_vae(seed, guidance_embeds=False),
+                          seeded(seed, lambda: Qwen3ForCausalLM(text_config)), tokenizer)  # fmt: skip
 
 
 def build_flux2_dev(seed: int) -> Any:
     """Tiny ``Flux2Pipeline`` (FLUX.2 [dev]: guidance-embedded transformer, Mistral-3 text encoder)."""
-    from diffusers import FlowMatchEulerDiscreteScheduler, Flux2Pipeline
+    from diffusers import Flux2Pipeline
 
     processor = mistral_processor()
-    transformer, vae = _flux2_denoiser_and_vae(seed, guidance_embeds=True)
-    return Flux2Pipeline(
-        scheduler=FlowMatchEulerDiscreteScheduler(),
-        vae=vae,
-        text_encoder=_mistral_encoder(seed, processor.tokenizer),
-        tokenizer=processor,
-        transformer=transformer,
-    )
+    return _flow_pipeline(Flux2Pipeline, *_flux2_denoiser_and_vae(seed, guidance_embeds=True),
+                          _mistral_encoder(seed, processor.tokenizer), processor)  # fmt: skip
 
 
 # -- Qwen2.5-VL conditioned editors ----------------------------------------------------
 def build_qwen_edit(seed: int, *, variant: str = "edit") -> Any:
     """Tiny Qwen-Image-Edit: ``variant`` ``edit``, ``plus`` (2509, FireRed) or ``inpaint`` (its mask pipeline)."""
     import diffusers
-    from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImageTransformer2DModel
+    from diffusers import AutoencoderKLQwenImage, QwenImageTransformer2DModel
 
     z_dim = 4
     transformer = seeded(
@@ -213,20 +210,13 @@ def build_qwen_edit(seed: int, *, variant: str = "edit") -> Any:
         ),
     )
     tokenizer = qwen_vl_tokenizer()
-    cls = getattr(diffusers, QWEN_EDIT_PIPELINES[variant])
-    return cls(
-        scheduler=FlowMatchEulerDiscreteScheduler(),
-        vae=vae,
-        text_encoder=qwen_vl_encoder(seed, tokenizer),
-        tokenizer=tokenizer,
-        processor=qwen_vl_processor(tokenizer),
-        transformer=transformer,
-    )
+    return _flow_pipeline(getattr(diffusers, QWEN_EDIT_PIPELINES[variant]), transformer, vae,
+                          qwen_vl_encoder(seed, tokenizer), tokenizer, processor=qwen_vl_processor(tokenizer))
 
 
 def build_longcat_edit(seed: int) -> Any:
     """Tiny ``LongCatImageEditPipeline``: 16-channel 8x VAE (the pipeline hard-codes 16 latent channels)."""
-    from diffusers import FlowMatchEulerDiscreteScheduler, LongCatImageEditPipeline, LongCatImageTransformer2DModel
+    from diffusers import LongCatImageEditPipeline, LongCatImageTransformer2DModel
 
     transformer = seeded(
         seed,
@@ -240,11 +230,5 @@ def build_longcat_edit(seed: int) -> Any:
     )
     vae = kl_vae(seed, (4, 4, 4, 4), 16, 1, **NO_QUANT, shift_factor=0.0, scaling_factor=1.0)  # read both; None fails
     tokenizer = qwen_vl_tokenizer()
-    return LongCatImageEditPipeline(
-        scheduler=FlowMatchEulerDiscreteScheduler(),
-        vae=vae,
-        text_encoder=qwen_vl_encoder(seed, tokenizer),
-        tokenizer=tokenizer,
-        text_processor=qwen_vl_processor(tokenizer),
-        transformer=transformer,
-    )
+    return _flow_pipeline(LongCatImageEditPipeline, transformer, vae, qwen_vl_encoder(seed, tokenizer), tokenizer,
+                          text_processor=qwen_vl_processor(tokenizer))
