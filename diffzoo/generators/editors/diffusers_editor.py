@@ -105,10 +105,8 @@ def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **
     """``cls.from_pretrained(model_id, **kwargs)``, from the local cache only when offline
     (``HF_HUB_OFFLINE``); missing or gated weights are a :class:`WeightsUnavailableError`
     naming what to fetch (``also``: the further hub ids the model loads)."""
-    try:
-        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
-    except ImportError:  # pragma: no cover - very old huggingface_hub
-        GatedRepoError = HfHubHTTPError = OSError  # type: ignore[misc,assignment]
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
+
     try:
         with warnings.catch_warnings():
             # diffusers >= 0.42 and transformers prefer `dtype`; older releases know only `torch_dtype`
