@@ -155,48 +155,27 @@ def _tiny(name: str, real: GeneratorCard, **options: object) -> GeneratorCard:
     return tiny_card(name, real, **{**{k: v for k, v in real.options.items() if k not in _REAL_ONLY}, **options})
 
 
-FLUX2_TINY_KLEIN = _tiny("flux2.tiny-klein", FLUX2_KLEIN_4B, **_FLUX2_TINY_OPTIONS)
-FLUX2_TINY_KLEIN_INPAINT = _tiny("flux2.tiny-klein-inpaint", FLUX2_KLEIN_INPAINT, **_FLUX2_TINY_OPTIONS)
-FLUX2_TINY_DEV = _tiny("flux2.tiny-dev", FLUX2_DEV, **_FLUX2_TINY_OPTIONS)
+_REAL_CARDS = (QWEN_EDIT, QWEN_EDIT_2509, QWEN_EDIT_INPAINT, FLUX2_DEV, FLUX2_KLEIN_4B, FLUX2_KLEIN_INPAINT,
+               LONGCAT_EDIT, FIRERED_EDIT, FIRERED_EDIT_10)  # fmt: skip
 # Qwen-Image-Edit and LongCat size their input to about 1 megapixel internally (about 3 s per tiny call)
-QWEN_TINY_EDIT = _tiny("qwen.tiny-edit", QWEN_EDIT)
-QWEN_TINY_EDIT_2509 = _tiny("qwen.tiny-edit-2509", QWEN_EDIT_2509)
-QWEN_TINY_EDIT_INPAINT = _tiny("qwen.tiny-edit-inpaint", QWEN_EDIT_INPAINT)
-LONGCAT_TINY_EDIT = _tiny("longcat.tiny-edit", LONGCAT_EDIT)
-FIRERED_TINY_EDIT = _tiny("firered.tiny-edit", FIRERED_EDIT)  # FireRed 1.0 and 1.1 share the pipeline
+_TINY_CARDS = {
+    QWEN_EDIT.name: _tiny("qwen.tiny-edit", QWEN_EDIT),
+    QWEN_EDIT_2509.name: _tiny("qwen.tiny-edit-2509", QWEN_EDIT_2509),
+    QWEN_EDIT_INPAINT.name: _tiny("qwen.tiny-edit-inpaint", QWEN_EDIT_INPAINT),
+    FLUX2_DEV.name: _tiny("flux2.tiny-dev", FLUX2_DEV, **_FLUX2_TINY_OPTIONS),
+    FLUX2_KLEIN_4B.name: _tiny("flux2.tiny-klein", FLUX2_KLEIN_4B, **_FLUX2_TINY_OPTIONS),
+    FLUX2_KLEIN_INPAINT.name: _tiny("flux2.tiny-klein-inpaint", FLUX2_KLEIN_INPAINT, **_FLUX2_TINY_OPTIONS),
+    LONGCAT_EDIT.name: _tiny("longcat.tiny-edit", LONGCAT_EDIT),
+    FIRERED_EDIT.name: _tiny("firered.tiny-edit", FIRERED_EDIT),
+}
 
 TINY_OF: dict[str, str] = {
-    QWEN_EDIT.name: QWEN_TINY_EDIT.name,
-    QWEN_EDIT_2509.name: QWEN_TINY_EDIT_2509.name,
-    QWEN_EDIT_INPAINT.name: QWEN_TINY_EDIT_INPAINT.name,
-    FLUX2_DEV.name: FLUX2_TINY_DEV.name,
-    FLUX2_KLEIN_4B.name: FLUX2_TINY_KLEIN.name,
-    FLUX2_KLEIN_INPAINT.name: FLUX2_TINY_KLEIN_INPAINT.name,
-    LONGCAT_EDIT.name: LONGCAT_TINY_EDIT.name,
-    FIRERED_EDIT.name: FIRERED_TINY_EDIT.name,
-    FIRERED_EDIT_10.name: FIRERED_TINY_EDIT.name,
+    **{real: card.name for real, card in _TINY_CARDS.items()},
+    FIRERED_EDIT_10.name: _TINY_CARDS[FIRERED_EDIT.name].name,  # FireRed 1.0 and 1.1 share the pipeline
 }
 """Each real instruction-family card -> its tiny stand-in (same pipeline class, random weights)."""
 
-INSTRUCT_CARDS: tuple[GeneratorCard, ...] = (
-    QWEN_EDIT,
-    QWEN_EDIT_2509,
-    QWEN_EDIT_INPAINT,
-    FLUX2_DEV,
-    FLUX2_KLEIN_4B,
-    FLUX2_KLEIN_INPAINT,
-    LONGCAT_EDIT,
-    FIRERED_EDIT,
-    FIRERED_EDIT_10,
-    QWEN_TINY_EDIT,
-    QWEN_TINY_EDIT_2509,
-    QWEN_TINY_EDIT_INPAINT,
-    FLUX2_TINY_DEV,
-    FLUX2_TINY_KLEIN,
-    FLUX2_TINY_KLEIN_INPAINT,
-    LONGCAT_TINY_EDIT,
-    FIRERED_TINY_EDIT,
-)
+INSTRUCT_CARDS: tuple[GeneratorCard, ...] = (*_REAL_CARDS, *_TINY_CARDS.values())
 """Cards of the instruction-editor families (with their inpainting variants); registered by the plugin."""
 
 INSTRUCT_DEFAULTS = ("qwen.edit", "flux2.dev", "longcat.edit", "firered.edit")
