@@ -1,18 +1,10 @@
-"""Tiny random-weight diffusers pipelines, built fully offline.
+"""Tiny random-weight diffusers pipelines, built fully offline: the build for a card's pipeline class.
 
 Every ``tiny`` generator card is the real pipeline class built from small
 configs (taken from the shapes diffusers' own fast tests use) with random
-weights; SD2, SDXL and Flux.1 are built in ``sd.py``, SD3.5, Kandinsky 2.2,
-Kolors and HunyuanDiT in ``extra.py``, the instruction editors (FLUX.2
-[klein] and [dev], Qwen-Image-Edit and its Plus / inpaint variants, LongCat)
-in ``instruct.py``; this module picks the build for a card's pipeline class.
-Nothing is read from the hub: tokenizers are made in code.  Each component
-is constructed right after ``torch.manual_seed(seed)`` inside a forked RNG,
-so the same seed gives identical weights in every process and the caller's
-global RNG is left untouched.
-
-The outputs are noise-like pictures; they exist to prove that the editing,
-labelling and benchmarking code paths work end to end.
+weights, by the modules the package docstring lists, seeded as
+``components.py`` says.  The outputs are noise-like pictures; they exist to
+prove that the editing, labelling and benchmarking code paths work end to end.
 """
 
 from __future__ import annotations
