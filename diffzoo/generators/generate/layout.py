@@ -138,13 +138,12 @@ class SampleStore:
             return None
         if record.get("status") != "ok":
             return record if record.get("status") == "rejected" else None
-        for path, size in zip(sample_paths(self.root, sample_id), record.get("sizes", ())):
-            try:
-                if path.stat().st_size != size:
-                    return None
-            except OSError:
-                return None
-        return record
+        try:
+            intact = all(path.stat().st_size == size
+                         for path, size in zip(sample_paths(self.root, sample_id), record.get("sizes", ())))
+        except OSError:
+            return None
+        return record if intact else None
 
     def finished(self, sample_id: str) -> bool:
         return self.read(sample_id) is not None
