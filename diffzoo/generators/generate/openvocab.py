@@ -40,12 +40,6 @@ COCO_CLASSES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _pil(image: np.ndarray) -> Any:
-    from PIL import Image
-
-    return Image.fromarray(image)
-
-
 @dataclass(frozen=True)
 class Detection:
     """A box ``(x0, y0, x1, y1)`` in pixels, the object name, the detector's score."""
@@ -75,10 +69,11 @@ class GroundingDinoDetector:
 
     def detect(self, image: np.ndarray, names: Sequence[str]) -> list[Detection]:
         import torch
+        from PIL import Image
 
         model, processor = self._load()
         text = ". ".join(n.strip().lower() for n in names if n.strip()) + "."
-        inputs = processor(images=_pil(image), text=text, return_tensors="pt").to(self.device)
+        inputs = processor(images=Image.fromarray(image), text=text, return_tensors="pt").to(self.device)
         with torch.inference_mode():
             outputs = model(**inputs)
         result = processor.post_process_grounded_object_detection(
@@ -109,12 +104,13 @@ class SamSegmenter:
 
     def segment(self, image: np.ndarray, boxes: Sequence[Sequence[float]]) -> list[np.ndarray]:
         import torch
+        from PIL import Image
 
         if not boxes:
             return []
         model, processor = self._load()
-        inputs = processor(images=_pil(image), input_boxes=[[list(map(float, b)) for b in boxes]], return_tensors="pt")
-        inputs = inputs.to(self.device)
+        inputs = processor(images=Image.fromarray(image), input_boxes=[[list(map(float, b)) for b in boxes]],
+                           return_tensors="pt").to(self.device)
         with torch.inference_mode():
             outputs = model(**inputs, multimask_output=False)
         masks = processor.image_processor.post_process_masks(
