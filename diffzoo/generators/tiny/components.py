@@ -149,10 +149,6 @@ def sd_vae(seed: int) -> Any:
     return kl_vae(seed, (32, 64), 4, 32, sample_size=128)
 
 
-def flux_vae(seed: int) -> Any:
-    return kl_vae(seed, (4,), 2, 1, sample_size=32, **SD3_LATENTS)
-
-
 def sdxl_scheduler() -> Any:
     """SDXL's (and Kolors') Euler scheduler config."""
     from diffusers import EulerDiscreteScheduler

@@ -6,11 +6,12 @@ from typing import Any
 
 from diffzoo.generators.tiny.components import (
     FLUX_BLOCKS,
+    SD3_LATENTS,
     TINY_SEED,
     TINY_TEXT_WIDTH,
     clip_text_encoder,
     clip_tokenizer,
-    flux_vae,
+    kl_vae,
     sd_unet,
     sd_vae,
     sdxl_scheduler,
@@ -72,7 +73,7 @@ def build_flux(seed: int = TINY_SEED, *, fill: bool = True) -> Any:
     cls = FluxFillPipeline if fill else FluxInpaintPipeline
     return cls(
         scheduler=FlowMatchEulerDiscreteScheduler(),
-        vae=flux_vae(seed),
+        vae=kl_vae(seed, (4,), 2, 1, sample_size=32, **SD3_LATENTS),
         text_encoder=clip_text_encoder(seed),
         tokenizer=clip_tokenizer(),
         text_encoder_2=t5_encoder(seed),
