@@ -22,13 +22,9 @@ from diffzoo.harness.models.weights import hub_offline, load_weights
 log = logging.getLogger(__name__)
 
 
-def glide_cache() -> Path:
-    """``<diffzoo cache>/glide``: where the official GLIDE files are kept."""
-    return cache_root() / "glide"
-
-
 def cached_path(url: str) -> Path:
-    return glide_cache() / url.rsplit("/", 1)[-1]
+    """Where the official GLIDE file at ``url`` is kept: ``<diffzoo cache>/glide/<its file name>``."""
+    return cache_root() / "glide" / url.rsplit("/", 1)[-1]
 
 
 def fetch(urls: list[str], what: str) -> list[Path]:
