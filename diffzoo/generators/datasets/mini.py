@@ -92,12 +92,6 @@ def _photo_dir() -> Path:
     return Path(skimage.data.__file__).parent
 
 
-def available_photos() -> list[str]:
-    """The PHOTOS that exist in this scikit-image install."""
-    folder = _photo_dir()
-    return [p for p in PHOTOS if (folder / p).is_file()]
-
-
 @functools.lru_cache(maxsize=len(PHOTOS))
 def _photo(name: str) -> Any:
     from PIL import Image
@@ -131,7 +125,7 @@ def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
     if size < 16 or size % 8:
         raise ConfigError(f"size must be a multiple of 8 and at least 16, got {size}")
     check_seed(seed, "seed")  # numpy takes no negative seed
-    photos = available_photos()
+    photos = [p for p in PHOTOS if (_photo_dir() / p).is_file()]  # those this scikit-image install has
     if not photos:
         raise DataError("no scikit-image photographs found; reinstall scikit-image")
     rng = np.random.default_rng([seed, 0x6D696E69])
