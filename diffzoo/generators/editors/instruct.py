@@ -120,10 +120,6 @@ class InstructionEditor(DiffusersEditor):
             raise ConfigError(f"generator {card.name!r} is a mask editor: use DiffusersEditor")
         return "instruct"
 
-    def _size_multiple(self) -> int:
-        """Side multiple the pipeline needs: VAE downsampling times the 2x2 latent patch."""
-        return int(getattr(self.pipeline, "vae_scale_factor", 8)) * 2
-
     def pipeline_call_kwargs(
         self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int
     ) -> dict[str, Any]:
@@ -132,7 +128,8 @@ class InstructionEditor(DiffusersEditor):
         from PIL import Image
 
         check_image(image)
-        height, width = run_size(*image.shape[:2], self.card.resolution, self._size_multiple())
+        multiple = int(getattr(self.pipeline, "vae_scale_factor", 8)) * 2  # VAE downsampling x the 2x2 latent patch
+        height, width = run_size(*image.shape[:2], self.card.resolution, multiple)
         pil = Image.fromarray(image)
         if pil.size != (width, height):
             pil = pil.resize((width, height), Image.Resampling.BICUBIC)
