@@ -42,14 +42,6 @@ def parse_coco_spec(spec: str) -> tuple[Path, Path]:
     return ann, images
 
 
-def _coco_api() -> Any:
-    try:
-        from pycocotools.coco import COCO
-    except ImportError:
-        raise ConfigError("COCO annotations need pycocotools: pip install pycocotools") from None
-    return COCO
-
-
 @dataclass(frozen=True)
 class CocoImage:
     id: int
@@ -62,7 +54,10 @@ class CocoIndex:
     """One COCO instances file: images, their instance masks, category names."""
 
     def __init__(self, annotations: Path, image_dir: Path, max_iou: float = MAX_IOU):
-        COCO = _coco_api()
+        try:
+            from pycocotools.coco import COCO
+        except ImportError:
+            raise ConfigError("COCO annotations need pycocotools: pip install pycocotools") from None
         self.annotations, self.image_dir, self.max_iou = Path(annotations), Path(image_dir), max_iou
         with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress
             try:
