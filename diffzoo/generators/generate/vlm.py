@@ -104,9 +104,6 @@ class VlmPrompter:
     def __init__(self, vlm: QwenVL):
         self.vlm = vlm
 
-    def _ask(self, image: np.ndarray, question: str) -> str:
-        return _clean(self.vlm.ask([image], question + " Answer with a prompt of at most 12 words only."))
-
     def __call__(self, image: np.ndarray, region: Any, edit_type: str, rng: np.random.Generator) -> tuple[str, ...]:
         fallback = turn_prompts(edit_type, rng, obj=getattr(region, "label", None))
         thing = getattr(region, "label", None) or "object"
@@ -119,7 +116,8 @@ class VlmPrompter:
             "object_addition": [remove, f"A new object will be painted into {where}. Name one object that fits "
                                         f"the scene and describe it."],
         }[edit_type]
-        answers = [self._ask(image, q) for q in questions]
+        answers = [_clean(self.vlm.ask([image], q + " Answer with a prompt of at most 12 words only."))
+                   for q in questions]
         return tuple(a or f for a, f in zip(answers, fallback))
 
 
