@@ -156,15 +156,6 @@ def _accepts(pipe: Any, name: str) -> bool:
     return name in inspect.signature(type(pipe).__call__).parameters
 
 
-def _denoiser_dtype(pipe: Any) -> Any:
-    denoiser = getattr(pipe, "unet", None)
-    if denoiser is None:
-        denoiser = getattr(pipe, "transformer", None)
-    if denoiser is None:
-        raise ModelError(f"{type(pipe).__name__} has neither a unet nor a transformer to blend latents for")
-    return denoiser.dtype
-
-
 class DiffusersEditor(Generator):
     """A mask editor backed by the diffusers pipeline named by ``card``.
 
@@ -262,8 +253,13 @@ class DiffusersEditor(Generator):
         from diffzoo.generators.editors.latent_blend import LatentBlend, encode_latents, regenerate_mask
 
         pipe = self.pipeline
+        denoiser = getattr(pipe, "unet", None)
+        if denoiser is None:
+            denoiser = getattr(pipe, "transformer", None)
+        if denoiser is None:
+            raise ModelError(f"{type(pipe).__name__} has neither a unet nor a transformer to blend latents for")
         with torch.no_grad():
-            z0 = encode_latents(pipe, pil).to(_denoiser_dtype(pipe))
+            z0 = encode_latents(pipe, pil).to(denoiser.dtype)
         noise = randn_tensor(tuple(z0.shape), generator=generator, device=z0.device, dtype=z0.dtype)
         blend = LatentBlend(z0, noise, regenerate_mask(mask, tuple(z0.shape[-2:])))
         return {
