@@ -40,11 +40,8 @@ BASE_MODEL = {
     "image_size": 64, "super_res": False, "model_channels": 192, "num_res_blocks": 3,
     "channel_mult": (1, 2, 3, 4), "attention_resolutions": (32, 16, 8), "num_head_channels": 64, **_TEXT,
 }
-UPSAMPLE_MODEL = {
-    "image_size": 256, "super_res": True, "model_channels": 192, "num_res_blocks": 2,
-    "channel_mult": (1, 1, 2, 2, 4, 4), "attention_resolutions": (32, 16, 8), "num_head_channels": 64,
-    **_TEXT,
-}
+UPSAMPLE_MODEL = {**BASE_MODEL, "image_size": 256, "super_res": True, "num_res_blocks": 2,
+                  "channel_mult": (1, 1, 2, 2, 4, 4)}  # fmt: skip
 
 GLIDE_INPAINT = GeneratorCard(
     name="glide.inpaint",
@@ -74,6 +71,10 @@ GLIDE_INPAINT = GeneratorCard(
 )
 
 _TINY_TEXT = {"text_ctx": 16, "xf_width": 32, "xf_layers": 1, "xf_heads": 2, "n_vocab": 257}
+_TINY_BASE = {
+    "image_size": 16, "super_res": False, "model_channels": 32, "num_res_blocks": 1,
+    "channel_mult": (1, 2), "attention_resolutions": (8,), "num_head_channels": 32, **_TINY_TEXT,
+}
 GLIDE_TINY = GeneratorCard(
     name="glide.tiny",
     description="tiny random-weight GLIDE inpainting (16 px base + 32 px upsampler) built offline",
@@ -86,18 +87,9 @@ GLIDE_TINY = GeneratorCard(
     licence="Apache-2.0 (diffzoo code; no weights)",
     paper=GLIDE_PAPER,
     options={
-        "base": {
-            "model": {
-                "image_size": 16, "super_res": False, "model_channels": 32, "num_res_blocks": 1,
-                "channel_mult": (1, 2), "attention_resolutions": (8,), "num_head_channels": 32, **_TINY_TEXT,
-            },
-            "schedule": "squaredcos_cap_v2",
-        },
+        "base": {"model": _TINY_BASE, "schedule": "squaredcos_cap_v2"},
         "upsampler": {
-            "model": {
-                "image_size": 32, "super_res": True, "model_channels": 32, "num_res_blocks": 1,
-                "channel_mult": (1, 1, 2), "attention_resolutions": (8,), "num_head_channels": 32, **_TINY_TEXT,
-            },
+            "model": {**_TINY_BASE, "image_size": 32, "super_res": True, "channel_mult": (1, 1, 2)},
             "schedule": "linear",
             "respacing": "2",
             "temperature": 0.997,
