@@ -31,6 +31,9 @@ from diffzoo.generators.tiny.qwen import qwen_tokenizer, qwen_vl_encoder, qwen_v
 
 TINY_TEXT_WIDTH = 16  # hidden size of the tiny Qwen3 and Mistral text models
 TINY_TEXT_LAYERS = 3  # both are read at layers (1, 2, 3) and stacked: joint width 48
+TEXT_MODEL = {"hidden_size": TINY_TEXT_WIDTH, "intermediate_size": 16, "num_hidden_layers": TINY_TEXT_LAYERS,
+              "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 8, "max_position_embeddings": 512}
+"""The shape the tiny Qwen3 and Mistral text models share."""
 MISTRAL_SPECIAL = (
     "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
     "[IMG]", "[IMG_BREAK]", "[IMG_END]", "<pad>",
@@ -88,13 +91,7 @@ def _mistral_encoder(seed: int, tokenizer: Any) -> Any:
         text_config={
             "model_type": "mistral",
             "vocab_size": len(tokenizer),
-            "hidden_size": TINY_TEXT_WIDTH,
-            "intermediate_size": 16,
-            "max_position_embeddings": 512,
-            "num_attention_heads": 2,
-            "num_hidden_layers": TINY_TEXT_LAYERS,
-            "num_key_value_heads": 2,
-            "head_dim": 8,
+            **TEXT_MODEL,
             "rope_theta": 1000000000.0,
             "sliding_window": None,
             "bos_token_id": ids("<s>"),
@@ -152,16 +149,7 @@ def build_flux2_klein(seed: int, *, inpaint: bool = False) -> Any:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     tokenizer = qwen_tokenizer()
-    text_config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=TINY_TEXT_WIDTH,
-        intermediate_size=16,
-        num_hidden_layers=TINY_TEXT_LAYERS,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=512,
-    )
+    text_config = Qwen3Config(vocab_size=len(tokenizer), **TEXT_MODEL)
     cls = Flux2KleinInpaintPipeline if inpaint else Flux2KleinPipeline
     return _flow_pipeline(cls, *_flux2_denoiser_and_vae(seed, guidance_embeds=False),
                           seeded(seed, lambda: Qwen3ForCausalLM(text_config)), tokenizer)  # fmt: skip
