@@ -365,10 +365,7 @@ def open_mini(path: str | Path | None = None, *, progress: Progress | None = Non
     build = typed_options(ensure_mini, {k: options.pop(k) for k in ("n_images", "size", "seed", "cache")
                                         if k in options})
     options = typed_options(DiffSeg30kDataset, options)
-    if path is None and not build:
-        root = shipped_root()
-    else:
-        root = ensure_mini(root=path, progress=progress, **build)
+    root = shipped_root() if path is None and not build else ensure_mini(root=path, progress=progress, **build)
     dataset = DiffSeg30kDataset(root, **{"name": "mini", **MINI_SPLITS, **options})
     dataset.notice = MINI_NOTICE
     dataset.training_overrides = dict(MINI_TRAINING)
