@@ -7,6 +7,7 @@ Under torchrun every rank runs the command; rank 0 alone prints and writes
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ import typer
 from diffzoo.cli.console import console
 from diffzoo.cli.options import CONFIG, FORCE, request_command, request_values
 from diffzoo.cli.progress import RichProgress, rank_output
+from diffzoo.harness.run.request import RunRequest
 from diffzoo.leaderboard.render.escape import term
 
 if TYPE_CHECKING:  # these import torch or numpy: only when a command runs, never for --help or list
@@ -25,11 +27,7 @@ if TYPE_CHECKING:  # these import torch or numpy: only when a command runs, neve
 MAX_CASE_TABLES = 6
 """Above this many cases (e.g. --suite all) the console shows the summary only;
 every case's table is in the output folder's summary and records."""
-RUN_OPTIONS = ("detector", "suite", "dataset", "checkpoint", "weights", "train", "seed", "device", "strict",
-               "pretrained", "iterations", "batch_size", "crop_size", "recipe", "labels", "extra_authentic",
-               "dataset_option",
-               "save_every", "log_every", "val_every", "workers", "bootstrap", "thresholds", "calibration_split",
-               "holdout", "generator", "eval_dataset", "eval_dataset_option", "allow_train_overlap")
+RUN_OPTIONS = tuple(f.name for f in fields(RunRequest))
 """The request's options ``diffzoo run`` takes (all of them), in the order ``--help`` lists them."""
 
 
