@@ -55,7 +55,7 @@ from diffzoo.plugin import (
     train_loop,
 )
 from diffzoo.plugins.benco.model import edge_mask
-from diffzoo.plugins.universalfakedet.model import open_clip_weights
+from diffzoo.plugins.universalfakedet.model import open_clip_model, open_clip_weights
 
 log = logging.getLogger(__name__)
 
@@ -469,26 +469,12 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def build_network(card: DetectorCard, pretrained: bool, edge_width: int = 7, edge_lambda: float = 20.0) -> MaskClipNet:
-    import open_clip
-
-    arch = card.arch
-    mae_file = None
-    if "open_clip_config" in arch:
-        if pretrained:
-            raise ModelError(f"{card.name} has no pretrained weights; build it with pretrained=False")
-        clip = open_clip.CLIP(**arch["open_clip_config"])
-    elif pretrained:
-        clip_file, mae_file = pretrained_files(card)
-        try:
-            clip = open_clip.create_model(arch["open_clip_model"], pretrained=str(clip_file),
-                                          force_quick_gelu=arch["quick_gelu"])
-        except (RuntimeError, OSError) as exc:
-            raise ModelError(f"detector {card.name}: open_clip cannot load {clip_file} as "
-                             f"{arch['open_clip_model']!r} ({exc}); delete the file and fetch it again") from exc
-    else:
+    tiny = "open_clip_config" in card.arch
+    clip_file, mae_file = pretrained_files(card) if pretrained and not tiny else (None, None)
+    if not pretrained and not tiny:
         log.warning("%s without pretrained weights: CLIP and the side ViT are random", card.name)
-        clip = open_clip.create_model(arch["open_clip_model"], pretrained=None, force_quick_gelu=arch["quick_gelu"])
-    net = MaskClipNet(clip, arch, card.input_size, card.mean, card.std, edge_width, edge_lambda)
+    clip = open_clip_model(card, pretrained, clip_file)
+    net = MaskClipNet(clip, card.arch, card.input_size, card.mean, card.std, edge_width, edge_lambda)
     if mae_file is not None:
         net.learned.side.vit.load_mae(read_tensors(mae_file), str(mae_file))
     return net

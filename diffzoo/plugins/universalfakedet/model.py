@@ -105,26 +105,32 @@ def open_clip_weights(card, name: str, tag: str) -> Path:
     )
 
 
-def _open_clip_visual(card, pretrained: bool) -> nn.Module:
+def open_clip_model(card, pretrained: bool, path: Path | None = None) -> nn.Module:
+    """The card's open_clip CLIP: a tiny one built from its ``open_clip_config`` (which has no
+    pretrained weights), else open_clip's ``open_clip_model`` with its pretrained weights
+    (``path``: their file when already fetched) or with random ones."""
     import open_clip
 
     arch = card.arch
     if "open_clip_config" in arch:
         if pretrained:
             raise ModelError(f"{card.name} has no pretrained weights; build it with pretrained=False")
-        return open_clip.CLIP(**arch["open_clip_config"]).visual
-    name, tag = arch["open_clip_model"], arch["pretrained_tag"]
-    quick_gelu = arch.get("quick_gelu", False)
+        return open_clip.CLIP(**arch["open_clip_config"])
+    name, quick_gelu = arch["open_clip_model"], arch.get("quick_gelu", False)
     if not pretrained:
-        log.warning("%s without pretrained CLIP weights: the probe reads random features", card.name)
-        return open_clip.create_model(name, pretrained=None, force_quick_gelu=quick_gelu).visual
-    path = open_clip_weights(card, name, tag)
+        return open_clip.create_model(name, pretrained=None, force_quick_gelu=quick_gelu)
+    path = path or open_clip_weights(card, name, arch["pretrained_tag"])
     try:
-        model = open_clip.create_model(name, pretrained=str(path), force_quick_gelu=quick_gelu)
+        return open_clip.create_model(name, pretrained=str(path), force_quick_gelu=quick_gelu)
     except (RuntimeError, OSError) as exc:
         raise ModelError(f"detector {card.name}: open_clip cannot load {path} as {name!r} ({exc}); "
                          "delete the file and fetch it again") from exc
-    return model.visual
+
+
+def _open_clip_visual(card, pretrained: bool) -> nn.Module:
+    if not pretrained and "open_clip_config" not in card.arch:
+        log.warning("%s without pretrained CLIP weights: the probe reads random features", card.name)
+    return open_clip_model(card, pretrained).visual
 
 
 class UniversalFakeDetector(ClassifierDetector):
