@@ -166,11 +166,6 @@ def main(argv: list[str] | None = None) -> None:
         if int(os.environ.get("RANK", "0") or 0) == 0:  # every rank stops at one step; rank 0 says it once
             err_console.print(term(exc), highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
-    except DiffzooError as exc:
-        if debug:
-            raise
-        err_console.print(f"[bold red]error:[/] {term(exc)}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
     except (typer.Exit, SystemExit) as exc:
         sys.exit(getattr(exc, "exit_code", getattr(exc, "code", 0)))
     except typer.Abort:
@@ -182,14 +177,14 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:
-        # a full disk, a path through a file, no permission, a read-only filesystem, a name
-        # too long (safetensors, PIL, matplotlib, any writer): the user's to fix
-        user = user_path_error(exc) if isinstance(exc, OSError) and not debug else None
+        if debug:
+            raise
+        # a DiffzooError, and a full disk, a path through a file, no permission, a read-only filesystem,
+        # a name too long (safetensors, PIL, matplotlib, any writer): the user's to fix
+        user = exc if isinstance(exc, DiffzooError) else user_path_error(exc) if isinstance(exc, OSError) else None
         if user is not None:
             err_console.print(f"[bold red]error:[/] {term(user)}", highlight=False, soft_wrap=True)
             sys.exit(user.exit_code)
-        if debug:
-            raise
         err_console.print(
             f"[bold red]internal error:[/] {type(exc).__name__}: {term(exc)} "
             "(run with --debug for the traceback)",
