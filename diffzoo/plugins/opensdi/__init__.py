@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 from diffzoo.plugins.recipes import tiny_recipe
+from diffzoo.plugins.universalfakedet import CLIP_MEAN, CLIP_STD
 
 PAPER = (
     "Wang, Huang and Hong, OpenSDI: Spotting Diffusion-Generated Images in the Open World, CVPR 2025, "
@@ -26,8 +27,6 @@ TRAIN_SH = f"{REPO} train.sh"
 TRAIN_PY = f"{REPO} train.py"
 MODEL_PY = f"{REPO} model/MaskCLIP.py"
 SAN_PY = f"{REPO} model/clip_utils.py"
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 CLIP_HUB = "timm/vit_large_patch14_clip_224.openai"
 """The hub file open_clip reads for ``ViT-L-14`` / ``openai``: OpenAI's ViT-L/14 in open_clip's layout."""
 MAE_HUB = "timm/vit_base_patch16_224.mae"
