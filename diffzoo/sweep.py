@@ -215,9 +215,10 @@ def job_key(request: dict[str, Any]) -> str:
     return stable_hash(request)
 
 
-def done_path(out: Path, key: str) -> Path:
-    """The done file of the job of ``key``."""
-    return Path(out) / SWEEP_DIR / DONE_DIR / f"{key}.json"
+def job_file(out: Path, folder: str, key: str) -> Path:
+    """The file of the job of ``key`` in ``OUT/sweep/<folder>``: its done file (:data:`DONE_DIR`)
+    or the record of its SLURM submission (:data:`SUBMITTED_DIR`)."""
+    return Path(out) / SWEEP_DIR / folder / f"{key}.json"
 
 
 def catalog_listing(request: Mapping[str, Any], memo: dict[str, list[dict[str, str]]] | None = None
@@ -267,7 +268,7 @@ def done_records(out: Path, job: SweepJob, stored: set[str],
     the job has to run (no done file, an unreadable one, one of another request, a record of it
     missing, a benchmark added or removed under ROOT).  ``listings``: :func:`catalog_listing`'s
     memo, shared by the jobs of one sweep."""
-    path = done_path(out, job.key)
+    path = job_file(out, DONE_DIR, job.key)
     data = _read(path, "done file", "the job runs again")
     if data is None:
         return None
@@ -299,7 +300,7 @@ def mark_done(out: Path, request: dict[str, Any], records: Sequence[str],
               catalogs: Mapping[str, list[dict[str, str]]] | None = None) -> Path:
     """Write the done file of the job of ``request`` (its records' ids, and ``catalogs``: what
     :func:`catalog_listing` found when it ran), whole or not at all."""
-    return _write(done_path(out, job_key(request)), SWEEP_REQUEST, request=request, records=list(records),
+    return _write(job_file(out, DONE_DIR, job_key(request)), SWEEP_REQUEST, request=request, records=list(records),
                   catalogs=dict(catalogs or {}))
 
 
@@ -428,13 +429,8 @@ def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster)
         folder.rmdir()
     if executor == "slurm":  # recorded as soon as sbatch took them: a later sweep must not submit them twice
         for job, handle in zip(jobs, handles):
-            _write(submitted_path(out, job.key), SWEEP_SUBMISSION, key=job.key, job_id=str(handle.job_id))
+            _write(job_file(out, SUBMITTED_DIR, job.key), SWEEP_SUBMISSION, key=job.key, job_id=str(handle.job_id))
     return handles
-
-
-def submitted_path(out: Path, key: str) -> Path:
-    """The record of the SLURM submission of the job of ``key``."""
-    return Path(out) / SWEEP_DIR / SUBMITTED_DIR / f"{key}.json"
 
 
 def still_queued(out: Path, jobs: Sequence[SweepJob]) -> dict[str, tuple[Any, str]]:
@@ -446,7 +442,7 @@ def still_queued(out: Path, jobs: Sequence[SweepJob]) -> dict[str, tuple[Any, st
     _check_slurm()
     earlier = []
     for job in jobs:
-        path = submitted_path(out, job.key)
+        path = job_file(out, SUBMITTED_DIR, job.key)
         data = _read(path, "submission record", "the job is submitted again")
         if data is None:
             continue
