@@ -149,18 +149,21 @@ class RecordStore:
         for path in self.paths():
             yield ResultRecord.read(path, within=self.root)
 
-    def load(self) -> Loaded:
-        """Every record that is valid, and every file of ``records/`` that is not, with why."""
-        records, skipped = [], []
+    def read_all(self) -> Iterator[tuple[Path, ResultRecord | None, list[str]]]:
+        """Each file of ``records/``: (path, its record, []) where it is a valid record kept under its
+        id, else (path, None, why)."""
         for path in self.paths():
             record, problems = read_record_file(path, within=self.root)
-            if record is None:
-                skipped.append((path, "; ".join(problems)))
-            elif (wrong := misnamed(path, record)) is not None:  # a copy under another name: one row twice
-                skipped.append((path, wrong))
-            else:
-                records.append(record)
-        return Loaded(records, skipped)
+            # a copy under another name would be one row twice
+            if record is not None and (wrong := misnamed(path, record)) is not None:
+                record, problems = None, [wrong]
+            yield path, record, problems
+
+    def load(self) -> Loaded:
+        """Every record that is valid, and every file of ``records/`` that is not, with why."""
+        read = list(self.read_all())
+        return Loaded([r for _, r, _ in read if r is not None],
+                      [(path, "; ".join(why)) for path, r, why in read if r is None])
 
     def __len__(self) -> int:
         return len(self.paths())
@@ -205,14 +208,7 @@ class RecordStore:
         """(path, problems) for every stored file that is not a valid, unedited
         record (schema, digests, id, file name); numbers against states:
         :func:`diffzoo.leaderboard.verify.verify_store`."""
-        bad = []
-        for path in self.paths():
-            record, problems = read_record_file(path, within=self.root)
-            if record is not None and path.stem != record.id:
-                problems = [f"file name {path.name} does not match its record_id {record.id}"]
-            if problems:
-                bad.append((path, problems))
-        return bad
+        return [(path, why) for path, _, why in self.read_all() if why]
 
     def temp_files(self) -> list[Path]:
         """Leftovers of killed writes in the store's folders, and nothing else: the temp files of

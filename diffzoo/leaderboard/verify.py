@@ -79,8 +79,7 @@ def verify_store(store: RecordStore, version: str | None = None, *, clean: bool 
         report = Report(f"store {store.root}")
         for path in store.paths():
             report.checked += 1
-            bad = check_file(path, source)
-            if bad:
+            if bad := check_file(path, source):
                 report.bad.append(bad)
         for vpath in sorted(store.versions_dir.glob("*.json")):
             _check_version(store, vpath.stem, source, report, count=False)
@@ -111,10 +110,8 @@ def _check_version(store: RecordStore, name: str, source: StateSource, report: R
             report.bad.append(BadRow(rid, None, [
                 f"version {name} froze record {rid} with content {manifest['record_digests'][rid][:16]}..., and "
                 "no record in records/ or replaced/ has that content: it was edited or removed"], pin))
-        elif count:
-            bad = check_file(path, source, expect_id=rid)
-            if bad:
-                report.bad.append(bad)
+        elif count and (bad := check_file(path, source, expect_id=rid)):
+            report.bad.append(bad)
 
 
 def verify_files(paths: Iterable[Path], *, clean: bool = False) -> Report:
@@ -125,8 +122,7 @@ def verify_files(paths: Iterable[Path], *, clean: bool = False) -> Report:
     report = Report(", ".join(map(str, paths)))
     for path in expand_record_paths(paths):
         report.checked += 1
-        bad = check_file(path, StateSource(record_roots(path)))
-        if bad:
+        if bad := check_file(path, StateSource(record_roots(path))):
             report.bad.append(bad)
     for folder in {p if p.is_dir() else p.parent for p in paths}:
         store = RecordStore(folder.parent if folder.name == "records" else folder)
