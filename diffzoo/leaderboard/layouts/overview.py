@@ -269,9 +269,8 @@ class _Overview:
 
     def absent(self, row: str, suite: str, what: str, extra: str = "") -> Cell:
         hint = f"diffzoo run --detector {self.detector[row].name} --suite {suite} --dataset {self.group.key.dataset}"
-        if (row, suite) not in self.has:
-            return Cell(status=ABSENT, notes=self.notes(f"no {suite} records for {row}: {hint}{extra}"))
-        return Cell(status=ABSENT, notes=self.notes(f"{row} has no {suite} record {what}: {hint}{extra}"))
+        why = f"no {suite} records for {row}" if (row, suite) not in self.has else f"{row} has no {suite} record {what}"
+        return Cell(status=ABSENT, notes=self.notes(f"{why}: {hint}{extra}"))
 
     def one(self, row: str, record: ResultRecord | None, suite: str, metric: str, what: str, extra: str = "") -> Cell:
         """``metric`` of ``record`` with its CI, or the missing cell saying why (``what``: the case or place)."""

@@ -248,14 +248,10 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
         published = in_percent(n.value, n.digits)
         best = _newest(meeting(n, records))
         where = f"published on {n.benchmark} ({item.split})"
-        if item.why:
-            rows.append(_line(item, label, DASH, published, DASH, f"{where}; {item.why}"))
-        elif not same:
-            rows.append(_line(item, label, DASH, published, DASH,
-                              f"{where}; no diffzoo metric of that definition: {n.metric.definition}"))
-        elif best is None or best.record is None:
-            rows.append(_line(item, label, DASH, published, DASH,
-                              f"{where}; no record: needs {needs(n)}{_stale(n, stale)}"))
+        if item.why or not same or best is None or best.record is None:
+            why = item.why or (f"no record: needs {needs(n)}{_stale(n, stale)}" if same
+                               else f"no diffzoo metric of that definition: {n.metric.definition}")
+            rows.append(_line(item, label, DASH, published, DASH, f"{where}; {why}"))
         else:
             rows.append(_line(item, label + _own(best), in_percent(best.ours, n.digits), published,
                               format_delta(PERCENT, best.ours - n.value),

@@ -88,10 +88,7 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     rows = []
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
+            try:  # a blank line is no JSON either
                 row = json.loads(line)
             except ValueError:
                 continue
@@ -104,13 +101,8 @@ def curves_from_log(rows: list[dict[str, Any]]) -> TrainingCurves:
     """The curves of ``log.jsonl`` rows (:func:`read_log`).  A step logged twice (a run
     resumed from a save before its last logged row) keeps its last row; ``lr`` given as one
     number is the group ``lr``."""
-    train: dict[float, dict[str, Any]] = {}
-    for row in rows:
-        if not isinstance(row, Mapping):
-            continue
-        step = _step(row.get("step"))
-        if step is not None and row.get("event") == "train":
-            train[step] = row
+    train = {step: row for row in rows if isinstance(row, Mapping) and row.get("event") == "train"
+             and (step := _step(row.get("step"))) is not None}
     steps = sorted(train)
     groups: dict[str, None] = {}
     for step in steps:
