@@ -31,7 +31,7 @@ from fnmatch import fnmatchcase
 from typing import NamedTuple
 
 from diffzoo.harness.core.registry import natural_key
-from diffzoo.harness.metrics.catalog import SLICE_KEYS, SLICE_SEPARATOR, metric_info
+from diffzoo.harness.metrics.catalog import SLICE_KEYS, SLICE_SEPARATOR
 from diffzoo.harness.metrics.slices import NO_TURNS, missing_metadata_message
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.suites.paper import (
@@ -316,8 +316,7 @@ class _Layout:
         if self.paper and spec.families:  # the paper's model rows in its order, then the others
             order = {f.paper: i for i, f in enumerate(spec.families)}
             rows.sort(key=lambda r: order.get(r.model, len(order)))
-        remarks = list(spec.remarks) + [ORACLE_NOTE] * any(info.oracle for c in spec.columns
-                                                            if (info := metric_info(c.metric)) is not None)
+        remarks = list(spec.remarks) + [ORACLE_NOTE] * any(info_of(c.metric).oracle for c in spec.columns)
         remarks += [NOT_HELD_OUT_NOTE] * any(r.not_held_out for r in rows)
         table = Table(spec.id, spec.title, [self.column(spec, c) for c in spec.columns], rows,
                       self.group.of(spec.suite, spec.tasks), row_header=spec.row_header,
@@ -338,17 +337,14 @@ class _Layout:
     def settings(self, spec: Spec, row: str) -> list[Setting]:
         if not spec.per_setting:
             return [Setting()]
-        chosen, seen = [], set()
+        chosen: dict[tuple[str, str], Setting] = {}
         found = spec.found(row) if spec.found else ()
         for s in (*spec.settings, *(spec.paper_settings if self.paper else ()), *found):
-            if (s.key, s.value) not in seen:
-                seen.add((s.key, s.value))
-                chosen.append(s)
-        return chosen
+            chosen.setdefault((s.key, s.value), s)  # the first of a key and value
+        return list(chosen.values())
 
     def column(self, spec: Spec, c: Col) -> Column:
-        info = metric_info(c.metric)
-        return column(c.key, c.metric, c.label or (info.label if info else c.metric), task=c.task or spec.task,
+        return column(c.key, c.metric, c.label or None, task=c.task or spec.task,
                       paper=c.paper if spec.paper_table else "", flag=c.flag)
 
     def row(self, spec: Spec, row: str | None, family: Family | None, setting: Setting, notes: Notes,
