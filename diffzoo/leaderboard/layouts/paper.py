@@ -629,14 +629,10 @@ class _Layout:
 def policy_line(row: str, records: Sequence[ResultRecord]) -> str:
     """One line: how ``row``'s thresholds were decided across its records (each record's typed
     :class:`~diffzoo.harness.records.policy.ThresholdPolicy`: its source and rules)."""
-    sources: dict[str, None] = {}
-    details: dict[str, None] = {}
-    for r in records:
-        policy = r.body.policy
-        sources[policy.source] = None
-        for key, rule in (("pixel", policy.pixel), ("image", policy.image)):
-            if rule is not None:
-                details[f"{key}: {rule}"] = None
+    policies = [r.body.policy for r in records]
+    sources = dict.fromkeys(p.source for p in policies)
+    details = dict.fromkeys(f"{key}: {rule}" for p in policies for key, rule in (("pixel", p.pixel), ("image", p.image))
+                            if rule is not None)
     return f"{row}: thresholds {' / '.join(sources)}" + (f" ({'; '.join(details)})" if details else "")
 
 

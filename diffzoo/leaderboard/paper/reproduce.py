@@ -134,15 +134,9 @@ def released_cards(records: list[ResultRecord]) -> list[DetectorCard]:
     from diffzoo.harness.core.plugins import get_registry
 
     scored = {(r.body.detector.name, r.body.detector.release_name) for r in records}
-    out = []
-    for entry in get_registry().list("detector"):
-        card = entry.card
-        if card is None or not any(r.published for r in card.releases):
-            continue
-        if card.tag == "tiny" and not any((card.name, r.name) in scored for r in card.releases):
-            continue
-        out.append(card)
-    return out
+    cards = [entry.card for entry in get_registry().list("detector") if entry.card is not None]
+    return [card for card in cards if any(r.published for r in card.releases)
+            and (card.tag != "tiny" or any((card.name, r.name) in scored for r in card.releases))]
 
 
 def release_numbers(cards: list[DetectorCard], names: dict[str, BenchmarkName] | None = None,
@@ -285,18 +279,16 @@ def released_apart(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
     are of another metrics version; or none is a clean case on a dataset its numbers are on."""
     current, _ = _current(records)
     met: set[tuple[str, str]] = set()
+    benchmarks: dict[tuple[str, str], dict[str, None]] = {}
     for item in numbers:
         n = item.number
         for metric in filter(None, (n.metric.diffzoo, *item.others)):
             met |= {(n.method, n.release) for c in meeting(n, current, metric) if c.record is not None}
-    benchmarks: dict[tuple[str, str], dict[str, None]] = {}
-    for item in numbers:
-        where = item.number.eval.partition(":")[0]
-        benchmarks.setdefault((item.number.method, item.number.release), {}).update({where: None} if where else {})
+        where = n.eval.partition(":")[0]
+        benchmarks.setdefault((n.method, n.release), {}).update({where: None} if where else {})
     held: dict[tuple[str, str], list[ResultRecord]] = {}
     for r in records:
-        release = r.body.detector.release_name
-        if release:
+        if release := r.body.detector.release_name:
             held.setdefault((r.body.detector.name, release), []).append(r)
     lines = []
     for (detector, release), recs in held.items():

@@ -142,17 +142,16 @@ def _manifest(selection: Selection) -> list[tuple[str, list[Any]]]:
             items.append(("note", [version["note"]]))
         if version.get("content_hash"):
             items.append(("content hash", [short(version["content_hash"], 16)]))
-    items.append(("records", [len(version.get("records", [])) if version else len(selection.records)]))
-    items.append(("datasets", [Markup("{} (fingerprint {})").format(_escape(d.get("name")),
-                                                                     short(d.get("fingerprint"), 16))
-                               for d in summary.get("datasets", [])]))
-    items.append(("suites", [Markup("{} v{} (definition {})").format(_escape(s.get("name")), _escape(s.get("version")),
-                                                                     short(s.get("definition_hash")))
-                             for s in summary.get("suites", [])]))
-    items.append(("metric definitions", [", ".join(f"v{m}" for m in summary.get("metrics_versions", []))]))
-    for name in ("label map", "split"):
-        items.append((f"{name}s", sorted({record_conditions(r)[name] for r in selection.records})))
-    return items
+    return items + [
+        ("records", [len(version.get("records", [])) if version else len(selection.records)]),
+        ("datasets", [Markup("{} (fingerprint {})").format(_escape(d.get("name")), short(d.get("fingerprint"), 16))
+                      for d in summary.get("datasets", [])]),
+        ("suites", [Markup("{} v{} (definition {})").format(_escape(s.get("name")), _escape(s.get("version")),
+                                                            short(s.get("definition_hash")))
+                    for s in summary.get("suites", [])]),
+        ("metric definitions", [", ".join(f"v{m}" for m in summary.get("metrics_versions", []))]),
+        *((f"{name}s", sorted({record_conditions(r)[name] for r in selection.records}))
+          for name in ("label map", "split"))]
 
 
 def _card(records: list[ResultRecord]) -> list[tuple[str, Any]]:
