@@ -104,11 +104,10 @@ def diff(a: Selection, b: Selection) -> Diff:
     tb = {t.key: t for t in build_tables(b.records, baselines=False) if t.key is not None}
     out: list[TableChange] = []
     for key in sorted(set(ta) | set(tb), key=lambda k: k.order):
-        if key not in tb:
-            out.append(TableChange(key, "removed", note=_note(key, list(tb), removed=True)))
-            continue
-        if key not in ta:
-            out.append(TableChange(key, "added", note=_note(key, list(ta), removed=False)))
+        if key not in ta or key not in tb:  # its nearest partner is on the other side
+            removed = key not in tb
+            out.append(TableChange(key, "removed" if removed else "added",
+                                   note=_note(key, list(tb if removed else ta), removed=removed)))
             continue
         ra, rb = _latest(ta[key]), _latest(tb[key])
         metrics = [c.key for c in tb[key].columns]

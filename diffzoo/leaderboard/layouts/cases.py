@@ -13,7 +13,7 @@ provenance, then the trivial baselines its records carry; records of one run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from diffzoo.harness.metrics.catalog import COUNT_METRICS, MetricInfo, metric_info
@@ -40,22 +40,17 @@ def provenance(record: ResultRecord) -> dict[str, Any]:
             "device": env.device}
 
 
-def rank_key(primary: str | None, info: MetricInfo | None) -> Callable[[Row], tuple]:
-    """The sort key of ranked rows: by the ``primary`` cell, better first (``info``'s direction),
-    rows without a value last; ties by label."""
+def rank(rows: list[Row], primary: str | None, info: MetricInfo | None) -> None:
+    """Sort ``rows`` by the ``primary`` cell, better first (``info``'s direction), rows without a
+    value last, ties by label; and number the held-out ones with a primary value; rows not held
+    out (scored on their model's training images) follow them, unranked."""
+    sign = 1 if info is not None and info.higher_is_better is False else -1
+
     def key(row: Row) -> tuple:
         value = row.cells[primary].value if primary and primary in row.cells else None
-        if value is None:
-            return (1, 0.0, row.label)
-        return (0, (1 if info is not None and info.higher_is_better is False else -1) * value, row.label)
-    return key
+        return (row.not_held_out, value is None, 0.0 if value is None else sign * value, row.label)
 
-
-def rank(rows: list[Row], primary: str | None, info: MetricInfo | None) -> None:
-    """Sort ``rows`` (:func:`rank_key`) and number the held-out ones with a primary value; rows
-    not held out (scored on their model's training images) follow them, unranked."""
-    by = rank_key(primary, info)
-    rows.sort(key=lambda row: (row.not_held_out, *by(row)))
+    rows.sort(key=key)
     for n, row in enumerate((r for r in rows if primary and r.compared and r.cells[primary].value is not None), 1):
         row.rank = n
 
