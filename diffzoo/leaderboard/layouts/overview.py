@@ -89,8 +89,7 @@ def build_overview(records: Sequence[ResultRecord]) -> list[Table]:
     left_out = Counter(GroupKey.of(r) for r in wanted if r.body.not_held_out)
     tables = [_Overview(g).table() for g in RecordIndex([r for r in wanted if not r.body.not_held_out]).groups()]
     for t in tables:
-        n = left_out.get(t.group.key, 0) if t.group is not None else 0
-        if n:
+        if t.group is not None and (n := left_out[t.group.key]):
             t.remarks.append(f"{n} record(s) of this group scored images their model was trained on "
                              "(--allow-train-overlap) and are left out; the per-case tables show them as "
                              "(not held out)")

@@ -309,10 +309,8 @@ class _Layout:
                 why = notes(f"no record: diffzoo run --detector {family.command_name} --suite {spec.suite} "
                             "fills this row")
                 name = f"{' or '.join(family.patterns)} (no record)"
-                for s in [*spec.settings, *spec.paper_settings] if spec.per_setting else [Setting()]:
-                    row = self.row(spec, None, family, s, notes, name)
-                    row.notes = why
-                    rows.append(row)
+                rows += [replace(self.row(spec, None, family, s, notes, name), notes=why)
+                         for s in ([*spec.settings, *spec.paper_settings] if spec.per_setting else [Setting()])]
         if self.paper and spec.families:  # the paper's model rows in its order, then the others
             order = {f.paper: i for i, f in enumerate(spec.families)}
             rows.sort(key=lambda r: order.get(r.model, len(order)))
