@@ -29,9 +29,8 @@ from diffzoo.leaderboard.index import RecordIndex
 from diffzoo.leaderboard.layouts.overview import benchmark_columns
 from diffzoo.leaderboard.render.escape import plot_text as _text
 from diffzoo.leaderboard.render.plots import (
+    _labelled,
     _pyplot,
-    _save,
-    _title,
     draw_curves,
     grouped_bars,
     outside_legend,
@@ -89,11 +88,8 @@ def comparison_curves_png(series: dict[str, list[tuple[float, float | None]]], s
     fig, ax = plt.subplots(figsize=(_width(len(series), 6.4), 4.4))
     draw_curves(ax, series, clean, ticks, style=lambda name: {
         "color": styles[name].color, "marker": styles[name].marker, "linestyle": styles[name].linestyle})
-    ax.set_xlabel(_text(xlabel))
-    ax.set_ylabel(f"{_text(ylabel)} (%)")
-    _title(ax, title, fig)
     outside_legend(ax, len(series))
-    return _save(fig, path)
+    return _labelled(fig, ax, path, title, xlabel, ylabel)
 
 
 def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[str, Style], path: Path,
@@ -106,13 +102,10 @@ def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[st
     grouped_bars(ax, editors, percents,
                  style=lambda name: {"color": styles[name].color, "hatch": styles[name].hatch, "linewidth": 0.3,
                                      "edgecolor": "white" if not styles[name].hatch else "black"})
-    ax.set_xlabel(_text(xlabel))
-    ax.set_ylabel(f"{_text(ylabel)} (%)")
     ax.set_ylim(0, 100)
     ax.grid(True, axis="y", alpha=0.3)
-    _title(ax, title, fig)
     outside_legend(ax, len(series))
-    return _save(fig, path)
+    return _labelled(fig, ax, path, title, xlabel, ylabel)
 
 
 def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style], path: Path, *, xlabel: str,
@@ -128,13 +121,10 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
         right = 100 * x > middle  # label towards the middle, so that it stays inside the axes
         ax.annotate(_text(name), (100 * x, 100 * y), xytext=(-4 if right else 4, 4), textcoords="offset points",
                     ha="right" if right else "left", fontsize=7)
-    ax.set_xlabel(f"{_text(xlabel)} (%)")
-    ax.set_ylabel(f"{_text(ylabel)} (%)")
     ax.grid(True, alpha=0.3)
     ax.margins(0.15)
-    _title(ax, title, fig)
     outside_legend(ax, len(points))
-    return _save(fig, path)
+    return _labelled(fig, ax, path, title, f"{xlabel} (%)", ylabel)
 
 
 def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_dir: Path,

@@ -80,6 +80,14 @@ def _save(fig, path: Path, dpi: int = 120, **savefig) -> Path:
     return atomic_write_bytes(Path(path), buf.getvalue())
 
 
+def _labelled(fig, ax, path: Path, title: str, xlabel: str, ylabel: str) -> Path:
+    """``fig`` with its axes' labels (the y axis in %) and its wrapped title, saved (:func:`_save`)."""
+    ax.set_xlabel(_text(xlabel))
+    ax.set_ylabel(f"{_text(ylabel)} (%)")
+    _title(ax, title, fig)
+    return _save(fig, path)
+
+
 def confusion_png(matrix: np.ndarray | list[list[int]], names: list[str], path: Path, title: str = "") -> Path:
     """Row-normalised confusion matrix (rows = ground truth) as a PNG."""
     plt = _pyplot()
@@ -154,11 +162,8 @@ def robustness_png(series: dict[str, list[tuple[float, float | None]]], path: Pa
     width = int(max((x for points in series.values() for x, _ in points), default=0))
     starts = clean if isinstance(clean, dict) else {label: clean for label in series}
     draw_curves(ax, series, starts, ticks or ["clean", *(str(i) for i in range(1, width + 1))])
-    ax.set_xlabel(_text(xlabel))
-    ax.set_ylabel(f"{_text(ylabel)} (%)")
-    _title(ax, title or f"{ylabel} over {xlabel}", fig)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _labelled(fig, ax, path, title or f"{ylabel} over {xlabel}", xlabel, ylabel)
 
 
 def editor_iou_png(series: dict[str, dict[str, float | None]], path: Path, title: str = "") -> Path:
@@ -169,10 +174,7 @@ def editor_iou_png(series: dict[str, dict[str, float | None]], path: Path, title
     n = max(len(series), 1)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.9 * len(editors) * max(1.0, n / 2)), 4.2))
     grouped_bars(ax, editors, percents, fmt=lambda y: f"{y:.1f}" if np.isfinite(y) else "")
-    ax.set_xlabel("editor")
-    ax.set_ylabel("IoU (%)")
     ax.set_ylim(0, 100)
-    _title(ax, title or "per-editor IoU", fig)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _labelled(fig, ax, path, title or "per-editor IoU", "editor", "IoU")
