@@ -494,8 +494,7 @@ class _Layout:
         editors = [*CLASSIFICATION_EDITORS, *(e for e in found if e not in CLASSIFICATION_EDITORS)]
         cols = [Col(f"{e}:{m}", m, f"{e} {info_of(m).label}", setting=e)
                 for e in editors for m in ("img_Acc", "img_AP")]
-        cols += [Col("img_Acc", "img_Acc", setting="all", paper="Acc"), Col("img_AP", "img_AP", setting="all",
-                                                                          paper="mAP"),
+        cols += [*(Col(m, m, setting="all", paper=paper) for m, paper in (("img_Acc", "Acc"), ("img_AP", "mAP"))),
                  Col("mAP", "img_AP", "mAP", setting=""), Col("img_Acc_oracle", "img_Acc_oracle", setting="all")]
         table = self.table(Spec(
             "5", "Table 5: image-level detection, segmenters and classifiers (classification)", "classification",
@@ -515,8 +514,7 @@ class _Layout:
 
     def table7(self) -> Table:
         variants = (Setting("sdxl", "SDXL", "SDXL"), Setting("sdxl-lora", "SDXL-LoRA", "SDXL-LoRA"))
-        cols = (Col("binary:mIoU", "mIoU", "binary mIoU", "binary"), Col("semantic:mIoU", "mIoU", "semantic mIoU",
-                                                                        "semantic"),
+        cols = (*(Col(f"{task}:mIoU", "mIoU", f"{task} mIoU", task) for task in ("binary", "semantic")),
                 Col("IoU.sdxl", "IoU.sdxl", task="semantic", paper="mIoU_sdxl"), Col("top1", "top1", task="semantic"))
         return self.table(Spec(
             "7", "Table 7: SDXL vs SDXL + Hyper-SD LoRA re-edits (lora)", "lora", cols, paper_table="7",
