@@ -158,10 +158,9 @@ def _card(records: list[ResultRecord]) -> list[tuple[str, Any]]:
     det = newest_record(records).body.detector
     card = det.card
     items: list[tuple[str, Any]] = [("variant", card.get("name", det.name)), ("plugin", det.plugin)]
-    for key in ("description", "tasks", "weights", "input_size", "licence", "paper"):
-        value = card.get(key)
-        if value not in (None, "", [], {}):
-            items.append((key, ", ".join(map(str, value)) if isinstance(value, list) else value))
+    items += [(key, ", ".join(map(str, value)) if isinstance(value, list) else value)
+              for key in ("description", "tasks", "weights", "input_size", "licence", "paper")
+              if (value := card.get(key)) not in (None, "", [], {})]
     pretrained = (card.get("recipe") or {}).get("pretrained")
     if isinstance(pretrained, dict) and pretrained.get("source"):  # every weight file and where it comes from
         items.append(("weight sources", str(pretrained["source"])))
