@@ -51,16 +51,12 @@ GENERATOR_METRIC = "F1"
 boards, OpenSDI's and TGIF's, print F1)."""
 NO_CI = "; no CI (see docs/leaderboard.md)"
 HEADLINES: tuple[Column, ...] = (
-    column("standard.binary.mIoU", "mIoU", "binary mIoU", group="standard", task="binary",
-           definition="mIoU of the standard suite's binary case, with its 95% CI (the primary column)"),
-    column("standard.binary.bF1", "bF1", "binary bF1", group="standard", task="binary",
-           definition="boundary F1 of the standard suite's binary case, with its 95% CI"),
-    column("standard.semantic.mIoU", "mIoU", "semantic mIoU", group="standard", task="semantic",
-           definition="mIoU of the standard suite's semantic case (editor attribution), with its 95% CI"),
-    column("standard.image.img_Acc", "img_Acc", "image Acc", group="standard", task="image",
-           definition="image-level accuracy of the standard suite's image case, with its 95% CI"),
-    column("standard.image.img_AP", "img_AP", "image AP", group="standard", task="image",
-           definition="image-level AP of the standard suite's image case, with its 95% CI"),
+    *(column(f"standard.{task}.{metric}", metric, f"{task} {info_of(metric).label}", group="standard", task=task,
+             definition=f"{what} of the standard suite's {task} case{aside}, with its 95% CI{primary}")
+      for task, metric, what, aside, primary in (
+          ("binary", "mIoU", "mIoU", "", " (the primary column)"), ("binary", "bF1", "boundary F1", "", ""),
+          ("semantic", "mIoU", "mIoU", " (editor attribution)", ""),
+          ("image", "img_Acc", "image-level accuracy", "", ""), ("image", "img_AP", "image-level AP", "", ""))),
     column("robustness.binary.mIoU.mean", "mIoU", "mean mIoU", group="robustness", task="binary",
            definition=f"mean over the paper's settings ({', '.join(PAPER_SETTINGS)}) of the distortions suite's "
                       f"binary mIoU; missing unless all are present{NO_CI}"),
