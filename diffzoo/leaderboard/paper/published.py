@@ -24,6 +24,7 @@ date, whatever suite ran them.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -304,13 +305,13 @@ def render_benchmarks(benchmarks: list[Benchmark], records: list[ResultRecord]) 
             groups.setdefault(needs(number), []).append(number)
         for need, numbers in groups.items():
             lines += [f"#### Not compared: needs {md_cell(need)}", ""] + _listed_table(numbers) + [""]
-        lines += definition_lines(bench) + [""]
+        lines += definition_lines(bench.numbers) + [""]
     return lines
 
 
-def definition_lines(bench: Benchmark) -> list[str]:
-    """A list item per metric ``bench`` uses: its definition and the diffzoo metric of the same one."""
-    used = dict.fromkeys(n.metric for n in bench.numbers)
+def definition_lines(numbers: Iterable[Published]) -> list[str]:
+    """A list item per metric ``numbers`` use: its definition and the diffzoo metric of the same one."""
+    used = dict.fromkeys(n.metric for n in numbers)
     return [f"- {md_cell(m.name)}: {md_cell(m.definition)} (diffzoo: "
             + (md_cell(m.diffzoo) if m.diffzoo else "no metric of this definition; never compared") + ")"
             for m in used]

@@ -1,11 +1,10 @@
 """Released checkpoints' published numbers beside ours (``diffzoo report reproduce``).
 
 Every number a detector card's release publishes (``cards.Release.published``) becomes a
-:class:`~.published.Published` with its ``release`` set, in one
-:class:`~.published.Benchmark`, and meets records through :func:`~.published.meeting`: the
-newest record of that detector and release, evaluated on the diffzoo dataset that is the
-number's benchmark, in a clean case, carrying the diffzoo metric of the number's own
-definition.  Two tables, data and never guesses, say what is what:
+:class:`~.published.Published` with its ``release`` set, and meets records through
+:func:`~.published.meeting`: the newest record of that detector and release, evaluated on the
+diffzoo dataset that is the number's benchmark, in a clean case, carrying the diffzoo metric of
+the number's own definition.  Two tables, data and never guesses, say what is what:
 
 - ``release_benchmarks.csv``: a benchmark as the source names it -> the diffzoo dataset that
   is it (or none, and why);
@@ -33,7 +32,6 @@ from diffzoo.leaderboard.index import newest_record
 from diffzoo.leaderboard.paper.published import (
     METRICS_FILE,
     PERCENT,
-    Benchmark,
     Comparison,
     Published,
     PublishedMetric,
@@ -167,11 +165,6 @@ def release_numbers(cards: list[DetectorCard], names: dict[str, BenchmarkName] |
                                    benchmark=p.benchmark)
                 out.append(ReleaseNumber(number, p.split, known.others if known else (), why))
     return out
-
-
-def release_benchmark(numbers: list[ReleaseNumber]) -> Benchmark:
-    return Benchmark("releases", "Released checkpoints' published numbers (the detector cards)",
-                     tuple(n.number for n in numbers))
 
 
 def _newest(found: list[Comparison]) -> Comparison | None:
@@ -333,7 +326,7 @@ def reproduce_markdown(selection: Selection, numbers: list[ReleaseNumber] | None
         return "\n".join(lines + ["No registered detector lists a release with published numbers.", ""])
     lines += markdown_table([md_cell(h) for h in HEAD], reproduce_rows(numbers, records),
                             [LEFT] * 4 + [RIGHT] * 3 + [LEFT]) + [""]
-    lines += ["Definitions:", ""] + definition_lines(release_benchmark(numbers))
+    lines += ["Definitions:", ""] + definition_lines(n.number for n in numbers)
     used = dict.fromkeys(m for item in numbers for m in item.others)
     lines += [f"- {md_cell(m)} (diffzoo): {md_cell(DIFFZOO_DEFINITIONS[m])}" for m in used] + [""]
     return "\n".join(lines)
