@@ -141,13 +141,12 @@ def record_conditions(record: ResultRecord) -> dict[str, str]:
 
 def mixed_conditions(records: Iterable[ResultRecord]) -> dict[str, dict[str, list[str]]]:
     """Condition -> {value: rows} for each condition the records differ in."""
-    seen: dict[str, dict[str, list[str]]] = {}
+    seen: dict[str, dict[str, dict[str, None]]] = {}
     for r in records:
         for name, value in record_conditions(r).items():
-            rows = seen.setdefault(name, {}).setdefault(value, [])
-            if r.body.row_name not in rows:
-                rows.append(r.body.row_name)
-    return {name: dict(sorted(values.items())) for name, values in seen.items() if len(values) > 1}
+            seen.setdefault(name, {}).setdefault(value, {})[r.body.row_name] = None
+    return {name: {value: list(rows) for value, rows in sorted(values.items())}
+            for name, values in seen.items() if len(values) > 1}
 
 
 def check_mixing(tables: Iterable[Any], allow_mixed: bool = False) -> None:

@@ -86,8 +86,7 @@ def robustness_series(records: Iterable[ResultRecord], task: str, metric: str,
         if b.setting == clean:
             clean_value = r.metrics[metric]
             continue
-        numeric = [(k, v) for k, v in b.distortion_params.items() if _is_number(v)]
-        parameter, value = numeric[0] if numeric else ("", 0)
+        parameter, value = next(((k, v) for k, v in b.distortion_params.items() if _is_number(v)), ("", 0))
         lines.setdefault(b.distortion, []).append(Point(b.distortion, parameter, value, r.metrics[metric]))
     series: Series = {}
     for line, pts in sorted(lines.items()):

@@ -40,10 +40,9 @@ log = logging.getLogger(__name__)
 def header_lines(selection: Selection) -> list[tuple[str, str]]:
     """(label, value) pairs describing what was published."""
     info = selection.version or summarize(selection.records)
-    pairs = [("version", selection.label if selection.version else f"not frozen ({selection.label})")]
-    if selection.version:
-        pairs.append(("frozen", selection.version.get("created", "")))
-    pairs += [
+    frozen = [("frozen", selection.version.get("created", ""))] if selection.version else []
+    return [
+        ("version", selection.label if selection.version else f"not frozen ({selection.label})"), *frozen,
         ("datasets", ", ".join(f"{d['name']} ({d['fingerprint']})" for d in info["datasets"])),
         ("suites", ", ".join(f"{s['name']} v{s['version']}" for s in info["suites"])),
         ("metric definitions", ", ".join(f"v{v}" for v in info["metrics_versions"])),
@@ -51,7 +50,6 @@ def header_lines(selection: Selection) -> list[tuple[str, str]]:
           for name in ("label map", "split")),
         ("records", str(len(selection.records))),
     ]
-    return pairs
 
 
 def to_markdown(selection: Selection, tables: list[Table]) -> str:
