@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -201,16 +201,12 @@ def load_version(store: RecordStore, name: str) -> Selection:
     return Selection(name, records, manifest)
 
 
-def resolve(ref: str | None, store: RecordStore,
-            reader: Callable[[Path], ResultRecord] | None = None) -> Selection:
+def resolve(ref: str | None, store: RecordStore) -> Selection:
     """What ``ref`` names: None = every record in the store; a version name
     in the store; a version JSON file; a folder of records (a run's --out);
     or one record file.  Of the store or a folder, the files that are not
-    valid records are skipped and listed in ``skipped`` (``reader``, if
-    given, reads each file instead, and a bad one raises)."""
+    valid records are skipped and listed in ``skipped``."""
     if ref is None:
-        if reader is not None:
-            return Selection(f"working copy of {store.root}", [reader(p) for p in store.paths()])
         loaded = store.load()
         return Selection(f"working copy of {store.root}", loaded.records, skipped=tuple(loaded.skipped))
     if NAME_RE.match(ref) and (store.versions_dir / f"{ref}.json").exists():
@@ -220,13 +216,9 @@ def resolve(ref: str | None, store: RecordStore,
         data = read_json_file(path, MAX_RECORD_BYTES, "file")
         if isinstance(data, dict) and "records" in data and "schema_version" in data and "name" in data:
             return load_version(RecordStore(path.parent.parent), data["name"])
-        record = reader(path) if reader is not None else ResultRecord.of_data(data, f"record {path}")
-        return Selection(str(path), [record])
+        return Selection(str(path), [ResultRecord.of_data(data, f"record {path}")])
     if path.is_dir():
-        files = expand_record_paths([path])
-        if reader is not None:
-            return Selection(f"records in {path}", [reader(p) for p in files])
-        read = [(p, *read_record_file(p)) for p in files]
+        read = [(p, *read_record_file(p)) for p in expand_record_paths([path])]
         return Selection(f"records in {path}", [r for _, r, _ in read if r is not None],
                          skipped=tuple((p, "; ".join(why)) for p, r, why in read if r is None))
     known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
