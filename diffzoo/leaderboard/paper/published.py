@@ -138,13 +138,11 @@ def parse_benchmark(text: str, name: str, metrics: dict[str, PublishedMetric]) -
     return Benchmark(name, comments[0], tuple(numbers))
 
 
-def load_benchmarks(files: tuple[Path, ...] | None = None, metrics_file: Path | None = None) -> list[Benchmark]:
+def load_benchmarks() -> list[Benchmark]:
     """Every other benchmark's numbers, in :data:`BENCHMARK_FILES` order."""
-    metrics_file = Path(metrics_file) if metrics_file is not None else METRICS_FILE
-    metrics = parse_metrics(read_text(metrics_file, "the benchmarks' metric definitions"), str(metrics_file))
-    paths = files if files is not None else tuple(HERE / f for f in BENCHMARK_FILES)
-    return [parse_benchmark(read_text(p, "published numbers"), Path(p).stem.removesuffix("_values"), metrics)
-            for p in paths]
+    metrics = parse_metrics(read_text(METRICS_FILE, "the benchmarks' metric definitions"), str(METRICS_FILE))
+    return [parse_benchmark(read_text(HERE / f, "published numbers"), f.removesuffix("_values.csv"), metrics)
+            for f in BENCHMARK_FILES]
 
 
 @dataclass(frozen=True)

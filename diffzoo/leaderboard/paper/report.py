@@ -17,7 +17,7 @@ from pathlib import Path
 
 from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.leaderboard.layouts.paper import build_report
-from diffzoo.leaderboard.paper.published import Benchmark, load_benchmarks, render_benchmarks
+from diffzoo.leaderboard.paper.published import load_benchmarks, render_benchmarks
 from diffzoo.leaderboard.paper.values import VALUES_FILE, load_values
 from diffzoo.leaderboard.render.escape import md_cell
 from diffzoo.leaderboard.render.markdown import section_lines
@@ -27,10 +27,8 @@ from diffzoo.leaderboard.versions import Selection
 REPORT_FILE = "paper.md"
 
 
-def paper_markdown(selection: Selection, values: dict | None = None,
-                   benchmarks: list[Benchmark] | None = None) -> str:
-    values = load_values() if values is None else values
-    benchmarks = load_benchmarks() if benchmarks is None else benchmarks
+def paper_markdown(selection: Selection) -> str:
+    values = load_values()
     lines = ["# DiffSeg30k paper tables, reproduced", "",
              f"- **records**: {md_cell(selection.label)} ({len(selection.records)} record(s))",
              f"- **paper**: Ci et al., DiffSeg30k, arXiv 2511.19111v2; {len(values)} published number(s) in "
@@ -44,7 +42,7 @@ def paper_markdown(selection: Selection, values: dict | None = None,
              "split, recipe and evaluator version. Layout and the case behind each column: docs/paper.md.", ""]
     for section in build_report(selection.records, values):
         lines += section_lines(section, "superscript")
-    lines += ["", *render_benchmarks(benchmarks, selection.records)]
+    lines += ["", *render_benchmarks(load_benchmarks(), selection.records)]
     return "\n".join(lines)
 
 

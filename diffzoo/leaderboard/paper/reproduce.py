@@ -137,15 +137,12 @@ def released_cards(records: list[ResultRecord]) -> list[DetectorCard]:
             and (card.tag != "tiny" or any((card.name, r.name) in scored for r in card.releases))]
 
 
-def release_numbers(cards: list[DetectorCard], names: dict[str, BenchmarkName] | None = None,
-                    release_metrics: dict[tuple[str, str], ReleaseMetric] | None = None) -> list[ReleaseNumber]:
+def release_numbers(cards: list[DetectorCard]) -> list[ReleaseNumber]:
     """Each card's published release numbers as :class:`~.published.Published`, in card order."""
-    if names is None:
-        names = parse_benchmark_names(read_text(BENCHMARKS_FILE, "the release benchmarks"), str(BENCHMARKS_FILE))
-    if release_metrics is None:
-        metrics = parse_metrics(read_text(METRICS_FILE, "the benchmarks' metric definitions"), str(METRICS_FILE))
-        release_metrics = parse_release_metrics(read_text(RELEASE_METRICS_FILE, "the release metrics"), metrics,
-                                                str(RELEASE_METRICS_FILE))
+    names = parse_benchmark_names(read_text(BENCHMARKS_FILE, "the release benchmarks"), str(BENCHMARKS_FILE))
+    metrics = parse_metrics(read_text(METRICS_FILE, "the benchmarks' metric definitions"), str(METRICS_FILE))
+    release_metrics = parse_release_metrics(read_text(RELEASE_METRICS_FILE, "the release metrics"), metrics,
+                                            str(RELEASE_METRICS_FILE))
     out = []
     for card in cards:
         for release in card.releases:
@@ -305,9 +302,9 @@ def released_apart(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
     return lines
 
 
-def reproduce_markdown(selection: Selection, numbers: list[ReleaseNumber] | None = None) -> str:
+def reproduce_markdown(selection: Selection) -> str:
     records = selection.records
-    numbers = release_numbers(released_cards(records)) if numbers is None else numbers
+    numbers = release_numbers(released_cards(records))
     released = sum(1 for r in records if r.body.detector.release_name)
     lines = ["# Released checkpoints, reproduced", "",
              f"- **records**: {md_cell(selection.label)} ({len(records)} record(s), {released} of released weights"

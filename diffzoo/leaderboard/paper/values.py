@@ -94,7 +94,6 @@ def parse_values(text: str, source: str = "paper values") -> dict[Key, PaperValu
     return out
 
 
-def load_values(path: Path | None = None) -> dict[Key, PaperValue]:
+def load_values() -> dict[Key, PaperValue]:
     """The paper's numbers, keyed by (table, row, task, setting, metric)."""
-    path = Path(path) if path is not None else VALUES_FILE
-    return parse_values(read_text(path, "the paper's numbers"), str(path))
+    return parse_values(read_text(VALUES_FILE, "the paper's numbers"), str(VALUES_FILE))
