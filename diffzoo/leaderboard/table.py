@@ -272,12 +272,10 @@ def format_value(info: MetricInfo, value: float | None, digits: int = 1) -> str:
     return f"{value:g}"
 
 
-def format_ci(info: MetricInfo, cell: Cell, digits: int = 1) -> str:
+def format_ci(info: MetricInfo, cell: Cell) -> str:
     """Half the CI's width in the value's unit ('' without a CI)."""
     half = cell.half_width
-    if half is None:
-        return ""
-    return f"{100 * half:.{digits}f}" if info.percent else f"{half:g}"
+    return "" if half is None else (f"{100 * half:.1f}" if info.percent else f"{half:g}")
 
 
 def format_delta(info: MetricInfo, delta: float | None) -> str:

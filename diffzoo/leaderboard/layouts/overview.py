@@ -187,10 +187,9 @@ class _Overview:
         self.detector = {r.body.row_name: r.body.detector for r in group.records}
         self.own = {r.body.row_name for r in group.records if r.body.own_score}
         held = [r for r in group.of(UNSEEN, ["binary"]) if r.body.case.get("train", {}).get("exclude_editors")]
-        self.pairs = {p: p for p in dict.fromkeys(r.body.setting for r in held)}
-        self.settings = {s: s for s in PAPER_SETTINGS}
+        self.pairs = list(dict.fromkeys(r.body.setting for r in held))
         fed = {"standard": lambda c: bool(group.of(STANDARD, [c.task])),
-               "robustness": lambda c: any(r.body.setting in self.settings for r in group.of(DISTORTIONS, ["binary"])),
+               "robustness": lambda c: any(r.body.setting in PAPER_SETTINGS for r in group.of(DISTORTIONS, ["binary"])),
                "unseen editors": lambda c: bool(self.pairs)}
         self.columns = [c for c in HEADLINES if fed[c.group](c)]
         self.cross = {(r.body.row_name, _Place.of(r), r.body.task, bool(r.body.case.get("slice_by"))): r
@@ -244,7 +243,7 @@ class _Overview:
             return _mean({}, [self.cell(row, c) for c in self.columns if (pc := self.places.get(c.key)) is not None
                               and pc.place.suite == col.group and pc.metric == CROSS_METRIC and pc.task == "binary"])
         if col.group == "robustness":
-            values = self.over(row, DISTORTIONS, self.settings, col.info.name)
+            values = self.over(row, DISTORTIONS, PAPER_SETTINGS, col.info.name)
             if col.key.endswith(".worst") and isinstance(values, dict):
                 worst = min(values, key=lambda s: (values[s], s))
                 return Cell(values[worst], detail=worst)
@@ -277,7 +276,7 @@ class _Overview:
                 f"{row}: {metric} undefined in {suite} {what} (record {record.id[:12]})"))
         return cell
 
-    def over(self, row: str, suite: str, settings: dict[str, str], metric: str,
+    def over(self, row: str, suite: str, settings: Sequence[str], metric: str,
              held: bool | None = None) -> dict[str, float] | Cell:
         """``metric`` of each setting's binary case, or the missing cell saying what lacks."""
         records = {s: self.group.find(suite, row, task="binary", setting=s, held=held) for s in settings}
