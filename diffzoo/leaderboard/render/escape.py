@@ -70,9 +70,8 @@ def csv_cell(value: object) -> str:
 
 
 # -- Markdown --------------------------------------------------------------------------------
-_MD_CHARS = {"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|",
-             "~": "\\~", "$": "\\$", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
-_MD_TABLE = str.maketrans(_MD_CHARS)
+_MD_TABLE = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+                           "|": "\\|", "~": "\\~", "$": "\\$", "<": "&lt;", ">": "&gt;", "&": "&amp;"})
 _MD_BLOCK_MARK = re.compile(r"^(\s*)([#=+-])")  # heading, setext underline, bullet
 _MD_ORDERED = re.compile(r"^(\s*\d{1,9})([.)])")  # "1." / "1)" starts an ordered list
 

@@ -23,6 +23,13 @@ def _pyplot():
     return plt
 
 
+def integer_ticks():
+    """A tick locator that puts ticks on whole numbers only (counts, steps)."""
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
+
+
 def _title(ax, text: str, fig) -> None:
     """A title wrapped to the figure's width (long names must not be cut off)."""
     ax.set_title(textwrap.fill(_text(text), max(20, int(fig.get_figwidth() * 9))), fontsize=10)

@@ -12,16 +12,10 @@ from typing import Any
 import numpy as np
 
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, grouped_bars
+from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, grouped_bars, integer_ticks
 
 STATS_PLOTS = ("editors.png", "edited-area.png", "turns.png", "base.png")
 """File names :func:`stats_pngs` writes, in this order."""
-
-
-def _integer_ticks():
-    from matplotlib.ticker import MaxNLocator
-
-    return MaxNLocator(integer=True)
 
 
 def editors_png(stats: dict[str, Any], path: Path) -> Path:
@@ -49,7 +43,7 @@ def edited_area_png(stats: dict[str, Any], path: Path) -> Path:
         ax.set_title(_text(f"{name} (n={dist['count']}"
                            + (f", median {100 * median:.1f}%)" if median is not None else ")")), fontsize=8)
         ax.set_xlim(0, 100)
-        ax.yaxis.set_major_locator(_integer_ticks())
+        ax.yaxis.set_major_locator(integer_ticks())
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     for ax in axes[-1]:
@@ -74,7 +68,7 @@ def _bar_chart(stats: dict[str, Any], names: list[str], series: dict[str, list[i
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(min_width, 1.0 + per_name * len(names)), 4.0))
     grouped_bars(ax, names, series, fmt=lambda v: f"{v:g}")  # the counts on top
-    ax.yaxis.set_major_locator(_integer_ticks())
+    ax.yaxis.set_major_locator(integer_ticks())
     ax.grid(True, axis="y", alpha=0.3)
     if len(series) > 1:
         ax.legend(fontsize=8)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, outside_legend
+from diffzoo.leaderboard.render.plots import _pyplot, _save, integer_ticks, outside_legend
 
 NAN = float("nan")
 LOG_DECADES = 1.0
@@ -258,12 +258,10 @@ def training_png(curves: TrainingCurves, path: Path, title: str = "") -> Path:
     panels = [_loss_panel, _lr_panel] + ([_validation_panel] if curves.validation else [])
     fig, axes = plt.subplots(len(panels), 1, figsize=(8.0, 0.6 + 2.5 * len(panels)), squeeze=False,
                              layout="constrained")
-    from matplotlib.ticker import MaxNLocator
-
     xs = [s for s in curves.steps if math.isfinite(s)] + [s for s, _ in curves.validation]
     for ax, panel in zip(axes[:, 0], panels):
         panel(ax, curves)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(integer_ticks())
         ax.set_xlabel("step (inferred from sampled losses)" if curves.approximate_steps else "step")
         ax.grid(True, alpha=0.3)
         if xs:
