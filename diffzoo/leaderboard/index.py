@@ -29,6 +29,7 @@ Case facts come from typed record fields: :attr:`RecordBody.setting`
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -107,10 +108,8 @@ def place_labels(records: Iterable[ResultRecord]) -> dict[str, str]:
     """Per record id, the :func:`place_label` of the place it evaluated among ``records``."""
     places = {r.id: (eval_place(r), r.body.dataset.fingerprint, record_conditions(r)["label map"])
               for r in records}
-    seen: dict[str, set[tuple[str, str, str]]] = {}
-    for place in places.values():
-        seen.setdefault(place[0], set()).add(place)
-    return {i: place_label(*place, clash=len(seen[place[0]]) > 1) for i, place in places.items()}
+    distinct = Counter(where for where, _, _ in set(places.values()))  # places of one name and split
+    return {i: place_label(*place, clash=distinct[place[0]] > 1) for i, place in places.items()}
 
 
 def case_identity(record: ResultRecord) -> tuple[str, ...]:
