@@ -14,7 +14,7 @@ from diffzoo.harness.core.lazy import lazy_exports
 # `diffzoo list` stays free of numpy and SciPy).  No exported name may also name a module
 # here: once that module is imported, the package attribute is the module, not the name
 # (hence boundaries.py, which defines `boundary`).
-__getattr__ = lazy_exports(__name__, {
+_EXPORTS = {
     "AREA_THRESHOLD": ".catalog",
     "EVAL_TASKS": ".state",
     "EvalState": ".state",
@@ -36,28 +36,6 @@ __getattr__ = lazy_exports(__name__, {
     "roc_auc": ".image_level",
     "tolerance": ".boundaries",
     "topk_hits": ".attribution",
-})
-
-__all__ = [
-    "METRICS_VERSION",
-    "AREA_THRESHOLD",
-    "SCORE_THRESHOLD",
-    "EVAL_TASKS",
-    "SLICE_KEYS",
-    "EvalState",
-    "prediction_digest",
-    "MetricConfig",
-    "boundary",
-    "boundary_f1",
-    "per_class_bf1",
-    "tolerance",
-    "confusion_counts",
-    "iou_per_class",
-    "pixel_metrics",
-    "histogram_auc",
-    "prob_histograms",
-    "average_precision",
-    "roc_auc",
-    "editor_ranking",
-    "topk_hits",
-]
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)
