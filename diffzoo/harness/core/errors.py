@@ -168,11 +168,8 @@ class DetectorError(DiffzooError):
         self.detector, self.sample_id = detector, sample_id
         self.problem, self.expected, self.got = problem, expected, got
         where = f" on sample {sample_id}" if sample_id is not None else ""
-        detail = ""
-        if expected is not None:
-            detail += f"; expected {expected}"
-        if got is not None:
-            detail += f", got {got}"
+        detail = "".join(f"{part} {value}" for part, value in (("; expected", expected), (", got", got))
+                         if value is not None)
         super().__init__(f"detector {detector!r}{where}: {problem}{detail}")
 
 

@@ -74,11 +74,8 @@ class ImageRows:
         a["topk"][i] = topk
         a["n_turns"][i] = n_turns
         self.n += 1
-        self.ids.append(id)
-        self.bases.append(base)
-        self.editors.append(editors)
-        self.edit_types.append(edit_types)
-        self.digests.append(digest)
+        for name, value in zip(_TEXT_COLUMNS, (id, base, editors, edit_types, digest), strict=True):
+            getattr(self, name).append(value)
 
     def extend(self, other: ImageRows) -> None:
         """Append all rows of ``other`` (same class count and k) after ours."""
@@ -86,11 +83,8 @@ class ImageRows:
         for key in self._specs:
             self._arrays[key][self.n : self.n + other.n] = other.array(key)
         self.n += other.n
-        self.ids += other.ids
-        self.bases += other.bases
-        self.editors += other.editors
-        self.edit_types += other.edit_types
-        self.digests += other.digests
+        for name in _TEXT_COLUMNS:
+            getattr(self, name).extend(getattr(other, name))
 
     def take(self, indices: np.ndarray) -> ImageRows:
         """A new store holding the rows at ``indices``, in that order."""

@@ -92,9 +92,8 @@ def same(a: Any, b: Any) -> bool:
     b_none = b is None or (isinstance(b, float) and math.isnan(b))
     if a_none or b_none:
         return a_none and b_none
-    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, int) and isinstance(b, int):
+    numbers = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)]
+    if not all(numbers) or (isinstance(a, int) and isinstance(b, int)):
         return a == b
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
 

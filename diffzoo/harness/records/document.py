@@ -304,6 +304,14 @@ def read_state_bytes(path: Path, sha256: str | None, within: Path | str | None =
 
 
 # -- the record ------------------------------------------------------------------------------
+def _valid_body(data: Any) -> RecordBody:
+    """``data`` parsed by :meth:`RecordBody.parse`; RecordError listing every problem if it is not a record."""
+    body, problems = RecordBody.parse(data)
+    if problems or body is None:  # None exactly when there are problems
+        raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
+    return body
+
+
 @dataclass(frozen=True)
 class ResultRecord:
     """An immutable record.  ``data`` is the JSON document, ``body`` its typed
@@ -341,18 +349,12 @@ class ResultRecord:
     def _parsed(fields: dict[str, Any]) -> dict[str, Any]:
         """``fields`` as the typed model writes them (validated, defaults filled in); RecordError if invalid."""
         data = clean_json({"schema_version": SCHEMA_VERSION, "record_id": "0" * 16, "digests": {}, **fields})
-        body, problems = RecordBody.parse(data)
-        if problems or body is None:  # None exactly when there are problems
-            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
-        return clean_json(body.to_dict())
+        return clean_json(_valid_body(data).to_dict())
 
     @cached_property
     def body(self) -> RecordBody:
         """The typed record; RecordError if ``data`` is not a valid record."""
-        body, problems = RecordBody.parse(self.data)
-        if problems or body is None:  # None exactly when there are problems
-            raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
-        return body
+        return _valid_body(self.data)
 
     @property
     def id(self) -> str:
@@ -387,17 +389,6 @@ class ResultRecord:
                 raise RecordError(f"{path} holds another version of record {self.id}")
             return path
         return atomic_write_text(path, self.to_json())
-
-    @classmethod
-    def from_json(cls, text: str, source: str = "record") -> ResultRecord:
-        """A validated record from JSON text; RecordError naming ``source`` and every problem."""
-        try:
-            data = parse_json(text, source)
-        except FileRefused as exc:
-            raise RecordError(str(exc)) from None
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"{source} is not JSON ({exc.msg} at line {exc.lineno})") from exc
-        return cls.of_data(data, source)
 
     @classmethod
     def of_data(cls, data: Any, source: str = "record") -> ResultRecord:

@@ -110,14 +110,9 @@ class Case:
         if self.editors:
             d["editors"] = list(self.editors)
             d["authentic"] = self.authentic
-        for key in ("slice_by", "compare_to"):
-            if getattr(self, key):
-                d[key] = getattr(self, key)
-        if self.options:
-            d["options"] = dict(self.options)
-        if self.setting:
-            d["setting"] = self.setting
-        return d
+        late = {"slice_by": self.slice_by, "compare_to": self.compare_to, "options": dict(self.options),
+                "setting": self.setting}
+        return {**d, **{key: value for key, value in late.items() if value}}
 
 
 @dataclass(frozen=True)

@@ -125,13 +125,11 @@ def unseen_generators_suite(pairs: Sequence[tuple[str, str]] = PAPER_PAIRS) -> S
             raise ConfigError(f"the held-out pair {','.join(pair)} is given twice{also}; give each pair once")
         name = pair_name(pair)
         held_out = TrainSpec("binary", exclude_editors=pair)
-        for prefix, train in ((name, held_out), (f"{name}.seen", BINARY_TRAIN)):
-            cases.append(Case(name=f"{prefix}.binary", task="binary", train=train, editors=pair, setting=name,
-                              metrics=UNSEEN_BINARY,
-                              description=f"localization of {' + '.join(pair)} edits"))
-            cases.append(Case(name=f"{prefix}.image", task="image", train=train, editors=pair, setting=name,
-                              metrics=IMAGE_METRICS,
-                              description=f"image-level detection of {' + '.join(pair)} edits"))
+        cases += [Case(name=f"{prefix}.{task}", task=task, train=train, editors=pair, setting=name, metrics=metrics,
+                       description=f"{what} of {' + '.join(pair)} edits")
+                  for prefix, train in ((name, held_out), (f"{name}.seen", BINARY_TRAIN))
+                  for task, metrics, what in (("binary", UNSEEN_BINARY, "localization"),
+                                              ("image", IMAGE_METRICS, "image-level detection"))]
     return Suite(
         name="unseen-generators",
         version="2",
