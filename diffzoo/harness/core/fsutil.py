@@ -291,16 +291,15 @@ def json_depth(data: bytes) -> int:
     return int(np.cumsum(steps).max())
 
 
-def parse_json(data: bytes | str, source: str = "the JSON text", max_depth: int = MAX_JSON_DEPTH, *,
-               unique_keys: bool = False) -> Any:
+def parse_json(data: bytes | str, source: str = "the JSON text", *, unique_keys: bool = False) -> Any:
     """The value of the JSON text ``data`` (UTF-8 bytes or text).  FileRefused naming ``source``
-    if it nests deeper than ``max_depth`` (checked before parsing: no parser or recursive walk of
+    if it nests deeper than :data:`MAX_JSON_DEPTH` (checked before parsing: no parser or recursive walk of
     the value overflows), or, with ``unique_keys`` (a file a person writes), if an object gives
     one key twice (json keeps the last silently); json.JSONDecodeError or UnicodeDecodeError
     (both ValueErrors) if it is not JSON."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    if json_depth(raw) > max_depth:
-        raise FileRefused(source, f"nests arrays and objects deeper than {max_depth} levels; diffzoo reads no "
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise FileRefused(source, f"nests arrays and objects deeper than {MAX_JSON_DEPTH} levels; diffzoo reads no "
                                   "JSON that deep")
     text = data if isinstance(data, str) else data.decode("utf-8")
 
@@ -314,7 +313,7 @@ def parse_json(data: bytes | str, source: str = "the JSON text", max_depth: int 
 
     try:
         return json.loads(text, object_pairs_hook=once if unique_keys else None)
-    except RecursionError:  # a parser with a lower limit than max_depth
+    except RecursionError:  # a parser with a lower limit than MAX_JSON_DEPTH
         raise FileRefused(source, "nests arrays and objects too deeply to be parsed") from None
 
 

@@ -103,8 +103,7 @@ def _as_is(item: Any) -> Any:
     return item
 
 
-def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 0, *,
-                pin_memory: bool = False, prefetch: int = 4) -> Iterator[R]:
+def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 0, *, pin_memory: bool = False) -> Iterator[R]:
     """``fn(item)`` for every item, in order, computed by ``workers`` loader
     processes (0, or fewer than two items: here, no process started; never
     more workers than items).  ``fn`` runs in a forked worker: it should catch its
@@ -123,6 +122,6 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 0, *,
     dataset = cast("torch.utils.data.Dataset[Any]", _Items(fn, items))
     loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
         dataset, batch_size=None, shuffle=False, num_workers=workers, collate_fn=_as_is,
-        pin_memory=pin_memory, prefetch_factor=prefetch,
+        pin_memory=pin_memory, prefetch_factor=4,
     )
     yield from loader

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -207,7 +207,3 @@ class Dataset(ABC):
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "label_space": list(self.label_space.names)}
-
-    def iter_split(self, split: str) -> Iterator[Sample]:
-        for sid in self.ids(split):
-            yield self.load(sid)

@@ -116,9 +116,6 @@ class LabelSpace:
     def num_classes(self) -> int:
         return len(self.names)
 
-    def binary(self) -> LabelSpace:
-        return BINARY
-
     @property
     def is_binary(self) -> bool:
         return self.names == BINARY.names
