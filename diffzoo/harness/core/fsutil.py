@@ -144,8 +144,7 @@ def check_writable_dir(path: Path | str, what: str) -> Path:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as exc:
-        known = USER_FIXABLE.get(exc.errno) if exc.errno is not None else None
-        reason = known or exc.strerror or str(exc)
+        reason = USER_FIXABLE.get(exc.errno or 0) or exc.strerror or str(exc)
         raise StorageError(f"{what} {path} cannot be used: {reason}; point it at a writable folder") from None
     return path
 

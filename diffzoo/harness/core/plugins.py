@@ -117,9 +117,7 @@ class PluginSystem:
                 name, "select", f"is named in ${ENV_VAR} but not installed (installed entry-point plugins: {known})"))
             log.warning("%s", self.failures[-1])
         for ep in installed:
-            if allow is not None and ep.name not in allow:
-                continue
-            if self.pm.get_plugin(ep.name) is not None:
+            if (allow is not None and ep.name not in allow) or self.pm.get_plugin(ep.name) is not None:
                 continue
             version = ep.dist.version if ep.dist is not None else "?"
             self._register_module(ep.name, ep.load, version, False)

@@ -3,9 +3,6 @@
 The definitions are those of docs/metrics.md.  The runner
 uses :class:`EvalState`; the functions below are its building blocks, public
 so that they can be tested and reused.
-
-The DiffSeg30k paper does not say which bF1 it used; diffzoo uses Csurka et
-al. 2013 / MATLAB bfscore style with theta = 0.75% of the diagonal.
 """
 
 from diffzoo.harness.core.lazy import lazy_exports

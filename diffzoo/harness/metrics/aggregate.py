@@ -33,8 +33,6 @@ from diffzoo.harness.metrics.image_level import RankedScores
 from diffzoo.harness.metrics.rows import ImageRows
 from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, ImageRule, edited
 
-COUNT_KEYS = COUNT_METRICS
-
 
 @dataclass(frozen=True)
 class MetricConfig:
@@ -64,7 +62,7 @@ def metric_keys(cfg: MetricConfig) -> list[str]:
         "precision", "recall", "F1", "pixel_AUC", "F1_oracle", "bF1", "bF1_image_mean",
         "gIoU", "cIoU", "FPR_authentic", "F1_benco", "IoU_benco",
         "img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC", "img_Acc_oracle",
-        *(f"top{k}" for k in cfg.top_k), *COUNT_KEYS,
+        *(f"top{k}" for k in cfg.top_k), *COUNT_METRICS,
     ]
 
 

@@ -21,11 +21,12 @@ import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, did_you_mean
 from diffzoo.harness.core.types import MAX_BOOTSTRAP
-from diffzoo.harness.metrics.aggregate import COUNT_KEYS, Aggregator
+from diffzoo.harness.metrics.aggregate import Aggregator
+from diffzoo.harness.metrics.catalog import COUNT_METRICS
 
 logger = logging.getLogger(__name__)
 
-NOT_RESAMPLED: tuple[str, ...] = ("pixel_AUC", "F1_oracle", *COUNT_KEYS)
+NOT_RESAMPLED: tuple[str, ...] = ("pixel_AUC", "F1_oracle", *COUNT_METRICS)
 
 
 def bootstrap_ci(agg: Aggregator, available: list[str], n: int, seed: int,

@@ -110,13 +110,10 @@ def _metric_problem(name: str, value: Any) -> str | None:
 
 def metric_table(reader: FieldReader, key: str, values: dict | None) -> dict[str, Any]:
     """A metric name -> value mapping, every value checked against the catalog."""
-    out = {}
     for name, value in (values or {}).items():
-        why = _metric_problem(name, value)
-        if why:
+        if why := _metric_problem(name, value):
             reader.fail(f"{key}.{name}", why)
-        out[name] = value
-    return out
+    return dict(values or {})
 
 
 def ci_table(r: FieldReader) -> dict[str, Any]:

@@ -11,6 +11,7 @@ wrong with a hand-edited file.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,13 +164,10 @@ class Counts:
 
     @classmethod
     def of(cls, evaluated: int, skipped: list[dict[str, str]]) -> Counts:
-        by: dict[str, int] = {}
-        for item in skipped:
-            kind = str(item.get("kind") or "corrupt")
-            by[kind] = by.get(kind, 0) + 1
-        examples = tuple({"id": str(s["id"]), "kind": str(s.get("kind") or "corrupt"), "reason": str(s["reason"])}
-                         for s in skipped[:SKIPPED_EXAMPLES])
-        return cls(evaluated, len(skipped), dict(sorted(by.items())), examples)
+        kinds = [str(item.get("kind") or "corrupt") for item in skipped]
+        examples = tuple({"id": str(s["id"]), "kind": kind, "reason": str(s["reason"])}
+                         for s, kind in zip(skipped[:SKIPPED_EXAMPLES], kinds))
+        return cls(evaluated, len(skipped), dict(sorted(Counter(kinds).items())), examples)
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> Counts:

@@ -80,23 +80,21 @@ class ThresholdPolicy:
     @classmethod
     def of(cls, policy: dict[str, Any], task: str = "") -> ThresholdPolicy:
         """A record's ``threshold_policy``; ``task``: its detector's task."""
+
+        def text(key: str) -> str | None:
+            value = policy.get(key)
+            return value if isinstance(value, str) else None
+
         calibrated_on = policy.get("calibrated_on")
-        given = policy.get("source")
-        fallback = f"calibrated on {calibrated_on}" if calibrated_on else "fixed"
-        source = given if isinstance(given, str) and given else fallback
-        given_mode = policy.get("mode")
-        mode = given_mode if isinstance(given_mode, str) and given_mode in MODES else MODES[bool(calibrated_on)]
-        pixel, image = policy.get("pixel"), policy.get("image")
-        written = (pixel if isinstance(pixel, str) else None, image if isinstance(image, str) else None)
-        numbers = policy.get("values")
-        kind = policy.get("image_score_source")
+        source = text("source") or (f"calibrated on {calibrated_on}" if calibrated_on else "fixed")
+        mode = policy["mode"] if policy.get("mode") in MODES else MODES[bool(calibrated_on)]
+        numbers, kind = policy.get("values"), text("image_score_source")
         values = None
-        if (isinstance(numbers, dict) and task in PIXEL_RULES and isinstance(kind, str)
+        if (isinstance(numbers, dict) and task in PIXEL_RULES and kind is not None
                 and all(_number(numbers.get(k)) for k in ("pixel", "area", "score"))):
             values = Thresholds(numbers["pixel"], numbers["area"], numbers["score"],
                                 source if mode == "calibrated" else "fixed")
-        return cls(source, mode, task, values, kind if isinstance(kind, str) else "",
-                   calibrated_on if isinstance(calibrated_on, str) else None, written)
+        return cls(source, mode, task, values, kind or "", text("calibrated_on"), (text("pixel"), text("image")))
 
     @property
     def pixel(self) -> str | None:
