@@ -113,8 +113,7 @@ class EvalState:
         self.config = MetricConfig(names, task, float(area_threshold), float(score_threshold),
                                    auc_bins, tuple(sorted(set(ks))))
         self._rows = ImageRows(len(names), len(self.config.top_k))
-        self._pos_hist = np.zeros(auc_bins)
-        self._neg_hist = np.zeros(auc_bins)
+        self._hist = np.zeros((2, auc_bins))  # pixels per probability bin: edited, then unedited
         self._prob_images = 0
         self._score_source: str | None = None
         self._ids: set[str] = set()
@@ -198,8 +197,7 @@ class EvalState:
             conf = np.zeros((c, c), dtype=np.int64)
             bf1 = np.full(c - 1, np.nan)
         if counts.hist is not None:
-            self._pos_hist += counts.hist[0]
-            self._neg_hist += counts.hist[1]
+            self._hist += counts.hist
             self._prob_images += 1
         hits = [-1] * len(cfg.top_k)
         if cfg.task == "semantic" and label == 1 and (has_pred or class_scores is not None):
@@ -240,8 +238,7 @@ class EvalState:
             logger.warning("merged shards share %d image id(s), e.g. %r; they count twice",
                            len(overlap), next(iter(overlap)))
         self._rows.extend(other._rows)
-        self._pos_hist += other._pos_hist
-        self._neg_hist += other._neg_hist
+        self._hist += other._hist
         self._prob_images += other._prob_images
         self._ids |= other._ids
         self._score_source = self._score_source or other._score_source
@@ -263,8 +260,8 @@ class EvalState:
             "top_k": list(cfg.top_k),
             "score_source": self._score_source,
             "prob_images": self._prob_images,
-            "pos_hist": self._pos_hist.tolist(),
-            "neg_hist": self._neg_hist.tolist(),
+            "pos_hist": self._hist[0].tolist(),
+            "neg_hist": self._hist[1].tolist(),
             "rows": self._rows.to_dict(),
             **({"binding": self.binding} if self.binding is not None else {}),  # unbound: as before binding
         }
@@ -283,9 +280,9 @@ class EvalState:
                         d["score_threshold"], d["auc_bins"], tuple(d["top_k"]))
             pos = np.asarray(d["pos_hist"], dtype=np.float64)
             neg = np.asarray(d["neg_hist"], dtype=np.float64)
-            if pos.shape != state._pos_hist.shape or neg.shape != state._neg_hist.shape:
+            if pos.shape != state._hist.shape[1:] or neg.shape != state._hist.shape[1:]:
                 raise RecordError("metric state: pixel-AUC histograms have the wrong length")
-            state._pos_hist, state._neg_hist = pos, neg
+            state._hist = np.stack([pos, neg])
             state._prob_images = int(d["prob_images"])
             state._score_source = d["score_source"]
         except (KeyError, TypeError) as exc:
@@ -311,8 +308,8 @@ class EvalState:
         if 0 < self._prob_images < self.num_images:
             logger.warning("pixel_AUC covers the %d of %d images that had edited_prob",
                            self._prob_images, self.num_images)
-        auc = histogram_auc(self._pos_hist, self._neg_hist)
-        f1_oracle = best_f1(self._pos_hist, self._neg_hist)[0] if self._prob_images else math.nan
+        auc = histogram_auc(*self._hist)
+        f1_oracle = best_f1(*self._hist)[0] if self._prob_images else math.nan
         return self._aggregator().summarize(pixel_auc=auc, f1_oracle=f1_oracle)
 
     def subset(self, ids: set[str] | frozenset[str]) -> EvalState:
@@ -326,8 +323,7 @@ class EvalState:
             return self
         sub = copy.copy(self)  # same label space, config and score source
         sub._rows = self._rows.take(np.flatnonzero(keep))
-        sub._pos_hist = np.zeros_like(self._pos_hist)
-        sub._neg_hist = np.zeros_like(self._neg_hist)
+        sub._hist = np.zeros_like(self._hist)
         sub._prob_images = 0
         sub._ids = set(sub._rows.ids)
         sub._agg = None
@@ -346,7 +342,7 @@ class EvalState:
         (max binary F1 on the pixel histograms; None without them) and image
         (max accuracy of "score > t" on the image scores).  On a calibration
         split: calibrated thresholds; on the test split: oracle ones."""
-        pixel = best_f1(self._pos_hist, self._neg_hist)[1] if self._prob_images else None
+        pixel = best_f1(*self._hist)[1] if self._prob_images else None
         agg = self._aggregator()
         image = agg.ranked.best_accuracy()[1]
         return {"pixel": None if pixel is None or math.isnan(pixel) else float(pixel),
