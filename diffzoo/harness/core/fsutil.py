@@ -82,9 +82,8 @@ def is_disk_full(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, OSError) and current.errno in DISK_FULL:
-            return True
-        if any(word in str(current) for word in DISK_FULL_WORDS):
+        if (isinstance(current, OSError) and current.errno in DISK_FULL) or any(
+                word in str(current) for word in DISK_FULL_WORDS):
             return True
         current = current.__cause__ or current.__context__
     return False

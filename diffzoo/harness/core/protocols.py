@@ -64,10 +64,8 @@ def takes_keyword_form(factory: Callable[..., Any]) -> bool:
         params = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):  # no signature to read (a C callable): the current form
         return False
-    if any(p.name == "card" for p in params):
-        return True
-    return any(p.kind is p.VAR_KEYWORD for p in params) and all(p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY)
-                                                                for p in params)
+    return any(p.name == "card" for p in params) or (any(p.kind is p.VAR_KEYWORD for p in params)
+                                                     and all(p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params))
 
 
 def build_detector(factory: Callable[..., Detector], build: DetectorBuild) -> Detector:

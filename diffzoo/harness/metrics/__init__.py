@@ -11,28 +11,16 @@ from diffzoo.harness.core.lazy import lazy_exports
 # `diffzoo list` stays free of numpy and SciPy).  No exported name may also name a module
 # here: once that module is imported, the package attribute is the module, not the name
 # (hence boundaries.py, which defines `boundary`).
-_EXPORTS = {
-    "AREA_THRESHOLD": ".catalog",
-    "EVAL_TASKS": ".state",
-    "EvalState": ".state",
-    "METRICS_VERSION": ".state",
-    "MetricConfig": ".aggregate",
-    "SCORE_THRESHOLD": ".catalog",
-    "SLICE_KEYS": ".catalog",
-    "average_precision": ".image_level",
-    "boundary": ".boundaries",
-    "boundary_f1": ".boundaries",
-    "confusion_counts": ".confusion",
-    "editor_ranking": ".attribution",
-    "histogram_auc": ".pixel_auc",
-    "iou_per_class": ".confusion",
-    "per_class_bf1": ".boundaries",
-    "pixel_metrics": ".confusion",
-    "prediction_digest": ".state",
-    "prob_histograms": ".pixel_auc",
-    "roc_auc": ".image_level",
-    "tolerance": ".boundaries",
-    "topk_hits": ".attribution",
+_MODULES = {
+    ".aggregate": ("MetricConfig",),
+    ".attribution": ("editor_ranking", "topk_hits"),
+    ".boundaries": ("boundary", "boundary_f1", "per_class_bf1", "tolerance"),
+    ".catalog": ("AREA_THRESHOLD", "SCORE_THRESHOLD", "SLICE_KEYS"),
+    ".confusion": ("confusion_counts", "iou_per_class", "pixel_metrics"),
+    ".image_level": ("average_precision", "roc_auc"),
+    ".pixel_auc": ("histogram_auc", "prob_histograms"),
+    ".state": ("EVAL_TASKS", "EvalState", "METRICS_VERSION", "prediction_digest"),
 }
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

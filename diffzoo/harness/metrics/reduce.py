@@ -128,26 +128,21 @@ def reduce_numpy(gt: np.ndarray, pred: np.ndarray | None, prob: np.ndarray | Non
     edited, authentic and ignored pixels (the binary view of this ``gt``), whose
     histogram is then this one's too."""
     c = num_classes
-    conf: np.ndarray | None = None
-    boundary: np.ndarray | None = None
     hist: np.ndarray | None = None
     bins16: np.ndarray | None = None
     if c == 2 and pred is not None and prob is not None and _power_of_two(bins) and bins <= 1024 and like is None:
         conf, hist, idx = _binary_fused(gt, pred, prob, bins)
         return Reduced(conf.sum(axis=1), conf, boundary_counts(gt, pred, c, conf), hist,
                        idx if bins == DIGEST_BINS else None)
-    if pred is not None:
-        conf = _confusion(gt, pred, c)
-        gt_counts = conf.sum(axis=1)
-        boundary = boundary_counts(gt, pred, c, conf)
-    else:
-        gt_counts = count_values(gt, 256)[:c]
     if prob is not None and like is not None and like.hist is not None and like.hist.shape[1] == bins:
         hist, bins16 = like.hist, like.bins16
     elif prob is not None:
         hist, exact_bins = _histograms(gt, prob, bins)
-        bins16 = exact_bins if exact_bins is not None and bins == DIGEST_BINS else None
-    return Reduced(gt_counts, conf, boundary, hist, bins16)
+        bins16 = exact_bins if bins == DIGEST_BINS else None
+    if pred is None:
+        return Reduced(count_values(gt, 256)[:c], None, None, hist, bins16)
+    conf = _confusion(gt, pred, c)
+    return Reduced(conf.sum(axis=1), conf, boundary_counts(gt, pred, c, conf), hist, bins16)
 
 
 # -- the device path -----------------------------------------------------------------------
@@ -216,14 +211,8 @@ def reduce_torch(gt, pred, prob, num_classes: int, bins: int, like: Reduced | No
             bins16 = idx.to(torch.int16).cpu().numpy().astype(np.uint16)
     flat = torch.cat([p.long() for p in pieces]).cpu().numpy()
     parts = np.split(flat, np.cumsum(sizes)[:-1])
-    conf: np.ndarray | None = None
-    boundary: np.ndarray | None = None
-    hist: np.ndarray | None = None
-    if pred is not None:
-        conf, boundary = parts[0].reshape(c, c), parts[1].reshape(4, c - 1)
-        gt_counts = conf.sum(axis=1)
-    else:
-        gt_counts = parts[0]
-    if prob is not None:
-        hist = shared.hist if shared is not None else parts[-1].reshape(2, bins)
-    return Reduced(gt_counts, conf, boundary, hist, bins16)
+    hist = None if prob is None else shared.hist if shared is not None else parts[-1].reshape(2, bins)
+    if pred is None:
+        return Reduced(parts[0], None, None, hist, bins16)
+    conf = parts[0].reshape(c, c)
+    return Reduced(conf.sum(axis=1), conf, parts[1].reshape(4, c - 1), hist, bins16)

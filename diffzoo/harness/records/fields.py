@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from typing import Any, Literal, overload
 
 from diffzoo.harness.metrics.catalog import metric_info
@@ -20,11 +21,14 @@ class FieldReader:
     """Reads one JSON object into typed values, noting every problem with the
     field's dotted path."""
 
-    def __init__(self, problems: list[str], obj: Any, where: str):
+    def __init__(self, problems: list[str], obj: Any, where: str, known: Collection[str] | None = None):
+        """``known``: the keys the object may have; any other is noted."""
         self.problems, self.where = problems, where
         self.obj = obj if isinstance(obj, dict) else {}
         if not isinstance(obj, dict):
             self.fail("", f"must be an object, got {type(obj).__name__}")
+        if known is not None and (extra := sorted(set(self.obj) - set(known))):
+            self.fail("", f"has unknown key(s) {', '.join(extra)} (known: {', '.join(known)})")
 
     def fail(self, key: str, why: str) -> None:
         path = f"{self.where}.{key}" if key and self.where else (key or self.where)
@@ -91,11 +95,6 @@ class FieldReader:
         if not isinstance(value, str) or not HEX64.match(value):
             self.fail(key, f"must be 64 lowercase hex digits (a sha256), got {value!r}")
         return value if isinstance(value, str) else None
-
-    def unknown(self, known: tuple[str, ...]) -> None:
-        extra = sorted(set(self.obj) - set(known))
-        if extra:
-            self.fail("", f"has unknown key(s) {', '.join(extra)} (known: {', '.join(known)})")
 
 
 def _metric_problem(name: str, value: Any) -> str | None:

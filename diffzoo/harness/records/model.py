@@ -69,8 +69,7 @@ class DetectorInfo:
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> DetectorInfo:
-        r = FieldReader(problems, obj, "detector")
-        r.unknown(tuple(cls.__dataclass_fields__))
+        r = FieldReader(problems, obj, "detector", cls.__dataclass_fields__)
         pretrained = r.get("pretrained")
         if pretrained is not None and not isinstance(pretrained, bool):
             r.fail("pretrained", f"must be true, false or null, got {pretrained!r}")
@@ -99,8 +98,7 @@ class SuiteInfo:
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> SuiteInfo:
-        r = FieldReader(problems, obj, "suite")
-        r.unknown(tuple(cls.__dataclass_fields__))
+        r = FieldReader(problems, obj, "suite", cls.__dataclass_fields__)
         return cls(r.text("name"), r.text("version"), r.text("definition_hash", required=False))
 
 
@@ -120,8 +118,7 @@ class DatasetInfo:
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> DatasetInfo:
-        r = FieldReader(problems, obj, "dataset")
-        r.unknown(tuple(cls.__dataclass_fields__))
+        r = FieldReader(problems, obj, "dataset", cls.__dataclass_fields__)
         label_map = r.mapping("label_map", nullable=True)
         if label_map is not None:
             m = FieldReader(problems, label_map, "dataset.label_map")
@@ -171,8 +168,7 @@ class Counts:
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> Counts:
-        r = FieldReader(problems, obj, "counts")
-        r.unknown(tuple(cls.__dataclass_fields__))
+        r = FieldReader(problems, obj, "counts", cls.__dataclass_fields__)
         total = r.integer("skipped_total", required=False)
         by = {}
         for kind, n in (r.mapping("skipped_by_reason") or {}).items():
@@ -212,8 +208,7 @@ class TrainOverlap:
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> TrainOverlap:
-        r = FieldReader(problems, obj, f"config.{TRAIN_OVERLAP}")
-        r.unknown(("held_out", "shared_images", "images", "training"))
+        r = FieldReader(problems, obj, f"config.{TRAIN_OVERLAP}", ("held_out", "shared_images", "images", "training"))
         held = r.get("held_out", required=True)
         if "held_out" in r.obj and held is not False:
             r.fail("held_out", f"must be false (a held-out record has no {TRAIN_OVERLAP}), got {held!r}")
@@ -221,9 +216,9 @@ class TrainOverlap:
         shared = r.integer("shared_images", 1)
         if shared > images:
             r.fail("shared_images", f"is {shared}, more than the {images} images evaluated")
-        t = FieldReader(problems, r.mapping("training"), f"config.{TRAIN_OVERLAP}.training")
-        t.unknown(("name", "fingerprint", "split"))
-        training = {k: t.text(k) for k in ("name", "fingerprint", "split")}
+        keys = ("name", "fingerprint", "split")
+        t = FieldReader(problems, r.mapping("training"), f"config.{TRAIN_OVERLAP}.training", keys)
+        training = {k: t.text(k) for k in keys}
         return cls(shared, images, training)
 
     def to_dict(self) -> dict[str, Any]:
@@ -250,8 +245,7 @@ class Environment:
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> Environment:
-        r = FieldReader(problems, obj, "environment")
-        r.unknown(tuple(cls.__dataclass_fields__))
+        r = FieldReader(problems, obj, "environment", cls.__dataclass_fields__)
         text = {k: r.text(k, required=False, optional=True) for k in ("date", "git", "host", "device", "python")}
         return cls(**text, packages=r.mapping("packages"))
 
