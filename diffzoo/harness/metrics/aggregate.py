@@ -83,12 +83,10 @@ class Aggregator:
 
     def __init__(self, rows: ImageRows, cfg: MetricConfig, score_source: str):
         self.cfg = cfg
-        order = rows.canonical_order()
-        self.order = order
+        self.order = order = rows.canonical_order()
         self.n = len(order)
         c = cfg.num_classes
-        conf = rows.array("conf")[order].astype(np.float64)
-        self.conf = conf  # n x C*C
+        self.conf = conf = rows.array("conf")[order].astype(np.float64)  # n x C*C
         tp, fp, fn, _ = binary_counts(conf.reshape(self.n, c, c))
         valid = conf.sum(axis=1)
         has_pred = rows.array("has_pred")[order]

@@ -32,9 +32,8 @@ NOT_RESAMPLED: tuple[str, ...] = ("pixel_AUC", "F1_oracle", *COUNT_METRICS)
 def bootstrap_ci(agg: Aggregator, available: list[str], n: int, seed: int,
                  metrics: list[str] | None) -> dict[str, tuple[float, float]]:
     """metric -> (2.5th, 97.5th percentile) over ``n`` bootstrap replicates."""
-    resampleable = [m for m in available if m not in NOT_RESAMPLED]
     if metrics is None:
-        metrics = resampleable
+        metrics = [m for m in available if m not in NOT_RESAMPLED]
     for m in metrics:
         if m not in available:
             raise ConfigError(f"unknown metric {m!r} for bootstrap.{did_you_mean(m, available, n=3)}")

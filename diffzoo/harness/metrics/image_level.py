@@ -43,10 +43,7 @@ class RankedScores:
         """(positive, negative) weight per distinct score, highest score first."""
         if self.starts.size == 0:
             return np.zeros(0), np.zeros(0)
-        if weights is None:
-            w = np.ones(self.order.size)
-        else:
-            w = np.asarray(weights, dtype=np.float64)[self.order]
+        w = np.ones(self.order.size) if weights is None else np.asarray(weights, dtype=np.float64)[self.order]
         pos = np.add.reduceat(np.where(self.positive, w, 0.0), self.starts)
         neg = np.add.reduceat(np.where(self.positive, 0.0, w), self.starts)
         return pos, neg

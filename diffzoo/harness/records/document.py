@@ -209,12 +209,8 @@ def digest_problems(data: dict[str, Any]) -> list[str]:
     stored, expected = data.get("digests") or {}, field_digests(data)
     changed = sorted(k for k in set(stored) | set(expected) if stored.get(k) != expected.get(k))
     specific = [k for k in changed if not any(c.startswith(k + ".") for c in changed)]
-    out = []
-    for key in specific:
-        what = ("was added" if key not in stored else "was removed" if key not in expected
-                else "was changed")
-        out.append(f"field {key} {what} after the record was written (its digest does not match)")
-    return out
+    return [f"field {key} was {'added' if key not in stored else 'removed' if key not in expected else 'changed'} "
+            "after the record was written (its digest does not match)" for key in specific]
 
 
 def content_digest(data: Any) -> str:
