@@ -39,9 +39,7 @@ def visible(text: str, keep: str = "") -> str:
 
 
 def printable(value: object) -> str:
-    """``str(value)`` with every control character (C0, DEL, C1 - ESC
-    included), line break, tab and invisible formatting character written
-    as a visible escape (``\\x1b``, ``\\n``, ``\\u202e``); other text as is."""
+    """``str(value)`` as its visible characters (:func:`visible`; the rule is the module's)."""
     return visible(str(value))
 
 

@@ -11,8 +11,7 @@ Definition (docs/metrics.md), Csurka et al. 2013 (MATLAB bfscore) style, per
   F = 2PR/(P+R) (0 when P = R = 0);
 - both masks empty: skipped (NaN); exactly one empty: 0.
 
-The DiffSeg30k paper does not say which bF1 it used; diffzoo uses Csurka et
-al. 2013 / MATLAB bfscore style with theta = 0.75% of the diagonal.
+The DiffSeg30k paper does not say which bF1 it used; this definition is diffzoo's choice.
 
 Ignore pixels (GT 255) are dropped first: they belong to neither the GT nor
 the predicted mask of any class, exactly like pixels outside the image.
