@@ -39,16 +39,6 @@ PROB_SUM_TOLERANCE = 1e-3
 """How far a semantic detector's class probabilities may sum from 1 per pixel (float32 softmax noise)."""
 
 
-def output_channels(detector: Any) -> int:
-    """Channels a detector's pixel output must have: 1 (binary) or the class count (semantic)."""
-    return 1 if detector.task != "semantic" else detector.label_space.num_classes
-
-
-def _name(detector: Any) -> str:
-    card = getattr(detector, "card", None)
-    return getattr(card, "name", None) or type(detector).__name__
-
-
 def _describe(value: Any) -> str:
     if isinstance(value, (torch.Tensor, np.ndarray)):
         return f"{type(value).__name__} of shape {list(value.shape)} and dtype {value.dtype}"
@@ -65,7 +55,8 @@ class _Checker:
     """Raises one DetectorError per violation, naming detector and sample."""
 
     def __init__(self, detector: Any, ids: Sequence[str]):
-        self.detector, self.ids = _name(detector), list(ids)
+        self.detector = getattr(getattr(detector, "card", None), "name", None) or type(detector).__name__
+        self.ids = list(ids)
 
     def fail(self, problem: str, expected: str, got: str, index: int | None = None) -> DetectorError:
         sample = self.ids[index] if index is not None else _ids_text(self.ids)
@@ -106,7 +97,8 @@ def check_output(detector: Any, out: Any, ids: Sequence[str], size: tuple[int, i
         raise c.fail("a classification detector returned no image_score", f"image_score of {batch} probabilities",
                      "None")
     if given:
-        _check_pixels(c, given[0], getattr(out, given[0]), batch, output_channels(detector), (h, w))
+        channels = 1 if task != "semantic" else detector.label_space.num_classes  # semantic: one per class
+        _check_pixels(c, given[0], getattr(out, given[0]), batch, channels, (h, w))
     if out.image_score is not None:
         _check_scores(c, out.image_score, batch)
     return out

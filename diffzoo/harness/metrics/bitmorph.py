@@ -12,7 +12,7 @@ once.  Two operations are needed:
   gets a class's bit when a pixel of that class lies strictly within ``theta``.
 
 The same functions run on torch tensors (any device): slicing, the in-place
-bitwise operators and :func:`_copy` / :func:`_zeros_like` are all they use,
+bitwise operators, :func:`_copy` and zeros of the same kind are all they use,
 which is how the device path (:mod:`.reduce`) gets the very same counts.
 
 The disk is built from the same float64 test that thresholding an exact
@@ -42,10 +42,6 @@ Codes = TypeVar("Codes", np.ndarray, "torch.Tensor")
 def _copy(codes: Codes) -> Codes:
     """A copy of a numpy array or a torch tensor."""
     return codes.copy() if isinstance(codes, np.ndarray) else codes.clone()
-
-
-def _zeros_like(codes: Codes) -> Codes:
-    return np.zeros_like(codes) if isinstance(codes, np.ndarray) else codes.new_zeros(codes.shape)
 
 
 def boundary_bits(codes: Codes) -> Codes:
@@ -119,7 +115,7 @@ def _row_windows(codes: Codes, radii: set[int]) -> dict[int, Codes]:
 def dilate_within(codes: Codes, widths: list[int]) -> Codes:
     """OR-dilation of ``codes`` with the disk given by :func:`disk_half_widths`."""
     if not widths:
-        return _zeros_like(codes)
+        return np.zeros_like(codes) if isinstance(codes, np.ndarray) else codes.new_zeros(codes.shape)
     rows = _row_windows(codes, set(widths))
     out = _copy(rows[widths[0]])
     for dy in range(1, len(widths)):

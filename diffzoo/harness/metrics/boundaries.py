@@ -72,11 +72,6 @@ def _f1(n_gt: int, n_pred: int, matched_gt: int, matched_pred: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _bit_counts(codes: np.ndarray, bits: int) -> list[np.intp]:
-    """Pixels with each of the low ``bits`` bits set."""
-    return [np.count_nonzero(codes & codes.dtype.type(1 << k)) for k in range(bits)]
-
-
 def _packed_counts(gt_codes: np.ndarray, pred_codes: np.ndarray, bits: int, theta: float) -> np.ndarray:
     """Boundary counts (n_gt, n_pred, matched_gt, matched_pred) per bit: int64 array 4 x ``bits``."""
     # Work on the union bounding box grown by one pixel (clipped to the image):
@@ -92,7 +87,8 @@ def _packed_counts(gt_codes: np.ndarray, pred_codes: np.ndarray, bits: int, thet
     widths = disk_half_widths(theta, max(b_gt.shape) - 1)
     matched_gt = b_gt & dilate_within(b_pred, widths)
     matched_pred = b_pred & dilate_within(b_gt, widths)
-    return np.array([_bit_counts(a, bits) for a in (b_gt, b_pred, matched_gt, matched_pred)], np.int64)
+    return np.array([[np.count_nonzero(a & a.dtype.type(1 << k)) for k in range(bits)]  # pixels per bit
+                     for a in (b_gt, b_pred, matched_gt, matched_pred)], np.int64)
 
 
 def boundary_f1(gt_mask: np.ndarray, pred_mask: np.ndarray, theta: float | None = None) -> float:

@@ -151,12 +151,6 @@ PACK_TORCH = 30
 """Classes packed into the bits of one int32 tensor (bit 31, the sign, is left alone)."""
 
 
-def _bit_counts_torch(codes, bits: int):
-    import torch
-
-    return torch.stack([((codes >> k) & 1).sum() for k in range(bits)])
-
-
 def _boundary_counts_torch(gt, pred, c: int):
     """:func:`~.boundaries.boundary_counts` on tensors: every class 1..C-1 packed at once, on
     the whole image (the numpy path's crop to the masks' box changes no count)."""
@@ -174,8 +168,8 @@ def _boundary_counts_torch(gt, pred, c: int):
         lut = lut.to(gt.device)
         b_gt, b_pred = boundary_bits(lut[gt.long()]), boundary_bits(lut[pred_valid.long()])
         matched_gt, matched_pred = b_gt & dilate_within(b_pred, widths), b_pred & dilate_within(b_gt, widths)
-        parts.append(torch.stack([_bit_counts_torch(a, classes.numel())
-                                  for a in (b_gt, b_pred, matched_gt, matched_pred)]))
+        parts.append(torch.stack([torch.stack([((a >> k) & 1).sum() for k in range(classes.numel())])
+                                  for a in (b_gt, b_pred, matched_gt, matched_pred)]))  # pixels per bit
     return torch.cat(parts, dim=1)
 
 
