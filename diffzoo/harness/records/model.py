@@ -62,10 +62,7 @@ class DetectorInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """The record's ``detector`` field; ``release`` only where there is one."""
-        out = dict(vars(self))
-        if out["release"] is None:
-            del out["release"]
-        return out
+        return {k: v for k, v in vars(self).items() if k != "release" or v is not None}
 
     @classmethod
     def parse(cls, problems: list[str], obj: Any) -> DetectorInfo:
