@@ -105,8 +105,6 @@ class ImageRows:
 
     def canonical_order(self) -> np.ndarray:
         """Row order sorted by image id (stable): the same for any shard/merge order."""
-        if self.n == 0:
-            return np.zeros(0, dtype=np.int64)
         return np.argsort(np.asarray(self.ids, dtype=str), kind="stable")
 
     # -- serialisation (JSON-able: lists of ints / floats / str / None) ---------

@@ -138,9 +138,7 @@ def clean_json(value: Any) -> Any:
         return [clean_json(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def git_hash(cwd: Path | None = None) -> str | None:
