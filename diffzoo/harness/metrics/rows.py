@@ -110,25 +110,17 @@ class ImageRows:
     # -- serialisation (JSON-able: lists of ints / floats / str / None) ---------
 
     def to_dict(self) -> dict[str, Any]:
-        def floats(x: np.ndarray) -> list:
+        def column(key: str) -> list:
+            x = self.array(key)
+            if x.dtype.kind != "f":
+                return x.tolist()
             out = x.astype(object)
             out[np.isnan(x)] = None  # strict JSON has no NaN
             return out.tolist()
 
-        return {
-            "ids": list(self.ids),
-            "bases": list(self.bases),
-            "editors": [list(e) for e in self.editors],
-            "edit_types": [list(e) for e in self.edit_types],
-            "n_turns": self.array("n_turns").tolist(),
-            "conf": self.array("conf").tolist(),
-            "bf1": floats(self.array("bf1")),
-            "det_score": floats(self.array("det_score")),
-            "has_pred": self.array("has_pred").tolist(),
-            "label": self.array("label").tolist(),
-            "topk": self.array("topk").tolist(),
-            "digests": list(self.digests),
-        }
+        return {"ids": list(self.ids), "bases": list(self.bases), "editors": [list(e) for e in self.editors],
+                "edit_types": [list(e) for e in self.edit_types], "digests": list(self.digests),
+                **{key: column(key) for key in self._specs}}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], num_classes: int, num_k: int) -> ImageRows:

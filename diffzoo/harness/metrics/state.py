@@ -251,10 +251,7 @@ class EvalState:
         return {
             "metrics_version": METRICS_VERSION,
             "label_space": self.label_space.to_dict(),
-            "task": cfg.task,
-            "area_threshold": cfg.area_threshold,
-            "score_threshold": cfg.score_threshold,
-            "auc_bins": cfg.auc_bins,
+            **{key: getattr(cfg, key) for key in ("task", "area_threshold", "score_threshold", "auc_bins")},
             "top_k": list(cfg.top_k),
             "score_source": self._score_source,
             "prob_images": self._prob_images,
