@@ -417,21 +417,15 @@ class RecordBody:
         return (None, problems) if problems else (body, [])
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (every field written, optional ones as null or {})."""
-        out: dict[str, Any] = {
-            "schema_version": self.schema_version, "record_id": self.record_id,
-            "detector": self.detector.to_dict(), "suite": dict(vars(self.suite)), "case": self.case,
-            "dataset": dict(vars(self.dataset)), "label_space": list(self.label_space), "metrics": self.metrics,
-            "ci95": self.ci95, "metrics_version": self.metrics_version, "threshold_policy": self.threshold_policy,
-            "baselines": self.baselines, "confusion": self.confusion, "slices": self.slices,
-            "counts": self.counts.to_dict(), "seed": self.seed, "config": self.config, "training": self.training,
-            "environment": dict(vars(self.environment)), "predictions_digest": self.predictions_digest,
-            "request": self.request, "digests": self.digests,
-        }
+        """The JSON document: every field of :data:`FIELDS` (optional ones as null or {}), each the
+        attribute of its name but for the typed parts and the state references."""
+        parts: dict[str, Any] = {
+            "detector": self.detector.to_dict(), "suite": dict(vars(self.suite)), "dataset": dict(vars(self.dataset)),
+            "label_space": list(self.label_space), "counts": self.counts.to_dict(),
+            "environment": dict(vars(self.environment))}
         for prefix, ref in (("state", self.state), ("compared_state", self.compared_state)):
-            out[f"{prefix}_file"] = ref.file if ref else None
-            out[f"{prefix}_sha256"] = ref.sha256 if ref else None
-        return out
+            parts[f"{prefix}_file"], parts[f"{prefix}_sha256"] = (ref.file, ref.sha256) if ref else (None, None)
+        return {name: parts[name] if name in parts else getattr(self, name) for name in FIELDS}
 
 
 REQUIRED = (
