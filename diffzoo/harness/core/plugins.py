@@ -127,8 +127,7 @@ class PluginSystem:
         """pm.check_pending() would raise for the first misspelled hook and
         stop every command; instead each such plugin is reported and skipped."""
         for name, plugin in list(self.pm.list_name_plugin()):
-            unknown = [h.name for h in self.pm.get_hookcallers(plugin) or [] if not h.has_spec()]
-            if unknown:
+            if unknown := [h.name for h in self.pm.get_hookcallers(plugin) or [] if not h.has_spec()]:
                 self._reject(name, plugin, "hooks", DiffzooError(
                     f"it implements hook(s) diffzoo does not define: {', '.join(sorted(unknown))} "
                     f"(see diffzoo/harness/core/hookspecs.py)"))

@@ -52,13 +52,10 @@ class TrainConfig:
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in recipe.items() if k in names}
         extra = {k: v for k, v in recipe.items() if k not in names}
-        cfg = cls(**values, extra=extra)
-        return cfg.with_overrides(**overrides)
+        return cls(**values, extra=extra).with_overrides(**overrides)
 
     def with_overrides(self, **overrides: Any) -> TrainConfig:
-        names = {f.name for f in fields(self)}
-        unknown = set(overrides) - names
-        if unknown:
+        if unknown := set(overrides) - {f.name for f in fields(self)}:
             raise ConfigError(f"unknown training option(s): {', '.join(sorted(unknown))}")
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 

@@ -40,8 +40,7 @@ def bootstrap_ci(agg: Aggregator, available: list[str], n: int, seed: int,
     if not isinstance(n, int) or not 1 <= n <= MAX_BOOTSTRAP:
         raise ConfigError(f"bootstrap needs 1 to {MAX_BOOTSTRAP:,} replicates, got {n!r}")
     nan = (float("nan"), float("nan"))
-    skipped = [m for m in metrics if m in NOT_RESAMPLED]
-    if skipped:
+    if skipped := [m for m in metrics if m in NOT_RESAMPLED]:
         logger.info("bootstrap: %s not resampled; interval NaN", ", ".join(skipped))
     resampled = [m for m in metrics if m not in NOT_RESAMPLED]
     if agg.n == 0:

@@ -231,8 +231,7 @@ class EvalState:
             )
         if None not in (self.binding, other.binding) and self.binding != other.binding:
             raise RecordError("cannot merge metric states made by different runs (their bindings differ)")
-        overlap = self._ids & other._ids
-        if overlap:
+        if overlap := self._ids & other._ids:
             logger.warning("merged shards share %d image id(s), e.g. %r; they count twice",
                            len(overlap), next(iter(overlap)))
         self._rows.extend(other._rows)

@@ -226,8 +226,7 @@ def record_problems(data: Any) -> list[str]:
     _, problems = RecordBody.parse(data)
     if problems:
         return problems
-    problems = digest_problems(data)
-    if problems:
+    if problems := digest_problems(data):
         return problems
     expected = record_id_of(data)
     if data["record_id"] != expected:
@@ -364,8 +363,7 @@ class ResultRecord:
 
     def validate(self) -> None:
         """Raise RecordError listing every way this record breaks the schema or was edited."""
-        problems = record_problems(self.data)
-        if problems:
+        if problems := record_problems(self.data):
             raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
 
     def to_json(self) -> str:
@@ -387,8 +385,7 @@ class ResultRecord:
     @classmethod
     def of_data(cls, data: Any, source: str = "record") -> ResultRecord:
         """A validated record from a parsed JSON value; RecordError naming ``source`` and every problem."""
-        problems = record_problems(data)
-        if problems:
+        if problems := record_problems(data):
             raise RecordError(f"{source} is invalid: " + "; ".join(problems), problems=problems)
         return cls(data)
 

@@ -373,11 +373,9 @@ class RecordBody:
         if not isinstance(data, dict):
             return None, [f"a record is a JSON object, not {type(data).__name__}"]
         problems: list[str] = []
-        missing = [k for k in REQUIRED if k not in data]
-        if missing:
+        if missing := [k for k in REQUIRED if k not in data]:
             problems.append(f"missing field(s): {', '.join(missing)}")
-        unknown = sorted(set(data) - set(FIELDS))
-        if unknown:
+        if unknown := sorted(set(data) - set(FIELDS)):
             problems.append(f"unknown field(s): {', '.join(unknown)} (schema version {SCHEMA_VERSION})")
         version = data.get("schema_version")
         if "schema_version" in data and (isinstance(version, bool) or not isinstance(version, int)

@@ -135,8 +135,7 @@ class Suite:
         if not self.cases:  # a run of it would make no record and exit 0, as if it had passed
             raise ConfigError(f"suite {self.name!r} has no case; a suite is at least one case")
         names = [c.name for c in self.cases]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
+        if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise ConfigError(f"suite {self.name!r} has duplicate case names: {', '.join(dupes)}")
         by_name = {c.name: c for c in self.cases}
         for case in self.cases:
