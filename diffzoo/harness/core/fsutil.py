@@ -284,8 +284,7 @@ def json_depth(data: bytes) -> int:
     if not brackets:
         return 0
     codes = np.frombuffer(brackets, dtype=np.uint8)
-    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1).astype(np.int64)
-    return int(np.cumsum(steps).max())
+    return int(np.cumsum(np.where((codes == ord("[")) | (codes == ord("{")), 1, -1).astype(np.int64)).max())
 
 
 def parse_json(data: bytes | str, source: str = "the JSON text", *, unique_keys: bool = False) -> Any:
@@ -294,8 +293,7 @@ def parse_json(data: bytes | str, source: str = "the JSON text", *, unique_keys:
     the value overflows), or, with ``unique_keys`` (a file a person writes), if an object gives
     one key twice (json keeps the last silently); json.JSONDecodeError or UnicodeDecodeError
     (both ValueErrors) if it is not JSON."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    if json_depth(raw) > MAX_JSON_DEPTH:
+    if json_depth(data.encode("utf-8") if isinstance(data, str) else data) > MAX_JSON_DEPTH:
         raise FileRefused(source, f"nests arrays and objects deeper than {MAX_JSON_DEPTH} levels; diffzoo reads no "
                                   "JSON that deep")
     text = data if isinstance(data, str) else data.decode("utf-8")

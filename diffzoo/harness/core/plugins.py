@@ -93,8 +93,7 @@ class PluginSystem:
 
     def _register_module(self, name: str, loader: Any, version: str, builtin: bool) -> None:
         try:
-            plugin = loader()
-            self.pm.register(plugin, name=name)
+            self.pm.register(loader(), name=name)
         except (Exception, SystemExit) as exc:  # a plugin's sys.exit() at import must not end diffzoo
             self._fail(name, "import", exc)
             return
@@ -119,8 +118,7 @@ class PluginSystem:
         for ep in installed:
             if (allow is not None and ep.name not in allow) or self.pm.get_plugin(ep.name) is not None:
                 continue
-            version = ep.dist.version if ep.dist is not None else "?"
-            self._register_module(ep.name, ep.load, version, False)
+            self._register_module(ep.name, ep.load, ep.dist.version if ep.dist is not None else "?", False)
         self._drop_unknown_hooks()
 
     def _drop_unknown_hooks(self) -> None:

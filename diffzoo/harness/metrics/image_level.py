@@ -33,8 +33,7 @@ class RankedScores:
         sorted_scores = scores[self.order]
         self.positive = np.asarray(labels, dtype=bool)[self.order]
         if sorted_scores.size:
-            change = np.r_[True, sorted_scores[1:] != sorted_scores[:-1]]
-            self.starts = np.flatnonzero(change)
+            self.starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
         else:
             self.starts = np.zeros(0, dtype=np.int64)
         self.distinct = sorted_scores[self.starts]  # highest first

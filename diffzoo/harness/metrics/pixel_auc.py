@@ -23,8 +23,7 @@ from diffzoo.harness.core.types import IGNORE_INDEX
 
 def bin_index(prob: np.ndarray, bins: int) -> np.ndarray:
     """Bin of each probability: ``min(floor(p * bins), bins - 1)``."""
-    idx = np.floor(np.asarray(prob, dtype=np.float64) * bins).astype(np.int64)
-    return np.minimum(idx, bins - 1)
+    return np.minimum(np.floor(np.asarray(prob, dtype=np.float64) * bins).astype(np.int64), bins - 1)
 
 
 def check_prob_map(prob: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -156,10 +156,8 @@ def _boundary_counts_torch(gt, pred, c: int):
     the whole image (the numpy path's crop to the masks' box changes no count)."""
     import torch
 
-    ignore = gt == IGNORE_INDEX
-    pred_valid = torch.where(ignore, torch.full_like(pred, IGNORE_INDEX), pred)
-    theta = tolerance(tuple(gt.shape))
-    widths = disk_half_widths(theta, max(gt.shape) - 1)
+    pred_valid = torch.where(gt == IGNORE_INDEX, torch.full_like(pred, IGNORE_INDEX), pred)
+    widths = disk_half_widths(tolerance(tuple(gt.shape)), max(gt.shape) - 1)
     parts = []
     for start in range(1, c, PACK_TORCH):
         classes = torch.arange(start, min(c, start + PACK_TORCH), device=gt.device)
@@ -203,8 +201,7 @@ def reduce_torch(gt, pred, prob, num_classes: int, bins: int, like: Reduced | No
         sizes.append(2 * bins)
         if bins == DIGEST_BINS:
             bins16 = idx.to(torch.int16).cpu().numpy().astype(np.uint16)
-    flat = torch.cat([p.long() for p in pieces]).cpu().numpy()
-    parts = np.split(flat, np.cumsum(sizes)[:-1])
+    parts = np.split(torch.cat([p.long() for p in pieces]).cpu().numpy(), np.cumsum(sizes)[:-1])
     hist = None if prob is None else shared.hist if shared is not None else parts[-1].reshape(2, bins)
     if pred is None:
         return Reduced(parts[0], None, None, hist, bins16)

@@ -223,8 +223,7 @@ class EvalState:
             diff = [f for f in MetricConfig.__dataclass_fields__
                     if getattr(other.config, f) != getattr(self.config, f)]
             raise ConfigError(f"cannot merge metric states that differ in {', '.join(diff)}")
-        sources = {self._score_source, other._score_source} - {None}
-        if len(sources) > 1:
+        if len({self._score_source, other._score_source} - {None}) > 1:
             raise DataError(
                 f"cannot merge metric states with image score sources "
                 f"{self._score_source!r} and {other._score_source!r}"
@@ -337,8 +336,7 @@ class EvalState:
         (max accuracy of "score > t" on the image scores).  On a calibration
         split: calibrated thresholds; on the test split: oracle ones."""
         pixel = best_f1(*self._hist)[1] if self._prob_images else None
-        agg = self._aggregator()
-        image = agg.ranked.best_accuracy()[1]
+        image = self._aggregator().ranked.best_accuracy()[1]
         return {"pixel": None if pixel is None or math.isnan(pixel) else float(pixel),
                 "image": None if math.isnan(image) else float(image)}
 

@@ -98,8 +98,7 @@ def case_metrics(case: Case, summary: Summary, label_names: tuple[str, ...],
         metrics["num_images"] = values.get("num_images")
         return metrics, {}
     metrics = {m: values.get(m) for m in wanted}
-    ci = {m: list(summary.ci[m]) for m in case.metrics if m in summary.ci}
-    return metrics, ci
+    return metrics, {m: list(summary.ci[m]) for m in case.metrics if m in summary.ci}
 
 
 def case_from_dict(d: dict[str, Any]) -> Case:

@@ -215,8 +215,7 @@ class TrainOverlap:
             r.fail("shared_images", f"is {shared}, more than the {images} images evaluated")
         keys = ("name", "fingerprint", "split")
         t = FieldReader(problems, r.mapping("training"), f"config.{TRAIN_OVERLAP}.training", keys)
-        training = {k: t.text(k) for k in keys}
-        return cls(shared, images, training)
+        return cls(shared, images, {k: t.text(k) for k in keys})
 
     def to_dict(self) -> dict[str, Any]:
         return {"held_out": False, "shared_images": self.shared, "images": self.images,
