@@ -138,11 +138,8 @@ class Suite:
         if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise ConfigError(f"suite {self.name!r} has duplicate case names: {', '.join(dupes)}")
         by_name = {c.name: c for c in self.cases}
-        for case in self.cases:
-            if not case.compare_to:
-                continue
-            other = by_name.get(case.compare_to)
-            if other is None:
+        for case in (c for c in self.cases if c.compare_to):
+            if (other := by_name.get(case.compare_to)) is None:
                 raise ConfigError(
                     f"suite {self.name!r}: case {case.name!r} compares to {case.compare_to!r}, "
                     "which is not a case of this suite"
