@@ -284,7 +284,8 @@ def json_depth(data: bytes) -> int:
     if not brackets:
         return 0
     codes = np.frombuffer(brackets, dtype=np.uint8)
-    return int(np.cumsum(np.where((codes == ord("[")) | (codes == ord("{")), 1, -1).astype(np.int64)).max())
+    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1).astype(np.int64)
+    return int(np.cumsum(steps).max())
 
 
 def parse_json(data: bytes | str, source: str = "the JSON text", *, unique_keys: bool = False) -> Any:

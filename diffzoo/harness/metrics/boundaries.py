@@ -104,7 +104,8 @@ def boundary_f1(gt_mask: np.ndarray, pred_mask: np.ndarray, theta: float | None 
     _check_2d(gt_mask)
     if theta is None:
         theta = tolerance(gt_mask.shape)
-    return _f1(*(int(v) for v in _packed_counts(gt_mask.view(np.uint8), pred_mask.view(np.uint8), 1, theta)[:, 0]))
+    counts = _packed_counts(gt_mask.view(np.uint8), pred_mask.view(np.uint8), 1, theta)
+    return _f1(*(int(v) for v in counts[:, 0]))
 
 
 def _pack(labels: np.ndarray, classes: np.ndarray, dtype: type) -> np.ndarray:
