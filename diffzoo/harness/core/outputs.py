@@ -126,8 +126,7 @@ def _check_pixels(c: _Checker, field: str, value: Any, batch: int, channels: int
         if x.is_floating_point() or x.is_complex():
             raise c.fail("labels have the wrong dtype", "integer class indices", f"dtype {x.dtype}")
         classes = max(channels, 2)  # a binary detector's labels are 0/1
-        index = c.first_bad(((x < 0) | (x >= classes)).flatten(1).any(1))
-        if index is not None:
+        if (index := c.first_bad(((x < 0) | (x >= classes)).flatten(1).any(1))) is not None:
             item = x[index]
             values = torch.unique(item[(item < 0) | (item >= classes)])[:8].tolist()
             raise c.fail("labels lie outside the label space", f"class indices 0..{classes - 1}",
@@ -135,24 +134,19 @@ def _check_pixels(c: _Checker, field: str, value: Any, batch: int, channels: int
         return
     if not x.is_floating_point():
         raise c.fail(f"{field} has the wrong dtype", "floating point", f"dtype {x.dtype}")
-    bad = (~torch.isfinite(x)).flatten(1).any(1)
-    index = c.first_bad(bad)
-    if index is not None:
+    if (index := c.first_bad((~torch.isfinite(x)).flatten(1).any(1))) is not None:
         item = x[index]
         what = "NaN" if torch.isnan(item).any() else "inf"
         raise c.fail(f"{field} holds {what}", "finite values",
                      f"{int((~torch.isfinite(item)).sum())} non-finite value(s)", index)
     if field == "mask_probs":
-        bad = ((x < 0) | (x > 1)).flatten(1).any(1)
-        index = c.first_bad(bad)
-        if index is not None:
+        if (index := c.first_bad(((x < 0) | (x > 1)).flatten(1).any(1))) is not None:
             item = x[index]
             raise c.fail("mask_probs lie outside [0, 1]", "probabilities in [0, 1]",
                          f"values from {float(item.min()):.4g} to {float(item.max()):.4g}", index)
         if channels > 1:
             drift = (x.sum(1) - 1).abs().flatten(1).amax(1)
-            index = c.first_bad(drift > PROB_SUM_TOLERANCE)
-            if index is not None:
+            if (index := c.first_bad(drift > PROB_SUM_TOLERANCE)) is not None:
                 raise c.fail("class probabilities do not sum to 1", f"a sum of 1 per pixel (±{PROB_SUM_TOLERANCE})",
                              f"sums off by up to {float(drift[index]):.4g}", index)
 
@@ -165,8 +159,7 @@ def _check_scores(c: _Checker, value: Any, batch: int) -> None:
     if not x.is_floating_point():
         raise c.fail("image_score has the wrong dtype", "floating-point probabilities", f"dtype {x.dtype}")
     x = x.reshape(-1)
-    index = c.first_bad(~torch.isfinite(x) | (x < 0) | (x > 1))
-    if index is not None:
+    if (index := c.first_bad(~torch.isfinite(x) | (x < 0) | (x > 1))) is not None:
         raise c.fail("image_score is not a probability", "a finite value in [0, 1]", f"{float(x[index])!r}", index)
 
 
