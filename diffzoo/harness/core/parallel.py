@@ -45,8 +45,7 @@ def default_workers(device: Any = "cpu", threads: int | None = None) -> int:
     forward.  So evaluation and training on a CPU default to 0, and
     ``generate`` (one editor thread) uses the other cores.
     """
-    value = os.environ.get(WORKERS_ENV)
-    if value not in (None, ""):
+    if (value := os.environ.get(WORKERS_ENV)) not in (None, ""):
         return check_workers(value, f"${WORKERS_ENV}")
     cores = available_cores()
     if str(getattr(device, "type", device)).split(":")[0] != "cpu":

@@ -106,13 +106,11 @@ class Registry:
                                    f"with the card of {getattr(card, 'name', None)!r}: register it as that name, "
                                    "or give it a card of its own (dataclasses.replace(card, name=...))"))
         entry = Entry(kind, name, target, source, card, default, description)
-        if default:
-            other = self._default_of(kind, entry.family)
-            if other is not None:
-                raise RegistryError(
-                    f"{kind} family {entry.family!r} has two defaults: {other.name!r} "
-                    f"(plugin {other.source!r}) and {name!r} (plugin {source!r})"
-                )
+        if default and (other := self._default_of(kind, entry.family)) is not None:
+            raise RegistryError(
+                f"{kind} family {entry.family!r} has two defaults: {other.name!r} "
+                f"(plugin {other.source!r}) and {name!r} (plugin {source!r})"
+            )
         entries[name] = entry
         return entry
 
@@ -124,8 +122,7 @@ class Registry:
         entries = self._kind(kind)
         if name in entries:
             return name
-        default = self._default_of(kind, name)
-        if default is not None:
+        if (default := self._default_of(kind, name)) is not None:
             return default.name
         family = [e.name for e in entries.values() if e.family == name]
         if len(family) == 1:

@@ -262,8 +262,7 @@ class EvalState:
     @classmethod
     def from_state_dict(cls, d: dict[str, Any]) -> EvalState:
         """Rebuild a state written by :meth:`state_dict`."""
-        version = d.get("metrics_version")
-        if version != METRICS_VERSION:
+        if (version := d.get("metrics_version")) != METRICS_VERSION:
             raise RecordError(
                 f"metric state has metrics version {version!r}, this diffzoo computes "
                 f"version {METRICS_VERSION!r}; re-run the evaluation"

@@ -86,8 +86,7 @@ def case_metrics(case: Case, summary: Summary, label_names: tuple[str, ...],
     if case.task == CaseTask.SEMANTIC and not case.slice_by:
         wanted += [f"IoU.{n}" for n in label_names if f"IoU.{n}" not in wanted]
     if case.compare_to:
-        other = compared(case.compare_to)
-        if other is not None:
+        if (other := compared(case.compare_to)) is not None:
             values = {**values, **parity_metrics(other, summary.state, float(case.option("tolerance", 0.05)))}
     if case.slice_by:
         metrics: dict[str, Any] = {}

@@ -99,8 +99,7 @@ class FieldReader:
 
 def _metric_problem(name: str, value: Any) -> str | None:
     """Why ``value`` is not a valid value of metric ``name`` (None: valid)."""
-    info = metric_info(name)
-    if info is not None:
+    if (info := metric_info(name)) is not None:
         return info.check(value)
     if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
         return None
