@@ -190,10 +190,9 @@ def resize(image: np.ndarray, label: np.ndarray, *, size: int, back: bool = True
     ``--recipe paper`` the evaluation then brings the result to the
     recipe's input size (its shorter side to the training crop).
     """
-    size = _integer("resize", "size", size, 1)
+    new = _resize_output(*image.shape[:2], size=size)
     if not isinstance(back, (bool, np.bool_)):
         raise ConfigError(f"distortion 'resize': back must be true or false, got {back!r}")
-    new = longer_side_size(image.shape[0], image.shape[1], size)
     if new == image.shape[:2]:
         return image, label
     out = resize_image(image, new)
@@ -224,10 +223,7 @@ def rescale(image: np.ndarray, label: np.ndarray, *, scale: float, input_size: i
     under either recipe (``--recipe paper`` does not resize it again).
     Without ``input_size`` (called outside a run) it is a ConfigError.
     """
-    scale = _real("rescale", "scale", scale, lo=0.0, lo_open=True, allowed="a number > 0")
-    input_size = _integer("rescale", "input_size", input_size, 1)
-    short = rescale_short_side(scale, input_size)
-    return resize_image(image, shorter_side_size(image.shape[0], image.shape[1], short)), label
+    return resize_image(image, _rescale_output(*image.shape[:2], scale=scale, input_size=input_size)), label
 
 
 def _resize_output(height: int, width: int, *, size: int, back: bool = True) -> tuple[int, int]:

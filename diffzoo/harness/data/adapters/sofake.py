@@ -52,7 +52,7 @@ from diffzoo.harness.data.adapters.mixed import (
     table_where,
 )
 from diffzoo.harness.data.base import require_path
-from diffzoo.harness.data.hfsource import ROW_LAYOUTS, Table
+from diffzoo.harness.data.hfsource import Table
 from diffzoo.harness.data.splits import canonical_split
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,6 @@ log = logging.getLogger(__name__)
 SOFAKE_REPO = "hzlsaber/So-Fake"
 TRAIN_HUB, OOD_HUB = "saberzl/So-Fake-Set", "saberzl/So-Fake-OOD"
 LAYOUT = "sofake"
-SOFAKE_COLUMNS = ROW_LAYOUTS[LAYOUT]
-"""The columns every revision's rows have (v1 has no ``generator``/``source``/``split``)."""
 ORDERS = {
     "v1": {0: "full_synthetic", 1: "real", 2: "tampered"},
     "v2": {0: "real", 1: "tampered", 2: "full_synthetic"},

@@ -69,7 +69,6 @@ from diffzoo.harness.data.imageio import read_labelled
 
 log = logging.getLogger(__name__)
 
-TGIF_REPO = "IDLabMedia/tgif-dataset"
 GENERATORS = ("sd2", "sdxl", "ps", "flux1schnell", "flux1dev", "flux1filldev")
 VARIANTS = ("sp", "fr")
 MASK_TYPES = ("segm", "bbox", "random")
