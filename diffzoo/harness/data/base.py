@@ -10,6 +10,7 @@ how they were made, and implements ``_load`` and ``_content_fingerprint``.
 
 from __future__ import annotations
 
+import csv
 import logging
 import os
 from abc import abstractmethod
@@ -70,6 +71,24 @@ def relative_cell(value: str, where: str, folder: str, rule: str) -> str:
     if PureWindowsPath(value).anchor or posix.is_absolute() or ".." in posix.parts:
         raise DataError(f"{where}: path {value!r} leaves the dataset folder; {rule}, without '..'")
     return posix.as_posix()
+
+
+def read_csv(
+    path: Path, needed: Sequence[str], *, delimiter: str = ",", lower: bool = False, what: str = "CSV"
+) -> tuple[list[str], list[tuple[int, dict[str, Any]]] | None]:
+    """The header of a UTF-8 CSV file (a byte-order mark skipped), its cells stripped (and lower-cased
+    with ``lower``), and (line, row) per data row; rows None, read no further, when the header lacks
+    one of ``needed``.  A file that cannot be read as such (``what``, in the error) is a DataError."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f, delimiter=delimiter)
+            fields = [(h or "").strip() for h in reader.fieldnames or []]
+            reader.fieldnames = fields = [h.lower() for h in fields] if lower else fields
+            if not set(needed) <= set(fields):
+                return fields, None
+            return fields, [(reader.line_num, row) for row in reader]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{path}: not a readable UTF-8 {what} file ({exc})") from None
 
 
 def sniff_quietly(

@@ -30,7 +30,6 @@ published ones gets a warning, never an error.
 
 from __future__ import annotations
 
-import csv
 import logging
 import os
 import re
@@ -44,7 +43,7 @@ from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, relative_cell, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import child_dir, read_csv, relative_cell, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import check_mask_size, read_binary_mask, read_image
 from diffzoo.harness.data.walk import subfolders
@@ -437,25 +436,16 @@ def _read_reference(ref: Path) -> list[tuple[int, dict[str, str]]]:
     """(line, row) per data row of a pipe-separated NIST reference file, checked for the needed columns."""
     if not ref.is_file():
         raise DataError(f"{ref}: no such reference file; NIST16 {Nist16Dataset.LAYOUT}")
-    try:
-        with open(ref, encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f, delimiter="|")
-            fields = [h.strip() for h in reader.fieldnames or []]
-            missing = [c for c in NIST_COLUMNS if c not in fields]
-            if missing:
-                raise DataError(
-                    f"{ref}: missing column(s) {', '.join(missing)}; expected a '|'-separated NIST reference "
-                    f"file with {', '.join(NIST_COLUMNS)} (found: {','.join(fields)[:120] or 'nothing'})"
-                )
-            reader.fieldnames = fields
-            rows = []
-            for row in reader:
-                if None in row or any(row[c] is None for c in NIST_COLUMNS):
-                    raise DataError(f"{ref}: line {reader.line_num} has {'more' if None in row else 'fewer'} "
-                                    f"fields than the header")
-                rows.append((reader.line_num, row))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"{ref}: not a readable UTF-8 '|'-separated file ({exc})") from None
+    fields, rows = read_csv(ref, NIST_COLUMNS, delimiter="|", what="'|'-separated")
+    if rows is None:
+        missing = [c for c in NIST_COLUMNS if c not in fields]
+        raise DataError(
+            f"{ref}: missing column(s) {', '.join(missing)}; expected a '|'-separated NIST reference "
+            f"file with {', '.join(NIST_COLUMNS)} (found: {','.join(fields)[:120] or 'nothing'})"
+        )
+    for line, row in rows:
+        if None in row or any(row[c] is None for c in NIST_COLUMNS):
+            raise DataError(f"{ref}: line {line} has {'more' if None in row else 'fewer'} fields than the header")
     if not rows:
         raise DataError(f"{ref}: no rows; expected one row per probe")
     return rows

@@ -52,7 +52,7 @@ from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import relative_cell, require_path
+from diffzoo.harness.data.base import read_csv, relative_cell, require_path
 
 log = logging.getLogger(__name__)
 
@@ -125,20 +125,13 @@ def read_table(root: Path) -> list[tuple[str, str, str, str]]:
             f"{root}: no {TABLE}; CocoGlide pairs real/, fake/ and mask/ through {TABLE} "
             f"with columns {','.join(COLUMNS)}"
         )
-    try:
-        with open(table, encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f)
-            fields = [(h or "").strip().lower() for h in reader.fieldnames or []]
-            missing = [c for c in COLUMNS if c not in fields]
-            if missing:
-                raise DataError(
-                    f"{table}: missing column(s) {', '.join(missing)}; expected the header "
-                    f"{','.join(COLUMNS)} (found: {','.join(fields) or 'nothing'})"
-                )
-            reader.fieldnames = fields
-            raw = [(reader.line_num, row) for row in reader]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"{table}: not a readable UTF-8 CSV file ({exc})") from None
+    fields, raw = read_csv(table, COLUMNS, lower=True)
+    if raw is None:
+        missing = [c for c in COLUMNS if c not in fields]
+        raise DataError(
+            f"{table}: missing column(s) {', '.join(missing)}; expected the header "
+            f"{','.join(COLUMNS)} (found: {','.join(fields) or 'nothing'})"
+        )
     if not raw:
         raise DataError(f"{table}: no rows; expected one row per edited image")
     rows: list[tuple[str, str, str, str]] = []

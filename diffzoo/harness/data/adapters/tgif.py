@@ -51,7 +51,6 @@ Splits: the ``training`` / ``validation`` / ``testing`` folders (-> train / val 
 
 from __future__ import annotations
 
-import csv
 import logging
 import os
 import re
@@ -63,7 +62,7 @@ from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import EditRecord, Sample
 from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, name_list, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import child_dir, name_list, read_csv, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 
@@ -339,21 +338,13 @@ def read_prompts(root: Path, found: list[Path]) -> tuple[dict[str, str], list[Pa
     used: list[Path] = []
     folders = {p for base in {root, *found} for p in _dirs(base) if p.name.lower().startswith("metadata")}
     for csv_path in sorted(p for folder in folders for p in folder.glob("*.csv") if p.is_file()):
-        try:
-            with open(csv_path, encoding="utf-8-sig", newline="") as f:
-                reader = csv.DictReader(f)
-                fields = {(h or "").strip().lower() for h in reader.fieldnames or []}
-                if not {"image_id", "prompt"} <= fields:
-                    continue
-                reader.fieldnames = [(h or "").strip().lower() for h in reader.fieldnames or []]
-                rows = [(reader.line_num, row) for row in reader]
-        except (OSError, UnicodeDecodeError, csv.Error) as exc:
-            raise DataError(f"{csv_path}: not a readable UTF-8 CSV file ({exc})") from None
+        fields, rows = read_csv(csv_path, ("image_id", "prompt"), lower=True)
+        if rows is None:
+            continue
         for line, row in rows:
             image_id, prompt = row.get("image_id"), row.get("prompt")
             if image_id is None or prompt is None or None in row:
-                raise DataError(f"{csv_path}: line {line} does not have the header's "
-                                f"{len(reader.fieldnames or [])} fields")
+                raise DataError(f"{csv_path}: line {line} does not have the header's {len(fields)} fields")
             if prompt.strip():
                 prompts.setdefault(image_id.strip(), prompt.strip())
         used.append(csv_path)
