@@ -67,10 +67,8 @@ class MaskEncoding:
     def describe(self, label_space: LabelSpace) -> str:
         """One line: the values found and what diffzoo takes each to mean."""
         found = f"values {', '.join(map(str, self.values)) or 'none'} in {self.read} mask(s) read"
-        if self.kind == BINARY_255:
-            return f"binary masks: 0 unedited, 255 edited ({found})"
-        if self.kind == BINARY_1:
-            return f"binary masks: 0 unedited, 1 edited ({found})"
+        if self.binary:
+            return f"binary masks: 0 unedited, {255 if self.kind == BINARY_255 else 1} edited ({found})"
         names = ", ".join(f"{i} {n}" for i, n in enumerate(label_space.names))
         return f"class indices: {names}; 255 ignore ({found})"
 

@@ -65,16 +65,13 @@ class _PairListDataset(SplitDataset):
         self.root = root
         self.path = str(root)
         self._entries = entries
-        if val_fraction is not None:
-            default_split = None
+        if split is None and default_split is not None and val_fraction is None and not (root / SPLITS_FILE).is_file():
+            split = default_split
+        if split is not None:
+            self._splits, self.split_info = one_split(split, entries)
         else:
-            val_fraction = 0.2
-        fixed = split if split is not None else (
-            default_split if default_split is not None and not (root / SPLITS_FILE).is_file() else None)
-        if fixed is not None:
-            self._splits, self.split_info = one_split(fixed, entries)
-        else:
-            self._splits, self.split_info = self._split_scheme(sorted(entries), val_fraction, split_seed)
+            fraction = 0.2 if val_fraction is None else val_fraction
+            self._splits, self.split_info = self._split_scheme(sorted(entries), fraction, split_seed)
 
     def _split_scheme(self, ids: list[str], val_fraction: float,
                       seed: int) -> tuple[dict[str, list[str]], dict[str, str]]:

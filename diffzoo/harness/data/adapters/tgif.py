@@ -58,13 +58,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.types import EditRecord, Sample
+from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, name_list, read_csv, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.imageio import read_labelled
 
 log = logging.getLogger(__name__)
 
@@ -265,14 +266,10 @@ class TgifDataset(_PairListDataset):
         info = {"id": SPLIT_RULE, "source": "TGIF's own training / validation / testing folders"}
         return {k: sorted(v) for k, v in splits.items()}, info
 
-    def _load(self, sample_id: str) -> Sample:
-        image_path, mask_path = self._lookup(self._entries, sample_id)
-        fake = self._fakes.get(sample_id)
-        if fake is not None and fake.variant == "fr" and self._regenerated == "whole":
-            image, label = read_labelled(image_path, None, sample_id, full=True)
-        else:
-            image, label = read_labelled(image_path, mask_path, sample_id)
-        return Sample(image, label, self._meta(sample_id, authentic=fake is None))
+    def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
+        if self._fakes[sample_id].variant == "fr" and self._regenerated == "whole":
+            return np.ones((size[1], size[0]), np.uint8)  # its mask is not read
+        return super()._edited(sample_id, mask, size)
 
     def _turn(self, sample_id: str) -> EditRecord | None:
         fake = self._fakes[sample_id]
