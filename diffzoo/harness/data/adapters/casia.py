@@ -109,11 +109,7 @@ class _CasiaDataset(_TestSetDataset):
             where = ", ".join(str(f) for f in tampered)
             raise DataError(f"{root}: no {what} image in {where} has a mask in {gt}")
         self.gt_root = gt
-        self._edit_types = {
-            sid: edit_type(img.name, img.parent.name)
-            for sid, (img, mask) in entries.items()
-            if mask is not None
-        }
+        self._edit_types = {sid: edit_type(img.name, img.parent.name) for sid, (img, _) in entries.items()}
         au = child_dir(root, "Au")
         if au is None:
             log.warning("%s: no Au/ folder; the dataset holds tampered images only", root)
