@@ -137,14 +137,16 @@ def _link_note(path: Path) -> str:
         return ""
 
 
-def open_image(src: ImageSource, sample_id: str, name: str) -> tuple[Image.Image, bytes | None]:
+def open_image(src: ImageSource, sample_id: str, name: str | None) -> tuple[Image.Image, bytes | None, str]:
     """Open ``src``, check its size, decode it fully.
 
-    Returns the image and the encoded bytes (None for a PIL image given as
-    such).  Every failure is a :class:`CorruptSampleError` naming ``name``:
+    Returns the image, the encoded bytes (None for a PIL image given as
+    such) and how the file is called in messages (:func:`describe_source`).
+    Every failure is a :class:`CorruptSampleError` naming it:
     kind ``missing-file``, ``not-a-file`` (a FIFO, a folder, a link that leads nowhere),
     ``unreadable`` (permission denied, an I/O error), ``too-large`` or ``corrupt``.
     """
+    name = describe_source(src, name)
     data: bytes | None = None
     try:
         with warnings.catch_warnings():
@@ -192,7 +194,7 @@ def open_image(src: ImageSource, sample_id: str, name: str) -> tuple[Image.Image
         raise CorruptSampleError(
             sample_id, f"{name}: corrupt or truncated image ({exc or type(exc).__name__})"
         ) from None
-    return img, data
+    return img, data, name
 
 
 def wide_to_uint8(arr: np.ndarray) -> np.ndarray:
@@ -251,8 +253,7 @@ def read_image(src: ImageSource, sample_id: str, *, name: str | None = None) -> 
     palette or grey with ``tRNS``) is composited on white.  ``name`` is how the
     file is called in error messages (default: the path).
     """
-    name = describe_source(src, name)
-    img, _ = open_image(src, sample_id, name)
+    img, _, name = open_image(src, sample_id, name)
     if img.mode in WIDE_MODES:
         grey = wide_to_uint8(np.asarray(img))
         return np.ascontiguousarray(np.repeat(grey[:, :, None], 3, axis=2))
@@ -361,8 +362,7 @@ def read_mask(
     (``mask-values``), other modes (``unsupported-mode``), and, with ``size``
     = the image's (W, H), another size (``mask-size``).
     """
-    name = describe_source(src, name)
-    img, data = open_image(src, sample_id, name)
+    img, data, name = open_image(src, sample_id, name)
     _refuse_lossy(img, data, sample_id, name)
     mask = _mask_array(img, sample_id, name)
     check_mask_size(mask, size, sample_id, name)
@@ -401,8 +401,7 @@ def read_binary_mask(
     background; a warning is logged (once) when a mask has non-zero values
     that all fall below the threshold, the usual sign of such an encoding.
     """
-    name = describe_source(src, name)
-    img, _ = open_image(src, sample_id, name)
+    img, _, name = open_image(src, sample_id, name)
     grey = _grey(img, sample_id, name)
     cut = threshold * 255.0
     mask = (grey > cut).astype(np.uint8)
