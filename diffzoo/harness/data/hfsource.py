@@ -429,10 +429,9 @@ class HFSource:
         files = None if path is None else [path] if path.is_file() else data_files(path)
         self._rows = HFRows(raw, self.location, REQUIRED_COLUMNS, files=files, cache_key=self.hub_id)
         split_ids = unique_ids({s: _row_ids(ds, f"{self.location} (split {s})") for s, ds in raw.items()})
-        self.index = {sid: (s, row) for s, ids in split_ids.items() for row, sid in enumerate(ids)}
-        self.pairs = self.index
+        self.pairs = {sid: (s, row) for s, ids in split_ids.items() for row, sid in enumerate(ids)}
         self._split_ids = {s: sorted(ids) for s, ids in split_ids.items()}
-        if not self.index:
+        if not self.pairs:
             raise DataError(f"{self.location}: the dataset has no rows")
 
     def _check_class_label(self, found: tuple[str, list[str]] | None, where: str) -> None:
@@ -450,7 +449,7 @@ class HFSource:
         return {s: list(ids) for s, ids in self._split_ids.items()}
 
     def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
-        cells = self._rows.read(*self.index[sample_id], sample_id)
+        cells = self._rows.read(*self.pairs[sample_id], sample_id)
         return cells["image"], cells["mask"]  # type: ignore[return-value]  # required cells are never None
 
     def read_mask(self, sample_id: str) -> Ref:
@@ -461,8 +460,8 @@ class HFSource:
         (:func:`.fingerprint.pair_fingerprint`), so that the same PNG files give the same
         fingerprint as a zip or folder.  Digests are cached while the backing files'
         sizes and mtimes are unchanged."""
-        digests = self._rows.digests(self.index)
-        return pair_fingerprint({sid: (f"{sid}.image", f"{sid}.mask") for sid in self.index}, digests)
+        digests = self._rows.digests(self.pairs)
+        return pair_fingerprint({sid: (f"{sid}.image", f"{sid}.mask") for sid in self.pairs}, digests)
 
 
 def _files_stamp(files: list[Path]) -> str | None:

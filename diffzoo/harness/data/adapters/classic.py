@@ -422,14 +422,12 @@ class Nist16Dataset(_ClassicDataset):
         """A reference CSV ``NC2016-<task>-ref.csv``, or a folder with ``probe/`` and
         ``reference/manipulation/NC2016-manipulation-ref.csv``."""
         root, task = _nist_root(Path(path))  # without a task, root is the path itself
-        if task is not None:
-            return True
 
         def has_probe_and_reference(p: Path) -> bool:
             return (p.is_dir() and child_dir(p, "probe") is not None
                     and any(_nist_ref(p, t).is_file() for t in NIST_TASKS))
 
-        return sniff_quietly(has_probe_and_reference, root)
+        return task is not None or sniff_quietly(has_probe_and_reference, root)
 
 
 def _read_reference(ref: Path) -> list[tuple[int, dict[str, str]]]:
@@ -524,14 +522,8 @@ class Imd2020Dataset(_ClassicDataset):
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder one of whose first subfolders directly holds an ``*_orig`` image and a ``*_mask`` image."""
-        def has_orig_and_mask(p: Path) -> bool:
-            if not p.is_dir():
-                return False
-            for folder in subfolders(p)[:SNIFF_FOLDERS]:
-                _, masks, origs = _imd_folder(folder)
-                if masks and origs:
-                    return True
-            return False
+        def has_orig_and_mask(p: Path) -> bool:  # _imd_folder(f)[1:]: its masks and its originals
+            return p.is_dir() and any(all(_imd_folder(f)[1:]) for f in subfolders(p)[:SNIFF_FOLDERS])
 
         return sniff_quietly(has_orig_and_mask, path)
 
