@@ -123,12 +123,13 @@ class SidSetDataset(MixedDataset):
                            "scores localization on tampered images only: read the edit_type=tampered slice, or "
                            "open it with --dataset-option kinds=tampered")
 
-    def _put(self, split: str, sid: str, item: Item, where: str, found: dict[str, dict[str, Item]],
-             places: dict[tuple[str, str], str]) -> None:
+    def _put(self, split: str, sid: str, kind: str, handle: tuple[str, Any, Any], where: str,
+             found: dict[str, dict[str, Item]], places: dict[tuple[str, str], str]) -> None:
+        """Add sample ``sid`` of ``kind`` (its files: ``handle``, in messages: ``where``) to ``split``."""
         split = self._fixed or split
         if sid in found.setdefault(split, {}):
             raise DataError(f"SID-Set sample {sid} appears twice in split {split}: {places[split, sid]} and {where}")
-        found[split][sid] = Item(item.kind, item.role, item.editor, split, item.where)
+        found[split][sid] = Item(kind, self.KINDS[kind], UNKNOWN_EDITOR, split, handle)
         places[split, sid] = where
 
     def _add_rows(self, table: str, split: str, found: dict[str, dict[str, Item]],
@@ -142,9 +143,7 @@ class SidSetDataset(MixedDataset):
                                 "2 (tampered)")
             if not isinstance(img_id, str) or not img_id:
                 raise DataError(f"{where}: no img_id ({img_id!r})")
-            kind = LABELS[label]
-            self._put(split, img_id, Item(kind, self.KINDS[kind], UNKNOWN_EDITOR, split, ("row", table, row)),
-                      where, found, places)
+            self._put(split, img_id, LABELS[label], ("row", table, row), where, found, places)
 
     def _add_files(self, root: Path, found: dict[str, dict[str, Item]], places: dict[tuple[str, str], str],
                    skip_unpaired: bool) -> None:
@@ -165,8 +164,7 @@ class SidSetDataset(MixedDataset):
                             missing.append(image)
                             continue
                     where = f"{self._members.location}:{image}"
-                    self._put(split, stem, Item(kind, self.KINDS[kind], UNKNOWN_EDITOR, split, ("file", image, mask)),
-                              where, found, places)
+                    self._put(split, stem, kind, ("file", image, mask), where, found, places)
         report_unpaired(str(root), missing, f"tampered image(s) have no {MASKS_DIR}/<name>{MASK_SUFFIX}.png",
                         skip_unpaired)
 
