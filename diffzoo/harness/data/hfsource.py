@@ -244,9 +244,7 @@ def _split_from_filename(path: Path) -> str:
     if sharded is not None and sharded.lower() != "data":
         return canonical_split(sharded)
     head = path.stem.split("-", 1)[0].lower()
-    if head in CANONICAL_SPLITS or head in SPLIT_ALIASES:
-        return canonical_split(head)
-    return "train"
+    return canonical_split(head) if head in CANONICAL_SPLITS or head in SPLIT_ALIASES else "train"
 
 
 def _load(path: Path | None, hub: str | None) -> dict[str, Any]:

@@ -117,9 +117,7 @@ def sniff(values: set[int], read: int, vouched: bool) -> MaskEncoding:
     shown = tuple(sorted(values))
     if values == {0, IGNORE_INDEX}:  # (all 255 alone is no evidence: it reads as ignore, an error)
         return MaskEncoding(BINARY_255, shown, read)
-    if not vouched and values == {0, 1}:
-        return MaskEncoding(BINARY_1, shown, read)
-    return MaskEncoding(CLASS_INDEX, shown, read)
+    return MaskEncoding(BINARY_1 if not vouched and values == {0, 1} else CLASS_INDEX, shown, read)
 
 
 ALMOST_ALL = 0.99

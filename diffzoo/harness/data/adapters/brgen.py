@@ -120,14 +120,10 @@ class BrGenDataset(TpGtDataset):
     # -- splits -------------------------------------------------------------
     def _split_scheme(self, ids: list[str], val_fraction: float,
                       seed: int) -> tuple[dict[str, list[str]], dict[str, str]]:
-        files = self._split_files
-        if files is None and (self.root / SPLITS_FILE).is_file():
+        if self._split_files is None and (self.root / SPLITS_FILE).is_file():
             return super()._split_scheme(ids, val_fraction, seed)
-        if files is None:
-            files = found_split_files(self.root)
-        if files:
-            return json_splits(files, ids)
-        return source_hash_split(ids, val_fraction, seed)
+        files = found_split_files(self.root) if self._split_files is None else self._split_files
+        return json_splits(files, ids) if files else source_hash_split(ids, val_fraction, seed)
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

@@ -67,9 +67,7 @@ def edit_type(file_name: str, folder: str = "") -> str:
     """``splicing`` / ``copy_move`` from a CASIA name (``Sp_D_``, ``Tp_S_``...),
     else from the v1 folder (``Sp``, ``CM``), else ``unknown``."""
     m = V1_NAME.match(file_name) or V2_NAME.match(file_name)
-    if m:
-        return _TYPE_LETTER[m.group(1).upper()]
-    return _TYPE_FOLDER.get(folder.lower(), "unknown")
+    return _TYPE_LETTER[m.group(1).upper()] if m else _TYPE_FOLDER.get(folder.lower(), "unknown")
 
 
 class _CasiaDataset(_TestSetDataset):
