@@ -211,17 +211,15 @@ def _copies(path: Path, tables: list[Table], given: str | None) -> dict[str, str
         named = canonical_split(t.split.lower())
         if named in COPIES:
             out[t.name] = named
-            continue
-        if _generator(t) not in (None, TRAIN_GENERATOR) or _group(t) in test_groups:
+        elif _generator(t) not in (None, TRAIN_GENERATOR) or _group(t) in test_groups:
             out[t.name] = "test"
-            continue
-        copy = _copy_hint(t.folder, base) or given
-        if copy is None:
+        elif (copy := _copy_hint(t.folder, base) or given) is not None:
+            out[t.name] = copy
+        else:
             raise DataError(
                 f"{t.files[0] if len(t.files) == 1 else t.folder}: cannot tell whether this {t.split} data is "
                 f"OpenSDI's train copy ({TRAIN_HUB}) or its test copy ({TEST_HUB}): no folder name above it says "
                 "train or test; keep it in a folder named OpenSDI_train / OpenSDI_test, or pass --dataset-option "
                 "copy=train (or copy=test)"
             )
-        out[t.name] = copy
     return out
