@@ -387,8 +387,7 @@ def check_mask_values(
         return
     shown = ", ".join(label_space.names[:6]) + (", ..." if label_space.num_classes > 6 else "")
     values = ", ".join(str(v) for v in bad[:5]) + (" ..." if bad.size > 5 else "")
-    noun = "value" if bad.size == 1 else "values"
-    verb = "is" if bad.size == 1 else "are"
+    noun, verb = ("value", "is") if bad.size == 1 else ("values", "are")
     raise CorruptSampleError(
         sample_id,
         f"{where}: mask {noun} {values} {verb} not in the label map "
