@@ -331,7 +331,6 @@ def resolve_label_map(
     beside: Path | None = None,
     inner: Callable[[], Sequence[tuple[str, bytes]]] = tuple,
     class_label: tuple[str, Sequence[str]] | None = None,
-    default: Callable[[], LabelSpace] | None = default_diffseg30k_labels,
 ) -> LabelMap | None:
     """The label map of a dataset, first found of:
 
@@ -341,8 +340,7 @@ def resolve_label_map(
        ``"folder:<path>"``, bytes) of the :data:`LABEL_MAP_FILES` found there
        (called only when 1 and 2 gave nothing);
     4. ``class_label``: (column, names) of a ``datasets`` ``ClassLabel`` feature;
-    5. ``default()`` (DiffSeg30k: the paper's order, UNVERIFIED, warned once);
-       None when ``default`` is None (no map was given or found).
+    else None: none was given or found (the DiffSeg30k adapter then takes :func:`default_diffseg30k_labels`).
     """
     parsed = parse_label_spec(spec)
     if parsed is not None:
@@ -357,7 +355,7 @@ def resolve_label_map(
         column, names = class_label
         where = f"ClassLabel feature {column!r}"
         return LabelMap(names_to_space(list(names), where), True, f"ClassLabel:{column}")
-    return LabelMap(default(), False, DEFAULT_SOURCE) if default is not None else None
+    return None
 
 
 def load_label_space(spec: LabelSpace | str | os.PathLike) -> LabelSpace:

@@ -124,7 +124,7 @@ class DiffSeg30kDataset(SplitDataset):
         """The label map and how the masks encode it (data/mask_encoding.py): masks holding only
         0 and 255 (or only 0 and 1, when no map was given or found) are binary masks."""
         class_label = getattr(self._source, "class_label", None)
-        found = resolve_label_map(spec, sidecars, lambda: inner_label_files(self._source), class_label, default=None)
+        found = resolve_label_map(spec, sidecars, lambda: inner_label_files(self._source), class_label)
         encoding = sniff(*sample_values(self._stored_mask, sorted(self._source.pairs)), vouched=found is not None)
         if not encoding.binary:
             return found or LabelMap(default_diffseg30k_labels(), False, DEFAULT_SOURCE), encoding
