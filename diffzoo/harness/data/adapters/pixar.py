@@ -133,8 +133,8 @@ class _Entry:
     kind: str  # "real", "tampered" or "full_synthetic"
     editor: str = UNKNOWN_EDITOR
     mask: Path | None = None
-    metadata: Path | None = None
-    edit_type: str = "unknown"
+    metadata: Path | None = None  # every tampered image has its metadata file, no other image one
+    edit_type: str = "unknown"  # a tampered image's mapping type; a fully generated one's: full_synthetic
     base: str = "unknown"
 
 
@@ -309,7 +309,7 @@ class PixarDataset(SplitDataset):
                     continue
                 for image in image_files_in(split_dir / kind):
                     sid = f"{prefix}{kind}/{image.name}"
-                    self._entries[sid] = _Entry(image, kind, editor or UNKNOWN_EDITOR,
+                    self._entries[sid] = _Entry(image, kind, editor or UNKNOWN_EDITOR, edit_type=kind,
                                                 base="real" if kind == "real" else "unknown")
                     self._files.append(image)
                     ids.append(sid)
@@ -321,11 +321,8 @@ class PixarDataset(SplitDataset):
         image, label = read_labelled(e.image, e.mask, sample_id, value, full=True, threshold=self.mask_threshold)
         if e.kind == "real":
             return Sample(image, label, SampleMeta(sample_id, "real", source=self.name))
-        if e.kind == "full_synthetic":
-            turn = EditRecord(editor=e.editor, edit_type="full_synthetic")
-        else:
-            assert e.metadata is not None
-            turn = EditRecord(editor=e.editor, prompt=read_metadata(e.metadata, sample_id)[1], edit_type=e.edit_type)
+        prompt = read_metadata(e.metadata, sample_id)[1] if e.metadata is not None else ""
+        turn = EditRecord(editor=e.editor, prompt=prompt, edit_type=e.edit_type)
         return Sample(image, label, SampleMeta(sample_id, e.base, (turn,), self.name))
 
     def classes(self, sample_id: str) -> list[str]:
