@@ -389,8 +389,7 @@ class Nist16Dataset(_ClassicDataset):
                 edit_types.pop(probe, None)
                 continue
             entries[probe] = (root / probe, masks[0])
-            if len(masks) > 1:
-                self._more_masks[probe] = masks[1:]
+            self._more_masks[probe] = masks[1:]
         self.task = task
         self.reference = ref
         return root, entries, edit_types, {k: v for k, v in originals.items() if k not in gone}
