@@ -134,7 +134,7 @@ class _Entry:
     editor: str = UNKNOWN_EDITOR
     mask: Path | None = None
     metadata: Path | None = None  # every tampered image has its metadata file, no other image one
-    edit_type: str = "unknown"  # a tampered image's mapping type; a fully generated one's: full_synthetic
+    edit_type: str = "unknown"  # a tampered image's mapping type, any other image's kind (full_synthetic)
     base: str = "unknown"
 
 
