@@ -14,7 +14,6 @@ called edited.
 
 from __future__ import annotations
 
-import logging
 from abc import abstractmethod
 from collections.abc import Callable
 from functools import partial
@@ -26,15 +25,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, ModelError
+from diffzoo.harness.core.errors import ConfigError, ModelError
 from diffzoo.harness.core.protocols import DetectorBuild, Report
 from diffzoo.harness.core.train_config import TrainConfig
-from diffzoo.harness.core.types import BINARY, DetectionOutput, shareable
+from diffzoo.harness.core.types import BINARY, DetectionOutput, Sample
 from diffzoo.harness.models.detector import TorchDetector
-from diffzoo.harness.models.train_data import CropDataset, TrainData, make_loader, random_crop
+from diffzoo.harness.models.train_data import CropDataset, TrainData, as_float_chw, crop_view, make_loader
 from diffzoo.harness.models.trainer import train_loop
-
-log = logging.getLogger(__name__)
 
 View = Callable[[np.ndarray, np.ndarray, np.random.Generator], tuple[np.ndarray, np.ndarray]]
 """(image H x W x 3 uint8, binary label map, rng) -> (view pixels, view label map)."""
@@ -43,16 +40,6 @@ View = Callable[[np.ndarray, np.ndarray, np.random.Generator], tuple[np.ndarray,
 def view_is_edited(label: np.ndarray) -> bool:
     """A binary label map (255 = ignore) shows an edit if any pixel is 1."""
     return bool((label == 1).any())
-
-
-def crop_view(
-    image: np.ndarray, label: np.ndarray, rng: np.random.Generator, size: int, hflip: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Random ``size`` crop (padded when smaller, label = ignore), then a flip with p = 0.5."""
-    image, label = random_crop(image, label, size, rng)
-    if hflip and rng.random() < 0.5:
-        image, label = image[:, ::-1], label[:, ::-1]
-    return image, label
 
 
 class ImageLabelDataset(CropDataset):
@@ -66,17 +53,9 @@ class ImageLabelDataset(CropDataset):
         super().__init__(dataset, ids, "binary", cfg)
         self.view = view
 
-    def __getitem__(self, key: int | tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor] | None:
-        index, rng = self._item(key)
-        try:
-            sample = self.dataset.load(self.ids[index])
-        except CorruptSampleError as exc:
-            log.warning("skipping corrupt training sample: %s", exc)
-            return None
-        label = self.dataset.label_space.to_binary_map(sample.label)
-        image, label = self.view(sample.image, label, rng)
-        img = torch.from_numpy(shareable(image)).permute(2, 0, 1).float() / 255.0
-        return img, torch.tensor(float(view_is_edited(label)))
+    def _example(self, sample: Sample, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        image, label = self.view(sample.image, self.dataset.label_space.to_binary_map(sample.label), rng)
+        return as_float_chw(image), torch.tensor(float(view_is_edited(label)))
 
 
 def bce_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,7 @@ from diffzoo.harness.core import distributed
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import PAPER_RATIO, TrainConfig
-from diffzoo.harness.core.types import IGNORE_INDEX, shareable
+from diffzoo.harness.core.types import IGNORE_INDEX, Sample, shareable
 from diffzoo.harness.data.distortions import resize_image, resize_label, shorter_side_size
 from diffzoo.harness.models.monitor import TrainMonitor
 from diffzoo.harness.models.resume import BatchStream, Resume
@@ -92,21 +92,27 @@ class CropDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, key: int | tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor] | None:
         index, rng = self._item(key)
-        sid = self.ids[index]
         try:
-            sample = self.dataset.load(sid)
+            sample = self.dataset.load(self.ids[index])
         except CorruptSampleError as exc:
             log.warning("skipping corrupt training sample: %s", exc)
             return None
+        return self._example(sample, rng)
+
+    def _example(self, sample: Sample, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """(image as a 3 x H x W float tensor in [0, 1], target) of one loaded sample: here its
+        label map, rescaled by the recipe, cropped and flipped with the image."""
         label = sample.label
         if self.task != "semantic":
             label = self.dataset.label_space.to_binary_map(label)
         image, label = paper_rescale(sample.image, label, self.cfg, rng)
-        image, label = random_crop(image, label, self.cfg.crop_size, rng)
-        if self.cfg.hflip and rng.random() < 0.5:
-            image, label = image[:, ::-1], label[:, ::-1]
-        img = torch.from_numpy(shareable(image)).permute(2, 0, 1).float() / 255.0
-        return img, torch.from_numpy(shareable(label)).long()
+        image, label = crop_view(image, label, rng, self.cfg.crop_size, self.cfg.hflip)
+        return as_float_chw(image), torch.from_numpy(shareable(label)).long()
+
+
+def as_float_chw(image: np.ndarray) -> torch.Tensor:
+    """An H x W x 3 uint8 image as the 3 x H x W float tensor in [0, 1] a training batch holds."""
+    return torch.from_numpy(shareable(image)).permute(2, 0, 1).float() / 255.0
 
 
 class EpochOrder(torch.utils.data.Sampler):
@@ -177,6 +183,16 @@ def random_crop(
     y = int(rng.integers(0, h - size + 1))
     x = int(rng.integers(0, w - size + 1))
     return image[y : y + size, x : x + size], label[y : y + size, x : x + size]
+
+
+def crop_view(
+    image: np.ndarray, label: np.ndarray, rng: np.random.Generator, size: int, hflip: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random ``size`` crop (padded when smaller, label = ignore), then a flip with p = 0.5."""
+    image, label = random_crop(image, label, size, rng)
+    if hflip and rng.random() < 0.5:
+        image, label = image[:, ::-1], label[:, ::-1]
+    return image, label
 
 
 def collate_skip(batch: list[Any]) -> tuple[torch.Tensor, torch.Tensor, int] | None:
