@@ -310,8 +310,7 @@ class Evaluator:
         if base.ids is not None and (spec.ids is None or not set(base.ids).issuperset(spec.ids)):
             return None
         seen = self._seen.get((spec.dataset, spec.split), {})
-        mine = distributed.shard(list(spec.ids) if spec.ids is not None else
-                                 self.datasets[spec.dataset].ids(spec.split))
+        mine = distributed.shard(spec.read(self.datasets))
         sizes = {size for sid in mine if (size := seen.get(sid)) is not None}
         distortion = get_registry().get("distortion", spec.distortion).load()
         same = all(sid in seen for sid in mine) and same_input(distortion, spec.distortion_params, sizes,

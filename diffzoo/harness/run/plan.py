@@ -93,6 +93,10 @@ class PassSpec:
     def undistorted(self) -> bool:
         return self.distortion == "none" and not self.params
 
+    def read(self, datasets: Mapping[str, Dataset]) -> list[str]:
+        """The ids of the images it reads, in split order (``datasets``: the plan's, by fingerprint)."""
+        return list(self.ids) if self.ids is not None else datasets[self.dataset].ids(self.split)
+
 
 @dataclass(frozen=True)
 class CaseKey:
@@ -205,14 +209,10 @@ class Plan:
         upper bound)."""
         lines = []
         for job in self.jobs:
-            reads = sum(self.images(p) for p in job.passes)
+            reads = sum(len(p.read(self.datasets)) for p in job.passes)
             lines.append(f"{self.detector or self.card.name} [{job.task}]{job.held_out}: {len(job.passes)} model "
                          f"pass(es), {reads} image reads")
         return lines
-
-    def images(self, spec: PassSpec) -> int:
-        """How many images ``spec`` reads."""
-        return len(spec.ids) if spec.ids is not None else len(self.datasets[spec.dataset].ids(spec.split))
 
 
 # -- what a model is, and how it sees images ----------------------------------------------------
@@ -329,8 +329,7 @@ Digests = Callable[[Dataset, str], Mapping[str, str]]
 
 def case_images(plan: Plan, job: Job, case: CaseSpec) -> list[str]:
     """The ids of the images ``case`` scores (its pass's, cut to its own), in split order."""
-    spec = next(p for p in job.passes if p.key == case.pass_key)
-    ids = list(spec.ids) if spec.ids is not None else plan.datasets[spec.dataset].ids(spec.split)
+    ids = next(p for p in job.passes if p.key == case.pass_key).read(plan.datasets)
     return ids if case.ids is None else [i for i in ids if i in case.ids]
 
 

@@ -284,7 +284,7 @@ class Runner:
                 continue
             calib = job.calibration
             if calib is not None and calib.dataset == training.fingerprint:
-                ids = calib.ids if calib.ids is not None else training.dataset.ids(calib.split)
+                ids = calib.read(self.plan.datasets)
                 if shared := sum(i in training.ids for i in ids):
                     _warn_once(f"thresholds calibrated on {calib.split!r}, where {training.model} was trained on "
                                f"{shared} of its {len(ids)} images: its scores there are optimistic, so the "
