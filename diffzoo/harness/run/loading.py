@@ -16,6 +16,7 @@ the very exception a worker-less run raises).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import logging
@@ -117,26 +118,19 @@ def same_input(distortion: Distortion, params: dict[str, Any], sizes: Iterable[t
     return True
 
 
-class EvalReader:
-    """A sample id -> its :class:`EvalInput`: read, distorted, resized by the input rule."""
-
-    def __init__(self, dataset: Dataset, distortion: Callable[..., Any], params: dict[str, Any],
-                 short_side: int | None):
-        self.dataset, self.distortion = dataset, distortion
-        self.params, self.short_side = params, short_side
-        self.context = {"meta", "label_space"} & _parameters(distortion)  # what it declares, it gets
-
-    def __call__(self, sid: str) -> EvalInput:
-        try:
-            sample = self.dataset.load(sid)
-            extra = {k: v for k, v in (("meta", sample.meta), ("label_space", self.dataset.label_space))
-                     if k in self.context}
-            image, label = self.distortion(sample.image, sample.label, **self.params, **extra)
-            image = detector_input(image, self.short_side)
-            return EvalInput(sid, chw_uint8(image), label, sample.meta, tuple(sample.image.shape[:2]),
-                             label_kept=label is sample.label)
-        except Exception as exc:  # handed to the caller, which skips or raises it
-            return EvalInput(sid, error=sendable(exc))
+def _eval_input(dataset: Dataset, distortion: Callable[..., Any], params: dict[str, Any], short_side: int | None,
+                context: set[str], sid: str) -> EvalInput:
+    """Sample ``sid`` as its :class:`EvalInput`: read, distorted (given the ``context`` it
+    declares), resized by the input rule."""
+    try:
+        sample = dataset.load(sid)
+        extra = {k: v for k, v in (("meta", sample.meta), ("label_space", dataset.label_space)) if k in context}
+        image, label = distortion(sample.image, sample.label, **params, **extra)
+        image = detector_input(image, short_side)
+        return EvalInput(sid, chw_uint8(image), label, sample.meta, tuple(sample.image.shape[:2]),
+                         label_kept=label is sample.label)
+    except Exception as exc:  # handed to the caller, which skips or raises it
+        return EvalInput(sid, error=sendable(exc))
 
 
 def eval_inputs(dataset: Dataset, ids: Sequence[str], distortion: Callable[..., Any], params: dict[str, Any],
@@ -145,7 +139,8 @@ def eval_inputs(dataset: Dataset, ids: Sequence[str], distortion: Callable[..., 
     (core/parallel.py); the distortion gets the sample's ``meta`` / ``label_space``
     when it declares them.  ``short_side``: the evaluation input rule
     (:func:`detector_input`); ``pin_memory``: page-locked images, for a GPU."""
-    read = EvalReader(dataset, distortion, params, short_side)
+    context = {"meta", "label_space"} & _parameters(distortion)  # what it declares, it gets
+    read = functools.partial(_eval_input, dataset, distortion, params, short_side, context)
     return ordered_map(read, list(ids), workers, pin_memory=pin_memory)
 
 
@@ -156,18 +151,13 @@ def image_digest(image: np.ndarray) -> str:
     return hashlib.sha256(f"{height}x{width}:".encode() + np.ascontiguousarray(image).tobytes()).hexdigest()
 
 
-class ImageDigester:
-    """A sample id -> :func:`image_digest` of its image, or None when it cannot be read (a run
+def _sample_digest(dataset: Dataset, sid: str) -> str | None:
+    """:func:`image_digest` of sample ``sid``'s image, or None when it cannot be read (a run
     skips or stops at that sample when it evaluates it)."""
-
-    def __init__(self, dataset: Dataset):
-        self.dataset = dataset
-
-    def __call__(self, sid: str) -> str | None:
-        try:
-            return image_digest(self.dataset.load(sid).image)
-        except Exception:  # an unreadable sample has no content to compare
-            return None
+    try:
+        return image_digest(dataset.load(sid).image)
+    except Exception:  # an unreadable sample has no content to compare
+        return None
 
 
 def image_digests(dataset: Dataset, ids: Sequence[str], workers: int = 0) -> dict[str, str]:
@@ -186,7 +176,7 @@ def image_digests(dataset: Dataset, ids: Sequence[str], workers: int = 0) -> dic
     if todo:
         log.info("hashing %d image(s) of %s once, to compare evaluation and training images", len(todo),
                  dataset.name)
-    for sid, digest in zip(todo, ordered_map(ImageDigester(dataset), todo, workers), strict=True):
+    for sid, digest in zip(todo, ordered_map(functools.partial(_sample_digest, dataset), todo, workers), strict=True):
         if digest is not None:
             out[sid] = digest
             cache.put(sid, [], digest)
