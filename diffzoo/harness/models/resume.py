@@ -67,10 +67,10 @@ def default_every(iterations: int) -> int:
     return max(1, math.ceil(iterations / 10))
 
 
-def check_every(every: Any, flag: str = "--save-every", minimum: int = 0, zero: str = "off") -> int | None:
+def check_every(every: Any, flag: str = "--save-every", minimum: int = 0) -> int | None:
     """``every`` if it is None or a whole number >= ``minimum``, else a ConfigError naming ``flag``."""
     if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < minimum):
-        meaning = f" (0: {zero})" if minimum == 0 else ""
+        meaning = " (0: off)" if minimum == 0 else ""
         raise ConfigError(f"{flag} {every!r}: give a whole number of steps >= {minimum}{meaning}")
     return every
 
@@ -145,15 +145,11 @@ def capture(model: torch.nn.Module, opt: torch.optim.Optimizer, sched: Any, stre
     """(tensors, JSON-able state) of a training loop after a step."""
     tensors = {f"model/{k}": v.detach().cpu().clone() for k, v in model.state_dict().items()}
     saved = opt.state_dict()
-    opt_state: dict[str, dict[str, Any]] = {}
     for idx, entry in saved["state"].items():
-        plain = {}
-        for k, v in entry.items():
-            if isinstance(v, torch.Tensor):
-                tensors[f"optim/{idx}/{k}"] = v.detach().cpu().clone()
-            else:
-                plain[k] = v
-        opt_state[str(idx)] = plain
+        tensors.update({f"optim/{idx}/{k}": v.detach().cpu().clone() for k, v in entry.items()
+                        if isinstance(v, torch.Tensor)})
+    opt_state = {str(idx): {k: v for k, v in entry.items() if not isinstance(v, torch.Tensor)}
+                 for idx, entry in saved["state"].items()}
     tensors["rng/torch"] = torch.get_rng_state()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         for i, cuda_state in enumerate(torch.cuda.get_rng_state_all()):
