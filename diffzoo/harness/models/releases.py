@@ -22,6 +22,7 @@ reach the detector's own keys.  Reading one:
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import logging
 from collections.abc import Callable, Sequence
@@ -143,14 +144,8 @@ def _tensors(obj: Any, release: Release, path: Path) -> dict[str, Any]:
 
 
 def _renamed(state: dict[str, Any], release: Release, prefix: str) -> dict[str, Any]:
-    out = {}
-    for key, value in state.items():
-        name = str(key)
-        for strip in release.strip:
-            if name.startswith(strip):
-                name = name[len(strip):]
-        out[prefix + name] = value
-    return out
+    """``state`` with each of the release's ``strip`` prefixes taken off every key, in turn, and ``prefix`` put on."""
+    return {prefix + functools.reduce(str.removeprefix, release.strip, str(key)): value for key, value in state.items()}
 
 
 def converter(release: Release) -> Callable[[dict[str, Any], DetectorCard], dict[str, Any]] | None:
