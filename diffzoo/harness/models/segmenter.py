@@ -110,14 +110,10 @@ class SegmentationDetector(TorchDetector):
             head = any(f".{h}" in f".{name}" for h in self.head_prefixes)
             no_decay = any(k in name for k in self.no_decay_keywords)
             groups.setdefault((head, no_decay), []).append(p)
-        out = []
-        for (head, no_decay), params in groups.items():
-            name = ("head" if head else "backbone") + (".no_decay" if no_decay else "")  # the log's lr/<name>
-            g: dict[str, Any] = {"params": params, "lr_mult": head_mult if head else 1.0, "name": name}
-            if no_decay:
-                g["weight_decay"] = 0.0
-            out.append(g)
-        return out
+        # each named as the log's lr/<name>
+        return [{"params": params, "lr_mult": head_mult if head else 1.0,
+                 "name": ("head" if head else "backbone") + (".no_decay" if no_decay else ""),
+                 **({"weight_decay": 0.0} if no_decay else {})} for (head, no_decay), params in groups.items()]
 
     def card_head_mult(self) -> float:
         mult = self.card.recipe.get("head_lr_mult")
