@@ -42,8 +42,7 @@ StateWriter = Callable[[EvalState], None]
 class RecordContext:
     """What every record of one job shares.  ``datasets``: the plan's, by fingerprint;
     ``fingerprint``: the run's dataset (a case on another one names it as its training data);
-    ``plugin_version``: the version of the plugin that registered the detector (None: asked of
-    the plugin system); ``request``: the run's options (:meth:`RunRequest.to_dict`);
+    ``request``: the run's options (:meth:`RunRequest.to_dict`);
     ``overlaps``: the cases scored on images their model was trained on (``--allow-train-overlap``)."""
 
     detector_name: str
@@ -59,7 +58,6 @@ class RecordContext:
     seed: int
     thresholds: Thresholds
     request: dict[str, Any] | None = None
-    plugin_version: str | None = None
     overlaps: Mapping[CaseKey, TrainOverlap] = field(default_factory=dict)
 
 
@@ -81,7 +79,6 @@ def run_fields(ctx: RecordContext, case: CaseSpec, used_params: dict[str, Any]) 
     a case scored on its model's training images says so in ``config.train_overlap`` (held-out
     cases have no such key, so their identity is what it always was)."""
     det, job = ctx.detector, ctx.job
-    plugin_version = ctx.plugin_version or get_plugin_system().versions.get(ctx.plugin)
     other = case.dataset != ctx.fingerprint
     trained_on = {"train_dataset": dataset_info(ctx.datasets[ctx.fingerprint], ctx.fingerprint, described=False)}
     overlap = ctx.overlaps.get(case.key)
@@ -91,8 +88,8 @@ def run_fields(ctx: RecordContext, case: CaseSpec, used_params: dict[str, Any]) 
     return {
         "detector": {"name": ctx.detector_name, "card": det.card.to_dict(), "task": det.task,
                      "checkpoint_sha256": ctx.checkpoint.sha256, "checkpoint_source": ctx.checkpoint.source,
-                     "pretrained": job.config.pretrained, "plugin": ctx.plugin, "plugin_version": plugin_version,
-                     **released},
+                     "pretrained": job.config.pretrained, "plugin": ctx.plugin,
+                     "plugin_version": get_plugin_system().versions.get(ctx.plugin), **released},
         "case": case.case.to_dict(),
         "dataset": dataset_info(ctx.datasets[case.dataset], case.dataset),
         "seed": ctx.seed,
