@@ -111,12 +111,12 @@ class TrainMonitor:
     """
 
     def __init__(self, detector: str = "the detector", folder: Path | None = None, log_every: int | None = None,
-                 val_every: int = 0, validate: Validation | None = None, tensorboard: bool = True):
+                 val_every: int = 0, validate: Validation | None = None):
         self.watch = LossWatch(detector)
         self.folder = Path(folder) if folder is not None and distributed.is_main() else None
         self.log_every: int = log_every or 0  # 0: the default for the training's length, set by start()
         self.val_every = val_every if validate is not None else 0
-        self.validate, self.tensorboard = validate, tensorboard
+        self.validate = validate
         self.validations: list[dict[str, Any]] = []
         self.train_seconds = self.val_seconds = 0.0
         self._writer: Any = None
@@ -148,8 +148,7 @@ class TrainMonitor:
         self._write({"event": "start", "step": start, "total": total, "log_every": self.log_every,
                      "val_every": self.val_every, "device": str(device), "world_size": distributed.world_size(),
                      "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        if self.tensorboard:
-            self._writer = _summary_writer(self.folder, purge_step=start + 1 if start else None)
+        self._writer = _summary_writer(self.folder, purge_step=start + 1 if start else None)
 
     def finish(self, losses: list[float], lr_at: Callable[[int], float]) -> dict[str, Any]:
         """After the last step: the training log's watch part (curve, validations), files closed."""
