@@ -190,11 +190,9 @@ def _check_task(r: _Report, entry: Any, card: DetectorCard, task: str, data: Fix
     trainable = card.trainable
     if trainable:
         steps: list[int] = []
-        log: dict[str, Any] = {}
 
         def fit() -> str | None:
             result = _train(det, card, data, seed, steps)
-            log["log"] = result
             if not isinstance(result, dict):
                 return f"fit returned {type(result).__name__}; it must return a dict (the training log)"
             try:
