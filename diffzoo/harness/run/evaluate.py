@@ -263,7 +263,7 @@ class Evaluator:
         model's undistorted pass on this split and its result, reused when ``spec`` would
         feed the model its very input."""
         if undistorted is not None:
-            sizes = self._same_input(spec, *undistorted)
+            sizes = self._same_input(spec, undistorted[0])
             if sizes is not None:
                 note = same_input_note(spec, self.name, sizes)
                 log.info("%s", note)
@@ -301,7 +301,7 @@ class Evaluator:
             desc += f" (rank 0's shard of {distributed.world_size()})"
         return desc
 
-    def _same_input(self, spec: PassSpec, base: PassSpec, result: EvalResult) -> set[tuple[int, int]] | None:
+    def _same_input(self, spec: PassSpec, base: PassSpec) -> set[tuple[int, int]] | None:
         """The image sizes of ``spec`` when it would feed the model exactly the input of its
         undistorted pass ``base`` (which covered its images and metric states), else None.
         Every rank judges its shard by the sizes it read, and all must agree."""
