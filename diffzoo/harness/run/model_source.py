@@ -92,12 +92,11 @@ class ModelSource:
             meta = det.load(folder)
             return det, CheckpointInfo("released", folder, meta["sha256"], release=meta.get("release"))
         given = self.given_checkpoint(job)
-        cached = cache_dir(self.entry.name, job.key)
         if given is not None:
             meta = det.load(given)
             return det, CheckpointInfo("given", given, meta["sha256"])
         with training_lock(self.entry.name, job.key):  # before the cache or a resume state is looked at
-            return det, self._cached_or_trained(job, det, cached)
+            return det, self._cached_or_trained(job, det, cache_dir(self.entry.name, job.key))
 
     def _cached_or_trained(self, job: Job, det: Detector, cached: Path) -> CheckpointInfo:
         """``job``'s model from the cache, else trained (or saved as built) into it; run while
