@@ -235,9 +235,8 @@ class Runner:
         trains or finds in its cache (the cache key holds both); for a ``--checkpoint``, what its
         card says (``dataset_fingerprint``, ``train_subset``), when that is one of the run's
         datasets.  None when it is not known here: a card used as built, a checkpoint whose card
-        names no training or data this run does not read."""
-        if self.release is not None:  # what it was trained on is text on its card, not images read here
-            return None
+        names no training or data this run does not read; released weights, whose training is text on
+        their card, not images read here, are not asked about."""
         given = self.models.given_checkpoint(job)
         if given is None:
             if not self.entry.card.trainable:
@@ -276,23 +275,22 @@ class Runner:
         named: dict[CaseKey, str] = {}
         for job in self.plan.jobs:
             if self.release is not None:  # what its authors trained it on, by dataset name
-                released = release_overlaps(self.plan, job, self.release)
-                found |= released
-                named |= {key: f"{self.entry.name} [released:{self.release.name}]" for key in released}
-            training = self._training(job)
-            if training is None:
+                overlaps = release_overlaps(self.plan, job, self.release)
+                model = f"{self.entry.name} [released:{self.release.name}]"
+            elif (training := self._training(job)) is not None:
+                calib = job.calibration
+                if calib is not None and calib.dataset == training.fingerprint:
+                    ids = calib.read(self.plan.datasets)
+                    if shared := sum(i in training.ids for i in ids):
+                        _warn_once(f"thresholds calibrated on {calib.split!r}, where {training.model} was trained "
+                                   f"on {shared} of its {len(ids)} images: its scores there are optimistic, so the "
+                                   "thresholds may not carry over; calibrate on a held-out split "
+                                   "(--calibration-split)", training.fingerprint)
+                overlaps, model = train_overlaps(self.plan, job, training, digests), training.model
+            else:
                 continue
-            calib = job.calibration
-            if calib is not None and calib.dataset == training.fingerprint:
-                ids = calib.read(self.plan.datasets)
-                if shared := sum(i in training.ids for i in ids):
-                    _warn_once(f"thresholds calibrated on {calib.split!r}, where {training.model} was trained on "
-                               f"{shared} of its {len(ids)} images: its scores there are optimistic, so the "
-                               "thresholds may not carry over; calibrate on a held-out split (--calibration-split)",
-                               training.fingerprint)
-            overlaps = train_overlaps(self.plan, job, training, digests)
             found |= overlaps
-            named |= {key: training.model for key in overlaps}
+            named |= dict.fromkeys(overlaps, model)
         cases: dict[tuple[str, str], list[str]] = {}
         for key, overlap in found.items():
             where = f"{self._data_name(key.target[0])}:{key.target[1]}"
