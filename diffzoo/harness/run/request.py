@@ -56,10 +56,8 @@ def parse_pairs(items: list[Any]) -> list[tuple[str, str]]:
     """``--holdout`` values (``sd2,glide``, ``sd2+glide`` or a pair) as editor pairs."""
     pairs = []
     for item in items:
-        if not isinstance(item, (str, list, tuple)):
-            raise ConfigError(f"--holdout takes two editor names, e.g. sd2,glide; got {item!r}")
-        names = tuple(str(n).strip() for n in (item.replace("+", ",").split(",") if isinstance(item, str) else item)
-                      if str(n).strip())
+        given = item.replace("+", ",").split(",") if isinstance(item, str) else item
+        names = tuple(str(n).strip() for n in given if str(n).strip()) if isinstance(given, (list, tuple)) else ()
         if len(names) != 2:
             raise ConfigError(f"--holdout takes two editor names, e.g. sd2,glide; got {item!r}")
         pairs.append(names)
