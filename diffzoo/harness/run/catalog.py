@@ -82,10 +82,7 @@ def evaluates(dataset: Dataset) -> tuple[str, ...]:
     """What a dataset's labels can score: every adapter gives each sample a label map (a mask,
     or all background / all edited where the data says so), so ``binary`` pixels and ``image``
     verdicts; ``semantic`` (which editor) only where its label space names two editors or more."""
-    out = ["binary", "image"]
-    if len(dataset.label_space.editors) > 1:
-        out.insert(1, "semantic")
-    return tuple(out)
+    return ("binary", "semantic", "image") if len(dataset.label_space.editors) > 1 else ("binary", "image")
 
 
 def _entry(path: Path, found: tuple[Any, Any], options: Mapping[str, Any], flag: str) -> CatalogEntry:
