@@ -110,9 +110,7 @@ def same_input(distortion: Distortion, params: dict[str, Any], sizes: Iterable[t
         return False
     own = sets_input_size(distortion)
     for h, w in sizes:
-        baseline = (h, w)
-        if own and short_side is not None:
-            baseline = shorter_side_size(h, w, short_side)
+        baseline = shorter_side_size(h, w, short_side) if own and short_side is not None else (h, w)
         if tuple(size_of(h, w, **params)) != baseline:
             return False
     return True
