@@ -186,11 +186,9 @@ class Plan:
         skipped case."""
         lines = []
         for i, job in enumerate(self.jobs):
-            by_suite: dict[str, list[str]] = {}
+            by_suite: dict[str, dict[str, None]] = {}  # each suite's case names, once each, in order
             for spec in job.cases:
-                names = by_suite.setdefault(spec.suite.name, [])
-                if spec.case.name not in names:
-                    names.append(spec.case.name)
+                by_suite.setdefault(spec.suite.name, {})[spec.case.name] = None
             cases = ", ".join(
                 ", ".join(f"{name}/{c}" for c in names) if len(names) <= PLAN_CASES_LISTED
                 else f"{name} ({len(names)} cases)"

@@ -291,7 +291,7 @@ class Runner:
                 continue
             found |= overlaps
             named |= dict.fromkeys(overlaps, model)
-        cases: dict[tuple[str, str], list[str]] = {}
+        cases: dict[tuple[str, str], dict[str, None]] = {}  # the case names of each split and overlap, in order
         for key, overlap in found.items():
             where = f"{self._data_name(key.target[0])}:{key.target[1]}"
             if not self.request.allow_train_overlap:
@@ -299,9 +299,7 @@ class Runner:
                     f"evaluation split {where} overlaps the training data of {named[key]} ({overlap.shared} of "
                     f"{overlap.images} images); pick a held-out split or pass {ALLOW_TRAIN_OVERLAP} to score it as "
                     "not held out")
-            names = cases.setdefault((where, overlap.text), [])
-            if f"{key.suite}/{key.case}" not in names:
-                names.append(f"{key.suite}/{key.case}")
+            cases.setdefault((where, overlap.text), {})[f"{key.suite}/{key.case}"] = None
         notes = [f"not held out ({ALLOW_TRAIN_OVERLAP}): {', '.join(names)} on {where} ({text}); their records "
                  "say so and every table marks their rows" for (where, text), names in cases.items()]
         return found, notes
