@@ -188,7 +188,10 @@ def pixel_tensors(detector: Any, out: DetectionOutput, threshold: float, size: t
     x = x.float()
     if tuple(x.shape[-2:]) != tuple(size):
         x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
-    probs = x.clamp(0, 1) if field == "mask_probs" else torch.softmax(x, dim=1) if semantic else torch.sigmoid(x)
+    if field == "mask_logits":
+        probs = torch.sigmoid(x) if not semantic else torch.softmax(x, dim=1)
+    else:
+        probs = x.clamp(0, 1)
     if not semantic:
         edited = probs[:, 0]
         return (edited > threshold).to(torch.uint8), edited, None

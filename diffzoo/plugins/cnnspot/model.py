@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import fields
 from functools import partial
 
 import numpy as np
@@ -68,6 +67,11 @@ class CNNSpotDetector(ClassifierDetector):
         return Normalized(net, self.card.mean, self.card.std, multiple=1)
 
     def train_view(self, cfg: TrainConfig) -> View:
-        # each field of BlurJpeg is the recipe value of its name, as the type of its default
-        aug = BlurJpeg(**{f.name: type(f.default)(self.recipe(cfg, f.name)) for f in fields(BlurJpeg)})
+        aug = BlurJpeg(
+            blur_prob=float(self.recipe(cfg, "blur_prob")),
+            blur_sigma=tuple(self.recipe(cfg, "blur_sigma")),
+            jpeg_prob=float(self.recipe(cfg, "jpeg_prob")),
+            jpeg_quality=tuple(self.recipe(cfg, "jpeg_quality")),
+            jpeg_methods=tuple(self.recipe(cfg, "jpeg_methods")),
+        )
         return partial(blur_jpeg_view, aug=aug, size=cfg.crop_size, hflip=cfg.hflip)
