@@ -4,6 +4,8 @@ JSON document, the plots, skipped samples, the output folder rules."""
 from __future__ import annotations
 
 import json
+import shutil
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -143,6 +145,33 @@ def test_default_out_and_no_plots(known, tmp_path, capsys, monkeypatch):
     folder = tmp_path / "diffzoo-out" / "stats" / "known"
     assert sorted(p.name for p in folder.iterdir()) == sorted([*STATS_PLOTS, "stats.json"])
     assert (tmp_path / "diffzoo-out" / MARKER).is_file()  # claimed like `run --out`
+
+
+@pytest.mark.parametrize("spelling", ["diffzoo-out/stats/known", "./diffzoo-out/stats/known/", "absolute"])
+def test_out_naming_the_default_folder_is_the_default(known, tmp_path, capsys, monkeypatch, spelling):
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "diffzoo-out" / "stats" / "known"
+    explicit = str(folder) if spelling == "absolute" else spelling
+    for args in ([], ["--out", explicit], ["--out", explicit, "--force"], []):
+        code, _, err = cli(capsys, "data", "stats", known, *args)
+        assert code == 0, err
+        assert sorted(p.name for p in folder.iterdir()) == sorted([*STATS_PLOTS, "stats.json"])  # no marker here
+        assert (tmp_path / "diffzoo-out" / MARKER).is_file()
+    shutil.rmtree(tmp_path / "diffzoo-out")
+    for args in (["--out", explicit], []):  # a fresh folder named explicitly first: the default finds it diffzoo's
+        code, _, err = cli(capsys, "data", "stats", known, *args)
+        assert code == 0, err
+        assert not (folder / MARKER).exists() and (tmp_path / "diffzoo-out" / MARKER).is_file()
+
+
+def test_label_names_the_font_lacks_draw_without_glyph_warnings(known, tmp_path, capsys):
+    (known / "labels.json").write_text(json.dumps({"names": ["background", "稳定扩散", "sdxl"], "verified": True}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, err = cli(capsys, "data", "stats", known, "--out", tmp_path / "o")
+    assert code == 0, err
+    assert not [w for w in caught if "missing from font" in str(w.message)]
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted([*STATS_PLOTS, "stats.json", MARKER])
 
 
 def test_foreign_out_folder_is_refused(known, tmp_path, capsys):

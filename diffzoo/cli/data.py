@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import warnings
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -119,9 +121,8 @@ def stats_cmd(
     resolutions, label values."""
     from diffzoo.harness.data.stats import dataset_stats
     from diffzoo.harness.run.factories import open_dataset
-    from diffzoo.leaderboard.outdir import STATS_DIR, claim_output_dir
+    from diffzoo.leaderboard.outdir import claim_output_dir
     from diffzoo.leaderboard.render.stats_plots import stats_pngs
-    from diffzoo.leaderboard.table import slugify
 
     if not plots and (given := [flag for flag, value in (("--out", out), ("--force", force)) if value]):
         raise ConfigError(f"{' and '.join(given)} name where the plots go; with --no-plots nothing is written")
@@ -129,16 +130,18 @@ def stats_cmd(
     if labels:
         options["label_space"] = labels
     if plots:  # refused before any work, made once the stats stand: a dataset or split refused leaves no folder
-        claim_output_dir(out or DEFAULT_STATS_OUT, force, make=False)
+        claim_output_dir(_stats_folder(out, dataset)[0], force, make=False)
     progress = RichProgress(err_console if as_json else console)
     ds = open_dataset(dataset, progress, **options)
     stats = dataset_stats(ds, split, progress)
-    out_dir = claim_output_dir(out or DEFAULT_STATS_OUT, force) if plots else None
+    root, sub = _stats_folder(out, ds.name)
+    out_dir = claim_output_dir(root, force) if plots else None
     stats["plots"] = {}
     if out_dir is not None:
-        sub = PurePosixPath(".") if out is not None else PurePosixPath(STATS_DIR, slugify(ds.name))
-        stats["plots"] = {name: str(path) for name, path in
-                          stats_pngs(stats, lambda name: out_dir.check_writable((sub / name).as_posix())).items()}
+        with warnings.catch_warnings():  # a label name in a script the font lacks is drawn as boxes, not warned on
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ \(.*\) missing from font", category=UserWarning)
+            pngs = stats_pngs(stats, lambda name: out_dir.check_writable((sub / name).as_posix()))
+        stats["plots"] = {name: str(path) for name, path in pngs.items()}
         stats["plots"]["stats.json"] = str(out_dir.write_text((sub / "stats.json").as_posix(), _json(stats)))
     if as_json:
         typer.echo(_json(stats))
@@ -150,6 +153,21 @@ def stats_cmd(
     if stats["plots"]:
         folder = Path(stats["plots"]["stats.json"]).parent
         console.print(f"plots and stats.json in {term(folder)}: {term(', '.join(stats['plots']))}")
+
+
+def _stats_folder(out: Path | None, name: str) -> tuple[Path, PurePosixPath]:
+    """The folder ``data stats`` claims and where in it the plots go: without --out, diffzoo-out with
+    ``stats/<dataset>/``; an --out directly in diffzoo-out/stats/ (however spelled) is that same place,
+    so both spellings claim and mark diffzoo-out alone; any other --out is claimed itself."""
+    from diffzoo.leaderboard.outdir import STATS_DIR
+    from diffzoo.leaderboard.table import slugify
+
+    if out is None:
+        return DEFAULT_STATS_OUT, PurePosixPath(STATS_DIR, slugify(name))
+    where = Path(os.path.abspath(out))  # not resolved: a link there is refused when written, not followed
+    if where.parent == Path(os.path.abspath(DEFAULT_STATS_OUT / STATS_DIR)):
+        return DEFAULT_STATS_OUT, PurePosixPath(STATS_DIR, where.name)
+    return out, PurePosixPath(".")
 
 
 def _json(stats: dict[str, Any]) -> str:
