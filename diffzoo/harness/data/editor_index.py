@@ -80,13 +80,7 @@ def select_ids(dataset: Dataset, split: str, editors: Iterable[str], *, authenti
     none of them."""
     values = editor_values(dataset, editors)
     index = editor_index(dataset, split)
-    out = []
-    for sid in dataset.ids(split):
-        present = set(index.get(sid, ()))
-        if exclude:
-            keep = not present & values
-        else:
-            keep = bool(present & values) or (authentic and not present)
-        if keep:
-            out.append(sid)
-    return out
+    if exclude:
+        return [sid for sid in dataset.ids(split) if not values.intersection(index.get(sid, ()))]
+    return [sid for sid in dataset.ids(split)
+            if values.intersection(index.get(sid, ())) or (authentic and not index.get(sid))]

@@ -193,7 +193,6 @@ class ColumbiaDataset(_ClassicDataset):
         else:
             # image_files_in: directly in the folder, so an edgemask/ beside the authentic images is not read as one
             originals = {f"4cam_auth/{p.name}": (p, None) for p in image_files_in(auth)}
-        self.edgemask_root = edge
         return root, entries, edit_types, originals
 
     def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
