@@ -59,8 +59,8 @@ from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split
 
 log = logging.getLogger(__name__)
 
-INPAINTERS = {"lama": "lama", "mat": "mat", "sdxl": "sdxl", "brushnet": "brushnet", "powerpaint": "powerpaint"}
-"""File-name prefix (any case: ``LaMa``, ``MAT``, ``SDXL``, ``BrushNet``, ``PowerPaint``) -> editor."""
+INPAINTERS = ("lama", "mat", "sdxl", "brushnet", "powerpaint")
+"""The editors, as a file name starts with one in any case (``LaMa``, ``MAT``, ``SDXL``, ``BrushNet``...)."""
 REGIONS = ("stuff", "background")
 TP_NAME = re.compile(r"^(?P<editor>[^_]+)_(?P<region>[^_]+)_(?P<photo>.+)$")
 SPLIT_TOKENS = {"train": "train", "training": "train", "val": "val", "valid": "val", "validation": "val",
@@ -76,7 +76,7 @@ def parse_tp_name(file_name: str) -> tuple[str, str, str] | None:
     m = TP_NAME.match(PurePosixPath(file_name).stem)
     if m is None or m["editor"].lower() not in INPAINTERS or m["region"].lower() not in REGIONS:
         return None
-    return INPAINTERS[m["editor"].lower()], m["region"].lower(), m["photo"]
+    return m["editor"].lower(), m["region"].lower(), m["photo"]
 
 
 def split_of_file(path: Path) -> tuple[str, str | None] | None:
