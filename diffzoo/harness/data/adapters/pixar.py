@@ -356,9 +356,8 @@ class PixarDataset(SplitDataset):
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
-        counts = {"real": 0, "tampered": 0, "full_synthetic": 0}
-        for e in self._entries.values():
-            counts[e.kind] += 1
+        kinds = ("real", "tampered", "full_synthetic")
+        counts = {k: sum(e.kind == k for e in self._entries.values()) for k in kinds}
         d.update(
             repository=PIXAR_REPO,
             labels=self.labels,
