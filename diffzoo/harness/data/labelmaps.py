@@ -276,23 +276,19 @@ def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
         return None
     if isinstance(spec, LabelSpace):
         return spec, True
-    try:
-        return _parse_given_spec(spec)
-    except DataError as exc:
-        raise GivenLabelMapError(f"--labels: {exc}") from None
-
-
-def _parse_given_spec(spec: str | os.PathLike) -> tuple[LabelSpace, bool]:
     text = os.fspath(spec)
     suffixes = (".json", ".yaml", ".yml", *_TABLE_SUFFIXES)
-    if isinstance(spec, os.PathLike) or text.lower().endswith(suffixes) or Path(text).is_file():
-        return read_label_file(text, verified=True)
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise DataError(f"empty label specification {text!r}; give a label file or names")
-    if names[0].lower() not in BACKGROUND_ALIASES:  # "Background,sd2" names value 0; "sd2,sdxl" starts at 1
-        names.insert(0, "background")
-    return names_to_space(names, f"names {text!r}"), True
+    try:
+        if isinstance(spec, os.PathLike) or text.lower().endswith(suffixes) or Path(text).is_file():
+            return read_label_file(text, verified=True)
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        if not names:
+            raise DataError(f"empty label specification {text!r}; give a label file or names")
+        if names[0].lower() not in BACKGROUND_ALIASES:  # "Background,sd2" names value 0; "sd2,sdxl" starts at 1
+            names.insert(0, "background")
+        return names_to_space(names, f"names {text!r}"), True
+    except DataError as exc:
+        raise GivenLabelMapError(f"--labels: {exc}") from None
 
 
 @dataclass(frozen=True)
