@@ -194,15 +194,6 @@ def _names_of(data: Any, where: str) -> list[Any]:
     )
 
 
-def _from_structured(data: Any, where: str, verified: bool) -> tuple[LabelSpace, bool]:
-    if isinstance(data, dict) and "names" in data:
-        verified = data.get("verified", verified)
-        if not isinstance(verified, bool):  # "false" is a true value: a string must not vouch for the order
-            raise DataError(f"{where}: verified must be true or false, got {verified!r}")
-        data = data["names"]
-    return names_to_space(_names_of(data, where), where), verified
-
-
 def _from_table(text: str, where: str) -> list[Any]:
     """One name per line, or ``value,name`` rows (comma or tab; header and ``#`` lines skipped)."""
     delimiter = "\t" if "\t" in text else ","
@@ -244,7 +235,12 @@ def parse_label_bytes(
         parsed = read_yaml(text, where) if suffix in (".yaml", ".yml") else parse_json(text, where, unique_keys=True)
     except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, csv.Error) as exc:
         raise DataError(f"{where} is not a readable label map ({exc})") from None
-    return _from_structured(parsed, where, verified)
+    if isinstance(parsed, dict) and "names" in parsed:
+        verified = parsed.get("verified", verified)
+        if not isinstance(verified, bool):  # "false" is a true value: a string must not vouch for the order
+            raise DataError(f"{where}: verified must be true or false, got {verified!r}")
+        parsed = parsed["names"]
+    return names_to_space(_names_of(parsed, where), where), verified
 
 
 def read_label_file(path: str | os.PathLike, verified: bool = False) -> tuple[LabelSpace, bool]:
