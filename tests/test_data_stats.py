@@ -16,7 +16,7 @@ from PIL import Image
 from diffzoo.harness.core.types import LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.stats import OUTSIDE_MAP, STATS_VERSION, StatsAccumulator, dataset_stats, distribution
 from diffzoo.harness.run.factories import open_dataset
-from diffzoo.leaderboard.outdir import MARKER
+from diffzoo.leaderboard.outdir import MARKER, claim_output_dir
 from diffzoo.leaderboard.render.stats_plots import STATS_PLOTS
 
 from helpers.cli import cli
@@ -162,6 +162,16 @@ def test_out_naming_the_default_folder_is_the_default(known, tmp_path, capsys, m
         code, _, err = cli(capsys, "data", "stats", known, *args)
         assert code == 0, err
         assert not (folder / MARKER).exists() and (tmp_path / "diffzoo-out" / MARKER).is_file()
+
+
+def test_a_stats_folder_claimed_as_its_own_out_stays_its_own(known, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "diffzoo-out" / "stats" / "known"
+    claim_output_dir(folder)  # as an explicit --out of this folder claimed it before it meant the default
+    code, _, err = cli(capsys, "data", "stats", known, "--out", "diffzoo-out/stats/known")
+    assert code == 0, err
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*STATS_PLOTS, "stats.json", MARKER])
+    assert not (tmp_path / "diffzoo-out" / MARKER).exists()
 
 
 def test_label_names_the_font_lacks_draw_without_glyph_warnings(known, tmp_path, capsys):

@@ -158,14 +158,15 @@ def stats_cmd(
 def _stats_folder(out: Path | None, name: str) -> tuple[Path, PurePosixPath]:
     """The folder ``data stats`` claims and where in it the plots go: without --out, diffzoo-out with
     ``stats/<dataset>/``; an --out directly in diffzoo-out/stats/ (however spelled) is that same place,
-    so both spellings claim and mark diffzoo-out alone; any other --out is claimed itself."""
-    from diffzoo.leaderboard.outdir import STATS_DIR
+    so both spellings claim and mark diffzoo-out alone, unless that folder was claimed as an --out of
+    its own; any other --out is claimed itself."""
+    from diffzoo.leaderboard.outdir import MARKER, STATS_DIR
     from diffzoo.leaderboard.table import slugify
 
     if out is None:
         return DEFAULT_STATS_OUT, PurePosixPath(STATS_DIR, slugify(name))
     where = Path(os.path.abspath(out))  # not resolved: a link there is refused when written, not followed
-    if where.parent == Path(os.path.abspath(DEFAULT_STATS_OUT / STATS_DIR)):
+    if where.parent == Path(os.path.abspath(DEFAULT_STATS_OUT / STATS_DIR)) and not (where / MARKER).exists():
         return DEFAULT_STATS_OUT, PurePosixPath(STATS_DIR, where.name)
     return out, PurePosixPath(".")
 
