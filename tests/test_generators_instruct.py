@@ -21,7 +21,7 @@ from diffzoo.generators.editors.instruct import (
 from diffzoo.generators.editors.labels import difference_label
 from diffzoo.generators.editors.lora import with_lora
 from diffzoo.generators.generate.regions import random_region
-from diffzoo.harness.core.errors import ConfigError, WeightsUnavailableError
+from diffzoo.harness.core.errors import ConfigError, DataError, WeightsUnavailableError
 
 TINY_INSTRUCT = get_card("flux2.tiny-klein")
 REAL_INSTRUCT = [c for c in INSTRUCT_CARDS if not c.tiny]
@@ -115,6 +115,8 @@ def test_run_size_keeps_area_and_aspect():
     assert h % 16 == 0 and w % 16 == 0 and abs(h * w / 1024**2 - 1) < 0.05 and abs(w / h - 4 / 3) < 0.03
     assert run_size(4096, 4, 64, 16) == (2048, 16)  # a side never drops below one patch
     assert run_size(10, 10, 1024, 16) == (1024, 1024)  # small inputs are scaled up to the working area
+    assert run_size(48, 64, 64, 2, min_side=64) == (64, 86)  # the shorter side is raised to min_side
+    assert run_size(64, 64, 64, 2, min_side=64) == run_size(64, 64, 64, 2)  # a square input runs as before
 
 
 # -- the tiny instruction editor ----------------------------------------------------
@@ -133,6 +135,17 @@ def test_tiny_instruction_editor_label_is_the_pixel_difference_label(loose):
     assert meta["label"]["status"] == "ok" and meta["label"]["settings"]["max_area"] == 1.0
     assert meta["label"]["changed_fraction"] == pytest.approx(expected.changed_fraction)
     assert meta["label"]["alignment"]["used"] is False and meta["run_size"] == [64, 64]
+
+
+def test_tiny_flux2_edits_a_non_square_image(loose):
+    """FLUX.2 takes images with both sides at least 64 px: a 64 x 48 px base runs with its shorter
+    side raised to 64 px (aspect kept); one beyond 8:1 is refused before the pipeline runs."""
+    image = _image(48, 64)
+    result = loose.edit(image, None, "make the sky red", seed=3)
+    assert result.image.shape == image.shape and result.metadata["run_size"] == [86, 64]
+    with pytest.raises(DataError, match=r"Flux2KleinPipeline takes images of aspect ratio up to 8:1, and this "
+                                        r"600 x 64 px image would run at 600 x 64 px"):
+        loose.pipeline_call_kwargs(_image(64, 600), None, "make the sky red", seed=3)
 
 
 def test_tiny_instruction_editor_is_deterministic_per_seed(loose):

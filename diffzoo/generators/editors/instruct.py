@@ -6,7 +6,8 @@ FLUX.2, LongCat and FireRed through the same machinery as the mask editors
 ``edit(image, None, prompt, seed)``:
 
 1. resizes the image to the card's working area (``resolution`` squared,
-   aspect ratio kept, sides multiples of the pipeline's latent patch);
+   aspect ratio kept, sides multiples of the pipeline's latent patch, and
+   at least the shortest side the pipeline takes, :data:`SIZE_RULES`);
 2. runs the pipeline (the image is its reference / conditioning input);
 3. derives the label with :func:`~diffzoo.generators.editors.labels.difference_label`
    (resize back, ORB+RANSAC(+ECC) alignment, ``mean_rgb|orig - gen| > tau``,
@@ -47,7 +48,7 @@ from diffzoo.generators.editors.labels import (
     difference_label,
 )
 from diffzoo.harness.core.cards import GeneratorCard
-from diffzoo.harness.core.errors import ConfigError, DiffzooError
+from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError
 from diffzoo.harness.core.protocols import EditResult
 
 log = logging.getLogger(__name__)
@@ -78,9 +79,15 @@ class EditRejectedError(DiffzooError):
         )
 
 
-def run_size(height: int, width: int, resolution: int, multiple: int) -> tuple[int, int]:
-    """(height, width): area about ``resolution``**2, the input's aspect ratio, sides multiples of ``multiple``."""
-    scale = resolution / math.sqrt(height * width)
+SIZE_RULES = {"Flux2Pipeline": (64, 8), "Flux2KleinPipeline": (64, 8)}
+"""Pipeline class -> (shortest side in px, largest aspect ratio) of the image it takes: diffusers'
+``Flux2ImageProcessor.check_image_input`` refuses any other.  The other instruction pipelines take any size."""
+
+
+def run_size(height: int, width: int, resolution: int, multiple: int, min_side: int = 0) -> tuple[int, int]:
+    """(height, width): area about ``resolution``**2, the input's aspect ratio, sides multiples of ``multiple``;
+    scaled up further where the shorter side would fall below ``min_side`` (a multiple of ``multiple``)."""
+    scale = max(resolution / math.sqrt(height * width), min_side / min(height, width))
     rh, rw = (max(multiple, round(n * scale / multiple) * multiple) for n in (height, width))
     return rh, rw
 
@@ -128,8 +135,13 @@ class InstructionEditor(DiffusersEditor):
         from PIL import Image
 
         check_image(image)
+        min_side, max_aspect = SIZE_RULES.get(self.card.pipeline, (0, math.inf))
         multiple = int(getattr(self.pipeline, "vae_scale_factor", 8)) * 2  # VAE downsampling x the 2x2 latent patch
-        height, width = run_size(*image.shape[:2], self.card.resolution, multiple)
+        height, width = run_size(*image.shape[:2], self.card.resolution, multiple, min_side)
+        if max(height, width) > max_aspect * min(height, width):
+            raise DataError(f"generator {self.card.name!r}: {self.card.pipeline} takes images of aspect ratio up to "
+                            f"{max_aspect}:1, and this {image.shape[1]} x {image.shape[0]} px image would run at "
+                            f"{width} x {height} px; crop it or choose another editor")
         pil = Image.fromarray(image)
         if pil.size != (width, height):
             pil = pil.resize((width, height), Image.Resampling.BICUBIC)
