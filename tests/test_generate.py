@@ -300,6 +300,24 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
     assert not (bases / "gen").exists()
 
 
+def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_path):
+    """A resumed run whose train_copy/ is a symbolic link to another folder would write the dataset's
+    images there: refused with the link named, nothing written on either side."""
+    import shutil
+
+    bases, ref = reference
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    shutil.copytree(ref, out)
+    (out / "train_copy").rename(elsewhere)
+    (out / "train_copy").symlink_to(elsewhere, target_is_directory=True)
+    before = files(elsewhere), sorted(p.name for p in out.iterdir())
+    line = one_line_exit_2(*cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N,
+                                "--size", 32, "--seed", 3))
+    assert f"{out / 'train_copy'} is a symbolic link; diffzoo does not write through links" in line
+    assert (files(elsewhere), sorted(p.name for p in out.iterdir())) == before
+    assert len(list((out / "logs").iterdir())) == len(list((ref / "logs").iterdir()))
+
+
 @pytest.mark.parametrize("args, said", [
     (["--threads", "0"], "--threads must be at least 1, got 0"),
     (["--lora-scale", "nan"], "--lora-scale must be a finite number, got nan"),

@@ -95,6 +95,7 @@ def generate_cmd(
     """Generate a multi-turn edited dataset (DiffSeg30k layout + manifest.jsonl)."""
     from diffzoo.generators.generate import pipeline  # the generators: when the command runs
     from diffzoo.generators.generate.schedule import parse_turn_ratio
+    from diffzoo.leaderboard.outdir import OutputDir
 
     chosen = tuple(e.strip() for e in editors.split(",") if e.strip())
     config = pipeline.GenerateConfig(
@@ -106,6 +107,8 @@ def generate_cmd(
     )  # fmt: skip
     with rank_output(console):
         generator = pipeline.DatasetGenerator(config)
+        for relpath in pipeline.WRITES:  # a link inside --out would take the dataset's files outside it
+            OutputDir(out).check_writable(relpath)
         with counter_callback(RichProgress(console), "generating") as callback:
             summary = generator.run(progress=callback)
     if summary is None:  # torchrun rank > 0

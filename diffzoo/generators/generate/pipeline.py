@@ -31,16 +31,18 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.generate.defaults import GenerateConfig
-from diffzoo.generators.generate.layout import STATE_DIR, BackgroundWriter, SampleStore, write_file
+from diffzoo.generators.generate.layout import IMAGE_DIR, RECORDS, STATE_DIR, BackgroundWriter, SampleStore, write_file
 from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names, edit_sample, sample_row, torch_threads
 from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
 from diffzoo.harness.core.protocols import Generator
-from diffzoo.harness.core.runlog import RunLog, log_relpath
+from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
+from diffzoo.harness.data.labelmaps import LABELS_FILE
+from diffzoo.harness.data.metadata import MANIFEST_FILE
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,9 @@ GENERATE_VERSION = 1  # bump when a change alters the samples a config produces
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "generate.json"
 REGION_KINDS = ("masks:DIR", "coco", "open-vocab", "random")
+WRITES = (IMAGE_DIR, f"{STATE_DIR}/{RECORDS}", f"{STATE_DIR}/{CONFIG_FILE}", LABELS_FILE, MANIFEST_FILE,
+          SUMMARY_FILE, LOGS_DIR)
+"""The paths a run writes in its output folder (none may go through a symbolic link)."""
 _SAMPLE_KEY, _TURN_KEY = 0x736D70, 0x74726E
 Progress = Callable[[int, int], None]
 
