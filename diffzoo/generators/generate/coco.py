@@ -26,8 +26,6 @@ from diffzoo.harness.core.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
-MAX_IOU = 0.7
-
 
 def parse_coco_spec(spec: str) -> tuple[Path, Path]:
     """``coco:ANN.json:IMGDIR`` -> (annotation file, image folder)."""
@@ -53,12 +51,12 @@ class CocoImage:
 class CocoIndex:
     """One COCO instances file: images, their instance masks, category names."""
 
-    def __init__(self, annotations: Path, image_dir: Path, max_iou: float = MAX_IOU):
+    def __init__(self, annotations: Path, image_dir: Path):
         try:
             from pycocotools.coco import COCO
         except ImportError:
             raise ConfigError("COCO annotations need pycocotools: pip install pycocotools") from None
-        self.annotations, self.image_dir, self.max_iou = Path(annotations), Path(image_dir), max_iou
+        self.annotations, self.image_dir = Path(annotations), Path(image_dir)
         with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress
             try:
                 self.coco = COCO(str(annotations))
@@ -85,12 +83,12 @@ class CocoIndex:
         return out
 
     def regions(self, image_id: int, height: int, width: int) -> list[Region]:
-        """Instance masks at ``height`` x ``width``, near-duplicates dropped (IoU > max_iou)."""
+        """Instance masks at ``height`` x ``width``, near-duplicates dropped (:func:`dedupe_overlaps`)."""
         with warnings.catch_warnings():  # pycocotools 2.0.11 under numpy 2: a harmless copy= deprecation
             warnings.filterwarnings("ignore", message=".*__array__ implementation.*", category=DeprecationWarning)
             masks = [(self.coco.annToMask(ann).astype(bool), self.categories.get(ann["category_id"]))
                      for ann in self._instances(image_id)]  # fmt: skip
-        kept = dedupe_overlaps(regions_of(masks, "coco"), self.max_iou)
+        kept = dedupe_overlaps(regions_of(masks, "coco"))
         return regions_of(((resize_mask(r.mask, height, width), r.label) for r in kept), "coco")
 
     def digest(self) -> dict[str, Any]:

@@ -130,9 +130,9 @@ class OpenVocabRegions:
     name = "open-vocab"
 
     def __init__(self, detector: Any, segmenter: Any, *, namer: Any = None,
-                 vocabulary: Sequence[str] = COCO_CLASSES, max_regions: int = 10, max_iou: float = 0.7):
+                 vocabulary: Sequence[str] = COCO_CLASSES, max_regions: int = 10):
         self.detector, self.segmenter, self.namer = detector, segmenter, namer
-        self.vocabulary, self.max_regions, self.max_iou = tuple(vocabulary), max_regions, max_iou
+        self.vocabulary, self.max_regions = tuple(vocabulary), max_regions
 
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
         image = base.image
@@ -141,6 +141,6 @@ class OpenVocabRegions:
             return []
         found = sorted(self.detector.detect(image, names), key=lambda d: -d.score)[: self.max_regions]
         masks = self.segmenter.segment(image, [d.box for d in found])
-        kept = dedupe_overlaps(regions_of(((m, d.label) for d, m in zip(found, masks)), "open-vocab"), self.max_iou)
+        kept = dedupe_overlaps(regions_of(((m, d.label) for d, m in zip(found, masks)), "open-vocab"))
         log.debug("open-vocab: %d detection(s), %d region(s) kept", len(found), len(kept))
         return kept

@@ -89,20 +89,15 @@ class Schedule:
         editors: Sequence[str],
         turn_ratio: Sequence[int] = (1, 4, 5),
         ai_fraction: float = 0.5,
-        edit_types: Sequence[str] = EDIT_TYPES,
     ) -> None:
         if not editors:
             raise ConfigError("at least one editor is needed")
         if not 0.0 <= ai_fraction <= 1.0:
             raise ConfigError(f"AI base fraction must be in [0, 1], got {ai_fraction}")
-        unknown = sorted(set(edit_types) - set(EDIT_TYPES))
-        if not edit_types or unknown:
-            raise ConfigError(f"unknown edit types {unknown}; choose from {', '.join(EDIT_TYPES)}")
         self.seed = int(seed)
         self.editors = tuple(editors)
         self.turn_ratio = parse_turn_ratio(turn_ratio)
         self.ai_fraction = float(ai_fraction)
-        self.edit_types = tuple(edit_types)
         unit = sum(self.turn_ratio)
         self.block = unit * math.ceil(MIN_BLOCK / unit)
         self._turn_counts = split_counts(self.block, self.turn_ratio)
@@ -125,9 +120,8 @@ class Schedule:
         bases = balanced(rng, BASE_KINDS, base_counts)
         t0, t = b * self._turns_per_block, self._turns_per_block
         editors = balanced(rng, self.editors, self._slots(t0, t, len(self.editors)))
-        types = balanced(rng, self.edit_types, self._slots(t0, t, len(self.edit_types)))
-        before = split_counts(b * self.block, self._base_weights())  # real, ai bases of earlier blocks
-        seen = {"real": before[0], "ai": before[1]}
+        types = balanced(rng, EDIT_TYPES, self._slots(t0, t, len(EDIT_TYPES)))
+        seen = dict(zip(BASE_KINDS, split_counts(b * self.block, self._base_weights())))  # of earlier blocks
         out, cursor = [], 0
         for pos in range(self.block):
             k = n_turns[pos]
