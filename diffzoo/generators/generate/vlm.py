@@ -26,6 +26,7 @@ import numpy as np
 from diffzoo.generators.editors.diffusers_editor import from_hub
 from diffzoo.generators.generate.defaults import DEFAULT_VLM
 from diffzoo.generators.generate.prompts import turn_prompts
+from diffzoo.generators.generate.regions import bbox_of
 
 log = logging.getLogger(__name__)
 
@@ -88,12 +89,8 @@ class VlmObjectNamer:
     def __call__(self, image: np.ndarray) -> list[str]:
         answer = self.vlm.ask([image], "List the distinct objects visible in this image as a comma-separated "
                                        "list of short nouns. Answer with the list only.")
-        names: list[str] = []
-        for part in re.split(r"[,\n;]", answer):
-            name = re.sub(r"[^a-z ]", "", part.lower()).strip()
-            if name and name not in names:
-                names.append(name)
-        return names[:MAX_NAMES]
+        names = (re.sub(r"[^a-z ]", "", part.lower()).strip() for part in re.split(r"[,\n;]", answer))
+        return [name for name in dict.fromkeys(names) if name][:MAX_NAMES]  # first mention first, once each
 
 
 class VlmPrompter:
@@ -129,8 +126,7 @@ class VlmScorer:
         self.name = f"vlm:{vlm.model_id}"
 
     def __call__(self, before: np.ndarray, after: np.ndarray, mask: np.ndarray, prompt: str, edit_type: str) -> float:
-        ys, xs = np.nonzero(mask)
-        box = f"({xs.min()}, {ys.min()}) to ({xs.max() + 1}, {ys.max() + 1})" if len(xs) else "nowhere"
+        box = "({}, {}) to ({}, {})".format(*bbox_of(mask)) if mask.any() else "nowhere"
         answer = self.vlm.ask([before, after], (
             f"The first image was edited inside the box {box} ({edit_type.replace('_', ' ')}, prompt: "
             f"'{prompt}'); the second image is the result. Rate the edit from 0 (failed, implausible or "
