@@ -27,6 +27,7 @@ from diffzoo.generators.generate.defaults import AREA_BINS
 from diffzoo.harness.core.errors import ConfigError
 
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
+MARGIN = 1  # px kept free of every random region along the border
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,6 @@ def random_region(
     min_frac: float = 0.05,
     max_frac: float = 0.35,
     shapes: tuple[str, ...] = SHAPES,
-    margin: int = 1,
 ) -> Region:
     """Draw one object-like region covering about ``min_frac``..``max_frac`` of the image."""
     if not 0 < min_frac <= max_frac < 1:
@@ -146,14 +146,13 @@ def random_region(
             radius_at, reach = _polygon_radius(rng)
         # unit shapes have area ~pi: scale radius so the area is frac * H * W
         scale = math.sqrt(frac * height * width / math.pi)
-        half = min(height, width) / 2 - margin
+        half = min(height, width) / 2 - MARGIN
         scale = min(scale, half / reach)
         ext = reach * scale
-        cy = float(rng.uniform(margin + ext, height - margin - ext)) if height - 2 * (margin + ext) > 0 else height / 2
-        cx = float(rng.uniform(margin + ext, width - margin - ext)) if width - 2 * (margin + ext) > 0 else width / 2
+        cy = float(rng.uniform(MARGIN + ext, height - MARGIN - ext)) if height - 2 * (MARGIN + ext) > 0 else height / 2
+        cx = float(rng.uniform(MARGIN + ext, width - MARGIN - ext)) if width - 2 * (MARGIN + ext) > 0 else width / 2
         mask = _radial_mask(height, width, cy, cx, lambda t, s=scale, r=radius_at: s * r(t), angle)
-        if margin > 0:
-            mask[:margin], mask[-margin:], mask[:, :margin], mask[:, -margin:] = False, False, False, False
+        mask[:MARGIN], mask[-MARGIN:], mask[:, :MARGIN], mask[:, -MARGIN:] = False, False, False, False
         if mask.mean() >= 0.5 * min_frac:
             return Region(mask=mask, bbox=bbox_of(mask), shape=shape)
     raise ConfigError(f"could not draw a region covering {min_frac:.0%}..{max_frac:.0%} of {width}x{height}")
@@ -237,16 +236,13 @@ def choose_region(
 
 
 class RandomRegions:
-    """``count`` object-like random shapes per image (for bases without annotations)."""
+    """Six object-like random shapes per image (:func:`random_region`; for bases without annotations)."""
 
     name = "random"
 
-    def __init__(self, count: int = 6, min_frac: float = 0.05, max_frac: float = 0.35):
-        self.count, self.min_frac, self.max_frac = count, min_frac, max_frac
-
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
         h, w = base.image.shape[:2]
-        return [random_region(h, w, rng, min_frac=self.min_frac, max_frac=self.max_frac) for _ in range(self.count)]
+        return [random_region(h, w, rng) for _ in range(6)]
 
 
 def _object_name(stem: str) -> str | None:
