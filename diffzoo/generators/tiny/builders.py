@@ -39,7 +39,7 @@ TINY_BUILDERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def build_tiny_pipeline(card: Any, seed: int | None = None) -> Any:
+def build_tiny_pipeline(card: Any) -> Any:
     """The tiny pipeline for a ``tiny=True`` GeneratorCard (weights seed from the card)."""
     builder = TINY_BUILDERS.get(card.pipeline)
     if builder is None:
@@ -47,8 +47,6 @@ def build_tiny_pipeline(card: Any, seed: int | None = None) -> Any:
             f"no tiny build for pipeline {card.pipeline!r} (card {card.name!r}); "
             f"tiny builds exist for: {', '.join(sorted(TINY_BUILDERS))}"
         )
-    options = dict(card.options)
-    weights_seed = int(options.pop("weights_seed", TINY_SEED) if seed is None else seed)
-    pipe = builder(weights_seed, **options)
+    pipe = builder(int(card.options.get("weights_seed", TINY_SEED)), **card.options)
     pipe.set_progress_bar_config(disable=True)
     return pipe
