@@ -18,6 +18,7 @@ rank 0 then writes ``manifest.jsonl`` (sorted by id) and ``generate.json``.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -112,12 +113,11 @@ class DatasetGenerator:
         self.device = "cpu"
 
     # -- setup ---------------------------------------------------------------------
-    def _vlm(self) -> Any:
-        if not hasattr(self, "_vlm_model"):
-            from diffzoo.generators.generate.vlm import QwenVL
+    @functools.cached_property
+    def _vlm(self) -> Any:  # one VLM for every role, built on first use
+        from diffzoo.generators.generate.vlm import QwenVL
 
-            self._vlm_model = QwenVL(self.config.vlm, self.device)
-        return self._vlm_model
+        return QwenVL(self.config.vlm, self.device)
 
     def _open_vocab(self) -> Any:
         from diffzoo.generators.generate.openvocab import GroundingDinoDetector, OpenVocabRegions, SamSegmenter
@@ -126,7 +126,7 @@ class DatasetGenerator:
         if namer is None and self.config.objects == "vlm":
             from diffzoo.generators.generate.vlm import VlmObjectNamer
 
-            namer = VlmObjectNamer(self._vlm())
+            namer = VlmObjectNamer(self._vlm)
         return OpenVocabRegions(GroundingDinoDetector(self.config.detector, self.device),
                                 SamSegmenter(self.config.sam, self.device), namer=namer)
 
@@ -192,11 +192,11 @@ class DatasetGenerator:
         if self._prompter is None:
             from diffzoo.generators.generate.vlm import VlmPrompter
 
-            self._prompter = VlmPrompter(self._vlm()) if c.prompts == "vlm" else TemplatePrompter()
+            self._prompter = VlmPrompter(self._vlm) if c.prompts == "vlm" else TemplatePrompter()
         if c.vlm_score and self.quality.scorer is None:
             from diffzoo.generators.generate.vlm import VlmScorer
 
-            self.quality.scorer = VlmScorer(self._vlm())
+            self.quality.scorer = VlmScorer(self._vlm)
         return {
             "version": GENERATE_VERSION, "seed": c.seed, "editors": list(c.editors),
             "labels": list(self.label_space.names), "turns": list(self.schedule.turn_ratio),

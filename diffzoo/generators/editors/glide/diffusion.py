@@ -83,8 +83,8 @@ class Schedule:
         full = np.cumprod(1.0 - beta_schedule(name, num_steps))
         kept = space_timesteps(num_steps, respacing)
         acp = full[kept]
-        betas = 1.0 - acp / np.append(1.0, acp[:-1])
         prev = np.append(1.0, acp[:-1])
+        betas = 1.0 - acp / prev
         post_var = betas * (1.0 - prev) / (1.0 - acp)
         return cls(
             timestep_map=np.asarray(kept),
