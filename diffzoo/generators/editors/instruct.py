@@ -153,10 +153,9 @@ class InstructionEditor(DiffusersEditor):
 
     def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> InstructEditResult:
         """Edit ``image`` as ``prompt`` says; raises :class:`EditRejectedError` for a no-op or global edit."""
-        check_image(image)
         if mask is not None:
             log.debug("%s: instruction editor ignores the given mask", self.card.name)
-        kwargs = self.pipeline_call_kwargs(image, None, prompt, seed)
+        kwargs = self.pipeline_call_kwargs(image, None, prompt, seed)  # checks the image first
         generated = self._run(kwargs)
         label = difference_label(image, generated, self.tau, **self.label_options)
         metadata = {
