@@ -124,8 +124,7 @@ class SampleStore:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.state = self.root / STATE_DIR
-        self.records_dir = self.state / RECORDS
+        self.records_dir = self.root / STATE_DIR / RECORDS
 
     def _record_path(self, sample_id: str) -> Path:
         return self.records_dir / f"{sample_id}.json"
@@ -144,9 +143,6 @@ class SampleStore:
         except OSError:
             return None
         return record if intact else None
-
-    def finished(self, sample_id: str) -> bool:
-        return self.read(sample_id) is not None
 
     def write_ok(self, sample_id: str, image: np.ndarray, label: np.ndarray, row: dict[str, Any]) -> None:
         """Image, mask, then the record (each atomic)."""

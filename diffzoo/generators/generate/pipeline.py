@@ -340,7 +340,7 @@ class DatasetGenerator:
         self.store.write_labels(self.label_space)
         if self.store.remove_stale_temp_files():
             log.info("removed temporary files of an interrupted run in %s", out)
-        return [i for i in ids if not self.store.finished(i)]
+        return [i for i in ids if self.store.read(i) is None]  # finished or rejected ones are done
 
     def run(self, progress: Progress | None = None) -> GenerateSummary | None:
         """Make every unfinished sample of ids 0..n-1; the summary on rank 0 (None on other ranks).
