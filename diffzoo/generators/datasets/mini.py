@@ -201,13 +201,12 @@ def build_mini(
     seed: int = DEFAULT_SEED,
     progress: Progress | None = None,
     overwrite: bool = False,
-    num_threads: int | None = 1,
 ) -> Path:
     """Build the ``mini`` dataset at ``root`` (deterministic, offline); return ``root``.
 
-    ``num_threads``: torch intra-op threads during the build (restored after).
-    The tiny models gain little from more than one, and several threads on a
-    busy small CPU slow each call down many times over; ``None`` keeps torch's.
+    torch runs one intra-op thread during the build (restored after): the tiny
+    models gain little from more, and several threads on a busy small CPU slow
+    each call down many times over.
     """
     from diffzoo.generators.editors.cards import TINY_EDITORS
     from diffzoo.generators.editors.text2image import TextToImage
@@ -227,7 +226,7 @@ def build_mini(
     root = Path(root)
     if root.exists() and not overwrite:
         raise DataError(f"{root} already exists; pass overwrite=True to rebuild it")
-    with torch_threads(num_threads):
+    with torch_threads(1):
         plans = plan_mini(n_images, size, seed)
         label_space = LabelSpace.from_editors(EDITORS)
         editors = {name: create_generator(TINY_EDITORS[name]) for name in EDITORS}
