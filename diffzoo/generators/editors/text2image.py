@@ -42,16 +42,15 @@ def get_t2i_card(name: str) -> GeneratorCard:
 class TextToImage:
     """Generates a square image at the card's resolution from a caption."""
 
-    def __init__(self, card: GeneratorCard = SD_T2I_TINY, device: str = "cpu", dtype: Any = None):
+    def __init__(self, card: GeneratorCard = SD_T2I_TINY, device: str = "cpu"):
         self.card = card
         self.device = str(device)
-        self.dtype = dtype
         self._pipeline: Any = None
 
     @property
     def pipeline(self) -> Any:
         if self._pipeline is None:
-            self._pipeline = load_pipeline(self.card, self.device, self.dtype)
+            self._pipeline = load_pipeline(self.card, self.device)
         return self._pipeline
 
     def generate(self, caption: str, seed: int, size: int | None = None) -> np.ndarray:
