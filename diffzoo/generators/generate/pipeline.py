@@ -170,7 +170,7 @@ class DatasetGenerator:
                     refs = kept
                 elif kind.startswith("masks:"):
                     self._regions = MaskFolderRegions(kind.split(":", 1)[1])
-                    kept = [r for r in refs if self._regions.has_masks(r.key)]
+                    kept = [r for r in refs if self._regions.files(r.key)]  # those with masks
                     if refs and not kept:
                         example = refs[0]
                         raise ConfigError(f"none of the {len(refs)} base(s) has masks in {kind}: the masks of "

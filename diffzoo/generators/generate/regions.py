@@ -273,9 +273,6 @@ class MaskFolderRegions:
         d = self.folder / key
         return image_files_in(d) if d.is_dir() else []
 
-    def has_masks(self, key: str) -> bool:
-        return bool(self.files(key))
-
     def digest(self) -> str:
         """Names and sizes of every mask file (a run's config records it)."""
         import hashlib
