@@ -24,6 +24,7 @@ import numpy as np
 
 from diffzoo.generators.generate.regions import Region
 from diffzoo.harness.core.cards import family_of
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 from diffzoo.harness.data.labelmaps import editor_label
@@ -135,8 +136,6 @@ def class_names(editors: Sequence[str]) -> tuple[str, ...]:
     families = [family_of(e) for e in editors]
     names = tuple(editor_label(f) if families.count(f) == 1 else e for f, e in zip(families, editors))
     if len(set(names)) != len(names):
-        from diffzoo.harness.core.errors import ConfigError
-
         raise ConfigError(f"editors are listed twice: {', '.join(editors)}")
     return names
 
