@@ -106,21 +106,21 @@ class Schedule:
     def _base_weights(self) -> tuple[float, float]:
         return (1.0 - self.ai_fraction, self.ai_fraction)
 
-    def _slots(self, start: int, length: int, n_items: int, weights: Sequence[float] | None = None) -> list[int]:
-        """Counts per item of round-robin slots [start, start + length)."""
-        w = weights if weights is not None else (1.0,) * n_items
-        end, begin = split_counts(start + length, w), split_counts(start, w)
+    @staticmethod
+    def _slots(start: int, length: int, weights: Sequence[float]) -> list[int]:
+        """Counts per item of weighted round-robin slots [start, start + length)."""
+        end, begin = split_counts(start + length, weights), split_counts(start, weights)
         return [e - b for e, b in zip(end, begin)]
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 - one Schedule per run; blocks are reused in order
     def _block_plan(self, b: int) -> tuple[SampleSchedule, ...]:
         rng = sample_rng(self.seed, _BLOCK_KEY, b)
         n_turns = balanced(rng, range(1, len(self.turn_ratio) + 1), self._turn_counts)
-        base_counts = self._slots(b * self.block, self.block, 2, self._base_weights())
+        base_counts = self._slots(b * self.block, self.block, self._base_weights())
         bases = balanced(rng, BASE_KINDS, base_counts)
         t0, t = b * self._turns_per_block, self._turns_per_block
-        editors = balanced(rng, self.editors, self._slots(t0, t, len(self.editors)))
-        types = balanced(rng, EDIT_TYPES, self._slots(t0, t, len(EDIT_TYPES)))
+        editors = balanced(rng, self.editors, self._slots(t0, t, (1.0,) * len(self.editors)))
+        types = balanced(rng, EDIT_TYPES, self._slots(t0, t, (1.0,) * len(EDIT_TYPES)))
         seen = dict(zip(BASE_KINDS, split_counts(b * self.block, self._base_weights())))  # of earlier blocks
         out, cursor = [], 0
         for pos in range(self.block):
