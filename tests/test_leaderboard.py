@@ -244,6 +244,13 @@ def test_an_empty_answer_says_why_a_filter_kept_no_record_or_no_version_is_froze
                                                     "NAME` makes one)")
 
 
+def test_a_store_names_the_folders_it_reads_and_nothing_else(tmp_path):
+    store = RecordStore(tmp_path)
+    assert (store.records_dir, store.versions_dir, store.replaced_dir) == (
+        tmp_path / "records", tmp_path / "versions", tmp_path / "replaced")
+    assert not hasattr(store, "states_dir")  # states are found through state_source
+
+
 def test_a_rerun_of_the_same_run_is_one_row(tmp_path):
     first = make_record("a")
     rerun = make_record("a", date="2026-12-02T00:00:00+00:00",

@@ -12,7 +12,8 @@ Layout of a store (any ``diffzoo run --out`` folder is one)::
 A record's id is its identity (what determines its numbers, see
 :mod:`diffzoo.harness.records.document`), so a re-run of the same thing has the same
 id: :meth:`RecordStore.add` answers "already recorded: ID" and keeps the
-stored record, saying which numbers differ when they do (nondeterminism);
+stored record, saying which numbers differ when they do (nondeterminism, or
+a stored record that fails verification: edited after it was written);
 ``replace=True`` (``diffzoo run --rerun``) stores the new one and moves the
 old one to ``replaced/``.  Nothing is ever deleted.
 
@@ -66,7 +67,7 @@ from diffzoo.harness.records.document import (
     store_root_of,
     write_state_file,
 )
-from diffzoo.harness.records.model import RECORDS_DIR, STATE_DIR
+from diffzoo.harness.records.model import RECORDS_DIR
 from diffzoo.leaderboard.outdir import DIFFZOO_NAMES, read_marker
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ class AddOutcome:
     record_id: str | None = None
     differs: tuple[str, ...] = ()
     path: Path | None = None
-    stored_invalid: bool = False  # ``present``: the stored file of this id is not a valid record
+    stored_invalid: bool = False  # ``present``: the stored file of this id is not a valid record, or fails verification
 
 
 def differences(old: ResultRecord, new: ResultRecord) -> tuple[str, ...]:
@@ -137,7 +138,6 @@ class RecordStore:
         self.root = Path(root)
         self.records_dir = self.root / RECORDS_DIR
         self.versions_dir = self.root / VERSIONS_DIR
-        self.states_dir = self.root / STATE_DIR
         self.replaced_dir = self.root / REPLACED_DIR
 
     # -- reading ---------------------------------------------------------------
@@ -264,12 +264,18 @@ class RecordStore:
                 return AddOutcome(src, "present", f"already recorded: {record.id}", record.id, (), path)
             differs = differences(stored, record) if stored is not None else ()
             if not replace:
-                why = (f"; the new numbers differ in {', '.join(differs)} (nondeterminism)" if differs else "")
+                # numbers that differ from a stored record its own state does not give (edited by hand,
+                # as `leaderboard verify` finds) are the stored record's fault, not the run's
+                failed = state_problems(stored, self.state_source(stored)) if stored is not None and differs else []
                 if stored is None:
                     why = f", but the stored file is invalid ({'; '.join(problems)})"
+                elif failed:
+                    why = f", but the stored record fails verification ({'; '.join(failed)})"
+                else:
+                    why = f"; the new numbers differ in {', '.join(differs)} (nondeterminism)" if differs else ""
                 return AddOutcome(src, "present", f"already recorded: {record.id}{why}"
                                   + ("; --rerun replaces it" if why else ""), record.id, differs, path,
-                                  stored_invalid=stored is None)
+                                  stored_invalid=stored is None or bool(failed))
             kept = self._keep_replaced(path)
             self._write(record, path)
             return AddOutcome(src, "replaced", f"replaced {record.id} (the old record is kept as {kept})",
@@ -320,12 +326,12 @@ class RecordStore:
             outcome = self.add(dataclasses.replace(record, attachments=carried), source=src)
         except RecordError as exc:
             return AddOutcome(src, "rejected", str(exc), record.id)
+        if outcome.status == "present" and outcome.stored_invalid:
+            return AddOutcome(src, "rejected", outcome.reason, record.id, outcome.differs, outcome.path)
         if outcome.status == "present" and outcome.differs:
             return AddOutcome(src, "rejected", f"record {record.id} conflicts with stored record {record.id}: "
                               f"same run (identity) but different {', '.join(outcome.differs[:5])}",
                               record.id, outcome.differs, outcome.path)
-        if outcome.status == "present" and outcome.stored_invalid:
-            return AddOutcome(src, "rejected", outcome.reason, record.id, (), outcome.path)
         return outcome
 
 

@@ -213,6 +213,23 @@ def test_a_rerun_with_other_numbers_is_reported_and_replaced_only_when_asked(tmp
     assert store.find(first.id, first.content_digest) is not None  # the replaced record is kept
 
 
+def test_a_rerun_over_a_stored_record_edited_by_hand_names_the_stored_record_not_nondeterminism(tmp_path, capsys):
+    record = verified()
+    root, _, path = stored(tmp_path, record)
+    edit(path, lambda d: d["metrics"].update(mIoU=0.99), sealed=True)
+    code, out = verify(capsys, root)
+    assert code == 1 and "field metrics.mIoU" in out
+    outcome = RecordStore(root).add(record)
+    assert outcome.status == "present" and outcome.stored_invalid and outcome.differs == ("mIoU",)
+    assert outcome.reason.startswith(f"already recorded: {record.id}, but the stored record fails verification "
+                                     "(field metrics.mIoU")
+    assert outcome.reason.endswith("; --rerun replaces it") and "nondeterminism" not in outcome.reason
+    source = tmp_path / "elsewhere"
+    RecordStore(source).add(record)
+    code, out, _ = cli(capsys, "leaderboard", "add", source, "--store", root)
+    assert code == 1 and "the stored record fails verification (field metrics.mIoU" in one_line(out)
+
+
 def test_a_frozen_version_stays_verifiable_after_a_rerun_replaced_its_record(tmp_path, capsys):
     from diffzoo.leaderboard.versions import freeze, load_version
 
