@@ -52,9 +52,11 @@ class Report:
         return not self.bad and not self.temp_files
 
 
-def check_file(path: Path, source: StateSource, expect_id: str | None = None) -> BadRow | None:
-    """The problems of the record file at ``path`` (None: it is good)."""
-    record, problems = read_record_file(path)
+def check_file(path: Path, source: StateSource, expect_id: str | None = None,
+               read: tuple[ResultRecord | None, list[str]] | None = None) -> BadRow | None:
+    """The problems of the record file at ``path`` (None: it is good); ``read``: what
+    :func:`read_record_file` gave for it, where the caller has read it already."""
+    record, problems = read if read is not None else read_record_file(path)
     if record is None:
         return BadRow(str(path), path, problems)
     problems = []
@@ -98,10 +100,9 @@ def _check_version(store: RecordStore, name: str, source: StateSource, report: R
     except RecordError as exc:
         report.bad.append(BadRow(f"version {name}", store.versions_dir / f"{name}.json", [str(exc)], name))
         return
-    try:  # a record missing or unreadable is reported below, and says nothing of the summary
-        records = [ResultRecord.read(p, within=store.root) for p in paths.values() if p is not None]
-    except RecordError:
-        records = []
+    read = {rid: read_record_file(path) for rid, path in paths.items() if path is not None}
+    records = [record for record, _ in read.values() if record is not None]
+    # a record missing or unreadable is reported below, and says nothing of the summary
     if len(records) == len(paths) and (problems := summary_problems(manifest, records)):
         report.bad.append(BadRow(f"version {name}", store.versions_dir / f"{name}.json", problems, name))
     for rid, path in paths.items():
@@ -110,7 +111,7 @@ def _check_version(store: RecordStore, name: str, source: StateSource, report: R
             report.bad.append(BadRow(rid, None, [
                 f"version {name} froze record {rid} with content {manifest['record_digests'][rid][:16]}..., and "
                 "no record in records/ or replaced/ has that content: it was edited or removed"], pin))
-        elif count and (bad := check_file(path, source, expect_id=rid)):
+        elif count and (bad := check_file(path, source, expect_id=rid, read=read[rid])):
             report.bad.append(bad)
 
 

@@ -255,6 +255,23 @@ def test_verify_of_a_version_names_a_record_edited_after_freezing(tmp_path, caps
     assert "it was edited or removed" in out
 
 
+def test_verify_of_a_version_reads_each_of_its_records_once(tmp_path, capsys, monkeypatch):
+    """The version's summary and each record's own checks are made from one read of its file."""
+    from diffzoo.leaderboard import verify as verify_module
+    from diffzoo.leaderboard.versions import freeze
+
+    root, _, _ = stored(tmp_path)
+    RecordStore(root).add(verified("other"))
+    freeze(RecordStore(root), "v1")
+    reads: list[Path] = []
+    record_file = verify_module.read_record_file
+    monkeypatch.setattr(verify_module, "read_record_file", lambda path, *a: reads.append(path) or record_file(path, *a))
+    monkeypatch.setattr(ResultRecord, "read", lambda path, *a, **kw: reads.append(path) or pytest.fail("read again"))
+    code, out = verify(capsys, root, "v1")
+    assert code == 0 and "2 good, 0 bad record(s)" in out
+    assert sorted(reads) == sorted((root / "records").glob("*.json"))
+
+
 @pytest.mark.parametrize("edit_manifest, said", [
     (lambda m: m.update(datasets=[{"name": "DiffSeg30k", "fingerprint": "0123456789abcdef"}]), "it lists datasets"),
     (lambda m: m["suites"][0].update(version="9"), "it lists suites"),
