@@ -251,6 +251,19 @@ def test_a_store_names_the_folders_it_reads_and_nothing_else(tmp_path):
     assert not hasattr(store, "states_dir")  # states are found through state_source
 
 
+@pytest.mark.parametrize("args, said", [
+    (["leaderboard", "publish", "--out", "OUT"], "nothing to publish: working copy of {store} has no records"),
+    (["report", "paper", "--out", "OUT"], "nothing to publish: working copy of {store} has no records"),
+    (["leaderboard", "freeze", "v1"], "nothing to freeze: the store holds no records"),
+])
+def test_an_empty_store_is_one_error_line_exit_1_for_publish_report_and_freeze(tmp_path, capsys, args, said):
+    store = tmp_path / "store"
+    (store / "records").mkdir(parents=True)
+    code, text, err = cli(capsys, *[tmp_path / "out" if a == "OUT" else a for a in args], "--store", store)
+    assert code == 1 and " ".join(err.split()) == "error: " + said.format(store=store), (text, err)
+    assert not (store / "versions").exists() and not (tmp_path / "out").exists()
+
+
 def test_a_rerun_of_the_same_run_is_one_row(tmp_path):
     first = make_record("a")
     rerun = make_record("a", date="2026-12-02T00:00:00+00:00",

@@ -108,9 +108,9 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
                           f"valid records (first: {path}: {why}); `diffzoo leaderboard verify` lists them: move "
                           "them away or repair them, then freeze")
     records = select(loaded.records, suites=suites, datasets=datasets, detectors=detectors)
-    if not records:
+    if not records:  # filters that keep no record are the user's to fix (exit 2); an empty store is not
         why = unmatched(loaded.records, suites=suites, datasets=datasets, detectors=detectors)
-        raise ConfigError(f"nothing to freeze: {why}")
+        raise (ConfigError if loaded.records else RecordError)(f"nothing to freeze: {why}")
     # a version pins numbers for good: none that its own state does not give (a record without a state
     # is the store's unverified kind, said when it was added)
     if bad := [(r, p) for r in records if r.body.state is not None and (p := state_problems(r, store.state_source(r)))]:
