@@ -296,17 +296,10 @@ def stored_ids(out: Path) -> set[str]:
     return {r.id for r in RecordStore(Path(out)).load().records} if (Path(out) / "records").is_dir() else set()
 
 
-def mark_done(out: Path, request: dict[str, Any], records: Sequence[str],
-              catalogs: Mapping[str, list[dict[str, str]]] | None = None) -> Path:
-    """Write the done file of the job of ``request`` (its records' ids, and ``catalogs``: what
-    :func:`catalog_listing` found when it ran), whole or not at all."""
-    return _write(job_file(out, DONE_DIR, job_key(request)), SWEEP_REQUEST, request=request, records=list(records),
-                  catalogs=dict(catalogs or {}))
-
-
 def _write(path: Path, kind: str, **fields: Any) -> Path:
     """A sweep file of ``kind`` holding ``fields`` and the date, whole or not at all."""
-    return atomic_write_text(path, json.dumps({"kind": kind, **fields, "date": _now()}, indent=1, sort_keys=True))
+    date = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    return atomic_write_text(path, json.dumps({"kind": kind, **fields, "date": date}, indent=1, sort_keys=True))
 
 
 def _read(path: Path, what: str, then: str) -> dict[str, Any] | None:
@@ -339,7 +332,9 @@ def run_job(request: dict[str, Any], out: str, gpus: int = 1, progress: Any = No
     else:
         result = evaluate(request=RunRequest.from_dict(request), out=out, references=False, progress=progress)
         ids = [r.id for r in result.records]
-    mark_done(Path(out), request, ids, catalogs)
+    # the done file: its records' ids, and what catalog_listing found when it ran
+    _write(job_file(Path(out), DONE_DIR, job_key(request)), SWEEP_REQUEST, request=request, records=ids,
+           catalogs=catalogs)
     return ids
 
 
@@ -580,8 +575,3 @@ def publish_board(out: Path) -> dict[str, Path]:
 
     selection = resolve(None, RecordStore(Path(out)))
     return {fmt: publish(selection, fmt, Path(out) / BOARD_DIR) for fmt in BOARD_FORMATS}
-
-
-def _now() -> str:
-    """The time, UTC, to the second (a done file's date)."""
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
