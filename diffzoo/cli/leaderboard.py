@@ -28,6 +28,7 @@ from diffzoo.leaderboard.render.escape import term, term_text
 if TYPE_CHECKING:
     from diffzoo.leaderboard.store import RecordStore
     from diffzoo.leaderboard.verify import Report
+    from diffzoo.leaderboard.versions import Selection
 
 lb = typer.Typer(help="The versioned leaderboard: stored records, frozen versions, publishing.",
                  no_args_is_help=True)
@@ -302,16 +303,23 @@ def publish_cmd(
     _publish(version, store, formats, out, allow_mixed, force)
 
 
-def _publish(version: str | None, store: Path, formats: list[str], out: Path, allow_mixed: bool,
-             force: bool = False) -> None:
-    from diffzoo.leaderboard.render import text
+def _selection(version: str | None, store: Path, omitted: str) -> Selection:
+    """The records of frozen ``version`` (None: every record of the store), the files skipped said;
+    ``omitted``: what leaving the version out does, said when it names no frozen version."""
     from diffzoo.leaderboard.versions import resolve
 
     selection = resolve(version, open_store(store))
     if version is not None and selection.version is None:
         raise ConfigError(f"{version!r} is not a frozen version in {store}; freeze it first "
-                          "(`diffzoo leaderboard freeze NAME`) or omit it to publish every record")
+                          f"(`diffzoo leaderboard freeze NAME`) or omit it to {omitted}")
     _skipped(selection.skipped)
+    return selection
+
+
+def _publish(version: str | None, store: Path, formats: list[str], out: Path, allow_mixed: bool, force: bool) -> None:
+    from diffzoo.leaderboard.render import text
+
+    selection = _selection(version, store, "publish every record")
     for f in formats:
         path = text.publish(selection, f, out, allow_mixed=allow_mixed, force=force)
         console.print(f"wrote {f}: {term(path)}")
@@ -341,13 +349,8 @@ def report_reproduce_cmd(
 ) -> None:
     """Released checkpoints' published numbers beside ours (Δ, protocol), or the run that gives ours."""
     from diffzoo.leaderboard.paper.reproduce import reproduce_markdown, write_reproduce
-    from diffzoo.leaderboard.versions import resolve
 
-    selection = resolve(version, open_store(store))
-    if version is not None and selection.version is None:
-        raise ConfigError(f"{version!r} is not a frozen version in {store}; freeze it first "
-                          "(`diffzoo leaderboard freeze NAME`) or omit it to read every record")
-    _skipped(selection.skipped)
+    selection = _selection(version, store, "read every record")
     text = reproduce_markdown(selection)
     console.print(text, markup=False, highlight=False, soft_wrap=True)  # record names print as written (escaped)
     if out is not None:
