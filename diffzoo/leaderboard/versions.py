@@ -56,7 +56,7 @@ def summarize(records: list[ResultRecord]) -> dict[str, Any]:
     }
 
 
-def _matches(value: str, patterns: list[str]) -> bool:
+def _matches(value: str, patterns: Sequence[str]) -> bool:
     return not patterns or any(fnmatchcase(value, p) for p in patterns)
 
 
@@ -64,9 +64,9 @@ def select(records: list[ResultRecord], *, suites: Sequence[str] = (), datasets:
            detectors: Sequence[str] = ()) -> list[ResultRecord]:
     """Records whose suite / dataset / detector match the wildcard patterns."""
     return [r for r in records
-            if _matches(r.body.suite.name, list(suites))
-            and _matches(r.body.dataset.name, list(datasets))
-            and _matches(r.body.detector.name, list(detectors))]
+            if _matches(r.body.suite.name, suites)
+            and _matches(r.body.dataset.name, datasets)
+            and _matches(r.body.detector.name, detectors)]
 
 
 def unmatched(records: list[ResultRecord], *, suites: Sequence[str] = (), datasets: Sequence[str] = (),
@@ -79,7 +79,7 @@ def unmatched(records: list[ResultRecord], *, suites: Sequence[str] = (), datase
     for flag, patterns, names in (("--suite", suites, {r.body.suite.name for r in records}),
                                   ("--dataset", datasets, {r.body.dataset.name for r in records}),
                                   ("--detector", detectors, {r.body.detector.name for r in records})):
-        if patterns and not any(_matches(n, list(patterns)) for n in names):
+        if patterns and not any(_matches(n, patterns) for n in names):
             said.append(f"{flag} {','.join(patterns)} matches none of {', '.join(sorted(names))}."
                         f"{did_you_mean(patterns[0], sorted(names))}")
     return " ".join(said) or "no record matches every filter at once"

@@ -192,7 +192,7 @@ def _finite(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]
 
 def _spans_decade(values: Iterable[float]) -> bool:
     pos = [v for v in values if math.isfinite(v) and v > 0]
-    return bool(pos) and min(pos) > 0 and math.log10(max(pos) / min(pos)) > LOG_DECADES
+    return bool(pos) and math.log10(max(pos) / min(pos)) > LOG_DECADES
 
 
 def _note(ax, text: str) -> None:
