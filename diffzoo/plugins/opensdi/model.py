@@ -66,14 +66,13 @@ NO_PRETRAINED = "or pass --no-pretrained to train from random initialisation"
 class ChannelNorm(nn.Module):
     """LayerNorm over the channels of a B x C x H x W map (eps 1e-6)."""
 
-    def __init__(self, channels: int, eps: float = 1e-6):
+    def __init__(self, channels: int):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(channels))
         self.bias = nn.Parameter(torch.zeros(channels))
-        self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = F.layer_norm(x.permute(0, 2, 3, 1), self.weight.shape, self.weight, self.bias, self.eps)
+        y = F.layer_norm(x.permute(0, 2, 3, 1), self.weight.shape, self.weight, self.bias, 1e-6)
         return y.permute(0, 3, 1, 2)
 
 
@@ -468,7 +467,7 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
     return state.get("model", state) if isinstance(state, dict) else state
 
 
-def build_network(card: DetectorCard, pretrained: bool, edge_width: int = 7, edge_lambda: float = 20.0) -> MaskClipNet:
+def build_network(card: DetectorCard, pretrained: bool, edge_width: int, edge_lambda: float) -> MaskClipNet:
     tiny = "open_clip_config" in card.arch
     clip_file, mae_file = pretrained_files(card) if pretrained and not tiny else (None, None)
     if not pretrained and not tiny:
