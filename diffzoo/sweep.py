@@ -543,7 +543,7 @@ def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bo
     return outcomes
 
 
-def _local(job: SweepJob, out: Path, progress: Any, gpus: int = 1) -> JobOutcome:
+def _local(job: SweepJob, out: Path, progress: Any, gpus: int) -> JobOutcome:
     """One job here; whatever it raises fails that job alone, as a submitit job's error does."""
     try:
         return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), gpus=gpus, progress=progress))

@@ -165,11 +165,11 @@ class UniversalFakeDetector(ClassifierDetector):
         return log_
 
     @torch.no_grad()
-    def extract_features(self, train: TrainData, config: TrainConfig, chunk: int | None = None):
+    def extract_features(self, train: TrainData, config: TrainConfig):
         """(N x D features, N labels, corrupt samples skipped) of this rank's training images,
-        embedded ``chunk`` at a time (default 64 on a GPU; 8 on a CPU, where a larger
-        batch is no faster and the progress would move once a minute)."""
-        chunk = chunk or (64 if self.device.type == "cuda" else 8)
+        embedded 64 at a time on a GPU (8 on a CPU, where a larger batch is no faster and the
+        progress would move once a minute)."""
+        chunk = 64 if self.device.type == "cuda" else 8
         ids = shard(train.ids)
         data = ImageLabelDataset(train.dataset, ids, config, self.train_view(config))
         # one image at a time (sizes differ); each is resized before batching
