@@ -31,7 +31,7 @@ from diffzoo.leaderboard.render import plots
 from diffzoo.leaderboard.render.escape import csv_cell, latex
 from diffzoo.leaderboard.render.markdown import leaderboard_markdown, overview_markdown, summary_markdown
 from diffzoo.leaderboard.robustness import robustness_series
-from diffzoo.leaderboard.table import ABSENT, NOT_APPLICABLE, Row, Table, cell_text, conditions_line, slugify
+from diffzoo.leaderboard.table import ABSENT, NOT_APPLICABLE, Column, Row, Table, cell_text, conditions_line, slugify
 from diffzoo.leaderboard.versions import Selection, summarize
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ def latex_table(t: Table, caption: str, label: str) -> list[str]:
                                                *(latex(m) for m in t.mixed)]) + r" \\", r"\midrule"]
     body = []
     for row in t.rows:
-        cells = [_latex_cell(t, row, c.key) for c in t.columns]
+        cells = [_latex_cell(t, row, c) for c in t.columns]
         name = latex(row.label)
         body.append(" & ".join([str(row.rank or ""), rf"\textit{{{name}}}" if row.baseline else name, *cells,
                                 *(latex(row.conditions.get(m, "-")) for m in t.mixed)]) + r" \\")
@@ -161,13 +161,12 @@ def latex_table(t: Table, caption: str, label: str) -> list[str]:
     return [*head, *body, r"\bottomrule", r"\end{tabular}", *notes, r"\end{table}", ""]
 
 
-def _latex_cell(t: Table, row: Row, key: str) -> str:
-    col = next(c for c in t.columns if c.key == key)
-    cell = row.cells[key]
+def _latex_cell(t: Table, row: Row, col: Column) -> str:
+    cell = row.cells[col.key]
     text = cell_text(col, cell, ci=lambda v, h: rf"{v} {{\scriptsize$\pm${h}}}", mark=lambda n: latex(f" [{n}]"),
                      detail=lambda d: " " + latex(f"({d})"))
     text = "---" + text[1:] if cell.status == ABSENT else text
-    return rf"\textbf{{{text}}}" if t.is_best(row, key) else text
+    return rf"\textbf{{{text}}}" if t.is_best(row, col.key) else text
 
 
 def to_latex(selection: Selection, tables: list[Table]) -> str:
