@@ -5,5 +5,5 @@ TEXT_FORMAT_FILES = {"md": "leaderboard.md", "csv": "leaderboard.csv", "latex": 
                      "json": "leaderboard.json"}
 """Each text format and the file it writes."""
 OVERVIEW_FILES = {"md": "overview.md", "csv": "overview.csv", "latex": "overview.tex"}
-"""The formats that also write the overview table (render/overview_text.py), and its file."""
+"""The formats that also write the overview table (render/text.py), and its file."""
 FORMATS = (*TEXT_FORMAT_FILES, "html", "paper")
