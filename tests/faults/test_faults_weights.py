@@ -125,6 +125,31 @@ def test_an_unreadable_weights_file_is_one_user_error_and_never_recorded(tmp_pat
     assert exc.value.exit_code == 2 and _records() == []
 
 
+@pytest.mark.parametrize("said", [
+    "Cannot reach the server (see the root cause in the stacktrace above)",
+    "Cannot reach the server, see the root cause in the stacktrace above",
+    "Cannot reach the server. See the stack trace above for details.",
+])
+def test_a_failed_download_keeps_the_librarys_words_but_not_its_pointer_to_a_stack_trace(tmp_path, monkeypatch,
+                                                                                          said):
+    """The CLI prints one line and no stack trace: a hub library's "see ... the stacktrace above" is dropped."""
+    from diffzoo.harness.core.errors import WeightsUnavailableError
+    from diffzoo.harness.models.weights import url_state
+
+    _hub_file(monkeypatch, tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+
+    def unreachable(*args, **kwargs):
+        raise OSError(said)
+
+    monkeypatch.setattr(torch.hub, "download_url_to_file", unreachable)
+    with pytest.raises(WeightsUnavailableError) as exc:
+        url_state(_card(), URL, detail="or pass --no-pretrained")
+    message = str(exc.value)
+    assert "Cannot reach the server" in message and "or pass --no-pretrained" in message, message
+    assert "above" not in message and "stack" not in message, message
+
+
 def test_a_damaged_safetensors_file_from_the_hub_is_refused_and_never_recorded(offline_empty_hub, tmp_path):
     """SegFormer reads its hub weights through transformers: the file is checked first."""
     weights = hub_segformer(tmp_path / "hf" / "hub", seed=0)

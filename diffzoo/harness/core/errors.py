@@ -8,6 +8,7 @@ the thing that is wrong and, where there is one, the fix.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -130,10 +131,20 @@ class ModelError(DiffzooError):
     """A model or checkpoint that cannot be built or loaded."""
 
 
+_STACKTRACE_NOTE = re.compile(
+    r"\s*\([^()]*(?:stack ?trace|traceback) above[^()]*\)"  # "... (see the root cause in the stacktrace above)"
+    r"|[,;]\s*[^,;.()]*(?:stack ?trace|traceback) above[^,;.()]*"  # "..., see the stacktrace above"
+    r"|(?<=[.!?])\s+[^.!?]*(?:stack ?trace|traceback) above[^.!?]*[.!?]?",  # "... . See the traceback above."
+    re.IGNORECASE)
+"""A hub library's pointer to a stack trace above its message: the CLI prints one line and no stack trace."""
+
+
 class WeightsUnavailableError(ModelError):
-    """Weights are not cached locally and cannot be downloaded (offline)."""
+    """Weights are not cached locally and cannot be downloaded (offline).  ``detail`` may hold
+    the hub library's own message, less its pointer to a stack trace (see _STACKTRACE_NOTE)."""
 
     def __init__(self, what: str, source: str, detail: str = "", fetch: str | None = None):
+        detail = _STACKTRACE_NOTE.sub("", detail)
         how = fetch or (f"`hf download {source}`, then copy the HF cache "
                         "(~/.cache/huggingface) here or set HF_HOME")
         msg = (
