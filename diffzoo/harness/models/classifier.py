@@ -37,11 +37,6 @@ View = Callable[[np.ndarray, np.ndarray, np.random.Generator], tuple[np.ndarray,
 """(image H x W x 3 uint8, binary label map, rng) -> (view pixels, view label map)."""
 
 
-def view_is_edited(label: np.ndarray) -> bool:
-    """A binary label map (255 = ignore) shows an edit if any pixel is 1."""
-    return bool((label == 1).any())
-
-
 class ImageLabelDataset(CropDataset):
     """Training view for classifiers: sample -> (view as float tensor, 0/1 label).
 
@@ -55,7 +50,8 @@ class ImageLabelDataset(CropDataset):
 
     def _example(self, sample: Sample, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         image, label = self.view(sample.image, self.dataset.label_space.to_binary_map(sample.label), rng)
-        return as_float_chw(image), torch.tensor(float(view_is_edited(label)))
+        # a binary label map (255 = ignore) shows an edit if any pixel is 1
+        return as_float_chw(image), torch.tensor(float((label == 1).any()))
 
 
 def bce_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -17,18 +17,13 @@ from typing import Any
 from diffzoo.harness.core.errors import ModelError
 
 
-def nonfinite_tensors(tensors: dict[str, Any]) -> list[str]:
-    """The names of floating-point tensors holding NaN or inf (a diverged model)."""
+def refuse_nonfinite(tensors: dict[str, Any], where: str) -> None:
+    """ModelError naming the floating-point tensors of ``where`` that hold NaN or inf: such a
+    model is never cached, loaded or scored, whoever trained it."""
     import torch
 
-    return [name for name, t in tensors.items()
-            if torch.is_tensor(t) and t.is_floating_point() and not bool(torch.isfinite(t).all())]
-
-
-def refuse_nonfinite(tensors: dict[str, Any], where: str) -> None:
-    """ModelError naming the tensors of ``where`` that hold NaN or inf: such a model
-    is never cached, loaded or scored, whoever trained it."""
-    bad = nonfinite_tensors(tensors)
+    bad = [name for name, t in tensors.items()
+           if torch.is_tensor(t) and t.is_floating_point() and not bool(torch.isfinite(t).all())]
     if bad:
         shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
         raise ModelError(f"{where} holds NaN or inf weights ({shown}): the training diverged; "

@@ -102,7 +102,7 @@ class SegmentationDetector(TorchDetector):
     def param_groups(self, head_lr_mult: float | None = None) -> list[dict[str, Any]]:
         """Parameter groups: the head at ``head_lr_mult`` (default: the
         card's), norms and biases named in ``no_decay_keywords`` without decay."""
-        head_mult = self.card_head_mult() if head_lr_mult is None else float(head_lr_mult)
+        head_mult = float(self.card.recipe_values().get("head_lr_mult", 1.0) if head_lr_mult is None else head_lr_mult)
         groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
         for name, p in self.model.named_parameters():
             if not p.requires_grad:
@@ -114,10 +114,6 @@ class SegmentationDetector(TorchDetector):
         return [{"params": params, "lr_mult": head_mult if head else 1.0,
                  "name": ("head" if head else "backbone") + (".no_decay" if no_decay else ""),
                  **({"weight_decay": 0.0} if no_decay else {})} for (head, no_decay), params in groups.items()]
-
-    def card_head_mult(self) -> float:
-        mult = self.card.recipe.get("head_lr_mult")
-        return float(mult.value) if mult is not None else 1.0
 
     def fit(self, train: TrainData, config: TrainConfig, progress: Report | None = None) -> dict[str, Any]:
         """The shared loop (:func:`~.trainer.train_loop`) on random crops of ``train``,
