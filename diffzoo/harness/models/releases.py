@@ -191,15 +191,6 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
     return state, files
 
 
-def check_keys(state: dict[str, Any], reference: dict[str, tuple[int, ...]], release: Release,
-               files: Sequence[ReleaseFile]) -> None:
-    """The release's tensors against the detector's own keys and shapes, strictly."""
-    problem = describe_mismatch(reference, state, limit=SHOWN)
-    if problem:
-        raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}) does not fit the "
-                           f"detector: {problem}")
-
-
 def install(det: Detector, card: DetectorCard, release: Release, given: Sequence[Path] = ()) -> Path:
     """The diffzoo checkpoint of ``release`` for ``det`` (its cache folder), converted from the
     release's files at first use; ``given``: ``--checkpoint`` paths to those files."""
@@ -223,7 +214,10 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
             for key in release.built:  # a constant of the model's class, which the release does not hold
                 if key in reference and key not in state:
                     state[key] = fh.get_tensor(key)
-    check_keys(state, reference, release, files)
+    problem = describe_mismatch(reference, state, limit=SHOWN)  # the detector's own keys and shapes, strictly
+    if problem:
+        raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}) does not fit the "
+                           f"detector: {problem}")
     meta["release"] = release_record(release, files)
     save_checkpoint(folder, {k: state[k] for k in reference}, meta)
     log.info("%s: release %s converted once to %s", card.name, release.name, folder)

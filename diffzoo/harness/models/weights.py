@@ -52,11 +52,6 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
 
 
-def record_path(card: DetectorCard, source: str, filename: str) -> Path:
-    """Where the sha256 of ``card``'s weights file ``filename`` from ``source`` is recorded."""
-    return cache_root() / "weights" / card.name / f"{stable_hash([source, filename])}.json"
-
-
 def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
                   allow: Sequence[type] = ()) -> str:
     """The sha256 of ``card``'s pretrained weights file ``path`` (from ``source``), checked.
@@ -94,7 +89,7 @@ def _checked(card: DetectorCard, path: Path, source: str, what: str | None, prob
                 "Delete it and fetch it again"
             )
         return digest, load_weights(path, source, what=what, probe=probe, allow=allow)
-    record = record_path(card, source, path.name)
+    record = cache_root() / "weights" / card.name / f"{stable_hash([source, path.name])}.json"
     if not record.exists():
         held = load_weights(path, source, what=what, probe=probe, allow=allow)  # never recorded unless it loads
         atomic_write_text(record, json.dumps({
