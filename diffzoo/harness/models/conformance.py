@@ -89,14 +89,6 @@ def _outputs(out: Any) -> list[torch.Tensor]:
             for f in ("mask_logits", "mask_probs", "labels", "image_score") if getattr(out, f, None) is not None]
 
 
-def _max_difference(a: Any, b: Any) -> float | None:
-    """Largest absolute difference between two outputs (None: not comparable)."""
-    ta, tb = _outputs(a), _outputs(b)
-    if len(ta) != len(tb) or any(x.shape != y.shape for x, y in zip(ta, tb)):
-        return None
-    return max((float((x - y).abs().max()) for x, y in zip(ta, tb) if x.numel()), default=0.0)
-
-
 class _Report:
     def __init__(self, detector: str, task: str):
         self.detector, self.task = detector, task
@@ -245,9 +237,11 @@ def _attribute_problems(det: Detector, card: DetectorCard, task: str, label_spac
 
 
 def _same(a: Any, b: Any, what: str, tolerance: float = 1e-5) -> str | None:
-    diff = _max_difference(a, b)
-    if diff is None:
+    """None if outputs ``a`` and ``b`` have the same tensors, equal within ``tolerance``; else what differs."""
+    ta, tb = _outputs(a), _outputs(b)
+    if len(ta) != len(tb) or any(x.shape != y.shape for x, y in zip(ta, tb)):
         return f"{what} gave outputs of different kinds or shapes"
+    diff = max((float((x - y).abs().max()) for x, y in zip(ta, tb) if x.numel()), default=0.0)
     if diff > tolerance:
         return f"{what} gave different outputs (largest difference {diff:.3g} > {tolerance})"
     return None
