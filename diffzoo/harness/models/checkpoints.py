@@ -336,13 +336,9 @@ def describe_mismatch(expected: Mapping[str, Any], given: Mapping[str, Any], lim
         for k in expected
         if k in given and (_shape(given[k]) is None or _shape(given[k]) != _shape(expected[k], True))
     ]
-    parts = []
-    if shapes:
-        parts.append(f"{len(shapes)} tensor shape(s) differ: {name_some(shapes, limit, '; ')}")
-    if missing:
-        parts.append(f"{len(missing)} tensor(s) missing from the checkpoint: {name_some(missing, limit)}")
-    if unexpected:
-        parts.append(f"{len(unexpected)} unexpected tensor(s): {name_some(unexpected, limit)}")
+    parts = [f"{len(keys)} {what}: {name_some(keys, limit, sep)}" for keys, what, sep in (
+        (shapes, "tensor shape(s) differ", "; "), (missing, "tensor(s) missing from the checkpoint", ", "),
+        (unexpected, "unexpected tensor(s)", ", ")) if keys]
     return "; ".join(parts) or None
 
 
