@@ -225,18 +225,16 @@ def per_rank_batch(batch_size: int) -> int:
     return batch_size // world
 
 
-def make_sampler(data: torch.utils.data.Dataset, seed: int,
-                 shuffle: bool = True) -> torch.utils.data.DistributedSampler | None:
+def make_sampler(data: torch.utils.data.Dataset, seed: int) -> torch.utils.data.DistributedSampler | None:
     """A DistributedSampler giving this rank its part of ``data`` (shuffled
     from ``seed`` + epoch), or None in a single process, where the caller
     keeps its own sampler.  Call ``set_epoch`` on it before each pass."""
     if world_size() == 1:
         return None
-    return torch.utils.data.DistributedSampler(data, num_replicas=world_size(), rank=rank(),
-                                               shuffle=shuffle, seed=seed)
+    return torch.utils.data.DistributedSampler(data, num_replicas=world_size(), rank=rank(), shuffle=True, seed=seed)
 
 
-def wrap_ddp(model: nn.Module, device: torch.device, **ddp_options: Any) -> nn.Module:
+def wrap_ddp(model: nn.Module, device: torch.device) -> nn.Module:
     """``model`` wrapped in DistributedDataParallel under torchrun, else itself.
 
     The wrapper shares ``model``'s parameters, so training it trains
@@ -245,4 +243,4 @@ def wrap_ddp(model: nn.Module, device: torch.device, **ddp_options: Any) -> nn.M
     if world_size() == 1:
         return model
     ids = [device.index] if device.type == "cuda" else None
-    return nn.parallel.DistributedDataParallel(model, device_ids=ids, **ddp_options)
+    return nn.parallel.DistributedDataParallel(model, device_ids=ids)
