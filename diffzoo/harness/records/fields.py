@@ -61,12 +61,12 @@ class FieldReader:
             self.fail(key, "must not be empty")
         return value
 
-    def integer(self, key: str, low: int = 0, high: int | None = None, default: int = 0,
-                required: bool = True) -> int:
-        value = self.get(key, default, required=required)
+    def integer(self, key: str, low: int = 0, high: int | None = None, required: bool = True) -> int:
+        """An integer in [low, high); 0 when absent (noted when ``required``) or not an integer."""
+        value = self.get(key, 0, required=required)
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(key, f"must be an integer, got {value!r}")
-            return default
+            return 0
         if value < low or (high is not None and value >= high):
             self.fail(key, f"is {value}, outside [{low}, {high if high is not None else 'inf'})")
         return value
