@@ -81,17 +81,12 @@ class CropDataset(torch.utils.data.Dataset):
         self.dataset, self.ids, self.task, self.cfg = dataset, ids, task, cfg
         self.rank = distributed.rank()  # read here: workers may not see the process group
 
-    def _item(self, key: int | tuple[int, ...]) -> tuple[int, np.random.Generator]:
-        """(index, the generator of this item's draws) of a plain index or an
-        (index, epoch, position) key."""
-        index, *stream = key if isinstance(key, tuple) else (key,)
-        return index, np.random.default_rng([self.cfg.seed, self.rank, index, *stream])
-
     def __len__(self) -> int:
         return len(self.ids)
 
     def __getitem__(self, key: int | tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor] | None:
-        index, rng = self._item(key)
+        index, *stream = key if isinstance(key, tuple) else (key,)  # a plain index or (index, epoch, position)
+        rng = np.random.default_rng([self.cfg.seed, self.rank, index, *stream])  # this item's draws
         try:
             sample = self.dataset.load(self.ids[index])
         except CorruptSampleError as exc:
