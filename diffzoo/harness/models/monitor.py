@@ -246,7 +246,10 @@ class TrainMonitor:
                 writer.flush()
         except BaseException:
             self._writer = None  # failed: close() must not raise the same error a second time
-            _close_quietly(writer)
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - the first error is the one reported
+                log.debug("closing a failed TensorBoard writer", exc_info=True)
             raise
 
 
@@ -308,11 +311,3 @@ def _events_file(writer: Any, folder: Path | None) -> Path | str:
         return Path(writer.file_writer.event_writer._file_name)
     except AttributeError:
         return folder if folder is not None else "the TensorBoard events file"
-
-
-def _close_quietly(writer: Any) -> None:
-    """Close a writer that has already failed (its error is being raised)."""
-    try:
-        writer.close()
-    except Exception:  # noqa: BLE001 - the first error is the one reported
-        log.debug("closing a failed TensorBoard writer", exc_info=True)
