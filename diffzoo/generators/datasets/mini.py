@@ -215,9 +215,9 @@ def build_mini(
         built_in_place_of,
         labels_text,
         manifest_text,
-        png_bytes,
         sample_paths,
-        save_file,
+        save_png,
+        save_text,
     )
     from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample, torch_threads
     from diffzoo.generators.generate.regions import Region
@@ -246,13 +246,13 @@ def build_mini(
                 ]
                 edited = edit_sample(image, [lambda _image, _done, t=t: (t,) for t in turns], editors, label_space)
                 for path, array in zip(sample_paths(tmp, plan.id), (edited.image, edited.label)):
-                    save_file(path, png_bytes(array))
+                    save_png(array, path)
                 manifest.append(SampleMeta(id=plan.id, base=plan.base, turns=plan.turns, source=SOURCE).to_dict())
                 if progress is not None:
                     progress(done, len(plans))
-            save_file(tmp / MANIFEST_FILE, manifest_text(manifest))
-            save_file(tmp / LABELS_FILE, labels_text(label_space))
-            save_file(tmp / README, _readme(n_images, size, seed, label_space))
+            save_text(tmp / MANIFEST_FILE, manifest_text(manifest))
+            save_text(tmp / LABELS_FILE, labels_text(label_space))
+            save_text(tmp / README, _readme(n_images, size, seed, label_space))
         log.info("built mini (%d images, %d px) at %s in %.1fs", n_images, size, root, time.perf_counter() - started)
         return root
 

@@ -30,7 +30,7 @@ from diffzoo.generators.editors.labels import (
     difference_label,
     label_settings,
 )
-from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, png_bytes, save_file
+from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save_png, save_text
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, not_found
 from diffzoo.harness.core.fsutil import writing
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
@@ -124,13 +124,13 @@ def label_pairs(
             report.counts[rows[-1]["status"]] += 1
             if progress is not None:
                 progress(done, len(stems))
-        save_file(tmp / MANIFEST_FILE, manifest_text(rows))
-        save_file(tmp / LABELS_FILE, labels_text(label_space))
+        save_text(tmp / MANIFEST_FILE, manifest_text(rows))
+        save_text(tmp / LABELS_FILE, labels_text(label_space))
         settings = label_settings(tau, min_area, max_area, cleanup, AlignParams() if align_images else None)
         unmatched = {"orig_only": report.orig_only, "gen_only": report.gen_only}
         summary = {"orig_dir": str(orig_dir), "gen_dir": str(gen_dir), "frame": frame, "editor": editor,
                    "settings": settings, "counts": report.counts, "unmatched": unmatched}  # fmt: skip
-        save_file(tmp / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+        save_text(tmp / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     log.info("label-pairs: %s -> %s %s", gen_dir, out, report.counts)
     return report
 
@@ -158,6 +158,6 @@ def _label_one(
                 shutil.copyfile(gen_path, copy)
         else:
             mask = res.mask
-            save_file(pairs_dir / f"{stem}.image.png", png_bytes(res.rectified))
-        save_file(pairs_dir / f"{stem}.mask.png", png_bytes(mask))
+            save_png(res.rectified, pairs_dir / f"{stem}.image.png")
+        save_png(mask, pairs_dir / f"{stem}.mask.png")
     return row

@@ -90,11 +90,19 @@ def png_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def save_file(path: Path, data: bytes | str) -> None:
-    """Write bytes or UTF-8 text to ``path`` in a folder :func:`built_in_place_of` makes whole (so
-    without :func:`write_file`'s temp file + rename); a full disk names ``path``."""
+def save_png(array: np.ndarray, path: Path) -> None:
+    """Write ``array`` as a PNG (into a folder :func:`built_in_place_of` makes whole); a full
+    disk names ``path``."""
+    data = png_bytes(array)
     with writing(path):
-        Path(path).write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        Path(path).write_bytes(data)
+
+
+def save_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` (into a folder :func:`built_in_place_of` makes whole);
+    a full disk names ``path``."""
+    with writing(path):
+        Path(path).write_text(text, encoding="utf-8")
 
 
 def labels_text(label_space: LabelSpace) -> str:
