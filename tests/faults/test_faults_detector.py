@@ -154,6 +154,24 @@ def test_a_dataset_load_or_distortion_that_raises_names_the_sample_and_dataset(d
                                f"raised KeyError: {first!r}")
 
 
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_dataset_load_that_raises_in_training_names_the_sample_and_dataset(capsys, diffseg_folder, monkeypatch,
+                                                                              workers):
+    """A training's read error was the detector's ("its fit raised"), with a loader worker's traceback."""
+    from diffzoo.harness.data.adapters.diffseg30k import DiffSeg30kDataset
+
+    def load(self, sid):
+        raise KeyError(sid)
+
+    monkeypatch.setattr(DiffSeg30kDataset, "load", load)
+    code, _, stderr = cli(capsys, "train", "--detector", "segformer.tiny", "--dataset", diffseg_folder, "--device",
+                          "cpu", "--iterations", "4", "--batch-size", "2", "--crop-size", "32", "--workers", workers)
+    assert code == 1 and "Traceback" not in stderr and "its fit" not in stderr, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"error: sample '(\w+)' of dataset '\w+': reading it for training raised KeyError: '\1'",
+                        last), last
+
+
 # -- through the CLI: one line, exit non-zero, no record -------------------------------
 
 def _half_size(x):

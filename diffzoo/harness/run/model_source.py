@@ -8,26 +8,28 @@ that shares the cache waits, then loads the first's checkpoint.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import torch
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.cards import Release
-from diffzoo.harness.core.errors import ConfigError, ModelError, PluginError, plugin_code
+from diffzoo.harness.core.errors import ConfigError, DiffzooError, ModelError, PluginError, plugin_code
 from diffzoo.harness.core.fsutil import lock_open_file, writing
 from diffzoo.harness.core.progress import Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.registry import Entry
-from diffzoo.harness.core.types import BINARY, StateKey, Task
+from diffzoo.harness.core.types import BINARY, Sample, StateKey, Task
 from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, sweep_partial
 from diffzoo.harness.models.detector import other_detector
 from diffzoo.harness.models.divergence import refuse_nonfinite
@@ -192,10 +194,13 @@ class ModelSource:
             def preparing(done_: int, total: int) -> None:  # e.g. features extracted before step 1
                 task.advance(0, preparing=f"{done_}/{total}")
 
+            data = cast(Dataset, _Reading(self.dataset))
             try:
                 with plugin_code(self._plugin("its fit")):
-                    log_ = det.fit(TrainData(self.dataset, ids, TrainHooks(resume, monitor, preparing)), job.config,
+                    log_ = det.fit(TrainData(data, ids, TrainHooks(resume, monitor, preparing)), job.config,
                                    progress=advance)
+            except DiffzooError as exc:
+                raise _own_message(exc) from exc.__cause__
             finally:
                 monitor.close()
         try:  # the training log goes into the card and every record: a JSON mapping
@@ -235,6 +240,38 @@ class ModelSource:
         """``ckpt`` with the training's log folder in the cache (when it has one) and its name."""
         folder = train_log_dir(self.entry.name, job.key)
         return replace(ckpt, log_dir=folder if folder.is_dir() else None, model_name=model_name(self.entry.name, job))
+
+
+class _Reading:
+    """A dataset as a training reads it: a sample whose reading raises names itself and the
+    dataset (:func:`~..core.errors.plugins_bug`, as an evaluation's does); the rest is the dataset's."""
+
+    def __init__(self, dataset: Dataset):
+        self.wrapped = dataset
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "wrapped":  # an unpickled copy before its state is set: no dataset to ask
+            raise AttributeError(name)
+        return getattr(self.wrapped, name)
+
+    def load(self, sample_id: str) -> Sample:
+        with plugin_code(f"sample {sample_id!r} of dataset {self.wrapped.name!r}: reading it for training"):
+            return self.wrapped.load(sample_id)
+
+
+LOADER_WORKER = re.compile(r"Caught \w+ in DataLoader worker process \d+\.\n")
+"""How torch's message of an error re-raised from a loader worker starts (the worker's traceback follows)."""
+
+
+def _own_message(exc: DiffzooError) -> DiffzooError:
+    """``exc`` with its own one-line message where torch re-raised it from a loader worker, whose
+    traceback it then carries as its message (the traceback's last line is ``Type: message``)."""
+    text = str(exc)
+    if not LOADER_WORKER.match(text):
+        return exc
+    error = copy.copy(exc)
+    error.args = (text.rstrip("\n").rsplit("\n", 1)[-1].partition(": ")[2],)
+    return error
 
 
 @contextmanager
