@@ -5,6 +5,7 @@ tests import, is in ``tests/helpers/``."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from pathlib import Path
 
@@ -119,3 +120,12 @@ def metric_reduce_path(request, monkeypatch):
 
         monkeypatch.setattr(state, "reduce_numpy", via_torch)
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler():
+    """The CLI ignores a second Ctrl-C once it exits after the first: a test that runs it in-process
+    gets pytest's handler back."""
+    handler = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, handler)

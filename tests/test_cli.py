@@ -295,3 +295,35 @@ def test_the_cli_reference_documents_every_command():
     documented = {line[len("## diffzoo"):].strip() for line in reference.splitlines() if line.startswith("## diffzoo")}
     missing = [p or "(the app)" for p in paths(typer.main.get_command(app)) if p not in documented]
     assert not missing, f"run docs/make_cli_reference.sh after adding {missing} to its list"
+
+
+def test_after_ctrl_c_a_second_one_while_exiting_is_ignored(capsys, monkeypatch):
+    """The second Ctrl-C of two in quick succession printed torch's exit handlers' traceback."""
+    import signal
+
+    import diffzoo.api as api
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "evaluate", interrupted)
+    code, _, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard")
+    assert code == 130 and err.startswith("interrupted")
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_more_workers_than_cores_are_capped_at_the_cores_in_one_warning(capsys, caplog, monkeypatch, diffseg_folder):
+    """``--workers 1000`` started a thousand loader processes; the request (the record) keeps 1000."""
+    import diffzoo.harness.run.loading as loading
+    from diffzoo.harness.run.request import RunRequest
+    from diffzoo.harness.run.runner import Runner
+
+    monkeypatch.setattr(loading, "available_cores", lambda: 3)
+    assert loading.usable_workers(3) == 3 and not caplog.records
+    request = RunRequest(detector="segformer.tiny", dataset=str(diffseg_folder), device="cpu", workers=1000)
+    runner = Runner(request)
+    assert runner.workers == 3 and runner.config.num_workers == 3 and runner.request.to_dict()["workers"] == 1000
+    assert Runner(request).workers == 3  # a reference detector's runner: said once
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "workers" in r.getMessage()]
+    assert warning == "1000 loader workers asked for, more than the 3 CPU core(s) this process may use: at most 3 " \
+                      "are started"

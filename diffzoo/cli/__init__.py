@@ -8,12 +8,15 @@ message, with its "Did you mean ...?", and exit 2.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import io
 import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import typer
 
@@ -50,13 +53,21 @@ RESUMING = frozenset({"run", "train", "generate", "sweep", "reproduce"})
 resume points, samples and jobs kept); the others start again."""
 
 
-def _interrupted(args: list[str]) -> None:
+def _exit_stopped(code: int) -> NoReturn:
+    """Exit with ``code`` once a Ctrl-C was handled: a second one while the process shuts down
+    (torch's exit handlers) is ignored, never a traceback."""
+    with contextlib.suppress(ValueError):  # not the main thread: its signals are not ours to set
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
+def _interrupted(args: list[str]) -> NoReturn:
     command = next((a for a in args if not a.startswith("-")), "")
     again = ("the same command run again reuses what was finished" if command in RESUMING else
              "the same command run again starts anew")
     err_console.print(f"interrupted: nothing half-written is kept (every file is written whole or not at all); "
                       f"{again}", soft_wrap=True)
-    sys.exit(INTERRUPTED)
+    _exit_stopped(INTERRUPTED)
 
 
 def configure_logging(debug: bool) -> None:
@@ -165,12 +176,12 @@ def main(argv: list[str] | None = None) -> None:
     except TrainingStopped as exc:  # SIGINT/SIGTERM during training: not an error, its state is saved
         if int(os.environ.get("RANK", "0") or 0) == 0:  # every rank stops at one step; rank 0 says it once
             err_console.print(term(exc), highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
+        _exit_stopped(exc.exit_code)
     except (typer.Exit, SystemExit) as exc:
         sys.exit(getattr(exc, "exit_code", getattr(exc, "code", 0)))
     except typer.Abort:
         err_console.print("aborted")
-        sys.exit(130)
+        _exit_stopped(INTERRUPTED)
     except KeyboardInterrupt:
         _interrupted(args)
     except CLICK_ERRORS as exc:  # usage errors: click's message, exit 2

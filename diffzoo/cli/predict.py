@@ -58,6 +58,7 @@ def predict_cmd(
     and one line per image in predictions.jsonl.  Each verdict is the one the
     leaderboard's image row of that name gives (docs/metrics.md).
     """
+    from diffzoo.harness.run.loading import usable_workers
     from diffzoo.harness.run.prediction import (  # torch: not at start-up
         PREDICTIONS_FILE,
         collect_images,
@@ -83,8 +84,8 @@ def predict_cmd(
     pixel = "argmax" if det.task == "semantic" else "none" if det.task == "classification" else f"{t.pixel:g}"
     console.print(f"[bold]thresholds[/] {term(t.source)}: pixel {pixel}, area {t.area:.4g}, score {t.score:g}")
     progress = RichProgress(console) if len(paths) > 1 else NullProgress()
-    rows = predict_files(model, paths, out, progress, resolve_workers(workers, getattr(det, "device", "cpu")),
-                         place=folder.check_writable)
+    workers = usable_workers(resolve_workers(workers, getattr(det, "device", "cpu")))
+    rows = predict_files(model, paths, out, progress, workers, place=folder.check_writable)
     console.print(_table(rows, det.task))
     failed = [r for r in rows if "error" in r]
     for name, verdicts in _by_row(rows).items():

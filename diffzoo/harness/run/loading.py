@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from diffzoo.harness.core.parallel import ordered_map, sendable
+from diffzoo.harness.core.parallel import available_cores, ordered_map, sendable
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import SampleMeta, shareable
 from diffzoo.harness.data.distortions import resize_image, shorter_side_size
@@ -37,6 +37,21 @@ log = logging.getLogger(__name__)
 
 Distortion = Callable[..., tuple[np.ndarray, np.ndarray]]
 """``distortion(image, label, **params) -> (image, label)`` (docs/distortions.md)."""
+
+
+def usable_workers(workers: int) -> int:
+    """``workers``, at most the CPU cores this process may use (more only compete for them,
+    and each takes memory), said in one warning line when it is more."""
+    cores = available_cores()
+    if workers > cores:
+        _say_capped(workers, cores)
+    return min(workers, cores)
+
+
+@functools.cache  # once per process: the runners of a run's reference detectors ask again
+def _say_capped(workers: int, cores: int) -> None:
+    log.warning("%d loader workers asked for, more than the %d CPU core(s) this process may use: "
+                "at most %d are started", workers, cores, cores)
 
 
 def detector_input(image: np.ndarray, short_side: int | None) -> np.ndarray:

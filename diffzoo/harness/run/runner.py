@@ -33,7 +33,7 @@ from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.model import TrainOverlap
 from diffzoo.harness.run.evaluate import Evaluator
 from diffzoo.harness.run.factories import open_dataset, open_dataset_with
-from diffzoo.harness.run.loading import image_digests
+from diffzoo.harness.run.loading import image_digests, usable_workers
 from diffzoo.harness.run.model_source import CheckpointInfo, ModelSource, check_checkpoints
 from diffzoo.harness.run.plan import (
     CaseKey,
@@ -93,7 +93,8 @@ class Runner:
         self.request, self.only = request, only
         check_usable_dir(cache_root(), f"the diffzoo cache (${CACHE_ENV})")  # checkpoints, resume states
         self.device = distributed.init(resolve_device(request.device))  # joins torchrun's group
-        self.workers = resolve_workers(request.workers, self.device)  # the default depends on the device
+        # the default depends on the device; the request keeps what was asked for (records are reproducible)
+        self.workers = usable_workers(resolve_workers(request.workers, self.device))
         self.progress = (progress or NullProgress()) if distributed.is_main() else NullProgress()
         self.entry = get_registry().get("detector", request.detector)  # unknown names fail before any work
         self.suites: list[Suite] = self._suites() if request.suite else []
