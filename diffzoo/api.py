@@ -193,9 +193,8 @@ def _store(result: Evaluation, out: Path, rerun: bool) -> None:
             confusion_png(body.confusion, body.label_space, out / PLOTS_DIR / f"{name}-confusion.png",
                           title=f"{body.detector.name} on {ds.name}")
     result.training = copy_training_logs(result.checkpoints, out)
-    notice = ds.notice
     result.written = write_summary(result.summary, out, title=f"diffzoo run: {result.plans[0].card.name} on "
-                                   f"{ds.name}", notes=[notice] if notice else [])
+                                   f"{ds.name}", notes=[ds.notice] if ds.notice else [])
 
 
 def train(detector: str | None = None, dataset: str | None = None, *, task: str = "binary",
@@ -208,10 +207,10 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     request = make_request(request, detector=detector, suite="", dataset=dataset, **options)
     if isinstance(exclude_editors, str):  # the command line's spelling: sd2,glide
         exclude_editors = exclude_editors.split(",")
-    names = (str(e).strip() for e in exclude_editors)
+    names = tuple(name for name in (str(e).strip() for e in exclude_editors) if name)
     with reporting(progress):  # the dataset's first fingerprint is shown as it is read
         runner = Runner(request, progress)
-        plan = runner.training_plan(task, tuple(name for name in names if name))
+        plan = runner.training_plan(task, names)
     if on_plan is not None:
         on_plan(runner, plan)
     if out is not None:

@@ -81,16 +81,14 @@ def compare(then: dict[str, Any], now: dict[str, Any], tolerance: float
     the names of those not within it (0: equal as record numbers, undefined equal to undefined)."""
     from diffzoo.harness.records.check import same
 
-    rows, moved = [], []
+    rows = []
     for name in sorted(set(then) | set(now)):
         a, b = then.get(name), now.get(name)
         defined = isinstance(a, (int, float)) and isinstance(b, (int, float)) and not any(
             isinstance(v, float) and math.isnan(v) for v in (a, b))
         ok = same(a, b) or (defined and abs(b - a) <= tolerance)
         rows.append((name, _shown(a), _shown(b), f"{b - a:+.6g}" if defined else "", ok))
-        if not ok:
-            moved.append(name)
-    return rows, moved
+    return rows, [row[0] for row in rows if not row[4]]
 
 
 def _shown(value: Any) -> str:

@@ -96,9 +96,8 @@ def print_plan(result: Evaluation) -> None:
     """The dataset and every model's plan, before any work."""
     ds = result.dataset
     print_dataset(ds, result.plans[0].fingerprint)
-    notice = ds.notice
-    if notice:
-        console.print(f"[yellow]note:[/] {term(notice)}")
+    if ds.notice:
+        console.print(f"[yellow]note:[/] {term(ds.notice)}")
     for i, plan in enumerate(result.plans):
         for line in plan.describe():
             console.print(f"[bold]plan[/] [dim](reference)[/] {term(line)}" if i else f"[bold]plan[/] {term(line)}")
@@ -131,8 +130,7 @@ def print_result(result: Evaluation) -> None:
         logs = Path(result.store.root) / "train"
         console.print(f"training logs of {len(result.training)} model(s) in {term(logs)} (tensorboard --logdir "
                       f"{term(logs)}); curves in {term(logs.parent / 'plots')}/*-training.png")
-    notice = ds.notice
-    if notice:
-        console.print(f"[yellow]note:[/] {term(notice)}")
+    if ds.notice:
+        console.print(f"[yellow]note:[/] {term(ds.notice)}")
     for o in result.conflicts:
         console.print(f"[bold red]{term(o.reason)}[/]", soft_wrap=True)
