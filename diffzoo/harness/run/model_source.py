@@ -12,7 +12,6 @@ import copy
 import json
 import logging
 import math
-import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -259,15 +258,11 @@ class _Reading:
             return self.wrapped.load(sample_id)
 
 
-LOADER_WORKER = re.compile(r"Caught \w+ in DataLoader worker process \d+\.\n")
-"""How torch's message of an error re-raised from a loader worker starts (the worker's traceback follows)."""
-
-
 def _own_message(exc: DiffzooError) -> DiffzooError:
     """``exc`` with its own one-line message where torch re-raised it from a loader worker, whose
     traceback it then carries as its message (the traceback's last line is ``Type: message``)."""
     text = str(exc)
-    if not LOADER_WORKER.match(text):
+    if not text.startswith(f"Caught {type(exc).__name__} in DataLoader worker process "):
         return exc
     error = copy.copy(exc)
     error.args = (text.rstrip("\n").rsplit("\n", 1)[-1].partition(": ")[2],)
