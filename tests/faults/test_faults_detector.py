@@ -11,6 +11,7 @@ training-free detector on a fresh cache.
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 from pathlib import Path
 
@@ -157,7 +158,9 @@ def test_a_dataset_load_or_distortion_that_raises_names_the_sample_and_dataset(d
 @pytest.mark.parametrize("workers", [0, 1])
 def test_a_dataset_load_that_raises_in_training_names_the_sample_and_dataset(capsys, diffseg_folder, monkeypatch,
                                                                               workers):
-    """A training's read error was the detector's ("its fit raised"), with a loader worker's traceback."""
+    """A training's read error is the dataset's, not the detector's ("its fit raised"), in one line without a
+    loader worker's traceback; the workers end with the training (they ignore SIGTERM, so one left alive would
+    hold the process at exit)."""
     from diffzoo.harness.data.adapters.diffseg30k import DiffSeg30kDataset
 
     def load(self, sid):
@@ -170,6 +173,7 @@ def test_a_dataset_load_that_raises_in_training_names_the_sample_and_dataset(cap
     last = stderr.strip().splitlines()[-1]
     assert re.fullmatch(r"error: sample '(\w+)' of dataset '\w+': reading it for training raised KeyError: '\1'",
                         last), last
+    assert not multiprocessing.active_children()
 
 
 # -- through the CLI: one line, exit non-zero, no record -------------------------------

@@ -110,6 +110,15 @@ class BatchStream:
     def __iter__(self) -> BatchStream:
         return self
 
+    def close(self) -> None:
+        """End the loader's workers now.  They ignore SIGINT and SIGTERM (``quiet_worker``), so
+        workers of an iterator that an exception's traceback keeps alive would hold the process
+        at exit, joined by multiprocessing for ever."""
+        shutdown = getattr(self._it, "_shutdown_workers", None)  # torch's multi-process iterator only
+        if shutdown is not None:
+            shutdown()
+        self._it = None
+
     def __next__(self) -> Any:
         while True:
             if self._it is None:

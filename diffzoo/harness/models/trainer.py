@@ -20,6 +20,7 @@ import math
 import signal
 import time
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 import numpy as np
@@ -182,7 +183,7 @@ def train_loop(
     watch = LabelWatch(data_name, min(LABEL_PATIENCE, cfg.iterations - start))
     monitor.start(start, cfg.iterations, device)
     world = distributed.world_size()
-    with StopSignals() as signals:
+    with StopSignals() as signals, closing(batches):  # its workers end with the loop, however it ends
         for step in range(start, cfg.iterations):
             began = time.perf_counter()
             batch = next(batches)
