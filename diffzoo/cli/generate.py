@@ -107,8 +107,9 @@ def generate_cmd(
     )  # fmt: skip
     with rank_output(console):
         generator = pipeline.DatasetGenerator(config)
+        out_dir = OutputDir(out)
         for relpath in pipeline.WRITES:  # a link inside --out would take the dataset's files outside it
-            OutputDir(out).check_writable(relpath)
+            out_dir.check_writable(relpath)
         with counter_callback(RichProgress(console), "generating") as callback:
             summary = generator.run(progress=callback)
     if summary is None:  # torchrun rank > 0
