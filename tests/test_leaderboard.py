@@ -299,6 +299,30 @@ def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
     assert not diff(resolve("v1", store), resolve("v1", store)).moved
 
 
+def test_diff_json_is_the_same_diff_and_each_row_names_its_checkpoints(tmp_path, capsys):
+    store = RecordStore(tmp_path)
+    store.add(make_record("a"))
+    store.add(make_record("gone", checkpoint="cd" * 32))
+    freeze(store, "v1")
+    store.add(make_record("a", checkpoint="ef" * 32, metrics={**make_record().metrics, "mIoU": 0.65},
+                          date="2026-12-01T00:00:00+00:00"))
+    store.add(make_record("new", checkpoint="12" * 32))
+    freeze(store, "v2", detectors=["a", "new"])
+    code, out, _ = cli(capsys, "leaderboard", "diff", "v1", "v2", "--store", str(tmp_path), "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert (result["a"], result["b"]) == ("v1", "v2")
+    [table] = result["tables"]
+    assert table["status"] == "matched" and table["key"]["dataset"] == "mini"
+    rows = {r["detector"]: r for r in table["rows"]}
+    assert rows["a"]["status"] == "changed" and rows["a"]["checkpoint"] == ["ab" * 32, "ef" * 32]
+    [change] = rows["a"]["changes"]
+    assert change["metric"] == "mIoU" and (change["before"], change["after"]) == (0.6, 0.65)
+    assert change["delta"] == pytest.approx(0.05)
+    assert rows["gone"]["status"] == "removed" and rows["gone"]["checkpoint"] == ["cd" * 32, None]  # A's only
+    assert rows["new"]["status"] == "added" and rows["new"]["checkpoint"] == [None, "12" * 32]  # B's only
+
+
 # -- publishing ------------------------------------------------------------------------------
 def test_text_formats_carry_values_cis_provenance_and_escape_names(tmp_path):
     store = RecordStore(tmp_path)

@@ -80,6 +80,10 @@ def _latest(table: Table) -> dict[str, Row]:
                   date=lambda row: row.provenance.get("date") or "")
 
 
+def _checkpoint(row: Row) -> str | None:
+    return row.provenance.get("checkpoint_sha256")
+
+
 def _same(x: float | None, y: float | None) -> bool:
     if x is None or y is None:
         return x is y
@@ -113,15 +117,15 @@ def diff(a: Selection, b: Selection) -> Diff:
         metrics = [c.key for c in tb[key].columns]
         rows = []
         for det in sorted(set(ra) | set(rb)):
-            if det not in rb:
-                rows.append(RowChange(det, "removed"))
+            if det not in rb:  # a row on one side names that side's checkpoint
+                rows.append(RowChange(det, "removed", checkpoint=(_checkpoint(ra[det]), None)))
             elif det not in ra:
-                rows.append(RowChange(det, "added"))
+                rows.append(RowChange(det, "added", checkpoint=(None, _checkpoint(rb[det]))))
             else:
                 before = {m: ra[det].cells[m].value if m in ra[det].cells else None for m in metrics}
                 changes = [MetricChange(m, before[m], rb[det].cells[m].value) for m in metrics
                            if not _same(before[m], rb[det].cells[m].value)]
-                ckpt = (ra[det].provenance.get("checkpoint_sha256"), rb[det].provenance.get("checkpoint_sha256"))
+                ckpt = (_checkpoint(ra[det]), _checkpoint(rb[det]))
                 moved = [f"{name} {ra[det].conditions.get(name)} -> {value}"
                          for name, value in rb[det].conditions.items() if ra[det].conditions.get(name) != value]
                 rows.append(RowChange(det, "changed" if changes or moved else "same", changes, ckpt, moved))

@@ -168,15 +168,6 @@ class DetectorCard:
                 del d[name]
         return d
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> DetectorCard:
-        d = dict(d)
-        d["tasks"] = tuple(d["tasks"])
-        d["mean"], d["std"] = tuple(d["mean"]), tuple(d["std"])
-        d["recipe"] = {k: RecipeValue(**v) for k, v in d.get("recipe", {}).items()}
-        d.pop("releases", None)
-        return cls(**d)
-
     def fingerprint(self) -> str:
         return stable_hash(self.to_dict())
 
