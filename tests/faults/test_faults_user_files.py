@@ -71,6 +71,9 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", "iterations: lots", ["--iterations takes an integer, got 'lots'"]),
     ("run", "iterations: 1.5", ["--iterations takes an integer, got 1.5"]),
     ("run", "iterations: true", ["--iterations takes an integer, got True"]),
+    ("run", "seed: '3'", ["--seed takes an integer, got '3'"]),  # text, as every integer option says it
+    ("run", "seed: -1", ["--seed -1 is not a valid seed: give an integer from 0 to 2**63 - 1"]),
+    ("train", "seed: '3'", ["--seed takes an integer, got '3'"]),
     ("run", "suite: {a: 1}", ["--suite takes text, got {'a': 1}"]),
     ("run", "eval_dataset: 5", ["--eval-dataset takes a list, got 5"]),
     ("run", "checkpoint: [null]", ["--checkpoint takes a path, got None"]),

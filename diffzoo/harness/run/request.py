@@ -153,7 +153,6 @@ class RunRequest:
         from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
         from diffzoo.harness.models.resume import check_every
 
-        check_seed(self.seed, "--seed")
         if self.extra_authentic == "":
             self.extra_authentic = None
         hints = _field_types()
@@ -165,6 +164,7 @@ class RunRequest:
                     raise ConfigError(f"{flag} takes {_KINDS[list]}, got {value!r}")
                 value = f.metadata["parse"](value)
             setattr(self, f.name, typed_value(flag, value, hints[f.name]))
+        check_seed(self.seed, "--seed")  # its range; its type is the loop's rule, as every integer's
         from diffzoo.harness.models.releases import release_name
 
         release_name(self.weights)  # released:NAME, or nothing
