@@ -274,7 +274,9 @@ def test_a_rerun_of_the_same_run_is_one_row(tmp_path):
     assert row.record_id == rerun.id and row.provenance["git"] == "fedcba9876543210"
 
 
-def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
+def _two_versions(tmp_path) -> RecordStore:
+    """v1: detectors a and gone; v2: a retrained (mIoU 0.6 -> 0.65), gone dropped, new added,
+    and a on suite version 2 (a table v1 lacks)."""
     store = RecordStore(tmp_path)
     store.add(make_record("a"))
     store.add(make_record("gone", checkpoint="cd" * 32))
@@ -284,6 +286,11 @@ def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
     store.add(make_record("new", checkpoint="12" * 32))
     store.add(make_record("a", suite_version="2"))
     freeze(store, "v2", detectors=["a", "new"])
+    return store
+
+
+def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
+    store = _two_versions(tmp_path)
     result = diff(resolve("v1", store), resolve("v2", store))
     by_status = {(t.key.suite_version, t.status): t for t in result.tables}
     assert "not comparable: suite_version 1 -> 2" in by_status[("2", "added")].note
@@ -300,20 +307,15 @@ def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
 
 
 def test_diff_json_is_the_same_diff_and_each_row_names_its_checkpoints(tmp_path, capsys):
-    store = RecordStore(tmp_path)
-    store.add(make_record("a"))
-    store.add(make_record("gone", checkpoint="cd" * 32))
-    freeze(store, "v1")
-    store.add(make_record("a", checkpoint="ef" * 32, metrics={**make_record().metrics, "mIoU": 0.65},
-                          date="2026-12-01T00:00:00+00:00"))
-    store.add(make_record("new", checkpoint="12" * 32))
-    freeze(store, "v2", detectors=["a", "new"])
+    _two_versions(tmp_path)
     code, out, _ = cli(capsys, "leaderboard", "diff", "v1", "v2", "--store", str(tmp_path), "--json")
     assert code == 0
     result = json.loads(out)
     assert (result["a"], result["b"]) == ("v1", "v2")
-    [table] = result["tables"]
+    [table, added] = result["tables"]
     assert table["status"] == "matched" and table["key"]["dataset"] == "mini"
+    assert added["status"] == "added" and added["rows"] == []
+    assert added["note"].startswith("not comparable: suite_version 1 -> 2")
     rows = {r["detector"]: r for r in table["rows"]}
     assert rows["a"]["status"] == "changed" and rows["a"]["checkpoint"] == ["ab" * 32, "ef" * 32]
     [change] = rows["a"]["changes"]
