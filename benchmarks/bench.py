@@ -17,20 +17,32 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from diffzoo import Dataset, Detector, LabelSpace, Sample, SampleMeta
+
+
+def test_helper(name: str) -> Any:
+    """The module ``tests/helpers/<name>.py``: test-only code the benchmarks reuse (the bF1
+    oracle, random weight files), which the installed package does not ship."""
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests not in sys.path:
+        sys.path.append(tests)
+    return importlib.import_module(f"helpers.{name}")
 
 
 @dataclass

@@ -8,7 +8,7 @@ point: binary (labels 0/1) and semantic (the 9 DiffSeg30k classes), GT and
 prediction drawn independently, ``--size`` squared (default 512).
 
 - before: the distance-transform implementation, kept as the test oracle
-  ``diffzoo.harness.metrics.boundary_oracle`` (a full Euclidean distance
+  ``tests/helpers/boundary_oracle.py`` (a full Euclidean distance
   transform, ``scipy.ndimage.distance_transform_edt``, per class);
 - after: ``diffzoo.harness.metrics.per_class_bf1`` (classes packed into bits,
   the other boundary dilated by the disk of offsets shorter than theta).
@@ -32,10 +32,11 @@ import statistics
 import time
 
 import numpy as np
-from bench import figure, report
+from bench import figure, report, test_helper
 
-from diffzoo.harness.metrics import boundary_oracle as oracle
 from diffzoo.harness.metrics.boundaries import per_class_bf1
+
+oracle = test_helper("boundary_oracle")
 
 GOAL_MS = 30.0
 """The target per 512² worst-case image: the bit-packed code must keep bF1 cheap beside a forward pass."""

@@ -27,7 +27,7 @@ Sections, in this order (``--skip`` leaves any out):
    wall time the loop waits for data (blocked in ``next()`` of its
    iterator / total).  Helpers: ``gpu_data_path.py``.
 3. ``benco``: each IMDL-BenCo detector that builds offline (random init;
-   random weight files, ``plugins/benco/offline.py``, in a temporary cache for
+   random weight files, ``tests/helpers/benco_weights.py``, in a temporary cache for
    those whose constructor needs one): training images/s through its
    ``fit`` (the shared trainer) on in-memory data at its input size, and
    ``predict`` images/s at batch 1, fp32.  Without ``imdlbenco`` the section

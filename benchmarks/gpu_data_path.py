@@ -100,9 +100,10 @@ def inference_rate(det, device, size: int, batch: int, steps: int, amp, warmup: 
 @contextmanager
 def random_weight_files(run, names: list[str]):
     """A temporary $DIFFZOO_CACHE and torch hub folder holding random weight files for the
-    chosen models whose constructor needs one (plugins/benco/offline.py); put back after."""
+    chosen models whose constructor needs one (tests/helpers/benco_weights.py); put back after."""
+    from bench import test_helper
+
     from diffzoo.harness.core.plugins import get_registry
-    from diffzoo.plugins.benco.offline import write_random_weights
     from diffzoo.plugins.benco.specs import SPECS
 
     root = tempfile.mkdtemp(prefix="gpu-check-weights-")
@@ -114,7 +115,7 @@ def random_weight_files(run, names: list[str]):
         for spec in SPECS:
             if spec.key in keys and any(w.required for w in spec.weights):
                 run.attempt(f"random weight files of benco.{spec.key}",
-                            functools.partial(write_random_weights, spec.key))
+                            functools.partial(test_helper("benco_weights").write_random_weights, spec.key))
         yield
     finally:
         if saved_cache is None:

@@ -54,10 +54,11 @@ def detector_names(spec: str | None) -> list[str]:
 
 def random_weight_files() -> None:
     """A temporary $DIFFZOO_CACHE and torch hub cache holding random weight files for every
-    IMDL-BenCo model that needs one (diffzoo/plugins/benco/offline.py)."""
+    IMDL-BenCo model that needs one (tests/helpers/benco_weights.py)."""
     import tempfile
 
-    from diffzoo.plugins.benco.offline import write_random_weights
+    from bench import test_helper
+
     from diffzoo.plugins.benco.specs import SPECS
 
     root = tempfile.mkdtemp(prefix="diffzoo-bench-weights-")
@@ -65,7 +66,7 @@ def random_weight_files() -> None:
     torch.hub.set_dir(os.path.join(root, "hub"))
     for spec in SPECS:
         if any(w.required for w in spec.weights):
-            write_random_weights(spec.key)
+            test_helper("benco_weights").write_random_weights(spec.key)
 
 
 def measure(name: str, args, device: torch.device, dataset: SyntheticEdits) -> dict:

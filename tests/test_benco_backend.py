@@ -200,7 +200,7 @@ def test_fixed_quirks_predict_repeatably(tmp_path, benco, monkeypatch):
     """ManTra-Net's forward rewrites its Bayar filter, SPAN's built random layers every call:
     both predict the same twice (SPAN from an IMTFE weight file the test writes)."""
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
-    from diffzoo.plugins.benco.offline import write_random_weights
+    from helpers.benco_weights import write_random_weights
 
     write_random_weights("span")
     images = torch.rand(1, 3, 40, 56)
@@ -256,7 +256,7 @@ def test_models_that_need_weight_files_build_train_and_match_from_files_the_test
     size, kwargs = WEIGHTED[name]
     card = _small(name, size, **kwargs)
     spec = benco_specs.SPECS[[s.key for s in SPECS].index(card.arch["benco"])]
-    from diffzoo.plugins.benco.offline import write_random_weights
+    from helpers.benco_weights import write_random_weights
 
     assert {p.name for p in write_random_weights(spec.key)} == {w.name for w in spec.weights if w.required}
     torch.manual_seed(0)

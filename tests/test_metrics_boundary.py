@@ -10,8 +10,9 @@ import pytest
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.metrics import boundary, boundary_f1, per_class_bf1, tolerance
-from diffzoo.harness.metrics import boundary_oracle as oracle
 from diffzoo.harness.metrics.bitmorph import dilate_within, disk_half_widths
+
+from helpers import boundary_oracle as oracle
 
 
 def oracle_boundary(mask: np.ndarray) -> np.ndarray:

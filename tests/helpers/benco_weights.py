@@ -1,7 +1,7 @@
 """Random weight files of the right shapes, for the models whose constructor needs one.
 
 TruFor, SPAN, MSCDI-Net (and MVSS-Net, through torch.hub) cannot be built without
-a weight file; offline, the backend's tests and ``benchmarks/benco_speed.py``
+a weight file; offline, the backend's tests and the benchmarks (``train_throughput.py``, ``gpu_check.py``)
 build them from files written here: the same names, in the places diffzoo looks
 for them (``$DIFFZOO_CACHE/weights/benco/``, the torch hub cache), with random
 values.  Never used by a run: a model built from these is untrained.

@@ -2,7 +2,7 @@
 (scipy.ndimage): the slow, plain computation.
 
 Not used to score anything: it is the oracle that the fast implementation
-(:mod:`.boundaries`, bit-packed classes and disk dilation) is tested against for
+(:mod:`diffzoo.harness.metrics.boundaries`, bit-packed classes and disk dilation) is tested against for
 exactly equal floats (tests/test_metrics_boundary.py) and benchmarked against
 (benchmarks/bf1.py).  The definition is docs/metrics.md's: boundary = mask AND NOT
 erode(mask, 3x3 cross) with zero padding; a point matches if its distance to
