@@ -280,6 +280,9 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
     code, _, err = cli(capsys, "generate", "--out", copy, "--bases", bases, "--editors", "sd2.tiny", "--n", N,
                        "--size", 32, "--seed", 3)
     assert code != 0 and err.count("error:") == 1 and "other settings" in err and "editors" in err
+    code, _, err = cli(capsys, "generate", "--out", copy, "--bases", bases, "--editors", EDITORS, "--n", N,
+                       "--size", 32, "--seed", 4)
+    assert code != 0 and f"{copy} was generated with other settings (seed differs); resume with the same" in err
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("x")
     code, _, err = cli(capsys, "generate", "--out", tmp_path / "foreign", "--bases", bases, "--editors", EDITORS)

@@ -332,7 +332,8 @@ class DatasetGenerator:
             differ = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
             if differ:
                 raise ConfigError(
-                    f"{out} was generated with other settings ({', '.join(differ)} differ); resume with the "
+                    f"{out} was generated with other settings ({', '.join(differ)} "
+                    f"{'differs' if len(differ) == 1 else 'differ'}); resume with the "
                     f"same options or choose a new --out"
                 )
         else:
