@@ -320,6 +320,7 @@ def _publish(version: str | None, store: Path, formats: list[str], out: Path, al
     from diffzoo.leaderboard.render import text
 
     selection = _selection(version, store, "publish every record")
+    text.check_publish(out, formats, force)
     for f in formats:
         path = text.publish(selection, f, out, allow_mixed=allow_mixed, force=force)
         console.print(f"wrote {f}: {term(path)}")

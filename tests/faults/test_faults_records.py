@@ -471,10 +471,12 @@ def test_force_never_overwrites_foreign_files(tmp_path):
         out.check_writable("../escape.md")
 
 
-@pytest.mark.parametrize("fmt, theirs", [("md", "leaderboard.md"), ("html", "index.html"), ("paper", "paper.md")])
+@pytest.mark.parametrize("fmt, theirs", [("md", "leaderboard.md"), ("html", "index.html"), ("paper", "paper.md"),
+                                         ("md,csv", "leaderboard.csv"), ("csv,html,paper", "paper.md")])
 def test_a_forced_publish_refused_by_a_users_file_leaves_the_folder_unclaimed(tmp_path, capsys, fmt, theirs):
     """Refused, it writes nothing, not even the marker: else the next publish there would need no
-    --force, and the folder would read as diffzoo's."""
+    --force, and the folder would read as diffzoo's.  A file refusing a later format stops the
+    earlier ones too."""
     root, _, _ = stored(tmp_path)
     mine = tmp_path / "mine"
     mine.mkdir()

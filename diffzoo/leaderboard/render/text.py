@@ -233,6 +233,21 @@ def _own_writer(fmt: str) -> tuple[tuple[str, ...], Callable[[Selection, Path], 
     return None
 
 
+def format_names(fmt: str) -> tuple[str, ...]:
+    """The names format ``fmt`` writes at the top of the output folder."""
+    own = _own_writer(fmt)
+    if own is not None:
+        return own[0]
+    return (TEXT_FORMAT_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ()))
+
+
+def check_publish(out: Path, formats: Sequence[str], force: bool = False) -> None:
+    """Every refusal :func:`publish` of each of ``formats`` into ``out`` would meet (a folder diffzoo
+    did not make, a file there before ``--force``), before any is written: nothing is made or marked,
+    so a refused format never leaves the formats before it published and the folder claimed."""
+    claim_output_dir(Path(out), force, make=False, writes=[n for fmt in formats for n in format_names(fmt)])
+
+
 def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False, force: bool = False) -> Path:
     """Write ``selection`` in format ``fmt`` under ``out``; return the main file.
 
@@ -250,9 +265,8 @@ def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False
     out = Path(out)
     tables = build_tables(selection.records)
     check_mixing(tables, allow_mixed)
-    names, own_writer = _own_writer(fmt) or (
-        (TEXT_FORMAT_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ())), None)
-    claim_output_dir(out, force, writes=names)  # a foreign file (with --force) stops it before the folder is marked
+    own_writer = (_own_writer(fmt) or ((), None))[1]
+    claim_output_dir(out, force, writes=format_names(fmt))  # a foreign file (with --force) stops it before the mark
     with writing(out):  # a disk-full error that names no file names this folder, never "internal error"
         if own_writer is not None:
             return own_writer(selection, out)
