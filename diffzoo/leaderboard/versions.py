@@ -26,7 +26,7 @@ from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, RecordError, did_you_mean
 from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.harness.records.check import state_problems
-from diffzoo.harness.records.document import MAX_RECORD_BYTES, ResultRecord, read_json_file, store_lock
+from diffzoo.harness.records.document import MAX_RECORD_BYTES, VERSIONS_DIR, ResultRecord, read_json_file, store_lock
 from diffzoo.leaderboard.store import RecordStore, expand_record_paths, is_unfinished, read_record_file
 
 VERSION_SCHEMA = 2
@@ -215,7 +215,12 @@ def resolve(ref: str | None, store: RecordStore) -> Selection:
     if path.is_file() and path.suffix == ".json":
         data = read_json_file(path, MAX_RECORD_BYTES, "file")
         if isinstance(data, dict) and "records" in data and "schema_version" in data and "name" in data:
-            return load_version(RecordStore(path.parent.parent), data["name"])
+            # the version this very file is: its store is the one it lies in, its name its file name
+            if path.parent.name != VERSIONS_DIR:
+                raise ConfigError(f"version file {path} is not in a store's {VERSIONS_DIR}/ folder, so its "
+                                  "records cannot be found; give the version file in its store, or its name with "
+                                  "--store STORE")
+            return load_version(RecordStore(path.parent.parent), path.stem)
         return Selection(str(path), [ResultRecord.of_data(data, f"record {path}")])
     if path.is_dir():
         read = [(p, *read_record_file(p)) for p in expand_record_paths([path])]

@@ -327,6 +327,21 @@ def test_a_version_file_copied_under_another_name_is_refused(tmp_path, capsys):
     assert code == 1 and "version file" in out and "v4.json is version 'v1': it was copied or renamed" in one_line(out)
     code, out, err = cli(capsys, "leaderboard", "publish", "v4", "--store", root, "--out", tmp_path / "pub")
     assert code == 1 and "is version 'v1'" in one_line(err), err
+    # given by its path, the copy is the file read, never the version it names
+    code, out, err = cli(capsys, "leaderboard", "diff", path.with_name("v4.json"), "v1", "--store", root)
+    assert code == 1 and one_line(err) == f"error: version file {path.with_name('v4.json')} is version 'v1': it was " \
+        "copied or renamed after it was frozen", err
+
+
+def test_a_version_file_outside_a_store_is_named_never_read_as_another_store(tmp_path, capsys):
+    from diffzoo.leaderboard.versions import freeze
+
+    root, _, _ = stored(tmp_path)
+    copy = shutil.copy(freeze(RecordStore(root), "v1"), tmp_path / "v1.json")
+    code, out, err = cli(capsys, "leaderboard", "diff", copy, "v1", "--store", root)
+    assert code == 2 and one_line(err) == (
+        f"error: version file {copy} is not in a store's versions/ folder, so its records cannot be found; give "
+        "the version file in its store, or its name with --store STORE"), err
 
 
 def test_a_freeze_killed_while_writing_leaves_no_version_and_the_same_freeze_then_works(tmp_path, capsys,
