@@ -150,7 +150,7 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
     """The manifest of version ``name``, checked: schema, and a content hash
     that matches its record digests."""
     path = store.versions_dir / f"{name}.json"
-    if not path.exists():
+    if Path(name).name != name or not path.exists():  # a name that is a path (../x) is no version: never read
         known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
         raise ConfigError(f"no version {name!r} in {store.versions_dir}"
                           + (f" (versions: {', '.join(known)})" if known else " (none frozen yet)"))

@@ -333,6 +333,23 @@ def test_a_version_file_copied_under_another_name_is_refused(tmp_path, capsys):
         "copied or renamed after it was frozen", err
 
 
+@pytest.mark.parametrize("command", ["verify", "publish"])
+def test_a_version_name_that_is_a_path_is_no_version_and_no_file_outside_versions_is_read(tmp_path, capsys, command):
+    """``verify ../x`` read STORE/x.json as a version file and reported a bad version, exit 1."""
+    from diffzoo.leaderboard.versions import freeze
+
+    root, _, _ = stored(tmp_path)
+    freeze(RecordStore(root), "v1")
+    (root / "x.json").write_text("{}")
+    for name in ("../x", "../versions/v1"):
+        extra = ["--out", tmp_path / "pub"] if command == "publish" else []
+        code, out, err = cli(capsys, "leaderboard", command, name, "--store", root, *extra)
+        assert code == 2 and one_line(err) in (
+            f"error: no version {name!r} in {root / 'versions'} (versions: v1)",
+            f"error: {name!r} is neither a version in {root} (v1) nor a folder or file of records"), err
+    assert not (tmp_path / "pub").exists()
+
+
 def test_a_version_file_outside_a_store_is_named_never_read_as_another_store(tmp_path, capsys):
     from diffzoo.leaderboard.versions import freeze
 
