@@ -209,6 +209,9 @@ def resolve(ref: str | None, store: RecordStore) -> Selection:
     if ref is None:
         loaded = store.load()
         return Selection(f"working copy of {store.root}", loaded.records, skipped=tuple(loaded.skipped))
+    if not ref:  # pathlib reads "" as the current folder: an unset shell variable would compare or publish it
+        raise ConfigError("an empty version name or path was given (an unset shell variable?); give a version, "
+                          "a folder of records (. for the current one) or a record or version file")
     if NAME_RE.match(ref) and (store.versions_dir / f"{ref}.json").exists():
         return load_version(store, ref)
     path = Path(ref)
