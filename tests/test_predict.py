@@ -165,9 +165,10 @@ def test_an_output_folder_that_is_a_folder_of_the_images_is_refused(capsys, tmp_
     create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
     folder = images[0].parent
     before = sorted(os.listdir(folder))
-    for out in (folder, folder / ".." / folder.name):
+    # the folder given, or the folder of an image given (its outputs would be read by `predict FOLDER`)
+    for out, given in ((folder, folder), (folder / ".." / folder.name, folder), (folder, images[0])):
         code, out_text, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(out),
-                                  "--force", str(folder))
+                                  "--force", str(given))
         assert code == 2 and err.strip() == (f"error: --out {out} is a folder of the images to predict: the label "
                                              "maps and overlays written there would be read as images the next "
                                              "time; choose another --out"), err

@@ -315,16 +315,17 @@ def overlay_image(image: np.ndarray, pred: ImagePrediction, title: str = "") -> 
 def collect_images(paths: Sequence[Path | str], out: Path | str | None = None) -> list[Path]:
     """Files as given, folders expanded to their images (sorted), each file once however often it is
     named (``a.png a.png``, a folder and a file in it); a missing path is an error.  ``out``, the
-    folder the label maps and overlays go to, may not be a folder read: they would be read as images
-    the next time."""
+    folder the label maps and overlays go to, may not be a folder read nor the folder of an image given:
+    they would be read as images the next time."""
     out_real = None if out is None else os.path.realpath(out)
     found: list[Path] = []
     for p in map(Path, paths):
         kind = file_kind(p)
+        # a folder given, or the folder of an image given: what is written there is read as images next time
+        if os.path.realpath(p if kind == "a folder" else p.parent) == out_real and kind in ("a folder", None):
+            raise ConfigError(f"--out {out} is a folder of the images to predict: the label maps and overlays "
+                              "written there would be read as images the next time; choose another --out")
         if kind == "a folder":
-            if os.path.realpath(p) == out_real:
-                raise ConfigError(f"--out {out} is a folder of the images to predict: the label maps and overlays "
-                                  "written there would be read as images the next time; choose another --out")
             found += _folder_images(p)
         elif kind is None:
             found.append(p)
