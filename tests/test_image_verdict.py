@@ -212,7 +212,12 @@ def test_calibrated_thresholds_missing_is_one_line_saying_how_to_get_them(capsys
                                    "--thresholds", "calibrated", "--records", where)
         lines = [line for line in err.splitlines() if line.strip()]
         assert code != 0 and len(lines) == 1, err
-        assert "no calibrated thresholds for verdict.x" in lines[0] and "--thresholds calibrated" in lines[0]
+        # the command evaluates these very weights: --detector alone would take the cache's default model
+        sha = records[("image", None)]["detector"]["checkpoint_sha256"][:12]
+        assert lines[0] == (f"error: no calibrated thresholds for verdict.x (weights sha256 {sha}) in the records of "
+                            f"{where}: evaluate this model with `diffzoo run --detector verdict.x --checkpoint "
+                            f"{checkpoint} --thresholds calibrated --out {where}`, or pass --records the --out folder "
+                            "of such a run"), err
         assert not (tmp_path / "pred").exists()
     code, _, err, _ = _predict(capsys, folder, ["00000001"], checkpoint, tmp_path / "pred", "--thresholds", "oracle")
     assert code != 0 and "--thresholds 'oracle'" in err and "fixed, calibrated" in err

@@ -177,7 +177,7 @@ def prediction_thresholds(model: LoadedModel, policy: str, records: Path | str) 
     det = model.detector
     if policy == "fixed":
         return Thresholds.fixed(det)
-    return recorded_thresholds(records, model.sha256, model.name, det.task)
+    return recorded_thresholds(records, model.sha256, model.name, det.task, model.checkpoint)
 
 
 # -- one image -------------------------------------------------------------------------

@@ -88,11 +88,13 @@ class CalibrationMissing(ConfigError):
     """``--thresholds calibrated`` for a model no stored record holds calibrated thresholds of."""
 
 
-def recorded_thresholds(store: Path | str, sha256: str, detector: str, task: str) -> Thresholds:
+def recorded_thresholds(store: Path | str, sha256: str, detector: str, task: str,
+                        checkpoint: Path | str | None = None) -> Thresholds:
     """The calibrated thresholds that the records in ``store`` (a ``diffzoo run --out`` folder)
-    hold for the model whose weights have ``sha256``.  The records of one calibrated model
-    share one set; two different sets (the same weights calibrated in two runs) are
-    ambiguous, and none is :class:`CalibrationMissing`, whose message says how to get them."""
+    hold for the model whose weights have ``sha256`` (loaded from ``checkpoint``, when known).
+    The records of one calibrated model share one set; two different sets (the same weights
+    calibrated in two runs) are ambiguous, and none is :class:`CalibrationMissing`, whose
+    message says how to get them."""
     if task == Task.SEMANTIC:
         raise CalibrationMissing(f"{detector} [semantic] has no calibrated thresholds: a semantic model decides "
                                  "pixels by argmax and keeps its fixed image rule; use --thresholds fixed")
@@ -107,11 +109,14 @@ def recorded_thresholds(store: Path | str, sha256: str, detector: str, task: str
         if body.detector.checkpoint_sha256 == sha256 and body.policy.mode == "calibrated" and values is not None:
             found.setdefault(values, []).append(path.stem)
     if not found:
+        # the run evaluates these very weights only when given them: a --detector alone would train, or take
+        # the cached checkpoint of its default seed and options, another model than another seed's
+        given = f" --checkpoint {checkpoint}" if checkpoint is not None else ""
+        where = "" if given else " (and --checkpoint PATH for the weights to evaluate)"
         raise CalibrationMissing(
             f"no calibrated thresholds for {detector} (weights sha256 {sha256[:12]}) in the records of {store}: "
-            f"evaluate this model with `diffzoo run --detector {detector} --thresholds calibrated --out {store}` "
-            "(and --checkpoint PATH for a checkpoint outside the cache), or pass --records the --out folder of "
-            "such a run")
+            f"evaluate this model with `diffzoo run --detector {detector}{given} --thresholds calibrated --out "
+            f"{store}`{where}, or pass --records the --out folder of such a run")
     if len(found) > 1:
         choices = "; ".join(f"{t.source}: pixel {t.pixel:g}, area {t.area:g}, score {t.score:g} (record "
                             f"{ids[0][:12]})" for t, ids in found.items())
