@@ -161,12 +161,28 @@ def test_a_row_without_a_record_says_why_once_as_a_note_not_per_cell():
     assert fcn["model (paper)"] == "FCN-8s" and fcn["detector"].endswith("¹")
     assert fcn["mIoU ↑"] == "— \\| 69.9 \\| —"
     assert table(md, "2b")[("fcn8s.\\* (no record)",)]["bF1 ↑"] == "— \\| 2.4 \\| —"
-    assert note_for(md, "2a", "¹") == "- ¹ no record: diffzoo run --detector fcn8s --suite standard fills this row"
+    # the run fills this section's row: on its dataset (a run on the default one fills another section's)
+    assert note_for(md, "2a", "¹") == ("- ¹ no record: diffzoo run --detector fcn8s --suite standard --dataset mini "
+                                       "fills this row")
     t3 = section(md, "3")
     assert t3.count("--detector fcn8s --suite distortions") == 1  # five rows, one note
     fcn3 = table(md, "3")[("fcn8s.\\* (no record)", "jpeg60 (paper: JPEG 60)")]
     assert all(fcn3[h] == "—" for h in fcn3 if h.startswith(("binary", "semantic")))  # FCN-8s is not in Table 3
     assert "n/a" not in md and "no paper value" not in md
+
+
+def test_a_notes_run_fills_the_row_of_its_own_section_its_dataset_and_recipe():
+    """A section of DiffSeg30k under the paper recipe said `diffzoo run --detector fcn8s --suite standard`: a run
+    on the default dataset (mini) and recipe, whose record fills another section, never this row."""
+    recs = [rec(d, case=case, task=task, dataset="diffseg30k", fingerprint="fp30k",
+                config={"eval_input": {"recipe": "paper", "short_side": 512}})
+            for d, case, task in (("segformer.b2", "binary", "binary"), ("mydet", "semantic", "semantic"))]
+    md = report(recs)
+    assert note_for(md, "2a", "¹") == ("- ¹ no record: diffzoo run --detector fcn8s --suite standard --dataset "
+                                       "diffseg30k --recipe paper fills this row")
+    mark = table(md, "2b")[("segformer.b2",)]["detector"][-1]
+    assert note_for(md, "2b", mark).endswith("no standard record of this case: diffzoo run --detector segformer.b2 "
+                                            "--suite standard --dataset diffseg30k --recipe paper")
 
 
 def test_a_cell_without_a_value_of_ours_is_marked_and_its_reason_noted_once():
@@ -175,7 +191,7 @@ def test_a_cell_without_a_value_of_ours_is_marked_and_its_reason_noted_once():
     mark = seg["detector"][-1]
     assert seg["mIoU ↑"] == "— \\| 82.5 \\| —" and seg["aAcc ↑"].startswith("— ")
     assert note_for(md, "2b", mark).endswith("no standard record of this case: diffzoo run --detector segformer.b2 "
-                                            "--suite standard")
+                                            "--suite standard --dataset mini")
     other = table(md, "2a")[("mydet",)]
     assert other["model (paper)"] == "—" and other["mIoU ↑"] == "60.0 \\| — \\| —"
     assert "- paper —: not a model of the paper" in notes(md, "2a")

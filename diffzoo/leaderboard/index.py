@@ -242,6 +242,13 @@ class GroupKey:
         return {"label map": self.label_map, "split": self.split, "recipe": self.recipe,
                 "metrics": f"v{self.metrics_version}"}
 
+    def run_command(self, detector: str, suite: str) -> str:
+        """The ``diffzoo run`` whose record of ``detector`` and ``suite`` lands in this group: on its
+        dataset, under its recipe (a run on the default dataset or recipe makes another group's)."""
+        where = f" --dataset {self.dataset}" if self.fingerprint else ""  # a group of no record: any data
+        recipe = f" --recipe {self.recipe}" if self.recipe == "paper" else ""
+        return f"diffzoo run --detector {detector} --suite {suite}{where}{recipe}"
+
 
 @dataclass(frozen=True)
 class SuiteVersion:

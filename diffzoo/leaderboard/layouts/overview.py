@@ -262,7 +262,7 @@ class _Overview:
         return task if setting is None else f"{setting} ({task})"
 
     def absent(self, row: str, suite: str, what: str, extra: str = "") -> Cell:
-        hint = f"diffzoo run --detector {self.detector[row].name} --suite {suite} --dataset {self.group.key.dataset}"
+        hint = self.group.key.run_command(self.detector[row].name, suite)
         why = f"no {suite} records for {row}" if (row, suite) not in self.has else f"{row} has no {suite} record {what}"
         return Cell(status=ABSENT, notes=self.notes(f"{why}: {hint}{extra}"))
 

@@ -306,8 +306,7 @@ class _Layout:
         for family in spec.families if self.paper else ():
             if not any(family.matches(self.detector[r]) for r in self.group.rows(spec.suite, {*spec.tasks,
                                                                                           *spec.paper_tasks})):
-                why = notes(f"no record: diffzoo run --detector {family.command_name} --suite {spec.suite} "
-                            "fills this row")
+                why = notes(f"no record: {self.group.key.run_command(family.command_name, spec.suite)} fills this row")
                 name = f"{' or '.join(family.patterns)} (no record)"
                 rows += [replace(self.row(spec, None, family, s, notes, name), notes=why)
                          for s in ([*spec.settings, *spec.paper_settings] if spec.per_setting else [Setting()])]
@@ -383,8 +382,7 @@ class _Layout:
         elif row is None:
             why = ""
         elif record is None:
-            why = (f"no {spec.suite} record of this case: diffzoo run --detector {self.detector[row]} "
-                   f"--suite {spec.suite}")
+            why = f"no {spec.suite} record of this case: {self.group.key.run_command(self.detector[row], spec.suite)}"
         elif cell.status == ABSENT:
             why = (f"no {setting.key}={setting.value} images in {record.body.dataset.name}" if setting.value else
                    f"record {record.id[:8]} ({spec.suite} v{record.body.suite.version}) does not carry {metric}; "
