@@ -223,6 +223,10 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     assert [r.rank for r in v1.rows] == [1, 2]
     with pytest.raises(ConfigError, match="version name"):
         freeze(store, "../evil")
+    with pytest.raises(ConfigError) as refused:  # a letter, but not one a name may hold: said so
+        freeze(store, "été")
+    assert str(refused.value) == ("version name 'été' must be ASCII letters (A-Z, a-z), digits, '.', '_' or '-' (at "
+                                  "most 64, starting with a letter or digit): it is a file name on every system")
 
 
 def test_an_empty_answer_says_why_a_filter_kept_no_record_or_no_version_is_frozen(tmp_path, capsys):

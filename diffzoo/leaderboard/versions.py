@@ -89,8 +89,8 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
            detectors: Sequence[str] = (), note: str = "") -> Path:
     """Fix a leaderboard version from the store's records (optionally a subset)."""
     if not NAME_RE.match(name):
-        raise ConfigError(f"version name {name!r} must be letters, digits, '.', '_' or '-' "
-                          "(at most 64, starting with a letter or digit)")
+        raise ConfigError(f"version name {name!r} must be ASCII letters (A-Z, a-z), digits, '.', '_' or '-' "
+                          "(at most 64, starting with a letter or digit): it is a file name on every system")
     path = store.versions_dir / f"{name}.json"
     if path.exists() and is_unfinished(path):
         raise RecordError(unfinished(path))
