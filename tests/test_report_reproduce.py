@@ -176,8 +176,13 @@ def test_out_writes_the_markdown_and_claims_the_folder(capsys, tmp_path):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep")
-    code, _, err = cli(capsys, "report", "reproduce", "--store", tmp_path / "store", "--out", foreign)
+    code, text, err = cli(capsys, "report", "reproduce", "--store", tmp_path / "store", "--out", foreign)
     assert code == 2 and "--force" in err and not (foreign / "reproduce.md").exists()
+    assert text == ""  # refused before the table is printed, not after it
+    (tmp_path / "afile").write_text("x")
+    code, text, err = cli(capsys, "report", "reproduce", "--store", tmp_path / "store", "--out", tmp_path / "afile")
+    assert (code, text, err) == (2, "", f"error: --out {tmp_path / 'afile'} exists and is not a folder; choose a "
+                                        "folder\n")
     code, _, err = cli(capsys, "report", "reproduce", "--store", tmp_path / "store", "--out", foreign, "--force")
     assert code == 0, err
     assert (foreign / "reproduce.md").is_file() and (foreign / "notes.txt").read_text() == "keep"

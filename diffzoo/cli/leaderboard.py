@@ -349,9 +349,12 @@ def report_reproduce_cmd(
     force: bool = FORCE,
 ) -> None:
     """Released checkpoints' published numbers beside ours (Δ, protocol), or the run that gives ours."""
-    from diffzoo.leaderboard.paper.reproduce import reproduce_markdown, write_reproduce
+    from diffzoo.leaderboard.outdir import claim_output_dir
+    from diffzoo.leaderboard.paper.reproduce import REPORT_FILE, reproduce_markdown, write_reproduce
 
     selection = _selection(version, store, "read every record")
+    if out is not None:  # a refused --out is said before the table, never after it as if the table were wrong
+        claim_output_dir(out, force, make=False, writes=[REPORT_FILE])
     text = reproduce_markdown(selection)
     console.print(text, markup=False, highlight=False, soft_wrap=True)  # record names print as written (escaped)
     if out is not None:
