@@ -127,7 +127,7 @@ def verify_files(paths: Iterable[Path], *, clean: bool = False) -> Report:
             report.bad.append(bad)
     for folder in {p if p.is_dir() else p.parent for p in paths}:
         store = RecordStore(folder.parent if folder.name == "records" else folder)
-        if clean:
+        if clean and store.temp_files():  # the lock is taken only to clean: a user's folder gets no lock file
             report.cleaned += store.clean_temp_files()
         report.temp_files += store.temp_files()
     report.temp_files = sorted(set(report.temp_files))

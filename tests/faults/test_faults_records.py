@@ -464,9 +464,11 @@ def test_clean_removes_no_file_of_the_users(tmp_path, capsys):
         p.write_text("mine")
     code, out = verify(capsys, root, "--clean")
     assert code == 0 and "0 temp file(s) left" in out and "removed" not in out, out
+    before = sorted(p.name for p in loose.iterdir())
     code, out, _ = cli(capsys, "leaderboard", "validate", "--clean", loose / f"{record.id}.json")
     assert code == 0 and "0 temp file(s) left" in out and "removed" not in out, out
     assert all(p.read_text() == "mine" for p in theirs)
+    assert sorted(p.name for p in loose.iterdir()) == before  # nothing to clean: no lock file left there either
 
 
 # -- output folders (section 6) ------------------------------------------------------------------
