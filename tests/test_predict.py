@@ -122,6 +122,19 @@ def test_missing_image_is_one_line_error(capsys, tmp_path, images):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_bad_pixel_limit_is_one_line_before_the_output_folder_is_made(capsys, tmp_path, images, monkeypatch):
+    """It was said at the first image, after --out was claimed: an empty predictions.jsonl was left."""
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "abc")
+    code, _, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "o"),
+                       str(images[0]))
+    assert code == 2 and [line for line in err.splitlines() if line.strip()] == [
+        "error: DIFFZOO_MAX_PIXELS='abc' is not a positive whole number of pixels; unset it for the default "
+        "67,108,864 (8192 x 8192) or give e.g. DIFFZOO_MAX_PIXELS=200000000"], err
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_fifo_or_device_given_as_an_image_is_named_for_what_it_is_and_never_opened(capsys, tmp_path, images):
     torch.manual_seed(0)
     create_detector("segformer.tiny", "binary").save(tmp_path / "ck")

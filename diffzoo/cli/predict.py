@@ -58,6 +58,7 @@ def predict_cmd(
     and one line per image in predictions.jsonl.  Each verdict is the one the
     leaderboard's image row of that name gives (docs/metrics.md).
     """
+    from diffzoo.harness.data.imageio import max_pixels
     from diffzoo.harness.run.loading import usable_workers
     from diffzoo.harness.run.prediction import (  # torch: not at start-up
         PREDICTIONS_FILE,
@@ -72,6 +73,7 @@ def predict_cmd(
     if records is not None and thresholds != "calibrated":  # never an option given and left unread
         raise ConfigError(f"--records is read only with --thresholds calibrated (they are {thresholds} here)")
     paths = collect_images(images, out)  # a missing image fails before the model is built
+    max_pixels()  # a bad $DIFFZOO_MAX_PIXELS, read as each image is decoded, fails before the folder is claimed
     model = load_model(detector, checkpoint, task, device, labels)
     model.thresholds = prediction_thresholds(model, thresholds, records or Path("diffzoo-out"))
     # made once nothing else can fail before the first image: a file it may not write stops it unmarked
