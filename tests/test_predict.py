@@ -289,6 +289,12 @@ def test_given_checkpoints_are_chosen_by_task(capsys, tmp_path, images):
     create_detector("segformer.tiny", "binary").save(tmp_path / "b")
     code, _, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "b"), "--task", "semantic", str(images[1]))
     assert code != 0 and "no semantic model among the given checkpoints" in err and "(binary)" in err
+    # two of one task: --task cannot choose, so the answer never suggests it
+    create_detector("segformer.tiny", "binary").save(tmp_path / "b2")
+    code, _, err = cli(capsys, "predict", "--checkpoint", tmp_path / "b", "--checkpoint", tmp_path / "b2", images[1])
+    assert code == 2 and err.strip() == (f"error: 2 checkpoints fit among the given checkpoints, so the choice is "
+                                         f"ambiguous: {tmp_path / 'b'} (binary); {tmp_path / 'b2'} (binary); give "
+                                         "only the one to use"), err
 
 
 def test_options_the_checkpoint_answers_or_the_policy_does_not_read_are_refused_not_ignored(capsys, tmp_path,

@@ -87,7 +87,8 @@ def _choose(
     matching = full or matching
     if len(matching) > 1:
         cached = where.startswith("the cached")
-        if task is None:
+        tasks = [c[1].get("task") for c in matching]
+        if task is None and None not in tasks and len(set(tasks)) == len(tasks):  # --task picks one only then
             hint = "pass --task binary|semantic" + (", or the one to use as --checkpoint PATH" if cached else "")
         else:
             hint = "pass the one to use as --checkpoint PATH" if cached else "give only the one to use"
