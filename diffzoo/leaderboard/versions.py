@@ -130,7 +130,6 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         "content_hash": stable_hash(digests),
     }
     with store_lock(store.root):
-        store.versions_dir.mkdir(parents=True, exist_ok=True)
         try:  # whole or absent, and two freezes of one name cannot both win
             return atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True), exclusive=True)
         except FileExistsError:

@@ -345,3 +345,26 @@ def test_an_out_inside_a_stores_own_folders_is_refused_even_with_force(tmp_path,
     code, _, err = cli(capsys, "leaderboard", "publish", "--store", root, "--format", "md", "--out",
                        tmp_path / "records" / "site")  # a user's folder merely named records is no store's
     assert code == 0, err
+
+
+def test_a_file_where_a_store_folder_belongs_is_one_line_never_an_internal_error(tmp_path, capsys):
+    """A file named `versions` (or `records`) where the store makes its folder was 'internal error:
+    FileExistsError' at `freeze` (and at `add`, which takes such a folder for a store of an older diffzoo)."""
+    source = tmp_path / "source"
+    RecordStore(source).add(verified())
+    store = tmp_path / "store"
+    shutil.copytree(source, store)
+    (store / "versions").write_text("notes")
+    code, out, err = cli(capsys, "leaderboard", "freeze", "v1", "--store", store)
+    assert (code, one_line(err)) == (2, f"error: cannot use {store / 'versions'}: a part of the path is a file, not "
+                                        "a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
+                                        "there"), err
+    assert (store / "versions").read_text() == "notes"
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "records").write_text("notes")
+    code, out, err = cli(capsys, "leaderboard", "add", source, "--store", older)
+    assert (code, one_line(err)) == (2, f"error: cannot use {older / 'records'}: a part of the path is a file, not "
+                                        "a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
+                                        "there"), err
+    assert (older / "records").read_text() == "notes"

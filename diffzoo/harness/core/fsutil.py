@@ -432,6 +432,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> P
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except FileExistsError:  # mkdir(exist_ok=True) raises it only where a file stands for the folder
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(path.parent)) from None
     except OSError as exc:
         raise disk_full_error(exc, path) or exc  # noqa: B904 - the OSError itself, or a StorageError in its context
     try:
