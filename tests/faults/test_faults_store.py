@@ -368,3 +368,11 @@ def test_a_file_where_a_store_folder_belongs_is_one_line_never_an_internal_error
                                         "a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
                                         "there"), err
     assert (older / "records").read_text() == "notes"
+    site, semantic = tmp_path / "site", stored(tmp_path, verified(task="semantic"), name="semantic")
+    assert cli(capsys, "leaderboard", "publish", "--store", semantic, "-f", "md", "--out", site)[0] == 0
+    (site / "plots").write_text("notes")  # in a folder diffzoo made, after it made it; the site draws a figure
+    code, out, err = cli(capsys, "leaderboard", "publish", "--store", semantic, "-f", "html", "--out", site)
+    assert (code, one_line(err)) == (2, f"error: cannot use {site / 'plots'}: a part of the path is a file, not "
+                                        "a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
+                                        "there"), err
+    assert (site / "plots").read_text() == "notes" and not (site / "index.html").exists()

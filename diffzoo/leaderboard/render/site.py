@@ -35,7 +35,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from diffzoo.harness.core.fsutil import atomic_write_text, writing
+from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import newest_record, record_conditions
 from diffzoo.leaderboard.layouts.cases import build_tables
@@ -196,9 +196,7 @@ def write_site(selection: Selection, out: Path) -> Path:
     for r in selection.records:
         by_detector.setdefault(r.body.detector.name, []).append(r)
     slugs = detector_slugs(by_detector)
-    plot_dir = out / PLOTS
-    with writing(plot_dir):
-        plot_dir.mkdir(parents=True, exist_ok=True)
+    plot_dir = out / PLOTS  # made by the first figure's write, which names a file standing there
     used: set[str] = set()
     for name, records in sorted(by_detector.items()):
         stem = slugs[name]
