@@ -385,6 +385,10 @@ def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
     assert code != 0 and err.count("error:") == 1 and "'nope'" in err
     code, _, err = cli(capsys, "leaderboard", "list", "--store", str(tmp_path / "empty"))
     assert code != 0 and "is not a record store" in err
+    # the store's own records/ given for the store: the fix named is the store, not `pass --store` (it was)
+    code, _, err = cli(capsys, "leaderboard", "list", "--store", store / "records")
+    assert (code, err.strip()) == (2, f"error: {store / 'records'} is not a record store (no "
+                                      f"{store / 'records' / 'records'}); give the store it is part of: --store {store}")
     code, text, _ = cli(capsys, "leaderboard", "list", "--store", str(store))
     assert code == 0 and "1 record(s)" in text
     rid = make_record("a").id

@@ -42,14 +42,19 @@ CLEAN_HELP = "Remove temp files left by killed writes (under the store's lock)."
 
 def open_store(path: Path, must_exist: bool = True) -> RecordStore:
     """The record store at ``path``; a folder that is not one is the user's to fix (exit 2)."""
+    from diffzoo.harness.records.document import STORE_DIRS
+    from diffzoo.harness.records.model import RECORDS_DIR
     from diffzoo.leaderboard.outdir import claim_output_dir
     from diffzoo.leaderboard.store import RecordStore
 
     store = RecordStore(path)
     if not store.records_dir.is_dir():
         if must_exist:
-            raise ConfigError(f"{path} is not a record store (no {store.records_dir}); "
-                              "run `diffzoo run --out DIR` or pass --store")
+            # a store's own folder given for the store: the fix is its parent, not another run
+            inner = Path(path).name in STORE_DIRS and (Path(path).parent / RECORDS_DIR).is_dir()
+            fix = (f"give the store it is part of: --store {Path(path).parent}" if inner
+                   else "run `diffzoo run --out DIR` or pass --store")
+            raise ConfigError(f"{path} is not a record store (no {store.records_dir}); {fix}")
         claim_output_dir(path)  # a new store: never in a folder diffzoo did not make
     return store
 
