@@ -86,6 +86,19 @@ def test_editing_any_number_fails_verify_and_add_naming_the_field(tmp_path, caps
     assert code == 1 and f"field {field}" in out and "1 rejected" in out
 
 
+def test_a_number_shadowed_by_a_key_given_twice_is_caught(tmp_path, capsys):
+    """`"mIoU": 0.99` put before the record's own mIoU: json keeps the last (the true one), so the
+    record verified, while the file read top down (a person, grep, a parser keeping the first) says 0.99."""
+    root, record, path = stored(tmp_path)
+    text = path.read_text()
+    path.write_text(text.replace('"metrics": {', '"metrics": {"mIoU": 0.99, ', 1))
+    code, out = verify(capsys, root)
+    assert code == 1 and out.startswith(f"bad {path}: gives 'mIoU' twice in one object; keep one") and \
+        out.endswith(f"0 good, 1 bad record(s); 0 temp file(s) left (store {root})"), out
+    code, out = add_into_new_store(capsys, tmp_path, path)
+    assert code == 1 and "gives 'mIoU' twice in one object" in out and "1 rejected" in out
+
+
 @pytest.mark.parametrize("field, change", [
     ("metrics.mIoU", lambda d: d["metrics"].update(mIoU=0.99)),
     ("counts.evaluated", lambda d: d["counts"].update(evaluated=99)),

@@ -117,8 +117,8 @@ def read_json_file(path: Path | str, limit: int, what: str, within: Path | str |
     (a regular file of at most ``limit`` bytes, no link out of ``within``) and parsed with the
     depth bound of :func:`~diffzoo.harness.core.fsutil.parse_json`.  RecordError ``"WHAT PATH
     WHY"`` otherwise, its one problem the why alone."""
-    try:
-        return parse_json(read_regular(path, limit, within=within), f"{what} {path}")
+    try:  # a key given twice is never diffzoo's writing: json keeps the last, a reader may see the first
+        return parse_json(read_regular(path, limit, within=within), f"{what} {path}", unique_keys=True)
     except FileRefused as exc:
         why = exc.reason
     except UnicodeDecodeError:
