@@ -205,6 +205,21 @@ def test_each_image_gets_outputs_of_its_own_and_one_file_named_twice_is_predicte
                                                         "A-4.overlay.png"]
 
 
+def test_an_image_name_too_long_for_its_outputs_gets_a_shortened_one_of_its_own(capsys, tmp_path, images):
+    """`<248 letters>.png` is a valid name, but `<248 letters>.overlay.png` is not (255 bytes): predict
+    stopped with 'the name is too long', suggesting another --out, which cannot help."""
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    (tmp_path / "in").mkdir()
+    for name in ("a" * 248, "a" * 240 + "é"):  # one long name, and one that differs only after 200 bytes
+        (tmp_path / "in" / f"{name}.png").write_bytes(images[0].read_bytes())
+    code, _, err = cli(capsys, "predict", "--checkpoint", tmp_path / "ck", "--out", tmp_path / "o", tmp_path / "in")
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
+    assert [Path(r["label_map"]).name for r in rows] == [f"{'a' * 200}.labels.png", f"{'a' * 200}-2.labels.png"]
+    assert all(Path(r["label_map"]).is_file() and Path(r["overlay"]).is_file() for r in rows)
+
+
 def test_predict_writes_only_into_a_folder_diffzoo_may_write_and_never_over_a_users_file(capsys, tmp_path, images):
     torch.manual_seed(0)
     create_detector("segformer.tiny", "binary").save(tmp_path / "ck")

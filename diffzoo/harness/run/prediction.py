@@ -366,18 +366,30 @@ def _folder_images(folder: Path) -> list[Path]:
     return images
 
 
+STEM_BYTES = 200
+"""The longest output stem in bytes: with ``-<n>``, ``.overlay.png`` and the temp file's ``.NAME.XXXXXXXX.tmp``
+around it, a name stays within the 255 bytes a file system allows."""
+
+
+def _stem(path: Path) -> str:
+    """``path``'s stem, cut to :data:`STEM_BYTES` (never inside a character)."""
+    data = os.fsencode(path.stem)
+    return path.stem if len(data) <= STEM_BYTES else data[:STEM_BYTES].decode("utf-8", "ignore")
+
+
 def _unique_stems(paths: list[Path]) -> list[str]:
-    """Each image's output name: its stem, or ``<stem>-<n>`` for a stem taken already.  A name is
-    never one another image has as its own (``a``, ``a``, ``a-2`` -> ``a``, ``a-3``, ``a-2``), nor
-    one taken but for case (``A.png`` beside ``a.png``: one file on macOS or Windows)."""
-    natural = {p.stem.lower() for p in paths}
+    """Each image's output name: its stem (cut to :data:`STEM_BYTES`), or ``<stem>-<n>`` for a stem
+    taken already.  A name is never one another image has as its own (``a``, ``a``, ``a-2`` -> ``a``,
+    ``a-3``, ``a-2``), nor one taken but for case (``A.png`` beside ``a.png``: one file on macOS or Windows)."""
+    natural = {_stem(p).lower() for p in paths}
     taken: set[str] = set()
     stems = []
     for p in paths:
-        stem, n = p.stem, 1
+        base = _stem(p)
+        stem, n = base, 1
         while stem.lower() in taken or (n > 1 and stem.lower() in natural):
             n += 1
-            stem = f"{p.stem}-{n}"
+            stem = f"{base}-{n}"
         taken.add(stem.lower())
         stems.append(stem)
     return stems
