@@ -47,11 +47,15 @@ def build_cmd(
 
 
 @data_app.command("info")
-def info_cmd(dataset: str = typer.Argument(..., help="Registered name or path.")) -> None:
+def info_cmd(
+    dataset: str = typer.Argument(..., help="Registered name or path."),
+    labels: str | None = LABELS,
+    dataset_option: list[str] = DATASET_OPTION,
+) -> None:
     """Describe a dataset: layout, splits, label map, fingerprint."""
     from diffzoo.harness.run.factories import open_dataset  # the adapters: when the command runs
 
-    ds = open_dataset(dataset)
+    ds = open_dataset(dataset, **_open_options(dataset_option, labels))
     fingerprint = ds.fingerprint()  # first: it counts the files' EXIF orientation tags, which describe() shows
     for key, value in ds.describe().items():
         console.print(f"[bold]{key}[/]: {value}")
@@ -126,9 +130,7 @@ def stats_cmd(
 
     if not plots and (given := [flag for flag, value in (("--out", out), ("--force", force)) if value]):
         raise ConfigError(f"{' and '.join(given)} name where the plots go; with --no-plots nothing is written")
-    options = parse_options(dataset_option, "--dataset-option")
-    if labels:
-        options["label_space"] = labels
+    options = _open_options(dataset_option, labels)
     if plots:  # refused before any work, made once the stats stand: a dataset or split refused leaves no folder
         claim_output_dir(_stats_folder(out, dataset)[0], force, make=False)
     progress = RichProgress(err_console if as_json else console)
@@ -153,6 +155,15 @@ def stats_cmd(
     if stats["plots"]:
         folder = Path(stats["plots"]["stats.json"]).parent
         console.print(f"plots and stats.json in {term(folder)}: {term(', '.join(stats['plots']))}")
+
+
+def _open_options(dataset_option: list[str], labels: str | None) -> dict[str, Any]:
+    """The adapter's keyword options of ``--dataset-option KEY=VALUE`` and ``--labels``: every
+    ``data`` command that opens a dataset opens it as ``run --dataset`` does."""
+    options = parse_options(dataset_option, "--dataset-option")
+    if labels:
+        options["label_space"] = labels
+    return options
 
 
 def _stats_folder(out: Path | None, name: str) -> tuple[Path, PurePosixPath]:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -218,3 +219,20 @@ def test_a_dataset_path_that_is_a_broken_link_says_so(capsys, tmp_path, kind):
     assert len(lines) == 1, err
     assert "does not exist" not in err
     assert "symbolic link" in err and str(link) in err
+
+
+# -- 3. the fix an error suggests works where it is said ------------------------------------------
+
+def test_data_info_takes_the_dataset_option_its_unpaired_error_suggests(capsys, caplog, tmp_path):
+    """``data info`` named `--dataset-option skip_unpaired=true` as the fix, and had no such option."""
+    data = make_tpgt(tmp_path / "tpgt")
+    (data / "Gt" / "a.png").unlink()
+    code, _, err = cli(capsys, "data", "info", data)
+    assert code == 1 and err.strip().splitlines() == [
+        f"error: {data}: 1 Tp image(s) have no mask in Gt/ (e.g. Tp/a.png); `--dataset-option skip_unpaired=true` "
+        "skips them"]
+    code, out, err = cli(capsys, "data", "info", data, "--dataset-option", "skip_unpaired=true")
+    assert code == 0, err
+    splits = re.search(r"^splits: (.*)$", out, re.MULTILINE)
+    assert splits is not None and sum(ast.literal_eval(splits.group(1)).values()) == 3  # b, c and Au/real1
+    assert "1 Tp image(s) have no mask in Gt/ (e.g. Tp/a.png); skipping them" in caplog.text
