@@ -249,6 +249,21 @@ def test_binary_mask_rule(monkeypatch, caplog):
     assert "0/1-encoded" in caplog.text
 
 
+@pytest.mark.parametrize("edited", [1, 255])
+def test_a_16_bit_binary_mask_whose_values_all_fall_below_the_threshold_is_warned(monkeypatch, caplog, edited):
+    """A 16-bit mask of 0/1 or 0/255 reads as all background (its high byte is 0) with no warning."""
+    mask = np.zeros((4, 5), dtype=np.uint16)
+    mask[1:3, 1:3] = edited
+    monkeypatch.setattr(imageio, "_warned_low_mask", False)
+    with caplog.at_level(logging.WARNING):
+        assert read_binary_mask(png_bytes(mask), "b", name="b.png").sum() == 0
+    assert caplog.messages == [
+        f"sample b: b.png has non-zero values up to {edited} but none above 32767.5, so it reads as all background; "
+        "is it an 8-bit or 0/1 mask saved as I;16 (read by its high byte, v // 256)? (warned once)"]
+    mask[1:3, 1:3] = 65535  # white in 16 bits: edited
+    assert read_binary_mask(png_bytes(mask), "b").sum() == 4
+
+
 # -- label maps --------------------------------------------------------------
 
 

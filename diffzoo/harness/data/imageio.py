@@ -405,16 +405,21 @@ def read_binary_mask(
     grey = _grey(img, sample_id, name)
     cut = threshold * 255.0
     mask = (grey > cut).astype(np.uint8)
-    if not mask.any() and grey.size and grey.max() > 0:
+    # the stored values, not the 8-bit ones: a 16-bit mask of 0/1 or 0/255 is all 0 once its high byte is kept
+    wide = img.mode in WIDE_MODES and np.issubdtype(np.asarray(img).dtype, np.integer)
+    top = int(np.asarray(img).max()) if wide and grey.size else int(grey.max()) if grey.size else 0
+    if not mask.any() and top > 0:
         global _warned_low_mask
         log.log(
             logging.DEBUG if _warned_low_mask else logging.WARNING,
             "sample %s: %s has non-zero values up to %d but none above %g, so it reads "
-            "as all background; is it a 0/1-encoded mask? (warned once)",
+            "as all background; is it %s? (warned once)",
             sample_id,
             name,
-            int(grey.max()),
-            cut,
+            top,
+            65535 * threshold if wide else cut,
+            f"an 8-bit or 0/1 mask saved as {img.mode} (read by its high byte, v // 256)" if wide
+            else "a 0/1-encoded mask",
         )
         _warned_low_mask = True
     check_mask_size(mask, size, sample_id, name)
