@@ -121,6 +121,20 @@ def test_json_split_files(brgen, caplog):
         BrGenDataset(brgen, split_files="real_val.json")
 
 
+def test_an_image_listed_in_a_train_and_a_val_file_is_refused(brgen):
+    """An image in br-gen_train.json and in a *_val.json was put in both splits: trained on and scored."""
+    write_split(brgen, "br-gen_train.json", TRAIN)
+    write_split(brgen, "mani_val.json", VAL + TRAIN[:1], real=False)
+    with pytest.raises(DataError) as err:
+        BrGenDataset(brgen)
+    assert str(err.value) == (
+        "3 image(s) are in both split train and split val of the BR-Gen split files (br-gen_train.json, "
+        "mani_val.json), e.g. Tp/LaMa_Stuff_COCO_00000000520.png, Tp/MAT_Stuff_COCO_00000000520.png, "
+        "Tp/PowerPaint_Background_COCO_00000000520.png; an image in two splits would be trained on and evaluated: "
+        "list each image in one of them, or name the files to read with --dataset-option split_files=A.json,B.json")
+    assert len(BrGenDataset(brgen, split_files="mani_val.json").ids("val")) == 8  # the fix the message gives
+
+
 def test_split_precedence(brgen):
     write_split(brgen, "br-gen_train.json", TRAIN)
     write_split(brgen, "mani_val.json", VAL)
