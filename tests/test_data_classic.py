@@ -253,6 +253,15 @@ def test_imd2020_missing_mask(tmp_path):
     assert "z5/00022_fake.jpg" not in Imd2020Dataset(root, skip_unpaired=True).ids("test")
 
 
+def test_imd2020_two_masks_for_one_image_are_refused(tmp_path):
+    """A mask re-saved beside the original (``_mask.jpg`` and ``_mask.png``): the last one listed was used, unsaid."""
+    root = make_imd2020(tmp_path / "IMD2020")
+    save_jpeg(root / "1a1ogs" / "c8tt7fg_0_mask.jpg", grey_mask(slice(0, 2)))
+    with pytest.raises(DataError) as err:
+        open_dataset(str(root))  # recognised (the sniff only looks), then refused
+    assert str(err.value) == f"{root / '1a1ogs'}: two masks for c8tt7fg_0: c8tt7fg_0_mask.jpg and c8tt7fg_0_mask.png"
+
+
 # -- all four: sniffing, CLI, fingerprints ------------------------------------------------
 
 MAKERS = {"columbia": make_columbia, "coverage": make_coverage, "nist16": make_nist16, "imd2020": make_imd2020}

@@ -458,14 +458,17 @@ IMD_MASK = re.compile(r"^(?P<stem>.+)_mask$", re.IGNORECASE)
 IMD_ORIG = re.compile(r"_orig$", re.IGNORECASE)
 
 
-def _imd_folder(folder: Path) -> tuple[list[Path], dict[str, Path], list[Path]]:
-    """Tampered images, masks by image stem, and originals directly in one source folder."""
+def _imd_folder(folder: Path, refuse_twice: bool = True) -> tuple[list[Path], dict[str, Path], list[Path]]:
+    """Tampered images, masks by image stem, and originals directly in one source folder; two
+    masks for one stem are a DataError (``refuse_twice``; a sniff only looks)."""
     tampered: list[Path] = []
     masks: dict[str, Path] = {}
     originals: list[Path] = []
     for f in image_files_in(folder):
         hit = IMD_MASK.match(f.stem)
         if hit is not None:
+            if hit["stem"] in masks and refuse_twice:  # which of the two is the ground truth is not ours to guess
+                raise DataError(f"{folder}: two masks for {hit['stem']}: {masks[hit['stem']].name} and {f.name}")
             masks[hit["stem"]] = f
         elif IMD_ORIG.search(f.stem):
             originals.append(f)
@@ -521,7 +524,7 @@ class Imd2020Dataset(_ClassicDataset):
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder one of whose first subfolders directly holds an ``*_orig`` image and a ``*_mask`` image."""
         def has_orig_and_mask(p: Path) -> bool:  # _imd_folder(f)[1:]: its masks and its originals
-            return p.is_dir() and any(all(_imd_folder(f)[1:]) for f in subfolders(p)[:SNIFF_FOLDERS])
+            return p.is_dir() and any(all(_imd_folder(f, False)[1:]) for f in subfolders(p)[:SNIFF_FOLDERS])
 
         return sniff_quietly(has_orig_and_mask, path)
 
