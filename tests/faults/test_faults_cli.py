@@ -97,6 +97,17 @@ def test_a_tilde_the_shell_left_in_a_path_is_the_home_folder_never_a_folder_name
     assert not (tmp_path / "~").exists()
 
 
+def test_a_labels_file_given_with_a_tilde_the_shell_left_is_read_from_the_home_folder(capsys, tmp_path, monkeypatch,
+                                                                                     diffseg_folder):
+    # `--labels=~/labels.json` (and `labels: ~/labels.json` in a --config): "label file ~/labels.json does not exist"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "labels.json").write_text(json.dumps({"names": ["background", "sd2", "sdxl"]}))
+    code, out, err = cli(capsys, "data", "info", diffseg_folder, "--labels=~/labels.json")
+    assert code == 0, err
+    assert "label_space: ['background', 'sd2', 'sdxl']" in out and "'source': '--labels'" in out
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")
 def test_a_cache_where_no_folder_can_be_made_is_refused_for_everyone_root_included(capsys, monkeypatch):
     # root passes every permission check, and /proc still refuses mkdir (ENOENT): only trying tells

@@ -273,6 +273,8 @@ def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
     if isinstance(spec, LabelSpace):
         return spec, True
     text = os.fspath(spec)
+    if text.startswith("~"):  # a file under the home folder, as the shell reads it (it leaves `--labels=~/x`)
+        text = os.path.expanduser(text)
     suffixes = (".json", ".yaml", ".yml", *_TABLE_SUFFIXES)
     try:
         if isinstance(spec, os.PathLike) or text.lower().endswith(suffixes) or Path(text).is_file():
