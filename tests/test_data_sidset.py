@@ -136,6 +136,16 @@ def test_refusals_and_skips(sida, parts, tmp_path):
         SidSetDataset(tmp_path / "empty")
 
 
+def test_two_masks_for_one_tampered_image_are_refused(sida):
+    """``masks/x_mask.png`` beside ``masks/x_mask.jpg`` (or ``masks/x.png``): one was used as the ground truth, unsaid."""
+    masks = sida / "train" / "masks"
+    Image.open(masks / "tampered_010002_mask.png").convert("RGB").save(masks / "tampered_010002_mask.jpg")
+    with pytest.raises(DataError) as err:
+        open_dataset(str(sida))  # recognised, then refused
+    assert str(err.value) == (f"{sida}: two masks for tampered_010002: train/masks/tampered_010002_mask.jpg and "
+                              "train/masks/tampered_010002_mask.png")
+
+
 def test_kinds_split_option_and_sniffing(sida, parts, tmp_path):
     tampered = SidSetDataset(sida, kinds="tampered")
     assert tampered.describe()["samples"] == {"tampered": 6} and tampered.notice is None

@@ -154,7 +154,12 @@ class SidSetDataset(MixedDataset):
         missing: list[str] = []
         for prefix, folders in sorted(groups.items()):
             split = _folder_split(prefix, root)
-            masks = {Path(m).stem.removesuffix(MASK_SUFFIX): m for m in folders.get(MASKS_DIR, [])}
+            masks: dict[str, str] = {}
+            for m in folders.get(MASKS_DIR, []):
+                stem = Path(m).stem.removesuffix(MASK_SUFFIX)
+                if stem in masks:  # which of the two is the ground truth is not ours to guess
+                    raise DataError(f"{self._members.location}: two masks for {stem}: {masks[stem]} and {m}")
+                masks[stem] = m
             for kind in self.KINDS:
                 for image in folders.get(kind, []):
                     stem, mask = Path(image).stem, None
