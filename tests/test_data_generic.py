@@ -63,6 +63,15 @@ def test_tpgt_refusals(tmp_path):
         ds.load("Tp/b.jpg")
 
 
+def test_tpgt_two_masks_for_one_image_are_refused(tmp_path):
+    """``Gt/a.png`` beside ``Gt/a_gt.png``: the first suffix found was the ground truth, unsaid."""
+    root = make_tpgt(tmp_path / "d")
+    save(root / "Gt" / "a_gt.png", gt())
+    with pytest.raises(DataError) as err:
+        open_dataset(str(root))
+    assert str(err.value) == f"{root / 'Gt'}: two masks for Tp/a.png: a.png and a_gt.png"
+
+
 def test_json_list(tmp_path):
     save(tmp_path / "imgs" / "t1.png", image())
     save(tmp_path / "masks" / "t1.png", gt())

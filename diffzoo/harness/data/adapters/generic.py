@@ -164,7 +164,7 @@ def pair_folders(
     (``by_name``: the file name's stem alone, the mask anywhere under ``gt``).
     Ids are ``<folder name>/<path inside it>``.  Returns the pairs and the ids
     of images without a mask; masks matching no image are logged, and two
-    masks for one stem are a :class:`DataError`.
+    masks for one stem, or for one image (``x`` and ``x_gt``), are a :class:`DataError`.
     """
     masks: dict[str, Path] = {}
     for m in list_image_files(gt):
@@ -181,10 +181,14 @@ def pair_folders(
             rel = img.relative_to(folder)
             sid = f"{folder.name}/{rel.as_posix()}"
             stem = img.stem if by_name else rel.with_suffix("").as_posix()
-            key = next((stem + s for s in MASK_SUFFIXES if stem + s in masks), None)
-            if key is None:
+            keys = [stem + s for s in MASK_SUFFIXES if stem + s in masks]
+            if not keys:
                 no_mask.append(sid)
                 continue
+            if len(keys) > 1:  # x.png and x_gt.png: which is the ground truth is not ours to guess
+                first, second = (masks[k].relative_to(gt).as_posix() for k in keys[:2])
+                raise DataError(f"{gt}: two masks for {sid}: {first} and {second}")
+            key = keys[0]
             used.add(key)
             entries[sid] = (img, masks[key])
     orphans = sorted(set(masks) - used)
