@@ -242,6 +242,8 @@ def _edit_manifest(root: Path, fn) -> Path:
          r"\(image\)\); `--dataset-option skip_unpaired=true` skips them"),
         (lambda r: save(r / "COCO/flux2_dev/normal" / f"{IDS['COCO'][1]}.jpg", picture(3)),
          r"flux2_dev/normal: several files for '000000000285': 000000000285\.jpg, 000000000285\.png"),
+        (lambda r: save(r / "COCO/flux2_dev/masks/normal" / f"{IDS['COCO'][1]}_mask.png", square(0)),
+         r"masks/normal: several files for '000000000285': 000000000285\.png, 000000000285_mask\.png"),
     ],
 )
 def test_malformed_variants_are_refused(pape, damage, message):

@@ -183,13 +183,11 @@ def _index(folder: Path) -> dict[str, list[Path]]:
 
 
 def _find(index: dict[str, list[Path]], stems: Sequence[str], folder: Path) -> Path | None:
-    for stem in stems:
-        hits = index.get(stem, [])
-        if len(hits) > 1:
-            raise DataError(f"{folder}: several files for {stem!r}: {', '.join(sorted(p.name for p in hits))}")
-        if hits:
-            return hits[0]
-    return None
+    """The one file named by any of ``stems`` (``x``, ``x_mask``, ...); several are a DataError."""
+    hits = [p for stem in stems for p in index.get(stem, [])]
+    if len(hits) > 1:
+        raise DataError(f"{folder}: several files for {stems[0]!r}: {', '.join(sorted(p.name for p in hits))}")
+    return hits[0] if hits else None
 
 
 @dataclass(frozen=True)
