@@ -132,6 +132,11 @@ def test_open_dataset_path(tmp_path):
     (tmp_path / "plain" / "notes.txt").write_text("x")
     with pytest.raises(DataError, match="plain: no dataset adapter recognises this layout. Adapters: "):
         open_dataset(str(tmp_path / "plain"))
+    for archive in ("4cam_splc.tar.bz2", "4cam_auth.tar.bz2"):  # a download left packed
+        (tmp_path / "plain" / archive).write_bytes(b"BZh9")
+    with pytest.raises(DataError, match=r"plain: no dataset adapter recognises this layout \(it holds archives not "
+                       r"extracted: 4cam_auth\.tar\.bz2, 4cam_splc\.tar\.bz2; extract them first\)\. Adapters: "):
+        open_dataset(str(tmp_path / "plain"))
     for empty in ("", "  "):  # an unset shell variable: never the current folder
         with pytest.raises(ConfigError, match="the dataset is given as an empty string"):
             open_dataset(empty)

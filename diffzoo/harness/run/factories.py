@@ -224,7 +224,23 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
         return open_recognised(found, target, options, flag)
     empty = path.is_dir() and next(path.iterdir(), None) is None
     raise DataError(
-        f"{target}: no dataset adapter recognises this layout{' (the folder is empty)' if empty else ''}. "
-        f"Adapters: {', '.join(entry.name for entry, _ in adapters)}; `diffzoo list datasets` says the "
-        "layout each expects (docs/datasets.md)" + "".join(f"; {c}" for c in crashed)
+        f"{target}: no dataset adapter recognises this layout{' (the folder is empty)' if empty else ''}"
+        f"{_archives_note(path)}. Adapters: {', '.join(entry.name for entry, _ in adapters)}; `diffzoo list "
+        "datasets` says the layout each expects (docs/datasets.md)" + "".join(f"; {c}" for c in crashed)
     )
+
+
+_ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".7z", ".rar")
+
+
+def _archives_note(path: Path) -> str:
+    """`` (it holds archives: ...)`` for a folder whose files include downloads not yet extracted:
+    no adapter looks inside a .tar or .7z (a .zip only where its adapter reads it in place)."""
+    try:
+        names = sorted(p.name for p in path.iterdir() if p.name.lower().endswith(_ARCHIVE_SUFFIXES) and p.is_file())
+    except OSError:  # not a folder, or one that cannot be listed: nothing to add
+        return ""
+    if not names:
+        return ""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f" (it holds archives not extracted: {shown}; extract them first)"
