@@ -103,6 +103,12 @@ def test_json_list_refusals(tmp_path):
     assert JsonListDataset.sniff(f)  # a list is claimed: opening it names the bad item
     f.write_text(json.dumps({"names": ["background"]}))
     assert not JsonListDataset.sniff(f)  # another kind of JSON
+    # one file under two spellings was two samples, which the id hash could put in train and in val
+    save(tmp_path / "Au" / "b.png", image())
+    f.write_text(json.dumps([["Au/b.png", "Negative"], ["./Au/b.png", "Negative"]]))
+    with pytest.raises(DataError) as err:
+        JsonListDataset(f)
+    assert str(err.value) == f"{f}: item 1: image ./Au/b.png (as Au/b.png before) is listed twice"
 
 
 def test_with_authentic_view(tmp_path):

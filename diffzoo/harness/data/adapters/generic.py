@@ -266,11 +266,14 @@ class JsonListDataset(_PairListDataset):
         items = _read_list(file)
         root = file.parent
         entries: dict[str, tuple[Path, Path | None]] = {}
+        listed: dict[str, str] = {}  # the file an image names (a/./b.png and a/b.png are one) -> as written
         missing: list[str] = []
         for i, (image, mask) in enumerate(items):
-            if image in entries:
-                raise DataError(f"{file}: item {i}: image {image} is listed twice")
             image_path = root / image
+            same = listed.setdefault(os.path.normpath(image_path), image)
+            if image in entries or same != image:  # two ids of one file would be split apart: train and val
+                twice = f"image {image}" if same == image else f"image {image} (as {same} before)"
+                raise DataError(f"{file}: item {i}: {twice} is listed twice")
             mask_path = None if mask == NEGATIVE else root / mask
             missing += [
                 # a FIFO or folder listed is no missing file: loading it names what it is (not-a-file)
