@@ -12,6 +12,7 @@ import pytest
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.fsutil import FileRefused
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data import DIFFSEG30K_EDITORS, DiffSeg30kDataset, WithAuthentic, labelmaps
@@ -148,6 +149,16 @@ def test_bad_split_file_fails(tmp_path, pairs, content, match):
         DiffSeg30kDataset(root, split_file=f)
     with pytest.raises(DataError, match="split_file .*nowhere.json does not exist"):
         DiffSeg30kDataset(root, split_file=tmp_path / "nowhere.json")
+
+
+def test_a_split_named_twice_in_a_splits_file_is_refused(tmp_path, pairs):
+    """json kept the last "train" list: the first list's samples were in no split, said at info level only."""
+    root = write_folder(tmp_path / "ds", pairs)
+    (root / "splits.json").write_text('{"train": ["00000001", "00000002"], "val": ["00000003"], '
+                                      '"train": ["00000004"]}')
+    with pytest.raises(FileRefused) as err:
+        DiffSeg30kDataset(root)
+    assert str(err.value) == f"splits file {root / 'splits.json'} gives 'train' twice in one object; keep one"
 
 
 def test_unknown_dataset_option_still_fails(tmp_path, pairs):

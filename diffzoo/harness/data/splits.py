@@ -89,7 +89,7 @@ def _parse_split_text(text: str, path: Path) -> dict[str, list[str]]:
     """A JSON ``{"train": [ids], ...}``, or ``id<TAB>split`` lines (``#`` comments)."""
     if text.lstrip().startswith(("{", "[")):
         try:
-            data = parse_json(text, str(path))
+            data = parse_json(text, f"splits file {path}", unique_keys=True)  # a split given twice: refused, not merged
         except json.JSONDecodeError as exc:
             raise DataError(f"splits file {path} is not readable JSON ({exc})") from None
         if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
