@@ -209,6 +209,16 @@ def test_bad_metadata_sidecar_names_file_id_and_field(tmp_path, pairs, row, matc
         DiffSeg30kDataset(root, metadata=side)
 
 
+def test_a_metadata_sidecar_giving_one_id_twice_is_refused_in_json_as_in_jsonl(tmp_path, pairs):
+    """The JSON form kept the id's last row, unsaid; the JSONL form already refused the id given twice."""
+    root = write_folder(tmp_path / "ds", pairs)
+    side = tmp_path / "meta.json"
+    side.write_text('{"00000001": {"base": "ai", "editors": ["sd2"]}, "00000001": {"base": "real", "editors": []}}')
+    with pytest.raises(FileRefused) as err:
+        DiffSeg30kDataset(root, metadata=side)
+    assert str(err.value) == f"metadata file {side} gives '00000001' twice in one object; keep one"
+
+
 # -- provenance of whole datasets --------------------------------------------------
 
 

@@ -65,8 +65,8 @@ def _rows(path: Path) -> list[tuple[str, Any, str]]:
         text = read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"metadata file {path} is not readable ({exc})") from None
-    try:
-        data = parse_json(text, str(path))
+    try:  # an id given twice is refused in either form (json would keep the last row)
+        data = parse_json(text, f"metadata file {path}", unique_keys=True)
     except json.JSONDecodeError:
         data = None
     if isinstance(data, dict):
