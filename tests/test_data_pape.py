@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import FileRefused
 from diffzoo.harness.data.adapters.pape import PAPE_EDITORS, PapeDataset
 
 from helpers.images import save_image as save
@@ -250,6 +251,15 @@ def test_malformed_variants_are_refused(pape, damage, message):
     damage(pape)
     with pytest.raises(DataError, match=message):
         PapeDataset(pape)
+
+
+def test_a_split_given_twice_in_a_split_file_is_refused(pape):
+    """json kept the last "train" list: the first list's images were in no split, said at info level only."""
+    split_file = pape / "COCO/splits/split_seed2026.json"
+    split_file.write_text(f'{{"train": {json.dumps(IDS["COCO"][:2])}, "train": {json.dumps(IDS["COCO"][2:])}}}')
+    with pytest.raises(FileRefused) as err:
+        PapeDataset(pape)
+    assert str(err.value) == f"PAPE split file {split_file} gives 'train' twice in one object; keep one"
 
 
 def test_split_option_and_skip_unpaired_open_what_the_defaults_refuse(pape):

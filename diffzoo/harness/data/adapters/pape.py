@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import parse_json, read_json, read_text
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.authentic import image_files_in
@@ -127,8 +127,8 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
 
 def read_split_json(file: Path) -> dict[str, Any]:
     """A split file: ``{split: [image ids]}`` or ``{subset: {split: [image ids]}}``."""
-    try:
-        data = read_json(file)
+    try:  # a split given twice is refused (json would keep its last list, the first one's ids in no split)
+        data = parse_json(read_regular(file, TEXT_LIMIT), f"PAPE split file {file}", unique_keys=True)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"PAPE split file {file}: not readable JSON ({exc})") from None
     flat = isinstance(data, dict) and all(isinstance(v, list) for v in data.values())
