@@ -151,6 +151,15 @@ def test_bad_split_file_fails(tmp_path, pairs, content, match):
         DiffSeg30kDataset(root, split_file=tmp_path / "nowhere.json")
 
 
+def test_split_names_in_another_letter_case_are_the_canonical_splits(tmp_path, pairs):
+    """{"Train": ..., "Val": ...} kept "Train" and "Val": a run then said the dataset lacks 'val' (it has Train, Val)."""
+    root = write_folder(tmp_path / "ds", pairs)
+    ids = sorted(pairs)
+    (root / "splits.json").write_text(json.dumps({"Train": ids[:8], "VAL": ids[8:10], "Cross_Test": ids[10:]}))
+    ds = DiffSeg30kDataset(root)
+    assert ds.splits() == ["train", "val", "Cross_Test"] and ds.ids("Val") == ids[8:10]
+
+
 def test_a_split_named_twice_in_a_splits_file_is_refused(tmp_path, pairs):
     """json kept the last "train" list: the first list's samples were in no split, said at info level only."""
     root = write_folder(tmp_path / "ds", pairs)

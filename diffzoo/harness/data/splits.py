@@ -31,8 +31,10 @@ SPLITS_FILE = "splits.json"
 
 
 def canonical_split(name: str) -> str:
-    """``validation`` -> ``val`` etc.; other names (``cross_test``) are kept."""
-    return SPLIT_ALIASES.get(name.lower(), name)
+    """``validation`` -> ``val``, ``Train`` -> ``train`` etc. (any letter case); other names
+    (``cross_test``) are kept as written."""
+    key = name.lower()
+    return SPLIT_ALIASES.get(key, key if key in CANONICAL_SPLITS else name)
 
 
 def _unit_hash(seed: int, sample_id: str) -> float:
