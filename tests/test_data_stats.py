@@ -108,6 +108,8 @@ def test_split_option_reads_only_that_split(known):
     assert stats["splits"] == {"val": 1}
     assert (stats["images"], stats["read"], stats["skipped"]["count"]) == (1, 1, 0)
     assert stats["resolutions"]["counts"] == {"16x16": 1}
+    # one split named twice (validation is val): one row, not two
+    assert dataset_stats(open_dataset(str(known)), ["val", "validation", "VAL"])["splits"] == {"val": 1}
 
 
 def test_cli_tables_json_and_plots(known, tmp_path, capsys):

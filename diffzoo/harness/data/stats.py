@@ -222,7 +222,7 @@ def dataset_stats(dataset: Dataset, splits: Sequence[str] | None = None,
     """Statistics of ``splits`` (default: all) of ``dataset``, reading each
     sample once (an id in two splits is read and counted once).  An unknown
     split is a ConfigError (``--split``), before any image is read."""
-    chosen = list(dict.fromkeys(splits)) if splits else list(dataset.splits())
+    chosen = list(dict.fromkeys(map(canonical_split, splits))) if splits else list(dataset.splits())  # val = validation
     unknown = [s for s in chosen if canonical_split(s) not in dataset.splits()]
     if unknown:
         raise ConfigError(f"--split: dataset {dataset.name} has no split {unknown[0]!r}; its splits: "
