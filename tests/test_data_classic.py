@@ -217,6 +217,13 @@ def test_nist16_misformed_references(tmp_path):
     ref.write_text(text.replace("mask/NC2016_5001.png", "../../outside.png"))
     with pytest.raises(DataError, match=r"leaves the dataset folder"):
         Nist16Dataset(root)
+    # an empty IsTarget cell was read as N: the manipulated probe scored as authentic, unsaid
+    first = nist_row("NC2016_0001", "reference/manipulation/mask/NC2016_5001.png", "Y", "Y|N|N")
+    ref.write_text(text.replace(first, first.replace("|Y|none|", "||none|")))
+    with pytest.raises(DataError) as err:
+        Nist16Dataset(root)
+    assert str(err.value) == (f"{ref}: line 2: IsTarget is ''; expected Y (a manipulated probe, scored against its "
+                              "mask) or N (an authentic one)")
     ref.write_text(text)
     (root / "reference" / "manipulation" / "mask" / "NC2016_5001.png").unlink()
     with pytest.raises(DataError, match=r"1 file\(s\) named in NC2016-manipulation-ref\.csv do not exist .*"

@@ -290,6 +290,7 @@ NIST_TYPES = (("IsManipulationTypeRemoval", REMOVAL), ("IsManipulationTypeSplice
               ("IsManipulationTypeCopyClone", COPY_MOVE))
 NIST_REF = re.compile(r"^NC2016-(?P<task>[a-z]+)-ref\.csv$", re.IGNORECASE)
 _YES = {"y", "yes", "true", "1"}
+_NO = {"n", "no", "false", "0"}
 
 
 def _nist_ref(root: Path, task: str) -> Path:
@@ -359,7 +360,11 @@ class Nist16Dataset(_ClassicDataset):
         absent: list[str] = []
         for line, row in rows:
             probe = _relative(row["ProbeFileName"], f"{ref}: line {line}: ProbeFileName")
-            target = row["IsTarget"].strip().lower() in _YES
+            flag = row["IsTarget"].strip().lower()
+            if flag not in _YES | _NO:  # an empty or odd cell read as N made a manipulated probe authentic
+                raise DataError(f"{ref}: line {line}: IsTarget is {row['IsTarget']!r}; expected Y (a manipulated "
+                                "probe, scored against its mask) or N (an authentic one)")
+            target = flag in _YES
             if (probe in originals and target) or (probe in targets and not target):
                 raise DataError(f"{ref}: line {line}: probe {probe} is listed both as a target (IsTarget=Y) "
                                 f"and as a non-target")
