@@ -109,6 +109,13 @@ def test_json_list_refusals(tmp_path):
     with pytest.raises(DataError) as err:
         JsonListDataset(f)
     assert str(err.value) == f"{f}: item 1: image ./Au/b.png (as Au/b.png before) is listed twice"
+    # "negative" was looked for as a mask file, and the error sent the user to check the paths
+    f.write_text(json.dumps([["Au/b.png", "negative"]]))
+    with pytest.raises(DataError) as err:
+        JsonListDataset(f)
+    assert str(err.value) == (f"{f}: 1 listed file(s) do not exist (e.g. {tmp_path / 'negative'}); paths are relative "
+                              """to the JSON file's folder; an authentic image's mask is written "Negative", """
+                              "not 'negative'")
 
 
 def test_with_authentic_view(tmp_path):

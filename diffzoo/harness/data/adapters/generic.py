@@ -281,9 +281,11 @@ class JsonListDataset(_PairListDataset):
             ]
             entries[image] = (image_path, mask_path)
         if missing:
+            spelled = sorted({m for _, m in items if m != NEGATIVE and m.strip().lower() == NEGATIVE.lower()})
             raise DataError(
                 f"{file}: {len(missing)} listed file(s) do not exist "
                 f"(e.g. {', '.join(missing[:3])}); paths are relative to the JSON file's folder"
+                + (f'; an authentic image\'s mask is written "{NEGATIVE}", not {spelled[0]!r}' if spelled else "")
             )
         super().__init__(
             name or file.stem,
