@@ -98,6 +98,16 @@ def test_eval_dataset_errors_are_one_line(capsys, tmp_path, spec, message):
     assert code != 0 and message in stderr and len(stderr.strip().splitlines()) == 1
 
 
+def test_an_eval_split_named_by_an_alias_is_the_canonical_split(capsys, tmp_path):
+    """DATA:validation said "has no split validation (it has train, val)", though ids("validation") reads val."""
+    folder = make_diffseg_folder(tmp_path / "ds")
+    code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--plan",
+                               "--eval-dataset", f"{folder}:Validation", *FAST)
+    assert code == 0, stderr
+    val = len(open_dataset(str(folder)).ids("val"))
+    assert f"1 model pass(es), {val} image reads" in stdout
+
+
 def test_an_eval_dataset_without_a_cross_dataset_case_is_refused(capsys, tmp_path):
     folder = make_diffseg_folder(tmp_path / "ds")
     code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--out",

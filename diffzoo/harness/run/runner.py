@@ -27,6 +27,7 @@ from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
+from diffzoo.harness.data.splits import canonical_split
 from diffzoo.harness.models.checkpoints import PICKLE_SUFFIXES, checkpoint_meta
 from diffzoo.harness.models.releases import release_name
 from diffzoo.harness.records.document import ResultRecord
@@ -180,6 +181,7 @@ class Runner:
                                            flag="--eval-dataset-option")
             except ConfigError as exc:
                 raise ConfigError(f"--eval-dataset {spec}: {exc}") from exc
+            split = None if split is None else canonical_split(split)  # DATA:validation is DATA:val, as ids() reads it
             if split is not None and split not in ds.splits():
                 raise ConfigError(f"--eval-dataset {spec}: dataset {ds.name} has no split {split} (it has "
                                   f"{', '.join(ds.splits())})")
