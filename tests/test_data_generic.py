@@ -153,5 +153,5 @@ def test_open_dataset_path(tmp_path):
     for empty in ("", "  "):  # an unset shell variable: never the current folder
         with pytest.raises(ConfigError, match="the dataset is given as an empty string"):
             open_dataset(empty)
-    with pytest.raises(ConfigError, match="adapter 'tpgt' .* does not take --dataset-option label_space"):
-        open_dataset(str(tmp_path / "t"), label_space="a,b")
+    with pytest.raises(ConfigError, match=r"adapter 'tpgt' .* does not take --labels\. Valid options: name, path"):
+        open_dataset(str(tmp_path / "t"), label_space="a,b")  # named as typed: --labels, not a label_space option

@@ -21,6 +21,7 @@ from diffzoo.harness.core.fsutil import cache_root, check_usable_dir
 from diffzoo.harness.core.plugins import get_plugin_system
 
 from helpers.cli import cli, one_line_exit_2
+from helpers.data import make_tpgt
 
 pytestmark = pytest.mark.isolated_cache  # kills and tampering during CLI runs need a cache of their own
 
@@ -37,6 +38,18 @@ def test_an_unknown_dataset_option_lists_the_valid_ones(capsys, diffseg_folder):
                  "--dataset-option", "val_fractoin=0.3")
     line = one_line_exit_2(*result, "val_fractoin", "Did you mean 'val_fraction'?", "Valid options:")
     assert "calib_fraction" in line and "split_seed" in line
+
+
+@pytest.mark.parametrize("given, named", [(["--labels", "a,b"], "--labels"),
+                                          (["--extra-authentic", "{au}"], "--extra-authentic")])
+def test_labels_or_extra_authentic_an_adapter_does_not_take_are_named_as_typed(capsys, tmp_path, given, named):
+    """The error named '--dataset-option label_space' / 'extra_authentic', options the user never typed."""
+    data = make_tpgt(tmp_path / "tpgt")
+    result = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", data, "--plan",
+                 *(g.format(au=data / "Au") for g in given))
+    line = one_line_exit_2(*result)
+    assert line == (f"error: dataset adapter 'tpgt' (for {data}) does not take {named}. Valid options: name, path, "
+                    "skip_unpaired, split, split_seed, val_fraction")
 
 
 def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_path, monkeypatch):

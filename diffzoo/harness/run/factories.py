@@ -141,6 +141,10 @@ def open_recognised(found: tuple[Entry, Any], target: Path | str, options: dict[
     return _call_adapter(adapter, f"dataset adapter {entry.name!r} (for {target})", options, flag, path=target)
 
 
+_OWN_FLAGS = {"label_space": "--labels", "extra_authentic": "--extra-authentic"}
+"""Adapter options that have a command-line option of their own (RunRequest.dataset_options)."""
+
+
 def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, **fixed: Any) -> Dataset:
     """Call a dataset factory; an option it does not take is a ConfigError
     that names the closest valid option and lists them all (``flag``: the
@@ -151,7 +155,9 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
     unknown = sorted(k for k in options if k not in valid)
     if unknown:
         hint = did_you_mean(unknown[0], valid)
-        raise ConfigError(f"{what} does not take {flag} {', '.join(unknown)}.{hint} "
+        # --labels and --extra-authentic reach the adapter as these keys: the error names what the user typed
+        named = [_OWN_FLAGS[k] if flag == "--dataset-option" and k in _OWN_FLAGS else f"{flag} {k}" for k in unknown]
+        raise ConfigError(f"{what} does not take {', '.join(named)}.{hint} "
                           f"Valid options: {', '.join(valid) or '(none)'}")
     return factory(**fixed, **typed_options(factory, options, flag))
 
