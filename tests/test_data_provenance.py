@@ -151,6 +151,19 @@ def test_bad_split_file_fails(tmp_path, pairs, content, match):
         DiffSeg30kDataset(root, split_file=tmp_path / "nowhere.json")
 
 
+def test_split_and_metadata_files_saved_with_a_byte_order_mark_are_read(tmp_path, pairs):
+    """A Windows editor's BOM: the TSV's first id was '\\ufeff00000000', not in the data; the JSON was read as TSV."""
+    root = write_folder(tmp_path / "ds", pairs)
+    ids = sorted(pairs)
+    tsv, js, meta = tmp_path / "s.tsv", tmp_path / "s.json", tmp_path / "meta.json"
+    tsv.write_text("\ufeff" + "".join(f"{i}\t{'val' if n < 3 else 'train'}\r\n" for n, i in enumerate(ids)))
+    js.write_text("\ufeff" + json.dumps({"train": ids[3:], "val": ids[:3]}))
+    meta.write_text("\ufeff" + json.dumps({ids[0]: {"base": "real", "editors": []}}))
+    for split_file in (tsv, js):
+        ds = DiffSeg30kDataset(root, split_file=split_file, metadata=meta)
+        assert ds.ids("val") == ids[:3] and ds.load(ids[0]).meta.base == "real"
+
+
 def test_split_names_in_another_letter_case_are_the_canonical_splits(tmp_path, pairs):
     """{"Train": ..., "Val": ...} kept "Train" and "Val": a run then said the dataset lacks 'val' (it has Train, Val)."""
     root = write_folder(tmp_path / "ds", pairs)

@@ -320,8 +320,9 @@ metadata, split or list file): far beyond any such file, far below what exhausts
 
 def read_text(path: Path | str, limit: int = TEXT_LIMIT) -> str:
     """The UTF-8 text of the regular file ``path`` (:func:`read_regular`: never a FIFO, never
-    blocking, at most ``limit`` bytes): every text file a user hands diffzoo is read so."""
-    return read_regular(path, limit).decode("utf-8")
+    blocking, at most ``limit`` bytes), a byte-order mark skipped (Windows editors write one):
+    every text file a user hands diffzoo is read so."""
+    return read_regular(path, limit).decode("utf-8-sig")
 
 
 def read_json(path: Path | str, limit: int = TEXT_LIMIT) -> Any:
