@@ -121,6 +121,14 @@ def test_a_labels_file_given_with_a_tilde_the_shell_left_is_read_from_the_home_f
     assert "label_space: ['background', 'sd2', 'sdxl']" in out and "'source': '--labels'" in out
 
 
+def test_a_labels_path_that_does_not_exist_is_said_not_read_as_a_class_name(capsys, tmp_path, diffseg_folder):
+    # `--labels /data/labels.jsn` (a typo) became the label map (background, /data/labels.jsn): every sample of
+    # another class was then skipped as mask-values
+    missing = tmp_path / "labels.jsn"
+    result = cli(capsys, "data", "info", diffseg_folder, "--labels", missing)
+    assert one_line_exit_2(*result) == f"error: --labels: label file {missing} does not exist"
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")
 def test_a_cache_where_no_folder_can_be_made_is_refused_for_everyone_root_included(capsys, monkeypatch):
     # root passes every permission check, and /proc still refuses mkdir (ENOENT): only trying tells

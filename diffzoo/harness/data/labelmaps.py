@@ -277,7 +277,9 @@ def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
         text = os.path.expanduser(text)
     suffixes = (".json", ".yaml", ".yml", *_TABLE_SUFFIXES)
     try:
-        if isinstance(spec, os.PathLike) or text.lower().endswith(suffixes) or Path(text).is_file():
+        # a path (a class name never starts with / or ./): "label file ... does not exist", not a class of that name
+        pathlike = text.startswith(("/", "./", "../", f".{os.sep}", f"..{os.sep}"))
+        if isinstance(spec, os.PathLike) or text.lower().endswith(suffixes) or pathlike or Path(text).is_file():
             return read_label_file(text, verified=True)
         names = [n.strip() for n in text.split(",") if n.strip()]
         if not names:
