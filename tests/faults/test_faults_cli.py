@@ -52,6 +52,13 @@ def test_labels_or_extra_authentic_an_adapter_does_not_take_are_named_as_typed(c
                     "skip_unpaired, split, split_seed, val_fraction")
 
 
+def test_an_empty_split_option_is_refused_not_a_split_named_empty(capsys, tmp_path):
+    """`--dataset-option split=$SPLIT` with SPLIT unset put every sample in a split named ''."""
+    data = make_tpgt(tmp_path / "tpgt")
+    result = cli(capsys, "data", "info", data, "--dataset-option", "split=")
+    assert one_line_exit_2(*result) == "error: split='' names no split: give one (e.g. split=test) or leave the option out"
+
+
 def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "empty-cache"))
     result = cli(capsys, "run", "--detector", "segformer", "--suite", "standard", "--dataset-option", "nimages=5")

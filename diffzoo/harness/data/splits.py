@@ -186,9 +186,17 @@ def resolve_split_scheme(
     return {k: v for k, v in named.items() if v}, info
 
 
+def fixed_split(name: str) -> str:
+    """The canonical name of an adapter's ``split=NAME`` (every sample in that one split); an
+    empty one is refused: ``split=$SPLIT`` with SPLIT unset named a split ``''``."""
+    if not name.strip():
+        raise ConfigError(f"split={name!r} names no split: give one (e.g. split=test) or leave the option out")
+    return canonical_split(name.strip())
+
+
 def one_split(name: str, ids: Iterable[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
     """Every sample in the split ``name`` (a test set, or an adapter's ``split=NAME``)."""
-    key = canonical_split(name)
+    key = fixed_split(name)
     return {key: sorted(ids)}, {"id": "native", "source": f"every sample in {key}"}
 
 

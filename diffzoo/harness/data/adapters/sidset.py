@@ -49,7 +49,7 @@ from diffzoo.harness.data.base import report_unpaired, require_path
 from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, load_tables
 from diffzoo.harness.data.imageio import is_image_file
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers
-from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split
+from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, fixed_split
 from diffzoo.harness.data.walk import subfolders
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class SidSetDataset(MixedDataset):
         require_path(path, "SidSetDataset")
         chosen = self.parse_kinds(kinds)
         root = Path(path)
-        self._fixed = canonical_split(split) if split is not None else None
+        self._fixed = fixed_split(split) if split is not None else None
         found: dict[str, dict[str, Item]] = {}  # split -> id -> item (``where``: ("row", table, row) / ("file", ...))
         places: dict[tuple[str, str], str] = {}  # (split, id) -> where it was found, for messages
         self._rows: HFRows | None = None
