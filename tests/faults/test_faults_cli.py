@@ -21,7 +21,7 @@ from diffzoo.harness.core.fsutil import cache_root, check_usable_dir
 from diffzoo.harness.core.plugins import get_plugin_system
 
 from helpers.cli import cli, one_line_exit_2
-from helpers.data import make_tpgt
+from helpers.data import make_diffseg_folder, make_tpgt
 
 pytestmark = pytest.mark.isolated_cache  # kills and tampering during CLI runs need a cache of their own
 
@@ -52,11 +52,16 @@ def test_labels_or_extra_authentic_an_adapter_does_not_take_are_named_as_typed(c
                     "skip_unpaired, split, split_seed, val_fraction")
 
 
-def test_an_empty_split_option_is_refused_not_a_split_named_empty(capsys, tmp_path):
-    """`--dataset-option split=$SPLIT` with SPLIT unset put every sample in a split named ''."""
+@pytest.mark.parametrize("option", ["split", "split_seed", "name"])
+def test_an_empty_dataset_option_is_refused_not_read_as_a_value(capsys, tmp_path, option):
+    """`--dataset-option split=$SPLIT` with SPLIT unset put every sample in a split named ''; an empty
+    split_file= / metadata= was the current folder ("split_file . does not exist")."""
     data = make_tpgt(tmp_path / "tpgt")
-    result = cli(capsys, "data", "info", data, "--dataset-option", "split=")
-    assert one_line_exit_2(*result) == "error: split='' names no split: give one (e.g. split=test) or leave the option out"
+    result = cli(capsys, "data", "info", data, "--dataset-option", f"{option}=")
+    assert one_line_exit_2(*result) == (f"error: --dataset-option {option}= gives no value (an unset shell variable?); "
+                                        "give one or leave the option out")
+    result = cli(capsys, "data", "info", make_diffseg_folder(tmp_path / "ds"), "--dataset-option", "split_file=")
+    assert "split_file= gives no value" in one_line_exit_2(*result)
 
 
 def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_path, monkeypatch):

@@ -159,6 +159,10 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
         named = [_OWN_FLAGS[k] if flag == "--dataset-option" and k in _OWN_FLAGS else f"{flag} {k}" for k in unknown]
         raise ConfigError(f"{what} does not take {', '.join(named)}.{hint} "
                           f"Valid options: {', '.join(valid) or '(none)'}")
+    empty = sorted(k for k, v in options.items() if isinstance(v, str) and not v.strip())
+    if empty:  # KEY=$VAR with VAR unset: pathlib reads "" as the current folder, a split "" holds everything
+        raise ConfigError(f"{flag} {empty[0]}= gives no value (an unset shell variable?); give one or leave the "
+                          "option out")
     return factory(**fixed, **typed_options(factory, options, flag))
 
 
