@@ -11,6 +11,7 @@ import pytest
 
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import FileRefused
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.brgen import BrGenDataset, parse_tp_name, split_of_file
 from diffzoo.harness.data.adapters.generic import TpGtDataset
@@ -147,6 +148,9 @@ def test_split_precedence(brgen):
     assert BrGenDataset(brgen, split="test").splits() == ["test"]
     with pytest.raises(DataError, match="no split in the file name"):
         BrGenDataset(brgen, split_files=[str(brgen / "splits.json")])
+    (brgen / "dir_val.json").mkdir()  # a folder, not a split file: it said "does not exist"
+    with pytest.raises(FileRefused, match=r"dir_val\.json is a folder, not a regular file"):
+        BrGenDataset(brgen, split_files="dir_val.json")
 
 
 def test_hash_split_keeps_a_photo_with_its_forgeries(brgen):

@@ -164,6 +164,15 @@ def test_split_and_metadata_files_saved_with_a_byte_order_mark_are_read(tmp_path
         assert ds.ids("val") == ids[:3] and ds.load(ids[0]).meta.base == "real"
 
 
+def test_a_split_or_metadata_file_that_is_a_folder_is_said_to_be_one(tmp_path, pairs):
+    """split_file=DIR / metadata=DIR said "split_file DIR does not exist", though DIR is there."""
+    root = write_folder(tmp_path / "ds", pairs)
+    for option in ("split_file", "metadata"):
+        with pytest.raises(FileRefused) as err:
+            DiffSeg30kDataset(root, **{option: tmp_path})
+        assert str(err.value) == f"{tmp_path} is a folder, not a regular file; diffzoo reads only regular files"
+
+
 def test_split_names_in_another_letter_case_are_the_canonical_splits(tmp_path, pairs):
     """{"Train": ..., "Val": ...} kept "Train" and "Val": a run then said the dataset lacks 'val' (it has Train, Val)."""
     root = write_folder(tmp_path / "ds", pairs)
