@@ -272,6 +272,15 @@ def test_imd2020_missing_mask(tmp_path):
     assert "z5/00022_fake.jpg" not in Imd2020Dataset(root, skip_unpaired=True).ids("test")
 
 
+def test_imd2020_a_mask_without_its_image_is_logged(tmp_path, caplog):
+    """The four sets' rule (docs): a mask that matches no image is logged; IMD2020's said nothing."""
+    root = make_imd2020(tmp_path / "IMD2020")
+    (root / "z5" / "00022_fake.jpg").unlink()
+    with caplog.at_level(logging.INFO):
+        assert "z5/00022_fake.jpg" not in Imd2020Dataset(root).ids("test")
+    assert f"{root}: 1 mask(s) match no tampered image (e.g. z5/00022_fake_mask.png)" in caplog.messages
+
+
 def test_imd2020_two_masks_for_one_image_are_refused(tmp_path):
     """A mask re-saved beside the original (``_mask.jpg`` and ``_mask.png``): the last one listed was used, unsaid."""
     root = make_imd2020(tmp_path / "IMD2020")

@@ -514,6 +514,7 @@ class Imd2020Dataset(_ClassicDataset):
         originals: Entries = {}
         no_mask: list[str] = []
         ignored: list[str] = []
+        orphans: list[str] = []
         for folder in subfolders(root):
             tampered, masks, origs = _imd_folder(folder)
             if not masks and not origs:
@@ -525,10 +526,14 @@ class Imd2020Dataset(_ClassicDataset):
                     entries[sid] = (img, masks[img.stem])
                 else:
                     no_mask.append(sid)
+            stems = {img.stem for img in tampered}
+            orphans += sorted(f"{folder.name}/{m.name}" for stem, m in masks.items() if stem not in stems)
             originals.update({f"{folder.name}/{o.name}": (o, None) for o in origs})
         if ignored:
             log.info("%s: %d folder(s) hold no *_orig image and no *_mask file and are not used (e.g. %s)",
                      root, len(ignored), ignored[0])
+        if orphans:  # its image deleted or renamed: the copy holds one tampered image fewer than it should
+            log.info("%s: %d mask(s) match no tampered image (e.g. %s)", root, len(orphans), orphans[0])
         report_unpaired(str(root), no_mask, "tampered image(s) have no <stem>_mask file beside them", skip_unpaired)
         return root, entries, dict.fromkeys(entries, "unknown"), originals
 
