@@ -53,6 +53,17 @@ def test_find_lists_each_benchmark_with_adapter_splits_counts_and_fingerprint(ca
     assert code == 0 and all(d["fingerprint"] in stdout for d in found.values()) and "casia2" in stdout
 
 
+def test_a_folder_of_downloads_still_packed_is_said_to_hold_archives(capsys, tmp_path):
+    """A benchmark left as its .tar.bz2 downloads was "no dataset adapter recognises this folder", no more."""
+    packed = tmp_path / "root" / "Columbia"
+    packed.mkdir(parents=True)
+    for archive in ("4cam_splc.tar.bz2", "4cam_auth.tar.bz2"):
+        (packed / archive).write_bytes(b"BZh9")
+    why = {p["path"]: p["why"] for p in find_json(capsys, tmp_path / "root", "--verbose")["passed"]}
+    assert why[str(packed)] == ("no dataset adapter recognises this folder; it has no subfolder to look in (it holds "
+                                "archives not extracted: 4cam_auth.tar.bz2, 4cam_splc.tar.bz2; extract them first)")
+
+
 def test_find_says_semantic_for_a_label_space_of_several_editors(capsys, tmp_path):
     make_diffseg_folder(tmp_path / "root" / "seg", editors=("sd2", "sdxl"))
     (found,) = find_json(capsys, tmp_path / "root")["datasets"]

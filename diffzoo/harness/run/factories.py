@@ -235,7 +235,7 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
     empty = path.is_dir() and next(path.iterdir(), None) is None
     raise DataError(
         f"{target}: no dataset adapter recognises this layout{' (the folder is empty)' if empty else ''}"
-        f"{_archives_note(path)}. Adapters: {', '.join(entry.name for entry, _ in adapters)}; `diffzoo list "
+        f"{archives_note(path)}. Adapters: {', '.join(entry.name for entry, _ in adapters)}; `diffzoo list "
         "datasets` says the layout each expects (docs/datasets.md)" + "".join(f"; {c}" for c in crashed)
     )
 
@@ -243,7 +243,7 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
 _ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".7z", ".rar")
 
 
-def _archives_note(path: Path) -> str:
+def archives_note(path: Path) -> str:
     """`` (it holds archives: ...)`` for a folder whose files include downloads not yet extracted:
     no adapter looks inside a .tar or .7z (a .zip only where its adapter reads it in place)."""
     try:
