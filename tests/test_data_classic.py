@@ -215,6 +215,15 @@ def test_nist16_splice_task_unites_one_probes_masks(tmp_path):
     assert by_option.fingerprint() == by_file.fingerprint() != Nist16Dataset(root).fingerprint()
 
 
+def test_nist16_reference_file_named_from_its_own_folder(tmp_path, monkeypatch):
+    """`data info NC2016-manipulation-ref.csv` in reference/manipulation/: "no dataset adapter recognises" it."""
+    root = make_nist16(tmp_path / "NC2016_Test0613")
+    monkeypatch.chdir(root / "reference")
+    ds = open_dataset("manipulation/NC2016-manipulation-ref.csv")
+    assert isinstance(ds, Nist16Dataset) and Path(ds.path) == root
+    assert ds.ids("test") == ["probe/NC2016_0001.jpg", "probe/NC2016_0002.jpg", "probe/NC2016_0003.jpg"]
+
+
 def test_nist16_misformed_references(tmp_path):
     root = make_nist16(tmp_path / "NC2016_Test0613")
     ref = root / "reference" / "manipulation" / "NC2016-manipulation-ref.csv"

@@ -308,8 +308,9 @@ def _nist_root(path: Path) -> tuple[Path, str | None]:
     """The dataset folder and the task of ``path``: the folder itself, or a reference
     CSV ``<root>/reference/<task>/NC2016-<task>-ref.csv``."""
     hit = NIST_REF.match(path.name)
-    if path.is_file() and hit is not None and len(path.parents) >= 3:
-        return path.parents[2], hit["task"].lower()
+    full = Path(os.path.abspath(path))  # the file named from its own folder has no parents as written
+    if path.is_file() and hit is not None and len(full.parents) >= 3:
+        return full.parents[2], hit["task"].lower()
     return path, None
 
 
