@@ -12,7 +12,7 @@ from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataErr
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data import AuthenticFolder, JsonListDataset, TpGtDataset, WithAuthentic
 
-from helpers.data import make_tpgt
+from helpers.data import make_diffseg_folder, make_tpgt
 from helpers.data import tpgt_gt as gt
 from helpers.data import tpgt_image as image
 from helpers.images import save_image as save
@@ -116,6 +116,18 @@ def test_json_list_refusals(tmp_path):
     assert str(err.value) == (f"{f}: 1 listed file(s) do not exist (e.g. {tmp_path / 'negative'}); paths are relative "
                               """to the JSON file's folder; an authentic image's mask is written "Negative", """
                               "not 'negative'")
+
+
+def test_a_dataset_given_as_dot_or_dot_dot_is_named_after_its_folder(tmp_path, monkeypatch):
+    """`--dataset .` named a Tp/Gt folder '' and a DiffSeg30k one 'diffseg30k'; `..` named it '..'."""
+    tpgt = make_tpgt(tmp_path / "casia")
+    monkeypatch.chdir(tpgt)
+    assert open_dataset(".").name == "casia"
+    pairs = make_diffseg_folder(tmp_path / "ds")
+    monkeypatch.chdir(pairs)
+    assert open_dataset(".").name == "ds"
+    monkeypatch.chdir(pairs / "train_copy")
+    assert open_dataset("..").name == "ds"
 
 
 def test_with_authentic_view(tmp_path):

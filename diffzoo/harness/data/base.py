@@ -49,6 +49,12 @@ def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool =
         raise not_found(DataError(f"dataset path {path} does not exist"))
 
 
+def folder_name(path: str | os.PathLike) -> str:
+    """The name of the folder ``path`` names however it is written (``.``, ``..``, ``ds/``): a
+    dataset's default name, never ``''`` or ``..``."""
+    return Path(os.path.abspath(path)).name
+
+
 def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:
     """Refuse the data when files lack their partner (``missing``, the first five named), or,
     with ``skip`` (an adapter's ``skip_unpaired=True``), warn and go on without them."""

@@ -37,7 +37,7 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_regular
 from diffzoo.harness.core.types import BINARY, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import AuthenticFolder
-from diffzoo.harness.data.base import SplitDataset, require_path
+from diffzoo.harness.data.base import SplitDataset, folder_name, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id, row_layout
 from diffzoo.harness.data.imageio import read_image, read_mask
@@ -95,7 +95,7 @@ class DiffSeg30kDataset(SplitDataset):
         self._source = open_source(path, skip_unpaired)
         sidecars = self._source.sidecar_dir
         label_map, self.mask_encoding = self._label_map(label_space, sidecars)
-        default_name = sidecars.name if sidecars is not None and sidecars.name else "diffseg30k"
+        default_name = (folder_name(sidecars) if sidecars is not None else "") or "diffseg30k"
         super().__init__(name or default_name, label_map.space)
         if self.mask_encoding.binary:  # said once, where the run and `data stats` print the dataset
             self.notice = (f"{self.mask_encoding.describe(BINARY)}: {self.name} is read as a binary dataset "

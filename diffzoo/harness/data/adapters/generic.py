@@ -30,7 +30,7 @@ from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import SplitDataset, child_dir, report_unpaired, require_path
+from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.splits import SPLITS_FILE, one_split, resolve_split_scheme
@@ -230,7 +230,7 @@ class TpGtDataset(_PairListDataset):
         if not entries:
             raise DataError(f"{root}: no images in Tp/ (or Au/)")
         super().__init__(
-            name or root.name,
+            name or folder_name(root),
             root,
             entries,
             val_fraction=val_fraction,

@@ -44,7 +44,7 @@ from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, re
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import SplitDataset, folder_name, name_list, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE
@@ -243,7 +243,7 @@ class PapeDataset(SplitDataset):
         present = sorted({e for s in chosen_subsets for e in layout[s]})
         known = [e for e in PAPE_EDITORS if e in present] + [e for e in present if e not in PAPE_EDITORS]
         chosen_editors = self._choose("editor", name_list(editors), known, root)
-        super().__init__(name or root.name, LabelSpace.from_editors(chosen_editors))
+        super().__init__(name or folder_name(root), LabelSpace.from_editors(chosen_editors))
         self.root, self.path = root, str(root)
         self.edits, self.include_source = edits, include_source
         self.prompt_language = prompt_language

@@ -41,7 +41,7 @@ from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataErr
 from diffzoo.harness.core.fsutil import read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import SplitDataset, name_list, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import SplitDataset, folder_name, name_list, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.splits import canonical_split, one_split
@@ -200,7 +200,7 @@ class PixarDataset(SplitDataset):
             native = {k: [i for i in v if i in self._entries] for k, v in native.items()}
         else:
             names = [e for _, e in folders if e is not None]
-        super().__init__(name or root.name, LabelSpace.from_editors(names) if names else BINARY)
+        super().__init__(name or folder_name(root), LabelSpace.from_editors(names) if names else BINARY)
         if not self._entries:
             raise DataError(f"PIXAR {root}: no samples")
         if split is not None:
