@@ -278,6 +278,19 @@ def test_extra_authentic_is_named_in_provenance(tmp_path, pairs):
     assert provenance_of(view)["split"]["source"].endswith("train + 3 extra authentic images (coco)")
 
 
+def test_extra_authentic_given_as_dot_is_named_after_its_folder(tmp_path, pairs, monkeypatch):
+    """`--extra-authentic .` was named '' in the split's source: "train + 3 extra authentic images ()"."""
+    from helpers.images import save_image
+
+    z = write_zip(tmp_path / "train.zip", pairs)
+    for i in range(3):
+        save_image(tmp_path / "coco" / f"{i}.png", np.full((6, 6, 3), i, np.uint8))
+    monkeypatch.chdir(tmp_path / "coco")
+    source = "hash of each id (seed 0, val 20%); train + 3 extra authentic images (coco)"
+    assert DiffSeg30kDataset(z, extra_authentic=".").provenance()["split"]["source"] == source
+    assert provenance_of(WithAuthentic(DiffSeg30kDataset(z), "."))["split"]["source"] == source
+
+
 class PluginData(Dataset):
     name = "plugin"
     label_space = LabelSpace(("background", "edited"))

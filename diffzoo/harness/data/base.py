@@ -225,7 +225,7 @@ class SplitDataset(Dataset):
         """
         info = dict(self.split_info or own_splits(type(self).__name__))
         if self._authentic is not None:
-            info = with_extra_authentic(info, "train", len(self._authentic.ids()), self._authentic.root.name)
+            info = with_extra_authentic(info, "train", len(self._authentic.ids()), folder_name(self._authentic.root))
         label_map = LabelMap(self.label_space, bool(self.labels_verified), self.label_source)
         return {"label_map": label_map.provenance(), "split": info,
                 "metadata": self._metadata_provenance()}

@@ -15,6 +15,7 @@ from typing import Any
 
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.data.authentic import WithAuthentic
+from diffzoo.harness.data.base import folder_name
 from diffzoo.harness.data.labelmaps import LabelMap
 from diffzoo.harness.data.splits import own_splits, with_extra_authentic
 
@@ -31,7 +32,7 @@ def provenance_of(dataset: Dataset) -> dict[str, Any]:
     if isinstance(dataset, WithAuthentic):
         out = provenance_of(dataset.base)
         return {**out, "split": with_extra_authentic(out["split"], dataset.split, len(dataset.extra.ids()),
-                                                     dataset.extra.root.name)}
+                                                     folder_name(dataset.extra.root))}
     method = getattr(dataset, "provenance", None)
     if callable(method):
         return method()
