@@ -90,6 +90,14 @@ def test_json_list(tmp_path):
     assert JsonListDataset(f, split="test").fingerprint() == fp
 
 
+def test_json_list_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """A list saved by a Windows editor: "not readable JSON (Unexpected UTF-8 BOM ...)", though a splits.json is read."""
+    save(tmp_path / "Au" / "b.png", image())
+    f = tmp_path / "l.json"
+    f.write_bytes(b"\xef\xbb\xbf" + json.dumps([["Au/b.png", "Negative"]]).encode())
+    assert JsonListDataset(f, split="test").ids("test") == ["Au/b.png"]
+
+
 def test_json_list_refusals(tmp_path):
     f = tmp_path / "l.json"
     f.write_text(json.dumps([["missing.png", "Negative"]]))

@@ -297,7 +297,7 @@ def parse_json(data: bytes | str, source: str = "the JSON text", *, unique_keys:
     if json_depth(data.encode("utf-8") if isinstance(data, str) else data) > MAX_JSON_DEPTH:
         raise FileRefused(source, f"nests arrays and objects deeper than {MAX_JSON_DEPTH} levels; diffzoo reads no "
                                   "JSON that deep")
-    text = data if isinstance(data, str) else data.decode("utf-8")
+    text = data if isinstance(data, str) else data.decode("utf-8-sig")  # a BOM skipped, as read_text skips it
 
     def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
