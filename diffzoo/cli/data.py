@@ -161,7 +161,7 @@ def _open_options(dataset_option: list[str], labels: str | None) -> dict[str, An
     """The adapter's keyword options of ``--dataset-option KEY=VALUE`` and ``--labels``: every
     ``data`` command that opens a dataset opens it as ``run --dataset`` does."""
     options = parse_options(dataset_option, "--dataset-option")
-    if labels:
+    if labels is not None:  # --labels "" (an unset variable) is refused where the adapter is called, not dropped
         options["label_space"] = labels
     return options
 

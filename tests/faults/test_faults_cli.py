@@ -64,6 +64,16 @@ def test_an_empty_dataset_option_is_refused_not_read_as_a_value(capsys, tmp_path
     assert "split_file= gives no value" in one_line_exit_2(*result)
 
 
+@pytest.mark.parametrize("command", [["data", "info", "{data}"],
+                                     ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset",
+                                      "{data}", "--plan"]])
+def test_an_empty_labels_option_is_refused_not_dropped(capsys, diffseg_folder, command):
+    """`--labels "$LABELS"` with LABELS unset was dropped: the data's own (or the paper's unverified) label map ran."""
+    result = cli(capsys, *(c.format(data=diffseg_folder) for c in command), "--labels", "")
+    assert one_line_exit_2(*result) == ("error: --labels '' gives no value (an unset shell variable?); give one or "
+                                        "leave the option out")
+
+
 def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "empty-cache"))
     result = cli(capsys, "run", "--detector", "segformer", "--suite", "standard", "--dataset-option", "nimages=5")

@@ -161,8 +161,9 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
                           f"Valid options: {', '.join(valid) or '(none)'}")
     empty = sorted(k for k, v in options.items() if isinstance(v, str) and not v.strip())
     if empty:  # KEY=$VAR with VAR unset: pathlib reads "" as the current folder, a split "" holds everything
-        raise ConfigError(f"{flag} {empty[0]}= gives no value (an unset shell variable?); give one or leave the "
-                          "option out")
+        own = flag == "--dataset-option" and empty[0] in _OWN_FLAGS
+        shown = f"{_OWN_FLAGS[empty[0]]} ''" if own else f"{flag} {empty[0]}="
+        raise ConfigError(f"{shown} gives no value (an unset shell variable?); give one or leave the option out")
     return factory(**fixed, **typed_options(factory, options, flag))
 
 

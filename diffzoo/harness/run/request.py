@@ -197,7 +197,8 @@ class RunRequest:
         """The dataset adapter's options: ``--dataset-option`` with ``--labels`` (``label_space``)
         and ``--extra-authentic``."""
         given = {"label_space": self.labels, "extra_authentic": self.extra_authentic}
-        return {**self.dataset_option, **{k: v for k, v in given.items() if v}}
+        # None: not given; "" (an unset variable) is refused with the other empty options, never dropped
+        return {**self.dataset_option, **{k: v for k, v in given.items() if v is not None}}
 
     def paths_not_found(self, relative_only: bool = True) -> list[str]:
         """The paths the request names (``relative_only``: the relative ones) that do not resolve
