@@ -482,16 +482,17 @@ class JobOutcome:
 
 
 def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: Cluster | None = None,
-              wait: bool = True, progress: Any = None,
+              wait: bool = True, force: bool = False, progress: Any = None,
               on_job: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
     """Run the jobs of ``plan`` that are not done into the store at ``out`` (module doc); each
     job's outcome goes to ``on_job`` as it is known.  A failed job is reported and the others
     go on.  ``wait``: with SLURM, wait for the jobs, those an earlier sweep submitted that are
     still queued or running too (else they are only submitted, or said to be ``queued``;
-    submitit's local processes are always waited for).  The sweep leaves its log in
+    submitit's local processes are always waited for).  ``force``: use an ``out`` that is not
+    empty and not diffzoo's, as ``diffzoo run --force`` does.  The sweep leaves its log in
     ``out/logs/`` (each job's outcome, every warning, how it ended)."""
     check_executor(executor)
-    claim_output_dir(Path(out), force=False)  # once, before any job: a folder not diffzoo's is refused now
+    claim_output_dir(Path(out), force=force)  # once, before any job: a folder not diffzoo's is refused now
     logged = output_log(Path(out), "sweep")
     with logged.attached():
         logged.note_command()

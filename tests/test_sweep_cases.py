@@ -127,6 +127,24 @@ def test_a_plan_refuses_an_out_that_is_a_file(capsys, tmp_path):
     one_line_exit_2(code, stdout, stderr, "--out", "not a folder")
 
 
+def test_a_folder_not_diffzoos_is_refused_by_the_plan_too_and_force_uses_it(capsys, tmp_path, monkeypatch):
+    """The refusal names --force, which a sweep takes as diffzoo run does (it had no --force, and its
+    plan listed the jobs the sweep then refused to run)."""
+    fake_runs(monkeypatch)
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "notes.txt").write_text("mine")
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", "--suite", "standard")
+    one_line_exit_2(code, stdout, stderr, f"--out {tmp_path / 'store'} is not empty (notes.txt)", "pass --force")
+    assert "job " not in stdout
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", "--suite", "standard", "--force")
+    assert code == 0 and "(to run;" in stdout, stdout + stderr
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["notes.txt"]  # the plan writes nothing
+    code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--suite", "standard", "--out",
+                               tmp_path / "store", "--force")
+    assert code == 0 and "job segformer.tiny trained on mini: done: 0 record(s)" in stdout, stdout + stderr
+    assert (tmp_path / "store" / "notes.txt").read_text() == "mine"
+
+
 @pytest.mark.parametrize("args", [["--parallel", "0"], ["--gpus", "0"], ["--gpus", "-1"], ["--time", "-5"],
                                   ["--cpus-per-job", "0"], ["--detector", "x"], ["--checkpoint", "x.pth"]])
 def test_values_out_of_range_and_run_options_the_sweep_sets_are_usage_errors(capsys, tmp_path, args):

@@ -10,10 +10,9 @@ from typing import Any
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import CONFIG, request_command, request_values, was_given
+from diffzoo.cli.options import CONFIG, FORCE, request_command, request_values, was_given
 from diffzoo.cli.run import RUN_OPTIONS
 from diffzoo.harness.core.errors import DiffzooError
-from diffzoo.harness.core.fsutil import check_usable_dir
 from diffzoo.harness.run.request import parse_options
 from diffzoo.leaderboard.render.escape import term
 
@@ -45,6 +44,7 @@ def sweep_cmd(
         None, "--suite", "-s", help="Suites of every job (default: standard, and cross-dataset with --eval-dataset)."),
     out: Path = typer.Option(Path("diffzoo-out"), "--out", help="The record store every job writes into; the board "
                              "is published into OUT/board."),
+    force: bool = FORCE,
     executor: str = typer.Option(
         "local", "--executor", help="local: here, one job after another; slurm: a SLURM job array through "
         "submitit; submitit-local: each job in its own process here, through submitit."),
@@ -71,6 +71,7 @@ def sweep_cmd(
     import submitit  # noqa: F401 - its import gives its logger handlers of its own, cleared below
 
     from diffzoo.cli.progress import RichProgress, rank_output
+    from diffzoo.leaderboard.outdir import claim_output_dir
     from diffzoo.sweep import (
         Cluster,
         check_executor,
@@ -87,7 +88,8 @@ def sweep_cmd(
     logging.getLogger("submitit").handlers.clear()
     own = {"detectors": detectors, "weights": weights, "dataset": dataset, "suite": suite, "out": out,
            "executor": executor, "gpus": gpus, "partition": partition, "time": time, "parallel": parallel,
-           "cpus_per_job": cpus_per_job, "slurm_option": slurm_option, "wait": wait, "publish": publish, "plan": plan}
+           "cpus_per_job": cpus_per_job, "slurm_option": slurm_option, "wait": wait, "publish": publish, "plan": plan,
+           "force": force}
     values = request_values(ctx, own, options, config)  # the sweep's own options may come from --config too
     executor, wait, publish, plan = values["executor"], values["wait"], values["publish"], values["plan"]
     # the run options a sweep sets per job reach plan_sweep when --config holds them, to be refused there
@@ -105,7 +107,7 @@ def sweep_cmd(
     for line in sweep.skipped:
         console.print(f"[yellow]skipped:[/] {term(line)}")
     if plan:
-        check_usable_dir(out, "--out")  # as the sweep itself would refuse it, without making it
+        claim_output_dir(out, force=values["force"], make=False)  # as the sweep itself would refuse it, unmade
         stored = stored_ids(out)
         todo = [job for job in sweep.jobs if done_records(out, job, stored, sweep.catalogs) is None]
         # SLURM is asked, as the sweep would ask it: a job an earlier sweep queued is not to run again
@@ -126,7 +128,7 @@ def sweep_cmd(
         console.print(f"[bold]job[/] {term(outcome.job.label)}: {term(outcome.text())}", soft_wrap=True)
 
     with rank_output(console):
-        outcomes = run_sweep(sweep, out, executor=executor, cluster=cluster, wait=wait,
+        outcomes = run_sweep(sweep, out, executor=executor, cluster=cluster, wait=wait, force=values["force"],
                              progress=RichProgress(console), on_job=said)
     failed = [o for o in outcomes if o.status == "failed"]
     waiting = [o for o in outcomes if o.status in ("submitted", "queued")]
