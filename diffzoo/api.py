@@ -222,12 +222,13 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
 
 
 def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None = None,
-              on_plan: Callable[[Evaluation], None] | None = None, device: str | None = None
-              ) -> tuple[Evaluation, ResultRecord | None]:
+              on_plan: Callable[[Evaluation], None] | None = None, device: str | None = None,
+              force: bool = False) -> tuple[Evaluation, ResultRecord | None]:
     """Run ``record``'s row again from the request it stores (its suite, only its case and the
     case it compares with) into the store at ``out``; returns the run and its record of the same
     row (None: the run made none).  ``device``: run there instead of on the record's device (a
-    row made with ``--device cuda``, run again on a machine without one)."""
+    row made with ``--device cuda``, run again on a machine without one); ``force``: an ``out``
+    that is not empty and not diffzoo's is used, as :func:`evaluate`'s ``force``."""
     body = record.body
     if body.request is None:
         raise ConfigError(f"record {record.id} stores no request (it was written before records stored their "
@@ -238,7 +239,8 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
                           f"in, and {'it is' if len(lost) == 1 else 'they are'} not found from {Path.cwd()}: "
                           "run diffzoo reproduce from that folder (or pass it as --from-folder DIR)")
     only = {(body.suite.name, name) for name in (body.case_name, body.case.get("compare_to")) if name}
-    result = evaluate(request=request, out=out, references=False, progress=progress, on_plan=on_plan, only=only)
+    result = evaluate(request=request, out=out, references=False, force=force, progress=progress, on_plan=on_plan,
+                      only=only)
     row = (body.suite.name, body.case, body.dataset.fingerprint)
     same = [r for r in result.records if r.id == record.id] or \
         [r for r in result.records if (r.body.suite.name, r.body.case, r.body.dataset.fingerprint) == row]

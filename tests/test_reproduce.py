@@ -91,6 +91,16 @@ def test_reproduce_runs_a_stored_row_again_with_identical_numbers(capsys, diffse
     code, _, err = cli(capsys, "reproduce", "0" * 16, "--store", out)
     assert code != 0 and "no record" in err
 
+    # an --out that is not diffzoo's is refused naming --force, which reproduce takes as run does (it did not)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", out, "--out", mine)
+    one_line_exit_2(code, stdout, err, f"--out {mine} is not empty (notes.txt)", "pass --force")
+    code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", out, "--out", mine, "--force")
+    assert code == 0 and "every metric identical" in " ".join(stdout.split()), err
+    assert (mine / "notes.txt").read_text() == "mine" and (mine / "records").is_dir()
+
 
 def test_reproduce_runs_a_row_on_another_device_than_the_records(capsys, diffseg_folder, tmp_path, monkeypatch):
     out = tmp_path / "out"

@@ -19,6 +19,7 @@ import typer
 from rich.table import Table
 
 from diffzoo.cli.console import console
+from diffzoo.cli.options import FORCE
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.leaderboard.render.escape import term
 
@@ -31,6 +32,7 @@ def reproduce_cmd(
     store: Path = typer.Option(Path("diffzoo-out"), "--store", help="Record store holding the record."),
     out: Path | None = typer.Option(
         None, "--out", help="Store the new run here (default: a temporary folder, removed afterwards)."),
+    force: bool = FORCE,
     tolerance: float = typer.Option(
         0.0, "--tolerance", min=0.0,
         help="Largest difference allowed per metric (default 0: identical, as on the machine that made the "
@@ -53,7 +55,8 @@ def reproduce_cmd(
     with rank_output(console), tempfile.TemporaryDirectory(prefix="diffzoo-reproduce-") as tmp:
         target = (out if out is not None else Path(tmp) / "out").absolute()  # named from here, not from-folder
         with contextlib.chdir(from_folder or Path.cwd()):  # the request's relative paths, as its run read them
-            _, again = reproduce(record, target, RichProgress(console), on_plan=print_plan, device=device)
+            _, again = reproduce(record, target, RichProgress(console), on_plan=print_plan, device=device,
+                                 force=force)
     body = record.body
     row = f"{body.row_name} / {body.suite.name} / {body.case_name} on {body.dataset.name}"
     if again is None:
