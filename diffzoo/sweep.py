@@ -420,8 +420,6 @@ def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster)
         # sbatch refusing the array (a partition, an account): one line, what to check
         raise ConfigError(f"--executor {executor}: submitting the jobs failed: {str(exc).splitlines()[0] or exc}") \
             from None
-    if folder.is_dir() and not any(folder.iterdir()):  # submitit makes the pattern's folder itself too
-        folder.rmdir()
     if executor == "slurm":  # recorded as soon as sbatch took them: a later sweep must not submit them twice
         for job, handle in zip(jobs, handles):
             _write(job_file(out, SUBMITTED_DIR, job.key), SWEEP_SUBMISSION, key=job.key, job_id=str(handle.job_id))
@@ -541,6 +539,9 @@ def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bo
             except Exception as exc:  # noqa: BLE001 - submitit re-raises the job's error wrapped: reported per job
                 outcomes.append(JobOutcome(job, "failed", error=_last_line(exc), log=log_path, note=note))
         report(outcomes[-1])
+    # submitit (and each of its job processes) makes the folder of its pattern itself, besides each job's own
+    if (pattern := _logs(out)).is_dir() and not any(pattern.iterdir()):
+        pattern.rmdir()
     return outcomes
 
 

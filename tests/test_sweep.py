@@ -115,6 +115,9 @@ def test_the_same_sweep_through_submitits_local_executor_gives_the_same_records(
     assert here and here == there
     logs = list((tmp_path / "submitit" / "sweep" / "logs").glob("*/*_log.out"))
     assert len(logs) == 2  # one process per job, each with its log
+    # only the jobs' own folders: none named by submitit's pattern (%j), which its processes make too
+    assert sorted(p.name for p in (tmp_path / "submitit" / "sweep" / "logs").iterdir()) == sorted(
+        p.parent.name for p in logs)
     code, text, err = cli(capsys, "leaderboard", "verify", "--store", tmp_path / "submitit")
     assert code == 0, text + err
 
