@@ -33,6 +33,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
+import pydoc
+import re
 import shutil
 import subprocess
 import sys
@@ -563,9 +565,19 @@ def _local(job: SweepJob, out: Path, progress: Any, gpus: int) -> JobOutcome:
 
 
 def _last_line(exc: BaseException) -> str:
-    """The job's own error, from submitit's wrapper (its text ends with the job's traceback)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[-1] if lines else type(exc).__name__
+    """The job's own error, said as :func:`_local` says it: submitit's wrapper quotes the job's
+    traceback (whose exception line is ``module.Type: message``, unindented) and then names the
+    job's log files; an error without a traceback (a time limit) is its own last line."""
+    quoted = str(exc).split("-" * 22)  # the rule lines submitit puts around the traceback
+    lines = [line.rstrip() for line in (quoted[1] if len(quoted) > 2 else str(exc)).splitlines() if line.strip()]
+    for line in reversed(lines):  # the exception line is the last one naming an exception class
+        name, _, message = line.partition(": ")
+        kind = pydoc.locate(name) if re.fullmatch(r"[A-Za-z_][\w.]*", name) else None
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            if issubclass(kind, DiffzooError):
+                return message or kind.__name__
+            return f"internal error: {kind.__name__}: {message} (its traceback is in the job's log)"
+    return lines[-1].strip() if lines else type(exc).__name__
 
 
 def publish_board(out: Path) -> dict[str, Path]:

@@ -171,6 +171,17 @@ def test_a_failing_job_is_reported_and_the_others_still_run(capsys, tmp_path):
     assert (tmp_path / "s" / "board" / "overview.md").exists()  # the board of what was done
 
 
+def test_a_job_failing_in_its_submitit_process_is_said_with_its_own_error(capsys, tmp_path):
+    """The job's error as a local job says it (it said the last line of submitit's wrapper: a log file's path)."""
+    missing = tmp_path / "no-such-dataset"
+    code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--dataset", missing, "--suite",
+                               "standard", "--out", tmp_path / "s", "--executor", "submitit-local", "--time", "5")
+    assert code == 1, stdout + stderr
+    [job] = (tmp_path / "s" / "sweep" / "logs").iterdir()
+    assert f"job segformer.tiny trained on {missing}: FAILED: dataset path {missing} does not exist (log " \
+           f"{tmp_path / 's' / 'sweep' / 'logs' / job.name})" in " ".join(stdout.split())
+
+
 def test_slurm_submits_one_job_array_with_the_gpu_request_of_the_command_line(capsys, tmp_path, monkeypatch):
     """A stand-in ``sbatch`` keeps the script submitit hands it: the array, its GPUs, partition,
     time and extra parameters are the command line's; --no-wait returns once submitted."""
