@@ -51,6 +51,7 @@ from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
 from diffzoo.harness.models.releases import find_files, release_dir, release_name
 from diffzoo.harness.run.request import RunRequest, catalog_root, check_suite_given
+from diffzoo.harness.suites.cross import is_cross
 from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir, output_log
 
 log = logging.getLogger(__name__)
@@ -143,8 +144,13 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
             raise ConfigError(f"--weights {w!r}: use {TRAINED}, {RELEASED} (every release of each detector) or "
                               f"{RELEASED_PREFIX}NAME (diffzoo list detectors --released)")
     data = _items(datasets, "--dataset", "mini")
-    check_suite_given(str(options.get("suite", "all")))
-    get_registry().expand("suite", str(options.get("suite", "all")))  # an unknown suite would fail every job
+    suite = str(options.get("suite", "all"))
+    check_suite_given(suite)
+    suites = [e.load() for e in get_registry().expand("suite", suite)]  # an unknown suite would fail every job
+    if not options.get("eval_dataset") and all(is_cross(case) for s in suites for case in s.cases):
+        raise ConfigError(f"--suite {suite}: each of its cases evaluates the model on other datasets, and no "
+                          "--eval-dataset is given: give one (PATH[:SPLIT] or catalog:ROOT, repeatable), or add a "
+                          "suite such as standard")  # every job would stop on it
     plan = SweepPlan()
     for entry in entries:
         releases = [r.name for r in entry.card.releases]

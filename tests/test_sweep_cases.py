@@ -113,6 +113,14 @@ def test_a_suite_every_job_would_stop_on_is_refused_and_a_path_not_found_is_said
     code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", "--suite", "nosuch")
     one_line_exit_2(code, stdout, stderr, "unknown suite 'nosuch'")
     assert "job " not in stdout
+    # a suite of cases evaluated on --eval-dataset only, without one: no job could serve any case of it
+    for suite in ("cross-dataset", "cross*,opensdi"):
+        code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny,fcn8s.tiny", "--suite", suite)
+        one_line_exit_2(code, stdout, stderr, f"--suite {suite}: each of its cases evaluates the model on other "
+                        "datasets, and no --eval-dataset is given")
+        assert "job " not in stdout
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", "--suite", "cross-dataset,standard")
+    assert code == 0 and stdout.count("job ") == 1, stdout + stderr
     code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", "--dataset", "mini", "--dataset",
                                 "nosuchname", "--extra-authentic", "/nonexistent/neg")
     assert code == 0 and stdout.count("job ") == 2  # a job fails alone: the plan lists it, and warns
