@@ -325,20 +325,22 @@ def _read(path: Path, what: str, then: str) -> dict[str, Any] | None:
 
 
 # -- running one job ---------------------------------------------------------------------------
-def run_job(request: dict[str, Any], out: str, gpus: int = 1, progress: Any = None) -> list[str]:
+def run_job(request: dict[str, Any], out: str, gpus: int = 1, progress: Any = None, rerun: bool = False
+            ) -> list[str]:
     """Run one job (its request as :meth:`RunRequest.to_dict` gives it) into the store at
-    ``out`` as ``diffzoo run`` does, then mark it done; returns its record ids.  With
-    ``gpus`` > 1 the run is ``torchrun --nproc-per-node GPUS -m diffzoo run`` (the job's
-    allocation holds the GPUs).  This is what submitit runs in a job: plain data in, plain
+    ``out`` as ``diffzoo run`` does (``rerun``: as ``diffzoo run --rerun``), then mark it done;
+    returns its record ids.  With ``gpus`` > 1 the run is ``torchrun --nproc-per-node GPUS -m
+    diffzoo run`` (the job's allocation holds the GPUs).  This is what submitit runs in a job: plain data in, plain
     data out."""
     from diffzoo.api import evaluate
 
     # listed before the run reads ROOT: a benchmark added while it runs makes the next sweep run it again
     catalogs = catalog_listing(request)
     if gpus > 1:
-        ids = _torchrun(request, Path(out), gpus)
+        ids = _torchrun(request, Path(out), gpus, rerun)
     else:
-        result = evaluate(request=RunRequest.from_dict(request), out=out, references=False, progress=progress)
+        result = evaluate(request=RunRequest.from_dict(request), out=out, references=False, rerun=rerun,
+                          progress=progress)
         ids = [r.id for r in result.records]
     # the done file: its records' ids, and what catalog_listing found when it ran
     _write(job_file(Path(out), DONE_DIR, job_key(request)), SWEEP_REQUEST, request=request, records=ids,
@@ -346,14 +348,15 @@ def run_job(request: dict[str, Any], out: str, gpus: int = 1, progress: Any = No
     return ids
 
 
-def _torchrun(request: dict[str, Any], out: Path, gpus: int) -> list[str]:
+def _torchrun(request: dict[str, Any], out: Path, gpus: int, rerun: bool = False) -> list[str]:
     """The job under torchrun, one process per GPU; its records are the store's of this request."""
     from diffzoo.leaderboard.store import RecordStore
 
     config = out / SWEEP_DIR / "jobs" / f"{job_key(request)}.json"  # JSON is YAML: --config reads it
     atomic_write_text(config, json.dumps(request, indent=1))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={gpus}", "-m",
-           "diffzoo", "run", "--config", str(config), "--out", str(out), "--no-references"]
+           "diffzoo", "run", "--config", str(config), "--out", str(out), "--no-references",
+           *(["--rerun"] if rerun else [])]
     log.info("running %s", " ".join(cmd))
     done = subprocess.run(cmd, check=False)
     if done.returncode != 0:
@@ -398,9 +401,9 @@ def _logs(out: Path, job_id: str = "%j") -> Path:
     return Path(out) / SWEEP_DIR / LOGS_DIR / job_id
 
 
-def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster) -> list[Any]:
+def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster, rerun: bool = False) -> list[Any]:
     """Submit ``jobs`` through submitit (``slurm``: a job array, each job's submission recorded;
-    ``submitit-local``: one process each here); returns submitit's job handles (their logs
+    ``submitit-local``: one process each here; ``rerun``: :func:`run_job`'s); returns submitit's job handles (their logs
     under ``sweep/logs/``)."""
     submitit = _submitit(executor)
     if executor == "slurm":
@@ -423,7 +426,7 @@ def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster)
     n = len(jobs)
     try:
         handles = list(ex.map_array(run_job, [j.request.to_dict() for j in jobs], [str(out)] * n,
-                                    [cluster.gpus] * n))
+                                    [cluster.gpus] * n, [None] * n, [rerun] * n))
     except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
         # sbatch refusing the array (a partition, an account): one line, what to check
         raise ConfigError(f"--executor {executor}: submitting the jobs failed: {str(exc).splitlines()[0] or exc}") \
@@ -488,14 +491,15 @@ class JobOutcome:
 
 
 def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: Cluster | None = None,
-              wait: bool = True, force: bool = False, progress: Any = None,
+              wait: bool = True, force: bool = False, rerun: bool = False, progress: Any = None,
               on_job: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
     """Run the jobs of ``plan`` that are not done into the store at ``out`` (module doc); each
     job's outcome goes to ``on_job`` as it is known.  A failed job is reported and the others
     go on.  ``wait``: with SLURM, wait for the jobs, those an earlier sweep submitted that are
     still queued or running too (else they are only submitted, or said to be ``queued``;
     submitit's local processes are always waited for).  ``force``: use an ``out`` that is not
-    empty and not diffzoo's, as ``diffzoo run --force`` does.  The sweep leaves its log in
+    empty and not diffzoo's, as ``diffzoo run --force`` does; ``rerun``: a job that runs replaces
+    its records already stored with other numbers, as ``diffzoo run --rerun`` does.  The sweep leaves its log in
     ``out/logs/`` (each job's outcome, every warning, how it ended)."""
     check_executor(executor)
     claim_output_dir(Path(out), force=force)  # once, before any job: a folder not diffzoo's is refused now
@@ -508,13 +512,13 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
             if on_job is not None:
                 on_job(outcome)
 
-        outcomes = _sweep(plan, Path(out), executor, cluster or Cluster(), wait, progress, report)
+        outcomes = _sweep(plan, Path(out), executor, cluster or Cluster(), wait, rerun, progress, report)
         counts = Counter(o.status for o in outcomes)
         logged.note(f"{len(outcomes)} job(s): " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
         return outcomes
 
 
-def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bool, progress: Any,
+def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bool, rerun: bool, progress: Any,
            report: Callable[[JobOutcome], None]) -> list[JobOutcome]:
     stored = stored_ids(out)
     outcomes: list[JobOutcome] = []
@@ -528,13 +532,13 @@ def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bo
             todo.append(job)
     if executor == "local":
         for job in todo:
-            outcome = _local(job, out, progress, cluster.gpus)
+            outcome = _local(job, out, progress, cluster.gpus, rerun)
             outcomes.append(outcome)
             report(outcome)
         return outcomes
     queued = still_queued(out, todo) if executor == "slurm" and todo else {}
     fresh = [job for job in todo if job.key not in queued]
-    handles = dict(zip([job.key for job in fresh], submit(fresh, out, executor, cluster) if fresh else []))
+    handles = dict(zip([job.key for job in fresh], submit(fresh, out, executor, cluster, rerun) if fresh else []))
     wait = wait or executor == "submitit-local"  # local processes are this one's children: never left behind
     for job in todo:
         handle, note = queued.get(job.key) or (handles[job.key], "")
@@ -553,10 +557,11 @@ def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bo
     return outcomes
 
 
-def _local(job: SweepJob, out: Path, progress: Any, gpus: int) -> JobOutcome:
+def _local(job: SweepJob, out: Path, progress: Any, gpus: int, rerun: bool) -> JobOutcome:
     """One job here; whatever it raises fails that job alone, as a submitit job's error does."""
     try:
-        return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), gpus=gpus, progress=progress))
+        return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), gpus=gpus, progress=progress,
+                                                     rerun=rerun))
     except TrainingStopped:  # Ctrl-C or SIGTERM stops the sweep, not one job: running it again resumes
         raise
     except Exception as exc:  # noqa: BLE001 - one job's failure, said in one line; the others go on

@@ -45,6 +45,9 @@ def sweep_cmd(
     out: Path = typer.Option(Path("diffzoo-out"), "--out", help="The record store every job writes into; the board "
                              "is published into OUT/board."),
     force: bool = FORCE,
+    rerun: bool = typer.Option(
+        False, "--rerun", help="A job that runs replaces its results already recorded with other numbers (the old "
+        "records are kept under replaced/), as diffzoo run --rerun; finished jobs are still skipped."),
     executor: str = typer.Option(
         "local", "--executor", help="local: here, one job after another; slurm: a SLURM job array through "
         "submitit; submitit-local: each job in its own process here, through submitit."),
@@ -89,7 +92,7 @@ def sweep_cmd(
     own = {"detectors": detectors, "weights": weights, "dataset": dataset, "suite": suite, "out": out,
            "executor": executor, "gpus": gpus, "partition": partition, "time": time, "parallel": parallel,
            "cpus_per_job": cpus_per_job, "slurm_option": slurm_option, "wait": wait, "publish": publish, "plan": plan,
-           "force": force}
+           "force": force, "rerun": rerun}
     values = request_values(ctx, own, options, config)  # the sweep's own options may come from --config too
     executor, wait, publish, plan = values["executor"], values["wait"], values["publish"], values["plan"]
     # the run options a sweep sets per job reach plan_sweep when --config holds them, to be refused there
@@ -129,7 +132,7 @@ def sweep_cmd(
 
     with rank_output(console):
         outcomes = run_sweep(sweep, out, executor=executor, cluster=cluster, wait=wait, force=values["force"],
-                             progress=RichProgress(console), on_job=said)
+                             rerun=values["rerun"], progress=RichProgress(console), on_job=said)
     failed = [o for o in outcomes if o.status == "failed"]
     waiting = [o for o in outcomes if o.status in ("submitted", "queued")]
     if waiting:
