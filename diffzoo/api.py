@@ -93,8 +93,9 @@ class Evaluation:
 
     @property
     def conflicts(self) -> list[AddOutcome]:
-        """Records already stored for the same run with different numbers."""
-        return [o for o in self.outcomes if o.status == "present" and o.differs]
+        """Records already stored for the same run with different numbers, or in a file that is no
+        valid record (its place taken: this run's record is not stored)."""
+        return [o for o in self.outcomes if o.status == "present" and (o.differs or o.stored_invalid)]
 
 
 def evaluate(detector: str | None = None, suite: str | None = None, dataset: str | None = None, *,
@@ -173,6 +174,11 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
             on_result(result)
         if result.conflicts:
             where = "(listed above)" if on_result is not None else f"(first: {result.conflicts[0].reason})"
+            if invalid := [o for o in result.conflicts if o.stored_invalid]:
+                raise ConfigError(
+                    f"{len(invalid)} result(s) of this run are stored in a file that is not a valid record or fails "
+                    f"verification {where}: the stored files were kept and this run's results in their place not "
+                    "stored. Re-run with --rerun to replace them (the old files are kept under replaced/)")
             raise ConfigError(
                 f"{len(result.conflicts)} result(s) of this run were already recorded with different numbers "
                 f"{where}: the same run is not reproducible here; the stored records were kept. Re-run with "

@@ -69,12 +69,15 @@ request_command(run_cmd, RUN_OPTIONS)
 def stored_line(outcomes: list[AddOutcome]) -> str:
     """``"3 record(s) added, 95 already recorded with the same numbers (...)"``: what the store did."""
     counts = Counter(o.status for o in outcomes)
-    same = sum(1 for o in outcomes if o.status == "present" and not o.differs)
+    invalid = sum(1 for o in outcomes if o.status == "present" and o.stored_invalid)
+    same = sum(1 for o in outcomes if o.status == "present" and not o.differs and not o.stored_invalid)
     parts = [f"{counts['added']} record(s) added"]
     if same:
         parts.append(f"{same} already recorded with the same numbers (one row each; --rerun replaces them)")
-    if counts["present"] - same:
-        parts.append(f"{counts['present'] - same} already recorded with DIFFERENT numbers")
+    if counts["present"] - same - invalid:
+        parts.append(f"{counts['present'] - same - invalid} already recorded with DIFFERENT numbers")
+    if invalid:
+        parts.append(f"{invalid} not stored: a file that is not a valid record holds its place")
     if counts["replaced"]:
         parts.append(f"{counts['replaced']} replaced (--rerun; old ones under replaced/)")
     return ", ".join(parts)

@@ -498,6 +498,30 @@ def test_a_rerun_that_gives_other_numbers_is_loud_and_keeps_the_stored_row(capsy
     assert {p.name: p.read_bytes() for p in (out / "records").glob("*.json")} == before
 
 
+def test_a_run_whose_record_is_held_by_a_file_that_is_no_valid_record_says_so_and_rerun_replaces_it(
+        capsys, diffseg_folder, tmp_path, faulty):
+    """It said "3 already recorded with the same numbers", exit 0, the broken file kept (a sweep then ran its job
+    again on every sweep, each time "done")."""
+    out = tmp_path / "out"
+    _run(capsys, diffseg_folder, out)
+    path = sorted((out / "records").glob("*.json"))[0]
+    data = json.loads(path.read_text())
+    data["metrics"] = {name: 0.5 for name in data["metrics"]}  # edited by hand: its digest no longer matches
+    path.write_text(json.dumps(data))
+    code, stdout, stderr = _run(capsys, diffseg_folder, out)
+    text = " ".join(stdout.split())
+    assert code == 2 and "0 record(s) added, 2 already recorded with the same numbers (one row each; --rerun " \
+        "replaces them), 1 not stored: a file that is not a valid record holds its place" in text
+    assert f"already recorded: {path.stem}, but the stored file is invalid (field metrics." in text
+    one_line_exit_2(code, "", stderr, "1 result(s) of this run are stored in a file that is not a valid record or "
+                    "fails verification (listed above)", "Re-run with --rerun")
+    assert json.loads(path.read_text()) == data  # kept until asked
+    code, stdout, stderr = _run(capsys, diffseg_folder, out, "--rerun")
+    assert code == 0 and "3 replaced" in " ".join(stdout.split()), stderr
+    code, stdout, _ = cli(capsys, "leaderboard", "verify", "--store", out)
+    assert code == 0 and "3 good, 0 bad" in stdout
+
+
 @pytest.mark.parametrize("args, said", [
     (["run", "-d", "segformer.tiny", "--suite", "standard", "--device", "cuda:7"], "--device cuda:7"),
     (["run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", "nosuch"], "unknown dataset 'nosuch'"),
