@@ -558,7 +558,8 @@ def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bo
 
 
 def _local(job: SweepJob, out: Path, progress: Any, gpus: int, rerun: bool) -> JobOutcome:
-    """One job here; whatever it raises fails that job alone, as a submitit job's error does."""
+    """One job here; whatever it raises fails that job alone, as a submitit job's error does (said
+    once, as its outcome)."""
     try:
         return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), gpus=gpus, progress=progress,
                                                      rerun=rerun))
@@ -571,7 +572,6 @@ def _local(job: SweepJob, out: Path, progress: Any, gpus: int, rerun: bool) -> J
         else:  # a bug, not the user's: its traceback is in the --debug log
             log.debug("%s failed", job.label, exc_info=True)
             text = f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)"
-        log.error("%s failed: %s", job.label, text)
         return JobOutcome(job, "failed", error=text.splitlines()[0] if text else type(exc).__name__)
 
 

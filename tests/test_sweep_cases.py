@@ -245,7 +245,7 @@ def test_a_done_file_whose_record_ids_are_not_text_runs_its_job_again(capsys, tm
     assert json.loads(done.read_text())["records"] == []  # made again by the job
 
 
-def test_a_job_that_crashes_fails_alone_and_the_others_run(capsys, tmp_path, monkeypatch):
+def test_a_job_that_crashes_fails_alone_and_the_others_run(capsys, caplog, tmp_path, monkeypatch):
     def answer(request):
         if request.detector == "segformer.tiny":
             raise RuntimeError("a bug in the detector")
@@ -259,6 +259,8 @@ def test_a_job_that_crashes_fails_alone_and_the_others_run(capsys, tmp_path, mon
     assert "job segformer.tiny trained on mini: FAILED: internal error: RuntimeError: a bug in the detector" in stdout
     assert "job fcn8s.tiny trained on mini: done: 0 record(s)" in stdout
     assert "1 of 2 job(s) failed" in stderr and "Traceback" not in stdout + stderr
+    # said once, as the job's outcome: no log line (which the command shows on stderr) says it again
+    assert "a bug in the detector" not in caplog.text
 
 
 def test_a_stop_signal_during_a_job_stops_the_whole_sweep(capsys, tmp_path, monkeypatch):
