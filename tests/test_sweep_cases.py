@@ -261,6 +261,10 @@ def test_a_job_that_crashes_fails_alone_and_the_others_run(capsys, caplog, tmp_p
     assert "1 of 2 job(s) failed" in stderr and "Traceback" not in stdout + stderr
     # said once, as the job's outcome: no log line (which the command shows on stderr) says it again
     assert "a bug in the detector" not in caplog.text
+    code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--suite", "standard", "--out",
+                               tmp_path / "store")  # every job failed: there are no others' records to point at
+    assert code == 1 and " ".join(stderr.split()) == \
+        "error: 1 of 1 job(s) failed (listed above); run the same command again to retry them", stderr
 
 
 def test_a_stop_signal_during_a_job_stops_the_whole_sweep(capsys, tmp_path, monkeypatch):

@@ -142,8 +142,9 @@ def sweep_cmd(
         for fmt, path in publish_board(out).items():
             console.print(f"board ({fmt}): {term(path)}")
     if failed:
-        raise SweepFailed(f"{len(failed)} of {len(outcomes)} job(s) failed (listed above); the others' records are "
-                          f"in {out}; run the same command again to retry them")
+        others = f"the others' records are in {out}; " if len(failed) < len(outcomes) else ""  # none when all failed
+        raise SweepFailed(f"{len(failed)} of {len(outcomes)} job(s) failed (listed above); {others}run the same "
+                          "command again to retry them")
 
 
 request_command(sweep_cmd, SWEEP_OPTIONS, own_first=True)
