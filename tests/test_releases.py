@@ -277,6 +277,19 @@ def test_every_release_layout_loads_to_the_same_model(capsys, tmp_path, monkeypa
     assert "SegNet.bias" in err and "SegNet.weight" in err, err
 
 
+def test_a_release_file_with_tied_tensors_loads_as_its_values(capsys, tmp_path, monkeypatch):
+    from diffzoo.plugin import Release
+
+    _layout_detector(monkeypatch, [Release(name, (f"{name}.pt",), "https://example.org", "x", "test", "MIT",
+                                           unwrap=()) for name in ("tied", "apart")])
+    state = _authors_state()
+    tied = {**state, "FENet.1.bias": state["FENet.1.weight"]}  # one tensor under two keys, as torch.save keeps it
+    torch.save(tied, tmp_path / "tied.pt")
+    torch.save({k: v.clone() for k, v in tied.items()}, tmp_path / "apart.pt")
+    scores, _ = _scores(capsys, tmp_path, "tied", [tmp_path / "tied.pt"])
+    assert scores == _scores(capsys, tmp_path, "apart", [tmp_path / "apart.pt"])[0]
+
+
 def test_a_multi_file_release_given_the_wrong_number_of_files_says_how_many(capsys, tmp_path, monkeypatch):
     from diffzoo.plugin import Release
 

@@ -175,7 +175,15 @@ def save_checkpoint(directory: Path, state_dict: dict[str, Any], meta: dict[str,
     from safetensors.torch import save_file
 
     directory = Path(directory)
-    tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
+    tensors: dict[str, Any] = {}
+    storages: set[int] = set()
+    for key, value in state_dict.items():
+        tensor = value.detach().contiguous().cpu()
+        storage = tensor.untyped_storage().data_ptr()
+        # safetensors refuses tensors that share memory (tied weights, a release file's aliased
+        # entries): each tensor is written from storage of its own
+        tensors[key] = tensor.clone() if storage in storages else tensor
+        storages.add(storage)
     refuse_nonfinite(tensors, f"the model to be saved in {directory}")  # a diverged model is never written
     with atomic_dir(directory) as tmp:
         with writing(directory / WEIGHTS_FILE):  # safetensors wraps ENOSPC in its own error
