@@ -246,6 +246,23 @@ def test_a_malicious_benco_backbone_in_the_torch_hub_cache_is_refused(tmp_path, 
     assert not marker.exists() and _records() == []
 
 
+# -- released weights' files ------------------------------------------------------------------------
+
+def test_a_release_file_holding_nan_is_refused_as_the_authors_file_not_a_diverged_training(capsys, tmp_path):
+    from helpers.dinov3iml import RELEASE, reference_model, released
+
+    state = reference_model().state_dict()
+    state["seg_head.6.weight"][0] = float("nan")
+    path = released(tmp_path / "dl", state)
+    code, out, err = cli(capsys, "run", "--detector", "dinov3iml.tiny", "--suite", "standard", "--device", "cpu",
+                         "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out", tmp_path / "out")
+    source = get_registry().get("detector", "dinov3iml.tiny").card.release(RELEASE).source
+    assert one_line_exit_2(code, out, err) == (
+        f"error: release {RELEASE} ({path}) holds NaN or inf weights (seg_head.6.weight): the file is damaged or "
+        f"not the release; replace it with the file from {source}")
+    assert not list(Path(os.environ["DIFFZOO_CACHE"], "checkpoints").rglob("model.safetensors"))
+
+
 # -- full disks inside the remaining writers --------------------------------------------------------
 
 def _enospc(*args, **kwargs):

@@ -17,13 +17,18 @@ from typing import Any
 from diffzoo.harness.core.errors import ModelError
 
 
+def nonfinite(tensors: dict[str, Any]) -> list[str]:
+    """The names of the floating-point tensors in ``tensors`` that hold NaN or inf."""
+    import torch
+
+    return [name for name, t in tensors.items()
+            if torch.is_tensor(t) and t.is_floating_point() and not bool(torch.isfinite(t).all())]
+
+
 def refuse_nonfinite(tensors: dict[str, Any], where: str) -> None:
     """ModelError naming the floating-point tensors of ``where`` that hold NaN or inf: such a
     model is never cached, loaded or scored, whoever trained it."""
-    import torch
-
-    bad = [name for name, t in tensors.items()
-           if torch.is_tensor(t) and t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    bad = nonfinite(tensors)
     if bad:
         shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
         raise ModelError(f"{where} holds NaN or inf weights ({shown}): the training diverged; "

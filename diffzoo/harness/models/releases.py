@@ -42,6 +42,7 @@ from diffzoo.harness.models.checkpoints import (
     read_meta,
     save_checkpoint,
 )
+from diffzoo.harness.models.divergence import nonfinite
 from diffzoo.harness.models.weights import load_checked
 
 log = logging.getLogger(__name__)
@@ -218,6 +219,11 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
     if problem:
         raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}) does not fit the "
                            f"detector: {problem}")
+    bad = nonfinite(state)  # the authors' file, not a training here: never cached or scored
+    if bad:
+        raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}) holds NaN or inf "
+                           f"weights ({name_some(bad, SHOWN)}): the file is damaged or not the release; replace it "
+                           f"with the file from {release.source}")
     meta["release"] = release_record(release, files)
     save_checkpoint(folder, {k: state[k] for k in reference}, meta)
     log.info("%s: release %s converted once to %s", card.name, release.name, folder)
