@@ -70,6 +70,7 @@ def test_the_malicious_payload_is_live(tmp_path):
         ("pytorch_model.bin", "refusing to load .*pickles"),
         ("last.ckpt", "refusing to load .*pickles"),
         ("weights.pkl", "refusing to load .*pickles"),
+        ("CAT_full_v2.pth.tar", "refusing to load .*: .pth.tar files are pickles"),
         ("model.weights", "not a .safetensors file or a checkpoint folder"),
         ("renamed.safetensors", "refusing to load .*it is a pickle"),
         ("folder/model.safetensors", "refusing to load .*it is a pickle"),

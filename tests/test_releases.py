@@ -96,6 +96,18 @@ def test_a_pickled_checkpoint_of_no_single_release_asks_which_it_is(capsys, tmp_
     assert code == 2 and "--weights released:NAME" in err and "releases: a, b" in err, err
 
 
+def test_a_pth_tar_checkpoint_without_weights_is_read_as_the_release_it_names(capsys, tmp_path, monkeypatch):
+    from diffzoo.plugin import Release
+
+    _layout_detector(monkeypatch, [Release("v2", ("CAT_full_v2.pth.tar",), "https://example.org", "x", "test", "MIT",
+                                           unwrap=("state_dict",))])
+    torch.save({"state_dict": _authors_state(), "epoch": 3}, tmp_path / "CAT_full_v2.pth.tar")
+    code, _, err = cli(capsys, "run", "--detector", "layouts.x", "--suite", "standard", "--bootstrap", "0", "--device",
+                       "cpu", "--checkpoint", tmp_path / "CAT_full_v2.pth.tar", "--no-train", "--out", tmp_path / "out")
+    assert code == 0, err
+    assert all(r["detector"]["release"]["name"] == "v2" for r in records(tmp_path / "out"))
+
+
 def test_a_release_with_a_key_missing_or_renamed_is_refused_naming_the_keys(capsys, tmp_path):
     state = reference_model().state_dict()
     gone = "seg_head.6.weight"

@@ -219,12 +219,21 @@ def resolve_checkpoint(path: Path | str) -> tuple[Path, Path | None]:
         if not weights.exists():
             raise ModelError(f"checkpoint folder {path} has no {WEIGHTS_FILE}")
         return weights, path / META_FILE if (path / META_FILE).exists() else None
-    if path.suffix.lower() in PICKLE_SUFFIXES:
-        raise ModelError(_REFUSE_PICKLE.format(path=path, why=f"{path.suffix} files are pickles"))
+    if (suffix := pickle_suffix(path)) is not None:
+        raise ModelError(_REFUSE_PICKLE.format(path=path, why=f"{suffix} files are pickles"))
     if path.suffix != ".safetensors":
         raise ModelError(f"checkpoint {path} is not a .safetensors file or a checkpoint folder")
     meta = path.with_name(META_FILE)
     return path, meta if meta.exists() else None
+
+
+def pickle_suffix(path: Path) -> str | None:
+    """The suffix that names ``path`` a pickle (``.pth``; ``.pth.tar`` too, as CAT-Net's and TruFor's
+    releases are named); None for any other name."""
+    suffixes = Path(path).suffixes[-2:]
+    if len(suffixes) == 2 and suffixes[1].lower() == ".tar" and suffixes[0].lower() in PICKLE_SUFFIXES:
+        return "".join(suffixes)
+    return suffixes[-1] if suffixes and suffixes[-1].lower() in PICKLE_SUFFIXES else None
 
 
 def _refuse_pickled_content(weights: Path) -> None:

@@ -28,7 +28,7 @@ from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.data.splits import canonical_split
-from diffzoo.harness.models.checkpoints import PICKLE_SUFFIXES, checkpoint_meta
+from diffzoo.harness.models.checkpoints import checkpoint_meta, pickle_suffix
 from diffzoo.harness.models.releases import release_name
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.model import TrainOverlap
@@ -138,7 +138,7 @@ class Runner:
         if name is not None:
             return card.release(name)
         given = [Path(p) for p in self.request.checkpoint]
-        pickled = [p for p in given if p.suffix.lower() in PICKLE_SUFFIXES]
+        pickled = [p for p in given if pickle_suffix(p) is not None]
         if not pickled or not card.releases:
             return None
         # the release whose file names these are, or the card's only release
