@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.fsutil import sha256_file
@@ -272,6 +272,27 @@ def test_kill_while_saving_the_resume_state_keeps_the_previous_one(diffseg_folde
     whole = _train(diffseg_folder)
     assert _tensors_equal(Path(out.checkpoint.path, "model.safetensors"),
                           Path(whole.checkpoint.path, "model.safetensors"))
+
+
+def test_a_resume_state_that_no_longer_fits_the_model_is_ignored_and_training_starts_over(diffseg_folder, tmp_path,
+                                                                                          monkeypatch, caplog):
+    with pytest.raises(_Killed):
+        _train(diffseg_folder, progress=_Steps(kill_at=7))
+    # the state of the model as its code was before: one tensor under another name (its hash made to match)
+    for step in _checkpoints_dir().glob("*.resume/step-*"):
+        tensors = load_file(str(step / "state.safetensors"))
+        name = next(k for k in tensors if k.startswith("model/"))
+        tensors[name.replace("model/", "model/old.")] = tensors.pop(name)
+        save_file(tensors, str(step / "state.safetensors"))
+        doc = json.loads((step / "state.json").read_text())
+        (step / "state.json").write_text(json.dumps({**doc, "sha256": sha256_file(step / "state.safetensors")}))
+    again = _Steps()
+    out = _train(diffseg_folder, progress=again)
+    assert again.calls == ITERATIONS  # from the start, not stopped by the old state for ever
+    assert "it does not fit the model (1 tensor(s) missing from the checkpoint" in caplog.text
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "uninterrupted"))
+    assert _tensors_equal(Path(out.checkpoint.path, "model.safetensors"),
+                          Path(_train(diffseg_folder).checkpoint.path, "model.safetensors"))
 
 
 def test_save_interval_changes_neither_the_cache_key_nor_the_model(diffseg_folder, tmp_path, monkeypatch):

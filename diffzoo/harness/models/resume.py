@@ -50,7 +50,7 @@ import torch
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError
 from diffzoo.harness.core.fsutil import atomic_write_text, sha256_file, writing
-from diffzoo.harness.models.checkpoints import atomic_dir, cache_dir, sweep_partial
+from diffzoo.harness.models.checkpoints import atomic_dir, cache_dir, describe_mismatch, sweep_partial
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +210,15 @@ def restore(tensors: dict[str, torch.Tensor], state: dict[str, Any], model: torc
     return [float(x) for x in state["losses"]], int(state["skipped"])
 
 
+def _misfit(tensors: dict[str, torch.Tensor], model: torch.nn.Module | None) -> str | None:
+    """Why the model tensors of a saved state (``model/...``) cannot be restored into ``model``; None if they can."""
+    if model is None:
+        return None
+    saved = {k.removeprefix("model/"): v for k, v in tensors.items() if k.startswith("model/")}
+    problem = describe_mismatch(model.state_dict(), saved)
+    return None if problem is None else f"it does not fit the model ({problem})"
+
+
 def _rank_part(tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> tuple[dict[str, torch.Tensor],
                                                                               dict[str, Any]]:
     """What differs from rank to rank in this rank's :func:`capture`."""
@@ -275,8 +284,10 @@ class Resume:
         log.debug("saved training state after step %d in %s", step, target)
         return target
 
-    def load(self) -> tuple[int, dict[str, torch.Tensor], dict[str, Any]] | None:
-        """(step, tensors, state) of the newest complete, matching state; None when there is none."""
+    def load(self, model: torch.nn.Module | None = None) -> tuple[int, dict[str, torch.Tensor], dict[str, Any]] | None:
+        """(step, tensors, state) of the newest complete, matching state; None when there is none.
+        ``model``: the model the state is restored into; a state whose model tensors do not fit
+        it (a detector whose code changed since) is ignored too."""
         from safetensors.torch import load_file
 
         sweep_partial(self.folder)  # no folder: nothing swept, and _steps() finds none
@@ -292,10 +303,12 @@ class Resume:
                                f"{distributed.world_size()} (the data is sharded otherwise)")
                 elif sha256_file(path / TENSORS) != doc.get("sha256"):
                     problem = f"{TENSORS} changed after it was written"
+                elif (misfit := _misfit(tensors := load_file(str(path / TENSORS)), model)) is not None:
+                    problem = misfit
                 else:
                     # said, not silent: a run that picks up an interrupted training tells the user where
                     log.warning("resuming an interrupted training from step %d (%s)", step, path)
-                    return step, load_file(str(path / TENSORS)), doc
+                    return step, tensors, doc
             except (OSError, ValueError, AttributeError) as exc:
                 problem = f"unreadable ({exc})"
             log.warning("ignoring the training state in %s: %s", path, problem)
@@ -319,12 +332,13 @@ class Resume:
 
         distributed.on_main(write)
 
-    def load_all(self) -> tuple[int, dict[str, torch.Tensor], dict[str, Any]] | None:
+    def load_all(self, model: torch.nn.Module | None = None) -> tuple[int, dict[str, torch.Tensor],
+                                                                      dict[str, Any]] | None:
         """:meth:`load`, called by every rank: under torchrun rank 0 picks the state (and
         says so), every rank reads that one and takes its own rank's part."""
         if distributed.world_size() == 1:
-            return self.load()
-        found = self.load() if distributed.is_main() else None
+            return self.load(model)
+        found = self.load(model) if distributed.is_main() else None
         step = distributed.broadcast(found[0] if found is not None else None)
         if step is None:
             return None

@@ -175,7 +175,7 @@ def train_loop(
     batches = BatchStream(loader)
     every = resume.interval(cfg.iterations) if resume is not None else 0
     start = 0
-    saved = resume.load_all() if resume is not None else None  # every rank, under torchrun
+    saved = resume.load_all(model) if resume is not None else None  # every rank, under torchrun
     if resume is not None and saved is not None:
         start, tensors, state = saved
         losses, skipped = restore(tensors, state, model, opt, sched, batches)
