@@ -63,6 +63,23 @@ def test_the_release_is_found_in_the_cache_folder_and_converted_once(capsys, tmp
     assert first == {r["case"]["name"]: r["metrics"] for r in records(tmp_path / "b")}
 
 
+def test_a_damaged_converted_release_is_converted_again(capsys, tmp_path, caplog):
+    path = released(tmp_path / "dl")
+    run = [*RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path]
+    code, _, err = cli(capsys, *run, "--out", tmp_path / "a")
+    assert code == 0, err
+    cache = Path(os.environ["DIFFZOO_CACHE"])
+    weights = next((cache / "checkpoints" / "dinov3iml.tiny").glob(f"released-{RELEASE}-*/model.safetensors"))
+    intact = weights.read_bytes()
+    weights.write_bytes(intact[:-4] + b"\0\0\0\0")  # a flipped byte on disk, after the conversion
+    code, _, err = cli(capsys, *run, "--out", tmp_path / "b")
+    assert code == 0, err
+    assert "damaged (its weights no longer match its card); converting it again" in caplog.text
+    assert weights.read_bytes() == intact
+    first = {r["case"]["name"]: r["metrics"] for r in records(tmp_path / "a")}
+    assert first == {r["case"]["name"]: r["metrics"] for r in records(tmp_path / "b")}
+
+
 def test_a_missing_release_file_says_where_to_get_it(capsys, tmp_path):
     code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--out", tmp_path / "out")
     lines = [line for line in err.splitlines() if line.startswith("error:")]

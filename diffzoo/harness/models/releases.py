@@ -16,7 +16,8 @@ reach the detector's own keys.  Reading one:
 4. the result must hold exactly the detector's keys with its shapes: a missing, unexpected or
    misshapen key is a :class:`ReleaseError` naming the keys, the release and the files;
 5. it is written once as a diffzoo checkpoint (safetensors + card.json naming the release,
-   its files and their sha256) in the checkpoint cache, which every later run loads.
+   its files and their sha256) in the checkpoint cache, which every later run loads (one whose
+   weights no longer match its card is converted again).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from diffzoo.harness.models.checkpoints import (
     name_some,
     read_meta,
     save_checkpoint,
+    verify_weights,
 )
 from diffzoo.harness.models.divergence import nonfinite
 from diffzoo.harness.models.weights import load_checked
@@ -204,7 +206,12 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
     key = stable_hash({"card": card.fingerprint(), "release": release.name, "files": [f.sha256 for f in files]})
     folder = cache_root() / "checkpoints" / card.name / f"released-{release.name}-{key}"
     if (folder / WEIGHTS_FILE).is_file() and (folder / META_FILE).is_file():
-        return folder
+        try:
+            verify_weights(folder / WEIGHTS_FILE, folder / META_FILE, read_meta(folder / META_FILE))
+            return folder
+        except ModelError:  # a copy derived from the release files, which were just verified: made again
+            log.warning("%s: the converted release %s in %s is damaged (its weights no longer match its card); "
+                        "converting it again", card.name, release.name, folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     # the model's own keys and card, as it saves them (a dot-folder: a killed run's is swept)
     with tempfile.TemporaryDirectory(prefix=f".{folder.name}.", dir=folder.parent) as scratch:
