@@ -263,6 +263,24 @@ def test_a_release_file_holding_nan_is_refused_as_the_authors_file_not_a_diverge
     assert not list(Path(os.environ["DIFFZOO_CACHE"], "checkpoints").rglob("model.safetensors"))
 
 
+def test_a_missing_release_file_names_the_releases_file_and_never_a_failed_download(capsys, tmp_path):
+    from helpers.dinov3iml import FILE, RELEASE
+
+    run = ["run", "--detector", "dinov3iml.tiny", "--suite", "standard", "--device", "cpu",
+           "--weights", f"released:{RELEASE}", "--out", tmp_path / "out"]
+    source = get_registry().get("detector", "dinov3iml.tiny").card.release(RELEASE).source
+    head = f"error: detector dinov3iml.tiny: weights 'released:{RELEASE} ({source})' are missing (diffzoo downloads none): "
+    typo = tmp_path / "Downloads" / "cat_vitl_lora.pth"  # a path the user mistyped: the fix is on the command line
+    assert one_line_exit_2(*cli(capsys, *run, "--checkpoint", typo)) == (
+        f"{head}--checkpoint {typo} is not the file; download {FILE} from {source} and give its path "
+        f"(missing: {typo})")
+    folder = Path(os.environ["DIFFZOO_CACHE"]) / "weights" / "released" / "dinov3iml.tiny" / RELEASE
+    code, _, err = cli(capsys, *run)
+    assert code == 1 and err.strip() == (
+        f"{head}download {FILE} from {source} into {folder} (diffzoo run also takes them as --checkpoint PATH) "
+        f"(missing: {folder / FILE})"), err
+
+
 # -- full disks inside the remaining writers --------------------------------------------------------
 
 def _enospc(*args, **kwargs):

@@ -141,16 +141,19 @@ _STACKTRACE_NOTE = re.compile(
 
 class WeightsUnavailableError(ModelError):
     """Weights are not cached locally and cannot be downloaded (offline).  ``detail`` may hold
-    the hub library's own message, less its pointer to a stack trace (see _STACKTRACE_NOTE)."""
+    the hub library's own message, less its pointer to a stack trace (see _STACKTRACE_NOTE).
+    ``downloaded``: False for weights diffzoo never downloads (released files): then the message
+    says only that they are missing and ``fetch``, how to get them."""
 
-    def __init__(self, what: str, source: str, detail: str = "", fetch: str | None = None):
+    def __init__(self, what: str, source: str, detail: str = "", fetch: str | None = None,
+                 downloaded: bool = True):
         detail = _STACKTRACE_NOTE.sub("", detail)
         how = fetch or (f"`hf download {source}`, then copy the HF cache "
                         "(~/.cache/huggingface) here or set HF_HOME")
         msg = (
             f"{what}: weights {source!r} are not in the local cache and could not be "
             f"downloaded. Fetch them on a machine with network access, e.g. {how}"
-        )
+        ) if downloaded else f"{what}: weights {source!r} are missing (diffzoo downloads none): {how}"
         super().__init__(msg + (f" ({detail})" if detail else ""))
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.cards import DetectorCard, Release, stable_hash
-from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError, not_found
 from diffzoo.harness.core.fsutil import cache_root, file_kind
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.models.checkpoints import (
@@ -103,6 +103,7 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
     its folder in the cache.  A missing file is a WeightsUnavailableError saying where to get
     it and where to put it."""
     paths = [Path(p).expanduser() for p in given]
+    folder = None  # where the release's files are looked for under their own names
     if not paths or (len(paths) == 1 and paths[0].is_dir()):
         folder = paths[0] if paths else release_dir(card, release)
         paths = [folder / name for name in release.files]
@@ -110,13 +111,18 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
         raise ConfigError(f"release {release.name} of {card.name} is {len(release.files)} file(s) "
                           f"({', '.join(release.files)}); --checkpoint gave {len(paths)}: pass each, in that order, "
                           "or the folder that holds them")
-    missing = [p for p in paths if file_kind(p) is not None]
+    missing = [(path, name) for path, name in zip(paths, release.files) if file_kind(path) is not None]
     if missing:
-        where = missing[0].parent
+        first, names = missing[0][0], ", ".join(name for _, name in missing)  # the release's names, not the paths'
+        found = f"{file_kind(first)}: {first}"
+        if folder is None:  # files the user named: another path on the command line is the fix
+            raise not_found(WeightsUnavailableError(
+                f"detector {card.name}", release_source(release), found, downloaded=False,
+                fetch=f"--checkpoint {first} is not the file; download {names} from {release.source} "
+                      "and give its path"))
         raise WeightsUnavailableError(
-            f"detector {card.name}", release_source(release),
-            f"{file_kind(missing[0])}: {missing[0]}",
-            fetch=f"download {', '.join(p.name for p in missing)} from {release.source} into {where} "
+            f"detector {card.name}", release_source(release), found, downloaded=False,
+            fetch=f"download {names} from {release.source} into {folder} "
                   f"(diffzoo run also takes them as --checkpoint PATH)")
     return paths
 
