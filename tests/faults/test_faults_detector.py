@@ -287,6 +287,35 @@ def test_plugins_check_names_a_missing_method():
     assert not build.ok and "does not implement load" in build.message
 
 
+class _NaNOnceLoaded(Scripted):
+    """Predicts well until it loads its checkpoint; then every logit is NaN."""
+
+    loaded = False
+
+    def predict(self, images):
+        out = super().predict(images)
+        return DetectionOutput(mask_logits=out.mask_logits * float("nan")) if self.loaded else out
+
+    def load(self, path):
+        self.loaded = True
+        return super().load(path)
+
+
+def test_plugins_check_fails_a_round_trip_whose_loaded_model_predicts_nan(capsys, monkeypatch):
+    from helpers.detectors import register_test_detector
+
+    card = DetectorCard(name="nanload.x", description="NaN once loaded", tasks=("binary",), trainable=False)
+    register_test_detector(monkeypatch, card, lambda build: _NaNOnceLoaded(build.task, build.label_space,
+                                                                          card=build.card))
+    from diffzoo.harness.models.conformance import check_plugin
+
+    failed = {f.check: f.message for f in check_plugin("nanload.x") if not f.ok}
+    assert failed == {"save/load round trip": "the loaded model and the saved one gave different outputs "
+                                              "(NaN in one where the other has a number)"}
+    code, stdout, _ = cli(capsys, "plugins", "check", "nanload.x")
+    assert code == 1 and "1 failed" in stdout, stdout
+
+
 # -- a detector written only from the docs -------------------------------------------------
 
 def test_a_detector_written_from_the_plugin_guide_runs(capsys, diffseg_folder, tmp_path, monkeypatch):

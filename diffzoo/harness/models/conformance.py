@@ -241,7 +241,9 @@ def _same(a: Any, b: Any, what: str, tolerance: float = 1e-5) -> str | None:
     ta, tb = _outputs(a), _outputs(b)
     if len(ta) != len(tb) or any(x.shape != y.shape for x, y in zip(ta, tb)):
         return f"{what} gave outputs of different kinds or shapes"
-    diff = max((float((x - y).abs().max()) for x, y in zip(ta, tb) if x.numel()), default=0.0)
+    if any(bool((x.isnan() != y.isnan()).any()) for x, y in zip(ta, tb)):  # NaN compares as no difference
+        return f"{what} gave different outputs (NaN in one where the other has a number)"
+    diff = max((float((x - y).nan_to_num(0.0).abs().max()) for x, y in zip(ta, tb) if x.numel()), default=0.0)
     if diff > tolerance:
         return f"{what} gave different outputs (largest difference {diff:.3g} > {tolerance})"
     return None
