@@ -150,6 +150,16 @@ def test_a_failed_download_keeps_the_librarys_words_but_not_its_pointer_to_a_sta
     assert "above" not in message and "stack" not in message, message
 
 
+def test_offline_hub_weights_name_the_hub_cache_this_machine_reads(offline_empty_hub, tmp_path):
+    """HF_HOME / HF_HUB_CACHE moved the cache: the message names where the files go, not the default place."""
+    from diffzoo.harness.core.errors import WeightsUnavailableError
+
+    with pytest.raises(WeightsUnavailableError) as exc:
+        create_detector("segformer.b0", "binary", pretrained=True)
+    assert ("e.g. `hf download nvidia/mit-b0`, then copy that machine's hub cache (~/.cache/huggingface/hub) into "
+            f"{tmp_path / 'hf' / 'hub'} here (HF_HUB_CACHE or HF_HOME moves it)") in str(exc.value), str(exc.value)
+
+
 def test_a_damaged_safetensors_file_from_the_hub_is_refused_and_never_recorded(offline_empty_hub, tmp_path):
     """SegFormer reads its hub weights through transformers: the file is checked first."""
     weights = hub_segformer(tmp_path / "hf" / "hub", seed=0)

@@ -139,6 +139,20 @@ _STACKTRACE_NOTE = re.compile(
 """A hub library's pointer to a stack trace above its message: the CLI prints one line and no stack trace."""
 
 
+def hub_fetch(*repos: str) -> str:
+    """How to bring hub repositories ``repos`` to this machine: ``hf download`` elsewhere, then
+    its hub cache copied into the one this machine reads (``HF_HUB_CACHE``, else ``HF_HOME/hub``)."""
+    try:
+        from huggingface_hub import constants
+
+        here = str(constants.HF_HUB_CACHE)
+    except ImportError:  # no hub library: its default place
+        here = "~/.cache/huggingface/hub"
+    return (" and ".join(f"`hf download {repo}`" for repo in repos)
+            + f", then copy that machine's hub cache (~/.cache/huggingface/hub) into {here} here "
+            "(HF_HUB_CACHE or HF_HOME moves it)")
+
+
 class WeightsUnavailableError(ModelError):
     """Weights are not cached locally and cannot be downloaded (offline).  ``detail`` may hold
     the hub library's own message, less its pointer to a stack trace (see _STACKTRACE_NOTE).
@@ -148,8 +162,7 @@ class WeightsUnavailableError(ModelError):
     def __init__(self, what: str, source: str, detail: str = "", fetch: str | None = None,
                  downloaded: bool = True):
         detail = _STACKTRACE_NOTE.sub("", detail)
-        how = fetch or (f"`hf download {source}`, then copy the HF cache "
-                        "(~/.cache/huggingface) here or set HF_HOME")
+        how = fetch or hub_fetch(source)
         msg = (
             f"{what}: weights {source!r} are not in the local cache and could not be "
             f"downloaded. Fetch them on a machine with network access, e.g. {how}"
