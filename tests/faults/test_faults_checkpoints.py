@@ -195,6 +195,25 @@ def test_cached_checkpoint_a_stranger_edited_is_refused_by_run_and_predict(edit,
         assert code != 0 and str(path) in err and "delete" in err
 
 
+@pytest.mark.parametrize("field, value, shown", [("card", "segformer.tiny", '"segformer.tiny"'), ("card", None, "null"),
+                                                 ("task", 5, "5"), ("label_space", ["a", "b"], '["a", "b"]')])
+def test_a_given_checkpoint_whose_card_field_has_another_type_is_one_line(field, value, shown, tmp_path, capsys):
+    """A card.json written by hand with its sha256 right (as the refusal of one without says to do)."""
+    from diffzoo import create_detector
+
+    folder = tmp_path / "mine"
+    create_detector("segformer.tiny", "binary").save(folder)
+    card = json.loads((folder / "card.json").read_text())
+    (folder / "card.json").write_text(json.dumps({**card, field: value}))
+    line = (f"error: checkpoint card {folder / 'card.json'}: {field} is {shown}, not a JSON "
+            f"{'string' if field == 'task' else 'object'} as diffzoo writes it (the card was edited or made by hand); "
+            "correct it, or pass the .safetensors file without a card.json")
+    for command in (["run", "--detector", "segformer.tiny", "--suite", "standard", "--bootstrap", "0"],
+                    ["predict", _image(tmp_path), "--detector", "segformer.tiny"]):
+        code, _, err = cli(capsys, *command, "--checkpoint", folder, "--device", "cpu", "--out", tmp_path / "out")
+        assert code == 1 and err.strip() == line, err
+
+
 # -- pretrained weights: hashed at first use, checked ever after ------------------------
 
 
