@@ -23,7 +23,7 @@ from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 from helpers.hub import TINY_SEGFORMER_REPO, hub_segformer
 from helpers.images import save_image
 
@@ -212,6 +212,21 @@ def test_a_given_checkpoint_whose_card_field_has_another_type_is_one_line(field,
                     ["predict", _image(tmp_path), "--detector", "segformer.tiny"]):
         code, _, err = cli(capsys, *command, "--checkpoint", folder, "--device", "cpu", "--out", tmp_path / "out")
         assert code == 1 and err.strip() == line, err
+
+
+@pytest.mark.parametrize("train", ["--train", "--no-train"])
+def test_a_checkpoint_of_a_task_no_case_scores_is_refused_not_replaced_by_a_training(train, tmp_path, capsys):
+    from diffzoo import create_detector, open_dataset
+
+    folder = tmp_path / "semantic"
+    create_detector("segformer.tiny", "semantic", open_dataset("mini").label_space).save(folder)
+    code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "classification", "--checkpoint",
+                         folder, train, "--iterations", "2", "--batch-size", "2", "--crop-size", "16", "--device", "cpu",
+                         "--bootstrap", "0", "--out", tmp_path / "out")
+    assert one_line_exit_2(code, out, err) == (
+        f"error: --checkpoint {folder} is a semantic model, but no case of this run scores one (they score binary "
+        "models): give a checkpoint of that task, or a suite with semantic cases")
+    assert not (Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "segformer.tiny").exists()  # nothing trained
 
 
 # -- pretrained weights: hashed at first use, checked ever after ------------------------

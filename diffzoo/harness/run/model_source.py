@@ -142,6 +142,17 @@ class ModelSource:
             raise self._none_to_load(job)
         return "trained now"
 
+    def check_used(self, jobs: list[Job]) -> None:
+        """Every ``--checkpoint`` is some job's model: one of a task no job has would be left unread
+        while another model is trained (or, with ``--no-train``, said to be missing) in its place."""
+        used = {self.given_checkpoint(job) for job in jobs}
+        for path in self.checkpoints if self.release is None else ():
+            if path not in used:
+                task = checkpoint_meta(path)[1].get("task")
+                raise ConfigError(f"--checkpoint {path} is a {task} model, but no case of this run scores one (they "
+                                  f"score {' and '.join(sorted({job.task for job in jobs}))} models): give a "
+                                  f"checkpoint of that task, or a suite with {task} cases")
+
     def _new_detector(self, job: Job) -> Detector:
         torch.manual_seed(job.config.seed)
         label_space = self.dataset.label_space if job.task == Task.SEMANTIC else BINARY

@@ -120,6 +120,7 @@ class Runner:
                                    self.entry.name)
         self.models = ModelSource(self.entry, self.dataset, request.checkpoint, request.train, request.save_every,
                                   request.log_every, self.device, self.progress, self.evaluator, self.release)
+        self.models.check_used(self.plan.jobs)
         self.plan.models = [self.models.describe(job) for job in self.plan.jobs]  # what must fail, fails now
         self.recorder = Recorder(request.bootstrap, request.seed, write)
         self.overlaps, self.overlap_notes = self._held_out()
