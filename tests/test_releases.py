@@ -319,6 +319,19 @@ def test_a_release_file_with_tied_tensors_loads_as_its_values(capsys, tmp_path, 
     assert scores == _scores(capsys, tmp_path, "apart", [tmp_path / "apart.pt"])[0]
 
 
+def test_a_release_file_holding_safetensors_under_its_released_name_loads(capsys, tmp_path, monkeypatch):
+    from safetensors.torch import save_file
+
+    from diffzoo.plugin import Release
+
+    _layout_detector(monkeypatch, [Release(name, (f"{name}.pth",), "https://example.org", "x", "test", "MIT",
+                                           unwrap=()) for name in ("pickled", "converted")])
+    torch.save(_authors_state(), tmp_path / "pickled.pth")
+    save_file(_authors_state(), str(tmp_path / "converted.pth"))  # the same tensors, saved as safetensors
+    scores, _ = _scores(capsys, tmp_path, "converted", [tmp_path / "converted.pth"])
+    assert scores == _scores(capsys, tmp_path, "pickled", [tmp_path / "pickled.pth"])[0]
+
+
 def test_a_multi_file_release_given_the_wrong_number_of_files_says_how_many(capsys, tmp_path, monkeypatch):
     from diffzoo.plugin import Release
 

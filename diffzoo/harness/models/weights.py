@@ -143,6 +143,10 @@ def load_weights(path: Path | str, source: str, *, what: str = "weights", probe:
     try:
         if path.suffix == SAFETENSORS_SUFFIX:
             return _safetensors(path, probe)
+        if _safetensors_inside(path):  # e.g. a release converted, kept under its released .pth name
+            if probe:  # a library reads the file next, by its name: as a torch.save file
+                raise _NotWeights(f"it is a safetensors file under a torch.save file's name ({path.name})")
+            return _safetensors(path, probe)
         return _torch_file(path, probe, allow)
     except (WeightsFileError, MemoryError):
         raise
@@ -169,6 +173,14 @@ def _safetensors(path: Path, probe: bool) -> Any:
         with safe_open(str(path), framework="pt") as fh:  # parses and checks the header only
             return list(fh.keys())
     return load_file(str(path))
+
+
+def _safetensors_inside(path: Path) -> bool:
+    """Whether ``path`` starts as a safetensors file does, whatever its name: the header's length
+    (8 bytes, little-endian, within the file), then the header's ``{``."""
+    with open(path, "rb") as fh:
+        head = fh.read(9)
+    return len(head) == 9 and head[8:] == b"{" and int.from_bytes(head[:8], "little") <= path.stat().st_size - 8
 
 
 def _torch_file(path: Path, probe: bool, allow: Sequence[type] = ()) -> Any:
