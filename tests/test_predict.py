@@ -20,7 +20,7 @@ from diffzoo.harness.models.checkpoints import cache_dir, load_checkpoint, save_
 from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.run.prediction import OVERLAY_MIN_SIDE, predict_image
 
-from helpers.cli import cli, one_line_exit_2
+from helpers.cli import cli, one_line, one_line_exit_2
 
 TINY_TRAIN = TrainConfig(iterations=2, batch_size=2, crop_size=32, warmup_iters=1, pretrained=False)
 
@@ -267,6 +267,24 @@ def test_pickled_checkpoint_is_refused_and_never_run(capsys, tmp_path, images):
                        str(images[0]))
     assert code != 0 and "refusing to load" in err and "pickle" in err
     assert not marker.exists()
+
+
+@pytest.mark.isolated_cache  # the converted release is then the one cached model of its detector
+def test_a_released_file_given_to_predict_names_the_run_that_converts_it_and_that_works(capsys, tmp_path, images):
+    from helpers.dinov3iml import RELEASE, released
+
+    path = released(tmp_path / "dl")
+    code, out, err = cli(capsys, "predict", "--detector", "dinov3iml.tiny", "--checkpoint", path, images[0], "--out",
+                         tmp_path / "p")
+    run = f"diffzoo run --detector dinov3iml.tiny --weights released:{RELEASE} --checkpoint {path}"
+    assert one_line_exit_2(code, out, err) == (
+        f"error: --checkpoint {path} is a file dinov3iml.tiny's authors released; predict reads diffzoo checkpoints: "
+        f"`{run}` converts it once into the checkpoint cache, where predict --detector dinov3iml.tiny finds it")
+    code, _, err = cli(capsys, *run.split()[1:], "--suite", "standard", "--bootstrap", "0", "--device", "cpu",
+                       "--out", tmp_path / "o")
+    assert code == 0, err
+    code, out, err = cli(capsys, "predict", "--detector", "dinov3iml.tiny", images[0], "--out", tmp_path / "p")
+    assert code == 0 and f"released-{RELEASE}-" in one_line(out), err
 
 
 def _cache(det, key, **extra):

@@ -41,7 +41,7 @@ from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, exif_orientation, is_
 from diffzoo.harness.data.labelmaps import load_label_space
 from diffzoo.harness.metrics import editor_ranking
 from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, ImageVerdict, image_verdict, row_name
-from diffzoo.harness.models.checkpoints import cached_checkpoints, checkpoint_meta
+from diffzoo.harness.models.checkpoints import cached_checkpoints, checkpoint_meta, pickle_suffix
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import predict_checked
 from diffzoo.harness.run.factories import create_detector
@@ -97,12 +97,31 @@ def _choose(
     return matching[0]
 
 
+def _refuse_release_file(detector: str | None, path: Path) -> None:
+    """A ConfigError for a pickled file that a card's release names (of ``detector``, else of any
+    detector): predict reads diffzoo checkpoints, which ``diffzoo run`` converts a release into."""
+    if pickle_suffix(path) is None:
+        return
+    registry = get_registry()
+    entries = [registry.get("detector", detector)] if detector is not None else registry.list("detector")
+    named = [(e.name, r.name) for e in entries for r in getattr(e.card, "releases", ()) if path.name in r.files]
+    if named:
+        card, release = named[0]
+        also = f" (it is also the file of {', '.join(f'{d} released:{r}' for d, r in named[1:])})" if named[1:] else ""
+        raise ConfigError(f"--checkpoint {path} is a file {card}'s authors released{also}; predict reads diffzoo "
+                          f"checkpoints: `diffzoo run --detector {card} --weights released:{release} --checkpoint "
+                          f"{path}` converts it once into the checkpoint cache, where predict --detector {card} "
+                          "finds it")
+
+
 def find_checkpoint(
     detector: str | None, checkpoints: Sequence[Path | str], task: str | None
 ) -> tuple[Path, dict[str, Any], str]:
     """(checkpoint, its card or {}, "given" | "cache") for the request."""
     if checkpoints:
         unique = {os.path.realpath(c): Path(c) for c in reversed(checkpoints)}  # one file named twice is one
+        for path in unique.values():
+            _refuse_release_file(detector, path)
         given = [(path, checkpoint_meta(path)[1]) for path in reversed(unique.values())]
         path, meta = _choose(given, task, "the given checkpoints")
         return path, meta, "given"
