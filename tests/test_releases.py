@@ -138,6 +138,21 @@ def test_a_release_with_a_key_missing_or_renamed_is_refused_naming_the_keys(caps
     assert not (tmp_path / "out" / "records").exists() or not list((tmp_path / "out" / "records").iterdir())
 
 
+def test_a_file_that_does_not_fit_the_release_never_has_its_hash_recorded(capsys, tmp_path):
+    state = reference_model().state_dict()
+    del state["seg_head.6.weight"]  # another file (another release, another model) where the release goes
+    path = released(tmp_path / "dl", state)
+    run = [*RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path]
+    code, _, err = cli(capsys, *run, "--out", tmp_path / "wrong")
+    assert code == 2 and "seg_head.6.weight" in err, err
+    assert not list((Path(os.environ["DIFFZOO_CACHE"]) / "weights").rglob("*.json"))
+    released(tmp_path / "dl")  # the release's own file, put where the wrong one was: taken
+    code, _, err = cli(capsys, *run, "--out", tmp_path / "right")
+    assert code == 0, err
+    [record] = (Path(os.environ["DIFFZOO_CACHE"]) / "weights").rglob("*.json")
+    assert json.loads(record.read_text())["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 class _Payload:
     def __init__(self, marker: Path):
         self.marker = marker

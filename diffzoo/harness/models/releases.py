@@ -9,7 +9,7 @@ reach the detector's own keys.  Reading one:
 2. each is read by the one weights loader (``weights_only=True``, with the release's short
    allow-list of harmless types, e.g. a saved ``argparse.Namespace``; nothing in a file is
    ever run), hash-checked against the sha256 the authors publish, else against the one
-   recorded at its first use;
+   recorded at its first use (recorded once the release converted, step 5);
 3. the tensors are taken out of their wrapper dict (``model``, ``state_dict``...), stripped
    of prefixes (``module.``), given their part's prefix (a multi-file release) and mapped by
    the family's own converter, if any;
@@ -45,7 +45,7 @@ from diffzoo.harness.models.checkpoints import (
     verify_weights,
 )
 from diffzoo.harness.models.divergence import nonfinite
-from diffzoo.harness.models.weights import load_checked
+from diffzoo.harness.models.weights import load_checked, record_first_use
 
 log = logging.getLogger(__name__)
 
@@ -172,15 +172,14 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
                                                                                        list[ReleaseFile]]:
     """(the release's tensors under the detector's own key names, its files as loaded)."""
     allow = _allowed(release)
-    published = list(release.sha256) + [None] * (len(paths) - len(release.sha256))
     state: dict[str, Any] = {}
     files = []
     for index, path in enumerate(paths):
         what = f"detector {card.name}, release {release.name}"
         # hash-checked (against the sha256 the release publishes for this file, if any) and read
-        # once; a file that does not load has no hash recorded
-        digest, obj = load_checked(replace(card, weights_sha256=published[index]), path, release_source(release),
-                                   what=what, allow=allow)
+        # once; its first-use hash is recorded only once the release converts (install)
+        digest, obj = load_checked(_file_card(card, release, index), path, release_source(release),
+                                   what=what, allow=allow, record=False)
         part = _renamed(_tensors(obj, release, path), release,
                         release.prefixes[index] if index < len(release.prefixes) else "")
         twice = sorted(set(part) & set(state))
@@ -200,6 +199,19 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
     return state, files
 
 
+def _file_card(card: DetectorCard, release: Release, index: int) -> DetectorCard:
+    """``card`` as the hash check of the release's ``index``-th file takes it: with the sha256
+    the release publishes for that file, if any."""
+    return replace(card, weights_sha256=release.sha256[index] if index < len(release.sha256) else None)
+
+
+def _remember(card: DetectorCard, release: Release, files: Sequence[ReleaseFile]) -> None:
+    """Record the first-use sha256 of each file of a release that converted: a file that does not
+    fit the detector is never taken for the release's, so the right one put there later loads."""
+    for index, file in enumerate(files):
+        record_first_use(_file_card(card, release, index), file.path, release_source(release), file.sha256)
+
+
 def install(det: Detector, card: DetectorCard, release: Release, given: Sequence[Path] = ()) -> Path:
     """The diffzoo checkpoint of ``release`` for ``det`` (its cache folder), converted from the
     release's files at first use; ``given``: ``--checkpoint`` paths to those files."""
@@ -214,6 +226,7 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
     if (folder / WEIGHTS_FILE).is_file() and (folder / META_FILE).is_file():
         try:
             verify_weights(folder / WEIGHTS_FILE, folder / META_FILE, read_meta(folder / META_FILE))
+            _remember(card, release, files)  # these very files converted (the key holds their sha256)
             return folder
         except ModelError:  # a copy derived from the release files, which were just verified: made again
             log.warning("%s: the converted release %s in %s is damaged (its weights no longer match its card); "
@@ -239,6 +252,7 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
                            f"with the file from {release.source}")
     meta["release"] = release_record(release, files)
     save_checkpoint(folder, {k: state[k] for k in reference}, meta)
+    _remember(card, release, files)
     log.info("%s: release %s converted once to %s", card.name, release.name, folder)
     return folder
 

@@ -67,16 +67,38 @@ def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: st
 
 
 def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
-                 allow: Sequence[type] = ()) -> tuple[str, Any]:
+                 allow: Sequence[type] = (), record: bool = True) -> tuple[str, Any]:
     """(sha256, what the file holds) of ``card``'s weights file ``path``, hash-checked as by
-    :func:`check_weights` and read once, whole, by :func:`load_weights`."""
-    return _checked(card, Path(path), source, what, probe=False, allow=allow)
+    :func:`check_weights` and read once, whole, by :func:`load_weights`.  ``record``: False
+    leaves a first use unrecorded, for the caller to :func:`record_first_use` once it has
+    found the file to be the one it wants (a release's file that fits the detector)."""
+    return _checked(card, Path(path), source, what, probe=False, allow=allow, record=record)
+
+
+def _record_file(card: DetectorCard, path: Path, source: str) -> Path:
+    """Where the sha256 of ``card``'s weights file ``path`` from ``source`` is recorded at its first use."""
+    return cache_root() / "weights" / card.name / f"{stable_hash([source, path.name])}.json"
+
+
+def record_first_use(card: DetectorCard, path: Path | str, source: str, digest: str) -> None:
+    """Record ``digest`` as the sha256 of ``card``'s weights file ``path`` from ``source``, unless
+    one is recorded already or the card publishes one."""
+    path = Path(path)
+    record = _record_file(card, path, source)
+    if (card.weights_sha256 or "").strip() or record.exists():
+        return
+    atomic_write_text(record, json.dumps({
+        "card": card.name, "source": source, "file": path.name, "path": str(path), "sha256": digest,
+        "recorded": datetime.now(UTC).isoformat(timespec="seconds"),
+    }, indent=2, sort_keys=True))
+    log.info("%s: first use of weights %s (%s), sha256 %s recorded in %s", card.name, path, source, digest, record)
 
 
 def _checked(card: DetectorCard, path: Path, source: str, what: str | None, probe: bool,
-             allow: Sequence[type] = ()) -> tuple[str, Any]:
+             allow: Sequence[type] = (), record: bool = True) -> tuple[str, Any]:
     """(sha256, what the file holds) of a hash-checked weights file; its first-use hash is
-    recorded only once it has loaded.  ``probe``: load only as much as shows it is weights."""
+    recorded only once it has loaded (and, without ``record``, not at all).  ``probe``: load
+    only as much as shows it is weights."""
     what = what or f"detector {card.name}"
     _regular(path, source, what)  # before hashing: a FIFO would block the reader for ever
     digest = sha256_file(path)
@@ -89,30 +111,26 @@ def _checked(card: DetectorCard, path: Path, source: str, what: str | None, prob
                 "Delete it and fetch it again"
             )
         return digest, load_weights(path, source, what=what, probe=probe, allow=allow)
-    record = cache_root() / "weights" / card.name / f"{stable_hash([source, path.name])}.json"
-    if not record.exists():
+    record_path = _record_file(card, path, source)
+    if not record_path.exists():
         held = load_weights(path, source, what=what, probe=probe, allow=allow)  # never recorded unless it loads
-        atomic_write_text(record, json.dumps({
-            "card": card.name, "source": source, "file": path.name, "path": str(path), "sha256": digest,
-            "recorded": datetime.now(UTC).isoformat(timespec="seconds"),
-        }, indent=2, sort_keys=True))
-        log.info("%s: first use of weights %s (%s), sha256 %s recorded in %s", card.name, path, source,
-                 digest, record)
+        if record:
+            record_first_use(card, path, source, digest)
         return digest, held
     try:
-        saved: Any = json.loads(record.read_text(encoding="utf-8"))
+        saved: Any = json.loads(record_path.read_text(encoding="utf-8"))
         expected = saved["sha256"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelError(
-            f"{what}: the weights record {record} is unreadable ({exc}); "
+            f"{what}: the weights record {record_path} is unreadable ({exc}); "
             f"delete it to record the sha256 of {path} anew"
         ) from None
     if digest != expected:
         raise ModelError(
             f"{what}: weights file {path} has sha256 {digest}, but {expected} was recorded "
-            f"at its first use ({saved.get('recorded', '?')}, in {record}): the file changed since "
+            f"at its first use ({saved.get('recorded', '?')}, in {record_path}): the file changed since "
             "(a new upstream revision, a damaged download or an edit). Delete the file and fetch it again; "
-            f"if the new weights are intended, delete {record} (results made with the old weights will "
+            f"if the new weights are intended, delete {record_path} (results made with the old weights will "
             "not be comparable)"
         )
     return digest, load_weights(path, source, what=what, probe=probe, allow=allow)
