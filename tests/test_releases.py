@@ -309,6 +309,8 @@ def test_every_release_layout_loads_to_the_same_model(capsys, tmp_path, monkeypa
     parts, rows = _scores(capsys, tmp_path, "parts", [tmp_path / "fe.pth", tmp_path / "seg.pth"])
     assert [f["name"] for f in rows[0]["detector"]["release"]["files"]] == ["fe.pth", "seg.pth"]
     assert parts == bare  # the same tensors, whatever the layout
+    # files under the release's own names are its parts whatever their order on the command line
+    assert _scores(capsys, tmp_path, "parts", [tmp_path / "seg.pth", tmp_path / "fe.pth"])[0] == bare
     torch.save({"state_dict": state, "epoch": 12, "best_p_mIoU": 0.5}, tmp_path / "full.pth.tar")
     wrapped, _ = _scores(capsys, tmp_path, "wrapped", [tmp_path / "full.pth.tar"])
     assert wrapped == bare

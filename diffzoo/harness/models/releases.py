@@ -111,6 +111,8 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
         raise ConfigError(f"release {release.name} of {card.name} is {len(release.files)} file(s) "
                           f"({', '.join(release.files)}); --checkpoint gave {len(paths)}: pass each, in that order, "
                           "or the folder that holds them")
+    elif sorted(p.name for p in paths) == sorted(release.files):  # under the release's names: in any order
+        paths = sorted(paths, key=lambda p: release.files.index(p.name))
     missing = [(path, name) for path, name in zip(paths, release.files) if file_kind(path) is not None]
     if missing:
         first, names = missing[0][0], ", ".join(name for _, name in missing)  # the release's names, not the paths'
