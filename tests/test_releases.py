@@ -80,6 +80,20 @@ def test_a_damaged_converted_release_is_converted_again(capsys, tmp_path, caplog
     assert first == {r["case"]["name"]: r["metrics"] for r in records(tmp_path / "b")}
 
 
+def test_the_converted_release_given_as_checkpoint_is_still_the_release(capsys, tmp_path):
+    path = released(tmp_path / "dl")
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out", tmp_path / "a")
+    assert code == 0, err
+    [folder] = (Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "dinov3iml.tiny").glob(f"released-{RELEASE}-*")
+    code, _, err = cli(capsys, *RUN, "--checkpoint", folder, "--no-train", "--out", tmp_path / "b")
+    assert code == 0, err
+    rows = records(tmp_path / "b")  # zero-shot and grouped apart, as released weights: never a trained model's row
+    assert rows and all(r["detector"]["checkpoint_source"] == "released" for r in rows)
+    assert all(r["detector"]["release"]["name"] == RELEASE for r in rows)
+    first = {r["case"]["name"]: r["metrics"] for r in records(tmp_path / "a")}
+    assert first == {r["case"]["name"]: r["metrics"] for r in rows}
+
+
 def test_a_missing_release_file_says_where_to_get_it(capsys, tmp_path):
     code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--out", tmp_path / "out")
     lines = [line for line in err.splitlines() if line.startswith("error:")]

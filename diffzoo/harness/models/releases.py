@@ -129,6 +129,17 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
     return paths
 
 
+def converted_release(path: Path) -> str | None:
+    """The name of the release the diffzoo checkpoint ``path`` (a folder or its .safetensors) was
+    converted from, as its card.json says; None for any other path."""
+    path = Path(path).expanduser()
+    meta = path / META_FILE if path.is_dir() else path.with_name(META_FILE) if path.suffix == ".safetensors" else None
+    if meta is None or not meta.is_file():
+        return None
+    release = read_meta(meta).get("release")
+    return str(release["name"]) if isinstance(release, dict) and release.get("name") else None
+
+
 def _allowed(release: Release) -> list[type]:
     unknown = [name for name in release.allow if name not in HARMLESS]
     if unknown:
@@ -221,6 +232,8 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
 
     from safetensors import safe_open
 
+    if len(given) == 1 and converted_release(given[0]) == release.name:  # the release as diffzoo converted it
+        return Path(given[0]).expanduser()  # loading it checks its detector, task and weights' sha256
     paths = find_files(card, release, given)
     state, files = read_release(card, release, paths)
     key = stable_hash({"card": card.fingerprint(), "release": release.name, "files": [f.sha256 for f in files]})

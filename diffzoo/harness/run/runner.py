@@ -29,7 +29,7 @@ from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.data.splits import canonical_split
 from diffzoo.harness.models.checkpoints import checkpoint_meta, pickle_suffix
-from diffzoo.harness.models.releases import release_name
+from diffzoo.harness.models.releases import converted_release, release_name
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.model import TrainOverlap
 from diffzoo.harness.run.evaluate import Evaluator
@@ -132,13 +132,15 @@ class Runner:
         return self.catalog_notes + self.plan.notes + self.overlap_notes + self.evaluator.notes
 
     def _release(self) -> Release | None:
-        """The release ``--weights released:NAME`` names, of the detector's card; a pickled
-        ``--checkpoint`` of a card with releases is asked to say which one it is."""
-        name = release_name(self.request.weights)
+        """The release ``--weights released:NAME`` names, of the detector's card, or the one a
+        ``--checkpoint`` diffzoo converted from a release is; a pickled ``--checkpoint`` of a card
+        with releases is asked to say which one it is."""
+        given = [Path(p) for p in self.request.checkpoint]
+        # a release diffzoo converted is still that release: scored zero-shot and grouped apart, never as trained
+        name = release_name(self.request.weights) or (converted_release(given[0]) if len(given) == 1 else None)
         card = self.entry.card
         if name is not None:
             return card.release(name)
-        given = [Path(p) for p in self.request.checkpoint]
         pickled = [p for p in given if pickle_suffix(p) is not None]
         if not pickled or not card.releases:
             return None
