@@ -273,6 +273,17 @@ def test_a_release_file_holding_nan_is_refused_as_the_authors_file_not_a_diverge
     assert not list(Path(os.environ["DIFFZOO_CACHE"], "checkpoints").rglob("model.safetensors"))
 
 
+@pytest.mark.parametrize("model, found", [({}, "an empty dict"), ([torch.zeros(1)], "list")])
+def test_a_release_file_without_tensors_under_its_wrapper_says_what_it_found(capsys, tmp_path, model, found):
+    from helpers.dinov3iml import RELEASE, released
+
+    path = released(tmp_path / "dl", model)  # {"model": <this>, "epoch": ..., "args": ...}
+    code, out, err = cli(capsys, "run", "--detector", "dinov3iml.tiny", "--suite", "standard", "--device", "cpu",
+                         "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out", tmp_path / "out")
+    assert one_line_exit_2(code, out, err) == (
+        f"error: release {RELEASE}: {path} holds no name -> tensor dict (found {found})")
+
+
 def test_a_missing_release_file_names_the_releases_file_and_never_a_failed_download(capsys, tmp_path):
     from helpers.dinov3iml import FILE, RELEASE
 

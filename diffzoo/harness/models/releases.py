@@ -160,8 +160,8 @@ def _tensors(obj: Any, release: Release, path: Path) -> dict[str, Any]:
                                f"{' / '.join(release.unwrap)} (its keys: {held})")
         obj = obj[key]
     if not isinstance(obj, dict) or not obj:
-        raise ReleaseError(f"release {release.name}: {path} holds no name -> tensor dict "
-                           f"(found {type(obj).__name__})")
+        found = "an empty dict" if isinstance(obj, dict) else type(obj).__name__
+        raise ReleaseError(f"release {release.name}: {path} holds no name -> tensor dict (found {found})")
     return obj
 
 
