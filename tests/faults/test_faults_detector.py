@@ -316,6 +316,24 @@ def test_plugins_check_fails_a_round_trip_whose_loaded_model_predicts_nan(capsys
     assert code == 1 and "1 failed" in stdout, stdout
 
 
+class _NormalisesInPlace(Scripted):
+    """Normalises its input batch in place, as some models do: harmless, each run batch is its own."""
+
+    def predict(self, images):
+        images.sub_(0.5).mul_(2)
+        return super().predict(images * 0.5 + 0.5)
+
+
+def test_plugins_check_passes_a_detector_that_normalises_its_input_in_place(capsys, monkeypatch):
+    from helpers.detectors import register_test_detector
+
+    card = DetectorCard(name="inplace.x", description="in-place normalisation", tasks=("binary",), trainable=False)
+    register_test_detector(monkeypatch, card, lambda build: _NormalisesInPlace(build.task, build.label_space,
+                                                                              card=build.card))
+    code, stdout, _ = cli(capsys, "plugins", "check", "inplace.x")
+    assert code == 0 and "0 failed" in stdout, stdout
+
+
 # -- a detector written only from the docs -------------------------------------------------
 
 def test_a_detector_written_from_the_plugin_guide_runs(capsys, diffseg_folder, tmp_path, monkeypatch):

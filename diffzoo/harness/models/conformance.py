@@ -171,13 +171,15 @@ def _check_task(r: _Report, entry: Any, card: DetectorCard, task: str, data: Fix
     def predict(size: tuple[int, int]) -> str | None:
         images = x[size]
         ids = [f"check-{size[0]}x{size[1]}-{i}" for i in range(images.shape[0])]
-        check_output(det, det.predict(images.to(device)), ids, size)
+        check_output(det, det.predict(images.to(device, copy=True)), ids, size)
         return None
 
     for s in FIXTURE_SIZES:
         r.run(f"predict {x[s].shape[0]} x 3 x {s[0]} x {s[1]}", functools.partial(predict, s))
-    first = x[FIXTURE_SIZES[0]].to(device)
-    r.run("deterministic predict", lambda: _same(det.predict(first), det.predict(first),
+    first = x[FIXTURE_SIZES[0]]
+    # each call its own copy, as each run batch is: a predict that normalises its input in place is no fault
+    r.run("deterministic predict", lambda: _same(det.predict(first.to(device, copy=True)),
+                                                 det.predict(first.to(device, copy=True)),
                                                  "predicting the same batch twice"))
     trainable = card.trainable
     if trainable:
@@ -203,8 +205,8 @@ def _check_task(r: _Report, entry: Any, card: DetectorCard, task: str, data: Fix
         if trainable:
             _train(a, card, data, seed, [])
             _train(b, card, data, seed, [])
-        images = x[FIXTURE_SIZES[0]].to(device)
-        return _same(a.predict(images), b.predict(images),
+        images = x[FIXTURE_SIZES[0]]
+        return _same(a.predict(images.to(device, copy=True)), b.predict(images.to(device, copy=True)),
                      f"two models {'trained' if trainable else 'built'} with seed {seed}")
 
     r.run("deterministic under the same seed", same_seed)
@@ -269,7 +271,7 @@ def _round_trip(entry: Any, det: Detector, task: str, label_space: LabelSpace, s
             problems.append(f"load's metadata has sha256 {meta.get('sha256')!r}, not the weights' 64-hex sha256")
         if meta.get("plugin_check") != "extra kept":
             problems.append("save dropped extra: load's metadata lacks the extra keys passed to save")
-        before, after = det.predict(images.to(device)), fresh.predict(images.to(device))
+        before, after = det.predict(images.to(device, copy=True)), fresh.predict(images.to(device, copy=True))
         same = _same(before, after, "the loaded model and the saved one")
         if same:
             problems.append(same)
