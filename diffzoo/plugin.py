@@ -25,7 +25,8 @@ other than this module and the package root is internal and may move.
   under torchrun this rank's ``shard`` of a list and ``all_gather``;
 - weights: ``hub_weights`` and ``url_weights`` (a hub or URL file, fetched
   unless offline, hash-checked), ``url_state`` (a torch file's tensors),
-  ``check_weights`` (a file by hand), ``hub_offline``, ``cache_root``;
+  ``check_weights`` (a file by hand), ``hub_offline``, ``hub_fetch`` (how to bring hub
+  repositories here, for a ``WeightsUnavailableError``'s ``fetch``), ``cache_root``;
 - checkpoints: ``save_checkpoint``, ``load_checkpoint``, ``describe_mismatch``.
 
 Importing this module loads no torch and no numpy, so that an entry-point
@@ -44,6 +45,7 @@ from diffzoo.harness.core.errors import (
     DiffzooError,
     ModelError,
     WeightsUnavailableError,
+    hub_fetch,
 )
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.core.hookspecs import hookimpl
@@ -107,6 +109,7 @@ __all__ = [
     "DetectorError",
     "ModelError",
     "WeightsUnavailableError",
+    "hub_fetch",
     "TrainConfig",
     "Report",
     "cache_root",

@@ -408,6 +408,9 @@ def test_offline_the_full_card_names_both_downloads(offline_empty_hub):
     message = str(exc.value)
     assert "`hf download timm/vit_large_patch14_clip_224.openai`" in message
     assert "`hf download timm/vit_base_patch16_224.mae`" in message
+    from huggingface_hub import constants
+
+    assert f"into {constants.HF_HUB_CACHE} here (HF_HUB_CACHE or HF_HOME moves it)" in message  # the cache read here
     assert "--no-pretrained" in message and "releases no trained MaskCLIP weights" in message
     assert offline_empty_hub == []
 

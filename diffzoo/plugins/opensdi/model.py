@@ -50,6 +50,7 @@ from diffzoo.plugin import (
     TrainConfig,
     TrainData,
     WeightsUnavailableError,
+    hub_fetch,
     hub_weights,
     make_loader,
     train_loop,
@@ -452,8 +453,7 @@ def pretrained_files(card: DetectorCard) -> tuple[Path, Path]:
             f"detector {card.name}", " and ".join(repos),
             f"OpenAI CLIP ViT-L/14 (open_clip {name!r}, pretrained={tag!r}) and the MAE ViT-B/16 encoder; "
             f"OpenSDI releases no trained MaskCLIP weights, diffzoo trains them; {NO_PRETRAINED}",
-            fetch=" and ".join(f"`hf download {r}`" for r in repos)
-            + ", then copy the HF cache (~/.cache/huggingface) here or set HF_HOME")
+            fetch=hub_fetch(*repos))
     return found[0], found[1]
 
 
