@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from diffzoo.harness.core.errors import DiffzooError, StorageError
+from diffzoo.harness.core.errors import DataError, DiffzooError, StorageError, not_found
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
@@ -119,6 +119,13 @@ USER_FIXABLE = {
 }
 """The OSErrors about a path that the user fixes by choosing another path or
 changing the files (besides a full disk, :func:`disk_full_error`)."""
+
+
+def require_file(path: Path | str, what: str, hint: str = "") -> None:
+    """A DataError (exit 2: another path is the fix) saying that ``what`` ``path`` does not exist
+    when no file is there; a folder or a FIFO there is named for what it is by the read that follows."""
+    if file_kind(path) in MISSING:
+        raise not_found(DataError(f"{what} {path} does not exist{hint}"))
 
 
 def user_path_error(exc: OSError, path: Path | str | None = None) -> StorageError | None:

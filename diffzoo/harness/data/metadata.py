@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError, not_found
-from diffzoo.harness.core.fsutil import MISSING, file_kind, parse_json, read_text
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import parse_json, read_text, require_file
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
 log = logging.getLogger(__name__)
@@ -142,8 +142,7 @@ def read_metadata_file(path: Path, known_ids: Iterable[str], label_space: LabelS
     ``edit_types`` (optional) one per editor.  Any violation is a DataError
     naming the file, the id and the field.
     """
-    if file_kind(path) in MISSING:  # a folder or a FIFO is named for what it is when read
-        raise not_found(DataError(f"metadata file {path} does not exist (--dataset-option metadata=FILE)"))
+    require_file(path, "metadata file", " (--dataset-option metadata=FILE)")
     known = set(known_ids)
     editors = _editor_lookup(label_space)
     out: dict[str, SampleMeta] = {}

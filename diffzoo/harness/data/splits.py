@@ -19,8 +19,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from diffzoo.harness.core.errors import ConfigError, DataError, not_found
-from diffzoo.harness.core.fsutil import MISSING, TEXT_LIMIT, file_kind, parse_json, read_regular, read_text
+from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text, require_file
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +169,7 @@ def resolve_split_scheme(
     for path, prefix in ((split_file, "file"), (splits_file, SPLITS_FILE)):
         if path is None or (prefix == SPLITS_FILE and not path.is_file()):
             continue
-        if file_kind(path) in MISSING:  # a folder or a FIFO is named for what it is when read
-            raise not_found(DataError(f"split_file {path} does not exist"))
+        require_file(path, "split_file")
         splits = read_splits_file(path, all_ids)
         info = {"id": file_split_id(prefix, read_regular(path, TEXT_LIMIT)),
                 "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}

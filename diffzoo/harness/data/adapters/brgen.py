@@ -50,8 +50,8 @@ from collections import Counter
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError, not_found
-from diffzoo.harness.core.fsutil import MISSING, TEXT_LIMIT, file_kind, read_json, read_regular
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_json, read_regular, require_file
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
 from diffzoo.harness.data.base import child_dir, name_list, require_path
@@ -179,8 +179,7 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
         which = split_of_file(file)
         if which is None:
             raise DataError(f"{file}: no split in the file name (expected train, val or test, e.g. stuff_val.json)")
-        if file_kind(file) in MISSING:  # a folder or a FIFO is named for what it is when read
-            raise not_found(DataError(f"split file {file} does not exist"))
+        require_file(file, "split file")
         digest.update(file.name.encode() + b"\0" + read_regular(file, TEXT_LIMIT))
         found: set[str] = set()
         missing: list[str] = []
