@@ -161,11 +161,13 @@ def load_weights(path: Path | str, source: str, *, what: str = "weights", probe:
     try:
         if path.suffix == SAFETENSORS_SUFFIX:
             return _safetensors(path, probe)
-        if _safetensors_inside(path):  # e.g. a release converted, kept under its released .pth name
+        with open(path, "rb") as fh:  # the file's start, read once, tells which reader it is for
+            head = fh.read(9)
+        if _safetensors_inside(path, head):  # e.g. a release converted, kept under its released .pth name
             if probe:  # a library reads the file next, by its name: as a torch.save file
                 raise _NotWeights(f"it is a safetensors file under a torch.save file's name ({path.name})")
             return _safetensors(path, probe)
-        return _torch_file(path, probe, allow)
+        return _torch_file(path, head[:len(ZIP_MAGIC)], probe, allow)
     except (WeightsFileError, MemoryError):
         raise
     except Exception as exc:  # whatever torch, pickle, zipfile or safetensors say: the file is not weights
@@ -193,19 +195,16 @@ def _safetensors(path: Path, probe: bool) -> Any:
     return load_file(str(path))
 
 
-def _safetensors_inside(path: Path) -> bool:
-    """Whether ``path`` starts as a safetensors file does, whatever its name: the header's length
-    (8 bytes, little-endian, within the file), then the header's ``{``."""
-    with open(path, "rb") as fh:
-        head = fh.read(9)
+def _safetensors_inside(path: Path, head: bytes) -> bool:
+    """Whether ``path``, whose first bytes are ``head``, starts as a safetensors file does, whatever
+    its name: the header's length (8 bytes, little-endian, within the file), then the header's ``{``."""
     return len(head) == 9 and head[8:] == b"{" and int.from_bytes(head[:8], "little") <= path.stat().st_size - 8
 
 
-def _torch_file(path: Path, probe: bool, allow: Sequence[type] = ()) -> Any:
+def _torch_file(path: Path, head: bytes, probe: bool, allow: Sequence[type] = ()) -> Any:
+    """The ``torch.save`` file ``path``, whose first bytes are ``head`` (as many as :data:`ZIP_MAGIC`)."""
     import torch
 
-    with open(path, "rb") as fh:
-        head = fh.read(len(ZIP_MAGIC))
     zipped = head == ZIP_MAGIC
     if not head:
         raise _NotWeights("it is empty")
