@@ -132,6 +132,13 @@ def test_unpaired_and_refused_layouts(deal, tmp_path, caplog):
     shutil.copy(folder / "val" / "000000436647.jpg", folder / "val" / "nested")
     with pytest.raises(DataError, match="val/000000436647.jpg appears twice"):
         Deal300kDataset(folder)
+    shutil.rmtree(folder / "val" / "nested")
+    (folder / "label" / "more").mkdir()
+    shutil.copy(folder / "label" / "000000436603_qwen120.png", folder / "label" / "more")
+    with pytest.raises(DataError) as err:
+        Deal300kDataset(folder, skip_unpaired=True)
+    assert str(err.value) == (f"{folder / 'label'}: two masks for 000000436603_qwen120: 000000436603_qwen120.png "
+                              "and more/000000436603_qwen120.png")
 
 
 def test_sniff_and_open_by_path(deal, tmp_path, diffseg_folder):

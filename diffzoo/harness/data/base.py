@@ -14,7 +14,7 @@ import csv
 import logging
 import os
 from abc import abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, TypeVar
 
@@ -53,6 +53,18 @@ def folder_name(path: str | os.PathLike) -> str:
     """The name of the folder ``path`` names however it is written (``.``, ``..``, ``ds/``): a
     dataset's default name, never ``''`` or ``..``."""
     return Path(os.path.abspath(path)).name
+
+
+def masks_by_stem(where: object, pairs: Iterable[tuple[str, T]], shown: Callable[[T], str] = str) -> dict[str, T]:
+    """``{stem: mask}`` of the (stem, mask) ``pairs``; a second mask for one stem is a DataError
+    naming ``where`` and both masks (``shown``): which of the two is the ground truth is not ours
+    to guess."""
+    masks: dict[str, T] = {}
+    for stem, mask in pairs:
+        if stem in masks:
+            raise DataError(f"{where}: two masks for {stem}: {shown(masks[stem])} and {shown(mask)}")
+        masks[stem] = mask
+    return masks
 
 
 def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:

@@ -44,7 +44,15 @@ from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.runlog import warn_once
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, read_csv, relative_cell, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import (
+    child_dir,
+    masks_by_stem,
+    read_csv,
+    relative_cell,
+    report_unpaired,
+    require_path,
+    sniff_quietly,
+)
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import check_mask_size, read_binary_mask, read_image
 from diffzoo.harness.data.walk import subfolders
@@ -475,18 +483,17 @@ def _imd_folder(folder: Path, refuse_twice: bool = True) -> tuple[list[Path], di
     """Tampered images, masks by image stem, and originals directly in one source folder; two
     masks for one stem are a DataError (``refuse_twice``; a sniff only looks)."""
     tampered: list[Path] = []
-    masks: dict[str, Path] = {}
+    found: list[tuple[str, Path]] = []
     originals: list[Path] = []
     for f in image_files_in(folder):
         hit = IMD_MASK.match(f.stem)
         if hit is not None:
-            if hit["stem"] in masks and refuse_twice:  # which of the two is the ground truth is not ours to guess
-                raise DataError(f"{folder}: two masks for {hit['stem']}: {masks[hit['stem']].name} and {f.name}")
-            masks[hit["stem"]] = f
+            found.append((hit["stem"], f))
         elif IMD_ORIG.search(f.stem):
             originals.append(f)
         else:
             tampered.append(f)
+    masks = masks_by_stem(folder, found, lambda p: p.name) if refuse_twice else dict(found)
     return tampered, masks, originals
 
 

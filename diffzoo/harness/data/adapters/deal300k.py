@@ -44,7 +44,7 @@ import numpy as np
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError, not_found
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
-from diffzoo.harness.data.base import SplitDataset, report_unpaired, require_path
+from diffzoo.harness.data.base import SplitDataset, masks_by_stem, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
@@ -166,16 +166,9 @@ class Deal300kDataset(SplitDataset):
         label_sources = [_members(mask_path)] if mask_path is not None else []
         image_sources = [(split, _members(p)) for split, p in placed]
         for members in [*label_sources, *(m for _, m in image_sources)]:
-            found: dict[str, str] = {}
-            for n in members.names:
-                c = classify(n)
-                if c is None or c[0] != "mask":
-                    continue
-                if c[1] in found:
-                    raise DataError(f"{members.location}: two masks for {c[1]}: {found[c[1]]} and {n}")
-                found[c[1]] = n
-                if c[1] not in masks:  # the label archive first; masks beside images fill gaps
-                    masks[c[1]] = (members, n)
+            stems = ((c[1], n) for n in members.names if (c := classify(n)) is not None and c[0] == "mask")
+            for stem, n in masks_by_stem(members.location, stems).items():
+                masks.setdefault(stem, (members, n))  # the label archive first; masks beside images fill gaps
         native: dict[str, list[str]] = {}
         where: dict[str, str] = {}
         no_mask: list[str] = []

@@ -30,7 +30,7 @@ from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, report_unpaired, require_path
+from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, masks_by_stem, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.splits import SPLITS_FILE, one_split, resolve_split_scheme
@@ -166,13 +166,8 @@ def pair_folders(
     of images without a mask; masks matching no image are logged, and two
     masks for one stem, or for one image (``x`` and ``x_gt``), are a :class:`DataError`.
     """
-    masks: dict[str, Path] = {}
-    for m in list_image_files(gt):
-        stem = m.stem if by_name else m.relative_to(gt).with_suffix("").as_posix()
-        if stem in masks:
-            first, second = (p.relative_to(gt).as_posix() for p in (masks[stem], m))
-            raise DataError(f"{gt}: two masks for {stem}: {first} and {second}")
-        masks[stem] = m
+    masks = masks_by_stem(gt, ((m.stem if by_name else m.relative_to(gt).with_suffix("").as_posix(), m)
+                               for m in list_image_files(gt)), lambda p: p.relative_to(gt).as_posix())
     entries: dict[str, tuple[Path, Path | None]] = {}
     no_mask: list[str] = []
     used: set[str] = set()

@@ -45,7 +45,7 @@ from diffzoo.harness.data.adapters.mixed import (
     has_row_layout,
     table_rows,
 )
-from diffzoo.harness.data.base import report_unpaired, require_path
+from diffzoo.harness.data.base import masks_by_stem, report_unpaired, require_path
 from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, load_tables
 from diffzoo.harness.data.imageio import is_image_file
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers
@@ -154,12 +154,8 @@ class SidSetDataset(MixedDataset):
         missing: list[str] = []
         for prefix, folders in sorted(groups.items()):
             split = _folder_split(prefix, root)
-            masks: dict[str, str] = {}
-            for m in folders.get(MASKS_DIR, []):
-                stem = Path(m).stem.removesuffix(MASK_SUFFIX)
-                if stem in masks:  # which of the two is the ground truth is not ours to guess
-                    raise DataError(f"{self._members.location}: two masks for {stem}: {masks[stem]} and {m}")
-                masks[stem] = m
+            masks = masks_by_stem(self._members.location,
+                                  ((Path(m).stem.removesuffix(MASK_SUFFIX), m) for m in folders.get(MASKS_DIR, [])))
             for kind in self.KINDS:
                 for image in folders.get(kind, []):
                     stem, mask = Path(image).stem, None
