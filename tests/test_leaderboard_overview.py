@@ -254,3 +254,43 @@ def test_publish_writes_the_overview_in_md_csv_latex_escaping_names(tmp_path, ca
     tex = (out / "overview.tex").read_text()
     assert r"x\textbar{}y\textbackslash{}n\# z \& 50\% \$" in tex and "& 50%" not in tex
     assert r"\multicolumn{5}{c}{standard}" in tex and r"--- {[}1{]}" in tex and r"\toprule" in tex
+
+
+def test_fixed_and_calibrated_rows_of_one_model_stand_apart_in_every_output(tmp_path, capsys):
+    calibrated = {"mode": "calibrated", "calibrated_on": "calibrated on calib (10 images)",
+                  "source": "calibrated on calib (10 images)"}
+    store = RecordStore(tmp_path / "store")
+    for r in (make_record("alpha", dataset_fields=conditions(), metrics={"mIoU": 0.5}),
+              make_record("alpha", case="semantic", task="semantic", dataset_fields=conditions(),
+                          metrics={"mIoU": 0.3}),
+              make_record("alpha", case="image", task="image", dataset_fields=conditions(), metrics={"img_Acc": 0.7}),
+              make_record("alpha", dataset_fields=conditions(), metrics={"mIoU": 0.6}, threshold_policy=calibrated,
+                          date="2026-12-01T00:00:00+00:00")):  # the newer record: never taken for the fixed row
+        store.add(r)
+    out = tmp_path / "pub"
+    code, text, _ = cli(capsys, "leaderboard", "publish", "--store", store.root, "--format", "md,csv,latex,json,paper",
+                        "--out", out)
+    assert code == 0, text
+    t = only(list(store))
+    assert [(r.label, r.cells["standard.binary.mIoU"].value) for r in t.rows] == [
+        ("alpha (calibrated)", 0.6), ("alpha", 0.5)]
+    assert t.note(t.rows[0].cells["standard.image.img_Acc"].notes[0]).text == (
+        "alpha (calibrated) has no standard record of case image: diffzoo run --detector alpha --suite standard "
+        "--dataset mini --thresholds calibrated")
+    # a semantic model decides by argmax under the fixed image rule: its number is the fixed row's
+    assert not t.rows[0].cells["standard.semantic.mIoU"].applicable and t.rows[1].cells["standard.semantic.mIoU"].value
+    for name, more in (("leaderboard.md", ["alpha"] * 2), ("overview.md", [])):  # the image and semantic tables
+        rows = [line.split("|")[2].strip() for line in (out / name).read_text().splitlines()
+                if line.startswith("|") and "alpha" in line]
+        assert rows == ["alpha (calibrated)", "alpha", *more], name
+    for name in ("leaderboard.csv", "overview.csv"):
+        assert {r["detector"] for r in csv.DictReader(io.StringIO((out / name).read_text()))} == {
+            "alpha", "alpha (calibrated)"}, name
+    for name in ("leaderboard.tex", "overview.tex"):
+        assert "& alpha (calibrated) &" in (out / name).read_text() and "& alpha &" in (out / name).read_text()
+    [table] = [t for t in json.loads((out / "leaderboard.json").read_text())["tables"] if t["case"]["name"] == "binary"]
+    assert [r["detector"] for r in table["rows"]] == ["alpha (calibrated)", "alpha"]
+    paper = (out / "paper.md").read_text().splitlines()
+    assert "- alpha (calibrated): thresholds calibrated on calib (10 images)" in paper
+    assert [line.split("|")[2].strip() for line in paper if line.startswith("| —") and "| alpha" in line][:3] == [
+        "alpha", "alpha (calibrated)", "alpha"]  # Table 2a: each rule's own row; 2b: the fixed one's alone

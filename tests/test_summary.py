@@ -265,8 +265,8 @@ def test_threshold_policy_line_per_detector():
     summary = build_summary(records)
     assert summary.groups[0].policies == [
         "seg: thresholds fixed (pixel: fixed: probability > 0.5)",
-        "cal: thresholds calibrated on val (pixel: calibrated on val: probability > 0.42)"]
-    assert "cal: thresholds calibrated on val" in summary_markdown(summary, title="t", notes=[])
+        "cal (calibrated): thresholds calibrated on val (pixel: calibrated on val: probability > 0.42)"]
+    assert "cal (calibrated): thresholds calibrated on val" in summary_markdown(summary, title="t", notes=[])
 
 
 def test_datasets_and_suite_versions_never_share_a_table():

@@ -242,12 +242,14 @@ class GroupKey:
         return {"label map": self.label_map, "split": self.split, "recipe": self.recipe,
                 "metrics": f"v{self.metrics_version}"}
 
-    def run_command(self, detector: str, suite: str) -> str:
+    def run_command(self, detector: str, suite: str, like: ResultRecord | None = None) -> str:
         """The ``diffzoo run`` whose record of ``detector`` and ``suite`` lands in this group: on its
-        dataset, under its recipe (a run on the default dataset or recipe makes another group's)."""
+        dataset, under its recipe (a run on the default dataset or recipe makes another group's),
+        and in the row of ``like`` (a record of it): with its threshold rule."""
         where = f" --dataset {self.dataset}" if self.fingerprint else ""  # a group of no record: any data
         recipe = f" --recipe {self.recipe}" if self.recipe == "paper" else ""
-        return f"diffzoo run --detector {detector} --suite {suite}{where}{recipe}"
+        rule = " --thresholds calibrated" if like is not None and like.body.calibrated else ""
+        return f"diffzoo run --detector {detector} --suite {suite}{where}{recipe}{rule}"
 
 
 @dataclass(frozen=True)

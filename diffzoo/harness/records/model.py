@@ -35,6 +35,9 @@ NOT_HELD_OUT_ROW = "{} (not held out)"
 """A table row of records scored on their model's training images: never read as a held-out row."""
 RELEASED_ROW = "{} [released:{}]"
 """A row of released weights: the detector and the release it scored (never a model trained here)."""
+CALIBRATED_ROW = "{} (calibrated)"
+"""A row of thresholds calibrated on a validation split (``--thresholds calibrated``): never the
+row of the same model's fixed thresholds."""
 
 
 def state_file_name(sha256: str) -> str:
@@ -328,12 +331,16 @@ class RecordBody:
 
     @property
     def row_name(self) -> str:
-        """The detector as a table row names it: ``NAME``, or ``NAME (own image score)``; either
-        with `` (not held out)`` for a case scored on its model's training images, so that no
-        table shows or ranks it as a held-out row."""
+        """The detector as a table row names it: ``NAME``, or ``NAME (own image score)``; with
+        ``[released:R]`` for released weights, `` (calibrated)`` for calibrated thresholds (so the
+        rows of one model's two threshold rules stand side by side, each saying which it is), and
+        `` (not held out)`` for a case scored on its model's training images, so that no table
+        shows or ranks it as a held-out row."""
         name = OWN_SCORE_ROW.format(self.detector.name) if self.own_score else self.detector.name
         if self.detector.release_name:
             name = RELEASED_ROW.format(name, self.detector.release_name)
+        if self.calibrated:
+            name = CALIBRATED_ROW.format(name)
         return NOT_HELD_OUT_ROW.format(name) if self.not_held_out else name
 
     @property
@@ -360,6 +367,12 @@ class RecordBody:
         """One of the case's ``options`` (e.g. the format-parity ``tolerance``)."""
         options = self.case.get("options")
         return options.get(name, default) if isinstance(options, dict) else default
+
+    @property
+    def calibrated(self) -> bool:
+        """Thresholds calibrated on a validation split (never a semantic record's: its pixels are
+        an argmax and its image rule the fixed one, so its number is the fixed row's)."""
+        return self.policy.mode == "calibrated"
 
     @property
     def policy(self) -> ThresholdPolicy:

@@ -11,7 +11,9 @@ value the records do not give is *missing*: the cell holds no value and a
 note saying why and how to get it (each note listed once, numbered in
 reading order).  A value the detector cannot have (no pixel output;
 semantic maps of a binary-only model; the pixel columns of a ``NAME (own
-image score)`` row) is *not applicable*, without a note.
+image score)`` row; the semantic column of a ``NAME (calibrated)`` row: a
+semantic record's rule is always the fixed one) is *not applicable*,
+without a note.
 """
 
 from __future__ import annotations
@@ -184,7 +186,8 @@ class _Overview:
         self.group = group
         self.rows = list(dict.fromkeys(r.body.row_name for r in group.records))
         self.has = {(r.body.row_name, r.body.suite.name) for r in group.records}
-        self.detector = {r.body.row_name: r.body.detector for r in group.records}
+        self.like = {r.body.row_name: r for r in group.records}  # a record of each row
+        self.detector = {name: r.body.detector for name, r in self.like.items()}
         self.own = {r.body.row_name for r in group.records if r.body.own_score}
         held = [r for r in group.of(UNSEEN, ["binary"]) if r.body.case.get("train", {}).get("exclude_editors")]
         self.pairs = list(dict.fromkeys(r.body.setting for r in held))
@@ -228,8 +231,8 @@ class _Overview:
         return table
 
     def cell(self, row: str, col: Column) -> Cell:
-        if (row in self.own and col.task != "image") or not _applicable(
-                self.detector[row].card.get("tasks") or (), col.task):
+        if ((row in self.own and col.task != "image") or (col.task == "semantic" and self.like[row].body.calibrated)
+                or not _applicable(self.detector[row].card.get("tasks") or (), col.task)):
             return NA
         if col.group == "standard":
             record = self.group.find(STANDARD, row, task=col.task)
@@ -262,7 +265,7 @@ class _Overview:
         return task if setting is None else f"{setting} ({task})"
 
     def absent(self, row: str, suite: str, what: str, extra: str = "") -> Cell:
-        hint = self.group.key.run_command(self.detector[row].name, suite)
+        hint = self.group.key.run_command(self.detector[row].name, suite, self.like[row])
         why = f"no {suite} records for {row}" if (row, suite) not in self.has else f"{row} has no {suite} record {what}"
         return Cell(status=ABSENT, notes=self.notes(f"{why}: {hint}{extra}"))
 

@@ -283,7 +283,8 @@ class _Layout:
     def __init__(self, group: Group, values: dict | None):
         self.group, self.values = group, values
         self.paper = values is not None
-        self.detector = {r.body.row_name: r.body.detector.name for r in group.records}
+        self.like = {r.body.row_name: r for r in group.records}  # a record of each row
+        self.detector = {name: r.body.detector.name for name, r in self.like.items()}
         self.not_held_out = {r.body.row_name for r in group.records if r.body.not_held_out}
         self.flags: list[str] = []
         self.where: dict[tuple[str, ...], Place] = {}  # a paper number's key -> the cell showing it
@@ -328,7 +329,8 @@ class _Layout:
         """The detectors (row names) with records of the table's suite and the paper's model each is."""
         names = self.group.rows(spec.suite, spec.tasks)
         if self.paper:  # a row for every detector of the paper's table (split here by task), saying what it lacks
-            names = sorted({*names, *self.group.rows(spec.suite, spec.paper_tasks)})
+            names = sorted({*names, *(n for n in self.group.rows(spec.suite, spec.paper_tasks)
+                                      if spec.task != "semantic" or not self.like[n].body.calibrated)})
         return [(n, next((f for f in spec.families if f.matches(self.detector[n])), None)) for n in names]
 
     def settings(self, spec: Spec, row: str) -> list[Setting]:
@@ -382,7 +384,8 @@ class _Layout:
         elif row is None:
             why = ""
         elif record is None:
-            why = f"no {spec.suite} record of this case: {self.group.key.run_command(self.detector[row], spec.suite)}"
+            hint = self.group.key.run_command(self.detector[row], spec.suite, self.like[row])
+            why = f"no {spec.suite} record of this case: {hint}"
         elif cell.status == ABSENT:
             why = (f"no {setting.key}={setting.value} images in {record.body.dataset.name}" if setting.value else
                    f"record {record.id[:8]} ({spec.suite} v{record.body.suite.version}) does not carry {metric}; "
