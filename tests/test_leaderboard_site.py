@@ -8,6 +8,7 @@ the test's tmp folder and copied to $DIFFZOO_ARTIFACTS when it is set.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,8 @@ from diffzoo.leaderboard.render.site import OVERVIEW_JS, detector_slugs, write_s
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.table import Cell, format_ci, format_value, slugify
 from diffzoo.leaderboard.versions import freeze, load_version
+
+from helpers.cli import cli, one_line
 
 EVIL = "evil<script>window.__pwned=1</script>"
 QUOTE = 'say "hi" &amp; $x^$'  # quote, ampersand (and an entity), a mathtext trap for plot titles
@@ -181,6 +184,44 @@ def test_detector_page_plots(site):
     assert {s.removeprefix("../plots/") for s in srcs} <= plots
     fcn = parse(site["out"] / "detectors" / "fcn8s.html")
     assert [a["data-kind"] for t, a in fcn.tags if t == "figure"] == ["confusion", "editor-iou"]  # 1 jpeg point
+
+
+def test_publishing_over_an_older_site_leaves_exactly_the_new_versions_pages(tmp_path, capsys):
+    store = RecordStore(tmp_path / "store")
+    for i, name in enumerate(("alpha", "beta", "gamma")):
+        sem, conf = semantic(0.5 - 0.1 * i, i)
+        store.add(record(name, "semantic", "semantic", sem, confusion=conf))
+    freeze(store, "v1")
+    freeze(store, "v2", detectors=["alpha", "gamma"])
+    out = tmp_path / "site"
+
+    def publish(version):
+        code, text, _ = cli(capsys, "leaderboard", "publish", version, "--store", store.root, "--format", "html",
+                            "--out", out)
+        assert code == 0, text
+        return {p.relative_to(out).as_posix() for p in out.glob("*/*")}
+
+    old = publish("v1")
+    beta = {f for f in old if "beta" in f}
+    assert "detectors/beta.html" in beta and any(f.startswith("plots/") for f in beta)
+    (out / "detectors" / "notes.html").write_text("mine")  # a user's files in the site's folders
+    (out / "plots" / "mine.png").write_bytes(b"mine")
+    assert publish("v2") == (old - beta) | {"detectors/notes.html", "plots/mine.png"}
+    assert "beta" not in (out / "index.html").read_text()
+    # a manifest edited to name other files, in the site's folders or outside, removes none of them
+    (tmp_path / "keep.png").write_bytes(b"x")
+    (out / ".diffzoo-site.json").write_text(json.dumps({"files": [
+        "../keep.png", "plots/../../keep.png", "detectors/notes.txt", "index.html", "detectors/", ".diffzoo-out.json"]}))
+    assert publish("v2") == (old - beta) | {"detectors/notes.html", "plots/mine.png"}
+    assert (tmp_path / "keep.png").exists() and (out / ".diffzoo-out.json").exists()
+    (out / ".diffzoo-site.json").write_text("{not json")
+    code, text, err = cli(capsys, "leaderboard", "publish", "v1", "--store", store.root, "--format", "html",
+                          "--out", out)
+    assert code == 2 and one_line(err) == (
+        f"error: {out / '.diffzoo-site.json'} is not a readable site manifest (is not JSON (Expecting property name "
+        "enclosed in double quotes at line 1)); it names the pages the site published there wrote: remove it (the "
+        "older site's pages then stay) or choose another --out")
+    assert not (out / "detectors" / "beta.html").exists()  # refused before any write
 
 
 # ---- real browser -------------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ folded, the cross-dataset tables and one ranked table per case
 ``out/detectors/<slug>.html`` per detector (its overview rows, its figures:
 confusion matrices, robustness curves, per-editor IoU bars and the training
 curves of each trained model; its card; its rows in every per-case table,
-folded) and the figures in ``out/plots/``.
+folded) and the figures in ``out/plots/``; ``out/.diffzoo-site.json`` lists
+those pages and figures, so that the next site published there removes the
+ones it lacks, and no other file (:func:`site_files`).
 
 The pages are jinja2 templates (``templates/``) rendered with autoescape:
 every value a template writes goes through :func:`~.escape.html` (entities
@@ -25,6 +27,7 @@ a link points into.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections import Counter
 from collections.abc import Iterable
@@ -35,12 +38,14 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
+from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import atomic_write_text
-from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.records.document import ResultRecord, read_json_file
 from diffzoo.leaderboard.index import newest_record, record_conditions
 from diffzoo.leaderboard.layouts.cases import build_tables
 from diffzoo.leaderboard.layouts.overview import build_overview
 from diffzoo.leaderboard.layouts.paper import cross_tables
+from diffzoo.leaderboard.outdir import MAX_MARKER_BYTES
 from diffzoo.leaderboard.render.comparison_plots import comparison_figures
 from diffzoo.leaderboard.render.escape import html
 from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures, unique_name
@@ -60,9 +65,12 @@ LEGEND = ("Values in %; \u00b1 is half the 95% confidence interval (bootstrap ov
           "\u2191 higher is better, \u2193 lower is better; the best detector value per column is bold on green; "
           "baselines (trivial predictors on the same data) are grey italics and not ranked.")
 TASKS = ("binary", "semantic", "image")
-INDEX, DETECTORS_DIR, PLOTS = "index.html", "detectors", "plots"
-SITE_NAMES = (INDEX, DETECTORS_DIR, PLOTS)
+INDEX, DETECTORS_DIR, PLOTS, MANIFEST = "index.html", "detectors", "plots", ".diffzoo-site.json"
+SITE_NAMES = (INDEX, DETECTORS_DIR, PLOTS, MANIFEST)
 """What the site writes at the top of its folder."""
+OWN_FILES = {DETECTORS_DIR: ".html", PLOTS: ".png"}
+"""The site's pages and figures: ``FOLDER/NAME`` with the folder's suffix, the only files its
+manifest may name (a manifest edited to name another file, or one outside, removes nothing)."""
 
 
 def _escape(value: Any) -> Markup:
@@ -184,11 +192,41 @@ def _trained_on(record: ResultRecord) -> str:
     return f"{b.row_name}: {how} on {data.get('name')}/{subset.get('split', 'train')}{without}"
 
 
+def site_files(out: Path) -> set[str]:
+    """The pages and figures (``detectors/X.html``, ``plots/Y.png``) the site last published in
+    ``out`` wrote, as its manifest lists them (none without one); ConfigError for a manifest
+    that cannot be read."""
+    path = out / MANIFEST
+    if not path.is_symlink() and not path.exists():
+        return set()
+    try:
+        data = read_json_file(path, MAX_MARKER_BYTES, "site manifest", out)
+    except RecordError as exc:
+        why = exc.problems[0]
+    else:
+        files = data.get("files") if isinstance(data, dict) else None
+        if isinstance(files, list):
+            return {f for f in files if isinstance(f, str) and _own_file(f)}
+        why = "it lists no files"
+    raise ConfigError(f"{path} is not a readable site manifest ({why}); it names the pages the site published there "
+                      "wrote: remove it (the older site's pages then stay) or choose another --out")
+
+
+def _own_file(relpath: str) -> bool:
+    """Whether ``relpath`` is a name the site writes (:data:`OWN_FILES`)."""
+    folder, _, name = relpath.partition("/")
+    suffix = OWN_FILES.get(folder)
+    return suffix is not None and len(name) > len(suffix) and name.endswith(suffix) and not set("/\\") & set(name)
+
+
 def write_site(selection: Selection, out: Path) -> Path:
     """Write the static site for ``selection`` into ``out``; returns ``out/index.html``.
     Existing files of the same names are replaced, each whole or not at all (the pages last:
-    an index never links to a figure not yet written)."""
+    an index never links to a figure not yet written); then the pages and figures of the site
+    published there before that this one has not are removed (the manifest names them, so no
+    other file is ever touched), and the manifest lists this site's."""
     out = Path(out)
+    before = site_files(out)  # a manifest that cannot be read stops the publish before any write
     tables = build_tables(selection.records)
     anchors = table_anchors(tables)
     overviews = [t for t in build_overview(selection.records) if t.rows]
@@ -198,6 +236,7 @@ def write_site(selection: Selection, out: Path) -> Path:
     slugs = detector_slugs(by_detector)
     plot_dir = out / PLOTS  # made by the first figure's write, which names a file standing there
     used: set[str] = set()
+    written: set[str] = set()
     for name, records in sorted(by_detector.items()):
         stem = slugs[name]
         confusion, bars = semantic_figures(name, records, stem, plot_dir, used)
@@ -215,11 +254,21 @@ def write_site(selection: Selection, out: Path) -> Path:
                      selection=selection, name=name, legend=LEGEND, overviews=own, plots=plots, card=_card(records),
                      results=results, slugs=slugs)
         atomic_write_text(out / DETECTORS_DIR / f"{stem}.html", page)
+        written |= {f"{DETECTORS_DIR}/{stem}.html", *(f"{PLOTS}/{f.file}" for _, figures, _ in plots for f in figures)}
+    comparisons = comparison_figures(selection.records, overviews, plot_dir, used)
+    written |= {f"{PLOTS}/{f.file}" for _, figures, _ in comparisons for f in figures}
     index = _page("index.html", f"diffzoo leaderboard \u2014 {selection.label}", True, selection=selection,
                   context=CONTEXT, legend=LEGEND, overviews=overviews, tables=tables, anchors=anchors, slugs=slugs,
-                  cross=cross_tables(selection.records), manifest=_manifest(selection),
-                  comparisons=comparison_figures(selection.records, overviews, plot_dir, used))
+                  cross=cross_tables(selection.records), manifest=_manifest(selection), comparisons=comparisons)
     path = atomic_write_text(out / INDEX, index)
+    stale = sorted(before - written)
+    for rel in stale:  # gone before the manifest forgets them: a kill between leaves none unlisted
+        if (out / rel).is_symlink() or (out / rel).is_file():
+            (out / rel).unlink()
+    atomic_write_text(out / MANIFEST, json.dumps({"diffzoo_site": 1, "files": sorted(written)}, indent=2))
+    if stale:
+        log.info("removed %d page(s) and figure(s) of the site published before that %s has not", len(stale),
+                 selection.label)
     log.info("wrote the leaderboard site for %s (%d tables, %d detectors) to %s",
              selection.label, len(tables), len(by_detector), out)
     return path

@@ -22,11 +22,12 @@ from diffzoo.leaderboard.table import info_of, slugify
 @dataclass(frozen=True)
 class Figure:
     """A figure of a page: ``kind`` (a ``data-kind`` the tests and the CSS know), the PNG's link
-    (``src``, made of a slug) and its caption."""
+    (``src``, made of a slug), its caption and its ``file`` name in ``plots/``."""
 
     kind: str
     src: str
     caption: str
+    file: str
 
 
 def unique_name(name: str, used: set[str]) -> str:
@@ -44,7 +45,7 @@ def plot_file(used: set[str], stem: str, *parts: str) -> str:
 
 
 def figure(kind: str, path: Path, caption: str, prefix: str = "../") -> Figure:
-    return Figure(kind, f"{prefix}plots/{quote(path.name)}", caption)
+    return Figure(kind, f"{prefix}plots/{quote(path.name)}", caption, path.name)
 
 
 def _where(r: ResultRecord) -> str:
