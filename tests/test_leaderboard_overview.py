@@ -294,3 +294,18 @@ def test_fixed_and_calibrated_rows_of_one_model_stand_apart_in_every_output(tmp_
     assert "- alpha (calibrated): thresholds calibrated on calib (10 images)" in paper
     assert [line.split("|")[2].strip() for line in paper if line.startswith("| —") and "| alpha" in line][:3] == [
         "alpha", "alpha (calibrated)", "alpha"]  # Table 2a: each rule's own row; 2b: the fixed one's alone
+
+
+def test_a_missing_value_of_released_weights_says_the_run_of_that_release():
+    def released(**kw) -> ResultRecord:
+        data = json.loads(make_record("dinov3iml.tiny", dataset_fields=conditions(), **kw).to_json())
+        data["detector"].update(checkpoint_source="released", release={
+            "name": "cat-lora", "source": "https://example.org", "trained_on": "CAT-Net",
+            "files": [{"name": "w.pth", "sha256": "cd" * 32}]})
+        return ResultRecord.create(**data)
+
+    t = only([released(), released(suite="distortions", case="jpeg80.binary", case_fields={"setting": "jpeg80"})])
+    [row] = t.rows
+    assert row.label == "dinov3iml.tiny [released:cat-lora]"
+    assert t.note(row.cells["robustness.binary.mIoU.mean"].notes[0]).text.endswith(
+        ": diffzoo run --detector dinov3iml.tiny --weights released:cat-lora --suite distortions --dataset mini")

@@ -245,11 +245,13 @@ class GroupKey:
     def run_command(self, detector: str, suite: str, like: ResultRecord | None = None) -> str:
         """The ``diffzoo run`` whose record of ``detector`` and ``suite`` lands in this group: on its
         dataset, under its recipe (a run on the default dataset or recipe makes another group's),
-        and in the row of ``like`` (a record of it): with its threshold rule."""
+        and in the row of ``like`` (a record of it): with its released weights and its threshold rule."""
         where = f" --dataset {self.dataset}" if self.fingerprint else ""  # a group of no record: any data
         recipe = f" --recipe {self.recipe}" if self.recipe == "paper" else ""
+        release = like.body.detector.release_name if like is not None else None
+        weights = f" --weights released:{release}" if release else ""
         rule = " --thresholds calibrated" if like is not None and like.body.calibrated else ""
-        return f"diffzoo run --detector {detector} --suite {suite}{where}{recipe}{rule}"
+        return f"diffzoo run --detector {detector}{weights} --suite {suite}{where}{recipe}{rule}"
 
 
 @dataclass(frozen=True)
