@@ -65,8 +65,21 @@ def test_casia2_ground_truth_beside_or_given(tmp_path):
         Casia2Dataset(root)
     assert len(Casia2Dataset(root, gt_dir=tmp_path / "masks").ids("test")) == 4
     assert len(Casia2Dataset(root, gt_dir="../masks").ids("test")) == 4
-    with pytest.raises(DataError, match=r"ground-truth folder .*nope \(gt_dir\) does not exist"):
+    with pytest.raises(DataError, match=r"gt_dir=nope does not exist \(looked for .*nope or .*CASIA2/nope\)"):
         Casia2Dataset(root, gt_dir="nope")
+
+
+def test_casia_gt_dir_is_read_from_the_current_folder_too(tmp_path, monkeypatch):
+    """gt_dir= was read from the dataset folder only, where split_file= and metadata= are read from the current one."""
+    root = make_casia2(tmp_path / "CASIA2")
+    (root / "CASIA 2 Groundtruth").rename(tmp_path / "masks")
+    monkeypatch.chdir(tmp_path)
+    ds = Casia2Dataset(root, gt_dir="masks")
+    assert len(ds.ids("test")) == 4 and ds.gt_root.absolute() == tmp_path / "masks"
+    with pytest.raises(DataError) as err:
+        Casia2Dataset(root, gt_dir="CASIA2/Tp/" + f"{V2_COPY}.tif")
+    assert str(err.value) == (f"gt_dir=CASIA2/Tp/{V2_COPY}.tif: CASIA2/Tp/{V2_COPY}.tif is not a folder; "
+                              "give the folder holding the *_gt masks")
 
 
 def test_casia2_tp_without_mask(tmp_path, caplog):

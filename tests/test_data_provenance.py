@@ -147,8 +147,34 @@ def test_bad_split_file_fails(tmp_path, pairs, content, match):
     f.write_text(content if isinstance(content, str) else json.dumps(content))
     with pytest.raises(DataError, match=rf"splits file .*split\.txt.*{match}"):
         DiffSeg30kDataset(root, split_file=f)
-    with pytest.raises(DataError, match="split_file .*nowhere.json does not exist"):
+    with pytest.raises(DataError, match="split_file=.*nowhere.json does not exist"):
         DiffSeg30kDataset(root, split_file=tmp_path / "nowhere.json")
+
+
+def test_a_path_in_a_dataset_option_is_read_from_the_current_or_the_dataset_folder(tmp_path, pairs, monkeypatch):
+    """split_file= and metadata= were read from the current folder only, gt_dir=, masks= and split_files= from the
+    dataset folder only: a relative path now names what it names from either, and one naming two files is refused."""
+    root = write_folder(tmp_path / "ds", pairs)
+    ids = sorted(pairs)
+    (root / "s.json").write_text(json.dumps({"train": ids[3:], "val": ids[:3]}))
+    (root / "meta.json").write_text(json.dumps({ids[0]: {"base": "real", "editors": []}}))
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    ds = DiffSeg30kDataset(root, split_file="s.json", metadata="meta.json")  # from the dataset folder
+    assert ds.ids("val") == ids[:3] and ds.load(ids[0]).meta.base == "real"
+    assert ds.provenance()["split"]["id"] == f"file-{file_sha16(root / 's.json')}"
+    monkeypatch.chdir(root)  # the same files from the current folder too
+    assert DiffSeg30kDataset(root, split_file="s.json").provenance()["split"] == ds.provenance()["split"]
+    monkeypatch.chdir(here)
+    (here / "s.json").write_text(json.dumps({"train": ids}))
+    with pytest.raises(DataError) as err:
+        DiffSeg30kDataset(root, split_file="s.json")
+    assert str(err.value) == (f"split_file=s.json names both {here / 's.json'} (from the current folder) and "
+                              f"{root / 's.json'} (from the dataset folder); give the absolute path of the one meant")
+    with pytest.raises(DataError) as err:
+        DiffSeg30kDataset(root, metadata="none.json")
+    assert str(err.value) == f"metadata=none.json does not exist (looked for {here / 'none.json'} or {root / 'none.json'})"
 
 
 def test_split_and_metadata_files_saved_with_a_byte_order_mark_are_read(tmp_path, pairs):
@@ -330,5 +356,5 @@ def test_a_label_file_you_pass_counts_as_verified_unless_it_says_not(tmp_path, p
     assert DiffSeg30kDataset(root, label_space=given).provenance()["label_map"]["verified"] is True
     given.write_text(json.dumps({"names": REVERSED, "verified": False}))
     assert DiffSeg30kDataset(root, label_space=given).provenance()["label_map"]["verified"] is False
-    with pytest.raises(DataError, match=r"metadata file .*none\.json does not exist \(--dataset-option metadata=FILE\)"):
+    with pytest.raises(DataError, match=r"metadata=.*none\.json does not exist \(looked for .*none\.json\)"):
         DiffSeg30kDataset(root, metadata=tmp_path / "none.json")

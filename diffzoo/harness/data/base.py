@@ -49,6 +49,24 @@ def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool =
         raise not_found(DataError(f"dataset path {path} does not exist"))
 
 
+def option_path(value: str | os.PathLike, home: Path | None, option: str) -> Path:
+    """The file or folder a path-valued dataset option names (``split_file=``, ``gt_dir=``, ...;
+    docs/datasets.md, "Paths in dataset options"): an absolute path (or ``~/...``) as given; a
+    relative one from the current folder or from the dataset's folder ``home``, whichever holds
+    it, so the same option names the same file from any folder the run is started in.  Held by
+    both as different things, or by neither: a DataError naming both places."""
+    path = Path(os.fspath(value)).expanduser()
+    places = [path] if path.is_absolute() or home is None else [path, home / path]
+    there = [p for p in places if os.path.lexists(p)]
+    if len(there) == 2 and os.path.realpath(there[0]) != os.path.realpath(there[1]):
+        raise DataError(f"{option}={value} names both {there[0].absolute()} (from the current folder) and "
+                        f"{there[1].absolute()} (from the dataset folder); give the absolute path of the one meant")
+    if not there:
+        where = " or ".join(str(p.absolute()) for p in places)
+        raise not_found(DataError(f"{option}={value} does not exist (looked for {where})"))
+    return there[-1]
+
+
 def folder_name(path: str | os.PathLike) -> str:
     """The name of the folder ``path`` names however it is written (``.``, ``..``, ``ds/``): a
     dataset's default name, never ``''`` or ``..``."""

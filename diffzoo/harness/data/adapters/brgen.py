@@ -54,7 +54,7 @@ from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_json, read_regular, require_file
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
-from diffzoo.harness.data.base import child_dir, name_list, require_path
+from diffzoo.harness.data.base import child_dir, name_list, option_path, require_path
 from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split_id, percent, split_ids
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class BrGenDataset(TpGtDataset):
         require_path(path, "BrGenDataset")
         root = Path(path)
         listed = name_list(split_files)
-        self._split_files = None if listed is None else [p if p.is_absolute() else root / p for p in map(Path, listed)]
+        self._split_files = None if listed is None else [option_path(p, root, "split_files") for p in listed]
         super().__init__(root, val_fraction=val_fraction, split_seed=split_seed, split=split,
                          name=name or "brgen", skip_unpaired=skip_unpaired)
 

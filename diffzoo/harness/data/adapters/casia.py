@@ -43,10 +43,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError, not_found
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.data.adapters.generic import _TestSetDataset, add_authentic, pair_folders
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import child_dir, option_path, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 
 log = logging.getLogger(__name__)
@@ -141,12 +141,12 @@ class _CasiaDataset(_TestSetDataset):
 
 
 def _gt_folder(root: Path, gt_dir: str | os.PathLike | None, names: tuple[str, ...]) -> Path:
-    """``gt_dir`` (relative to ``root`` unless absolute), else the first of
+    """``gt_dir`` (:func:`..base.option_path`), else the first of
     ``root/<name>`` and ``root/../<names[0]>`` that exists."""
     if gt_dir is not None:
-        gt = root / gt_dir  # an absolute gt_dir replaces root
+        gt = option_path(gt_dir, root, "gt_dir")
         if not gt.is_dir():
-            raise not_found(DataError(f"ground-truth folder {gt} (gt_dir) does not exist"))
+            raise DataError(f"gt_dir={gt_dir}: {gt} is not a folder; give the folder holding the *_gt masks")
         return gt
     candidates = [(root, n) for n in names] + [(root.parent, names[0])]
     for base, n in candidates:

@@ -44,7 +44,7 @@ import numpy as np
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError, not_found
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
-from diffzoo.harness.data.base import SplitDataset, masks_by_stem, report_unpaired, require_path
+from diffzoo.harness.data.base import SplitDataset, masks_by_stem, option_path, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
@@ -98,7 +98,7 @@ def _split_of(name: str) -> str | None:
     return next((s for s, aliases in SPLIT_NAMES.items() if key in aliases), None)
 
 
-def locate(path: Path, masks: Path | None) -> tuple[list[tuple[str, Path]], Path | None, Path]:
+def locate(path: Path, masks: str | os.PathLike | None) -> tuple[list[tuple[str, Path]], Path | None, Path]:
     """``([(split, zip or folder of images)], zip or folder of masks, sidecar folder)`` for ``path``:
     a folder holding the split zips / folders, or one of them (masks then beside it)."""
     if path.is_dir():
@@ -112,7 +112,7 @@ def locate(path: Path, masks: Path | None) -> tuple[list[tuple[str, Path]], Path
             raise DataError(f"{path}: not a DEAL-300K download; {LAYOUT_HELP}")
         images, home = [(split, path)], path.parent
     if masks is not None:
-        return images, masks if masks.is_absolute() else home / masks, home
+        return images, option_path(masks, home, "masks"), home
     return images, _child(home, MASK_FOLDERS), home
 
 
@@ -139,7 +139,7 @@ class Deal300kDataset(SplitDataset):
         beside the images (relative to the dataset folder unless absolute)."""
         require_path(path, "Deal300kDataset")
         root = Path(path)
-        placed, mask_path, home = locate(root, Path(masks) if masks is not None else None)
+        placed, mask_path, home = locate(root, masks)
         super().__init__(name or "deal300k", BINARY)
         self.path = str(root)
         self.source_kind = "+".join(sorted({"zip" if p.is_file() else "folder" for _, p in placed}))
@@ -151,8 +151,8 @@ class Deal300kDataset(SplitDataset):
         self.mask_encoding = self._sniff_masks()
         self.label_source = f"binary masks ({self.mask_encoding.kind})"
         if split_file is not None or (home / SPLITS_FILE).is_file():
-            self._splits, self.split_info = resolve_split_scheme(
-                native, home / SPLITS_FILE, 0.2, 0, split_file=Path(split_file) if split_file is not None else None)
+            given = option_path(split_file, home, "split_file") if split_file is not None else None
+            self._splits, self.split_info = resolve_split_scheme(native, home / SPLITS_FILE, 0.2, 0, split_file=given)
         else:
             self._splits = {s: ids for s, ids in native.items() if ids}
             names = ", ".join(p.name for _, p in placed)

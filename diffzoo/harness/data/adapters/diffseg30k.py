@@ -37,7 +37,7 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_regular
 from diffzoo.harness.core.types import BINARY, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import AuthenticFolder
-from diffzoo.harness.data.base import SplitDataset, folder_name, require_path
+from diffzoo.harness.data.base import SplitDataset, folder_name, option_path, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id, row_layout
 from diffzoo.harness.data.imageio import read_image, read_mask
@@ -115,7 +115,7 @@ class DiffSeg30kDataset(SplitDataset):
             val_fraction,
             split_seed,
             calib_fraction,
-            Path(str(split_file)) if split_file is not None else None,
+            option_path(split_file, sidecars, "split_file") if split_file is not None else None,
         )
         if extra_authentic is not None:
             self.add_authentic(AuthenticFolder(extra_authentic))
@@ -146,7 +146,7 @@ class DiffSeg30kDataset(SplitDataset):
     def _read_metadata(self, sidecars: Path | None, metadata: str | os.PathLike | None) -> None:
         """``metadata=FILE`` if given, else ``manifest.jsonl`` beside the data."""
         if metadata is not None:
-            path = Path(str(metadata))
+            path = option_path(metadata, sidecars, "metadata")
             self._meta = read_metadata_file(path, self._source.pairs, self.label_space)
             self._meta_source = f"metadata={path.name}"
             if sidecars is not None and (sidecars / MANIFEST_FILE).is_file():

@@ -44,7 +44,15 @@ from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, re
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import SplitDataset, folder_name, name_list, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import (
+    SplitDataset,
+    folder_name,
+    name_list,
+    option_path,
+    report_unpaired,
+    require_path,
+    sniff_quietly,
+)
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE
@@ -337,7 +345,7 @@ class PapeDataset(SplitDataset):
 
     def _split_file(self, subset: str, explicit: str | os.PathLike | None) -> Path:
         if explicit is not None:
-            return Path(explicit)
+            return option_path(explicit, self.root, "splits_file")
         for candidate in (self.root / subset / SPLIT_FILE, self.root / SPLIT_FILE):
             if candidate.is_file():
                 return candidate
