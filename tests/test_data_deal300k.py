@@ -185,3 +185,22 @@ def test_run_stats_and_info_from_the_cli(deal, tmp_path, capsys):
     assert code == 0, err
     assert "instruction_checkpoints: {'qwen120': 5, 'qwen180': 5}" in out
     assert f"fingerprint: {Deal300kDataset(deal).fingerprint()}" in out
+
+
+def test_zips_with_windows_separators_give_the_same_ids_and_fingerprint(deal, tmp_path):
+    """A zip made on Windows stores `val\\x.jpg`: its ids were `val\\x.jpg` and its fingerprint another."""
+    windows = tmp_path / "windows"
+    windows.mkdir()
+    for z in sorted(deal.glob("*.zip")):
+        with zipfile.ZipFile(z) as src, zipfile.ZipFile(windows / z.name, "w") as dst:
+            for info in src.infolist():
+                dst.writestr(info.filename.replace("/", "\\"), src.read(info))
+    ds, native = Deal300kDataset(windows), Deal300kDataset(deal)
+    assert ds.ids("val") == native.ids("val") and ds.fingerprint() == native.fingerprint()
+    assert np.array_equal(ds.load("val/000000436603_qwen180.jpg").label, native.load("val/000000436603_qwen180.jpg").label)
+    with zipfile.ZipFile(windows / "val.zip", "a") as zf:
+        zf.writestr("val/000000436603.jpg", b"another")
+    with pytest.raises(DataError) as err:
+        Deal300kDataset(windows)
+    assert str(err.value) == (f"{windows / 'val.zip'}: the archive holds val/000000436603.jpg twice "
+                              "('val\\\\000000436603.jpg' and 'val/000000436603.jpg'); re-create it with one of them")

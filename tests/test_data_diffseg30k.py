@@ -334,3 +334,11 @@ def test_open_dataset_path_finds_diffseg30k(tmp_path, pairs):
     z = write_zip(tmp_path / "train.zip", pairs)
     ds = open_dataset(str(z), val_fraction=0.5)
     assert isinstance(ds, DiffSeg30kDataset)
+
+
+def test_a_zip_with_windows_separators_gives_the_same_ids_and_fingerprint(tmp_path):
+    """`train_copy\\00000001.image.png` gave the id `train_copy\\00000001` and another fingerprint."""
+    pairs = make_pairs()
+    windows = DiffSeg30kDataset(write_zip(tmp_path / "w" / "train.zip", pairs, prefix="train_copy\\"))
+    native = DiffSeg30kDataset(write_zip(tmp_path / "p" / "train.zip", pairs))
+    assert windows.ids("train") == native.ids("train") and windows.fingerprint() == native.fingerprint()

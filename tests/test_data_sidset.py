@@ -93,6 +93,13 @@ def test_folder_zip_parquet_and_saved_forms_share_one_fingerprint(sida, parts, t
     assert len({d.fingerprint() for d in whole}) == 1
     assert len({tuple(d.ids("val")) for d in whole}) == 1
     assert (opened[1].load("tampered_020002").label == opened[2].load("tampered_020002").label).all()
+    with zipfile.ZipFile(tmp_path / "windows.zip", "w") as zf:  # a zip made on Windows: `train\\tampered\\x.png`
+        for f in sorted(sida.rglob("*")):
+            if f.is_file():
+                zf.write(f, "\\".join(f.relative_to(sida).parts))
+    windows = open_dataset(str(tmp_path / "windows.zip"))
+    assert isinstance(windows, SidSetDataset) and windows.fingerprint() == opened[1].fingerprint()
+    assert windows.ids("val") == opened[1].ids("val")
     Image.fromarray(np.zeros((SIZE, SIZE, 3), np.uint8)).save(sida / "train" / "real" / "01009f2c2560a7.jpg")
     assert SidSetDataset(sida).fingerprint() != opened[0].fingerprint()
     assert SidSetDataset(tmp_path / "saved", kinds="tampered").fingerprint() != opened[4].fingerprint()

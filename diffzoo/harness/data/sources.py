@@ -82,6 +82,12 @@ def open_zip(path: Path) -> zipfile.ZipFile:
         ) from None
 
 
+def posix_names(zf: zipfile.ZipFile) -> list[str]:
+    """The archive's member names with ``/`` for every separator: a zip made on Windows may store
+    ``a\\b.png`` for ``a/b.png``, and the same files must give the same ids and fingerprint."""
+    return [n.replace("\\", "/") for n in zf.namelist()]
+
+
 def check_member_names(path: Path, names: Iterable[str]) -> None:
     """Refuse the whole archive if any member name is unsafe (see :func:`unsafe_member`)."""
     bad = [n for n in names if unsafe_member(n)]
@@ -179,7 +185,8 @@ class ZipMembers:
 
     Opening reads the central directory once and refuses the whole archive if a
     member name would leave it (:func:`check_member_names`); ``names`` are the
-    files, without folders, ``__MACOSX/`` and ``._`` entries.  The archive is
+    files, without folders, ``__MACOSX/`` and ``._`` entries, ``/``-separated (:func:`posix_names`;
+    one name stored twice is refused).  The archive is
     reopened in each process (a ZipFile shares its file offset with forked
     children), so the object can go to loader workers.
     """
@@ -191,9 +198,17 @@ class ZipMembers:
         self.location = str(path)
         self._zf: zipfile.ZipFile | None = None
         self._pid = -1
-        infos = self.zip().infolist()
-        check_member_names(path, [i.filename for i in infos])
-        self.names = [i.filename for i in infos if not i.is_dir() and not _is_junk(i.filename)]
+        stored = self.zip().namelist()
+        check_member_names(path, stored)
+        self._stored: dict[str, str] = {}  # posix name -> the member's name as stored
+        for name, member in zip(posix_names(self.zip()), stored):
+            if name.endswith("/") or _is_junk(name):
+                continue
+            if name in self._stored:
+                raise DataError(f"{path}: the archive holds {name} twice ({self._stored[name]!r} and {member!r}); "
+                                "re-create it with one of them")
+            self._stored[name] = member
+        self.names = list(self._stored)
 
     def zip(self) -> zipfile.ZipFile:
         if self._zf is None or self._pid != os.getpid():
@@ -208,22 +223,24 @@ class ZipMembers:
         """The member's bytes and its name in messages (``train.zip:a/b.png``)."""
         name = f"{self.path.name}:{member}"
         try:
-            return self.zip().read(member), name
+            return self.zip().read(self._stored[member]), name
         except Exception as exc:  # BadZipFile, zlib.error, EOFError, NotImplementedError (method), ...
             raise CorruptSampleError(sample_id, f"{name}: corrupt zip member ({exc})") from None
 
     def digests(self, members: Iterable[str]) -> dict[str, str]:
         """sha256 of each member's decompressed bytes (cached, see :mod:`.fingerprint`)."""
-        return zip_digests(self.path, self.zip(), members)
+        names = list(members)
+        digests = zip_digests(self.path, self.zip(), [self._stored[n] for n in names])
+        return {n: digests[self._stored[n]] for n in names}
 
     def label_files(self, pairs: dict[str, tuple[str, str]]) -> list[tuple[str, bytes]]:
         """``("archive:<member>", bytes)`` of the label map files inside the zip."""
         out = []
-        for member in label_members(self.zip().namelist(), pairs):
+        for member in label_members(self.names, pairs):
             where = f"archive:{member}"
-            _check_label_size(self.zip().getinfo(member).file_size, where)
+            _check_label_size(self.zip().getinfo(self._stored[member]).file_size, where)
             try:
-                out.append((where, self.zip().read(member)))
+                out.append((where, self.zip().read(self._stored[member])))
             except Exception as exc:  # BadZipFile, zlib.error, ...
                 raise DataError(f"{self.path}: {where} cannot be read ({exc})") from None
         return out

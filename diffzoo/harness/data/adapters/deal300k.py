@@ -48,7 +48,7 @@ from diffzoo.harness.data.base import SplitDataset, masks_by_stem, option_path, 
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
-from diffzoo.harness.data.sources import FolderMembers, ZipMembers, open_zip
+from diffzoo.harness.data.sources import FolderMembers, ZipMembers, open_zip, posix_names
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
 
 log = logging.getLogger(__name__)
@@ -273,7 +273,7 @@ class Deal300kDataset(SplitDataset):
         if mask_path.is_file():
             try:
                 with open_zip(mask_path) as zf:
-                    return any(_is_mask(n) for n in zf.namelist())
+                    return any(_is_mask(n) for n in posix_names(zf))
             except DataError:
                 return True
         return any(_is_mask(f) for _, _, files in os.walk(mask_path) for f in files)

@@ -50,7 +50,7 @@ from diffzoo.harness.data.labelmaps import (
 )
 from diffzoo.harness.data.mask_encoding import MaskEncoding, sample_values, sniff
 from diffzoo.harness.data.metadata import MANIFEST_FILE, carried_keys, read_manifest, read_metadata_file
-from diffzoo.harness.data.sources import PAIR_RE, folder_has_pairs, inner_label_files, open_source
+from diffzoo.harness.data.sources import PAIR_RE, folder_has_pairs, inner_label_files, open_source, posix_names
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ class DiffSeg30kDataset(SplitDataset):
         if p.is_file() and p.suffix.lower() == ".zip":
             try:
                 with zipfile.ZipFile(p) as zf:
-                    return any(PAIR_RE.match(n.rsplit("/", 1)[-1]) for n in zf.namelist())
+                    return any(PAIR_RE.match(n.rsplit("/", 1)[-1]) for n in posix_names(zf))
             except Exception:  # a broken zip: the constructor's open_zip says why
                 return True
         try:

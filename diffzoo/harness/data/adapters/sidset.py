@@ -48,7 +48,7 @@ from diffzoo.harness.data.adapters.mixed import (
 from diffzoo.harness.data.base import masks_by_stem, report_unpaired, require_path
 from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, load_tables
 from diffzoo.harness.data.imageio import is_image_file
-from diffzoo.harness.data.sources import FolderMembers, ZipMembers
+from diffzoo.harness.data.sources import FolderMembers, ZipMembers, posix_names
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, fixed_split
 from diffzoo.harness.data.walk import subfolders
 
@@ -198,7 +198,7 @@ class SidSetDataset(MixedDataset):
         try:
             if p.is_file() and p.suffix.lower() == ".zip":
                 with zipfile.ZipFile(p) as zf:
-                    return any({"tampered", MASKS_DIR} <= set(g) for g in _groups(zf.namelist()).values())
+                    return any({"tampered", MASKS_DIR} <= set(g) for g in _groups(posix_names(zf)).values())
             if p.is_dir() and _split_folders(p):
                 return True
         except (OSError, zipfile.BadZipFile, ValueError):
