@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import numpy as np
 import pytest
@@ -70,6 +71,16 @@ def test_tpgt_two_masks_for_one_image_are_refused(tmp_path):
     with pytest.raises(DataError) as err:
         open_dataset(str(root))
     assert str(err.value) == f"{root / 'Gt'}: two masks for Tp/a.png: a.png and a_gt.png"
+
+
+def test_tpgt_pairs_an_accented_name_stored_composed_with_its_mask_stored_decomposed(tmp_path):
+    """`Tp/café.png` (NFC) and `Gt/café_gt.png` (NFD, as macOS writes it) print the same, yet the image "had no mask"."""
+    root = make_tpgt(tmp_path / "d")
+    save(root / "Tp" / unicodedata.normalize("NFC", "café.png"), image())
+    save(root / "Gt" / unicodedata.normalize("NFD", "café_gt.png"), gt())
+    ds = TpGtDataset(root, split="test")
+    sid = "Tp/" + unicodedata.normalize("NFC", "café.png")
+    assert sid in ds.ids("test") and ds.load(sid).label.sum() == 16
 
 
 def test_json_list(tmp_path):

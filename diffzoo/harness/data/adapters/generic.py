@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,10 @@ def add_authentic(entries: dict[str, tuple[Path, Path | None]], au: Path) -> Non
         entries[f"{au.name}/{img.relative_to(au).as_posix()}"] = (img, None)
 
 
+def _nfc(name: str) -> str:
+    return unicodedata.normalize("NFC", name)
+
+
 def pair_folders(
     folders: Iterable[Path], gt: Path, *, by_name: bool = False
 ) -> tuple[dict[str, tuple[Path, Path | None]], list[str]]:
@@ -162,11 +167,12 @@ def pair_folders(
     The mask of ``<folder>/<stem>.<ext>`` is ``gt/<stem><s>.*`` for ``s`` in
     :data:`MASK_SUFFIXES`, ``stem`` being the path relative to the folder
     (``by_name``: the file name's stem alone, the mask anywhere under ``gt``).
-    Ids are ``<folder name>/<path inside it>``.  Returns the pairs and the ids
+    Ids are ``<folder name>/<path inside it>``.  Stems are compared in Unicode NFC: an accent
+    stored decomposed (macOS) matches one stored composed.  Returns the pairs and the ids
     of images without a mask; masks matching no image are logged, and two
     masks for one stem, or for one image (``x`` and ``x_gt``), are a :class:`DataError`.
     """
-    masks = masks_by_stem(gt, ((m.stem if by_name else m.relative_to(gt).with_suffix("").as_posix(), m)
+    masks = masks_by_stem(gt, ((_nfc(m.stem if by_name else m.relative_to(gt).with_suffix("").as_posix()), m)
                                for m in list_image_files(gt)), lambda p: p.relative_to(gt).as_posix())
     entries: dict[str, tuple[Path, Path | None]] = {}
     no_mask: list[str] = []
@@ -175,7 +181,7 @@ def pair_folders(
         for img in list_image_files(folder):
             rel = img.relative_to(folder)
             sid = f"{folder.name}/{rel.as_posix()}"
-            stem = img.stem if by_name else rel.with_suffix("").as_posix()
+            stem = _nfc(img.stem if by_name else rel.with_suffix("").as_posix())
             keys = [stem + s for s in MASK_SUFFIXES if stem + s in masks]
             if not keys:
                 no_mask.append(sid)
