@@ -97,6 +97,19 @@ def test_a_path_that_is_not_there_is_a_usage_error_whichever_command_names_it(ca
     one_line_exit_2(*result, "nowhere", "does not exist")
 
 
+@pytest.mark.parametrize("command", [["data", "info"], ["run", "--detector", "segformer.tiny", "--suite", "standard",
+                                                    "--plan", "--dataset"]])
+def test_a_dataset_given_as_path_colon_split_says_that_the_split_is_not_taken_there(capsys, tmp_path, monkeypatch,
+                                                                                    command):
+    """`--dataset tpgt:test` (the folder tpgt, --eval-dataset's spelling) said "unknown dataset 'tpgt:test'. Did you
+    mean 'tpgt'?", the registered adapter's name, as if the folder were not there."""
+    make_tpgt(tmp_path / "tpgt")
+    monkeypatch.chdir(tmp_path)
+    line = one_line_exit_2(*cli(capsys, *command, "tpgt:test"))
+    assert line == ("error: dataset path tpgt:test does not exist; tpgt does, but a dataset is given without :test "
+                    "(PATH:SPLIT is --eval-dataset's spelling; the suite chooses the splits a run reads)")
+
+
 def test_the_name_of_an_adapter_that_reads_files_says_to_give_their_path(capsys, monkeypatch):
     # `--dataset casia2` (the registered name, no path): each such adapter was "internal error: TypeError"
     import inspect

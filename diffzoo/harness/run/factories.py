@@ -221,6 +221,11 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
     if kind is not None:  # a FIFO, a device: never sniffed
         raise DataError(f"dataset path {spec} is {kind}, not a dataset folder or file")
     if not path.exists() and not is_hub_id(spec):
+        head, colon, split = spec.rpartition(":")
+        if colon and head and os.path.lexists(Path(head).expanduser()):  # `tpgt:test` is not the name tpgt misspelt
+            raise not_found(DataError(f"dataset path {spec} does not exist; {head} does, but a dataset is given "
+                                      f"without :{split} (PATH:SPLIT is --eval-dataset's spelling; the suite "
+                                      "chooses the splits a run reads)"))
         if _looks_like_path(spec):
             hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) is not None
             raise not_found(DataError(f"dataset path {spec} does not exist" + (
