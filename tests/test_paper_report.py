@@ -206,6 +206,31 @@ def test_a_cell_without_a_value_of_ours_is_marked_and_its_reason_noted_once():
     assert t5[("cnnspot.r50",)]["AP ↑"] == "85.0 \\| 97.9 \\| -12.9"  # the paper's mAP
 
 
+CALIBRATED = {"mode": "calibrated", "calibrated_on": "calibrated on calib (10 images)",
+              "source": "calibrated on calib (10 images)"}
+
+
+def test_a_calibrated_row_is_never_set_beside_the_papers_fixed_threshold_numbers():
+    cal = rec("segformer.b2", case="binary", metrics={"aAcc": 0.95, "mIoU": 0.9, "bF1": 0.5},
+              threshold_policy=CALIBRATED)
+    md = report([cal])
+    t2 = table(md, "2a")
+    assert t2[("segformer.b2 (calibrated)",)]["mIoU ↑"] == "90.0 \\| — \\| —"
+    assert "- paper —: a row marked (calibrated) decided its thresholds on a validation split; the paper's numbers " \
+           "use a fixed threshold, so none is set beside it" in notes(md, "2a")
+    # the paper's SegFormer row keeps its numbers, waiting for the fixed-threshold run (Table 2b's too)
+    for tid, value in (("2a", "96.1"), ("2b", "82.5")):
+        row = table(md, tid)[("segformer.\\* or mmseg.segformer-\\* (no record)",)]
+        assert row["mIoU ↑"] == f"— \\| {value} \\| —", tid
+        assert note_for(md, tid, row["detector"][-1]).endswith("diffzoo run --detector segformer --suite standard "
+                                                               "--dataset mini fills this row")
+    # the other benchmarks' numbers: a calibrated record of their protocol is not compared either
+    bench = parse_benchmark(BENCH, "test", parse_metrics(METRICS))
+    record = opensdi_record("sd2", ["partial"], {"IoU_benco": 0.6, "F1_benco": 0.7})
+    data = {k: v for k, v in record.data.items() if k not in ("schema_version", "record_id")}
+    assert compare(bench, [ResultRecord.create(**{**data, "threshold_policy": CALIBRATED})])[0] == []
+    assert len(compare(bench, [record])[0]) == 2
+
 def test_the_baseline_rows_of_tables_4_and_6_show_the_paper_and_point_to_tables_2_and_5():
     recs = [rec("segformer.b2", suite="unseen-generators", case=f"{p}{s}.{task}", task=task)
             for p in ("Flux_Hunyuan", "SD2_SD3.5", "Glide_Kolors") for s in ("", ".seen")

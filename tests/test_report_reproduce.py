@@ -19,6 +19,7 @@ from diffzoo.leaderboard.paper.reproduce import (
     parse_benchmark_names,
     parse_release_metrics,
     release_numbers,
+    released_apart,
     reproduce_rows,
 )
 from diffzoo.leaderboard.paper.values import read_text
@@ -125,11 +126,11 @@ def test_mvss_net_image_numbers_have_no_diffzoo_metric_of_their_definition(capsy
 
 
 def _release_record(metrics: dict, *, date: str, release: str = RELEASE, suite: str = "cross-dataset",
-                    case: str = "binary", dataset: str = "columbia"):
+                    case: str = "binary", dataset: str = "columbia", **extra):
     from diffzoo.harness.records.document import ResultRecord
 
     doc = json.loads(make_record(TINY, suite=suite, case=case, dataset=dataset, metrics=metrics, date=date,
-                                 case_fields={"split": "test"}).to_json())
+                                 case_fields={"split": "test"}, **extra).to_json())
     doc["detector"].update(checkpoint_source="released", release={"name": release, "files": []})
     return ResultRecord.create(**doc)  # sealed anew: record_id and digests are derived, never copied
 
@@ -150,6 +151,23 @@ def test_only_the_newest_clean_record_of_that_release_on_that_dataset_counts():
     assert main[4] == "50.0" and main[6] == "-44.1" and "suite standard" in main[7]
     assert len(HEAD) == len(main)
 
+
+def test_a_calibrated_record_of_the_release_is_never_set_beside_its_fixed_threshold_number():
+    numbers = [n for n in release_numbers([get_registry().get("detector", TINY).card])
+               if n.number.benchmark == "Columbia"]
+    calibrated = {"mode": "calibrated", "calibrated_on": "calibrated on calib (10 images)",
+                  "source": "calibrated on calib (10 images)"}
+    newer = _release_record({"F1_benco": 0.95}, date="2026-11-09T00:00:00+00:00", threshold_policy=calibrated)
+    fixed = _release_record({"F1_benco": 0.30}, date="2026-11-01T00:00:00+00:00")
+    rows = table("\n".join("| " + " | ".join(r) + " |" for r in reproduce_rows(numbers, [fixed, newer])))
+    main = line(rows, TINY, "Columbia", "dinov3iml_pixel_F1")
+    assert main[4] == "30.0" and fixed.id in main[7]
+    # with only the calibrated record: no line reads it, and the report says why and what to run
+    assert line(table("\n".join("| " + " | ".join(r) + " |" for r in reproduce_rows(numbers, [newer]))),
+                TINY, "Columbia", "dinov3iml_pixel_F1")[4] == "—"
+    assert released_apart(numbers, [newer]) == [
+        f"- **not compared**: {TINY} \\[released:{RELEASE}\\], 1 record(s): its thresholds are calibrated "
+        "(--thresholds calibrated); the published numbers use fixed ones: run it without --thresholds calibrated"]
 
 def test_the_benchmark_and_metric_tables_are_checked_line_by_line():
     names = parse_benchmark_names(read_text(Path(__file__).parents[1] / "diffzoo" / "leaderboard" / "paper"

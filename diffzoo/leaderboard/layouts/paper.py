@@ -78,6 +78,8 @@ SAME_INPUT = "= baseline: same input under the native recipe; --recipe paper for
 1024 on 1024 px data under ``--recipe native``)."""
 NOT_PRINTED = "the paper prints no number for this cell"
 NOT_A_PAPER_MODEL = "not a model of the paper"
+CALIBRATED_NOTE = ("a row marked (calibrated) decided its thresholds on a validation split; the paper's numbers use "
+                   "a fixed threshold, so none is set beside it")
 NOT_IN_PAPER = "diffzoo's own table, not in the paper"
 CROSS_METRICS = (("binary", "mIoU"), ("binary", "F1"), ("image", "img_Acc"), ("image", "img_AP"))
 """Per evaluation dataset: binary mIoU and F1, image-level Acc and AP (OpenSDI's board shows pixel
@@ -286,6 +288,8 @@ class _Layout:
         self.like = {r.body.row_name: r for r in group.records}  # a record of each row
         self.detector = {name: r.body.detector.name for name, r in self.like.items()}
         self.not_held_out = {r.body.row_name for r in group.records if r.body.not_held_out}
+        # rows whose thresholds no paper number shares: never compared, and never filling a paper model's row
+        self.calibrated = {r.body.row_name for r in group.records if r.body.calibrated}
         self.flags: list[str] = []
         self.where: dict[tuple[str, ...], Place] = {}  # a paper number's key -> the cell showing it
 
@@ -306,7 +310,8 @@ class _Layout:
                 for s in self.settings(spec, row)]
         for family in spec.families if self.paper else ():
             if not any(family.matches(self.detector[r]) for r in self.group.rows(spec.suite, {*spec.tasks,
-                                                                                          *spec.paper_tasks})):
+                                                                                          *spec.paper_tasks})
+                       if r not in self.calibrated):
                 why = notes(f"no record: {self.group.key.run_command(family.command_name, spec.suite)} fills this row")
                 name = f"{' or '.join(family.patterns)} (no record)"
                 rows += [replace(self.row(spec, None, family, s, notes, name), notes=why)
@@ -362,7 +367,7 @@ class _Layout:
             label = setting.label
             group = (f"{name}: {setting.group}" if spec.name_detector else setting.group) if setting.group else name
         for c in spec.columns:
-            if c.paper and spec.paper_table and family is not None:
+            if c.paper and spec.paper_table and family is not None and name not in self.calibrated:
                 self.where[(spec.paper_table, family.paper, c.task or spec.task, setting.paper, c.paper)] = Place(
                     spec.id, group, label, c.key, self.column(spec, c).header)
         return Row(label, cells, group=group, detector=self.detector.get(row or "", ""),
@@ -394,13 +399,15 @@ class _Layout:
             why = "undefined on these images"
         elif (record.body.config.get("distortion_params") or {}).get("same_input_as") == "baseline":
             why = SAME_INPUT
-        paper, paper_note = self.paper_value(spec, family, setting, c, task)
+        paper, paper_note = self.paper_value(spec, family, setting, c, task, row in self.calibrated)
         return replace(cell, notes=notes(why) if why else (), paper=paper, paper_note=paper_note)
 
     def paper_value(self, spec: Spec, family: Family | None, setting: Setting, c: Col,
-                    task: str) -> tuple[float | None, str]:
+                    task: str, calibrated: bool = False) -> tuple[float | None, str]:
         if not spec.paper_table or not c.paper or (spec.per_setting and not setting.paper):
             return None, ""  # a column or a row (a sweep, a slice value) the paper has no counterpart of
+        if calibrated:
+            return None, CALIBRATED_NOTE
         if family is None:
             return None, NOT_A_PAPER_MODEL
         key = (spec.paper_table, family.paper, task, setting.paper, c.paper)

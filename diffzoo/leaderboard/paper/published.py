@@ -217,7 +217,7 @@ def evaluated_on(record: ResultRecord, where: str) -> bool:
 def _same_protocol(number: Published, record: ResultRecord) -> bool:
     """Whether ``record`` ran what ``number`` was published on (its metric aside)."""
     b = record.body
-    if b.not_held_out:  # published numbers are held out: never set beside training images
+    if b.not_held_out or b.calibrated:  # published numbers are held out, at fixed thresholds
         return False
     if number.release:
         return ((b.detector.name, b.detector.release_name) == (number.method, number.release)
@@ -290,7 +290,8 @@ def render_benchmarks(benchmarks: list[Benchmark], records: list[ResultRecord]) 
              "Each number in % as its source prints it, with its metric's definition. It is compared with ours "
              "(ours | published | Δ, Δ in percentage points) only where a record has the same protocol: the suite "
              "and case its data file names, a diffzoo detector that is the method, and a diffzoo metric of the same "
-             "definition; the others are listed under what a comparison needs. Data: "
+             "definition, at a fixed threshold (a row marked (calibrated) never is); the others are listed under "
+             "what a comparison needs. Data: "
              + ", ".join(f"`{f}`" for f in (*BENCHMARK_FILES, METRICS_FILE.name)) + " (diffzoo/leaderboard/paper/).",
              ""]
     for bench in benchmarks:

@@ -266,7 +266,8 @@ def _own(c: Comparison) -> str:
 def released_apart(numbers: list[ReleaseNumber], records: list[ResultRecord]) -> list[str]:
     """A line per detector and release of released weights that ``records`` hold but no line of
     the table reads a record of, saying why: its release lists no published number; its records
-    are of another metrics version; or none is a clean case on a dataset its numbers are on."""
+    are of another metrics version, or of calibrated thresholds; or none is a clean case on a
+    dataset its numbers are on."""
     current, _ = _current(records)
     met: set[tuple[str, str]] = set()
     benchmarks: dict[tuple[str, str], dict[str, None]] = {}
@@ -290,6 +291,9 @@ def released_apart(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
             versions = ", ".join(sorted({r.body.metrics_version for r in recs}))
             why = (f"of metrics version {md_cell(versions)}; this diffzoo's definitions are version "
                    f"{METRICS_VERSION}: run it again")
+        elif all(r.body.calibrated for r in recs):
+            why = ("its thresholds are calibrated (--thresholds calibrated); the published numbers use fixed ones: "
+                   "run it without --thresholds calibrated")
         else:
             ran = ", ".join(dict.fromkeys(md_cell(f"{r.body.suite.name}/{r.body.case_name} on {r.body.dataset.name}:"
                                                   f"{r.body.case.get('split', '')}") for r in recs))
