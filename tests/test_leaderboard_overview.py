@@ -296,6 +296,31 @@ def test_fixed_and_calibrated_rows_of_one_model_stand_apart_in_every_output(tmp_
         "alpha", "alpha (calibrated)", "alpha"]  # Table 2a: each rule's own row; 2b: the fixed one's alone
 
 
+def test_tied_rows_share_a_rank_in_every_output(tmp_path, capsys):
+    """Standard competition ranking: equal primary values share the first rank, the next row skips (1, 1, 3)."""
+    store = RecordStore(tmp_path / "store")
+    for det, miou in (("gamma", 0.5), ("beta", 0.6), ("alpha", 0.6)):
+        store.add(make_record(det, dataset_fields=conditions(), metrics={"mIoU": miou}))
+    out = tmp_path / "pub"
+    code, text, _ = cli(capsys, "leaderboard", "publish", "--store", store.root, "--format", "md,csv,latex,json,html",
+                        "--out", out)
+    assert code == 0, text
+    ranks = [("1", "alpha"), ("1", "beta"), ("3", "gamma")]
+    for name in ("leaderboard.md", "overview.md"):
+        assert [tuple(c.strip() for c in line.split("|")[1:3]) for line in (out / name).read_text().splitlines()
+                if line.startswith("| ") and line.split("|")[2].strip() in ("alpha", "beta", "gamma")] == ranks, name
+    for name in ("leaderboard.csv", "overview.csv"):
+        assert sorted({(r["rank"], r["detector"]) for r in csv.DictReader(io.StringIO((out / name).read_text()))
+                       if r["detector"] in ("alpha", "beta", "gamma")}) == ranks, name
+    for name in ("leaderboard.tex", "overview.tex"):
+        assert [tuple(c.strip() for c in line.split("&")[:2]) for line in (out / name).read_text().splitlines()
+                if line.split("&")[1:2] and line.split("&")[1].strip() in ("alpha", "beta", "gamma")] == ranks, name
+    [table] = json.loads((out / "leaderboard.json").read_text())["tables"]
+    assert [(str(r["rank"]), r["detector"]) for r in table["rows"]] == ranks
+    site = (out / "index.html").read_text()
+    assert re.findall(r'data-detector="(\w+)" data-rank="(\d)"', site) == [(d, r) for r, d in ranks]
+    assert [(r.rank, r.label) for r in only(list(store)).rows] == [(1, "alpha"), (1, "beta"), (3, "gamma")]
+
 def test_a_missing_value_of_released_weights_says_the_run_of_that_release():
     def released(**kw) -> ResultRecord:
         data = json.loads(make_record("dinov3iml.tiny", dataset_fields=conditions(), **kw).to_json())

@@ -42,8 +42,9 @@ def provenance(record: ResultRecord) -> dict[str, Any]:
 
 def rank(rows: list[Row], primary: str | None, info: MetricInfo | None) -> None:
     """Sort ``rows`` by the ``primary`` cell, better first (``info``'s direction), rows without a
-    value last, ties by label; and number the held-out ones with a primary value; rows not held
-    out (scored on their model's training images) follow them, unranked."""
+    value last, ties by label; and number the held-out ones with a primary value, equal values
+    sharing the first one's number (1, 1, 3); rows not held out (scored on their model's
+    training images) follow them, unranked."""
     sign = 1 if info is not None and info.higher_is_better is False else -1
 
     def key(row: Row) -> tuple:
@@ -51,8 +52,9 @@ def rank(rows: list[Row], primary: str | None, info: MetricInfo | None) -> None:
         return (row.not_held_out, value is None, 0.0 if value is None else sign * value, row.label)
 
     rows.sort(key=key)
-    for n, row in enumerate((r for r in rows if primary and r.compared and r.cells[primary].value is not None), 1):
-        row.rank = n
+    held = [(r, r.cells[primary].value) for r in rows if primary and r.compared and r.cells[primary].value is not None]
+    for n, (row, value) in enumerate(held, 1):
+        row.rank = held[n - 2][0].rank if n > 1 and value == held[n - 2][1] else n
 
 
 def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compact: bool = False) -> list[Table]:
