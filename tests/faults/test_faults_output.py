@@ -143,7 +143,8 @@ def test_markdown_backslash_backtick_html_and_emphasis_in_names_stay_literal(tmp
 def test_latex_escapes_specials_line_breaks_and_control_characters(tmp_path):
     name = "\\input{/etc/passwd} & $x^2$ #1 _a ~b %c"
     records = [make_record(name), make_record("[3pt] row\x1b[2J"), make_record("*star"),
-               make_record("x", dataset="mini\n\\immediate\\write18{rm -rf ~}\n\nLIVE")]
+               make_record("x", dataset="mini\n\\immediate\\write18{rm -rf ~}\n\nLIVE"),
+               make_record("``tick`` b", dataset="mini`s")]
     tex = published(tmp_path, "latex", records)
     assert not CONTROL & (set(tex) - {"\n"})
     header = tex.split("\\begin{table}")[0].strip().splitlines()
@@ -151,9 +152,12 @@ def test_latex_escapes_specials_line_breaks_and_control_characters(tmp_path):
     assert ("\\textbackslash{}input\\{/etc/passwd\\} \\& \\$x\\textasciicircum{}2\\$ \\#1 \\_a "
             "\\textasciitilde{}b \\%c &") in tex
     assert "{[}3pt{]} row\\textbackslash{}x1b{[}2J &" in tex and "{*}star &" in tex
+    # a backtick is typeset as itself, never as an opening quote (two: an opening double quote)
+    assert "\\textasciigrave{}\\textasciigrave{}tick\\textasciigrave{}\\textasciigrave{} b &" in tex
+    assert "mini\\textasciigrave{}s" in tex and "`" not in tex
     assert not [line for line in tex.splitlines() if line.startswith(("[", "*"))]  # no optional argument of \\
     captions = [line for line in tex.splitlines() if line.startswith("\\caption{")]
-    assert len(captions) == 2 and all(c.endswith("}") for c in captions)  # each caption on one line
+    assert len(captions) == 3 and all(c.endswith("}") for c in captions)  # each caption on one line
 
 
 # -- HTML ----------------------------------------------------------------------------------------------------
