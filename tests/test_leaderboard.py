@@ -18,7 +18,7 @@ from diffzoo.leaderboard.diff import diff
 from diffzoo.leaderboard.layouts.cases import build_tables
 from diffzoo.leaderboard.render.text import publish, to_csv, to_latex, to_markdown
 from diffzoo.leaderboard.store import RecordStore
-from diffzoo.leaderboard.versions import freeze, load_version, resolve
+from diffzoo.leaderboard.versions import Selection, freeze, load_version, resolve
 
 from helpers.cli import cli
 from helpers.records import make_record, make_state
@@ -327,6 +327,15 @@ def test_diff_json_is_the_same_diff_and_each_row_names_its_checkpoints(tmp_path,
     assert change["delta"] == pytest.approx(0.05)
     assert rows["gone"]["status"] == "removed" and rows["gone"]["checkpoint"] == ["cd" * 32, None]  # A's only
     assert rows["new"]["status"] == "added" and rows["new"]["checkpoint"] == [None, "12" * 32]  # B's only
+
+
+def test_diff_names_a_metric_no_record_of_b_carries_any_more():
+    a = [make_record("a", metrics={"mIoU": 0.5, "F1_oracle": 0.7}), make_record("b", metrics={"mIoU": 0.4})]
+    b = [make_record("a", metrics={"mIoU": 0.5}), make_record("b", metrics={"mIoU": 0.4})]
+    [table] = diff(Selection("A", a), Selection("B", b)).tables
+    assert [(r.detector, r.status, [(c.metric, c.before, c.after) for c in r.changes]) for r in table.rows] == [
+        ("a", "changed", [("F1_oracle", 0.7, None)]), ("b", "same", [])]
+    assert diff(Selection("B", b), Selection("A", a)).tables[0].rows[0].changes[0].after == 0.7
 
 
 # -- publishing ------------------------------------------------------------------------------

@@ -114,7 +114,8 @@ def diff(a: Selection, b: Selection) -> Diff:
                                    note=_note(key, list(tb if removed else ta), removed=removed)))
             continue
         ra, rb = _latest(ta[key]), _latest(tb[key])
-        metrics = [c.key for c in tb[key].columns]
+        # a metric of either side: one no record of B carries any more is a change too
+        metrics = list(dict.fromkeys(c.key for t in (ta[key], tb[key]) for c in t.columns))
         rows = []
         for det in sorted(set(ra) | set(rb)):
             if det not in rb:  # a row on one side names that side's checkpoint
@@ -122,9 +123,9 @@ def diff(a: Selection, b: Selection) -> Diff:
             elif det not in ra:
                 rows.append(RowChange(det, "added", checkpoint=(None, _checkpoint(rb[det]))))
             else:
-                before = {m: ra[det].cells[m].value if m in ra[det].cells else None for m in metrics}
-                changes = [MetricChange(m, before[m], rb[det].cells[m].value) for m in metrics
-                           if not _same(before[m], rb[det].cells[m].value)]
+                before, after = ({m: row.cells[m].value if m in row.cells else None for m in metrics}
+                                 for row in (ra[det], rb[det]))
+                changes = [MetricChange(m, before[m], after[m]) for m in metrics if not _same(before[m], after[m])]
                 ckpt = (_checkpoint(ra[det]), _checkpoint(rb[det]))
                 moved = [f"{name} {ra[det].conditions.get(name)} -> {value}"
                          for name, value in rb[det].conditions.items() if ra[det].conditions.get(name) != value]
