@@ -59,8 +59,19 @@ def open_store(path: Path, must_exist: bool = True) -> RecordStore:
     return store
 
 
-def _split(values: list[str]) -> list[str]:
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+def _split(values: list[str], flag: str = "") -> list[str]:
+    """The comma-separated items of a repeated option; a filter ``flag`` given only empty values (an
+    unset shell variable) is refused, since no pattern at all means every record."""
+    items = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    if flag and values and not items:
+        raise ConfigError(f"{flag} is empty (an unset shell variable?): give a pattern or leave the option out")
+    return items
+
+
+def _filters(suite: list[str], dataset: list[str], detector: list[str]) -> dict[str, list[str]]:
+    """The ``--suite``, ``--dataset`` and ``--detector`` patterns, as :func:`~.versions.select` takes them."""
+    return {"suites": _split(suite, "--suite"), "datasets": _split(dataset, "--dataset"),
+            "detectors": _split(detector, "--detector")}
 
 
 def _primary(record) -> str:
@@ -85,7 +96,7 @@ def list_cmd(
     from diffzoo.leaderboard.versions import select, unmatched
 
     loaded = open_store(store).load()
-    filters = {"suites": _split(suite), "datasets": _split(dataset), "detectors": _split(detector)}
+    filters = _filters(suite, dataset, detector)
     records = select(loaded.records, **filters)
     if not records and loaded.records:  # an empty answer says which filter left nothing
         err_console.print(f"[yellow]no record matches:[/] {term(unmatched(loaded.records, **filters))}",
@@ -236,8 +247,7 @@ def freeze_cmd(
     from diffzoo.leaderboard.versions import read_manifest
 
     st = open_store(store)
-    path = freeze_store(st, name, suites=_split(suite), datasets=_split(dataset),
-                        detectors=_split(detector), note=note)
+    path = freeze_store(st, name, **_filters(suite, dataset, detector), note=note)
     manifest = read_manifest(st, name)
     console.print(f"froze version [bold]{term(name)}[/]: {len(manifest['records'])} record(s); suites "
                   + term(", ".join(f"{s['name']} v{s['version']}" for s in manifest["suites"]))

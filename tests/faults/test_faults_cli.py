@@ -19,9 +19,11 @@ from diffzoo import hookimpl
 from diffzoo.harness.core.errors import StorageError
 from diffzoo.harness.core.fsutil import cache_root, check_usable_dir
 from diffzoo.harness.core.plugins import get_plugin_system
+from diffzoo.leaderboard.store import RecordStore
 
 from helpers.cli import cli, one_line_exit_2
 from helpers.data import make_diffseg_folder, make_tpgt
+from helpers.records import make_record
 
 pytestmark = pytest.mark.isolated_cache  # kills and tampering during CLI runs need a cache of their own
 
@@ -246,6 +248,19 @@ def test_an_empty_value_is_refused_never_read_as_the_current_folder(capsys, tmp_
     one_line_exit_2(*cli(capsys, *args), said, "(an unset shell variable?)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["photo.png", "records"]
 
+
+
+@pytest.mark.parametrize("args", [["freeze", "v1", "--detector", ""], ["freeze", "v1", "--suite", " , "],
+                                  ["list", "--dataset", ""]])
+def test_an_empty_leaderboard_filter_is_refused_never_read_as_no_filter(capsys, tmp_path, args):
+    """``freeze v1 --detector "$DET"`` with DET unset froze every record of the store (for good:
+    versions are immutable), and ``list`` listed them all."""
+    store = RecordStore(tmp_path / "s")
+    store.add(make_record("alpha"))
+    flag = args[-2]
+    one_line_exit_2(*cli(capsys, "leaderboard", *args, "--store", store.root),
+                    f"{flag} is empty (an unset shell variable?): give a pattern or leave the option out")
+    assert not (store.root / "versions").exists()
 
 @pytest.mark.parametrize("option, said", [
     ("split_seed=x", "--dataset-option split_seed takes an integer, got 'x'"),
