@@ -259,8 +259,8 @@ def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help
     """List frozen versions."""
     from diffzoo.leaderboard.versions import list_versions
 
-    versions = list_versions(open_store(store))
-    if not versions:
+    versions, bad = list_versions(open_store(store))
+    if not versions and not bad:
         console.print(f"no frozen versions in {term(store)} (`diffzoo leaderboard freeze NAME` makes one)")
         return
     table = Table(title="frozen versions", title_justify="left")
@@ -270,7 +270,12 @@ def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help
         table.add_row(term_text(v["name"]), term_text(v.get("created", "")), str(len(v["records"])),
                       term_text(", ".join(f"{s['name']} v{s['version']}" for s in v["suites"])),
                       term_text(", ".join(d["name"] for d in v["datasets"])), term_text(v.get("note", "")))
-    console.print(table)
+    if versions:
+        console.print(table)
+    for why in bad:  # each file that is no version, after those that are
+        err_console.print(f"[bold red]error:[/] {term(why)}", highlight=False, soft_wrap=True)
+    if bad:
+        raise typer.Exit(1)
 
 
 @lb.command("diff")

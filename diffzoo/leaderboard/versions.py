@@ -141,8 +141,16 @@ def unfinished(path: Path) -> str:
             "`diffzoo leaderboard verify --clean` removes it, then freeze again")
 
 
-def list_versions(store: RecordStore) -> list[dict[str, Any]]:
-    return [read_manifest(store, path.stem) for path in sorted(store.versions_dir.glob("*.json"))]
+def list_versions(store: RecordStore) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the manifests of the store's versions, by name; why each version file that is none cannot
+    be read): one bad file never hides the others."""
+    manifests, bad = [], []
+    for path in sorted(store.versions_dir.glob("*.json")):
+        try:
+            manifests.append(read_manifest(store, path.stem))
+        except RecordError as exc:
+            bad.append(str(exc))
+    return manifests, bad
 
 
 def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:

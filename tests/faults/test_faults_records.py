@@ -393,14 +393,30 @@ def test_a_freeze_killed_while_writing_leaves_no_version_and_the_same_freeze_the
     with pytest.raises(KeyboardInterrupt):
         freeze(store, "v1")
     monkeypatch.undo()
-    assert list(store.versions_dir.glob("*.json")) == [] and list_versions(store) == []
+    assert list(store.versions_dir.glob("*.json")) == [] and list_versions(store) == ([], [])
     code, out, _ = cli(capsys, "leaderboard", "versions", "--store", root)
     assert code == 0
     freeze(store, "v1")
-    assert [v["name"] for v in list_versions(store)] == ["v1"]
+    assert [v["name"] for v in list_versions(store)[0]] == ["v1"]
     with pytest.raises(ConfigError, match="already exists"):
         freeze(store, "v1")
 
+
+def test_versions_lists_the_readable_versions_and_names_each_file_that_is_none(tmp_path, capsys):
+    """One version file that cannot be read (hand-edited, a folder named like one) stopped
+    `leaderboard versions` at it: no version was listed."""
+    from diffzoo.leaderboard.versions import freeze
+
+    root, _, _ = stored(tmp_path)
+    freeze(RecordStore(root), "v1")
+    (root / "versions" / "a.json").write_text('{"schema_version": 2}')
+    (root / "versions" / "b.json").mkdir()
+    code, out, err = cli(capsys, "leaderboard", "versions", "--store", root)
+    assert code == 1 and "│ v1 " in out
+    assert err.splitlines() == [
+        f"error: version file {root / 'versions' / 'a.json'}: record_digests must name every record of the version",
+        f"error: version file {root / 'versions' / 'b.json'} is a folder, not a regular file; diffzoo reads only "
+        "regular files"]
 
 def test_a_freeze_on_a_filesystem_without_hard_links_still_writes_one_whole_version(tmp_path, monkeypatch):
     import errno
