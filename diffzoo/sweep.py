@@ -325,21 +325,20 @@ def _read(path: Path, what: str, then: str) -> dict[str, Any] | None:
 
 
 # -- running one job ---------------------------------------------------------------------------
-def run_job(request: dict[str, Any], out: str, gpus: int = 1, progress: Any = None, rerun: bool = False
-            ) -> list[str]:
+def run_job(request: dict[str, Any], out: str, how: SweepOptions, progress: Any = None) -> list[str]:
     """Run one job (its request as :meth:`RunRequest.to_dict` gives it) into the store at
-    ``out`` as ``diffzoo run`` does (``rerun``: as ``diffzoo run --rerun``), then mark it done;
-    returns its record ids.  With ``gpus`` > 1 the run is ``torchrun --nproc-per-node GPUS -m
+    ``out`` as ``diffzoo run`` does (``how.rerun``: as ``diffzoo run --rerun``), then mark it done;
+    returns its record ids.  With ``how.gpus`` > 1 the run is ``torchrun --nproc-per-node GPUS -m
     diffzoo run`` (the job's allocation holds the GPUs).  This is what submitit runs in a job: plain data in, plain
     data out."""
     from diffzoo.api import evaluate
 
     # listed before the run reads ROOT: a benchmark added while it runs makes the next sweep run it again
     catalogs = catalog_listing(request)
-    if gpus > 1:
-        ids = _torchrun(request, Path(out), gpus, rerun)
+    if how.gpus > 1:
+        ids = _torchrun(request, Path(out), how)
     else:
-        result = evaluate(request=RunRequest.from_dict(request), out=out, references=False, rerun=rerun,
+        result = evaluate(request=RunRequest.from_dict(request), out=out, references=False, rerun=how.rerun,
                           progress=progress)
         ids = [r.id for r in result.records]
     # the done file: its records' ids, and what catalog_listing found when it ran
@@ -348,15 +347,15 @@ def run_job(request: dict[str, Any], out: str, gpus: int = 1, progress: Any = No
     return ids
 
 
-def _torchrun(request: dict[str, Any], out: Path, gpus: int, rerun: bool = False) -> list[str]:
+def _torchrun(request: dict[str, Any], out: Path, how: SweepOptions) -> list[str]:
     """The job under torchrun, one process per GPU; its records are the store's of this request."""
     from diffzoo.leaderboard.store import RecordStore
 
     config = out / SWEEP_DIR / "jobs" / f"{job_key(request)}.json"  # JSON is YAML: --config reads it
     atomic_write_text(config, json.dumps(request, indent=1))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={gpus}", "-m",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={how.gpus}", "-m",
            "diffzoo", "run", "--config", str(config), "--out", str(out), "--no-references",
-           *(["--rerun"] if rerun else [])]
+           *(["--rerun"] if how.rerun else [])]
     log.info("running %s", " ".join(cmd))
     done = subprocess.run(cmd, check=False)
     if done.returncode != 0:
@@ -366,11 +365,19 @@ def _torchrun(request: dict[str, Any], out: Path, gpus: int, rerun: bool = False
 
 # -- many jobs -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Cluster:
-    """What a submitit job asks for: minutes, GPUs per job, the SLURM partition, how many jobs
-    of the array run at once, and any other SLURM parameter (``slurm_<name>`` of submitit:
-    account, qos, constraint, mem_gb...)."""
+class SweepOptions:
+    """How a sweep runs its jobs: where (:data:`EXECUTORS`); ``wait``: with SLURM, wait for the jobs
+    (submitit's local processes are always waited for); ``force``: use an ``out`` that is not empty and
+    not diffzoo's, as ``diffzoo run --force`` does; ``rerun``: a job that runs replaces its records
+    already stored with other numbers, as ``diffzoo run --rerun`` does; and what each job asks for:
+    GPUs, minutes (a submitit job), CPU cores, the SLURM partition, how many jobs of the array run at
+    once, and any other SLURM parameter (``slurm_<name>`` of submitit: account, qos, constraint,
+    mem_gb...)."""
 
+    executor: str = "local"
+    wait: bool = True
+    force: bool = False
+    rerun: bool = False
     timeout_min: int = 24 * 60
     gpus: int = 1
     partition: str | None = None
@@ -401,10 +408,11 @@ def _logs(out: Path, job_id: str = "%j") -> Path:
     return Path(out) / SWEEP_DIR / LOGS_DIR / job_id
 
 
-def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster, rerun: bool = False) -> list[Any]:
-    """Submit ``jobs`` through submitit (``slurm``: a job array, each job's submission recorded;
-    ``submitit-local``: one process each here; ``rerun``: :func:`run_job`'s); returns submitit's job handles (their logs
+def submit(jobs: Sequence[SweepJob], out: Path, how: SweepOptions) -> list[Any]:
+    """Submit ``jobs`` through submitit as ``how`` says (``slurm``: a job array, each job's submission
+    recorded; ``submitit-local``: one process each here); returns submitit's job handles (their logs
     under ``sweep/logs/``)."""
+    executor = how.executor
     submitit = _submitit(executor)
     if executor == "slurm":
         _check_slurm()
@@ -413,20 +421,19 @@ def submit(jobs: Sequence[SweepJob], out: Path, executor: str, cluster: Cluster,
         ex = submitit.AutoExecutor(folder=folder, cluster="local" if executor == "submitit-local" else "slurm")
     except RuntimeError as exc:  # submitit finds no cluster tools (srun)
         raise ConfigError(f"--executor {executor}: {str(exc).splitlines()[0]}") from None
-    params: dict[str, Any] = {"name": "diffzoo-sweep", "timeout_min": cluster.timeout_min, "tasks_per_node": 1,
-                              "nodes": 1, "gpus_per_node": cluster.gpus if executor == "slurm" else None,
-                              "cpus_per_task": cluster.cpus_per_task}
+    params: dict[str, Any] = {"name": "diffzoo-sweep", "timeout_min": how.timeout_min, "tasks_per_node": 1,
+                              "nodes": 1, "gpus_per_node": how.gpus if executor == "slurm" else None,
+                              "cpus_per_task": how.cpus_per_task}
     if executor == "slurm":
-        params |= {"slurm_partition": cluster.partition, "slurm_array_parallelism": cluster.parallel,
-                   **{f"slurm_{k}": v for k, v in cluster.extra.items()}}
+        params |= {"slurm_partition": how.partition, "slurm_array_parallelism": how.parallel,
+                   **{f"slurm_{k}": v for k, v in how.extra.items()}}
     try:
         ex.update_parameters(**{k: v for k, v in params.items() if v is not None})
     except (ValueError, NameError, AssertionError) as exc:
         raise ConfigError(f"--slurm-option: {str(exc).splitlines()[0]}") from None
     n = len(jobs)
     try:
-        handles = list(ex.map_array(run_job, [j.request.to_dict() for j in jobs], [str(out)] * n,
-                                    [cluster.gpus] * n, [None] * n, [rerun] * n))
+        handles = list(ex.map_array(run_job, [j.request.to_dict() for j in jobs], [str(out)] * n, [how] * n))
     except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
         # sbatch refusing the array (a partition, an account): one line, what to check
         raise ConfigError(f"--executor {executor}: submitting the jobs failed: {str(exc).splitlines()[0] or exc}") \
@@ -490,19 +497,15 @@ class JobOutcome:
         return line
 
 
-def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: Cluster | None = None,
-              wait: bool = True, force: bool = False, rerun: bool = False, progress: Any = None,
+def run_sweep(plan: SweepPlan, out: Path, how: SweepOptions = SweepOptions(), progress: Any = None,
               on_job: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
-    """Run the jobs of ``plan`` that are not done into the store at ``out`` (module doc); each
-    job's outcome goes to ``on_job`` as it is known.  A failed job is reported and the others
-    go on.  ``wait``: with SLURM, wait for the jobs, those an earlier sweep submitted that are
-    still queued or running too (else they are only submitted, or said to be ``queued``;
-    submitit's local processes are always waited for).  ``force``: use an ``out`` that is not
-    empty and not diffzoo's, as ``diffzoo run --force`` does; ``rerun``: a job that runs replaces
-    its records already stored with other numbers, as ``diffzoo run --rerun`` does.  The sweep leaves its log in
-    ``out/logs/`` (each job's outcome, every warning, how it ended)."""
-    check_executor(executor)
-    claim_output_dir(Path(out), force=force)  # once, before any job: a folder not diffzoo's is refused now
+    """Run the jobs of ``plan`` that are not done into the store at ``out`` as ``how`` says
+    (module doc); each job's outcome goes to ``on_job`` as it is known.  A failed job is reported
+    and the others go on.  A sweep that waits (``how.wait``) waits for the SLURM jobs an earlier
+    sweep submitted that are still queued or running too (else they are said to be ``queued``).
+    The sweep leaves its log in ``out/logs/`` (each job's outcome, every warning, how it ended)."""
+    check_executor(how.executor)
+    claim_output_dir(Path(out), force=how.force)  # once, before any job: a folder not diffzoo's is refused now
     logged = output_log(Path(out), "sweep")
     with logged.attached():
         logged.note_command()
@@ -512,14 +515,14 @@ def run_sweep(plan: SweepPlan, out: Path, *, executor: str = "local", cluster: C
             if on_job is not None:
                 on_job(outcome)
 
-        outcomes = _sweep(plan, Path(out), executor, cluster or Cluster(), wait, rerun, progress, report)
+        outcomes = _sweep(plan, Path(out), how, progress, report)
         counts = Counter(o.status for o in outcomes)
         logged.note(f"{len(outcomes)} job(s): " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
         return outcomes
 
 
-def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bool, rerun: bool, progress: Any,
-           report: Callable[[JobOutcome], None]) -> list[JobOutcome]:
+def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report: Callable[[JobOutcome], None]
+           ) -> list[JobOutcome]:
     stored = stored_ids(out)
     outcomes: list[JobOutcome] = []
     todo = []
@@ -530,16 +533,16 @@ def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bo
             report(outcomes[-1])
         else:
             todo.append(job)
-    if executor == "local":
+    if how.executor == "local":
         for job in todo:
-            outcome = _local(job, out, progress, cluster.gpus, rerun)
+            outcome = _local(job, out, how, progress)
             outcomes.append(outcome)
             report(outcome)
         return outcomes
-    queued = still_queued(out, todo) if executor == "slurm" and todo else {}
+    queued = still_queued(out, todo) if how.executor == "slurm" and todo else {}
     fresh = [job for job in todo if job.key not in queued]
-    handles = dict(zip([job.key for job in fresh], submit(fresh, out, executor, cluster, rerun) if fresh else []))
-    wait = wait or executor == "submitit-local"  # local processes are this one's children: never left behind
+    handles = dict(zip([job.key for job in fresh], submit(fresh, out, how) if fresh else []))
+    wait = how.wait or how.executor == "submitit-local"  # local processes are this one's children: never left behind
     for job in todo:
         handle, note = queued.get(job.key) or (handles[job.key], "")
         log_path = str(_logs(out, str(handle.job_id)))
@@ -557,12 +560,11 @@ def _sweep(plan: SweepPlan, out: Path, executor: str, cluster: Cluster, wait: bo
     return outcomes
 
 
-def _local(job: SweepJob, out: Path, progress: Any, gpus: int, rerun: bool) -> JobOutcome:
+def _local(job: SweepJob, out: Path, how: SweepOptions, progress: Any) -> JobOutcome:
     """One job here; whatever it raises fails that job alone, as a submitit job's error does (said
     once, as its outcome)."""
     try:
-        return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), gpus=gpus, progress=progress,
-                                                     rerun=rerun))
+        return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), how, progress))
     except TrainingStopped:  # Ctrl-C or SIGTERM stops the sweep, not one job: running it again resumes
         raise
     except Exception as exc:  # noqa: BLE001 - one job's failure, said in one line; the others go on

@@ -287,7 +287,7 @@ def test_several_gpus_per_job_run_under_torchrun_with_the_local_executor_too(cap
     import diffzoo.sweep
 
     runs: list = []
-    monkeypatch.setattr(diffzoo.sweep, "_torchrun", lambda request, out, gpus, rerun: runs.append(gpus) or [])
+    monkeypatch.setattr(diffzoo.sweep, "_torchrun", lambda request, out, how: runs.append(how.gpus) or [])
     refuse_runs(monkeypatch)  # one process here would use one GPU of the two asked for
     code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--gpus", "2", "--suite",
                                "standard", "--out", tmp_path / "store")

@@ -76,7 +76,7 @@ def sweep_cmd(
     from diffzoo.cli.progress import RichProgress, rank_output
     from diffzoo.leaderboard.outdir import claim_output_dir
     from diffzoo.sweep import (
-        Cluster,
+        SweepOptions,
         check_executor,
         done_records,
         plan_sweep,
@@ -102,9 +102,10 @@ def sweep_cmd(
     flags = {p.opts[0] for p in ctx.command.params if p.name in EXECUTOR_PARAMS and was_given(ctx, p.name)}
     flags |= {"--no-wait"} if not wait else set()
     check_executor(executor, flags)
-    cluster = Cluster(timeout_min=values["time"], gpus=values["gpus"], partition=values["partition"],
-                      parallel=values["parallel"], cpus_per_task=values["cpus_per_job"],
-                      extra=parse_options(values["slurm_option"], "--slurm-option"))
+    how = SweepOptions(executor=executor, wait=wait, force=values["force"], rerun=values["rerun"],
+                       timeout_min=values["time"], gpus=values["gpus"], partition=values["partition"],
+                       parallel=values["parallel"], cpus_per_task=values["cpus_per_job"],
+                       extra=parse_options(values["slurm_option"], "--slurm-option"))
     sweep = plan_sweep(values["detectors"], weights=values["weights"], datasets=values["dataset"], options=given)
     out = Path(values["out"])
     for line in sweep.skipped:
@@ -131,8 +132,7 @@ def sweep_cmd(
         console.print(f"[bold]job[/] {term(outcome.job.label)}: {term(outcome.text())}", soft_wrap=True)
 
     with rank_output(console):
-        outcomes = run_sweep(sweep, out, executor=executor, cluster=cluster, wait=wait, force=values["force"],
-                             rerun=values["rerun"], progress=RichProgress(console), on_job=said)
+        outcomes = run_sweep(sweep, out, how, progress=RichProgress(console), on_job=said)
     failed = [o for o in outcomes if o.status == "failed"]
     waiting = [o for o in outcomes if o.status in ("submitted", "queued")]
     if waiting:
