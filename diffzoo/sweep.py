@@ -33,11 +33,10 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
-import pydoc
-import re
 import shutil
 import subprocess
 import sys
+import traceback
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -325,26 +324,42 @@ def _read(path: Path, what: str, then: str) -> dict[str, Any] | None:
 
 
 # -- running one job ---------------------------------------------------------------------------
-def run_job(request: dict[str, Any], out: str, how: SweepOptions, progress: Any = None) -> list[str]:
+def run_job(request: dict[str, Any], out: str, how: SweepOptions, progress: Any = None) -> dict[str, Any]:
     """Run one job (its request as :meth:`RunRequest.to_dict` gives it) into the store at
-    ``out`` as ``diffzoo run`` does (``how.rerun``: as ``diffzoo run --rerun``), then mark it done;
-    returns its record ids.  With ``how.gpus`` > 1 the run is ``torchrun --nproc-per-node GPUS -m
-    diffzoo run`` (the job's allocation holds the GPUs).  This is what submitit runs in a job: plain data in, plain
-    data out."""
+    ``out`` as ``diffzoo run`` does (``how.rerun``: as ``diffzoo run --rerun``), then mark it done.
+    With ``how.gpus`` > 1 the run is ``torchrun --nproc-per-node GPUS -m diffzoo run`` (the job's
+    allocation holds the GPUs).  This is what submitit runs in a job: plain data in, plain data out,
+    its outcome as :class:`JobOutcome`'s fields: ``status`` done and its ``records`` (ids), or failed
+    and the ``error`` in one line (a bug's traceback goes to the ``--debug`` log here, to the job's
+    own log in a submitit job).  Ctrl-C or SIGTERM here stops the sweep, not one job: it is raised."""
     from diffzoo.api import evaluate
 
-    # listed before the run reads ROOT: a benchmark added while it runs makes the next sweep run it again
-    catalogs = catalog_listing(request)
-    if how.gpus > 1:
-        ids = _torchrun(request, Path(out), how)
-    else:
-        result = evaluate(request=RunRequest.from_dict(request), out=out, references=False, rerun=how.rerun,
-                          progress=progress)
-        ids = [r.id for r in result.records]
-    # the done file: its records' ids, and what catalog_listing found when it ran
-    _write(job_file(Path(out), DONE_DIR, job_key(request)), SWEEP_REQUEST, request=request, records=ids,
-           catalogs=catalogs)
-    return ids
+    try:
+        # listed before the run reads ROOT: a benchmark added while it runs makes the next sweep run it again
+        catalogs = catalog_listing(request)
+        if how.gpus > 1:
+            ids = _torchrun(request, Path(out), how)
+        else:
+            result = evaluate(request=RunRequest.from_dict(request), out=out, references=False, rerun=how.rerun,
+                              progress=progress)
+            ids = [r.id for r in result.records]
+        # the done file: its records' ids, and what catalog_listing found when it ran
+        _write(job_file(Path(out), DONE_DIR, job_key(request)), SWEEP_REQUEST, request=request, records=ids,
+               catalogs=catalogs)
+    except Exception as exc:  # noqa: BLE001 - one job's failure, said in one line; the others go on
+        if isinstance(exc, TrainingStopped) and how.executor == "local":
+            raise  # running the sweep again resumes it
+        user = exc if isinstance(exc, DiffzooError) else user_path_error(exc) if isinstance(exc, OSError) else None
+        if user is not None:
+            text = str(user)
+        elif how.executor == "local":
+            log.debug("job %s failed", job_key(request), exc_info=True)
+            text = f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)"
+        else:
+            traceback.print_exc()  # a submitit job's stderr is its log
+            text = f"internal error: {type(exc).__name__}: {exc} (its traceback is in the job's log)"
+        return {"status": "failed", "error": text.splitlines()[0] if text else type(exc).__name__}
+    return {"status": "done", "records": ids}
 
 
 def _torchrun(request: dict[str, Any], out: Path, how: SweepOptions) -> list[str]:
@@ -535,9 +550,8 @@ def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report:
             todo.append(job)
     if how.executor == "local":
         for job in todo:
-            outcome = _local(job, out, how, progress)
-            outcomes.append(outcome)
-            report(outcome)
+            outcomes.append(JobOutcome(job, **run_job(job.request.to_dict(), str(out), how, progress)))
+            report(outcomes[-1])
         return outcomes
     queued = still_queued(out, todo) if how.executor == "slurm" and todo else {}
     fresh = [job for job in todo if job.key not in queued]
@@ -550,47 +564,16 @@ def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report:
             outcomes.append(JobOutcome(job, "queued" if note else "submitted", log=log_path, note=note))
         else:
             try:
-                outcomes.append(JobOutcome(job, "done", list(handle.result()), log=log_path, note=note))
-            except Exception as exc:  # noqa: BLE001 - submitit re-raises the job's error wrapped: reported per job
-                outcomes.append(JobOutcome(job, "failed", error=_last_line(exc), log=log_path, note=note))
+                result = handle.result()
+            except Exception:  # noqa: BLE001 - a process that returned nothing (a time limit, a kill): one job's failure
+                result = {"status": "failed", "error": f"its process ended without an outcome (state {handle.state}); "
+                                                       "its log says why"}
+            outcomes.append(JobOutcome(job, **result, log=log_path, note=note))
         report(outcomes[-1])
     # submitit (and each of its job processes) makes the folder of its pattern itself, besides each job's own
     if (pattern := _logs(out)).is_dir() and not any(pattern.iterdir()):
         pattern.rmdir()
     return outcomes
-
-
-def _local(job: SweepJob, out: Path, how: SweepOptions, progress: Any) -> JobOutcome:
-    """One job here; whatever it raises fails that job alone, as a submitit job's error does (said
-    once, as its outcome)."""
-    try:
-        return JobOutcome(job, "done", run_job(job.request.to_dict(), str(out), how, progress))
-    except TrainingStopped:  # Ctrl-C or SIGTERM stops the sweep, not one job: running it again resumes
-        raise
-    except Exception as exc:  # noqa: BLE001 - one job's failure, said in one line; the others go on
-        user = user_path_error(exc) if isinstance(exc, OSError) else None
-        if isinstance(exc, DiffzooError) or user is not None:
-            text = str(user or exc)
-        else:  # a bug, not the user's: its traceback is in the --debug log
-            log.debug("%s failed", job.label, exc_info=True)
-            text = f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)"
-        return JobOutcome(job, "failed", error=text.splitlines()[0] if text else type(exc).__name__)
-
-
-def _last_line(exc: BaseException) -> str:
-    """The job's own error, said as :func:`_local` says it: submitit's wrapper quotes the job's
-    traceback (whose exception line is ``module.Type: message``, unindented) and then names the
-    job's log files; an error without a traceback (a time limit) is its own last line."""
-    quoted = str(exc).split("-" * 22)  # the rule lines submitit puts around the traceback
-    lines = [line.rstrip() for line in (quoted[1] if len(quoted) > 2 else str(exc)).splitlines() if line.strip()]
-    for line in reversed(lines):  # the exception line is the last one naming an exception class
-        name, _, message = line.partition(": ")
-        kind = pydoc.locate(name) if re.fullmatch(r"[A-Za-z_][\w.]*", name) else None
-        if isinstance(kind, type) and issubclass(kind, BaseException):
-            if issubclass(kind, DiffzooError):
-                return message or kind.__name__
-            return f"internal error: {kind.__name__}: {message} (its traceback is in the job's log)"
-    return lines[-1].strip() if lines else type(exc).__name__
 
 
 def publish_board(out: Path) -> dict[str, Path]:

@@ -267,6 +267,34 @@ def test_a_job_that_crashes_fails_alone_and_the_others_run(capsys, caplog, tmp_p
         "error: 1 of 1 job(s) failed (listed above); run the same command again to retry them", stderr
 
 
+def test_a_submitit_job_returns_its_failure_as_data_and_its_log_keeps_a_bugs_traceback(capsys, tmp_path,
+                                                                                      monkeypatch):
+    """What the job's process returns is what the sweep says: its error, as a local job says it (the
+    sweep read it back out of submitit's quoted traceback, importing whatever module the text named)."""
+    import signal
+
+    from diffzoo.harness.core.errors import TrainingStopped
+    from diffzoo.harness.run.request import RunRequest
+    from diffzoo.sweep import SweepOptions, run_job
+
+    errors = iter([RuntimeError("a bug in the detector"), TrainingStopped(3, 10, signal.SIGTERM, resumable=True)])
+
+    def answer(request):
+        raise next(errors)
+
+    fake_runs(monkeypatch, answer)
+    request = RunRequest.of(detector="segformer.tiny", suite="standard").to_dict()
+    how = SweepOptions(executor="submitit-local")
+    assert run_job(request, str(tmp_path / "store"), how) == {
+        "status": "failed", "error": "internal error: RuntimeError: a bug in the detector (its traceback is in the "
+        "job's log)"}
+    err = capsys.readouterr().err  # a submitit job's stderr is its log
+    assert err.startswith("Traceback") and err.rstrip().endswith("RuntimeError: a bug in the detector")
+    # a signal to the job's own process fails that job; the sweep goes on
+    assert run_job(request, str(tmp_path / "store"), how) == {
+        "status": "failed", "error": "stopped at step 3 of 10 (SIGTERM); run the same command to resume"}
+
+
 def test_a_stop_signal_during_a_job_stops_the_whole_sweep(capsys, tmp_path, monkeypatch):
     import signal
 
@@ -421,16 +449,20 @@ def test_a_slurm_sweep_run_again_does_not_submit_jobs_still_queued_and_resubmits
     assert "7001_0 submitted" in one_line(stdout) and "is still PENDING" in one_line(stdout)
 
     # without --no-wait the sweep waits for the jobs an earlier sweep queued and submits neither
-    # again; their results land while it waits (sacct's stand-in writes them after answering)
+    # again; their results land while it waits (sacct's stand-in writes them after answering): what
+    # one job returned, and the other's process ending in an error outside the job (its log says which)
     staged = []
-    for job_id in ("7001_0", "7002"):
+    for job_id, outcome in (("7001_0", ("success", {"status": "done", "records": []})),
+                            ("7002", ("error", "Traceback (most recent call last):\nKeyboardInterrupt"))):
         result = submitit.SlurmJob(folder=out / "sweep" / "logs" / "%j", job_id=job_id).paths.result_pickle
-        cloudpickle_dump(("success", []), tmp_path / f"{job_id}.pkl")
+        cloudpickle_dump(outcome, tmp_path / f"{job_id}.pkl")
         staged.append(f"mkdir -p {result.parent} && cp {tmp_path / f'{job_id}.pkl'} {result}")
     (bin_dir / "after-sacct.sh").write_text("\n".join(staged) + "\n")
     code, stdout, stderr = cli(capsys, *[a for a in args if a != "--no-wait"])
     text = one_line(stdout)
-    assert code == 0 and text.count("done: 0 record(s) (not submitted again: SLURM job ") == 2, stdout + stderr
+    assert code == 1 and text.count("done: 0 record(s) (not submitted again: SLURM job ") == 1, stdout + stderr
+    assert "job fcn8s.tiny trained on mini: FAILED: its process ended without an outcome (state PENDING); its log " \
+           f"says why (log {out / 'sweep' / 'logs' / '7002'}) (not submitted again: SLURM job 7002" in text
     assert "submitted or queued" not in stdout and (bin_dir / "count").read_text().strip() == "7002"
 
     # submitit's own log lines (here: no sacct to ask) are the CLI's, said once, never on stdout; in a
