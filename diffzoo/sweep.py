@@ -135,7 +135,8 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
                           "(and leave it out of --config)")
     names = _patterns(detectors)
     if not names:
-        raise ConfigError("a sweep needs detectors: --detectors NAME_OR_PATTERN[,...] (diffzoo list detectors)")
+        raise ConfigError("a sweep needs detectors: --detectors NAME_OR_PATTERN[,...], or in --config detectors: "
+                          "[NAME_OR_PATTERN, ...] (diffzoo list detectors)")
     entries = get_registry().expand("detector", ",".join(names))
     wanted = _items(weights, "--weights", f"{TRAINED},{RELEASED}")
     for w in wanted:

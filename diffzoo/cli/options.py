@@ -103,11 +103,13 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
                           f"without -- (e.g. batch_size for --batch-size)")
     params = {p.name: p for p in ctx.command.params}
     # `key: null` (or `key:` alone) is no value: where the option has one by default, neither the default
-    # nor "off" can be told from it
-    if nulls := sorted(k for k, v in from_file.items() if v is None and values.get(k) is not None and k not in given):
-        defaults = ", ".join(f"{k}: {json.dumps(values[k], default=str)}" for k in nulls)
-        raise ConfigError(f"--config {config}: {', '.join(nulls)} given no value (null); give one, or leave the key "
+    # nor "off" can be told from it; where its default is none (None, an empty list), null is the key left out
+    nulls = sorted(k for k, v in from_file.items() if v is None and k in values and k not in given)
+    if unsure := [k for k in nulls if values[k] not in (None, [], (), {})]:
+        defaults = ", ".join(f"{k}: {json.dumps(values[k], default=str)}" for k in unsure)
+        raise ConfigError(f"--config {config}: {', '.join(unsure)} given no value (null); give one, or leave the key "
                           f"out for the default ({defaults})")
+    from_file = {k: v for k, v in from_file.items() if k not in nulls}
     for name, value in from_file.items():  # as on the command line: "" is no path (pathlib reads it as ".")
         path_valued = name in params and takes_path(params[name].type_descriptor.annotation)
         if path_valued and (value == "" or (isinstance(value, list) and "" in value)):

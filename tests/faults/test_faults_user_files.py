@@ -94,6 +94,8 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", "out: null", ["run.yaml: out given no value (null)", 'leave the key out for the default (out: "diffzoo-out")']),
     ("run", "references:\nseed: null", ["references, seed given no value", "(references: true, seed: 0)"]),
     ("sweep", "out: null", ["run.yaml: out given no value (null)"]),
+    # null is an empty default: what to write is said, never "leave the key out", which is as empty
+    ("sweep", "detectors: null", ["a sweep needs detectors", "or in --config detectors: [NAME_OR_PATTERN, ...]"]),
 ])
 def test_a_config_value_of_the_wrong_kind_is_one_line_naming_its_option(capsys, tmp_path, command, body, needles):
     """A --config file can give any YAML value (a list, a mapping, a number for text): one the
@@ -107,6 +109,17 @@ def test_a_config_value_of_the_wrong_kind_is_one_line_naming_its_option(capsys, 
     args += [] if body.startswith("out:") else ["--out", tmp_path / "out"]
     one_line_exit_2(*cli(capsys, *args), *needles)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_config_key_given_null_where_the_default_is_none_is_that_default(capsys, tmp_path):
+    """``eval_dataset:`` (or any option whose default is an empty list) is no dataset, as leaving it out is."""
+    from helpers.cli import cli
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("detectors: segformer.tiny\neval_dataset:\nslurm_option: null\n")
+    code, stdout, stderr = cli(capsys, "sweep", "--config", path, "--plan", "--out", tmp_path / "out")
+    assert code == 0 and stdout.splitlines()[-1] == f"1 job(s); suites standard; store {tmp_path / 'out'}", \
+        stdout + stderr
 
 
 def test_a_config_value_the_command_line_spells_as_text_may_be_a_list_or_a_number(capsys, tmp_path):
