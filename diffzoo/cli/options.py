@@ -134,9 +134,10 @@ def _cast(ctx: typer.Context, name: str, value: Any, config: Path | None) -> Any
     where the option takes comma-separated text is that text; a ConfigError for a value click
     would not take."""
     param = next(p for p in ctx.command.params if p.name == name)
-    if isinstance(value, dict):  # click would take its keys for a list
-        raise ConfigError(f"--config {config}: {name} takes {'a list' if param.multiple else 'one value'}, got "
-                          f"{value!r}")
+    nested = param.multiple and isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value)
+    if isinstance(value, dict) or nested:  # click takes a mapping's keys, an inner list's text
+        kind = "a list of plain values" if nested else "a list" if param.multiple else "one value"
+        raise ConfigError(f"--config {config}: {name} takes {kind}, got {value!r}")
     if param.multiple and isinstance(value, (str, Path)):
         value = [value]
     elif param.type_descriptor.annotation is str and (text := as_text(value)) is not None:

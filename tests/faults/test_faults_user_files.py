@@ -84,6 +84,7 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", "out: [a]", ["--config", "'--out'", "got ['a']"]),
     ("run", "plan: 5", ["--config", "'--plan'", "got 5"]),
     ("sweep", "dataset: {a: 1}", ["--config", "dataset takes a list, got {'a': 1}"]),
+    ("sweep", "dataset: [mini, [x]]", ["--config", "dataset takes a list of plain values, got ['mini', ['x']]"]),
     ("train", "out: 5", ["--config", "'--out'", "got 5"]),
     ("run", "detector: segformer.tiny\ndetector: fcn8s.tiny", ["run.yaml gives 'detector' twice (lines 1 and 2)"]),
     ("sweep", "wait: true\nwait: false", ["run.yaml gives 'wait' twice (lines 2 and 3)"]),
