@@ -234,7 +234,9 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
     case it compares with) into the store at ``out``; returns the run and its record of the same
     row (None: the run made none).  ``device``: run there instead of on the record's device (a
     row made with ``--device cuda``, run again on a machine without one); ``force``: an ``out``
-    that is not empty and not diffzoo's is used, as :func:`evaluate`'s ``force``."""
+    that is not empty and not diffzoo's is used, as :func:`evaluate`'s ``force``.  A row ``out``
+    already holds with other numbers (the record's own store) is kept there, and the run's own
+    compared (``result.conflicts``)."""
     body = record.body
     if body.request is None:
         raise ConfigError(f"record {record.id} stores no request (it was written before records stored their "
@@ -245,8 +247,14 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
                           f"in, and {'it is' if len(lost) == 1 else 'they are'} not found from {Path.cwd()}: "
                           "run diffzoo reproduce from that folder (or pass it as --from-folder DIR)")
     only = {(body.suite.name, name) for name in (body.case_name, body.case.get("compare_to")) if name}
-    result = evaluate(request=request, out=out, references=False, force=force, progress=progress, on_plan=on_plan,
-                      only=only)
+    ran: list[Evaluation] = []
+    try:
+        result = evaluate(request=request, out=out, references=False, force=force, progress=progress,
+                          on_plan=on_plan, on_result=ran.append, only=only)
+    except ConfigError:
+        if not (ran and ran[0].conflicts):  # raised after on_result for conflicts alone: what moved is compared
+            raise
+        result = ran[0]
     row = (body.suite.name, body.case, body.dataset.fingerprint)
     same = [r for r in result.records if r.id == record.id] or \
         [r for r in result.records if (r.body.suite.name, r.body.case, r.body.dataset.fingerprint) == row]

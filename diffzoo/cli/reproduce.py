@@ -55,8 +55,11 @@ def reproduce_cmd(
     with rank_output(console), tempfile.TemporaryDirectory(prefix="diffzoo-reproduce-") as tmp:
         target = (out if out is not None else Path(tmp) / "out").absolute()  # named from here, not from-folder
         with contextlib.chdir(from_folder or Path.cwd()):  # the request's relative paths, as its run read them
-            _, again = reproduce(record, target, RichProgress(console), on_plan=print_plan, device=device,
-                                 force=force)
+            result, again = reproduce(record, target, RichProgress(console), on_plan=print_plan, device=device,
+                                      force=force)
+    if result.conflicts:
+        console.print(f"[yellow]not stored:[/] {term(target)} already holds {len(result.conflicts)} of this run's "
+                      f"rows with other numbers (first: record {term(result.conflicts[0].record_id)}); they were kept")
     body = record.body
     row = f"{body.row_name} / {body.suite.name} / {body.case_name} on {body.dataset.name}"
     if again is None:

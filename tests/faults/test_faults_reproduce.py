@@ -26,6 +26,25 @@ def test_a_row_whose_numbers_moved_is_named_metric_by_metric(capsys, diffseg_fol
     assert code == 0 and "every metric within 1" in " ".join(stdout.split())
 
 
+def test_a_row_whose_numbers_moved_run_again_into_its_own_store_is_compared_and_the_store_kept(
+        capsys, diffseg_folder, tmp_path, faulty):
+    """``--out`` the record's own store: the stored row is kept and the comparison still shown (it ended in
+    the run's "Re-run with --rerun", an option reproduce does not take, and no comparison)."""
+    out = tmp_path / "out"
+    code, _, stderr = cli(capsys, "run", "--detector", "faulty.x", "--suite", "standard", "--dataset", diffseg_folder,
+                          "--out", out, "--bootstrap", "0", "--device", "cpu")
+    assert code == 0, stderr
+    before = {p.name: p.read_text() for p in (out / "records").glob("*.json")}
+    binary = next(json.loads(text) for text in before.values() if json.loads(text)["case"]["name"] == "binary")
+    faulty(bias=1.5)
+    code, stdout, stderr = cli(capsys, "reproduce", binary["record_id"], "--store", out, "--out", out)
+    text = " ".join(stdout.split())
+    assert code == 1 and "not identical:" in text and "--rerun" not in stdout + stderr, stdout + stderr
+    assert f"not stored: {out} already holds 1 of this run's rows with other numbers (first: record " \
+           f"{binary['record_id']}); they were kept" in text
+    assert {p.name: p.read_text() for p in (out / "records").glob("*.json")} == before
+
+
 def test_a_sweep_job_whose_numbers_moved_is_replaced_with_rerun_as_its_error_says(capsys, diffseg_folder, tmp_path,
                                                                                   faulty):
     """The job's error says to re-run with --rerun, which a sweep takes as run does (it had no --rerun: the
