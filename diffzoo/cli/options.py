@@ -21,7 +21,7 @@ import typer
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.types import check_seed
-from diffzoo.harness.run.request import RunRequest, as_text, flags_of, parse_options
+from diffzoo.harness.run.request import RunRequest, flags_of, parse_options, typed_value
 
 __all__ = ["CONFIG", "DATASET_OPTION", "FORCE", "LABELS", "SEED", "WORKERS", "parse_options", "request_command",
            "request_option", "request_values"]
@@ -129,21 +129,17 @@ def _home(value: Any) -> Any:
 
 
 def _cast(ctx: typer.Context, name: str, value: Any, config: Path | None) -> Any:
-    """A ``--config`` file's value of the command's own option ``name`` as click reads the
-    command line's: one text where a repeatable option takes a list is a list of it, and a list
-    where the option takes comma-separated text is that text; a ConfigError for a value click
-    would not take."""
+    """A ``--config`` file's value of the command's own option ``name`` as the command line's:
+    of the option's kind as a request field's value is (:func:`typed_value`: one text where a
+    repeatable option takes a list is a list of it, a list where it takes text is that text, never
+    true or false for a number), then checked as click checks the command line's (a range); a
+    ConfigError for a value of another kind or one click would not take."""
     param = next(p for p in ctx.command.params if p.name == name)
-    nested = param.multiple and isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value)
-    if isinstance(value, dict) or nested:  # click takes a mapping's keys, an inner list's text
-        kind = "a list of plain values" if nested else "a list" if param.multiple else "one value"
-        raise ConfigError(f"--config {config}: {name} takes {kind}, got {value!r}")
-    if param.multiple and isinstance(value, (str, Path)):
-        value = [value]
-    elif param.type_descriptor.annotation is str and (text := as_text(value)) is not None:
-        value = text
     try:
+        value = typed_value(param.opts[0], value, param.type_descriptor.annotation)
         return param.process_value(ctx, value)
+    except ConfigError as exc:
+        raise ConfigError(f"--config {config}: {exc}") from None
     except (typer.TyperException, TypeError, ValueError) as exc:
         why = exc.format_message() if isinstance(exc, typer.BadParameter) else str(exc)
         raise ConfigError(f"--config {config}: {why} (got {value!r})") from None
