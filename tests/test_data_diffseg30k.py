@@ -321,7 +321,7 @@ def test_extra_authentic_goes_to_train_only(tmp_path, pairs):
     assert s.meta.base == "real" and s.meta.turns == () and not s.is_edited
     assert ds.describe()["extra_authentic"] == 3
     assert ds.fingerprint() != plain.fingerprint()
-    with pytest.raises(DataError, match="extra authentic folder .* does not exist"):
+    with pytest.raises(DataError, match="extra_authentic=.*missing does not exist"):
         DiffSeg30kDataset(z, extra_authentic=tmp_path / "missing")
     with pytest.raises(DataError, match="extra authentic folder .*000001.jpg is a file, not a folder"):
         DiffSeg30kDataset(z, extra_authentic=next(auth.glob("*.jpg")))

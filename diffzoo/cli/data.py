@@ -17,6 +17,7 @@ from diffzoo.cli.progress import RichProgress
 from diffzoo.harness.core.errors import ConfigError, did_you_mean
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.harness.core.registry import resolve_target
+from diffzoo.harness.run.request import with_own_flags
 from diffzoo.leaderboard.render.escape import term, term_text
 
 data_app = typer.Typer(help="Build and inspect datasets.", no_args_is_help=True)
@@ -160,10 +161,7 @@ def stats_cmd(
 def _open_options(dataset_option: list[str], labels: str | None) -> dict[str, Any]:
     """The adapter's keyword options of ``--dataset-option KEY=VALUE`` and ``--labels``: every
     ``data`` command that opens a dataset opens it as ``run --dataset`` does."""
-    options = parse_options(dataset_option, "--dataset-option")
-    if labels is not None:  # --labels "" (an unset variable) is refused where the adapter is called, not dropped
-        options["label_space"] = labels
-    return options
+    return with_own_flags(parse_options(dataset_option, "--dataset-option"), label_space=labels)
 
 
 def _stats_folder(out: Path | None, name: str) -> tuple[Path, PurePosixPath]:

@@ -54,6 +54,34 @@ def test_labels_or_extra_authentic_an_adapter_does_not_take_are_named_as_typed(c
                     "skip_unpaired, split, split_seed, val_fraction")
 
 
+def test_extra_authentic_is_read_by_the_rule_of_every_path_option_and_given_once(capsys, tmp_path, monkeypatch):
+    """--dataset-option extra_authentic=coco5k was read from the current folder only; --extra-authentic given beside
+    it silently won, and --labels beside label_space= too."""
+    from diffzoo.harness.run.request import RunRequest
+
+    data = make_diffseg_folder(tmp_path / "ds")
+    (data / "coco5k").mkdir()
+    Image.new("RGB", (8, 8)).save(data / "coco5k" / "a.png")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "data", "info", data, "--dataset-option", "extra_authentic=coco5k")
+    assert code == 0, err
+    assert "\nextra_authentic: 1\n" in out
+    result = cli(capsys, "data", "info", data, "--dataset-option", "extra_authentic=nope")
+    assert one_line_exit_2(*result) == (f"error: extra_authentic=nope does not exist (looked for {tmp_path / 'nope'} "
+                                        f"or {data / 'nope'})")
+    request = RunRequest.of(detector="segformer.tiny", dataset=str(data), extra_authentic="coco5k")
+    assert request.paths_not_found() == []  # reproduce and sweep look where the adapter reads it
+    assert request.paths_not_found(relative_only=False) == []
+    assert RunRequest.of(detector="segformer.tiny", dataset=str(data), extra_authentic="nope").paths_not_found() == [
+        "--extra-authentic nope"]
+    result = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", data, "--plan",
+                 "--extra-authentic", "coco5k", "--dataset-option", "extra_authentic=other")
+    assert one_line_exit_2(*result) == ("error: --extra-authentic and --dataset-option extra_authentic= name one "
+                                        "option; give it once")
+    result = cli(capsys, "data", "info", data, "--labels", "a,b", "--dataset-option", "label_space=c,d")
+    assert one_line_exit_2(*result) == "error: --labels and --dataset-option label_space= name one option; give it once"
+
+
 @pytest.mark.parametrize("option", ["split", "split_seed", "name"])
 def test_an_empty_dataset_option_is_refused_not_read_as_a_value(capsys, tmp_path, option):
     """`--dataset-option split=$SPLIT` with SPLIT unset put every sample in a split named ''; an empty

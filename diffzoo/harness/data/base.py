@@ -53,10 +53,12 @@ def option_path(value: str | os.PathLike, home: Path | None, option: str) -> Pat
     """The file or folder a path-valued dataset option names (``split_file=``, ``gt_dir=``, ...;
     docs/datasets.md, "Paths in dataset options"): an absolute path (or ``~/...``) as given; a
     relative one from the current folder or from the dataset's folder ``home``, whichever holds
-    it, so the same option names the same file from any folder the run is started in.  Held by
-    both as different things, or by neither: a DataError naming both places."""
+    it, so the same option names the same file from any folder the run is started in (``.``: the
+    current folder).  Held by both as different things, or by neither: a DataError naming both
+    places."""
     path = Path(os.fspath(value)).expanduser()
-    places = [path] if path.is_absolute() or home is None else [path, home / path]
+    # "." from the dataset folder is the dataset itself, never what an option names: the current folder
+    places = [path] if path.is_absolute() or home is None or path == Path() else [path, home / path]
     there = [p for p in places if os.path.lexists(p)]
     if len(there) == 2 and os.path.realpath(there[0]) != os.path.realpath(there[1]):
         raise DataError(f"{option}={value} names both {there[0].absolute()} (from the current folder) and "

@@ -37,7 +37,7 @@ from diffzoo.harness.core.protocols import (
 from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY, LabelSpace
 from diffzoo.harness.data.hfsource import is_hub_id
-from diffzoo.harness.run.request import typed_value
+from diffzoo.harness.run.request import OWN_FLAGS, typed_value
 
 log = logging.getLogger(__name__)
 
@@ -141,10 +141,6 @@ def open_recognised(found: tuple[Entry, Any], target: Path | str, options: dict[
     return _call_adapter(adapter, f"dataset adapter {entry.name!r} (for {target})", options, flag, path=target)
 
 
-_OWN_FLAGS = {"label_space": "--labels", "extra_authentic": "--extra-authentic"}
-"""Adapter options that have a command-line option of their own (RunRequest.dataset_options)."""
-
-
 def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, **fixed: Any) -> Dataset:
     """Call a dataset factory; an option it does not take is a ConfigError
     that names the closest valid option and lists them all (``flag``: the
@@ -156,13 +152,13 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
     if unknown:
         hint = did_you_mean(unknown[0], valid)
         # --labels and --extra-authentic reach the adapter as these keys: the error names what the user typed
-        named = [_OWN_FLAGS[k] if flag == "--dataset-option" and k in _OWN_FLAGS else f"{flag} {k}" for k in unknown]
+        named = [OWN_FLAGS[k] if flag == "--dataset-option" and k in OWN_FLAGS else f"{flag} {k}" for k in unknown]
         raise ConfigError(f"{what} does not take {', '.join(named)}.{hint} "
                           f"Valid options: {', '.join(valid) or '(none)'}")
     empty = sorted(k for k, v in options.items() if isinstance(v, str) and not v.strip())
     if empty:  # KEY=$VAR with VAR unset: pathlib reads "" as the current folder, a split "" holds everything
-        own = flag == "--dataset-option" and empty[0] in _OWN_FLAGS
-        shown = f"{_OWN_FLAGS[empty[0]]} ''" if own else f"{flag} {empty[0]}="
+        own = flag == "--dataset-option" and empty[0] in OWN_FLAGS
+        shown = f"{OWN_FLAGS[empty[0]]} ''" if own else f"{flag} {empty[0]}="
         raise ConfigError(f"{shown} gives no value (an unset shell variable?); give one or leave the option out")
     return factory(**fixed, **typed_options(factory, options, flag))
 

@@ -52,6 +52,21 @@ def parse_options(items: list[str] | Mapping[str, Any], what: str) -> dict[str, 
     return out
 
 
+OWN_FLAGS = {"label_space": "--labels", "extra_authentic": "--extra-authentic"}
+"""Adapter options that have a command-line option of their own (:func:`with_own_flags`)."""
+
+
+def with_own_flags(options: Mapping[str, Any], **given: Any) -> dict[str, Any]:
+    """``options`` (``--dataset-option``) with the adapter options given by a flag of their own
+    (:data:`OWN_FLAGS`; None: not given).  One given both ways is a ConfigError, as a key given
+    twice is: which value was meant cannot be told."""
+    # None: not given; "" (an unset variable) is refused with the other empty options, never dropped
+    given = {k: v for k, v in given.items() if v is not None}
+    if both := sorted(set(options) & set(given)):
+        raise ConfigError(f"{OWN_FLAGS[both[0]]} and --dataset-option {both[0]}= name one option; give it once")
+    return {**options, **given}
+
+
 def parse_pairs(items: list[Any]) -> list[tuple[str, str]]:
     """``--holdout`` values (``sd2,glide``, ``sd2+glide`` or a pair) as editor pairs."""
     pairs = []
@@ -169,6 +184,7 @@ class RunRequest:
 
         release_name(self.weights)  # released:NAME, or nothing
         check_threshold_policy(self.thresholds)
+        self.dataset_options()  # an adapter option given both as its own flag and as --dataset-option
         if self.eval_dataset_option and not self.eval_dataset:
             raise ConfigError("--eval-dataset-option was given, but no --eval-dataset to pass it to")
         if self.thresholds != "calibrated" and self.calibration_split != DEFAULT_CALIBRATION_SPLIT:
@@ -196,29 +212,31 @@ class RunRequest:
     def dataset_options(self) -> dict[str, Any]:
         """The dataset adapter's options: ``--dataset-option`` with ``--labels`` (``label_space``)
         and ``--extra-authentic``."""
-        given = {"label_space": self.labels, "extra_authentic": self.extra_authentic}
-        # None: not given; "" (an unset variable) is refused with the other empty options, never dropped
-        return {**self.dataset_option, **{k: v for k, v in given.items() if v is not None}}
+        return with_own_flags(self.dataset_option, label_space=self.labels, extra_authentic=self.extra_authentic)
 
     def paths_not_found(self, relative_only: bool = True) -> list[str]:
         """The paths the request names (``relative_only``: the relative ones) that do not resolve
         from the current folder, as ``--flag VALUE`` (a registered dataset name and a hub id are
-        not paths)."""
+        not paths); ``--extra-authentic`` from the dataset's folder too, as the adapter reads it
+        (:func:`~diffzoo.harness.data.base.option_path`)."""
         from diffzoo.harness.core.plugins import get_registry
         from diffzoo.harness.data.hfsource import is_hub_id
 
-        def missing(value: str | Path | None) -> bool:
+        def missing(value: str | Path | None, home: Path | None) -> bool:
             path = Path(value).expanduser() if value else None
-            return path is not None and not (relative_only and path.is_absolute()) and not os.path.lexists(path)
+            return path is not None and not (relative_only and path.is_absolute()) and \
+                not any(os.path.lexists(p) for p in {path, (home or Path()) / path})
 
         datasets = [("--dataset", self.dataset)] + [
             ("--eval-dataset", catalog_root(spec) or eval_dataset_spec(spec)[0]) for spec in self.eval_dataset]
         named = [(flag, spec) for flag, spec in datasets
                  if not get_registry().has("dataset", spec) and not is_hub_id(spec)]
         labels = [("--labels", self.labels)] if self.labels and self.labels.endswith(".json") else []
-        paths = [*named, *labels, ("--extra-authentic", self.extra_authentic),
-                 *(("--checkpoint", c) for c in self.checkpoint)]
-        return [f"{flag} {value}" for flag, value in paths if missing(value)]
+        data = Path(self.dataset).expanduser() if named and named[0][0] == "--dataset" else None
+        home = None if data is None else data if data.is_dir() else data.parent  # the folder, or the zip's
+        paths = [*((flag, spec, None) for flag, spec in [*named, *labels]), ("--extra-authentic", self.extra_authentic,
+                 home), *(("--checkpoint", c, None) for c in self.checkpoint)]
+        return [f"{flag} {value}" for flag, value, at in paths if missing(value, at)]
 
     # -- as data ---------------------------------------------------------------------------
     @classmethod

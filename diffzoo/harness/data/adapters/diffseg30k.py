@@ -118,7 +118,7 @@ class DiffSeg30kDataset(SplitDataset):
             option_path(split_file, sidecars, "split_file") if split_file is not None else None,
         )
         if extra_authentic is not None:
-            self.add_authentic(AuthenticFolder(extra_authentic))
+            self.add_authentic(AuthenticFolder(option_path(extra_authentic, sidecars, "extra_authentic")))
 
     def _label_map(self, spec: Any, sidecars: Path | None) -> tuple[LabelMap, MaskEncoding]:
         """The label map and how the masks encode it (data/mask_encoding.py): masks holding only
