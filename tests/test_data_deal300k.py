@@ -202,5 +202,6 @@ def test_zips_with_windows_separators_give_the_same_ids_and_fingerprint(deal, tm
         zf.writestr("val/000000436603.jpg", b"another")
     with pytest.raises(DataError) as err:
         Deal300kDataset(windows)
-    assert str(err.value) == (f"{windows / 'val.zip'}: the archive holds val/000000436603.jpg twice "
-                              "('val\\\\000000436603.jpg' and 'val/000000436603.jpg'); re-create it with one of them")
+    assert str(err.value) == (f"{windows / 'val.zip'}: val/000000436603.jpg is stored twice, as "
+                              "'val/000000436603.jpg' and 'val\\\\000000436603.jpg' (another folder separator or "
+                              "Unicode form); keep one of them")

@@ -7,6 +7,7 @@ import json
 import logging
 import pickle
 import shutil
+import unicodedata
 import zipfile
 
 import numpy as np
@@ -334,6 +335,26 @@ def test_open_dataset_path_finds_diffseg30k(tmp_path, pairs):
     z = write_zip(tmp_path / "train.zip", pairs)
     ds = open_dataset(str(z), val_fraction=0.5)
     assert isinstance(ds, DiffSeg30kDataset)
+
+
+def test_accented_names_zipped_on_macos_give_the_ids_and_fingerprint_of_the_extracted_folder(tmp_path):
+    """macOS stores `café` decomposed (NFD), an extraction elsewhere composed (NFC): the ids and the
+    fingerprint were another's; two names reading as one are refused."""
+    pairs = {unicodedata.normalize("NFD", f"café{i}"): p for i, p in enumerate(make_pairs(4).values())}
+    zipped = DiffSeg30kDataset(write_zip(tmp_path / "mac" / "train.zip", pairs))
+    folder = DiffSeg30kDataset(write_folder(tmp_path / "x" / "ds", {unicodedata.normalize("NFC", k): v
+                                                                     for k, v in pairs.items()}))
+    nfd_folder = DiffSeg30kDataset(write_folder(tmp_path / "nfd" / "ds", pairs))
+    assert zipped.ids("train") == folder.ids("train") == nfd_folder.ids("train")
+    assert unicodedata.normalize("NFC", "café0") in zipped.ids("train") + zipped.ids("val")
+    assert zipped.fingerprint() == folder.fingerprint() == nfd_folder.fingerprint()
+    assert np.array_equal(nfd_folder.load("café1").label, folder.load("café1").label)
+    write_folder(tmp_path / "x" / "ds", {unicodedata.normalize("NFD", "café0"): pairs[next(iter(pairs))]})
+    with pytest.raises(DataError) as err:
+        DiffSeg30kDataset(tmp_path / "x" / "ds")
+    nfc, nfd = (unicodedata.normalize(form, "train_copy/café0.image.png") for form in ("NFC", "NFD"))
+    assert str(err.value) == (f"{tmp_path / 'x' / 'ds'}: {nfc} is stored twice, as {nfd!r} and {nfc!r} (another "
+                              "folder separator or Unicode form); keep one of them")
 
 
 def test_a_zip_with_windows_separators_gives_the_same_ids_and_fingerprint(tmp_path):

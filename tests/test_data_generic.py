@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import unicodedata
 
 import numpy as np
@@ -81,6 +82,26 @@ def test_tpgt_pairs_an_accented_name_stored_composed_with_its_mask_stored_decomp
     ds = TpGtDataset(root, split="test")
     sid = "Tp/" + unicodedata.normalize("NFC", "café.png")
     assert sid in ds.ids("test") and ds.load(sid).label.sum() == 16
+
+
+def test_tpgt_and_authentic_ids_read_accented_names_in_one_unicode_form(tmp_path):
+    """Ids kept names as stored: the same Tp/Gt folder copied from macOS (NFD) gave other ids and another
+    fingerprint than one extracted elsewhere (NFC); so did an extra authentic folder."""
+    root = make_tpgt(tmp_path / "NFC")
+    names = [unicodedata.normalize("NFC", n) for n in ("Tp/café.png", "Gt/café_gt.png", "Au/été.png")]
+    for name, pixels in zip(names, (image(), gt(), image())):
+        save(root / name, pixels)
+    shutil.copytree(root, tmp_path / "NFD")
+    for name in names:  # the same files, their names decomposed as macOS stores them
+        (tmp_path / "NFD" / name).rename(tmp_path / "NFD" / unicodedata.normalize("NFD", name))
+    (nfc, nfc_au), (nfd, nfd_au) = ((TpGtDataset(tmp_path / form, split="test"), AuthenticFolder(tmp_path / form / "Au"))
+                                    for form in ("NFC", "NFD"))
+    assert nfd.ids("test") == nfc.ids("test") and "Tp/" + unicodedata.normalize("NFC", "café.png") in nfd.ids("test")
+    assert nfd.fingerprint() == nfc.fingerprint()
+    assert nfd_au.ids() == nfc_au.ids() and nfd_au.fingerprint() == nfc_au.fingerprint()
+    save(tmp_path / "NFD" / "Tp" / unicodedata.normalize("NFC", "café.png"), image())
+    with pytest.raises(DataError, match=r"Tp: Tp/café.png is stored twice, as 'Tp/cafe\u0301.png' and 'Tp/café.png'"):
+        TpGtDataset(tmp_path / "NFD", split="test")
 
 
 def test_json_list(tmp_path):

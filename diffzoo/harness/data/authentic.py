@@ -3,8 +3,9 @@
 The DiffSeg30k paper added 5k authentic COCO images to training so that a
 detector also sees images with nothing edited.  An :class:`AuthenticFolder`
 is such a folder: every image gets an all-zero mask, ``base="real"``, no
-turns, and an id ``authentic/<relative path>``.  The in-tree adapters take it
-as ``extra_authentic=``; :class:`WithAuthentic` adds it to any other dataset.
+turns, and an id ``authentic/<relative path>`` (:func:`.walk.canonical_name`).
+The in-tree adapters take it as ``extra_authentic=``; :class:`WithAuthentic`
+adds it to any other dataset.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from diffzoo.harness.core.types import Sample, SampleMeta
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_labelled
 from diffzoo.harness.data.splits import canonical_split
-from diffzoo.harness.data.walk import is_folder, walk_files
+from diffzoo.harness.data.walk import by_canonical_name, is_folder, walk_files
 
 AUTHENTIC_PREFIX = "authentic/"
 
@@ -52,10 +53,8 @@ class AuthenticFolder:
             error = DataError(f"extra authentic folder {self.root} " + (
                 "does not exist" if kind == MISSING[0] else f"is {kind or 'a file'}, not a folder"))
             raise not_found(error) if kind == MISSING[0] else error
-        self._files = {
-            AUTHENTIC_PREFIX + p.relative_to(self.root).as_posix(): p
-            for p in list_image_files(self.root)
-        }
+        self._files = by_canonical_name(self.root, ((AUTHENTIC_PREFIX + p.relative_to(self.root).as_posix(), p)
+                                                    for p in list_image_files(self.root)))
         if not self._files:
             raise DataError(
                 f"extra authentic folder {self.root} holds no images "

@@ -40,6 +40,7 @@ from typing import Any
 from diffzoo.harness.core.errors import DataError, StorageError
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, file_kind, sha256_file
 from diffzoo.harness.core.progress import NullProgress, current_progress
+from diffzoo.harness.data.walk import by_canonical_name
 
 log = logging.getLogger(__name__)
 
@@ -188,11 +189,11 @@ def _file_head(path: Path) -> bytes:
 
 
 def file_digests(root: Path, files: Iterable[Path]) -> dict[str, tuple[int, str]]:
-    """(size, sha256) of each of ``files``, keyed by its POSIX path relative to ``root``."""
+    """(size, sha256) of each of ``files``, keyed by its path relative to ``root`` as ids read it
+    (:func:`.walk.canonical_name`; two files under one such name are a DataError)."""
     root = Path(root)
     items, heads, out = [], [], {}
-    for f in files:
-        rel = os.path.relpath(f, root).replace(os.sep, "/")
+    for rel, f in by_canonical_name(root, ((os.path.relpath(f, root), f) for f in files)).items():
         try:
             st = os.stat(f)
         except OSError:  # a link loop, a dangling link: never followed (data/walk.py); not-a-file at load

@@ -26,7 +26,7 @@ from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.data.fingerprint import file_digests, pair_fingerprint, zip_digests
 from diffzoo.harness.data.hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
 from diffzoo.harness.data.labelmaps import LABEL_MAP_FILES
-from diffzoo.harness.data.walk import is_folder, subfolders, walk_files
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, is_folder, subfolders, walk_files
 
 PAIR_RE = re.compile(
     r"^(?P<id>[^/]+)\.(?P<kind>image|mask)\.(?:png|jpe?g|webp|tiff?|bmp)$", re.IGNORECASE
@@ -83,9 +83,8 @@ def open_zip(path: Path) -> zipfile.ZipFile:
 
 
 def posix_names(zf: zipfile.ZipFile) -> list[str]:
-    """The archive's member names with ``/`` for every separator: a zip made on Windows may store
-    ``a\\b.png`` for ``a/b.png``, and the same files must give the same ids and fingerprint."""
-    return [n.replace("\\", "/") for n in zf.namelist()]
+    """The archive's member names as ids read them (:func:`.walk.canonical_name`)."""
+    return [canonical_name(n) for n in zf.namelist()]
 
 
 def check_member_names(path: Path, names: Iterable[str]) -> None:
@@ -185,8 +184,8 @@ class ZipMembers:
 
     Opening reads the central directory once and refuses the whole archive if a
     member name would leave it (:func:`check_member_names`); ``names`` are the
-    files, without folders, ``__MACOSX/`` and ``._`` entries, ``/``-separated (:func:`posix_names`;
-    one name stored twice is refused).  The archive is
+    files, without folders, ``__MACOSX/`` and ``._`` entries, as ids read them
+    (:func:`.walk.by_canonical_name`: one name stored twice is refused).  The archive is
     reopened in each process (a ZipFile shares its file offset with forked
     children), so the object can go to loader workers.
     """
@@ -200,14 +199,8 @@ class ZipMembers:
         self._pid = -1
         stored = self.zip().namelist()
         check_member_names(path, stored)
-        self._stored: dict[str, str] = {}  # posix name -> the member's name as stored
-        for name, member in zip(posix_names(self.zip()), stored):
-            if name.endswith("/") or _is_junk(name):
-                continue
-            if name in self._stored:
-                raise DataError(f"{path}: the archive holds {name} twice ({self._stored[name]!r} and {member!r}); "
-                                "re-create it with one of them")
-            self._stored[name] = member
+        self._stored = by_canonical_name(path, ((n, n) for n in stored if not (
+            n.endswith(("/", "\\")) or _is_junk(canonical_name(n)))))  # the name read -> the member's name as stored
         self.names = list(self._stored)
 
     def zip(self) -> zipfile.ZipFile:
@@ -248,23 +241,26 @@ class ZipMembers:
 
 class FolderMembers:
     """The files under a folder (recursively, hidden entries skipped; or the ``names`` given),
-    by POSIX path relative to it; links as :mod:`.walk` says (a link loop is listed, a folder
-    link below ``root`` is not entered)."""
+    by POSIX path relative to it as ids read it (:func:`.walk.by_canonical_name`: one name stored
+    twice is refused); links as :mod:`.walk` says (a link loop is listed, a folder link below
+    ``root`` is not entered)."""
 
     kind = "folder"
 
     def __init__(self, root: Path, names: list[str] | None = None) -> None:
         self.path = root
         self.location = str(root)
-        self.names: list[str] = list(names) if names is not None else walk_files(root, skip_dirs=("__MACOSX",))
+        stored = list(names) if names is not None else walk_files(root, skip_dirs=("__MACOSX",))
+        self._stored = by_canonical_name(root, ((n, n) for n in stored))  # the name read -> the name on disk
+        self.names = list(self._stored)
 
     def read(self, name: str, sample_id: str) -> Ref:
-        path = self.path / name
+        path = self.path / self._stored[name]
         return path, str(path)
 
     def digests(self, names: Iterable[str]) -> dict[str, str]:
         """sha256 of each file (cached, see :mod:`.fingerprint`)."""
-        files = [self.path / n for n in names]
+        files = [self.path / self._stored[n] for n in names]
         return {rel: sha for rel, (_, sha) in file_digests(self.path, files).items()}
 
     def label_files(self, pairs: dict[str, tuple[str, str]]) -> list[tuple[str, bytes]]:

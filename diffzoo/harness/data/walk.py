@@ -20,12 +20,40 @@ from __future__ import annotations
 
 import logging
 import os
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypeVar
 
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.runlog import warn_once
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def canonical_name(name: str) -> str:
+    """A stored file or member name as ids, fingerprints and matching read it: ``/`` for every
+    folder separator (a zip made on Windows may store ``a\\b.png``) and Unicode NFC (macOS
+    stores an accent decomposed, most other systems composed), so the same files give the same
+    ids and fingerprint however they were stored.  ASCII names without ``\\\\`` are unchanged."""
+    return unicodedata.normalize("NFC", name.replace("\\", "/"))
+
+
+def by_canonical_name(where: object, items: Iterable[tuple[str, T]]) -> dict[str, T]:
+    """``{canonical_name(name): value}`` of the (stored name, value) ``items``; two stored names
+    that read as one (``a\\b.png`` and ``a/b.png``, ``é`` composed and decomposed) are a
+    DataError naming ``where`` and both: which one is meant cannot be told."""
+    out: dict[str, T] = {}
+    stored: dict[str, str] = {}
+    for name, value in items:
+        key = canonical_name(name)
+        if key in out:
+            first, second = sorted((stored[key], name))  # listing order is the file system's
+            raise DataError(f"{where}: {key} is stored twice, as {first!r} and {second!r} (another folder "
+                            "separator or Unicode form); keep one of them")
+        out[key], stored[key] = value, name
+    return out
 
 
 def is_folder(entry: os.DirEntry | Path) -> bool:

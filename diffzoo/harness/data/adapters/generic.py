@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, mask
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.splits import SPLITS_FILE, one_split, resolve_split_scheme
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name
 
 log = logging.getLogger(__name__)
 
@@ -150,13 +150,10 @@ class _TestSetDataset(_PairListDataset):
 
 
 def add_authentic(entries: dict[str, tuple[Path, Path | None]], au: Path) -> None:
-    """Add every image under ``au`` as authentic (no mask), with id ``<au name>/<path inside it>``."""
-    for img in list_image_files(au):
-        entries[f"{au.name}/{img.relative_to(au).as_posix()}"] = (img, None)
-
-
-def _nfc(name: str) -> str:
-    return unicodedata.normalize("NFC", name)
+    """Add every image under ``au`` as authentic (no mask), with id ``<au name>/<path inside it>``
+    (:func:`.walk.canonical_name`)."""
+    entries.update(by_canonical_name(au, ((f"{au.name}/{img.relative_to(au).as_posix()}", (img, None))
+                                          for img in list_image_files(au))))
 
 
 def pair_folders(
@@ -167,21 +164,22 @@ def pair_folders(
     The mask of ``<folder>/<stem>.<ext>`` is ``gt/<stem><s>.*`` for ``s`` in
     :data:`MASK_SUFFIXES`, ``stem`` being the path relative to the folder
     (``by_name``: the file name's stem alone, the mask anywhere under ``gt``).
-    Ids are ``<folder name>/<path inside it>``.  Stems are compared in Unicode NFC: an accent
-    stored decomposed (macOS) matches one stored composed.  Returns the pairs and the ids
+    Ids are ``<folder name>/<path inside it>``; ids and stems are read by
+    :func:`.walk.canonical_name`, so an accent stored decomposed (macOS) matches one stored
+    composed, and two images whose names read as one are refused.  Returns the pairs and the ids
     of images without a mask; masks matching no image are logged, and two
     masks for one stem, or for one image (``x`` and ``x_gt``), are a :class:`DataError`.
     """
-    masks = masks_by_stem(gt, ((_nfc(m.stem if by_name else m.relative_to(gt).with_suffix("").as_posix()), m)
-                               for m in list_image_files(gt)), lambda p: p.relative_to(gt).as_posix())
+    masks = masks_by_stem(gt, ((canonical_name(m.stem if by_name else m.relative_to(gt).with_suffix("").as_posix()),
+                                m) for m in list_image_files(gt)), lambda p: p.relative_to(gt).as_posix())
     entries: dict[str, tuple[Path, Path | None]] = {}
     no_mask: list[str] = []
     used: set[str] = set()
     for folder in folders:
-        for img in list_image_files(folder):
+        for sid, img in by_canonical_name(folder, ((f"{folder.name}/{img.relative_to(folder).as_posix()}", img)
+                                                   for img in list_image_files(folder))).items():
             rel = img.relative_to(folder)
-            sid = f"{folder.name}/{rel.as_posix()}"
-            stem = _nfc(img.stem if by_name else rel.with_suffix("").as_posix())
+            stem = canonical_name(img.stem if by_name else rel.with_suffix("").as_posix())
             keys = [stem + s for s in MASK_SUFFIXES if stem + s in masks]
             if not keys:
                 no_mask.append(sid)
