@@ -146,6 +146,17 @@ def test_corrupt_image_is_a_corrupt_sample(tmp_path):
     assert err.value.sample_id == "s1"
 
 
+@pytest.mark.parametrize("read", [read_image, read_mask])
+def test_an_empty_image_or_mask_file_is_said_to_be_empty(tmp_path, read):
+    """A 0-byte file was "corrupt or truncated image (not a recognised image format)"."""
+    (tmp_path / "empty.png").touch()
+    for src, name in ((tmp_path / "empty.png", None), (b"", "train.zip:a/empty.png")):
+        with pytest.raises(CorruptSampleError) as err:
+            read(src, "s", name=name)
+        assert err.value.kind == "corrupt"
+        assert err.value.reason == f"{name or tmp_path / 'empty.png'}: the file is empty (0 bytes), not an image"
+
+
 def test_truncated_image_is_a_corrupt_sample(tmp_path):
     data = png_bytes(RNG.integers(0, 256, (64, 64, 3), dtype=np.uint8))
     cut = tmp_path / "cut.png"

@@ -170,6 +170,8 @@ def open_image(src: ImageSource, sample_id: str, name: str | None) -> tuple[Imag
                     except OSError as exc:  # a file there that may not be read is not a corrupt one
                         raise CorruptSampleError(sample_id, f"{name}: not readable ({exc.strerror or exc})",
                                                  "unreadable") from None
+                if not data:  # Pillow's "not a recognised image format" would hide the cause
+                    raise CorruptSampleError(sample_id, f"{name}: the file is empty (0 bytes), not an image")
                 img = Image.open(io.BytesIO(data))
             _check_pixels(img, sample_id, name)
             img.load()
