@@ -140,6 +140,9 @@ def test_splits_json_and_split_file_ids(tmp_path, pairs):
     ({"train": ["00000001", "99999999"]}, "split 'train' names 1 id.* not in the data, e.g. 99999999"),
     ({"train": ["00000001"], "val": ["00000001"]}, "id 00000001 is in both 'train' and 'val'"),
     ("00000001\ttrain\n00000002\n", r"line 2: expected 'id<TAB>split'"),
+    ("# no line\n", r"is empty: give"),
+    ({}, r"is empty: give"),  # JSON that assigns no sample gave a dataset of no split
+    ({"train": [], "val": []}, r"is empty: give"),
 ])
 def test_bad_split_file_fails(tmp_path, pairs, content, match):
     root = write_folder(tmp_path / "ds", pairs)

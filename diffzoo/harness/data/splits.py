@@ -96,18 +96,19 @@ def _parse_split_text(text: str, path: Path) -> dict[str, list[str]]:
             raise DataError(f"splits file {path} is not readable JSON ({exc})") from None
         if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
             raise DataError(f'splits file {path} must be {{"train": [ids], "val": [ids]}}')
-        return {str(k): [str(i) for i in v] for k, v in data.items()}
-    out: dict[str, list[str]] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        parts = [c.strip() for c in (line.split("\t") if "\t" in line else line.split())]
-        if len(parts) != 2 or not all(parts):
-            raise DataError(
-                f"splits file {path}, line {lineno}: expected 'id<TAB>split', got {line.strip()!r}"
-            )
-        out.setdefault(parts[1], []).append(parts[0])
-    if not out:
+        out = {str(k): [str(i) for i in v] for k, v in data.items()}
+    else:
+        out = {}
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            parts = [c.strip() for c in (line.split("\t") if "\t" in line else line.split())]
+            if len(parts) != 2 or not all(parts):
+                raise DataError(
+                    f"splits file {path}, line {lineno}: expected 'id<TAB>split', got {line.strip()!r}"
+                )
+            out.setdefault(parts[1], []).append(parts[0])
+    if not any(out.values()):  # {} or {"train": []}: a dataset of no split, whichever form says it
         raise DataError(
             f'splits file {path} is empty: give {{"train": [ids], "val": [ids]}} or id<TAB>split lines'
         )
