@@ -240,6 +240,9 @@ def test_generic_tp_gt_folder(tmp_path):
     assert stats["base"] == {"real": 1, "ai": 0, "unknown": 2}
     assert stats["resolutions"]["counts"] == {"20x12": 2, "40x30": 1}
     assert any("no per-edit metadata" in note for note in stats["notes"])
+    (root / "Tp" / "a.png").write_bytes(b"")
+    notes = dataset_stats(open_dataset(str(root), split="test"))["notes"]
+    assert "1 sample(s) could not be read and were skipped" in notes  # not "1 other": no other skip was said
 
 
 def test_value_outside_the_map_from_an_unchecked_adapter_is_flagged():

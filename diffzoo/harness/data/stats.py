@@ -197,7 +197,8 @@ def stats_notes(stats: dict[str, Any]) -> list[str]:
         notes.append(f"{bad} sample(s) have mask values outside the label map and were skipped "
                      "(pass --labels FILE if the masks use another encoding)")
     if stats["skipped"]["count"] > bad:
-        notes.append(f"{stats['skipped']['count'] - bad} other sample(s) could not be read and were skipped")
+        other = "other " if bad else ""  # "other" than those outside the label map, said just above
+        notes.append(f"{stats['skipped']['count'] - bad} {other}sample(s) could not be read and were skipped")
     oriented = stats["dataset"].get("exif_orientation")
     if oriented:
         notes.append(f"{oriented} image file(s) carry an EXIF orientation tag: scored as stored, not as a viewer "
