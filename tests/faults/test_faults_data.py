@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import errno
 import io
+import logging
 import os
 import shutil
 import warnings
@@ -348,11 +349,15 @@ def test_zip_member_pointing_outside_refuses_the_archive(tmp_path, member):
     assert repr(member + ".image.png") in msg
 
 
-def test_unreadable_parquet_is_an_error_naming_the_file(tmp_path, hf_cache):
+@pytest.mark.parametrize("content", [b"PAR1 cut short", b""])
+def test_unreadable_parquet_is_an_error_naming_the_file(tmp_path, hf_cache, caplog, content):
+    """The file went to `datasets`, which logged its own ERROR lines (twice for an empty one) before diffzoo's."""
     bad = tmp_path / "data.parquet"
-    bad.write_bytes(b"PAR1 cut short")
-    with pytest.raises(DataError, match=rf"{bad}: cannot be read by `datasets`"):
+    bad.write_bytes(content)
+    with pytest.raises(DataError) as err:
         open_dataset(str(bad))
+    assert str(err.value) == f"{bad}: not a readable .parquet file (empty, truncated or of another format)"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_broken_json_list_is_an_error_naming_the_file(tmp_path):

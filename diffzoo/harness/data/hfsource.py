@@ -120,11 +120,18 @@ def file_split(path: Path) -> str:
     return path.parent.name if path.stem.isdigit() else path.stem
 
 
+def not_readable(path: Path) -> str:
+    """What is said of a data file :func:`hf_columns` cannot read."""
+    return f"{path}: not a readable {path.suffix} file (empty, truncated or of another format)"
+
+
 def read_data_files(files: Sequence[Path]) -> Any:
     """One ``datasets.Dataset`` of parquet files, or of arrow files (concatenated); a file
     that cannot be read is a DataError naming it."""
     import datasets
 
+    if unreadable := [f for f in files if hf_columns(f) is None]:  # never handed to `datasets`, which logs errors
+        raise DataError(not_readable(unreadable[0]))
     try:
         if all(f.suffix.lower() == ".parquet" for f in files):
             return datasets.Dataset.from_parquet([str(f) for f in files])
@@ -262,8 +269,7 @@ def _load(path: Path | None, hub: str | None) -> dict[str, Any]:
             obj = datasets.load_from_disk(str(path))
         else:  # a data file datasets cannot read would be passed over, and the folder read as another kind
             if unreadable := [f for f in data_files(path) if hf_columns(f) is None]:
-                raise DataError(f"{unreadable[0]}: not a readable {unreadable[0].suffix} file (empty, truncated or "
-                                f"of another format); move it out of {path} or replace it")
+                raise DataError(f"{not_readable(unreadable[0])}; move it out of {path} or replace it")
             obj = datasets.load_dataset(str(path))
     except DiffzooError:
         raise
