@@ -139,6 +139,8 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
         if references:
             for ref in reference_requests(request, main.suites, main.dataset.reference_substitutes):
                 runners.append(Runner(ref, main.progress, write))
+        if main.release is not None and len(runners) == 1:  # references train with the run's training options
+            request.check_trains_nothing(main.release.name)
         result = Evaluation(request, main.dataset, [r.plan for r in runners])
         if on_plan is not None:
             on_plan(result)

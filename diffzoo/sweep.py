@@ -49,7 +49,7 @@ from diffzoo.harness.core.fsutil import FileRefused, atomic_write_text, read_jso
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
 from diffzoo.harness.models.releases import find_files, release_dir, release_name
-from diffzoo.harness.run.request import RunRequest, catalog_root, check_suite_given
+from diffzoo.harness.run.request import TRAINING_ONLY, RunRequest, catalog_root, check_suite_given
 from diffzoo.harness.suites.cross import is_cross
 from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir, output_log
 
@@ -152,6 +152,8 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
                           "--eval-dataset is given: give one (PATH[:SPLIT] or catalog:ROOT, repeatable), or add a "
                           "suite such as standard")  # every job would stop on it
     plan = SweepPlan()
+    # the training options are the trained jobs' (released jobs alone refuse them)
+    released_options = {k: v for k, v in options.items() if k not in TRAINING_ONLY or TRAINED not in wanted}
     for entry in entries:
         releases = [r.name for r in entry.card.releases]
         for w in dict.fromkeys(wanted):
@@ -162,7 +164,7 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
             if not chosen:
                 have = f"its releases: {', '.join(releases)}" if releases else "it lists no released weights"
                 plan.skipped.append(f"{entry.name} --weights {w}: no such release ({have})")
-            plan.jobs += [_job(entry.name, f"{RELEASED_PREFIX}{n}", data[0], options) for n in chosen]
+            plan.jobs += [_job(entry.name, f"{RELEASED_PREFIX}{n}", data[0], released_options) for n in chosen]
     if not plan.jobs:
         raise ConfigError("the sweep has no job: " + "; ".join(plan.skipped))
     seen: dict[str, SweepJob] = {}
@@ -184,8 +186,10 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
 
 def _job(detector: str, weights: str, dataset: str, options: Mapping[str, Any]) -> SweepJob:
     released = {} if weights == TRAINED else {"weights": weights}
-    return SweepJob(detector, weights, dataset, RunRequest.of(detector=detector, dataset=dataset, **released,
-                                                              **options))
+    request = RunRequest.of(detector=detector, dataset=dataset, **released, **options)
+    if released:  # a job runs no reference detector: its released weights are all it scores
+        request.check_trains_nothing(weights.removeprefix(RELEASED_PREFIX))
+    return SweepJob(detector, weights, dataset, request)
 
 
 def check_executor(executor: str, given: Collection[str] = ()) -> None:

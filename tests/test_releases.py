@@ -15,7 +15,7 @@ import torch
 
 from diffzoo.harness.core.plugins import get_registry
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 from helpers.dinov3iml import FILE, RELEASE, reference_model, released
 
 pytestmark = pytest.mark.isolated_cache
@@ -404,3 +404,30 @@ def test_reference_detectors_of_a_suite_never_take_the_release():
     assert all(isinstance(s, Suite) for s in suites) and any(s.references for s in suites)
     refs = reference_requests(request, suites)
     assert refs and all(r.weights is None and r.checkpoint == [] for r in refs)
+
+
+TRAINING_UNREAD = ("--iterations, --batch-size are read only by a training, and none is run here: released weights "
+                   f"{RELEASE} are scored as they are; drop them")
+
+
+def test_training_options_with_released_weights_are_refused_not_ignored(capsys, tmp_path):
+    """--iterations and --batch-size (--save-every, ...) were taken and never read: nothing is trained."""
+    import diffzoo
+    from diffzoo.harness.core.errors import ConfigError
+
+    path = released(tmp_path / "dl")
+    run = [*RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--plan"]
+    one_line_exit_2(*cli(capsys, *run, "--iterations", "7", "--batch-size", "3"), TRAINING_UNREAD)
+    config = tmp_path / "run.yaml"
+    config.write_text("iterations: 7\nbatch_size: 3\n")
+    one_line_exit_2(*cli(capsys, *run, "--config", config), TRAINING_UNREAD)
+    one_line_exit_2(*cli(capsys, *run, "--save-every", "2"), "--save-every is read only by a training", "drop it")
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate("dinov3iml.tiny", "standard", weights=f"released:{RELEASE}", checkpoint=[path], iterations=7,
+                         batch_size=3, device="cpu", plan_only=True)
+    assert str(error.value) == TRAINING_UNREAD
+    # the reference detectors a suite runs beside the release train with them: read, so taken
+    code, _, err = cli(capsys, *run, "--suite", "classification", "--iterations", "7")
+    assert code == 0, err
+    one_line_exit_2(*cli(capsys, *run, "--suite", "classification", "--no-references", "--iterations", "7"),
+                    "--iterations is read only by a training")

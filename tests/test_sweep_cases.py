@@ -72,6 +72,17 @@ def test_a_sweep_runs_released_weights_from_the_cache_groups_them_and_skips_them
     assert {r.id for r in RecordStore(out).load().records} == ids
 
 
+def test_training_options_are_the_trained_jobs_and_refused_by_released_jobs_alone(capsys, tmp_path):
+    """A released job never trains: --iterations was taken into its request and never read."""
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "dinov3iml.tiny", "--weights", "trained,released",
+                                "--iterations", "5")
+    assert code == 0 and f"job dinov3iml.tiny [released:{RELEASE}] (zero-shot) on mini" in stdout, stdout + stderr
+    code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "dinov3iml.tiny", "--weights", "released",
+                                "--iterations", "5")
+    one_line_exit_2(code, stdout, stderr, f"--iterations is read only by a training, and none is run here: released "
+                    f"weights {RELEASE} are scored as they are; drop it")
+
+
 # -- options: every one checked before the plan, one line each ------------------------------------
 @pytest.mark.parametrize("args, needles", [
     (["--executor", "nope"], ["--executor 'nope'", "local, submitit-local, slurm"]),

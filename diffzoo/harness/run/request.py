@@ -31,6 +31,8 @@ POLICIES = ("fixed", "calibrated")
 DEFAULT_CALIBRATION_SPLIT = "calib"
 ALLOW_TRAIN_OVERLAP = "--allow-train-overlap"
 """The flag that scores an evaluation split overlapping the model's training data instead of refusing it."""
+TRAINING_ONLY = ("iterations", "batch_size", "save_every", "log_every", "val_every")
+"""The options only a training reads: released weights (``--weights released:NAME``) train nothing."""
 
 
 def parse_options(items: list[str] | Mapping[str, Any], what: str) -> dict[str, Any]:
@@ -208,6 +210,16 @@ class RunRequest:
         """The training options given (None: not given), as the training config reads them."""
         return {"iterations": self.iterations, "batch_size": self.batch_size, "crop_size": self.crop_size,
                 "recipe": self.recipe}
+
+    def check_trains_nothing(self, release: str) -> None:
+        """ConfigError naming the training options given (:data:`TRAINING_ONLY`), for a run that
+        scores the released weights ``release`` and trains no model (no reference detector does)."""
+        given = [flags_of(f)[0] for f in fields(self) if f.name in TRAINING_ONLY and getattr(self, f.name) is not None]
+        if given:
+            one = len(given) == 1
+            raise ConfigError(f"{', '.join(given)} {'is' if one else 'are'} read only by a training, and none is run "
+                              f"here: released weights {release} are scored as they are; "
+                              f"drop {'it' if one else 'them'}")
 
     def dataset_options(self) -> dict[str, Any]:
         """The dataset adapter's options: ``--dataset-option`` with ``--labels`` (``label_space``)
