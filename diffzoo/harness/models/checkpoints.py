@@ -346,15 +346,33 @@ def _shown(shape: tuple[int, ...] | None) -> str:
     return "not a tensor" if shape is None else str(list(shape))
 
 
+def _kind(value: Any) -> str | None:
+    """A torch tensor's kind of value (bool, int, float or complex); ``None`` for anything else.
+    Loading casts faithfully between precisions of a kind (a float16 release into a float32
+    model), never between kinds (an int tensor cast into float weights is not those weights)."""
+    dtype: Any = getattr(value, "dtype", None)
+    if not hasattr(dtype, "is_floating_point"):
+        return None
+    return ("complex" if dtype.is_complex else "float" if dtype.is_floating_point
+            else "bool" if str(dtype) == "torch.bool" else "int")
+
+
+def _other_kind(given: Any, expected: Any) -> bool:
+    """Whether two tensors hold values of different kinds (:func:`_kind`)."""
+    kinds = {_kind(given), _kind(expected)}
+    return len(kinds) == 2 and None not in kinds
+
+
 def describe_mismatch(expected: Mapping[str, Any], given: Mapping[str, Any], limit: int = 3) -> str | None:
     """What differs between a model's state dict and a checkpoint's, in one line.
 
-    The one wording of a key or shape mismatch, for diffzoo's own checkpoints
-    and for released files alike.  ``expected`` maps tensor names to tensors
-    or to shape tuples, ``given`` to tensors (anything else in it is "not a
-    tensor").  Names missing tensors, unexpected tensors and
-    shape differences (the first ``limit`` of each); ``None`` when names and
-    shapes all agree.
+    The one wording of a key, shape or dtype mismatch, for diffzoo's own
+    checkpoints and for released files alike.  ``expected`` maps tensor names
+    to tensors or to shape tuples, ``given`` to tensors (anything else in it
+    is "not a tensor").  Names missing tensors, unexpected tensors, shape
+    differences and dtypes of another kind (int where the model's tensor is
+    float, float where it is int or bool; float16 where it is float32 is the
+    same kind) (the first ``limit`` of each); ``None`` when all agree.
     """
     missing = [k for k in expected if k not in given]
     unexpected = [k for k in given if k not in expected]
@@ -363,9 +381,12 @@ def describe_mismatch(expected: Mapping[str, Any], given: Mapping[str, Any], lim
         for k in expected
         if k in given and (_shape(given[k]) is None or _shape(given[k]) != _shape(expected[k], True))
     ]
+    kinds = [f"{k} is {str(given[k].dtype).removeprefix('torch.')} in the checkpoint, "
+             f"{str(expected[k].dtype).removeprefix('torch.')} in the model"
+             for k in expected if k in given and _other_kind(given[k], expected[k])]
     parts = [f"{len(keys)} {what}: {name_some(keys, limit, sep)}" for keys, what, sep in (
-        (shapes, "tensor shape(s) differ", "; "), (missing, "tensor(s) missing from the checkpoint", ", "),
-        (unexpected, "unexpected tensor(s)", ", ")) if keys]
+        (shapes, "tensor shape(s) differ", "; "), (kinds, "tensor dtype(s) of another kind", "; "),
+        (missing, "tensor(s) missing from the checkpoint", ", "), (unexpected, "unexpected tensor(s)", ", ")) if keys]
     return "; ".join(parts) or None
 
 

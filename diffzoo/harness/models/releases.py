@@ -252,11 +252,11 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
         det.save(Path(scratch), extra={})
         meta = read_meta(Path(scratch) / META_FILE)
         with safe_open(str(Path(scratch) / WEIGHTS_FILE), framework="pt") as fh:
-            reference = {k: tuple(fh.get_slice(k).get_shape()) for k in fh.keys()}
+            reference = {k: fh.get_tensor(k).to("meta") for k in fh.keys()}  # shapes and dtypes, no values held
             for key in release.built:  # a constant of the model's class, which the release does not hold
                 if key in reference and key not in state:
                     state[key] = fh.get_tensor(key)
-    problem = describe_mismatch(reference, state, limit=SHOWN)  # the detector's own keys and shapes, strictly
+    problem = describe_mismatch(reference, state, limit=SHOWN)  # the detector's own keys, shapes and kinds, strictly
     if problem:
         raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}) does not fit the "
                            f"detector: {problem}")
