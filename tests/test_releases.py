@@ -94,6 +94,18 @@ def test_the_converted_release_given_as_checkpoint_is_still_the_release(capsys, 
     assert first == {r["case"]["name"]: r["metrics"] for r in rows}
 
 
+def test_a_converted_release_given_to_another_detector_names_the_detector_it_is_for(capsys, tmp_path):
+    """It said "segformer.tiny has no released weights called 'cat-lora-r32'", as if the release were misnamed."""
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", released(tmp_path / "dl"),
+                       "--out", tmp_path / "a")
+    assert code == 0, err
+    [folder] = (Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "dinov3iml.tiny").glob(f"released-{RELEASE}-*")
+    code, _, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--checkpoint", folder,
+                       "--no-train", "--plan")
+    assert code == 1 and err.strip() == f"error: checkpoint {folder} is for detector 'dinov3iml.tiny', not " \
+                                        "'segformer.tiny'", err
+
+
 def test_a_missing_release_file_says_where_to_get_it(capsys, tmp_path):
     code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--out", tmp_path / "out")
     lines = [line for line in err.splitlines() if line.startswith("error:")]

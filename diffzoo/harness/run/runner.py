@@ -29,6 +29,7 @@ from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.data.splits import canonical_split
 from diffzoo.harness.models.checkpoints import checkpoint_meta, pickle_suffix
+from diffzoo.harness.models.detector import other_detector
 from diffzoo.harness.models.releases import converted_release, release_name
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.model import TrainOverlap
@@ -136,9 +137,12 @@ class Runner:
         ``--checkpoint`` diffzoo converted from a release is; a pickled ``--checkpoint`` of a card
         with releases is asked to say which one it is."""
         given = [Path(p) for p in self.request.checkpoint]
-        # a release diffzoo converted is still that release: scored zero-shot and grouped apart, never as trained
-        name = release_name(self.request.weights) or (converted_release(given[0]) if len(given) == 1 else None)
         card = self.entry.card
+        converted = converted_release(given[0]) if len(given) == 1 else None
+        if converted is not None and (error := other_detector(given[0], checkpoint_meta(given[0])[1], card.name)):
+            raise error  # another card's release: never looked up among this card's releases
+        # a release diffzoo converted is still that release: scored zero-shot and grouped apart, never as trained
+        name = release_name(self.request.weights) or converted
         if name is not None:
             return card.release(name)
         pickled = [p for p in given if pickle_suffix(p) is not None]
