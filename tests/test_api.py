@@ -170,6 +170,14 @@ def test_unknown_options_are_named(diffseg_folder):
         diffzoo.evaluate(detector="segformer.tiny", dataset=str(diffseg_folder), iteration=3)
 
 
+def test_train_refuses_released_weights_which_it_would_return_untrained():
+    """train(weights="released:NAME") returned the release, copied to out= as if it were a trained model."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="dinov3iml.tiny", weights="released:cat-lora-r32", checkpoint=["x.pth"])
+    assert str(error.value) == ("train() trains a model, and weights='released:cat-lora-r32' names released weights, "
+                                "which are never trained: score them with evaluate() (diffzoo run --weights)")
+
+
 def test_the_cli_run_is_evaluate_printed(diffseg_folder, tmp_path, capsys, monkeypatch):
     """`diffzoo run` calls diffzoo.evaluate with its options as one RunRequest."""
     import diffzoo.api as api  # what the command calls when it runs (it imports no torch before)
