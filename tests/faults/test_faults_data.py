@@ -360,6 +360,23 @@ def test_unreadable_parquet_is_an_error_naming_the_file(tmp_path, hf_cache, capl
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
+def test_a_parquet_file_of_no_rows_is_said_to_hold_none(tmp_path, hf_cache, caplog):
+    """`datasets` failed on it (DatasetGenerationError) after logging its own ERROR line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cell = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    empty = tmp_path / "set" / "train-00000-of-00001.parquet"
+    empty.parent.mkdir()
+    pq.write_table(pa.table({"image": pa.array([], cell), "mask": pa.array([], cell)}), empty)
+    for given, said in ((empty, f"{empty}: holds no rows"),
+                        (empty.parent, f"{empty}: holds no rows; move it out of {empty.parent} or replace it")):
+        with pytest.raises(DataError) as err:
+            open_dataset(str(given))
+        assert str(err.value) == said
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
 def test_broken_json_list_is_an_error_naming_the_file(tmp_path):
     bad = tmp_path / "list.json"
     bad.write_text('[["a.png", "Negative"],')

@@ -70,13 +70,15 @@ def looks_like_hf_dir(root: Path) -> bool:
 
 def hf_columns(path: Path) -> set[str] | None:
     """Column names of a parquet/arrow file or datasets folder, cheaply: empty for
-    anything else, None when such a file exists but cannot be read."""
+    anything else, None when such a file exists but cannot be read (a parquet file of no
+    rows included: `datasets` fails on it)."""
     try:
         if path.is_file():
             if path.suffix.lower() == ".parquet":
                 import pyarrow.parquet as pq
 
-                return set(pq.read_schema(path).names)
+                meta = pq.read_metadata(path)
+                return set(meta.schema.to_arrow_schema().names) if meta.num_rows else None
             if path.suffix.lower() == ".arrow":
                 import pyarrow as pa
 
@@ -122,6 +124,13 @@ def file_split(path: Path) -> str:
 
 def not_readable(path: Path) -> str:
     """What is said of a data file :func:`hf_columns` cannot read."""
+    import pyarrow.parquet as pq
+
+    try:
+        if path.suffix.lower() == ".parquet" and pq.read_metadata(path).num_rows == 0:
+            return f"{path}: holds no rows"
+    except Exception:  # an unreadable file: said below
+        pass
     return f"{path}: not a readable {path.suffix} file (empty, truncated or of another format)"
 
 
