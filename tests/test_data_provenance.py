@@ -17,6 +17,7 @@ from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data import DIFFSEG30K_EDITORS, DiffSeg30kDataset, WithAuthentic, labelmaps
 from diffzoo.harness.data.provenance import provenance_of
+from diffzoo.harness.run.request import RunRequest
 
 from helpers.data import make_pairs, write_folder, write_zip
 
@@ -178,6 +179,32 @@ def test_a_path_in_a_dataset_option_is_read_from_the_current_or_the_dataset_fold
     with pytest.raises(DataError) as err:
         DiffSeg30kDataset(root, metadata="none.json")
     assert str(err.value) == f"metadata=none.json does not exist (looked for {here / 'none.json'} or {root / 'none.json'})"
+
+
+def test_a_labels_file_is_read_from_the_current_or_the_dataset_folder(tmp_path, pairs, monkeypatch):
+    """--labels FILE (label_space=) was read from the current folder only, where every other path-valued option
+    follows option_path: from the dataset folder it said "label file mine.json does not exist"."""
+    root = write_folder(tmp_path / "ds", pairs)
+    names = list(labelmaps.default_diffseg30k_labels().names)
+    (root / "mine.json").write_text(json.dumps({"names": names}))
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    label_map = DiffSeg30kDataset(root, label_space="mine.json").provenance()["label_map"]
+    assert (label_map["names"], label_map["source"], label_map["verified"]) == (names, "--labels", True)
+    (here / "mine.json").write_text(json.dumps({"names": names[:3]}))
+    with pytest.raises(DataError) as err:
+        DiffSeg30kDataset(root, label_space="mine.json")
+    assert str(err.value) == (f"--labels=mine.json names both {here / 'mine.json'} (from the current folder) and "
+                              f"{root / 'mine.json'} (from the dataset folder); give the absolute path of the one meant")
+    with pytest.raises(DataError) as err:
+        DiffSeg30kDataset(root, label_space="none.json")
+    assert str(err.value) == f"--labels=none.json does not exist (looked for {here / 'none.json'} or {root / 'none.json'})"
+    assert DiffSeg30kDataset(root, label_space="sd2,sdxl").label_space.names == ("background", "sd2", "sdxl")
+    (here / "mine.json").unlink()  # reproduce and sweep look where the adapter reads it
+    assert RunRequest.of(detector="segformer.tiny", dataset=str(root), labels="mine.json").paths_not_found() == []
+    assert RunRequest.of(detector="segformer.tiny", dataset=str(root), labels="none.json").paths_not_found() == [
+        "--labels none.json"]
 
 
 def test_split_and_metadata_files_saved_with_a_byte_order_mark_are_read(tmp_path, pairs):

@@ -191,7 +191,7 @@ def test_a_labels_path_that_does_not_exist_is_said_not_read_as_a_class_name(caps
     # another class was then skipped as mask-values
     missing = tmp_path / "labels.jsn"
     result = cli(capsys, "data", "info", diffseg_folder, "--labels", missing)
-    assert one_line_exit_2(*result) == f"error: --labels: label file {missing} does not exist"
+    assert one_line_exit_2(*result) == f"error: --labels={missing} does not exist (looked for {missing})"
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")

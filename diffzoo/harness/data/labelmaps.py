@@ -261,6 +261,16 @@ def read_label_file(path: str | os.PathLike, verified: bool = False) -> tuple[La
     return parse_label_bytes(data, p.name, f"label file {p}", verified)
 
 
+def names_a_file(spec: str | os.PathLike, home: Path | None = None) -> bool:
+    """Whether a ``--labels`` value names a label file (then a missing file is an error, never a
+    class name): a path object, a label file suffix, a path starting ``/``, ``./``, ``../`` or
+    ``~``, or a file in the current folder or in ``home`` (the dataset's folder)."""
+    text = os.fspath(spec)
+    prefixes = ("/", "./", "../", "~", f".{os.sep}", f"..{os.sep}")
+    return (isinstance(spec, os.PathLike) or text.lower().endswith((".json", ".yaml", ".yml", *_TABLE_SUFFIXES))
+            or text.startswith(prefixes) or Path(text).is_file() or (home is not None and (home / text).is_file()))
+
+
 def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
     """Like :func:`load_label_space`, also returning whether the order is verified.
 
@@ -273,14 +283,9 @@ def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
     if isinstance(spec, LabelSpace):
         return spec, True
     text = os.fspath(spec)
-    if text.startswith("~"):  # a file under the home folder, as the shell reads it (it leaves `--labels=~/x`)
-        text = os.path.expanduser(text)
-    suffixes = (".json", ".yaml", ".yml", *_TABLE_SUFFIXES)
     try:
-        # a path (a class name never starts with / or ./): "label file ... does not exist", not a class of that name
-        pathlike = text.startswith(("/", "./", "../", f".{os.sep}", f"..{os.sep}"))
-        if isinstance(spec, os.PathLike) or text.lower().endswith(suffixes) or pathlike or Path(text).is_file():
-            return read_label_file(text, verified=True)
+        if names_a_file(spec):  # under the home folder for `~`, as the shell reads it (it leaves `--labels=~/x`)
+            return read_label_file(os.path.expanduser(text), verified=True)
         names = [n.strip() for n in text.split(",") if n.strip()]
         if not names:
             raise DataError(f"empty label specification {text!r}; give a label file or names")

@@ -229,10 +229,11 @@ class RunRequest:
     def paths_not_found(self, relative_only: bool = True) -> list[str]:
         """The paths the request names (``relative_only``: the relative ones) that do not resolve
         from the current folder, as ``--flag VALUE`` (a registered dataset name and a hub id are
-        not paths); ``--extra-authentic`` from the dataset's folder too, as the adapter reads it
-        (:func:`~diffzoo.harness.data.base.option_path`)."""
+        not paths); ``--extra-authentic`` and a ``--labels`` file from the dataset's folder too, as
+        the adapter reads them (:func:`~diffzoo.harness.data.base.option_path`)."""
         from diffzoo.harness.core.plugins import get_registry
         from diffzoo.harness.data.hfsource import is_hub_id
+        from diffzoo.harness.data.labelmaps import names_a_file
 
         def missing(value: str | Path | None, home: Path | None) -> bool:
             path = Path(value).expanduser() if value else None
@@ -243,10 +244,10 @@ class RunRequest:
             ("--eval-dataset", catalog_root(spec) or eval_dataset_spec(spec)[0]) for spec in self.eval_dataset]
         named = [(flag, spec) for flag, spec in datasets
                  if not get_registry().has("dataset", spec) and not is_hub_id(spec)]
-        labels = [("--labels", self.labels)] if self.labels and self.labels.endswith(".json") else []
         data = Path(self.dataset).expanduser() if named and named[0][0] == "--dataset" else None
         home = None if data is None else data if data.is_dir() else data.parent  # the folder, or the zip's
-        paths = [*((flag, spec, None) for flag, spec in [*named, *labels]), ("--extra-authentic", self.extra_authentic,
+        labels = [("--labels", self.labels, home)] if self.labels and names_a_file(self.labels, home) else []
+        paths = [*((flag, spec, None) for flag, spec in named), *labels, ("--extra-authentic", self.extra_authentic,
                  home), *(("--checkpoint", c, None) for c in self.checkpoint)]
         return [f"{flag} {value}" for flag, value, at in paths if missing(value, at)]
 

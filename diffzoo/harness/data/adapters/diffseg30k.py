@@ -46,6 +46,7 @@ from diffzoo.harness.data.labelmaps import (
     LabelMap,
     check_mask_values,
     default_diffseg30k_labels,
+    names_a_file,
     resolve_label_map,
 )
 from diffzoo.harness.data.mask_encoding import MaskEncoding, sample_values, sniff
@@ -124,6 +125,8 @@ class DiffSeg30kDataset(SplitDataset):
         """The label map and how the masks encode it (data/mask_encoding.py): masks holding only
         0 and 255 (or only 0 and 1, when no map was given or found) are binary masks."""
         class_label = getattr(self._source, "class_label", None)
+        if isinstance(spec, (str, os.PathLike)) and names_a_file(spec, sidecars):
+            spec = option_path(spec, sidecars, "--labels")
         found = resolve_label_map(spec, sidecars, lambda: inner_label_files(self._source), class_label)
         encoding = sniff(*sample_values(self._stored_mask, sorted(self._source.pairs)), vouched=found is not None)
         if not encoding.binary:
