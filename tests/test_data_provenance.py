@@ -296,6 +296,19 @@ def test_bad_metadata_sidecar_names_file_id_and_field(tmp_path, pairs, row, matc
         DiffSeg30kDataset(root, metadata=side)
 
 
+@pytest.mark.parametrize("content", ["", "\n", "{}", "[]"], ids=["empty", "blank", "object", "list"])
+def test_a_metadata_sidecar_of_no_rows_is_refused_as_the_wrong_file(tmp_path, pairs, content):
+    """It was accepted with a warning ("covers 0 of N samples"), every sample's base and turns unknown."""
+    root = write_folder(tmp_path / "ds", pairs)
+    side = tmp_path / "meta.json"
+    side.write_text(content)
+    with pytest.raises(ConfigError) as err:
+        DiffSeg30kDataset(root, metadata=side)
+    assert str(err.value) == (f"metadata file {side} holds no rows, so it covers none of the {len(pairs)} samples; "
+                              "give this data's metadata file (--dataset-option metadata=FILE)")
+    assert err.value.exit_code == 2
+
+
 def test_a_metadata_sidecar_giving_one_id_twice_is_refused_in_json_as_in_jsonl(tmp_path, pairs):
     """The JSON form kept the id's last row, unsaid; the JSONL form already refused the id given twice."""
     root = write_folder(tmp_path / "ds", pairs)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import parse_json, read_text, require_file
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
@@ -140,7 +140,8 @@ def read_metadata_file(path: Path, known_ids: Iterable[str], label_space: LabelS
     Every id must be in the data; ``base`` must be ``real`` or ``ai``;
     ``editors`` a list of the label map's editors (short or paper names);
     ``edit_types`` (optional) one per editor.  Any violation is a DataError
-    naming the file, the id and the field.
+    naming the file, the id and the field; a file of no rows (empty, ``{}``, ``[]``) is
+    the wrong file given, a ConfigError.
     """
     require_file(path, "metadata file", " (--dataset-option metadata=FILE)")
     known = set(known_ids)
@@ -153,6 +154,9 @@ def read_metadata_file(path: Path, known_ids: Iterable[str], label_space: LabelS
         if sid in out:
             raise DataError(f"{where}: the id appears twice")
         out[sid] = _meta(sid, row, where, editors)
+    if not out:  # every row must name a sample: none covered means none given
+        raise ConfigError(f"metadata file {path} holds no rows, so it covers none of the {len(known)} samples; "
+                          "give this data's metadata file (--dataset-option metadata=FILE)")
     missing = len(known) - len(out)
     if missing:
         log.warning("metadata file %s covers %d of %d samples; the others have base and turns "
