@@ -17,6 +17,7 @@ from diffzoo.harness.data.adapters.brgen import BrGenDataset, parse_tp_name, spl
 from diffzoo.harness.data.adapters.generic import TpGtDataset
 
 from helpers.cli import cli
+from helpers.data import accented_copies, assert_read_alike
 from helpers.images import save_image as save
 
 SIZE = 32
@@ -223,3 +224,14 @@ def test_new_sniffs_and_the_old_ones_keep_to_their_layouts(brgen, tmp_path, diff
                TpGtDataset: {"tpgt", "brgen"}}  # the registry asks brgen first (name order)
     for adapter, expected in accepts.items():
         assert {name for name, path in layouts.items() if adapter.sniff(path)} == expected, adapter.__name__
+
+
+def test_split_files_naming_accented_files_match_them_in_either_unicode_form(brgen, tmp_path):
+    """The ids read the names in NFC, the split files' names were matched as written: a copy made on macOS
+    (names and lists decomposed) left Places_00000042's images out of val, "not in the data"."""
+    write_split(brgen, "br-gen_train.json", TRAIN)
+    write_split(brgen, "mani_val.json", VAL)
+    copies = accented_copies(brgen, tmp_path, "Places_00000042")
+    nfc, nfd = (BrGenDataset(copies[form]) for form in ("NFC", "NFD"))
+    assert len(nfc.ids("val")) == 2 + 5
+    assert_read_alike(nfc, nfd, "Places_00000042")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,15 @@ from diffzoo.harness.run.factories import open_dataset
 
 from helpers.classic import AUTHENTIC, SPLICED, S, edgemask, make_columbia, photo, save_jpeg
 from helpers.cli import cli
-from helpers.data import make_casia1, make_casia2, make_cocoglide, make_tpgt
+from helpers.data import (
+    COCOGLIDE_ROWS,
+    accented_copies,
+    assert_read_alike,
+    make_casia1,
+    make_casia2,
+    make_cocoglide,
+    make_tpgt,
+)
 from helpers.images import save_image as save
 
 
@@ -366,3 +375,26 @@ def test_fingerprint_is_stable_and_follows_the_masks(name, tmp_path):
     mask = next(m for _, m in open_dataset(str(copy))._entries.values() if m is not None)
     mask.write_bytes(mask.read_bytes() + b"\0")
     assert open_dataset(str(copy)).fingerprint() != first
+
+
+@pytest.mark.parametrize("make, name, hashed_list", [
+    (make_columbia, SPLICED[0], False), (make_nist16, "NC2016_0001", True), (make_imd2020, "z5", False),
+    (make_cocoglide, str(COCOGLIDE_ROWS[0][1]), False),
+], ids=["columbia", "nist16", "imd2020", "cocoglide"])
+def test_accented_names_give_one_set_of_ids_and_one_fingerprint_in_either_unicode_form(make, name, hashed_list,
+                                                                                      tmp_path):
+    """The ids kept a name as stored: a copy made on macOS (decomposed) gave other ids and another fingerprint."""
+    copies = accented_copies(make(tmp_path / "src" / "set"), tmp_path, name)
+    assert_read_alike(*(open_dataset(str(copies[form])) for form in ("NFC", "NFD")), name, hashed_list)
+
+
+def test_two_names_reading_as_one_are_refused_naming_both(tmp_path):
+    """Two samples whose ids read alike: which one is meant cannot be told (they were two samples)."""
+    root = make_imd2020(tmp_path / "imd")
+    nfd, nfc = (unicodedata.normalize(form, "z5/café_orig.jpg") for form in ("NFD", "NFC"))
+    for name in (nfd, nfc):
+        shutil.copy(root / "z5" / "00022_orig.jpg", root / name)
+    with pytest.raises(DataError) as err:
+        Imd2020Dataset(root)
+    assert str(err.value) == (f"{root}: {nfc} is stored twice, as {nfd!r} and {nfc!r} (another folder separator "
+                              "or Unicode form); keep one of them")

@@ -14,6 +14,7 @@ from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataErr
 from diffzoo.harness.core.fsutil import FileRefused
 from diffzoo.harness.data.adapters.pape import PAPE_EDITORS, PapeDataset
 
+from helpers.data import accented_copies, assert_read_alike
 from helpers.images import save_image as save
 
 EDITORS = ("flux2_dev", "qwen_image_edit_2511")  # created in this order; label order is the card's
@@ -304,3 +305,10 @@ def test_open_dataset_sniffs_pape(pape):
 
     ds = open_dataset(str(pape), split="test")  # a path: the registered adapters sniff it
     assert isinstance(ds, PapeDataset) and ds.splits() == ["test"]
+
+
+def test_an_accented_image_name_gives_one_set_of_ids_and_one_fingerprint_in_either_unicode_form(pape, tmp_path):
+    """The ids kept the file name as stored: decomposed (macOS) and composed differed."""
+    name = IDS["Places"][0]
+    copies = accented_copies(pape, tmp_path, name)
+    assert_read_alike(PapeDataset(copies["NFC"]), PapeDataset(copies["NFD"]), name, hashed_list=True)

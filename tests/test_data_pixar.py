@@ -13,6 +13,7 @@ from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataErr
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.pixar import PixarDataset, editor_from_folder
 
+from helpers.data import accented_copies, assert_read_alike
 from helpers.images import save_image as save
 
 SIZE = 32
@@ -252,3 +253,9 @@ def test_open_dataset_sniffs_pixar(pixar):
 
     ds = open_dataset(str(pixar), editor="qwen")  # a path: the registered adapters sniff it
     assert isinstance(ds, PixarDataset) and ds.label_space.editors == ("qwen",)
+
+
+def test_an_accented_image_name_gives_one_set_of_ids_and_one_fingerprint_in_either_unicode_form(pixar, tmp_path):
+    """The ids kept the file name as stored: decomposed (macOS) and composed differed."""
+    copies = accented_copies(pixar, tmp_path, "synthetic_0000")  # a name mapping.json does not give
+    assert_read_alike(*(PixarDataset(copies[form], full_synthetic=True) for form in ("NFC", "NFD")), "synthetic_0000")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import unicodedata
 
 import datasets
 import numpy as np
@@ -21,7 +22,7 @@ from diffzoo.harness.data.adapters.sidset import SidSetDataset
 from diffzoo.harness.data.adapters.sofake import SoFakeDataset
 
 from helpers.cli import cli
-from helpers.data import recognised_as
+from helpers.data import assert_read_alike, recognised_as
 from helpers.images import mixed_image
 
 SIZE = 32
@@ -240,3 +241,13 @@ def test_data_stats_and_run_standard(tmp_path, capsys):
     assert code == 0, err
     records = [json.loads(p.read_text()) for p in (tmp_path / "out" / "records").glob("*.json")]
     assert records and {r["dataset"]["label_map"]["source"] for r in records} == {"So-Fake label rule mixed-v1"}
+
+
+def test_an_accented_file_name_gives_one_set_of_ids_and_one_fingerprint_in_either_unicode_form(items, tmp_path):
+    """The ids kept the hub's filename as stored: decomposed (written on macOS) and composed differed."""
+    opened = []
+    for form in ("NFC", "NFD"):
+        renamed = [dict(it, filename=it["filename"].replace("reddit", unicodedata.normalize(form, "caféreddit")))
+                   for it in items]
+        opened.append(SoFakeDataset(hub_copy(tmp_path / form, "v2", {"test": renamed})))
+    assert_read_alike(*opened, "reddit")

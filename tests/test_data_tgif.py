@@ -15,7 +15,7 @@ from diffzoo.harness.data.adapters.tgif import Fake, TgifDataset
 from diffzoo.harness.run.factories import open_dataset
 
 from helpers.cli import cli
-from helpers.data import make_cocoglide, make_tpgt
+from helpers.data import accented_copies, assert_read_alike, make_cocoglide, make_tpgt
 from helpers.images import save_image as save
 
 H, W, CROP = 40, 48, 32
@@ -253,3 +253,10 @@ def test_a_model_scored_on_tgif_gets_a_column_per_generator_on_the_board(tgif, t
                   if line.startswith("|") and "detector" in line)
     for g in ("ps", "sd2", "sdxl"):  # the fixture's SD2-sp, PS-sp, SD2-fr and SDXL-fr folders
         assert f"test: {g} F1" in header, (g, header)
+
+
+def test_an_accented_folder_gives_one_set_of_ids_and_one_fingerprint_in_either_unicode_form(tmp_path):
+    """The ids kept the download folder's name as stored: decomposed (macOS) and composed differed."""
+    make_tgif(tmp_path / "src" / "downloads" / "tgifdl")
+    copies = accented_copies(tmp_path / "src" / "downloads", tmp_path, "tgifdl")
+    assert_read_alike(TgifDataset(copies["NFC"]), TgifDataset(copies["NFD"]), "tgifdl")

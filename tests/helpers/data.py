@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -18,6 +20,39 @@ from helpers.images import png_bytes
 from helpers.images import save_image as save
 
 # -- DiffSeg30k --------------------------------------------------------------------------------
+
+
+TEXT_SUFFIXES = (".csv", ".json", ".jsonl", ".txt")
+
+
+def accented_copies(root: Path, out: Path, name: str) -> dict[str, Path]:
+    """Two copies of the data at ``root``, ``NFC`` and ``NFD``, in which ``name`` (in file and folder
+    names and in the data's own lists) reads ``café<name>``: composed as most systems store it, and
+    decomposed as macOS does."""
+    copies = {}
+    for form in ("NFC", "NFD"):
+        accented = unicodedata.normalize(form, f"café{name}")
+        copy = Path(shutil.copytree(root, out / form / root.name))
+        for p in sorted(copy.rglob(f"*{name}*"), key=lambda p: -len(p.parts)):  # the deepest first
+            p.rename(p.with_name(p.name.replace(name, accented)))
+        for p in copy.rglob("*"):
+            if p.suffix in TEXT_SUFFIXES and p.is_file():
+                p.write_text(p.read_text(encoding="utf-8").replace(name, accented), encoding="utf-8")
+        copies[form] = copy
+    return copies
+
+
+def assert_read_alike(nfc, nfd, name: str, hashed_list: bool = False) -> None:
+    """The two :func:`accented_copies`, opened: one set of ids (``café<name>`` composed in them),
+    one fingerprint (unless the data's own list naming the files, whose bytes differ in the two,
+    is hashed: ``hashed_list``), and each sample read alike by its id."""
+    ids = {s: nfc.ids(s) for s in nfc.splits()}
+    assert {s: nfd.ids(s) for s in nfd.splits()} == ids
+    every = sorted({i for split in ids.values() for i in split})
+    assert any(unicodedata.normalize("NFC", f"café{name}") in i for i in every)
+    assert (nfd.fingerprint() == nfc.fingerprint()) != hashed_list
+    for sid in every:
+        assert nfd.load(sid).meta == nfc.load(sid).meta
 
 
 def make_diffseg_folder(

@@ -56,6 +56,7 @@ from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
 from diffzoo.harness.data.base import child_dir, name_list, option_path, require_path
 from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split_id, percent, split_ids
+from diffzoo.harness.data.walk import canonical_name
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +185,7 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
         found: set[str] = set()
         missing: list[str] = []
         for image, mask in _read_list(file):
-            key = _listed_key(image)
+            key = canonical_name(_listed_key(image))  # as the ids read it
             listed = index.get(key) or index.get(key.rpartition("/")[2])
             if listed is None:
                 missing.append(f"{image} ({'authentic' if mask == NEGATIVE else 'tampered'})")

@@ -55,7 +55,7 @@ from diffzoo.harness.data.base import (
 )
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import check_mask_size, read_binary_mask, read_image
-from diffzoo.harness.data.walk import subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,9 @@ class _ClassicDataset(_TestSetDataset):
     ) -> None:
         require_path(path, type(self).__name__)
         root, entries, edit_types, originals = self._read(Path(path), skip_unpaired)
+        # ids as walk.canonical_name reads the names they come from; two names reading as one are refused
+        entries, originals = by_canonical_name(root, entries.items()), by_canonical_name(root, originals.items())
+        edit_types = {canonical_name(sid): kind for sid, kind in edit_types.items()}
         if authentic:
             entries.update(originals)
         if not edit_types:
@@ -409,7 +412,7 @@ class Nist16Dataset(_ClassicDataset):
                 edit_types.pop(probe, None)
                 continue
             entries[probe] = (root / probe, masks[0])
-            self._more_masks[probe] = masks[1:]
+            self._more_masks[canonical_name(probe)] = masks[1:]  # keyed by the sample's id
         self.task = task
         self.reference = ref
         return root, entries, edit_types, {k: v for k, v in originals.items() if k not in gone}

@@ -53,6 +53,7 @@ from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import read_csv, relative_cell, require_path
+from diffzoo.harness.data.walk import canonical_name
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +83,10 @@ class CocoGlideDataset(_TestSetDataset):
         rows = read_table(root)
         entries: dict[str, tuple[Path, Path | None]] = {}
         self._prompts: dict[str, str] = {}
-        for real, fake, mask, prompt in rows:
-            entries[fake] = (root / fake, root / mask)
-            entries[real] = (root / real, None)
-            self._prompts[fake] = prompt
+        for real, fake, mask, prompt in rows:  # ids as walk.canonical_name reads the names the table gives
+            entries[canonical_name(fake)] = (root / fake, root / mask)
+            entries[canonical_name(real)] = (root / real, None)
+            self._prompts[canonical_name(fake)] = prompt
         _log_unlisted(root, entries, rows)
         super().__init__(root, entries, name=name, split=split, val_fraction=val_fraction, split_seed=split_seed)
 

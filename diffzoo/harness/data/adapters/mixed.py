@@ -38,6 +38,7 @@ from diffzoo.harness.data.base import SplitDataset, name_list
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import HFRows, Ref, Table, hf_columns, load_tables, row_layout, unique_ids
 from diffzoo.harness.data.imageio import read_labelled
+from diffzoo.harness.data.walk import by_canonical_name
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,8 @@ class MixedDataset(SplitDataset):
         super().__init__(name, label_space)
         self.kinds = tuple(kinds)
         self.label_source = f"{self.title} label rule {RULE_VERSION}"
-        self._items = {sid: it for sid, it in items.items() if it.kind in self.kinds}
+        # ids as walk.canonical_name reads the names and keys they come from; two reading as one are refused
+        self._items = by_canonical_name(name, ((sid, it) for sid, it in items.items() if it.kind in self.kinds))
         if not self._items:
             raise DataError(f"{name}: no samples of kind {', '.join(self.kinds)}")
 

@@ -57,7 +57,7 @@ from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE
 from diffzoo.harness.data.splits import canonical_split, one_split
-from diffzoo.harness.data.walk import subfolders
+from diffzoo.harness.data.walk import canonical_name, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -323,7 +323,7 @@ class PapeDataset(SplitDataset):
                 missing.append(f"{prefix}{where}{image_id}.* ({what})")
                 continue
             prompt = prompts.get(self.prompt_language, next(iter(prompts.values())))
-            sid = f"{prefix}{self.edits}/{image.name}"
+            sid = canonical_name(f"{prefix}{self.edits}/{image.name}")
             self._entries[sid] = _Entry(image, mask, subset, editor, prompt)
             self._prompts[sid] = prompts
             self._files += [image, mask]
@@ -333,7 +333,7 @@ class PapeDataset(SplitDataset):
                 if src is None:
                     missing.append(f"{prefix}source/{image_id}.* (source image)")
                     continue
-                src_id = f"{prefix}source/{src.name}"
+                src_id = canonical_name(f"{prefix}source/{src.name}")
                 self._entries[src_id] = _Entry(src, None, subset, editor, "")
                 self._files.append(src)
                 out.append((image_id, src_id))

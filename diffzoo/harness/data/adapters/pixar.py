@@ -45,7 +45,7 @@ from diffzoo.harness.data.base import SplitDataset, folder_name, name_list, repo
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.splits import canonical_split, one_split
-from diffzoo.harness.data.walk import is_folder, subfolders
+from diffzoo.harness.data.walk import canonical_name, is_folder, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ class PixarDataset(SplitDataset):
             prefix = split_dir.relative_to(self.root).as_posix() + "/"
             masks, metas = _names_in(split_dir / label_dir), _names_in(split_dir / "metadata")
             for image in image_files_in(split_dir / "tampered"):
-                sid = prefix + "tampered/" + image.name
+                sid = canonical_name(prefix + "tampered/" + image.name)
                 mask, meta = masks.get(f"{image.stem}_mask.png"), metas.get(f"{image.stem}_cls.json")
                 info = mapping.get(image.name)
                 lacks = [w for w, v in ((f"{label_dir}/{image.stem}_mask.png", mask),
@@ -308,7 +308,7 @@ class PixarDataset(SplitDataset):
                 if not wanted:
                     continue
                 for image in image_files_in(split_dir / kind):
-                    sid = f"{prefix}{kind}/{image.name}"
+                    sid = canonical_name(f"{prefix}{kind}/{image.name}")
                     self._entries[sid] = _Entry(image, kind, editor or UNKNOWN_EDITOR, edit_type=kind,
                                                 base="real" if kind == "real" else "unknown")
                     self._files.append(image)
