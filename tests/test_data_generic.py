@@ -209,3 +209,18 @@ def test_open_dataset_path(tmp_path):
         TpGtDataset(tmp_path / "t", split="")  # built directly: every sample went to a split named ''
     with pytest.raises(ConfigError, match=r"adapter 'tpgt' .* does not take --labels\. Valid options: name, path"):
         open_dataset(str(tmp_path / "t"), label_space="a,b")  # named as typed: --labels, not a label_space option
+
+
+def test_two_masks_whose_names_print_alike_are_quoted_and_told_apart(tmp_path):
+    """A mask stored under both Unicode forms of one name printed as 'two masks for café_gt: café_gt.png and
+    café_gt.png', the same text twice; the names are quoted and the reason given."""
+    root = make_tpgt(tmp_path / "d")
+    save(root / "Tp" / "café.png", image())
+    nfc, nfd = (unicodedata.normalize(form, "café_gt.png") for form in ("NFC", "NFD"))
+    for name in (nfc, nfd):
+        save(root / "Gt" / name, gt())
+    with pytest.raises(DataError) as err:
+        TpGtDataset(root, split="test")
+    assert "two masks for" in str(err.value)
+    assert any(str(err.value).endswith(f": {a!r} and {b!r} (another folder separator or Unicode form)")
+               for a, b in ((nfc, nfd), (nfd, nfc)))

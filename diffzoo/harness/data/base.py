@@ -26,6 +26,7 @@ from diffzoo.harness.data.authentic import AuthenticFolder
 from diffzoo.harness.data.fingerprint import combine, counting_orientation
 from diffzoo.harness.data.labelmaps import LabelMap, label_map_sha256
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, own_splits, with_extra_authentic
+from diffzoo.harness.data.walk import canonical_name
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -82,7 +83,10 @@ def masks_by_stem(where: object, pairs: Iterable[tuple[str, T]], shown: Callable
     masks: dict[str, T] = {}
     for stem, mask in pairs:
         if stem in masks:
-            raise DataError(f"{where}: two masks for {stem}: {shown(masks[stem])} and {shown(mask)}")
+            first, second, why = shown(masks[stem]), shown(mask), ""
+            if canonical_name(first) == canonical_name(second):  # names that print alike are quoted and told apart
+                first, second, why = repr(first), repr(second), " (another folder separator or Unicode form)"
+            raise DataError(f"{where}: two masks for {stem}: {first} and {second}{why}")
         masks[stem] = mask
     return masks
 
