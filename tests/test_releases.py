@@ -471,3 +471,28 @@ def test_training_options_with_released_weights_are_refused_not_ignored(capsys, 
     assert code == 0, err
     one_line_exit_2(*cli(capsys, *run, "--suite", "classification", "--no-references", "--iterations", "7"),
                     "--iterations is read only by a training")
+
+
+def test_a_release_builds_no_pretrained_backbone_and_refuses_pretrained(capsys, tmp_path, monkeypatch,
+                                                                         offline_empty_hub, diffseg_folder):
+    """A release holds every tensor: its detector is built without the card's pretrained backbone
+    (never fetched, offline too), so --pretrained asks for what is never done."""
+    import dataclasses
+
+    import diffzoo
+    from diffzoo.harness.core.cards import RecipeValue
+
+    entry = get_registry().get("detector", "dinov3iml.tiny")  # as a full card: its recipe starts from hub weights
+    monkeypatch.setattr(entry, "card", dataclasses.replace(
+        entry.card, weights="facebook/dinov3-vits16-pretrain",
+        recipe={**entry.card.recipe, "pretrained": RecipeValue(True, "a full card's")}))
+    path = released(tmp_path / "dl")
+    result = diffzoo.evaluate("dinov3iml.tiny", "standard", str(diffseg_folder), weights=f"released:{RELEASE}",
+                              checkpoint=[path], device="cpu", bootstrap=0)
+    assert result.records and all(r.body.detector.pretrained is False for r in result.records)
+    assert offline_empty_hub == []
+    run = [*RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--plan"]
+    one_line_exit_2(*cli(capsys, *run, "--pretrained"), f"--pretrained is read only by a training, and none is run "
+                    f"here: released weights {RELEASE} are scored as they are; drop it")
+    code, _, err = cli(capsys, *run, "--no-pretrained")  # what a release does anyway
+    assert code == 0, err

@@ -31,8 +31,9 @@ POLICIES = ("fixed", "calibrated")
 DEFAULT_CALIBRATION_SPLIT = "calib"
 ALLOW_TRAIN_OVERLAP = "--allow-train-overlap"
 """The flag that scores an evaluation split overlapping the model's training data instead of refusing it."""
-TRAINING_ONLY = ("iterations", "batch_size", "save_every", "log_every", "val_every")
-"""The options only a training reads: released weights (``--weights released:NAME``) train nothing."""
+TRAINING_ONLY = ("iterations", "batch_size", "save_every", "log_every", "val_every", "pretrained")
+"""The options only a training reads: released weights (``--weights released:NAME``) train nothing
+and hold every tensor (no pretrained backbone is built for them)."""
 
 
 def parse_options(items: list[str] | Mapping[str, Any], what: str) -> dict[str, Any]:
@@ -174,7 +175,7 @@ class RunRequest:
             self.extra_authentic = None
         hints = _field_types()
         for f in fields(self):  # text as the command line or a --config file gives it, then the field's type
-            value, flag = getattr(self, f.name), flags_of(f)[0].split("/")[0]  # --train of --train/--no-train
+            value, flag = getattr(self, f.name), flag_of(f)
             if f.metadata["parse"] is not None:
                 value = _listed(value)
                 if not isinstance(value, (list, tuple, Mapping)):
@@ -214,7 +215,9 @@ class RunRequest:
     def check_trains_nothing(self, release: str) -> None:
         """ConfigError naming the training options given (:data:`TRAINING_ONLY`), for a run that
         scores the released weights ``release`` and trains no model (no reference detector does)."""
-        given = [flags_of(f)[0] for f in fields(self) if f.name in TRAINING_ONLY and getattr(self, f.name) is not None]
+        values = {f: getattr(self, f.name) for f in fields(self) if f.name in TRAINING_ONLY}
+        # --no-pretrained asks what a release does anyway (False, never 0: --save-every 0 is given)
+        given = [flag_of(f) for f, value in values.items() if value is not None and value is not False]
         if given:
             one = len(given) == 1
             raise ConfigError(f"{', '.join(given)} {'is' if one else 'are'} read only by a training, and none is run "
@@ -299,6 +302,11 @@ def _listed(value: Any) -> Any:
 def flags_of(f: Any) -> tuple[str, ...]:
     """The command line's flags of :class:`RunRequest` field ``f`` (default ``--field-name``)."""
     return f.metadata["flags"] or (f"--{f.name.replace('_', '-')}",)
+
+
+def flag_of(f: Any) -> str:
+    """The flag that names :class:`RunRequest` field ``f`` in a message: ``--train`` of ``--train/--no-train``."""
+    return flags_of(f)[0].split("/")[0]
 
 
 def as_text(value: Any) -> str | None:

@@ -110,6 +110,8 @@ class Runner:
         self.config, self.overrides = train_config(self.entry.card, self.dataset, request.train_overrides(),
                                                    request.pretrained, request.seed)
         self.config = self.config.with_overrides(num_workers=self.workers)  # not in the cache key
+        if self.release is not None:  # a release holds every tensor: no pretrained backbone is built (or fetched)
+            self.config = self.config.with_overrides(pretrained=False)
         if self.config.recipe == "paper" and not request.dataset_options().get("extra_authentic"):
             _warn_once("--recipe paper: no COCO negatives given (--dataset-option extra_authentic=DIR); "
                        "training without the paper's 5k unedited images", self.dataset.fingerprint())
