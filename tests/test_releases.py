@@ -496,3 +496,25 @@ def test_a_release_builds_no_pretrained_backbone_and_refuses_pretrained(capsys, 
                     f"here: released weights {RELEASE} are scored as they are; drop it")
     code, _, err = cli(capsys, *run, "--no-pretrained")  # what a release does anyway
     assert code == 0, err
+
+
+def test_an_explicit_train_with_released_weights_is_refused_as_the_default_is_not(capsys, tmp_path):
+    """--train spelt out (command line, --config, evaluate()) asks for a training none runs; left out, it
+    is no option given, so the run stands."""
+    import diffzoo
+    from diffzoo.harness.core.errors import ConfigError
+
+    path = released(tmp_path / "dl")
+    run = [*RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--plan"]
+    refused = (f"--train is read only by a training, and none is run here: released weights {RELEASE} are scored as "
+               "they are; drop it")
+    one_line_exit_2(*cli(capsys, *run, "--train"), refused)
+    config = tmp_path / "run.yaml"
+    config.write_text("train: true\n")
+    one_line_exit_2(*cli(capsys, *run, "--config", config), refused)
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate("dinov3iml.tiny", "standard", weights=f"released:{RELEASE}", checkpoint=[path], train=True,
+                         device="cpu", plan_only=True)
+    assert str(error.value) == refused
+    code, _, err = cli(capsys, *run)
+    assert code == 0, err

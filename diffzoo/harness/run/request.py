@@ -31,7 +31,7 @@ POLICIES = ("fixed", "calibrated")
 DEFAULT_CALIBRATION_SPLIT = "calib"
 ALLOW_TRAIN_OVERLAP = "--allow-train-overlap"
 """The flag that scores an evaluation split overlapping the model's training data instead of refusing it."""
-TRAINING_ONLY = ("iterations", "batch_size", "save_every", "log_every", "val_every", "pretrained")
+TRAINING_ONLY = ("train", "iterations", "batch_size", "save_every", "log_every", "val_every", "pretrained")
 """The options only a training reads: released weights (``--weights released:NAME``) train nothing
 and hold every tensor (no pretrained backbone is built for them)."""
 
@@ -105,7 +105,8 @@ class RunRequest:
         None, "released:NAME: score the trained weights the detector's authors released, read as released and "
         "never trained (diffzoo list detectors --released); the files are found in the folder "
         "weights/released/DETECTOR/NAME of $DIFFZOO_CACHE, or given by --checkpoint.")
-    train: bool = option(True, "Train when no checkpoint is given or cached.", flags=("--train/--no-train",))
+    train: bool | None = option(None, "Train when no checkpoint is given or cached (default: train).",
+                                flags=("--train/--no-train",))
     seed: int = option(0, "Random seed, an integer from 0 to 2**63 - 1.")
     device: str = option("auto", "auto, cpu, cuda, cuda:1, ... (under torchrun: one GPU per rank).")
     strict: bool = option(False, "Stop at the first corrupt sample instead of skipping it.")
@@ -216,7 +217,7 @@ class RunRequest:
         """ConfigError naming the training options given (:data:`TRAINING_ONLY`), for a run that
         scores the released weights ``release`` and trains no model (no reference detector does)."""
         values = {f: getattr(self, f.name) for f in fields(self) if f.name in TRAINING_ONLY}
-        # --no-pretrained asks what a release does anyway (False, never 0: --save-every 0 is given)
+        # --no-train, --no-pretrained ask what a release does anyway (False, never 0: --save-every 0 is given)
         given = [flag_of(f) for f, value in values.items() if value is not None and value is not False]
         if given:
             one = len(given) == 1

@@ -121,7 +121,8 @@ class Runner:
         self.plan = self._plan()
         self.evaluator = Evaluator(self.plan.datasets, self.device, self.workers, request.strict, self.progress,
                                    self.entry.name)
-        self.models = ModelSource(self.entry, self.dataset, request.checkpoint, request.train, request.save_every,
+        trains = request.train is not False  # None: --train/--no-train not given, which trains
+        self.models = ModelSource(self.entry, self.dataset, request.checkpoint, trains, request.save_every,
                                   request.log_every, self.device, self.progress, self.evaluator, self.release)
         self.models.check_used(self.plan.jobs)
         self.plan.models = [self.models.describe(job) for job in self.plan.jobs]  # what must fail, fails now
