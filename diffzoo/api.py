@@ -213,14 +213,16 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     would (the same cache key), and return it with its checkpoint; ``out`` also gets a copy of
     the checkpoint (written by rank 0)."""
     request = make_request(request, detector=detector, suite="", dataset=dataset, **options)
-    if request.weights:  # released weights are scored as released: a training of them would return them untrained
-        raise ConfigError(f"train() trains a model, and weights={request.weights!r} names released weights, which are "
-                          "never trained: score them with evaluate() (diffzoo run --weights)")
     if isinstance(exclude_editors, str):  # the command line's spelling: sd2,glide
         exclude_editors = exclude_editors.split(",")
     names = tuple(name for name in (str(e).strip() for e in exclude_editors) if name)
     with reporting(progress):  # the dataset's first fingerprint is shown as it is read
         runner = Runner(request, progress)
+        if runner.release is not None:  # named, converted or its own file: a training would return it untrained
+            paths = [str(p) for p in request.checkpoint]
+            given = f"weights={request.weights!r}" if request.weights else f"checkpoint={paths}"
+            raise ConfigError(f"train() trains a model, and {given} names released weights, which are never trained: "
+                              "score them with evaluate() (diffzoo run --weights)")
         plan = runner.training_plan(task, names)
     if on_plan is not None:
         on_plan(runner, plan)

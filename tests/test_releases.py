@@ -518,3 +518,20 @@ def test_an_explicit_train_with_released_weights_is_refused_as_the_default_is_no
     assert str(error.value) == refused
     code, _, err = cli(capsys, *run)
     assert code == 0, err
+
+
+def test_train_refuses_the_release_given_as_checkpoint_as_it_refuses_it_named(capsys, tmp_path):
+    """The release diffzoo converted (or its own file) given to train() is the release: it was returned
+    untrained with source "released", as if trained."""
+    import diffzoo
+    from diffzoo.harness.core.errors import ConfigError
+
+    path = released(tmp_path / "dl")
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path)
+    assert code == 0, err
+    [folder] = (Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "dinov3iml.tiny").glob(f"released-{RELEASE}-*")
+    for given in (folder, path):
+        with pytest.raises(ConfigError) as error:
+            diffzoo.train(detector="dinov3iml.tiny", checkpoint=[given], device="cpu")
+        assert str(error.value) == (f"train() trains a model, and checkpoint=['{given}'] names released weights, which "
+                                    "are never trained: score them with evaluate() (diffzoo run --weights)")
