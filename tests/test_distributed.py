@@ -189,6 +189,17 @@ def test_train_writes_the_checkpoint_run_would_use(capsys, diffseg_folder, tmp_p
     assert code == 0 and "found in the cache" in out, err
 
 
+def test_train_names_the_config_keys_it_does_not_read(capsys, caplog, diffseg_folder, tmp_path):
+    """One file serves run and train; the run options in it (weights: among them) were dropped unsaid."""
+    config = tmp_path / "run.yaml"
+    config.write_text("suite: standard\nthresholds: calibrated\nweights: released:cat-lora-r32\niterations: 3\n")
+    code, out, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, "--config", config)
+    assert code == 0, err
+    said = [r.getMessage() for r in caplog.records if r.name == "diffzoo.cli.train"]
+    assert said == [f"--config {config}: diffzoo train does not read suite, thresholds, weights (options of diffzoo "
+                    "run); it trains with the others"]
+
+
 def test_train_exclude_editors_drops_their_images(capsys, diffseg_folder, tmp_path):
 
     ds = open_dataset(str(diffseg_folder))

@@ -7,13 +7,14 @@ in the cache.  Under torchrun the model trains through DDP and rank 0 writes.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import CONFIG, request_command, request_values
+from diffzoo.cli.options import CONFIG, CONFIG_KEYS, request_command, request_values
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.cli.run import print_dataset
 from diffzoo.leaderboard.render.escape import term
@@ -26,6 +27,8 @@ TRAIN_OPTIONS = ("detector", "dataset", "seed", "device", "pretrained", "iterati
                  "recipe", "labels", "extra_authentic", "dataset_option", "save_every", "log_every", "val_every",
                  "workers")
 """The request's options ``diffzoo train`` shares with ``diffzoo run``."""
+
+log = logging.getLogger(__name__)
 
 
 def train_cmd(
@@ -41,8 +44,13 @@ def train_cmd(
     """Train one detector on a dataset's train split; the checkpoint goes to the cache (and --out)."""
     from diffzoo.api import train
 
-    values = request_values(ctx, {"task": task, "exclude_editors": exclude_editors, "out": out}, options, config)
-    with rank_output(console):  # a --config file may hold run options too: train reads its own
+    own = {"task": task, "exclude_editors": exclude_editors, "out": out}
+    values = request_values(ctx, own, options, config)
+    # a --config file may hold run options too (one file serves both): train reads its own, and says which it leaves
+    if unread := sorted(ctx.meta.get(CONFIG_KEYS, frozenset()) - {*own, *TRAIN_OPTIONS}):
+        log.warning("--config %s: diffzoo train does not read %s (options of diffzoo run); it trains with the others",
+                    config, ", ".join(unread))
+    with rank_output(console):
         _report(train(task=values["task"], exclude_editors=values["exclude_editors"] or "", out=values["out"],
                       progress=RichProgress(console), on_plan=_print_plan,
                       **{k: v for k, v in values.items() if k in TRAIN_OPTIONS}))
