@@ -302,7 +302,7 @@ def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
     assert back[("2", "removed")].note.startswith("not comparable: suite_version 2 -> 1")  # from A to B
     rows = {r.detector: r for r in by_status[("1", "matched")].rows}
     assert rows["gone"].status == "removed" and rows["new"].status == "added"
-    assert rows["a"].status == "changed"
+    assert rows["a"].status == "checkpoint changed"  # retrained
     assert [(c.metric, c.before, c.after) for c in rows["a"].changes] == [("mIoU", 0.6, 0.65)]
     assert result.moved
     code, out, _ = cli(capsys, "leaderboard", "diff", "v1", "v2", "--store", str(tmp_path))
@@ -321,7 +321,7 @@ def test_diff_json_is_the_same_diff_and_each_row_names_its_checkpoints(tmp_path,
     assert added["status"] == "added" and added["rows"] == []
     assert added["note"].startswith("not comparable: suite_version 1 -> 2")
     rows = {r["detector"]: r for r in table["rows"]}
-    assert rows["a"]["status"] == "changed" and rows["a"]["checkpoint"] == ["ab" * 32, "ef" * 32]
+    assert rows["a"]["status"] == "checkpoint changed" and rows["a"]["checkpoint"] == ["ab" * 32, "ef" * 32]
     [change] = rows["a"]["changes"]
     assert change["metric"] == "mIoU" and (change["before"], change["after"]) == (0.6, 0.65)
     assert change["delta"] == pytest.approx(0.05)
@@ -336,6 +336,23 @@ def test_diff_names_a_metric_no_record_of_b_carries_any_more():
     assert [(r.detector, r.status, [(c.metric, c.before, c.after) for c in r.changes]) for r in table.rows] == [
         ("a", "changed", [("F1_oracle", 0.7, None)]), ("b", "same", [])]
     assert diff(Selection("B", b), Selection("A", a)).tables[0].rows[0].changes[0].after == 0.7
+
+
+def test_diff_names_a_checkpoint_that_changed_even_where_the_numbers_did_not(tmp_path, capsys):
+    """Another checkpoint is another model: the row says so in the console and in the JSON, and the
+    diff never says "no differences" (it said "same", the checkpoints only in the JSON)."""
+    for side, checkpoint in (("a", "ab" * 32), ("b", "cd" * 32)):
+        (tmp_path / side).mkdir()
+        make_record("x", checkpoint=checkpoint).write(tmp_path / side)
+    [table] = diff(resolve(str(tmp_path / "a"), RecordStore(tmp_path)),
+                   resolve(str(tmp_path / "b"), RecordStore(tmp_path))).tables
+    assert [(r.status, r.changes) for r in table.rows] == [("checkpoint changed", [])]
+    code, out, _ = cli(capsys, "leaderboard", "diff", tmp_path / "a", tmp_path / "b", "--store", tmp_path)
+    assert code == 0 and "no differences" not in out and "unchanged" not in out
+    assert "checkpoint changed" in out and "abababababab" in out and "cdcdcdcdcdcd" in out, out
+    code, out, _ = cli(capsys, "leaderboard", "diff", tmp_path / "a", tmp_path / "b", "--store", tmp_path, "--json")
+    [row] = json.loads(out)["tables"][0]["rows"]
+    assert (row["status"], row["checkpoint"]) == ("checkpoint changed", ["ab" * 32, "cd" * 32])
 
 
 # -- publishing ------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ class MetricChange:
 @dataclass
 class RowChange:
     detector: str
-    status: str  # added | removed | changed | same
+    status: str  # added | removed | checkpoint changed | changed | same
     changes: list[MetricChange] = field(default_factory=list)
     checkpoint: tuple[str | None, str | None] = (None, None)
     conditions: list[str] = field(default_factory=list)  # "label map A -> B": the numbers are not comparable
@@ -129,7 +129,9 @@ def diff(a: Selection, b: Selection) -> Diff:
                 ckpt = (_checkpoint(ra[det]), _checkpoint(rb[det]))
                 moved = [f"{name} {ra[det].conditions.get(name)} -> {value}"
                          for name, value in rb[det].conditions.items() if ra[det].conditions.get(name) != value]
-                rows.append(RowChange(det, "changed" if changes or moved else "same", changes, ckpt, moved))
+                # another checkpoint is another model, whether or not its numbers moved
+                status = "checkpoint changed" if ckpt[0] != ckpt[1] else "changed" if changes or moved else "same"
+                rows.append(RowChange(det, status, changes, ckpt, moved))
         out.append(TableChange(key, "matched", rows))
     return Diff(a.label, b.label, out)
 
@@ -137,7 +139,8 @@ def diff(a: Selection, b: Selection) -> Diff:
 def diff_console(result: Diff) -> list[Any]:
     """Rich renderables for ``result``: the two sides, then per table
     'added'/'removed' (with why it has no partner), 'unchanged', or a table
-    of the metrics that moved (A, B and B - A, in % for fractions).  Names
+    of the rows that moved: both checkpoints where they differ, and the
+    metrics that moved (A, B and B - A, in % for fractions).  Names
     from records are shown with :func:`~.escape.term_text`."""
     out: list[Any] = [Text.assemble(("A", "bold"), " ", printable(result.a)),
                       Text.assemble(("B", "bold"), " ", printable(result.b))]
@@ -157,7 +160,10 @@ def diff_console(result: Diff) -> list[Any]:
         for r in moved:
             for text in r.conditions:  # another label map or split: B - A is no like-for-like change
                 table.add_row(term_text(r.detector), "not comparable", term_text(text), "", "", "")
-            if not r.changes and not r.conditions:
+            if r.status == "checkpoint changed":
+                table.add_row(term_text(r.detector), r.status, "checkpoint", *(sha[:12] if sha else "none"
+                                                                               for sha in r.checkpoint), "")
+            elif not r.changes and not r.conditions:
                 table.add_row(term_text(r.detector), r.status, "", "", "", "")
             for c in r.changes:
                 info = info_of(c.metric)
