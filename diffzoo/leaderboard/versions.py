@@ -3,7 +3,9 @@
 ``freeze NAME`` writes ``<store>/versions/NAME.json``: the records included,
 each with the content digest of the record as frozen (``record_digests``),
 and, for reading at a glance, the dataset fingerprints, suite versions (with
-definition hashes) and metric-definition versions they carry.  A version
+definition hashes) and metric-definition versions they carry; a digest of
+each field (``digests``, as a record has) and a ``content_hash`` over every
+field but itself, so an edit of any field is found and named.  A version
 file is never rewritten.  A record a later ``--rerun`` replaced stays in the
 store (``replaced/``), so a version always loads the very records it froze,
 and one whose record was edited fails to load, naming it.  Tables are keyed
@@ -26,7 +28,15 @@ from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, RecordError, did_you_mean
 from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.harness.records.check import state_problems
-from diffzoo.harness.records.document import MAX_RECORD_BYTES, VERSIONS_DIR, ResultRecord, read_json_file, store_lock
+from diffzoo.harness.records.document import (
+    MAX_RECORD_BYTES,
+    VERSIONS_DIR,
+    ResultRecord,
+    digest_problems,
+    field_digests,
+    read_json_file,
+    store_lock,
+)
 from diffzoo.leaderboard.store import RecordStore, expand_record_paths, is_unfinished, read_record_file
 
 VERSION_SCHEMA = 2
@@ -91,6 +101,11 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
     if not NAME_RE.match(name):
         raise ConfigError(f"version name {name!r} must be ASCII letters (A-Z, a-z), digits, '.', '_' or '-' "
                           "(at most 64, starting with a letter or digit): it is a file name on every system")
+    try:  # a version file is UTF-8 text; an argument of other bytes reaches Python as lone surrogates
+        "".join([note, *suites, *datasets, *detectors]).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError("--note, --suite, --dataset and --detector must be UTF-8 text: one holds bytes "
+                          "that are not") from None
     path = store.versions_dir / f"{name}.json"
     if path.exists() and is_unfinished(path):
         raise RecordError(unfinished(path))
@@ -118,7 +133,7 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         raise RecordError(f"cannot freeze {name!r}: {len(bad)} record(s) whose numbers are not those of their state "
                           f"(first: {record.id}: {problems[0]}); `diffzoo leaderboard verify` lists them")
     digests = {r.id: r.content_digest for r in sorted(records, key=lambda r: r.id)}
-    manifest = {
+    manifest = sealed({
         "schema_version": VERSION_SCHEMA,
         "name": name,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
@@ -127,13 +142,31 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         **summarize(records),
         "records": list(digests),
         "record_digests": digests,
-        "content_hash": stable_hash(digests),
-    }
+    })
     with store_lock(store.root):
         try:  # whole or absent, and two freezes of one name cannot both win
             return atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True), exclusive=True)
         except FileExistsError:
             raise ConfigError(f"version {name!r} already exists ({path})") from None
+
+
+def sealed(fields: dict[str, Any]) -> dict[str, Any]:
+    """A version manifest of ``fields``: with a digest of each field and a content hash over all."""
+    body = {**fields, "digests": field_digests(fields)}
+    return {**body, "content_hash": stable_hash(body)}
+
+
+def seal_problems(manifest: dict[str, Any]) -> list[str]:
+    """Each field of ``manifest`` edited since :func:`sealed` made it (empty: none); where the
+    field digests cannot tell, that the content hash does not match."""
+    body = {k: v for k, v in manifest.items() if k != "content_hash"}
+    if stable_hash(body) == manifest.get("content_hash"):
+        return []
+    try:  # a value no freeze writes (NaN, a lone surrogate) has no field digest: the hash alone tells
+        named = digest_problems(body, "it was frozen") if isinstance(body.get("digests"), dict) else []
+    except ValueError:
+        named = []
+    return named or ["its content_hash does not match its content: it was changed after it was frozen"]
 
 
 def unfinished(path: Path) -> str:
@@ -154,8 +187,8 @@ def list_versions(store: RecordStore) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
-    """The manifest of version ``name``, checked: schema, and a content hash
-    that matches its record digests."""
+    """The manifest of version ``name``, checked: schema, name, and a content hash
+    that matches every field (:func:`seal_problems`)."""
     path = store.versions_dir / f"{name}.json"
     if Path(name).name != name or not path.exists():  # a name that is a path (../x) is no version: never read
         known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
@@ -173,9 +206,8 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
     if manifest.get("name") != name:  # a copy under another name would publish as the version it copies
         raise RecordError(f"version file {path} is version {manifest.get('name')!r}: it was copied or renamed "
                           "after it was frozen")
-    if stable_hash(digests) != manifest.get("content_hash"):
-        raise RecordError(f"version file {path}: content_hash does not match its record digests; "
-                          "the version file was changed after it was frozen")
+    if problems := seal_problems(manifest):
+        raise RecordError(f"version file {path}: {'; '.join(problems)}")
     return manifest
 
 

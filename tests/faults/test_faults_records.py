@@ -293,20 +293,57 @@ def test_verify_of_a_version_reads_each_of_its_records_once(tmp_path, capsys, mo
 ])
 def test_a_version_file_whose_summary_is_not_its_records_is_refused(tmp_path, capsys, edit_manifest, said):
     """What a published header prints (datasets, suites, metric versions) comes from the version file:
-    one edited there (its record digests and content hash left alone) is named by verify and never
+    one edited there, its digests and content hash made again to match, is named by verify and never
     published as the records' provenance."""
-    from diffzoo.leaderboard.versions import freeze
+    from diffzoo.leaderboard.versions import freeze, sealed
 
     root, _, _ = stored(tmp_path)
     path = freeze(RecordStore(root), "v1")
     manifest = json.loads(path.read_text())
     edit_manifest(manifest)
-    path.write_text(json.dumps(manifest))
+    path.write_text(json.dumps(sealed({k: v for k, v in manifest.items() if k not in ("digests", "content_hash")})))
     for args in ((), ("v1",)):
         code, out = verify(capsys, root, *args)
         assert code == 1 and said in one_line(out) and "changed after it was frozen" in one_line(out), out
     code, out, err = cli(capsys, "leaderboard", "publish", "v1", "--store", root, "--out", tmp_path / "pub")
     assert code == 1 and said in one_line(err) and not (tmp_path / "pub" / "leaderboard.md").exists(), err
+
+
+@pytest.mark.parametrize("edit_manifest, field", [
+    (lambda m: m.update(created="2020-01-01T00:00:00+00:00"), "created"),
+    (lambda m: m.update(note="the official numbers"), "note"),
+    (lambda m: m["filters"].update(detectors=["a*"]), "filters.detectors"),
+    (lambda m: m.update(extra="anything"), "extra"),
+    (lambda m: m.update(note=float("nan")), None),  # no field digest: the hash alone tells
+])
+def test_any_field_of_a_version_file_edited_after_freezing_is_named(tmp_path, capsys, edit_manifest, field):
+    """A version is immutable: its content hash covers every field but itself, and its field digests
+    name the one edited (the hash covered the record digests only: an edited date, note or filter
+    verified)."""
+    from diffzoo.leaderboard.versions import freeze
+
+    root, _, _ = stored(tmp_path)
+    path = freeze(RecordStore(root), "v1", note="the first")
+    manifest = json.loads(path.read_text())
+    edit_manifest(manifest)
+    path.write_text(json.dumps(manifest))
+    said = f"version file {path}: " + (f"field {field} was {'added' if field == 'extra' else 'changed'} after it "
+                                       "was frozen" if field else "its content_hash does not match its content")
+    for args in ((), ("v1",)):
+        code, out = verify(capsys, root, *args)
+        assert code == 1 and said in one_line(out), out
+    code, out, err = cli(capsys, "leaderboard", "publish", "v1", "--store", root, "--out", tmp_path / "pub")
+    assert code == 1 and said in one_line(err) and not (tmp_path / "pub" / "leaderboard.md").exists(), err
+
+
+def test_a_note_or_filter_of_bytes_that_are_no_text_is_refused_by_freeze(tmp_path, capsys):
+    """An argument of bytes that are not UTF-8 (Python's surrogate escapes) cannot be written to
+    a version file: one line, exit 2, no version (it was an internal UnicodeEncodeError)."""
+    root, _, _ = stored(tmp_path)
+    code, _, err = cli(capsys, "leaderboard", "freeze", "v1", "--store", root, "--note", "a\udcffb")
+    assert code == 2 and one_line(err) == ("error: --note, --suite, --dataset and --detector must be UTF-8 text: "
+                                           "one holds bytes that are not"), err
+    assert not (root / "versions").exists()
 
 
 def test_a_record_whose_numbers_are_not_its_states_is_never_frozen(tmp_path, capsys):

@@ -202,13 +202,13 @@ def field_digests(data: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def digest_problems(data: dict[str, Any]) -> list[str]:
-    """Every field whose value no longer matches the digest written with it."""
+def digest_problems(data: dict[str, Any], written: str = "the record was written") -> list[str]:
+    """Every field whose value no longer matches the digest written with it (``written``: when)."""
     stored, expected = data.get("digests") or {}, field_digests(data)
     changed = sorted(k for k in set(stored) | set(expected) if stored.get(k) != expected.get(k))
     specific = [k for k in changed if not any(c.startswith(k + ".") for c in changed)]
     return [f"field {key} was {'added' if key not in stored else 'removed' if key not in expected else 'changed'} "
-            "after the record was written (its digest does not match)" for key in specific]
+            f"after {written} (its digest does not match)" for key in specific]
 
 
 def content_digest(data: Any) -> str:
