@@ -248,6 +248,26 @@ def test_an_empty_answer_says_why_a_filter_kept_no_record_or_no_version_is_froze
                                                     "NAME` makes one)")
 
 
+def test_versions_are_listed_in_version_order_everywhere(tmp_path, capsys):
+    """v2 before v10 (they were sorted as text: v10, v2), in `versions`, in the names a wrong
+    version name lists, and in the order `verify` checks them."""
+    store = RecordStore(tmp_path)
+    store.add(make_record("a"))
+    names = ["v10", "v2", "v1.10", "v1.9", "2026-11", "2026-2", "v1"]
+    for name in names:
+        freeze(store, name)
+    ordered = ["2026-2", "2026-11", "v1", "v1.9", "v1.10", "v2", "v10"]
+    code, out, _ = cli(capsys, "leaderboard", "versions", "--store", tmp_path)
+    listed = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    assert code == 0 and listed == ordered, out
+    code, _, err = cli(capsys, "leaderboard", "publish", "v3", "--store", tmp_path, "--out", tmp_path / "pub")
+    assert code == 2 and f"({', '.join(ordered)})" in " ".join(err.split()), err
+    for name in names:
+        (tmp_path / "versions" / f"{name}.json").write_text("{}")
+    code, out = cli(capsys, "leaderboard", "verify", "--store", tmp_path)[:2]
+    assert code == 1 and [line.split()[2] for line in out.splitlines() if line.startswith("bad version")] == ordered
+
+
 def test_a_store_names_the_folders_it_reads_and_nothing_else(tmp_path):
     store = RecordStore(tmp_path)
     assert (store.records_dir, store.versions_dir, store.replaced_dir) == (

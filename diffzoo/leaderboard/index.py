@@ -29,6 +29,7 @@ Case facts come from typed record fields: :attr:`RecordBody.setting`
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -341,8 +342,9 @@ class RecordIndex:
 
 
 def version_order(version: str) -> tuple:
-    """A sort key for version texts: ``2`` before ``10``, numbers before words."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in version.replace("-", ".").split("."))
+    """A sort key for version texts and names: ``2`` before ``10``, ``v2`` before ``v10``, numbers
+    before words; ``.`` and ``-`` only separate."""
+    return tuple((0, int(n), "") if n else (1, 0, w) for n, w in re.findall(r"([0-9]+)|([^0-9.-]+)", version))
 
 
 def _newest_first(versions: dict[SuiteVersion, list[ResultRecord]]) -> list[SuiteVersion]:

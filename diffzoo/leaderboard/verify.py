@@ -21,7 +21,7 @@ from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.records.check import StateSource, record_roots, state_problems
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.store import RecordStore, expand_record_paths, misnamed, read_record_file
-from diffzoo.leaderboard.versions import summary_problems, version_paths
+from diffzoo.leaderboard.versions import summary_problems, version_files, version_paths
 
 
 @dataclass
@@ -83,7 +83,7 @@ def verify_store(store: RecordStore, version: str | None = None, *, clean: bool 
             report.checked += 1
             if bad := check_file(path, source):
                 report.bad.append(bad)
-        for vpath in sorted(store.versions_dir.glob("*.json")):
+        for vpath in version_files(store):
             _check_version(store, vpath.stem, source, report, count=False)
     report.cleaned = cleaned
     report.temp_files = store.temp_files()

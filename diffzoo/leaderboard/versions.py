@@ -37,6 +37,7 @@ from diffzoo.harness.records.document import (
     read_json_file,
     store_lock,
 )
+from diffzoo.leaderboard.index import version_order
 from diffzoo.leaderboard.store import RecordStore, expand_record_paths, is_unfinished, read_record_file
 
 VERSION_SCHEMA = 2
@@ -174,11 +175,16 @@ def unfinished(path: Path) -> str:
             "`diffzoo leaderboard verify --clean` removes it, then freeze again")
 
 
+def version_files(store: RecordStore) -> list[Path]:
+    """The store's version files in version order (``v2`` before ``v10``; :func:`~.index.version_order`)."""
+    return sorted(store.versions_dir.glob("*.json"), key=lambda p: (version_order(p.stem), p.stem))
+
+
 def list_versions(store: RecordStore) -> tuple[list[dict[str, Any]], list[str]]:
     """(the manifests of the store's versions, by name; why each version file that is none cannot
     be read): one bad file never hides the others."""
     manifests, bad = [], []
-    for path in sorted(store.versions_dir.glob("*.json")):
+    for path in version_files(store):
         try:
             manifests.append(read_manifest(store, path.stem))
         except RecordError as exc:
@@ -191,7 +197,7 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
     that matches every field (:func:`seal_problems`)."""
     path = store.versions_dir / f"{name}.json"
     if Path(name).name != name or not path.exists():  # a name that is a path (../x) is no version: never read
-        known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
+        known = [p.stem for p in version_files(store)]
         raise ConfigError(f"no version {name!r} in {store.versions_dir}"
                           + (f" (versions: {', '.join(known)})" if known else " (none frozen yet)"))
     if is_unfinished(path):
@@ -268,6 +274,6 @@ def resolve(ref: str | None, store: RecordStore) -> Selection:
         read = [(p, *read_record_file(p)) for p in expand_record_paths([path])]
         return Selection(f"records in {path}", [r for _, r, _ in read if r is not None],
                          skipped=tuple((p, "; ".join(why)) for p, r, why in read if r is None))
-    known = [p.stem for p in sorted(store.versions_dir.glob("*.json"))]
+    known = [p.stem for p in version_files(store)]
     raise ConfigError(f"{ref!r} is neither a version in {store.root} "
                       f"({', '.join(known) or 'none frozen yet'}) nor a folder or file of records")
