@@ -160,6 +160,16 @@ def test_latex_escapes_specials_line_breaks_and_control_characters(tmp_path):
     assert len(captions) == 3 and all(c.endswith("}") for c in captions)  # each caption on one line
 
 
+def test_latex_typesets_dashes_quotes_and_commas_in_names_as_typed(tmp_path):
+    """No ligature or font-encoding slot turns a name into other characters: ``--``/``---`` were en and
+    em dashes, ``'``/``''`` closing quotes, ``"`` a closing double quote (OT1), ``,,`` a low quote (T1)."""
+    tex = published(tmp_path, "latex", [make_record("a--b---c 'x' ''y'' \"z\" ,,w", dataset="it's-a--set")])
+    assert ("a-\\/-b-\\/-\\/-c \\textquotesingle{}x\\textquotesingle{} \\textquotesingle{}\\textquotesingle{}y"
+            "\\textquotesingle{}\\textquotesingle{} \\textquotedbl{}z\\textquotedbl{} ,\\/,w &") in tex
+    assert "it\\textquotesingle{}s-a-\\/-set" in tex
+    assert not re.search(r"--|,,|['\"<>|]", "\n".join(line for line in tex.splitlines() if not line.startswith("%")))
+
+
 # -- HTML ----------------------------------------------------------------------------------------------------
 class _Page(HTMLParser):
     def __init__(self):

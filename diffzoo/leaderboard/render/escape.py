@@ -99,19 +99,22 @@ def md_cell(value: object) -> str:
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
         "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "[": "{[}", "]": "{]}",
-        "*": "{*}", "`": r"\textasciigrave{}"}
+        "*": "{*}", "`": r"\textasciigrave{}", "'": r"\textquotesingle{}", '"': r"\textquotedbl{}"}
+_TEX_LIGATURE = re.compile(r"([-,])(?=\1)")  # -- and --- (dashes), ,, (a low double quote in T1)
 
 
 def latex(value: object) -> str:
     """Text for LaTeX (table cells, captions, ``%`` comments), typeset as
-    written: ``\\ { } $ & # ^ _ ~ %`` and ``< > | ` `` become their text
-    commands (a backtick would print as an opening quote); ``[ ] *`` are
-    braced, since after a row's ``\\\\`` they would be read as its optional
-    argument or star; control characters and line breaks are written
-    visibly first (a raw line break would end a ``%`` comment and make the
-    rest of the line live LaTeX, two would end the paragraph inside a
-    caption)."""
-    return "".join(_TEX.get(ch, ch) for ch in printable("" if value is None else value))
+    written: ``\\ { } $ & # ^ _ ~ %`` and ``< > | ` ' "`` become their text
+    commands (in OT1 ``< > |`` print as ¡ ¿ and a dash, and in any font
+    encoding a quote prints as a typographic one); a ``-`` or ``,`` followed
+    by another gets an italic correction ``\\/``, so no ligature makes ``--``
+    an en dash or ``,,`` a low quote; ``[ ] *`` are braced, since after a
+    row's ``\\\\`` they would be read as its optional argument or star;
+    control characters and line breaks are written visibly first (a raw line
+    break would end a ``%`` comment and make the rest of the line live LaTeX,
+    two would end the paragraph inside a caption)."""
+    return _TEX_LIGATURE.sub(r"\1\\/", "".join(_TEX.get(ch, ch) for ch in printable("" if value is None else value)))
 
 
 # -- HTML -------------------------------------------------------------------------------------
