@@ -37,8 +37,9 @@ from diffzoo.harness.records.document import (
     read_json_file,
     store_lock,
 )
+from diffzoo.harness.records.fields import HEX64
 from diffzoo.leaderboard.index import version_order
-from diffzoo.leaderboard.store import RecordStore, expand_record_paths, is_unfinished, read_record_file
+from diffzoo.leaderboard.store import RECORD_ID, RecordStore, expand_record_paths, is_unfinished, read_record_file
 
 VERSION_SCHEMA = 2
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -151,6 +152,28 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
             raise ConfigError(f"version {name!r} already exists ({path})") from None
 
 
+# every field of a manifest as freeze writes it (what readers index), in the shapes :func:`_is` reads
+_MANIFEST: dict[str, Any] = {
+    "name": str, "created": str, "note": str, "content_hash": str, "digests": {"": str},
+    "filters": {"suites": [str], "datasets": [str], "detectors": [str]},
+    "datasets": [{"name": str, "fingerprint": str}], "suites": [{"name": str, "version": str, "definition_hash": str}],
+    "metrics_versions": [str], "detectors": [str], "records": [RECORD_ID], "record_digests": {"": HEX64},
+}
+
+
+def _is(value: Any, kind: Any) -> bool:
+    """``value`` has the JSON shape ``kind``: ``str``; a pattern (a string it matches); ``[k]`` (a
+    list of ``k``); ``{"": k}`` (an object of ``k`` values); ``{key: k, ...}`` (exactly those keys)."""
+    if isinstance(kind, list):
+        return isinstance(value, list) and all(_is(v, kind[0]) for v in value)
+    if isinstance(kind, dict):
+        return isinstance(value, dict) and (all(_is(v, kind[""]) for v in value.values()) if "" in kind else
+                                            value.keys() == kind.keys() and all(_is(value[k], kind[k]) for k in kind))
+    if isinstance(kind, re.Pattern):
+        return isinstance(value, str) and kind.fullmatch(value) is not None
+    return isinstance(value, kind)
+
+
 def sealed(fields: dict[str, Any]) -> dict[str, Any]:
     """A version manifest of ``fields``: with a digest of each field and a content hash over all."""
     body = {**fields, "digests": field_digests(fields)}
@@ -193,8 +216,8 @@ def list_versions(store: RecordStore) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
-    """The manifest of version ``name``, checked: schema, name, and a content hash
-    that matches every field (:func:`seal_problems`)."""
+    """The manifest of version ``name``, checked: schema, the shape of every field
+    (``_MANIFEST``), name, and a content hash that matches every field (:func:`seal_problems`)."""
     path = store.versions_dir / f"{name}.json"
     if Path(name).name != name or not path.exists():  # a name that is a path (../x) is no version: never read
         known = [p.stem for p in version_files(store)]
@@ -206,8 +229,9 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("schema_version") != VERSION_SCHEMA:
         got = manifest.get("schema_version") if isinstance(manifest, dict) else None
         raise RecordError(f"version file {path} has schema {got!r}, not {VERSION_SCHEMA}")
-    digests = manifest.get("record_digests")
-    if not isinstance(digests, dict) or sorted(digests) != sorted(manifest.get("records", [])):
+    if bad := [key for key, kind in _MANIFEST.items() if not _is(manifest.get(key), kind)]:
+        raise RecordError(f"version file {path}: field(s) {', '.join(bad)} missing or not as freeze writes them")
+    if sorted(manifest["record_digests"]) != sorted(manifest["records"]):
         raise RecordError(f"version file {path}: record_digests must name every record of the version")
     if manifest.get("name") != name:  # a copy under another name would publish as the version it copies
         raise RecordError(f"version file {path} is version {manifest.get('name')!r}: it was copied or renamed "

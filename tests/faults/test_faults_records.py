@@ -314,7 +314,7 @@ def test_a_version_file_whose_summary_is_not_its_records_is_refused(tmp_path, ca
     (lambda m: m.update(note="the official numbers"), "note"),
     (lambda m: m["filters"].update(detectors=["a*"]), "filters.detectors"),
     (lambda m: m.update(extra="anything"), "extra"),
-    (lambda m: m.update(note=float("nan")), None),  # no field digest: the hash alone tells
+    (lambda m: m.update(extra=float("nan")), None),  # no field digest: the hash alone tells
 ])
 def test_any_field_of_a_version_file_edited_after_freezing_is_named(tmp_path, capsys, edit_manifest, field):
     """A version is immutable: its content hash covers every field but itself, and its field digests
@@ -334,6 +334,31 @@ def test_any_field_of_a_version_file_edited_after_freezing_is_named(tmp_path, ca
         assert code == 1 and said in one_line(out), out
     code, out, err = cli(capsys, "leaderboard", "publish", "v1", "--store", root, "--out", tmp_path / "pub")
     assert code == 1 and said in one_line(err) and not (tmp_path / "pub" / "leaderboard.md").exists(), err
+
+
+@pytest.mark.parametrize("edit_manifest, field", [
+    (lambda m: m["record_digests"].update({m["records"][0]: 5}), "record_digests"),
+    (lambda m: m.update(records=["../../x"], record_digests={"../../x": "0" * 64}), "records"),
+    (lambda m: m.update(suites="standard"), "suites"),
+    (lambda m: m["datasets"][0].pop("fingerprint"), "datasets"),
+    (lambda m: m.update(created=5, note=["a"]), "created, note"),
+])
+def test_a_version_file_of_another_shape_is_named_never_an_internal_error(tmp_path, capsys, edit_manifest, field):
+    """A version file edited, its digests and hash made again (nothing signs them), with a value of
+    another type or shape: every command names the field (verify, publish and diff stopped with an
+    internal TypeError, `versions` too; a created date or note of another type verified)."""
+    from diffzoo.leaderboard.versions import freeze, sealed
+
+    root, _, _ = stored(tmp_path)
+    path = freeze(RecordStore(root), "v1")
+    manifest = json.loads(path.read_text())
+    edit_manifest(manifest)
+    path.write_text(json.dumps(sealed({k: v for k, v in manifest.items() if k not in ("digests", "content_hash")})))
+    said = f"version file {path}: field(s) {field} missing or not as freeze writes them"
+    for args in (("verify",), ("verify", "v1"), ("versions",), ("publish", "v1", "--out", tmp_path / "pub"),
+                 ("diff", "v1", root)):
+        code, out, err = cli(capsys, "leaderboard", *args, "--store", root)
+        assert code == 1 and said in one_line(out + err) and "internal error" not in out + err, (args, out + err)
 
 
 def test_a_note_or_filter_of_bytes_that_are_no_text_is_refused_by_freeze(tmp_path, capsys):
@@ -451,7 +476,9 @@ def test_versions_lists_the_readable_versions_and_names_each_file_that_is_none(t
     code, out, err = cli(capsys, "leaderboard", "versions", "--store", root)
     assert code == 1 and "│ v1 " in out
     assert err.splitlines() == [
-        f"error: version file {root / 'versions' / 'a.json'}: record_digests must name every record of the version",
+        f"error: version file {root / 'versions' / 'a.json'}: field(s) name, created, note, content_hash, digests, "
+        "filters, datasets, suites, metrics_versions, detectors, records, record_digests missing or not as freeze "
+        "writes them",
         f"error: version file {root / 'versions' / 'b.json'} is a folder, not a regular file; diffzoo reads only "
         "regular files"]
 
