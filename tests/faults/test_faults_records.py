@@ -86,6 +86,20 @@ def test_editing_any_number_fails_verify_and_add_naming_the_field(tmp_path, caps
     assert code == 1 and f"field {field}" in out and "1 rejected" in out
 
 
+def test_a_lone_surrogate_in_a_record_is_named_never_an_internal_error(tmp_path, capsys):
+    """`\\ud800` alone is valid JSON but no UTF-8 text, so no digest of it can be made: verify, list and
+    add stopped with an internal UnicodeEncodeError; the file is now bad like any text that is not UTF-8."""
+    root, record, path = stored(tmp_path)
+    path.write_text(path.read_text().replace(f'"{record.body.detector.name}"', '"x\\ud800"', 1))
+    said = f"{path}: is not UTF-8 text (it holds a lone surrogate, \\ud800)"
+    code, out = verify(capsys, root)
+    assert code == 1 and out.startswith(f"bad {said}"), out
+    code, out, err = cli(capsys, "leaderboard", "list", "--store", root)
+    assert code == 0 and f"skipped {said}" in one_line(out + err), out + err
+    code, out = add_into_new_store(capsys, tmp_path, path)
+    assert code == 1 and said in one_line(out) and "1 rejected" in out, out
+
+
 def test_a_number_shadowed_by_a_key_given_twice_is_caught(tmp_path, capsys):
     """`"mIoU": 0.99` put before the record's own mIoU: json keeps the last (the true one), so the
     record verified, while the file read top down (a person, grep, a parser keeping the first) says 0.99."""

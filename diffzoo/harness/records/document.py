@@ -118,9 +118,14 @@ def read_json_file(path: Path | str, limit: int, what: str, within: Path | str |
     depth bound of :func:`~diffzoo.harness.core.fsutil.parse_json`.  RecordError ``"WHAT PATH
     WHY"`` otherwise, its one problem the why alone."""
     try:  # a key given twice is never diffzoo's writing: json keeps the last, a reader may see the first
-        return parse_json(read_regular(path, limit, within=within), f"{what} {path}", unique_keys=True)
+        value = parse_json(read_regular(path, limit, within=within), f"{what} {path}", unique_keys=True)
+        # a lone surrogate escape (\ud800) is valid JSON but no UTF-8 text: no digest of it can be made
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value
     except FileRefused as exc:
         why = exc.reason
+    except UnicodeEncodeError as exc:
+        why = f"is not UTF-8 text (it holds a lone surrogate, {ascii(exc.object[exc.start:exc.end])[1:-1]})"
     except UnicodeDecodeError:
         why = "is not UTF-8 text"
     except json.JSONDecodeError as exc:
