@@ -166,6 +166,25 @@ def test_a_record_whose_config_nests_500_levels_is_named_not_a_recursion_error(t
     assert "deeper than 100 levels" in one_line(out) and "internal error" not in out + err
 
 
+def test_an_integer_of_5000_digits_in_a_record_or_version_is_named_never_an_internal_error(tmp_path, capsys):
+    """json.loads refuses an integer longer than Python converts (4300 digits) with a ValueError of
+    its own: verify, list and versions stopped with an internal error."""
+    from diffzoo.leaderboard.versions import freeze
+
+    root = stored(tmp_path)
+    version = freeze(RecordStore(root), "v1")
+    long = root / "records" / ("e" * 16 + ".json")
+    long.write_text('{"schema_version": ' + "9" * 5000 + "}")
+    version.write_text(version.read_text().replace('"schema_version": 2', '"schema_version": ' + "9" * 5000))
+    said = f"holds an integer of more than {sys.get_int_max_str_digits()} digits; diffzoo reads none that long"
+    code, out, err = cli(capsys, "leaderboard", "list", "--store", root)
+    assert code == 0 and f"skipped {long}: {said}" in one_line(out + err), out + err
+    code, out, err = cli(capsys, "leaderboard", "verify", "--store", root)
+    assert code == 1 and f"bad {long}: {said}" in one_line(out) and f"version file {version} {said}" in one_line(out)
+    code, out, err = cli(capsys, "leaderboard", "versions", "--store", root)
+    assert code == 1 and one_line(err) == f"error: version file {version} {said}", err
+
+
 def test_an_oversize_file_in_the_store_is_named_and_never_read(tmp_path, capsys):
     record = verified()
     root = stored(tmp_path, record)

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -298,7 +299,8 @@ def json_depth(data: bytes) -> int:
 def parse_json(data: bytes | str, source: str = "the JSON text", *, unique_keys: bool = False) -> Any:
     """The value of the JSON text ``data`` (UTF-8 bytes or text).  FileRefused naming ``source``
     if it nests deeper than :data:`MAX_JSON_DEPTH` (checked before parsing: no parser or recursive walk of
-    the value overflows), or, with ``unique_keys`` (a file a person writes), if an object gives
+    the value overflows), if it holds an integer longer than Python converts
+    (``sys.get_int_max_str_digits()``), or, with ``unique_keys`` (a file a person writes), if an object gives
     one key twice (json keeps the last silently); json.JSONDecodeError or UnicodeDecodeError
     (both ValueErrors) if it is not JSON."""
     if json_depth(data.encode("utf-8") if isinstance(data, str) else data) > MAX_JSON_DEPTH:
@@ -318,6 +320,11 @@ def parse_json(data: bytes | str, source: str = "the JSON text", *, unique_keys:
         return json.loads(text, object_pairs_hook=once if unique_keys else None)
     except RecursionError:  # a parser with a lower limit than MAX_JSON_DEPTH
         raise FileRefused(source, "nests arrays and objects too deeply to be parsed") from None
+    except (json.JSONDecodeError, FileRefused):
+        raise
+    except ValueError:  # the one other ValueError of json.loads: an integer of more digits than int() takes
+        raise FileRefused(source, f"holds an integer of more than {sys.get_int_max_str_digits()} digits; diffzoo "
+                                  "reads none that long") from None
 
 
 TEXT_LIMIT = 256 * 1024 * 1024
