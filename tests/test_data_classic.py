@@ -388,6 +388,15 @@ def test_accented_names_give_one_set_of_ids_and_one_fingerprint_in_either_unicod
     assert_read_alike(*(open_dataset(str(copies[form])) for form in ("NFC", "NFD")), name, hashed_list)
 
 
+@pytest.mark.parametrize("make, name", [(make_nist16, "NC2016_0001"), (make_cocoglide, str(COCOGLIDE_ROWS[0][1]))],
+                         ids=["nist16", "cocoglide"])
+def test_a_list_naming_a_file_composed_finds_it_stored_decomposed(make, name, tmp_path):
+    """The reference CSV or table.csv written with `café` composed, its files copied from macOS (decomposed):
+    opening refused them as "file(s) named ... do not exist"."""
+    copies = accented_copies(make(tmp_path / "src" / "set"), tmp_path, name, lists="NFC")
+    assert_read_alike(*(open_dataset(str(copies[form])) for form in ("NFC", "NFD")), name)
+
+
 def test_two_names_reading_as_one_are_refused_naming_both(tmp_path):
     """Two samples whose ids read alike: which one is meant cannot be told (they were two samples)."""
     root = make_imd2020(tmp_path / "imd")

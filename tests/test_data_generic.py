@@ -122,6 +122,22 @@ def test_json_list(tmp_path):
     assert JsonListDataset(f, split="test").fingerprint() == fp
 
 
+def test_a_json_list_reads_its_paths_as_canonical_ids_and_finds_files_stored_in_another_unicode_form(tmp_path):
+    """The list wrote `café` composed, the files came from macOS (decomposed): "listed file(s) do not exist"; and
+    an id kept the path as written, so a list written decomposed gave other ids."""
+    nfc, nfd = (unicodedata.normalize(form, "imgs/café.png") for form in ("NFC", "NFD"))
+    save(tmp_path / nfd, image())
+    save(tmp_path / "masks" / unicodedata.normalize("NFD", "café.png"), gt())
+    for listed in (nfc, nfd):
+        f = tmp_path / "set.json"
+        f.write_text(json.dumps([[listed, unicodedata.normalize("NFC", "masks/café.png")]]))
+        ds = JsonListDataset(f, split="test")
+        assert ds.ids("test") == [nfc] and ds.load(nfc).label.sum() == 16
+    f.write_text(json.dumps([[nfc, "Negative"], [nfd, "Negative"]]))
+    with pytest.raises(DataError, match=f"item 1: image {nfd} \\(as {nfc} before\\) is listed twice"):
+        JsonListDataset(f, split="test")
+
+
 def test_json_list_saved_with_a_byte_order_mark_is_read(tmp_path):
     """A list saved by a Windows editor: "not readable JSON (Unexpected UTF-8 BOM ...)", though a splits.json is read."""
     save(tmp_path / "Au" / "b.png", image())

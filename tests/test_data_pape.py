@@ -312,3 +312,11 @@ def test_an_accented_image_name_gives_one_set_of_ids_and_one_fingerprint_in_eith
     name = IDS["Places"][0]
     copies = accented_copies(pape, tmp_path, name)
     assert_read_alike(PapeDataset(copies["NFC"]), PapeDataset(copies["NFD"]), name, hashed_list=True)
+
+
+def test_a_manifest_naming_an_image_composed_finds_it_stored_decomposed(pape, tmp_path):
+    """manifest.jsonl (and the split file) written with `café` composed, the files copied from macOS (decomposed):
+    "manifest row(s) have no image or mask"."""
+    name = IDS["Places"][0]
+    copies = accented_copies(pape, tmp_path, name, lists="NFC")
+    assert_read_alike(PapeDataset(copies["NFC"]), PapeDataset(copies["NFD"]), name)

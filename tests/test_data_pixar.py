@@ -259,3 +259,11 @@ def test_an_accented_image_name_gives_one_set_of_ids_and_one_fingerprint_in_eith
     """The ids kept the file name as stored: decomposed (macOS) and composed differed."""
     copies = accented_copies(pixar, tmp_path, "synthetic_0000")  # a name mapping.json does not give
     assert_read_alike(*(PixarDataset(copies[form], full_synthetic=True) for form in ("NFC", "NFD")), "synthetic_0000")
+
+
+def test_a_mapping_naming_an_image_composed_finds_it_stored_decomposed(pixar, tmp_path):
+    """mapping.json written with `café` composed, the files copied from macOS (decomposed): "lack a ... mapping
+    entry"."""
+    name = "tampered_00110a1b2c3d4e"
+    copies = accented_copies(pixar, tmp_path, name, lists="NFC")
+    assert_read_alike(*(PixarDataset(copies[form]) for form in ("NFC", "NFD")), name)

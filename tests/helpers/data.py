@@ -25,19 +25,20 @@ from helpers.images import save_image as save
 TEXT_SUFFIXES = (".csv", ".json", ".jsonl", ".txt")
 
 
-def accented_copies(root: Path, out: Path, name: str) -> dict[str, Path]:
+def accented_copies(root: Path, out: Path, name: str, lists: str | None = None) -> dict[str, Path]:
     """Two copies of the data at ``root``, ``NFC`` and ``NFD``, in which ``name`` (in file and folder
     names and in the data's own lists) reads ``café<name>``: composed as most systems store it, and
-    decomposed as macOS does."""
+    decomposed as macOS does; the lists write it in the form ``lists`` in both copies, if given."""
     copies = {}
     for form in ("NFC", "NFD"):
         accented = unicodedata.normalize(form, f"café{name}")
+        listed = unicodedata.normalize(lists or form, f"café{name}")
         copy = Path(shutil.copytree(root, out / form / root.name))
         for p in sorted(copy.rglob(f"*{name}*"), key=lambda p: -len(p.parts)):  # the deepest first
             p.rename(p.with_name(p.name.replace(name, accented)))
         for p in copy.rglob("*"):
             if p.suffix in TEXT_SUFFIXES and p.is_file():
-                p.write_text(p.read_text(encoding="utf-8").replace(name, accented), encoding="utf-8")
+                p.write_text(p.read_text(encoding="utf-8").replace(name, listed), encoding="utf-8")
         copies[form] = copy
     return copies
 

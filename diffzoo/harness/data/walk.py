@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import os
 import unicodedata
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Callable, Iterable
+from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 from diffzoo.harness.core.errors import DataError
@@ -54,6 +54,35 @@ def by_canonical_name(where: object, items: Iterable[tuple[str, T]]) -> dict[str
                             "separator or Unicode form); keep one of them")
         out[key], stored[key] = value, name
     return out
+
+
+def stored_paths(root: Path) -> Callable[[str], Path]:
+    """A finder of the files a data's own list names (a table, a reference CSV, a JSON list, a
+    manifest): ``find(name)`` is ``root / name`` when that is there, else the stored path whose
+    parts read as ``name``'s (:func:`canonical_name`: a list written with ``café`` composed finds
+    the file a macOS copy stores decomposed), else ``root / name`` (missing: the caller says so).
+    A folder is listed once, and only when a name is not there as written."""
+    listings: dict[Path, dict[str, str]] = {}
+
+    def listing(folder: Path) -> dict[str, str]:
+        if folder not in listings:
+            try:
+                names = os.listdir(folder)
+            except OSError:  # no folder there: the name is missing
+                names = []
+            listings[folder] = by_canonical_name(folder, ((n, n) for n in names))
+        return listings[folder]
+
+    def find(name: str) -> Path:
+        path = root / name
+        if os.path.lexists(path):
+            return path
+        here = root
+        for part in PurePosixPath(canonical_name(name)).parts:
+            here = here / (part if os.path.lexists(here / part) else listing(here).get(part, part))
+        return here if os.path.lexists(here) else path
+
+    return find
 
 
 def is_folder(entry: os.DirEntry | Path) -> bool:

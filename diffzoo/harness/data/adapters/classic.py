@@ -55,7 +55,7 @@ from diffzoo.harness.data.base import (
 )
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import check_mask_size, read_binary_mask, read_image
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, stored_paths, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -373,6 +373,7 @@ class Nist16Dataset(_ClassicDataset):
             raise DataError(f"NIST16 task {task!r} is not one of {', '.join(NIST_TASKS)}")
         ref = _nist_ref(root, task)
         rows = _read_reference(ref)
+        find = stored_paths(root)
         targets: dict[str, list[Path]] = {}
         kinds: dict[str, set[str]] = {}
         originals: Entries = {}
@@ -387,17 +388,17 @@ class Nist16Dataset(_ClassicDataset):
             if (probe in originals and target) or (probe in targets and not target):
                 raise DataError(f"{ref}: line {line}: probe {probe} is listed both as a target (IsTarget=Y) "
                                 f"and as a non-target")
-            if file_kind(root / probe) in MISSING:  # a FIFO named here is named when loaded (not-a-file)
+            if file_kind(find(probe)) in MISSING:  # a FIFO named here is named when loaded (not-a-file)
                 absent.append(f"line {line}: {probe}")
             if not target:
-                originals[probe] = (root / probe, None)
+                originals[probe] = (find(probe), None)
                 continue
             mask = _relative(row["ProbeMaskFileName"], f"{ref}: line {line}: ProbeMaskFileName (IsTarget=Y)")
-            if file_kind(root / mask) in MISSING:
+            if file_kind(find(mask)) in MISSING:
                 absent.append(f"line {line}: {mask}")
             masks = targets.setdefault(probe, [])
-            if root / mask not in masks:
-                masks.append(root / mask)
+            if find(mask) not in masks:
+                masks.append(find(mask))
             flagged = {t for col, t in NIST_TYPES if (row.get(col) or "").strip().lower() in _YES}
             kinds[probe] = kinds.get(probe, set()) | flagged
         report_unpaired(str(ref), absent, f"file(s) named in {ref.name} do not exist (paths are relative to {root})",
@@ -411,7 +412,7 @@ class Nist16Dataset(_ClassicDataset):
             if probe in gone or any(m.relative_to(root).as_posix() in gone for m in masks):
                 edit_types.pop(probe, None)
                 continue
-            entries[probe] = (root / probe, masks[0])
+            entries[probe] = (find(probe), masks[0])
             self._more_masks[canonical_name(probe)] = masks[1:]  # keyed by the sample's id
         self.task = task
         self.reference = ref

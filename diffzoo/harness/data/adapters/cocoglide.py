@@ -43,7 +43,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import read_csv, relative_cell, require_path
-from diffzoo.harness.data.walk import canonical_name
+from diffzoo.harness.data.walk import canonical_name, stored_paths
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +80,13 @@ class CocoGlideDataset(_TestSetDataset):
     ) -> None:
         require_path(path, "CocoGlideDataset")
         root = _root(Path(path))
-        rows = read_table(root)
+        find = stored_paths(root)
+        rows = read_table(root, find)
         entries: dict[str, tuple[Path, Path | None]] = {}
         self._prompts: dict[str, str] = {}
         for real, fake, mask, prompt in rows:  # ids as walk.canonical_name reads the names the table gives
-            entries[canonical_name(fake)] = (root / fake, root / mask)
-            entries[canonical_name(real)] = (root / real, None)
+            entries[canonical_name(fake)] = (find(fake), find(mask))
+            entries[canonical_name(real)] = (find(real), None)
             self._prompts[canonical_name(fake)] = prompt
         _log_unlisted(root, entries, rows)
         super().__init__(root, entries, name=name, split=split, val_fraction=val_fraction, split_seed=split_seed)
@@ -116,10 +117,10 @@ def _root(path: Path) -> Path:
     return path.parent if path.is_file() and path.name.lower() == TABLE else path
 
 
-def read_table(root: Path) -> list[tuple[str, str, str, str]]:
+def read_table(root: Path, find: Callable[[str], Path]) -> list[tuple[str, str, str, str]]:
     """``(real, fake, mask, prompt)`` per row of ``root/table.csv``, paths
     normalised (``a/./b`` -> ``a/b``) and checked: relative, inside ``root``,
-    existing, each file named once."""
+    existing (``find``: :func:`.walk.stored_paths`), each file named once."""
     table = root / TABLE
     if not table.is_file():
         raise DataError(
@@ -148,14 +149,15 @@ def read_table(root: Path) -> list[tuple[str, str, str, str]]:
         for col in COLUMNS[:3]:
             rel = relative_cell(row[col], f"{table}: line {line}: {col}", "the table's folder",
                                 f"{TABLE} paths must be relative to the table's folder")
-            if rel in seen:
-                first, as_col = seen[rel]
+            key = canonical_name(rel)  # one file, however its name is written
+            if key in seen:
+                first, as_col = seen[key]
                 raise DataError(
                     f"{table}: line {line}: {col} {rel} is already listed on line {first} "
                     f"(as {as_col}); each real, fake and mask file belongs to one row"
                 )
-            seen[rel] = (line, col)
-            if file_kind(root / rel) in MISSING:  # a FIFO named in the table is named when loaded
+            seen[key] = (line, col)
+            if file_kind(find(rel)) in MISSING:  # a FIFO named in the table is named when loaded
                 absent.append(f"line {line} {col}: {rel}")
             paths.append(rel)
         rows.append((paths[0], paths[1], paths[2], row["prompt"]))
@@ -171,13 +173,13 @@ def read_table(root: Path) -> list[tuple[str, str, str, str]]:
 
 def _log_unlisted(root: Path, entries: dict[str, Any], rows: Sequence[tuple[str, ...]]) -> None:
     """Images in real/, fake/, mask/ that no row names (a partial table, or stray files)."""
-    listed = set(entries) | {r[2] for r in rows}
+    listed = set(entries) | {canonical_name(r[2]) for r in rows}
     unlisted = [
         p.relative_to(root).as_posix()
         for folder in COLUMNS[:3]
         if (root / folder).is_dir()
         for p in list_image_files(root / folder)
-        if p.relative_to(root).as_posix() not in listed
+        if canonical_name(p.relative_to(root).as_posix()) not in listed
     ]
     if unlisted:
         log.info(

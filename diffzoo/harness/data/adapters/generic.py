@@ -34,7 +34,7 @@ from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, mask
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.splits import SPLITS_FILE, one_split, resolve_split_scheme
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, stored_paths
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +246,8 @@ class TpGtDataset(_PairListDataset):
 class JsonListDataset(_PairListDataset):
     """A JSON list of ``[image, mask | "Negative"]``; paths relative to the JSON file.
 
-    Ids are the image paths as written in the file.  Splits as for
+    Ids are the image paths as written in the file, read as :func:`.walk.canonical_name`
+    reads a stored name; a listed file is found on disk as it reads too.  Splits as for
     :class:`TpGtDataset` (``split``, else ``splits.json`` beside the JSON
     file, else train/val by id hash).
     """
@@ -264,21 +265,22 @@ class JsonListDataset(_PairListDataset):
         file = Path(path)
         items = _read_list(file)
         root = file.parent
+        find = stored_paths(root)
         entries: dict[str, tuple[Path, Path | None]] = {}
         listed: dict[str, str] = {}  # the file an image names (a/./b.png and a/b.png are one) -> as written
         missing: list[str] = []
         for i, (image, mask) in enumerate(items):
-            image_path = root / image
+            image_path, sid = find(image), canonical_name(image)
             same = listed.setdefault(os.path.normpath(image_path), image)
-            if image in entries or same != image:  # two ids of one file would be split apart: train and val
+            if sid in entries or same != image:  # two ids of one file would be split apart: train and val
                 twice = f"image {image}" if same == image else f"image {image} (as {same} before)"
                 raise DataError(f"{file}: item {i}: {twice} is listed twice")
-            mask_path = None if mask == NEGATIVE else root / mask
+            mask_path = None if mask == NEGATIVE else find(mask)
             missing += [
                 # a FIFO or folder listed is no missing file: loading it names what it is (not-a-file)
                 str(p) for p in (image_path, mask_path) if p is not None and file_kind(p) in MISSING
             ]
-            entries[image] = (image_path, mask_path)
+            entries[sid] = (image_path, mask_path)
         if missing:
             spelled = sorted({m for _, m in items if m != NEGATIVE and m.strip().lower() == NEGATIVE.lower()})
             raise DataError(

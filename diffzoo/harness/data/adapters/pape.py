@@ -123,7 +123,7 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
                     f"{file}, line {lineno}: missing field {key!r} (each row needs 'image_id', "
                     f"'normal_prompt' and 'abnormal_prompt')"
                 )
-        image_id = _safe_stem(row["image_id"], file, lineno)
+        image_id = canonical_name(_safe_stem(row["image_id"], file, lineno))  # as _index reads the file names
         prompt = row[field]
         if not isinstance(prompt, str):
             raise DataError(f"{file}, line {lineno}: field {field!r} is {prompt!r}; expected a string")
@@ -134,7 +134,8 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
 
 
 def read_split_json(file: Path) -> dict[str, Any]:
-    """A split file: ``{split: [image ids]}`` or ``{subset: {split: [image ids]}}``."""
+    """A split file: ``{split: [image ids]}`` or ``{subset: {split: [image ids]}}``, its ids as
+    strings read as :func:`.walk.canonical_name` reads a manifest's ``image_id``."""
     try:  # a split given twice is refused (json would keep its last list, the first one's ids in no split)
         data = parse_json(read_regular(file, TEXT_LIMIT), f"PAPE split file {file}", unique_keys=True)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -151,7 +152,8 @@ def read_split_json(file: Path) -> dict[str, Any]:
     seen: dict[tuple[str, str], str] = {}
     for subset, part in (data.items() if nested else [("", data)]):
         for split_name, ids in part.items():
-            for i in map(str, ids):
+            part[split_name] = ids = [canonical_name(str(i)) for i in ids]
+            for i in ids:
                 first = seen.setdefault((subset, i), split_name)
                 if first != split_name:
                     raise DataError(
@@ -183,10 +185,10 @@ def _layout(root: Path) -> dict[str, dict[str, Path]]:
 
 
 def _index(folder: Path) -> dict[str, list[Path]]:
-    """file-name stem -> image files directly in ``folder``."""
+    """file-name stem (:func:`.walk.canonical_name`) -> image files directly in ``folder``."""
     out: dict[str, list[Path]] = {}
     for path in image_files_in(folder):
-        out.setdefault(path.stem, []).append(path)
+        out.setdefault(canonical_name(path.stem), []).append(path)
     return out
 
 
@@ -370,7 +372,7 @@ class PapeDataset(SplitDataset):
             groups = [([s], split_part(data, s, file)) for s in subsets] if nested else [(subsets, data)]
             for group, part in groups:
                 known = {i for s in group for i in by_subset[s]}
-                unknown = sorted({str(i) for ids in part.values() for i in ids} - known)
+                unknown = sorted({i for ids in part.values() for i in ids} - known)
                 if unknown and not nested and set(self.subsets) != set(self._present_subsets):
                     # a flat file shared by all subsets also names those not chosen
                     log.info("PAPE split file %s: %d id(s) not in subsets %s ignored",
@@ -384,7 +386,7 @@ class PapeDataset(SplitDataset):
                 for subset in group:
                     ids, unassigned = by_subset[subset], set(by_subset[subset])
                     for split_name, image_ids in part.items():
-                        for image_id in map(str, image_ids):
+                        for image_id in image_ids:
                             splits.setdefault(canonical_split(split_name), []).extend(ids.get(image_id, ()))
                             unassigned.discard(image_id)
                     if unassigned:

@@ -45,7 +45,7 @@ from diffzoo.harness.data.base import SplitDataset, folder_name, name_list, repo
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.splits import canonical_split, one_split
-from diffzoo.harness.data.walk import canonical_name, is_folder, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, is_folder, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def _names_in(folder: Path) -> dict[str, Path]:
 
 
 def read_mapping(file: Path) -> dict[str, dict[str, Any]]:
-    """``mapping.json``: tampered file name -> {entry, real, type, bg}."""
+    """``mapping.json``: tampered file name (:func:`.walk.canonical_name`) -> {entry, real, type, bg}."""
     try:
         data = read_json(file)
     except FileNotFoundError:
@@ -96,7 +96,7 @@ def read_mapping(file: Path) -> dict[str, dict[str, Any]]:
             raise DataError(
                 f"PIXAR {file}: entry {key!r}: field 'type' is {value['type']!r}; expected a string"
             )
-    return data
+    return by_canonical_name(file, data.items())
 
 
 def read_metadata(file: Path, sample_id: str) -> tuple[list[str], str]:
@@ -281,7 +281,7 @@ class PixarDataset(SplitDataset):
             for image in image_files_in(split_dir / "tampered"):
                 sid = canonical_name(prefix + "tampered/" + image.name)
                 mask, meta = masks.get(f"{image.stem}_mask.png"), metas.get(f"{image.stem}_cls.json")
-                info = mapping.get(image.name)
+                info = mapping.get(canonical_name(image.name))
                 lacks = [w for w, v in ((f"{label_dir}/{image.stem}_mask.png", mask),
                                         (f"metadata/{image.stem}_cls.json", meta),
                                         (f"{MAPPING_FILE} entry", info)) if v is None]
