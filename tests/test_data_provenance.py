@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import unicodedata
 import zipfile
 
 import numpy as np
@@ -227,6 +228,22 @@ def test_a_split_or_metadata_file_that_is_a_folder_is_said_to_be_one(tmp_path, p
         with pytest.raises(FileRefused) as err:
             DiffSeg30kDataset(root, **{option: tmp_path})
         assert str(err.value) == f"{tmp_path} is a folder, not a regular file; diffzoo reads only regular files"
+
+
+def test_a_split_file_naming_accented_ids_decomposed_matches_the_ids_read_composed(tmp_path, pairs):
+    """A splits.json or split_file= saved from a macOS copy writes `café` decomposed: "not in the data"."""
+    nfc = {unicodedata.normalize("NFC", f"café{i}"): p for i, p in enumerate(pairs.values())}
+    root = write_folder(tmp_path / "ds", nfc)
+    ids = sorted(nfc)
+    nfd = [unicodedata.normalize("NFD", i) for i in ids]
+    tsv = tmp_path / "s.tsv"
+    tsv.write_text("".join(f"{i}\t{'val' if n < 3 else 'train'}\n" for n, i in enumerate(nfd)), encoding="utf-8")
+    (root / "splits.json").write_text(json.dumps({"train": nfd[3:], "val": nfd[:3]}), encoding="utf-8")
+    for ds in (DiffSeg30kDataset(root), DiffSeg30kDataset(root, split_file=tsv)):
+        assert ds.ids("val") == ids[:3] and ds.ids("train") == ids[3:]
+    tsv.write_text(f"{ids[0]}\ttrain\n{nfd[0]}\tval\n", encoding="utf-8")
+    with pytest.raises(DataError, match=f"id {ids[0]} is in both 'train' and 'val'"):
+        DiffSeg30kDataset(root, split_file=tsv)
 
 
 def test_split_names_in_another_letter_case_are_the_canonical_splits(tmp_path, pairs):

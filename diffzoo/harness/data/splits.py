@@ -21,6 +21,7 @@ from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text, require_file
+from diffzoo.harness.data.walk import canonical_name
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,8 @@ def _parse_split_text(text: str, path: Path) -> dict[str, list[str]]:
 
 def read_splits_file(path: Path, known_ids: Iterable[str]) -> dict[str, list[str]]:
     """Read ``{"train": [ids], "val": [ids], ...}`` or ``id<TAB>split`` lines;
-    every id must exist in the data.
+    every id must exist in the data, matched as :func:`.walk.canonical_name`
+    reads both (a file saved from a macOS copy writes ``café`` decomposed).
 
     Split names are made canonical; an id in two splits is an error (it
     would leak between training and evaluation).
@@ -127,17 +129,18 @@ def read_splits_file(path: Path, known_ids: Iterable[str]) -> dict[str, list[str
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"splits file {path} is not readable ({exc})") from None
     data = _parse_split_text(text, path)
-    known = set(known_ids)
+    known = {canonical_name(i): i for i in known_ids}
     out: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
-    for raw_name, ids in data.items():
+    for raw_name, listed in data.items():
         name = canonical_split(str(raw_name))
-        missing = [i for i in ids if i not in known]
+        missing = [i for i in listed if canonical_name(i) not in known]
         if missing:
             raise DataError(
                 f"splits file {path}: split {raw_name!r} names {len(missing)} id(s) that are "
                 f"not in the data, e.g. {', '.join(missing[:5])}"
             )
+        ids = [known[canonical_name(i)] for i in listed]
         for i in ids:
             if i in seen and seen[i] != name:
                 raise DataError(f"splits file {path}: id {i} is in both {seen[i]!r} and {name!r}")
