@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -320,3 +321,15 @@ def test_a_manifest_naming_an_image_composed_finds_it_stored_decomposed(pape, tm
     name = IDS["Places"][0]
     copies = accented_copies(pape, tmp_path, name, lists="NFC")
     assert_read_alike(PapeDataset(copies["NFC"]), PapeDataset(copies["NFD"]), name)
+
+
+def test_an_accented_editor_folder_is_one_label_in_either_unicode_form(pape, tmp_path):
+    """The label names kept an editor folder's name as stored: each Unicode form gave another label_map_sha256."""
+    copies = accented_copies(pape, tmp_path, "flux2_dev", lists="NFC")
+    nfc, nfd = (PapeDataset(copies[form]) for form in ("NFC", "NFD"))
+    assert_read_alike(nfc, nfd, "flux2_dev")
+    editor = unicodedata.normalize("NFC", "caféflux2_dev")
+    assert nfd.label_space.names == nfc.label_space.names and editor in nfd.label_space.names
+    assert nfd.provenance()["label_map"] == nfc.provenance()["label_map"]
+    chosen = PapeDataset(copies["NFD"], editors=unicodedata.normalize("NFD", "caféflux2_dev"))
+    assert chosen.label_space.editors == (editor,)

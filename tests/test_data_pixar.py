@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -267,3 +268,18 @@ def test_a_mapping_naming_an_image_composed_finds_it_stored_decomposed(pixar, tm
     name = "tampered_00110a1b2c3d4e"
     copies = accented_copies(pixar, tmp_path, name, lists="NFC")
     assert_read_alike(*(PixarDataset(copies[form]) for form in ("NFC", "NFD")), name)
+
+
+def test_an_accented_per_editor_folder_is_one_label_in_either_unicode_form(tmp_path):
+    """The label names kept a per-editor folder's name as stored: each Unicode form gave another label_map_sha256."""
+    root = tmp_path / "pixar_test"
+    make_pixar(root / "test_qwen_0.05", ("qwen_coco_val_color",), ("validation",), seed=1)
+    make_pixar(root / "test_gemini2.5_0.05", ("gemini_coco_val_motion",), ("validation",), seed=2)
+    copies = accented_copies(root, tmp_path, "qwen_0.05", lists="NFC")
+    nfc, nfd = (PixarDataset(copies[form], split="test") for form in ("NFC", "NFD"))
+    assert_read_alike(nfc, nfd, "qwen_0.05")
+    editor = unicodedata.normalize("NFC", "caféqwen")
+    assert nfd.label_space.names == ("background", editor, "gemini2.5") == nfc.label_space.names
+    assert nfd.provenance()["label_map"] == nfc.provenance()["label_map"]
+    chosen = PixarDataset(copies["NFD"], editors=unicodedata.normalize("NFD", "caféqwen"))
+    assert chosen.label_space.editors == (editor,)

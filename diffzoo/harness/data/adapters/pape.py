@@ -57,7 +57,7 @@ from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE
 from diffzoo.harness.data.splits import canonical_split, one_split
-from diffzoo.harness.data.walk import canonical_name, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -173,15 +173,17 @@ def _is_editor_dir(p: Path) -> bool:
 
 
 def _layout(root: Path) -> dict[str, dict[str, Path]]:
-    """subset name -> editor name -> folder, for every folder that looks like PAPE."""
+    """subset name -> editor name -> folder, for every folder that looks like PAPE; the names
+    (labels, ids) as :func:`.walk.canonical_name` reads the folders'."""
     out: dict[str, dict[str, Path]] = {}
     for subset in subfolders(root):
         if subset.name == "splits":
             continue
-        editors = {e.name: e for e in subfolders(subset) if e.name != "splits" and _is_editor_dir(e)}
+        editors = by_canonical_name(subset, ((e.name, e) for e in subfolders(subset)
+                                             if e.name != "splits" and _is_editor_dir(e)))
         if editors:
             out[subset.name] = editors
-    return out
+    return by_canonical_name(root, out.items())
 
 
 def _index(folder: Path) -> dict[str, list[Path]]:
@@ -288,6 +290,7 @@ class PapeDataset(SplitDataset):
     def _choose(kind: str, wanted: list[str] | None, present: list[str], root: Path) -> list[str]:
         if wanted is None:
             return present
+        wanted = [canonical_name(w) for w in wanted]  # as the folder names are read
         unknown = [w for w in wanted if w not in present]
         if unknown or not wanted:
             raise DataError(

@@ -238,7 +238,7 @@ class PixarDataset(SplitDataset):
         for sub in subfolders(root):
             if not _split_dirs(sub):
                 continue
-            name = editor_from_folder(sub.name)
+            name = editor_from_folder(canonical_name(sub.name))  # a label: one name in either Unicode form
             if name == "full" and (wanted is None or "full" not in wanted):
                 log.warning("PIXAR %s: %s aggregates the per-editor test sets; left out (open it "
                             "on its own with editor_from_type=True)", root, sub.name)
@@ -252,7 +252,7 @@ class PixarDataset(SplitDataset):
             hint = " (this looks like a split folder: pass the folder holding it)" if (
                 root / "tampered").is_dir() else ""
             raise DataError(f"PIXAR {root}: no PIXAR layout found{hint}; {expected}")
-        names = sorted(found) if wanted is None else list(dict.fromkeys(wanted))
+        names = sorted(found) if wanted is None else list(dict.fromkeys(map(canonical_name, wanted)))
         unknown = [n for n in names if n not in found]
         if unknown or not names:
             raise DataError(
