@@ -283,3 +283,38 @@ def test_an_accented_per_editor_folder_is_one_label_in_either_unicode_form(tmp_p
     assert nfd.provenance()["label_map"] == nfc.provenance()["label_map"]
     chosen = PixarDataset(copies["NFD"], editors=unicodedata.normalize("NFD", "caféqwen"))
     assert chosen.label_space.editors == (editor,)
+
+
+def test_an_image_and_its_mask_and_metadata_stored_in_two_unicode_forms_are_paired(pixar):
+    """The mask and metadata were found by the image's name as stored: an image stored composed
+    beside its mask stored decomposed was refused, "no soft_masks/..._mask.png"."""
+    name = "tampered_00110a1b2c3d4e5f"
+    nfc, nfd = (unicodedata.normalize(form, f"café{name}") for form in ("NFC", "NFD"))
+    split = pixar / "validation"
+    (split / "tampered" / f"{name}.png").rename(split / "tampered" / f"{nfc}.png")
+    for sub, suffix in (("soft_masks", "_mask.png"), ("masks", "_mask.png"), ("metadata", "_cls.json")):
+        (split / sub / f"{name}{suffix}").rename(split / sub / f"{nfd}{suffix}")
+    mapping = pixar / "mapping.json"
+    mapping.write_text(mapping.read_text(encoding="utf-8").replace(name, nfc), encoding="utf-8")
+    ds = PixarDataset(pixar)
+    s = ds.load(f"validation/tampered/{nfc}.png")
+    np.testing.assert_array_equal(s.label, (region(5, 4, 6) > 0).astype(np.uint8))
+    assert ds.classes(f"validation/tampered/{nfc}.png") == ["dog", "frisbee"]
+
+
+def test_an_accented_editor_option_or_type_prefix_is_one_label_in_either_unicode_form(tmp_path):
+    """editor= and a mapping type's prefix kept the name as given: each Unicode form gave another
+    label_map_sha256, and editors= in one form left out the images of the other."""
+    nfc, nfd = (unicodedata.normalize(form, "éditeur") for form in ("NFC", "NFD"))
+    one = make_pixar(tmp_path / "one", ("qwen_coco_val_color",), ("validation",))
+    by_option = [PixarDataset(one, editor=e) for e in (nfc, nfd)]
+    assert by_option[1].label_space.names == ("background", nfc) == by_option[0].label_space.names
+    assert by_option[1].provenance()["label_map"] == by_option[0].provenance()["label_map"]
+    assert by_option[1].load(tampered(by_option[1], "val")[0]).meta.turns[0].editor == nfc
+    combined = make_pixar(tmp_path / "combined", (f"{nfd}_coco_val_color", f"{nfc}_coco_val_addition",
+                                                  "qwen_coco_val_color"), ("validation",))
+    ds = PixarDataset(combined, editor_from_type=True)
+    assert ds.label_space.names == ("background", "qwen", nfc)
+    assert {ds.load(i).meta.turns[0].editor for i in tampered(ds, "val")} == {nfc, "qwen"}
+    chosen = PixarDataset(combined, editor_from_type=True, editors=nfd)
+    assert chosen.label_space.editors == (nfc,) and len(tampered(chosen, "val")) == 2

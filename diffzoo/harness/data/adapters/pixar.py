@@ -70,8 +70,10 @@ def _split_dirs(folder: Path) -> list[Path]:
 
 
 def _names_in(folder: Path) -> dict[str, Path]:
+    """The files in ``folder`` by :func:`.walk.canonical_name`: an image finds its mask and
+    metadata stored in another Unicode form."""
     with os.scandir(folder) as it:
-        return {e.name: Path(folder, e.name) for e in it if not is_folder(e)}
+        return by_canonical_name(folder, ((e.name, Path(folder, e.name)) for e in it if not is_folder(e)))
 
 
 def read_mapping(file: Path) -> dict[str, dict[str, Any]]:
@@ -176,6 +178,8 @@ class PixarDataset(SplitDataset):
         if not 0.0 <= float(mask_threshold) < 1.0:
             raise ConfigError(f"PIXAR mask_threshold={mask_threshold}; expected a fraction in [0, 1)")
         wanted = name_list(editors)
+        wanted = None if wanted is None else [canonical_name(w) for w in wanted]  # as labels are read
+        editor = None if editor is None else canonical_name(editor)
         folders = self._folders(root, editor, wanted, editor_from_type)
         self.root, self.path = root, str(root)
         self.labels, self.mask_threshold = labels, float(mask_threshold)
@@ -252,7 +256,7 @@ class PixarDataset(SplitDataset):
             hint = " (this looks like a split folder: pass the folder holding it)" if (
                 root / "tampered").is_dir() else ""
             raise DataError(f"PIXAR {root}: no PIXAR layout found{hint}; {expected}")
-        names = sorted(found) if wanted is None else list(dict.fromkeys(map(canonical_name, wanted)))
+        names = sorted(found) if wanted is None else list(dict.fromkeys(wanted))
         unknown = [n for n in names if n not in found]
         if unknown or not names:
             raise DataError(
@@ -280,7 +284,8 @@ class PixarDataset(SplitDataset):
             masks, metas = _names_in(split_dir / label_dir), _names_in(split_dir / "metadata")
             for image in image_files_in(split_dir / "tampered"):
                 sid = canonical_name(prefix + "tampered/" + image.name)
-                mask, meta = masks.get(f"{image.stem}_mask.png"), metas.get(f"{image.stem}_cls.json")
+                stem = canonical_name(image.stem)
+                mask, meta = masks.get(f"{stem}_mask.png"), metas.get(f"{stem}_cls.json")
                 info = mapping.get(canonical_name(image.name))
                 lacks = [w for w, v in ((f"{label_dir}/{image.stem}_mask.png", mask),
                                         (f"metadata/{image.stem}_cls.json", meta),
@@ -297,7 +302,7 @@ class PixarDataset(SplitDataset):
                             f"PIXAR {mapping_file}: entry {image.name!r} has no field 'type'; "
                             f"editor_from_type needs it (e.g. 'qwen_coco_val_addition')"
                         )
-                    who = kind.split("_", 1)[0]
+                    who = canonical_name(kind.split("_", 1)[0])
                 bg = info.get("bg")
                 base = bg if bg in ("real", "ai") else "unknown"
                 self._entries[sid] = _Entry(image, "tampered", who, mask, meta, kind or "unknown", base)
