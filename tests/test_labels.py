@@ -1,6 +1,8 @@
 """Pixel-difference labels: alignment, fallback, area bounds, tau, and ``diffzoo data label-pairs``."""
 
 import json
+import re
+import unicodedata
 
 import cv2
 import numpy as np
@@ -8,6 +10,7 @@ import pytest
 from PIL import Image
 
 from diffzoo.generators.editors.labels import AlignParams, align, difference_label
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.run.factories import open_dataset
 
 from helpers.cli import cli, one_line_exit_2
@@ -306,3 +309,26 @@ def test_the_imgedit_adapter_refuses_the_same_label_settings():
 
     with pytest.raises(ConfigError, match=r"min_area \(0.5\) is above max_area \(0.1\)"):
         ImgEditDataset("unused", min_area=0.5, max_area=0.1)
+
+
+def test_label_pairs_pairs_an_original_and_an_edit_named_in_two_unicode_forms(tmp_path):
+    """Pairs were matched by the file stems as stored: an original saved composed and its edit saved
+    decomposed (a macOS copy) were left unmatched, each listed alone under names that read the same."""
+    from diffzoo.generators.datasets.pairs import label_pairs
+
+    nfc, nfd = (unicodedata.normalize(form, "café") for form in ("NFC", "NFD"))
+    base = smooth(2)
+    edited = base.copy()
+    edited[10:50, 20:60] = (250, 0, 0)
+    for folder, name, image in (("o", nfc, base), ("g", nfd, edited)):
+        (tmp_path / folder).mkdir()
+        save(image, tmp_path / folder / f"{name}.png")
+    report = label_pairs(tmp_path / "o", tmp_path / "g", tmp_path / "l")
+    assert report.counts["ok"] == 1 and report.orig_only == report.gen_only == []
+    ds = open_dataset(str(tmp_path / "l"))
+    assert [i for s in ds.splits() for i in ds.ids(s)] == [nfc]
+    assert np.array_equal(ds.load(nfc).image, edited) and ds.load(nfc).label[10:50, 20:60].all()
+    (tmp_path / "g" / f"{nfd}.png").rename(tmp_path / "g" / f"{nfd}.jpg")
+    save(edited, tmp_path / "g" / f"{nfc}.png")
+    with pytest.raises(DataError, match=re.escape(f"two images with the stem '{nfc}': '{nfd}.jpg', '{nfc}.png'")):
+        label_pairs(tmp_path / "o", tmp_path / "g", tmp_path / "l2")

@@ -38,6 +38,7 @@ from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.imageio import read_image
 from diffzoo.harness.data.labelmaps import LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
+from diffzoo.harness.data.walk import canonical_name
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +63,10 @@ def _stems(folder: Path, what: str) -> dict[str, Path]:
         raise not_found(DataError(f"{what} folder {folder} does not exist or is not a folder"))
     out: dict[str, Path] = {}
     for f in image_files_in(folder):
-        if f.stem in out:
-            raise DataError(f"{folder}: two images with the stem {f.stem!r}: {out[f.stem].name}, {f.name}")
-        out[f.stem] = f
+        stem = canonical_name(f.stem)  # pairs and ids: one stem in either Unicode form
+        if stem in out:
+            raise DataError(f"{folder}: two images with the stem {stem!r}: {out[stem].name!r}, {f.name!r}")
+        out[stem] = f
     return out
 
 
