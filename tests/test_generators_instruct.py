@@ -4,6 +4,7 @@ offline errors, and LoRA variants (Hyper-SD card, tiny random LoRA, any local Lo
 from __future__ import annotations
 
 import dataclasses
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -175,6 +176,17 @@ def test_noop_is_rejected_and_a_given_mask_is_ignored():
         editor.edit(image, _mask(), "nothing", seed=0)
     assert info.value.result.metadata["mask_ignored"] is True
     assert not info.value.result.changed.any() and editor.pipeline.calls == [(64, 64)]
+
+
+@pytest.mark.parametrize("options, said", [
+    ({"tau": 1.5}, "tau must be in [0, 1), got 1.5"),
+    ({"min_area": 0.5, "max_area": 0.1}, "min_area (0.5) is above max_area (0.1): every pair would be rejected"),
+    ({"cleanup": -1}, "cleanup must be >= 0 (0: off), got -1"),
+])
+def test_label_settings_no_label_can_follow_are_refused_before_any_pipeline_runs(options, said):
+    """The editor took them and refused only after building the pipeline and running the first edit."""
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        InstructionEditor(TINY_INSTRUCT, **options)
 
 
 def test_local_edit_gives_its_region():

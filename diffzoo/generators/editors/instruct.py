@@ -45,6 +45,7 @@ from diffzoo.generators.editors.labels import (
     DEFAULT_MIN_AREA,
     DEFAULT_TAU,
     check_image,
+    check_label_settings,
     difference_label,
 )
 from diffzoo.harness.core.cards import GeneratorCard
@@ -114,6 +115,7 @@ class InstructionEditor(DiffusersEditor):
         lora_scale: float = 1.0,
         lora_fuse: bool = True,
     ):
+        check_label_settings(tau, min_area, max_area, cleanup)  # before a pipeline is built or run
         super().__init__(card, device, dtype, lora=lora, lora_scale=lora_scale, lora_fuse=lora_fuse)
         self.label_options = {"min_area": min_area, "max_area": max_area, "cleanup": cleanup, "align_images": align}
         self.tau = tau
