@@ -1,6 +1,7 @@
 """Pixel-difference labels: alignment, fallback, area bounds, tau, and ``diffzoo data label-pairs``."""
 
 import json
+import logging
 import re
 import unicodedata
 
@@ -332,3 +333,30 @@ def test_label_pairs_pairs_an_original_and_an_edit_named_in_two_unicode_forms(tm
     save(edited, tmp_path / "g" / f"{nfc}.png")
     with pytest.raises(DataError, match=re.escape(f"two images with the stem '{nfc}': '{nfd}.jpg', '{nfc}.png'")):
         label_pairs(tmp_path / "o", tmp_path / "g", tmp_path / "l2")
+
+
+def test_label_pairs_says_which_pairs_carry_different_exif_orientation_tags(tmp_path, caplog):
+    """A phone photo stored turned, with a tag saying so, and an edit of its upright view: the pair was
+    compared as stored, a turned image against an upright one, and rejected as a global repaint unsaid."""
+    from diffzoo.generators.datasets.pairs import label_pairs
+
+    base = smooth(2)
+    edited = base.copy()
+    edited[10:50, 20:60] = (250, 0, 0)
+    for folder in ("o", "g"):
+        (tmp_path / folder).mkdir()
+    exif = Image.Exif()
+    exif[0x0112] = 6  # shown turned 90 degrees clockwise
+    Image.fromarray(np.ascontiguousarray(np.rot90(base))).save(tmp_path / "o" / "phone.png", exif=exif)
+    save(edited, tmp_path / "g" / "phone.png")  # the editor saw the view the tag asks for
+    save(base, tmp_path / "o" / "plain.png")
+    save(edited, tmp_path / "g" / "plain.png")
+    with caplog.at_level(logging.WARNING):
+        label_pairs(tmp_path / "o", tmp_path / "g", tmp_path / "l")
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "l" / "manifest.jsonl").read_text().splitlines())}
+    assert rows["phone"]["exif_orientation"] == {"orig": 6, "gen": None} and "exif_orientation" not in rows["plain"]
+    assert rows["plain"]["status"] == "ok"
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert said == ["1 pair(s) whose original and edit carry different EXIF orientation tags (e.g. phone: "
+                    "original 6, edit none) are compared as stored, as diffzoo reads every image; an edit made "
+                    "on the view a tag asks for is then compared turned (docs/datasets.md, EXIF orientation)"]

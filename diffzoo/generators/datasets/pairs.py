@@ -35,6 +35,7 @@ from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataErr
 from diffzoo.harness.core.fsutil import writing
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
+from diffzoo.harness.data.fingerprint import file_orientation
 from diffzoo.harness.data.imageio import read_image
 from diffzoo.harness.data.labelmaps import LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
@@ -118,11 +119,19 @@ def label_pairs(
                          sorted(set(origs) - set(gens)), sorted(set(gens) - set(origs)))  # fmt: skip
     options = {"tau": tau, "min_area": min_area, "max_area": max_area, "cleanup": cleanup,
                "align_images": align_images}  # fmt: skip
+    tags = {stem: {"orig": file_orientation(origs[stem]), "gen": file_orientation(gens[stem])} for stem in stems}
+    if turned := [stem for stem in stems if tags[stem]["orig"] != tags[stem]["gen"]]:
+        log.warning("%d pair(s) whose original and edit carry different EXIF orientation tags (e.g. %s: original "
+                    "%s, edit %s) are compared as stored, as diffzoo reads every image; an edit made on the view a "
+                    "tag asks for is then compared turned (docs/datasets.md, EXIF orientation)", len(turned),
+                    turned[0], *(tags[turned[0]][k] or "none" for k in ("orig", "gen")))
     with built_in_place_of(out, (PAIRS_DIR, MANIFEST_FILE, LABELS_FILE, SUMMARY_FILE)) as tmp:
         (tmp / PAIRS_DIR).mkdir()
         rows = []
         for done, stem in enumerate(stems, start=1):
             rows.append(_label_one(stem, origs[stem], gens[stem], tmp / PAIRS_DIR, frame, editor, options))
+            if any(tags[stem].values()):
+                rows[-1]["exif_orientation"] = tags[stem]
             report.counts[rows[-1]["status"]] += 1
             if progress is not None:
                 progress(done, len(stems))

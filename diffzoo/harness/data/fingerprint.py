@@ -59,6 +59,20 @@ device): the fingerprint stays defined and the sample fails when it is loaded.""
 _TALLIES: list[list[str]] = []
 
 
+def file_orientation(path: Path) -> int | None:
+    """The EXIF orientation tag of the image file ``path`` (its header only); None without one,
+    or for what is not a regular file or cannot be read (reading the image says why)."""
+    from diffzoo.harness.data.imageio import exif_orientation  # Pillow: only when asked
+
+    try:
+        if not path.is_file():  # a FIFO is never opened: it would block
+            return None
+        with open(path, "rb") as fh:
+            return exif_orientation(fh.read(HEADER_BYTES))
+    except OSError:
+        return None
+
+
 @contextmanager
 def counting_orientation() -> Iterator[list[str]]:
     """Collect, while inside, the names of the files hashed (or found in the digest cache)

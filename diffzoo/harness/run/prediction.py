@@ -36,8 +36,8 @@ from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, TASKS, LabelSpace
-from diffzoo.harness.data.fingerprint import HEADER_BYTES
-from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, exif_orientation, is_image_file, read_image
+from diffzoo.harness.data.fingerprint import file_orientation
+from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
 from diffzoo.harness.data.labelmaps import load_label_space
 from diffzoo.harness.metrics import editor_ranking
 from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, ImageVerdict, image_verdict, row_name
@@ -454,7 +454,7 @@ def predict_files(
     pngs = {} if model.detector.task == "classification" else {
         stem: (place(f"{stem}.labels.png"), place(f"{stem}.overlay.png")) for stem in stems}
     # every write of the lines file, its close included, is inside writing(): a full disk names it
-    orientations = {p: _orientation(p) for p in paths}
+    orientations = {p: file_orientation(p) for p in paths}
     if rotated := [p.name for p in paths if orientations[p]]:
         log.warning("%d image(s) carry an EXIF orientation tag (e.g. %s): they are predicted on their stored "
                     "pixels, as evaluation scores them; a viewer that applies the tag shows them rotated, and their "
@@ -481,16 +481,6 @@ def predict_files(
             rows.append(row)
             task.advance()
     return rows
-
-
-def _orientation(path: Path) -> int | None:
-    """The EXIF orientation tag of the image file ``path`` (its header only), None without one or
-    where the header cannot be read (reading the image says why)."""
-    try:
-        with open(path, "rb") as fh:
-            return exif_orientation(fh.read(HEADER_BYTES))
-    except OSError:
-        return None
 
 
 @contextlib.contextmanager
