@@ -132,6 +132,19 @@ def test_flat_images_fall_back_to_unaligned():
     assert res.status == "ok" and np.array_equal(res.mask, truth)
 
 
+@pytest.mark.parametrize("hw", [(1, 40), (40, 1), (1, 1)])
+def test_an_image_one_pixel_wide_is_compared_unaligned(hw):
+    """OpenCV's ORB fails on an image with a side of 1 px: one such image stopped a whole
+    label-pairs run with an internal error."""
+    orig = np.zeros((*hw, 3), np.uint8)
+    gen = orig.copy()
+    gen[:1, :1] = (200, 30, 30)
+    res = difference_label(orig, gen, min_area=0, max_area=1, cleanup=0)
+    assert not res.alignment.used and res.alignment.homography is None
+    assert res.alignment.reason == f"too few ORB keypoints: the original is {hw[1]} x {hw[0]} px"
+    assert res.status == "ok" and res.changed_pixels == 1 and res.valid_pixels == hw[0] * hw[1]
+
+
 def test_noop_and_global_repaints_are_rejected(scene):
     orig = scene["orig"]
     same = difference_label(orig, orig.copy())

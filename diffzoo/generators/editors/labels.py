@@ -209,6 +209,8 @@ def _ransac(go: np.ndarray, gg: np.ndarray, p: AlignParams) -> tuple[np.ndarray 
     """ORB + ratio test + RANSAC: (homography gg -> go or None, inliers, matches, failure or '')."""
     import cv2
 
+    if min(go.shape) < 2:  # ORB's image pyramid fails on a side of 1 px (cv2.error), where it finds none anyway
+        return None, 0, 0, f"too few ORB keypoints: the original is {go.shape[1]} x {go.shape[0]} px"
     orb = cv2.ORB_create(nfeatures=p.n_features)
     kp_o, des_o = orb.detectAndCompute(go, None)
     kp_g, des_g = orb.detectAndCompute(gg, None)
