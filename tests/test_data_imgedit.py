@@ -2,6 +2,7 @@
 
 import io
 import json
+import unicodedata
 
 import cv2
 import numpy as np
@@ -357,3 +358,21 @@ def test_registered_adapter_opens_by_name_with_progress_and_by_path(snapshot):
     assert advances[0] == 5 and sum(advances[1:]) == 5 and min(advances[1:]) >= 0  # 5 rows, counted once
     assert isinstance(ds, ImgEditDataset) and ds.ids("test") == sorted(truths)
     assert isinstance(open_dataset(str(root / "Parquet")), ImgEditDataset)
+
+
+def test_a_parquet_naming_images_composed_finds_them_stored_decomposed(tmp_path):
+    """The parquet's paths were looked up as written: a copy made on macOS, whose accented folder is
+    stored decomposed, lost every pair under it ("not found")."""
+    root = tmp_path / "ImgEdit"
+    truths = make_imgedit(root)
+    nfc, nfd = (unicodedata.normalize(form, "café_part0") for form in ("NFC", "NFD"))
+    (root / "results_add_part0").rename(root / nfd)
+    file = root / "Parquet" / "add_part0.parquet"
+    rows = pq.read_table(file).to_pylist()
+    for row in rows:
+        for column in ("input_images", "output_images"):
+            row[column] = [p.replace("results_add_part0", nfc) for p in row[column]]
+    pq.write_table(pa.Table.from_pylist(rows), file)
+    ds = ImgEditDataset(root / "Parquet", cache=False)
+    assert ds.ids("test") == sorted(truths) and ds.describe()["unreadable"] == 0
+    assert iou(ds.load("add_part0/00000000").label, truths["add_part0/00000000"]) >= 0.9

@@ -59,6 +59,7 @@ from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import data_files
 from diffzoo.harness.data.imageio import read_image
 from diffzoo.harness.data.splits import SPLITS_FILE, file_split_id, one_split, read_splits_file
+from diffzoo.harness.data.walk import stored_paths
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,7 @@ class ImgEditDataset(SplitDataset):
         self._assign_splits(root if root.is_dir() else root.parent, split)
 
     # -- reading -------------------------------------------------------------
-    def _ref(self, item: Any, roots: list[Path], cell: tuple[int, int, int, str], where: str,
+    def _ref(self, item: Any, roots: F.Roots, cell: tuple[int, int, int, str], where: str,
              digests: F.Digests) -> tuple[_Ref, bytes | None]:  # fmt: skip
         """A reference to one image item, and its bytes if they are in the parquet."""
         raw, data = F.raw_path(item), F.embedded(item)
@@ -181,11 +182,12 @@ class ImgEditDataset(SplitDataset):
         import pyarrow.parquet as pq
 
         if self._roots is not None:
-            roots = self._roots
+            folders = self._roots
         else:
             bases = (file.parent, file.parent.parent)
-            roots = [d for b in bases for d in (b, b / "Singleturn", b / "Multiturn") if d.is_dir()]
-        memo = F.sha256(json.dumps([str(file.resolve()), [str(r.resolve()) for r in roots]]).encode())[:32]
+            folders = [d for b in bases for d in (b, b / "Singleturn", b / "Multiturn") if d.is_dir()]
+        roots = {r: stored_paths(r) for r in folders}
+        memo = F.sha256(json.dumps([str(file.resolve()), [str(r.resolve()) for r in folders]]).encode())[:32]
         digests = F.Digests(f"imgedit:{memo}" if self._cache is not None else None)
         columns = [F.TURNS_COLUMN] if kind == "turns" else list(F.PAIR_COLUMNS)
         row = 0
@@ -215,7 +217,7 @@ class ImgEditDataset(SplitDataset):
                     state["progress"](state["done"], state["total"])
         digests.save()
 
-    def _add_pair(self, sid: str, cell: dict, loc: tuple[int, int, int], where: str, roots: list[Path],
+    def _add_pair(self, sid: str, cell: dict, loc: tuple[int, int, int], where: str, roots: F.Roots,
                   digests: F.Digests, turn: int | None, first_raw: str) -> None:  # fmt: skip
         pair = self._pairs[sid] = _Pair(sid, str(cell.get("prompt") or ""))
         found = {side: F.items(cell.get(side)) for side in F.SIDES}

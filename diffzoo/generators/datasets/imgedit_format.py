@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -96,14 +97,19 @@ def embedded(item: Any) -> bytes | None:
     return bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) and len(data) else None
 
 
-def resolve(path: str, roots: list[Path], where: str) -> Path:
-    """The file ``path`` names below one of ``roots``; never an absolute path or one with ``..``."""
+Roots = Mapping[Path, Callable[[str], Path]]
+"""Image roots, each with its :func:`.walk.stored_paths` finder."""
+
+
+def resolve(path: str, roots: Roots, where: str) -> Path:
+    """The file ``path`` names below one of ``roots`` (a path written composed finds the file
+    stored decomposed); never an absolute path or one with ``..``."""
     rel = PurePosixPath(path.replace("\\", "/"))
     if not path or rel.is_absolute() or ".." in rel.parts or (rel.parts and rel.parts[0].endswith(":")):
         raise Missing(f"{where}: path {path!r} is absolute or leaves the image root: not opened")
-    for root in roots:
-        if (root / rel).is_file():
-            return root / rel
+    for find in roots.values():
+        if (file := find(rel.as_posix())).is_file():
+            return file
     raise Missing(f"{where}: {path} not found under {', '.join(map(str, roots)) or '(no image root)'}")
 
 
