@@ -181,7 +181,7 @@ def test_noop_is_rejected_and_a_given_mask_is_ignored():
 @pytest.mark.parametrize("options, said", [
     ({"tau": 1.5}, "tau must be in [0, 1), got 1.5"),
     ({"min_area": 0.5, "max_area": 0.1}, "min_area (0.5) is above max_area (0.1): every pair would be rejected"),
-    ({"cleanup": -1}, "cleanup must be >= 0 (0: off), got -1"),
+    ({"cleanup": -1}, "cleanup must be a whole number of pixels >= 0 (0: off), got -1"),
 ])
 def test_label_settings_no_label_can_follow_are_refused_before_any_pipeline_runs(options, said):
     """The editor took them and refused only after building the pipeline and running the first edit."""

@@ -300,7 +300,7 @@ def test_building_mini_never_replaces_a_folder_it_did_not_build(tmp_path):
     (["--max-area", "nan"], "max_area must be a finite number >= 0, got nan"),
     (["--max-area", "0"], "min_area (0.01) is above max_area (0.0): every pair would be rejected"),
     (["--min-area", "500", "--max-area", "20"], "min_area (500.0) is above max_area (20.0)"),
-    (["--cleanup", "-3"], "cleanup must be >= 0 (0: off), got -3"),
+    (["--cleanup", "-3"], "cleanup must be a whole number of pixels >= 0 (0: off), got -3"),
     (["--frame", "x"], "frame must be one of gen, orig, got 'x'"),
     (["--editor", ""], "editor '' cannot name the edited class"),
     (["--editor", "background"], "editor 'background' cannot name the edited class"),
@@ -373,3 +373,18 @@ def test_label_pairs_says_which_pairs_carry_different_exif_orientation_tags(tmp_
     assert said == ["1 pair(s) whose original and edit carry different EXIF orientation tags (e.g. phone: "
                     "original 6, edit none) are compared as stored, as diffzoo reads every image; an edit made "
                     "on the view a tag asks for is then compared turned (docs/datasets.md, EXIF orientation)"]
+
+
+@pytest.mark.parametrize("cleanup", [2.5, 3.0, "3"])
+def test_a_cleanup_that_is_no_whole_number_is_refused_before_any_image_is_read(cleanup):
+    """OpenCV refused it only when the first pair was labelled, with a TypeError (the ImgEdit adapter
+    opened, then failed so on every sample)."""
+    from diffzoo.generators.datasets.imgedit import ImgEditDataset
+    from diffzoo.harness.core.errors import ConfigError
+
+    said = f"cleanup must be a whole number of pixels >= 0 (0: off), got {cleanup!r}"
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        difference_label(smooth(), smooth(), cleanup=cleanup)
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        ImgEditDataset("unused", cleanup=cleanup)
+    assert difference_label(smooth(), smooth(), cleanup=np.int64(3)).status == "rejected-noop"

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -312,13 +313,15 @@ def rectify(
 def check_label_settings(tau: float, min_area: float, max_area: float, cleanup: int) -> None:
     """ConfigError for settings no label can follow: ``tau`` outside [0, 1), an area bound that
     is negative or not a finite number, ``min_area`` above ``max_area`` (both fractions, or both
-    pixel counts), a negative ``cleanup``.  Checked before any image is read."""
+    pixel counts), a ``cleanup`` that is negative or no whole number.  Checked before any image is read."""
     said = [] if 0 <= tau < 1 else [f"tau must be in [0, 1), got {tau}"]
     said += [f"{what} must be a finite number >= 0, got {value}" for what, value in
              (("min_area", min_area), ("max_area", max_area)) if not (math.isfinite(value) and value >= 0)]
     if not said and (min_area <= 1) == (max_area <= 1) and min_area > max_area:
         said.append(f"min_area ({min_area}) is above max_area ({max_area}): every pair would be rejected")
-    said += [] if cleanup >= 0 else [f"cleanup must be >= 0 (0: off), got {cleanup}"]
+    whole = isinstance(cleanup, numbers.Integral) and not isinstance(cleanup, bool)  # OpenCV's kernel side
+    if not (whole and cleanup >= 0):
+        said.append(f"cleanup must be a whole number of pixels >= 0 (0: off), got {cleanup!r}")
     if said:
         raise ConfigError("; ".join(said))
 
