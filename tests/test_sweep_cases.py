@@ -207,6 +207,27 @@ def test_a_config_file_holds_the_sweeps_own_options_and_the_executor_rules_read_
                     "--executor local does not use --no-wait")
 
 
+def test_a_config_file_gives_slurm_option_a_mapping_as_the_user_guide_says_and_the_plan_shows_it(
+        capsys, tmp_path, monkeypatch):
+    """KEY=VALUE options take a mapping in --config; the sweep's own was refused ("takes a list")."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text("#!/bin/sh\nexit 0\n")  # a login node: the plan asks SLURM nothing here
+    (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    config = tmp_path / "sweep.yaml"
+    config.write_text("detectors: segformer.tiny\nexecutor: slurm\nslurm_option: {account: x, mem_gb: 40}\n")
+    code, stdout, stderr = plan(capsys, tmp_path, "--config", config)
+    assert code == 0, stderr
+    assert stdout.splitlines()[-1] == (f"1 job(s); suites standard; store {tmp_path / 'store'}; "
+                                       "--slurm-option account=x; --slurm-option mem_gb=40")
+    config.write_text("detectors: segformer.tiny\nexecutor: slurm\nslurm_option: [account=y]\n")
+    code, stdout, stderr = plan(capsys, tmp_path, "--config", config)
+    assert code == 0 and stdout.splitlines()[-1].endswith("; --slurm-option account=y"), stdout + stderr
+    config.write_text("detectors: segformer.tiny\nexecutor: slurm\nslurm_option: account\n")
+    one_line_exit_2(*plan(capsys, tmp_path, "--config", config), "--slurm-option takes KEY=VALUE, got 'account'")
+
+
 def test_names_patterns_and_datasets_given_twice_make_each_job_once(capsys, tmp_path):
     code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny,segformer.tiny", "--detectors",
                                 "segformer.t*,dinov3iml.tiny", "--weights", "released,trained", "--weights",

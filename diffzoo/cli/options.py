@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -23,8 +23,8 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.types import check_seed
 from diffzoo.harness.run.request import RunRequest, flags_of, parse_options, typed_value
 
-__all__ = ["CONFIG", "DATASET_OPTION", "FORCE", "LABELS", "SEED", "WORKERS", "parse_options", "request_command",
-           "request_option", "request_values"]
+__all__ = ["CONFIG", "DATASET_OPTION", "FORCE", "KEY_VALUE", "LABELS", "SEED", "WORKERS", "parse_options",
+           "request_command", "request_option", "request_values"]
 
 CONFIG = typer.Option(
     None, "--config",
@@ -32,6 +32,9 @@ CONFIG = typer.Option(
     "dataset_option: {calib_fraction: 0.05}); an option given on the command line wins over the file.")
 COMMAND_DEFAULTS = ("DEFAULT", "DEFAULT_MAP")
 """How click says a parameter was not given on the command line (its ParameterSource names)."""
+KEY_VALUE = "KEY=VALUE"
+"""The metavar of a command's own repeatable ``KEY=VALUE`` option (read by :func:`parse_options`):
+a ``--config`` file may give it a mapping, as it may a run's."""
 CONFIG_KEYS = "diffzoo.config_keys"
 """The ``ctx.meta`` key of the option names the ``--config`` file gave."""
 
@@ -132,10 +135,13 @@ def _cast(ctx: typer.Context, name: str, value: Any, config: Path | None) -> Any
     """A ``--config`` file's value of the command's own option ``name`` as the command line's:
     of the option's kind as a request field's value is (:func:`typed_value`: one text where a
     repeatable option takes a list is a list of it, a list where it takes text is that text, never
-    true or false for a number), then checked as click checks the command line's (a range); a
-    ConfigError for a value of another kind or one click would not take."""
+    true or false for a number; a mapping where a :data:`KEY_VALUE` option is), then checked as click
+    checks the command line's (a range); a ConfigError for a value of another kind or one click would
+    not take."""
     param = next(p for p in ctx.command.params if p.name == name)
     try:
+        if param.metavar == KEY_VALUE and isinstance(value, Mapping):  # parse_options keeps a mapping
+            return typed_value(param.opts[0], value, dict[str, Any])
         value = typed_value(param.opts[0], value, param.type_descriptor.annotation)
         return param.process_value(ctx, value)
     except ConfigError as exc:

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import CONFIG, FORCE, request_command, request_values, was_given
+from diffzoo.cli.options import CONFIG, FORCE, KEY_VALUE, request_command, request_values, was_given
 from diffzoo.cli.run import RUN_OPTIONS
 from diffzoo.harness.core.errors import DiffzooError
 from diffzoo.harness.run.request import parse_options
@@ -59,7 +59,7 @@ def sweep_cmd(
                                         "once (default: all)."),
     cpus_per_job: int | None = typer.Option(None, "--cpus-per-job", min=1, help="CPU cores per submitit job."),
     slurm_option: list[str] = typer.Option(
-        [], "--slurm-option", help="KEY=VALUE: another SLURM parameter of submitit (account=..., qos=..., "
+        [], "--slurm-option", metavar=KEY_VALUE, help="Another SLURM parameter of submitit (account=..., qos=..., "
         "constraint=..., mem_gb=...); repeatable."),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="With slurm: wait for the jobs, then publish the "
                               "board (--no-wait: submit and return; run the same command again to publish)."),
@@ -125,7 +125,9 @@ def sweep_cmd(
                 folder, missing = files
                 said = f"missing: {term(missing)}" if missing else f"present in {term(folder)}"
                 console.print(f"  release files {said}", soft_wrap=True)
-        console.print(f"{len(sweep.jobs)} job(s); suites {term(given['suite'])}; store {term(out)}")
+        extra = "".join(f"; --slurm-option {k}={v}" for k, v in how.extra.items())  # what sbatch will be given
+        console.print(f"{len(sweep.jobs)} job(s); suites {term(given['suite'])}; store {term(out)}{term(extra)}",
+                      soft_wrap=True)
         return
 
     def said(outcome) -> None:
