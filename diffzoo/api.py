@@ -249,10 +249,18 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
         raise ConfigError(f"record {record.id} stores no request (it was written before records stored their "
                           "options), so it cannot be run again; run it with diffzoo run")
     request = RunRequest.from_dict(body.request, suite=body.suite.name, **({"device": device} if device else {}))
-    if lost := request.paths_not_found():  # read relative to the folder the run started in
-        raise ConfigError(f"record {record.id}'s run read {', '.join(lost)}, relative to the folder it was started "
-                          f"in, and {'it is' if len(lost) == 1 else 'they are'} not found from {Path.cwd()}: "
-                          "run diffzoo reproduce from that folder (or pass it as --from-folder DIR)")
+    lost = request.paths_not_found()
+    relative = [said for said, path in lost if not path.is_absolute()]  # read from the folder the run started in
+    absolute = [(said, path) for said, path in lost if path.is_absolute()]
+    said = [f"{', '.join(relative)}, relative to the folder it was started in, and "
+            f"{'it is' if len(relative) == 1 else 'they are'} not found from {Path.cwd()}: run diffzoo reproduce "
+            "from that folder (or pass it as --from-folder DIR)"] if relative else []
+    if absolute:  # a run reads what its request names: the data must be where the record's machine had it
+        said.append(f"{', '.join(s for s, _ in absolute)}, not found on this machine: reproduce reads what its run "
+                    f"read, so put {'it' if len(absolute) == 1 else 'each'} there (a link to the copy here will do: "
+                    f"ln -s COPY {absolute[0][1]})")
+    if said:
+        raise ConfigError(f"record {record.id}'s run read {'; and '.join(said)}")
     only = {(body.suite.name, name) for name in (body.case_name, body.case.get("compare_to")) if name}
     ran: list[Evaluation] = []
     try:

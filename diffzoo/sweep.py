@@ -178,7 +178,7 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
             raise ConfigError(f"--eval-dataset catalog:{root}: no dataset to evaluate on under {root}; "
                               f"`diffzoo data find {root} --verbose` says what is there")
     # a job fails alone and the others run; a path not found is said before any job, in --plan too
-    if lost := sorted({p for job in plan.jobs for p in job.request.paths_not_found(relative_only=False)}):
+    if lost := sorted({said for job in plan.jobs for said, _ in job.request.paths_not_found()}):
         log.warning("not found: %s (paths are read from %s; a --dataset may also be a registered dataset's name, "
                     "diffzoo list datasets): each job naming it will fail", "; ".join(lost), Path.cwd())
     return plan

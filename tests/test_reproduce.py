@@ -142,6 +142,35 @@ def test_a_row_run_on_relative_paths_is_reproduced_from_the_folder_it_ran_in(cap
     assert (tmp_path / "again" / "records").is_dir() and not (project / "again").exists()  # --out read from here
 
 
+def test_a_row_run_on_absolute_paths_not_on_this_machine_is_one_line_saying_where_to_put_them(
+        capsys, diffseg_folder, tmp_path):
+    """A dataset folder, --extra-authentic and a dataset option's file named by absolute paths the
+    machine does not have: one line before any work, each named (it was the first one's bare "does
+    not exist", with no word of how to give reproduce the data)."""
+    import shutil
+
+    data, authentic, splits = tmp_path / "data" / "ds", tmp_path / "authentic", tmp_path / "splits.json"
+    shutil.copytree(diffseg_folder, data)
+    authentic.mkdir()
+    shutil.copy(next(data.rglob("*.image.png")), authentic / "a.png")
+    ids = [json.loads(line)["id"] for line in (data / "manifest.jsonl").read_text().splitlines()]
+    splits.write_text(json.dumps({"train": ids[:6], "val": ids[6:]}))
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", data, "--out", out,
+                       "--extra-authentic", authentic, "--dataset-option", f"split_file={splits}", *FAST)
+    assert code == 0, err
+    image = next(r for r in map(json.loads, map(Path.read_text, (out / "records").glob("*.json")))
+                 if r["case"]["name"] == "image")
+    data.rename(tmp_path / "data" / "elsewhere")
+    shutil.rmtree(authentic)
+    splits.unlink()
+    code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", out)
+    one_line_exit_2(code, stdout, err, f"record {image['record_id']}'s run read --dataset {data}, "
+                    f"--dataset-option split_file={splits}, --extra-authentic {authentic}, not found on this "
+                    f"machine: reproduce reads what its run read, so put each there (a link to the copy here will "
+                    f"do: ln -s COPY {data})")
+
+
 def test_reproduce_compares_within_the_tolerance():
     from diffzoo.cli.reproduce import compare
 

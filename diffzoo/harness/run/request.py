@@ -230,19 +230,16 @@ class RunRequest:
         and ``--extra-authentic``."""
         return with_own_flags(self.dataset_option, label_space=self.labels, extra_authentic=self.extra_authentic)
 
-    def paths_not_found(self, relative_only: bool = True) -> list[str]:
-        """The paths the request names (``relative_only``: the relative ones) that do not resolve
-        from the current folder, as ``--flag VALUE`` (a registered dataset name and a hub id are
-        not paths); ``--extra-authentic`` and a ``--labels`` file from the dataset's folder too, as
-        the adapter reads them (:func:`~diffzoo.harness.data.base.option_path`)."""
+    def paths_not_found(self) -> list[tuple[str, Path]]:
+        """The paths the request names that are not found: each as ``--flag VALUE`` and as the
+        path.  A registered dataset name and a hub id are not paths; ``--extra-authentic`` and a
+        ``--labels`` file are looked for from the dataset's folder too, as the adapter reads them
+        (:func:`~diffzoo.harness.data.base.option_path`); a dataset option's value is one where it
+        is absolute (``split_file=/data/s.json``: a relative one may name a file of the dataset's
+        folder, which only its adapter reads)."""
         from diffzoo.harness.core.plugins import get_registry
         from diffzoo.harness.data.hfsource import is_hub_id
         from diffzoo.harness.data.labelmaps import names_a_file
-
-        def missing(value: str | Path | None, home: Path | None) -> bool:
-            path = Path(value).expanduser() if value else None
-            return path is not None and not (relative_only and path.is_absolute()) and \
-                not any(os.path.lexists(p) for p in {path, (home or Path()) / path})
 
         datasets = [("--dataset", self.dataset)] + [
             ("--eval-dataset", catalog_root(spec) or eval_dataset_spec(spec)[0]) for spec in self.eval_dataset]
@@ -251,9 +248,20 @@ class RunRequest:
         data = Path(self.dataset).expanduser() if named and named[0][0] == "--dataset" else None
         home = None if data is None else data if data.is_dir() else data.parent  # the folder, or the zip's
         labels = [("--labels", self.labels, home)] if self.labels and names_a_file(self.labels, home) else []
-        paths = [*((flag, spec, None) for flag, spec in named), *labels, ("--extra-authentic", self.extra_authentic,
-                 home), *(("--checkpoint", c, None) for c in self.checkpoint)]
-        return [f"{flag} {value}" for flag, value, at in paths if missing(value, at)]
+        options = [(f"{flag} {key}=", value, None)
+                   for flag, given in (("--dataset-option", self.dataset_option),
+                                       ("--eval-dataset-option", self.eval_dataset_option))
+                   for key, value in given.items()
+                   if isinstance(value, str) and value and Path(value).expanduser().is_absolute()]
+        paths = [*((flag, spec, None) for flag, spec in named), *labels, *options,
+                 ("--extra-authentic", self.extra_authentic, home),
+                 *(("--checkpoint", c, None) for c in self.checkpoint)]
+        lost = []
+        for flag, value, at in paths:
+            path = Path(value).expanduser() if value else None
+            if path is not None and not any(os.path.lexists(p) for p in {path, (at or Path()) / path}):
+                lost.append((f"{flag}{value}" if flag.endswith("=") else f"{flag} {value}", path))
+        return lost
 
     # -- as data ---------------------------------------------------------------------------
     @classmethod
