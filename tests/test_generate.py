@@ -339,6 +339,20 @@ def test_generate_settings_out_of_range_are_one_line_before_any_model(capsys, tm
     assert not (tmp_path / "o").exists() and (tmp_path / "a-file").read_text() == "mine"
 
 
+def test_a_captions_file_not_there_or_a_fifo_is_one_line_before_any_model(capsys, tmp_path):
+    """--captions FIFO blocked the read for ever; a file not there was "not a COCO captions file
+    (FileNotFoundError: ...)", exit 1."""
+    import os
+
+    os.mkfifo(tmp_path / "captions.json")
+    for name, said in (("captions.json", f"{tmp_path / 'captions.json'} is a FIFO (named pipe), not a regular file"),
+                       ("none.json", f"captions file {tmp_path / 'none.json'} does not exist")):
+        result = cli(capsys, "generate", "--out", tmp_path / "o", "--ai-bases", "1", "--editors", "sd2.tiny", "--n",
+                     "2", "--captions", tmp_path / name)
+        one_line_exit_2(*result, said)
+        assert not (tmp_path / "o").exists()
+
+
 # -- COCO regions -----------------------------------------------------------------------------
 def _poly(x0, y0, x1, y1):
     return [[x0, y0, x1, y0, x1, y1, x0, y1]]

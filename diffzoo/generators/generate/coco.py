@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import logging
 import warnings
 from dataclasses import dataclass
@@ -124,11 +123,16 @@ def find_captions(annotations: Path) -> Path | None:
 
 
 def load_captions(path: Path) -> list[str]:
-    """Every caption of a COCO captions file, ordered by (image id, annotation id)."""
+    """Every caption of a COCO captions file, ordered by (image id, annotation id); one that is
+    not there, or not a regular file (a FIFO would block the read for ever), is named so."""
+    from diffzoo.harness.core.fsutil import FileRefused, read_json, require_file
+
+    require_file(path, "captions file")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        anns = data["annotations"]
+        anns = read_json(path)["annotations"]
         rows = sorted((int(a["image_id"]), int(a["id"]), str(a["caption"]).strip()) for a in anns)
+    except FileRefused:
+        raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DataError(f"{path}: not a COCO captions file ({type(exc).__name__}: {exc})") from None
     captions = [c for _, _, c in rows if c]
