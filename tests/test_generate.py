@@ -283,6 +283,14 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
     code, _, err = cli(capsys, "generate", "--out", copy, "--bases", bases, "--editors", EDITORS, "--n", N,
                        "--size", 32, "--seed", 4)
     assert code != 0 and f"{copy} was generated with other settings (seed differs); resume with the same" in err
+    more = tmp_path / "more-bases"  # the same options, one base image more: said as a file, not an option
+    shutil.copytree(bases, more)
+    shutil.copy(next(p for p in more.iterdir() if p.is_file()), more / "added.png")
+    line = one_line_exit_2(*cli(capsys, "generate", "--out", copy, "--bases", more, "--editors", EDITORS, "--n", N,
+                                "--size", 32, "--seed", 3))
+    assert f"{copy} was generated with other settings (bases differs; a file added, removed or resized under " \
+           "--bases or --regions masks:DIR, or another --captions or --lora file, counts); resume with the same " \
+           "options and files or choose a new --out" in line
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("x")
     code, _, err = cli(capsys, "generate", "--out", tmp_path / "foreign", "--bases", bases, "--editors", EDITORS)

@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 GENERATE_VERSION = 1  # bump when a change alters the samples a config produces
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "generate.json"
+FROM_FILES = ("bases", "regions", "captions", "loras")
+"""The settings a resumed run must share that are read from files the options name (their names
+and sizes, a caption count), not from the options alone."""
 REGION_KINDS = ("masks:DIR", "coco", "open-vocab", "random")
 WRITES = (IMAGE_DIR, f"{STATE_DIR}/{RECORDS}", f"{STATE_DIR}/{CONFIG_FILE}", LABELS_FILE, MANIFEST_FILE,
           SUMMARY_FILE, LOGS_DIR)
@@ -331,10 +334,13 @@ class DatasetGenerator:
             saved = json.loads(path.read_text(encoding="utf-8"))
             differ = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
             if differ:
+                # these settings are the named files' names and sizes: the same options may differ in them
+                files = ("; a file added, removed or resized under --bases or --regions masks:DIR, or another "
+                         "--captions or --lora file, counts" if set(differ) & set(FROM_FILES) else "")
                 raise ConfigError(
                     f"{out} was generated with other settings ({', '.join(differ)} "
-                    f"{'differs' if len(differ) == 1 else 'differ'}); resume with the "
-                    f"same options or choose a new --out"
+                    f"{'differs' if len(differ) == 1 else 'differ'}{files}); resume with the "
+                    f"same options {'and files ' if files else ''}or choose a new --out"
                 )
         else:
             write_file(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
