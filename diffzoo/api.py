@@ -213,9 +213,11 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     would (the same cache key), and return it with its checkpoint; ``out`` also gets a copy of
     the checkpoint (written by rank 0)."""
     request = make_request(request, detector=detector, suite="", dataset=dataset, **options)
-    if isinstance(exclude_editors, str):  # the command line's spelling: sd2,glide
-        exclude_editors = exclude_editors.split(",")
-    names = tuple(name for name in (str(e).strip() for e in exclude_editors) if name)
+    given = exclude_editors.split(",") if isinstance(exclude_editors, str) else list(exclude_editors)  # sd2,glide
+    names = tuple(name for name in (str(e).strip() for e in given) if name)
+    if given and not names:  # "$EDITORS" with EDITORS unset: never a training on every editor, unsaid
+        raise ConfigError("--exclude-editors is empty (an unset shell variable?): give editor names or leave the "
+                          "option out")
     with reporting(progress):  # the dataset's first fingerprint is shown as it is read
         runner = Runner(request, progress)
         if runner.release is not None:  # named, converted or its own file: a training would return it untrained

@@ -51,7 +51,8 @@ def train_cmd(
         log.warning("--config %s: diffzoo train does not read %s (options of diffzoo run); it trains with the others",
                     config, ", ".join(unread))
     with rank_output(console):
-        _report(train(task=values["task"], exclude_editors=values["exclude_editors"] or "", out=values["out"],
+        excluded = values["exclude_editors"]  # "" is given, and refused: None is the option left out
+        _report(train(task=values["task"], exclude_editors=() if excluded is None else excluded, out=values["out"],
                       progress=RichProgress(console), on_plan=_print_plan,
                       **{k: v for k, v in values.items() if k in TRAIN_OPTIONS}))
 

@@ -290,6 +290,15 @@ def test_an_empty_leaderboard_filter_is_refused_never_read_as_no_filter(capsys, 
                     f"{flag} is empty (an unset shell variable?): give a pattern or leave the option out")
     assert not (store.root / "versions").exists()
 
+@pytest.mark.parametrize("value", ["", " , "])
+def test_an_empty_exclude_editors_is_refused_never_read_as_excluding_none(capsys, tmp_path, monkeypatch, value):
+    """``train --exclude-editors "$HELD_OUT"`` with HELD_OUT unset trained on every editor, unsaid."""
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
+    one_line_exit_2(*cli(capsys, "train", "-d", "segformer.tiny", "--exclude-editors", value),
+                    "--exclude-editors is empty (an unset shell variable?): give editor names or leave the option out")
+    assert not (tmp_path / "cache").exists()  # refused before the data was built or anything trained
+
+
 @pytest.mark.parametrize("option, said", [
     ("split_seed=x", "--dataset-option split_seed takes an integer, got 'x'"),
     ("calib_fraction=abc", "--dataset-option calib_fraction takes a number, got 'abc'"),
