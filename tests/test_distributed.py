@@ -19,7 +19,7 @@ from diffzoo import open_dataset
 from diffzoo.harness.core.distributed import shard
 from diffzoo.harness.core.errors import ConfigError
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 from helpers.data import make_diffseg_folder
 
 pytestmark = pytest.mark.isolated_cache  # counts the checkpoints DDP writes; the cache key has no world size
@@ -220,6 +220,21 @@ def test_train_exclude_editors_drops_their_images(capsys, diffseg_folder, tmp_pa
                          "--exclude-editors", "sdxl,sdxl")
     assert code == 0 and "found in the cache" in out, err
     assert json.loads((tmp_path / "twice" / "card.json").read_text())["cache_key"] == logs["held"]["cache_key"]
+
+
+def test_train_out_in_the_checkpoint_cache_is_refused_before_training(capsys, diffseg_folder, tmp_path, monkeypatch):
+    """``--out $DIFFZOO_CACHE/checkpoints/DETECTOR/KEY``: the copy replaced the model cached for that
+    key, which every later run of it then refused ("written for cache key ..., not ...")."""
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
+    cached = tmp_path / "cache" / "checkpoints" / "segformer.tiny" / "0123456789abcdef0123"
+    cached.mkdir(parents=True)
+    (cached / "model.safetensors").write_bytes(b"cached weights")
+    (cached / "card.json").write_text("{}")
+    code, out, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, "--out", cached)
+    assert one_line_exit_2(code, out, err) == (
+        f"error: {cached} is inside the checkpoint cache {tmp_path / 'cache' / 'checkpoints'}, whose models a copy "
+        "would replace; choose a folder outside it (the trained model is cached there already)")
+    assert (cached / "model.safetensors").read_bytes() == b"cached weights" and "trained" not in out
 
 
 @pytest.mark.parametrize("args, expected", [
