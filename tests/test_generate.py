@@ -252,6 +252,35 @@ def test_interrupted_run_resumes_to_the_same_dataset(reference, tmp_path, capsys
     assert open_dataset(str(out)).fingerprint() == open_dataset(str(ref)).fingerprint()  # the logs are not data
 
 
+def test_sample_records_or_settings_not_written_whole_are_made_again_or_said(reference, tmp_path, capsys):
+    """A sample record cut short, of another shape, or a FIFO (a copy of the folder stopped part way,
+    an edit) was an internal error (or a read blocked for ever); the settings file, one too."""
+    import os
+    import shutil
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    samples = out / STATE_DIR / "samples"
+    whole = (samples / "00000000.json").read_text()
+    (samples / "00000000.json").write_text(whole[:30])
+    (samples / "00000001.json").write_text("[]")
+    (samples / "00000002.json").write_text('{"status": "ok"}')
+    (samples / "00000003.json").write_text('{"status": "rejected", "row": {}}')
+    (samples / "00000004.json").unlink()
+    os.mkfifo(samples / "00000004.json")
+    args = ["generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N, "--size", 32, "--seed", 3]
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0 and f"5 made now, {N - 5} from earlier runs" in stdout, err
+    assert (out / "manifest.jsonl").read_text() == (ref / "manifest.jsonl").read_text()
+    config = out / STATE_DIR / "config.json"
+    for text, why in (("[1]", "a JSON list, not an object"), (config.read_text()[:20], "Expecting")):
+        config.write_text(text)
+        line = one_line_exit_2(*cli(capsys, *args))
+        assert f"{config} does not hold the settings of a generate run ({why}" in line
+        assert "put back the one the run wrote, or choose a new --out" in line
+
+
 def test_two_torchrun_ranks_match_one_process(reference, tmp_path):
     bases, ref = reference
     launcher = tmp_path / "launch.py"  # diffzoo's CLI with the generate command imported

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, write_leftover, writing
+from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, read_json, write_leftover, writing
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data.labelmaps import LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
@@ -130,13 +130,17 @@ class SampleStore:
         return self.records_dir / f"{sample_id}.json"
 
     def read(self, sample_id: str) -> dict[str, Any] | None:
-        """The record of ``sample_id`` if it finished (files present with the recorded sizes)."""
+        """The record of ``sample_id`` if it finished (files present with the recorded sizes); a
+        record this store did not write whole (cut short, edited, not a regular file) is none: the
+        sample is made again."""
         try:
-            record = json.loads(self._record_path(sample_id).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            record = read_json(self._record_path(sample_id))
+        except (OSError, ValueError):  # FileRefused too: never a FIFO read
+            return None
+        if not isinstance(record, dict) or not isinstance(record.get("row"), dict):
             return None
         if record.get("status") != "ok":
-            return record if record.get("status") == "rejected" else None
+            return record if record.get("status") == "rejected" and "reason" in record else None
         try:
             intact = all(path.stat().st_size == size
                          for path, size in zip(sample_paths(self.root, sample_id), record.get("sizes", ())))

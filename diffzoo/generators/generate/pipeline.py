@@ -38,6 +38,7 @@ from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
+from diffzoo.harness.core.fsutil import read_json
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.core.types import LabelSpace
@@ -331,7 +332,14 @@ class DatasetGenerator:
         out.mkdir(parents=True, exist_ok=True)
         path = out / STATE_DIR / CONFIG_FILE
         if path.is_file():
-            saved = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                saved = read_json(path)
+                why = "" if isinstance(saved, dict) else f"a JSON {type(saved).__name__}, not an object"
+            except ValueError as exc:  # not JSON, or nested too deep
+                saved, why = {}, str(exc).splitlines()[0]
+            if why:  # cut short or edited: what the samples were made with is unknown
+                raise ConfigError(f"{path} does not hold the settings of a generate run ({why}); put back the one "
+                                  "the run wrote, or choose a new --out")
             differ = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
             if differ:
                 # these settings are the named files' names and sizes: the same options may differ in them
