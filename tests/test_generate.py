@@ -376,6 +376,15 @@ def test_generate_settings_out_of_range_are_one_line_before_any_model(capsys, tm
     assert not (tmp_path / "o").exists() and (tmp_path / "a-file").read_text() == "mine"
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")
+def test_an_out_no_folder_can_be_made_in_is_one_line_before_any_model(capsys, tmp_path):
+    """--out /proc/x (any place no folder can be made in) was an internal FileNotFoundError."""
+    result = cli(capsys, "generate", "--out", "/proc/diffzoo-out", "--ai-bases", "1", "--editors", "sd2.tiny",
+                 "--n", "2")
+    one_line_exit_2(*result, "--out /proc/diffzoo-out cannot be used: no folder can be made in /proc",
+                    "point it at a writable folder")
+
+
 def test_a_captions_file_not_there_or_a_fifo_is_one_line_before_any_model(capsys, tmp_path):
     """--captions FIFO blocked the read for ever; a file not there was "not a COCO captions file
     (FileNotFoundError: ...)", exit 1."""

@@ -38,7 +38,7 @@ from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError
-from diffzoo.harness.core.fsutil import read_json
+from diffzoo.harness.core.fsutil import check_usable_dir, read_json
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.core.types import LabelSpace
@@ -103,6 +103,7 @@ class DatasetGenerator:
             raise ConfigError(f"--out {out} exists and is not a folder; choose a new or empty folder")
         if out.is_dir() and not (out / STATE_DIR / CONFIG_FILE).is_file() and any(out.iterdir()):
             raise ConfigError(f"{out} is not empty and holds no diffzoo generate run; choose an empty --out")
+        check_usable_dir(out, "--out")  # one that cannot be made (a read-only place) stops here, not at the first write
         self.config = config
         self.classes = class_names(config.editors)
         self.label_space = LabelSpace.from_editors(self.classes)
