@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import pathlib
 import unicodedata
 import zipfile
 
@@ -205,7 +206,7 @@ def test_a_labels_file_is_read_from_the_current_or_the_dataset_folder(tmp_path, 
     (here / "mine.json").unlink()  # reproduce and sweep look where the adapter reads it
     assert RunRequest.of(detector="segformer.tiny", dataset=str(root), labels="mine.json").paths_not_found() == []
     assert RunRequest.of(detector="segformer.tiny", dataset=str(root), labels="none.json").paths_not_found() == [
-        "--labels none.json"]
+        ("--labels none.json", pathlib.Path("none.json"))]
 
 
 def test_split_and_metadata_files_saved_with_a_byte_order_mark_are_read(tmp_path, pairs):

@@ -71,9 +71,9 @@ def test_extra_authentic_is_read_by_the_rule_of_every_path_option_and_given_once
                                         f"or {data / 'nope'})")
     request = RunRequest.of(detector="segformer.tiny", dataset=str(data), extra_authentic="coco5k")
     assert request.paths_not_found() == []  # reproduce and sweep look where the adapter reads it
-    assert request.paths_not_found(relative_only=False) == []
+    assert request.paths_not_found() == []
     assert RunRequest.of(detector="segformer.tiny", dataset=str(data), extra_authentic="nope").paths_not_found() == [
-        "--extra-authentic nope"]
+        ("--extra-authentic nope", Path("nope"))]
     result = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", data, "--plan",
                  "--extra-authentic", "coco5k", "--dataset-option", "extra_authentic=other")
     assert one_line_exit_2(*result) == ("error: --extra-authentic and --dataset-option extra_authentic= name one "
