@@ -156,6 +156,14 @@ def test_noop_and_global_repaints_are_rejected(scene):
     assert other.status == "rejected-global" and not other.alignment.used
 
 
+@pytest.mark.parametrize("min_area", [0, 0.0, 0.5])
+def test_a_pair_with_no_changed_pixel_is_a_noop_whatever_min_area(min_area):
+    """With min_area=0 an identical pair was 'ok', written as an edit labelled all background."""
+    orig = smooth()
+    res = difference_label(orig, orig.copy(), min_area=min_area, max_area=1)
+    assert res.status == "rejected-noop" and res.changed_pixels == 0
+
+
 def smooth(seed=1, size=96):
     """A shapeless texture kept below 200, so adding 15 never clips."""
     return texture(np.random.default_rng(seed), size, shapes=0).clip(0, 199)

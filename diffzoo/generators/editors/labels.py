@@ -18,9 +18,9 @@ Instruction editors take no mask, so the changed region is derived from the
    are ``IGNORE_INDEX`` (255).
 4. **Clean up** (a choice, default on): a morphological opening then closing
    with a ``cleanup`` px square drops isolated specks and fills pinholes.
-5. **Bound the area**: a changed area below ``min_area`` is a no-op edit
-   (``rejected-noop``), one above ``max_area`` a global repaint
-   (``rejected-global``).
+5. **Bound the area**: a changed area below ``min_area``, or none at all
+   (whatever ``min_area``), is a no-op edit (``rejected-noop``), one above
+   ``max_area`` a global repaint (``rejected-global``).
 
 Deterministic (OpenCV's RNG is seeded before RANSAC); every parameter is
 recorded in :attr:`LabelResult.metadata`.  OpenCV is imported on first use.
@@ -362,7 +362,7 @@ def difference_label(
         opened = cv2.morphologyEx(changed.astype(np.uint8), cv2.MORPH_OPEN, kernel)
         changed = cv2.morphologyEx(opened, cv2.MORPH_CLOSE, kernel).astype(bool) & valid
     n_valid, n_changed = int(valid.sum()), int(changed.sum())
-    if n_changed < _bound(min_area, n_valid):
+    if n_changed == 0 or n_changed < _bound(min_area, n_valid):  # nothing changed is never an edit
         status = "rejected-noop"
     elif n_changed > _bound(max_area, n_valid):
         status = "rejected-global"
