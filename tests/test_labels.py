@@ -203,6 +203,26 @@ def test_cleanup_and_pixel_count_area_bounds():
 
 
 
+@pytest.mark.parametrize("min_area, max_area, said", [
+    (1.0, 2.0, "min_area (1.0) is a fraction of the compared pixels (100%) and max_area (2.0) a pixel count: "
+               "no change to an image over 2 px is within both"),
+    (0.9, 2.5, "min_area (0.9) is a fraction of the compared pixels (90%) and max_area (2.5) a pixel count: "
+               "no change to an image over 2.5 px is within both"),
+])
+def test_area_bounds_in_mixed_units_that_no_image_over_the_count_can_meet_are_refused(min_area, max_area, said):
+    """min_area 1.0 is 100% (a pixel count is above 1): with a pixel-count max_area every pair of an
+    image larger than it was rejected, unsaid."""
+    from diffzoo.harness.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        difference_label(smooth(), smooth(), min_area=min_area, max_area=max_area)
+    orig = smooth()
+    gen = orig.copy()
+    gen[20:40, 30:50] = 255  # 400 of 9216 px
+    assert difference_label(orig, gen, min_area=0.01, max_area=500, cleanup=0).status == "ok"
+    assert difference_label(orig, gen, min_area=0.5, max_area=4609, cleanup=0).status == "rejected-noop"
+
+
 def save(image, path):
     Image.fromarray(image).save(path)
 
@@ -301,6 +321,11 @@ def test_building_mini_never_replaces_a_folder_it_did_not_build(tmp_path):
     assert (mine / "notes.txt").read_text() == "keep"
 
 
+MIXED_UNITS = ("min_area (1.0) is a fraction of the compared pixels (100%) and max_area (184500.0) a pixel count: "
+               "no change to an image over 184500 px is within both; give both as fractions (up to 1) or both "
+               "as pixel counts (above 1); min_area 0 keeps any change")
+
+
 @pytest.mark.parametrize("args, said", [
     (["--tau", "1"], "tau must be in [0, 1), got 1.0"),
     (["--tau", "nan"], "tau must be in [0, 1), got nan"),
@@ -308,6 +333,9 @@ def test_building_mini_never_replaces_a_folder_it_did_not_build(tmp_path):
     (["--max-area", "nan"], "max_area must be a finite number >= 0, got nan"),
     (["--max-area", "0"], "min_area (0.01) is above max_area (0.0): every pair would be rejected"),
     (["--min-area", "500", "--max-area", "20"], "min_area (500.0) is above max_area (20.0)"),
+    (["--min-area", "1", "--max-area", "184500"], MIXED_UNITS),
+    (["--min-area", "0", "--max-area", "0"], "max_area 0 rejects every pair: one with no changed pixel is a no-op"),
+    (["--min-area", "500", "--max-area", "0"], "max_area 0 rejects every pair: one with no changed pixel is a no-op"),
     (["--cleanup", "-3"], "cleanup must be a whole number of pixels >= 0 (0: off), got -3"),
     (["--frame", "x"], "frame must be one of gen, orig, got 'x'"),
     (["--editor", ""], "editor '' cannot name the edited class"),

@@ -313,12 +313,21 @@ def rectify(
 def check_label_settings(tau: float, min_area: float, max_area: float, cleanup: int) -> None:
     """ConfigError for settings no label can follow: ``tau`` outside [0, 1), an area bound that
     is negative or not a finite number, ``min_area`` above ``max_area`` (both fractions, or both
-    pixel counts), a ``cleanup`` that is negative or no whole number.  Checked before any image is read."""
+    pixel counts), ``max_area`` 0, a fraction ``min_area`` that no change to an image larger
+    than a pixel-count ``max_area`` can meet within it, a ``cleanup`` that is negative or no
+    whole number.  Checked before any image is read."""
     said = [] if 0 <= tau < 1 else [f"tau must be in [0, 1), got {tau}"]
     said += [f"{what} must be a finite number >= 0, got {value}" for what, value in
              (("min_area", min_area), ("max_area", max_area)) if not (math.isfinite(value) and value >= 0)]
     if not said and (min_area <= 1) == (max_area <= 1) and min_area > max_area:
         said.append(f"min_area ({min_area}) is above max_area ({max_area}): every pair would be rejected")
+    elif not said and max_area == 0:
+        said.append("max_area 0 rejects every pair: one with no changed pixel is a no-op")
+    elif not said and min_area <= 1 < max_area and math.ceil(min_area * (math.floor(max_area) + 1)) > max_area:
+        # of the images over max_area px, the smallest needs the fewest changed pixels
+        said.append(f"min_area ({min_area}) is a fraction of the compared pixels ({min_area:.0%}) and max_area "
+                    f"({max_area}) a pixel count: no change to an image over {max_area:g} px is within both; give "
+                    "both as fractions (up to 1) or both as pixel counts (above 1); min_area 0 keeps any change")
     whole = isinstance(cleanup, numbers.Integral) and not isinstance(cleanup, bool)  # OpenCV's kernel side
     if not (whole and cleanup >= 0):
         said.append(f"cleanup must be a whole number of pixels >= 0 (0: off), got {cleanup!r}")
