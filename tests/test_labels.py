@@ -338,8 +338,11 @@ MIXED_UNITS = ("min_area (1.0) is a fraction of the compared pixels (100%) and m
     (["--min-area", "500", "--max-area", "0"], "max_area 0 rejects every pair: one with no changed pixel is a no-op"),
     (["--cleanup", "-3"], "cleanup must be a whole number of pixels >= 0 (0: off), got -3"),
     (["--frame", "x"], "frame must be one of gen, orig, got 'x'"),
-    (["--editor", ""], "editor '' cannot name the edited class"),
-    (["--editor", "background"], "editor 'background' cannot name the edited class"),
+    (["--editor", ""], "editor '' cannot name a class: it is empty; give the editor's name, or none for the class "
+                       "'edited'"),
+    (["--editor", "  "], "editor '  ' cannot name a class: it is empty"),
+    (["--editor", "background"], "editor 'background' cannot name a class: background is label 0, the unedited pixels"),
+    (["--editor", " Background"], "editor ' Background' cannot name a class: background is label 0"),
 ])
 def test_label_settings_no_label_can_follow_are_a_usage_error_before_any_image_is_read(capsys, tmp_path, args, said):
     """Each used to label every pair by a rule that rejects them all (or to exit 1, or to name a
@@ -359,6 +362,38 @@ def test_the_imgedit_adapter_refuses_the_same_label_settings():
 
     with pytest.raises(ConfigError, match=r"min_area \(0.5\) is above max_area \(0.1\)"):
         ImgEditDataset("unused", min_area=0.5, max_area=0.1)
+    with pytest.raises(ConfigError, match="editor 'BACKGROUND' cannot name a class: background is label 0"):
+        ImgEditDataset("unused", editor="BACKGROUND")
+
+
+def test_editor_names_are_read_stripped_and_in_nfc_and_background_or_a_repeat_is_refused(tmp_path):
+    """Names were taken as typed: ' qwen ' kept its spaces, 'Background' became a second background
+    class, and 'café' typed decomposed gave another label map than 'café' composed."""
+    from diffzoo.generators.datasets.pairs import label_pairs
+    from diffzoo.harness.core.types import LabelSpace
+
+    nfc, nfd = (unicodedata.normalize(form, "café") for form in ("NFC", "NFD"))
+    assert LabelSpace.from_editors([" qwen ", nfd]).names == ("background", "qwen", nfc)
+    assert LabelSpace.from_editors([nfd]) == LabelSpace.from_editors([nfc])
+    assert LabelSpace.from_editors(["qwen", nfc]).index(nfd) == 2
+    for name, why in (("\t", "it is empty"), ("Background", "background is label 0, the unedited pixels")):
+        with pytest.raises(DataError, match=re.escape(f"editor {name!r} cannot name a class: {why}")):
+            LabelSpace.from_editors(["sd2", name])
+    said = "editors 'caf\\xe9' and 'cafe\\u0301' are one class, 'café' (read with spaces stripped, in Unicode NFC)"
+    with pytest.raises(DataError, match=re.escape(said)):
+        LabelSpace.from_editors([nfc, nfd])
+    with pytest.raises(DataError, match=re.escape("editors 'qwen' and ' qwen' are one class, 'qwen'")):
+        LabelSpace.from_editors(["qwen", " qwen"])
+    base = smooth(2)
+    edited = base.copy()
+    edited[10:50, 20:60] = (250, 0, 0)
+    for folder, image in (("o", base), ("g", edited)):
+        (tmp_path / folder).mkdir()
+        save(image, tmp_path / folder / "x.png")
+    label_pairs(tmp_path / "o", tmp_path / "g", tmp_path / "l", editor=f" {nfd} ")
+    assert json.loads((tmp_path / "l" / "labels.json").read_text())["names"] == ["background", nfc]
+    row = json.loads((tmp_path / "l" / "manifest.jsonl").read_text())
+    assert [t["editor"] for t in row["turns"]] == [nfc]
 
 
 def test_label_pairs_pairs_an_original_and_an_edit_named_in_two_unicode_forms(tmp_path):

@@ -48,12 +48,13 @@ from diffzoo.generators.editors.labels import (
     AlignParams,
     check_label_settings,
     difference_label,
+    edited_class,
     label_settings,
 )
 from diffzoo.generators.generate.regions import bbox_of
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import cache_root
-from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
+from diffzoo.harness.core.types import EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import data_files
@@ -132,9 +133,9 @@ class ImgEditDataset(SplitDataset):
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
         check_label_settings(tau, min_area, max_area, cleanup)
+        label_space, editor = edited_class(editor)
         require_path(path, "ImgEditDataset")
         root = Path(path)
-        label_space = LabelSpace.from_editors([editor]) if editor else BINARY
         super().__init__(name or (root.stem if root.is_file() else root.name) or "imgedit", label_space)
         self.path, self.editor = str(root), editor or "unknown"
         self._options = {"tau": tau, "min_area": min_area, "max_area": max_area, "cleanup": cleanup,

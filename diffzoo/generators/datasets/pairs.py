@@ -28,12 +28,13 @@ from diffzoo.generators.editors.labels import (
     AlignParams,
     check_label_settings,
     difference_label,
+    edited_class,
     label_settings,
 )
 from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save_png, save_text
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, not_found
 from diffzoo.harness.core.fsutil import writing
-from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
+from diffzoo.harness.core.types import EditRecord, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.fingerprint import file_orientation
 from diffzoo.harness.data.imageio import read_image
@@ -100,10 +101,7 @@ def label_pairs(
     check_label_settings(tau, min_area, max_area, cleanup)
     if frame not in FRAMES:
         raise ConfigError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
-    if editor is not None and (not editor.strip() or editor == "background"):
-        raise ConfigError(f"editor {editor!r} cannot name the edited class: give the editor's name, or none "
-                          "for the class 'edited'")
-    label_space = LabelSpace.from_editors([editor]) if editor else BINARY
+    label_space, editor = edited_class(editor)
     out = Path(out)
     if out.is_dir() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} exists and is not an empty folder; pass --force (force=True) to replace the "

@@ -38,7 +38,7 @@ import numpy as np
 
 from diffzoo.generators.editors.label_rule import DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.types import IGNORE_INDEX
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace
 
 log = logging.getLogger(__name__)
 
@@ -333,6 +333,19 @@ def check_label_settings(tau: float, min_area: float, max_area: float, cleanup: 
         said.append(f"cleanup must be a whole number of pixels >= 0 (0: off), got {cleanup!r}")
     if said:
         raise ConfigError("; ".join(said))
+
+
+def edited_class(editor: str | None) -> tuple[LabelSpace, str | None]:
+    """The label space of pairs ``editor`` made, and its name as that reads it (spaces stripped,
+    NFC: :meth:`LabelSpace.from_editors`); None: the class ``edited``, no editor named.  A name
+    the label space refuses is a ConfigError, as the user's setting it is."""
+    if editor is None:
+        return BINARY, None
+    try:
+        space = LabelSpace.from_editors([editor])
+    except DataError as exc:
+        raise ConfigError(f"{exc}; give the editor's name, or none for the class 'edited'") from None
+    return space, space.editors[0]
 
 
 def _bound(value: float, valid: int) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -22,6 +23,12 @@ Python) takes them, and they survive JSON readers that use signed 64-bit ints.""
 MAX_BOOTSTRAP = 100_000
 """The most bootstrap resamples taken: a 95% interval settles within a few thousand, and each
 resample is a row of every metric held until the end (10**9 of them are 171 GiB)."""
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode NFC, the one form names are read in (macOS stores an accent
+    decomposed, most other systems composed); ASCII text is unchanged."""
+    return unicodedata.normalize("NFC", text)
 
 
 def shareable(array: np.ndarray) -> np.ndarray:
@@ -106,7 +113,19 @@ class LabelSpace:
 
     @classmethod
     def from_editors(cls, editors: Sequence[str]) -> LabelSpace:
-        return cls(("background", *editors))
+        """``background``, then one class per editor named as read: spaces stripped, Unicode NFC.
+        A DataError for a name that is empty, the background class in any case, or another's."""
+        read: dict[str, str] = {}  # the name read -> the name as given
+        for given in editors:
+            name = nfc(given.strip())
+            if not name or name.casefold() == "background":
+                why = "it is empty" if not name else "background is label 0, the unedited pixels"
+                raise DataError(f"editor {given!r} cannot name a class: {why}")
+            if name in read:
+                raise DataError(f"editors {ascii(read[name])} and {ascii(given)} are one class, {name!r} (read with "
+                                "spaces stripped, in Unicode NFC): name each editor once")
+            read[name] = given
+        return cls(("background", *read))
 
     @property
     def editors(self) -> tuple[str, ...]:
@@ -121,8 +140,9 @@ class LabelSpace:
         return self.names == BINARY.names
 
     def index(self, name: str) -> int:
+        """The value of class ``name``, read as :meth:`from_editors` reads it."""
         try:
-            return self.names.index(name)
+            return self.names.index(nfc(name.strip()))
         except ValueError:
             raise DataError(f"{name!r} is not in the label space {list(self.names)}") from None
 

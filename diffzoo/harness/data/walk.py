@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import logging
 import os
-import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.runlog import warn_once
+from diffzoo.harness.core.types import nfc
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,7 +37,7 @@ def canonical_name(name: str) -> str:
     folder separator (a zip made on Windows may store ``a\\b.png``) and Unicode NFC (macOS
     stores an accent decomposed, most other systems composed), so the same files give the same
     ids and fingerprint however they were stored.  ASCII names without ``\\\\`` are unchanged."""
-    return unicodedata.normalize("NFC", name.replace("\\", "/"))
+    return nfc(name.replace("\\", "/"))
 
 
 def by_canonical_name(where: object, items: Iterable[tuple[str, T]]) -> dict[str, T]:
