@@ -194,6 +194,20 @@ def test_invalid_params_raise_config_error(sample, name, params, words):
         assert word in str(exc.value)
 
 
+def test_a_resize_past_the_pixel_limit_is_refused_before_it_is_made(sample, monkeypatch):
+    """A size no image diffzoo decodes could have is refused, never allocated (size=10**6 asks for terabytes)."""
+    monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "10000")
+    with pytest.raises(ConfigError) as info:
+        D.resize(*sample, size=200)
+    assert str(info.value) == ("distortion 'resize': size 200 makes a 48 x 64 px image 150 x 200 px, "
+                               "over the 10,000-pixel limit on images ($DIFFZOO_MAX_PIXELS)")
+    with pytest.raises(ConfigError) as info:
+        D.rescale(*sample, scale=4, input_size=48)
+    assert str(info.value) == ("distortion 'rescale': scale 4 of input_size 48 makes a 48 x 64 px image 192 x 256 px, "
+                               "over the 10,000-pixel limit on images ($DIFFZOO_MAX_PIXELS)")
+    assert D.resize(*sample, size=100)[0].shape == (75, 100, 3)  # 7,500 pixels: within the limit
+
+
 def test_identity_returns_inputs(sample):
     image, label = sample
     out = D.identity(image, label)

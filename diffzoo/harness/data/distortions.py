@@ -226,13 +226,27 @@ def rescale(image: np.ndarray, label: np.ndarray, *, scale: float, input_size: i
     return resize_image(image, _rescale_output(*image.shape[:2], scale=scale, input_size=input_size)), label
 
 
+def _within_limit(dist: str, given: str, height: int, width: int, size: tuple[int, int]) -> tuple[int, int]:
+    """``size``, the (h, w) ``dist`` brings a ``height`` x ``width`` image to, unless it is over the
+    pixel limit on images: that image would be more memory than any image diffzoo decodes."""
+    from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
+
+    if size[0] * size[1] > max_pixels():
+        raise ConfigError(f"distortion {dist!r}: {given} makes a {height} x {width} px image {size[0]} x {size[1]} "
+                          f"px, over the {max_pixels():,}-pixel limit on images (${MAX_PIXELS_ENV})")
+    return size
+
+
 def _resize_output(height: int, width: int, *, size: int, back: bool = True) -> tuple[int, int]:
-    return longer_side_size(height, width, _integer("resize", "size", size, 1))
+    new = longer_side_size(height, width, _integer("resize", "size", size, 1))
+    return _within_limit("resize", f"size {size}", height, width, new)
 
 
 def _rescale_output(height: int, width: int, *, scale: float, input_size: int | None = None) -> tuple[int, int]:
     scale = _real("rescale", "scale", scale, lo=0.0, lo_open=True, allowed="a number > 0")
-    return shorter_side_size(height, width, rescale_short_side(scale, _integer("rescale", "input_size", input_size, 1)))
+    short = rescale_short_side(scale, _integer("rescale", "input_size", input_size, 1))
+    return _within_limit("rescale", f"scale {scale:g} of input_size {input_size}", height, width,
+                         shorter_side_size(height, width, short))
 
 
 # Distortions that only change the image's size carry ``output_size(h, w, **params)``:
