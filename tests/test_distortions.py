@@ -210,6 +210,32 @@ def test_a_resize_past_the_pixel_limit_is_refused_before_it_is_made(sample, monk
     assert D.resize(*sample, size=100)[0].shape == (75, 100, 3)  # 7,500 pixels: within the limit
 
 
+@pytest.mark.parametrize(("name", "params", "side", "limit"), [
+    ("webp", {"quality": 80}, 16384, "WEBP, which takes at most 16383"),
+    ("reencode", {"format": "webp", "quality": 80}, 16384, "WEBP, which takes at most 16383"),
+    ("jpeg", {"quality": 80}, 65501, "JPEG, which takes at most 65500"),
+])
+def test_an_image_a_codec_cannot_encode_is_its_sample_skipped_as_too_large(name, params, side, limit):
+    """A strip within the pixel limit that the codec cannot take skips its sample, as an odd image does,
+    never the run (it was a ValueError / OSError out of Pillow, read as the distortion's bug)."""
+    from diffzoo.harness.core.errors import CorruptSampleError
+    from diffzoo.harness.core.types import Sample, SampleMeta
+    from diffzoo.harness.run.loading import eval_inputs
+
+    strip = Sample(np.zeros((2, side, 3), np.uint8), np.zeros((2, side), np.uint8), SampleMeta("strip"))
+
+    class Strips:
+        name, label_space = "strips", None
+
+        def load(self, sid):
+            return strip
+
+    [item] = list(eval_inputs(Strips(), ["strip"], getattr(D, name), params))
+    assert isinstance(item.error, CorruptSampleError) and item.error.kind == "too-large"
+    assert str(item.error) == f"sample strip: a {side}x2 image cannot be encoded as {limit} px a side"
+    assert getattr(D, name)(strip.image[:, :16383], strip.label[:, :16383], **params)[0].shape == (2, 16383, 3)
+
+
 def test_identity_returns_inputs(sample):
     image, label = sample
     out = D.identity(image, label)

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError
+from diffzoo.harness.core.types import SampleMeta
 
 JPEG_SUBSAMPLING = "4:2:0"
 """Chroma subsampling of every JPEG encode: Pillow's (libjpeg's) default, written
@@ -36,6 +37,8 @@ PNG_COMPRESS_LEVEL = 6
 """zlib level of PNG encodes (lossless at any level; fixed for stable bytes)."""
 FORMATS = ("png", "jpeg", "webp")
 """Formats :func:`reencode` takes (case-insensitive)."""
+MAX_SIDE = {"JPEG": 65500, "WEBP": 16383}
+"""The longest side each lossy codec encodes (libjpeg's and libwebp's limits)."""
 
 Pair = tuple[np.ndarray, np.ndarray]
 
@@ -95,31 +98,45 @@ def _quality(dist: str, quality: Any) -> int:
     return _integer(dist, "quality", quality, 1, 100)
 
 
-def _jpeg_roundtrip(image: np.ndarray, quality: int) -> np.ndarray:
-    return decode(encode(image, "JPEG", quality=quality, subsampling=JPEG_SUBSAMPLING, optimize=False))
+def _encodable(image: np.ndarray, fmt: str, meta: SampleMeta | None) -> np.ndarray:
+    """``image``, unless it has a side ``fmt`` cannot encode: a sample skipped as ``too-large``
+    (an image within the pixel limit, such as a 2 x 20000 strip, is no error of the run)."""
+    height, width = image.shape[:2]
+    if max(height, width) > MAX_SIDE[fmt]:
+        raise CorruptSampleError(meta.id if meta is not None else "image", f"a {width}x{height} image cannot be "
+                                 f"encoded as {fmt}, which takes at most {MAX_SIDE[fmt]} px a side", "too-large")
+    return image
 
 
-def _webp_roundtrip(image: np.ndarray, quality: int) -> np.ndarray:
-    return decode(encode(image, "WEBP", quality=quality, method=WEBP_METHOD, lossless=False))
+def _jpeg_roundtrip(image: np.ndarray, quality: int, meta: SampleMeta | None) -> np.ndarray:
+    return decode(encode(_encodable(image, "JPEG", meta), "JPEG", quality=quality, subsampling=JPEG_SUBSAMPLING,
+                         optimize=False))
+
+
+def _webp_roundtrip(image: np.ndarray, quality: int, meta: SampleMeta | None) -> np.ndarray:
+    return decode(encode(_encodable(image, "WEBP", meta), "WEBP", quality=quality, method=WEBP_METHOD,
+                         lossless=False))
 
 
 # -- the distortions -----------------------------------------------------------
 
 
-def jpeg(image: np.ndarray, label: np.ndarray, *, quality: int) -> Pair:
+def jpeg(image: np.ndarray, label: np.ndarray, *, quality: int, meta: SampleMeta | None = None) -> Pair:
     """JPEG encode + decode at exactly ``quality`` (integer 1..100).
 
     Pillow with its standard quantization tables scaled to ``quality``, 4:2:0
     chroma subsampling, no ``optimize`` (Huffman optimization changes no pixel,
     but is left off so the bytes are the plain encoder's).  Label unchanged.
+    An image with a side past 65500 px is sample ``meta.id`` skipped as ``too-large``.
     """
-    return _jpeg_roundtrip(image, _quality("jpeg", quality)), label
+    return _jpeg_roundtrip(image, _quality("jpeg", quality), meta), label
 
 
-def webp(image: np.ndarray, label: np.ndarray, *, quality: int) -> Pair:
+def webp(image: np.ndarray, label: np.ndarray, *, quality: int, meta: SampleMeta | None = None) -> Pair:
     """Lossy WebP encode + decode at ``quality`` (integer 1..100), libwebp method 4
-    (fixed: the method changes the pixels).  Label unchanged."""
-    return _webp_roundtrip(image, _quality("webp", quality)), label
+    (fixed: the method changes the pixels).  Label unchanged.  An image with a side
+    past 16383 px is sample ``meta.id`` skipped as ``too-large``."""
+    return _webp_roundtrip(image, _quality("webp", quality), meta), label
 
 
 def longer_side_size(height: int, width: int, size: int) -> tuple[int, int]:
@@ -314,7 +331,8 @@ def crop(image: np.ndarray, label: np.ndarray, *, fraction: float) -> Pair:
     return np.ascontiguousarray(image[window]), np.ascontiguousarray(label[window])
 
 
-def reencode(image: np.ndarray, label: np.ndarray, *, format: str, quality: int | None = None) -> Pair:
+def reencode(image: np.ndarray, label: np.ndarray, *, format: str, quality: int | None = None,
+             meta: SampleMeta | None = None) -> Pair:
     """Re-encode as ``format`` (``png``, ``jpeg`` or ``webp``; case-insensitive).
 
     ``png`` is lossless: the pixels come back identical (``quality`` must be
@@ -332,4 +350,4 @@ def reencode(image: np.ndarray, label: np.ndarray, *, format: str, quality: int 
     if quality is None:
         raise ConfigError(f"distortion 'reencode': format {fmt} needs quality (an integer in 1..100)")
     q = _quality("reencode", quality)
-    return (_jpeg_roundtrip(image, q) if fmt == "jpeg" else _webp_roundtrip(image, q)), label
+    return (_jpeg_roundtrip(image, q, meta) if fmt == "jpeg" else _webp_roundtrip(image, q, meta)), label
