@@ -334,6 +334,24 @@ def test_plugins_check_passes_a_detector_that_normalises_its_input_in_place(caps
     assert code == 0 and "0 failed" in stdout, stdout
 
 
+class _ExitsInPredict(Scripted):
+    """Calls sys.exit() in predict, as a script-turned-plugin may."""
+
+    def predict(self, images):
+        raise SystemExit(3)
+
+
+def test_plugins_check_reports_a_sys_exit_inside_the_detector_as_a_failed_check(capsys, monkeypatch):
+    """A plugin's sys.exit() is a finding against it, never the end of the check with its exit status."""
+    from helpers.detectors import register_test_detector
+
+    card = DetectorCard(name="exits.x", description="exits in predict", tasks=("binary",), trainable=False)
+    register_test_detector(monkeypatch, card, lambda build: _ExitsInPredict(build.task, build.label_space,
+                                                                           card=build.card))
+    code, stdout, _ = cli(capsys, "plugins", "check", "exits.x")
+    assert code == 1 and "FAIL SystemExit: 3" in stdout and "check(s) passed, 5 failed" in stdout, stdout
+
+
 # -- a detector written only from the docs -------------------------------------------------
 
 def test_a_detector_written_from_the_plugin_guide_runs(capsys, diffseg_folder, tmp_path, monkeypatch):

@@ -102,7 +102,7 @@ class _Report:
         """Record ``fn``'s problem (or an exception it raised) under ``check``."""
         try:
             problem = fn()
-        except Exception as exc:  # the point is to report a plugin's failures, whatever they are
+        except (Exception, SystemExit) as exc:  # a plugin's failure, whatever it is (a sys.exit() too), is reported
             problem = f"{type(exc).__name__}: {exc}"
         return self.add(check, problem)
 
