@@ -155,6 +155,24 @@ def test_a_dataset_load_or_distortion_that_raises_names_the_sample_and_dataset(d
                                f"raised KeyError: {first!r}")
 
 
+def test_a_dataset_load_that_calls_sys_exit_names_the_sample_and_dataset(ds, monkeypatch):
+    from diffzoo.harness.core.errors import PluginError
+
+    first = ds.ids("val")[0]
+    real = ds.load
+
+    def load(sid):
+        if sid == first:
+            raise SystemExit(0)
+        return real(sid)
+
+    monkeypatch.setattr(ds, "load", load)
+    with pytest.raises(PluginError) as info:
+        score(ds, Scripted())
+    assert str(info.value) == (f"sample {first!r} of dataset {ds.name!r}: reading it, or the distortion 'identity', "
+                               "raised SystemExit: 0")
+
+
 @pytest.mark.parametrize("workers", [0, 1])
 def test_a_dataset_load_that_raises_in_training_names_the_sample_and_dataset(capsys, diffseg_folder, monkeypatch,
                                                                               workers):
@@ -193,6 +211,32 @@ def test_cli_reports_a_malformed_prediction_in_one_line_and_writes_no_record(cap
     assert len(lines) == 1 and lines[0].startswith("error: detector 'faulty.x' on sample "), stderr
     assert "expected 1 x 1 x 32 x 32" in lines[0] and "internal error" not in stderr
     assert not list(out.glob("records/*.json"))
+
+
+def _exits(x):
+    raise SystemExit(0)  # an argparse parse_args() or a script's sys.exit() inside plugin code
+
+
+def test_a_sys_exit_inside_predict_is_the_detectors_error_not_a_finished_run(capsys, diffseg_folder, tmp_path,
+                                                                              faulty):
+    """A plugin's sys.exit(0) mid-run is its failure, in one line, exit 1: never a silent exit 0 without records."""
+    faulty(_exits)
+    out = tmp_path / "out"
+    code, stdout, stderr = cli(capsys, "run", "--detector", "faulty.x", "--suite", "standard", "--dataset",
+                               diffseg_folder, "--out", out, "--bootstrap", "0", "--device", "cpu")
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1, stderr
+    assert lines[0].startswith("error: detector 'faulty.x' on sample ") and "predict raised SystemExit: 0" in lines[0]
+    assert not list(out.glob("records/*.json"))
+
+
+def test_a_sys_exit_inside_a_plugins_factory_or_fit_is_a_plugin_error():
+    """plugin_code wraps a detector's factory, its fit and a plugin dataset's training reads."""
+    from diffzoo.harness.core.errors import PluginError, plugin_code
+
+    with pytest.raises(PluginError) as info, plugin_code("detector 'x' from plugin 'p': its fit"):
+        raise SystemExit(2)
+    assert str(info.value) == "detector 'x' from plugin 'p': its fit raised SystemExit: 2"
 
 
 # -- training-free detectors and --no-train -----------------------------------------------

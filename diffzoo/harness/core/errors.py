@@ -89,8 +89,8 @@ def plugins_bug(what: str, exc: BaseException) -> BaseException:
     """``exc``, raised by a plugin's code (``what``: which, e.g. "detector 'x' from plugin 'p': its
     fit"), as diffzoo reports it: a DiffzooError keeps its own words and an OSError its path (the
     CLI names it), anything else is the plugin's bug, a PluginError naming ``what``, never an
-    "internal error"."""
-    if isinstance(exc, (DiffzooError, OSError)) or not isinstance(exc, Exception):
+    "internal error" (a ``sys.exit()`` too: never a run's silent end)."""
+    if isinstance(exc, (DiffzooError, OSError)) or not isinstance(exc, (Exception, SystemExit)):
         return exc
     error = PluginError(f"{what} raised {type(exc).__name__}: {exc}")
     error.__cause__ = exc
@@ -102,7 +102,7 @@ def plugin_code(what: str) -> Iterator[None]:
     """Run a plugin's code; what it raises is reported as :func:`plugins_bug` says."""
     try:
         yield
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         error = plugins_bug(what, exc)
         if error is exc:
             raise

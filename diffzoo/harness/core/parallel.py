@@ -74,7 +74,7 @@ def resolve_workers(workers: Any, device: Any = "cpu", threads: int | None = Non
     return default_workers(device, threads) if workers is None else check_workers(workers)
 
 
-def sendable(exc: Exception) -> BaseException:
+def sendable(exc: BaseException) -> BaseException:
     """``exc`` if it survives a trip between processes (every DiffzooError
     does), else a DataError with its text; for functions that return their
     errors instead of raising them in a worker."""

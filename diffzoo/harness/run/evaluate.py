@@ -63,7 +63,7 @@ def predict_checked(detector: Detector, images: torch.Tensor, ids: list[str]) ->
         out = detector.predict(images)
     except DiffzooError:
         raise
-    except Exception as exc:  # a plugin's bug: say whose, keep the cause for --debug
+    except (Exception, SystemExit) as exc:  # a plugin's bug (its sys.exit() too): say whose, keep the cause
         name = getattr(getattr(detector, "card", None), "name", type(detector).__name__)
         raise DetectorError(name, f"predict raised {type(exc).__name__}: {exc}",
                             sample_id=ids[0] if len(ids) == 1 else ", ".join(ids[:4])) from exc

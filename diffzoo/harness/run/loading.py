@@ -142,7 +142,7 @@ def _eval_input(dataset: Dataset, distortion: Callable[..., Any], params: dict[s
         image = detector_input(image, short_side)
         return EvalInput(sid, chw_uint8(image), label, sample.meta, tuple(sample.image.shape[:2]),
                          label_kept=label is sample.label)
-    except Exception as exc:  # handed to the caller, which skips or raises it
+    except (Exception, SystemExit) as exc:  # handed to the caller, which skips or raises it (a sys.exit() too)
         return EvalInput(sid, error=sendable(exc))
 
 
