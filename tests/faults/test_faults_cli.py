@@ -383,6 +383,33 @@ def test_a_plugin_registering_a_taken_name_is_rejected_whole(capsys):
     assert "greedy" not in {info.name for info in system.info()}
 
 
+class MisspeltDistortions:
+    """Suites whose case gives its distortion a parameter it does not take, or leaves one out."""
+
+    @hookimpl
+    def register_suites(self, register):
+        from diffzoo.harness.suites import Case, Suite, TrainSpec
+
+        for name, dist, params in (("typo", "jpeg", (("qualty", 80),)), ("unset", "webp", ())):
+            case = Case("q80", "binary", TrainSpec("binary"), distortion=dist, distortion_params=params)
+            register(name, Suite(name, "1", "a parameter misspelt or left out", (case,)))
+
+
+@pytest.mark.parametrize(("suite", "problem"), [
+    ("typo", "distortion 'jpeg' cannot take the parameters {'qualty': 80}: got an unexpected keyword argument "
+             "'qualty'"),
+    ("unset", "distortion 'webp' cannot take the parameters {}: missing a required argument: 'quality'"),
+])
+def test_a_distortion_parameter_its_function_cannot_take_is_refused_before_any_work(capsys, diffseg_folder, tmp_path,
+                                                                                     faulty, suite, problem):
+    """A misspelt parameter of a plugin suite's case is a usage error when planned, never a failed pass mid-run."""
+    get_plugin_system().pm.register(MisspeltDistortions(), name="misspelt")
+    code, stdout, stderr = cli(capsys, "run", "--detector", "faulty.x", "--suite", suite, "--dataset", diffseg_folder,
+                               "--out", tmp_path / "out", "--bootstrap", "0", "--device", "cpu")
+    assert one_line_exit_2(code, stdout, stderr) == f"error: case {suite}/q80: {problem}"
+    assert not list(tmp_path.glob("out/records/*.json"))
+
+
 def test_a_full_disk_names_the_path_and_the_free_space(capsys, tmp_path, monkeypatch, record_factory):
     from diffzoo.harness.core import fsutil
 

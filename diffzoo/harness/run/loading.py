@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.parallel import available_cores, ordered_map, sendable
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import SampleMeta, shareable
@@ -100,6 +101,21 @@ def _parameters(distortion: Distortion) -> set[str]:
         return set(inspect.signature(distortion).parameters)
     except (TypeError, ValueError):
         return set()
+
+
+def check_params(distortion: Distortion, name: str, params: dict[str, Any], case: str) -> None:
+    """ConfigError when ``distortion`` cannot be called with ``params`` (a name it does not take,
+    one it needs left out): said as the case is planned, not by its pass's first image."""
+    try:
+        signature = inspect.signature(distortion)
+    except (TypeError, ValueError):  # no signature to read: its pass says
+        return
+    context = {k: None for k in ("meta", "label_space") if k in signature.parameters and k not in params}
+    try:  # a name it does not take first (a misspelt one is also a missing one), then one left out
+        signature.bind_partial(None, None, **params, **context)
+        signature.bind(None, None, **params, **context)
+    except TypeError as exc:
+        raise ConfigError(f"case {case}: distortion {name!r} cannot take the parameters {params}: {exc}") from None
 
 
 def sets_input_size(distortion: Distortion) -> bool:

@@ -40,7 +40,7 @@ from diffzoo.harness.models.checkpoints import cache_key
 from diffzoo.harness.models.monitor import default_val_every
 from diffzoo.harness.records.case_summary import judged_by, own_score_case, state_key
 from diffzoo.harness.records.model import TrainOverlap
-from diffzoo.harness.run.loading import sets_input_size
+from diffzoo.harness.run.loading import check_params, sets_input_size
 from diffzoo.harness.suites import EVAL_SPLITS, EVAL_SPLITS_OPTION, Case, Suite, TrainSpec, is_cross
 
 log = logging.getLogger(__name__)
@@ -433,16 +433,19 @@ class _Planner:
         return Job(spec, self.config, key, self.eval_input, tuple(passes + cross_passes), tuple(cases + cross_cases),
                    self._calibration(spec, short_side), self._validation(spec, short_side, val_every), val_every)
 
-    def _params(self, case: Case) -> tuple[tuple[str, Any], ...]:
+    def _params(self, suite: Suite, case: Case) -> tuple[tuple[str, Any], ...]:
         """The case's distortion parameters as run: a generator the dataset replaces by its
         offline stand-in (``mini``: tiny random-weight editors), or the request by another
         card, is swapped, and a distortion that takes ``input_size`` (``rescale``) gets the
-        model's input resolution unless the case gives one; the record's config holds them."""
+        model's input resolution unless the case gives one; the record's config holds them.
+        Names the distortion cannot take are refused here (:func:`check_params`)."""
         params = dict(case.distortion_params)
-        if "input_size" not in params and sets_input_size(get_registry().get("distortion", case.distortion).load()):
+        distortion = get_registry().get("distortion", case.distortion).load()
+        if "input_size" not in params and sets_input_size(distortion):
             params["input_size"] = model_input_size(self.card, self.config)
         if params.get("generator") in self.substitutes:
             params["generator"] = self.substitutes[params["generator"]]
+        check_params(distortion, case.distortion, params, f"{suite.name}/{case.name}")
         return tuple(params.items())
 
     def _passes(self, spec: TrainSpec, members: list[tuple[Suite, Case]], short_side: int | None
@@ -456,7 +459,7 @@ class _Planner:
             if case.split not in self.dataset.splits():
                 raise ConfigError(f"case {case.name!r} evaluates split {case.split!r}, which dataset "
                                   f"{self.dataset.name} lacks (it has {', '.join(self.dataset.splits())})")
-            params = self._params(case)
+            params = self._params(suite, case)
             group = (case.split, case.distortion, stable_hash(params))
             params_of[group] = params
             groups.setdefault(group, []).append((suite, case))
