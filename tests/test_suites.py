@@ -80,6 +80,17 @@ def test_cases_validate_their_tasks():
         Case(name="x", task="binary", train=TrainSpec("regression"))
 
 
+def test_a_case_naming_a_parameter_or_option_twice_is_refused():
+    """Read as a dict, the second value would win unsaid: jpeg at 60 where the case reads 80 first."""
+    with pytest.raises(ConfigError) as info:
+        Case(name="jpeg80", task="binary", train=TrainSpec("binary"), distortion="jpeg",
+             distortion_params=(("quality", 80), ("quality", 60)))
+    assert str(info.value) == "case 'jpeg80' gives distortion parameter quality twice (80 and 60); give it once"
+    with pytest.raises(ConfigError) as info:
+        Case(name="x", task="binary", train=TrainSpec("binary"), options=(("image_score", "detector"),) * 2)
+    assert str(info.value) == "case 'x' gives option image_score twice ('detector' and 'detector'); give it once"
+
+
 def test_the_paper_suites_are_registered_and_all_expands_to_every_one():
     registry = get_registry()
     names = {e.name for e in registry.expand("suite", "all")}

@@ -88,6 +88,13 @@ class Case:
             raise ConfigError(f"case {self.name!r}: slice_by must be one of {', '.join(SLICE_BY[1:])}")
         if self.compare_to == self.name:
             raise ConfigError(f"case {self.name!r} cannot be compared to itself")
+        for what, pairs in (("distortion parameter", self.distortion_params), ("option", self.options)):
+            seen: dict[str, Any] = {}
+            for key, value in pairs:  # read as a dict, a second value would win unsaid
+                if key in seen:
+                    raise ConfigError(f"case {self.name!r} gives {what} {key} twice ({seen[key]!r} and {value!r}); "
+                                      "give it once")
+                seen[key] = value
 
     @property
     def subset_key(self) -> tuple[tuple[str, ...], bool]:
