@@ -161,6 +161,9 @@ def test_bad_seed_and_unknown_generator_are_diffzoo_errors(no_generator):
         call(image, label, seed=-1)
     with pytest.raises(DiffzooError, match="sdxl.tiny-lora"):  # did-you-mean
         call(image, label, generator="sdxl.tiny-lorra")
+    with pytest.raises(ConfigError) as info:  # the text "false" is truthy: it would read the cache
+        call(image, label, cache="false")
+    assert str(info.value) == "distortion 'reedit': cache must be true or false, got 'false'"
 
 
 def test_a_damaged_cache_file_is_replaced(fake):

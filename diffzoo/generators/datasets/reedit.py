@@ -109,6 +109,8 @@ def reedit(
         )
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"distortion 'reedit': seed must be an integer >= 0, got {seed!r}")
+    if not isinstance(cache, (bool, np.bool_)):  # a text "false" would be true
+        raise ConfigError(f"distortion 'reedit': cache must be true or false, got {cache!r}")
     entry = get_registry().get("generator", generator)  # a typo fails here, with did-you-mean
     mask = label == label_space.index(editor)
     if not mask.any():
