@@ -286,6 +286,19 @@ def test_bootstrap_is_deterministic_and_covers_point_estimate():
     assert kept["aAcc"][0] <= point["aAcc"] <= kept["aAcc"][1]
 
 
+def test_bootstrap_refuses_a_bad_seed_count_or_metric_list_as_config_errors():
+    """Each was numpy's ValueError / TypeError, or a name read letter by letter ("unknown metric 'm'")."""
+    state = run(make_dataset(8, 4))
+    for kwargs, message in (
+        ({"seed": -1}, "bootstrap seed -1 is not a valid seed: give an integer from 0 to 2**63 - 1"),
+        ({"n": True}, "bootstrap needs 1 to 100,000 replicates, got True"),
+        ({"metrics": "mIoU"}, "bootstrap metrics must be a list of metric names, got 'mIoU'"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            state.bootstrap(**{"n": 5, **kwargs})
+        assert str(info.value).startswith(message), info.value
+
+
 def test_bootstrap_replicate_equals_a_pass_over_the_drawn_images():
     samples = make_dataset(9, 40)
     state = run(samples)

@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, did_you_mean
-from diffzoo.harness.core.types import MAX_BOOTSTRAP
+from diffzoo.harness.core.types import MAX_BOOTSTRAP, check_seed
 from diffzoo.harness.metrics.aggregate import Aggregator
 from diffzoo.harness.metrics.catalog import COUNT_METRICS
 
@@ -34,11 +34,14 @@ def bootstrap_ci(agg: Aggregator, available: list[str], n: int, seed: int,
     """metric -> (2.5th, 97.5th percentile) over ``n`` bootstrap replicates."""
     if metrics is None:
         metrics = [m for m in available if m not in NOT_RESAMPLED]
+    if isinstance(metrics, str):  # a name would be read letter by letter
+        raise ConfigError(f"bootstrap metrics must be a list of metric names, got {metrics!r}")
     for m in metrics:
         if m not in available:
             raise ConfigError(f"unknown metric {m!r} for bootstrap.{did_you_mean(m, available, n=3)}")
-    if not isinstance(n, int) or not 1 <= n <= MAX_BOOTSTRAP:
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BOOTSTRAP:
         raise ConfigError(f"bootstrap needs 1 to {MAX_BOOTSTRAP:,} replicates, got {n!r}")
+    check_seed(seed, "bootstrap seed")
     nan = (float("nan"), float("nan"))
     if skipped := [m for m in metrics if m in NOT_RESAMPLED]:
         logger.info("bootstrap: %s not resampled; interval NaN", ", ".join(skipped))
