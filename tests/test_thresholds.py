@@ -34,6 +34,17 @@ def test_best_accuracy_equals_brute_force_and_its_threshold_reaches_it(seed):
     assert np.mean((scores > t) == labels.astype(bool)) == pytest.approx(acc, abs=1e-12)
 
 
+def test_the_best_threshold_between_two_scores_one_float_apart_reaches_its_accuracy():
+    """Halfway between two adjacent floats rounds to one of them; rounded up to the higher score,
+    "score > t" no longer called that score edited (accuracy 0.5 where 1.0 was reported)."""
+    low = np.nextafter(0.5, 1.0)
+    high = np.nextafter(low, 1.0)
+    scores, labels = np.array([low, high]), np.array([0, 1])
+    acc, t = RankedScores(labels, scores).best_accuracy()
+    assert (acc, t) == (1.0, low)
+    assert np.mean((scores > t) == labels.astype(bool)) == 1.0
+
+
 @pytest.mark.parametrize("seed", range(100))
 def test_best_f1_equals_brute_force_over_bin_edges(seed):
     rng = np.random.default_rng(seed)

@@ -50,8 +50,9 @@ class RankedScores:
     def best_accuracy(self, weights: np.ndarray | None = None) -> tuple[float, float]:
         """(highest accuracy of the rule "edited if score > t" over every t, that t).
 
-        t lies halfway between adjacent distinct scores (above the highest:
-        nothing edited; below the lowest: everything), so a calibrated t
+        t lies halfway between adjacent distinct scores (the lower of two with no
+        float between them; above the highest: nothing edited; below the lowest:
+        everything), so a calibrated t
         carries over to scores between the ones seen.  Ties in accuracy keep
         the lowest t.  NaN without images.  On the evaluated split itself this
         is the "oracle" accuracy (a separately named column, docs/metrics.md).
@@ -68,8 +69,9 @@ class RankedScores:
             t = float(d[0])
         elif j == len(d):
             t = float(np.nextafter(d[-1], -np.inf))
-        else:
-            t = float((d[j - 1] + d[j]) / 2)
+        else:  # halfway; where no float lies between the two, halfway rounds to one: the lower one
+            mid = float((d[j - 1] + d[j]) / 2)
+            t = mid if mid < d[j - 1] else float(d[j])
         return float(correct[j] / total), t
 
     def auc(self, weights: np.ndarray | None = None) -> float:
