@@ -308,6 +308,30 @@ def test_plugins_check_reports_every_violation_of_a_broken_plugin(capsys):
     assert code == 1 and f"{len(failed)} failed" in stdout
 
 
+class PercentThreshold:
+    """A card whose pixel threshold is written as a percentage: no probability is above 50."""
+
+    @hookimpl
+    def register_detectors(self, register):
+        card = DetectorCard(name="percent.x", description="threshold 50", tasks=("binary",), default_threshold=50,
+                            trainable=False)
+        register(card.name, lambda build: Scripted(build.task, build.label_space, card=build.card), card=card)
+
+
+def test_a_card_whose_threshold_or_input_size_no_model_can_use_is_refused(capsys):
+    """A binary detector with default_threshold 50 scored every pixel authentic, unsaid."""
+    from diffzoo.harness.models.conformance import check_plugin
+
+    get_plugin_system().pm.register(PercentThreshold(), name="percent")
+    failed = [f.message for f in check_plugin("percent") if not f.ok]
+    assert failed == ["plugin 'percent' raised in register_detectors: ConfigError: detector card percent.x: "
+                      "default_threshold must be a number in [0, 1), got 50; the whole plugin is skipped"], failed
+    assert cli(capsys, "plugins", "check", "percent")[0] == 1
+    with pytest.raises(DiffzooError) as info:
+        DetectorCard(name="x.y", description="", tasks=("binary",), input_size=0)
+    assert str(info.value) == "detector card x.y: input_size must be an integer >= 1, got 0"
+
+
 def test_plugins_check_names_a_missing_method():
     from diffzoo.harness.models.conformance import check_plugin
 

@@ -138,6 +138,17 @@ class DetectorCard:
     """Trained weights its authors released (``--weights released:NAME``).  Facts about weights
     that exist, not about the model built: never part of :meth:`to_dict` (cache keys, records)."""
 
+    def __post_init__(self) -> None:
+        """A threshold no probability passes, or an input no model takes, refused where the card is made."""
+        from diffzoo.harness.core.errors import ConfigError
+
+        t = self.default_threshold
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < 1:  # NaN fails too
+            raise ConfigError(f"detector card {self.name}: default_threshold must be a number in [0, 1), got {t!r}")
+        if isinstance(self.input_size, bool) or not isinstance(self.input_size, int) or self.input_size < 1:
+            raise ConfigError(f"detector card {self.name}: input_size must be an integer >= 1, "
+                              f"got {self.input_size!r}")
+
     @property
     def family(self) -> str:
         return family_of(self.name)
