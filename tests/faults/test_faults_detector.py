@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from diffzoo import DetectionOutput, Detector, DetectorCard, hookimpl, open_dataset
+from diffzoo import DetectionOutput, Detector, DetectorCard, LabelSpace, hookimpl, open_dataset
 from diffzoo.harness.core.errors import DiffzooError
 from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.harness.core.types import BINARY
@@ -97,6 +97,19 @@ def test_class_probabilities_that_do_not_sum_to_one(ds):
     det = Scripted("semantic", space,
                    lambda x: DetectionOutput(mask_probs=logits(1, space.num_classes, *x.shape[-2:], 0.9)))
     expect_error(ds, det, r"do not sum to 1", tasks=("semantic",))
+
+
+def test_a_bfloat16_softmax_is_probabilities_that_sum_to_one():
+    """bfloat16 rounds each probability to 2**-8 of itself: a softmax's sum drifts by up to ~0.004, past 1e-3."""
+    from diffzoo.harness.core.outputs import check_output
+
+    space = LabelSpace.from_editors(["a", "b", "c", "d", "e", "f", "g", "h"])
+    det = Scripted("semantic", space)
+    probs = torch.softmax(torch.randn(2, space.num_classes, 64, 64, generator=torch.Generator().manual_seed(0)) * 3, 1)
+    check_output(det, DetectionOutput(mask_probs=probs.to(torch.bfloat16)), ["a", "b"], (64, 64))
+    off = torch.full_like(probs, 1.02 / space.num_classes)  # a real error is still one, in any dtype
+    with pytest.raises(DiffzooError, match=r"do not sum to 1; expected a sum of 1 per pixel \(±0.007812\)"):
+        check_output(det, DetectionOutput(mask_probs=off.to(torch.bfloat16)), ["a", "b"], (64, 64))
 
 
 def test_nan_logits(ds):

@@ -36,7 +36,8 @@ from diffzoo.harness.core.types import PIXEL_TASKS, DetectionOutput
 
 PIXEL_FIELDS = ("mask_logits", "mask_probs", "labels")
 PROB_SUM_TOLERANCE = 1e-3
-"""How far a semantic detector's class probabilities may sum from 1 per pixel (float32 softmax noise)."""
+"""How far a semantic detector's class probabilities may sum from 1 per pixel (float32 softmax noise);
+for a coarser dtype its epsilon (bfloat16: 2**-7), as each probability is rounded to it."""
 
 
 def _describe(value: Any) -> str:
@@ -145,9 +146,10 @@ def _check_pixels(c: _Checker, field: str, value: Any, batch: int, channels: int
             raise c.fail("mask_probs lie outside [0, 1]", "probabilities in [0, 1]",
                          f"values from {float(item.min()):.4g} to {float(item.max()):.4g}", index)
         if channels > 1:
-            drift = (x.sum(1) - 1).abs().flatten(1).amax(1)
-            if (index := c.first_bad(drift > PROB_SUM_TOLERANCE)) is not None:
-                raise c.fail("class probabilities do not sum to 1", f"a sum of 1 per pixel (±{PROB_SUM_TOLERANCE})",
+            drift = (x.float().sum(1) - 1).abs().flatten(1).amax(1)  # summed in float32: no rounding of its own
+            tolerance = max(PROB_SUM_TOLERANCE, torch.finfo(x.dtype).eps)
+            if (index := c.first_bad(drift > tolerance)) is not None:
+                raise c.fail("class probabilities do not sum to 1", f"a sum of 1 per pixel (±{tolerance:.4g})",
                              f"sums off by up to {float(drift[index]):.4g}", index)
 
 
