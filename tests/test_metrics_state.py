@@ -168,6 +168,18 @@ def test_classifier_without_label_maps():
     assert got["top1"] == 1.0 and got["top3"] == 1.0  # only image c has a ranking
 
 
+@pytest.mark.parametrize("score", [1.5, -0.1, float("nan"), float("inf"), "0.9", True, np.array([[0.5]])])
+def test_an_image_score_that_is_not_a_probability_is_refused(score):
+    """A logit, a text or a bool was taken (a logit of 1.5 ranked and judged as a probability); an array was a
+    TypeError."""
+    state = EvalState(BINARY, "binary")
+    gt = np.zeros((4, 4), np.uint8)
+    with pytest.raises(DataError) as info:
+        state.update(SampleMeta("x"), gt, gt, None, image_score=score)
+    assert str(info.value) == f"sample x: image_score must be a probability in [0, 1], got {score!r}"
+    state.update(SampleMeta("x"), gt, gt, None, image_score=np.float32(1.0))  # numpy's scalars are numbers
+
+
 def test_topk_ties_zero_counts_and_class_scores():
     state = EvalState(SPACE, "semantic", top_k=(1, 2))
     gt = np.full((1, 4), 3, np.uint8)

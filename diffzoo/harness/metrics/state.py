@@ -29,6 +29,7 @@ import copy
 import hashlib
 import logging
 import math
+from numbers import Real
 from typing import Any, cast
 
 import numpy as np
@@ -182,9 +183,10 @@ class EvalState:
                 f"{where}: image score source {source!r} differs from earlier images "
                 f"({self._score_source!r}); give an image score for every image or for none"
             )
+        if image_score is not None and (isinstance(image_score, (bool, np.bool_)) or not isinstance(image_score, Real)
+                                        or not 0 <= image_score <= 1):  # NaN fails too
+            raise DataError(f"{where}: image_score must be a probability in [0, 1], got {image_score!r}")
         det_score = math.nan if image_score is None else float(image_score)
-        if image_score is not None and not math.isfinite(det_score):
-            raise DataError(f"{where}: image_score must be finite, got {image_score!r}")
         gt_counts = counts.gt_counts
         gt_classes = np.flatnonzero(gt_counts[1:c]) + 1
         label = -1 if gt_counts[:c].sum() == 0 else int(gt_classes.size > 0)
