@@ -180,6 +180,19 @@ def test_an_image_score_that_is_not_a_probability_is_refused(score):
     state.update(SampleMeta("x"), gt, gt, None, image_score=np.float32(1.0))  # numpy's scalars are numbers
 
 
+@pytest.mark.parametrize(("prob", "problem"), [
+    (np.ones((4, 4), np.int64), "edited_prob must be floating point, got dtype int64"),
+    (np.full((4, 4), 1.5), "edited_prob must hold finite probabilities in [0, 1]"),
+    (np.zeros((3, 4)), "edited_prob has shape (3, 4), the GT has (4, 4)"),
+])
+def test_a_bad_probability_map_names_its_sample(prob, problem):
+    """Every other bad input of update names its sample; these three named none."""
+    gt = np.zeros((4, 4), np.uint8)
+    with pytest.raises(DataError) as info:
+        EvalState(BINARY, "binary").update(SampleMeta("x"), gt, gt, prob)
+    assert str(info.value) == f"sample x: {problem}"
+
+
 def test_topk_ties_zero_counts_and_class_scores():
     state = EvalState(SPACE, "semantic", top_k=(1, 2))
     gt = np.full((1, 4), 3, np.uint8)

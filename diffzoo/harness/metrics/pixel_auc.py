@@ -26,15 +26,15 @@ def bin_index(prob: np.ndarray, bins: int) -> np.ndarray:
     return np.minimum(np.floor(np.asarray(prob, dtype=np.float64) * bins).astype(np.int64), bins - 1)
 
 
-def check_prob_map(prob: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Validate an H x W map of probabilities in [0, 1]."""
+def check_prob_map(where: str, prob: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Validate an H x W map of probabilities in [0, 1]; ``where`` (``sample ID``) begins each error."""
     prob = np.asarray(prob)
     if prob.shape != shape:
-        raise DataError(f"edited_prob has shape {prob.shape}, the GT has {shape}")
+        raise DataError(f"{where}: edited_prob has shape {prob.shape}, the GT has {shape}")
     if not np.issubdtype(prob.dtype, np.floating):
-        raise DataError(f"edited_prob must be floating point, got dtype {prob.dtype}")
+        raise DataError(f"{where}: edited_prob must be floating point, got dtype {prob.dtype}")
     if prob.size and not (np.isfinite(prob).all() and prob.min() >= 0.0 and prob.max() <= 1.0):
-        raise DataError("edited_prob must hold finite probabilities in [0, 1]")
+        raise DataError(f"{where}: edited_prob must hold finite probabilities in [0, 1]")
     return prob
 
 

@@ -164,7 +164,7 @@ class EvalState:
             if pred.shape != gt.shape:
                 raise DataError(f"{where}: prediction has shape {pred.shape}, the GT has {gt.shape}")
         if edited_prob is not None:
-            edited_prob = check_prob_map(edited_prob, gt.shape)
+            edited_prob = check_prob_map(where, edited_prob, gt.shape)
         self.add(meta, reduce_numpy(gt, pred, edited_prob, c, cfg.auc_bins), image_score, class_scores, digest)
 
     def add(self, meta: SampleMeta, counts: Reduced, image_score: float | None = None,
