@@ -343,6 +343,10 @@ def test_a_card_whose_threshold_or_input_size_no_model_can_use_is_refused(capsys
     with pytest.raises(DiffzooError) as info:
         DetectorCard(name="x.y", description="", tasks=("binary",), input_size=0)
     assert str(info.value) == "detector card x.y: input_size must be an integer >= 1, got 0"
+    with pytest.raises(DiffzooError) as info:
+        DetectorCard(name="x.y", description="", tasks="binary,semantic")
+    assert str(info.value) == ("detector card x.y: tasks must be a tuple of one or more of binary, semantic, "
+                               "classification, got 'binary,semantic'")
 
 
 def test_plugins_check_names_a_missing_method():

@@ -139,9 +139,15 @@ class DetectorCard:
     that exist, not about the model built: never part of :meth:`to_dict` (cache keys, records)."""
 
     def __post_init__(self) -> None:
-        """A threshold no probability passes, or an input no model takes, refused where the card is made."""
+        """Tasks diffzoo has not, a threshold no probability passes, or an input no model takes, refused
+        where the card is made."""
         from diffzoo.harness.core.errors import ConfigError
+        from diffzoo.harness.core.types import TASKS
 
+        # a text would be read as its letters, or matched as a substring ("semantic" in "binary,semantic")
+        if isinstance(self.tasks, str) or not self.tasks or any(t not in TASKS for t in self.tasks):
+            raise ConfigError(f"detector card {self.name}: tasks must be a tuple of one or more of "
+                              f"{', '.join(TASKS)}, got {self.tasks!r}")
         t = self.default_threshold
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < 1:  # NaN fails too
             raise ConfigError(f"detector card {self.name}: default_threshold must be a number in [0, 1), got {t!r}")
