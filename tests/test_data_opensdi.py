@@ -128,6 +128,13 @@ def test_which_copy_sd15_data_is(tmp_path):
         str(shards / "test-00000-of-00001.parquet"))
     mixed = OpenSdiDataset(shards)
     assert mixed.splits() == ["val", "test", "sd15", "sd2"] and len(mixed.ids("sd2")) == 3
+    # a generator named decomposed in its keys: one name, NFC, for its class and its split
+    decomposed = tmp_path / "decomposed"
+    decomposed.mkdir()
+    split_rows("fe\u0301", 3).to_parquet(str(decomposed / "test-00000-of-00001.parquet"))
+    cafe = OpenSdiDataset(decomposed)
+    assert cafe.label_space.editors == ("f\u00e9",) and cafe.splits() == ["test", "f\u00e9"]
+    assert "one split per generator (f\u00e9)" in cafe.provenance()["split"]["source"]
 
 
 def test_kinds_and_val_fraction(opensdi):

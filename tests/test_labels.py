@@ -459,3 +459,21 @@ def test_a_cleanup_that_is_no_whole_number_is_refused_before_any_image_is_read(c
     with pytest.raises(ConfigError, match=re.escape(said)):
         ImgEditDataset("unused", cleanup=cleanup)
     assert difference_label(smooth(), smooth(), cleanup=np.int64(3)).status == "rejected-noop"
+
+
+def test_every_lookup_of_an_editor_reads_its_name_as_the_label_space_does():
+    """A name with spaces or typed decomposed was found by index() but missed by the checks
+    that compared it raw (`in`), so a holdout ' qwen' was 'no editor' though index() found it."""
+    from types import SimpleNamespace
+
+    from diffzoo.harness.core.types import LabelSpace
+    from diffzoo.harness.data.editor_index import editor_values
+
+    nfc, nfd = (unicodedata.normalize(form, "café") for form in ("NFC", "NFD"))
+    space = LabelSpace.from_editors(["qwen", nfd])
+    assert space.has_editor(" qwen") and space.has_editor(nfd) and space.has_editor(nfc)
+    assert not space.has_editor("background") and not space.has_editor("flux")
+    dataset = SimpleNamespace(name="two", label_space=space)
+    assert editor_values(dataset, iter([" qwen ", nfd])) == {1, 2}
+    with pytest.raises(DataError, match=re.escape("dataset two has no editor ' flux'; its editors: qwen, café")):
+        editor_values(dataset, [" flux"])

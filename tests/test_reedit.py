@@ -155,6 +155,14 @@ def test_editor_not_in_label_space_names_the_available_editors(no_generator):
         call(image, label, editor="kolors")
 
 
+def test_an_editor_named_with_spaces_is_the_label_space_s_editor(fake):
+    """' sdxl' was refused as not in the label space, though index() reads it as sdxl."""
+    image, label = make_sample()
+    out, _ = call(image, label, editor=" sdxl ", cache=False)
+    assert [c["prompt"] for c in fake.calls] == ["a green lamp"]
+    assert np.array_equal(fake.calls[0]["mask"], label == SDXL) and not np.array_equal(out, image)
+
+
 def test_bad_seed_and_unknown_generator_are_diffzoo_errors(no_generator):
     image, label = make_sample()
     with pytest.raises(ConfigError, match="seed"):

@@ -102,11 +102,12 @@ def reedit(
     ``cpu``, ``cuda``, ...; a device other than ``cpu`` is passed to the
     generator's factory.
     """
-    if editor not in label_space.editors:
+    if not label_space.has_editor(editor):
         raise ConfigError(
             f"distortion 'reedit': editor {editor!r} is not in the dataset's label space; "
             f"available editors: {', '.join(label_space.editors) or '(none)'}"
         )
+    editor = label_space.read(editor)  # the prompt and the cache key see the name the label space holds
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"distortion 'reedit': seed must be an integer >= 0, got {seed!r}")
     if not isinstance(cache, (bool, np.bool_)):  # a text "false" would be true

@@ -117,7 +117,7 @@ class LabelSpace:
         A DataError for a name that is empty, the background class in any case, or another's."""
         read: dict[str, str] = {}  # the name read -> the name as given
         for given in editors:
-            name = nfc(given.strip())
+            name = cls.read(given)
             if not name or name.casefold() == "background":
                 why = "it is empty" if not name else "background is label 0, the unedited pixels"
                 raise DataError(f"editor {given!r} cannot name a class: {why}")
@@ -127,9 +127,18 @@ class LabelSpace:
             read[name] = given
         return cls(("background", *read))
 
+    @staticmethod
+    def read(name: str) -> str:
+        """A class name as label spaces read it: spaces stripped, Unicode NFC."""
+        return nfc(name.strip())
+
     @property
     def editors(self) -> tuple[str, ...]:
         return self.names[1:]
+
+    def has_editor(self, name: str) -> bool:
+        """Whether ``name``, read as :meth:`read` reads it, is one of the editors."""
+        return self.read(name) in self.editors
 
     @property
     def num_classes(self) -> int:
@@ -140,9 +149,9 @@ class LabelSpace:
         return self.names == BINARY.names
 
     def index(self, name: str) -> int:
-        """The value of class ``name``, read as :meth:`from_editors` reads it."""
+        """The value of class ``name``, read as :meth:`read` reads it."""
         try:
-            return self.names.index(nfc(name.strip()))
+            return self.names.index(self.read(name))
         except ValueError:
             raise DataError(f"{name!r} is not in the label space {list(self.names)}") from None
 

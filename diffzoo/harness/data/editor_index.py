@@ -63,14 +63,14 @@ def editor_index(dataset: Dataset, split: str) -> dict[str, tuple[int, ...]]:
 
 def editor_values(dataset: Dataset, editors: Iterable[str]) -> set[int]:
     """Label values of named editors (DataError naming the dataset's editors otherwise)."""
-    names = dataset.label_space.names
-    missing = [e for e in editors if e not in names[1:]]
+    space, editors = dataset.label_space, list(editors)
+    missing = [e for e in editors if not space.has_editor(e)]
     if missing:
         raise DataError(
             f"dataset {dataset.name} has no editor {', '.join(map(repr, missing))}; "
-            f"its editors: {', '.join(names[1:])}"
+            f"its editors: {', '.join(space.editors)}"
         )
-    return {names.index(e) for e in editors}
+    return {space.index(e) for e in editors}
 
 
 def select_ids(dataset: Dataset, split: str, editors: Iterable[str], *, authentic: bool,

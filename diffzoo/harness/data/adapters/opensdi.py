@@ -129,6 +129,7 @@ class OpenSdiDataset(RowsDataset):
             if gen is None:
                 raise DataError(f"{where}: row {row} ({key}): its generator is unknown: the split names none and "
                                 "the key does not start <subset>/<generator>/ (partial/sd2/fake/...)")
+            gen = LabelSpace.read(gen)  # one name per generator for its class and its split
             sid = f"{copy}/{key}"
             if sid in items:
                 raise DataError(f"{where}: key {key} appears twice in OpenSDI's {copy} copy")
