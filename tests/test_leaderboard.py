@@ -45,10 +45,14 @@ def test_record_problems_name_field_and_reason():
     bad_ci = edited(good, lambda d: d["ci95"].update(mIoU=[0.7, 0.5]))
     assert any("low 0.7 > high 0.5" in p for p in record_problems(bad_ci))
     tampered = edited(good, lambda d: d["metrics"].update(mIoU=0.99))
-    assert record_problems(tampered) == [
-        "field metrics.mIoU was changed after the record was written (its digest does not match)"]
+    said = "field metrics.mIoU, or its digest, was changed after the record was written"
+    assert record_problems(tampered) == [said]
+    # a digest alone edited reads as its field edited: the message names both
+    assert record_problems(edited(good, lambda d: d["digests"].update({"metrics.mIoU": "0" * 16}))) == [said]
     renamed = edited(good, lambda d: d["detector"].update(name="other"))
-    assert any("field detector.name was changed" in p for p in record_problems(renamed))
+    assert any("field detector.name, or its digest, was changed" in p for p in record_problems(renamed))
+    assert record_problems(edited(good, lambda d: d["digests"].pop("seed"))) == [
+        "field seed was added after the record was written, or its digest removed"]
     assert record_problems([1, 2]) == ["a record is a JSON object, not list"]
 
 

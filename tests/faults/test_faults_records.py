@@ -326,6 +326,7 @@ def test_a_version_file_whose_summary_is_not_its_records_is_refused(tmp_path, ca
 @pytest.mark.parametrize("edit_manifest, field", [
     (lambda m: m.update(created="2020-01-01T00:00:00+00:00"), "created"),
     (lambda m: m.update(note="the official numbers"), "note"),
+    (lambda m: m["digests"].update(note="0" * 16), "note"),  # its digest alone: said the same way
     (lambda m: m["filters"].update(detectors=["a*"]), "filters.detectors"),
     (lambda m: m.update(extra="anything"), "extra"),
     (lambda m: m.update(extra=float("nan")), None),  # no field digest: the hash alone tells
@@ -341,8 +342,9 @@ def test_any_field_of_a_version_file_edited_after_freezing_is_named(tmp_path, ca
     manifest = json.loads(path.read_text())
     edit_manifest(manifest)
     path.write_text(json.dumps(manifest))
-    said = f"version file {path}: " + (f"field {field} was {'added' if field == 'extra' else 'changed'} after it "
-                                       "was frozen" if field else "its content_hash does not match its content")
+    what = f"field {field} was added after it was frozen, or its digest removed" if field == "extra" else \
+        f"field {field}, or its digest, was changed after it was frozen"
+    said = f"version file {path}: " + (what if field else "its content_hash does not match its content")
     for args in ((), ("v1",)):
         code, out = verify(capsys, root, *args)
         assert code == 1 and said in one_line(out), out

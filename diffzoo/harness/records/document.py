@@ -208,12 +208,14 @@ def field_digests(data: dict[str, Any]) -> dict[str, str]:
 
 
 def digest_problems(data: dict[str, Any], written: str = "the record was written") -> list[str]:
-    """Every field whose value no longer matches the digest written with it (``written``: when)."""
+    """Every field whose value no longer matches the digest written with it (``written``: when).
+    A field edited and its digest edited read the same to this check, so each message names both."""
     stored, expected = data.get("digests") or {}, field_digests(data)
     changed = sorted(k for k in set(stored) | set(expected) if stored.get(k) != expected.get(k))
     specific = [k for k in changed if not any(c.startswith(k + ".") for c in changed)]
-    return [f"field {key} was {'added' if key not in stored else 'removed' if key not in expected else 'changed'} "
-            f"after {written} (its digest does not match)" for key in specific]
+    return [f"field {key} was added after {written}, or its digest removed" if key not in stored else
+            f"field {key} was removed after {written}, or a digest added for it" if key not in expected else
+            f"field {key}, or its digest, was changed after {written}" for key in specific]
 
 
 def content_digest(data: Any) -> str:
