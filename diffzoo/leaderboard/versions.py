@@ -217,7 +217,8 @@ def list_versions(store: RecordStore) -> tuple[list[dict[str, Any]], list[str]]:
 
 def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
     """The manifest of version ``name``, checked: schema, the shape of every field
-    (``_MANIFEST``), name, and a content hash that matches every field (:func:`seal_problems`)."""
+    (``_MANIFEST``), name, a content hash that matches every field (:func:`seal_problems`), and
+    a summary its number of records can hold."""
     path = store.versions_dir / f"{name}.json"
     if Path(name).name != name or not path.exists():  # a name that is a path (../x) is no version: never read
         known = [p.stem for p in version_files(store)]
@@ -238,6 +239,12 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
                           "after it was frozen")
     if problems := seal_problems(manifest):
         raise RecordError(f"version file {path}: {'; '.join(problems)}")
+    # each summary list names at least one, at most as many as the records: the file alone tells
+    n, listed = len(manifest["records"]), {key: len(manifest[key]) for key in summarize([])}
+    if any(not 0 < count <= n for count in listed.values()):
+        raise RecordError(f"version file {path}: its {n} record(s) cannot hold the "
+                          f"{', '.join(f'{c} {k}' for k, c in listed.items())} it lists: it was changed after it "
+                          "was frozen")
     return manifest
 
 

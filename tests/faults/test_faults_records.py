@@ -377,6 +377,25 @@ def test_a_version_file_of_another_shape_is_named_never_an_internal_error(tmp_pa
         assert code == 1 and said in one_line(out + err) and "internal error" not in out + err, (args, out + err)
 
 
+def test_a_version_resealed_with_fewer_records_than_its_summary_names_is_bad_in_versions(tmp_path, capsys):
+    """A version re-sealed with `records: []` was listed by `versions` with 0 records (loading and
+    verify named it); each summary list names at least one and at most as many as the records,
+    which the version file alone tells."""
+    from diffzoo.leaderboard.versions import freeze, sealed
+
+    root, _, _ = stored(tmp_path)
+    path = freeze(RecordStore(root), "v1")
+    manifest = {k: v for k, v in json.loads(path.read_text()).items() if k not in ("digests", "content_hash")}
+    path.write_text(json.dumps(sealed({**manifest, "records": [], "record_digests": {}})))
+    said = (f"error: version file {path}: its 0 record(s) cannot hold the 1 datasets, 1 suites, 1 metrics_versions, "
+            "1 detectors it lists: it was changed after it was frozen")
+    code, out, err = cli(capsys, "leaderboard", "versions", "--store", root)
+    assert code == 1 and one_line(err) == said and "v1" not in out, out + err
+    for args in (("verify",), ("verify", "v1"), ("publish", "v1", "--out", tmp_path / "pub")):
+        code, out, err = cli(capsys, "leaderboard", *args, "--store", root)
+        assert code == 1 and said.removeprefix("error: ") in one_line(out + err), (args, out + err)
+
+
 def test_a_note_or_filter_of_bytes_that_are_no_text_is_refused_by_freeze(tmp_path, capsys):
     """An argument of bytes that are not UTF-8 (Python's surrogate escapes) cannot be written to
     a version file: one line, exit 2, no version (it was an internal UnicodeEncodeError)."""
