@@ -460,6 +460,27 @@ def test_bases_no_region_source_covers_say_why_and_where_the_masks_go(coco, caps
     assert not (tmp_path / "o").exists()
 
 
+def test_a_file_or_fifo_where_a_folder_or_file_is_expected_is_named_for_what_it_is(capsys, tmp_path):
+    """--bases FILE, --regions masks:FILE, --lora FIFO and --lora FOLDER all said "... does not exist"."""
+    bases = make_bases(tmp_path / "bases", n=2)
+    (tmp_path / "c.yaml").write_text("x: 1")
+    os.mkfifo(tmp_path / "cap.fifo")
+    generate = ["generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--n", "2", "--ai-bases", "0"]
+    for args, said in (
+        (["--bases", tmp_path / "c.yaml"], f"bases folder {tmp_path / 'c.yaml'} is a file, not a folder"),
+        (["--bases", tmp_path / "cap.fifo"], f"bases folder {tmp_path / 'cap.fifo'} is a FIFO (named pipe), not a folder"),
+        (["--bases", bases, "--regions", f"masks:{tmp_path / 'c.yaml'}"],
+         f"mask folder {tmp_path / 'c.yaml'} is a file, not a folder"),
+        (["--bases", bases, "--lora", tmp_path / "cap.fifo"],
+         f"{tmp_path / 'cap.fifo'} is a FIFO (named pipe), not a regular file; diffzoo reads only regular files"),
+        (["--bases", bases, "--lora", bases], f"{bases} is a folder, not a regular file; diffzoo reads only regular files"),
+        (["--bases", bases, "--lora", tmp_path / "none.safetensors"],
+         f"LoRA file {tmp_path / 'none.safetensors'} does not exist (expected a .safetensors file)"),
+    ):
+        assert one_line_exit_2(*cli(capsys, *generate, *args)) == f"error: {said}"
+    assert not (tmp_path / "o").exists()
+
+
 def test_generate_from_coco_bases(coco, tmp_path):
     ann, images = coco
     fakes = {"a": FakeEditor(1), "b": FakeEditor(2)}

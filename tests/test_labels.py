@@ -307,6 +307,9 @@ def test_force_replaces_only_a_folder_label_pairs_wrote_never_a_users_or_its_inp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "g", "labels", "mine", "o"]  # no temp left
     one_line_exit_2(*cli(capsys, "data", "label-pairs", tmp_path / "o", f"{tmp_path}/./o", "--out", tmp_path / "l"),
                     "ORIG_DIR and GEN_DIR are the same folder")
+    for gen, said in ((tmp_path / "a-file", "is a file, not a folder"), (tmp_path / "none", "does not exist")):
+        assert one_line_exit_2(*cli(capsys, "data", "label-pairs", tmp_path / "o", gen, "--out", tmp_path / "l")) \
+            == f"error: generated folder {gen} {said}"
 
 
 def test_building_mini_never_replaces_a_folder_it_did_not_build(tmp_path):

@@ -32,8 +32,8 @@ from diffzoo.generators.editors.labels import (
     label_settings,
 )
 from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save_png, save_text
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, not_found
-from diffzoo.harness.core.fsutil import writing
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import require_file, writing
 from diffzoo.harness.core.types import EditRecord, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.fingerprint import file_orientation
@@ -61,8 +61,7 @@ class PairsReport:
 
 
 def _stems(folder: Path, what: str) -> dict[str, Path]:
-    if not folder.is_dir():
-        raise not_found(DataError(f"{what} folder {folder} does not exist or is not a folder"))
+    require_file(folder, f"{what} folder", folder=True)
     out: dict[str, Path] = {}
     for f in image_files_in(folder):
         stem = canonical_name(f.stem)  # pairs and ids: one stem in either Unicode form

@@ -27,6 +27,7 @@ from typing import Any
 
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
+from diffzoo.harness.core.fsutil import require_file
 from diffzoo.harness.models.weights import hub_offline
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,7 @@ def with_lora(card: GeneratorCard, path: str | Path, scale: float = 1.0, fuse: b
     Plain data: nothing is loaded until the editor builds its pipeline.
     """
     file = Path(path).expanduser()
-    if not file.is_file():
-        raise ConfigError(f"LoRA file {str(path)!r} does not exist (expected a .safetensors file)")
+    require_file(file, "LoRA file", " (expected a .safetensors file)")
     _check_lora_capable(card)
     spec = {"source": str(file.resolve()), "scale": float(scale), "fuse": bool(fuse)}
     loras = (*(card.options.get("loras") or ()), spec)

@@ -20,7 +20,7 @@ import numpy as np
 
 from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import MISSING, file_kind
+from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file
 
 _ORDER_KEY = 0x6F7264  # "ord"
 
@@ -66,8 +66,7 @@ def list_folder(folder: Path) -> list[BaseRef]:
     from diffzoo.harness.data.authentic import list_image_files
 
     folder = Path(folder)
-    if not folder.is_dir():
-        raise ConfigError(f"bases folder {folder} does not exist")
+    require_file(folder, "bases folder", folder=True)
     files = list_image_files(folder)
     if odd := [(p, kind) for p in files if (kind := file_kind(p)) is not None]:  # a FIFO would block the reader
         path, kind = odd[0]

@@ -22,6 +22,7 @@ import numpy as np
 
 from diffzoo.generators.generate.regions import Region, dedupe_overlaps, regions_of, resize_mask
 from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.fsutil import require_file
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +33,8 @@ def parse_coco_spec(spec: str) -> tuple[Path, Path]:
     if len(parts) != 3 or parts[0] != "coco" or not parts[1] or not parts[2]:
         raise ConfigError(f"bases {spec!r}: expected coco:ANNOTATIONS.json:IMAGE_DIR")
     ann, images = Path(parts[1]), Path(parts[2])
-    if not ann.is_file():
-        raise ConfigError(f"COCO annotation file {ann} does not exist")
-    if not images.is_dir():
-        raise ConfigError(f"COCO image folder {images} does not exist")
+    require_file(ann, "COCO annotation file")
+    require_file(images, "COCO image folder", folder=True)
     return ann, images
 
 
@@ -125,7 +124,7 @@ def find_captions(annotations: Path) -> Path | None:
 def load_captions(path: Path) -> list[str]:
     """Every caption of a COCO captions file, ordered by (image id, annotation id); one that is
     not there, or not a regular file (a FIFO would block the read for ever), is named so."""
-    from diffzoo.harness.core.fsutil import FileRefused, read_json, require_file
+    from diffzoo.harness.core.fsutil import FileRefused, read_json
 
     require_file(path, "captions file")
     try:

@@ -25,6 +25,7 @@ import numpy as np
 
 from diffzoo.generators.generate.defaults import AREA_BINS
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.fsutil import require_file
 
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
 MARGIN = 1  # px kept free of every random region along the border
@@ -264,8 +265,7 @@ class MaskFolderRegions:
 
     def __init__(self, folder: Path | str):
         self.folder = Path(folder)
-        if not self.folder.is_dir():
-            raise ConfigError(f"mask folder {self.folder} does not exist")
+        require_file(self.folder, "mask folder", folder=True)
 
     def files(self, key: str) -> list[Path]:
         from diffzoo.harness.data.authentic import image_files_in

@@ -122,11 +122,17 @@ USER_FIXABLE = {
 changing the files (besides a full disk, :func:`disk_full_error`)."""
 
 
-def require_file(path: Path | str, what: str, hint: str = "") -> None:
-    """A DataError (exit 2: another path is the fix) saying that ``what`` ``path`` does not exist
-    when no file is there; a folder or a FIFO there is named for what it is by the read that follows."""
-    if file_kind(path) in MISSING:
+def require_file(path: Path | str, what: str, hint: str = "", *, folder: bool = False) -> None:
+    """Check that a regular file (``folder``: a folder) is at ``path``, before any work: a DataError
+    (exit 2: another path is the fix) saying that ``what`` ``path`` does not exist when nothing is
+    there, or what is there instead (a FIFO would block the reader for ever; a FileRefused for a file)."""
+    kind = "a folder" if os.path.isdir(path) else file_kind(path)
+    if kind == MISSING[0] or (kind in MISSING and not folder):
         raise not_found(DataError(f"{what} {path} does not exist{hint}"))
+    if folder and kind != "a folder":
+        raise not_found(DataError(f"{what} {path} is {kind or 'a file'}, not a folder{hint}"))
+    if not folder and kind is not None:
+        raise not_regular(path, kind)
 
 
 def user_path_error(exc: OSError, path: Path | str | None = None) -> StorageError | None:
@@ -232,6 +238,11 @@ class FileRefused(DiffzooError, ValueError):
         return type(self), (self.path, self.reason)
 
 
+def not_regular(path: Path | str, kind: str) -> FileRefused:
+    """The refusal of ``path``, which is ``kind`` (:func:`file_kind`), where a regular file is read."""
+    return FileRefused(path, f"is {kind}, not a regular file; diffzoo reads only regular files")
+
+
 def read_regular(path: Path | str, limit: int, *, within: Path | str | None = None) -> bytes:
     """The bytes of the regular file at ``path``, read without ever blocking.
 
@@ -255,12 +266,12 @@ def read_regular(path: Path | str, limit: int, *, within: Path | str | None = No
     except OSError:
         kind = None  # open() below raises the error as it is
     if kind is not None:
-        raise FileRefused(path, f"is {kind}, not a regular file; diffzoo reads only regular files")
+        raise not_regular(path, kind)
     fd = os.open(target, flags)
     try:
         info = os.fstat(fd)
         if (kind := mode_kind(info.st_mode)) is not None:
-            raise FileRefused(path, f"is {kind}, not a regular file; diffzoo reads only regular files")
+            raise not_regular(path, kind)
         too_big = FileRefused(path, f"holds more than the {human_bytes(limit)} diffzoo reads from such a file "
                                     f"({human_bytes(info.st_size)})")
         if info.st_size > limit:

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import DataError, not_found
-from diffzoo.harness.core.fsutil import MISSING, file_kind
+from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import require_file
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import Sample, SampleMeta
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
@@ -48,11 +48,7 @@ class AuthenticFolder:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.root = Path(path)
-        if not self.root.is_dir():
-            kind = file_kind(self.root)
-            error = DataError(f"extra authentic folder {self.root} " + (
-                "does not exist" if kind == MISSING[0] else f"is {kind or 'a file'}, not a folder"))
-            raise not_found(error) if kind == MISSING[0] else error
+        require_file(self.root, "extra authentic folder", folder=True)
         self._files = by_canonical_name(self.root, ((AUTHENTIC_PREFIX + p.relative_to(self.root).as_posix(), p)
                                                     for p in list_image_files(self.root)))
         if not self._files:
