@@ -481,6 +481,16 @@ def test_a_file_or_fifo_where_a_folder_or_file_is_expected_is_named_for_what_it_
     assert not (tmp_path / "o").exists()
 
 
+def test_a_lora_given_no_file_is_an_unset_variable_not_a_missing_file(capsys, tmp_path):
+    """--lora sd2.tiny=$FILE with FILE unset said "LoRA file '' does not exist"."""
+    generate = ["generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--n", "2", "--ai-bases", "1"]
+    for given in ("sd2.tiny=", ""):
+        shown = given or "''"
+        assert one_line_exit_2(*cli(capsys, *generate, "--lora", given)) == (
+            f"error: --lora {shown} gives no value (an unset shell variable?); give one or leave the option out")
+    assert not (tmp_path / "o").exists()
+
+
 def test_generate_from_coco_bases(coco, tmp_path):
     ann, images = coco
     fakes = {"a": FakeEditor(1), "b": FakeEditor(2)}

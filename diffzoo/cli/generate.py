@@ -14,7 +14,7 @@ from diffzoo.cli.console import console
 from diffzoo.cli.options import SEED, WORKERS
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.generators.generate.defaults import GenerateConfig as G
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, no_value
 from diffzoo.harness.core.progress import counter_callback
 from diffzoo.leaderboard.render.escape import term
 
@@ -24,6 +24,8 @@ def parse_loras(values: list[str], editors: tuple[str, ...]) -> tuple[tuple[str,
     out = []
     for value in values:
         editor, sep, path = value.partition("=")
+        if not (path if sep else value).strip():  # pathlib reads "" as the current folder
+            raise no_value(f"--lora {value or repr(value)}")
         if not sep:
             if len(editors) != 1:
                 raise ConfigError(f"--lora {value}: with several editors write EDITOR=FILE "

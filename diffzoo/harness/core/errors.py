@@ -184,6 +184,12 @@ class ConfigError(DiffzooError):
     exit_code = 2
 
 
+def no_value(shown: str) -> ConfigError:
+    """The refusal of an option ``shown`` as given (``--flag KEY=``) with an empty value: an unset
+    shell variable, never a value (pathlib reads ``""`` as the current folder)."""
+    return ConfigError(f"{shown} gives no value (an unset shell variable?); give one or leave the option out")
+
+
 class DetectorError(DiffzooError):
     """A detector broke its protocol: an output of the wrong shape, batch,
     channel count, dtype or range, a missing value, or a method that does not

@@ -20,6 +20,7 @@ from diffzoo.harness.core.errors import (
     PluginError,
     UnknownNameError,
     did_you_mean,
+    no_value,
     not_found,
     plugin_code,
 )
@@ -159,7 +160,7 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
     if empty:  # KEY=$VAR with VAR unset: pathlib reads "" as the current folder, a split "" holds everything
         own = flag == "--dataset-option" and empty[0] in OWN_FLAGS
         shown = f"{OWN_FLAGS[empty[0]]} ''" if own else f"{flag} {empty[0]}="
-        raise ConfigError(f"{shown} gives no value (an unset shell variable?); give one or leave the option out")
+        raise no_value(shown)
     return factory(**fixed, **typed_options(factory, options, flag))
 
 
