@@ -122,10 +122,11 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     request = make_request(request, detector=detector, suite=suite, dataset=dataset, **options)
     check_suite_given(request.suite)
     # before any work: an out folder that is not diffzoo's is refused now, not after hours of training;
-    # it is made once the plan stands, so a run refused while planning (a device, a dataset) leaves none
-    claim = out is not None and not plan_only and distributed.launch_rank() == 0
-    if claim:
+    # it is made once the plan stands, so a run refused while planning (a device, a dataset) leaves none;
+    # a plan is checked the same way, so a plan that passes names an --out the run can use
+    if out is not None and distributed.launch_rank() == 0:
         claim_output_dir(Path(out), force, make=False, writes=OUTPUTS_OUTSIDE_STORE)
+    claim = out is not None and not plan_only and distributed.launch_rank() == 0
     logged = output_log(Path(out), "run") if claim else None
     if logged is not None:
         progress = LoggedProgress(progress or NullProgress(), logged.note)

@@ -245,6 +245,20 @@ def test_plan_only_says_the_passes_and_does_no_work(diffseg_folder, tmp_path, ca
     assert not (cache / "checkpoints").exists()
 
 
+def test_a_plan_refuses_an_out_folder_the_run_would_refuse(diffseg_folder, tmp_path, capsys, monkeypatch):
+    """`run --plan --out c.yaml/sub` (or a place no folder can be made) printed a plan, as the run then failed."""
+    from helpers.cli import one_line_exit_2
+
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "c.yaml").write_text("x: 1")
+    run = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", str(diffseg_folder), "--plan",
+           "--device", "cpu"]
+    out = tmp_path / "c.yaml" / "sub"
+    assert one_line_exit_2(*cli(capsys, *run, "--out", out)) == (
+        f"error: --out {out} cannot be used: a part of the path is a file, not a folder; point it at a writable folder")
+    assert one_line_exit_2(*cli(capsys, *run, "--out", "/proc/x")).startswith("error: --out /proc/x cannot be used: ")
+
+
 def test_paths_and_lists_are_taken_where_the_api_asks_for_text(diffseg_folder, tmp_path, monkeypatch):
     """A Python caller passes a Path for a dataset, a list for the suites, and a comma text for
     the held-out editors, as the command line spells them; a value of no such kind is refused."""
