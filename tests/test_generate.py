@@ -491,6 +491,17 @@ def test_a_lora_given_no_file_is_an_unset_variable_not_a_missing_file(capsys, tm
     assert not (tmp_path / "o").exists()
 
 
+def test_an_earlier_generate_output_is_refused_as_bases(capsys, tmp_path):
+    """--bases OUT of an earlier generate took its *.mask.png files (and its edited images) as real bases."""
+    earlier = make_bases(tmp_path / "earlier" / "train_copy", n=2).parent  # a generate --out's layout
+    Image.fromarray(np.zeros((48, 40), np.uint8)).save(earlier / "train_copy" / "00000000.mask.png")
+    generate = ["generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--n", "2", "--ai-bases", "0"]
+    assert one_line_exit_2(*cli(capsys, *generate, "--bases", earlier)) == (
+        f"error: bases folder {earlier} holds label masks (train_copy/00000000.mask.png): it is an edited dataset "
+        "(a generate --out?), not real bases; give a folder of real photos")
+    assert not (tmp_path / "o").exists()
+
+
 def test_generate_from_coco_bases(coco, tmp_path):
     ann, images = coco
     fakes = {"a": FakeEditor(1), "b": FakeEditor(2)}

@@ -64,6 +64,7 @@ def resize_longer_side(image: np.ndarray, size: int | None) -> np.ndarray:
 def list_folder(folder: Path) -> list[BaseRef]:
     """Every image under ``folder`` (recursively, hidden entries skipped), sorted by path."""
     from diffzoo.harness.data.authentic import list_image_files
+    from diffzoo.harness.data.sources import PAIR_RE
 
     folder = Path(folder)
     require_file(folder, "bases folder", folder=True)
@@ -72,6 +73,10 @@ def list_folder(folder: Path) -> list[BaseRef]:
         path, kind = odd[0]
         raise ConfigError(f"bases folder {folder}: {path.relative_to(folder)} is {kind}, not an image file"
                           + (f" (and {len(odd) - 1} more such)" if len(odd) > 1 else "") + "; move it away")
+    # a dataset's masks would be edited as photos, and its edited images labelled real
+    if mask := next((p for p in files if (pair := PAIR_RE.match(p.name)) and pair["kind"].lower() == "mask"), None):
+        raise ConfigError(f"bases folder {folder} holds label masks ({mask.relative_to(folder)}): it is an "
+                          "edited dataset (a generate --out?), not real bases; give a folder of real photos")
     rels = [p.relative_to(folder) for p in files]
     refs = [BaseRef(key=rel.with_suffix("").as_posix(), path=folder / rel, source=rel.as_posix()) for rel in rels]
     keys = [r.key for r in refs]
