@@ -316,7 +316,7 @@ def test_lora_option_through_the_registry_and_bad_loras(lora_file, tmp_path):
 
     editor = create_generator("sdxl.tiny", lora=str(lora_file))
     assert editor.card.name == "sdxl.tiny+lora-my_style" and editor.card.options["loras"][0]["fuse"] is True
-    with pytest.raises(ConfigError, match="does not exist"):
+    with pytest.raises(DataError, match="^LoRA file .*missing.safetensors does not exist"):
         with_lora(SDXL_TINY, tmp_path / "missing.safetensors")
     with pytest.raises(ConfigError, match="no LoRA support"):
         with_lora(get_card("longcat.edit"), lora_file)
