@@ -419,3 +419,12 @@ def test_a_label_file_you_pass_counts_as_verified_unless_it_says_not(tmp_path, p
     assert DiffSeg30kDataset(root, label_space=given).provenance()["label_map"]["verified"] is False
     with pytest.raises(DataError, match=r"metadata=.*none\.json does not exist \(looked for .*none\.json\)"):
         DiffSeg30kDataset(root, metadata=tmp_path / "none.json")
+
+
+def test_metadata_editors_are_read_as_the_label_space_reads_names(tmp_path):
+    from diffzoo.harness.data.metadata import read_metadata_file
+    space = LabelSpace.from_editors(["café", "sdxl"])
+    side = tmp_path / "meta.json"
+    side.write_text(json.dumps({"a": {"base": "ai", "editors": [" sdxl", unicodedata.normalize("NFD", "Café")]}}))
+    metas = read_metadata_file(side, ["a"], space)
+    assert [t.editor for t in metas["a"].turns] == ["sdxl", "café"]

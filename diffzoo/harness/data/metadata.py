@@ -121,11 +121,12 @@ def _meta(sid: str, row: Any, where: str, editors: dict[str, str] | None) -> Sam
         raise DataError(f"{where}: field 'base' must be 'real' or 'ai', got {base!r}")
     names = _strings(row, "editors", where)
     if editors is not None:
-        bad = [n for n in names if n.lower() not in editors]
+        keys = [LabelSpace.read(n).lower() for n in names]  # read as the label space reads its names
+        bad = [n for n, k in zip(names, keys) if k not in editors]
         if bad:
             raise DataError(f"{where}: field 'editors' names {', '.join(map(repr, bad))}, which the "
                             f"label map does not hold ({', '.join(sorted(set(editors.values())))})")
-        names = [editors[n.lower()] for n in names]
+        names = [editors[k] for k in keys]
     types = _strings(row, "edit_types", where) if "edit_types" in row else ["unknown"] * len(names)
     if len(types) != len(names):
         raise DataError(f"{where}: field 'edit_types' has {len(types)} entries for "
