@@ -207,6 +207,19 @@ def test_topk_ties_zero_counts_and_class_scores():
         state.update(SampleMeta("x"), gt, None, None, image_score=0.5, class_scores=np.ones(7))
 
 
+@pytest.mark.parametrize("scores, problem", [
+    (np.array([np.nan, 1, 1]), "class_scores must be finite"),
+    (np.ones((1, 3)), "class_scores has shape (1, 3); expected (4,) (background + editors) or (3,) (editors)"),
+    (np.ones(7), "class_scores has shape (7,); expected (4,) (background + editors) or (3,) (editors)"),
+])
+def test_class_scores_are_checked_on_every_image(scores, problem):
+    state = EvalState(SPACE, "semantic")
+    authentic = np.zeros((1, 4), np.uint8)
+    with pytest.raises(DataError) as info:
+        state.update(SampleMeta("x"), authentic, authentic, None, class_scores=scores)
+    assert str(info.value) == f"sample x: {problem}"
+
+
 # -- merge and state_dict ------------------------------------------------------------
 
 def test_merge_of_shards_equals_single_pass_exactly():

@@ -20,21 +20,25 @@ import numpy as np
 from diffzoo.harness.core.errors import DataError
 
 
-def editor_ranking(num_classes: int, pred_counts: np.ndarray | None,
-                   class_scores: np.ndarray | None) -> np.ndarray:
-    """Class indices (1..N) of ranked editors, best first."""
+def editor_scores(where: str, class_scores: np.ndarray, num_classes: int) -> np.ndarray:
+    """The editors' scores of a detector's ``class_scores``: one finite value per class
+    (background first) or per editor, in a 1-D array; a DataError naming ``where`` otherwise."""
     n_editors = num_classes - 1
-    if class_scores is not None:
-        scores = np.asarray(class_scores, dtype=np.float64).ravel()
-        if scores.size == num_classes:
-            scores = scores[1:]
-        elif scores.size != n_editors:
-            raise DataError(
-                f"class_scores has {scores.size} values; expected {num_classes} "
-                f"(background + editors) or {n_editors} (editors)"
-            )
-        if not np.isfinite(scores).all():
-            raise DataError("class_scores must be finite")
+    scores = np.asarray(class_scores, dtype=np.float64)
+    if scores.ndim != 1 or scores.size not in (num_classes, n_editors):
+        raise DataError(f"{where}: class_scores has shape {scores.shape}; expected ({num_classes},) "
+                        f"(background + editors) or ({n_editors},) (editors)")
+    if not np.isfinite(scores).all():
+        raise DataError(f"{where}: class_scores must be finite")
+    return scores[1:] if scores.size == num_classes else scores
+
+
+def editor_ranking(num_classes: int, pred_counts: np.ndarray | None,
+                   scores: np.ndarray | None) -> np.ndarray:
+    """Class indices (1..N) of ranked editors, best first, by the editors' ``scores``
+    (:func:`editor_scores`) when given, else by their predicted pixel counts."""
+    n_editors = num_classes - 1
+    if scores is not None:
         eligible = np.ones(n_editors, dtype=bool)
     elif pred_counts is not None:
         scores = np.asarray(pred_counts, dtype=np.float64)[1:]

@@ -37,7 +37,7 @@ import numpy as np
 from diffzoo.harness.core.errors import ConfigError, DataError, RecordError
 from diffzoo.harness.core.types import BINARY, LabelSpace, SampleMeta, StateKey
 from diffzoo.harness.metrics.aggregate import Aggregator, MetricConfig, metric_keys
-from diffzoo.harness.metrics.attribution import editor_ranking, topk_hits
+from diffzoo.harness.metrics.attribution import editor_ranking, editor_scores, topk_hits
 from diffzoo.harness.metrics.bootstrap import bootstrap_ci
 from diffzoo.harness.metrics.boundaries import bf1_of_counts
 from diffzoo.harness.metrics.catalog import AREA_THRESHOLD, SCORE_THRESHOLD
@@ -186,6 +186,8 @@ class EvalState:
         if image_score is not None and (isinstance(image_score, (bool, np.bool_)) or not isinstance(image_score, Real)
                                         or not 0 <= image_score <= 1):  # NaN fails too
             raise DataError(f"{where}: image_score must be a probability in [0, 1], got {image_score!r}")
+        if cfg.task == "semantic" and class_scores is not None:  # every image's, ranked or not
+            class_scores = editor_scores(where, class_scores, c)
         det_score = math.nan if image_score is None else float(image_score)
         gt_counts = counts.gt_counts
         gt_classes = np.flatnonzero(gt_counts[1:c]) + 1
