@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.data import distortions as D
 
 H, W = 48, 64
@@ -234,6 +234,9 @@ def test_an_image_a_codec_cannot_encode_is_its_sample_skipped_as_too_large(name,
     assert isinstance(item.error, CorruptSampleError) and item.error.kind == "too-large"
     assert str(item.error) == f"sample strip: a {side}x2 image cannot be encoded as {limit} px a side"
     assert getattr(D, name)(strip.image[:, :16383], strip.label[:, :16383], **params)[0].shape == (2, 16383, 3)
+    with pytest.raises(DataError) as info:  # called from Python, with no sample to name
+        getattr(D, name)(strip.image, strip.label, **params)
+    assert str(info.value) == f"a {side}x2 image cannot be encoded as {limit} px a side"
 
 
 def test_identity_returns_inputs(sample):

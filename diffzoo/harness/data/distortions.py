@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import SampleMeta
 
 JPEG_SUBSAMPLING = "4:2:0"
@@ -99,12 +99,13 @@ def _quality(dist: str, quality: Any) -> int:
 
 
 def _encodable(image: np.ndarray, fmt: str, meta: SampleMeta | None) -> np.ndarray:
-    """``image``, unless it has a side ``fmt`` cannot encode: a sample skipped as ``too-large``
-    (an image within the pixel limit, such as a 2 x 20000 strip, is no error of the run)."""
+    """``image``, unless it has a side ``fmt`` cannot encode: sample ``meta`` skipped as ``too-large``
+    (an image within the pixel limit, such as a 2 x 20000 strip, is no error of the run), or
+    without ``meta`` (called from Python) a DataError naming no sample."""
     height, width = image.shape[:2]
     if max(height, width) > MAX_SIDE[fmt]:
-        raise CorruptSampleError(meta.id if meta is not None else "image", f"a {width}x{height} image cannot be "
-                                 f"encoded as {fmt}, which takes at most {MAX_SIDE[fmt]} px a side", "too-large")
+        reason = f"a {width}x{height} image cannot be encoded as {fmt}, which takes at most {MAX_SIDE[fmt]} px a side"
+        raise DataError(reason) if meta is None else CorruptSampleError(meta.id, reason, "too-large")
     return image
 
 
