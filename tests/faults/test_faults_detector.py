@@ -437,6 +437,30 @@ def test_plugins_check_reports_a_sys_exit_inside_the_detector_as_a_failed_check(
     assert code == 1 and "FAIL SystemExit: 3" in stdout and "check(s) passed, 5 failed" in stdout, stdout
 
 
+class _ToReturnsNone(Scripted):
+    """Moves itself in to() but returns nothing, as an nn.Module-minded author may write it."""
+
+    def to(self, device):
+        self.device = device
+
+
+def test_a_to_that_does_not_return_the_detector_is_a_failed_build_and_one_line_in_a_run(
+        capsys, monkeypatch, diffseg_folder, tmp_path):
+    from diffzoo.harness.models.conformance import check_plugin
+
+    from helpers.detectors import register_test_detector
+
+    card = DetectorCard(name="tonone.x", description="to() returns None", tasks=("binary",), trainable=False)
+    register_test_detector(monkeypatch, card, lambda build: _ToReturnsNone(build.task, build.label_space,
+                                                                          card=build.card))
+    said = "_ToReturnsNone.to('cpu') returned NoneType, not the detector: end it with `return self`"
+    assert {f.check: f.message for f in check_plugin("tonone.x") if not f.ok} == {"build": said}
+    code, stdout, stderr = cli(capsys, "run", "--detector", "tonone.x", "--suite", "standard", "--dataset",
+                               diffseg_folder, "--out", tmp_path / "out", "--bootstrap", "0", "--device", "cpu")
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 1 and lines == [f"error: {said}"], stderr
+
+
 # -- a detector written only from the docs -------------------------------------------------
 
 def test_a_detector_written_from_the_plugin_guide_runs(capsys, diffseg_folder, tmp_path, monkeypatch):

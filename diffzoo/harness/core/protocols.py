@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.cards import DetectorCard, GeneratorCard
+from diffzoo.harness.core.errors import PluginError
 from diffzoo.harness.core.types import BINARY, DetectionOutput, LabelSpace, Sample
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only: `import diffzoo` loads neither
@@ -75,6 +76,16 @@ def build_detector(factory: Callable[..., Detector], build: DetectorBuild) -> De
         return factory(build)
     _deprecated(factory, "takes")
     return factory(card=build.card, task=build.task, label_space=build.label_space, pretrained=build.pretrained)
+
+
+def moved_detector(det: Detector, device: str | torch.device) -> Detector:
+    """``det.to(device)``: a PluginError unless it returns a Detector (``return self``), so a
+    ``to`` that returns None is named where it is called, not as a later AttributeError."""
+    moved = det.to(device)
+    if not isinstance(moved, Detector):
+        raise PluginError(f"{type(det).__name__}.to({str(device)!r}) returned {type(moved).__name__}, "
+                          "not the detector: end it with `return self`")
+    return moved
 
 
 def as_build(cls: type, build: DetectorBuild | DetectorCard | None = None, task: str | None = None,

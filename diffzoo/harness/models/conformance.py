@@ -32,10 +32,17 @@ import numpy as np
 import torch
 
 from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.core.errors import ConfigError, UnknownNameError, did_you_mean
+from diffzoo.harness.core.errors import ConfigError, PluginError, UnknownNameError, did_you_mean
 from diffzoo.harness.core.outputs import check_output
 from diffzoo.harness.core.plugins import get_plugin_system, get_registry
-from diffzoo.harness.core.protocols import KEYWORD_FORM, Detector, DetectorBuild, build_detector, takes_keyword_form
+from diffzoo.harness.core.protocols import (
+    KEYWORD_FORM,
+    Detector,
+    DetectorBuild,
+    build_detector,
+    moved_detector,
+    takes_keyword_form,
+)
 from diffzoo.harness.core.types import BINARY, TASKS, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset
 
@@ -155,7 +162,10 @@ def _check_task(r: _Report, entry: Any, card: DetectorCard, task: str, data: Fix
             missing = [m for m in ("predict", "fit", "save", "load") if not callable(getattr(det, m, None))]
             return (f"the factory returned {type(det).__name__}, not a diffzoo.Detector"
                     + (f"; it lacks {', '.join(missing)}" if missing else ""))
-        built["det"] = det.to(device) or det
+        try:
+            built["det"] = moved_detector(det, device)
+        except PluginError as exc:  # the build's own problem, in its words
+            return str(exc)
         return None
 
     if not r.run("build", lambda: _explain_build_error(entry, build)):
@@ -198,7 +208,7 @@ def _check_task(r: _Report, entry: Any, card: DetectorCard, task: str, data: Fix
     r.run("save/load round trip", lambda: _round_trip(entry, det, task, label_space, seed, device, x[FIXTURE_SIZES[0]]))
 
     def same_seed() -> str | None:
-        a, b = _build(entry, task, label_space, seed).to(device), _build(entry, task, label_space, seed).to(device)
+        a, b = (moved_detector(_build(entry, task, label_space, seed), device) for _ in range(2))
         if trainable:
             _train(a, card, data, seed, [])
             _train(b, card, data, seed, [])

@@ -26,7 +26,7 @@ from diffzoo.harness.core.cards import Release
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, ModelError, PluginError, plugin_code
 from diffzoo.harness.core.fsutil import lock_open_file, writing
 from diffzoo.harness.core.progress import Progress
-from diffzoo.harness.core.protocols import Dataset, Detector
+from diffzoo.harness.core.protocols import Dataset, Detector, moved_detector
 from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY, Sample, StateKey, Task
 from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, sweep_partial
@@ -157,7 +157,7 @@ class ModelSource:
         torch.manual_seed(job.config.seed)
         label_space = self.dataset.label_space if job.task == Task.SEMANTIC else BINARY
         det = create_detector(self.entry.name, job.task, label_space, pretrained=job.config.pretrained)
-        return det.to(self.device)
+        return moved_detector(det, self.device)
 
     def given_checkpoint(self, job: Job) -> Path | None:
         """The ``--checkpoint`` of ``job``'s task (None with released weights: those are its files)."""

@@ -34,7 +34,7 @@ from diffzoo.harness.core.outputs import has_pixels, pixel_predictions
 from diffzoo.harness.core.parallel import ordered_map, sendable
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
-from diffzoo.harness.core.protocols import Detector
+from diffzoo.harness.core.protocols import Detector, moved_detector
 from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, TASKS, LabelSpace
 from diffzoo.harness.data.fingerprint import file_orientation
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
@@ -174,7 +174,7 @@ def load_model(
             label_space = load_label_space(labels)
         else:
             raise ConfigError(f"checkpoint {path} has no card.json with its classes; pass --labels")
-    det = create_detector(name, task, label_space, pretrained=False).to(target)
+    det = moved_detector(create_detector(name, task, label_space, pretrained=False), target)
     loaded = det.load(path) or {}
     sha = loaded.get("sha256") or sha256_file(checkpoint_meta(path)[0])
     return LoadedModel(det, det.card.name, path, sha, source, checkpoint_short_side(meta, task))
