@@ -401,3 +401,15 @@ def test_benco_per_image_f1_and_iou_score_images_without_edits_zero():
     assert m["IoU_benco"] == pytest.approx((1 + 0.5) / 4)
     assert m["gIoU"] == pytest.approx(0.75)
     assert m["F1"] == pytest.approx(2 * 6 / (2 * 6 + 1 + 2))
+
+
+def test_pixel_auc_and_f1_oracle_of_a_pass_with_some_edited_prob_cover_those_images(caplog):
+    samples = make_dataset(5, 6)
+    partial = run([(m, g, p, prob if n % 2 else None, s) for n, (m, g, p, prob, s) in enumerate(samples)])
+    alone = run([x for n, x in enumerate(samples) if n % 2])
+    with caplog.at_level("WARNING", logger="diffzoo.harness.metrics.state"):
+        got = partial.compute()
+    assert caplog.messages == ["pixel_AUC and F1_oracle cover only the 3 of 6 images that had edited_prob"]
+    want = alone.compute()
+    assert (got["pixel_AUC"], got["F1_oracle"]) == (want["pixel_AUC"], want["F1_oracle"])
+    assert partial.state_dict()["prob_images"] == 3  # the count, in the state stored with the record

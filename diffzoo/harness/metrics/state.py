@@ -302,7 +302,7 @@ class EvalState:
     def compute(self) -> dict[str, float]:
         """Every metric of docs/metrics.md: flat name -> value (NaN where undefined)."""
         if 0 < self._prob_images < self.num_images:
-            logger.warning("pixel_AUC covers the %d of %d images that had edited_prob",
+            logger.warning("pixel_AUC and F1_oracle cover only the %d of %d images that had edited_prob",
                            self._prob_images, self.num_images)
         auc = histogram_auc(*self._hist)
         f1_oracle = best_f1(*self._hist)[0] if self._prob_images else math.nan
