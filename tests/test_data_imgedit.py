@@ -376,3 +376,24 @@ def test_a_parquet_naming_images_composed_finds_them_stored_decomposed(tmp_path)
     ds = ImgEditDataset(root / "Parquet", cache=False)
     assert ds.ids("test") == sorted(truths) and ds.describe()["unreadable"] == 0
     assert iou(ds.load("add_part0/00000000").label, truths["add_part0/00000000"]) >= 0.9
+
+
+def test_a_label_cached_under_the_earlier_rule_is_not_served(snapshot):
+    """An identical pair under ``min_area=0`` was ``ok`` under rule 1 and is ``rejected-noop`` now:
+    an outcome cached under rule 1 is derived again, not served."""
+    from diffzoo.generators.datasets import imgedit_format as F
+    from diffzoo.generators.datasets.imgedit_cache import LabelCache
+    from diffzoo.harness.data.fingerprint import combine
+
+    root, _ = snapshot
+    sid = "add_part0/00000002"  # the no-op: output identical to input
+    first = ImgEditDataset(root / "Parquet", min_area=0)
+    pair = first._pairs[sid]
+    assert pair.status == "rejected-noop"
+    old = combine("imgedit-label", "1", "output-frame", first._settings)
+    key = F.sha256(f"{old}|{pair.inp.digest}|{pair.out.digest}".encode())[:40]
+    h, w = first.load("add_part0/00000000").label.shape
+    LabelCache(cache_root() / "imgedit" / "labels").put(
+        key, {"status": "ok", "region": [0, 0, 1, 1]}, np.zeros((h, w), np.uint8))
+    again = ImgEditDataset(root / "Parquet", min_area=0)
+    assert again._pairs[sid].status == "rejected-noop" and sid not in again.ids("test")
