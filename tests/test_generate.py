@@ -252,6 +252,23 @@ def test_interrupted_run_resumes_to_the_same_dataset(reference, tmp_path, capsys
     assert open_dataset(str(out)).fingerprint() == open_dataset(str(ref)).fingerprint()  # the logs are not data
 
 
+def test_a_smaller_n_on_a_finished_run_says_the_samples_beyond_it_are_kept(reference, tmp_path, capsys):
+    """--n 2 on a folder of N samples keeps all N; the summary named only the 2 below --n."""
+    import shutil
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    code, stdout, err = cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS,
+                            "--n", 2, "--size", 32, "--seed", 3)
+    assert code == 0, err
+    kept = len(manifest(ref))
+    assert " ".join(stdout.split()).startswith(
+        f"{kept} sample(s) in {out} (0 made now, 2 from earlier runs, {N - kept} rejected by the quality filter; "
+        f"{N - 2} sample(s) beyond --n 2, from an earlier run with a larger --n, kept); classes: "), stdout
+    assert manifest(out) == manifest(ref)
+
+
 def test_sample_records_or_settings_not_written_whole_are_made_again_or_said(reference, tmp_path, capsys):
     """A sample record cut short, of another shape, or a FIFO (a copy of the folder stopped part way,
     an edit) was an internal error (or a read blocked for ever); the settings file, one too."""

@@ -118,7 +118,8 @@ def generate_cmd(
         return
     console.print(
         f"{summary.accepted} sample(s) in {term(str(summary.out))} ({summary.made} made now, "
-        f"{summary.reused} from earlier runs, {summary.rejected} rejected by the quality filter); "
+        f"{summary.reused} from earlier runs, {summary.rejected} rejected by the quality filter"
+        f"{pipeline.beyond_note(summary.beyond, n)}); "
         f"classes: {term(', '.join(summary.label_space.names))}"
     )
     if summary.rejected:

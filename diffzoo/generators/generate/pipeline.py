@@ -71,6 +71,7 @@ class GenerateSummary:
     reused: int  # samples finished by earlier runs
     label_space: LabelSpace
     rejections: list[dict[str, str]] = field(default_factory=list)
+    beyond: int = 0  # samples of ids n and above (an earlier run's larger --n): kept, and in the counts above
 
 
 class DatasetGenerator:
@@ -374,7 +375,8 @@ class DatasetGenerator:
             summary = self._run(progress, logged.note)
             assert summary is not None  # rank 0 always has it
             logged.note(f"done in {time.monotonic() - start:.0f} s: {summary.accepted} sample(s), {summary.made} "
-                        f"made now, {summary.reused} from earlier runs, {summary.rejected} rejected")
+                        f"made now, {summary.reused} from earlier runs, {summary.rejected} rejected"
+                        f"{beyond_note(summary.beyond, self.config.n)}")
             return summary
 
     def _run(self, progress: Progress | None, note: Callable[[str], None] | None = None) -> GenerateSummary | None:
@@ -419,16 +421,22 @@ class DatasetGenerator:
         made = distributed.gather(len(mine))
         if not distributed.is_main():
             return None
-        return self._finish(settings, sum(made or [len(mine)]), len(ids) - len(todo))
+        return self._finish(settings, sum(made or [len(mine)]), ids, len(ids) - len(todo))
 
-    def _finish(self, settings: dict[str, Any], made: int, reused: int) -> GenerateSummary:
+    def _finish(self, settings: dict[str, Any], made: int, ids: Sequence[str], reused: int) -> GenerateSummary:
         records = self.store.records(self.store.recorded_ids())
         accepted = self.store.write_manifest(records)
         rejections = [{"id": r["id"], "reason": r["reason"]} for r in records if r["status"] == "rejected"]
         summary = {"settings": settings, "accepted": accepted, "rejected": rejections}
         write_file(Path(self.config.out) / SUMMARY_FILE, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        beyond = len({r["id"] for r in records} - set(ids))
         return GenerateSummary(Path(self.config.out), accepted, len(rejections), made, reused, self.label_space,
-                               rejections)
+                               rejections, beyond)
+
+
+def beyond_note(beyond: int, n: int) -> str:
+    """The summary's clause for the samples of ids n and above: an earlier run's, kept in the dataset."""
+    return f"; {beyond} sample(s) beyond --n {n}, from an earlier run with a larger --n, kept" if beyond else ""
 
 
 def generate(config: GenerateConfig, progress: Progress | None = None, **components: Any) -> GenerateSummary | None:
