@@ -458,6 +458,25 @@ def test_coco_regions_drop_overlaps_and_skip_crowds(coco):
     assert half[0].mask.shape == (24, 20)
 
 
+def test_bad_mask_files_are_named_before_any_sample_is_made(capsys, tmp_path):
+    """A mask file that is no image stopped the run at its sample, after the samples before it."""
+    bases = make_bases(tmp_path / "bases", n=2)
+    masks = tmp_path / "masks"
+    for i in range(2):
+        (masks / f"b{i}").mkdir(parents=True)
+        Image.fromarray(np.full((48, 40), 255, np.uint8)).save(masks / f"b{i}" / "box.png")
+    (masks / "b1" / "cup.png").write_bytes(b"not a png")
+    (masks / "b1" / "dog.png").write_bytes(b"")
+    out = tmp_path / "out"
+    code, stdout, err = cli(capsys, "generate", "--out", out, "--bases", bases, "--regions", f"masks:{masks}",
+                            "--editors", "sd2.tiny", "--n", 4, "--ai-bases", 0, "--size", 32)
+    line = " ".join((stdout + err).split())
+    assert code == 1 and line.startswith(
+        f"error: --regions masks:{masks}: 2 mask file(s) cannot be read: {masks / 'b1' / 'cup.png'}: not a "
+        f"recognised image format; {masks / 'b1' / 'dog.png'}: empty (0 bytes); fix or remove them"), line
+    assert not (out / STATE_DIR / "samples").exists()
+
+
 def test_bases_no_region_source_covers_say_why_and_where_the_masks_go(coco, capsys, tmp_path):
     """Both were "no usable real base images (check --bases and --regions)"."""
     ann, images = coco

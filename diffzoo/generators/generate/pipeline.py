@@ -173,6 +173,7 @@ class DatasetGenerator:
                     if refs and not kept:  # said, rather than "no usable real base images"
                         raise ConfigError(f"none of the {len(refs)} COCO base(s) has an instance whose area is "
                                           f"between --min-area {c.min_area:g} and --max-area {c.max_area:g}")
+                    self._regions.check(r.key for r in kept)
                     refs = kept
                 elif kind.startswith("masks:"):
                     self._regions = MaskFolderRegions(kind.split(":", 1)[1])
@@ -181,6 +182,7 @@ class DatasetGenerator:
                         example = refs[0]
                         raise ConfigError(f"none of the {len(refs)} base(s) has masks in {kind}: the masks of "
                                           f"{example.source} go in {self._regions.folder / example.key}/*.png")
+                    self._regions.check(r.key for r in kept)
                     refs = kept
                     settings["regions"] = {"masks": self._regions.digest()}
                 elif kind == "open-vocab":

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.generate.defaults import AREA_BINS
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import require_file
 
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
@@ -281,6 +281,30 @@ class MaskFolderRegions:
         rows = sorted((p.relative_to(self.folder).as_posix(), p.stat().st_size)
                       for p in self.folder.rglob("*") if p.is_file() and not p.name.startswith("."))
         return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+
+    def check(self, keys: Iterable[str]) -> None:
+        """Every mask file of the bases ``keys`` opens as an image of some pixels, from its header
+        alone (no pixel decoded): a bad one is named before any model loads, not at its sample."""
+        from PIL import Image, UnidentifiedImageError
+
+        from diffzoo.harness.core.fsutil import file_kind
+
+        bad = []
+        for path in (p for key in keys for p in self.files(key)):
+            why = file_kind(path)  # a FIFO is never opened: the read would not end
+            if why is None:
+                try:
+                    with Image.open(path) as img:
+                        why = None if img.width and img.height else "an image of no pixels"
+                except UnidentifiedImageError:
+                    why = "empty (0 bytes)" if path.stat().st_size == 0 else "not a recognised image format"
+                except Exception as exc:  # a bad header may make any decoder raise anything
+                    why = f"corrupt or truncated image ({exc or type(exc).__name__})"
+            if why is not None:
+                bad.append(f"{path}: {why}")
+        if bad:
+            raise DataError(f"--regions masks:{self.folder}: {len(bad)} mask file(s) cannot be read: "
+                            f"{'; '.join(bad)}; fix or remove them")
 
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
         from diffzoo.harness.data.imageio import read_mask
