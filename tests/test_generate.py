@@ -811,6 +811,25 @@ def test_lora_option_loads_a_lora_into_one_editor(capsys, tmp_path):
     assert code != 0 and err.count("error:") == 1 and "does not exist" in err
 
 
+def test_a_lora_file_that_is_no_lora_is_refused_from_its_header_before_any_model(capsys, tmp_path):
+    """Junk, or a safetensors file of no LoRA tensor, under --lora failed (exit 1) once the editor loaded."""
+    import torch
+    from safetensors.torch import save_file
+
+    junk, plain = tmp_path / "junk.safetensors", tmp_path / "plain.safetensors"
+    junk.write_bytes(b"junk")
+    save_file({"weight": torch.zeros(2)}, str(plain))
+    generate = ["generate", "--editors", "sd2.tiny", "--ai-bases", 1, "--n", 1]
+    assert one_line_exit_2(*cli(capsys, *generate, "--out", tmp_path / "a", "--lora", junk)) == (
+        f"error: LoRA for 'sd2.tiny': refusing to load weights file {junk}: could not be read as weights: "
+        "SafetensorError: Error while deserializing header: header too small; replace it with the file from "
+        "the LoRA's publisher")
+    assert one_line_exit_2(*cli(capsys, *generate, "--out", tmp_path / "b", "--lora", plain)) == (
+        f"error: LoRA for 'sd2.tiny': {plain} holds no LoRA: none of its 1 tensor name(s) says lora "
+        "(e.g. 'weight'); give a LoRA .safetensors file")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
 def test_background_writes_run_in_order_and_their_errors_reach_the_caller():
     from diffzoo.generators.generate.layout import BackgroundWriter
     from diffzoo.harness.core.errors import StorageError

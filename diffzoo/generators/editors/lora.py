@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.cards import GeneratorCard
-from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsFileError, WeightsUnavailableError
 from diffzoo.harness.core.fsutil import require_file
-from diffzoo.harness.models.weights import hub_offline
+from diffzoo.harness.models.weights import hub_offline, load_weights
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ def with_lora(card: GeneratorCard, path: str | Path, scale: float = 1.0, fuse: b
     file = Path(path).expanduser()
     require_file(file, "LoRA file", " (expected a .safetensors file)")
     _check_lora_capable(card)
+    _check_lora_file(card, file)
     spec = {"source": str(file.resolve()), "scale": float(scale), "fuse": bool(fuse)}
     loras = (*(card.options.get("loras") or ()), spec)
     return dataclasses.replace(
@@ -71,6 +72,18 @@ def _check_lora_capable(card: GeneratorCard) -> None:
     if cls is None or not hasattr(cls, "load_lora_weights"):
         what = "is not a diffusers pipeline" if cls is None else "has no LoRA support in diffusers"
         raise ConfigError(f"generator {card.name!r}: {card.pipeline} {what}; it takes no LoRA")
+
+
+def _check_lora_file(card: GeneratorCard, file: Path) -> None:
+    """A WeightsFileError (exit 2) unless ``file`` reads as weights (a safetensors file: its header
+    alone) naming some LoRA tensor: the diffusers, PEFT, kohya and XLabs layouts all say ``lora``."""
+    what = f"LoRA for {card.name!r}"
+    held = load_weights(file, "the LoRA's publisher", what=what, probe=True)
+    names = [str(k) for k in held] if isinstance(held, (list, dict)) else []
+    if not any("lora" in name.lower() for name in names):
+        example = f" (e.g. {names[0]!r})" if names else ""
+        raise WeightsFileError(f"{what}: {file} holds no LoRA: none of its {len(names)} tensor name(s) says "
+                               f"lora{example}; give a LoRA .safetensors file")
 
 
 def lora_summary(card: GeneratorCard) -> list[dict[str, Any]]:
