@@ -173,7 +173,6 @@ class DatasetGenerator:
                     if refs and not kept:  # said, rather than "no usable real base images"
                         raise ConfigError(f"none of the {len(refs)} COCO base(s) has an instance whose area is "
                                           f"between --min-area {c.min_area:g} and --max-area {c.max_area:g}")
-                    self._regions.check(r.key for r in kept)
                     refs = kept
                 elif kind.startswith("masks:"):
                     self._regions = MaskFolderRegions(kind.split(":", 1)[1])
