@@ -52,8 +52,12 @@ def _cache(request, tmp_path_factory, monkeypatch):
     from diffzoo.harness.core import plugins
 
     plugins.reset_plugins()
+    default_out = Path("diffzoo-out").resolve()  # a command given no --out writes here: the folder tests run from
+    there = default_out.exists()
     yield
     plugins.reset_plugins()
+    # a test's output stays in its tmp_path: one left in the working folder meets the next run's numbers
+    assert there or not default_out.exists(), f"{request.node.nodeid} wrote {default_out}: give it --out"
 
 
 @pytest.fixture

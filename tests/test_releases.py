@@ -527,7 +527,7 @@ def test_train_refuses_the_release_given_as_checkpoint_as_it_refuses_it_named(ca
     from diffzoo.harness.core.errors import ConfigError
 
     path = released(tmp_path / "dl")
-    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path)
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out", tmp_path / "o")
     assert code == 0, err
     [folder] = (Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "dinov3iml.tiny").glob(f"released-{RELEASE}-*")
     for given in (folder, path):
