@@ -472,9 +472,25 @@ def test_bad_mask_files_are_named_before_any_sample_is_made(capsys, tmp_path):
                             "--editors", "sd2.tiny", "--n", 4, "--ai-bases", 0, "--size", 32)
     line = " ".join((stdout + err).split())
     assert code == 1 and line.startswith(
-        f"error: --regions masks:{masks}: 2 mask file(s) cannot be read: {masks / 'b1' / 'cup.png'}: not a "
-        f"recognised image format; {masks / 'b1' / 'dog.png'}: empty (0 bytes); fix or remove them"), line
+        f"error: --regions masks:{masks}: 2 mask file(s) cannot be read: {masks / 'b1' / 'cup.png'}: corrupt "
+        f"or truncated image (not a recognised image format); {masks / 'b1' / 'dog.png'}: the file is empty (0 bytes), "
+        "not an image; fix or remove them"), line
     assert not (out / STATE_DIR / "samples").exists()
+
+
+def test_a_mask_file_cut_short_in_its_pixels_is_named_before_any_model_loads(capsys, tmp_path):
+    """A mask whose header was whole but whose pixel data was cut short passed the check and failed the run later."""
+    bases = make_bases(tmp_path / "bases", n=1)
+    (tmp_path / "masks" / "b0").mkdir(parents=True)
+    cut = tmp_path / "masks" / "b0" / "cup.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 2, (48, 40), np.uint8) * 255).save(cut)
+    cut.write_bytes(cut.read_bytes()[:120])
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--regions",
+                            f"masks:{tmp_path / 'masks'}", "--editors", "sd2.tiny", "--n", 1, "--ai-bases", 0)
+    assert code == 1 and " ".join((stdout + err).split()).startswith(
+        f"error: --regions masks:{tmp_path / 'masks'}: 1 mask file(s) cannot be read: {cut}: corrupt or truncated "
+        "image (image file is truncated); fix or remove them"), stdout + err
+    assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
 
 
 def test_bases_no_region_source_covers_say_why_and_where_the_masks_go(coco, capsys, tmp_path):

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.generate.defaults import AREA_BINS
-from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import require_file
 
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
@@ -283,25 +283,17 @@ class MaskFolderRegions:
         return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
 
     def check(self, keys: Iterable[str]) -> None:
-        """Every mask file of the bases ``keys`` opens as an image of some pixels, from its header
-        alone (no pixel decoded): a bad one is named before any model loads, not at its sample."""
-        from PIL import Image, UnidentifiedImageError
-
-        from diffzoo.harness.core.fsutil import file_kind
+        """Every mask file of the bases ``keys`` decodes as :meth:`candidates` reads it (pixels and all):
+        a bad one is named before any model loads, not at its sample."""
+        from diffzoo.harness.data.imageio import read_mask
 
         bad = []
-        for path in (p for key in keys for p in self.files(key)):
-            why = file_kind(path)  # a FIFO is never opened: the read would not end
-            if why is None:
+        for key in keys:
+            for path in self.files(key):
                 try:
-                    with Image.open(path) as img:
-                        why = None if img.width and img.height else "an image of no pixels"
-                except UnidentifiedImageError:
-                    why = "empty (0 bytes)" if path.stat().st_size == 0 else "not a recognised image format"
-                except Exception as exc:  # a bad header may make any decoder raise anything
-                    why = f"corrupt or truncated image ({exc or type(exc).__name__})"
-            if why is not None:
-                bad.append(f"{path}: {why}")
+                    read_mask(path, key)
+                except CorruptSampleError as exc:
+                    bad.append(exc.reason)
         if bad:
             raise DataError(f"--regions masks:{self.folder}: {len(bad)} mask file(s) cannot be read: "
                             f"{'; '.join(bad)}; fix or remove them")
