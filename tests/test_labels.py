@@ -1,5 +1,6 @@
 """Pixel-difference labels: alignment, fallback, area bounds, tau, and ``diffzoo data label-pairs``."""
 
+import io
 import json
 import logging
 import re
@@ -154,6 +155,24 @@ def test_noop_and_global_repaints_are_rejected(scene):
     assert brighter.status == "rejected-global" and brighter.changed_fraction > 0.9
     other = difference_label(orig, texture(np.random.default_rng(5), S))
     assert other.status == "rejected-global" and not other.alignment.used
+
+
+def test_a_re_encoded_edit_with_keypoints_in_one_corner_is_not_warped_and_a_true_sub_pixel_shift_is():
+    """With its keypoints in one corner, the fit of an unmoved JPEG-re-encoded edit moved the far image corners
+    1.1 px (ORB/ECC noise extrapolated), past the 0.5 px tolerance: the pair was warped, blurring it."""
+    rng = np.random.default_rng(0)
+    orig = texture(rng, 512, shapes=0)
+    orig[:170, :170] = texture(rng, 512, shapes=60)[:170, :170]
+    edit = orig.copy()
+    cv2.circle(edit, (341, 341), 102, (230, 20, 200), -1)
+    buf = io.BytesIO()
+    Image.fromarray(edit).save(buf, "JPEG", quality=90)
+    same = align(orig, np.asarray(Image.open(buf).convert("RGB")))
+    assert not same.used and same.corner_shift > 1, same.reason
+    assert re.fullmatch(r"already aligned \(inlier keypoints move 0\.\d\d px at most\)", same.reason), same.reason
+    shifted = align(orig, cv2.warpAffine(edit, np.float32([[1, 0, 0.6], [0, 1, 0]]), (512, 512),
+                                         borderMode=cv2.BORDER_REFLECT))  # fmt: skip
+    assert shifted.used, shifted.reason
 
 
 @pytest.mark.parametrize("min_area", [0, 0.0, 0.5])

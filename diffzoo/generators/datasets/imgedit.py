@@ -64,7 +64,7 @@ from diffzoo.harness.data.walk import stored_paths
 
 log = logging.getLogger(__name__)
 
-RULE_VERSION = "2"
+RULE_VERSION = "3"
 """Version of the derivation (builder + output-frame mapping): in every cache key and the fingerprint, so
 a label cached under another rule is never served: bump it whenever the builder's outcome for a pair changes."""
 KEPT = ("ok", "unreadable")

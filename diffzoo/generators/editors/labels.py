@@ -11,8 +11,9 @@ Instruction editors take no mask, so the changed region is derived from the
    is used only with enough inliers, when plausible (bounded local scale,
    stretch/shear and perspective, no mirroring) and when the warped image
    covers enough of the original; otherwise the pair is compared unaligned and
-   the reason is recorded.  A fit moving no corner by ``identity_tolerance``
-   px is not applied either: resampling an aligned image would only blur it.
+   the reason is recorded.  A fit moving none of its inlier keypoints by
+   ``identity_tolerance`` px is not applied either: resampling an aligned
+   image would only blur it.
 3. **Compare** in the original's frame: ``mean over RGB of |orig - gen| > tau``,
    images as floats in [0, 1].  Pixels the warped image does not fully cover
    are ``IGNORE_INDEX`` (255).
@@ -64,7 +65,7 @@ class AlignParams:
     max_scale: float = 2.0  # local scale (Jacobian singular values) within [1/x, x]
     max_anisotropy: float = 1.5  # ratio of those singular values: stretch and shear
     min_coverage: float = 0.5  # of the original, by the warped image
-    identity_tolerance: float = 0.5  # px
+    identity_tolerance: float = 0.5  # px: a fit moving no inlier keypoint this far is not applied
     seed: int = 0
 
 
@@ -206,31 +207,33 @@ def _resize(image: np.ndarray, hw: tuple[int, int]) -> np.ndarray:
 
 
 # -- alignment -----------------------------------------------------------------
-def _ransac(go: np.ndarray, gg: np.ndarray, p: AlignParams) -> tuple[np.ndarray | None, int, int, str]:
-    """ORB + ratio test + RANSAC: (homography gg -> go or None, inliers, matches, failure or '')."""
+def _ransac(go: np.ndarray, gg: np.ndarray, p: AlignParams) -> tuple[np.ndarray | None, np.ndarray, int, str]:
+    """ORB + ratio test + RANSAC: (homography gg -> go or None, its inlier keypoints in gg, matches, failure or '')."""
     import cv2
 
+    none = np.empty((0, 2))
     if min(go.shape) < 2:  # ORB's image pyramid fails on a side of 1 px (cv2.error), where it finds none anyway
-        return None, 0, 0, f"too few ORB keypoints: the original is {go.shape[1]} x {go.shape[0]} px"
+        return None, none, 0, f"too few ORB keypoints: the original is {go.shape[1]} x {go.shape[0]} px"
     orb = cv2.ORB_create(nfeatures=p.n_features)
     kp_o, des_o = orb.detectAndCompute(go, None)
     kp_g, des_g = orb.detectAndCompute(gg, None)
     if des_o is None or des_g is None or len(kp_o) < 4 or len(kp_g) < 4:
-        return None, 0, 0, f"too few ORB keypoints (original {len(kp_o)}, generated {len(kp_g)})"
+        return None, none, 0, f"too few ORB keypoints (original {len(kp_o)}, generated {len(kp_g)})"
     knn = cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(des_g, des_o, k=2)
     good = [m[0] for m in knn if len(m) == 2 and m[0].distance < p.ratio * m[1].distance]
     if len(good) < p.min_inliers:
-        return None, 0, len(good), f"{len(good)} matches pass the ratio test, need {p.min_inliers}"
+        return None, none, len(good), f"{len(good)} matches pass the ratio test, need {p.min_inliers}"
     src = np.float32([kp_g[m.queryIdx].pt for m in good])
     dst = np.float32([kp_o[m.trainIdx].pt for m in good])
     cv2.setRNGSeed(p.seed)
     h, inliers = cv2.findHomography(src, dst, cv2.RANSAC, p.ransac_threshold,
                                     maxIters=p.ransac_iters, confidence=p.confidence)  # fmt: skip
     if h is None:
-        return None, 0, len(good), "RANSAC found no homography"
-    n_in, need = int(inliers.sum()), max(p.min_inliers, int(np.ceil(p.min_inlier_ratio * len(good))))
-    failure = f"{n_in} RANSAC inliers of {len(good)} matches, need {need}" if n_in < need else ""
-    return h / h[2, 2], n_in, len(good), failure
+        return None, none, len(good), "RANSAC found no homography"
+    kept = src[inliers.ravel() > 0].astype(np.float64)
+    need = max(p.min_inliers, int(np.ceil(p.min_inlier_ratio * len(good))))
+    failure = f"{len(kept)} RANSAC inliers of {len(good)} matches, need {need}" if len(kept) < need else ""
+    return h / h[2, 2], kept, len(good), failure
 
 
 def _ecc_score(go: np.ndarray, gg: np.ndarray, r: np.ndarray) -> float:
@@ -277,7 +280,8 @@ def align(orig: np.ndarray, gen: np.ndarray, params: AlignParams | None = None) 
     s = _scale_matrix(gen.shape[:2], hw)
     go = cv2.cvtColor(orig, cv2.COLOR_RGB2GRAY)
     gg = cv2.cvtColor(_resize(gen, hw), cv2.COLOR_RGB2GRAY)
-    r, n_in, n_match, failure = _ransac(go, gg, p)
+    r, kept, n_match, failure = _ransac(go, gg, p)
+    n_in = len(kept)
     info = {"inliers": n_in, "matches": n_match}
     if r is None or failure:
         return Alignment(None if r is None else r @ s, False, failure, **info)
@@ -288,13 +292,15 @@ def align(orig: np.ndarray, gen: np.ndarray, params: AlignParams | None = None) 
     if problem:
         return Alignment(used=False, reason=f"implausible homography: {problem}", **info)
     corners = _corners(hw)
-    info["corner_shift"] = shift = float(np.abs(_project(r, corners)[0] - corners).max())
+    info["corner_shift"] = float(np.abs(_project(r, corners)[0] - corners).max())
+    # measured where the fit has evidence: at far corners a fit resting on clustered keypoints extrapolates its noise
+    shift = float(np.abs(_project(r, kept)[0] - kept).max())
     coverage = float(_warp(go, r, hw)[1].mean())
     if coverage < p.min_coverage:
         reason = f"the warped image covers {coverage:.0%} of the original, need {p.min_coverage:.0%}"
         return Alignment(used=False, reason=reason, **info)
     if shift < p.identity_tolerance:
-        return Alignment(used=False, reason=f"already aligned (corners move {shift:.2f} px)", **info)
+        return Alignment(used=False, reason=f"already aligned (inlier keypoints move {shift:.2f} px at most)", **info)
     how = ", ECC-refined" if r2 is not None else ""
     return Alignment(used=True, reason=f"homography from {n_in} of {n_match} matches{how}", **info)
 
