@@ -45,11 +45,9 @@ from diffzoo.generators.editors.labels import (
     DEFAULT_MAX_AREA,
     DEFAULT_MIN_AREA,
     DEFAULT_TAU,
-    AlignParams,
-    check_label_settings,
     difference_label,
     edited_class,
-    label_settings,
+    label_rule,
 )
 from diffzoo.generators.generate.regions import bbox_of
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
@@ -133,15 +131,12 @@ class ImgEditDataset(SplitDataset):
         split: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
-        check_label_settings(tau, min_area, max_area, cleanup)
+        self._options, self._settings = label_rule(tau, min_area, max_area, cleanup, align)
         label_space, editor = edited_class(editor)
         require_path(path, "ImgEditDataset")
         root = Path(path)
         super().__init__(name or (root.stem if root.is_file() else root.name) or "imgedit", label_space)
         self.path, self.editor = str(root), editor or "unknown"
-        self._options = {"tau": tau, "min_area": min_area, "max_area": max_area, "cleanup": cleanup,
-                         "align_images": align}  # fmt: skip
-        self._settings = label_settings(tau, min_area, max_area, cleanup, AlignParams() if align else None)
         self._params = combine("imgedit-label", RULE_VERSION, "output-frame", self._settings)
         self._cache = cache_root() / "imgedit" if cache else None
         self._labels = LabelCache(self._cache / "labels" if self._cache is not None else None)

@@ -25,11 +25,9 @@ from diffzoo.generators.editors.labels import (
     DEFAULT_TAU,
     FRAMES,
     STATUSES,
-    AlignParams,
-    check_label_settings,
     difference_label,
     edited_class,
-    label_settings,
+    label_rule,
 )
 from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save_png, save_text
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
@@ -97,7 +95,7 @@ def label_pairs(
     ``"orig"`` stores the rectified image and the label as computed.  Built in
     a temporary sibling folder renamed at the end.
     """
-    check_label_settings(tau, min_area, max_area, cleanup)
+    options, settings = label_rule(tau, min_area, max_area, cleanup, align_images)
     if frame not in FRAMES:
         raise ConfigError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
     label_space, editor = edited_class(editor)
@@ -114,8 +112,6 @@ def label_pairs(
         raise DataError(f"no file stem is in both {orig_dir} and {gen_dir}")
     report = PairsReport(out, dict.fromkeys((*STATUSES, "unreadable"), 0),
                          sorted(set(origs) - set(gens)), sorted(set(gens) - set(origs)))  # fmt: skip
-    options = {"tau": tau, "min_area": min_area, "max_area": max_area, "cleanup": cleanup,
-               "align_images": align_images}  # fmt: skip
     tags = {stem: {"orig": file_orientation(origs[stem]), "gen": file_orientation(gens[stem])} for stem in stems}
     if turned := [stem for stem in stems if tags[stem]["orig"] != tags[stem]["gen"]]:
         log.warning("%d pair(s) whose original and edit carry different EXIF orientation tags (e.g. %s: original "
@@ -134,7 +130,6 @@ def label_pairs(
                 progress(done, len(stems))
         save_text(tmp / MANIFEST_FILE, manifest_text(rows))
         save_text(tmp / LABELS_FILE, labels_text(label_space))
-        settings = label_settings(tau, min_area, max_area, cleanup, AlignParams() if align_images else None)
         unmatched = {"orig_only": report.orig_only, "gen_only": report.gen_only}
         summary = {"orig_dir": str(orig_dir), "gen_dir": str(gen_dir), "frame": frame, "editor": editor,
                    "settings": settings, "counts": report.counts, "unmatched": unmatched}  # fmt: skip

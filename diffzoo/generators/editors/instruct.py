@@ -45,8 +45,8 @@ from diffzoo.generators.editors.labels import (
     DEFAULT_MIN_AREA,
     DEFAULT_TAU,
     check_image,
-    check_label_settings,
     difference_label,
+    label_rule,
 )
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError
@@ -115,10 +115,8 @@ class InstructionEditor(DiffusersEditor):
         lora_scale: float = 1.0,
         lora_fuse: bool = True,
     ):
-        check_label_settings(tau, min_area, max_area, cleanup)  # before a pipeline is built or run
+        self.label_options = label_rule(tau, min_area, max_area, cleanup, align)[0]  # before a pipeline is built
         super().__init__(card, device, dtype, lora=lora, lora_scale=lora_scale, lora_fuse=lora_fuse)
-        self.label_options = {"min_area": min_area, "max_area": max_area, "cleanup": cleanup, "align_images": align}
-        self.tau = tau
 
     def __repr__(self) -> str:
         return f"InstructionEditor({self.card.name!r}, device={self.device!r})"
@@ -159,7 +157,7 @@ class InstructionEditor(DiffusersEditor):
             log.debug("%s: instruction editor ignores the given mask", self.card.name)
         kwargs = self.pipeline_call_kwargs(image, None, prompt, seed)  # checks the image first
         generated = self._run(kwargs)
-        label = difference_label(image, generated, self.tau, **self.label_options)
+        label = difference_label(image, generated, **self.label_options)
         metadata = {
             **self._metadata(prompt, seed),
             "composited": False,

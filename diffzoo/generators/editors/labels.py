@@ -407,6 +407,16 @@ def difference_label(
     return LabelResult(mask, status, fraction, n_changed, n_valid, alignment, rect, metadata)
 
 
+def label_rule(
+    tau: float, min_area: float, max_area: float, cleanup: int, align: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The settings, checked (:func:`check_label_settings`): (:func:`difference_label`'s keyword
+    arguments, the settings recorded with its labels, :func:`label_settings`)."""
+    check_label_settings(tau, min_area, max_area, cleanup)
+    options = {"tau": tau, "min_area": min_area, "max_area": max_area, "cleanup": cleanup, "align_images": align}
+    return options, label_settings(tau, min_area, max_area, cleanup, AlignParams() if align else None)
+
+
 def label_settings(
     tau: float, min_area: float, max_area: float, cleanup: int, params: AlignParams | None
 ) -> dict[str, Any]:
