@@ -70,6 +70,7 @@ BLEND_NOTE = (
     "mask-blended latent inpainting (known latents re-noised and pasted back every step)"
 )
 FLUX_DEV_LICENCE = "FLUX.1 [dev] Non-Commercial License (gated: accept it on the hub page)"
+FP16 = {"torch_dtype": "float16", "variant": "fp16"}  # half precision, from the repository's fp16 weight files
 
 SD2_INPAINT = GeneratorCard(
     name="sd2.inpaint",
@@ -98,11 +99,7 @@ SDXL_INPAINT = GeneratorCard(
     guidance_scale=8.0,
     licence=OPENRAIL_PP,
     paper=SDXL_PAPER,
-    options={
-        "torch_dtype": "float16",
-        "variant": "fp16",
-        "notes": "its model card suggests strength 0.99; diffzoo uses 1.0 so every step runs",
-    },
+    options={**FP16, "notes": "its model card suggests strength 0.99; diffzoo uses 1.0 so every step runs"},
 )
 
 SDXL_BASE = dataclasses.replace(
@@ -111,7 +108,7 @@ SDXL_BASE = dataclasses.replace(
     description="SDXL 1.0 base used for inpainting by latent blending (4-channel UNet)",
     weights="stabilityai/stable-diffusion-xl-base-1.0",
     guidance_scale=7.5,
-    options={"torch_dtype": "float16", "variant": "fp16"},
+    options=dict(FP16),
 )
 
 SDXL_HYPER_SD_8STEP = dataclasses.replace(
@@ -126,8 +123,7 @@ SDXL_HYPER_SD_8STEP = dataclasses.replace(
     licence=f"{OPENRAIL_PP} (base and Hyper-SD LoRA)",
     paper=HYPER_SD_PAPER,
     options={
-        "torch_dtype": "float16",
-        "variant": "fp16",
+        **FP16,
         "loras": (
             {"source": "ByteDance/Hyper-SD", "weight_name": "Hyper-SDXL-8steps-lora.safetensors", "fuse": True},
         ),
@@ -218,7 +214,7 @@ KOLORS_BLEND = GeneratorCard(
     guidance_scale=5.0,
     licence=KOLORS_LICENCE,
     paper=KOLORS_PAPER,
-    options={"torch_dtype": "float16", "variant": "fp16", "notes": BLEND_NOTE},
+    options={**FP16, "notes": BLEND_NOTE},
 )
 
 HUNYUANDIT_BLEND = dataclasses.replace(
