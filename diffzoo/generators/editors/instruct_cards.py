@@ -19,6 +19,7 @@ import dataclasses
 from diffzoo.harness.core.cards import GeneratorCard
 
 TINY_NOTE = "random weights: outputs are noise-like and prove only that the pipeline runs"
+TINY_LICENCE = "Apache-2.0 (diffzoo code; no weights)"
 QWEN_IMAGE_PAPER = "Wu et al., Qwen-Image Technical Report, arXiv:2508.02324"
 FLUX2_PAPER = "Black Forest Labs, FLUX.2 (2025; no paper; https://bfl.ai/blog/flux-2)"
 LONGCAT_PAPER = "Meituan LongCat Team, LongCat-Image (2025 technical report; see the model card)"
@@ -144,7 +145,7 @@ def tiny_card(name: str, real: GeneratorCard, **options: object) -> GeneratorCar
         resolution=64,
         steps=2,
         guidance_scale=5.0,
-        licence="Apache-2.0 (diffzoo code; no weights)",
+        licence=TINY_LICENCE,
         paper=real.paper,
         options={"notes": TINY_NOTE, **options},
     )

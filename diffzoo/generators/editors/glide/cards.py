@@ -18,6 +18,9 @@ temperature 0.997.
 
 from __future__ import annotations
 
+import dataclasses
+
+from diffzoo.generators.editors.instruct_cards import TINY_LICENCE, TINY_NOTE
 from diffzoo.harness.core.cards import GeneratorCard
 
 EDITOR_TARGET = "diffzoo.generators.editors.glide.editor:GlideEditor"
@@ -75,28 +78,25 @@ _TINY_BASE = {
     "image_size": 16, "super_res": False, "model_channels": 32, "num_res_blocks": 1,
     "channel_mult": (1, 2), "attention_resolutions": (8,), "num_head_channels": 32, **_TINY_TEXT,
 }
-GLIDE_TINY = GeneratorCard(
+GLIDE_TINY = dataclasses.replace(
+    GLIDE_INPAINT,
     name="glide.tiny",
     description="tiny random-weight GLIDE inpainting (16 px base + 32 px upsampler) built offline",
-    pipeline="GlideInpaint",
     weights=None,
     tiny=True,
     resolution=32,
     steps=2,
-    guidance_scale=5.0,
-    licence="Apache-2.0 (diffzoo code; no weights)",
-    paper=GLIDE_PAPER,
+    licence=TINY_LICENCE,
     options={
-        "base": {"model": _TINY_BASE, "schedule": "squaredcos_cap_v2"},
+        "base": {**GLIDE_INPAINT.options["base"], "model": _TINY_BASE},
         "upsampler": {
+            **GLIDE_INPAINT.options["upsampler"],
             "model": {**_TINY_BASE, "image_size": 32, "super_res": True, "channel_mult": (1, 1, 2)},
-            "schedule": "linear",
             "respacing": "2",
-            "temperature": 0.997,
         },
         "weights": {"seed": 0},
         "torch_dtype": "float32",
-        "notes": "random weights: outputs are noise-like and prove only that the pipeline runs",
+        "notes": TINY_NOTE,
     },
 )
 
