@@ -47,7 +47,7 @@ from diffzoo.generators.editors.labels import (
     DEFAULT_TAU,
     difference_label,
     edited_class,
-    label_rule,
+    label_options,
 )
 from diffzoo.generators.generate.regions import bbox_of
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
@@ -131,7 +131,7 @@ class ImgEditDataset(SplitDataset):
         split: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
-        self._options, self._settings = label_rule(tau, min_area, max_area, cleanup, align)
+        self._options, self._settings = label_options(tau, min_area, max_area, cleanup, align)
         label_space, editor = edited_class(editor)
         require_path(path, "ImgEditDataset")
         root = Path(path)

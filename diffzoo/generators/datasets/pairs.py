@@ -27,7 +27,7 @@ from diffzoo.generators.editors.labels import (
     STATUSES,
     difference_label,
     edited_class,
-    label_rule,
+    label_options,
 )
 from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save_png, save_text
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
@@ -95,7 +95,7 @@ def label_pairs(
     ``"orig"`` stores the rectified image and the label as computed.  Built in
     a temporary sibling folder renamed at the end.
     """
-    options, settings = label_rule(tau, min_area, max_area, cleanup, align_images)
+    options, settings = label_options(tau, min_area, max_area, cleanup, align_images)
     if frame not in FRAMES:
         raise ConfigError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
     label_space, editor = edited_class(editor)

@@ -46,7 +46,7 @@ from diffzoo.generators.editors.labels import (
     DEFAULT_TAU,
     check_image,
     difference_label,
-    label_rule,
+    label_options,
 )
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError
@@ -115,7 +115,7 @@ class InstructionEditor(DiffusersEditor):
         lora_scale: float = 1.0,
         lora_fuse: bool = True,
     ):
-        self.label_options = label_rule(tau, min_area, max_area, cleanup, align)[0]  # before a pipeline is built
+        self.label_options = label_options(tau, min_area, max_area, cleanup, align)[0]  # before a pipeline is built
         super().__init__(card, device, dtype, lora=lora, lora_scale=lora_scale, lora_fuse=lora_fuse)
 
     def __repr__(self) -> str:

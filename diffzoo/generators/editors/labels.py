@@ -407,7 +407,7 @@ def difference_label(
     return LabelResult(mask, status, fraction, n_changed, n_valid, alignment, rect, metadata)
 
 
-def label_rule(
+def label_options(
     tau: float, min_area: float, max_area: float, cleanup: int, align: bool
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The settings, checked (:func:`check_label_settings`): (:func:`difference_label`'s keyword
