@@ -21,7 +21,7 @@ from diffzoo.harness.core.types import Sample, SampleMeta
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_labelled
 from diffzoo.harness.data.splits import canonical_split
-from diffzoo.harness.data.walk import by_canonical_name, is_folder, walk_files
+from diffzoo.harness.data.walk import ids_of, is_folder, walk_files
 
 AUTHENTIC_PREFIX = "authentic/"
 
@@ -49,8 +49,7 @@ class AuthenticFolder:
     def __init__(self, path: str | os.PathLike) -> None:
         self.root = Path(path)
         require_file(self.root, "extra authentic folder", folder=True)
-        self._files = by_canonical_name(self.root, ((AUTHENTIC_PREFIX + p.relative_to(self.root).as_posix(), p)
-                                                    for p in list_image_files(self.root)))
+        self._files = ids_of(self.root, list_image_files(self.root), AUTHENTIC_PREFIX)
         if not self._files:
             raise DataError(
                 f"extra authentic folder {self.root} holds no images "

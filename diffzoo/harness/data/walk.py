@@ -56,6 +56,13 @@ def by_canonical_name(where: object, items: Iterable[tuple[str, T]]) -> dict[str
     return out
 
 
+def ids_of(folder: Path, files: Iterable[Path], prefix: str = "") -> dict[str, Path]:
+    """``{id: file}`` of ``files`` under ``folder``, an id being ``prefix`` + the file's POSIX
+    path inside ``folder`` as :func:`canonical_name` reads it; two files whose ids read as one
+    are a DataError naming ``folder`` (:func:`by_canonical_name`)."""
+    return by_canonical_name(folder, ((prefix + f.relative_to(folder).as_posix(), f) for f in files))
+
+
 def stored_paths(root: Path) -> Callable[[str], Path]:
     """A finder of the files a data's own list names (a table, a reference CSV, a JSON list, a
     manifest): ``find(name)`` is ``root / name`` when that is there, else the stored path whose

@@ -34,7 +34,7 @@ from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, mask
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.splits import SPLITS_FILE, one_split, resolve_split_scheme
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, stored_paths
+from diffzoo.harness.data.walk import canonical_name, ids_of, stored_paths
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +152,7 @@ class _TestSetDataset(_PairListDataset):
 def add_authentic(entries: dict[str, tuple[Path, Path | None]], au: Path) -> None:
     """Add every image under ``au`` as authentic (no mask), with id ``<au name>/<path inside it>``
     (:func:`.walk.canonical_name`)."""
-    entries.update(by_canonical_name(au, ((f"{au.name}/{img.relative_to(au).as_posix()}", (img, None))
-                                          for img in list_image_files(au))))
+    entries.update((sid, (img, None)) for sid, img in ids_of(au, list_image_files(au), f"{au.name}/").items())
 
 
 def pair_folders(
@@ -176,8 +175,7 @@ def pair_folders(
     no_mask: list[str] = []
     used: set[str] = set()
     for folder in folders:
-        for sid, img in by_canonical_name(folder, ((f"{folder.name}/{img.relative_to(folder).as_posix()}", img)
-                                                   for img in list_image_files(folder))).items():
+        for sid, img in ids_of(folder, list_image_files(folder), f"{folder.name}/").items():
             rel = img.relative_to(folder)
             stem = canonical_name(img.stem if by_name else rel.with_suffix("").as_posix())
             keys = [stem + s for s in MASK_SUFFIXES if stem + s in masks]

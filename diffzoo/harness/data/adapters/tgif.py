@@ -66,7 +66,7 @@ from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, name_list, read_csv, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.walk import canonical_name
+from diffzoo.harness.data.walk import ids_of
 
 log = logging.getLogger(__name__)
 
@@ -214,8 +214,7 @@ class TgifDataset(_PairListDataset):
             family = "flux" if gen.startswith("flux") else gen
             where = [masks[n] for n in (f"masks-{family}", "masks") if n in masks]
             for split_name, split_dir in _split_dirs(folder):
-                for img in image_files_in(split_dir):
-                    sid = canonical_name(img.relative_to(root).as_posix())
+                for sid, img in ids_of(root, image_files_in(split_dir)).items():
                     fake = parse_fake(folder.name, img.name)
                     if fake is None:
                         unnamed.append(sid)
@@ -244,7 +243,7 @@ class TgifDataset(_PairListDataset):
                 if low != "original" and not low.startswith("original-"):
                     continue
                 for split_name, split_dir in _split_dirs(folder):
-                    for img in image_files_in(split_dir):
+                    for sid, img in ids_of(root, image_files_in(split_dir)).items():
                         m = ORIG.match(img.name)
                         if m is None:
                             crops += 1
@@ -252,7 +251,6 @@ class TgifDataset(_PairListDataset):
                         if (split_name, m["coco"]) in seen:  # one authentic sample per photo and split
                             continue
                         seen.add((split_name, m["coco"]))
-                        sid = canonical_name(img.relative_to(root).as_posix())
                         entries[sid] = (img, None)
                         self._split_of[sid] = split_name
         if crops:
