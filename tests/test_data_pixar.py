@@ -318,3 +318,15 @@ def test_an_accented_editor_option_or_type_prefix_is_one_label_in_either_unicode
     assert {ds.load(i).meta.turns[0].editor for i in tampered(ds, "val")} == {nfc, "qwen"}
     chosen = PixarDataset(combined, editor_from_type=True, editors=nfd)
     assert chosen.label_space.editors == (nfc,) and len(tampered(chosen, "val")) == 2
+
+
+def test_two_images_stored_under_one_name_in_two_unicode_forms_are_refused(pixar):
+    """Both real/ images read as one id: the second replaced the first, one sample fewer and no word of it."""
+    real = pixar / "validation" / "real"
+    nfc, nfd = (unicodedata.normalize(form, "café.png") for form in ("NFC", "NFD"))
+    for name in (nfc, nfd):
+        shutil.copy(next(real.glob("original_*.png")), real / name)
+    with pytest.raises(DataError) as err:
+        PixarDataset(pixar)
+    assert str(err.value) == (f"{pixar}: validation/real/{nfc} is stored twice, as 'validation/real/{nfd}' and "
+                              f"'validation/real/{nfc}' (another folder separator or Unicode form); keep one of them")

@@ -45,7 +45,7 @@ from diffzoo.harness.data.base import SplitDataset, folder_name, name_list, repo
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.splits import canonical_split, one_split
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, is_folder, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, ids_of, is_folder, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -280,10 +280,8 @@ class PixarDataset(SplitDataset):
                     f"real/, full_synthetic/, tampered/, soft_masks/, masks/, metadata/"
                 )
             ids = native.setdefault(canonical_split(split_dir.name), [])
-            prefix = split_dir.relative_to(self.root).as_posix() + "/"
             masks, metas = _names_in(split_dir / label_dir), _names_in(split_dir / "metadata")
-            for image in image_files_in(split_dir / "tampered"):
-                sid = canonical_name(prefix + "tampered/" + image.name)
+            for sid, image in ids_of(self.root, image_files_in(split_dir / "tampered")).items():
                 stem = canonical_name(image.stem)
                 mask, meta = masks.get(f"{stem}_mask.png"), metas.get(f"{stem}_cls.json")
                 info = mapping.get(canonical_name(image.name))
@@ -312,8 +310,7 @@ class PixarDataset(SplitDataset):
             for kind, wanted in kinds:
                 if not wanted:
                     continue
-                for image in image_files_in(split_dir / kind):
-                    sid = canonical_name(f"{prefix}{kind}/{image.name}")
+                for sid, image in ids_of(self.root, image_files_in(split_dir / kind)).items():
                     self._entries[sid] = _Entry(image, kind, editor or UNKNOWN_EDITOR, edit_type=kind,
                                                 base="real" if kind == "real" else "unknown")
                     self._files.append(image)
