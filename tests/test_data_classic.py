@@ -194,6 +194,21 @@ def test_coverage_missing_mask(tmp_path):
     assert CoverageDataset(root, skip_unpaired=True).ids("test") == ["image/1.tif", "image/1t.tif", "image/2.tif"]
 
 
+def test_columbia_and_coverage_refuse_two_masks_for_one_image_as_imd2020_does(tmp_path):
+    columbia = make_columbia(tmp_path / "columbia")
+    edge = columbia / "4cam_splc" / "edgemask"
+    save(edge / f"{SPLICED[1]}_edgemask.png", edgemask())
+    with pytest.raises(DataError) as err:
+        ColumbiaDataset(columbia)
+    assert str(err.value) == (f"{edge}: two masks for {SPLICED[1]}: {SPLICED[1]}_edgemask.jpg and "
+                              f"{SPLICED[1]}_edgemask.png")
+    coverage = make_coverage(tmp_path / "COVERAGE")
+    save(coverage / "mask" / "02forged.png", grey_mask(slice(0, 2)))  # <N> read as a number: 02 is image 2
+    with pytest.raises(DataError) as err:
+        CoverageDataset(coverage)
+    assert str(err.value) == f"{coverage / 'mask'}: two masks for 2: 02forged.png and 2forged.tif"
+
+
 # -- NIST16 -------------------------------------------------------------------------------
 
 

@@ -174,16 +174,11 @@ class ColumbiaDataset(_ClassicDataset):
             raise DataError(f"{root}: no 4cam_splc/ folder; {self.LAYOUT}")
         if edge is None:
             raise DataError(f"{root}: no edgemask/ folder in {splc}; {self.LAYOUT}")
-        masks: dict[str, Path] = {}
-        unused: list[str] = []
-        for m in image_files_in(edge):
-            hit = EDGEMASK.match(m.stem)
-            if hit is None:
-                unused.append(m.name)  # variants such as <stem>_edgemask_3.jpg are not the ground truth
-                continue
-            if hit["stem"] in masks:
-                raise DataError(f"{edge}: two edge masks for {hit['stem']}: {masks[hit['stem']].name} and {m.name}")
-            masks[hit["stem"]] = m
+        files = image_files_in(edge)
+        masks = masks_by_stem(edge, ((hit["stem"], m) for m in files if (hit := EDGEMASK.match(m.stem))),
+                              lambda p: p.name)
+        # variants such as <stem>_edgemask_3.jpg are not the ground truth
+        unused = [m.name for m in files if not EDGEMASK.match(m.stem)]
         if unused:
             log.info("%s: %d file(s) not named <stem>_edgemask.* are not used (e.g. %s)", edge, len(unused), unused[0])
         entries: Entries = {}
@@ -257,15 +252,9 @@ class CoverageDataset(_ClassicDataset):
         image, mask = child_dir(root, "image"), child_dir(root, "mask")
         if image is None or mask is None:
             raise DataError(f"{root}: no image/ or mask/ folder; {self.LAYOUT}")
-        masks: dict[str, Path] = {}
-        for m in image_files_in(mask):
-            hit = COVERAGE_MASK.match(m.stem)
-            if hit is None:
-                continue  # <N>copy / <N>paste: the two halves of the forged mask
-            n = str(int(hit["n"]))
-            if n in masks:
-                raise DataError(f"{mask}: two masks for image {n}: {masks[n].name} and {m.name}")
-            masks[n] = m
+        # <N>copy / <N>paste, the two halves of the forged mask, are not read
+        masks = masks_by_stem(mask, ((str(int(hit["n"])), m) for m in image_files_in(mask)
+                                     if (hit := COVERAGE_MASK.match(m.stem))), lambda p: p.name)
         entries: Entries = {}
         originals: Entries = {}
         no_mask: list[str] = []
