@@ -139,6 +139,14 @@ def test_per_generator_label_space_and_metadata(items, tmp_path):
     assert SoFakeDataset(tmp_path / "ood", kinds="tampered").describe()["samples"] == {"tampered": 3}
 
 
+def test_the_notice_names_the_images_localization_is_scored_on(items, tmp_path):
+    ds = SoFakeDataset(hub_copy(tmp_path / "ood", "v2", {"test": items}))
+    assert ds.notice == ("So-Fake: fully generated images are edited everywhere (label rule mixed-v1); localization "
+                         "is scored on tampered images: read the edit_type=tampered slice, or open it with "
+                         "--dataset-option kinds=tampered")
+    assert SoFakeDataset(tmp_path / "ood", kinds="real,tampered").notice is None
+
+
 def test_splits_and_forms(tmp_path):
     parts = {"train": samples(6, seed=2), "validation": samples(3, seed=3)}
     hub = hub_copy(tmp_path / "So-Fake-Set", "v2", parts)

@@ -96,6 +96,9 @@ class MixedDataset(SplitDataset):
     """The dataset's name in messages and in the label map's source (``OpenSDI``)."""
     notice: str | None = None
     """Said once where a run and ``data stats`` print the dataset."""
+    PIXEL_PROTOCOL = ""
+    """Which images the benchmark scores pixels on (``SIDA scores localization on tampered images
+    only``): the notice of a dataset read with both fully generated and locally edited images."""
 
     def __init__(self, name: str, label_space: LabelSpace, items: dict[str, Item], kinds: Sequence[str]) -> None:
         super().__init__(name, label_space)
@@ -105,6 +108,11 @@ class MixedDataset(SplitDataset):
         self._items = by_canonical_name(name, ((sid, it) for sid, it in items.items() if it.kind in self.kinds))
         if not self._items:
             raise DataError(f"{name}: no samples of kind {', '.join(self.kinds)}")
+        local = next((k for k in self.kinds if self.KINDS[k] == LOCAL), None)
+        if local is not None and any(self.KINDS[k] == FULL for k in self.kinds):
+            self.notice = (f"{self.title}: fully generated images are edited everywhere (label rule {RULE_VERSION}); "
+                           f"{self.PIXEL_PROTOCOL}: read the edit_type={local} slice, or open it with "
+                           f"--dataset-option kinds={local}")
 
     @classmethod
     def parse_kinds(cls, kinds: Sequence[str] | str | None) -> tuple[str, ...]:

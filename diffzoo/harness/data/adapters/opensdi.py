@@ -40,7 +40,6 @@ from diffzoo.harness.data.adapters.mixed import (
     FULL,
     LOCAL,
     REAL,
-    RULE_VERSION,
     Item,
     RowsDataset,
     has_row_layout,
@@ -80,6 +79,7 @@ class OpenSdiDataset(RowsDataset):
     KINDS = {"real": REAL, "partial": LOCAL, "full": FULL}
     repository = OPENSDI_REPO
     title = "OpenSDI"
+    PIXEL_PROTOCOL = "OpenSDI scores pixels on partial fakes only"
 
     def __init__(
         self,
@@ -107,10 +107,6 @@ class OpenSdiDataset(RowsDataset):
         super().__init__(name or "opensdi", LabelSpace.from_editors(generators), items, chosen)
         self.path = str(root)
         self._splits, self.split_info = self._split_scheme(val_fraction, split_seed)
-        if {"partial", "full"} <= set(self.kinds):
-            self.notice = (f"OpenSDI: fully generated images are edited everywhere (label rule {RULE_VERSION}); "
-                           "OpenSDI scores pixels on partial fakes only: read the edit_type=partial slice, "
-                           "or open it with --dataset-option kinds=partial")
 
     def _add_table(self, t: Table, items: dict[str, Item]) -> None:
         copy, generator = self._copies[t.name], _generator(t)

@@ -37,7 +37,6 @@ from diffzoo.harness.data.adapters.mixed import (
     FULL,
     LOCAL,
     REAL,
-    RULE_VERSION,
     UNKNOWN_EDITOR,
     Item,
     MixedDataset,
@@ -79,6 +78,7 @@ class SidSetDataset(MixedDataset):
     LOCAL_NEEDS_MASK = True
     repository = SIDA_REPO
     title = "SID-Set"
+    PIXEL_PROTOCOL = "SIDA scores localization on tampered images only"
 
     def __init__(
         self,
@@ -118,10 +118,6 @@ class SidSetDataset(MixedDataset):
         self._splits = self._by_split()
         self.split_info = {"id": "native", "source": f"every sample in {self._fixed}" if self._fixed else
                            f"SID-Set's own splits ({', '.join(sorted(self._splits))})"}
-        if {"full_synthetic", "tampered"} <= set(self.kinds):
-            self.notice = (f"SID-Set: full synthetic images are edited everywhere (label rule {RULE_VERSION}); SIDA "
-                           "scores localization on tampered images only: read the edit_type=tampered slice, or "
-                           "open it with --dataset-option kinds=tampered")
 
     def _put(self, split: str, sid: str, kind: str, handle: tuple[str, Any, Any], where: str,
              found: dict[str, dict[str, Item]], places: dict[tuple[str, str], str]) -> None:

@@ -42,7 +42,6 @@ from diffzoo.harness.data.adapters.mixed import (
     FULL,
     LOCAL,
     REAL,
-    RULE_VERSION,
     UNKNOWN_EDITOR,
     Item,
     RowsDataset,
@@ -88,6 +87,7 @@ class SoFakeDataset(RowsDataset):
     LOCAL_NEEDS_MASK = True
     repository = SOFAKE_REPO
     title = "So-Fake"
+    PIXEL_PROTOCOL = "localization is scored on tampered images"
 
     def __init__(
         self,
@@ -121,10 +121,6 @@ class SoFakeDataset(RowsDataset):
         self.path = str(root)
         self._splits = self._by_split()
         self.split_info = {"id": "native", "source": f"So-Fake's own splits ({', '.join(sorted(self._splits))})"}
-        if {"full_synthetic", "tampered"} <= set(self.kinds):
-            self.notice = (f"So-Fake: full synthetic images are edited everywhere (label rule {RULE_VERSION}); "
-                           "localization is scored on tampered images: read the edit_type=tampered slice, "
-                           "or open it with --dataset-option kinds=tampered")
 
     def _add_table(self, t: Table, found: dict[str, dict[str, Item]]) -> None:
         order = ORDERS[self.orders[t.name][0]]
