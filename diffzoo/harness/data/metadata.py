@@ -30,19 +30,30 @@ SLICE_KEYS = ("base", "turns", "editor", "edit_type")
 """The slice keys provenance reports, in this order."""
 
 
+def jsonl_rows(text: str, where: str) -> list[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a JSON Lines text; a line that is not
+    JSON is a DataError naming ``where`` and the line."""
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append((lineno, parse_json(line, where)))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{where}, line {lineno}: not valid JSON ({exc})") from None
+    return rows
+
+
 def read_manifest(path: Path, known_ids: Iterable[str]) -> dict[str, SampleMeta]:
     """Read ``manifest.jsonl``: id -> SampleMeta for the samples of ``known_ids`` (rows of
     other ids are logged and dropped, not an error).  Blank lines are skipped."""
     out: dict[str, SampleMeta] = {}
     try:
-        lines = read_text(path).splitlines()
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"manifest {path} is not readable ({exc})") from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for lineno, row in jsonl_rows(text, f"manifest {path}"):
         try:
-            meta = SampleMeta.from_dict(parse_json(line, str(path)))
+            meta = SampleMeta.from_dict(row)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise DataError(
                 f"manifest {path}, line {lineno}: not a sample record "
@@ -75,15 +86,7 @@ def _rows(path: Path) -> list[tuple[str, Any, str]]:
         lines = [(i, row) for i, row in enumerate(data, 1)]
         what = "item"
     elif data is None:
-        lines = []
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                lines.append((lineno, parse_json(line, str(path))))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"metadata file {path}, line {lineno}: not JSON ({exc})") from None
-        what = "line"
+        lines, what = jsonl_rows(text, f"metadata file {path}"), "line"
     else:
         raise DataError(f'metadata file {path}: expected {{id: {{"base", "editors"}}}} or JSONL rows')
     out = []

@@ -55,7 +55,7 @@ from diffzoo.harness.data.base import (
 )
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
-from diffzoo.harness.data.metadata import MANIFEST_FILE
+from diffzoo.harness.data.metadata import MANIFEST_FILE, jsonl_rows
 from diffzoo.harness.data.splits import canonical_split, one_split
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, subfolders
 
@@ -104,17 +104,11 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
     """
     field = f"{edits}_prompt"
     try:
-        lines = read_text(file).splitlines()
+        text = read_text(file)
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{file}: not readable ({exc})") from None
     out: dict[str, dict[str, str]] = {}
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = parse_json(line, str(file))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{file}, line {lineno}: not valid JSON ({exc})") from None
+    for lineno, row in jsonl_rows(text, str(file)):
         if not isinstance(row, dict):
             raise DataError(f"{file}, line {lineno}: expected a JSON object, got {type(row).__name__}")
         for key in ("image_id", field):
