@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -205,6 +206,18 @@ def test_a_folder_of_downloads_reads_each_with_its_own_masks(tmp_path):
     assert ds.fake_info(fr) == Fake("sd2", "fr", "random", "512", "333")
     assert ds.load(fr).meta.turns[0].prompt == PROMPTS["333"]
     assert ds.describe()["mask_types"] == {"bbox": 16, "random": 2, "segm": 16}
+
+
+def test_a_link_to_a_download_listed_already_is_not_read_twice(tmp_path, caplog):
+    """A folder link repeating a download was read as a second download: every fake twice, under two ids."""
+    top = tmp_path / "all"
+    make_tgif(top / "TGIF")
+    (top / "TGIF-copy").symlink_to(top / "TGIF", target_is_directory=True)
+    with caplog.at_level(logging.INFO):
+        ds = TgifDataset(top)
+    assert {i.split("/", 1)[0] for s in ds.splits() for i in ds.ids(s)} == {"TGIF"}
+    assert (f"{top / 'TGIF-copy'}: folder link to {top / 'TGIF'} not followed (a loop, or a folder listed already)"
+            in caplog.messages)
 
 
 def test_registry_sniffing_picks_tgif_and_only_tgif(tgif, tmp_path, diffseg_folder):

@@ -66,7 +66,7 @@ from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, name_list, read_csv, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.walk import ids_of
+from diffzoo.harness.data.walk import ids_of, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -117,17 +117,9 @@ def mask_name(fake: Fake, file_name: str) -> str:
     return file_name[: m.end("ps") if m["ps"] else m.end("mask") + len(".png")]
 
 
-def _dirs(folder: Path) -> list[Path]:
-    try:  # scandir's entry type needs no stat per file: sniffing a folder of 30k images stays cheap
-        with os.scandir(folder) as it:
-            return sorted(Path(folder, e.name) for e in it if not e.name.startswith(".") and e.is_dir())
-    except OSError as exc:
-        raise DataError(f"{folder}: cannot list the folder ({exc})") from None
-
-
 def _is_download(folder: Path) -> bool:
     """A folder holding TGIF generator folders and a masks folder."""
-    names = [p.name.lower() for p in _dirs(folder)]
+    names = [p.name.lower() for p in subfolders(folder)]
     return any(FOLDER.match(n) for n in names) and any(n == "masks" or n.startswith("masks-") for n in names)
 
 
@@ -137,11 +129,11 @@ def downloads(root: Path) -> list[Path]:
         return []
     if _is_download(root):
         return [root]
-    return [p for p in _dirs(root) if _is_download(p)]
+    return [p for p in subfolders(root) if _is_download(p)]
 
 
 def _split_dirs(folder: Path) -> list[tuple[str, Path]]:
-    return [(SPLIT_DIRS[p.name.lower()], p) for p in _dirs(folder) if p.name.lower() in SPLIT_DIRS]
+    return [(SPLIT_DIRS[p.name.lower()], p) for p in subfolders(folder) if p.name.lower() in SPLIT_DIRS]
 
 
 class TgifDataset(_PairListDataset):
@@ -201,12 +193,12 @@ class TgifDataset(_PairListDataset):
 
     def _add_fakes(self, root: Path, dl: Path, wanted: tuple[set[str], set[str], set[str]],
                    entries: dict[str, tuple[Path, Path | None]]) -> list[str]:
-        masks = {p.name.lower(): p for p in _dirs(dl)
+        masks = {p.name.lower(): p for p in subfolders(dl)
                  if p.name.lower() == "masks" or p.name.lower().startswith("masks-")}
         index: dict[tuple[str, str], dict[str, Path]] = {}
         unpaired: list[str] = []
         unnamed: list[str] = []
-        for folder in _dirs(dl):
+        for folder in subfolders(dl):
             f = FOLDER.match(folder.name)
             if f is None or f["gen"].lower() not in wanted[0] or f["variant"].lower() not in wanted[1]:
                 continue
@@ -238,7 +230,7 @@ class TgifDataset(_PairListDataset):
         seen: set[tuple[str, str]] = set()
         crops = 0
         for dl in found:
-            for folder in _dirs(dl):
+            for folder in subfolders(dl):
                 low = folder.name.lower()
                 if low != "original" and not low.startswith("original-"):
                     continue
@@ -300,7 +292,7 @@ class TgifDataset(_PairListDataset):
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder (or a folder of folders) holding a TGIF generator folder (``SD2-sp``,
         ``flux1dev-fr``, ...) beside a ``masks`` / ``masks-*`` folder."""
-        return sniff_quietly(lambda p: bool(downloads(p)), path, (DataError,))
+        return sniff_quietly(lambda p: bool(downloads(p)), path)
 
 
 def _choice(option: str, value: list[str] | str | None, valid: tuple[str, ...]) -> set[str]:
@@ -332,7 +324,7 @@ def read_prompts(root: Path, found: list[Path]) -> tuple[dict[str, str], list[Pa
     CSVs read."""
     prompts: dict[str, str] = {}
     used: list[Path] = []
-    folders = {p for base in {root, *found} for p in _dirs(base) if p.name.lower().startswith("metadata")}
+    folders = {p for base in {root, *found} for p in subfolders(base) if p.name.lower().startswith("metadata")}
     for csv_path in sorted(p for folder in folders for p in folder.glob("*.csv") if p.is_file()):
         fields, rows = read_csv(csv_path, ("image_id", "prompt"), lower=True)
         if rows is None:
