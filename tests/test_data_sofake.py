@@ -147,6 +147,16 @@ def test_the_notice_names_the_images_localization_is_scored_on(items, tmp_path):
     assert SoFakeDataset(tmp_path / "ood", kinds="real,tampered").notice is None
 
 
+def test_a_folder_link_back_up_in_the_hub_copy_is_not_followed(items, tmp_path):
+    """``again -> .`` made data/ be read twice, as a second table: "filename ... appears twice in split test"."""
+    root = hub_copy(tmp_path / "ood", "v2", {"test": items})
+    plain = SoFakeDataset(root)
+    (root / "again").symlink_to(".", target_is_directory=True)
+    linked = SoFakeDataset(root)
+    assert {s: linked.ids(s) for s in linked.splits()} == {s: plain.ids(s) for s in plain.splits()}
+    assert linked.fingerprint() == plain.fingerprint()
+
+
 def test_splits_and_forms(tmp_path):
     parts = {"train": samples(6, seed=2), "validation": samples(3, seed=3)}
     hub = hub_copy(tmp_path / "So-Fake-Set", "v2", parts)

@@ -35,6 +35,7 @@ from diffzoo.harness.core.fsutil import read_json, sha256_file
 from diffzoo.harness.core.progress import current_progress
 from diffzoo.harness.data.fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split
+from diffzoo.harness.data.walk import subfolders
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +54,11 @@ leaves such tables to them although they also hold ``image`` and ``mask``."""
 
 
 def data_files(root: Path) -> list[Path]:
-    """Parquet/arrow files in ``root`` up to two folders down (hidden ones skipped)."""
-    found = {
-        f
-        for pattern in ("*", "*/*", "*/*/*")
-        for suffix in _DATA_SUFFIXES
-        for f in root.glob(pattern + suffix)
-        if not any(part.startswith(".") for part in f.relative_to(root).parts)
-    }
-    return sorted(found)
+    """Parquet/arrow files in ``root`` up to two folders down (hidden ones skipped; folder links
+    as :func:`.walk.subfolders` follows them: never one back up, nor one folder twice)."""
+    folders = [root, *subfolders(root, depth=2)] if root.is_dir() else []
+    return sorted(f for d in folders for suffix in _DATA_SUFFIXES for f in d.glob("*" + suffix)
+                  if not f.name.startswith("."))
 
 
 def looks_like_hf_dir(root: Path) -> bool:
