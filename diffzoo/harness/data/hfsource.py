@@ -177,13 +177,9 @@ class Table:
 def _saved_folders(root: Path) -> list[Path]:
     """``save_to_disk`` folders: ``root`` or below it (two levels), the outermost of nested ones."""
     found: list[Path] = []
-    for pattern in ("", "*", "*/*"):
-        for marker in SAVED_MARKERS:
-            for f in sorted(root.glob(f"{pattern}/{marker}" if pattern else marker)):
-                folder = f.parent
-                hidden = any(p.startswith(".") for p in folder.relative_to(root).parts)
-                if not hidden and not any(folder == s or s in folder.parents for s in found):
-                    found.append(folder)
+    for folder in [root, *subfolders(root, depth=2)] if root.is_dir() else []:
+        if any((folder / m).is_file() for m in SAVED_MARKERS) and not any(s in folder.parents for s in found):
+            found.append(folder)
     return found
 
 
