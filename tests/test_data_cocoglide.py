@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -153,3 +154,19 @@ def test_sniff_rejects_other_layouts(tmp_path, diffseg_folder):
     other.mkdir()
     (other / "table.csv").write_text("image,label\na.png,1\n")
     assert not CocoGlideDataset.sniff(other)
+
+
+def test_a_listed_file_stored_again_under_its_name_in_the_other_unicode_form_is_refused(tmp_path):
+    """The table names real/café.png; real/ holds it composed and decomposed: the one the table's
+    spelling found was read and the other passed over unsaid, where every other layout refuses
+    two files whose names read as one (which of them is meant cannot be told)."""
+    root = make_cocoglide(tmp_path / "CocoGlide")
+    rows = table_rows(root)
+    nfc, nfd = (unicodedata.normalize(form, "real/café.png") for form in ("NFC", "NFD"))
+    (root / rows[0][0]).rename(root / nfc)
+    shutil.copy(root / nfc, root / nfd)
+    write_table(root, [[nfc, *row[1:]] if i == 0 else row for i, row in enumerate(rows)])
+    with pytest.raises(DataError) as err:
+        CocoGlideDataset(root)
+    assert str(err.value) == (f"{root}: {nfc} is stored twice, as {nfd!r} and {nfc!r} (another folder separator "
+                              "or Unicode form); keep one of them")

@@ -53,7 +53,7 @@ from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import read_csv, relative_cell, require_path
-from diffzoo.harness.data.walk import canonical_name, stored_paths
+from diffzoo.harness.data.walk import canonical_name, ids_of, stored_paths
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +84,10 @@ class CocoGlideDataset(_TestSetDataset):
         rows = read_table(root, find)
         entries: dict[str, tuple[Path, Path | None]] = {}
         self._prompts: dict[str, str] = {}
-        for real, fake, mask, prompt in rows:  # ids as walk.canonical_name reads the names the table gives
-            entries[canonical_name(fake)] = (find(fake), find(mask))
-            entries[canonical_name(real)] = (find(real), None)
-            self._prompts[canonical_name(fake)] = prompt
+        for real, fake, mask, prompt in rows:
+            entries[fake] = (find(fake), find(mask))
+            entries[real] = (find(real), None)
+            self._prompts[fake] = prompt
         _log_unlisted(root, entries, rows)
         super().__init__(root, entries, name=name, split=split, val_fraction=val_fraction, split_seed=split_seed)
 
@@ -119,8 +119,9 @@ def _root(path: Path) -> Path:
 
 def read_table(root: Path, find: Callable[[str], Path]) -> list[tuple[str, str, str, str]]:
     """``(real, fake, mask, prompt)`` per row of ``root/table.csv``, paths
-    normalised (``a/./b`` -> ``a/b``) and checked: relative, inside ``root``,
-    existing (``find``: :func:`.walk.stored_paths`), each file named once."""
+    normalised (``a/./b`` -> ``a/b``, read as :func:`.walk.canonical_name`: they are the ids)
+    and checked: relative, inside ``root``, existing (``find``: :func:`.walk.stored_paths`),
+    each file named once."""
     table = root / TABLE
     if not table.is_file():
         raise DataError(
@@ -159,7 +160,7 @@ def read_table(root: Path, find: Callable[[str], Path]) -> list[tuple[str, str, 
             seen[key] = (line, col)
             if file_kind(find(rel)) in MISSING:  # a FIFO named in the table is named when loaded
                 absent.append(f"line {line} {col}: {rel}")
-            paths.append(rel)
+            paths.append(key)
         rows.append((paths[0], paths[1], paths[2], row["prompt"]))
     if absent:
         raise DataError(
@@ -173,13 +174,13 @@ def read_table(root: Path, find: Callable[[str], Path]) -> list[tuple[str, str, 
 
 def _log_unlisted(root: Path, entries: dict[str, Any], rows: Sequence[tuple[str, ...]]) -> None:
     """Images in real/, fake/, mask/ that no row names (a partial table, or stray files)."""
-    listed = set(entries) | {canonical_name(r[2]) for r in rows}
+    listed = set(entries) | {r[2] for r in rows}
     unlisted = [
-        p.relative_to(root).as_posix()
+        sid
         for folder in COLUMNS[:3]
         if (root / folder).is_dir()
-        for p in list_image_files(root / folder)
-        if canonical_name(p.relative_to(root).as_posix()) not in listed
+        for sid in ids_of(root, list_image_files(root / folder))
+        if sid not in listed
     ]
     if unlisted:
         log.info(
