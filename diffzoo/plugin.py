@@ -24,7 +24,8 @@ other than this module and the package root is internal and may move.
   ``train_loop`` with its crop dataset ``CropDataset`` and ``make_loader``, and
   under torchrun this rank's ``shard`` of a list and ``all_gather``;
 - weights: ``hub_weights`` and ``url_weights`` (a hub or URL file, fetched
-  unless offline, hash-checked), ``url_state`` (a torch file's tensors),
+  unless offline, hash-checked), ``hub_pretrained`` (a hub folder, so checked,
+  given to a loader such as ``from_pretrained``), ``url_state`` (a torch file's tensors),
   ``check_weights`` (a file by hand), ``hub_offline``, ``hub_fetch`` (how to bring hub
   repositories here, for a ``WeightsUnavailableError``'s ``fetch``), ``cache_root``;
 - checkpoints: ``save_checkpoint``, ``load_checkpoint``, ``describe_mismatch``.
@@ -70,6 +71,7 @@ _LAZY = {
     "train_loop": _MODELS + "trainer",
     "hub_weights": _MODELS + "weights",
     "url_weights": _MODELS + "weights",
+    "hub_pretrained": _MODELS + "weights",
     "url_state": _MODELS + "weights",
     "check_weights": _MODELS + "weights",
     "hub_offline": _MODELS + "weights",

@@ -188,6 +188,23 @@ def test_a_malicious_pytorch_model_bin_in_the_hub_cache_is_refused_and_never_run
     assert not marker.exists() and _records() == []
 
 
+def test_hub_pretrained_says_which_card_has_no_weights_and_which_folder_its_loader_cannot_read(offline_empty_hub,
+                                                                                               tmp_path):
+    from diffzoo.plugin import WeightsUnavailableError, hub_pretrained
+
+    with pytest.raises(WeightsUnavailableError, match="this card has no pretrained weights"):
+        hub_pretrained(_card(weights=None), Path, ("model.safetensors",), detail="or not")
+    folder = hub_segformer(tmp_path / "hf" / "hub", seed=0).parent
+
+    def unreadable(path):
+        raise OSError("no tokenizer here")
+
+    assert hub_pretrained(_card(weights=TINY_SEGFORMER_REPO), Path, ("model.safetensors",), detail="") == folder
+    with pytest.raises(WeightsUnavailableError) as exc:
+        hub_pretrained(_card(weights=TINY_SEGFORMER_REPO), unreadable, ("model.safetensors",), detail="or not")
+    assert f"{folder} is incomplete (no tokenizer here); or not" in str(exc.value), str(exc.value)
+
+
 def _segformer():
     from diffzoo.harness.core.protocols import DetectorBuild
     from diffzoo.plugins.segformer.model import SegformerDetector

@@ -27,7 +27,7 @@ import os
 import pickle
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -305,6 +305,21 @@ def hub_weights(card: DetectorCard, repo_id: str, filenames: Sequence[str], *, r
     source = f"hf://{repo_id}" + (f"@{revision}" if revision else "")
     check_weights(card, path, source, what=what)
     return Path(path)
+
+
+def hub_pretrained(card: DetectorCard, load: Callable[[Path], Any], filenames: Sequence[str], *, detail: str) -> Any:
+    """``load(folder)`` of the hub repo ``card.weights`` for a library that reads a folder
+    (transformers' ``from_pretrained``): the first of ``filenames`` and its ``config.json``
+    resolved and hash-checked first (:func:`hub_weights`), so that it reads exactly those files.
+    A card without weights, or a folder ``load`` cannot read, is a WeightsUnavailableError."""
+    if not card.weights:
+        raise WeightsUnavailableError(card.name, "(none)", "this card has no pretrained weights")
+    path = hub_weights(card, card.weights, filenames, also=("config.json",), detail=detail)
+    try:
+        return load(path.parent)
+    except OSError as exc:
+        raise WeightsUnavailableError(f"detector {card.name}", card.weights,
+                                      f"{path.parent} is incomplete ({exc}); {detail}") from exc
 
 
 def url_weights(card: DetectorCard, url: str, *, label: str | None = None, detail: str = "") -> Path:

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, WeightsUnavailableError, hub_weights
+from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, hub_pretrained
 
 log = logging.getLogger(__name__)
 
@@ -125,17 +125,9 @@ class Dinov3ImlDetector(SegmentationDetector):
 
         card = self.card
         if pretrained:
-            if not card.weights:
-                raise WeightsUnavailableError(card.name, "(none)", "this card has no pretrained weights")
             detail = ("a gated repository: accept the DINOv3 License on its hub page and log in first; "
                       "or pass --no-pretrained to train from random initialisation")
-            # resolved and hash-checked first; transformers then reads exactly those files
-            path = hub_weights(card, card.weights, ("model.safetensors",), also=("config.json",), detail=detail)
-            try:
-                backbone: Any = DINOv3ViTModel.from_pretrained(path.parent)
-            except OSError as exc:
-                raise WeightsUnavailableError(f"detector {card.name}", card.weights,
-                                              f"{path.parent} is incomplete ({exc}); {detail}") from exc
+            backbone: Any = hub_pretrained(card, DINOv3ViTModel.from_pretrained, ("model.safetensors",), detail=detail)
             built = {k: getattr(backbone.config, k) for k in ("hidden_size", "num_hidden_layers")}
             if built != {k: card.arch[k] for k in built}:
                 raise ModelError(f"detector {card.name}: {card.weights} is a backbone of {built}, the card "

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from torch import nn
 
-from diffzoo.plugin import SegmentationDetector, WeightsUnavailableError, hub_weights
+from diffzoo.plugin import SegmentationDetector, hub_pretrained
 
 log = logging.getLogger(__name__)
 
@@ -30,23 +31,10 @@ class SegformerDetector(SegmentationDetector):
         from transformers import SegformerConfig, SegformerForSemanticSegmentation
 
         if pretrained:
-            if not self.card.weights:
-                raise WeightsUnavailableError(self.card.name, "(none)", "this card has no pretrained weights")
-            # resolved and hash-checked first; transformers then reads exactly those files
-            path = hub_weights(self.card, self.card.weights, ("model.safetensors", "pytorch_model.bin"),
-                               also=("config.json",),
-                               detail="or pass --no-pretrained to train from random initialisation")
-            try:
-                model = SegformerForSemanticSegmentation.from_pretrained(
-                    path.parent, num_labels=num_outputs, ignore_mismatched_sizes=True
-                )
-            except OSError as exc:
-                raise WeightsUnavailableError(
-                    f"detector {self.card.name}",
-                    self.card.weights,
-                    f"{path.parent} is incomplete ({exc}); or pass --no-pretrained to train from random "
-                    "initialisation",
-                ) from exc
+            model = hub_pretrained(self.card, partial(SegformerForSemanticSegmentation.from_pretrained,
+                                                      num_labels=num_outputs, ignore_mismatched_sizes=True),
+                                   ("model.safetensors", "pytorch_model.bin"),
+                                   detail="or pass --no-pretrained to train from random initialisation")
             log.info("loaded pretrained encoder %s", self.card.weights)
         else:
             config = SegformerConfig(**self.card.arch, num_labels=num_outputs)
