@@ -308,28 +308,34 @@ class BencoDetector(TorchDetector):
         finally:
             self.model.model.load_state_dict(saved)
 
-    def param_groups(self, config: TrainConfig) -> list[dict[str, Any]]:
-        """AdamW groups as timm's create_optimizer makes them: 1-D parameters and biases undecayed."""
-        decay, no_decay = [], []
-        for name, p in self.model.model.named_parameters():
-            if p.requires_grad:
-                (no_decay if p.ndim <= 1 or name.endswith(".bias") else decay).append(p)
-        return [{"params": decay, "lr": config.lr, "name": "decay"},
-                {"params": no_decay, "lr": config.lr, "weight_decay": 0.0, "name": "no_decay"}]
-
     def fit(self, train: TrainData, config: TrainConfig, progress: Report | None = None) -> dict[str, Any]:
         """diffzoo's shared loop on the model's own ``backward_loss``; its
         ``visual_loss`` scalars are logged as the loss terms."""
-        torch.manual_seed(config.seed)  # dropout and drop-path draw from it, as in the segmenters' fit
-        loader = make_loader(CropDataset(train.dataset, train.ids, "binary", config), config)
-        return train_loop(self.model, loader, benco_loss, self.param_groups(config), config, self.device, progress,
-                          train.hooks, data_name=train.dataset.name, with_targets=True)
+        return fit_own_loss(self, self.model.model, benco_loss, train, config, progress)
 
     def saved_module(self) -> nn.Module:
         return self.model.model
 
     def checkpoint_meta(self) -> dict[str, Any]:
         return {**super().checkpoint_meta(), "benco": {"model": self.spec.cls, "version": "0.1.45"}}
+
+
+def fit_own_loss(det: TorchDetector, trained: nn.Module, loss: Any, train: TrainData, config: TrainConfig,
+                 progress: Report | None) -> dict[str, Any]:
+    """diffzoo's shared loop on random binary crops for ``det``, whose network computes its own
+    loss from the targets (``loss`` reads it and its terms off the output); the parameters of
+    ``trained`` in AdamW groups as timm's create_optimizer makes them: 1-D ones and biases undecayed."""
+    torch.manual_seed(config.seed)  # dropout and drop-path draw from it, as in the segmenters' fit
+    loader = make_loader(CropDataset(train.dataset, train.ids, "binary", config), config)
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    for name, p in trained.named_parameters():
+        if p.requires_grad:
+            (no_decay if p.ndim <= 1 or name.endswith(".bias") else decay).append(p)
+    groups = [{"params": decay, "lr": config.lr, "name": "decay"},
+              {"params": no_decay, "lr": config.lr, "weight_decay": 0.0, "name": "no_decay"}]
+    return train_loop(det.model, loader, loss, groups, config, det.device, progress, train.hooks,
+                      data_name=train.dataset.name, with_targets=True)
 
 
 def benco_loss(out: dict[str, Any], targets: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

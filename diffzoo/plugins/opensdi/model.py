@@ -40,7 +40,6 @@ from diffzoo.plugin import (
     BINARY,
     IGNORE_INDEX,
     ConfigError,
-    CropDataset,
     DetectionOutput,
     DetectorBuild,
     DetectorCard,
@@ -52,10 +51,8 @@ from diffzoo.plugin import (
     WeightsUnavailableError,
     hub_fetch,
     hub_weights,
-    make_loader,
-    train_loop,
 )
-from diffzoo.plugins.benco.model import edge_mask
+from diffzoo.plugins.benco.model import edge_mask, fit_own_loss
 from diffzoo.plugins.universalfakedet.model import open_clip_model, open_clip_weights
 
 log = logging.getLogger(__name__)
@@ -510,23 +507,12 @@ class MaskClipDetector(TorchDetector):
             mask = F.interpolate(mask, size=images.shape[-2:], mode="bilinear", align_corners=False)
         return DetectionOutput(mask_logits=mask.float(), image_score=out["image"].float().softmax(dim=1)[:, 1])
 
-    def param_groups(self, config: TrainConfig) -> list[dict[str, Any]]:
-        """AdamW groups as timm's create_optimizer makes them: 1-D parameters and biases undecayed."""
-        decay: list[nn.Parameter] = []
-        no_decay: list[nn.Parameter] = []
-        for name, p in self.model.learned.named_parameters():
-            (no_decay if p.ndim <= 1 or name.endswith(".bias") else decay).append(p)
-        return [{"params": decay, "lr": config.lr, "name": "decay"},
-                {"params": no_decay, "lr": config.lr, "weight_decay": 0.0, "name": "no_decay"}]
-
     def fit(self, train: TrainData, config: TrainConfig, progress: Report | None = None) -> dict[str, Any]:
-        """diffzoo's shared loop on OpenSDI's loss (its three terms logged)."""
+        """diffzoo's shared loop on OpenSDI's loss (its three terms logged); only :class:`Learned` trains."""
         self.model.edge_width = int(config.extra.get("edge_mask_width", self.model.edge_width))
         self.model.edge_lambda = float(config.extra.get("edge_lambda", self.model.edge_lambda))
-        torch.manual_seed(config.seed)  # the prompts' init is the build's; dropout and drop-path draw from here
-        loader = make_loader(CropDataset(train.dataset, train.ids, "binary", config), config)
-        return train_loop(self.model, loader, maskclip_loss, self.param_groups(config), config, self.device,
-                          progress, train.hooks, data_name=train.dataset.name, with_targets=True)
+        # the prompts' init is the build's; dropout and drop-path draw from the config's seed
+        return fit_own_loss(self, self.model.learned, maskclip_loss, train, config, progress)
 
     def saved_module(self) -> nn.Module:
         # a pretrained CLIP is named by the card; a random one must travel with the rest
