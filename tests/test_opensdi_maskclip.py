@@ -401,6 +401,24 @@ def test_mae_weights_in_timm_layout_initialise_the_side_vit():
         vit.load_mae(state, "mae.safetensors")
 
 
+
+def test_tensors_of_another_shape_are_named_in_the_one_mismatch_wording(reference):
+    """A MAE file and an OpenSDI state that hold a tensor of another shape say so as every
+    checkpoint does (``describe_mismatch``)."""
+    det = create_detector(TINY, "binary", pretrained=False)
+    vit = det.model.learned.side.vit
+    mae = {k.replace("patch_embed.", "patch_embed.proj."): v for k, v in vit.state_dict().items()}
+    mae["blocks.0.mlp.fc1.weight"] = torch.zeros(3, 3)
+    with pytest.raises(ModelError) as exc:
+        vit.load_mae(mae, "mae.safetensors")
+    assert str(exc.value).startswith("MAE weights mae.safetensors do not fit the side ViT: 1 tensor shape(s) differ: "
+                                     "blocks.0.mlp.fc1.weight is [3, 3] in the checkpoint, [128, 32] in the model")
+    state = dict(reference.state_dict())
+    state["aggregator.text_projection.weight"] = torch.zeros(2, 2)
+    with pytest.raises(ModelError, match=r"does not fit opensdi\.maskclip\.tiny: 1 tensor shape\(s\) differ: "
+                                         r"learned\.side\.text_in\.weight is \[2, 2\] in the checkpoint"):
+        det.load_reference(state)
+
 # -- (4) offline ----------------------------------------------------------------------------------
 def test_offline_the_full_card_names_both_downloads(offline_empty_hub):
     with pytest.raises(WeightsUnavailableError) as exc:

@@ -49,6 +49,7 @@ from diffzoo.plugin import (
     TrainConfig,
     TrainData,
     WeightsUnavailableError,
+    describe_mismatch,
     hub_fetch,
     hub_weights,
 )
@@ -131,10 +132,9 @@ class SideViT(nn.Module):
         if missing:
             raise ModelError(f"MAE weights {source} lack {len(missing)} tensor(s) of the side ViT, e.g. "
                              f"{', '.join(missing[:3])}; delete the file and fetch it again")
-        wrong = [f"{k} {tuple(renamed[k].shape)} (expected {tuple(mine[k].shape)})"
-                 for k in wanted if renamed[k].shape != mine[k].shape]
-        if wrong:
-            raise ModelError(f"MAE weights {source} do not fit the side ViT: {'; '.join(wrong[:3])}")
+        problem = describe_mismatch({k: mine[k] for k in wanted}, {k: renamed[k] for k in wanted})
+        if problem:
+            raise ModelError(f"MAE weights {source} do not fit the side ViT: {problem}")
         self.load_state_dict({k: renamed[k] for k in wanted}, strict=False)
 
 
@@ -529,10 +529,9 @@ class MaskClipDetector(TorchDetector):
 
         mine = self.model.state_dict()
         mapped = from_reference(state, mine.keys())
-        wrong = [f"{k} {tuple(v.shape)} (expected {tuple(mine[k].shape)})"
-                 for k, v in mapped.items() if v.shape != mine[k].shape]
-        if wrong:
-            raise ModelError(f"the OpenSDI state does not fit {self.card.name}: {'; '.join(wrong[:3])}")
+        problem = describe_mismatch(mine, mapped)
+        if problem:
+            raise ModelError(f"the OpenSDI state does not fit {self.card.name}: {problem}")
         self.model.load_state_dict(mapped, strict=True)
         self.model.to(self.device).eval()
 
