@@ -113,7 +113,7 @@ def build_model(card: DetectorCard, pretrained: bool) -> nn.Module:
     """The IMDL-BenCo model of ``card`` with the fixes of specs.py (SPAN's head built once)."""
     model = construct(card, pretrained)
     if card.arch["benco"] == "span":
-        _build_span_head(model)
+        model.last_layer = _SpanHead()  # replaces the bound Last_Layer_0725
     return model
 
 
@@ -180,10 +180,6 @@ class _SpanHead(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
-
-
-def _build_span_head(model: nn.Module) -> None:
-    model.last_layer = _SpanHead()  # replaces the bound Last_Layer_0725
 
 
 def edge_mask(mask: torch.Tensor, width: int = EDGE_WIDTH) -> torch.Tensor:

@@ -6,19 +6,9 @@ import logging
 from functools import partial
 
 import numpy as np
-import torch
 from torch import nn
 
-from diffzoo.plugin import (
-    ClassifierDetector,
-    DetectorCard,
-    ModelError,
-    Normalized,
-    TrainConfig,
-    View,
-    crop_view,
-    url_state,
-)
+from diffzoo.plugin import ClassifierDetector, ModelError, Normalized, TrainConfig, View, crop_view, url_state
 from diffzoo.plugins.cnnspot.augment import BlurJpeg
 
 log = logging.getLogger(__name__)
@@ -31,26 +21,19 @@ def blur_jpeg_view(
     return crop_view(aug(image, rng), label, rng, size, hflip)
 
 
-def imagenet_resnet50_state(card: DetectorCard) -> dict[str, torch.Tensor]:
-    """torchvision's ImageNet ResNet-50 (V1) weights from the torch hub cache (or downloaded),
-    hash-checked and read tensors-only, or a clear error."""
-    from torchvision.models import ResNet50_Weights
-
-    return url_state(card, ResNet50_Weights.IMAGENET1K_V1.url, label="torchvision ResNet50_Weights.IMAGENET1K_V1",
-                     detail="or pass --no-pretrained to train from scratch")
-
-
 class CNNSpotDetector(ClassifierDetector):
     def build_network(self, pretrained: bool) -> nn.Module:
         arch = self.card.arch
         if pretrained and not self.card.weights:
             raise ModelError(f"{self.card.name} has no pretrained weights; build it with pretrained=False")
         if arch["backbone"] == "torchvision.resnet50":
-            from torchvision.models import resnet50
+            from torchvision.models import ResNet50_Weights, resnet50
 
             net = resnet50(weights=None)
-            if pretrained:
-                net.load_state_dict(imagenet_resnet50_state(self.card))
+            if pretrained:  # from the torch hub cache (or downloaded), hash-checked, read tensors-only
+                net.load_state_dict(url_state(self.card, ResNet50_Weights.IMAGENET1K_V1.url,
+                                              label="torchvision ResNet50_Weights.IMAGENET1K_V1",
+                                              detail="or pass --no-pretrained to train from scratch"))
                 log.info("loaded ImageNet ResNet-50 weights (%s)", self.card.weights)
             net.fc = nn.Linear(net.fc.in_features, 1)
         elif arch["backbone"] == "timm.ResNet":
