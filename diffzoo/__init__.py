@@ -13,39 +13,14 @@ import logging
 
 from diffzoo.harness.core.lazy import lazy_exports
 from diffzoo.harness.suites import Case, Suite, TrainSpec
-from diffzoo.plugin import (
-    ConfigError,
-    CorruptSampleError,
-    DataError,
-    Dataset,
-    DetectionOutput,
-    Detector,
-    DetectorBuild,
-    DetectorCard,
-    DetectorError,
-    DiffzooError,
-    EditRecord,
-    EditResult,
-    Generator,
-    GeneratorCard,
-    LabelSpace,
-    ModelError,
-    RecipeValue,
-    Sample,
-    SampleMeta,
-    TrainConfig,
-    WeightsUnavailableError,
-    hookimpl,
-    register_cards,
-)
 from diffzoo.version import __version__
 
 # A library logs; the application (the CLI) decides where logs go.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 # The entry points import torch, and the factories the dataset adapters and numpy; the plugin
-# authoring names that need torch load through diffzoo.plugin: all on first use, so that
-# `import diffzoo` (and `diffzoo --help`, `diffzoo list`) stays light.  By module: the names it defines,
+# authoring names most plugins need come from diffzoo.plugin: all on first use, so that
+# `import diffzoo` (and `diffzoo --help`, `diffzoo list`) stays light.  By module: the names it gives,
 # the types evaluate()'s answer holds (its plans, its summary's tables) among them.
 _LAZY_BY_MODULE = {
     ".harness.run.factories": ("create_detector", "create_generator", "open_dataset"),
@@ -62,7 +37,11 @@ _LAZY_BY_MODULE = {
     ".leaderboard.table": ("Table", "Column", "Row", "Cell", "Note"),
     ".harness.metrics.catalog": ("MetricInfo",),
     ".harness.core.progress": ("Progress", "ProgressTask"),
-    ".plugin": ("SegmentationDetector", "TrainData", "load_checkpoint", "save_checkpoint"),
+    ".plugin": ("hookimpl", "register_cards", "DiffzooError", "ConfigError", "CorruptSampleError", "DataError",
+                "DetectorError", "ModelError", "WeightsUnavailableError", "TrainConfig", "DetectorBuild", "Detector",
+                "Generator", "Dataset", "EditResult", "DetectionOutput", "DetectorCard", "GeneratorCard",
+                "RecipeValue", "LabelSpace", "Sample", "SampleMeta", "EditRecord",
+                "SegmentationDetector", "TrainData", "load_checkpoint", "save_checkpoint"),
 }
 _LAZY = {name: module for module, names in _LAZY_BY_MODULE.items() for name in names}
 
@@ -70,33 +49,4 @@ _LAZY = {name: module for module, names in _LAZY_BY_MODULE.items() for name in n
 __getattr__ = lazy_exports(__name__, _LAZY)
 
 
-__all__ = [
-    "__version__",
-    "hookimpl",
-    "register_cards",
-    "DiffzooError",
-    "ConfigError",
-    "CorruptSampleError",
-    "DataError",
-    "DetectorError",
-    "ModelError",
-    "WeightsUnavailableError",
-    "Case",
-    "Suite",
-    "TrainSpec",
-    "TrainConfig",
-    "DetectorBuild",
-    "Detector",
-    "Generator",
-    "Dataset",
-    "EditResult",
-    "DetectionOutput",
-    "DetectorCard",
-    "GeneratorCard",
-    "RecipeValue",
-    "LabelSpace",
-    "Sample",
-    "SampleMeta",
-    "EditRecord",
-    *_LAZY,
-]
+__all__ = ["__version__", "Case", "Suite", "TrainSpec", *_LAZY]
