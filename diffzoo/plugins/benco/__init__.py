@@ -19,12 +19,10 @@ from __future__ import annotations
 
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 from diffzoo.plugins.benco.releases import RELEASES
-from diffzoo.plugins.benco.specs import INSTALL, RUNS, SPECS, Spec, installed
+from diffzoo.plugins.benco.specs import IMAGENET, INSTALL, RUNS, SPECS, Spec, installed
 
 TARGET = "diffzoo.plugins.benco.model:BencoDetector"
 DEFAULT = "benco.iml-vit"
-IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
-"""IMDL-BenCo's normalisation: albu.Normalize defaults (IMDLBenCo/transforms/iml_transforms.py)."""
 PAPER_SCHEDULE = "mmsegmentation configs/_base_/schedules/schedule_160k.py (train_cfg.max_iters)"
 
 

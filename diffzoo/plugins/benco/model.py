@@ -55,7 +55,7 @@ from diffzoo.plugin import (
     url_weights,
 )
 from diffzoo.plugins.benco.catnet import catnet_inputs
-from diffzoo.plugins.benco.specs import INSTALL, SPECS, Spec, WeightFile, installed
+from diffzoo.plugins.benco.specs import IMAGENET, INSTALL, SPECS, Spec, WeightFile, installed
 
 log = logging.getLogger(__name__)
 
@@ -206,8 +206,8 @@ class BencoNet(nn.Module):
     def __init__(self, model: nn.Module, spec: Spec, size: int, rule: str):
         super().__init__()
         self.model, self.spec, self.size, self.rule = model, spec, size, rule
-        self.register_buffer("mean", torch.tensor((0.485, 0.456, 0.406)).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer("std", torch.tensor((0.229, 0.224, 0.225)).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("mean", torch.tensor(IMAGENET[0]).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(IMAGENET[1]).view(1, 3, 1, 1), persistent=False)
 
     def placement(self, h: int, w: int) -> tuple[int, int]:
         """The (height, width) an H x W image takes inside the model's square input."""
