@@ -39,7 +39,7 @@ from diffzoo.harness.run.model_source import CheckpointInfo
 from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
 from diffzoo.harness.run.request import RunRequest, check_suite_given
-from diffzoo.harness.run.runner import Runner, TrainOutput
+from diffzoo.harness.run.runner import Runner, TrainOutput, request_release
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
 from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, claim_output_dir, output_log
 from diffzoo.leaderboard.render.plots import confusion_png
@@ -219,13 +219,13 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     if given and not names:  # "$EDITORS" with EDITORS unset: never a training on every editor, unsaid
         raise ConfigError("--exclude-editors is empty (an unset shell variable?): give editor names or leave the "
                           "option out")
+    if request_release(request) is not None:  # named, converted or its own file: a training would return it
+        paths = [str(p) for p in request.checkpoint]  # untrained; refused before any data is opened
+        given = f"weights={request.weights!r}" if request.weights else f"checkpoint={paths}"
+        raise ConfigError(f"train() trains a model, and {given} names released weights, which are never trained: "
+                          "score them with evaluate() (diffzoo run --weights)")
     with reporting(progress):  # the dataset's first fingerprint is shown as it is read
         runner = Runner(request, progress)
-        if runner.release is not None:  # named, converted or its own file: a training would return it untrained
-            paths = [str(p) for p in request.checkpoint]
-            given = f"weights={request.weights!r}" if request.weights else f"checkpoint={paths}"
-            raise ConfigError(f"train() trains a model, and {given} names released weights, which are never trained: "
-                              "score them with evaluate() (diffzoo run --weights)")
         plan = runner.training_plan(task, names)
     if on_plan is not None:
         on_plan(runner, plan)

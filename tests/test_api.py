@@ -178,6 +178,15 @@ def test_train_refuses_released_weights_which_it_would_return_untrained():
                                 "which are never trained: score them with evaluate() (diffzoo run --weights)")
 
 
+def test_train_refuses_released_weights_before_it_opens_the_dataset(tmp_path):
+    """train() opened the dataset before it refused the release: a missing dataset was said instead."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="dinov3iml.tiny", dataset=str(tmp_path / "none"), weights="released:cat-lora-r32",
+                      checkpoint=["x.pth"], device="cpu")
+    assert str(error.value) == ("train() trains a model, and weights='released:cat-lora-r32' names released weights, "
+                                "which are never trained: score them with evaluate() (diffzoo run --weights)")
+
+
 def test_the_cli_run_is_evaluate_printed(diffseg_folder, tmp_path, capsys, monkeypatch):
     """`diffzoo run` calls diffzoo.evaluate with its options as one RunRequest."""
     import diffzoo.api as api  # what the command calls when it runs (it imports no torch before)

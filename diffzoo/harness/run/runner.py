@@ -80,6 +80,35 @@ class TrainOutput:
     copy: Path | None = None
 
 
+def request_release(request: RunRequest) -> Release | None:
+    """The release ``--weights released:NAME`` names, of the detector's card, or the one a
+    ``--checkpoint`` diffzoo converted from a release is; a pickled ``--checkpoint`` of a card
+    with releases is asked to say which one it is."""
+    given = [Path(p) for p in request.checkpoint]
+    card = get_registry().get("detector", request.detector).card
+    converted = converted_release(given[0]) if len(given) == 1 else None
+    if converted is not None and (error := other_detector(given[0], checkpoint_meta(given[0])[1], card.name)):
+        raise error  # another card's release: never looked up among this card's releases
+    # a release diffzoo converted is still that release: scored zero-shot and grouped apart, never as trained
+    name = release_name(request.weights) or converted
+    if name is not None:
+        return card.release(name)
+    pickled = [p for p in given if pickle_suffix(p) is not None]
+    if not pickled or not card.releases:
+        return None
+    # the release whose file names these are, or the card's only release
+    named = [r for r in card.releases if sorted(r.files) == sorted(p.name for p in given)]
+    found = named if len(named) == 1 else list(card.releases) if len(card.releases) == 1 else []
+    if len(found) != 1:
+        raise ConfigError(
+            f"--checkpoint {pickled[0]}: to read a file {card.name}'s authors released, say which release it "
+            f"is: --weights released:NAME (releases: {', '.join(r.name for r in card.releases)}; "
+            "diffzoo list detectors --released)")
+    log.warning("reading %s as %s's release %s (--weights released:%s)", ", ".join(map(str, given)), card.name,
+                found[0].name, found[0].name)
+    return found[0]
+
+
 class Runner:
     """One detector's run of one request.
 
@@ -100,7 +129,7 @@ class Runner:
         self.progress = (progress or NullProgress()) if distributed.is_main() else NullProgress()
         self.entry = get_registry().get("detector", request.detector)  # unknown names fail before any work
         self.suites: list[Suite] = self._suites() if request.suite else []
-        self.release = self._release()
+        self.release = request_release(request)
         if self.release is None:  # a release's --checkpoint paths are its own files, read by its rules
             check_checkpoints(request.checkpoint)
         with distributed.main_first():  # rank 0 builds or downloads into the shared cache
@@ -134,34 +163,6 @@ class Runner:
         """Datasets a catalog left out, cases without images (planned), cases scored on training
         images (allowed), and passes that reused the undistorted one (run)."""
         return self.catalog_notes + self.plan.notes + self.overlap_notes + self.evaluator.notes
-
-    def _release(self) -> Release | None:
-        """The release ``--weights released:NAME`` names, of the detector's card, or the one a
-        ``--checkpoint`` diffzoo converted from a release is; a pickled ``--checkpoint`` of a card
-        with releases is asked to say which one it is."""
-        given = [Path(p) for p in self.request.checkpoint]
-        card = self.entry.card
-        converted = converted_release(given[0]) if len(given) == 1 else None
-        if converted is not None and (error := other_detector(given[0], checkpoint_meta(given[0])[1], card.name)):
-            raise error  # another card's release: never looked up among this card's releases
-        # a release diffzoo converted is still that release: scored zero-shot and grouped apart, never as trained
-        name = release_name(self.request.weights) or converted
-        if name is not None:
-            return card.release(name)
-        pickled = [p for p in given if pickle_suffix(p) is not None]
-        if not pickled or not card.releases:
-            return None
-        # the release whose file names these are, or the card's only release
-        named = [r for r in card.releases if sorted(r.files) == sorted(p.name for p in given)]
-        found = named if len(named) == 1 else list(card.releases) if len(card.releases) == 1 else []
-        if len(found) != 1:
-            raise ConfigError(
-                f"--checkpoint {pickled[0]}: to read a file {card.name}'s authors released, say which release it "
-                f"is: --weights released:NAME (releases: {', '.join(r.name for r in card.releases)}; "
-                "diffzoo list detectors --released)")
-        log.warning("reading %s as %s's release %s (--weights released:%s)", ", ".join(map(str, given)), card.name,
-                    found[0].name, found[0].name)
-        return found[0]
 
     def _suites(self) -> list[Suite]:
         suites = [e.load() for e in get_registry().expand("suite", self.request.suite)]
