@@ -229,7 +229,7 @@ def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatc
     (["--suite", "lora", "--generator", "sdxl.hyper-sd-8stp=sdxl.tiny-lora"],
      ["unknown generator 'sdxl.hyper-sd-8stp'", "Did you mean 'sdxl.hyper-sd-8step'"]),
     (["--suite", "lora", "--generator", "sdxl.hyper-sd-8step=nosuch"], ["unknown generator 'nosuch'"]),
-    (["--labels", "sd2,sd2"], ["--labels: names 'sd2,sd2': label space has duplicate names"]),
+    (["--labels", "sd2,sd2"], ["--labels: names 'sd2,sd2': editors 'sd2' and 'sd2' are one class, 'sd2'"]),
     (["--dataset-option", "calib_fraction=2"], ["calib_fraction must be in [0, 1 - val_fraction), got 2"]),
     (["--dataset-option", "n_images=0"], ["n_images must be at least 1, got 0"]),
     (["--dataset-option", "n_images=two"], ["--dataset-option n_images takes an integer, got 'two'"]),

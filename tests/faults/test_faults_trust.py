@@ -292,7 +292,11 @@ def test_no_train_refuses_a_cached_checkpoint_with_nan_weights(capsys, diffseg_f
 
 # -- 4. user errors ------------------------------------------------------------------------------
 @pytest.mark.parametrize("content, why", [
-    ({"names": ["background", "sd2", "sd2"]}, "duplicate names"),
+    ({"names": ["background", "sd2", "sd2"]}, "editors 'sd2' and 'sd2' are one class, 'sd2'"),
+    # a label file's classes follow the editors' rule: 'Background' was a second background class, and
+    # 'café' typed composed and decomposed two classes
+    (["background", "sdxl", " Background"], "editor 'Background' cannot name a class: background is label 0"),
+    (["background", "caf\u00e9", "cafe\u0301"], "editors 'caf\\xe9' and 'cafe\\u0301' are one class, 'café'"),
     ({"names": ["background", *(f"e{i}" for i in range(300))]}, "at most 255 classes"),
     ([["a"]], "class names must be non-empty strings"),
 ])

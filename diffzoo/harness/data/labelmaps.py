@@ -147,9 +147,8 @@ def names_to_space(names: Sequence[Any], where: str) -> LabelSpace:
             f"{where}: value 0 is named {first!r}, but value 0 is the background (unedited "
             f"pixels); list the classes in mask-value order starting with 'background'"
         )
-    out = ["background", *(editor_label(n) for n in names[1:])]
-    try:
-        return LabelSpace(tuple(out))
+    try:  # the editors' rule: an empty name, the background in any case or a repeat is refused
+        return LabelSpace.from_editors([editor_label(n) for n in names[1:]])
     except DataError as exc:
         raise DataError(f"{where}: {exc}") from None
 
