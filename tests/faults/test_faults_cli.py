@@ -82,6 +82,23 @@ def test_extra_authentic_is_read_by_the_rule_of_every_path_option_and_given_once
     assert one_line_exit_2(*result) == "error: --labels and --dataset-option label_space= name one option; give it once"
 
 
+def test_reproduce_looks_for_extra_authentic_and_labels_given_as_dataset_options_by_the_adapters_rule(tmp_path,
+                                                                                                    monkeypatch):
+    """`--dataset-option extra_authentic=nope` (or `label_space=none.json`) was not looked for: only the flags
+    were, so reproduce and sweep went on to fail inside the adapter instead of naming the path first."""
+    from diffzoo.harness.run.request import RunRequest
+
+    data = make_diffseg_folder(tmp_path / "ds")
+    (data / "coco5k").mkdir()
+    (data / "mine.json").write_text("[]")
+    monkeypatch.chdir(tmp_path)
+    for key, there, lost in (("extra_authentic", "coco5k", "nope"), ("label_space", "mine.json", "none.json")):
+        found = RunRequest.of(detector="segformer.tiny", dataset=str(data), dataset_option={key: there})
+        assert found.paths_not_found() == []  # from the dataset folder, as the adapter reads it
+        missing = RunRequest.of(detector="segformer.tiny", dataset=str(data), dataset_option={key: lost})
+        assert missing.paths_not_found() == [(f"--dataset-option {key}={lost}", Path(lost))]
+
+
 @pytest.mark.parametrize("option", ["split", "split_seed", "name"])
 def test_an_empty_dataset_option_is_refused_not_read_as_a_value(capsys, tmp_path, option):
     """`--dataset-option split=$SPLIT` with SPLIT unset put every sample in a split named ''; an empty

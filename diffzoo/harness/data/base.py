@@ -50,6 +50,15 @@ def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool =
         raise not_found(DataError(f"dataset path {path} does not exist"))
 
 
+def option_places(value: str | os.PathLike, home: Path | None) -> tuple[list[Path], list[Path]]:
+    """Where a path-valued option's ``value`` is looked for (:func:`option_path`'s rule), and
+    those of them that hold something (a broken link too: it is named, never looked past)."""
+    path = Path(os.fspath(value)).expanduser()
+    # "." from the dataset folder is the dataset itself, never what an option names: the current folder
+    places = [path] if path.is_absolute() or home is None or path == Path() else [path, home / path]
+    return places, [p for p in places if os.path.lexists(p)]
+
+
 def option_path(value: str | os.PathLike, home: Path | None, option: str) -> Path:
     """The file or folder a path-valued dataset option names (``split_file=``, ``gt_dir=``, ...;
     docs/datasets.md, "Paths in dataset options"): an absolute path (or ``~/...``) as given; a
@@ -57,10 +66,7 @@ def option_path(value: str | os.PathLike, home: Path | None, option: str) -> Pat
     it, so the same option names the same file from any folder the run is started in (``.``: the
     current folder).  Held by both as different things, or by neither: a DataError naming both
     places."""
-    path = Path(os.fspath(value)).expanduser()
-    # "." from the dataset folder is the dataset itself, never what an option names: the current folder
-    places = [path] if path.is_absolute() or home is None or path == Path() else [path, home / path]
-    there = [p for p in places if os.path.lexists(p)]
+    places, there = option_places(value, home)
     if len(there) == 2 and os.path.realpath(there[0]) != os.path.realpath(there[1]):
         raise DataError(f"{option}={value} names both {there[0].absolute()} (from the current folder) and "
                         f"{there[1].absolute()} (from the dataset folder); give the absolute path of the one meant")

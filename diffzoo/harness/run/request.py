@@ -233,11 +233,13 @@ class RunRequest:
     def paths_not_found(self) -> list[tuple[str, Path]]:
         """The paths the request names that are not found: each as ``--flag VALUE`` and as the
         path.  A registered dataset name and a hub id are not paths; ``--extra-authentic`` and a
-        ``--labels`` file are looked for from the dataset's folder too, as the adapter reads them
-        (:func:`~diffzoo.harness.data.base.option_path`); a dataset option's value is one where it
+        ``--labels`` file (or their ``--dataset-option``) are looked for from the dataset's folder
+        too, by the rule the adapter reads them by (:func:`~diffzoo.harness.data.base.option_places`);
+        another dataset option's value is one where it
         is absolute (``split_file=/data/s.json``: a relative one may name a file of the dataset's
         folder, which only its adapter reads)."""
         from diffzoo.harness.core.plugins import get_registry
+        from diffzoo.harness.data.base import option_places
         from diffzoo.harness.data.hfsource import is_hub_id
         from diffzoo.harness.data.labelmaps import names_a_file
 
@@ -247,21 +249,21 @@ class RunRequest:
                  if not get_registry().has("dataset", spec) and not is_hub_id(spec)]
         data = Path(self.dataset).expanduser() if named and named[0][0] == "--dataset" else None
         home = None if data is None else data if data.is_dir() else data.parent  # the folder, or the zip's
-        labels = [("--labels", self.labels, home)] if self.labels and names_a_file(self.labels, home) else []
+        # --labels and --extra-authentic, given as their flag or as --dataset-option KEY=
+        own = [(f"--dataset-option {key}=" if key in self.dataset_option else flag, os.fspath(value), home)
+               for key, flag in OWN_FLAGS.items()
+               if isinstance(value := self.dataset_options().get(key), (str, os.PathLike)) and os.fspath(value)
+               and (key != "label_space" or names_a_file(value, home))]
         options = [(f"{flag} {key}=", value, None)
                    for flag, given in (("--dataset-option", self.dataset_option),
                                        ("--eval-dataset-option", self.eval_dataset_option))
-                   for key, value in given.items()
-                   if isinstance(value, str) and value and Path(value).expanduser().is_absolute()]
-        paths = [*((flag, spec, None) for flag, spec in named), *labels, *options,
-                 ("--extra-authentic", self.extra_authentic, home),
-                 *(("--checkpoint", c, None) for c in self.checkpoint)]
-        lost = []
-        for flag, value, at in paths:
-            path = Path(value).expanduser() if value else None
-            if path is not None and not any(os.path.lexists(p) for p in {path, (at or Path()) / path}):
-                lost.append((f"{flag}{value}" if flag.endswith("=") else f"{flag} {value}", path))
-        return lost
+                   for key, value in given.items() if not (given is self.dataset_option and key in OWN_FLAGS)
+                   and isinstance(value, str) and value and Path(value).expanduser().is_absolute()]
+        paths: list[tuple[str, str, Path | None]] = [
+            *((flag, spec, None) for flag, spec in named), *options, *own,
+            *(("--checkpoint", str(c), None) for c in self.checkpoint)]
+        return [(f"{flag}{value}" if flag.endswith("=") else f"{flag} {value}", Path(value).expanduser())
+                for flag, value, at in paths if value and not option_places(value, at)[1]]
 
     # -- as data ---------------------------------------------------------------------------
     @classmethod
