@@ -223,12 +223,14 @@ def test_split_and_metadata_files_saved_with_a_byte_order_mark_are_read(tmp_path
 
 
 def test_a_split_or_metadata_file_that_is_a_folder_is_said_to_be_one(tmp_path, pairs):
-    """split_file=DIR / metadata=DIR said "split_file DIR does not exist", though DIR is there."""
+    """split_file=DIR / metadata=DIR said "split_file DIR does not exist", though DIR is there; then it said
+    "DIR is a folder, ...", naming no option."""
     root = write_folder(tmp_path / "ds", pairs)
     for option in ("split_file", "metadata"):
         with pytest.raises(FileRefused) as err:
             DiffSeg30kDataset(root, **{option: tmp_path})
-        assert str(err.value) == f"{tmp_path} is a folder, not a regular file; diffzoo reads only regular files"
+        assert str(err.value) == (f"{option}={tmp_path} is a folder, not a regular file; diffzoo reads only "
+                                  "regular files")
 
 
 def test_a_split_file_naming_accented_ids_decomposed_matches_the_ids_read_composed(tmp_path, pairs):

@@ -122,17 +122,27 @@ USER_FIXABLE = {
 changing the files (besides a full disk, :func:`disk_full_error`)."""
 
 
-def require_file(path: Path | str, what: str, hint: str = "", *, folder: bool = False) -> None:
+def given_as(option: str, value: object) -> str:
+    """``value`` as it was given to ``option``: ``--captions X``, or ``split_file=X`` for an
+    option written with its ``=``."""
+    return f"{option}{value}" if option.endswith("=") else f"{option} {value}"
+
+
+def require_file(path: Path | str, what: str, hint: str = "", *, folder: bool = False, option: str = "") -> None:
     """Check that a regular file (``folder``: a folder) is at ``path``, before any work: a DataError
     (exit 2: another path is the fix) saying that ``what`` ``path`` does not exist when nothing is
-    there, or what is there instead (a FIFO would block the reader for ever; a FileRefused for a file)."""
+    there, or what is there instead (a FIFO would block the reader for ever; a FileRefused for a file).
+    ``option`` (``--captions``, ``split_file=``): the option ``path`` was given as, named in ``what``'s
+    place (:func:`given_as`), so the one line says which option to change."""
+    named = given_as(option, path) if option else None
+    said = named or f"{what} {path}"
     kind = "a folder" if os.path.isdir(path) else file_kind(path)
     if kind == MISSING[0] or (kind in MISSING and not folder):
-        raise not_found(DataError(f"{what} {path} does not exist{hint}"))
+        raise not_found(DataError(f"{said} does not exist{hint}"))
     if folder and kind != "a folder":
-        raise not_found(DataError(f"{what} {path} is {kind or 'a file'}, not a folder{hint}"))
+        raise not_found(DataError(f"{said} is {kind or 'a file'}, not a folder{hint}"))
     if not folder and kind is not None:
-        raise not_regular(path, kind)
+        raise not_regular(named or path, kind)
 
 
 def user_path_error(exc: OSError, path: Path | str | None = None) -> StorageError | None:

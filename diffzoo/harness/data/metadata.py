@@ -147,7 +147,7 @@ def read_metadata_file(path: Path, known_ids: Iterable[str], label_space: LabelS
     naming the file, the id and the field; a file of no rows (empty, ``{}``, ``[]``) is
     the wrong file given, a ConfigError.
     """
-    require_file(path, "metadata file", " (--dataset-option metadata=FILE)")
+    require_file(path, "metadata file", option="metadata=")
     known = set(known_ids)
     editors = _editor_lookup(label_space)
     out: dict[str, SampleMeta] = {}

@@ -173,7 +173,7 @@ def resolve_split_scheme(
     for path, prefix in ((split_file, "file"), (splits_file, SPLITS_FILE)):
         if path is None or (prefix == SPLITS_FILE and not path.is_file()):
             continue
-        require_file(path, "split_file")
+        require_file(path, "split_file", option="split_file=")
         splits = read_splits_file(path, all_ids)
         info = {"id": file_split_id(prefix, read_regular(path, TEXT_LIMIT)),
                 "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}

@@ -238,6 +238,7 @@ class RunRequest:
         another dataset option's value is one where it
         is absolute (``split_file=/data/s.json``: a relative one may name a file of the dataset's
         folder, which only its adapter reads)."""
+        from diffzoo.harness.core.fsutil import given_as
         from diffzoo.harness.core.plugins import get_registry
         from diffzoo.harness.data.base import option_places
         from diffzoo.harness.data.hfsource import is_hub_id
@@ -262,7 +263,7 @@ class RunRequest:
         paths: list[tuple[str, str, Path | None]] = [
             *((flag, spec, None) for flag, spec in named), *options, *own,
             *(("--checkpoint", str(c), None) for c in self.checkpoint)]
-        return [(f"{flag}{value}" if flag.endswith("=") else f"{flag} {value}", Path(value).expanduser())
+        return [(given_as(flag, value), Path(value).expanduser())
                 for flag, value, at in paths if value and not option_places(value, at)[1]]
 
     # -- as data ---------------------------------------------------------------------------
