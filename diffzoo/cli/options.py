@@ -185,7 +185,7 @@ def read_config(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise ConfigError(f"--config {path}: not UTF-8 text") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"--config {path}: not YAML ({str(exc).splitlines()[0]})") from None
+        raise ConfigError(f"--config {path}: not YAML ({exc})") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

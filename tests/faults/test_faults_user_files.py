@@ -113,6 +113,23 @@ def test_a_config_value_of_the_wrong_kind_is_one_line_naming_its_option(capsys, 
     assert not (tmp_path / "out").exists()
 
 
+def test_a_config_or_label_map_that_is_not_yaml_is_one_line_saying_where(capsys, tmp_path):
+    """A tab-indented --config said only "not YAML (while scanning for the next token)", naming no line; a
+    YAML label map with a syntax error put yaml's whole multi-line message, source excerpt and all, in its line."""
+    from helpers.cli import cli
+
+    path = tmp_path / "run.yaml"
+    path.write_text("detector: segformer.tiny\n\tsuite: standard\n")
+    assert one_line_exit_2(*cli(capsys, "run", "--config", path, "--plan")) == (
+        f"error: --config {path}: not YAML (line 2, column 1: found character '\\t' that cannot start any token "
+        "(while scanning for the next token))")
+    labels = tmp_path / "labels.yaml"
+    labels.write_text("names: [background, sd2\n")
+    assert one_line_exit_2(*cli(capsys, "run", "--detector", "segformer.tiny", "--labels", labels, "--plan")) == (
+        f"error: --labels: label file {labels} is not a readable label map (line 2, column 1: expected ',' or ']', "
+        "but got '<stream end>' (while parsing a flow sequence))")
+
+
 def test_a_config_key_given_null_where_the_default_is_none_is_that_default(capsys, tmp_path):
     """``eval_dataset:`` (or any option whose default is an empty list) is no dataset, as leaving it out is."""
     from helpers.cli import cli

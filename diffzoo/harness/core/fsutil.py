@@ -368,7 +368,8 @@ def read_json(path: Path | str, limit: int = TEXT_LIMIT) -> Any:
 def read_yaml(text: str, source: str) -> Any:
     """The YAML value of ``text`` (safe_load); FileRefused naming ``source`` for one nested too
     deeply to be built (yaml's constructor recurses), or for a mapping that gives one key twice
-    (safe_load keeps the last silently: ``detector:`` twice in a --config would run the second)."""
+    (safe_load keeps the last silently: ``detector:`` twice in a --config would run the second);
+    a yaml.YAMLError of one line (line, column and the problem) for text that is not YAML."""
     import yaml
 
     class UniqueKeys(yaml.SafeLoader):
@@ -390,6 +391,11 @@ def read_yaml(text: str, source: str) -> Any:
         size = _expanded_size(value, {}, set())
     except RecursionError:
         raise FileRefused(source, "nests lists and mappings too deeply to be read") from None
+    except yaml.YAMLError as exc:  # one line, where and what: yaml's own spans lines and quotes the text
+        mark, context = getattr(exc, "problem_mark", None), getattr(exc, "context", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise yaml.YAMLError(where + what + (f" ({context})" if context else "")) from None
     if size is None:
         raise FileRefused(source, "holds a list or mapping that contains itself (through an alias *NAME)")
     if size > MAX_YAML_VALUES:
