@@ -130,6 +130,23 @@ def test_a_config_or_label_map_that_is_not_yaml_is_one_line_saying_where(capsys,
         "but got '<stream end>' (while parsing a flow sequence))")
 
 
+def test_a_path_valued_dataset_option_given_a_number_list_or_mapping_is_one_line(capsys, tmp_path):
+    """`--dataset-option split_file=2024` (read as JSON: a number) and a --config's `metadata: 5` or
+    `extra_authentic: {a: 1}` reached the adapter as they were: "internal error: TypeError: expected str,
+    bytes or os.PathLike object, not int"."""
+    from helpers.cli import cli
+
+    data = make_diffseg_folder(tmp_path / "ds")
+    here, there = (Path.cwd() / "2024").absolute(), data / "2024"
+    assert one_line_exit_2(*cli(capsys, "data", "info", data, "--dataset-option", "split_file=2024")) == (
+        f"error: split_file=2024 does not exist (looked for {here} or {there})")
+    path = tmp_path / "run.yaml"
+    for option, said in (("metadata: 5", "metadata=5 does not exist"),
+                         ("extra_authentic: {a: 1}", "--dataset-option extra_authentic takes text, got {'a': 1}")):
+        path.write_text(f"detector: segformer.tiny\ndataset: {data}\ndataset_option: {{{option}}}\n")
+        one_line_exit_2(*cli(capsys, "run", "--config", path, "--plan"), said)
+
+
 def test_a_config_key_given_null_where_the_default_is_none_is_that_default(capsys, tmp_path):
     """``eval_dataset:`` (or any option whose default is an empty list) is no dataset, as leaving it out is."""
     from helpers.cli import cli

@@ -355,9 +355,12 @@ def typed_value(flag: str, value: Any, hint: Any) -> Any:
         arms = [a for a in args if a is not type(None)]
         if value is None and len(arms) < len(args):
             return None
-        if len(arms) != 1:
-            return value
-        hint = arms[0]
+        kinds = tuple(typing.get_origin(a) or a for a in arms)
+        if len(arms) != 1 and (str not in kinds or not all(isinstance(k, type) for k in kinds)
+                               or isinstance(value, kinds)):
+            return value  # a value of one of its kinds, or a union typed_value does not check
+        # str | os.PathLike (a dataset option's path): another value is read as text is (split_file=2024)
+        hint = arms[0] if len(arms) == 1 else str
         args = typing.get_args(hint)
     kind = typing.get_origin(hint) or hint
     if kind not in _KINDS:
