@@ -251,7 +251,10 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
     if body.request is None:
         raise ConfigError(f"record {record.id} stores no request (it was written before records stored their "
                           "options), so it cannot be run again; run it with diffzoo run")
-    request = RunRequest.from_dict(body.request, suite=body.suite.name, **({"device": device} if device else {}))
+    try:  # the options the record stores, not ones typed here: the error says whose they are
+        request = RunRequest.from_dict(body.request, suite=body.suite.name, **({"device": device} if device else {}))
+    except ConfigError as exc:
+        raise ConfigError(f"record {record.id}'s stored request: {exc}") from None
     lost = request.paths_not_found()
     relative = [said for said, path in lost if not path.is_absolute()]  # read from the folder the run started in
     absolute = [(said, path) for said, path in lost if path.is_absolute()]

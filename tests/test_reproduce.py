@@ -117,6 +117,22 @@ def test_reproduce_runs_a_row_on_another_device_than_the_records(capsys, diffseg
     assert "every metric identical" in " ".join(stdout.split())
 
 
+def test_a_stored_request_that_is_no_valid_run_is_said_to_be_the_records(tmp_path):
+    """A record whose stored options are refused said "--iterations takes an integer, got 'abc'" alone, naming
+    an option the user of `diffzoo reproduce ID` never typed."""
+    from diffzoo.api import reproduce
+
+    from helpers.records import make_record
+
+    for request, said in (({"detector": "segformer.tiny", "iterations": "abc"}, "--iterations takes an integer, "
+                           "got 'abc'"), ({"suite": "standard"}, "a run needs a detector: --detector NAME")):
+        record = make_record(request=request)
+        with pytest.raises(ConfigError) as error:
+            reproduce(record, tmp_path / "out")
+        assert str(error.value).startswith(f"record {record.id}'s stored request: {said}")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_row_run_on_relative_paths_is_reproduced_from_the_folder_it_ran_in(capsys, diffseg_folder, tmp_path,
                                                                              monkeypatch):
     import shutil
