@@ -165,6 +165,16 @@ def test_on_plan_sees_the_plan_before_any_training(diffseg_folder, tmp_path, mon
     assert not (cache / "checkpoints").exists()  # and none trained
 
 
+@pytest.mark.parametrize("option, value, flag", [
+    ("checkpoint", [""], "--checkpoint"), ("extra_authentic", "", "--extra-authentic"), ("weights", "", "--weights")])
+def test_an_empty_path_or_weights_is_refused_not_read_as_the_current_folder_or_dropped(option, value, flag):
+    """evaluate(checkpoint=[""]) read the current folder as the checkpoint; extra_authentic="" and weights="" (an
+    unset variable) were dropped unsaid: the run trained a model in place of the release asked for."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(detector="segformer.tiny", plan_only=True, **{option: value})
+    assert str(error.value) == f"{flag} '' gives no value (an unset shell variable?); give one or leave the option out"
+
+
 def test_unknown_options_are_named(diffseg_folder):
     with pytest.raises(ConfigError, match="unknown option.*iteration\\b.*options are:.*iterations"):
         diffzoo.evaluate(detector="segformer.tiny", dataset=str(diffseg_folder), iteration=3)

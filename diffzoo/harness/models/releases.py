@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.cards import DetectorCard, Release, stable_hash
-from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError, not_found
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError, no_value, not_found
 from diffzoo.harness.core.fsutil import cache_root, file_kind
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.models.checkpoints import (
@@ -81,8 +81,10 @@ class ReleaseFile:
 
 def release_name(weights: str | None) -> str | None:
     """The release named by a ``--weights`` value (``released:NAME``); None without one."""
-    if weights is None or weights == "":
+    if weights is None:
         return None
+    if weights == "":  # an unset variable: never the trained model in place of the release asked for
+        raise no_value("--weights ''")
     if not weights.startswith(PREFIX) or not weights[len(PREFIX):].strip():
         raise ConfigError(f"--weights takes released:NAME (a release the detector's card lists), got {weights!r}")
     return weights[len(PREFIX):].strip()

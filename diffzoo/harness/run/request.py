@@ -23,7 +23,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, did_you_mean
+from diffzoo.harness.core.errors import ConfigError, did_you_mean, no_value
 from diffzoo.harness.core.types import MAX_BOOTSTRAP, check_seed
 
 POLICIES = ("fixed", "calibrated")
@@ -172,8 +172,6 @@ class RunRequest:
         from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
         from diffzoo.harness.models.resume import check_every
 
-        if self.extra_authentic == "":
-            self.extra_authentic = None
         hints = _field_types()
         for f in fields(self):  # text as the command line or a --config file gives it, then the field's type
             value, flag = getattr(self, f.name), flag_of(f)
@@ -389,6 +387,8 @@ def typed_value(flag: str, value: Any, hint: Any) -> Any:
         if (text := as_text(value)) is not None:
             return text
     elif kind is Path:
+        if value == "":  # an unset variable: pathlib would read it as the current folder
+            raise no_value(f"{flag} ''")
         if isinstance(value, (str, Path)):
             return Path(value)
     raise ConfigError(f"{flag} takes {_KINDS[kind]}, got {value!r}")
