@@ -224,13 +224,13 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
         given = f"weights={request.weights!r}" if request.weights else f"checkpoint={paths}"
         raise ConfigError(f"train() trains a model, and {given} names released weights, which are never trained: "
                           "score them with evaluate() (diffzoo run --weights)")
+    if out is not None:
+        check_copy_target(Path(out))  # before the data is opened, as every option's check
     with reporting(progress):  # the dataset's first fingerprint is shown as it is read
         runner = Runner(request, progress)
         plan = runner.training_plan(task, names)
     if on_plan is not None:
         on_plan(runner, plan)
-    if out is not None:
-        check_copy_target(Path(out))  # before training, not after
     trained = runner.train(plan=plan)
     if out is not None and distributed.is_main():
         trained.copy = copy_checkpoint(trained.checkpoint.path, Path(out))

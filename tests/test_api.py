@@ -197,6 +197,15 @@ def test_train_refuses_released_weights_before_it_opens_the_dataset(tmp_path):
                                 "which are never trained: score them with evaluate() (diffzoo run --weights)")
 
 
+def test_train_refuses_an_out_that_is_no_checkpoint_folder_before_it_opens_the_dataset(tmp_path):
+    """train(out=FILE) opened the dataset and planned before it refused the folder, naming no option."""
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="segformer.tiny", dataset=str(tmp_path / "none"), out=tmp_path / "afile", device="cpu")
+    assert str(error.value) == (f"--out {tmp_path / 'afile'} exists and is not a checkpoint folder; give a new or "
+                                "empty folder")
+
+
 def test_the_cli_run_is_evaluate_printed(diffseg_folder, tmp_path, capsys, monkeypatch):
     """`diffzoo run` calls diffzoo.evaluate with its options as one RunRequest."""
     import diffzoo.api as api  # what the command calls when it runs (it imports no torch before)

@@ -232,7 +232,7 @@ def test_train_out_in_the_checkpoint_cache_is_refused_before_training(capsys, di
     (cached / "card.json").write_text("{}")
     code, out, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, "--out", cached)
     assert one_line_exit_2(code, out, err) == (
-        f"error: {cached} is inside the checkpoint cache {tmp_path / 'cache' / 'checkpoints'}, whose models a copy "
+        f"error: --out {cached} is inside the checkpoint cache {tmp_path / 'cache' / 'checkpoints'}, whose models a copy "
         "would replace; choose a folder outside it (the trained model is cached there already)")
     assert (cached / "model.safetensors").read_bytes() == b"cached weights" and "trained" not in out
 

@@ -448,11 +448,12 @@ def copy_checkpoint(src: Path, dst: Path) -> Path:
 
 
 def check_copy_target(dst: Path) -> None:
-    """``dst`` may receive a checkpoint copy: new, empty, or a checkpoint folder, never one in the
-    checkpoint cache (a copy there replaces the model cached for another cache key)."""
+    """``dst`` (a training's ``--out``) may receive a checkpoint copy: new, empty, or a checkpoint
+    folder, never one in the checkpoint cache (a copy there replaces the model cached for another
+    cache key)."""
     cache = cache_dir("", "")
     if Path(os.path.realpath(dst)).is_relative_to(os.path.realpath(cache)):
-        raise ConfigError(f"{dst} is inside the checkpoint cache {cache}, whose models a copy would replace; choose "
-                          "a folder outside it (the trained model is cached there already)")
+        raise ConfigError(f"--out {dst} is inside the checkpoint cache {cache}, whose models a copy would replace; "
+                          "choose a folder outside it (the trained model is cached there already)")
     if dst.exists() and (not dst.is_dir() or any(p.name not in (WEIGHTS_FILE, META_FILE) for p in dst.iterdir())):
-        raise ConfigError(f"{dst} exists and is not a checkpoint folder; give a new or empty folder")
+        raise ConfigError(f"--out {dst} exists and is not a checkpoint folder; give a new or empty folder")
