@@ -233,9 +233,8 @@ class RunRequest:
         path.  A registered dataset name and a hub id are not paths; ``--extra-authentic`` and a
         ``--labels`` file (or their ``--dataset-option``) are looked for from the dataset's folder
         too, by the rule the adapter reads them by (:func:`~diffzoo.harness.data.base.option_places`);
-        another dataset option's value is one where it
-        is absolute (``split_file=/data/s.json``: a relative one may name a file of the dataset's
-        folder, which only its adapter reads)."""
+        another dataset option's value is one where it is absolute (``split_file=/data/s.json``: a
+        relative one may name a file of the dataset's folder, which only its adapter reads)."""
         from diffzoo.harness.core.fsutil import given_as
         from diffzoo.harness.core.plugins import get_registry
         from diffzoo.harness.data.base import option_places
