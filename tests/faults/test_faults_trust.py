@@ -297,6 +297,8 @@ def test_no_train_refuses_a_cached_checkpoint_with_nan_weights(capsys, diffseg_f
     # 'café' typed composed and decomposed two classes
     (["background", "sdxl", " Background"], "editor 'Background' cannot name a class: background is label 0"),
     (["background", "caf\u00e9", "cafe\u0301"], "editors 'caf\\xe9' and 'cafe\\u0301' are one class, 'café'"),
+    # a line break in a class name split every line naming it
+    (["background", "sd2\nx"], "editor 'sd2\\nx' cannot name a class: it holds a control character (a line break"),
     ({"names": ["background", *(f"e{i}" for i in range(300))]}, "at most 255 classes"),
     ([["a"]], "class names must be non-empty strings"),
 ])
@@ -304,7 +306,7 @@ def test_an_unusable_labels_file_is_a_usage_error(capsys, diffseg_folder, tmp_pa
     labels = tmp_path / "labels-given.json"
     labels.write_text(json.dumps(content))
     code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset",
-                         diffseg_folder, "--labels", labels, *FAST)
+                         diffseg_folder, "--labels", labels, "--out", tmp_path / "out", *FAST)
     assert code == 2 and len(lines(err)) == 1 and err.startswith("error: --labels: ") and why in err
 
 

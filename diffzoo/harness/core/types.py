@@ -114,12 +114,15 @@ class LabelSpace:
     @classmethod
     def from_editors(cls, editors: Sequence[str]) -> LabelSpace:
         """``background``, then one class per editor named as read: spaces stripped, Unicode NFC.
-        A DataError for a name that is empty, the background class in any case, or another's."""
+        A DataError for a name that is empty, the background class in any case, one holding a control
+        character (a line break would split every line that names the class), or another's."""
         read: dict[str, str] = {}  # the name read -> the name as given
         for given in editors:
             name = cls.read(given)
-            if not name or name.casefold() == "background":
-                why = "it is empty" if not name else "background is label 0, the unedited pixels"
+            control = any(unicodedata.category(c) == "Cc" for c in name)
+            if not name or name.casefold() == "background" or control:
+                why = ("it is empty" if not name else "it holds a control character (a line break, a tab)" if control
+                       else "background is label 0, the unedited pixels")
                 raise DataError(f"editor {given!r} cannot name a class: {why}")
             if name in read:
                 raise DataError(f"editors {ascii(read[name])} and {ascii(given)} are one class, {name!r} (read with "
