@@ -117,6 +117,30 @@ def test_reproduce_runs_a_row_on_another_device_than_the_records(capsys, diffseg
     assert "every metric identical" in " ".join(stdout.split())
 
 
+def test_a_row_whose_data_changed_since_says_so_not_see_the_notes(capsys, diffseg_folder, tmp_path):
+    """Reproducing a row after its dataset lost an image said "the run made no record of ... (see the notes
+    above)", with no note above: the run's record was of other data (another fingerprint)."""
+    import shutil
+
+    data = tmp_path / "copy" / "ds"
+    shutil.copytree(diffseg_folder, data)
+    code, _, err = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", data, "--out",
+                       tmp_path / "out", *FAST)
+    assert code == 0, err
+    binary = next(r for r in map(json.loads, map(Path.read_text, (tmp_path / "out" / "records").glob("*.json")))
+                  if r["case"]["name"] == "binary")
+    last = sorted(data.rglob("*.image.png"))[-1]
+    last.unlink()
+    last.with_name(last.name.replace(".image.", ".mask.")).unlink()
+    code, stdout, err = cli(capsys, "reproduce", binary["record_id"], "--store", tmp_path / "out", "--out",
+                            tmp_path / "again")
+    said = " ".join(stdout.split())
+    assert code == 1 and ("the run made no record of segformer.tiny / standard / binary on ds (it read ds as "
+                          "fingerprint ") in said, stdout + err
+    assert (f", the record's is {binary['dataset']['fingerprint']}: the data changed since, or another copy of it "
+            "is read)") in said
+
+
 def test_a_stored_request_that_is_no_valid_run_is_said_to_be_the_records(tmp_path):
     """A record whose stored options are refused said "--iterations takes an integer, got 'abc'" alone, naming
     an option the user of `diffzoo reproduce ID` never typed."""

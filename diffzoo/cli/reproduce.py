@@ -62,8 +62,12 @@ def reproduce_cmd(
                       f"rows with other numbers (first: record {term(result.conflicts[0].record_id)}); they were kept")
     body = record.body
     row = f"{body.row_name} / {body.suite.name} / {body.case_name} on {body.dataset.name}"
-    if again is None:
-        console.print(f"[bold red]the run made no record of {term(row)}[/] (see the notes above)")
+    if again is None:  # the same row of other data is no record of it: its numbers are not compared
+        other = [r.body.dataset.fingerprint for r in result.records
+                 if (r.body.suite.name, r.body.case) == (body.suite.name, body.case)]
+        why = (f"it read {body.dataset.name} as fingerprint {other[0]}, the record's is {body.dataset.fingerprint}: "
+               "the data changed since, or another copy of it is read" if other else "see the notes above")
+        console.print(f"[bold red]the run made no record of {term(row)}[/] ({term(why)})")
         raise typer.Exit(DIFFERS)
     rows, moved = compare(record.metrics, again.metrics, tolerance)
     table = Table(title=term(row))
