@@ -31,6 +31,7 @@ from typing import Any
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress, reporting
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
@@ -219,6 +220,9 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     if given and not names:  # "$EDITORS" with EDITORS unset: never a training on every editor, unsaid
         raise ConfigError("--exclude-editors is empty (an unset shell variable?): give editor names or leave the "
                           "option out")
+    card = get_registry().get("detector", request.detector).card  # an unknown name, a task it has not: no data read
+    if task not in card.tasks:
+        raise ConfigError(f"{card.name} cannot be trained for task {task!r}; it supports {', '.join(card.tasks)}")
     if request_release(request) is not None:  # named, converted or its own file: a training would return it
         paths = [str(p) for p in request.checkpoint]  # untrained; refused before any data is opened
         given = f"weights={request.weights!r}" if request.weights else f"checkpoint={paths}"

@@ -206,6 +206,13 @@ def test_train_refuses_an_out_that_is_no_checkpoint_folder_before_it_opens_the_d
                                 "empty folder")
 
 
+def test_train_refuses_a_task_its_detector_has_not_before_it_opens_the_dataset(tmp_path):
+    """train(task="classification") of a segmentation card opened the dataset first: a missing one was said."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="segformer.tiny", dataset=str(tmp_path / "none"), task="classification", device="cpu")
+    assert str(error.value) == "segformer.tiny cannot be trained for task 'classification'; it supports binary, semantic"
+
+
 def test_the_cli_run_is_evaluate_printed(diffseg_folder, tmp_path, capsys, monkeypatch):
     """`diffzoo run` calls diffzoo.evaluate with its options as one RunRequest."""
     import diffzoo.api as api  # what the command calls when it runs (it imports no torch before)
