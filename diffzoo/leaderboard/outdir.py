@@ -31,6 +31,7 @@ from diffzoo.harness.core.fsutil import (
     check_writable_dir,
     parse_json,
     read_regular,
+    write_leftover,
 )
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.records.document import STORE_DIRS
@@ -148,7 +149,9 @@ def claim_output_dir(path: Path, force: bool = False, make: bool = True, writes:
     if marker is not None:
         usable(root, "--out")  # a read-only folder fails here, not after the work
         return _writable(OutputDir(root, frozenset(marker.get("foreign", []))), writes)
-    names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    # a marker still in its temp file is diffzoo's (another command claiming the folder now, or one
+    # killed mid-claim), never a user's file that makes the folder foreign
+    names = sorted(p.name for p in root.iterdir() if write_leftover(p) != MARKER) if root.is_dir() else []
     foreign: list[str] = []
     if not names:
         how, foreign = "created" if not root.exists() else "empty", []

@@ -657,6 +657,20 @@ def test_leaderboard_add_refuses_to_make_a_store_in_a_foreign_folder(tmp_path, c
     assert code == 2 and "was not made by diffzoo" in one_line(err) and not (theirs / "records").exists()
 
 
+def test_a_publish_meeting_the_marker_another_is_writing_claims_the_folder(tmp_path, capsys):
+    """Two publishes at once into one new folder: the second finds the first's marker still in its
+    temp file, which is diffzoo's, never a user's file making the folder foreign."""
+    from diffzoo.leaderboard.outdir import MARKER, claim_output_dir
+
+    root, _, _ = stored(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / f".{MARKER}.k3x9_q2z.tmp").write_text("{")
+    code, text, err = cli(capsys, "leaderboard", "publish", "--store", root, "--out", out)
+    assert (code, err) == (0, ""), err
+    assert "wrote md:" in text and claim_output_dir(out).foreign == frozenset()
+
+
 # -- counts and terminal output ------------------------------------------------------------------
 def test_skipped_samples_are_counted_by_kind():
     from diffzoo.harness.records.model import Counts
