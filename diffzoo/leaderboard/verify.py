@@ -21,7 +21,7 @@ from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.records.check import StateSource, record_roots, state_problems
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.store import RecordStore, expand_record_paths, misnamed, read_record_file
-from diffzoo.leaderboard.versions import summary_problems, version_files, version_paths
+from diffzoo.leaderboard.versions import summary_problems, unpinned, version_files, version_paths
 
 
 @dataclass
@@ -108,9 +108,7 @@ def _check_version(store: RecordStore, name: str, source: StateSource, report: R
     for rid, path in paths.items():
         report.checked += count
         if path is None:
-            report.bad.append(BadRow(rid, None, [
-                f"version {name} froze record {rid} with content {manifest['record_digests'][rid][:16]}..., and "
-                "no record in records/ or replaced/ has that content: it was edited or removed"], pin))
+            report.bad.append(BadRow(rid, None, [unpinned(store, name, rid, manifest["record_digests"][rid])], pin))
         elif count and (bad := check_file(path, source, expect_id=rid, read=read[rid])):
             report.bad.append(bad)
 

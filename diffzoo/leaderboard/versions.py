@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -263,14 +264,27 @@ def version_paths(store: RecordStore, name: str) -> tuple[dict[str, Any], dict[s
     return manifest, {rid: store.find(rid, digest) for rid, digest in manifest["record_digests"].items()}
 
 
+def unpinned(store: RecordStore, name: str, rid: str, digest: str) -> str:
+    """Why version ``name``'s record ``rid``, frozen with content ``digest``, is in neither records/
+    nor replaced/ (:meth:`~.store.RecordStore.find` gave None): a file in its place that cannot be
+    read (a folder, no permission, not JSON) is named for what it is, never said to be edited or removed."""
+    head = f"version {name} froze record {rid} with content {digest[:16]}..., and "
+    path = store.records_dir / f"{rid}.json"
+    if os.path.lexists(path):
+        try:
+            read_json_file(path, MAX_RECORD_BYTES, "record", store.root)
+        except RecordError as exc:
+            return head + str(exc)
+    return head + "no record in records/ or replaced/ has that content: it was edited or removed"
+
+
 def load_version(store: RecordStore, name: str) -> Selection:
     manifest, paths = version_paths(store, name)
     records = []
     for rid, rpath in paths.items():
         if rpath is None:
-            raise RecordError(f"version {name!r} lists record {rid} (content "
-                              f"{manifest['record_digests'][rid][:16]}...), which is not in {store.root} as "
-                              "frozen: it was edited or removed (`diffzoo leaderboard verify` says more)")
+            raise RecordError(f"{unpinned(store, name, rid, manifest['record_digests'][rid])} "
+                              "(`diffzoo leaderboard verify` says more)")
         records.append(ResultRecord.read(rpath, within=store.root))
     if problems := summary_problems(manifest, records):
         raise RecordError(f"version file {store.versions_dir / f'{name}.json'}: {'; '.join(problems)}")

@@ -282,6 +282,23 @@ def test_verify_of_a_version_names_a_record_edited_after_freezing(tmp_path, caps
     assert "it was edited or removed" in out
 
 
+def test_a_frozen_record_that_cannot_be_read_is_named_for_what_it_is_never_an_edit(tmp_path, capsys):
+    """A folder (or a file that cannot be read) where a frozen record's file is: verify and publish
+    name the file and what it is, never that the record was edited or removed."""
+    from diffzoo.leaderboard.versions import freeze
+
+    root, record, path = stored(tmp_path)
+    freeze(RecordStore(root), "v1")
+    path.unlink()
+    path.mkdir()
+    said = (f"version v1 froze record {record.id} with content {record.content_digest[:16]}..., and record "
+            f"{path} is a folder, not a regular file")
+    code, out = verify(capsys, root, "v1")
+    assert code == 1 and said in one_line(out) and "edited or removed" not in out, out
+    code, _, err = cli(capsys, "leaderboard", "publish", "v1", "--store", root, "--out", tmp_path / "pub")
+    assert code == 1 and said in one_line(err) and "edited or removed" not in err, err
+
+
 def test_verify_of_a_version_reads_each_of_its_records_once(tmp_path, capsys, monkeypatch):
     """The version's summary and each record's own checks are made from one read of its file."""
     from diffzoo.leaderboard import verify as verify_module
