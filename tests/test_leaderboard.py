@@ -233,6 +233,24 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
                                   "most 64, starting with a letter or digit): it is a file name on every system")
 
 
+def test_two_freezes_of_names_differing_only_in_case_never_both_win(tmp_path, monkeypatch):
+    """A freeze of ``V1`` that finishes while ``v1`` reads the store is seen under the store's lock:
+    never two files a case-insensitive filesystem makes one."""
+    store = RecordStore(tmp_path)
+    store.add(make_record("a"))
+    load = RecordStore.load
+
+    def racing(self):
+        monkeypatch.setattr(RecordStore, "load", load)
+        freeze(self, "V1")  # the other freeze, done while this one reads the records
+        return load(self)
+
+    monkeypatch.setattr(RecordStore, "load", racing)
+    with pytest.raises(ConfigError, match="version 'V1' exists, and 'v1' differs from it only in case"):
+        freeze(store, "v1")
+    assert [p.name for p in store.versions_dir.iterdir()] == ["V1.json"]
+
+
 def test_an_empty_answer_says_why_a_filter_kept_no_record_or_no_version_is_frozen(tmp_path, capsys):
     store = tmp_path / "store"
     RecordStore(store).add(make_record("segformer.b0", suite="standard"))

@@ -114,11 +114,7 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         raise RecordError(unfinished(path))
     if path.exists():  # the user's to fix by another name: exit 2
         raise ConfigError(f"version {name!r} already exists ({path}); versions are immutable, freeze under a new name")
-    # a store copied to a case-insensitive filesystem (macOS, Windows) must keep every version apart
-    if store.versions_dir.is_dir() and (twin := next((p.stem for p in store.versions_dir.glob("*.json")
-                                                      if p.stem.lower() == name.lower()), None)):
-        raise ConfigError(f"version {twin!r} exists, and {name!r} differs from it only in case: the two would be one "
-                          "file on a case-insensitive filesystem; freeze under a new name")
+    _refuse_case_twin(store, name)
     loaded = store.load()
     if loaded.skipped:  # a version names every record it may hold: none is left out unseen
         path, why = loaded.skipped[0]
@@ -147,10 +143,20 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         "record_digests": digests,
     })
     with store_lock(store.root):
+        _refuse_case_twin(store, name)  # again under the lock: one of another case may have been frozen since
         try:  # whole or absent, and two freezes of one name cannot both win
             return atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True), exclusive=True)
         except FileExistsError:
             raise ConfigError(f"version {name!r} already exists ({path})") from None
+
+
+def _refuse_case_twin(store: RecordStore, name: str) -> None:
+    """ConfigError if a version whose name differs from ``name`` only in case exists: a store copied
+    to a case-insensitive filesystem (macOS, Windows) must keep every version apart."""
+    if store.versions_dir.is_dir() and (twin := next((p.stem for p in store.versions_dir.glob("*.json")
+                                                      if p.stem != name and p.stem.lower() == name.lower()), None)):
+        raise ConfigError(f"version {twin!r} exists, and {name!r} differs from it only in case: the two would be one "
+                          "file on a case-insensitive filesystem; freeze under a new name")
 
 
 # every field of a manifest as freeze writes it (what readers index), in the shapes :func:`_is` reads
