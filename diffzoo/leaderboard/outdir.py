@@ -116,15 +116,30 @@ def read_marker(root: Path) -> dict | None:
                       "is diffzoo's, or choose another --out")
 
 
+def older_store(names: Iterable[str]) -> bool:
+    """Whether a folder of these top-level ``names`` is a store an older diffzoo made (before the
+    marker): ``records/`` and nothing but diffzoo's names."""
+    names = set(names)
+    return RECORDS_DIR in names and names <= DIFFZOO_NAMES
+
+
 def store_part(path: Path) -> Path | None:
     """The store folder (``records/``, ``states/``, ``replaced/``, ``versions/`` of a folder
-    diffzoo marked as its own) that ``path`` is or lies in, or None.  A user's folder that is
-    merely named ``records`` is none."""
+    diffzoo marked as its own, or of an :func:`older_store`) that ``path`` is or lies in, or
+    None.  A user's folder that is merely named ``records`` is none."""
     where = Path(os.path.abspath(path))
     for folder in (where, *where.parents):
-        if folder.name in STORE_DIRS and (folder.parent / MARKER).is_file():
+        if folder.name in STORE_DIRS and ((folder.parent / MARKER).is_file() or older_store(_names(folder.parent))):
             return folder
     return None
+
+
+def _names(folder: Path) -> list[str]:
+    """The names in ``folder``; none where it cannot be listed."""
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
 
 
 def claim_output_dir(path: Path, force: bool = False, make: bool = True, writes: Iterable[str] = ()) -> OutputDir:
@@ -155,7 +170,7 @@ def claim_output_dir(path: Path, force: bool = False, make: bool = True, writes:
     foreign: list[str] = []
     if not names:
         how, foreign = "created" if not root.exists() else "empty", []
-    elif RECORDS_DIR in names and set(names) <= DIFFZOO_NAMES:
+    elif older_store(names):
         how, foreign = "older diffzoo store", []
     elif force:
         how, foreign = "forced", [n for n in names if n not in STORE_DIRS]

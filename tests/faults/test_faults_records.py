@@ -665,6 +665,22 @@ def test_a_forced_publish_refused_by_a_users_file_leaves_the_folder_unclaimed(tm
     assert sorted(os.listdir(mine)) == [theirs] and (mine / theirs).read_text() == "mine"
 
 
+@pytest.mark.parametrize("inner", ["records", "versions"])
+def test_a_forced_publish_into_a_folder_of_a_store_without_a_marker_is_refused(tmp_path, capsys, inner):
+    """A store an older diffzoo made (no marker) is a store all the same: its records/ or versions/ is
+    never an --out, with --force too, since a leaderboard.json there would be read as a record or version."""
+    from diffzoo.leaderboard.versions import freeze
+
+    root, _, _ = stored(tmp_path)
+    freeze(RecordStore(root), "v1")
+    before = sorted(os.listdir(root / inner))
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", root, "-f", "json", "--out", root / inner, "--force")
+    assert (code, one_line(err).strip()) == (2, f"error: --out {root / inner} is inside {root / inner}, a record "
+                                                f"store's own {inner}/ folder, where diffzoo reads every file as the "
+                                                "store's; choose a folder outside it")
+    assert sorted(os.listdir(root / inner)) == before
+
+
 def test_leaderboard_add_refuses_to_make_a_store_in_a_foreign_folder(tmp_path, capsys):
     root, record, path = stored(tmp_path)
     theirs = tmp_path / "theirs"
