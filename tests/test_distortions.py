@@ -243,3 +243,17 @@ def test_identity_returns_inputs(sample):
     image, label = sample
     out = D.identity(image, label)
     assert out[0] is image and out[1] is label
+
+
+@pytest.mark.parametrize(("name", "params", "given"), [
+    ("resize", {"size": 10**400}, f"size {10**400}"),
+    ("rescale", {"scale": 1e308, "input_size": 10}, "scale 1e+308 of input_size 10"),
+    ("rescale", {"scale": 1.0, "input_size": 10**400}, f"scale 1 of input_size {10**400}"),
+])
+def test_a_size_past_what_a_float_holds_is_refused_as_over_the_pixel_limit(sample, name, params, given, monkeypatch):
+    """A size whose arithmetic overflows a float is past any pixel limit: a ConfigError, never an OverflowError."""
+    monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "10000")
+    with pytest.raises(ConfigError) as info:
+        getattr(D, name)(*sample, **params)
+    assert str(info.value) == (f"distortion {name!r}: {given} makes a 48 x 64 px image, over the "
+                               "10,000-pixel limit on images ($DIFFZOO_MAX_PIXELS)")

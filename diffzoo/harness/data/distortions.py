@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
 
@@ -244,27 +245,34 @@ def rescale(image: np.ndarray, label: np.ndarray, *, scale: float, input_size: i
     return resize_image(image, _rescale_output(*image.shape[:2], scale=scale, input_size=input_size)), label
 
 
-def _within_limit(dist: str, given: str, height: int, width: int, size: tuple[int, int]) -> tuple[int, int]:
-    """``size``, the (h, w) ``dist`` brings a ``height`` x ``width`` image to, unless it is over the
-    pixel limit on images: that image would be more memory than any image diffzoo decodes."""
+def _within_limit(dist: str, given: str, height: int, width: int, new_size: Callable[[], tuple[int, int]]
+                  ) -> tuple[int, int]:
+    """``new_size()``, the (h, w) ``dist`` brings a ``height`` x ``width`` image to, unless it is over the
+    pixel limit on images: that image would be more memory than any image diffzoo decodes.  A size
+    past what a float holds (``new_size`` overflows) is past any limit."""
     from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
 
-    if size[0] * size[1] > max_pixels():
-        raise ConfigError(f"distortion {dist!r}: {given} makes a {height} x {width} px image {size[0]} x {size[1]} "
-                          f"px, over the {max_pixels():,}-pixel limit on images (${MAX_PIXELS_ENV})")
+    try:
+        size: tuple[int, int] | None = new_size()
+    except OverflowError:
+        size = None
+    if size is None or size[0] * size[1] > max_pixels():
+        made = "" if size is None else f" {size[0]} x {size[1]} px"
+        raise ConfigError(f"distortion {dist!r}: {given} makes a {height} x {width} px image{made}, "
+                          f"over the {max_pixels():,}-pixel limit on images (${MAX_PIXELS_ENV})")
     return size
 
 
 def _resize_output(height: int, width: int, *, size: int, back: bool = True) -> tuple[int, int]:
-    new = longer_side_size(height, width, _integer("resize", "size", size, 1))
-    return _within_limit("resize", f"size {size}", height, width, new)
+    size = _integer("resize", "size", size, 1)
+    return _within_limit("resize", f"size {size}", height, width, lambda: longer_side_size(height, width, size))
 
 
 def _rescale_output(height: int, width: int, *, scale: float, input_size: int | None = None) -> tuple[int, int]:
     scale = _real("rescale", "scale", scale, lo=0.0, lo_open=True, allowed="a number > 0")
-    short = rescale_short_side(scale, _integer("rescale", "input_size", input_size, 1))
+    input_size = _integer("rescale", "input_size", input_size, 1)
     return _within_limit("rescale", f"scale {scale:g} of input_size {input_size}", height, width,
-                         shorter_side_size(height, width, short))
+                         lambda: shorter_side_size(height, width, rescale_short_side(scale, input_size)))
 
 
 # Distortions that only change the image's size carry ``output_size(h, w, **params)``:
