@@ -13,6 +13,7 @@ import torch
 from PIL import Image
 
 from diffzoo import DetectionOutput, Detector, DetectorCard, LabelSpace, create_detector, hookimpl, open_dataset
+from diffzoo.harness.core.errors import DetectorError
 from diffzoo.harness.core.fsutil import sha256_file
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import BINARY
@@ -404,6 +405,20 @@ def test_each_image_row_gets_its_own_verdict(edited_pixels, score, area_verdict,
     want = {"fixed.v1": area_verdict, **({"fixed.v1 (own image score)": own_verdict} if own_verdict else {})}
     assert verdicts == want
     assert list(verdicts) == list(want)  # the area row first
+
+
+@pytest.mark.parametrize(("card", "score", "said"), [
+    (CARD, torch.tensor([0.7]), "predict returned an image_score beside its pixels, but the card does not declare "
+                                "gives_image_score=True (docs/plugins.md)"),
+    (BOTH, None, "the card declares gives_image_score=True, but predict returned no image_score beside its pixels"),
+])
+def test_an_own_score_the_card_does_not_declare_is_refused_as_evaluation_refuses_it(card, score, said):
+    """Each verdict is that of a leaderboard row: a row the card does not plan is never made up, nor one it
+    plans left out (it gave a '(own image score)' verdict no leaderboard has, or dropped the one it has)."""
+    det = _Fixed(card, "binary", BINARY, logits=torch.zeros((1, 1, 10, 12)), score=score)
+    with pytest.raises(DetectorError) as info:
+        predict_image(det, np.zeros((10, 12, 3), np.uint8), "x.png")
+    assert str(info.value) == f"detector 'fixed.v1' on sample x.png: {said}"
 
 
 def test_a_classification_detector_gives_json_lines_and_no_pngs(capsys, tmp_path, images):

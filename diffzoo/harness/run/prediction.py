@@ -47,6 +47,7 @@ from diffzoo.harness.run.evaluate import predict_checked
 from diffzoo.harness.run.factories import create_detector
 from diffzoo.harness.run.loading import as_batch, chw_uint8, detector_input
 from diffzoo.harness.run.request import check_threshold_policy
+from diffzoo.harness.run.scoring import check_own_score
 from diffzoo.harness.run.thresholds import recorded_thresholds
 
 log = logging.getLogger(__name__)
@@ -239,6 +240,7 @@ def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image",
     name = det.card.name
     if not has_pixels(out):  # classification-only detector
         return ImagePrediction(judge(name, None, own, thresholds), own_score=own)
+    check_own_score(det.card, own, det.card.gives_image_score, sample_id)  # each verdict a row the run plans
     binary, _, semantic = pixel_predictions(det, out, thresholds.pixel, image.shape[:2])[0]
     fraction = float(binary.mean())
     label, space, editors = binary, BINARY, []

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from diffzoo.harness.core.cards import DetectorCard
 from diffzoo.harness.core.errors import ConfigError, DetectorError
 from diffzoo.harness.core.outputs import has_pixels, pixel_tensors
 from diffzoo.harness.core.types import DetectionOutput, SampleMeta, StateKey
@@ -50,6 +51,18 @@ def metric_path(path: str, device: torch.device) -> str:
     if path == "auto":
         return "torch" if device.type == "cuda" else "numpy"
     return path
+
+
+def check_own_score(card: DetectorCard, score: float | None, planned: bool, sample_id: str) -> None:
+    """Pixels and an image score of its own come from a detector whose card says so
+    (``gives_image_score``): the run plans the second image row from the card, and predict
+    gives the verdicts of the rows it plans (``planned``: that row is there to fill)."""
+    if score is not None and not card.gives_image_score:
+        raise DetectorError(card.name, "predict returned an image_score beside its pixels, but the card does not "
+                            "declare gives_image_score=True (docs/plugins.md)", sample_id=sample_id)
+    if score is None and planned:
+        raise DetectorError(card.name, "the card declares gives_image_score=True, but predict returned no "
+                            "image_score beside its pixels", sample_id=sample_id)
 
 
 @dataclass
@@ -79,7 +92,7 @@ class Scorer:
             for task in gts:  # the semantic GT's binary view is binary_gt: one histogram
                 if task in self.states:
                     reduced[task] = self._reduce(gts[task], maps, task, like=reduced.get(StateKey.BINARY))
-            self._check_own_score(meta, score)
+            check_own_score(self.detector.card, score, StateKey.OWN_SCORE in self.states, meta.id)
             if StateKey.OWN_SCORE in self.states:  # pixels and its own score: the second image row
                 self.states[StateKey.OWN_SCORE].add(meta, reduced[StateKey.BINARY], image_score=score,
                                                     digest=self._digest(maps, reduced[StateKey.BINARY], score,
@@ -90,17 +103,6 @@ class Scorer:
                 self.states[task].add(meta, counts, image_score=score, digest=digest)
         if self.baselines is not None:
             constant_baselines.update(self.baselines, meta, binary_gt)
-
-    def _check_own_score(self, meta: SampleMeta, score: float | None) -> None:
-        """Pixels and an image score of its own come from a detector whose card says so
-        (``gives_image_score``): the run plans the second image row from the card."""
-        card = self.detector.card
-        if score is not None and not card.gives_image_score:
-            raise DetectorError(card.name, "predict returned an image_score beside its pixels, but the card does not "
-                                "declare gives_image_score=True (docs/plugins.md)", sample_id=meta.id)
-        if score is None and StateKey.OWN_SCORE in self.states:
-            raise DetectorError(card.name, "the card declares gives_image_score=True, but predict returned no "
-                                "image_score beside its pixels", sample_id=meta.id)
 
     # -- the two paths ---------------------------------------------------------------------
     def _maps(self, out: DetectionOutput, size: tuple[int, int]) -> tuple[Any, Any, Any]:
