@@ -20,7 +20,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -120,10 +120,10 @@ def find_checkpoint(
 ) -> tuple[Path, dict[str, Any], str]:
     """(checkpoint, its card or {}, "given" | "cache") for the request."""
     if checkpoints:
-        unique = {os.path.realpath(c): Path(c) for c in reversed(checkpoints)}  # one file named twice is one
-        for path in unique.values():
+        unique = _each_once(map(Path, checkpoints))
+        for path in unique:
             _refuse_release_file(detector, path)
-        given = [(path, checkpoint_meta(path)[1]) for path in reversed(unique.values())]
+        given = [(path, checkpoint_meta(path)[1]) for path in unique]
         path, meta = _choose(given, task, "the given checkpoints")
         return path, meta, "given"
     if detector is None:
@@ -359,8 +359,13 @@ def collect_images(paths: Sequence[Path | str], out: Path | str | None = None) -
             raise DataError(f"image {p} is {kind}, not an image file")
     if not found:
         raise DataError("no images given")
+    return _each_once(found)
+
+
+def _each_once(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` in order, each file once however it is spelt (``./a.png``, a link): its first spelling."""
     first: dict[str, Path] = {}
-    for path in found:
+    for path in paths:
         first.setdefault(os.path.realpath(path), path)
     return list(first.values())
 
