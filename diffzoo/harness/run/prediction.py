@@ -423,7 +423,7 @@ def _unique_stems(paths: list[Path]) -> list[str]:
 
 def output_names(paths: Sequence[Path], task: str) -> list[str]:
     """The files predicting ``paths`` (as :func:`collect_images` gives them) writes in its output
-    folder: the lines file, and each image's label map and overlay (none for classification)."""
+    folder: the lines file, then each image's label map and overlay (none for classification)."""
     pngs = [] if task == "classification" else [f"{stem}.{kind}.png" for stem in _unique_stems(list(paths))
                                                 for kind in ("labels", "overlay")]
     return [PREDICTIONS_FILE, *pngs]
@@ -455,11 +455,9 @@ def predict_files(
     place = place or (lambda name: out / name)
     rows: list[dict[str, Any]] = []
     progress = progress or NullProgress()
-    lines = place(PREDICTIONS_FILE)
-    stems = _unique_stems(paths)
-    # each image's label map and overlay, placed before any image: a file that may not be written stops it
-    pngs = {} if model.detector.task == "classification" else {
-        stem: (place(f"{stem}.labels.png"), place(f"{stem}.overlay.png")) for stem in stems}
+    # every file placed before any image: a file that may not be written stops it
+    lines, *files = [place(name) for name in output_names(paths, model.detector.task)]
+    pngs: list[tuple[Path, Path] | None] = list(zip(files[::2], files[1::2])) or [None] * len(paths)
     # every write of the lines file, its close included, is inside writing(): a full disk names it
     orientations = {p: file_orientation(p) for p in paths}
     if rotated := [p.name for p in paths if orientations[p]]:
@@ -469,7 +467,7 @@ def predict_files(
     with writing(lines):
         jsonl = open(lines, "w", encoding="utf-8")  # noqa: SIM115 - closed below, inside writing()
     with _closed_writing(jsonl, lines), progress.task(f"predicting with {model.name}", total=len(paths)) as task:
-        for path, stem, image in zip(paths, stems, ordered_map(_read, paths, workers)):
+        for path, png, image in zip(paths, pngs, ordered_map(_read, paths, workers)):
             row: dict[str, Any] = {"image": str(path), "detector": model.name,
                                    "checkpoint": str(model.checkpoint), "checkpoint_sha256": model.sha256,
                                    "task": model.detector.task}
@@ -481,7 +479,7 @@ def predict_files(
             elif isinstance(image, BaseException):
                 raise image
             else:
-                row.update(_predict_one(model, image, pngs.get(stem), path.name))
+                row.update(_predict_one(model, image, png, path.name))
             with writing(lines):
                 jsonl.write(json.dumps(row) + "\n")
                 jsonl.flush()
