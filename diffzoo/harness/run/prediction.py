@@ -296,15 +296,21 @@ def overlay_image(image: np.ndarray, pred: ImagePrediction, title: str = "") -> 
     from PIL import Image, ImageDraw, ImageFont
 
     assert pred.label is not None
+    import cv2
+
     space, label = pred.label_space, pred.label
     colours = class_colours(space.num_classes)
-    tinted = image.astype(np.float32)
-    mask = (label > 0) & (label != IGNORE_INDEX)
-    colour = colours[np.minimum(label, space.num_classes - 1)].astype(np.float32)
-    tinted[mask] = (1 - OVERLAY_ALPHA) * tinted[mask] + OVERLAY_ALPHA * colour[mask]
+    image = np.ascontiguousarray(image)
+    tinted = image.copy()
+    for k in range(1, space.num_classes):  # uint8 all along: a float copy of a large image is gigabytes
+        # each 0..255 value tinted with class k, in float32: round((1 - alpha) * value + alpha * colour)
+        table = np.round((1 - OVERLAY_ALPHA) * np.arange(256, dtype=np.float32)[:, None]
+                         + OVERLAY_ALPHA * colours[k].astype(np.float32)).astype(np.uint8)
+        if (mask := label == k).any():
+            np.copyto(tinted, cv2.LUT(image, table[:, None, :]), where=mask[..., None])
     h, w = label.shape
     scale = min(8, max(1, math.ceil(OVERLAY_MIN_SIDE / max(1, min(h, w)))))
-    img = Image.fromarray(np.round(tinted).astype(np.uint8)).resize((w * scale, h * scale), Image.Resampling.NEAREST)
+    img = Image.fromarray(tinted).resize((w * scale, h * scale), Image.Resampling.NEAREST)
 
     rows: list[tuple[str, tuple[int, ...] | None]] = []
     if title:
