@@ -64,6 +64,8 @@ def test_predict_writes_label_map_overlay_and_a_json_line_per_image(capsys, diff
                             *map(str, images))
     assert code == 0, err
     assert "img1.png" in stdout and "verdicts" in stdout
+    pixels = "argmax over classes; edited = argmax != background" if task == "semantic" else "edited if probability > 0.5"
+    assert f"thresholds fixed: pixels {pixels}; area 0.01, score 0.5" in " ".join(stdout.split())
     rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert [r["image"] for r in rows] == [str(p) for p in images]
     names = det.label_space.names if task == "semantic" else BINARY.names

@@ -18,6 +18,7 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.progress import NullProgress
 from diffzoo.harness.metrics.verdict import rule_text
+from diffzoo.harness.records.policy import PIXEL_RULES
 from diffzoo.harness.run.request import POLICIES, check_threshold_policy
 from diffzoo.leaderboard.render.escape import term
 
@@ -83,8 +84,8 @@ def predict_cmd(
     console.print(f"[bold]model[/] {term(model.name)} {term(f'[{det.task}]')} from "
                   f"{term(str(model.checkpoint))} (sha256 {model.sha256[:12]}); classes: {term(classes)}")
     t = model.thresholds
-    pixel = "argmax" if det.task == "semantic" else "none" if det.task == "classification" else f"{t.pixel:g}"
-    console.print(f"[bold]thresholds[/] {term(t.source)}: pixel {pixel}, area {t.area:.4g}, score {t.score:g}")
+    console.print(f"[bold]thresholds[/] {term(t.source)}: pixels {PIXEL_RULES[det.task].format(t.pixel)}; "
+                  f"area {t.area:.4g}, score {t.score:g}")
     progress = RichProgress(console) if len(paths) > 1 else NullProgress()
     workers = usable_workers(resolve_workers(workers, getattr(det, "device", "cpu")))
     rows = predict_files(model, paths, out, progress, workers, place=folder.check_writable)
