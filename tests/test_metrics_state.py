@@ -304,6 +304,19 @@ def test_slices_equal_a_separate_pass_over_each_slice():
         state.slices("editors")
 
 
+def test_authentic_images_and_one_of_unknown_label_are_sliced_by_their_turns_not_refused():
+    """No edited image: "no turns" is the truth, also beside an image whose GT is all 255 (label
+    unknown, not edited); that image was read as edited, and every turn slice was refused."""
+    state = EvalState(BINARY, "binary")
+    blank = np.zeros((4, 4), np.uint8)
+    for name, gt in (("a", blank), ("b", blank), ("c", np.full((4, 4), 255, np.uint8))):
+        state.update(SampleMeta(name), gt, blank, None)
+    counts = {key: {v: m["num_images"] for v, m in state.slices(key).items()}
+              for key in ("turns", "multiturn", "editor", "edit_type")}
+    assert counts == {"turns": {"0": 3}, "multiturn": {"none": 2, "unknown": 1}, "editor": {"(none)": 3},
+                      "edit_type": {"(none)": 3}}
+
+
 def test_bootstrap_is_deterministic_and_covers_point_estimate():
     state = run(make_dataset(8, 100, with_scores=True))
     point = state.compute()

@@ -69,13 +69,13 @@ def _groups(rows: ImageRows, key: str) -> list[tuple[str, ...]]:
 
 def metadata_missing(rows: ImageRows, key: str) -> bool:
     """True when no image of ``rows`` carries metadata for ``key`` (see the
-    module docstring); a split of authentic images only, without turns, is
+    module docstring); a split without edited images, and without turns, is
     described truthfully by its turns and is not missing them."""
     if len(rows) == 0:
         return False
     if key == "base":
         return all(b == UNKNOWN for b in rows.bases)
-    if not (rows.array("label") != 0).any():  # authentic images only: "no turns" is the truth
+    if not (rows.array("label") == 1).any():  # no edited image (authentic or unknown): "no turns" is the truth
         return False
     if key in ("turns", "multiturn"):
         return not (rows.array("n_turns") > 0).any()
