@@ -99,25 +99,18 @@ def _quality(dist: str, quality: Any) -> int:
     return _integer(dist, "quality", quality, 1, 100)
 
 
-def _encodable(image: np.ndarray, fmt: str, meta: SampleMeta | None) -> np.ndarray:
-    """``image``, unless it has a side ``fmt`` cannot encode: sample ``meta`` skipped as ``too-large``
-    (an image within the pixel limit, such as a 2 x 20000 strip, is no error of the run), or
-    without ``meta`` (called from Python) a DataError naming no sample."""
+def _lossy_roundtrip(image: np.ndarray, fmt: str, quality: int, meta: SampleMeta | None) -> np.ndarray:
+    """``image`` encoded as ``fmt`` (``JPEG``, ``WEBP``) at ``quality`` with its fixed options, and decoded;
+    unless it has a side ``fmt`` cannot encode: sample ``meta`` skipped as ``too-large`` (an image within
+    the pixel limit, such as a 2 x 20000 strip, is no error of the run), or without ``meta`` (called from
+    Python) a DataError naming no sample."""
     height, width = image.shape[:2]
     if max(height, width) > MAX_SIDE[fmt]:
         reason = f"a {width}x{height} image cannot be encoded as {fmt}, which takes at most {MAX_SIDE[fmt]} px a side"
         raise DataError(reason) if meta is None else CorruptSampleError(meta.id, reason, "too-large")
-    return image
-
-
-def _jpeg_roundtrip(image: np.ndarray, quality: int, meta: SampleMeta | None) -> np.ndarray:
-    return decode(encode(_encodable(image, "JPEG", meta), "JPEG", quality=quality, subsampling=JPEG_SUBSAMPLING,
-                         optimize=False))
-
-
-def _webp_roundtrip(image: np.ndarray, quality: int, meta: SampleMeta | None) -> np.ndarray:
-    return decode(encode(_encodable(image, "WEBP", meta), "WEBP", quality=quality, method=WEBP_METHOD,
-                         lossless=False))
+    options = ({"subsampling": JPEG_SUBSAMPLING, "optimize": False} if fmt == "JPEG"
+               else {"method": WEBP_METHOD, "lossless": False})
+    return decode(encode(image, fmt, quality=quality, **options))
 
 
 # -- the distortions -----------------------------------------------------------
@@ -131,14 +124,14 @@ def jpeg(image: np.ndarray, label: np.ndarray, *, quality: int, meta: SampleMeta
     but is left off so the bytes are the plain encoder's).  Label unchanged.
     An image with a side past 65500 px is sample ``meta.id`` skipped as ``too-large``.
     """
-    return _jpeg_roundtrip(image, _quality("jpeg", quality), meta), label
+    return _lossy_roundtrip(image, "JPEG", _quality("jpeg", quality), meta), label
 
 
 def webp(image: np.ndarray, label: np.ndarray, *, quality: int, meta: SampleMeta | None = None) -> Pair:
     """Lossy WebP encode + decode at ``quality`` (integer 1..100), libwebp method 4
     (fixed: the method changes the pixels).  Label unchanged.  An image with a side
     past 16383 px is sample ``meta.id`` skipped as ``too-large``."""
-    return _webp_roundtrip(image, _quality("webp", quality), meta), label
+    return _lossy_roundtrip(image, "WEBP", _quality("webp", quality), meta), label
 
 
 def longer_side_size(height: int, width: int, size: int) -> tuple[int, int]:
@@ -358,5 +351,4 @@ def reencode(image: np.ndarray, label: np.ndarray, *, format: str, quality: int 
         return decode(encode(image, "PNG", compress_level=PNG_COMPRESS_LEVEL)), label
     if quality is None:
         raise ConfigError(f"distortion 'reencode': format {fmt} needs quality (an integer in 1..100)")
-    q = _quality("reencode", quality)
-    return (_jpeg_roundtrip(image, q, meta) if fmt == "jpeg" else _webp_roundtrip(image, q, meta)), label
+    return _lossy_roundtrip(image, fmt.upper(), _quality("reencode", quality), meta), label
