@@ -257,3 +257,14 @@ def test_a_size_past_what_a_float_holds_is_refused_as_over_the_pixel_limit(sampl
         getattr(D, name)(*sample, **params)
     assert str(info.value) == (f"distortion {name!r}: {given} makes a 48 x 64 px image, over the "
                                "10,000-pixel limit on images ($DIFFZOO_MAX_PIXELS)")
+
+
+def test_none_takes_no_parameters_so_a_case_giving_it_some_is_refused_when_planned():
+    """`distortion: none` with `params: {quality: 50}` (a case meant as jpeg) ran clean images unsaid."""
+    from diffzoo.harness.run.loading import check_params
+
+    with pytest.raises(ConfigError) as info:
+        check_params(D.identity, "none", {"quality": 50}, "jpeg50")
+    assert str(info.value) == ("case jpeg50: distortion 'none' cannot take the parameters {'quality': 50}: "
+                               "got an unexpected keyword argument 'quality'")
+    check_params(D.identity, "none", {}, "clean")

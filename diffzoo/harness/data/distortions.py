@@ -44,8 +44,8 @@ MAX_SIDE = {"JPEG": 65500, "WEBP": 16383}
 Pair = tuple[np.ndarray, np.ndarray]
 
 
-def identity(image: np.ndarray, label: np.ndarray, **params) -> Pair:
-    """No distortion."""
+def identity(image: np.ndarray, label: np.ndarray) -> Pair:
+    """No distortion (and no parameter: a case giving one is refused when planned)."""
     return image, label
 
 
@@ -270,7 +270,7 @@ def _rescale_output(height: int, width: int, *, scale: float, input_size: int | 
 
 # Distortions that only change the image's size carry ``output_size(h, w, **params)``:
 # the planner uses it to see when a pass feeds the detector the baseline's very input.
-identity.output_size = lambda height, width, **params: (height, width)  # type: ignore[attr-defined]
+identity.output_size = lambda height, width: (height, width)  # type: ignore[attr-defined]
 resize.output_size = _resize_output  # type: ignore[attr-defined]
 rescale.output_size = _rescale_output  # type: ignore[attr-defined]
 
