@@ -320,15 +320,18 @@ def test_a_rerun_of_the_same_run_is_one_row(tmp_path):
     assert row.record_id == rerun.id and row.provenance["git"] == "fedcba9876543210"
 
 
+RETRAINED = {"checkpoint": "ef" * 32, "metrics": {**make_record().metrics, "mIoU": 0.65},
+             "date": "2026-12-01T00:00:00+00:00"}
+
+
 def _two_versions(tmp_path) -> RecordStore:
-    """v1: detectors a and gone; v2: a retrained (mIoU 0.6 -> 0.65), gone dropped, new added,
-    and a on suite version 2 (a table v1 lacks)."""
+    """v1: detectors a and gone; v2: a retrained (mIoU 0.65) beside its v1 row, gone dropped, new
+    added, and a on suite version 2 (a table v1 lacks)."""
     store = RecordStore(tmp_path)
     store.add(make_record("a"))
     store.add(make_record("gone", checkpoint="cd" * 32))
     freeze(store, "v1")
-    store.add(make_record("a", checkpoint="ef" * 32, metrics={**make_record().metrics, "mIoU": 0.65},
-                          date="2026-12-01T00:00:00+00:00"))  # retrained: the newest row of "a" counts
+    store.add(make_record("a", **RETRAINED))  # another record: a second row of "a" in v2's table
     store.add(make_record("new", checkpoint="12" * 32))
     store.add(make_record("a", suite_version="2"))
     freeze(store, "v2", detectors=["a", "new"])
@@ -342,13 +345,13 @@ def test_diff_shows_moved_metrics_rows_and_new_suite_versions(tmp_path, capsys):
     assert "not comparable: suite_version 1 -> 2" in by_status[("2", "added")].note
     back = {(t.key.suite_version, t.status): t for t in diff(resolve("v2", store), resolve("v1", store)).tables}
     assert back[("2", "removed")].note.startswith("not comparable: suite_version 2 -> 1")  # from A to B
-    rows = {r.detector: r for r in by_status[("1", "matched")].rows}
-    assert rows["gone"].status == "removed" and rows["new"].status == "added"
-    assert rows["a"].status == "checkpoint changed"  # retrained
-    assert [(c.metric, c.before, c.after) for c in rows["a"].changes] == [("mIoU", 0.6, 0.65)]
+    # the published v2 table shows both rows of a: the v1 one is the same, the retrained one added
+    old, new = f"a (record {make_record('a').id[:12]})", f"a (record {make_record('a', **RETRAINED).id[:12]})"
+    assert [(r.detector, r.status) for r in by_status[("1", "matched")].rows] == sorted(
+        [(old, "same"), (new, "added"), ("gone", "removed"), ("new", "added")])
     assert result.moved
     code, out, _ = cli(capsys, "leaderboard", "diff", "v1", "v2", "--store", str(tmp_path))
-    assert code == 0 and "mIoU" in out and "+5.0" in out and "table added" in out
+    assert code == 0 and new in out and old not in out and "table added" in out, out
     assert not diff(resolve("v1", store), resolve("v1", store)).moved
 
 
@@ -363,12 +366,39 @@ def test_diff_json_is_the_same_diff_and_each_row_names_its_checkpoints(tmp_path,
     assert added["status"] == "added" and added["rows"] == []
     assert added["note"].startswith("not comparable: suite_version 1 -> 2")
     rows = {r["detector"]: r for r in table["rows"]}
-    assert rows["a"]["status"] == "checkpoint changed" and rows["a"]["checkpoint"] == ["ab" * 32, "ef" * 32]
-    [change] = rows["a"]["changes"]
-    assert change["metric"] == "mIoU" and (change["before"], change["after"]) == (0.6, 0.65)
-    assert change["delta"] == pytest.approx(0.05)
+    old, new = make_record("a").id, make_record("a", **RETRAINED).id
+    assert rows[f"a (record {old[:12]})"]["records"] == [old, old]
+    assert rows[f"a (record {new[:12]})"]["records"] == [None, new]
+    assert rows[f"a (record {new[:12]})"]["checkpoint"] == [None, "ef" * 32]
     assert rows["gone"]["status"] == "removed" and rows["gone"]["checkpoint"] == ["cd" * 32, None]  # A's only
     assert rows["new"]["status"] == "added" and rows["new"]["checkpoint"] == [None, "12" * 32]  # B's only
+
+
+def test_diff_pairs_rows_by_record_id_then_each_detectors_newest_and_names_them_by_seed(tmp_path, capsys):
+    """A diff row is a record, as in the published table: a record replaced with equal numbers (its id
+    kept, a newer date) is no change, though another seed's record is newer (it was "checkpoint
+    changed"); a re-run under a new id is paired with its detector's newest row left on the other side."""
+    seed0, seed1 = ({"seed": s, "checkpoint": f"{s}{s}" * 32, "metrics": {"mIoU": 0.5 + s / 5}} for s in (0, 1))
+    store = RecordStore(tmp_path / "s")
+    store.add(make_record("a", **seed0, date="2026-11-01T00:00:00+00:00"))
+    store.add(make_record("a", **seed1, date="2026-11-02T00:00:00+00:00"))
+    freeze(store, "v1")
+    store.add(make_record("a", **seed0, date="2026-11-03T00:00:00+00:00"), replace=True)
+    freeze(store, "v2")
+    code, out, _ = cli(capsys, "leaderboard", "diff", "v1", "v2", "--store", store.root)
+    assert (code, out.splitlines()[2:]) == (0, ["unchanged standard v1 / binary on mini", "no differences"]), out
+    retrained = make_record("a", seed=1, checkpoint="22" * 32, metrics={"mIoU": 0.8}, date="2026-11-04T00:00:00+00:00")
+    seed2 = make_record("a", seed=2, checkpoint="33" * 32, metrics={"mIoU": 0.1}, date="2026-11-03T00:00:00+00:00")
+    for side, records in (("A", list(store)), ("B", [*(r for r in store if r.body.seed == 0), retrained, seed2])):
+        (tmp_path / side).mkdir()
+        for record in records:
+            record.write(tmp_path / side)
+    [table] = diff(resolve(str(tmp_path / "A"), store), resolve(str(tmp_path / "B"), store)).tables
+    assert [(r.detector, r.status, [(c.metric, c.before, c.after) for c in r.changes]) for r in table.rows] == [
+        ("a (seed 0)", "same", []), ("a (seed 1)", "checkpoint changed", [("mIoU", 0.7, 0.8)]),
+        ("a (seed 2)", "added", [])]
+    code, out, _ = cli(capsys, "leaderboard", "diff", tmp_path / "A", tmp_path / "B", "--store", store.root)
+    assert code == 0 and "a (seed 1)" in out and "+10.0" in out and "a (seed 0)" not in out, out
 
 
 def test_diff_names_a_metric_no_record_of_b_carries_any_more():

@@ -3,10 +3,13 @@
 Tables are matched by their key minus nothing: a table only in A or only in
 B is reported as such (a new suite version therefore shows up as a table
 removed plus a table added, never as moved numbers).  Within a matched table
-rows are matched by detector name (the newest record of a detector when a
-selection holds several), and every metric whose value changed is listed
-with both values and the difference.  :func:`diff_console` renders a
-:class:`Diff` for the terminal.
+a row is a record, as in the published table, and rows are paired by record
+id (a replaced record keeps its id); the rows left are paired by detector,
+each side's newest (a re-run under a new id, a new checkpoint), and the
+rest are added or removed.  Where a detector has several rows, each row's
+name adds its seed, or its short record id where seeds do not tell them
+apart.  Every metric whose value changed is listed with both values and the
+difference.  :func:`diff_console` renders a :class:`Diff` for the terminal.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class RowChange:
     changes: list[MetricChange] = field(default_factory=list)
     checkpoint: tuple[str | None, str | None] = (None, None)
     conditions: list[str] = field(default_factory=list)  # "label map A -> B": the numbers are not comparable
+    records: tuple[str | None, str | None] = (None, None)  # the row's record id in A and in B
 
 
 @dataclass
@@ -69,15 +73,39 @@ class Diff:
         return {"a": self.a, "b": self.b, "tables": [{
             "key": vars(t.key), "status": t.status, "note": t.note,
             "rows": [{"detector": r.detector, "status": r.status, "checkpoint": list(r.checkpoint),
+                      "records": list(r.records),
                       "changes": [{"metric": c.metric, "before": c.before, "after": c.after, "delta": c.delta}
                                   for c in r.changes], "conditions": r.conditions} for r in t.rows],
         } for t in self.tables]}
 
 
-def _latest(table: Table) -> dict[str, Row]:
-    """Each detector's row of its newest record (:func:`~.newest.newest`)."""
-    return newest((row for row in table.rows if not row.baseline), key=lambda row: row.label,
-                  date=lambda row: row.provenance.get("date") or "")
+def _pairs(ta: Table, tb: Table) -> list[tuple[Row | None, Row | None]]:
+    """A's and B's detector rows paired (module doc): by record id, then each detector's newest
+    row left on each side (:func:`~.index.newest`); a row without a partner is alone."""
+    ra, rb = ({r.record_id: r for r in t.rows if not r.baseline} for t in (ta, tb))
+    pairs: list[tuple[Row | None, Row | None]] = [(ra.pop(i), rb.pop(i)) for i in list(ra) if i in rb]
+    la, lb = (newest(rows.values(), key=lambda row: row.label, date=lambda row: row.provenance.get("date") or "")
+              for rows in (ra, rb))
+    pairs += [(ra.pop(la[n].record_id), rb.pop(lb[n].record_id)) for n in la if n in lb]
+    return pairs + [(r, None) for r in ra.values()] + [(None, r) for r in rb.values()]
+
+
+def _names(pairs: list[tuple[Row | None, Row | None]]) -> list[str]:
+    """Each pair's row name: the label, with the seed (or else the short record id) of each side
+    where its detector has several rows on a side; ``(seed 0 -> seed 1)`` where the sides differ."""
+    labels = [next(r for r in pair if r is not None).label for pair in pairs]
+    sides: dict[str, tuple[list[Row], list[Row]]] = {label: ([], []) for label in labels}
+    for label, pair in zip(labels, pairs):
+        for side, row in zip(sides[label], pair):
+            side.extend([row] if row is not None else [])
+    names = []
+    for label, pair in zip(labels, pairs):
+        rows = sides[label]
+        by_seed = all(len({r.provenance.get("seed") for r in side}) == len(side) for side in rows)
+        tags = [f"seed {r.provenance.get('seed')}" if by_seed else f"record {(r.record_id or '')[:12]}"
+                for r in pair if r is not None] if max(map(len, rows)) > 1 else []
+        names.append(f"{label} ({' -> '.join(dict.fromkeys(tags))})" if tags else label)
+    return names
 
 
 def _checkpoint(row: Row) -> str | None:
@@ -113,25 +141,24 @@ def diff(a: Selection, b: Selection) -> Diff:
             out.append(TableChange(key, "removed" if removed else "added",
                                    note=_note(key, list(tb if removed else ta), removed=removed)))
             continue
-        ra, rb = _latest(ta[key]), _latest(tb[key])
+        pairs = _pairs(ta[key], tb[key])
         # a metric of either side: one no record of B carries any more is a change too
         metrics = list(dict.fromkeys(c.key for t in (ta[key], tb[key]) for c in t.columns))
         rows = []
-        for det in sorted(set(ra) | set(rb)):
-            if det not in rb:  # a row on one side names that side's checkpoint
-                rows.append(RowChange(det, "removed", checkpoint=(_checkpoint(ra[det]), None)))
-            elif det not in ra:
-                rows.append(RowChange(det, "added", checkpoint=(None, _checkpoint(rb[det]))))
-            else:
-                before, after = ({m: row.cells[m].value if m in row.cells else None for m in metrics}
-                                 for row in (ra[det], rb[det]))
-                changes = [MetricChange(m, before[m], after[m]) for m in metrics if not _same(before[m], after[m])]
-                ckpt = (_checkpoint(ra[det]), _checkpoint(rb[det]))
-                moved = [f"{name} {ra[det].conditions.get(name)} -> {value}"
-                         for name, value in rb[det].conditions.items() if ra[det].conditions.get(name) != value]
-                # another checkpoint is another model, whether or not its numbers moved
-                status = "checkpoint changed" if ckpt[0] != ckpt[1] else "changed" if changes or moved else "same"
-                rows.append(RowChange(det, status, changes, ckpt, moved))
+        for name, (ra, rb) in zip(_names(pairs), pairs):
+            ids = (ra.record_id if ra else None, rb.record_id if rb else None)
+            ckpt = (_checkpoint(ra) if ra else None, _checkpoint(rb) if rb else None)
+            if rb is None or ra is None:  # a row on one side names that side's checkpoint
+                rows.append(RowChange(name, "removed" if rb is None else "added", checkpoint=ckpt, records=ids))
+                continue
+            before, after = ({m: row.cells[m].value if m in row.cells else None for m in metrics} for row in (ra, rb))
+            changes = [MetricChange(m, before[m], after[m]) for m in metrics if not _same(before[m], after[m])]
+            moved = [f"{cond} {ra.conditions.get(cond)} -> {value}"
+                     for cond, value in rb.conditions.items() if ra.conditions.get(cond) != value]
+            # another checkpoint is another model, whether or not its numbers moved
+            status = "checkpoint changed" if ckpt[0] != ckpt[1] else "changed" if changes or moved else "same"
+            rows.append(RowChange(name, status, changes, ckpt, moved, ids))
+        rows.sort(key=lambda r: r.detector)
         out.append(TableChange(key, "matched", rows))
     return Diff(a.label, b.label, out)
 
