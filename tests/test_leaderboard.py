@@ -401,6 +401,13 @@ def test_diff_pairs_rows_by_record_id_then_each_detectors_newest_and_names_them_
     assert code == 0 and "a (seed 1)" in out and "+10.0" in out and "a (seed 0)" not in out, out
 
 
+def test_diff_of_a_version_name_in_a_folder_that_is_no_store_says_so(tmp_path, capsys):
+    code, _, err = cli(capsys, "leaderboard", "diff", "v1", "v2", "--store", tmp_path / "nope")
+    assert (code, err.strip()) == (2, f"error: 'v1' is not a folder or file of records, and {tmp_path / 'nope'} is "
+                                      f"not a record store (no {tmp_path / 'nope' / 'records'}) to hold a version of "
+                                      "that name; pass --store STORE")
+
+
 def test_diff_names_a_metric_no_record_of_b_carries_any_more():
     a = [make_record("a", metrics={"mIoU": 0.5, "F1_oracle": 0.7}), make_record("b", metrics={"mIoU": 0.4})]
     b = [make_record("a", metrics={"mIoU": 0.5}), make_record("b", metrics={"mIoU": 0.4})]
