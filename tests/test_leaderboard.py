@@ -101,13 +101,15 @@ def test_add_is_idempotent_and_reports_a_rerun_that_differs(tmp_path):
 
 
 def test_a_folder_holding_no_record_is_named_never_read_as_zero_records(tmp_path, capsys):
-    """A wrong folder handed to add, validate or diff used to print "0 added" / "0 valid", exit 0."""
+    """A wrong folder handed to add, validate or diff used to print "0 added" / "0 valid", exit 0; it is
+    the user's to fix, exit 2, as a folder that is no store given to list or publish (it exited 1)."""
     (tmp_path / "photos").mkdir()
     (tmp_path / "photos" / "a.png").write_bytes(b"png")
     RecordStore(tmp_path / "empty-store").records_dir.mkdir(parents=True)  # a store of no record is no mistake
-    for args in (["add", tmp_path / "photos", "--store", tmp_path / "s"], ["validate", tmp_path / "photos"]):
+    for args in (["add", tmp_path / "photos", "--store", tmp_path / "s"], ["validate", tmp_path / "photos"],
+                 ["diff", tmp_path / "empty-store", tmp_path / "photos"]):
         code, out, err = cli(capsys, "leaderboard", *args)
-        assert code == 1 and err.startswith(f"error: {tmp_path / 'photos'} holds no record"), (out, err)
+        assert code == 2 and err.startswith(f"error: {tmp_path / 'photos'} holds no record"), (out, err)
     assert not (tmp_path / "s").exists()
     code, out, _ = cli(capsys, "leaderboard", "validate", tmp_path / "empty-store")
     assert code == 0 and "0 valid, 0 invalid" in out

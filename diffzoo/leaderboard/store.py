@@ -350,14 +350,15 @@ def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultReco
 def expand_record_paths(paths: Iterable[Path]) -> list[Path]:
     """Files as given; folders expand to their records (``records/*.json``
     inside a store, else ``*.json``).  A folder that is no store and holds no
-    ``*.json`` is a RecordError: a wrong folder is never "0 records"."""
+    ``*.json`` is the user's to fix, as a folder that is no store is to every command (exit 2):
+    a wrong folder is never "0 records"."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
             inner = p / RECORDS_DIR
             found = sorted((inner if inner.is_dir() else p).glob("*.json"))
             if not found and not inner.is_dir():
-                raise RecordError(f"{p} holds no record (no *.json, and no {RECORDS_DIR}/ of a store): give record "
+                raise ConfigError(f"{p} holds no record (no *.json, and no {RECORDS_DIR}/ of a store): give record "
                                   "files, a records/ folder or a store (a `diffzoo run --out` folder)")
             out.extend(found)
         elif p.exists():
