@@ -401,6 +401,9 @@ def test_diff_pairs_rows_by_record_id_then_each_detectors_newest_and_names_them_
         ("a (seed 2)", "added", [])]
     code, out, _ = cli(capsys, "leaderboard", "diff", tmp_path / "A", tmp_path / "B", "--store", store.root)
     assert code == 0 and "a (seed 1)" in out and "+10.0" in out and "a (seed 0)" not in out, out
+    code, out, _ = cli(capsys, "leaderboard", "diff", tmp_path / "A", tmp_path / "B", "--store", store.root, "--json")
+    [change] = [c for r in json.loads(out)["tables"][0]["rows"] for c in r["changes"]]
+    assert change == {"metric": "mIoU", "before": 0.7, "after": 0.8, "delta": 0.1}  # 0.8 - 0.7: 0.10000000000000009
 
 
 def test_diff_of_a_version_name_in_a_folder_that_is_no_store_says_so(tmp_path, capsys):

@@ -36,9 +36,11 @@ class MetricChange:
 
     @property
     def delta(self) -> float | None:
+        """``after - before`` to 12 significant digits: the difference the two stored values
+        show, without the binary rounding of their subtraction (0.7 - 0.6 is 0.1, not 0.09999999999999998)."""
         if self.before is None or self.after is None:
             return None
-        return self.after - self.before
+        return float(f"{self.after - self.before:.12g}")
 
 
 @dataclass
