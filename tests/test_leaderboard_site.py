@@ -39,7 +39,8 @@ BROWSER, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 
 def record(detector, case, task, metrics, *, suite="standard", version="1", distortion="none", params=None,
            ci=None, baselines=None, confusion=None, sha=None, date="2026-03-01T10:20:30+00:00",
-           git="0123456789abcdef0123456789abcdef01234567", card=None):
+           git="0123456789abcdef0123456789abcdef01234567", card=None, case_fields=None):
+    """A record of ``case``; ``case_fields`` changes its case fields (None: a field left out)."""
     return ResultRecord.create(
         detector={"name": detector, "card": card or {"name": detector, "description": f"{detector} test card",
                                                      "tasks": ["binary", "semantic"], "licence": "MIT"},
@@ -47,9 +48,10 @@ def record(detector, case, task, metrics, *, suite="standard", version="1", dist
                   "checkpoint_sha256": sha or slugify(detector).encode().hex().ljust(64, "0")[:64],
                   "checkpoint_source": "trained", "plugin": "diffzoo.plugins.test"},
         suite={"name": suite, "version": version, "definition_hash": f"def{suite}{version}".ljust(16, "0")},
-        case={"name": case, "task": task, "split": "val", "distortion": distortion,
-              "distortion_params": params or {}, "train": {"task": "binary", "split": "train",
-                                                            "exclude_editors": []}},
+        case={k: v for k, v in {"name": case, "task": task, "split": "val", "distortion": distortion,
+                                 "distortion_params": params or {}, "train": {"task": "binary", "split": "train",
+                                                                              "exclude_editors": []},
+                                 **(case_fields or {})}.items() if v is not None},
         dataset={"name": DATASET, "fingerprint": FP},
         label_space=LABELS if task == "semantic" else ["background", "edited"],
         metrics=metrics, ci95=ci or {}, metrics_version="1", threshold_policy={"pixel": "fixed 0.5"},
@@ -162,6 +164,18 @@ def test_record_strings_are_escaped_and_links_are_slugs(site):
     evil_page = parse(out / "detectors" / f"{slugify(EVIL)}.html")
     assert EVIL_CARD in "".join(evil_page.text)
     assert not [a for t, a in evil_page.tags if t == "img" and a.get("src") == "x"]
+
+
+def test_a_case_line_leaves_out_what_its_records_do_not_say(tmp_path):
+    """A case without ``split`` or ``train`` said "split None" (or "split ;") and "trained on ?"."""
+    from diffzoo.leaderboard.versions import Selection
+
+    for fields, said in (({"split": None, "train": None}, "task binary; distortion none; dataset fingerprint"),
+                         ({"train": {"split": "train", "exclude_editors": ["sd2"]}},
+                          "task binary; split val; distortion none; trained on train without sd2; dataset")):
+        write_site(Selection("x", [record("a", "binary", "binary", binary(0.5), case_fields=fields)]), tmp_path)
+        text = re.sub(r"\s+", " ", "".join(parse(tmp_path / "detectors" / "a.html").text))
+        assert said in text, text
 
 
 def test_file_names_are_slugs_and_distinct(site):
