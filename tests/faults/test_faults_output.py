@@ -139,6 +139,12 @@ def test_markdown_backslash_backtick_html_and_emphasis_in_names_stay_literal(tmp
     assert {rendered(row[1]) for row in rows} == set(names)
 
 
+def test_markdown_names_differing_only_in_outer_spaces_are_told_apart(tmp_path):
+    """Markdown drops a cell's or heading's outer spaces: " a", "a" and "a " were three rows all shown `a`."""
+    rows = table_rows(markdown_tokens(published(tmp_path, "md", [make_record(n) for n in (" a", "a", "a ")])))[0]
+    assert sorted(rendered(row[1]) for row in rows) == ['" a"', '"a "', "a"]
+
+
 # -- LaTeX ---------------------------------------------------------------------------------------------------
 def test_latex_escapes_specials_line_breaks_and_control_characters(tmp_path):
     name = "\\input{/etc/passwd} & $x^2$ #1 _a ~b %c"

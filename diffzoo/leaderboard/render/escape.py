@@ -89,10 +89,14 @@ def md_cell(value: object) -> str:
     - A leading ``#``, ``=``, ``+``, ``-`` or ``1.``/``1)`` (after spaces)
       is backslash-escaped: at a line or list-item start it would make a
       heading or a list.
+    - Text with leading or trailing spaces is put in double quotes
+      (``" a"``): Markdown drops them, so ``" a"``, ``"a"`` and ``"a "``
+      would all read as ``a``.
     """
     text = printable("" if value is None else value).translate(_MD_TABLE)
     text = _MD_BLOCK_MARK.sub(r"\1\\\2", text, count=1)
-    return _MD_ORDERED.sub(r"\1\\\2", text, count=1)
+    text = _MD_ORDERED.sub(r"\1\\\2", text, count=1)
+    return f'"{text}"' if text != text.strip() else text
 
 
 # -- LaTeX ----------------------------------------------------------------------------------
