@@ -48,13 +48,13 @@ def open_store(path: Path, must_exist: bool = True) -> RecordStore:
     from diffzoo.leaderboard.store import RecordStore
 
     store = RecordStore(path)
-    if not store.records_dir.is_dir():
+    if store.absent:
         if must_exist:
             # a store's own folder given for the store: the fix is its parent, not another run
             inner = Path(path).name in STORE_DIRS and (Path(path).parent / RECORDS_DIR).is_dir()
             fix = (f"give the store it is part of: --store {Path(path).parent}" if inner
                    else "run `diffzoo run --out DIR` or pass --store")
-            raise ConfigError(f"{path} is not a record store (no {store.records_dir}); {fix}")
+            raise ConfigError(f"{store.absent}; {fix}")
         claim_output_dir(path)  # a new store: never in a folder diffzoo did not make
     return store
 

@@ -140,6 +140,11 @@ class RecordStore:
         self.versions_dir = self.root / VERSIONS_DIR
         self.replaced_dir = self.root / REPLACED_DIR
 
+    @property
+    def absent(self) -> str:
+        """Why ``root`` is no record store, for an error line ("" where it is one)."""
+        return "" if self.records_dir.is_dir() else f"{self.root} is not a record store (no {self.records_dir})"
+
     # -- reading ---------------------------------------------------------------
     def paths(self) -> list[Path]:
         return sorted(self.records_dir.glob("*.json"))

@@ -325,9 +325,9 @@ def resolve(ref: str | None, store: RecordStore) -> Selection:
         read = [(p, *read_record_file(p)) for p in expand_record_paths([path])]
         return Selection(f"records in {path}", [r for _, r, _ in read if r is not None],
                          skipped=tuple((p, "; ".join(why)) for p, r, why in read if r is None))
-    if not store.records_dir.is_dir():  # no store to hold a version of that name: "none frozen yet" would be false
-        raise ConfigError(f"{ref!r} is not a folder or file of records, and {store.root} is not a record store "
-                          f"(no {store.records_dir}) to hold a version of that name; pass --store STORE")
+    if store.absent:  # no store to hold a version of that name: "none frozen yet" would be false
+        raise ConfigError(f"{ref!r} is not a folder or file of records, and {store.absent} to hold a version of "
+                          "that name; pass --store STORE")
     known = [p.stem for p in version_files(store)]
     raise ConfigError(f"{ref!r} is neither a version in {store.root} "
                       f"({', '.join(known) or 'none frozen yet'}) nor a folder or file of records")
