@@ -95,14 +95,11 @@ def _pairs(ta: Table, tb: Table) -> list[tuple[Row | None, Row | None]]:
 def _names(pairs: list[tuple[Row | None, Row | None]]) -> list[str]:
     """Each pair's row name: the label, with the seed (or else the short record id) of each side
     where its detector has several rows on a side; ``(seed 0 -> seed 1)`` where the sides differ."""
-    labels = [next(r for r in pair if r is not None).label for pair in pairs]
-    sides: dict[str, tuple[list[Row], list[Row]]] = {label: ([], []) for label in labels}
-    for label, pair in zip(labels, pairs):
-        for side, row in zip(sides[label], pair):
-            side.extend([row] if row is not None else [])
+    sides = [[row for pair in pairs if (row := pair[side]) is not None] for side in (0, 1)]
     names = []
-    for label, pair in zip(labels, pairs):
-        rows = sides[label]
+    for pair in pairs:
+        label = next(r for r in pair if r is not None).label
+        rows = [[r for r in side if r.label == label] for side in sides]
         by_seed = all(len({r.provenance.get("seed") for r in side}) == len(side) for side in rows)
         tags = [f"seed {r.provenance.get('seed')}" if by_seed else f"record {(r.record_id or '')[:12]}"
                 for r in pair if r is not None] if max(map(len, rows)) > 1 else []
