@@ -126,7 +126,8 @@ def read_csv(
 ) -> tuple[list[str], list[tuple[int, dict[str, Any]]] | None]:
     """The header of a UTF-8 CSV file (a byte-order mark skipped), its cells stripped (and lower-cased
     with ``lower``), and (line, row) per data row; rows None, read no further, when the header lacks
-    one of ``needed``.  A file that cannot be read as such (``what``, in the error) is a DataError."""
+    one of ``needed``.  A file that cannot be read as such (``what``, in the error), or a row with
+    more fields than the header or without a cell of ``needed``, is a DataError."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f, delimiter=delimiter)
@@ -134,9 +135,30 @@ def read_csv(
             reader.fieldnames = fields = [h.lower() for h in fields] if lower else fields
             if not set(needed) <= set(fields):
                 return fields, None
-            return fields, [(reader.line_num, row) for row in reader]
+            rows = [(reader.line_num, row) for row in reader]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise DataError(f"{path}: not a readable UTF-8 {what} file ({exc})") from None
+    for line, row in rows:
+        if None in row or any(row[c] is None for c in needed):
+            raise DataError(f"{path}: line {line} has {'more' if None in row else 'fewer'} fields than "
+                            f"the header {','.join(fields)[:120]}")
+    return fields, rows
+
+
+def csv_table(
+    path: Path, needed: Sequence[str], expected: str, each_row: str, *, delimiter: str = ",",
+    lower: bool = False, what: str = "CSV",
+) -> list[tuple[int, dict[str, Any]]]:
+    """:func:`read_csv`'s rows of a table that must hold ``needed`` (else a DataError naming the
+    missing columns and what was ``expected``) and a row (else one saying what ``each_row`` is)."""
+    fields, rows = read_csv(path, needed, delimiter=delimiter, lower=lower, what=what)
+    if rows is None:
+        missing = [c for c in needed if c not in fields]
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; expected {expected} "
+                        f"(found: {','.join(fields)[:120] or 'nothing'})")
+    if not rows:
+        raise DataError(f"{path}: no rows; expected one row per {each_row}")
+    return rows
 
 
 def sniff_quietly(

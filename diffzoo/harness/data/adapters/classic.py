@@ -46,8 +46,8 @@ from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import (
     child_dir,
+    csv_table,
     masks_by_stem,
-    read_csv,
     relative_cell,
     report_unpaired,
     require_path,
@@ -446,19 +446,8 @@ def _read_reference(ref: Path) -> list[tuple[int, dict[str, str]]]:
     """(line, row) per data row of a pipe-separated NIST reference file, checked for the needed columns."""
     if not ref.is_file():
         raise DataError(f"{ref}: no such reference file; NIST16 {Nist16Dataset.LAYOUT}")
-    fields, rows = read_csv(ref, NIST_COLUMNS, delimiter="|", what="'|'-separated")
-    if rows is None:
-        missing = [c for c in NIST_COLUMNS if c not in fields]
-        raise DataError(
-            f"{ref}: missing column(s) {', '.join(missing)}; expected a '|'-separated NIST reference "
-            f"file with {', '.join(NIST_COLUMNS)} (found: {','.join(fields)[:120] or 'nothing'})"
-        )
-    for line, row in rows:
-        if None in row or any(row[c] is None for c in NIST_COLUMNS):
-            raise DataError(f"{ref}: line {line} has {'more' if None in row else 'fewer'} fields than the header")
-    if not rows:
-        raise DataError(f"{ref}: no rows; expected one row per probe")
-    return rows
+    return csv_table(ref, NIST_COLUMNS, f"a '|'-separated NIST reference file with {', '.join(NIST_COLUMNS)}",
+                     "probe", delimiter="|", what="'|'-separated")
 
 
 def _relative(value: str, where: str) -> str:

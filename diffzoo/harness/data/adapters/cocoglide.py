@@ -52,7 +52,7 @@ from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import read_csv, relative_cell, require_path
+from diffzoo.harness.data.base import csv_table, relative_cell, require_path
 from diffzoo.harness.data.walk import canonical_name, ids_of, stored_paths
 
 log = logging.getLogger(__name__)
@@ -128,24 +128,11 @@ def read_table(root: Path, find: Callable[[str], Path]) -> list[tuple[str, str, 
             f"{root}: no {TABLE}; CocoGlide pairs real/, fake/ and mask/ through {TABLE} "
             f"with columns {','.join(COLUMNS)}"
         )
-    fields, raw = read_csv(table, COLUMNS, lower=True)
-    if raw is None:
-        missing = [c for c in COLUMNS if c not in fields]
-        raise DataError(
-            f"{table}: missing column(s) {', '.join(missing)}; expected the header "
-            f"{','.join(COLUMNS)} (found: {','.join(fields) or 'nothing'})"
-        )
-    if not raw:
-        raise DataError(f"{table}: no rows; expected one row per edited image")
+    raw = csv_table(table, COLUMNS, f"the header {','.join(COLUMNS)}", "edited image", lower=True)
     rows: list[tuple[str, str, str, str]] = []
     seen: dict[str, tuple[int, str]] = {}
     absent: list[str] = []
     for line, row in raw:
-        if None in row or any(row[c] is None for c in COLUMNS):
-            raise DataError(
-                f"{table}: line {line} has {'more' if None in row else 'fewer'} fields than "
-                f"the header {','.join(fields)}"
-            )
         paths = []
         for col in COLUMNS[:3]:
             rel = relative_cell(row[col], f"{table}: line {line}: {col}", "the table's folder",

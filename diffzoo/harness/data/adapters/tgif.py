@@ -326,14 +326,11 @@ def read_prompts(root: Path, found: list[Path]) -> tuple[dict[str, str], list[Pa
     used: list[Path] = []
     folders = {p for base in {root, *found} for p in subfolders(base) if p.name.lower().startswith("metadata")}
     for csv_path in sorted(p for folder in folders for p in folder.glob("*.csv") if p.is_file()):
-        fields, rows = read_csv(csv_path, ("image_id", "prompt"), lower=True)
+        _, rows = read_csv(csv_path, ("image_id", "prompt"), lower=True)
         if rows is None:
             continue
-        for line, row in rows:
-            image_id, prompt = row.get("image_id"), row.get("prompt")
-            if image_id is None or prompt is None or None in row:
-                raise DataError(f"{csv_path}: line {line} does not have the header's {len(fields)} fields")
-            if prompt.strip():
-                prompts.setdefault(image_id.strip(), prompt.strip())
+        for _, row in rows:
+            if row["prompt"].strip():
+                prompts.setdefault(row["image_id"].strip(), row["prompt"].strip())
         used.append(csv_path)
     return prompts, used
