@@ -195,6 +195,23 @@ def name_list(value: Sequence[str] | str | None) -> list[str] | None:
     return [str(v).strip() for v in items if str(v).strip()]
 
 
+def chosen_names(
+    value: Sequence[str] | str | None, valid: Sequence[str], refuse: Callable[[list[str]], Exception],
+    read: Callable[[str], str] = str,
+) -> list[str]:
+    """The names a list option chose (``value``, as :func:`name_list` reads it, each name as ``read``
+    reads it), once each in the order given; every one of ``valid`` when the option is not given.
+    Names not in ``valid``, or none at all, raise ``refuse(those names)``."""
+    names = name_list(value)
+    if names is None:
+        return list(valid)
+    names = list(dict.fromkeys(read(n) for n in names))
+    unknown = [n for n in names if n not in valid]
+    if unknown or not names:
+        raise refuse(unknown)
+    return names
+
+
 def _split_order(name: str) -> tuple[int, str]:
     return (
         CANONICAL_SPLITS.index(name) if name in CANONICAL_SPLITS else len(CANONICAL_SPLITS),

@@ -46,8 +46,8 @@ from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import (
     SplitDataset,
+    chosen_names,
     folder_name,
-    name_list,
     option_path,
     report_unpaired,
     require_path,
@@ -245,10 +245,10 @@ class PapeDataset(SplitDataset):
                 f"{root}: not a PAPE folder; expected <subset>/<editor>/ folders holding "
                 f"{MANIFEST_FILE}, source/, normal/, abnormal/, masks/normal/, masks/abnormal/"
             )
-        chosen_subsets = self._choose("subset", name_list(subsets), sorted(layout), root)
+        chosen_subsets = self._choose("subset", subsets, sorted(layout), root)
         present = sorted({e for s in chosen_subsets for e in layout[s]})
         known = [e for e in PAPE_EDITORS if e in present] + [e for e in present if e not in PAPE_EDITORS]
-        chosen_editors = self._choose("editor", name_list(editors), known, root)
+        chosen_editors = self._choose("editor", editors, known, root)
         super().__init__(name or folder_name(root), LabelSpace.from_editors(chosen_editors))
         self.root, self.path = root, str(root)
         self.edits, self.include_source = edits, include_source
@@ -281,17 +281,12 @@ class PapeDataset(SplitDataset):
 
     # -- building -------------------------------------------------------------
     @staticmethod
-    def _choose(kind: str, wanted: list[str] | None, present: list[str], root: Path) -> list[str]:
-        if wanted is None:
-            return present
-        wanted = [canonical_name(w) for w in wanted]  # as the folder names are read
-        unknown = [w for w in wanted if w not in present]
-        if unknown or not wanted:
-            raise DataError(
-                f"PAPE {root} has no {kind} {', '.join(map(repr, unknown)) or '(none given)'}; "
-                f"{kind}s present: {', '.join(present)}"
-            )
-        return list(dict.fromkeys(wanted))
+    def _choose(kind: str, wanted: Sequence[str] | str | None, present: list[str], root: Path) -> list[str]:
+        def refuse(unknown: list[str]) -> DataError:
+            return DataError(f"PAPE {root} has no {kind} {', '.join(map(repr, unknown)) or '(none given)'}; "
+                             f"{kind}s present: {', '.join(present)}")
+
+        return chosen_names(wanted, present, refuse, canonical_name)  # as the folder names are read
 
     def _add_editor(
         self, subset: str, editor: str, folder: Path, missing: list[str]

@@ -41,7 +41,15 @@ from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataErr
 from diffzoo.harness.core.fsutil import read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import SplitDataset, folder_name, name_list, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import (
+    SplitDataset,
+    chosen_names,
+    folder_name,
+    name_list,
+    report_unpaired,
+    require_path,
+    sniff_quietly,
+)
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.splits import canonical_split, one_split
@@ -256,13 +264,9 @@ class PixarDataset(SplitDataset):
             hint = " (this looks like a split folder: pass the folder holding it)" if (
                 root / "tampered").is_dir() else ""
             raise DataError(f"PIXAR {root}: no PIXAR layout found{hint}; {expected}")
-        names = sorted(found) if wanted is None else list(dict.fromkeys(wanted))
-        unknown = [n for n in names if n not in found]
-        if unknown or not names:
-            raise DataError(
-                f"PIXAR {root} has no test set for editor(s) {', '.join(unknown) or '(none given)'}; "
-                f"present: {', '.join(sorted(found))}"
-            )
+        names = chosen_names(wanted, sorted(found), lambda unknown: DataError(
+            f"PIXAR {root} has no test set for editor(s) {', '.join(unknown) or '(none given)'}; "
+            f"present: {', '.join(sorted(found))}"))
         return [(found[n], n) for n in names]
 
     def _add_folder(

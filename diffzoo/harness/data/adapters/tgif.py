@@ -64,7 +64,7 @@ from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, name_list, read_csv, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import child_dir, chosen_names, read_csv, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.walk import ids_of, subfolders
 
@@ -296,14 +296,10 @@ class TgifDataset(_PairListDataset):
 
 
 def _choice(option: str, value: list[str] | str | None, valid: tuple[str, ...]) -> set[str]:
-    names = name_list(value)
-    if names is None:
-        return set(valid)
-    chosen = {n.lower() for n in names}
-    bad = sorted(chosen - set(valid))
-    if bad or not chosen:
-        raise ConfigError(f"TGIF {option}={value!r}: {', '.join(bad) or 'nothing'} is not one of {', '.join(valid)}")
-    return chosen
+    def refuse(bad: list[str]) -> ConfigError:
+        return ConfigError(f"TGIF {option}={value!r}: {', '.join(bad) or 'nothing'} is not one of {', '.join(valid)}")
+
+    return set(chosen_names(value, valid, refuse, str.lower))
 
 
 def _find_mask(index: dict[tuple[str, str], dict[str, Path]], where: list[Path], split_dir: str,
