@@ -25,7 +25,7 @@ from diffzoo.harness.core.types import LabelSpace, Sample
 from diffzoo.harness.data.authentic import AuthenticFolder
 from diffzoo.harness.data.fingerprint import combine, counting_orientation
 from diffzoo.harness.data.labelmaps import LabelMap, label_map_sha256
-from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, own_splits, with_extra_authentic
+from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, one_split, own_splits, with_extra_authentic
 from diffzoo.harness.data.walk import canonical_name
 
 log = logging.getLogger(__name__)
@@ -255,6 +255,16 @@ class SplitDataset(Dataset):
         self._splits = folder.merge_into(self._splits, split, self.name)
         self._authentic = folder
         self._fingerprint = None
+
+    def _split_by(self, split: str | None, ids: Iterable[str], native: Callable[[], Mapping[str, list[str]]],
+                  source: str) -> None:
+        """``split`` (an adapter's ``split=NAME``): every sample (``ids``) in that one split; else the
+        data's own splits, ``native()`` (read only then; empty ones dropped), ``source`` saying whence."""
+        if split is not None:
+            self._splits, self.split_info = one_split(split, ids)
+        else:
+            self._splits = {k: sorted(v) for k, v in native().items() if v}
+            self.split_info = {"id": "native", "source": source}
 
     # -- samples ------------------------------------------------------------
     def load(self, sample_id: str) -> Sample:

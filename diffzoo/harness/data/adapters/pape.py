@@ -56,7 +56,7 @@ from diffzoo.harness.data.base import (
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE, jsonl_rows
-from diffzoo.harness.data.splits import canonical_split, one_split
+from diffzoo.harness.data.splits import canonical_split
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, subfolders
 
 log = logging.getLogger(__name__)
@@ -273,11 +273,8 @@ class PapeDataset(SplitDataset):
         report_unpaired(str(root), missing, "manifest row(s) have no image or mask", skip_unpaired)
         if not self._entries:
             raise DataError(f"{root}: no samples for subsets {chosen_subsets}, editors {chosen_editors}")
-        if split is not None:
-            self._splits, self.split_info = one_split(split, self._entries)
-        else:
-            self._splits = self._assign_splits(by_subset, splits_file)
-            self.split_info = {"id": "native", "source": "the dataset's split files"}
+        self._split_by(split, self._entries, lambda: self._assign_splits(by_subset, splits_file),
+                       "the dataset's split files")
 
     # -- building -------------------------------------------------------------
     @staticmethod
@@ -384,7 +381,7 @@ class PapeDataset(SplitDataset):
                     if unassigned:
                         log.info("PAPE %s: %d image id(s) of %s are in no split of %s",
                                  self.root, len(unassigned), subset, file)
-        return {k: sorted(v) for k, v in splits.items() if v}
+        return splits
 
     # -- reading --------------------------------------------------------------
     def _load(self, sample_id: str) -> Sample:

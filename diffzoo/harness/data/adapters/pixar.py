@@ -52,7 +52,7 @@ from diffzoo.harness.data.base import (
 )
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
-from diffzoo.harness.data.splits import canonical_split, one_split
+from diffzoo.harness.data.splits import canonical_split
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, ids_of, is_folder, subfolders
 
 log = logging.getLogger(__name__)
@@ -215,11 +215,7 @@ class PixarDataset(SplitDataset):
         super().__init__(name or folder_name(root), LabelSpace.from_editors(names) if names else BINARY)
         if not self._entries:
             raise DataError(f"PIXAR {root}: no samples")
-        if split is not None:
-            self._splits, self.split_info = one_split(split, self._entries)
-        else:
-            self._splits = {k: sorted(v) for k, v in native.items() if v}
-            self.split_info = {"id": "native", "source": "the dataset's own split folders"}
+        self._split_by(split, self._entries, lambda: native, "the dataset's own split folders")
 
     # -- building -------------------------------------------------------------
     @staticmethod
