@@ -320,9 +320,11 @@ def test_an_empty_exclude_editors_is_refused_never_read_as_excluding_none(capsys
     ("split_seed=x", "--dataset-option split_seed takes an integer, got 'x'"),
     ("calib_fraction=abc", "--dataset-option calib_fraction takes a number, got 'abc'"),
     ("skip_unpaired=[1]", "--dataset-option skip_unpaired takes true or false, got [1]"),
+    (f"split_seed={10**30}", f"split_seed {10**30} is not a valid seed: give an integer from 0 to 2**63 - 1"),
 ])
 def test_an_adapter_option_of_the_wrong_kind_is_one_line_naming_it(capsys, diffseg_folder, option, said):
-    """Each was an internal error (a TypeError inside the adapter) or, for a seed, taken as text."""
+    """Each was an internal error (a TypeError inside the adapter) or, for a seed, taken as text (a
+    split seed past --seed's range was taken too)."""
     result = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", diffseg_folder,
                  "--dataset-option", option, "--plan")
     one_line_exit_2(*result, said)

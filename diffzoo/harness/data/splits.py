@@ -21,6 +21,7 @@ from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text, require_file
+from diffzoo.harness.core.types import check_seed
 from diffzoo.harness.data.walk import canonical_name
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ def split_ids(ids: Iterable[str], val_fraction: float = 0.2, seed: int = 0,
     what would be train, so ``val`` is the same with or without it); else
     ``train``.  Each list is sorted; ``calib`` is absent when its fraction is 0.
     """
+    check_seed(seed, "split_seed")  # --seed's range: a seed every record and JSON reader holds
     if not 0.0 <= val_fraction < 1.0:
         raise ConfigError(f"val_fraction must be in [0, 1), got {val_fraction}")
     if not 0.0 <= calib_fraction < 1.0 - val_fraction:
