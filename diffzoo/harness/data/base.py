@@ -256,15 +256,11 @@ class SplitDataset(Dataset):
         self._authentic = folder
         self._fingerprint = None
 
-    def _split_by(self, split: str | None, ids: Iterable[str], native: Callable[[], Mapping[str, list[str]]],
-                  source: str) -> None:
-        """``split`` (an adapter's ``split=NAME``): every sample (``ids``) in that one split; else the
-        data's own splits, ``native()`` (read only then; empty ones dropped), ``source`` saying whence."""
-        if split is not None:
-            self._splits, self.split_info = one_split(split, ids)
-        else:
-            self._splits = {k: sorted(v) for k, v in native().items() if v}
-            self.split_info = {"id": "native", "source": source}
+    def _split_by(self, split: str | None, ids: Iterable[str],
+                  scheme: Callable[[], tuple[dict[str, list[str]], dict[str, str]]]) -> None:
+        """``split`` (an adapter's ``split=NAME``): every sample (``ids``) in that one split; else
+        the splits and their provenance ``scheme()`` gives (read only then)."""
+        self._splits, self.split_info = one_split(split, ids) if split is not None else scheme()
 
     # -- samples ------------------------------------------------------------
     def load(self, sample_id: str) -> Sample:

@@ -180,15 +180,13 @@ def resolve_split_scheme(
         info = {"id": file_split_id(prefix, read_regular(path, TEXT_LIMIT)),
                 "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}
         return {k: v for k, v in splits.items() if v}, info
-    named = {canonical_split(k): sorted(v) for k, v in native.items()}
-    if list(named) == ["train"]:
-        named = split_ids(named["train"], val_fraction, seed, calib_fraction)
-        calib = f", calib {percent(calib_fraction)}%" if calib_fraction else ""
-        info = {"id": hash_split_id(seed, val_fraction, calib_fraction),
-                "source": f"hash of each id (seed {seed}, val {percent(val_fraction)}%{calib})"}
-    else:
-        info = {"id": "native", "source": f"the data's own splits ({', '.join(sorted(native))})"}
-    return {k: v for k, v in named.items() if v}, info
+    named = {canonical_split(k): v for k, v in native.items()}
+    if list(named) != ["train"]:
+        return native_splits(named, f"the data's own splits ({', '.join(sorted(native))})")
+    calib = f", calib {percent(calib_fraction)}%" if calib_fraction else ""
+    info = {"id": hash_split_id(seed, val_fraction, calib_fraction),
+            "source": f"hash of each id (seed {seed}, val {percent(val_fraction)}%{calib})"}
+    return {k: v for k, v in split_ids(named["train"], val_fraction, seed, calib_fraction).items() if v}, info
 
 
 def fixed_split(name: str) -> str:
@@ -203,6 +201,12 @@ def one_split(name: str, ids: Iterable[str]) -> tuple[dict[str, list[str]], dict
     """Every sample in the split ``name`` (a test set, or an adapter's ``split=NAME``)."""
     key = fixed_split(name)
     return {key: sorted(ids)}, {"id": "native", "source": f"every sample in {key}"}
+
+
+def native_splits(splits: Mapping[str, Iterable[str]], source: str) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The data's own ``splits`` (each sorted, empty ones dropped), split id ``native``, ``source``
+    saying where they come from."""
+    return {k: sorted(v) for k, v in splits.items() if v}, {"id": "native", "source": source}
 
 
 def own_splits(owner: str) -> dict[str, str]:

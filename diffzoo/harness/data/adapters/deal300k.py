@@ -49,7 +49,7 @@ from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers, open_zip, posix_names
-from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
+from diffzoo.harness.data.splits import SPLITS_FILE, native_splits, resolve_split_scheme
 
 log = logging.getLogger(__name__)
 
@@ -154,9 +154,8 @@ class Deal300kDataset(SplitDataset):
             given = option_path(split_file, home, "split_file") if split_file is not None else None
             self._splits, self.split_info = resolve_split_scheme(native, home / SPLITS_FILE, 0.2, 0, split_file=given)
         else:
-            self._splits = {s: ids for s, ids in native.items() if ids}
             names = ", ".join(p.name for _, p in placed)
-            self.split_info = {"id": "native", "source": f"the data's own splits ({names})"}
+            self._splits, self.split_info = native_splits(native, f"the data's own splits ({names})")
 
     # -- indexing -----------------------------------------------------------
     def _index(self, placed: list[tuple[str, Path]], mask_path: Path | None, originals: bool,

@@ -33,7 +33,7 @@ from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, masks_by_stem, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
-from diffzoo.harness.data.splits import SPLITS_FILE, one_split, resolve_split_scheme
+from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
 from diffzoo.harness.data.walk import canonical_name, ids_of, stored_paths
 
 log = logging.getLogger(__name__)
@@ -68,11 +68,8 @@ class _PairListDataset(SplitDataset):
         self._entries = entries
         if split is None and default_split is not None and val_fraction is None and not (root / SPLITS_FILE).is_file():
             split = default_split
-        if split is not None:
-            self._splits, self.split_info = one_split(split, entries)
-        else:
-            fraction = 0.2 if val_fraction is None else val_fraction
-            self._splits, self.split_info = self._split_scheme(sorted(entries), fraction, split_seed)
+        fraction = 0.2 if val_fraction is None else val_fraction
+        self._split_by(split, entries, lambda: self._split_scheme(sorted(entries), fraction, split_seed))
 
     def _split_scheme(self, ids: list[str], val_fraction: float,
                       seed: int) -> tuple[dict[str, list[str]], dict[str, str]]:

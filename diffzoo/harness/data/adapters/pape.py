@@ -56,7 +56,7 @@ from diffzoo.harness.data.base import (
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE, jsonl_rows
-from diffzoo.harness.data.splits import canonical_split
+from diffzoo.harness.data.splits import canonical_split, native_splits
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, subfolders
 
 log = logging.getLogger(__name__)
@@ -273,8 +273,8 @@ class PapeDataset(SplitDataset):
         report_unpaired(str(root), missing, "manifest row(s) have no image or mask", skip_unpaired)
         if not self._entries:
             raise DataError(f"{root}: no samples for subsets {chosen_subsets}, editors {chosen_editors}")
-        self._split_by(split, self._entries, lambda: self._assign_splits(by_subset, splits_file),
-                       "the dataset's split files")
+        self._split_by(split, self._entries, lambda: native_splits(self._assign_splits(by_subset, splits_file),
+                                                                   "the dataset's split files"))
 
     # -- building -------------------------------------------------------------
     @staticmethod

@@ -52,7 +52,7 @@ from diffzoo.harness.data.base import (
 )
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
-from diffzoo.harness.data.splits import canonical_split
+from diffzoo.harness.data.splits import canonical_split, native_splits
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, ids_of, is_folder, subfolders
 
 log = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ class PixarDataset(SplitDataset):
         super().__init__(name or folder_name(root), LabelSpace.from_editors(names) if names else BINARY)
         if not self._entries:
             raise DataError(f"PIXAR {root}: no samples")
-        self._split_by(split, self._entries, lambda: native, "the dataset's own split folders")
+        self._split_by(split, self._entries, lambda: native_splits(native, "the dataset's own split folders"))
 
     # -- building -------------------------------------------------------------
     @staticmethod

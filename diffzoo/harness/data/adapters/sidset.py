@@ -48,7 +48,7 @@ from diffzoo.harness.data.base import masks_by_stem, report_unpaired, require_pa
 from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, load_tables
 from diffzoo.harness.data.imageio import is_image_file
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers, posix_names
-from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, fixed_split
+from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, fixed_split, native_splits
 from diffzoo.harness.data.walk import subfolders
 
 log = logging.getLogger(__name__)
@@ -115,9 +115,9 @@ class SidSetDataset(MixedDataset):
         self.path = str(root)
         forms = [("datasets", self._rows), (getattr(self._members, "kind", ""), self._members)]
         self.source_kind = "+".join(kind for kind, source in forms if source is not None)
-        self._splits = self._by_split()
-        self.split_info = {"id": "native", "source": f"every sample in {self._fixed}" if self._fixed else
-                           f"SID-Set's own splits ({', '.join(sorted(self._splits))})"}
+        splits = self._by_split()
+        self._splits, self.split_info = native_splits(splits, f"every sample in {self._fixed}" if self._fixed else
+                                                      f"SID-Set's own splits ({', '.join(sorted(splits))})")
 
     def _put(self, split: str, sid: str, kind: str, handle: tuple[str, Any, Any], where: str,
              found: dict[str, dict[str, Item]], places: dict[tuple[str, str], str]) -> None:

@@ -52,7 +52,7 @@ from diffzoo.harness.data.adapters.mixed import (
 )
 from diffzoo.harness.data.base import require_path
 from diffzoo.harness.data.hfsource import Table
-from diffzoo.harness.data.splits import canonical_split
+from diffzoo.harness.data.splits import canonical_split, native_splits
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +119,8 @@ class SoFakeDataset(RowsDataset):
                      for sid, it in items.items()}
         super().__init__(name or "sofake", space, items, chosen)
         self.path = str(root)
-        self._splits = self._by_split()
-        self.split_info = {"id": "native", "source": f"So-Fake's own splits ({', '.join(sorted(self._splits))})"}
+        splits = self._by_split()
+        self._splits, self.split_info = native_splits(splits, f"So-Fake's own splits ({', '.join(sorted(splits))})")
 
     def _add_table(self, t: Table, found: dict[str, dict[str, Item]]) -> None:
         order = ORDERS[self.orders[t.name][0]]
