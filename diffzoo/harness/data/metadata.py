@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import parse_json, read_text, require_file
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text, require_file
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,24 @@ MANIFEST_FILE = "manifest.jsonl"
 BASES = ("real", "ai")
 SLICE_KEYS = ("base", "turns", "editor", "edit_type")
 """The slice keys provenance reports, in this order."""
+
+
+def data_text(path: Path, where: str) -> str:
+    """The text of a file the data ships (:func:`.fsutil.read_text`); one that cannot be read is a
+    DataError ``<where>: not readable (why)``."""
+    try:
+        return read_text(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{where}: not readable ({exc})") from None
+
+
+def data_json(path: Path, where: str, *, unique_keys: bool = False) -> Any:
+    """The JSON value of a file the data ships (:func:`.fsutil.parse_json`, ``unique_keys`` for a file
+    a person writes); one that cannot be read as JSON is a DataError ``<where>: not readable JSON (why)``."""
+    try:
+        return parse_json(read_regular(path, TEXT_LIMIT), where, unique_keys=unique_keys)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{where}: not readable JSON ({exc})") from None
 
 
 def jsonl_rows(text: str, where: str) -> list[tuple[int, Any]]:
@@ -47,11 +65,7 @@ def read_manifest(path: Path, known_ids: Iterable[str]) -> dict[str, SampleMeta]
     """Read ``manifest.jsonl``: id -> SampleMeta for the samples of ``known_ids`` (rows of
     other ids are logged and dropped, not an error).  Blank lines are skipped."""
     out: dict[str, SampleMeta] = {}
-    try:
-        text = read_text(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"manifest {path} is not readable ({exc})") from None
-    for lineno, row in jsonl_rows(text, f"manifest {path}"):
+    for lineno, row in jsonl_rows(data_text(path, f"manifest {path}"), f"manifest {path}"):
         try:
             meta = SampleMeta.from_dict(row)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -72,10 +86,7 @@ def read_manifest(path: Path, known_ids: Iterable[str]) -> dict[str, SampleMeta]
 
 def _rows(path: Path) -> list[tuple[str, Any, str]]:
     """(id, row, where) for a JSON object / list or JSONL file."""
-    try:
-        text = read_text(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"metadata file {path} is not readable ({exc})") from None
+    text = data_text(path, f"metadata file {path}")
     try:  # an id given twice is refused in either form (json would keep the last row)
         data = parse_json(text, f"metadata file {path}", unique_keys=True)
     except json.JSONDecodeError:

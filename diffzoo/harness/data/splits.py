@@ -20,8 +20,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text, require_file
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, require_file
 from diffzoo.harness.core.types import check_seed
+from diffzoo.harness.data.metadata import data_text
 from diffzoo.harness.data.walk import canonical_name
 
 log = logging.getLogger(__name__)
@@ -126,11 +127,7 @@ def read_splits_file(path: Path, known_ids: Iterable[str]) -> dict[str, list[str
     Split names are made canonical; an id in two splits is an error (it
     would leak between training and evaluation).
     """
-    try:
-        text = read_text(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"splits file {path} is not readable ({exc})") from None
-    data = _parse_split_text(text, path)
+    data = _parse_split_text(data_text(path, f"splits file {path}"), path)
     known = {canonical_name(i): i for i in known_ids}
     out: dict[str, list[str]] = {}
     seen: dict[str, str] = {}

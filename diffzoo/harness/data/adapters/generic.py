@@ -17,7 +17,6 @@ sample, not resized.  Labels use the binary label space
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterable
@@ -33,6 +32,7 @@ from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, masks_by_stem, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
+from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
 from diffzoo.harness.data.walk import canonical_name, ids_of, stored_paths
 
@@ -307,10 +307,7 @@ class JsonListDataset(_PairListDataset):
 
 
 def _read_list(file: Path) -> list[tuple[str, str]]:
-    try:
-        data = read_json(file)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{file}: not readable JSON ({exc})") from None
+    data = data_json(file, str(file))
     if not isinstance(data, list) or not data:
         raise DataError(f'{file}: expected a non-empty JSON list of [image, mask | "{NEGATIVE}"]')
     out = []

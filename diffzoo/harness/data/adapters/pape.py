@@ -30,7 +30,6 @@ shape, the manifest's language field.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -40,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.authentic import image_files_in
@@ -55,7 +53,7 @@ from diffzoo.harness.data.base import (
 )
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
-from diffzoo.harness.data.metadata import MANIFEST_FILE, jsonl_rows
+from diffzoo.harness.data.metadata import MANIFEST_FILE, data_json, data_text, jsonl_rows
 from diffzoo.harness.data.splits import canonical_split, native_splits
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, subfolders
 
@@ -103,12 +101,8 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
     fields (``source_paths``, ``export_paths``, ...) are ignored.
     """
     field = f"{edits}_prompt"
-    try:
-        text = read_text(file)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{file}: not readable ({exc})") from None
     out: dict[str, dict[str, str]] = {}
-    for lineno, row in jsonl_rows(text, str(file)):
+    for lineno, row in jsonl_rows(data_text(file, str(file)), str(file)):
         if not isinstance(row, dict):
             raise DataError(f"{file}, line {lineno}: expected a JSON object, got {type(row).__name__}")
         for key in ("image_id", field):
@@ -130,10 +124,8 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
 def read_split_json(file: Path) -> dict[str, Any]:
     """A split file: ``{split: [image ids]}`` or ``{subset: {split: [image ids]}}``, its ids as
     strings read as :func:`.walk.canonical_name` reads a manifest's ``image_id``."""
-    try:  # a split given twice is refused (json would keep its last list, the first one's ids in no split)
-        data = parse_json(read_regular(file, TEXT_LIMIT), f"PAPE split file {file}", unique_keys=True)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"PAPE split file {file}: not readable JSON ({exc})") from None
+    # a split given twice is refused (json would keep its last list, the first one's ids in no split)
+    data = data_json(file, f"PAPE split file {file}", unique_keys=True)
     flat = isinstance(data, dict) and all(isinstance(v, list) for v in data.values())
     nested = isinstance(data, dict) and all(
         isinstance(v, dict) and all(isinstance(x, list) for x in v.values()) for v in data.values()

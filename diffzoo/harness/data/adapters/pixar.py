@@ -52,6 +52,7 @@ from diffzoo.harness.data.base import (
 )
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
+from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import canonical_split, native_splits
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, ids_of, is_folder, subfolders
 
@@ -86,15 +87,12 @@ def _names_in(folder: Path) -> dict[str, Path]:
 
 def read_mapping(file: Path) -> dict[str, dict[str, Any]]:
     """``mapping.json``: tampered file name (:func:`.walk.canonical_name`) -> {entry, real, type, bg}."""
-    try:
-        data = read_json(file)
-    except FileNotFoundError:
+    if not file.exists():
         raise DataError(
             f"PIXAR {file.parent}: {MAPPING_FILE} is missing; expected it beside the split "
             f"folders, mapping each tampered_<id>.png to {{entry, real, type, bg}}"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"PIXAR {file}: not readable JSON ({exc})") from None
+        )
+    data = data_json(file, f"PIXAR {file}")
     if not isinstance(data, dict):
         raise DataError(f"PIXAR {file}: expected a JSON object {{tampered file: {{...}}}}")
     for key, value in data.items():
