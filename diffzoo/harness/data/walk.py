@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
@@ -90,6 +90,13 @@ def stored_paths(root: Path) -> Callable[[str], Path]:
         return here if os.path.lexists(here) else path
 
     return find
+
+
+def log_unused(where: object, names: Sequence[str], what: str) -> None:
+    """Say (info) how many files or folders listed under ``where`` the layout does not read, and the first
+    of ``names``: ``what`` they are and why (``mask(s) match no image``)."""
+    if names:
+        log.info("%s: %d %s (e.g. %s)", where, len(names), what, names[0])
 
 
 def is_folder(entry: os.DirEntry | Path) -> bool:

@@ -55,7 +55,7 @@ from diffzoo.harness.data.base import (
 )
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import check_mask_size, read_binary_mask, read_image
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, stored_paths, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, log_unused, stored_paths, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +178,8 @@ class ColumbiaDataset(_ClassicDataset):
         masks = masks_by_stem(edge, ((hit["stem"], m) for m in files if (hit := EDGEMASK.match(m.stem))),
                               lambda p: p.name)
         # variants such as <stem>_edgemask_3.jpg are not the ground truth
-        unused = [m.name for m in files if not EDGEMASK.match(m.stem)]
-        if unused:
-            log.info("%s: %d file(s) not named <stem>_edgemask.* are not used (e.g. %s)", edge, len(unused), unused[0])
+        log_unused(edge, [m.name for m in files if not EDGEMASK.match(m.stem)],
+                   "file(s) not named <stem>_edgemask.* are not used")
         entries: Entries = {}
         no_mask: list[str] = []
         for img in image_files_in(splc):
@@ -190,8 +189,7 @@ class ColumbiaDataset(_ClassicDataset):
             else:
                 no_mask.append(sid)
         report_unpaired(str(root), no_mask, f"spliced image(s) have no <stem>_edgemask mask in {edge}", skip_unpaired)
-        if masks:
-            log.info("%s: %d edge mask(s) match no image (e.g. %s)", edge, len(masks), next(iter(masks.values())).name)
+        log_unused(edge, [m.name for m in masks.values()], "edge mask(s) match no image")
         edit_types = dict.fromkeys(entries, SPLICING)
         _, auth = _nested(root, "4cam_auth")
         originals: Entries = {}
@@ -272,9 +270,7 @@ class CoverageDataset(_ClassicDataset):
                 originals[sid] = (img, None)
             else:
                 ignored.append(img.name)
-        if ignored:
-            log.info("%s: %d image(s) named neither <N>t nor <N> are not used (e.g. %s)", image, len(ignored),
-                     ignored[0])
+        log_unused(image, ignored, "image(s) named neither <N>t nor <N> are not used")
         report_unpaired(str(root), no_mask, f"forged image(s) have no <N>forged mask in {mask}", skip_unpaired)
         return root, entries, dict.fromkeys(entries, COPY_MOVE), originals
 
@@ -519,11 +515,9 @@ class Imd2020Dataset(_ClassicDataset):
             stems = {img.stem for img in tampered}
             orphans += sorted(f"{folder.name}/{m.name}" for stem, m in masks.items() if stem not in stems)
             originals.update({f"{folder.name}/{o.name}": (o, None) for o in origs})
-        if ignored:
-            log.info("%s: %d folder(s) hold no *_orig image and no *_mask file and are not used (e.g. %s)",
-                     root, len(ignored), ignored[0])
-        if orphans:  # its image deleted or renamed: the copy holds one tampered image fewer than it should
-            log.info("%s: %d mask(s) match no tampered image (e.g. %s)", root, len(orphans), orphans[0])
+        log_unused(root, ignored, "folder(s) hold no *_orig image and no *_mask file and are not used")
+        # a mask without its image: that image deleted or renamed, the copy one tampered image short
+        log_unused(root, orphans, "mask(s) match no tampered image")
         report_unpaired(str(root), no_mask, "tampered image(s) have no <stem>_mask file beside them", skip_unpaired)
         return root, entries, dict.fromkeys(entries, "unknown"), originals
 

@@ -53,7 +53,7 @@ from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import csv_table, relative_cell, require_path
-from diffzoo.harness.data.walk import canonical_name, ids_of, stored_paths
+from diffzoo.harness.data.walk import canonical_name, ids_of, log_unused, stored_paths
 
 log = logging.getLogger(__name__)
 
@@ -169,11 +169,4 @@ def _log_unlisted(root: Path, entries: dict[str, Any], rows: Sequence[tuple[str,
         for sid in ids_of(root, list_image_files(root / folder))
         if sid not in listed
     ]
-    if unlisted:
-        log.info(
-            "%s: %d image(s) in real/, fake/ or mask/ are not in %s and are not used (e.g. %s)",
-            root,
-            len(unlisted),
-            TABLE,
-            unlisted[0],
-        )
+    log_unused(root, unlisted, f"image(s) in real/, fake/ or mask/ are not in {TABLE} and are not used")

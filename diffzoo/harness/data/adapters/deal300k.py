@@ -50,6 +50,7 @@ from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers, open_zip, posix_names
 from diffzoo.harness.data.splits import SPLITS_FILE, native_splits, resolve_split_scheme
+from diffzoo.harness.data.walk import log_unused
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +192,7 @@ class Deal300kDataset(SplitDataset):
         report_unpaired(str(root), no_mask,
                         f"edited image(s) have no mask <cocoid>_qwen<ckpt>.png in "
                         f"{mask_path or 'label.zip / label/ (none found)'}", skip_unpaired)
-        if masks:
-            log.info("%s: %d mask(s) match no edited image read (e.g. %s)", root, len(masks), sorted(masks)[0])
+        log_unused(root, sorted(masks), "mask(s) match no edited image read")
         if not self._images:
             raise DataError(f"{root}: no DEAL-300K images (<cocoid>.jpg, <cocoid>_qwen<ckpt>.jpg) found; {LAYOUT_HELP}")
         return {s: sorted(ids) for s, ids in native.items()}

@@ -34,7 +34,7 @@ from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import read_binary_mask, read_image
 from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
-from diffzoo.harness.data.walk import canonical_name, ids_of, stored_paths
+from diffzoo.harness.data.walk import canonical_name, ids_of, log_unused, stored_paths
 
 log = logging.getLogger(__name__)
 
@@ -185,9 +185,7 @@ def pair_folders(
             key = keys[0]
             used.add(key)
             entries[sid] = (img, masks[key])
-    orphans = sorted(set(masks) - used)
-    if orphans:
-        log.info("%s: %d mask(s) match no image (e.g. %s)", gt, len(orphans), orphans[0])
+    log_unused(gt, sorted(set(masks) - used), "mask(s) match no image")
     return entries, no_mask
 
 

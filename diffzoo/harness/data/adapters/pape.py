@@ -55,7 +55,7 @@ from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE, data_json, data_text, jsonl_rows
 from diffzoo.harness.data.splits import canonical_split, native_splits
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, log_unused, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -320,10 +320,7 @@ class PapeDataset(SplitDataset):
                 self._entries[src_id] = _Entry(src, None, subset, editor, "")
                 self._files.append(src)
                 out.append((image_id, src_id))
-        orphans = set(images) - set(rows)
-        if orphans:
-            log.info("PAPE %s: %d file(s) in %s/ have no manifest row (e.g. %s)",
-                     folder, len(orphans), self.edits, sorted(orphans)[0])
+        log_unused(f"PAPE {folder}", sorted(set(images) - set(rows)), f"file(s) in {self.edits}/ have no manifest row")
         return out
 
     def _split_file(self, subset: str, explicit: str | os.PathLike | None) -> Path:

@@ -66,7 +66,7 @@ from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, chosen_names, read_csv, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.walk import ids_of, subfolders
+from diffzoo.harness.data.walk import ids_of, log_unused, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -221,9 +221,7 @@ class TgifDataset(_PairListDataset):
                     entries[sid] = (img, mask)
                     self._fakes[sid] = fake
                     self._split_of[sid] = split_name
-        if unnamed:
-            log.info("%s: %d image(s) in generator folders are not named like TGIF fakes and are not used (e.g. %s)",
-                     dl, len(unnamed), unnamed[0])
+        log_unused(dl, unnamed, "image(s) in generator folders are not named like TGIF fakes and are not used")
         return unpaired
 
     def _add_authentic(self, root: Path, found: list[Path], entries: dict[str, tuple[Path, Path | None]]) -> None:
