@@ -41,13 +41,14 @@ def warn_orientation(dataset: str, key: str, files: list[str]) -> None:
                   "(docs/datasets.md, EXIF orientation)", len(files), dataset, files[0])
 
 
-def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool = True) -> None:
-    """A clear error instead of a TypeError when a registry calls ``adapter(path=None)``,
-    and (``exists``) for a path that is not there."""
+def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool = True) -> Path:
+    """The dataset path ``path`` as a Path: a clear error instead of a TypeError when a registry
+    calls ``adapter(path=None)``, and (``exists``) for a path that is not there."""
     if path is None:
         raise DataError(f"{adapter} needs a dataset path (--dataset PATH); see docs/datasets.md")
     if exists and not Path(os.fspath(path)).exists():
         raise not_found(DataError(f"dataset path {path} does not exist"))
+    return Path(path)
 
 
 def option_places(value: str | os.PathLike, home: Path | None) -> tuple[list[Path], list[Path]]:

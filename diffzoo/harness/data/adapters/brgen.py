@@ -107,8 +107,7 @@ class BrGenDataset(TpGtDataset):
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, "BrGenDataset")
-        root = Path(path)
+        root = require_path(path, "BrGenDataset")
         listed = name_list(split_files)
         self._split_files = None if listed is None else [option_path(p, root, "split_files") for p in listed]
         super().__init__(root, val_fraction=val_fraction, split_seed=split_seed, split=split,

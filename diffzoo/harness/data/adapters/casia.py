@@ -94,8 +94,7 @@ class _CasiaDataset(_TestSetDataset):
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, type(self).__name__)
-        root = Path(path)
+        root = require_path(path, type(self).__name__)
         tampered = self._tampered(root)
         if not tampered:
             raise DataError(f"{root}: {self.LAYOUT}")

@@ -85,8 +85,7 @@ class _ClassicDataset(_TestSetDataset):
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, type(self).__name__)
-        root, entries, edit_types, originals = self._read(Path(path), skip_unpaired)
+        root, entries, edit_types, originals = self._read(require_path(path, type(self).__name__), skip_unpaired)
         # ids as walk.canonical_name reads the names they come from; two names reading as one are refused
         entries, originals = by_canonical_name(root, entries.items()), by_canonical_name(root, originals.items())
         edit_types = {canonical_name(sid): kind for sid, kind in edit_types.items()}

@@ -78,8 +78,7 @@ class CocoGlideDataset(_TestSetDataset):
         split_seed: int = 0,
         name: str | None = None,
     ) -> None:
-        require_path(path, "CocoGlideDataset")
-        root = _root(Path(path))
+        root = _root(require_path(path, "CocoGlideDataset"))
         find = stored_paths(root)
         rows = read_table(root, find)
         entries: dict[str, tuple[Path, Path | None]] = {}

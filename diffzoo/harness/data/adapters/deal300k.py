@@ -138,8 +138,7 @@ class Deal300kDataset(SplitDataset):
     ) -> None:
         """``masks``: the zip or folder of masks when it is not ``label.zip`` / ``label/``
         beside the images (relative to the dataset folder unless absolute)."""
-        require_path(path, "Deal300kDataset")
-        root = Path(path)
+        root = require_path(path, "Deal300kDataset")
         placed, mask_path, home = locate(root, masks)
         super().__init__(name or "deal300k", BINARY)
         self.path = str(root)

@@ -208,8 +208,7 @@ class TpGtDataset(_PairListDataset):
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, "TpGtDataset")
-        root = Path(path)
+        root = require_path(path, "TpGtDataset")
         tp, gt, au = (child_dir(root, n) for n in ("Tp", "Gt", "Au"))
         if tp is None or gt is None:
             raise DataError(
@@ -254,8 +253,7 @@ class JsonListDataset(_PairListDataset):
         split: str | None = None,
         name: str | None = None,
     ) -> None:
-        require_path(path, "JsonListDataset")
-        file = Path(path)
+        file = require_path(path, "JsonListDataset")
         items = _read_list(file)
         root = file.parent
         find = stored_paths(root)

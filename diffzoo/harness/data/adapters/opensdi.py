@@ -91,11 +91,10 @@ class OpenSdiDataset(RowsDataset):
         split_seed: int = 0,
         name: str | None = None,
     ) -> None:
-        require_path(path, "OpenSdiDataset")
+        root = require_path(path, "OpenSdiDataset")
         if copy is not None and copy not in COPIES:
             raise ConfigError(f"OpenSDI copy={copy!r}; expected train or test")
         chosen = self.parse_kinds(kinds)
-        root = Path(path)
         tables = self._tables(root, LAYOUT_HELP)
         self._copies = _copies(root, tables, copy)
         self._rows = table_rows(tables, root, VALUE_COLUMNS)

@@ -227,8 +227,7 @@ class PapeDataset(SplitDataset):
         prompt_language: str = "en",
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, "PapeDataset")
-        root = Path(path)
+        root = require_path(path, "PapeDataset")
         if edits not in EDIT_KINDS:
             raise ConfigError(f"PAPE edits={edits!r}; expected one of {', '.join(EDIT_KINDS)}")
         layout = _layout(root) if root.is_dir() else {}

@@ -177,8 +177,7 @@ class PixarDataset(SplitDataset):
         split: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, "PixarDataset")
-        root = Path(path)
+        root = require_path(path, "PixarDataset")
         if labels not in LABEL_DIRS:
             raise ConfigError(f"PIXAR labels={labels!r}; expected one of {', '.join(LABEL_DIRS)}")
         if not 0.0 <= float(mask_threshold) < 1.0:

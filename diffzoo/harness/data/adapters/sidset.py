@@ -89,9 +89,8 @@ class SidSetDataset(MixedDataset):
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, "SidSetDataset")
+        root = require_path(path, "SidSetDataset")
         chosen = self.parse_kinds(kinds)
-        root = Path(path)
         self._fixed = fixed_split(split) if split is not None else None
         found: dict[str, dict[str, Item]] = {}  # split -> id -> item (``where``: ("row", table, row) / ("file", ...))
         places: dict[tuple[str, str], str] = {}  # (split, id) -> where it was found, for messages

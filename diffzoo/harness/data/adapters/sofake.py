@@ -97,11 +97,10 @@ class SoFakeDataset(RowsDataset):
         label_order: str | None = None,
         name: str | None = None,
     ) -> None:
-        require_path(path, "SoFakeDataset")
+        root = require_path(path, "SoFakeDataset")
         if label_order is not None and label_order not in ORDERS:
             raise ConfigError(f"So-Fake label_order={label_order!r}; expected v1 or v2")
         chosen = self.parse_kinds(kinds)
-        root = Path(path)
         tables = self._tables(root, LAYOUT_HELP)
         self._rows = table_rows(tables, root, ("filename", "label"))
         self.orders: dict[str, tuple[str, str]] = {}  # table -> (order, what placed it)

@@ -161,14 +161,13 @@ class TgifDataset(_PairListDataset):
         skip_unpaired: bool = False,
         name: str | None = None,
     ) -> None:
-        require_path(path, "TgifDataset")
+        root = require_path(path, "TgifDataset")
         if regenerated not in REGENERATED:
             raise ConfigError(f"TGIF regenerated={regenerated!r}; expected mask or whole")
         if edit_type not in EDIT_TYPES:
             raise ConfigError(f"TGIF edit_type={edit_type!r}; expected {', '.join(EDIT_TYPES)}")
         wanted = (_choice("generators", generators, GENERATORS), _choice("variants", variants, VARIANTS),
                   _choice("mask_types", mask_types, MASK_TYPES))
-        root = Path(path)
         found = downloads(root)
         if not found:
             raise DataError(f"{root}: no TGIF data found; {LAYOUT_HELP}")
