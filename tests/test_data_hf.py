@@ -161,6 +161,16 @@ def test_native_splits_keep_their_names_and_id(tmp_path):
                                         "source": "the data's own splits (cross_test, train, val)"}
 
 
+def test_two_splits_named_as_one_are_refused_never_one_dropped(tmp_path):
+    """``val`` and ``validation`` both read as split val: the rows of one of them were dropped unsaid."""
+    folder = tmp_path / "saved"
+    datasets.DatasetDict({"train": rows(6, seed=1), "val": rows(4, seed=2),
+                          "validation": rows(3, seed=3)}).save_to_disk(str(folder))
+    with pytest.raises(DataError, match=rf"^{folder}: splits 'val' and 'validation' both read as split val; "
+                                        "rename or leave out one of them$"):
+        DiffSeg30kDataset(folder)
+
+
 def binary_rows(n: int = 8, seed: int = 0):
     """Rows as the KhangTruong/Diffseg30k re-upload holds them: image and a 0/255 mask, no key."""
     rng = np.random.default_rng(seed)

@@ -34,7 +34,7 @@ from diffzoo.harness.core.errors import CorruptSampleError, DataError, DiffzooEr
 from diffzoo.harness.core.fsutil import read_json, sha256_file
 from diffzoo.harness.core.progress import current_progress
 from diffzoo.harness.data.fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
-from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split
+from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, by_canonical_split, canonical_split
 from diffzoo.harness.data.walk import subfolders
 
 log = logging.getLogger(__name__)
@@ -428,7 +428,7 @@ class HFSource:
         self.path = path
         self.location = self.hub_id or str(path)
         self.sidecar_dir = None if path is None else (path if path.is_dir() else path.parent)
-        raw = {canonical_split(k): v for k, v in _load(path, self.hub_id).items()}
+        raw = by_canonical_split(self.location, _load(path, self.hub_id).items())
         self.class_label: tuple[str, list[str]] | None = None
         for split, ds in raw.items():
             self._check_class_label(class_label_names(ds.features), f"{self.location} (split {split})")

@@ -18,6 +18,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, require_file
@@ -26,6 +27,7 @@ from diffzoo.harness.data.metadata import data_text
 from diffzoo.harness.data.walk import canonical_name
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CANONICAL_SPLITS = ("train", "calib", "val", "test")
 SPLIT_ALIASES = {"validation": "val", "valid": "val", "dev": "val", "training": "train"}
@@ -38,6 +40,22 @@ def canonical_split(name: str) -> str:
     (``cross_test``) are kept as written."""
     key = name.lower()
     return SPLIT_ALIASES.get(key, key if key in CANONICAL_SPLITS else name)
+
+
+def by_canonical_split(where: str, items: Iterable[tuple[str, T]]) -> dict[str, T]:
+    """``{canonical_split(name): value}`` of the (split name, value) ``items``; two names reading as
+    one split (``val`` and ``validation``) are a DataError naming ``where`` and both: keeping one
+    would drop the other's samples unsaid."""
+    out: dict[str, T] = {}
+    names: dict[str, str] = {}
+    for name, value in items:
+        key = canonical_split(name)
+        if key in out:
+            first, second = sorted((names[key], name))
+            raise DataError(f"{where}: splits {first!r} and {second!r} both read as split {key}; "
+                            "rename or leave out one of them")
+        out[key], names[key] = value, name
+    return out
 
 
 def _unit_hash(seed: int, sample_id: str) -> float:
@@ -177,7 +195,7 @@ def resolve_split_scheme(
         info = {"id": file_split_id(prefix, read_regular(path, TEXT_LIMIT)),
                 "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}
         return {k: v for k, v in splits.items() if v}, info
-    named = {canonical_split(k): v for k, v in native.items()}
+    named = by_canonical_split("the data's own splits", native.items())
     if list(named) != ["train"]:
         return native_splits(named, f"the data's own splits ({', '.join(sorted(native))})")
     calib = f", calib {percent(calib_fraction)}%" if calib_fraction else ""
