@@ -198,3 +198,28 @@ def test_a_checkpoint_whose_card_names_its_training_data_is_refused_on_it(capsys
     code, _, stderr = cli(capsys, "run", *FAST, "--dataset", other, "--checkpoint", checkpoint, "--no-train",
                           "--out", tmp_path / "val", "--eval-dataset", f"{ds}:val")
     assert code == 0, stderr
+
+
+def test_extra_authentic_copies_of_evaluated_images_are_refused_or_marked(capsys, tmp_path):
+    """--extra-authentic DIR holding the val split's own images trained on them, and the run scored val as held
+    out: ids alone were compared within the training data, and extra images have ids of their own."""
+    ds = make_diffseg_folder(tmp_path / "ds")
+    val = open_dataset(str(ds)).ids("val")
+    coco = tmp_path / "coco"
+    coco.mkdir()
+    for sid in val:  # byte-identical copies, under other names
+        shutil.copy(ds / "train_copy" / f"{sid}.image.png", coco / f"copy-{sid}.png")
+    args = ["run", *FAST[:2], "--suite", "standard", *FAST[4:], "--dataset", ds, "--extra-authentic", coco]
+    refused(*cli(capsys, *args, "--plan"),
+            f"evaluation split {ds}:val overlaps the training data of segformer.tiny [binary]",
+            f"({len(val)} of {len(val)} images)")
+    code, stdout, stderr = cli(capsys, *args, "--out", tmp_path / "out", "--allow-train-overlap")
+    assert code == 0, stderr
+    assert f"{len(val)} of {len(val)} images are training images" in " ".join(stdout.split())
+    overlaps = [r["config"]["train_overlap"] for r in records_of(tmp_path / "out")]
+    assert overlaps and all(o["shared_images"] == o["images"] == len(val) for o in overlaps)
+    # extra images that are no evaluated image leave val held out
+    for sid in val:
+        save_image(coco / f"copy-{sid}.png", np.full((32, 32, 3), 7, np.uint8))
+    code, stdout, stderr = cli(capsys, *args, "--plan")
+    assert code == 0, stderr

@@ -35,6 +35,7 @@ from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import PIXEL_TASKS, CaseTask, JudgedBy, StateKey, Task
+from diffzoo.harness.data.authentic import AUTHENTIC_PREFIX
 from diffzoo.harness.data.editor_index import select_ids
 from diffzoo.harness.models.checkpoints import cache_key
 from diffzoo.harness.models.monitor import default_val_every
@@ -321,8 +322,9 @@ class TrainingData:
         return {"name": self.dataset.name, "fingerprint": self.fingerprint, "split": self.split}
 
 
-Digests = Callable[[Dataset, str], Mapping[str, str]]
-"""(dataset, split) -> sample id -> the content digest of its image (run/loading.image_digests)."""
+Digests = Callable[[Dataset, Sequence[str]], Mapping[str, str | None]]
+"""(dataset, ids) -> sample id -> the content digest of its image (run/loading.image_digests; None:
+unreadable)."""
 
 
 def case_images(plan: Plan, job: Job, case: CaseSpec) -> list[str]:
@@ -334,21 +336,19 @@ def case_images(plan: Plan, job: Job, case: CaseSpec) -> list[str]:
 def train_overlaps(plan: Plan, job: Job, training: TrainingData, digests: Digests) -> dict[CaseKey, TrainOverlap]:
     """The cases of ``job`` that score images its model was trained on (``training``), each with
     how many: a split of the training data itself (the same fingerprint fixes every id's
-    content) shares the training ids it holds; another dataset shares the images whose content
-    digest is a training image's."""
-    trained: set[str] | None = None
+    content) shares the training ids it holds; images from elsewhere, another dataset's or the
+    extra authentic images added to training (their own ids), are shared when their content
+    digest is an evaluated image's."""
+    trained: dict[bool, set[str | None]] = {}  # by whether the evaluated data is the training data
     out = {}
     for case in job.cases:
         ids = case_images(plan, job, case)
-        fingerprint, split = case.key.target
-        if fingerprint == training.fingerprint:
-            shared = sum(i in training.ids for i in ids)
-        else:
-            if trained is None:
-                mine = digests(training.dataset, training.split)
-                trained = {d for i, d in mine.items() if i in training.ids}
-            theirs = digests(plan.datasets[fingerprint], split)
-            shared = sum(theirs.get(i) in trained for i in ids)
+        same = case.key.target[0] == training.fingerprint
+        if same not in trained:
+            elsewhere = sorted(i for i in training.ids if not same or i.startswith(AUTHENTIC_PREFIX))
+            trained[same] = set(digests(training.dataset, elsewhere).values()) - {None} if elsewhere else set()
+        theirs = digests(plan.datasets[case.key.target[0]], ids) if trained[same] else {}
+        shared = sum((same and i in training.ids) or theirs.get(i) in trained[same] for i in ids)
         if shared:
             out[case.key] = TrainOverlap(shared, len(ids), training.to_dict())
     return out

@@ -14,7 +14,7 @@ sees.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,14 +276,15 @@ class Runner:
         """The cases that would score images their model was trained on, before any work: refused
         (a ConfigError naming the first) unless ``--allow-train-overlap``, then each said in a note
         and its records marked (:class:`TrainOverlap`)."""
-        memo: dict[tuple[str, str], dict[str, str]] = {}
+        memo: dict[str, dict[str, str | None]] = {}  # by dataset fingerprint, which fixes each id's content
 
-        def digests(dataset: Dataset, split: str) -> dict[str, str]:
-            key = (dataset.fingerprint(), split)
-            if key not in memo:
+        def digests(dataset: Dataset, ids: Sequence[str]) -> dict[str, str | None]:
+            known = memo.setdefault(dataset.fingerprint(), {})
+            if todo := [i for i in ids if i not in known]:
                 with distributed.main_first():  # rank 0 hashes into the shared cache, the others read it
-                    memo[key] = image_digests(dataset, dataset.ids(split), self.workers)
-            return memo[key]
+                    found = image_digests(dataset, todo, self.workers)
+                known.update((i, found.get(i)) for i in todo)
+            return {i: known[i] for i in ids}
 
         found: dict[CaseKey, TrainOverlap] = {}
         named: dict[CaseKey, str] = {}
