@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from PIL import Image
 
-from diffzoo import hookimpl
-from diffzoo.harness.core.errors import StorageError
+from diffzoo import hookimpl, open_dataset
+from diffzoo.harness.core.errors import ConfigError, StorageError
 from diffzoo.harness.core.fsutil import cache_root, check_usable_dir
 from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.leaderboard.store import RecordStore
 
 from helpers.cli import cli, one_line_exit_2
-from helpers.data import make_diffseg_folder, make_tpgt
+from helpers.data import make_cocoglide, make_diffseg_folder, make_tpgt
 from helpers.records import make_record
 
 pytestmark = pytest.mark.isolated_cache  # kills and tampering during CLI runs need a cache of their own
@@ -329,6 +330,17 @@ def test_an_adapter_option_of_the_wrong_kind_is_one_line_naming_it(capsys, diffs
                  "--dataset-option", option, "--plan")
     one_line_exit_2(*result, said)
 
+
+
+def test_a_split_seed_past_the_seed_range_is_refused_where_no_hash_split_reads_it(capsys, tmp_path):
+    """COCOGlide is a test set: opened without val_fraction it never splits by hash, so split_seed=10**30 was
+    taken (by `data info` and by the API), while DiffSeg30k refused it."""
+    data = make_cocoglide(tmp_path / "cg")
+    said = f"split_seed {10**30} is not a valid seed: give an integer from 0 to 2**63 - 1"
+    one_line_exit_2(*cli(capsys, "data", "info", data, "--dataset-option", f"split_seed={10**30}"), said)
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        open_dataset(str(data), split_seed=10**30)
+    assert open_dataset(str(data), split_seed=2**63 - 1).splits() == ["test"]
 
 @pytest.mark.parametrize("value", ["True", "FALSE", "true"])
 def test_a_boolean_option_takes_true_or_false_in_any_case(capsys, diffseg_folder, value):

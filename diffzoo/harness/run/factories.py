@@ -36,7 +36,7 @@ from diffzoo.harness.core.protocols import (
     takes_keyword_form,
 )
 from diffzoo.harness.core.registry import Entry
-from diffzoo.harness.core.types import BINARY, LabelSpace
+from diffzoo.harness.core.types import BINARY, LabelSpace, check_seed
 from diffzoo.harness.data.hfsource import is_hub_id
 from diffzoo.harness.run.request import OWN_FLAGS, typed_value
 
@@ -169,13 +169,17 @@ def typed_options(factory: Any, options: dict[str, Any], flag: str = "--dataset-
     (:func:`~diffzoo.harness.run.request.typed_value`: ``calib_fraction=abc`` is one line naming
     ``flag``, never a TypeError inside the adapter).  An option whose parameter has no annotation
     it knows, or a factory whose annotations cannot be resolved (a name only a type checker
-    imports), is taken as given.  A factory that forwards its options (``dataset_options``)
-    checks them where it forwards them, with this function."""
+    imports), is taken as given.  ``split_seed`` is one of ``--seed``'s seeds for every adapter,
+    also one that splits by no hash this time.  A factory that forwards its options
+    (``dataset_options``) checks them where it forwards them, with this function."""
     try:
         hints = typing.get_type_hints(factory.__init__ if isinstance(factory, type) else factory)  # type: ignore[misc]
     except Exception:  # noqa: BLE001 - annotations are a help here, never a reason to refuse a dataset
         hints = {}
-    return {k: typed_value(f"{flag} {k}", v, hints[k]) if k in hints else v for k, v in options.items()}
+    typed = {k: typed_value(f"{flag} {k}", v, hints[k]) if k in hints else v for k, v in options.items()}
+    if "split_seed" in typed:
+        check_seed(typed["split_seed"], "split_seed")
+    return typed
 
 
 def open_dataset(spec: str | os.PathLike[str], progress: Progress | None = None, **options: Any) -> Dataset:
