@@ -337,6 +337,27 @@ def test_calibrated_thresholds_are_recorded_and_never_chosen_on_the_evaluated_sp
         run(request(eight_editor_folder, suite="standard", thresholds="calibrated", bootstrap=0))
 
 
+
+def test_thresholds_calibrated_on_copies_of_extra_authentic_images_are_said_optimistic(diffseg_folder, tmp_path,
+                                                                                      caplog):
+    """Calibrating on a split whose images --extra-authentic also trained on (copies, with ids of their own) was
+    called held out: the calibration split was compared with the training ids by id alone."""
+    import shutil
+
+    from diffzoo import open_dataset
+    from diffzoo.harness.run.runner import Runner
+
+    calib = open_dataset(str(diffseg_folder), calib_fraction=0.3).ids("calib")
+    coco = tmp_path / "coco"
+    coco.mkdir()
+    for sid in calib:
+        shutil.copy(diffseg_folder / "train_copy" / f"{sid}.image.png", coco / f"copy-{sid}.png")
+    with caplog.at_level("WARNING"):
+        Runner(request(diffseg_folder, thresholds="calibrated",
+                       dataset_option={"calib_fraction": 0.3, "extra_authentic": coco}))
+    assert (f"thresholds calibrated on 'calib', where segformer.tiny [binary] was trained on {len(calib)} of its "
+            f"{len(calib)} images: its scores there are optimistic") in caplog.text
+
 def test_two_checkpoints_for_one_task_are_refused(diffseg_folder, tmp_path):
     from diffzoo.harness.core.errors import ConfigError
     from diffzoo.harness.run.runner import Runner

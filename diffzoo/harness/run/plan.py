@@ -333,23 +333,25 @@ def case_images(plan: Plan, job: Job, case: CaseSpec) -> list[str]:
     return ids if case.ids is None else [i for i in ids if i in case.ids]
 
 
+def shared_images(plan: Plan, target: str, ids: Sequence[str], training: TrainingData, digests: Digests) -> int:
+    """How many of ``ids`` (of the dataset of fingerprint ``target``) are images ``training`` holds:
+    a split of the training data itself (the same fingerprint fixes every id's content) shares
+    the training ids it holds; images from elsewhere, another dataset's or the extra authentic
+    images added to training (ids of their own), are shared where their content digests meet."""
+    same = target == training.fingerprint
+    elsewhere = sorted(i for i in training.ids if not same or i.startswith(AUTHENTIC_PREFIX))
+    trained = set(digests(training.dataset, elsewhere).values()) - {None} if elsewhere else set()
+    theirs = digests(plan.datasets[target], ids) if trained else {}
+    return sum((same and i in training.ids) or theirs.get(i) in trained for i in ids)
+
+
 def train_overlaps(plan: Plan, job: Job, training: TrainingData, digests: Digests) -> dict[CaseKey, TrainOverlap]:
     """The cases of ``job`` that score images its model was trained on (``training``), each with
-    how many: a split of the training data itself (the same fingerprint fixes every id's
-    content) shares the training ids it holds; images from elsewhere, another dataset's or the
-    extra authentic images added to training (their own ids), are shared when their content
-    digest is an evaluated image's."""
-    trained: dict[bool, set[str | None]] = {}  # by whether the evaluated data is the training data
+    how many (:func:`shared_images`)."""
     out = {}
     for case in job.cases:
         ids = case_images(plan, job, case)
-        same = case.key.target[0] == training.fingerprint
-        if same not in trained:
-            elsewhere = sorted(i for i in training.ids if not same or i.startswith(AUTHENTIC_PREFIX))
-            trained[same] = set(digests(training.dataset, elsewhere).values()) - {None} if elsewhere else set()
-        theirs = digests(plan.datasets[case.key.target[0]], ids) if trained[same] else {}
-        shared = sum((same and i in training.ids) or theirs.get(i) in trained[same] for i in ids)
-        if shared:
+        if shared := shared_images(plan, case.key.target[0], ids, training, digests):
             out[case.key] = TrainOverlap(shared, len(ids), training.to_dict())
     return out
 

@@ -45,6 +45,7 @@ from diffzoo.harness.run.plan import (
     TrainingData,
     make_plan,
     release_overlaps,
+    shared_images,
     train_config,
     train_overlaps,
     training_ids,
@@ -296,7 +297,7 @@ class Runner:
                 calib = job.calibration
                 if calib is not None and calib.dataset == training.fingerprint:
                     ids = calib.read(self.plan.datasets)
-                    if shared := sum(i in training.ids for i in ids):
+                    if shared := shared_images(self.plan, calib.dataset, ids, training, digests):
                         _warn_once(f"thresholds calibrated on {calib.split!r}, where {training.model} was trained "
                                    f"on {shared} of its {len(ids)} images: its scores there are optimistic, so the "
                                    "thresholds may not carry over; calibrate on a held-out split "
