@@ -275,7 +275,35 @@ def test_predict_writes_only_into_a_folder_diffzoo_may_write_and_never_over_a_us
         code, _, err = cli(capsys, *run, "--out", tmp_path / "o")
         assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
-        ".diffzoo-out.json", "img1.labels.png", "img1.overlay.png", "predictions.jsonl"]
+        ".diffzoo-out.json", ".diffzoo-predict.json", "img1.labels.png", "img1.overlay.png", "predictions.jsonl"]
+
+
+def test_an_output_folder_used_again_holds_only_the_outputs_of_the_last_predict(capsys, tmp_path, images):
+    """The label maps and overlays of an earlier run stayed beside a predictions.jsonl of the new one."""
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    out = tmp_path / "o"
+    run = ["predict", "--checkpoint", tmp_path / "ck", "--out", out]
+    code, _, err = cli(capsys, *run, *images)
+    assert code == 0, err
+    (out / "notes.overlay.png").write_bytes(b"mine")  # a user's file, named like predict's
+    manifest = json.loads((out / ".diffzoo-predict.json").read_text())
+    manifest["files"] += ["../keep.labels.png", "notes.txt"]  # a manifest edited to name other files
+    (out / ".diffzoo-predict.json").write_text(json.dumps(manifest))
+    (tmp_path / "keep.labels.png").write_bytes(b"x")
+    code, stdout, err = cli(capsys, *run, images[1])
+    assert code == 0, err
+    assert "removed 2 label map(s) and overlay(s) of the images predicted there before" in stdout
+    assert sorted(os.listdir(out)) == [".diffzoo-out.json", ".diffzoo-predict.json", "img2.labels.png",
+                                       "img2.overlay.png", "notes.overlay.png", "predictions.jsonl"]
+    assert (tmp_path / "keep.labels.png").exists()
+    (out / ".diffzoo-predict.json").write_text("{not json")
+    code, _, err = cli(capsys, *run, images[0])
+    assert code == 2 and one_line(err) == (
+        f"error: {out / '.diffzoo-predict.json'} is not a readable predict manifest (is not JSON (Expecting property "
+        "name enclosed in double quotes at line 1)); it names the label maps and overlays predict wrote there: "
+        "remove it (those then stay) or choose another --out")
+    assert sorted(os.listdir(out))[2:4] == ["img2.labels.png", "img2.overlay.png"]  # refused before any write
 
 
 def test_a_corrupt_image_is_reported_and_the_others_still_predicted(capsys, tmp_path, images):

@@ -56,12 +56,14 @@ def predict_cmd(
     """Predict edited regions (and editors) of single images.
 
     Writes <stem>.labels.png (palette PNG, value = class index), <stem>.overlay.png
-    and one line per image in predictions.jsonl.  Each verdict is the one the
+    and one line per image in predictions.jsonl; those of an earlier predict in
+    --out are removed (.diffzoo-predict.json lists them).  Each verdict is the one the
     leaderboard's image row of that name gives (docs/metrics.md).
     """
     from diffzoo.harness.data.imageio import max_pixels
     from diffzoo.harness.run.loading import usable_workers
     from diffzoo.harness.run.prediction import (  # torch: not at start-up
+        IMAGE_OUTPUTS,
         PREDICTIONS_FILE,
         collect_images,
         load_model,
@@ -69,7 +71,7 @@ def predict_cmd(
         predict_files,
         prediction_thresholds,
     )
-    from diffzoo.leaderboard.outdir import claim_output_dir
+    from diffzoo.leaderboard.outdir import Manifest, claim_output_dir
 
     if records is not None and thresholds != "calibrated":  # never an option given and left unread
         raise ConfigError(f"--records is read only with --thresholds calibrated (they are {thresholds} here)")
@@ -77,8 +79,14 @@ def predict_cmd(
     max_pixels()  # a bad $DIFFZOO_MAX_PIXELS, read as each image is decoded, fails before the folder is claimed
     model = load_model(detector, checkpoint, task, device, labels)
     model.thresholds = prediction_thresholds(model, thresholds, records or Path("diffzoo-out"))
+    names = output_names(paths, model.detector.task)
+    made = Manifest(".diffzoo-predict.json", "diffzoo_predict", {"": IMAGE_OUTPUTS}, "predict manifest",
+                    "it names the label maps and overlays predict wrote there: remove it (those then stay)")
     # made once nothing else can fail before the first image: a file it may not write stops it unmarked
-    folder = claim_output_dir(out, force, writes=output_names(paths, model.detector.task))
+    folder = claim_output_dir(out, force, writes=[*names, made.name])
+    # the folder holds one run: the label maps and overlays of the last one here that this one does not write go
+    if stale := made.replace(out, made.files(out), names[1:]):
+        console.print(f"removed {len(stale)} label map(s) and overlay(s) of the images predicted there before")
     det = model.detector
     classes = ", ".join(det.label_space.names) if det.task == "semantic" else "background, edited"
     console.print(f"[bold]model[/] {term(model.name)} {term(f'[{det.task}]')} from "

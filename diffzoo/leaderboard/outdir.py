@@ -19,11 +19,11 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import (
     FileRefused,
     atomic_write_text,
@@ -34,7 +34,7 @@ from diffzoo.harness.core.fsutil import (
     write_leftover,
 )
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
-from diffzoo.harness.records.document import STORE_DIRS
+from diffzoo.harness.records.document import STORE_DIRS, read_json_file
 from diffzoo.harness.records.model import LOCK_FILE, RECORDS_DIR
 
 MARKER = ".diffzoo-out.json"
@@ -80,6 +80,55 @@ class OutputDir:
 
     def write_text(self, relpath: str | Path, text: str) -> Path:
         return atomic_write_text(self.check_writable(relpath), text)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The file ``name`` in an output folder that lists the files a command wrote there
+    (``{"<key>": 1, "files": [...]}``), so that its next run there removes those it does not
+    write again, and no other file.  ``own``: folder (``""``: the top) -> the suffixes of the
+    files the command writes there, the only files a manifest may name (one edited to name
+    another file, or one outside, removes nothing).  ``what``, ``hint``: the refusal of a
+    manifest that cannot be read."""
+
+    name: str
+    key: str
+    own: Mapping[str, tuple[str, ...]]
+    what: str
+    hint: str
+
+    def files(self, out: Path) -> set[str]:
+        """The files the manifest in ``out`` lists as the command's own (none without one);
+        ConfigError for one that cannot be read."""
+        path = Path(out) / self.name
+        if not path.is_symlink() and not path.exists():
+            return set()
+        try:
+            data = read_json_file(path, MAX_MARKER_BYTES, self.what, out)
+        except RecordError as exc:
+            why = exc.problems[0]
+        else:
+            files = data.get("files") if isinstance(data, dict) else None
+            if isinstance(files, list):
+                return {f for f in files if isinstance(f, str) and self._owns(f)}
+            why = "it lists no files"
+        raise ConfigError(f"{path} is not a readable {self.what} ({why}); {self.hint} or choose another --out")
+
+    def _owns(self, relpath: str) -> bool:
+        folder, _, name = relpath.rpartition("/")
+        suffixes = self.own.get(folder, ())
+        return "\\" not in name and any(len(name) > len(s) and name.endswith(s) for s in suffixes)
+
+    def replace(self, out: Path, before: Iterable[str], now: Iterable[str]) -> list[str]:
+        """Remove the files of ``before`` (:meth:`files`) not in ``now``, then list ``now`` in
+        the manifest; returns the removed ones."""
+        now = set(now)
+        stale = sorted(set(before) - now)
+        for rel in stale:  # gone before the manifest forgets them: a kill between leaves none unlisted
+            if (Path(out) / rel).is_symlink() or (Path(out) / rel).is_file():
+                (Path(out) / rel).unlink()
+        atomic_write_text(Path(out) / self.name, json.dumps({self.key: 1, "files": sorted(now)}, indent=2))
+        return stale
 
 
 def output_log(root: Path, name: str) -> RunLog:

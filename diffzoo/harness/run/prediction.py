@@ -56,6 +56,8 @@ OVERLAY_MIN_SIDE = 256
 """Smaller images are enlarged (integer factor, nearest) so that the legend is legible."""
 OVERLAY_ALPHA = 0.45
 PREDICTIONS_FILE = "predictions.jsonl"
+IMAGE_OUTPUTS = (".labels.png", ".overlay.png")
+"""What each image's output name ends in: its label map, its overlay."""
 
 
 # -- loading ---------------------------------------------------------------------------
@@ -430,8 +432,8 @@ def _unique_stems(paths: list[Path]) -> list[str]:
 def output_names(paths: Sequence[Path], task: str) -> list[str]:
     """The files predicting ``paths`` (as :func:`collect_images` gives them) writes in its output
     folder: the lines file, then each image's label map and overlay (none for classification)."""
-    pngs = [] if task == "classification" else [f"{stem}.{kind}.png" for stem in _unique_stems(list(paths))
-                                                for kind in ("labels", "overlay")]
+    pngs = [] if task == "classification" else [stem + kind for stem in _unique_stems(list(paths))
+                                                for kind in IMAGE_OUTPUTS]
     return [PREDICTIONS_FILE, *pngs]
 
 

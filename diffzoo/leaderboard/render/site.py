@@ -11,7 +11,7 @@ confusion matrices, robustness curves, per-editor IoU bars and the training
 curves of each trained model; its card; its rows in every per-case table,
 folded) and the figures in ``out/plots/``; ``out/.diffzoo-site.json`` lists
 those pages and figures, so that the next site published there removes the
-ones it lacks, and no other file (:func:`site_files`).
+ones it lacks, and no other file (:data:`SITE`).
 
 The pages are jinja2 templates (``templates/``) rendered with autoescape:
 every value a template writes goes through :func:`~.escape.html` (entities
@@ -27,7 +27,6 @@ a link points into.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections import Counter
 from collections.abc import Iterable
@@ -38,14 +37,13 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import atomic_write_text
-from diffzoo.harness.records.document import ResultRecord, read_json_file
+from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import newest_record, record_conditions
 from diffzoo.leaderboard.layouts.cases import build_tables
 from diffzoo.leaderboard.layouts.overview import build_overview
 from diffzoo.leaderboard.layouts.paper import cross_tables
-from diffzoo.leaderboard.outdir import MAX_MARKER_BYTES
+from diffzoo.leaderboard.outdir import Manifest
 from diffzoo.leaderboard.render.comparison_plots import comparison_figures
 from diffzoo.leaderboard.render.escape import html
 from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures, unique_name
@@ -68,9 +66,9 @@ TASKS = ("binary", "semantic", "image")
 INDEX, DETECTORS_DIR, PLOTS, MANIFEST = "index.html", "detectors", "plots", ".diffzoo-site.json"
 SITE_NAMES = (INDEX, DETECTORS_DIR, PLOTS, MANIFEST)
 """What the site writes at the top of its folder."""
-OWN_FILES = {DETECTORS_DIR: ".html", PLOTS: ".png"}
-"""The site's pages and figures: ``FOLDER/NAME`` with the folder's suffix, the only files its
-manifest may name (a manifest edited to name another file, or one outside, removes nothing)."""
+SITE = Manifest(MANIFEST, "diffzoo_site", {DETECTORS_DIR: (".html",), PLOTS: (".png",)}, "site manifest",
+                "it names the pages the site published there wrote: remove it (the older site's pages then stay)")
+"""The site's pages and figures, listed so that the next site published there removes the ones it lacks."""
 
 
 def _escape(value: Any) -> Markup:
@@ -192,33 +190,6 @@ def _trained_on(record: ResultRecord) -> str:
     return f"{b.row_name}: {how} on {data.get('name')}/{subset.get('split', 'train')}{without}"
 
 
-def site_files(out: Path) -> set[str]:
-    """The pages and figures (``detectors/X.html``, ``plots/Y.png``) the site last published in
-    ``out`` wrote, as its manifest lists them (none without one); ConfigError for a manifest
-    that cannot be read."""
-    path = out / MANIFEST
-    if not path.is_symlink() and not path.exists():
-        return set()
-    try:
-        data = read_json_file(path, MAX_MARKER_BYTES, "site manifest", out)
-    except RecordError as exc:
-        why = exc.problems[0]
-    else:
-        files = data.get("files") if isinstance(data, dict) else None
-        if isinstance(files, list):
-            return {f for f in files if isinstance(f, str) and _own_file(f)}
-        why = "it lists no files"
-    raise ConfigError(f"{path} is not a readable site manifest ({why}); it names the pages the site published there "
-                      "wrote: remove it (the older site's pages then stay) or choose another --out")
-
-
-def _own_file(relpath: str) -> bool:
-    """Whether ``relpath`` is a name the site writes (:data:`OWN_FILES`)."""
-    folder, _, name = relpath.partition("/")
-    suffix = OWN_FILES.get(folder)
-    return suffix is not None and len(name) > len(suffix) and name.endswith(suffix) and not set("/\\") & set(name)
-
-
 def write_site(selection: Selection, out: Path) -> Path:
     """Write the static site for ``selection`` into ``out``; returns ``out/index.html``.
     Existing files of the same names are replaced, each whole or not at all (the pages last:
@@ -226,7 +197,7 @@ def write_site(selection: Selection, out: Path) -> Path:
     published there before that this one has not are removed (the manifest names them, so no
     other file is ever touched), and the manifest lists this site's."""
     out = Path(out)
-    before = site_files(out)  # a manifest that cannot be read stops the publish before any write
+    before = SITE.files(out)  # a manifest that cannot be read stops the publish before any write
     tables = build_tables(selection.records)
     anchors = table_anchors(tables)
     overviews = [t for t in build_overview(selection.records) if t.rows]
@@ -261,12 +232,7 @@ def write_site(selection: Selection, out: Path) -> Path:
                   context=CONTEXT, legend=LEGEND, overviews=overviews, tables=tables, anchors=anchors, slugs=slugs,
                   cross=cross_tables(selection.records), manifest=_manifest(selection), comparisons=comparisons)
     path = atomic_write_text(out / INDEX, index)
-    stale = sorted(before - written)
-    for rel in stale:  # gone before the manifest forgets them: a kill between leaves none unlisted
-        if (out / rel).is_symlink() or (out / rel).is_file():
-            (out / rel).unlink()
-    atomic_write_text(out / MANIFEST, json.dumps({"diffzoo_site": 1, "files": sorted(written)}, indent=2))
-    if stale:
+    if stale := SITE.replace(out, before, written):
         log.info("removed %d page(s) and figure(s) of the site published before that %s has not", len(stale),
                  selection.label)
     log.info("wrote the leaderboard site for %s (%d tables, %d detectors) to %s",
