@@ -39,7 +39,7 @@ BROWSER, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 
 def record(detector, case, task, metrics, *, suite="standard", version="1", distortion="none", params=None,
            ci=None, baselines=None, confusion=None, sha=None, date="2026-03-01T10:20:30+00:00",
-           git="0123456789abcdef0123456789abcdef01234567", card=None, case_fields=None):
+           git="0123456789abcdef0123456789abcdef01234567", card=None, case_fields=None, config=None):
     """A record of ``case``; ``case_fields`` changes its case fields (None: a field left out)."""
     return ResultRecord.create(
         detector={"name": detector, "card": card or {"name": detector, "description": f"{detector} test card",
@@ -56,7 +56,7 @@ def record(detector, case, task, metrics, *, suite="standard", version="1", dist
         label_space=LABELS if task == "semantic" else ["background", "edited"],
         metrics=metrics, ci95=ci or {}, metrics_version="1", threshold_policy={"pixel": "fixed 0.5"},
         baselines=baselines or {}, confusion=confusion, counts={"evaluated": 40, "skipped_total": 0},
-        seed=0, config={}, environment={"git": git, "date": date, "device": "cpu", "packages": {"diffzoo": "0.1"}},
+        seed=0, config=config or {}, environment={"git": git, "date": date, "device": "cpu", "packages": {"diffzoo": "0.1"}},
     )
 
 
@@ -176,6 +176,19 @@ def test_a_case_line_leaves_out_what_its_records_do_not_say(tmp_path):
         write_site(Selection("x", [record("a", "binary", "binary", binary(0.5), case_fields=fields)]), tmp_path)
         text = re.sub(r"\s+", " ", "".join(parse(tmp_path / "detectors" / "a.html").text))
         assert said in text, text
+
+
+def test_the_weights_of_a_row_name_no_training_data_its_record_does_not_say(tmp_path):
+    """A record without ``config.train_subset`` (one a run did not make) showed "trained on DATASET/train"."""
+    from diffzoo.leaderboard.versions import Selection
+
+    subset = {"task": "binary", "split": "train", "exclude_editors": ["sd2"]}
+    for config, said in (({}, "a: training data not recorded"),
+                         ({"train_subset": subset}, f"a: trained on {DATASET}/train without sd2"),
+                         ({"train_subset": subset, "train_dataset": {"name": "other"}}, "a: trained on other/train")):
+        write_site(Selection("x", [record("a", "binary", "binary", binary(0.5), config=config)]), tmp_path)
+        page = parse(tmp_path / "detectors" / "a.html")
+        assert said in "".join(page.text), config
 
 
 def test_file_names_are_slugs_and_distinct(site):

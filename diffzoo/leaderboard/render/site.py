@@ -176,14 +176,18 @@ def _card(records: list[ResultRecord]) -> list[tuple[str, Any]]:
 
 def _trained_on(record: ResultRecord) -> str:
     """What a row's weights were trained on: a release's training data (zero-shot), or the
-    data the run trained it on (its dataset, split and held-out editors)."""
+    data the run trained it on (its dataset, split and held-out editors), or that the record
+    does not say."""
     b = record.body
     release = b.detector.release
     if release is not None:
         return (f"{b.row_name}: released weights {release.get('name')} ({release.get('source')}), trained on "
                 f"{release.get('trained_on')}; scored zero-shot")
+    subset = b.config.get("train_subset")
+    if not isinstance(subset, dict):  # a run records it for every model: a record without it does not say
+        return f"{b.row_name}: training data not recorded"
+    # a run names the training data only when it is not the record's dataset (an --eval-dataset case)
     data = b.config.get("train_dataset") or {"name": b.dataset.name}
-    subset = b.config.get("train_subset") or {}
     held = subset.get("exclude_editors") or []
     without = f" without {', '.join(map(str, held))}" if held else ""
     how = "given checkpoint" if b.detector.checkpoint_source == "given" else "trained"
