@@ -53,6 +53,29 @@ def test_validate_names_missing_field_and_schema(tmp_path):
         ResultRecord(data).validate()
 
 
+def test_a_detector_name_with_outer_whitespace_is_refused_where_a_record_is_made_or_added(tmp_path):
+    """`" a"` made a valid record, shown as "a" beside the real a's rows.  A stored one stays readable:
+    its id hashes the name, so no edit could repair it without breaking the versions that pin it."""
+    from diffzoo.harness.records.document import record_problems
+    from diffzoo.leaderboard.store import RecordStore
+
+    from helpers.records import sealed_by_hand
+
+    said = ("invalid record: field detector.name ' a' has leading or trailing whitespace: it would read as 'a', "
+            "another detector's name (a registered detector's name has none)")
+    for name in (" a", "a\t"):
+        with pytest.raises(RecordError) as exc:
+            minimal(detector={"name": name, "checkpoint_sha256": "0" * 64})
+        assert str(exc.value) == said.replace("' a'", repr(name))
+    data = sealed_by_hand(minimal(), " a").data  # a record another tool wrote
+    store = RecordStore(tmp_path / "s")
+    with pytest.raises(RecordError, match="has leading or trailing whitespace"):
+        store.add(ResultRecord(data))
+    assert record_problems(data) == [] and not list(store.records_dir.glob("*.json"))
+    atomic_write_text(store.records_dir / f"{data['record_id']}.json", json.dumps(data))
+    assert [r.body.detector.name for r in store] == [" a"]
+
+
 def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     target = tmp_path / "r.json"
 

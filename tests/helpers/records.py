@@ -49,6 +49,11 @@ def make_record(detector: str = "det", *, suite: str = "standard", suite_version
     add`` and ``verify`` accept."""
     from diffzoo.harness.records.document import ResultRecord
 
+    if detector != detector.strip():  # a name ResultRecord.create refuses: the record another tool would write
+        return sealed_by_hand(make_record(detector.strip(), suite=suite, suite_version=suite_version, case=case,
+                                          task=task, dataset=dataset, fingerprint=fingerprint, metrics=metrics,
+                                          ci95=ci95, seed=seed, checkpoint=checkpoint, date=date, state=state,
+                                          case_fields=case_fields, dataset_fields=dataset_fields, **extra), detector)
     if metrics is None:
         metrics = {"binary": {"aAcc": 0.9, "mIoU": 0.6, "bF1": 0.3, "F1": 0.7, "pixel_AUC": 0.8,
                               "gIoU": 0.5, "FPR_authentic": 0.1},
@@ -82,3 +87,18 @@ def make_record(detector: str = "det", *, suite: str = "standard", suite_version
                       confusion=numbers["confusion"] if task == "semantic" else None)
     fields.update(extra)
     return ResultRecord.create(state=state, **fields)
+
+
+def sealed_by_hand(record, name: str):
+    """``record`` with its detector renamed and its id and digests made again, as another tool
+    writing records seals them: a record :meth:`ResultRecord.create` refuses to make (a name with
+    outer whitespace) that a store still reads."""
+    import json
+
+    from diffzoo.harness.records.document import ResultRecord, field_digests, record_id_of
+
+    data = json.loads(json.dumps(record.data))
+    data["detector"]["name"] = name
+    data["record_id"] = record_id_of(data)
+    data["digests"] = field_digests(data)
+    return ResultRecord(data)

@@ -369,8 +369,15 @@ class ResultRecord:
         return content_digest(self.data)
 
     def validate(self) -> None:
-        """Raise RecordError listing every way this record breaks the schema or was edited."""
-        if problems := record_problems(self.data):
+        """Raise RecordError listing every way this record breaks the schema or was edited; also
+        for a detector name with outer whitespace, which a record is refused where it is made and
+        where a store adds it, never where a stored one is read (its id hashes the name: no edit
+        could repair it without breaking the versions that pin it)."""
+        problems = record_problems(self.data)
+        if not problems and (name := self.body.detector.name) != name.strip():
+            problems = [f"field detector.name {name!r} has leading or trailing whitespace: it would read as "
+                        f"{name.strip()!r}, another detector's name (a registered detector's name has none)"]
+        if problems:
             raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
 
     def to_json(self) -> str:
