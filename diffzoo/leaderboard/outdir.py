@@ -24,15 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
-from diffzoo.harness.core.fsutil import (
-    FileRefused,
-    atomic_write_text,
-    check_usable_dir,
-    check_writable_dir,
-    parse_json,
-    read_regular,
-    write_leftover,
-)
+from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, check_writable_dir, write_leftover
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.records.document import STORE_DIRS, read_json_file
 from diffzoo.harness.records.model import LOCK_FILE, RECORDS_DIR
@@ -100,8 +92,8 @@ class Manifest:
     def files(self, out: Path) -> set[str]:
         """The files the manifest in ``out`` lists as the command's own (none without one);
         ConfigError for one that cannot be read."""
-        path = Path(out) / self.name
-        if not path.is_symlink() and not path.exists():
+        path = out / self.name
+        if not os.path.lexists(path):
             return set()
         try:
             data = read_json_file(path, MAX_MARKER_BYTES, self.what, out)
@@ -125,9 +117,9 @@ class Manifest:
         now = set(now)
         stale = sorted(set(before) - now)
         for rel in stale:  # gone before the manifest forgets them: a kill between leaves none unlisted
-            if (Path(out) / rel).is_symlink() or (Path(out) / rel).is_file():
-                (Path(out) / rel).unlink()
-        atomic_write_text(Path(out) / self.name, json.dumps({self.key: 1, "files": sorted(now)}, indent=2))
+            if (out / rel).is_symlink() or (out / rel).is_file():
+                (out / rel).unlink()
+        atomic_write_text(out / self.name, json.dumps({self.key: 1, "files": sorted(now)}, indent=2))
         return stale
 
 
@@ -152,15 +144,13 @@ def read_marker(root: Path) -> dict | None:
     if not os.path.lexists(path):
         return None
     try:
-        marker = parse_json(read_regular(path, MAX_MARKER_BYTES, within=root), str(path))
-        if not isinstance(marker, dict) or not isinstance(marker.get("foreign", []), list):
-            raise ValueError("not a diffzoo marker")
-    except FileRefused as exc:
-        why: str = exc.reason
-    except (OSError, ValueError) as exc:
-        why = getattr(exc, "strerror", None) or str(exc)
+        marker = read_json_file(path, MAX_MARKER_BYTES, "marker", root)
+    except RecordError as exc:
+        why = exc.problems[0]
     else:
-        return marker
+        if isinstance(marker, dict) and isinstance(marker.get("foreign", []), list):
+            return marker
+        why = "it is not the object diffzoo writes"
     raise ConfigError(f"{path} is not a readable diffzoo marker ({why}); remove it only if the folder "
                       "is diffzoo's, or choose another --out")
 
