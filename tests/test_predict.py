@@ -242,6 +242,21 @@ def test_each_image_gets_outputs_of_its_own_and_one_file_named_twice_is_predicte
                                                         "A-4.overlay.png"]
 
 
+def test_an_image_named_with_a_backslash_gets_its_outputs_at_the_top_of_out(capsys, tmp_path, images):
+    """`a\\b.png` (a name Linux allows) had its label map written as `b.labels.png` in a folder `a`:
+    the output folder takes a backslash for a folder separator."""
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    (tmp_path / "in").mkdir()
+    for name in ("a\\b.png", "a_b.png"):
+        (tmp_path / "in" / name).write_bytes(images[0].read_bytes())
+    code, _, err = cli(capsys, "predict", "--checkpoint", tmp_path / "ck", "--out", tmp_path / "o", tmp_path / "in")
+    assert code == 0, err
+    assert sorted(os.listdir(tmp_path / "o")) == [".diffzoo-out.json", ".diffzoo-predict.json", "a_b-2.labels.png",
+                                                   "a_b-2.overlay.png", "a_b.labels.png", "a_b.overlay.png",
+                                                   "predictions.jsonl"]
+
+
 def test_an_image_name_too_long_for_its_outputs_gets_a_shortened_one_of_its_own(capsys, tmp_path, images):
     """`<248 letters>.png` is a valid name, but `<248 letters>.overlay.png` is not (255 bytes): predict
     stopped with 'the name is too long', suggesting another --out, which cannot help."""

@@ -406,9 +406,11 @@ around it, a name stays within the 255 bytes a file system allows."""
 
 
 def _stem(path: Path) -> str:
-    """``path``'s stem, cut to :data:`STEM_BYTES` (never inside a character)."""
-    data = os.fsencode(path.stem)
-    return path.stem if len(data) <= STEM_BYTES else data[:STEM_BYTES].decode("utf-8", "ignore")
+    """``path``'s stem, each backslash made ``_`` (the output folder takes one for a folder separator,
+    as Windows does), cut to :data:`STEM_BYTES` (never inside a character)."""
+    stem = path.stem.replace("\\", "_")
+    data = os.fsencode(stem)
+    return stem if len(data) <= STEM_BYTES else data[:STEM_BYTES].decode("utf-8", "ignore")
 
 
 def _unique_stems(paths: list[Path]) -> list[str]:
