@@ -11,7 +11,7 @@ from PIL import Image
 from diffzoo.cli import main
 from diffzoo.harness.core.errors import UnknownNameError
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 
@@ -189,6 +189,18 @@ def test_unknown_names_and_paths_give_one_line(capsys, args, expected):
     lines = error_lines(err)
     assert len(lines) == 1 and expected in lines[0], err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("afile", "checkpoint {} is not a .safetensors file or a checkpoint folder"),
+    ("adir", "checkpoint folder {} has no model.safetensors"),
+    ("model.pth", "refusing to load {}: .pth files are pickles"),
+])
+def test_a_checkpoint_path_that_is_not_a_checkpoint_is_a_usage_error(capsys, tmp_path, given, expected):
+    path = tmp_path / given
+    path.mkdir() if given == "adir" else path.write_bytes(b"x")
+    one_line_exit_2(*cli(capsys, "run", "-d", "segformer.tiny", "--dataset", "mini", "--suite", "standard",
+                         "--plan", "--checkpoint", path), expected.format(path))
 
 
 def test_run_on_a_folder_prints_tables_and_writes_records(capsys, diffseg_folder, tmp_path):

@@ -52,8 +52,9 @@ def _rebuild(cls: type[DiffzooError], args: tuple, state: dict) -> DiffzooError:
 
 
 def not_found(error: DiffzooError) -> DiffzooError:
-    """``error``, saying that a path the user named is not there, as the usage error it is:
-    exit 2, as click's own "does not exist" (the fix is another path on the command line)."""
+    """``error``, saying that a path the user named is not there (or holds not what it must), as
+    the usage error it is: exit 2, as click's own "does not exist" (the fix is another path on the
+    command line)."""
     error.exit_code = 2
     return error
 

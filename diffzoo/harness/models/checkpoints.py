@@ -208,24 +208,25 @@ def _no_card(folder: Path) -> ModelError:
 
 
 def resolve_checkpoint(path: Path | str) -> tuple[Path, Path | None]:
-    """(weights file, meta file or None) for a checkpoint folder or file."""
+    """(weights file, meta file or None) for a checkpoint folder or file.  A path that holds no
+    checkpoint is refused as a usage error (:func:`not_found`: another path is the fix)."""
     path = Path(path).expanduser()
     if not path.exists():
         raise not_found(ModelError(f"checkpoint {path} does not exist"))
     if path.is_dir():
         if (path / INCOMPLETE).exists():
-            raise ModelError(
+            raise not_found(ModelError(
                 f"checkpoint folder {path} is an unfinished write (its writer was killed or is still "
                 "writing); use the finished checkpoint beside it, or delete this folder"
-            )
+            ))
         weights = path / WEIGHTS_FILE
         if not weights.exists():
-            raise ModelError(f"checkpoint folder {path} has no {WEIGHTS_FILE}")
+            raise not_found(ModelError(f"checkpoint folder {path} has no {WEIGHTS_FILE}"))
         return weights, path / META_FILE if (path / META_FILE).exists() else None
     if (suffix := pickle_suffix(path)) is not None:
-        raise ModelError(_REFUSE_PICKLE.format(path=path, why=f"{suffix} files are pickles"))
+        raise not_found(ModelError(_REFUSE_PICKLE.format(path=path, why=f"{suffix} files are pickles")))
     if path.suffix != ".safetensors":
-        raise ModelError(f"checkpoint {path} is not a .safetensors file or a checkpoint folder")
+        raise not_found(ModelError(f"checkpoint {path} is not a .safetensors file or a checkpoint folder"))
     meta = path.with_name(META_FILE)
     return path, meta if meta.exists() else None
 
