@@ -130,6 +130,19 @@ def test_a_config_or_label_map_that_is_not_yaml_is_one_line_saying_where(capsys,
         "but got '<stream end>' (while parsing a flow sequence))")
 
 
+def test_a_labels_value_naming_a_folder_is_refused_never_read_as_a_class_name(capsys, tmp_path, monkeypatch):
+    """`--labels sd2` where ./sd2 is a folder was read as the one class 'sd2', silently."""
+    from helpers.cli import cli
+
+    (tmp_path / "sd2").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for given in ("sd2", "sd2/"):
+        assert one_line_exit_2(*cli(capsys, "run", "-d", "segformer.tiny", "--labels", given, "--suite", "standard",
+                                   "--plan")) == (
+            f"error: --labels: {given} is a folder, not a label file; give a label file, or for a class of "
+            "that name 'background,sd2'")
+
+
 def test_a_path_valued_dataset_option_given_a_number_list_or_mapping_is_one_line(capsys, tmp_path):
     """`--dataset-option split_file=2024` (read as JSON: a number) and a --config's `metadata: 5` or
     `extra_authentic: {a: 1}` reached the adapter as they were: "internal error: TypeError: expected str,

@@ -283,6 +283,9 @@ def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
         return spec, True
     text = os.fspath(spec)
     try:
+        if os.path.isdir(os.path.expanduser(text)):  # a folder named as it stands is never a class name
+            raise DataError(f"{text} is a folder, not a label file; give a label file, or for a class of that "
+                            f"name 'background,{Path(text).name}'")
         if names_a_file(spec):  # under the home folder for `~`, as the shell reads it (it leaves `--labels=~/x`)
             return read_label_file(os.path.expanduser(text), verified=True)
         names = [n.strip() for n in text.split(",") if n.strip()]
