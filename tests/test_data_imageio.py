@@ -318,6 +318,10 @@ def test_a_label_file_giving_a_value_twice_or_a_verified_that_is_not_a_boolean_i
     twice.write_text('{"0": "background", "1": "sdxl", "2": "sd2", "1": "sd2", "2": "sdxl"}')
     with pytest.raises(FileRefused, match="twice.json.*gives '1' twice in one object; keep one"):
         load_label_space(twice)
+    inline = tmp_path / "inline.yaml"
+    inline.write_text("{0: background, 1: sd2, 1: sdxl}\n")
+    with pytest.raises(FileRefused, match=r"inline.yaml gives '1' twice \(line 1, columns 17 and 25\); keep one$"):
+        load_label_space(inline)
     said = tmp_path / "said.json"
     said.write_text(json.dumps({"names": ["background", "sd2"], "verified": "false"}))
     with pytest.raises(DataError, match=r"verified must be true or false, got 'false'"):

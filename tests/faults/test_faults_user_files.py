@@ -89,6 +89,7 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("train", "out: 5", ["--config", "--out takes a path, got 5"]),
     ("run", "detector: segformer.tiny\ndetector: fcn8s.tiny", ["run.yaml gives 'detector' twice (lines 1 and 2)"]),
     ("sweep", "wait: true\nwait: false", ["run.yaml gives 'wait' twice (lines 2 and 3)"]),
+    ("run", "dataset_option: {a: 1, a: 2}", ["run.yaml gives 'a' twice (line 2, columns 18 and 24); keep one"]),
     ("train", "batch-size: 2\nbatch_size: 3", ["'batch-size' and 'batch_size' are one option"]),
     ("run", "extra_authentic: ''", ["run.yaml: extra_authentic is given an empty path"]),
     ("run", "checkpoint: ['']", ["run.yaml: checkpoint is given an empty path"]),

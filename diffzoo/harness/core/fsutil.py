@@ -374,13 +374,15 @@ def read_yaml(text: str, source: str) -> Any:
 
     class UniqueKeys(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            lines: dict[tuple[str, str], int] = {}
+            marks: dict[tuple[str, str], Any] = {}
             for key, _ in node.value:  # the mapping as written: a merged ("<<") key may be given again
                 if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
-                    if (key.tag, key.value) in lines:
-                        raise FileRefused(source, f"gives {key.value!r} twice (lines {lines[key.tag, key.value]} "
-                                                  f"and {key.start_mark.line + 1}); keep one")
-                    lines[key.tag, key.value] = key.start_mark.line + 1
+                    here = key.start_mark
+                    if (first := marks.get((key.tag, key.value))) is not None:  # on one line: say the columns
+                        where = (f"line {here.line + 1}, columns {first.column + 1} and {here.column + 1}"
+                                 if first.line == here.line else f"lines {first.line + 1} and {here.line + 1}")
+                        raise FileRefused(source, f"gives {key.value!r} twice ({where}); keep one")
+                    marks[key.tag, key.value] = here
             return super().construct_mapping(node, deep)
 
     if json_depth(text.encode("utf-8")) > MAX_JSON_DEPTH:  # flow-style nesting, counted before parsing
