@@ -408,8 +408,9 @@ def test_a_captions_file_not_there_or_a_fifo_is_one_line_before_any_model(capsys
     import os
 
     os.mkfifo(tmp_path / "captions.json")
-    for name, said in (("captions.json", f"{tmp_path / 'captions.json'} is a FIFO (named pipe), not a regular file"),
-                       ("none.json", f"captions file {tmp_path / 'none.json'} does not exist")):
+    for name, said in (("captions.json", f"--captions {tmp_path / 'captions.json'} is a FIFO (named pipe), not a "
+                                         "regular file"),
+                       ("none.json", f"--captions {tmp_path / 'none.json'} does not exist")):
         result = cli(capsys, "generate", "--out", tmp_path / "o", "--ai-bases", "1", "--editors", "sd2.tiny", "--n",
                      "2", "--captions", tmp_path / name)
         one_line_exit_2(*result, said)
@@ -522,7 +523,7 @@ def test_a_file_or_fifo_where_a_folder_or_file_is_expected_is_named_for_what_it_
         (["--bases", tmp_path / "c.yaml"], f"bases folder {tmp_path / 'c.yaml'} is a file, not a folder"),
         (["--bases", tmp_path / "cap.fifo"], f"bases folder {tmp_path / 'cap.fifo'} is a FIFO (named pipe), not a folder"),
         (["--bases", bases, "--regions", f"masks:{tmp_path / 'c.yaml'}"],
-         f"mask folder {tmp_path / 'c.yaml'} is a file, not a folder"),
+         f"--regions masks:{tmp_path / 'c.yaml'} is a file, not a folder"),
         (["--bases", bases, "--lora", tmp_path / "cap.fifo"],
          f"{tmp_path / 'cap.fifo'} is a FIFO (named pipe), not a regular file; diffzoo reads only regular files"),
         (["--bases", bases, "--lora", bases], f"{bases} is a folder, not a regular file; diffzoo reads only regular files"),

@@ -121,12 +121,13 @@ def find_captions(annotations: Path) -> Path | None:
     return None
 
 
-def load_captions(path: Path) -> list[str]:
+def load_captions(path: Path, option: str = "") -> list[str]:
     """Every caption of a COCO captions file, ordered by (image id, annotation id); one that is
-    not there, or not a regular file (a FIFO would block the read for ever), is named so."""
+    not there, or not a regular file (a FIFO would block the read for ever), is named so, as
+    given to ``option`` (``--captions``) where it was given one."""
     from diffzoo.harness.core.fsutil import FileRefused, read_json
 
-    require_file(path, "captions file")
+    require_file(path, "captions file", option=option)
     try:
         anns = read_json(path)["annotations"]
         rows = sorted((int(a["image_id"]), int(a["id"]), str(a["caption"]).strip()) for a in anns)

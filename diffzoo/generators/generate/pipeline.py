@@ -256,10 +256,10 @@ class DatasetGenerator:
     def _captions(self) -> list[str] | None:
         from diffzoo.generators.generate.coco import find_captions, load_captions
 
-        path = self.config.captions
+        path, option = self.config.captions, "--captions"
         if path is None and (self.config.bases or "").startswith("coco:"):
-            path = find_captions(Path(self.config.bases.split(":", 2)[1]))
-        return load_captions(Path(path)) if path is not None else None
+            path, option = find_captions(Path(self.config.bases.split(":", 2)[1])), ""
+        return load_captions(Path(path), option) if path is not None else None
 
     def _t2i_name(self) -> str:
         if self._t2i is not None:

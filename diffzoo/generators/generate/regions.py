@@ -265,7 +265,7 @@ class MaskFolderRegions:
 
     def __init__(self, folder: Path | str):
         self.folder = Path(folder)
-        require_file(self.folder, "mask folder", folder=True)
+        require_file(self.folder, "mask folder", folder=True, option=f"--regions {self.name}:")
 
     def files(self, key: str) -> list[Path]:
         from diffzoo.harness.data.authentic import image_files_in

@@ -124,8 +124,8 @@ changing the files (besides a full disk, :func:`disk_full_error`)."""
 
 def given_as(option: str, value: object) -> str:
     """``value`` as it was given to ``option``: ``--captions X``, or ``split_file=X`` for an
-    option written with its ``=``."""
-    return f"{option}{value}" if option.endswith("=") else f"{option} {value}"
+    option written with its ``=`` (``--regions masks:X`` with its ``:``)."""
+    return f"{option}{value}" if option.endswith(("=", ":")) else f"{option} {value}"
 
 
 def require_file(path: Path | str, what: str, hint: str = "", *, folder: bool = False, option: str = "") -> None:
