@@ -47,6 +47,7 @@ def test_config_file_gives_the_options_and_the_command_line_wins(capsys, diffseg
     config.write_text("detector: segformer.tiny\niteration: 3\n")
     code, _, err = cli(capsys, "run", "--config", config, "--plan")
     assert code == 2 and "unknown option(s) iteration" in err and len(err.strip().splitlines()) == 1
+    assert err.rstrip().endswith("(e.g. batch_size for --batch-size). iteration: Did you mean 'iterations'?"), err
     code, _, err = cli(capsys, "run", "--plan")
     assert code == 2 and "needs a detector" in err
 

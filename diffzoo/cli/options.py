@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 
 import typer
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, did_you_mean_each
 from diffzoo.harness.core.types import check_seed
 from diffzoo.harness.run.request import RunRequest, flags_of, parse_options, typed_value
 
@@ -100,10 +100,10 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
     values = {**options, **own}
     given = {k: v for k, v in values.items() if given_here(ctx, k)}
     from_file = read_config(config) if config is not None else {}
-    unknown = sorted(set(from_file) - {f.name for f in fields(RunRequest)} - set(values))
-    if unknown:
+    known = {f.name for f in fields(RunRequest)} | set(values)
+    if unknown := sorted(set(from_file) - known):
         raise ConfigError(f"--config {config}: unknown option(s) {', '.join(unknown)}; keys are the flag names "
-                          f"without -- (e.g. batch_size for --batch-size)")
+                          f"without -- (e.g. batch_size for --batch-size).{did_you_mean_each(unknown, sorted(known))}")
     params = {p.name: p for p in ctx.command.params}
     # `key: null` (or `key:` alone) is no value: where the option has one by default, neither the default
     # nor "off" can be told from it; where its default is none (None, an empty list), null is the key left out

@@ -27,6 +27,11 @@ def did_you_mean(name: str, choices: Sequence[str], n: int = 1, cutoff: float = 
     return f" Did you mean {' or '.join(map(repr, named))}?" if named else ""
 
 
+def did_you_mean_each(names: Iterable[str], choices: Sequence[str]) -> str:
+    """`` NAME: Did you mean 'x'?`` for each of ``names`` that one of ``choices`` is close to."""
+    return "".join(f" {name}:{hint}" for name in names if (hint := did_you_mean(name, choices)))
+
+
 class DiffzooError(Exception):
     """Base class of every error diffzoo raises on purpose.
 

@@ -23,7 +23,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, did_you_mean, no_value
+from diffzoo.harness.core.errors import ConfigError, did_you_mean_each, no_value
 from diffzoo.harness.core.types import MAX_BOOTSTRAP, check_seed
 
 POLICIES = ("fixed", "calibrated")
@@ -271,9 +271,8 @@ class RunRequest:
         valid = [f.name for f in fields(cls)]
         unknown = sorted(set(options) - set(valid))
         if unknown:  # before the detector check: detectors= is a misspelt detector=, not a missing one
-            hints = "".join(f" {name}:{hint}" for name in unknown if (hint := did_you_mean(name, valid)))
             raise ConfigError(f"unknown option(s) {', '.join(unknown)}; options are: {', '.join(sorted(valid))}."
-                              f"{hints}")
+                              f"{did_you_mean_each(unknown, valid)}")
         if options.get("detector") is None:
             raise ConfigError("a run needs a detector: --detector NAME (or detector: NAME in --config)")
         return cls(**options)
