@@ -235,6 +235,9 @@ def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatc
     assert cache_root() == tmp_path / "xdg" / "diffzoo"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # invalid by the XDG rule: ignored
     assert cache_root() == Path.home() / ".cache" / "diffzoo"
+    for blank in ("", " ", "\t"):  # no value, as unset: never a folder named " " in the current folder
+        monkeypatch.setenv("DIFFZOO_CACHE", blank)
+        assert cache_root() == Path.home() / ".cache" / "diffzoo"
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "own"))
     assert cache_root() == tmp_path / "own"
 

@@ -26,8 +26,9 @@ CACHE_ENV = "DIFFZOO_CACHE"
 
 def cache_root() -> Path:
     """``$DIFFZOO_CACHE``, else ``diffzoo`` in the user's cache folder (``$XDG_CACHE_HOME``,
-    else ``~/.cache``), as the hub and torch caches beside it are found."""
-    if root := os.environ.get(CACHE_ENV):
+    else ``~/.cache``), as the hub and torch caches beside it are found.  A blank
+    ``$DIFFZOO_CACHE`` (``" "``) is no value, as an empty one is."""
+    if (root := os.environ.get(CACHE_ENV, "")).strip():
         return Path(root).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     # the XDG rule: a relative $XDG_CACHE_HOME is invalid and ignored
