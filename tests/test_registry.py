@@ -54,6 +54,15 @@ def test_a_hint_names_what_holds_the_name_and_nothing_for_a_name_unlike_any():
     assert "Did you mean" not in str(exc.value) and "Available: " in str(exc.value)
 
 
+def test_a_hint_names_first_what_starts_with_the_name_then_the_shortest_that_holds_it():
+    from diffzoo.harness.core.errors import did_you_mean
+
+    # `list detectors seg` hinted 'mmseg' (shorter) before 'segformer', the family the prefix names
+    assert did_you_mean("seg", ["segformer.tiny", "mmseg", "segformer"]) == " Did you mean 'segformer'?"
+    assert did_you_mean("mvss", ["benco.mvss-net", "mvss-netlike.big"], n=2) == (
+        " Did you mean 'mvss-netlike.big' or 'benco.mvss-net'?")
+
+
 def test_a_name_spelt_in_other_case_is_hinted_and_all_is_named_where_it_is_accepted():
     r = make()
     with pytest.raises(UnknownNameError) as exc:
