@@ -181,6 +181,8 @@ def test_a_table_wraps_a_long_url_or_name_whole_never_cuts_it(capsys):
         (["run", "--detector", "segformer.tiny", "--suite", "standrd"], "Did you mean 'standard'"),
         (["run", "--detector", "segformer.tiny", "--dataset", "minni"], "Did you mean 'mini'"),
         (["run", "--detector", "segformer.tiny", "--dataset", "/no/such/dir"], "dataset path /no/such/dir does not exist"),
+        (["run", "--detector", ""], "no detector given: '' (an unset shell variable?). Available: "),  # unknown ''
+        (["plugins", "check", " "], "no detector given: ' ' (an unset shell variable?). Available: "),
     ],
 )
 def test_unknown_names_and_paths_give_one_line(capsys, args, expected):

@@ -75,10 +75,9 @@ class UnknownNameError(DiffzooError, KeyError):
         self.available = sorted(set(available))  # a family that is also an entry's name is listed once
         hint = did_you_mean(name, self.available, n=3)
         shown = ", ".join(self.available[:20]) + (" ..." if len(self.available) > 20 else "")
-        super().__init__(
-            f"unknown {kind} {name!r}.{hint} Available: {shown or '(none)'}; "
-            f"see `diffzoo list {kind}s`."
-        )
+        blank = not str(name).strip()  # `--detector "$DET"` with DET unset: no name, not a wrong one
+        said = f"no {kind} given: {name!r} (an unset shell variable?)" if blank else f"unknown {kind} {name!r}"
+        super().__init__(f"{said}.{hint} Available: {shown or '(none)'}; see `diffzoo list {kind}s`.")
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return self.args[0]
