@@ -534,6 +534,16 @@ def test_a_file_or_fifo_where_a_folder_or_file_is_expected_is_named_for_what_it_
     assert not (tmp_path / "o").exists()
 
 
+def test_regions_masks_given_no_folder_is_an_unset_variable_never_the_current_folder(capsys, tmp_path, monkeypatch):
+    """--regions masks:$DIR with DIR unset looked for masks in the current folder."""
+    bases = make_bases(tmp_path / "bases", n=2)
+    monkeypatch.chdir(tmp_path)
+    assert one_line_exit_2(*cli(capsys, "generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--n", "2",
+                                "--ai-bases", "0", "--bases", bases, "--regions", "masks:")) == (
+        "error: --regions masks: gives no value (an unset shell variable?); give one or leave the option out")
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_lora_given_no_file_is_an_unset_variable_not_a_missing_file(capsys, tmp_path):
     """--lora sd2.tiny=$FILE with FILE unset said "LoRA file '' does not exist"."""
     generate = ["generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--n", "2", "--ai-bases", "1"]

@@ -37,7 +37,7 @@ from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names,
 from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, sample_rng
-from diffzoo.harness.core.errors import ConfigError, DiffzooError
+from diffzoo.harness.core.errors import ConfigError, DiffzooError, no_value
 from diffzoo.harness.core.fsutil import check_usable_dir, read_json
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
@@ -151,6 +151,8 @@ class DatasetGenerator:
         kind = c.regions or ("coco" if (c.bases or "").startswith("coco:") else "random")
         if kind not in ("coco", "open-vocab", "random") and not kind.startswith("masks:"):
             raise ConfigError(f"--regions {kind!r}: choose {', '.join(REGION_KINDS)}")
+        if kind == "masks:":  # an unset $DIR: pathlib would read "" as the current folder
+            raise no_value(f"--regions {kind}")
         if c.ai_fraction >= 1 and (kind == "coco" or kind.startswith("masks:")):
             # COCO annotations and mask files describe real images only: they would be ignored
             raise ConfigError(f"--regions {kind}: with --ai-bases 1 every base is generated, and {kind} names "
