@@ -379,6 +379,7 @@ def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_pa
     (["--threads", "0"], "--threads must be at least 1, got 0"),
     (["--lora-scale", "nan"], "--lora-scale must be a finite number, got nan"),
     (["--min-score", "9"], "--min-score must be in [0, 5] (the VLM's scale), got 9.0"),
+    (["--ai-bases", "2"], "--ai-bases must be in [0, 1] (the fraction of bases generated), got 2.0"),
     (["--size", "100000"], "--size 100000: 100000 x 100000 px bases exceed the 67,108,864-pixel limit on images"),
     (["--out", "a-file"], "--out a-file exists and is not a folder"),  # was an internal FileExistsError
 ])

@@ -93,7 +93,7 @@ class Schedule:
         if not editors:
             raise ConfigError("at least one editor is needed")
         if not 0.0 <= ai_fraction <= 1.0:
-            raise ConfigError(f"AI base fraction must be in [0, 1], got {ai_fraction}")
+            raise ConfigError(f"--ai-bases must be in [0, 1] (the fraction of bases generated), got {ai_fraction}")
         self.seed = int(seed)
         self.editors = tuple(editors)
         self.turn_ratio = parse_turn_ratio(turn_ratio)
