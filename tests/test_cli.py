@@ -205,6 +205,18 @@ def test_a_checkpoint_path_that_is_not_a_checkpoint_is_a_usage_error(capsys, tmp
                          "--plan", "--checkpoint", path), expected.format(path))
 
 
+@pytest.mark.parametrize("content, expected", [
+    (b"garbage", "checkpoint {} is not a readable safetensors file: "),
+    (b"\x80\x04K\x01.", "refusing to load {}: it is a pickle, not safetensors"),
+])
+def test_a_checkpoint_file_that_holds_no_weights_is_a_usage_error(capsys, tmp_path, content, expected):
+    (tmp_path / "model.safetensors").write_bytes(content)
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(tmp_path / "a.png")
+    one_line_exit_2(*cli(capsys, "predict", "-d", "segformer.tiny", "--checkpoint", tmp_path / "model.safetensors",
+                         tmp_path / "a.png", "--out", tmp_path / "o", "--device", "cpu"),
+                    expected.format(tmp_path / "model.safetensors"))
+
+
 def test_run_on_a_folder_prints_tables_and_writes_records(capsys, diffseg_folder, tmp_path):
     out_dir = tmp_path / "out"
     code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard",

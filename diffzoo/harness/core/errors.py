@@ -177,9 +177,10 @@ class WeightsUnavailableError(ModelError):
 
 
 class WeightsFileError(ModelError):
-    """A pretrained weights file diffzoo refuses to load: not a regular file, not a plain
-    tensor file (a pickle of other objects, never run), or unreadable as weights.  Names
-    the file, the reason and where the right file comes from (a user error: exit 2)."""
+    """A weights file diffzoo refuses to load (pretrained, released, or a checkpoint's): not a
+    regular file, not a plain tensor file (a pickle of other objects, never run), or unreadable
+    as weights.  Names the file, the reason and where the right file comes from (a user error:
+    exit 2)."""
 
     exit_code = 2
 

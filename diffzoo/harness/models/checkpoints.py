@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from diffzoo.harness.core.cards import stable_hash
-from diffzoo.harness.core.errors import ConfigError, ModelError, not_found
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsFileError, not_found
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, lock_open_file, new_mode, sha256_file, writing
 from diffzoo.harness.models.divergence import refuse_nonfinite
 
@@ -250,9 +250,9 @@ def _refuse_pickled_content(weights: Path) -> None:
     with open(weights, "rb") as fh:
         head = fh.read(9)
     if head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5:
-        raise ModelError(_REFUSE_PICKLE.format(path=weights, why="it is a pickle, not safetensors"))
+        raise WeightsFileError(_REFUSE_PICKLE.format(path=weights, why="it is a pickle, not safetensors"))
     if head[:4] == b"PK\x03\x04":
-        raise ModelError(_REFUSE_PICKLE.format(
+        raise WeightsFileError(_REFUSE_PICKLE.format(
             path=weights, why="it is a torch.save zip archive (pickled), not safetensors"))
 
 
@@ -325,7 +325,7 @@ def load_checkpoint(path: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         state = load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as exc:
-        raise ModelError(f"checkpoint {weights} is not a readable safetensors file: {exc}") from exc
+        raise WeightsFileError(f"checkpoint {weights} is not a readable safetensors file: {exc}") from exc
     refuse_nonfinite(state, f"checkpoint {weights}")
     meta["sha256"] = digest
     return state, meta
