@@ -258,6 +258,8 @@ def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatc
     (["--dataset-option", "calib_fraction=0.1=2"], ["--dataset-option calib_fraction takes a number, got '0.1=2'"]),
     (["--iterations", "0"], ["--iterations 0: must be at least 1"]),
     (["--calibration-split", "train"], ["--calibration-split train is read only with --thresholds calibrated"]),
+    (["--thresholds", "calibrated", "--calibration-split", ""],  # it looked for a split named ''
+     ["--calibration-split '' gives no value (an unset shell variable?)"]),
     (["--eval-dataset-option", "kinds=partial"], ["--eval-dataset-option was given, but no --eval-dataset"]),
     (["--batch-size", "-2"], ["--batch-size -2: must be at least 1"]),
     (["--crop-size", "4"], ["--crop-size 4: must be at least 8"]),

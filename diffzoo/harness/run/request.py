@@ -189,6 +189,8 @@ class RunRequest:
         self.dataset_options()  # an adapter option given both as its own flag and as --dataset-option
         if self.eval_dataset_option and not self.eval_dataset:
             raise ConfigError("--eval-dataset-option was given, but no --eval-dataset to pass it to")
+        if not self.calibration_split.strip():  # an unset variable: no split is named so
+            raise no_value(f"--calibration-split {self.calibration_split!r}")
         if self.thresholds != "calibrated" and self.calibration_split != DEFAULT_CALIBRATION_SPLIT:
             raise ConfigError(f"--calibration-split {self.calibration_split} is read only with --thresholds "
                               f"calibrated (they are {self.thresholds} here)")  # never given and left unread
