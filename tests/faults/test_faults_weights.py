@@ -366,8 +366,10 @@ def test_a_full_disk_during_predict_names_the_file_and_its_free_space(capsys, tm
     claim_output_dir(out)  # its marker is written while the disk still has room
     if full == "predictions.jsonl":
         monkeypatch.setattr(prediction, "open", lambda *a, **k: _FullFile(open(*a, **k)), raising=False)
-    else:
-        monkeypatch.setattr(os, "fsync", _enospc)  # the atomic PNG write's sync
+    else:  # the atomic PNG write's sync; predict's list of its outputs is written first, with room
+        sync = os.fsync
+        monkeypatch.setattr(os, "fsync", lambda fd: _enospc() if full in os.readlink(f"/proc/self/fd/{fd}")
+                            else sync(fd))
     result = cli(capsys, "predict", "--checkpoint", ckpt, "--out", out, "--device", "cpu", image)
     line = one_line_exit_2(*result, f"disk full while writing {out / full} (")
     assert f"{free_space(out / full)} on that filesystem" in line
