@@ -96,7 +96,7 @@ def test_help_and_listing_import_no_torch(args):
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_a_terminal_that_cannot_show_a_character_gets_a_stand_in_not_an_error(encoding, tmp_path):
     """A console in latin-1 or ASCII (an old server's locale, a Windows code page): a metric's
-    "↑" used to be an internal UnicodeEncodeError."""
+    "↑" is shown by a stand-in, never an internal UnicodeEncodeError."""
     import os
     import subprocess
     import sys
@@ -162,8 +162,8 @@ def test_list_and_plugins(capsys):
 
 
 def test_a_table_wraps_a_long_url_or_name_whole_never_cuts_it(capsys):
-    """Where to download a release (its source's URL) used to end in "…" in any terminal
-    narrower than the URL; every console table folds a long word instead."""
+    """Where to download a release (its source's URL) never ends in "…" in a terminal
+    narrower than the URL: every console table folds a long word instead."""
     from diffzoo.harness.core.plugins import get_registry
 
     code, out, _ = cli(capsys, "list", "detectors", "--released")

@@ -149,7 +149,7 @@ def test_split_precedence(brgen):
     assert BrGenDataset(brgen, split="test").splits() == ["test"]
     with pytest.raises(DataError, match="no split in the file name"):
         BrGenDataset(brgen, split_files=[str(brgen / "splits.json")])
-    (brgen / "dir_val.json").mkdir()  # a folder, not a split file: it said "does not exist"
+    (brgen / "dir_val.json").mkdir()  # a folder, not a split file: never "does not exist"
     with pytest.raises(FileRefused, match=r"dir_val\.json is a folder, not a regular file"):
         BrGenDataset(brgen, split_files="dir_val.json")
 

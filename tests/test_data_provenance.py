@@ -184,8 +184,8 @@ def test_a_path_in_a_dataset_option_is_read_from_the_current_or_the_dataset_fold
 
 
 def test_a_labels_file_is_read_from_the_current_or_the_dataset_folder(tmp_path, pairs, monkeypatch):
-    """--labels FILE (label_space=) was read from the current folder only, where every other path-valued option
-    follows option_path: from the dataset folder it said "label file mine.json does not exist"."""
+    """--labels FILE (label_space=) follows option_path as every other path-valued option does: a file of the
+    dataset folder is found from any folder, never "label file mine.json does not exist"."""
     root = write_folder(tmp_path / "ds", pairs)
     names = list(labelmaps.default_diffseg30k_labels().names)
     (root / "mine.json").write_text(json.dumps({"names": names}))

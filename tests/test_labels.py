@@ -367,8 +367,8 @@ MIXED_UNITS = ("min_area (1.0) is a fraction of the compared pixels (100%) and m
     (["--editor", " Background"], "editor ' Background' cannot name a class: background is label 0"),
 ])
 def test_label_settings_no_label_can_follow_are_a_usage_error_before_any_image_is_read(capsys, tmp_path, args, said):
-    """Each used to label every pair by a rule that rejects them all (or to exit 1, or to name a
-    class ''): a user's setting, refused in one line, exit 2, with no output folder."""
+    """Each is a setting that would label every pair by a rule rejecting them all (or exit 1, or name
+    a class ''): a user's setting, refused in one line, exit 2, with no output folder."""
     for folder in ("o", "g"):
         (tmp_path / folder).mkdir()
         save(np.zeros((16, 16, 3), np.uint8), tmp_path / folder / "x.png")

@@ -101,8 +101,8 @@ def test_add_is_idempotent_and_reports_a_rerun_that_differs(tmp_path):
 
 
 def test_a_folder_holding_no_record_is_named_never_read_as_zero_records(tmp_path, capsys):
-    """A wrong folder handed to add, validate or diff used to print "0 added" / "0 valid", exit 0; it is
-    the user's to fix, exit 2, as a folder that is no store given to list or publish (it exited 1)."""
+    """A wrong folder handed to add, validate or diff is never "0 added" / "0 valid", exit 0: it is
+    the user's to fix, exit 2, as a folder that is no store given to list or publish."""
     (tmp_path / "photos").mkdir()
     (tmp_path / "photos" / "a.png").write_bytes(b"png")
     RecordStore(tmp_path / "empty-store").records_dir.mkdir(parents=True)  # a store of no record is no mistake
@@ -424,7 +424,7 @@ def test_diff_names_a_metric_no_record_of_b_carries_any_more():
 
 def test_diff_names_a_checkpoint_that_changed_even_where_the_numbers_did_not(tmp_path, capsys):
     """Another checkpoint is another model: the row says so in the console and in the JSON, and the
-    diff never says "no differences" (it said "same", the checkpoints only in the JSON)."""
+    diff never says "no differences" or "same" with the checkpoints only in the JSON."""
     for side, checkpoint in (("a", "ab" * 32), ("b", "cd" * 32)):
         (tmp_path / side).mkdir()
         make_record("x", checkpoint=checkpoint).write(tmp_path / side)

@@ -160,7 +160,7 @@ def test_missing_image_is_one_line_error(capsys, tmp_path, images):
 
 
 def test_a_bad_pixel_limit_is_one_line_before_the_output_folder_is_made(capsys, tmp_path, images, monkeypatch):
-    """It was said at the first image, after --out was claimed: an empty predictions.jsonl was left."""
+    """Said before --out is claimed, never at the first image with an empty predictions.jsonl left behind."""
     torch.manual_seed(0)
     create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
     monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "abc")

@@ -95,7 +95,7 @@ def test_the_converted_release_given_as_checkpoint_is_still_the_release(capsys, 
 
 
 def test_a_converted_release_given_to_another_detector_names_the_detector_it_is_for(capsys, tmp_path):
-    """It said "segformer.tiny has no released weights called 'cat-lora-r32'", as if the release were misnamed."""
+    """Never "segformer.tiny has no released weights called 'cat-lora-r32'", as if the release were misnamed."""
     code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", released(tmp_path / "dl"),
                        "--out", tmp_path / "a")
     assert code == 0, err

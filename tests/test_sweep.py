@@ -172,7 +172,7 @@ def test_a_failing_job_is_reported_and_the_others_still_run(capsys, tmp_path):
 
 
 def test_a_job_failing_in_its_submitit_process_is_said_with_its_own_error(capsys, tmp_path):
-    """The job's error as a local job says it (it said the last line of submitit's wrapper: a log file's path)."""
+    """The job's error as a local job says it, never the last line of submitit's wrapper (a log file's path)."""
     missing = tmp_path / "no-such-dataset"
     code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--dataset", missing, "--suite",
                                "standard", "--out", tmp_path / "s", "--executor", "submitit-local", "--time", "5")

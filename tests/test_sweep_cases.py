@@ -147,8 +147,8 @@ def test_a_plan_refuses_an_out_that_is_a_file(capsys, tmp_path):
 
 
 def test_a_folder_not_diffzoos_is_refused_by_the_plan_too_and_force_uses_it(capsys, tmp_path, monkeypatch):
-    """The refusal names --force, which a sweep takes as diffzoo run does (it had no --force, and its
-    plan listed the jobs the sweep then refused to run)."""
+    """The refusal names --force, which a sweep takes as diffzoo run does, and its plan refuses what
+    the sweep would refuse: it never lists jobs the sweep then refuses to run."""
     fake_runs(monkeypatch)
     (tmp_path / "store").mkdir()
     (tmp_path / "store" / "notes.txt").write_text("mine")

@@ -628,7 +628,7 @@ def test_a_rerun_that_gives_other_numbers_is_loud_and_keeps_the_stored_row(capsy
 
 def test_a_run_whose_record_is_held_by_a_file_that_is_no_valid_record_says_so_and_rerun_replaces_it(
         capsys, diffseg_folder, tmp_path, faulty):
-    """It said "3 already recorded with the same numbers", exit 0, the broken file kept (a sweep then ran its job
+    """Never "3 already recorded with the same numbers", exit 0, the broken file kept (a sweep would run its job
     again on every sweep, each time "done")."""
     out = tmp_path / "out"
     _run(capsys, diffseg_folder, out)

@@ -487,7 +487,7 @@ def test_a_detector_written_from_the_plugin_guide_runs(capsys, diffseg_folder, t
 # -- built-in detectors on odd sizes -----------------------------------------------------------
 
 def test_segformer_answers_for_one_pixel_and_extreme_aspect_ratios():
-    """A 1 x 1 image used to crop SegFormer's stride-4 logits to nothing (an
+    """A 1 x 1 image must not crop SegFormer's stride-4 logits to nothing (an
     internal error).  tests/test_detectors_segmentation.py holds every
     built-in segmenter to the same sizes."""
     from diffzoo import create_detector

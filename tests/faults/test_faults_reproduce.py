@@ -47,8 +47,8 @@ def test_a_row_whose_numbers_moved_run_again_into_its_own_store_is_compared_and_
 
 def test_a_sweep_job_whose_numbers_moved_is_replaced_with_rerun_as_its_error_says(capsys, diffseg_folder, tmp_path,
                                                                                   faulty):
-    """The job's error says to re-run with --rerun, which a sweep takes as run does (it had no --rerun: the
-    job failed the same way on every sweep)."""
+    """The job's error says to re-run with --rerun, which a sweep takes as run does (without it the job
+    would fail the same way on every sweep)."""
     out = tmp_path / "out"
     args = ["sweep", "--detectors", "faulty.x", "--suite", "standard", "--dataset", diffseg_folder, "--out", out,
             "--bootstrap", "0", "--device", "cpu"]
