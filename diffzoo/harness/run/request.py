@@ -250,9 +250,10 @@ class RunRequest:
         data = Path(self.dataset).expanduser() if named and named[0][0] == "--dataset" else None
         home = None if data is None else data if data.is_dir() else data.parent  # the folder, or the zip's
         # --labels and --extra-authentic, given as their flag or as --dataset-option KEY=
+        adapter = self.dataset_options()
         own = [(f"--dataset-option {key}=" if key in self.dataset_option else flag, os.fspath(value), home)
                for key, flag in OWN_FLAGS.items()
-               if isinstance(value := self.dataset_options().get(key), (str, os.PathLike)) and os.fspath(value)
+               if isinstance(value := adapter.get(key), (str, os.PathLike)) and os.fspath(value)
                and (key != "label_space" or names_a_file(value, home))]
         options = [(f"{flag} {key}=", value, None)
                    for flag, given in (("--dataset-option", self.dataset_option),
