@@ -224,3 +224,14 @@ def test_third_party_copy_reads_as_diffseg30k_with_binary_masks(tmp_path, capsys
     records = [json.loads(p.read_text()) for p in (tmp_path / "out" / "records").glob("*.json")]
     assert {r["case"]["name"] for r in records} == {"binary", "image"}
     assert {r["dataset"]["label_map"]["source"] for r in records} == {"binary masks (binary-255)"}
+
+
+def test_a_damaged_save_to_disk_folder_is_named_as_one(tmp_path):
+    """DiffSeg30k reads a ``save_to_disk`` folder as the other `datasets` adapters do, and says so
+    of one that `datasets` cannot read."""
+    folder = tmp_path / "saved"
+    datasets.DatasetDict({"train": rows(4)}).save_to_disk(str(folder))
+    (folder / "dataset_dict.json").write_text("{")
+    with pytest.raises(DataError, match=rf"^{folder}: a save_to_disk folder that `datasets` cannot read "
+                                        r"\(JSONDecodeError: "):
+        DiffSeg30kDataset(folder)

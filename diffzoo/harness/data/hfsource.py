@@ -183,7 +183,9 @@ def _saved_folders(root: Path) -> list[Path]:
     return found
 
 
-def _load_saved(folder: Path) -> dict[str, Any]:
+def _load_saved(folder: Path, single: str | None = None) -> dict[str, Any]:
+    """The splits of a ``save_to_disk`` folder: a DatasetDict's own, or one split named ``single``
+    (default: the folder's name) for a saved Dataset."""
     import datasets
 
     try:
@@ -191,7 +193,7 @@ def _load_saved(folder: Path) -> dict[str, Any]:
     except Exception as exc:  # the library raises many types; all mean "cannot read"
         raise DataError(f"{folder}: a save_to_disk folder that `datasets` cannot read "
                         f"({type(exc).__name__}: {exc})") from None
-    return {folder.name: obj} if isinstance(obj, datasets.Dataset) else dict(obj)
+    return {single or folder.name: obj} if isinstance(obj, datasets.Dataset) else dict(obj)
 
 
 def load_tables(path: Path) -> list[Table]:
@@ -256,40 +258,34 @@ def _split_from_filename(path: Path) -> str:
     return canonical_split(head) if head in CANONICAL_SPLITS or head in SPLIT_ALIASES else "train"
 
 
-def _load(path: Path | None, hub: str | None) -> dict[str, Any]:
+def _load(source: Path | str) -> dict[str, Any]:
+    """The splits of a local file or folder (a Path) or of a hub id (a str); a saved Dataset, a
+    file whose name names no split, and a folder ``load_dataset`` reads as one pool are ``train``."""
     import datasets
 
-    if path is not None and path.is_file():
-        return {_split_from_filename(path): read_data_files([path])}
+    if isinstance(source, Path):
+        if source.is_file():
+            return {_split_from_filename(source): read_data_files([source])}
+        if any((source / marker).is_file() for marker in SAVED_MARKERS):
+            return _load_saved(source, "train")
+        # a data file datasets cannot read would be passed over, and the folder read as another kind
+        if unreadable := [f for f in data_files(source) if hf_columns(f) is None]:
+            raise DataError(f"{not_readable(unreadable[0])}; move it out of {source} or replace it")
     try:
-        if hub is not None:  # shown: offline, the library retries for about half a minute before failing
-            with current_progress().task(f"loading {hub} from the Hugging Face hub (datasets.load_dataset)", None):
-                obj = datasets.load_dataset(hub, streaming=False)
-        elif path is None:
-            raise DataError("a `datasets` source needs a hub id or a local path")
-        elif any((path / marker).is_file() for marker in SAVED_MARKERS):
-            obj = datasets.load_from_disk(str(path))
-        else:  # a data file datasets cannot read would be passed over, and the folder read as another kind
-            if unreadable := [f for f in data_files(path) if hf_columns(f) is None]:
-                raise DataError(f"{not_readable(unreadable[0])}; move it out of {path} or replace it")
-            obj = datasets.load_dataset(str(path))
-    except DiffzooError:
-        raise
+        if isinstance(source, str):  # shown: offline, the library retries for about half a minute before failing
+            with current_progress().task(f"loading {source} from the Hugging Face hub (datasets.load_dataset)", None):
+                return dict(datasets.load_dataset(source, streaming=False))
+        return dict(datasets.load_dataset(str(source)))
     except Exception as exc:  # the library raises many types; all mean "cannot read"
-        if hub is not None:
+        if isinstance(source, str):
             raise DataError(
-                f"cannot load {hub} through `datasets` ({type(exc).__name__}: {exc}). "
+                f"cannot load {source} through `datasets` ({type(exc).__name__}: {exc}). "
                 f"Download it where there is network access: `hf download "
-                f"{hub} --repo-type dataset --local-dir DIR`, copy DIR here and pass the "
+                f"{source} --repo-type dataset --local-dir DIR`, copy DIR here and pass the "
                 f"local path instead (for DiffSeg30k: DIR/train.zip, or the folder it was "
                 f"extracted to)"
             ) from None
-        raise DataError(
-            f"{path}: cannot be read by `datasets` ({type(exc).__name__}: {exc})"
-        ) from None
-    if isinstance(obj, datasets.Dataset):
-        obj = {"train": obj}
-    return dict(obj)
+        raise DataError(f"{source}: cannot be read by `datasets` ({type(exc).__name__}: {exc})") from None
 
 
 def _class_label_of(feature: Any) -> Any:
@@ -428,7 +424,7 @@ class HFSource:
         self.path = path
         self.location = self.hub_id or str(path)
         self.sidecar_dir = None if path is None else (path if path.is_dir() else path.parent)
-        raw = by_canonical_split(self.location, _load(path, self.hub_id).items())
+        raw = by_canonical_split(self.location, _load(self.hub_id or Path(text)).items())
         self.class_label: tuple[str, list[str]] | None = None
         for split, ds in raw.items():
             self._check_class_label(class_label_names(ds.features), f"{self.location} (split {split})")
