@@ -95,15 +95,12 @@ def _real(dist: str, name: str, value: Any, *, lo: float, hi: float = math.inf,
     return float(value)
 
 
-def _quality(dist: str, quality: Any) -> int:
-    return _integer(dist, "quality", quality, 1, 100)
-
-
-def _lossy_roundtrip(image: np.ndarray, fmt: str, quality: int, meta: SampleMeta | None) -> np.ndarray:
-    """``image`` encoded as ``fmt`` (``JPEG``, ``WEBP``) at ``quality`` with its fixed options, and decoded;
-    unless it has a side ``fmt`` cannot encode: sample ``meta`` skipped as ``too-large`` (an image within
-    the pixel limit, such as a 2 x 20000 strip, is no error of the run), or without ``meta`` (called from
-    Python) a DataError naming no sample."""
+def _lossy_roundtrip(dist: str, image: np.ndarray, fmt: str, quality: Any, meta: SampleMeta | None) -> np.ndarray:
+    """``image`` encoded as ``fmt`` (``JPEG``, ``WEBP``) at ``quality`` (distortion ``dist``'s, an integer
+    in 1..100) with its fixed options, and decoded; unless it has a side ``fmt`` cannot encode: sample
+    ``meta`` skipped as ``too-large`` (an image within the pixel limit, such as a 2 x 20000 strip, is no
+    error of the run), or without ``meta`` (called from Python) a DataError naming no sample."""
+    quality = _integer(dist, "quality", quality, 1, 100)
     height, width = image.shape[:2]
     if max(height, width) > MAX_SIDE[fmt]:
         reason = f"a {width}x{height} image cannot be encoded as {fmt}, which takes at most {MAX_SIDE[fmt]} px a side"
@@ -124,14 +121,14 @@ def jpeg(image: np.ndarray, label: np.ndarray, *, quality: int, meta: SampleMeta
     but is left off so the bytes are the plain encoder's).  Label unchanged.
     An image with a side past 65500 px is sample ``meta.id`` skipped as ``too-large``.
     """
-    return _lossy_roundtrip(image, "JPEG", _quality("jpeg", quality), meta), label
+    return _lossy_roundtrip("jpeg", image, "JPEG", quality, meta), label
 
 
 def webp(image: np.ndarray, label: np.ndarray, *, quality: int, meta: SampleMeta | None = None) -> Pair:
     """Lossy WebP encode + decode at ``quality`` (integer 1..100), libwebp method 4
     (fixed: the method changes the pixels).  Label unchanged.  An image with a side
     past 16383 px is sample ``meta.id`` skipped as ``too-large``."""
-    return _lossy_roundtrip(image, "WEBP", _quality("webp", quality), meta), label
+    return _lossy_roundtrip("webp", image, "WEBP", quality, meta), label
 
 
 def longer_side_size(height: int, width: int, size: int) -> tuple[int, int]:
@@ -211,11 +208,6 @@ def resize(image: np.ndarray, label: np.ndarray, *, size: int, back: bool = True
     return (out, label) if back else (out, resize_label(label, new))
 
 
-def rescale_short_side(scale: float, input_size: int) -> int:
-    """The shorter side :func:`rescale` gives: ``round(scale * input_size)``, at least 1."""
-    return max(1, round(scale * input_size))
-
-
 def rescale(image: np.ndarray, label: np.ndarray, *, scale: float, input_size: int | None = None) -> Pair:
     """Show the detector the image with its shorter side at ``scale`` x its input resolution.
 
@@ -265,7 +257,7 @@ def _rescale_output(height: int, width: int, *, scale: float, input_size: int | 
     scale = _real("rescale", "scale", scale, lo=0.0, lo_open=True, allowed="a number > 0")
     input_size = _integer("rescale", "input_size", input_size, 1)
     return _within_limit("rescale", f"scale {scale:g} of input_size {input_size}", height, width,
-                         lambda: shorter_side_size(height, width, rescale_short_side(scale, input_size)))
+                         lambda: shorter_side_size(height, width, max(1, round(scale * input_size))))
 
 
 # Distortions that only change the image's size carry ``output_size(h, w, **params)``:
@@ -351,4 +343,4 @@ def reencode(image: np.ndarray, label: np.ndarray, *, format: str, quality: int 
         return decode(encode(image, "PNG", compress_level=PNG_COMPRESS_LEVEL)), label
     if quality is None:
         raise ConfigError(f"distortion 'reencode': format {fmt} needs quality (an integer in 1..100)")
-    return _lossy_roundtrip(image, fmt.upper(), _quality("reencode", quality), meta), label
+    return _lossy_roundtrip("reencode", image, fmt.upper(), quality, meta), label
