@@ -417,14 +417,14 @@ class HFSource:
 
     kind = "datasets"
 
-    def __init__(self, spec: str | os.PathLike) -> None:
-        text = os.fspath(spec)
-        self.hub_id = hub_repo(text) if is_hub_id(text) and not Path(text).exists() else None
-        path = None if self.hub_id else Path(text)
+    def __init__(self, spec: str | Path) -> None:
+        """``spec``: a hub id (a str, as :func:`.sources.open_source` reads one) or a local file or folder."""
+        self.hub_id = hub_repo(spec) if isinstance(spec, str) else None
+        path = None if isinstance(spec, str) else spec
         self.path = path
         self.location = self.hub_id or str(path)
         self.sidecar_dir = None if path is None else (path if path.is_dir() else path.parent)
-        raw = by_canonical_split(self.location, _load(self.hub_id or Path(text)).items())
+        raw = by_canonical_split(self.location, _load(self.hub_id or spec).items())
         self.class_label: tuple[str, list[str]] | None = None
         for split, ds in raw.items():
             self._check_class_label(class_label_names(ds.features), f"{self.location} (split {split})")
