@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import CorruptSampleError, DataError, DiffzooError
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import read_json, sha256_file
 from diffzoo.harness.core.progress import current_progress
 from diffzoo.harness.data.fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
@@ -142,8 +142,6 @@ def read_data_files(files: Sequence[Path]) -> Any:
         if all(f.suffix.lower() == ".parquet" for f in files):
             return datasets.Dataset.from_parquet([str(f) for f in files])
         return datasets.concatenate_datasets([datasets.Dataset.from_file(str(f)) for f in files])
-    except DiffzooError:
-        raise
     except Exception as exc:  # the library raises many types; all mean "cannot read"
         shown = str(files[0]) + (f" (and {len(files) - 1} more)" if len(files) > 1 else "")
         raise DataError(f"{shown}: cannot be read by `datasets` ({type(exc).__name__}: {exc})") from None
@@ -201,9 +199,7 @@ def load_tables(path: Path) -> list[Table]:
     else each ``save_to_disk`` folder (``path`` or up to two levels below: its splits, or
     one split named after the folder for a saved Dataset) and the other data files up to
     two folders down, one table per (folder, :func:`file_split`).  Nothing found: []."""
-    if path.is_file():
-        if path.suffix.lower() not in _DATA_SUFFIXES:
-            return []
+    if path.is_file() and path.suffix.lower() in _DATA_SUFFIXES:  # any other file: no folder below, so []
         return [Table(f".:{file_split(path)}", file_split(path), path.parent, read_data_files([path]), (path,))]
     tables: list[Table] = []
     saved = _saved_folders(path)
