@@ -21,8 +21,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import CorruptSampleError, DataError, not_found
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import file_kind
+from diffzoo.harness.data.base import require_path
 from diffzoo.harness.data.fingerprint import file_digests, pair_fingerprint, zip_digests
 from diffzoo.harness.data.hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
 from diffzoo.harness.data.labelmaps import LABEL_MAP_FILES
@@ -322,13 +323,12 @@ def inner_label_files(source: Any) -> list[tuple[str, bytes]]:
     return []
 
 
-def open_source(path: str | os.PathLike, skip_unpaired: bool = False) -> Any:
-    """The source for ``path``: zip, folder, or a ``datasets`` source (hub id, files)."""
+def open_source(path: str | os.PathLike | None, skip_unpaired: bool = False) -> Any:
+    """The source for ``path``: zip, folder, or a ``datasets`` source (hub id, files); no path, or
+    a local one that is not there, is refused as :func:`.base.require_path` refuses it."""
     if isinstance(path, str) and is_hub_id(path) and not Path(path).exists():
         return HFSource(path)
-    p = Path(path)
-    if not p.exists():
-        raise not_found(DataError(f"dataset path {path} does not exist"))
+    p = require_path(path, "DiffSeg30k")
     if p.is_file():
         suffix = p.suffix.lower()
         if suffix == ".zip":

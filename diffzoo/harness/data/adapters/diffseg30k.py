@@ -37,7 +37,7 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_regular
 from diffzoo.harness.core.types import BINARY, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import AuthenticFolder
-from diffzoo.harness.data.base import SplitDataset, folder_name, option_path, require_path
+from diffzoo.harness.data.base import SplitDataset, folder_name, option_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id, row_layout
 from diffzoo.harness.data.imageio import read_image, read_mask
@@ -92,7 +92,6 @@ class DiffSeg30kDataset(SplitDataset):
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
-        require_path(path, "DiffSeg30k", exists=False)  # hub ids do not exist locally
         self._source = open_source(path, skip_unpaired)
         sidecars = self._source.sidecar_dir
         label_map, self.mask_encoding = self._label_map(label_space, sidecars)
