@@ -173,13 +173,25 @@ def test_a_bad_pixel_limit_is_one_line_before_the_output_folder_is_made(capsys, 
 
 
 def test_a_fifo_or_device_given_as_an_image_is_named_for_what_it_is_and_never_opened(capsys, tmp_path, images):
+    """A user error, as a missing image is: exit 2."""
     torch.manual_seed(0)
     create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
     os.mkfifo(tmp_path / "pipe.png")  # opening it would block for ever
     for path, kind in ((tmp_path / "pipe.png", "a FIFO (named pipe)"), (Path("/dev/null"), "a character device")):
         code, _, err = cli(capsys, "predict", "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "o"),
                            str(images[0]), str(path))
-        assert code == 1 and err.strip() == f"error: image {path} is {kind}, not an image file", err
+        assert code == 2 and err.strip() == f"error: image {path} is {kind}, not an image file", err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_folder_holding_no_images_is_a_user_error_naming_it(capsys, tmp_path):
+    """A path given that holds nothing to predict is fixed on the command line, as a missing one is: exit 2."""
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    (tmp_path / "empty").mkdir()
+    result = cli(capsys, "predict", "--checkpoint", tmp_path / "ck", "--out", tmp_path / "o", tmp_path / "empty")
+    assert one_line_exit_2(*result) == (f"error: folder {tmp_path / 'empty'} holds no images (.png, .jpg, .jpeg, "
+                                        ".tif, .tiff, .bmp, .webp)")
     assert not (tmp_path / "o").exists()
 
 

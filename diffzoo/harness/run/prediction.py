@@ -359,12 +359,10 @@ def collect_images(paths: Sequence[Path | str], out: Path | str | None = None) -
             found += _folder_images(p)
         elif kind is None:
             found.append(p)
-        elif kind in MISSING:
-            raise not_found(DataError(f"image {p} does not exist" + (f" ({kind})" if kind != MISSING[0] else "")))
-        elif kind.startswith("not readable"):
-            raise DataError(f"image {p} is {kind}")
-        else:  # a FIFO or a device is never opened: reading it could block for ever
-            raise DataError(f"image {p} is {kind}, not an image file")
+        else:  # a path that holds no image is the user's to fix; a FIFO or a device is never opened (it may block)
+            what = (f"does not exist{f' ({kind})' if kind != MISSING[0] else ''}" if kind in MISSING
+                    else f"is {kind}" if kind.startswith("not readable") else f"is {kind}, not an image file")
+            raise not_found(DataError(f"image {p} {what}"))
     if not found:
         raise DataError("no images given")
     return _each_once(found)
@@ -385,11 +383,11 @@ def _folder_images(folder: Path) -> list[Path]:
     try:
         entries = sorted(folder.iterdir())
     except OSError as exc:
-        raise DataError(f"folder {folder} cannot be listed ({exc.strerror})") from None
+        raise not_found(DataError(f"folder {folder} cannot be listed ({exc.strerror})")) from None
     kinds = {f: file_kind(f) for f in entries}
     images = [f for f in entries if kinds[f] is None and is_image_file(f.name)]
     if not images:
-        raise DataError(f"folder {folder} holds no images ({', '.join(IMAGE_EXTENSIONS)})")
+        raise not_found(DataError(f"folder {folder} holds no images ({', '.join(IMAGE_EXTENSIONS)})"))
     if passed := [f.name for f in entries if kinds[f] is None and not is_image_file(f.name)
                   and not f.name.startswith(".")]:
         log.warning("%s: %d file(s) not named as an image diffzoo reads (%s) passed over (%s%s)", folder,
