@@ -1,5 +1,6 @@
 """The command line as a user meets it: one clear line per error, exit codes."""
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -9,7 +10,6 @@ import pytest
 from PIL import Image
 
 from diffzoo.cli import main
-from diffzoo.harness.core.errors import UnknownNameError
 
 from helpers.cli import cli, one_line_exit_2
 
@@ -261,9 +261,23 @@ def test_bad_masks_stop_with_strict_and_are_counted_without(capsys, diffseg_fold
 
 @pytest.mark.parametrize("args", [["--debug", "run", "--detector", "segfomer"],
                                   ["run", "--detector", "segfomer", "--debug"]])  # where a user types it last
-def test_debug_shows_traceback(capsys, args):
-    with pytest.raises(UnknownNameError, match="segfomer"):
-        main(args)
+def test_debug_shows_the_traceback_and_keeps_the_exit_code(capsys, args):
+    code, _, err = cli(capsys, *args)
+    assert code == 2 and "Traceback" in err and "UnknownNameError: unknown detector 'segfomer'" in err, err
+    code, _, err = cli(capsys, "--debug", "run", "--detectr", "segformer")  # click's usage error
+    assert code == 2 and "No such option: --detectr" in err, err
+
+
+@pytest.mark.parametrize("raised, code", [(NotADirectoryError(errno.ENOTDIR, "Not a directory", "/a/b"), 2),
+                                          (RuntimeError("a bug"), 1)])
+def test_debug_keeps_the_exit_code_of_a_path_error_and_of_an_internal_error(capsys, monkeypatch, raised, code):
+    def broken():
+        raise raised
+
+    monkeypatch.setattr("diffzoo.cli.listing.get_registry", broken)
+    plain, debug = cli(capsys, "list", "detectors"), cli(capsys, "--debug", "list", "detectors")
+    assert plain[0] == debug[0] == code and "Traceback" not in plain[2], plain
+    assert "Traceback" in debug[2] and str(raised) in debug[2], debug
 
 
 def test_debug_after_a_double_dash_is_an_argument_not_the_flag(capsys):

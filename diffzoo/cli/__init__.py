@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -188,20 +189,17 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:
-        if debug:
-            raise
         # a DiffzooError, and a full disk, a path through a file, no permission, a read-only filesystem,
         # a name too long (safetensors, PIL, matplotlib, any writer): the user's to fix
         user = exc if isinstance(exc, DiffzooError) else user_path_error(exc) if isinstance(exc, OSError) else None
-        if user is not None:
+        if debug:  # the traceback instead of the line; the exit code is the one without --debug
+            traceback.print_exc()
+        elif user is not None:
             err_console.print(f"[bold red]error:[/] {term(user)}", highlight=False, soft_wrap=True)
-            sys.exit(user.exit_code)
-        err_console.print(
-            f"[bold red]internal error:[/] {type(exc).__name__}: {term(exc)} "
-            "(run with --debug for the traceback)",
-            highlight=False,
-        )
-        sys.exit(1)
+        else:
+            err_console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {term(exc)} "
+                              "(run with --debug for the traceback)", highlight=False)
+        sys.exit(1 if user is None else user.exit_code)
 
 
 __all__ = ["app", "main", "console", "state"]
