@@ -309,6 +309,18 @@ def test_load_label_space_forms(tmp_path):
         load_label_space(tmp_path / "missing.json")
 
 
+def test_an_inline_label_list_with_a_separator_that_is_not_a_comma_is_refused_but_a_label_file_may_hold_it(tmp_path):
+    """``sd2;sdxl`` is a typo for two classes, not one class of that name; a file names its classes one by one."""
+    for given, meant in (("sd2;sdxl", "sd2,sdxl"), ("background|sd2 | sdxl", "background,sd2 , sdxl")):
+        with pytest.raises(ConfigError) as refused:
+            load_label_space(given)
+        assert str(refused.value) == (f"--labels: names {given!r}: class names are comma-separated; "
+                                      f"did you mean {meant!r}?")
+    f = tmp_path / "labels.json"
+    f.write_text(json.dumps(["background", "sd2;sdxl", "a|b"]))
+    assert load_label_space(f).names == ("background", "sd2;sdxl", "a|b")
+
+
 def test_a_label_file_giving_a_value_twice_or_a_verified_that_is_not_a_boolean_is_refused(tmp_path):
     """json keeps the last of two equal keys silently (the YAML reader refuses them); "verified": "false"
     is a true value, so it vouched for an order it denies."""

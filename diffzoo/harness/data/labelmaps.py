@@ -288,6 +288,9 @@ def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
                             f"name 'background,{Path(text).name}'")
         if names_a_file(spec):  # under the home folder for `~`, as the shell reads it (it leaves `--labels=~/x`)
             return read_label_file(os.path.expanduser(text), verified=True)
+        if any(c in text for c in ";|"):  # a typo for the comma here; a label file may name a class so
+            meant = text.translate(str.maketrans(";|", ",,"))
+            raise DataError(f"names {text!r}: class names are comma-separated; did you mean {meant!r}?")
         names = [n.strip() for n in text.split(",") if n.strip()]
         if not names:
             raise DataError(f"empty label specification {text!r}; give a label file or names")
