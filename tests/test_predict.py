@@ -148,6 +148,36 @@ def test_an_overlay_tints_each_class_in_its_colour_without_a_float_copy_of_the_i
         assert shown[y, x].tolist() == np.asarray(want, np.uint8).tolist(), (y, x)
 
 
+def test_every_class_of_the_largest_label_map_has_a_colour_of_its_own():
+    """Past the 20 qualitative colours two editors were drawn alike; background stays black, edits red first."""
+    colours = class_colours(255)  # background and 254 editors: the most a uint8 label map holds
+    assert len({tuple(c) for c in colours}) == 255
+    assert colours[0].tolist() == [0, 0, 0] and colours[1].tolist() == [214, 39, 40]
+
+
+def test_the_legend_of_a_thin_image_is_drawn_whole_inside_it(monkeypatch):
+    """A 4000 x 16 image (enlarged 8 times) cannot hold 30 legend rows one under another: they go on in columns."""
+    from PIL import ImageDraw
+
+    space = LabelSpace.from_editors([f"editor{i}" for i in range(30)])
+    h, w = 16, 4000
+    label = (np.arange(w)[None, :].repeat(h, 0) * space.num_classes // w).astype(np.uint8)
+    editors = [{"editor": name, "fraction": 1 / space.num_classes} for name in space.editors]
+    pred = ImagePrediction({}, 0.97, None, label, space, editors)
+    drawn = []
+    text = ImageDraw.ImageDraw.text
+
+    def recorded(self, xy, words, *args, **kwargs):
+        drawn.append((words, self.textbbox(xy, words, font=kwargs["font"])))
+        return text(self, xy, words, *args, **kwargs)
+
+    monkeypatch.setattr(ImageDraw.ImageDraw, "text", recorded)
+    img = overlay_image(np.zeros((h, w, 3), np.uint8), pred, title="segformer.tiny")
+    inside = {words.split()[0] for words, (x0, y0, x1, y1) in drawn
+              if x0 >= 0 and y0 >= 0 and x1 <= img.width and y1 <= img.height}
+    assert inside == {"segformer.tiny", *space.editors}
+
+
 def test_missing_image_is_one_line_error(capsys, tmp_path, images):
     torch.manual_seed(0)
     create_detector("segformer.tiny", "binary").save(tmp_path / "ck")

@@ -257,20 +257,23 @@ def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image",
 
 # -- pictures --------------------------------------------------------------------------
 def class_colours(n: int) -> np.ndarray:
-    """n x 3 uint8 colours for class indices 0..n-1 (0 = background, black).
+    """n x 3 uint8 colours for class indices 0..n-1 (0 = background, black), each class its own.
 
     matplotlib's qualitative tab10 (red first, so a binary map shows edits in
-    red), then tab20's light shades for more than ten editors.
+    red), then tab20's light shades for more than ten editors, then hues a golden
+    angle apart at two saturations and two brightnesses for more than twenty.
     """
     from matplotlib import colormaps
+    from matplotlib.colors import hsv_to_rgb
 
     # tab10 and tab20 are ListedColormaps: their colours are a list of RGB tuples
     tab10 = cast(Any, colormaps["tab10"]).colors
     light = cast(Any, colormaps["tab20"]).colors[1::2]
-    order = [tab10[i] for i in (3, 0, 2, 1, 4, 5, 6, 8, 9, 7)] + list(light)
+    order = np.array([tab10[i] for i in (3, 0, 2, 1, 4, 5, 6, 8, 9, 7)] + list(light))
+    k = np.arange(max(0, n - 1 - len(order)))
+    more = hsv_to_rgb(np.stack([k * 0.618034 % 1, 0.95 - 0.4 * (k % 2), 0.95 - 0.3 * (k // 2 % 2)], axis=1))
     colours = np.zeros((n, 3), np.uint8)
-    for i in range(1, n):
-        colours[i] = np.round(np.array(order[(i - 1) % len(order)]) * 255)
+    colours[1:] = np.round(np.concatenate([order, more])[: max(0, n - 1)] * 255)
     return colours
 
 
@@ -330,14 +333,19 @@ def overlay_image(image: np.ndarray, pred: ImagePrediction, title: str = "") -> 
     font = ImageFont.load_default(size=font_px)
     draw = ImageDraw.Draw(img, "RGBA")
     pad, line, swatch = font_px // 2, font_px + font_px // 3, font_px
-    width = max(draw.textbbox((0, 0), text, font=font)[2] + (swatch + pad if c else 0) for text, c in rows)
-    draw.rectangle((0, 0, width + 2 * pad, len(rows) * line + 2 * pad), fill=(0, 0, 0, 170))
-    for k, (text, c) in enumerate(rows):
-        x, y = pad, pad + k * line
-        if c is not None:
-            draw.rectangle((x, y + 1, x + swatch - 2, y + swatch - 1), fill=(*c, 255), outline=(255, 255, 255))
-            x += swatch + pad
-        draw.text((x, y), text, fill=(255, 255, 255, 255), font=font)
+    per_column = max(1, (img.height - 2 * pad) // line)  # rows a thin image cannot hold go on in a column beside
+    left = 0.0  # textbbox measures in float
+    for first in range(0, len(rows), per_column):
+        column = rows[first:first + per_column]
+        width = max(draw.textbbox((0, 0), text, font=font)[2] + (swatch + pad if c else 0) for text, c in column)
+        draw.rectangle((left, 0, left + width + 2 * pad, len(column) * line + 2 * pad), fill=(0, 0, 0, 170))
+        for k, (text, c) in enumerate(column):
+            x, y = left + pad, pad + k * line
+            if c is not None:
+                draw.rectangle((x, y + 1, x + swatch - 2, y + swatch - 1), fill=(*c, 255), outline=(255, 255, 255))
+                x += swatch + pad
+            draw.text((x, y), text, fill=(255, 255, 255, 255), font=font)
+        left += width + 2 * pad
     return img
 
 
