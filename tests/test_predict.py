@@ -178,6 +178,17 @@ def test_the_legend_of_a_thin_image_is_drawn_whole_inside_it(monkeypatch):
     assert inside == {"segformer.tiny", *space.editors}
 
 
+@pytest.mark.parametrize("image", [np.zeros((8, 8, 3), np.float32), np.zeros((8, 8), np.uint8),
+                                   np.zeros((8, 8, 4), np.uint8), np.zeros((0, 8, 3), np.uint8)])
+def test_predict_image_refuses_an_array_that_is_not_an_rgb_uint8_image_in_one_line(image):
+    from diffzoo.harness.core.errors import DataError
+
+    det = create_detector("segformer.tiny", "binary")
+    with pytest.raises(DataError) as refused:
+        predict_image(det, image, "x.png")
+    assert str(refused.value) == f"image x.png must be a non-empty H x W x 3 uint8 RGB array, got {image.shape} {image.dtype}"
+
+
 def test_missing_image_is_one_line_error(capsys, tmp_path, images):
     torch.manual_seed(0)
     create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
