@@ -280,6 +280,13 @@ def test_debug_keeps_the_exit_code_of_a_path_error_and_of_an_internal_error(caps
     assert "Traceback" in debug[2] and str(raised) in debug[2], debug
 
 
+@pytest.mark.parametrize("rank", ["abc", " ", "0"])
+def test_a_rank_variable_that_is_no_number_is_not_torchruns_and_the_command_runs(capsys, monkeypatch, rank):
+    monkeypatch.setenv("RANK", rank)
+    code, out, err = cli(capsys, "list", "detectors", "segformer.tiny")
+    assert code == 0 and "segformer.tiny" in out, err
+
+
 def test_debug_after_a_double_dash_is_an_argument_not_the_flag(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["data", "info", "--", "--debug"])  # a dataset folder named --debug

@@ -22,7 +22,7 @@ from typing import NoReturn
 import typer
 
 from diffzoo.cli.app import app
-from diffzoo.cli.console import console, err_console, quiet_third_party, state
+from diffzoo.cli.console import console, err_console, quiet_third_party, reporting_rank, state
 from diffzoo.cli.options import takes_path
 from diffzoo.cli.progress import RichProgress
 from diffzoo.harness.core.errors import DiffzooError, TrainingStopped
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, here
             sys.exit(code)
     except TrainingStopped as exc:  # SIGINT/SIGTERM during training: not an error, its state is saved
-        if int(os.environ.get("RANK", "0") or 0) == 0:  # every rank stops at one step; rank 0 says it once
+        if reporting_rank():  # every rank stops at one step; rank 0 says it once
             err_console.print(term(exc), highlight=False, soft_wrap=True)
         _exit_stopped(exc.exit_code)
     except (typer.Exit, SystemExit) as exc:

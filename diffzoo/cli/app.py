@@ -8,13 +8,12 @@ commands through the ``register_commands`` hook, called once here.
 from __future__ import annotations
 
 import inspect
-import os
 
 import typer
 from rich.markup import escape
 
 from diffzoo.cli import data, generate, labelpairs, leaderboard, listing, predict, reproduce, run, sweep, train
-from diffzoo.cli.console import console, err_console, state
+from diffzoo.cli.console import console, err_console, reporting_rank, state
 from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.leaderboard.render.escape import term
 
@@ -54,7 +53,7 @@ def _root(
                                  help="Print diffzoo's version (and torch's) and exit."),
 ) -> None:
     state.debug = debug
-    if int(os.environ.get("RANK", "0") or 0) == 0:  # under torchrun only rank 0 reports
+    if reporting_rank():
         report_plugin_failures()
 
 

@@ -18,6 +18,13 @@ err_console = Console(stderr=True, highlight=False, width=_WIDTH, emoji=False)
 state = SimpleNamespace(debug=False)
 
 
+def reporting_rank() -> bool:
+    """Whether this process says what every rank would say once: rank 0 under torchrun, or a process
+    it did not start (read without importing torch; a ``RANK`` that is no number is none of torchrun's)."""
+    rank = os.environ.get("RANK", "").strip()
+    return not rank.isdigit() or int(rank) == 0
+
+
 LIBRARY_VERBOSITY = {"transformers": "TRANSFORMERS_VERBOSITY", "diffusers": "DIFFUSERS_VERBOSITY",
                      "huggingface_hub": "HF_HUB_VERBOSITY", "datasets": "DATASETS_VERBOSITY"}
 """The variables these libraries read their log level from, once, when first imported (the hub's
