@@ -287,6 +287,12 @@ def test_a_rank_variable_that_is_no_number_is_not_torchruns_and_the_command_runs
     assert code == 0 and "segformer.tiny" in out, err
 
 
+def test_debug_given_a_value_after_the_command_is_said_to_take_none(capsys):
+    """Not "No such option: --debug": the flag exists, wherever it is typed."""
+    code, _, err = cli(capsys, "list", "detectors", "--debug=1")
+    assert code == 2 and "Option '--debug' does not take a value." in err, err
+
+
 def test_debug_after_a_double_dash_is_an_argument_not_the_flag(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["data", "info", "--", "--debug"])  # a dataset folder named --debug

@@ -156,8 +156,9 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     options = args[:args.index("--")] if "--" in args else args  # after "--" every word is an argument
     debug = "--debug" in options
-    if debug:  # `diffzoo run ... --debug`, as `diffzoo --debug run ...`: the flag belongs to diffzoo itself
-        args = ["--debug", *(a for a in options if a != "--debug"), *args[len(options):]]
+    if flags := [a for a in options if a.partition("=")[0] == "--debug"]:  # `--debug=1`: click says it takes none
+        # `diffzoo run ... --debug`, as `diffzoo --debug run ...`: the flag belongs to diffzoo itself
+        args = [*flags, *(a for a in options if a not in flags), *args[len(options):]]
     args = home_expanded(args)
     if (empty := empty_path(args)) is not None:
         err_console.print(f"[bold red]error:[/] {term(empty)} (an unset shell variable?); give a path "
