@@ -324,12 +324,19 @@ def test_list_suites_shows_versions_and_cases(capsys):
 
 @pytest.mark.parametrize("args, hint", [(["detectors", "segf"], " Did you mean 'segformer'?"),
                                         (["suites", "standrad"], " Did you mean 'standard'?"),
-                                        (["suites", "zzz*"], "")])
+                                        (["suites", "zzz*"], ""),
+                                        (["detectors", " "], " An unset shell variable?")])
 def test_listing_a_name_that_matches_nothing_is_an_error_with_a_hint(capsys, args, hint):
     code, out, err = cli(capsys, "list", *args)
     kind, pattern = args
     assert code == 2 and not out.strip()
     assert error_lines(err) == [f"error: no {kind} match {pattern!r}.{hint} `diffzoo list {kind}` lists them all"]
+
+
+def test_listing_an_empty_kind_asks_whether_a_variable_is_unset(capsys):
+    code, _, err = cli(capsys, "list", "")
+    assert code == 2 and error_lines(err) == ["error: cannot list ''. An unset shell variable? `diffzoo list` takes "
+                                              "one of: detectors, generators, datasets, suites, distortions"]
 
 
 def test_the_cli_reference_documents_every_command():

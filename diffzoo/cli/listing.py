@@ -14,14 +14,19 @@ from diffzoo.leaderboard.render.escape import term
 KINDS = ("detectors", "generators", "datasets", "suites", "distortions")
 
 
+def _hint(value: str, choices: list[str] | tuple[str, ...]) -> str:
+    """`` Did you mean 'x'?`` for the choice closest to ``value``; for a blank one (``"$KIND"`` with
+    KIND unset), whether a shell variable is unset."""
+    return " An unset shell variable?" if not value.strip() else did_you_mean(value, choices)
+
+
 def _kind(value: str) -> str:
     """The plural kind ``value`` names (singular accepted); else a one-line
     ConfigError with a did-you-mean."""
     plural = value if value in KINDS else f"{value}s"
     if plural in KINDS:
         return plural
-    hint = did_you_mean(value, KINDS)
-    raise ConfigError(f"cannot list {value!r}.{hint} `diffzoo list` takes one of: {', '.join(KINDS)}")
+    raise ConfigError(f"cannot list {value!r}.{_hint(value, KINDS)} `diffzoo list` takes one of: {', '.join(KINDS)}")
 
 
 def list_cmd(
@@ -43,8 +48,7 @@ def list_cmd(
     if not entries:  # a name that lists nothing is a mistake to correct, as `run --detector` says it is
         known = [e.name for e in registry.list(singular)]
         known += sorted({e.family for e in registry.list(singular)} - set(known))
-        hint = did_you_mean(pattern, known)
-        raise ConfigError(f"no {kind} match {pattern!r}.{hint} `diffzoo list {kind}` lists them all")
+        raise ConfigError(f"no {kind} match {pattern!r}.{_hint(pattern, known)} `diffzoo list {kind}` lists them all")
     if released:
         _released(entries, pattern)
         return
