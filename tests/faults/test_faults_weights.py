@@ -188,11 +188,24 @@ def test_a_malicious_pytorch_model_bin_in_the_hub_cache_is_refused_and_never_run
     assert not marker.exists() and _records() == []
 
 
+@pytest.mark.parametrize("name", ["cnnspot.tiny", "deeplabv3plus.tiny", "dinov3iml.tiny", "fcn8s.tiny",
+                                  "opensdi.maskclip.tiny", "segformer.tiny", "universalfakedet.tiny"])
+def test_pretrained_weights_asked_of_a_card_without_any_are_refused_in_one_message(offline_empty_hub, name):
+    """Every family refuses alike, naming the card and the fix, never a download of weights '(none)'."""
+    from diffzoo.plugin import ModelError, WeightsUnavailableError
+
+    with pytest.raises(ModelError) as exc:
+        create_detector(name, get_registry().get("detector", name).card.tasks[0], pretrained=True)
+    assert not isinstance(exc.value, WeightsUnavailableError)
+    assert str(exc.value) == f"detector {name} has no pretrained weights; build it with pretrained=False"
+
+
 def test_hub_pretrained_says_which_card_has_no_weights_and_which_folder_its_loader_cannot_read(offline_empty_hub,
                                                                                                tmp_path):
-    from diffzoo.plugin import WeightsUnavailableError, hub_pretrained
+    from diffzoo.plugin import ModelError, WeightsUnavailableError, hub_pretrained
 
-    with pytest.raises(WeightsUnavailableError, match="this card has no pretrained weights"):
+    with pytest.raises(ModelError, match="^detector weights.test has no pretrained weights; build it with "
+                                         "pretrained=False$"):
         hub_pretrained(_card(weights=None), Path, ("model.safetensors",), detail="or not")
     folder = hub_segformer(tmp_path / "hf" / "hub", seed=0).parent
 

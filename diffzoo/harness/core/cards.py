@@ -177,6 +177,15 @@ class DetectorCard:
         raise ConfigError(f"detector {self.name} has no released weights called {name!r}; its releases: {known} "
                           "(diffzoo list detectors --released)")
 
+    def check_pretrained(self, pretrained: bool) -> str:
+        """The card's ``weights`` ("" when it has none); a ModelError when ``pretrained`` asks
+        a card that has none for them."""
+        from diffzoo.harness.core.errors import ModelError
+
+        if pretrained and not self.weights:
+            raise ModelError(f"detector {self.name} has no pretrained weights; build it with pretrained=False")
+        return self.weights or ""
+
     def to_dict(self) -> dict[str, Any]:
         d = _jsonable(self)
         del d["releases"]

@@ -311,14 +311,14 @@ def hub_pretrained(card: DetectorCard, load: Callable[[Path], Any], filenames: S
     """``load(folder)`` of the hub repo ``card.weights`` for a library that reads a folder
     (transformers' ``from_pretrained``): the first of ``filenames`` and its ``config.json``
     resolved and hash-checked first (:func:`hub_weights`), so that it reads exactly those files.
-    A card without weights, or a folder ``load`` cannot read, is a WeightsUnavailableError."""
-    if not card.weights:
-        raise WeightsUnavailableError(card.name, "(none)", "this card has no pretrained weights")
-    path = hub_weights(card, card.weights, filenames, also=("config.json",), detail=detail)
+    A card without weights is a ModelError (:meth:`DetectorCard.check_pretrained`); a folder
+    ``load`` cannot read, a WeightsUnavailableError."""
+    repo = card.check_pretrained(True)
+    path = hub_weights(card, repo, filenames, also=("config.json",), detail=detail)
     try:
         return load(path.parent)
     except OSError as exc:
-        raise WeightsUnavailableError(f"detector {card.name}", card.weights,
+        raise WeightsUnavailableError(f"detector {card.name}", repo,
                                       f"{path.parent} is incomplete ({exc}); {detail}") from exc
 
 

@@ -24,8 +24,7 @@ def blur_jpeg_view(
 class CNNSpotDetector(ClassifierDetector):
     def build_network(self, pretrained: bool) -> nn.Module:
         arch = self.card.arch
-        if pretrained and not self.card.weights:
-            raise ModelError(f"{self.card.name} has no pretrained weights; build it with pretrained=False")
+        self.card.check_pretrained(pretrained)
         if arch["backbone"] == "torchvision.resnet50":
             from torchvision.models import ResNet50_Weights, resnet50
 

@@ -6,7 +6,7 @@ import logging
 
 from torch import nn
 
-from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, WeightsUnavailableError, hub_weights
+from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, hub_weights
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +44,7 @@ class DeepLabV3PlusDetector(SegmentationDetector):
     def build_network(self, num_outputs: int, pretrained: bool) -> nn.Module:
         import segmentation_models_pytorch as smp
 
-        if pretrained and not self.card.weights:
-            raise WeightsUnavailableError(self.card.name, "(none)", "this card has no pretrained weights")
+        self.card.check_pretrained(pretrained)
         arch = self.card.arch
         weights = encoder_weights(self.card) if pretrained else None
         model = smp.DeepLabV3Plus(

@@ -17,14 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.plugin import (
-    ConfigError,
-    DetectorCard,
-    ModelError,
-    SegmentationDetector,
-    WeightsUnavailableError,
-    url_state,
-)
+from diffzoo.plugin import ConfigError, DetectorCard, ModelError, SegmentationDetector, url_state
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +129,7 @@ class FCN8sDetector(SegmentationDetector):
     no_decay_keywords = ()  # the reference decays every weight; biases are handled below
 
     def build_network(self, num_outputs: int, pretrained: bool) -> nn.Module:
-        if pretrained and not self.card.weights:
-            raise WeightsUnavailableError(self.card.name, "(none)", "this card has no pretrained weights")
+        self.card.check_pretrained(pretrained)
         state = torchvision_state(self.card) if pretrained else None
         net = FCN8s(num_outputs, **self.card.arch)
         if state is not None:

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, WeightsUnavailableError, url_state
+from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, url_state
 
 log = logging.getLogger(__name__)
 
@@ -224,8 +224,7 @@ class MMSegDetector(SegmentationDetector):
                 f"detector {self.card.name}: its card names backbone weights {self.card.weights!r}, "
                 f"the installed config {self.card.arch['config']} names {source!r}"
             )
-        if pretrained and not source:
-            raise WeightsUnavailableError(self.card.name, "(none)", "the config names no pretrained backbone")
+        self.card.check_pretrained(pretrained)
         state = pretrained_backbone_state(self.card, source) if pretrained else None
         model_cfg = segmentor_config(self.card, cfg, num_outputs, self.card.default_threshold)
         with quiet_mmengine():

@@ -113,8 +113,7 @@ def open_clip_model(card, pretrained: bool, path: Path | None = None) -> nn.Modu
 
     arch = card.arch
     if "open_clip_config" in arch:
-        if pretrained:
-            raise ModelError(f"{card.name} has no pretrained weights; build it with pretrained=False")
+        card.check_pretrained(pretrained)
         return open_clip.CLIP(**arch["open_clip_config"])
     name, quick_gelu = arch["open_clip_model"], arch.get("quick_gelu", False)
     if not pretrained:
