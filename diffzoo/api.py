@@ -40,7 +40,7 @@ from diffzoo.harness.run.model_source import CheckpointInfo
 from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
 from diffzoo.harness.run.request import RunRequest, check_suite_given
-from diffzoo.harness.run.runner import Runner, TrainOutput, request_release
+from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
 from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, claim_output_dir, output_log
 from diffzoo.leaderboard.render.plots import confusion_png
@@ -223,11 +223,6 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     card = get_registry().get("detector", request.detector).card  # an unknown name, a task it has not: no data read
     if task not in card.tasks:
         raise ConfigError(f"{card.name} cannot be trained for task {task!r}; it supports {', '.join(card.tasks)}")
-    if request_release(request) is not None:  # named, converted or its own file: a training would return it
-        paths = [str(p) for p in request.checkpoint]  # untrained; refused before any data is opened
-        given = f"weights={request.weights!r}" if request.weights else f"checkpoint={paths}"
-        raise ConfigError(f"train() trains a model, and {given} names released weights, which are never trained: "
-                          "score them with evaluate() (diffzoo run --weights)")
     if out is not None:
         check_copy_target(Path(out))  # before the data is opened, as every option's check
     with reporting(progress):  # the dataset's first fingerprint is shown as it is read
