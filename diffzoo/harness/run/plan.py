@@ -497,11 +497,10 @@ class _Planner:
             passes.append(p)
             read += [(s, c, p, subsets[c.subset_key] if c.editors else None) for s, c in kept]
         position = {(s.name, c.name): i for i, (s, c) in enumerate(members)}
-        cases = [self._case(s, c, p, ids, (p.dataset, p.split))
+        cases = [self._case(s, c, p, ids)
                  for s, c, p, ids in sorted(read, key=lambda r: position[r[0].name, r[1].name])]
         if self.card.gives_image_score:  # the image cases again, judged by the detector's own score
-            cases += [self._case(s, own_score_case(c), p, ids, (p.dataset, p.split))
-                      for s, c, p, ids in read if c.task == CaseTask.IMAGE]
+            cases += [self._case(s, own_score_case(c), p, ids) for s, c, p, ids in read if c.task == CaseTask.IMAGE]
         return passes, cases
 
     def _subset(self, case: Case) -> frozenset[str]:
@@ -529,12 +528,12 @@ class _Planner:
                 here = replace(case, split=split)
                 variants = [here] + ([own_score_case(here)] if self.card.gives_image_score
                                      and case.task == CaseTask.IMAGE else [])
-                cases += [self._case(suite, v, passes[target], None, target) for v in variants]
+                cases += [self._case(suite, v, passes[target], None) for v in variants]
         return list(passes.values()), cases
 
-    def _case(self, suite: Suite, case: Case, p: PassSpec, ids: frozenset[str] | None,
-              target: tuple[str, str]) -> CaseSpec:
-        judged = judged_by(case)
+    def _case(self, suite: Suite, case: Case, p: PassSpec, ids: frozenset[str] | None) -> CaseSpec:
+        """``case`` as it reads pass ``p`` (``ids``: the images of it it reads; None: all)."""
+        judged, target = judged_by(case), (p.dataset, p.split)
         compare = CaseKey(suite.name, case.compare_to, target, judged) if case.compare_to else None
         return CaseSpec(CaseKey(suite.name, case.name, target, judged), suite, case, p.key, ids, compare)
 
