@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from diffzoo.harness.metrics.pixel_auc import histogram_auc
+
 
 class RankedScores:
     """Image scores sorted once; AP and AUC under any weighting of the images."""
@@ -77,11 +79,7 @@ class RankedScores:
     def auc(self, weights: np.ndarray | None = None) -> float:
         """ROC-AUC (ties one half); NaN without both classes."""
         pos, neg = self._grouped(weights)
-        n_pos, n_neg = pos.sum(), neg.sum()
-        if n_pos == 0 or n_neg == 0:
-            return float("nan")
-        pos_above = np.cumsum(pos) - pos
-        return float(np.sum(neg * (pos_above + 0.5 * pos)) / (n_pos * n_neg))
+        return histogram_auc(pos[::-1], neg[::-1])  # its bins rise with the score; the groups fall
 
     def average_precision(self, weights: np.ndarray | None = None) -> float:
         """Non-interpolated AP (sklearn's definition); NaN without positives."""
