@@ -103,37 +103,34 @@ def _checked(card: DetectorCard, path: Path, source: str, what: str | None, prob
     _regular(path, source, what)  # before hashing: a FIFO would block the reader for ever
     digest = sha256_file(path)
     published = (card.weights_sha256 or "").strip().lower()
-    if published:
-        if digest != published:
-            raise ModelError(
-                f"{what}: weights file {path} has sha256 {digest}, but the card publishes "
-                f"{published} for {source}; the file is damaged or not the published one. "
-                "Delete it and fetch it again"
-            )
-        return digest, load_weights(path, source, what=what, probe=probe, allow=allow)
     record_path = _record_file(card, path, source)
-    if not record_path.exists():
-        held = load_weights(path, source, what=what, probe=probe, allow=allow)  # never recorded unless it loads
-        if record:
-            record_first_use(card, path, source, digest)
-        return digest, held
-    try:
-        saved: Any = json.loads(record_path.read_text(encoding="utf-8"))
-        expected = saved["sha256"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    if published and digest != published:
         raise ModelError(
-            f"{what}: the weights record {record_path} is unreadable ({exc}); "
-            f"delete it to record the sha256 of {path} anew"
-        ) from None
-    if digest != expected:
-        raise ModelError(
-            f"{what}: weights file {path} has sha256 {digest}, but {expected} was recorded "
-            f"at its first use ({saved.get('recorded', '?')}, in {record_path}): the file changed since "
-            "(a new upstream revision, a damaged download or an edit). Delete the file and fetch it again; "
-            f"if the new weights are intended, delete {record_path} (results made with the old weights will "
-            "not be comparable)"
+            f"{what}: weights file {path} has sha256 {digest}, but the card publishes "
+            f"{published} for {source}; the file is damaged or not the published one. "
+            "Delete it and fetch it again"
         )
-    return digest, load_weights(path, source, what=what, probe=probe, allow=allow)
+    if not published and record_path.exists():
+        try:
+            saved: Any = json.loads(record_path.read_text(encoding="utf-8"))
+            expected = saved["sha256"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ModelError(
+                f"{what}: the weights record {record_path} is unreadable ({exc}); "
+                f"delete it to record the sha256 of {path} anew"
+            ) from None
+        if digest != expected:
+            raise ModelError(
+                f"{what}: weights file {path} has sha256 {digest}, but {expected} was recorded "
+                f"at its first use ({saved.get('recorded', '?')}, in {record_path}): the file changed since "
+                "(a new upstream revision, a damaged download or an edit). Delete the file and fetch it again; "
+                f"if the new weights are intended, delete {record_path} (results made with the old weights will "
+                "not be comparable)"
+            )
+    held = load_weights(path, source, what=what, probe=probe, allow=allow)
+    if record:  # only once it has loaded; record_first_use keeps a published or recorded hash as it is
+        record_first_use(card, path, source, digest)
+    return digest, held
 
 
 # -- reading a weights file --------------------------------------------------------------
