@@ -368,11 +368,11 @@ class Runner:
         return training_plan(card, TrainSpec(task, "train", exclude_editors), self.dataset, self.config,
                              self.dataset.fingerprint(), detector=self.entry.name, val_every=self.request.val_every)
 
-    def train(self, task: str = "binary", exclude_editors: tuple[str, ...] = (), plan: Plan | None = None
-              ) -> TrainOutput:
+    def train(self, task: str = "binary", plan: Plan | None = None) -> TrainOutput:
         """Train (or find in the cache) one model on the train split, as :meth:`run` would for a
-        case with this training; ``plan``: its :meth:`training_plan`, when the caller made it."""
-        job = (plan or self.training_plan(task, exclude_editors)).jobs[0]
+        case with this training; ``plan``: its :meth:`training_plan`, when the caller made it
+        (one that holds editors out)."""
+        job = (plan or self.training_plan(task)).jobs[0]
         model, checkpoint = self.models.get(job)
         return TrainOutput(model, checkpoint, job)
 
