@@ -112,7 +112,7 @@ class TrainMonitor:
 
     def __init__(self, detector: str = "the detector", folder: Path | None = None, log_every: int | None = None,
                  val_every: int = 0, validate: Validation | None = None):
-        self.watch = LossWatch(detector)
+        self.watch = LossWatch(detector)  # every reported loss: the first non-finite one stops the training
         self.folder = Path(folder) if folder is not None and distributed.is_main() else None
         self.log_every: int = log_every or 0  # 0: the default for the training's length, set by start()
         self.val_every = val_every if validate is not None else 0
@@ -168,11 +168,6 @@ class TrainMonitor:
                 writer.close()
 
     # -- per step ----------------------------------------------------------------------
-    def check_loss(self, step: int, loss: float, batch: list[str] | None = None) -> None:
-        """The first non-finite loss stops the training (a ModelError naming the detector,
-        the step, the last finite loss and the batch)."""
-        self.watch.check(step, loss, batch)
-
     def step(self, step: int, epoch: int, loss: float, terms: dict[str, float], lrs: dict[str, float],
              images: int, data_s: float, busy_s: float) -> None:
         """After step ``step`` (1-based): ``images`` in this step over all ranks, ``data_s``

@@ -201,7 +201,7 @@ def train_loop(
                 out = net(inputs, targets) if with_targets else net(inputs)
             loss, terms = split_loss(loss_fn(out, targets))
             value, stop = distributed.mean_and_any(loss, signals.signum is not None)
-            monitor.check_loss(step + 1, value, None if math.isfinite(value) else batch_ids(loader, batches))
+            monitor.watch.check(step + 1, value, None if math.isfinite(value) else batch_ids(loader, batches))
             lrs = {name: g["lr"] for name, g in zip(names, opt.param_groups)}  # this step's
             opt.zero_grad(set_to_none=True)
             loss.backward()

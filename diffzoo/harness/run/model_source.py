@@ -197,7 +197,7 @@ class ModelSource:
             done = [0]
 
             def advance(step: int, loss: float) -> None:  # a resumed run starts past 0
-                monitor.check_loss(step, loss)
+                monitor.watch.check(step, loss)
                 task.advance(step - done[0], loss=loss)
                 done[0] = step
 
