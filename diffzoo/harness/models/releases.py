@@ -118,16 +118,12 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
     missing = [(path, name) for path, name in zip(paths, release.files) if file_kind(path) is not None]
     if missing:
         first, names = missing[0][0], ", ".join(name for _, name in missing)  # the release's names, not the paths'
-        found = f"{file_kind(first)}: {first}"
-        if folder is None:  # files the user named: another path on the command line is the fix
-            raise not_found(WeightsUnavailableError(
-                f"detector {card.name}", release_source(release), found, downloaded=False,
-                fetch=f"--checkpoint {first} is not the file; download {names} from {release.source} "
-                      "and give its path"))
-        raise WeightsUnavailableError(
-            f"detector {card.name}", release_source(release), found, downloaded=False,
-            fetch=f"download {names} from {release.source} into {folder} "
-                  f"(diffzoo run also takes them as --checkpoint PATH)")
+        fetch = (f"--checkpoint {first} is not the file; download {names} from {release.source} and give its path"
+                 if folder is None else f"download {names} from {release.source} into {folder} "
+                 "(diffzoo run also takes them as --checkpoint PATH)")
+        error = WeightsUnavailableError(f"detector {card.name}", release_source(release),
+                                        f"{file_kind(first)}: {first}", downloaded=False, fetch=fetch)
+        raise not_found(error) if folder is None else error  # files the user named: another path is the fix
     return paths
 
 
