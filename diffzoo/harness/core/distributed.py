@@ -144,13 +144,13 @@ def on_main(work: Callable[[], T]) -> T | None:
     return result
 
 
-def main_waits(attempt: Callable[[], bool], poll_s: float = 0.5) -> None:
+def main_waits(attempt: Callable[[], bool]) -> None:
     """Rank 0 calls ``attempt`` (e.g. taking a lock without waiting) until it returns
     True; the other ranks wait with it, in step.  Each try is one short collective, so no
     collective outlives the process group's timeout however long rank 0 waits.  In a
     single process ``attempt`` is simply retried."""
     while not broadcast(attempt() if is_main() else None):
-        time.sleep(poll_s)
+        time.sleep(0.5)  # between two of rank 0's tries
 
 
 # -- data sharding --------------------------------------------------------------

@@ -75,12 +75,13 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def curve(losses: list[float], lr_at: Callable[[int], float], points: int = CURVE_POINTS) -> dict[str, list]:
-    """At most ``points`` (step, loss, learning rate) of a training, evenly spread, the last step included."""
+def curve(losses: list[float], lr_at: Callable[[int], float]) -> dict[str, list]:
+    """At most :data:`CURVE_POINTS` (step, loss, learning rate) of a training, evenly spread, the last step
+    included."""
     n = len(losses)
     if n == 0:
         return {"step": [], "loss": [], "lr": []}
-    k = min(points, n)
+    k = min(CURVE_POINTS, n)
     idx = sorted({round(i * (n - 1) / max(k - 1, 1)) for i in range(k)})
     return {"step": [i + 1 for i in idx], "loss": [round(losses[i], 6) for i in idx],
             "lr": [float(f"{lr_at(i):.6g}") for i in idx]}
