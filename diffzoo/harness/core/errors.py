@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 
-def did_you_mean(name: str, choices: Sequence[str], n: int = 1, cutoff: float = 0.6) -> str:
+def did_you_mean(name: str, choices: Sequence[str], n: int = 1) -> str:
     """`` Did you mean 'x'?`` (``'x' or 'y'`` for up to ``n``) naming the ``choices`` closest to
     ``name`` (:func:`difflib.get_close_matches`, case ignored: ``ALL`` finds ``all``), those that
     hold it whole first (``mvss`` finds ``benco.mvss-net``), those starting with it before those
@@ -23,7 +23,7 @@ def did_you_mean(name: str, choices: Sequence[str], n: int = 1, cutoff: float = 
     if key in by_lower:  # equal but for case: that one alone
         return f" Did you mean {by_lower[key]!r}?"
     holding = sorted((c for c in by_lower if len(key) >= 3 and key in c), key=lambda c: (not c.startswith(key), len(c)))
-    close = difflib.get_close_matches(key, list(by_lower), n=n, cutoff=cutoff)
+    close = difflib.get_close_matches(key, list(by_lower), n=n, cutoff=0.6)
     named = [by_lower[c] for c in dict.fromkeys(holding + close)][:n]
     return f" Did you mean {' or '.join(map(repr, named))}?" if named else ""
 

@@ -361,9 +361,10 @@ def read_text(path: Path | str, limit: int = TEXT_LIMIT) -> str:
     return read_regular(path, limit).decode("utf-8-sig")
 
 
-def read_json(path: Path | str, limit: int = TEXT_LIMIT) -> Any:
-    """The JSON value of the regular file ``path``, nesting bounded (:func:`parse_json`)."""
-    return parse_json(read_regular(path, limit), str(path))
+def read_json(path: Path | str) -> Any:
+    """The JSON value of the regular file ``path`` (at most :data:`TEXT_LIMIT` bytes), nesting
+    bounded (:func:`parse_json`)."""
+    return parse_json(read_regular(path, TEXT_LIMIT), str(path))
 
 
 def read_yaml(text: str, source: str) -> Any:

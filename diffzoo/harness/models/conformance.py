@@ -49,6 +49,7 @@ from diffzoo.harness.data.base import SplitDataset
 FIXTURE_EDITORS = ("editor_a", "editor_b")
 FIXTURE_SIZES = ((37, 53), (48, 48))  # odd sizes: a detector must predict at any H x W
 CHECK_ITERATIONS = 2
+TOLERANCE = 1e-5  # two outputs that should be one may differ by this much (float rounding)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -245,16 +246,16 @@ def _attribute_problems(det: Detector, card: DetectorCard, task: str, label_spac
     return "; ".join(problems) or None
 
 
-def _same(a: Any, b: Any, what: str, tolerance: float = 1e-5) -> str | None:
-    """None if outputs ``a`` and ``b`` have the same tensors, equal within ``tolerance``; else what differs."""
+def _same(a: Any, b: Any, what: str) -> str | None:
+    """None if outputs ``a`` and ``b`` have the same tensors, equal within :data:`TOLERANCE`; else what differs."""
     ta, tb = _outputs(a), _outputs(b)
     if len(ta) != len(tb) or any(x.shape != y.shape for x, y in zip(ta, tb)):
         return f"{what} gave outputs of different kinds or shapes"
     if any(bool((x.isnan() != y.isnan()).any()) for x, y in zip(ta, tb)):  # NaN compares as no difference
         return f"{what} gave different outputs (NaN in one where the other has a number)"
     diff = max((float((x - y).nan_to_num(0.0).abs().max()) for x, y in zip(ta, tb) if x.numel()), default=0.0)
-    if diff > tolerance:
-        return f"{what} gave different outputs (largest difference {diff:.3g} > {tolerance})"
+    if diff > TOLERANCE:
+        return f"{what} gave different outputs (largest difference {diff:.3g} > {TOLERANCE})"
     return None
 
 

@@ -146,9 +146,9 @@ def clean_json(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def git_hash(cwd: Path | None = None) -> str | None:
+def git_hash() -> str | None:
     """The commit of the diffzoo source tree, if it is a git checkout."""
-    here = cwd or Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
