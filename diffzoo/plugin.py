@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from diffzoo.harness.core.cards import DetectorCard, GeneratorCard, Published, RecipeValue, Release, register_cards
 from diffzoo.harness.core.errors import (
+    NO_PRETRAINED,
     ConfigError,
     CorruptSampleError,
     DataError,
@@ -111,6 +112,7 @@ __all__ = [
     "DetectorError",
     "ModelError",
     "WeightsUnavailableError",
+    "NO_PRETRAINED",
     "hub_fetch",
     "TrainConfig",
     "Report",

@@ -159,6 +159,10 @@ def hub_fetch(*repos: str) -> str:
             "(HF_HUB_CACHE or HF_HOME moves it)")
 
 
+NO_PRETRAINED = "or pass --no-pretrained to train from random initialisation"
+"""The way round pretrained weights that cannot be had, as a WeightsUnavailableError's ``detail`` ends."""
+
+
 class WeightsUnavailableError(ModelError):
     """Weights are not cached locally and cannot be downloaded (offline).  ``detail`` may hold
     the hub library's own message, less its pointer to a stack trace (see _STACKTRACE_NOTE).

@@ -6,7 +6,7 @@ import logging
 
 from torch import nn
 
-from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, hub_weights
+from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, hub_weights
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +32,7 @@ def encoder_weights(card: DetectorCard) -> str:
         )
     key, revision = found[0]
     hub_weights(card, card.weights, ("model.safetensors",), revision=revision, also=("config.json",),
-                detail=f"ImageNet ResNet encoder for smp, revision {revision}; "
-                "or pass --no-pretrained to train from random initialisation")
+                detail=f"ImageNet ResNet encoder for smp, revision {revision}; {NO_PRETRAINED}")
     return key
 
 

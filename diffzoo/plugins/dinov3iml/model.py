@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, hub_pretrained
+from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, hub_pretrained
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +125,7 @@ class Dinov3ImlDetector(SegmentationDetector):
 
         card = self.card
         if pretrained:
-            detail = ("a gated repository: accept the DINOv3 License on its hub page and log in first; "
-                      "or pass --no-pretrained to train from random initialisation")
+            detail = f"a gated repository: accept the DINOv3 License on its hub page and log in first; {NO_PRETRAINED}"
             backbone: Any = hub_pretrained(card, DINOv3ViTModel.from_pretrained, ("model.safetensors",), detail=detail)
             built = {k: getattr(backbone.config, k) for k in ("hidden_size", "num_hidden_layers")}
             if built != {k: card.arch[k] for k in built}:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.plugin import ConfigError, DetectorCard, ModelError, SegmentationDetector, url_state
+from diffzoo.plugin import NO_PRETRAINED, ConfigError, DetectorCard, ModelError, SegmentationDetector, url_state
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +120,7 @@ def torchvision_state(card: DetectorCard) -> dict[str, torch.Tensor]:
         weights = getattr(torchvision.models, enum_name)[member]
     except (AttributeError, KeyError) as exc:
         raise ModelError(f"detector {card.name}: torchvision has no weights {card.weights!r}") from exc
-    detail = f"torchvision {card.weights}; or pass --no-pretrained to train from random initialisation"
-    return url_state(card, weights.url, detail=detail)
+    return url_state(card, weights.url, detail=f"torchvision {card.weights}; {NO_PRETRAINED}")
 
 
 class FCN8sDetector(SegmentationDetector):

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from diffzoo.plugin import DetectorCard, ModelError, SegmentationDetector, url_state
+from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, url_state
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def pretrained_backbone_state(card: DetectorCard, source: str) -> dict[str, torc
     """The backbone weights ``source`` names, from the torch hub cache or downloaded,
     hash-checked and read with ``weights_only=True`` (see :func:`diffzoo.plugin.url_state`)."""
     url = checkpoint_url(source)
-    detail = f"backbone of {card.arch['config']}; or pass --no-pretrained to train from random initialisation"
+    detail = f"backbone of {card.arch['config']}; {NO_PRETRAINED}"
     ckpt = url_state(card, url, label=source, detail=detail)
     state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, dict) else None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):

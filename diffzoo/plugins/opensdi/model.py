@@ -39,6 +39,7 @@ from torch import nn
 from diffzoo.plugin import (
     BINARY,
     IGNORE_INDEX,
+    NO_PRETRAINED,
     ConfigError,
     DetectionOutput,
     DetectorBuild,
@@ -57,9 +58,6 @@ from diffzoo.plugins.benco.model import edge_mask, fit_own_loss
 from diffzoo.plugins.universalfakedet.model import open_clip_model, open_clip_weights
 
 log = logging.getLogger(__name__)
-
-NO_PRETRAINED = "or pass --no-pretrained to train from random initialisation"
-
 
 # -- pieces -----------------------------------------------------------------------------------
 class ChannelNorm(nn.Module):

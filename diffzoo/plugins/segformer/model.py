@@ -7,7 +7,7 @@ from functools import partial
 
 from torch import nn
 
-from diffzoo.plugin import SegmentationDetector, hub_pretrained
+from diffzoo.plugin import NO_PRETRAINED, SegmentationDetector, hub_pretrained
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class SegformerDetector(SegmentationDetector):
             model = hub_pretrained(self.card, partial(SegformerForSemanticSegmentation.from_pretrained,
                                                       num_labels=num_outputs, ignore_mismatched_sizes=True),
                                    ("model.safetensors", "pytorch_model.bin"),
-                                   detail="or pass --no-pretrained to train from random initialisation")
+                                   detail=NO_PRETRAINED)
             log.info("loaded pretrained encoder %s", self.card.weights)
         else:
             config = SegformerConfig(**self.card.arch, num_labels=num_outputs)
