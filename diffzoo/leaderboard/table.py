@@ -318,6 +318,15 @@ def slugify(text: str) -> str:
     return out.strip(".")[:120] or "x"
 
 
+def unique_name(name: str, used: set[str]) -> str:
+    """``name``, or ``name-2``, ``name-3``... if taken (compared case-insensitively)."""
+    out, i = name, 2
+    while out.lower() in used:
+        out, i = f"{name}-{i}", i + 1
+    used.add(out.lower())
+    return out
+
+
 def conditions_line(shared: dict[str, str], skip: tuple[str, ...] = ("dataset", "suite", "metrics")) -> str:
     """``label map X · split Y`` for a header line (``skip``: what the line names already)."""
     return " · ".join(f"{k} {v}" for k, v in shared.items() if k not in skip and k in CONDITIONS)

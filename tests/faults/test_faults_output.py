@@ -176,6 +176,14 @@ def test_latex_typesets_dashes_quotes_and_commas_in_names_as_typed(tmp_path):
     assert not re.search(r"--|,,|['\"<>|]", "\n".join(line for line in tex.splitlines() if not line.startswith("%")))
 
 
+
+def test_latex_labels_of_tables_whose_case_names_differ_in_punctuation_are_distinct(tmp_path):
+    """Cases ``x y`` and ``x|y`` make one slug: each table keeps a ``\\label`` of its own, so a
+    ``\\ref`` finds the table it names and LaTeX warns of no multiply-defined label."""
+    tex = published(tmp_path, "latex", [make_record("a", case=case) for case in ("x y", "x|y")])
+    assert [line for line in tex.splitlines() if line.startswith("\\label")] == [
+        "\\label{tab:standard-v1-x-y-mini-fp0001-m2-hstandar}", "\\label{tab:standard-v1-x-y-mini-fp0001-m2-hstandar-2}"]
+
 # -- HTML ----------------------------------------------------------------------------------------------------
 class _Page(HTMLParser):
     def __init__(self):

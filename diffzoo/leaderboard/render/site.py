@@ -46,7 +46,7 @@ from diffzoo.leaderboard.layouts.paper import cross_tables
 from diffzoo.leaderboard.outdir import Manifest
 from diffzoo.leaderboard.render.comparison_plots import comparison_figures
 from diffzoo.leaderboard.render.escape import html
-from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures, unique_name
+from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures
 from diffzoo.leaderboard.table import Column, Table, conditions_line, format_ci, format_value, slugify, value_text
 from diffzoo.leaderboard.versions import Selection, summarize
 
@@ -128,13 +128,6 @@ def detector_slugs(names: Iterable[str]) -> dict[str, str]:
             for n, s in base.items()}
 
 
-def table_anchors(tables: list[Table]) -> list[str]:
-    """Distinct HTML ids: a table key's slug leaves out the definition hash and the metric
-    version, so two tables may share it."""
-    used: set[str] = set()
-    return [unique_name(f"t-{t.id}", used) for t in tables]
-
-
 def _manifest(selection: Selection) -> list[tuple[str, list[Any]]]:
     version = selection.version
     summary = summarize(selection.records) if version is None else version
@@ -203,7 +196,7 @@ def write_site(selection: Selection, out: Path) -> Path:
     out = Path(out)
     before = SITE.files(out)  # a manifest that cannot be read stops the publish before any write
     tables = build_tables(selection.records)
-    anchors = table_anchors(tables)
+    anchors = [f"t-{t.id}" for t in tables]
     overviews = [t for t in build_overview(selection.records) if t.rows]
     by_detector: dict[str, list[ResultRecord]] = {}
     for r in selection.records:

@@ -16,7 +16,7 @@ from diffzoo.leaderboard.index import newest_record
 from diffzoo.leaderboard.render import plots
 from diffzoo.leaderboard.render.training_plots import curves_from_training, training_png
 from diffzoo.leaderboard.robustness import distortion_curves
-from diffzoo.leaderboard.table import info_of, slugify
+from diffzoo.leaderboard.table import info_of, slugify, unique_name
 
 
 @dataclass(frozen=True)
@@ -28,15 +28,6 @@ class Figure:
     src: str
     caption: str
     file: str
-
-
-def unique_name(name: str, used: set[str]) -> str:
-    """``name``, or ``name-2``, ``name-3``... if taken (compared case-insensitively)."""
-    out, i = name, 2
-    while out.lower() in used:
-        out, i = f"{name}-{i}", i + 1
-    used.add(out.lower())
-    return out
 
 
 def plot_file(used: set[str], stem: str, *parts: str) -> str:
