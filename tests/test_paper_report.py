@@ -433,4 +433,4 @@ def test_names_from_records_are_escaped_in_cells_and_notes():
     assert all(len(re.findall(r"(?<!\\)\|", line)) == pipes for line in lines)  # no cell added or lost
     assert not any(line.startswith("# heading") for line in md.splitlines())
     # its missing clean record, noted
-    assert any("--detector evil\\|det\\\\n# heading --suite" in line for line in notes(md, "3"))
+    assert any("--detector 'evil\\|det\\\\n# heading' --suite" in line for line in notes(md, "3"))

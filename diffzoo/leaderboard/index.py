@@ -30,6 +30,7 @@ Case facts come from typed record fields: :attr:`RecordBody.setting`
 from __future__ import annotations
 
 import re
+import shlex
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -247,12 +248,14 @@ class GroupKey:
         """The ``diffzoo run`` whose record of ``detector`` and ``suite`` lands in this group: on its
         dataset, under its recipe (a run on the default dataset or recipe makes another group's),
         and in the row of ``like`` (a record of it): with its released weights and its threshold rule."""
-        where = f" --dataset {self.dataset}" if self.fingerprint else ""  # a group of no record: any data
-        recipe = f" --recipe {self.recipe}" if self.recipe == "paper" else ""
+        where = ["--dataset", self.dataset] if self.fingerprint else []  # a group of no record: any data
+        recipe = ["--recipe", self.recipe] if self.recipe == "paper" else []
         release = like.body.detector.release_name if like is not None else None
-        weights = f" --weights released:{release}" if release else ""
-        rule = " --thresholds calibrated" if like is not None and like.body.calibrated else ""
-        return f"diffzoo run --detector {detector}{weights} --suite {suite}{where}{recipe}{rule}"
+        weights = ["--weights", f"released:{release}"] if release else []
+        rule = ["--thresholds", "calibrated"] if like is not None and like.body.calibrated else []
+        # shell-quoted: a record's names (`mini & co`, `x; rm -rf ~`) pasted into a shell stay one argument
+        return shlex.join(["diffzoo", "run", "--detector", detector, *weights, "--suite", suite, *where, *recipe,
+                           *rule])
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import shlex
 from html.parser import HTMLParser
 
 import pytest
@@ -183,6 +184,18 @@ def test_latex_labels_of_tables_whose_case_names_differ_in_punctuation_are_disti
     tex = published(tmp_path, "latex", [make_record("a", case=case) for case in ("x y", "x|y")])
     assert [line for line in tex.splitlines() if line.startswith("\\label")] == [
         "\\label{tab:standard-v1-x-y-mini-fp0001-m2-hstandar}", "\\label{tab:standard-v1-x-y-mini-fp0001-m2-hstandar-2}"]
+
+
+def test_a_run_command_a_note_names_quotes_the_names_it_takes_from_records():
+    """A detector ``x; touch pwned`` and a dataset ``mini & co`` pasted from a note into a shell
+    stay one argument each: unquoted they ran ``touch pwned`` and sent the run to the background."""
+    from diffzoo.leaderboard.layouts.paper import build_report
+
+    notes = {n.text for s in build_report([make_record("x; touch pwned", dataset="mini & co")]) for t in s.tables
+             for n in t.notes}
+    said = "no standard record of this case: diffzoo run --detector 'x; touch pwned' --suite standard --dataset 'mini & co'"
+    assert said in notes
+    assert shlex.split(said.partition(": ")[2])[3::4] == ["x; touch pwned", "mini & co"]
 
 # -- HTML ----------------------------------------------------------------------------------------------------
 class _Page(HTMLParser):
