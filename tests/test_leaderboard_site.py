@@ -565,6 +565,19 @@ def test_comparison_plots_many_detectors(tmp_path):
             assert img.width > img.height  # room on the right for the legend
 
 
+
+def test_a_curve_with_no_defined_value_draws_no_figure(tmp_path):
+    """Strengths whose primary metric is undefined (NaN) or absent in every record drew an empty
+    plot with an empty legend, on the detector's page and among the comparisons."""
+    from diffzoo.leaderboard.versions import Selection
+
+    recs = [record("a", f"jpeg-q{q}", "binary", {**binary(0.5), "mIoU": float("nan")} if q == 90
+                   else {k: v for k, v in binary(0.5).items() if k != "mIoU"}, suite="robustness",
+                   distortion="jpeg", params={"quality": q}) for q in (90, 70)]
+    write_site(Selection("x", recs), tmp_path)
+    assert not (tmp_path / "plots").exists()
+    assert [t for t, a in parse(tmp_path / "detectors" / "a.html").tags if t == "figure"] == []
+
 def test_comparison_plots_in_chromium(site, driver):
     from selenium.webdriver.common.by import By
 
