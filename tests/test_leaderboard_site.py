@@ -543,6 +543,25 @@ def test_a_bar_with_no_value_is_marked_never_drawn_as_a_bar_of_zero():
     assert [round(b.get_height(), 1) for b in ax.patches if np.isfinite(b.get_height())] == [0.0, 50.0, 25.0]
 
 
+def test_n_a_marks_stay_inside_the_axes_when_no_bar_has_a_value():
+    """Every IoU undefined (no editor's pixels in the split): the axes spanned the ticks alone, so
+    the outer groups' "n/a" marks were drawn past both edges of the plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from diffzoo.leaderboard.render.plots import grouped_bars, percent_groups
+
+    groups, percents = percent_groups({"a": {"sd2": None, "sdxl": float("nan")}, "b": {"sd2": None}})
+    fig, ax = plt.subplots()
+    grouped_bars(ax, groups, percents)
+    low, high = ax.get_xlim()
+    marks = [t.get_position()[0] for t in ax.texts]
+    plt.close(fig)
+    assert len(marks) == 4 and all(low < x < high for x in marks), (low, high, marks)
+
+
 def test_comparison_plots_many_detectors(tmp_path):
     """20 detectors: one chart of each kind, drawn without error, legend outside the axes."""
     from PIL import Image

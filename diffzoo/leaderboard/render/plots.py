@@ -54,6 +54,7 @@ def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]
                         color="0.3")
     tilt = len(groups) > 4
     ax.set_xticks(x, [_text(g) for g in groups], rotation=30 if tilt else 0, ha="right" if tilt else "center")
+    ax.set_xlim(-0.5, len(groups) - 0.5)  # every group's slot, also where no bar has a value
 
 
 def percent_groups(series: Mapping[str, Mapping[str, float | None]]) -> tuple[list[str], dict[str, list[float]]]:
