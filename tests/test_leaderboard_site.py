@@ -543,6 +543,17 @@ def test_a_bar_with_no_value_is_marked_never_drawn_as_a_bar_of_zero():
     assert [round(b.get_height(), 1) for b in ax.patches if np.isfinite(b.get_height())] == [0.0, 50.0, 25.0]
 
 
+def test_a_confusion_row_without_ground_truth_pixels_is_marked_not_drawn_as_zeros(tmp_path, monkeypatch):
+    """An editor of the label map with no pixel in the split has no fractions: its row read 0.00 in
+    every column, as if its pixels had been predicted as nothing."""
+    from diffzoo.leaderboard.render import plots
+
+    texts, save = [], plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path, **kw: (texts.extend(t.get_text() for t in fig.axes[0].texts),
+                                                                save(fig, path, **kw))[1])
+    plots.confusion_png([[6, 2], [0, 0]], ["background", "sd2"], tmp_path / "c.png")
+    assert texts == ["0.75", "0.25", "\u2014", "\u2014"]
+
 def test_n_a_marks_stay_inside_the_axes_when_no_bar_has_a_value():
     """Every IoU undefined (no editor's pixels in the split): the axes spanned the ticks alone, so
     the outer groups' "n/a" marks were drawn past both edges of the plot."""

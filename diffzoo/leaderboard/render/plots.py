@@ -97,7 +97,7 @@ def _labelled(fig, ax, path: Path, title: str, xlabel: str, ylabel: str) -> Path
 
 
 def confusion_png(matrix: np.ndarray | list[list[int]], names: list[str], path: Path, title: str = "") -> Path:
-    """Row-normalised confusion matrix (rows = ground truth) as a PNG."""
+    """Row-normalised confusion matrix (rows = ground truth) as a PNG; a row of no pixels is dashes."""
     plt = _pyplot()
     matrix = np.asarray(matrix, dtype=np.float64)
     rows = matrix.sum(axis=1, keepdims=True)
@@ -112,7 +112,8 @@ def confusion_png(matrix: np.ndarray | list[list[int]], names: list[str], path: 
     ax.set_ylabel("ground truth")
     for i in range(len(names)):
         for j in range(len(names)):
-            ax.text(j, i, f"{norm[i, j]:.2f}", ha="center", va="center",
+            # a class with no ground-truth pixel has no fractions: a dash, never a row of zeros
+            ax.text(j, i, f"{norm[i, j]:.2f}" if rows[i, 0] else "\u2014", ha="center", va="center",
                     color="white" if norm[i, j] > 0.5 else "black", fontsize=8)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="fraction of GT pixels")
     _title(ax, title or "confusion matrix (row-normalised)", fig)
