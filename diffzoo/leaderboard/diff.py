@@ -107,10 +107,6 @@ def _names(pairs: list[tuple[Row | None, Row | None]]) -> list[str]:
     return names
 
 
-def _checkpoint(row: Row) -> str | None:
-    return row.provenance.get("checkpoint_sha256")
-
-
 def _same(x: float | None, y: float | None) -> bool:
     if x is None or y is None:
         return x is y
@@ -146,7 +142,8 @@ def diff(a: Selection, b: Selection) -> Diff:
         rows = []
         for name, (ra, rb) in zip(_names(pairs), pairs):
             ids = (ra.record_id if ra else None, rb.record_id if rb else None)
-            ckpt = (_checkpoint(ra) if ra else None, _checkpoint(rb) if rb else None)
+            ckpt = (ra.provenance.get("checkpoint_sha256") if ra else None,
+                    rb.provenance.get("checkpoint_sha256") if rb else None)
             if rb is None or ra is None:  # a row on one side names that side's checkpoint
                 rows.append(RowChange(name, "removed" if rb is None else "added", checkpoint=ckpt, records=ids))
                 continue
