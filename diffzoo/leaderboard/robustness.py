@@ -27,6 +27,7 @@ from typing import Any
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import newest, record_date
 from diffzoo.leaderboard.layouts.cases import PRIMARY
+from diffzoo.leaderboard.table import defined
 
 MILDER_WHEN_HIGHER = ("quality", "size", "fraction")
 """Distortion parameters whose higher values distort less (others, e.g. sigma: more)."""
@@ -124,7 +125,7 @@ def distortion_curves(records: Iterable[ResultRecord],
             rest = ", ".join(f"{k}={v}" for k, v in sorted(p.items()) if k != x)
             line = f"{r.body.suite.name} v{r.body.suite.version}" + (f" ({rest})" if rest else "")
             line = line if line_of is None else line_of(r, line)
-            lines.setdefault(line, []).append(Point(line, x, p[x], _defined(r.metrics.get(metric)), record_date(r)))
+            lines.setdefault(line, []).append(Point(line, x, p[x], defined(r.metrics.get(metric)), record_date(r)))
             clean.setdefault(line, _clean(r, undistorted, metric))
         series = {line: [(float(values.index(v) + 1), p.y) for v, p in
                          newest(pts, key=lambda p: p.value, date=lambda p: p.date).items()]
@@ -142,7 +143,7 @@ def _clean(record: ResultRecord, undistorted: list[ResultRecord], metric: str) -
     mine = [r for r in undistorted if r.body.row_name == record.body.row_name]
     found = newest(mine, key=lambda r: r.body.suite.name == record.body.suite.name)
     reference = found.get(True) or found.get(False)
-    return _defined(reference.metrics.get(metric)) if reference is not None else None
+    return defined(reference.metrics.get(metric)) if reference is not None else None
 
 
 def _is_number(value: Any) -> bool:
@@ -152,7 +153,3 @@ def _is_number(value: Any) -> bool:
 def _finite(value: Any) -> bool:
     return _is_number(value) and math.isfinite(value)
 
-
-def _defined(value: Any) -> float | None:
-    """``value`` as a number, None where it is undefined (absent, NaN, not a number)."""
-    return float(value) if _finite(value) else None

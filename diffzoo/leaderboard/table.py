@@ -38,6 +38,11 @@ NOT_HELD_OUT_NOTE = ("a row marked (not held out) scored images its model was tr
 """Said under every table with such a row."""
 
 
+def defined(value: Any) -> float | None:
+    """A metric value as a number; None where it is undefined (None, NaN, infinite, not a number)."""
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
 def info_of(metric: str) -> MetricInfo:
     """The catalog's description of ``metric``; a metric it does not know is shown as given."""
     return metric_info(metric) or MetricInfo(metric, metric, None, -math.inf, math.inf, False)
@@ -92,10 +97,10 @@ class Cell:
         without the metric, undefined when the value is None or NaN."""
         if metric not in values:
             return cls(status=ABSENT)
-        value = values[metric]
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        value = defined(values[metric])
+        if value is None:
             return cls(status=UNDEFINED)
-        return cls(float(value), tuple(ci) if ci and None not in ci else None)
+        return cls(value, tuple(ci) if ci and None not in ci else None)
 
     @property
     def half_width(self) -> float | None:
@@ -265,7 +270,7 @@ def renumber(table: Table) -> None:
 # -- text ---------------------------------------------------------------------------------------
 def format_value(info: MetricInfo, value: float | None, digits: int = 1) -> str:
     """Percent for fractions, plain for counts; '-' when undefined."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if (value := defined(value)) is None:
         return UNDEFINED_TEXT
     if info.percent:
         return f"{100 * value:.{digits}f}"

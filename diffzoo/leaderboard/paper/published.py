@@ -23,7 +23,6 @@ date, whatever suite ran them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ from diffzoo.leaderboard.layouts.paper import Family
 from diffzoo.leaderboard.paper.values import comment_lines, fraction, read_rows, read_text
 from diffzoo.leaderboard.render.escape import md_cell
 from diffzoo.leaderboard.render.markdown import LEFT, RIGHT, markdown_table
-from diffzoo.leaderboard.table import DASH, format_delta
+from diffzoo.leaderboard.table import DASH, defined, format_delta
 
 HERE = Path(__file__).parent
 BENCHMARK_FILES = ("opensdi_values.csv", "deal300k_values.csv", "sidset_values.csv", "tgif_values.csv")
@@ -236,7 +235,7 @@ def meeting(number: Published, records: list[ResultRecord], metric: str | None =
     if not metric:
         return []
     return [Comparison(number, r.body.row_name, ours, r) for r in newest(records, key=case_identity).values()
-            if _same_protocol(number, r) and (ours := _defined(r.metrics.get(metric))) is not None]
+            if _same_protocol(number, r) and (ours := defined(r.metrics.get(metric))) is not None]
 
 
 def compare(benchmark: Benchmark, records: list[ResultRecord]) -> tuple[list[Comparison], list[Published]]:
@@ -249,11 +248,6 @@ def compare(benchmark: Benchmark, records: list[ResultRecord]) -> tuple[list[Com
         if not found:
             rest.append(number)
     return met, rest
-
-
-def _defined(value: object) -> float | None:
-    """``value`` as a number, None where it is undefined."""
-    return float(value) if isinstance(value, (int, float)) and not math.isnan(value) else None
 
 
 def in_percent(value: float, digits: int) -> str:
