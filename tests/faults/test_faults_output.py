@@ -146,6 +146,15 @@ def test_markdown_names_differing_only_in_outer_spaces_are_told_apart(tmp_path):
     assert sorted(rendered(row[1]) for row in rows) == ['" a"', '"a "', "a"]
 
 
+
+def test_markdown_headings_keep_a_trailing_hash_of_a_name(tmp_path):
+    """A heading ending in `` #`` or `` ##`` ends with a closing sequence Markdown drops: the table of
+    dataset ``mini #`` was titled as the one of ``mini``."""
+    tokens = markdown_tokens(published(tmp_path, "md", [make_record("a", dataset=d, fingerprint=f"fp{len(d)}")
+                                                         for d in ("mini #", "mini ##")]))
+    titles = [rendered(tokens[i + 1]) for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"]
+    assert titles == ["standard v1 / binary on mini #", "standard v1 / binary on mini ##"]
+
 # -- LaTeX ---------------------------------------------------------------------------------------------------
 def test_latex_escapes_specials_line_breaks_and_control_characters(tmp_path):
     name = "\\input{/etc/passwd} & $x^2$ #1 _a ~b %c"

@@ -74,6 +74,7 @@ _MD_TABLE = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "["
                            "|": "\\|", "~": "\\~", "$": "\\$", "<": "&lt;", ">": "&gt;", "&": "&amp;"})
 _MD_BLOCK_MARK = re.compile(r"^(\s*)([#=+-])")  # heading, setext underline, bullet
 _MD_ORDERED = re.compile(r"^(\s*\d{1,9})([.)])")  # "1." / "1)" starts an ordered list
+_MD_CLOSING = re.compile(r"(?<=\s)#(#*\s*)$")  # " #" at a heading's end closes it (and is dropped)
 
 
 def md_cell(value: object) -> str:
@@ -88,7 +89,8 @@ def md_cell(value: object) -> str:
       visibly (``\\r``, ``\\n``): a raw one would end the table row.
     - A leading ``#``, ``=``, ``+``, ``-`` or ``1.``/``1)`` (after spaces)
       is backslash-escaped: at a line or list-item start it would make a
-      heading or a list.
+      heading or a list; so is a trailing `` #`` run, which a heading
+      would drop as its closing sequence.
     - Text with leading or trailing spaces is put in double quotes
       (``" a"``): Markdown drops them, so ``" a"``, ``"a"`` and ``"a "``
       would all read as ``a``.
@@ -96,6 +98,7 @@ def md_cell(value: object) -> str:
     text = printable("" if value is None else value).translate(_MD_TABLE)
     text = _MD_BLOCK_MARK.sub(r"\1\\\2", text, count=1)
     text = _MD_ORDERED.sub(r"\1\\\2", text, count=1)
+    text = _MD_CLOSING.sub(r"\\#\1", text)
     return f'"{text}"' if text != text.strip() else text
 
 
