@@ -195,6 +195,14 @@ def test_latex_labels_of_tables_whose_case_names_differ_in_punctuation_are_disti
         "\\label{tab:standard-v1-x-y-mini-fp0001-m2-hstandar}", "\\label{tab:standard-v1-x-y-mini-fp0001-m2-hstandar-2}"]
 
 
+def test_a_latex_label_holds_the_slug_as_it_is_never_an_escaped_underscore(tmp_path):
+    """``\\label{tab:my\\_data}`` breaks LaTeX's second run: ``\\_`` is a robust command, which
+    cannot stand in the ``\\csname`` a label becomes ("Missing \\endcsname inserted")."""
+    tex = published(tmp_path, "latex", [make_record("a", dataset="my_data")])
+    assert [line for line in tex.splitlines() if line.startswith("\\label")] == [
+        "\\label{tab:standard-v1-binary-my_data-fp0001-m2-hstandar}"]
+
+
 def test_a_run_command_a_note_names_quotes_the_names_it_takes_from_records():
     """A detector ``x; touch pwned`` and a dataset ``mini & co`` pasted from a note into a shell
     stay one argument each: unquoted they ran ``touch pwned`` and sent the run to the background."""

@@ -140,7 +140,7 @@ def latex_table(t: Table, caption: str, label: str) -> list[str]:
     their group's name where they have one), the differing conditions; then the notes."""
     groups = t.column_groups
     head = [r"\begin{table}[t]", r"\centering", r"\small", r"\caption{" + caption + "}",
-            r"\label{tab:" + latex(label) + "}",
+            r"\label{tab:" + label + "}",  # a slug, safe as it is: an escaped \_ breaks the label's \csname
             r"\begin{tabular}{rl" + "r" * len(t.columns) + "l" * len(t.mixed) + "}", r"\toprule"]
     if any(g for g, _ in groups):
         spans, first = [], 3
