@@ -179,6 +179,16 @@ def test_a_missing_value_is_a_mark_and_one_note():
     assert row.count(f"— [{note}]") == 2 and md.count(f"- [{note}] no distortions records for gamma") == 1
 
 
+def test_a_metric_a_record_does_not_carry_is_not_said_to_be_undefined():
+    """A record without bF1 (its suite version predates it) read "bF1 undefined in standard of case
+    binary", as if bF1 had been computed and were undefined on its images; the fix differs."""
+    a, b = make_record("a", metrics={"mIoU": 0.5}), make_record("b", metrics={"mIoU": 0.4, "bF1": None})
+    [t] = build_overview([a, b])
+    said = {r.label: t.note(r.cells["standard.binary.bF1"].notes[0]).text for r in t.rows}
+    assert said == {"a": f"a: the standard record of case binary (record {a.id[:12]}) does not carry bF1; a newer "
+                         "suite version computes it",
+                    "b": f"b: bF1 undefined in standard of case binary (record {b.id[:12]})"}
+
 def test_own_score_and_classifier_rows_have_no_pixel_values():
     recs = board()
     recs.append(make_record("alpha", case="image", task="image", dataset_fields=conditions(),

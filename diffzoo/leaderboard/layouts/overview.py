@@ -275,8 +275,8 @@ class _Overview:
             return self.absent(row, suite, what, extra)
         cell = Cell.of(record, metric)
         if cell.value is None:
-            return Cell(status=cell.status, notes=self.notes(
-                f"{row}: {metric} undefined in {suite} {what} (record {record.id[:12]})"))
+            return Cell(status=cell.status, notes=self.notes(_lacking(row, suite, metric, [cell],
+                                                                      f"{what} (record {record.id[:12]})")))
         return cell
 
     def over(self, row: str, suite: str, settings: Sequence[str], metric: str,
@@ -288,10 +288,19 @@ class _Overview:
         if lacking:
             return self.absent(row, suite, "of " + ", ".join(lacking))
         cells = {s: Cell.of(r, metric) for s, r in records.items()}
-        undefined = [names[s] for s, c in cells.items() if c.value is None]
-        if undefined:
-            return Cell(status=ABSENT, notes=self.notes(f"{row}: {metric} undefined in {suite} {', '.join(undefined)}"))
+        empty = {names[s]: c for s, c in cells.items() if c.value is None}
+        if empty:
+            return Cell(status=ABSENT, notes=self.notes(_lacking(row, suite, metric, [*empty.values()],
+                                                                 "of " + ", ".join(empty))))
         return {s: c.value for s, c in cells.items() if c.value is not None}
+
+
+def _lacking(row: str, suite: str, metric: str, cells: Sequence[Cell], what: str) -> str:
+    """Why ``cells`` of ``row`` have no ``metric``: their records do not carry it (made by a suite
+    version before it), or it is undefined on their images; the fixes differ."""
+    if all(c.status == ABSENT for c in cells):
+        return f"{row}: the {suite} record {what} does not carry {metric}; a newer suite version computes it"
+    return f"{row}: {metric} undefined in {suite} {what}"
 
 
 def _mean(values: dict[str, float] | Cell, parts: Sequence[Cell] = ()) -> Cell:
