@@ -312,6 +312,16 @@ def test_write_summary_writes_markdown_and_robustness_pngs(tmp_path):
                 assert im.format == "PNG" and im.size[0] > 100
 
 
+def test_robustness_pngs_of_names_differing_only_in_case_are_distinct_files_on_any_filesystem(tmp_path):
+    """Detectors ``A`` and ``a`` wrote ``A-robustness-...png`` and ``a-robustness-...png``: one file
+    on a case-insensitive filesystem (macOS, Windows), where the second plot replaced the first."""
+    records = [rec(name, "distortions", f"{s}.binary", "binary", {"mIoU": v}, distortion=d, distortion_params=p)
+               for name in ("A", "a") for s, d, p, v in (("clean", "none", {}, 0.7),
+                                                          ("jpeg60", "jpeg", {"quality": 60}, 0.5))]
+    paths = write_summary(build_summary(records), tmp_path, title="t")
+    assert sorted(paths) == ["plots/A-robustness-binary-mIoU.png", "plots/a-robustness-binary-mIoU-2.png",
+                             "summary.md"]
+
 def test_a_slice_without_metadata_is_left_out_of_table_8_with_the_fix():
     # what a run on data without base / turn metadata records: the slice cases carry no slice metric
     records = [rec("seg", "slices", "base.binary", "binary", {"num_images": 40}),

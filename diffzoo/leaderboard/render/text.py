@@ -31,7 +31,17 @@ from diffzoo.leaderboard.render import plots
 from diffzoo.leaderboard.render.escape import csv_cell, latex
 from diffzoo.leaderboard.render.markdown import leaderboard_markdown, overview_markdown, summary_markdown
 from diffzoo.leaderboard.robustness import robustness_series
-from diffzoo.leaderboard.table import ABSENT, NOT_APPLICABLE, Column, Row, Table, cell_text, conditions_line, slugify
+from diffzoo.leaderboard.table import (
+    ABSENT,
+    NOT_APPLICABLE,
+    Column,
+    Row,
+    Table,
+    cell_text,
+    conditions_line,
+    slugify,
+    unique_name,
+)
 from diffzoo.leaderboard.versions import Selection, summarize
 
 log = logging.getLogger(__name__)
@@ -300,10 +310,7 @@ def write_summary(summary: Summary, out_dir: Path, *, title: str, notes: Sequenc
                 series, clean = robustness_series(records, task, metric, clean=CLEAN)
                 if not any(y is not None for points in series.values() for _, y in points):
                     continue
-                stem = name = slugify(f"{row}-robustness-{task}-{metric}{suffix}")
-                while name in used:
-                    name = f"{stem}-{len(used)}"
-                used.add(name)
+                name = unique_name(slugify(f"{row}-robustness-{task}-{metric}{suffix}"), used)
                 written[f"{PLOTS_DIR}/{name}.png"] = plots.robustness_png(
                     series, out_dir / PLOTS_DIR / f"{name}.png", ylabel=label, clean=clean,
                     title=f"{row}: {label} under distortions on {group.key.dataset}")
