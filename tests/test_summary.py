@@ -190,7 +190,7 @@ def test_map_is_the_mean_of_the_per_editor_aps():
     records += [rec("seg", "classification", e, "image", {"img_Acc": 0.5, "img_AP": ap}) for e, ap in aps.items()]
     records += [rec("cnnspot", "classification", e, "image", {"img_Acc": 0.55, "img_AP": 0.6}) for e in EDITORS]
     summary = build_summary(records)
-    (t5,) = [t for t in summary.groups[0].tables if t.id == "5"]
+    (t5,) = [t for t in summary.sections[0].tables if t.id == "5"]
     mean = sum(aps.values()) / len(aps)
     assert [r.label for r in t5.rows] == ["seg", "cnnspot"]
     assert t5.rows[0].cells["mAP"].value == pytest.approx(mean)
@@ -263,7 +263,7 @@ def test_threshold_policy_line_per_detector():
                rec("cal", "standard", "binary", "binary", {"mIoU": 0.5},
                    policy={"pixel": "calibrated on val: probability > 0.42", "calibrated_on": "val"})]
     summary = build_summary(records)
-    assert summary.groups[0].policies == [
+    assert summary.sections[0].policies == [
         "seg: thresholds fixed (pixel: fixed: probability > 0.5)",
         "cal (calibrated): thresholds calibrated on val (pixel: calibrated on val: probability > 0.42)"]
     assert "cal (calibrated): thresholds calibrated on val" in summary_markdown(summary, title="t", notes=[])
@@ -276,11 +276,11 @@ def test_datasets_and_suite_versions_never_share_a_table():
                make_record("seg", suite="standard", suite_version="2", dataset="other", fingerprint="fp9",
                            metrics={"mIoU": 0.21})]
     summary = build_summary(records)
-    assert [(g.dataset, g.versions) for g in summary.groups] == [
+    assert [(g.dataset, g.versions) for g in summary.sections] == [
         ("mini", {"lora": "1", "standard": "2"}), ("mini", {"standard": "1"}), ("other", {"standard": "2"})]
-    values = [[t.rows[0].cells["mIoU"].value for t in g.tables if t.id == "2a"] for g in summary.groups]
+    values = [[t.rows[0].cells["mIoU"].value for t in g.tables if t.id == "2a"] for g in summary.sections]
     assert values == [[0.61], [0.41], [0.21]]
-    assert [t.id for t in summary.groups[1].shown] == ["2a"]  # older versions: only tables with rows
+    assert [t.id for t in summary.sections[1].shown] == ["2a"]  # older versions: only tables with rows
     md = summary_markdown(summary, title="t", notes=[])
     assert md.count("## mini (fingerprint fp0001)") == 2 and "## other (fingerprint fp9)" in md
     assert "standard v1" in md and "lora v1, standard v2" in md
@@ -365,7 +365,7 @@ def test_two_evaluated_datasets_of_one_name_are_two_column_groups_never_one():
 
     summary = build_summary([cross("aaaaaaaa1111", 0.11), cross("bbbbbbbb2222", 0.22),
                              make_record("seg", suite="standard", metrics={"mIoU": 0.6})])
-    tables = [t for g in summary.groups for t in g.tables if t.id == "X" and t.rows]
+    tables = [t for g in summary.sections for t in g.tables if t.id == "X" and t.rows]
     assert len(tables) == 1
     cells = tables[0].rows[0].cells
     assert cells["tpgt/test (aaaaaaaa, unknown):mIoU"].value == 0.11

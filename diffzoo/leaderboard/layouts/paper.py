@@ -248,10 +248,6 @@ class Section:
 class Summary:
     sections: list[Section]
 
-    @property
-    def groups(self) -> list[Section]:
-        return self.sections
-
 
 def build_summary(records: Sequence[ResultRecord]) -> Summary:
     """The run summary: the layout of each group, without the paper's column; with no records at
