@@ -185,8 +185,7 @@ def test_a_metric_a_record_does_not_carry_is_not_said_to_be_undefined():
     a, b = make_record("a", metrics={"mIoU": 0.5}), make_record("b", metrics={"mIoU": 0.4, "bF1": None})
     [t] = build_overview([a, b])
     said = {r.label: t.note(r.cells["standard.binary.bF1"].notes[0]).text for r in t.rows}
-    assert said == {"a": f"a: the standard record of case binary (record {a.id[:12]}) does not carry bF1; a newer "
-                         "suite version computes it",
+    assert said == {"a": f"a: record {a.id[:8]} (standard v1) does not carry bF1; a newer suite version computes it",
                     "b": f"b: bF1 undefined in standard of case binary (record {b.id[:12]})"}
 
 def test_own_score_and_classifier_rows_have_no_pixel_values():

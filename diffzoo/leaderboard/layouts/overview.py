@@ -30,7 +30,7 @@ from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.suites.paper import DISTORTIONS as DISTORTIONS_SUITE
 from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, eval_place, is_cross, place_label, record_conditions
 from diffzoo.leaderboard.layouts.cases import rank
-from diffzoo.leaderboard.layouts.paper import PAPER_SETTINGS
+from diffzoo.leaderboard.layouts.paper import PAPER_SETTINGS, not_carried
 from diffzoo.leaderboard.table import ABSENT, NA, Cell, Column, Notes, Row, Table, column, info_of, renumber, slugify
 
 OVERVIEW_VERSION = "2"
@@ -275,8 +275,9 @@ class _Overview:
             return self.absent(row, suite, what, extra)
         cell = Cell.of(record, metric)
         if cell.value is None:
-            return Cell(status=cell.status, notes=self.notes(_lacking(row, suite, metric, [cell],
-                                                                      f"{what} (record {record.id[:12]})")))
+            why = not_carried(record, metric) if cell.status == ABSENT else (
+                f"{metric} undefined in {suite} {what} (record {record.id[:12]})")
+            return Cell(status=cell.status, notes=self.notes(f"{row}: {why}"))
         return cell
 
     def over(self, row: str, suite: str, settings: Sequence[str], metric: str,
@@ -288,19 +289,13 @@ class _Overview:
         if lacking:
             return self.absent(row, suite, "of " + ", ".join(lacking))
         cells = {s: Cell.of(r, metric) for s, r in records.items()}
-        empty = {names[s]: c for s, c in cells.items() if c.value is None}
+        empty = [s for s, c in cells.items() if c.value is None]
         if empty:
-            return Cell(status=ABSENT, notes=self.notes(_lacking(row, suite, metric, [*empty.values()],
-                                                                 "of " + ", ".join(empty))))
+            absent = [r for s in empty if cells[s].status == ABSENT and (r := records[s]) is not None]
+            why = not_carried(absent[0], metric) if absent else (
+                f"{metric} undefined in {suite} {', '.join(names[s] for s in empty)}")
+            return Cell(status=ABSENT, notes=self.notes(f"{row}: {why}"))
         return {s: c.value for s, c in cells.items() if c.value is not None}
-
-
-def _lacking(row: str, suite: str, metric: str, cells: Sequence[Cell], what: str) -> str:
-    """Why ``cells`` of ``row`` have no ``metric``: their records do not carry it (made by a suite
-    version before it), or it is undefined on their images; the fixes differ."""
-    if all(c.status == ABSENT for c in cells):
-        return f"{row}: the {suite} record {what} does not carry {metric}; a newer suite version computes it"
-    return f"{row}: {metric} undefined in {suite} {what}"
 
 
 def _mean(values: dict[str, float] | Cell, parts: Sequence[Cell] = ()) -> Cell:

@@ -203,6 +203,12 @@ def paper_cells(group: Group | None = None, values: dict | None = None) -> dict[
     return layout.where
 
 
+def not_carried(record: ResultRecord, metric: str) -> str:
+    """Why ``record`` has no ``metric`` at all (absent, not undefined on its images)."""
+    return (f"record {record.id[:8]} ({record.body.suite.name} v{record.body.suite.version}) does not carry "
+            f"{metric}; a newer suite version computes it")
+
+
 def slice_setting(key: str, value: str) -> Setting:
     """The row of a slice's value; the paper's Table 8 rows are the base's real and AI values."""
     paper = {"real": "Real-base", "ai": "AI-base"}.get(value, "") if key == "base" else ""
@@ -389,8 +395,7 @@ class _Layout:
             why = f"no {spec.suite} record of this case: {hint}"
         elif cell.status == ABSENT:
             why = (f"no {setting.key}={setting.value} images in {record.body.dataset.name}" if setting.value else
-                   f"record {record.id[:8]} ({spec.suite} v{record.body.suite.version}) does not carry {metric}; "
-                   "a newer suite version computes it")
+                   not_carried(record, metric))
         elif cell.value is None:
             why = "undefined on these images"
         elif (record.body.config.get("distortion_params") or {}).get("same_input_as") == "baseline":
