@@ -554,6 +554,24 @@ def test_a_confusion_row_without_ground_truth_pixels_is_marked_not_drawn_as_zero
     plots.confusion_png([[6, 2], [0, 0]], ["background", "sd2"], tmp_path / "c.png")
     assert texts == ["0.75", "0.25", "\u2014", "\u2014"]
 
+def test_curves_of_equal_values_are_drawn_side_by_side_never_one_over_another():
+    """Two detectors scoring alike at every setting drew one line exactly over the other: the chart
+    showed one detector."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from diffzoo.leaderboard.render.plots import draw_curves
+
+    points = [(1.0, 0.5), (2.0, 0.4)]
+    fig, ax = plt.subplots()
+    draw_curves(ax, {"a": points, "b": points, "c": points}, {"a": 0.6, "b": 0.6, "c": 0.6}, ["clean", "90", "70"])
+    xs = [list(line.get_xdata()) for line in ax.lines]
+    plt.close(fig)
+    assert len({tuple(x) for x in xs}) == 3 and [x[1] for x in xs] == sorted(x[1] for x in xs)
+    assert all(abs(x[k] - k) < 0.2 for x in xs for k in range(3))  # each point stays at its setting
+
 def test_n_a_marks_stay_inside_the_axes_when_no_bar_has_a_value():
     """Every IoU undefined (no editor's pixels in the split): the axes spanned the ticks alone, so
     the outer groups' "n/a" marks were drawn past both edges of the plot."""
