@@ -572,6 +572,19 @@ def test_curves_of_equal_values_are_drawn_side_by_side_never_one_over_another():
     assert len({tuple(x) for x in xs}) == 3 and [x[1] for x in xs] == sorted(x[1] for x in xs)
     assert all(abs(x[k] - k) < 0.2 for x in xs for k in range(3))  # each point stays at its setting
 
+def test_detectors_at_one_point_of_the_scatter_share_one_label(tmp_path, monkeypatch):
+    """Detectors with equal binary and semantic mIoU printed their names over each other at one
+    point, as an unreadable smudge."""
+    from diffzoo.leaderboard.render import comparison_plots as cp
+    from diffzoo.leaderboard.render import plots
+
+    texts, save = [], plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path, **kw: (texts.extend(t.get_text() for t in fig.axes[0].texts),
+                                                                save(fig, path, **kw))[1])
+    points = {"b": (0.5, 0.5), "a": (0.5, 0.5), "c": (0.4, 0.3)}
+    cp.scatter_png(points, cp.detector_styles(points), tmp_path / "s.png", xlabel="binary", ylabel="semantic", title="t")
+    assert sorted(texts) == ["a, b", "c"]
+
 def test_n_a_marks_stay_inside_the_axes_when_no_bar_has_a_value():
     """Every IoU undefined (no editor's pixels in the split): the axes spanned the ticks alone, so
     the outer groups' "n/a" marks were drawn past both edges of the plot."""

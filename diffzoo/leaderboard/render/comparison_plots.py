@@ -110,17 +110,21 @@ def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[st
 
 def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style], path: Path, *, xlabel: str,
                 ylabel: str, title: str) -> Path:
-    """One point per detector (fractions, drawn in %), labelled with its name, in its style."""
+    """One point per detector (fractions, drawn in %), labelled with its name (one label naming
+    all the detectors at one point), in its style."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(_width(len(points), 5.6), 5.0))
     middle = 50 * (min(x for x, _ in points.values()) + max(x for x, _ in points.values()))
+    at: dict[tuple[float, float], list[str]] = {}  # detectors at one point share one label, never overprinted
     for name, (x, y) in points.items():
         s = styles[name]
         ax.scatter([100 * x], [100 * y], color=s.color, marker=s.marker, s=45, edgecolors="black",
                    linewidths=0.4, label=_text(name), zorder=3)
+        at.setdefault((x, y), []).append(name)
+    for (x, y), names in at.items():
         right = 100 * x > middle  # label towards the middle, so that it stays inside the axes
-        ax.annotate(_text(name), (100 * x, 100 * y), xytext=(-4 if right else 4, 4), textcoords="offset points",
-                    ha="right" if right else "left", fontsize=7)
+        ax.annotate(_text(", ".join(sorted(names))), (100 * x, 100 * y), xytext=(-4 if right else 4, 4),
+                    textcoords="offset points", ha="right" if right else "left", fontsize=7)
     ax.grid(True, alpha=0.3)
     ax.margins(0.15)
     outside_legend(ax, len(points))
