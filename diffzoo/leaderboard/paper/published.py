@@ -37,7 +37,7 @@ from diffzoo.leaderboard.layouts.paper import Family
 from diffzoo.leaderboard.paper.values import comment_lines, fraction, read_rows, read_text
 from diffzoo.leaderboard.render.escape import md_cell
 from diffzoo.leaderboard.render.markdown import LEFT, RIGHT, markdown_table
-from diffzoo.leaderboard.table import DASH, defined, format_delta
+from diffzoo.leaderboard.table import DASH, defined, format_delta, format_value
 
 HERE = Path(__file__).parent
 BENCHMARK_FILES = ("opensdi_values.csv", "deal300k_values.csv", "sidset_values.csv", "tgif_values.csv")
@@ -250,16 +250,11 @@ def compare(benchmark: Benchmark, records: list[ResultRecord]) -> tuple[list[Com
     return met, rest
 
 
-def in_percent(value: float, digits: int) -> str:
-    """A fraction in % with ``digits`` decimals, as a published number is printed."""
-    return f"{100 * value:.{digits}f}"
-
-
 def _compared_table(met: list[Comparison]) -> list[str]:
     head = ["method", "detector", "train", "eval", "metric", "ours | published | Δ"]
     rows = [[md_cell(c.number.method), md_cell(c.row), md_cell(c.number.train), md_cell(c.number.eval),
              md_cell(f"{c.number.metric.name} (= {c.number.metric.diffzoo})"),
-             " \\| ".join((in_percent(c.ours, c.number.digits), in_percent(c.number.value, c.number.digits),
+             " \\| ".join((*(format_value(PERCENT, v, c.number.digits) for v in (c.ours, c.number.value)),
                             format_delta(PERCENT, c.ours - c.number.value)))] for c in met]
     return markdown_table([md_cell(h) for h in head], rows, [LEFT] * 5 + [RIGHT])
 
@@ -269,7 +264,7 @@ def _listed_table(numbers: list[Published]) -> list[str]:
     evals = list(dict.fromkeys(n.eval for n in numbers))
     cells: dict[tuple[str, str], dict[str, str]] = {}
     for n in numbers:
-        cells.setdefault((n.method, n.metric.name), {})[n.eval] = in_percent(n.value, n.digits)
+        cells.setdefault((n.method, n.metric.name), {})[n.eval] = format_value(PERCENT, n.value, n.digits)
     rows = [[md_cell(method), md_cell(metric), *(by.get(e, DASH) for e in evals)]
             for (method, metric), by in cells.items()]
     return markdown_table([md_cell(h) for h in ("method", "metric", *evals)], rows,

@@ -36,7 +36,6 @@ from diffzoo.leaderboard.paper.published import (
     Published,
     PublishedMetric,
     definition_lines,
-    in_percent,
     meeting,
     needs,
     parse_metrics,
@@ -45,7 +44,7 @@ from diffzoo.leaderboard.paper.published import (
 from diffzoo.leaderboard.paper.values import read_rows, read_text
 from diffzoo.leaderboard.render.escape import md_cell
 from diffzoo.leaderboard.render.markdown import LEFT, RIGHT, markdown_table
-from diffzoo.leaderboard.table import DASH, format_delta
+from diffzoo.leaderboard.table import DASH, format_delta, format_value
 
 if TYPE_CHECKING:
     from diffzoo.harness.core.cards import DetectorCard
@@ -229,7 +228,7 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
         n = item.number
         same = n.metric.diffzoo
         label = f"{n.metric.name} (= {same})" if same else n.metric.name
-        published = in_percent(n.value, n.digits)
+        published = format_value(PERCENT, n.value, n.digits)
         best = _newest(meeting(n, records))
         where = f"published on {n.benchmark} ({item.split})"
         if item.why or not same or best is None or best.record is None:
@@ -237,7 +236,7 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
                                else f"no diffzoo metric of that definition: {n.metric.definition}")
             rows.append(_line(item, label, DASH, published, DASH, f"{where}; {why}"))
         else:
-            rows.append(_line(item, label + _own(best), in_percent(best.ours, n.digits), published,
+            rows.append(_line(item, label + _own(best), format_value(PERCENT, best.ours, n.digits), published,
                               format_delta(PERCENT, best.ours - n.value),
                               f"same definition as diffzoo's {same}; {protocol_note(item, best.record)}"))
         if not n.eval:
@@ -253,7 +252,7 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
                                       f"of {release_run(n.method, n.release, other, n.benchmark)}"
                                       f"{_stale(n, stale, other)}"))
                 else:
-                    rows.append(_line(item, head + _own(hit), in_percent(hit.ours, n.digits), DASH, DASH,
+                    rows.append(_line(item, head + _own(hit), format_value(PERCENT, hit.ours, n.digits), DASH, DASH,
                                       f"{why}; {protocol_note(item, hit.record)}"))
     return rows
 
