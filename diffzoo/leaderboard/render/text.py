@@ -30,18 +30,9 @@ from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, claim_output_dir
 from diffzoo.leaderboard.render import plots
 from diffzoo.leaderboard.render.escape import csv_cell, latex
 from diffzoo.leaderboard.render.markdown import leaderboard_markdown, overview_markdown, summary_markdown
+from diffzoo.leaderboard.render.site_figures import plot_file
 from diffzoo.leaderboard.robustness import robustness_series
-from diffzoo.leaderboard.table import (
-    ABSENT,
-    NOT_APPLICABLE,
-    Column,
-    Row,
-    Table,
-    cell_text,
-    conditions_line,
-    slugify,
-    unique_name,
-)
+from diffzoo.leaderboard.table import ABSENT, NOT_APPLICABLE, Column, Row, Table, cell_text, conditions_line
 from diffzoo.leaderboard.versions import Selection, summarize
 
 log = logging.getLogger(__name__)
@@ -310,9 +301,9 @@ def write_summary(summary: Summary, out_dir: Path, *, title: str, notes: Sequenc
                 series, clean = robustness_series(records, task, metric, clean=CLEAN)
                 if not any(y is not None for points in series.values() for _, y in points):
                     continue
-                name = unique_name(slugify(f"{row}-robustness-{task}-{metric}{suffix}"), used)
-                written[f"{PLOTS_DIR}/{name}.png"] = plots.robustness_png(
-                    series, out_dir / PLOTS_DIR / f"{name}.png", ylabel=label, clean=clean,
+                name = plot_file(used, row, "robustness", task, f"{metric}{suffix}")
+                written[f"{PLOTS_DIR}/{name}"] = plots.robustness_png(
+                    series, out_dir / PLOTS_DIR / name, ylabel=label, clean=clean,
                     title=f"{row}: {label} under distortions on {group.key.dataset}")
     log.info("wrote the summary and %d plot(s) to %s", len(written) - 1, out_dir)
     return written
