@@ -585,6 +585,23 @@ def test_detectors_at_one_point_of_the_scatter_share_one_label(tmp_path, monkeyp
     cp.scatter_png(points, cp.detector_styles(points), tmp_path / "s.png", xlabel="binary", ylabel="semantic", title="t")
     assert sorted(texts) == ["a, b", "c"]
 
+def test_a_curve_breaks_at_a_setting_whose_value_is_undefined():
+    """A line joined the settings on either side of one evaluated without a value (mIoU undefined
+    or not carried at jpeg 70), as if the value there lay on that straight line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from diffzoo.leaderboard.render.plots import draw_curves
+
+    fig, ax = plt.subplots()
+    draw_curves(ax, {"a": [(1.0, 0.5), (2.0, None), (3.0, 0.3)]}, {"a": 0.6}, ["clean", "90", "70", "50"])
+    [line] = ax.lines
+    xs, ys = list(line.get_xdata()), list(line.get_ydata())
+    plt.close(fig)
+    assert xs == [0.0, 1.0, 2.0, 3.0] and ys[:2] == [60.0, 50.0] and np.isnan(ys[2]) and ys[3] == 30.0
+
 def test_n_a_marks_stay_inside_the_axes_when_no_bar_has_a_value():
     """Every IoU undefined (no editor's pixels in the split): the axes spanned the ticks alone, so
     the outer groups' "n/a" marks were drawn past both edges of the plot."""

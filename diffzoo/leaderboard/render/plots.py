@@ -142,20 +142,21 @@ def y_limits(values: Iterable[float]) -> tuple[float, float]:
 def draw_curves(ax, series: dict[str, list[tuple[float, float | None]]], clean: dict[str, float | None],
                 ticks: list[str], style: Callable[[str], dict] = lambda label: {"marker": "o"}) -> None:
     """One line per series on a categorical x axis (``ticks``: ``clean``, then the settings), each
-    starting at its clean point (x = 0, where ``clean`` has it); undefined points are left out;
-    y in %, its range by :func:`y_limits`.  The lines stand side by side within a setting (at
-    most 0.15 from it), so series of equal values never hide one another."""
+    starting at its clean point (x = 0, where ``clean`` has it); a line breaks at an undefined
+    point (never drawn straight across it, as if its value lay there); y in %, its range by
+    :func:`y_limits`.  The lines stand side by side within a setting (at most 0.15 from it), so
+    series of equal values never hide one another."""
     drawn: list[float] = []
     step = 0.3 / max(len(series), 1)
     for i, (label, points) in enumerate(series.items()):
         start = clean.get(label)
         first = [(0.0, start)] if start is not None and np.isfinite(start) else []
-        pts = sorted(first + [(x, y) for x, y in points if y is not None and np.isfinite(y)])
-        if pts:
-            xs, ys = zip(*pts)
-            drawn += [100 * y for y in ys]
+        pts = sorted(first + [(x, y if y is not None and np.isfinite(y) else np.nan) for x, y in points])
+        ys = [100 * y for _, y in pts]
+        if any(np.isfinite(ys)):
+            drawn += [y for y in ys if np.isfinite(y)]
             dodge = (i - (len(series) - 1) / 2) * step
-            ax.plot([x + dodge for x in xs], [100 * y for y in ys], label=_text(label), **style(label))
+            ax.plot([x + dodge for x, _ in pts], ys, label=_text(label), **style(label))
     ax.set_xticks(range(len(ticks)), [_text(t) for t in ticks])
     ax.set_xlim(-0.3, len(ticks) - 0.7)
     ax.set_ylim(*y_limits(drawn))
