@@ -188,6 +188,10 @@ def test_a_metric_a_record_does_not_carry_is_not_said_to_be_undefined():
     assert said == {"a": f"a: record {a.id[:8]} (standard v1) does not carry bF1; a newer suite version computes it",
                     "b": f"b: bF1 undefined in standard of case binary (record {b.id[:12]})"}
 
+def test_an_overview_of_no_table_ends_its_last_line_as_one_with_tables_does():
+    """"No overview: ..." was the file's last line without a line break (``cat`` ran the prompt on)."""
+    assert overview_markdown([], [], OVERVIEW_NOTE).endswith("or opensdi.\n")
+
 def test_own_score_and_classifier_rows_have_no_pixel_values():
     recs = board()
     recs.append(make_record("alpha", case="image", task="image", dataset_fields=conditions(),

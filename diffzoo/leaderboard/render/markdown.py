@@ -134,8 +134,8 @@ def overview_markdown(header: Header, tables: list[Table], legend: str) -> str:
     lines = ["# diffzoo overview", "", *(f"- **{label}**: {md_cell(value)}" for label, value in header), "",
              md_cell(legend), ""]
     if not tables:
-        lines.append(md_cell("No overview: no record is of the suites standard, distortions, unseen-generators, "
-                             "cross-dataset or opensdi."))
+        lines += [md_cell("No overview: no record is of the suites standard, distortions, unseen-generators, "
+                          "cross-dataset or opensdi."), ""]
     for t in tables:
         assert t.group is not None
         lines += [f"## {md_cell(t.group.title)}", "",
