@@ -123,6 +123,15 @@ def test_json_split_files(brgen, caplog):
         BrGenDataset(brgen, split_files="real_val.json")
 
 
+def test_split_files_named_in_upper_case_are_found_and_appledouble_files_are_not(brgen):
+    write_split(brgen, "BRGen_train.JSON", TRAIN)
+    write_split(brgen, "mani_val.json", VAL)
+    (brgen / "._mani_val.json").write_bytes(b"\0\x05\x16\x07\0\x02\0\0Mac OS X        \xff")
+    ds = BrGenDataset(brgen)
+    assert ds.splits() == ["train", "val", "val_mani"] and len(ds.ids("train")) == 2 + 5
+    assert ds.provenance()["split"]["source"] == "BR-Gen split files (BRGen_train.JSON, mani_val.json)"
+
+
 def test_an_image_listed_in_a_train_and_a_val_file_is_refused(brgen):
     """An image in br-gen_train.json and in a *_val.json was put in both splits: trained on and scored."""
     write_split(brgen, "br-gen_train.json", TRAIN)

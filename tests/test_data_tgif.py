@@ -175,6 +175,24 @@ def test_fingerprint_is_stable_and_follows_content(tgif, tmp_path):
     assert changed.load("PS-sp/testing/333_mask_segm.png_ps_1.png").meta.turns[0].prompt == "another prompt"
 
 
+APPLEDOUBLE = b"\0\x05\x16\x07\0\x02\0\0Mac OS X        \0\x02\0\0\0\x09\0\0\0\x32\0\0\x0e\xb0\xff\x80"
+"""The head of a ``._name`` file a macOS copy writes beside each file (AppleDouble): not UTF-8."""
+
+
+def test_a_macos_copy_with_appledouble_files_and_an_upper_case_csv_reads_as_the_clean_one(tgif):
+    clean = TgifDataset(tgif)
+    fr = "SD2-fr/testing/333_mask_segm.png_sd2-512_2.png"
+    meta = tgif / "metadata"
+    (meta / "orig_testing.csv").rename(meta / "ORIG_TESTING.CSV")
+    for name in ("._orig_testing.csv", "._flux1dev_testing.csv", ".DS_Store"):
+        (meta / name).write_bytes(APPLEDOUBLE)
+    (tgif / "__MACOSX" / "metadata").mkdir(parents=True)
+    (tgif / "__MACOSX" / "metadata" / "._orig_training.csv").write_bytes(APPLEDOUBLE)
+    copy = TgifDataset(tgif)
+    assert {s: copy.ids(s) for s in copy.splits()} == {s: clean.ids(s) for s in clean.splits()}
+    assert copy.load(fr).meta.turns[0].prompt == PROMPTS["333"] and copy.describe()["prompts"] == 4
+
+
 def test_a_fake_without_its_mask_is_refused_or_skipped(tgif, caplog):
     (tgif / "masks" / "testing" / "333_mask_bbox_1024.png").unlink()
     with pytest.raises(DataError, match=r"1 fake\(s\) have no mask .*333_mask_bbox_1024\.png in masks/testing"):

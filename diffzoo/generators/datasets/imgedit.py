@@ -143,7 +143,7 @@ class ImgEditDataset(SplitDataset):
         roots = image_root if isinstance(image_root, list) else [image_root] if image_root is not None else None
         self._roots = [Path(r) for r in roots] if roots is not None else None
         self._bench = F.Benchmark(benchmark) if benchmark is not None else None
-        self._files = [root] if root.is_file() else [f for f in data_files(root) if f.suffix == ".parquet"]
+        self._files = [root] if root.is_file() else [f for f in data_files(root) if f.suffix.lower() == ".parquet"]
         if not self._files:
             raise DataError(f"{root}: no .parquet files found (ImgEdit's are in Parquet/)")
         self._kinds = [F.schema_kind(f) for f in self._files]  # every file checked before any work
@@ -378,7 +378,7 @@ class ImgEditDataset(SplitDataset):
         """True for a parquet file (or a folder whose first one is) in ImgEdit's column layout."""
         p = Path(path)
         try:
-            files = [p] if p.is_file() else [f for f in data_files(p) if f.suffix == ".parquet"][:1]
-            return bool(files) and files[0].suffix == ".parquet" and bool(F.schema_kind(files[0]))
+            files = [p] if p.is_file() else [f for f in data_files(p) if f.suffix.lower() == ".parquet"][:1]
+            return bool(files) and files[0].suffix.lower() == ".parquet" and bool(F.schema_kind(files[0]))
         except (DataError, OSError):
             return False

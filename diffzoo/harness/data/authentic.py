@@ -21,7 +21,7 @@ from diffzoo.harness.core.types import Sample, SampleMeta
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_labelled
 from diffzoo.harness.data.splits import canonical_split
-from diffzoo.harness.data.walk import ids_of, is_folder, walk_files
+from diffzoo.harness.data.walk import files_in, ids_of, walk_files
 
 AUTHENTIC_PREFIX = "authentic/"
 
@@ -36,11 +36,7 @@ def list_image_files(root: Path) -> list[Path]:
 def image_files_in(folder: Path) -> list[Path]:
     """Entries named like images directly in ``folder`` (not below it; hidden ones and folders
     skipped), sorted; a link that leads nowhere is listed (see :func:`list_image_files`)."""
-    with os.scandir(folder) as it:
-        return sorted(
-            Path(folder, e.name) for e in it
-            if not e.name.startswith(".") and is_image_file(e.name) and not is_folder(e)
-        )
+    return files_in(folder, IMAGE_EXTENSIONS)
 
 
 class AuthenticFolder:

@@ -35,7 +35,7 @@ from diffzoo.harness.core.fsutil import read_json, sha256_file
 from diffzoo.harness.core.progress import current_progress
 from diffzoo.harness.data.fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, by_canonical_split, canonical_split
-from diffzoo.harness.data.walk import subfolders
+from diffzoo.harness.data.walk import files_in, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,7 @@ def data_files(root: Path) -> list[Path]:
     """Parquet/arrow files in ``root`` up to two folders down (hidden ones skipped; folder links
     as :func:`.walk.subfolders` follows them: never one back up, nor one folder twice)."""
     folders = [root, *subfolders(root, depth=2)] if root.is_dir() else []
-    return sorted(f for d in folders for suffix in _DATA_SUFFIXES for f in d.glob("*" + suffix)
-                  if not f.name.startswith("."))
+    return sorted(f for d in folders for f in files_in(d, _DATA_SUFFIXES))
 
 
 def looks_like_hf_dir(root: Path) -> bool:

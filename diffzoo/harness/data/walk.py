@@ -107,6 +107,16 @@ def is_folder(entry: os.DirEntry | Path) -> bool:
         return False
 
 
+def files_in(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    """The non-hidden entries directly in ``folder`` (not below it; folders skipped) whose name ends
+    in one of ``suffixes`` (lower-case) in any letter case, sorted: ``PROMPTS.CSV`` is a CSV, and a
+    macOS copy's ``._prompts.csv`` (AppleDouble) or ``.DS_Store`` is no data file.  A link that
+    leads nowhere is listed: whoever reads it names what it is."""
+    with os.scandir(folder) as it:
+        return sorted(Path(folder, e.name) for e in it
+                      if not e.name.startswith(".") and e.name.lower().endswith(suffixes) and not is_folder(e))
+
+
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 

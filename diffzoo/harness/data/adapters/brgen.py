@@ -56,7 +56,7 @@ from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
 from diffzoo.harness.data.base import child_dir, name_list, option_path, require_path
 from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split_id, percent, split_ids
-from diffzoo.harness.data.walk import canonical_name
+from diffzoo.harness.data.walk import canonical_name, files_in
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class BrGenDataset(TpGtDataset):
 def found_split_files(root: Path) -> list[Path]:
     """JSON lists directly in ``root`` whose name says train / val / test (sorted)."""
     out = []
-    for p in sorted(root.glob("*.json")):
+    for p in files_in(root, (".json",)):
         if p.name == SPLITS_FILE or split_of_file(p) is None:
             continue
         try:

@@ -66,7 +66,7 @@ from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, chosen_names, read_csv, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-from diffzoo.harness.data.walk import ids_of, log_unused, subfolders
+from diffzoo.harness.data.walk import files_in, ids_of, log_unused, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -318,7 +318,7 @@ def read_prompts(root: Path, found: list[Path]) -> tuple[dict[str, str], list[Pa
     prompts: dict[str, str] = {}
     used: list[Path] = []
     folders = {p for base in {root, *found} for p in subfolders(base) if p.name.lower().startswith("metadata")}
-    for csv_path in sorted(p for folder in folders for p in folder.glob("*.csv") if p.is_file()):
+    for csv_path in sorted(p for folder in folders for p in files_in(folder, (".csv",)) if p.is_file()):
         _, rows = read_csv(csv_path, ("image_id", "prompt"), lower=True)
         if rows is None:
             continue
