@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -130,6 +131,20 @@ def test_split_files_named_in_upper_case_are_found_and_appledouble_files_are_not
     ds = BrGenDataset(brgen)
     assert ds.splits() == ["train", "val", "val_mani"] and len(ds.ids("train")) == 2 + 5
     assert ds.provenance()["split"]["source"] == "BR-Gen split files (BRGen_train.JSON, mani_val.json)"
+
+
+def test_a_split_file_is_read_once_so_its_split_id_hashes_the_lists_read(brgen, monkeypatch):
+    given = write_split(brgen.parent, "mani_val.json", VAL)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    ds = BrGenDataset(brgen, split_files=str(given))
+    assert opened.count(str(given)) == 1 and len(ds.ids("val")) == 2 + 5
 
 
 def test_an_image_listed_in_a_train_and_a_val_file_is_refused(brgen):

@@ -39,11 +39,12 @@ def data_text(path: Path, where: str) -> str:
         raise DataError(f"{where}: not readable ({exc})") from None
 
 
-def data_json(path: Path, where: str, *, unique_keys: bool = False) -> Any:
+def data_json(path: Path, where: str, *, unique_keys: bool = False, data: bytes | None = None) -> Any:
     """The JSON value of a file the data ships (:func:`.fsutil.parse_json`, ``unique_keys`` for a file
-    a person writes); one that cannot be read as JSON is a DataError ``<where>: not readable JSON (why)``."""
+    a person writes), parsed from ``data`` when the caller has read its bytes (to hash the same bytes
+    it parses); one that cannot be read as JSON is a DataError ``<where>: not readable JSON (why)``."""
     try:
-        return parse_json(read_regular(path, TEXT_LIMIT), where, unique_keys=unique_keys)
+        return parse_json(read_regular(path, TEXT_LIMIT) if data is None else data, where, unique_keys=unique_keys)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{where}: not readable JSON ({exc})") from None
 

@@ -180,10 +180,11 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
         if which is None:
             raise DataError(f"{file}: no split in the file name (expected train, val or test, e.g. stuff_val.json)")
         require_file(file, "split file")
-        digest.update(file.name.encode() + b"\0" + read_regular(file, TEXT_LIMIT))
+        raw = read_regular(file, TEXT_LIMIT)  # the bytes hashed are the bytes read as splits
+        digest.update(file.name.encode() + b"\0" + raw)
         found: set[str] = set()
         missing: list[str] = []
-        for image, mask in _read_list(file):
+        for image, mask in _read_list(file, raw):
             key = canonical_name(_listed_key(image))  # as the ids read it
             listed = index.get(key) or index.get(key.rpartition("/")[2])
             if listed is None:

@@ -302,8 +302,9 @@ class JsonListDataset(_PairListDataset):
             return True
 
 
-def _read_list(file: Path) -> list[tuple[str, str]]:
-    data = data_json(file, str(file))
+def _read_list(file: Path, raw: bytes | None = None) -> list[tuple[str, str]]:
+    """The ``[image, mask | "Negative"]`` items of the JSON list ``file`` (parsed from ``raw``, its bytes, if given)."""
+    data = data_json(file, str(file), data=raw)
     if not isinstance(data, list) or not data:
         raise DataError(f'{file}: expected a non-empty JSON list of [image, mask | "{NEGATIVE}"]')
     out = []
