@@ -147,6 +147,16 @@ def test_a_split_file_is_read_once_so_its_split_id_hashes_the_lists_read(brgen, 
     assert opened.count(str(given)) == 1 and len(ds.ids("val")) == 2 + 5
 
 
+def test_a_split_file_cut_short_is_refused_naming_it_never_left_out(brgen):
+    train = write_split(brgen, "br-gen_train.json", TRAIN)
+    write_split(brgen, "mani_val.json", VAL)
+    (brgen / "train_config.json").write_text('{"lr": 0.1}')  # a JSON object, not a list: no split file
+    assert len(BrGenDataset(brgen).ids("train")) == 2 + 5
+    train.write_bytes(train.read_bytes()[:100])
+    with pytest.raises(DataError, match=rf"^{train}: not readable JSON \(Unterminated string"):
+        BrGenDataset(brgen)
+
+
 def test_an_image_listed_in_a_train_and_a_val_file_is_refused(brgen):
     """An image in br-gen_train.json and in a *_val.json was put in both splits: trained on and scored."""
     write_split(brgen, "br-gen_train.json", TRAIN)

@@ -51,10 +51,11 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_json, read_regular, require_file
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_regular, require_file
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
 from diffzoo.harness.data.base import child_dir, name_list, option_path, require_path
+from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split_id, percent, split_ids
 from diffzoo.harness.data.walk import canonical_name, files_in
 
@@ -144,17 +145,10 @@ class BrGenDataset(TpGtDataset):
 
 
 def found_split_files(root: Path) -> list[Path]:
-    """JSON lists directly in ``root`` whose name says train / val / test (sorted)."""
-    out = []
-    for p in files_in(root, (".json",)):
-        if p.name == SPLITS_FILE or split_of_file(p) is None:
-            continue
-        try:
-            if isinstance(read_json(p), list):
-                out.append(p)
-        except (OSError, UnicodeDecodeError, ValueError):
-            log.info("%s: not a readable JSON list; not used as a split file", p)
-    return out
+    """JSON lists directly in ``root`` whose name says train / val / test (sorted); one so named
+    that is not readable JSON (a download cut short) is a DataError naming it, never left out."""
+    return [p for p in files_in(root, (".json",))
+            if p.name != SPLITS_FILE and split_of_file(p) is not None and isinstance(data_json(p, str(p)), list)]
 
 
 def _listed_key(path: str) -> str:
