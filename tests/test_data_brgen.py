@@ -157,6 +157,16 @@ def test_a_split_file_cut_short_is_refused_naming_it_never_left_out(brgen):
         BrGenDataset(brgen)
 
 
+def test_split_files_with_a_bom_crlf_and_paths_padded_with_spaces_give_the_clean_splits(brgen):
+    write_split(brgen, "br-gen_train.json", TRAIN)
+    val = write_split(brgen, "mani_val.json", VAL)
+    clean = BrGenDataset(brgen)
+    items = [[f" {image} ", f"\t{mask} "] for image, mask in json.loads(val.read_text())]
+    val.write_bytes(b"\xef\xbb\xbf" + json.dumps(items, indent=1).replace("\n", "\r\n").encode() + b"\r\n\r\n")
+    padded = BrGenDataset(brgen)
+    assert {s: padded.ids(s) for s in padded.splits()} == {s: clean.ids(s) for s in clean.splits()}
+
+
 def test_an_image_listed_in_a_train_and_a_val_file_is_refused(brgen):
     """An image in br-gen_train.json and in a *_val.json was put in both splits: trained on and scored."""
     write_split(brgen, "br-gen_train.json", TRAIN)

@@ -179,7 +179,7 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
         found: set[str] = set()
         missing: list[str] = []
         for image, mask in _read_list(file, raw):
-            key = canonical_name(_listed_key(image))  # as the ids read it
+            key = canonical_name(_listed_key(image.strip()))  # as the ids read it; spaces around a path are the list's
             listed = index.get(key) or index.get(key.rpartition("/")[2])
             if listed is None:
                 missing.append(f"{image} ({'authentic' if mask == NEGATIVE else 'tampered'})")
