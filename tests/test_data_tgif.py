@@ -193,6 +193,14 @@ def test_a_macos_copy_with_appledouble_files_and_an_upper_case_csv_reads_as_the_
     assert copy.load(fr).meta.turns[0].prompt == PROMPTS["333"] and copy.describe()["prompts"] == 4
 
 
+def test_an_empty_metadata_csv_is_refused_naming_it_never_read_as_no_prompts(tgif):
+    empty = tgif / "metadata" / "orig_testing.csv"
+    empty.write_bytes(b"")
+    with pytest.raises(DataError) as err:
+        TgifDataset(tgif)
+    assert str(err.value) == f"{empty}: empty CSV file (no header line); expected the columns image_id,prompt"
+
+
 def test_a_fake_without_its_mask_is_refused_or_skipped(tgif, caplog):
     (tgif / "masks" / "testing" / "333_mask_bbox_1024.png").unlink()
     with pytest.raises(DataError, match=r"1 fake\(s\) have no mask .*333_mask_bbox_1024\.png in masks/testing"):

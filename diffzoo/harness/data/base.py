@@ -127,13 +127,15 @@ def read_csv(
 ) -> tuple[list[str], list[tuple[int, dict[str, Any]]] | None]:
     """The header of a UTF-8 CSV file (a byte-order mark skipped), its cells stripped (and lower-cased
     with ``lower``), and (line, row) per data row; rows None, read no further, when the header lacks
-    one of ``needed``.  A file that cannot be read as such (``what``, in the error), or a row with
-    more fields than the header or without a cell of ``needed``, is a DataError."""
+    one of ``needed``.  A file that cannot be read as such (``what``, in the error), an empty one, or a
+    row with more fields than the header or without a cell of ``needed``, is a DataError."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f, delimiter=delimiter)
             fields = [(h or "").strip() for h in reader.fieldnames or []]
             reader.fieldnames = fields = [h.lower() for h in fields] if lower else fields
+            if not fields:  # a download cut short, never a table of no columns
+                raise DataError(f"{path}: empty {what} file (no header line); expected the columns {','.join(needed)}")
             if not set(needed) <= set(fields):
                 return fields, None
             rows = [(reader.line_num, row) for row in reader]
