@@ -222,6 +222,16 @@ def test_split_and_metadata_files_saved_with_a_byte_order_mark_are_read(tmp_path
         assert ds.ids("val") == ids[:3] and ds.load(ids[0]).meta.base == "real"
 
 
+def test_a_json_split_file_with_ids_padded_with_spaces_reads_as_its_tsv_form(tmp_path, pairs):
+    """Spaces around an id were kept in JSON (refused: "not in the data") though id<TAB>split lines drop them."""
+    root = write_folder(tmp_path / "ds", pairs)
+    ids = sorted(pairs)
+    js = tmp_path / "s.json"
+    js.write_text(json.dumps({"train": [f" {i} " for i in ids[3:]], "val": [f"{i}\t" for i in ids[:3]]}))
+    ds = DiffSeg30kDataset(root, split_file=js)
+    assert ds.ids("val") == ids[:3] and ds.ids("train") == ids[3:]
+
+
 def test_a_split_or_metadata_file_that_is_a_folder_is_said_to_be_one(tmp_path, pairs):
     """split_file=DIR / metadata=DIR said "split_file DIR does not exist", though DIR is there; then it said
     "DIR is a folder, ...", naming no option."""

@@ -118,7 +118,7 @@ def _parse_split_text(text: str, path: Path) -> dict[str, list[str]]:
             raise DataError(f"splits file {path} is not readable JSON ({exc})") from None
         if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
             raise DataError(f'splits file {path} must be {{"train": [ids], "val": [ids]}}')
-        out = {str(k): [str(i) for i in v] for k, v in data.items()}
+        out = {str(k): [str(i).strip() for i in v] for k, v in data.items()}  # as id<TAB>split lines read an id
     else:
         out = {}
         for lineno, line in enumerate(text.splitlines(), 1):
