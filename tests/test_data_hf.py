@@ -10,6 +10,7 @@ from PIL import Image
 from diffzoo import open_dataset
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.data import DiffSeg30kDataset
+from diffzoo.harness.data.hfsource import load_tables
 from diffzoo.harness.data.labelmaps import label_map_sha256
 
 
@@ -77,6 +78,20 @@ def test_folder_of_split_parquets(tmp_path):
     assert len(ds.ids("train")) == 6 and len(ds.ids("validation")) == 4
     assert ds.ids("val")[0] == "val/00000000"  # row indices clash across splits: prefixed
     assert ds.load("val/00000001").image.shape == (16, 16, 3)
+
+
+def test_a_parquet_file_named_in_upper_case_is_read_or_refused_never_passed_over(tmp_path):
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    rows(6, seed=1).to_parquet(str(folder / "train-00000-of-00001.parquet"))
+    upper = folder / "VALIDATION-00000-OF-00001.PARQUET"
+    rows(4, seed=2).to_parquet(str(upper))
+    (folder / "._train-00000-of-00001.parquet").write_bytes(b"\0\x05\x16\x07\0\x02\0\0Mac OS X        \xff")
+    assert [(t.split, len(t.data)) for t in load_tables(folder)] == [("VALIDATION", 4), ("train", 6)]
+    with pytest.raises(DataError) as err:  # load_dataset, which reads DiffSeg30k's folder, would skip it
+        DiffSeg30kDataset(folder)
+    assert str(err.value) == (f"{upper}: `datasets` reads a folder's data files by their lower-case suffix and "
+                              "would pass this one over; rename it to .parquet")
 
 
 def test_bad_rows_are_refused(tmp_path):
