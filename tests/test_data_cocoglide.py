@@ -15,6 +15,7 @@ from PIL import Image
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
+from diffzoo.harness.run.factories import open_dataset
 
 from helpers.data import COCOGLIDE_ROWS as ROWS
 from helpers.data import make_cocoglide, write_table
@@ -154,6 +155,15 @@ def test_sniff_rejects_other_layouts(tmp_path, diffseg_folder):
     other.mkdir()
     (other / "table.csv").write_text("image,label\na.png,1\n")
     assert not CocoGlideDataset.sniff(other)
+
+
+def test_an_empty_table_is_named_never_no_adapter_recognises(tmp_path):
+    root = make_cocoglide(tmp_path / "CocoGlide")
+    (root / "table.csv").write_bytes(b"")
+    with pytest.raises(DataError) as err:
+        open_dataset(root)
+    assert str(err.value) == f"{root / 'table.csv'}: empty CSV file (no header line); expected the columns " \
+                             "real,fake,mask,prompt"
 
 
 def test_a_listed_file_stored_again_under_its_name_in_the_other_unicode_form_is_refused(tmp_path):
