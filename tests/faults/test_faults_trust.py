@@ -25,6 +25,7 @@ import torch
 from PIL import Image
 
 from diffzoo import DetectorCard
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.models.segmenter import SegmentationDetector
 from diffzoo.leaderboard.store import RecordStore
@@ -87,6 +88,21 @@ def test_masks_of_0_and_1_are_binary_unless_a_label_map_says_otherwise(capsys, t
     assert plain.label_space == BINARY and plain.mask_encoding.kind == "binary-1"
     vouched = open_dataset(str(binary_folder(tmp_path / "b", edited=1, labels=["background", "sd2", "sdxl"])))
     assert vouched.label_space.names == ("background", "sd2", "sdxl") and not vouched.mask_encoding.binary
+
+
+def test_masks_of_0_1_and_of_0_255_mixed_are_refused_never_read_as_class_1_and_ignore(tmp_path):
+    from diffzoo import open_dataset
+
+    data = binary_folder(tmp_path / "mixed")
+    for mask in sorted((data / "train_copy").glob("*.mask.png"))[1::4]:  # some re-saved as 0/1
+        Image.fromarray((np.asarray(Image.open(mask)) > 0).astype(np.uint8)).save(mask)
+    with pytest.raises(DataError) as err:
+        open_dataset(str(data))
+    assert str(err.value) == (
+        f"{data}: the 12 mask(s) read hold 0, 1 and 255 and no label map says what they mean: binary masks of 0/1 "
+        "and of 0/255 mixed (re-save them all as 0/255), or class indices with 255 = ignore (pass --labels FILE)")
+    (data / "labels.json").write_text(json.dumps({"names": ["background", "sd2"]}))
+    assert open_dataset(str(data)).mask_encoding.values == (0, 1, 255)  # vouched: class indices, 255 ignore
 
 
 def test_labels_naming_editors_for_binary_masks_are_refused(capsys, tmp_path):

@@ -14,6 +14,8 @@ samples some masks when it opens the data (:func:`sniff`):
 - 0 and 1, nothing else, under a label map nobody vouched for (no
   ``--labels``, no label file in the data): **binary**, 1 = edited; with a
   vouched map, 1 is that map's first editor;
+- 0, 1 and 255 under an unvouched map: refused (0/1 and 0/255 masks mixed, or
+  class indices with ignore: ``--labels`` says which);
 - anything else: class indices, as the label map says.
 
 A binary dataset has the label space (background, edited); its semantic
@@ -111,12 +113,18 @@ def spread(ids: Sequence[str], n: int) -> list[str]:
     return [ids[picks[j]] for j in order if j < k]
 
 
-def sniff(values: set[int], read: int, vouched: bool) -> MaskEncoding:
+def sniff(values: set[int], read: int, vouched: bool, where: object) -> MaskEncoding:
     """The encoding of masks holding ``values`` (see the module doc); ``vouched``: the
-    label map was given by the user or found in the data."""
+    label map was given by the user or found in the data.  0, 1 and 255 and nothing else under
+    an unvouched map are a DataError naming ``where``: 0/1 and 0/255 masks mixed would read as
+    class 1 and ignore, the 0/255 masks' edits never scored."""
     shown = tuple(sorted(values))
     if values == {0, IGNORE_INDEX}:  # (all 255 alone is no evidence: it reads as ignore, an error)
         return MaskEncoding(BINARY_255, shown, read)
+    if not vouched and values == {0, 1, IGNORE_INDEX}:
+        raise DataError(f"{where}: the {read} mask(s) read hold 0, 1 and 255 and no label map says what they mean: "
+                        "binary masks of 0/1 and of 0/255 mixed (re-save them all as 0/255), or class indices with "
+                        "255 = ignore (pass --labels FILE)")
     return MaskEncoding(BINARY_1 if not vouched and values == {0, 1} else CLASS_INDEX, shown, read)
 
 

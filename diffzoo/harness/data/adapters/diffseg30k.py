@@ -127,7 +127,8 @@ class DiffSeg30kDataset(SplitDataset):
         if isinstance(spec, (str, os.PathLike)) and names_a_file(spec, sidecars):
             spec = option_path(spec, sidecars, "--labels")
         found = resolve_label_map(spec, sidecars, lambda: inner_label_files(self._source), class_label)
-        encoding = sniff(*sample_values(self._stored_mask, sorted(self._source.pairs)), vouched=found is not None)
+        encoding = sniff(*sample_values(self._stored_mask, sorted(self._source.pairs)), vouched=found is not None,
+                         where=self._source.location)
         if not encoding.binary:
             return found or LabelMap(default_diffseg30k_labels(), False, DEFAULT_SOURCE), encoding
         if found is not None and not found.space.is_binary:
