@@ -264,9 +264,10 @@ def _load(source: Path | str) -> dict[str, Any]:
         if any((source / marker).is_file() for marker in SAVED_MARKERS):
             return _load_saved(source, "train")
         # a data file datasets cannot read would be passed over, and the folder read as another kind
-        if unreadable := [f for f in data_files(source) if hf_columns(f) is None]:
+        files = data_files(source)
+        if unreadable := [f for f in files if hf_columns(f) is None]:
             raise DataError(f"{not_readable(unreadable[0])}; move it out of {source} or replace it")
-        if upper := [f for f in data_files(source) if f.suffix not in _DATA_SUFFIXES]:  # load_dataset skips them
+        if upper := [f for f in files if f.suffix not in _DATA_SUFFIXES]:  # load_dataset skips them
             raise DataError(f"{upper[0]}: `datasets` reads a folder's data files by their lower-case suffix and would "
                             f"pass this one over; rename it to {upper[0].suffix.lower()}")
     try:
