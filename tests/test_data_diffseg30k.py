@@ -99,6 +99,18 @@ def test_label_space_argument_wins_and_default_warns(tmp_path, pairs, monkeypatc
     assert ds.label_space.names[1] == "e1" and ds.labels_verified is True
 
 
+def test_a_manifest_naming_no_sample_is_warned_not_only_logged(tmp_path, pairs, caplog):
+    root = write_folder(tmp_path / "ds", pairs)
+    manifest = root / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps({"id": f" {i} ", "base": "ai", "turns": []}) + "\n" for i in sorted(pairs)))
+    with caplog.at_level(logging.WARNING):
+        ds = DiffSeg30kDataset(root)
+    assert ds.describe()["manifest"] is False
+    shown = ", ".join(repr(f" {i} ") for i in sorted(pairs)[:3])
+    assert (f"manifest {manifest}: {len(pairs)} of its {len(pairs)} record(s) have no sample in the data (e.g. "
+            f"{shown}); ignored") in caplog.messages
+
+
 def test_bad_manifest_and_splits_files(tmp_path, pairs):
     root = write_folder(tmp_path / "ds", pairs)
     (root / "manifest.jsonl").write_text('{"id": "00000001"}\nnot json\n')

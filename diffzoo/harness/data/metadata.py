@@ -79,9 +79,10 @@ def read_manifest(path: Path, known_ids: Iterable[str]) -> dict[str, SampleMeta]
         out[meta.id] = meta
     known = set(known_ids)
     extra = [k for k in out if k not in known]
-    if extra:
-        log.info("manifest %s: %d record(s) have no sample in the data (e.g. %s); ignored",
-                 path, len(extra), ", ".join(extra[:3]))
+    if extra:  # none of them matching is a manifest of other ids (other data, padded ids): every sample's unknown
+        log.log(logging.WARNING if len(extra) == len(out) else logging.INFO, "manifest %s: %d of its %d record(s) "
+                "have no sample in the data (e.g. %s); ignored", path, len(extra), len(out),
+                ", ".join(map(repr, extra[:3])))
     return {k: v for k, v in out.items() if k in known}
 
 
