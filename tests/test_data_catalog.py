@@ -125,7 +125,7 @@ def test_a_fifo_a_link_loop_and_a_folder_link_never_hang_find(tmp_path):
 def test_find_on_a_path_that_is_no_folder_is_one_line(capsys, tmp_path):
     os.mkfifo(tmp_path / "fifo")
     code, stdout, stderr = cli(capsys, "data", "find", tmp_path / "fifo")
-    assert code == 1 and "cannot look for datasets in it: it is a FIFO (named pipe)" in stderr + stdout
+    assert code == 2 and "cannot look for datasets in it: it is a FIFO (named pipe)" in stderr + stdout
     assert "Traceback" not in stderr
 
 

@@ -145,6 +145,19 @@ def test_a_path_that_is_not_there_is_a_usage_error_whichever_command_names_it(ca
     one_line_exit_2(*result, "nowhere", "does not exist")
 
 
+def test_a_path_that_holds_no_dataset_is_a_usage_error_as_a_path_that_is_not_there(capsys, tmp_path):
+    # a device, a folder no adapter reads, a dangling link: the fix is another path on the command line (exit 2)
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "a.txt").write_text("x")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    said = {("data", "info", "/dev/null"): "dataset path /dev/null is a character device, not a dataset folder or file",
+            ("data", "info", tmp_path / "junk"): f"{tmp_path / 'junk'}: no dataset adapter recognises this layout",
+            ("data", "info", tmp_path / "gone"): f"dataset path {tmp_path / 'gone'} is a broken symbolic link",
+            ("data", "find", "/dev/null"): "/dev/null: cannot look for datasets in it: it is a character device"}
+    for args, needle in said.items():
+        one_line_exit_2(*cli(capsys, *args), needle)
+
+
 @pytest.mark.parametrize("command", [["data", "info"], ["run", "--detector", "segformer.tiny", "--suite", "standard",
                                                     "--plan", "--dataset"]])
 def test_a_dataset_given_as_path_colon_split_says_that_the_split_is_not_taken_there(capsys, tmp_path, monkeypatch,

@@ -214,7 +214,7 @@ def test_a_dataset_path_that_is_a_broken_link_says_so(capsys, tmp_path, kind):
     else:
         os.symlink(tmp_path / "gone", link)
     code, out, err = cli(capsys, "data", "info", link)
-    assert code == 1
+    assert code == 2
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err
     assert "does not exist" not in err

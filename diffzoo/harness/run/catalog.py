@@ -107,7 +107,7 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
         raise not_found(DataError(f"{root} does not exist: nothing to look for datasets in"))
     kind = file_kind(root)
     if kind is not None and kind != "a folder":
-        raise DataError(f"{root}: cannot look for datasets in it: it is {kind}")
+        raise not_found(DataError(f"{root}: cannot look for datasets in it: it is {kind}"))
     catalog = Catalog(root)
     adapters = sniffing_adapters()
     options = options or {}

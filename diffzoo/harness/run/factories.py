@@ -217,10 +217,11 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
         return _call_adapter(factory, what, options, flag)
     path = Path(spec).expanduser()
     if os.path.islink(path) and not path.exists():  # a link loop or a dangling link: never "does not exist"
-        raise DataError(f"dataset path {spec} is {file_kind(path)}; pass the folder or file it should point at")
+        raise not_found(DataError(f"dataset path {spec} is {file_kind(path)}; pass the folder or file it should "
+                                  "point at"))
     kind = None if not path.exists() or path.is_dir() else file_kind(path)
     if kind is not None:  # a FIFO, a device: never sniffed
-        raise DataError(f"dataset path {spec} is {kind}, not a dataset folder or file")
+        raise not_found(DataError(f"dataset path {spec} is {kind}, not a dataset folder or file"))
     if not path.exists() and not is_hub_id(spec):
         head, colon, split = spec.rpartition(":")
         if colon and head and os.path.lexists(Path(head).expanduser()):  # `tpgt:test` is not the name tpgt misspelt
@@ -240,11 +241,11 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
     if found is not None:
         return open_recognised(found, target, options, flag)
     empty = path.is_dir() and next(path.iterdir(), None) is None
-    raise DataError(
+    raise not_found(DataError(
         f"{target}: no dataset adapter recognises this layout{' (the folder is empty)' if empty else ''}"
         f"{archives_note(path)}. Adapters: {', '.join(entry.name for entry, _ in adapters)}; `diffzoo list "
         "datasets` says the layout each expects (docs/datasets.md)" + "".join(f"; {c}" for c in crashed)
-    )
+    ))
 
 
 _ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".7z", ".rar")
