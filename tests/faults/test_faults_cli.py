@@ -158,6 +158,17 @@ def test_a_path_that_holds_no_dataset_is_a_usage_error_as_a_path_that_is_not_the
         one_line_exit_2(*cli(capsys, *args), needle)
 
 
+def test_an_eval_dataset_that_cannot_be_opened_is_named_as_the_option_that_gave_it(capsys, tmp_path):
+    # the run's --dataset opened: the refusal of a folder no adapter reads said nothing of --eval-dataset
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "a.txt").write_text("x")
+    for given, said in ((tmp_path / "junk", f"{tmp_path / 'junk'}: no dataset adapter recognises this layout"),
+                        (tmp_path / "gone", f"dataset path {tmp_path / 'gone'} does not exist")):
+        result = cli(capsys, "run", "--detector", "segformer.tiny", "--dataset", "mini", "--suite", "cross-dataset",
+                     "--eval-dataset", given, "--plan")
+        assert one_line_exit_2(*result).startswith(f"error: --eval-dataset {given}: {said}")
+
+
 @pytest.mark.parametrize("command", [["data", "info"], ["run", "--detector", "segformer.tiny", "--suite", "standard",
                                                     "--plan", "--dataset"]])
 def test_a_dataset_given_as_path_colon_split_says_that_the_split_is_not_taken_there(capsys, tmp_path, monkeypatch,

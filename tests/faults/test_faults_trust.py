@@ -408,7 +408,8 @@ def test_a_fifo_or_device_given_as_a_dataset_is_named_for_what_it_is_and_never_s
                      ["run", "--detector", "segformer.tiny", "--eval-dataset", path, "--suite", "cross-dataset",
                       "--plan"]):
             code, _, err = cli(capsys, *args)
-            assert code == 2 and err.strip() == said, (args, err)
+            named = f"--eval-dataset {path}: " if "--eval-dataset" in args else ""
+            assert code == 2 and err.strip() == said.replace("error: ", f"error: {named}"), (args, err)
 
 
 def test_ctrl_c_says_it_was_interrupted(capsys, monkeypatch):

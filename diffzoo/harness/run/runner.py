@@ -21,7 +21,7 @@ from pathlib import Path
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.cards import Release
 from diffzoo.harness.core.device import resolve_device
-from diffzoo.harness.core.errors import ConfigError, did_you_mean
+from diffzoo.harness.core.errors import ConfigError, DiffzooError, did_you_mean
 from diffzoo.harness.core.fsutil import CACHE_ENV, cache_root, check_usable_dir
 from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.plugins import get_registry
@@ -196,8 +196,9 @@ class Runner:
                 with distributed.main_first():
                     ds = open_dataset_with(target, self.progress, self.request.eval_dataset_option,
                                            flag="--eval-dataset-option")
-            except ConfigError as exc:
-                raise ConfigError(f"--eval-dataset {spec}: {exc}") from exc
+            except DiffzooError as exc:  # names the option that gave the dataset; its type and exit code kept
+                exc.args = (f"--eval-dataset {spec}: {exc}",)
+                raise
             split = None if split is None else canonical_split(split)  # DATA:validation is DATA:val, as ids() reads it
             if split is not None and split not in ds.splits():
                 raise ConfigError(f"--eval-dataset {spec}: dataset {ds.name} has no split {split} (it has "
