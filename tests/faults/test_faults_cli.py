@@ -115,11 +115,12 @@ def test_an_empty_dataset_option_is_refused_not_read_as_a_value(capsys, tmp_path
 @pytest.mark.parametrize("command", [["data", "info", "{data}"],
                                      ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset",
                                       "{data}", "--plan"]])
-def test_an_empty_labels_option_is_refused_not_dropped(capsys, diffseg_folder, command):
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_labels_option_is_refused_not_dropped(capsys, diffseg_folder, command, value):
     """`--labels "$LABELS"` with LABELS unset was dropped: the data's own (or the paper's unverified) label map ran."""
-    result = cli(capsys, *(c.format(data=diffseg_folder) for c in command), "--labels", "")
-    assert one_line_exit_2(*result) == ("error: --labels '' gives no value (an unset shell variable?); give one or "
-                                        "leave the option out")
+    result = cli(capsys, *(c.format(data=diffseg_folder) for c in command), "--labels", value)
+    assert one_line_exit_2(*result) == (f"error: --labels {value!r} gives no value (an unset shell variable?); give "
+                                        "one or leave the option out")
 
 
 def test_an_unknown_option_of_mini_is_refused_before_it_is_built(capsys, tmp_path, monkeypatch):

@@ -159,7 +159,7 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
     empty = sorted(k for k, v in options.items() if isinstance(v, str) and not v.strip())
     if empty:  # KEY=$VAR with VAR unset: pathlib reads "" as the current folder, a split "" holds everything
         own = flag == "--dataset-option" and empty[0] in OWN_FLAGS
-        shown = f"{OWN_FLAGS[empty[0]]} ''" if own else f"{flag} {empty[0]}="
+        shown = f"{OWN_FLAGS[empty[0]]} {options[empty[0]]!r}" if own else f"{flag} {empty[0]}="
         raise no_value(shown)
     return factory(**fixed, **typed_options(factory, options, flag))
 
