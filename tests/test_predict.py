@@ -182,11 +182,16 @@ def test_the_legend_of_a_thin_image_is_drawn_whole_inside_it(monkeypatch):
                                    np.zeros((8, 8, 4), np.uint8), np.zeros((0, 8, 3), np.uint8)])
 def test_predict_image_refuses_an_array_that_is_not_an_rgb_uint8_image_in_one_line(image):
     from diffzoo.harness.core.errors import DataError
+    from diffzoo.harness.core.types import Sample, SampleMeta
 
     det = create_detector("segformer.tiny", "binary")
     with pytest.raises(DataError) as refused:
         predict_image(det, image, "x.png")
-    assert str(refused.value) == f"image x.png must be a non-empty H x W x 3 uint8 RGB array, got {image.shape} {image.dtype}"
+    said = f"must be a non-empty H x W x 3 uint8 RGB array, got {image.shape} {image.dtype}"
+    assert str(refused.value) == f"image x.png {said}"
+    with pytest.raises(DataError) as refused:  # a dataset's sample, by the same rule
+        Sample(image, np.zeros(image.shape[:2], np.uint8), SampleMeta("x.png"))
+    assert str(refused.value) == f"sample x.png: image {said}"
 
 
 def test_missing_image_is_one_line_error(capsys, tmp_path, images):

@@ -232,6 +232,12 @@ class SampleMeta:
         )
 
 
+def check_image(image: np.ndarray, what: str) -> None:
+    """A DataError unless ``image`` is a non-empty H x W x 3 uint8 RGB array (``what`` names it)."""
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != "uint8" or not image.size:
+        raise DataError(f"{what} must be a non-empty H x W x 3 uint8 RGB array, got {image.shape} {image.dtype}")
+
+
 @dataclass
 class Sample:
     """An image (H x W x 3 uint8 RGB), its label map (H x W uint8) and metadata."""
@@ -241,11 +247,7 @@ class Sample:
     meta: SampleMeta
 
     def __post_init__(self) -> None:
-        if self.image.ndim != 3 or self.image.shape[2] != 3 or self.image.dtype != "uint8":
-            raise DataError(
-                f"sample {self.meta.id}: image must be H x W x 3 uint8, "
-                f"got {self.image.shape} {self.image.dtype}"
-            )
+        check_image(self.image, f"sample {self.meta.id}: image")
         if self.label.shape != self.image.shape[:2]:
             raise DataError(
                 f"sample {self.meta.id}: mask size {self.label.shape[::-1]} differs from "

@@ -35,7 +35,7 @@ from diffzoo.harness.core.parallel import ordered_map, sendable
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Detector, moved_detector
-from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, TASKS, LabelSpace
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, TASKS, LabelSpace, check_image
 from diffzoo.harness.data.fingerprint import file_orientation
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
 from diffzoo.harness.data.labelmaps import load_label_space
@@ -236,9 +236,7 @@ def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image",
     resized so its shorter side is that (a ``--recipe paper`` model); the
     prediction is at the image's own size either way.  ``thresholds``: the
     pixel and image thresholds (default: the card's fixed ones)."""
-    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or not image.size:
-        raise DataError(f"image {sample_id} must be a non-empty H x W x 3 uint8 RGB array, got {image.shape} "
-                        f"{image.dtype}")
+    check_image(image, f"image {sample_id}")
     thresholds = thresholds or Thresholds.fixed(det)
     out = predict_checked(det, as_batch(chw_uint8(detector_input(image, input_short_side))), [sample_id])
     own = None if out.image_score is None else float(out.image_score.reshape(-1)[0])
