@@ -205,6 +205,14 @@ def test_missing_image_is_one_line_error(capsys, tmp_path, images):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("task, said", [("nosuch", "--task 'nosuch' is not a task. Tasks: binary, semantic, "
+                                                     "classification"),
+                                         ("Binary", "--task 'Binary' is not a task. Did you mean 'binary'?")])
+def test_predict_refuses_a_task_that_is_none_as_plugins_check_does(capsys, tmp_path, images, task, said):
+    result = cli(capsys, "predict", "--detector", "segformer.tiny", "--task", task, "--out", tmp_path / "o", images[0])
+    one_line_exit_2(*result, said)
+
+
 def test_a_bad_pixel_limit_is_one_line_before_the_output_folder_is_made(capsys, tmp_path, images, monkeypatch):
     """Said before --out is claimed, never at the first image with an empty predictions.jsonl left behind."""
     torch.manual_seed(0)

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import ConfigError, DataError, did_you_mean
 
 if TYPE_CHECKING:  # annotations only: `import diffzoo` (and `diffzoo list`) loads no numpy
     import numpy as np
@@ -62,6 +62,13 @@ class Task(StrEnum):
 
 TASKS: tuple[str, ...] = tuple(Task)
 PIXEL_TASKS: tuple[str, ...] = (Task.BINARY, Task.SEMANTIC)
+
+
+def check_task(task: str) -> None:
+    """A ConfigError naming ``--task`` unless ``task`` is one of :data:`TASKS`."""
+    if task not in TASKS:
+        raise ConfigError(f"--task {task!r} is not a task.{did_you_mean(task, [str(t) for t in TASKS])} "
+                          f"Tasks: {', '.join(TASKS)}")
 
 
 class CaseTask(StrEnum):

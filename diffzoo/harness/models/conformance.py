@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from diffzoo.harness.core.cards import DetectorCard
-from diffzoo.harness.core.errors import ConfigError, PluginError, UnknownNameError, did_you_mean
+from diffzoo.harness.core.errors import ConfigError, PluginError, UnknownNameError
 from diffzoo.harness.core.outputs import check_output
 from diffzoo.harness.core.plugins import get_plugin_system, get_registry
 from diffzoo.harness.core.protocols import (
@@ -43,7 +43,7 @@ from diffzoo.harness.core.protocols import (
     moved_detector,
     takes_keyword_form,
 )
-from diffzoo.harness.core.types import BINARY, TASKS, LabelSpace, Sample, SampleMeta
+from diffzoo.harness.core.types import BINARY, LabelSpace, Sample, SampleMeta, check_task
 from diffzoo.harness.data.base import SplitDataset
 
 FIXTURE_EDITORS = ("editor_a", "editor_b")
@@ -292,9 +292,7 @@ def check_plugin(name: str, tasks: list[str] | None = None, device: str = "cpu",
     never a finding against the detector."""
     registry = get_registry()
     for task in tasks or ():
-        if task not in TASKS:
-            raise ConfigError(f"--task {task!r} is not a task.{did_you_mean(task, [str(t) for t in TASKS])} "
-                              f"Tasks: {', '.join(TASKS)}")
+        check_task(task)
     if registry.has("detector", name):
         card = registry.get("detector", name).card
         if isinstance(card, DetectorCard) and (other := [t for t in tasks or () if t not in card.tasks]):

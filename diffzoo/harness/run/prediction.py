@@ -35,7 +35,7 @@ from diffzoo.harness.core.parallel import ordered_map, sendable
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Detector, moved_detector
-from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, TASKS, LabelSpace, check_image
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace, check_image, check_task
 from diffzoo.harness.data.fingerprint import file_orientation
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_image
 from diffzoo.harness.data.labelmaps import load_label_space
@@ -155,8 +155,8 @@ def load_model(
     ``task`` and ``labels`` are needed only for a bare ``.safetensors`` file
     without card.json (and must agree with the card otherwise).
     """
-    if task is not None and task not in TASKS:
-        raise ConfigError(f"--task {task!r}: choose one of {', '.join(TASKS)}")
+    if task is not None:
+        check_task(task)
     target = resolve_device(device)  # a bad --device is reported first, before any lookup
     path, meta, source = find_checkpoint(detector, checkpoints, task)
     name = detector or meta.get("card", {}).get("name")
