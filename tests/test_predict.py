@@ -213,6 +213,12 @@ def test_predict_refuses_a_task_that_is_none_as_plugins_check_does(capsys, tmp_p
     one_line_exit_2(*result, said)
 
 
+def test_predict_help_names_every_task_its_task_option_takes(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")
+    code, out, _ = cli(capsys, "predict", "--help")
+    assert code == 0 and "binary, semantic, classification: which model to use." in out
+
+
 def test_a_bad_pixel_limit_is_one_line_before_the_output_folder_is_made(capsys, tmp_path, images, monkeypatch):
     """Said before --out is claimed, never at the first image with an empty predictions.jsonl left behind."""
     torch.manual_seed(0)

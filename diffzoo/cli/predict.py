@@ -17,6 +17,7 @@ from diffzoo.cli.progress import RichProgress
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.progress import NullProgress
+from diffzoo.harness.core.types import TASKS
 from diffzoo.harness.metrics.verdict import rule_text
 from diffzoo.harness.records.policy import PIXEL_RULES
 from diffzoo.harness.run.request import POLICIES, check_threshold_policy
@@ -34,7 +35,7 @@ def predict_cmd(
         [], "--checkpoint", help="Checkpoint folder or .safetensors (repeat; --task picks one). "
         "Default: the one checkpoint of --detector in the cache."
     ),
-    task: str | None = typer.Option(None, "--task", help="binary or semantic: which model to use."),
+    task: str | None = typer.Option(None, "--task", help=f"{', '.join(TASKS)}: which model to use."),
     out: Path = typer.Option(Path("diffzoo-predictions"), "--out", help="Output folder."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, ..."),
     labels: str | None = typer.Option(
