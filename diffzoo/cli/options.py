@@ -21,7 +21,7 @@ import typer
 
 from diffzoo.harness.core.errors import ConfigError, did_you_mean_each
 from diffzoo.harness.core.types import check_seed
-from diffzoo.harness.run.request import RunRequest, flags_of, parse_options, typed_value
+from diffzoo.harness.run.request import RunRequest, field_value, flags_of, parse_options, typed_value
 
 __all__ = ["CONFIG", "DATASET_OPTION", "FORCE", "KEY_VALUE", "LABELS", "SEED", "WORKERS", "parse_options",
            "request_command", "request_option", "request_values"]
@@ -122,6 +122,12 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
             from_file[name] = [_home(v) for v in value] if isinstance(value, list) else _home(value)
     for name in set(from_file) & set(own):
         from_file[name] = _cast(ctx, name, from_file[name], config)
+    for f in fields(RunRequest):  # read again by the request, whose refusal would not name the file
+        if f.name in from_file and f.name in options:
+            try:
+                field_value(f, from_file[f.name])
+            except ConfigError as exc:
+                raise ConfigError(f"--config {config}: {exc}") from None
     ctx.meta[CONFIG_KEYS] = frozenset(from_file)  # what was_given() reads: the file is read once
     return {**values, **from_file, **given}
 

@@ -67,20 +67,21 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
 
 
 @pytest.mark.parametrize("command, body, needles", [
-    ("run", "detector: {segformer.tiny: 1}", ["--detector takes text, got {'segformer.tiny': 1}"]),
-    ("run", "iterations: lots", ["--iterations takes an integer, got 'lots'"]),
-    ("run", "iterations: 1.5", ["--iterations takes an integer, got 1.5"]),
-    ("run", "iterations: true", ["--iterations takes an integer, got True"]),
-    ("run", "seed: '3'", ["--seed takes an integer, got '3'"]),  # text, as every integer option says it
+    ("run", "detector: {segformer.tiny: 1}", ["--config", "--detector takes text, got {'segformer.tiny': 1}"]),
+    ("run", "iterations: lots", ["--config", "--iterations takes an integer, got 'lots'"]),
+    ("run", "iterations: 1.5", ["--config", "--iterations takes an integer, got 1.5"]),
+    ("run", 'iterations: "3"', ["--config", "--iterations takes an integer, got '3'"]),
+    ("run", "iterations: true", ["--config", "--iterations takes an integer, got True"]),
+    ("run", "seed: '3'", ["--config", "--seed takes an integer, got '3'"]),  # text, as every integer option says it
     ("run", "seed: -1", ["--seed -1 is not a valid seed: give an integer from 0 to 2**63 - 1"]),
-    ("train", "seed: '3'", ["--seed takes an integer, got '3'"]),
-    ("run", "suite: {a: 1}", ["--suite takes text, got {'a': 1}"]),
-    ("run", "eval_dataset: 5", ["--eval-dataset takes a list, got 5"]),
-    ("run", "checkpoint: [null]", ["--checkpoint takes a path, got None"]),
-    ("run", "labels: [[sd2], glide]", ["--labels takes text, got [['sd2'], 'glide']"]),
-    ("run", "train: 'yes'", ["--train takes true or false, got 'yes'"]),
-    ("run", "holdout: [5]", ["--holdout takes two editor names", "got 5"]),
-    ("run", "dataset_option: 5", ["--dataset-option takes a list, got 5"]),
+    ("train", "seed: '3'", ["--config", "--seed takes an integer, got '3'"]),
+    ("run", "suite: {a: 1}", ["--config", "--suite takes text, got {'a': 1}"]),
+    ("run", "eval_dataset: 5", ["--config", "--eval-dataset takes a list, got 5"]),
+    ("run", "checkpoint: [null]", ["--config", "--checkpoint takes a path, got None"]),
+    ("run", "labels: [[sd2], glide]", ["--config", "--labels takes text, got [['sd2'], 'glide']"]),
+    ("run", "train: 'yes'", ["--config", "--train takes true or false, got 'yes'"]),
+    ("run", "holdout: [5]", ["--config", "--holdout takes two editor names", "got 5"]),
+    ("run", "dataset_option: 5", ["--config", "--dataset-option takes a list, got 5"]),
     ("run", "out: [a]", ["--config", "--out takes a path, got ['a']"]),
     ("run", "plan: 5", ["--config", "--plan takes true or false, got 5"]),
     ("sweep", "dataset: {a: 1}", ["--config", "dataset takes a list, got {'a': 1}"]),
@@ -110,7 +111,8 @@ def test_a_config_value_of_the_wrong_kind_is_one_line_naming_its_option(capsys, 
     path.write_text(f"{first}\n{body}\n" if not body.startswith(("detector:", "detectors:")) else body + "\n")
     args = [command, "--config", path, *(["--plan"] if command != "train" else [])]
     args += [] if body.startswith("out:") else ["--out", tmp_path / "out"]
-    one_line_exit_2(*cli(capsys, *args), *needles)
+    line = one_line_exit_2(*cli(capsys, *args), *needles)
+    assert "--config" not in needles or line.startswith(f"error: --config {path}: "), line  # named as the file's
     assert not (tmp_path / "out").exists()
 
 

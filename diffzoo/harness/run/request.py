@@ -172,15 +172,8 @@ class RunRequest:
         from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
         from diffzoo.harness.models.resume import check_every
 
-        hints = _field_types()
-        for f in fields(self):  # text as the command line or a --config file gives it, then the field's type
-            value, flag = getattr(self, f.name), flag_of(f)
-            if f.metadata["parse"] is not None:
-                value = _listed(value)
-                if not isinstance(value, (list, tuple, Mapping)):
-                    raise ConfigError(f"{flag} takes {_KINDS[list]}, got {value!r}")
-                value = f.metadata["parse"](value)
-            setattr(self, f.name, typed_value(flag, value, hints[f.name]))
+        for f in fields(self):
+            setattr(self, f.name, field_value(f, getattr(self, f.name)))
         check_seed(self.seed, "--seed")  # its range; its type is the loop's rule, as every integer's
         from diffzoo.harness.models.releases import release_name
 
@@ -340,6 +333,19 @@ _KINDS = {str: "text", int: "an integer", float: "a number", bool: "true or fals
           tuple: "a pair", dict: "KEY=VALUE options (a mapping)"}
 """The kinds of value :func:`typed_value` checks, and what each is called when a value of another
 kind is refused."""
+
+
+def field_value(f: Any, value: Any) -> Any:
+    """``value`` of :class:`RunRequest` field ``f`` as the field holds it: text as the command line
+    or a --config file gives it, parsed where the field parses text, then read into the field's
+    type (:func:`typed_value`); a ConfigError naming its flag for a value of another kind."""
+    flag = flag_of(f)
+    if f.metadata["parse"] is not None:
+        value = _listed(value)
+        if not isinstance(value, (list, tuple, Mapping)):
+            raise ConfigError(f"{flag} takes {_KINDS[list]}, got {value!r}")
+        value = f.metadata["parse"](value)
+    return typed_value(flag, value, _field_types()[f.name])
 
 
 def typed_value(flag: str, value: Any, hint: Any) -> Any:
