@@ -403,7 +403,8 @@ def test_diff_pairs_rows_by_record_id_then_each_detectors_newest_and_names_them_
     assert code == 0 and "a (seed 1)" in out and "+10.0" in out and "a (seed 0)" not in out, out
     code, out, _ = cli(capsys, "leaderboard", "diff", tmp_path / "A", tmp_path / "B", "--store", store.root, "--json")
     [change] = [c for r in json.loads(out)["tables"][0]["rows"] for c in r["changes"]]
-    assert change == {"metric": "mIoU", "before": 0.7, "after": 0.8, "delta": 0.1}  # 0.8 - 0.7: 0.10000000000000009
+    assert change == {"metric": "mIoU", "before": 0.7, "after": 0.8, "delta": 0.1,  # 0.8 - 0.7: 0.10000000000000009
+                      "states": ["value", "value"]}
 
 
 def test_diff_of_a_version_name_in_a_folder_that_is_no_store_says_so(tmp_path, capsys):
@@ -420,6 +421,29 @@ def test_diff_names_a_metric_no_record_of_b_carries_any_more():
     assert [(r.detector, r.status, [(c.metric, c.before, c.after) for c in r.changes]) for r in table.rows] == [
         ("a", "changed", [("F1_oracle", 0.7, None)]), ("b", "same", [])]
     assert diff(Selection("B", b), Selection("A", a)).tables[0].rows[0].changes[0].after == 0.7
+
+
+def test_diff_tells_a_metric_absent_from_one_undefined_in_the_other(capsys, tmp_path):
+    """Absent (the record lacks the metric) and undefined (it says the metric has no value on
+    its images) are different facts: going from one to the other is a change, in both directions."""
+    a = [make_record("a", metrics={"mIoU": 0.5})]
+    b = [make_record("a", metrics={"mIoU": 0.5, "F1_oracle": None})]
+    [table] = diff(Selection("A", a), Selection("B", b)).tables
+    [row] = table.rows
+    assert (row.status, [(c.metric, c.states) for c in row.changes]) == (
+        "changed", [("F1_oracle", ("absent", "undefined"))])
+    assert [c.states for c in diff(Selection("B", b), Selection("A", a)).tables[0].rows[0].changes] == [
+        ("undefined", "absent")]
+    assert not diff(Selection("B", b), Selection("B", b)).moved
+    for side, records in (("A", a), ("B", b)):
+        (tmp_path / side).mkdir()
+        records[0].write(tmp_path / side)
+    code, out, _ = cli(capsys, "leaderboard", "diff", tmp_path / "A", tmp_path / "B", "--store", tmp_path, "--json")
+    [change] = json.loads(out)["tables"][0]["rows"][0]["changes"]
+    assert change == {"metric": "F1_oracle", "before": None, "after": None, "delta": None,
+                      "states": ["absent", "undefined"]}
+    code, out, _ = cli(capsys, "leaderboard", "diff", tmp_path / "A", tmp_path / "B", "--store", tmp_path)
+    assert code == 0 and "no differences" not in out and "F1_oracle" in out and "—" in out, out
 
 
 def test_diff_names_a_checkpoint_that_changed_even_where_the_numbers_did_not(tmp_path, capsys):

@@ -14,7 +14,6 @@ difference.  :func:`diff_console` renders a :class:`Diff` for the terminal.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,15 +23,26 @@ from rich.text import Text
 from diffzoo.leaderboard.index import newest
 from diffzoo.leaderboard.layouts.cases import TableKey, build_tables
 from diffzoo.leaderboard.render.escape import printable, term_text
-from diffzoo.leaderboard.table import Row, Table, format_delta, format_value, info_of
+from diffzoo.leaderboard.table import ABSENT, Cell, Row, Table, column, format_delta, value_text
 from diffzoo.leaderboard.versions import Selection
 
 
 @dataclass
 class MetricChange:
     metric: str
-    before: float | None
-    after: float | None
+    cells: tuple[Cell, Cell]  # A's and B's: a value, absent (no such metric) or undefined (no value)
+
+    @property
+    def before(self) -> float | None:
+        return self.cells[0].value
+
+    @property
+    def after(self) -> float | None:
+        return self.cells[1].value
+
+    @property
+    def states(self) -> tuple[str, str]:
+        return self.cells[0].status, self.cells[1].status
 
     @property
     def delta(self) -> float | None:
@@ -76,8 +86,9 @@ class Diff:
             "key": vars(t.key), "status": t.status, "note": t.note,
             "rows": [{"detector": r.detector, "status": r.status, "checkpoint": list(r.checkpoint),
                       "records": list(r.records),
-                      "changes": [{"metric": c.metric, "before": c.before, "after": c.after, "delta": c.delta}
-                                  for c in r.changes], "conditions": r.conditions} for r in t.rows],
+                      "changes": [{"metric": c.metric, "before": c.before, "after": c.after, "delta": c.delta,
+                                   "states": list(c.states)} for c in r.changes],
+                      "conditions": r.conditions} for r in t.rows],
         } for t in self.tables]}
 
 
@@ -105,12 +116,6 @@ def _names(pairs: list[tuple[Row | None, Row | None]]) -> list[str]:
                 for r in pair if r is not None] if max(map(len, rows)) > 1 else []
         names.append(f"{label} ({' -> '.join(dict.fromkeys(tags))})" if tags else label)
     return names
-
-
-def _same(x: float | None, y: float | None) -> bool:
-    if x is None or y is None:
-        return x is y
-    return x == y or (math.isnan(x) and math.isnan(y))
 
 
 def _note(key: TableKey, others: list[TableKey], *, removed: bool) -> str:
@@ -147,8 +152,9 @@ def diff(a: Selection, b: Selection) -> Diff:
             if rb is None or ra is None:  # a row on one side names that side's checkpoint
                 rows.append(RowChange(name, "removed" if rb is None else "added", checkpoint=ckpt, records=ids))
                 continue
-            before, after = ({m: row.cells[m].value if m in row.cells else None for m in metrics} for row in (ra, rb))
-            changes = [MetricChange(m, before[m], after[m]) for m in metrics if not _same(before[m], after[m])]
+            cells = [tuple(row.cells.get(m, Cell(status=ABSENT)) for row in (ra, rb)) for m in metrics]
+            changes = [MetricChange(m, (x, y)) for m, (x, y) in zip(metrics, cells)
+                       if (x.status, x.value) != (y.status, y.value)]
             moved = [f"{cond} {ra.conditions.get(cond)} -> {value}"
                      for cond, value in rb.conditions.items() if ra.conditions.get(cond) != value]
             # another checkpoint is another model, whether or not its numbers moved
@@ -189,9 +195,10 @@ def diff_console(result: Diff) -> list[Any]:
             elif not r.changes and not r.conditions:
                 table.add_row(term_text(r.detector), r.status, "", "", "", "")
             for c in r.changes:
-                info = info_of(c.metric)
-                table.add_row(term_text(r.detector), r.status, term_text(c.metric), format_value(info, c.before),
-                              format_value(info, c.after), "" if c.delta is None else format_delta(info, c.delta))
+                metric = column(c.metric, c.metric)
+                table.add_row(term_text(r.detector), r.status, term_text(c.metric),
+                              *(value_text(metric, cell) for cell in c.cells),
+                              "" if c.delta is None else format_delta(metric.info, c.delta))
         out.append(table)
     if not result.moved:
         out.append(Text("no differences"))
