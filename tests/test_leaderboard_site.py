@@ -644,6 +644,42 @@ def test_comparison_plots_many_detectors(tmp_path):
 
 
 
+def test_comparison_plots_of_long_names_show_each_name_apart_inside_the_figure(tmp_path, monkeypatch):
+    """Two detectors whose names share a 300-character prefix: the legend ran past the figure's
+    edge, cut, and matplotlib warned "Tight layout not applied"; each name is now shortened
+    around an ellipsis to the end that tells it apart, its whole legend and labels inside."""
+    import warnings
+
+    from diffzoo.leaderboard.layouts.overview import build_overview
+    from diffzoo.leaderboard.render import comparison_plots as cp
+    from diffzoo.leaderboard.render import plots
+
+    names = [f"{'x' * 300}-{end}" for end in ("alpha", "beta")]
+    recs = [r for i, name in enumerate(names) for r in (
+        record(name, "binary", "binary", binary(0.3 + i / 5)),
+        record(name, "semantic", "semantic", semantic(0.2 + i / 5, i)[0]))]
+    drawn, save = [], plots._save
+
+    def kept(fig, path, **kw):
+        written = save(fig, path, **kw)  # laid out as written
+        fig.canvas.draw()
+        legend = fig.axes[0].get_legend()
+        inside = all(fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1
+                     for box in [legend.get_window_extent(), *(t.get_window_extent() for t in fig.axes[0].texts)])
+        drawn.append(([t.get_text() for t in legend.get_texts()], inside))
+        return written
+
+    monkeypatch.setattr(plots, "_save", kept)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figures = cp.comparison_figures(recs, build_overview(recs), tmp_path, set())
+    assert [len(f) for _, f, _ in figures] == [0, 0, 1, 1]
+    for texts, inside in drawn:
+        assert inside and len(texts) == 2 and len(set(texts)) == 2, texts
+        assert sorted(t.replace("\n", "").rsplit("-", 1)[1] for t in texts) == ["alpha", "beta"], texts
+        assert all("\u2026" in t and len(t) < 80 for t in texts), texts
+
+
 def test_a_curve_with_no_defined_value_draws_no_figure(tmp_path):
     """Strengths whose primary metric is undefined (NaN) or absent in every record drew an empty
     plot with an empty legend, on the detector's page and among the comparisons."""

@@ -35,6 +35,7 @@ from diffzoo.leaderboard.render.plots import (
     grouped_bars,
     outside_legend,
     percent_groups,
+    short_names,
 )
 from diffzoo.leaderboard.render.site_figures import Figure, figure, plot_file
 from diffzoo.leaderboard.robustness import distortion_curves
@@ -88,7 +89,7 @@ def comparison_curves_png(series: dict[str, list[tuple[float, float | None]]], s
     fig, ax = plt.subplots(figsize=(_width(len(series), 6.4), 4.4))
     draw_curves(ax, series, clean, ticks, style=lambda name: {
         "color": styles[name].color, "marker": styles[name].marker, "linestyle": styles[name].linestyle})
-    outside_legend(ax, len(series))
+    outside_legend(ax)
     return _labelled(fig, ax, path, title, xlabel, ylabel)
 
 
@@ -104,7 +105,7 @@ def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[st
                                      "edgecolor": "white" if not styles[name].hatch else "black"})
     ax.set_ylim(0, 100)
     ax.grid(True, axis="y", alpha=0.3)
-    outside_legend(ax, len(series))
+    outside_legend(ax)
     return _labelled(fig, ax, path, title, xlabel, ylabel)
 
 
@@ -121,13 +122,14 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
         ax.scatter([100 * x], [100 * y], color=s.color, marker=s.marker, s=45, edgecolors="black",
                    linewidths=0.4, label=_text(name), zorder=3)
         at.setdefault((x, y), []).append(name)
+    shown = short_names(points)
     for (x, y), names in at.items():
         right = 100 * x > middle  # label towards the middle, so that it stays inside the axes
-        ax.annotate(_text(", ".join(sorted(names))), (100 * x, 100 * y), xytext=(-4 if right else 4, 4),
+        ax.annotate(", ".join(shown[n] for n in sorted(names)), (100 * x, 100 * y), xytext=(-4 if right else 4, 4),
                     textcoords="offset points", ha="right" if right else "left", fontsize=7)
     ax.grid(True, alpha=0.3)
     ax.margins(0.15)
-    outside_legend(ax, len(points))
+    outside_legend(ax)
     return _labelled(fig, ax, path, title, f"{xlabel} (%)", ylabel)
 
 

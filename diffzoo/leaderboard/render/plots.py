@@ -12,6 +12,7 @@ import numpy as np
 
 from diffzoo.harness.core.fsutil import atomic_write_bytes
 from diffzoo.leaderboard.render.escape import plot_text as _text
+from diffzoo.leaderboard.render.escape import printable
 
 
 def _pyplot():
@@ -66,12 +67,31 @@ def percent_groups(series: Mapping[str, Mapping[str, float | None]]) -> tuple[li
                            for g in groups] for name, values in series.items()}
 
 
-def outside_legend(ax, count: int, fontsize: int = 7) -> None:
-    """The legend of ``count`` entries outside the axes, on the right, in columns of 20 entries
-    (none without entries)."""
-    if count:
-        ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-                  ncol=max(1, -(-count // 20)))
+def short_names(names: Iterable[str], width: int = 56) -> dict[str, str]:
+    """Each name as a figure shows it (:func:`plot_text` of each line): one of over ``width``
+    characters as its head, ``…`` and its end (names sharing a long prefix differ at the end),
+    keeping more of both where two would read alike, so that names stay apart; wrapped to lines
+    of half ``width``."""
+    names, budget = list(dict.fromkeys(names)), width
+    while True:
+        head = budget // 4
+        shown = ["\n".join(_text(line) for line in textwrap.wrap(printable(
+            n if len(n) <= budget else f"{n[:head]}\u2026{n[len(n) - budget + head + 1:]}"), width // 2))
+            for n in names]
+        if len(set(shown)) == len(shown) or budget >= max(map(len, names)):  # past the longest: each whole
+            return dict(zip(names, shown))
+        budget *= 2
+
+
+def outside_legend(ax, fontsize: int = 7) -> None:
+    """The axes' legend outside them, on the right, in columns of 20 entries, each name
+    shortened (:func:`short_names`); none without entries."""
+    handles, labels = ax.get_legend_handles_labels()
+    names = [label.replace(r"\$", "$") for label in labels]  # the names the labels' plot_text shows
+    if handles:
+        shown = short_names(names)
+        ax.legend(handles, [shown[n] for n in names], fontsize=fontsize, loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=max(1, -(-len(handles) // 20)))
 
 
 def _save(fig, path: Path, dpi: int = 120, **savefig) -> Path:

@@ -267,6 +267,6 @@ def training_png(curves: TrainingCurves, path: Path, title: str = "") -> Path:
         if xs:
             pad = 1.0 if min(xs) == max(xs) else 0.02 * (max(xs) - min(xs))
             ax.set_xlim(min(xs) - pad, max(xs) + pad)
-        outside_legend(ax, len(ax.get_legend_handles_labels()[0]), fontsize=8)
+        outside_legend(ax, fontsize=8)
     fig.suptitle(textwrap.fill(_text(title or "training"), 90), fontsize=10)
     return _save(fig, path, dpi=110, bbox_inches="tight")
