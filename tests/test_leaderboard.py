@@ -53,7 +53,13 @@ def test_record_problems_name_field_and_reason():
     assert any("field detector.name, or its digest, was changed" in p for p in record_problems(renamed))
     assert record_problems(edited(good, lambda d: d["digests"].pop("seed"))) == [
         "field seed was added after the record was written, or its digest removed"]
-    assert record_problems([1, 2]) == ["a record is a JSON object, not list"]
+    # a record file is JSON: its types are named as JSON names them, never as Python does (NoneType, str)
+    assert [record_problems(v) for v in ([1, 2], "x", None, True, 1.5)] == [
+        [f"a record is a JSON object, not {kind}"] for kind in ("an array", "a string", "null", "a boolean", "a number")]
+    assert record_problems(edited(good, lambda d: d.update(detector="x")))[0] == (
+        "field detector must be an object, got a string")
+    assert "field threshold_policy must be an object, got null" in record_problems(
+        edited(good, lambda d: d.update(threshold_policy=None)))
 
 
 def test_validate_cli_rejects_each_bad_record_saying_why(tmp_path, capsys):

@@ -17,6 +17,13 @@ from diffzoo.harness.metrics.catalog import metric_info
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
+def json_kind(value: Any) -> str:
+    """The JSON type of a parsed ``value`` as a message names it ("an array", "null"): a record is
+    JSON, and its reader knows no Python type names (list, NoneType)."""
+    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
 class FieldReader:
     """Reads one JSON object into typed values, noting every problem with the
     field's dotted path."""
@@ -26,7 +33,7 @@ class FieldReader:
         self.problems, self.where = problems, where
         self.obj = obj if isinstance(obj, dict) else {}
         if not isinstance(obj, dict):
-            self.fail("", f"must be an object, got {type(obj).__name__}")
+            self.fail("", f"must be an object, got {json_kind(obj)}")
         if known is not None and (extra := sorted(set(self.obj) - set(known))):
             self.fail("", f"has unknown key(s) {', '.join(extra)} (known: {', '.join(known)})")
 
@@ -81,7 +88,7 @@ class FieldReader:
         if value is None and nullable:
             return None
         if not isinstance(value, dict):
-            self.fail(key, f"must be an object, got {type(value).__name__}")
+            self.fail(key, f"must be an object, got {json_kind(value)}")
             return {}
         return value
 

@@ -18,7 +18,14 @@ from typing import Any
 from diffzoo.harness.core.types import MAX_SEED
 from diffzoo.harness.metrics.verdict import OWN_SCORE_ROW
 from diffzoo.harness.records.case_summary import SCORE_OPTION
-from diffzoo.harness.records.fields import FieldReader, ci_table, confusion_matrix, metric_table, nested_metrics
+from diffzoo.harness.records.fields import (
+    FieldReader,
+    ci_table,
+    confusion_matrix,
+    json_kind,
+    metric_table,
+    nested_metrics,
+)
 from diffzoo.harness.records.policy import ThresholdPolicy
 
 SCHEMA_VERSION = 2
@@ -383,7 +390,7 @@ class RecordBody:
     def parse(cls, data: Any) -> tuple[RecordBody | None, list[str]]:
         """(the record, []) or (None, every problem, each naming its field)."""
         if not isinstance(data, dict):
-            return None, [f"a record is a JSON object, not {type(data).__name__}"]
+            return None, [f"a record is a JSON object, not {json_kind(data)}"]
         problems: list[str] = []
         if missing := [k for k in REQUIRED if k not in data]:
             problems.append(f"missing field(s): {', '.join(missing)}")
