@@ -237,8 +237,14 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
         freeze(store, "../evil")
     with pytest.raises(ConfigError) as refused:  # a letter, but not one a name may hold: said so
         freeze(store, "été")
-    assert str(refused.value) == ("version name 'été' must be ASCII letters (A-Z, a-z), digits, '.', '_' or '-' (at "
-                                  "most 64, starting with a letter or digit): it is a file name on every system")
+    rule = ("must be ASCII letters (A-Z, a-z), digits, '.', '_' or '-' (at most 64, starting with a letter or "
+            "digit, no device name of Windows: con, prn, aux, nul, com1-9, lpt1-9): it is a file name on every system")
+    assert str(refused.value) == f"version name 'été' {rule}"
+    for device in ("con", "NUL", "com1.v2", "Lpt9"):  # versions/con.json is no file on Windows: never written
+        with pytest.raises(ConfigError) as refused:
+            freeze(store, device)
+        assert str(refused.value) == f"version name {device!r} {rule}"
+    assert freeze(store, "console").name == "console.json"
 
 
 def test_two_freezes_of_names_differing_only_in_case_never_both_win(tmp_path, monkeypatch):

@@ -43,7 +43,9 @@ from diffzoo.leaderboard.index import version_order
 from diffzoo.leaderboard.store import RECORD_ID, RecordStore, expand_record_paths, is_unfinished, read_record_file
 
 VERSION_SCHEMA = 2
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_RE = re.compile(r"^(?!(?i:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:\.|$))[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+"""A version's name: its file ``versions/NAME.json`` can be written on every system (Windows
+opens a device for ``con.json``, whatever follows the name)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,8 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
     """Fix a leaderboard version from the store's records (optionally a subset)."""
     if not NAME_RE.match(name):
         raise ConfigError(f"version name {name!r} must be ASCII letters (A-Z, a-z), digits, '.', '_' or '-' "
-                          "(at most 64, starting with a letter or digit): it is a file name on every system")
+                          "(at most 64, starting with a letter or digit, no device name of Windows: con, prn, aux, "
+                          "nul, com1-9, lpt1-9): it is a file name on every system")
     try:  # a version file is UTF-8 text; an argument of other bytes reaches Python as lone surrogates
         "".join([note, *suites, *datasets, *detectors]).encode("utf-8")
     except UnicodeEncodeError:
