@@ -304,6 +304,21 @@ def test_versions_are_listed_in_version_order_everywhere(tmp_path, capsys):
     assert code == 1 and [line.split()[2] for line in out.splitlines() if line.startswith("bad version")] == ordered
 
 
+def test_a_version_file_that_is_no_json_object_is_named_for_what_it_is(tmp_path, capsys):
+    """A version file holding an array, a string or null was said to have "schema None"."""
+    store = RecordStore(tmp_path)
+    store.add(make_record("a"))
+    freeze(store, "v1")
+    for name, text in (("arr", "[1]"), ("text", '"v1"'), ("none", "null")):
+        (tmp_path / "versions" / f"{name}.json").write_text(text)
+    code, _, err = cli(capsys, "leaderboard", "versions", "--store", tmp_path)
+    assert code == 1 and [line for line in err.splitlines() if line.startswith("error")] == [
+        f"error: version file {tmp_path / 'versions' / name}.json is {kind}, not a JSON object"
+        for name, kind in (("arr", "an array"), ("none", "null"), ("text", "a string"))], err
+    code, _, err = cli(capsys, "leaderboard", "diff", "arr", "v1", "--store", tmp_path)
+    assert code == 1 and err.strip() == f"error: version file {tmp_path / 'versions' / 'arr.json'} is an array, not a JSON object"
+
+
 def test_a_store_names_the_folders_it_reads_and_nothing_else(tmp_path):
     store = RecordStore(tmp_path)
     assert (store.records_dir, store.versions_dir, store.replaced_dir) == (

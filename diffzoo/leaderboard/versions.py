@@ -38,7 +38,7 @@ from diffzoo.harness.records.document import (
     read_json_file,
     store_lock,
 )
-from diffzoo.harness.records.fields import HEX64
+from diffzoo.harness.records.fields import HEX64, json_kind
 from diffzoo.leaderboard.index import version_order
 from diffzoo.leaderboard.store import RECORD_ID, RecordStore, expand_record_paths, is_unfinished, read_record_file
 
@@ -237,9 +237,10 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
     if is_unfinished(path):
         raise RecordError(unfinished(path))
     manifest = read_json_file(path, MAX_RECORD_BYTES, "version file", store.root)
-    if not isinstance(manifest, dict) or manifest.get("schema_version") != VERSION_SCHEMA:
-        got = manifest.get("schema_version") if isinstance(manifest, dict) else None
-        raise RecordError(f"version file {path} has schema {got!r}, not {VERSION_SCHEMA}")
+    if not isinstance(manifest, dict):
+        raise RecordError(f"version file {path} is {json_kind(manifest)}, not a JSON object")
+    if manifest.get("schema_version") != VERSION_SCHEMA:
+        raise RecordError(f"version file {path} has schema {manifest.get('schema_version')!r}, not {VERSION_SCHEMA}")
     if bad := [key for key, kind in _MANIFEST.items() if not _is(manifest.get(key), kind)]:
         raise RecordError(f"version file {path}: field(s) {', '.join(bad)} missing or not as freeze writes them")
     if sorted(manifest["record_digests"]) != sorted(manifest["records"]):
