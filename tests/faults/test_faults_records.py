@@ -148,6 +148,9 @@ def test_forged_confusion_count_of_a_semantic_record_is_named(tmp_path, capsys):
     ("dataset.fingerprint", lambda d: d["dataset"].update(fingerprint=""), "must not be empty"),
     ("baselines.all_edited.mIoU", lambda d: d["baselines"]["all_edited"].update(mIoU=1.5), "outside its range"),
     ("slices.base.ai.mIoU", lambda d: d["slices"]["base"]["ai"].update(mIoU=-0.5), "outside its range"),
+    # the newest record of a run is the one of the latest date: text that is no date would always win
+    ("environment.date", lambda d: d["environment"].update(date="zzz"),
+     "must be an ISO 8601 date and time (2026-11-29T12:00:00+00:00), got 'zzz'"),
 ])
 def test_add_and_validate_refuse_a_bad_value_naming_the_field(tmp_path, capsys, field, change, why):
     root, _, path = stored(tmp_path, verified(baselines={"all_edited": {"mIoU": 0.2}}))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from diffzoo.harness.core.types import MAX_SEED
@@ -253,6 +254,11 @@ class Environment:
     def parse(cls, problems: list[str], obj: Any) -> Environment:
         r = FieldReader(problems, obj, "environment", cls.__dataclass_fields__)
         text = {k: r.text(k, required=False, optional=True) for k in ("date", "git", "host", "device", "python")}
+        try:  # the newest record of a run is the one of the latest date: no other text may stand for one
+            if text["date"] is not None:
+                datetime.fromisoformat(text["date"])
+        except ValueError:
+            r.fail("date", f"must be an ISO 8601 date and time (2026-11-29T12:00:00+00:00), got {text['date']!r}")
         return cls(**text, packages=r.mapping("packages"))
 
 
