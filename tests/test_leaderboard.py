@@ -319,6 +319,24 @@ def test_a_version_file_that_is_no_json_object_is_named_for_what_it_is(tmp_path,
     assert code == 1 and err.strip() == f"error: version file {tmp_path / 'versions' / 'arr.json'} is an array, not a JSON object"
 
 
+def test_the_newest_record_is_the_latest_in_time_whatever_offset_its_date_is_written_with():
+    """Dates were compared as text: 10:00 at +05:00 (05:00 UTC) read as later than 06:00 UTC."""
+    from diffzoo.leaderboard.index import newest_record
+
+    east = make_record("a", metrics={"mIoU": 0.1}, date="2026-11-01T10:00:00+05:00")
+    utc = make_record("a", metrics={"mIoU": 0.2}, date="2026-11-01T06:00:00+00:00")
+    assert east.id == utc.id
+    assert newest_record([east, utc]) is utc and newest_record([utc, east]) is utc
+    [table] = build_tables([utc, east])
+    assert [r.cells["mIoU"].value for r in table.rows if not r.baseline] == [0.2]
+    # a re-run under a new id is paired with its detector's newest row, by the same clock
+    rerun = [make_record("a", checkpoint=c * 32, metrics={"mIoU": m}, date=d) for c, m, d in (
+        ("cd", 0.3, "2026-11-01T10:00:00+05:00"), ("ef", 0.4, "2026-11-01T06:00:00+00:00"))]
+    [table] = diff(Selection("A", [utc]), Selection("B", rerun)).tables
+    assert [(r.status, r.checkpoint[1], [(c.before, c.after) for c in r.changes]) for r in table.rows
+            if r.status != "added"] == [("checkpoint changed", "ef" * 32, [(0.2, 0.4)])]
+
+
 def test_a_store_names_the_folders_it_reads_and_nothing_else(tmp_path):
     store = RecordStore(tmp_path)
     assert (store.records_dir, store.versions_dir, store.replaced_dir) == (

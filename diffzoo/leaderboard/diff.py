@@ -20,7 +20,7 @@ from typing import Any
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from diffzoo.leaderboard.index import newest
+from diffzoo.leaderboard.index import newest, utc_date
 from diffzoo.leaderboard.layouts.cases import TableKey, build_tables
 from diffzoo.leaderboard.render.escape import printable, term_text
 from diffzoo.leaderboard.table import ABSENT, Cell, Row, Table, column, format_delta, value_text
@@ -97,8 +97,8 @@ def _pairs(ta: Table, tb: Table) -> list[tuple[Row | None, Row | None]]:
     row left on each side (:func:`~.index.newest`); a row without a partner is alone."""
     ra, rb = ({r.record_id: r for r in t.rows if not r.baseline} for t in (ta, tb))
     pairs: list[tuple[Row | None, Row | None]] = [(ra.pop(i), rb.pop(i)) for i in list(ra) if i in rb]
-    la, lb = (newest(rows.values(), key=lambda row: row.label, date=lambda row: row.provenance.get("date") or "")
-              for rows in (ra, rb))
+    la, lb = (newest(rows.values(), key=lambda row: row.label,
+                     date=lambda row: utc_date(row.provenance.get("date"))) for rows in (ra, rb))
     pairs += [(ra.pop(la[n].record_id), rb.pop(lb[n].record_id)) for n in la if n in lb]
     return pairs + [(r, None) for r in ra.values()] + [(None, r) for r in rb.values()]
 
