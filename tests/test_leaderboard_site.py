@@ -680,6 +680,28 @@ def test_comparison_plots_of_long_names_show_each_name_apart_inside_the_figure(t
         assert all("\u2026" in t and len(t) < 80 for t in texts), texts
 
 
+def test_a_legend_of_many_long_names_stays_inside_the_figure(tmp_path, monkeypatch):
+    """45 names of two lines each: columns of 20 entries ran past the figure's bottom edge."""
+    from diffzoo.leaderboard.render import comparison_plots as cp
+    from diffzoo.leaderboard.render import plots
+
+    names = [f"detector-{'x' * 300}-{i:02d}" for i in range(45)]
+    boxes, save = [], plots._save
+
+    def kept(fig, path, **kw):
+        written = save(fig, path, **kw)
+        fig.canvas.draw()
+        boxes.append((fig.bbox, fig.axes[0].get_legend().get_window_extent()))
+        return written
+
+    monkeypatch.setattr(plots, "_save", kept)
+    cp.comparison_curves_png({n: [(1.0, 0.5), (2.0, 0.4)] for n in names}, cp.detector_styles(names),
+                             tmp_path / "c.png", xlabel="q", ylabel="m", title="t", ticks=["clean", "90", "50"],
+                             clean=dict.fromkeys(names, 0.6))
+    [(fig, legend)] = boxes
+    assert fig.x0 <= legend.x0 and legend.x1 <= fig.x1 and fig.y0 <= legend.y0 and legend.y1 <= fig.y1, (fig, legend)
+
+
 def test_a_curve_with_no_defined_value_draws_no_figure(tmp_path):
     """Strengths whose primary metric is undefined (NaN) or absent in every record drew an empty
     plot with an empty legend, on the detector's page and among the comparisons."""

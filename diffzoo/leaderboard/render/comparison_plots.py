@@ -33,6 +33,7 @@ from diffzoo.leaderboard.render.plots import (
     _pyplot,
     draw_curves,
     grouped_bars,
+    legend_columns,
     outside_legend,
     percent_groups,
     short_names,
@@ -75,9 +76,9 @@ def detector_styles(names: Iterable[str]) -> dict[str, Style]:
     return out
 
 
-def _width(count: int, base: float) -> float:
-    """A figure wide enough for ``base`` inches of axes and a legend of ``count`` entries."""
-    return base + 2.2 * max(1, -(-count // 20))
+def _width(names: Iterable[str], base: float) -> float:
+    """A figure wide enough for ``base`` inches of axes and a legend of ``names``."""
+    return base + 2.2 * legend_columns(names)
 
 
 def comparison_curves_png(series: dict[str, list[tuple[float, float | None]]], styles: dict[str, Style],
@@ -86,7 +87,7 @@ def comparison_curves_png(series: dict[str, list[tuple[float, float | None]]], s
     """Curves (fractions, drawn in %) over the settings (``ticks``), one per detector in ``series``
     (drawn in its style), each from its clean point (:func:`~.plots.draw_curves`)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(_width(len(series), 6.4), 4.4))
+    fig, ax = plt.subplots(figsize=(_width(series, 6.4), 4.4))
     draw_curves(ax, series, clean, ticks, style=lambda name: {
         "color": styles[name].color, "marker": styles[name].marker, "linestyle": styles[name].linestyle})
     outside_legend(ax)
@@ -99,7 +100,7 @@ def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[st
     benchmarks) on the x axis, one bar per entry of ``series`` (its style); None is no bar."""
     plt = _pyplot()
     editors, percents = percent_groups(series)
-    fig, ax = plt.subplots(figsize=(_width(len(series), max(6.0, 0.9 + 0.15 * len(editors) * len(series))), 4.4))
+    fig, ax = plt.subplots(figsize=(_width(series, max(6.0, 0.9 + 0.15 * len(editors) * len(series))), 4.4))
     grouped_bars(ax, editors, percents,
                  style=lambda name: {"color": styles[name].color, "hatch": styles[name].hatch, "linewidth": 0.3,
                                      "edgecolor": "white" if not styles[name].hatch else "black"})
@@ -114,7 +115,7 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
     """One point per detector (fractions, drawn in %), labelled with its name (one label naming
     all the detectors at one point), in its style."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(_width(len(points), 5.6), 5.0))
+    fig, ax = plt.subplots(figsize=(_width(points, 5.6), 5.0))
     middle = 50 * (min(x for x, _ in points.values()) + max(x for x, _ in points.values()))
     at: dict[tuple[float, float], list[str]] = {}  # detectors at one point share one label, never overprinted
     for name, (x, y) in points.items():

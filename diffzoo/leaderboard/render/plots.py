@@ -83,15 +83,23 @@ def short_names(names: Iterable[str], width: int = 56) -> dict[str, str]:
         budget *= 2
 
 
+def legend_columns(names: Iterable[str]) -> int:
+    """How many columns :func:`outside_legend` lays ``names`` out in: 20 lines of text a column,
+    each entry as many as its longest shortened name (:func:`short_names`) has."""
+    shown = short_names(names).values()
+    lines = max((text.count("\n") + 1 for text in shown), default=1)
+    return max(1, -(-len(shown) // max(1, 20 // lines)))
+
+
 def outside_legend(ax, fontsize: int = 7) -> None:
-    """The axes' legend outside them, on the right, in columns of 20 entries, each name
+    """The axes' legend outside them, on the right, in :func:`legend_columns` columns, each name
     shortened (:func:`short_names`); none without entries."""
     handles, labels = ax.get_legend_handles_labels()
     names = [label.replace(r"\$", "$") for label in labels]  # the names the labels' plot_text shows
     if handles:
         shown = short_names(names)
         ax.legend(handles, [shown[n] for n in names], fontsize=fontsize, loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=max(1, -(-len(handles) // 20)))
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=legend_columns(names))
 
 
 def _save(fig, path: Path, dpi: int = 120, **savefig) -> Path:
