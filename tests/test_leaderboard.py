@@ -84,6 +84,17 @@ def test_validate_cli_rejects_each_bad_record_saying_why(tmp_path, capsys):
     assert code == 0 and "1 valid, 0 invalid" in out
 
 
+def test_a_hostile_records_reason_is_one_line_of_bounded_length(tmp_path, capsys):
+    """20,000 unknown fields printed a reason of 200 KB: validate and add cut it, saying how much is left out."""
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(edited(make_record(), lambda d: d.update({f"x{i}": 1 for i in range(20000)}))))
+    for args in (("validate", path), ("add", path, "--store", tmp_path / "s")):
+        code, out, _ = cli(capsys, "leaderboard", *args)
+        [line] = [line for line in out.splitlines() if line.startswith(("invalid", "rejected"))]
+        assert code == 1 and len(line) < 2000 + len(str(path)) + 60, len(line)
+        assert line.split(": ", 1)[1].startswith("unknown field(s): x0, x1, ") and line.endswith(" more characters)")
+
+
 # -- the store --------------------------------------------------------------------------
 def test_add_is_idempotent_and_reports_a_rerun_that_differs(tmp_path):
     store = RecordStore(tmp_path)

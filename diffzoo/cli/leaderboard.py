@@ -162,6 +162,16 @@ def show_cmd(
         console.print(f"[bold]{label}[/] {term(value)}")
 
 
+REASON_LIMIT = 2000
+"""The most characters of one refusal's reason a line shows: a hostile record's own can run to megabytes."""
+
+
+def _reason(text: str) -> str:
+    """``text`` cut to :data:`REASON_LIMIT` characters, saying how many more there were."""
+    left = len(text) - REASON_LIMIT
+    return text if left <= 0 else f"{text[:REASON_LIMIT]}\u2026 ({left} more characters)"
+
+
 def _report(report: Report, good: str, bad: str, by_path: bool = False) -> None:
     """One line per bad record (named by its file with ``by_path``, else by
     its id and file) and per temp file, a summary line; exit 1 unless all is well."""
@@ -170,7 +180,7 @@ def _report(report: Report, good: str, bad: str, by_path: bool = False) -> None:
             name = str(row.path)
         else:
             name = row.label + (f" ({row.path})" if row.path is not None and row.label != str(row.path) else "")
-        console.print(f"[red]{bad}[/] {term(name)}: {term('; '.join(row.problems))}", soft_wrap=True)
+        console.print(f"[red]{bad}[/] {term(name)}: {term(_reason('; '.join(row.problems)))}", soft_wrap=True)
     for path in report.cleaned:
         console.print(f"removed temp file {term(path)}", soft_wrap=True)
     for path in report.temp_files:
@@ -226,7 +236,7 @@ def add_cmd(
     for o in outcomes:
         counts[o.status] += 1
         if o.status == "rejected":
-            console.print(f"[red]rejected[/] {term(o.source)}: {term(o.reason)}", soft_wrap=True)
+            console.print(f"[red]rejected[/] {term(o.source)}: {term(_reason(o.reason))}", soft_wrap=True)
     console.print(f"{counts['added']} added, {counts['present']} already present, "
                   f"{counts['rejected']} rejected (store {term(store)})")
     if counts["rejected"]:
