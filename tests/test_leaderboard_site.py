@@ -680,6 +680,23 @@ def test_comparison_plots_of_long_names_show_each_name_apart_inside_the_figure(t
         assert all("\u2026" in t and len(t) < 80 for t in texts), texts
 
 
+def test_a_wrapped_plot_title_never_splits_an_escaped_dollar():
+    """A title was escaped, then wrapped: a line could end in the backslash of ``\\$``, drawn as a
+    stray backslash, its ``$`` left bare on the next line to start mathtext."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from diffzoo.leaderboard.render.plots import _title
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))  # titles wrap at 57 characters
+    _title(ax, "x" * 56 + "$5 and $6", fig)
+    lines = ax.get_title().split("\n")
+    plt.close(fig)
+    assert lines == ["x" * 56 + "\\$", "5 and \\$6"], lines
+
+
 def test_a_legend_of_many_long_names_stays_inside_the_figure(tmp_path, monkeypatch):
     """45 names of two lines each: columns of 20 entries ran past the figure's bottom edge."""
     from diffzoo.leaderboard.render import comparison_plots as cp

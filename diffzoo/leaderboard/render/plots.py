@@ -31,9 +31,15 @@ def integer_ticks():
     return MaxNLocator(integer=True)
 
 
+def wrapped(text: str, width: int) -> str:
+    """``text`` for a figure wrapped to lines of ``width`` characters, each line :func:`plot_text`
+    (wrapped first: no line ends in the backslash of an escaped ``$``)."""
+    return "\n".join(_text(line) for line in textwrap.wrap(printable(text), width))
+
+
 def _title(ax, text: str, fig) -> None:
     """A title wrapped to the figure's width (long names must not be cut off)."""
-    ax.set_title(textwrap.fill(_text(text), max(20, int(fig.get_figwidth() * 9))), fontsize=10)
+    ax.set_title(wrapped(text, max(20, int(fig.get_figwidth() * 9))), fontsize=10)
 
 
 def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]],
@@ -68,16 +74,15 @@ def percent_groups(series: Mapping[str, Mapping[str, float | None]]) -> tuple[li
 
 
 def short_names(names: Iterable[str], width: int = 56) -> dict[str, str]:
-    """Each name as a figure shows it (:func:`plot_text` of each line): one of over ``width``
+    """Each name as a figure shows it (:func:`wrapped`): one of over ``width``
     characters as its head, ``…`` and its end (names sharing a long prefix differ at the end),
     keeping more of both where two would read alike, so that names stay apart; wrapped to lines
     of half ``width``."""
     names, budget = list(dict.fromkeys(names)), width
     while True:
         head = budget // 4
-        shown = ["\n".join(_text(line) for line in textwrap.wrap(printable(
-            n if len(n) <= budget else f"{n[:head]}\u2026{n[len(n) - budget + head + 1:]}"), width // 2))
-            for n in names]
+        shown = [wrapped(n if len(n) <= budget else f"{n[:head]}\u2026{n[len(n) - budget + head + 1:]}", width // 2)
+                 for n in names]
         if len(set(shown)) == len(shown) or budget >= max(map(len, names)):  # past the longest: each whole
             return dict(zip(names, shown))
         budget *= 2

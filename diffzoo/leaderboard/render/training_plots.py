@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, integer_ticks, outside_legend
+from diffzoo.leaderboard.render.plots import _pyplot, _save, integer_ticks, outside_legend, wrapped
 
 NAN = float("nan")
 LOG_DECADES = 1.0
@@ -268,5 +267,5 @@ def training_png(curves: TrainingCurves, path: Path, title: str = "") -> Path:
             pad = 1.0 if min(xs) == max(xs) else 0.02 * (max(xs) - min(xs))
             ax.set_xlim(min(xs) - pad, max(xs) + pad)
         outside_legend(ax, fontsize=8)
-    fig.suptitle(textwrap.fill(_text(title or "training"), 90), fontsize=10)
+    fig.suptitle(wrapped(title or "training", 90), fontsize=10)
     return _save(fig, path, dpi=110, bbox_inches="tight")
