@@ -398,7 +398,8 @@ def test_editor_names_are_read_stripped_and_in_nfc_and_background_or_a_repeat_is
     assert LabelSpace.from_editors([" qwen ", nfd]).names == ("background", "qwen", nfc)
     assert LabelSpace.from_editors([nfd]) == LabelSpace.from_editors([nfc])
     assert LabelSpace.from_editors(["qwen", nfc]).index(nfd) == 2
-    for name, why in (("\t", "it is empty"), ("Background", "background is label 0, the unedited pixels")):
+    for name, why in (("\t", "it is empty"), ("Background", "background is label 0, the unedited pixels"),
+                      ("a@b", "it holds '@', which names a metric's slice (IoU.a@b reads as IoU.a sliced by b)")):
         with pytest.raises(DataError, match=re.escape(f"editor {name!r} cannot name a class: {why}")):
             LabelSpace.from_editors(["sd2", name])
     said = "editors 'caf\\xe9' and 'cafe\\u0301' are one class, 'café' (read with spaces stripped, in Unicode NFC)"

@@ -94,6 +94,16 @@ def test_a_detector_is_registered_under_its_cards_name():
     assert r.add("detector", "mine.conv", "x:y", source="p", card=card("mine.conv")).name == "mine.conv"
 
 
+def test_a_name_holding_a_space_or_the_slice_separator_is_refused():
+    r = Registry()
+    for name in ("", " a", "a b"):
+        with pytest.raises(RegistryError, match=f"^generator name {name!r} from plugin 'p' is not a valid name: "):
+            r.add("generator", name, "x:y", source="p")
+    with pytest.raises(RegistryError, match="generator name 'sd@2' from plugin 'p' is not a valid name: a name is not "
+                                            "empty and holds no space and no '@', which names a metric's slice"):
+        r.add("generator", "sd@2", "x:y", source="p")
+
+
 def test_lazy_entries_import_on_load_only():
     r = Registry()
     e = r.add("suite", "s", "json:dumps", source="p")

@@ -315,6 +315,8 @@ def test_no_train_refuses_a_cached_checkpoint_with_nan_weights(capsys, diffseg_f
     (["background", "caf\u00e9", "cafe\u0301"], "editors 'caf\\xe9' and 'cafe\\u0301' are one class, 'café'"),
     # a line break in a class name split every line naming it
     (["background", "sd2\nx"], "editor 'sd2\\nx' cannot name a class: it holds a control character (a line break"),
+    # '@' names a metric's slice: a class 'a@b' gave a column IoU.a@b read as IoU.a sliced by b
+    (["background", "a@b"], "editor 'a@b' cannot name a class: it holds '@', which names a metric's slice"),
     ({"names": ["background", *(f"e{i}" for i in range(300))]}, "at most 255 classes"),
     ([["a"]], "class names must be non-empty strings"),
 ])

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diffzoo.harness.core.errors import PluginError, RegistryError, UnknownNameError
+from diffzoo.harness.core.types import SLICE_SEPARATOR, SLICED
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,9 @@ class Registry:
         source: str = "?",
     ) -> Entry:
         entries = self._kind(kind)
-        if not name or name != name.strip() or " " in name:
-            raise RegistryError(f"{kind} name {name!r} from plugin {source!r} is not a valid name")
+        if not name or name != name.strip() or " " in name or SLICE_SEPARATOR in name:
+            raise RegistryError(f"{kind} name {name!r} from plugin {source!r} is not a valid name: a name is not empty "
+                                f"and holds no space and no {SLICE_SEPARATOR!r}, {SLICED}")
         if name in entries:
             raise RegistryError(
                 f"{kind} {name!r} is registered twice: by plugin {entries[name].source!r} "

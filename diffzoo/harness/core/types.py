@@ -16,6 +16,12 @@ if TYPE_CHECKING:  # annotations only: `import diffzoo` (and `diffzoo list`) loa
 IGNORE_INDEX = 255
 """Label value that metrics and losses skip (docs/metrics.md)."""
 
+SLICE_SEPARATOR = "@"
+"""Slice metrics are named ``<metric>@<key>=<value>`` (e.g. ``mIoU@turns=2``), so no class or
+registered name holds it: ``IoU.a@b`` would read as ``IoU.a`` sliced by ``b``."""
+SLICED = "which names a metric's slice (IoU.a@b reads as IoU.a sliced by b)"
+"""Why a name may not hold :data:`SLICE_SEPARATOR`, as refusals say it."""
+
 MAX_SEED = 2**63 - 1
 """Seeds are integers in [0, MAX_SEED]: every RNG diffzoo seeds (torch, numpy,
 Python) takes them, and they survive JSON readers that use signed 64-bit ints."""
@@ -122,14 +128,16 @@ class LabelSpace:
     def from_editors(cls, editors: Sequence[str]) -> LabelSpace:
         """``background``, then one class per editor named as read: spaces stripped, Unicode NFC.
         A DataError for a name that is empty, the background class in any case, one holding a control
-        character (a line break would split every line that names the class), or another's."""
+        character (a line break would split every line that names the class) or :data:`SLICE_SEPARATOR`,
+        or another's."""
         read: dict[str, str] = {}  # the name read -> the name as given
         for given in editors:
             name = cls.read(given)
             control = any(unicodedata.category(c) == "Cc" for c in name)
-            if not name or name.casefold() == "background" or control:
+            if not name or name.casefold() == "background" or control or SLICE_SEPARATOR in name:
                 why = ("it is empty" if not name else "it holds a control character (a line break, a tab)" if control
-                       else "background is label 0, the unedited pixels")
+                       else "background is label 0, the unedited pixels" if name.casefold() == "background"
+                       else f"it holds {SLICE_SEPARATOR!r}, {SLICED}")
                 raise DataError(f"editor {given!r} cannot name a class: {why}")
             if name in read:
                 raise DataError(f"editors {ascii(read[name])} and {ascii(given)} are one class, {name!r} (read with "

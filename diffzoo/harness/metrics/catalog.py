@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from diffzoo.harness.core.types import SLICE_SEPARATOR
+
 AREA_THRESHOLD = 0.01
 """Edited if the predicted edited area is above this fraction of the image (DiffSeg30k rule)."""
 SCORE_THRESHOLD = 0.5
@@ -88,8 +90,6 @@ CATALOG: dict[str, MetricInfo] = {
     **{name: MetricInfo(name, label, True, oracle=True) for name, label in _ORACLE.items()},
     **{name: MetricInfo(name, label, better, low, high) for name, (label, low, high, better) in _PARITY.items()},
 }
-SLICE_SEPARATOR = "@"
-"""Slice metrics are named ``<metric>@<key>=<value>`` (e.g. ``mIoU@turns=2``)."""
 
 
 def metric_info(name: str) -> MetricInfo | None:
