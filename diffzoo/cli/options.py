@@ -122,7 +122,7 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
             from_file[name] = [_home(v) for v in value] if isinstance(value, list) else _home(value)
     for name in set(from_file) & set(own):
         from_file[name] = _cast(ctx, name, from_file[name], config)
-    for f in fields(RunRequest):  # read again by the request, whose refusal would not name the file
+    for f in fields(RunRequest):  # read and checked again by the request, whose refusal would not name the file
         if f.name in from_file and f.name in options:
             try:
                 field_value(f, from_file[f.name])

@@ -73,7 +73,14 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", 'iterations: "3"', ["--config", "--iterations takes an integer, got '3'"]),
     ("run", "iterations: true", ["--config", "--iterations takes an integer, got True"]),
     ("run", "seed: '3'", ["--config", "--seed takes an integer, got '3'"]),  # text, as every integer option says it
-    ("run", "seed: -1", ["--seed -1 is not a valid seed: give an integer from 0 to 2**63 - 1"]),
+    # a value out of range names the file as one of the wrong kind does
+    ("run", "seed: -1", ["--config", "--seed -1 is not a valid seed: give an integer from 0 to 2**63 - 1"]),
+    ("run", "bootstrap: -1", ["--config", "--bootstrap -1: give the number of resamples"]),
+    ("run", "iterations: 0", ["--config", "--iterations 0: must be at least 1"]),
+    ("run", "workers: -1", ["--config", "--workers"]),
+    ("run", "log_every: 0", ["--config", "--log-every"]),
+    ("run", "thresholds: sometimes", ["--config", "--thresholds 'sometimes': choose one of"]),
+    ("train", "seed: -1", ["--config", "--seed -1 is not a valid seed"]),
     ("train", "seed: '3'", ["--config", "--seed takes an integer, got '3'"]),
     ("run", "suite: {a: 1}", ["--config", "--suite takes text, got {'a': 1}"]),
     ("run", "eval_dataset: 5", ["--config", "--eval-dataset takes a list, got 5"]),

@@ -164,41 +164,16 @@ class RunRequest:
         "rows (not held out), never ranked with held-out ones.", flags=(ALLOW_TRAIN_OVERLAP,))
 
     def __post_init__(self) -> None:
-        """Values normalised to the fields' types, then every check that needs no dataset (a
-        ConfigError naming the flag), before any work: each by the rule of the code that uses
-        the value (seeds, training configs, loader workers, the training loop's cadence)."""
-        from diffzoo.harness.core.parallel import check_workers
-        from diffzoo.harness.core.train_config import TrainConfig
-        from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
-        from diffzoo.harness.models.resume import check_every
-
+        """Values read and checked field by field (:func:`field_value`), then every check of
+        several fields that needs no dataset (a ConfigError naming the flags), before any work."""
         for f in fields(self):
             setattr(self, f.name, field_value(f, getattr(self, f.name)))
-        check_seed(self.seed, "--seed")  # its range; its type is the loop's rule, as every integer's
-        from diffzoo.harness.models.releases import release_name
-
-        release_name(self.weights)  # released:NAME, or nothing
-        check_threshold_policy(self.thresholds)
         self.dataset_options()  # an adapter option given both as its own flag and as --dataset-option
         if self.eval_dataset_option and not self.eval_dataset:
             raise ConfigError("--eval-dataset-option was given, but no --eval-dataset to pass it to")
-        if not self.calibration_split.strip():  # an unset variable: no split is named so
-            raise no_value(f"--calibration-split {self.calibration_split!r}")
         if self.thresholds != "calibrated" and self.calibration_split != DEFAULT_CALIBRATION_SPLIT:
             raise ConfigError(f"--calibration-split {self.calibration_split} is read only with --thresholds "
                               f"calibrated (they are {self.thresholds} here)")  # never given and left unread
-        if not 0 <= self.bootstrap <= MAX_BOOTSTRAP:
-            raise ConfigError(f"--bootstrap {self.bootstrap}: give the number of resamples, 0 to {MAX_BOOTSTRAP:,} "
-                              "(0: no confidence intervals; a 95% interval settles within a few thousand)")
-        TrainConfig().with_overrides(**self.train_overrides())  # --recipe, --iterations, ...
-        if self.crop_size is not None and self.crop_size**2 > max_pixels():  # no image could fill it: memory spent
-            raise ConfigError(f"--crop-size {self.crop_size}: a {self.crop_size} x {self.crop_size} px crop exceeds "
-                              f"the {max_pixels():,}-pixel limit on images (${MAX_PIXELS_ENV})")
-        if self.workers is not None:  # a bad --workers fails before torchrun's group is joined
-            check_workers(self.workers)
-        check_every(self.save_every)
-        check_every(self.log_every, "--log-every", minimum=1)
-        check_every(self.val_every, "--val-every")
 
     # -- what the harness reads ------------------------------------------------------------
     def train_overrides(self) -> dict[str, Any]:
@@ -338,14 +313,49 @@ kind is refused."""
 def field_value(f: Any, value: Any) -> Any:
     """``value`` of :class:`RunRequest` field ``f`` as the field holds it: text as the command line
     or a --config file gives it, parsed where the field parses text, then read into the field's
-    type (:func:`typed_value`); a ConfigError naming its flag for a value of another kind."""
+    type (:func:`typed_value`) and checked by the field's own rule (:func:`_check_value`); a
+    ConfigError naming its flag for a value of another kind or one the rule refuses."""
     flag = flag_of(f)
     if f.metadata["parse"] is not None:
         value = _listed(value)
         if not isinstance(value, (list, tuple, Mapping)):
             raise ConfigError(f"{flag} takes {_KINDS[list]}, got {value!r}")
         value = f.metadata["parse"](value)
-    return typed_value(flag, value, _field_types()[f.name])
+    value = typed_value(flag, value, _field_types()[f.name])
+    _check_value(f.name, value)
+    return value
+
+
+def _check_value(name: str, value: Any) -> None:
+    """A ConfigError naming the flag of :class:`RunRequest` field ``name`` where ``value`` (of the
+    field's type) breaks the rule of the code that uses it (seeds, training configs, loader
+    workers, the training loop's cadence); fields of no rule of their own pass."""
+    from diffzoo.harness.core.parallel import check_workers
+    from diffzoo.harness.core.train_config import TrainConfig
+    from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
+    from diffzoo.harness.models.releases import release_name
+    from diffzoo.harness.models.resume import check_every
+
+    if name == "seed":
+        check_seed(value, "--seed")
+    elif name == "weights":
+        release_name(value)  # released:NAME, or nothing
+    elif name == "thresholds":
+        check_threshold_policy(value)
+    elif name == "calibration_split" and not value.strip():  # an unset variable: no split is named so
+        raise no_value(f"--calibration-split {value!r}")
+    elif name == "bootstrap" and not 0 <= value <= MAX_BOOTSTRAP:
+        raise ConfigError(f"--bootstrap {value}: give the number of resamples, 0 to {MAX_BOOTSTRAP:,} "
+                          "(0: no confidence intervals; a 95% interval settles within a few thousand)")
+    elif name in ("iterations", "batch_size", "crop_size", "recipe"):
+        TrainConfig().with_overrides(**{name: value})
+        if name == "crop_size" and value is not None and value**2 > max_pixels():  # no image could fill it
+            raise ConfigError(f"--crop-size {value}: a {value} x {value} px crop exceeds "
+                              f"the {max_pixels():,}-pixel limit on images (${MAX_PIXELS_ENV})")
+    elif name == "workers" and value is not None:  # a bad --workers fails before torchrun's group is joined
+        check_workers(value)
+    elif name in ("save_every", "log_every", "val_every"):
+        check_every(value, f"--{name.replace('_', '-')}", minimum=int(name == "log_every"))
 
 
 def typed_value(flag: str, value: Any, hint: Any) -> Any:
