@@ -34,6 +34,7 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress, reporting
 from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.types import check_task
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
 from diffzoo.harness.records.document import ResultRecord, keep_state
 from diffzoo.harness.run.model_source import CheckpointInfo
@@ -220,6 +221,7 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     if given and not names:  # "$EDITORS" with EDITORS unset: never a training on every editor, unsaid
         raise ConfigError("--exclude-editors is empty (an unset shell variable?): give editor names or leave the "
                           "option out")
+    check_task(task)  # no task at all is said so (did you mean), never as one the card lacks
     card = get_registry().get("detector", request.detector).card  # an unknown name, a task it has not: no data read
     if task not in card.tasks:
         raise ConfigError(f"{card.name} cannot be trained for task {task!r}; it supports {', '.join(card.tasks)}")

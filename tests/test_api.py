@@ -213,6 +213,17 @@ def test_train_refuses_a_task_its_detector_has_not_before_it_opens_the_dataset(t
     assert str(error.value) == "segformer.tiny cannot be trained for task 'classification'; it supports binary, semantic"
 
 
+@pytest.mark.parametrize("task, said", [
+    ("Binary", "--task 'Binary' is not a task. Did you mean 'binary'? Tasks: binary, semantic, classification"),
+    ("nosuch", "--task 'nosuch' is not a task. Tasks: binary, semantic, classification"),
+])
+def test_train_refuses_a_task_that_is_no_task_as_every_task_option_does(tmp_path, task, said):
+    """An unknown task was said to be one the detector "cannot be trained for", with no suggestion."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="segformer.tiny", dataset=str(tmp_path / "none"), task=task, device="cpu")
+    assert str(error.value) == said
+
+
 def test_the_cli_run_is_evaluate_printed(diffseg_folder, tmp_path, capsys, monkeypatch):
     """`diffzoo run` calls diffzoo.evaluate with its options as one RunRequest."""
     import diffzoo.api as api  # what the command calls when it runs (it imports no torch before)
