@@ -157,6 +157,22 @@ def test_an_empty_image_or_mask_file_is_said_to_be_empty(tmp_path, read):
         assert err.value.reason == f"{name or tmp_path / 'empty.png'}: the file is empty (0 bytes), not an image"
 
 
+@pytest.mark.parametrize("fmt", ["TIFF", "GIF", "WEBP", "PNG"])
+@pytest.mark.parametrize("read", [read_image, read_mask])
+def test_a_multi_page_or_animated_image_or_mask_is_refused_naming_its_frames(tmp_path, fmt, read):
+    """A multi-page TIFF or an animated GIF, WebP or PNG was read as its first frame, silently."""
+    frames = [Image.fromarray(np.full((8, 8), v, np.uint8)).convert("P" if fmt == "GIF" else "L") for v in (0, 1, 2)]
+    path = tmp_path / f"x.{fmt.lower()}"
+    path.write_bytes(_encode(frames[0], fmt, save_all=True, append_images=frames[1:], lossless=True))
+    with pytest.raises(CorruptSampleError) as err:
+        read(path, "s")
+    assert err.value.kind == "multi-frame"
+    assert err.value.reason == f"{path}: holds 3 frames (a multi-page or animated image); give a one-frame image"
+    one = tmp_path / f"one.{fmt.lower()}"
+    one.write_bytes(_encode(frames[1], fmt, save_all=True, lossless=True))
+    assert read(one, "s").shape[:2] == (8, 8)  # one frame, saved by a writer of many, is read
+
+
 def test_truncated_image_is_a_corrupt_sample(tmp_path):
     data = png_bytes(RNG.integers(0, 256, (64, 64, 3), dtype=np.uint8))
     cut = tmp_path / "cut.png"

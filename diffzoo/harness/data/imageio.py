@@ -4,7 +4,7 @@ Every adapter decodes through these functions so that a corrupt, truncated,
 oversized or ambiguous file fails the same way everywhere: a
 :class:`CorruptSampleError` naming the sample and the file, with a ``kind``
 (``corrupt``, ``missing-file``, ``not-a-file``, ``unreadable``, ``too-large``,
-``unsupported-mode``, ``mask-ambiguous``, ``mask-lossy``, ``mask-size``,
+``multi-frame``, ``unsupported-mode``, ``mask-ambiguous``, ``mask-lossy``, ``mask-size``,
 ``mask-values``), which a run skips and counts (``--strict`` stops).
 The conversion rules are in docs/datasets.md ("Odd images"); opening follows these:
 
@@ -144,7 +144,8 @@ def open_image(src: ImageSource, sample_id: str, name: str | None) -> tuple[Imag
     such) and how the file is called in messages (:func:`describe_source`).
     Every failure is a :class:`CorruptSampleError` naming it:
     kind ``missing-file``, ``not-a-file`` (a FIFO, a folder, a link that leads nowhere),
-    ``unreadable`` (permission denied, an I/O error), ``too-large`` or ``corrupt``.
+    ``unreadable`` (permission denied, an I/O error), ``too-large``, ``multi-frame`` (a
+    multi-page TIFF, an animated GIF, APNG or WebP) or ``corrupt``.
     """
     name = describe_source(src, name)
     data: bytes | None = None
@@ -175,6 +176,9 @@ def open_image(src: ImageSource, sample_id: str, name: str | None) -> tuple[Imag
                 img = Image.open(io.BytesIO(data))
             _check_pixels(img, sample_id, name)
             img.load()
+            if (frames := getattr(img, "n_frames", 1)) > 1:  # a sample is one frame: PIL would read the first alone
+                raise CorruptSampleError(sample_id, f"{name}: holds {frames} frames (a multi-page or animated image); "
+                                         "give a one-frame image", "multi-frame")
     except DiffzooError:
         raise
     except UnidentifiedImageError:
