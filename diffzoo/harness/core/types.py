@@ -49,8 +49,6 @@ def shareable(array: np.ndarray) -> np.ndarray:
 
 def check_seed(seed: object, what: str = "--seed") -> int:
     """``seed`` if it is an integer in [0, MAX_SEED]; else a ConfigError naming ``what``."""
-    from diffzoo.harness.core.errors import ConfigError
-
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"{what} {seed!r} is not a valid seed: give an integer from 0 to 2**63 - 1 "
                           f"({MAX_SEED}), e.g. {what} 0")

@@ -322,12 +322,12 @@ def field_value(f: Any, value: Any) -> Any:
             raise ConfigError(f"{flag} takes {_KINDS[list]}, got {value!r}")
         value = f.metadata["parse"](value)
     value = typed_value(flag, value, _field_types()[f.name])
-    _check_value(f.name, value)
+    _check_value(f.name, flag, value)
     return value
 
 
-def _check_value(name: str, value: Any) -> None:
-    """A ConfigError naming the flag of :class:`RunRequest` field ``name`` where ``value`` (of the
+def _check_value(name: str, flag: str, value: Any) -> None:
+    """A ConfigError naming ``flag`` where ``value`` of :class:`RunRequest` field ``name`` (of the
     field's type) breaks the rule of the code that uses it (seeds, training configs, loader
     workers, the training loop's cadence); fields of no rule of their own pass."""
     from diffzoo.harness.core.parallel import check_workers
@@ -337,25 +337,25 @@ def _check_value(name: str, value: Any) -> None:
     from diffzoo.harness.models.resume import check_every
 
     if name == "seed":
-        check_seed(value, "--seed")
+        check_seed(value, flag)
     elif name == "weights":
         release_name(value)  # released:NAME, or nothing
     elif name == "thresholds":
         check_threshold_policy(value)
     elif name == "calibration_split" and not value.strip():  # an unset variable: no split is named so
-        raise no_value(f"--calibration-split {value!r}")
+        raise no_value(f"{flag} {value!r}")
     elif name == "bootstrap" and not 0 <= value <= MAX_BOOTSTRAP:
-        raise ConfigError(f"--bootstrap {value}: give the number of resamples, 0 to {MAX_BOOTSTRAP:,} "
+        raise ConfigError(f"{flag} {value}: give the number of resamples, 0 to {MAX_BOOTSTRAP:,} "
                           "(0: no confidence intervals; a 95% interval settles within a few thousand)")
     elif name in ("iterations", "batch_size", "crop_size", "recipe"):
         TrainConfig().with_overrides(**{name: value})
         if name == "crop_size" and value is not None and value**2 > max_pixels():  # no image could fill it
-            raise ConfigError(f"--crop-size {value}: a {value} x {value} px crop exceeds "
+            raise ConfigError(f"{flag} {value}: a {value} x {value} px crop exceeds "
                               f"the {max_pixels():,}-pixel limit on images (${MAX_PIXELS_ENV})")
     elif name == "workers" and value is not None:  # a bad --workers fails before torchrun's group is joined
-        check_workers(value)
+        check_workers(value, flag)
     elif name in ("save_every", "log_every", "val_every"):
-        check_every(value, f"--{name.replace('_', '-')}", minimum=int(name == "log_every"))
+        check_every(value, flag, minimum=int(name == "log_every"))
 
 
 def typed_value(flag: str, value: Any, hint: Any) -> Any:
