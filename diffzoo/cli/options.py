@@ -120,14 +120,14 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
                               "folder) or leave the key out")
         if path_valued:  # `out: ~/runs/x` is under the home folder, as the shell would read it
             from_file[name] = [_home(v) for v in value] if isinstance(value, list) else _home(value)
-    for name in set(from_file) & set(own):
-        from_file[name] = _cast(ctx, name, from_file[name], config)
-    for f in fields(RunRequest):  # read and checked again by the request, whose refusal would not name the file
-        if f.name in from_file and f.name in options:
-            try:
+    try:  # every refusal of a value the file gives names the file
+        for name in set(from_file) & set(own):
+            from_file[name] = _cast(ctx, name, from_file[name])
+        for f in fields(RunRequest):  # read and checked again by the request, whose refusal would not name the file
+            if f.name in from_file and f.name in options:
                 field_value(f, from_file[f.name])
-            except ConfigError as exc:
-                raise ConfigError(f"--config {config}: {exc}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"--config {config}: {exc}") from None
     ctx.meta[CONFIG_KEYS] = frozenset(from_file)  # what was_given() reads: the file is read once
     return {**values, **from_file, **given}
 
@@ -137,7 +137,7 @@ def _home(value: Any) -> Any:
     return os.path.expanduser(value) if isinstance(value, str) else value
 
 
-def _cast(ctx: typer.Context, name: str, value: Any, config: Path | None) -> Any:
+def _cast(ctx: typer.Context, name: str, value: Any) -> Any:
     """A ``--config`` file's value of the command's own option ``name`` as the command line's:
     of the option's kind as a request field's value is (:func:`typed_value`: one text where a
     repeatable option takes a list is a list of it, a list where it takes text is that text, never
@@ -150,11 +150,9 @@ def _cast(ctx: typer.Context, name: str, value: Any, config: Path | None) -> Any
             return typed_value(param.opts[0], value, dict[str, Any])
         value = typed_value(param.opts[0], value, param.type_descriptor.annotation)
         return param.process_value(ctx, value)
-    except ConfigError as exc:
-        raise ConfigError(f"--config {config}: {exc}") from None
     except (typer.TyperException, TypeError, ValueError) as exc:
         why = exc.format_message() if isinstance(exc, typer.BadParameter) else str(exc)
-        raise ConfigError(f"--config {config}: {why} (got {value!r})") from None
+        raise ConfigError(f"{why} (got {value!r})") from None
 
 
 def given_here(ctx: typer.Context, name: str) -> bool:
