@@ -131,11 +131,12 @@ class LabelSpace:
         read: dict[str, str] = {}  # the name read -> the name as given
         for given in editors:
             name = cls.read(given)
-            control = any(unicodedata.category(c) == "Cc" for c in name)
-            if not name or name.casefold() == "background" or control or SLICE_SEPARATOR in name:
-                why = ("it is empty" if not name else "it holds a control character (a line break, a tab)" if control
-                       else "background is label 0, the unedited pixels" if name.casefold() == "background"
-                       else f"it holds {SLICE_SEPARATOR!r}, {SLICED}")
+            why = ("it is empty" if not name
+                   else "it holds a control character (a line break, a tab)"
+                   if any(unicodedata.category(c) == "Cc" for c in name)
+                   else "background is label 0, the unedited pixels" if name.casefold() == "background"
+                   else f"it holds {SLICE_SEPARATOR!r}, {SLICED}" if SLICE_SEPARATOR in name else None)
+            if why:
                 raise DataError(f"editor {given!r} cannot name a class: {why}")
             if name in read:
                 raise DataError(f"editors {ascii(read[name])} and {ascii(given)} are one class, {name!r} (read with "
