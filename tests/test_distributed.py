@@ -240,6 +240,7 @@ def test_train_out_in_the_checkpoint_cache_is_refused_before_training(capsys, di
 @pytest.mark.parametrize("args, expected", [
     (["--exclude-editors", "sd2,sdxll"], "cannot exclude editor 'sdxll'"),
     (["--task", "classification"], "cannot be trained for task 'classification'"),
+    (["--task", "Binary"], "--task 'Binary' is not a task. Did you mean 'binary'?"),
     (["--out", "{data}"], "is not a checkpoint folder"),
     (["--exclude-editors", "{editors}"], "leaves no edited image to train on"),
 ])
