@@ -57,14 +57,11 @@ OUTPUTS_OUTSIDE_STORE = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR)
 def make_request(request: RunRequest | Mapping[str, Any] | None = None, **options: Any) -> RunRequest:
     """``request`` (or the defaults; a mapping is read as a ``--config`` file's keys) with
     ``options`` (flag names; None: not given) applied, validated as one :class:`RunRequest`."""
-    given = {k: v for k, v in options.items() if v is not None}
-    if request is None:
-        return RunRequest.of(**given)
-    if isinstance(request, Mapping):
-        return RunRequest.from_dict(request, **given)
-    if not isinstance(request, RunRequest):
+    if isinstance(request, RunRequest):
+        request = {f.name: getattr(request, f.name) for f in fields(RunRequest)}
+    if not isinstance(request, Mapping | None):
         raise ConfigError(f"request= takes a RunRequest or a mapping of its fields, got {type(request).__name__}")
-    return RunRequest.of(**{**{f.name: getattr(request, f.name) for f in fields(RunRequest)}, **given})
+    return RunRequest.from_dict(request or {}, **{k: v for k, v in options.items() if v is not None})
 
 
 @dataclass
