@@ -480,6 +480,17 @@ def test_bad_mask_files_are_named_before_any_sample_is_made(capsys, tmp_path):
     assert not (out / STATE_DIR / "samples").exists()
 
 
+def test_a_base_too_thin_for_a_region_is_named(capsys, tmp_path):
+    """A 4000 x 8 px base at --size 32 (32 x 1 px) stopped the run with "image 32x1 is too small", naming no file."""
+    bases = tmp_path / "bases"
+    bases.mkdir()
+    Image.fromarray(np.full((8, 4000, 3), 90, np.uint8)).save(bases / "thin.png")
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--editors", "sd2.tiny",
+                            "--n", 1, "--ai-bases", 0, "--size", 32)
+    assert code == 1 and " ".join((stdout + err).split()).endswith(
+        "error: base thin.png: image 32x1 is too small for a region: a side under 8 px"), stdout + err
+
+
 def test_a_mask_file_cut_short_in_its_pixels_is_named_before_any_model_loads(capsys, tmp_path):
     """A mask whose header was whole but whose pixel data was cut short passed the check and failed the run later."""
     bases = make_bases(tmp_path / "bases", n=1)

@@ -134,7 +134,7 @@ def random_region(
     if not shapes or unknown:
         raise ConfigError(f"unknown region shapes {sorted(unknown)}; choose from {SHAPES}")
     if min(height, width) < 8:
-        raise ConfigError(f"image {width}x{height} is too small for a region")
+        raise ConfigError(f"image {width}x{height} is too small for a region: a side under 8 px")
     for _ in range(20):
         shape = shapes[int(rng.integers(len(shapes)))]
         frac = float(rng.uniform(min_frac, max_frac))
@@ -243,7 +243,10 @@ class RandomRegions:
 
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
         h, w = base.image.shape[:2]
-        return [random_region(h, w, rng) for _ in range(6)]
+        try:
+            return [random_region(h, w, rng) for _ in range(6)]
+        except ConfigError as exc:  # the base's pixels, not a setting, hold no region: the base is named
+            raise DataError(f"base {base.source}: {exc}") from None
 
 
 def _object_name(stem: str) -> str | None:
