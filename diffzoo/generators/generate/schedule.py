@@ -28,6 +28,7 @@ from diffzoo.generators.generate.prompts import EDIT_TYPES
 from diffzoo.harness.core.errors import ConfigError
 
 MIN_BLOCK = 20
+MAX_RATIO_SUM = 1000
 BASE_KINDS: tuple[str, ...] = ("real", "ai")
 _BLOCK_KEY = 0x626C6B  # "blk": stream of the per-block choices
 
@@ -62,6 +63,9 @@ def parse_turn_ratio(spec: str | Sequence[int]) -> tuple[int, ...]:
         raise ConfigError(f"turn ratio {spec!r}: expected whole numbers such as 1:4:5") from None
     if not ratio or any(r < 0 for r in ratio) or not sum(ratio):
         raise ConfigError(f"turn ratio {spec!r}: needs non-negative counts, not all zero (e.g. 1:4:5)")
+    if sum(ratio) > MAX_RATIO_SUM:  # a block of ids holds the ratio exactly, and each block is planned whole
+        raise ConfigError(f"turn ratio {spec!r}: its counts sum to {sum(ratio)}, at most {MAX_RATIO_SUM} "
+                          "(a smaller ratio such as 1:4:5 says the same)")
     return ratio
 
 
