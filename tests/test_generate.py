@@ -481,6 +481,21 @@ def test_bad_mask_files_are_named_before_any_sample_is_made(capsys, tmp_path):
     assert not (out / STATE_DIR / "samples").exists()
 
 
+def test_a_mask_not_of_its_bases_shape_is_named_before_any_model_loads(capsys, tmp_path):
+    """A 40 x 48 px mask of a 48 x 40 px base (drawn on the view its EXIF tag turns) was stretched to it, unsaid."""
+    bases = make_bases(tmp_path / "bases", n=2)  # 40 x 48 px (W x H)
+    for i, (h, w) in enumerate([(24, 20), (40, 48)]):  # half size: resized; turned: refused
+        (tmp_path / "masks" / f"b{i}").mkdir(parents=True)
+        Image.fromarray(np.full((h, w), 255, np.uint8)).save(tmp_path / "masks" / f"b{i}" / "box.png")
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--regions",
+                            f"masks:{tmp_path / 'masks'}", "--editors", "sd2.tiny", "--n", 1, "--ai-bases", 0)
+    assert code == 1 and " ".join((stdout + err).split()) == (
+        f"error: --regions masks:{tmp_path / 'masks'}: 1 mask file(s) cannot be read: "
+        f"{tmp_path / 'masks' / 'b1' / 'box.png'}: 48 x 40 px does not scale to its base b1.png, 40 x 48 px; "
+        "fix or remove them"), stdout + err
+    assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
+
+
 def test_a_base_too_thin_for_a_region_is_named(capsys, tmp_path):
     """A 4000 x 8 px base at --size 32 (32 x 1 px) stopped the run with "image 32x1 is too small", naming no file."""
     bases = tmp_path / "bases"

@@ -183,7 +183,7 @@ class DatasetGenerator:
                         example = refs[0]
                         raise ConfigError(f"none of the {len(refs)} base(s) has masks in {kind}: the masks of "
                                           f"{example.source} go in {self._regions.folder / example.key}/*.png")
-                    self._regions.check(r.key for r in kept)
+                    self._regions.check(kept)
                     refs = kept
                     settings["regions"] = {"masks": self._regions.digest()}
                 elif kind == "open-vocab":

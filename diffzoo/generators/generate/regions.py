@@ -261,7 +261,7 @@ class MaskFolderRegions:
     ``<base key>`` is the base image's path inside the bases folder without
     its suffix (``street/0001.jpg`` -> ``FOLDER/street/0001/``).  A file's
     stem names the object (``dog_2.png`` -> "dog").  Masks of another size
-    than the base are resized (nearest neighbour).
+    than the base, its shape scaled, are resized (nearest neighbour).
     """
 
     name = "masks"
@@ -285,18 +285,32 @@ class MaskFolderRegions:
                       for p in self.folder.rglob("*") if p.is_file() and not p.name.startswith("."))
         return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
 
-    def check(self, keys: Iterable[str]) -> None:
-        """Every mask file of the bases ``keys`` decodes as :meth:`candidates` reads it (pixels and all):
+    def check(self, bases: Iterable[Any]) -> None:
+        """Every mask file of ``bases`` (each with its ``key``, ``path`` and ``source``) decodes as
+        :meth:`candidates` reads it (pixels and all) and has its base's shape up to a resize (1 px
+        of rounding), as a mask of another image, or of a view turned by an EXIF tag, has not:
         a bad one is named before any model loads, not at its sample."""
+        from PIL import Image
+
+        from diffzoo.harness.data.distortions import longer_side_size
         from diffzoo.harness.data.imageio import read_mask
 
         bad = []
-        for key in keys:
-            for path in self.files(key):
+        for base in bases:
+            try:
+                with Image.open(base.path) as im:  # the header: a base it cannot read is named at its sample
+                    w, h = im.size
+            except OSError:
+                w = h = 0
+            for path in self.files(base.key):
                 try:
-                    read_mask(path, key)
+                    mask = read_mask(path, base.key)
                 except CorruptSampleError as exc:
                     bad.append(exc.reason)
+                    continue
+                if h and max(abs(a - b) for a, b in zip(longer_side_size(*mask.shape, max(h, w)), (h, w))) > 1:
+                    bad.append(f"{path}: {mask.shape[1]} x {mask.shape[0]} px does not scale to its base "
+                               f"{base.source}, {w} x {h} px")
         if bad:
             raise DataError(f"--regions masks:{self.folder}: {len(bad)} mask file(s) cannot be read: "
                             f"{'; '.join(bad)}; fix or remove them")
