@@ -355,6 +355,13 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
     assert code == 2 and f"--out {bases / 'gen'} is inside the bases' folder {bases}: the images it writes would " \
                          "be read as bases the next time" in " ".join(err.split())
     assert not (bases / "gen").exists()
+    (tmp_path / "masks" / "b0").mkdir(parents=True)  # a resumed run found the images it wrote there as masks added
+    Image.fromarray(np.pad(np.full((24, 20), 255, np.uint8), ((12, 12), (10, 10)))).save(tmp_path / "masks/b0/box.png")
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "masks" / "gen", "--bases", bases, "--editors", EDITORS,
+                       "--regions", f"masks:{tmp_path / 'masks'}", "--n", 1, "--size", 32)
+    assert code == 2 and f"--out {tmp_path / 'masks' / 'gen'} is inside the masks' folder {tmp_path / 'masks'}: the " \
+                         "images it writes would be read as masks the next time" in " ".join(err.split())
+    assert not (tmp_path / "masks" / "gen").exists()
 
 
 def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_path):

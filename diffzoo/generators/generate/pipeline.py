@@ -178,6 +178,7 @@ class DatasetGenerator:
                     refs = kept
                 elif kind.startswith("masks:"):
                     self._regions = MaskFolderRegions(kind.split(":", 1)[1])
+                    self._outside(self._regions.folder, "masks")
                     kept = [r for r in refs if self._regions.files(r.key)]  # those with masks
                     if refs and not kept:
                         example = refs[0]
@@ -231,19 +232,20 @@ class DatasetGenerator:
                         "scale": self.config.lora_scale})
         return out or None
 
-    def _outside_bases(self, folder: Path) -> None:
-        """--out may not lie in the bases' folder: the images it writes would be bases of the next
-        run, so a resumed or longer run would find other bases than the first and refuse to go on."""
-        out, bases = os.path.realpath(self.config.out), os.path.realpath(folder)
-        if out == bases or out.startswith(bases.rstrip(os.sep) + os.sep):
-            raise ConfigError(f"--out {self.config.out} is inside the bases' folder {folder}: the images it writes "
-                              "would be read as bases the next time; choose an --out outside it")
+    def _outside(self, folder: Path, what: str) -> None:
+        """--out may not lie in a folder the run reads (the bases', the masks'): the images it writes
+        would be read there by the next run, so a resumed or longer run would find other files than
+        the first and refuse to go on."""
+        out, inputs = os.path.realpath(self.config.out), os.path.realpath(folder)
+        if out == inputs or out.startswith(inputs.rstrip(os.sep) + os.sep):
+            raise ConfigError(f"--out {self.config.out} is inside the {what}' folder {folder}: the images it writes "
+                              f"would be read as {what} the next time; choose an --out outside it")
 
     def _list_bases(self, spec: str) -> tuple[list[Any], Any]:
         from diffzoo.generators.generate.bases import BaseRef, list_folder
 
         if not spec.startswith("coco:"):
-            self._outside_bases(Path(spec))
+            self._outside(Path(spec), "bases")
             return list_folder(Path(spec)), None
         from diffzoo.generators.generate.coco import CocoIndex, parse_coco_spec
 
