@@ -25,7 +25,7 @@ from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample
 from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import choose_region, dedupe_overlaps, region_from_mask
 from diffzoo.generators.generate.schedule import Schedule
-from diffzoo.harness.core.errors import ConfigError, WeightsUnavailableError
+from diffzoo.harness.core.errors import ConfigError, DataError, WeightsUnavailableError
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import LabelSpace
 
@@ -409,6 +409,19 @@ def test_an_out_no_folder_can_be_made_in_is_one_line_before_any_model(capsys, tm
                  "--n", "2")
     one_line_exit_2(*result, "--out /proc/diffzoo-out cannot be used: no folder can be made in /proc",
                     "point it at a writable folder")
+
+
+def test_a_caption_that_is_no_text_is_named_never_read_as_its_spelling(tmp_path):
+    """A null caption was the prompt 'None', a number or an object its Python spelling."""
+    from diffzoo.generators.generate.coco import load_captions
+
+    path = tmp_path / "captions.json"
+    for caption in (None, 5, {"en": "a dog"}):
+        path.write_text(json.dumps({"annotations": [{"image_id": 1, "id": 1, "caption": "a cup"},
+                                                    {"image_id": 2, "id": 7, "caption": caption}]}))
+        with pytest.raises(DataError) as exc:
+            load_captions(path)
+        assert str(exc.value) == f"{path}: not a COCO captions file (TypeError: annotation 7: caption {caption!r} is no text)"
 
 
 def test_a_captions_file_not_there_or_a_fifo_is_one_line_before_any_model(capsys, tmp_path):

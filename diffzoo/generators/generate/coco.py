@@ -130,7 +130,9 @@ def load_captions(path: Path, option: str = "") -> list[str]:
     require_file(path, "captions file", option=option)
     try:
         anns = read_json(path)["annotations"]
-        rows = sorted((int(a["image_id"]), int(a["id"]), str(a["caption"]).strip()) for a in anns)
+        if bad := next((a for a in anns if isinstance(a, dict) and not isinstance(a.get("caption"), str)), None):
+            raise TypeError(f"annotation {bad.get('id')}: caption {bad.get('caption')!r} is no text")  # never 'None'
+        rows = sorted((int(a["image_id"]), int(a["id"]), a["caption"].strip()) for a in anns)
     except FileRefused:
         raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
