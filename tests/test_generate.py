@@ -631,6 +631,18 @@ def test_generate_from_coco_bases(coco, tmp_path):
     assert settings["regions"] == "coco" and settings["captions"] == 2
 
 
+def test_a_coco_base_not_of_its_annotations_shape_is_named(coco, tmp_path):
+    """A 48 x 40 px file for an image annotated 40 x 48 px had its instance masks stretched onto it, unsaid."""
+    ann, images = coco
+    Image.fromarray(np.zeros((40, 48, 3), np.uint8)).save(images / "b0.png")  # turned
+    config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("a",), bases=f"coco:{ann}:{images}", n=1,
+                                     ai_fraction=0, size=32)
+    with pytest.raises(DataError) as exc:
+        pipeline.generate(config, editors={"a": FakeEditor(1)})
+    assert str(exc.value) == ("base coco:b0.png: 32 x 27 px as read does not scale to the 40 x 48 px its annotations "
+                              "give: a file of another image, or turned")
+
+
 def test_area_bins_are_balanced_and_bounds_respected():
     h = w = 40
     small = [_box(h, w, 0, 4, i * 5, i * 5 + 4, "s") for i in range(8)]  # 1% each

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.generate.regions import Region, dedupe_overlaps, regions_of, resize_mask
+from diffzoo.generators.generate.regions import Region, dedupe_overlaps, regions_of, resize_mask, same_shape
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import require_file
 
@@ -108,6 +108,9 @@ class CocoRegions:
         if base.coco_id is None:
             raise ConfigError(f"base {base.source}: COCO regions need COCO bases (--bases coco:ANN.json:IMGDIR)")
         h, w = base.image.shape[:2]
+        if not same_shape((h, w), ((im := self.index.image(base.coco_id)).height, im.width)):  # masks drawn at it
+            raise DataError(f"base {base.source}: {w} x {h} px as read does not scale to the {im.width} x {im.height} "
+                            "px its annotations give: a file of another image, or turned")
         return self.index.regions(base.coco_id, h, w)
 
 

@@ -183,6 +183,15 @@ def resize_mask(mask: np.ndarray, height: int, width: int) -> np.ndarray:
     return np.asarray(im) > 127
 
 
+def same_shape(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether (h, w) ``a`` and ``b`` are one shape at two scales: the larger brought to the
+    smaller's longer side is it, within 1 px of rounding (a region resized keeps its place)."""
+    from diffzoo.harness.data.distortions import longer_side_size
+
+    big, small = (a[:2], b[:2]) if max(a[:2]) >= max(b[:2]) else (b[:2], a[:2])
+    return max(abs(x - y) for x, y in zip(longer_side_size(big[0], big[1], max(small)), small)) <= 1
+
+
 def iou(a: np.ndarray, b: np.ndarray) -> float:
     union = np.logical_or(a, b).sum()
     return float(np.logical_and(a, b).sum() / union) if union else 0.0
@@ -292,7 +301,6 @@ class MaskFolderRegions:
         a bad one is named before any model loads, not at its sample."""
         from PIL import Image
 
-        from diffzoo.harness.data.distortions import longer_side_size
         from diffzoo.harness.data.imageio import read_mask
 
         bad = []
@@ -308,7 +316,7 @@ class MaskFolderRegions:
                 except CorruptSampleError as exc:
                     bad.append(exc.reason)
                     continue
-                if h and max(abs(a - b) for a, b in zip(longer_side_size(*mask.shape, max(h, w)), (h, w))) > 1:
+                if h and not same_shape(mask.shape, (h, w)):
                     bad.append(f"{path}: {mask.shape[1]} x {mask.shape[0]} px does not scale to its base "
                                f"{base.source}, {w} x {h} px")
         if bad:
