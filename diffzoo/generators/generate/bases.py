@@ -21,6 +21,7 @@ import numpy as np
 from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file
+from diffzoo.harness.data.distortions import longer_side_size
 
 _ORDER_KEY = 0x6F7264  # "ord"
 
@@ -56,9 +57,8 @@ def resize_longer_side(image: np.ndarray, size: int | None) -> np.ndarray:
         return image
     from PIL import Image
 
-    scale = size / max(h, w)
-    new = (max(1, round(w * scale)), max(1, round(h * scale)))
-    return np.asarray(Image.fromarray(image).resize(new, Image.Resampling.LANCZOS))
+    new_h, new_w = longer_side_size(h, w, size)
+    return np.asarray(Image.fromarray(image).resize((new_w, new_h), Image.Resampling.LANCZOS))
 
 
 def list_folder(folder: Path) -> list[BaseRef]:

@@ -26,6 +26,7 @@ import numpy as np
 from diffzoo.generators.generate.defaults import AREA_BINS
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import require_file
+from diffzoo.harness.data.distortions import longer_side_size
 
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
 MARGIN = 1  # px kept free of every random region along the border
@@ -186,8 +187,6 @@ def resize_mask(mask: np.ndarray, height: int, width: int) -> np.ndarray:
 def same_shape(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     """Whether (h, w) ``a`` and ``b`` are one shape at two scales: the larger brought to the
     smaller's longer side is it, within 1 px of rounding (a region resized keeps its place)."""
-    from diffzoo.harness.data.distortions import longer_side_size
-
     big, small = (a[:2], b[:2]) if max(a[:2]) >= max(b[:2]) else (b[:2], a[:2])
     return max(abs(x - y) for x, y in zip(longer_side_size(big[0], big[1], max(small)), small)) <= 1
 
