@@ -384,6 +384,7 @@ def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_pa
 
 @pytest.mark.parametrize("args, said", [
     (["--threads", "0"], "--threads must be at least 1, got 0"),
+    (["--n", "100000000001"], "--n must be from 1 to 100,000,000 (ids have 8 digits), got 100000000001"),
     (["--lora-scale", "nan"], "--lora-scale must be a finite number, got nan"),
     (["--min-score", "9"], "--min-score must be in [0, 5] (the VLM's scale), got 9.0"),
     (["--ai-bases", "2"], "--ai-bases must be in [0, 1] (the fraction of bases generated), got 2.0"),

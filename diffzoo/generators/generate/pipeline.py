@@ -82,8 +82,8 @@ class DatasetGenerator:
     def __init__(self, config: GenerateConfig, *, editors: Mapping[str, Generator] | None = None,
                  regions: Any = None, ai_regions: Any = None, prompter: Any = None, scorer: Any = None,
                  t2i: Any = None, namer: Any = None):
-        if config.n < 1:
-            raise ConfigError(f"--n must be at least 1, got {config.n}")
+        if not 1 <= config.n <= 10**8:  # ids are 8 digits: beyond, they would sort out of order
+            raise ConfigError(f"--n must be from 1 to 100,000,000 (ids have 8 digits), got {config.n}")
         if config.size is not None and config.size < 16:
             raise ConfigError(f"--size must be at least 16 px, got {config.size}")
         if config.size is not None and config.size**2 > max_pixels():  # a base diffzoo could never read back
