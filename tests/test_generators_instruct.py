@@ -178,6 +178,16 @@ def test_noop_is_rejected_and_a_given_mask_is_ignored():
     assert not info.value.result.changed.any() and editor.pipeline.calls == [(64, 64)]
 
 
+def test_an_output_of_another_aspect_ratio_alignment_cannot_fit_is_rejected():
+    editor = _stubbed(lambda x: x[:, :48].copy())  # a crop: 48 x 64 px of a 64 x 64 input
+    with pytest.raises(EditRejectedError) as info:
+        editor.edit(_image(seed=5), None, "crop", seed=0)
+    reason = info.value.result.metadata["label"]["alignment"]["reason"]
+    assert info.value.status == "rejected-aspect" and str(info.value) == (
+        "generator 'flux2.tiny-klein': edit rejected (rejected-aspect): the output, 48 x 64 px, is not the "
+        f"input's shape (64 x 64 px) and alignment found no fit ({reason})")
+
+
 @pytest.mark.parametrize("options, said", [
     ({"tau": 1.5}, "tau must be in [0, 1), got 1.5"),
     ({"min_area": 0.5, "max_area": 0.1}, "min_area (0.5) is above max_area (0.1): every pair would be rejected"),

@@ -175,6 +175,27 @@ def test_a_re_encoded_edit_with_keypoints_in_one_corner_is_not_warped_and_a_true
     assert shifted.used, shifted.reason
 
 
+def test_an_edit_of_another_aspect_ratio_that_alignment_cannot_fit_is_rejected_not_stretched():
+    """A 64 x 64 crop of an edited 80 x 64 image was stretched to 80 x 64 and compared: 'ok', 62% changed."""
+    y, x = np.mgrid[0:64, 0:80]
+    base = np.stack([x * 3, y * 3, (x + y) * 2], -1).astype(np.uint8)  # smooth: no ORB keypoints
+    edited = base.copy()
+    edited[10:30, 10:30] ^= 255
+    crop = difference_label(base, edited[:, :64].copy())
+    assert crop.status == "rejected-aspect" and not crop.alignment.used
+    assert difference_label(base, edited[:, :64].copy(), align_images=False).status == "rejected-aspect"
+    half = difference_label(base, cv2.resize(edited, (40, 32), interpolation=cv2.INTER_AREA))  # the shape halved
+    assert half.status == "ok" and half.metadata["gen_size"] == [40, 32]
+    rounded = difference_label(base, cv2.resize(edited, (128, 104), interpolation=cv2.INTER_LINEAR))  # 1.6% off
+    assert rounded.status == "ok"
+    rng = np.random.default_rng(3)  # keypoints: the stretched edit resized back is aligned as it is
+    orig = texture(rng, S)
+    gen = orig.copy()
+    gen[60:120, 80:150] = (255, 0, 255)
+    stretched = difference_label(orig, cv2.resize(gen, (S, 200), interpolation=cv2.INTER_AREA))
+    assert stretched.status == "ok" and stretched.alignment.reason.startswith("already aligned")
+
+
 @pytest.mark.parametrize("min_area", [0, 0.0, 0.5])
 def test_a_pair_with_no_changed_pixel_is_a_noop_whatever_min_area(min_area):
     """With min_area=0 an identical pair was 'ok', written as an edit labelled all background."""

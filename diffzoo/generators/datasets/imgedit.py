@@ -9,8 +9,8 @@ formats read are described in :mod:`.imgedit_format`.
 
 Ids: ``<parquet stem>/<row, 8 digits>``, plus ``/<turn>`` (from 1) for
 multi-turn rows; for a folder the stem is the file's path below it.  Pairs
-the builder rejects (``rejected-noop``, ``rejected-global``;
-``rejected-error`` when it raised), pairs with an image file that is not
+the builder rejects (``rejected-noop``, ``rejected-global``,
+``rejected-aspect``; ``rejected-error`` when it raised), pairs with an image file that is not
 found (``missing``) and cells without exactly one input and one output image
 (``image-count``) are left out and counted in :meth:`describe`.  An
 undecodable pair stays (``unreadable``): its :meth:`load` raises
@@ -62,11 +62,11 @@ from diffzoo.harness.data.walk import stored_paths
 
 log = logging.getLogger(__name__)
 
-RULE_VERSION = "3"
+RULE_VERSION = "4"
 """Version of the derivation (builder + output-frame mapping): in every cache key and the fingerprint, so
 a label cached under another rule is never served: bump it whenever the builder's outcome for a pair changes."""
 KEPT = ("ok", "unreadable")
-SKIPPED = ("rejected-noop", "rejected-global", "rejected-error", "missing", "image-count")
+SKIPPED = ("rejected-noop", "rejected-global", "rejected-aspect", "rejected-error", "missing", "image-count")
 EXAMPLES = 5
 
 

@@ -18,7 +18,8 @@ FLUX.2, LongCat and FireRed through the same machinery as the mask editors
    (1 changed, 0 unchanged, 255 not compared) and ``metadata["label"]``
    how it was derived.
 
-A no-op or global edit (status ``rejected-noop`` / ``rejected-global``)
+A no-op or global edit (status ``rejected-noop`` / ``rejected-global``), or
+an output of another aspect ratio that alignment cannot fit (``rejected-aspect``),
 raises :class:`EditRejectedError`, which carries the result: a multi-turn
 generator catches it to retry with another seed or prompt, or to skip the
 turn, and can still record what was rejected.  Nothing can mistake a
@@ -63,10 +64,11 @@ class InstructEditResult(EditResult):
 
 
 class EditRejectedError(DiffzooError):
-    """An instruction edit whose changed area is out of bounds (no-op or global repaint).
+    """An instruction edit whose changed area is out of bounds (no-op or global repaint), or whose
+    output of another aspect ratio alignment cannot fit.
 
     ``result`` is the full :class:`InstructEditResult`; ``status`` is
-    ``rejected-noop`` or ``rejected-global``.
+    ``rejected-noop``, ``rejected-global`` or ``rejected-aspect``.
     """
 
     def __init__(self, generator: str, result: InstructEditResult):
@@ -74,10 +76,13 @@ class EditRejectedError(DiffzooError):
         info = result.metadata["label"]
         self.status = info["status"]
         settings = info["settings"]
-        super().__init__(
-            f"generator {generator!r}: edit rejected ({self.status}): {info['changed_fraction']:.2%} of the "
-            f"compared pixels changed, bounds min_area={settings['min_area']} max_area={settings['max_area']}"
-        )
+        why = (f"{info['changed_fraction']:.2%} of the compared pixels changed, bounds "
+               f"min_area={settings['min_area']} max_area={settings['max_area']}")
+        if self.status == "rejected-aspect":
+            (w, h), (gw, gh) = settings["orig_size"], settings["gen_size"]
+            why = (f"the output, {gw} x {gh} px, is not the input's shape ({w} x {h} px) and alignment found "
+                   f"no fit ({info['alignment']['reason']})")
+        super().__init__(f"generator {generator!r}: edit rejected ({self.status}): {why}")
 
 
 SIZE_RULES = {"Flux2Pipeline": (64, 8), "Flux2KleinPipeline": (64, 8)}

@@ -3,7 +3,11 @@
 Instruction editors take no mask, so the changed region is derived from the
 (original, edited) pair by PIXAR's rule (its ``preprocess_raw/2_construct_dataset``; docs/datasets.md):
 
-1. **Resize** a generated image of another size to the original's.
+1. **Resize** a generated image of another size to the original's.  One
+   whose aspect ratio differs by more than :data:`MAX_ASPECT_CHANGE` (more
+   than editors' rounding of their sides) is labelled only if step 2 fits
+   it (a homography used, or the resized image already aligned); otherwise
+   a plain resize would stretch it and the pair is ``rejected-aspect``.
 2. **Align.** ORB keypoints, Hamming brute-force matching with Lowe's ratio
    test, a RANSAC homography, refined by ECC (``cv2.findTransformECC``; kept
    only if it raises the correlation: ORB keypoints found on coarse pyramid
@@ -43,7 +47,12 @@ from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("ok", "rejected-noop", "rejected-global")
+STATUSES = ("ok", "rejected-noop", "rejected-global", "rejected-aspect")
+MAX_ASPECT_CHANGE = 0.05
+"""Relative aspect-ratio difference a pair alignment does not fit may have and still be resized and compared:
+editors round each side of an output of about a megapixel to a multiple of up to 32 px, at most 16 px of a
+side at least 362 px long (8:1), under 5%."""
+ALIGNED = "already aligned"
 FRAMES = ("gen", "orig")
 
 
@@ -300,7 +309,7 @@ def align(orig: np.ndarray, gen: np.ndarray, params: AlignParams | None = None) 
         reason = f"the warped image covers {coverage:.0%} of the original, need {p.min_coverage:.0%}"
         return Alignment(used=False, reason=reason, **info)
     if shift < p.identity_tolerance:
-        return Alignment(used=False, reason=f"already aligned (inlier keypoints move {shift:.2f} px at most)", **info)
+        return Alignment(used=False, reason=f"{ALIGNED} (inlier keypoints move {shift:.2f} px at most)", **info)
     how = ", ECC-refined" if r2 is not None else ""
     return Alignment(used=True, reason=f"homography from {n_in} of {n_match} matches{how}", **info)
 
@@ -390,7 +399,11 @@ def difference_label(
         opened = cv2.morphologyEx(changed.astype(np.uint8), cv2.MORPH_OPEN, kernel)
         changed = cv2.morphologyEx(opened, cv2.MORPH_CLOSE, kernel).astype(bool) & valid
     n_valid, n_changed = int(valid.sum()), int(changed.sum())
-    if n_changed == 0 or n_changed < _bound(min_area, n_valid):  # nothing changed is never an edit
+    (h, w), (gh, gw) = orig.shape[:2], gen.shape[:2]
+    fitted = alignment.used or alignment.reason.startswith(ALIGNED)
+    if not fitted and max(gw * h / (gh * w), gh * w / (gw * h)) - 1 > MAX_ASPECT_CHANGE:
+        status = "rejected-aspect"
+    elif n_changed == 0 or n_changed < _bound(min_area, n_valid):  # nothing changed is never an edit
         status = "rejected-noop"
     elif n_changed > _bound(max_area, n_valid):
         status = "rejected-global"
