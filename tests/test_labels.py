@@ -196,6 +196,20 @@ def test_an_edit_of_another_aspect_ratio_that_alignment_cannot_fit_is_rejected_n
     assert stretched.status == "ok" and stretched.alignment.reason.startswith("already aligned")
 
 
+@pytest.mark.parametrize("pair, said", [
+    ("gray", "the generated image must be a non-empty H x W x 3 uint8 RGB array, got (96, 96) uint8"),
+    ("none", "the original image must be a non-empty H x W x 3 uint8 RGB array, got () object"),
+    ("empty", "the generated image must be a non-empty H x W x 3 uint8 RGB array, got (0, 96, 3) uint8"),
+])
+def test_an_image_no_label_can_be_made_of_is_named_by_the_harness_check(pair, said):
+    orig = smooth()
+    orig_gen = {"gray": (orig, orig[..., 0]), "none": (None, orig), "empty": (orig, orig[:0])}[pair]
+    with pytest.raises(DataError, match=f"^{re.escape(said)}$"):
+        difference_label(*orig_gen)
+    with pytest.raises(DataError, match=f"^{re.escape(said)}$"):
+        align(*orig_gen)
+
+
 @pytest.mark.parametrize("min_area", [0, 0.0, 0.5])
 def test_a_pair_with_no_changed_pixel_is_a_noop_whatever_min_area(min_area):
     """With min_area=0 an identical pair was 'ok', written as an edit labelled all background."""

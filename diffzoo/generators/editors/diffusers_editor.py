@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.editors.labels import check_image
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
 from diffzoo.harness.core.protocols import EditResult, Generator
+from diffzoo.harness.core.types import check_image
 from diffzoo.harness.models.weights import hub_offline
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **
 
 
 def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-    check_image(image)
+    check_image(np.asarray(image), "the input image")
     if mask is None:
         raise DataError("mask editors need a mask (H x W bool); got None")
     mask = np.asarray(mask)

@@ -45,13 +45,13 @@ from diffzoo.generators.editors.labels import (
     DEFAULT_MAX_AREA,
     DEFAULT_MIN_AREA,
     DEFAULT_TAU,
-    check_image,
     difference_label,
     label_options,
 )
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError
 from diffzoo.harness.core.protocols import EditResult
+from diffzoo.harness.core.types import check_image
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,8 @@ class InstructionEditor(DiffusersEditor):
         import torch
         from PIL import Image
 
-        check_image(image)
+        image = np.asarray(image)
+        check_image(image, "the input image")
         min_side, max_aspect = SIZE_RULES.get(self.card.pipeline, (0, math.inf))
         multiple = int(getattr(self.pipeline, "vae_scale_factor", 8)) * 2  # VAE downsampling x the 2x2 latent patch
         height, width = run_size(*image.shape[:2], self.card.resolution, multiple, min_side)

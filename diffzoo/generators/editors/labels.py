@@ -43,7 +43,7 @@ import numpy as np
 
 from diffzoo.generators.editors.label_rule import DEFAULT_CLEANUP, DEFAULT_MAX_AREA, DEFAULT_MIN_AREA, DEFAULT_TAU
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace
+from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, LabelSpace, check_image
 
 log = logging.getLogger(__name__)
 
@@ -141,14 +141,6 @@ class LabelResult:
 
 
 # -- geometry ------------------------------------------------------------------
-def check_image(image: Any, what: str = "input") -> None:
-    """A DataError unless ``image`` is a non-empty H x W x 3 uint8 (RGB) array."""
-    ok = isinstance(image, np.ndarray) and image.ndim == 3 and image.shape[2] == 3
-    if not (ok and image.dtype == np.uint8 and min(image.shape[:2]) > 0):
-        got = f"{getattr(image, 'shape', type(image).__name__)} {getattr(image, 'dtype', '')}"
-        raise DataError(f"the {what} image must be H x W x 3 uint8 RGB, got {got}")
-
-
 def _scale_matrix(src_hw: tuple[int, int], dst_hw: tuple[int, int]) -> np.ndarray:
     """A plain resize as a homography (cv2.resize's pixel-centre convention)."""
     sy, sx = dst_hw[0] / src_hw[0], dst_hw[1] / src_hw[1]
@@ -283,8 +275,9 @@ def align(orig: np.ndarray, gen: np.ndarray, params: AlignParams | None = None) 
     import cv2
 
     p = params or AlignParams()
-    check_image(orig, "original")
-    check_image(gen, "generated")
+    orig, gen = np.asarray(orig), np.asarray(gen)
+    check_image(orig, "the original image")
+    check_image(gen, "the generated image")
     hw = orig.shape[:2]
     s = _scale_matrix(gen.shape[:2], hw)
     go = cv2.cvtColor(orig, cv2.COLOR_RGB2GRAY)
@@ -387,8 +380,9 @@ def difference_label(
     import cv2
 
     check_label_settings(tau, min_area, max_area, cleanup)
-    check_image(orig, "original")
-    check_image(gen, "generated")
+    orig, gen = np.asarray(orig), np.asarray(gen)
+    check_image(orig, "the original image")
+    check_image(gen, "the generated image")
     p = params or AlignParams()
     alignment = align(orig, gen, p) if align_images else Alignment(None, False, "alignment turned off")
     rect, valid = rectify(gen, alignment, orig.shape[:2])
