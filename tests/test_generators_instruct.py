@@ -183,6 +183,9 @@ def test_an_output_of_another_aspect_ratio_alignment_cannot_fit_is_rejected():
     with pytest.raises(EditRejectedError) as info:
         editor.edit(_image(seed=5), None, "crop", seed=0)
     reason = info.value.result.metadata["label"]["alignment"]["reason"]
+    rounded = _stubbed(lambda x: 1.0 - x if x.shape[:2] == (80, 64) else None, max_area=1.0)
+    result = rounded.edit(_image(64, 48), None, "invert", seed=0)  # run at 64 x 80 px: its sides rounded to 16 px
+    assert rounded.pipeline.calls == [(80, 64)] and result.metadata["label"]["status"] == "ok"
     assert info.value.status == "rejected-aspect" and str(info.value) == (
         "generator 'flux2.tiny-klein': edit rejected (rejected-aspect): the output, 48 x 64 px, is not the "
         f"input's shape (64 x 64 px) and alignment found no fit ({reason})")

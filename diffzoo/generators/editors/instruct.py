@@ -163,7 +163,8 @@ class InstructionEditor(DiffusersEditor):
             log.debug("%s: instruction editor ignores the given mask", self.card.name)
         kwargs = self.pipeline_call_kwargs(image, None, prompt, seed)  # checks the image first
         generated = self._run(kwargs)
-        label = difference_label(image, generated, **self.label_options)
+        run = kwargs["image"].size[::-1]  # the output has this shape, the sides rounded (or the input's)
+        label = difference_label(image, generated, run_size=run, **self.label_options)
         metadata = {
             **self._metadata(prompt, seed),
             "composited": False,

@@ -5,9 +5,10 @@ Instruction editors take no mask, so the changed region is derived from the
 
 1. **Resize** a generated image of another size to the original's.  One
    whose aspect ratio differs by more than :data:`MAX_ASPECT_CHANGE` (more
-   than editors' rounding of their sides) is labelled only if step 2 fits
-   it (a homography used, or the resized image already aligned); otherwise
-   a plain resize would stretch it and the pair is ``rejected-aspect``.
+   than editors' rounding of their sides) from the original's, and from the
+   ``run_size`` an editor resized the original to, is labelled only if step
+   2 fits it (a homography used, or the resized image already aligned);
+   otherwise a plain resize would stretch it and the pair is ``rejected-aspect``.
 2. **Align.** ORB keypoints, Hamming brute-force matching with Lowe's ratio
    test, a RANSAC homography, refined by ECC (``cv2.findTransformECC``; kept
    only if it raises the correlation: ORB keypoints found on coarse pyramid
@@ -371,11 +372,13 @@ def difference_label(
     cleanup: int = DEFAULT_CLEANUP,
     align_images: bool = True,
     params: AlignParams | None = None,
+    run_size: tuple[int, int] | None = None,
 ) -> LabelResult:
     """The changed region of ``gen`` relative to ``orig`` (H x W x 3 uint8 RGB; sizes may differ).
 
     See the module docstring for the steps; ``min_area``/``max_area`` are
-    fractions of the compared pixels, or pixel counts when above 1.
+    fractions of the compared pixels, or pixel counts when above 1;
+    ``run_size``: (h, w) an editor resized ``orig`` to (rounding its sides) before editing.
     """
     import cv2
 
@@ -393,9 +396,10 @@ def difference_label(
         opened = cv2.morphologyEx(changed.astype(np.uint8), cv2.MORPH_OPEN, kernel)
         changed = cv2.morphologyEx(opened, cv2.MORPH_CLOSE, kernel).astype(bool) & valid
     n_valid, n_changed = int(valid.sum()), int(changed.sum())
-    (h, w), (gh, gw) = orig.shape[:2], gen.shape[:2]
-    fitted = alignment.used or alignment.reason.startswith(ALIGNED)
-    if not fitted and max(gw * h / (gh * w), gh * w / (gw * h)) - 1 > MAX_ASPECT_CHANGE:
+    gh, gw = gen.shape[:2]
+    shapes = [orig.shape[:2], *([run_size] if run_size else [])]
+    stretch = min(max(gw * h / (gh * w), gh * w / (gw * h)) - 1 for h, w in shapes)  # 0: one shape, two scales
+    if not (alignment.used or alignment.reason.startswith(ALIGNED)) and stretch > MAX_ASPECT_CHANGE:
         status = "rejected-aspect"
     elif n_changed == 0 or n_changed < _bound(min_area, n_valid):  # nothing changed is never an edit
         status = "rejected-noop"
