@@ -93,7 +93,7 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", "plan: 5", ["--config", "--plan takes true or false, got 5"]),
     ("sweep", "dataset: {a: 1}", ["--config", "dataset takes a list, got {'a': 1}"]),
     ("sweep", "dataset: [mini, {a: 1}]", ["--config", "--dataset takes text, got {'a': 1}"]),
-    ("sweep", "time: true", ["--config", "--time takes an integer, got True"]),  # it was one minute
+    ("sweep", "time: true", ["--config", "--time takes an integer, got True"]),  # a bool is never read as 1 minute
     ("train", "out: 5", ["--config", "--out takes a path, got 5"]),
     ("run", "detector: segformer.tiny\ndetector: fcn8s.tiny", ["run.yaml gives 'detector' twice (lines 1 and 2)"]),
     ("sweep", "wait: true\nwait: false", ["run.yaml gives 'wait' twice (lines 2 and 3)"]),
