@@ -173,6 +173,18 @@ def test_a_multi_page_or_animated_image_or_mask_is_refused_naming_its_frames(tmp
     assert read(one, "s").shape[:2] == (8, 8)  # one frame, saved by a writer of many, is read
 
 
+def test_a_cameras_mpo_jpeg_is_read_as_its_primary_image_never_refused_as_multi_frame():
+    """An MPO JPEG (a phone's or camera's photo carrying a preview or stereo view) is one photo: its first frame."""
+    primary = RNG.integers(0, 256, (16, 24, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(primary).save(buf, "MPO", save_all=True, append_images=[Image.new("RGB", (6, 4), (200, 0, 0))],
+                                  quality=100, subsampling=0)
+    assert Image.open(io.BytesIO(buf.getvalue())).n_frames == 2
+    plain = io.BytesIO()
+    Image.fromarray(primary).save(plain, "JPEG", quality=100, subsampling=0)
+    assert np.array_equal(read_image(buf.getvalue(), "s"), read_image(plain.getvalue(), "s"))
+
+
 def test_truncated_image_is_a_corrupt_sample(tmp_path):
     data = png_bytes(RNG.integers(0, 256, (64, 64, 3), dtype=np.uint8))
     cut = tmp_path / "cut.png"

@@ -176,7 +176,9 @@ def open_image(src: ImageSource, sample_id: str, name: str | None) -> tuple[Imag
                 img = Image.open(io.BytesIO(data))
             _check_pixels(img, sample_id, name)
             img.load()
-            if (frames := getattr(img, "n_frames", 1)) > 1:  # a sample is one frame: PIL would read the first alone
+            # a sample is one frame: PIL would read the first alone.  A camera's MPO JPEG is one photo: its
+            # first frame is the primary image, the others previews or a stereo view
+            if (frames := getattr(img, "n_frames", 1)) > 1 and img.format != "MPO":
                 raise CorruptSampleError(sample_id, f"{name}: holds {frames} frames (a multi-page or animated image); "
                                          "give a one-frame image", "multi-frame")
     except DiffzooError:
