@@ -178,8 +178,7 @@ class RunRequest:
     # -- what the harness reads ------------------------------------------------------------
     def train_overrides(self) -> dict[str, Any]:
         """The training options given (None: not given), as the training config reads them."""
-        return {"iterations": self.iterations, "batch_size": self.batch_size, "crop_size": self.crop_size,
-                "recipe": self.recipe}
+        return {name: getattr(self, name) for name in TRAIN_FIELDS}
 
     def check_trains_nothing(self, release: str) -> None:
         """ConfigError naming the training options given (:data:`TRAINING_ONLY`), for a run that
@@ -310,6 +309,11 @@ _KINDS = {str: "text", int: "an integer", float: "a number", bool: "true or fals
 kind is refused."""
 
 
+TRAIN_FIELDS = ("iterations", "batch_size", "crop_size", "recipe")
+"""The request fields that override the card's training config (:meth:`RunRequest.train_overrides`),
+each checked by the config's own rule."""
+
+
 def field_value(f: Any, value: Any) -> Any:
     """``value`` of :class:`RunRequest` field ``f`` as the field holds it: text as the command line
     or a --config file gives it, parsed where the field parses text, then read into the field's
@@ -347,7 +351,7 @@ def _check_value(name: str, flag: str, value: Any) -> None:
     elif name == "bootstrap" and not 0 <= value <= MAX_BOOTSTRAP:
         raise ConfigError(f"{flag} {value}: give the number of resamples, 0 to {MAX_BOOTSTRAP:,} "
                           "(0: no confidence intervals; a 95% interval settles within a few thousand)")
-    elif name in ("iterations", "batch_size", "crop_size", "recipe"):
+    elif name in TRAIN_FIELDS:
         TrainConfig().with_overrides(**{name: value})
         if name == "crop_size" and value is not None and value**2 > max_pixels():  # no image could fill it
             raise ConfigError(f"{flag} {value}: a {value} x {value} px crop exceeds "
