@@ -91,7 +91,11 @@ def short_names(names: Iterable[str], width: int = 56) -> dict[str, str]:
 def legend_columns(names: Iterable[str]) -> int:
     """How many columns :func:`outside_legend` lays ``names`` out in: 20 lines of text a column,
     each entry as many as its longest shortened name (:func:`short_names`) has."""
-    shown = short_names(names).values()
+    return _columns(list(short_names(names).values()))
+
+
+def _columns(shown: list[str]) -> int:
+    """:func:`legend_columns` of names already shortened."""
     lines = max((text.count("\n") + 1 for text in shown), default=1)
     return max(1, -(-len(shown) // max(1, 20 // lines)))
 
@@ -104,7 +108,7 @@ def outside_legend(ax, fontsize: int = 7) -> None:
     if handles:
         shown = short_names(names)
         ax.legend(handles, [shown[n] for n in names], fontsize=fontsize, loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=legend_columns(names))
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=_columns(list(shown.values())))
 
 
 def _save(fig, path: Path, dpi: int = 120, **savefig) -> Path:
