@@ -496,7 +496,7 @@ def test_bad_mask_files_are_named_before_any_sample_is_made(capsys, tmp_path):
                             "--editors", "sd2.tiny", "--n", 4, "--ai-bases", 0, "--size", 32)
     line = " ".join((stdout + err).split())
     assert code == 1 and line.startswith(
-        f"error: --regions masks:{masks}: 2 mask file(s) cannot be read: {masks / 'b1' / 'cup.png'}: corrupt "
+        f"error: --regions masks:{masks}: 2 mask file(s) cannot be used: {masks / 'b1' / 'cup.png'}: corrupt "
         f"or truncated image (not a recognised image format); {masks / 'b1' / 'dog.png'}: the file is empty (0 bytes), "
         "not an image; fix or remove them"), line
     assert not (out / STATE_DIR / "samples").exists()
@@ -511,8 +511,24 @@ def test_a_mask_not_of_its_bases_shape_is_named_before_any_model_loads(capsys, t
     code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--regions",
                             f"masks:{tmp_path / 'masks'}", "--editors", "sd2.tiny", "--n", 1, "--ai-bases", 0)
     assert code == 1 and " ".join((stdout + err).split()) == (
-        f"error: --regions masks:{tmp_path / 'masks'}: 1 mask file(s) cannot be read: "
+        f"error: --regions masks:{tmp_path / 'masks'}: 1 mask file(s) cannot be used: "
         f"{tmp_path / 'masks' / 'b1' / 'box.png'}: 48 x 40 px does not scale to its base b1.png, 40 x 48 px; "
+        "fix or remove them"), stdout + err
+    assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
+
+
+def test_an_all_zero_mask_is_named_empty_before_any_model_loads(capsys, tmp_path):
+    """A mask file of zeros only gave its base's samples the reason "no region to edit (none within the
+    area bounds)", naming no file."""
+    bases = make_bases(tmp_path / "bases", n=2)
+    for i, value in enumerate([255, 0]):
+        (tmp_path / "masks" / f"b{i}").mkdir(parents=True)
+        Image.fromarray(np.full((48, 40), value, np.uint8)).save(tmp_path / "masks" / f"b{i}" / "box.png")
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--regions",
+                            f"masks:{tmp_path / 'masks'}", "--editors", "sd2.tiny", "--n", 2, "--ai-bases", 0)
+    assert code == 1 and " ".join((stdout + err).split()) == (
+        f"error: --regions masks:{tmp_path / 'masks'}: 1 mask file(s) cannot be used: "
+        f"{tmp_path / 'masks' / 'b1' / 'box.png'}: the mask is empty (no non-zero pixel, no region); "
         "fix or remove them"), stdout + err
     assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
 
@@ -538,7 +554,7 @@ def test_a_mask_file_cut_short_in_its_pixels_is_named_before_any_model_loads(cap
     code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--regions",
                             f"masks:{tmp_path / 'masks'}", "--editors", "sd2.tiny", "--n", 1, "--ai-bases", 0)
     assert code == 1 and " ".join((stdout + err).split()).startswith(
-        f"error: --regions masks:{tmp_path / 'masks'}: 1 mask file(s) cannot be read: {cut}: corrupt or truncated "
+        f"error: --regions masks:{tmp_path / 'masks'}: 1 mask file(s) cannot be used: {cut}: corrupt or truncated "
         "image (image file is truncated); fix or remove them"), stdout + err
     assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
 

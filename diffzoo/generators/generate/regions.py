@@ -295,9 +295,9 @@ class MaskFolderRegions:
 
     def check(self, bases: Iterable[Any]) -> None:
         """Every mask file of ``bases`` (each with its ``key``, ``path`` and ``source``) decodes as
-        :meth:`candidates` reads it (pixels and all) and has its base's shape up to a resize (1 px
-        of rounding), as a mask of another image, or of a view turned by an EXIF tag, has not:
-        a bad one is named before any model loads, not at its sample."""
+        :meth:`candidates` reads it (pixels and all), holds a non-zero pixel, and has its base's
+        shape up to a resize (1 px of rounding), as a mask of another image, or of a view turned
+        by an EXIF tag, has not: a bad one is named before any model loads, not at its sample."""
         from PIL import Image
 
         from diffzoo.harness.data.imageio import read_mask
@@ -315,11 +315,13 @@ class MaskFolderRegions:
                 except CorruptSampleError as exc:
                     bad.append(exc.reason)
                     continue
-                if h and not same_shape(mask.shape, (h, w)):
+                if not mask.any():  # no candidate: its base's samples would say no region is within the bounds
+                    bad.append(f"{path}: the mask is empty (no non-zero pixel, no region)")
+                elif h and not same_shape(mask.shape, (h, w)):
                     bad.append(f"{path}: {mask.shape[1]} x {mask.shape[0]} px does not scale to its base "
                                f"{base.source}, {w} x {h} px")
         if bad:
-            raise DataError(f"--regions masks:{self.folder}: {len(bad)} mask file(s) cannot be read: "
+            raise DataError(f"--regions masks:{self.folder}: {len(bad)} mask file(s) cannot be used: "
                             f"{'; '.join(bad)}; fix or remove them")
 
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
