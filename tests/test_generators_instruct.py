@@ -191,6 +191,24 @@ def test_an_output_of_another_aspect_ratio_alignment_cannot_fit_is_rejected():
         f"input's shape (64 x 64 px) and alignment found no fit ({reason})")
 
 
+class _SelfSizing(_Stub):
+    """A pipeline that takes no height or width and sizes its output itself, as LongCat does: twice its input."""
+
+    def __call__(self, image, prompt, generator, output_type, **settings):
+        self.calls.append((image.height, image.width))
+        twice = image.resize((image.width * 2, image.height * 2))
+        return SimpleNamespace(images=[self.make(np.asarray(twice, np.float32) / 255.0)])
+
+
+def test_run_size_is_the_size_an_editor_that_sizes_itself_ran_at_not_its_output():
+    """LongCat's ``run_size`` recorded its output's size; every other editor's, the size it ran the edit at."""
+    editor = InstructionEditor(TINY_INSTRUCT, max_area=1.0)
+    editor._pipeline = _SelfSizing(lambda x: 1.0 - x)
+    result = editor.edit(_image(64, 48), None, "invert", seed=0)
+    assert editor.pipeline.calls == [(80, 64)] and result.metadata["label"]["status"] == "ok"
+    assert result.metadata["run_size"] == [64, 80] and result.metadata["output_size"] == [128, 160]
+
+
 @pytest.mark.parametrize("options, said", [
     ({"tau": 1.5}, "tau must be in [0, 1), got 1.5"),
     ({"min_area": 0.5, "max_area": 0.1}, "min_area (0.5) is above max_area (0.1): every pair would be rejected"),

@@ -163,13 +163,13 @@ class InstructionEditor(DiffusersEditor):
             log.debug("%s: instruction editor ignores the given mask", self.card.name)
         kwargs = self.pipeline_call_kwargs(image, None, prompt, seed)  # checks the image first
         generated = self._run(kwargs)
-        run = kwargs["image"].size[::-1]  # the output has this shape, the sides rounded (or the input's)
-        label = difference_label(image, generated, run_size=run, **self.label_options)
+        width, height = kwargs["image"].size  # the size the edit ran at, whether or not the pipeline takes it
+        label = difference_label(image, generated, run_size=(height, width), **self.label_options)
         metadata = {
             **self._metadata(prompt, seed),
             "composited": False,
             "mask_ignored": mask is not None,
-            "run_size": [int(kwargs.get("width", generated.shape[1])), int(kwargs.get("height", generated.shape[0]))],
+            "run_size": [width, height],
             "output_size": [int(generated.shape[1]), int(generated.shape[0])],
             "frame": "orig",  # image and label are in the input's frame (rectified output)
             "label": {
