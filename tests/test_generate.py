@@ -533,15 +533,19 @@ def test_an_all_zero_mask_is_named_empty_before_any_model_loads(capsys, tmp_path
     assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
 
 
-def test_a_base_too_thin_for_a_region_is_named(capsys, tmp_path):
-    """A 4000 x 8 px base at --size 32 (32 x 1 px) stopped the run with "image 32x1 is too small", naming no file."""
-    bases = tmp_path / "bases"
-    bases.mkdir()
+def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, tmp_path):
+    """A zero-byte base, or one too thin for a region at --size (4000 x 8 px at 32: 32 x 1), stopped the
+    run only when its sample came, after the models had loaded."""
+    bases = make_bases(tmp_path / "bases", n=1)
+    (bases / "empty.png").write_bytes(b"")
     Image.fromarray(np.full((8, 4000, 3), 90, np.uint8)).save(bases / "thin.png")
     code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--editors", "sd2.tiny",
                             "--n", 1, "--ai-bases", 0, "--size", 32)
-    assert code == 1 and " ".join((stdout + err).split()).endswith(
-        "error: base thin.png: image 32x1 is too small for a region: a side under 8 px"), stdout + err
+    assert code == 1 and " ".join((stdout + err).split()) == (
+        f"error: --bases {bases}: 2 base image(s) cannot be used: empty.png: the file is empty (0 bytes), not an "
+        "image; thin.png: 4000 x 8 px, 32 x 1 px at --size 32: a side under 8 px, too small for a region; "
+        "fix or remove them"), stdout + err
+    assert not (tmp_path / "out" / STATE_DIR).exists()
 
 
 def test_a_mask_file_cut_short_in_its_pixels_is_named_before_any_model_loads(capsys, tmp_path):
@@ -648,16 +652,19 @@ def test_generate_from_coco_bases(coco, tmp_path):
     assert settings["regions"] == "coco" and settings["captions"] == 2
 
 
-def test_a_coco_base_not_of_its_annotations_shape_is_named(coco, tmp_path):
-    """A 48 x 40 px file for an image annotated 40 x 48 px had its instance masks stretched onto it, unsaid."""
+def test_a_coco_base_not_of_its_annotations_shape_is_named_before_any_model_loads(coco, tmp_path):
+    """A 48 x 40 px file for an image annotated 40 x 48 px had its instance masks stretched onto it, unsaid;
+    then it was named only when its sample came, after the models had loaded."""
     ann, images = coco
     Image.fromarray(np.zeros((40, 48, 3), np.uint8)).save(images / "b0.png")  # turned
     config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("a",), bases=f"coco:{ann}:{images}", n=1,
                                      ai_fraction=0, size=32)
     with pytest.raises(DataError) as exc:
         pipeline.generate(config, editors={"a": FakeEditor(1)})
-    assert str(exc.value) == ("base coco:b0.png: 32 x 27 px as read does not scale to the 40 x 48 px its annotations "
-                              "give: a file of another image, or turned")
+    assert str(exc.value) == (f"--bases coco:{ann}:{images}: 1 base image(s) cannot be used: coco:b0.png: 48 x 40 px "
+                              "does not scale to the 40 x 48 px its annotations give: a file of another image, or "
+                              "turned; fix or remove them")
+    assert not (tmp_path / "out" / STATE_DIR).exists()  # named before any sample, from the header
 
 
 def test_area_bins_are_balanced_and_bounds_respected():

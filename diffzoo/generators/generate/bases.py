@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.generate.regions import MIN_SIDE, same_shape
 from diffzoo.generators.generate.schedule import sample_rng
-from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file
 from diffzoo.harness.data.distortions import longer_side_size
 
@@ -28,12 +29,14 @@ _ORDER_KEY = 0x6F7264  # "ord"
 
 @dataclass(frozen=True)
 class BaseRef:
-    """A real base image on disk; ``key`` is its path in the bases folder without suffix."""
+    """A real base image on disk; ``key`` is its path in the bases folder without suffix;
+    ``annotated`` the (h, w) its COCO annotations give."""
 
     key: str
     path: Path
     source: str
     coco_id: int | None = None
+    annotated: tuple[int, int] | None = None
 
 
 @dataclass
@@ -84,6 +87,50 @@ def list_folder(folder: Path) -> list[BaseRef]:
         dup = sorted({k for k in keys if keys.count(k) > 1})
         raise ConfigError(f"bases folder {folder}: several images share a name without suffix: {dup[:5]}")
     return refs
+
+
+def header_size(ref: BaseRef) -> tuple[int, int]:
+    """(h, w) of a base from its header, no pixel decoded; one with no header to read (a file
+    not there, not regular, empty or no image), or too large, raises the CorruptSampleError
+    reading it would, which says why from the header too."""
+    from PIL import Image
+
+    from diffzoo.harness.data.imageio import max_pixels, read_image
+
+    try:
+        if file_kind(ref.path) is None:  # a FIFO would block the open
+            with Image.open(ref.path) as im:
+                if im.width * im.height <= max_pixels():
+                    return im.height, im.width
+    except Exception:  # a bad file may make Pillow raise anything
+        pass
+    return read_image(ref.path, ref.key, name=ref.source).shape[:2]
+
+
+def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str) -> dict[str, tuple[int, int]]:
+    """Each base's (h, w) by key, from its header alone, before any model loads: one that cannot
+    be read, with a side under :data:`MIN_SIDE` px at ``size`` (no region fits), or not of the
+    shape its COCO annotations give, scaled (another image's file, or one turned: its instance
+    masks would be stretched onto it), is named in one line (``spec``: the ``--bases`` given)."""
+    sizes, bad = {}, []
+    for ref in refs:
+        try:
+            h, w = sizes[ref.key] = header_size(ref)
+        except CorruptSampleError as exc:
+            bad.append(exc.reason)
+            continue
+        rh, rw = longer_side_size(h, w, size) if size else (h, w)
+        if min(rh, rw) < MIN_SIDE:
+            at = f", {rw} x {rh} px at --size {size}" if (rh, rw) != (h, w) else ""
+            bad.append(f"{ref.source}: {w} x {h} px{at}: a side under {MIN_SIDE} px, too small for a region")
+        elif ref.annotated and not same_shape((h, w), ref.annotated):
+            bad.append(f"{ref.source}: {w} x {h} px does not scale to the {ref.annotated[1]} x {ref.annotated[0]} px "
+                       "its annotations give: a file of another image, or turned")
+    if bad:
+        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        raise DataError(f"--bases {spec}: {len(bad)} base image(s) cannot be used: {'; '.join(bad[:3])}{more}; "
+                        "fix or remove them")
+    return sizes
 
 
 def listing_digest(refs: Sequence[BaseRef]) -> str:

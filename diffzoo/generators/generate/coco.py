@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.generate.regions import Region, dedupe_overlaps, regions_of, resize_mask, same_shape
+from diffzoo.generators.generate.regions import Region, dedupe_overlaps, regions_of, resize_mask
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import require_file
 
@@ -107,11 +107,8 @@ class CocoRegions:
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
         if base.coco_id is None:
             raise ConfigError(f"base {base.source}: COCO regions need COCO bases (--bases coco:ANN.json:IMGDIR)")
-        h, w = base.image.shape[:2]
-        if not same_shape((h, w), ((im := self.index.image(base.coco_id)).height, im.width)):  # masks drawn at it
-            raise DataError(f"base {base.source}: {w} x {h} px as read does not scale to the {im.width} x {im.height} "
-                            "px its annotations give: a file of another image, or turned")
-        return self.index.regions(base.coco_id, h, w)
+        # check_bases found the file of the annotated shape, scaled: the masks drawn at it fit
+        return self.index.regions(base.coco_id, *base.image.shape[:2])
 
 
 def find_captions(annotations: Path) -> Path | None:

@@ -138,7 +138,7 @@ class DatasetGenerator:
 
     def _setup(self) -> dict[str, Any]:
         """Bases, region sources, prompter, scorer; returns the settings a resumed run must share."""
-        from diffzoo.generators.generate.bases import AIBases, RealBases, listing_digest
+        from diffzoo.generators.generate.bases import AIBases, RealBases, check_bases, listing_digest
         from diffzoo.generators.generate.prompts import TemplatePrompter
         from diffzoo.generators.generate.regions import MaskFolderRegions, RandomRegions
         from diffzoo.harness.core.plugins import get_registry
@@ -184,13 +184,15 @@ class DatasetGenerator:
                         example = refs[0]
                         raise ConfigError(f"none of the {len(refs)} base(s) has masks in {kind}: the masks of "
                                           f"{example.source} go in {self._regions.folder / example.key}/*.png")
-                    self._regions.check(kept)
                     refs = kept
                     settings["regions"] = {"masks": self._regions.digest()}
                 elif kind == "open-vocab":
                     self._regions = self._open_vocab()
                 else:
                     self._regions = RandomRegions()
+            sizes = check_bases(refs, c.size, c.bases)  # every base's header, before any model loads
+            if isinstance(self._regions, MaskFolderRegions):
+                self._regions.check(refs, sizes)
             self.real = RealBases(refs, c.seed, c.size)
             settings["bases"] = index.digest() if index is not None else {"folder": listing_digest(refs)}
         if c.ai_fraction > 0:
@@ -254,7 +256,8 @@ class DatasetGenerator:
         refs = []
         for image_id in sorted(index.coco.imgs):
             im = index.image(image_id)
-            refs.append(BaseRef(Path(im.file_name).stem, images / im.file_name, f"coco:{im.file_name}", im.id))
+            refs.append(BaseRef(Path(im.file_name).stem, images / im.file_name, f"coco:{im.file_name}", im.id,
+                                (im.height, im.width)))
         return refs, index
 
     def _captions(self) -> list[str] | None:

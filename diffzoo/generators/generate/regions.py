@@ -16,7 +16,7 @@ picks one candidate per edit, balanced over area bins.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from diffzoo.harness.data.distortions import longer_side_size
 
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
 MARGIN = 1  # px kept free of every random region along the border
+MIN_SIDE = 8  # px: an image with a shorter side holds no region
 
 
 @dataclass(frozen=True)
@@ -134,8 +135,8 @@ def random_region(
     unknown = set(shapes) - set(SHAPES)
     if not shapes or unknown:
         raise ConfigError(f"unknown region shapes {sorted(unknown)}; choose from {SHAPES}")
-    if min(height, width) < 8:
-        raise ConfigError(f"image {width}x{height} is too small for a region: a side under 8 px")
+    if min(height, width) < MIN_SIDE:
+        raise ConfigError(f"image {width}x{height} is too small for a region: a side under {MIN_SIDE} px")
     for _ in range(20):
         shape = shapes[int(rng.integers(len(shapes)))]
         frac = float(rng.uniform(min_frac, max_frac))
@@ -293,22 +294,17 @@ class MaskFolderRegions:
                       for p in self.folder.rglob("*") if p.is_file() and not p.name.startswith("."))
         return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
 
-    def check(self, bases: Iterable[Any]) -> None:
-        """Every mask file of ``bases`` (each with its ``key``, ``path`` and ``source``) decodes as
-        :meth:`candidates` reads it (pixels and all), holds a non-zero pixel, and has its base's
-        shape up to a resize (1 px of rounding), as a mask of another image, or of a view turned
-        by an EXIF tag, has not: a bad one is named before any model loads, not at its sample."""
-        from PIL import Image
-
+    def check(self, bases: Iterable[Any], sizes: Mapping[str, tuple[int, int]]) -> None:
+        """Every mask file of ``bases`` (each with its ``key`` and ``source``; ``sizes``: each key's
+        (h, w), :func:`~diffzoo.generators.generate.bases.check_bases`) decodes as :meth:`candidates`
+        reads it (pixels and all), holds a non-zero pixel, and has its base's shape up to a resize
+        (1 px of rounding), as a mask of another image, or of a view turned by an EXIF tag, has not:
+        a bad one is named before any model loads, not at its sample."""
         from diffzoo.harness.data.imageio import read_mask
 
         bad = []
         for base in bases:
-            try:
-                with Image.open(base.path) as im:  # the header: a base it cannot read is named at its sample
-                    w, h = im.size
-            except OSError:
-                w = h = 0
+            h, w = sizes[base.key]
             for path in self.files(base.key):
                 try:
                     mask = read_mask(path, base.key)
@@ -317,7 +313,7 @@ class MaskFolderRegions:
                     continue
                 if not mask.any():  # no candidate: its base's samples would say no region is within the bounds
                     bad.append(f"{path}: the mask is empty (no non-zero pixel, no region)")
-                elif h and not same_shape(mask.shape, (h, w)):
+                elif not same_shape(mask.shape, (h, w)):
                     bad.append(f"{path}: {mask.shape[1]} x {mask.shape[0]} px does not scale to its base "
                                f"{base.source}, {w} x {h} px")
         if bad:
