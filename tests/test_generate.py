@@ -20,6 +20,7 @@ from PIL import Image
 
 from diffzoo import open_dataset
 from diffzoo.generators.generate import pipeline
+from diffzoo.generators.generate.bases import BaseRef, check_bases
 from diffzoo.generators.generate.layout import STATE_DIR
 from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample
 from diffzoo.generators.generate.quality import QualityFilter
@@ -546,6 +547,12 @@ def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, t
         "image; thin.png: 4000 x 8 px, 32 x 1 px at --size 32: a side under 8 px, too small for a region; "
         "fix or remove them"), stdout + err
     assert not (tmp_path / "out" / STATE_DIR).exists()
+    refs = [BaseRef(f"e{i}", bases / "empty.png", f"e{i}.png") for i in range(5)]  # the first three named
+    with pytest.raises(DataError) as exc:
+        check_bases(refs, None, "B")
+    assert str(exc.value) == ("--bases B: 5 base image(s) cannot be used: e0.png: the file is empty (0 bytes), not "
+                              "an image; e1.png: the file is empty (0 bytes), not an image; e2.png: the file is empty "
+                              "(0 bytes), not an image (and 2 more); fix or remove them")
 
 
 def test_a_mask_file_cut_short_in_its_pixels_is_named_before_any_model_loads(capsys, tmp_path):

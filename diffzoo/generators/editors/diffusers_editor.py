@@ -33,6 +33,7 @@ from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import check_image
+from diffzoo.harness.data.distortions import resize_image
 from diffzoo.harness.models.weights import hub_offline
 
 log = logging.getLogger(__name__)
@@ -136,12 +137,7 @@ def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
 def composite(image: np.ndarray, edited: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``edited`` (resized bicubically to ``image``'s size) inside ``mask``, ``image`` outside: the
     pixels an editor was not asked to change stay exactly the input's, so the label is exact."""
-    from PIL import Image
-
-    height, width = image.shape[:2]
-    if edited.shape[:2] != (height, width):
-        edited = np.asarray(Image.fromarray(edited).resize((width, height), Image.Resampling.BICUBIC))
-    return np.ascontiguousarray(np.where(mask[..., None], edited, image))
+    return np.ascontiguousarray(np.where(mask[..., None], resize_image(edited, image.shape[:2]), image))
 
 
 def to_uint8(out: np.ndarray, what: str) -> np.ndarray:

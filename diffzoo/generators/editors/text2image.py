@@ -20,6 +20,7 @@ from diffzoo.generators.editors.cards import SD_T2I_TINY, SDXL_BASE
 from diffzoo.generators.editors.diffusers_editor import load_pipeline, to_uint8
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.data.distortions import resize_image
 
 SDXL_T2I = dataclasses.replace(  # the same weights and settings as the sdxl.base editor
     SDXL_BASE,
@@ -56,7 +57,6 @@ class TextToImage:
     def generate(self, caption: str, seed: int, size: int | None = None) -> np.ndarray:
         """An H x W x 3 uint8 image for ``caption`` (resized to ``size`` when given)."""
         import torch
-        from PIL import Image
 
         res = self.card.resolution
         with torch.inference_mode():
@@ -70,6 +70,4 @@ class TextToImage:
                 output_type="np",
             ).images[0]
         image = to_uint8(out, f"text-to-image {self.card.name!r}")
-        if size is not None and size != res:
-            image = np.asarray(Image.fromarray(image).resize((size, size), Image.Resampling.BICUBIC))
-        return np.ascontiguousarray(image)
+        return np.ascontiguousarray(image if size is None else resize_image(image, (size, size)))

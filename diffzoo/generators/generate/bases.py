@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.generate.regions import MIN_SIDE, same_shape
+from diffzoo.generators.generate.regions import MIN_SIDE, refuse_files, same_shape
 from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file
@@ -126,10 +126,7 @@ def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str) -> dict[st
         elif ref.annotated and not same_shape((h, w), ref.annotated):
             bad.append(f"{ref.source}: {w} x {h} px does not scale to the {ref.annotated[1]} x {ref.annotated[0]} px "
                        "its annotations give: a file of another image, or turned")
-    if bad:
-        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
-        raise DataError(f"--bases {spec}: {len(bad)} base image(s) cannot be used: {'; '.join(bad[:3])}{more}; "
-                        "fix or remove them")
+    refuse_files(f"--bases {spec}", "base image", bad)
     return sizes
 
 
@@ -165,11 +162,12 @@ class AIBases:
 
     ``t2i`` is a :class:`~diffzoo.generators.editors.text2image.TextToImage` (or any
     object with that ``generate`` and a ``card``); ``size`` None keeps its
-    resolution.
+    resolution; ``name`` is its card's (a run's settings and every AI base record it).
     """
 
     def __init__(self, t2i: Any, captions: Sequence[str] | None, seed: int, size: int | None):
         self.t2i, self.captions, self.size = t2i, list(captions or ()), size
+        self.name = getattr(getattr(t2i, "card", None), "name", type(t2i).__name__)
         self.order = sample_rng(seed, _ORDER_KEY, 1).permutation(len(self.captions)) if self.captions else None
 
     def get(self, ordinal: int, rng: np.random.Generator) -> BaseImage:
@@ -181,6 +179,5 @@ class AIBases:
             caption = make_caption(rng)
         t2i_seed = int(rng.integers(2**31 - 1))
         image = self.t2i.generate(caption, t2i_seed, size=self.size)
-        name = getattr(getattr(self.t2i, "card", None), "name", type(self.t2i).__name__)
-        info = {"caption": caption, "seed": t2i_seed, "text2image": name}
-        return BaseImage("ai", np.ascontiguousarray(image), f"t2i:{name}", info=info)
+        info = {"caption": caption, "seed": t2i_seed, "text2image": self.name}
+        return BaseImage("ai", np.ascontiguousarray(image), f"t2i:{self.name}", info=info)

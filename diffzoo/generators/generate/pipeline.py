@@ -200,7 +200,7 @@ class DatasetGenerator:
                 self._ai_regions = (self._regions or self._open_vocab()) if kind == "open-vocab" else RandomRegions()
             captions = self._captions()
             self.ai = AIBases(self._text2image(), captions, c.seed, c.size)
-            settings.update(t2i=self._t2i_name(), captions=len(captions) if captions else None)
+            settings.update(t2i=self.ai.name, captions=len(captions) if captions else None)
         if self._prompter is None:
             from diffzoo.generators.generate.vlm import VlmPrompter
 
@@ -268,18 +268,13 @@ class DatasetGenerator:
             path, option = find_captions(Path(self.config.bases.split(":", 2)[1])), ""
         return load_captions(Path(path), option) if path is not None else None
 
-    def _t2i_name(self) -> str:
-        if self._t2i is not None:
-            return getattr(getattr(self._t2i, "card", None), "name", type(self._t2i).__name__)
-        if self.config.t2i:
-            return self.config.t2i
-        return "sd-t2i.tiny" if all(".tiny" in e for e in self.config.editors) else "sdxl-t2i.base"
-
     def _text2image(self) -> Any:
         if self._t2i is None:
             from diffzoo.generators.editors.text2image import TextToImage, get_t2i_card
 
-            self._t2i = TextToImage(get_t2i_card(self._t2i_name()), device=self.device)
+            tiny = all(".tiny" in e for e in self.config.editors)
+            name = self.config.t2i or ("sd-t2i.tiny" if tiny else "sdxl-t2i.base")
+            self._t2i = TextToImage(get_t2i_card(name), device=self.device)
         return self._t2i
 
     def _editor(self, name: str) -> Generator:

@@ -26,7 +26,7 @@ import numpy as np
 from diffzoo.generators.generate.defaults import AREA_BINS
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import require_file
-from diffzoo.harness.data.distortions import longer_side_size
+from diffzoo.harness.data.distortions import longer_side_size, resize_label
 
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
 MARGIN = 1  # px kept free of every random region along the border
@@ -176,13 +176,8 @@ def regions_of(masks: Iterable[tuple[np.ndarray, str | None]], shape: str) -> li
 
 
 def resize_mask(mask: np.ndarray, height: int, width: int) -> np.ndarray:
-    """A bool mask resized (nearest neighbour) to ``height`` x ``width``."""
-    if mask.shape == (height, width):
-        return mask.astype(bool)
-    from PIL import Image
-
-    im = Image.fromarray(mask.astype(np.uint8) * 255).resize((width, height), Image.Resampling.NEAREST)
-    return np.asarray(im) > 127
+    """A bool mask resized (nearest neighbour, as a label map: :func:`resize_label`) to ``height`` x ``width``."""
+    return resize_label(mask.astype(np.uint8), (height, width)).astype(bool)
 
 
 def same_shape(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
@@ -258,6 +253,14 @@ class RandomRegions:
             raise DataError(f"base {base.source}: {exc}") from None
 
 
+def refuse_files(where: str, what: str, bad: Sequence[str]) -> None:
+    """One DataError naming the first three ``bad`` files (each with why) and counting the rest;
+    nothing when there is none: the refusal of a check made before any model loads."""
+    if bad:
+        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        raise DataError(f"{where}: {len(bad)} {what}(s) cannot be used: {'; '.join(bad[:3])}{more}; fix or remove them")
+
+
 def _object_name(stem: str) -> str | None:
     """``dog_2`` -> ``dog``; ``cup`` -> ``cup``; ``3`` -> None."""
     name = stem.rstrip("0123456789").rstrip("_- ").replace("_", " ").strip()
@@ -316,9 +319,7 @@ class MaskFolderRegions:
                 elif not same_shape(mask.shape, (h, w)):
                     bad.append(f"{path}: {mask.shape[1]} x {mask.shape[0]} px does not scale to its base "
                                f"{base.source}, {w} x {h} px")
-        if bad:
-            raise DataError(f"--regions masks:{self.folder}: {len(bad)} mask file(s) cannot be used: "
-                            f"{'; '.join(bad)}; fix or remove them")
+        refuse_files(f"--regions masks:{self.folder}", "mask file", bad)
 
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
         from diffzoo.harness.data.imageio import read_mask
