@@ -9,8 +9,6 @@ a COCO captions file, or a template caption (``prompts.make_caption``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,12 +126,6 @@ def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str) -> dict[st
                        "its annotations give: a file of another image, or turned")
     refuse_files(f"--bases {spec}", "base image", bad)
     return sizes
-
-
-def listing_digest(refs: Sequence[BaseRef]) -> str:
-    """Names and sizes of the real bases (a run's config records it)."""
-    rows = [(r.source, r.path.stat().st_size) for r in refs]
-    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
 
 
 class RealBases:

@@ -138,9 +138,9 @@ class DatasetGenerator:
 
     def _setup(self) -> dict[str, Any]:
         """Bases, region sources, prompter, scorer; returns the settings a resumed run must share."""
-        from diffzoo.generators.generate.bases import AIBases, RealBases, check_bases, listing_digest
+        from diffzoo.generators.generate.bases import AIBases, RealBases, check_bases
         from diffzoo.generators.generate.prompts import TemplatePrompter
-        from diffzoo.generators.generate.regions import MaskFolderRegions, RandomRegions
+        from diffzoo.generators.generate.regions import MaskFolderRegions, RandomRegions, listing_digest
         from diffzoo.harness.core.plugins import get_registry
 
         c = self.config
@@ -194,7 +194,8 @@ class DatasetGenerator:
             if isinstance(self._regions, MaskFolderRegions):
                 self._regions.check(refs, sizes)
             self.real = RealBases(refs, c.seed, c.size)
-            settings["bases"] = index.digest() if index is not None else {"folder": listing_digest(refs)}
+            settings["bases"] = (index.digest() if index is not None
+                                 else {"folder": listing_digest((r.source, r.path) for r in refs)})
         if c.ai_fraction > 0:
             if self._ai_regions is None:
                 self._ai_regions = (self._regions or self._open_vocab()) if kind == "open-vocab" else RandomRegions()

@@ -15,6 +15,8 @@ picks one candidate per edit, balanced over area bins.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -253,6 +255,12 @@ class RandomRegions:
             raise DataError(f"base {base.source}: {exc}") from None
 
 
+def listing_digest(files: Iterable[tuple[str, Path]]) -> str:
+    """Names and sizes of the ``(name, path)`` files a run reads: its bases, its mask files (its config records it)."""
+    rows = [(name, path.stat().st_size) for name, path in files]
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+
+
 def refuse_files(where: str, what: str, bad: Sequence[str]) -> None:
     """One DataError naming the first three ``bad`` files (each with why) and counting the rest;
     nothing when there is none: the refusal of a check made before any model loads."""
@@ -290,12 +298,8 @@ class MaskFolderRegions:
 
     def digest(self) -> str:
         """Names and sizes of every mask file (a run's config records it)."""
-        import hashlib
-        import json
-
-        rows = sorted((p.relative_to(self.folder).as_posix(), p.stat().st_size)
-                      for p in self.folder.rglob("*") if p.is_file() and not p.name.startswith("."))
-        return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+        return listing_digest(sorted((p.relative_to(self.folder).as_posix(), p) for p in self.folder.rglob("*")
+                                     if p.is_file() and not p.name.startswith(".")))
 
     def check(self, bases: Iterable[Any], sizes: Mapping[str, tuple[int, int]]) -> None:
         """Every mask file of ``bases`` (each with its ``key`` and ``source``; ``sizes``: each key's
