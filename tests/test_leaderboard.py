@@ -20,7 +20,7 @@ from diffzoo.leaderboard.render.text import publish, to_csv, to_latex, to_markdo
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.versions import Selection, freeze, load_version, resolve
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line
 from helpers.records import make_record, make_state
 
 
@@ -82,6 +82,23 @@ def test_validate_cli_rejects_each_bad_record_saying_why(tmp_path, capsys):
     assert "1 valid, 4 invalid" in out and "0 temp file(s)" in out
     code, out, _ = cli(capsys, "leaderboard", "validate", str(folder / f"{good.id}.json"))
     assert code == 0 and "1 valid, 0 invalid" in out
+
+
+def test_validate_names_a_metric_state_file_as_no_record(tmp_path, capsys):
+    """A store's states/ folder, one state file or a version's manifest given to validate or add is
+    said to be what it is, and what to give instead; never a record missing 13 fields."""
+    store = RecordStore(tmp_path / "s")
+    store.add(make_record(state=make_state()))
+    [state] = (store.root / "states").glob("*.json")
+    said = ("a metric-state file, not a record: give the records that name it (the store, or its records/ "
+            "folder); each record is checked against its state")
+    for args in (("validate", state.parent), ("validate", state), ("add", state, "--store", tmp_path / "t")):
+        code, out, _ = cli(capsys, "leaderboard", *args)
+        assert code == 1 and f"{state}: {said}" in one_line(out), out
+    freeze(store, "v1")
+    code, out, _ = cli(capsys, "leaderboard", "validate", store.versions_dir / "v1.json")
+    assert code == 1 and (f"{store.versions_dir / 'v1.json'}: a frozen version's manifest, not a record: check it "
+                          "with `diffzoo leaderboard verify VERSION --store STORE`") in one_line(out), out
 
 
 def test_a_hostile_records_reason_is_one_line_of_bounded_length(tmp_path, capsys):

@@ -397,6 +397,12 @@ class RecordBody:
         """(the record, []) or (None, every problem, each naming its field)."""
         if not isinstance(data, dict):
             return None, [f"a record is a JSON object, not {json_kind(data)}"]
+        if "record_id" not in data and {"rows", "pos_hist"} <= data.keys():  # what EvalState.state_dict writes
+            return None, ["a metric-state file, not a record: give the records that name it (the store, or its "
+                          f"{RECORDS_DIR}/ folder); each record is checked against its state"]
+        if "record_id" not in data and "record_digests" in data:  # what a frozen version's manifest holds
+            return None, ["a frozen version's manifest, not a record: check it with `diffzoo leaderboard verify "
+                          "VERSION --store STORE`"]
         problems: list[str] = []
         if missing := [k for k in REQUIRED if k not in data]:
             problems.append(f"missing field(s): {', '.join(missing)}")
