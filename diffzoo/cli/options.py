@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 
 import typer
 
-from diffzoo.harness.core.errors import ConfigError, did_you_mean_each
+from diffzoo.harness.core.errors import ConfigError, EnvVarError, did_you_mean_each
 from diffzoo.harness.core.types import check_seed
 from diffzoo.harness.run.request import RunRequest, field_value, flags_of, parse_options, typed_value
 
@@ -126,6 +126,8 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
         for f in fields(RunRequest):  # read and checked again by the request, whose refusal would not name the file
             if f.name in from_file and f.name in options:
                 field_value(f, from_file[f.name])
+    except EnvVarError:  # a check compared the file's value with the environment's: the variable is bad
+        raise
     except ConfigError as exc:
         raise ConfigError(f"--config {config}: {exc}") from None
     ctx.meta[CONFIG_KEYS] = frozenset(from_file)  # what was_given() reads: the file is read once

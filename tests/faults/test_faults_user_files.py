@@ -123,6 +123,22 @@ def test_a_config_value_of_the_wrong_kind_is_one_line_naming_its_option(capsys, 
     assert not (tmp_path / "out").exists()
 
 
+def test_a_bad_environment_variable_is_never_named_as_the_config_files(capsys, tmp_path, monkeypatch):
+    """A --config file's crop_size is checked against $DIFFZOO_MAX_PIXELS: the file is named where
+    its value is refused, never where the variable is."""
+    from helpers.cli import cli
+
+    path = tmp_path / "run.yaml"
+    path.write_text("detector: segformer.tiny\ncrop_size: 100000\n")
+    one_line_exit_2(*cli(capsys, "run", "--config", path, "--plan"),
+                    f"error: --config {path}: --crop-size 100000: a 100000 x 100000 px crop exceeds")
+    path.write_text("detector: segformer.tiny\ncrop_size: 256\n")
+    monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "abc")
+    assert one_line_exit_2(*cli(capsys, "run", "--config", path, "--plan")) == (
+        "error: DIFFZOO_MAX_PIXELS='abc' is not a positive whole number of pixels; unset it for the default "
+        "67,108,864 (8192 x 8192) or give e.g. DIFFZOO_MAX_PIXELS=200000000")
+
+
 def test_a_config_or_label_map_that_is_not_yaml_is_one_line_saying_where(capsys, tmp_path):
     """A tab-indented --config said only "not YAML (while scanning for the next token)", naming no line; a
     YAML label map with a syntax error put yaml's whole multi-line message, source excerpt and all, in its line."""

@@ -195,6 +195,11 @@ class ConfigError(DiffzooError):
     exit_code = 2
 
 
+class EnvVarError(ConfigError):
+    """A bad value of an environment variable (``DIFFZOO_MAX_PIXELS=abc``): named as the
+    environment's, never as an option's or a ``--config`` file's that a check compared with it."""
+
+
 def no_value(shown: str) -> ConfigError:
     """The refusal of an option ``shown`` as given (``--flag KEY=``) with an empty value: an unset
     shell variable, never a value (pathlib reads ``""`` as the current folder)."""

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DiffzooError
+from diffzoo.harness.core.errors import CorruptSampleError, DiffzooError, EnvVarError
 from diffzoo.harness.core.fsutil import MISSING, file_kind
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def max_pixels() -> int:
     except ValueError:
         value = 0
     if value <= 0:
-        raise ConfigError(
+        raise EnvVarError(
             f"{MAX_PIXELS_ENV}={raw!r} is not a positive whole number of pixels; unset it for "
             f"the default {DEFAULT_MAX_PIXELS:,} (8192 x 8192) or give e.g. {MAX_PIXELS_ENV}=200000000"
         )
