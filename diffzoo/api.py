@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core import distributed
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, UnknownNameError
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress, reporting
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import check_task
+from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
 from diffzoo.harness.records.document import ResultRecord, keep_state
 from diffzoo.harness.run.model_source import CheckpointInfo
@@ -235,6 +236,29 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     return trained
 
 
+def _check_reproducible(record: ResultRecord, request: RunRequest) -> None:
+    """A ConfigError where this diffzoo cannot make ``record``'s row again from ``request``: its
+    detector is not installed, the request names another detector or seed than the record (edited
+    by hand: the request is no part of the id), or its suite or metrics version is not this one's."""
+    body = record.body
+    try:
+        name = get_registry().resolve("detector", request.detector)
+    except UnknownNameError:
+        raise ConfigError(f"record {record.id}'s detector {request.detector!r} is not installed here: install its "
+                          f"plugin {body.detector.plugin!r} (diffzoo list detectors lists those installed)") from None
+    if edited := [f"{what} {now!r} (the record's: {then!r})" for what, now, then in
+                  (("detector", name, body.detector.name), ("seed", request.seed, body.seed)) if now != then]:
+        raise ConfigError(f"record {record.id}'s stored request runs {', '.join(edited)}: it was edited after the "
+                          "run, and would make another row")
+    suite = get_registry().get("suite", body.suite.name).load()
+    if older := [f"{what} {then} (this diffzoo's: {now})" for what, then, now in (
+            (f"suite {suite.name} version", body.suite.version, suite.version),
+            ("metrics version", body.metrics_version, METRICS_VERSION)) if then != now]:
+        made = body.environment.packages.get("diffzoo")
+        raise ConfigError(f"record {record.id} was made with {', '.join(older)}: this diffzoo cannot make its row "
+                          f"again; reproduce it with the diffzoo that made it{f' ({made})' if made else ''}")
+
+
 def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None = None,
               on_plan: Callable[[Evaluation], None] | None = None, device: str | None = None,
               force: bool = False) -> tuple[Evaluation, ResultRecord | None]:
@@ -253,6 +277,7 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
         request = RunRequest.from_dict(body.request, suite=body.suite.name, **({"device": device} if device else {}))
     except ConfigError as exc:
         raise ConfigError(f"record {record.id}'s stored request: {exc}") from None
+    _check_reproducible(record, request)
     lost = request.paths_not_found()
     relative = [said for said, path in lost if not path.is_absolute()]  # read from the folder the run started in
     absolute = [(said, path) for said, path in lost if path.is_absolute()]

@@ -158,6 +158,46 @@ def test_a_stored_request_that_is_no_valid_run_is_said_to_be_the_records(tmp_pat
     assert not (tmp_path / "out").exists()
 
 
+def test_a_record_that_cannot_be_made_again_here_is_one_line_before_any_work(capsys, tmp_path):
+    """A record of a detector whose plugin is not installed, one whose stored request was edited by hand
+    (its digests sealed again: another detector or seed, the record's id unchanged), and one of another
+    suite or metrics version: each refused in one line before any work. The edited request trained and
+    compared another model's numbers with the record's; the older record compared numbers of another
+    suite definition and said "every metric identical", exit 0."""
+    from diffzoo.api import reproduce
+    from diffzoo.harness.core.plugins import get_registry
+    from diffzoo.leaderboard.store import RecordStore
+
+    from helpers.records import make_record, resealed
+
+    suite = get_registry().get("suite", "standard").load()
+    nowhere = tmp_path / "nowhere"
+    current = make_record("segformer.tiny", suite_version=suite.version,
+                          request={"detector": "segformer.tiny", "dataset": str(nowhere)})
+    with pytest.raises(ConfigError, match=f"^record {current.id}'s run read --dataset {nowhere}, not found"):
+        reproduce(current, tmp_path / "out")  # a record this diffzoo can make again: its data is asked for
+    acme = resealed(current, lambda d: (d["detector"].update(name="acme.det", plugin="acme-diffzoo"),
+                                        d["request"].update(detector="acme.det")))
+    other = resealed(current, lambda d: d["request"].update(detector="fcn8s.tiny", seed=7))
+    older = resealed(current, lambda d: (d["suite"].update(version="1"), d.update(metrics_version="1")))
+    cases = [(acme, f"record {acme.id}'s detector 'acme.det' is not installed here: install its plugin "
+                    "'acme-diffzoo' (diffzoo list detectors lists those installed)"),
+             (other, f"record {other.id}'s stored request runs detector 'fcn8s.tiny' (the record's: 'segformer.tiny'), "
+                     "seed 7 (the record's: 0): it was edited after the run, and would make another row"),
+             (older, f"record {older.id} was made with suite standard version 1 (this diffzoo's: {suite.version}), "
+                     "metrics version 1 (this diffzoo's: 2): this diffzoo cannot make its row again; reproduce it "
+                     "with the diffzoo that made it (0.1.0)")]
+    assert other.id == current.id  # the request is no part of the identity
+    store = RecordStore(tmp_path / "store")
+    for record, said in cases:
+        with pytest.raises(ConfigError) as error:
+            reproduce(record, tmp_path / "out")
+        assert str(error.value) == said
+        assert store.add(record).status == "added"
+        assert one_line_exit_2(*cli(capsys, "reproduce", record.id, "--store", store.root)) == f"error: {said}"
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_row_run_on_relative_paths_is_reproduced_from_the_folder_it_ran_in(capsys, diffseg_folder, tmp_path,
                                                                              monkeypatch):
     import shutil
