@@ -35,6 +35,9 @@ COMMAND_DEFAULTS = ("DEFAULT", "DEFAULT_MAP")
 KEY_VALUE = "KEY=VALUE"
 """The metavar of a command's own repeatable ``KEY=VALUE`` option (read by :func:`parse_options`):
 a ``--config`` file may give it a mapping, as it may a run's."""
+CONFIG_LIMIT = 1_000_000
+"""The most bytes of a ``--config`` file read: its options fill a few kB, and YAML parses at
+about 200 kB a second (a mapping of 64 MB took 5 minutes)."""
 CONFIG_KEYS = "diffzoo.config_keys"
 """The ``ctx.meta`` key of the option names the ``--config`` file gave."""
 
@@ -183,7 +186,7 @@ def read_config(path: Path) -> dict[str, Any]:
     from diffzoo.harness.core.fsutil import FileRefused, read_text, read_yaml
 
     try:
-        data = read_yaml(read_text(path), str(path))
+        data = read_yaml(read_text(path, CONFIG_LIMIT), str(path))
     except FileRefused as exc:
         raise ConfigError(f"--config {exc}") from None
     except OSError as exc:
