@@ -403,8 +403,8 @@ def read_yaml(text: str, source: str) -> Any:
     if size is None:
         raise FileRefused(source, "holds a list or mapping that contains itself (through an alias *NAME)")
     if size > MAX_YAML_VALUES:
-        raise FileRefused(source, f"expands to {size:,} values through its aliases (*NAME); diffzoo reads at most "
-                                  f"{MAX_YAML_VALUES:,}")
+        raise FileRefused(source, f"holds {size:,} values (an alias *NAME counts each time it is used); diffzoo "
+                                  f"reads at most {MAX_YAML_VALUES:,}")
     return value
 
 
