@@ -8,14 +8,27 @@ import os
 import sys
 import warnings
 from types import SimpleNamespace
+from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 # Not a terminal (CI logs, pipes): wide enough that tables do not wrap.
 _WIDTH = None if sys.stdout.isatty() else 132
 console = Console(highlight=False, width=_WIDTH, emoji=False)  # ":warning:" in a name prints as text
 err_console = Console(stderr=True, highlight=False, width=_WIDTH, emoji=False)
 state = SimpleNamespace(debug=False)
+
+
+def folded_table(title: Any, columns: tuple[str, ...], right: tuple[str, ...] = ()) -> Table:
+    """A table titled ``title`` whose ``columns`` wrap their text whole: a URL, a file name or an id is
+    never cut to "https://pan.ba…" (``right``: the columns of numbers, right-aligned; the first, what
+    a row is of, in bold)."""
+    table = Table(title=title, title_justify="left")
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="right" if col in right else "left", style="bold" if i == 0 else "",
+                         overflow="fold")
+    return table
 
 
 def reporting_rank() -> bool:

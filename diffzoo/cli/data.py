@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from diffzoo.cli.console import console, err_console
+from diffzoo.cli.console import console, err_console, folded_table
 from diffzoo.cli.options import DATASET_OPTION, FORCE, LABELS, parse_options
 from diffzoo.cli.progress import RichProgress
 from diffzoo.harness.core.errors import ConfigError, did_you_mean
@@ -190,9 +190,8 @@ def _pct(value: float | None) -> str:
 
 def _table(title: str, *columns: str, text: int = 1) -> Table:
     """A table whose first ``text`` columns are text (left), the rest numbers (right)."""
-    table = Table(title=term_text(title), title_justify="left", min_width=len(title))
-    for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i < text else "right", style="bold" if i == 0 else "", overflow="fold")
+    table = folded_table(term_text(title), columns, right=columns[text:])
+    table.min_width = len(title)
     return table
 
 

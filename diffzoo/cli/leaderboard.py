@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
-from diffzoo.cli.console import console, err_console
+from diffzoo.cli.console import console, err_console, folded_table
 from diffzoo.cli.options import FORCE
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.metrics.catalog import metric_info
@@ -101,9 +100,8 @@ def list_cmd(
     if not records and loaded.records:  # an empty answer says which filter left nothing
         err_console.print(f"[yellow]no record matches:[/] {term(unmatched(loaded.records, **filters))}",
                           soft_wrap=True)
-    table = Table(title=term_text(f"{len(records)} record(s) in {store}"), title_justify="left")
-    for col in ("id", "detector", "suite", "case", "dataset", "primary metric", "date"):
-        table.add_column(col, overflow="fold")
+    table = folded_table(term_text(f"{len(records)} record(s) in {store}"),
+                         ("id", "detector", "suite", "case", "dataset", "primary metric", "date"))
     for r in sorted(records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.detector.name)):
         b = r.body
         table.add_row(r.id, term_text(b.detector.name), term_text(f"{b.suite.name} v{b.suite.version}"),
@@ -140,10 +138,7 @@ def show_cmd(
     console.print(f"[bold]record[/] {record.id}: {term(b.detector.name)} on {term(b.dataset.name)} "
                   f"({term(b.dataset.fingerprint)}), suite {term(b.suite.name)} v{term(b.suite.version)} "
                   f"case {term(b.case_name)}")
-    table = Table(show_header=True)
-    table.add_column("metric", overflow="fold")
-    table.add_column("value", justify="right", overflow="fold")
-    table.add_column("95% CI", justify="right", overflow="fold")
+    table = folded_table(None, ("metric", "value", "95% CI"), right=("value", "95% CI"))
     for name, value in b.metrics.items():
         info = metric_info(name)
         ci = b.ci95.get(name)
@@ -273,9 +268,7 @@ def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help
     if not versions and not bad:
         console.print(f"no frozen versions in {term(store)} (`diffzoo leaderboard freeze NAME` makes one)")
         return
-    table = Table(title="frozen versions", title_justify="left")
-    for col in ("name", "created", "records", "suites", "datasets", "note"):
-        table.add_column(col, overflow="fold")
+    table = folded_table("frozen versions", ("name", "created", "records", "suites", "datasets", "note"))
     for v in versions:
         table.add_row(term_text(v["name"]), term_text(v.get("created", "")), str(len(v["records"])),
                       term_text(", ".join(f"{s['name']} v{s['version']}" for s in v["suites"])),

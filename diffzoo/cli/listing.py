@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
-from diffzoo.cli.console import console
+from diffzoo.cli.console import console, folded_table
 from diffzoo.cli.options import SEED
 from diffzoo.harness.core.errors import ConfigError, did_you_mean
 from diffzoo.harness.core.plugins import get_plugin_system, get_registry
@@ -52,11 +51,7 @@ def list_cmd(
     if released:
         _released(entries, pattern)
         return
-    table = Table(title=f"{kind} matching {term(repr(pattern))}", title_justify="left")
-    table.add_column("name", style="bold", overflow="fold")
-    table.add_column("default", justify="center", overflow="fold")
-    table.add_column("plugin", overflow="fold")
-    table.add_column("description", overflow="fold")
+    table = folded_table(f"{kind} matching {term(repr(pattern))}", ("name", "default", "plugin", "description"))
     for e in entries:
         desc = e.description
         if kind == "suites":
@@ -68,9 +63,8 @@ def list_cmd(
 
 def _released(entries: list, pattern: str) -> None:
     """One row per (detector, release): the weights its authors released."""
-    table = Table(title=f"released weights of detectors matching {term(repr(pattern))}", title_justify="left")
-    for col in ("detector", "release", "files", "trained on", "sha256", "published", "source"):
-        table.add_column(col, overflow="fold")  # a URL or file name wraps whole, never cut to "https://pan.ba…"
+    table = folded_table(f"released weights of detectors matching {term(repr(pattern))}",
+                         ("detector", "release", "files", "trained on", "sha256", "published", "source"))
     for e in entries:
         for r in e.card.releases:
             sha = "published" if any(r.sha256) else "unpublished (recorded at first use)"
@@ -95,11 +89,7 @@ def plugins_cmd(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is not None:
         return
     system = get_plugin_system()
-    table = Table(title="diffzoo plugins", title_justify="left")
-    table.add_column("plugin", style="bold", overflow="fold")
-    table.add_column("version", overflow="fold")
-    table.add_column("kind", overflow="fold")
-    table.add_column("hooks", overflow="fold")
+    table = folded_table("diffzoo plugins", ("plugin", "version", "kind", "hooks"))
     for info in system.info():
         table.add_row(term(info.name), term(info.version), "built-in" if info.builtin else "installed",
                       ", ".join(info.hooks))
@@ -120,9 +110,7 @@ def check_cmd(
     from diffzoo.harness.models.conformance import check_plugin
 
     findings = check_plugin(name, task or None, str(resolve_device(device)), seed)
-    table = Table(title=f"plugins check {term(name)}", title_justify="left")
-    for col in ("detector", "task", "check", "result"):
-        table.add_column(col, overflow="fold")
+    table = folded_table(f"plugins check {term(name)}", ("detector", "task", "check", "result"))
     for f in findings:
         ok = "[green]ok[/]" + (f" ({term(f.message)})" if f.message else "")
         result = ok if f.ok else f"[red]FAIL[/] {term(f.message)}"

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
-from diffzoo.cli.console import console
+from diffzoo.cli.console import console, folded_table
 from diffzoo.cli.options import FORCE
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.leaderboard.render.escape import term
@@ -70,9 +69,7 @@ def reproduce_cmd(
         console.print(f"[bold red]the run made no record of {term(row)}[/] ({term(why)})")
         raise typer.Exit(DIFFERS)
     rows, moved = compare(record.metrics, again.metrics, tolerance)
-    table = Table(title=term(row))
-    for column, justify in (("metric", "left"), ("then", "right"), ("now", "right"), ("difference", "right")):
-        table.add_column(column, justify=justify, overflow="fold")
+    table = folded_table(term(row), ("metric", "then", "now", "difference"), right=("then", "now", "difference"))
     for name, then, now, diff, ok in rows:
         table.add_row(term(name), then, now, diff if ok else f"[bold red]{diff}[/]")
     console.print(table)
