@@ -166,6 +166,23 @@ def test_record_strings_are_escaped_and_links_are_slugs(site):
     assert not [a for t, a in evil_page.tags if t == "img" and a.get("src") == "x"]
 
 
+
+def test_every_link_and_image_of_the_site_is_a_file_in_it_and_every_fragment_an_id_there(site):
+    """A crawl of every page: each href and src names a file inside the site folder, each ``#x``
+    an element with that id on the page it points to."""
+    from urllib.parse import unquote, urlsplit
+
+    out = site["out"].resolve()
+    pages = {p.resolve(): parse(p).tags for p in out.rglob("*.html")}
+    ids = {p: {a["id"] for _, a in tags if "id" in a} for p, tags in pages.items()}
+    links = [(p, a[k]) for p, tags in pages.items() for _, a in tags for k in ("href", "src") if k in a]
+    assert len(pages) == 5 and len(links) > 50
+    for page, link in links:
+        parts = urlsplit(link)
+        target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+        assert not parts.scheme and out in target.parents and target.is_file(), (page.name, link)
+        assert not parts.fragment or parts.fragment in ids[target], (page.name, link)
+
 def test_a_case_line_leaves_out_what_its_records_do_not_say(tmp_path):
     """A case without ``split`` or ``train`` said "split None" (or "split ;") and "trained on ?"."""
     from diffzoo.leaderboard.versions import Selection
