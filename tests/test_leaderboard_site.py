@@ -734,6 +734,49 @@ def test_a_wrapped_plot_title_never_splits_an_escaped_dollar():
     assert lines == ["x" * 56 + "\\$", "5 and \\$6"], lines
 
 
+
+def test_a_detectors_figures_keep_their_axes_and_labels_inside_with_names_of_10000_characters(tmp_path,
+                                                                                              monkeypatch):
+    """A 10,000-character detector, suite, distortion, setting or editor name made a title of 175 lines
+    and labels running off the figure ("Tight layout not applied"), and editor names of 30
+    characters squeezed the confusion matrix to a tenth of an inch a class: each is now shortened
+    around an ellipsis (titles to three lines, axis labels to one, legends and ticks as the
+    comparison plots' names), the matrix sized beside its labels."""
+    import warnings
+
+    from diffzoo.leaderboard.render import plots
+
+    long, editors = "x" * 10_000, ["background", "<script>window.__pwned=3</script>", "flux2.tiny-klein-inpaint"]
+    drawn, save = [], plots._save
+
+    def kept(fig, path, **kw):
+        written = save(fig, path, **kw)
+        fig.set_dpi(120)  # the dpi _save writes at: measured as the PNG shows it
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        labels = [ax.xaxis.label, *ax.get_xticklabels(), *ax.get_yticklabels(),
+                  *(ax.get_legend().get_texts() if ax.get_legend() else [])]
+        inside = all(fig.bbox.x0 - 1 <= b.x0 and b.x1 <= fig.bbox.x1 + 1 and fig.bbox.y0 - 1 <= b.y0
+                     for b in (t.get_window_extent() for t in labels if t.get_text()))
+        box = ax.get_window_extent()
+        drawn.append((path.name, ax.get_title().count("\n") + 1, ax.xaxis.label.get_text().count("\n"), inside,
+                      min(box.width, box.height) / fig.dpi))
+        return written
+
+    monkeypatch.setattr(plots, "_save", kept)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plots.confusion_png(np.eye(4) * 50 + 5, [*editors, "e" + long], tmp_path / "c.png", title=f"{long}: semantic")
+        plots.confusion_png(np.eye(3) * 50 + 5, editors, tmp_path / "c3.png", title="segformer.b0: semantic")
+        plots.robustness_png({f"s{long} v1": [(1, 0.5), (2, 0.4)]}, tmp_path / "r.png", ylabel="mIoU", clean=0.6,
+                             title=f"{long}: mIoU under d{long} on mini", ticks=["clean", f"q{long}", "50"],
+                             xlabel=f"d{long} quality")
+        plots.editor_iou_png({"standard v1 / semantic": {f"e{long}": 0.5, "sd2": 0.3}}, tmp_path / "e.png",
+                             title=long)
+    for name, title_lines, xlabel_breaks, inside, _ in drawn:
+        assert title_lines <= 3 and xlabel_breaks == 0 and inside, (name, title_lines, xlabel_breaks, inside)
+    assert [side / n >= 0.5 for (*_, side), n in zip(drawn[:2], (4, 3))] == [True, True], drawn  # inches a class
+
 def test_a_legend_of_many_long_names_stays_inside_the_figure(tmp_path, monkeypatch):
     """45 names of two lines each: columns of 20 entries ran past the figure's bottom edge."""
     from diffzoo.leaderboard.render import comparison_plots as cp

@@ -34,8 +34,8 @@ from diffzoo.leaderboard.render.plots import (
     draw_curves,
     grouped_bars,
     legend_columns,
-    outside_legend,
     percent_groups,
+    short_legend,
     short_names,
 )
 from diffzoo.leaderboard.render.site_figures import Figure, figure, plot_file
@@ -90,7 +90,7 @@ def comparison_curves_png(series: dict[str, list[tuple[float, float | None]]], s
     fig, ax = plt.subplots(figsize=(_width(series, 6.4), 4.4))
     draw_curves(ax, series, clean, ticks, style=lambda name: {
         "color": styles[name].color, "marker": styles[name].marker, "linestyle": styles[name].linestyle})
-    outside_legend(ax)
+    short_legend(ax)
     return _labelled(fig, ax, path, title, xlabel, ylabel)
 
 
@@ -106,7 +106,7 @@ def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[st
                                      "edgecolor": "white" if not styles[name].hatch else "black"})
     ax.set_ylim(0, 100)
     ax.grid(True, axis="y", alpha=0.3)
-    outside_legend(ax)
+    short_legend(ax)
     return _labelled(fig, ax, path, title, xlabel, ylabel)
 
 
@@ -130,7 +130,7 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
                     textcoords="offset points", ha="right" if right else "left", fontsize=7)
     ax.grid(True, alpha=0.3)
     ax.margins(0.15)
-    outside_legend(ax)
+    short_legend(ax)
     return _labelled(fig, ax, path, title, f"{xlabel} (%)", ylabel)
 
 

@@ -31,15 +31,34 @@ def integer_ticks():
     return MaxNLocator(integer=True)
 
 
-def wrapped(text: str, width: int) -> str:
+def shortened(text: str, budget: int) -> str:
+    """``text``, or where it is longer than ``budget`` characters its head, ``…`` and its end
+    (``budget`` characters in all; names sharing a long prefix differ at the end)."""
+    head = budget // 4
+    return text if len(text) <= budget else f"{text[:head]}\u2026{text[len(text) - budget + head + 1:]}"
+
+
+def wrapped(text: str, width: int, lines: int | None = 3) -> str:
     """``text`` for a figure wrapped to lines of ``width`` characters, each line :func:`plot_text`
-    (wrapped first: no line ends in the backslash of an escaped ``$``)."""
-    return "\n".join(_text(line) for line in textwrap.wrap(printable(text), width))
+    (wrapped first: no line ends in the backslash of an escaped ``$``); at most ``lines`` lines
+    (None: any number), a longer text :func:`shortened` to fit, so that a name of thousands of
+    characters leaves room for the axes."""
+    text = printable(text)
+    parts, budget = textwrap.wrap(text, width), (lines or 0) * width
+    while lines is not None and len(parts) > lines:
+        budget -= max(1, width // 4)
+        parts = textwrap.wrap(shortened(text, max(budget, 1)), width)
+    return "\n".join(_text(line) for line in parts)
+
+
+def _chars(inches: float) -> int:
+    """How many characters of a title or an axis label fit along ``inches``."""
+    return max(20, int(inches * 9))
 
 
 def _title(ax, text: str, fig) -> None:
-    """A title wrapped to the figure's width (long names must not be cut off)."""
-    ax.set_title(wrapped(text, max(20, int(fig.get_figwidth() * 9))), fontsize=10)
+    """A title wrapped to the figure's width (long names must not be cut off), in at most three lines."""
+    ax.set_title(wrapped(text, _chars(fig.get_figwidth())), fontsize=10)
 
 
 def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]],
@@ -60,7 +79,8 @@ def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]
                 ax.text(at, 0, "n/a" if value != 0 else "0", rotation=90, ha="center", va="bottom", fontsize=8,
                         color="0.3")
     tilt = len(groups) > 4
-    ax.set_xticks(x, [_text(g) for g in groups], rotation=30 if tilt else 0, ha="right" if tilt else "center")
+    shown = short_names(groups)
+    ax.set_xticks(x, [shown[g] for g in groups], rotation=30 if tilt else 0, ha="right" if tilt else "center")
     ax.set_xlim(-0.5, len(groups) - 0.5)  # every group's slot, also where no bar has a value
 
 
@@ -80,16 +100,14 @@ def short_names(names: Iterable[str], width: int = 56) -> dict[str, str]:
     of half ``width``."""
     names, budget = list(dict.fromkeys(names)), width
     while True:
-        head = budget // 4
-        shown = [wrapped(n if len(n) <= budget else f"{n[:head]}\u2026{n[len(n) - budget + head + 1:]}", width // 2)
-                 for n in names]
+        shown = [wrapped(shortened(n, budget), width // 2, lines=None) for n in names]
         if len(set(shown)) == len(shown) or budget >= max(map(len, names)):  # past the longest: each whole
             return dict(zip(names, shown))
         budget *= 2
 
 
 def legend_columns(names: Iterable[str]) -> int:
-    """How many columns :func:`outside_legend` lays ``names`` out in: 20 lines of text a column,
+    """How many columns :func:`short_legend` lays ``names`` out in: 20 lines of text a column,
     each entry as many as its longest shortened name (:func:`short_names`) has."""
     return _columns(list(short_names(names).values()))
 
@@ -100,15 +118,17 @@ def _columns(shown: list[str]) -> int:
     return max(1, -(-len(shown) // max(1, 20 // lines)))
 
 
-def outside_legend(ax, fontsize: int = 7) -> None:
-    """The axes' legend outside them, on the right, in :func:`legend_columns` columns, each name
-    shortened (:func:`short_names`); none without entries."""
+def short_legend(ax, fontsize: int = 7, outside: bool = True) -> None:
+    """The axes' legend, each name shortened (:func:`short_names`): ``outside`` them, on the
+    right, in :func:`legend_columns` columns, else where it hides the fewest points; none
+    without entries."""
     handles, labels = ax.get_legend_handles_labels()
     names = [label.replace(r"\$", "$") for label in labels]  # the names the labels' plot_text shows
     if handles:
         shown = short_names(names)
-        ax.legend(handles, [shown[n] for n in names], fontsize=fontsize, loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=_columns(list(shown.values())))
+        where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0,
+                 "ncol": _columns(list(shown.values()))} if outside else {}
+        ax.legend(handles, [shown[n] for n in names], fontsize=fontsize, **where)
 
 
 def _save(fig, path: Path, dpi: int = 120, **savefig) -> Path:
@@ -127,8 +147,8 @@ def _save(fig, path: Path, dpi: int = 120, **savefig) -> Path:
 
 def _labelled(fig, ax, path: Path, title: str, xlabel: str, ylabel: str) -> Path:
     """``fig`` with its axes' labels (the y axis in %) and its wrapped title, saved (:func:`_save`)."""
-    ax.set_xlabel(_text(xlabel))
-    ax.set_ylabel(f"{_text(ylabel)} (%)")
+    ax.set_xlabel(wrapped(xlabel, _chars(fig.get_figwidth()), lines=1))
+    ax.set_ylabel(f"{wrapped(ylabel, _chars(fig.get_figheight()), lines=1)} (%)")
     _title(ax, title, fig)
     return _save(fig, path)
 
@@ -139,10 +159,13 @@ def confusion_png(matrix: np.ndarray | list[list[int]], names: list[str], path: 
     matrix = np.asarray(matrix, dtype=np.float64)
     rows = matrix.sum(axis=1, keepdims=True)
     norm = np.divide(matrix, rows, out=np.zeros_like(matrix), where=rows > 0)
+    shown = short_names(names)
+    labels = [shown[n] for n in names]
+    longest = max((len(line) for label in labels for line in label.split("\n")), default=0)
+    room = 0.085 * longest  # inches of the longest label line
     size = 1.2 + 0.6 * len(names)
-    fig, ax = plt.subplots(figsize=(size + 1, size))
+    fig, ax = plt.subplots(figsize=(size + 1 + room, size + 0.7 * room))  # the matrix keeps its size beside them
     im = ax.imshow(norm, cmap="Blues", vmin=0, vmax=1)
-    labels = [_text(n) for n in names]
     ax.set_xticks(range(len(names)), labels, rotation=45, ha="right")
     ax.set_yticks(range(len(names)), labels)
     ax.set_xlabel("predicted")
@@ -194,7 +217,8 @@ def draw_curves(ax, series: dict[str, list[tuple[float, float | None]]], clean: 
             drawn += [y for y in ys if np.isfinite(y)]
             dodge = (i - (len(series) - 1) / 2) * step
             ax.plot([x + dodge for x, _ in pts], ys, label=_text(label), **style(label))
-    ax.set_xticks(range(len(ticks)), [_text(t) for t in ticks])
+    shown = short_names(ticks)
+    ax.set_xticks(range(len(ticks)), [shown[t] for t in ticks])
     ax.set_xlim(-0.3, len(ticks) - 0.7)
     ax.set_ylim(*y_limits(drawn))
     ax.grid(True, alpha=0.3)
@@ -212,7 +236,7 @@ def robustness_png(series: dict[str, list[tuple[float, float | None]]], path: Pa
     width = int(max((x for points in series.values() for x, _ in points), default=0))
     starts = clean if isinstance(clean, dict) else {label: clean for label in series}
     draw_curves(ax, series, starts, ticks or ["clean", *(str(i) for i in range(1, width + 1))])
-    ax.legend(fontsize=8)
+    short_legend(ax, fontsize=8, outside=False)
     return _labelled(fig, ax, path, title or f"{ylabel} over {xlabel}", xlabel, ylabel)
 
 
@@ -226,5 +250,5 @@ def editor_iou_png(series: dict[str, dict[str, float | None]], path: Path, title
     grouped_bars(ax, editors, percents, fmt=lambda y: f"{y:.1f}" if np.isfinite(y) else "")
     ax.set_ylim(0, 100)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    short_legend(ax, fontsize=8, outside=False)
     return _labelled(fig, ax, path, title or "per-editor IoU", "editor", "IoU")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, grouped_bars, integer_ticks
+from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, grouped_bars, integer_ticks, short_legend
 
 STATS_PLOTS = ("editors.png", "edited-area.png", "turns.png", "base.png")
 """File names :func:`stats_pngs` writes, in this order."""
@@ -71,7 +71,7 @@ def _bar_chart(stats: dict[str, Any], names: list[str], series: dict[str, list[i
     ax.yaxis.set_major_locator(integer_ticks())
     ax.grid(True, axis="y", alpha=0.3)
     if len(series) > 1:
-        ax.legend(fontsize=8)
+        short_legend(ax, fontsize=8, outside=False)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("images")
     _title(ax, f"{stats['dataset']['name']}: {title}", fig)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, integer_ticks, outside_legend, wrapped
+from diffzoo.leaderboard.render.plots import _pyplot, _save, integer_ticks, short_legend, wrapped
 
 NAN = float("nan")
 LOG_DECADES = 1.0
@@ -266,6 +266,6 @@ def training_png(curves: TrainingCurves, path: Path, title: str = "") -> Path:
         if xs:
             pad = 1.0 if min(xs) == max(xs) else 0.02 * (max(xs) - min(xs))
             ax.set_xlim(min(xs) - pad, max(xs) + pad)
-        outside_legend(ax, fontsize=8)
+        short_legend(ax, fontsize=8)
     fig.suptitle(wrapped(title or "training", 90), fontsize=10)
     return _save(fig, path, dpi=110, bbox_inches="tight")
