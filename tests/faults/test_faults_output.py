@@ -146,6 +146,21 @@ def test_markdown_names_differing_only_in_outer_spaces_are_told_apart(tmp_path):
     assert sorted(rendered(row[1]) for row in rows) == ['" a"', '"a "', "a"]
 
 
+def test_html_and_latex_names_differing_only_in_outer_spaces_are_told_apart(tmp_path):
+    """An HTML or LaTeX table cell drops outer spaces too: the site and the .tex showed " a", "a"
+    and "a " as three rows named `a` (each linking its own page), and three detector pages titled `a`."""
+    records = [make_record(n) for n in (" a", "a", "a ")]
+    publish(Selection("work", records), "html", tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    cells = re.findall(r'<td class="detector"><a href="detectors/[\w.-]+\.html">(.*?)</a></td>', index)
+    assert sorted(cells) == sorted(["&quot; a&quot;", "&quot;a &quot;", "a"] * 2)  # the overview, the case table
+    heads = [re.search(r'<h1 class="detector-name">(.*?)</h1>', p.read_text(encoding="utf-8"))[1]
+             for p in (tmp_path / "site" / "detectors").glob("*.html")]
+    assert sorted(heads) == ["&quot; a&quot;", "&quot;a &quot;", "a"]
+    rows = [line.split(" & ")[1] for line in published(tmp_path, "latex", records).splitlines() if line[:4] == "1 & "]
+    assert sorted(rows) == [r"\textquotedbl{} a\textquotedbl{}", r"\textquotedbl{}a \textquotedbl{}", "a"]
+
+
 
 def test_markdown_headings_keep_a_trailing_hash_of_a_name(tmp_path):
     """A heading ending in `` #`` or `` ##`` ends with a closing sequence Markdown drops: the table of

@@ -92,13 +92,21 @@ def md_cell(value: object) -> str:
       heading or a list; so is a trailing `` #`` run, which a heading
       would drop as its closing sequence.
     - Text with leading or trailing spaces is put in double quotes
-      (``" a"``): Markdown drops them, so ``" a"``, ``"a"`` and ``"a "``
-      would all read as ``a``.
+      (:func:`outer_spaces`).
     """
     text = printable("" if value is None else value).translate(_MD_TABLE)
     text = _MD_BLOCK_MARK.sub(r"\1\\\2", text, count=1)
     text = _MD_ORDERED.sub(r"\1\\\2", text, count=1)
     text = _MD_CLOSING.sub(r"\\#\1", text)
+    return outer_spaces(text)
+
+
+def outer_spaces(value: object) -> str:
+    """A name as text, in double quotes where it starts or ends with a space (``" a"``):
+    Markdown, an HTML cell and a LaTeX cell drop outer spaces, so ``" a"``, ``"a"`` and
+    ``"a "`` would all read as ``a``.  Applied where a name is shown (table rows, page
+    titles), before the format's own escape."""
+    text = "" if value is None else str(value)
     return f'"{text}"' if text != text.strip() else text
 
 

@@ -45,7 +45,7 @@ from diffzoo.leaderboard.layouts.overview import build_overview
 from diffzoo.leaderboard.layouts.paper import cross_tables
 from diffzoo.leaderboard.outdir import Manifest
 from diffzoo.leaderboard.render.comparison_plots import comparison_figures
-from diffzoo.leaderboard.render.escape import html
+from diffzoo.leaderboard.render.escape import html, outer_spaces
 from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures
 from diffzoo.leaderboard.table import Column, Table, conditions_line, format_ci, format_value, slugify, value_text
 from diffzoo.leaderboard.versions import Selection, summarize
@@ -103,7 +103,7 @@ def _used_notes(table: Table, only: str | None) -> list:
 
 ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_escape,
                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-ENV.filters.update(urlquote=quote, repr=repr)
+ENV.filters.update(urlquote=quote, repr=repr, named=outer_spaces)
 ENV.globals.update(
     value_text=value_text, format_ci=format_ci, format_value=format_value, short=short, date=_date, tip=_tip,
     conditions_line=conditions_line, used_notes=_used_notes, zip=zip,
@@ -218,7 +218,7 @@ def write_site(selection: Selection, out: Path) -> Path:
         own = [t for t in overviews if any(r.detector == name for r in t.rows)]
         results = [(t, a) for t, a in zip(tables, anchors) if any(r.detector == name and not r.baseline
                                                                     for r in t.rows)]
-        page = _page("detector.html", f"{name} \u2014 diffzoo leaderboard {selection.label}", bool(own),
+        page = _page("detector.html", f"{outer_spaces(name)} \u2014 diffzoo leaderboard {selection.label}", bool(own),
                      selection=selection, name=name, legend=LEGEND, overviews=own, plots=plots, card=_card(records),
                      results=results, slugs=slugs)
         atomic_write_text(out / DETECTORS_DIR / f"{stem}.html", page)
