@@ -183,6 +183,25 @@ def test_every_link_and_image_of_the_site_is_a_file_in_it_and_every_fragment_an_
         assert not parts.scheme and out in target.parents and target.is_file(), (page.name, link)
         assert not parts.fragment or parts.fragment in ids[target], (page.name, link)
 
+
+def test_publishing_a_version_twice_writes_the_same_bytes_in_every_format(tmp_path, capsys):
+    """Two publishes of one frozen version give byte-identical files in every format, figures
+    included (the folder's marker records when the folder was claimed, and nothing else differs)."""
+    store = RecordStore(tmp_path / "store")
+    for r in make_records():
+        store.add(r)
+    freeze(store, "v1")
+
+    def publish(out):
+        code, text, _ = cli(capsys, "leaderboard", "publish", "v1", "--store", store.root, "--format",
+                            "md,csv,latex,json,html", "--out", out)
+        assert code == 0, text
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+                if p.is_file() and p.name != ".diffzoo-out.json"}
+
+    first = publish(tmp_path / "a")
+    assert len(first) > 20 and first == publish(tmp_path / "b")
+
 def test_a_case_line_leaves_out_what_its_records_do_not_say(tmp_path):
     """A case without ``split`` or ``train`` said "split None" (or "split ;") and "trained on ?"."""
     from diffzoo.leaderboard.versions import Selection
