@@ -490,14 +490,15 @@ def test_overview_sorts_filters_and_toggles_in_chromium(site, driver, tmp_path):
 def test_a_name_of_10000_characters_keeps_every_page_as_wide_as_the_window_in_chromium(driver, tmp_path):
     """Table cells do not wrap and the detector column stays put while a table scrolls sideways: an
     unbroken name of 10,000 characters made that column 78,000 px wide, so no value of any row
-    could be scrolled into view, and the name's heading and link ran 140,000 px past the window."""
+    could be scrolled into view, and the name's heading and link ran 140,000 px past the window;
+    a metric a record names so made its column 78,000 px wide, the provenance beyond it."""
     from selenium.webdriver.common.by import By
 
     from diffzoo.leaderboard.versions import Selection
 
-    long = "L" * 10_000
-    write_site(Selection("x", [record(n, "binary", "binary", binary(m)) for n, m in ((long, 0.5), ("b", 0.4))]),
-               tmp_path)
+    long = "L" * 10_000  # a detector's name, and a metric a record of the other detector carries
+    write_site(Selection("x", [record(long, "binary", "binary", binary(0.5)),
+                               record("b", "binary", "binary", {**binary(0.4), f"m{long}": 0.1})]), tmp_path)
     for page in (tmp_path / "index.html", tmp_path / "detectors" / f"{slugify(long)}.html"):
         driver.get(page.as_uri())
         width = driver.execute_script("return window.innerWidth")
@@ -505,6 +506,9 @@ def test_a_name_of_10000_characters_keeps_every_page_as_wide_as_the_window_in_ch
         cell = driver.find_element(By.CSS_SELECTOR, f'table.overview-table tr[data-detector="{long}"] td.metric')
         assert driver.execute_script("return arguments[0].getBoundingClientRect().right", cell) <= width
         assert long in driver.find_element(By.CSS_SELECTOR, "table.overview-table td.detector").text.replace("\n", "")
+        driver.execute_script("document.querySelectorAll('details').forEach(function (d) { d.open = true; })")
+        case = driver.find_element(By.CSS_SELECTOR, "table.leaderboard")  # its metric column headed m + 10,000 Ls
+        assert driver.execute_script("return arguments[0].getBoundingClientRect().width", case) < 3 * width
 
 # ---- comparison plots on the front page ---------------------------------------------------------------------
 
