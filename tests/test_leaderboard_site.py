@@ -238,6 +238,24 @@ def test_file_names_are_slugs_and_distinct(site):
     assert len({s.lower() for s in slugs.values()}) == 4 and slugs["c"] == "c"
 
 
+
+def test_a_name_made_to_read_as_another_names_hashed_slug_gets_a_page_of_its_own(tmp_path):
+    """``.`` and ``..`` both slug to ``x`` and get hashed slugs; a detector named as one of those
+    (``x-cdb4ee2a``) kept it as its own slug, so both wrote ``detectors/x-cdb4ee2a.html``: the
+    page of the one written last, linked from both rows."""
+    import hashlib
+
+    from diffzoo.leaderboard.versions import Selection
+
+    names = [".", "..", f"x-{hashlib.sha256(b'.').hexdigest()[:8]}"]
+    slugs = detector_slugs(names)
+    assert len({s.lower() for s in slugs.values()}) == 3 and slugs["."] == names[2], slugs
+    write_site(Selection("x", [record(n, "binary", "binary", binary(0.3)) for n in names]), tmp_path)
+    links = dict(re.findall(r'<a href="detectors/([\w.-]+\.html)">(.*?)</a>', (tmp_path / "index.html").read_text()))
+    heads = {page: re.search(r'<h1 class="detector-name">(.*?)</h1>', (tmp_path / "detectors" / page).read_text())[1]
+             for page in links}
+    assert heads == links and sorted(links.values()) == names, (heads, links)  # each row's page is its own
+
 def test_detector_page_plots(site):
     plots = {p.name for p in (site["out"] / "plots").glob("*.png")}
     seg = parse(site["out"] / "detectors" / "segformer.b0.html")

@@ -120,12 +120,16 @@ def _page(template: str, title: str, script: bool, **values: Any) -> str:
 
 def detector_slugs(names: Iterable[str]) -> dict[str, str]:
     """A distinct file-name slug per detector name; names whose slugs would collide (also
-    case-insensitively) get a short hash of the name appended."""
-    names = sorted(set(names))
-    base = {n: slugify(n) for n in names}
-    count = Counter(slug.lower() for slug in base.values())
-    return {n: s if count[s.lower()] == 1 else f"{s[:100]}-{hashlib.sha256(n.encode()).hexdigest()[:8]}"
-            for n, s in base.items()}
+    case-insensitively) get a short hash of the name appended, until none does: a name made to
+    read as another's hashed slug (``x-cdb4ee2a`` beside ``.``) is hashed in its turn, never
+    given that name's page."""
+    slugs = {n: slugify(n) for n in sorted(set(names))}
+    while True:
+        count = Counter(slug.lower() for slug in slugs.values())
+        clash = [n for n, s in slugs.items() if count[s.lower()] > 1 and s == slugify(n)]  # each hashed once
+        if not clash:
+            return slugs
+        slugs.update({n: f"{slugify(n)[:100]}-{hashlib.sha256(n.encode()).hexdigest()[:8]}" for n in clash})
 
 
 def _manifest(selection: Selection) -> list[tuple[str, list[Any]]]:
