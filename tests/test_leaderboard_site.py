@@ -20,6 +20,7 @@ import pytest
 
 from diffzoo.harness.metrics.catalog import metric_info
 from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.render.escape import latex
 from diffzoo.leaderboard.render.site import OVERVIEW_JS, detector_slugs, write_site
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.table import Cell, format_ci, format_value, slugify
@@ -255,6 +256,25 @@ def test_a_name_made_to_read_as_another_names_hashed_slug_gets_a_page_of_its_own
     heads = {page: re.search(r'<h1 class="detector-name">(.*?)</h1>', (tmp_path / "detectors" / page).read_text())[1]
              for page in links}
     assert heads == links and sorted(links.values()) == names, (heads, links)  # each row's page is its own
+
+
+def test_a_table_with_a_row_not_held_out_says_what_that_means_on_the_site_and_in_latex(tmp_path):
+    """Markdown and the console say under such a table what "(not held out)" means; the site's
+    case tables and the LaTeX tables left it out."""
+    from diffzoo.leaderboard.render.text import publish
+    from diffzoo.leaderboard.table import NOT_HELD_OUT_NOTE
+    from diffzoo.leaderboard.versions import Selection
+
+    overlap = {"train_overlap": {"held_out": False, "shared_images": 40, "images": 40,
+                                 "training": {"name": DATASET, "fingerprint": FP, "split": "train"}}}
+    selection = Selection("x", [record("a", "binary", "binary", binary(0.5)),
+                                record("b", "binary", "binary", binary(0.6), config=overlap)])
+    site = publish(selection, "html", tmp_path / "site")
+    for page in (site, tmp_path / "site" / "detectors" / "b.html"):
+        assert "b (not held out)" in "".join(parse(page).text)
+        assert NOT_HELD_OUT_NOTE in "".join(parse(page).text), page.name
+    tex = publish(selection, "latex", tmp_path / "tex").read_text()
+    assert "b (not held out)" in tex and latex(NOT_HELD_OUT_NOTE) + r"\par" in tex
 
 def test_detector_page_plots(site):
     plots = {p.name for p in (site["out"] / "plots").glob("*.png")}

@@ -158,7 +158,8 @@ def latex_table(t: Table, caption: str, label: str) -> list[str]:
         name = latex(outer_spaces(row.label))
         body.append(" & ".join([str(row.rank or ""), rf"\textit{{{name}}}" if row.baseline else name, *cells,
                                 *(latex(row.conditions.get(m, "-")) for m in t.mixed)]) + r" \\")
-    notes = [r"\par\smallskip\footnotesize", *(latex(f"[{n.id}] {n.text}") + r"\par" for n in t.notes)] * bool(t.notes)
+    said = [*(f"[{n.id}] {n.text}" for n in t.notes), *t.remarks]  # its numbered notes, then its remarks
+    notes = [r"\par\smallskip\footnotesize", *(latex(text) + r"\par" for text in said)] * bool(said)
     return [*head, *body, r"\bottomrule", r"\end{tabular}", *notes, r"\end{table}", ""]
 
 
