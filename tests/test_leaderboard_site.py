@@ -252,9 +252,10 @@ def test_a_name_made_to_read_as_another_names_hashed_slug_gets_a_page_of_its_own
     slugs = detector_slugs(names)
     assert len({s.lower() for s in slugs.values()}) == 3 and slugs["."] == names[2], slugs
     write_site(Selection("x", [record(n, "binary", "binary", binary(0.3)) for n in names]), tmp_path)
-    links = dict(re.findall(r'<a href="detectors/([\w.-]+\.html)">(.*?)</a>', (tmp_path / "index.html").read_text()))
-    heads = {page: re.search(r'<h1 class="detector-name">(.*?)</h1>', (tmp_path / "detectors" / page).read_text())[1]
-             for page in links}
+    index = (tmp_path / "index.html").read_text()
+    links = dict(re.findall(r'<a href="detectors/([\w.-]+\.html)"><bdi>(.*?)</bdi></a>', index))
+    heads = {page: re.search(r'<h1 class="detector-name"><bdi>(.*?)</bdi></h1>', (tmp_path / "detectors" / page)
+                             .read_text())[1] for page in links}
     assert heads == links and sorted(links.values()) == names, (heads, links)  # each row's page is its own
 
 
@@ -547,6 +548,22 @@ def test_a_name_of_10000_characters_keeps_every_page_as_wide_as_the_window_in_ch
         driver.execute_script("document.querySelectorAll('details').forEach(function (d) { d.open = true; })")
         case = driver.find_element(By.CSS_SELECTOR, "table.leaderboard")  # its metric column headed m + 10,000 Ls
         assert driver.execute_script("return arguments[0].getBoundingClientRect().width", case) < 3 * width
+
+
+def test_a_right_to_left_name_never_reorders_the_names_around_it_in_chromium(driver, tmp_path):
+    """Hebrew names in the list of detectors: the bidi algorithm ran "א, ב (x" as one right-to-left
+    stretch, so the second name was drawn before the first (and its bracket mirrored)."""
+    from diffzoo.leaderboard.versions import Selection
+
+    names = ["1", "\u05d0", "\u05d1 (x", "\u05d2"]
+    write_site(Selection("x", [record(n, "binary", "binary", binary(0.3 + i / 10)) for i, n in enumerate(names)]),
+               tmp_path)
+    driver.get((tmp_path / "index.html").as_uri())
+    shown = driver.execute_script(
+        "return Array.prototype.map.call(document.querySelectorAll('#version-summary p a'), function (a) {"
+        " return [a.textContent, a.getBoundingClientRect().left]; });")
+    assert [name for name, _ in shown] == names
+    assert [left for _, left in shown] == sorted(left for _, left in shown), shown  # drawn in the list's order
 
 # ---- comparison plots on the front page ---------------------------------------------------------------------
 

@@ -152,9 +152,9 @@ def test_html_and_latex_names_differing_only_in_outer_spaces_are_told_apart(tmp_
     records = [make_record(n) for n in (" a", "a", "a ")]
     publish(Selection("work", records), "html", tmp_path / "site")
     index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
-    cells = re.findall(r'<td class="detector"><a href="detectors/[\w.-]+\.html">(.*?)</a></td>', index)
+    cells = re.findall(r'<td class="detector"><a href="detectors/[\w.-]+\.html"><bdi>(.*?)</bdi></a></td>', index)
     assert sorted(cells) == sorted(["&quot; a&quot;", "&quot;a &quot;", "a"] * 2)  # the overview, the case table
-    heads = [re.search(r'<h1 class="detector-name">(.*?)</h1>', p.read_text(encoding="utf-8"))[1]
+    heads = [re.search(r'<h1 class="detector-name"><bdi>(.*?)</bdi></h1>', p.read_text(encoding="utf-8"))[1]
              for p in (tmp_path / "site" / "detectors").glob("*.html")]
     assert sorted(heads) == ["&quot; a&quot;", "&quot;a &quot;", "a"]
     rows = [line.split(" & ")[1] for line in published(tmp_path, "latex", records).splitlines() if line[:4] == "1 & "]

@@ -76,6 +76,13 @@ def _escape(value: Any) -> Markup:
     return value if isinstance(value, Markup) else Markup(html(value))
 
 
+def _named(name: Any) -> Markup:
+    """A name where a page shows it: quoted if it has outer spaces (:func:`~.escape.outer_spaces`)
+    and isolated (``<bdi>``), so that a right-to-left name never reorders the text around it (the
+    names before and after it in a list)."""
+    return Markup("<bdi>{}</bdi>").format(_escape(outer_spaces(name)))
+
+
 def short(text: str | None, n: int = 12) -> Markup:
     """A hash or id shortened to ``n`` characters, the whole in its tooltip."""
     if not text:
@@ -103,7 +110,7 @@ def _used_notes(table: Table, only: str | None) -> list:
 
 ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_escape,
                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-ENV.filters.update(urlquote=quote, repr=repr, named=outer_spaces)
+ENV.filters.update(urlquote=quote, repr=repr, named=_named)
 ENV.globals.update(
     value_text=value_text, format_ci=format_ci, format_value=format_value, short=short, date=_date, tip=_tip,
     conditions_line=conditions_line, used_notes=_used_notes, zip=zip,
