@@ -240,23 +240,36 @@ def test_file_names_are_slugs_and_distinct(site):
 
 
 
-def test_a_name_made_to_read_as_another_names_hashed_slug_gets_a_page_of_its_own(tmp_path):
+def test_a_name_made_to_read_as_another_names_hashed_slug_gets_a_page_of_its_own(tmp_path, monkeypatch):
     """``.`` and ``..`` both slug to ``x`` and get hashed slugs; a detector named as one of those
     (``x-cdb4ee2a``) kept it as its own slug, so both wrote ``detectors/x-cdb4ee2a.html``: the
-    page of the one written last, linked from both rows."""
+    page of the one written last, linked from both rows.  Names whose hashes share their first
+    8 hex digits (found by trying names) get the whole hash."""
     import hashlib
 
+    from diffzoo.leaderboard.render import site as site_module
     from diffzoo.leaderboard.versions import Selection
 
     names = [".", "..", f"x-{hashlib.sha256(b'.').hexdigest()[:8]}"]
     slugs = detector_slugs(names)
-    assert len({s.lower() for s in slugs.values()}) == 3 and slugs["."] == names[2], slugs
+    assert len({s.lower() for s in slugs.values()}) == 3 and slugs[".."] == detector_slugs([".", ".."])[".."], slugs
     write_site(Selection("x", [record(n, "binary", "binary", binary(0.3)) for n in names]), tmp_path)
     index = (tmp_path / "index.html").read_text()
     links = dict(re.findall(r'<a href="detectors/([\w.-]+\.html)"><bdi>(.*?)</bdi></a>', index))
     heads = {page: re.search(r'<h1 class="detector-name"><bdi>(.*?)</bdi></h1>', (tmp_path / "detectors" / page)
                              .read_text())[1] for page in links}
     assert heads == links and sorted(links.values()) == names, (heads, links)  # each row's page is its own
+    real = hashlib.sha256
+
+    class Prefixed:  # every name's hash made to start with the same 8 hex digits
+        def __init__(self, data):
+            self.digest = "0" * 8 + real(data).hexdigest()[8:]
+
+        def hexdigest(self):
+            return self.digest
+
+    monkeypatch.setattr(site_module.hashlib, "sha256", Prefixed)
+    assert len({s.lower() for s in detector_slugs(["a b", "a-b", "a_b", "c"]).values()}) == 4
 
 
 def test_a_table_with_a_row_not_held_out_says_what_that_means_on_the_site_and_in_latex(tmp_path):

@@ -127,16 +127,17 @@ def _page(template: str, title: str, script: bool, **values: Any) -> str:
 
 def detector_slugs(names: Iterable[str]) -> dict[str, str]:
     """A distinct file-name slug per detector name; names whose slugs would collide (also
-    case-insensitively) get a short hash of the name appended, until none does: a name made to
-    read as another's hashed slug (``x-cdb4ee2a`` beside ``.``) is hashed in its turn, never
-    given that name's page."""
-    slugs = {n: slugify(n) for n in sorted(set(names))}
+    case-insensitively) get a short hash of the name appended, and those that still collide
+    (a name made to read as another's hashed slug, ``x-cdb4ee2a`` beside ``.``, or to share
+    its 8 hex digits) the whole hash: no name is ever given another's page."""
+    slugs, digits = {n: slugify(n) for n in sorted(set(names))}, 8
     while True:
         count = Counter(slug.lower() for slug in slugs.values())
-        clash = [n for n, s in slugs.items() if count[s.lower()] > 1 and s == slugify(n)]  # each hashed once
+        clash = [n for n, s in slugs.items() if count[s.lower()] > 1]
         if not clash:
             return slugs
-        slugs.update({n: f"{slugify(n)[:100]}-{hashlib.sha256(n.encode()).hexdigest()[:8]}" for n in clash})
+        slugs.update({n: f"{slugify(n)[:100]}-{hashlib.sha256(n.encode()).hexdigest()[:digits]}" for n in clash})
+        digits = 64
 
 
 def _manifest(selection: Selection) -> list[tuple[str, list[Any]]]:
