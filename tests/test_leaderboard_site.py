@@ -290,6 +290,19 @@ def test_a_table_with_a_row_not_held_out_says_what_that_means_on_the_site_and_in
     tex = publish(selection, "latex", tmp_path / "tex").read_text()
     assert "b (not held out)" in tex and latex(NOT_HELD_OUT_NOTE) + r"\par" in tex
 
+
+def test_a_detector_page_is_a_file_name_on_every_system(tmp_path):
+    """Names slugged to ``CON`` or ``nul.x`` (device names of Windows, where no file of that name
+    can be made) or to ``-..-etc`` (read as an option by every command given the page) are
+    hashed as colliding slugs are, so each page is named as a frozen version may be."""
+    from diffzoo.leaderboard.versions import NAME_RE, Selection
+
+    names = ["CON", "../../etc", "nul.x", "_x", "segformer.b0"]
+    write_site(Selection("x", [record(n, "binary", "binary", binary(0.3)) for n in names]), tmp_path)
+    pages = sorted(p.stem for p in (tmp_path / "detectors").glob("*.html"))
+    assert len(pages) == 5 and all(NAME_RE.match(p[:64]) for p in pages), pages
+    assert detector_slugs(names)["segformer.b0"] == "segformer.b0"  # a name that is one keeps its slug
+
 def test_detector_page_plots(site):
     plots = {p.name for p in (site["out"] / "plots").glob("*.png")}
     seg = parse(site["out"] / "detectors" / "segformer.b0.html")
