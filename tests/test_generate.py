@@ -534,6 +534,25 @@ def test_an_all_zero_mask_is_named_empty_before_any_model_loads(capsys, tmp_path
     assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
 
 
+def test_a_mask_that_vanishes_at_size_is_named_before_any_model_loads(capsys, tmp_path):
+    """A 1-pixel mask of a 400 x 400 px base is empty at --size 32: its samples were rejected with "no region to
+    edit (none within the area bounds)", naming no file."""
+    (tmp_path / "bases").mkdir()
+    Image.fromarray(np.full((400, 400, 3), 90, np.uint8)).save(tmp_path / "bases" / "b0.png")
+    (tmp_path / "masks" / "b0").mkdir(parents=True)
+    dot = np.zeros((400, 400), np.uint8)
+    dot[200, 201] = 255
+    Image.fromarray(dot).save(tmp_path / "masks" / "b0" / "dot.png")
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", tmp_path / "bases", "--regions",
+                            f"masks:{tmp_path / 'masks'}", "--editors", "sd2.tiny", "--n", 1, "--ai-bases", 0,
+                            "--size", 32)
+    assert code == 1 and " ".join((stdout + err).split()) == (
+        f"error: --regions masks:{tmp_path / 'masks'}: 1 mask file(s) cannot be used: "
+        f"{tmp_path / 'masks' / 'b0' / 'dot.png'}: its 1 non-zero pixel(s) vanish at --size (32 x 32 px): no region "
+        "is left; draw a larger region or give a larger --size; fix or remove them"), stdout + err
+    assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
+
+
 def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, tmp_path):
     """A zero-byte base, or one too thin for a region at --size (4000 x 8 px at 32: 32 x 1), stopped the
     run only when its sample came, after the models had loaded."""

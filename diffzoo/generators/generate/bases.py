@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.generate.regions import MIN_SIDE, refuse_files, same_shape
+from diffzoo.generators.generate.regions import MIN_SIDE, Shape, refuse_files, same_shape
 from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file
@@ -105,19 +105,21 @@ def header_size(ref: BaseRef) -> tuple[int, int]:
     return read_image(ref.path, ref.key, name=ref.source).shape[:2]
 
 
-def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str) -> dict[str, tuple[int, int]]:
-    """Each base's (h, w) by key, from its header alone, before any model loads: one that cannot
-    be read, with a side under :data:`MIN_SIDE` px at ``size`` (no region fits), or not of the
-    shape its COCO annotations give, scaled (another image's file, or one turned: its instance
-    masks would be stretched onto it), is named in one line (``spec``: the ``--bases`` given)."""
+def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str) -> dict[str, tuple[Shape, Shape]]:
+    """Each base's (h, w) by key, from its header alone, and its (h, w) at ``size``, before any
+    model loads: one that cannot be read, with a side under :data:`MIN_SIDE` px at ``size`` (no
+    region fits), or not of the shape its COCO annotations give, scaled (another image's file, or
+    one turned: its instance masks would be stretched onto it), is named in one line (``spec``:
+    the ``--bases`` given)."""
     sizes, bad = {}, []
     for ref in refs:
         try:
-            h, w = sizes[ref.key] = header_size(ref)
+            h, w = header_size(ref)
         except CorruptSampleError as exc:
             bad.append(exc.reason)
             continue
         rh, rw = longer_side_size(h, w, size) if size else (h, w)
+        sizes[ref.key] = (h, w), (rh, rw)
         if min(rh, rw) < MIN_SIDE:
             at = f", {rw} x {rh} px at --size {size}" if (rh, rw) != (h, w) else ""
             bad.append(f"{ref.source}: {w} x {h} px{at}: a side under {MIN_SIDE} px, too small for a region")

@@ -33,6 +33,7 @@ from diffzoo.harness.data.distortions import longer_side_size, resize_label
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
 MARGIN = 1  # px kept free of every random region along the border
 MIN_SIDE = 8  # px: an image with a shorter side holds no region
+Shape = tuple[int, int]  # (h, w) in px
 
 
 @dataclass(frozen=True)
@@ -301,17 +302,18 @@ class MaskFolderRegions:
         return listing_digest(sorted((p.relative_to(self.folder).as_posix(), p) for p in self.folder.rglob("*")
                                      if p.is_file() and not p.name.startswith(".")))
 
-    def check(self, bases: Iterable[Any], sizes: Mapping[str, tuple[int, int]]) -> None:
+    def check(self, bases: Iterable[Any], sizes: Mapping[str, tuple[Shape, Shape]]) -> None:
         """Every mask file of ``bases`` (each with its ``key`` and ``source``; ``sizes``: each key's
-        (h, w), :func:`~diffzoo.generators.generate.bases.check_bases`) decodes as :meth:`candidates`
-        reads it (pixels and all), holds a non-zero pixel, and has its base's shape up to a resize
-        (1 px of rounding), as a mask of another image, or of a view turned by an EXIF tag, has not:
-        a bad one is named before any model loads, not at its sample."""
+        (h, w) and (h, w) at --size, :func:`~diffzoo.generators.generate.bases.check_bases`) decodes as
+        :meth:`candidates` reads it (pixels and all), holds a non-zero pixel, has its base's shape up to
+        a resize (1 px of rounding), as a mask of another image, or of a view turned by an EXIF tag, has
+        not, and keeps a pixel resized to --size: a bad one is named before any model loads, not at its
+        sample."""
         from diffzoo.harness.data.imageio import read_mask
 
         bad = []
         for base in bases:
-            h, w = sizes[base.key]
+            (h, w), at = sizes[base.key]
             for path in self.files(base.key):
                 try:
                     mask = read_mask(path, base.key)
@@ -323,6 +325,9 @@ class MaskFolderRegions:
                 elif not same_shape(mask.shape, (h, w)):
                     bad.append(f"{path}: {mask.shape[1]} x {mask.shape[0]} px does not scale to its base "
                                f"{base.source}, {w} x {h} px")
+                elif not resize_mask(mask > 0, *at).any():  # no candidate left at the size its base is edited at
+                    bad.append(f"{path}: its {np.count_nonzero(mask)} non-zero pixel(s) vanish at --size ({at[1]} x "
+                               f"{at[0]} px): no region is left; draw a larger region or give a larger --size")
         refuse_files(f"--regions masks:{self.folder}", "mask file", bad)
 
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
