@@ -299,6 +299,29 @@ def test_sample_records_or_settings_not_written_whole_are_made_again_or_said(ref
         assert "put back the one the run wrote, or choose a new --out" in line
 
 
+def test_sample_records_edited_by_hand_are_made_again_never_an_internal_error(reference, tmp_path, capsys):
+    """A record whose row lost its id, whose sizes are no list or are gone, that holds another sample's row, or
+    a rejection with no id, was an internal KeyError or TypeError, kept unchecked, or listed one id twice."""
+    import shutil
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    samples = out / STATE_DIR / "samples"
+    records = {i: json.loads((samples / f"{i:08d}.json").read_text()) for i in range(5)}
+    del records[0]["row"]["id"]
+    records[1]["sizes"] = 5
+    records[2]["row"]["id"] = "00000003"
+    del records[3]["sizes"]
+    records[4] = {"status": "rejected", "reason": "edited", "row": records[4]["row"]}
+    for i, record in records.items():
+        (samples / f"{i:08d}.json").write_text(json.dumps(record))
+    code, stdout, err = cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N,
+                            "--size", 32, "--seed", 3)
+    assert code == 0 and f"5 made now, {N - 5} from earlier runs" in stdout, err
+    assert files(out) == files(ref)
+
+
 def test_two_torchrun_ranks_match_one_process(reference, tmp_path):
     bases, ref = reference
     launcher = tmp_path / "launch.py"  # diffzoo's CLI with the generate command imported

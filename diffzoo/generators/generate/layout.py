@@ -131,19 +131,22 @@ class SampleStore:
 
     def read(self, sample_id: str) -> dict[str, Any] | None:
         """The record of ``sample_id`` if it finished (files present with the recorded sizes); a
-        record this store did not write whole (cut short, edited, not a regular file) is none: the
-        sample is made again."""
+        record not of the shape this store writes for ``sample_id`` (cut short, edited, another
+        sample's, not a regular file) is none: the sample is made again."""
         try:
             record = read_json(self._record_path(sample_id))
         except (OSError, ValueError):  # FileRefused too: never a FIFO read
             return None
-        if not isinstance(record, dict) or not isinstance(record.get("row"), dict):
+        # the manifest and the summary read these fields, and list each id once
+        if not (isinstance(record, dict) and record.get("id") == sample_id
+                and isinstance(row := record.get("row"), dict) and row.get("id") == sample_id):
             return None
         if record.get("status") != "ok":
-            return record if record.get("status") == "rejected" and "reason" in record else None
+            return record if record.get("status") == "rejected" and isinstance(record.get("reason"), str) else None
+        if not (isinstance(sizes := record.get("sizes"), list) and len(sizes) == 2):
+            return None
         try:
-            intact = all(path.stat().st_size == size
-                         for path, size in zip(sample_paths(self.root, sample_id), record.get("sizes", ())))
+            intact = all(path.stat().st_size == size for path, size in zip(sample_paths(self.root, sample_id), sizes))
         except OSError:
             return None
         return record if intact else None
