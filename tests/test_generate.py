@@ -322,6 +322,22 @@ def test_sample_records_edited_by_hand_are_made_again_never_an_internal_error(re
     assert files(out) == files(ref)
 
 
+@pytest.mark.parametrize("folder", ["train_copy", ".diffzoo-generate/samples"])
+def test_a_file_where_a_run_writes_its_samples_is_one_line_before_any_model(reference, tmp_path, capsys, folder):
+    """A file in place of train_copy/ or the records' folder let the run edit its samples, then failed each
+    write: a traceback per sample, then the error."""
+    import shutil
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    shutil.rmtree(out / folder)
+    (out / folder).write_text("x")
+    one_line_exit_2(*cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N,
+                         "--size", 32, "--seed", 3),
+                    f"--out {out / folder} cannot be used: it is not a folder; point it at a writable folder")
+
+
 def test_two_torchrun_ranks_match_one_process(reference, tmp_path):
     bases, ref = reference
     launcher = tmp_path / "launch.py"  # diffzoo's CLI with the generate command imported

@@ -105,6 +105,8 @@ class DatasetGenerator:
         if out.is_dir() and not (out / STATE_DIR / CONFIG_FILE).is_file() and any(out.iterdir()):
             raise ConfigError(f"{out} is not empty and holds no diffzoo generate run; choose an empty --out")
         check_usable_dir(out, "--out")  # one that cannot be made (a read-only place) stops here, not at the first write
+        for folder in (IMAGE_DIR, f"{STATE_DIR}/{RECORDS}"):  # a file there fails each sample's write, after its edits
+            check_usable_dir(out / folder, "--out")
         self.config = config
         self.classes = class_names(config.editors)
         self.label_space = LabelSpace.from_editors(self.classes)
