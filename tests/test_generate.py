@@ -338,6 +338,26 @@ def test_a_file_where_a_run_writes_its_samples_is_one_line_before_any_model(refe
                     f"--out {out / folder} cannot be used: it is not a folder; point it at a writable folder")
 
 
+def test_a_label_map_file_edited_between_runs_is_one_line_saying_what_to_do(reference, tmp_path, capsys):
+    """labels.json edited, cut short or of bytes no text decodes from: an internal UnicodeDecodeError for the
+    last, and for the others a line naming no way on."""
+    import shutil
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    for edit in (b'{"names": ["background", "x"], "verified": true}', b'{"names": [', b"\xff\xfe"):
+        (out / "labels.json").write_bytes(edit)
+        one_line_exit_2(*cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N,
+                             "--size", 32, "--seed", 3),
+                        f"{out / 'labels.json'} is not the label map this run wrote (background, sd2, sdxl, flux1); "
+                        "put it back, or remove it and the run writes it again")
+    (out / "labels.json").unlink()
+    assert cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N, "--size", 32,
+               "--seed", 3)[0] == 0
+    assert files(out) == files(ref)
+
+
 def test_two_torchrun_ranks_match_one_process(reference, tmp_path):
     bases, ref = reference
     launcher = tmp_path / "launch.py"  # diffzoo's CLI with the generate command imported

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, read_json, write_leftover, writing
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data.labelmaps import LABELS_FILE
@@ -192,12 +192,13 @@ class SampleStore:
 
     def write_labels(self, label_space: LabelSpace) -> None:
         path = self.root / LABELS_FILE
-        text = labels_text(label_space)
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
+        data = labels_text(label_space).encode("utf-8")
+        if path.is_file() and path.read_bytes() == data:  # bytes: an edit need not decode as text
             return
-        if path.is_file():
-            raise DataError(f"{path} holds another label map than this run's ({', '.join(label_space.names)})")
-        write_file(path, text)
+        if path.is_file():  # the run's settings hold these labels: the file was edited since
+            raise ConfigError(f"{path} is not the label map this run wrote ({', '.join(label_space.names)}); "
+                              "put it back, or remove it and the run writes it again")
+        write_file(path, data)
 
 
 class BackgroundWriter:
