@@ -451,6 +451,9 @@ def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_pa
     (["--size", "100000"], "--size 100000: 100000 x 100000 px bases exceed the 67,108,864-pixel limit on images"),
     (["--out", "a-file"], "--out a-file exists and is not a folder"),  # a file is a usage error, never an internal FileExistsError
     (["--turns", "1000000000:1:1"], "turn ratio '1000000000:1:1': its counts sum to 1000000002, at most 1000"),
+    (["--min-area", "nan"], "--min-area and --max-area need 0 <= --min-area <= --max-area <= 1, got nan, 0.5"),
+    (["--min-changed", "2"], "--min-changed must be in [0, 1], got 2.0"),
+    (["--tries", "0"], "--tries must be at least 1, got 0"),
 ])
 def test_generate_settings_out_of_range_are_one_line_before_any_model(capsys, tmp_path, monkeypatch, args, said):
     """--threads 0 and a --size no image could hold were internal errors (torch's RuntimeError, a

@@ -52,11 +52,12 @@ class QualityFilter:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_area <= self.max_area <= 1.0:
-            raise ConfigError(f"need 0 <= min_area <= max_area <= 1, got {self.min_area}, {self.max_area}")
+            raise ConfigError("--min-area and --max-area need 0 <= --min-area <= --max-area <= 1, "
+                              f"got {self.min_area}, {self.max_area}")
         if not 0.0 <= self.min_changed <= 1.0:
-            raise ConfigError(f"min_changed must be in [0, 1], got {self.min_changed}")
+            raise ConfigError(f"--min-changed must be in [0, 1], got {self.min_changed}")
         if self.tries < 1:
-            raise ConfigError(f"tries must be at least 1, got {self.tries}")
+            raise ConfigError(f"--tries must be at least 1, got {self.tries}")
 
     def __call__(self, before: np.ndarray, after: np.ndarray, mask: np.ndarray, prompt: str,
                  edit_type: str) -> str | None:
