@@ -294,3 +294,20 @@ def test_mini(mini_cache, tmp_path, capsys):
     code, text, err = cli(capsys, "data", "stats", "mini", "--out", tmp_path / "o", *opts)
     assert code == 0, err
     assert "images per editor" in text and "embedded demo dataset" in text
+
+
+@pytest.mark.parametrize(("folder", "slug"), [("con", "con-"), ("NUL.x", "x-NUL.x-"), (".-x", "x--x-"), ("_x", "x-_x-"),
+                                              ("segformer.tiny", "segformer.tiny")])
+def test_a_dataset_named_as_a_device_or_an_option_gets_a_folder_every_system_can_make(known, tmp_path, capsys,
+                                                                                       monkeypatch, folder, slug):
+    """``con`` and ``NUL.x`` are devices on Windows (no folder of the name can be made) and a name
+    starting with ``-`` reads as an option to every shell tool given the path: the default folder
+    of such a dataset gets the name's hash appended, as a detector's page does; a name that is a
+    file name everywhere is its own slug."""
+    import hashlib
+
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, "data", "stats", known.rename(tmp_path / folder))
+    assert code == 0, err
+    hashed = slug + hashlib.sha256(folder.encode()).hexdigest()[:8] if slug.endswith("-") else slug
+    assert [p.name for p in (tmp_path / "diffzoo-out" / "stats").iterdir()] == [hashed]

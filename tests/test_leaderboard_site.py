@@ -247,7 +247,7 @@ def test_a_name_made_to_read_as_another_names_hashed_slug_gets_a_page_of_its_own
     8 hex digits (found by trying names) get the whole hash."""
     import hashlib
 
-    from diffzoo.leaderboard.render import site as site_module
+    from diffzoo.leaderboard import table as table_module
     from diffzoo.leaderboard.versions import Selection
 
     names = [".", "..", f"x-{hashlib.sha256(b'.').hexdigest()[:8]}"]
@@ -268,7 +268,7 @@ def test_a_name_made_to_read_as_another_names_hashed_slug_gets_a_page_of_its_own
         def hexdigest(self):
             return self.digest
 
-    monkeypatch.setattr(site_module.hashlib, "sha256", Prefixed)
+    monkeypatch.setattr(table_module.hashlib, "sha256", Prefixed)
     assert len({s.lower() for s in detector_slugs(["a b", "a-b", "a_b", "c"]).values()}) == 4
 
 

@@ -17,6 +17,7 @@ in the paper's view it also holds the paper's published number.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -27,6 +28,7 @@ from typing import Any
 from diffzoo.harness.metrics.catalog import MetricInfo, metric_info
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import CONDITIONS, Group, TableKey, mixed_conditions, record_conditions
+from diffzoo.leaderboard.versions import NAME_RE
 
 VALUE, ABSENT, UNDEFINED, NOT_APPLICABLE = "value", "absent", "undefined", "n/a"
 """A cell's status (module doc)."""
@@ -316,11 +318,18 @@ def cell_text(col: Column, cell: Cell, *, ci: Callable[[str, str], str] | None =
     return text
 
 
-def slugify(text: str) -> str:
-    """A file-name-safe slug (ASCII letters, digits, '-', '.', '_')."""
+def slugify(text: str, digits: int = 0) -> str:
+    """A slug of ASCII letters, digits, '-', '.', '_', a file name on every system (a version name's
+    rule, :data:`~diffzoo.leaderboard.versions.NAME_RE`, on its first 64 characters): one starting
+    other than with a letter or digit (``-..-etc``, an option to shell tools) or a device name of
+    Windows (``con``, ``nul.x``) gets 8 hex digits of the text's hash appended (``digits``, if given,
+    to any slug), and ``x-`` before if it still starts so."""
     out = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-._" else "-" for ch in text)
-    out = "-".join(part for part in out.split("-") if part)
-    return out.strip(".")[:120] or "x"
+    out = "-".join(part for part in out.split("-") if part).strip(".")[:120] or "x"
+    if digits or not NAME_RE.match(out[:64]):
+        out = f"{out[:100]}-{hashlib.sha256(text.encode()).hexdigest()[:digits or 8]}"
+        out = out if NAME_RE.match(out[:64]) else f"x-{out}"
+    return out
 
 
 def unique_name(name: str, used: set[str]) -> str:

@@ -26,7 +26,6 @@ a link points into.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections import Counter
 from collections.abc import Iterable
@@ -48,7 +47,7 @@ from diffzoo.leaderboard.render.comparison_plots import comparison_figures
 from diffzoo.leaderboard.render.escape import html, outer_spaces
 from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures
 from diffzoo.leaderboard.table import Column, Table, conditions_line, format_ci, format_value, slugify, value_text
-from diffzoo.leaderboard.versions import NAME_RE, Selection, summarize
+from diffzoo.leaderboard.versions import Selection, summarize
 
 log = logging.getLogger(__name__)
 
@@ -126,21 +125,19 @@ def _page(template: str, title: str, script: bool, **values: Any) -> str:
 
 
 def detector_slugs(names: Iterable[str]) -> dict[str, str]:
-    """A distinct file-name slug per detector name; names whose slugs would collide (also
-    case-insensitively), or are no file name on every system (a version name's rule: a start
-    other than a letter or digit, as ``-..-etc``, or a device name of Windows, as ``con``), get
-    a short hash of the name appended, and those that still collide (a name made to read as
-    another's hashed slug, ``x-cdb4ee2a`` beside ``.``, or to share its 8 hex digits) the whole
-    hash: no name is ever given another's page."""
+    """A distinct file-name slug per detector name (:func:`~diffzoo.leaderboard.table.slugify`);
+    names whose slugs would collide (also case-insensitively) get a short hash of the name
+    appended, and those that still collide (a name made to read as another's hashed slug,
+    ``x-cdb4ee2a`` beside ``.``, or to share its 8 hex digits) the whole hash: no name is ever
+    given another's page."""
     slugs, digits = {n: slugify(n) for n in sorted(set(names))}, 8
     while True:
         count = Counter(slug.lower() for slug in slugs.values())
-        clash = [n for n, s in slugs.items() if count[s.lower()] > 1 or not NAME_RE.match(s[:64])]
+        clash = [n for n, s in slugs.items() if count[s.lower()] > 1]
         if not clash:
             return slugs
         for n in clash:
-            hashed = f"{slugify(n)[:100]}-{hashlib.sha256(n.encode()).hexdigest()[:digits]}"
-            slugs[n] = hashed if NAME_RE.match(hashed[:64]) else f"x-{hashed}"  # a file name on every system
+            slugs[n] = slugify(n, digits)
         digits = 64
 
 
