@@ -253,6 +253,41 @@ def test_interrupted_run_resumes_to_the_same_dataset(reference, tmp_path, capsys
     assert open_dataset(str(out)).fingerprint() == open_dataset(str(ref)).fingerprint()  # the logs are not data
 
 
+def test_a_disk_full_midway_is_one_line_and_a_resume_then_gives_the_same_dataset(reference, tmp_path, capsys,
+                                                                                 monkeypatch, caplog):
+    """The disk fills at sample 1's mask: one line naming it; the writes still pending (samples 2-4)
+    are one info line each (--debug), never a traceback; freed, a resume makes the dataset of an uninterrupted run."""
+    import errno
+    import logging
+    import threading
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    fsync, synced = os.fsync, []
+
+    def full_after_four(fd):
+        if threading.current_thread().name.startswith("diffzoo-writer"):
+            synced.append(fd)
+            if len(synced) > 4:  # sample 0's image, mask and record, sample 1's image
+                raise OSError(errno.ENOSPC, "No space left on device")
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full_after_four)
+    caplog.set_level(logging.INFO, logger="diffzoo.generators")
+    args = ("generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N, "--size", 32, "--seed", 3)
+    one_line_exit_2(*cli(capsys, *args), f"error: disk full while writing {out / 'train_copy' / '00000001.mask.png'} (")
+    assert "Traceback" not in next((out / "logs").glob("*-generate.log")).read_text()
+    pending = [r for r in caplog.records if r.name.endswith(".layout")]
+    assert [r.getMessage().split(" (")[0] for r in pending] == [
+        f"also not written, as the run stopped: disk full while writing {out / 'train_copy' / f'0000000{i}.image.png'}"
+        for i in (2, 3, 4)]
+    assert {r.levelno for r in pending} == {logging.INFO} and not any(r.exc_info for r in pending)
+    monkeypatch.setattr(os, "fsync", fsync)  # space freed
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0 and f"{N - 1} made now, 1 from earlier runs" in stdout, err
+    assert files(out) == files(ref)
+
+
 def test_a_smaller_n_on_a_finished_run_says_the_samples_beyond_it_are_kept(reference, tmp_path, capsys):
     """--n 2 on a folder of N samples keeps all N; the summary named only the 2 below --n."""
     import shutil

@@ -233,12 +233,11 @@ class BackgroundWriter:
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:
         try:
-            while self._pending:
-                try:
-                    self._settle(len(self._pending) - 1)
-                except Exception:
-                    if exc_type is None:
-                        raise
-                    log.exception("a sample could not be written while the run was stopping")
+            errors = [exc for future in self._pending if (exc := future.exception()) is not None]
         finally:
             self._pool.shutdown(wait=True)
+        # one error reaches the user: the block's own, else the first write's; the rest are one log line each
+        for exc in errors[exc_type is None:]:
+            log.info("also not written, as the run stopped: %s", exc)
+        if errors and exc_type is None:
+            raise errors[0]
