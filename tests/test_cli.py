@@ -227,6 +227,10 @@ def test_run_on_a_folder_prints_tables_and_writes_records(capsys, diffseg_folder
     records = list((out_dir / "records").glob("*.json"))
     assert len(records) == 3
     assert list((out_dir / "plots").glob("*confusion.png"))
+    # diffzoo's INFO lines are kept in the run log, never printed on the console
+    run_log = next((out_dir / "logs").glob("*-run.log")).read_text()
+    assert f"dataset {diffseg_folder}: recognised as diffseg30k" in run_log
+    assert "recognised as" not in err
 
 
 def _bad_dataset(folder, how):

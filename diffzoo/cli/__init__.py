@@ -72,10 +72,15 @@ def _interrupted(args: list[str]) -> NoReturn:
 
 
 def configure_logging(debug: bool) -> None:
-    """The CLI's log lines go to stderr through :class:`VisibleFormatter` (a library only logs)."""
+    """The CLI's log lines go to stderr through :class:`VisibleFormatter` (a library only logs):
+    warnings and errors, everything with ``--debug``.  diffzoo's own INFO lines (a sample
+    rejected, a case skipped, training resumed) pass its logger, so a command's run log keeps them."""
+    level = logging.DEBUG if debug else logging.WARNING
     handler = logging.StreamHandler()
+    handler.setLevel(level)
     handler.setFormatter(VisibleFormatter("%(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
+    logging.basicConfig(level=level, handlers=[handler])
+    logging.getLogger("diffzoo").setLevel(min(level, logging.INFO))
 
 
 @dataclass
