@@ -94,6 +94,17 @@ def test_a_detector_is_registered_under_its_cards_name():
     assert r.add("detector", "mine.conv", "x:y", source="p", card=card("mine.conv")).name == "mine.conv"
 
 
+
+def test_a_detector_registered_without_a_description_is_listed_with_its_cards():
+    """The README's plugin registers its card without description=: `list detectors` shows the card's."""
+    from diffzoo.plugin import DetectorCard
+
+    r = Registry()
+    mine = DetectorCard(name="mydet.small", description="a small conv net", tasks=("binary",))
+    assert r.add("detector", mine.name, "x:y", source="p", card=mine).description == "a small conv net"
+    other = DetectorCard(name="mydet.large", description="a large conv net", tasks=("binary",))
+    assert r.add("detector", other.name, "x:y", source="p", card=other, description="given").description == "given"
+
 def test_a_name_holding_a_space_or_the_slice_separator_is_refused():
     r = Registry()
     for name in ("", " a", "a b"):

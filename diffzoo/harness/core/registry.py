@@ -107,7 +107,7 @@ class Registry:
                                 + ("without card=: a detector needs its DetectorCard" if card is None else
                                    f"with the card of {getattr(card, 'name', None)!r}: register it as that name, "
                                    "or give it a card of its own (dataclasses.replace(card, name=...))"))
-        entry = Entry(kind, name, target, source, card, default, description)
+        entry = Entry(kind, name, target, source, card, default, description or getattr(card, "description", ""))
         if default and (other := self._default_of(kind, entry.family)) is not None:
             raise RegistryError(
                 f"{kind} family {entry.family!r} has two defaults: {other.name!r} "
