@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import diffzoo
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, StorageError
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import run
@@ -204,6 +204,16 @@ def test_train_refuses_an_out_that_is_no_checkpoint_folder_before_it_opens_the_d
         diffzoo.train(detector="segformer.tiny", dataset=str(tmp_path / "none"), out=tmp_path / "afile", device="cpu")
     assert str(error.value) == (f"--out {tmp_path / 'afile'} exists and is not a checkpoint folder; give a new or "
                                 "empty folder")
+
+
+def test_train_refuses_an_out_under_a_file_before_it_opens_the_dataset(tmp_path):
+    """train(out=FILE/x) trained the model, then ended in an internal FileExistsError copying it."""
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(StorageError) as error:
+        diffzoo.train(detector="segformer.tiny", dataset=str(tmp_path / "none"), out=tmp_path / "afile" / "x",
+                      device="cpu")
+    assert str(error.value) == (f"--out {tmp_path / 'afile' / 'x'} cannot be used: a part of the path is a file, not a "
+                                "folder; point it at a writable folder")
 
 
 def test_train_refuses_a_task_its_detector_has_not_before_it_opens_the_dataset(tmp_path):

@@ -33,7 +33,15 @@ from typing import IO, Any
 
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsFileError, not_found
-from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, lock_open_file, new_mode, sha256_file, writing
+from diffzoo.harness.core.fsutil import (
+    atomic_write_text,
+    cache_root,
+    check_usable_dir,
+    lock_open_file,
+    new_mode,
+    sha256_file,
+    writing,
+)
 from diffzoo.harness.models.divergence import refuse_nonfinite
 
 log = logging.getLogger(__name__)
@@ -449,8 +457,8 @@ def copy_checkpoint(src: Path, dst: Path) -> Path:
 
 
 def check_copy_target(dst: Path) -> None:
-    """``dst`` (a training's ``--out``) may receive a checkpoint copy: new, empty, or a checkpoint
-    folder, never one in the checkpoint cache (a copy there replaces the model cached for another
+    """``dst`` (a training's ``--out``) may receive a checkpoint copy: new (and makeable), empty, or a
+    checkpoint folder, never one in the checkpoint cache (a copy there replaces the model cached for another
     cache key)."""
     cache = cache_dir("", "")
     if Path(os.path.realpath(dst)).is_relative_to(os.path.realpath(cache)):
@@ -458,3 +466,4 @@ def check_copy_target(dst: Path) -> None:
                           "choose a folder outside it (the trained model is cached there already)")
     if dst.exists() and (not dst.is_dir() or any(p.name not in (WEIGHTS_FILE, META_FILE) for p in dst.iterdir())):
         raise ConfigError(f"--out {dst} exists and is not a checkpoint folder; give a new or empty folder")
+    check_usable_dir(dst, "--out")  # checked before training: the copy is written after it
