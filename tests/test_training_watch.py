@@ -15,14 +15,14 @@ import pytest
 import torch
 from PIL import Image
 
-from diffzoo import DetectorCard
+from diffzoo import DetectorCard, RecipeValue
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.models.segmenter import SegmentationDetector
 from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.request import RunRequest
 from diffzoo.harness.run.runner import Runner
 
-from helpers.cli import cli
+from helpers.cli import cli, one_line_exit_2
 from helpers.detectors import register_test_detector
 
 TRAIN = ["--iterations", "20", "--batch-size", "2", "--crop-size", "16", "--device", "cpu"]
@@ -156,6 +156,26 @@ def test_a_nan_loss_stops_in_one_line_and_leaves_no_checkpoint_nor_record(capsys
     models = cache_root() / "checkpoints" / "nanloss.x"
     assert not [p for p in models.iterdir() if (p / "model.safetensors").exists()]
     assert not list((tmp_path / "out" / "records").glob("*.json"))
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("lr", -1e-4, "training lr -0.0001: must be a finite number >= 0"),
+    ("lr", float("nan"), "training lr nan: must be a finite number >= 0"),
+    ("lr", float("inf"), "training lr inf: must be a finite number >= 0"),
+    ("poly_power", "1", "training poly_power '1': must be a finite number >= 0"),
+    ("warmup_iters", -3, "training warmup_iters -3: must be at least 0 (a whole number)"),
+    ("betas", [0.9, 1.5], "training betas (0.9, 1.5): must be two numbers in [0, 1)"),
+])
+def test_a_recipe_value_no_training_can_use_is_one_line_before_training(capsys, diffseg_folder, monkeypatch, key,
+                                                                        value, said):
+    """A card recipe's negative or NaN lr was torch's "its fit raised ValueError: Invalid learning rate",
+    an inf lr a divergence at step 2, and a NaN poly_power or a negative warmup trained unsaid."""
+    card = DetectorCard(name="recipe.x", description="its recipe holds one bad value", tasks=("binary",),
+                        recipe={key: RecipeValue(value, "a test")})
+    register_test_detector(monkeypatch, card, NanDetector)
+    code, out, err = cli(capsys, "train", "-d", "recipe", "--dataset", diffseg_folder, *TRAIN)
+    assert one_line_exit_2(code, out, err) == f"error: {said}"
+    assert "trained" not in out
 
 
 # -- SIGINT and SIGTERM ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ override them; the whole config is part of every record and cache key.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -19,6 +20,11 @@ size; ``paper`` follows mmseg's SegFormer/DeepLab configs, as the DiffSeg30k
 paper did (see :func:`paper_rescale`)."""
 PAPER_RATIO = (0.5, 2.0)
 """mmseg's RandomResize ratio_range: the shorter side becomes crop_size x U(0.5, 2.0)."""
+
+
+def _below(value: Any, high: float) -> bool:
+    """Whether ``value`` is a number (a bool is none) in [0, ``high``)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < high
 
 
 @dataclass(frozen=True)
@@ -63,9 +69,17 @@ class TrainConfig:
         """Every config is checked where it is made (a card's recipe, overrides, the API)."""
         if isinstance(self.betas, list):
             object.__setattr__(self, "betas", tuple(self.betas))
-        for name, least in (("iterations", 1), ("batch_size", 1), ("crop_size", 8)):
-            if getattr(self, name) < least:
-                raise ConfigError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be at least {least}")
+        for name, least in (("iterations", 1), ("batch_size", 1), ("crop_size", 8), ("warmup_iters", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                said = "training warmup_iters" if name == "warmup_iters" else f"--{name.replace('_', '-')}"
+                raise ConfigError(f"{said} {value!r}: must be at least {least} (a whole number)")
+        # a card's recipe or a dataset's lr_scale gives these: a NaN, inf or negative one trains nothing sound
+        for name in ("lr", "momentum", "weight_decay", "head_lr_mult", "poly_power", "min_lr"):
+            if not _below(getattr(self, name), math.inf):
+                raise ConfigError(f"training {name} {getattr(self, name)!r}: must be a finite number >= 0")
+        if not isinstance(self.betas, tuple) or len(self.betas) != 2 or not all(_below(b, 1) for b in self.betas):
+            raise ConfigError(f"training betas {self.betas!r}: must be two numbers in [0, 1)")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer {self.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
         if self.recipe not in RECIPES:
