@@ -34,6 +34,7 @@ from diffzoo.harness.core.errors import ConfigError, UnknownNameError
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress, reporting
 from diffzoo.harness.core.protocols import Dataset
+from diffzoo.harness.core.train_config import TRAIN_OPTIONS
 from diffzoo.harness.core.types import check_task
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
@@ -213,6 +214,13 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     """Train one ``task`` model of ``detector`` on ``dataset``'s train split, as :func:`evaluate`
     would (the same cache key), and return it with its checkpoint; ``out`` also gets a copy of
     the checkpoint (written by rank 0)."""
+    # evaluate()'s options are never ignored unsaid (a holdout= trained on every editor); the runner
+    # refuses weights and checkpoints, which name models trained already, in words of their own
+    if unread := sorted(set(options) - {*TRAIN_OPTIONS, "weights", "checkpoint"}):
+        hint = " (train() holds editors out with exclude_editors=)" if "holdout" in unread else ""
+        one = len(unread) == 1
+        raise ConfigError(f"train() does not read {', '.join(unread)}, {'an option' if one else 'options'} of "
+                          f"evaluate(){hint}; leave {'it' if one else 'them'} out")
     request = make_request(request, detector=detector, suite="", dataset=dataset, **options)
     given = exclude_editors.split(",") if isinstance(exclude_editors, str) else list(exclude_editors)  # sd2,glide
     names = tuple(name for name in (str(e).strip() for e in given) if name)

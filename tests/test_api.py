@@ -206,6 +206,22 @@ def test_train_refuses_an_out_that_is_no_checkpoint_folder_before_it_opens_the_d
                                 "empty folder")
 
 
+@pytest.mark.parametrize("options, said", [
+    ({"holdout": [("sd2", "sdxl")]}, "train() does not read holdout, an option of evaluate() (train() holds editors "
+     "out with exclude_editors=); leave it out"),
+    ({"suite": "standard", "bootstrap": 5}, "train() does not read bootstrap, suite, options of evaluate(); leave them "
+     "out"),
+    ({"checkpoint": ["model"]}, "train() trains a model, and checkpoint=['model'] names a trained one: score it with "
+     "evaluate() (diffzoo run --checkpoint)"),
+])
+def test_train_refuses_an_option_it_does_not_read_before_it_opens_the_dataset(tmp_path, options, said):
+    """train(holdout=...) trained on every editor unsaid, train(suite=...) was a TypeError, and
+    train(checkpoint=...) said "no case of this run scores one (they score  models)"."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="segformer.tiny", dataset=str(tmp_path / "none"), device="cpu", **options)
+    assert str(error.value) == said
+
+
 def test_train_refuses_an_out_under_a_file_before_it_opens_the_dataset(tmp_path):
     """train(out=FILE/x) trained the model, then ended in an internal FileExistsError copying it."""
     (tmp_path / "afile").write_text("x")

@@ -17,16 +17,12 @@ from diffzoo.cli.console import console
 from diffzoo.cli.options import CONFIG, CONFIG_KEYS, request_command, request_values
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.cli.run import print_dataset
+from diffzoo.harness.core.train_config import TRAIN_OPTIONS
 from diffzoo.leaderboard.render.escape import term
 
 if TYPE_CHECKING:  # these import torch: only when the command runs, never for --help or list
     from diffzoo.harness.run.plan import Job, Plan
     from diffzoo.harness.run.runner import Runner, TrainOutput
-
-TRAIN_OPTIONS = ("detector", "dataset", "seed", "device", "pretrained", "iterations", "batch_size", "crop_size",
-                 "recipe", "labels", "extra_authentic", "dataset_option", "save_every", "log_every", "val_every",
-                 "workers")
-"""The request's options ``diffzoo train`` shares with ``diffzoo run``."""
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,11 @@ RECIPES = ("native", "paper")
 default) crops ``crop_size`` at the images' own scale and evaluates at native
 size; ``paper`` follows mmseg's SegFormer/DeepLab configs, as the DiffSeg30k
 paper did (see :func:`paper_rescale`)."""
+TRAIN_OPTIONS = ("detector", "dataset", "seed", "device", "pretrained", "iterations", "batch_size", "crop_size",
+                 "recipe", "labels", "extra_authentic", "dataset_option", "save_every", "log_every", "val_every",
+                 "workers")
+"""The request options a training reads: ``diffzoo train``'s, shared with ``diffzoo run``, and the
+keywords of ``diffzoo.train`` (any other is ``diffzoo.evaluate``'s)."""
 PAPER_RATIO = (0.5, 2.0)
 """mmseg's RandomResize ratio_range: the shorter side becomes crop_size x U(0.5, 2.0)."""
 

@@ -131,11 +131,12 @@ class Runner:
         self.entry = get_registry().get("detector", request.detector)  # unknown names fail before any work
         self.suites: list[Suite] = self._suites() if request.suite else []
         self.release = request_release(request)
-        if self.release is not None and not request.suite:  # a runner without suites only trains: a training
-            paths = [str(p) for p in request.checkpoint]  # would return the release untrained; no data opened yet
+        if (self.release is not None or request.checkpoint) and not request.suite:  # a runner without suites only
+            paths = [str(p) for p in request.checkpoint]  # trains: it would return the model untrained; no data opened
             given = f"weights={request.weights!r}" if request.weights else f"checkpoint={paths}"
-            raise ConfigError(f"train() trains a model, and {given} names released weights, which are never trained: "
-                              "score them with evaluate() (diffzoo run --weights)")
+            what, flag = ("released weights, which are never trained: score them", "--weights") \
+                if self.release is not None else ("a trained one: score it", "--checkpoint")
+            raise ConfigError(f"train() trains a model, and {given} names {what} with evaluate() (diffzoo run {flag})")
         if self.release is None:  # a release's --checkpoint paths are its own files, read by its rules
             check_checkpoints(request.checkpoint)
         with distributed.main_first():  # rank 0 builds or downloads into the shared cache
