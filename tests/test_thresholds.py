@@ -169,3 +169,19 @@ def test_calibrate_uses_the_calibration_states_best_thresholds():
     assert out.pixel == best["pixel"] and out.area == pytest.approx(best["image"])
     assert out.source.startswith("calibrated on calib")
     assert seen[0] == Thresholds(0.5) and seen[-1].pixel == best["pixel"]
+
+
+@pytest.mark.parametrize("keep, lacking, held", [
+    ({f"{i:03d}" for i in range(0, 12, 3)}, "edited", "4 authentic"),
+    ({f"{i:03d}" for i in range(12) if i % 3}, "authentic", "8 edited"),
+])
+def test_calibrating_on_a_split_without_one_class_is_refused(keep, lacking, held):
+    """On authentic images alone the image threshold was the highest score (every image then
+    authentic), on edited ones alone the pixel threshold 0 (every pixel edited): recorded as calibrated."""
+    state = make_state(12, keep=keep)
+    with pytest.raises(ConfigError) as error:
+        calibrate(FakeDetector(), "calib", lambda thresholds: EvalResult({"binary": state}))
+    assert str(error.value) == (
+        f"cannot calibrate thresholds on split 'calib': it holds no {lacking} image ({held}), and a threshold "
+        "chosen on one class calls every image of the other wrong; give --calibration-split a split holding both, "
+        "or use --thresholds fixed")

@@ -67,6 +67,13 @@ def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalRe
     split (every rank gets the same merged result, so every rank ends with the same thresholds)."""
     fixed = Thresholds.fixed(detector)
     result = run(fixed)
+    counts = result.states[StateKey.BINARY].compute()  # a threshold is chosen between the two classes: both are there
+    if lacking := [name for name in ("edited", "authentic") if not counts[f"num_{name}"]]:
+        other = "authentic" if lacking[0] == "edited" else "edited"
+        raise ConfigError(f"cannot calibrate thresholds on split {split!r}: it holds no {lacking[0]} image "
+                          f"({counts[f'num_{other}']} {other}), and a threshold chosen on one class calls every "
+                          "image of the other wrong; give --calibration-split a split holding both, or use "
+                          "--thresholds fixed")
     thresholds = fixed
     pixel = result.states[StateKey.BINARY].best_thresholds()["pixel"] if detector.task == Task.BINARY else None
     if pixel is not None and pixel != fixed.pixel:
