@@ -178,6 +178,16 @@ def test_a_recipe_value_no_training_can_use_is_one_line_before_training(capsys, 
     assert "trained" not in out
 
 
+@pytest.mark.isolated_cache
+def test_a_batch_larger_than_the_training_split_is_said(capsys, diffseg_folder, caplog):
+    """--batch-size 100 on 10 training images trained on batches of 10, recorded as 100, unsaid."""
+    code, out, err = cli(capsys, "train", "-d", "segformer.tiny", "--dataset", diffseg_folder, "--iterations", "2",
+                         "--batch-size", "100", "--crop-size", "16", "--device", "cpu")
+    assert code == 0, err
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "--batch-size" in r.getMessage()] \
+        == ["--batch-size 100 is more than the 10 training image(s): every step trains on all of them"]
+
+
 # -- SIGINT and SIGTERM ---------------------------------------------------------------------------
 
 _SIGNAL_AT_STEP_7 = """

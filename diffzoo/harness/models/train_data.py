@@ -212,6 +212,9 @@ def make_loader(
     sampler = EpochOrder(size, cfg.seed, inner, keyed=isinstance(data, CropDataset))
     batch_size = distributed.per_rank_batch(cfg.batch_size)
     n_local = len(sampler)
+    if n_local < batch_size:  # said: each step trains on fewer images than the config (and its records) name
+        log.warning("--batch-size %d is more than the %d training image(s): every step trains on all of them",
+                    cfg.batch_size, size)
     per_epoch = max(1, n_local // batch_size)  # a worker loads whole batches: more would never be given one
     workers = min(cfg.num_workers, per_epoch)
     return torch.utils.data.DataLoader(
