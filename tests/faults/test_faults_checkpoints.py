@@ -16,6 +16,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.fsutil import sha256_file
 from diffzoo.harness.core.plugins import get_registry
@@ -318,12 +319,32 @@ def test_a_resume_state_that_no_longer_fits_the_model_is_ignored_and_training_st
         name = next(k for k in tensors if k.startswith("model/"))
         tensors[name.replace("model/", "model/old.")] = tensors.pop(name)
         save_file(tensors, str(step / "state.safetensors"))
-        doc = json.loads((step / "state.json").read_text())
-        (step / "state.json").write_text(json.dumps({**doc, "sha256": sha256_file(step / "state.safetensors")}))
+        doc = {**json.loads((step / "state.json").read_text()), "sha256": sha256_file(step / "state.safetensors")}
+        doc.pop("digest")  # the state as diffzoo writes it: its hashes made to match
+        (step / "state.json").write_text(json.dumps({**doc, "digest": stable_hash(doc, 64)}))
     again = _Steps()
     out = _train(diffseg_folder, progress=again)
     assert again.calls == ITERATIONS  # from the start, not stopped by the old state for ever
     assert "it does not fit the model (1 tensor(s) missing from the checkpoint" in caplog.text
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "uninterrupted"))
+    assert _tensors_equal(Path(out.checkpoint.path, "model.safetensors"),
+                          Path(_train(diffseg_folder).checkpoint.path, "model.safetensors"))
+
+
+@pytest.mark.parametrize("edit", [{"stream": None}, {"losses": "abc"}, {"optimizer": [1]}])
+def test_a_resume_state_whose_json_was_edited_is_ignored_and_training_starts_over(diffseg_folder, tmp_path,
+                                                                                  monkeypatch, caplog, edit):
+    """state.json is not hashed with the tensors: an edited one was resumed, "its fit raised KeyError:
+    'stream'" blamed the detector, and every later run resumed it again."""
+    with pytest.raises(_Killed):
+        _train(diffseg_folder, progress=_Steps(kill_at=7))
+    for step in _checkpoints_dir().glob("*.resume/step-*"):
+        doc = json.loads((step / "state.json").read_text())
+        (step / "state.json").write_text(json.dumps({**doc, **edit}))
+    again = _Steps()
+    out = _train(diffseg_folder, progress=again)
+    assert again.calls == ITERATIONS  # from the start
+    assert "state.json changed after it was written" in caplog.text
     monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "uninterrupted"))
     assert _tensors_equal(Path(out.checkpoint.path, "model.safetensors"),
                           Path(_train(diffseg_folder).checkpoint.path, "model.safetensors"))

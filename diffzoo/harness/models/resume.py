@@ -48,13 +48,14 @@ import numpy as np
 import torch
 
 from diffzoo.harness.core import distributed
+from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError
 from diffzoo.harness.core.fsutil import atomic_write_text, sha256_file, writing
 from diffzoo.harness.models.checkpoints import atomic_dir, cache_dir, describe_mismatch, sweep_partial
 
 log = logging.getLogger(__name__)
 
-FORMAT = "diffzoo-resume-1"
+FORMAT = "diffzoo-resume-2"
 TENSORS, STATE = "state.safetensors", "state.json"
 _STEP = re.compile(r"^step-(\d+)$")
 RANK_STATE = ("python_rng", "numpy_rng", "skipped")
@@ -277,6 +278,7 @@ class Resume:
                 save_file(tensors, str(tmp / TENSORS))
             doc = {"format": FORMAT, "step": step, "identity": self.identity, "world_size": distributed.world_size(),
                    "sha256": sha256_file(tmp / TENSORS), **state}
+            doc["digest"] = stable_hash(doc, 64)  # of the rest of state.json, as sha256 is of the tensors
             atomic_write_text(tmp / STATE, json.dumps(doc))
         for older, path in self._steps():
             if older < step:
@@ -303,6 +305,8 @@ class Resume:
                                f"{distributed.world_size()} (the data is sharded otherwise)")
                 elif sha256_file(path / TENSORS) != doc.get("sha256"):
                     problem = f"{TENSORS} changed after it was written"
+                elif stable_hash({k: v for k, v in doc.items() if k != "digest"}, 64) != doc.get("digest"):
+                    problem = f"{STATE} changed after it was written"
                 elif (misfit := _misfit(tensors := load_file(str(path / TENSORS)), model)) is not None:
                     problem = misfit
                 else:
