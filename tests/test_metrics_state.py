@@ -426,3 +426,12 @@ def test_pixel_auc_and_f1_oracle_of_a_pass_with_some_edited_prob_cover_those_ima
     want = alone.compute()
     assert (got["pixel_AUC"], got["F1_oracle"]) == (want["pixel_AUC"], want["F1_oracle"])
     assert partial.state_dict()["prob_images"] == 3  # the count, in the state stored with the record
+
+
+def test_bootstrap_of_one_image_is_undefined_not_a_zero_width_interval(caplog):
+    """Every replicate of one image is that image: the interval was (v, v), certainty from one sample."""
+    state = run(make_dataset(8, 100, with_scores=True))
+    one = state.subset({state.verdicts().popitem()[0]})
+    ci = one.bootstrap(50, seed=0, metrics=["F1", "img_Acc"])
+    assert list(ci) == ["F1", "img_Acc"] and all(math.isnan(v) for pair in ci.values() for v in pair)
+    assert "bootstrap of 1 image (every replicate is that image): every interval is NaN" in caplog.text

@@ -6,7 +6,8 @@ evaluated, with replacement (``numpy.random.default_rng(seed)``, images in
 canonical order: sorted by id), and recomputes the dataset-level metrics
 from the per-image rows (an image drawn k times counts k times in every sum).
 The interval is the 2.5th and 97.5th percentile of the replicates, ignoring
-replicates where the metric is undefined (NaN).
+replicates where the metric is undefined (NaN); it is NaN for fewer than two images
+(every replicate of one image is that image).
 
 ``pixel_AUC``, ``F1_oracle`` and the counts are not resampled (the pixel histograms are
 kept for the dataset only): asked for by name, their interval is (NaN, NaN).
@@ -46,8 +47,9 @@ def bootstrap_ci(agg: Aggregator, available: list[str], n: int, seed: int,
     if skipped := [m for m in metrics if m in NOT_RESAMPLED]:
         logger.info("bootstrap: %s not resampled; interval NaN", ", ".join(skipped))
     resampled = [m for m in metrics if m not in NOT_RESAMPLED]
-    if agg.n == 0:
-        logger.warning("bootstrap of an empty metric state: every interval is NaN")
+    if agg.n < 2:  # one image resampled is that image: a zero-width interval would claim certainty
+        logger.warning("bootstrap of %s: every interval is NaN", "an empty metric state" if agg.n == 0 else
+                       "1 image (every replicate is that image)")
         return {m: nan for m in metrics}
     rng = np.random.default_rng(seed)
     values = np.empty((n, len(resampled)))
