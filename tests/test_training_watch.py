@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from PIL import Image
@@ -186,6 +187,27 @@ def test_a_batch_larger_than_the_training_split_is_said(capsys, diffseg_folder, 
     assert code == 0, err
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "--batch-size" in r.getMessage()] \
         == ["--batch-size 100 is more than the 10 training image(s): every step trains on all of them"]
+
+
+@pytest.mark.isolated_cache
+@pytest.mark.parametrize("detector, task, crop, what", [("segformer.tiny", "binary", "16", "pixel"),
+                                                         ("cnnspot.tiny", "classification", "32", "image")])
+def test_a_training_that_never_sees_an_edited_image_is_refused_and_caches_nothing(capsys, diffseg_folder, detector,
+                                                                                  task, crop, what):
+    """A train split of authentic images alone trained a model that calls nothing edited, cached and scored."""
+    for mask in diffseg_folder.glob("train_copy/*.mask.png"):
+        Image.fromarray(np.zeros((32, 32), np.uint8)).save(mask)
+    manifest = diffseg_folder / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps({**json.loads(line), "turns": []}) + "\n"
+                                for line in manifest.read_text().splitlines()))
+    code, out, err = cli(capsys, "train", "-d", detector, "--task", task, "--dataset", diffseg_folder,
+                         "--iterations", "3", "--batch-size", "2", "--crop-size", crop, "--device", "cpu")
+    assert code == 1 and len(_lines(err)) == 1, err
+    assert " ".join(err.split()) == (
+        f"error: detector '{detector}': training on {open_dataset(str(diffseg_folder)).name} saw no edited "
+        f"{what} in its 3 steps (every label was authentic): its training split holds no edited image, and a model "
+        "that never saw one is not scored; nothing was cached")
+    assert not list((cache_root() / "checkpoints" / detector).glob("*/model.safetensors"))
 
 
 # -- SIGINT and SIGTERM ---------------------------------------------------------------------------

@@ -113,7 +113,7 @@ class ClassifierDetector(TorchDetector):
         data = ImageLabelDataset(train.dataset, train.ids, config, self.train_view(config))
         groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": config.lr}]
         return train_loop(self.model, make_loader(data, config), bce_loss, groups, config, self.device, progress,
-                          train.hooks)
+                          train.hooks, data_name=train.dataset.name)
 
     # -- checkpoints -----------------------------------------------------
     def checkpoint_meta(self) -> dict[str, Any]:

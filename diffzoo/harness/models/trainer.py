@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from diffzoo.harness.core import distributed
-from diffzoo.harness.core.errors import TrainingStopped
+from diffzoo.harness.core.errors import DataError, TrainingStopped
 from diffzoo.harness.core.protocols import Report
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import IGNORE_INDEX
@@ -222,6 +222,12 @@ def train_loop(
                                       resumable=resume is not None)
             if monitor.validation_due(step + 1):
                 monitor.run_validation(step + 1, model)
+    if start == 0 and not watch.saw_edited():  # a resumed training saw its first steps in another process
+        if resume is not None and distributed.is_main():
+            resume.clear()  # its states would resume past this check
+        raise DataError(f"detector {monitor.watch.detector!r}: training on {data_name} saw no edited {watch.unit} in "
+                        f"its {cfg.iterations} steps (every label was authentic): its training split holds no edited "
+                        "image, and a model that never saw one is not scored; nothing was cached")
     model.eval()
     k = max(1, min(20, len(losses) // 5))
     return {
@@ -248,13 +254,22 @@ whose labels are all 255 would otherwise train on zero losses and be scored)."""
 
 
 class LabelWatch:
-    """Counts the label pixels of the first batches until one is not 255 ('ignore')."""
+    """Counts the label pixels of the first batches until one is not 255 ('ignore'), and
+    notes whether any batch holds an edited pixel or image."""
 
     def __init__(self, data_name: str, patience: int):
         self.data_name, self.patience = data_name, patience
         self.done, self.batches, self.ignored, self.pixels = False, 0, 0, 0
+        self.edited, self.unit = False, "image"  # an edited pixel (label maps) or image (image labels) seen yet
+
+    def saw_edited(self) -> bool:
+        """Whether any rank's training saw an edited pixel or image."""
+        return any(distributed.all_gather(self.edited))
 
     def check(self, targets: torch.Tensor) -> None:
+        if not self.edited:  # until one comes
+            self.edited = bool(((targets > 0) & (targets != IGNORE_INDEX)).any())
+            self.unit = "pixel" if targets.dim() == 3 else "image"
         if self.done or targets.dim() != 3 or targets.is_floating_point():  # label maps only
             return
         self.batches += 1
