@@ -118,7 +118,7 @@ def test_describe_mismatch_takes_shapes_and_refuses_what_is_not_a_tensor():
     text = describe_mismatch(expected, {"a.weight": torch.zeros(2, 3), "b.weight": (4,)})
     assert text == "1 tensor shape(s) differ: b.weight is not a tensor in the checkpoint, [4] in the model"
     many = {f"k{i}": (1,) for i in range(5)}
-    assert describe_mismatch(many, {}, limit=2) == "5 tensor(s) missing from the checkpoint: k0, k1 (+3 more)"
+    assert describe_mismatch(many, {}, limit=2) == "5 tensor(s) missing from the checkpoint: k0, k1 and 3 more"
 
 
 @pytest.mark.parametrize(

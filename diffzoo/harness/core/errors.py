@@ -13,6 +13,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 
+def name_some(items: Sequence[str], limit: int = 3, sep: str = ", ") -> str:
+    """The first ``limit`` of ``items``, and how many more there are (``a, b, c and 2 more``)."""
+    return sep.join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
 def did_you_mean(name: str, choices: Sequence[str], n: int = 1) -> str:
     """`` Did you mean 'x'?`` (``'x' or 'y'`` for up to ``n``) naming the ``choices`` closest to
     ``name`` (:func:`difflib.get_close_matches`, case ignored: ``ALL`` finds ``all``), those that

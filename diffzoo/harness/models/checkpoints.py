@@ -26,13 +26,13 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from diffzoo.harness.core.cards import stable_hash
-from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsFileError, not_found
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsFileError, name_some, not_found
 from diffzoo.harness.core.fsutil import (
     atomic_write_text,
     cache_root,
@@ -337,11 +337,6 @@ def load_checkpoint(path: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
     refuse_nonfinite(state, f"checkpoint {weights}")
     meta["sha256"] = digest
     return state, meta
-
-
-def name_some(items: Sequence[str], limit: int = 3, sep: str = ", ") -> str:
-    """The first ``limit`` of ``items``, and how many more there are."""
-    return sep.join(items[:limit]) + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
 
 
 def _shape(value: Any, tuples: bool = False) -> tuple[int, ...] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from diffzoo.harness.core.errors import ModelError
+from diffzoo.harness.core.errors import ModelError, name_some
 
 
 def nonfinite(tensors: dict[str, Any]) -> list[str]:
@@ -30,8 +30,7 @@ def refuse_nonfinite(tensors: dict[str, Any], where: str) -> None:
     model is never cached, loaded or scored, whoever trained it."""
     bad = nonfinite(tensors)
     if bad:
-        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
-        raise ModelError(f"{where} holds NaN or inf weights ({shown}): the training diverged; "
+        raise ModelError(f"{where} holds NaN or inf weights ({name_some(bad)}): the training diverged; "
                          "such a model is never cached or scored (lower the learning rate and train again)")
 
 
@@ -57,7 +56,6 @@ class LossWatch:
         before = f"the last finite loss was {self.last[1]:.4g} at step {self.last[0]}" if self.last else \
             "no finite loss before it"
         if batch:
-            shown = ", ".join(batch[:8]) + (f" and {len(batch) - 8} more" if len(batch) > 8 else "")
-            before += f"; batch: {shown}"
+            before += f"; batch: {name_some(batch, 8)}"
         raise ModelError(f"detector {self.detector!r}: training diverged at step {step} (loss {value}; {before}); "
                          "nothing was cached or recorded (lower the learning rate and train again)")

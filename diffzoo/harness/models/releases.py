@@ -32,14 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.cards import DetectorCard, Release, stable_hash
-from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError, no_value, not_found
+from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError, name_some, no_value, not_found
 from diffzoo.harness.core.fsutil import cache_root, file_kind
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.models.checkpoints import (
     META_FILE,
     WEIGHTS_FILE,
     describe_mismatch,
-    name_some,
     read_meta,
     save_checkpoint,
     verify_weights,

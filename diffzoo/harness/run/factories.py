@@ -20,6 +20,7 @@ from diffzoo.harness.core.errors import (
     PluginError,
     UnknownNameError,
     did_you_mean,
+    name_some,
     no_value,
     not_found,
     plugin_code,
@@ -260,5 +261,4 @@ def archives_note(path: Path) -> str:
         return ""
     if not names:
         return ""
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f" (it holds archives not extracted: {shown}; extract them first)"
+    return f" (it holds archives not extracted: {name_some(names)}; extract them first)"
