@@ -364,6 +364,17 @@ def test_save_interval_changes_neither_the_cache_key_nor_the_model(diffseg_folde
         Runner(_request(diffseg_folder, save_every=-1))
 
 
+def test_a_file_where_the_detectors_cache_folder_goes_is_one_line(diffseg_folder, capsys):
+    """$DIFFZOO_CACHE/checkpoints/DETECTOR a file: an internal FileExistsError from the training lock."""
+    _checkpoints_dir().parent.mkdir(parents=True)
+    _checkpoints_dir().write_text("not a folder")
+    code, out, err = cli(capsys, "train", "-d", "segformer.tiny", "--dataset", diffseg_folder, "--iterations", "2",
+                         "--batch-size", "2", "--crop-size", "16", "--device", "cpu")
+    assert one_line_exit_2(code, out, err) == (
+        f"error: cannot use {_checkpoints_dir()}: a part of the path is a file, not a folder; choose another path "
+        "(--out DIR, $DIFFZOO_CACHE) or fix the files there")
+
+
 # -- section 7: --device ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("device", ["tpu", "", "cuda:x", "cuda:", "gpu", " cpu"])

@@ -463,6 +463,15 @@ def write_leftover(path: Path) -> str | None:
     return match["name"] if match else None
 
 
+def make_dir(path: Path) -> None:
+    """``path.mkdir(parents=True, exist_ok=True)``, where a file standing for ``path`` or a folder
+    above it is NotADirectoryError (:data:`USER_FIXABLE`), not mkdir's FileExistsError."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # mkdir(exist_ok=True) raises it only where a file stands for the folder
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(path)) from None
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> Path:
     """Write via a temp file in the same folder + fsync + rename.
 
@@ -476,10 +485,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> P
     """
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except FileExistsError:  # mkdir(exist_ok=True) raises it only where a file stands for the folder
-        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(path.parent)) from None
     except OSError as exc:
         raise disk_full_error(exc, path) or exc  # noqa: B904 - the OSError itself, or a StorageError in its context
     try:

@@ -38,6 +38,7 @@ from diffzoo.harness.core.fsutil import (
     cache_root,
     check_usable_dir,
     lock_open_file,
+    make_dir,
     new_mode,
     sha256_file,
     writing,
@@ -160,7 +161,7 @@ def atomic_dir(target: Path) -> Iterator[Path]:
     free space of its filesystem."""
     target = Path(target)
     with writing(target):  # a full disk anywhere in the write names the folder and its free space
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(target.parent)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             marker = _hold_marker(tmp)

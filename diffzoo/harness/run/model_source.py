@@ -24,7 +24,7 @@ import torch
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.cards import Release
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, ModelError, PluginError, plugin_code
-from diffzoo.harness.core.fsutil import lock_open_file, writing
+from diffzoo.harness.core.fsutil import lock_open_file, make_dir, writing
 from diffzoo.harness.core.progress import Progress
 from diffzoo.harness.core.protocols import Dataset, Detector, moved_detector
 from diffzoo.harness.core.registry import Entry
@@ -292,7 +292,7 @@ def training_lock(detector: str, key: str) -> Iterator[None]:
 
     def open_lock() -> IO[str]:
         with writing(path):
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_dir(path.parent)
             return open(path, "a", encoding="utf-8")
 
     fh = distributed.on_main(open_lock)
