@@ -216,7 +216,8 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     the checkpoint (written by rank 0)."""
     # evaluate()'s options are never ignored unsaid (a holdout= trained on every editor); the runner
     # refuses weights and checkpoints, which name models trained already, in words of their own
-    if unread := sorted(set(options) - {*TRAIN_OPTIONS, "weights", "checkpoint"}):
+    given = {*options, *(request if isinstance(request, Mapping) else ())}  # a RunRequest holds every option
+    if unread := sorted(given - {*TRAIN_OPTIONS, "weights", "checkpoint"}):
         hint = " (train() holds editors out with exclude_editors=)" if "holdout" in unread else ""
         one = len(unread) == 1
         raise ConfigError(f"train() does not read {', '.join(unread)}, {'an option' if one else 'options'} of "

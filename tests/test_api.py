@@ -213,10 +213,13 @@ def test_train_refuses_an_out_that_is_no_checkpoint_folder_before_it_opens_the_d
      "out"),
     ({"checkpoint": ["model"]}, "train() trains a model, and checkpoint=['model'] names a trained one: score it with "
      "evaluate() (diffzoo run --checkpoint)"),
+    ({"request": {"holdout": ["sd2,sdxl"], "seed": 3}}, "train() does not read holdout, an option of evaluate() "
+     "(train() holds editors out with exclude_editors=); leave it out"),
 ])
 def test_train_refuses_an_option_it_does_not_read_before_it_opens_the_dataset(tmp_path, options, said):
     """train(holdout=...) trained on every editor unsaid, train(suite=...) was a TypeError, and
-    train(checkpoint=...) said "no case of this run scores one (they score  models)"."""
+    train(checkpoint=...) said "no case of this run scores one (they score  models)"; a request
+    mapping's keys are options as the keywords are."""
     with pytest.raises(ConfigError) as error:
         diffzoo.train(detector="segformer.tiny", dataset=str(tmp_path / "none"), device="cpu", **options)
     assert str(error.value) == said
