@@ -184,6 +184,7 @@ def read_config(path: Path) -> dict[str, Any]:
     import yaml
 
     from diffzoo.harness.core.fsutil import FileRefused, read_text, read_yaml
+    from diffzoo.harness.records.fields import json_kind
 
     try:
         data = read_yaml(read_text(path, CONFIG_LIMIT), str(path))
@@ -198,7 +199,8 @@ def read_config(path: Path) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"--config {path}: must be a mapping of option names to values, got {type(data).__name__}")
+        raise ConfigError(f"--config {path}: must be a mapping of option names to values (key: value lines), "
+                          f"not {json_kind(data)}")
     options: dict[str, Any] = {}
     spelt: dict[str, str] = {}
     for key, value in data.items():

@@ -52,6 +52,16 @@ def test_a_config_over_a_megabyte_is_one_line_before_it_is_parsed(tmp_path):
         f"error: --config {path} holds more than the 1.0 MB diffzoo reads from such a file (50.0 MB)")
 
 
+@pytest.mark.parametrize("body, kind", [("- detector\n- segformer.tiny\n", "an array"), ("segformer.tiny\n", "a string"),
+                                         ("[1, 2]\n", "an array"), ("3\n", "a number")])
+def test_a_config_that_is_no_mapping_names_what_it_is_in_words_of_the_file(tmp_path, body, kind):
+    """A config of another kind was said to be a Python type ("got list", "got str")."""
+    path = tmp_path / "run.yaml"
+    path.write_text(body)
+    assert one_line(diffzoo(tmp_path, "run", "--config", path, "--plan")) == (
+        f"error: --config {path}: must be a mapping of option names to values (key: value lines), not {kind}")
+
+
 def _laughs(levels: int) -> str:
     """A "billion laughs" YAML: each list nine aliases of the one before (9**levels values)."""
     lines = ["dataset_option:", '  a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
