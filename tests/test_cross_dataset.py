@@ -84,6 +84,11 @@ def test_without_an_eval_dataset_the_suite_says_what_it_needs(capsys, tmp_path):
     text = " ".join(stdout.split())
     assert all(f"skipped cross-dataset/{case}: no --eval-dataset given" in text
                for case in ("binary", "image", "binary.editor"))
+    code, _, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard,cross-dataset",
+                          "--out", tmp_path / "run", *FAST)
+    assert code == 0, stderr  # the run log says each skipped case once, with the plan
+    run_log = next((tmp_path / "run" / "logs").glob("*-run.log")).read_text()
+    assert run_log.count("cross-dataset/binary: no --eval-dataset given") == 1, run_log
 
 
 @pytest.mark.parametrize("spec, message", [

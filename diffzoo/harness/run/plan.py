@@ -584,7 +584,6 @@ def make_plan(card: DetectorCard, suites: list[Suite], dataset: Dataset, config:
             spec, reason = (None, NO_EVAL_DATASET) if is_cross(case) and not eval_datasets else \
                 _train_spec(card, case, dataset, release)
             if spec is None:
-                log.info("skipping %s/%s: %s", suite.name, case.name, reason)
                 skipped.append(SkippedCase(suite, case, reason))
                 continue
             members.setdefault(spec, []).append((suite, case))
