@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.core.errors import ConfigError, RecordError, name_some
 from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, check_writable_dir, write_leftover
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.records.document import STORE_DIRS, read_json_file
@@ -214,10 +214,9 @@ def claim_output_dir(path: Path, force: bool = False, make: bool = True, writes:
     elif force:
         how, foreign = "forced", [n for n in names if n not in STORE_DIRS]
     else:
-        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         raise ConfigError(
-            f"--out {root} is not empty ({shown}) and was not made by diffzoo (no {MARKER}); choose a new or "
-            "empty folder, or pass --force to write diffzoo's files beside the ones there (those are never "
+            f"--out {root} is not empty ({name_some(names, 5)}) and was not made by diffzoo (no {MARKER}); choose a "
+            "new or empty folder, or pass --force to write diffzoo's files beside the ones there (those are never "
             "overwritten)")
     usable(root, "--out")  # made here; a path through a file or a read-only disk stops here
     folder = _writable(OutputDir(root, frozenset(foreign)), writes)  # a refusal leaves the folder as it was

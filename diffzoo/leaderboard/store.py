@@ -44,7 +44,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from diffzoo.harness.core.errors import ConfigError, RecordError, not_found
+from diffzoo.harness.core.errors import ConfigError, RecordError, name_some, not_found
 from diffzoo.harness.core.fsutil import (
     FileRefused,
     atomic_write_bytes,
@@ -189,9 +189,8 @@ class RecordStore:
             return ResultRecord.read(matches[0], within=self.root)
         if not matches:
             raise ConfigError(f"no record {record_id!r} in {self.records_dir}")
-        more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
-        raise ConfigError(f"record id prefix {record_id!r} is ambiguous: {', '.join(p.stem for p in matches[:5])}"
-                          f"{more}; give more of its digits")
+        raise ConfigError(f"record id prefix {record_id!r} is ambiguous: {name_some([p.stem for p in matches], 5)}; "
+                          "give more of its digits")
 
     def find(self, record_id: str, digest: str) -> Path | None:
         """The file holding record ``record_id`` with content digest

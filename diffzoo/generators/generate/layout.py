@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, name_some
 from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, read_json, write_leftover, writing
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data.labelmaps import LABELS_FILE
@@ -60,9 +60,9 @@ def built_in_place_of(root: Path, writes: Collection[str]) -> Iterator[Path]:
             raise ConfigError(f"{root} is {file_kind(root) or 'a file'}, not a folder this command made; diffzoo "
                               "never deletes files it did not make: choose a new or empty folder")
         if other := sorted(set(os.listdir(root)) - set(writes)):
-            shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
-            raise ConfigError(f"{root} holds {shown} besides what this command writes ({', '.join(sorted(writes))}); "
-                              "diffzoo never deletes files it did not make: choose a new or empty folder")
+            raise ConfigError(f"{root} holds {name_some(other, 5)} besides what this command writes "
+                              f"({', '.join(sorted(writes))}); diffzoo never deletes files it did not make: choose a "
+                              "new or empty folder")
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = root.parent / f".{root.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
