@@ -183,6 +183,22 @@ def test_pixel_limit_is_set_by_DIFFZOO_MAX_PIXELS(monkeypatch):
         read_image(data, "s")
 
 
+def test_DIFFZOO_MAX_PIXELS_above_pillows_own_limit_decodes_the_image(monkeypatch):
+    """Pillow refuses above twice its MAX_IMAGE_PIXELS whatever diffzoo's limit; a larger
+    DIFFZOO_MAX_PIXELS lifts it, and its refusal names the variable that does."""
+    data = encode(Image.new("RGB", (16, 16)))
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 50)  # Pillow's 179 M pixels, scaled down to a 16 x 16 image
+    monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "100")  # diffzoo's default, within twice Pillow's
+    with pytest.raises(CorruptSampleError) as err:
+        read_image(data, "s", name="scan.png")
+    assert err.value.kind == "too-large"
+    assert str(err.value).endswith("; set DIFFZOO_MAX_PIXELS to its size in pixels (or more) to decode it")
+    assert "scan.png: image too large to decode (Image size (256 pixels) exceeds limit of 100 pixels" in str(err.value)
+    monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "256")
+    assert read_image(data, "s").shape == (16, 16, 3)
+    assert Image.MAX_IMAGE_PIXELS == 256
+
+
 def test_folder_of_odd_images_loads_or_skips_every_sample_by_kind(tmp_path):
     """Each odd file either converts or is one CorruptSampleError with a kind;
     nothing else escapes, so a run can finish and count them."""

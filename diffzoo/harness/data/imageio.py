@@ -173,6 +173,10 @@ def open_image(src: ImageSource, sample_id: str, name: str | None) -> tuple[Imag
                                                  "unreadable") from None
                 if not data:  # Pillow's "not a recognised image format" would hide the cause
                     raise CorruptSampleError(sample_id, f"{name}: the file is empty (0 bytes), not an image")
+                limit = max_pixels()
+                # Pillow refuses above twice its own limit: one below DIFFZOO_MAX_PIXELS is raised to it (never lowered)
+                if Image.MAX_IMAGE_PIXELS is not None and 2 * Image.MAX_IMAGE_PIXELS < limit:
+                    Image.MAX_IMAGE_PIXELS = limit
                 img = Image.open(io.BytesIO(data))
             _check_pixels(img, sample_id, name)
             img.load()
@@ -190,8 +194,8 @@ def open_image(src: ImageSource, sample_id: str, name: str | None) -> tuple[Imag
     except Image.DecompressionBombError as exc:
         raise CorruptSampleError(
             sample_id,
-            f"{name}: image too large to decode ({exc}); Pillow refuses images above "
-            f"2 x PIL.Image.MAX_IMAGE_PIXELS whatever {MAX_PIXELS_ENV} says",
+            f"{name}: image too large to decode ({exc}); set {MAX_PIXELS_ENV} to its size in pixels (or more) "
+            "to decode it",
             "too-large",
         ) from None
     except MemoryError:
