@@ -14,7 +14,8 @@ from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataErr
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data import AuthenticFolder, JsonListDataset, TpGtDataset, WithAuthentic
 
-from helpers.data import make_diffseg_folder, make_tpgt
+from helpers.cli import cli, one_line_exit_2
+from helpers.data import make_cocoglide, make_diffseg_folder, make_tpgt
 from helpers.data import tpgt_gt as gt
 from helpers.data import tpgt_image as image
 from helpers.images import save_image as save
@@ -38,6 +39,27 @@ def test_tpgt_reads_and_binarises(tmp_path):
     assert ds.provenance()["split"]["id"] == "native"
     assert split.provenance()["split"]["id"] == "diffzoo-hash-v1-seed0-val20"
     assert TpGtDataset(root, split_seed=3).provenance()["split"]["id"] == "diffzoo-hash-v1-seed3-val20"
+
+
+def test_a_hash_split_option_no_hash_split_reads_is_refused_not_ignored(tmp_path, capsys):
+    """split_seed and val_fraction choose the hash split: beside split=NAME, or split_seed alone on a
+    test set that splits by no hash, they were taken and silently ignored (every sample in one split)."""
+    root = make_tpgt(tmp_path / "tpgt")
+    with pytest.raises(ConfigError, match=r"^split_seed=5 chooses a train/val split by id hash, which split=test "
+                                          r"replaces \(every sample in that one split\); give one or the other$"):
+        TpGtDataset(root, split="test", split_seed=5)
+    with pytest.raises(ConfigError, match=r"^val_fraction=0.3 and split_seed=0 choose a train/val split by id hash"):
+        TpGtDataset(root, split="test", val_fraction=0.3, split_seed=0)
+    one_line_exit_2(*cli(capsys, "data", "info", str(root), "--dataset-option", "split=test", "--dataset-option",
+                         "val_fraction=0.5"), "val_fraction=0.5 chooses a train/val split by id hash, which split=test")
+    glide = make_cocoglide(tmp_path / "glide")
+    with pytest.raises(ConfigError, match=r"^split_seed=5 chooses a train/val split by id hash, which cocoglide \(a "
+                                          r"test set, every sample in test\) makes only with val_fraction=F; give "
+                                          r"both or neither$"):
+        open_dataset(str(glide), split_seed=5)
+    assert open_dataset(str(glide), split_seed=5, val_fraction=0.5).provenance()["split"]["id"] == \
+        "diffzoo-hash-v1-seed5-val50"
+    assert TpGtDataset(root, split="test").splits() == ["test"]
 
 
 def test_tpgt_refusals(tmp_path):

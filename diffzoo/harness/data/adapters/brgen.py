@@ -103,8 +103,8 @@ class BrGenDataset(TpGtDataset):
         *,
         split: str | None = None,
         split_files: list[str] | str | None = None,
-        val_fraction: float = 0.2,
-        split_seed: int = 0,
+        val_fraction: float | None = None,
+        split_seed: int | None = None,
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:

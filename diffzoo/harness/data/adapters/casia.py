@@ -90,7 +90,7 @@ class _CasiaDataset(_TestSetDataset):
         gt_dir: str | os.PathLike | None = None,
         split: str | None = None,
         val_fraction: float | None = None,
-        split_seed: int = 0,
+        split_seed: int | None = None,
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:

@@ -81,7 +81,7 @@ class _ClassicDataset(_TestSetDataset):
         authentic: bool = True,
         split: str | None = None,
         val_fraction: float | None = None,
-        split_seed: int = 0,
+        split_seed: int | None = None,
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:
@@ -342,7 +342,7 @@ class Nist16Dataset(_ClassicDataset):
         authentic: bool = True,
         split: str | None = None,
         val_fraction: float | None = None,
-        split_seed: int = 0,
+        split_seed: int | None = None,
         name: str | None = None,
         skip_unpaired: bool = False,
     ) -> None:

@@ -75,7 +75,7 @@ class CocoGlideDataset(_TestSetDataset):
         *,
         split: str | None = None,
         val_fraction: float | None = None,
-        split_seed: int = 0,
+        split_seed: int | None = None,
         name: str | None = None,
     ) -> None:
         root = _root(require_path(path, "CocoGlideDataset"))

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
@@ -54,22 +54,34 @@ class _PairListDataset(SplitDataset):
         entries: dict[str, tuple[Path, Path | None]],
         *,
         val_fraction: float | None,
-        split_seed: int,
+        split_seed: int | None,
         split: str | None,
         default_split: str | None = None,
     ) -> None:
         """``split``: every sample in that one split.  Otherwise ``splits.json``
         in ``root``; otherwise every sample in ``default_split`` if given (a
         test-only set) and no ``val_fraction`` was asked for, else train/val
-        by id hash (``val_fraction``, default 0.2)."""
+        by id hash (``val_fraction``, default 0.2; ``split_seed``, default 0).
+        ``val_fraction`` or ``split_seed`` given where no hash split is made
+        from them (beside ``split``, or ``split_seed`` alone on a test-only set)
+        is a ConfigError: neither is ever taken and then ignored."""
         super().__init__(name, BINARY)
         self.root = root
         self.path = str(root)
         self._entries = entries
+        hashed = [f"{k}={v}" for k, v in (("val_fraction", val_fraction), ("split_seed", split_seed)) if v is not None]
+        if split is not None and hashed:
+            raise ConfigError(f"{' and '.join(hashed)} {'choose' if len(hashed) > 1 else 'chooses'} a train/val "
+                              f"split by id hash, which split={split} replaces (every sample in that one split); "
+                              "give one or the other")
         if split is None and default_split is not None and val_fraction is None and not (root / SPLITS_FILE).is_file():
+            if split_seed is not None:
+                raise ConfigError(f"split_seed={split_seed} chooses a train/val split by id hash, which {name} (a test "
+                                  f"set, every sample in {default_split}) makes only with val_fraction=F; give both "
+                                  "or neither")
             split = default_split
         fraction = 0.2 if val_fraction is None else val_fraction
-        self._split_by(split, entries, lambda: self._split_scheme(sorted(entries), fraction, split_seed))
+        self._split_by(split, entries, lambda: self._split_scheme(sorted(entries), fraction, split_seed or 0))
 
     def _split_scheme(self, ids: list[str], val_fraction: float,
                       seed: int) -> tuple[dict[str, list[str]], dict[str, str]]:
@@ -137,7 +149,7 @@ class _TestSetDataset(_PairListDataset):
         name: str | None,
         split: str | None,
         val_fraction: float | None,
-        split_seed: int,
+        split_seed: int | None,
     ) -> None:
         super().__init__(name or self.DEFAULT_NAME, root, entries, val_fraction=val_fraction,
                          split_seed=split_seed, split=split, default_split="test")
@@ -202,8 +214,8 @@ class TpGtDataset(_PairListDataset):
         self,
         path: str | os.PathLike,
         *,
-        val_fraction: float = 0.2,
-        split_seed: int = 0,
+        val_fraction: float | None = None,
+        split_seed: int | None = None,
         split: str | None = None,
         name: str | None = None,
         skip_unpaired: bool = False,
@@ -248,8 +260,8 @@ class JsonListDataset(_PairListDataset):
         self,
         path: str | os.PathLike,
         *,
-        val_fraction: float = 0.2,
-        split_seed: int = 0,
+        val_fraction: float | None = None,
+        split_seed: int | None = None,
         split: str | None = None,
         name: str | None = None,
     ) -> None:

@@ -184,7 +184,7 @@ class TgifDataset(_PairListDataset):
         if authentic:
             self._add_authentic(root, found, entries)
         self._prompts, self._csvs = read_prompts(root, found)
-        super().__init__(name or "tgif", root, entries, val_fraction=None, split_seed=0, split=split)
+        super().__init__(name or "tgif", root, entries, val_fraction=None, split_seed=None, split=split)
         if regenerated == "mask" and any(f.variant == "fr" for f in self._fakes.values()):
             self.notice = ("TGIF: a fully regenerated (fr) image is labelled by its inpainting mask, as TGIF's "
                            "benchmark scores it, though every pixel is synthetic; --dataset-option "
