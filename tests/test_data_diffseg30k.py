@@ -152,6 +152,10 @@ def test_unmatched_image_and_mask(tmp_path, pairs):
     assert "1 mask(s) have no image (e.g. 00000099)" in msg
     ds = DiffSeg30kDataset(root, skip_unpaired=True)
     assert len(ds.ids("train") + ds.ids("val")) == N - 1
+    (root / "train_copy" / "00000099.mask.png").unlink()  # one half alone: no "0 mask(s) ... (e.g. -)"
+    with pytest.raises(DataError, match=r"ds: 1 image\(s\) have no mask \(e\.g\. 00000003\); every <id>\.image\.png "
+                                        r"needs an <id>\.mask\.png \(`--dataset-option skip_unpaired=true` skips them\)$"):
+        DiffSeg30kDataset(root)
 
 
 def test_corrupt_and_truncated_members(tmp_path, pairs):

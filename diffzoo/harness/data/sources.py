@@ -125,11 +125,9 @@ def pair_files(names: Iterable[str], where: str, skip_unpaired: bool) -> dict[st
     no_mask = sorted(k for k, v in found.items() if "mask" not in v)
     no_image = sorted(k for k, v in found.items() if "image" not in v)
     if no_mask or no_image:
-        msg = (
-            f"{where}: {len(no_mask)} image(s) have no mask (e.g. {', '.join(no_mask[:5]) or '-'}) "
-            f"and {len(no_image)} mask(s) have no image (e.g. {', '.join(no_image[:5]) or '-'}); "
-            f"every <id>.image.png needs an <id>.mask.png"
-        )
+        halves = [f"{len(ids)} {what} (e.g. {', '.join(ids[:5])})" for ids, what in
+                  ((no_mask, "image(s) have no mask"), (no_image, "mask(s) have no image")) if ids]
+        msg = f"{where}: {' and '.join(halves)}; every <id>.image.png needs an <id>.mask.png"
         if not skip_unpaired:
             raise DataError(msg + " (`--dataset-option skip_unpaired=true` skips them)")
         log.warning("%s; skipping them", msg)
