@@ -266,11 +266,20 @@ def read_image(src: ImageSource, sample_id: str, *, name: str | None = None) -> 
     file is called in error messages (default: the path).
     """
     img, _, name = open_image(src, sample_id, name)
+    return _rgb(img, sample_id, name)
+
+
+def _rgb(img: Image.Image, sample_id: str, name: str, *, opaque: bool = False) -> np.ndarray:
+    """:func:`read_image`'s conversion of an opened image; ``opaque``: a transparent pixel is refused
+    (``mask-ambiguous``) instead of composited."""
     if img.mode in WIDE_MODES:
         grey = wide_to_uint8(np.asarray(img))
         return np.ascontiguousarray(np.repeat(grey[:, :, None], 3, axis=2))
     if has_alpha(img):
-        return on_white(np.asarray(converted(img, "RGBA", sample_id, name), dtype=np.uint8))
+        rgba = np.asarray(converted(img, "RGBA", sample_id, name), dtype=np.uint8)
+        if opaque:
+            _opaque(rgba, sample_id, name)
+        return on_white(rgba)
     return np.array(converted(img, "RGB", sample_id, name), dtype=np.uint8)
 
 
@@ -381,19 +390,6 @@ def read_mask(
     return np.array(mask, dtype=np.uint8, order="C")  # a writable copy, never PIL's buffer
 
 
-def _grey(img: Image.Image, sample_id: str, name: str) -> np.ndarray:
-    """Mean over the colour channels, 0..255 float (binary masks)."""
-    if img.mode in WIDE_MODES:
-        return wide_to_uint8(np.asarray(img)).astype(np.float32)
-    if has_alpha(img):
-        rgba = np.asarray(converted(img, "RGBA", sample_id, name), dtype=np.uint8)
-        _opaque(rgba, sample_id, name)
-        return rgba[:, :, :3].astype(np.float32).mean(axis=2)
-    if img.mode in ("1", "L"):
-        return np.asarray(converted(img, "L", sample_id, name), dtype=np.float32)
-    return np.asarray(converted(img, "RGB", sample_id, name), dtype=np.float32).mean(axis=2)
-
-
 def read_binary_mask(
     src: ImageSource,
     sample_id: str,
@@ -414,7 +410,7 @@ def read_binary_mask(
     that all fall below the threshold, the usual sign of such an encoding.
     """
     img, _, name = open_image(src, sample_id, name)
-    grey = _grey(img, sample_id, name)
+    grey = _rgb(img, sample_id, name, opaque=True).astype(np.float32).mean(axis=2)  # 0..255, as read_image reads it
     cut = threshold * 255.0
     mask = (grey > cut).astype(np.uint8)
     # the stored values, not the 8-bit ones: a 16-bit mask of 0/1 or 0/255 is all 0 once its high byte is kept
