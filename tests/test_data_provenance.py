@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import pathlib
+import re
 import unicodedata
 import zipfile
 
@@ -375,6 +376,19 @@ def test_extra_authentic_is_named_in_provenance(tmp_path, pairs):
     assert ds.describe()["extra_authentic"] == 3
     view = WithAuthentic(DiffSeg30kDataset(z), tmp_path / "coco")
     assert provenance_of(view)["split"]["source"].endswith("train + 3 extra authentic images (coco)")
+
+
+def test_extra_authentic_holding_the_datasets_own_samples_is_refused(tmp_path, pairs):
+    """extra_authentic naming the dataset's folder (or the extracted copy of its zip, or a folder above it)
+    added every edited image and every mask to train as an unedited photo, with an all-zero label."""
+    root = write_folder(tmp_path / "ds", pairs)
+    z = write_zip(tmp_path / "train.zip", pairs)
+    said = (r"^extra_authentic={}: 24 of its images are named as a DiffSeg30k sample's image or mask \(e\.g\. "
+            r"{}train_copy/00000001\.image\.png\), which would be trained on as unedited photos; give a folder of "
+            r"authentic images only$")
+    for data, given, shown in ((root, root, ""), (z, root, ""), (root, tmp_path, "ds/")):
+        with pytest.raises(DataError, match=said.format(re.escape(str(given)), shown)):
+            DiffSeg30kDataset(data, extra_authentic=given)
 
 
 def test_extra_authentic_given_as_dot_is_named_after_its_folder(tmp_path, pairs, monkeypatch):

@@ -33,10 +33,10 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_regular
 from diffzoo.harness.core.types import BINARY, LabelSpace, Sample, SampleMeta
-from diffzoo.harness.data.authentic import AuthenticFolder
+from diffzoo.harness.data.authentic import AUTHENTIC_PREFIX, AuthenticFolder
 from diffzoo.harness.data.base import SplitDataset, folder_name, option_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id, row_layout
@@ -118,7 +118,13 @@ class DiffSeg30kDataset(SplitDataset):
             option_path(split_file, sidecars, "split_file") if split_file is not None else None,
         )
         if extra_authentic is not None:
-            self.add_authentic(AuthenticFolder(option_path(extra_authentic, sidecars, "extra_authentic")))
+            folder = AuthenticFolder(option_path(extra_authentic, sidecars, "extra_authentic"))
+            # a DiffSeg30k sample's files (its edited image, its mask) are never an unedited photo to train on
+            if samples := [i.removeprefix(AUTHENTIC_PREFIX) for i in folder.ids() if PAIR_RE.match(i.rsplit("/")[-1])]:
+                raise DataError(f"extra_authentic={extra_authentic}: {len(samples)} of its images are named as a "
+                                f"DiffSeg30k sample's image or mask (e.g. {samples[0]}), which would be trained on "
+                                "as unedited photos; give a folder of authentic images only")
+            self.add_authentic(folder)
 
     def _label_map(self, spec: Any, sidecars: Path | None) -> tuple[LabelMap, MaskEncoding]:
         """The label map and how the masks encode it (data/mask_encoding.py): masks holding only
