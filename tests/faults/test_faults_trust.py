@@ -105,6 +105,28 @@ def test_masks_of_0_1_and_of_0_255_mixed_are_refused_never_read_as_class_1_and_i
     assert open_dataset(str(data)).mask_encoding.values == (0, 1, 255)  # vouched: class indices, 255 ignore
 
 
+def test_0_255_masks_with_values_no_default_class_has_are_refused_never_read_with_255_ignore(tmp_path):
+    """One mask resized with interpolation (edge values 1 and 254) turned the sniff to class indices: every
+    other mask's 255 (edited) was then read as ignore, its edits never scored; the noisy one alone was refused."""
+    from diffzoo import open_dataset
+
+    data = binary_folder(tmp_path / "resized")
+    noisy = sorted((data / "train_copy").glob("*.mask.png"))[1]
+    m = np.asarray(Image.open(noisy)).copy()
+    m[m == 255] = 254  # the rim a bilinear resize leaves
+    m.flat[0] = 1
+    Image.fromarray(m).save(noisy)
+    with pytest.raises(DataError) as err:
+        open_dataset(str(data))
+    assert str(err.value) == (
+        f"{data}: the 12 mask(s) read hold 0 and 255 and also 254, which no class of the 9-class default label map "
+        "has: 0/255 binary masks resized with interpolation or once saved as JPEG? Read as class indices, 255 would "
+        "be ignore and their edits never scored; re-save the masks with 0 and 255 only (or, for class indices with "
+        "255 = ignore, pass --labels FILE)")
+    (data / "labels.json").write_text(json.dumps({"names": ["background", "sd2"]}))
+    assert open_dataset(str(data)).mask_encoding.values == (0, 1, 254, 255)  # vouched: class indices, 255 ignore
+
+
 def test_labels_naming_editors_for_binary_masks_are_refused(capsys, tmp_path):
     data = binary_folder(tmp_path / "ds")
     code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", data,

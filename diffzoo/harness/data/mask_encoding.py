@@ -16,6 +16,9 @@ samples some masks when it opens the data (:func:`sniff`):
   vouched map, 1 is that map's first editor;
 - 0, 1 and 255 under an unvouched map: refused (0/1 and 0/255 masks mixed, or
   class indices with ignore: ``--labels`` says which);
+- 0 and 255 with values the unvouched map has no class for (254, 128...): refused
+  (0/255 masks resized with interpolation or once saved as JPEG: read as class
+  indices, their clean masks' edits would be ignore);
 - anything else: class indices, as the label map says.
 
 A binary dataset has the label space (background, edited); its semantic
@@ -113,11 +116,12 @@ def spread(ids: Sequence[str], n: int) -> list[str]:
     return [ids[picks[j]] for j in order if j < k]
 
 
-def sniff(values: set[int], read: int, vouched: bool, where: object) -> MaskEncoding:
+def sniff(values: set[int], read: int, vouched: bool, where: object, classes: int = 0) -> MaskEncoding:
     """The encoding of masks holding ``values`` (see the module doc); ``vouched``: the
-    label map was given by the user or found in the data.  0, 1 and 255 and nothing else under
-    an unvouched map are a DataError naming ``where``: 0/1 and 0/255 masks mixed would read as
-    class 1 and ignore, the 0/255 masks' edits never scored."""
+    label map was given by the user or found in the data, else it is one of ``classes`` names.
+    Under an unvouched map, 0, 1 and 255 and nothing else, or 0 and 255 with values past its
+    classes, are a DataError naming ``where``: read as class indices, the 0/255 masks' edits
+    would be ignore, never scored."""
     shown = tuple(sorted(values))
     if values == {0, IGNORE_INDEX}:  # (all 255 alone is no evidence: it reads as ignore, an error)
         return MaskEncoding(BINARY_255, shown, read)
@@ -125,6 +129,12 @@ def sniff(values: set[int], read: int, vouched: bool, where: object) -> MaskEnco
         raise DataError(f"{where}: the {read} mask(s) read hold 0, 1 and 255 and no label map says what they mean: "
                         "binary masks of 0/1 and of 0/255 mixed (re-save them all as 0/255), or class indices with "
                         "255 = ignore (pass --labels FILE)")
+    if not vouched and {0, IGNORE_INDEX} <= values and (odd := [v for v in shown if classes <= v < IGNORE_INDEX]):
+        raise DataError(f"{where}: the {read} mask(s) read hold 0 and 255 and also {', '.join(map(str, odd[:5]))}, "
+                        f"which no class of the {classes}-class default label map has: 0/255 binary masks resized "
+                        "with interpolation or once saved as JPEG? Read as class indices, 255 would be ignore and "
+                        "their edits never scored; re-save the masks with 0 and 255 only (or, for class indices with "
+                        "255 = ignore, pass --labels FILE)")
     return MaskEncoding(BINARY_1 if not vouched and values == {0, 1} else CLASS_INDEX, shown, read)
 
 

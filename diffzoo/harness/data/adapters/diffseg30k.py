@@ -43,6 +43,7 @@ from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, h
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.labelmaps import (
     DEFAULT_SOURCE,
+    DIFFSEG30K_LABELS,
     LabelMap,
     check_mask_values,
     default_diffseg30k_labels,
@@ -134,7 +135,7 @@ class DiffSeg30kDataset(SplitDataset):
             spec = option_path(spec, sidecars, "--labels")
         found = resolve_label_map(spec, sidecars, lambda: inner_label_files(self._source), class_label)
         encoding = sniff(*sample_values(self._stored_mask, sorted(self._source.pairs)), vouched=found is not None,
-                         where=self._source.location)
+                         where=self._source.location, classes=len(DIFFSEG30K_LABELS.names))
         if not encoding.binary:
             return found or LabelMap(default_diffseg30k_labels(), False, DEFAULT_SOURCE), encoding
         if found is not None and not found.space.is_binary:
