@@ -25,7 +25,7 @@ import torch
 from PIL import Image
 
 from diffzoo import DetectorCard
-from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.models.segmenter import SegmentationDetector
 from diffzoo.leaderboard.store import RecordStore
@@ -125,6 +125,23 @@ def test_0_255_masks_with_values_no_default_class_has_are_refused_never_read_wit
         "255 = ignore, pass --labels FILE)")
     (data / "labels.json").write_text(json.dumps({"names": ["background", "sd2"]}))
     assert open_dataset(str(data)).mask_encoding.values == (0, 1, 254, 255)  # vouched: class indices, 255 ignore
+
+
+def test_a_0_255_mask_with_noise_the_sniff_did_not_read_is_skipped_never_a_1_read_as_edited(tmp_path):
+    """A mask the sniff passed over holding JPEG noise (1 beside 0): its 1s were read as edited pixels."""
+    from diffzoo import open_dataset
+
+    data = binary_folder(tmp_path / "third-party")
+    ds = open_dataset(str(data))
+    assert ds.mask_encoding.kind == "binary-255"
+    mask = data / "train_copy" / "00000001.mask.png"
+    m = np.asarray(Image.open(mask)).copy()
+    m[0, 0] = 1
+    Image.fromarray(m).save(mask)
+    with pytest.raises(CorruptSampleError) as err:
+        ds.load("00000001")
+    assert err.value.kind == "mask-values"
+    assert str(err.value).endswith(f"{mask}: mask values 1 are neither of 0 (unedited) and 255 (edited)")
 
 
 def test_labels_naming_editors_for_binary_masks_are_refused(capsys, tmp_path):

@@ -61,8 +61,18 @@ class MaskEncoding:
     def binary(self) -> bool:
         return self.kind != CLASS_INDEX
 
-    def remap(self, mask: np.ndarray) -> np.ndarray:
-        """A stored mask as class indices: for 0/255 masks, 255 (edited) -> 1."""
+    def remap(self, mask: np.ndarray, sample_id: str, where: str) -> np.ndarray:
+        """A stored mask (the file ``where``) as class indices: for 0/255 masks, 255 (edited) -> 1.  A
+        binary mask holding a value other than its two is sample ``sample_id`` skipped (``mask-values``):
+        a 1 in a 0/255 mask (JPEG or interpolation noise) is no edited pixel, a 255 in a 0/1 one no ignore."""
+        import numpy as np
+
+        if not self.binary:
+            return mask
+        allowed = (0, 255) if self.kind == BINARY_255 else (0, 1)
+        if bad := [int(v) for v in np.flatnonzero(np.bincount(mask.ravel(), minlength=256)) if v not in allowed]:
+            raise CorruptSampleError(sample_id, f"{where}: mask values {', '.join(map(str, bad[:5]))} are neither of "
+                                     f"{allowed[0]} (unedited) and {allowed[1]} (edited)", "mask-values")
         if self.kind != BINARY_255:
             return mask
         out = mask.copy()

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.harness.core.errors import CorruptSampleError, DataError, not_found
+from diffzoo.harness.core.errors import DataError, not_found
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset, masks_by_stem, option_path, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine
@@ -223,16 +223,10 @@ class Deal300kDataset(SplitDataset):
             return Sample(image, label, SampleMeta(sample_id, base="real", source=self.name))
         mask_members, mask_name = self._masks[sample_id]
         src, shown = mask_members.read(mask_name, sample_id)
-        mask = read_mask(src, sample_id, name=shown, size=(image.shape[1], image.shape[0]))
-        allowed = (0, 255) if self.mask_encoding.kind == BINARY_255 else (0, 1)
-        bad = sorted(set(np.unique(mask).tolist()) - set(allowed))
-        if bad:
-            raise CorruptSampleError(
-                sample_id, f"{shown}: mask values {', '.join(map(str, bad[:5]))} are neither of "
-                f"{allowed[0]} (unedited) and {allowed[1]} (edited)", "mask-values")
+        mask = self.mask_encoding.remap(read_mask(src, sample_id, name=shown, size=(image.shape[1], image.shape[0])),
+                                        sample_id, shown)
         turn = EditRecord(EDITOR, edit_type=f"instruction-{self._tags[sample_id]}")
-        return Sample(image, self.mask_encoding.remap(mask), SampleMeta(sample_id, base="real", turns=(turn,),
-                                                                         source=self.name))
+        return Sample(image, mask, SampleMeta(sample_id, base="real", turns=(turn,), source=self.name))
 
     # -- identity -----------------------------------------------------------
     def _content_fingerprint(self) -> str:

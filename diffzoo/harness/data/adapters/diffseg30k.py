@@ -205,7 +205,7 @@ class DiffSeg30kDataset(SplitDataset):
         (image_src, image_name), (mask_src, mask_name) = self._source.read_pair(sample_id)
         image = read_image(image_src, sample_id, name=image_name)
         size = (image.shape[1], image.shape[0])
-        mask = self.mask_encoding.remap(read_mask(mask_src, sample_id, name=mask_name, size=size))
+        mask = self.mask_encoding.remap(read_mask(mask_src, sample_id, name=mask_name, size=size), sample_id, mask_name)
         check_mask_values(mask, self.label_space, sample_id, mask_name)
         meta = self._meta.get(sample_id) or SampleMeta(sample_id, base="unknown")
         return Sample(image, mask, meta)
