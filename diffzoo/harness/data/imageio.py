@@ -358,10 +358,14 @@ def _mask_array(img: Image.Image, sample_id: str, name: str) -> np.ndarray:
 def check_mask_size(mask: np.ndarray, size: tuple[int, int] | None, sample_id: str, name: str) -> None:
     """Refuse (``mask-size``) a mask whose (W, H) is not ``size``, the image's, when given."""
     if size is not None and (mask.shape[1], mask.shape[0]) != tuple(size):
+        turned = mask.shape[:2] == tuple(size)  # W and H swapped: drawn on a view turned by a quarter
         raise CorruptSampleError(
             sample_id,
             f"{name}: mask size {mask.shape[1]}x{mask.shape[0]} differs from image size "
-            f"{size[0]}x{size[1]} (W x H); masks must match their image",
+            f"{size[0]}x{size[1]} (W x H)" + ("; it is the image's size turned a quarter: a mask drawn on the view "
+                                              "an EXIF orientation tag shows? diffzoo reads the stored pixels "
+                                              "(docs/datasets.md, EXIF orientation)" if turned else "")
+            + "; masks must match their image",
             "mask-size",
         )
 
