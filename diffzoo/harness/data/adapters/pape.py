@@ -137,6 +137,9 @@ def read_split_json(file: Path) -> dict[str, Any]:
         )
     seen: dict[tuple[str, str], str] = {}
     for subset, part in (data.items() if nested else [("", data)]):
+        if not any(part.values()):  # its samples would be in no split, the subset gone from every run unsaid
+            raise DataError(f"PAPE split file {file}: {f'subset {subset!r}' if subset else 'it'} names no image id "
+                            "(every split list is empty)")
         for split_name, ids in part.items():
             part[split_name] = ids = [canonical_name(str(i)) for i in ids]
             for i in ids:
