@@ -45,17 +45,17 @@ def test_a_hash_split_option_no_hash_split_reads_is_refused_not_ignored(tmp_path
     """split_seed and val_fraction choose the hash split: beside split=NAME, or split_seed alone on a
     test set that splits by no hash, they were taken and silently ignored (every sample in one split)."""
     root = make_tpgt(tmp_path / "tpgt")
-    with pytest.raises(ConfigError, match=r"^split_seed=5 chooses a train/val split by id hash, which split=test "
-                                          r"replaces \(every sample in that one split\); give one or the other$"):
+    with pytest.raises(ConfigError, match=r"^split_seed=5 chooses a train/val split by id hash, but every sample is in "
+                                          r"test: split=test was given; give one or the other$"):
         TpGtDataset(root, split="test", split_seed=5)
     with pytest.raises(ConfigError, match=r"^val_fraction=0.3 and split_seed=0 choose a train/val split by id hash"):
         TpGtDataset(root, split="test", val_fraction=0.3, split_seed=0)
     one_line_exit_2(*cli(capsys, "data", "info", str(root), "--dataset-option", "split=test", "--dataset-option",
-                         "val_fraction=0.5"), "val_fraction=0.5 chooses a train/val split by id hash, which split=test")
+                         "val_fraction=0.5"), "val_fraction=0.5 chooses a train/val split by id hash, but every")
     glide = make_cocoglide(tmp_path / "glide")
-    with pytest.raises(ConfigError, match=r"^split_seed=5 chooses a train/val split by id hash, which cocoglide \(a "
-                                          r"test set, every sample in test\) makes only with val_fraction=F; give "
-                                          r"both or neither$"):
+    with pytest.raises(ConfigError, match=r"^split_seed=5 chooses a train/val split by id hash, but every sample is in "
+                                          r"test: cocoglide is a test set, split by hash with val_fraction=F; "
+                                          r"give both or neither$"):
         open_dataset(str(glide), split_seed=5)
     assert open_dataset(str(glide), split_seed=5, val_fraction=0.5).provenance()["split"]["id"] == \
         "diffzoo-hash-v1-seed5-val50"

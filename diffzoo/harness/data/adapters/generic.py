@@ -69,17 +69,13 @@ class _PairListDataset(SplitDataset):
         self.root = root
         self.path = str(root)
         self._entries = entries
-        hashed = [f"{k}={v}" for k, v in (("val_fraction", val_fraction), ("split_seed", split_seed)) if v is not None]
-        if split is not None and hashed:
-            raise ConfigError(f"{' and '.join(hashed)} {'choose' if len(hashed) > 1 else 'chooses'} a train/val "
-                              f"split by id hash, which split={split} replaces (every sample in that one split); "
-                              "give one or the other")
+        why = f"split={split} was given; give one or the other"
         if split is None and default_split is not None and val_fraction is None and not (root / SPLITS_FILE).is_file():
-            if split_seed is not None:
-                raise ConfigError(f"split_seed={split_seed} chooses a train/val split by id hash, which {name} (a test "
-                                  f"set, every sample in {default_split}) makes only with val_fraction=F; give both "
-                                  "or neither")
-            split = default_split
+            split, why = default_split, f"{name} is a test set, split by hash with val_fraction=F; give both or neither"
+        if split is not None and (hashed := [f"{k}={v}" for k, v in (("val_fraction", val_fraction),
+                                                                       ("split_seed", split_seed)) if v is not None]):
+            raise ConfigError(f"{' and '.join(hashed)} {'choose' if len(hashed) > 1 else 'chooses'} a train/val split "
+                              f"by id hash, but every sample is in {split}: {why}")
         fraction = 0.2 if val_fraction is None else val_fraction
         self._split_by(split, entries, lambda: self._split_scheme(sorted(entries), fraction, split_seed or 0))
 
