@@ -98,12 +98,14 @@ def masks_by_stem(where: object, pairs: Iterable[tuple[str, T]], shown: Callable
     return masks
 
 
-def report_unpaired(where: str, missing: list[str], what: str, skip: bool) -> None:
-    """Refuse the data when files lack their partner (``missing``, the first five named), or,
-    with ``skip`` (an adapter's ``skip_unpaired=True``), warn and go on without them."""
-    if not missing:
+def report_unpaired(where: str, missing: list[str], what: str, skip: bool, *more: tuple[list[str], str]) -> None:
+    """Refuse the data when files lack their partner (``missing``, ``what`` they are, the first five
+    named; and each of ``more``'s, such a pair of its own), or, with ``skip`` (an adapter's
+    ``skip_unpaired=True``), warn and go on without them."""
+    halves = [(m, w) for m, w in ((missing, what), *more) if m]
+    if not halves:
         return
-    msg = f"{where}: {len(missing)} {what} (e.g. {', '.join(missing[:5])})"
+    msg = f"{where}: " + " and ".join(f"{len(m)} {w} (e.g. {', '.join(m[:5])})" for m, w in halves)
     if not skip:
         raise DataError(msg + "; `--dataset-option skip_unpaired=true` skips them")
     log.warning("%s; skipping them", msg)

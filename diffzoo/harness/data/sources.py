@@ -23,7 +23,7 @@ from typing import Any
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import file_kind
-from diffzoo.harness.data.base import require_path
+from diffzoo.harness.data.base import report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import file_digests, pair_fingerprint, zip_digests
 from diffzoo.harness.data.hfsource import HFSource, Ref, is_hub_id, looks_like_hf_dir
 from diffzoo.harness.data.labelmaps import LABEL_MAP_FILES
@@ -124,13 +124,8 @@ def pair_files(names: Iterable[str], where: str, skip_unpaired: bool) -> dict[st
         slot[kind] = name
     no_mask = sorted(k for k, v in found.items() if "mask" not in v)
     no_image = sorted(k for k, v in found.items() if "image" not in v)
-    if no_mask or no_image:
-        halves = [f"{len(ids)} {what} (e.g. {', '.join(ids[:5])})" for ids, what in
-                  ((no_mask, "image(s) have no mask"), (no_image, "mask(s) have no image")) if ids]
-        msg = f"{where}: {' and '.join(halves)}; every <id>.image.png needs an <id>.mask.png"
-        if not skip_unpaired:
-            raise DataError(msg + " (`--dataset-option skip_unpaired=true` skips them)")
-        log.warning("%s; skipping them", msg)
+    report_unpaired(where, no_mask, "image(s) have no <id>.mask.png", skip_unpaired,
+                    (no_image, "mask(s) have no <id>.image.png"))
     return {k: (v["image"], v["mask"]) for k, v in found.items() if len(v) == 2}
 
 
