@@ -62,6 +62,17 @@ def test_a_hash_split_option_no_hash_split_reads_is_refused_not_ignored(tmp_path
     assert TpGtDataset(root, split="test").splits() == ["test"]
 
 
+def test_data_info_prints_names_and_paths_holding_markup_or_control_characters_as_text(tmp_path, capsys):
+    """A folder `x[red]y` was shown as `xy`, one under `a[/` an internal error (rich's MarkupError), and a
+    line break or an escape sequence in a name reached the terminal as it is."""
+    for folder, shown in (("x[red]y", "name: x[red]y"), ("a[/]b", f"path: {tmp_path}/a[/]b"),
+                          ("new\nline\x1b[31m", "name: new\\nline\\x1b[31m")):
+        root = make_tpgt(tmp_path / folder)
+        code, out, err = cli(capsys, "data", "info", str(root))
+        assert code == 0, err
+        assert shown in out.splitlines()
+
+
 def test_tpgt_refusals(tmp_path):
     with pytest.raises(DataError, match="does not exist"):
         TpGtDataset(tmp_path / "nope")

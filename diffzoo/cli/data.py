@@ -59,7 +59,7 @@ def info_cmd(
     ds = open_dataset(dataset, **_open_options(dataset_option, labels))
     fingerprint = ds.fingerprint()  # first: it counts the files' EXIF orientation tags, which describe() shows
     for key, value in ds.describe().items():
-        console.print(f"[bold]{key}[/]: {value}")
+        console.print(f"[bold]{key}[/]: {term(value)}")  # names and paths from the data: their markup is text
     console.print(f"[bold]fingerprint[/]: {fingerprint}")
 
 
