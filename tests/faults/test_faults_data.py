@@ -188,7 +188,7 @@ def test_DIFFZOO_MAX_PIXELS_above_pillows_own_limit_decodes_the_image(monkeypatc
     DIFFZOO_MAX_PIXELS lifts it, and its refusal names the variable that does."""
     data = encode(Image.new("RGB", (16, 16)))
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 50)  # Pillow's 179 M pixels, scaled down to a 16 x 16 image
-    monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "100")  # diffzoo's default, within twice Pillow's
+    monkeypatch.setenv("DIFFZOO_MAX_PIXELS", "100")  # within twice Pillow's, as diffzoo's default is
     with pytest.raises(CorruptSampleError) as err:
         read_image(data, "s", name="scan.png")
     assert err.value.kind == "too-large"
