@@ -459,6 +459,25 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
     assert not (tmp_path / "masks" / "gen").exists()
 
 
+def test_a_trailing_zero_turn_count_resumes_the_same_schedule(reference, capsys, tmp_path):
+    """--turns 1:4:5:0 (no sample with 4 edits) makes the samples 1:4:5 makes: it was refused as other settings."""
+    import shutil
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    args = ["generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N, "--size", 32, "--seed", 3]
+    code, stdout, err = cli(capsys, *args, "--turns", "1:4:5:0:0")
+    assert code == 0 and f"0 made now, {N} from earlier runs" in stdout, err
+    line = one_line_exit_2(*cli(capsys, *args, "--turns", "1:4:5:1"))
+    assert f"{out} was generated with other settings (turns differs)" in line
+    assert Schedule(3, ("a", "b"), (1, 4, 5, 0)).turn_ratio == (1, 4, 5)
+    config = out / STATE_DIR / "config.json"  # a run's settings that kept the zero resume under the same ratio too
+    config.write_text(json.dumps({**json.loads(config.read_text()), "turns": [1, 4, 5, 0]}))
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0 and f"0 made now, {N} from earlier runs" in stdout, err
+
+
 def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_path):
     """A resumed run whose train_copy/ is a symbolic link to another folder would write the dataset's
     images there: refused with the link named, nothing written on either side."""

@@ -18,6 +18,7 @@ rank 0 then writes ``manifest.jsonl`` (sorted by id) and ``generate.json``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -36,7 +37,7 @@ from diffzoo.generators.generate.layout import IMAGE_DIR, RECORDS, STATE_DIR, Ba
 from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names, edit_sample, sample_row, torch_threads
 from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import Region, choose_region
-from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, sample_rng
+from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, parse_turn_ratio, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, no_value
 from diffzoo.harness.core.fsutil import check_usable_dir, read_json
 from diffzoo.harness.core.protocols import Generator
@@ -348,6 +349,8 @@ class DatasetGenerator:
             if why:  # cut short or edited: what the samples were made with is unknown
                 raise ConfigError(f"{path} does not hold the settings of a generate run ({why}); put back the one "
                                   "the run wrote, or choose a new --out")
+            with contextlib.suppress(ConfigError, TypeError):  # saved with trailing zero counts: the same ratio
+                saved["turns"] = list(parse_turn_ratio(saved.get("turns", ())))
             differ = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
             if differ:
                 # these settings are the named files' names and sizes: the same options may differ in them
