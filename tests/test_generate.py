@@ -357,6 +357,28 @@ def test_sample_records_edited_by_hand_are_made_again_never_an_internal_error(re
     assert files(out) == files(ref)
 
 
+def test_a_sample_file_replaced_by_one_of_its_size_is_made_again_with_a_warning(reference, tmp_path, capsys):
+    """A finished sample's image overwritten by other bytes of the same size (a disk error, a copy from
+    another run) was kept: its size matched its record's, so the dataset held an image no label map describes."""
+    import shutil
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    sid = manifest(ref)[0]["id"]
+    image = out / "train_copy" / f"{sid}.image.png"
+    blob = bytearray(image.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    image.write_bytes(bytes(blob))
+    code, stdout, err = cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N,
+                            "--size", 32, "--seed", 3)
+    assert code == 0 and f"1 made now, {N - 1} from earlier runs" in stdout, err
+    log = sorted((out / "logs").glob("*-generate.log"))[-1].read_text()  # the resume's
+    assert f"WARNING diffzoo.generators.generate.layout: {image}: not the file sample {sid} was written as (its " \
+           "sha256 is not its record's); the sample is made again" in log, log
+    assert files(out) == files(ref)
+
+
 @pytest.mark.parametrize("folder", ["train_copy", ".diffzoo-generate/samples"])
 def test_a_file_where_a_run_writes_its_samples_is_one_line_before_any_model(reference, tmp_path, capsys, folder):
     """A file in place of train_copy/ or the records' folder let the run edit its samples, then failed each

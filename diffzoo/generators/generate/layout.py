@@ -8,8 +8,9 @@ timestamps, JSON is written with fixed formatting.
 :class:`SampleStore` makes a generation resumable.  Each finished sample is
 written as image, mask, then its record ``.diffzoo-generate/samples/<id>.json``
 (each file atomically: temp file + rename); a sample counts as finished only
-when its record exists and the files it names have the recorded sizes, so an
-interrupted run never leaves a half-written sample counted.
+when its record exists and the files it names have the recorded sizes and
+sha256 digests, so an interrupted run never leaves a half-written sample
+counted, nor a file replaced since by other bytes of its size.
 ``manifest.jsonl`` is rebuilt from the records (sorted by id).
 """
 
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, name_some
-from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, read_json, write_leftover, writing
+from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, read_json, sha256_file, write_leftover, writing
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data.labelmaps import LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
@@ -125,12 +126,13 @@ class SampleStore:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.records_dir = self.root / STATE_DIR / RECORDS
+        self._intact: set[str] = set()  # ids whose files this store wrote or found of their record's digests
 
     def _record_path(self, sample_id: str) -> Path:
         return self.records_dir / f"{sample_id}.json"
 
     def read(self, sample_id: str) -> dict[str, Any] | None:
-        """The record of ``sample_id`` if it finished (files present with the recorded sizes); a
+        """The record of ``sample_id`` if it finished (files present with the recorded sizes and digests); a
         record not of the shape this store writes for ``sample_id`` (cut short, edited, another
         sample's, not a regular file) is none: the sample is made again."""
         try:
@@ -143,21 +145,33 @@ class SampleStore:
             return None
         if record.get("status") != "ok":
             return record if record.get("status") == "rejected" and isinstance(record.get("reason"), str) else None
-        if not (isinstance(sizes := record.get("sizes"), list) and len(sizes) == 2):
+        digests = record.get("sha256", [])  # a record without digests holds sizes alone
+        if not (isinstance(sizes := record.get("sizes"), list) and len(sizes) == 2 and isinstance(digests, list)):
             return None
-        try:
-            intact = all(path.stat().st_size == size for path, size in zip(sample_paths(self.root, sample_id), sizes))
+        paths = sample_paths(self.root, sample_id)
+        try:  # sizes first: a file missing, cut short or a FIFO is never opened
+            if not all(path.stat().st_size == size for path, size in zip(paths, sizes)):
+                return None
+            other = next((p for p, d in zip(paths, digests) if sample_id not in self._intact and sha256_file(p) != d),
+                         None)
         except OSError:
             return None
-        return record if intact else None
+        if other is not None:
+            log.warning("%s: not the file sample %s was written as (its sha256 is not its record's); the sample is "
+                        "made again", other, sample_id)
+            return None
+        self._intact.add(sample_id)
+        return record
 
     def write_ok(self, sample_id: str, image: np.ndarray, label: np.ndarray, row: dict[str, Any]) -> None:
         """Image, mask, then the record (each atomic)."""
-        blobs = png_bytes(image), png_bytes(label)
-        for path, blob in zip(sample_paths(self.root, sample_id), blobs):
+        paths, blobs = sample_paths(self.root, sample_id), (png_bytes(image), png_bytes(label))
+        for path, blob in zip(paths, blobs):
             write_file(path, blob)
-        record = {"id": sample_id, "status": "ok", "sizes": [len(b) for b in blobs], "row": row}
+        record = {"id": sample_id, "status": "ok", "sizes": [len(b) for b in blobs],
+                  "sha256": [sha256_file(p) for p in paths], "row": row}
         write_file(self._record_path(sample_id), json.dumps(record, sort_keys=True))
+        self._intact.add(sample_id)
 
     def write_rejected(self, sample_id: str, reason: str, row: dict[str, Any]) -> None:
         """A sample the quality filter rejected: no files, only the record (so a resume skips it)."""
