@@ -709,7 +709,7 @@ def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, t
         check_bases(refs, None, "B")
     assert str(exc.value) == ("--bases B: 5 base image(s) cannot be used: e0.png: the file is empty (0 bytes), not "
                               "an image; e1.png: the file is empty (0 bytes), not an image; e2.png: the file is empty "
-                              "(0 bytes), not an image (and 2 more); fix or remove them")
+                              "(0 bytes), not an image and 2 more; fix or remove them")
 
 
 def test_a_mask_file_cut_short_in_its_pixels_is_named_before_any_model_loads(capsys, tmp_path):
@@ -743,6 +743,24 @@ def test_bases_no_region_source_covers_say_why_and_where_the_masks_go(coco, caps
     os.mkfifo(bases / "pipe.png")  # reading it would block for ever
     one_line_exit_2(*cli(capsys, *generate, "--bases", bases),
                     f"bases folder {bases}: pipe.png is a FIFO (named pipe), not an image file; move it away")
+    assert not (tmp_path / "o").exists()
+
+
+def test_bases_that_are_no_image_files_or_share_a_name_are_each_named(capsys, tmp_path):
+    """Two FIFOs among the bases named one and counted the other; two images of one name without suffix
+    were said as a Python list of that name, naming no file."""
+    bases = make_bases(tmp_path / "bases", n=2)
+    generate = ["generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--n", "2", "--ai-bases", "0",
+                "--bases", bases]
+    for name in ("p1.png", "p2.png"):
+        os.mkfifo(bases / name)
+    one_line_exit_2(*cli(capsys, *generate), f"bases folder {bases}: p1.png is a FIFO (named pipe); p2.png is a FIFO "
+                                             "(named pipe), not image files; move them away")
+    for name in ("p1.png", "p2.png"):
+        (bases / name).unlink()
+    Image.open(bases / "b1.png").save(bases / "b1.jpg")
+    one_line_exit_2(*cli(capsys, *generate), f"bases folder {bases}: images share a name without suffix (b1.jpg, "
+                                             "b1.png); rename them apart or move all but one away")
     assert not (tmp_path / "o").exists()
 
 

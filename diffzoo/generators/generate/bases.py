@@ -9,6 +9,7 @@ a COCO captions file, or a template caption (``prompts.make_caption``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ import numpy as np
 
 from diffzoo.generators.generate.regions import MIN_SIDE, Shape, refuse_files, same_shape
 from diffzoo.generators.generate.schedule import sample_rng
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, name_some
 from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file
 from diffzoo.harness.data.distortions import longer_side_size
 
@@ -70,20 +71,19 @@ def list_folder(folder: Path) -> list[BaseRef]:
     folder = Path(folder)
     require_file(folder, "bases folder", folder=True)
     files = list_image_files(folder)
-    if odd := [(p, kind) for p in files if (kind := file_kind(p)) is not None]:  # a FIFO would block the reader
-        path, kind = odd[0]
-        raise ConfigError(f"bases folder {folder}: {path.relative_to(folder)} is {kind}, not an image file"
-                          + (f" (and {len(odd) - 1} more such)" if len(odd) > 1 else "") + "; move it away")
+    if odd := [f"{p.relative_to(folder)} is {kind}" for p in files if (kind := file_kind(p))]:  # a FIFO blocks reads
+        raise ConfigError(f"bases folder {folder}: {name_some(odd, 3, '; ')}, not "
+                          f"{'an image file; move it' if len(odd) == 1 else 'image files; move them'} away")
     # a dataset's masks would be edited as photos, and its edited images labelled real
     if mask := next((p for p in files if (pair := PAIR_RE.match(p.name)) and pair["kind"].lower() == "mask"), None):
         raise ConfigError(f"bases folder {folder} holds label masks ({mask.relative_to(folder)}): it is an "
                           "edited dataset (a generate --out?), not real bases; give a folder of real photos")
     rels = [p.relative_to(folder) for p in files]
     refs = [BaseRef(key=rel.with_suffix("").as_posix(), path=folder / rel, source=rel.as_posix()) for rel in rels]
-    keys = [r.key for r in refs]
-    if len(set(keys)) != len(keys):
-        dup = sorted({k for k in keys if keys.count(k) > 1})
-        raise ConfigError(f"bases folder {folder}: several images share a name without suffix: {dup[:5]}")
+    keys = Counter(r.key for r in refs)  # a base's key names its masks and its samples' base
+    if dup := [r.source for r in refs if keys[r.key] > 1]:
+        raise ConfigError(f"bases folder {folder}: images share a name without suffix ({name_some(dup, 5)}); rename "
+                          "them apart or move all but one away")
     return refs
 
 

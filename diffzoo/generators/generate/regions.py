@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.generate.defaults import AREA_BINS
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, name_some
 from diffzoo.harness.core.fsutil import require_file
 from diffzoo.harness.data.distortions import longer_side_size, resize_label
 
@@ -266,8 +266,7 @@ def refuse_files(where: str, what: str, bad: Sequence[str]) -> None:
     """One DataError naming the first three ``bad`` files (each with why) and counting the rest;
     nothing when there is none: the refusal of a check made before any model loads."""
     if bad:
-        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
-        raise DataError(f"{where}: {len(bad)} {what}(s) cannot be used: {'; '.join(bad[:3])}{more}; fix or remove them")
+        raise DataError(f"{where}: {len(bad)} {what}(s) cannot be used: {name_some(bad, 3, '; ')}; fix or remove them")
 
 
 def _object_name(stem: str) -> str | None:
