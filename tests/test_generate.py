@@ -100,6 +100,8 @@ def test_schedule_turn_ratio_and_balanced_editors_types_and_bases():
     counts = Counter(e for i in range(60) for e in five.sample(i).editors)
     assert max(counts.values()) - min(counts.values()) <= 1
     assert sum(five.sample(i).base == "ai" for i in range(60)) == 18
+    assert [sched.real_count(n) for n in (0, 7, 20, 33, 40)] == [
+        sum(s.base == "real" for s in samples[:n]) for n in (0, 7, 20, 33, 40)]
     # a sample depends on (seed, index) only, not on what was asked before
     assert Schedule(7, ("a", "b", "c")).sample(37) == samples[37]
     other = Schedule(8, ("a", "b", "c"))
@@ -710,6 +712,21 @@ def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, t
     assert str(exc.value) == ("--bases B: 5 base image(s) cannot be used: e0.png: the file is empty (0 bytes), not "
                               "an image; e1.png: the file is empty (0 bytes), not an image; e2.png: the file is empty "
                               "(0 bytes), not an image and 2 more; fix or remove them")
+
+
+def test_a_base_cut_short_in_its_pixels_is_named_before_any_model_loads(capsys, tmp_path):
+    """A base whose header was whole but whose pixel data was cut short passed the header check and stopped
+    the run at its sample, after the editors had loaded (and the samples before it were made)."""
+    bases = make_bases(tmp_path / "bases", n=2)
+    cut = bases / "b1.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (48, 40, 3), np.uint8)).save(cut)
+    cut.write_bytes(cut.read_bytes()[:300])
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--editors", "sd2.tiny",
+                            "--n", 2, "--ai-bases", 0, "--size", 32)
+    assert code == 1 and " ".join((stdout + err).split()) == (
+        f"error: --bases {bases}: 1 base image(s) cannot be used: b1.png: corrupt or truncated image (image file is "
+        "truncated); fix or remove them"), stdout + err
+    assert not (tmp_path / "out" / STATE_DIR).exists()
 
 
 def test_a_mask_file_cut_short_in_its_pixels_is_named_before_any_model_loads(capsys, tmp_path):

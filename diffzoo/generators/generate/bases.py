@@ -10,7 +10,7 @@ a COCO captions file, or a template caption (``prompts.make_caption``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,16 +105,20 @@ def header_size(ref: BaseRef) -> tuple[int, int]:
     return read_image(ref.path, ref.key, name=ref.source).shape[:2]
 
 
-def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str) -> dict[str, tuple[Shape, Shape]]:
-    """Each base's (h, w) by key, from its header alone, and its (h, w) at ``size``, before any
+def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str,
+                decode: Collection[str] = ()) -> dict[str, tuple[Shape, Shape]]:
+    """Each base's (h, w) by key, from its header (the bases of keys in ``decode``, those the run
+    reads: from all their pixels, as it reads them), and its (h, w) at ``size``, before any
     model loads: one that cannot be read, with a side under :data:`MIN_SIDE` px at ``size`` (no
     region fits), or not of the shape its COCO annotations give, scaled (another image's file, or
     one turned: its instance masks would be stretched onto it), is named in one line (``spec``:
     the ``--bases`` given)."""
+    from diffzoo.harness.data.imageio import read_image
+
     sizes, bad = {}, []
     for ref in refs:
         try:
-            h, w = header_size(ref)
+            h, w = read_image(ref.path, ref.key, name=ref.source).shape[:2] if ref.key in decode else header_size(ref)
         except CorruptSampleError as exc:
             bad.append(exc.reason)
             continue
@@ -139,6 +143,10 @@ class RealBases:
         self.refs = list(refs)
         self.order = sample_rng(seed, _ORDER_KEY, 0).permutation(len(self.refs))
         self.size = size
+
+    def keys(self, count: int) -> set[str]:
+        """The keys of the bases of ordinals 0..count-1 (:meth:`get`)."""
+        return {self.refs[int(i)].key for i in self.order[:count]}
 
     def get(self, ordinal: int) -> BaseImage:
         from diffzoo.harness.data.imageio import read_image

@@ -193,10 +193,11 @@ class DatasetGenerator:
                     self._regions = self._open_vocab()
                 else:
                     self._regions = RandomRegions()
-            sizes = check_bases(refs, c.size, c.bases)  # every base's header, before any model loads
+            self.real = RealBases(refs, c.seed, c.size)
+            # every base's header, and all pixels of those the run reads, before any model loads
+            sizes = check_bases(refs, c.size, c.bases, self.real.keys(self.schedule.real_count(c.n)))
             if isinstance(self._regions, MaskFolderRegions):
                 self._regions.check(refs, sizes)
-            self.real = RealBases(refs, c.seed, c.size)
             settings["bases"] = (index.digest() if index is not None
                                  else {"folder": listing_digest((r.source, r.path) for r in refs)})
         if c.ai_fraction > 0:

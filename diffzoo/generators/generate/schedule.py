@@ -142,6 +142,12 @@ class Schedule:
             cursor += k
         return tuple(out)
 
+    def real_count(self, n: int) -> int:
+        """How many of samples 0..n-1 have a real base (their ordinals are 0 to that count - 1)."""
+        whole, rest = divmod(n, self.block)  # whole blocks take their round-robin slots
+        return split_counts(whole * self.block, self._base_weights())[0] + sum(
+            s.base == "real" for s in self._block_plan(whole)[:rest])
+
     def sample(self, index: int) -> SampleSchedule:
         """The choices of sample ``index`` (0-based)."""
         if index < 0:
