@@ -693,6 +693,26 @@ def test_a_mask_that_vanishes_at_size_is_named_before_any_model_loads(capsys, tm
     assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
 
 
+def test_bases_whose_masks_all_miss_the_area_bounds_are_named_before_any_model_loads(capsys, tmp_path):
+    """Masks of a base all under --min-area or over --max-area left it no region: the run loaded every model
+    and rejected each of its samples ("no region to edit (none within the area bounds)"), naming no file."""
+    bases = make_bases(tmp_path / "bases", n=3)  # 40 x 48 px (W x H): 1,920 px
+    for i, (y0, y1, x0, x1) in enumerate([(20, 22, 20, 22), (2, 46, 2, 38), (10, 30, 8, 30)]):
+        box = np.zeros((48, 40), np.uint8)
+        box[y0:y1, x0:x1] = 255
+        (tmp_path / "masks" / f"b{i}").mkdir(parents=True)
+        Image.fromarray(box).save(tmp_path / "masks" / f"b{i}" / "box.png")
+    Image.fromarray(np.full((48, 40), 255, np.uint8)).save(tmp_path / "masks" / "b2" / "all.png")  # b2 has one fit
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--regions",
+                            f"masks:{tmp_path / 'masks'}", "--editors", "sd2.tiny", "--n", 3, "--ai-bases", 0)
+    assert code == 1 and " ".join((stdout + err).split()) == (
+        f"error: --regions masks:{tmp_path / 'masks'}: 2 base image(s) cannot be used: b0.png: its mask(s) in "
+        f"{tmp_path / 'masks' / 'b0'} cover 0.2% of it, none from --min-area 0.01 to --max-area 0.5: no region to "
+        f"edit; b1.png: its mask(s) in {tmp_path / 'masks' / 'b1'} cover 82.5% of it, none from --min-area 0.01 to "
+        "--max-area 0.5: no region to edit; fix or remove them"), stdout + err
+    assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
+
+
 def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, tmp_path):
     """A zero-byte base, or one too thin for a region at --size (4000 x 8 px at 32: 32 x 1), stopped the
     run only when its sample came, after the models had loaded."""

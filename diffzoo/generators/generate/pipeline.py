@@ -197,7 +197,7 @@ class DatasetGenerator:
             # every base's header, and all pixels of those the run reads, before any model loads
             sizes = check_bases(refs, c.size, c.bases, self.real.keys(self.schedule.real_count(c.n)))
             if isinstance(self._regions, MaskFolderRegions):
-                self._regions.check(refs, sizes)
+                self._regions.check(refs, sizes, c.min_area, c.max_area)
             settings["bases"] = (index.digest() if index is not None
                                  else {"folder": listing_digest((r.source, r.path) for r in refs)})
         if c.ai_fraction > 0:

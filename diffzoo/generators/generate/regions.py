@@ -301,18 +301,21 @@ class MaskFolderRegions:
         return listing_digest(sorted((p.relative_to(self.folder).as_posix(), p) for p in self.folder.rglob("*")
                                      if p.is_file() and not p.name.startswith(".")))
 
-    def check(self, bases: Iterable[Any], sizes: Mapping[str, tuple[Shape, Shape]]) -> None:
+    def check(self, bases: Iterable[Any], sizes: Mapping[str, tuple[Shape, Shape]], min_area: float,
+              max_area: float) -> None:
         """Every mask file of ``bases`` (each with its ``key`` and ``source``; ``sizes``: each key's
         (h, w) and (h, w) at --size, :func:`~diffzoo.generators.generate.bases.check_bases`) decodes as
         :meth:`candidates` reads it (pixels and all), holds a non-zero pixel, has its base's shape up to
         a resize (1 px of rounding), as a mask of another image, or of a view turned by an EXIF tag, has
-        not, and keeps a pixel resized to --size: a bad one is named before any model loads, not at its
-        sample."""
+        not, and keeps a pixel resized to --size; and each base has a mask whose area at --size is in
+        [``min_area``, ``max_area``] (:func:`choose_region` takes no other): a bad one is named before
+        any model loads, not at its sample."""
         from diffzoo.harness.data.imageio import read_mask
 
-        bad = []
+        bad, far = [], []
         for base in bases:
             (h, w), at = sizes[base.key]
+            areas = []  # of its good masks, at --size
             for path in self.files(base.key):
                 try:
                     mask = read_mask(path, base.key)
@@ -324,10 +327,17 @@ class MaskFolderRegions:
                 elif not same_shape(mask.shape, (h, w)):
                     bad.append(f"{path}: {mask.shape[1]} x {mask.shape[0]} px does not scale to its base "
                                f"{base.source}, {w} x {h} px")
-                elif not resize_mask(mask > 0, *at).any():  # no candidate left at the size its base is edited at
+                elif not (area := float(resize_mask(mask > 0, *at).mean())):  # no candidate left at that size
                     bad.append(f"{path}: its {np.count_nonzero(mask)} non-zero pixel(s) vanish at --size ({at[1]} x "
                                f"{at[0]} px): no region is left; draw a larger region or give a larger --size")
+                else:
+                    areas.append(area)
+            if areas and not any(min_area <= a <= max_area for a in areas):
+                far.append(f"{base.source}: its mask(s) in {self.folder / base.key} cover "
+                           f"{name_some([f'{a:.1%}' for a in areas])} of it, none from --min-area {min_area:g} to "
+                           f"--max-area {max_area:g}: no region to edit")
         refuse_files(f"--regions masks:{self.folder}", "mask file", bad)
+        refuse_files(f"--regions masks:{self.folder}", "base image", far)
 
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
         from diffzoo.harness.data.imageio import read_mask
