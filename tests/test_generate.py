@@ -532,10 +532,13 @@ def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_pa
     (["--min-area", "nan"], "--min-area and --max-area need 0 <= --min-area <= --max-area <= 1, got nan, 0.5"),
     (["--min-changed", "2"], "--min-changed must be in [0, 1], got 2.0"),
     (["--tries", "0"], "--tries must be at least 1, got 0"),
+    (["--min-area", "0.5", "--max-area", "1"], "--min-area 0.5 and --max-area 1 leave no random region (those cover "
+     "5% to 35% of an image: every sample would be rejected); give bounds that meet that range, or --regions open-vocab"),
 ])
 def test_generate_settings_out_of_range_are_one_line_before_any_model(capsys, tmp_path, monkeypatch, args, said):
     """--threads 0 and a --size no image could hold were internal errors (torch's RuntimeError, a
-    MemoryError); a nan LoRA scale and a score outside the VLM's scale were taken."""
+    MemoryError); a nan LoRA scale and a score outside the VLM's scale were taken; area bounds no random
+    region meets rejected every sample after the models loaded."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a-file").write_text("mine")
     result = cli(capsys, "generate", "--out", tmp_path / "o", "--ai-bases", "1", "--editors", "sd2.tiny", "--n", "2",

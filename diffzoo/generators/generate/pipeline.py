@@ -192,7 +192,7 @@ class DatasetGenerator:
                 elif kind == "open-vocab":
                     self._regions = self._open_vocab()
                 else:
-                    self._regions = RandomRegions()
+                    self._regions = RandomRegions(c.min_area, c.max_area)
             self.real = RealBases(refs, c.seed, c.size)
             # every base's header, and all pixels of those the run reads, before any model loads
             sizes = check_bases(refs, c.size, c.bases, self.real.keys(self.schedule.real_count(c.n)))
@@ -202,7 +202,8 @@ class DatasetGenerator:
                                  else {"folder": listing_digest((r.source, r.path) for r in refs)})
         if c.ai_fraction > 0:
             if self._ai_regions is None:
-                self._ai_regions = (self._regions or self._open_vocab()) if kind == "open-vocab" else RandomRegions()
+                self._ai_regions = ((self._regions or self._open_vocab()) if kind == "open-vocab"
+                                    else RandomRegions(c.min_area, c.max_area))
             captions = self._captions()
             self.ai = AIBases(self._text2image(), captions, c.seed, c.size)
             settings.update(t2i=self.ai.name, captions=len(captions) if captions else None)

@@ -33,6 +33,7 @@ from diffzoo.harness.data.distortions import longer_side_size, resize_label
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
 MARGIN = 1  # px kept free of every random region along the border
 MIN_SIDE = 8  # px: an image with a shorter side holds no region
+RANDOM_AREA = (0.05, 0.35)  # fractions of the image a random region covers
 Shape = tuple[int, int]  # (h, w) in px
 
 
@@ -128,8 +129,8 @@ def random_region(
     width: int,
     rng: np.random.Generator,
     *,
-    min_frac: float = 0.05,
-    max_frac: float = 0.35,
+    min_frac: float = RANDOM_AREA[0],
+    max_frac: float = RANDOM_AREA[1],
     shapes: tuple[str, ...] = SHAPES,
 ) -> Region:
     """Draw one object-like region covering about ``min_frac``..``max_frac`` of the image."""
@@ -247,6 +248,13 @@ class RandomRegions:
     """Six object-like random shapes per image (:func:`random_region`; for bases without annotations)."""
 
     name = "random"
+
+    def __init__(self, min_area: float, max_area: float):
+        lo, hi = RANDOM_AREA  # choose_region takes none outside [min_area, max_area]
+        if min_area > hi or max_area < lo:
+            raise ConfigError(f"--min-area {min_area:g} and --max-area {max_area:g} leave no random region (those "
+                              f"cover {lo:.0%} to {hi:.0%} of an image: every sample would be rejected); give bounds "
+                              "that meet that range, or --regions open-vocab")
 
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
         h, w = base.image.shape[:2]
