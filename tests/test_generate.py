@@ -788,7 +788,7 @@ def test_bases_no_region_source_covers_say_why_and_where_the_masks_go(coco, caps
 
 def test_bases_that_are_no_image_files_or_share_a_name_are_each_named(capsys, tmp_path):
     """Two FIFOs among the bases named one and counted the other; two images of one name without suffix
-    were said as a Python list of that name, naming no file."""
+    were said as a Python list of that name, naming no file; a folder of no image named no folder."""
     bases = make_bases(tmp_path / "bases", n=2)
     generate = ["generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--n", "2", "--ai-bases", "0",
                 "--bases", bases]
@@ -801,6 +801,11 @@ def test_bases_that_are_no_image_files_or_share_a_name_are_each_named(capsys, tm
     Image.open(bases / "b1.png").save(bases / "b1.jpg")
     one_line_exit_2(*cli(capsys, *generate), f"bases folder {bases}: images share a name without suffix (b1.jpg, "
                                              "b1.png); rename them apart or move all but one away")
+    (tmp_path / "none").mkdir()  # "no usable real base images (check --bases and --regions)"
+    (tmp_path / "none" / "notes.txt").write_text("x")
+    one_line_exit_2(*cli(capsys, *generate[:-1], tmp_path / "none"),
+                    f"bases folder {tmp_path / 'none'} holds no images (.png, .jpg, .jpeg, .tif, .tiff, .bmp, .webp); "
+                    "give a folder of photos, or --ai-bases 1")
     assert not (tmp_path / "o").exists()
 
 

@@ -66,11 +66,15 @@ def resize_longer_side(image: np.ndarray, size: int | None) -> np.ndarray:
 def list_folder(folder: Path) -> list[BaseRef]:
     """Every image under ``folder`` (recursively, hidden entries skipped), sorted by path."""
     from diffzoo.harness.data.authentic import list_image_files
+    from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS
     from diffzoo.harness.data.sources import PAIR_RE
 
     folder = Path(folder)
     require_file(folder, "bases folder", folder=True)
     files = list_image_files(folder)
+    if not files:
+        raise ConfigError(f"bases folder {folder} holds no images ({', '.join(IMAGE_EXTENSIONS)}); give a folder of "
+                          "photos, or --ai-bases 1")
     if odd := [f"{p.relative_to(folder)} is {kind}" for p in files if (kind := file_kind(p))]:  # a FIFO blocks reads
         raise ConfigError(f"bases folder {folder}: {name_some(odd, 3, '; ')}, not "
                           f"{'an image file; move it' if len(odd) == 1 else 'image files; move them'} away")
