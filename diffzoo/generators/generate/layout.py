@@ -42,11 +42,6 @@ STATE_DIR = ".diffzoo-generate"  # hidden: the DiffSeg30k reader skips it
 RECORDS = "samples"
 
 
-def write_file(path: Path, data: bytes | str) -> Path:
-    """Atomic write (temp file + rename) of bytes or UTF-8 text."""
-    return atomic_write_bytes(Path(path), data.encode("utf-8") if isinstance(data, str) else data)
-
-
 @contextlib.contextmanager
 def built_in_place_of(root: Path, writes: Collection[str]) -> Iterator[Path]:
     """A temporary sibling folder to write ``root``'s files into; when the block ends it
@@ -167,10 +162,10 @@ class SampleStore:
         """Image, mask, then the record (each atomic)."""
         paths, blobs = sample_paths(self.root, sample_id), (png_bytes(image), png_bytes(label))
         for path, blob in zip(paths, blobs):
-            write_file(path, blob)
+            atomic_write_bytes(path, blob)
         record = {"id": sample_id, "status": "ok", "sizes": [len(b) for b in blobs],
                   "sha256": [sha256_file(p) for p in paths], "row": row}
-        write_file(self._record_path(sample_id), json.dumps(record, sort_keys=True))
+        atomic_write_bytes(self._record_path(sample_id), json.dumps(record, sort_keys=True).encode())
         self._intact.add(sample_id)
 
     def write_rejected(self, sample_id: str, reason: str, row: dict[str, Any]) -> None:
@@ -178,7 +173,7 @@ class SampleStore:
         for path in sample_paths(self.root, sample_id):  # left by an earlier, interrupted attempt
             path.unlink(missing_ok=True)
         record = {"id": sample_id, "status": "rejected", "reason": reason, "row": row}
-        write_file(self._record_path(sample_id), json.dumps(record, sort_keys=True))
+        atomic_write_bytes(self._record_path(sample_id), json.dumps(record, sort_keys=True).encode())
 
     def recorded_ids(self) -> list[str]:
         """Ids with a record file (finished or not), sorted."""
@@ -201,7 +196,7 @@ class SampleStore:
     def write_manifest(self, records: Iterable[dict[str, Any]]) -> int:
         """``manifest.jsonl`` from the accepted records, sorted by id; returns the row count."""
         rows = sorted((r["row"] for r in records if r["status"] == "ok"), key=lambda row: row["id"])
-        write_file(self.root / MANIFEST_FILE, manifest_text(rows) if rows else "")
+        atomic_write_bytes(self.root / MANIFEST_FILE, (manifest_text(rows) if rows else "").encode())
         return len(rows)
 
     def write_labels(self, label_space: LabelSpace) -> None:
@@ -212,7 +207,7 @@ class SampleStore:
         if path.is_file():  # the run's settings hold these labels: the file was edited since
             raise ConfigError(f"{path} is not the label map this run wrote ({', '.join(label_space.names)}); "
                               "put it back, or remove it and the run writes it again")
-        write_file(path, data)
+        atomic_write_bytes(path, data)
 
 
 class BackgroundWriter:

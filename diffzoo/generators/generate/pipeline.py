@@ -33,13 +33,13 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.generate.defaults import GenerateConfig
-from diffzoo.generators.generate.layout import IMAGE_DIR, RECORDS, STATE_DIR, BackgroundWriter, SampleStore, write_file
+from diffzoo.generators.generate.layout import IMAGE_DIR, RECORDS, STATE_DIR, BackgroundWriter, SampleStore
 from diffzoo.generators.generate.multiturn import Edited, TurnPlan, class_names, edit_sample, sample_row, torch_threads
 from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, parse_turn_ratio, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, no_value
-from diffzoo.harness.core.fsutil import check_usable_dir, read_json
+from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, read_json
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.core.types import LabelSpace
@@ -364,7 +364,7 @@ class DatasetGenerator:
                     f"same options {'and files ' if files else ''}or choose a new --out"
                 )
         else:
-            write_file(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
+            atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
         self.store.write_labels(self.label_space)
         if self.store.remove_stale_temp_files():
             log.info("removed temporary files of an interrupted run in %s", out)
@@ -439,7 +439,7 @@ class DatasetGenerator:
         accepted = self.store.write_manifest(records)
         rejections = [{"id": r["id"], "reason": r["reason"]} for r in records if r["status"] == "rejected"]
         summary = {"settings": settings, "accepted": accepted, "rejected": rejections}
-        write_file(Path(self.config.out) / SUMMARY_FILE, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(Path(self.config.out) / SUMMARY_FILE, json.dumps(summary, indent=2, sort_keys=True) + "\n")
         beyond = len({r["id"] for r in records} - set(ids))
         return GenerateSummary(Path(self.config.out), accepted, len(rejections), made, reused, self.label_space,
                                rejections, beyond)
