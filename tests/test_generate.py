@@ -329,7 +329,8 @@ def test_sample_records_or_settings_not_written_whole_are_made_again_or_said(ref
     assert code == 0 and f"5 made now, {N - 5} from earlier runs" in stdout, err
     assert (out / "manifest.jsonl").read_text() == (ref / "manifest.jsonl").read_text()
     config = out / STATE_DIR / "config.json"
-    for text, why in (("[1]", "a JSON list, not an object"), (config.read_text()[:20], "Expecting")):
+    for text, why in (("[1]", "an array, not an object"), ("null", "null, not an object"),
+                      (config.read_text()[:20], "Expecting")):
         config.write_text(text)
         line = one_line_exit_2(*cli(capsys, *args))
         assert f"{config} does not hold the settings of a generate run ({why}" in line

@@ -339,13 +339,15 @@ class DatasetGenerator:
     # -- the run -----------------------------------------------------------------------
     def _prepare(self, settings: dict[str, Any], ids: Sequence[str]) -> list[str]:
         """Rank 0: check or start the output folder; the ids still to make."""
+        from diffzoo.harness.records.fields import json_kind
+
         out = Path(self.config.out)
         out.mkdir(parents=True, exist_ok=True)
         path = out / STATE_DIR / CONFIG_FILE
         if path.is_file():
             try:
                 saved = read_json(path)
-                why = "" if isinstance(saved, dict) else f"a JSON {type(saved).__name__}, not an object"
+                why = "" if isinstance(saved, dict) else f"{json_kind(saved)}, not an object"
             except ValueError as exc:  # not JSON, or nested too deep
                 saved, why = {}, str(exc).splitlines()[0]
             if why:  # cut short or edited: what the samples were made with is unknown
