@@ -548,6 +548,25 @@ def test_generate_settings_out_of_range_are_one_line_before_any_model(capsys, tm
     assert not (tmp_path / "o").exists() and (tmp_path / "a-file").read_text() == "mine"
 
 
+@pytest.mark.parametrize("args, said", [
+    (["--ai-bases", "1", "--bases", "photos"], "--bases is read only when some bases are real (--ai-bases under 1)"),
+    (["--ai-bases", "0", "--bases", "photos", "--captions", "c.json"],
+     "--captions is read only for AI bases (--ai-bases above 0)"),
+    (["--ai-bases", "1", "--objects", "vlm"], "--objects is read only with --regions open-vocab"),
+    (["--ai-bases", "1", "--detector", "IDEA-Research/grounding-dino-tiny"],
+     "--detector is read only with --regions open-vocab"),
+    (["--ai-bases", "1", "--min-score", "4"], "--min-score is read only with --vlm-score"),
+    (["--ai-bases", "1", "--vlm", "Qwen/Qwen2.5-VL-3B-Instruct"],
+     "--vlm is read only with --prompts vlm, --objects vlm or --vlm-score"),
+    (["--ai-bases", "1", "--lora-scale", "0.5"], "--lora-scale is read only with --lora"),
+])
+def test_generate_options_nothing_reads_are_one_line_before_any_model(capsys, tmp_path, args, said):
+    """Each was ignored unsaid: a run made without the captions, VLM, detector or LoRA weight the user chose."""
+    result = cli(capsys, "generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--n", "2", *args)
+    assert one_line_exit_2(*result) == f"error: {said}; leave it out"
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")
 def test_an_out_no_folder_can_be_made_in_is_one_line_before_any_model(capsys, tmp_path):
     """--out /proc/x (any place no folder can be made in) was an internal FileNotFoundError."""

@@ -100,6 +100,17 @@ class DatasetGenerator:
                                        ("objects", config.objects, ("vocabulary", "vlm"))):
             if value not in allowed:
                 raise ConfigError(f"--{option} {value!r}: choose {' or '.join(allowed)}")
+        unset, kind = GenerateConfig(config.out, config.editors), self.region_kind(config)
+        for options, read, where in (  # an option given that nothing reads would be dropped unsaid
+                (("bases",), config.ai_fraction < 1, "when some bases are real (--ai-bases under 1)"),
+                (("captions", "t2i"), config.ai_fraction > 0, "for AI bases (--ai-bases above 0)"),
+                (("objects", "detector", "sam"), kind == "open-vocab", "with --regions open-vocab"),
+                (("min_score",), config.vlm_score, "with --vlm-score"),
+                (("vlm",), "vlm" in (config.prompts, config.objects) or config.vlm_score,
+                 "with --prompts vlm, --objects vlm or --vlm-score"),
+                (("lora_scale",), bool(config.loras), "with --lora")):
+            if not read and (given := [o for o in options if getattr(config, o) != getattr(unset, o)]):
+                raise ConfigError(f"--{given[0].replace('_', '-')} is read only {where}; leave it out")
         out = Path(config.out)  # checked before any model is built: a new folder, an empty one or a run's own
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} exists and is not a folder; choose a new or empty folder")
@@ -120,6 +131,11 @@ class DatasetGenerator:
         self._t2i, self._namer = t2i, namer
         self.store = SampleStore(config.out)
         self.device = "cpu"
+
+    @staticmethod
+    def region_kind(config: GenerateConfig) -> str:
+        """``--regions`` as given, else ``coco`` for COCO bases and ``random`` for others."""
+        return config.regions or ("coco" if (config.bases or "").startswith("coco:") else "random")
 
     # -- setup ---------------------------------------------------------------------
     @functools.cached_property
@@ -151,7 +167,7 @@ class DatasetGenerator:
             if spec not in self._injected:
                 get_registry().get("generator", spec)
         loras = self._check_loras()
-        kind = c.regions or ("coco" if (c.bases or "").startswith("coco:") else "random")
+        kind = self.region_kind(c)
         if kind not in ("coco", "open-vocab", "random") and not kind.startswith("masks:"):
             raise ConfigError(f"--regions {kind!r}: choose {', '.join(REGION_KINDS)}")
         if kind == "masks:":  # an unset $DIR: pathlib would read "" as the current folder
