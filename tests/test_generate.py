@@ -567,6 +567,20 @@ def test_generate_options_nothing_reads_are_one_line_before_any_model(capsys, tm
     assert not (tmp_path / "o").exists()
 
 
+def test_a_tilde_after_bases_or_regions_equals_is_the_home_folder(capsys, tmp_path, monkeypatch):
+    """--bases=~/photos (bash leaves a tilde after --flag=) looked for a folder named ~ in the current one,
+    as --regions=masks:~/m and --bases=coco:~/a.json:~/images did; --out=~/gen is the home folder."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    generate = ["generate", "--out=~/o", "--editors", "sd2.tiny", "--n", "2", "--ai-bases", "0"]
+    one_line_exit_2(*cli(capsys, *generate, "--bases=~/photos"), f"bases folder {tmp_path / 'photos'} does not exist")
+    make_bases(tmp_path / "photos", n=1)
+    one_line_exit_2(*cli(capsys, *generate, "--bases=~/photos", "--regions=masks:~/m"),
+                    f"--regions masks:{tmp_path / 'm'} does not exist")
+    one_line_exit_2(*cli(capsys, *generate, "--bases=coco:~/a.json:~/photos"),
+                    f"COCO annotation file {tmp_path / 'a.json'} does not exist")
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no one can make a folder")
 def test_an_out_no_folder_can_be_made_in_is_one_line_before_any_model(capsys, tmp_path):
     """--out /proc/x (any place no folder can be made in) was an internal FileNotFoundError."""

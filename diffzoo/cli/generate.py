@@ -6,6 +6,7 @@ rank makes its part; rank 0 prints and writes the manifest).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -33,6 +34,18 @@ def parse_loras(values: list[str], editors: tuple[str, ...]) -> tuple[tuple[str,
             editor, path = editors[0], value
         out.append((editor.strip(), path.strip()))
     return tuple(out)
+
+
+def expand_home(spec: str | None) -> str | None:
+    """A ``--bases`` or ``--regions`` value with the ``~`` that starts each of its paths expanded
+    (``--bases=~/photos``, ``coco:~/a.json:~/images``, ``masks:~/m``): the shell leaves a tilde after
+    ``--flag=``, and these options take text, which the CLI's path options' rule does not reach."""
+    if spec is None:
+        return None
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in ("coco", "masks"):
+        return os.path.expanduser(spec)
+    return f"{kind}:" + ":".join(os.path.expanduser(p) for p in rest.split(":", 1 if kind == "coco" else 0))
 
 
 def generate_cmd(
@@ -101,11 +114,11 @@ def generate_cmd(
 
     chosen = tuple(e.strip() for e in editors.split(",") if e.strip())
     config = pipeline.GenerateConfig(
-        out=out, editors=chosen, bases=bases, n=n, loras=parse_loras(lora, chosen), lora_scale=lora_scale,
-        regions=regions, turns=parse_turn_ratio(turns), ai_fraction=ai_bases, seed=seed, size=size, t2i=t2i,
-        captions=captions, prompts=prompts, objects=objects, vlm=vlm_id, vlm_score=vlm_score, min_score=min_score,
-        detector=detector, sam=sam, min_area=min_area, max_area=max_area, min_changed=min_changed, tries=tries,
-        device=device, threads=threads, workers=workers,
+        out=out, editors=chosen, bases=expand_home(bases), n=n, loras=parse_loras(lora, chosen),
+        lora_scale=lora_scale, regions=expand_home(regions), turns=parse_turn_ratio(turns), ai_fraction=ai_bases,
+        seed=seed, size=size, t2i=t2i, captions=captions, prompts=prompts, objects=objects, vlm=vlm_id,
+        vlm_score=vlm_score, min_score=min_score, detector=detector, sam=sam, min_area=min_area, max_area=max_area,
+        min_changed=min_changed, tries=tries, device=device, threads=threads, workers=workers,
     )  # fmt: skip
     with rank_output(console):
         generator = pipeline.DatasetGenerator(config)
