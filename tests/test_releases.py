@@ -113,6 +113,17 @@ def test_a_missing_release_file_says_where_to_get_it(capsys, tmp_path):
     assert FILE in lines[0] and "drive.google.com" in lines[0] and "released/dinov3iml.tiny" in lines[0]
 
 
+def test_the_plan_names_the_release_files_and_refuses_missing_ones(capsys, tmp_path):
+    plan = [*RUN, "--weights", f"released:{RELEASE}", "--plan", "--out", tmp_path / "out"]
+    code, _, err = cli(capsys, *plan)
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(lines) == 1 and "are missing (diffzoo downloads none): download " \
+        f"{FILE} from Google Drive" in lines[0], err
+    path = released(tmp_path / "dl")
+    code, text, err = cli(capsys, *plan, "--checkpoint", path)
+    assert code == 0 and f"; released weights {RELEASE} ({path}), zero-shot" in " ".join(text.split()), text + err
+
+
 def test_an_unknown_release_lists_the_cards_releases(capsys, tmp_path):
     code, _, err = cli(capsys, *RUN, "--weights", "released:nope", "--out", tmp_path / "out")
     assert code == 2 and RELEASE in err and "'nope'" in err, err

@@ -126,6 +126,14 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
     return paths
 
 
+def release_paths(card: DetectorCard, release: Release, given: Sequence[Path] = ()) -> list[Path] | None:
+    """The release's files (:func:`find_files`), or None when ``given`` is the release as diffzoo
+    converted it: what :func:`install` reads, found without reading a file."""
+    if len(given) == 1 and converted_release(given[0]) == release.name:
+        return None
+    return find_files(card, release, given)
+
+
 def converted_release(path: Path) -> str | None:
     """The name of the release the diffzoo checkpoint ``path`` (a folder or its .safetensors) was
     converted from, as its card.json says; None for any other path."""
@@ -229,9 +237,9 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
 
     from safetensors import safe_open
 
-    if len(given) == 1 and converted_release(given[0]) == release.name:  # the release as diffzoo converted it
-        return Path(given[0]).expanduser()  # loading it checks its detector, task and weights' sha256
-    paths = find_files(card, release, given)
+    paths = release_paths(card, release, given)
+    if paths is None:  # the release as diffzoo converted it: loading it checks its detector, task and sha256
+        return Path(given[0]).expanduser()
     state, files = read_release(card, release, paths)
     key = stable_hash({"card": card.fingerprint(), "release": release.name, "files": [f.sha256 for f in files]})
     folder = cache_root() / "checkpoints" / card.name / f"released-{release.name}-{key}"

@@ -33,7 +33,7 @@ from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, cache_dir, cached_m
 from diffzoo.harness.models.detector import other_detector
 from diffzoo.harness.models.divergence import refuse_nonfinite
 from diffzoo.harness.models.monitor import TrainMonitor, Validation, train_log_dir
-from diffzoo.harness.models.releases import install
+from diffzoo.harness.models.releases import install, release_paths
 from diffzoo.harness.models.resume import Resume, resume_dir
 from diffzoo.harness.models.train_data import TrainData, TrainHooks
 from diffzoo.harness.records.policy import Thresholds
@@ -126,8 +126,9 @@ class ModelSource:
         there for certain fails here, before any work: a ``--checkpoint`` of another detector, and
         ``--no-train`` with no model cached.  (Another run sharing the cache may cache the model
         between the two: then it is loaded, not trained.)"""
-        if self.release is not None:
-            return f"released weights {self.release.name}, zero-shot"
+        if self.release is not None:  # its files missing: refused here, naming what to download
+            paths = release_paths(self.entry.card, self.release, self.checkpoints) or self.checkpoints
+            return f"released weights {self.release.name} ({', '.join(map(str, paths))}), zero-shot"
         given = self.given_checkpoint(job)
         if given is not None:
             if (error := other_detector(given, checkpoint_meta(given)[1], self.entry.name)) is not None:
