@@ -160,6 +160,39 @@ def test_offline_hub_weights_name_the_hub_cache_this_machine_reads(offline_empty
             f"{tmp_path / 'hf' / 'hub'} here (HF_HUB_CACHE or HF_HOME moves it)") in str(exc.value), str(exc.value)
 
 
+def test_the_plan_says_where_pretrained_weights_are_and_refuses_those_missing_offline(capsys, offline_empty_hub,
+                                                                                     tmp_path, monkeypatch):
+    """Hub, torch hub and hand-placed files are looked for, not read: one line naming every file to fetch."""
+    from helpers.cli import one_line
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    plan = ["run", "--suite", "standard", "--pretrained", "--device", "cpu", "--plan", "--out", tmp_path / "out"]
+    hub = tmp_path / "hf" / "hub"
+    code, out, err = cli(capsys, *plan, "--detector", "segformer.b0")
+    assert code == 1 and one_line(err) == (
+        "error: detector segformer.b0: weights 'nvidia/mit-b0' are not in the local cache and could not be "
+        "downloaded. Fetch them on a machine with network access, e.g. `hf download nvidia/mit-b0`, then copy that "
+        f"machine's hub cache (~/.cache/huggingface/hub) into {hub} here (HF_HUB_CACHE or HF_HOME moves it) (or pass "
+        "--no-pretrained to train from random initialisation)"), out + err
+    code, out, err = cli(capsys, *plan, "--detector", "cnnspot.r50")
+    checkpoints = tmp_path / "torch" / "hub" / "checkpoints"
+    assert code == 1 and "e.g. download https://download.pytorch.org/models/resnet50-0676ba61.pth to " \
+        f"{checkpoints / 'resnet50-0676ba61.pth'} (the torch hub cache" in one_line(err), err
+    code, out, err = cli(capsys, *plan, "--detector", "opensdi.maskclip")  # two repos: both named, once
+    assert code == 1 and "`hf download timm/vit_large_patch14_clip_224.openai` and `hf download " \
+        "timm/vit_base_patch16_224.mae`, then copy" in one_line(err), err
+    code, out, err = cli(capsys, *plan, "--detector", "benco.mesorch")  # put by hand: never downloaded
+    placed = Path(os.environ["DIFFZOO_CACHE"]) / "weights" / "benco" / "mit_b3.pth"
+    assert code == 1 and "weights 'mit_b3.pth' are missing (diffzoo downloads none): put mit_b3.pth at " \
+        f"{placed} (the card's recipe: seg_pretrain_path: mit_b3.pth (NVlabs/SegFormer" in one_line(err), err
+    snapshot = hub / "models--nvidia--mit-b0" / "snapshots" / "0123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "model.safetensors").write_bytes(b"")  # looked for, never read by a plan
+    code, out, err = cli(capsys, *plan, "--detector", "segformer.b0")
+    said = f"trained now, pretrained weights nvidia/mit-b0 (in {snapshot.parent})"
+    assert code == 0 and " ".join(out.split()).count(said) == 2, out + err
+
+
 def test_a_damaged_safetensors_file_from_the_hub_is_refused_and_never_recorded(offline_empty_hub, tmp_path):
     """SegFormer reads its hub weights through transformers: the file is checked first."""
     weights = hub_segformer(tmp_path / "hf" / "hub", seed=0)

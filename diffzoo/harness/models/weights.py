@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from diffzoo.harness.core.cards import DetectorCard, stable_hash
-from diffzoo.harness.core.errors import ModelError, WeightsFileError, WeightsUnavailableError
+from diffzoo.harness.core.errors import NO_PRETRAINED, ModelError, WeightsFileError, WeightsUnavailableError, hub_fetch
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, file_kind, sha256_file
 
 log = logging.getLogger(__name__)
@@ -327,12 +327,19 @@ def url_weights(card: DetectorCard, url: str, *, label: str | None = None, detai
     return target
 
 
+def _url_target(url: str) -> tuple[Path, str]:
+    """(the torch hub cache file of ``url``, how to put it there by hand)."""
+    import torch
+
+    target = Path(torch.hub.get_dir()) / "checkpoints" / Path(urlparse(url).path).name
+    return target, f"download {url} to {target} (the torch hub cache; TORCH_HOME moves it)"
+
+
 def _url_file(card: DetectorCard, url: str, label: str | None, detail: str) -> Path:
     """The torch hub cache file of ``url``, downloaded first unless it is there or diffzoo is offline."""
     import torch
 
-    target = Path(torch.hub.get_dir()) / "checkpoints" / Path(urlparse(url).path).name
-    fetch = f"download {url} to {target} (the torch hub cache; TORCH_HOME moves it)"
+    target, fetch = _url_target(url)
     if not target.exists():
         if hub_offline():
             raise WeightsUnavailableError(f"detector {card.name}", label or url, detail, fetch=fetch)
@@ -351,3 +358,72 @@ def url_state(card: DetectorCard, url: str, *, label: str | None = None, detail:
     ``weights_only=True`` by :func:`load_weights`: anything but tensors and plain
     containers is refused, never unpickled, and its hash is not recorded."""
     return load_checked(card, _url_file(card, url, label, detail), url)[1]
+
+
+def placed_weights(card: DetectorCard, name: str, source: str) -> Path:
+    """The weights file ``name`` that cannot be downloaded, put by hand (from ``source``) in
+    ``$DIFFZOO_CACHE/weights/<family>/``, hash-checked by :func:`check_weights`; a
+    WeightsUnavailableError saying where to put it when it is not there."""
+    path = _placed(card, name)
+    if not os.path.lexists(path):
+        raise WeightsUnavailableError(f"detector {card.name}", name, source, downloaded=False,
+                                      fetch=f"download {name} from {source} to {path}")
+    check_weights(card, path, source)  # also refuses, by name, a folder, FIFO or broken link there
+    return path
+
+
+def _placed(card: DetectorCard, name: str) -> Path:
+    return cache_root() / "weights" / card.family / name
+
+
+_HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+_TORCHVISION = re.compile(r"(?:torchvision )?(\w+_Weights\.\w+)")
+_FILE_NAME = re.compile(r"[\w.-]+\.(?:pth|pt|bin|safetensors|tar|ckpt)")
+
+
+def pretrained_place(card: DetectorCard) -> str:
+    """Where ``card``'s pretrained weights come from and whether they are here, as a plan says it:
+    a file or hub cache folder looked for, nothing read or downloaded.  ``card.weights`` (sources
+    joined by `` + ``) is read as a URL or a torchvision weights name (the torch hub cache), a hub
+    repository (the hub cache) or a file name (put by hand, :func:`placed_weights`); weights not
+    here that will not be downloaded (offline, or put by hand) are the WeightsUnavailableError
+    building the detector would raise, before any work."""
+    said, missing = [], []
+    for source in card.check_pretrained(True).split(" + "):
+        found = _local(card, source)
+        if found is None:  # a form read by its family's own code alone
+            said.append(source)
+            continue
+        place, fetch, downloads = found
+        if place.is_file() or (place.is_dir() and any(place.iterdir())):
+            said.append(f"{source} (in {place})")
+        elif downloads and not hub_offline():
+            said.append(f"{source} (not in {place}: downloaded when the model is built)")
+        else:
+            missing.append((source, fetch, downloads))
+    if missing:  # every file to fetch in one line
+        hub = [source for source, fetch, _ in missing if fetch is None]
+        how = [fetch for _, fetch, _ in missing if fetch] + ([hub_fetch(*hub)] if hub else [])
+        raise WeightsUnavailableError(f"detector {card.name}", " and ".join(m[0] for m in missing), NO_PRETRAINED,
+                                      fetch="; ".join(how), downloaded=all(m[2] for m in missing))
+    return "pretrained weights " + ", ".join(said)
+
+
+def _local(card: DetectorCard, source: str) -> tuple[Path, str | None, bool] | None:
+    """(where ``source`` is kept on this machine, how to bring it there, whether it is downloaded
+    when missing); None for a form this does not know."""
+    torchvision = _TORCHVISION.fullmatch(source)
+    if torchvision:
+        from torchvision.models import get_weight
+
+        source = get_weight(torchvision.group(1)).url
+    if source.startswith(("https://", "http://")):
+        return (*_url_target(source), True)
+    if _FILE_NAME.fullmatch(source):
+        published = f" (the card's recipe: {card.recipe['pretrained'].source})" if "pretrained" in card.recipe else ""
+        return _placed(card, source), f"put {source} at {_placed(card, source)}{published}", False
+    if _HUB_ID.fullmatch(source):
+        from huggingface_hub import constants
+
+        return Path(constants.HF_HUB_CACHE) / f"models--{source.replace('/', '--')}" / "snapshots", None, True
+    return None

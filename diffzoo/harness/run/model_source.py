@@ -36,6 +36,7 @@ from diffzoo.harness.models.monitor import TrainMonitor, Validation, train_log_d
 from diffzoo.harness.models.releases import install, release_paths
 from diffzoo.harness.models.resume import Resume, resume_dir
 from diffzoo.harness.models.train_data import TrainData, TrainHooks
+from diffzoo.harness.models.weights import pretrained_place
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, Evaluator
 from diffzoo.harness.run.factories import create_detector
@@ -129,19 +130,21 @@ class ModelSource:
         if self.release is not None:  # its files missing: refused here, naming what to download
             paths = release_paths(self.entry.card, self.release, self.checkpoints) or self.checkpoints
             return f"released weights {self.release.name} ({', '.join(map(str, paths))}), zero-shot"
+        # every model is built with the job's pretrained weights first: missing ones are refused here
+        weights = f", {pretrained_place(self.entry.card)}" if job.config.pretrained else ""
         given = self.given_checkpoint(job)
         if given is not None:
             if (error := other_detector(given, checkpoint_meta(given)[1], self.entry.name)) is not None:
                 raise error
-            return f"checkpoint {given}"
+            return f"checkpoint {given}{weights}"
         cached = cache_dir(self.entry.name, job.key)
         if (cached / WEIGHTS_FILE).exists():
-            return "loaded from the cache"
+            return f"loaded from the cache{weights}"
         if not self.entry.card.trainable:
-            return "used as built (nothing to train)"
+            return f"used as built (nothing to train){weights}"
         if not self.train:
             raise self._none_to_load(job)
-        return "trained now"
+        return f"trained now{weights}"
 
     def check_used(self, jobs: list[Job]) -> None:
         """Every ``--checkpoint`` is some job's model: one of a task no job has would be left unread

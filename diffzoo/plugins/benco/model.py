@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +46,9 @@ from diffzoo.plugin import (
     TrainConfig,
     TrainData,
     WeightsUnavailableError,
-    cache_root,
-    check_weights,
     hub_offline,
     make_loader,
+    placed_weights,
     train_loop,
     url_weights,
 )
@@ -62,8 +60,6 @@ log = logging.getLogger(__name__)
 SPEC = {spec.key: spec for spec in SPECS}
 EDGE_WIDTH = 7
 """edge_mask width of every demo script (--edge_mask_width 7 -> EdgeMaskGenerator(7))."""
-WEIGHTS_DIR = ("weights", "benco")
-"""Weight files that cannot be downloaded directly go to ``$DIFFZOO_CACHE/weights/benco/``."""
 MUTATING = frozenset({"mantra-net", "span"})
 """Models whose forward rewrites their own weights (the Bayar filter)."""
 
@@ -101,12 +97,7 @@ def weight_file(card: DetectorCard, weights: WeightFile) -> Path:
     hub cache when it has a URL, else put by hand in ``$DIFFZOO_CACHE/weights/benco/``."""
     if weights.url is not None:
         return url_weights(card, weights.url, label=weights.name, detail=weights.source)
-    path = cache_root().joinpath(*WEIGHTS_DIR, weights.name)
-    if not os.path.lexists(path):
-        raise WeightsUnavailableError(f"detector {card.name}", weights.name, weights.source,
-                                      fetch=f"download {weights.name} from {weights.source} to {path}")
-    check_weights(card, path, weights.source)  # also refuses, by name, a folder, FIFO or broken link there
-    return path
+    return placed_weights(card, weights.name, weights.source)
 
 
 def build_model(card: DetectorCard, pretrained: bool) -> nn.Module:
