@@ -221,12 +221,17 @@ def test_a_malicious_pytorch_model_bin_in_the_hub_cache_is_refused_and_never_run
     assert not marker.exists() and _records() == []
 
 
-@pytest.mark.parametrize("name", ["cnnspot.tiny", "deeplabv3plus.tiny", "dinov3iml.tiny", "fcn8s.tiny",
-                                  "opensdi.maskclip.tiny", "segformer.tiny", "universalfakedet.tiny"])
-def test_pretrained_weights_asked_of_a_card_without_any_are_refused_in_one_message(offline_empty_hub, name):
-    """Every family refuses alike, naming the card and the fix, never a download of weights '(none)'."""
+@pytest.mark.parametrize("name", ["benco.iml-vit.tiny", "benco.mantra-net", "cnnspot.tiny", "deeplabv3plus.tiny",
+                                  "dinov3iml.tiny", "fcn8s.tiny", "opensdi.maskclip.tiny", "segformer.tiny",
+                                  "universalfakedet.tiny"])
+def test_pretrained_weights_asked_of_a_card_without_any_are_refused_in_one_message(offline_empty_hub, name,
+                                                                                    monkeypatch):
+    """Every family refuses alike, naming the card and the fix, never a download of weights '(none)'
+    (nor, for IMDL-BenCo's, a model built with random weights)."""
     from diffzoo.plugin import ModelError, WeightsUnavailableError
+    from diffzoo.plugins.benco import model
 
+    monkeypatch.setattr(model, "benco_class", lambda spec: _LoadsLikeBenco)  # as with IMDL-BenCo installed
     with pytest.raises(ModelError) as exc:
         create_detector(name, get_registry().get("detector", name).card.tasks[0], pretrained=True)
     assert not isinstance(exc.value, WeightsUnavailableError)

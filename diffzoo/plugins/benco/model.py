@@ -111,6 +111,7 @@ def build_model(card: DetectorCard, pretrained: bool) -> nn.Module:
 def construct(card: DetectorCard, pretrained: bool) -> nn.Module:
     """IMDL-BenCo's own model of ``card``, as its constructor builds it: the card's arguments,
     its weight files (the required ones always, the others when ``pretrained``)."""
+    card.check_pretrained(pretrained)
     spec = SPEC[card.arch["benco"]]
     if spec.needs_cuda and not torch.cuda.is_available():
         raise ModelError(f"{card.name}: IMDL-BenCo's {spec.title} runs on CUDA only (its constructor calls "
