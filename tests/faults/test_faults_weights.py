@@ -370,6 +370,22 @@ def test_a_missing_release_file_names_the_releases_file_and_never_a_failed_downl
         f"(missing: {folder / FILE})"), err
 
 
+def test_a_folder_named_as_the_release_file_is_said_to_be_a_folder_in_its_place(capsys, tmp_path):
+    """Never "download FILE into .../FILE" (the folder taken for one holding the release's files)."""
+    from helpers.dinov3iml import FILE, RELEASE
+
+    source = get_registry().get("detector", "dinov3iml.tiny").card.release(RELEASE).source
+    named = tmp_path / "dl" / FILE  # e.g. an archive unpacked under the file's name
+    named.mkdir(parents=True)
+    for plan in ([], ["--plan"]):
+        assert one_line_exit_2(*cli(capsys, "run", "--detector", "dinov3iml.tiny", "--suite", "standard", "--device",
+                                    "cpu", "--weights", f"released:{RELEASE}", "--checkpoint", named, *plan, "--out",
+                                    tmp_path / "out")) == (
+            f"error: detector dinov3iml.tiny: weights 'released:{RELEASE} ({source})' are missing (diffzoo downloads "
+            f"none): --checkpoint {named} is not the file; download {FILE} from {source} and give its path "
+            f"(a folder: {named})")
+
+
 # -- full disks inside the remaining writers --------------------------------------------------------
 
 def _enospc(*args, **kwargs):

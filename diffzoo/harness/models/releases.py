@@ -105,7 +105,8 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
     it and where to put it."""
     paths = [Path(p).expanduser() for p in given]
     folder = None  # where the release's files are looked for under their own names
-    if not paths or (len(paths) == 1 and paths[0].is_dir()):
+    # one folder holds the release's files, unless it is named as one: a folder in that file's place
+    if not paths or (len(paths) == 1 and paths[0].is_dir() and paths[0].name not in release.files):
         folder = paths[0] if paths else release_dir(card, release)
         paths = [folder / name for name in release.files]
     elif len(paths) != len(release.files):
