@@ -370,6 +370,33 @@ def test_a_missing_release_file_names_the_releases_file_and_never_a_failed_downl
         f"(missing: {folder / FILE})"), err
 
 
+@pytest.mark.parametrize("how", ["legacy whole", "zip cut short", "legacy cut short",
+                                 "torch.save under a .safetensors name"])
+def test_a_release_file_cut_short_or_under_the_other_formats_name_is_one_line_saying_so(capsys, tmp_path, how):
+    """A file of either torch.save layout (zip or legacy) loads whole; cut short, it says so, never torch's
+    "failed finding central directory"; a torch.save file named .safetensors says what it is."""
+    from helpers.dinov3iml import FILE, RELEASE, released
+
+    whole = released(tmp_path / "dl")
+    legacy = tmp_path / "legacy" / FILE
+    legacy.parent.mkdir()
+    torch.save(torch.load(whole, weights_only=False), legacy, _use_new_zipfile_serialization=False)
+    run = ["run", "--detector", "dinov3iml.tiny", "--suite", "standard", "--device", "cpu", "--bootstrap", "0",
+           "--weights", f"released:{RELEASE}", "--out", tmp_path / "out", "--checkpoint"]
+    if how == "legacy whole":
+        code, _, err = cli(capsys, *run, legacy)
+        assert code == 0, err
+        return
+    bad = tmp_path / "bad" / (FILE.replace(".pth", ".safetensors") if "safetensors" in how else FILE)
+    bad.parent.mkdir()
+    data = (legacy if how.startswith("legacy") else whole).read_bytes()
+    bad.write_bytes(data if "safetensors" in how else data[:len(data) // 2])
+    line = one_line_exit_2(*cli(capsys, *run, bad), f"refusing to load weights file {bad}: ")
+    said = ("it is a torch.save file under a safetensors file's name (cat_vitl_lora_r32.safetensors): give it its "
+            ".pth name" if "safetensors" in how else "it ends early (truncated)")
+    assert f"{bad}: could not be read as weights: {said}; replace it with the file from released:{RELEASE} (" in line
+
+
 def test_a_folder_named_as_the_release_file_is_said_to_be_a_folder_in_its_place(capsys, tmp_path):
     """Never "download FILE into .../FILE" (the folder taken for one holding the release's files)."""
     from helpers.dinov3iml import FILE, RELEASE

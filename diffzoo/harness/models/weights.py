@@ -156,10 +156,14 @@ def load_weights(path: Path | str, source: str, *, what: str = "weights", probe:
     path = Path(path)
     _regular(path, source, what)
     try:
-        if path.suffix == SAFETENSORS_SUFFIX:
-            return _safetensors(path, probe)
         with open(path, "rb") as fh:  # the file's start, read once, tells which reader it is for
             head = fh.read(9)
+        if path.suffix == SAFETENSORS_SUFFIX:  # torch.load too reads a file of this name as safetensors
+            torch_file = head[:len(ZIP_MAGIC)] == ZIP_MAGIC or head[:1] == bytes([PICKLE_PROTOCOL])
+            if torch_file and not _safetensors_inside(path, head):
+                raise _NotWeights(f"it is a torch.save file under a safetensors file's name ({path.name}): "
+                                  "give it its .pth name")
+            return _safetensors(path, probe)
         if _safetensors_inside(path, head):  # e.g. a release converted, kept under its released .pth name
             if probe:  # a library reads the file next, by its name: as a torch.save file
                 raise _NotWeights(f"it is a safetensors file under a torch.save file's name ({path.name})")
@@ -228,7 +232,7 @@ def _why(path: Path, exc: Exception) -> str:
         kind = _pickled_type(path, text)
         held = f"a pickled object of type {kind}" if kind else "pickled objects other than tensors"
         return f"not a plain tensor file: it holds {held} (nothing in it was run)"
-    if isinstance(exc, EOFError):
+    if isinstance(exc, EOFError) or "unexpected EOF" in text or "failed finding central directory" in text:
         return "could not be read as weights: it ends early (truncated)"
     lines = [line.strip() for line in text.splitlines() if line.strip() and "weights_only" not in line]
     first = lines[0].split(". ")[0].rstrip(".") if lines else ""
