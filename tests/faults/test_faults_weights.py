@@ -247,13 +247,50 @@ def test_hub_pretrained_says_which_card_has_no_weights_and_which_folder_its_load
         hub_pretrained(_card(weights=None), Path, ("model.safetensors",), detail="or not")
     folder = hub_segformer(tmp_path / "hf" / "hub", seed=0).parent
 
-    def unreadable(path):
+    def unreadable(path, output_loading_info):
         raise OSError("no tokenizer here")
 
-    assert hub_pretrained(_card(weights=TINY_SEGFORMER_REPO), Path, ("model.safetensors",), detail="") == folder
+    def read(path, output_loading_info):  # as transformers' from_pretrained answers it
+        return path, {"missing_keys": [], "mismatched_keys": []}
+
+    assert hub_pretrained(_card(weights=TINY_SEGFORMER_REPO), read, ("model.safetensors",), detail="") == folder
     with pytest.raises(WeightsUnavailableError) as exc:
         hub_pretrained(_card(weights=TINY_SEGFORMER_REPO), unreadable, ("model.safetensors",), detail="or not")
     assert f"{folder} is incomplete (no tokenizer here); or not" in str(exc.value), str(exc.value)
+
+
+@pytest.mark.parametrize("change", ["a tensor missing", "a tensor of another shape", "another model's names"])
+def test_a_hub_file_that_leaves_part_of_the_model_random_is_refused_and_never_recorded(offline_empty_hub, tmp_path,
+                                                                                      change):
+    """transformers builds what the file lacks with random weights and only warns: never a run of that model.
+    The task's head (new by design: the hub holds an encoder) and a BatchNorm counter may be missing."""
+    from safetensors.torch import load_file, save_file
+
+    weights = hub_segformer(tmp_path / "hf" / "hub", seed=0)
+    good = weights.read_bytes()
+    state = load_file(str(weights))
+    key = "segformer.encoder.block.0.0.attention.self.query.weight"
+    assert key in state and any(k.startswith("decode_head.") for k in state)
+    if change == "a tensor missing":
+        del state[key]
+    elif change == "a tensor of another shape":
+        state[key] = torch.zeros(3, 3)
+    else:
+        state = {k.replace("segformer.", "encoder."): v for k, v in state.items()}
+    state = {k: v for k, v in state.items() if not k.startswith("decode_head.")}  # the head: always new
+    weights.unlink()  # the HF cache links to a blob: write a new file, not through the link
+    save_file(state, str(weights))
+    with pytest.raises(WeightsFileError) as exc:
+        _segformer()
+    message = str(exc.value)
+    assert f"refusing to load weights file {weights}: " in message and "tensor(s) of the model are missing from it " \
+        "or of another shape (" in message and f"it is not {TINY_SEGFORMER_REPO}'s model; replace it with the file " \
+        f"from hf://{TINY_SEGFORMER_REPO}" in message and "decode_head" not in message, message
+    assert exc.value.exit_code == 2 and _records() == []
+    weights.unlink()
+    weights.write_bytes(good)
+    _segformer()  # the right file put in its place: built, its hash recorded
+    assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
 
 
 def _segformer():

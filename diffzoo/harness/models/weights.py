@@ -34,7 +34,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from diffzoo.harness.core.cards import DetectorCard, stable_hash
-from diffzoo.harness.core.errors import NO_PRETRAINED, ModelError, WeightsFileError, WeightsUnavailableError, hub_fetch
+from diffzoo.harness.core.errors import (
+    NO_PRETRAINED,
+    ModelError,
+    WeightsFileError,
+    WeightsUnavailableError,
+    hub_fetch,
+    name_some,
+)
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, file_kind, sha256_file
 
 log = logging.getLogger(__name__)
@@ -280,10 +287,10 @@ def _pickle_globals(path: Path) -> list[str]:
 
 
 def hub_weights(card: DetectorCard, repo_id: str, filenames: Sequence[str], *, revision: str | None = None,
-                also: Sequence[str] = (), what: str | None = None, detail: str = "") -> Path:
+                also: Sequence[str] = (), what: str | None = None, detail: str = "", record: bool = True) -> Path:
     """The local path of the first of ``filenames`` that hub repo ``repo_id`` has
     (downloaded unless offline), with the files in ``also`` (e.g. config.json)
-    fetched beside it, hash-checked by :func:`check_weights`."""
+    fetched beside it, hash-checked by :func:`check_weights` (``record``: as :func:`load_checked`)."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 
@@ -304,23 +311,34 @@ def hub_weights(card: DetectorCard, repo_id: str, filenames: Sequence[str], *, r
     if path is None:
         raise WeightsUnavailableError(what, repo_id, f"none of {', '.join(filenames)}; {detail}".rstrip("; "))
     source = f"hf://{repo_id}" + (f"@{revision}" if revision else "")
-    check_weights(card, path, source, what=what)
+    _checked(card, Path(path), source, what, probe=True, record=record)
     return Path(path)
 
 
-def hub_pretrained(card: DetectorCard, load: Callable[[Path], Any], filenames: Sequence[str], *, detail: str) -> Any:
-    """``load(folder)`` of the hub repo ``card.weights`` for a library that reads a folder
-    (transformers' ``from_pretrained``): the first of ``filenames`` and its ``config.json``
-    resolved and hash-checked first (:func:`hub_weights`), so that it reads exactly those files.
-    A card without weights is a ModelError (:meth:`DetectorCard.check_pretrained`); a folder
-    ``load`` cannot read, a WeightsUnavailableError."""
+def hub_pretrained(card: DetectorCard, load: Callable[..., Any], filenames: Sequence[str], *, detail: str,
+                   head: tuple[str, ...] = ()) -> Any:
+    """``load(folder)`` of the hub repo ``card.weights`` for transformers' ``from_pretrained``:
+    the first of ``filenames`` and its ``config.json`` resolved and hash-checked first
+    (:func:`hub_weights`), so that it reads exactly those files.  A card without weights is a
+    ModelError (:meth:`DetectorCard.check_pretrained`); a folder ``load`` cannot read, a
+    WeightsUnavailableError; a file that leaves a tensor of the model outside ``head`` (the
+    task's head, new by design) missing or of another shape, a WeightsFileError naming them:
+    never a model built partly from random weights."""
     repo = card.check_pretrained(True)
-    path = hub_weights(card, repo, filenames, also=("config.json",), detail=detail)
+    path = hub_weights(card, repo, filenames, also=("config.json",), detail=detail, record=False)
     try:
-        return load(path.parent)
+        model, info = load(path.parent, output_loading_info=True)
     except OSError as exc:
         raise WeightsUnavailableError(f"detector {card.name}", repo,
                                       f"{path.parent} is incomplete ({exc}); {detail}") from exc
+    unread = [str(k[0] if isinstance(k, tuple) else k) for name in ("missing_keys", "mismatched_keys")
+              for k in info.get(name, ())]  # a mismatched key is (name, shape in the file, shape in the model)
+    unread = sorted(k for k in unread if not k.startswith(head) and not k.endswith("num_batches_tracked"))
+    if unread:
+        raise _refused(path, f"hf://{repo}", f"detector {card.name}", f"{len(unread)} tensor(s) of the model are "
+                       f"missing from it or of another shape ({name_some(unread, 5)}): it is not {repo}'s model")
+    record_first_use(card, path, f"hf://{repo}", sha256_file(path))  # only a file that built the model
+    return model
 
 
 def url_weights(card: DetectorCard, url: str, *, label: str | None = None, detail: str = "") -> Path:

@@ -34,7 +34,7 @@ class SegformerDetector(SegmentationDetector):
             model = hub_pretrained(self.card, partial(SegformerForSemanticSegmentation.from_pretrained,
                                                       num_labels=num_outputs, ignore_mismatched_sizes=True),
                                    ("model.safetensors", "pytorch_model.bin"),
-                                   detail=NO_PRETRAINED)
+                                   detail=NO_PRETRAINED, head=self.head_prefixes)
             log.info("loaded pretrained encoder %s", self.card.weights)
         else:
             config = SegformerConfig(**self.card.arch, num_labels=num_outputs)
