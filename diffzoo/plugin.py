@@ -26,9 +26,10 @@ other than this module and the package root is internal and may move.
 - weights: ``hub_weights`` and ``url_weights`` (a hub or URL file, fetched
   unless offline, hash-checked), ``hub_pretrained`` (a hub folder, so checked,
   given to a loader such as ``from_pretrained``), ``url_state`` (a torch file's tensors),
-  ``check_weights`` (a file by hand), ``placed_weights`` (one put in ``$DIFFZOO_CACHE/weights/<family>/``),
-  ``hub_offline``, ``hub_fetch`` (how to bring hub repositories here, for a
-  ``WeightsUnavailableError``'s ``fetch``), ``cache_root``;
+  ``url_into`` (them loaded into a module, strictly), ``check_weights`` (a file by hand),
+  ``placed_weights`` (one put in ``$DIFFZOO_CACHE/weights/<family>/``), ``hub_offline``,
+  ``hub_fetch`` (how to bring hub repositories here, for a ``WeightsUnavailableError``'s
+  ``fetch``), ``cache_root``;
 - checkpoints: ``save_checkpoint``, ``load_checkpoint``, ``describe_mismatch``.
 
 Importing this module loads no torch and no numpy, so that an entry-point
@@ -75,6 +76,7 @@ _LAZY = {
     "url_weights": _MODELS + "weights",
     "hub_pretrained": _MODELS + "weights",
     "url_state": _MODELS + "weights",
+    "url_into": _MODELS + "weights",
     "check_weights": _MODELS + "weights",
     "placed_weights": _MODELS + "weights",
     "hub_offline": _MODELS + "weights",

@@ -85,7 +85,7 @@ def _hub_file(monkeypatch, tmp_path) -> Path:
 @pytest.mark.parametrize("how", ["pickle", "torch.save"])
 def test_a_malicious_pickle_as_pretrained_weights_is_refused_never_run_and_never_recorded(tmp_path, monkeypatch,
                                                                                           how):
-    """The loader every torch-file detector shares (url_state: CNNSpot, FCN-8s, the mmseg backbones)."""
+    """The reader every torch-file detector shares (url_state, and url_into: CNNSpot, FCN-8s, the mmseg backbones)."""
     from diffzoo.harness.models.weights import url_state
 
     marker = tmp_path / "MARKER"
@@ -123,6 +123,49 @@ def test_an_unreadable_weights_file_is_one_user_error_and_never_recorded(tmp_pat
     _refused(message, target, pickled=False)
     assert (f"{target}: it is a folder;" if damage == "a folder" else "could not be read as weights") in message
     assert exc.value.exit_code == 2 and _records() == []
+
+
+@pytest.mark.parametrize("change", ["another model's file", "a tensor of another shape", "a tensor missing",
+                                    "not a state dict"])
+def test_a_torch_hub_file_that_does_not_fit_the_model_is_one_line_and_never_recorded(tmp_path, monkeypatch, change):
+    """url_into (CNNSpot's ResNet-50, FCN-8s's VGG, the mmseg backbones): never torch's load_state_dict
+    dump reported as the plugin's bug, nor the wrong file's hash recorded."""
+    from diffzoo.harness.models.weights import url_into
+
+    def model():
+        return nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Conv2d(4, 1, 1))  # [2]: the head, new
+
+    target = _hub_file(monkeypatch, tmp_path)
+    target.parent.mkdir(parents=True)
+    torch.manual_seed(1)
+    good = {k: v for k, v in model().state_dict().items() if not k.startswith("2.")}
+    bad = {"another model's file": {"fc.weight": torch.zeros(2, 2)},
+           "a tensor of another shape": {**good, "0.weight": torch.zeros(4, 3)},
+           "a tensor missing": {k: v for k, v in good.items() if k != "1.running_var"},
+           "not a state dict": {"model": good}}[change]
+    torch.save(bad, target)
+    net = model()
+    with pytest.raises(WeightsFileError) as exc:
+        url_into(_card(), net, URL, new=("2.",))
+    said = {"another model's file": "it does not fit the model: 7 tensor(s) missing from the checkpoint: 0.weight, "
+                                    "0.bias, 1.weight, 1.bias, 1.running_mean and 2 more; 1 unexpected tensor(s): "
+                                    "fc.weight;",
+            "a tensor of another shape": "it does not fit the model: 1 tensor shape(s) differ: 0.weight is [4, 3] in "
+                                         "the checkpoint, [4, 3, 3, 3] in the model",
+            "a tensor missing": "it does not fit the model: 1 tensor(s) missing from the checkpoint: 1.running_var",
+            "not a state dict": "it does not fit the model: 7 tensor(s) missing from the checkpoint: 0.weight, "
+                                "0.bias, 1.weight, 1.bias, 1.running_mean and 2 more; 1 unexpected tensor(s): model;"
+            }[change]
+    assert str(exc.value).startswith(f"detector weights.test: refusing to load weights file {target}: {said}"), \
+        str(exc.value)
+    assert str(exc.value).endswith(f"; replace it with the file from {URL}") and exc.value.exit_code == 2
+    assert _records() == []
+    torch.save({**good, "fc.weight": torch.zeros(2)}, target)  # the right file (a classifier besides): loads
+    with pytest.raises(WeightsFileError, match="1 unexpected tensor"):
+        url_into(_card(), net, URL, new=("2.",))
+    url_into(_card(), net, URL, new=("2.",), others=True)
+    assert torch.equal(net.state_dict()["0.weight"], good["0.weight"])
+    assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(target)]
 
 
 @pytest.mark.parametrize("said", [

@@ -27,7 +27,7 @@ import os
 import pickle
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -373,6 +373,34 @@ def _url_file(card: DetectorCard, url: str, label: str | None, detail: str) -> P
             raise WeightsUnavailableError(f"detector {card.name}", label or url, f"{detail}; {exc}",
                                           fetch=fetch) from exc
     return target
+
+
+def url_into(card: DetectorCard, module: Any, url: str, *, label: str | None = None, detail: str = "",
+             state: Callable[[Any], Mapping[str, Any]] = dict, new: tuple[str, ...] = (),
+             others: bool = False) -> None:
+    """Load the torch file at ``url`` (see :func:`url_weights`) into the torch ``module``, strictly:
+    ``state`` maps what the file holds onto the module's names (a family's own mapping); ``new``:
+    prefixes of the module's tensors the file is not for (a task head, built anew); ``others``:
+    tensors the module has not are left (a backbone file's classifier).  A file that does not fit
+    (a tensor missing, of another shape or kind, unexpected; another model's file) is one
+    WeightsFileError naming the file and the tensors, and its first-use sha256 is recorded only
+    once it has loaded, so the right file put in its place then loads."""
+    from diffzoo.harness.models.checkpoints import describe_mismatch
+
+    path = _url_file(card, url, label, detail)
+    digest, held = load_checked(card, path, url, record=False)
+    try:
+        given = dict(state(held))
+    except (KeyError, TypeError, AttributeError, ValueError, RuntimeError) as exc:  # the mapping met other contents
+        raise _refused(path, url, f"detector {card.name}", f"it does not hold the model's tensors "
+                       f"({type(exc).__name__}: {exc})") from exc
+    own = module.state_dict()
+    problem = describe_mismatch({k: v for k, v in own.items() if not k.startswith(new) or k in given},
+                                {k: v for k, v in given.items() if k in own or not others}, limit=5)
+    if problem:
+        raise _refused(path, url, f"detector {card.name}", f"it does not fit the model: {problem}")
+    module.load_state_dict({k: v for k, v in given.items() if k in own}, strict=False)
+    record_first_use(card, path, url, digest)
 
 
 def url_state(card: DetectorCard, url: str, *, label: str | None = None, detail: str = "") -> Any:

@@ -8,7 +8,7 @@ from functools import partial
 import numpy as np
 from torch import nn
 
-from diffzoo.plugin import ClassifierDetector, ModelError, Normalized, TrainConfig, View, crop_view, url_state
+from diffzoo.plugin import ClassifierDetector, ModelError, Normalized, TrainConfig, View, crop_view, url_into
 from diffzoo.plugins.cnnspot.augment import BlurJpeg
 
 log = logging.getLogger(__name__)
@@ -29,10 +29,10 @@ class CNNSpotDetector(ClassifierDetector):
             from torchvision.models import ResNet50_Weights, resnet50
 
             net = resnet50(weights=None)
-            if pretrained:  # from the torch hub cache (or downloaded), hash-checked, read tensors-only
-                net.load_state_dict(url_state(self.card, ResNet50_Weights.IMAGENET1K_V1.url,
-                                              label="torchvision ResNet50_Weights.IMAGENET1K_V1",
-                                              detail="or pass --no-pretrained to train from scratch"))
+            if pretrained:  # from the torch hub cache (or downloaded), hash-checked, read tensors-only, strictly
+                url_into(self.card, net, ResNet50_Weights.IMAGENET1K_V1.url,
+                         label="torchvision ResNet50_Weights.IMAGENET1K_V1",
+                         detail="or pass --no-pretrained to train from scratch")
                 log.info("loaded ImageNet ResNet-50 weights (%s)", self.card.weights)
             net.fc = nn.Linear(net.fc.in_features, 1)
         elif arch["backbone"] == "timm.ResNet":

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from diffzoo.plugin import NO_PRETRAINED, ConfigError, DetectorCard, ModelError, SegmentationDetector, url_state
+from diffzoo.plugin import NO_PRETRAINED, ConfigError, DetectorCard, ModelError, SegmentationDetector, url_into
 
 log = logging.getLogger(__name__)
 
@@ -96,23 +96,21 @@ class FCN8s(nn.Module):
         x = x + _crop(self.score_pool3(pool3 * self.pool3_scale), x)
         return self.upscore8(x)
 
-    def load_vgg(self, state: dict[str, torch.Tensor]) -> None:
-        """Load a torchvision VGG state dict: features as they are, the classifier's
-        fc6/fc7 reshaped into convolutions ("convolutionalisation", paper Sec. 3.1)."""
+    def vgg_state(self, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A torchvision VGG state dict under FCN-8s's names: features as they are, the
+        classifier's fc6/fc7 reshaped into convolutions ("convolutionalisation", paper Sec. 3.1)."""
         ours = {k: v for k, v in state.items() if k.startswith("features.")}
         ours["fc6.weight"] = state["classifier.0.weight"].reshape(self.fc6.weight.shape)
         ours["fc6.bias"] = state["classifier.0.bias"]
         ours["fc7.weight"] = state["classifier.3.weight"].reshape(self.fc7.weight.shape)
         ours["fc7.bias"] = state["classifier.3.bias"]
-        missing, unexpected = self.load_state_dict(ours, strict=False)
-        left = [k for k in missing if not k.startswith(("score", "upscore"))]
-        if left or unexpected:
-            raise ModelError(f"VGG weights do not fit FCN-8s: missing {left}, unexpected {unexpected}")
+        return ours
 
 
-def torchvision_state(card: DetectorCard) -> dict[str, torch.Tensor]:
-    """The card's torchvision weights (``"VGG16_Weights.IMAGENET1K_V1"``), from the torch
-    hub cache or downloaded, hash-checked; a clear error when neither works."""
+def load_torchvision(card: DetectorCard, net: FCN8s) -> None:
+    """The card's torchvision VGG weights (``"VGG16_Weights.IMAGENET1K_V1"``) loaded into ``net``
+    but its head, from the torch hub cache or downloaded, hash-checked; a clear error when
+    neither works or the file does not fit."""
     import torchvision
 
     enum_name, _, member = (card.weights or "").partition(".")
@@ -120,7 +118,8 @@ def torchvision_state(card: DetectorCard) -> dict[str, torch.Tensor]:
         weights = getattr(torchvision.models, enum_name)[member]
     except (AttributeError, KeyError) as exc:
         raise ModelError(f"detector {card.name}: torchvision has no weights {card.weights!r}") from exc
-    return url_state(card, weights.url, detail=f"torchvision {card.weights}; {NO_PRETRAINED}")
+    url_into(card, net, weights.url, detail=f"torchvision {card.weights}; {NO_PRETRAINED}", state=net.vgg_state,
+             new=FCN8sDetector.head_prefixes)
 
 
 class FCN8sDetector(SegmentationDetector):
@@ -129,10 +128,9 @@ class FCN8sDetector(SegmentationDetector):
 
     def build_network(self, num_outputs: int, pretrained: bool) -> nn.Module:
         self.card.check_pretrained(pretrained)
-        state = torchvision_state(self.card) if pretrained else None
         net = FCN8s(num_outputs, **self.card.arch)
-        if state is not None:
-            net.load_vgg(state)
+        if pretrained:
+            load_torchvision(self.card, net)
             log.info("loaded pretrained backbone %s", self.card.weights)
         return net
 

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, url_state
+from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, url_into
 
 log = logging.getLogger(__name__)
 
@@ -118,17 +118,15 @@ def checkpoint_url(source: str) -> str:
     raise ModelError(f"pretrained checkpoint {source!r} is not a URL or an open-mmlab:// name")
 
 
-def pretrained_backbone_state(card: DetectorCard, source: str) -> dict[str, torch.Tensor]:
-    """The backbone weights ``source`` names, from the torch hub cache or downloaded,
-    hash-checked and read with ``weights_only=True`` (see :func:`diffzoo.plugin.url_state`)."""
-    url = checkpoint_url(source)
-    detail = f"backbone of {card.arch['config']}; {NO_PRETRAINED}"
-    ckpt = url_state(card, url, label=source, detail=detail)
-    state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, dict) else None
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ModelError(f"the backbone checkpoint of {url} is not a state dict of tensors")
-    # mmengine's load_checkpoint drops these prefixes too (revise_keys)
-    return {re.sub(r"^(module\.)?(backbone\.)?", "", k): v for k, v in state.items()}
+def load_pretrained_backbone(card: DetectorCard, backbone: nn.Module, source: str) -> None:
+    """The backbone weights ``source`` names loaded into ``backbone``, from the torch hub cache or
+    downloaded, hash-checked, read with ``weights_only=True`` and strictly (tensors the backbone
+    has not, a classifier's, are left; see :func:`diffzoo.plugin.url_into`)."""
+    def backbone_state(ckpt: dict[str, Any]) -> dict[str, Any]:  # mmengine's load_checkpoint drops these prefixes
+        return {re.sub(r"^(module\.)?(backbone\.)?", "", k): v for k, v in ckpt.get("state_dict", ckpt).items()}
+
+    url_into(card, backbone, checkpoint_url(source), label=source, state=backbone_state, others=True,
+             detail=f"backbone of {card.arch['config']}; {NO_PRETRAINED}")
 
 
 def segmentor_config(card: DetectorCard, cfg: Any, num_outputs: int, threshold: float) -> Any:
@@ -144,7 +142,7 @@ def segmentor_config(card: DetectorCard, cfg: Any, num_outputs: int, threshold: 
             f"(bgr_to_rgb={pre.get('bgr_to_rgb')}), not the card's RGB mean {card.mean} std {card.std} x 255"
         )
     model.data_preprocessor = None  # diffzoo's Normalized wrapper does it, on RGB in [0, 1]
-    model.pretrained = None  # the pretrained backbone is loaded by pretrained_backbone_state
+    model.pretrained = None  # the pretrained backbone is loaded by load_pretrained_backbone
     model.backbone.init_cfg = None
     _sync_bn_to_bn(model)
     for head in [model.decode_head, *auxiliary_heads(model)]:
@@ -225,19 +223,12 @@ class MMSegDetector(SegmentationDetector):
                 f"the installed config {self.card.arch['config']} names {source!r}"
             )
         self.card.check_pretrained(pretrained)
-        state = pretrained_backbone_state(self.card, source) if pretrained else None
         model_cfg = segmentor_config(self.card, cfg, num_outputs, self.card.default_threshold)
         with quiet_mmengine():
             segmentor = MODELS.build(model_cfg)
             segmentor.init_weights()  # mmseg's own initialisation (trunc-normal MiT, Kaiming ResNet)
-        if state is not None:
-            missing, unexpected = segmentor.backbone.load_state_dict(state, strict=False)
-            if missing:
-                shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-                raise ModelError(f"pretrained backbone {source} lacks {len(missing)} tensor(s): {shown}")
-            if unexpected:
-                log.info("pretrained backbone %s: ignored %d tensors not in the backbone (%s ...)",
-                         source, len(unexpected), unexpected[0])
+        if pretrained:
+            load_pretrained_backbone(self.card, segmentor.backbone, source)
             log.info("loaded pretrained backbone %s", source)
         return MMSegLogits(segmentor, auxiliary_weights(model_cfg))
 
