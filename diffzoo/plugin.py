@@ -29,7 +29,7 @@ other than this module and the package root is internal and may move.
   ``url_into`` (them loaded into a module, strictly), ``check_weights`` (a file by hand),
   ``placed_weights`` (one put in ``$DIFFZOO_CACHE/weights/<family>/``), ``hub_offline``,
   ``hub_fetch`` (how to bring hub repositories here, for a ``WeightsUnavailableError``'s
-  ``fetch``), ``cache_root``;
+  ``fetch``), ``built_from`` (files checked inside recorded once the model is built), ``cache_root``;
 - checkpoints: ``save_checkpoint``, ``load_checkpoint``, ``describe_mismatch``.
 
 Importing this module loads no torch and no numpy, so that an entry-point
@@ -77,6 +77,7 @@ _LAZY = {
     "hub_pretrained": _MODELS + "weights",
     "url_state": _MODELS + "weights",
     "url_into": _MODELS + "weights",
+    "built_from": _MODELS + "weights",
     "check_weights": _MODELS + "weights",
     "placed_weights": _MODELS + "weights",
     "hub_offline": _MODELS + "weights",

@@ -336,6 +336,35 @@ def test_a_hub_file_that_leaves_part_of_the_model_random_is_refused_and_never_re
     assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
 
 
+def test_a_hub_file_open_clip_cannot_build_from_is_never_recorded(offline_empty_hub, tmp_path, monkeypatch):
+    """UniversalFakeDetect's (and OpenSDI's) CLIP file is checked, then read by open_clip: its first use is
+    recorded once open_clip has built the model from it, so the right file put in its place then loads."""
+    import open_clip
+    from safetensors.torch import save_file
+
+    from diffzoo.plugin import ModelError
+    from diffzoo.plugins.universalfakedet.model import open_clip_model
+
+    snapshot = tmp_path / "hf" / "hub" / "models--timm--vit_large_patch14_clip_224.openai" / "snapshots" / "0123"
+    snapshot.mkdir(parents=True)
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("0123")
+    weights = snapshot / "open_clip_model.safetensors"
+    save_file({"w": torch.zeros(2)}, str(weights))  # loads as weights, but is no CLIP
+    card = get_registry().get("detector", "universalfakedet.vit-l14").card
+
+    def refuses(name, pretrained, force_quick_gelu):
+        raise RuntimeError("Error(s) in loading state_dict for CLIP: Missing key(s)")
+
+    monkeypatch.setattr(open_clip, "create_model", refuses)
+    with pytest.raises(ModelError, match=f"open_clip cannot load {weights} as 'ViT-L-14'"):
+        open_clip_model(card, True)
+    assert _records() == []
+    monkeypatch.setattr(open_clip, "create_model", lambda name, pretrained, force_quick_gelu: nn.Linear(1, 1))
+    open_clip_model(card, True)  # the right file: built, and only now recorded
+    assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
+
+
 def _segformer():
     from diffzoo.harness.core.protocols import DetectorBuild
     from diffzoo.plugins.segformer.model import SegformerDetector

@@ -27,7 +27,9 @@ import os
 import pickle
 import re
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -135,9 +137,31 @@ def _checked(card: DetectorCard, path: Path, source: str, what: str | None, prob
                 "not be comparable)"
             )
     held = load_weights(path, source, what=what, probe=probe, allow=allow)
-    if record:  # only once it has loaded; record_first_use keeps a published or recorded hash as it is
+    pending = _PENDING.get()
+    if record and pending is not None:  # inside built_from: once the model is built from it
+        pending.append((card, path, source, digest))
+    elif record:  # only once it has loaded; record_first_use keeps a published or recorded hash as it is
         record_first_use(card, path, source, digest)
     return digest, held
+
+
+_PENDING: ContextVar[list[tuple[DetectorCard, Path, str, str]] | None] = ContextVar("_PENDING", default=None)
+
+
+@contextmanager
+def built_from() -> Iterator[None]:
+    """Record the first use of each weights file checked inside the block only once the block
+    completes: a file is taken for the card's once a model was built from it, and one that loads
+    as weights but does not fit the model (another model's file) is refused unrecorded, so the
+    right file put in its place then loads."""
+    pending: list[tuple[DetectorCard, Path, str, str]] = []
+    token = _PENDING.set(pending)
+    try:
+        yield
+    finally:
+        _PENDING.reset(token)
+    for args in pending:  # the block completed
+        record_first_use(*args)
 
 
 # -- reading a weights file --------------------------------------------------------------
@@ -287,10 +311,10 @@ def _pickle_globals(path: Path) -> list[str]:
 
 
 def hub_weights(card: DetectorCard, repo_id: str, filenames: Sequence[str], *, revision: str | None = None,
-                also: Sequence[str] = (), what: str | None = None, detail: str = "", record: bool = True) -> Path:
+                also: Sequence[str] = (), what: str | None = None, detail: str = "") -> Path:
     """The local path of the first of ``filenames`` that hub repo ``repo_id`` has
     (downloaded unless offline), with the files in ``also`` (e.g. config.json)
-    fetched beside it, hash-checked by :func:`check_weights` (``record``: as :func:`load_checked`)."""
+    fetched beside it, hash-checked by :func:`check_weights`."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 
@@ -311,7 +335,7 @@ def hub_weights(card: DetectorCard, repo_id: str, filenames: Sequence[str], *, r
     if path is None:
         raise WeightsUnavailableError(what, repo_id, f"none of {', '.join(filenames)}; {detail}".rstrip("; "))
     source = f"hf://{repo_id}" + (f"@{revision}" if revision else "")
-    _checked(card, Path(path), source, what, probe=True, record=record)
+    check_weights(card, path, source, what=what)
     return Path(path)
 
 
@@ -325,19 +349,20 @@ def hub_pretrained(card: DetectorCard, load: Callable[..., Any], filenames: Sequ
     task's head, new by design) missing or of another shape, a WeightsFileError naming them:
     never a model built partly from random weights."""
     repo = card.check_pretrained(True)
-    path = hub_weights(card, repo, filenames, also=("config.json",), detail=detail, record=False)
-    try:
-        model, info = load(path.parent, output_loading_info=True)
-    except OSError as exc:
-        raise WeightsUnavailableError(f"detector {card.name}", repo,
-                                      f"{path.parent} is incomplete ({exc}); {detail}") from exc
-    unread = [str(k[0] if isinstance(k, tuple) else k) for name in ("missing_keys", "mismatched_keys")
-              for k in info.get(name, ())]  # a mismatched key is (name, shape in the file, shape in the model)
-    unread = sorted(k for k in unread if not k.startswith(head) and not k.endswith("num_batches_tracked"))
-    if unread:
-        raise _refused(path, f"hf://{repo}", f"detector {card.name}", f"{len(unread)} tensor(s) of the model are "
-                       f"missing from it or of another shape ({name_some(unread, 5)}): it is not {repo}'s model")
-    record_first_use(card, path, f"hf://{repo}", sha256_file(path))  # only a file that built the model
+    with built_from():
+        path = hub_weights(card, repo, filenames, also=("config.json",), detail=detail)
+        try:
+            model, info = load(path.parent, output_loading_info=True)
+        except OSError as exc:
+            raise WeightsUnavailableError(f"detector {card.name}", repo,
+                                          f"{path.parent} is incomplete ({exc}); {detail}") from exc
+        unread = [str(k[0] if isinstance(k, tuple) else k) for name in ("missing_keys", "mismatched_keys")
+                  for k in info.get(name, ())]  # a mismatched key is (name, shape in the file, shape in the model)
+        unread = sorted(k for k in unread if not k.startswith(head) and not k.endswith("num_batches_tracked"))
+        if unread:
+            raise _refused(path, f"hf://{repo}", f"detector {card.name}", f"{len(unread)} tensor(s) of the model "
+                           f"are missing from it or of another shape ({name_some(unread, 5)}): it is not {repo}'s "
+                           "model")
     return model
 
 
@@ -388,19 +413,19 @@ def url_into(card: DetectorCard, module: Any, url: str, *, label: str | None = N
     from diffzoo.harness.models.checkpoints import describe_mismatch
 
     path = _url_file(card, url, label, detail)
-    digest, held = load_checked(card, path, url, record=False)
-    try:
-        given = dict(state(held))
-    except (KeyError, TypeError, AttributeError, ValueError, RuntimeError) as exc:  # the mapping met other contents
-        raise _refused(path, url, f"detector {card.name}", f"it does not hold the model's tensors "
-                       f"({type(exc).__name__}: {exc})") from exc
-    own = module.state_dict()
-    problem = describe_mismatch({k: v for k, v in own.items() if not k.startswith(new) or k in given},
-                                {k: v for k, v in given.items() if k in own or not others}, limit=5)
-    if problem:
-        raise _refused(path, url, f"detector {card.name}", f"it does not fit the model: {problem}")
-    module.load_state_dict({k: v for k, v in given.items() if k in own}, strict=False)
-    record_first_use(card, path, url, digest)
+    with built_from():
+        held = load_checked(card, path, url)[1]
+        try:
+            given = dict(state(held))
+        except (KeyError, TypeError, AttributeError, ValueError, RuntimeError) as exc:  # the mapping met other contents
+            raise _refused(path, url, f"detector {card.name}", f"it does not hold the model's tensors "
+                           f"({type(exc).__name__}: {exc})") from exc
+        own = module.state_dict()
+        problem = describe_mismatch({k: v for k, v in own.items() if not k.startswith(new) or k in given},
+                                    {k: v for k, v in given.items() if k in own or not others}, limit=5)
+        if problem:
+            raise _refused(path, url, f"detector {card.name}", f"it does not fit the model: {problem}")
+        module.load_state_dict({k: v for k, v in given.items() if k in own}, strict=False)
 
 
 def url_state(card: DetectorCard, url: str, *, label: str | None = None, detail: str = "") -> Any:

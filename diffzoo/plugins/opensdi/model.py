@@ -50,6 +50,7 @@ from diffzoo.plugin import (
     TrainConfig,
     TrainData,
     WeightsUnavailableError,
+    built_from,
     describe_mismatch,
     hub_fetch,
     hub_weights,
@@ -464,13 +465,14 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
 
 def build_network(card: DetectorCard, pretrained: bool, edge_width: int, edge_lambda: float) -> MaskClipNet:
     tiny = "open_clip_config" in card.arch
-    clip_file, mae_file = pretrained_files(card) if pretrained and not tiny else (None, None)
     if not pretrained and not tiny:
         log.warning("%s without pretrained weights: CLIP and the side ViT are random", card.name)
-    clip = open_clip_model(card, pretrained, clip_file)
-    net = MaskClipNet(clip, card.arch, card.input_size, card.mean, card.std, edge_width, edge_lambda)
-    if mae_file is not None:
-        net.learned.side.vit.load_mae(read_tensors(mae_file), str(mae_file))
+    with built_from():  # the files' first use is recorded once the network is built from them
+        clip_file, mae_file = pretrained_files(card) if pretrained and not tiny else (None, None)
+        clip = open_clip_model(card, pretrained, clip_file)
+        net = MaskClipNet(clip, card.arch, card.input_size, card.mean, card.std, edge_width, edge_lambda)
+        if mae_file is not None:
+            net.learned.side.vit.load_mae(read_tensors(mae_file), str(mae_file))
     return net
 
 

@@ -29,6 +29,7 @@ from diffzoo.plugin import (
     View,
     all_gather,
     bce_loss,
+    built_from,
     hub_weights,
     make_loader,
     shard,
@@ -118,12 +119,13 @@ def open_clip_model(card, pretrained: bool, path: Path | None = None) -> nn.Modu
     name, quick_gelu = arch["open_clip_model"], arch.get("quick_gelu", False)
     if not pretrained:
         return open_clip.create_model(name, pretrained=None, force_quick_gelu=quick_gelu)
-    path = path or open_clip_weights(card, name, arch["pretrained_tag"])
-    try:
-        return open_clip.create_model(name, pretrained=str(path), force_quick_gelu=quick_gelu)
-    except (RuntimeError, OSError) as exc:
-        raise ModelError(f"detector {card.name}: open_clip cannot load {path} as {name!r} ({exc}); "
-                         "delete the file and fetch it again") from exc
+    with built_from():  # the file's first use is recorded once open_clip has built the model from it
+        path = path or open_clip_weights(card, name, arch["pretrained_tag"])
+        try:
+            return open_clip.create_model(name, pretrained=str(path), force_quick_gelu=quick_gelu)
+        except (RuntimeError, OSError) as exc:
+            raise ModelError(f"detector {card.name}: open_clip cannot load {path} as {name!r} ({exc}); "
+                             "delete the file and fetch it again") from exc
 
 
 def _open_clip_visual(card, pretrained: bool) -> nn.Module:
