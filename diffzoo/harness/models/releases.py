@@ -44,7 +44,7 @@ from diffzoo.harness.models.checkpoints import (
     verify_weights,
 )
 from diffzoo.harness.models.divergence import nonfinite
-from diffzoo.harness.models.weights import load_checked, record_first_use
+from diffzoo.harness.models.weights import built_from, load_checked
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
         # hash-checked (against the sha256 the release publishes for this file, if any) and read
         # once; its first-use hash is recorded only once the release converts (install)
         digest, obj = load_checked(_file_card(card, release, index), path, release_source(release),
-                                   what=what, allow=allow, record=False)
+                                   what=what, allow=allow)
         part = _renamed(_tensors(obj, release, path), release,
                         release.prefixes[index] if index < len(release.prefixes) else "")
         twice = sorted(set(part) & set(state))
@@ -224,31 +224,31 @@ def _file_card(card: DetectorCard, release: Release, index: int) -> DetectorCard
     return replace(card, weights_sha256=release.sha256[index] if index < len(release.sha256) else None)
 
 
-def _remember(card: DetectorCard, release: Release, files: Sequence[ReleaseFile]) -> None:
-    """Record the first-use sha256 of each file of a release that converted: a file that does not
-    fit the detector is never taken for the release's, so the right one put there later loads."""
-    for index, file in enumerate(files):
-        record_first_use(_file_card(card, release, index), file.path, release_source(release), file.sha256)
-
-
 def install(det: Detector, card: DetectorCard, release: Release, given: Sequence[Path] = ()) -> Path:
     """The diffzoo checkpoint of ``release`` for ``det`` (its cache folder), converted from the
     release's files at first use; ``given``: ``--checkpoint`` paths to those files."""
+    paths = release_paths(card, release, given)
+    if paths is None:  # the release as diffzoo converted it: loading it checks its detector, task and sha256
+        return Path(given[0]).expanduser()
+    # each file's first use is recorded once the release converted: a file that does not fit the detector is
+    # never taken for the release's, so the right one put there later loads
+    with built_from():
+        return _converted(det, card, release, paths)
+
+
+def _converted(det: Detector, card: DetectorCard, release: Release, paths: Sequence[Path]) -> Path:
+    """The cache folder of ``release`` converted from its files ``paths`` (converted now, unless it is there)."""
     import tempfile
 
     from safetensors import safe_open
 
-    paths = release_paths(card, release, given)
-    if paths is None:  # the release as diffzoo converted it: loading it checks its detector, task and sha256
-        return Path(given[0]).expanduser()
     state, files = read_release(card, release, paths)
     key = stable_hash({"card": card.fingerprint(), "release": release.name, "files": [f.sha256 for f in files]})
     folder = cache_root() / "checkpoints" / card.name / f"released-{release.name}-{key}"
     if (folder / WEIGHTS_FILE).is_file() and (folder / META_FILE).is_file():
         try:
             verify_weights(folder / WEIGHTS_FILE, folder / META_FILE, read_meta(folder / META_FILE))
-            _remember(card, release, files)  # these very files converted (the key holds their sha256)
-            return folder
+            return folder  # these very files converted (the key holds their sha256)
         except ModelError:  # a copy derived from the release files, which were just verified: made again
             log.warning("%s: the converted release %s in %s is damaged (its weights no longer match its card); "
                         "converting it again", card.name, release.name, folder)
@@ -273,7 +273,6 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
                            f"with the file from {release.source}")
     meta["release"] = release_record(release, files)
     save_checkpoint(folder, {k: state[k] for k in reference}, meta)
-    _remember(card, release, files)
     log.info("%s: release %s converted once to %s", card.name, release.name, folder)
     return folder
 

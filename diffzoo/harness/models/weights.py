@@ -76,12 +76,11 @@ def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: st
 
 
 def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
-                 allow: Sequence[type] = (), record: bool = True) -> tuple[str, Any]:
+                 allow: Sequence[type] = ()) -> tuple[str, Any]:
     """(sha256, what the file holds) of ``card``'s weights file ``path``, hash-checked as by
-    :func:`check_weights` and read once, whole, by :func:`load_weights`.  ``record``: False
-    leaves a first use unrecorded, for the caller to :func:`record_first_use` once it has
-    found the file to be the one it wants (a release's file that fits the detector)."""
-    return _checked(card, Path(path), source, what, probe=False, allow=allow, record=record)
+    :func:`check_weights` and read once, whole, by :func:`load_weights` (its first use recorded
+    once a model is built from it, inside :func:`built_from`)."""
+    return _checked(card, Path(path), source, what, probe=False, allow=allow)
 
 
 def _record_file(card: DetectorCard, path: Path, source: str) -> Path:
@@ -104,10 +103,10 @@ def record_first_use(card: DetectorCard, path: Path | str, source: str, digest: 
 
 
 def _checked(card: DetectorCard, path: Path, source: str, what: str | None, probe: bool,
-             allow: Sequence[type] = (), record: bool = True) -> tuple[str, Any]:
+             allow: Sequence[type] = ()) -> tuple[str, Any]:
     """(sha256, what the file holds) of a hash-checked weights file; its first-use hash is
-    recorded only once it has loaded (and, without ``record``, not at all).  ``probe``: load
-    only as much as shows it is weights."""
+    recorded only once it has loaded (inside :func:`built_from`, once the block completes).
+    ``probe``: load only as much as shows it is weights."""
     what = what or f"detector {card.name}"
     _regular(path, source, what)  # before hashing: a FIFO would block the reader for ever
     digest = sha256_file(path)
@@ -138,9 +137,9 @@ def _checked(card: DetectorCard, path: Path, source: str, what: str | None, prob
             )
     held = load_weights(path, source, what=what, probe=probe, allow=allow)
     pending = _PENDING.get()
-    if record and pending is not None:  # inside built_from: once the model is built from it
+    if pending is not None:  # inside built_from: once the model is built from it
         pending.append((card, path, source, digest))
-    elif record:  # only once it has loaded; record_first_use keeps a published or recorded hash as it is
+    else:  # only once it has loaded; record_first_use keeps a published or recorded hash as it is
         record_first_use(card, path, source, digest)
     return digest, held
 
