@@ -420,6 +420,31 @@ def test_a_malicious_benco_weight_file_is_one_line_exit_2_and_never_poisons_its_
     assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
 
 
+def test_a_benco_weight_file_its_constructor_cannot_read_is_never_recorded(benco_without_backend, monkeypatch):
+    """A file that loads as weights but is not the one IMDL-BenCo's constructor wants (its strict
+    load_state_dict fails) is not taken for the card's: the right file put in its place then builds."""
+    from diffzoo.plugins.benco import model
+
+    weights = benco_without_backend
+    weights.parent.mkdir(parents=True)
+    torch.save({"w": torch.zeros(3)}, weights)
+
+    class Strict(_LoadsLikeBenco):
+        def __init__(self, weight_path=None, **kwargs):
+            raise RuntimeError("Error(s) in loading state_dict for ManTraNet: Missing key(s)")
+
+    monkeypatch.setattr(model, "benco_class", lambda spec: Strict)
+    from diffzoo.harness.core.errors import PluginError
+
+    with pytest.raises(PluginError, match="its factory raised RuntimeError: Error.s. in loading state_dict for "
+                                          "ManTraNet: Missing key"):
+        create_detector("benco.span", "binary", pretrained=False)
+    assert _records() == []
+    monkeypatch.setattr(model, "benco_class", lambda spec: _LoadsLikeBenco)
+    create_detector("benco.span", "binary", pretrained=False)
+    assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
+
+
 def test_a_malicious_benco_backbone_in_the_torch_hub_cache_is_refused(tmp_path, monkeypatch,
                                                                       benco_without_backend):
     """MVSS-Net's ResNet-50, which its constructor fetches through torch.hub's cache."""

@@ -46,6 +46,7 @@ from diffzoo.plugin import (
     TrainConfig,
     TrainData,
     WeightsUnavailableError,
+    built_from,
     hub_offline,
     make_loader,
     placed_weights,
@@ -128,13 +129,14 @@ def construct(card: DetectorCard, pretrained: bool) -> nn.Module:
     if spec.key == "mesorch":
         kwargs["conv_pretrain"] = pretrained and _timm_online(card, "ConvNeXt-Tiny (timm convnext_tiny)")
     resnet = None
-    for weights in spec.weights:
-        if spec.key == "mvss-net":  # its constructor fetches the ResNet-50 itself, through torch.hub's cache
-            resnet = weight_file(card, weights) if pretrained else None
-        elif weights.required or pretrained:
-            kwargs[weights.arg] = str(weight_file(card, weights))
-    with quiet(), _no_resnet_download(spec, resnet is None):
-        return cls(**kwargs)
+    with built_from():  # each file's first use is recorded once IMDL-BenCo's constructor has read it
+        for weights in spec.weights:
+            if spec.key == "mvss-net":  # its constructor fetches the ResNet-50 itself, through torch.hub's cache
+                resnet = weight_file(card, weights) if pretrained else None
+            elif weights.required or pretrained:
+                kwargs[weights.arg] = str(weight_file(card, weights))
+        with quiet(), _no_resnet_download(spec, resnet is None):
+            return cls(**kwargs)
 
 
 def _timm_online(card: DetectorCard, what: str) -> bool:
