@@ -365,6 +365,36 @@ def test_a_hub_file_open_clip_cannot_build_from_is_never_recorded(offline_empty_
     assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
 
 
+def test_an_smp_encoder_file_smp_cannot_build_from_is_never_recorded(offline_empty_hub, tmp_path, monkeypatch):
+    """DeepLabv3+'s encoder file is checked, then read by smp itself: recorded once smp built the model."""
+    import segmentation_models_pytorch as smp
+    from safetensors.torch import save_file
+    from segmentation_models_pytorch.encoders import encoders
+
+    from diffzoo.harness.core.protocols import DetectorBuild
+    from diffzoo.plugins.deeplabv3plus.model import DeepLabV3PlusDetector
+
+    card = get_registry().get("detector", "deeplabv3plus.r50").card
+    settings = encoders[card.arch["encoder"]]["pretrained_settings"]
+    revision = next(s["revision"] for s in settings.values() if s.get("repo_id") == card.weights)
+    snapshot = tmp_path / "hf" / "hub" / f"models--{card.weights.replace('/', '--')}" / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    weights = snapshot / "model.safetensors"
+    save_file({"w": torch.zeros(2)}, str(weights))  # loads as weights, but is no ResNet-50
+
+    def refuses(**kwargs):
+        raise RuntimeError("Error(s) in loading state_dict for ResNetEncoder: Missing key(s)")
+
+    monkeypatch.setattr(smp, "DeepLabV3Plus", refuses)
+    with pytest.raises(RuntimeError, match="Missing key"):
+        DeepLabV3PlusDetector(DetectorBuild(card, "binary", pretrained=True))
+    assert _records() == []
+    monkeypatch.setattr(smp, "DeepLabV3Plus", lambda **kwargs: nn.Conv2d(3, 1, 1))  # the right file: smp built
+    DeepLabV3PlusDetector(DetectorBuild(card, "binary", pretrained=True))
+    assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
+
+
 def _segformer():
     from diffzoo.harness.core.protocols import DetectorBuild
     from diffzoo.plugins.segformer.model import SegformerDetector

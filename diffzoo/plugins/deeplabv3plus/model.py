@@ -6,7 +6,7 @@ import logging
 
 from torch import nn
 
-from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, hub_weights
+from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, built_from, hub_weights
 
 log = logging.getLogger(__name__)
 
@@ -45,17 +45,18 @@ class DeepLabV3PlusDetector(SegmentationDetector):
 
         self.card.check_pretrained(pretrained)
         arch = self.card.arch
-        weights = encoder_weights(self.card) if pretrained else None
-        model = smp.DeepLabV3Plus(
-            encoder_name=arch["encoder"],
-            encoder_weights=weights,
-            encoder_output_stride=arch["encoder_output_stride"],
-            decoder_channels=arch["decoder_channels"],
-            decoder_atrous_rates=tuple(arch["decoder_atrous_rates"]),
-            decoder_aspp_dropout=arch["decoder_aspp_dropout"],
-            classes=num_outputs,
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in arch.get("encoder_kwargs", {}).items()},
-        )
+        with built_from():  # the encoder file's first use is recorded once smp has built the model from it
+            weights = encoder_weights(self.card) if pretrained else None
+            model = smp.DeepLabV3Plus(
+                encoder_name=arch["encoder"],
+                encoder_weights=weights,
+                encoder_output_stride=arch["encoder_output_stride"],
+                decoder_channels=arch["decoder_channels"],
+                decoder_atrous_rates=tuple(arch["decoder_atrous_rates"]),
+                decoder_aspp_dropout=arch["decoder_aspp_dropout"],
+                classes=num_outputs,
+                **{k: tuple(v) if isinstance(v, list) else v for k, v in arch.get("encoder_kwargs", {}).items()},
+            )
         if weights:
             log.info("loaded pretrained encoder %s (smp %r)", self.card.weights, weights)
         return model
