@@ -236,6 +236,13 @@ def test_the_plan_says_where_pretrained_weights_are_and_refuses_those_missing_of
     assert code == 0 and " ".join(out.split()).count(said) == 2, out + err
 
 
+def test_the_plan_names_weights_of_a_form_it_does_not_know_without_looking_for_them(offline_empty_hub):
+    from diffzoo.harness.models.weights import pretrained_place
+
+    for weights in ("Nope_Weights.IMAGENET1K_V1", "ResNet50_Weights.NOPE", "open-mmlab://resnet50_v1c"):
+        assert pretrained_place(_card(weights=weights)) == f"pretrained weights {weights}"
+
+
 def test_a_damaged_safetensors_file_from_the_hub_is_refused_and_never_recorded(offline_empty_hub, tmp_path):
     """SegFormer reads its hub weights through transformers: the file is checked first."""
     weights = hub_segformer(tmp_path / "hf" / "hub", seed=0)

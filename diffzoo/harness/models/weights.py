@@ -490,7 +490,10 @@ def _local(card: DetectorCard, source: str) -> tuple[Path, str | None, bool] | N
     if torchvision:
         from torchvision.models import get_weight
 
-        source = get_weight(torchvision.group(1)).url
+        try:
+            source = get_weight(torchvision.group(1)).url
+        except (ValueError, KeyError):  # a name torchvision has not: its family's own
+            return None
     if source.startswith(("https://", "http://")):
         return (*_url_target(source), True)
     if _FILE_NAME.fullmatch(source):
