@@ -76,6 +76,28 @@ def test_a_detector_name_with_outer_whitespace_is_refused_where_a_record_is_made
     assert [r.body.detector.name for r in store] == [" a"]
 
 
+def test_names_are_written_in_nfc_and_a_record_holding_another_form_is_refused_where_a_store_adds_it(tmp_path):
+    """`u` + U+0308 and `ü` print alike in every output, yet were two rows (or groups, or columns)."""
+    from diffzoo.harness.records.document import record_problems
+    from diffzoo.leaderboard.store import RecordStore
+
+    from helpers.records import resealed
+
+    nfd, composed = "mu\u0308ller", "m\xfcller"
+    made = minimal(detector={"name": nfd, "checkpoint_sha256": "0" * 64}, suite={"name": nfd, "version": "1"},
+                   case={"name": nfd}, dataset={"name": nfd, "fingerprint": "f"})
+    assert [made.data[part]["name"] for part in ("detector", "suite", "case", "dataset")] == [composed] * 4
+    assert made.id == minimal(detector={"name": composed, "checkpoint_sha256": "0" * 64}, suite={"name": composed,
+                              "version": "1"}, case={"name": composed}, dataset={"name": composed,
+                                                                                "fingerprint": "f"}).id
+    data = resealed(minimal(), lambda d: d["dataset"].update(name=nfd)).data  # a record another tool wrote
+    with pytest.raises(RecordError) as exc:
+        RecordStore(tmp_path / "s").add(ResultRecord(data))
+    assert str(exc.value) == ("invalid record: field dataset.name 'mu\\u0308ller' is not in Unicode NFC: it prints "
+                              "as 'm\\xfcller', another name that looks the same (diffzoo writes names in NFC)")
+    assert record_problems(data) == []  # a stored one is read: its id hashes the name
+
+
 def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     target = tmp_path / "r.json"
 

@@ -69,6 +69,7 @@ from diffzoo.harness.core.fsutil import (
     parse_json,
     read_regular,
 )
+from diffzoo.harness.core.types import nfc
 from diffzoo.harness.records.binding import binding_of, made_by
 from diffzoo.harness.records.model import (
     FIELDS,
@@ -103,6 +104,10 @@ MAX_RECORD_BYTES = 64 << 20
 keeps a file copied in from elsewhere from filling the memory."""
 MAX_STATE_BYTES = 1 << 30
 """The largest metric state file diffzoo reads (per-image rows: a few hundred bytes an image)."""
+NAMED = ("detector", "suite", "case", "dataset")
+"""The fields whose ``name`` a table shows as a row, group or column: written in Unicode NFC
+(:func:`~diffzoo.harness.core.types.nfc`), so that ``ü`` composed and decomposed, which print
+alike, are never two rows."""
 
 
 def store_root_of(path: Path | str) -> Path | None:
@@ -328,6 +333,9 @@ class ResultRecord:
         ``state`` (and ``compared_state`` for a parity case) the record names
         the state files and carries them until stored."""
         fields = {k: v for k, v in fields.items() if k not in _DERIVED}
+        for part in NAMED:
+            if isinstance(named := fields.get(part), dict) and isinstance(named.get("name"), str):
+                fields[part] = {**named, "name": nfc(named["name"])}
         attachments = {}
         if state is not None:  # the state says what made it; verify holds every record naming it to that
             state.bind(binding_of(cls._parsed(fields)))  # the fields as stored (defaults filled in)
@@ -370,13 +378,18 @@ class ResultRecord:
 
     def validate(self) -> None:
         """Raise RecordError listing every way this record breaks the schema or was edited; also
-        for a detector name with outer whitespace, which a record is refused where it is made and
-        where a store adds it, never where a stored one is read (its id hashes the name: no edit
-        could repair it without breaking the versions that pin it)."""
+        for a detector name with outer whitespace or a :data:`NAMED` name not in NFC, which a
+        record is refused where it is made and where a store adds it, never where a stored one is
+        read (its id hashes the name: no edit could repair it without breaking the versions that
+        pin it)."""
         problems = record_problems(self.data)
         if not problems and (name := self.body.detector.name) != name.strip():
             problems = [f"field detector.name {name!r} has leading or trailing whitespace: it would read as "
                         f"{name.strip()!r}, another detector's name (a registered detector's name has none)"]
+        if not problems:
+            problems = [f"field {part}.name {ascii(name)} is not in Unicode NFC: it prints as {ascii(nfc(name))}, "
+                        "another name that looks the same (diffzoo writes names in NFC)"
+                        for part in NAMED if (name := str(self.data[part].get("name"))) != nfc(name)]
         if problems:
             raise RecordError("invalid record: " + "; ".join(problems), problems=problems)
 
