@@ -569,6 +569,21 @@ def test_text_formats_carry_values_cis_provenance_and_escape_names(tmp_path):
     assert good["values"]["mIoU"] == {"value": 0.6, "ci95": [0.5, 0.7]} and good["rank"] == 1
 
 
+def test_a_name_of_10000_characters_lengthens_its_own_markdown_line_only():
+    """tabulate padded every row of a table to its widest cell: each line was 10,000 characters."""
+    from diffzoo.leaderboard.render.markdown import MAX_PAD
+
+    long = "L" * 10_000
+    records = [make_record(long), make_record("b", metrics={"mIoU": 0.3, "aAcc": 0.6}),
+               make_record("c" * MAX_PAD, metrics={"mIoU": 0.2, "aAcc": 0.5})]
+    lines = [line for line in to_markdown(Selection("x", records), build_tables(records)).splitlines()
+             if line.startswith("|")]
+    assert [line for line in lines if len(line) > 500] == [next(line for line in lines if long in line)]
+    named = {line.split("|")[2].strip(): line for line in lines if line.split("|")[2].strip() in (long, "b")}
+    assert named[long].split("|")[2] == f" {long} " and named["b"].split("|")[2] == " " + "b".ljust(MAX_PAD) + " "
+    assert len({len(line) for line in lines if long not in line}) == 1  # the other lines still line up
+
+
 def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
     store = tmp_path / "store"
     RecordStore(store).add(make_record("a"))

@@ -29,20 +29,37 @@ SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 MARKS: dict[str, Callable[[str], str]] = {"bracket": lambda n: f" [{n}]",
                                           "superscript": lambda n: n.translate(SUPERSCRIPT)}
 """How a cell points to a note: ``— [2]`` (the overview) or ``—²`` (the paper report)."""
+MAX_PAD = 60
+"""The most characters a Markdown table's column is padded to: a cell longer than that (a
+10,000-character name) lengthens its own line only, never every line of its table."""
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[Align]) -> list[str]:
     """The lines of a GitHub (pipe) Markdown table: a header row, the alignment row (``:---`` left,
-    ``---:`` right, per ``align``) and one line per row; ``headers`` and ``rows`` are escaped cells."""
+    ``---:`` right, per ``align``) and one line per row; ``headers`` and ``rows`` are escaped cells.
+    A column is padded to its widest cell of at most :data:`MAX_PAD` characters; a longer cell is
+    written whole and unpadded."""
     width = len(headers)
     if len(align) != width or any(len(row) != width for row in rows):
         raise ValueError(f"a Markdown table of {width} column(s) got {len(align)} alignment(s) "
                          f"and rows of {sorted({len(row) for row in rows})} cell(s)")
+    long: dict[str, str] = {}
+
+    def fit(cell: str) -> str:  # a cell over MAX_PAD is laid out as a token of MAX_PAD characters
+        if len(cell) <= MAX_PAD:
+            return cell
+        token = f"<{len(long)}>".ljust(MAX_PAD, "<")  # no escaped cell holds a "<" (md_cell writes &lt;)
+        long[token] = cell
+        return token
+
     # tabulate takes a column's alignment from its cells, so a table without
     # rows would lose it: lay one empty row out and leave its line off.
-    body = [list(row) for row in rows] or [[""] * width]
-    lines = tabulate(body, headers=list(headers), tablefmt="pipe", colalign=list(align),
-                     disable_numparse=True).split("\n")
+    body = [[fit(cell) for cell in row] for row in rows] or [[""] * width]
+    text = tabulate(body, headers=[fit(h) for h in headers], tablefmt="pipe", colalign=list(align),
+                    disable_numparse=True)
+    for token, cell in long.items():
+        text = text.replace(token, cell, 1)
+    lines = text.split("\n")
     return lines if rows else lines[:2]
 
 
