@@ -56,9 +56,18 @@ def _chars(inches: float) -> int:
     return max(20, int(inches * 9))
 
 
-def _title(ax, text: str, fig) -> None:
-    """A title wrapped to the figure's width (long names must not be cut off), in at most three lines."""
-    ax.set_title(wrapped(text, _chars(fig.get_figwidth())), fontsize=10)
+def _title(ax, text: str, fig, fontsize: float = 10) -> None:
+    """A title in at most three lines (long names must not be cut off) of ``ax``, an Axes (over its
+    width), or of the figure ``fig`` given as ``ax`` (a suptitle, over the figure's): wrapped at the
+    characters its width holds, then at fewer until the text as drawn fits, since a wide character
+    (``W``, ``漢``, an emoji) takes more room than the count allows."""
+    setter, room = (fig.suptitle, 0.95 * fig.bbox.width) if ax is fig else (ax.set_title, ax.bbox.width)
+    renderer, width = fig.canvas.get_renderer(), _chars(fig.get_figwidth())
+    while True:
+        drawn = setter(wrapped(text, width), fontsize=fontsize).get_window_extent(renderer).width
+        if drawn <= room or width == 1:
+            return
+        width = max(1, min(width - 1, int(width * room / drawn)))
 
 
 def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]],

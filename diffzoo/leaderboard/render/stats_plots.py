@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.leaderboard.render.escape import plot_text as _text
 from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, grouped_bars, integer_ticks, short_legend
 
 STATS_PLOTS = ("editors.png", "edited-area.png", "turns.png", "base.png")
@@ -40,8 +39,8 @@ def edited_area_png(stats: dict[str, Any], path: Path) -> Path:
     for ax, (name, dist) in zip(axes.flat, panels.items()):
         ax.stairs(dist["histogram"], edges, fill=True, alpha=0.8)
         median = dist["median"]
-        ax.set_title(_text(f"{name} (n={dist['count']}"
-                           + (f", median {100 * median:.1f}%)" if median is not None else ")")), fontsize=8)
+        _title(ax, f"{name} (n={dist['count']}" + (f", median {100 * median:.1f}%)" if median is not None else ")"),
+               fig, fontsize=8)
         ax.set_xlim(0, 100)
         ax.yaxis.set_major_locator(integer_ticks())
     for ax in axes.flat[len(panels):]:
@@ -50,7 +49,7 @@ def edited_area_png(stats: dict[str, Any], path: Path) -> Path:
         ax.set_xlabel("edited area (% of image)", fontsize=8)
     for ax in axes[:, 0]:
         ax.set_ylabel("images", fontsize=8)
-    fig.suptitle(_text(f"{stats['dataset']['name']}: edited-area fraction per editor"), fontsize=10)
+    _title(fig, f"{stats['dataset']['name']}: edited-area fraction per editor", fig)
     return _save(fig, path)
 
 

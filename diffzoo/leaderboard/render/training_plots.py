@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.leaderboard.render.escape import plot_text as _text
-from diffzoo.leaderboard.render.plots import _pyplot, _save, integer_ticks, short_legend, wrapped
+from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, integer_ticks, short_legend
 
 NAN = float("nan")
 LOG_DECADES = 1.0
@@ -267,5 +267,5 @@ def training_png(curves: TrainingCurves, path: Path, title: str = "") -> Path:
             pad = 1.0 if min(xs) == max(xs) else 0.02 * (max(xs) - min(xs))
             ax.set_xlim(min(xs) - pad, max(xs) + pad)
         short_legend(ax, fontsize=8)
-    fig.suptitle(wrapped(title or "training", 90), fontsize=10)
+    _title(fig, title or "training", fig)
     return _save(fig, path, dpi=110, bbox_inches="tight")
