@@ -185,6 +185,24 @@ def test_a_notes_run_fills_the_row_of_its_own_section_its_dataset_and_recipe():
                                             "--suite standard --dataset diffseg30k --recipe paper")
 
 
+def test_a_section_of_an_older_metrics_version_names_no_run_to_fill_it():
+    """A metrics v1 section's notes said `diffzoo run ... fills this row`: that run writes metrics v2
+    records, another section, and never this one's row."""
+    from diffzoo.harness.metrics import METRICS_VERSION
+
+    recs = [rec("segformer.b2", case="binary", metrics_version="1"), rec("mydet", suite="unseen-generators",
+                                                                         case="binary", metrics_version="1")]
+    md = report(recs)
+    older = (f"a run of a diffzoo writing metrics v1 (this one writes metrics v{METRICS_VERSION} records, a group "
+             "of their own)")
+    assert note_for(md, "2a", "¹") == f"- ¹ no record: {older} fills this row"
+    mark = table(md, "2b")[("segformer.b2",)]["detector"][-1]
+    assert note_for(md, "2b", mark).endswith(f"no standard record of this case: {older}")
+    assert f"no records: {older}" in section(md, "5")
+    assert not [t for t in ("2a", "2b", "2c", "3", "4", "5", "6", "7", "8") if "diffzoo run" in section(md, t)]
+    assert note_for(report(), "2a", "¹").endswith("--suite standard --dataset mini fills this row")  # v2: the run
+
+
 def test_a_cell_without_a_value_of_ours_is_marked_and_its_reason_noted_once():
     md = report()
     seg = table(md, "2b")[("segformer.b2",)]  # Table 2's detector, without a semantic record

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.model import DatasetInfo
 
@@ -254,10 +255,22 @@ class GroupKey:
         return {"label map": self.label_map, "split": self.split, "recipe": self.recipe,
                 "metrics": f"v{self.metrics_version}"}
 
+    @property
+    def other_version(self) -> str:
+        """Why no run of this diffzoo adds to a group of another metrics version (its records are
+        of this version: another group); "" for a group of this version or of no record."""
+        if self.metrics_version in (METRICS_VERSION, ""):
+            return ""
+        return (f"a run of a diffzoo writing metrics v{self.metrics_version} (this one writes metrics "
+                f"v{METRICS_VERSION} records, a group of their own)")
+
     def run_command(self, detector: str, suite: str, like: ResultRecord | None = None) -> str:
         """The ``diffzoo run`` whose record of ``detector`` and ``suite`` lands in this group: on its
         dataset, under its recipe (a run on the default dataset or recipe makes another group's),
-        and in the row of ``like`` (a record of it): with its released weights and its threshold rule."""
+        and in the row of ``like`` (a record of it): with its released weights and its threshold rule.
+        For a group of another metrics version, :attr:`other_version`: no such run is."""
+        if self.other_version:
+            return self.other_version
         where = ["--dataset", self.dataset] if self.fingerprint else []  # a group of no record: any data
         recipe = ["--recipe", self.recipe] if self.recipe == "paper" else []
         release = like.body.detector.release_name if like is not None else None

@@ -327,7 +327,8 @@ class _Layout:
                       self.group.of(spec.suite, spec.tasks), row_header=spec.row_header,
                       group_header=spec.group_header or ("detector" if spec.per_setting else ""),
                       notes=notes.listed(), remarks=remarks, fed=bool(self.group.rows(spec.suite, spec.tasks)),
-                      hint=f"no records: run diffzoo run with --suite {spec.suite}", paper=self.paper,
+                      hint="no records: " + (self.group.key.other_version
+                                             or f"run diffzoo run with --suite {spec.suite}"), paper=self.paper,
                       group=self.group)
         renumber(table)
         return table
@@ -627,8 +628,8 @@ class _Layout:
         return Table("X", f"Cross-dataset: trained on {k.dataset} ({k.fingerprint[:12]}), {where} "
                      "(cross-dataset, opensdi)", cols, rows, records, paper=self.paper, group=self.group,
                      remarks=remarks,
-                     hint="no records: run diffzoo run with --suite cross-dataset (or opensdi) --eval-dataset "
-                          "PATH[:SPLIT]", fed=bool(rows))
+                     hint="no records: " + (k.other_version or "run diffzoo run with --suite cross-dataset (or "
+                                            "opensdi) --eval-dataset PATH[:SPLIT]"), fed=bool(rows))
 
 
 def policy_line(row: str, records: Sequence[ResultRecord]) -> str:
