@@ -91,22 +91,47 @@ def md_cell(value: object) -> str:
       is backslash-escaped: at a line or list-item start it would make a
       heading or a list; so is a trailing `` #`` run, which a heading
       would drop as its closing sequence.
-    - Text with leading or trailing spaces is put in double quotes
-      (:func:`outer_spaces`).
+    - Text with leading or trailing spaces is put in double quotes, and a
+      word mixing Latin letters with Cyrillic or Greek ones drawn alike
+      shows those as escapes (:func:`shown_name`).
     """
     text = printable("" if value is None else value).translate(_MD_TABLE)
     text = _MD_BLOCK_MARK.sub(r"\1\\\2", text, count=1)
     text = _MD_ORDERED.sub(r"\1\\\2", text, count=1)
     text = _MD_CLOSING.sub(r"\\#\1", text)
-    return outer_spaces(text)
+    return shown_name(text)
 
 
-def outer_spaces(value: object) -> str:
-    """A name as text, in double quotes where it starts or ends with a space (``" a"``):
-    Markdown, an HTML cell and a LaTeX cell drop outer spaces, so ``" a"``, ``"a"`` and
-    ``"a "`` would all read as ``a``.  Applied where a name is shown (table rows, page
-    titles), before the format's own escape."""
+_WORD = re.compile(r"\w+")
+_DRAWN_LATIN = frozenset(unicodedata.lookup(f"{script} {size} LETTER {name}") for script, size, names in (
+    ("CYRILLIC", "CAPITAL", "A,VE,IE,DZE,BYELORUSSIAN-UKRAINIAN I,JE,KA,EM,EN,O,ER,ES,TE,HA"),
+    ("CYRILLIC", "SMALL", "A,IE,DZE,BYELORUSSIAN-UKRAINIAN I,JE,O,ER,ES,U,HA,SHHA"),
+    ("GREEK", "CAPITAL", "ALPHA,BETA,EPSILON,ZETA,ETA,IOTA,KAPPA,MU,NU,OMICRON,RHO,TAU,UPSILON,CHI"),
+    ("GREEK", "SMALL", "ALPHA,IOTA,KAPPA,NU,OMICRON,RHO")) for name in names.split(","))
+"""Cyrillic and Greek letters drawn as a Latin one (``е``, ``о``, ``Ρ``; not ``Δ`` or ``μ``)."""
+
+
+def _unmixed(word: re.Match[str]) -> str:
+    """A word holding a Latin letter and a :data:`_DRAWN_LATIN` one, each of those written as its escape."""
+    if not any(ch in _DRAWN_LATIN for ch in word[0]) or not any(
+            unicodedata.name(ch, "").startswith("LATIN") for ch in word[0]):
+        return word[0]
+    return "".join(f"\\u{ord(ch):04x}" if ch in _DRAWN_LATIN else ch for ch in word[0])
+
+
+def shown_name(value: object) -> str:
+    """A name as text told apart from every other name that would print alike.  Applied where a
+    name is shown (table rows, page titles), before the format's own escape.
+
+    - In double quotes where it starts or ends with a space (``" a"``): Markdown, an HTML cell
+      and a LaTeX cell drop outer spaces, so ``" a"``, ``"a"`` and ``"a "`` would all read as ``a``.
+    - A word mixing Latin letters with Cyrillic or Greek ones drawn as Latin letters shows those
+      as escapes (``d\\u0435t`` for ``dеt``, its ``е`` Cyrillic), so it never reads as the Latin
+      name.  A name all in one script stays as written: telling ``сас`` from ``cac`` takes
+      Unicode's whole confusables table, which Python does not carry.  Names in records are in NFC
+      (:data:`~diffzoo.harness.records.document.NAMED`)."""
     text = "" if value is None else str(value)
+    text = text if text.isascii() else _WORD.sub(_unmixed, text)
     return f'"{text}"' if text != text.strip() else text
 
 

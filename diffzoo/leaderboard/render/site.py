@@ -44,7 +44,7 @@ from diffzoo.leaderboard.layouts.overview import build_overview
 from diffzoo.leaderboard.layouts.paper import cross_tables
 from diffzoo.leaderboard.outdir import Manifest
 from diffzoo.leaderboard.render.comparison_plots import comparison_figures
-from diffzoo.leaderboard.render.escape import html, outer_spaces
+from diffzoo.leaderboard.render.escape import html, shown_name
 from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures
 from diffzoo.leaderboard.table import Column, Table, conditions_line, format_ci, format_value, slugify, value_text
 from diffzoo.leaderboard.versions import Selection, summarize
@@ -76,10 +76,10 @@ def _escape(value: Any) -> Markup:
 
 
 def _named(name: Any) -> Markup:
-    """A name where a page shows it: quoted if it has outer spaces (:func:`~.escape.outer_spaces`)
+    """A name where a page shows it: quoted if it has outer spaces (:func:`~.escape.shown_name`)
     and isolated (``<bdi>``), so that a right-to-left name never reorders the text around it (the
     names before and after it in a list)."""
-    return Markup("<bdi>{}</bdi>").format(_escape(outer_spaces(name)))
+    return Markup("<bdi>{}</bdi>").format(_escape(shown_name(name)))
 
 
 def short(text: str | None, n: int = 12) -> Markup:
@@ -231,7 +231,7 @@ def write_site(selection: Selection, out: Path) -> Path:
         own = [t for t in overviews if any(r.detector == name for r in t.rows)]
         results = [(t, a) for t, a in zip(tables, anchors) if any(r.detector == name and not r.baseline
                                                                     for r in t.rows)]
-        page = _page("detector.html", f"{outer_spaces(name)} \u2014 diffzoo leaderboard {selection.label}", bool(own),
+        page = _page("detector.html", f"{shown_name(name)} \u2014 diffzoo leaderboard {selection.label}", bool(own),
                      selection=selection, name=name, legend=LEGEND, overviews=own, plots=plots, card=_card(records),
                      results=results, slugs=slugs)
         atomic_write_text(out / DETECTORS_DIR / f"{stem}.html", page)

@@ -28,7 +28,7 @@ from diffzoo.leaderboard.layouts.overview import OVERVIEW_NOTE, build_overview
 from diffzoo.leaderboard.layouts.paper import CLEAN, Summary, cross_tables
 from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, claim_output_dir
 from diffzoo.leaderboard.render import plots
-from diffzoo.leaderboard.render.escape import csv_cell, latex, outer_spaces
+from diffzoo.leaderboard.render.escape import csv_cell, latex, shown_name
 from diffzoo.leaderboard.render.markdown import leaderboard_markdown, overview_markdown, summary_markdown
 from diffzoo.leaderboard.render.site_figures import plot_file
 from diffzoo.leaderboard.robustness import robustness_series
@@ -155,7 +155,7 @@ def latex_table(t: Table, caption: str, label: str) -> list[str]:
     body = []
     for row in t.rows:
         cells = [_latex_cell(t, row, c) for c in t.columns]
-        name = latex(outer_spaces(row.label))
+        name = latex(shown_name(row.label))
         body.append(" & ".join([str(row.rank or ""), rf"\textit{{{name}}}" if row.baseline else name, *cells,
                                 *(latex(row.conditions.get(m, "-")) for m in t.mixed)]) + r" \\")
     said = [*(f"[{n.id}] {n.text}" for n in t.notes), *t.remarks]  # its numbered notes, then its remarks
