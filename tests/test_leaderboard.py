@@ -584,6 +584,16 @@ def test_a_name_of_10000_characters_lengthens_its_own_markdown_line_only():
     assert len({len(line) for line in lines if long not in line}) == 1  # the other lines still line up
 
 
+def test_a_filter_typed_decomposed_matches_the_composed_name(tmp_path, capsys):
+    """`--detector mu\u0308ller` (a name pasted from a macOS file name) matched no record of `müller`."""
+    store = tmp_path / "store"
+    RecordStore(store).add(make_record("m\xfcller"))
+    RecordStore(store).add(make_record("b"))
+    for pattern in ("mu\u0308ller", "mu\u0308l*"):
+        code, out, _ = cli(capsys, "leaderboard", "list", "--store", str(store), "--detector", pattern)
+        assert code == 0 and "1 record(s)" in out and "m\xfcller" in out
+
+
 def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
     store = tmp_path / "store"
     RecordStore(store).add(make_record("a"))

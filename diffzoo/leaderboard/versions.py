@@ -28,6 +28,7 @@ from typing import Any
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, RecordError, did_you_mean
 from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.core.types import nfc
 from diffzoo.harness.records.check import state_problems
 from diffzoo.harness.records.document import (
     MAX_RECORD_BYTES,
@@ -72,7 +73,9 @@ def summarize(records: list[ResultRecord]) -> dict[str, Any]:
 
 
 def _matches(value: str, patterns: Sequence[str]) -> bool:
-    return not patterns or any(fnmatchcase(value, p) for p in patterns)
+    """Whether ``value`` matches a pattern, both read in NFC (a name typed or pasted decomposed
+    matches the record's composed one)."""
+    return not patterns or any(fnmatchcase(nfc(value), nfc(p)) for p in patterns)
 
 
 def select(records: list[ResultRecord], *, suites: Sequence[str] = (), datasets: Sequence[str] = (),
