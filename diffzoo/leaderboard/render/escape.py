@@ -24,6 +24,7 @@ import unicodedata
 from rich.markup import escape as _rich_escape
 from rich.text import Text
 
+from diffzoo.harness.core.types import nfc
 from diffzoo.harness.core.visible import printable, visible
 
 
@@ -128,10 +129,15 @@ def shown_name(value: object) -> str:
     - A word mixing Latin letters with Cyrillic or Greek ones drawn as Latin letters shows those
       as escapes (``d\\u0435t`` for ``dеt``, its ``е`` Cyrillic), so it never reads as the Latin
       name.  A name all in one script stays as written: telling ``сас`` from ``cac`` takes
-      Unicode's whole confusables table, which Python does not carry.  Names in records are in NFC
-      (:data:`~diffzoo.harness.records.document.NAMED`)."""
+      Unicode's whole confusables table, which Python does not carry.
+    - A name not in Unicode NFC (``u`` and U+0308, a record another tool wrote: diffzoo writes
+      names in NFC, :data:`~diffzoo.harness.records.document.NAMED`) shows its combining marks as
+      escapes (``mu\\u0308ller``), never as the composed name it would print as."""
     text = "" if value is None else str(value)
-    text = text if text.isascii() else _WORD.sub(_unmixed, text)
+    if not text.isascii():
+        text = _WORD.sub(_unmixed, text)
+        if text != nfc(text):  # a mark a composed character would hold: never read as that character
+            text = "".join(f"\\u{ord(ch):04x}" if unicodedata.combining(ch) else ch for ch in text)
     return f'"{text}"' if text != text.strip() else text
 
 
