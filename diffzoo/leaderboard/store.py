@@ -334,7 +334,7 @@ class RecordStore:
             return AddOutcome(src, "rejected", outcome.reason, record.id, outcome.differs, outcome.path)
         if outcome.status == "present" and outcome.differs:
             return AddOutcome(src, "rejected", f"record {record.id} conflicts with stored record {record.id}: "
-                              f"same run (identity) but different {', '.join(outcome.differs[:5])}",
+                              f"same run (identity) but different {name_some(outcome.differs, 5)}",
                               record.id, outcome.differs, outcome.path)
         return outcome
 
