@@ -73,6 +73,7 @@ def test_curves_from_log_ignores_junk_and_keeps_last_row_of_a_step(tmp_path):
              json.dumps(train_row(20, 1.5)), json.dumps({"event": "train", "step": 10, "loss": "bad", "lr": 0.1}),
              json.dumps({"event": "val", "step": 20, "split": "test", "metrics": {"mIoU": 0.5}}),
              json.dumps({"event": "val", "step": 20, "metrics": "junk"}),
+             "[" * 100_000 + "]" * 100_000,  # nested past Python's recursion limit (a RecursionError)
              '{"event": "train", "step": 30, "lo']  # a run killed mid-write
     path.write_text("\n".join(lines), encoding="utf-8")
     rows = read_log(path)

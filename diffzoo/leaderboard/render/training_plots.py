@@ -17,13 +17,13 @@ the step.  Undefined values (None, NaN, text) are left out of the lines, never a
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diffzoo.harness.core.fsutil import parse_json
 from diffzoo.leaderboard.render.escape import plot_text as _text
 from diffzoo.leaderboard.render.plots import _pyplot, _save, _title, integer_ticks, short_legend
 
@@ -83,12 +83,13 @@ def _validation(points: Iterable[Any]) -> list[tuple[float, dict[str, float]]]:
 
 def read_log(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a ``log.jsonl``, one a line; blank, broken (a run killed
-    mid-write) and non-object lines are skipped."""
+    mid-write), too deeply nested (:func:`~diffzoo.harness.core.fsutil.parse_json`) and
+    non-object lines are skipped."""
     rows = []
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
-            try:  # a blank line is no JSON either
-                row = json.loads(line)
+            try:  # a blank line is no JSON either; FileRefused is a ValueError
+                row = parse_json(line, str(path))
             except ValueError:
                 continue
             if isinstance(row, dict):
