@@ -163,21 +163,24 @@ def test_html_and_latex_names_differing_only_in_outer_spaces_are_told_apart(tmp_
 
 def test_a_name_mixing_latin_and_cyrillic_letters_is_told_from_the_latin_name(tmp_path):
     """``dеt`` (its ``е`` Cyrillic) and ``det``, and a stored ``mu\u0308ller`` and ``müller``, were two
-    rows that read alike in Markdown, LaTeX and HTML; a name all in one script (``müller``, ``αβ``)
-    is shown as written."""
+    rows that read alike in Markdown, LaTeX and HTML, and a metric ``mІoU`` a column headed as mIoU; a
+    name all in one script (``müller``, ``αβ``) is shown as written."""
     names = ("det", "d\u0435t", "m\xfcller", "\u03b1\u03b2")
     records = [make_record(n) for n in names]
     records.append(resealed(make_record("x"), lambda d: d["detector"].update(name="mu\u0308ller")))
+    records.append(make_record("y", metrics={"mIoU": 0.5, "m\u0406oU": 0.99}))  # a column reading as mIoU
     rows = table_rows(markdown_tokens(published(tmp_path, "md", records)))[0]
-    shown = ["det", "d\\u0435t", "m\xfcller", "\u03b1\u03b2", "mu\\u0308ller"]
+    shown = ["det", "d\\u0435t", "m\xfcller", "\u03b1\u03b2", "mu\\u0308ller", "y"]
     assert sorted(rendered(row[1]) for row in rows) == sorted(shown)
     tex = [line.split(" & ")[1] for line in published(tmp_path, "latex", records).splitlines() if line[:4] == "1 & "]
     assert sorted(tex) == sorted(["det", r"d\textbackslash{}u0435t", "m\xfcller", "\u03b1\u03b2",
-                                  r"mu\textbackslash{}u0308ller"])
+                                  r"mu\textbackslash{}u0308ller"])  # y ranks lower
     publish(Selection("work", records), "html", tmp_path / "site")
     heads = [re.search(r'<h1 class="detector-name"><bdi>(.*?)</bdi></h1>', p.read_text(encoding="utf-8"))[1]
              for p in (tmp_path / "site" / "detectors").glob("*.html")]
     assert sorted(heads) == sorted(shown)
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "<bdi>m\\u0406oU</bdi>" in index and ">m\u0406oU" not in index  # the header of every case table
 
 
 
