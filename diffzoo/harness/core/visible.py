@@ -20,7 +20,8 @@ _INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u
 _HIDDEN_CATEGORIES = ("Cc", "Cf", "Zl", "Zp", "Cs")
 
 
-def _escaped_char(ch: str) -> str:
+def escaped_char(ch: str) -> str:
+    """``ch`` as the escape every shown text writes it as (``\\x1b``, ``\\n``, ``\\u0435``)."""
     # Python's unicode_escape writes \n \r \t, \xNN below U+0100 and \uNNNN up to U+FFFF;
     # beyond, its \UNNNNNNNN form is not ours: those stay \u followed by their hex digits.
     code = ord(ch)
@@ -35,7 +36,7 @@ def visible(text: str, keep: str = "") -> str:
     """``text`` with each hidden character written as its escape, but those in ``keep``."""
     if text.isprintable() and not any(ch in _INVISIBLE for ch in text):
         return text
-    return "".join(_escaped_char(ch) if ch not in keep and _hidden(ch) else ch for ch in text)
+    return "".join(escaped_char(ch) if ch not in keep and _hidden(ch) else ch for ch in text)
 
 
 def printable(value: object) -> str:

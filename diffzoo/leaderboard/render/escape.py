@@ -25,7 +25,7 @@ from rich.markup import escape as _rich_escape
 from rich.text import Text
 
 from diffzoo.harness.core.types import nfc
-from diffzoo.harness.core.visible import printable, visible
+from diffzoo.harness.core.visible import escaped_char, printable, visible
 
 
 # -- terminal ----------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def _unmixed(word: re.Match[str]) -> str:
     if not any(ch in _DRAWN_LATIN for ch in word[0]) or not any(
             unicodedata.name(ch, "").startswith("LATIN") for ch in word[0]):
         return word[0]
-    return "".join(f"\\u{ord(ch):04x}" if ch in _DRAWN_LATIN else ch for ch in word[0])
+    return "".join(escaped_char(ch) if ch in _DRAWN_LATIN else ch for ch in word[0])
 
 
 def shown_name(value: object) -> str:
@@ -137,7 +137,7 @@ def shown_name(value: object) -> str:
     if not text.isascii():
         text = _WORD.sub(_unmixed, text)
         if text != nfc(text):  # a mark a composed character would hold: never read as that character
-            text = "".join(f"\\u{ord(ch):04x}" if unicodedata.combining(ch) else ch for ch in text)
+            text = "".join(escaped_char(ch) if unicodedata.combining(ch) else ch for ch in text)
     return f'"{text}"' if text != text.strip() else text
 
 
