@@ -595,6 +595,18 @@ def test_a_filter_typed_decomposed_matches_the_composed_name(tmp_path, capsys):
         assert code == 0 and "1 record(s)" in out and "m\xfcller" in out
 
 
+def test_a_cross_dataset_record_naming_its_training_data_decomposed_is_in_its_runs_group():
+    """A record's dataset name is written in NFC, its config.train_dataset's as the run gave it: a
+    run on `mu\u0308ller` put its cross-dataset tables in a group of their own, apart from its others."""
+    from diffzoo.leaderboard.index import GroupKey
+
+    own = make_record("a", dataset="mu\u0308ller", fingerprint="fp1")
+    cross = make_record("a", suite="cross-dataset", dataset="other", fingerprint="fp2",
+                        case_fields={"split": "test", "options": {"eval_dataset": "other"}},
+                        config={"train_dataset": {"name": "mu\u0308ller", "fingerprint": "fp1"}})
+    assert GroupKey.of(cross) == GroupKey.of(own) and GroupKey.of(own).dataset == "m\xfcller"
+
+
 def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
     store = tmp_path / "store"
     RecordStore(store).add(make_record("a"))

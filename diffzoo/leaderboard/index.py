@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.types import nfc
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.model import DatasetInfo
@@ -239,13 +240,14 @@ class GroupKey:
     def of(cls, record: ResultRecord) -> GroupKey:
         """The record's key; a cross-dataset record's dataset, label map and split are its run's
         ``--dataset``'s: the data a model trained here was trained on, and the data released weights
-        scored as the run's own (zero-shot), so a run's benchmarks are columns of one table."""
+        scored as the run's own (zero-shot), so a run's benchmarks are columns of one table; its name
+        in NFC, as a record's ``dataset.name`` is written."""
         b = record.body
         recipe = record_conditions(record)["recipe"]
         trained = b.config.get("train_dataset")
         ds = b.dataset
         if isinstance(trained, dict) and trained:
-            ds = DatasetInfo(str(trained.get("name", "")), str(trained.get("fingerprint", "")),
+            ds = DatasetInfo(nfc(str(trained.get("name", ""))), str(trained.get("fingerprint", "")),
                              label_map=trained.get("label_map"), split=trained.get("split"))
         return cls(ds.name, ds.fingerprint, ds.label_map_id, ds.split_id, recipe, b.metrics_version,
                    weights_kind(record))
