@@ -320,9 +320,6 @@ def publish_cmd(
     formats = list(dict.fromkeys(_split(fmt)))  # a format named twice is written once
     if not formats:  # an unset shell variable: never a publish of nothing
         raise ConfigError(f"--format is empty: choose from {', '.join(FORMATS)}")
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown:
-        raise ConfigError(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     _publish(version, store, formats, out, allow_mixed, force)
 
 
@@ -342,8 +339,8 @@ def _selection(version: str | None, store: Path, omitted: str) -> Selection:
 def _publish(version: str | None, store: Path, formats: list[str], out: Path, allow_mixed: bool, force: bool) -> None:
     from diffzoo.leaderboard.render import text
 
+    text.check_publish(out, formats, force)  # an unknown format or a refused --out, before the store is read
     selection = _selection(version, store, "publish every record")
-    text.check_publish(out, formats, force)
     for f in formats:
         path = text.publish(selection, f, out, allow_mixed=allow_mixed, force=force)
         console.print(f"wrote {f}: {term(path)}")

@@ -246,7 +246,10 @@ def format_names(fmt: str) -> tuple[str, ...]:
 def check_publish(out: Path, formats: Sequence[str], force: bool = False) -> None:
     """Every refusal :func:`publish` of each of ``formats`` into ``out`` would meet (a folder diffzoo
     did not make, a file there before ``--force``), before any is written: nothing is made or marked,
-    so a refused format never leaves the formats before it published and the folder claimed."""
+    so a refused format never leaves the formats before it published and the folder claimed; a format
+    diffzoo does not write is refused first, naming every such one."""
+    if unknown := [f for f in formats if f not in FORMATS]:
+        raise ConfigError(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     claim_output_dir(Path(out), force, make=False, writes=[n for fmt in formats for n in format_names(fmt)])
 
 
@@ -260,8 +263,7 @@ def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False
     (:func:`~diffzoo.leaderboard.outdir.claim_output_dir`): a non-empty folder diffzoo did not
     make is refused unless ``force``, and then a file that was there is never overwritten.
     Every file is written whole or not at all; a full disk names it."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    check_publish(out, [fmt], force)  # an unknown format, before the work of its tables
     if not selection.records:
         raise RecordError(f"nothing to publish: {selection.label} has no records")
     out = Path(out)
