@@ -33,7 +33,9 @@ lb = typer.Typer(help="The versioned leaderboard: stored records, frozen version
                  no_args_is_help=True)
 
 FORMAT_HELP = f"Output format: {'|'.join(FORMATS)}; repeat or comma-separate."
-STORE_HELP = "Record store: a folder with records/ (any `diffzoo run --out` folder)."
+STORE = typer.Option(Path("diffzoo-out"), "--store", help="Record store: a folder with records/ (any `diffzoo run "
+                     "--out` folder).")
+VERSION = typer.Argument(None, help="A frozen version (default: every record in the store).")
 MIXED_HELP = ("Publish rows made under different label maps, splits or evaluator versions in one table, "
               "with a column naming each (refused without it).")
 CLEAN_HELP = "Remove temp files left by killed writes (under the store's lock)."
@@ -86,7 +88,7 @@ def _primary(record) -> str:
 
 @lb.command("list")
 def list_cmd(
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    store: Path = STORE,
     suite: list[str] = typer.Option([], "--suite", help="Only these suites (wildcards, commas)."),
     dataset: list[str] = typer.Option([], "--dataset", help="Only these datasets (wildcards, commas)."),
     detector: list[str] = typer.Option([], "--detector", help="Only these detectors (wildcards, commas)."),
@@ -124,7 +126,7 @@ def _skipped(skipped) -> None:
 @lb.command("show")
 def show_cmd(
     record_id: str = typer.Argument(..., help="Record id (or a unique prefix)."),
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    store: Path = STORE,
     as_json: bool = typer.Option(False, "--json", help="Print the record's JSON."),
 ) -> None:
     """Show one record: metrics with CIs and its provenance."""
@@ -192,7 +194,7 @@ def _report(report: Report, good: str, bad: str, by_path: bool = False) -> None:
 @lb.command("validate")
 def validate_cmd(
     paths: list[Path] = typer.Argument(None, help="Record files or folders (default: the store)."),
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    store: Path = STORE,
     clean: bool = typer.Option(False, "--clean", help=CLEAN_HELP),
 ) -> None:
     """Check records: schema, edits, ids and every number against its state;
@@ -206,7 +208,7 @@ def validate_cmd(
 @lb.command("verify")
 def verify_cmd(
     version: str | None = typer.Argument(None, help="A frozen version (default: the whole store)."),
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    store: Path = STORE,
     clean: bool = typer.Option(False, "--clean", help=CLEAN_HELP),
 ) -> None:
     """Verify a whole store or a frozen version: every record recomputed from
@@ -219,7 +221,7 @@ def verify_cmd(
 @lb.command("add")
 def add_cmd(
     paths: list[Path] = typer.Argument(..., help="Record files or folders (another machine's store or run)."),
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    store: Path = STORE,
 ) -> None:
     """Import records (with their states) into the store; invalid, unverifiable
     or conflicting ones are rejected with a reason."""
@@ -241,7 +243,7 @@ def add_cmd(
 @lb.command("freeze")
 def freeze_cmd(
     name: str = typer.Argument(..., help="Version name, e.g. v1 or 2026-11."),
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    store: Path = STORE,
     suite: list[str] = typer.Option([], "--suite", help="Only these suites (wildcards, commas)."),
     dataset: list[str] = typer.Option([], "--dataset", help="Only these datasets (wildcards, commas)."),
     detector: list[str] = typer.Option([], "--detector", help="Only these detectors (wildcards, commas)."),
@@ -260,7 +262,7 @@ def freeze_cmd(
 
 
 @lb.command("versions")
-def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP)) -> None:
+def versions_cmd(store: Path = STORE) -> None:
     """List frozen versions."""
     from diffzoo.leaderboard.versions import list_versions
 
@@ -285,7 +287,7 @@ def versions_cmd(store: Path = typer.Option(Path("diffzoo-out"), "--store", help
 def diff_cmd(
     a: str = typer.Argument(..., help="A version name, a run/store folder, or a version or record file."),
     b: str = typer.Argument(..., help="The same, to compare with A."),
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    store: Path = STORE,
     as_json: bool = typer.Option(False, "--json", help="Print the difference as JSON."),
 ) -> None:
     """Show what moved between two versions or runs."""
@@ -307,8 +309,8 @@ def diff_cmd(
 
 @lb.command("publish")
 def publish_cmd(
-    version: str | None = typer.Argument(None, help="A frozen version (default: every record in the store)."),
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    version: str | None = VERSION,
+    store: Path = STORE,
     fmt: list[str] = typer.Option(["md"], "--format", "-f",
                                   help=FORMAT_HELP),
     out: Path = typer.Option(Path("leaderboard"), "--out", help="Output folder."),
@@ -351,8 +353,8 @@ report = typer.Typer(help="Reports built from stored records.", no_args_is_help=
 
 @report.command("paper")
 def report_paper_cmd(
-    version: str | None = typer.Argument(None, help="A frozen version (default: every record in the store)."),
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    version: str | None = VERSION,
+    store: Path = STORE,
     out: Path = typer.Option(Path("leaderboard"), "--out", help="Output folder (writes paper.md)."),
     allow_mixed: bool = typer.Option(False, "--allow-mixed", help=MIXED_HELP),
     force: bool = FORCE,
@@ -363,8 +365,8 @@ def report_paper_cmd(
 
 @report.command("reproduce")
 def report_reproduce_cmd(
-    version: str | None = typer.Argument(None, help="A frozen version (default: every record in the store)."),
-    store: Path = typer.Option(Path("diffzoo-out"), "--store", help=STORE_HELP),
+    version: str | None = VERSION,
+    store: Path = STORE,
     out: Path | None = typer.Option(None, "--out", help="Also write the table to this folder (reproduce.md)."),
     force: bool = FORCE,
 ) -> None:
