@@ -882,8 +882,8 @@ def test_a_detectors_figures_keep_their_axes_and_labels_inside_with_names_of_100
     assert [side / n >= 0.5 for (*_, side), n in zip(drawn[:2], (4, 3))] == [True, True], drawn  # inches a class
 
 def test_a_title_of_wide_characters_is_drawn_inside_its_figure(tmp_path, monkeypatch):
-    """Titles were wrapped at a count of characters an inch holds: 200 ``W`` or ``漢`` ran past both edges
-    of the figure, cut off (the title of ``x`` characters fitted); each is now wrapped until it fits."""
+    """Titles and axis labels were wrapped at a count of characters an inch holds: 200 ``W`` or ``漢`` ran
+    past the figure's edges, cut off (a text of ``x`` characters fitted); each is now wrapped until it fits."""
     import warnings
 
     from diffzoo.leaderboard.render import plots, training_plots
@@ -896,8 +896,10 @@ def test_a_title_of_wide_characters_is_drawn_inside_its_figure(tmp_path, monkeyp
         fig.set_dpi(120)  # the dpi _save writes at: measured as the PNG shows it
         fig.canvas.draw()
         titles = [t for t in (fig._suptitle, *(ax.title for ax in fig.axes)) if t is not None and t.get_text()]
+        labels = [t for ax in fig.axes[:1] for t in (ax.xaxis.label, ax.yaxis.label) if t.get_text()]
         drawn.append([(t.get_text()[:3], fig.bbox.x0 - 1 <= (b := t.get_window_extent()).x0 and b.x1
-                       <= fig.bbox.x1 + 1) for t in titles])
+                       <= fig.bbox.x1 + 1 and fig.bbox.y0 - 1 <= b.y0 and b.y1 <= fig.bbox.y1 + 1)
+                      for t in (*titles, *labels)])
         return written
 
     monkeypatch.setattr(plots, "_save", kept)
@@ -906,11 +908,11 @@ def test_a_title_of_wide_characters_is_drawn_inside_its_figure(tmp_path, monkeyp
         warnings.simplefilter("ignore")  # the test's font has no 漢: each is drawn as a box of its width
         for i, wide in enumerate(("W" * 200, "\u6f22" * 200)):
             plots.confusion_png(np.eye(2) * 50 + 5, ["a", "b"], tmp_path / f"c{i}.png", title=wide)
-            plots.robustness_png({"s v1": [(1, 0.5), (2, 0.4)]}, tmp_path / f"r{i}.png", ylabel="mIoU", clean=0.6,
-                                 title=wide, ticks=["clean", "90", "50"], xlabel="quality")
+            plots.robustness_png({"s v1": [(1, 0.5), (2, 0.4)]}, tmp_path / f"r{i}.png", ylabel=wide, clean=0.6,
+                                 title=wide, ticks=["clean", "90", "50"], xlabel=wide)
             training_png(curves_from_log([{"event": "train", "step": s, "loss": 1 / s, "lr": {"all": 1e-4}}
                                           for s in (1, 2)]), tmp_path / f"t{i}.png", title=wide)
-    assert [len(titles) for titles in drawn] == [1] * 6
+    assert [len(texts) for texts in drawn] == [3] * 6  # a title and two axis labels each
     assert all(inside for titles in drawn for _, inside in titles), drawn
 
 

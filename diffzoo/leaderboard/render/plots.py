@@ -7,6 +7,7 @@ import io
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,18 +57,25 @@ def _chars(inches: float) -> int:
     return max(20, int(inches * 9))
 
 
+def _fitted(draw: Callable[[str], Any], text: str, room: float, chars: int, lines: int, fig, along: int = 0) -> None:
+    """``draw(wrapped text)`` (it returns the text artist) in at most ``lines`` lines wrapped at
+    ``chars`` characters, then at fewer until the text as drawn is at most ``room`` pixels
+    ``along`` (0: its width, 1: its height, a vertical label's length), since a wide character
+    (``W``, ``漢``, an emoji) takes more room than a count of characters allows."""
+    renderer = fig.canvas.get_renderer()
+    while True:
+        box = draw(wrapped(text, chars, lines)).get_window_extent(renderer)
+        drawn = box.height if along else box.width
+        if drawn <= room or chars == 1:
+            return
+        chars = max(1, min(chars - 1, int(chars * room / drawn)))
+
+
 def _title(ax, text: str, fig, fontsize: float = 10) -> None:
     """A title in at most three lines (long names must not be cut off) of ``ax``, an Axes (over its
-    width), or of the figure ``fig`` given as ``ax`` (a suptitle, over the figure's): wrapped at the
-    characters its width holds, then at fewer until the text as drawn fits, since a wide character
-    (``W``, ``漢``, an emoji) takes more room than the count allows."""
+    width), or of the figure ``fig`` given as ``ax`` (a suptitle, over the figure's) (:func:`_fitted`)."""
     setter, room = (fig.suptitle, 0.95 * fig.bbox.width) if ax is fig else (ax.set_title, ax.bbox.width)
-    renderer, width = fig.canvas.get_renderer(), _chars(fig.get_figwidth())
-    while True:
-        drawn = setter(wrapped(text, width), fontsize=fontsize).get_window_extent(renderer).width
-        if drawn <= room or width == 1:
-            return
-        width = max(1, min(width - 1, int(width * room / drawn)))
+    _fitted(lambda t: setter(t, fontsize=fontsize), text, room, _chars(fig.get_figwidth()), 3, fig)
 
 
 def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]],
@@ -155,9 +163,10 @@ def _save(fig, path: Path, dpi: int = 120, **savefig) -> Path:
 
 
 def _labelled(fig, ax, path: Path, title: str, xlabel: str, ylabel: str) -> Path:
-    """``fig`` with its axes' labels (the y axis in %) and its wrapped title, saved (:func:`_save`)."""
-    ax.set_xlabel(wrapped(xlabel, _chars(fig.get_figwidth()), lines=1))
-    ax.set_ylabel(f"{wrapped(ylabel, _chars(fig.get_figheight()), lines=1)} (%)")
+    """``fig`` with its axes' labels (the y axis in %) and its title, each fitted (:func:`_fitted`),
+    saved (:func:`_save`)."""
+    _fitted(ax.set_xlabel, xlabel, ax.bbox.width, _chars(fig.get_figwidth()), 1, fig)
+    _fitted(lambda t: ax.set_ylabel(f"{t} (%)"), ylabel, ax.bbox.height, _chars(fig.get_figheight()), 1, fig, along=1)
     _title(ax, title, fig)
     return _save(fig, path)
 
