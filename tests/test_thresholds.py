@@ -171,6 +171,19 @@ def test_calibrate_uses_the_calibration_states_best_thresholds():
     assert seen[0] == Thresholds(0.5) and seen[-1].pixel == best["pixel"]
 
 
+def test_calibrating_reads_the_class_counts_without_computing_every_metric(caplog):
+    """calibrate computed every metric of the calibration split to read its two class counts: on a split where
+    some images had no edited probability that logged the partial pixel_AUC warning of a split no record shows."""
+    state = make_state(12)
+    for meta, gt, prob in samples(3, seed=9):
+        state.update(SampleMeta(f"x{meta.id}", meta.base, meta.turns), gt, (prob > 0.5).astype(np.uint8), None)
+    assert state.counts() == {"num_images": 15, "num_edited": 10, "num_authentic": 5}
+    assert state.counts() == {k: v for k, v in state.compute().items() if k.startswith("num_")}
+    caplog.clear()
+    calibrate(FakeDetector(), "calib", lambda thresholds: EvalResult({"binary": state}))
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
+
+
 @pytest.mark.parametrize("keep, lacking, held", [
     ({f"{i:03d}" for i in range(0, 12, 3)}, "edited", "4 authentic"),
     ({f"{i:03d}" for i in range(12) if i % 3}, "authentic", "8 edited"),

@@ -308,6 +308,10 @@ class EvalState:
         f1_oracle = best_f1(*self._hist)[0] if self._prob_images else math.nan
         return self._aggregator().summarize(pixel_auc=auc, f1_oracle=f1_oracle)
 
+    def counts(self) -> dict[str, int]:
+        """The count metrics of :meth:`compute` alone (images, edited and authentic ones)."""
+        return self._aggregator().counts()
+
     def subset(self, ids: set[str] | frozenset[str]) -> EvalState:
         """A state holding only the images whose id is in ``ids`` (rows copied).
 

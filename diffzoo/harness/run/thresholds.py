@@ -67,7 +67,7 @@ def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalRe
     split (every rank gets the same merged result, so every rank ends with the same thresholds)."""
     fixed = Thresholds.fixed(detector)
     result = run(fixed)
-    counts = result.states[StateKey.BINARY].compute()  # a threshold is chosen between the two classes: both are there
+    counts = result.states[StateKey.BINARY].counts()  # a threshold is chosen between the two classes: both are there
     if lacking := [name for name in ("edited", "authentic") if not counts[f"num_{name}"]]:
         other = "authentic" if lacking[0] == "edited" else "edited"
         raise ConfigError(f"cannot calibrate thresholds on split {split!r}: it holds no {lacking[0]} image "
