@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -195,18 +196,65 @@ def test_a_batch_larger_than_the_training_split_is_said(capsys, diffseg_folder, 
 def test_a_training_that_never_sees_an_edited_image_is_refused_and_caches_nothing(capsys, diffseg_folder, detector,
                                                                                   task, crop, what):
     """A train split of authentic images alone trained a model that calls nothing edited, cached and scored."""
-    for mask in diffseg_folder.glob("train_copy/*.mask.png"):
-        Image.fromarray(np.zeros((32, 32), np.uint8)).save(mask)
-    manifest = diffseg_folder / "manifest.jsonl"
-    manifest.write_text("".join(json.dumps({**json.loads(line), "turns": []}) + "\n"
-                                for line in manifest.read_text().splitlines()))
+    _authentic_only(diffseg_folder)
     code, out, err = cli(capsys, "train", "-d", detector, "--task", task, "--dataset", diffseg_folder,
                          "--iterations", "3", "--batch-size", "2", "--crop-size", crop, "--device", "cpu")
+    _refused_as_never_edited(code, err, diffseg_folder, detector, what, 3)
+
+
+@pytest.mark.isolated_cache
+def test_a_resumed_training_that_never_sees_an_edited_pixel_is_refused_too(capsys, diffseg_folder, monkeypatch):
+    """The refusal was skipped for a training resumed after a stop: its resume state did not say whether the
+    steps before the stop saw an edited pixel, so a split of authentic images alone was cached and scored."""
+    from diffzoo.harness.models import monitor
+
+    _authentic_only(diffseg_folder)
+    logged = monitor.TrainMonitor.step
+
+    def step(self, step, *args, **kwargs):
+        logged(self, step, *args, **kwargs)
+        if step == 1:  # a scheduler's SIGTERM: the training stops after step 2 and saves its state
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(monitor.TrainMonitor, "step", step)
+    args = ["train", "-d", "segformer.tiny", "--dataset", diffseg_folder, "--iterations", "4", "--batch-size", "2",
+            "--crop-size", "16", "--device", "cpu"]
+    code, _, err = cli(capsys, *args)
+    assert code == 143 and _lines(err) == ["stopped at step 2 of 4 (SIGTERM); run the same command to resume"]
+    monkeypatch.setattr(monitor.TrainMonitor, "step", logged)
+    code, _, err = cli(capsys, *args)  # the same command resumes at step 2
+    _refused_as_never_edited(code, err, diffseg_folder, "segformer.tiny", "pixel", 4)
+    assert not list((cache_root() / "checkpoints" / "segformer.tiny").glob("*.resume/step-*"))
+
+
+def test_a_resume_state_of_the_format_before_saw_edited_is_ignored_with_a_warning(tmp_path, caplog):
+    """A state without ``saw_edited`` cannot say whether its steps saw an edited label: training starts over."""
+    from diffzoo.harness.models.resume import Resume
+
+    resume = Resume(tmp_path / "r")
+    path = resume.save(1, {"x": torch.zeros(1)}, {"losses": [1.0]})
+    state = json.loads((path / "state.json").read_text())
+    (path / "state.json").write_text(json.dumps({**state, "format": "diffzoo-resume-2"}))
+    assert resume.load() is None
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"ignoring the training state in {path}: not a diffzoo-resume-3 state of step 1"]
+
+
+def _authentic_only(folder: Path) -> None:
+    """Every training mask of ``folder`` all authentic, and no sample edited."""
+    for mask in folder.glob("train_copy/*.mask.png"):
+        Image.fromarray(np.zeros((32, 32), np.uint8)).save(mask)
+    manifest = folder / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps({**json.loads(line), "turns": []}) + "\n"
+                                for line in manifest.read_text().splitlines()))
+
+
+def _refused_as_never_edited(code: int, err: str, folder: Path, detector: str, what: str, steps: int) -> None:
     assert code == 1 and len(_lines(err)) == 1, err
     assert " ".join(err.split()) == (
-        f"error: detector '{detector}': training on {open_dataset(str(diffseg_folder)).name} saw no edited "
-        f"{what} in its 3 steps (every label was authentic): its training split holds no edited image, and a model "
-        "that never saw one is not scored; nothing was cached")
+        f"error: detector '{detector}': training on {open_dataset(str(folder)).name} saw no edited "
+        f"{what} in its {steps} steps (every label was authentic): its training split holds no edited image, and a "
+        "model that never saw one is not scored; nothing was cached")
     assert not list((cache_root() / "checkpoints" / detector).glob("*/model.safetensors"))
 
 

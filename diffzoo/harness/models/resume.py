@@ -7,7 +7,7 @@ the optimiser and LR-schedule state, the RNG states (Python, NumPy, torch CPU
 and CUDA), where the data stream stands (epoch, batches taken, and the
 shuffling generator as it was at the epoch's start; crops draw from
 generators seeded per item, which need no saving), the step,
-the losses and the skipped-sample count into ``step-NNNNNNNNN/``, written
+the losses, the skipped-sample count and whether an edited label was seen yet into ``step-NNNNNNNNN/``, written
 atomically (:func:`~.checkpoints.atomic_dir`); the previous step's folder is
 deleted only once the new one is complete, so a kill during a save leaves
 the previous state intact.  The next run of the same job (same cache key)
@@ -55,7 +55,7 @@ from diffzoo.harness.models.checkpoints import atomic_dir, cache_dir, describe_m
 
 log = logging.getLogger(__name__)
 
-FORMAT = "diffzoo-resume-2"
+FORMAT = "diffzoo-resume-3"
 TENSORS, STATE = "state.safetensors", "state.json"
 _STEP = re.compile(r"^step-(\d+)$")
 RANK_STATE = ("python_rng", "numpy_rng", "skipped")
@@ -151,8 +151,9 @@ class BatchStream:
 
 
 def capture(model: torch.nn.Module, opt: torch.optim.Optimizer, sched: Any, stream: BatchStream,
-            losses: list[float], skipped: int) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """(tensors, JSON-able state) of a training loop after a step."""
+            losses: list[float], skipped: int, saw_edited: bool) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """(tensors, JSON-able state) of a training loop after a step; ``saw_edited``: whether any
+    rank's batches held an edited pixel or image so far."""
     tensors = {f"model/{k}": v.detach().cpu().clone() for k, v in model.state_dict().items()}
     saved = opt.state_dict()
     for idx, entry in saved["state"].items():
@@ -179,13 +180,14 @@ def capture(model: torch.nn.Module, opt: torch.optim.Optimizer, sched: Any, stre
         "numpy_rng": [np_name, np_keys.tolist(), np_pos, np_has_gauss, np_gauss],
         "losses": losses,
         "skipped": skipped,
+        "saw_edited": saw_edited,
     }
     return tensors, state
 
 
 def restore(tensors: dict[str, torch.Tensor], state: dict[str, Any], model: torch.nn.Module,
-            opt: torch.optim.Optimizer, sched: Any, stream: BatchStream) -> tuple[list[float], int]:
-    """Put a training loop back where :func:`capture` saw it; returns (losses, skipped)."""
+            opt: torch.optim.Optimizer, sched: Any, stream: BatchStream) -> tuple[list[float], int, bool]:
+    """Put a training loop back where :func:`capture` saw it; returns (losses, skipped, saw_edited)."""
     model.load_state_dict({k.removeprefix("model/"): v for k, v in tensors.items() if k.startswith("model/")})
     opt_state = {}
     for idx, plain in state["optimizer"]["state"].items():
@@ -208,7 +210,7 @@ def restore(tensors: dict[str, torch.Tensor], state: dict[str, Any], model: torc
     cuda = [tensors[k] for k in cuda_keys]
     if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(cuda)
-    return [float(x) for x in state["losses"]], int(state["skipped"])
+    return [float(x) for x in state["losses"]], int(state["skipped"]), bool(state["saw_edited"])
 
 
 def _misfit(tensors: dict[str, torch.Tensor], model: torch.nn.Module | None) -> str | None:

@@ -175,12 +175,14 @@ def train_loop(
     batches = BatchStream(loader)
     every = resume.interval(cfg.iterations) if resume is not None else 0
     start = 0
+    saw_edited = False
     saved = resume.load_all(model) if resume is not None else None  # every rank, under torchrun
     if resume is not None and saved is not None:
         start, tensors, state = saved
-        losses, skipped = restore(tensors, state, model, opt, sched, batches)
+        losses, skipped, saw_edited = restore(tensors, state, model, opt, sched, batches)
         log.info("resuming training at step %d of %d from %s", start, cfg.iterations, resume.folder)
     watch = LabelWatch(data_name, min(LABEL_PATIENCE, cfg.iterations - start))
+    watch.edited = saw_edited  # the steps before a resume count: the check below covers every step
     monitor.start(start, cfg.iterations, device)
     world = distributed.world_size()
     with StopSignals() as signals, closing(batches):  # its workers end with the loop, however it ends
@@ -210,7 +212,8 @@ def train_loop(
             losses.append(value)
             if stop or (every and (step + 1) % every == 0 and step + 1 < cfg.iterations):
                 if resume is not None:  # every rank at the same step: the stop and the interval are shared
-                    resume.save_all(step + 1, *capture(model, opt, sched, batches, losses, skipped))
+                    resume.save_all(step + 1, *capture(model, opt, sched, batches, losses, skipped,
+                                                       watch.saw_edited()))
             if progress is not None:
                 progress(step + 1, value)
             logged = monitor.logs_at(step + 1)
@@ -222,7 +225,7 @@ def train_loop(
                                       resumable=resume is not None)
             if monitor.validation_due(step + 1):
                 monitor.run_validation(step + 1, model)
-    if start == 0 and not watch.saw_edited():  # a resumed training saw its first steps in another process
+    if not watch.saw_edited():
         if resume is not None and distributed.is_main():
             resume.clear()  # its states would resume past this check
         raise DataError(f"detector {monitor.watch.detector!r}: training on {data_name} saw no edited {watch.unit} in "
