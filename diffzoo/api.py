@@ -35,15 +35,17 @@ from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress, reporting
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import TRAIN_OPTIONS
-from diffzoo.harness.core.types import check_task
+from diffzoo.harness.core.types import Task, check_task
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
 from diffzoo.harness.records.document import ResultRecord, keep_state
+from diffzoo.harness.records.model import RecordBody
 from diffzoo.harness.run.model_source import CheckpointInfo
 from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
-from diffzoo.harness.run.request import RunRequest, check_suite_given
+from diffzoo.harness.run.request import TRAIN_FIELDS, RunRequest, check_suite_given
 from diffzoo.harness.run.runner import Runner, TrainOutput
+from diffzoo.harness.run.thresholds import calibrated_split
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
 from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, claim_output_dir, output_log
 from diffzoo.leaderboard.render.plots import confusion_png
@@ -245,18 +247,35 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     return trained
 
 
+def _stated(body: RecordBody, given: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a stored request (``given``, :meth:`RunRequest.to_dict`) that the record
+    ``body`` also states, by the record's value: the released weights (None: none), the seed, the
+    training options the request gives, the threshold policy of a model that has one (a semantic
+    model is never calibrated), its calibration split, strict and the bootstrap resamples."""
+    config, policy, release = body.config, body.policy, body.detector.release_name
+    stated = {"detector": body.detector.name, "seed": body.seed, "weights": release and f"released:{release}"}
+    overrides = config.get("overrides") or {}  # the dataset's own are there too: only a given option is compared
+    stated.update({k: overrides[k] for k in (*TRAIN_FIELDS, "pretrained") if k in overrides and given[k] is not None})
+    found = {"thresholds": policy.mode if body.detector.task != Task.SEMANTIC else None,
+             "calibration_split": calibrated_split(policy.source) if policy.mode == "calibrated" else None,
+             "strict": config.get("strict"), "bootstrap": (config.get("bootstrap") or {}).get("resamples")}
+    return {**stated, **{k: v for k, v in found.items() if v is not None}}
+
+
 def _check_reproducible(record: ResultRecord, request: RunRequest) -> None:
     """A ConfigError where this diffzoo cannot make ``record``'s row again from ``request``: its
-    detector is not installed, the request names another detector or seed than the record (edited
-    by hand: the request is no part of the id), or its suite or metrics version is not this one's."""
+    detector is not installed, the request says otherwise than the record in a field both state
+    (:func:`_stated`; edited by hand: the request is no part of the id), or its suite or metrics
+    version is not this one's."""
     body = record.body
     try:
         name = get_registry().resolve("detector", request.detector)
     except UnknownNameError:
         raise ConfigError(f"record {record.id}'s detector {request.detector!r} is not installed here: install its "
                           f"plugin {body.detector.plugin!r} (diffzoo list detectors lists those installed)") from None
-    if edited := [f"{what} {now!r} (the record's: {then!r})" for what, now, then in
-                  (("detector", name, body.detector.name), ("seed", request.seed, body.seed)) if now != then]:
+    given = {**request.to_dict(), "detector": name}
+    if edited := [f"{what} {given[what]!r} (the record's: {then!r})"
+                  for what, then in _stated(body, given).items() if given[what] != then]:
         raise ConfigError(f"record {record.id}'s stored request runs {', '.join(edited)}: it was edited after the "
                           "run, and would make another row")
     suite = get_registry().get("suite", body.suite.name).load()

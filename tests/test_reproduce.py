@@ -198,6 +198,60 @@ def test_a_record_that_cannot_be_made_again_here_is_one_line_before_any_work(cap
     assert not (tmp_path / "out").exists()
 
 
+CALIBRATED = {"mode": "calibrated", "source": "calibrated on calib (10 images)",
+              "calibrated_on": "calibrated on calib (10 images)"}
+
+
+@pytest.mark.parametrize("edit, said", [
+    ({"iterations": 30}, "iterations 30 (the record's: 3)"),
+    ({"pretrained": True}, "pretrained True (the record's: False)"),
+    ({"recipe": "paper", "bootstrap": 100}, "recipe 'paper' (the record's: 'native'), bootstrap 100 (the record's: 0)"),
+    ({"thresholds": "fixed", "calibration_split": "calib"}, "thresholds 'fixed' (the record's: 'calibrated')"),
+    ({"calibration_split": "val"}, "calibration_split 'val' (the record's: 'calib')"),
+    ({"weights": "released:ade20k"}, "weights 'released:ade20k' (the record's: None)"),
+    ({"strict": True}, "strict True (the record's: False)"),
+])
+def test_a_stored_request_edited_in_any_field_the_record_states_is_named_before_any_work(tmp_path, edit, said):
+    """Only the detector and the seed were compared: a request edited to 30 iterations or fixed thresholds trained
+    and ran another row, and ended in "record A then, B now: what made it differs"."""
+    from diffzoo.api import reproduce
+    from diffzoo.harness.core.plugins import get_registry
+
+    from helpers.records import make_record, resealed
+
+    nowhere = tmp_path / "nowhere"
+    record = make_record(
+        "segformer.tiny", suite_version=get_registry().get("suite", "standard").load().version,
+        threshold_policy=CALIBRATED, config={"overrides": {"iterations": 3, "recipe": "native", "pretrained": False},
+                                             "strict": False, "bootstrap": {"resamples": 0, "seed": 0}},
+        request={"detector": "segformer.tiny", "dataset": str(nowhere), "iterations": 3, "pretrained": False,
+                 "thresholds": "calibrated", "bootstrap": 0})
+    with pytest.raises(ConfigError, match=f"^record {record.id}'s run read --dataset {nowhere}, not found"):
+        reproduce(record, tmp_path / "out")  # as stored: the check passes, and the data is asked for
+    edited = resealed(record, lambda d: d["request"].update(edit))
+    with pytest.raises(ConfigError) as error:
+        reproduce(edited, tmp_path / "out")
+    assert str(error.value) == (f"record {record.id}'s stored request runs {said}: it was edited after the run, and "
+                                "would make another row")
+    assert not (tmp_path / "out").exists()
+
+
+def test_fields_a_record_does_not_state_are_not_compared(tmp_path):
+    """A semantic model is never calibrated (its records say fixed under --thresholds calibrated), and a training
+    option the request leaves to the dataset (iterations: null) is the dataset's in the record's overrides."""
+    from diffzoo.api import reproduce
+    from diffzoo.harness.core.plugins import get_registry
+
+    from helpers.records import make_record
+
+    nowhere = tmp_path / "nowhere"
+    record = make_record("segformer.tiny", task="semantic", config={"overrides": {"iterations": 3}},
+                         suite_version=get_registry().get("suite", "standard").load().version,
+                         request={"detector": "segformer.tiny", "dataset": str(nowhere), "thresholds": "calibrated"})
+    with pytest.raises(ConfigError, match=f"^record {record.id}'s run read --dataset {nowhere}, not found"):
+        reproduce(record, tmp_path / "out")
+
+
 def test_a_row_run_on_relative_paths_is_reproduced_from_the_folder_it_ran_in(capsys, diffseg_folder, tmp_path,
                                                                              monkeypatch):
     import shutil

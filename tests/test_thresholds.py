@@ -15,7 +15,7 @@ from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult
 from diffzoo.harness.run.request import RunRequest
-from diffzoo.harness.run.thresholds import calibrate, check_policy
+from diffzoo.harness.run.thresholds import calibrate, calibrated_split, check_policy
 
 
 def brute_best_accuracy(labels, scores):
@@ -167,7 +167,8 @@ def test_calibrate_uses_the_calibration_states_best_thresholds():
     out = calibrate(FakeDetector(), "calib", run)
     best = state.best_thresholds()
     assert out.pixel == best["pixel"] and out.area == pytest.approx(best["image"])
-    assert out.source.startswith("calibrated on calib")
+    assert out.source.startswith("calibrated on calib") and calibrated_split(out.source) == "calib"
+    assert calibrated_split("calibrated on a (b) (3 images)") == "a (b)" and calibrated_split("fixed") is None
     assert seen[0] == Thresholds(0.5) and seen[-1].pixel == best["pixel"]
 
 

@@ -20,6 +20,7 @@ a model's calibrated thresholds again (``diffzoo predict --thresholds calibrated
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -89,6 +90,12 @@ def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalRe
     if own is not None and own.best_thresholds()["image"] is not None:
         thresholds = replace(thresholds, score=own.best_thresholds()["image"])
     return replace(thresholds, source=f"calibrated on {split} ({state.num_images} images)")
+
+
+def calibrated_split(source: str) -> str | None:
+    """The split a source :func:`calibrate` wrote names (``calibrated on SPLIT (N images)``); None for another."""
+    found = re.fullmatch(r"calibrated on (.+) \(\d+ images\)", source, re.DOTALL)
+    return found[1] if found else None
 
 
 class CalibrationMissing(ConfigError):
