@@ -40,6 +40,23 @@ def test_usage_errors_are_clicks_own_message_and_exit_2(capsys, args, expected):
     assert "internal error" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("args, option", [
+    (["run", "-d", "segformer.tiny", "-d", "fcn8s.tiny", "--plan"], "'--detector' / '-d' was given 2 times"),
+    (["run", "-d", "segformer.tiny", "-s", "standard", "--suite=slices", "--suite", "lora"], "'--suite' / '-s' was "
+     "given 3 times"),
+    (["run", "-d", "segformer.tiny", "--train", "--no-train"], "'--train' / '--no-train' was given 2 times"),
+    (["train", "-d", "segformer.tiny", "--iterations", "3", "--iterations", "4"], "'--iterations' was given 2 times"),
+    (["reproduce", "abc", "--tolerance", "0.1", "--tolerance", "0"], "'--tolerance' was given 2 times"),
+    (["leaderboard", "show", "--store", "a", "--store", "b"], "'--store' was given 2 times"),
+])
+def test_an_option_that_takes_one_value_given_twice_is_a_usage_error(capsys, tmp_path, monkeypatch, args, option):
+    """click kept the last one: `run -d segformer.tiny -d fcn8s.tiny` planned and trained fcn8s.tiny alone, unsaid."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, *args)
+    assert code == 2 and not out, (out, err)
+    assert f"Error: Option {option}, and only the last would count: give it once" in " ".join(err.split())
+
+
 def test_a_mistyped_option_names_the_one_meant(capsys):
     code, _, err = cli(capsys, "run", "--detectr", "segformer")
     assert code == 2 and "--detector" in err.split("No such option: --detectr")[1]

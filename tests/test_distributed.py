@@ -26,6 +26,7 @@ pytestmark = pytest.mark.isolated_cache  # counts the checkpoints DDP writes; th
 
 TRAIN = ["--detector", "segformer.tiny", "--iterations", "3", "--batch-size", "2", "--crop-size", "32",
          "--device", "cpu", "--no-pretrained"]
+TRAIN_DDP = [*TRAIN[:5], "4", *TRAIN[6:]]  # a global batch of 4: 2 per rank of two
 
 
 def diffzoo(*args, world: int = 1, cwd: Path) -> subprocess.CompletedProcess:
@@ -80,7 +81,7 @@ def test_torchrun_trains_with_ddp_and_evaluates_shards_exactly_like_one_process(
     bad.write_bytes(bad.read_bytes()[:60])  # corrupt, on rank 1: skipped lists merge too
     args = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", data,
             "--bootstrap", "20", "--device", "cpu"]
-    ddp = diffzoo(*args, *TRAIN[2:], "--batch-size", "4", "--out", tmp_path / "d2", world=2, cwd=tmp_path)
+    ddp = diffzoo(*args, *TRAIN_DDP[2:], "--out", tmp_path / "d2", world=2, cwd=tmp_path)
     assert ddp.returncode == 0, ddp.stderr
 
     # training: rank 0 wrote one checkpoint per model, trained on two processes
@@ -123,7 +124,7 @@ def test_torchrun_trains_with_ddp_and_evaluates_shards_exactly_like_one_process(
 def test_torchrun_train_command(tmp_path):
     """``diffzoo train`` under torchrun: rank 0 reports once and writes the copy."""
     data = make_diffseg_folder(tmp_path / "ds", n=12)
-    result = diffzoo("train", *TRAIN, "--batch-size", "4", "--dataset", data, "--out", "model",
+    result = diffzoo("train", *TRAIN_DDP, "--dataset", data, "--out", "model",
                      world=2, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("final loss") == 1 and "on 2 process(es)" in result.stdout
@@ -142,8 +143,8 @@ def test_torchrun_across_two_nodes_trains_what_one_node_with_two_ranks_trains(tm
     import socket
 
     data = make_diffseg_folder(tmp_path / "ds", n=12)
-    args = ["-m", "diffzoo", "train", *TRAIN, "--batch-size", "4", "--dataset", data]
-    one = diffzoo("train", *TRAIN, "--batch-size", "4", "--dataset", data, "--out", "one-node", world=2, cwd=tmp_path)
+    args = ["-m", "diffzoo", "train", *TRAIN_DDP, "--dataset", data]
+    one = diffzoo("train", *TRAIN_DDP, "--dataset", data, "--out", "one-node", world=2, cwd=tmp_path)
     assert one.returncode == 0, one.stderr
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

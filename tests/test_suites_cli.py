@@ -193,7 +193,7 @@ def test_slices_without_metadata_report_no_slice_and_say_how_to_fix_it(capsys, t
     (folder / "manifest.jsonl").unlink()
     out = tmp_path / "out"
     code, stdout, stderr = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "slices", "--dataset", folder,
-                               "--out", out, *FAST, "--iterations", "1")
+                               "--out", out, "--iterations", "1", *FAST[2:])
     assert code == 0, stdout + stderr
     data = {r["case"]["name"]: r for r in records(out)}
     assert set(data) == {f"{k}.{t}" for k in ("base", "turns", "multiturn", "editor", "edit_type")

@@ -8,8 +8,11 @@ commands through the ``register_commands`` hook, called once here.
 from __future__ import annotations
 
 import inspect
+from collections import Counter
+from typing import Any
 
 import typer
+import typer.core
 from rich.markup import escape
 
 from diffzoo.cli import data, generate, labelpairs, leaderboard, listing, predict, reproduce, run, sweep, train
@@ -80,6 +83,41 @@ app.add_typer(leaderboard.lb, name="leaderboard")
 app.add_typer(leaderboard.report, name="report")
 app.add_typer(listing.plugins_app, name="plugins")
 get_plugin_system().add_commands(app)
+
+
+class OnceEach(typer.core.TyperCommand):
+    """A command whose options are each given once: click keeps the last of an option that takes
+    one value given twice (``-d segformer -d fcn8s``), so a second one is a usage error naming it
+    (a repeatable option, ``multiple``, takes each)."""
+
+    def make_parser(self, ctx: Any) -> Any:
+        parser = super().make_parser(ctx)
+        parse = parser.parse_args
+
+        def parse_once(args: list[str]) -> Any:
+            opts, rest, order = parse(args=args)  # order: each parameter once per time it was given
+            if twice := [(p, n) for p, n in Counter(order).items()
+                         if n > 1 and isinstance(p, typer.core.TyperOption) and not (p.multiple or p.count)]:
+                param, n = twice[0]
+                flags = "' / '".join([*param.opts, *param.secondary_opts])
+                ctx.fail(f"Option '{flags}' was given {n} times, and only the last would count: give it once")
+            return opts, rest, order
+
+        parser.parse_args = parse_once
+        return parser
+
+
+def _once_each(group: typer.Typer) -> None:
+    """Every command of ``group`` and its sub-groups (a plugin's too) made a :class:`OnceEach`."""
+    for info in group.registered_commands:
+        if info.cls in (None, typer.core.TyperCommand):  # a command's own class is kept
+            info.cls = OnceEach
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _once_each(sub.typer_instance)
+
+
+_once_each(app)
 
 
 def _flowing_summaries(group: typer.Typer) -> None:
