@@ -24,20 +24,21 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core import distributed
 from diffzoo.harness.core.errors import ConfigError, UnknownNameError
+from diffzoo.harness.core.fsutil import sha256_file
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress, reporting
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import TRAIN_OPTIONS
 from diffzoo.harness.core.types import Task, check_task
 from diffzoo.harness.metrics import METRICS_VERSION
-from diffzoo.harness.models.checkpoints import check_copy_target, copy_checkpoint
+from diffzoo.harness.models.checkpoints import check_copy_target, checkpoint_meta, copy_checkpoint
 from diffzoo.harness.records.document import ResultRecord, keep_state
 from diffzoo.harness.records.model import RecordBody
 from diffzoo.harness.run.model_source import CheckpointInfo
@@ -287,6 +288,27 @@ def _check_reproducible(record: ResultRecord, request: RunRequest) -> None:
                           f"again; reproduce it with the diffzoo that made it{f' ({made})' if made else ''}")
 
 
+def _row_checkpoint(record: ResultRecord, request: RunRequest) -> RunRequest:
+    """``request`` with only the ``--checkpoint`` of the record's model (a run given one per task
+    made each row with one: the run of this row alone would refuse the other as unread); a
+    ConfigError before any work where its weights are no longer the record's.  Released weights'
+    files are the release's own, converted when loaded: left to the run."""
+    if request.weights is not None:
+        return request
+    model = record.body.detector
+    kept = []
+    for path in request.checkpoint:
+        weights, meta = checkpoint_meta(path)
+        if meta.get("task", model.task) != model.task:
+            continue
+        kept.append(path)
+        if (sha := meta.get("sha256") or sha256_file(weights)) != model.checkpoint_sha256:
+            raise ConfigError(f"record {record.id}'s run read --checkpoint {path}, whose weights are now sha256 "
+                              f"{sha[:12]}, the record's {model.checkpoint_sha256[:12]}: the checkpoint changed "
+                              "since, or another is at that path; put the record's there")
+    return replace(request, checkpoint=kept)
+
+
 def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None = None,
               on_plan: Callable[[Evaluation], None] | None = None, device: str | None = None,
               force: bool = False) -> tuple[Evaluation, ResultRecord | None]:
@@ -318,6 +340,7 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
                     f"ln -s COPY {absolute[0][1]})")
     if said:
         raise ConfigError(f"record {record.id}'s run read {'; and '.join(said)}")
+    request = _row_checkpoint(record, request)
     only = {(body.suite.name, name) for name in (body.case_name, body.case.get("compare_to")) if name}
     ran: list[Evaluation] = []
     try:

@@ -81,7 +81,7 @@ def test_torchrun_trains_with_ddp_and_evaluates_shards_exactly_like_one_process(
     bad.write_bytes(bad.read_bytes()[:60])  # corrupt, on rank 1: skipped lists merge too
     args = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", data,
             "--bootstrap", "20", "--device", "cpu"]
-    ddp = diffzoo(*args, *TRAIN_DDP[2:], "--out", tmp_path / "d2", world=2, cwd=tmp_path)
+    ddp = diffzoo(*args, *TRAIN_DDP[2:8], "--no-pretrained", "--out", tmp_path / "d2", world=2, cwd=tmp_path)
     assert ddp.returncode == 0, ddp.stderr
 
     # training: rank 0 wrote one checkpoint per model, trained on two processes

@@ -252,6 +252,33 @@ def test_fields_a_record_does_not_state_are_not_compared(tmp_path):
         reproduce(record, tmp_path / "out")
 
 
+def test_a_row_run_with_a_checkpoint_of_one_task_is_reproduced_and_a_changed_checkpoint_said(capsys, diffseg_folder,
+                                                                                              tmp_path):
+    """A run given a binary --checkpoint trains its semantic model: reproducing the semantic row was refused
+    ("--checkpoint ck is a binary model, but no case of this run scores one"), and the binary row of a checkpoint
+    changed since was run, its numbers compared as moved, with no word of the checkpoint."""
+    import shutil
+
+    train = ["-d", "segformer.tiny", "--dataset", diffseg_folder, *FAST[:6], "--device", "cpu"]
+    for seed, folder in ((0, "ck"), (1, "other")):
+        code, _, err = cli(capsys, "train", *train, "--seed", seed, "--out", tmp_path / folder)
+        assert code == 0, err
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "run", *train, "--suite", "standard", "--checkpoint", tmp_path / "ck", "--bootstrap",
+                       "0", "--no-references", "--out", out)
+    assert code == 0, err
+    rows = {r["case"]["name"]: r for r in map(json.loads, map(Path.read_text, (out / "records").glob("*.json")))}
+    code, stdout, err = cli(capsys, "reproduce", rows["semantic"]["record_id"], "--store", out)
+    assert code == 0 and "every metric identical" in " ".join(stdout.split()), stdout + err
+    shutil.rmtree(tmp_path / "ck")
+    shutil.copytree(tmp_path / "other", tmp_path / "ck")
+    binary = rows["binary"]
+    one_line_exit_2(*cli(capsys, "reproduce", binary["record_id"], "--store", out),
+                    f"record {binary['record_id']}'s run read --checkpoint {tmp_path / 'ck'}, whose weights are now "
+                    f"sha256 {json.loads((tmp_path / 'other' / 'card.json').read_text())['sha256'][:12]}, the "
+                    f"record's {binary['detector']['checkpoint_sha256'][:12]}: the checkpoint changed since")
+
+
 def test_a_row_run_on_relative_paths_is_reproduced_from_the_folder_it_ran_in(capsys, diffseg_folder, tmp_path,
                                                                              monkeypatch):
     import shutil
