@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.run.request import RunRequest
 
 from helpers.cli import cli, one_line_exit_2
@@ -277,6 +278,24 @@ def test_a_row_run_with_a_checkpoint_of_one_task_is_reproduced_and_a_changed_che
                     f"record {binary['record_id']}'s run read --checkpoint {tmp_path / 'ck'}, whose weights are now "
                     f"sha256 {json.loads((tmp_path / 'other' / 'card.json').read_text())['sha256'][:12]}, the "
                     f"record's {binary['detector']['checkpoint_sha256'][:12]}: the checkpoint changed since")
+
+
+def test_a_row_made_again_under_another_identity_names_the_fields_that_differ(capsys, diffseg_folder, tmp_path):
+    """A stored request edited where the record states nothing of it (a dataset option that moves the split
+    scheme) makes the same numbers under another record id: it said "what made it differs", naming nothing."""
+    from helpers.records import resealed
+
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", diffseg_folder,
+                       "--out", out, *FAST)
+    assert code == 0, err
+    path = next(p for p in (out / "records").glob("*.json") if json.loads(p.read_text())["case"]["name"] == "binary")
+    record = ResultRecord.read(path)
+    path.write_text(json.dumps(resealed(record, lambda d: d["request"].update(dataset_option={"val_fraction": 0.3}))
+                               .data))
+    code, stdout, err = cli(capsys, "reproduce", record.id, "--store", out)
+    assert code == 0, stdout + err
+    assert f"record {record.id} then, " in stdout and " now: what made it differs in split)" in " ".join(stdout.split())
 
 
 def test_a_row_run_on_relative_paths_is_reproduced_from_the_folder_it_ran_in(capsys, diffseg_folder, tmp_path,

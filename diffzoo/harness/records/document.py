@@ -216,11 +216,16 @@ def digest_problems(data: dict[str, Any], written: str = "the record was written
     """Every field whose value no longer matches the digest written with it (``written``: when).
     A field edited and its digest edited read the same to this check, so each message names both."""
     stored, expected = data.get("digests") or {}, field_digests(data)
-    changed = sorted(k for k in set(stored) | set(expected) if stored.get(k) != expected.get(k))
-    specific = [k for k in changed if not any(c.startswith(k + ".") for c in changed)]
     return [f"field {key} was added after {written}, or its digest removed" if key not in stored else
             f"field {key} was removed after {written}, or a digest added for it" if key not in expected else
-            f"field {key}, or its digest, was changed after {written}" for key in specific]
+            f"field {key}, or its digest, was changed after {written}" for key in changed_fields(stored, expected)]
+
+
+def changed_fields(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    """The keys whose digests differ between two :func:`field_digests`, the most specific of each
+    (``metrics.mIoU``, not ``metrics`` beside it)."""
+    changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    return [k for k in changed if not any(c.startswith(k + ".") for c in changed)]
 
 
 def content_digest(data: Any) -> str:
