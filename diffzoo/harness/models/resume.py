@@ -6,11 +6,11 @@ checkpoint in the cache).  Every ``every`` steps the loop saves the model,
 the optimiser and LR-schedule state, the RNG states (Python, NumPy, torch CPU
 and CUDA), where the data stream stands (epoch, batches taken, and the
 shuffling generator as it was at the epoch's start; crops draw from
-generators seeded per item, which need no saving), the step,
-the losses, the skipped-sample count and whether an edited label was seen yet into ``step-NNNNNNNNN/``, written
-atomically (:func:`~.checkpoints.atomic_dir`); the previous step's folder is
-deleted only once the new one is complete, so a kill during a save leaves
-the previous state intact.  The next run of the same job (same cache key)
+generators seeded per item, which need no saving), the step, the losses,
+the skipped-sample count and whether an edited label was seen yet into
+``step-NNNNNNNNN/``, written atomically (:func:`~.checkpoints.atomic_dir`);
+the previous step's folder is deleted only once the new one is complete, so
+a kill during a save leaves the previous state intact.  The next run of the same job (same cache key)
 continues from the newest complete step: the current epoch's first batches
 are replayed (loaded, not trained on), which puts the data stream where it
 was, so the final weights
