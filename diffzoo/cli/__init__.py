@@ -21,7 +21,7 @@ from typing import NoReturn
 
 import typer
 
-from diffzoo.cli.app import app
+from diffzoo.cli.app import app, commands
 from diffzoo.cli.console import console, err_console, quiet_third_party, reporting_rank, state
 from diffzoo.cli.options import takes_path
 from diffzoo.cli.progress import RichProgress
@@ -93,13 +93,12 @@ class PathInputs:
     argument: bool = False
 
 
-def path_inputs(group: typer.Typer = app, words: tuple[str, ...] = ()) -> dict[tuple[str, ...], PathInputs]:
+def path_inputs() -> dict[tuple[str, ...], PathInputs]:
     """Per command (its words, e.g. ``("leaderboard", "add")``): what of it takes a path, read from
     the commands' own declarations (an option or argument annotated ``Path``)."""
     found: dict[tuple[str, ...], PathInputs] = {}
-    for command in group.registered_commands:
-        name = command.name or (command.callback.__name__ if command.callback else "")
-        inputs = PathInputs()
+    for words, command in commands():
+        inputs = found[words] = PathInputs()
         for param in inspect.signature(command.callback).parameters.values() if command.callback else ():
             annotation = param.annotation if isinstance(param.annotation, str) else repr(param.annotation)
             if isinstance(param.default, typer.models.OptionInfo) and "bool" not in annotation:
@@ -108,10 +107,6 @@ def path_inputs(group: typer.Typer = app, words: tuple[str, ...] = ()) -> dict[t
                 inputs.paths |= flags if takes_path(annotation) else set()
             elif isinstance(param.default, typer.models.ArgumentInfo) and takes_path(annotation):
                 inputs.argument = True
-        found[(*words, name)] = inputs
-    for sub in group.registered_groups:
-        if sub.typer_instance is not None:
-            found.update(path_inputs(sub.typer_instance, (*words, sub.name or "")))
     return found
 
 

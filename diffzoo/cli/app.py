@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import inspect
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import typer
 import typer.core
 from rich.markup import escape
+from typer.models import CommandInfo
 
 from diffzoo.cli import data, generate, labelpairs, leaderboard, listing, predict, reproduce, run, sweep, train
 from diffzoo.cli.console import console, err_console, reporting_rank, state
@@ -107,29 +109,25 @@ class OnceEach(typer.core.TyperCommand):
         return parser
 
 
-def _once_each(group: typer.Typer) -> None:
-    """Every command of ``group`` and its sub-groups (a plugin's too) made a :class:`OnceEach`."""
+def commands(group: typer.Typer = app, words: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], CommandInfo]]:
+    """Every command of ``group`` and of its sub-groups (a plugin's too), with its words
+    (``("leaderboard", "add")``)."""
     for info in group.registered_commands:
-        if info.cls in (None, typer.core.TyperCommand):  # a command's own class is kept
-            info.cls = OnceEach
+        yield (*words, info.name or (info.callback.__name__ if info.callback else "")), info
     for sub in group.registered_groups:
         if sub.typer_instance is not None:
-            _once_each(sub.typer_instance)
+            yield from commands(sub.typer_instance, (*words, sub.name or ""))
 
 
-_once_each(app)
-
-
-def _flowing_summaries(group: typer.Typer) -> None:
-    """Each command's line in its group's listing: the first paragraph of its help as one flowing
-    text (typer's rich listing keeps a docstring's single line breaks, which cut it mid-sentence)."""
-    for info in group.registered_commands:
+def _finish() -> None:
+    """Each command a :class:`OnceEach` (unless it has a class of its own), and its line in its group's
+    listing the first paragraph of its help as one flowing text (typer's rich listing keeps a
+    docstring's single line breaks, which cut it mid-sentence)."""
+    for _, info in commands():
+        info.cls = OnceEach if info.cls in (None, typer.core.TyperCommand) else info.cls
         doc = info.help or inspect.getdoc(info.callback) or ""
         if info.short_help is None and doc:
             info.short_help = " ".join(doc.split("\n\n")[0].split())
-    for sub in group.registered_groups:
-        if sub.typer_instance is not None:
-            _flowing_summaries(sub.typer_instance)
 
 
-_flowing_summaries(app)
+_finish()
