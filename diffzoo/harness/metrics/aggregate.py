@@ -156,8 +156,7 @@ class Aggregator:
         out.update(self.counts(w))
         return {k: (v if isinstance(v, int) else float(v)) for k, v in out.items()}
 
-    def counts(self, w: np.ndarray | None = None) -> dict[str, int]:
+    def counts(self, w: np.ndarray) -> dict[str, int]:
         """The images, edited and authentic ones (:data:`.catalog.COUNT_METRICS`), image i weighted by ``w[i]``."""
-        w = np.ones(self.n) if w is None else w
         return {"num_images": int(round(w.sum())), "num_edited": int(round(w[self.edited].sum())),
                 "num_authentic": int(round(w[self.authentic].sum()))}

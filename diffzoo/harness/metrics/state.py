@@ -310,7 +310,7 @@ class EvalState:
 
     def counts(self) -> dict[str, int]:
         """The count metrics of :meth:`compute` alone (images, edited and authentic ones)."""
-        return self._aggregator().counts()
+        return self._aggregator().counts(np.ones(self.num_images))
 
     def subset(self, ids: set[str] | frozenset[str]) -> EvalState:
         """A state holding only the images whose id is in ``ids`` (rows copied).
