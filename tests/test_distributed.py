@@ -201,6 +201,25 @@ def test_train_names_the_config_keys_it_does_not_read(capsys, caplog, diffseg_fo
                     "run); it trains with the others"]
 
 
+def test_the_out_of_a_run_file_is_the_runs_folder_never_a_copy_of_the_checkpoint(capsys, caplog, diffseg_folder,
+                                                                                  tmp_path):
+    """`diffzoo train --config run.yaml` copied its checkpoint into the run's --out folder, and `diffzoo run
+    --config run.yaml` then refused that folder as not diffzoo's."""
+    config, runs = tmp_path / "run.yaml", tmp_path / "runs"
+    config.write_text(f"suite: standard\nout: {runs}\nbootstrap: 0\n")
+    code, _, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, "--config", config)
+    assert code == 0, err
+    assert [r.getMessage() for r in caplog.records if r.name == "diffzoo.cli.train"] == [
+        f"--config {config}: diffzoo train does not read bootstrap, out, suite (options of diffzoo run); it trains "
+        "with the others (give --out on the command line for a copy of the checkpoint)"]
+    assert not runs.exists()
+    code, _, err = cli(capsys, "train", *TRAIN, "--dataset", diffseg_folder, "--config", config, "--out",
+                       tmp_path / "ck")
+    assert code == 0 and (tmp_path / "ck" / "model.safetensors").is_file(), err
+    code, _, err = cli(capsys, "run", *TRAIN, "--dataset", diffseg_folder, "--config", config)
+    assert code == 0 and list((runs / "records").glob("*.json")), err
+
+
 def test_train_exclude_editors_drops_their_images(capsys, diffseg_folder, tmp_path):
 
     ds = open_dataset(str(diffseg_folder))

@@ -43,9 +43,14 @@ def train_cmd(
     own = {"task": task, "exclude_editors": exclude_editors, "out": out}
     values = request_values(ctx, own, options, config)
     # a --config file may hold run options too (one file serves both): train reads its own, and says which it leaves
-    if unread := sorted(ctx.meta.get(CONFIG_KEYS, frozenset()) - {*own, *TRAIN_OPTIONS}):
-        log.warning("--config %s: diffzoo train does not read %s (options of diffzoo run); it trains with the others",
-                    config, ", ".join(unread))
+    from_file = ctx.meta.get(CONFIG_KEYS, frozenset())
+    if unread := from_file - {*own, *TRAIN_OPTIONS}:
+        ran = "out" in from_file  # a run's file: its out is the run's output folder, no copy of one model
+        if ran:
+            values["out"] = out  # the command line's, or none
+        log.warning("--config %s: diffzoo train does not read %s (options of diffzoo run); it trains with the others%s",
+                    config, ", ".join(sorted(unread | ({"out"} if ran else set()))),
+                    " (give --out on the command line for a copy of the checkpoint)" if ran else "")
     with rank_output(console):
         excluded = values["exclude_editors"]  # "" is given, and refused: None is the option left out
         _report(train(task=values["task"], exclude_editors=() if excluded is None else excluded, out=values["out"],
