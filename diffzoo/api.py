@@ -288,11 +288,14 @@ def _check_reproducible(record: ResultRecord, request: RunRequest) -> None:
                           f"again; reproduce it with the diffzoo that made it{f' ({made})' if made else ''}")
 
 
-def _row_checkpoint(record: ResultRecord, request: RunRequest) -> RunRequest:
+def _row_model(record: ResultRecord, request: RunRequest) -> RunRequest:
     """``request`` with only the ``--checkpoint`` of the record's model (a run given one per task
-    made each row with one: the run of this row alone would refuse the other as unread); a
-    ConfigError before any work where its weights are no longer the record's.  Released weights'
-    files are the release's own, converted when loaded: left to the run."""
+    made each row with one: the run of this row alone would refuse the other as unread), and
+    trained where its run loaded it from a cache (``--no-train``: that model was trained from these
+    very options, and this machine's cache may hold none); a ConfigError before any work where
+    the checkpoint's weights are no longer the record's.  Released weights' files are the
+    release's own, converted when loaded: left to the run."""
+    request = replace(request, train=None) if request.train is False else request
     if request.weights is not None:
         return request
     model = record.body.detector
@@ -340,7 +343,7 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
                     f"ln -s COPY {absolute[0][1]})")
     if said:
         raise ConfigError(f"record {record.id}'s run read {'; and '.join(said)}")
-    request = _row_checkpoint(record, request)
+    request = _row_model(record, request)
     only = {(body.suite.name, name) for name in (body.case_name, body.case.get("compare_to")) if name}
     ran: list[Evaluation] = []
     try:

@@ -298,6 +298,25 @@ def test_a_row_made_again_under_another_identity_names_the_fields_that_differ(ca
     assert f"record {record.id} then, " in stdout and " now: what made it differs in split)" in " ".join(stdout.split())
 
 
+def test_a_row_run_with_no_train_is_reproduced_where_no_cache_holds_its_model(capsys, diffseg_folder, tmp_path,
+                                                                            monkeypatch):
+    """A row whose run loaded its model from the cache (--no-train) ended, on a machine whose cache holds none, in
+    "pass --checkpoint PATH or drop --no-train": options reproduce does not take. The model is trained anew from
+    the record's options, as every row of a trained model is on another machine."""
+    out = tmp_path / "out"
+    for train in ("--train", "--no-train"):  # trained, then a run that loads it
+        code, _, err = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", diffseg_folder,
+                           "--out", out, train, "--rerun", *FAST)
+        assert code == 0, err
+    record = next(r for r in map(json.loads, map(Path.read_text, (out / "records").glob("*.json")))
+                  if r["case"]["name"] == "binary")
+    assert record["request"]["train"] is False
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "another-machine"))
+    code, stdout, err = cli(capsys, "reproduce", record["record_id"], "--store", out)
+    assert code == 0, stdout + err
+    assert f"every metric identical (13 compared; the same record id {record['record_id']})" in " ".join(stdout.split())
+
+
 def test_a_row_run_on_relative_paths_is_reproduced_from_the_folder_it_ran_in(capsys, diffseg_folder, tmp_path,
                                                                              monkeypatch):
     import shutil
