@@ -251,6 +251,15 @@ def test_open_dataset_path(tmp_path):
     with pytest.raises(DataError, match=r"plain: no dataset adapter recognises this layout \(it holds archives not "
                        r"extracted: 4cam_auth\.tar\.bz2, 4cam_splc\.tar\.bz2; extract them first\)\. Adapters: "):
         open_dataset(str(tmp_path / "plain"))
+    (tmp_path / "in_way" / "Gt").mkdir(parents=True)
+    (tmp_path / "in_way" / "Tp").write_bytes(b"")  # the file in the way is named, not only "no adapter"
+    with pytest.raises(DataError, match=r"in_way: no dataset adapter recognises this layout \(Tp is a file where "
+                       r"brgen, casia1, casia2, tpgt expect a folder\)\. Adapters: "):
+        open_dataset(str(tmp_path / "in_way"))
+    (tmp_path / "in_way" / "Tp").unlink()
+    (tmp_path / "in_way" / "train_copy").write_bytes(b"")
+    with pytest.raises(DataError, match=r"\(train_copy is a file where diffseg30k expects a folder\)\. Adapters"):
+        open_dataset(str(tmp_path / "in_way"))
     for empty in ("", "  "):  # an unset shell variable: never the current folder
         with pytest.raises(ConfigError, match="the dataset is given as an empty string"):
             open_dataset(empty)

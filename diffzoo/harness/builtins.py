@@ -18,7 +18,7 @@ def register_suites(register):
 
 _DATASETS = (  # (name, "module:class" of diffzoo.harness.data.adapters, description)
     ("diffseg30k", "diffseg30k:DiffSeg30kDataset",
-     f"DiffSeg30k (hub {DIFFSEG30K_HUB_ID}, or a local train.zip / folder / parquet)"),
+     f"DiffSeg30k (hub {DIFFSEG30K_HUB_ID}, or a local train.zip / folder such as train_copy/ / parquet)"),
     ("pape", "pape:PapeDataset",
      "PAPE (hub PatrickZZZ/PAPE_Dataset): <subset>/<editor>/ with manifest.jsonl, "
      "source/, normal/, abnormal/, masks/"),

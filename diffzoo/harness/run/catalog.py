@@ -34,7 +34,7 @@ from typing import Any
 from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError, not_found
 from diffzoo.harness.core.fsutil import file_kind
 from diffzoo.harness.core.protocols import Dataset
-from diffzoo.harness.run.factories import archives_note, open_recognised, recognise, sniffing_adapters
+from diffzoo.harness.run.factories import folder_note, open_recognised, recognise, sniffing_adapters
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
                 elif path.suffix.lower() in FILE_SUFFIXES and not visit(path):
                     catalog.passed.append(passed(path, "no dataset adapter recognises this file", crashed))
             catalog.passed.insert(said, passed(folder, "no dataset adapter recognises this folder; " + (
-                "looked in its subfolders" if subfolders else "it has no subfolder to look in") + archives_note(folder),
-                failed))
+                "looked in its subfolders" if subfolders else "it has no subfolder to look in")
+                + folder_note(folder, adapters), failed))
         level = below
     return catalog

@@ -244,21 +244,30 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
     empty = path.is_dir() and next(path.iterdir(), None) is None
     raise not_found(DataError(
         f"{target}: no dataset adapter recognises this layout{' (the folder is empty)' if empty else ''}"
-        f"{archives_note(path)}. Adapters: {', '.join(entry.name for entry, _ in adapters)}; `diffzoo list "
+        f"{folder_note(path, adapters)}. Adapters: {', '.join(entry.name for entry, _ in adapters)}; `diffzoo list "
         "datasets` says the layout each expects (docs/datasets.md)" + "".join(f"; {c}" for c in crashed)
     ))
 
 
 _ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".7z", ".rar")
+_FOLDER_NAMED = re.compile(r"(?:^|[\s(])([\w.-]+)/")
+"""A folder an adapter's description names: ``Tp/`` in "a folder with Tp/ (images)"."""
 
 
-def archives_note(path: Path) -> str:
+def folder_note(path: Path, adapters: list[tuple[Entry, Any]]) -> str:
     """`` (it holds archives: ...)`` for a folder whose files include downloads not yet extracted:
-    no adapter looks inside a .tar or .7z (a .zip only where its adapter reads it in place)."""
+    no adapter looks inside a .tar or .7z (a .zip only where its adapter reads it in place);
+    and `` (Tp is a file where tpgt expects a folder)`` for a file named as a folder the
+    description of one of ``adapters`` names, which no sniffer looks into."""
     try:
-        names = sorted(p.name for p in path.iterdir() if p.name.lower().endswith(_ARCHIVE_SUFFIXES) and p.is_file())
+        files = sorted(p.name for p in path.iterdir() if p.is_file())
     except OSError:  # not a folder, or one that cannot be listed: nothing to add
         return ""
-    if not names:
-        return ""
-    return f" (it holds archives not extracted: {name_some(names)}; extract them first)"
+    names = [n for n in files if n.lower().endswith(_ARCHIVE_SUFFIXES)]
+    note = f" (it holds archives not extracted: {name_some(names)}; extract them first)" if names else ""
+    expected = [(e.name, {f.lower() for f in _FOLDER_NAMED.findall(e.description)}) for e, _ in adapters]
+    for name in files:
+        readers = [adapter for adapter, folders in expected if name.lower() in folders]
+        if readers:
+            note += f" ({name} is a file where {', '.join(readers)} expect{'s' * (len(readers) == 1)} a folder)"
+    return note
