@@ -242,6 +242,20 @@ def test_mask_modes_with_alpha_16_bit_and_other_modes():
     assert err.value.kind == "unsupported-mode"
 
 
+def test_a_region_mask_is_its_non_zero_pixels_at_every_bit_depth_a_label_mask_keeps_its_rules():
+    """A 16-bit 0/65535 region mask was refused as "class-index masks hold values 0..254"."""
+    binary = np.array([[0, 65535], [65535, 0]], np.uint16)
+    for region in (binary, binary.astype(np.uint8) // 255, (binary // 257).astype(np.uint8)):  # 16 bit, 0/1, 0/255
+        assert np.array_equal(imageio.read_object_mask(png_bytes(region), "m"), binary > 0)
+    with pytest.raises(CorruptSampleError, match=r"I;16 mask has values 0..65535; class-index masks") as err:
+        read_mask(png_bytes(binary), "m")
+    assert err.value.kind == "mask-values"
+    with pytest.raises(CorruptSampleError, match=r"m\.png: mask is JPEG-encoded") as err:
+        imageio.read_object_mask(_encode(Image.fromarray((binary // 257).astype(np.uint8)), "JPEG"), "m",
+                                 name="m.png")
+    assert err.value.kind == "mask-lossy"
+
+
 def test_lossy_webp_mask_is_refused_lossless_is_read():
     idx = np.array([[0, 1], [2, 3]], np.uint8)
     lossless = _encode(Image.fromarray(idx), "WEBP", lossless=True)

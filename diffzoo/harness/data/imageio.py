@@ -394,6 +394,18 @@ def read_mask(
     return np.array(mask, dtype=np.uint8, order="C")  # a writable copy, never PIL's buffer
 
 
+def read_object_mask(src: ImageSource, sample_id: str, *, name: str | None = None) -> np.ndarray:
+    """Decode a region mask (``generate --regions masks:DIR``) as H x W bool: every non-zero pixel
+    is the object, whatever its bit depth (a 16-bit 0/65535 mask too: no class index is read from
+    it).  Lossy files, float and colour masks and transparency are refused as :func:`read_mask`
+    refuses them."""
+    img, data, name = open_image(src, sample_id, name)
+    _refuse_lossy(img, data, sample_id, name)
+    if img.mode in WIDE_MODES and img.mode != "F":
+        return np.asarray(img) != 0
+    return _mask_array(img, sample_id, name) != 0
+
+
 def read_binary_mask(
     src: ImageSource,
     sample_id: str,
