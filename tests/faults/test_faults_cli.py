@@ -254,6 +254,19 @@ def test_a_folder_that_cannot_be_made_names_the_folder_that_refuses_it_in_full(m
         check_usable_dir(Path("out/new"), "--out")
 
 
+def test_an_out_folder_whose_name_is_too_long_is_one_line_before_any_work(capsys, caplog, tmp_path, monkeypatch):
+    """A part of --out longer than the filesystem takes passed the first check, and the run failed after its work
+    with a WARNING that its log is not written before its error line, leaving the folders it made."""
+    monkeypatch.chdir(tmp_path)
+    out = f"o/{'x' * 300}/y"
+    one_line_exit_2(*cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", "mini",
+                         "--out", out),
+                    f"error: --out {out} cannot be used: the name is too long for the filesystem; point it at a "
+                    "writable folder")
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatch, tmp_path):
     monkeypatch.delenv("DIFFZOO_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

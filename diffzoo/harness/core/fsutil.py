@@ -172,6 +172,14 @@ def check_writable_dir(path: Path | str, what: str) -> Path:
     return path
 
 
+def _name_max(folder: Path) -> int:
+    """The longest file name, in bytes, the filesystem of ``folder`` takes (255 where it does not say)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or a filesystem that gives no limit
+        return 255
+
+
 def check_usable_dir(path: Path | str, what: str) -> Path:
     """Check, leaving nothing made, that folder ``path`` exists as a writable folder or
     can be made (its nearest existing ancestor is a writable folder that takes a new
@@ -185,6 +193,8 @@ def check_usable_dir(path: Path | str, what: str) -> Path:
         reason = USER_FIXABLE[errno.ENOTDIR] if here != path else "it is not a folder"
     elif not os.access(here, os.W_OK | os.X_OK):
         reason = f"{USER_FIXABLE[errno.EACCES]} on {here.absolute()}"
+    elif here != path and any(len(os.fsencode(p)) > _name_max(here) for p in path.relative_to(here).parts):
+        reason = USER_FIXABLE[errno.ENAMETOOLONG]  # a folder below the first one made would fail, after the work
     elif here != path:
         # access() passes root everywhere, and some filesystems (/proc) refuse every mkdir:
         # make the first missing folder and take it away again to know
