@@ -330,6 +330,10 @@ def test_run_options_that_cannot_mean_what_they_say_are_refused_before_any_work(
     (["--debug", "leaderboard", "list", "--store", ""], "--store was given an empty path"),
     (["leaderboard", "add", "--store", "s", ""], "diffzoo leaderboard add was given an empty path as an argument"),
     (["leaderboard", "diff", "", "records"], "an empty version name or path was given"),
+    (["run", "-d", "segformer.tiny", "-s", "cross-dataset", "--eval-dataset", "mini:", "--plan"],
+     "--eval-dataset 'mini:' names no split after its ':'"),  # was read as mini's default split
+    (["run", "-d", "segformer.tiny", "-s", "cross-dataset", "--eval-dataset", ":val", "--plan"],
+     "--eval-dataset ':val' names no dataset before its ':'"),
 ])
 def test_an_empty_value_is_refused_never_read_as_the_current_folder(capsys, tmp_path, monkeypatch, args, said):
     monkeypatch.chdir(tmp_path)  # a folder of images and records: what pathlib makes of ""

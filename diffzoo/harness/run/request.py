@@ -211,7 +211,8 @@ class RunRequest:
         from diffzoo.harness.data.labelmaps import names_a_file
 
         datasets = [("--dataset", self.dataset)] + [
-            ("--eval-dataset", catalog_root(spec) or eval_dataset_spec(spec)[0]) for spec in self.eval_dataset]
+            ("--eval-dataset", root if (root := catalog_root(spec)) is not None else eval_dataset_spec(spec)[0])
+            for spec in self.eval_dataset]
         named = [(flag, spec) for flag, spec in datasets
                  if not get_registry().has("dataset", spec) and not is_hub_id(spec)]
         data = Path(self.dataset).expanduser() if named and named[0][0] == "--dataset" else None
@@ -429,8 +430,13 @@ def catalog_root(spec: str) -> str | None:
 
 def eval_dataset_spec(spec: str) -> tuple[str, str | None]:
     """An ``--eval-dataset`` value, ``PATH_OR_NAME[:SPLIT]``, as (dataset, split or None):
-    a path that exists is taken whole (its name may hold a colon)."""
+    a path that exists is taken whole (its name may hold a colon); nothing before or after the
+    colon (``$DATA:$SPLIT``, a variable unset) is a ConfigError, never the default split unsaid."""
     if Path(spec).expanduser().exists() or ":" not in spec:
         return spec, None
     head, _, split = spec.rpartition(":")
-    return (head, split or None) if head else (spec, None)
+    if not head.strip() or not split.strip():
+        side = "no dataset before" if not head.strip() else "no split after"
+        raise ConfigError(f"--eval-dataset {spec!r} names {side} its ':' (an unset shell variable?); give "
+                          "PATH_OR_NAME:SPLIT, or PATH_OR_NAME alone for its default split")
+    return head, split
