@@ -303,6 +303,8 @@ def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatc
     (["--crop-size", "4"], ["--crop-size 4: must be at least 8"]),
     (["--suite", "unseen-generators", "--holdout", "sd2,glide", "--holdout", "glide,sd2"],
      ["the held-out pair glide,sd2 is given twice (also as sd2,glide)"]),
+    (["--suite", "unseen-generators", "--holdout", "sd2,sd2"],  # was "a held-out pair names two different editors"
+     ["--holdout takes two different editor names, e.g. sd2,glide; got 'sd2,sd2'"]),
     (["--dataset-option", "calib_fraction=0.1", "--dataset-option", "calib_fraction=0.2"],
      ["--dataset-option calib_fraction is given twice"]),
     (["--suite", "lora", "--generator", "sdxl.hyper-sd-8step=sdxl.tiny-lora", "--generator",

@@ -109,7 +109,7 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", "checkpoint: [null]", ["--config", "--checkpoint takes a path, got None"]),
     ("run", "labels: [[sd2], glide]", ["--config", "--labels takes text, got [['sd2'], 'glide']"]),
     ("run", "train: 'yes'", ["--config", "--train takes true or false, got 'yes'"]),
-    ("run", "holdout: [5]", ["--config", "--holdout takes two editor names", "got 5"]),
+    ("run", "holdout: [5]", ["--config", "--holdout takes two different editor names", "got 5"]),
     ("run", "dataset_option: 5", ["--config", "--dataset-option takes a list, got 5"]),
     ("run", "out: [a]", ["--config", "--out takes a path, got ['a']"]),
     ("run", "plan: 5", ["--config", "--plan takes true or false, got 5"]),
