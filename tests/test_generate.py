@@ -679,6 +679,19 @@ def test_bad_mask_files_are_named_before_any_sample_is_made(capsys, tmp_path):
     assert not (out / STATE_DIR / "samples").exists()
 
 
+def test_a_16_bit_region_mask_of_0_and_65535_is_its_non_zero_pixels(capsys, tmp_path):
+    """A 16-bit 0/65535 mask was refused as "class-index masks hold values 0..254"; non-zero pixels are the object."""
+    bases = make_bases(tmp_path / "bases", n=1)  # 40 x 48 px (W x H)
+    (tmp_path / "masks" / "b0").mkdir(parents=True)
+    m = np.zeros((48, 40), np.uint16)
+    m[4:28, 4:22] = 65535
+    Image.fromarray(m).save(tmp_path / "masks" / "b0" / "box.png")
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--regions",
+                            f"masks:{tmp_path / 'masks'}", "--editors", "sd2.tiny", "--n", 1, "--ai-bases", 0)
+    assert code == 0, stdout + err
+    assert [t["object"] for row in manifest(tmp_path / "out") for t in row["turns"]] == ["box"]
+
+
 def test_a_mask_not_of_its_bases_shape_is_named_before_any_model_loads(capsys, tmp_path):
     """A 40 x 48 px mask of a 48 x 40 px base (drawn on the view its EXIF tag turns) was stretched to it, unsaid."""
     bases = make_bases(tmp_path / "bases", n=2)  # 40 x 48 px (W x H)

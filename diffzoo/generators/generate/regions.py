@@ -318,7 +318,7 @@ class MaskFolderRegions:
         not, and keeps a pixel resized to --size; and each base has a mask whose area at --size is in
         [``min_area``, ``max_area``] (:func:`choose_region` takes no other): a bad one is named before
         any model loads, not at its sample."""
-        from diffzoo.harness.data.imageio import read_mask
+        from diffzoo.harness.data.imageio import read_object_mask
 
         bad, far = [], []
         for base in bases:
@@ -326,7 +326,7 @@ class MaskFolderRegions:
             areas = []  # of its good masks, at --size
             for path in self.files(base.key):
                 try:
-                    mask = read_mask(path, base.key)
+                    mask = read_object_mask(path, base.key)
                 except CorruptSampleError as exc:
                     bad.append(exc.reason)
                     continue
@@ -348,9 +348,9 @@ class MaskFolderRegions:
         refuse_files(f"--regions masks:{self.folder}", "base image", far)
 
     def candidates(self, base: Any, rng: np.random.Generator) -> list[Region]:
-        from diffzoo.harness.data.imageio import read_mask
+        from diffzoo.harness.data.imageio import read_object_mask
 
         h, w = base.image.shape[:2]
-        masks = ((resize_mask(read_mask(path, base.key) > 0, h, w), _object_name(path.stem))
+        masks = ((resize_mask(read_object_mask(path, base.key), h, w), _object_name(path.stem))
                  for path in self.files(base.key))  # fmt: skip
         return regions_of(masks, "mask")
