@@ -49,6 +49,10 @@ def test_config_file_gives_the_options_and_the_command_line_wins(capsys, diffseg
     code, _, err = cli(capsys, "run", "--config", config, "--plan")
     assert code == 2 and "unknown option(s) iteration" in err and len(err.strip().splitlines()) == 1
     assert err.rstrip().endswith("(e.g. batch_size for --batch-size). iteration: Did you mean 'iterations'?"), err
+    config.write_text("detector: segformer.tiny\ntask: semantic\n")  # a file written for train
+    code, _, err = cli(capsys, "run", "--config", config, "--plan")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.rstrip().endswith("(task is an option of diffzoo predict and diffzoo train)"), err
     code, _, err = cli(capsys, "run", "--plan")
     assert code == 2 and "needs a detector" in err
 
@@ -379,3 +383,10 @@ def test_reproduce_compares_within_the_tolerance():
     assert compare({"mIoU": 0.5}, {"mIoU": 0.504}, 0.01)[1] == []
     assert compare({"mIoU": 0.5}, {"mIoU": None}, 0.01)[1] == ["mIoU"]  # undefined now: not the same number
     assert compare({"mIoU": 0.5}, {}, 0.01)[1] == ["mIoU"]
+
+
+def test_a_tolerance_that_is_no_finite_number_is_a_usage_error(capsys, tmp_path):
+    """inf passed every metric (NaN fails click's bound already): neither compares anything."""
+    code, _, err = cli(capsys, "reproduce", "abc", "--store", tmp_path, "--tolerance", "inf")
+    assert code == 2 and "Invalid value for '--tolerance': inf is no finite number" in err, err
+    assert cli(capsys, "reproduce", "abc", "--store", tmp_path, "--tolerance", "nan")[0] == 2

@@ -94,6 +94,17 @@ def request_command(fn: Callable[..., Any], names: Iterable[str], own_first: boo
     return fn
 
 
+def options_elsewhere(ctx: typer.Context, keys: list[str]) -> str:
+    """`` (task is an option of diffzoo train)``: which other commands take each of ``keys``, so
+    that one file serving two commands names the command a key belongs to."""
+    group = ctx.find_root().command
+    others = {name: {p.name for p in cmd.params} for name, cmd in getattr(group, "commands", {}).items()
+              if cmd is not ctx.command}
+    said = [f"{key} is an option of {' and '.join(f'diffzoo {n}' for n in sorted(others) if key in others[n])}"
+            for key in keys if any(key in names for names in others.values())]
+    return f" ({'; '.join(said)})" if said else ""
+
+
 def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, Any], config: Path | None
                    ) -> dict[str, Any]:
     """The options of a command (``own``: its own, ``options``: those of the request): the
@@ -106,7 +117,8 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
     known = {f.name for f in fields(RunRequest)} | set(values)
     if unknown := sorted(set(from_file) - known):
         raise ConfigError(f"--config {config}: unknown option(s) {', '.join(unknown)}; keys are the flag names "
-                          f"without -- (e.g. batch_size for --batch-size).{did_you_mean_each(unknown, sorted(known))}")
+                          f"without -- (e.g. batch_size for --batch-size).{did_you_mean_each(unknown, sorted(known))}"
+                          f"{options_elsewhere(ctx, unknown)}")
     params = {p.name: p for p in ctx.command.params}
     # `key: null` (or `key:` alone) is no value: where the option has one by default, neither the default
     # nor "off" can be told from it; where its default is none (None, an empty list), null is the key left out

@@ -29,6 +29,13 @@ DIFFERS = 1
 """The exit status when a number moved beyond the tolerance, or the row was not made again."""
 
 
+def finite_tolerance(value: float) -> float:
+    """``--tolerance`` as a number: inf would pass every metric."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is no finite number; give the largest difference allowed, e.g. 0.01")
+    return value
+
+
 def reproduce_cmd(
     record_id: str = typer.Argument(..., metavar="RECORD_ID", help="The record's id (or an unambiguous prefix)."),
     store: Path = typer.Option(Path("diffzoo-out"), "--store", help="Record store holding the record."),
@@ -36,7 +43,7 @@ def reproduce_cmd(
         None, "--out", help="Store the new run here (default: a temporary folder, removed afterwards)."),
     force: bool = FORCE,
     tolerance: float = typer.Option(
-        0.0, "--tolerance", min=0.0,
+        0.0, "--tolerance", min=0.0, callback=finite_tolerance,
         help="Largest difference allowed per metric (default 0: identical, as on the machine that made the "
         "record; on another CPU, e.g. 0.01 for pixel metrics)."),
     from_folder: Path | None = typer.Option(
