@@ -539,6 +539,11 @@ def test_a_missing_release_file_names_the_releases_file_and_never_a_failed_downl
     assert code == 1 and err.strip() == (
         f"{head}download {FILE} from {source} into {folder} (diffzoo run also takes them as --checkpoint PATH) "
         f"(missing: {folder / FILE})"), err
+    named = tmp_path / "empty"  # a folder the user named that lacks the file: a usage error too
+    named.mkdir()
+    assert one_line_exit_2(*cli(capsys, *run, "--checkpoint", named)) == (
+        f"{head}download {FILE} from {source} into {named} (diffzoo run also takes them as --checkpoint PATH) "
+        f"(missing: {named / FILE})")
 
 
 @pytest.mark.parametrize("how", ["legacy whole", "zip cut short", "legacy cut short",

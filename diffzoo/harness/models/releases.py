@@ -123,7 +123,7 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
                  "(diffzoo run also takes them as --checkpoint PATH)")
         error = WeightsUnavailableError(f"detector {card.name}", release_source(release),
                                         f"{file_kind(first)}: {first}", downloaded=False, fetch=fetch)
-        raise not_found(error) if folder is None else error  # files the user named: another path is the fix
+        raise not_found(error) if given else error  # files (or a folder) the user named: another path is the fix
     return paths
 
 
