@@ -542,7 +542,8 @@ def test_generate_settings_out_of_range_are_one_line_before_any_model(capsys, tm
     region meets rejected every sample after the models loaded."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a-file").write_text("mine")
-    given = {"--out": tmp_path / "o", "--ai-bases": "1", "--editors": "sd2.tiny", "--n": "2", args[0]: args[1]}
+    given = {"--out": tmp_path / "o", "--ai-bases": "1", "--editors": "sd2.tiny", "--n": "2",
+             **dict(zip(args[::2], args[1::2]))}
     one_line_exit_2(*cli(capsys, "generate", *[word for pair in given.items() for word in pair]), said)
     assert not (tmp_path / "o").exists() and (tmp_path / "a-file").read_text() == "mine"
 
