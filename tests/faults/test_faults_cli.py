@@ -290,7 +290,9 @@ def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatc
     (["--suite", "lora", "--generator", "sdxl.hyper-sd-8step=nosuch"], ["unknown generator 'nosuch'"]),
     (["--labels", "sd2,sd2"], ["--labels: names 'sd2,sd2': editors 'sd2' and 'sd2' are one class, 'sd2'"]),
     (["--dataset-option", "calib_fraction=2"], ["calib_fraction must be in [0, 1 - val_fraction), got 2"]),
-    (["--dataset-option", "n_images=0"], ["n_images must be at least 1, got 0"]),
+    (["--dataset-option", "n_images=0"], ["n_images must be from 1 to 100,000 (mini is the demo dataset; make a "
+                                          "larger one with diffzoo generate), got 0"]),
+    (["--dataset-option", "n_images=100000000"], ["n_images must be from 1 to 100,000", "got 100000000"]),
     (["--dataset-option", "n_images=two"], ["--dataset-option n_images takes an integer, got 'two'"]),
     (["--dataset-option", "seed=-3"], ["seed -3 is not a valid seed: give an integer from 0 to 2**63 - 1"]),
     (["--dataset-option", "calib_fraction=0.1=2"], ["--dataset-option calib_fraction takes a number, got '0.1=2'"]),

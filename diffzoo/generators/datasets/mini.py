@@ -51,6 +51,9 @@ log = logging.getLogger(__name__)
 
 MINI_VERSION = 3  # bump whenever a change alters the built files (3: eight editors)
 DEFAULT_N_IMAGES = 240
+MAX_N_IMAGES = 100_000
+"""The most images a mini build plans: a demo set, built on the first run that reads it; larger sets are
+made with diffzoo generate."""
 DEFAULT_SIZE = 64
 DEFAULT_SEED = 0
 EDITORS: tuple[str, ...] = DIFFSEG30K_EDITORS
@@ -120,8 +123,9 @@ def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
     from diffzoo.generators.generate.regions import random_region
     from diffzoo.generators.generate.schedule import balanced, split_counts
 
-    if n_images < 1:
-        raise ConfigError(f"n_images must be at least 1, got {n_images}")
+    if not 1 <= n_images <= MAX_N_IMAGES:
+        raise ConfigError(f"n_images must be from 1 to {MAX_N_IMAGES:,} (mini is the demo dataset; make a larger "
+                          f"one with diffzoo generate), got {n_images}")
     if size < 16 or size % 8:
         raise ConfigError(f"size must be a multiple of 8 and at least 16, got {size}")
     check_seed(seed, "seed")  # numpy takes no negative seed
