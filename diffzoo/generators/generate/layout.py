@@ -17,6 +17,7 @@ counted, nor a file replaced since by other bytes of its size.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import logging
@@ -164,7 +165,7 @@ class SampleStore:
         for path, blob in zip(paths, blobs):
             atomic_write_bytes(path, blob)
         record = {"id": sample_id, "status": "ok", "sizes": [len(b) for b in blobs],
-                  "sha256": [sha256_file(p) for p in paths], "row": row}
+                  "sha256": [hashlib.sha256(b).hexdigest() for b in blobs], "row": row}  # as sha256_file reads them
         atomic_write_bytes(self._record_path(sample_id), json.dumps(record, sort_keys=True).encode())
         self._intact.add(sample_id)
 
