@@ -335,7 +335,7 @@ class MaskFolderRegions:
                 elif not same_shape(mask.shape, (h, w)):
                     bad.append(f"{path}: {mask.shape[1]} x {mask.shape[0]} px does not scale to its base "
                                f"{base.source}, {w} x {h} px")
-                elif not (area := float(resize_mask(mask > 0, *at).mean())):  # no candidate left at that size
+                elif not (area := float(resize_mask(mask, *at).mean())):  # no candidate left at that size
                     bad.append(f"{path}: its {np.count_nonzero(mask)} non-zero pixel(s) vanish at --size ({at[1]} x "
                                f"{at[0]} px): no region is left; draw a larger region or give a larger --size")
                 else:
