@@ -63,6 +63,14 @@ SPLICING, COPY_MOVE, REMOVAL = "splicing", "copy_move", "removal"
 Entries = dict[str, tuple[Path, Path | None]]
 
 
+def _pair(entries: Entries, no_mask: list[str], sid: str, image: Path, mask: Path | None) -> None:
+    """Tampered image ``sid`` with its ``mask`` into ``entries``; without one (None), into ``no_mask``."""
+    if mask is None:
+        no_mask.append(sid)
+    else:
+        entries[sid] = (image, mask)
+
+
 class _ClassicDataset(_TestSetDataset):
     """Tampered images with one mask each, plus authentic images; a test set
     with published image counts and protocol subsets."""
@@ -182,11 +190,7 @@ class ColumbiaDataset(_ClassicDataset):
         entries: Entries = {}
         no_mask: list[str] = []
         for img in image_files_in(splc):
-            sid = f"4cam_splc/{img.name}"
-            if img.stem in masks:
-                entries[sid] = (img, masks.pop(img.stem))
-            else:
-                no_mask.append(sid)
+            _pair(entries, no_mask, f"4cam_splc/{img.name}", img, masks.pop(img.stem, None))
         report_unpaired(str(root), no_mask, f"spliced image(s) have no <stem>_edgemask mask in {edge}", skip_unpaired)
         log_unused(edge, [m.name for m in masks.values()], "edge mask(s) match no image")
         edit_types = dict.fromkeys(entries, SPLICING)
@@ -260,11 +264,7 @@ class CoverageDataset(_ClassicDataset):
             sid = f"image/{img.name}"
             hit = COVERAGE_TAMPERED.match(img.stem)
             if hit is not None:
-                n = str(int(hit["n"]))
-                if n in masks:
-                    entries[sid] = (img, masks[n])
-                else:
-                    no_mask.append(sid)
+                _pair(entries, no_mask, sid, img, masks.get(str(int(hit["n"]))))
             elif COVERAGE_ORIGINAL.match(img.stem):
                 originals[sid] = (img, None)
             else:
@@ -506,11 +506,7 @@ class Imd2020Dataset(_ClassicDataset):
                 ignored.append(folder.name)
                 continue
             for img in tampered:
-                sid = f"{folder.name}/{img.name}"
-                if img.stem in masks:
-                    entries[sid] = (img, masks[img.stem])
-                else:
-                    no_mask.append(sid)
+                _pair(entries, no_mask, f"{folder.name}/{img.name}", img, masks.get(img.stem))
             stems = {img.stem for img in tampered}
             orphans += sorted(f"{folder.name}/{m.name}" for stem, m in masks.items() if stem not in stems)
             originals.update({f"{folder.name}/{o.name}": (o, None) for o in origs})
