@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile
 
+from diffzoo.harness.core import runlog
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.data import (
@@ -296,7 +297,7 @@ def test_binary_mask_rule(monkeypatch, caplog):
     assert out.dtype == np.uint8 and out[0].tolist() == [1, 0, 1, 0] and out[1:].sum() == 0
     zero_one = np.zeros((4, 4), dtype=np.uint8)
     zero_one[1, 1] = 1
-    monkeypatch.setattr(imageio, "_warned_low_mask", False)
+    monkeypatch.setattr(runlog, "_SAID", set())
     with caplog.at_level(logging.WARNING):
         assert read_binary_mask(png_bytes(zero_one), "b").sum() == 0
     assert "0/1-encoded" in caplog.text
@@ -307,7 +308,7 @@ def test_a_16_bit_binary_mask_whose_values_all_fall_below_the_threshold_is_warne
     """A 16-bit mask of 0/1 or 0/255 reads as all background (its high byte is 0) with no warning."""
     mask = np.zeros((4, 5), dtype=np.uint16)
     mask[1:3, 1:3] = edited
-    monkeypatch.setattr(imageio, "_warned_low_mask", False)
+    monkeypatch.setattr(runlog, "_SAID", set())
     with caplog.at_level(logging.WARNING):
         assert read_binary_mask(png_bytes(mask), "b", name="b.png").sum() == 0
     assert caplog.messages == [

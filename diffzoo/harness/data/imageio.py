@@ -32,6 +32,7 @@ from PIL import Image, UnidentifiedImageError
 
 from diffzoo.harness.core.errors import CorruptSampleError, DiffzooError, EnvVarError
 from diffzoo.harness.core.fsutil import MISSING, file_kind
+from diffzoo.harness.core.runlog import warn_once
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,6 @@ LOSSY_FORMATS = ("JPEG", "MPO")
 
 _SUFFIX_FORMATS = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".bmp": "BMP",
                    ".webp": "WEBP", ".jpg": "JPEG", ".jpeg": "JPEG"}
-
-_warned_low_mask = False
 
 __all__ = ["IMAGE_EXTENSIONS", "ImageSource", "is_image_file", "read_binary_mask", "read_image",
            "read_mask"]
@@ -433,9 +432,9 @@ def read_binary_mask(
     wide = img.mode in WIDE_MODES and np.issubdtype(np.asarray(img).dtype, np.integer)
     top = int(np.asarray(img).max()) if wide and grey.size else int(grey.max()) if grey.size else 0
     if not mask.any() and top > 0:
-        global _warned_low_mask
-        log.log(
-            logging.DEBUG if _warned_low_mask else logging.WARNING,
+        warn_once(
+            log,
+            "low-mask-values",
             "sample %s: %s has non-zero values up to %d but none above %g, so it reads "
             "as all background; is it %s? (warned once)",
             sample_id,
@@ -445,7 +444,6 @@ def read_binary_mask(
             f"an 8-bit or 0/1 mask saved as {img.mode} (read by its high byte, v // 256)" if wide
             else "a 0/1-encoded mask",
         )
-        _warned_low_mask = True
     check_mask_size(mask, size, sample_id, name)
     return mask
 
