@@ -140,14 +140,16 @@ def test_columbia_reads_the_green_region_of_the_edge_mask(tmp_path, nested, capl
 
 
 def test_columbia_grey_edge_mask_is_warned_not_read_as_unspliced_unsaid(tmp_path, caplog):
-    """A binarised edge mask (white = spliced) has no green: every pixel read as unspliced, with no word."""
+    """A binarised edge mask (white = spliced) has no green: no pixel reads as spliced, so the sample
+    is skipped (``mask-empty``), and the warning says why."""
     root = make_columbia(tmp_path / "columbia")
     grey = np.zeros((S, S, 3), np.uint8)
     grey[8:, 16:] = 255
     mask = root / "4cam_splc" / "edgemask" / f"{SPLICED[0]}_edgemask.jpg"
     save_jpeg(mask, grey)
-    with caplog.at_level(logging.WARNING):
-        assert not ColumbiaDataset(root).load(f"4cam_splc/{SPLICED[0]}.tif").label.any()
+    with caplog.at_level(logging.WARNING), pytest.raises(CorruptSampleError, match="marks no pixel as edited") as err:
+        ColumbiaDataset(root).load(f"4cam_splc/{SPLICED[0]}.tif")
+    assert err.value.kind == "mask-empty"
     assert f"sample 4cam_splc/{SPLICED[0]}.tif: {mask} has no green pixel, so no pixel reads as spliced" in caplog.text
 
 

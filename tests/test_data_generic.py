@@ -13,6 +13,7 @@ from diffzoo import open_dataset
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data import AuthenticFolder, JsonListDataset, TpGtDataset, WithAuthentic
+from diffzoo.harness.data.stats import dataset_stats
 
 from helpers.cli import cli, one_line_exit_2
 from helpers.data import make_cocoglide, make_diffseg_folder, make_tpgt
@@ -39,6 +40,23 @@ def test_tpgt_reads_and_binarises(tmp_path):
     assert ds.provenance()["split"]["id"] == "native"
     assert split.provenance()["split"]["id"] == "diffzoo-hash-v1-seed0-val20"
     assert TpGtDataset(root, split_seed=3).provenance()["split"]["id"] == "diffzoo-hash-v1-seed3-val20"
+
+
+@pytest.mark.parametrize("stored", [0, 1], ids=["all-zero", "0/1"])
+def test_an_edited_image_whose_mask_marks_no_pixel_is_skipped_never_counted_authentic(tmp_path, stored):
+    """A Tp image's all-zero (or 0/1-encoded) mask is skipped as ``mask-empty``: the data lists the
+    image as edited, and read as it is it would be an authentic sample."""
+    root = make_tpgt(tmp_path / "set")
+    blank = np.zeros((16, 16), np.uint8)
+    blank[:4, :4] = stored
+    save(root / "Gt" / "a.png", blank)
+    with pytest.raises(CorruptSampleError) as err:
+        TpGtDataset(root, split="test").load("Tp/a.png")
+    assert (err.value.kind, str(err.value)) == ("mask-empty", f"sample Tp/a.png: {root / 'Gt' / 'a.png'}: the mask "
+                                                "marks no pixel as edited, but the data lists the image as edited; "
+                                                "read as it is, it would be labelled authentic")
+    stats = dataset_stats(TpGtDataset(root, split="test"))
+    assert (stats["authentic"], stats["skipped"]["by_kind"]) == (1, {"mask-empty": 1})
 
 
 def test_a_hash_split_option_no_hash_split_reads_is_refused_not_ignored(tmp_path, capsys):

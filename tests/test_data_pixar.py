@@ -107,7 +107,9 @@ def test_editor_option_threshold_and_split(pixar):
     # a grey soft mask: 100/255 = 0.39 is edited only below the default threshold
     mask = pixar / sid.replace("tampered/", "soft_masks/").replace(".png", "_mask.png")
     save(mask, region(0, 0, 10, value=100))
-    assert not PixarDataset(pixar).load(sid).label.any()
+    with pytest.raises(CorruptSampleError, match="marks no pixel as edited") as err:  # never labelled authentic
+        PixarDataset(pixar).load(sid)
+    assert err.value.kind == "mask-empty"
     low = PixarDataset(pixar, mask_threshold=0.3).load(sid).label
     np.testing.assert_array_equal(low, (region(0, 0, 10) > 0).astype(np.uint8))
 

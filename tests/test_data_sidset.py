@@ -132,6 +132,11 @@ def test_refusals_and_skips(sida, parts, tmp_path):
     with pytest.raises(CorruptSampleError, match="a tampered image without a mask") as err:
         ds.load(rows[2]["img_id"])
     assert err.value.kind == "missing-file"
+    black = sida / "train" / "masks" / "tampered_010005_mask.png"  # a tampered image's all-black mask
+    Image.fromarray(np.zeros((SIZE, SIZE, 3), np.uint8)).save(black)
+    with pytest.raises(CorruptSampleError, match=f"{black}: the mask marks no pixel as edited") as err:
+        SidSetDataset(sida, skip_unpaired=True).load("tampered_010005")
+    assert err.value.kind == "mask-empty"
     rows[2]["label"] = 5
     datasets.Dataset.from_list(rows, features=FEATURES).to_parquet(str(tmp_path / "bad.parquet"))
     with pytest.raises(DataError, match="label 5; SID-Set's labels are 0 .real., 1 .full synthetic., 2 .tampered."):

@@ -5,7 +5,7 @@ oversized or ambiguous file fails the same way everywhere: a
 :class:`CorruptSampleError` naming the sample and the file, with a ``kind``
 (``corrupt``, ``missing-file``, ``not-a-file``, ``unreadable``, ``too-large``,
 ``multi-frame``, ``unsupported-mode``, ``mask-ambiguous``, ``mask-lossy``, ``mask-size``,
-``mask-values``), which a run skips and counts (``--strict`` stops).
+``mask-values``, ``mask-empty``), which a run skips and counts (``--strict`` stops).
 The conversion rules are in docs/datasets.md ("Odd images"); opening follows these:
 
 - the image's size is read from its header and checked against
@@ -448,6 +448,16 @@ def read_binary_mask(
     return mask
 
 
+def edited_region(edited: np.ndarray, sample_id: str, name: str) -> np.ndarray:
+    """``edited``, the 0/1 map read from the mask ``name`` of an image the data lists as edited;
+    one with no edited pixel is skipped (``mask-empty``): read as it is, the edited image would
+    be labelled authentic."""
+    if not edited.any():
+        raise CorruptSampleError(sample_id, f"{name}: the mask marks no pixel as edited, but the data lists the "
+                                 "image as edited; read as it is, it would be labelled authentic", "mask-empty")
+    return edited
+
+
 def read_labelled(
     src: ImageSource,
     mask: ImageSource | None,
@@ -460,11 +470,11 @@ def read_labelled(
     threshold: float = 0.5,
 ) -> tuple[np.ndarray, np.ndarray]:
     """An image (:func:`read_image`) and its H x W uint8 label: class ``value`` where the
-    binary ``mask`` (:func:`read_binary_mask`, at the image's size) is edited; without a
-    mask, every pixel ``value`` when ``full`` (a fully generated image), else none."""
+    binary ``mask`` (:func:`read_binary_mask`, at the image's size, :func:`edited_region`) is
+    edited; without a mask, every pixel ``value`` when ``full`` (a fully generated image), else none."""
     image = read_image(src, sample_id, name=name)
     h, w = image.shape[:2]
     if mask is None:
         return image, np.full((h, w), value if full else 0, np.uint8)
     edited = read_binary_mask(mask, sample_id, name=mask_name, size=(w, h), threshold=threshold)
-    return image, edited * np.uint8(value)
+    return image, edited_region(edited, sample_id, describe_source(mask, mask_name)) * np.uint8(value)

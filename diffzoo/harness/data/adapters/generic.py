@@ -10,8 +10,9 @@ Two generic forms cover most of the field's extra benchmarks (docs/datasets.md):
 
 Masks are binarised by the field's rule: mean over the RGB channels > 127.5
 is edited.  A mask stored as 0/1 values therefore reads as all background (a
-warning says so); a mask whose size differs from its image is a corrupt
-sample, not resized.  Labels use the binary label space
+warning says so), and a tampered image whose mask marks no pixel is a corrupt
+sample (``mask-empty``), as is one whose mask's size differs from its image's
+(never resized).  Labels use the binary label space
 ``("background", "edited")``.
 """
 
@@ -31,7 +32,7 @@ from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, masks_by_stem, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import fingerprint_files
-from diffzoo.harness.data.imageio import read_binary_mask, read_image
+from diffzoo.harness.data.imageio import edited_region, read_binary_mask, read_image
 from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
 from diffzoo.harness.data.walk import canonical_name, ids_of, log_unused, stored_paths
@@ -92,7 +93,7 @@ class _PairListDataset(SplitDataset):
         if mask_path is None:
             label = np.zeros((h, w), np.uint8)
         else:
-            label = self._edited(sample_id, mask_path, (w, h))
+            label = edited_region(self._edited(sample_id, mask_path, (w, h)), sample_id, str(mask_path))
         return Sample(image, label, self._meta(sample_id, authentic=mask_path is None))
 
     def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
