@@ -117,6 +117,10 @@ def test_label_rule(tmp_path):
     with pytest.raises(CorruptSampleError) as exc:
         ds.load("train/000000000632_qwen180.jpg")
     assert exc.value.kind == "mask-size"
+    Image.fromarray(np.zeros((SIZE, SIZE), np.uint8)).save(folder / "label" / "000000000009_qwen180.png")
+    with pytest.raises(CorruptSampleError, match="the mask marks no pixel as edited") as exc:  # never authentic
+        ds.load("train/000000000009_qwen180.jpg")
+    assert exc.value.kind == "mask-empty"
 
 
 def test_unpaired_and_refused_layouts(deal, tmp_path, caplog):

@@ -449,7 +449,7 @@ def read_binary_mask(
 
 
 def edited_region(edited: np.ndarray, sample_id: str, name: str) -> np.ndarray:
-    """``edited``, the 0/1 map read from the mask ``name`` of an image the data lists as edited;
+    """``edited``, the label read from the mask ``name`` of an image the data lists as edited;
     one with no edited pixel is skipped (``mask-empty``): read as it is, the edited image would
     be labelled authentic."""
     if not edited.any():

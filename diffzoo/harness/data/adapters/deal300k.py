@@ -23,7 +23,8 @@ keeps the edited images only (the paper's later "DEAL-E edited-only" test
 subset).  Ids ``<split>/<file name>``.  Labels: binary; up to 32 masks are
 read at open (:mod:`..mask_encoding`): 0 and 255 is the rule ``binary-255``
 (255 = edited), 0 and 1 only ``binary-1``, neither 255 nor 1 refuses the data;
-a mask holding another value is a corrupt sample when loaded (``mask-values``).
+a mask holding another value is a corrupt sample when loaded (``mask-values``), as is
+one with no edited pixel (``mask-empty``).
 Metadata of an edit: ``base="real"``, one turn with editor ``instructpix2pix``
 and edit type ``instruction-qwen<ckpt>``.
 
@@ -46,7 +47,7 @@ from diffzoo.harness.core.errors import DataError, not_found
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset, masks_by_stem, option_path, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import combine
-from diffzoo.harness.data.imageio import read_image, read_mask
+from diffzoo.harness.data.imageio import edited_region, read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers, open_zip, posix_names
 from diffzoo.harness.data.splits import SPLITS_FILE, native_splits, resolve_split_scheme
@@ -223,8 +224,8 @@ class Deal300kDataset(SplitDataset):
             return Sample(image, label, SampleMeta(sample_id, base="real", source=self.name))
         mask_members, mask_name = self._masks[sample_id]
         src, shown = mask_members.read(mask_name, sample_id)
-        mask = self.mask_encoding.remap(read_mask(src, sample_id, name=shown, size=(image.shape[1], image.shape[0])),
-                                        sample_id, shown)
+        stored = read_mask(src, sample_id, name=shown, size=(image.shape[1], image.shape[0]))
+        mask = edited_region(self.mask_encoding.remap(stored, sample_id, shown), sample_id, shown)
         turn = EditRecord(EDITOR, edit_type=f"instruction-{self._tags[sample_id]}")
         return Sample(image, mask, SampleMeta(sample_id, base="real", turns=(turn,), source=self.name))
 
