@@ -195,6 +195,14 @@ def _table(title: str, *columns: str, text: int = 1) -> Table:
     return table
 
 
+def _counts(title: str, column: str, counts: dict[str, int]) -> Table:
+    """A table of images per ``column`` value (``counts``, in its order)."""
+    table = _table(title, column, "images")
+    for key, n in counts.items():
+        table.add_row(term_text(key), str(n))
+    return table
+
+
 def _more(table: Table, shown: int, total: int) -> None:
     if total > shown:
         table.add_row(f"... {total - shown} more", *[""] * (len(table.columns) - 1))
@@ -203,9 +211,7 @@ def _more(table: Table, shown: int, total: int) -> None:
 def stats_tables(stats: dict[str, Any]) -> list[Table]:
     """Rich tables of :func:`~diffzoo.harness.data.stats.dataset_stats`'s dict."""
     ds = stats["dataset"]
-    splits = _table(f"{ds['name']} (fingerprint {ds['fingerprint']})", "split", "images")
-    for name, n in stats["splits"].items():
-        splits.add_row(term_text(name), str(n))
+    splits = _counts(f"{ds['name']} (fingerprint {ds['fingerprint']})", "split", stats["splits"])
     if ds.get("mask_encoding"):
         splits.caption = term_text(f"mask values: {ds['mask_encoding']['meaning']}")
     splits.add_row("read", str(stats["read"]))
@@ -226,23 +232,16 @@ def stats_tables(stats: dict[str, Any]) -> list[Table]:
                         "unknown" if turns is None else str(turns),
                         *(_pct(dist.get(k)) for k in ("mean", "median", "p10", "p90")))
 
-    turns = _table(f"images per number of turns ({stats['turns']['with_metadata']} with turn metadata)",
-                   "turns", "images")
-    for key, n in stats["turns"]["counts"].items():
-        turns.add_row(term_text(key), str(n))
-    base = _table("base image", "base", "images")
-    for key, n in stats["base"].items():
-        base.add_row(term_text(key), str(n))
-    edit_types = _table("images per edit type (from metadata; none: no turns)", "edit type", "images")
-    for key, n in stats.get("edit_types", {}).items():
-        edit_types.add_row(term_text(key), str(n))
+    turns = _counts(f"images per number of turns ({stats['turns']['with_metadata']} with turn metadata)",
+                    "turns", stats["turns"]["counts"])
+    base = _counts("base image", "base", stats["base"])
+    edit_types = _counts("images per edit type (from metadata; none: no turns)", "edit type",
+                         stats.get("edit_types", {}))
 
     res = stats["resolutions"]
     w, h = res["width"], res["height"]
     span = f"width {w['min']}-{w['max']}, height {h['min']}-{h['max']}" if w["min"] is not None else "none read"
-    resolutions = _table(f"resolutions (W x H; {span})", "size", "images")
-    for size, n in list(res["counts"].items())[:MAX_ROWS]:
-        resolutions.add_row(size, str(n))
+    resolutions = _counts(f"resolutions (W x H; {span})", "size", dict(list(res["counts"].items())[:MAX_ROWS]))
     _more(resolutions, MAX_ROWS, len(res["counts"]))
 
     values = _table("label values", "value", "class", "pixels", "images", text=2)
