@@ -15,9 +15,10 @@ import pytest
 from PIL import Image
 
 from diffzoo import open_dataset
+from diffzoo.harness.core import runlog
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import EditRecord, SampleMeta
-from diffzoo.harness.data import DiffSeg30kDataset, labelmaps
+from diffzoo.harness.data import DiffSeg30kDataset
 
 from helpers.data import DIFFSEG_PAIRS as N
 from helpers.data import make_pairs, write_folder, write_zip
@@ -90,7 +91,7 @@ def test_sidecar_files_beside_zip(tmp_path, pairs):
 
 def test_label_space_argument_wins_and_default_warns(tmp_path, pairs, monkeypatch, caplog):
     root = write_folder(tmp_path / "ds", pairs)
-    monkeypatch.setattr(labelmaps, "_warned_default", False)
+    monkeypatch.setattr(runlog, "_SAID", set())
     with caplog.at_level(logging.WARNING):
         ds = DiffSeg30kDataset(root)
     assert "UNVERIFIED" in caplog.text and ds.labels_verified is False

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from diffzoo import open_dataset
+from diffzoo.harness.core import runlog
 from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import FileRefused
 from diffzoo.harness.core.protocols import Dataset
@@ -104,7 +105,7 @@ def test_two_label_maps_that_disagree_are_refused(tmp_path, pairs):
 
 
 def test_default_warning_names_the_fix(tmp_path, pairs, monkeypatch, caplog):
-    monkeypatch.setattr(labelmaps, "_warned_default", False)
+    monkeypatch.setattr(runlog, "_SAID", set())
     with caplog.at_level(logging.WARNING):
         DiffSeg30kDataset(write_folder(tmp_path / "ds", pairs))
     assert "UNVERIFIED" in caplog.text and "Fix: pass --labels FILE" in caplog.text

@@ -172,7 +172,7 @@ def test_runs_under_a_permuted_label_map_are_kept_apart_end_to_end(tmp_path, cap
     map, and the paper report gives each its own section, never one table ranking them together."""
     import logging
 
-    from diffzoo.harness.data import labelmaps
+    from diffzoo.harness.core import runlog
 
     fast = ["--detector", "segformer.tiny", "--suite", "standard", "--iterations", "3", "--batch-size", "2",
             "--crop-size", "32", "--device", "cpu", "--no-pretrained", "--bootstrap", "0"]
@@ -200,13 +200,13 @@ def test_runs_under_a_permuted_label_map_are_kept_apart_end_to_end(tmp_path, cap
 
     # without a label map the default order is a guess, and the warning names the fix
     (diffseg_folder / "labels.json").unlink()
-    monkeyed = labelmaps._warned_default
-    labelmaps._warned_default = False
+    said = runlog._SAID
+    runlog._SAID = set()
     try:
         with caplog.at_level(logging.WARNING):
             from diffzoo import open_dataset
 
             assert open_dataset(str(diffseg_folder)).provenance()["label_map"]["source"] == "default (unverified)"
     finally:
-        labelmaps._warned_default = monkeyed
+        runlog._SAID = said
     assert "UNVERIFIED" in caplog.text and "--labels FILE" in caplog.text

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, not_found
+from diffzoo.harness.core.runlog import warn_once
 from diffzoo.harness.core.types import IGNORE_INDEX, LabelSpace
 
 if TYPE_CHECKING:
@@ -56,24 +57,20 @@ you know the real encoding.
 
 DIFFSEG30K_LABELS_VERIFIED = False
 
-_warned_default = False
-
 LabelSpec = LabelSpace | str | os.PathLike | None
 
 
 def default_diffseg30k_labels() -> LabelSpace:
     """The default DiffSeg30k label space; logs the 'unverified order' warning once."""
-    global _warned_default
-    if not _warned_default:
-        _warned_default = True
-        log.warning(
-            "DiffSeg30k: the data carries no label names (no labels.json beside it, no label map "
-            "inside it, no ClassLabel feature), so diffzoo uses the default label map %s: the "
-            "mask value -> editor order is the paper's listing order and is UNVERIFIED (records "
-            "say verified: false). Fix: pass --labels FILE (JSON {\"names\": [\"background\", "
-            "...]}, YAML, or a value,name table) with your masks' encoding.",
-            ",".join(DIFFSEG30K_LABELS.names),
-        )
+    warn_once(
+        log, "default-labels",
+        "DiffSeg30k: the data carries no label names (no labels.json beside it, no label map "
+        "inside it, no ClassLabel feature), so diffzoo uses the default label map %s: the "
+        "mask value -> editor order is the paper's listing order and is UNVERIFIED (records "
+        "say verified: false). Fix: pass --labels FILE (JSON {\"names\": [\"background\", "
+        "...]}, YAML, or a value,name table) with your masks' encoding.",
+        ",".join(DIFFSEG30K_LABELS.names),
+    )
     return DIFFSEG30K_LABELS
 
 
