@@ -139,18 +139,22 @@ def test_columbia_reads_the_green_region_of_the_edge_mask(tmp_path, nested, capl
     assert len(ColumbiaDataset(root, authentic=False).ids("test")) == 2
 
 
-def test_columbia_grey_edge_mask_is_warned_not_read_as_unspliced_unsaid(tmp_path, caplog):
+def test_columbia_grey_edge_mask_is_skipped_saying_why_never_read_as_unspliced(tmp_path):
     """A binarised edge mask (white = spliced) has no green: no pixel reads as spliced, so the sample
-    is skipped (``mask-empty``), and the warning says why."""
+    is skipped (``mask-empty``), its reason saying why."""
     root = make_columbia(tmp_path / "columbia")
     grey = np.zeros((S, S, 3), np.uint8)
     grey[8:, 16:] = 255
     mask = root / "4cam_splc" / "edgemask" / f"{SPLICED[0]}_edgemask.jpg"
     save_jpeg(mask, grey)
-    with caplog.at_level(logging.WARNING), pytest.raises(CorruptSampleError, match="marks no pixel as edited") as err:
+    with pytest.raises(CorruptSampleError) as err:
         ColumbiaDataset(root).load(f"4cam_splc/{SPLICED[0]}.tif")
     assert err.value.kind == "mask-empty"
-    assert f"sample 4cam_splc/{SPLICED[0]}.tif: {mask} has no green pixel, so no pixel reads as spliced" in caplog.text
+    assert str(err.value) == (f"sample 4cam_splc/{SPLICED[0]}.tif: {mask}: the mask marks no pixel as edited, but the "
+                              "data lists the image as edited; read as it is, it would be labelled authentic (no "
+                              "pixel is green: Columbia's edge masks are colour maps whose green region is the "
+                              "spliced one; is it a grey or binarised copy? Read such masks as a Tp/ + Gt/ folder or "
+                              "a JSON list (docs/datasets.md, Columbia))")
 
 
 def test_columbia_misformed_copies(tmp_path):

@@ -448,13 +448,14 @@ def read_binary_mask(
     return mask
 
 
-def edited_region(edited: np.ndarray, sample_id: str, name: str) -> np.ndarray:
+def edited_region(edited: np.ndarray, sample_id: str, name: str, hint: str = "") -> np.ndarray:
     """``edited``, the label read from the mask ``name`` of an image the data lists as edited;
-    one with no edited pixel is skipped (``mask-empty``): read as it is, the edited image would
-    be labelled authentic."""
+    one with no edited pixel is skipped (``mask-empty``; ``hint``: why, in that layout): read as
+    it is, the edited image would be labelled authentic."""
     if not edited.any():
         raise CorruptSampleError(sample_id, f"{name}: the mask marks no pixel as edited, but the data lists the "
-                                 "image as edited; read as it is, it would be labelled authentic", "mask-empty")
+                                 "image as edited; read as it is, it would be labelled authentic"
+                                 + (f" ({hint})" if hint else ""), "mask-empty")
     return edited
 
 

@@ -41,7 +41,6 @@ import numpy as np
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind
-from diffzoo.harness.core.runlog import warn_once
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import (
@@ -174,6 +173,9 @@ class ColumbiaDataset(_ClassicDataset):
                 "columbia_fake.txt + columbia_real.txt, MVSS-Net Columbia.txt (180 spliced, 183 authentic)",
     }
     LAYOUT = "expected 4cam_splc/ (spliced .tif), 4cam_splc/edgemask/ (*_edgemask.jpg) and 4cam_auth/"
+    EMPTY_HINT = ("no pixel is green: Columbia's edge masks are colour maps whose green region is the spliced one; "
+                  "is it a grey or binarised copy? Read such masks as a Tp/ + Gt/ folder or a JSON list "
+                  "(docs/datasets.md, Columbia)")
 
     def _read(self, root: Path, skip_unpaired: bool) -> tuple[Path, Entries, dict[str, str], Entries]:
         splc, edge = _edgemask_folder(root)
@@ -212,13 +214,7 @@ class ColumbiaDataset(_ClassicDataset):
         rgb = read_image(mask, sample_id)
         check_mask_size(rgb, size, sample_id, str(mask))
         r, g = rgb[:, :, 0].astype(np.int16), rgb[:, :, 1].astype(np.int16)
-        edited = ((g > 127) & (g > r)).astype(np.uint8)
-        if not edited.any():  # every spliced image has a spliced region: a grey or binarised copy has no green
-            warn_once(log, f"columbia-no-green:{self.root}", "sample %s: %s has no green pixel, so no pixel reads as "
-                      "spliced (warned once): Columbia's edge masks are colour maps whose green region is the spliced "
-                      "one; is it a grey or binarised copy? Read such masks as a Tp/ + Gt/ folder or a JSON list "
-                      "(docs/datasets.md, Columbia)", sample_id, mask)
-        return edited
+        return ((g > 127) & (g > r)).astype(np.uint8)
 
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
