@@ -24,7 +24,7 @@ from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, require_file
 from diffzoo.harness.core.types import check_seed
 from diffzoo.harness.data.metadata import data_text
-from diffzoo.harness.data.walk import canonical_name
+from diffzoo.harness.data.walk import canonical_name, keyed_once
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -46,16 +46,8 @@ def by_canonical_split(where: str, items: Iterable[tuple[str, T]]) -> dict[str, 
     """``{canonical_split(name): value}`` of the (split name, value) ``items``; two names reading as
     one split (``val`` and ``validation``) are a DataError naming ``where`` and both: keeping one
     would drop the other's samples unsaid."""
-    out: dict[str, T] = {}
-    names: dict[str, str] = {}
-    for name, value in items:
-        key = canonical_split(name)
-        if key in out:
-            first, second = sorted((names[key], name))
-            raise DataError(f"{where}: splits {first!r} and {second!r} both read as split {key}; "
-                            "rename or leave out one of them")
-        out[key], names[key] = value, name
-    return out
+    return keyed_once(where, items, canonical_split, lambda key, first, second: (
+        f"splits {first!r} and {second!r} both read as split {key}; rename or leave out one of them"))
 
 
 def _unit_hash(seed: int, sample_id: str) -> float:

@@ -40,20 +40,28 @@ def canonical_name(name: str) -> str:
     return nfc(name.replace("\\", "/"))
 
 
+def keyed_once(where: object, items: Iterable[tuple[str, T]], read: Callable[[str], str],
+               clash: Callable[[str, str, str], str]) -> dict[str, T]:
+    """``{read(name): value}`` of the (name, value) ``items``; two names read as one key are a
+    DataError naming ``where`` and saying ``clash(key, first, second)`` of them, in sorted order
+    (a listing's order is the file system's)."""
+    out: dict[str, T] = {}
+    names: dict[str, str] = {}
+    for name, value in items:
+        key = read(name)
+        if key in out:
+            raise DataError(f"{where}: " + clash(key, *sorted((names[key], name))))
+        out[key], names[key] = value, name
+    return out
+
+
 def by_canonical_name(where: object, items: Iterable[tuple[str, T]]) -> dict[str, T]:
     """``{canonical_name(name): value}`` of the (stored name, value) ``items``; two stored names
     that read as one (``a\\b.png`` and ``a/b.png``, ``é`` composed and decomposed) are a
     DataError naming ``where`` and both: which one is meant cannot be told."""
-    out: dict[str, T] = {}
-    stored: dict[str, str] = {}
-    for name, value in items:
-        key = canonical_name(name)
-        if key in out:
-            first, second = sorted((stored[key], name))  # listing order is the file system's
-            raise DataError(f"{where}: {key} is stored twice, as {first!r} and {second!r} (another folder "
-                            "separator or Unicode form); keep one of them")
-        out[key], stored[key] = value, name
-    return out
+    return keyed_once(where, items, canonical_name, lambda key, first, second: (
+        f"{key} is stored twice, as {first!r} and {second!r} (another folder separator or Unicode form); "
+        "keep one of them"))
 
 
 def ids_of(folder: Path, files: Iterable[Path], prefix: str = "") -> dict[str, Path]:

@@ -278,9 +278,8 @@ class TgifDataset(_PairListDataset):
         d = super().describe()
         fakes = list(self._fakes.values())
         d["generators"] = {g: n for g in GENERATORS if (n := sum(f.generator == g for f in fakes))}
-        d["variants"] = dict(sorted(Counter(f.variant for f in fakes).items()))
-        d["mask_types"] = dict(sorted(Counter(f.mask_type for f in fakes).items()))
-        d["resolutions"] = dict(sorted(Counter(f.resolution for f in fakes).items()))
+        for field in ("variant", "mask_type", "resolution"):
+            d[f"{field}s"] = dict(sorted(Counter(getattr(f, field) for f in fakes).items()))
         d["regenerated"] = self._regenerated
         d["prompts"] = len(self._prompts)
         return d
