@@ -53,7 +53,7 @@ from diffzoo.harness.data.base import (
     sniff_quietly,
 )
 from diffzoo.harness.data.fingerprint import fingerprint_files
-from diffzoo.harness.data.imageio import check_mask_size, read_binary_mask, read_image
+from diffzoo.harness.data.imageio import check_mask_size, edited_region, read_binary_mask, read_image
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, log_unused, stored_paths, subfolders
 
 log = logging.getLogger(__name__)
@@ -173,9 +173,6 @@ class ColumbiaDataset(_ClassicDataset):
                 "columbia_fake.txt + columbia_real.txt, MVSS-Net Columbia.txt (180 spliced, 183 authentic)",
     }
     LAYOUT = "expected 4cam_splc/ (spliced .tif), 4cam_splc/edgemask/ (*_edgemask.jpg) and 4cam_auth/"
-    EMPTY_HINT = ("no pixel is green: Columbia's edge masks are colour maps whose green region is the spliced one; "
-                  "is it a grey or binarised copy? Read such masks as a Tp/ + Gt/ folder or a JSON list "
-                  "(docs/datasets.md, Columbia)")
 
     def _read(self, root: Path, skip_unpaired: bool) -> tuple[Path, Entries, dict[str, str], Entries]:
         splc, edge = _edgemask_folder(root)
@@ -214,7 +211,10 @@ class ColumbiaDataset(_ClassicDataset):
         rgb = read_image(mask, sample_id)
         check_mask_size(rgb, size, sample_id, str(mask))
         r, g = rgb[:, :, 0].astype(np.int16), rgb[:, :, 1].astype(np.int16)
-        return ((g > 127) & (g > r)).astype(np.uint8)
+        return edited_region(((g > 127) & (g > r)).astype(np.uint8), sample_id, str(mask), "no pixel is green: "
+                             "Columbia's edge masks are colour maps whose green region is the spliced one; is it a "
+                             "grey or binarised copy? Read such masks as a Tp/ + Gt/ folder or a JSON list "
+                             "(docs/datasets.md, Columbia)")
 
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:

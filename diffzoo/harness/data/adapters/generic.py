@@ -93,8 +93,7 @@ class _PairListDataset(SplitDataset):
         if mask_path is None:
             label = np.zeros((h, w), np.uint8)
         else:
-            label = edited_region(self._edited(sample_id, mask_path, (w, h)), sample_id, str(mask_path),
-                                  self.EMPTY_HINT)
+            label = edited_region(self._edited(sample_id, mask_path, (w, h)), sample_id, str(mask_path))
         return Sample(image, label, self._meta(sample_id, authentic=mask_path is None))
 
     def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
@@ -104,8 +103,6 @@ class _PairListDataset(SplitDataset):
     #: ``base`` of an edited sample (``real`` where the adapter knows the
     #: edits were made on real photos).
     edited_base = "unknown"
-    EMPTY_HINT = ""
-    """Why a tampered image's mask may mark no pixel, in this layout (said when it is skipped)."""
 
     def _meta(self, sample_id: str, *, authentic: bool) -> SampleMeta:
         """A sample's metadata: authentic images are ``real``; an edited one
