@@ -21,7 +21,7 @@ from diffzoo.harness.core.types import EditRecord, SampleMeta
 from diffzoo.harness.data import DiffSeg30kDataset
 
 from helpers.data import DIFFSEG_PAIRS as N
-from helpers.data import make_pairs, write_folder, write_zip
+from helpers.data import make_diffseg_folder, make_pairs, write_folder, write_zip
 from helpers.images import png_bytes
 
 
@@ -77,15 +77,15 @@ def test_sidecar_files_beside_zip(tmp_path, pairs):
     (tmp_path / "labels.json").write_text(json.dumps({"names": names, "verified": True}))
     ids = sorted(pairs)
     (tmp_path / "splits.json").write_text(json.dumps({"train": ids[:9], "validation": ids[9:]}))
-    meta = SampleMeta(
-        ids[0], base="ai", turns=(EditRecord("sdxl", "a cat", "add", (1, 2, 3, 4), 7),)
+    meta = SampleMeta(  # ids[1]: its mask marks an edit (ids[0]'s is all 0)
+        ids[1], base="ai", turns=(EditRecord("sdxl", "a cat", "add", (1, 2, 3, 4), 7),)
     )
     (tmp_path / "manifest.jsonl").write_text(json.dumps(meta.to_dict()) + "\n\n")
     ds = DiffSeg30kDataset(z)
     assert ds.label_space.names == tuple(names) and ds.labels_verified is True
     assert ds.ids("train") == ids[:9] and ds.ids("val") == ids[9:]
-    assert ds.load(ids[0]).meta == meta
-    assert ds.load(ids[1]).meta.base == "unknown"
+    assert ds.load(ids[1]).meta == meta
+    assert ds.load(ids[0]).meta.base == "unknown"
     assert ds.describe()["manifest"] is True
 
 
@@ -212,6 +212,19 @@ def test_mask_checks_on_load(tmp_path, pairs):
         ds.load("nope")
     with pytest.raises(DataError, match="has no split 'test'; splits: train"):
         ds.ids("test")
+
+
+def test_a_mask_with_no_edited_pixel_of_an_image_the_manifest_edits_is_skipped(tmp_path):
+    """An image whose manifest lists turns is edited: an all-zero mask is skipped as ``mask-empty``,
+    never read as an authentic image; an image of no turns keeps its all-zero mask."""
+    root = make_diffseg_folder(tmp_path / "ds", n=3, size=24)  # 00000000: no turns; 00000001: one
+    blank = png_bytes(np.zeros((24, 24), np.uint8))
+    (root / "train_copy" / "00000001.mask.png").write_bytes(blank)
+    ds = DiffSeg30kDataset(root)
+    with pytest.raises(CorruptSampleError, match="00000001.mask.png: the mask marks no pixel as edited") as err:
+        ds.load("00000001")
+    assert err.value.kind == "mask-empty"
+    assert not ds.load("00000000").label.any() and ds.load("00000000").meta.turns == ()
 
 
 # -- fingerprints --------------------------------------------------------------

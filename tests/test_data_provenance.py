@@ -294,12 +294,12 @@ def test_metadata_sidecar_fills_sample_meta(tmp_path, pairs):
     ids = sorted(pairs)
     rows = {i: {"base": "real" if n % 2 else "ai", "editors": ["sdxl", "SD2"][: 1 + n % 2]}
             for n, i in enumerate(ids)}
-    rows[ids[0]]["edit_types"] = ["object_removal"]
+    rows[ids[2]]["edit_types"] = ["object_removal"]  # ids[2]: an edited mask (ids[0]'s is all 0), base ai
     side = tmp_path / "meta.json"
     side.write_text(json.dumps(rows))
     plain = DiffSeg30kDataset(root)
     ds = open_dataset(str(root), metadata=str(side))
-    assert ds.load(ids[0]).meta == SampleMeta(ids[0], base="ai", source="metadata",
+    assert ds.load(ids[2]).meta == SampleMeta(ids[2], base="ai", source="metadata",
                                               turns=(EditRecord("sdxl", edit_type="object_removal"),))
     assert [t.editor for t in ds.load(ids[1]).meta.turns] == ["sdxl", "sd2"]
     assert ds.provenance()["metadata"] == {"source": "metadata=meta.json", "keys": ["base", "turns", "editor"]}

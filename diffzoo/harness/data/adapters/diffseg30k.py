@@ -40,7 +40,7 @@ from diffzoo.harness.data.authentic import AUTHENTIC_PREFIX, AuthenticFolder
 from diffzoo.harness.data.base import SplitDataset, folder_name, option_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id, row_layout
-from diffzoo.harness.data.imageio import read_image, read_mask
+from diffzoo.harness.data.imageio import edited_region, read_image, read_mask
 from diffzoo.harness.data.labelmaps import (
     DEFAULT_SOURCE,
     DIFFSEG30K_LABELS,
@@ -208,7 +208,7 @@ class DiffSeg30kDataset(SplitDataset):
         mask = self.mask_encoding.remap(read_mask(mask_src, sample_id, name=mask_name, size=size), sample_id, mask_name)
         check_mask_values(mask, self.label_space, sample_id, mask_name)
         meta = self._meta.get(sample_id) or SampleMeta(sample_id, base="unknown")
-        return Sample(image, mask, meta)
+        return Sample(image, edited_region(mask, sample_id, mask_name) if meta.turns else mask, meta)
 
     def _content_fingerprint(self) -> str:
         """Pairs + the sha256 of the metadata file read (``manifest.jsonl`` or ``metadata=FILE``)."""
