@@ -334,6 +334,29 @@ def test_a_plan_refuses_an_out_folder_the_run_would_refuse(diffseg_folder, tmp_p
     assert one_line_exit_2(*cli(capsys, *run, "--out", "/proc/x")).startswith("error: --out /proc/x cannot be used: ")
 
 
+def test_an_out_folder_the_dataset_reads_from_is_refused(tmp_path, capsys, monkeypatch):
+    """`run --dataset DATA --out DATA/Tp` wrote plots where the next open of DATA read them as
+    tampered images; the default `--out` of a run started in DATA is a new folder no layout reads."""
+    from diffzoo.leaderboard.outdir import claim_output_dir
+
+    from helpers.cli import one_line_exit_2
+    from helpers.data import make_tpgt
+
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
+    data = make_tpgt(tmp_path / "DATA")
+    run = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", str(data), "--plan",
+           "--device", "cpu"]
+    for out in (data / "Tp" / "o", data / "Tp", data, tmp_path / "DATA" / "Gt" / ".." / "Au"):
+        assert one_line_exit_2(*cli(capsys, *run, "--out", out)) == (
+            f"error: --out {out} lies in the folder of --dataset {data}, whose files the run reads: what it writes "
+            "there would be read as the dataset's the next time; choose a folder outside it (or a new one directly "
+            "in it)")
+    monkeypatch.chdir(data)
+    assert cli(capsys, *run[:-4], ".", "--plan", "--device", "cpu")[0] == 0  # the default --out, new
+    claim_output_dir(data / "diffzoo-out")
+    assert cli(capsys, *run[:-4], ".", "--plan", "--device", "cpu")[0] == 0  # and once a run made it
+
+
 def test_paths_and_lists_are_taken_where_the_api_asks_for_text(diffseg_folder, tmp_path, monkeypatch):
     """A Python caller passes a Path for a dataset, a list for the suites, and a comma text for
     the held-out editors, as the command line spells them; a value of no such kind is refused."""

@@ -197,6 +197,18 @@ class RunRequest:
         and ``--extra-authentic``."""
         return with_own_flags(self.dataset_option, label_space=self.labels, extra_authentic=self.extra_authentic)
 
+    def dataset_paths(self) -> list[tuple[str, str]]:
+        """``(flag, path)`` of each dataset the request names by a path (``--dataset`` first, then
+        each ``--eval-dataset``, a catalog's by its folder), not by a registered name or hub id."""
+        from diffzoo.harness.core.plugins import get_registry
+        from diffzoo.harness.data.hfsource import is_hub_id
+
+        datasets = [("--dataset", self.dataset)] + [
+            ("--eval-dataset", root if (root := catalog_root(spec)) is not None else eval_dataset_spec(spec)[0])
+            for spec in self.eval_dataset]
+        return [(flag, spec) for flag, spec in datasets
+                if not get_registry().has("dataset", spec) and not is_hub_id(spec)]
+
     def paths_not_found(self) -> list[tuple[str, Path]]:
         """The paths the request names that are not found: each as ``--flag VALUE`` and as the
         path.  A registered dataset name and a hub id are not paths; ``--extra-authentic`` and a
@@ -205,16 +217,10 @@ class RunRequest:
         another dataset option's value is one where it is absolute (``split_file=/data/s.json``: a
         relative one may name a file of the dataset's folder, which only its adapter reads)."""
         from diffzoo.harness.core.fsutil import given_as
-        from diffzoo.harness.core.plugins import get_registry
         from diffzoo.harness.data.base import option_places
-        from diffzoo.harness.data.hfsource import is_hub_id
         from diffzoo.harness.data.labelmaps import names_a_file
 
-        datasets = [("--dataset", self.dataset)] + [
-            ("--eval-dataset", root if (root := catalog_root(spec)) is not None else eval_dataset_spec(spec)[0])
-            for spec in self.eval_dataset]
-        named = [(flag, spec) for flag, spec in datasets
-                 if not get_registry().has("dataset", spec) and not is_hub_id(spec)]
+        named = self.dataset_paths()
         data = Path(self.dataset).expanduser() if named and named[0][0] == "--dataset" else None
         home = None if data is None else data if data.is_dir() else data.parent  # the folder, or the zip's
         # --labels and --extra-authentic, given as their flag or as --dataset-option KEY=
