@@ -39,7 +39,7 @@ from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import TRAIN_OPTIONS
 from diffzoo.harness.core.types import Task, check_task
 from diffzoo.harness.metrics import METRICS_VERSION
-from diffzoo.harness.models.checkpoints import check_copy_target, checkpoint_meta, copy_checkpoint
+from diffzoo.harness.models.checkpoints import META_FILE, check_copy_target, checkpoint_meta, copy_checkpoint, read_meta
 from diffzoo.harness.records.document import ResultRecord, keep_state
 from diffzoo.harness.records.model import RecordBody
 from diffzoo.harness.run.model_source import CheckpointInfo
@@ -257,6 +257,12 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     with reporting(progress):  # the dataset's first fingerprint is shown as it is read
         runner = Runner(request, progress)
         plan = runner.training_plan(task, names)
+    if out is not None and (Path(out) / META_FILE).is_file():  # a copy replaces one of this training, no other
+        there = read_meta(Path(out) / META_FILE)
+        if (key := there.get("cache_key")) != plan.jobs[0].key:
+            raise ConfigError(f"--out {out} holds a checkpoint of {there.get('card', {}).get('name', '?')} "
+                              f"[{there.get('task', '?')}] (cache key {key}), not of this training (cache key "
+                              f"{plan.jobs[0].key}), and the copy would replace it; give another folder, or remove it")
     if on_plan is not None:
         on_plan(runner, plan)
     trained = runner.train(plan=plan)

@@ -235,6 +235,24 @@ def test_train_refuses_an_out_under_a_file_before_it_opens_the_dataset(tmp_path)
                                 "folder; point it at a writable folder")
 
 
+def test_train_refuses_an_out_holding_another_trainings_checkpoint_before_training(tmp_path, monkeypatch):
+    """train(out=DIR) wrote over the checkpoint of another detector or config in DIR, unsaid; the
+    same training again (found in the cache) replaces its own copy."""
+    from helpers.data import make_tpgt
+
+    monkeypatch.setenv("DIFFZOO_CACHE", str(tmp_path / "cache"))
+    data, out = make_tpgt(tmp_path / "data"), tmp_path / "ckpt"
+    fast = dict(dataset=str(data), out=out, device="cpu", iterations=2, batch_size=2, crop_size=32)
+    first = diffzoo.train(detector="segformer.tiny", **fast)
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="segformer.tiny", **{**fast, "iterations": 3})
+    other = diffzoo.train(detector="segformer.tiny", **{**fast, "iterations": 3, "out": None}).job.key
+    assert str(error.value) == (f"--out {out} holds a checkpoint of segformer.tiny [binary] (cache key {first.job.key}), "
+                                f"not of this training (cache key {other}), and the copy would replace it; give another "
+                                "folder, or remove it")
+    assert diffzoo.train(detector="segformer.tiny", **fast).checkpoint.source == "cache"
+
+
 def test_train_refuses_a_task_its_detector_has_not_before_it_opens_the_dataset(tmp_path):
     """train(task="classification") of a segmentation card opened the dataset first: a missing one was said."""
     with pytest.raises(ConfigError) as error:
