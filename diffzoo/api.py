@@ -38,6 +38,7 @@ from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import TRAIN_OPTIONS
 from diffzoo.harness.core.types import Task, check_task
+from diffzoo.harness.data.base import option_places
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.models.checkpoints import META_FILE, check_copy_target, checkpoint_meta, copy_checkpoint, read_meta
 from diffzoo.harness.records.document import ResultRecord, keep_state
@@ -198,17 +199,21 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
 
 def _check_out_unread(request: RunRequest, out: Path) -> None:
     """ConfigError where ``out`` is the folder of a dataset the run reads, or lies in a folder below
-    it that is there already and is not diffzoo's output folder: the adapter would read what the run
-    writes there (plots, records) as the dataset's files the next time.  A new folder right below it
-    (``diffzoo-out``, the default ``--out`` of a run started in the dataset's folder) is in no layout."""
-    where = Path(os.path.realpath(out))
-    for flag, spec in request.dataset_paths():
+    it that is there already and is not diffzoo's output folder, or lies anywhere in the
+    ``--extra-authentic`` folder (every image below it is read): the adapter would read what the run
+    writes there (plots, records) as the dataset's files the next time.  A new folder right below a
+    dataset's (``diffzoo-out``, the default ``--out`` of a run started there) is in no layout."""
+    where, extra = Path(os.path.realpath(out)), request.dataset_options().get("extra_authentic")
+    folders = [(flag, spec, False) for flag, spec in request.dataset_paths()] + [  # extra images: read all through
+        ("--extra-authentic", str(p), True) for p in (option_places(extra, request.dataset_home())[1]
+                                                      if isinstance(extra, str | os.PathLike) and extra else [])]
+    for flag, spec, whole in folders:
         root = Path(os.path.realpath(Path(spec).expanduser()))
         top = root / where.relative_to(root).parts[0] if where.is_relative_to(root) and where != root else None
-        if where == root or (top is not None and top.exists() and not (top / MARKER).is_file()):
+        if where == root or (top is not None and (whole or top.exists() and not (top / MARKER).is_file())):
             raise ConfigError(f"--out {out} lies in the folder of {flag} {spec}, whose files the run reads: what it "
-                              "writes there would be read as the dataset's the next time; choose a folder outside it "
-                              "(or a new one directly in it)")
+                              "writes there would be read as the dataset's the next time; choose a folder outside it"
+                              + ("" if whole else " (or a new one directly in it)"))
 
 
 def _store(result: Evaluation, out: Path, rerun: bool) -> None:

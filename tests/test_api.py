@@ -352,7 +352,7 @@ def test_a_plan_refuses_an_out_folder_the_run_would_refuse(diffseg_folder, tmp_p
     assert one_line_exit_2(*cli(capsys, *run, "--out", "/proc/x")).startswith("error: --out /proc/x cannot be used: ")
 
 
-def test_an_out_folder_the_dataset_reads_from_is_refused(tmp_path, capsys, monkeypatch):
+def test_an_out_folder_the_dataset_reads_from_is_refused(diffseg_folder, tmp_path, capsys, monkeypatch):
     """`run --dataset DATA --out DATA/Tp` wrote plots where the next open of DATA read them as
     tampered images; the default `--out` of a run started in DATA is a new folder no layout reads."""
     from diffzoo.leaderboard.outdir import claim_output_dir
@@ -369,6 +369,14 @@ def test_an_out_folder_the_dataset_reads_from_is_refused(tmp_path, capsys, monke
             f"error: --out {out} lies in the folder of --dataset {data}, whose files the run reads: what it writes "
             "there would be read as the dataset's the next time; choose a folder outside it (or a new one directly "
             "in it)")
+    authentic = tmp_path / "au"  # every image below it is read: a new folder in it too
+    (authentic / "a").mkdir(parents=True)
+    (authentic / "a" / "x.png").write_bytes((data / "Au" / "real1.jpg").read_bytes())
+    diffseg = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", str(diffseg_folder),
+               "--extra-authentic", str(authentic), "--plan", "--device", "cpu", "--out", authentic / "new"]
+    assert one_line_exit_2(*cli(capsys, *diffseg)) == (
+        f"error: --out {authentic / 'new'} lies in the folder of --extra-authentic {authentic}, whose files the run "
+        "reads: what it writes there would be read as the dataset's the next time; choose a folder outside it")
     monkeypatch.chdir(data)
     assert cli(capsys, *run[:-4], ".", "--plan", "--device", "cpu")[0] == 0  # the default --out, new
     claim_output_dir(data / "diffzoo-out")

@@ -209,6 +209,12 @@ class RunRequest:
         return [(flag, spec) for flag, spec in datasets
                 if not get_registry().has("dataset", spec) and not is_hub_id(spec)]
 
+    def dataset_home(self) -> Path | None:
+        """The folder of a ``--dataset`` given as a path (a zip's: the folder it lies in), from
+        which an adapter option's relative path is read too; None for a name or hub id."""
+        data = Path(self.dataset).expanduser() if self.dataset_paths()[:1] == [("--dataset", self.dataset)] else None
+        return None if data is None else data if data.is_dir() else data.parent
+
     def paths_not_found(self) -> list[tuple[str, Path]]:
         """The paths the request names that are not found: each as ``--flag VALUE`` and as the
         path.  A registered dataset name and a hub id are not paths; ``--extra-authentic`` and a
@@ -220,9 +226,7 @@ class RunRequest:
         from diffzoo.harness.data.base import option_places
         from diffzoo.harness.data.labelmaps import names_a_file
 
-        named = self.dataset_paths()
-        data = Path(self.dataset).expanduser() if named and named[0][0] == "--dataset" else None
-        home = None if data is None else data if data.is_dir() else data.parent  # the folder, or the zip's
+        named, home = self.dataset_paths(), self.dataset_home()
         # --labels and --extra-authentic, given as their flag or as --dataset-option KEY=
         adapter = self.dataset_options()
         own = [(f"--dataset-option {key}=" if key in self.dataset_option else flag, os.fspath(value), home)
