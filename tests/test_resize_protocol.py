@@ -207,9 +207,9 @@ def test_on_mini_rescale_at_the_training_resolution_is_the_baseline_and_2x_diffe
 
 def test_paper_recipe_is_recorded_evaluates_at_the_crop_and_says_negatives_are_missing(diffseg_folder, caplog,
                                                                                         monkeypatch):
-    from diffzoo.harness.run import runner
+    from diffzoo.harness.core import runlog
 
-    monkeypatch.setattr(runner, "_WARNED", set())  # said once per process and dataset
+    monkeypatch.setattr(runlog, "_SAID", set())  # said once per process and dataset
     with caplog.at_level(logging.WARNING):
         records, notes, calls = run_scales(str(diffseg_folder), iterations=5, batch_size=4, crop_size=16,
                                            recipe="paper")

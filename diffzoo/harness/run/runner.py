@@ -27,6 +27,7 @@ from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
+from diffzoo.harness.core.runlog import warn_once
 from diffzoo.harness.data.splits import canonical_split
 from diffzoo.harness.models.checkpoints import checkpoint_meta, pickle_suffix
 from diffzoo.harness.models.detector import other_detector
@@ -149,8 +150,8 @@ class Runner:
         if self.release is not None:  # a release holds every tensor: no pretrained backbone is built (or fetched)
             self.config = self.config.with_overrides(pretrained=False)
         if self.config.recipe == "paper" and not request.dataset_options().get("extra_authentic"):
-            _warn_once("--recipe paper: no COCO negatives given (--dataset-option extra_authentic=DIR); "
-                       "training without the paper's 5k unedited images", self.dataset.fingerprint())
+            warn_once(log, f"paper-negatives:{self.dataset.fingerprint()}", "--recipe paper: no COCO negatives "
+                      "given (--dataset-option extra_authentic=DIR); training without the paper's 5k unedited images")
         if self.suites:  # before any training: an unknown policy, or a calibration split missing or evaluated
             check_policy(request.thresholds, request.calibration_split, self.dataset,
                          {c.split for s in self.suites for c in s.cases if not is_cross(c)})
@@ -305,10 +306,10 @@ class Runner:
                 if calib is not None and calib.dataset == training.fingerprint:
                     ids = calib.read(self.plan.datasets)
                     if shared := shared_images(self.plan, calib.dataset, ids, training, digests):
-                        _warn_once(f"thresholds calibrated on {calib.split!r}, where {training.model} was trained "
-                                   f"on {shared} of its {len(ids)} images: its scores there are optimistic, so the "
-                                   "thresholds may not carry over; calibrate on a held-out split "
-                                   "(--calibration-split)", training.fingerprint)
+                        warn_once(log, f"calibrated:{training.fingerprint}:{calib.split}:{training.model}",
+                                  "thresholds calibrated on %r, where %s was trained on %d of its %d images: its "
+                                  "scores there are optimistic, so the thresholds may not carry over; calibrate on a "
+                                  "held-out split (--calibration-split)", calib.split, training.model, shared, len(ids))
                 overlaps, model = train_overlaps(self.plan, job, training, digests), training.model
             else:
                 continue
@@ -377,17 +378,6 @@ class Runner:
         job = (plan or self.training_plan(task)).jobs[0]
         model, checkpoint = self.models.get(job)
         return TrainOutput(model, checkpoint, job)
-
-
-_WARNED: set[tuple[str, str]] = set()
-
-
-def _warn_once(message: str, about: str) -> None:
-    """Log ``message`` once per process for ``about`` (the reference detectors' runners of one
-    run would repeat it)."""
-    if (message, about) not in _WARNED:
-        _WARNED.add((message, about))
-        log.warning("%s", message)
 
 
 def run(request: RunRequest, progress: Progress | None = None) -> RunOutput:
