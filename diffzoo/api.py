@@ -127,6 +127,10 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     start = time.monotonic()
     request = make_request(request, detector=detector, suite=suite, dataset=dataset, **options)
     check_suite_given(request.suite)
+    if out is None and (unread := [f"{k}=True" for k, v in (("rerun", rerun), ("force", force)) if v]):
+        one = len(unread) == 1
+        raise ConfigError(f"{' and '.join(unread)} {'acts' if one else 'act'} on the store at out=, and no out= is "
+                          f"given: give out=DIR, or leave {'it' if one else 'them'} out")
     # before any work: an out folder that is not diffzoo's is refused now, not after hours of training;
     # it is made once the plan stands, so a run refused while planning (a device, a dataset) leaves none;
     # a plan is checked the same way, so a plan that passes names an --out the run can use

@@ -383,6 +383,18 @@ def test_an_out_folder_the_dataset_reads_from_is_refused(diffseg_folder, tmp_pat
     assert cli(capsys, *run[:-4], ".", "--plan", "--device", "cpu")[0] == 0  # and once a run made it
 
 
+@pytest.mark.parametrize("given, said", [
+    ({"rerun": True}, "rerun=True acts on the store at out=, and no out= is given: give out=DIR, or leave it out"),
+    ({"rerun": True, "force": True}, "rerun=True and force=True act on the store at out=, and no out= is given: "
+     "give out=DIR, or leave them out"),
+])
+def test_rerun_or_force_without_out_is_refused_not_left_unread(tmp_path, given, said):
+    """evaluate(rerun=True) without out= ran, stored nothing and replaced nothing, unsaid."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(tmp_path / "none"), **given)
+    assert str(error.value) == said
+
+
 def test_paths_and_lists_are_taken_where_the_api_asks_for_text(diffseg_folder, tmp_path, monkeypatch):
     """A Python caller passes a Path for a dataset, a list for the suites, and a comma text for
     the held-out editors, as the command line spells them; a value of no such kind is refused."""
