@@ -40,7 +40,14 @@ from diffzoo.harness.core.train_config import TRAIN_OPTIONS
 from diffzoo.harness.core.types import Task, check_task
 from diffzoo.harness.data.base import option_places
 from diffzoo.harness.metrics import METRICS_VERSION
-from diffzoo.harness.models.checkpoints import META_FILE, check_copy_target, checkpoint_meta, copy_checkpoint, read_meta
+from diffzoo.harness.models.checkpoints import (
+    META_FILE,
+    WEIGHTS_FILE,
+    check_copy_target,
+    checkpoint_meta,
+    copy_checkpoint,
+    read_meta,
+)
 from diffzoo.harness.records.document import ResultRecord, keep_state
 from diffzoo.harness.records.model import RecordBody
 from diffzoo.harness.run.model_source import CheckpointInfo
@@ -266,12 +273,14 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     with reporting(progress):  # the dataset's first fingerprint is shown as it is read
         runner = Runner(request, progress)
         plan = runner.training_plan(task, names)
-    if out is not None and (Path(out) / META_FILE).is_file():  # a copy replaces one of this training, no other
-        there = read_meta(Path(out) / META_FILE)
+    card = None if out is None else Path(out) / META_FILE
+    if card is not None and (card.is_file() or (card.parent / WEIGHTS_FILE).is_file()):  # a copy replaces only
+        there = read_meta(card) if card.is_file() else {}  # one of this training: bare weights are no one's known
         if (key := there.get("cache_key")) != plan.jobs[0].key:
-            raise ConfigError(f"--out {out} holds a checkpoint of {there.get('card', {}).get('name', '?')} "
-                              f"[{there.get('task', '?')}] (cache key {key}), not of this training (cache key "
-                              f"{plan.jobs[0].key}), and the copy would replace it; give another folder, or remove it")
+            what = (f"a checkpoint of {there.get('card', {}).get('name', '?')} [{there.get('task', '?')}] (cache key "
+                    f"{key})" if there else f"{WEIGHTS_FILE} without its {META_FILE}")
+            raise ConfigError(f"--out {out} holds {what}, not of this training (cache key {plan.jobs[0].key}), and the "
+                              "copy would replace it; give another folder, or remove it")
     if on_plan is not None:
         on_plan(runner, plan)
     trained = runner.train(plan=plan)

@@ -251,6 +251,12 @@ def test_train_refuses_an_out_holding_another_trainings_checkpoint_before_traini
                                 f"not of this training (cache key {other}), and the copy would replace it; give another "
                                 "folder, or remove it")
     assert diffzoo.train(detector="segformer.tiny", **fast).checkpoint.source == "cache"
+    (out / "card.json").unlink()  # weights alone: whose they are cannot be told
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="segformer.tiny", **fast)
+    assert str(error.value) == (f"--out {out} holds model.safetensors without its card.json, not of this training "
+                                f"(cache key {first.job.key}), and the copy would replace it; give another folder, "
+                                "or remove it")
 
 
 def test_train_refuses_a_task_its_detector_has_not_before_it_opens_the_dataset(tmp_path):
