@@ -33,10 +33,6 @@ LINE_EVERY_S = 30.0
 """Not a terminal: the longest gap between two lines of a task that advances."""
 
 
-def _info_text(info: dict[str, object]) -> str:
-    return term(info_text(info))
-
-
 def _duration(seconds: float) -> str:
     return str(timedelta(seconds=round(seconds)))
 
@@ -46,7 +42,7 @@ class _RichTask:
         self.bar, self.task_id = bar, task_id
 
     def advance(self, n: int = 1, **info: object) -> None:
-        self.bar.update(self.task_id, advance=n, info=_info_text(info))
+        self.bar.update(self.task_id, advance=n, info=term(info_text(info)))
 
 
 class _LineTask:
@@ -60,7 +56,7 @@ class _LineTask:
 
     def advance(self, n: int = 1, **info: object) -> None:
         self.done += n
-        self.info = _info_text(info)
+        self.info = term(info_text(info))
         now = self.clock()
         tenths = self.done * 10 // self.total if self.total else 0
         if tenths > self.tenths or now - self.last_line >= LINE_EVERY_S:
