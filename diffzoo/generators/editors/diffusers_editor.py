@@ -147,6 +147,18 @@ def to_uint8(out: np.ndarray, what: str) -> np.ndarray:
     return (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 
 
+def call_kwargs(card: GeneratorCard, prompt: str, generator: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with what every call of the card's pipeline takes: the prompt, steps,
+    guidance (to the card's ``guidance_kwarg``, Qwen-Image: ``true_cfg_scale``), seeded
+    generator, float output, ``max_sequence_length`` and ``call_kwargs``."""
+    kwargs.update(prompt=prompt, num_inference_steps=card.steps, generator=generator, output_type="np")
+    kwargs[str(card.options.get("guidance_kwarg", "guidance_scale"))] = card.guidance_scale
+    if "max_sequence_length" in card.options:
+        kwargs["max_sequence_length"] = int(card.options["max_sequence_length"])
+    kwargs.update(card.options.get("call_kwargs") or {})
+    return kwargs
+
+
 def _accepts(pipe: Any, name: str) -> bool:
     """Whether the pipeline's ``__call__`` takes keyword ``name``."""
     return name in inspect.signature(type(pipe).__call__).parameters
@@ -228,18 +240,7 @@ class DiffusersEditor(Generator):
                 kwargs["strength"] = self.card.strength
         else:
             kwargs.update(self._blend_kwargs(pil, np.asarray(pil_mask) > 127, generator))
-        return self._call_kwargs(prompt, generator, kwargs)
-
-    def _call_kwargs(self, prompt: str, generator: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """``kwargs`` with what every call of the card's pipeline takes: the prompt, steps,
-        guidance (to the card's ``guidance_kwarg``, Qwen-Image: ``true_cfg_scale``), seeded
-        generator, float output, ``max_sequence_length`` and ``call_kwargs``."""
-        kwargs.update(prompt=prompt, num_inference_steps=self.card.steps, generator=generator, output_type="np")
-        kwargs[str(self.card.options.get("guidance_kwarg", "guidance_scale"))] = self.card.guidance_scale
-        if "max_sequence_length" in self.card.options:
-            kwargs["max_sequence_length"] = int(self.card.options["max_sequence_length"])
-        kwargs.update(self.card.options.get("call_kwargs") or {})
-        return kwargs
+        return call_kwargs(self.card, prompt, generator, kwargs)
 
     def _blend_kwargs(self, pil: Any, mask: np.ndarray, generator: Any) -> dict[str, Any]:
         """Start noise and the ``callback_on_step_end`` of mask-blended latent inpainting."""

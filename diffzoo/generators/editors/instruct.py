@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.editors.diffusers_editor import DiffusersEditor, _accepts
+from diffzoo.generators.editors.diffusers_editor import DiffusersEditor, _accepts, call_kwargs
 from diffzoo.generators.editors.labels import (
     DEFAULT_CLEANUP,
     DEFAULT_MAX_AREA,
@@ -155,7 +155,7 @@ class InstructionEditor(DiffusersEditor):
         for key, value in (("height", height), ("width", width)):
             if _accepts(self.pipeline, key):  # LongCat sizes itself from the image
                 kwargs[key] = value
-        return self._call_kwargs(prompt, torch.Generator(device="cpu").manual_seed(int(seed)), kwargs)
+        return call_kwargs(self.card, prompt, torch.Generator(device="cpu").manual_seed(int(seed)), kwargs)
 
     def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> InstructEditResult:
         """Edit ``image`` as ``prompt`` says; raises :class:`EditRejectedError` for a no-op or global edit."""

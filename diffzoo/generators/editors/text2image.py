@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.generators.editors.cards import SD_T2I_TINY, SDXL_BASE
-from diffzoo.generators.editors.diffusers_editor import load_pipeline, to_uint8
+from diffzoo.generators.editors.diffusers_editor import call_kwargs, load_pipeline, to_uint8
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.data.distortions import resize_image
@@ -58,16 +58,8 @@ class TextToImage:
         """An H x W x 3 uint8 image for ``caption`` (resized to ``size`` when given)."""
         import torch
 
-        res = self.card.resolution
+        res, generator = self.card.resolution, torch.Generator(device="cpu").manual_seed(int(seed))
         with torch.inference_mode():
-            out = self.pipeline(
-                prompt=caption,
-                height=res,
-                width=res,
-                num_inference_steps=self.card.steps,
-                guidance_scale=self.card.guidance_scale,
-                generator=torch.Generator(device="cpu").manual_seed(int(seed)),
-                output_type="np",
-            ).images[0]
+            out = self.pipeline(**call_kwargs(self.card, caption, generator, {"height": res, "width": res})).images[0]
         image = to_uint8(out, f"text-to-image {self.card.name!r}")
         return np.ascontiguousarray(image if size is None else resize_image(image, (size, size)))
