@@ -503,6 +503,21 @@ def test_a_trailing_zero_turn_count_resumes_the_same_schedule(reference, capsys,
     assert code == 0 and f"0 made now, {N} from earlier runs" in stdout, err
 
 
+def test_a_proportional_turn_ratio_resumes_the_same_schedule(reference, capsys, tmp_path):
+    """--turns 2:8:10 is the ratio 1:4:5: a run made with one resumes under the other."""
+    import shutil
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    args = ["generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N, "--size", 32, "--seed", 3]
+    code, stdout, err = cli(capsys, *args, "--turns", "2:8:10")
+    assert code == 0 and f"0 made now, {N} from earlier runs" in stdout, err
+    ratios = [Schedule(3, ("a", "b"), r) for r in ((3, 12, 15), (1, 4, 5))]
+    assert ratios[0].turn_ratio == (1, 4, 5)
+    assert [ratios[0].sample(i) for i in range(60)] == [ratios[1].sample(i) for i in range(60)]
+
+
 def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_path):
     """A resumed run whose train_copy/ is a symbolic link to another folder would write the dataset's
     images there: refused with the link named, nothing written on either side."""

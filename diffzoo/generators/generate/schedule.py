@@ -56,7 +56,7 @@ def sample_rng(seed: int, *keys: int) -> np.random.Generator:
 
 def parse_turn_ratio(spec: str | Sequence[int]) -> tuple[int, ...]:
     """``"1:4:5"`` -> (1, 4, 5): relative counts of samples with 1, 2, 3, ... edits; ``1:4:5:0``
-    is the same ratio, and the same one is returned."""
+    and ``2:8:10`` are the same ratio, and the same one is returned."""
     parts = spec.split(":") if isinstance(spec, str) else list(spec)
     try:
         ratio = tuple(int(p) for p in parts)
@@ -67,7 +67,8 @@ def parse_turn_ratio(spec: str | Sequence[int]) -> tuple[int, ...]:
     if sum(ratio) > MAX_RATIO_SUM:  # a block of ids holds the ratio exactly, and each block is planned whole
         raise ConfigError(f"turn ratio {spec!r}: its counts sum to {sum(ratio)}, at most {MAX_RATIO_SUM} "
                           "(a smaller ratio such as 1:4:5 says the same)")
-    return ratio[: max(n for n, r in enumerate(ratio, start=1) if r)]  # trailing zero counts make the same samples
+    ratio = ratio[: max(n for n, r in enumerate(ratio, start=1) if r)]  # trailing zero counts make the same samples
+    return tuple(r // math.gcd(*ratio) for r in ratio)  # a proportional ratio makes the same samples
 
 
 @dataclass(frozen=True)
