@@ -518,6 +518,24 @@ def test_a_proportional_turn_ratio_resumes_the_same_schedule(reference, capsys, 
     assert [ratios[0].sample(i) for i in range(60)] == [ratios[1].sample(i) for i in range(60)]
 
 
+def test_a_second_run_on_the_same_out_is_refused_while_the_first_writes(reference, capsys, tmp_path):
+    """Two runs writing one --out at once would interleave its files: the second is refused in one line."""
+    import shutil
+
+    from diffzoo.harness.core.fsutil import lock_open_file
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    args = ["generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N, "--size", 32, "--seed", 3]
+    with open(out / STATE_DIR / pipeline.LOCK_FILE, "a") as held:  # what the first run holds while it writes
+        assert lock_open_file(held, wait=False)
+        one_line_exit_2(*cli(capsys, *args), f"error: {out} is being written by another diffzoo generate run; let it "
+                                              "finish, or choose another --out")
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0 and f"0 made now, {N} from earlier runs" in stdout, err
+
+
 def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_path):
     """A resumed run whose train_copy/ is a symbolic link to another folder would write the dataset's
     images there: refused with the link named, nothing written on either side."""

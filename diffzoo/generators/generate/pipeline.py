@@ -39,7 +39,7 @@ from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, parse_turn_ratio, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, no_value
-from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, read_json
+from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, lock_open_file, read_json
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.core.types import LabelSpace
@@ -51,13 +51,14 @@ log = logging.getLogger(__name__)
 
 GENERATE_VERSION = 1  # bump when a change alters the samples a config produces
 CONFIG_FILE = "config.json"
+LOCK_FILE = "lock"  # held by the run writing the folder
 SUMMARY_FILE = "generate.json"
 FROM_FILES = ("bases", "regions", "captions", "loras")
 """The settings a resumed run must share that are read from files the options name (their names
 and sizes, a caption count), not from the options alone."""
 REGION_KINDS = ("masks:DIR", "coco", "open-vocab", "random")
-WRITES = (IMAGE_DIR, f"{STATE_DIR}/{RECORDS}", f"{STATE_DIR}/{CONFIG_FILE}", LABELS_FILE, MANIFEST_FILE,
-          SUMMARY_FILE, LOGS_DIR)
+WRITES = (IMAGE_DIR, f"{STATE_DIR}/{RECORDS}", f"{STATE_DIR}/{CONFIG_FILE}", f"{STATE_DIR}/{LOCK_FILE}", LABELS_FILE,
+          MANIFEST_FILE, SUMMARY_FILE, LOGS_DIR)
 """The paths a run writes in its output folder (none may go through a symbolic link)."""
 _SAMPLE_KEY, _TURN_KEY = 0x736D70, 0x74726E
 Progress = Callable[[int, int], None]
@@ -131,6 +132,7 @@ class DatasetGenerator:
         self._t2i, self._namer = t2i, namer
         self.store = SampleStore(config.out)
         self.device = "cpu"
+        self._held = contextlib.ExitStack()  # the --out lock, held by rank 0 until run() ends
 
     @staticmethod
     def region_kind(config: GenerateConfig) -> str:
@@ -358,7 +360,10 @@ class DatasetGenerator:
         from diffzoo.harness.records.fields import json_kind
 
         out = Path(self.config.out)
-        out.mkdir(parents=True, exist_ok=True)
+        (out / STATE_DIR).mkdir(parents=True, exist_ok=True)
+        if not lock_open_file(self._held.enter_context(open(out / STATE_DIR / LOCK_FILE, "a")), wait=False):
+            raise ConfigError(f"{out} is being written by another diffzoo generate run; let it finish, or choose "
+                              "another --out")
         path = out / STATE_DIR / CONFIG_FILE
         if path.is_file():
             try:
@@ -398,7 +403,7 @@ class DatasetGenerator:
         out = Path(self.config.out)
         relpath = log_relpath("generate")
         logged = RunLog(out / relpath, lambda: out / relpath if (out / STATE_DIR / CONFIG_FILE).is_file() else None)
-        with logged.attached():
+        with self._held, logged.attached():
             logged.note_command()
             start = time.monotonic()
             summary = self._run(progress, logged.note)
