@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -815,6 +816,17 @@ def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, t
     assert str(exc.value) == ("--bases B: 5 base image(s) cannot be used: e0.png: the file is empty (0 bytes), not "
                               "an image; e1.png: the file is empty (0 bytes), not an image; e2.png: the file is empty "
                               "(0 bytes), not an image and 2 more; fix or remove them")
+
+
+def test_checking_many_bases_before_the_models_is_shown(capsys, monkeypatch, tmp_path):
+    """Decoding thousands of bases before any model loads takes seconds: a progress task, never silence."""
+    monkeypatch.setattr("diffzoo.generators.generate.bases._ANNOUNCE", 0)  # these few bases count as many
+    bases = make_bases(tmp_path / "bases", n=3)
+    (bases / "empty.png").write_bytes(b"")  # refused after the check: no model is built
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--editors", "sd2.tiny",
+                            "--n", 1, "--ai-bases", 0)
+    assert code == 1 and re.search(r"^checking 4 base image\(s\) \(1 decoded\) before any model loads  finished 4/4 "
+                                   "in ", err, re.M), err
 
 
 def test_a_base_cut_short_in_its_pixels_is_named_before_any_model_loads(capsys, tmp_path):
