@@ -378,9 +378,17 @@ def test_a_sample_file_replaced_by_one_of_its_size_is_made_again_with_a_warning(
                             "--size", 32, "--seed", 3)
     assert code == 0 and f"1 made now, {N - 1} from earlier runs" in stdout, err
     log = sorted((out / "logs").glob("*-generate.log"))[-1].read_text()  # the resume's
-    assert f"WARNING diffzoo.generators.generate.layout: {image}: not the file sample {sid} was written as (its " \
-           "sha256 is not its record's); the sample is made again" in log, log
+    warning = "WARNING diffzoo.generators.generate.layout: {}: not the file sample {} was written as (its sha256 " \
+              "is not its record's); it counts as unfinished, made again by a run whose --n covers its id"
+    assert warning.format(image, sid) in log, log
     assert files(out) == files(ref)
+    sid = manifest(ref)[-1]["id"]  # a sample past a smaller --n is left out, not made again: the warning says so
+    image = out / "train_copy" / f"{sid}.image.png"
+    image.write_bytes(bytes(blob[: image.stat().st_size]).ljust(image.stat().st_size, b"\0"))
+    code, stdout, err = cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", int(sid),
+                            "--size", 32, "--seed", 3)
+    assert code == 0 and "0 made now" in stdout and sid not in (out / "manifest.jsonl").read_text(), err
+    assert warning.format(image, sid) in sorted((out / "logs").glob("*-generate.log"))[-1].read_text()
 
 
 @pytest.mark.parametrize("folder", ["train_copy", ".diffzoo-generate/samples"])

@@ -153,8 +153,8 @@ class SampleStore:
         except OSError:
             return None
         if other is not None:
-            log.warning("%s: not the file sample %s was written as (its sha256 is not its record's); the sample is "
-                        "made again", other, sample_id)
+            log.warning("%s: not the file sample %s was written as (its sha256 is not its record's); it counts as "
+                        "unfinished, made again by a run whose --n covers its id", other, sample_id)
             return None
         self._intact.add(sample_id)
         return record
