@@ -527,6 +527,30 @@ def test_a_proportional_turn_ratio_resumes_the_same_schedule(reference, capsys, 
     assert [ratios[0].sample(i) for i in range(60)] == [ratios[1].sample(i) for i in range(60)]
 
 
+def test_a_base_replaced_by_a_file_of_its_size_is_refused_on_resume(capsys, tmp_path):
+    """A base overwritten by another image of the same byte size kept the bases' listing (names and sizes):
+    the resume went on, and the dataset held samples made from another base than the one now there."""
+    bases = tmp_path / "bases"
+    bases.mkdir()
+    pixels = np.random.default_rng(0).integers(0, 255, (2, 48, 40, 3), np.uint8)
+    for i, im in enumerate(pixels):  # stored uncompressed: the same shape is the same byte size
+        Image.fromarray(im).save(bases / f"b{i}.png", compress_level=0)
+    args = ["generate", "--out", tmp_path / "out", "--bases", bases, "--editors", "sd2.tiny", "--n", 2,
+            "--ai-bases", 0, "--size", 32]
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0, err
+    size = (bases / "b1.png").stat().st_size
+    Image.fromarray(255 - pixels[1]).save(bases / "b1.png", compress_level=0)
+    assert (bases / "b1.png").stat().st_size == size
+    sid = next(r["id"] for r in manifest(tmp_path / "out") if r["base_info"]["file"] == "b1.png")
+    one_line_exit_2(*cli(capsys, *args), f"error: --bases: {bases / 'b1.png'} is not the file sample {sid} was made "
+                                         "from (its sha256 is not its record's); put that file back, or choose a new "
+                                         "--out")
+    Image.fromarray(pixels[1]).save(bases / "b1.png", compress_level=0)
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0 and "0 made now, 2 from earlier runs" in stdout, err
+
+
 def test_a_second_run_on_the_same_out_is_refused_while_the_first_writes(reference, capsys, tmp_path):
     """Two runs writing one --out at once would interleave its files: the second is refused in one line."""
     import shutil

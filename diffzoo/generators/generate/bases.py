@@ -20,7 +20,7 @@ import numpy as np
 from diffzoo.generators.generate.regions import MIN_SIDE, Shape, refuse_files, same_shape
 from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, name_some
-from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file
+from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file, sha256_file
 from diffzoo.harness.core.progress import NullProgress, current_progress
 from diffzoo.harness.data.distortions import longer_side_size
 
@@ -50,6 +50,7 @@ class BaseImage:
     key: str | None = None
     coco_id: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    sha256: str | None = None  # a real base's file: its samples' records hold it, a resume compares it
 
 
 def resize_longer_side(image: np.ndarray, size: int | None) -> np.ndarray:
@@ -159,15 +160,20 @@ class RealBases:
         """The keys of the bases of ordinals 0..count-1 (:meth:`get`)."""
         return {self.refs[int(i)].key for i in self.order[:count]}
 
+    def ref(self, ordinal: int) -> BaseRef:
+        """The base of real sample ordinal ``ordinal`` (:meth:`get` reads it)."""
+        return self.refs[int(self.order[ordinal % len(self.refs)])]
+
     def get(self, ordinal: int) -> BaseImage:
         from diffzoo.harness.data.imageio import read_image
 
-        ref = self.refs[int(self.order[ordinal % len(self.refs)])]
+        ref = self.ref(ordinal)
         if (kind := file_kind(ref.path)) is not None:  # gone (or replaced) since the folder was listed
             raise DataError(f"base image {ref.path} " + ("does not exist" if kind == MISSING[0] else f"is {kind}"))
         image = resize_longer_side(read_image(ref.path, ref.key), self.size)
         info = {"file": ref.source, **({"coco_id": ref.coco_id} if ref.coco_id is not None else {})}
-        return BaseImage("real", np.ascontiguousarray(image), ref.source, ref.key, ref.coco_id, info)
+        return BaseImage("real", np.ascontiguousarray(image), ref.source, ref.key, ref.coco_id, info,
+                         sha256_file(ref.path))
 
 
 class AIBases:

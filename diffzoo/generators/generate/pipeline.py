@@ -39,7 +39,7 @@ from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, parse_turn_ratio, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, no_value
-from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, lock_open_file, read_json
+from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, lock_open_file, read_json, sha256_file
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.core.types import LabelSpace
@@ -391,7 +391,16 @@ class DatasetGenerator:
         self.store.write_labels(self.label_space)
         if self.store.remove_stale_temp_files():
             log.info("removed temporary files of an interrupted run in %s", out)
-        return [i for i in ids if self.store.read(i) is None]  # finished or rejected ones are done
+        todo, digest = [], functools.cache(sha256_file)  # a base of several samples is read once
+        for i in ids:  # finished or rejected ones are done
+            if (record := self.store.read(i)) is None:
+                todo.append(i)
+            elif "base_sha256" in record:  # records written without it rely on the bases' listing (sizes)
+                ref = self.real.ref(self.schedule.sample(int(i)).base_ordinal)
+                if digest(ref.path) != record["base_sha256"]:
+                    raise ConfigError(f"--bases: {ref.path} is not the file sample {i} was made from (its sha256 "
+                                      "is not its record's); put that file back, or choose a new --out")
+        return todo
 
     def run(self, progress: Progress | None = None) -> GenerateSummary | None:
         """Make every unfinished sample of ids 0..n-1; the summary on rank 0 (None on other ranks).
@@ -446,7 +455,7 @@ class DatasetGenerator:
                     base, edited = self.make(int(sid), base)
                     row = sample_row(sid, base, edited.turns)
                     if edited.rejected is None:
-                        writer.submit(self.store.write_ok, sid, edited.image, edited.label, row)
+                        writer.submit(self.store.write_ok, sid, edited.image, edited.label, row, base.sha256)
                     else:
                         log.info("sample %s rejected: %s", sid, edited.rejected)
                         writer.submit(self.store.write_rejected, sid, edited.rejected, row)
