@@ -260,7 +260,7 @@ def test_real_card_offline_raises_naming_the_url():
 
 def test_cached_files_load_through_the_real_path(editor):
     """Checkpoints + tokenizer files in the cache are loaded offline exactly like the official ones."""
-    base, up, tokenizer = editor.models
+    base, up, tokenizer = editor.pipeline
     urls = {k: f"https://example.invalid/glide/{k}" for k in ("base.pt", "up.pt", "enc.json.gz", "vocab.bpe.gz")}
     cached_path(urls["base.pt"]).parent.mkdir(parents=True, exist_ok=True)
     torch.save(base.state_dict(), cached_path(urls["base.pt"]))

@@ -164,7 +164,30 @@ def _accepts(pipe: Any, name: str) -> bool:
     return name in inspect.signature(type(pipe).__call__).parameters
 
 
-class DiffusersEditor(Generator):
+class CardPipeline:
+    """The model a card names, built on ``device`` at first use (:meth:`_build`): the base of
+    diffzoo's editors and of text to image."""
+
+    def __init__(self, card: GeneratorCard, device: str = "cpu", dtype: Any = None):
+        self.card, self.device, self.dtype = card, str(device), dtype
+        self._pipeline: Any = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.card.name!r}, device={self.device!r})"
+
+    @property
+    def pipeline(self) -> Any:
+        """The diffusers pipeline (GLIDE: its models), built on first access."""
+        if self._pipeline is None:
+            log.info("building %s (%s) on %s", self.card.name, self.card.pipeline, self.device)
+            self._pipeline = self._build()
+        return self._pipeline
+
+    def _build(self) -> Any:
+        return load_pipeline(self.card, self.device, self.dtype)
+
+
+class DiffusersEditor(CardPipeline, Generator):
     """A mask editor backed by the diffusers pipeline named by ``card``.
 
     ``mode`` is ``"native"`` (the pipeline inpaints) when ``card.native_inpaint``,
@@ -186,11 +209,8 @@ class DiffusersEditor(Generator):
             from diffzoo.generators.editors.lora import with_lora
 
             card = with_lora(card, lora, scale=lora_scale, fuse=lora_fuse)
-        self.card = card
         self.mode = self._mode(card)
-        self.device = str(device)
-        self.dtype = dtype
-        self._pipeline: Any = None
+        super().__init__(card, device, dtype)
 
     @staticmethod
     def _mode(card: GeneratorCard) -> str:
@@ -200,17 +220,6 @@ class DiffusersEditor(Generator):
                 f"diffzoo.generators.editors.instruct.InstructionEditor (or create_generator)"
             )
         return "native" if card.native_inpaint else "blend"
-
-    def __repr__(self) -> str:
-        return f"DiffusersEditor({self.card.name!r}, device={self.device!r})"
-
-    @property
-    def pipeline(self) -> Any:
-        """The diffusers pipeline, built on first access."""
-        if self._pipeline is None:
-            log.info("building %s (%s) on %s", self.card.name, self.card.pipeline, self.device)
-            self._pipeline = load_pipeline(self.card, self.device, self.dtype)
-        return self._pipeline
 
     def pipeline_call_kwargs(
         self, image: np.ndarray, mask: np.ndarray, prompt: str, seed: int

@@ -123,9 +123,6 @@ class InstructionEditor(DiffusersEditor):
         self.label_options = label_options(tau, min_area, max_area, cleanup, align)[0]  # before a pipeline is built
         super().__init__(card, device, dtype, lora=lora, lora_scale=lora_scale, lora_fuse=lora_fuse)
 
-    def __repr__(self) -> str:
-        return f"InstructionEditor({self.card.name!r}, device={self.device!r})"
-
     @staticmethod
     def _mode(card: GeneratorCard) -> str:
         if not card.options.get("instruct"):

@@ -12,12 +12,11 @@ documented default, not the paper's.  Deterministic for a fixed seed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
 from diffzoo.generators.editors.cards import SD_T2I_TINY, SDXL_BASE
-from diffzoo.generators.editors.diffusers_editor import call_kwargs, load_pipeline, to_uint8
+from diffzoo.generators.editors.diffusers_editor import CardPipeline, call_kwargs, to_uint8
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.data.distortions import resize_image
@@ -40,19 +39,11 @@ def get_t2i_card(name: str) -> GeneratorCard:
     return T2I_CARDS[name]
 
 
-class TextToImage:
+class TextToImage(CardPipeline):
     """Generates a square image at the card's resolution from a caption."""
 
     def __init__(self, card: GeneratorCard = SD_T2I_TINY, device: str = "cpu"):
-        self.card = card
-        self.device = str(device)
-        self._pipeline: Any = None
-
-    @property
-    def pipeline(self) -> Any:
-        if self._pipeline is None:
-            self._pipeline = load_pipeline(self.card, self.device)
-        return self._pipeline
+        super().__init__(card, device)
 
     def generate(self, caption: str, seed: int, size: int | None = None) -> np.ndarray:
         """An H x W x 3 uint8 image for ``caption`` (resized to ``size`` when given)."""

@@ -13,38 +13,24 @@ the input, so outside the mask the output equals the input exactly.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.editors.diffusers_editor import _check_inputs, composite, edit_metadata, resolve_dtype
-from diffzoo.harness.core.cards import GeneratorCard
+from diffzoo.generators.editors.diffusers_editor import (
+    CardPipeline,
+    _check_inputs,
+    composite,
+    edit_metadata,
+    resolve_dtype,
+)
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.protocols import EditResult, Generator
 
-log = logging.getLogger(__name__)
 
-
-class GlideEditor(Generator):
-    """A GLIDE inpainting editor described by ``card`` (``glide.inpaint`` or ``glide.tiny``)."""
-
-    def __init__(self, card: GeneratorCard, device: str = "cpu", dtype: Any = None):
-        self.card = card
-        self.device = str(device)
-        self.dtype = dtype
-        self._models: tuple[Any, Any, Any] | None = None
-
-    def __repr__(self) -> str:
-        return f"GlideEditor({self.card.name!r}, device={self.device!r})"
-
-    @property
-    def models(self) -> tuple[Any, Any, Any]:
-        """(base model, upsampler model, tokenizer), built on first use."""
-        if self._models is None:
-            log.info("building %s on %s", self.card.name, self.device)
-            self._models = self._build()
-        return self._models
+class GlideEditor(CardPipeline, Generator):
+    """A GLIDE inpainting editor described by ``card`` (``glide.inpaint`` or ``glide.tiny``);
+    its ``pipeline`` is (base model, upsampler model, tokenizer)."""
 
     def _build(self) -> tuple[Any, Any, Any]:
         from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet
@@ -90,7 +76,7 @@ class GlideEditor(Generator):
         from diffzoo.generators.editors.glide.diffusion import Schedule, sample
 
         mask = _check_inputs(image, mask)
-        base, up, tokenizer = self.models
+        base, up, tokenizer = self.pipeline
         bopts, uopts = self.card.options["base"], self.card.options["upsampler"]
         lo, hi = base.cfg.image_size, up.cfg.image_size
         dev = self.device
