@@ -1,10 +1,9 @@
 """In-tree plugin: registers the diffusers editors and the ``mini`` dataset.
 
 Registration is lazy (``"module:attr"`` targets); this module imports only
-plain-data cards, never torch or diffusers.  Mask editors of the DiffSeg30k
-families (diffusers), GLIDE (diffzoo's own port) and the instruction-editor
-families are registered by three hook implementations (through pluggy's
-``specname``).
+plain-data cards, never torch or diffusers.  One hook registers the mask
+editors of the DiffSeg30k families (diffusers), GLIDE (diffzoo's own port)
+and the instruction-editor families.
 """
 
 from __future__ import annotations
@@ -19,32 +18,14 @@ INSTRUCT_TARGET = "diffzoo.generators.editors.instruct:InstructionEditor"
 MINI_TARGET = "diffzoo.generators.datasets.mini:open_mini"
 
 
-def _register(register, cards, target: str | None = None) -> None:
-    for card in cards:
-        register(
-            card.name,
-            target or (INSTRUCT_TARGET if card.options.get("instruct") else EDITOR_TARGET),
-            card=card,
-            default=card.name in DEFAULT_CARDS,
-            description=card.description,
-        )
-
-
 @hookimpl
 def register_generators(register):
-    _register(register, GENERATOR_CARDS)
-
-
-@hookimpl(specname="register_generators")
-def register_instruction_editors(register):
-    """Qwen-Image-Edit, FLUX.2, LongCat and FireRed (and their inpainting variants)."""
-    _register(register, INSTRUCT_CARDS)
-
-
-@hookimpl(specname="register_generators")
-def register_glide(register):
-    """GLIDE text-guided inpainting: diffzoo's PyTorch port loading the official checkpoints."""
-    _register(register, GLIDE_CARDS, GLIDE_TARGET)
+    """The DiffSeg30k mask-editor families, GLIDE (diffzoo's PyTorch port loading the official
+    checkpoints) and Qwen-Image-Edit, FLUX.2, LongCat and FireRed (with their inpainting variants)."""
+    for card in (*GENERATOR_CARDS, *GLIDE_CARDS, *INSTRUCT_CARDS):
+        target = GLIDE_TARGET if card in GLIDE_CARDS else INSTRUCT_TARGET if card.options.get("instruct") else \
+            EDITOR_TARGET
+        register(card.name, target, card=card, default=card.name in DEFAULT_CARDS, description=card.description)
 
 
 @hookimpl
