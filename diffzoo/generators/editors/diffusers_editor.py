@@ -140,13 +140,6 @@ def composite(image: np.ndarray, edited: np.ndarray, mask: np.ndarray) -> np.nda
     return np.ascontiguousarray(np.where(mask[..., None], resize_image(edited, image.shape[:2]), image))
 
 
-def to_uint8(out: np.ndarray, what: str) -> np.ndarray:
-    """A pipeline's float image in [0, 1] as H x W x 3 uint8; non-finite pixels are a ModelError."""
-    if not np.isfinite(out).all():
-        raise ModelError(f"{what} produced non-finite pixels")
-    return (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-
-
 def call_kwargs(card: GeneratorCard, prompt: str, generator: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """``kwargs`` with what every call of the card's pipeline takes: the prompt, steps,
     guidance (to the card's ``guidance_kwarg``, Qwen-Image: ``true_cfg_scale``), seeded
@@ -168,6 +161,8 @@ class CardPipeline:
     """The model a card names, built on ``device`` at first use (:meth:`_build`): the base of
     diffzoo's editors and of text to image."""
 
+    what = "generator"
+
     def __init__(self, card: GeneratorCard, device: str = "cpu", dtype: Any = None):
         self.card, self.device, self.dtype = card, str(device), dtype
         self._pipeline: Any = None
@@ -185,6 +180,17 @@ class CardPipeline:
 
     def _build(self) -> Any:
         return load_pipeline(self.card, self.device, self.dtype)
+
+    def _run(self, kwargs: dict[str, Any]) -> np.ndarray:
+        """One pipeline call; its first image, floats in [0, 1], as H x W x 3 uint8 (non-finite
+        pixels are a ModelError naming the card as ``what``)."""
+        import torch
+
+        with torch.inference_mode():
+            out = self.pipeline(**kwargs).images[0]
+        if not np.isfinite(out).all():
+            raise ModelError(f"{self.what} {self.card.name!r} produced non-finite pixels")
+        return (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 
 
 class DiffusersEditor(CardPipeline, Generator):
@@ -280,14 +286,6 @@ class DiffusersEditor(CardPipeline, Generator):
         edited = self._run(self.pipeline_call_kwargs(image, mask, prompt, seed))
         metadata = {**self._metadata(prompt, seed), "strength": self.card.strength, "composited": True}
         return EditResult(image=composite(image, edited, mask), changed=mask.copy(), metadata=metadata)
-
-    def _run(self, kwargs: dict[str, Any]) -> np.ndarray:
-        """One pipeline call; the first image as H x W x 3 uint8."""
-        import torch
-
-        with torch.inference_mode():
-            out = self.pipeline(**kwargs).images[0]
-        return to_uint8(out, f"generator {self.card.name!r}")
 
     def _metadata(self, prompt: str, seed: int) -> dict[str, Any]:
         return edit_metadata(self.card, self.mode, prompt, seed, self.card.resolution)

@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 
 from diffzoo.generators.editors.cards import SD_T2I_TINY, SDXL_BASE
-from diffzoo.generators.editors.diffusers_editor import CardPipeline, call_kwargs, to_uint8
+from diffzoo.generators.editors.diffusers_editor import CardPipeline, call_kwargs
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.data.distortions import resize_image
@@ -42,6 +42,8 @@ def get_t2i_card(name: str) -> GeneratorCard:
 class TextToImage(CardPipeline):
     """Generates a square image at the card's resolution from a caption."""
 
+    what = "text-to-image"
+
     def __init__(self, card: GeneratorCard = SD_T2I_TINY, device: str = "cpu"):
         super().__init__(card, device)
 
@@ -50,7 +52,5 @@ class TextToImage(CardPipeline):
         import torch
 
         res, generator = self.card.resolution, torch.Generator(device="cpu").manual_seed(int(seed))
-        with torch.inference_mode():
-            out = self.pipeline(**call_kwargs(self.card, caption, generator, {"height": res, "width": res})).images[0]
-        image = to_uint8(out, f"text-to-image {self.card.name!r}")
+        image = self._run(call_kwargs(self.card, caption, generator, {"height": res, "width": res}))
         return np.ascontiguousarray(image if size is None else resize_image(image, (size, size)))
