@@ -1034,6 +1034,18 @@ def test_area_bins_are_balanced_and_bounds_respected():
     assert len(kept) == 2 and kept[0] is a and kept[1] is c
 
 
+def test_progress_starts_before_the_first_sample(tmp_path):
+    """The first sample builds the editors (minutes for real weights): the bar showed nothing until it was
+    done, then timed the run from there."""
+    calls = []
+    config = gen_config(tmp_path / "out", make_bases(tmp_path / "bases"), editors=("a",), n=2, ai_fraction=0.0)
+    pipeline.generate(config, progress=lambda done, total: calls.append((done, total)), editors={"a": FakeEditor(1)})
+    assert calls == [(0, 2), (1, 2), (2, 2)]
+    calls.clear()  # a finished run makes nothing, and shows nothing
+    pipeline.generate(config, progress=lambda done, total: calls.append((done, total)), editors={"a": FakeEditor(1)})
+    assert calls == []
+
+
 def test_ai_bases_only_need_no_real_bases(tmp_path):
     config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("a",), n=2, ai_fraction=1.0, t2i="sd-t2i.tiny",
                                      size=32, turns=(1,))

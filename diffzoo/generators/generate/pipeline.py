@@ -448,6 +448,8 @@ class DatasetGenerator:
         mine = distributed.shard(todo)
         threads = self.config.threads if self.device.startswith("cpu") else None
         workers = resolve_workers(self.config.workers, self.device, threads)
+        if progress is not None and mine:  # shown from the start: the first sample also builds the editors
+            progress(0, len(mine))
         with torch_threads(threads):
             bases = ordered_map(self.real_base, [int(sid) for sid in mine], workers)
             with BackgroundWriter() as writer:  # PNG encoding and fsync overlap the next sample's editing
