@@ -26,7 +26,7 @@ from diffzoo.generators.generate.layout import STATE_DIR
 from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample
 from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import choose_region, dedupe_overlaps, region_from_mask
-from diffzoo.generators.generate.schedule import Schedule
+from diffzoo.generators.generate.schedule import Schedule, parse_turn_ratio
 from diffzoo.harness.core.errors import ConfigError, DataError, WeightsUnavailableError
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import LabelSpace
@@ -523,7 +523,7 @@ def test_a_proportional_turn_ratio_resumes_the_same_schedule(reference, capsys, 
     code, stdout, err = cli(capsys, *args, "--turns", "2:8:10")
     assert code == 0 and f"0 made now, {N} from earlier runs" in stdout, err
     ratios = [Schedule(3, ("a", "b"), r) for r in ((3, 12, 15), (1, 4, 5))]
-    assert ratios[0].turn_ratio == (1, 4, 5)
+    assert ratios[0].turn_ratio == (1, 4, 5) == parse_turn_ratio("500:2000:2500")  # its sum is the reduced one's
     assert [ratios[0].sample(i) for i in range(60)] == [ratios[1].sample(i) for i in range(60)]
 
 

@@ -64,11 +64,12 @@ def parse_turn_ratio(spec: str | Sequence[int]) -> tuple[int, ...]:
         raise ConfigError(f"turn ratio {spec!r}: expected whole numbers such as 1:4:5") from None
     if not ratio or any(r < 0 for r in ratio) or not sum(ratio):
         raise ConfigError(f"turn ratio {spec!r}: needs non-negative counts, not all zero (e.g. 1:4:5)")
+    ratio = ratio[: max(n for n, r in enumerate(ratio, start=1) if r)]  # trailing zero counts make the same samples
+    ratio = tuple(r // math.gcd(*ratio) for r in ratio)  # a proportional ratio makes the same samples
     if sum(ratio) > MAX_RATIO_SUM:  # a block of ids holds the ratio exactly, and each block is planned whole
         raise ConfigError(f"turn ratio {spec!r}: its counts sum to {sum(ratio)}, at most {MAX_RATIO_SUM} "
                           "(a smaller ratio such as 1:4:5 says the same)")
-    ratio = ratio[: max(n for n, r in enumerate(ratio, start=1) if r)]  # trailing zero counts make the same samples
-    return tuple(r // math.gcd(*ratio) for r in ratio)  # a proportional ratio makes the same samples
+    return ratio
 
 
 @dataclass(frozen=True)
