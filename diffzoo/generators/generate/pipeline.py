@@ -395,8 +395,8 @@ class DatasetGenerator:
         for i in ids:  # finished or rejected ones are done
             if (record := self.store.read(i)) is None:
                 todo.append(i)
-            elif "base_sha256" in record:  # records written without it rely on the bases' listing (sizes)
-                ref = self.real.ref(self.schedule.sample(int(i)).base_ordinal)
+            elif "base_sha256" in record and (s := self.schedule.sample(int(i))).base == "real":  # older: sizes
+                ref = self.real.ref(s.base_ordinal)
                 if digest(ref.path) != record["base_sha256"]:
                     raise ConfigError(f"--bases: {ref.path} is not the file sample {i} was made from (its sha256 "
                                       "is not its record's); put that file back, or choose a new --out")
