@@ -1053,6 +1053,15 @@ def test_progress_starts_before_the_first_sample(tmp_path):
     assert calls == []
 
 
+def test_a_run_stopped_before_writing_its_settings_is_resumed(tmp_path):
+    """A run takes its lock before it writes its settings: stopped between (a full disk), its folder holds the
+    lock alone, and was refused as a foreign folder."""
+    config = gen_config(tmp_path / "out", make_bases(tmp_path / "bases"), editors=("a",), n=2, ai_fraction=0.0)
+    (tmp_path / "out" / STATE_DIR).mkdir(parents=True)
+    (tmp_path / "out" / STATE_DIR / pipeline.LOCK_FILE).touch()
+    assert pipeline.generate(config, editors={"a": FakeEditor(1)}).made == 2
+
+
 def test_ai_bases_only_need_no_real_bases(tmp_path):
     config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("a",), n=2, ai_fraction=1.0, t2i="sd-t2i.tiny",
                                      size=32, turns=(1,))

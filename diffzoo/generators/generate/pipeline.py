@@ -115,7 +115,7 @@ class DatasetGenerator:
         out = Path(config.out)  # checked before any model is built: a new folder, an empty one or a run's own
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} exists and is not a folder; choose a new or empty folder")
-        if out.is_dir() and not (out / STATE_DIR / CONFIG_FILE).is_file() and any(out.iterdir()):
+        if out.is_dir() and not (out / STATE_DIR).is_dir() and any(out.iterdir()):  # a run's, maybe before its config
             raise ConfigError(f"{out} is not empty and holds no diffzoo generate run; choose an empty --out")
         check_usable_dir(out, "--out")  # one that cannot be made (a read-only place) stops here, not at the first write
         for folder in (IMAGE_DIR, f"{STATE_DIR}/{RECORDS}"):  # a file there fails each sample's write, after its edits
