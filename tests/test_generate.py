@@ -859,13 +859,21 @@ def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, t
 
 def test_checking_many_bases_before_the_models_is_shown(capsys, monkeypatch, tmp_path):
     """Decoding thousands of bases before any model loads takes seconds: a progress task, never silence."""
-    monkeypatch.setattr("diffzoo.generators.generate.bases._ANNOUNCE", 0)  # these few bases count as many
+    monkeypatch.setattr("diffzoo.generators.generate.regions.ANNOUNCE", 0)  # these few bases count as many
     bases = make_bases(tmp_path / "bases", n=3)
     (bases / "empty.png").write_bytes(b"")  # refused after the check: no model is built
     code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--editors", "sd2.tiny",
                             "--n", 1, "--ai-bases", 0)
     assert code == 1 and re.search(r"^checking 4 base image\(s\) \(1 decoded\) before any model loads  finished 4/4 "
                                    "in ", err, re.M), err
+    (bases / "empty.png").unlink()
+    for i in range(3):  # every mask empty: refused once all are checked
+        (tmp_path / "masks" / f"b{i}").mkdir(parents=True)
+        Image.fromarray(np.zeros((48, 40), np.uint8)).save(tmp_path / "masks" / f"b{i}" / "cup.png")
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--editors", "sd2.tiny",
+                            "--n", 1, "--ai-bases", 0, "--regions", f"masks:{tmp_path / 'masks'}")
+    assert code == 1 and re.search(r"^checking the masks of 3 base\(s\) before any model loads  finished 3/3 in ", err,
+                                   re.M), err
 
 
 def test_a_base_cut_short_in_its_pixels_is_named_before_any_model_loads(capsys, tmp_path):

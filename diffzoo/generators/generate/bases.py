@@ -17,15 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.generate.regions import MIN_SIDE, Shape, refuse_files, same_shape
+from diffzoo.generators.generate.regions import MIN_SIDE, Shape, checked, refuse_files, same_shape
 from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, name_some
 from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file, sha256_file
-from diffzoo.harness.core.progress import NullProgress, current_progress
 from diffzoo.harness.data.distortions import longer_side_size
 
 _ORDER_KEY = 0x6F7264  # "ord"
-_ANNOUNCE = 500  # more bases take seconds to check (about 300 decoded a second): shown as they are read
 
 
 @dataclass(frozen=True)
@@ -123,25 +121,20 @@ def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str,
     from diffzoo.harness.data.imageio import read_image
 
     sizes, bad = {}, []
-    progress = current_progress() if len(refs) > _ANNOUNCE else NullProgress()
-    with progress.task(f"checking {len(refs)} base image(s) ({len(decode)} decoded) before any model loads",
-                       len(refs)) as task:
-        for ref in refs:
-            task.advance()
-            try:
-                decoded = ref.key in decode
-                h, w = read_image(ref.path, ref.key, name=ref.source).shape[:2] if decoded else header_size(ref)
-            except CorruptSampleError as exc:
-                bad.append(exc.reason)
-                continue
-            rh, rw = longer_side_size(h, w, size) if size else (h, w)
-            sizes[ref.key] = (h, w), (rh, rw)
-            if min(rh, rw) < MIN_SIDE:
-                at = f", {rw} x {rh} px at --size {size}" if (rh, rw) != (h, w) else ""
-                bad.append(f"{ref.source}: {w} x {h} px{at}: a side under {MIN_SIDE} px, too small for a region")
-            elif ref.annotated and not same_shape((h, w), ref.annotated):
-                bad.append(f"{ref.source}: {w} x {h} px does not scale to the {ref.annotated[1]} x "
-                           f"{ref.annotated[0]} px its annotations give: a file of another image, or turned")
+    for ref in checked(refs, f"{len(refs)} base image(s) ({len(decode)} decoded)"):
+        try:
+            h, w = read_image(ref.path, ref.key, name=ref.source).shape[:2] if ref.key in decode else header_size(ref)
+        except CorruptSampleError as exc:
+            bad.append(exc.reason)
+            continue
+        rh, rw = longer_side_size(h, w, size) if size else (h, w)
+        sizes[ref.key] = (h, w), (rh, rw)
+        if min(rh, rw) < MIN_SIDE:
+            at = f", {rw} x {rh} px at --size {size}" if (rh, rw) != (h, w) else ""
+            bad.append(f"{ref.source}: {w} x {h} px{at}: a side under {MIN_SIDE} px, too small for a region")
+        elif ref.annotated and not same_shape((h, w), ref.annotated):
+            bad.append(f"{ref.source}: {w} x {h} px does not scale to the {ref.annotated[1]} x {ref.annotated[0]} px "
+                       "its annotations give: a file of another image, or turned")
     refuse_files(f"--bases {spec}", "base image", bad)
     return sizes
 

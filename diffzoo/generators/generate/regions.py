@@ -18,16 +18,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from diffzoo.generators.generate.defaults import AREA_BINS
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, name_some
 from diffzoo.harness.core.fsutil import require_file
+from diffzoo.harness.core.progress import NullProgress, current_progress
 from diffzoo.harness.data.distortions import longer_side_size, resize_label
 
 SHAPES: tuple[str, ...] = ("ellipse", "blob", "polygon")
@@ -35,6 +36,7 @@ MARGIN = 1  # px kept free of every random region along the border
 MIN_SIDE = 8  # px: an image with a shorter side holds no region
 RANDOM_AREA = (0.05, 0.35)  # fractions of the image a random region covers
 Shape = tuple[int, int]  # (h, w) in px
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -270,6 +272,19 @@ def listing_digest(files: Iterable[tuple[str, Path]]) -> str:
     return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
 
 
+ANNOUNCE = 500  # more files take seconds to check (about 300 decoded a second): shown as they are read
+
+
+def checked(items: Sequence[T], what: str) -> Iterator[T]:
+    """``items``, each counted done by the next: the progress task of a check (of ``what``) before any
+    model loads, the command's (:func:`current_progress`) past :data:`ANNOUNCE` items, else silent."""
+    progress = current_progress() if len(items) > ANNOUNCE else NullProgress()
+    with progress.task(f"checking {what} before any model loads", len(items)) as task:
+        for item in items:
+            yield item
+            task.advance()
+
+
 def refuse_files(where: str, what: str, bad: Sequence[str]) -> None:
     """One DataError naming the first three ``bad`` files (each with why) and counting the rest;
     nothing when there is none: the refusal of a check made before any model loads."""
@@ -309,7 +324,7 @@ class MaskFolderRegions:
         return listing_digest(sorted((p.relative_to(self.folder).as_posix(), p) for p in self.folder.rglob("*")
                                      if p.is_file() and not p.name.startswith(".")))
 
-    def check(self, bases: Iterable[Any], sizes: Mapping[str, tuple[Shape, Shape]], min_area: float,
+    def check(self, bases: Sequence[Any], sizes: Mapping[str, tuple[Shape, Shape]], min_area: float,
               max_area: float) -> None:
         """Every mask file of ``bases`` (each with its ``key`` and ``source``; ``sizes``: each key's
         (h, w) and (h, w) at --size, :func:`~diffzoo.generators.generate.bases.check_bases`) decodes as
@@ -321,7 +336,7 @@ class MaskFolderRegions:
         from diffzoo.harness.data.imageio import read_object_mask
 
         bad, far = [], []
-        for base in bases:
+        for base in checked(bases, f"the masks of {len(bases)} base(s)"):
             (h, w), at = sizes[base.key]
             areas = []  # of its good masks, at --size
             for path in self.files(base.key):
