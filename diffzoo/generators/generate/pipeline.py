@@ -262,8 +262,7 @@ class DatasetGenerator:
         """--out may not lie in a folder the run reads (the bases', the masks'): the images it writes
         would be read there by the next run, so a resumed or longer run would find other files than
         the first and refuse to go on."""
-        out, inputs = os.path.realpath(self.config.out), os.path.realpath(folder)
-        if out == inputs or out.startswith(inputs.rstrip(os.sep) + os.sep):
+        if Path(os.path.realpath(self.config.out)).is_relative_to(os.path.realpath(folder)):
             raise ConfigError(f"--out {self.config.out} is inside the {what}' folder {folder}: the images it writes "
                               f"would be read as {what} the next time; choose an --out outside it")
 
