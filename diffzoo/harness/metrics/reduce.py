@@ -120,6 +120,12 @@ def _binary_fused(gt: np.ndarray, pred: np.ndarray, prob: np.ndarray, bins: int
     return conf, hist, idx
 
 
+def _same_hist(like: Reduced | None, prob, bins: int) -> Reduced | None:
+    """``like`` when its histogram is that of ``prob`` at ``bins`` bins (see :func:`reduce_numpy`), else None."""
+    found = prob is not None and like is not None and like.hist is not None and like.hist.shape[1] == bins
+    return like if found else None
+
+
 def reduce_numpy(gt: np.ndarray, pred: np.ndarray | None, prob: np.ndarray | None, num_classes: int,
                  bins: int, like: Reduced | None = None) -> Reduced:
     """The counts of one image's checked uint8 maps (``gt`` may hold 255) and float probabilities.
@@ -130,18 +136,17 @@ def reduce_numpy(gt: np.ndarray, pred: np.ndarray | None, prob: np.ndarray | Non
     c = num_classes
     hist: np.ndarray | None = None
     bins16: np.ndarray | None = None
-    if c == 2 and pred is not None and prob is not None and _power_of_two(bins) and bins <= 1024 and like is None:
-        conf, hist, idx = _binary_fused(gt, pred, prob, bins)
-        return Reduced(conf.sum(axis=1), conf, boundary_counts(gt, pred, c, conf), hist,
-                       idx if bins == DIGEST_BINS else None)
-    if prob is not None and like is not None and like.hist is not None and like.hist.shape[1] == bins:
-        hist, bins16 = like.hist, like.bins16
+    conf: np.ndarray | None = None
+    if (shared := _same_hist(like, prob, bins)) is not None:
+        hist, bins16 = shared.hist, shared.bins16
+    elif c == 2 and pred is not None and prob is not None and _power_of_two(bins) and bins <= 1024:
+        conf, hist, bins16 = _binary_fused(gt, pred, prob, bins)
     elif prob is not None:
-        hist, exact_bins = _histograms(gt, prob, bins)
-        bins16 = exact_bins if bins == DIGEST_BINS else None
+        hist, bins16 = _histograms(gt, prob, bins)
+    bins16 = bins16 if bins == DIGEST_BINS else None
     if pred is None:
         return Reduced(count_values(gt, 256)[:c], None, None, hist, bins16)
-    conf = _confusion(gt, pred, c)
+    conf = _confusion(gt, pred, c) if conf is None else conf
     return Reduced(conf.sum(axis=1), conf, boundary_counts(gt, pred, c, conf), hist, bins16)
 
 
@@ -189,9 +194,7 @@ def reduce_torch(gt, pred, prob, num_classes: int, bins: int, like: Reduced | No
     else:
         pieces.append(torch.bincount(gt.long().reshape(-1), minlength=256)[:c])
         sizes.append(c)
-    # ``like`` when its histogram is this one's, else None
-    shared = like if (prob is not None and like is not None and like.hist is not None
-                      and like.hist.shape[1] == bins) else None
+    shared = _same_hist(like, prob, bins)
     bins16 = shared.bins16 if shared is not None else None
     if prob is not None and shared is None:
         idx = torch.floor(prob.double() * bins).long().clamp_(max=bins - 1)  # bin_index's float64 rule
