@@ -76,6 +76,11 @@ def check_every(every: Any, flag: str = "--save-every", minimum: int = 0) -> int
     return every
 
 
+def _under(tensors: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    """The tensors whose name begins with ``prefix``, named without it."""
+    return {k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix)}
+
+
 def resume_dir(detector: str, key: str) -> Path:
     """The resume folder of cache entry ``key``: beside its checkpoint folder."""
     return cache_dir(detector, key).with_name(f"{key}.resume")
@@ -188,12 +193,9 @@ def capture(model: torch.nn.Module, opt: torch.optim.Optimizer, sched: Any, stre
 def restore(tensors: dict[str, torch.Tensor], state: dict[str, Any], model: torch.nn.Module,
             opt: torch.optim.Optimizer, sched: Any, stream: BatchStream) -> tuple[list[float], int, bool]:
     """Put a training loop back where :func:`capture` saw it; returns (losses, skipped, saw_edited)."""
-    model.load_state_dict({k.removeprefix("model/"): v for k, v in tensors.items() if k.startswith("model/")})
-    opt_state = {}
-    for idx, plain in state["optimizer"]["state"].items():
-        prefix = f"optim/{idx}/"
-        opt_state[int(idx)] = {**plain, **{k.removeprefix(prefix): v for k, v in tensors.items()
-                                           if k.startswith(prefix)}}
+    model.load_state_dict(_under(tensors, "model/"))
+    opt_state = {int(idx): {**plain, **_under(tensors, f"optim/{idx}/")}
+                 for idx, plain in state["optimizer"]["state"].items()}
     groups = [{k: tuple(v) if k == "betas" else v for k, v in g.items()}
               for g in state["optimizer"]["param_groups"]]
     opt.load_state_dict({"state": opt_state, "param_groups": groups})
@@ -217,8 +219,7 @@ def _misfit(tensors: dict[str, torch.Tensor], model: torch.nn.Module | None) -> 
     """Why the model tensors of a saved state (``model/...``) cannot be restored into ``model``; None if they can."""
     if model is None:
         return None
-    saved = {k.removeprefix("model/"): v for k, v in tensors.items() if k.startswith("model/")}
-    problem = describe_mismatch(model.state_dict(), saved)
+    problem = describe_mismatch(model.state_dict(), _under(tensors, "model/"))
     return None if problem is None else f"it does not fit the model ({problem})"
 
 
@@ -234,9 +235,8 @@ def _own_part(tensors: dict[str, torch.Tensor], doc: dict[str, Any], rank: int) 
     """A state saved by every rank (:meth:`Resume.save_all`) as rank ``rank`` saw it."""
     if "ranks" not in doc:
         return tensors, doc
-    prefix = f"rank/{rank}/"
     own = {k: v for k, v in tensors.items() if not k.startswith(("rank/", "rng/"))}
-    own.update({k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix)})
+    own.update(_under(tensors, f"rank/{rank}/"))
     part = doc["ranks"][rank]
     state = {**doc, **{k: part[k] for k in RANK_STATE}, "stream": {**doc["stream"], "data_rng": part["data_rng"]}}
     return own, state
