@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.fsutil import atomic_write_text, writing
 from diffzoo.harness.metrics import METRICS_VERSION
+from diffzoo.harness.metrics.verdict import OWN_SCORE_ROW
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import newest_record
 from diffzoo.leaderboard.paper.published import (
@@ -259,7 +260,7 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
 
 def _own(c: Comparison) -> str:
     """The row's image score where it is the detector's own (a second row of the same release)."""
-    return ", own image score" if c.row.endswith("(own image score)") else ""
+    return ", own image score" if c.row.endswith(OWN_SCORE_ROW.format("")) else ""
 
 
 def released_apart(numbers: list[ReleaseNumber], records: list[ResultRecord]) -> list[str]:
