@@ -50,6 +50,7 @@ from diffzoo.harness.models.checkpoints import (
 )
 from diffzoo.harness.records.document import ResultRecord, keep_state
 from diffzoo.harness.records.model import RecordBody
+from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.model_source import CheckpointInfo
 from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
@@ -304,6 +305,13 @@ def _stated(body: RecordBody, given: dict[str, Any]) -> dict[str, Any]:
     return {**stated, **{k: v for k, v in found.items() if v is not None}}
 
 
+def _refuse_edited(record: ResultRecord, pairs: dict[str, tuple[Any, Any]]) -> None:
+    """A ConfigError naming each field whose (request's, record's) values differ."""
+    if edited := [f"{what} {now!r} (the record's: {then!r})" for what, (now, then) in pairs.items() if now != then]:
+        raise ConfigError(f"record {record.id}'s stored request runs {', '.join(edited)}: it was edited after the "
+                          "run, and would make another row")
+
+
 def _check_reproducible(record: ResultRecord, request: RunRequest) -> None:
     """A ConfigError where this diffzoo cannot make ``record``'s row again from ``request``: its
     detector is not installed, the request says otherwise than the record in a field both state
@@ -316,10 +324,7 @@ def _check_reproducible(record: ResultRecord, request: RunRequest) -> None:
         raise ConfigError(f"record {record.id}'s detector {request.detector!r} is not installed here: install its "
                           f"plugin {body.detector.plugin!r} (diffzoo list detectors lists those installed)") from None
     given = {**request.to_dict(), "detector": name}
-    if edited := [f"{what} {given[what]!r} (the record's: {then!r})"
-                  for what, then in _stated(body, given).items() if given[what] != then]:
-        raise ConfigError(f"record {record.id}'s stored request runs {', '.join(edited)}: it was edited after the "
-                          "run, and would make another row")
+    _refuse_edited(record, {what: (given[what], then) for what, then in _stated(body, given).items()})
     suite = get_registry().get("suite", body.suite.name).load()
     if older := [f"{what} {then} (this diffzoo's: {now})" for what, then, now in (
             (f"suite {suite.name} version", body.suite.version, suite.version),
@@ -384,6 +389,10 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
                     f"ln -s COPY {absolute[0][1]})")
     if said:
         raise ConfigError(f"record {record.id}'s run read {'; and '.join(said)}")
+    overrides = body.config.get("overrides") or {}  # a training option left out (null) runs the dataset's own
+    if nulls := [k for k in (*TRAIN_FIELDS, "pretrained") if k in overrides and getattr(request, k) is None]:
+        own = open_dataset(request.dataset, progress, **request.dataset_options()).training_overrides
+        _refuse_edited(record, {k: (None, overrides[k]) for k in nulls if own.get(k) != overrides[k]})
     request = _row_model(record, request)
     only = {(body.suite.name, name) for name in (body.case_name, body.case.get("compare_to")) if name}
     ran: list[Evaluation] = []

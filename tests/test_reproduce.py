@@ -257,6 +257,33 @@ def test_fields_a_record_does_not_state_are_not_compared(tmp_path):
         reproduce(record, tmp_path / "out")
 
 
+@pytest.mark.parametrize("recorded, said", [(3, "iterations None (the record's: 3)"), (60, None)])
+def test_a_training_option_edited_to_null_is_named_unless_the_dataset_gives_the_recorded_value(tmp_path, recorded,
+                                                                                                said):
+    """A request edited from iterations 3 to null was not compared (null read as "not stated"), and the run
+    trained the mini dataset's own 60 iterations: another row.  A null the dataset's own value fills (60) runs."""
+    from diffzoo.api import reproduce
+    from diffzoo.harness.core.plugins import get_registry
+
+    from helpers.records import make_record
+
+    class Planned(Exception):
+        pass
+
+    def stop(_):
+        raise Planned
+
+    record = make_record("segformer.tiny", config={"overrides": {"iterations": recorded}},
+                         suite_version=get_registry().get("suite", "standard").load().version,
+                         request={"detector": "segformer.tiny", "dataset": "mini", "iterations": None,
+                                  "device": "cpu"})
+    with pytest.raises(ConfigError if said else Planned) as error:
+        reproduce(record, tmp_path / "out", on_plan=stop)
+    if said:
+        assert str(error.value) == (f"record {record.id}'s stored request runs {said}: it was edited after the run, "
+                                    "and would make another row")
+
+
 def test_a_row_run_with_a_checkpoint_of_one_task_is_reproduced_and_a_changed_checkpoint_said(capsys, diffseg_folder,
                                                                                               tmp_path):
     """A run given a binary --checkpoint trains its semantic model: reproducing the semantic row was refused
