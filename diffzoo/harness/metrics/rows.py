@@ -21,7 +21,8 @@ import numpy as np
 from diffzoo.harness.core.errors import RecordError
 
 _INITIAL_CAPACITY = 64
-_TEXT_COLUMNS = ("ids", "bases", "editors", "edit_types", "digests")
+_TEXT_COLUMNS = {"ids": str, "bases": str, "editors": tuple, "edit_types": tuple, "digests": str}
+"""The text columns, each with the type of its entries (editors and edit types: one name per turn)."""
 
 
 class ImageRows:
@@ -118,9 +119,8 @@ class ImageRows:
             out[np.isnan(x)] = None  # strict JSON has no NaN
             return out.tolist()
 
-        return {"ids": list(self.ids), "bases": list(self.bases), "editors": [list(e) for e in self.editors],
-                "edit_types": [list(e) for e in self.edit_types], "digests": list(self.digests),
-                **{key: column(key) for key in self._specs}}
+        return {**{name: [list(v) if kind is tuple else v for v in getattr(self, name)]
+                   for name, kind in _TEXT_COLUMNS.items()}, **{key: column(key) for key in self._specs}}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], num_classes: int, num_k: int) -> ImageRows:
@@ -133,13 +133,10 @@ class ImageRows:
                 arr = np.asarray(d[key], dtype=dtype).reshape((n, *shape))
                 rows._arrays[key][:n] = arr
             rows.n = n
-            rows.ids = [str(i) for i in d["ids"]]
-            rows.bases = [str(b) for b in d["bases"]]
-            rows.editors = [tuple(e) for e in d["editors"]]
-            rows.edit_types = [tuple(e) for e in d["edit_types"]]
-            rows.digests = [str(x) for x in d.get("digests", [""] * n)]  # states written before digests
+            for name, kind in _TEXT_COLUMNS.items():  # states written before digests have none
+                setattr(rows, name, [kind(v) for v in (d.get(name, [""] * n) if name == "digests" else d[name])])
         except (KeyError, TypeError, ValueError) as exc:
             raise RecordError(f"metric state: per-image rows are malformed ({exc})") from exc
-        if not (len(rows.bases) == len(rows.editors) == len(rows.edit_types) == len(rows.digests) == n):
+        if any(len(getattr(rows, name)) != n for name in _TEXT_COLUMNS):
             raise RecordError("metric state: per-image rows have inconsistent lengths")
         return rows
