@@ -254,6 +254,15 @@ def test_state_dict_round_trip_is_exact():
     assert empty.num_images == 0 and math.isnan(empty.compute()["mIoU"])
 
 
+def test_a_state_whose_auc_bins_its_histograms_do_not_have_is_refused_before_any_allocation():
+    """A state file edited to auc_bins 10**12 (its histograms 1024 long) ended `leaderboard verify` in
+    "internal error: MemoryError: Unable to allocate 14.6 TiB"."""
+    d = EvalState(SPACE, "semantic").state_dict()
+    d["auc_bins"] = 10**12
+    with pytest.raises(RecordError, match="^metric state: pixel-AUC histograms have the wrong length$"):
+        EvalState.from_state_dict(d)
+
+
 def test_merge_and_load_errors():
     a = EvalState(SPACE, "semantic")
     with pytest.raises(ConfigError):

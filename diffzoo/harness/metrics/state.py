@@ -272,12 +272,12 @@ class EvalState:
                 f"version {METRICS_VERSION!r}; re-run the evaluation"
             )
         try:
-            state = cls(LabelSpace.from_dict(d["label_space"]), d["task"], d["area_threshold"],
-                        d["score_threshold"], d["auc_bins"], tuple(d["top_k"]))
             pos = np.asarray(d["pos_hist"], dtype=np.float64)
             neg = np.asarray(d["neg_hist"], dtype=np.float64)
-            if pos.shape != state._hist.shape[1:] or neg.shape != state._hist.shape[1:]:
+            if pos.shape != (d["auc_bins"],) or neg.shape != pos.shape:  # before auc_bins sizes anything
                 raise RecordError("metric state: pixel-AUC histograms have the wrong length")
+            state = cls(LabelSpace.from_dict(d["label_space"]), d["task"], d["area_threshold"],
+                        d["score_threshold"], d["auc_bins"], tuple(d["top_k"]))
             state._hist = np.stack([pos, neg])
             state._prob_images = int(d["prob_images"])
             state._score_source = d["score_source"]
