@@ -63,11 +63,6 @@ RANK_STATE = ("python_rng", "numpy_rng", "skipped")
 and the ``rng/`` tensors)."""
 
 
-def default_every(iterations: int) -> int:
-    """Save ten times per training run (every step when it has fewer than ten)."""
-    return max(1, math.ceil(iterations / 10))
-
-
 def check_every(every: Any, flag: str = "--save-every", minimum: int = 0) -> int | None:
     """``every`` if it is None or a whole number >= ``minimum``, else a ConfigError naming ``flag``."""
     if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < minimum):
@@ -246,7 +241,7 @@ def _own_part(tensors: dict[str, torch.Tensor], doc: dict[str, Any], rank: int) 
 class Resume:
     """Where one training job saves its state, how often, and what it must match.
 
-    ``every``: steps between saves; None = :func:`default_every`, 0 = never.
+    ``every``: steps between saves; None = ten saves per training (:meth:`interval`), 0 = never.
     ``identity``: what a saved state must have been saved with (the cache key
     and the training config); a state saved by another job is ignored.
     """
@@ -261,7 +256,8 @@ class Resume:
         self.identity = json.loads(json.dumps(self.identity, default=str))  # as read back from JSON
 
     def interval(self, iterations: int) -> int:
-        return default_every(iterations) if self.every is None else self.every
+        """Steps between saves: ``every``, or ten saves per training (every step when it has fewer than ten)."""
+        return max(1, math.ceil(iterations / 10)) if self.every is None else self.every
 
     def _steps(self) -> list[tuple[int, Path]]:
         """Complete step folders, newest first."""

@@ -210,10 +210,9 @@ def train_loop(
             opt.step()
             sched.step()
             losses.append(value)
-            if stop or (every and (step + 1) % every == 0 and step + 1 < cfg.iterations):
-                if resume is not None:  # every rank at the same step: the stop and the interval are shared
-                    resume.save_all(step + 1, *capture(model, opt, sched, batches, losses, skipped,
-                                                       watch.saw_edited()))
+            # every rank at the same step: the stop and the interval are shared
+            if resume is not None and (stop or (every and (step + 1) % every == 0 and step + 1 < cfg.iterations)):
+                resume.save_all(step + 1, *capture(model, opt, sched, batches, losses, skipped, watch.saw_edited()))
             if progress is not None:
                 progress(step + 1, value)
             logged = monitor.logs_at(step + 1)
