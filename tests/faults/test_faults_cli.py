@@ -297,6 +297,8 @@ def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatc
     (["--dataset-option", "seed=-3"], ["seed -3 is not a valid seed: give an integer from 0 to 2**63 - 1"]),
     (["--dataset-option", "calib_fraction=0.1=2"], ["--dataset-option calib_fraction takes a number, got '0.1=2'"]),
     (["--iterations", "0"], ["--iterations 0: must be at least 1"]),
+    (["--iterations", "99999999999999999999"],  # beyond the machine integers of the ETA
+     ["--iterations 99,999,999,999,999,999,999: must be at most 1,000,000,000"]),
     (["--calibration-split", "train"], ["--calibration-split train is read only with --thresholds calibrated"]),
     (["--thresholds", "calibrated", "--calibration-split", ""],  # it looked for a split named ''
      ["--calibration-split '' gives no value (an unset shell variable?)"]),

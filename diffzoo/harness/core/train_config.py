@@ -13,6 +13,7 @@ from typing import Any
 from diffzoo.harness.core.errors import ConfigError
 
 OPTIMIZERS = ("AdamW", "SGD")
+MAX_ITERATIONS = 10**9
 RECIPES = ("native", "paper")
 """Training/evaluation scale recipes (docs/detectors.md): ``native`` (the
 default) crops ``crop_size`` at the images' own scale and evaluates at native
@@ -79,6 +80,9 @@ class TrainConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 said = "training warmup_iters" if name == "warmup_iters" else f"--{name.replace('_', '-')}"
                 raise ConfigError(f"{said} {value!r}: must be at least {least} (a whole number)")
+        # the progress line's ETA and the schedule's step counters are machine integers
+        if self.iterations > MAX_ITERATIONS:
+            raise ConfigError(f"--iterations {self.iterations:,}: must be at most {MAX_ITERATIONS:,}")
         # a card's recipe or a dataset's lr_scale gives these: a NaN, inf or negative one trains nothing sound
         for name in ("lr", "momentum", "weight_decay", "head_lr_mult", "poly_power", "min_lr"):
             if not _below(getattr(self, name), math.inf):
