@@ -20,7 +20,6 @@ whole (``evaluate(request=RunRequest(...))``); an unknown one is a ConfigError.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -38,7 +37,6 @@ from diffzoo.harness.core.progress import LoggedProgress, NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import TRAIN_OPTIONS
 from diffzoo.harness.core.types import Task, check_task
-from diffzoo.harness.data.base import option_places
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.models.checkpoints import (
     META_FILE,
@@ -58,7 +56,14 @@ from diffzoo.harness.run.request import TRAIN_FIELDS, RunRequest, check_suite_gi
 from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.harness.run.thresholds import calibrated_split
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
-from diffzoo.leaderboard.outdir import MARKER, PLOTS_DIR, SUMMARY_FILE, TRAIN_DIR, claim_output_dir, output_log
+from diffzoo.leaderboard.outdir import (
+    PLOTS_DIR,
+    SUMMARY_FILE,
+    TRAIN_DIR,
+    check_out_unread,
+    claim_output_dir,
+    output_log,
+)
 from diffzoo.leaderboard.render.plots import confusion_png
 from diffzoo.leaderboard.render.text import write_summary
 from diffzoo.leaderboard.store import AddOutcome, RecordStore
@@ -143,7 +148,7 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     # it is made once the plan stands, so a run refused while planning (a device, a dataset) leaves none;
     # a plan is checked the same way, so a plan that passes names an --out the run can use
     if out is not None and distributed.launch_rank() == 0:
-        _check_out_unread(request, Path(out))
+        check_out_unread(Path(out), request)
         claim_output_dir(Path(out), force, make=False, writes=OUTPUTS_OUTSIDE_STORE)
     claim = out is not None and not plan_only and distributed.launch_rank() == 0
     logged = output_log(Path(out), "run") if claim else None
@@ -207,25 +212,6 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
                 "--rerun to replace them (the old ones are kept under replaced/), or find what differs (device, "
                 "library versions)")
         return result
-
-
-def _check_out_unread(request: RunRequest, out: Path) -> None:
-    """ConfigError where ``out`` is the folder of a dataset the run reads, or lies in a folder below
-    it that is there already and is not diffzoo's output folder, or lies anywhere in the
-    ``--extra-authentic`` folder (every image below it is read): the adapter would read what the run
-    writes there (plots, records) as the dataset's files the next time.  A new folder right below a
-    dataset's (``diffzoo-out``, the default ``--out`` of a run started there) is in no layout."""
-    where, extra = Path(os.path.realpath(out)), request.dataset_options().get("extra_authentic")
-    folders = [(flag, spec, False) for flag, spec in request.dataset_paths()] + [  # extra images: read all through
-        ("--extra-authentic", str(p), True) for p in (option_places(extra, request.dataset_home())[1]
-                                                      if isinstance(extra, str | os.PathLike) and extra else [])]
-    for flag, spec, whole in folders:
-        root = Path(os.path.realpath(Path(spec).expanduser()))
-        top = root / where.relative_to(root).parts[0] if where.is_relative_to(root) and where != root else None
-        if where == root or (top is not None and (whole or top.exists() and not (top / MARKER).is_file())):
-            raise ConfigError(f"--out {out} lies in the folder of {flag} {spec}, whose files the run reads: what it "
-                              "writes there would be read as the dataset's the next time; choose a folder outside it"
-                              + ("" if whole else " (or a new one directly in it)"))
 
 
 def _store(result: Evaluation, out: Path, rerun: bool) -> None:

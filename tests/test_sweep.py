@@ -136,6 +136,20 @@ def test_plan_lists_jobs_of_patterns_weights_and_datasets(capsys, tmp_path):
     assert all("to run" in j for j in jobs) and not (tmp_path / "store").exists()  # --plan writes nothing
 
 
+def test_a_sweep_out_in_a_dataset_folder_is_refused_by_the_plan_and_the_sweep(capsys, tmp_path):
+    """Each job's run refuses an --out its dataset reads from; the plan passed it, then every job failed."""
+    data = make_tpgt(tmp_path / "DATA")
+    before = sorted(os.listdir(data / "Tp"))
+    for plan in (["--plan"], []):
+        code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--dataset", data, *plan,
+                                   "--out", data / "Tp")
+        assert one_line_exit_2(code, stdout, stderr) == (
+            f"error: --out {data / 'Tp'} lies in the folder of --dataset {data}, whose files the run reads: what it "
+            "writes there would be read as the dataset's the next time; choose a folder outside it (or a new one "
+            "directly in it)")
+    assert sorted(os.listdir(data / "Tp")) == before  # the sweep wrote nothing there
+
+
 @pytest.mark.parametrize("args, needles", [
     (["--weights", "pretrained"], ["--weights 'pretrained'", "released:NAME"]),
     (["--weights", "released:nope"], ["the sweep has no job", "segformer.tiny --weights released:nope"]),

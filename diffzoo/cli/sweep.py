@@ -74,7 +74,7 @@ def sweep_cmd(
     import submitit  # noqa: F401 - its import gives its logger handlers of its own, cleared below
 
     from diffzoo.cli.progress import RichProgress, rank_output
-    from diffzoo.leaderboard.outdir import claim_output_dir
+    from diffzoo.leaderboard.outdir import check_out_unread, claim_output_dir
     from diffzoo.sweep import (
         SweepOptions,
         check_executor,
@@ -108,6 +108,8 @@ def sweep_cmd(
                        extra=parse_options(values["slurm_option"], "--slurm-option"))
     sweep = plan_sweep(values["detectors"], weights=values["weights"], datasets=values["dataset"], options=given)
     out = Path(values["out"])
+    for job in sweep.jobs:  # each job's run would refuse it; the plan and the sweep say so before any job
+        check_out_unread(out, job.request)
     for line in sweep.skipped:
         console.print(f"[yellow]skipped:[/] {term(line)}")
     if plan:

@@ -22,12 +22,16 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from diffzoo.harness.core.errors import ConfigError, RecordError, name_some
 from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, check_writable_dir, write_leftover
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.records.document import STORE_DIRS, read_json_file
 from diffzoo.harness.records.model import LOCK_FILE, RECORDS_DIR
+
+if TYPE_CHECKING:
+    from diffzoo.harness.run.request import RunRequest
 
 MARKER = ".diffzoo-out.json"
 MAX_MARKER_BYTES = 1 << 20
@@ -232,3 +236,24 @@ def _writable(folder: OutputDir, writes: Iterable[str]) -> OutputDir:
     for relpath in writes:
         folder.check_writable(relpath)
     return folder
+
+
+def check_out_unread(out: Path, request: RunRequest) -> None:
+    """ConfigError where ``out`` is the folder of a dataset the run reads, or lies in a folder below
+    it that is there already and is not diffzoo's output folder, or lies anywhere in the
+    ``--extra-authentic`` folder (every image below it is read): the adapter would read what the run
+    writes there (plots, records) as the dataset's files the next time.  A new folder right below a
+    dataset's (``diffzoo-out``, the default ``--out`` of a run started there) is in no layout."""
+    from diffzoo.harness.data.base import option_places
+
+    where, extra = Path(os.path.realpath(out)), request.dataset_options().get("extra_authentic")
+    folders = [(flag, spec, False) for flag, spec in request.dataset_paths()] + [  # extra images: read all through
+        ("--extra-authentic", str(p), True) for p in (option_places(extra, request.dataset_home())[1]
+                                                      if isinstance(extra, str | os.PathLike) and extra else [])]
+    for flag, spec, whole in folders:
+        root = Path(os.path.realpath(Path(spec).expanduser()))
+        top = root / where.relative_to(root).parts[0] if where.is_relative_to(root) and where != root else None
+        if where == root or (top is not None and (whole or top.exists() and not (top / MARKER).is_file())):
+            raise ConfigError(f"--out {out} lies in the folder of {flag} {spec}, whose files the run reads: what it "
+                              "writes there would be read as the dataset's the next time; choose a folder outside it"
+                              + ("" if whole else " (or a new one directly in it)"))
