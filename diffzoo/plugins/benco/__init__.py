@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 from diffzoo.plugins.benco.releases import RELEASES
-from diffzoo.plugins.benco.specs import IMAGENET, INSTALL, RUNS, SPECS, Spec, installed
+from diffzoo.plugins.benco.specs import INSTALL, RUNS, SPECS, Spec, installed
 
 TARGET = "diffzoo.plugins.benco.model:BencoDetector"
 DEFAULT = "benco.iml-vit"
@@ -97,9 +97,7 @@ def card(spec: Spec, tiny: bool = False) -> DetectorCard:
                      f"({spec.rule} to {size} px).{warning}{_needs(spec)}"),
         tasks=("binary",),
         weights=None if tiny else next((w.url or w.name for w in spec.weights), None),
-        input_size=size,
-        mean=IMAGENET[0],
-        std=IMAGENET[1],
+        input_size=size,  # the default mean/std: albu.Normalize defaults (IMDLBenCo/transforms/iml_transforms.py)
         licence=licence,
         paper=spec.paper,
         arch={"benco": spec.key, "class": spec.cls, "module": spec.module, "kwargs": dict(kwargs or {}),

@@ -54,7 +54,7 @@ from diffzoo.plugin import (
     url_weights,
 )
 from diffzoo.plugins.benco.catnet import catnet_inputs
-from diffzoo.plugins.benco.specs import IMAGENET, INSTALL, SPECS, Spec, WeightFile, installed
+from diffzoo.plugins.benco.specs import INSTALL, SPECS, Spec, WeightFile, installed
 
 log = logging.getLogger(__name__)
 
@@ -197,11 +197,11 @@ class BencoNet(nn.Module):
     edited, 255 ignore, read as unedited: IMDL-BenCo has no ignore value) or None.
     """
 
-    def __init__(self, model: nn.Module, spec: Spec, size: int, rule: str):
+    def __init__(self, model: nn.Module, spec: Spec, card: DetectorCard):
         super().__init__()
-        self.model, self.spec, self.size, self.rule = model, spec, size, rule
-        self.register_buffer("mean", torch.tensor(IMAGENET[0]).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer("std", torch.tensor(IMAGENET[1]).view(1, 3, 1, 1), persistent=False)
+        self.model, self.spec, self.size, self.rule = model, spec, card.input_size, card.arch["input_rule"]
+        self.register_buffer("mean", torch.tensor(card.mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(card.std).view(1, 3, 1, 1), persistent=False)
 
     def placement(self, h: int, w: int) -> tuple[int, int]:
         """The (height, width) an H x W image takes inside the model's square input."""
@@ -268,7 +268,7 @@ class BencoDetector(TorchDetector):
             raise ConfigError(f"{card.name} predicts one 'edited' channel: it serves the binary task and image-level "
                               f"detection from its mask, not the {self.task} task")
         self.label_space, self.spec = BINARY, SPEC[card.arch["benco"]]
-        self.model = BencoNet(build_model(card, self.pretrained), self.spec, card.input_size, card.arch["input_rule"])
+        self.model = BencoNet(build_model(card, self.pretrained), self.spec, card)
 
     def to(self, device: str | torch.device) -> BencoDetector:
         super().to(device)

@@ -19,8 +19,6 @@ RUNS = f"{BENCO} IMDLBenCo/statics/model_zoo/runs/"
 BENCO_LICENCE = "IMDL-BenCo: CC-BY-4.0 (its pyproject.toml and LICENSE)"
 INSTALL = "bash scripts/install-benco.sh"
 """The one command that installs the backend (docs/detectors.md)."""
-IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
-"""IMDL-BenCo's normalisation: albu.Normalize defaults (IMDLBenCo/transforms/iml_transforms.py)."""
 
 
 def installed() -> bool:

@@ -74,9 +74,7 @@ def _card(tag: str, description: str, weights: str | None, arch: dict) -> Detect
         description=description,
         tasks=("classification",),
         weights=weights,
-        input_size=224,
-        mean=(0.485, 0.456, 0.406),  # ImageNet statistics, as data/datasets.py Normalize
-        std=(0.229, 0.224, 0.225),
+        input_size=224,  # the default mean/std: ImageNet statistics, as data/datasets.py Normalize
         licence="CNNDetection code: CC BY-NC-SA 4.0; torchvision ResNet-50 weights: BSD-3-Clause",
         paper=PAPER,
         arch=arch,

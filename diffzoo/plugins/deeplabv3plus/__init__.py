@@ -76,7 +76,7 @@ LICENCE = (
 
 def _card(tag: str, description: str, weights: str | None, arch: dict, recipe: dict) -> DetectorCard:
     return DetectorCard(name=f"deeplabv3plus.{tag}", description=description, tasks=("binary", "semantic"),
-                        weights=weights, input_size=512, licence=LICENCE, paper=PAPER, arch=arch, recipe=recipe)
+                        weights=weights, licence=LICENCE, paper=PAPER, arch=arch, recipe=recipe)
 
 
 CARDS = [

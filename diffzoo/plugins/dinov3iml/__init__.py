@@ -124,10 +124,7 @@ def _card(tag: str, hub: str | None, hidden: int, layers: int, heads: int, mlp: 
         name=f"dinov3iml.{tag}",
         description=description,
         tasks=("binary", "semantic"),
-        weights=hub,
-        input_size=512,
-        mean=(0.485, 0.456, 0.406),  # inference.py _MEAN / _STD: ImageNet statistics
-        std=(0.229, 0.224, 0.225),
+        weights=hub,  # the default mean/std: inference.py _MEAN / _STD, ImageNet statistics
         licence=LICENCE,
         paper=PAPER,
         arch={

@@ -80,7 +80,7 @@ LICENCE = "torchvision VGG-16 ImageNet weights: BSD-3-Clause (torchvision); FCN 
 
 def _card(tag: str, description: str, weights: str | None, arch: dict, recipe: dict) -> DetectorCard:
     return DetectorCard(name=f"fcn8s.{tag}", description=description, tasks=("binary", "semantic"),
-                        weights=weights, input_size=512, licence=LICENCE, paper=PAPER, arch=arch, recipe=recipe)
+                        weights=weights, licence=LICENCE, paper=PAPER, arch=arch, recipe=recipe)
 
 
 CARDS = [

@@ -56,7 +56,6 @@ def _card(tag: str, depths, hidden, decoder, weights, description, recipe=RECIPE
         description=description,
         tasks=("binary", "semantic"),
         weights=weights,
-        input_size=512,
         licence="NVIDIA Source Code License (SegFormer weights); transformers: Apache-2.0",
         paper=PAPER,
         arch={
