@@ -99,6 +99,23 @@ def test_pickles_are_refused_and_never_unpickled(tmp_path, monkeypatch, where, m
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("length", [0x280, 0x380, 0x480, 0x580])
+def test_a_checkpoint_whose_header_length_starts_as_a_pickle_does_loads(tmp_path, length):
+    """A safetensors header length whose first bytes are 0x80 and a pickle protocol is still safetensors."""
+    from safetensors.torch import save_file
+
+    path = tmp_path / "model.safetensors"
+    name = "w" * (length - len(save_tensors_header("")))  # the header's JSON grows one byte per name character
+    save_file({name: torch.ones(1)}, str(path))
+    assert int.from_bytes(path.read_bytes()[:8], "little") == length
+    assert load_checkpoint(path)[0][name].tolist() == [1.0]
+
+
+def save_tensors_header(name: str) -> bytes:
+    """The safetensors header JSON of one float32 tensor of shape [1] called ``name``, unpadded."""
+    return json.dumps({name: {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, separators=(",", ":")).encode()
+
+
 def test_describe_mismatch_names_the_tensors_that_differ(tmp_path):
     a, b = det("semantic").model.net.state_dict(), det("binary").model.net.state_dict()
     assert describe_mismatch(a, a) is None

@@ -249,20 +249,35 @@ def pickle_suffix(path: Path) -> str | None:
     return suffixes[-1] if suffixes and suffixes[-1].lower() in PICKLE_SUFFIXES else None
 
 
-def _refuse_pickled_content(weights: Path) -> None:
-    """A pickle or ``torch.save`` zip under a safetensors name: refuse by content.
+ZIP_MAGIC = b"PK\x03\x04"
+"""How a ``torch.save`` file (a zip archive) starts; one of the old format starts with a pickle."""
+PICKLE_PROTOCOL = 0x80
+"""The first byte of a pickle of protocol 2 or later (every ``torch.save`` of the old format)."""
 
-    safetensors would reject it too (it never unpickles); this only makes the
-    message say what the file is.  A safetensors file starts with an 8-byte
-    little-endian header length and then ``{``.
-    """
+
+def safetensors_inside(path: Path, head: bytes) -> bool:
+    """Whether ``path``, whose first bytes are ``head``, starts as a safetensors file does, whatever
+    its name: the header's length (8 bytes, little-endian, within the file), then the header's ``{``."""
+    return len(head) == 9 and head[8:] == b"{" and int.from_bytes(head[:8], "little") <= path.stat().st_size - 8
+
+
+def pickled_kind(path: Path, head: bytes) -> str | None:
+    """What ``path``, whose first 9 bytes are ``head``, is when it is a ``torch.save`` file and no
+    safetensors file (whose header length may start with the same bytes); None otherwise."""
+    if safetensors_inside(path, head):
+        return None
+    if head[:len(ZIP_MAGIC)] == ZIP_MAGIC:
+        return "a torch.save zip archive (pickled)"
+    return "a pickle" if head[:1] == bytes([PICKLE_PROTOCOL]) else None
+
+
+def _refuse_pickled_content(weights: Path) -> None:
+    """A pickle or ``torch.save`` zip under a safetensors name: refuse by content (safetensors
+    would reject it too, it never unpickles; this only makes the message say what the file is)."""
     with open(weights, "rb") as fh:
-        head = fh.read(9)
-    if head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5:
-        raise WeightsFileError(_REFUSE_PICKLE.format(path=weights, why="it is a pickle, not safetensors"))
-    if head[:4] == b"PK\x03\x04":
-        raise WeightsFileError(_REFUSE_PICKLE.format(
-            path=weights, why="it is a torch.save zip archive (pickled), not safetensors"))
+        kind = pickled_kind(weights, fh.read(9))
+    if kind is not None:
+        raise WeightsFileError(_REFUSE_PICKLE.format(path=weights, why=f"it is {kind}, not safetensors"))
 
 
 def read_meta(meta_path: Path) -> dict[str, Any]:

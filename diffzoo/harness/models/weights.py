@@ -45,6 +45,7 @@ from diffzoo.harness.core.errors import (
     name_some,
 )
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, file_kind, sha256_file
+from diffzoo.harness.models.checkpoints import ZIP_MAGIC, describe_mismatch, pickled_kind, safetensors_inside
 
 log = logging.getLogger(__name__)
 
@@ -164,10 +165,6 @@ def built_from() -> Iterator[None]:
 
 
 # -- reading a weights file --------------------------------------------------------------
-ZIP_MAGIC = b"PK\x03\x04"
-"""How a ``torch.save`` file (a zip archive) starts; one of the old format starts with a pickle."""
-PICKLE_PROTOCOL = 0x80
-"""The first byte of a pickle of protocol 2 or later (every ``torch.save`` of the old format)."""
 SAFETENSORS_SUFFIX = ".safetensors"
 
 
@@ -189,12 +186,11 @@ def load_weights(path: Path | str, source: str, *, what: str = "weights", probe:
         with open(path, "rb") as fh:  # the file's start, read once, tells which reader it is for
             head = fh.read(9)
         if path.suffix == SAFETENSORS_SUFFIX:  # torch.load too reads a file of this name as safetensors
-            torch_file = head[:len(ZIP_MAGIC)] == ZIP_MAGIC or head[:1] == bytes([PICKLE_PROTOCOL])
-            if torch_file and not _safetensors_inside(path, head):
+            if pickled_kind(path, head):
                 raise _NotWeights(f"it is a torch.save file under a safetensors file's name ({path.name}): "
                                   "give it its .pth name")
             return _safetensors(path, probe)
-        if _safetensors_inside(path, head):  # e.g. a release converted, kept under its released .pth name
+        if safetensors_inside(path, head):  # e.g. a release converted, kept under its released .pth name
             if probe:  # a library reads the file next, by its name: as a torch.save file
                 raise _NotWeights(f"it is a safetensors file under a torch.save file's name ({path.name})")
             return _safetensors(path, probe)
@@ -226,12 +222,6 @@ def _safetensors(path: Path, probe: bool) -> Any:
     return load_file(str(path))
 
 
-def _safetensors_inside(path: Path, head: bytes) -> bool:
-    """Whether ``path``, whose first bytes are ``head``, starts as a safetensors file does, whatever
-    its name: the header's length (8 bytes, little-endian, within the file), then the header's ``{``."""
-    return len(head) == 9 and head[8:] == b"{" and int.from_bytes(head[:8], "little") <= path.stat().st_size - 8
-
-
 def _torch_file(path: Path, head: bytes, probe: bool, allow: Sequence[type] = ()) -> Any:
     """The ``torch.save`` file ``path``, whose first bytes are ``head`` (as many as :data:`ZIP_MAGIC`)."""
     import torch
@@ -239,7 +229,7 @@ def _torch_file(path: Path, head: bytes, probe: bool, allow: Sequence[type] = ()
     zipped = head == ZIP_MAGIC
     if not head:
         raise _NotWeights("it is empty")
-    if not zipped and head[0] != PICKLE_PROTOCOL:
+    if not zipped and pickled_kind(path, head) is None:
         raise _NotWeights(f"it is neither a torch.save file nor a safetensors file (it starts with {head!r})")
     with warnings.catch_warnings():  # a refusal is one line: not also torch's note on the pickle protocol
         warnings.filterwarnings("ignore", message="Detected pickle protocol")
@@ -409,8 +399,6 @@ def url_into(card: DetectorCard, module: Any, url: str, *, label: str | None = N
     (a tensor missing, of another shape or kind, unexpected; another model's file) is one
     WeightsFileError naming the file and the tensors, and its first-use sha256 is recorded only
     once it has loaded, so the right file put in its place then loads."""
-    from diffzoo.harness.models.checkpoints import describe_mismatch
-
     path = _url_file(card, url, label, detail)
     with built_from():
         held = load_checked(card, path, url)[1]
