@@ -388,6 +388,22 @@ def test_every_release_layout_loads_to_the_same_model(capsys, tmp_path, monkeypa
     assert "SegNet.bias" in err and "SegNet.weight" in err, err
 
 
+@pytest.mark.parametrize("numpy_1", [False, True])
+def test_a_release_file_holding_numpy_scalars_loads(capsys, tmp_path, numpy_1):
+    """A score or step the authors' script saved as a numpy scalar, under numpy 2's or numpy 1's names."""
+    import numpy as np
+
+    path = released(tmp_path / "dl", best_score=np.float64(0.93), step=np.int64(7), flag=np.bool_(True))
+    if numpy_1:  # as numpy 1 pickles it: the one format whose pickle may be rewritten in place
+        torch.save(torch.load(path, weights_only=False), path, _use_new_zipfile_serialization=False)
+        path.write_bytes(path.read_bytes().replace(b"numpy._core.multiarray\n", b"numpy.core.multiarray\n"))
+        assert b"numpy.core.multiarray\nscalar" in path.read_bytes()
+    code, _, stderr = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--no-train",
+                          "--out", tmp_path / "out")
+    assert code == 0, stderr
+    assert records(tmp_path / "out")[0]["detector"]["release"]["name"] == RELEASE
+
+
 def test_a_release_file_with_tied_tensors_loads_as_its_values(capsys, tmp_path, monkeypatch):
     from diffzoo.plugin import Release
 

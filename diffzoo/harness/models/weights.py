@@ -234,8 +234,20 @@ def _torch_file(path: Path, head: bytes, probe: bool, allow: Sequence[type] = ()
     with warnings.catch_warnings():  # a refusal is one line: not also torch's note on the pickle protocol
         warnings.filterwarnings("ignore", message="Detected pickle protocol")
         # mmap (an archive only): the pickle is read and checked, the tensors' bytes are mapped, not read
-        with torch.serialization.safe_globals(list(allow)):
+        with torch.serialization.safe_globals([*_numpy_scalars(), *allow]):
             return torch.load(path, map_location="cpu", weights_only=True, mmap=probe and zipped)
+
+
+def _numpy_scalars() -> list[Any]:
+    """The globals that rebuild numpy scalars and nothing else (an authors' ``'best_score': np.float64``),
+    as torch's ``weights_only`` notes allow them: numpy's ``scalar`` (under numpy 2's and numpy 1's module
+    name), ``dtype`` and the numeric dtypes' classes."""
+    import numpy as np
+
+    scalar = np.float64(0).__reduce__()[0]
+    codes = "?" + np.typecodes["AllInteger"] + np.typecodes["AllFloat"]
+    return [(scalar, f"numpy.{core}.multiarray.scalar") for core in ("_core", "core")] + [
+        np.dtype, *{type(np.dtype(code)) for code in codes}]
 
 
 class _NotWeights(Exception):
