@@ -236,6 +236,23 @@ def test_the_plan_says_where_pretrained_weights_are_and_refuses_those_missing_of
     assert code == 0 and " ".join(out.split()).count(said) == 2, out + err
 
 
+def test_the_plan_looks_for_every_weights_file_a_card_names(capsys, offline_empty_hub, tmp_path):
+    """TruFor's constructor reads noiseprint.pth and mit_b2.pth: the plan names both, then the one still missing."""
+    from helpers.cli import one_line
+
+    plan = ["run", "--detector", "benco.trufor", "--suite", "standard", "--pretrained", "--device", "cpu", "--plan",
+            "--out", tmp_path / "out"]
+    placed = Path(os.environ["DIFFZOO_CACHE"]) / "weights" / "benco"
+    code, out, err = cli(capsys, *plan)
+    assert code == 1 and "weights 'noiseprint.pth and mit_b2.pth' are missing (diffzoo downloads none): put " \
+        f"noiseprint.pth at {placed / 'noiseprint.pth'} (the card's recipe" in one_line(err), err
+    assert f"; put mit_b2.pth at {placed / 'mit_b2.pth'} (the card's recipe" in one_line(err), err
+    placed.mkdir(parents=True)
+    (placed / "noiseprint.pth").write_bytes(b"")  # looked for, never read by a plan
+    code, out, err = cli(capsys, *plan)
+    assert code == 1 and "weights 'mit_b2.pth' are missing (diffzoo downloads none)" in one_line(err), err
+
+
 def test_the_plan_names_weights_of_a_form_it_does_not_know_without_looking_for_them(offline_empty_hub):
     from diffzoo.harness.models.weights import pretrained_place
 

@@ -96,7 +96,7 @@ def card(spec: Spec, tiny: bool = False) -> DetectorCard:
         description=(f"{what}{spec.title} from IMDL-BenCo 0.1.45: binary localization "
                      f"({spec.rule} to {size} px).{warning}{_needs(spec)}"),
         tasks=("binary",),
-        weights=None if tiny else next((w.url or w.name for w in spec.weights), None),
+        weights=None if tiny else " + ".join(w.url or w.name for w in spec.weights) or None,  # every file it reads
         input_size=size,  # the default mean/std: albu.Normalize defaults (IMDLBenCo/transforms/iml_transforms.py)
         licence=licence,
         paper=spec.paper,
