@@ -253,6 +253,32 @@ def test_the_plan_looks_for_every_weights_file_a_card_names(capsys, offline_empt
     assert code == 1 and "weights 'mit_b2.pth' are missing (diffzoo downloads none)" in one_line(err), err
 
 
+def test_a_model_loaded_from_the_cache_reads_no_pretrained_weights(capsys, offline_empty_hub, tmp_path, monkeypatch):
+    """The cached checkpoint holds every weight: the pretrained ones, gone since it was trained, are neither
+    looked for by the plan nor read by the build, offline."""
+    import shutil
+
+    from diffzoo.harness.core.cards import RecipeValue
+
+    entry = get_registry().get("detector", "segformer.tiny")  # as a full card: its training starts from hub weights
+    monkeypatch.setattr(entry, "card", dataclasses.replace(
+        entry.card, weights=TINY_SEGFORMER_REPO, recipe={**entry.card.recipe, "pretrained": RecipeValue(True, "")}))
+    hub = tmp_path / "hf" / "hub"
+    hub_segformer(hub, seed=0)
+    run = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--pretrained", "--iterations", "2",
+           "--batch-size", "2", "--bootstrap", "0", "--device", "cpu", "--out", tmp_path / "out"]
+    code, out, err = cli(capsys, *run, "--plan")
+    assert code == 0 and "trained now, pretrained weights diffzoo-test/tiny-segformer (in " in " ".join(out.split()), err
+    code, out, err = cli(capsys, *run)
+    assert code == 0, err
+    shutil.rmtree(hub)
+    code, out, err = cli(capsys, *run, "--plan")
+    assert code == 0 and out.count("loaded from the cache\n") == 2 and "pretrained weights" not in out, out + err
+    code, out, err = cli(capsys, *run)
+    assert code == 0, err
+    assert offline_empty_hub == []
+
+
 def test_the_plan_names_weights_of_a_form_it_does_not_know_without_looking_for_them(offline_empty_hub):
     from diffzoo.harness.models.weights import pretrained_place
 

@@ -32,6 +32,11 @@ class TorchDetector(Detector):
     card_checked: tuple[str, ...] = ()
     """Card fields a checkpoint must agree on, besides the name."""
 
+    whole_checkpoint = True
+    """A checkpoint holds every weight, the pretrained ones too: a model about to load one is built
+    without its pretrained weights, never fetched.  False where :meth:`saved_module` leaves out a
+    pretrained part the card names."""
+
     def __init__(self, build: DetectorBuild | None = None, *legacy: Any, **legacy_keywords: Any) -> None:
         build = as_build(type(self), build, *legacy, **legacy_keywords)
         self.card, self.task, self.label_space = build.card, build.task, build.label_space

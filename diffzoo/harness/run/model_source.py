@@ -85,9 +85,9 @@ class ModelSource:
 
     def get(self, job: Job) -> tuple[Detector, CheckpointInfo]:
         """``job``'s model, with its weights, and where they came from."""
-        det = self._new_detector(job)
         release = self.release
         if release is not None:  # as released: never trained, whatever the job's cache holds
+            det = self._new_detector(job)
             folder = distributed.broadcast(distributed.on_main(
                 lambda: install(det, self.entry.card, release, self.checkpoints)))  # rank 0 converts, all load
             assert folder is not None
@@ -95,12 +95,13 @@ class ModelSource:
             return det, CheckpointInfo("released", folder, meta["sha256"], release=meta.get("release"))
         given = self.given_checkpoint(job)
         if given is not None:
+            det = self._new_detector(job, loading=True)
             meta = det.load(given)
             return det, CheckpointInfo("given", given, meta["sha256"])
         with training_lock(self.entry.name, job.key):  # before the cache or a resume state is looked at
-            return det, self._cached_or_trained(job, det, cache_dir(self.entry.name, job.key))
+            return self._cached_or_trained(job, cache_dir(self.entry.name, job.key))
 
-    def _cached_or_trained(self, job: Job, det: Detector, cached: Path) -> CheckpointInfo:
+    def _cached_or_trained(self, job: Job, cached: Path) -> tuple[Detector, CheckpointInfo]:
         """``job``'s model from the cache, else trained (or saved as built) into it; run while
         this process holds the job's :func:`training_lock`."""
         if distributed.is_main():
@@ -109,14 +110,16 @@ class ModelSource:
         if distributed.broadcast((cached / WEIGHTS_FILE).exists()):
             cached_meta(cached, job.key)  # diffzoo's card for this very job; det.load checks the weights' hash
             check_cached_weights(cached, remove=False)  # an entry cached before diffzoo checked, or by hand
+            det = self._new_detector(job, loading=True)
             meta = det.load(cached)
             log.info("using cached checkpoint %s", cached)
-            return self._with_log(job, CheckpointInfo("cache", cached, meta["sha256"], meta.get("training")))
+            return det, self._with_log(job, CheckpointInfo("cache", cached, meta["sha256"], meta.get("training")))
+        det = self._new_detector(job)
         if not self.entry.card.trainable:  # used as built: saved so that its weights get a sha256
-            return self._cache_model(job, det, cached, "untrained", None)
+            return det, self._cache_model(job, det, cached, "untrained", None)
         if not self.train:
             raise self._none_to_load(job)
-        return self._train(job, det, cached)
+        return det, self._train(job, det, cached)
 
     def _none_to_load(self, job: Job) -> ModelError:
         return ModelError(f"no {job.task} checkpoint for {self.entry.name} on {self.dataset.name} "
@@ -130,21 +133,23 @@ class ModelSource:
         if self.release is not None:  # its files missing: refused here, naming what to download
             paths = release_paths(self.entry.card, self.release, self.checkpoints) or self.checkpoints
             return f"released weights {self.release.name} ({', '.join(map(str, paths))}), zero-shot"
-        # every model is built with the job's pretrained weights first: missing ones are refused here
-        weights = f", {pretrained_place(self.entry.card)}" if job.config.pretrained else ""
+        def weights(loading: bool = False) -> str:  # built with them unless a checkpoint holding them is loaded
+            needed = job.config.pretrained and not (loading and self._whole())
+            return f", {pretrained_place(self.entry.card)}" if needed else ""
+
         given = self.given_checkpoint(job)
         if given is not None:
             if (error := other_detector(given, checkpoint_meta(given)[1], self.entry.name)) is not None:
                 raise error
-            return f"checkpoint {given}{weights}"
+            return f"checkpoint {given}{weights(loading=True)}"
         cached = cache_dir(self.entry.name, job.key)
         if (cached / WEIGHTS_FILE).exists():
-            return f"loaded from the cache{weights}"
+            return f"loaded from the cache{weights(loading=True)}"
         if not self.entry.card.trainable:
-            return f"used as built (nothing to train){weights}"
+            return f"used as built (nothing to train){weights()}"
         if not self.train:
             raise self._none_to_load(job)
-        return f"trained now{weights}"
+        return f"trained now{weights()}"
 
     def check_used(self, jobs: list[Job]) -> None:
         """Every ``--checkpoint`` is some job's model: one of a task no job has would be left unread
@@ -157,11 +162,17 @@ class ModelSource:
                                   f"score {' and '.join(sorted({job.task for job in jobs}))} models): give a "
                                   f"checkpoint of that task, or a suite with {task} cases")
 
-    def _new_detector(self, job: Job) -> Detector:
+    def _new_detector(self, job: Job, loading: bool = False) -> Detector:
+        """``job``'s detector as built; ``loading``: a checkpoint's weights follow, so pretrained
+        weights the checkpoint holds too are neither read nor fetched (:attr:`TorchDetector.whole_checkpoint`)."""
         torch.manual_seed(job.config.seed)
         label_space = self.dataset.label_space if job.task == Task.SEMANTIC else BINARY
-        det = create_detector(self.entry.name, job.task, label_space, pretrained=job.config.pretrained)
-        return moved_detector(det, self.device)
+        pretrained = job.config.pretrained and not (loading and self._whole())
+        return moved_detector(create_detector(self.entry.name, job.task, label_space, pretrained), self.device)
+
+    def _whole(self) -> bool:
+        """Whether the detector's checkpoints hold every weight, pretrained ones too."""
+        return getattr(self.entry.load(), "whole_checkpoint", False) is True
 
     def given_checkpoint(self, job: Job) -> Path | None:
         """The ``--checkpoint`` of ``job``'s task (None with released weights: those are its files)."""

@@ -484,6 +484,7 @@ class MaskClipDetector(TorchDetector):
     card names it), and the whole network when CLIP is random (tiny card, --no-pretrained)."""
 
     model: MaskClipNet
+    whole_checkpoint = False  # a pretrained CLIP is named by the card, not saved
 
     def __init__(self, build: DetectorBuild) -> None:
         super().__init__(build)

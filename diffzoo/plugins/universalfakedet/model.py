@@ -135,6 +135,8 @@ def _open_clip_visual(card, pretrained: bool) -> nn.Module:
 
 
 class UniversalFakeDetector(ClassifierDetector):
+    whole_checkpoint = False  # a pretrained backbone is named by the card, not saved
+
     def build_network(self, pretrained: bool) -> nn.Module:
         visual = _open_clip_visual(self.card, pretrained)
         init_std = float(self.card.recipe["probe_init_std"].value)
