@@ -13,7 +13,7 @@ other than this module and the package root is internal and may move.
   ``EditResult``), what a detector factory is given (``DetectorBuild``) and the
   value types (``LabelSpace``, ``BINARY``, ``IGNORE_INDEX``, ``Sample``,
   ``SampleMeta``, ``EditRecord``, ``DetectionOutput``);
-- the errors a plugin raises;
+- the errors a plugin raises, and ``name_some`` (the first few of a list, and how many more);
 - base classes: ``TorchDetector`` (one torch module and its checkpoints),
   ``SegmentationDetector`` (a segmenter that only builds its network, with
   ``Normalized``) and ``ClassifierDetector`` (an image-level detector, with
@@ -27,7 +27,8 @@ other than this module and the package root is internal and may move.
   unless offline, hash-checked), ``hub_pretrained`` (a hub folder, so checked,
   given to a loader such as ``from_pretrained``), ``url_state`` (a torch file's tensors),
   ``url_into`` (them loaded into a module, strictly), ``check_weights`` (a file by hand),
-  ``placed_weights`` (one put in ``$DIFFZOO_CACHE/weights/<family>/``), ``hub_offline``,
+  ``placed_weights`` (one put in ``$DIFFZOO_CACHE/weights/<family>/``), ``load_weights`` (a
+  file's tensors, read ``weights_only``), ``hub_offline``,
   ``hub_fetch`` (how to bring hub repositories here, for a ``WeightsUnavailableError``'s
   ``fetch``), ``built_from`` (files checked inside recorded once the model is built), ``cache_root``;
 - checkpoints: ``save_checkpoint``, ``load_checkpoint``, ``describe_mismatch``.
@@ -50,6 +51,7 @@ from diffzoo.harness.core.errors import (
     ModelError,
     WeightsUnavailableError,
     hub_fetch,
+    name_some,
 )
 from diffzoo.harness.core.fsutil import cache_root
 from diffzoo.harness.core.hookspecs import hookimpl
@@ -80,6 +82,7 @@ _LAZY = {
     "built_from": _MODELS + "weights",
     "check_weights": _MODELS + "weights",
     "placed_weights": _MODELS + "weights",
+    "load_weights": _MODELS + "weights",
     "hub_offline": _MODELS + "weights",
     "save_checkpoint": _MODELS + "checkpoints",
     "load_checkpoint": _MODELS + "checkpoints",
@@ -119,6 +122,7 @@ __all__ = [
     "WeightsUnavailableError",
     "NO_PRETRAINED",
     "hub_fetch",
+    "name_some",
     "TrainConfig",
     "Report",
     "cache_root",

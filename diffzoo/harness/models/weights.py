@@ -73,15 +73,7 @@ def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: st
     reading no more than the tensors' index): one that does not is a
     :class:`WeightsFileError` and its hash is not recorded.
     """
-    return _checked(card, Path(path), source, what, probe=True, allow=allow)[0]
-
-
-def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
-                 allow: Sequence[type] = ()) -> tuple[str, Any]:
-    """(sha256, what the file holds) of ``card``'s weights file ``path``, hash-checked as by
-    :func:`check_weights` and read once, whole, by :func:`load_weights` (its first use recorded
-    once a model is built from it, inside :func:`built_from`)."""
-    return _checked(card, Path(path), source, what, probe=False, allow=allow)
+    return load_checked(card, path, source, what=what, allow=allow, probe=True)[0]
 
 
 def _record_file(card: DetectorCard, path: Path, source: str) -> Path:
@@ -103,12 +95,14 @@ def record_first_use(card: DetectorCard, path: Path | str, source: str, digest: 
     log.info("%s: first use of weights %s (%s), sha256 %s recorded in %s", card.name, path, source, digest, record)
 
 
-def _checked(card: DetectorCard, path: Path, source: str, what: str | None, probe: bool,
-             allow: Sequence[type] = ()) -> tuple[str, Any]:
-    """(sha256, what the file holds) of a hash-checked weights file; its first-use hash is
-    recorded only once it has loaded (inside :func:`built_from`, once the block completes).
-    ``probe``: load only as much as shows it is weights."""
+def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
+                 allow: Sequence[type] = (), probe: bool = False) -> tuple[str, Any]:
+    """(sha256, what the file holds) of ``card``'s weights file ``path``, hash-checked as by
+    :func:`check_weights` and read once, whole (``probe``: only as much as shows it is weights), by
+    :func:`load_weights`; its first-use hash is recorded only once it has loaded (inside
+    :func:`built_from`, once the block completes)."""
     what = what or f"detector {card.name}"
+    path = Path(path)
     _regular(path, source, what)  # before hashing: a FIFO would block the reader for ever
     digest = sha256_file(path)
     published = (card.weights_sha256 or "").strip().lower()
@@ -160,8 +154,9 @@ def built_from() -> Iterator[None]:
         yield
     finally:
         _PENDING.reset(token)
-    for args in pending:  # the block completed
-        record_first_use(*args)
+    for card, path, source, digest in pending:  # the block completed
+        log.info("%s: built from pretrained weights %s (%s)", card.name, path, source)
+        record_first_use(card, path, source, digest)
 
 
 # -- reading a weights file --------------------------------------------------------------

@@ -133,9 +133,8 @@ class ModelSource:
         if self.release is not None:  # its files missing: refused here, naming what to download
             paths = release_paths(self.entry.card, self.release, self.checkpoints) or self.checkpoints
             return f"released weights {self.release.name} ({', '.join(map(str, paths))}), zero-shot"
-        def weights(loading: bool = False) -> str:  # built with them unless a checkpoint holding them is loaded
-            needed = job.config.pretrained and not (loading and self._whole())
-            return f", {pretrained_place(self.entry.card)}" if needed else ""
+        def weights(loading: bool = False) -> str:
+            return f", {pretrained_place(self.entry.card)}" if self._pretrained(job, loading) else ""
 
         given = self.given_checkpoint(job)
         if given is not None:
@@ -163,16 +162,15 @@ class ModelSource:
                                   f"checkpoint of that task, or a suite with {task} cases")
 
     def _new_detector(self, job: Job, loading: bool = False) -> Detector:
-        """``job``'s detector as built; ``loading``: a checkpoint's weights follow, so pretrained
-        weights the checkpoint holds too are neither read nor fetched (:attr:`TorchDetector.whole_checkpoint`)."""
         torch.manual_seed(job.config.seed)
         label_space = self.dataset.label_space if job.task == Task.SEMANTIC else BINARY
-        pretrained = job.config.pretrained and not (loading and self._whole())
-        return moved_detector(create_detector(self.entry.name, job.task, label_space, pretrained), self.device)
+        det = create_detector(self.entry.name, job.task, label_space, pretrained=self._pretrained(job, loading))
+        return moved_detector(det, self.device)
 
-    def _whole(self) -> bool:
-        """Whether the detector's checkpoints hold every weight, pretrained ones too."""
-        return getattr(self.entry.load(), "whole_checkpoint", False) is True
+    def _pretrained(self, job: Job, loading: bool) -> bool:
+        """Whether ``job``'s model is built with the card's pretrained weights; ``loading``: a checkpoint
+        follows, which holds them too unless the detector says not (:attr:`TorchDetector.whole_checkpoint`)."""
+        return job.config.pretrained and not (loading and getattr(self.entry.load(), "whole_checkpoint", False) is True)
 
     def given_checkpoint(self, job: Job) -> Path | None:
         """The ``--checkpoint`` of ``job``'s task (None with released weights: those are its files)."""

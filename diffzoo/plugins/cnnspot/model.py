@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from functools import partial
 
 import numpy as np
@@ -10,8 +9,6 @@ from torch import nn
 
 from diffzoo.plugin import ClassifierDetector, ModelError, Normalized, TrainConfig, View, crop_view, url_into
 from diffzoo.plugins.cnnspot.augment import BlurJpeg
-
-log = logging.getLogger(__name__)
 
 
 def blur_jpeg_view(
@@ -33,7 +30,6 @@ class CNNSpotDetector(ClassifierDetector):
                 url_into(self.card, net, ResNet50_Weights.IMAGENET1K_V1.url,
                          label="torchvision ResNet50_Weights.IMAGENET1K_V1",
                          detail="or pass --no-pretrained to train from scratch")
-                log.info("loaded ImageNet ResNet-50 weights (%s)", self.card.weights)
             net.fc = nn.Linear(net.fc.in_features, 1)
         elif arch["backbone"] == "timm.ResNet":
             from timm.models import resnet as timm_resnet

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import logging
-
 from torch import nn
 
 from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, built_from, hub_weights
-
-log = logging.getLogger(__name__)
 
 
 def encoder_weights(card: DetectorCard) -> str:
@@ -57,6 +53,4 @@ class DeepLabV3PlusDetector(SegmentationDetector):
                 classes=num_outputs,
                 **{k: tuple(v) if isinstance(v, list) else v for k, v in arch.get("encoder_kwargs", {}).items()},
             )
-        if weights:
-            log.info("loaded pretrained encoder %s (smp %r)", self.card.weights, weights)
         return model

@@ -12,15 +12,12 @@ it exactly (:mod:`diffzoo.plugins.dinov3iml.release`).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import torch
 from torch import nn
 
 from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, hub_pretrained
-
-log = logging.getLogger(__name__)
 
 ADAPTER = "default"
 """PEFT's adapter name, as ``inject_adapter_in_model`` gives it (and the released files hold)."""
@@ -131,7 +128,6 @@ class Dinov3ImlDetector(SegmentationDetector):
             if built != {k: card.arch[k] for k in built}:
                 raise ModelError(f"detector {card.name}: {card.weights} is a backbone of {built}, the card "
                                  f"needs {card.arch['hidden_size']} wide and {card.arch['num_hidden_layers']} deep")
-            log.info("loaded pretrained DINOv3 backbone %s", card.weights)
         else:
             backbone = DINOv3ViTModel(backbone_config(card))
         backbone = add_lora(backbone, card.arch["lora_rank"], card.arch["lora_alpha"])

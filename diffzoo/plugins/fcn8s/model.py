@@ -11,15 +11,11 @@ detector pads to that) the output is exactly the input size.
 
 from __future__ import annotations
 
-import logging
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from diffzoo.plugin import NO_PRETRAINED, ConfigError, DetectorCard, ModelError, SegmentationDetector, url_into
-
-log = logging.getLogger(__name__)
 
 
 def bilinear_kernel(channels: int, size: int) -> torch.Tensor:
@@ -131,7 +127,6 @@ class FCN8sDetector(SegmentationDetector):
         net = FCN8s(num_outputs, **self.card.arch)
         if pretrained:
             load_torchvision(self.card, net)
-            log.info("loaded pretrained backbone %s", self.card.weights)
         return net
 
     def param_groups(self, *args, **kwargs) -> list[dict]:

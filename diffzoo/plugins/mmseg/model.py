@@ -229,7 +229,6 @@ class MMSegDetector(SegmentationDetector):
             segmentor.init_weights()  # mmseg's own initialisation (trunc-normal MiT, Kaiming ResNet)
         if pretrained:
             load_pretrained_backbone(self.card, segmentor.backbone, source)
-            log.info("loaded pretrained backbone %s", source)
         return MMSegLogits(segmentor, auxiliary_weights(model_cfg))
 
     def load(self, path: Path) -> dict[str, Any]:

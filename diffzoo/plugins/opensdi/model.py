@@ -54,6 +54,7 @@ from diffzoo.plugin import (
     describe_mismatch,
     hub_fetch,
     hub_weights,
+    load_weights,
 )
 from diffzoo.plugins.benco.model import edge_mask, fit_own_loss
 from diffzoo.plugins.universalfakedet.model import open_clip_model, open_clip_weights
@@ -429,38 +430,25 @@ def pretrained_files(card: DetectorCard) -> tuple[Path, Path]:
     arch = card.arch
     name, tag = arch["open_clip_model"], arch["pretrained_tag"]
     found: list[Path] = []
-    missing: list[tuple[str, WeightsUnavailableError]] = []
-    for repo, get in (
-        (arch["clip_hub"], lambda: open_clip_weights(card, name, tag)),
-        (arch["mae_hub"], lambda: hub_weights(
+    missing: list[WeightsUnavailableError] = []
+    for get in (lambda: open_clip_weights(card, name, tag), lambda: hub_weights(
             card, arch["mae_hub"], ("model.safetensors", "pytorch_model.bin"),
             what=f"detector {card.name} (MAE ViT-B/16 encoder, timm {arch['mae_hub'].split('/')[1]!r})",
-            detail=NO_PRETRAINED)),
-    ):
+            detail=NO_PRETRAINED)):
         try:
             found.append(get())
         except WeightsUnavailableError as exc:
-            missing.append((repo, exc))
-    if len(missing) == 1:
-        raise missing[0][1]
-    if missing:
-        repos = [repo for repo, _ in missing]
+            missing.append(exc)
+    if len(missing) == 2:
+        repos = (arch["clip_hub"], arch["mae_hub"])
         raise WeightsUnavailableError(
             f"detector {card.name}", " and ".join(repos),
             f"OpenAI CLIP ViT-L/14 (open_clip {name!r}, pretrained={tag!r}) and the MAE ViT-B/16 encoder; "
             f"OpenSDI releases no trained MaskCLIP weights, diffzoo trains them; {NO_PRETRAINED}",
             fetch=hub_fetch(*repos))
+    if missing:
+        raise missing[0]
     return found[0], found[1]
-
-
-def read_tensors(path: Path) -> dict[str, torch.Tensor]:
-    """The tensors of a hub weights file (already checked to hold nothing else)."""
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        return load_file(str(path))
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    return state.get("model", state) if isinstance(state, dict) else state
 
 
 def build_network(card: DetectorCard, pretrained: bool, edge_width: int, edge_lambda: float) -> MaskClipNet:
@@ -472,7 +460,8 @@ def build_network(card: DetectorCard, pretrained: bool, edge_width: int, edge_la
         clip = open_clip_model(card, pretrained, clip_file)
         net = MaskClipNet(clip, card.arch, card.input_size, card.mean, card.std, edge_width, edge_lambda)
         if mae_file is not None:
-            net.learned.side.vit.load_mae(read_tensors(mae_file), str(mae_file))
+            held = load_weights(mae_file, f"hf://{card.arch['mae_hub']}", what=f"detector {card.name}")
+            net.learned.side.vit.load_mae(held.get("model", held), str(mae_file))
     return net
 
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from diffzoo.plugin import ModelError
+from diffzoo.plugin import ModelError, name_some
 
 _FIXED: list[tuple[str, str]] = [
     ("clip.{rest}", "clip.{rest}"),
@@ -133,11 +133,6 @@ def reference_name(name: str) -> str:
     return _rename(name, _BACKWARD) or name
 
 
-def _listing(names: list[str]) -> str:
-    shown = ", ".join(sorted(names)[:5])
-    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-
-
 def from_reference(state: Mapping[str, Any], expected: Iterable[str] | None = None) -> dict[str, Any]:
     """``state`` (OpenSDI's MaskCLIP ``state_dict``; a checkpoint's ``'model'``) under
     diffzoo's names.  ``expected``: the names the target model has (its ``state_dict``
@@ -159,7 +154,7 @@ def from_reference(state: Mapping[str, Any], expected: Iterable[str] | None = No
         missing = [reference_name(k) for k in wanted - set(out) if reference_name(k) not in lacking]
         extra = [reference_name(k) for k in set(out) - wanted]
         found += [("missing tensor(s)", missing), ("tensor(s) the model does not have", extra)]
-    problems = [f"{what} {_listing(names)}" for what, names in found if names]
+    problems = [f"{what} {name_some(sorted(names), 5)}" for what, names in found if names]
     if problems:
         raise ModelError(f"the OpenSDI MaskCLIP state does not fit: {'; '.join(problems)}")
     return out

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from functools import partial
 
 from torch import nn
 
 from diffzoo.plugin import NO_PRETRAINED, SegmentationDetector, hub_pretrained
-
-log = logging.getLogger(__name__)
 
 
 class _Logits(nn.Module):
@@ -35,7 +32,6 @@ class SegformerDetector(SegmentationDetector):
                                                       num_labels=num_outputs, ignore_mismatched_sizes=True),
                                    ("model.safetensors", "pytorch_model.bin"),
                                    detail=NO_PRETRAINED, head=self.head_prefixes)
-            log.info("loaded pretrained encoder %s", self.card.weights)
         else:
             config = SegformerConfig(**self.card.arch, num_labels=num_outputs)
             model = SegformerForSemanticSegmentation(config)
