@@ -279,6 +279,22 @@ def test_a_model_loaded_from_the_cache_reads_no_pretrained_weights(capsys, offli
     assert offline_empty_hub == []
 
 
+def test_a_checkpoint_of_a_model_whose_build_reads_weight_files_still_needs_them(capsys, offline_empty_hub, tmp_path):
+    """IMDL-BenCo's TruFor reads noiseprint.pth and mit_b2.pth whatever --pretrained says: a checkpoint
+    loaded into it does not spare them, so the plan still looks for them."""
+    from safetensors.torch import save_file
+
+    from helpers.cli import one_line
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    save_file({"w": torch.zeros(1)}, str(folder / "model.safetensors"))
+    (folder / "card.json").write_text(json.dumps({"card": {"name": "benco.trufor"}, "task": "binary"}))
+    code, out, err = cli(capsys, "run", "--detector", "benco.trufor", "--suite", "standard", "--pretrained",
+                         "--checkpoint", folder, "--device", "cpu", "--plan", "--out", tmp_path / "out")
+    assert code == 1 and "weights 'noiseprint.pth and mit_b2.pth' are missing" in one_line(err), out + err
+
+
 def test_the_plan_names_weights_of_a_form_it_does_not_know_without_looking_for_them(offline_empty_hub):
     from diffzoo.harness.models.weights import pretrained_place
 

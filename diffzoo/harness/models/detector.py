@@ -35,7 +35,7 @@ class TorchDetector(Detector):
     whole_checkpoint = True
     """A checkpoint holds every weight, the pretrained ones too: a model about to load one is built
     without its pretrained weights, never fetched.  False where :meth:`saved_module` leaves out a
-    pretrained part the card names."""
+    pretrained part the card names, or where building reads weight files whatever ``pretrained`` says."""
 
     def __init__(self, build: DetectorBuild | None = None, *legacy: Any, **legacy_keywords: Any) -> None:
         build = as_build(type(self), build, *legacy, **legacy_keywords)

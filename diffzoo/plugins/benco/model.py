@@ -260,6 +260,7 @@ class BencoDetector(TorchDetector):
     ``model`` is the :class:`BencoNet`; a checkpoint holds IMDL-BenCo's own model inside it."""
 
     model: BencoNet
+    whole_checkpoint = False  # its constructor reads weight files whatever pretrained says: the plan looks for them
 
     def __init__(self, build: DetectorBuild) -> None:
         super().__init__(build)
