@@ -127,11 +127,11 @@ def test_add_is_idempotent_and_reports_a_rerun_that_differs(tmp_path):
     assert outcome.status == "present" and "mIoU" in outcome.differs and "predictions_digest" in outcome.differs
     assert store.get(a.id).content_digest == a.content_digest  # the stored record is kept
     store.add(make_record(seed=1, state=make_state(seed=1)))  # another seed is another run
-    assert len(store) == 2 and store.check() == []
+    assert len(store) == 2 and store.load().skipped == []
     first.path.write_text(json.dumps(edited(a, lambda d: d["metrics"].update(mIoU=0.01))))
     outcome = store.add(a)
     assert outcome.status == "present" and outcome.stored_invalid and "stored file is invalid" in outcome.reason
-    assert store.add(a, replace=True).status == "replaced" and store.check() == []
+    assert store.add(a, replace=True).status == "replaced" and store.load().skipped == []
 
 
 def test_a_folder_holding_no_record_is_named_never_read_as_zero_records(tmp_path, capsys):
@@ -199,7 +199,7 @@ def test_eight_concurrent_appenders_lose_nothing(tmp_path):
     store = RecordStore(tmp_path)
     records = list(store)
     assert len(records) == 8 * 25 + 25
-    assert store.check() == []
+    assert store.load().skipped == []
     by_worker = {}
     for r in records:
         by_worker.setdefault(r.data["detector"]["name"], set()).add(r.data["seed"])
@@ -231,7 +231,7 @@ def test_writer_killed_mid_write_leaves_no_partial_record(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert [r.data["detector"]["name"] for r in store] == ["before"]
-    assert store.check() == []
+    assert store.load().skipped == []
     store.add(make_record("after"))  # the dead writer's lock is gone
     assert sorted(r.data["detector"]["name"] for r in store) == ["after", "before"]
 

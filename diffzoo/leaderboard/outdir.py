@@ -19,10 +19,10 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.errors import ConfigError, RecordError, name_some
 from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, check_writable_dir, write_leftover
@@ -96,19 +96,9 @@ class Manifest:
     def files(self, out: Path) -> set[str]:
         """The files the manifest in ``out`` lists as the command's own (none without one);
         ConfigError for one that cannot be read."""
-        path = out / self.name
-        if not os.path.lexists(path):
-            return set()
-        try:
-            data = read_json_file(path, MAX_MARKER_BYTES, self.what, out)
-        except RecordError as exc:
-            why = exc.problems[0]
-        else:
-            files = data.get("files") if isinstance(data, dict) else None
-            if isinstance(files, list):
-                return {f for f in files if isinstance(f, str) and self._owns(f)}
-            why = "it lists no files"
-        raise ConfigError(f"{path} is not a readable {self.what} ({why}); {self.hint} or choose another --out")
+        data = _read_own(out / self.name, out, self.what, self.hint, lambda d: "" if isinstance(d, dict) and isinstance(
+            d.get("files"), list) else "it lists no files")
+        return set() if data is None else {f for f in data["files"] if isinstance(f, str) and self._owns(f)}
 
     def _owns(self, relpath: str) -> bool:
         folder, _, name = relpath.rpartition("/")
@@ -144,19 +134,24 @@ def output_log(root: Path, name: str) -> RunLog:
 
 def read_marker(root: Path) -> dict | None:
     """The marker of a diffzoo folder, None if there is none; ConfigError if unreadable."""
-    path = Path(root) / MARKER
+    return _read_own(Path(root) / MARKER, root, "diffzoo marker", "remove it only if the folder is diffzoo's,",
+                     lambda m: "" if isinstance(m, dict) and isinstance(m.get("foreign", []), list)
+                     else "it is not the object diffzoo writes")
+
+
+def _read_own(path: Path, root: Path, what: str, hint: str, why_not: Callable[[Any], str]) -> Any:
+    """The JSON of a file diffzoo keeps in an output folder (its marker, a manifest), None where there is
+    none; ConfigError naming ``what`` and ``hint`` (the fix) where it cannot be read or ``why_not`` says why."""
     if not os.path.lexists(path):
         return None
     try:
-        marker = read_json_file(path, MAX_MARKER_BYTES, "marker", root)
+        data = read_json_file(path, MAX_MARKER_BYTES, what, root)
     except RecordError as exc:
         why = exc.problems[0]
     else:
-        if isinstance(marker, dict) and isinstance(marker.get("foreign", []), list):
-            return marker
-        why = "it is not the object diffzoo writes"
-    raise ConfigError(f"{path} is not a readable diffzoo marker ({why}); remove it only if the folder "
-                      "is diffzoo's, or choose another --out")
+        if not (why := why_not(data)):
+            return data
+    raise ConfigError(f"{path} is not a readable {what} ({why}); {hint} or choose another --out")
 
 
 def older_store(names: Iterable[str]) -> bool:

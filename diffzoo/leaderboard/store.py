@@ -208,12 +208,6 @@ class RecordStore:
         """Where this store's states are (and ``record``'s carried ones)."""
         return StateSource([self.root], record.attachments if record is not None else None)
 
-    def check(self) -> list[tuple[Path, list[str]]]:
-        """(path, problems) for every stored file that is not a valid, unedited
-        record (schema, digests, id, file name); numbers against states:
-        :func:`diffzoo.leaderboard.verify.verify_store`."""
-        return [(path, why) for path, _, why in self.read_all() if why]
-
     def temp_files(self) -> list[Path]:
         """Leftovers of killed writes in the store's folders, and nothing else: the temp files of
         its ``*.json`` files in ``records/``, ``states/``, ``versions/`` and ``replaced/``, of the
