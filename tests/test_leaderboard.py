@@ -639,3 +639,21 @@ def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
     rid = make_record("a").id
     code, text, _ = cli(capsys, "leaderboard", "show", rid[:6], "--store", str(store))
     assert code == 0 and rid in text and "mIoU" in text and "ab" * 32 in text
+
+
+def test_add_refuses_a_record_dated_after_now_and_its_slack_in_one_line(tmp_path, capsys):
+    from datetime import UTC, datetime
+
+    from diffzoo.leaderboard.store import FUTURE_SLACK
+
+    remote = RecordStore(tmp_path / "remote")
+    soon = (datetime.now(UTC) + FUTURE_SLACK / 2).isoformat(timespec="seconds")  # a clock a little ahead: taken
+    for det, date in (("ahead", "2999-01-01T00:00:00+00:00"), ("skewed", soon)):
+        remote.add(make_record(det, state=make_state(), date=date))
+    code, out, _ = cli(capsys, "leaderboard", "add", str(remote.root), "--store", str(tmp_path / "local"))
+    ahead = make_record("ahead", state=make_state(), date="2999-01-01T00:00:00+00:00")
+    assert code == 1 and "1 added, 0 already present, 1 rejected" in one_line(out)
+    assert (f"record {ahead.id} is dated 2999-01-01T00:00:00+00:00, more than 1 hour after this machine's clock: "
+            "the newest record wins every table it is in, so it would win them for good; fix its date (or the "
+            "clock of the machine that made it)") in one_line(out)
+    assert [r.body.detector.name for r in RecordStore(tmp_path / "local")] == ["skewed"]

@@ -42,6 +42,7 @@ import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, RecordError, name_some, not_found
@@ -68,11 +69,15 @@ from diffzoo.harness.records.document import (
     write_state_file,
 )
 from diffzoo.harness.records.model import RECORDS_DIR
+from diffzoo.leaderboard.index import utc_date
 from diffzoo.leaderboard.outdir import DIFFZOO_NAMES, read_marker
 
 log = logging.getLogger(__name__)
 RECORD_ID = re.compile(r"[0-9a-f]{1,16}")
 """A record id (16 hex digits, ``record_id_of``) or a prefix of one."""
+FUTURE_SLACK = timedelta(hours=1)
+"""How far ``leaderboard add`` lets a record's date lie after this machine's clock (another clock
+running a little ahead); a later one is refused, since the newest record wins every table it is in."""
 
 # The store never overwrites or deletes a file in its folders (STORE_DIRS: states are
 # content-addressed, a replaced record is moved to ``replaced/``); every file it reads there is a
@@ -312,6 +317,11 @@ class RecordStore:
         record, problems = read_record_file(path)
         if record is None:
             return AddOutcome(src, "rejected", "; ".join(problems))
+        date = record.body.environment.date
+        if date and datetime.fromisoformat(utc_date(date)) > datetime.now(UTC) + FUTURE_SLACK:
+            return AddOutcome(src, "rejected", f"record {record.id} is dated {date}, more than 1 hour after this "
+                              "machine's clock: the newest record wins every table it is in, so it would win them "
+                              "for good; fix its date (or the clock of the machine that made it)", record.id)
         stored = self.records_dir / f"{record.id}.json"
         if stored.exists() and self.find(record.id, record.content_digest) == stored:
             return AddOutcome(src, "present", f"already recorded: {record.id}", record.id, (), stored)
