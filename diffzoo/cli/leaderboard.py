@@ -20,7 +20,7 @@ from diffzoo.cli.options import FORCE
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.metrics.catalog import metric_info
 from diffzoo.leaderboard.formats import FORMATS
-from diffzoo.leaderboard.render.escape import term, term_text
+from diffzoo.leaderboard.render.escape import shown_name, term, term_text
 
 # The store, its verification and the renderers load the metric code (numpy): each command
 # imports what it uses when it runs, so that `diffzoo --help` and `diffzoo list` stay light.
@@ -106,8 +106,8 @@ def list_cmd(
                          ("id", "detector", "suite", "case", "dataset", "primary metric", "date"))
     for r in sorted(records, key=lambda r: (r.body.suite.name, r.body.case_name, r.body.detector.name)):
         b = r.body
-        table.add_row(r.id, term_text(b.detector.name), term_text(f"{b.suite.name} v{b.suite.version}"),
-                      term_text(b.case_name), term_text(b.dataset.name), _primary(r),
+        table.add_row(r.id, *(term_text(shown_name(n)) for n in (b.detector.name, f"{b.suite.name} v{b.suite.version}",
+                                                                 b.case_name, b.dataset.name)), _primary(r),
                       term_text(b.environment.date or ""))
     console.print(table)
     _skipped(loaded.skipped)
@@ -137,9 +137,10 @@ def show_cmd(
         console.print_json(record.to_json())  # JSON escapes every control character
         return
     b = record.body
-    console.print(f"[bold]record[/] {record.id}: {term(b.detector.name)} on {term(b.dataset.name)} "
-                  f"({term(b.dataset.fingerprint)}), suite {term(b.suite.name)} v{term(b.suite.version)} "
-                  f"case {term(b.case_name)}")
+    detector, dataset, suite, case = (term(shown_name(n)) for n in (b.detector.name, b.dataset.name, b.suite.name,
+                                                                      b.case_name))
+    console.print(f"[bold]record[/] {record.id}: {detector} on {dataset} ({term(b.dataset.fingerprint)}), suite "
+                  f"{suite} v{term(b.suite.version)} case {case}")
     table = folded_table(None, ("metric", "value", "95% CI"), right=("value", "95% CI"))
     for name, value in b.metrics.items():
         info = metric_info(name)

@@ -184,6 +184,29 @@ def test_a_name_mixing_latin_and_cyrillic_letters_is_told_from_the_latin_name(tm
 
 
 
+def test_the_site_notes_the_latex_notes_and_the_console_show_a_lookalike_name_as_the_tables_do(tmp_path, capsys):
+    """A note naming ``dеt`` (its ``е`` Cyrillic) on the site and in the .tex, ``leaderboard show``
+    and ``list``, and a run's tables wrote it as written, read as ``det``: Markdown and every table showed ``d\\u0435t``."""
+    from diffzoo.leaderboard.store import RecordStore
+
+    from helpers.cli import cli
+
+    records = [make_record("d\u0435t"), make_record("x", case="semantic", task="semantic")]  # a note on dеt's row
+    publish(Selection("work", records), "html", tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    notes = re.findall(r'<ol class="notes">(.*?)</ol>', index, re.S)[0]
+    assert "d\\u0435t has no standard record" in notes and "d\u0435t" not in notes
+    published(tmp_path, "latex", records)
+    assert r"d\textbackslash{}u0435t has no standard record" in (tmp_path / "latex" / "overview.tex").read_text("utf-8")
+    store = RecordStore(tmp_path / "store")
+    store.add(records[0])
+    for args in (("show", records[0].id), ("list",)):
+        code, out, _ = cli(capsys, "leaderboard", *args, "--store", str(tmp_path / "store"))
+        assert code == 0 and "d\\u0435t" in out and "d\u0435t" not in out
+    run_tables = console_text(case_tables(records[:1]))  # the tables a run prints
+    assert "d\\u0435t" in run_tables and "d\u0435t" not in run_tables
+
+
 def test_markdown_headings_keep_a_trailing_hash_of_a_name(tmp_path):
     """A heading ending in `` #`` or `` ##`` ends with a closing sequence Markdown drops: the table of
     dataset ``mini #`` was titled as the one of ``mini``."""

@@ -17,7 +17,7 @@ from rich.text import Text
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.layouts.cases import build_tables
 from diffzoo.leaderboard.layouts.paper import Summary
-from diffzoo.leaderboard.render.escape import printable, term_text
+from diffzoo.leaderboard.render.escape import printable, shown_name, term_text
 from diffzoo.leaderboard.render.markdown import LEGEND
 from diffzoo.leaderboard.table import Column, Row, Table, cell_text, conditions_line, format_ci
 
@@ -59,9 +59,9 @@ def rich_tables(t: Table, title: str) -> list[RichTable]:
             table.add_column(term_text(name), overflow="fold")
         previous = None
         for row in t.rows:
-            group = [term_text(row.group if row.group != previous else "")] if t.group_header else []
+            group = [term_text(shown_name(row.group) if row.group != previous else "")] if t.group_header else []
             previous = row.group
-            table.add_row(*group, term_text(row.label, "dim" if row.baseline else ""),
+            table.add_row(*group, term_text(shown_name(row.label), "dim" if row.baseline else ""),
                           *(_cell(t, row, c) for c in columns),
                           *(term_text(row.conditions.get(name, "-")) for name in t.mixed))
         out.append(table)

@@ -109,7 +109,7 @@ def _used_notes(table: Table, only: str | None) -> list:
 
 ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_escape,
                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-ENV.filters.update(urlquote=quote, repr=repr, named=_named)
+ENV.filters.update(urlquote=quote, repr=repr, named=_named, shown=shown_name)
 ENV.globals.update(
     value_text=value_text, format_ci=format_ci, format_value=format_value, short=short, date=_date, tip=_tip,
     conditions_line=conditions_line, used_notes=_used_notes, zip=zip,

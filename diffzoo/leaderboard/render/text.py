@@ -159,7 +159,7 @@ def latex_table(t: Table, caption: str, label: str) -> list[str]:
         body.append(" & ".join([str(row.rank or ""), rf"\textit{{{name}}}" if row.baseline else name, *cells,
                                 *(latex(row.conditions.get(m, "-")) for m in t.mixed)]) + r" \\")
     said = [*(f"[{n.id}] {n.text}" for n in t.notes), *t.remarks]  # its numbered notes, then its remarks
-    notes = [r"\par\smallskip\footnotesize", *(latex(text) + r"\par" for text in said)] * bool(said)
+    notes = [r"\par\smallskip\footnotesize", *(latex(shown_name(text)) + r"\par" for text in said)] * bool(said)
     return [*head, *body, r"\bottomrule", r"\end{tabular}", *notes, r"\end{table}", ""]
 
 
