@@ -584,9 +584,8 @@ def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report:
 def publish_board(out: Path) -> dict[str, Path]:
     """Publish every record of the store at ``out`` into ``out/board`` (:data:`BOARD_FORMATS`);
     format -> its main file."""
-    from diffzoo.leaderboard.render.text import publish
+    from diffzoo.leaderboard.render.text import publish_formats
     from diffzoo.leaderboard.store import RecordStore
     from diffzoo.leaderboard.versions import resolve
 
-    selection = resolve(None, RecordStore(Path(out)))
-    return {fmt: publish(selection, fmt, Path(out) / BOARD_DIR) for fmt in BOARD_FORMATS}
+    return publish_formats(resolve(None, RecordStore(Path(out))), BOARD_FORMATS, Path(out) / BOARD_DIR)

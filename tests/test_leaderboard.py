@@ -614,7 +614,8 @@ def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
     code, text, _ = cli(capsys, "leaderboard", "publish", "--store", str(store), "--format", "md,csv",
                         "--format", "latex", "--format", "json", "--out", str(out))
     assert code == 0, text
-    assert sorted(p.name for p in out.iterdir()) == [".diffzoo-out.json", "leaderboard.csv", "leaderboard.json",
+    assert sorted(p.name for p in out.iterdir()) == [".diffzoo-out.json", ".diffzoo-site.json", "leaderboard.csv",
+                                                     "leaderboard.json",
                                                      "leaderboard.md",
                                                      "leaderboard.tex", "overview.csv", "overview.md",
                                                      "overview.tex"]

@@ -114,7 +114,8 @@ def site(tmp_path_factory):
         store.add(r)
     freeze(store, "v1", note="test version")
     out = root / "out"
-    index = write_site(load_version(store, "v1"), out)
+    assert "index.html" in write_site(load_version(store, "v1"), out)
+    index = out / "index.html"
     return {"out": out, "index": index, "records": records}
 
 
@@ -346,11 +347,31 @@ def test_publishing_over_an_older_site_leaves_exactly_the_new_versions_pages(tmp
     code, text, err = cli(capsys, "leaderboard", "publish", "v1", "--store", store.root, "--format", "html",
                           "--out", out)
     assert code == 2 and one_line(err) == (
-        f"error: {out / '.diffzoo-site.json'} is not a readable site manifest (is not JSON (Expecting property name "
-        "enclosed in double quotes at line 1)); it names the pages the site published there wrote: remove it (the "
-        "older site's pages then stay) or choose another --out")
+        f"error: {out / '.diffzoo-site.json'} is not a readable publish manifest (is not JSON (Expecting property "
+        "name enclosed in double quotes at line 1)); it names the files publish wrote there: remove it (they then "
+        "stay) or choose another --out")
     assert not (out / "detectors" / "beta.html").exists()  # refused before any write
 
+
+
+def test_a_publish_removes_the_files_of_the_publish_before_it_does_not_write_again_and_no_other(tmp_path, capsys):
+    """A folder published as a site, then as Markdown, kept the site's pages beside the Markdown, read
+    as current; the files a publish wrote are listed, and the next publish there removes those it
+    does not write again (every format it writes kept), never a file it did not write."""
+    store = RecordStore(tmp_path / "store")
+    store.add(record("alpha", "semantic", "semantic", semantic(0.5, 0)[0]))
+    out = tmp_path / "site"
+
+    def publish(formats):
+        code, text, _ = cli(capsys, "leaderboard", "publish", "--store", store.root, "--format", formats, "--out", out)
+        assert code == 0, text
+        return sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name[0] != ".")
+
+    assert "index.html" in publish("html")
+    (out / "mine.md").write_text("mine")  # a user's file in the folder: never a publish's
+    assert publish("md,csv") == ["leaderboard.csv", "leaderboard.md", "mine.md", "overview.csv", "overview.md"]
+    assert publish("latex") == ["leaderboard.tex", "mine.md", "overview.tex"]
+    assert json.loads((out / ".diffzoo-site.json").read_text())["files"] == ["leaderboard.tex", "overview.tex"]
 
 # ---- real browser -------------------------------------------------------------------------------------------
 

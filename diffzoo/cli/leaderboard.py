@@ -344,8 +344,7 @@ def _publish(version: str | None, store: Path, formats: list[str], out: Path, al
 
     text.check_publish(out, formats, force)  # an unknown format or a refused --out, before the store is read
     selection = _selection(version, store, "publish every record")
-    for f in formats:
-        path = text.publish(selection, f, out, allow_mixed=allow_mixed, force=force)
+    for f, path in text.publish_formats(selection, formats, out, allow_mixed=allow_mixed, force=force).items():
         console.print(f"wrote {f}: {term(path)}")
 
 

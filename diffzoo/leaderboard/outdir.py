@@ -82,9 +82,9 @@ class OutputDir:
 class Manifest:
     """The file ``name`` in an output folder that lists the files a command wrote there
     (``{"<key>": 1, "files": [...]}``), so that its next run there removes those it does not
-    write again, and no other file.  ``own``: folder (``""``: the top) -> the suffixes of the
-    files the command writes there, the only files a manifest may name (one edited to name
-    another file, or one outside, removes nothing).  ``what``, ``hint``: the refusal of a
+    write again, and no other file.  ``own``: folder -> the suffixes of the files the command
+    writes there (``""``, the top: their whole names), the only files a manifest may name (one
+    edited to name another file, or one outside, removes nothing).  ``what``, ``hint``: the refusal of a
     manifest that cannot be read."""
 
     name: str
@@ -103,7 +103,8 @@ class Manifest:
     def _owns(self, relpath: str) -> bool:
         folder, _, name = relpath.rpartition("/")
         suffixes = self.own.get(folder, ())
-        return "\\" not in name and any(len(name) > len(s) and name.endswith(s) for s in suffixes)
+        return "\\" not in name and (name in suffixes if not folder else
+                                      any(len(name) > len(s) and name.endswith(s) for s in suffixes))
 
     def replace(self, out: Path, before: Iterable[str], now: Iterable[str]) -> list[str]:
         """Remove the files of ``before`` (:meth:`files`) not in ``now``, then list ``now`` in

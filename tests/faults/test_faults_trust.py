@@ -393,10 +393,10 @@ def test_a_user_fixable_oserror_in_any_writer_is_one_line(capsys, tmp_path, monk
 
     target = tmp_path / "pub" / "leaderboard.md"
 
-    def fails(selection, fmt, out, **options):
+    def fails(selection, fmts, out, **options):
         raise OSError(code_, os.strerror(code_), str(target))
 
-    monkeypatch.setattr(formats, "publish", fails)
+    monkeypatch.setattr(formats, "publish_formats", fails)
     store = RecordStore(tmp_path / "store")
     store.add(make_record(state=make_state()))
     code, out, err = cli(capsys, "leaderboard", "publish", "--store", store.root, "--out", tmp_path / "pub")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.leaderboard.formats import MAIN_FILES
 from diffzoo.leaderboard.layouts.paper import build_report
 from diffzoo.leaderboard.paper.published import load_benchmarks, render_benchmarks
 from diffzoo.leaderboard.paper.values import VALUES_FILE, load_values
@@ -24,7 +25,7 @@ from diffzoo.leaderboard.render.markdown import section_lines
 from diffzoo.leaderboard.table import DASH
 from diffzoo.leaderboard.versions import Selection
 
-REPORT_FILE = "paper.md"
+REPORT_FILE = MAIN_FILES["paper"]
 
 
 def paper_markdown(selection: Selection) -> str:

@@ -9,9 +9,8 @@ folded, the cross-dataset tables and one ranked table per case
 ``out/detectors/<slug>.html`` per detector (its overview rows, its figures:
 confusion matrices, robustness curves, per-editor IoU bars and the training
 curves of each trained model; its card; its rows in every per-case table,
-folded) and the figures in ``out/plots/``; ``out/.diffzoo-site.json`` lists
-those pages and figures, so that the next site published there removes the
-ones it lacks, and no other file (:data:`SITE`).
+folded) and the figures in ``out/plots/``; publish lists them in its manifest
+(:data:`~.text.PUBLISHED`).
 
 The pages are jinja2 templates (``templates/``) rendered with autoescape:
 every value a template writes goes through :func:`~.escape.html` (entities
@@ -38,11 +37,11 @@ from markupsafe import Markup
 
 from diffzoo.harness.core.fsutil import atomic_write_text
 from diffzoo.harness.records.document import ResultRecord
+from diffzoo.leaderboard.formats import MAIN_FILES, SITE_DIRS
 from diffzoo.leaderboard.index import newest_record, record_conditions
 from diffzoo.leaderboard.layouts.cases import build_tables
 from diffzoo.leaderboard.layouts.overview import build_overview
 from diffzoo.leaderboard.layouts.paper import cross_tables
-from diffzoo.leaderboard.outdir import Manifest
 from diffzoo.leaderboard.render.comparison_plots import comparison_figures
 from diffzoo.leaderboard.render.escape import html, shown_name
 from diffzoo.leaderboard.render.site_figures import robustness_figures, semantic_figures, training_figures
@@ -62,12 +61,7 @@ LEGEND = ("Values in %; \u00b1 is half the 95% confidence interval (bootstrap ov
           "\u2191 higher is better, \u2193 lower is better; the best detector value per column is bold on green; "
           "baselines (trivial predictors on the same data) are grey italics and not ranked.")
 TASKS = ("binary", "semantic", "image")
-INDEX, DETECTORS_DIR, PLOTS, MANIFEST = "index.html", "detectors", "plots", ".diffzoo-site.json"
-SITE_NAMES = (INDEX, DETECTORS_DIR, PLOTS, MANIFEST)
-"""What the site writes at the top of its folder."""
-SITE = Manifest(MANIFEST, "diffzoo_site", {DETECTORS_DIR: (".html",), PLOTS: (".png",)}, "site manifest",
-                "it names the pages the site published there wrote: remove it (the older site's pages then stay)")
-"""The site's pages and figures, listed so that the next site published there removes the ones it lacks."""
+INDEX, (DETECTORS_DIR, PLOTS) = MAIN_FILES["html"], SITE_DIRS
 
 
 def _escape(value: Any) -> Markup:
@@ -200,14 +194,12 @@ def _trained_on(record: ResultRecord) -> str:
     return f"{b.row_name}: {how} on {data.get('name')}/{subset.get('split', 'train')}{without}"
 
 
-def write_site(selection: Selection, out: Path) -> Path:
-    """Write the static site for ``selection`` into ``out``; returns ``out/index.html``.
-    Existing files of the same names are replaced, each whole or not at all (the pages last:
-    an index never links to a figure not yet written); then the pages and figures of the site
-    published there before that this one has not are removed (the manifest names them, so no
-    other file is ever touched), and the manifest lists this site's."""
+def write_site(selection: Selection, out: Path) -> set[str]:
+    """Write the static site for ``selection`` into ``out``; returns the paths it wrote, relative
+    to ``out`` (``index.html``, the pages, the figures).  Existing files of the same names are
+    replaced, each whole or not at all (the pages last: an index never links to a figure not yet
+    written)."""
     out = Path(out)
-    before = SITE.files(out)  # a manifest that cannot be read stops the publish before any write
     tables = build_tables(selection.records)
     anchors = [f"t-{t.id}" for t in tables]
     overviews = [t for t in build_overview(selection.records) if t.rows]
@@ -241,10 +233,7 @@ def write_site(selection: Selection, out: Path) -> Path:
     index = _page("index.html", f"diffzoo leaderboard \u2014 {selection.label}", True, selection=selection,
                   context=CONTEXT, legend=LEGEND, overviews=overviews, tables=tables, anchors=anchors, slugs=slugs,
                   cross=cross_tables(selection.records), manifest=_manifest(selection), comparisons=comparisons)
-    path = atomic_write_text(out / INDEX, index)
-    if stale := SITE.replace(out, before, written):
-        log.info("removed %d page(s) and figure(s) of the site published before that %s has not", len(stale),
-                 selection.label)
+    atomic_write_text(out / INDEX, index)
     log.info("wrote the leaderboard site for %s (%d tables, %d detectors) to %s",
              selection.label, len(tables), len(by_detector), out)
-    return path
+    return written | {INDEX}

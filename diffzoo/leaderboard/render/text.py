@@ -21,12 +21,12 @@ from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import atomic_write_text, writing
-from diffzoo.leaderboard.formats import FORMATS, OVERVIEW_FILES, TEXT_FORMAT_FILES
+from diffzoo.leaderboard.formats import FORMATS, MAIN_FILES, MANIFEST, OVERVIEW_FILES, SITE_DIRS, TEXT_FORMAT_FILES
 from diffzoo.leaderboard.index import check_mixing, record_conditions
 from diffzoo.leaderboard.layouts.cases import build_tables
 from diffzoo.leaderboard.layouts.overview import OVERVIEW_NOTE, build_overview
 from diffzoo.leaderboard.layouts.paper import CLEAN, Summary, cross_tables
-from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, claim_output_dir
+from diffzoo.leaderboard.outdir import PLOTS_DIR, SUMMARY_FILE, Manifest, claim_output_dir
 from diffzoo.leaderboard.render import plots
 from diffzoo.leaderboard.render.escape import csv_cell, latex, shown_name
 from diffzoo.leaderboard.render.markdown import leaderboard_markdown, overview_markdown, summary_markdown
@@ -221,30 +221,34 @@ OVERVIEW_RENDERERS: dict[str, Callable[[Selection, list[Table]], str]] = {
 }
 
 
-def _own_writer(fmt: str) -> tuple[tuple[str, ...], Callable[[Selection, Path], Path]] | None:
-    """The names a format with its own writer (the paper report, the site) writes at the top of
-    the output folder, and that writer; None for a text format."""
+PUBLISHED = Manifest(MANIFEST, "diffzoo_site", {"": (*MAIN_FILES.values(), *OVERVIEW_FILES.values()),
+                                                SITE_DIRS[0]: (".html",), SITE_DIRS[1]: (".png",)}, "publish manifest",
+                     "it names the files publish wrote there: remove it (they then stay)")
+"""The files a publish wrote in its folder, so that the next publish there removes those it does not write again."""
+
+
+def _own_writer(fmt: str) -> Callable[[Selection, Path], set[str]] | None:
+    """The writer of a format with its own (the paper report, the site), returning the paths it wrote
+    relative to the output folder; None for a text format."""
     if fmt == "paper":
-        from diffzoo.leaderboard.paper.report import REPORT_FILE, write_report
+        from diffzoo.leaderboard.paper.report import write_report
 
-        return (REPORT_FILE,), write_report
+        return lambda selection, out: {write_report(selection, out).name}
     if fmt == "html":
-        from diffzoo.leaderboard.render.site import SITE_NAMES, write_site
+        from diffzoo.leaderboard.render.site import write_site
 
-        return SITE_NAMES, write_site
+        return write_site
     return None
 
 
 def format_names(fmt: str) -> tuple[str, ...]:
-    """The names format ``fmt`` writes at the top of the output folder."""
-    own = _own_writer(fmt)
-    if own is not None:
-        return own[0]
-    return (TEXT_FORMAT_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ()))
+    """The names format ``fmt`` writes at the top of the output folder (the manifest too)."""
+    return (MAIN_FILES[fmt], *((OVERVIEW_FILES[fmt],) if fmt in OVERVIEW_FILES else ()),
+            *(SITE_DIRS if fmt == "html" else ()), MANIFEST)
 
 
 def check_publish(out: Path, formats: Sequence[str], force: bool = False) -> None:
-    """Every refusal :func:`publish` of each of ``formats`` into ``out`` would meet (a folder diffzoo
+    """Every refusal :func:`publish_formats` of ``formats`` into ``out`` would meet (a folder diffzoo
     did not make, a file there before ``--force``), before any is written: nothing is made or marked,
     so a refused format never leaves the formats before it published and the folder claimed; a format
     diffzoo does not write is refused first, naming every such one."""
@@ -254,7 +258,13 @@ def check_publish(out: Path, formats: Sequence[str], force: bool = False) -> Non
 
 
 def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False, force: bool = False) -> Path:
-    """Write ``selection`` in format ``fmt`` under ``out``; return the main file.
+    """Write ``selection`` in format ``fmt`` under ``out`` (:func:`publish_formats`); return the main file."""
+    return publish_formats(selection, [fmt], out, allow_mixed, force)[fmt]
+
+
+def publish_formats(selection: Selection, formats: Sequence[str], out: Path, allow_mixed: bool = False,
+                    force: bool = False) -> dict[str, Path]:
+    """Write ``selection`` in each of ``formats`` under ``out``; return each format's main file.
 
     Refuses (:class:`ConfigError`) a selection whose per-case tables hold rows made under
     different label maps, splits or recipes unless ``allow_mixed`` (then a column names each),
@@ -262,23 +272,32 @@ def publish(selection: Selection, fmt: str, out: Path, allow_mixed: bool = False
     ``out`` is claimed as ``diffzoo run --out`` claims its folder
     (:func:`~diffzoo.leaderboard.outdir.claim_output_dir`): a non-empty folder diffzoo did not
     make is refused unless ``force``, and then a file that was there is never overwritten.
-    Every file is written whole or not at all; a full disk names it."""
-    check_publish(out, [fmt], force)  # an unknown format, before the work of its tables
+    Every file is written whole or not at all; a full disk names it.  The files written are
+    listed in :data:`PUBLISHED`; those the publish before wrote there that this one does not
+    (another format's, a detector's page no longer shown) are removed, and no other file."""
+    check_publish(out, formats, force)  # an unknown format, before the work of its tables
     if not selection.records:
         raise RecordError(f"nothing to publish: {selection.label} has no records")
     out = Path(out)
     tables = build_tables(selection.records)
     check_mixing(tables, allow_mixed)
-    own_writer = (_own_writer(fmt) or ((), None))[1]
-    claim_output_dir(out, force, writes=format_names(fmt))  # a foreign file (with --force) stops it before the mark
+    # a foreign file (with --force) stops it before the mark, and is never removed, though a manifest names it
+    foreign = claim_output_dir(out, force, writes=[n for fmt in formats for n in format_names(fmt)]).foreign
+    before = {f for f in PUBLISHED.files(out) if f.split("/")[0] not in foreign}  # one unreadable: before any write
+    written: set[str] = set()
     with writing(out):  # a disk-full error that names no file names this folder, never "internal error"
-        if own_writer is not None:
-            return own_writer(selection, out)
-        path = atomic_write_text(out / TEXT_FORMAT_FILES[fmt], RENDERERS[fmt](selection, tables))
-        if fmt in OVERVIEW_RENDERERS:
-            overview = OVERVIEW_RENDERERS[fmt](selection, build_overview(selection.records))
-            atomic_write_text(out / OVERVIEW_FILES[fmt], overview)
-    return path
+        for fmt in formats:
+            own_writer = _own_writer(fmt)
+            if own_writer is not None:
+                written |= own_writer(selection, out)
+                continue
+            written.add(atomic_write_text(out / TEXT_FORMAT_FILES[fmt], RENDERERS[fmt](selection, tables)).name)
+            if fmt in OVERVIEW_RENDERERS:
+                overview = OVERVIEW_RENDERERS[fmt](selection, build_overview(selection.records))
+                written.add(atomic_write_text(out / OVERVIEW_FILES[fmt], overview).name)
+        if stale := PUBLISHED.replace(out, before, written):
+            log.info("removed %d file(s) of the publish before in %s that this one does not write", len(stale), out)
+    return {fmt: out / MAIN_FILES[fmt] for fmt in formats}
 
 
 # -- the run summary ------------------------------------------------------------------------------
