@@ -227,18 +227,21 @@ PUBLISHED = Manifest(MANIFEST, "diffzoo_site", {"": (*MAIN_FILES.values(), *OVER
 """The files a publish wrote in its folder, so that the next publish there removes those it does not write again."""
 
 
-def _own_writer(fmt: str) -> Callable[[Selection, Path], set[str]] | None:
-    """The writer of a format with its own (the paper report, the site), returning the paths it wrote
-    relative to the output folder; None for a text format."""
+def _write(fmt: str, selection: Selection, tables: list[Table], out: Path) -> set[str]:
+    """Write ``selection`` in format ``fmt`` into ``out``; the paths written, relative to ``out``."""
     if fmt == "paper":
         from diffzoo.leaderboard.paper.report import write_report
 
-        return lambda selection, out: {write_report(selection, out).name}
+        return {write_report(selection, out).name}
     if fmt == "html":
         from diffzoo.leaderboard.render.site import write_site
 
-        return write_site
-    return None
+        return write_site(selection, out)
+    written = {atomic_write_text(out / TEXT_FORMAT_FILES[fmt], RENDERERS[fmt](selection, tables)).name}
+    if fmt in OVERVIEW_RENDERERS:
+        overview = OVERVIEW_RENDERERS[fmt](selection, build_overview(selection.records))
+        written.add(atomic_write_text(out / OVERVIEW_FILES[fmt], overview).name)
+    return written
 
 
 def format_names(fmt: str) -> tuple[str, ...]:
@@ -284,17 +287,8 @@ def publish_formats(selection: Selection, formats: Sequence[str], out: Path, all
     # a foreign file (with --force) stops it before the mark, and is never removed, though a manifest names it
     foreign = claim_output_dir(out, force, writes=[n for fmt in formats for n in format_names(fmt)]).foreign
     before = {f for f in PUBLISHED.files(out) if f.split("/")[0] not in foreign}  # one unreadable: before any write
-    written: set[str] = set()
     with writing(out):  # a disk-full error that names no file names this folder, never "internal error"
-        for fmt in formats:
-            own_writer = _own_writer(fmt)
-            if own_writer is not None:
-                written |= own_writer(selection, out)
-                continue
-            written.add(atomic_write_text(out / TEXT_FORMAT_FILES[fmt], RENDERERS[fmt](selection, tables)).name)
-            if fmt in OVERVIEW_RENDERERS:
-                overview = OVERVIEW_RENDERERS[fmt](selection, build_overview(selection.records))
-                written.add(atomic_write_text(out / OVERVIEW_FILES[fmt], overview).name)
+        written: set[str] = set().union(*(_write(fmt, selection, tables, out) for fmt in formats))
         if stale := PUBLISHED.replace(out, before, written):
             log.info("removed %d file(s) of the publish before in %s that this one does not write", len(stale), out)
     return {fmt: out / MAIN_FILES[fmt] for fmt in formats}
