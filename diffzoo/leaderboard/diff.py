@@ -132,8 +132,7 @@ def _note(key: TableKey, others: list[TableKey], *, removed: bool) -> str:
 
 
 def diff(a: Selection, b: Selection) -> Diff:
-    ta = {t.key: t for t in build_tables(a.records, baselines=False) if t.key is not None}
-    tb = {t.key: t for t in build_tables(b.records, baselines=False) if t.key is not None}
+    ta, tb = ({t.key: t for t in build_tables(s.records, baselines=False) if t.key is not None} for s in (a, b))
     out: list[TableChange] = []
     for key in sorted(set(ta) | set(tb), key=lambda k: k.order):
         if key not in ta or key not in tb:  # its nearest partner is on the other side

@@ -88,8 +88,7 @@ def record_roots(path: Path) -> list[Path]:
 
 def same(a: Any, b: Any) -> bool:
     """Equal as record numbers: None and NaN alike, ints exactly, floats to REL_TOL."""
-    a_none = a is None or (isinstance(a, float) and math.isnan(a))
-    b_none = b is None or (isinstance(b, float) and math.isnan(b))
+    a_none, b_none = (v is None or (isinstance(v, float) and math.isnan(v)) for v in (a, b))
     if a_none or b_none:
         return a_none and b_none
     numbers = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)]
