@@ -25,7 +25,7 @@ def test_evaluate_runs_stores_and_summarizes(diffseg_folder, tmp_path):
                               **FAST)
     assert sorted(r.body.case_name for r in result.records) == ["binary", "image", "semantic"]
     assert [o.status for o in result.outcomes] == ["added"] * 3
-    assert sorted(r.id for r in RecordStore(out)) == sorted(r.id for r in result.records)
+    assert sorted(r.id for r in RecordStore(out).load().records) == sorted(r.id for r in result.records)
     assert result.written["summary.md"] == out / "summary.md" and (out / "summary.md").is_file()
     assert result.dataset.fingerprint() == result.plans[0].fingerprint
     assert result.conflicts == [] and result.summary is not None
@@ -300,7 +300,7 @@ def test_the_cli_run_is_evaluate_printed(diffseg_folder, tmp_path, capsys, monke
     assert (request.detector, request.suite, request.dataset) == ("segformer.tiny", "standard", str(diffseg_folder))
     assert kwargs["out"] == out and request.iterations == 40 and request.recipe == "native"
     assert "3 record(s) added" in text
-    stored = sorted(r.id for r in RecordStore(out))
+    stored = sorted(r.id for r in RecordStore(out).load().records)
     python = diffzoo.evaluate(detector="segformer.tiny", suite="standard", dataset=str(diffseg_folder), **FAST)
     assert stored == sorted(r.id for r in python.records)
 

@@ -197,7 +197,7 @@ def test_eight_concurrent_appenders_lose_nothing(tmp_path):
         p.stdin.close()
     assert [p.wait(timeout=300) for p in procs] == [0] * 8
     store = RecordStore(tmp_path)
-    records = list(store)
+    records = store.load().records
     assert len(records) == 8 * 25 + 25
     assert store.load().skipped == []
     by_worker = {}
@@ -230,10 +230,10 @@ def test_writer_killed_mid_write_leaves_no_partial_record(tmp_path):
     assert proc.stdout.readline().strip() == b"writing"  # inside the record write, holding the lock
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert [r.data["detector"]["name"] for r in store] == ["before"]
+    assert [r.data["detector"]["name"] for r in store.load().records] == ["before"]
     assert store.load().skipped == []
     store.add(make_record("after"))  # the dead writer's lock is gone
-    assert sorted(r.data["detector"]["name"] for r in store) == ["after", "before"]
+    assert sorted(r.data["detector"]["name"] for r in store.load().records) == ["after", "before"]
 
 
 # -- versions and tables ------------------------------------------------------------------
@@ -246,7 +246,7 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     assert manifest["suites"] == [{"name": "standard", "version": "1", "definition_hash": "hstandard1"}]
     assert manifest["datasets"] == [{"name": "mini", "fingerprint": "fp0001"}]
     assert manifest["metrics_versions"] == [METRICS_VERSION] and len(manifest["records"]) == 2
-    assert manifest["record_digests"] == {r.id: r.content_digest for r in store}
+    assert manifest["record_digests"] == {r.id: r.content_digest for r in store.load().records}
     with pytest.raises(ConfigError, match="already exists"):
         freeze(store, "v1")
     with pytest.raises(ConfigError, match="version 'v1' exists, and 'V1' differs from it only in case"):
@@ -256,7 +256,7 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     store.add(make_record("a", suite_version="2", metrics={"mIoU": 0.7, "aAcc": 0.9}))
     store.add(make_record("a", fingerprint="fp0002"))
     assert len(load_version(store, "v1").records) == 2  # the frozen version does not move
-    tables = build_tables(list(store))
+    tables = build_tables(store.load().records)
     keys = [(t.key.suite_version, t.key.fingerprint) for t in tables]
     assert sorted(keys) == [("1", "fp0001"), ("1", "fp0002"), ("2", "fp0001")]
     v1 = next(t for t in tables if t.key.suite_version == "1" and t.key.fingerprint == "fp0001")
@@ -465,7 +465,7 @@ def test_diff_pairs_rows_by_record_id_then_each_detectors_newest_and_names_them_
     assert (code, out.splitlines()[2:]) == (0, ["unchanged standard v1 / binary on mini", "no differences"]), out
     retrained = make_record("a", seed=1, checkpoint="22" * 32, metrics={"mIoU": 0.8}, date="2026-11-04T00:00:00+00:00")
     seed2 = make_record("a", seed=2, checkpoint="33" * 32, metrics={"mIoU": 0.1}, date="2026-11-03T00:00:00+00:00")
-    for side, records in (("A", list(store)), ("B", [*(r for r in store if r.body.seed == 0), retrained, seed2])):
+    for side, records in (("A", store.load().records), ("B", [*(r for r in store.load().records if r.body.seed == 0), retrained, seed2])):
         (tmp_path / side).mkdir()
         for record in records:
             record.write(tmp_path / side)
@@ -657,4 +657,4 @@ def test_add_refuses_a_record_dated_after_now_and_its_slack_in_one_line(tmp_path
     assert (f"record {ahead.id} is dated 2999-01-01T00:00:00+00:00, more than 1 hour after this machine's clock: "
             "the newest record wins every table it is in, so it would win them for good; fix its date (or the "
             "clock of the machine that made it)") in one_line(out)
-    assert [r.body.detector.name for r in RecordStore(tmp_path / "local")] == ["skewed"]
+    assert [r.body.detector.name for r in RecordStore(tmp_path / "local").load().records] == ["skewed"]

@@ -284,7 +284,7 @@ def test_fixed_and_calibrated_rows_of_one_model_stand_apart_in_every_output(tmp_
     code, text, _ = cli(capsys, "leaderboard", "publish", "--store", store.root, "--format", "md,csv,latex,json,paper",
                         "--out", out)
     assert code == 0, text
-    t = only(list(store))
+    t = only(store.load().records)
     assert [(r.label, r.cells["standard.binary.mIoU"].value) for r in t.rows] == [
         ("alpha (calibrated)", 0.6), ("alpha", 0.5)]
     assert t.note(t.rows[0].cells["standard.image.img_Acc"].notes[0]).text == (
@@ -332,7 +332,7 @@ def test_tied_rows_share_a_rank_in_every_output(tmp_path, capsys):
     assert [(str(r["rank"]), r["detector"]) for r in table["rows"]] == ranks
     site = (out / "index.html").read_text()
     assert re.findall(r'data-detector="(\w+)" data-rank="(\d)"', site) == [(d, r) for r, d in ranks]
-    assert [(r.rank, r.label) for r in only(list(store)).rows] == [(1, "alpha"), (1, "beta"), (3, "gamma")]
+    assert [(r.rank, r.label) for r in only(store.load().records).rows] == [(1, "alpha"), (1, "beta"), (3, "gamma")]
 
 def test_a_missing_value_of_released_weights_says_the_run_of_that_release():
     def released(**kw) -> ResultRecord:

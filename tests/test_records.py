@@ -73,7 +73,7 @@ def test_a_detector_name_with_outer_whitespace_is_refused_where_a_record_is_made
         store.add(ResultRecord(data))
     assert record_problems(data) == [] and not list(store.records_dir.glob("*.json"))
     atomic_write_text(store.records_dir / f"{data['record_id']}.json", json.dumps(data))
-    assert [r.body.detector.name for r in store] == [" a"]
+    assert [r.body.detector.name for r in store.load().records] == [" a"]
 
 
 def test_names_are_written_in_nfc_and_a_record_holding_another_form_is_refused_where_a_store_adds_it(tmp_path):

@@ -229,7 +229,8 @@ def add_cmd(
     from diffzoo.leaderboard.store import expand_record_paths
 
     files = expand_record_paths(paths)  # a path that is no record fails before the store is made
-    outcomes = open_store(store, must_exist=False).import_files(files)
+    st = open_store(store, must_exist=False)
+    outcomes = [st.import_file(path) for path in files]
     counts = {"added": 0, "present": 0, "rejected": 0}
     for o in outcomes:
         counts[o.status] += 1

@@ -154,11 +154,6 @@ class RecordStore:
     def paths(self) -> list[Path]:
         return sorted(self.records_dir.glob("*.json"))
 
-    def __iter__(self) -> Iterator[ResultRecord]:
-        """Every record; RecordError naming the first file that is not a valid record."""
-        for path in self.paths():
-            yield ResultRecord.read(path, within=self.root)
-
     def read_all(self) -> Iterator[tuple[Path, ResultRecord | None, list[str]]]:
         """Each file of ``records/``: (path, its record, []) where it is a valid record kept under its
         id, else (path, None, why)."""
@@ -306,13 +301,10 @@ class RecordStore:
             atomic_write_bytes(kept, raw)
         return kept
 
-    def import_files(self, paths: Iterable[Path]) -> list[AddOutcome]:
-        """Add records from files (another machine's store, with its states);
-        one outcome each, with the reason for every rejection.  A record
-        whose identity is stored with other numbers is rejected (a conflict)."""
-        return [self._import(path) for path in expand_record_paths(paths)]
-
-    def _import(self, path: Path) -> AddOutcome:
+    def import_file(self, path: Path) -> AddOutcome:
+        """Add the record of a file (another machine's store's, with its states); its outcome, with
+        the reason of a rejection.  A record whose identity is stored with other numbers is rejected
+        (a conflict)."""
         src = str(path)
         record, problems = read_record_file(path)
         if record is None:
