@@ -93,11 +93,8 @@ class FieldReader:
         return value
 
     def hex64(self, key: str, *, required: bool = True) -> str | None:
-        if required and key not in self.obj:
-            self.fail(key, "is missing")
-            return None
-        value = self.get(key, None)
-        if value is None and not required:
+        value = self.get(key, None, required=required)
+        if value is None and (not required or key not in self.obj):  # null is no sha256 where one is required
             return None
         if not isinstance(value, str) or not HEX64.match(value):
             self.fail(key, f"must be 64 lowercase hex digits (a sha256), got {value!r}")
