@@ -20,7 +20,8 @@ from typing import Any
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from diffzoo.leaderboard.index import newest, utc_date
+from diffzoo.harness.records.model import utc_date
+from diffzoo.leaderboard.index import newest
 from diffzoo.leaderboard.layouts.cases import TableKey, build_tables
 from diffzoo.leaderboard.render.escape import printable, term_text
 from diffzoo.leaderboard.table import ABSENT, Cell, Row, Table, column, format_delta, value_text

@@ -34,14 +34,13 @@ import shlex
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.types import nfc
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.records.document import ResultRecord
-from diffzoo.harness.records.model import DatasetInfo
+from diffzoo.harness.records.model import DatasetInfo, utc_date
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -62,15 +61,6 @@ these are never ranked together without a column saying so."""
 
 
 # -- newest -------------------------------------------------------------------------------------
-def utc_date(date: str | None) -> str:
-    """A record's ``environment.date`` (ISO 8601: RecordBody.parse) in UTC, so that the text compares
-    as the time it is whatever offset it was written with (one without is UTC's); '' for none: the oldest."""
-    if not date:
-        return ""
-    when = datetime.fromisoformat(date)
-    return (when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
-
-
 def record_date(record: ResultRecord) -> str:
     """When ``record`` was made (:func:`utc_date`)."""
     return utc_date(record.body.environment.date)

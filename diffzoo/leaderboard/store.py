@@ -68,8 +68,7 @@ from diffzoo.harness.records.document import (
     store_root_of,
     write_state_file,
 )
-from diffzoo.harness.records.model import RECORDS_DIR
-from diffzoo.leaderboard.index import utc_date
+from diffzoo.harness.records.model import RECORDS_DIR, utc_date
 from diffzoo.leaderboard.outdir import DIFFZOO_NAMES, read_marker
 
 log = logging.getLogger(__name__)

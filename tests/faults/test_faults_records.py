@@ -151,6 +151,11 @@ def test_forged_confusion_count_of_a_semantic_record_is_named(tmp_path, capsys):
     # the newest record of a run is the one of the latest date: text that is no date would always win
     ("environment.date", lambda d: d["environment"].update(date="zzz"),
      "must be an ISO 8601 date and time (2026-11-29T12:00:00+00:00), got 'zzz'"),
+    # a time at the calendar's edge whose UTC time is out of it: every reader's UTC comparison failed
+    ("environment.date", lambda d: d["environment"].update(date="0001-01-01T00:00:00+01:00"),
+     "is '0001-01-01T00:00:00+01:00', outside the years 1 to 9999 in UTC"),
+    ("environment.date", lambda d: d["environment"].update(date="9999-12-31T23:59:59-12:00"),
+     "is '9999-12-31T23:59:59-12:00', outside the years 1 to 9999 in UTC"),
 ])
 def test_add_and_validate_refuse_a_bad_value_naming_the_field(tmp_path, capsys, field, change, why):
     root, _, path = stored(tmp_path, verified(baselines={"all_edited": {"mIoU": 0.2}}))
@@ -160,6 +165,16 @@ def test_add_and_validate_refuse_a_bad_value_naming_the_field(tmp_path, capsys, 
     code, out, _ = cli(capsys, "leaderboard", "validate", path)
     assert code == 1 and f"field {field}" in one_line(out)
 
+
+
+def test_a_stored_record_dated_outside_the_utc_calendar_is_skipped_never_an_internal_error(tmp_path, capsys):
+    """A date that reads as ISO 8601 but whose UTC time is before year 1 stopped `list`, `publish` and
+    `diff` with an internal error (OverflowError); the store's one bad file is skipped and named."""
+    root, _, path = stored(tmp_path)
+    edit(path, lambda d: d["environment"].update(date="0001-01-01T00:00:00+01:00"), sealed=True)
+    for args in (("list",), ("publish", "--out", tmp_path / "pub")):
+        code, _, err = cli(capsys, "leaderboard", *args, "--store", root)
+        assert "skipped 1 file(s)" in one_line(err) and "outside the years 1 to 9999 in UTC" in one_line(err), err
 
 def test_create_refuses_a_checkpoint_hash_that_is_not_a_sha256():
     with pytest.raises(RecordError, match="detector.checkpoint_sha256 must be 64 lowercase hex"):

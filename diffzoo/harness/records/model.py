@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from diffzoo.harness.core.types import MAX_SEED
@@ -239,6 +239,15 @@ class TrainOverlap:
         return f"{self.shared} of {self.images} images are training images of {where}"
 
 
+def utc_date(date: str | None) -> str:
+    """A record's ``environment.date`` (ISO 8601) in UTC, so that the text compares as the time it
+    is whatever offset it was written with (one without is UTC's); '' for none: the oldest."""
+    if not date:
+        return ""
+    when = datetime.fromisoformat(date)
+    return (when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+
+
 @dataclass(frozen=True)
 class Environment:
     """Where and when the record was made: never part of its identity."""
@@ -255,10 +264,11 @@ class Environment:
         r = FieldReader(problems, obj, "environment", cls.__dataclass_fields__)
         text = {k: r.text(k, required=False, optional=True) for k in ("date", "git", "host", "device", "python")}
         try:  # the newest record of a run is the one of the latest date: no other text may stand for one
-            if text["date"] is not None:
-                datetime.fromisoformat(text["date"])
+            utc_date(text["date"])
         except ValueError:
             r.fail("date", f"must be an ISO 8601 date and time (2026-11-29T12:00:00+00:00), got {text['date']!r}")
+        except OverflowError:  # ISO 8601, but its UTC time is no date every reader compares
+            r.fail("date", f"is {text['date']!r}, outside the years 1 to 9999 in UTC")
         return cls(**text, packages=r.mapping("packages"))
 
 
