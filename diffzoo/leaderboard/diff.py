@@ -23,7 +23,7 @@ from rich.text import Text
 from diffzoo.harness.records.model import utc_date
 from diffzoo.leaderboard.index import newest
 from diffzoo.leaderboard.layouts.cases import TableKey, build_tables
-from diffzoo.leaderboard.render.escape import printable, term_text
+from diffzoo.leaderboard.render.escape import printable, shown_name, term_text
 from diffzoo.leaderboard.table import ABSENT, Cell, Row, Table, column, format_delta, value_text
 from diffzoo.leaderboard.versions import Selection
 
@@ -187,16 +187,16 @@ def diff_console(result: Diff) -> list[Any]:
         for col in ("detector", "status", "metric", "A", "B", "B - A"):
             table.add_column(col, justify="right" if col in ("A", "B", "B - A") else "left")
         for r in moved:
+            name = term_text(shown_name(r.detector))
             for text in r.conditions:  # another label map or split: B - A is no like-for-like change
-                table.add_row(term_text(r.detector), "not comparable", term_text(text), "", "", "")
+                table.add_row(name, "not comparable", term_text(text), "", "", "")
             if r.status == "checkpoint changed":
-                table.add_row(term_text(r.detector), r.status, "checkpoint", *(sha[:12] if sha else "none"
-                                                                               for sha in r.checkpoint), "")
+                table.add_row(name, r.status, "checkpoint", *(sha[:12] if sha else "none" for sha in r.checkpoint), "")
             elif not r.changes and not r.conditions:
-                table.add_row(term_text(r.detector), r.status, "", "", "", "")
+                table.add_row(name, r.status, "", "", "", "")
             for c in r.changes:
                 metric = column(c.metric, c.metric)
-                table.add_row(term_text(r.detector), r.status, term_text(c.metric),
+                table.add_row(name, r.status, term_text(c.metric),
                               *(value_text(metric, cell) for cell in c.cells),
                               "" if c.delta is None else format_delta(metric.info, c.delta))
         out.append(table)

@@ -185,8 +185,9 @@ def test_a_name_mixing_latin_and_cyrillic_letters_is_told_from_the_latin_name(tm
 
 
 def test_the_site_notes_the_latex_notes_and_the_console_show_a_lookalike_name_as_the_tables_do(tmp_path, capsys):
-    """A note naming ``dеt`` (its ``е`` Cyrillic) on the site and in the .tex, ``leaderboard show``
-    and ``list``, and a run's tables wrote it as written, read as ``det``: Markdown and every table showed ``d\\u0435t``."""
+    """A note naming ``dеt`` (its ``е`` Cyrillic) on the site and in the .tex, ``leaderboard show``,
+    ``list`` and ``diff``, and a run's tables wrote it as written, read as ``det``: Markdown and every table showed ``d\\u0435t``."""
+    from diffzoo.leaderboard.diff import diff, diff_console
     from diffzoo.leaderboard.store import RecordStore
 
     from helpers.cli import cli
@@ -205,6 +206,8 @@ def test_the_site_notes_the_latex_notes_and_the_console_show_a_lookalike_name_as
         assert code == 0 and "d\\u0435t" in out and "d\u0435t" not in out
     run_tables = console_text(case_tables(records[:1]))  # the tables a run prints
     assert "d\\u0435t" in run_tables and "d\u0435t" not in run_tables
+    moved = diff_console(diff(Selection("a", records[:1]), Selection("b", [make_record("d\u0435t", metrics={})])))
+    assert "d\\u0435t" in console_text(moved) and "d\u0435t" not in console_text(moved)  # `leaderboard diff`
 
 
 def test_markdown_headings_keep_a_trailing_hash_of_a_name(tmp_path):
