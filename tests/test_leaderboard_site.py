@@ -372,6 +372,13 @@ def test_a_publish_removes_the_files_of_the_publish_before_it_does_not_write_aga
     assert publish("md,csv") == ["leaderboard.csv", "leaderboard.md", "mine.md", "overview.csv", "overview.md"]
     assert publish("latex") == ["leaderboard.tex", "mine.md", "overview.tex"]
     assert json.loads((out / ".diffzoo-site.json").read_text())["files"] == ["leaderboard.tex", "overview.tex"]
+    publish("html")  # its folder made a link to another folder: nothing there is removed through it
+    (tmp_path / "elsewhere").mkdir()
+    shutil.move(out / "detectors" / "alpha.html", tmp_path / "elsewhere" / "alpha.html")
+    (out / "detectors").rmdir()
+    (out / "detectors").symlink_to(tmp_path / "elsewhere")
+    publish("md")
+    assert (tmp_path / "elsewhere" / "alpha.html").exists()
 
 # ---- real browser -------------------------------------------------------------------------------------------
 

@@ -82,10 +82,10 @@ class OutputDir:
 class Manifest:
     """The file ``name`` in an output folder that lists the files a command wrote there
     (``{"<key>": 1, "files": [...]}``), so that its next run there removes those it does not
-    write again, and no other file.  ``own``: folder -> the suffixes of the files the command
-    writes there (``""``, the top: their whole names), the only files a manifest may name (one
-    edited to name another file, or one outside, removes nothing).  ``what``, ``hint``: the refusal of a
-    manifest that cannot be read."""
+    write again, and no other file.  ``own``: folder (``""``: the top) -> the suffixes (``.png``)
+    or whole names (``index.html``) of the files the command writes there, the only files a
+    manifest may name (one edited to name another file, or one outside, removes nothing).
+    ``what``, ``hint``: the refusal of a manifest that cannot be read."""
 
     name: str
     key: str
@@ -102,9 +102,8 @@ class Manifest:
 
     def _owns(self, relpath: str) -> bool:
         folder, _, name = relpath.rpartition("/")
-        suffixes = self.own.get(folder, ())
-        return "\\" not in name and (name in suffixes if not folder else
-                                      any(len(name) > len(s) and name.endswith(s) for s in suffixes))
+        return "\\" not in name and any(len(name) > len(s) and name.endswith(s) if s[0] == "." else name == s
+                                         for s in self.own.get(folder, ()))
 
     def replace(self, out: Path, before: Iterable[str], now: Iterable[str]) -> list[str]:
         """Remove the files of ``before`` (:meth:`files`) not in ``now``, then list ``now`` in
@@ -112,7 +111,8 @@ class Manifest:
         now = set(now)
         stale = sorted(set(before) - now)
         for rel in stale:  # gone before the manifest forgets them: a kill between leaves none unlisted
-            if (out / rel).is_symlink() or (out / rel).is_file():
+            through_link = (out / rel).parent != out and (out / rel).parent.is_symlink()  # a file of another folder
+            if not through_link and ((out / rel).is_symlink() or (out / rel).is_file()):
                 (out / rel).unlink()
         atomic_write_text(out / self.name, json.dumps({self.key: 1, "files": sorted(now)}, indent=2))
         return stale
