@@ -517,10 +517,10 @@ def test_a_full_disk_inside_any_writer_is_one_line(capsys, tmp_path, monkeypatch
 
     target = tmp_path / "pub" / "leaderboard.md"
 
-    def full(selection, fmt, out, **options):
+    def full(selection, fmts, out, **options):
         raise OSError(errno.ENOSPC, "No space left on device", str(target))
 
-    monkeypatch.setattr(formats, "publish", full)  # what `leaderboard publish` calls when it runs
+    monkeypatch.setattr(formats, "publish_formats", full)  # what `leaderboard publish` calls when it runs
     (tmp_path / "store" / "records").mkdir(parents=True)
     result = cli(capsys, "leaderboard", "publish", "--store", tmp_path / "store", "--out", tmp_path / "pub")
     one_line_exit_2(*result, f"disk full while writing {target}", "free")
