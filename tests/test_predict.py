@@ -22,6 +22,7 @@ from diffzoo.harness.models.segmenter import TrainData
 from diffzoo.harness.run.prediction import (
     OVERLAY_ALPHA,
     OVERLAY_MIN_SIDE,
+    PREDICTIONS_FILE,
     ImagePrediction,
     class_colours,
     overlay_image,
@@ -626,3 +627,24 @@ def test_an_image_with_an_exif_orientation_is_predicted_as_stored_and_said(capsy
                     "label maps and overlays are not (docs/datasets.md, EXIF orientation)"]
     with Image.open(tmp_path / "o" / "phone.labels.png") as labels:
         assert labels.size == (60, 30)  # the stored pixels' shape, not the rotated view's (30 x 60)
+
+
+@pytest.mark.parametrize("pretrained", [True, False])
+def test_a_checkpoint_leaving_out_its_pretrained_part_is_predicted_with_that_part_built(capsys, tmp_path, images,
+                                                                                      monkeypatch, pretrained):
+    """UniversalFakeDetect saves its probe alone over a pretrained backbone the card names: predict built the
+    backbone random, and its frozen-part check refused the checkpoint."""
+    import dataclasses
+
+    from diffzoo.harness.core.plugins import get_registry
+
+    entry = get_registry().get("detector", "universalfakedet.tiny")
+    monkeypatch.setattr(entry, "card", dataclasses.replace(entry.card, weights="some/hub-backbone"))
+    torch.manual_seed(0)
+    det = create_detector("universalfakedet.tiny", "classification", pretrained=pretrained)
+    det.save(tmp_path / "ufd")
+    code, out, err = cli(capsys, "predict", "--checkpoint", tmp_path / "ufd", "--out", tmp_path / "o", "--device",
+                         "cpu", images[0])
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "o" / PREDICTIONS_FILE).read_text().splitlines()]
+    assert [Path(row["image"]).name for row in rows] == [images[0].name]

@@ -60,6 +60,7 @@ class TorchDetector(Detector):
             "card": self.card.to_dict(),
             "task": self.task,
             "label_space": self.label_space.to_dict(),
+            "pretrained": self.pretrained,  # how a model loading it is built, where it is not whole_checkpoint
         }
 
     def save(self, path: Path, extra: dict[str, Any] | None = None) -> Path:

@@ -170,7 +170,7 @@ class ModelSource:
     def _pretrained(self, job: Job, loading: bool) -> bool:
         """Whether ``job``'s model is built with the card's pretrained weights; ``loading``: a checkpoint
         follows, which holds them too unless the detector says not (:attr:`TorchDetector.whole_checkpoint`)."""
-        return job.config.pretrained and not (loading and getattr(self.entry.load(), "whole_checkpoint", False) is True)
+        return built_pretrained(self.entry, job.config.pretrained, loading)
 
     def given_checkpoint(self, job: Job) -> Path | None:
         """The ``--checkpoint`` of ``job``'s task (None with released weights: those are its files)."""
@@ -397,3 +397,9 @@ def check_checkpoints(paths: list[Path]) -> None:
                 "run each checkpoint separately (with its own --out) and compare the records"
             )
         by_task[task] = path
+
+
+def built_pretrained(entry: Any, pretrained: bool, loading: bool) -> bool:
+    """Whether a model of registry ``entry`` is built with its card's pretrained weights: as asked,
+    unless a checkpoint follows (``loading``) that holds them too (:attr:`TorchDetector.whole_checkpoint`)."""
+    return pretrained and not (loading and getattr(entry.load(), "whole_checkpoint", False) is True)

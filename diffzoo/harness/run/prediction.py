@@ -46,6 +46,7 @@ from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import predict_checked
 from diffzoo.harness.run.factories import create_detector
 from diffzoo.harness.run.loading import as_batch, chw_uint8, detector_input
+from diffzoo.harness.run.model_source import built_pretrained
 from diffzoo.harness.run.request import check_threshold_policy
 from diffzoo.harness.run.scoring import check_own_score
 from diffzoo.harness.run.thresholds import recorded_thresholds
@@ -177,7 +178,8 @@ def load_model(
             label_space = load_label_space(labels)
         else:
             raise ConfigError(f"checkpoint {path} has no card.json with its classes; pass --labels")
-    det = moved_detector(create_detector(name, task, label_space, pretrained=False), target)
+    pretrained = built_pretrained(get_registry().get("detector", name), meta.get("pretrained") is True, loading=True)
+    det = moved_detector(create_detector(name, task, label_space, pretrained=pretrained), target)
     loaded = det.load(path) or {}
     sha = loaded.get("sha256") or sha256_file(checkpoint_meta(path)[0])
     return LoadedModel(det, det.card.name, path, sha, source, checkpoint_short_side(meta, task))
