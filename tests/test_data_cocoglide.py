@@ -180,3 +180,19 @@ def test_a_listed_file_stored_again_under_its_name_in_the_other_unicode_form_is_
         CocoGlideDataset(root)
     assert str(err.value) == (f"{root}: {nfc} is stored twice, as {nfd!r} and {nfc!r} (another folder separator "
                               "or Unicode form); keep one of them")
+
+
+def test_a_line_of_only_spaces_is_an_empty_line(tmp_path):
+    """csv skips an empty line; one of only spaces or tabs (an editor's trailing line) is one too,
+    and the rows after it keep their own line numbers."""
+    root = make_cocoglide(tmp_path / "CocoGlide")
+    with open(root / "table.csv", "a", encoding="utf-8") as f:
+        f.write("   \n \t\n")
+    assert len(open_dataset(root).ids("test")) == 6
+    rows = table_rows(root)
+    write_table(root, [rows[0], rows[1]])
+    with open(root / "table.csv", "a", encoding="utf-8") as f:
+        f.write("  \n" + ",".join(rows[1]) + "\n")
+    with pytest.raises(DataError, match=r"table\.csv: line 5: real real/teddy bear_563758\.png is already listed "
+                                        r"on line 3 \(as real\)"):
+        CocoGlideDataset(root)

@@ -133,7 +133,8 @@ def read_csv(
     row with more fields than the header or without a cell of ``needed``, is a DataError."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f, delimiter=delimiter)
+            # a line of only spaces is an empty line, which csv skips; the lines after it keep their numbers
+            reader = csv.DictReader((line if line.strip() else "\n" for line in f), delimiter=delimiter)
             fields = [(h or "").strip() for h in reader.fieldnames or []]
             reader.fieldnames = fields = [h.lower() for h in fields] if lower else fields
             if not fields:  # a download cut short, never a table of no columns
