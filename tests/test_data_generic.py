@@ -300,3 +300,16 @@ def test_two_masks_whose_names_print_alike_are_quoted_and_told_apart(tmp_path):
     assert "two masks for" in str(err.value)
     assert any(str(err.value).endswith(f": {a!r} and {b!r} (another folder separator or Unicode form)")
                for a, b in ((nfc, nfd), (nfd, nfc)))
+
+
+def test_an_au_that_is_a_file_is_named_not_passed_over(tmp_path, caplog):
+    """``Au`` a file (a zip's name without its suffix, a download cut short): the layout is read
+    without it, and a warning names it where nothing was said."""
+    root = make_tpgt(tmp_path / "d")
+    shutil.rmtree(root / "Au")
+    (root / "AU").write_bytes(b"PK")
+    with caplog.at_level("WARNING"):
+        ds = TpGtDataset(root, split="test")
+    assert ds.describe()["authentic"] == 0
+    assert [r.getMessage() for r in caplog.records] == [f"{root}: AU is a file where a folder is expected; "
+                                                        "read without it"]

@@ -180,16 +180,19 @@ def sniff_quietly(
         return False
 
 
-def child_dir(root: Path, name: str) -> Path | None:
-    """The subfolder of ``root`` called ``name``, any letter case."""
+def child_dir(root: Path, name: str, optional: bool = False) -> Path | None:
+    """The subfolder of ``root`` called ``name``, any letter case; for an ``optional`` folder of a
+    layout read without it, a file of that name is warned about (it is never passed over unsaid)."""
     if not root.is_dir():
         return None
     try:
-        children = list(root.iterdir())
+        children = [p for p in root.iterdir() if p.name.lower() == name.lower()]  # name first: no stat per file
     except OSError as exc:
         raise DataError(f"{root}: cannot list the folder ({exc})") from None
-    # name first: no stat per file
-    return next((p for p in children if p.name.lower() == name.lower() and p.is_dir()), None)
+    found = next((p for p in children if p.is_dir()), None)
+    if found is None and optional and children:
+        log.warning("%s: %s is a file where a folder is expected; read without it", root, children[0].name)
+    return found
 
 
 def name_list(value: Sequence[str] | str | None) -> list[str] | None:
