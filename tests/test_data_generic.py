@@ -313,3 +313,13 @@ def test_an_au_that_is_a_file_is_named_not_passed_over(tmp_path, caplog):
     assert ds.describe()["authentic"] == 0
     assert [r.getMessage() for r in caplog.records] == [f"{root}: AU is a file where a folder is expected; "
                                                         "read without it"]
+
+
+def test_two_images_of_one_stem_are_refused_not_both_paired_with_its_mask(tmp_path):
+    """``Tp/a.png`` beside ``Tp/a.jpg``: both took ``Gt/a.png``, unsaid; which image the mask is
+    of is not ours to guess, as for two masks of one image."""
+    root = make_tpgt(tmp_path / "d")
+    save(root / "Tp" / "a.jpg", image())
+    with pytest.raises(DataError) as err:
+        open_dataset(str(root))
+    assert str(err.value) == f"{root / 'Gt'}: two images for a.png: Tp/a.jpg and Tp/a.png"

@@ -173,13 +173,14 @@ def pair_folders(
     :func:`.walk.canonical_name`, so an accent stored decomposed (macOS) matches one stored
     composed, and two images whose names read as one are refused.  Returns the pairs and the ids
     of images without a mask; masks matching no image are logged, and two
-    masks for one stem, or for one image (``x`` and ``x_gt``), are a :class:`DataError`.
+    masks for one stem, or for one image (``x`` and ``x_gt``), or two images for one mask
+    (``x.png`` and ``x.jpg``), are a :class:`DataError`.
     """
     masks = masks_by_stem(gt, ((canonical_name(m.stem if by_name else m.relative_to(gt).with_suffix("").as_posix()),
                                 m) for m in list_image_files(gt)), lambda p: p.relative_to(gt).as_posix())
     entries: dict[str, tuple[Path, Path | None]] = {}
     no_mask: list[str] = []
-    used: set[str] = set()
+    used: dict[str, str] = {}  # mask key -> the id of its image
     for folder in folders:
         for sid, img in ids_of(folder, list_image_files(folder), f"{folder.name}/").items():
             rel = img.relative_to(folder)
@@ -192,9 +193,11 @@ def pair_folders(
                 first, second = (masks[k].relative_to(gt).as_posix() for k in keys[:2])
                 raise DataError(f"{gt}: two masks for {sid}: {first} and {second}")
             key = keys[0]
-            used.add(key)
+            if key in used:  # a.png and a.jpg: which image the mask is of is not ours to guess
+                raise DataError(f"{gt}: two images for {masks[key].relative_to(gt).as_posix()}: {used[key]} and {sid}")
+            used[key] = sid
             entries[sid] = (img, masks[key])
-    log_unused(gt, sorted(set(masks) - used), "mask(s) match no image")
+    log_unused(gt, sorted(set(masks) - set(used)), "mask(s) match no image")
     return entries, no_mask
 
 
