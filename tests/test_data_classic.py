@@ -329,6 +329,29 @@ def test_imd2020_two_masks_for_one_image_are_refused(tmp_path):
     assert str(err.value) == f"{root / '1a1ogs'}: two masks for c8tt7fg_0: c8tt7fg_0_mask.jpg and c8tt7fg_0_mask.png"
 
 
+
+def test_two_images_for_one_mask_are_refused_naming_both(tmp_path):
+    """``1t.tif`` beside ``1t.png`` (IMD2020: ``y.jpg`` beside ``y.png``): both took the one mask, unsaid
+    (Columbia: the second had "no mask"); which image it is of is not ours to guess, as for two masks of one image."""
+    columbia = make_columbia(tmp_path / "columbia")
+    save(columbia / "4cam_splc" / f"{SPLICED[1]}.png", photo(6))
+    with pytest.raises(DataError) as err:
+        ColumbiaDataset(columbia)
+    assert str(err.value) == (f"{columbia / '4cam_splc' / 'edgemask'}: two images for {SPLICED[1]}_edgemask.jpg: "
+                              f"4cam_splc/{SPLICED[1]}.png and 4cam_splc/{SPLICED[1]}.tif")
+    coverage = make_coverage(tmp_path / "COVERAGE")
+    save(coverage / "image" / "01t.png", photo(7))  # <N> read as a number: 01t is image 1
+    with pytest.raises(DataError) as err:
+        CoverageDataset(coverage)
+    assert str(err.value) == f"{coverage / 'mask'}: two images for 1forged.tif: image/01t.png and image/1t.tif"
+    imd = make_imd2020(tmp_path / "IMD2020")
+    save(imd / "1a1ogs" / "c8tt7fg_0.png", photo(8))
+    with pytest.raises(DataError) as err:
+        Imd2020Dataset(imd)
+    assert str(err.value) == f"{imd}: two images for 1a1ogs/c8tt7fg_0_mask.png: 1a1ogs/c8tt7fg_0.jpg and " \
+                             "1a1ogs/c8tt7fg_0.png"
+
+
 # -- all four: sniffing, CLI, fingerprints ------------------------------------------------
 
 MAKERS = {"columbia": make_columbia, "coverage": make_coverage, "nist16": make_nist16, "imd2020": make_imd2020}

@@ -30,7 +30,15 @@ from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, masks_by_stem, report_unpaired, require_path
+from diffzoo.harness.data.base import (
+    SplitDataset,
+    child_dir,
+    folder_name,
+    masks_by_stem,
+    one_image_per_mask,
+    report_unpaired,
+    require_path,
+)
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import edited_region, read_binary_mask, read_image
 from diffzoo.harness.data.metadata import data_json
@@ -180,7 +188,6 @@ def pair_folders(
                                 m) for m in list_image_files(gt)), lambda p: p.relative_to(gt).as_posix())
     entries: dict[str, tuple[Path, Path | None]] = {}
     no_mask: list[str] = []
-    used: dict[str, str] = {}  # mask key -> the id of its image
     for folder in folders:
         for sid, img in ids_of(folder, list_image_files(folder), f"{folder.name}/").items():
             rel = img.relative_to(folder)
@@ -192,12 +199,9 @@ def pair_folders(
             if len(keys) > 1:  # x.png and x_gt.png: which is the ground truth is not ours to guess
                 first, second = (masks[k].relative_to(gt).as_posix() for k in keys[:2])
                 raise DataError(f"{gt}: two masks for {sid}: {first} and {second}")
-            key = keys[0]
-            if key in used:  # a.png and a.jpg: which image the mask is of is not ours to guess
-                raise DataError(f"{gt}: two images for {masks[key].relative_to(gt).as_posix()}: {used[key]} and {sid}")
-            used[key] = sid
-            entries[sid] = (img, masks[key])
-    log_unused(gt, sorted(set(masks) - set(used)), "mask(s) match no image")
+            entries[sid] = (img, masks[keys[0]])
+    paired = one_image_per_mask(gt, entries, lambda p: p.relative_to(gt).as_posix())
+    log_unused(gt, sorted(k for k, m in masks.items() if m not in paired), "mask(s) match no image")
     return entries, no_mask
 
 
