@@ -332,3 +332,17 @@ def test_two_images_stored_under_one_name_in_two_unicode_forms_are_refused(pixar
         PixarDataset(pixar)
     assert str(err.value) == (f"{pixar}: validation/real/{nfc} is stored twice, as 'validation/real/{nfd}' and "
                               f"'validation/real/{nfc}' (another folder separator or Unicode form); keep one of them")
+
+
+def test_two_tampered_images_of_one_stem_are_refused_not_both_given_its_mask(pixar):
+    """``tampered_x.png`` beside ``tampered_x.jpg``, both in mapping.json: both took ``tampered_x_mask.png``,
+    unsaid; which image it is of is not ours to guess, as in every other layout."""
+    folder = pixar / "train" / "tampered"
+    png = sorted(folder.iterdir())[0]
+    shutil.copy(png, png.with_suffix(".jpg"))
+    mapping = json.loads((pixar / "mapping.json").read_text())
+    (pixar / "mapping.json").write_text(json.dumps({**mapping, png.stem + ".jpg": mapping[png.name]}))
+    with pytest.raises(DataError) as err:
+        PixarDataset(pixar)
+    assert str(err.value) == (f"{pixar / 'train' / 'soft_masks'}: two images for {png.stem}_mask.png: "
+                              f"train/tampered/{png.stem}.jpg and train/tampered/{png.name}")

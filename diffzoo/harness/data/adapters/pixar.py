@@ -46,6 +46,7 @@ from diffzoo.harness.data.base import (
     chosen_names,
     folder_name,
     name_list,
+    one_image_per_mask,
     report_unpaired,
     require_path,
     sniff_quietly,
@@ -303,6 +304,8 @@ class PixarDataset(SplitDataset):
                 self._entries[sid] = _Entry(image, "tampered", who, mask, meta, kind or "unknown", base)
                 self._files += [image, mask, meta]
                 ids.append(sid)
+            pairs = {s: (self._entries[s].image, self._entries[s].mask) for s in ids}
+            one_image_per_mask(split_dir / label_dir, pairs, lambda p: p.name)
             kinds = [("real", self.include_real), ("full_synthetic", self.full_synthetic)]
             for kind, wanted in kinds:
                 if not wanted:
