@@ -184,23 +184,23 @@ def pair_folders(
     masks for one stem, or for one image (``x`` and ``x_gt``), or two images for one mask
     (``x.png`` and ``x.jpg``), are a :class:`DataError`.
     """
-    masks = masks_by_stem(gt, ((canonical_name(m.stem if by_name else m.relative_to(gt).with_suffix("").as_posix()),
-                                m) for m in list_image_files(gt)), lambda p: p.relative_to(gt).as_posix())
+    def shown(mask: Path) -> str:
+        return mask.relative_to(gt).as_posix()
+
+    masks = masks_by_stem(gt, ((canonical_name(m.stem if by_name else shown(m.with_suffix(""))), m)
+                               for m in list_image_files(gt)), shown)
     entries: dict[str, tuple[Path, Path | None]] = {}
     no_mask: list[str] = []
     for folder in folders:
         for sid, img in ids_of(folder, list_image_files(folder), f"{folder.name}/").items():
-            rel = img.relative_to(folder)
-            stem = canonical_name(img.stem if by_name else rel.with_suffix("").as_posix())
-            keys = [stem + s for s in MASK_SUFFIXES if stem + s in masks]
-            if not keys:
+            stem = canonical_name(img.stem if by_name else img.relative_to(folder).with_suffix("").as_posix())
+            # x.png and x_gt.png: two masks for the image, refused as two of one stem are
+            found = masks_by_stem(gt, ((sid, masks[stem + s]) for s in MASK_SUFFIXES if stem + s in masks), shown)
+            if not found:
                 no_mask.append(sid)
                 continue
-            if len(keys) > 1:  # x.png and x_gt.png: which is the ground truth is not ours to guess
-                first, second = (masks[k].relative_to(gt).as_posix() for k in keys[:2])
-                raise DataError(f"{gt}: two masks for {sid}: {first} and {second}")
-            entries[sid] = (img, masks[keys[0]])
-    paired = one_image_per_mask(gt, entries, lambda p: p.relative_to(gt).as_posix())
+            entries[sid] = (img, found[sid])
+    paired = one_image_per_mask(gt, entries, shown)
     log_unused(gt, sorted(k for k, m in masks.items() if m not in paired), "mask(s) match no image")
     return entries, no_mask
 
