@@ -98,18 +98,6 @@ def masks_by_stem(where: object, pairs: Iterable[tuple[str, T]], shown: Callable
     return masks
 
 
-def one_image_per_mask(where: object, entries: Mapping[str, tuple[Path, Path | None]],
-                       shown: Callable[[Path], str]) -> set[Path]:
-    """The masks of the (image, mask) ``entries``; one two of them share (``x.png`` and ``x.jpg`` beside
-    one mask) is a DataError naming ``where``, the mask (``shown``) and both ids: which image it is of
-    is not ours to guess."""
-    images: dict[Path, str] = {}
-    for sid, (_, mask) in sorted(entries.items()):
-        if mask is not None and images.setdefault(mask, sid) != sid:
-            raise DataError(f"{where}: two images for {shown(mask)}: {images[mask]} and {sid}")
-    return set(images)
-
-
 def report_unpaired(where: str, missing: list[str], what: str, skip: bool, *more: tuple[list[str], str]) -> None:
     """Refuse the data when files lack their partner (``missing``, ``what`` they are, the first five
     named; and each of ``more``'s, such a pair of its own), or, with ``skip`` (an adapter's

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
@@ -62,6 +62,16 @@ def by_canonical_name(where: object, items: Iterable[tuple[str, T]]) -> dict[str
     return keyed_once(where, items, canonical_name, lambda key, first, second: (
         f"{key} is stored twice, as {first!r} and {second!r} (another folder separator or Unicode form); "
         "keep one of them"))
+
+
+def mask_once(where: object, entries: Mapping[str, tuple[Path, Path | None]],
+               shown: Callable[[Path], str]) -> set[Path]:
+    """The masks of the (image, mask) ``entries``, each paired once: one that two of them share
+    (``x.png`` and ``x.jpg`` beside one mask) is a DataError naming ``where``, the mask (``shown``)
+    and both ids (:func:`keyed_once`): which image it is of is not ours to guess."""
+    masks = {sid: mask for sid, (_, mask) in entries.items() if mask is not None}
+    return set(keyed_once(where, masks.items(), lambda sid: shown(masks[sid]),
+                          lambda mask, first, second: f"two images for {mask}: {first} and {second}").values())
 
 
 def ids_of(folder: Path, files: Iterable[Path], prefix: str = "") -> dict[str, Path]:

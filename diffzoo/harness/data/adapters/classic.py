@@ -47,7 +47,6 @@ from diffzoo.harness.data.base import (
     child_dir,
     csv_table,
     masks_by_stem,
-    one_image_per_mask,
     relative_cell,
     report_unpaired,
     require_path,
@@ -55,7 +54,7 @@ from diffzoo.harness.data.base import (
 )
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import check_mask_size, edited_region, read_binary_mask, read_image
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, log_unused, stored_paths, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, log_unused, mask_once, stored_paths, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +190,7 @@ class ColumbiaDataset(_ClassicDataset):
         no_mask: list[str] = []
         for img in image_files_in(splc):
             _pair(entries, no_mask, f"4cam_splc/{img.name}", img, masks.get(img.stem))
-        paired = one_image_per_mask(edge, entries, lambda p: p.name)
+        paired = mask_once(edge, entries, lambda p: p.name)
         report_unpaired(str(root), no_mask, f"spliced image(s) have no <stem>_edgemask mask in {edge}", skip_unpaired)
         log_unused(edge, [m.name for m in masks.values() if m not in paired], "edge mask(s) match no image")
         edit_types = dict.fromkeys(entries, SPLICING)
@@ -268,7 +267,7 @@ class CoverageDataset(_ClassicDataset):
             else:
                 ignored.append(img.name)
         log_unused(image, ignored, "image(s) named neither <N>t nor <N> are not used")
-        one_image_per_mask(mask, entries, lambda p: p.name)
+        mask_once(mask, entries, lambda p: p.name)
         report_unpaired(str(root), no_mask, f"forged image(s) have no <N>forged mask in {mask}", skip_unpaired)
         return root, entries, dict.fromkeys(entries, COPY_MOVE), originals
 
@@ -510,7 +509,7 @@ class Imd2020Dataset(_ClassicDataset):
             orphans += sorted(f"{folder.name}/{m.name}" for stem, m in masks.items() if stem not in stems)
             originals.update({f"{folder.name}/{o.name}": (o, None) for o in origs})
         log_unused(root, ignored, "folder(s) hold no *_orig image and no *_mask file and are not used")
-        one_image_per_mask(root, entries, lambda p: p.relative_to(root).as_posix())
+        mask_once(root, entries, lambda p: p.relative_to(root).as_posix())
         # a mask without its image: that image deleted or renamed, the copy one tampered image short
         log_unused(root, orphans, "mask(s) match no tampered image")
         report_unpaired(str(root), no_mask, "tampered image(s) have no <stem>_mask file beside them", skip_unpaired)

@@ -30,20 +30,12 @@ from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import (
-    SplitDataset,
-    child_dir,
-    folder_name,
-    masks_by_stem,
-    one_image_per_mask,
-    report_unpaired,
-    require_path,
-)
+from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, masks_by_stem, report_unpaired, require_path
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import edited_region, read_binary_mask, read_image
 from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
-from diffzoo.harness.data.walk import canonical_name, ids_of, log_unused, stored_paths
+from diffzoo.harness.data.walk import canonical_name, ids_of, log_unused, mask_once, stored_paths
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +192,7 @@ def pair_folders(
                 no_mask.append(sid)
                 continue
             entries[sid] = (img, found[sid])
-    paired = one_image_per_mask(gt, entries, shown)
+    paired = mask_once(gt, entries, shown)
     log_unused(gt, sorted(k for k, m in masks.items() if m not in paired), "mask(s) match no image")
     return entries, no_mask
 

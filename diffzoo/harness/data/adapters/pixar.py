@@ -46,7 +46,6 @@ from diffzoo.harness.data.base import (
     chosen_names,
     folder_name,
     name_list,
-    one_image_per_mask,
     report_unpaired,
     require_path,
     sniff_quietly,
@@ -55,7 +54,7 @@ from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import canonical_split, native_splits
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, ids_of, is_folder, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, ids_of, is_folder, mask_once, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +304,7 @@ class PixarDataset(SplitDataset):
                 self._files += [image, mask, meta]
                 ids.append(sid)
             pairs = {s: (self._entries[s].image, self._entries[s].mask) for s in ids}
-            one_image_per_mask(split_dir / label_dir, pairs, lambda p: p.name)
+            mask_once(split_dir / label_dir, pairs, lambda p: p.name)
             kinds = [("real", self.include_real), ("full_synthetic", self.full_synthetic)]
             for kind, wanted in kinds:
                 if not wanted:
