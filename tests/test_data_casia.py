@@ -209,3 +209,13 @@ def test_sniffs_accept_their_own_layout_only(tmp_path, diffseg_folder):
         assert got == expected, adapter.__name__
     # and the generic adapter still reads a plain Tp/ + Gt/ folder the CASIA sniffs refuse
     assert len(TpGtDataset(layouts["tpgt"], split="test").ids("test")) == 4
+
+
+def test_an_au_that_is_a_file_is_named_as_such(tmp_path, caplog):
+    """``Au`` a file: the warning said "no Au/ folder", as for none at all."""
+    root = make_casia2(tmp_path / "CASIA2")
+    shutil.rmtree(root / "Au")
+    (root / "Au").write_bytes(b"")
+    with caplog.at_level("WARNING"):
+        assert Casia2Dataset(root).describe()["authentic"] == 0
+    assert f"{root}: Au is a file where a folder is expected; the dataset holds tampered images only" in caplog.messages

@@ -352,6 +352,18 @@ def test_two_images_for_one_mask_are_refused_naming_both(tmp_path):
                              "1a1ogs/c8tt7fg_0.png"
 
 
+
+def test_a_4cam_auth_that_is_a_file_is_named_as_such(tmp_path, caplog):
+    """``4cam_auth`` a file: the warning said "no 4cam_auth/ folder", as for none at all."""
+    root = make_columbia(tmp_path / "columbia")
+    shutil.rmtree(root / "4cam_auth")
+    (root / "4cam_auth").write_bytes(b"")
+    with caplog.at_level("WARNING"):
+        assert ColumbiaDataset(root).describe()["authentic"] == 0
+    assert f"{root}: 4cam_auth is a file where a folder is expected; the dataset holds spliced images only" \
+        in caplog.messages
+
+
 # -- all four: sniffing, CLI, fingerprints ------------------------------------------------
 
 MAKERS = {"columbia": make_columbia, "coverage": make_coverage, "nist16": make_nist16, "imd2020": make_imd2020}

@@ -180,9 +180,10 @@ def sniff_quietly(
         return False
 
 
-def child_dir(root: Path, name: str, optional: bool = False) -> Path | None:
-    """The subfolder of ``root`` called ``name``, any letter case; for an ``optional`` folder of a
-    layout read without it, a file of that name is warned about (it is never passed over unsaid)."""
+def child_dir(root: Path, name: str, without: str | None = None) -> Path | None:
+    """The subfolder of ``root`` called ``name``, any letter case.  ``without``: the folder is optional,
+    and what the layout is read as without it; a file of that name is warned about (never passed over
+    unsaid), and so is no folder where ``without`` says something."""
     if not root.is_dir():
         return None
     try:
@@ -190,8 +191,9 @@ def child_dir(root: Path, name: str, optional: bool = False) -> Path | None:
     except OSError as exc:
         raise DataError(f"{root}: cannot list the folder ({exc})") from None
     found = next((p for p in children if p.is_dir()), None)
-    if found is None and optional and children:
-        log.warning("%s: %s is a file where a folder is expected; read without it", root, children[0].name)
+    if found is None and without is not None and (children or without):
+        what = f"{children[0].name} is a file where a folder is expected" if children else f"no {name}/ folder"
+        log.warning("%s: %s; %s", root, what, without or "read without it")
     return found
 
 

@@ -36,7 +36,6 @@ given, else everything in ``test``.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections import Counter
@@ -48,8 +47,6 @@ from diffzoo.harness.data.adapters.generic import _TestSetDataset, add_authentic
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, option_path, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
-
-log = logging.getLogger(__name__)
 
 SPLICING, COPY_MOVE = "splicing", "copy_move"
 _TYPE_LETTER = {"D": SPLICING, "S": COPY_MOVE}
@@ -107,10 +104,8 @@ class _CasiaDataset(_TestSetDataset):
             raise DataError(f"{root}: no {what} image in {where} has a mask in {gt}")
         self.gt_root = gt
         self._edit_types = {sid: edit_type(img.name, img.parent.name) for sid, (img, _) in entries.items()}
-        au = child_dir(root, "Au")
-        if au is None:
-            log.warning("%s: no Au/ folder; the dataset holds tampered images only", root)
-        else:
+        au = child_dir(root, "Au", without="the dataset holds tampered images only")
+        if au is not None:
             add_authentic(entries, au)
         super().__init__(root, entries, name=name, split=split, val_fraction=val_fraction, split_seed=split_seed)
 

@@ -131,10 +131,10 @@ class _ClassicDataset(_TestSetDataset):
 # -- Columbia Uncompressed -----------------------------------------------------------------
 
 
-def _nested(root: Path, name: str) -> tuple[Path | None, Path | None]:
-    """``root/name`` and the folder holding its images: ``root/name/name`` when the
-    archive was unpacked into a folder of its own name, else ``root/name``."""
-    outer = child_dir(root, name)
+def _nested(root: Path, name: str, without: str | None = None) -> tuple[Path | None, Path | None]:
+    """``root/name`` (:func:`..base.child_dir`, ``without`` it) and the folder holding its images:
+    ``root/name/name`` when the archive was unpacked into a folder of its own name, else ``root/name``."""
+    outer = child_dir(root, name, without)
     if outer is None:
         return None, None
     inner = child_dir(outer, name)
@@ -194,13 +194,9 @@ class ColumbiaDataset(_ClassicDataset):
         report_unpaired(str(root), no_mask, f"spliced image(s) have no <stem>_edgemask mask in {edge}", skip_unpaired)
         log_unused(edge, [m.name for m in masks.values() if m not in paired], "edge mask(s) match no image")
         edit_types = dict.fromkeys(entries, SPLICING)
-        _, auth = _nested(root, "4cam_auth")
-        originals: Entries = {}
-        if auth is None:
-            log.warning("%s: no 4cam_auth/ folder; the dataset holds spliced images only", root)
-        else:
-            # image_files_in: directly in the folder, so an edgemask/ beside the authentic images is not read as one
-            originals = {f"4cam_auth/{p.name}": (p, None) for p in image_files_in(auth)}
+        _, auth = _nested(root, "4cam_auth", "the dataset holds spliced images only")
+        # image_files_in: directly in the folder, so an edgemask/ beside the authentic images is not read as one
+        originals: Entries = {f"4cam_auth/{p.name}": (p, None) for p in image_files_in(auth)} if auth else {}
         return root, entries, edit_types, originals
 
     def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:

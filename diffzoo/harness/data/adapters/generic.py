@@ -217,7 +217,7 @@ class TpGtDataset(_PairListDataset):
         skip_unpaired: bool = False,
     ) -> None:
         root = require_path(path, "TpGtDataset")
-        tp, gt, au = child_dir(root, "Tp"), child_dir(root, "Gt"), child_dir(root, "Au", optional=True)
+        tp, gt, au = child_dir(root, "Tp"), child_dir(root, "Gt"), child_dir(root, "Au", without="")
         if tp is None or gt is None:
             raise DataError(
                 f"{root}: expected subfolders Tp/ (images) and Gt/ (masks), Au/ optional"
