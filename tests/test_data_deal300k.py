@@ -209,3 +209,14 @@ def test_zips_with_windows_separators_give_the_same_ids_and_fingerprint(deal, tm
     assert str(err.value) == (f"{windows / 'val.zip'}: val/000000436603.jpg is stored twice, as "
                               "'val/000000436603.jpg' and 'val\\\\000000436603.jpg' (another folder separator or "
                               "Unicode form); keep one of them")
+
+
+def test_two_edits_of_one_name_are_refused_naming_both(deal, tmp_path):
+    """``x_qwen120.jpg`` beside ``x_qwen120.jpeg``: the first took the mask and the second "had no mask",
+    though it was the other that was named; which edit the mask is of is not ours to guess."""
+    folder = extract(deal, tmp_path / "f")
+    shutil.copy(folder / "train" / "000000000009_qwen120.jpg", folder / "train" / "000000000009_qwen120.jpeg")
+    with pytest.raises(DataError) as err:
+        Deal300kDataset(folder)
+    assert str(err.value) == (f"{folder}: two images for 000000000009_qwen120.png: train/000000000009_qwen120.jpeg "
+                              "and train/000000000009_qwen120.jpg")

@@ -22,7 +22,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.runlog import warn_once
@@ -64,8 +64,7 @@ def by_canonical_name(where: object, items: Iterable[tuple[str, T]]) -> dict[str
         "keep one of them"))
 
 
-def mask_once(where: object, entries: Mapping[str, tuple[Path, Path | None]],
-               shown: Callable[[Path], str]) -> set[Path]:
+def mask_once(where: object, entries: Mapping[str, tuple[Any, T | None]], shown: Callable[[T], str]) -> set[T]:
     """The masks of the (image, mask) ``entries``, each paired once: one that two of them share
     (``x.png`` and ``x.jpg`` beside one mask) is a DataError naming ``where``, the mask (``shown``)
     and both ids (:func:`keyed_once`): which image it is of is not ours to guess."""

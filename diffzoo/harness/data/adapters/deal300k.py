@@ -51,7 +51,7 @@ from diffzoo.harness.data.imageio import edited_region, read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers, open_zip, posix_names
 from diffzoo.harness.data.splits import SPLITS_FILE, native_splits, resolve_split_scheme
-from diffzoo.harness.data.walk import log_unused
+from diffzoo.harness.data.walk import log_unused, mask_once
 
 log = logging.getLogger(__name__)
 
@@ -185,14 +185,15 @@ class Deal300kDataset(SplitDataset):
                     if c[1] not in masks:
                         no_mask.append(sid)
                         continue
-                    self._masks[sid] = masks.pop(c[1])
+                    self._masks[sid] = masks[c[1]]
                     self._tags[sid] = c[2] or ""
                 self._images[sid] = (members, n)
                 native.setdefault(split, []).append(sid)
+        paired = mask_once(root, {sid: (None, ref) for sid, ref in self._masks.items()}, lambda ref: ref[1])
         report_unpaired(str(root), no_mask,
                         f"edited image(s) have no mask <cocoid>_qwen<ckpt>.png in "
                         f"{mask_path or 'label.zip / label/ (none found)'}", skip_unpaired)
-        log_unused(root, sorted(masks), "mask(s) match no edited image read")
+        log_unused(root, sorted(k for k, r in masks.items() if r not in paired), "mask(s) match no edited image read")
         if not self._images:
             raise DataError(f"{root}: no DEAL-300K images (<cocoid>.jpg, <cocoid>_qwen<ckpt>.jpg) found; {LAYOUT_HELP}")
         return {s: sorted(ids) for s, ids in native.items()}
