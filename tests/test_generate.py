@@ -31,7 +31,7 @@ from diffzoo.harness.core.errors import ConfigError, DataError, WeightsUnavailab
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import LabelSpace
 
-from helpers.cli import cli, one_line_exit_2
+from helpers.cli import cli, one_line, one_line_exit_2
 
 EDITORS = "sd2.tiny,sdxl.tiny,flux1.tiny"
 N = 6
@@ -673,7 +673,21 @@ def test_a_caption_that_is_no_text_is_named_never_read_as_its_spelling(tmp_path)
                                                     {"image_id": 2, "id": 7, "caption": caption}]}))
         with pytest.raises(DataError) as exc:
             load_captions(path)
-        assert str(exc.value) == f"{path}: not a COCO captions file (TypeError: annotation 7: caption {caption!r} is no text)"
+        assert str(exc.value) == f"{path}: not a COCO captions file: annotation 7's caption {caption!r} is no text"
+
+
+@pytest.mark.parametrize("data", [[], {"images": []}, {"annotations": {"1": "a cup"}}, {"annotations": [[]]},
+                                  {"annotations": [{"id": 1, "caption": "a cup"}]}, "not JSON"])
+def test_a_captions_file_of_another_shape_says_what_it_should_hold(capsys, tmp_path, data):
+    """A JSON list was "not a COCO captions file (TypeError: list indices must be integers or slices,
+    not str)": Python's words, never what the file should hold."""
+    path = tmp_path / "c.json"
+    path.write_text(data if data == "not JSON" else json.dumps(data))
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--ai-bases", "1",
+                       "--captions", path)
+    assert (code, one_line(err)) == (1, f'error: {path}: not a COCO captions file: expected a JSON object '
+                                        '{"annotations": [{"image_id": 1, "id": 1, "caption": "a dog on a sofa"}, ...]}')
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_captions_file_not_there_or_a_fifo_is_one_line_before_any_model(capsys, tmp_path):

@@ -131,12 +131,16 @@ def load_captions(path: Path, option: str = "") -> list[str]:
     try:
         anns = read_json(path)["annotations"]
         if bad := next((a for a in anns if isinstance(a, dict) and not isinstance(a.get("caption"), str)), None):
-            raise TypeError(f"annotation {bad.get('id')}: caption {bad.get('caption')!r} is no text")  # never 'None'
+            why = f"annotation {bad.get('id')}'s caption {bad.get('caption')!r} is no text"  # never 'None'
+            raise DataError(f"{path}: not a COCO captions file: {why}")
         rows = sorted((int(a["image_id"]), int(a["id"]), a["caption"].strip()) for a in anns)
-    except FileRefused:
+    except (FileRefused, DataError):
         raise
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DataError(f"{path}: not a COCO captions file ({type(exc).__name__}: {exc})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
+    except (ValueError, KeyError, TypeError):  # not JSON, or JSON of another shape: say what it should hold
+        raise DataError(f'{path}: not a COCO captions file: expected a JSON object {{"annotations": [{{"image_id": 1, '
+                        '"id": 1, "caption": "a dog on a sofa"}, ...]}') from None
     captions = [c for _, _, c in rows if c]
     if not captions:
         raise DataError(f"{path}: holds no captions")
