@@ -1152,6 +1152,36 @@ def test_open_vocab_weights_offline_name_what_to_download(capsys, tmp_path):
     assert code != 0 and err.count("error:") == 1 and "IDEA-Research/grounding-dino-base" in err
 
 
+def test_a_model_of_an_unreachable_hub_is_read_from_the_cache_only(monkeypatch):
+    """Without HF_HUB_OFFLINE and with no network, --vlm x hung for minutes: the hub library retried
+    each file the model reads.  One request that gets no answer makes the load read the cache only."""
+    import huggingface_hub
+
+    from diffzoo.generators.editors.diffusers_editor import from_hub
+
+    asked, loads = [], []
+
+    def no_answer(repo_id, **kwargs):
+        asked.append(repo_id)
+        raise ConnectionError("[Errno -2] Name or service not known")
+
+    class Model:
+        @classmethod
+        def from_pretrained(cls, model_id, local_files_only, **kwargs):
+            loads.append(local_files_only)
+            if not local_files_only:
+                raise AssertionError("the hub was asked for each file, retried")
+            raise OSError(f"{model_id} is not in the cache")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(huggingface_hub, "model_info", no_answer)
+    with pytest.raises(WeightsUnavailableError) as exc:
+        from_hub("vision-language model", "x", Model)
+    assert (asked, loads) == (["x"], [True])
+    assert str(exc.value).startswith("vision-language model: weights 'x' are not in the local cache and could not be "
+                                     "downloaded. Fetch them on a machine with network access, e.g. `hf download x`")
+
+
 def tiny_grounding_dino(tmp_path):
     """A random-weight Grounding DINO with a character WordPiece tokenizer (built offline)."""
     import torch

@@ -25,6 +25,7 @@ import inspect
 import logging
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -102,17 +103,36 @@ def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
                     **kwargs)
 
 
+def hub_unreachable(model_id: str) -> bool:
+    """Whether the hub gives no answer about ``model_id`` (no network, a timeout), asked once and never
+    retried: the hub library retries each file of a model it cannot reach for many seconds."""
+    import huggingface_hub
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if Path(model_id).is_dir():  # a local folder: no hub involved
+        return False
+    try:
+        huggingface_hub.model_info(model_id, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
+    except (HfHubHTTPError, ValueError):  # an answer (no such repository, a bad id): from_pretrained says which
+        return False
+    except Exception:  # the hub libraries' transport errors share no public base
+        return True
+    return False
+
+
 def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **kwargs: Any) -> Any:
     """``cls.from_pretrained(model_id, **kwargs)``, from the local cache only when offline
-    (``HF_HUB_OFFLINE``); missing or gated weights are a :class:`WeightsUnavailableError`
-    naming what to fetch (``also``: the further hub ids the model loads)."""
+    (``HF_HUB_OFFLINE``) or when the hub does not answer (:func:`hub_unreachable`); missing or gated
+    weights are a :class:`WeightsUnavailableError` naming what to fetch (``also``: the further hub
+    ids the model loads)."""
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
 
     try:
         with warnings.catch_warnings():
             # diffusers >= 0.42 and transformers prefer `dtype`; older releases know only `torch_dtype`
             warnings.filterwarnings("ignore", message=".*torch_dtype.*", category=FutureWarning)
-            return cls.from_pretrained(model_id, local_files_only=hub_offline(), **kwargs)
+            local = hub_offline() or hub_unreachable(model_id)
+            return cls.from_pretrained(model_id, local_files_only=local, **kwargs)
     except GatedRepoError as exc:
         raise WeightsUnavailableError(
             what, model_id, f"gated repository: accept its licence on the hub page and log in (`hf auth login`); {exc}",
