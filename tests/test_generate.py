@@ -663,6 +663,15 @@ def test_an_out_no_folder_can_be_made_in_is_one_line_before_any_model(capsys, tm
                     "point it at a writable folder")
 
 
+def test_one_editor_named_twice_is_refused(capsys, tmp_path):
+    """--editors sd2,sd2.inpaint (sd2 is its family's default card, sd2.inpaint) made two label classes
+    of one editor."""
+    for editors, card in (("sd2,sd2.inpaint", "sd2.inpaint"), ("sd2.tiny,sd2.tiny", "sd2.tiny")):
+        one_line_exit_2(*cli(capsys, "generate", "--out", tmp_path / "o", "--editors", editors, "--ai-bases", "1",
+                             "--n", "1"), f"--editors {editors} names {card} twice; keep one")
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_caption_that_is_no_text_is_named_never_read_as_its_spelling(tmp_path):
     """A null caption was the prompt 'None', a number or an object its Python spelling."""
     from diffzoo.generators.generate.coco import load_captions

@@ -40,6 +40,7 @@ from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, parse_turn_ratio, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, no_value
 from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, lock_open_file, read_json, sha256_file
+from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
 from diffzoo.harness.core.types import LabelSpace
@@ -120,13 +121,17 @@ class DatasetGenerator:
         check_usable_dir(out, "--out")  # one that cannot be made (a read-only place) stops here, not at the first write
         for folder in (IMAGE_DIR, f"{STATE_DIR}/{RECORDS}"):  # a file there fails each sample's write, after its edits
             check_usable_dir(out / folder, "--out")
+        self._injected = dict(editors or {})
+        # an unknown name fails now, with a did-you-mean; a bare family is its default card, so sd2 is sd2.inpaint
+        cards = [e if e in self._injected else get_registry().resolve("generator", e) for e in config.editors]
+        if twice := next((card for i, card in enumerate(cards) if card in cards[:i]), None):
+            raise ConfigError(f"--editors {','.join(config.editors)} names {twice} twice; keep one")
         self.config = config
         self.classes = class_names(config.editors)
         self.label_space = LabelSpace.from_editors(self.classes)
         self.schedule = Schedule(config.seed, self.classes, config.turns, config.ai_fraction)
         self.quality = QualityFilter(config.min_area, config.max_area, config.min_changed, scorer=scorer,
                                      min_score=config.min_score, tries=config.tries)
-        self._injected = dict(editors or {})
         self._built: dict[str, Generator] = {}
         self._regions, self._ai_regions, self._prompter = regions, ai_regions, prompter
         self._t2i, self._namer = t2i, namer
@@ -162,12 +167,8 @@ class DatasetGenerator:
         from diffzoo.generators.generate.bases import AIBases, RealBases, check_bases
         from diffzoo.generators.generate.prompts import TemplatePrompter
         from diffzoo.generators.generate.regions import MaskFolderRegions, RandomRegions, listing_digest
-        from diffzoo.harness.core.plugins import get_registry
 
         c = self.config
-        for spec in c.editors:  # unknown names fail now, with a did-you-mean, not after the first samples
-            if spec not in self._injected:
-                get_registry().get("generator", spec)
         loras = self._check_loras()
         kind = self.region_kind(c)
         if kind not in ("coco", "open-vocab", "random") and not kind.startswith("masks:"):
@@ -245,7 +246,6 @@ class DatasetGenerator:
     def _check_loras(self) -> list[dict[str, Any]] | None:
         """Each ``--lora`` checked (the editor is chosen and takes LoRAs, the file exists)."""
         from diffzoo.generators.editors.lora import with_lora
-        from diffzoo.harness.core.plugins import get_registry
 
         out = []
         for editor, path in self.config.loras:
