@@ -137,7 +137,7 @@ class DatasetGenerator:
         self._t2i, self._namer = t2i, namer
         self.store = SampleStore(config.out)
         self.device = "cpu"
-        self._held = contextlib.ExitStack()  # the --out lock, held by rank 0 until run() ends
+        self._held, self._locked = contextlib.ExitStack(), False  # the --out lock, held by rank 0 until run() ends
 
     @staticmethod
     def region_kind(config: GenerateConfig) -> str:
@@ -354,15 +354,24 @@ class DatasetGenerator:
         return base, edit_sample(base.image, sources, self._editor, self.label_space, self.quality)
 
     # -- the run -----------------------------------------------------------------------
+    def _lock(self) -> None:
+        """Rank 0: hold the lock of --out's run folder until run() ends, once the folder is there (no
+        refused run leaves one behind); another run holding it is refused."""
+        out = Path(self.config.out)
+        if self._locked or not (out / STATE_DIR).is_dir():
+            return
+        if not lock_open_file(self._held.enter_context(open(out / STATE_DIR / LOCK_FILE, "a")), wait=False):
+            raise ConfigError(f"{out} is being written by another diffzoo generate run; let it finish, or choose "
+                              "another --out")
+        self._locked = True
+
     def _prepare(self, settings: dict[str, Any], ids: Sequence[str]) -> list[str]:
         """Rank 0: check or start the output folder; the ids still to make."""
         from diffzoo.harness.records.fields import json_kind
 
         out = Path(self.config.out)
         (out / STATE_DIR).mkdir(parents=True, exist_ok=True)
-        if not lock_open_file(self._held.enter_context(open(out / STATE_DIR / LOCK_FILE, "a")), wait=False):
-            raise ConfigError(f"{out} is being written by another diffzoo generate run; let it finish, or choose "
-                              "another --out")
+        self._lock()
         path = out / STATE_DIR / CONFIG_FILE
         if path.is_file():
             try:
@@ -427,6 +436,7 @@ class DatasetGenerator:
         from diffzoo.harness.core.parallel import ordered_map, resolve_workers
 
         self.device = str(distributed.init(resolve_device(self.config.device)))
+        distributed.on_main(self._lock)  # a resumed run's folder: another run writing it is refused before setup
         settings = self._setup()
         ids = [f"{i:08d}" for i in range(self.config.n)]
         todo, error = None, None
