@@ -180,7 +180,7 @@ class DatasetGenerator:
             raise ConfigError(f"--regions {kind}: with --ai-bases 1 every base is generated, and {kind} names "
                               "regions of real images only; use random or open-vocab, or give real --bases")
         settings: dict[str, Any] = {"regions": kind}
-        self.real = self.ai = None
+        self.real = self.ai = index = None
         if c.ai_fraction < 1:
             if not c.bases:
                 raise ConfigError("--bases is needed unless --ai-bases is 1")
@@ -223,7 +223,7 @@ class DatasetGenerator:
             if self._ai_regions is None:
                 self._ai_regions = ((self._regions or self._open_vocab()) if kind == "open-vocab"
                                     else RandomRegions(c.min_area, c.max_area))
-            captions = self._captions()
+            captions = self._captions(index)
             self.ai = AIBases(self._text2image(), captions, c.seed, c.size)
             settings.update(t2i=self.ai.name, captions=len(captions) if captions else None)
         if self._prompter is None:
@@ -283,12 +283,13 @@ class DatasetGenerator:
                                 (im.height, im.width)))
         return refs, index
 
-    def _captions(self) -> list[str] | None:
+    def _captions(self, index: Any) -> list[str] | None:
+        """--captions, else the captions file beside the instances file of COCO bases (``index``)."""
         from diffzoo.generators.generate.coco import find_captions, load_captions
 
         path, option = self.config.captions, "--captions"
-        if path is None and (self.config.bases or "").startswith("coco:"):
-            path, option = find_captions(Path(self.config.bases.split(":", 2)[1])), ""
+        if path is None and index is not None:
+            path, option = find_captions(index.annotations), ""
         return load_captions(Path(path), option) if path is not None else None
 
     def _text2image(self) -> Any:
