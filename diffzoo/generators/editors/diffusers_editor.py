@@ -25,7 +25,6 @@ import inspect
 import logging
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -109,11 +108,9 @@ def hub_unreachable(model_id: str) -> bool:
     import huggingface_hub
     from huggingface_hub.errors import HfHubHTTPError
 
-    if Path(model_id).is_dir():  # a local folder: no hub involved
-        return False
     try:
         huggingface_hub.model_info(model_id, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
-    except (HfHubHTTPError, ValueError):  # an answer (no such repository, a bad id): from_pretrained says which
+    except (HfHubHTTPError, ValueError):  # an answer (no such repository), or no repository id (a local folder)
         return False
     except Exception:  # the hub libraries' transport errors share no public base
         return True
