@@ -5,13 +5,15 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.types import BINARY, EditRecord, SampleMeta
+from diffzoo.harness.core.outputs import pixel_tensors
+from diffzoo.harness.core.types import BINARY, DetectionOutput, EditRecord, SampleMeta
 from diffzoo.harness.metrics import EvalState
 from diffzoo.harness.metrics.image_level import RankedScores
 from diffzoo.harness.metrics.parity import parity_metrics
-from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index
+from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index, prob_histograms
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult
 from diffzoo.harness.run.request import RunRequest
@@ -61,9 +63,21 @@ def test_best_f1_equals_brute_force_over_bin_edges(seed):
         tp, fp, fn = np.sum(pred & (gt == 1)), np.sum(pred & (gt == 0)), np.sum(~pred & (gt == 1))
         best = max(best, 2 * tp / (2 * tp + fp + fn))
     assert f1 == pytest.approx(best, abs=1e-12)
-    pred = prob >= t
+    pred = prob.astype(np.float32) > t  # the rule pixel_tensors applies, to float32 probabilities
     tp, fp, fn = np.sum(pred & (gt == 1)), np.sum(pred & (gt == 0)), np.sum(~pred & (gt == 1))
     assert 2 * tp / (2 * tp + fp + fn) == pytest.approx(f1, abs=1e-12)
+
+
+def test_the_calibrated_pixel_threshold_applied_reaches_the_f1_it_was_chosen_for():
+    """best_f1 chose "probability >= t" and pixel_tensors applied "> t": with saturated logits (probability
+    exactly 0.0) the best rule, every pixel edited (t = 0), called only the pixel at 1.0 edited (F1 0.5, not 6/7)."""
+    gt = np.array([1, 1, 1, 0])
+    logits = torch.tensor([-200.0, -200.0, 200.0, -200.0]).reshape(1, 1, 1, 4)
+    _, prob, _ = pixel_tensors(FakeDetector(), DetectionOutput(mask_logits=logits), 0.5, (1, 4))
+    f1, t = best_f1(*prob_histograms(gt, prob[0, 0].numpy(), 1024))
+    pred, _, _ = pixel_tensors(FakeDetector(), DetectionOutput(mask_logits=logits), t, (1, 4))
+    tp, fp = int((pred[0, 0].numpy() & gt).sum()), int((pred[0, 0].numpy() & (1 - gt)).sum())
+    assert (f1, 2 * tp / (tp + fp + gt.sum())) == (6 / 7, 6 / 7)
 
 
 def test_best_f1_without_edited_pixels_is_nan():

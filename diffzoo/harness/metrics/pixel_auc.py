@@ -62,8 +62,10 @@ def histogram_auc(pos_hist: np.ndarray, neg_hist: np.ndarray) -> float:
 def best_f1(pos_hist: np.ndarray, neg_hist: np.ndarray) -> tuple[float, float]:
     """(highest pixel F1 over the histogram's bin edges, its threshold t).
 
-    Pixels in bins >= b are called edited, i.e. probability >= t = b / bins.
-    This is the "oracle" F1 when the histograms are the test split's (docs/metrics.md:
+    Pixels in bins >= b are called edited, i.e. probability >= b / bins: for the
+    float32 probabilities that the pixel rule "probability > t" compares
+    (``core/outputs.py``), t is the float32 just below b / bins.  This is the
+    "oracle" F1 when the histograms are the test split's (docs/metrics.md:
     reported only as a separately named column) and a calibrated threshold
     when they are a validation split's.  NaN without edited pixels.
     """
@@ -76,4 +78,4 @@ def best_f1(pos_hist: np.ndarray, neg_hist: np.ndarray) -> tuple[float, float]:
     fp = np.cumsum(neg[::-1])[::-1]
     f1 = 2 * tp / np.maximum(2 * tp + fp + (n_pos - tp), 1e-300)
     b = int(np.argmax(f1))
-    return float(f1[b]), b / pos.size
+    return float(f1[b]), float(np.nextafter(np.float32(b / pos.size), np.float32(-1)))
