@@ -199,6 +199,24 @@ def test_calibrating_reads_the_class_counts_without_computing_every_metric(caplo
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
 
 
+@pytest.mark.parametrize("fill, keep", [(0, {"000", "001", "002"}), (1, {"000", "001", "003"})])
+def test_a_calibrated_area_rule_calling_every_image_one_way_is_applied_that_way(fill, keep):
+    """A detector predicting no pixel (fill 0) on a split of more edited images: the best rule, every image
+    edited, was a threshold below 0 clamped to 0, so "area > 0" called every image authentic; one predicting
+    every pixel (fill 1) on more authentic images: the threshold 1 was clamped to 0.999999 (every image edited)."""
+    def state(area=0.01):
+        made = EvalState(BINARY, "binary", area_threshold=area)
+        for meta, gt, _ in samples(4):
+            if meta.id in keep:
+                made.update(meta, gt, np.full_like(gt, fill), None)
+        return made
+
+    out = calibrate(FakeDetector(), "calib", lambda thresholds: EvalResult({"binary": state()}))
+    assert state(out.area).compute()["img_Acc"] == state().compute()["img_Acc_oracle"] == 2 / 3
+    with pytest.raises(ConfigError, match=r"^area_threshold must be a number up to 1, got 1.5$"):
+        state(1.5)
+
+
 @pytest.mark.parametrize("keep, lacking, held", [
     ({f"{i:03d}" for i in range(0, 12, 3)}, "edited", "4 authentic"),
     ({f"{i:03d}" for i in range(12) if i % 3}, "authentic", "8 edited"),

@@ -101,8 +101,8 @@ class EvalState:
         names = BINARY.names if task == "binary" else label_space.names
         if len(names) < 2:
             raise ConfigError(f"label space {list(names)} has no editor class to evaluate")
-        if not (isinstance(area_threshold, (int, float)) and 0 <= area_threshold < 1):
-            raise ConfigError(f"area_threshold must be in [0, 1), got {area_threshold!r}")
+        if not (isinstance(area_threshold, (int, float)) and -math.inf < area_threshold <= 1):
+            raise ConfigError(f"area_threshold must be a number up to 1, got {area_threshold!r}")
         if not (isinstance(score_threshold, (int, float)) and math.isfinite(score_threshold)):
             raise ConfigError(f"score_threshold must be a finite number, got {score_threshold!r}")
         if isinstance(auc_bins, bool) or not isinstance(auc_bins, int) or auc_bins < 1:

@@ -82,10 +82,8 @@ def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalRe
         result = run(thresholds)  # the image rule reads areas made with the pixel threshold
     state = result.states[StateKey.BINARY]
     image = state.best_thresholds()["image"]
-    if image is not None and state.image_score_source == DETECTOR:
-        thresholds = replace(thresholds, score=image)
-    elif image is not None:
-        thresholds = replace(thresholds, area=min(max(image, 0.0), 0.999999))
+    if image is not None:  # below 0 or at 1 where every image or none is best called edited
+        thresholds = replace(thresholds, **{"score" if state.image_score_source == DETECTOR else "area": image})
     own = result.states.get(StateKey.OWN_SCORE)  # pixels and the detector's own score: both image rules
     if own is not None and own.best_thresholds()["image"] is not None:
         thresholds = replace(thresholds, score=own.best_thresholds()["image"])
