@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -12,6 +13,8 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from diffzoo.harness.core.errors import ConfigError, DataError, RecordError
 from diffzoo.harness.core.types import BINARY, EditRecord, LabelSpace, SampleMeta
 from diffzoo.harness.metrics import METRICS_VERSION, EvalState, per_class_bf1
+from diffzoo.harness.records.check import StateSource
+from diffzoo.harness.records.model import StateRef
 
 pytestmark = pytest.mark.usefixtures("metric_reduce_path")  # every test on both metric paths
 
@@ -261,6 +264,27 @@ def test_a_state_whose_auc_bins_its_histograms_do_not_have_is_refused_before_any
     d["auc_bins"] = 10**12
     with pytest.raises(RecordError, match="^metric state: pixel-AUC histograms have the wrong length$"):
         EvalState.from_state_dict(d)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: [d], "metric state must be an object, got list"),
+    (lambda d: {k: v for k, v in d.items() if k != "rows"}, "metric state is malformed: field rows is missing"),
+    (lambda d: {**d, "prob_images": "3"}, "metric state is malformed: field prob_images must be a count, got '3'"),
+    (lambda d: {**d, "prob_images": 2.5}, "metric state is malformed: field prob_images must be a count, got 2.5"),
+    (lambda d: {**d, "score_source": "logit"},
+     "metric state is malformed: field score_source must be detector, edited_area or null, got 'logit'"),
+])
+def test_a_malformed_state_is_a_record_error_naming_the_field(change, message):
+    """These were a KeyError, an AttributeError and a ValueError out of the loader (or no error at all: prob_images
+    2.5 read as 2, an unknown score source loaded), each caught by `leaderboard verify` in a list of Python errors."""
+    blob = json.dumps(change(EvalState(SPACE, "semantic").state_dict())).encode()
+    ref = StateRef("states/x.json", hashlib.sha256(blob).hexdigest())
+    with pytest.raises(RecordError) as error:
+        EvalState.from_state_dict(json.loads(blob))
+    assert str(error.value) == message
+    with pytest.raises(RecordError) as error:
+        StateSource(attachments={ref.file: blob}).load(ref)
+    assert str(error.value) == f"state file states/x.json is not a metric state this diffzoo reads: {message}"
 
 
 def test_merge_and_load_errors():

@@ -46,6 +46,7 @@ from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index, check_prob_map
 from diffzoo.harness.metrics.reduce import DIGEST_BINS, Reduced, reduce_numpy  # noqa: F401  (DIGEST_BINS: the digest's)
 from diffzoo.harness.metrics.rows import ImageRows
 from diffzoo.harness.metrics.slices import slice_masks
+from diffzoo.harness.metrics.verdict import SOURCES
 
 logger = logging.getLogger(__name__)
 
@@ -265,12 +266,22 @@ class EvalState:
 
     @classmethod
     def from_state_dict(cls, d: dict[str, Any]) -> EvalState:
-        """Rebuild a state written by :meth:`state_dict`."""
+        """Rebuild a state written by :meth:`state_dict`; a RecordError naming the field it cannot read."""
+        if not isinstance(d, dict):
+            raise RecordError(f"metric state must be an object, got {type(d).__name__}")
         if (version := d.get("metrics_version")) != METRICS_VERSION:
             raise RecordError(
                 f"metric state has metrics version {version!r}, this diffzoo computes "
                 f"version {METRICS_VERSION!r}; re-run the evaluation"
             )
+        if missing := [key for key in cls(BINARY, "binary").state_dict() if key not in d and key != "binding"]:
+            raise RecordError(f"metric state is malformed: field {missing[0]} is missing")
+        prob_images, source = d["prob_images"], d["score_source"]
+        if isinstance(prob_images, bool) or not isinstance(prob_images, int) or prob_images < 0:
+            raise RecordError(f"metric state is malformed: field prob_images must be a count, got {prob_images!r}")
+        if source not in (None, *SOURCES):
+            raise RecordError(f"metric state is malformed: field score_source must be {', '.join(SOURCES)} or null, "
+                              f"got {source!r}")
         try:
             pos = np.asarray(d["pos_hist"], dtype=np.float64)
             neg = np.asarray(d["neg_hist"], dtype=np.float64)
@@ -278,11 +289,10 @@ class EvalState:
                 raise RecordError("metric state: pixel-AUC histograms have the wrong length")
             state = cls(LabelSpace.from_dict(d["label_space"]), d["task"], d["area_threshold"],
                         d["score_threshold"], d["auc_bins"], tuple(d["top_k"]))
-            state._hist = np.stack([pos, neg])
-            state._prob_images = int(d["prob_images"])
-            state._score_source = d["score_source"]
-        except (KeyError, TypeError) as exc:
-            raise RecordError(f"metric state is malformed: missing or bad field {exc}") from exc
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise RecordError(f"metric state is malformed: {exc}") from exc
+        state._hist = np.stack([pos, neg])
+        state._prob_images, state._score_source = prob_images, source
         cfg = state.config
         state._rows = ImageRows.from_dict(d["rows"], cfg.num_classes, len(cfg.top_k))
         state._ids = set(state._rows.ids)
