@@ -279,12 +279,13 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
 def _stated(body: RecordBody, given: dict[str, Any]) -> dict[str, Any]:
     """The fields of a stored request (``given``, :meth:`RunRequest.to_dict`) that the record
     ``body`` also states, by the record's value: the released weights (None: none), the seed, the
-    training options the request gives, the threshold policy of a model that has one (a semantic
-    model is never calibrated), its calibration split, strict and the bootstrap resamples."""
+    training options the request gives (None: the record's run gave none), the threshold policy of a
+    model that has one (a semantic model is never calibrated), its calibration split, strict and the
+    bootstrap resamples."""
     config, policy, release = body.config, body.policy, body.detector.release_name
     stated = {"detector": body.detector.name, "seed": body.seed, "weights": release and f"released:{release}"}
     overrides = config.get("overrides") or {}  # the dataset's own are there too: only a given option is compared
-    stated.update({k: overrides[k] for k in (*TRAIN_FIELDS, "pretrained") if k in overrides and given[k] is not None})
+    stated.update({k: overrides.get(k) for k in (*TRAIN_FIELDS, "pretrained") if given[k] is not None})
     found = {"thresholds": policy.mode if body.detector.task != Task.SEMANTIC else None,
              "calibration_split": calibrated_split(policy.source) if policy.mode == "calibrated" else None,
              "strict": config.get("strict"), "bootstrap": (config.get("bootstrap") or {}).get("resamples")}

@@ -177,7 +177,7 @@ def test_a_record_that_cannot_be_made_again_here_is_one_line_before_any_work(cap
 
     suite = get_registry().get("suite", "standard").load()
     nowhere = tmp_path / "nowhere"
-    current = make_record("segformer.tiny", suite_version=suite.version,
+    current = make_record("segformer.tiny", suite_version=suite.version, config={"overrides": {"recipe": "native"}},
                           request={"detector": "segformer.tiny", "dataset": str(nowhere)})
     with pytest.raises(ConfigError, match=f"^record {current.id}'s run read --dataset {nowhere}, not found"):
         reproduce(current, tmp_path / "out")  # a record this diffzoo can make again: its data is asked for
@@ -209,6 +209,7 @@ CALIBRATED = {"mode": "calibrated", "source": "calibrated on calib (10 images)",
 
 @pytest.mark.parametrize("edit, said", [
     ({"iterations": 30}, "iterations 30 (the record's: 3)"),
+    ({"batch_size": 4}, "batch_size 4 (the record's: None)"),  # an option the record's overrides do not give
     ({"pretrained": True}, "pretrained True (the record's: False)"),
     ({"recipe": "paper", "bootstrap": 100}, "recipe 'paper' (the record's: 'native'), bootstrap 100 (the record's: 0)"),
     ({"thresholds": "fixed", "calibration_split": "calib"}, "thresholds 'fixed' (the record's: 'calibrated')"),
@@ -250,7 +251,7 @@ def test_fields_a_record_does_not_state_are_not_compared(tmp_path):
     from helpers.records import make_record
 
     nowhere = tmp_path / "nowhere"
-    record = make_record("segformer.tiny", task="semantic", config={"overrides": {"iterations": 3}},
+    record = make_record("segformer.tiny", task="semantic", config={"overrides": {"iterations": 3, "recipe": "native"}},
                          suite_version=get_registry().get("suite", "standard").load().version,
                          request={"detector": "segformer.tiny", "dataset": str(nowhere), "thresholds": "calibrated"})
     with pytest.raises(ConfigError, match=f"^record {record.id}'s run read --dataset {nowhere}, not found"):
@@ -273,7 +274,7 @@ def test_a_training_option_edited_to_null_is_named_unless_the_dataset_gives_the_
     def stop(_):
         raise Planned
 
-    record = make_record("segformer.tiny", config={"overrides": {"iterations": recorded}},
+    record = make_record("segformer.tiny", config={"overrides": {"iterations": recorded, "recipe": "native"}},
                          suite_version=get_registry().get("suite", "standard").load().version,
                          request={"detector": "segformer.tiny", "dataset": "mini", "iterations": None,
                                   "device": "cpu"})
