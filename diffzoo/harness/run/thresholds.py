@@ -80,14 +80,12 @@ def calibrate(detector: Detector, split: str, run: Callable[[Thresholds], EvalRe
     if pixel is not None and pixel != fixed.pixel:
         thresholds = replace(fixed, pixel=pixel)
         result = run(thresholds)  # the image rule reads areas made with the pixel threshold
-    state = result.states[StateKey.BINARY]
-    image = state.best_thresholds()["image"]
-    if image is not None:  # below 0 or at 1 where every image or none is best called edited
-        thresholds = replace(thresholds, **{"score" if state.image_score_source == DETECTOR else "area": image})
-    own = result.states.get(StateKey.OWN_SCORE)  # pixels and the detector's own score: both image rules
-    if own is not None and own.best_thresholds()["image"] is not None:
-        thresholds = replace(thresholds, score=own.best_thresholds()["image"])
-    return replace(thresholds, source=f"calibrated on {split} ({state.num_images} images)")
+    # pixels and the detector's own score: both image rules; a threshold below 0 or at 1 (every image or none
+    # best called edited) is applied as chosen
+    for state in (result.states[StateKey.BINARY], result.states.get(StateKey.OWN_SCORE)):
+        if state is not None and (image := state.best_thresholds()["image"]) is not None:
+            thresholds = replace(thresholds, **{"score" if state.image_score_source == DETECTOR else "area": image})
+    return replace(thresholds, source=f"calibrated on {split} ({counts['num_images']} images)")
 
 
 def calibrated_split(source: str) -> str | None:
