@@ -273,6 +273,7 @@ def test_a_state_whose_auc_bins_its_histograms_do_not_have_is_refused_before_any
     (lambda d: {**d, "prob_images": 2.5}, "metric state is malformed: field prob_images must be a count, got 2.5"),
     (lambda d: {**d, "score_source": "logit"},
      "metric state is malformed: field score_source must be detector, edited_area or null, got 'logit'"),
+    (lambda d: {**d, "binding": [1]}, "metric state is malformed: field binding must be an object, got [1]"),
 ])
 def test_a_malformed_state_is_a_record_error_naming_the_field(change, message):
     """These were a KeyError, an AttributeError and a ValueError out of the loader (or no error at all: prob_images

@@ -46,7 +46,7 @@ from diffzoo.harness.metrics.pixel_auc import best_f1, bin_index, check_prob_map
 from diffzoo.harness.metrics.reduce import DIGEST_BINS, Reduced, reduce_numpy  # noqa: F401  (DIGEST_BINS: the digest's)
 from diffzoo.harness.metrics.rows import ImageRows
 from diffzoo.harness.metrics.slices import slice_masks
-from diffzoo.harness.metrics.verdict import SOURCES
+from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, SOURCES
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class EvalState:
     @property
     def image_score_source(self) -> str:
         """``detector`` if image scores were given, else ``edited_area``."""
-        return self._score_source or "edited_area"
+        return self._score_source or EDITED_AREA
 
     @property
     def metric_names(self) -> list[str]:
@@ -178,7 +178,7 @@ class EvalState:
         has_pred = counts.conf is not None
         if not has_pred and image_score is None:
             raise DataError(f"{where}: a detector output needs a label map or an image score")
-        source = "detector" if image_score is not None else "edited_area"
+        source = DETECTOR if image_score is not None else EDITED_AREA
         if self._score_source not in (None, source):
             raise DataError(
                 f"{where}: image score source {source!r} differs from earlier images "
@@ -276,12 +276,12 @@ class EvalState:
             )
         if missing := [key for key in cls(BINARY, "binary").state_dict() if key not in d and key != "binding"]:
             raise RecordError(f"metric state is malformed: field {missing[0]} is missing")
-        prob_images, source = d["prob_images"], d["score_source"]
-        if isinstance(prob_images, bool) or not isinstance(prob_images, int) or prob_images < 0:
-            raise RecordError(f"metric state is malformed: field prob_images must be a count, got {prob_images!r}")
-        if source not in (None, *SOURCES):
-            raise RecordError(f"metric state is malformed: field score_source must be {', '.join(SOURCES)} or null, "
-                              f"got {source!r}")
+        count, source, binding = d["prob_images"], d["score_source"], d.get("binding")
+        for key, ok, want in (("prob_images", type(count) is int and count >= 0, "a count"),
+                              ("score_source", source in (None, *SOURCES), f"{', '.join(SOURCES)} or null"),
+                              ("binding", binding is None or isinstance(binding, dict), "an object")):
+            if not ok:
+                raise RecordError(f"metric state is malformed: field {key} must be {want}, got {d[key]!r}")
         try:
             pos = np.asarray(d["pos_hist"], dtype=np.float64)
             neg = np.asarray(d["neg_hist"], dtype=np.float64)
@@ -292,14 +292,10 @@ class EvalState:
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise RecordError(f"metric state is malformed: {exc}") from exc
         state._hist = np.stack([pos, neg])
-        state._prob_images, state._score_source = prob_images, source
+        state._prob_images, state._score_source, state.binding = count, source, binding
         cfg = state.config
         state._rows = ImageRows.from_dict(d["rows"], cfg.num_classes, len(cfg.top_k))
         state._ids = set(state._rows.ids)
-        binding = d.get("binding")
-        if binding is not None and not isinstance(binding, dict):
-            raise RecordError("metric state is malformed: its binding is not an object")
-        state.binding = binding
         return state
 
     # -- results ----------------------------------------------------------------
