@@ -55,17 +55,6 @@ class MetricConfig:
         return ImageRule(self.area_threshold, self.score_threshold)
 
 
-def metric_keys(cfg: MetricConfig) -> list[str]:
-    """The keys of ``compute()``, in order."""
-    return [
-        "aAcc", "mAcc", "mIoU", *(f"IoU.{n}" for n in cfg.names),
-        "precision", "recall", "F1", "pixel_AUC", "F1_oracle", "bF1", "bF1_image_mean",
-        "gIoU", "cIoU", "FPR_authentic", "F1_benco", "IoU_benco",
-        "img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC", "img_Acc_oracle",
-        *(f"top{k}" for k in cfg.top_k), *COUNT_METRICS,
-    ]
-
-
 def _wmean(w: np.ndarray, values: np.ndarray, mask: np.ndarray) -> float:
     """Weighted mean of ``values`` over ``mask``; NaN if no weight there."""
     wm = w[mask]
@@ -158,5 +147,5 @@ class Aggregator:
 
     def counts(self, w: np.ndarray) -> dict[str, int]:
         """The images, edited and authentic ones (:data:`.catalog.COUNT_METRICS`), image i weighted by ``w[i]``."""
-        return {"num_images": int(round(w.sum())), "num_edited": int(round(w[self.edited].sum())),
-                "num_authentic": int(round(w[self.authentic].sum()))}
+        parts = (w, w[self.edited], w[self.authentic])
+        return {name: int(round(part.sum())) for name, part in zip(COUNT_METRICS, parts, strict=True)}

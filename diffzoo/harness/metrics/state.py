@@ -36,7 +36,7 @@ import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, DataError, RecordError
 from diffzoo.harness.core.types import BINARY, LabelSpace, SampleMeta, StateKey
-from diffzoo.harness.metrics.aggregate import Aggregator, MetricConfig, metric_keys
+from diffzoo.harness.metrics.aggregate import Aggregator, MetricConfig
 from diffzoo.harness.metrics.attribution import editor_ranking, editor_scores, topk_hits
 from diffzoo.harness.metrics.bootstrap import bootstrap_ci
 from diffzoo.harness.metrics.boundaries import bf1_of_counts
@@ -146,7 +146,7 @@ class EvalState:
     @property
     def metric_names(self) -> list[str]:
         """The keys of :meth:`compute`, in order."""
-        return metric_keys(self.config)
+        return list(self._aggregator().summarize())
 
     # -- accumulation -----------------------------------------------------------
 
