@@ -135,7 +135,7 @@ class ImageRows:
             rows.n = n
             for name, kind in _TEXT_COLUMNS.items():  # states written before digests have none
                 setattr(rows, name, [kind(v) for v in (d.get(name, [""] * n) if name == "digests" else d[name])])
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:  # OverflowError: past a column's integer type
             raise RecordError(f"metric state: per-image rows are malformed ({exc})") from exc
         if any(len(getattr(rows, name)) != n for name in _TEXT_COLUMNS):
             raise RecordError("metric state: per-image rows have inconsistent lengths")

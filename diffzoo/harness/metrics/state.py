@@ -289,7 +289,7 @@ class EvalState:
                 raise RecordError("metric state: pixel-AUC histograms have the wrong length")
             state = cls(LabelSpace.from_dict(d["label_space"]), d["task"], d["area_threshold"],
                         d["score_threshold"], d["auc_bins"], tuple(d["top_k"]))
-        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError, ConfigError) as exc:
             raise RecordError(f"metric state is malformed: {exc}") from exc
         state._hist = np.stack([pos, neg])
         state._prob_images, state._score_source, state.binding = count, source, binding
