@@ -701,6 +701,21 @@ def test_a_captions_file_of_another_shape_says_what_it_should_hold(capsys, tmp_p
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("data", [[], {"images": 1}, "not JSON"])
+def test_a_coco_instances_file_of_another_shape_says_what_it_should_hold(capsys, tmp_path, data):
+    """A JSON list was "not a COCO instances file (AssertionError: annotation file format <class 'list'>
+    not supported)": pycocotools' words, never what the file should hold."""
+    path, images = tmp_path / "i.json", tmp_path / "imgs"
+    path.write_text(data if data == "not JSON" else json.dumps(data))
+    images.mkdir()
+    code, _, err = cli(capsys, "generate", "--out", tmp_path / "o", "--editors", "sd2.tiny", "--ai-bases", "0",
+                       "--bases", f"coco:{path}:{images}")
+    assert (code, one_line(err)) == (1, f'error: {path}: not a COCO instances file: expected a JSON object '
+                                        '{"images": [...], "annotations": [...], "categories": [...]} '
+                                        '(instances_train2017.json)')
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_captions_file_not_there_or_a_fifo_is_one_line_before_any_model(capsys, tmp_path):
     """--captions FIFO blocked the read for ever; a file not there was "not a COCO captions file
     (FileNotFoundError: ...)", exit 1."""

@@ -58,8 +58,9 @@ class CocoIndex:
         with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress
             try:
                 self.coco = COCO(str(annotations))
-            except (ValueError, KeyError, TypeError, AssertionError) as exc:
-                raise DataError(f"{annotations}: not a COCO instances file ({type(exc).__name__}: {exc})") from None
+            except (ValueError, KeyError, TypeError, AssertionError):  # not JSON, or JSON of another shape
+                raise DataError(f'{annotations}: not a COCO instances file: expected a JSON object {{"images": [...], '
+                                '"annotations": [...], "categories": [...]} (instances_train2017.json)') from None
         self.categories = {c["id"]: c["name"] for c in self.coco.dataset.get("categories", [])}
 
     def image(self, image_id: int) -> CocoImage:
