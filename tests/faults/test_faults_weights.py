@@ -295,6 +295,28 @@ def test_a_checkpoint_of_a_model_whose_build_reads_weight_files_still_needs_them
     assert code == 1 and "weights 'noiseprint.pth and mit_b2.pth' are missing" in one_line(err), out + err
 
 
+def test_no_pretrained_still_looks_for_the_files_a_build_always_reads(capsys, offline_empty_hub, tmp_path):
+    """TruFor's constructor reads noiseprint.pth and mit_b2.pth whatever --pretrained says: with --no-pretrained
+    the plan still looks for them, and its refusal does not offer --no-pretrained."""
+    from helpers.cli import one_line
+
+    plan = ["run", "--detector", "benco.trufor", "--suite", "standard", "--device", "cpu", "--plan",
+            "--out", tmp_path / "out"]
+    placed = Path(os.environ["DIFFZOO_CACHE"]) / "weights" / "benco"
+    for option in ("--no-pretrained", "--pretrained"):
+        code, out, err = cli(capsys, *plan, option)
+        assert code == 1 and one_line(err).startswith(
+            f"error: detector benco.trufor: weights 'noiseprint.pth and mit_b2.pth' are missing (diffzoo downloads "
+            f"none): put noiseprint.pth at {placed / 'noiseprint.pth'} (the card's recipe"), out + err
+        assert one_line(err).endswith(" (its build reads them even with --no-pretrained)"), err
+    placed.mkdir(parents=True)
+    for name in ("noiseprint.pth", "mit_b2.pth"):
+        (placed / name).write_bytes(b"")  # looked for, never read by a plan
+    code, out, err = cli(capsys, *plan, "--no-pretrained")
+    said = f"trained now, weights it always reads noiseprint.pth (in {placed / 'noiseprint.pth'}), mit_b2.pth (in "
+    assert code == 0 and said in " ".join(out.split()), out + err
+
+
 def test_the_plan_names_weights_of_a_form_it_does_not_know_without_looking_for_them(offline_empty_hub):
     from diffzoo.harness.models.weights import pretrained_place
 

@@ -450,15 +450,17 @@ _TORCHVISION = re.compile(r"(?:torchvision )?(\w+_Weights\.\w+)")
 _FILE_NAME = re.compile(r"[\w.-]+\.(?:pth|pt|bin|safetensors|tar|ckpt)")
 
 
-def pretrained_place(card: DetectorCard) -> str:
+def pretrained_place(card: DetectorCard, pretrained: bool = True, always: Sequence[str] = ()) -> str:
     """Where ``card``'s pretrained weights come from and whether they are here, as a plan says it:
     a file or hub cache folder looked for, nothing read or downloaded.  ``card.weights`` (sources
     joined by `` + ``) is read as a URL or a torchvision weights name (the torch hub cache), a hub
     repository (the hub cache) or a file name (put by hand, :func:`placed_weights`); weights not
     here that will not be downloaded (offline, or put by hand) are the WeightsUnavailableError
-    building the detector would raise, before any work."""
+    building the detector would raise, before any work.  ``always``: the sources building reads
+    whatever ``pretrained`` says, the only ones looked for without it ("" when none), which
+    --no-pretrained does not spare."""
     said, missing = [], []
-    for source in card.check_pretrained(True).split(" + "):
+    for source in card.check_pretrained(True).split(" + ") if pretrained else always:
         found = _local(card, source)
         if found is None:  # a form read by its family's own code alone
             said.append(source)
@@ -473,9 +475,11 @@ def pretrained_place(card: DetectorCard) -> str:
     if missing:  # every file to fetch in one line
         hub = [source for source, fetch, _ in missing if fetch is None]
         how = [fetch for _, fetch, _ in missing if fetch] + ([hub_fetch(*hub)] if hub else [])
-        raise WeightsUnavailableError(f"detector {card.name}", " and ".join(m[0] for m in missing), NO_PRETRAINED,
+        spared = not {m[0] for m in missing} & set(always)
+        raise WeightsUnavailableError(f"detector {card.name}", " and ".join(m[0] for m in missing),
+                                      NO_PRETRAINED if spared else "its build reads them even with --no-pretrained",
                                       fetch="; ".join(how), downloaded=all(m[2] for m in missing))
-    return "pretrained weights " + ", ".join(said)
+    return ("pretrained weights " if pretrained else "weights it always reads ") + ", ".join(said) if said else ""
 
 
 def _local(card: DetectorCard, source: str) -> tuple[Path, str | None, bool] | None:

@@ -134,7 +134,9 @@ class ModelSource:
             paths = release_paths(self.entry.card, self.release, self.checkpoints) or self.checkpoints
             return f"released weights {self.release.name} ({', '.join(map(str, paths))}), zero-shot"
         def weights(loading: bool = False) -> str:
-            return f", {pretrained_place(self.entry.card)}" if self._pretrained(job, loading) else ""
+            always = getattr(self.entry.load(), "weights_read_always", lambda card: ())(self.entry.card)
+            place = pretrained_place(self.entry.card, self._pretrained(job, loading), always)
+            return f", {place}" if place else ""
 
         given = self.given_checkpoint(job)
         if given is not None:

@@ -262,6 +262,12 @@ class BencoDetector(TorchDetector):
     model: BencoNet
     whole_checkpoint = False  # its constructor reads weight files whatever pretrained says: the plan looks for them
 
+    @staticmethod
+    def weights_read_always(card: DetectorCard) -> tuple[str, ...]:
+        """Its required files; MVSS-Net's ResNet-50 is kept from its constructor for random weights."""
+        spec = SPEC[card.arch["benco"]]
+        return tuple(w.url or w.name for w in spec.weights if w.required and spec.key != "mvss-net")
+
     def __init__(self, build: DetectorBuild) -> None:
         super().__init__(build)
         card = self.card
