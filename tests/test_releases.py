@@ -404,6 +404,25 @@ def test_a_release_file_holding_numpy_scalars_loads(capsys, tmp_path, numpy_1):
     assert records(tmp_path / "out")[0]["detector"]["release"]["name"] == RELEASE
 
 
+@pytest.mark.parametrize("saved_on", ["posix", "windows"])
+def test_a_release_file_whose_saved_args_hold_paths_loads(capsys, tmp_path, saved_on):
+    """An authors' script that kept its arguments' paths as pathlib objects, saved on Linux or on Windows
+    (a WindowsPath, which cannot be built here, is read as the PureWindowsPath it is)."""
+    import argparse
+    from pathlib import PurePosixPath, PureWindowsPath
+
+    args = argparse.Namespace(data=Path("/data/casia"), out=PurePosixPath("/runs"), log=PureWindowsPath("C:/runs"))
+    path = released(tmp_path / "dl", args=args)
+    if saved_on == "windows":  # as Windows pickles a Path: the legacy format, whose pickle may be rewritten in place
+        torch.save(torch.load(path, weights_only=False), path, _use_new_zipfile_serialization=False)
+        path.write_bytes(path.read_bytes().replace(b"pathlib\nPureWindowsPath\n", b"pathlib\nWindowsPath\n"))
+        assert b"pathlib\nWindowsPath\n" in path.read_bytes()
+    code, _, stderr = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--no-train",
+                          "--out", tmp_path / "out")
+    assert code == 0, stderr
+    assert records(tmp_path / "out")[0]["detector"]["release"]["name"] == RELEASE
+
+
 def test_a_release_file_with_tied_tensors_loads_as_its_values(capsys, tmp_path, monkeypatch):
     from diffzoo.plugin import Release
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 from urllib.parse import urlparse
 
@@ -229,7 +229,7 @@ def _torch_file(path: Path, head: bytes, probe: bool, allow: Sequence[type] = ()
     with warnings.catch_warnings():  # a refusal is one line: not also torch's note on the pickle protocol
         warnings.filterwarnings("ignore", message="Detected pickle protocol")
         # mmap (an archive only): the pickle is read and checked, the tensors' bytes are mapped, not read
-        with torch.serialization.safe_globals([*_numpy_scalars(), *allow]):
+        with torch.serialization.safe_globals([*_numpy_scalars(), *_PATHS, *allow]):
             return torch.load(path, map_location="cpu", weights_only=True, mmap=probe and zipped)
 
 
@@ -243,6 +243,14 @@ def _numpy_scalars() -> list[Any]:
     codes = "?" + np.typecodes["AllInteger"] + np.typecodes["AllFloat"]
     return [(scalar, f"numpy.{core}.multiarray.scalar") for core in ("_core", "core")] + [
         np.dtype, *{type(np.dtype(code)) for code in codes}]
+
+
+_PATHS = [(pure, f"{module}.{name}") for module in ("pathlib", "pathlib._local")
+          for pure, names in ((PurePosixPath, ("PosixPath", "PurePosixPath")),
+                              (PureWindowsPath, ("WindowsPath", "PureWindowsPath"))) for name in names]
+"""The globals that rebuild a pickled path (an authors' saved ``args.data_path``), each as the pure path it
+is (a ``WindowsPath`` cannot be built on Linux, nor a ``PosixPath`` on Windows), under Python's module names
+before and since 3.13."""
 
 
 class _NotWeights(Exception):
