@@ -279,20 +279,26 @@ def test_a_model_loaded_from_the_cache_reads_no_pretrained_weights(capsys, offli
     assert offline_empty_hub == []
 
 
-def test_a_checkpoint_of_a_model_whose_build_reads_weight_files_still_needs_them(capsys, offline_empty_hub, tmp_path):
+def test_a_checkpoint_of_a_model_whose_build_reads_weight_files_still_needs_them(capsys, offline_empty_hub, tmp_path,
+                                                                                 monkeypatch):
     """IMDL-BenCo's TruFor reads noiseprint.pth and mit_b2.pth whatever --pretrained says: a checkpoint
-    loaded into it does not spare them, so the plan still looks for them."""
+    loaded into it does not spare them, so the plan still looks for them.  IML-ViT's MAE weights, read
+    only when pretrained, the checkpoint holds: they are not looked for."""
     from safetensors.torch import save_file
 
     from helpers.cli import one_line
 
-    folder = tmp_path / "ckpt"
-    folder.mkdir()
-    save_file({"w": torch.zeros(1)}, str(folder / "model.safetensors"))
-    (folder / "card.json").write_text(json.dumps({"card": {"name": "benco.trufor"}, "task": "binary"}))
-    code, out, err = cli(capsys, "run", "--detector", "benco.trufor", "--suite", "standard", "--pretrained",
-                         "--checkpoint", folder, "--device", "cpu", "--plan", "--out", tmp_path / "out")
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))  # no MAE weights in the torch hub cache
+    for name in ("benco.trufor", "benco.iml-vit"):
+        folder = tmp_path / name
+        folder.mkdir()
+        save_file({"w": torch.zeros(1)}, str(folder / "model.safetensors"))
+        (folder / "card.json").write_text(json.dumps({"card": {"name": name}, "task": "binary"}))
+    run = ["run", "--suite", "standard", "--pretrained", "--device", "cpu", "--plan", "--out", tmp_path / "out"]
+    code, out, err = cli(capsys, *run, "--detector", "benco.trufor", "--checkpoint", tmp_path / "benco.trufor")
     assert code == 1 and "weights 'noiseprint.pth and mit_b2.pth' are missing" in one_line(err), out + err
+    code, out, err = cli(capsys, *run, "--detector", "benco.iml-vit", "--checkpoint", tmp_path / "benco.iml-vit")
+    assert code == 0 and "); checkpoint " in " ".join(out.split()) and "pretrained weights" not in out, out + err
 
 
 def test_no_pretrained_still_looks_for_the_files_a_build_always_reads(capsys, offline_empty_hub, tmp_path):

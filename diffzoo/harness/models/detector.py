@@ -35,8 +35,8 @@ class TorchDetector(Detector):
 
     whole_checkpoint = True
     """A checkpoint holds every weight, the pretrained ones too: a model about to load one is built
-    without its pretrained weights, never fetched.  False where :meth:`saved_module` leaves out a
-    pretrained part the card names, or where building reads weight files whatever ``pretrained`` says."""
+    without its pretrained weights, never fetched (but for :meth:`weights_read_always`).  False where
+    :meth:`saved_module` leaves out a pretrained part the card names."""
 
     @staticmethod
     def weights_read_always(card: DetectorCard) -> tuple[str, ...]:

@@ -260,7 +260,6 @@ class BencoDetector(TorchDetector):
     ``model`` is the :class:`BencoNet`; a checkpoint holds IMDL-BenCo's own model inside it."""
 
     model: BencoNet
-    whole_checkpoint = False  # its constructor reads weight files whatever pretrained says: the plan looks for them
 
     @staticmethod
     def weights_read_always(card: DetectorCard) -> tuple[str, ...]:
