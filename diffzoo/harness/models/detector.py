@@ -19,7 +19,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from diffzoo.harness.core.cards import DetectorCard
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.protocols import Detector, DetectorBuild, as_build
 from diffzoo.harness.models.checkpoints import FORMATS, describe_mismatch, load_checkpoint, save_checkpoint
@@ -35,14 +34,9 @@ class TorchDetector(Detector):
 
     whole_checkpoint = True
     """A checkpoint holds every weight, the pretrained ones too: a model about to load one is built
-    without its pretrained weights, never fetched (but for :meth:`weights_read_always`).  False where
-    :meth:`saved_module` leaves out a pretrained part the card names."""
-
-    @staticmethod
-    def weights_read_always(card: DetectorCard) -> tuple[str, ...]:
-        """The weight sources building ``card`` reads whatever ``pretrained`` says (as ``card.weights``
-        names them): a plan looks for them under --no-pretrained too."""
-        return ()
+    without its pretrained weights, never fetched (but for the files a static ``weights_read_always(card)``
+    names: read whatever ``pretrained`` says).  False where :meth:`saved_module` leaves out a pretrained
+    part the card names."""
 
     def __init__(self, build: DetectorBuild | None = None, *legacy: Any, **legacy_keywords: Any) -> None:
         build = as_build(type(self), build, *legacy, **legacy_keywords)

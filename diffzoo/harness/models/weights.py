@@ -246,8 +246,7 @@ def _numpy_scalars() -> list[Any]:
 
 
 _PATHS = [(pure, f"{module}.{name}") for module in ("pathlib", "pathlib._local")
-          for pure, names in ((PurePosixPath, ("PosixPath", "PurePosixPath")),
-                              (PureWindowsPath, ("WindowsPath", "PureWindowsPath"))) for name in names]
+          for pure in (PurePosixPath, PureWindowsPath) for name in (pure.__name__, pure.__name__[4:])]
 """The globals that rebuild a pickled path (an authors' saved ``args.data_path``), each as the pure path it
 is (a ``WindowsPath`` cannot be built on Linux, nor a ``PosixPath`` on Windows), under Python's module names
 before and since 3.13."""

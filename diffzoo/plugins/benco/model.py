@@ -263,7 +263,9 @@ class BencoDetector(TorchDetector):
 
     @staticmethod
     def weights_read_always(card: DetectorCard) -> tuple[str, ...]:
-        """Its required files; MVSS-Net's ResNet-50 is kept from its constructor for random weights."""
+        """The files (as ``card.weights`` names them) its constructor reads whatever ``pretrained`` says,
+        which a plan looks for under --no-pretrained too: the required ones, but MVSS-Net's ResNet-50,
+        kept from its constructor for random weights."""
         spec = SPEC[card.arch["benco"]]
         return tuple(w.url or w.name for w in spec.weights if w.required and spec.key != "mvss-net")
 
