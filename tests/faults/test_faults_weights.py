@@ -782,3 +782,32 @@ def test_a_fifo_in_place_of_a_benco_weight_file_is_refused_by_name_unopened(benc
         create_detector("benco.span", "binary", pretrained=False)
     assert f"refusing to load weights file {weights}: it is a FIFO (named pipe);" in str(exc.value)
     assert exc.value.exit_code == 2 and _records() == [] and _LoadsLikeBenco.loaded == []
+
+
+def test_a_detector_hub_download_with_no_hub_answering_reads_the_cache_only(monkeypatch):
+    """With HF_HUB_OFFLINE unset and no network, the hub library retried each file for minutes; the hub
+    is asked once, and the files come from the cache or the one-line 'not in the local cache'."""
+    import huggingface_hub
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from diffzoo.harness.core.errors import WeightsUnavailableError
+    from diffzoo.harness.models.weights import hub_weights
+
+    asked, local = [], []
+
+    def no_answer(repo_id, **kwargs):
+        asked.append(repo_id)
+        raise ConnectionError("[Errno -2] Name or service not known")
+
+    def download(repo_id, filename, revision=None, local_files_only=False):
+        local.append(local_files_only)
+        raise LocalEntryNotFoundError(f"{filename} is not in the cache")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "model_info", no_answer)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    card = get_registry().get("detector", "segformer.tiny").card
+    with pytest.raises(WeightsUnavailableError) as exc:
+        hub_weights(card, "someone/weights", ["model.safetensors"])
+    assert (asked, local) == (["someone/weights"], [True])
+    assert str(exc.value).startswith("detector segformer.tiny: weights 'someone/weights' are not in the local cache")

@@ -34,7 +34,7 @@ from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, Weig
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import check_image
 from diffzoo.harness.data.distortions import resize_image
-from diffzoo.harness.models.weights import hub_offline
+from diffzoo.harness.models.weights import hub_offline, hub_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -102,26 +102,12 @@ def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
                     **kwargs)
 
 
-def hub_unreachable(model_id: str) -> bool:
-    """Whether the hub gives no answer about ``model_id`` (no network, a timeout), asked once and never
-    retried: the hub library retries each file of a model it cannot reach for many seconds."""
-    import huggingface_hub
-    from huggingface_hub.errors import HfHubHTTPError
-
-    try:
-        huggingface_hub.model_info(model_id, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
-    except (HfHubHTTPError, ValueError):  # an answer (no such repository), or no repository id (a local folder)
-        return False
-    except Exception:  # the hub libraries' transport errors share no public base
-        return True
-    return False
-
-
 def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **kwargs: Any) -> Any:
     """``cls.from_pretrained(model_id, **kwargs)``, from the local cache only when offline
-    (``HF_HUB_OFFLINE``) or when the hub does not answer (:func:`hub_unreachable`); missing or gated
-    weights are a :class:`WeightsUnavailableError` naming what to fetch (``also``: the further hub
-    ids the model loads)."""
+    (``HF_HUB_OFFLINE``) or when the hub does not answer
+    (:func:`~diffzoo.harness.models.weights.hub_unreachable`); missing or gated weights are a
+    :class:`WeightsUnavailableError` naming what to fetch (``also``: the further hub ids the model
+    loads)."""
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
 
     try:

@@ -28,7 +28,7 @@ from typing import Any
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsFileError, WeightsUnavailableError
 from diffzoo.harness.core.fsutil import require_file
-from diffzoo.harness.models.weights import hub_offline, load_weights
+from diffzoo.harness.models.weights import hub_offline, hub_unreachable, load_weights
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def _hub_file(card: GeneratorCard, repo: str, filename: str) -> Path:
     from huggingface_hub import hf_hub_download
 
     try:
-        return Path(hf_hub_download(repo, filename, local_files_only=hub_offline()))
+        return Path(hf_hub_download(repo, filename, local_files_only=hub_offline() or hub_unreachable(repo)))
     except Exception as exc:  # hub errors are OSError/HTTP/ValueError subclasses; all mean "not here"
         detail = f"LoRA file {filename!r}"
         if card.weights:

@@ -62,6 +62,21 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
 
 
+def hub_unreachable(model_id: str) -> bool:
+    """Whether the hub gives no answer about ``model_id`` (no network, a timeout), asked once and never
+    retried: the hub library retries each file of a model it cannot reach for many seconds."""
+    import huggingface_hub
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        huggingface_hub.model_info(model_id, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
+    except (HfHubHTTPError, ValueError):  # an answer (no such repository), or no repository id (a local folder)
+        return False
+    except Exception:  # the hub libraries' transport errors share no public base
+        return True
+    return False
+
+
 def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
                   allow: Sequence[type] = ()) -> str:
     """The sha256 of ``card``'s pretrained weights file ``path`` (from ``source``), checked.
@@ -321,7 +336,7 @@ def hub_weights(card: DetectorCard, repo_id: str, filenames: Sequence[str], *, r
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 
-    offline = hub_offline()
+    offline = hub_offline() or hub_unreachable(repo_id)
     what = what or f"detector {card.name}"
     path = None
     try:
