@@ -658,3 +658,20 @@ def test_add_refuses_a_record_dated_after_now_and_its_slack_in_one_line(tmp_path
             "the newest record wins every table it is in, so it would win them for good; fix its date (or the "
             "clock of the machine that made it)") in one_line(out)
     assert [r.body.detector.name for r in RecordStore(tmp_path / "local").load().records] == ["skewed"]
+
+
+def test_a_record_dated_after_now_copied_into_a_store_fails_verify_and_validate_and_no_table_shows_it(tmp_path, capsys):
+    """The one rule of ``leaderboard add`` holds for a file put into records/ by hand: checked, never a winner."""
+    store = RecordStore(tmp_path / "s")
+    store.add(make_record("now", state=make_state()))
+    ahead = make_record("ahead", state=make_state(), date="2999-01-01T00:00:00+00:00")
+    store.add(ahead)  # the writer's clock is its own; what it wrote is checked when read
+    said = (f"record {ahead.id} is dated 2999-01-01T00:00:00+00:00, more than 1 hour after this machine's clock: "
+            "the newest record wins every table it is in, so it would win them for good; fix its date (or the "
+            "clock of the machine that made it)")
+    for args in (("verify", "--store", store.root), ("validate", store.root)):
+        code, out, _ = cli(capsys, "leaderboard", *args)
+        assert code == 1 and said in one_line(out), out
+    loaded = store.load()
+    assert [r.body.detector.name for r in loaded.records] == ["now"]
+    assert loaded.skipped == [(store.records_dir / f"{ahead.id}.json", said)]

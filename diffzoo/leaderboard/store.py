@@ -75,8 +75,9 @@ log = logging.getLogger(__name__)
 RECORD_ID = re.compile(r"[0-9a-f]{1,16}")
 """A record id (16 hex digits, ``record_id_of``) or a prefix of one."""
 FUTURE_SLACK = timedelta(hours=1)
-"""How far ``leaderboard add`` lets a record's date lie after this machine's clock (another clock
-running a little ahead); a later one is refused, since the newest record wins every table it is in."""
+"""How far a record's date may lie after this machine's clock (another clock running a little
+ahead); a later one is refused by ``add``, failed by ``verify`` and ``validate`` and skipped by the
+tables, since the newest record wins every table it is in."""
 
 # The store never overwrites or deletes a file in its folders (STORE_DIRS: states are
 # content-addressed, a replaced record is moved to ``replaced/``); every file it reads there is a
@@ -308,11 +309,6 @@ class RecordStore:
         record, problems = read_record_file(path)
         if record is None:
             return AddOutcome(src, "rejected", "; ".join(problems))
-        date = record.body.environment.date
-        if date and datetime.fromisoformat(utc_date(date)) > datetime.now(UTC) + FUTURE_SLACK:
-            return AddOutcome(src, "rejected", f"record {record.id} is dated {date}, more than 1 hour after this "
-                              "machine's clock: the newest record wins every table it is in, so it would win them "
-                              "for good; fix its date (or the clock of the machine that made it)", record.id)
         stored = self.records_dir / f"{record.id}.json"
         if stored.exists() and self.find(record.id, record.content_digest) == stored:
             return AddOutcome(src, "present", f"already recorded: {record.id}", record.id, (), stored)
@@ -335,15 +331,24 @@ class RecordStore:
 
 
 def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultRecord | None, list[str]]:
-    """(the record, []) if the file at ``path`` is a valid, unedited record, else (None, why).  It
-    is read as :meth:`ResultRecord.read` reads it: a regular file of bounded size and depth, no
-    link out of ``within`` (default: the store it lies in)."""
+    """(the record, []) if the file at ``path`` is a valid, unedited record dated no later than
+    :data:`FUTURE_SLACK` after this machine's clock, else (None, why).  It is read as
+    :meth:`ResultRecord.read` reads it: a regular file of bounded size and depth, no link out of
+    ``within`` (default: the store it lies in)."""
     try:
         data = read_json_file(path, MAX_RECORD_BYTES, "record", within if within is not None else store_root_of(path))
     except RecordError as exc:
         return None, exc.problems
     problems = record_problems(data)
-    return (None, problems) if problems else (ResultRecord(data), [])
+    if problems:
+        return None, problems
+    record = ResultRecord(data)
+    date = record.body.environment.date
+    if date and datetime.fromisoformat(utc_date(date)) > datetime.now(UTC) + FUTURE_SLACK:
+        return None, [f"record {record.id} is dated {date}, more than 1 hour after this machine's clock: the newest "
+                      "record wins every table it is in, so it would win them for good; fix its date (or the clock "
+                      "of the machine that made it)"]
+    return record, []
 
 
 def expand_record_paths(paths: Iterable[Path]) -> list[Path]:
