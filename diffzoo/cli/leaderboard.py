@@ -242,6 +242,12 @@ def add_cmd(
         raise typer.Exit(1)
 
 
+def _suites(manifest: dict) -> str:
+    """A version's suites as ``freeze`` and ``versions`` show them: each ``NAME vVERSION`` through
+    :func:`shown_name`, as ``list`` shows a record's."""
+    return ", ".join(shown_name(f"{s['name']} v{s['version']}") for s in manifest["suites"])
+
+
 @lb.command("freeze")
 def freeze_cmd(
     name: str = typer.Argument(..., help="Version name, e.g. v1 or 2026-11."),
@@ -258,9 +264,9 @@ def freeze_cmd(
     st = open_store(store)
     path = freeze_store(st, name, **_filters(suite, dataset, detector), note=note)
     manifest = read_manifest(st, name)
+    metrics = ", ".join(manifest["metrics_versions"])
     console.print(f"froze version [bold]{term(name)}[/]: {len(manifest['records'])} record(s); suites "
-                  + term(", ".join(f"{s['name']} v{s['version']}" for s in manifest["suites"]))
-                  + f"; metrics v{term(', '.join(manifest['metrics_versions']))} -> {term(path)}")
+                  f"{term(_suites(manifest))}; metrics v{term(metrics)} -> {term(path)}")
 
 
 @lb.command("versions")
@@ -275,8 +281,8 @@ def versions_cmd(store: Path = STORE) -> None:
     table = folded_table("frozen versions", ("name", "created", "records", "suites", "datasets", "note"))
     for v in versions:
         table.add_row(term_text(v["name"]), term_text(v.get("created", "")), str(len(v["records"])),
-                      term_text(", ".join(f"{s['name']} v{s['version']}" for s in v["suites"])),
-                      term_text(", ".join(d["name"] for d in v["datasets"])), term_text(v.get("note", "")))
+                      term_text(_suites(v)), term_text(", ".join(shown_name(d["name"]) for d in v["datasets"])),
+                      term_text(shown_name(v.get("note", ""))))
     if versions:
         console.print(table)
     for why in bad:  # each file that is no version, after those that are
