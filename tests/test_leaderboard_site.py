@@ -380,6 +380,24 @@ def test_a_publish_removes_the_files_of_the_publish_before_it_does_not_write_aga
     publish("md")
     assert (tmp_path / "elsewhere" / "alpha.html").exists()
 
+
+def test_a_publish_over_a_site_whose_manifest_lists_only_its_folders_leaves_no_index_linking_to_them(tmp_path, capsys):
+    """A site published by an older diffzoo listed only ``detectors/`` and ``plots/`` in its manifest: publishing
+    Markdown there removed those pages and kept its ``index.html``, linking to pages no longer there. A folder
+    carrying the manifest is the publish's: the main and overview file of every format in it are its own."""
+    store = RecordStore(tmp_path / "store")
+    store.add(record("alpha", "semantic", "semantic", semantic(0.5, 0)[0]))
+    out = tmp_path / "site"
+    for fmt in ("html", "md"):
+        code, text, _ = cli(capsys, "leaderboard", "publish", "--store", store.root, "--format", fmt, "--out", out)
+        assert code == 0, text
+        if fmt == "html":  # the manifest an older diffzoo wrote
+            listed = json.loads((out / ".diffzoo-site.json").read_text())["files"]
+            (out / ".diffzoo-site.json").write_text(json.dumps({"diffzoo_site": 1, "files": [
+                f for f in listed if f.startswith(("detectors/", "plots/"))]}))
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name[0] != ".") == [
+        "leaderboard.md", "overview.md"]
+
 # ---- real browser -------------------------------------------------------------------------------------------
 
 

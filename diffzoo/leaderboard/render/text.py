@@ -286,7 +286,10 @@ def publish_formats(selection: Selection, formats: Sequence[str], out: Path, all
     check_mixing(tables, allow_mixed)
     # a foreign file (with --force) stops it before the mark, and is never removed, though a manifest names it
     foreign = claim_output_dir(out, force, writes=[n for fmt in formats for n in format_names(fmt)]).foreign
-    before = {f for f in PUBLISHED.files(out) if f.split("/")[0] not in foreign}  # one unreadable: before any write
+    before = PUBLISHED.files(out)  # one unreadable: before any write
+    if (out / MANIFEST).is_file():  # the folder is the publish's: every format's top file is its own, listed or not
+        before |= {name for name in PUBLISHED.own[""] if (out / name).is_file()}
+    before = {f for f in before if f.split("/")[0] not in foreign}
     with writing(out):  # a disk-full error that names no file names this folder, never "internal error"
         written: set[str] = set().union(*(_write(fmt, selection, tables, out) for fmt in formats))
         if stale := PUBLISHED.replace(out, before, written):
