@@ -157,15 +157,20 @@ def test_import_reports_each_outcome(tmp_path, capsys):
     conflicting.write(remote.records_dir.parent / "loose")
     (remote.records_dir / "broken.json").write_text(
         json.dumps(edited(make_record("c", state=make_state()), lambda d: d["metrics"].update(F1=2.0))))
-    (remote.records_dir / "unverified.json").write_text(make_record("d").to_json())
+    unverified = make_record("d")
+    (remote.records_dir / f"{unverified.id}.json").write_text(unverified.to_json())
+    # a copy under another name, as list skips it and verify fails it
+    copied = make_record("b", state=make_state()).id
+    (remote.records_dir / "copy.json").write_bytes((remote.records_dir / f"{copied}.json").read_bytes())
     local = tmp_path / "local"
     code, out, _ = cli(capsys, "leaderboard", "add", str(tmp_path / "remote"),
                        str(remote.root / "loose" / f"{conflicting.id}.json"), "--store", str(local))
     out = out.replace("\n", "")
     assert code == 1
-    assert "2 added, 0 already present, 3 rejected" in out
+    assert "2 added, 0 already present, 4 rejected" in out
     assert "broken.json: field metrics.F1 is 2.0, outside its range" in out
-    assert "unverified.json: record has no metric state" in out
+    assert f"{unverified.id}.json: record has no metric state" in out
+    assert f"copy.json: file name copy.json does not match its record_id {copied}" in out
     assert (f"conflicts with stored record {conflicting.id}: same run (identity) but different F1, aAcc, bF1, gIoU, "
             "mIoU and 1 more") in out  # the sixth (predictions_digest) was left unsaid
     code, out, _ = cli(capsys, "leaderboard", "add", str(remote.records_dir / f"{make_record('a', state=make_state()).id}.json"),

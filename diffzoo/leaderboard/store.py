@@ -40,7 +40,7 @@ import dataclasses
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -132,12 +132,6 @@ def is_unfinished(path: Path) -> bool:
         return False
 
 
-def misnamed(path: Path, record: ResultRecord) -> str | None:
-    """Why a file of a store's ``records/`` holding ``record`` is not where the store keeps it
-    (``<record_id>.json``); None where it is."""
-    return None if path.stem == record.id else f"file name {path.name} does not match its record_id {record.id}"
-
-
 class RecordStore:
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -154,19 +148,9 @@ class RecordStore:
     def paths(self) -> list[Path]:
         return sorted(self.records_dir.glob("*.json"))
 
-    def read_all(self) -> Iterator[tuple[Path, ResultRecord | None, list[str]]]:
-        """Each file of ``records/``: (path, its record, []) where it is a valid record kept under its
-        id, else (path, None, why)."""
-        for path in self.paths():
-            record, problems = read_record_file(path, within=self.root)
-            # a copy under another name would be one row twice
-            if record is not None and (wrong := misnamed(path, record)) is not None:
-                record, problems = None, [wrong]
-            yield path, record, problems
-
     def load(self) -> Loaded:
         """Every record that is valid, and every file of ``records/`` that is not, with why."""
-        read = list(self.read_all())
+        read = [(path, *read_record_file(path, within=self.root)) for path in self.paths()]
         return Loaded([r for _, r, _ in read if r is not None],
                       [(path, "; ".join(why)) for path, r, why in read if r is None])
 
@@ -331,8 +315,9 @@ class RecordStore:
 
 
 def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultRecord | None, list[str]]:
-    """(the record, []) if the file at ``path`` is a valid, unedited record dated no later than
-    :data:`FUTURE_SLACK` after this machine's clock, else (None, why).  It is read as
+    """(the record, []) if the file at ``path`` is a valid, unedited record, named by its id in a
+    ``records/`` folder and dated no later than :data:`FUTURE_SLACK` after this machine's clock,
+    else (None, why).  It is read as
     :meth:`ResultRecord.read` reads it: a regular file of bounded size and depth, no link out of
     ``within`` (default: the store it lies in)."""
     try:
@@ -343,6 +328,8 @@ def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultReco
     if problems:
         return None, problems
     record = ResultRecord(data)
+    if path.parent.name == RECORDS_DIR and path.stem != record.id:  # a copy under another name: one row twice
+        return None, [f"file name {path.name} does not match its record_id {record.id}"]
     date = record.body.environment.date
     if date and datetime.fromisoformat(utc_date(date)) > datetime.now(UTC) + FUTURE_SLACK:
         return None, [f"record {record.id} is dated {date}, more than 1 hour after this machine's clock: the newest "

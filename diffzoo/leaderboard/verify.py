@@ -20,7 +20,7 @@ from pathlib import Path
 from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.records.check import StateSource, record_roots, state_problems
 from diffzoo.harness.records.document import ResultRecord
-from diffzoo.leaderboard.store import RecordStore, expand_record_paths, misnamed, read_record_file
+from diffzoo.leaderboard.store import RecordStore, expand_record_paths, read_record_file
 from diffzoo.leaderboard.versions import summary_problems, unpinned, version_files, version_paths
 
 
@@ -60,8 +60,6 @@ def check_file(path: Path, source: StateSource, expect_id: str | None = None,
     if record is None:
         return BadRow(str(path), path, problems)
     problems = []
-    if path.parent.name == "records" and (wrong := misnamed(path, record)) is not None:
-        problems.append(wrong)
     if expect_id is not None and record.id != expect_id:
         problems.append(f"holds record {record.id}, not {expect_id}")
     problems += state_problems(record, source)
