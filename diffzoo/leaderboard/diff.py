@@ -174,7 +174,7 @@ def diff_console(result: Diff) -> list[Any]:
     out: list[Any] = [Text.assemble(("A", "bold"), " ", printable(result.a)),
                       Text.assemble(("B", "bold"), " ", printable(result.b))]
     for t in result.tables:
-        title = printable(t.key.title)
+        title = shown_name(printable(t.key.title))
         if t.status != "matched":
             note = f" ({printable(t.note)})" if t.note else ""
             out.append(Text.assemble((f"table {t.status}", "yellow"), " ", title, note))

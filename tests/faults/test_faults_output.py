@@ -210,6 +210,18 @@ def test_the_site_notes_the_latex_notes_and_the_console_show_a_lookalike_name_as
     assert "d\\u0435t" in console_text(moved) and "d\u0435t" not in console_text(moved)  # `leaderboard diff`
 
 
+def test_a_table_title_naming_a_lookalike_suite_or_dataset_is_shown_as_markdown_and_the_site_show_it(tmp_path):
+    """A suite ``stаndard`` (its ``а`` Cyrillic) titled its table as written in `leaderboard diff`, a run's
+    tables and the LaTeX captions and header, read as ``standard``; Markdown and the site showed ``st\\u0430ndard``."""
+    from diffzoo.leaderboard.diff import diff, diff_console
+
+    records = [make_record(suite="st\u0430ndard", dataset="m\u0456ni")]
+    for text in (console_text(diff_console(diff(Selection("a", records), Selection("b", [])))),
+                 console_text(case_tables(records)), published(tmp_path, "latex", records)):
+        assert "st\\u0430ndard" in text.replace(r"\textbackslash{}", "\\") and "st\u0430ndard" not in text, text
+        assert "m\\u0456ni" in text.replace(r"\textbackslash{}", "\\") and "m\u0456ni" not in text, text
+
+
 def test_markdown_headings_keep_a_trailing_hash_of_a_name(tmp_path):
     """A heading ending in `` #`` or `` ##`` ends with a closing sequence Markdown drops: the table of
     dataset ``mini #`` was titled as the one of ``mini``."""

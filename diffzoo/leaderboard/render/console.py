@@ -47,7 +47,7 @@ def rich_tables(t: Table, title: str) -> list[RichTable]:
         last = i == len(chunks) - 1
         caption = "; ".join([t.hint] * t.empty + t.remarks) if last else ""
         part = f" (part {i + 1} of {len(chunks)})" if len(chunks) > 1 else ""
-        table = RichTable(title=term_text(title + part), title_justify="left",
+        table = RichTable(title=term_text(shown_name(title) + part), title_justify="left",
                           caption=term_text(caption) if caption else None, caption_justify="left")
         if t.group_header:
             table.add_column(term_text(t.group_header), style="bold", overflow="fold")

@@ -173,11 +173,11 @@ def _latex_cell(t: Table, row: Row, col: Column) -> str:
 
 def to_latex(selection: Selection, tables: list[Table]) -> str:
     out = ["% diffzoo leaderboard; needs \\usepackage{booktabs}",
-           *(f"% {label}: {latex(value)}" for label, value in header_lines(selection)), ""]
+           *(f"% {label}: {latex(shown_name(value))}" for label, value in header_lines(selection)), ""]
     for t in tables:
         assert t.key is not None
         shared = conditions_line(t.shared)
-        caption = (latex(t.title) + f" (metrics v{latex(t.key.metrics_version)}; "
+        caption = (latex(shown_name(t.title)) + f" (metrics v{latex(t.key.metrics_version)}; "
                    + (f"{latex(shared)}; " if shared else "") + r"\%, $\pm$ half 95\% CI)")
         out += latex_table(t, caption, t.id)
     return "\n".join(out)
@@ -185,10 +185,11 @@ def to_latex(selection: Selection, tables: list[Table]) -> str:
 
 def overview_latex(selection: Selection, tables: list[Table]) -> str:
     out = ["% diffzoo overview; needs \\usepackage{booktabs}",
-           *(f"% {label}: {latex(value)}" for label, value in header_lines(selection)), f"% {latex(OVERVIEW_NOTE)}", ""]
+           *(f"% {label}: {latex(shown_name(value))}" for label, value in header_lines(selection)),
+           f"% {latex(OVERVIEW_NOTE)}", ""]
     for t in tables:
         assert t.group is not None
-        caption = (r"Overview: " + latex(t.group.title) + " ("
+        caption = (r"Overview: " + latex(shown_name(t.group.title)) + " ("
                    + "; ".join(latex(f"{k} {v}") for k, v in t.group.conditions.items())
                    + rf"; overview v{latex(t.version)}; \%, $\pm$ half 95\% CI; --- missing, see the notes)")
         out += latex_table(t, caption, t.id)
