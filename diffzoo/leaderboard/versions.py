@@ -116,8 +116,7 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         raise ConfigError("--note, --suite, --dataset and --detector must be UTF-8 text: one holds bytes "
                           "that are not") from None
     path = store.versions_dir / f"{name}.json"
-    if path.exists() and is_unfinished(path):
-        raise RecordError(unfinished(path))
+    check_finished(path)
     if path.exists():  # the user's to fix by another name: exit 2
         raise ConfigError(f"version {name!r} already exists ({path}); versions are immutable, freeze under a new name")
     _refuse_case_twin(store, name)
@@ -206,9 +205,11 @@ def seal_problems(manifest: dict[str, Any]) -> list[str]:
     return named or ["its content_hash does not match its content: it was changed after it was frozen"]
 
 
-def unfinished(path: Path) -> str:
-    return (f"version file {path} is empty: a freeze that did not finish; "
-            "`diffzoo leaderboard verify --clean` removes it, then freeze again")
+def check_finished(path: Path) -> None:
+    """RecordError for a version file a freeze reserved and never wrote (:func:`~.store.is_unfinished`)."""
+    if is_unfinished(path):
+        raise RecordError(f"version file {path} is empty: a freeze that did not finish; "
+                          "`diffzoo leaderboard verify --clean` removes it, then freeze again")
 
 
 def version_files(store: RecordStore) -> list[Path]:
@@ -237,8 +238,7 @@ def read_manifest(store: RecordStore, name: str) -> dict[str, Any]:
         known = [p.stem for p in version_files(store)]
         raise ConfigError(f"no version {name!r} in {store.versions_dir}"
                           + (f" (versions: {', '.join(known)})" if known else " (none frozen yet)"))
-    if is_unfinished(path):
-        raise RecordError(unfinished(path))
+    check_finished(path)
     manifest = read_json_file(path, MAX_RECORD_BYTES, "version file", store.root)
     if not isinstance(manifest, dict):
         raise RecordError(f"version file {path} is {json_kind(manifest)}, not a JSON object")
