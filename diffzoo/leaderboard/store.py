@@ -305,12 +305,11 @@ class RecordStore:
             outcome = self.add(dataclasses.replace(record, attachments=carried), source=src)
         except RecordError as exc:
             return AddOutcome(src, "rejected", str(exc), record.id)
-        if outcome.status == "present" and outcome.stored_invalid:
-            return AddOutcome(src, "rejected", outcome.reason, record.id, outcome.differs, outcome.path)
-        if outcome.status == "present" and outcome.differs:
-            return AddOutcome(src, "rejected", f"record {record.id} conflicts with stored record {record.id}: "
-                              f"same run (identity) but different {name_some(outcome.differs, 5)}",
-                              record.id, outcome.differs, outcome.path)
+        if outcome.status == "present" and (outcome.stored_invalid or outcome.differs):
+            conflict = (f"record {record.id} conflicts with stored record {record.id}: same run (identity) but "
+                        f"different {name_some(outcome.differs, 5)}")
+            return dataclasses.replace(outcome, status="rejected",
+                                       reason=outcome.reason if outcome.stored_invalid else conflict)
         return outcome
 
 
