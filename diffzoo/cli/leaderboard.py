@@ -243,8 +243,7 @@ def add_cmd(
 
 
 def _suites(manifest: dict) -> str:
-    """A version's suites as ``freeze`` and ``versions`` show them: each ``NAME vVERSION`` through
-    :func:`shown_name`, as ``list`` shows a record's."""
+    """A version's suites, each ``NAME vVERSION`` through :func:`shown_name` as ``list`` shows a record's."""
     return ", ".join(shown_name(f"{s['name']} v{s['version']}") for s in manifest["suites"])
 
 

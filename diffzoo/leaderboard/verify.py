@@ -59,9 +59,7 @@ def check_file(path: Path, source: StateSource, expect_id: str | None = None,
     record, problems = read if read is not None else read_record_file(path)
     if record is None:
         return BadRow(str(path), path, problems)
-    problems = []
-    if expect_id is not None and record.id != expect_id:
-        problems.append(f"holds record {record.id}, not {expect_id}")
+    problems = [f"holds record {record.id}, not {expect_id}"] if expect_id not in (None, record.id) else []
     problems += state_problems(record, source)
     return BadRow(record.id, path, problems) if problems else None
 
