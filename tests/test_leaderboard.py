@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -693,3 +694,22 @@ def test_freeze_and_versions_show_a_lookalike_suite_dataset_and_note_as_the_tabl
     assert code == 0, out
     for shown, raw in (("st\\u0430ndard v1", "st\u0430ndard"), ("m\\u0456ni", "m\u0456ni"), ("d\\u0435t", "d\u0435t")):
         assert shown in out and raw not in out, out
+
+
+def test_a_store_folder_linked_out_of_the_store_is_refused_before_any_write(tmp_path, capsys):
+    """``versions/`` or ``records/`` made a link to a folder outside the store: freeze and add wrote
+    there, then every reader refused what they wrote (a link out of the store), freeze with an error after it wrote."""
+    store = RecordStore(tmp_path / "s")
+    store.add(make_record(state=make_state()))
+    remote = RecordStore(tmp_path / "remote")
+    remote.add(make_record("b", state=make_state()))
+    for name, args in (("versions", ("freeze", "v1")), ("records", ("add", remote.root))):
+        (tmp_path / name).mkdir()
+        if (store.root / name).is_dir():
+            shutil.move(store.root / name, tmp_path / name / "kept")
+        (store.root / name).symlink_to(tmp_path / name)
+        code, out, err = cli(capsys, "leaderboard", *args, "--store", store.root)
+        said = (f"{store.root / name} leads to {tmp_path / name}, outside {store.root} (a symbolic link); diffzoo "
+                "reads only files inside the store, so it writes none there: replace the link by the folder")
+        assert code == 1 and said in one_line(out + err), out + err  # add: its file rejected, saying why
+        assert sorted(p.name for p in (tmp_path / name).iterdir()) == (["kept"] if name == "records" else [])

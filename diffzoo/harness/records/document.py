@@ -49,6 +49,7 @@ import datetime as _dt
 import hashlib
 import json
 import math
+import os
 import platform
 import socket
 import subprocess
@@ -255,7 +256,13 @@ def record_problems(data: Any) -> list[str]:
 def store_lock(root: Path) -> AbstractContextManager[None]:
     """Hold ``root/.lock`` (:func:`exclusive_lock`): every write of records and
     states under ``root`` happens inside it, so cleaning leftover temp files
-    under it never removes one being written."""
+    under it never removes one being written.  RecordError first where a folder of the store leads
+    out of it (a link): every reader refuses a file there, so nothing is written through it."""
+    real = Path(os.path.realpath(root))
+    for folder in (Path(root) / name for name in STORE_DIRS):
+        if real not in (target := Path(os.path.realpath(folder))).parents:
+            raise RecordError(f"{folder} leads to {target}, outside {root} (a symbolic link); diffzoo reads only "
+                              "files inside the store, so it writes none there: replace the link by the folder")
     return exclusive_lock(Path(root) / LOCK_FILE)
 
 
