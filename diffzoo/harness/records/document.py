@@ -155,18 +155,14 @@ def clean_json(value: Any) -> Any:
 def git_hash() -> str | None:
     """The commit of the diffzoo source tree, if it is a git checkout."""
     here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
-        )
+    try:  # each git command bounded in time, and either failing is no commit known
+        head, status = [subprocess.run(["git", *args], cwd=here, capture_output=True, text=True, timeout=5)
+                        for args in (("rev-parse", "HEAD"), ("status", "--porcelain", "--untracked-files=no"))]
     except (OSError, subprocess.SubprocessError):
         return None
-    if out.returncode != 0:
+    if head.returncode != 0:
         return None
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True
-    ).stdout.strip()
-    return out.stdout.strip() + ("-dirty" if dirty else "")
+    return head.stdout.strip() + ("-dirty" if status.stdout.strip() else "")
 
 
 def environment(device: str) -> dict[str, Any]:
