@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.records.fields import is_finite, is_number
 from diffzoo.leaderboard.index import newest, record_date
 from diffzoo.leaderboard.layouts.cases import PRIMARY
 from diffzoo.leaderboard.table import defined
@@ -87,7 +87,7 @@ def robustness_series(records: Iterable[ResultRecord], task: str, metric: str,
         if b.setting == clean:
             clean_value = r.metrics[metric]
             continue
-        parameter, value = next(((k, v) for k, v in b.distortion_params.items() if _is_number(v)), ("", 0))
+        parameter, value = next(((k, v) for k, v in b.distortion_params.items() if is_number(v)), ("", 0))
         lines.setdefault(b.distortion, []).append(Point(b.distortion, parameter, value, r.metrics[metric]))
     series: Series = {}
     for line, pts in sorted(lines.items()):
@@ -113,7 +113,7 @@ def distortion_curves(records: Iterable[ResultRecord],
         metric = PRIMARY.get(task)
         params = [r.body.distortion_params for r in recs]
         varying = sorted(k for k in {k for p in params for k in p}
-                         if all(_finite(p.get(k)) for p in params) and len({p.get(k) for p in params}) > 1)
+                         if all(is_finite(p.get(k)) for p in params) and len({p.get(k) for p in params}) > 1)
         if distortion == "none" or metric is None or not varying:
             continue
         x = varying[0]
@@ -144,12 +144,4 @@ def _clean(record: ResultRecord, undistorted: list[ResultRecord], metric: str) -
     found = newest(mine, key=lambda r: r.body.suite.name == record.body.suite.name)
     reference = found.get(True) or found.get(False)
     return defined(reference.metrics.get(metric)) if reference is not None else None
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _finite(value: Any) -> bool:
-    return _is_number(value) and math.isfinite(value)
 

@@ -32,6 +32,7 @@ from diffzoo.harness.metrics import METRICS_VERSION, EvalState
 from diffzoo.harness.records.binding import binding_of, binding_problems
 from diffzoo.harness.records.case_summary import case_from_dict, case_metrics, summarize
 from diffzoo.harness.records.document import ResultRecord, clean_json, read_state_bytes
+from diffzoo.harness.records.fields import is_number
 from diffzoo.harness.records.model import RECORDS_DIR, RecordBody, StateRef
 
 REL_TOL = 1e-9
@@ -91,7 +92,7 @@ def same(a: Any, b: Any) -> bool:
     a_none, b_none = (v is None or (isinstance(v, float) and math.isnan(v)) for v in (a, b))
     if a_none or b_none:
         return a_none and b_none
-    numbers = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)]
+    numbers = [is_number(v) for v in (a, b)]
     if not all(numbers) or (isinstance(a, int) and isinstance(b, int)):
         return a == b
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)

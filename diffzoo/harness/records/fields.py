@@ -101,11 +101,21 @@ class FieldReader:
         return value if isinstance(value, str) else None
 
 
+def is_number(value: Any) -> bool:
+    """A JSON number: an int or a float, never a boolean (which Python counts as an int)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_finite(value: Any) -> bool:
+    """A JSON number that is finite (no NaN, no infinity)."""
+    return is_number(value) and math.isfinite(value)
+
+
 def _metric_problem(name: str, value: Any) -> str | None:
     """Why ``value`` is not a valid value of metric ``name`` (None: valid)."""
     if (info := metric_info(name)) is not None:
         return info.check(value)
-    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
+    if value is None or is_finite(value):
         return None
     return f"is {value!r}, not a number"
 
@@ -126,8 +136,7 @@ def ci_table(r: FieldReader) -> dict[str, Any]:
         if bounds is None:
             continue
         where = f"ci95.{metric}"
-        ok = isinstance(bounds, list) and len(bounds) == 2 and all(
-            b is None or (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)) for b in bounds)
+        ok = isinstance(bounds, list) and len(bounds) == 2 and all(b is None or is_finite(b) for b in bounds)
         info = metric_info(metric)
         if not ok:
             r.fail(where, f"must be [low, high], got {bounds!r}")

@@ -15,6 +15,7 @@ from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.metrics.catalog import AREA_THRESHOLD, SCORE_THRESHOLD
 from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, rule_text
+from diffzoo.harness.records.fields import is_number
 
 FIXED_SOURCE = "fixed (detector card; docs/metrics.md / DiffSeg30k 1% rule)"
 """``threshold_policy.source`` of fixed thresholds."""
@@ -91,7 +92,7 @@ class ThresholdPolicy:
         numbers, kind = policy.get("values"), text("image_score_source")
         values = None
         if (isinstance(numbers, dict) and task in PIXEL_RULES and kind is not None
-                and all(_number(numbers.get(k)) for k in ("pixel", "area", "score"))):
+                and all(is_number(numbers.get(k)) for k in ("pixel", "area", "score"))):
             values = Thresholds(numbers["pixel"], numbers["area"], numbers["score"],
                                 source if mode == "calibrated" else "fixed")
         return cls(source, mode, task, values, kind or "", text("calibrated_on"), (text("pixel"), text("image")))
@@ -122,7 +123,3 @@ class ThresholdPolicy:
                 "image_score_source": self.image_score_source,
                 "values": self.values.as_dict(),
                 "calibrated_on": self.calibrated_on, "source": self.source, "oracle_columns": ORACLE_COLUMNS}
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
