@@ -144,4 +144,3 @@ def _clean(record: ResultRecord, undistorted: list[ResultRecord], metric: str) -
     found = newest(mine, key=lambda r: r.body.suite.name == record.body.suite.name)
     reference = found.get(True) or found.get(False)
     return defined(reference.metrics.get(metric)) if reference is not None else None
-

@@ -316,9 +316,8 @@ class RecordStore:
 def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultRecord | None, list[str]]:
     """(the record, []) if the file at ``path`` is a valid, unedited record, named by its id in a
     ``records/`` folder and dated no later than :data:`FUTURE_SLACK` after this machine's clock,
-    else (None, why).  It is read as
-    :meth:`ResultRecord.read` reads it: a regular file of bounded size and depth, no link out of
-    ``within`` (default: the store it lies in)."""
+    else (None, why).  It is read as :meth:`ResultRecord.read` reads it: a regular file of bounded
+    size and depth, no link out of ``within`` (default: the store it lies in)."""
     try:
         data = read_json_file(path, MAX_RECORD_BYTES, "record", within if within is not None else store_root_of(path))
     except RecordError as exc:
