@@ -327,7 +327,7 @@ def test_diffseg30k_default_labels(monkeypatch, caplog):
     )  # fmt: skip
     assert DIFFSEG30K_LABELS.names == ("background", *DIFFSEG30K_EDITORS)
     assert DIFFSEG30K_LABELS_VERIFIED is False
-    monkeypatch.setattr(labelmaps, "_warned_default", False)
+    monkeypatch.setattr(runlog, "_SAID", set())
     with caplog.at_level(logging.WARNING):
         labelmaps.default_diffseg30k_labels()
         labelmaps.default_diffseg30k_labels()
