@@ -301,11 +301,13 @@ def done_records(out: Path, job: SweepJob, stored: set[str],
     return [str(i) for i in ids]
 
 
-def stored_ids(out: Path) -> set[str]:
-    """The ids of the records in the store at ``out`` (none for a store not made yet)."""
+def done_jobs(plan: SweepPlan, out: Path) -> dict[str, list[str]]:
+    """Job key -> its record ids, for each job of ``plan`` done in the store at ``out``
+    (:func:`done_records`); the others have to run."""
     from diffzoo.leaderboard.store import RecordStore
 
-    return {r.id for r in RecordStore(Path(out)).load().records} if (Path(out) / "records").is_dir() else set()
+    stored = {r.id for r in RecordStore(Path(out)).load().records} if (Path(out) / "records").is_dir() else set()
+    return {job.key: ids for job in plan.jobs if (ids := done_records(out, job, stored, plan.catalogs)) is not None}
 
 
 def _write(path: Path, kind: str, **fields: Any) -> Path:
@@ -543,13 +545,12 @@ def run_sweep(plan: SweepPlan, out: Path, how: SweepOptions = SweepOptions(), pr
 
 def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report: Callable[[JobOutcome], None]
            ) -> list[JobOutcome]:
-    stored = stored_ids(out)
+    done = done_jobs(plan, out)
     outcomes: list[JobOutcome] = []
     todo = []
     for job in plan.jobs:
-        ids = done_records(out, job, stored, plan.catalogs)
-        if ids is not None:
-            outcomes.append(JobOutcome(job, "skipped", ids))
+        if job.key in done:
+            outcomes.append(JobOutcome(job, "skipped", done[job.key]))
             report(outcomes[-1])
         else:
             todo.append(job)

@@ -78,13 +78,12 @@ def sweep_cmd(
     from diffzoo.sweep import (
         SweepOptions,
         check_executor,
-        done_records,
+        done_jobs,
         plan_sweep,
         publish_board,
         release_files,
         run_sweep,
         still_queued,
-        stored_ids,
     )
 
     # submitit's records (an sacct error, a job's state) reach the CLI's one handler: once, escaped, on stderr
@@ -114,8 +113,8 @@ def sweep_cmd(
         console.print(f"[yellow]skipped:[/] {term(line)}")
     if plan:
         claim_output_dir(out, force=values["force"], make=False)  # as the sweep itself would refuse it, unmade
-        stored = stored_ids(out)
-        todo = [job for job in sweep.jobs if done_records(out, job, stored, sweep.catalogs) is None]
+        done = done_jobs(sweep, out)
+        todo = [job for job in sweep.jobs if job.key not in done]
         # SLURM is asked, as the sweep would ask it: a job an earlier sweep queued is not to run again
         queued = still_queued(out, todo) if executor == "slurm" and todo else {}
         for job in sweep.jobs:
