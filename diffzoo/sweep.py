@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, TrainingStopped, WeightsUnavailableError
@@ -52,6 +52,9 @@ from diffzoo.harness.models.releases import find_files, release_dir, release_nam
 from diffzoo.harness.run.request import TRAINING_ONLY, RunRequest, catalog_root, check_suite_given
 from diffzoo.harness.suites.cross import is_cross
 from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir, output_log
+
+if TYPE_CHECKING:
+    from diffzoo.leaderboard.store import Loaded
 
 log = logging.getLogger(__name__)
 
@@ -273,13 +276,14 @@ def _catalog_changes(then: Any, now: Mapping[str, list[dict[str, str]]]) -> str:
     return "; ".join(said)
 
 
-def done_records(out: Path, job: SweepJob, stored: set[str],
-                 listings: dict[str, list[dict[str, str]]] | None = None) -> list[str] | None:
+def done_records(out: Path, job: SweepJob, stored: Loaded,
+                 listings: dict[str, list[dict[str, str]]] | None = None) -> list[str] | str | None:
     """The record ids a finished job's done file names when every one is in the store
     (``stored``) and each ``catalog:ROOT`` of the job lists what its done file names; None when
     the job has to run (no done file, an unreadable one, one of another request, a record of it
-    missing, a benchmark added or removed under ROOT).  ``listings``: :func:`catalog_listing`'s
-    memo, shared by the jobs of one sweep."""
+    missing, a benchmark added or removed under ROOT); why it is neither, where a record of it is
+    in the store but no table shows it (run again, its record would meet that file).
+    ``listings``: :func:`catalog_listing`'s memo, shared by the jobs of one sweep."""
     path = job_file(out, DONE_DIR, job.key)
     data = _read(path, "done file", "the job runs again")
     if data is None:
@@ -289,7 +293,10 @@ def done_records(out: Path, job: SweepJob, stored: set[str],
             or data.get("request") != job.request.to_dict():
         log.warning("%s: not this job's done file; the job runs again", path)
         return None
-    missing = [i for i in ids if i not in stored]
+    refused = {path.stem: why for path, why in stored.skipped}
+    if shown := next((i for i in ids if i in refused), None):
+        return f"its record {shown} is in the store, but no table shows it: {refused[shown]}; --rerun replaces it"
+    missing = [i for i in ids if i not in {r.id for r in stored.records}]
     if missing:
         log.info("%s: %d of its records are not in the store (first: %s); the job runs again", job.label,
                  len(missing), missing[0])
@@ -301,12 +308,12 @@ def done_records(out: Path, job: SweepJob, stored: set[str],
     return [str(i) for i in ids]
 
 
-def done_jobs(plan: SweepPlan, out: Path) -> dict[str, list[str]]:
-    """Job key -> its record ids, for each job of ``plan`` done in the store at ``out``
-    (:func:`done_records`); the others have to run."""
-    from diffzoo.leaderboard.store import RecordStore
+def done_jobs(plan: SweepPlan, out: Path) -> dict[str, list[str] | str]:
+    """Job key -> its record ids, for each job of ``plan`` done in the store at ``out``, or why it
+    is not run (:func:`done_records`); the others have to run."""
+    from diffzoo.leaderboard.store import Loaded, RecordStore
 
-    stored = {r.id for r in RecordStore(Path(out)).load().records} if (Path(out) / "records").is_dir() else set()
+    stored = RecordStore(Path(out)).load() if (Path(out) / "records").is_dir() else Loaded([], [])
     return {job.key: ids for job in plan.jobs if (ids := done_records(out, job, stored, plan.catalogs)) is not None}
 
 
@@ -549,11 +556,12 @@ def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report:
     outcomes: list[JobOutcome] = []
     todo = []
     for job in plan.jobs:
-        if job.key in done:
-            outcomes.append(JobOutcome(job, "skipped", done[job.key]))
-            report(outcomes[-1])
-        else:
+        if (found := done.get(job.key)) is None or (isinstance(found, str) and how.rerun):
             todo.append(job)
+        else:
+            outcomes.append(JobOutcome(job, "failed", error=found) if isinstance(found, str) else
+                            JobOutcome(job, "skipped", found))
+            report(outcomes[-1])
     if how.executor == "local":
         for job in todo:
             outcomes.append(JobOutcome(job, **run_job(job.request.to_dict(), str(out), how, progress)))

@@ -277,6 +277,31 @@ def test_a_done_file_whose_record_ids_are_not_text_runs_its_job_again(capsys, tm
     assert json.loads(done.read_text())["records"] == []  # made again by the job
 
 
+def test_a_done_jobs_record_no_table_shows_fails_the_job_in_one_line_and_is_not_run_again(capsys, tmp_path,
+                                                                                         monkeypatch):
+    """A record in the store dated after this machine's clock is shown by no table: its job is not done, and
+    running it again would end on the file holding its place; the job says so, and --rerun replaces it."""
+    from helpers.records import make_record, make_state
+
+    ahead = make_record("segformer.tiny", state=make_state(), date="2999-01-01T00:00:00+00:00")
+    seen = fake_runs(monkeypatch, lambda request: [ahead])
+    store = tmp_path / "store"
+    args = ["sweep", "--detectors", "segformer.tiny", "--suite", "standard", "--no-publish", "--out", store]
+    code, stdout, stderr = cli(capsys, *args)
+    assert code == 0 and "done: 1 record(s)" in stdout, stdout + stderr
+    RecordStore(store).add(ahead)  # the run's store holds it, as another machine's clock wrote it
+    said = (f"job segformer.tiny trained on mini: FAILED: its record {ahead.id} is in the store, but no table shows "
+            f"it: record {ahead.id} is dated 2999-01-01T00:00:00+00:00, more than 1 hour after this machine's clock")
+    code, stdout, stderr = cli(capsys, *args, "--plan")
+    assert code == 0 and f"(not run: its record {ahead.id} is in the store, but no table shows it" in one_line(
+        stdout), stdout + stderr
+    code, stdout, stderr = cli(capsys, *args)
+    assert code == 1 and said in one_line(stdout) and "fix its date (or the clock of the machine that made it); --rerun replaces it" in one_line(stdout)
+    assert len(seen) == 1  # not run again
+    code, stdout, stderr = cli(capsys, *args, "--rerun")
+    assert code == 0 and "done: 1 record(s)" in stdout and len(seen) == 2, stdout + stderr
+
+
 def test_a_job_that_crashes_fails_alone_and_the_others_run(capsys, caplog, tmp_path, monkeypatch):
     def answer(request):
         if request.detector == "segformer.tiny":

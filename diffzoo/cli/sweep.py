@@ -114,11 +114,12 @@ def sweep_cmd(
     if plan:
         claim_output_dir(out, force=values["force"], make=False)  # as the sweep itself would refuse it, unmade
         done = done_jobs(sweep, out)
-        todo = [job for job in sweep.jobs if job.key not in done]
+        todo = [job for job in sweep.jobs if job.key not in done or (isinstance(done[job.key], str) and how.rerun)]
         # SLURM is asked, as the sweep would ask it: a job an earlier sweep queued is not to run again
         queued = still_queued(out, todo) if executor == "slurm" and todo else {}
         for job in sweep.jobs:
-            state = "to run" if job in todo else "done"
+            found = done.get(job.key)
+            state = "to run" if job in todo else "done" if isinstance(found, list) else f"not run: {found}"
             state = f"queued: {queued[job.key][1]}" if job.key in queued else state
             console.print(f"[bold]job[/] {term(job.label)} ({term(state)}; key {job.key})", soft_wrap=True)
             files = release_files(job)
