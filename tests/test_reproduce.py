@@ -53,6 +53,10 @@ def test_config_file_gives_the_options_and_the_command_line_wins(capsys, diffseg
     code, _, err = cli(capsys, "run", "--config", config, "--plan")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.rstrip().endswith("(task is an option of diffzoo predict and diffzoo train)"), err
+    config.write_text("detector: segformer.tiny\nconfig: base.yaml\n")  # an option of run itself, never a file's
+    code, _, err = cli(capsys, "run", "--config", config, "--plan")
+    assert (code, err.strip()) == (2, f"error: --config {config}: a --config file cannot name another (config: "
+                                      "base.yaml); give its options in this one")
     code, _, err = cli(capsys, "run", "--plan")
     assert code == 2 and "needs a detector" in err
 

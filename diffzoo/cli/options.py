@@ -114,6 +114,9 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
     values = {**options, **own}
     given = {k: v for k, v in values.items() if given_here(ctx, k)}
     from_file = read_config(config) if config is not None else {}
+    if "config" in from_file:  # an option of the command itself, which no file gives: files do not chain
+        raise ConfigError(f"--config {config}: a --config file cannot name another (config: {from_file['config']}); "
+                          "give its options in this one")
     known = {f.name for f in fields(RunRequest)} | set(values)
     if unknown := sorted(set(from_file) - known):
         raise ConfigError(f"--config {config}: unknown option(s) {', '.join(unknown)}; keys are the flag names "
