@@ -20,8 +20,6 @@ SWEEP_OPTIONS = tuple(o for o in RUN_OPTIONS if o not in ("detector", "dataset",
 """The run options a sweep passes to every job unchanged; the others are the sweep's own."""
 DEFAULT_SUITES = ("standard", "standard,cross-dataset")
 """``--suite`` when not given: without, and with, ``--eval-dataset``."""
-EXECUTOR_PARAMS = ("partition", "parallel", "slurm_option", "time", "cpus_per_job")
-"""The parameters only some executors use (``diffzoo.sweep.check_executor`` refuses the others'; ``--no-wait`` too)."""
 
 
 class SweepFailed(DiffzooError):
@@ -98,7 +96,7 @@ def sweep_cmd(
     given = {k: values[k] for k in (*SWEEP_OPTIONS, "detector", "checkpoint") if k in values}
     given["suite"] = DEFAULT_SUITES[bool(values.get("eval_dataset"))] if values["suite"] is None else values["suite"]
     # the executor's options are checked before the plan is shown, as the sweep itself checks them
-    flags = {p.opts[0] for p in ctx.command.params if p.name in EXECUTOR_PARAMS and was_given(ctx, p.name)}
+    flags = {p.opts[0] for p in ctx.command.params if was_given(ctx, p.name)}  # check_executor reads its own
     flags |= {"--no-wait"} if not wait else set()
     check_executor(executor, flags)
     how = SweepOptions(executor=executor, wait=wait, force=values["force"], rerun=values["rerun"],
