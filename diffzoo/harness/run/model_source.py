@@ -135,7 +135,8 @@ class ModelSource:
             return f"released weights {self.release.name} ({', '.join(map(str, paths))}), zero-shot"
         def weights(loading: bool = False) -> str:
             always = getattr(self.entry.load(), "weights_read_always", lambda card: ())(self.entry.card)
-            place = pretrained_place(self.entry.card, self._pretrained(job, loading), always)
+            place = pretrained_place(self.entry.card, built_pretrained(self.entry, job.config.pretrained, loading),
+                                     always)
             return f", {place}" if place else ""
 
         given = self.given_checkpoint(job)
@@ -166,13 +167,9 @@ class ModelSource:
     def _new_detector(self, job: Job, loading: bool = False) -> Detector:
         torch.manual_seed(job.config.seed)
         label_space = self.dataset.label_space if job.task == Task.SEMANTIC else BINARY
-        det = create_detector(self.entry.name, job.task, label_space, pretrained=self._pretrained(job, loading))
+        det = create_detector(self.entry.name, job.task, label_space,
+                              pretrained=built_pretrained(self.entry, job.config.pretrained, loading))
         return moved_detector(det, self.device)
-
-    def _pretrained(self, job: Job, loading: bool) -> bool:
-        """Whether ``job``'s model is built with the card's pretrained weights; ``loading``: a checkpoint
-        follows, which holds them too unless the detector says not (:attr:`TorchDetector.whole_checkpoint`)."""
-        return built_pretrained(self.entry, job.config.pretrained, loading)
 
     def given_checkpoint(self, job: Job) -> Path | None:
         """The ``--checkpoint`` of ``job``'s task (None with released weights: those are its files)."""
