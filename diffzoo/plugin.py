@@ -61,35 +61,18 @@ from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import BINARY, IGNORE_INDEX, DetectionOutput, EditRecord, LabelSpace, Sample, SampleMeta
 
 _MODELS = "diffzoo.harness.models."
-_LAZY = {
-    "TorchDetector": _MODELS + "detector",
-    "SegmentationDetector": _MODELS + "segmenter",
-    "Normalized": _MODELS + "segmenter",
-    "ClassifierDetector": _MODELS + "classifier",
-    "ImageLabelDataset": _MODELS + "classifier",
-    "View": _MODELS + "classifier",
-    "bce_loss": _MODELS + "classifier",
-    "crop_view": _MODELS + "classifier",
-    "TrainData": _MODELS + "train_data",
-    "CropDataset": _MODELS + "train_data",
-    "make_loader": _MODELS + "train_data",
-    "train_loop": _MODELS + "trainer",
-    "hub_weights": _MODELS + "weights",
-    "url_weights": _MODELS + "weights",
-    "hub_pretrained": _MODELS + "weights",
-    "url_state": _MODELS + "weights",
-    "url_into": _MODELS + "weights",
-    "built_from": _MODELS + "weights",
-    "check_weights": _MODELS + "weights",
-    "placed_weights": _MODELS + "weights",
-    "load_weights": _MODELS + "weights",
-    "hub_offline": _MODELS + "weights",
-    "save_checkpoint": _MODELS + "checkpoints",
-    "load_checkpoint": _MODELS + "checkpoints",
-    "describe_mismatch": _MODELS + "checkpoints",
-    "shard": "diffzoo.harness.core.distributed",
-    "all_gather": "diffzoo.harness.core.distributed",
+_LAZY_BY_MODULE = {
+    _MODELS + "detector": ("TorchDetector",),
+    _MODELS + "segmenter": ("SegmentationDetector", "Normalized"),
+    _MODELS + "classifier": ("ClassifierDetector", "ImageLabelDataset", "View", "bce_loss", "crop_view"),
+    _MODELS + "train_data": ("TrainData", "CropDataset", "make_loader"),
+    _MODELS + "trainer": ("train_loop",),
+    _MODELS + "weights": ("hub_weights", "url_weights", "hub_pretrained", "url_state", "url_into", "built_from",
+                          "check_weights", "placed_weights", "load_weights", "hub_offline"),
+    _MODELS + "checkpoints": ("save_checkpoint", "load_checkpoint", "describe_mismatch"),
+    "diffzoo.harness.core.distributed": ("shard", "all_gather"),
 }
+_LAZY = {name: module for module, names in _LAZY_BY_MODULE.items() for name in names}
 
 __getattr__ = lazy_exports(__name__, _LAZY)
 
