@@ -54,15 +54,11 @@ def request_option(name: str, callback: Callable[[Any], Any] | None = None) -> A
 def request_parameters(names: Iterable[str]) -> list[inspect.Parameter]:
     """Typer options of the named :class:`RunRequest` fields, as a command's parameters."""
     hints = get_type_hints(RunRequest)
-    by_name = {f.name: f for f in fields(RunRequest)}
-    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=request_option(name),
-                              annotation=by_name[name].metadata["text"] or _optional(hints[name], by_name[name]))
+    texts = {f.name: f.metadata["text"] for f in fields(RunRequest)}
+    # an option of no default (a required field, which --config may give instead) takes None too
+    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=(option := request_option(name)),
+                              annotation=texts[name] or (hints[name] | None if option.default is None else hints[name]))
             for name in names]
-
-
-def _optional(annotation: Any, f: Any) -> Any:
-    """A required field's type as an option that may be left to ``--config``."""
-    return annotation | None if f.default is MISSING and f.default_factory is MISSING else annotation
 
 
 def _workers(value: int | None) -> int | None:
