@@ -13,7 +13,7 @@ import contextlib
 import math
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
@@ -21,9 +21,6 @@ from diffzoo.cli.console import console, folded_table
 from diffzoo.cli.options import FORCE
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.leaderboard.render.escape import term
-
-if TYPE_CHECKING:
-    from diffzoo.harness.records.document import ResultRecord
 
 DIFFERS = 1
 """The exit status when a number moved beyond the tolerance, or the row was not made again."""
@@ -59,6 +56,7 @@ def reproduce_cmd(
     from diffzoo.api import reproduce
     from diffzoo.cli.leaderboard import open_store
     from diffzoo.cli.run import print_plan
+    from diffzoo.harness.records.document import changed_fields, field_digests, identity
 
     record = open_store(store).get(record_id)
     with rank_output(console), tempfile.TemporaryDirectory(prefix="diffzoo-reproduce-") as tmp:
@@ -87,17 +85,10 @@ def reproduce_cmd(
     if moved:
         console.print(f"[bold red]{len(moved)} metric(s) not {allowed}:[/] {term(', '.join(moved))}")
         raise typer.Exit(DIFFERS)
-    fields = term(", ".join(made_otherwise(record, again)))
+    fields = term(", ".join(changed_fields(*(field_digests(identity(r.data)) for r in (record, again)))))
     same_id = (f"the same record id {record.id}" if again.id == record.id
                else f"record {record.id} then, {again.id} now: what made it differs in {fields}")
     console.print(f"every metric {allowed} ({len(rows)} compared; {same_id})")
-
-
-def made_otherwise(then: ResultRecord, now: ResultRecord) -> list[str]:
-    """The fields of the records' identity (what made their numbers) in which ``now`` differs from ``then``."""
-    from diffzoo.harness.records.document import changed_fields, field_digests, identity
-
-    return changed_fields(*(field_digests(identity(r.data)) for r in (then, now)))
 
 
 def compare(then: dict[str, Any], now: dict[str, Any], tolerance: float
