@@ -85,12 +85,6 @@ def evaluates(dataset: Dataset) -> tuple[str, ...]:
     return ("binary", "semantic", "image") if len(dataset.label_space.editors) > 1 else ("binary", "image")
 
 
-def _entry(path: Path, found: tuple[Any, Any], options: Mapping[str, Any], flag: str) -> CatalogEntry:
-    ds = open_recognised(found, path, dict(options), flag)
-    return CatalogEntry(path, found[0].name, ds, {s: len(ds.ids(s)) for s in ds.splits()}, ds.fingerprint(),
-                        evaluates(ds))
-
-
 def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str, Any] | None = None,
                   flag: str = "--dataset-option", *, open_found: bool = True) -> Catalog:
     """Every dataset the registered adapters recognise under ``root`` (see the module's rules),
@@ -125,7 +119,9 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
         if not open_found:
             return True
         try:
-            catalog.entries.append(_entry(path, found, options, flag))
+            ds = open_recognised(found, path, dict(options), flag)
+            catalog.entries.append(CatalogEntry(path, found[0].name, ds, {s: len(ds.ids(s)) for s in ds.splits()},
+                                                ds.fingerprint(), evaluates(ds)))
         except ConfigError:  # an option the adapter does not take: the user's to fix, said as is
             raise
         except Exception as exc:  # one dataset that does not open never ends the listing of the others
