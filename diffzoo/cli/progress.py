@@ -26,7 +26,7 @@ from datetime import timedelta
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from diffzoo.harness.core.progress import info_text
+from diffzoo.harness.core.progress import ended, info_text
 from diffzoo.leaderboard.render.escape import term
 
 LINE_EVERY_S = 30.0
@@ -66,8 +66,7 @@ class _LineTask:
 
     def finish(self, failed: bool) -> None:
         now = self.clock()
-        ended = "stopped at {} after {}" if failed else "finished {} in {}"
-        self._print(ended.format(self._counts(), _duration(now - self.start)), self._rate(now))
+        self._print(ended(self.done, self.total, now - self.start, failed), self._rate(now))
 
     def _counts(self) -> str:
         return str(self.done) if self.total is None else f"{self.done}/{self.total}"

@@ -77,6 +77,12 @@ def counter_callback(progress: Progress, description: str) -> Iterator[Callable[
         yield callback
 
 
+def ended(done: int, total: int | None, seconds: float, failed: bool) -> str:
+    """How a task ended, as its last line says it: ``finished 50/50 in 0:00:20``, ``stopped at 17 after 0:00:05``."""
+    how = "stopped at {} after {}" if failed else "finished {} in {}"
+    return how.format(str(done) if total is None else f"{done}/{total}", timedelta(seconds=round(seconds)))
+
+
 def info_text(info: dict[str, object]) -> str:
     """A task's ``info`` as shown beside it: ``loss 0.1234  lr 0.0001``."""
     return "  ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in info.items())
@@ -109,12 +115,10 @@ class LoggedProgress:
                 counted = _CountedTask(task)
                 yield counted
         except BaseException:
-            self._log(description, total, counted, start, "stopped at {} after {}")
+            self._log(description, total, counted, start, failed=True)
             raise
-        self._log(description, total, counted, start, "finished {} in {}")
+        self._log(description, total, counted, start, failed=False)
 
-    def _log(self, description: str, total: int | None, task: _CountedTask | None, start: float, how: str) -> None:
-        done = task.done if task is not None else 0
-        count = str(done) if total is None else f"{done}/{total}"
-        took = timedelta(seconds=round(time.monotonic() - start))
-        self.note(f"{description}  {how.format(count, took)}" + (f"  {task.info}" if task and task.info else ""))
+    def _log(self, description: str, total: int | None, task: _CountedTask | None, start: float, failed: bool) -> None:
+        line = ended(task.done if task is not None else 0, total, time.monotonic() - start, failed)
+        self.note(f"{description}  {line}" + (f"  {task.info}" if task and task.info else ""))
