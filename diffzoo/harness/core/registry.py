@@ -12,7 +12,6 @@ import fnmatch
 import importlib
 import logging
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,16 +140,11 @@ class Registry:
             return False
         return True
 
-    def list(self, kind: str, pattern: str = "*", exclude: Iterable[str] = ()) -> list[Entry]:
-        """Entries whose name matches ``pattern`` (fnmatch) and no exclude pattern."""
-        excl = list(exclude)
-        out = [
-            e
-            for e in self._kind(kind).values()
-            if (fnmatch.fnmatchcase(e.name, pattern) or fnmatch.fnmatchcase(e.family, pattern))
-            and not any(fnmatch.fnmatchcase(e.name, x) for x in excl)
-        ]
-        return sorted(out, key=lambda e: natural_key(e.name))
+    def list(self, kind: str, pattern: str = "*") -> list[Entry]:
+        """Entries whose name (or family) matches ``pattern`` (fnmatch), in natural name order."""
+        return sorted((e for e in self._kind(kind).values()
+                       if fnmatch.fnmatchcase(e.name, pattern) or fnmatch.fnmatchcase(e.family, pattern)),
+                      key=lambda e: natural_key(e.name))
 
     def expand(self, kind: str, spec: str) -> builtins.list[Entry]:  # `list` is the method above
         """``all`` -> everything; a wildcard -> its matches; a name -> that entry.
