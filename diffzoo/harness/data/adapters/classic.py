@@ -350,7 +350,10 @@ class Nist16Dataset(_ClassicDataset):
         if task not in NIST_TASKS:
             raise DataError(f"NIST16 task {task!r} is not one of {', '.join(NIST_TASKS)}")
         ref = _nist_ref(root, task)
-        rows = _read_reference(ref)
+        if not ref.is_file():
+            raise DataError(f"{ref}: no such reference file; NIST16 {self.LAYOUT}")
+        rows = csv_table(ref, NIST_COLUMNS, f"a '|'-separated NIST reference file with {', '.join(NIST_COLUMNS)}",
+                         "probe", delimiter="|", what="'|'-separated")
         find = stored_paths(root)
         targets: dict[str, list[Path]] = {}
         kinds: dict[str, set[str]] = {}
@@ -429,14 +432,6 @@ class Nist16Dataset(_ClassicDataset):
                     and any(_nist_ref(p, t).is_file() for t in NIST_TASKS))
 
         return task is not None or sniff_quietly(has_probe_and_reference, root)
-
-
-def _read_reference(ref: Path) -> list[tuple[int, dict[str, str]]]:
-    """(line, row) per data row of a pipe-separated NIST reference file, checked for the needed columns."""
-    if not ref.is_file():
-        raise DataError(f"{ref}: no such reference file; NIST16 {Nist16Dataset.LAYOUT}")
-    return csv_table(ref, NIST_COLUMNS, f"a '|'-separated NIST reference file with {', '.join(NIST_COLUMNS)}",
-                     "probe", delimiter="|", what="'|'-separated")
 
 
 def _relative(value: str, where: str) -> str:
