@@ -134,10 +134,6 @@ def files_in(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
                       if not e.name.startswith(".") and e.name.lower().endswith(suffixes) and not is_folder(e))
 
 
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
 def subfolders(folder: Path, depth: int = 1) -> list[Path]:
     """The non-hidden folders up to ``depth`` levels below ``folder`` (each level sorted by
     name), links to folders included wherever they point, except one that resolves to
@@ -158,7 +154,7 @@ def subfolders(folder: Path, depth: int = 1) -> list[Path]:
                 continue
             for p in sorted(children, key=lambda c: (c.is_symlink(), c.name)):
                 real = os.path.realpath(p)
-                if real in seen or _inside(home, real):
+                if real in seen or home == real or home.startswith(real.rstrip(os.sep) + os.sep):  # a loop
                     log.info("%s: folder link to %s not followed (a loop, or a folder listed already)", p, real)
                     continue
                 seen.add(real)

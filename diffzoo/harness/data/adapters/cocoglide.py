@@ -43,7 +43,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,10 @@ class CocoGlideDataset(_TestSetDataset):
             entries[fake] = (find(fake), find(mask))
             entries[real] = (find(real), None)
             self._prompts[fake] = prompt
-        _log_unlisted(root, entries, rows)
+        listed = set(entries) | {r[2] for r in rows}  # images in real/, fake/, mask/ that no row names
+        unlisted = [sid for folder in COLUMNS[:3] if (root / folder).is_dir()
+                    for sid in ids_of(root, list_image_files(root / folder)) if sid not in listed]
+        log_unused(root, unlisted, f"image(s) in real/, fake/ or mask/ are not in {TABLE} and are not used")
         super().__init__(root, entries, name=name, split=split, val_fraction=val_fraction, split_seed=split_seed)
 
     def _turn(self, sample_id: str) -> EditRecord:
@@ -159,15 +162,3 @@ def read_table(root: Path, find: Callable[[str], Path]) -> list[tuple[str, str, 
         log.info("%s: %d rows (the full CocoGlide has %d)", table, len(rows), COCOGLIDE_ROWS)
     return rows
 
-
-def _log_unlisted(root: Path, entries: dict[str, Any], rows: Sequence[tuple[str, ...]]) -> None:
-    """Images in real/, fake/, mask/ that no row names (a partial table, or stray files)."""
-    listed = set(entries) | {r[2] for r in rows}
-    unlisted = [
-        sid
-        for folder in COLUMNS[:3]
-        if (root / folder).is_dir()
-        for sid in ids_of(root, list_image_files(root / folder))
-        if sid not in listed
-    ]
-    log_unused(root, unlisted, f"image(s) in real/, fake/ or mask/ are not in {TABLE} and are not used")
