@@ -196,3 +196,16 @@ def test_a_line_of_only_spaces_is_an_empty_line(tmp_path):
     with pytest.raises(DataError, match=r"table\.csv: line 5: real real/teddy bear_563758\.png is already listed "
                                         r"on line 3 \(as real\)"):
         CocoGlideDataset(root)
+
+
+def test_blank_lines_before_the_header_are_empty_lines(tmp_path):
+    """A table whose first lines are blank is read from its header on, as an empty line between
+    rows is skipped; the rows keep their own line numbers."""
+    root = make_cocoglide(tmp_path / "CocoGlide")
+    rows, table = table_rows(root), (root / "table.csv").read_text(encoding="utf-8-sig")
+    (root / "table.csv").write_text("\n \t\n" + table, encoding="utf-8")
+    assert len(open_dataset(root).ids("test")) == 6
+    write_table(root, [rows[0], rows[0]])
+    (root / "table.csv").write_text("\n" + (root / "table.csv").read_text(encoding="utf-8-sig"), encoding="utf-8")
+    with pytest.raises(DataError, match=r"table\.csv: line 4: real .* is already listed on line 3 \(as real\)"):
+        CocoGlideDataset(root)

@@ -135,6 +135,8 @@ def read_csv(
         with open(path, encoding="utf-8-sig", newline="") as f:
             # a line of only spaces is an empty line, which csv skips; the lines after it keep their numbers
             reader = csv.DictReader((line if line.strip() else "\n" for line in f), delimiter=delimiter)
+            while reader.fieldnames == []:  # empty lines before the header are skipped as those between rows are
+                reader.fieldnames = None  # None: the next line is read as the header
             fields = [(h or "").strip() for h in reader.fieldnames or []]
             reader.fieldnames = fields = [h.lower() for h in fields] if lower else fields
             if not fields:  # a download cut short, never a table of no columns
