@@ -245,6 +245,19 @@ def test_nist16_splice_task_unites_one_probes_masks(tmp_path):
     assert by_option.fingerprint() == by_file.fingerprint() != Nist16Dataset(root).fingerprint()
 
 
+def test_nist16_two_probes_may_share_one_mask(tmp_path):
+    """NIST's reference names one mask for a probe and its post-processed copy (NC2016_0128 and its
+    rescaled NC2016_8714 share NC2016_3942.png): both are read, never refused as two images of one mask."""
+    root = make_nist16(tmp_path / "NC2016_Test0613")
+    save_jpeg(root / "probe" / "NC2016_0004.jpg", photo(40))
+    ref = root / "reference" / "manipulation" / "NC2016-manipulation-ref.csv"
+    with open(ref, "a") as f:
+        f.write(nist_row("NC2016_0004", "reference/manipulation/mask/NC2016_5001.png", "Y", "Y|N|N") + "\n")
+    ds = Nist16Dataset(root)
+    for probe in ("probe/NC2016_0001.jpg", "probe/NC2016_0004.jpg"):
+        assert edited_rows(ds.load(probe).label) == list(range(8))
+
+
 def test_nist16_reference_file_named_from_its_own_folder(tmp_path, monkeypatch):
     """`data info NC2016-manipulation-ref.csv` in reference/manipulation/: "no dataset adapter recognises" it."""
     root = make_nist16(tmp_path / "NC2016_Test0613")
