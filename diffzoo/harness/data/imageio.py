@@ -224,11 +224,6 @@ def wide_to_uint8(arr: np.ndarray) -> np.ndarray:
     return np.clip(arr.astype(np.int64) // 256, 0, 255).astype(np.uint8)
 
 
-def has_alpha(img: Image.Image) -> bool:
-    """An alpha channel, or a transparent colour / palette entry (``tRNS``)."""
-    return img.mode in ALPHA_MODES or img.info.get("transparency") is not None
-
-
 def converted(img: Image.Image, mode: str, sample_id: str, name: str) -> Image.Image:
     """``img.convert(mode)``; a mode PIL cannot convert is kind ``unsupported-mode``."""
     if img.mode == mode:
@@ -244,13 +239,6 @@ def converted(img: Image.Image, mode: str, sample_id: str, name: str) -> Image.I
 
 def is_image_file(name: str) -> bool:
     return name.lower().endswith(IMAGE_EXTENSIONS)
-
-
-def on_white(rgba: np.ndarray) -> np.ndarray:
-    """Composite H x W x 4 uint8 RGBA over white: round((c*a + 255*(255-a)) / 255)."""
-    a = rgba[:, :, 3:4].astype(np.uint32)
-    rgb = rgba[:, :, :3].astype(np.uint32)
-    return ((rgb * a + 255 * (255 - a) + 127) // 255).astype(np.uint8)
 
 
 def read_image(src: ImageSource, sample_id: str, *, name: str | None = None) -> np.ndarray:
@@ -274,11 +262,12 @@ def _rgb(img: Image.Image, sample_id: str, name: str, *, opaque: bool = False) -
     if img.mode in WIDE_MODES:
         grey = wide_to_uint8(np.asarray(img))
         return np.ascontiguousarray(np.repeat(grey[:, :, None], 3, axis=2))
-    if has_alpha(img):
+    if img.mode in ALPHA_MODES or img.info.get("transparency") is not None:  # alpha, or a tRNS colour / entry
         rgba = np.asarray(converted(img, "RGBA", sample_id, name), dtype=np.uint8)
         if opaque:
             _opaque(rgba, sample_id, name)
-        return on_white(rgba)
+        a, rgb = rgba[:, :, 3:4].astype(np.uint32), rgba[:, :, :3].astype(np.uint32)
+        return ((rgb * a + 255 * (255 - a) + 127) // 255).astype(np.uint8)  # over white, rounded
     return np.array(converted(img, "RGB", sample_id, name), dtype=np.uint8)
 
 
