@@ -225,13 +225,6 @@ def chosen_names(
     return names
 
 
-def _split_order(name: str) -> tuple[int, str]:
-    return (
-        CANONICAL_SPLITS.index(name) if name in CANONICAL_SPLITS else len(CANONICAL_SPLITS),
-        name,
-    )
-
-
 class SplitDataset(Dataset):
     """A :class:`Dataset` whose splits are lists of ids held in memory."""
 
@@ -253,7 +246,8 @@ class SplitDataset(Dataset):
 
     # -- splits -------------------------------------------------------------
     def splits(self) -> list[str]:
-        return sorted(self._splits, key=_split_order)
+        rank = {s: i for i, s in enumerate(CANONICAL_SPLITS)}  # canonical splits first, in their order
+        return sorted(self._splits, key=lambda s: (rank.get(s, len(rank)), s))
 
     def ids(self, split: str) -> list[str]:
         key = canonical_split(split)
