@@ -151,12 +151,6 @@ def read_split_json(file: Path) -> dict[str, Any]:
     return data
 
 
-def split_part(data: dict[str, Any], subset: str, file: Path) -> dict[str, list[Any]]:
-    if subset not in data:
-        raise DataError(f"PAPE split file {file}: no entry for subset {subset!r} (it has {', '.join(sorted(data))})")
-    return data[subset]
-
-
 def _is_editor_dir(p: Path) -> bool:
     return (p / MANIFEST_FILE).is_file() or any((p / k).is_dir() for k in (*EDIT_KINDS, "source"))
 
@@ -349,7 +343,10 @@ class PapeDataset(SplitDataset):
         for file, subsets in users.items():
             data = read_split_json(file)
             nested = all(isinstance(v, dict) for v in data.values())
-            groups = [([s], split_part(data, s, file)) for s in subsets] if nested else [(subsets, data)]
+            if nested and (absent := [s for s in subsets if s not in data]):
+                raise DataError(f"PAPE split file {file}: no entry for subset {absent[0]!r} "
+                                f"(it has {', '.join(sorted(data))})")
+            groups = [([s], data[s]) for s in subsets] if nested else [(subsets, data)]
             for group, part in groups:
                 known = {i for s in group for i in by_subset[s]}
                 unknown = sorted({i for ids in part.values() for i in ids} - known)
