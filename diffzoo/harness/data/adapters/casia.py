@@ -154,14 +154,6 @@ def _gt_folder(root: Path, gt_dir: str | os.PathLike | None, names: tuple[str, .
     )
 
 
-def _child_path(root: Path, parts: tuple[str, ...]) -> Path | None:
-    """``root/part/part/...`` matching each part in any letter case."""
-    p: Path | None = root
-    for part in parts:
-        p = child_dir(p, part) if p is not None else None
-    return p
-
-
 def _has_name(folder: Path | None, pattern: re.Pattern[str]) -> bool:
     """Whether ``folder`` directly holds an image whose name matches ``pattern``."""
     return folder is not None and sniff_quietly(
@@ -189,7 +181,9 @@ class Casia1Dataset(_CasiaDataset):
     def _tampered(cls, root: Path) -> list[Path]:
         """``CM/`` and ``Sp/`` of the first of :data:`V1_TAMPERED` that holds either."""
         for parts in V1_TAMPERED:
-            tp = _child_path(root, parts)
+            tp: Path | None = root
+            for part in parts:  # root/part/part/..., each part in any letter case
+                tp = child_dir(tp, part) if tp is not None else None
             folders = [f for f in (child_dir(tp, sub) for sub in ("CM", "Sp")) if f is not None] if tp else []
             if folders:
                 return folders
