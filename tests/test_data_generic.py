@@ -323,3 +323,13 @@ def test_two_images_of_one_stem_are_refused_not_both_paired_with_its_mask(tmp_pa
     with pytest.raises(DataError) as err:
         open_dataset(str(root))
     assert str(err.value) == f"{root / 'Gt'}: two images for a.png: Tp/a.jpg and Tp/a.png"
+
+
+def test_two_folders_of_one_name_in_another_letter_case_are_refused_naming_both(tmp_path):
+    """``Gt/`` beside ``gt/``: which one was read hung on the folder's listing order (the other passed
+    over unsaid, its masks "missing"); neither can be told to be the ground truth."""
+    root = make_tpgt(tmp_path / "ds")
+    (root / "gt").mkdir()
+    with pytest.raises(DataError) as err:
+        TpGtDataset(root)
+    assert str(err.value) == f"{root}: Gt and gt are both the Gt/ folder, in another letter case; keep one of them"

@@ -192,7 +192,11 @@ def child_dir(root: Path, name: str, without: str | None = None) -> Path | None:
         children = [p for p in root.iterdir() if p.name.lower() == name.lower()]  # name first: no stat per file
     except OSError as exc:
         raise DataError(f"{root}: cannot list the folder ({exc})") from None
-    found = next((p for p in children if p.is_dir()), None)
+    folders = sorted(p.name for p in children if p.is_dir())
+    if len(folders) > 1:  # which one is meant cannot be told; a listing's order would pick one unsaid
+        raise DataError(f"{root}: {' and '.join(folders)} are both the {name}/ folder, in another letter case; "
+                        "keep one of them")
+    found = root / folders[0] if folders else None
     if found is None and without is not None and (children or without):
         what = f"{children[0].name} is a file where a folder is expected" if children else f"no {name}/ folder"
         log.warning("%s: %s; %s", root, what, without or "read without it")
