@@ -68,10 +68,6 @@ def distribution(values: Iterable[float]) -> dict[str, Any]:
     return {"count": int(arr.size), **stats, "histogram": [int(c) for c in hist]}
 
 
-def _turn_key(key: str) -> tuple[int, int]:
-    return (1, 0) if key == UNKNOWN else (0, int(key))
-
-
 class StatsAccumulator:
     """Counts of samples added one at a time; :meth:`result` is the stats dict."""
 
@@ -150,7 +146,8 @@ class StatsAccumulator:
             "authentic": self.authentic,
             "editors": editors,
             "turns": {
-                "counts": {k: self.turns[k] for k in sorted({*self.turns, UNKNOWN}, key=_turn_key)},
+                "counts": {k: self.turns[k] for k in sorted(
+                    {*self.turns, UNKNOWN}, key=lambda k: (1, 0) if k == UNKNOWN else (0, int(k)))},
                 "with_metadata": self.with_turns,
             },
             "base": dict(self.base),
@@ -209,15 +206,6 @@ def stats_notes(stats: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _encoding(dataset: Dataset) -> dict[str, Any] | None:
-    """How the adapter reads the stored mask values (data/mask_encoding.py), with what it
-    takes them to mean; None for an adapter that does not sniff its masks."""
-    encoding = getattr(dataset, "mask_encoding", None)
-    if encoding is None:
-        return None
-    return {**encoding.to_dict(), "meaning": encoding.describe(dataset.label_space)}
-
-
 def dataset_stats(dataset: Dataset, splits: Sequence[str] | None = None,
                   progress: Progress | None = None) -> dict[str, Any]:
     """Statistics of ``splits`` (default: all) of ``dataset``, reading each
@@ -246,7 +234,9 @@ def dataset_stats(dataset: Dataset, splits: Sequence[str] | None = None,
             "fingerprint": dataset.fingerprint(),  # first: it counts the EXIF orientation tags
             "label_space": list(dataset.label_space.names),
             "labels_verified": bool(getattr(dataset, "labels_verified", True)),
-            "mask_encoding": _encoding(dataset),
+            # how the adapter reads the stored mask values and what it takes them to mean (None: not sniffed)
+            "mask_encoding": None if (enc := getattr(dataset, "mask_encoding", None)) is None
+            else {**enc.to_dict(), "meaning": enc.describe(dataset.label_space)},
             "exif_orientation": getattr(dataset, "exif_orientation", None),
         },
         "splits": split_sizes,
