@@ -120,7 +120,8 @@ class OpenSdiDataset(RowsDataset):
                                 "partial/sd15/fake/000651821.jpg")
             if label not in (0, 1):
                 raise DataError(f"{where}: row {row} ({key}): label {label!r}; OpenSDI's labels are 0 (real), 1 (fake)")
-            gen = generator or _key_generator(key)
+            parts = key.split("/")  # keys seen: <subset>/<generator>/<real|fake>/<file> (partial/sd2/fake/x.jpg)
+            gen = generator or (parts[1].lower() if len(parts) >= 3 and parts[1] else None)
             if gen is None:
                 raise DataError(f"{where}: row {row} ({key}): its generator is unknown: the split names none and "
                                 "the key does not start <subset>/<generator>/ (partial/sd2/fake/...)")
@@ -169,12 +170,6 @@ def _generator(t: Table) -> str | None:
     None for a name that is no generator's (``test``, ``data``, a number)."""
     name = t.split.lower()
     return None if name in _NOT_GENERATORS or name.isdigit() else name
-
-
-def _key_generator(key: str) -> str | None:
-    """``partial/sd2/fake/x.jpg`` -> ``sd2`` (keys seen: ``<subset>/<generator>/<real|fake>/<file>``)."""
-    parts = key.split("/")
-    return parts[1].lower() if len(parts) >= 3 and parts[1] else None
 
 
 def _copy_hint(folder: Path, base: Path) -> str | None:
