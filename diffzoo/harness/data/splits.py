@@ -50,11 +50,6 @@ def by_canonical_split(where: str, items: Iterable[tuple[str, T]]) -> dict[str, 
         f"splits {first!r} and {second!r} both read as split {key}; rename or leave out one of them"))
 
 
-def _unit_hash(seed: int, sample_id: str) -> float:
-    digest = hashlib.sha256(f"{seed}\x00{sample_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
-
-
 def split_ids(ids: Iterable[str], val_fraction: float = 0.2, seed: int = 0,
               calib_fraction: float = 0.0) -> dict[str, list[str]]:
     """Assign each id to ``train``, ``val`` or ``calib`` by a hash u of (seed, id).
@@ -73,7 +68,7 @@ def split_ids(ids: Iterable[str], val_fraction: float = 0.2, seed: int = 0,
     if calib_fraction:
         out["calib"] = []
     for sid in ids:
-        u = _unit_hash(seed, sid)
+        u = int.from_bytes(hashlib.sha256(f"{seed}\x00{sid}".encode()).digest()[:8], "big") / 2.0**64  # in [0, 1)
         name = "val" if u < val_fraction else "calib" if u < val_fraction + calib_fraction else "train"
         out[name].append(sid)
     for v in out.values():
