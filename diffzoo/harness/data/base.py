@@ -261,9 +261,9 @@ class SplitDataset(Dataset):
             )
         return list(self._splits[key])
 
-    def add_authentic(self, folder: AuthenticFolder, split: str = "train") -> None:
-        """Add ``folder``'s images (all-zero masks) to ``split``."""
-        self._splits = folder.merge_into(self._splits, split, self.name)
+    def add_authentic(self, folder: AuthenticFolder) -> None:
+        """Add ``folder``'s images (all-zero masks) to ``train``, the split :meth:`provenance` names them in."""
+        self._splits = folder.merge_into(self._splits, "train", self.name)
         self._authentic = folder
         self._fingerprint = None
 
