@@ -313,22 +313,6 @@ class LabelMap:
                 "verified": self.verified}
 
 
-def _inner_label_map(files: Sequence[tuple[str, bytes]]) -> LabelMap | None:
-    """The first label map file inside the download; others must agree with it."""
-    found = [(where, parse_label_bytes(data, where, where, verified=True)) for where, data in files]
-    if not found:
-        return None
-    (where, (space, verified)), *rest = found
-    for other, (other_space, _) in rest:
-        if other_space != space:
-            raise DataError(
-                f"the data holds two label maps that disagree: {where} gives "
-                f"{', '.join(space.names)} and {other} gives {', '.join(other_space.names)}; "
-                f"remove one or pass --labels FILE"
-            )
-    return LabelMap(space, verified, where)
-
-
 def resolve_label_map(
     spec: LabelSpec,
     beside: Path | None = None,
@@ -351,9 +335,17 @@ def resolve_label_map(
     beside_file = beside / LABELS_FILE if beside is not None else None
     if beside_file is not None and beside_file.is_file():
         return LabelMap(*read_label_file(beside_file), LABELS_FILE)
-    found = _inner_label_map(inner())
-    if found is not None:
-        return found
+    found = [(where, parse_label_bytes(data, where, where, verified=True)) for where, data in inner()]
+    if found:  # the first label map file inside the download; the others must agree with it
+        (where, (space, verified)), *rest = found
+        for other, (other_space, _) in rest:
+            if other_space != space:
+                raise DataError(
+                    f"the data holds two label maps that disagree: {where} gives "
+                    f"{', '.join(space.names)} and {other} gives {', '.join(other_space.names)}; "
+                    f"remove one or pass --labels FILE"
+                )
+        return LabelMap(space, verified, where)
     if class_label is not None:
         column, names = class_label
         where = f"ClassLabel feature {column!r}"
