@@ -425,8 +425,14 @@ class HFSource:
         self.sidecar_dir = None if path is None else (path if path.is_dir() else path.parent)
         raw = by_canonical_split(self.location, _load(self.hub_id or spec).items())
         self.class_label: tuple[str, list[str]] | None = None
-        for split, ds in raw.items():
-            self._check_class_label(class_label_names(ds.features), f"{self.location} (split {split})")
+        for split, ds in raw.items():  # the first split's ClassLabel; another split naming other classes is refused
+            found = class_label_names(ds.features)
+            if found is not None and self.class_label is not None and self.class_label[1] != found[1]:
+                raise DataError(
+                    f"{self.location} (split {split}): ClassLabel feature {found[0]!r} names {', '.join(found[1])}, "
+                    f"but another split names {', '.join(self.class_label[1])}; pass --labels FILE"
+                )
+            self.class_label = self.class_label or found
         files = None if path is None else [path] if path.is_file() else data_files(path)
         self._rows = HFRows(raw, self.location, REQUIRED_COLUMNS, files=files, cache_key=self.hub_id)
         split_ids = unique_ids({s: _row_ids(ds, f"{self.location} (split {s})") for s, ds in raw.items()})
@@ -434,17 +440,6 @@ class HFSource:
         self._split_ids = {s: sorted(ids) for s, ids in split_ids.items()}
         if not self.pairs:
             raise DataError(f"{self.location}: the dataset has no rows")
-
-    def _check_class_label(self, found: tuple[str, list[str]] | None, where: str) -> None:
-        """Keep the first split's ClassLabel; another split naming other classes is an error."""
-        if found is None:
-            return
-        if self.class_label is not None and self.class_label[1] != found[1]:
-            raise DataError(
-                f"{where}: ClassLabel feature {found[0]!r} names {', '.join(found[1])}, but "
-                f"another split names {', '.join(self.class_label[1])}; pass --labels FILE"
-            )
-        self.class_label = self.class_label or found
 
     def native_splits(self) -> dict[str, list[str]]:
         return {s: list(ids) for s, ids in self._split_ids.items()}
