@@ -195,26 +195,21 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
         if qualifier:
             splits.setdefault(f"{split}_{qualifier}", set()).update(found)
     names = ", ".join(f.name for f in files)
-    _refuse_shared(splits, files)
+    # an image in two of train / val / test would be trained on and evaluated (its qualified splits,
+    # val_stuff..., are parts of their split and may share it)
+    plain = sorted((s, ids) for s, ids in splits.items() if s in SPLIT_TOKENS.values())
+    for (first, a), (second, b) in itertools.combinations(plain, 2):
+        if shared := sorted(a & b):
+            raise DataError(
+                f"{len(shared)} image(s) are in both split {first} and split {second} of the BR-Gen split files "
+                f"({names}), e.g. {', '.join(shared[:3])}; an image in two splits would be trained on and "
+                "evaluated: list each image in one of them, or name the files to read with "
+                "--dataset-option split_files=A.json,B.json")
     if not splits:
         raise DataError(f"none of the images listed in {names} is in the data; images are matched by their "
                         "Tp/ or Au/ file name (the release ships no real photos: Au/ is yours to fill)")
     info = {"id": f"brgen-json-{digest.hexdigest()[:16]}", "source": f"BR-Gen split files ({names})"}
     return {canonical_split(k): sorted(v) for k, v in splits.items()}, info
-
-
-def _refuse_shared(splits: dict[str, set[str]], files: list[Path]) -> None:
-    """An image in two of train / val / test would be trained on and evaluated (its qualified
-    splits, ``val_stuff``..., are parts of their split and may share it)."""
-    plain = sorted((s, ids) for s, ids in splits.items() if s in SPLIT_TOKENS.values())
-    for (first, a), (second, b) in itertools.combinations(plain, 2):
-        shared = sorted(a & b)
-        if shared:
-            raise DataError(
-                f"{len(shared)} image(s) are in both split {first} and split {second} of the BR-Gen split files "
-                f"({', '.join(f.name for f in files)}), e.g. {', '.join(shared[:3])}; an image in two splits would "
-                "be trained on and evaluated: list each image in one of them, or name the files to read with "
-                "--dataset-option split_files=A.json,B.json")
 
 
 def source_photo(sample_id: str) -> str:
