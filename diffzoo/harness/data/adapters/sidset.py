@@ -148,7 +148,10 @@ class SidSetDataset(MixedDataset):
             raise DataError(f"{root}: no SID-Set folders found; {LAYOUT_HELP}")
         missing: list[str] = []
         for prefix, folders in sorted(groups.items()):
-            split = _folder_split(prefix, root)
+            # a split folder's name (validation -> val); the dataset folder or zip itself: train / val when so
+            # named, else test (SIDA's separate test set)
+            own = canonical_split(prefix.rsplit("/", 1)[-1] if prefix else root.stem if root.is_file() else root.name)
+            split = own if prefix or own in CANONICAL_SPLITS else "test"
             masks = masks_by_stem(self._members.location,
                                   ((Path(m).stem.removesuffix(MASK_SUFFIX), m) for m in folders.get(MASKS_DIR, [])))
             for kind in self.KINDS:
@@ -232,12 +235,3 @@ def _groups(names: list[str]) -> dict[str, dict[str, list[str]]]:
             continue
         groups.setdefault("/".join(parts[:-2]), {}).setdefault(parts[-2], []).append(n)
     return {k: v for k, v in groups.items() if set(v) & set(LABELS.values())}
-
-
-def _folder_split(prefix: str, root: Path) -> str:
-    """The split of a split folder: its name (``validation`` -> ``val``); the dataset folder
-    or zip itself: ``train`` / ``val`` when so named, else ``test`` (SIDA's separate test set)."""
-    if prefix:
-        return canonical_split(prefix.rsplit("/", 1)[-1])
-    own = canonical_split(root.stem if root.is_file() else root.name)
-    return own if own in CANONICAL_SPLITS else "test"
