@@ -87,13 +87,6 @@ def _safe_stem(value: Any, file: Path, lineno: int) -> str:
     return text
 
 
-def _language(row: dict[str, Any], prompt: str) -> str:
-    for key in LANGUAGE_FIELDS:
-        if isinstance(row.get(key), str) and row[key].strip():
-            return row[key].strip().lower()
-    return "zh" if _CJK.search(prompt) else "en"
-
-
 def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
     """``image_id`` -> {language: prompt of ``edits``}, rows of one image merged.
 
@@ -115,7 +108,9 @@ def read_pape_manifest(file: Path, edits: str) -> dict[str, dict[str, str]]:
         prompt = row[field]
         if not isinstance(prompt, str):
             raise DataError(f"{file}, line {lineno}: field {field!r} is {prompt!r}; expected a string")
-        out.setdefault(image_id, {}).setdefault(_language(row, prompt), prompt)
+        language = next((row[k].strip().lower() for k in LANGUAGE_FIELDS  # the row's own field, else by the script
+                         if isinstance(row.get(k), str) and row[k].strip()), "zh" if _CJK.search(prompt) else "en")
+        out.setdefault(image_id, {}).setdefault(language, prompt)
     if not out:
         raise DataError(f"{file}: no rows")
     return out
@@ -151,10 +146,6 @@ def read_split_json(file: Path) -> dict[str, Any]:
     return data
 
 
-def _is_editor_dir(p: Path) -> bool:
-    return (p / MANIFEST_FILE).is_file() or any((p / k).is_dir() for k in (*EDIT_KINDS, "source"))
-
-
 def _layout(root: Path) -> dict[str, dict[str, Path]]:
     """subset name -> editor name -> folder, for every folder that looks like PAPE; the names
     (labels, ids) as :func:`.walk.canonical_name` reads the folders'."""
@@ -162,8 +153,8 @@ def _layout(root: Path) -> dict[str, dict[str, Path]]:
     for subset in subfolders(root):
         if subset.name == "splits":
             continue
-        editors = by_canonical_name(subset, ((e.name, e) for e in subfolders(subset)
-                                             if e.name != "splits" and _is_editor_dir(e)))
+        editors = by_canonical_name(subset, ((e.name, e) for e in subfolders(subset) if e.name != "splits" and (
+            (e / MANIFEST_FILE).is_file() or any((e / k).is_dir() for k in (*EDIT_KINDS, "source")))))
         if editors:
             out[subset.name] = editors
     return by_canonical_name(root, out.items())
