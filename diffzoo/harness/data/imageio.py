@@ -271,18 +271,15 @@ def _rgb(img: Image.Image, sample_id: str, name: str, *, opaque: bool = False) -
     return np.array(converted(img, "RGB", sample_id, name), dtype=np.uint8)
 
 
-def _suffix_note(name: str, fmt: str) -> str:
-    m = re.search(r"(\.[A-Za-z0-9]+)\)?$", name)
-    expected = _SUFFIX_FORMATS.get(m.group(1).lower()) if m else None
-    return f" although it is named {m.group(1)}" if m and expected and expected != fmt else ""
-
-
 def _refuse_lossy(img: Image.Image, data: bytes | None, sample_id: str, name: str) -> None:
     lossy_webp = img.format == "WEBP" and data is not None and b"VP8 " in data[12:64]  # lossy chunk (lossless: "VP8L")
     if img.format in LOSSY_FORMATS or lossy_webp:
+        m = re.search(r"(\.[A-Za-z0-9]+)\)?$", name)  # a suffix naming another format is said
+        named = (f" although it is named {m[1]}"
+                 if m and _SUFFIX_FORMATS.get(m[1].lower()) not in (None, img.format) else "")
         raise CorruptSampleError(
             sample_id,
-            f"{name}: mask is {img.format}-encoded (lossy){_suffix_note(name, str(img.format))}; lossy "
+            f"{name}: mask is {img.format}-encoded (lossy){named}; lossy "
             f"compression changes class indices near every edge, so class-index masks must be "
             f"stored losslessly (PNG, TIFF, BMP or lossless WebP)",
             "mask-lossy",
