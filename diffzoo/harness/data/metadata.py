@@ -110,18 +110,6 @@ def _rows(path: Path) -> list[tuple[str, Any, str]]:
     return out
 
 
-def _editor_lookup(label_space: LabelSpace) -> dict[str, str] | None:
-    """Lower-cased editor name -> label-space name; None for a binary space (not checked)."""
-    if label_space.is_binary:
-        return None
-    from diffzoo.harness.data.labelmaps import DIFFSEG30K_PAPER_NAMES  # paper names ("SDXL") are accepted too
-
-    lookup = {n.lower(): n for n in label_space.editors}
-    lookup.update({paper.lower(): short for short, paper in DIFFSEG30K_PAPER_NAMES.items()
-                   if short in label_space.editors})
-    return lookup
-
-
 def _strings(row: dict[str, Any], field: str, where: str) -> list[str]:
     value = row.get(field)
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
@@ -162,7 +150,13 @@ def read_metadata_file(path: Path, known_ids: Iterable[str], label_space: LabelS
     """
     require_file(path, "metadata file", option="metadata=")
     known = set(known_ids)
-    editors = _editor_lookup(label_space)
+    editors: dict[str, str] | None = None  # lower-cased editor name -> label-space name; a binary space: unchecked
+    if not label_space.is_binary:
+        from diffzoo.harness.data.labelmaps import DIFFSEG30K_PAPER_NAMES  # paper names ("SDXL") are accepted too
+
+        editors = {n.lower(): n for n in label_space.editors}
+        editors.update({paper.lower(): short for short, paper in DIFFSEG30K_PAPER_NAMES.items()
+                        if short in label_space.editors})
     out: dict[str, SampleMeta] = {}
     for sid, row, where in _rows(path):
         if sid not in known:
