@@ -65,10 +65,7 @@ def file_orientation(path: Path) -> int | None:
     from diffzoo.harness.data.imageio import exif_orientation  # Pillow: only when asked
 
     try:
-        if not path.is_file():  # a FIFO is never opened: it would block
-            return None
-        with open(path, "rb") as fh:
-            return exif_orientation(fh.read(HEADER_BYTES))
+        return exif_orientation(_file_head(path)) if path.is_file() else None  # a FIFO is never opened: it would block
     except OSError:
         return None
 
