@@ -220,3 +220,12 @@ def test_two_edits_of_one_name_are_refused_naming_both(deal, tmp_path):
         Deal300kDataset(folder)
     assert str(err.value) == (f"{folder}: two images for 000000000009_qwen120.png: train/000000000009_qwen120.jpeg "
                               "and train/000000000009_qwen120.jpg")
+
+
+def test_two_split_folders_of_one_name_in_another_letter_case_are_refused(deal, tmp_path):
+    """``val/`` beside ``Val/``: the one the listing gave last was read, the other passed over unsaid."""
+    root = extract(deal, tmp_path / "extracted")
+    shutil.copytree(root / "val", root / "Val")
+    with pytest.raises(DataError) as err:
+        Deal300kDataset(root)
+    assert str(err.value) == f"{root}: Val and val are both the val/ folder, in another letter case; keep one of them"
