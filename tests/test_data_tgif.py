@@ -299,3 +299,11 @@ def test_an_accented_folder_gives_one_set_of_ids_and_one_fingerprint_in_either_u
     make_tgif(tmp_path / "src" / "downloads" / "tgifdl")
     copies = accented_copies(tmp_path / "src" / "downloads", tmp_path, "tgifdl")
     assert_read_alike(TgifDataset(copies["NFC"]), TgifDataset(copies["NFD"]), "tgifdl")
+
+
+def test_two_masks_folders_in_another_letter_case_are_refused_naming_both(tgif):
+    """``masks/`` beside ``Masks/``: the one the listing gave last was read, the other passed over unsaid."""
+    (tgif / "Masks").mkdir()
+    with pytest.raises(DataError) as err:
+        TgifDataset(tgif)
+    assert str(err.value) == f"{tgif}: Masks and masks are both the masks/ folder, in another letter case; keep one of them"

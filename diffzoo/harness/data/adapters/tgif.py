@@ -192,8 +192,6 @@ class TgifDataset(_PairListDataset):
 
     def _add_fakes(self, root: Path, dl: Path, wanted: tuple[set[str], set[str], set[str]],
                    entries: dict[str, tuple[Path, Path | None]]) -> list[str]:
-        masks = {p.name.lower(): p for p in subfolders(dl)
-                 if p.name.lower() == "masks" or p.name.lower().startswith("masks-")}
         index: dict[tuple[str, str], dict[str, Path]] = {}
         unpaired: list[str] = []
         unnamed: list[str] = []
@@ -203,7 +201,7 @@ class TgifDataset(_PairListDataset):
                 continue
             gen = f["gen"].lower()
             family = "flux" if gen.startswith("flux") else gen
-            where = [masks[n] for n in (f"masks-{family}", "masks") if n in masks]
+            where = [m for n in (f"masks-{family}", "masks") if (m := child_dir(dl, n)) is not None]
             for split_name, split_dir in _split_dirs(folder):
                 for sid, img in ids_of(root, image_files_in(split_dir)).items():
                     fake = parse_fake(folder.name, img.name)
