@@ -32,15 +32,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def warn_orientation(dataset: str, key: str, files: list[str]) -> None:
-    """One warning per dataset ``key`` (per process) whose files carry an EXIF orientation tag."""
-    if files:
-        warn_once(log, key, "%d image file(s) of %s carry an EXIF orientation tag (e.g. %s); diffzoo scores the "
-                  "stored pixels, not the rotated view, for images and masks alike: a mask drawn on the displayed "
-                  "view is misaligned, and a reader that applies the tag (OpenCV's imread) sees other pixels "
-                  "(docs/datasets.md, EXIF orientation)", len(files), dataset, files[0])
-
-
 def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool = True) -> Path:
     """The dataset path ``path`` as a Path: a clear error instead of a TypeError when a registry
     calls ``adapter(path=None)``, and (``exists``) for a path that is not there."""
@@ -306,7 +297,12 @@ class SplitDataset(Dataset):
                 {k: self._splits[k] for k in sorted(self._splits)},
             )
             self.exif_orientation = len(oriented)
-            warn_orientation(self.name, f"{self.path}:{self._fingerprint}", oriented)
+            if oriented:  # one warning per dataset content (per process)
+                warn_once(log, f"{self.path}:{self._fingerprint}", "%d image file(s) of %s carry an EXIF orientation "
+                          "tag (e.g. %s); diffzoo scores the stored pixels, not the rotated view, for images and masks "
+                          "alike: a mask drawn on the displayed view is misaligned, and a reader that applies the tag "
+                          "(OpenCV's imread) sees other pixels (docs/datasets.md, EXIF orientation)", len(oriented),
+                          self.name, oriented[0])
         return self._fingerprint
 
     def _metadata_provenance(self) -> dict[str, Any]:
