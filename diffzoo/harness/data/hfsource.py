@@ -171,15 +171,6 @@ class Table:
     """What it is read from (parquet / arrow files)."""
 
 
-def _saved_folders(root: Path) -> list[Path]:
-    """``save_to_disk`` folders: ``root`` or below it (two levels), the outermost of nested ones."""
-    found: list[Path] = []
-    for folder in [root, *subfolders(root, depth=2)] if root.is_dir() else []:
-        if any((folder / m).is_file() for m in SAVED_MARKERS) and not any(s in folder.parents for s in found):
-            found.append(folder)
-    return found
-
-
 def _load_saved(folder: Path, single: str | None = None) -> dict[str, Any]:
     """The splits of a ``save_to_disk`` folder: a DatasetDict's own, or one split named ``single``
     (default: the folder's name) for a saved Dataset."""
@@ -201,7 +192,10 @@ def load_tables(path: Path) -> list[Table]:
     if path.is_file() and path.suffix.lower() in _DATA_SUFFIXES:  # any other file: no folder below, so []
         return [Table(f".:{file_split(path)}", file_split(path), path.parent, read_data_files([path]), (path,))]
     tables: list[Table] = []
-    saved = _saved_folders(path)
+    saved: list[Path] = []  # the save_to_disk folders, the outermost of nested ones
+    for folder in [path, *subfolders(path, depth=2)] if path.is_dir() else []:
+        if any((folder / m).is_file() for m in SAVED_MARKERS) and not any(s in folder.parents for s in saved):
+            saved.append(folder)
     for folder in saved:
         rel = folder.relative_to(path).as_posix()
         files = tuple(data_files(folder))
