@@ -133,11 +133,6 @@ MAX_LABEL_FILE_BYTES = 1 << 20
 """A label map file inside the data larger than this is refused (it is not one)."""
 
 
-def _label_file_order(name: str) -> tuple[int, int, str]:
-    """Archive root / top folder first, then by :data:`LABEL_MAP_FILES` order."""
-    return (name.count("/"), LABEL_MAP_FILES.index(name.rsplit("/", 1)[-1]), name)
-
-
 def label_members(names: Iterable[str], pairs: dict[str, tuple[str, str]]) -> list[str]:
     """Names (``/``-separated) of :data:`LABEL_MAP_FILES` at the root or in a
     folder that holds pairs, in the order they are preferred."""
@@ -146,7 +141,8 @@ def label_members(names: Iterable[str], pairs: dict[str, tuple[str, str]]) -> li
         n for n in names
         if n.rsplit("/", 1)[-1] in LABEL_MAP_FILES and n.rpartition("/")[0] in dirs and not _is_junk(n)
     ]
-    return sorted(found, key=_label_file_order)
+    # the archive root / top folder first, then by LABEL_MAP_FILES order
+    return sorted(found, key=lambda n: (n.count("/"), LABEL_MAP_FILES.index(n.rsplit("/", 1)[-1]), n))
 
 
 def _check_label_size(size: int, where: str) -> None:
