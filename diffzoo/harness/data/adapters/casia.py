@@ -117,7 +117,8 @@ class _CasiaDataset(_TestSetDataset):
     @classmethod
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder whose tampered folders directly hold images named as this version names them."""
-        return any(_has_name(f, cls.NAME) for f in cls._tampered(Path(path)))
+        return any(sniff_quietly(lambda f: any(cls.NAME.match(p.name) for p in image_files_in(f)), folder, (OSError,))
+                   for folder in cls._tampered(Path(path)))
 
     def _content_fingerprint(self) -> str:
         # Images and masks each relative to their own folder: the ground truth
@@ -152,12 +153,6 @@ def _gt_folder(root: Path, gt_dir: str | os.PathLike | None, names: tuple[str, .
         f"{', '.join(str(b / n) for b, n in candidates)} (any letter case); "
         f"pass gt_dir=FOLDER holding the *_gt.png masks"
     )
-
-
-def _has_name(folder: Path | None, pattern: re.Pattern[str]) -> bool:
-    """Whether ``folder`` directly holds an image whose name matches ``pattern``."""
-    return folder is not None and sniff_quietly(
-        lambda f: any(pattern.match(p.name) for p in image_files_in(f)), folder, (OSError,))
 
 
 class Casia1Dataset(_CasiaDataset):
