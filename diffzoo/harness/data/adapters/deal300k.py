@@ -94,11 +94,6 @@ def _child(folder: Path, names: tuple[str, ...]) -> Path | None:
     return next((z for z in (zips.get(f"{n}.zip") for n in names) if z is not None and z.is_file()), None)
 
 
-def _split_of(name: str) -> str | None:
-    key = name.lower().removesuffix(".zip")
-    return next((s for s, aliases in SPLIT_NAMES.items() if key in aliases), None)
-
-
 def locate(path: Path, masks: str | os.PathLike | None) -> tuple[list[tuple[str, Path]], Path | None, Path]:
     """``([(split, zip or folder of images)], zip or folder of masks, sidecar folder)`` for ``path``:
     a folder holding the split zips / folders, or one of them (masks then beside it)."""
@@ -108,7 +103,8 @@ def locate(path: Path, masks: str | os.PathLike | None) -> tuple[list[tuple[str,
     else:
         images, home = [], path.parent
     if not images:
-        split = _split_of(path.name)
+        key = path.name.lower().removesuffix(".zip")
+        split = next((s for s, aliases in SPLIT_NAMES.items() if key in aliases), None)
         if split is None or not (path.is_dir() or path.suffix.lower() == ".zip"):
             raise DataError(f"{path}: not a DEAL-300K download; {LAYOUT_HELP}")
         images, home = [(split, path)], path.parent
