@@ -151,12 +151,6 @@ def found_split_files(root: Path) -> list[Path]:
             if p.name != SPLITS_FILE and split_of_file(p) is not None and isinstance(data_json(p, str(p)), list)]
 
 
-def _listed_key(path: str) -> str:
-    """``tp/x.png`` for ``/data/BR-Gen/Tp/x.png`` (folder in lower case), or ``x.png``."""
-    parts = PureWindowsPath(path).parts if "\\" in path else PurePosixPath(path).parts
-    return f"{parts[-2].lower()}/{parts[-1]}" if len(parts) >= 2 else parts[-1]
-
-
 def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
     """Splits from IMDL-BenCo JSON lists: each listed image is found by ``<Tp|Au>/<file>``
     (or its file name alone) among ``ids``; listed images that are not in the data are
@@ -179,7 +173,10 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
         found: set[str] = set()
         missing: list[str] = []
         for image, mask in _read_list(file, raw):
-            key = canonical_name(_listed_key(image.strip()))  # as the ids read it; spaces around a path are the list's
+            written = image.strip()  # spaces around a path are the list's
+            parts = PureWindowsPath(written).parts if "\\" in written else PurePosixPath(written).parts
+            # tp/x.png for /data/BR-Gen/Tp/x.png (folder in lower case), or x.png; as the ids read it
+            key = canonical_name(f"{parts[-2].lower()}/{parts[-1]}" if len(parts) >= 2 else parts[-1])
             listed = index.get(key) or index.get(key.rpartition("/")[2])
             if listed is None:
                 missing.append(f"{image} ({'authentic' if mask == NEGATIVE else 'tampered'})")
