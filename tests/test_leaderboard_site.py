@@ -23,7 +23,7 @@ from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.render.escape import latex
 from diffzoo.leaderboard.render.site import OVERVIEW_JS, detector_slugs, write_site
 from diffzoo.leaderboard.store import RecordStore
-from diffzoo.leaderboard.table import Cell, format_ci, format_value, slugify
+from diffzoo.leaderboard.table import Cell, column, format_ci, format_value, slugify
 from diffzoo.leaderboard.versions import freeze, load_version
 
 from helpers.cli import cli, one_line
@@ -491,7 +491,7 @@ def test_index_in_chromium(site, driver, tmp_path):
         assert row.find_element(By.CSS_SELECTOR, "td.date").text == "2026-03-01 10:20"
     quote_cell = rows[names.index(QUOTE)].find_element(By.CSS_SELECTOR, 'td[data-metric="mIoU"]')
     info, ci = metric_info("mIoU"), tuple(recs[QUOTE].data["ci95"]["mIoU"])
-    want = f"{format_value(info, recs[QUOTE].metrics['mIoU'])} ± {format_ci(info, Cell(0.31, ci))}"
+    want = f"{format_value(info, recs[QUOTE].metrics['mIoU'])} ± {format_ci(column('mIoU', 'mIoU'), Cell(0.31, ci))}"
     assert quote_cell.text == want
     best = table.find_elements(By.CSS_SELECTOR, "td.best")
     assert {(c.get_attribute("data-metric"), c.find_element(By.XPATH, "..").get_attribute("data-detector"))

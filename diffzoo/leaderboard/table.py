@@ -279,10 +279,10 @@ def format_value(info: MetricInfo, value: float | None, digits: int = 1) -> str:
     return f"{value:g}"
 
 
-def format_ci(info: MetricInfo, cell: Cell) -> str:
-    """Half the CI's width in the value's unit ('' without a CI)."""
-    half = cell.half_width
-    return "" if half is None else (f"{100 * half:.1f}" if info.percent else f"{half:g}")
+def format_ci(col: Column, cell: Cell) -> str:
+    """Half the CI's width in the value's unit ('' without a CI, a value, or for a yes/no flag)."""
+    half = cell.half_width if cell.value is not None and not col.flag else None
+    return "" if half is None else (f"{100 * half:.1f}" if col.info.percent else f"{half:g}")
 
 
 def format_delta(info: MetricInfo, delta: float | None) -> str:
@@ -308,8 +308,7 @@ def cell_text(col: Column, cell: Cell, *, ci: Callable[[str, str], str] | None =
     """A cell as text in some markup: ``ci(value, half)`` adds the CI (None: left out),
     ``mark(note_id)`` each note's mark (None: no marks), ``detail(text)`` the detail."""
     text = value_text(col, cell)
-    half = format_ci(col.info, cell) if cell.value is not None and not col.flag else ""
-    if half and ci is not None:
+    if (half := format_ci(col, cell)) and ci is not None:
         text = ci(text, half)
     if cell.detail and detail is not None:
         text += detail(cell.detail)

@@ -30,8 +30,7 @@ def _cell(t: Table, row: Row, col: Column) -> Text:
     """A cell: numbers diffzoo formatted, the CI dim, the best value bold."""
     cell = row.cells[col.key]
     text = Text(cell_text(col, cell))
-    half = format_ci(col.info, cell) if cell.value is not None and not col.flag else ""
-    if half:
+    if half := format_ci(col, cell):
         text.append(f" ±{half}", style="dim")
     if t.is_best(row, col.key):
         text.stylize("bold")
