@@ -214,6 +214,9 @@ def check_finished(path: Path) -> None:
 
 def version_files(store: RecordStore) -> list[Path]:
     """The store's version files in version order (``v2`` before ``v10``; :func:`~.index.version_order`)."""
+    if os.path.lexists(store.versions_dir) and not store.versions_dir.is_dir():  # never read as "none frozen"
+        raise RecordError(f"{store.versions_dir} is not a folder: a store keeps its frozen versions there; "
+                          "move it away (or back where it was)")
     return sorted(store.versions_dir.glob("*.json"), key=lambda p: (version_order(p.stem), p.stem))
 
 

@@ -395,3 +395,14 @@ def test_a_file_where_a_store_folder_belongs_is_one_line_never_an_internal_error
                                         "a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
                                         "there"), err
     assert (site / "plots").read_text() == "notes" and not (site / "index.html").exists()
+
+
+def test_a_file_where_the_versions_folder_belongs_fails_verify_and_versions_naming_it(tmp_path, capsys):
+    """A regular file ``versions`` hides every frozen version: no reader takes it for a store with none."""
+    store = stored(tmp_path)
+    (store / "versions").write_text("notes")
+    said = (f"error: {store / 'versions'} is not a folder: a store keeps its frozen versions there; "
+            "move it away (or back where it was)")
+    for command in ("verify", "versions"):
+        code, out, err = cli(capsys, "leaderboard", command, "--store", store)
+        assert (code, one_line(err)) == (1, said), out + err
