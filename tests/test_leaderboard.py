@@ -713,3 +713,23 @@ def test_a_store_folder_linked_out_of_the_store_is_refused_before_any_write(tmp_
                 "reads only files inside the store, so it writes none there: replace the link by the folder")
         assert code == 1 and said in one_line(out + err), out + err  # add: its file rejected, saying why
         assert sorted(p.name for p in (tmp_path / name).iterdir()) == (["kept"] if name == "records" else [])
+
+
+def test_verify_version_names_a_pin_whose_file_holds_another_record(tmp_path, capsys):
+    """A version's pin of record A answered by record B's content (a kept file under A's name, the
+    manifest sealed again to B's digest) is a bad row of A naming B, never B's checks passing for A."""
+    from diffzoo.leaderboard.versions import sealed
+
+    store = RecordStore(tmp_path / "s")
+    a, b = (make_record(checkpoint=c * 32, state=make_state()) for c in ("ab", "cd"))
+    for r in (a, b):
+        store.add(r)
+    path = freeze(store, "v1")
+    manifest = {k: v for k, v in json.loads(path.read_text()).items() if k not in ("digests", "content_hash")}
+    manifest["record_digests"][a.id] = b.content_digest
+    path.write_text(json.dumps(sealed(manifest)))
+    store.replaced_dir.mkdir()
+    (store.replaced_dir / f"{a.id}.{b.content_digest[:16]}.json").write_text(b.to_json())
+    code, out, _ = cli(capsys, "leaderboard", "verify", "v1", "--store", str(store.root))
+    assert code == 1 and f"bad {b.id} ({store.replaced_dir / f'{a.id}.{b.content_digest[:16]}.json'}): holds record " \
+        f"{b.id}, not {a.id}" in one_line(out), out
