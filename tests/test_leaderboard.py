@@ -733,3 +733,31 @@ def test_verify_version_names_a_pin_whose_file_holds_another_record(tmp_path, ca
     code, out, _ = cli(capsys, "leaderboard", "verify", "v1", "--store", str(store.root))
     assert code == 1 and f"bad {b.id} ({store.replaced_dir / f'{a.id}.{b.content_digest[:16]}.json'}): holds record " \
         f"{b.id}, not {a.id}" in one_line(out), out
+
+
+def test_a_record_dated_after_now_frozen_into_a_version_is_skipped_by_its_publish_naming_it(tmp_path, capsys,
+                                                                                           monkeypatch):
+    """A version frozen where the rule did not hold (a record dated 2999) publishes as the tables of
+    the store do: without that record, saying which it skipped and why; verify VERSION fails it."""
+    from datetime import timedelta
+
+    from diffzoo.leaderboard import store as store_module
+
+    store = RecordStore(tmp_path / "s")
+    store.add(make_record("now", state=make_state()))
+    ahead = make_record("ahead", state=make_state(), date="2999-01-01T00:00:00+00:00")
+    store.add(ahead)
+    with monkeypatch.context() as m:
+        m.setattr(store_module, "FUTURE_SLACK", timedelta(days=400_000))
+        freeze(store, "v1")
+    said = (f"record {ahead.id} is dated 2999-01-01T00:00:00+00:00, more than 1 hour after this machine's clock: "
+            "the newest record wins every table it is in, so it would win them for good; fix its date (or the "
+            "clock of the machine that made it)")
+    selection = load_version(store, "v1")
+    assert [r.body.detector.name for r in selection.records] == ["now"]
+    assert selection.skipped == ((store.records_dir / f"{ahead.id}.json", said),)
+    code, out, err = cli(capsys, "leaderboard", "publish", "v1", "--store", str(store.root), "--out",
+                         str(tmp_path / "site"))
+    assert code == 0 and f"skipped {store.records_dir / f'{ahead.id}.json'}: {said}" in one_line(err), err
+    assert "ahead" not in (tmp_path / "site" / "leaderboard.md").read_text()
+    assert cli(capsys, "leaderboard", "verify", "v1", "--store", str(store.root))[0] == 1

@@ -328,12 +328,17 @@ def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultReco
     record = ResultRecord(data)
     if path.parent.name == RECORDS_DIR and path.stem != record.id:  # a copy under another name: one row twice
         return None, [f"file name {path.name} does not match its record_id {record.id}"]
+    return (None, later) if (later := dated_later(record)) else (record, [])
+
+
+def dated_later(record: ResultRecord) -> list[str]:
+    """Why ``record`` is dated more than :data:`FUTURE_SLACK` after this machine's clock ([] if it is not)."""
     date = record.body.environment.date
     if date and datetime.fromisoformat(utc_date(date)) > datetime.now(UTC) + FUTURE_SLACK:
-        return None, [f"record {record.id} is dated {date}, more than 1 hour after this machine's clock: the newest "
-                      "record wins every table it is in, so it would win them for good; fix its date (or the clock "
-                      "of the machine that made it)"]
-    return record, []
+        return [f"record {record.id} is dated {date}, more than 1 hour after this machine's clock: the newest "
+                "record wins every table it is in, so it would win them for good; fix its date (or the clock "
+                "of the machine that made it)"]
+    return []
 
 
 def expand_record_paths(paths: Iterable[Path]) -> list[Path]:

@@ -41,7 +41,14 @@ from diffzoo.harness.records.document import (
 )
 from diffzoo.harness.records.fields import HEX64, json_kind
 from diffzoo.leaderboard.index import version_order
-from diffzoo.leaderboard.store import RECORD_ID, RecordStore, expand_record_paths, is_unfinished, read_record_file
+from diffzoo.leaderboard.store import (
+    RECORD_ID,
+    RecordStore,
+    dated_later,
+    expand_record_paths,
+    is_unfinished,
+    read_record_file,
+)
 
 VERSION_SCHEMA = 2
 NAME_RE = re.compile(r"^(?!(?i:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:\.|$))[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -295,16 +302,19 @@ def unpinned(store: RecordStore, name: str, rid: str, digest: str) -> str:
 
 
 def load_version(store: RecordStore, name: str) -> Selection:
+    """Version ``name``'s records as frozen; one dated after this machine's clock is skipped, as the
+    tables skip it (:func:`~.store.dated_later`), and named in ``skipped``."""
     manifest, paths = version_paths(store, name)
-    records = []
+    read = {}
     for rid, rpath in paths.items():
         if rpath is None:
             raise RecordError(f"{unpinned(store, name, rid, manifest['record_digests'][rid])} "
                               "(`diffzoo leaderboard verify` says more)")
-        records.append(ResultRecord.read(rpath, within=store.root))
-    if problems := summary_problems(manifest, records):
+        read[rpath] = ResultRecord.read(rpath, within=store.root)
+    if problems := summary_problems(manifest, list(read.values())):
         raise RecordError(f"version file {store.versions_dir / f'{name}.json'}: {'; '.join(problems)}")
-    return Selection(name, records, manifest)
+    later = {path: why[0] for path, record in read.items() if (why := dated_later(record))}
+    return Selection(name, [r for path, r in read.items() if path not in later], manifest, tuple(later.items()))
 
 
 def resolve(ref: str | None, store: RecordStore) -> Selection:
