@@ -69,6 +69,20 @@ def test_a_records_image_rule_text_is_the_verdicts_rule():
         "fixed: edited if image probability > 0.5" == f"fixed: {rule_text(DETECTOR, t)}"
 
 
+
+def test_a_calibrated_threshold_a_short_text_would_round_is_written_as_applied():
+    """0.4999999701976776 (the float32 below 0.5 a calibration chose) reads in full: "> 0.5" is another rule."""
+    below = float(np.float32(0.5) - np.float32(2**-25))
+    t = Thresholds(pixel=below, area=0.012345678, score=below, source="calibrated on calib (10 images)")
+    assert ThresholdPolicy.decided("binary", t, DETECTOR).pixel == \
+        f"calibrated: edited if probability > {below!r}" == "calibrated: edited if probability > 0.4999999701976776"
+    assert ThresholdPolicy.decided("binary", t, DETECTOR).image == \
+        "calibrated: edited if image probability > 0.4999999701976776"
+    assert rule_text(EDITED_AREA, t) == "edited if predicted edited area > 0.012345678 of the image"
+    fixed = ThresholdPolicy.decided("binary", Thresholds(pixel=0.5), EDITED_AREA)
+    assert (fixed.pixel, fixed.image) == ("fixed: edited if probability > 0.5",
+                                          "fixed: edited if predicted edited area > 0.01 of the image")
+
 def test_rows_are_named_as_the_leaderboard_names_them(record_factory):
     assert row_name("benco.mvss_net", EDITED_AREA, True) == "benco.mvss_net"
     assert row_name("benco.mvss_net", DETECTOR, True) == "benco.mvss_net (own image score)"

@@ -18,7 +18,7 @@ from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.parallel import resolve_workers
 from diffzoo.harness.core.progress import NullProgress
 from diffzoo.harness.core.types import TASKS
-from diffzoo.harness.metrics.verdict import rule_text
+from diffzoo.harness.metrics.verdict import rule_text, threshold_text
 from diffzoo.harness.records.policy import PIXEL_RULES
 from diffzoo.harness.run.request import POLICIES, check_threshold_policy
 from diffzoo.leaderboard.render.escape import term
@@ -93,8 +93,9 @@ def predict_cmd(
     console.print(f"[bold]model[/] {term(model.name)} {term(f'[{det.task}]')} from "
                   f"{term(str(model.checkpoint))} (sha256 {model.sha256[:12]}); classes: {term(classes)}")
     t = model.thresholds
-    console.print(f"[bold]thresholds[/] {term(t.source)}: pixels {PIXEL_RULES[det.task].format(t.pixel)}; "
-                  f"area {t.area:.4g}, score {t.score:g}")
+    console.print(f"[bold]thresholds[/] {term(t.source)}: pixels "
+                  f"{PIXEL_RULES[det.task].format(threshold_text(t.pixel))}; "
+                  f"area {threshold_text(t.area)}, score {threshold_text(t.score)}")
     progress = RichProgress(console) if len(paths) > 1 else NullProgress()
     workers = usable_workers(resolve_workers(workers, getattr(det, "device", "cpu")))
     rows = predict_files(model, paths, out, progress, workers, place=folder.check_writable)

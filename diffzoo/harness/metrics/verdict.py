@@ -65,10 +65,16 @@ def edited(score: Any, source: str, thresholds: ImageThresholds) -> Any:
 def rule_text(source: str, thresholds: ImageThresholds) -> str:
     """The rule in words: ``edited if predicted edited area > 0.01 of the image`` /
     ``edited if image probability > 0.5``."""
-    threshold = image_threshold(source, thresholds)
+    threshold = threshold_text(image_threshold(source, thresholds))
     if source == DETECTOR:
-        return f"edited if image probability > {threshold:g}"
-    return f"edited if predicted edited area > {threshold:.4g} of the image"
+        return f"edited if image probability > {threshold}"
+    return f"edited if predicted edited area > {threshold} of the image"
+
+
+def threshold_text(value: float) -> str:
+    """A threshold as the rule applies it: short where that is exact (``0.5``), else in full
+    (a calibrated 0.4999999701976776 is never shown as 0.5, another rule)."""
+    return short if float(short := f"{value:g}") == value else repr(float(value))
 
 
 def row_name(detector: str, source: str, gives_pixels: bool) -> str:

@@ -14,16 +14,16 @@ from typing import Any
 from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.metrics.catalog import AREA_THRESHOLD, SCORE_THRESHOLD
-from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, rule_text
+from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, rule_text, threshold_text
 from diffzoo.harness.records.fields import is_number
 
 FIXED_SOURCE = "fixed (detector card; docs/metrics.md / DiffSeg30k 1% rule)"
 """``threshold_policy.source`` of fixed thresholds."""
 ORACLE_COLUMNS = "F1_oracle and img_Acc_oracle use the best threshold on the evaluated split"
-PIXEL_RULES = {"binary": "edited if probability > {:g}",
+PIXEL_RULES = {"binary": "edited if probability > {}",
                "semantic": "argmax over classes; edited = argmax != background",
                "classification": "none: image-level classifier (no pixel output)"}
-"""The pixel rule of each detector task (``{}``: the pixel threshold)."""
+"""The pixel rule of each detector task (``{}``: the pixel threshold's :func:`threshold_text`)."""
 MODES = ("fixed", "calibrated")
 
 
@@ -102,7 +102,7 @@ class ThresholdPolicy:
         """The pixel rule (``fixed: edited if probability > 0.5``); None when not known."""
         if self.values is None:
             return self.written[0]
-        rule = PIXEL_RULES[self.task].format(self.values.pixel)
+        rule = PIXEL_RULES[self.task].format(threshold_text(self.values.pixel))
         if self.task == "classification":
             return rule
         return f"{MODES[self.mode == 'calibrated' and self.task == 'binary']}: {rule}"

@@ -28,7 +28,7 @@ from pathlib import Path
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.types import StateKey, Task
-from diffzoo.harness.metrics.verdict import DETECTOR
+from diffzoo.harness.metrics.verdict import DETECTOR, threshold_text
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.model import RECORDS_DIR
 from diffzoo.harness.records.policy import Thresholds
@@ -128,7 +128,8 @@ def recorded_thresholds(store: Path | str, sha256: str, detector: str, task: str
             f"evaluate this model with `diffzoo run --detector {detector}{given} --thresholds calibrated --out "
             f"{store}`{where}, or pass --records the --out folder of such a run")
     if len(found) > 1:
-        choices = "; ".join(f"{t.source}: pixel {t.pixel:g}, area {t.area:g}, score {t.score:g} (record "
+        choices = "; ".join(f"{t.source}: pixel {threshold_text(t.pixel)}, area {threshold_text(t.area)}, score "
+                            f"{threshold_text(t.score)} (record "
                             f"{ids[0][:12]})" for t, ids in found.items())
         raise ConfigError(f"the records of {store} hold {len(found)} different calibrated thresholds for {detector} "
                           f"(weights sha256 {sha256[:12]}): {choices}; pass --records the --out folder of one run")
