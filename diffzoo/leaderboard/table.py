@@ -37,7 +37,7 @@ DASH = "—"
 UNDEFINED_TEXT = "-"
 NOT_HELD_OUT_NOTE = ("a row marked (not held out) scored images its model was trained on (--allow-train-overlap; "
                      "its records' config.train_overlap counts them): not a held-out result, never ranked")
-"""Said under every table with such a row."""
+"""Said under every table with such a row (after its other remarks)."""
 
 
 def defined(value: Any) -> float | None:
@@ -167,10 +167,10 @@ class Note:
 class Table:
     """A titled table (module doc).  ``records``: what it shows, for its conditions (named once
     in its header line when shared, a column each where rows differ); ``notes``: the numbered
-    notes its cells and rows point to; ``remarks``: said under it always; ``hint``: how to get
-    it, shown when no record fed it.  ``ranked``: a rank column; ``best``: the best detector
-    value per column is marked; ``paper``: the paper's view (a model column, and ours | paper |
-    Δ in the columns the paper prints)."""
+    notes its cells and rows point to; ``remarks``: said under it always (:data:`NOT_HELD_OUT_NOTE`
+    last where a row is not held out); ``hint``: how to get it, shown when no record fed it.
+    ``ranked``: a rank column; ``best``: the best detector value per column is marked; ``paper``:
+    the paper's view (a model column, and ours | paper | Δ in the columns the paper prints)."""
 
     id: str
     title: str
@@ -191,6 +191,9 @@ class Table:
     case: dict[str, Any] = field(default_factory=dict)  # a per-case table's case definition
     group: Group | None = None  # what every number of a group's table was made under
     version: str = ""  # the version of the layout's definitions (the overview's)
+
+    def __post_init__(self) -> None:
+        self.remarks += [NOT_HELD_OUT_NOTE] * any(r.not_held_out for r in self.rows)
 
     @property
     def empty(self) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 from diffzoo.harness.metrics.catalog import COUNT_METRICS, MetricInfo, metric_info
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import TableKey, newest, record_conditions, record_date
-from diffzoo.leaderboard.table import NOT_HELD_OUT_NOTE, Cell, Row, Table, column, slugify, unique_name
+from diffzoo.leaderboard.table import Cell, Row, Table, column, slugify, unique_name
 
 SHOWN = {
     "binary": ("aAcc", "mIoU", "bF1", "F1", "pixel_AUC", "gIoU", "FPR_authentic"),
@@ -83,8 +83,7 @@ def build_tables(records: Iterable[ResultRecord], baselines: bool = True, compac
             rows += [Row(f"{name} (baseline)", {c.key: Cell.of_values(values, c.key) for c in columns},
                          baseline=True, conditions=record_conditions(r)) for name, (values, r) in sorted(seen.items())]
         tables.append(Table(unique_name(slugify(key.name), ids), key.title, columns, rows, recs, primary=primary,
-                            ranked=True, best=True, key=key, case=dict(recs[0].body.case),
-                            remarks=[NOT_HELD_OUT_NOTE] * any(r.not_held_out for r in rows)))
+                            ranked=True, best=True, key=key, case=dict(recs[0].body.case)))
     return tables
 
 

@@ -45,19 +45,7 @@ from diffzoo.harness.suites.paper import (
 )
 from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, is_cross, place_labels
 from diffzoo.leaderboard.paper.values import PaperValue, load_values
-from diffzoo.leaderboard.table import (
-    ABSENT,
-    DASH,
-    NOT_HELD_OUT_NOTE,
-    Cell,
-    Column,
-    Notes,
-    Row,
-    Table,
-    column,
-    info_of,
-    renumber,
-)
+from diffzoo.leaderboard.table import ABSENT, DASH, Cell, Column, Notes, Row, Table, column, info_of, renumber
 
 CLEAN = "clean"
 """The distortions suite's undistorted setting: the reference point of every robustness curve."""
@@ -322,7 +310,6 @@ class _Layout:
             order = {f.paper: i for i, f in enumerate(spec.families)}
             rows.sort(key=lambda r: order.get(r.model, len(order)))
         remarks = list(spec.remarks) + [ORACLE_NOTE] * any(info_of(c.metric).oracle for c in spec.columns)
-        remarks += [NOT_HELD_OUT_NOTE] * any(r.not_held_out for r in rows)
         table = Table(spec.id, spec.title, [self.column(spec, c) for c in spec.columns], rows,
                       self.group.of(spec.suite, spec.tasks), row_header=spec.row_header,
                       group_header=spec.group_header or ("detector" if spec.per_setting else ""),
@@ -623,8 +610,6 @@ class _Layout:
             if trained else "evaluated on other datasets"
         remarks = ["columns: evaluation dataset/split (and its generators' F1, where its metadata names them); "
                    "image-level columns judge images by the predicted edited area (1% rule)"] if rows else []
-        if trained:
-            remarks.append(NOT_HELD_OUT_NOTE)
         return Table("X", f"Cross-dataset: trained on {k.dataset} ({k.fingerprint[:12]}), {where} "
                      "(cross-dataset, opensdi)", cols, rows, records, paper=self.paper, group=self.group,
                      remarks=remarks,
