@@ -39,6 +39,8 @@ VERSION = typer.Argument(None, help="A frozen version (default: every record in 
 MIXED_HELP = ("Publish rows made under different label maps, splits or evaluator versions in one table, "
               "with a column naming each (refused without it).")
 CLEAN_HELP = "Remove temp files left by killed writes (under the store's lock)."
+SUITES, DATASETS, DETECTORS = (typer.Option([], f"--{name}", help=f"Only these {name}s (wildcards, commas).")
+                               for name in ("suite", "dataset", "detector"))
 
 
 def open_store(path: Path, must_exist: bool = True) -> RecordStore:
@@ -89,9 +91,7 @@ def _primary(record) -> str:
 @lb.command("list")
 def list_cmd(
     store: Path = STORE,
-    suite: list[str] = typer.Option([], "--suite", help="Only these suites (wildcards, commas)."),
-    dataset: list[str] = typer.Option([], "--dataset", help="Only these datasets (wildcards, commas)."),
-    detector: list[str] = typer.Option([], "--detector", help="Only these detectors (wildcards, commas)."),
+    suite: list[str] = SUITES, dataset: list[str] = DATASETS, detector: list[str] = DETECTORS,
 ) -> None:
     """List stored records."""
     from diffzoo.leaderboard.versions import select, unmatched
@@ -251,9 +251,7 @@ def _suites(manifest: dict) -> str:
 def freeze_cmd(
     name: str = typer.Argument(..., help="Version name, e.g. v1 or 2026-11."),
     store: Path = STORE,
-    suite: list[str] = typer.Option([], "--suite", help="Only these suites (wildcards, commas)."),
-    dataset: list[str] = typer.Option([], "--dataset", help="Only these datasets (wildcards, commas)."),
-    detector: list[str] = typer.Option([], "--detector", help="Only these detectors (wildcards, commas)."),
+    suite: list[str] = SUITES, dataset: list[str] = DATASETS, detector: list[str] = DETECTORS,
     note: str = typer.Option("", "--note", help="A line saying what this version is."),
 ) -> None:
     """Fix a leaderboard version: the records, dataset fingerprints, suite and metric versions."""
