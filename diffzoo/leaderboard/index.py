@@ -136,8 +136,7 @@ def record_conditions(record: ResultRecord) -> dict[str, str]:
         "label map": ds.label_map_id,
         "split": ds.split_id,
         "recipe": str((b.config.get("eval_input") or {}).get("recipe") or "unknown"),
-        "suite": f"{b.suite.name} v{b.suite.version}"
-                 + (f" ({b.suite.definition_hash[:8]})" if b.suite.definition_hash else ""),
+        "suite": f"{b.suite.name} {SuiteVersion(b.suite.version, b.suite.definition_hash)}",
         "metrics": f"v{b.metrics_version}",
     }
 
