@@ -733,6 +733,11 @@ def test_verify_version_names_a_pin_whose_file_holds_another_record(tmp_path, ca
     code, out, _ = cli(capsys, "leaderboard", "verify", "v1", "--store", str(store.root))
     assert code == 1 and f"bad {b.id} ({store.replaced_dir / f'{a.id}.{b.content_digest[:16]}.json'}): holds record " \
         f"{b.id}, not {a.id}" in one_line(out), out
+    code, out, err = cli(capsys, "leaderboard", "publish", "v1", "--store", str(store.root), "--out",
+                         str(tmp_path / "site"))
+    kept = store.replaced_dir / f"{a.id}.{b.content_digest[:16]}.json"
+    assert (code, one_line(err)) == (1, f"error: version v1 froze record {a.id}, and {kept} holds record {b.id} "
+                                        "(`diffzoo leaderboard verify` says more)"), err
 
 
 def test_a_record_dated_after_now_frozen_into_a_version_is_skipped_by_its_publish_naming_it(tmp_path, capsys,

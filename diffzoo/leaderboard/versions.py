@@ -311,6 +311,9 @@ def load_version(store: RecordStore, name: str) -> Selection:
             raise RecordError(f"{unpinned(store, name, rid, manifest['record_digests'][rid])} "
                               "(`diffzoo leaderboard verify` says more)")
         read[rpath] = ResultRecord.read(rpath, within=store.root)
+        if read[rpath].id != rid:  # a pin answered by another record's content never publishes as the one frozen
+            raise RecordError(f"version {name} froze record {rid}, and {rpath} holds record {read[rpath].id} "
+                              "(`diffzoo leaderboard verify` says more)")
     if problems := summary_problems(manifest, list(read.values())):
         raise RecordError(f"version file {store.versions_dir / f'{name}.json'}: {'; '.join(problems)}")
     later = {path: why[0] for path, record in read.items() if (why := dated_later(record))}
