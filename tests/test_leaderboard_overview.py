@@ -347,3 +347,13 @@ def test_a_missing_value_of_released_weights_says_the_run_of_that_release():
     assert row.label == "dinov3iml.tiny [released:cat-lora]"
     assert t.note(row.cells["robustness.binary.mIoU.mean"].notes[0]).text.endswith(
         ": diffzoo run --detector dinov3iml.tiny --weights released:cat-lora --suite distortions --dataset mini")
+
+
+def test_a_case_whose_train_is_null_reads_as_trained_on_every_editor():
+    """``case.train: null`` (a record another tool wrote) is a case whose model held no editor out,
+    as every other reader takes it (:func:`~diffzoo.leaderboard.index.held_out`): never an internal error."""
+    records = [make_record("det", suite="unseen-generators", case=f"{pair}-{held}",
+                           case_fields={"setting": pair, "train": None if held == "seen" else
+                                        {"exclude_editors": ["sd2"]}}) for pair in ("p1",) for held in ("seen", "held")]
+    [table] = build_overview(records)
+    assert [c.key for c in table.columns if c.group == "unseen editors"] and table.rows[0].label == "det"

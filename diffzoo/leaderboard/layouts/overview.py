@@ -28,7 +28,16 @@ from diffzoo.harness.metrics.catalog import SLICE_SEPARATOR
 from diffzoo.harness.metrics.slices import NO_TURNS
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.suites.paper import DISTORTIONS as DISTORTIONS_SUITE
-from diffzoo.leaderboard.index import Group, GroupKey, RecordIndex, eval_place, is_cross, place_label, record_conditions
+from diffzoo.leaderboard.index import (
+    Group,
+    GroupKey,
+    RecordIndex,
+    eval_place,
+    held_out,
+    is_cross,
+    place_label,
+    record_conditions,
+)
 from diffzoo.leaderboard.layouts.cases import rank
 from diffzoo.leaderboard.layouts.paper import PAPER_SETTINGS, not_carried
 from diffzoo.leaderboard.table import ABSENT, NA, Cell, Column, Notes, Row, Table, column, info_of, renumber, slugify
@@ -189,8 +198,7 @@ class _Overview:
         self.like = {r.body.row_name: r for r in group.records}  # a record of each row
         self.detector = {name: r.body.detector for name, r in self.like.items()}
         self.own = {r.body.row_name for r in group.records if r.body.own_score}
-        held = [r for r in group.of(UNSEEN, ["binary"]) if r.body.case.get("train", {}).get("exclude_editors")]
-        self.pairs = list(dict.fromkeys(r.body.setting for r in held))
+        self.pairs = list(dict.fromkeys(r.body.setting for r in group.of(UNSEEN, ["binary"]) if held_out(r)))
         fed = {"standard": lambda c: bool(group.of(STANDARD, [c.task])),
                "robustness": lambda c: any(r.body.setting in PAPER_SETTINGS for r in group.of(DISTORTIONS, ["binary"])),
                "unseen editors": lambda c: bool(self.pairs)}
@@ -257,8 +265,7 @@ class _Overview:
         """The name of the case of ``suite`` with these facts: a record's of this group, else the
         built-in suite's (the name a missing record would have)."""
         for r in self.group.of(suite, [task]):
-            if (setting is None or r.body.setting == setting) and (held is None or bool(
-                    r.body.case.get("train", {}).get("exclude_editors")) == held):
+            if (setting is None or r.body.setting == setting) and (held is None or held_out(r) == held):
                 return r.body.case_name
         if suite == DISTORTIONS:
             return next((c.name for c in DISTORTIONS_SUITE.cases if c.setting == setting and c.task == task), "")
