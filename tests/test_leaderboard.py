@@ -766,3 +766,15 @@ def test_a_record_dated_after_now_frozen_into_a_version_is_skipped_by_its_publis
     assert code == 0 and f"skipped {store.records_dir / f'{ahead.id}.json'}: {said}" in one_line(err), err
     assert "ahead" not in (tmp_path / "site" / "leaderboard.md").read_text()
     assert cli(capsys, "leaderboard", "verify", "v1", "--store", str(store.root))[0] == 1
+
+
+def test_diff_of_a_case_run_with_released_weights_in_b_says_what_differs(tmp_path):
+    """A table kept apart only by its weights (released, zero-shot, beside trained here) says so
+    as the reason it has no partner: never an empty "not comparable: "."""
+    from helpers.records import resealed
+
+    a = make_record("det")
+    b = resealed(a, lambda d: d["detector"].update(checkpoint_source="released", release={"name": "r1", "files": []}))
+    notes = [(t.status, t.note) for t in diff(Selection("A", [a]), Selection("B", [b])).tables]
+    assert notes == [("removed", "not comparable: weights none -> released weights, zero-shot"),
+                     ("added", "not comparable: weights none -> released weights, zero-shot")]  # trained here first

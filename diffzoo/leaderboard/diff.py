@@ -125,8 +125,8 @@ def _note(key: TableKey, others: list[TableKey], *, removed: bool) -> str:
     for other in others:
         if (other.suite, other.case, other.dataset) == (key.suite, key.case, key.dataset):
             a, b = (key, other) if removed else (other, key)
-            diffs = [f"{name} {getattr(a, name)} -> {getattr(b, name)}"
-                     for name in ("suite_version", "definition_hash", "fingerprint", "metrics_version")
+            diffs = [f"{name} {getattr(a, name) or 'none'} -> {getattr(b, name) or 'none'}" for name in (
+                "suite_version", "definition_hash", "task", "fingerprint", "metrics_version", "weights")
                      if getattr(a, name) != getattr(b, name)]
             return "not comparable: " + ", ".join(diffs)
     return ""

@@ -210,7 +210,7 @@ class TableKey:
     @property
     def order(self) -> tuple:
         return (self.suite, version_order(self.suite_version), self.case, self.dataset, self.fingerprint,
-                self.metrics_version)
+                self.metrics_version, self.weights)
 
 
 @dataclass(frozen=True, order=True)
