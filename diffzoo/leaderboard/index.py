@@ -318,8 +318,11 @@ class Group:
 
     def rows(self, suite: str, tasks: Iterable[str] | None = None) -> list[str]:
         """The row names with records of ``suite`` (of cases of ``tasks``), in the order of the selection."""
-        names = {r.body.row_name for r in self.of(suite, tasks)}
-        return sorted(names, key=lambda n: (self.order.get(n, len(self.order)), n))
+        return self.ordered(r.body.row_name for r in self.of(suite, tasks))
+
+    def ordered(self, names: Iterable[str]) -> list[str]:
+        """``names``, each once, in the order of the selection (:attr:`order`; then by name)."""
+        return sorted(set(names), key=lambda n: (self.order.get(n, len(self.order)), n))
 
     def find(self, suite: str, row: str, *, task: str | None = None, setting: str | None = None,
              held: bool | None = None, sliced: bool = False) -> ResultRecord | None:

@@ -286,11 +286,8 @@ class _Layout:
     def section(self) -> Section:
         tables = [*self.table2(), self.table3(), self.unseen("4", "binary"), self.table5(),
                   self.unseen("6", "image"), self.table7(), self.table8(), self.parity(), self.cross()]
-        by_row: dict[str, list[ResultRecord]] = {}
-        for r in self.group.records:
-            by_row.setdefault(r.body.row_name, []).append(r)
-        policies = [policy_line(row, by_row[row]) for row in sorted(
-            by_row, key=lambda n: (self.group.order.get(n, len(self.group.order)), n))]
+        policies = [policy_line(row, [r for r in self.group.records if r.body.row_name == row])
+                    for row in self.group.ordered(r.body.row_name for r in self.group.records)]
         return Section(self.group, tables, policies, self.flags)
 
     # -- rows and cells ---------------------------------------------------------------------------
@@ -594,7 +591,7 @@ class _Layout:
             cols += [column(f"{where}:{m}", "F1", f"{where} {m.partition('=')[2]} F1", task="binary")
                      for m in per_generator[where]]
         rows = []
-        for row in sorted({r.body.row_name for r in records}, key=lambda n: (self.group.order.get(n, 0), n)):
+        for row in self.group.ordered(r.body.row_name for r in records):
             cells: dict[str, Cell] = {}
             for r in (r for r in records if r.body.row_name == row):
                 where = label[r.id]
