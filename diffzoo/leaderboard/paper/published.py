@@ -149,7 +149,7 @@ class Comparison:
     number: Published
     row: str  # the record's table row (detector, or "detector (own image score)")
     ours: float
-    record: ResultRecord | None = None  # the record that gave ``ours``
+    record: ResultRecord  # the record that gave ``ours``
 
 
 RELEASE_CASES = frozenset({("standard", "binary"), ("standard", "image"), ("cross-dataset", "binary"),

@@ -29,7 +29,7 @@ from diffzoo.harness.core.fsutil import atomic_write_text, writing
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.metrics.verdict import OWN_SCORE_ROW
 from diffzoo.harness.records.document import ResultRecord
-from diffzoo.leaderboard.index import newest_record
+from diffzoo.leaderboard.index import newest, record_date
 from diffzoo.leaderboard.paper.published import (
     METRICS_FILE,
     PERCENT,
@@ -165,10 +165,7 @@ def release_numbers(cards: list[DetectorCard]) -> list[ReleaseNumber]:
 
 
 def _newest(found: list[Comparison]) -> Comparison | None:
-    if not found:
-        return None
-    record = newest_record([c.record for c in found if c.record is not None])
-    return next(c for c in found if c.record is record)
+    return newest(found, key=lambda _: None, date=lambda c: record_date(c.record)).get(None)
 
 
 def _count(description: dict[str, Any], key: str) -> int | None:
@@ -211,7 +208,7 @@ def _current(records: list[ResultRecord]) -> tuple[list[ResultRecord], list[Resu
 
 def _stale(n: Published, stale: list[ResultRecord], metric: str | None = None) -> str:
     """What the note adds where only records of another metrics version have ``n``'s protocol."""
-    found = [c.record for c in meeting(n, stale, metric) if c.record is not None]
+    found = [c.record for c in meeting(n, stale, metric)]
     if not found:
         return ""
     versions = ", ".join(sorted({r.body.metrics_version for r in found}))
@@ -232,7 +229,7 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
         published = format_value(PERCENT, n.value, n.digits)
         best = _newest(meeting(n, records))
         where = f"published on {n.benchmark} ({item.split})"
-        if item.why or not same or best is None or best.record is None:
+        if item.why or not same or best is None:
             why = item.why or (f"no record: needs {needs(n)}{_stale(n, stale)}" if same
                                else f"no diffzoo metric of that definition: {n.metric.definition}")
             rows.append(_line(item, label, DASH, published, DASH, f"{where}; {why}"))
@@ -248,7 +245,7 @@ def reproduce_rows(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
                 hit = _newest([c for c in found if c.row == row])
                 head = f"{other} (diffzoo, another definition)"
                 why = f"{other}: {DIFFZOO_DEFINITIONS[other]}; not {n.metric.name}, never compared with it"
-                if hit is None or hit.record is None:
+                if hit is None:
                     rows.append(_line(item, head, DASH, DASH, DASH, f"{why}; {where}; no record: needs a record "
                                       f"of {release_run(n.method, n.release, other, n.benchmark)}"
                                       f"{_stale(n, stale, other)}"))
@@ -273,8 +270,8 @@ def released_apart(numbers: list[ReleaseNumber], records: list[ResultRecord]) ->
     benchmarks: dict[tuple[str, str], dict[str, None]] = {}
     for item in numbers:
         n = item.number
-        for metric in filter(None, (n.metric.diffzoo, *item.others)):
-            met |= {(n.method, n.release) for c in meeting(n, current, metric) if c.record is not None}
+        if any(meeting(n, current, metric) for metric in filter(None, (n.metric.diffzoo, *item.others))):
+            met.add((n.method, n.release))
         where = n.eval.partition(":")[0]
         benchmarks.setdefault((n.method, n.release), {}).update({where: None} if where else {})
     held: dict[tuple[str, str], list[ResultRecord]] = {}
