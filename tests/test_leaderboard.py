@@ -778,3 +778,12 @@ def test_diff_of_a_case_run_with_released_weights_in_b_says_what_differs(tmp_pat
     notes = [(t.status, t.note) for t in diff(Selection("A", [a]), Selection("B", [b])).tables]
     assert notes == [("removed", "not comparable: weights none -> released weights, zero-shot"),
                      ("added", "not comparable: weights none -> released weights, zero-shot")]  # trained here first
+
+
+def test_diff_names_a_file_both_sides_skip_once(tmp_path, capsys):
+    """A bad file of a folder both sides read (or a record two versions froze) is one file skipped, said once."""
+    store = RecordStore(tmp_path / "s")
+    store.add(make_record(state=make_state()))
+    (store.records_dir / "bad.json").write_text("{oops")
+    code, _, err = cli(capsys, "leaderboard", "diff", str(store.root), str(store.root), "--store", str(store.root))
+    assert code == 0 and "skipped 1 file(s)" in one_line(err) and one_line(err).count("bad.json") == 1, err

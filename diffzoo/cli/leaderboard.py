@@ -303,7 +303,7 @@ def diff_cmd(
 
     st = RecordStore(store)
     sa, sb = resolve(a, st), resolve(b, st)
-    _skipped([*sa.skipped, *sb.skipped])
+    _skipped(list(dict.fromkeys([*sa.skipped, *sb.skipped])))  # a file both sides read is one file
     result = diff_selections(sa, sb)
     if as_json:
         console.print_json(json.dumps(result.to_dict(), allow_nan=False))
