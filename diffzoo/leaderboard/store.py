@@ -150,9 +150,7 @@ class RecordStore:
 
     def load(self) -> Loaded:
         """Every record that is valid, and every file of ``records/`` that is not, with why."""
-        read = [(path, *read_record_file(path, within=self.root)) for path in self.paths()]
-        return Loaded([r for _, r, _ in read if r is not None],
-                      [(path, "; ".join(why)) for path, r, why in read if r is None])
+        return read_all(self.paths(), self.root)
 
     def __len__(self) -> int:
         return len(self.paths())
@@ -339,6 +337,14 @@ def dated_later(record: ResultRecord) -> list[str]:
                 "record wins every table it is in, so it would win them for good; fix its date (or the clock "
                 "of the machine that made it)"]
     return []
+
+
+def read_all(paths: Iterable[Path], within: Path | None = None) -> Loaded:
+    """The records of the files at ``paths`` that are valid, and every other file with why
+    (:func:`read_record_file`, no link out of ``within``)."""
+    read = [(path, *read_record_file(path, within)) for path in paths]
+    return Loaded([r for _, r, _ in read if r is not None],
+                  [(path, "; ".join(why)) for path, r, why in read if r is None])
 
 
 def expand_record_paths(paths: Iterable[Path]) -> list[Path]:

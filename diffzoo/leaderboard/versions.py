@@ -41,14 +41,7 @@ from diffzoo.harness.records.document import (
 )
 from diffzoo.harness.records.fields import HEX64, json_kind
 from diffzoo.leaderboard.index import version_order
-from diffzoo.leaderboard.store import (
-    RECORD_ID,
-    RecordStore,
-    dated_later,
-    expand_record_paths,
-    is_unfinished,
-    read_record_file,
-)
+from diffzoo.leaderboard.store import RECORD_ID, RecordStore, dated_later, expand_record_paths, is_unfinished, read_all
 
 VERSION_SCHEMA = 2
 NAME_RE = re.compile(r"^(?!(?i:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:\.|$))[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -345,9 +338,8 @@ def resolve(ref: str | None, store: RecordStore) -> Selection:
             return load_version(RecordStore(path.parent.parent), path.stem)
         return Selection(str(path), [ResultRecord.of_data(data, f"record {path}")])
     if path.is_dir():
-        read = [(p, *read_record_file(p)) for p in expand_record_paths([path])]
-        return Selection(f"records in {path}", [r for _, r, _ in read if r is not None],
-                         skipped=tuple((p, "; ".join(why)) for p, r, why in read if r is None))
+        found = read_all(expand_record_paths([path]))
+        return Selection(f"records in {path}", found.records, skipped=tuple(found.skipped))
     if store.absent:  # no store to hold a version of that name: "none frozen yet" would be false
         raise ConfigError(f"{ref!r} is not a folder or file of records, and {store.absent} to hold a version of "
                           "that name; pass --store STORE")
