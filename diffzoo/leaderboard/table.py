@@ -22,7 +22,6 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from itertools import groupby
 from typing import Any
 
 from diffzoo.harness.metrics.catalog import MetricInfo, metric_info
@@ -219,11 +218,6 @@ class Table:
 
     def note(self, note_id: str) -> Note:
         return next(n for n in self.notes if n.id == note_id)
-
-    @property
-    def column_groups(self) -> list[tuple[str, list[Column]]]:
-        """The columns as (group, its columns), in order (a grouped header)."""
-        return [(group, list(cols)) for group, cols in groupby(self.columns, key=lambda c: c.group)]
 
     @cached_property
     def bests(self) -> dict[str, float | None]:

@@ -17,6 +17,7 @@ import io
 import json
 import logging
 from collections.abc import Callable, Sequence
+from itertools import groupby
 from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
@@ -139,7 +140,7 @@ ARROWS = {True: r" $\uparrow$", False: r" $\downarrow$", None: ""}
 def latex_table(t: Table, caption: str, label: str) -> list[str]:
     """One booktabs ``table``: a rank column, the row labels, the value columns (grouped under
     their group's name where they have one), the differing conditions; then the notes."""
-    groups = t.column_groups
+    groups = [(group, list(cols)) for group, cols in groupby(t.columns, key=lambda c: c.group)]  # in order
     head = [r"\begin{table}[t]", r"\centering", r"\small", r"\caption{" + caption + "}",
             r"\label{tab:" + label + "}",  # a slug, safe as it is: an escaped \_ breaks the label's \csname
             r"\begin{tabular}{rl" + "r" * len(t.columns) + "l" * len(t.mixed) + "}", r"\toprule"]
