@@ -8,6 +8,8 @@ plain data (cards and registration) and imports no torch; the model lives in
 
 from __future__ import annotations
 
+from functools import partial
+
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 from diffzoo.plugins.recipes import AMP, NO_EARLY_STOP
 
@@ -68,34 +70,18 @@ RECIPE = {
 }
 
 
-def _card(tag: str, description: str, weights: str | None, arch: dict) -> DetectorCard:
-    return DetectorCard(
-        name=f"cnnspot.{tag}",
-        description=description,
-        tasks=("classification",),
-        weights=weights,
-        input_size=224,  # the default mean/std: ImageNet statistics, as data/datasets.py Normalize
-        licence="CNNDetection code: CC BY-NC-SA 4.0; torchvision ResNet-50 weights: BSD-3-Clause",
-        paper=PAPER,
-        arch=arch,
-        recipe=RECIPE,
-    )
-
-
+_card = partial(
+    DetectorCard, tasks=("classification",),
+    input_size=224,  # the default mean/std: ImageNet statistics, as data/datasets.py Normalize
+    licence="CNNDetection code: CC BY-NC-SA 4.0; torchvision ResNet-50 weights: BSD-3-Clause",
+    paper=PAPER, recipe=RECIPE)
 CARDS = [
-    _card(
-        "r50",
-        "CNNSpot Blur+JPEG (0.5): ResNet-50 (ImageNet-pretrained) image classifier",
-        WEIGHTS,
-        {"backbone": "torchvision.resnet50"},
-    ),
-    _card(
-        "tiny",
-        "Tiny random-init CNNSpot for tests (timm ResNet, one basic block per stage, 8..64 channels)",
-        None,
-        {"backbone": "timm.ResNet", "block": "BasicBlock", "layers": [1, 1, 1, 1],
-         "channels": [8, 16, 32, 64], "stem_width": 8},
-    ),
+    _card(name="cnnspot.r50", description="CNNSpot Blur+JPEG (0.5): ResNet-50 (ImageNet-pretrained) image classifier",
+          weights=WEIGHTS, arch={"backbone": "torchvision.resnet50"}),
+    _card(name="cnnspot.tiny",
+          description="Tiny random-init CNNSpot for tests (timm ResNet, one basic block per stage, 8..64 channels)",
+          arch={"backbone": "timm.ResNet", "block": "BasicBlock", "layers": [1, 1, 1, 1],
+                "channels": [8, 16, 32, 64], "stem_width": 8}),
 ]
 DEFAULT = "cnnspot.r50"
 

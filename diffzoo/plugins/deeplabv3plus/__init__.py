@@ -6,6 +6,8 @@ model itself lives in :mod:`diffzoo.plugins.deeplabv3plus.model`.
 
 from __future__ import annotations
 
+from functools import partial
+
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 from diffzoo.plugins.recipes import AMP, CROP_AND_FLIP, tiny_recipe
 
@@ -72,18 +74,12 @@ LICENCE = (
     "re-hosted by smp): BSD-3-Clause"
 )
 
-
-
-def _card(tag: str, description: str, weights: str | None, arch: dict, recipe: dict) -> DetectorCard:
-    return DetectorCard(name=f"deeplabv3plus.{tag}", description=description, tasks=("binary", "semantic"),
-                        weights=weights, licence=LICENCE, paper=PAPER, arch=arch, recipe=recipe)
-
-
+_card = partial(DetectorCard, tasks=("binary", "semantic"), licence=LICENCE, paper=PAPER)
 CARDS = [
-    _card("r50", "DeepLabv3+ R50-D8 (ResNet-50 encoder at output stride 8, ImageNet-1k pretrained)",
-          "smp-hub/resnet50.imagenet", R50_ARCH, RECIPE),
-    _card("tiny", "Tiny random-init DeepLabv3+ for tests (narrow ResNet-18, no pretrained weights)",
-          None, TINY_ARCH, tiny_recipe(RECIPE)),
+    _card("deeplabv3plus.r50", "DeepLabv3+ R50-D8 (ResNet-50 encoder at output stride 8, ImageNet-1k pretrained)",
+          weights="smp-hub/resnet50.imagenet", arch=R50_ARCH, recipe=RECIPE),
+    _card("deeplabv3plus.tiny", "Tiny random-init DeepLabv3+ for tests (narrow ResNet-18, no pretrained weights)",
+          arch=TINY_ARCH, recipe=tiny_recipe(RECIPE)),
 ]
 DEFAULT = "deeplabv3plus.r50"
 

@@ -6,6 +6,8 @@ model itself lives in :mod:`diffzoo.plugins.fcn8s.model`.
 
 from __future__ import annotations
 
+from functools import partial
+
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 from diffzoo.plugins.recipes import AMP, tiny_recipe
 
@@ -76,18 +78,12 @@ TINY_ARCH = {
 
 LICENCE = "torchvision VGG-16 ImageNet weights: BSD-3-Clause (torchvision); FCN reference code: BSD-2-Clause"
 
-
-
-def _card(tag: str, description: str, weights: str | None, arch: dict, recipe: dict) -> DetectorCard:
-    return DetectorCard(name=f"fcn8s.{tag}", description=description, tasks=("binary", "semantic"),
-                        weights=weights, licence=LICENCE, paper=PAPER, arch=arch, recipe=recipe)
-
-
+_card = partial(DetectorCard, tasks=("binary", "semantic"), licence=LICENCE, paper=PAPER)
 CARDS = [
-    _card("vgg16", "FCN-8s (VGG-16, skips from pool3/pool4, ImageNet-1k pretrained)",
-          "VGG16_Weights.IMAGENET1K_V1", VGG16_ARCH, RECIPE),
-    _card("tiny", "Tiny random-init FCN-8s for tests (narrow VGG-16 topology, no pretrained weights)",
-          None, TINY_ARCH, tiny_recipe(RECIPE)),
+    _card("fcn8s.vgg16", "FCN-8s (VGG-16, skips from pool3/pool4, ImageNet-1k pretrained)",
+          weights="VGG16_Weights.IMAGENET1K_V1", arch=VGG16_ARCH, recipe=RECIPE),
+    _card("fcn8s.tiny", "Tiny random-init FCN-8s for tests (narrow VGG-16 topology, no pretrained weights)",
+          arch=TINY_ARCH, recipe=tiny_recipe(RECIPE)),
 ]
 DEFAULT = "fcn8s.vgg16"
 

@@ -14,6 +14,8 @@ network lives in :mod:`diffzoo.plugins.opensdi.model`.
 
 from __future__ import annotations
 
+from functools import partial
+
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 from diffzoo.plugins.recipes import tiny_recipe
 from diffzoo.plugins.universalfakedet import CLIP_MEAN, CLIP_STD
@@ -124,31 +126,16 @@ LICENCE = ("OpenSDI code: no licence file (all rights reserved by default); Open
            "MAE weights: CC-BY-NC-4.0 (timm's model card), NON-COMMERCIAL; open_clip, timm: MIT / Apache-2.0")
 
 
-def _card(tag: str, description: str, weights: str | None, size: int, arch: dict, recipe: dict) -> DetectorCard:
-    return DetectorCard(
-        name="opensdi." + tag,
-        description=description,
-        tasks=("binary",),
-        weights=weights,
-        input_size=size,
-        mean=CLIP_MEAN,
-        std=CLIP_STD,
-        licence=LICENCE,
-        paper=PAPER,
-        arch=arch,
-        recipe=recipe,
-        gives_image_score=True,
-    )
-
-
+_card = partial(DetectorCard, tasks=("binary",), mean=CLIP_MEAN, std=CLIP_STD, licence=LICENCE, paper=PAPER,
+                gives_image_score=True)
 CARDS = [
-    _card("maskclip",
+    _card("opensdi.maskclip",
           "MaskCLIP (OpenSDI, CVPR 2025): frozen OpenAI CLIP ViT-L/14 fused into an MAE ViT-B/16 with a mask "
           "decoder and prompt-learned image head; resize to 512 px. No released weights: diffzoo trains it",
-          f"{CLIP_HUB} + {MAE_HUB}", 512, FULL_ARCH, RECIPE),
-    _card("maskclip.tiny",
+          weights=f"{CLIP_HUB} + {MAE_HUB}", input_size=512, arch=FULL_ARCH, recipe=RECIPE),
+    _card("opensdi.maskclip.tiny",
           "Tiny random-init MaskCLIP for tests (3-layer CLIP and 3-block side ViT; no pretrained weights)",
-          None, 64, TINY_ARCH, tiny_recipe(RECIPE)),
+          input_size=64, arch=TINY_ARCH, recipe=tiny_recipe(RECIPE)),
 ]
 DEFAULT = "opensdi.maskclip"
 

@@ -8,6 +8,8 @@ plain data (cards and registration) and imports no torch; the model lives in
 
 from __future__ import annotations
 
+from functools import partial
+
 from diffzoo.plugin import DetectorCard, RecipeValue, hookimpl, register_cards
 from diffzoo.plugins.recipes import NO_EARLY_STOP
 
@@ -59,37 +61,22 @@ RECIPE = {
 }
 
 
-def _card(tag: str, description: str, weights: str | None, input_size: int, arch: dict) -> DetectorCard:
-    return DetectorCard(
-        name=f"universalfakedet.{tag}",
-        description=description,
-        tasks=("classification",),
-        weights=weights,
-        input_size=input_size,
-        mean=CLIP_MEAN,
-        std=CLIP_STD,
-        licence="UniversalFakeDetect code: MIT; OpenAI CLIP weights: MIT; open_clip: MIT",
-        paper=PAPER,
-        arch=arch,
-        recipe=RECIPE,
-    )
-
-
+_card = partial(DetectorCard, tasks=("classification",), mean=CLIP_MEAN, std=CLIP_STD, paper=PAPER, recipe=RECIPE,
+                licence="UniversalFakeDetect code: MIT; OpenAI CLIP weights: MIT; open_clip: MIT")
 CARDS = [
     _card(
-        "vit-l14",
-        "UniversalFakeDetect: linear probe on frozen OpenAI CLIP ViT-L/14 image features",
-        "timm/vit_large_patch14_clip_224.openai",
-        224,
+        name="universalfakedet.vit-l14",
+        description="UniversalFakeDetect: linear probe on frozen OpenAI CLIP ViT-L/14 image features",
+        weights="timm/vit_large_patch14_clip_224.openai",
+        input_size=224,
         # QuickGELU: the OpenAI weights were trained with it (open_clip's 'openai' tag)
-        {"open_clip_model": "ViT-L-14", "pretrained_tag": "openai", "quick_gelu": True, "feature_dim": 768},
+        arch={"open_clip_model": "ViT-L-14", "pretrained_tag": "openai", "quick_gelu": True, "feature_dim": 768},
     ),
     _card(
-        "tiny",
-        "Tiny random-init UniversalFakeDetect for tests (2-layer ViT from an open_clip config)",
-        None,
-        32,
-        {
+        name="universalfakedet.tiny",
+        description="Tiny random-init UniversalFakeDetect for tests (2-layer ViT from an open_clip config)",
+        input_size=32,
+        arch={
             "open_clip_config": {
                 "embed_dim": 16,
                 "quick_gelu": True,
