@@ -13,8 +13,9 @@ import torch
 from diffzoo import create_detector
 from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
 from diffzoo.harness.core.plugins import get_registry
+from diffzoo.harness.models.releases import read_release
 from diffzoo.plugins.dinov3iml import TINY
-from diffzoo.plugins.dinov3iml.release import from_release, unwrap
+from diffzoo.plugins.dinov3iml.release import from_release
 
 from helpers.cli import cli
 from helpers.dinov3iml import reference_model
@@ -30,7 +31,7 @@ def released_file(tmp_path, ref):
 
 
 def load(path):
-    return unwrap(torch.load(path, map_location="cpu", weights_only=True))
+    return torch.load(path, map_location="cpu", weights_only=True)["model"]
 
 
 # -- (1) the tiny card on mini, and plugins check ----------------------------------------------------
@@ -80,10 +81,12 @@ def test_a_release_file_gives_the_reference_logits(tmp_path):
     assert torch.allclose(got, expected, rtol=1e-4, atol=1e-5), (got - expected).abs().max()
 
 
-def test_the_wrapper_is_taken_off_whether_or_not_the_caller_did(tmp_path):
+@pytest.mark.isolated_cache
+def test_the_release_reader_takes_the_wrapper_off_whether_or_not_the_file_has_one(tmp_path):
     ref = reference_model()
-    raw = torch.load(released_file(tmp_path, ref), map_location="cpu", weights_only=True)
-    a, b = from_release(raw, TINY), from_release(raw["model"], TINY)
+    wrapped, bare = released_file(tmp_path, ref), tmp_path / "bare.pth"
+    torch.save(ref.state_dict(), bare)
+    a, b = (read_release(TINY, TINY.releases[0], [path])[0] for path in (wrapped, bare))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 

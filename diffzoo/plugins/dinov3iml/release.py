@@ -33,9 +33,6 @@ import torch
 from diffzoo.plugin import DetectorCard, ModelError, describe_mismatch
 from diffzoo.plugins.dinov3iml.model import ADAPTER
 
-WRAPPER_KEY = "model"
-"""The key under which IMDL-BenCo's checkpoints hold the model's state dict."""
-
 _SHOWN = 8
 """Keys named in one message at most; the rest are counted."""
 
@@ -76,17 +73,9 @@ def release_shapes(card: DetectorCard) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def unwrap(state: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """The flat state dict of a released file: the ``model`` entry of an IMDL-BenCo
-    checkpoint, or the file itself when it is already flat."""
-    inner = state.get(WRAPPER_KEY)
-    return inner if isinstance(inner, dict) else state
-
-
 def from_release(state: dict[str, Any], card: DetectorCard) -> dict[str, torch.Tensor]:
-    """``card``'s network state dict from a released DINOv3-IML file's tensors (see the module
-    docstring); the file's own ``{"model": ...}`` wrapper is taken off if it is still on."""
-    state = unwrap(state)
+    """``card``'s network state dict from a released DINOv3-IML file's flat tensors (see the module
+    docstring; the release reader takes off the file's ``{"model": ...}`` wrapper)."""
     problem = describe_mismatch(release_shapes(card), state, limit=_SHOWN)
     if problem:
         raise ModelError(f"not a DINOv3-IML release for {card.name}: {problem}")
