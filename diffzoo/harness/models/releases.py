@@ -197,8 +197,8 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
         what = f"detector {card.name}, release {release.name}"
         # hash-checked (against the sha256 the release publishes for this file, if any) and read
         # once; its first-use hash is recorded only once the release converts (install)
-        digest, obj = load_checked(_file_card(card, release, index), path, release_source(release),
-                                   what=what, allow=allow)
+        file_card = replace(card, weights_sha256=release.sha256[index] if index < len(release.sha256) else None)
+        digest, obj = load_checked(file_card, path, release_source(release), what=what, allow=allow)
         part = _renamed(_tensors(obj, release, path), release,
                         release.prefixes[index] if index < len(release.prefixes) else "")
         twice = sorted(set(part) & set(state))
@@ -216,12 +216,6 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
         except ModelError as exc:  # the family's own check of the layout: the user's file, exit 2
             raise ReleaseError(f"release {release.name} ({', '.join(str(f.path) for f in files)}): {exc}") from exc
     return state, files
-
-
-def _file_card(card: DetectorCard, release: Release, index: int) -> DetectorCard:
-    """``card`` as the hash check of the release's ``index``-th file takes it: with the sha256
-    the release publishes for that file, if any."""
-    return replace(card, weights_sha256=release.sha256[index] if index < len(release.sha256) else None)
 
 
 def install(det: Detector, card: DetectorCard, release: Release, given: Sequence[Path] = ()) -> Path:

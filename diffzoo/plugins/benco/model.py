@@ -127,7 +127,11 @@ def construct(card: DetectorCard, pretrained: bool) -> nn.Module:
     if spec.key in ("mantra-net", "span"):
         kwargs["device"] = torch.device("cpu")  # else baked in as cuda-if-available at import
     if spec.key == "mesorch":
-        kwargs["conv_pretrain"] = pretrained and _timm_online(card, "ConvNeXt-Tiny (timm convnext_tiny)")
+        if pretrained and hub_offline():
+            raise WeightsUnavailableError(f"detector {card.name}", "timm/convnext_tiny.in12k_ft_in1k",
+                                          "ConvNeXt-Tiny (timm convnext_tiny); or train from scratch with "
+                                          "--no-pretrained")
+        kwargs["conv_pretrain"] = pretrained
     resnet = None
     with built_from():  # each file's first use is recorded once IMDL-BenCo's constructor has read it
         for weights in spec.weights:
@@ -137,13 +141,6 @@ def construct(card: DetectorCard, pretrained: bool) -> nn.Module:
                 kwargs[weights.arg] = str(weight_file(card, weights))
         with quiet(), _no_resnet_download(spec, resnet is None):
             return cls(**kwargs)
-
-
-def _timm_online(card: DetectorCard, what: str) -> bool:
-    if hub_offline():
-        raise WeightsUnavailableError(f"detector {card.name}", "timm/convnext_tiny.in12k_ft_in1k",
-                                      f"{what}; or train from scratch with --no-pretrained")
-    return True
 
 
 @contextlib.contextmanager
