@@ -241,6 +241,16 @@ def test_a_malicious_release_file_never_runs_and_is_one_line(capsys, tmp_path):
     assert code == 0, err
 
 
+def test_a_release_file_whose_wrapper_holds_itself_is_one_line(capsys, tmp_path):
+    wrapper: dict = {"epoch": 3}
+    wrapper["model"] = wrapper
+    path = tmp_path / FILE
+    torch.save(wrapper, path)
+    code, out, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out",
+                         tmp_path / "out")
+    one_line_exit_2(code, out, err, f"{path} holds no tensors under model (its keys: epoch, model)")
+
+
 def test_released_rows_are_grouped_apart_from_trained_ones(capsys, tmp_path):
     path = released(tmp_path / "dl")
     store = tmp_path / "store"

@@ -158,12 +158,14 @@ def _tensors(obj: Any, release: Release, path: Path) -> dict[str, Any]:
     """The flat name -> tensor dict inside what a release file holds, out of its wrapper dicts."""
     import torch
 
+    seen: set[int] = set()  # a wrapper that holds itself (a hostile file) ends the search, never loops
     while isinstance(obj, dict) and not all(isinstance(v, torch.Tensor) for v in obj.values()):
         key = next((k for k in release.unwrap if k in obj), None)
-        if key is None:
+        if key is None or id(obj) in seen:
             held = name_some(sorted(map(str, obj)), SHOWN)
             raise ReleaseError(f"release {release.name}: {path} holds no tensors under "
                                f"{' / '.join(release.unwrap)} (its keys: {held})")
+        seen.add(id(obj))
         obj = obj[key]
     if not isinstance(obj, dict) or not obj:
         found = "an empty dict" if isinstance(obj, dict) else type(obj).__name__
