@@ -243,6 +243,7 @@ def _torch_file(path: Path, head: bytes, probe: bool, allow: Sequence[type] = ()
         raise _NotWeights(f"it is neither a torch.save file nor a safetensors file (it starts with {head!r})")
     with warnings.catch_warnings():  # a refusal is one line: not also torch's note on the pickle protocol
         warnings.filterwarnings("ignore", message="Detected pickle protocol")
+        warnings.filterwarnings("ignore", message="Validating sparse tensor invariants")
         # mmap (an archive only): the pickle is read and checked, the tensors' bytes are mapped, not read
         with torch.serialization.safe_globals([*_numpy_scalars(), *_PATHS, *allow]):
             return torch.load(path, map_location="cpu", weights_only=True, mmap=probe and zipped)
