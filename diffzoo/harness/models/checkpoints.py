@@ -356,18 +356,23 @@ def load_checkpoint(path: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _shape(value: Any, tuples: bool = False) -> tuple[int, ...] | None:
-    """A dense tensor's shape (or, with ``tuples``, a shape given as a tuple); ``None`` for anything else
-    (a sparse tensor too: it loads into no module's weight)."""
-    if hasattr(value, "shape") and str(getattr(value, "layout", "torch.strided")) == "torch.strided":
+    """A tensor's shape (or, with ``tuples``, a shape given as a tuple); ``None`` for anything else."""
+    if hasattr(value, "shape"):
         return tuple(value.shape)
     return tuple(value) if tuples and isinstance(value, tuple) else None
 
 
-def _shown(value: Any, tuples: bool = False) -> str:
-    if (shape := _shape(value, tuples)) is not None:
-        return str(list(shape))
-    layout = str(getattr(value, "layout", "")).removeprefix("torch.")
-    return f"a {layout} tensor" if layout else "not a tensor"
+def _shown(shape: tuple[int, ...] | None) -> str:
+    return "not a tensor" if shape is None else str(list(shape))
+
+
+def _unheld(value: Any) -> str | None:
+    """What a file's tensor that holds no weight values is (one on the meta device, a sparse one); None
+    for any other value."""
+    if getattr(value, "is_meta", False):
+        return "a meta tensor (no values)"
+    layout = str(getattr(value, "layout", "torch.strided"))
+    return None if layout == "torch.strided" else f"a {layout.removeprefix('torch.')} tensor"
 
 
 def _kind(value: Any) -> str | None:
@@ -401,9 +406,11 @@ def describe_mismatch(expected: Mapping[str, Any], given: Mapping[str, Any], lim
     missing = [k for k in expected if k not in given]
     unexpected = [k for k in given if k not in expected]
     shapes = [
-        f"{k} is {_shown(given[k])} in the checkpoint, {_shown(expected[k], True)} in the model"
+        f"{k} is {_unheld(given[k]) or _shown(_shape(given[k]))} in the checkpoint, "
+        f"{_shown(_shape(expected[k], True))} in the model"
         for k in expected
-        if k in given and (_shape(given[k]) is None or _shape(given[k]) != _shape(expected[k], True))
+        if k in given
+        and (_unheld(given[k]) or _shape(given[k]) is None or _shape(given[k]) != _shape(expected[k], True))
     ]
     kinds = [f"{k} is {str(given[k].dtype).removeprefix('torch.')} in the checkpoint, "
              f"{str(expected[k].dtype).removeprefix('torch.')} in the model"
