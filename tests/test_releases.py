@@ -409,6 +409,19 @@ def test_every_release_layout_loads_to_the_same_model(capsys, tmp_path, monkeypa
     assert "SegNet.bias" in err and "SegNet.weight" in err, err
 
 
+def test_a_release_file_holding_one_key_twice_once_stripped_is_refused_naming_both(capsys, tmp_path, monkeypatch):
+    from diffzoo.plugin import Release
+
+    _layout_detector(monkeypatch, [Release("bare", ("bare.pt",), "https://example.org/release", "a test set", "test",
+                                           "MIT", unwrap=())])
+    state = _authors_state()
+    torch.save({**state, "module.SegNet.bias": torch.zeros_like(state["SegNet.bias"])}, tmp_path / "bare.pt")
+    code, out, err = cli(capsys, "run", "--detector", "layouts.x", "--suite", "standard", "--device", "cpu",
+                         "--weights", "released:bare", "--checkpoint", tmp_path / "bare.pt", "--out", tmp_path / "o")
+    one_line_exit_2(code, out, err, f"release bare: {tmp_path / 'bare.pt'} holds SegNet.bias and module.SegNet.bias, "
+                    "one key once module. is taken off")
+
+
 @pytest.mark.parametrize("numpy_1", [False, True])
 def test_a_release_file_holding_numpy_scalars_loads(capsys, tmp_path, numpy_1):
     """A score or step the authors' script saved as a numpy scalar, under numpy 2's or numpy 1's names."""

@@ -173,9 +173,19 @@ def _tensors(obj: Any, release: Release, path: Path) -> dict[str, Any]:
     return obj
 
 
-def _renamed(state: dict[str, Any], release: Release, prefix: str) -> dict[str, Any]:
-    """``state`` with each of the release's ``strip`` prefixes taken off every key, in turn, and ``prefix`` put on."""
-    return {prefix + functools.reduce(str.removeprefix, release.strip, str(key)): value for key, value in state.items()}
+def _renamed(state: dict[str, Any], release: Release, prefix: str, path: Path) -> dict[str, Any]:
+    """``state`` with each of the release's ``strip`` prefixes taken off every key, in turn, and ``prefix`` put on;
+    two keys of two tensors that become one are a ReleaseError naming both (which is the release's, the file does
+    not say); two of one tensor (aliased entries) are one."""
+    out: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for key, value in state.items():
+        name = prefix + functools.reduce(str.removeprefix, release.strip, str(key))
+        if name in out and out[name] is not value:
+            raise ReleaseError(f"release {release.name}: {path} holds {origin[name]} and {key}, one key once "
+                               f"{' and '.join(release.strip)} is taken off")
+        out[name], origin[name] = value, str(key)
+    return out
 
 
 def converter(release: Release) -> Callable[[dict[str, Any], DetectorCard], dict[str, Any]] | None:
@@ -202,7 +212,7 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
         file_card = replace(card, weights_sha256=release.sha256[index] if index < len(release.sha256) else None)
         digest, obj = load_checked(file_card, path, release_source(release), what=what, allow=allow)
         part = _renamed(_tensors(obj, release, path), release,
-                        release.prefixes[index] if index < len(release.prefixes) else "")
+                        release.prefixes[index] if index < len(release.prefixes) else "", path)
         twice = sorted(set(part) & set(state))
         if twice:
             raise ReleaseError(f"release {release.name}: {path} repeats key(s) of an earlier file: "
