@@ -489,6 +489,24 @@ def test_an_smp_encoder_file_smp_cannot_build_from_is_never_recorded(offline_emp
     assert [json.loads(r.read_text())["sha256"] for r in _records()] == [sha256_file(weights)]
 
 
+def test_a_hub_config_of_another_decode_head_builds_the_cards_model(offline_empty_hub, tmp_path):
+    """config.json, which no hash checks, set a decode head of another width (new by design, so no tensor is
+    missing): the model was built, trained and cached as another architecture than its card, which could
+    not load its checkpoint."""
+    from diffzoo.harness.core.protocols import DetectorBuild
+    from diffzoo.plugins.segformer.model import SegformerDetector
+
+    config = hub_segformer(tmp_path / "hf" / "hub", seed=0).parent / "config.json"
+    held = json.loads(config.read_text())
+    held["decoder_hidden_size"] = 16
+    config.write_text(json.dumps(held))
+    built = _segformer()
+    assert built.model.net.segformer.config.decoder_hidden_size == 32
+    folder = tmp_path / "ckpt"
+    built.save(folder)
+    SegformerDetector(DetectorBuild(_card(weights=TINY_SEGFORMER_REPO), "binary", pretrained=False)).load(folder)
+
+
 def _segformer():
     from diffzoo.harness.core.protocols import DetectorBuild
     from diffzoo.plugins.segformer.model import SegformerDetector

@@ -28,8 +28,11 @@ class SegformerDetector(SegmentationDetector):
         from transformers import SegformerConfig, SegformerForSemanticSegmentation
 
         if pretrained:
+            # the card's arch over the hub's config.json (which no hash checks): the model is the card's, and
+            # weights of another encoder are refused as tensors of another shape
             model = hub_pretrained(self.card, partial(SegformerForSemanticSegmentation.from_pretrained,
-                                                      num_labels=num_outputs, ignore_mismatched_sizes=True),
+                                                      num_labels=num_outputs, ignore_mismatched_sizes=True,
+                                                      **self.card.arch),
                                    ("model.safetensors", "pytorch_model.bin"),
                                    detail=NO_PRETRAINED, head=self.head_prefixes)
         else:
