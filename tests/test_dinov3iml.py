@@ -125,6 +125,33 @@ def test_an_unmasked_key_bias_is_refused(tmp_path):
 
 # -- (4) offline ---------------------------------------------------------------------------------------
 
+def test_a_hub_backbone_builds_the_cards_config_and_one_of_another_width_is_refused(offline_empty_hub, tmp_path):
+    """config.json, which no hash checks, set another layer-norm eps: the model trained with it was loaded
+    from its checkpoint with the card's. A backbone of another width is one line, not a Python error."""
+    import dataclasses
+
+    from transformers import DINOv3ViTModel
+
+    from diffzoo.harness.core.errors import WeightsFileError
+    from diffzoo.harness.core.protocols import DetectorBuild
+    from diffzoo.plugins.dinov3iml.model import Dinov3ImlDetector, backbone_config
+
+    card = dataclasses.replace(TINY, name="dinov3iml.hub", weights="diffzoo-test/tiny-dinov3")
+    snapshot = tmp_path / "hf" / "hub" / "models--diffzoo-test--tiny-dinov3" / "snapshots" / ("0" * 40)
+    (snapshot.parents[1] / "refs").mkdir(parents=True)
+    (snapshot.parents[1] / "refs" / "main").write_text("0" * 40)
+    for width, eps in ((TINY.arch["hidden_size"], 1e-3), (32, 1e-5)):
+        config = backbone_config(dataclasses.replace(card, arch={**card.arch, "hidden_size": width}))
+        config.layer_norm_eps = eps
+        DINOv3ViTModel(config).save_pretrained(snapshot)
+        build = DetectorBuild(dataclasses.replace(card, name=f"dinov3iml.hub{width}"), "binary", pretrained=True)
+        if width == TINY.arch["hidden_size"]:
+            assert Dinov3ImlDetector(build).saved_module().backbone.model.config.layer_norm_eps == 1e-5
+        else:
+            with pytest.raises(WeightsFileError, match=r"tensor\(s\) of the model are missing from it or of another"):
+                Dinov3ImlDetector(build)
+
+
 @pytest.mark.parametrize("name", ["dinov3iml.s", "dinov3iml.b", "dinov3iml.l"])
 def test_a_full_card_offline_names_its_hub_id(name, offline_empty_hub):
     card = get_registry().get("detector", name).card

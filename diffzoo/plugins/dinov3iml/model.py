@@ -12,12 +12,13 @@ it exactly (:mod:`diffzoo.plugins.dinov3iml.release`).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
 from torch import nn
 
-from diffzoo.plugin import NO_PRETRAINED, DetectorCard, ModelError, SegmentationDetector, hub_pretrained
+from diffzoo.plugin import NO_PRETRAINED, DetectorCard, SegmentationDetector, hub_pretrained
 
 ADAPTER = "default"
 """PEFT's adapter name, as ``inject_adapter_in_model`` gives it (and the released files hold)."""
@@ -123,11 +124,10 @@ class Dinov3ImlDetector(SegmentationDetector):
         card = self.card
         if pretrained:
             detail = f"a gated repository: accept the DINOv3 License on its hub page and log in first; {NO_PRETRAINED}"
-            backbone: Any = hub_pretrained(card, DINOv3ViTModel.from_pretrained, ("model.safetensors",), detail=detail)
-            built = {k: getattr(backbone.config, k) for k in ("hidden_size", "num_hidden_layers")}
-            if built != {k: card.arch[k] for k in built}:
-                raise ModelError(f"detector {card.name}: {card.weights} is a backbone of {built}, the card "
-                                 f"needs {card.arch['hidden_size']} wide and {card.arch['num_hidden_layers']} deep")
+            # the card's config over the hub's config.json (which no hash checks): the model a checkpoint loads
+            # into; a backbone of another width or depth is refused as tensors missing or of other shapes
+            load = partial(DINOv3ViTModel.from_pretrained, config=backbone_config(card), ignore_mismatched_sizes=True)
+            backbone: Any = hub_pretrained(card, load, ("model.safetensors",), detail=detail)
         else:
             backbone = DINOv3ViTModel(backbone_config(card))
         backbone = add_lora(backbone, card.arch["lora_rank"], card.arch["lora_alpha"])
