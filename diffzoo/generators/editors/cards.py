@@ -4,7 +4,7 @@ Family names (``sd2``, ``sd35``, ``sdxl``, ``flux1``, ``kolors``,
 ``hunyuandit``, ``kandinsky22``) are also the class names of the editors in
 label maps.  Each family has one real default card (hub weights, the settings
 its model card recommends) and ``tiny`` cards: the same pipeline class built
-from tiny random-weight configs offline (``tiny/sd.py``, ``tiny/extra.py``), at
+from tiny random-weight configs offline (``tiny/extra.py``), at
 64 px with 2 steps, used by tests and the embedded ``mini`` dataset.
 
 ``native_inpaint=False`` cards (Kolors, HunyuanDiT: diffusers has no inpaint

@@ -14,17 +14,16 @@ from typing import Any
 
 from diffzoo.generators.tiny import extra, instruct
 from diffzoo.generators.tiny.components import TINY_SEED
-from diffzoo.generators.tiny.sd import build_flux, build_sd, build_sdxl
 from diffzoo.harness.core.errors import ModelError
 
 TINY_BUILDERS: dict[str, Callable[..., Any]] = {
-    "StableDiffusionInpaintPipeline": lambda seed, **o: build_sd(seed, inpaint=True),
-    "StableDiffusionPipeline": lambda seed, **o: build_sd(seed, inpaint=False),
-    "StableDiffusionXLInpaintPipeline": lambda seed, **o: build_sdxl(
+    "StableDiffusionInpaintPipeline": lambda seed, **o: extra.build_sd(seed, inpaint=True),
+    "StableDiffusionPipeline": lambda seed, **o: extra.build_sd(seed, inpaint=False),
+    "StableDiffusionXLInpaintPipeline": lambda seed, **o: extra.build_sdxl(
         seed, unet_in_channels=int(o.get("unet_in_channels", 9))
     ),
-    "FluxFillPipeline": lambda seed, **o: build_flux(seed, fill=True),
-    "FluxInpaintPipeline": lambda seed, **o: build_flux(seed, fill=False),
+    "FluxFillPipeline": lambda seed, **o: extra.build_flux(seed, fill=True),
+    "FluxInpaintPipeline": lambda seed, **o: extra.build_flux(seed, fill=False),
     "StableDiffusion3InpaintPipeline": lambda seed, **o: extra.build_sd3(seed),
     "KandinskyV22InpaintCombinedPipeline": lambda seed, **o: extra.build_kandinsky22(seed),
     "KolorsPipeline": lambda seed, **o: extra.build_kolors(seed),
