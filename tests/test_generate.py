@@ -674,6 +674,15 @@ def test_one_editor_named_twice_is_refused(capsys, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_two_editors_of_one_label_name_name_both_and_the_name(tmp_path):
+    """Editors passed in built under names a label map reads as one (sdxl, SDXL) were refused as
+    "listed twice", a wording for one name given twice, which the check of --editors refuses earlier."""
+    config = gen_config(tmp_path / "o", None, editors=("sdxl", "SDXL"), ai_fraction=1)
+    with pytest.raises(ConfigError) as exc:
+        pipeline.generate(config, editors={"sdxl": FakeEditor(1), "SDXL": FakeEditor(2)})
+    assert str(exc.value) == "editors 'sdxl' and 'SDXL' have the same label name 'sdxl'; give one another name"
+
+
 def test_a_caption_that_is_no_text_is_named_never_read_as_its_spelling(tmp_path):
     """A null caption was the prompt 'None', a number or an object its Python spelling."""
     from diffzoo.generators.generate.coco import load_captions

@@ -132,11 +132,14 @@ def torch_threads(n: int | None) -> Iterator[None]:
 def class_names(editors: Sequence[str]) -> tuple[str, ...]:
     """Label class of each editor: its family as a label map reads it back (``sdxl.tiny`` ->
     ``sdxl``, ``sd35.tiny`` -> ``sd3.5``: :func:`editor_label`), or the full name where two
-    chosen editors share a family."""
+    chosen editors share a family; two editors of one label name are a ConfigError."""
     families = [family_of(e) for e in editors]
     names = tuple(editor_label(f) if families.count(f) == 1 else e for f, e in zip(families, editors))
-    if len(set(names)) != len(names):
-        raise ConfigError(f"editors are listed twice: {', '.join(editors)}")
+    for i, name in enumerate(names):
+        if name in names[:i]:  # one class for two editors: the label map could not tell their pixels apart
+            first = editors[names.index(name)]
+            raise ConfigError(f"editors {first!r} and {editors[i]!r} have the same label name {name!r}; give one "
+                              "another name")
     return names
 
 
