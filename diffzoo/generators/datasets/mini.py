@@ -220,8 +220,7 @@ def build_mini(
         labels_text,
         manifest_text,
         sample_paths,
-        save_png,
-        save_text,
+        save,
     )
     from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample, torch_threads
     from diffzoo.generators.generate.regions import Region
@@ -250,13 +249,13 @@ def build_mini(
                 ]
                 edited = edit_sample(image, [lambda _image, _done, t=t: (t,) for t in turns], editors, label_space)
                 for path, array in zip(sample_paths(tmp, plan.id), (edited.image, edited.label)):
-                    save_png(array, path)
+                    save(path, array)
                 manifest.append(SampleMeta(id=plan.id, base=plan.base, turns=plan.turns, source=SOURCE).to_dict())
                 if progress is not None:
                     progress(done, len(plans))
-            save_text(tmp / MANIFEST_FILE, manifest_text(manifest))
-            save_text(tmp / LABELS_FILE, labels_text(label_space))
-            save_text(tmp / README, _readme(n_images, size, seed, label_space))
+            save(tmp / MANIFEST_FILE, manifest_text(manifest))
+            save(tmp / LABELS_FILE, labels_text(label_space))
+            save(tmp / README, _readme(n_images, size, seed, label_space))
         log.info("built mini (%d images, %d px) at %s in %.1fs", n_images, size, root, time.perf_counter() - started)
         return root
 

@@ -29,7 +29,7 @@ from diffzoo.generators.editors.labels import (
     edited_class,
     label_options,
 )
-from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save_png, save_text
+from diffzoo.generators.generate.layout import built_in_place_of, labels_text, manifest_text, save
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import require_file, writing
 from diffzoo.harness.core.types import EditRecord, SampleMeta
@@ -128,12 +128,12 @@ def label_pairs(
             report.counts[rows[-1]["status"]] += 1
             if progress is not None:
                 progress(done, len(stems))
-        save_text(tmp / MANIFEST_FILE, manifest_text(rows))
-        save_text(tmp / LABELS_FILE, labels_text(label_space))
+        save(tmp / MANIFEST_FILE, manifest_text(rows))
+        save(tmp / LABELS_FILE, labels_text(label_space))
         unmatched = {"orig_only": report.orig_only, "gen_only": report.gen_only}
         summary = {"orig_dir": str(orig_dir), "gen_dir": str(gen_dir), "frame": frame, "editor": editor,
                    "settings": settings, "counts": report.counts, "unmatched": unmatched}  # fmt: skip
-        save_text(tmp / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+        save(tmp / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     log.info("label-pairs: %s -> %s %s", gen_dir, out, report.counts)
     return report
 
@@ -161,6 +161,6 @@ def _label_one(
                 shutil.copyfile(gen_path, copy)
         else:
             mask = res.mask
-            save_png(res.rectified, pairs_dir / f"{stem}.image.png")
-        save_png(mask, pairs_dir / f"{stem}.mask.png")
+            save(pairs_dir / f"{stem}.image.png", res.rectified)
+        save(pairs_dir / f"{stem}.mask.png", mask)
     return row

@@ -87,19 +87,12 @@ def png_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def save_png(array: np.ndarray, path: Path) -> None:
-    """Write ``array`` as a PNG (into a folder :func:`built_in_place_of` makes whole); a full
-    disk names ``path``."""
-    data = png_bytes(array)
+def save(path: Path, data: str | np.ndarray) -> None:
+    """Write ``data`` to ``path``, text as UTF-8 and an array as a PNG (into a folder
+    :func:`built_in_place_of` makes whole); a full disk names ``path``."""
+    blob = data.encode("utf-8") if isinstance(data, str) else png_bytes(data)
     with writing(path):
-        Path(path).write_bytes(data)
-
-
-def save_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` (into a folder :func:`built_in_place_of` makes whole);
-    a full disk names ``path``."""
-    with writing(path):
-        Path(path).write_text(text, encoding="utf-8")
+        Path(path).write_bytes(blob)
 
 
 def labels_text(label_space: LabelSpace) -> str:
