@@ -143,10 +143,13 @@ def composite(image: np.ndarray, edited: np.ndarray, mask: np.ndarray) -> np.nda
     return np.ascontiguousarray(np.where(mask[..., None], resize_image(edited, image.shape[:2]), image))
 
 
-def call_kwargs(card: GeneratorCard, prompt: str, generator: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+def call_kwargs(card: GeneratorCard, prompt: str, seed: int, kwargs: dict[str, Any]) -> dict[str, Any]:
     """``kwargs`` with what every call of the card's pipeline takes: the prompt, steps,
-    guidance (to the card's ``guidance_kwarg``, Qwen-Image: ``true_cfg_scale``), seeded
-    generator, float output, ``max_sequence_length`` and ``call_kwargs``."""
+    guidance (to the card's ``guidance_kwarg``, Qwen-Image: ``true_cfg_scale``), a CPU
+    generator seeded with ``seed``, float output, ``max_sequence_length`` and ``call_kwargs``."""
+    import torch
+
+    generator = torch.Generator(device="cpu").manual_seed(int(seed))
     kwargs.update(prompt=prompt, num_inference_steps=card.steps, generator=generator, output_type="np")
     kwargs[str(card.options.get("guidance_kwarg", "guidance_scale"))] = card.guidance_scale
     if "max_sequence_length" in card.options:
@@ -240,7 +243,6 @@ class DiffusersEditor(CardPipeline, Generator):
         the image is VAE-encoded here (once per call of this method) and the
         kwargs carry the start noise and the blending callback.
         """
-        import torch
         from PIL import Image
 
         mask = _check_inputs(image, mask)
@@ -250,15 +252,14 @@ class DiffusersEditor(CardPipeline, Generator):
         if pil.size != (res, res):
             pil = pil.resize((res, res), Image.Resampling.BICUBIC)
             pil_mask = pil_mask.resize((res, res), Image.Resampling.NEAREST)
-        generator = torch.Generator(device="cpu").manual_seed(int(seed))
-        kwargs: dict[str, Any] = {"height": res, "width": res}
+        kwargs = call_kwargs(self.card, prompt, seed, {"height": res, "width": res})
         if self.mode == "native":
             kwargs.update(image=pil, mask_image=pil_mask)
             if _accepts(self.pipeline, "strength"):  # Kandinsky's combined inpaint pipeline has none
                 kwargs["strength"] = self.card.strength
         else:
-            kwargs.update(self._blend_kwargs(pil, np.asarray(pil_mask) > 127, generator))
-        return call_kwargs(self.card, prompt, generator, kwargs)
+            kwargs.update(self._blend_kwargs(pil, np.asarray(pil_mask) > 127, kwargs["generator"]))
+        return kwargs
 
     def _blend_kwargs(self, pil: Any, mask: np.ndarray, generator: Any) -> dict[str, Any]:
         """Start noise and the ``callback_on_step_end`` of mask-blended latent inpainting."""

@@ -133,7 +133,6 @@ class InstructionEditor(DiffusersEditor):
         self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int
     ) -> dict[str, Any]:
         """Keyword arguments of the bare pipeline call (``mask`` is ignored)."""
-        import torch
         from PIL import Image
 
         image = np.asarray(image)
@@ -152,7 +151,7 @@ class InstructionEditor(DiffusersEditor):
         for key, value in (("height", height), ("width", width)):
             if _accepts(self.pipeline, key):  # LongCat sizes itself from the image
                 kwargs[key] = value
-        return call_kwargs(self.card, prompt, torch.Generator(device="cpu").manual_seed(int(seed)), kwargs)
+        return call_kwargs(self.card, prompt, seed, kwargs)
 
     def edit(self, image: np.ndarray, mask: np.ndarray | None, prompt: str, seed: int) -> InstructEditResult:
         """Edit ``image`` as ``prompt`` says; raises :class:`EditRejectedError` for a no-op or global edit."""

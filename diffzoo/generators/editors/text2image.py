@@ -49,8 +49,6 @@ class TextToImage(CardPipeline):
 
     def generate(self, caption: str, seed: int, size: int | None = None) -> np.ndarray:
         """An H x W x 3 uint8 image for ``caption`` (resized to ``size`` when given)."""
-        import torch
-
-        res, generator = self.card.resolution, torch.Generator(device="cpu").manual_seed(int(seed))
-        image = self._run(call_kwargs(self.card, caption, generator, {"height": res, "width": res}))
+        res = self.card.resolution
+        image = self._run(call_kwargs(self.card, caption, seed, {"height": res, "width": res}))
         return np.ascontiguousarray(image if size is None else resize_image(image, (size, size)))
