@@ -10,15 +10,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from diffzoo import create_generator
 from diffzoo.generators.editors.cards import CARDS_BY_NAME, GENERATOR_CARDS, INSTRUCT_CARDS, SDXL_TINY, get_card
 from diffzoo.generators.editors.diffusers_editor import DiffusersEditor
-from diffzoo.generators.editors.instruct import (
-    EditRejectedError,
-    InstructEditResult,
-    InstructionEditor,
-    editor_for,
-    run_size,
-)
+from diffzoo.generators.editors.instruct import EditRejectedError, InstructEditResult, InstructionEditor, run_size
 from diffzoo.generators.editors.labels import difference_label
 from diffzoo.generators.editors.lora import with_lora
 from diffzoo.generators.generate.regions import random_region
@@ -106,8 +101,8 @@ def test_instruction_cards_registry_and_classes():
         DiffusersEditor(get_card("qwen.edit"))
     with pytest.raises(ConfigError, match="mask editor"):
         InstructionEditor(get_card("sdxl"))
-    assert isinstance(editor_for(get_card("longcat")), InstructionEditor)
-    assert type(editor_for(get_card("qwen.edit-inpaint"))) is DiffusersEditor
+    assert isinstance(create_generator("longcat"), InstructionEditor)
+    assert type(create_generator("qwen.edit-inpaint")) is DiffusersEditor
 
 
 def test_run_size_keeps_area_and_aspect():
@@ -257,7 +252,7 @@ def test_shifted_output_is_aligned_before_labelling():
 
 
 def test_inpainting_variant_composites_like_a_mask_editor(one_thread):
-    editor = editor_for(get_card("flux2.tiny-klein-inpaint"))
+    editor = create_generator("flux2.tiny-klein-inpaint")
     image, mask = _image(seed=7), _mask(seed=7)
     a = editor.edit(image, mask, "a red apple", seed=1)
     differs = (a.image != image).any(-1)
@@ -269,7 +264,7 @@ def test_inpainting_variant_composites_like_a_mask_editor(one_thread):
 # -- real cards offline ---------------------------------------------------------------
 @pytest.mark.parametrize("card", REAL_INSTRUCT, ids=lambda c: c.name)
 def test_real_instruction_card_offline_names_the_hub_id(offline_empty_hub, card):
-    editor = editor_for(card)
+    editor = create_generator(card.name)
     with pytest.raises(WeightsUnavailableError, match=card.weights):
         if card.options.get("instruct"):
             editor.edit(_image(), None, "a cat", seed=0)
@@ -343,8 +338,6 @@ def test_local_lora_file_fused_equals_unfused(lora_file):
 
 
 def test_lora_option_through_the_registry_and_bad_loras(lora_file, tmp_path):
-    from diffzoo import create_generator
-
     editor = create_generator("sdxl.tiny", lora=str(lora_file))
     assert editor.card.name == "sdxl.tiny+lora-my_style" and editor.card.options["loras"][0]["fuse"] is True
     with pytest.raises(DataError, match="^LoRA file .*missing.safetensors does not exist"):

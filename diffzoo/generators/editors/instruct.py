@@ -27,7 +27,7 @@ rejected edit for a usable one.
 
 The families' mask-inpainting pipelines (``qwen.edit-inpaint``,
 ``flux2.klein-inpaint``) are plain mask editors: use ``DiffusersEditor``
-(:func:`editor_for` picks the class from the card).
+(``create_generator`` picks the class the card is registered with).
 """
 
 from __future__ import annotations
@@ -187,9 +187,3 @@ class InstructionEditor(DiffusersEditor):
         if label.status != "ok":
             raise EditRejectedError(self.card.name, result)
         return result
-
-
-def editor_for(card: GeneratorCard, **options: Any) -> DiffusersEditor:
-    """The editor class a card needs: :class:`InstructionEditor` for ``instruct`` cards, else ``DiffusersEditor``."""
-    cls = InstructionEditor if card.options.get("instruct") else DiffusersEditor
-    return cls(card, **options)
