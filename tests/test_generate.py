@@ -336,6 +336,10 @@ def test_sample_records_or_settings_not_written_whole_are_made_again_or_said(ref
         line = one_line_exit_2(*cli(capsys, *args))
         assert f"{config} does not hold the settings of a generate run ({why}" in line
         assert "put back the one the run wrote, or choose a new --out" in line
+    config.unlink()  # with its samples still there: a resume under other settings would keep them unsaid
+    line = one_line_exit_2(*cli(capsys, *args[:-1], 4))
+    assert line == (f"error: {config} is missing, and {out} holds samples a run made with its settings; put back the one "
+                    "the run wrote, or choose a new --out")
 
 
 def test_sample_records_edited_by_hand_are_made_again_never_an_internal_error(reference, tmp_path, capsys):

@@ -395,6 +395,9 @@ class DatasetGenerator:
                     f"{'differs' if len(differ) == 1 else 'differ'}{files}); resume with the "
                     f"same options {'and files ' if files else ''}or choose a new --out"
                 )
+        elif self.store.recorded_ids():  # samples whose settings are gone: a resume could not check it shares them
+            raise ConfigError(f"{path} is missing, and {out} holds samples a run made with its settings; put back "
+                              "the one the run wrote, or choose a new --out")
         else:
             atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
         self.store.write_labels(self.label_space)
