@@ -902,6 +902,13 @@ def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, t
         "image; thin.png: 4000 x 8 px, 32 x 1 px at --size 32: a side under 8 px, too small for a region; "
         "fix or remove them"), stdout + err
     assert not (tmp_path / "out" / STATE_DIR).exists()
+    thin = make_bases(tmp_path / "thin", n=1)
+    Image.fromarray(np.full((8, 400, 3), 90, np.uint8)).save(thin / "thin.png")  # 8 px high: no random region fits
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", thin, "--editors", "sd2.tiny",
+                            "--n", 2, "--ai-bases", 0)
+    assert code == 1 and " ".join((stdout + err).split()) == (
+        f"error: --bases {thin}: 1 base image(s) cannot be used: thin.png: 400 x 8 px: too narrow for a random "
+        "region (one covering 2.5% of it); fix or remove them"), stdout + err
     refs = [BaseRef(f"e{i}", bases / "empty.png", f"e{i}.png") for i in range(5)]  # the first three named
     with pytest.raises(DataError) as exc:
         check_bases(refs, None, "B")

@@ -17,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.generate.regions import MIN_SIDE, Shape, checked, refuse_files, same_shape
+from diffzoo.generators.generate.regions import (
+    MIN_SIDE,
+    RANDOM_AREA,
+    Shape,
+    checked,
+    random_fits,
+    refuse_files,
+    same_shape,
+)
 from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, name_some
 from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file, sha256_file
@@ -110,14 +118,14 @@ def header_size(ref: BaseRef) -> tuple[int, int]:
     return read_image(ref.path, ref.key, name=ref.source).shape[:2]
 
 
-def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str,
-                decode: Collection[str] = ()) -> dict[str, tuple[Shape, Shape]]:
+def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str, decode: Collection[str] = (),
+                random: bool = False) -> dict[str, tuple[Shape, Shape]]:
     """Each base's (h, w) by key, from its header (the bases of keys in ``decode``, those the run
     reads: from all their pixels, as it reads them), and its (h, w) at ``size``, before any
     model loads: one that cannot be read, with a side under :data:`MIN_SIDE` px at ``size`` (no
-    region fits), or not of the shape its COCO annotations give, scaled (another image's file, or
-    one turned: its instance masks would be stretched onto it), is named in one line (``spec``:
-    the ``--bases`` given)."""
+    region fits), with ``random`` (random regions) too narrow for one (:func:`random_fits`), or not
+    of the shape its COCO annotations give, scaled (another image's file, or one turned: its
+    instance masks would be stretched onto it), is named in one line (``spec``: the ``--bases`` given)."""
     from diffzoo.harness.data.imageio import read_image
 
     sizes, bad = {}, []
@@ -129,9 +137,12 @@ def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str,
             continue
         rh, rw = longer_side_size(h, w, size) if size else (h, w)
         sizes[ref.key] = (h, w), (rh, rw)
+        at = f", {rw} x {rh} px at --size {size}" if (rh, rw) != (h, w) else ""
         if min(rh, rw) < MIN_SIDE:
-            at = f", {rw} x {rh} px at --size {size}" if (rh, rw) != (h, w) else ""
             bad.append(f"{ref.source}: {w} x {h} px{at}: a side under {MIN_SIDE} px, too small for a region")
+        elif random and not random_fits(rh, rw):
+            bad.append(f"{ref.source}: {w} x {h} px{at}: too narrow for a random region (one covering "
+                       f"{0.5 * RANDOM_AREA[0]:.1%} of it)")
         elif ref.annotated and not same_shape((h, w), ref.annotated):
             bad.append(f"{ref.source}: {w} x {h} px does not scale to the {ref.annotated[1]} x {ref.annotated[0]} px "
                        "its annotations give: a file of another image, or turned")

@@ -214,7 +214,8 @@ class DatasetGenerator:
                     self._regions = RandomRegions(c.min_area, c.max_area)
             self.real = RealBases(refs, c.seed, c.size)
             # every base's header, and all pixels of those the run reads, before any model loads
-            sizes = check_bases(refs, c.size, c.bases, self.real.keys(self.schedule.real_count(c.n)))
+            sizes = check_bases(refs, c.size, c.bases, self.real.keys(self.schedule.real_count(c.n)),
+                                random=isinstance(self._regions, RandomRegions))
             if isinstance(self._regions, MaskFolderRegions):
                 self._regions.check(refs, sizes, c.min_area, c.max_area)
             settings["bases"] = (index.digest() if index is not None

@@ -167,6 +167,12 @@ def random_region(
     raise ConfigError(f"could not draw a region covering {min_frac:.0%}..{max_frac:.0%} of {width}x{height}")
 
 
+def random_fits(height: int, width: int) -> bool:
+    """Whether :func:`random_region` can draw in an image of this size: each region it draws lies in a
+    disk within the margins, which must cover the least area it accepts (half its ``min_frac``)."""
+    return math.pi * (min(height, width) / 2 - MARGIN) ** 2 >= 0.5 * RANDOM_AREA[0] * height * width
+
+
 # -- candidates for diffzoo generate ---------------------------------------------
 def region_from_mask(mask: np.ndarray, shape: str, label: str | None = None) -> Region | None:
     """A Region of a bool mask (None when the mask is empty)."""
