@@ -582,6 +582,33 @@ def test_a_second_run_on_the_same_out_is_refused_while_the_first_writes(referenc
     assert code == 0 and f"0 made now, {N} from earlier runs" in stdout, err
 
 
+def test_a_lock_or_settings_file_that_is_no_regular_file_is_one_line(reference, capsys, tmp_path):
+    """A FIFO where the run's lock goes blocked the run for ever (opened to append, it waits for a reader);
+    a folder where its settings go was said to be missing."""
+    import os
+    import shutil
+
+    bases, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    args = ["generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N, "--size", 32, "--seed", 3]
+    lock, config = out / STATE_DIR / pipeline.LOCK_FILE, out / STATE_DIR / pipeline.CONFIG_FILE
+    lock.unlink(missing_ok=True)
+    os.mkfifo(lock)
+    line = one_line_exit_2(*cli(capsys, *args))
+    assert line == f"error: {lock} is a FIFO (named pipe), not a regular file; diffzoo reads only regular files"
+    lock.unlink()
+    settings = config.read_text()
+    config.unlink()
+    config.mkdir()
+    line = one_line_exit_2(*cli(capsys, *args))
+    assert line.startswith(f"error: {config} does not hold the settings of a generate run ({config} is a folder")
+    config.rmdir()
+    config.write_text(settings)
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0 and f"0 made now, {N} from earlier runs" in stdout, err
+
+
 def test_a_link_inside_out_is_refused_before_any_write(reference, capsys, tmp_path):
     """A resumed run whose train_copy/ is a symbolic link to another folder would write the dataset's
     images there: refused with the link named, nothing written on either side."""

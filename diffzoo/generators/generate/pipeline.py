@@ -39,7 +39,15 @@ from diffzoo.generators.generate.quality import QualityFilter
 from diffzoo.generators.generate.regions import Region, choose_region
 from diffzoo.generators.generate.schedule import SampleSchedule, Schedule, parse_turn_ratio, sample_rng
 from diffzoo.harness.core.errors import ConfigError, DiffzooError, no_value
-from diffzoo.harness.core.fsutil import atomic_write_text, check_usable_dir, lock_open_file, read_json, sha256_file
+from diffzoo.harness.core.fsutil import (
+    atomic_write_text,
+    check_usable_dir,
+    file_kind,
+    lock_open_file,
+    not_regular,
+    read_json,
+    sha256_file,
+)
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.runlog import LOGS_DIR, RunLog, log_relpath
@@ -362,7 +370,10 @@ class DatasetGenerator:
         out = Path(self.config.out)
         if self._locked or not (out / STATE_DIR).is_dir():
             return
-        if not lock_open_file(self._held.enter_context(open(out / STATE_DIR / LOCK_FILE, "a")), wait=False):
+        lock = out / STATE_DIR / LOCK_FILE
+        if os.path.lexists(lock) and (kind := file_kind(lock)):  # opened to append, a FIFO would wait for ever
+            raise not_regular(lock, kind)
+        if not lock_open_file(self._held.enter_context(open(lock, "a")), wait=False):
             raise ConfigError(f"{out} is being written by another diffzoo generate run; let it finish, or choose "
                               "another --out")
         self._locked = True
@@ -375,7 +386,7 @@ class DatasetGenerator:
         (out / STATE_DIR).mkdir(parents=True, exist_ok=True)
         self._lock()
         path = out / STATE_DIR / CONFIG_FILE
-        if path.is_file():
+        if os.path.lexists(path):
             try:
                 saved = read_json(path)
                 why = "" if isinstance(saved, dict) else f"{json_kind(saved)}, not an object"
