@@ -110,17 +110,6 @@ class DatasetGenerator:
                                        ("objects", config.objects, ("vocabulary", "vlm"))):
             if value not in allowed:
                 raise ConfigError(f"--{option} {value!r}: choose {' or '.join(allowed)}")
-        unset, kind = GenerateConfig(config.out, config.editors), self.region_kind(config)
-        for options, read, where in (  # an option given that nothing reads would be dropped unsaid
-                (("bases",), config.ai_fraction < 1, "when some bases are real (--ai-bases under 1)"),
-                (("captions", "t2i"), config.ai_fraction > 0, "for AI bases (--ai-bases above 0)"),
-                (("objects", "detector", "sam"), kind == "open-vocab", "with --regions open-vocab"),
-                (("min_score",), config.vlm_score, "with --vlm-score"),
-                (("vlm",), "vlm" in (config.prompts, config.objects) or config.vlm_score,
-                 "with --prompts vlm, --objects vlm or --vlm-score"),
-                (("lora_scale",), bool(config.loras), "with --lora")):
-            if not read and (given := [o for o in options if getattr(config, o) != getattr(unset, o)]):
-                raise ConfigError(f"--{given[0].replace('_', '-')} is read only {where}; leave it out")
         out = Path(config.out)  # checked before any model is built: a new folder, an empty one or a run's own
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} exists and is not a folder; choose a new or empty folder")
@@ -137,7 +126,19 @@ class DatasetGenerator:
         self.config = config
         self.classes = class_names(config.editors)
         self.label_space = LabelSpace.from_editors(self.classes)
+        # checks --ai-bases first: the options it decides are read are checked against it
         self.schedule = Schedule(config.seed, self.classes, config.turns, config.ai_fraction)
+        unset, kind = GenerateConfig(config.out, config.editors), self.region_kind(config)
+        for options, read, where in (  # an option given that nothing reads would be dropped unsaid
+                (("bases",), config.ai_fraction < 1, "when some bases are real (--ai-bases under 1)"),
+                (("captions", "t2i"), config.ai_fraction > 0, "for AI bases (--ai-bases above 0)"),
+                (("objects", "detector", "sam"), kind == "open-vocab", "with --regions open-vocab"),
+                (("min_score",), config.vlm_score, "with --vlm-score"),
+                (("vlm",), "vlm" in (config.prompts, config.objects) or config.vlm_score,
+                 "with --prompts vlm, --objects vlm or --vlm-score"),
+                (("lora_scale",), bool(config.loras), "with --lora")):
+            if not read and (given := [o for o in options if getattr(config, o) != getattr(unset, o)]):
+                raise ConfigError(f"--{given[0].replace('_', '-')} is read only {where}; leave it out")
         self.quality = QualityFilter(config.min_area, config.max_area, config.min_changed, scorer=scorer,
                                      min_score=config.min_score, tries=config.tries)
         self._built: dict[str, Generator] = {}
