@@ -382,7 +382,7 @@ def test_a_label_cached_under_the_earlier_rule_is_not_served(snapshot):
     """An identical pair under ``min_area=0`` was ``ok`` under rule 1 and is ``rejected-noop`` now:
     an outcome cached under rule 1 is derived again, not served."""
     from diffzoo.generators.datasets import imgedit_format as F
-    from diffzoo.generators.datasets.imgedit_cache import LabelCache
+    from diffzoo.generators.datasets.imgedit import LabelCache
     from diffzoo.harness.data.fingerprint import combine
 
     root, _ = snapshot
