@@ -1426,6 +1426,10 @@ def test_lora_option_loads_a_lora_into_one_editor(capsys, tmp_path):
     code, _, err = cli(capsys, "generate", "--out", tmp_path / "x", "--bases", bases, "--editors", EDITORS,
                        "--lora", f"sdxl.tiny={tmp_path / 'missing.safetensors'}")
     assert code != 0 and err.count("error:") == 1 and "does not exist" in err
+    # two for one editor: the settings listed both, and only the last was loaded
+    twice = one_line_exit_2(*cli(capsys, "generate", "--out", tmp_path / "y", *common, "--lora", lora, "--lora", lora))
+    assert twice == f"error: --lora sd2.tiny={lora}: sd2.tiny has a --lora already; give one per editor"
+    assert not (tmp_path / "y").exists()
 
 
 def test_a_lora_file_that_is_no_lora_is_refused_from_its_header_before_any_model(capsys, tmp_path):

@@ -257,8 +257,10 @@ class DatasetGenerator:
         """Each ``--lora`` checked (the editor is chosen and takes LoRAs, the file exists)."""
         from diffzoo.generators.editors.lora import with_lora
 
-        out = []
+        out: list[dict[str, Any]] = []
         for editor, path in self.config.loras:
+            if any(lora["editor"] == editor for lora in out):  # an editor loads one (_editor)
+                raise ConfigError(f"--lora {editor}={path}: {editor} has a --lora already; give one per editor")
             if editor not in self.config.editors:
                 raise ConfigError(f"--lora {editor}={path}: {editor!r} is not one of --editors")
             if editor in self._injected:
