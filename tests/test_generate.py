@@ -538,6 +538,15 @@ def test_a_proportional_turn_ratio_resumes_the_same_schedule(reference, capsys, 
     assert [ratios[0].sample(i) for i in range(60)] == [ratios[1].sample(i) for i in range(60)]
 
 
+def test_a_turn_ratio_from_python_of_no_whole_numbers_is_refused():
+    """GenerateConfig(turns=(0.5, 1)) was read as 0:1 (every sample two edits), and (None,) was a TypeError."""
+    for turns in ((0.5, 1), (None,), (1, "x")):
+        with pytest.raises(ConfigError) as exc:
+            parse_turn_ratio(turns)
+        assert str(exc.value) == f"turn ratio {turns!r}: expected whole numbers such as 1:4:5"
+    assert parse_turn_ratio((2.0, 8, 10)) == (1, 4, 5)
+
+
 def test_a_base_replaced_by_a_file_of_its_size_is_refused_on_resume(capsys, tmp_path):
     """A base overwritten by another image of the same byte size kept the bases' listing (names and sizes):
     the resume went on, and the dataset held samples made from another base than the one now there."""

@@ -60,7 +60,9 @@ def parse_turn_ratio(spec: str | Sequence[int]) -> tuple[int, ...]:
     parts = spec.split(":") if isinstance(spec, str) else list(spec)
     try:
         ratio = tuple(int(p) for p in parts)
-    except ValueError:
+        if not isinstance(spec, str) and ratio != tuple(parts):  # int() would read 0.5 as 0
+            raise ValueError
+    except (ValueError, TypeError):
         raise ConfigError(f"turn ratio {spec!r}: expected whole numbers such as 1:4:5") from None
     if not ratio or any(r < 0 for r in ratio) or not sum(ratio):
         raise ConfigError(f"turn ratio {spec!r}: needs non-negative counts, not all zero (e.g. 1:4:5)")
