@@ -25,7 +25,7 @@ from diffzoo.generators.generate.bases import BaseRef, check_bases
 from diffzoo.generators.generate.layout import STATE_DIR
 from diffzoo.generators.generate.multiturn import TurnPlan, edit_sample
 from diffzoo.generators.generate.quality import QualityFilter
-from diffzoo.generators.generate.regions import choose_region, dedupe_overlaps, region_from_mask
+from diffzoo.generators.generate.regions import choose_region, dedupe_overlaps, regions_of
 from diffzoo.generators.generate.schedule import Schedule, parse_turn_ratio
 from diffzoo.harness.core.errors import ConfigError, DataError, WeightsUnavailableError
 from diffzoo.harness.core.protocols import EditResult, Generator
@@ -115,7 +115,7 @@ def test_schedule_turn_ratio_and_balanced_editors_types_and_bases():
 def _box(h, w, y0, y1, x0, x1, label=None):
     m = np.zeros((h, w), bool)
     m[y0:y1, x0:x1] = True
-    return region_from_mask(m, "mask", label)
+    return regions_of([(m, label)], "mask")[0]
 
 
 def test_later_turns_overwrite_earlier_labels():

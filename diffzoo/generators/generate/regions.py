@@ -174,17 +174,10 @@ def random_fits(height: int, width: int) -> bool:
 
 
 # -- candidates for diffzoo generate ---------------------------------------------
-def region_from_mask(mask: np.ndarray, shape: str, label: str | None = None) -> Region | None:
-    """A Region of a bool mask (None when the mask is empty)."""
-    mask = np.ascontiguousarray(mask, dtype=bool)
-    if not mask.any():
-        return None
-    return Region(mask=mask, bbox=bbox_of(mask), shape=shape, label=label)
-
-
 def regions_of(masks: Iterable[tuple[np.ndarray, str | None]], shape: str) -> list[Region]:
-    """The Regions of the non-empty masks among ``(mask, label)`` pairs, in order."""
-    return [r for mask, label in masks if (r := region_from_mask(mask, shape, label)) is not None]
+    """The Regions of the non-empty bool masks among ``(mask, label)`` pairs, in order."""
+    masks = [(np.ascontiguousarray(mask, dtype=bool), label) for mask, label in masks]
+    return [Region(mask=mask, bbox=bbox_of(mask), shape=shape, label=label) for mask, label in masks if mask.any()]
 
 
 def resize_mask(mask: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -218,11 +211,6 @@ def dedupe_overlaps(regions: Sequence[Region], max_iou: float = 0.7) -> list[Reg
     return [regions[i] for i in sorted(kept)]
 
 
-def area_bin(fraction: float, edges: Sequence[float] = AREA_BINS) -> int:
-    """0 (small), 1, ... by the ``edges`` fractions."""
-    return int(np.searchsorted(np.asarray(edges), fraction, side="right"))
-
-
 def choose_region(
     candidates: Sequence[Region],
     rng: np.random.Generator,
@@ -246,7 +234,7 @@ def choose_region(
         return None
     by_bin: dict[int, list[Region]] = {}
     for r in pool:
-        by_bin.setdefault(area_bin(r.fraction, bins), []).append(r)
+        by_bin.setdefault(int(np.searchsorted(np.asarray(bins), r.fraction, side="right")), []).append(r)  # 0: small
     keys = sorted(by_bin)
     group = by_bin[keys[int(rng.integers(len(keys)))]]
     return group[int(rng.integers(len(group)))]
