@@ -50,36 +50,6 @@ def resolve_dtype(card: GeneratorCard, device: str, dtype: Any = None) -> Any:
     return getattr(torch, str(card.options.get("torch_dtype", "float32")))
 
 
-def load_pipeline(card: GeneratorCard, device: str = "cpu", dtype: Any = None) -> Any:
-    """Build the card's diffusers pipeline on ``device`` (tiny: offline random weights).
-
-    LoRA files are located first (a missing one fails before the base weights
-    load), then the scheduler is swapped and the LoRAs are loaded on ``device``
-    (``lora.py``).
-    """
-    import torch
-
-    from diffzoo.generators.editors.lora import apply_loras, apply_scheduler, drop_log_message, resolve_lora_files
-
-    # diffusers 0.42 warns on every ``vae.to(dtype)`` even when no module must stay fp32
-    drop_log_message("should be kept in float32: []", "diffusers.models.modeling_utils")
-    lora_files = resolve_lora_files(card)
-    torch_dtype = resolve_dtype(card, device, dtype)
-    if card.tiny:
-        from diffzoo.generators.tiny.builders import build_tiny_pipeline
-
-        pipe = build_tiny_pipeline(card)  # float32
-        if torch_dtype != torch.float32:
-            pipe = pipe.to(dtype=torch_dtype)
-    else:
-        pipe = _from_pretrained(card, torch_dtype)
-    pipe = pipe.to(device)
-    pipe.set_progress_bar_config(disable=True)
-    apply_scheduler(pipe, card)
-    apply_loras(pipe, card, lora_files)
-    return pipe
-
-
 def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
     import diffusers
     import torch
@@ -185,7 +155,34 @@ class CardPipeline:
         return self._pipeline
 
     def _build(self) -> Any:
-        return load_pipeline(self.card, self.device, self.dtype)
+        """The card's diffusers pipeline on ``device`` (tiny: offline random weights).
+
+        LoRA files are located first (a missing one fails before the base weights
+        load), then the scheduler is swapped and the LoRAs are loaded on ``device``
+        (``lora.py``).
+        """
+        import torch
+
+        from diffzoo.generators.editors.lora import apply_loras, apply_scheduler, drop_log_message, resolve_lora_files
+
+        # diffusers 0.42 warns on every ``vae.to(dtype)`` even when no module must stay fp32
+        drop_log_message("should be kept in float32: []", "diffusers.models.modeling_utils")
+        card = self.card
+        lora_files = resolve_lora_files(card)
+        torch_dtype = resolve_dtype(card, self.device, self.dtype)
+        if card.tiny:
+            from diffzoo.generators.tiny.builders import build_tiny_pipeline
+
+            pipe = build_tiny_pipeline(card)  # float32
+            if torch_dtype != torch.float32:
+                pipe = pipe.to(dtype=torch_dtype)
+        else:
+            pipe = _from_pretrained(card, torch_dtype)
+        pipe = pipe.to(self.device)
+        pipe.set_progress_bar_config(disable=True)
+        apply_scheduler(pipe, card)
+        apply_loras(pipe, card, lora_files)
+        return pipe
 
     def _run(self, kwargs: dict[str, Any]) -> np.ndarray:
         """One pipeline call; its first image, floats in [0, 1], as H x W x 3 uint8 (non-finite
