@@ -97,6 +97,27 @@ def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **
         raise WeightsUnavailableError(what, model_id, detail) from exc
 
 
+class HubModel:
+    """A transformers model and its processor from hub id ``model_id`` (default :attr:`default`),
+    loaded by :func:`from_hub` as :attr:`what` on first use (``model``/``processor`` may be given
+    built); :attr:`classes`: the transformers (processor, model) class names."""
+
+    what, default, classes = "", "", ("AutoProcessor", "")
+
+    def __init__(self, model_id: str | None = None, device: str = "cpu", *, model: Any = None, processor: Any = None):
+        self.model_id, self.device = self.default if model_id is None else model_id, str(device)
+        self._model, self._processor = model, processor
+
+    def _load(self, **kwargs: Any) -> tuple[Any, Any]:
+        if self._model is None:
+            import transformers
+
+            processor, model = (getattr(transformers, name) for name in self.classes)
+            self._processor = from_hub(self.what, self.model_id, processor)
+            self._model = from_hub(self.what, self.model_id, model, **kwargs).to(self.device).eval()
+        return self._model, self._processor
+
+
 def _check_inputs(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     check_image(np.asarray(image), "the input image")
     if mask is None:

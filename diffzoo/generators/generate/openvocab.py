@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.editors.diffusers_editor import from_hub
+from diffzoo.generators.editors.diffusers_editor import HubModel
 from diffzoo.generators.generate.defaults import DEFAULT_DETECTOR, DEFAULT_SAM
 from diffzoo.generators.generate.regions import Region, dedupe_overlaps, regions_of
 
@@ -49,23 +49,16 @@ class Detection:
     score: float
 
 
-class GroundingDinoDetector:
+class GroundingDinoDetector(HubModel):
     """Boxes of named objects from Grounding DINO (``model``/``processor`` may be given built)."""
 
-    def __init__(self, model_id: str = DEFAULT_DETECTOR, device: str = "cpu", *, box_threshold: float = 0.35,
-                 text_threshold: float = 0.25, model: Any = None, processor: Any = None):
-        self.model_id, self.device = model_id, str(device)
+    what, default = "open-vocabulary detector", DEFAULT_DETECTOR
+    classes = ("AutoProcessor", "GroundingDinoForObjectDetection")
+
+    def __init__(self, model_id: str | None = None, device: str = "cpu", *, box_threshold: float = 0.35,
+                 text_threshold: float = 0.25, **built: Any):
+        super().__init__(model_id, device, **built)
         self.box_threshold, self.text_threshold = box_threshold, text_threshold
-        self._model, self._processor = model, processor
-
-    def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
-            from transformers import AutoProcessor, GroundingDinoForObjectDetection
-
-            what = "open-vocabulary detector"
-            self._processor = from_hub(what, self.model_id, AutoProcessor)
-            self._model = from_hub(what, self.model_id, GroundingDinoForObjectDetection).to(self.device).eval()
-        return self._model, self._processor
 
     def detect(self, image: np.ndarray, names: Sequence[str]) -> list[Detection]:
         import torch
@@ -87,20 +80,10 @@ class GroundingDinoDetector:
         ]
 
 
-class SamSegmenter:
+class SamSegmenter(HubModel):
     """One mask per box from SAM (``model``/``processor`` may be given built)."""
 
-    def __init__(self, model_id: str = DEFAULT_SAM, device: str = "cpu", *, model: Any = None, processor: Any = None):
-        self.model_id, self.device = model_id, str(device)
-        self._model, self._processor = model, processor
-
-    def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
-            from transformers import SamModel, SamProcessor
-
-            self._processor = from_hub("segmenter (SAM)", self.model_id, SamProcessor)
-            self._model = from_hub("segmenter (SAM)", self.model_id, SamModel).to(self.device).eval()
-        return self._model, self._processor
+    what, default, classes = "segmenter (SAM)", DEFAULT_SAM, ("SamProcessor", "SamModel")
 
     def segment(self, image: np.ndarray, boxes: Sequence[Sequence[float]]) -> list[np.ndarray]:
         import torch

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.editors.diffusers_editor import from_hub
+from diffzoo.generators.editors.diffusers_editor import HubModel
 from diffzoo.generators.generate.defaults import DEFAULT_VLM
 from diffzoo.generators.generate.prompts import turn_prompts
 from diffzoo.generators.generate.regions import bbox_of
@@ -33,31 +33,22 @@ log = logging.getLogger(__name__)
 MAX_NAMES = 10
 
 
-class QwenVL:
+class QwenVL(HubModel):
     """Question answering about images (``model``/``processor`` may be given built)."""
 
-    def __init__(self, model_id: str = DEFAULT_VLM, device: str = "cpu", *, max_new_tokens: int = 48,
-                 model: Any = None, processor: Any = None):
-        self.model_id, self.device, self.max_new_tokens = model_id, str(device), max_new_tokens
-        self._model, self._processor = model, processor
+    what, default = "vision-language model", DEFAULT_VLM
+    classes = ("AutoProcessor", "Qwen2_5_VLForConditionalGeneration")
 
-    def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
-            import torch
-            from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
-
-            dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-            self._processor = from_hub("vision-language model", self.model_id, AutoProcessor)
-            model = from_hub("vision-language model", self.model_id, Qwen2_5_VLForConditionalGeneration, dtype=dtype)
-            self._model = model.to(self.device).eval()
-        return self._model, self._processor
+    def __init__(self, model_id: str | None = None, device: str = "cpu", *, max_new_tokens: int = 48, **built: Any):
+        super().__init__(model_id, device, **built)
+        self.max_new_tokens = max_new_tokens
 
     def ask(self, images: Sequence[np.ndarray], question: str) -> str:
         """The model's answer to ``question`` about ``images`` (in order)."""
         import torch
         from PIL import Image
 
-        model, processor = self._load()
+        model, processor = self._load(dtype=torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
         content = [{"type": "image"} for _ in images] + [{"type": "text", "text": question}]
         text = processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
                                              add_generation_prompt=True)
