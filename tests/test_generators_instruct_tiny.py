@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from diffzoo import create_generator
 from diffzoo.generators.editors.cards import INSTRUCT_CARDS, get_card
-from diffzoo.generators.editors.instruct import InstructionEditor, editor_for
+from diffzoo.generators.editors.instruct import InstructionEditor
 from diffzoo.generators.editors.instruct_cards import TINY_OF
 from diffzoo.generators.editors.labels import difference_label
 from diffzoo.generators.generate.regions import random_region
@@ -108,7 +109,7 @@ def test_tiny_builds_are_offline_and_consistent(offline_empty_hub, one_thread):
 @pytest.mark.parametrize("name", NEW_TINY)
 def test_tiny_instruction_card_runs_end_to_end(name, one_thread):
     card = get_card(name)
-    editor = editor_for(card, max_area=1.0)  # random weights repaint everything
+    editor = create_generator(name, max_area=1.0)  # random weights repaint everything
     assert isinstance(editor, InstructionEditor)
     outputs = []
     run = editor._run
@@ -131,7 +132,7 @@ def test_tiny_instruction_card_runs_end_to_end(name, one_thread):
 
 @pytest.mark.slow
 def test_tiny_qwen_edit_inpaint_composites_like_a_mask_editor(one_thread):
-    editor = editor_for(get_card("qwen.tiny-edit-inpaint"))
+    editor = create_generator("qwen.tiny-edit-inpaint")
     image = _image(64, 64)
     mask = random_region(64, 64, np.random.default_rng(3), min_frac=0.15, max_frac=0.3).mask
     result = editor.edit(image, mask, "a red apple", seed=1)
