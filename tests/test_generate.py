@@ -955,6 +955,16 @@ def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, t
                               "(0 bytes), not an image and 2 more; fix or remove them")
 
 
+def test_a_base_some_random_draws_fit_never_stops_the_run(capsys, tmp_path):
+    """A 140 x 8 px base holds a random region on some draws only: one failed draw of its six stopped the run."""
+    bases = tmp_path / "bases"
+    bases.mkdir()
+    Image.fromarray(np.full((8, 140, 3), 90, np.uint8)).save(bases / "thin.png")
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--bases", bases, "--editors", "sd2.tiny",
+                            "--n", 2, "--ai-bases", 0)
+    assert code == 0 and "2 sample(s)" in " ".join(stdout.split()), stdout + err
+
+
 def test_checking_many_bases_before_the_models_is_shown(capsys, monkeypatch, tmp_path):
     """Decoding thousands of bases before any model loads takes seconds: a progress task, never silence."""
     monkeypatch.setattr("diffzoo.generators.generate.regions.ANNOUNCE", 0)  # these few bases count as many
