@@ -229,3 +229,6 @@ def test_two_split_folders_of_one_name_in_another_letter_case_are_refused(deal, 
     with pytest.raises(DataError) as err:
         Deal300kDataset(root)
     assert str(err.value) == f"{root}: Val and val are both the val/ folder, in another letter case; keep one of them"
+    with pytest.raises(DataError) as err:  # the sniffer says it too, not "no adapter recognises"
+        open_dataset(root)
+    assert str(err.value) == f"{root}: Val and val are both the val/ folder, in another letter case; keep one of them"

@@ -333,3 +333,14 @@ def test_two_folders_of_one_name_in_another_letter_case_are_refused_naming_both(
     with pytest.raises(DataError) as err:
         TpGtDataset(root)
     assert str(err.value) == f"{root}: Gt and gt are both the Gt/ folder, in another letter case; keep one of them"
+
+
+def test_a_layout_an_adapter_refuses_when_sniffing_is_its_reason_in_one_line(capsys, caplog, tmp_path):
+    """The sniffer's DataError names what is wrong with its own layout: never "failed to look at it"
+    and a warning, as a sniffer's crash is."""
+    root = make_tpgt(tmp_path / "ds")
+    (root / "gt").mkdir()
+    code, _, stderr = cli(capsys, "data", "info", root)
+    assert (code, stderr) == (1, f"error: {root}: Gt and gt are both the Gt/ folder, in another letter case; "
+                                 "keep one of them\n")
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []

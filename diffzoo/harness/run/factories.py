@@ -117,21 +117,27 @@ def recognise(target: Path | str, adapters: list[tuple[Entry, Any]],
               tolerate: tuple[type[BaseException], ...] = (),
               crashed: list[str] | None = None) -> tuple[Entry, Any] | None:
     """The first of ``adapters`` whose ``sniff`` takes ``target``, or None; a sniffer raising one
-    of ``tolerate`` recognises nothing (logged).  With ``crashed``, a sniffer raising anything
-    else (a plugin's bug) recognises nothing either: it is warned about, named in ``crashed``
-    and the other adapters are still asked; without, that error propagates."""
+    of ``tolerate`` recognises nothing (logged).  A sniffer's DataError (its layout, wrong in a
+    way it names) is raised when no other adapter takes ``target``.  With ``crashed``, a sniffer
+    raising anything else (a plugin's bug) recognises nothing either: it is warned about, named in
+    ``crashed`` and the other adapters are still asked; without, that error propagates."""
+    refusal = None
     for entry, adapter in adapters:
         try:
             if adapter.sniff(target):
                 return entry, adapter
         except tolerate as exc:
             log.info("%s: adapter %s could not look at it (%s)", target, entry.name, exc)
+        except DataError as exc:
+            refusal = refusal or exc
         except Exception as exc:
             if crashed is None:
                 raise
             log.warning("%s: dataset adapter %s failed to look at it: %s: %s", target, entry.name,
                         type(exc).__name__, exc)
             crashed.append(f"dataset adapter {entry.name} failed to look at it ({type(exc).__name__}: {exc})")
+    if refusal is not None:
+        raise refusal
     return None
 
 

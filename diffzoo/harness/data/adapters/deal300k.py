@@ -96,7 +96,8 @@ def _child(folder: Path, names: tuple[str, ...]) -> Path | None:
 
 def locate(path: Path, masks: str | os.PathLike | None) -> tuple[list[tuple[str, Path]], Path | None, Path]:
     """``([(split, zip or folder of images)], zip or folder of masks, sidecar folder)`` for ``path``:
-    a folder holding the split zips / folders, or one of them (masks then beside it)."""
+    a folder holding the split zips / folders, or one of them (masks then beside it); no images
+    for any other path."""
     if path.is_dir():
         images = [(s, c) for s, aliases in SPLIT_NAMES.items() if (c := _child(path, aliases)) is not None]
         home = path
@@ -106,7 +107,7 @@ def locate(path: Path, masks: str | os.PathLike | None) -> tuple[list[tuple[str,
         key = path.name.lower().removesuffix(".zip")
         split = next((s for s, aliases in SPLIT_NAMES.items() if key in aliases), None)
         if split is None or not (path.is_dir() or path.suffix.lower() == ".zip"):
-            raise DataError(f"{path}: not a DEAL-300K download; {LAYOUT_HELP}")
+            return [], None, home
         images, home = [(split, path)], path.parent
     if masks is not None:
         return images, option_path(masks, home, "masks"), home
@@ -136,6 +137,8 @@ class Deal300kDataset(SplitDataset):
         beside the images (relative to the dataset folder unless absolute)."""
         root = require_path(path, "Deal300kDataset")
         placed, mask_path, home = locate(root, masks)
+        if not placed:
+            raise DataError(f"{root}: not a DEAL-300K download; {LAYOUT_HELP}")
         super().__init__(name or "deal300k", BINARY)
         self.path = str(root)
         self.source_kind = "+".join(sorted({"zip" if p.is_file() else "folder" for _, p in placed}))
@@ -254,10 +257,10 @@ class Deal300kDataset(SplitDataset):
         ``label/``) hold ``<cocoid>_qwen<ckpt>.png`` files; an unreadable ``label.zip``
         is claimed too, so that opening says what is wrong with it."""
         try:
-            _, mask_path, _ = locate(Path(path), None)
-        except (DataError, OSError):
+            images, mask_path, _ = locate(Path(path), None)
+        except OSError:
             return False
-        if mask_path is None:
+        if not images or mask_path is None:
             return False
         if mask_path.is_file():
             try:
