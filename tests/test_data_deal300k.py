@@ -232,3 +232,11 @@ def test_two_split_folders_of_one_name_in_another_letter_case_are_refused(deal, 
     with pytest.raises(DataError) as err:  # the sniffer says it too, not "no adapter recognises"
         open_dataset(root)
     assert str(err.value) == f"{root}: Val and val are both the val/ folder, in another letter case; keep one of them"
+
+
+def test_two_split_zips_of_one_name_in_another_letter_case_are_refused(deal):
+    """``val.zip`` beside ``Val.zip``: the one the listing gave last was read, the other passed over unsaid."""
+    shutil.copy(deal / "val.zip", deal / "Val.zip")
+    with pytest.raises(DataError) as err:
+        Deal300kDataset(deal)
+    assert str(err.value) == f"{deal}: Val.zip and val.zip are both val.zip, in another letter case; keep one of them"

@@ -173,6 +173,14 @@ def sniff_quietly(
         return False
 
 
+def one_name(root: Path, names: list[str], what: str) -> str | None:
+    """The one of ``names`` (``root``'s children, equal but for letter case), None for none; two are
+    refused naming both: which is meant cannot be told, and a listing's order would pick one unsaid."""
+    if len(names) > 1:
+        raise DataError(f"{root}: {' and '.join(names)} are both {what}, in another letter case; keep one of them")
+    return names[0] if names else None
+
+
 def child_dir(root: Path, name: str, without: str | None = None) -> Path | None:
     """The subfolder of ``root`` called ``name``, any letter case.  ``without``: the folder is optional,
     and what the layout is read as without it; a file of that name is warned about (never passed over
@@ -183,11 +191,8 @@ def child_dir(root: Path, name: str, without: str | None = None) -> Path | None:
         children = [p for p in root.iterdir() if p.name.lower() == name.lower()]  # name first: no stat per file
     except OSError as exc:
         raise DataError(f"{root}: cannot list the folder ({exc})") from None
-    folders = sorted(p.name for p in children if p.is_dir())
-    if len(folders) > 1:  # which one is meant cannot be told; a listing's order would pick one unsaid
-        raise DataError(f"{root}: {' and '.join(folders)} are both the {name}/ folder, in another letter case; "
-                        "keep one of them")
-    found = root / folders[0] if folders else None
+    folder = one_name(root, sorted(p.name for p in children if p.is_dir()), f"the {name}/ folder")
+    found = root / folder if folder else None
     if found is None and without is not None and (children or without):
         what = f"{children[0].name} is a file where a folder is expected" if children else f"no {name}/ folder"
         log.warning("%s: %s; %s", root, what, without or "read without it")

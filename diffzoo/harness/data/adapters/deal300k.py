@@ -45,7 +45,15 @@ import numpy as np
 
 from diffzoo.harness.core.errors import DataError, not_found
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
-from diffzoo.harness.data.base import SplitDataset, child_dir, masks_by_stem, option_path, report_unpaired, require_path
+from diffzoo.harness.data.base import (
+    SplitDataset,
+    child_dir,
+    masks_by_stem,
+    one_name,
+    option_path,
+    report_unpaired,
+    require_path,
+)
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.imageio import edited_region, read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
@@ -83,15 +91,19 @@ def _child(folder: Path, names: tuple[str, ...]) -> Path | None:
     """The first of ``names`` in ``folder`` (any letter case): a folder (:func:`..base.child_dir`), else
     a ``.zip`` of that name (an extracted copy is read rather than its archive)."""
     try:
-        zips = {c.name.lower(): c for c in folder.iterdir() if c.name.lower().endswith(".zip")}
+        zips = [c for c in folder.iterdir() if c.name.lower().endswith(".zip")]
     except OSError as exc:
         raise DataError(f"{folder}: cannot list the folder ({exc})") from None
     for n in names:
         if (found := child_dir(folder, n)) is not None:
-            if f"{n}.zip" in zips:
+            if any(z.name.lower() == f"{n}.zip" for z in zips):
                 log.info("%s: reading the folder %s, not %s.zip", folder, found.name, n)
             return found
-    return next((z for z in (zips.get(f"{n}.zip") for n in names) if z is not None and z.is_file()), None)
+    for n in names:
+        if zip_name := one_name(folder, sorted(z.name for z in zips if z.name.lower() == f"{n}.zip" and z.is_file()),
+                                f"{n}.zip"):
+            return folder / zip_name
+    return None
 
 
 def locate(path: Path, masks: str | os.PathLike | None) -> tuple[list[tuple[str, Path]], Path | None, Path]:
