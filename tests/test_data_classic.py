@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import unicodedata
 from pathlib import Path
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
+from diffzoo.harness.core.fsutil import FileRefused
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.classic import ColumbiaDataset, CoverageDataset, Imd2020Dataset, Nist16Dataset
@@ -233,6 +235,19 @@ def test_nist16_black_is_manipulated(tmp_path):
     d = ds.describe()
     assert d["task"] == "manipulation" and d["authentic"] == 1 and d["expected"] == {"tampered": 564}
     assert Nist16Dataset(root, authentic=False).ids("test") == ["probe/NC2016_0001.jpg", "probe/NC2016_0003.jpg"]
+
+
+@pytest.mark.parametrize(("make", "kind"), [(os.mkfifo, "a FIFO (named pipe)"),
+                                            (lambda p: p.symlink_to(p.parent / "gone.csv"), "a broken symbolic link")])
+def test_a_nist16_reference_file_that_is_no_regular_file_is_named_for_what_it_is(tmp_path, make, kind):
+    """Never "no such reference file" for a file that is there (nor a read blocked on a FIFO)."""
+    root = make_nist16(tmp_path / "NC2016_Test0613")
+    ref = root / "reference" / "manipulation" / "NC2016-manipulation-ref.csv"
+    ref.unlink()
+    make(ref)
+    with pytest.raises(FileRefused) as err:
+        open_dataset(root)
+    assert str(err.value) == f"{ref} is {kind}, not a regular file; diffzoo reads only regular files"
 
 
 def test_nist16_splice_task_unites_one_probes_masks(tmp_path):

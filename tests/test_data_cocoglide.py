@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import unicodedata
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from PIL import Image
 
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import FileRefused
 from diffzoo.harness.core.types import BINARY
 from diffzoo.harness.data.adapters.cocoglide import CocoGlideDataset
 from diffzoo.harness.run.factories import open_dataset
@@ -155,6 +157,18 @@ def test_sniff_rejects_other_layouts(tmp_path, diffseg_folder):
     other.mkdir()
     (other / "table.csv").write_text("image,label\na.png,1\n")
     assert not CocoGlideDataset.sniff(other)
+
+
+@pytest.mark.parametrize(("make", "kind"), [(os.mkfifo, "a FIFO (named pipe)"),
+                                            (lambda p: p.symlink_to(p.parent / "gone.csv"), "a broken symbolic link")])
+def test_a_table_that_is_no_regular_file_is_named_for_what_it_is(tmp_path, make, kind):
+    """Never "no table.csv" (nor "no adapter recognises") for a table that is there, nor a read blocked on a FIFO."""
+    root = make_cocoglide(tmp_path / "CocoGlide")
+    (root / "table.csv").unlink()
+    make(root / "table.csv")
+    with pytest.raises(FileRefused) as err:
+        open_dataset(root)
+    assert str(err.value) == f"{root / 'table.csv'} is {kind}, not a regular file; diffzoo reads only regular files"
 
 
 def test_an_empty_table_is_named_never_no_adapter_recognises(tmp_path):

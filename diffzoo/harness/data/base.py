@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, TypeVar
 
 from diffzoo.harness.core.errors import DataError, not_found
+from diffzoo.harness.core.fsutil import file_kind, not_regular
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.runlog import warn_once
 from diffzoo.harness.core.types import LabelSpace, Sample
@@ -121,7 +122,10 @@ def read_csv(
     """The header of a UTF-8 CSV file (a byte-order mark skipped), its cells stripped (and lower-cased
     with ``lower``), and (line, row) per data row; rows None, read no further, when the header lacks
     one of ``needed``.  A file that cannot be read as such (``what``, in the error), an empty one, or a
-    row with more fields than the header or without a cell of ``needed``, is a DataError."""
+    row with more fields than the header or without a cell of ``needed``, is a DataError; a path that
+    is not a regular file (a FIFO would block the reader for ever, a link to nothing) a FileRefused."""
+    if (kind := file_kind(path)) is not None:
+        raise not_regular(path, kind)
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
             # a line of only spaces is an empty line, which csv skips; the lines after it keep their numbers

@@ -350,7 +350,7 @@ class Nist16Dataset(_ClassicDataset):
         if task not in NIST_TASKS:
             raise DataError(f"NIST16 task {task!r} is not one of {', '.join(NIST_TASKS)}")
         ref = _nist_ref(root, task)
-        if not ref.is_file():
+        if not os.path.lexists(ref):  # anything else there is named by reading it
             raise DataError(f"{ref}: no such reference file; NIST16 {self.LAYOUT}")
         rows = csv_table(ref, NIST_COLUMNS, f"a '|'-separated NIST reference file with {', '.join(NIST_COLUMNS)}",
                          "probe", delimiter="|", what="'|'-separated")
@@ -429,7 +429,7 @@ class Nist16Dataset(_ClassicDataset):
 
         def has_probe_and_reference(p: Path) -> bool:
             return (p.is_dir() and child_dir(p, "probe") is not None
-                    and any(_nist_ref(p, t).is_file() for t in NIST_TASKS))
+                    and any(os.path.lexists(_nist_ref(p, t)) for t in NIST_TASKS))
 
         return task is not None or sniff_quietly(has_probe_and_reference, root)
 

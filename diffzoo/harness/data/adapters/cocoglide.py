@@ -105,14 +105,16 @@ class CocoGlideDataset(_TestSetDataset):
     def sniff(cls, path: str | os.PathLike) -> bool:
         """A folder (or its ``table.csv``) whose table header names real, fake and mask."""
         table = _root(Path(path)) / TABLE
-        if not table.is_file():
+        if not os.path.lexists(table):
             return False
+        header: list[str] = []
         try:
-            with open(table, encoding="utf-8-sig", newline="") as f:
-                header = next(csv.reader(f), [])
+            if table.is_file():
+                with open(table, encoding="utf-8-sig", newline="") as f:
+                    header = next(csv.reader(f), [])
         except (OSError, UnicodeDecodeError, csv.Error):
             return False
-        if not header:  # a table cut short beside CocoGlide's folders: opening it names the empty file
+        if not header:  # a table cut short (or a FIFO) beside CocoGlide's folders: opening it says what is there
             return all(child_dir(table.parent, d) is not None for d in COLUMNS[:3])
         return {"real", "fake", "mask"} <= {h.strip().lower() for h in header}
 
@@ -127,7 +129,7 @@ def read_table(root: Path, find: Callable[[str], Path]) -> list[tuple[str, str, 
     and checked: relative, inside ``root``, existing (``find``: :func:`.walk.stored_paths`),
     each file named once."""
     table = root / TABLE
-    if not table.is_file():
+    if not os.path.lexists(table):  # anything else there is named by reading it
         raise DataError(
             f"{root}: no {TABLE}; CocoGlide pairs real/, fake/ and mask/ through {TABLE} "
             f"with columns {','.join(COLUMNS)}"
