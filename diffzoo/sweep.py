@@ -508,7 +508,9 @@ def still_queued(out: Path, jobs: Sequence[SweepJob]) -> dict[str, tuple[Any, st
 @dataclass
 class JobOutcome:
     job: SweepJob
-    status: str  # "skipped" (done before), "done", "failed", "submitted", "queued" (submitted before, not ended)
+    # "skipped" (done before), "done", "failed", "refused" (done before, a record no table shows: --rerun
+    # replaces it), "submitted", "queued" (submitted before, not ended)
+    status: str
     records: list[str] = field(default_factory=list)
     error: str = ""
     log: str = ""
@@ -520,7 +522,8 @@ class JobOutcome:
                 "done": f"done: {len(self.records)} record(s)",
                 "submitted": f"submitted (log {self.log})",
                 "queued": f"not submitted again: {self.note} (log {self.log})",
-                "failed": f"FAILED: {self.error}" + (f" (log {self.log})" if self.log else "")}[self.status]
+                "failed": f"FAILED: {self.error}" + (f" (log {self.log})" if self.log else ""),
+                "refused": f"FAILED: {self.error}"}[self.status]
         if self.note and self.status != "queued":  # waited for, not submitted: which SLURM job it was
             line += f" (not submitted again: {self.note})"
         return line
@@ -559,7 +562,7 @@ def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report:
         if (found := done.get(job.key)) is None or (isinstance(found, str) and how.rerun):
             todo.append(job)
         else:
-            outcomes.append(JobOutcome(job, "failed", error=found) if isinstance(found, str) else
+            outcomes.append(JobOutcome(job, "refused", error=found) if isinstance(found, str) else
                             JobOutcome(job, "skipped", found))
             report(outcomes[-1])
     if how.executor == "local":

@@ -297,6 +297,7 @@ def test_a_done_jobs_record_no_table_shows_fails_the_job_in_one_line_and_is_not_
         stdout), stdout + stderr
     code, stdout, stderr = cli(capsys, *args)
     assert code == 1 and said in one_line(stdout) and "fix its date (or the clock of the machine that made it); --rerun replaces it" in one_line(stdout)
+    assert one_line(stderr) == "error: 1 of 1 job(s) failed (listed above); run the same command with --rerun to retry them"
     assert len(seen) == 1  # not run again
     code, stdout, stderr = cli(capsys, *args, "--rerun")
     assert code == 0 and "done: 1 record(s)" in stdout and len(seen) == 2, stdout + stderr

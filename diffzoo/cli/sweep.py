@@ -135,7 +135,7 @@ def sweep_cmd(
 
     with rank_output(console):
         outcomes = run_sweep(sweep, out, how, progress=RichProgress(console), on_job=said)
-    failed = [o for o in outcomes if o.status == "failed"]
+    failed = [o for o in outcomes if o.status in ("failed", "refused")]
     waiting = [o for o in outcomes if o.status in ("submitted", "queued")]
     if waiting:
         console.print(f"{len(waiting)} job(s) submitted or queued; run the same command again when they are done to "
@@ -145,8 +145,9 @@ def sweep_cmd(
             console.print(f"board ({fmt}): {term(path)}")
     if failed:
         others = f"the others' records are in {out}; " if len(failed) < len(outcomes) else ""  # none when all failed
+        again = "with --rerun" if any(o.status == "refused" for o in failed) else "again"  # never retried without
         raise SweepFailed(f"{len(failed)} of {len(outcomes)} job(s) failed (listed above); {others}run the same "
-                          "command again to retry them")
+                          f"command {again} to retry them")
 
 
 request_command(sweep_cmd, SWEEP_OPTIONS, own_first=True)
