@@ -81,6 +81,19 @@ def test_a_dataset_folder_is_not_looked_into_and_verbose_says_why_others_are_not
     assert code == 0 and "no dataset found under" in stdout and "--verbose says why" in stdout
 
 
+def test_a_layout_a_sniffer_refuses_is_listed_not_opened_with_its_reason(capsys, tmp_path):
+    """``Gt/`` beside ``gt/``: the folder is a Tp/Gt dataset that cannot be read, never one passed over
+    as no adapter's (its reason unsaid even with --verbose) nor looked into."""
+    root = tmp_path / "root"
+    make_tpgt(root / "good")
+    (make_tpgt(root / "bad") / "gt").mkdir()
+    catalog = find_json(capsys, root, "--verbose")
+    assert [d["path"] for d in catalog["datasets"]] == [str(root / "good")]
+    assert catalog["broken"] == [{"path": str(root / "bad"), "error": f"{root / 'bad'}: Gt and gt are both the Gt/ "
+                                                                       "folder, in another letter case; keep one of them"}]
+    assert [p["path"] for p in catalog["passed"]] == [str(root)]
+
+
 def test_a_second_find_reads_no_image(capsys, benchmarks, monkeypatch):
     from PIL import Image
 

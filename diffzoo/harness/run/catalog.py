@@ -112,7 +112,11 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
         """Offer ``path`` to the sniffers (one that fails recognises nothing); True when it is a
         dataset (listed or broken)."""
         crashed.clear()
-        found = recognise(path, adapters, tolerate=(OSError, ValueError, DiffzooError), crashed=crashed)
+        try:
+            found = recognise(path, adapters, tolerate=(OSError, ValueError), crashed=crashed)
+        except DataError as exc:  # a sniffer's layout, wrong in a way it names: said as a dataset not opened is
+            catalog.broken.append((path, str(exc)))
+            return True
         if found is None:
             return False
         catalog.recognised.append((path, found[0].name))
