@@ -335,6 +335,13 @@ def test_two_folders_of_one_name_in_another_letter_case_are_refused_naming_both(
     assert str(err.value) == f"{root}: Gt and gt are both the Gt/ folder, in another letter case; keep one of them"
 
 
+def test_a_path_option_beside_a_dataset_path_is_one_line_never_a_type_error(capsys, tmp_path):
+    root = make_tpgt(tmp_path / "ds")
+    one_line_exit_2(*cli(capsys, "data", "info", root, "--dataset-option", f"path={tmp_path}"),
+                    f"error: dataset adapter 'tpgt' (for {root}) reads the path given as the dataset: drop "
+                    "--dataset-option path")
+
+
 def test_a_layout_an_adapter_refuses_when_sniffing_is_its_reason_in_one_line(capsys, caplog, tmp_path):
     """The sniffer's DataError names what is wrong with its own layout: never "failed to look at it"
     and a warning, as a sniffer's crash is."""

@@ -153,6 +153,8 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
     """Call a dataset factory; an option it does not take is a ConfigError
     that names the closest valid option and lists them all (``flag``: the
     command-line option the options came from)."""
+    if "path" in fixed and "path" in options:  # a second path would reach the factory as a TypeError
+        raise ConfigError(f"{what} reads the path given as the dataset: drop {flag} path")
     valid = option_names(factory)
     if valid is None:  # the factory takes **kwargs: every option
         return factory(**fixed, **options)
