@@ -198,6 +198,15 @@ def test_foreign_out_folder_is_refused(known, tmp_path, capsys):
     assert not (tmp_path / "plots").exists()
 
 
+def test_an_out_inside_the_datasets_folder_is_refused_before_any_plot(known, capsys):
+    """Plots written into a folder of the dataset (its images/) would be read as its files the next time."""
+    images = next(p for p in known.iterdir() if p.is_dir())
+    before = sorted(p.relative_to(known) for p in known.rglob("*"))
+    code, _, err = cli(capsys, "data", "stats", known, "--out", images / "plots")
+    assert code == 2 and f"--out {images / 'plots'} lies in the folder of --dataset {known}" in " ".join(err.split())
+    assert sorted(p.relative_to(known) for p in known.rglob("*")) == before
+
+
 def test_unknown_split_names_the_splits(known, capsys):
     code, _, err = cli(capsys, "data", "stats", known, "--split", "nope", "--no-plots")
     assert code == 2 and "no split 'nope'" in err and "train, val" in err  # the user's --split: a usage error

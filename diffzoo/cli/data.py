@@ -126,14 +126,17 @@ def stats_cmd(
     resolutions, label values."""
     from diffzoo.harness.data.stats import dataset_stats
     from diffzoo.harness.run.factories import open_dataset
-    from diffzoo.leaderboard.outdir import claim_output_dir
+    from diffzoo.harness.run.request import RunRequest
+    from diffzoo.leaderboard.outdir import check_out_unread, claim_output_dir
     from diffzoo.leaderboard.render.stats_plots import stats_pngs
 
     if not plots and (given := [flag for flag, value in (("--out", out), ("--force", force)) if value]):
         raise ConfigError(f"{' and '.join(given)} name where the plots go; with --no-plots nothing is written")
     options = _open_options(dataset_option, labels)
     if plots:  # refused before any work, made once the stats stand: a dataset or split refused leaves no folder
-        claim_output_dir(_stats_folder(out, dataset)[0], force, make=False)
+        folder = _stats_folder(out, dataset)[0]  # as a run's: plots in the dataset's folder would be read as its files
+        check_out_unread(folder, RunRequest(detector="", dataset=dataset, dataset_option=options))
+        claim_output_dir(folder, force, make=False)
     progress = RichProgress(err_console if as_json else console)
     ds = open_dataset(dataset, progress, **options)
     stats = dataset_stats(ds, split, progress)
