@@ -94,6 +94,15 @@ def test_a_layout_a_sniffer_refuses_is_listed_not_opened_with_its_reason(capsys,
     assert [p["path"] for p in catalog["passed"]] == [str(root)]
 
 
+def test_a_home_folder_of_no_such_user_is_a_path_not_there_never_an_internal_error(capsys):
+    """``~nouser/x``: pathlib's expanduser raises RuntimeError; the shell's rule leaves the path as typed."""
+    gone = "~diffzoo-no-such-user/x"
+    code, _, stderr = cli(capsys, "data", "info", gone)
+    assert (code, " ".join(stderr.split())) == (2, f"error: dataset path {gone} does not exist")
+    code, _, stderr = cli(capsys, "data", "find", gone)
+    assert (code, " ".join(stderr.split())) == (2, f"error: {gone} does not exist: nothing to look for datasets in")
+
+
 def test_a_second_find_reads_no_image(capsys, benchmarks, monkeypatch):
     from PIL import Image
 

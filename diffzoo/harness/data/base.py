@@ -46,7 +46,7 @@ def require_path(path: str | os.PathLike | None, adapter: str, *, exists: bool =
 def option_places(value: str | os.PathLike, home: Path | None) -> tuple[list[Path], list[Path]]:
     """Where a path-valued option's ``value`` is looked for (:func:`option_path`'s rule), and
     those of them that hold something (a broken link too: it is named, never looked past)."""
-    path = Path(os.fspath(value)).expanduser()
+    path = Path(os.path.expanduser(os.fspath(value)))
     # "." from the dataset folder is the dataset itself, never what an option names: the current folder
     places = [path] if path.is_absolute() or home is None or path == Path() else [path, home / path]
     return places, [p for p in places if os.path.lexists(p)]

@@ -96,7 +96,7 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
     if not str(root).strip():  # Path("") is ".": an unset variable must not list the current folder
         raise ConfigError("no folder given to look for datasets in (an empty path): give ROOT, e.g. "
                           "`diffzoo data find DIR` or `--eval-dataset catalog:DIR` (`.` is this folder)")
-    root = Path(root).expanduser()
+    root = Path(os.path.expanduser(root))
     if not os.path.lexists(root):
         raise not_found(DataError(f"{root} does not exist: nothing to look for datasets in"))
     kind = file_kind(root)

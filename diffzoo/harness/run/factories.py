@@ -224,7 +224,7 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
             with counter_callback(progress, f"building dataset {spec}") as callback:
                 return _call_adapter(factory, what, options, flag, progress=callback)
         return _call_adapter(factory, what, options, flag)
-    path = Path(spec).expanduser()
+    path = Path(os.path.expanduser(spec))
     if os.path.islink(path) and not path.exists():  # a link loop or a dangling link: never "does not exist"
         raise not_found(DataError(f"dataset path {spec} is {file_kind(path)}; pass the folder or file it should "
                                   "point at"))
@@ -233,7 +233,7 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
         raise not_found(DataError(f"dataset path {spec} is {kind}, not a dataset folder or file"))
     if not path.exists() and not is_hub_id(spec):
         head, colon, split = spec.rpartition(":")
-        if colon and head and os.path.lexists(Path(head).expanduser()):  # `tpgt:test` is not the name tpgt misspelt
+        if colon and head and os.path.lexists(os.path.expanduser(head)):  # `tpgt:test` is not the name tpgt misspelt
             raise not_found(DataError(f"dataset path {spec} does not exist; {head} does, but a dataset is given "
                                       f"without :{split} (PATH:SPLIT is --eval-dataset's spelling; the suite "
                                       "chooses the splits a run reads)"))

@@ -212,7 +212,8 @@ class RunRequest:
     def dataset_home(self) -> Path | None:
         """The folder of a ``--dataset`` given as a path (a zip's: the folder it lies in), from
         which an adapter option's relative path is read too; None for a name or hub id."""
-        data = Path(self.dataset).expanduser() if self.dataset_paths()[:1] == [("--dataset", self.dataset)] else None
+        named = self.dataset_paths()[:1] == [("--dataset", self.dataset)]
+        data = Path(os.path.expanduser(self.dataset)) if named else None
         return None if data is None else data if data.is_dir() else data.parent
 
     def paths_not_found(self) -> list[tuple[str, Path]]:
@@ -237,11 +238,11 @@ class RunRequest:
                    for flag, given in (("--dataset-option", self.dataset_option),
                                        ("--eval-dataset-option", self.eval_dataset_option))
                    for key, value in given.items() if not (given is self.dataset_option and key in OWN_FLAGS)
-                   and isinstance(value, str) and value and Path(value).expanduser().is_absolute()]
+                   and isinstance(value, str) and value and Path(os.path.expanduser(value)).is_absolute()]
         paths: list[tuple[str, str, Path | None]] = [
             *((flag, spec, None) for flag, spec in named), *options, *own,
             *(("--checkpoint", str(c), None) for c in self.checkpoint)]
-        return [(given_as(flag, value), Path(value).expanduser())
+        return [(given_as(flag, value), Path(os.path.expanduser(value)))
                 for flag, value, at in paths if value and not option_places(value, at)[1]]
 
     # -- as data ---------------------------------------------------------------------------
@@ -433,7 +434,7 @@ CATALOG_PREFIX = "catalog:"
 def catalog_root(spec: str) -> str | None:
     """ROOT of an ``--eval-dataset catalog:ROOT`` value; None for any other value (a path
     that exists is taken whole, even one named ``catalog:...``)."""
-    if not spec.startswith(CATALOG_PREFIX) or Path(spec).expanduser().exists():
+    if not spec.startswith(CATALOG_PREFIX) or os.path.exists(os.path.expanduser(spec)):
         return None
     return spec[len(CATALOG_PREFIX):]
 
@@ -442,7 +443,7 @@ def eval_dataset_spec(spec: str) -> tuple[str, str | None]:
     """An ``--eval-dataset`` value, ``PATH_OR_NAME[:SPLIT]``, as (dataset, split or None):
     a path that exists is taken whole (its name may hold a colon); nothing before or after the
     colon (``$DATA:$SPLIT``, a variable unset) is a ConfigError, never the default split unsaid."""
-    if Path(spec).expanduser().exists() or ":" not in spec:
+    if os.path.exists(os.path.expanduser(spec)) or ":" not in spec:
         return spec, None
     head, _, split = spec.rpartition(":")
     if not head.strip() or not split.strip():
