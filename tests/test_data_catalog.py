@@ -103,6 +103,12 @@ def test_a_home_folder_of_no_such_user_is_a_path_not_there_never_an_internal_err
     assert (code, " ".join(stderr.split())) == (2, f"error: {gone} does not exist: nothing to look for datasets in")
 
 
+def test_a_depth_past_any_tree_ends_with_the_tree(capsys, tmp_path):
+    make_tpgt(tmp_path / "root" / "a")
+    catalog = find_json(capsys, tmp_path / "root", "--depth", str(10**20))
+    assert [d["path"] for d in catalog["datasets"]] == [str(tmp_path / "root" / "a")]
+
+
 def test_a_second_find_reads_no_image(capsys, benchmarks, monkeypatch):
     from PIL import Image
 

@@ -146,6 +146,8 @@ def find_datasets(root: Path | str, depth: int = MAX_DEPTH, options: Mapping[str
         return catalog
     level = [root]
     for d in range(depth + 1):
+        if not level:  # no folder left: a --depth past the tree's is never counted through
+            break
         below: list[Path] = []
         for folder in level:
             if visit(folder):
