@@ -191,6 +191,16 @@ def test_a_labels_value_naming_a_folder_is_refused_never_read_as_a_class_name(ca
             "that name 'background,sd2'")
 
 
+def test_a_labels_value_naming_a_fifo_is_refused_never_read_as_a_class_name(capsys, tmp_path, monkeypatch):
+    """`--labels sd2` where ./sd2 is a FIFO was read as the one class 'sd2', silently: every sample skipped."""
+    from helpers.cli import cli
+
+    os.mkfifo(tmp_path / "sd2")
+    monkeypatch.chdir(tmp_path)
+    assert one_line_exit_2(*cli(capsys, "data", "stats", "mini", "--labels", "sd2", "--no-plots")) == (
+        "error: sd2 is a FIFO (named pipe), not a regular file; diffzoo reads only regular files")
+
+
 def test_a_path_valued_dataset_option_given_a_number_list_or_mapping_is_one_line(capsys, tmp_path):
     """`--dataset-option split_file=2024` (read as JSON: a number) and a --config's `metadata: 5` or
     `extra_authentic: {a: 1}` reached the adapter as they were: "internal error: TypeError: expected str,

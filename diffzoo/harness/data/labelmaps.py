@@ -260,11 +260,13 @@ def read_label_file(path: str | os.PathLike, verified: bool = False) -> tuple[La
 def names_a_file(spec: str | os.PathLike, home: Path | None = None) -> bool:
     """Whether a ``--labels`` value names a label file (then a missing file is an error, never a
     class name): a path object, a label file suffix, a path starting ``/``, ``./``, ``../`` or
-    ``~``, or a file in the current folder or in ``home`` (the dataset's folder)."""
+    ``~``, or anything but a folder in the current folder or in ``home`` (the dataset's folder): a FIFO
+    or a link to nothing there is named as what it is, never read as a class name."""
     text = os.fspath(spec)
     prefixes = ("/", "./", "../", "~", f".{os.sep}", f"..{os.sep}")
+    places = [Path(text), *([home / text] if home is not None else [])]
     return (isinstance(spec, os.PathLike) or text.lower().endswith((".json", ".yaml", ".yml", *_TABLE_SUFFIXES))
-            or text.startswith(prefixes) or Path(text).is_file() or (home is not None and (home / text).is_file()))
+            or text.startswith(prefixes) or any(os.path.lexists(p) and not p.is_dir() for p in places))
 
 
 def parse_label_spec(spec: LabelSpec) -> tuple[LabelSpace, bool] | None:
