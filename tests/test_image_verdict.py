@@ -127,6 +127,29 @@ def test_a_semantic_model_has_no_calibrated_thresholds(tmp_path):
         recorded_thresholds(tmp_path, "0" * 64, "segformer.tiny", "semantic")
 
 
+def test_calibrated_thresholds_come_only_from_records_the_stores_tables_hold(tmp_path):
+    """A record dated after the clock, or a copy under another name than its id, is in no table
+    of the store (the store's rule): predict takes no thresholds from it either."""
+    from diffzoo.harness.run.thresholds import recorded_thresholds
+
+    from helpers.records import make_record
+
+    def calibrated(area, **fields):
+        values = Thresholds(0.5, area, 0.5, "calibrated on calib (10 images)")
+        policy = ThresholdPolicy.decided("binary", values, EDITED_AREA).to_dict()
+        return values, make_record("det", threshold_policy=policy, **fields)
+
+    records = tmp_path / "records"
+    records.mkdir()
+    kept, record = calibrated(0.1846)
+    (records / f"{record.id}.json").write_text(record.to_json())
+    _, ahead = calibrated(0.3, date="2999-01-01T00:00:00+00:00")
+    (records / f"{ahead.id}.json").write_text(ahead.to_json())
+    _, copy = calibrated(0.4, seed=1)
+    (records / f"{'0' * 16}.json").write_text(copy.to_json())
+    assert recorded_thresholds(tmp_path, "ab" * 32, "det", "binary") == kept
+
+
 # -- predict agrees with the leaderboard -------------------------------------------------------
 NAME = "verdict.x"
 OWN = f"{NAME} (own image score)"

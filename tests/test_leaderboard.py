@@ -651,7 +651,7 @@ def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
 def test_add_refuses_a_record_dated_after_now_and_its_slack_in_one_line(tmp_path, capsys):
     from datetime import UTC, datetime
 
-    from diffzoo.leaderboard.store import FUTURE_SLACK
+    from diffzoo.harness.records.document import FUTURE_SLACK
 
     remote = RecordStore(tmp_path / "remote")
     soon = (datetime.now(UTC) + FUTURE_SLACK / 2).isoformat(timespec="seconds")  # a clock a little ahead: taken
@@ -746,14 +746,14 @@ def test_a_record_dated_after_now_frozen_into_a_version_is_skipped_by_its_publis
     the store do: without that record, saying which it skipped and why; verify VERSION fails it."""
     from datetime import timedelta
 
-    from diffzoo.leaderboard import store as store_module
+    from diffzoo.harness.records import document
 
     store = RecordStore(tmp_path / "s")
     store.add(make_record("now", state=make_state()))
     ahead = make_record("ahead", state=make_state(), date="2999-01-01T00:00:00+00:00")
     store.add(ahead)
     with monkeypatch.context() as m:
-        m.setattr(store_module, "FUTURE_SLACK", timedelta(days=400_000))
+        m.setattr(document, "FUTURE_SLACK", timedelta(days=400_000))
         freeze(store, "v1")
     said = (f"record {ahead.id} is dated 2999-01-01T00:00:00+00:00, more than 1 hour after this machine's clock: "
             "the newest record wins every table it is in, so it would win them for good; fix its date (or the "

@@ -42,7 +42,6 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, RecordError, name_some, not_found
@@ -60,25 +59,20 @@ from diffzoo.harness.records.document import (
     REPLACED_DIR,
     STORE_DIRS,
     VERSIONS_DIR,
+    Loaded,
     ResultRecord,
     content_digest,
-    read_json_file,
-    record_problems,
+    read_all,
+    read_record_file,
     store_lock,
-    store_root_of,
     write_state_file,
 )
-from diffzoo.harness.records.model import RECORDS_DIR, utc_date
+from diffzoo.harness.records.model import RECORDS_DIR
 from diffzoo.leaderboard.outdir import DIFFZOO_NAMES, read_marker
 
 log = logging.getLogger(__name__)
 RECORD_ID = re.compile(r"[0-9a-f]{1,16}")
 """A record id (16 hex digits, ``record_id_of``) or a prefix of one."""
-FUTURE_SLACK = timedelta(hours=1)
-"""How far a record's date may lie after this machine's clock (another clock running a little
-ahead); a later one is refused by ``add``, failed by ``verify`` and ``validate`` and skipped by the
-tables, since the newest record wins every table it is in."""
-
 # The store never overwrites or deletes a file in its folders (STORE_DIRS: states are
 # content-addressed, a replaced record is moved to ``replaced/``); every file it reads there is a
 # regular file of bounded size and JSON depth inside the store (a link out of it is refused).
@@ -111,15 +105,6 @@ def differences(old: ResultRecord, new: ResultRecord) -> tuple[str, ...]:
     if a.counts.evaluated != b.counts.evaluated:
         out.append("counts.evaluated")
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """The records of a store that could be read, and every file of ``records/`` that could not
-    (path, why): what a read-only command shows and skips, saying so."""
-
-    records: list[ResultRecord]
-    skipped: list[tuple[Path, str]]
 
 
 def is_unfinished(path: Path) -> bool:
@@ -309,42 +294,6 @@ class RecordStore:
             return dataclasses.replace(outcome, status="rejected",
                                        reason=outcome.reason if outcome.stored_invalid else conflict)
         return outcome
-
-
-def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultRecord | None, list[str]]:
-    """(the record, []) if the file at ``path`` is a valid, unedited record, named by its id in a
-    ``records/`` folder and dated no later than :data:`FUTURE_SLACK` after this machine's clock,
-    else (None, why).  It is read as :meth:`ResultRecord.read` reads it: a regular file of bounded
-    size and depth, no link out of ``within`` (default: the store it lies in)."""
-    try:
-        data = read_json_file(path, MAX_RECORD_BYTES, "record", within if within is not None else store_root_of(path))
-    except RecordError as exc:
-        return None, exc.problems
-    problems = record_problems(data)
-    if problems:
-        return None, problems
-    record = ResultRecord(data)
-    if path.parent.name == RECORDS_DIR and path.stem != record.id:  # a copy under another name: one row twice
-        return None, [f"file name {path.name} does not match its record_id {record.id}"]
-    return (None, later) if (later := dated_later(record)) else (record, [])
-
-
-def dated_later(record: ResultRecord) -> list[str]:
-    """Why ``record`` is dated more than :data:`FUTURE_SLACK` after this machine's clock ([] if it is not)."""
-    date = record.body.environment.date
-    if date and datetime.fromisoformat(utc_date(date)) > datetime.now(UTC) + FUTURE_SLACK:
-        return [f"record {record.id} is dated {date}, more than 1 hour after this machine's clock: the newest "
-                "record wins every table it is in, so it would win them for good; fix its date (or the clock "
-                "of the machine that made it)"]
-    return []
-
-
-def read_all(paths: Iterable[Path], within: Path | None = None) -> Loaded:
-    """The records of the files at ``paths`` that are valid, and every other file with why
-    (:func:`read_record_file`, no link out of ``within``)."""
-    read = [(path, *read_record_file(path, within)) for path in paths]
-    return Loaded([r for _, r, _ in read if r is not None],
-                  [(path, "; ".join(why)) for path, r, why in read if r is None])
 
 
 def expand_record_paths(paths: Iterable[Path]) -> list[Path]:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from diffzoo.harness.core.errors import RecordError
 from diffzoo.harness.records.check import StateSource, record_roots, state_problems
-from diffzoo.harness.records.document import ResultRecord
-from diffzoo.leaderboard.store import RecordStore, expand_record_paths, read_record_file
+from diffzoo.harness.records.document import ResultRecord, read_record_file
+from diffzoo.leaderboard.store import RecordStore, expand_record_paths
 from diffzoo.leaderboard.versions import summary_problems, unpinned, version_files, version_paths
 
 

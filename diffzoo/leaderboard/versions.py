@@ -34,14 +34,16 @@ from diffzoo.harness.records.document import (
     MAX_RECORD_BYTES,
     VERSIONS_DIR,
     ResultRecord,
+    dated_later,
     digest_problems,
     field_digests,
+    read_all,
     read_json_file,
     store_lock,
 )
 from diffzoo.harness.records.fields import HEX64, json_kind
 from diffzoo.leaderboard.index import version_order
-from diffzoo.leaderboard.store import RECORD_ID, RecordStore, dated_later, expand_record_paths, is_unfinished, read_all
+from diffzoo.leaderboard.store import RECORD_ID, RecordStore, expand_record_paths, is_unfinished
 
 VERSION_SCHEMA = 2
 NAME_RE = re.compile(r"^(?!(?i:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:\.|$))[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -296,7 +298,7 @@ def unpinned(store: RecordStore, name: str, rid: str, digest: str) -> str:
 
 def load_version(store: RecordStore, name: str) -> Selection:
     """Version ``name``'s records as frozen; one dated after this machine's clock is skipped, as the
-    tables skip it (:func:`~.store.dated_later`), and named in ``skipped``."""
+    tables skip it (:func:`~diffzoo.harness.records.document.dated_later`), and named in ``skipped``."""
     manifest, paths = version_paths(store, name)
     read = {}
     for rid, rpath in paths.items():

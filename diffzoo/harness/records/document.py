@@ -53,6 +53,7 @@ import os
 import platform
 import socket
 import subprocess
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -82,6 +83,7 @@ from diffzoo.harness.records.model import (
     RecordBody,
     StateRef,
     state_file_name,
+    utc_date,
 )
 
 if TYPE_CHECKING:
@@ -105,6 +107,10 @@ MAX_RECORD_BYTES = 64 << 20
 keeps a file copied in from elsewhere from filling the memory."""
 MAX_STATE_BYTES = 1 << 30
 """The largest metric state file diffzoo reads (per-image rows: a few hundred bytes an image)."""
+FUTURE_SLACK = _dt.timedelta(hours=1)
+"""How far a record's date may lie after this machine's clock (another clock running a little
+ahead); a later one is refused by ``add``, failed by ``verify`` and ``validate`` and skipped by the
+tables, since the newest record wins every table it is in."""
 NAMED = ("detector", "suite", "case", "dataset")
 """The fields whose ``name`` a table shows as a row, group or column: written in Unicode NFC
 (:func:`~diffzoo.harness.core.types.nfc`), so that ``ü`` composed and decomposed, which print
@@ -430,3 +436,48 @@ class ResultRecord:
         :data:`MAX_RECORD_BYTES`, no link out of ``within``, default the store it lies in)."""
         within = within if within is not None else store_root_of(path)
         return cls.of_data(read_json_file(path, MAX_RECORD_BYTES, "record", within), f"record {path}")
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The records of a store that could be read, and every file of ``records/`` that could not
+    (path, why): what a read-only command shows and skips, saying so."""
+
+    records: list[ResultRecord]
+    skipped: list[tuple[Path, str]]
+
+
+def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultRecord | None, list[str]]:
+    """(the record, []) if the file at ``path`` is a valid, unedited record, named by its id in a
+    ``records/`` folder and dated no later than :data:`FUTURE_SLACK` after this machine's clock,
+    else (None, why).  It is read as :meth:`ResultRecord.read` reads it: a regular file of bounded
+    size and depth, no link out of ``within`` (default: the store it lies in)."""
+    try:
+        data = read_json_file(path, MAX_RECORD_BYTES, "record", within if within is not None else store_root_of(path))
+    except RecordError as exc:
+        return None, exc.problems
+    problems = record_problems(data)
+    if problems:
+        return None, problems
+    record = ResultRecord(data)
+    if path.parent.name == RECORDS_DIR and path.stem != record.id:  # a copy under another name: one row twice
+        return None, [f"file name {path.name} does not match its record_id {record.id}"]
+    return (None, later) if (later := dated_later(record)) else (record, [])
+
+
+def dated_later(record: ResultRecord) -> list[str]:
+    """Why ``record`` is dated more than :data:`FUTURE_SLACK` after this machine's clock ([] if it is not)."""
+    date = record.body.environment.date
+    if date and _dt.datetime.fromisoformat(utc_date(date)) > _dt.datetime.now(_dt.UTC) + FUTURE_SLACK:
+        return [f"record {record.id} is dated {date}, more than 1 hour after this machine's clock: the newest "
+                "record wins every table it is in, so it would win them for good; fix its date (or the clock "
+                "of the machine that made it)"]
+    return []
+
+
+def read_all(paths: Iterable[Path], within: Path | None = None) -> Loaded:
+    """The records of the files at ``paths`` that are valid, and every other file with why
+    (:func:`read_record_file`, no link out of ``within``)."""
+    read = [(path, *read_record_file(path, within)) for path in paths]
+    return Loaded([r for _, r, _ in read if r is not None],
+                  [(path, "; ".join(why)) for path, r, why in read if r is None])

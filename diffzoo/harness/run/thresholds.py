@@ -25,11 +25,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.types import StateKey, Task
 from diffzoo.harness.metrics.verdict import DETECTOR, threshold_text
-from diffzoo.harness.records.document import ResultRecord
+from diffzoo.harness.records.document import read_all
 from diffzoo.harness.records.model import RECORDS_DIR
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import EvalResult, Evaluator
@@ -110,14 +110,11 @@ def recorded_thresholds(store: Path | str, sha256: str, detector: str, task: str
                                  "pixels by argmax and keeps its fixed image rule; use --thresholds fixed")
     folder = Path(store) / RECORDS_DIR
     found: dict[Thresholds, list[str]] = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            body = ResultRecord.read(path).body
-        except RecordError:
-            continue  # not a valid record: `diffzoo leaderboard validate` names it
-        values = body.policy.values
+    # the records the store's tables hold: another file is `diffzoo leaderboard validate`'s to name
+    for record in read_all(sorted(folder.glob("*.json")) if folder.is_dir() else []).records:
+        body, values = record.body, record.body.policy.values
         if body.detector.checkpoint_sha256 == sha256 and body.policy.mode == "calibrated" and values is not None:
-            found.setdefault(values, []).append(path.stem)
+            found.setdefault(values, []).append(record.id)
     if not found:
         # the run evaluates these very weights only when given them: a --detector alone would train, or take
         # the cached checkpoint of its default seed and options, another model than another seed's
