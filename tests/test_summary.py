@@ -269,6 +269,21 @@ def test_threshold_policy_line_per_detector():
     assert "cal (calibrated): thresholds calibrated on val" in summary_markdown(summary, title="t", notes=[])
 
 
+def test_the_image_table_note_states_the_area_rule_of_fixed_and_calibrated_rows_alike():
+    """Table 2c's note holds for a calibrated row too, whose area threshold is its own (0.1846 here,
+    in its threshold policy line), never a 1% it did not apply."""
+    from diffzoo.harness.metrics.verdict import EDITED_AREA
+    from diffzoo.harness.records.policy import ThresholdPolicy, Thresholds
+
+    values = Thresholds(0.5, 0.1846, 0.5, "calibrated on calib (10 images)")
+    records = [rec("seg", "standard", "image", "image", {"img_Acc": 0.8},
+                   policy=ThresholdPolicy.decided("binary", values, EDITED_AREA).to_dict())]
+    md = summary_markdown(build_summary(records), title="t", notes=[])
+    assert "edited if predicted edited area &gt; 0.1846 of the image" in md
+    assert ("- an image counts as edited when its predicted edited area exceeds 1% of the image (a row marked "
+            "(calibrated): the area threshold its threshold policy gives)\n") in md
+
+
 def test_datasets_and_suite_versions_never_share_a_table():
     records = [make_record("seg", suite="standard", suite_version="2", metrics={"mIoU": 0.61}),
                make_record("seg", suite="standard", suite_version="1", metrics={"mIoU": 0.41}),

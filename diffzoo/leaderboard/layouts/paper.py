@@ -414,7 +414,8 @@ class _Layout:
                                 "standard", cols(("img_Acc", "img_real_Acc", "img_edited_Acc", "img_AP", "img_AUC",
                                                   "img_Acc_oracle")), task="image",
                                 remarks=["an image counts as edited when its predicted edited area exceeds 1% of "
-                                         "the image"]))
+                                         "the image (a row marked (calibrated): the area threshold its threshold "
+                                         "policy gives)"]))
         if any(r.body.own_score for r in self.group.of("standard")):
             image.remarks.insert(1, OWN_SCORE_NOTE)
         return [
