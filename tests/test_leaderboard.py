@@ -625,6 +625,10 @@ def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
                                                      "leaderboard.md",
                                                      "leaderboard.tex", "overview.csv", "overview.md",
                                                      "overview.tex"]
+    said = [line for line in text.splitlines() if line.startswith("wrote ")]  # every file written, by its format
+    assert said == [f"wrote {f}: {out / name}" for f, names in (("md", ("leaderboard.md", "overview.md")),
+                    ("csv", ("leaderboard.csv", "overview.csv")), ("latex", ("leaderboard.tex", "overview.tex")),
+                    ("json", ("leaderboard.json",))) for name in names], text
     assert "not frozen" in (out / "leaderboard.md").read_text()
     code, _, err = cli(capsys, "leaderboard", "publish", "--store", str(store), "--format", "pdf")
     assert code != 0 and "unknown format(s) pdf" in err
@@ -632,7 +636,7 @@ def test_publish_cli_all_text_formats_and_errors(tmp_path, capsys):
     assert code == 2 and "--format is empty" in err
     code, text, _ = cli(capsys, "leaderboard", "publish", "--store", str(store), "--format", "md,md", "--format",
                         "md", "--out", out, "--force")
-    assert code == 0 and text.count("wrote md:") == 1, text
+    assert code == 0 and text.count("leaderboard.md") == 1, text
     code, _, err = cli(capsys, "leaderboard", "publish", "nope", "--store", str(store))
     assert code != 0 and err.count("error:") == 1 and "'nope'" in err
     code, _, err = cli(capsys, "leaderboard", "list", "--store", str(tmp_path / "empty"))

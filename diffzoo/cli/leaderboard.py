@@ -348,8 +348,11 @@ def _publish(version: str | None, store: Path, formats: list[str], out: Path, al
 
     text.check_publish(out, formats, force)  # an unknown format or a refused --out, before the store is read
     selection = _selection(version, store, "publish every record")
-    for f, path in text.publish_formats(selection, formats, out, allow_mixed=allow_mixed, force=force).items():
-        console.print(f"wrote {f}: {term(path)}")
+    text.publish_formats(selection, formats, out, allow_mixed=allow_mixed, force=force)
+    written = text.PUBLISHED.files(out)  # every file this publish wrote, each under the format that wrote it
+    for f in formats:
+        for name in sorted(n for n in written if n.split("/")[0] in text.format_names(f)):
+            console.print(f"wrote {f}: {term(out / name)}")
 
 
 report = typer.Typer(help="Reports built from stored records.", no_args_is_help=True)
