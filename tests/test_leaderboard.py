@@ -280,6 +280,11 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
             freeze(store, device)
         assert str(refused.value) == f"version name {device!r} {rule}"
     assert freeze(store, "console").name == "console.json"
+    for file_name in ("v1.json", "v1.JSON"):  # never versions/v1.json.json, a version named "v1.json"
+        with pytest.raises(ConfigError) as refused:
+            freeze(store, file_name)
+        assert str(refused.value) == f"version name {file_name!r} ends in .json: give the name, not the file ('v1')"
+    assert not (store.versions_dir / "v1.json.json").exists()
 
 
 def test_two_freezes_of_names_differing_only_in_case_never_both_win(tmp_path, monkeypatch):

@@ -112,6 +112,8 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
         raise ConfigError(f"version name {name!r} must be ASCII letters (A-Z, a-z), digits, '.', '_' or '-' "
                           "(at most 64, starting with a letter or digit, no device name of Windows: con, prn, aux, "
                           "nul, com1-9, lpt1-9): it is a file name on every system")
+    if name.lower().endswith(".json"):  # the file is versions/NAME.json: never NAME.json.json
+        raise ConfigError(f"version name {name!r} ends in .json: give the name, not the file ({name[:-5]!r})")
     try:  # a version file is UTF-8 text; an argument of other bytes reaches Python as lone surrogates
         "".join([note, *suites, *datasets, *detectors]).encode("utf-8")
     except UnicodeEncodeError:
