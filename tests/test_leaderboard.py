@@ -21,7 +21,7 @@ from diffzoo.leaderboard.render.text import publish, to_csv, to_latex, to_markdo
 from diffzoo.leaderboard.store import RecordStore
 from diffzoo.leaderboard.versions import Selection, freeze, load_version, resolve
 
-from helpers.cli import cli, one_line
+from helpers.cli import cli, one_line, one_line_exit_2
 from helpers.records import make_record, make_state
 
 
@@ -287,6 +287,18 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     assert not (store.versions_dir / "v1.json.json").exists()
 
 
+def test_publish_into_the_store_folder_or_below_it_is_refused_in_one_line(tmp_path, capsys):
+    """Published files never lie among the store's own (leaderboard.md beside records/)."""
+    store = tmp_path / "store"
+    RecordStore(store).add(make_record("a"))
+    before = sorted(p.name for p in store.iterdir())
+    for out in (store, store / "site"):
+        code, _, err = cli(capsys, "leaderboard", "publish", "--store", str(store), "--out", str(out))
+        one_line_exit_2(code, "", err, f"--out {out} is the record store {store} or inside it: choose a folder "
+                                       "outside it")
+    assert sorted(p.name for p in store.iterdir()) == before
+
+
 def test_two_freezes_of_names_differing_only_in_case_never_both_win(tmp_path, monkeypatch):
     """A freeze of ``V1`` that finishes while ``v1`` reads the store is seen under the store's lock:
     never two files a case-insensitive filesystem makes one."""
@@ -327,20 +339,20 @@ def test_an_empty_answer_says_why_a_filter_kept_no_record_or_no_version_is_froze
 def test_versions_are_listed_in_version_order_everywhere(tmp_path, capsys):
     """v2 before v10 (they were sorted as text: v10, v2), in `versions`, in the names a wrong
     version name lists, and in the order `verify` checks them."""
-    store = RecordStore(tmp_path)
+    store = RecordStore(tmp_path / "s")
     store.add(make_record("a"))
     names = ["v10", "v2", "v1.10", "v1.9", "2026-11", "2026-2", "v1"]
     for name in names:
         freeze(store, name)
     ordered = ["2026-2", "2026-11", "v1", "v1.9", "v1.10", "v2", "v10"]
-    code, out, _ = cli(capsys, "leaderboard", "versions", "--store", tmp_path)
+    code, out, _ = cli(capsys, "leaderboard", "versions", "--store", store.root)
     listed = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert code == 0 and listed == ordered, out
-    code, _, err = cli(capsys, "leaderboard", "publish", "v3", "--store", tmp_path, "--out", tmp_path / "pub")
+    code, _, err = cli(capsys, "leaderboard", "publish", "v3", "--store", store.root, "--out", tmp_path / "pub")
     assert code == 2 and f"({', '.join(ordered)})" in " ".join(err.split()), err
     for name in names:
-        (tmp_path / "versions" / f"{name}.json").write_text("{}")
-    code, out = cli(capsys, "leaderboard", "verify", "--store", tmp_path)[:2]
+        (store.versions_dir / f"{name}.json").write_text("{}")
+    code, out = cli(capsys, "leaderboard", "verify", "--store", store.root)[:2]
     assert code == 1 and [line.split()[2] for line in out.splitlines() if line.startswith("bad version")] == ordered
 
 
