@@ -82,7 +82,8 @@ def verify_store(store: RecordStore, version: str | None = None, *, clean: bool 
         for vpath in version_files(store):
             _check_version(store, vpath.stem, source, report, count=False)
     report.cleaned = cleaned
-    report.temp_files = store.temp_files()
+    named = {row.path for row in report.bad}  # an unfinished version is said once: as the version it is
+    report.temp_files = [path for path in store.temp_files() if path not in named]
     return report
 
 

@@ -584,6 +584,7 @@ def test_an_empty_version_file_is_named_and_verify_clean_repairs_it(tmp_path, ca
     assert code == 1 and "is empty: a freeze that did not finish" in one_line(err) and "verify --clean" in one_line(err)
     code, out = verify(capsys, root)
     assert code == 1 and "is empty: a freeze that did not finish" in out
+    assert "left by a killed write" not in out and "0 temp file(s) left" in out, out  # said once, as a version
     with pytest.raises(RecordError, match="is empty: a freeze that did not finish"):
         freeze(RecordStore(root), "v1")
     code, out = verify(capsys, root, "--clean")
