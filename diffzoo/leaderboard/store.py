@@ -135,7 +135,7 @@ class RecordStore:
 
     def load(self) -> Loaded:
         """Every record that is valid, and every file of ``records/`` that is not, with why."""
-        return read_all(self.paths(), self.root)
+        return read_all(self.paths())
 
     def __len__(self) -> int:
         return len(self.paths())
@@ -224,7 +224,7 @@ class RecordStore:
             if not path.exists():
                 self._write(record, path)
                 return AddOutcome(src, "added", "", record.id, (), path)
-            stored, problems = read_record_file(path, within=self.root)
+            stored, problems = read_record_file(path)
             if stored is not None and stored.content_digest == record.content_digest:
                 return AddOutcome(src, "present", f"already recorded: {record.id}", record.id, (), path)
             differs = differences(stored, record) if stored is not None else ()

@@ -447,17 +447,16 @@ class Loaded:
     skipped: list[tuple[Path, str]]
 
 
-def read_record_file(path: Path, within: Path | None = None) -> tuple[ResultRecord | None, list[str]]:
+def read_record_file(path: Path) -> tuple[ResultRecord | None, list[str]]:
     """(the record, []) if the file at ``path`` is a valid, unedited record, named by its id in a
     ``records/`` folder and dated no later than :data:`FUTURE_SLACK` after this machine's clock,
     else (None, why).  It is read as :meth:`ResultRecord.read` reads it: a regular file of bounded
-    size and depth, no link out of ``within`` (default: the store it lies in)."""
+    size and depth, no link out of the store it lies in."""
     try:
-        data = read_json_file(path, MAX_RECORD_BYTES, "record", within if within is not None else store_root_of(path))
+        data = read_json_file(path, MAX_RECORD_BYTES, "record", store_root_of(path))
     except RecordError as exc:
         return None, exc.problems
-    problems = record_problems(data)
-    if problems:
+    if problems := record_problems(data):
         return None, problems
     record = ResultRecord(data)
     if path.parent.name == RECORDS_DIR and path.stem != record.id:  # a copy under another name: one row twice
@@ -475,9 +474,9 @@ def dated_later(record: ResultRecord) -> list[str]:
     return []
 
 
-def read_all(paths: Iterable[Path], within: Path | None = None) -> Loaded:
+def read_all(paths: Iterable[Path]) -> Loaded:
     """The records of the files at ``paths`` that are valid, and every other file with why
-    (:func:`read_record_file`, no link out of ``within``)."""
-    read = [(path, *read_record_file(path, within)) for path in paths]
+    (:func:`read_record_file`)."""
+    read = [(path, *read_record_file(path)) for path in paths]
     return Loaded([r for _, r, _ in read if r is not None],
                   [(path, "; ".join(why)) for path, r, why in read if r is None])
