@@ -150,10 +150,10 @@ class RecordStore:
         record_id = record_id.lower()
         exact = self.records_dir / f"{record_id}.json"
         if exact.exists():
-            return ResultRecord.read(exact, within=self.root)
+            return ResultRecord.read(exact)
         matches = [p for p in self.paths() if p.stem.startswith(record_id)]
         if len(matches) == 1:
-            return ResultRecord.read(matches[0], within=self.root)
+            return ResultRecord.read(matches[0])
         if not matches:
             raise ConfigError(f"no record {record_id!r} in {self.records_dir}")
         raise ConfigError(f"record id prefix {record_id!r} is ambiguous: {name_some([p.stem for p in matches], 5)}; "

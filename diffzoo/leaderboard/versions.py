@@ -307,7 +307,7 @@ def load_version(store: RecordStore, name: str) -> Selection:
         if rpath is None:
             raise RecordError(f"{unpinned(store, name, rid, manifest['record_digests'][rid])} "
                               "(`diffzoo leaderboard verify` says more)")
-        read[rpath] = ResultRecord.read(rpath, within=store.root)
+        read[rpath] = ResultRecord.read(rpath)
         if read[rpath].id != rid:  # a pin answered by another record's content never publishes as the one frozen
             raise RecordError(f"version {name} froze record {rid}, and {rpath} holds record {read[rpath].id} "
                               "(`diffzoo leaderboard verify` says more)")

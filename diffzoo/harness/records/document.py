@@ -431,11 +431,10 @@ class ResultRecord:
         return cls(data)
 
     @classmethod
-    def read(cls, path: Path, within: Path | str | None = None) -> ResultRecord:
+    def read(cls, path: Path) -> ResultRecord:
         """The record in the file at ``path`` (:func:`read_json_file`: a regular file of at most
-        :data:`MAX_RECORD_BYTES`, no link out of ``within``, default the store it lies in)."""
-        within = within if within is not None else store_root_of(path)
-        return cls.of_data(read_json_file(path, MAX_RECORD_BYTES, "record", within), f"record {path}")
+        :data:`MAX_RECORD_BYTES`, no link out of the store it lies in)."""
+        return cls.of_data(read_json_file(path, MAX_RECORD_BYTES, "record", store_root_of(path)), f"record {path}")
 
 
 @dataclass(frozen=True)
