@@ -452,12 +452,9 @@ def read_record_file(path: Path) -> tuple[ResultRecord | None, list[str]]:
     else (None, why).  It is read as :meth:`ResultRecord.read` reads it: a regular file of bounded
     size and depth, no link out of the store it lies in."""
     try:
-        data = read_json_file(path, MAX_RECORD_BYTES, "record", store_root_of(path))
+        record = ResultRecord.read(path)
     except RecordError as exc:
         return None, exc.problems
-    if problems := record_problems(data):
-        return None, problems
-    record = ResultRecord(data)
     if path.parent.name == RECORDS_DIR and path.stem != record.id:  # a copy under another name: one row twice
         return None, [f"file name {path.name} does not match its record_id {record.id}"]
     return (None, later) if (later := dated_later(record)) else (record, [])
