@@ -449,8 +449,8 @@ class Loaded:
 def read_record_file(path: Path) -> tuple[ResultRecord | None, list[str]]:
     """(the record, []) if the file at ``path`` is a valid, unedited record, named by its id in a
     ``records/`` folder and dated no later than :data:`FUTURE_SLACK` after this machine's clock,
-    else (None, why).  It is read as :meth:`ResultRecord.read` reads it: a regular file of bounded
-    size and depth, no link out of the store it lies in."""
+    else (None, why).  It is read by :meth:`ResultRecord.read`: a regular file of bounded size and
+    depth, no link out of the store it lies in."""
     try:
         record = ResultRecord.read(path)
     except RecordError as exc:
