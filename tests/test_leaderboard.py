@@ -287,16 +287,18 @@ def test_freeze_is_immutable_and_versions_never_share_a_table(tmp_path):
     assert not (store.versions_dir / "v1.json.json").exists()
 
 
-def test_publish_into_the_store_folder_or_below_it_is_refused_in_one_line(tmp_path, capsys):
-    """Published files never lie among the store's own (leaderboard.md beside records/)."""
+def test_publish_into_the_store_folder_is_refused_in_one_line_and_a_folder_in_it_is_not(tmp_path, capsys):
+    """Published files never lie beside the store's records/ (a run's own files are there); a new
+    folder in the store, where `diffzoo sweep` publishes its board, is fine."""
     store = tmp_path / "store"
     RecordStore(store).add(make_record("a"))
     before = sorted(p.name for p in store.iterdir())
-    for out in (store, store / "site"):
-        code, _, err = cli(capsys, "leaderboard", "publish", "--store", str(store), "--out", str(out))
-        one_line_exit_2(code, "", err, f"--out {out} is the record store {store} or inside it: choose a folder "
-                                       "outside it")
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", str(store), "--out", str(store))
+    one_line_exit_2(code, "", err, f"--out {store} is the record store {store}: choose another folder (a new one in "
+                                   f"it, such as {store / 'board'}, is fine)")
     assert sorted(p.name for p in store.iterdir()) == before
+    code, out, err = cli(capsys, "leaderboard", "publish", "--store", str(store), "--out", str(store / "board"))
+    assert code == 0 and (store / "board" / "leaderboard.md").is_file(), err
 
 
 def test_two_freezes_of_names_differing_only_in_case_never_both_win(tmp_path, monkeypatch):

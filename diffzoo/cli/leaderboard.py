@@ -347,8 +347,9 @@ def _publish(version: str | None, store: Path, formats: list[str], out: Path, al
     from diffzoo.leaderboard.render import text
 
     text.check_publish(out, formats, force)  # an unknown format or a refused --out, before the store is read
-    if out.resolve().is_relative_to(store.resolve()):  # the published files never lie among the store's own
-        raise ConfigError(f"--out {out} is the record store {store} or inside it: choose a folder outside it")
+    if out.resolve() == store.resolve():  # the published files never lie beside the store's records/ and a run's own
+        raise ConfigError(f"--out {out} is the record store {store}: choose another folder (a new one in it, such as "
+                          f"{store / 'board'}, is fine)")
     selection = _selection(version, store, "publish every record")
     text.publish_formats(selection, formats, out, allow_mixed=allow_mixed, force=force)
     written = text.PUBLISHED.files(out)  # every file this publish wrote, each under the format that wrote it
