@@ -372,7 +372,7 @@ def test_an_out_folder_the_dataset_reads_from_is_refused(diffseg_folder, tmp_pat
            "--device", "cpu"]
     for out in (data / "Tp" / "o", data / "Tp", data, tmp_path / "DATA" / "Gt" / ".." / "Au"):
         assert one_line_exit_2(*cli(capsys, *run, "--out", out)) == (
-            f"error: --out {out} lies in the folder of --dataset {data}, whose files the run reads: what it writes "
+            f"error: --out {out} lies in the folder of the dataset {data}, whose files diffzoo reads: what it writes "
             "there would be read as the dataset's the next time; choose a folder outside it (or a new one directly "
             "in it)")
     authentic = tmp_path / "au"  # every image below it is read: a new folder in it too
@@ -381,7 +381,7 @@ def test_an_out_folder_the_dataset_reads_from_is_refused(diffseg_folder, tmp_pat
     diffseg = ["run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", str(diffseg_folder),
                "--extra-authentic", str(authentic), "--plan", "--device", "cpu", "--out", authentic / "new"]
     assert one_line_exit_2(*cli(capsys, *diffseg)) == (
-        f"error: --out {authentic / 'new'} lies in the folder of --extra-authentic {authentic}, whose files the run "
+        f"error: --out {authentic / 'new'} lies in the folder of --extra-authentic {authentic}, whose files diffzoo "
         "reads: what it writes there would be read as the dataset's the next time; choose a folder outside it")
     monkeypatch.chdir(data)
     assert cli(capsys, *run[:-4], ".", "--plan", "--device", "cpu")[0] == 0  # the default --out, new

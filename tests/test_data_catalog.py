@@ -101,6 +101,8 @@ def test_a_home_folder_of_no_such_user_is_a_path_not_there_never_an_internal_err
     assert (code, " ".join(stderr.split())) == (2, f"error: dataset path {gone} does not exist")
     code, _, stderr = cli(capsys, "data", "find", gone)
     assert (code, " ".join(stderr.split())) == (2, f"error: {gone} does not exist: nothing to look for datasets in")
+    code, _, stderr = cli(capsys, "run", "-d", "segformer.tiny", "--dataset", gone, "--plan", "--device", "cpu")
+    assert (code, " ".join(stderr.split())) == (2, f"error: dataset path {gone} does not exist")  # --out checked first
 
 
 def test_a_depth_past_any_tree_ends_with_the_tree(capsys, tmp_path):

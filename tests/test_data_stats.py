@@ -203,7 +203,7 @@ def test_an_out_inside_the_datasets_folder_is_refused_before_any_plot(known, cap
     images = next(p for p in known.iterdir() if p.is_dir())
     before = sorted(p.relative_to(known) for p in known.rglob("*"))
     code, _, err = cli(capsys, "data", "stats", known, "--out", images / "plots")
-    assert code == 2 and f"--out {images / 'plots'} lies in the folder of --dataset {known}" in " ".join(err.split())
+    assert code == 2 and f"--out {images / 'plots'} lies in the folder of the dataset {known}, whose files diffzoo reads" in " ".join(err.split())
     assert sorted(p.relative_to(known) for p in known.rglob("*")) == before
 
 

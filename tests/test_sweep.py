@@ -144,7 +144,7 @@ def test_a_sweep_out_in_a_dataset_folder_is_refused_by_the_plan_and_the_sweep(ca
         code, stdout, stderr = cli(capsys, "sweep", "--detectors", "segformer.tiny", "--dataset", data, *plan,
                                    "--out", data / "Tp")
         assert one_line_exit_2(code, stdout, stderr) == (
-            f"error: --out {data / 'Tp'} lies in the folder of --dataset {data}, whose files the run reads: what it "
+            f"error: --out {data / 'Tp'} lies in the folder of the dataset {data}, whose files diffzoo reads: what it "
             "writes there would be read as the dataset's the next time; choose a folder outside it (or a new one "
             "directly in it)")
     assert sorted(os.listdir(data / "Tp")) == before  # the sweep wrote nothing there

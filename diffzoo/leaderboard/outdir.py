@@ -247,9 +247,10 @@ def check_out_unread(out: Path, request: RunRequest) -> None:
         ("--extra-authentic", str(p), True) for p in (option_places(extra, request.dataset_home())[1]
                                                       if isinstance(extra, str | os.PathLike) and extra else [])]
     for flag, spec, whole in folders:
-        root = Path(os.path.realpath(Path(spec).expanduser()))
+        root = Path(os.path.realpath(os.path.expanduser(spec)))  # ~nouser stays a path, as the dataset reads it
         top = root / where.relative_to(root).parts[0] if where.is_relative_to(root) and where != root else None
         if where == root or (top is not None and (whole or top.exists() and not (top / MARKER).is_file())):
-            raise ConfigError(f"--out {out} lies in the folder of {flag} {spec}, whose files the run reads: what it "
+            shown = "the dataset" if flag == "--dataset" else flag  # data stats names its dataset with no flag
+            raise ConfigError(f"--out {out} lies in the folder of {shown} {spec}, whose files diffzoo reads: what it "
                               "writes there would be read as the dataset's the next time; choose a folder outside it"
                               + ("" if whole else " (or a new one directly in it)"))
