@@ -725,6 +725,16 @@ def test_two_editors_of_one_label_name_name_both_and_the_name(tmp_path):
     assert str(exc.value) == "editors 'sdxl' and 'SDXL' have the same label name 'sdxl'; give one another name"
 
 
+def test_an_editor_named_as_a_diffseg30k_editor_with_a_dot_keeps_its_whole_name_as_label():
+    """An editor passed in as sd3.5 was labelled sd3: its family was cut at the first dot."""
+    from diffzoo.generators.generate.multiturn import class_names
+
+    assert class_names(("sd3.5", "Kandinsky 2.2", "sdxl.tiny")) == ("sd3.5", "kandinsky2.2", "sdxl")
+    with pytest.raises(ConfigError) as exc:
+        class_names(("sd3.5", "sd35.tiny"))
+    assert str(exc.value) == "editors 'sd3.5' and 'sd35.tiny' have the same label name 'sd3.5'; give one another name"
+
+
 def test_a_caption_that_is_no_text_is_named_never_read_as_its_spelling(tmp_path):
     """A null caption was the prompt 'None', a number or an object its Python spelling."""
     from diffzoo.generators.generate.coco import load_captions

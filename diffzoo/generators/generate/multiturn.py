@@ -27,7 +27,7 @@ from diffzoo.harness.core.cards import family_of
 from diffzoo.harness.core.errors import ConfigError
 from diffzoo.harness.core.protocols import Generator
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
-from diffzoo.harness.data.labelmaps import editor_label
+from diffzoo.harness.data.labelmaps import DIFFSEG30K_EDITORS, editor_label
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,8 @@ def class_names(editors: Sequence[str]) -> tuple[str, ...]:
     """Label class of each editor: its family as a label map reads it back (``sdxl.tiny`` ->
     ``sdxl``, ``sd35.tiny`` -> ``sd3.5``: :func:`editor_label`), or the full name where two
     chosen editors share a family; two editors of one label name are a ConfigError."""
-    families = [family_of(e) for e in editors]
+    # a name that spells a DiffSeg30k editor (sd3.5) is its own family: no card's family holds a dot
+    families = [e if editor_label(e) in DIFFSEG30K_EDITORS else family_of(e) for e in editors]
     names = tuple(editor_label(f) if families.count(f) == 1 else e for f, e in zip(families, editors))
     for i, name in enumerate(names):
         if name in names[:i]:  # one class for two editors: the label map could not tell their pixels apart
