@@ -854,6 +854,27 @@ def test_bad_mask_files_are_named_before_any_sample_is_made(capsys, tmp_path):
     assert not (out / STATE_DIR / "samples").exists()
 
 
+def test_a_region_mask_replaced_by_a_file_of_its_size_is_refused_on_resume(capsys, tmp_path):
+    """A mask file overwritten by another of the same byte size kept the masks' listing (names and sizes):
+    the resume went on, and the dataset held samples edited in regions no mask now there draws."""
+    bases = make_bases(tmp_path / "bases", n=1)  # 40 x 48 px (W x H)
+    masks = tmp_path / "masks"
+    (masks / "b0").mkdir(parents=True)
+    m = np.zeros((48, 40), np.uint8)
+    m[4:28, 4:22] = 255
+    Image.fromarray(m).save(masks / "b0" / "box.png", compress_level=0)  # uncompressed: its size is its shape's
+    args = ["generate", "--out", tmp_path / "out", "--bases", bases, "--regions", f"masks:{masks}", "--editors",
+            "sd2.tiny", "--n", 1, "--ai-bases", 0]
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0, stdout + err
+    Image.fromarray(np.roll(m, 10, axis=0)).save(masks / "b0" / "box.png", compress_level=0)
+    one_line_exit_2(*cli(capsys, *args), f"error: --regions masks:{masks}: the mask files of b0.png are not those "
+                                         "sample 00000000 was made from (their sha256 is not its record's); put "
+                                         "them back, or choose a new --out")
+    Image.fromarray(m).save(masks / "b0" / "box.png", compress_level=0)
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0 and "0 made now, 1 from earlier runs" in stdout, err
+
 def test_a_16_bit_region_mask_of_0_and_65535_is_its_non_zero_pixels(capsys, tmp_path):
     """A 16-bit 0/65535 mask was refused as "class-index masks hold values 0..254"; non-zero pixels are the object."""
     bases = make_bases(tmp_path / "bases", n=1)  # 40 x 48 px (W x H)

@@ -28,7 +28,7 @@ from diffzoo.generators.generate.regions import (
 )
 from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, name_some
-from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file, sha256_file
+from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file
 from diffzoo.harness.data.distortions import longer_side_size
 
 _ORDER_KEY = 0x6F7264  # "ord"
@@ -56,7 +56,6 @@ class BaseImage:
     key: str | None = None
     coco_id: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
-    sha256: str | None = None  # a real base's file: its samples' records hold it, a resume compares it
 
 
 def resize_longer_side(image: np.ndarray, size: int | None) -> np.ndarray:
@@ -176,8 +175,7 @@ class RealBases:
             raise DataError(f"base image {ref.path} " + ("does not exist" if kind == MISSING[0] else f"is {kind}"))
         image = resize_longer_side(read_image(ref.path, ref.key), self.size)
         info = {"file": ref.source, **({"coco_id": ref.coco_id} if ref.coco_id is not None else {})}
-        return BaseImage("real", np.ascontiguousarray(image), ref.source, ref.key, ref.coco_id, info,
-                         sha256_file(ref.path))
+        return BaseImage("real", np.ascontiguousarray(image), ref.source, ref.key, ref.coco_id, info)
 
 
 class AIBases:

@@ -24,7 +24,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -153,15 +153,13 @@ class SampleStore:
         return record
 
     def write_ok(self, sample_id: str, image: np.ndarray, label: np.ndarray, row: dict[str, Any],
-                 base_sha256: str | None = None) -> None:
-        """Image, mask, then the record (each atomic); ``base_sha256``: the real base file's."""
+                 read: Mapping[str, str]) -> None:
+        """Image, mask, then the record (each atomic); ``read``: the sha256 of the files it was made from."""
         paths, blobs = sample_paths(self.root, sample_id), (png_bytes(image), png_bytes(label))
         for path, blob in zip(paths, blobs):
             atomic_write_bytes(path, blob)
         record = {"id": sample_id, "status": "ok", "sizes": [len(b) for b in blobs],
-                  "sha256": [hashlib.sha256(b).hexdigest() for b in blobs], "row": row}  # as sha256_file reads them
-        if base_sha256 is not None:
-            record["base_sha256"] = base_sha256
+                  "sha256": [hashlib.sha256(b).hexdigest() for b in blobs], "row": row, **read}  # as sha256_file reads
         atomic_write_bytes(self._record_path(sample_id), json.dumps(record, sort_keys=True).encode())
         self._intact.add(sample_id)
 

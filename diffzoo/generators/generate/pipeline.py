@@ -418,16 +418,28 @@ class DatasetGenerator:
         self.store.write_labels(self.label_space)
         if self.store.remove_stale_temp_files():
             log.info("removed temporary files of an interrupted run in %s", out)
-        todo, digest = [], functools.cache(sha256_file)  # a base of several samples is read once
+        todo, read = [], functools.cache(self._read_sha256)  # a base of several samples is read once
         for i in ids:  # finished or rejected ones are done
             if (record := self.store.read(i)) is None:
                 todo.append(i)
-            elif "base_sha256" in record and (s := self.schedule.sample(int(i))).base == "real":  # older: sizes
+            elif (s := self.schedule.sample(int(i))).base == "real":
                 ref = self.real.ref(s.base_ordinal)
-                if digest(ref.path) != record["base_sha256"]:
-                    raise ConfigError(f"--bases: {ref.path} is not the file sample {i} was made from (its sha256 "
-                                      "is not its record's); put that file back, or choose a new --out")
+                for key, stale in (  # an older record holds sizes alone
+                        ("base_sha256", f"--bases: {ref.path} is not the file sample {i} was made from (its sha256 "
+                                        "is not its record's); put that file back"),
+                        ("masks_sha256", f"--regions masks:{getattr(self._regions, 'folder', '')}: the mask files of "
+                                         f"{ref.source} are not those sample {i} was made from (their sha256 is not "
+                                         "its record's); put them back")):
+                    if key in record and read(ref).get(key) != record[key]:
+                        raise ConfigError(f"{stale}, or choose a new --out")
         return todo
+
+    def _read_sha256(self, ref: Any) -> dict[str, str]:
+        """sha256 of the files a real base's samples read, as their records hold it: its file, its mask files."""
+        from diffzoo.generators.generate.regions import MaskFolderRegions
+
+        masks = self._regions.sha256(ref.key) if isinstance(self._regions, MaskFolderRegions) else None
+        return {"base_sha256": sha256_file(ref.path), **({"masks_sha256": masks} if masks else {})}
 
     def run(self, progress: Progress | None = None) -> GenerateSummary | None:
         """Make every unfinished sample of ids 0..n-1; the summary on rank 0 (None on other ranks).
@@ -485,7 +497,9 @@ class DatasetGenerator:
                     base, edited = self.make(int(sid), base)
                     row = sample_row(sid, base, edited.turns)
                     if edited.rejected is None:
-                        writer.submit(self.store.write_ok, sid, edited.image, edited.label, row, base.sha256)
+                        s = self.schedule.sample(int(sid))
+                        read = self._read_sha256(self.real.ref(s.base_ordinal)) if s.base == "real" else {}
+                        writer.submit(self.store.write_ok, sid, edited.image, edited.label, row, read)
                     else:
                         log.info("sample %s rejected: %s", sid, edited.rejected)
                         writer.submit(self.store.write_rejected, sid, edited.rejected, row)

@@ -28,7 +28,7 @@ import numpy as np
 
 from diffzoo.generators.generate.defaults import AREA_BINS
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, name_some
-from diffzoo.harness.core.fsutil import require_file
+from diffzoo.harness.core.fsutil import require_file, sha256_file
 from diffzoo.harness.core.progress import NullProgress, current_progress
 from diffzoo.harness.data.distortions import longer_side_size, resize_label
 
@@ -320,6 +320,10 @@ class MaskFolderRegions:
         """Names and sizes of every mask file (a run's config records it)."""
         return listing_digest(sorted((p.relative_to(self.folder).as_posix(), p) for p in self.folder.rglob("*")
                                      if p.is_file() and not p.name.startswith(".")))
+
+    def sha256(self, key: str) -> str:
+        """One sha256 of base ``key``'s mask files (:meth:`files`, in order): its samples' records hold it."""
+        return hashlib.sha256(" ".join(sha256_file(p) for p in self.files(key)).encode()).hexdigest()
 
     def check(self, bases: Sequence[Any], sizes: Mapping[str, tuple[Shape, Shape]], min_area: float,
               max_area: float) -> None:
