@@ -1277,6 +1277,27 @@ def test_open_vocab_weights_offline_name_what_to_download(capsys, tmp_path):
     assert code != 0 and err.count("error:") == 1 and "IDEA-Research/grounding-dino-base" in err
 
 
+
+def test_a_model_without_its_weights_is_one_line_before_any_sample(capsys, tmp_path, offline_empty_hub):
+    """--editors sd2 with no cached weights failed only once the "generating" bar had started: the
+    editor, the text-to-image model and the VLM are built at their first sample."""
+    bases = make_bases(tmp_path / "bases", n=1)
+    for args, what, hub_id in (
+            (("--editors", "sd2", "--ai-bases", 1), "generator 'sd2.inpaint'",
+             "stabilityai/stable-diffusion-2-inpainting"),
+            (("--editors", "sd2.tiny", "--ai-bases", 1, "--t2i", "sdxl-t2i.base"), "generator 'sdxl-t2i.base'",
+             "stabilityai/stable-diffusion-xl-base-1.0"),
+            (("--editors", "sd2.tiny", "--ai-bases", 0, "--bases", bases, "--prompts", "vlm"),
+             "vision-language model", "Qwen/Qwen2.5-VL-7B-Instruct")):
+        code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", *args, "--n", 1)
+        assert code != 0 and "generating" not in stdout + err, stdout + err
+        assert [line for line in err.splitlines() if line.strip()] == [
+            f"error: {what}: weights '{hub_id}' are not in the local cache and could not be downloaded. Fetch them "
+            f"on a machine with network access, e.g. `hf download {hub_id}`, then copy that machine's hub cache "
+            f"(~/.cache/huggingface/hub) into {tmp_path / 'hf' / 'hub'} here (HF_HUB_CACHE or HF_HOME moves it) "
+            "(the hub is offline or does not answer)"]
+        assert offline_empty_hub == []
+
 def test_a_model_of_an_unreachable_hub_is_read_from_the_cache_only(monkeypatch):
     """Without HF_HUB_OFFLINE and with no network, --vlm x hung for minutes: the hub library retried
     each file the model reads.  One request that gets no answer makes the load read the cache only."""

@@ -25,6 +25,7 @@ import inspect
 import logging
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -97,6 +98,18 @@ def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **
         raise WeightsUnavailableError(what, model_id, detail) from exc
 
 
+def require_cached(what: str, model_ids: Sequence[str]) -> None:
+    """Each hub id of ``model_ids`` (what :func:`from_hub` loads) is in the hub cache, or the hub answers:
+    else the WeightsUnavailableError its load would raise, said before any model is built."""
+    from huggingface_hub import constants
+
+    for model_id in model_ids:
+        snapshots = Path(constants.HF_HUB_CACHE) / f"models--{model_id.replace('/', '--')}" / "snapshots"
+        here = Path(model_id).is_dir() or (snapshots.is_dir() and any(snapshots.iterdir()))
+        if not here and (hub_offline() or hub_unreachable(model_id)):
+            raise WeightsUnavailableError(what, model_id, "the hub is offline or does not answer")
+
+
 class HubModel:
     """A transformers model and its processor from hub id ``model_id`` (default :attr:`default`),
     loaded by :func:`from_hub` as :attr:`what` on first use (``model``/``processor`` may be given
@@ -107,6 +120,11 @@ class HubModel:
     def __init__(self, model_id: str | None = None, device: str = "cpu", *, model: Any = None, processor: Any = None):
         self.model_id, self.device = self.default if model_id is None else model_id, str(device)
         self._model, self._processor = model, processor
+
+    def check_weights(self) -> None:
+        """Its weights are here or the hub answers (:func:`require_cached`), unless given built."""
+        if self._model is None:
+            require_cached(self.what, (self.model_id,))
 
     def _load(self, **kwargs: Any) -> tuple[Any, Any]:
         if self._model is None:
@@ -166,6 +184,13 @@ class CardPipeline:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.card.name!r}, device={self.device!r})"
+
+    def check_weights(self) -> None:
+        """Its card's hub weights are here or the hub answers (:func:`require_cached`); a tiny card
+        has none, and a URL's (GLIDE's) own code says where to put it."""
+        card = self.card
+        if card.weights and "://" not in card.weights:
+            require_cached(f"generator {card.name!r}", (card.weights, *(card.options.get("extra_weights") or ())))
 
     @property
     def pipeline(self) -> Any:

@@ -244,6 +244,11 @@ class DatasetGenerator:
             from diffzoo.generators.generate.vlm import VlmScorer
 
             self.quality.scorer = VlmScorer(self._vlm)
+        # every model the run builds (each at its first sample) has its weights here, or the hub answers
+        for model in (*map(self._editor, self.classes), self.ai and self.ai.t2i, self.__dict__.get("_vlm"),
+                      *(getattr(r, part, None) for r in (self._regions, self._ai_regions)
+                        for part in ("detector", "segmenter"))):
+            getattr(model, "check_weights", lambda: None)()
         return {
             "version": GENERATE_VERSION, "seed": c.seed, "editors": list(c.editors),
             "labels": list(self.label_space.names), "turns": list(self.schedule.turn_ratio),
