@@ -17,25 +17,25 @@ from diffzoo.generators.tiny.components import TINY_SEED
 from diffzoo.harness.core.errors import ModelError
 
 TINY_BUILDERS: dict[str, Callable[..., Any]] = {
-    "StableDiffusionInpaintPipeline": lambda seed, **o: extra.build_sd(seed, inpaint=True),
-    "StableDiffusionPipeline": lambda seed, **o: extra.build_sd(seed, inpaint=False),
-    "StableDiffusionXLInpaintPipeline": lambda seed, **o: extra.build_sdxl(
-        seed, unet_in_channels=int(o.get("unet_in_channels", 9))
-    ),
-    "FluxFillPipeline": lambda seed, **o: extra.build_flux(seed, fill=True),
-    "FluxInpaintPipeline": lambda seed, **o: extra.build_flux(seed, fill=False),
-    "StableDiffusion3InpaintPipeline": lambda seed, **o: extra.build_sd3(seed),
-    "KandinskyV22InpaintCombinedPipeline": lambda seed, **o: extra.build_kandinsky22(seed),
-    "KolorsPipeline": lambda seed, **o: extra.build_kolors(seed),
-    "HunyuanDiTPipeline": lambda seed, **o: extra.build_hunyuandit(seed),
-    "Flux2KleinPipeline": lambda seed, **o: instruct.build_flux2_klein(seed),
-    "Flux2KleinInpaintPipeline": lambda seed, **o: instruct.build_flux2_klein(seed, inpaint=True),
-    "Flux2Pipeline": lambda seed, **o: instruct.build_flux2_dev(seed),
-    "QwenImageEditPipeline": lambda seed, **o: instruct.build_qwen_edit(seed),
-    "QwenImageEditPlusPipeline": lambda seed, **o: instruct.build_qwen_edit(seed, variant="plus"),
-    "QwenImageEditInpaintPipeline": lambda seed, **o: instruct.build_qwen_edit(seed, variant="inpaint"),
-    "LongCatImageEditPipeline": lambda seed, **o: instruct.build_longcat_edit(seed),
+    "StableDiffusionInpaintPipeline": extra.build_sd,
+    "StableDiffusionPipeline": extra.build_sd,
+    "StableDiffusionXLInpaintPipeline": extra.build_sdxl,
+    "FluxFillPipeline": extra.build_flux,
+    "FluxInpaintPipeline": extra.build_flux,
+    "StableDiffusion3InpaintPipeline": extra.build_sd3,
+    "KandinskyV22InpaintCombinedPipeline": extra.build_kandinsky22,
+    "KolorsPipeline": extra.build_kolors,
+    "HunyuanDiTPipeline": extra.build_hunyuandit,
+    "Flux2KleinPipeline": instruct.build_flux2_klein,
+    "Flux2KleinInpaintPipeline": instruct.build_flux2_klein,
+    "Flux2Pipeline": instruct.build_flux2_dev,
+    "QwenImageEditPipeline": instruct.build_qwen_edit,
+    "QwenImageEditPlusPipeline": instruct.build_qwen_edit,
+    "QwenImageEditInpaintPipeline": instruct.build_qwen_edit,
+    "LongCatImageEditPipeline": instruct.build_longcat_edit,
 }
+"""Pipeline class name -> its tiny build, ``builder(seed, pipeline=name, **card.options)``: each reads
+the options it knows (the class name where one build makes several)."""
 
 
 def build_tiny_pipeline(card: Any) -> Any:
@@ -46,6 +46,6 @@ def build_tiny_pipeline(card: Any) -> Any:
             f"no tiny build for pipeline {card.pipeline!r} (card {card.name!r}); "
             f"tiny builds exist for: {', '.join(sorted(TINY_BUILDERS))}"
         )
-    pipe = builder(int(card.options.get("weights_seed", TINY_SEED)), **card.options)
+    pipe = builder(int(card.options.get("weights_seed", TINY_SEED)), pipeline=card.pipeline, **card.options)
     pipe.set_progress_bar_config(disable=True)
     return pipe

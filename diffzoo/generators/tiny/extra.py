@@ -30,7 +30,6 @@ import torch
 from diffzoo.generators.tiny.components import (
     FLUX_BLOCKS,
     SD3_LATENTS,
-    TINY_SEED,
     TINY_TEXT_WIDTH,
     clip_text_encoder,
     clip_tokenizer,
@@ -51,13 +50,13 @@ KOLORS_TEXT = (
 
 
 # -- SD2, SDXL, Flux.1 ----------------------------------------------------------
-def build_sd(seed: int = TINY_SEED, *, inpaint: bool = True) -> Any:
+def build_sd(seed: int, *, pipeline: str, **_: Any) -> Any:
     """Tiny SD2-style pipeline: 9-channel inpaint UNet, or 4-channel text-to-image."""
-    from diffusers import PNDMScheduler, StableDiffusionInpaintPipeline, StableDiffusionPipeline
+    import diffusers
+    from diffusers import PNDMScheduler
 
-    cls = StableDiffusionInpaintPipeline if inpaint else StableDiffusionPipeline
-    return cls(
-        unet=sd_unet(seed, 9 if inpaint else 4, TINY_TEXT_WIDTH),
+    return getattr(diffusers, pipeline)(
+        unet=sd_unet(seed, 9 if pipeline == "StableDiffusionInpaintPipeline" else 4, TINY_TEXT_WIDTH),
         scheduler=PNDMScheduler(skip_prk_steps=True, steps_offset=1),
         vae=sd_vae(seed),
         text_encoder=clip_text_encoder(seed, 512),
@@ -68,7 +67,7 @@ def build_sd(seed: int = TINY_SEED, *, inpaint: bool = True) -> Any:
     )
 
 
-def build_sdxl(seed: int = TINY_SEED, *, unet_in_channels: int = 9) -> Any:
+def build_sdxl(seed: int, *, unet_in_channels: int = 9, **_: Any) -> Any:
     """Tiny SDXL inpaint pipeline (9-channel like the inpainting-0.1 UNet, or 4-channel base)."""
     from diffusers import StableDiffusionXLInpaintPipeline
 
@@ -85,23 +84,23 @@ def build_sdxl(seed: int = TINY_SEED, *, unet_in_channels: int = 9) -> Any:
     )
 
 
-def build_flux(seed: int = TINY_SEED, *, fill: bool = True) -> Any:
+def build_flux(seed: int, *, pipeline: str, **_: Any) -> Any:
     """Tiny Flux.1 pipeline: FluxFill (20 input channels) or FluxInpaint (8)."""
-    from diffusers import FlowMatchEulerDiscreteScheduler, FluxFillPipeline, FluxInpaintPipeline, FluxTransformer2DModel
+    import diffusers
+    from diffusers import FlowMatchEulerDiscreteScheduler, FluxTransformer2DModel
 
     transformer = seeded(
         seed,
         lambda: FluxTransformer2DModel(
             **FLUX_BLOCKS,
-            in_channels=20 if fill else 8,
+            in_channels=20 if pipeline == "FluxFillPipeline" else 8,
             out_channels=8,
             joint_attention_dim=TINY_TEXT_WIDTH,
             pooled_projection_dim=TINY_TEXT_WIDTH,
             axes_dims_rope=[4, 4, 8],
         ),
     )
-    cls = FluxFillPipeline if fill else FluxInpaintPipeline
-    return cls(
+    return getattr(diffusers, pipeline)(
         scheduler=FlowMatchEulerDiscreteScheduler(),
         vae=kl_vae(seed, (4,), 2, 1, sample_size=32, **SD3_LATENTS),
         text_encoder=clip_text_encoder(seed),
@@ -113,7 +112,7 @@ def build_flux(seed: int = TINY_SEED, *, fill: bool = True) -> Any:
 
 
 # -- SD3.5 -----------------------------------------------------------------------
-def build_sd3(seed: int) -> Any:
+def build_sd3(seed: int, **_: Any) -> Any:
     """Tiny StableDiffusion3InpaintPipeline: 2 CLIP + T5 text encoders, 16-channel latents."""
     from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3InpaintPipeline
 
@@ -146,7 +145,7 @@ def build_sd3(seed: int) -> Any:
 
 
 # -- Kandinsky 2.2 -----------------------------------------------------------------
-def build_kandinsky22(seed: int) -> Any:
+def build_kandinsky22(seed: int, **_: Any) -> Any:
     """Tiny KandinskyV22InpaintCombinedPipeline: CLIP prior + 9-channel MoVQ-latent UNet."""
     from diffusers import (
         DDIMScheduler,
@@ -319,7 +318,7 @@ def _chatglm(seed: int, vocab_size: int) -> Any:
     return seeded(seed, make)
 
 
-def build_kolors(seed: int) -> Any:
+def build_kolors(seed: int, **_: Any) -> Any:
     """Tiny KolorsPipeline (SDXL-style UNet conditioned on ChatGLM), text to image only."""
     KolorsPipeline = _kolors_classes()[0]
     tokenizer = chatglm_tokenizer()
@@ -345,7 +344,7 @@ def bert_tokenizer() -> Any:
     return BertTokenizer(vocab={t: i for i, t in enumerate(tokens)})
 
 
-def build_hunyuandit(seed: int) -> Any:
+def build_hunyuandit(seed: int, **_: Any) -> Any:
     """Tiny HunyuanDiTPipeline (BERT + T5 text encoders, 8x VAE), text to image only."""
     from diffusers import DDPMScheduler, HunyuanDiT2DModel, HunyuanDiTPipeline
     from transformers import BertConfig, BertModel

@@ -48,11 +48,6 @@ MISTRAL_CHAT_TEMPLATE = (
     "{% else %}{{ eos_token }}{% endif %}{% endfor %}"
 )
 """Mistral-Small-3.1's conversation layout (text and image parts), without its tool and date handling."""
-QWEN_EDIT_PIPELINES = {
-    "edit": "QwenImageEditPipeline",
-    "plus": "QwenImageEditPlusPipeline",
-    "inpaint": "QwenImageEditInpaintPipeline",
-}
 
 
 # -- FLUX.2 --------------------------------------------------------------------------
@@ -143,19 +138,18 @@ def _flux2_denoiser_and_vae(seed: int, *, guidance_embeds: bool) -> tuple[Any, A
     return transformer, kl_vae(seed, (4,), 1, 1, cls=AutoencoderKLFlux2, sample_size=32, **NO_QUANT)
 
 
-def build_flux2_klein(seed: int, *, inpaint: bool = False) -> Any:
+def build_flux2_klein(seed: int, *, pipeline: str, **_: Any) -> Any:
     """Tiny ``Flux2KleinPipeline`` (or ``Flux2KleinInpaintPipeline``) with a Qwen3 text encoder."""
-    from diffusers import Flux2KleinInpaintPipeline, Flux2KleinPipeline
+    import diffusers
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     tokenizer = qwen_tokenizer()
     text_config = Qwen3Config(vocab_size=len(tokenizer), **TEXT_MODEL)
-    cls = Flux2KleinInpaintPipeline if inpaint else Flux2KleinPipeline
-    return _flow_pipeline(cls, *_flux2_denoiser_and_vae(seed, guidance_embeds=False),
+    return _flow_pipeline(getattr(diffusers, pipeline), *_flux2_denoiser_and_vae(seed, guidance_embeds=False),
                           seeded(seed, lambda: Qwen3ForCausalLM(text_config)), tokenizer)  # fmt: skip
 
 
-def build_flux2_dev(seed: int) -> Any:
+def build_flux2_dev(seed: int, **_: Any) -> Any:
     """Tiny ``Flux2Pipeline`` (FLUX.2 [dev]: guidance-embedded transformer, Mistral-3 text encoder)."""
     from diffusers import Flux2Pipeline
 
@@ -165,8 +159,8 @@ def build_flux2_dev(seed: int) -> Any:
 
 
 # -- Qwen2.5-VL conditioned editors ----------------------------------------------------
-def build_qwen_edit(seed: int, *, variant: str = "edit") -> Any:
-    """Tiny Qwen-Image-Edit: ``variant`` ``edit``, ``plus`` (2509, FireRed) or ``inpaint`` (its mask pipeline)."""
+def build_qwen_edit(seed: int, *, pipeline: str, **_: Any) -> Any:
+    """Tiny Qwen-Image-Edit: ``pipeline`` its edit, Plus (2509, FireRed) or mask-inpaint class."""
     import diffusers
     from diffusers import AutoencoderKLQwenImage, QwenImageTransformer2DModel
 
@@ -198,11 +192,11 @@ def build_qwen_edit(seed: int, *, variant: str = "edit") -> Any:
         ),
     )
     tokenizer = qwen_vl_tokenizer()
-    return _flow_pipeline(getattr(diffusers, QWEN_EDIT_PIPELINES[variant]), transformer, vae,
+    return _flow_pipeline(getattr(diffusers, pipeline), transformer, vae,
                           qwen_vl_encoder(seed, tokenizer), tokenizer, processor=qwen_vl_processor(tokenizer))
 
 
-def build_longcat_edit(seed: int) -> Any:
+def build_longcat_edit(seed: int, **_: Any) -> Any:
     """Tiny ``LongCatImageEditPipeline``: 16-channel 8x VAE (the pipeline hard-codes 16 latent channels)."""
     from diffusers import LongCatImageEditPipeline, LongCatImageTransformer2DModel
 
