@@ -1297,6 +1297,12 @@ def test_a_model_without_its_weights_is_one_line_before_any_sample(capsys, tmp_p
             f"(~/.cache/huggingface/hub) into {tmp_path / 'hf' / 'hub'} here (HF_HUB_CACHE or HF_HOME moves it) "
             "(the hub is offline or does not answer)"]
         assert offline_empty_hub == []
+    code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--editors", "glide", "--ai-bases", 0,
+                            "--bases", bases, "--n", 1)  # its official files, kept in diffzoo's cache
+    assert code != 0 and "generating" not in stdout + err, stdout + err
+    assert one_line(err).startswith("error: generator 'glide.inpaint': weights 'https://openaipublic.blob.core."
+                                    "windows.net/diffusion/dec-2021/base_inpaint.pt' are not in the local cache")
+    assert one_line(err).endswith("(offline; 4 file(s) missing)")
 
 def test_a_model_of_an_unreachable_hub_is_read_from_the_cache_only(monkeypatch):
     """Without HF_HUB_OFFLINE and with no network, --vlm x hung for minutes: the hub library retried

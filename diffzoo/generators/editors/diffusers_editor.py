@@ -186,10 +186,9 @@ class CardPipeline:
         return f"{type(self).__name__}({self.card.name!r}, device={self.device!r})"
 
     def check_weights(self) -> None:
-        """Its card's hub weights are here or the hub answers (:func:`require_cached`); a tiny card
-        has none, and a URL's (GLIDE's) own code says where to put it."""
+        """Its card's hub weights are here or the hub answers (:func:`require_cached`); a tiny card has none."""
         card = self.card
-        if card.weights and "://" not in card.weights:
+        if card.weights:
             require_cached(f"generator {card.name!r}", (card.weights, *(card.options.get("extra_weights") or ())))
 
     @property

@@ -27,10 +27,20 @@ from diffzoo.generators.editors.diffusers_editor import (
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.protocols import EditResult, Generator
 
+FILES = ("base", "upsampler", "encoder_json", "vocab_bpe")
+"""The official files a GLIDE card's ``weights`` option names by these keys."""
+
 
 class GlideEditor(CardPipeline, Generator):
     """A GLIDE inpainting editor described by ``card`` (``glide.inpaint`` or ``glide.tiny``);
     its ``pipeline`` is (base model, upsampler model, tokenizer)."""
+
+    def check_weights(self) -> None:
+        """Its official files are kept here, or not offline (downloaded at the build); a tiny card has none."""
+        from diffzoo.generators.editors.glide.weights import missing
+
+        if not self.card.tiny:
+            missing([self.card.options["weights"][k] for k in FILES], f"generator {self.card.name!r}")
 
     def _build(self) -> tuple[Any, Any, Any]:
         from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet
@@ -47,8 +57,7 @@ class GlideEditor(CardPipeline, Generator):
             base, up = seeded(seed, lambda: GlideUNet(base_cfg)), seeded(seed + 1, lambda: GlideUNet(up_cfg))
             tokenizer = GlideTokenizer.tiny()
         else:
-            keys = ("base", "upsampler", "encoder_json", "vocab_bpe")
-            paths = dict(zip(keys, fetch([files[k] for k in keys], what)))
+            paths = dict(zip(FILES, fetch([files[k] for k in FILES], what)))
             base = load_model(base_cfg, load_state_dict(paths["base"], files["base"]), f"{what} base")
             up = load_model(up_cfg, load_state_dict(paths["upsampler"], files["upsampler"]), f"{what} upsampler")
             tokenizer = GlideTokenizer.from_files(paths["encoder_json"], paths["vocab_bpe"])

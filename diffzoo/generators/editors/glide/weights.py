@@ -27,13 +27,20 @@ def cached_path(url: str) -> Path:
     return cache_root() / "glide" / url.rsplit("/", 1)[-1]
 
 
+def missing(urls: list[str], what: str) -> tuple[list[str], str]:
+    """The ``urls`` not kept here and how to fetch them; offline (``HF_HUB_OFFLINE``) any missing is
+    the WeightsUnavailableError saying so, before any model is built."""
+    todo = [u for u in urls if not cached_path(u).is_file()]
+    how = "; ".join(f"download {u} to {cached_path(u)}" for u in todo)
+    if todo and hub_offline():
+        raise WeightsUnavailableError(what, todo[0], f"offline; {len(todo)} file(s) missing", fetch=how)
+    return todo, how
+
+
 def fetch(urls: list[str], what: str) -> list[Path]:
-    """Local paths of ``urls``; downloads the missing ones unless offline (``HF_HUB_OFFLINE``)."""
-    missing = [u for u in urls if not cached_path(u).is_file()]
-    how = "; ".join(f"download {u} to {cached_path(u)}" for u in missing)
-    if missing and hub_offline():
-        raise WeightsUnavailableError(what, missing[0], f"offline; {len(missing)} file(s) missing", fetch=how)
-    for url in missing:
+    """Local paths of ``urls``; downloads the :func:`missing` ones."""
+    todo, how = missing(urls, what)
+    for url in todo:
         target = cached_path(url)
         target.parent.mkdir(parents=True, exist_ok=True)
         log.info("downloading %s to %s", url, target)
