@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from diffzoo.harness.core.cards import family_of
 from diffzoo.harness.core.errors import PluginError, RegistryError, UnknownNameError
 from diffzoo.harness.core.types import SLICE_SEPARATOR, SLICED
 
@@ -41,7 +42,7 @@ class Entry:
 
     @property
     def family(self) -> str:
-        return self.name.split(".", 1)[0]
+        return family_of(self.name)
 
     def load(self) -> Any:
         """Import and return the target object (cached)."""
