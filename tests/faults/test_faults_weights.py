@@ -776,14 +776,14 @@ def test_a_full_disk_writing_the_mini_manifest_names_it(tmp_path, monkeypatch):
     from diffzoo.generators.datasets.mini import build_mini
     from diffzoo.harness.core.errors import StorageError
 
-    real = PathClass.write_text
+    real = PathClass.write_bytes
 
-    def full_manifest(self, text, *args, **kwargs):
+    def full_manifest(self, data):
         if self.name == "manifest.jsonl":
             _enospc()
-        return real(self, text, *args, **kwargs)
+        return real(self, data)
 
-    monkeypatch.setattr(PathClass, "write_text", full_manifest)
+    monkeypatch.setattr(PathClass, "write_bytes", full_manifest)
     with pytest.raises(StorageError) as exc:
         build_mini(tmp_path / "mini", n_images=2, size=32, seed=0)
     message = str(exc.value)
