@@ -616,3 +616,31 @@ def test_train_refuses_the_release_given_as_checkpoint_as_it_refuses_it_named(ca
             diffzoo.train(detector="dinov3iml.tiny", checkpoint=[given], device="cpu")
         assert str(error.value) == (f"train() trains a model, and checkpoint=['{given}'] names released weights, which "
                                     "are never trained: score them with evaluate() (diffzoo run --weights)")
+
+
+def test_a_checkpoint_whose_card_claims_a_release_is_refused_unless_it_is_that_releases_conversion(capsys, tmp_path):
+    """A card.json edited to name a release never makes a model trained here score as the authors' release."""
+    from diffzoo.harness.run.factories import create_detector
+
+    mine = tmp_path / "mine"
+    create_detector("dinov3iml.tiny", "binary", pretrained=False).save(mine, extra={})
+    card = json.loads((mine / "card.json").read_text())
+    (mine / "card.json").write_text(json.dumps({**card, "release": {"name": RELEASE, "source": "by hand"}}))
+    refused = (f"error: checkpoint {mine}: its card.json names release {RELEASE} of dinov3iml.tiny, but its weights "
+               f"are not that release as diffzoo converted it here; give the release's own file ({FILE}) as "
+               "--checkpoint")
+    for weights in ([], ["--weights", f"released:{RELEASE}"]):
+        assert one_line_exit_2(*cli(capsys, *RUN, *weights, "--checkpoint", mine, "--no-train", "--out",
+                                    tmp_path / "o")) == refused
+    assert not (tmp_path / "o" / "records").exists()
+    code, _, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", released(tmp_path / "dl"),
+                       "--out", tmp_path / "a")
+    assert code == 0, err
+    [folder] = (Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "dinov3iml.tiny").glob(f"released-{RELEASE}-*")
+    copy = tmp_path / "copy"  # the release as converted here, wherever it is kept
+    copy.mkdir()
+    for name in ("card.json", "model.safetensors"):
+        (copy / name).write_bytes((folder / name).read_bytes())
+    code, _, err = cli(capsys, *RUN, "--checkpoint", copy, "--no-train", "--out", tmp_path / "b")
+    assert code == 0, err
+    assert all(r["detector"]["release"]["name"] == RELEASE for r in records(tmp_path / "b"))

@@ -38,6 +38,8 @@ from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.models.checkpoints import (
     META_FILE,
     WEIGHTS_FILE,
+    cache_dir,
+    checkpoint_meta,
     describe_mismatch,
     read_meta,
     save_checkpoint,
@@ -131,6 +133,15 @@ def release_paths(card: DetectorCard, release: Release, given: Sequence[Path] = 
     """The release's files (:func:`find_files`), or None when ``given`` is the release as diffzoo
     converted it: what :func:`install` reads, found without reading a file."""
     if len(given) == 1 and converted_release(given[0]) == release.name:
+        # a card.json names a release by hand as easily as diffzoo does: its weights and record must be a conversion
+        # diffzoo made here of the release's files (their sha256 checked as published or first recorded)
+        meta = checkpoint_meta(given[0])[1]
+        any_made = _converted_dir(card, release, "*")
+        made = map(read_meta, any_made.parent.glob(f"{any_made.name}/{META_FILE}"))
+        if not any((m.get("sha256"), m.get("release")) == (meta.get("sha256"), meta["release"]) for m in made):
+            raise ReleaseError(f"checkpoint {given[0]}: its card.json names release {release.name} of {card.name}, "
+                               "but its weights are not that release as diffzoo converted it here; give the "
+                               f"release's own file ({', '.join(release.files)}) as --checkpoint")
         return None
     return find_files(card, release, given)
 
@@ -242,6 +253,11 @@ def install(det: Detector, card: DetectorCard, release: Release, given: Sequence
         return _converted(det, card, release, paths)
 
 
+def _converted_dir(card: DetectorCard, release: Release, key: str) -> Path:
+    """The cache folder of ``release`` converted from the files whose sha256 ``key`` hashes ("*": any of them)."""
+    return cache_dir(card.name, f"released-{release.name}-{key}")
+
+
 def _converted(det: Detector, card: DetectorCard, release: Release, paths: Sequence[Path]) -> Path:
     """The cache folder of ``release`` converted from its files ``paths`` (converted now, unless it is there)."""
     import tempfile
@@ -249,8 +265,8 @@ def _converted(det: Detector, card: DetectorCard, release: Release, paths: Seque
     from safetensors import safe_open
 
     state, files = read_release(card, release, paths)
-    key = stable_hash({"card": card.fingerprint(), "release": release.name, "files": [f.sha256 for f in files]})
-    folder = cache_root() / "checkpoints" / card.name / f"released-{release.name}-{key}"
+    folder = _converted_dir(card, release, stable_hash({"card": card.fingerprint(), "release": release.name,
+                                                        "files": [f.sha256 for f in files]}))
     if (folder / WEIGHTS_FILE).is_file() and (folder / META_FILE).is_file():
         try:
             verify_weights(folder / WEIGHTS_FILE, folder / META_FILE, read_meta(folder / META_FILE))
