@@ -644,3 +644,13 @@ def test_a_checkpoint_whose_card_claims_a_release_is_refused_unless_it_is_that_r
     code, _, err = cli(capsys, *RUN, "--checkpoint", copy, "--no-train", "--out", tmp_path / "b")
     assert code == 0, err
     assert all(r["detector"]["release"]["name"] == RELEASE for r in records(tmp_path / "b"))
+
+
+def test_a_release_state_dict_holding_a_non_tensor_names_it(capsys, tmp_path):
+    """torch's strict load_state_dict takes tensors only: never "holds no tensors under model" of one that holds them."""
+    path = tmp_path / FILE
+    torch.save({"model": {**reference_model().state_dict(), "version": 1}, "epoch": 3}, path)
+    code, out, err = cli(capsys, *RUN, "--weights", f"released:{RELEASE}", "--checkpoint", path, "--out",
+                         tmp_path / "out")
+    assert one_line_exit_2(code, out, err) == (f"error: release {RELEASE}: {path} holds a non-tensor value under "
+                                               "model beside its tensors: version (int)")

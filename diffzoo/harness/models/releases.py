@@ -170,8 +170,14 @@ def _tensors(obj: Any, release: Release, path: Path) -> dict[str, Any]:
     import torch
 
     seen: set[int] = set()  # a wrapper that holds itself (a hostile file) ends the search, never loops
+    under = "the file's top level"
     while isinstance(obj, dict) and not all(isinstance(v, torch.Tensor) for v in obj.values()):
         key = next((k for k in release.unwrap if k in obj), None)
+        others = [f"{k} ({type(v).__name__})" for k, v in obj.items() if not isinstance(v, torch.Tensor)]
+        if key is None and len(others) < len(obj):  # a state dict, as torch's strict load_state_dict reads one
+            raise ReleaseError(f"release {release.name}: {path} holds a non-tensor value under {under} beside its "
+                               f"tensors: {name_some(sorted(others), SHOWN)}")
+        under = str(key)
         if key is None or id(obj) in seen:
             held = name_some(sorted(map(str, obj)), SHOWN)
             raise ReleaseError(f"release {release.name}: {path} holds no tensors under "
