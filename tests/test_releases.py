@@ -654,3 +654,17 @@ def test_a_release_state_dict_holding_a_non_tensor_names_it(capsys, tmp_path):
                          tmp_path / "out")
     assert one_line_exit_2(code, out, err) == (f"error: release {RELEASE}: {path} holds a non-tensor value under "
                                                "model beside its tensors: version (int)")
+
+
+def test_another_release_file_is_refused_under_any_name_once_the_first_is_recorded(capsys, tmp_path):
+    """The first-use sha256 pins the release's file, not the name it was given under (a download renamed)."""
+    run = [*RUN, "--weights", f"released:{RELEASE}", "--checkpoint"]
+    code, _, err = cli(capsys, *run, released(tmp_path / "a"), "--out", tmp_path / "o")
+    assert code == 0, err
+    other = released(tmp_path / "b", reference_model(seed=1).state_dict())
+    renamed = tmp_path / "c" / "cat_vitl_lora_r32 (1).pth"
+    renamed.parent.mkdir()
+    renamed.write_bytes(other.read_bytes())
+    for given in (other, renamed):
+        code, out, err = cli(capsys, *run, given, "--out", tmp_path / "o2")
+        assert code != 0 and f"weights file {given} has sha256" in err and "at its first use" in err, err

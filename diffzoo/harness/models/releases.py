@@ -227,7 +227,8 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
         # hash-checked (against the sha256 the release publishes for this file, if any) and read
         # once; its first-use hash is recorded only once the release converts (install)
         file_card = replace(card, weights_sha256=release.sha256[index] if index < len(release.sha256) else None)
-        digest, obj = load_checked(file_card, path, release_source(release), what=what, allow=allow)
+        digest, obj = load_checked(file_card, path, release_source(release), what=what, allow=allow,
+                                   name=release.files[index])  # a renamed download is still this file
         part = _renamed(_tensors(obj, release, path), release,
                         release.prefixes[index] if index < len(release.prefixes) else "", path)
         twice = sorted(set(part) & set(state))

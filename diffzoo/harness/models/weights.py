@@ -91,16 +91,14 @@ def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: st
     return load_checked(card, path, source, what=what, allow=allow, probe=True)[0]
 
 
-def _record_file(card: DetectorCard, path: Path, source: str) -> Path:
-    """Where the sha256 of ``card``'s weights file ``path`` from ``source`` is recorded at its first use."""
-    return cache_root() / "weights" / card.name / f"{stable_hash([source, path.name])}.json"
+def _record_file(card: DetectorCard, name: str, source: str) -> Path:
+    """Where the sha256 of ``card``'s weights file ``name`` from ``source`` is recorded at its first use."""
+    return cache_root() / "weights" / card.name / f"{stable_hash([source, name])}.json"
 
 
-def record_first_use(card: DetectorCard, path: Path | str, source: str, digest: str) -> None:
-    """Record ``digest`` as the sha256 of ``card``'s weights file ``path`` from ``source``, unless
-    one is recorded already or the card publishes one."""
-    path = Path(path)
-    record = _record_file(card, path, source)
+def record_first_use(card: DetectorCard, path: Path, source: str, digest: str, record: Path) -> None:
+    """Record ``digest`` as the sha256 of ``card``'s weights file ``path`` from ``source`` in ``record``,
+    unless one is recorded already or the card publishes one."""
     if (card.weights_sha256 or "").strip() or record.exists():
         return
     atomic_write_text(record, json.dumps({
@@ -111,17 +109,18 @@ def record_first_use(card: DetectorCard, path: Path | str, source: str, digest: 
 
 
 def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
-                 allow: Sequence[type] = (), probe: bool = False) -> tuple[str, Any]:
+                 allow: Sequence[type] = (), probe: bool = False, name: str | None = None) -> tuple[str, Any]:
     """(sha256, what the file holds) of ``card``'s weights file ``path``, hash-checked as by
     :func:`check_weights` and read once, whole (``probe``: only as much as shows it is weights), by
     :func:`load_weights`; its first-use hash is recorded only once it has loaded (inside
-    :func:`built_from`, once the block completes)."""
+    :func:`built_from`, once the block completes), under ``name`` (the file's as its source names it;
+    default: the path's)."""
     what = what or f"detector {card.name}"
     path = Path(path)
     _regular(path, source, what)  # before hashing: a FIFO would block the reader for ever
     digest = sha256_file(path)
     published = (card.weights_sha256 or "").strip().lower()
-    record_path = _record_file(card, path, source)
+    record_path = _record_file(card, name or path.name, source)
     if published and digest != published:
         raise ModelError(
             f"{what}: weights file {path} has sha256 {digest}, but the card publishes "
@@ -148,13 +147,13 @@ def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str
     held = load_weights(path, source, what=what, probe=probe, allow=allow)
     pending = _PENDING.get()
     if pending is not None:  # inside built_from: once the model is built from it
-        pending.append((card, path, source, digest))
+        pending.append((card, path, source, digest, record_path))
     else:  # only once it has loaded; record_first_use keeps a published or recorded hash as it is
-        record_first_use(card, path, source, digest)
+        record_first_use(card, path, source, digest, record_path)
     return digest, held
 
 
-_PENDING: ContextVar[list[tuple[DetectorCard, Path, str, str]] | None] = ContextVar("_PENDING", default=None)
+_PENDING: ContextVar[list[tuple[DetectorCard, Path, str, str, Path]] | None] = ContextVar("_PENDING", default=None)
 
 
 @contextmanager
@@ -163,15 +162,15 @@ def built_from() -> Iterator[None]:
     completes: a file is taken for the card's once a model was built from it, and one that loads
     as weights but does not fit the model (another model's file) is refused unrecorded, so the
     right file put in its place then loads."""
-    pending: list[tuple[DetectorCard, Path, str, str]] = []
+    pending: list[tuple[DetectorCard, Path, str, str, Path]] = []
     token = _PENDING.set(pending)
     try:
         yield
     finally:
         _PENDING.reset(token)
-    for card, path, source, digest in pending:  # the block completed
+    for card, path, source, digest, record in pending:  # the block completed
         log.info("%s: built from pretrained weights %s (%s)", card.name, path, source)
-        record_first_use(card, path, source, digest)
+        record_first_use(card, path, source, digest, record)
 
 
 # -- reading a weights file --------------------------------------------------------------
