@@ -76,9 +76,6 @@ class ReleaseFile:
     path: Path
     sha256: str
 
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "sha256": self.sha256}
-
 
 def release_name(weights: str | None) -> str | None:
     """The release named by a ``--weights`` value (``released:NAME``); None without one."""
@@ -310,4 +307,4 @@ def release_record(release: Release, files: Sequence[ReleaseFile]) -> dict[str, 
     """What a checkpoint card and every record say of the release its weights are: the name,
     where it is published, what it was trained on, and each original file with its sha256."""
     return {"name": release.name, "source": release.source, "trained_on": release.trained_on,
-            "protocol": release.protocol, "files": [f.to_dict() for f in files]}
+            "protocol": release.protocol, "files": [{"name": f.name, "sha256": f.sha256} for f in files]}
