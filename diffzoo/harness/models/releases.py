@@ -154,14 +154,6 @@ def converted_release(path: Path) -> str | None:
     return str(release["name"]) if isinstance(release, dict) and release.get("name") else None
 
 
-def _allowed(release: Release) -> list[type]:
-    unknown = [name for name in release.allow if name not in HARMLESS]
-    if unknown:
-        raise ModelError(f"release {release.name}: allow names {', '.join(unknown)}, which diffzoo does not rebuild; "
-                         f"it rebuilds only {', '.join(HARMLESS)}")
-    return [HARMLESS[name] for name in release.allow]
-
-
 def _tensors(obj: Any, release: Release, path: Path) -> dict[str, Any]:
     """The flat name -> tensor dict inside what a release file holds, out of its wrapper dicts."""
     import torch
@@ -216,7 +208,11 @@ def converter(release: Release) -> Callable[[dict[str, Any], DetectorCard], dict
 def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) -> tuple[dict[str, Any],
                                                                                        list[ReleaseFile]]:
     """(the release's tensors under the detector's own key names, its files as loaded)."""
-    allow = _allowed(release)
+    unknown = [name for name in release.allow if name not in HARMLESS]
+    if unknown:
+        raise ModelError(f"release {release.name}: allow names {', '.join(unknown)}, which diffzoo does not rebuild; "
+                         f"it rebuilds only {', '.join(HARMLESS)}")
+    allow = [HARMLESS[name] for name in release.allow]
     state: dict[str, Any] = {}
     files = []
     for index, path in enumerate(paths):
