@@ -91,11 +91,6 @@ def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: st
     return load_checked(card, path, source, what=what, allow=allow, probe=True)[0]
 
 
-def _record_file(card: DetectorCard, name: str, source: str) -> Path:
-    """Where the sha256 of ``card``'s weights file ``name`` from ``source`` is recorded at its first use."""
-    return cache_root() / "weights" / card.name / f"{stable_hash([source, name])}.json"
-
-
 def record_first_use(card: DetectorCard, path: Path, source: str, digest: str, record: Path) -> None:
     """Record ``digest`` as the sha256 of ``card``'s weights file ``path`` from ``source`` in ``record``,
     unless one is recorded already or the card publishes one."""
@@ -120,7 +115,8 @@ def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str
     _regular(path, source, what)  # before hashing: a FIFO would block the reader for ever
     digest = sha256_file(path)
     published = (card.weights_sha256 or "").strip().lower()
-    record_path = _record_file(card, name or path.name, source)
+    # where the sha256 of the card's file of this name from this source is recorded at its first use
+    record_path = cache_root() / "weights" / card.name / f"{stable_hash([source, name or path.name])}.json"
     if published and digest != published:
         raise ModelError(
             f"{what}: weights file {path} has sha256 {digest}, but the card publishes "
