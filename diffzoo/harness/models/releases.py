@@ -26,7 +26,7 @@ import argparse
 import functools
 import importlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -194,17 +194,6 @@ def _renamed(state: dict[str, Any], release: Release, prefix: str, path: Path) -
     return out
 
 
-def converter(release: Release) -> Callable[[dict[str, Any], DetectorCard], dict[str, Any]] | None:
-    """The family's own mapping of a release's flat dict onto the detector's keys, if any."""
-    if release.convert is None:
-        return None
-    module, _, name = release.convert.partition(":")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ModelError(f"release {release.name}: its converter {release.convert} cannot be loaded ({exc})") from exc
-
-
 def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) -> tuple[dict[str, Any],
                                                                                        list[ReleaseFile]]:
     """(the release's tensors under the detector's own key names, its files as loaded)."""
@@ -230,8 +219,13 @@ def read_release(card: DetectorCard, release: Release, paths: Sequence[Path]) ->
                                f"{name_some(twice, SHOWN)}")
         state.update(part)
         files.append(ReleaseFile(release.files[index], Path(path), digest))
-    convert = converter(release)
-    if convert is not None:
+    if release.convert is not None:  # the family's own mapping of the flat dict onto the detector's keys
+        module, _, function = release.convert.partition(":")
+        try:
+            convert = getattr(importlib.import_module(module), function)
+        except (ImportError, AttributeError) as exc:
+            raise ModelError(f"release {release.name}: its converter {release.convert} cannot be loaded "
+                             f"({exc})") from exc
         try:
             state = convert(state, card)
         except ReleaseError:
