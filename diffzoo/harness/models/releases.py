@@ -17,7 +17,8 @@ reach the detector's own keys.  Reading one:
    misshapen key is a :class:`ReleaseError` naming the keys, the release and the files;
 5. it is written once as a diffzoo checkpoint (safetensors + card.json naming the release,
    its files and their sha256) in the checkpoint cache, which every later run loads (one whose
-   weights no longer match its card is converted again).
+   weights no longer match its card is converted again); a ``--checkpoint`` whose card.json names
+   the release is taken as it only when its weights and record are such a conversion's.
 """
 
 from __future__ import annotations
