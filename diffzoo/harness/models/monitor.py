@@ -56,11 +56,6 @@ Validation = Callable[[], tuple[str, dict[str, float]]]
 """Scores the model as it stands: (split, metric name -> value)."""
 
 
-def default_log_every(iterations: int) -> int:
-    """mmseg's 50 steps, or about a hundred lines for a shorter training (every step below 100)."""
-    return max(1, min(50, iterations // 100))
-
-
 def default_val_every(recipe: str) -> int:
     """On for ``--recipe paper`` at mmseg's 16,000 iterations, off otherwise."""
     return PAPER_VAL_EVERY if recipe == "paper" else 0
@@ -131,7 +126,8 @@ class TrainMonitor:
     def start(self, start: int, total: int, device: torch.device) -> None:
         """Before the first step ``start`` (0, or the step a resumed training continues from)."""
         self._total, self.device = total, device
-        self.log_every = self.log_every or default_log_every(total)
+        # mmseg's 50 steps, or about a hundred lines for a shorter training (every step below 100)
+        self.log_every = self.log_every or max(1, min(50, total // 100))
         self._clock = time.monotonic()
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
