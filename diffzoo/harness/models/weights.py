@@ -301,27 +301,24 @@ def _pickled_type(path: Path, message: str) -> str | None:
             return str(unsafe[0])
     except Exception:  # not an archive (or not a readable one): its opcodes, below
         pass
-    return next((name for name in _pickle_globals(path) if not name.startswith(("torch.", "collections."))), None)
-
-
-def _pickle_globals(path: Path) -> list[str]:
-    """The ``module.name`` globals a plain pickle file references, from its opcodes alone."""
     import pickletools
 
-    names: list[str] = []
     strings: list[str] = []
-    try:
+    try:  # a plain pickle: the globals its opcodes name, read (never run) until it ends or breaks
         with open(path, "rb") as fh:
             for op, arg, _ in pickletools.genops(fh):
+                name = None
                 if op.name == "GLOBAL" and isinstance(arg, str):
-                    names.append(arg.replace(" ", "."))
+                    name = arg.replace(" ", ".")
                 elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
-                    names.append(f"{strings[-2]}.{strings[-1]}")
+                    name = f"{strings[-2]}.{strings[-1]}"
                 elif isinstance(arg, str):
                     strings.append(arg)
-    except Exception:  # a damaged pickle: the names read so far
+                if name and not name.startswith(("torch.", "collections.")):
+                    return name
+    except Exception:  # a damaged pickle: no type named before it broke
         pass
-    return names
+    return None
 
 
 def hub_weights(card: DetectorCard, repo_id: str, filenames: Sequence[str], *, revision: str | None = None,
