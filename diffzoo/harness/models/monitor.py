@@ -180,7 +180,8 @@ class TrainMonitor:
                "loss_mean": _finite(float(np.mean(self._window))), "terms": {k: _finite(v) for k, v in terms.items()},
                "lr": lrs, "images_per_s": round(self._images / self._busy_s, 3) if self._busy_s else None,
                "data_wait": round(self._data_s / self._busy_s, 4) if self._busy_s else None,
-               "peak_mem_mib": _peak_mib(self.device), "wall_s": round(time.monotonic() - self._clock, 3)}
+               "peak_mem_mib": round(torch.cuda.max_memory_allocated(self.device) / 2**20, 1)
+               if self.device.type == "cuda" else None, "wall_s": round(time.monotonic() - self._clock, 3)}
         self._window, self._images, self._data_s, self._busy_s = [], 0, 0.0, 0.0
         self._write(row)
         scalars = {"train/loss": row["loss"], "train/loss_mean": row["loss_mean"],
@@ -258,12 +259,6 @@ def _step(line: str) -> int | None:
     except ValueError:
         return None
     return row.get("step") if isinstance(row, dict) and row.get("event") in ("train", "val") else None
-
-
-def _peak_mib(device: torch.device) -> float | None:
-    if device.type != "cuda":
-        return None
-    return round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
 
 
 def _summary_writer(folder: Path, purge_step: int | None) -> Any:
