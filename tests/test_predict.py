@@ -648,3 +648,17 @@ def test_a_checkpoint_leaving_out_its_pretrained_part_is_predicted_with_that_par
     assert code == 0, err
     rows = [json.loads(line) for line in (tmp_path / "o" / PREDICTIONS_FILE).read_text().splitlines()]
     assert [Path(row["image"]).name for row in rows] == [images[0].name]
+
+
+@pytest.mark.parametrize("name", [None, 5, ""])
+def test_a_card_json_naming_no_detector_is_said_of_that_file(capsys, tmp_path, images, name):
+    """A hand-edited card.json without a usable ``card.name`` is named for what it holds: it was
+    "has no card.json", "unknown detector 5" or "no detector given"."""
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "b")
+    meta = json.loads((tmp_path / "b" / "card.json").read_text())
+    meta["card"].pop("name") if name is None else meta["card"].update(name=name)
+    (tmp_path / "b" / "card.json").write_text(json.dumps(meta))
+    one_line_exit_2(*cli(capsys, "predict", "--out", tmp_path / "o", "--checkpoint", tmp_path / "b", str(images[1])),
+                    f"checkpoint {tmp_path / 'b'} has a card.json whose card.name is {name!r}, not naming its "
+                    "detector; pass --detector NAME")

@@ -160,9 +160,11 @@ def load_model(
         check_task(task)
     target = resolve_device(device)  # a bad --device is reported first, before any lookup
     path, meta, source = find_checkpoint(detector, checkpoints, task)
-    name = detector or meta.get("card", {}).get("name")
-    if name is None:
-        raise ConfigError(f"checkpoint {path} has no card.json naming its detector; pass --detector NAME")
+    card = meta.get("card")
+    name = detector or (card.get("name") if isinstance(card, dict) else None)
+    if not isinstance(name, str) or not name:  # a hand-edited card.json: its own field named, never "unknown 5"
+        lacks = "has no card.json" if not meta else f"has a card.json whose card.name is {name!r}, not"
+        raise ConfigError(f"checkpoint {path} {lacks} naming its detector; pass --detector NAME")
     task = meta.get("task") or task or ("semantic" if labels is not None else "binary")
     label_space = BINARY
     if labels is not None and task != "semantic":
