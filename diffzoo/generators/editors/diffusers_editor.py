@@ -35,7 +35,7 @@ from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, Weig
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import check_image
 from diffzoo.harness.data.distortions import resize_image
-from diffzoo.harness.models.weights import hub_offline, hub_unreachable
+from diffzoo.harness.models.weights import hub_offline, hub_snapshots, hub_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +101,8 @@ def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **
 def require_cached(what: str, model_ids: Sequence[str]) -> None:
     """Each hub id of ``model_ids`` (what :func:`from_hub` loads) is in the hub cache, or the hub answers:
     else the WeightsUnavailableError its load would raise, said before any model is built."""
-    from huggingface_hub import constants
-
     for model_id in model_ids:
-        snapshots = Path(constants.HF_HUB_CACHE) / f"models--{model_id.replace('/', '--')}" / "snapshots"
+        snapshots = hub_snapshots(model_id)
         here = Path(model_id).is_dir() or (snapshots.is_dir() and any(snapshots.iterdir()))
         if not here and (hub_offline() or hub_unreachable(model_id)):
             raise WeightsUnavailableError(what, model_id, "the hub is offline or does not answer")

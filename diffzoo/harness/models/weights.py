@@ -514,7 +514,13 @@ def _local(card: DetectorCard, source: str) -> tuple[Path, str | None, bool] | N
         published = f" (the card's recipe: {card.recipe['pretrained'].source})" if "pretrained" in card.recipe else ""
         return _placed(card, source), f"put {source} at {_placed(card, source)}{published}", False
     if _HUB_ID.fullmatch(source):
-        from huggingface_hub import constants
-
-        return Path(constants.HF_HUB_CACHE) / f"models--{source.replace('/', '--')}" / "snapshots", None, True
+        return hub_snapshots(source), None, True
     return None
+
+
+def hub_snapshots(model_id: str) -> Path:
+    """The hub cache folder of hub model ``model_id``'s downloaded snapshots (it holds one once a
+    download finished): where looking, with no network, shows whether the model is here."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE) / f"models--{model_id.replace('/', '--')}" / "snapshots"
