@@ -101,14 +101,6 @@ def weight_file(card: DetectorCard, weights: WeightFile) -> Path:
     return placed_weights(card, weights.name, weights.source)
 
 
-def build_model(card: DetectorCard, pretrained: bool) -> nn.Module:
-    """The IMDL-BenCo model of ``card`` with the fixes of specs.py (SPAN's head built once)."""
-    model = construct(card, pretrained)
-    if card.arch["benco"] == "span":
-        model.last_layer = _SpanHead()  # replaces the bound Last_Layer_0725
-    return model
-
-
 def construct(card: DetectorCard, pretrained: bool) -> nn.Module:
     """IMDL-BenCo's own model of ``card``, as its constructor builds it: the card's arguments,
     its weight files (the required ones always, the others when ``pretrained``)."""
@@ -273,7 +265,10 @@ class BencoDetector(TorchDetector):
             raise ConfigError(f"{card.name} predicts one 'edited' channel: it serves the binary task and image-level "
                               f"detection from its mask, not the {self.task} task")
         self.label_space, self.spec = BINARY, SPEC[card.arch["benco"]]
-        self.model = BencoNet(build_model(card, self.pretrained), self.spec, card)
+        model = construct(card, self.pretrained)
+        if self.spec.key == "span":  # the fix of specs.py: SPAN's head built once
+            model.last_layer = _SpanHead()  # replaces the bound Last_Layer_0725
+        self.model = BencoNet(model, self.spec, card)
 
     def to(self, device: str | torch.device) -> BencoDetector:
         super().to(device)
