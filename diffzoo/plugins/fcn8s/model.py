@@ -107,12 +107,11 @@ def load_torchvision(card: DetectorCard, net: FCN8s) -> None:
     """The card's torchvision VGG weights (``"VGG16_Weights.IMAGENET1K_V1"``) loaded into ``net``
     but its head, from the torch hub cache or downloaded, hash-checked; a clear error when
     neither works or the file does not fit."""
-    import torchvision
+    from torchvision.models import get_weight
 
-    enum_name, _, member = (card.weights or "").partition(".")
-    try:
-        weights = getattr(torchvision.models, enum_name)[member]
-    except (AttributeError, KeyError) as exc:
+    try:  # the name read as the plan reads it to look for the file
+        weights = get_weight(card.weights or "")
+    except (ValueError, KeyError) as exc:
         raise ModelError(f"detector {card.name}: torchvision has no weights {card.weights!r}") from exc
     url_into(card, net, weights.url, detail=f"torchvision {card.weights}; {NO_PRETRAINED}", state=net.vgg_state,
              new=FCN8sDetector.head_prefixes)
