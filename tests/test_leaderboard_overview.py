@@ -357,3 +357,13 @@ def test_a_case_whose_train_is_null_reads_as_trained_on_every_editor():
                                         {"exclude_editors": ["sd2"]}}) for pair in ("p1",) for held in ("seen", "held")]
     [table] = build_overview(records)
     assert [c.key for c in table.columns if c.group == "unseen editors"] and table.rows[0].label == "det"
+
+
+def test_a_case_whose_options_are_not_a_mapping_publishes(tmp_path, capsys):
+    """``case.options`` of another JSON type (a list, from another tool) is a case with no options, as
+    :meth:`RecordBody.case_option` reads it: the row is the detector's, never an internal error."""
+    store = RecordStore(tmp_path / "store")
+    store.add(make_record("segformer.b0", case_fields={"options": ["x"]}))
+    code, _, err = cli(capsys, "leaderboard", "publish", "--store", tmp_path / "store", "--out", tmp_path / "site")
+    assert code == 0, err
+    assert "| segformer.b0 |" in (tmp_path / "site" / "leaderboard.md").read_text()

@@ -350,7 +350,7 @@ class RecordBody:
         """True for an image case judged by the detector's own image score (IMDL-BenCo's
         ``pred_label``) instead of its predicted edited area: the second image row of a
         detector that gives both (:func:`.case_summary.own_score_case`)."""
-        return (self.case.get("options") or {}).get(SCORE_OPTION[0]) == SCORE_OPTION[1]
+        return self.case_option(SCORE_OPTION[0]) == SCORE_OPTION[1]
 
     @property
     def row_name(self) -> str:
