@@ -57,7 +57,7 @@ from diffzoo.harness.data.base import SplitDataset, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import data_files
 from diffzoo.harness.data.imageio import read_image, read_mask
-from diffzoo.harness.data.splits import SPLITS_FILE, file_split_id, one_split, read_splits_file
+from diffzoo.harness.data.splits import SPLITS_FILE, file_split_id, ids_by_split, one_split, read_splits_file
 from diffzoo.harness.data.walk import stored_paths
 
 log = logging.getLogger(__name__)
@@ -371,10 +371,7 @@ class ImgEditDataset(SplitDataset):
                 first = row if row in self._pairs else f"{row}/1"
                 if sid not in where and first in where:
                     where[sid] = where[first]
-            self._splits = {}
-            for sid, s in sorted(where.items()):
-                if sid in keep:
-                    self._splits.setdefault(s, []).append(sid)
+            self._splits = ids_by_split((sid, s) for sid, s in sorted(where.items()) if sid in keep)
         self._splits = {s: ids for s, ids in self._splits.items() if ids}
         if not self._splits:
             raise DataError(f"{self.path}: no usable pair ({self._summary()}); see describe() for the reasons")

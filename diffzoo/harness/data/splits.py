@@ -191,6 +191,14 @@ def resolve_split_scheme(
     return {k: v for k, v in split_ids(named["train"], val_fraction, seed, calib_fraction).items() if v}, info
 
 
+def ids_by_split(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """``{split: sorted ids}`` of the (id, split) ``pairs``, the splits in the order first met."""
+    out: dict[str, list[str]] = {}
+    for sid, split in pairs:
+        out.setdefault(split, []).append(sid)
+    return {s: sorted(ids) for s, ids in out.items()}
+
+
 def fixed_split(name: str) -> str:
     """The canonical name of an adapter's ``split=NAME`` (every sample in that one split); an
     empty one is refused: ``split=$SPLIT`` with SPLIT unset named a split ``''``."""

@@ -56,7 +56,7 @@ from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
 from diffzoo.harness.data.base import child_dir, name_list, option_path, require_path
 from diffzoo.harness.data.metadata import data_json
-from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split_id, percent, split_ids
+from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split_id, ids_by_split, percent, split_ids
 from diffzoo.harness.data.walk import canonical_name, files_in
 
 log = logging.getLogger(__name__)
@@ -221,10 +221,7 @@ def source_hash_split(ids: list[str], val_fraction: float, seed: int) -> tuple[d
     """train/val by a hash of each sample's source photo (:func:`source_photo`)."""
     photo_split = {p: s for s, photos in split_ids({source_photo(i) for i in ids}, val_fraction, seed).items()
                    for p in photos}
-    out: dict[str, list[str]] = {}
-    for sid in ids:
-        out.setdefault(photo_split[source_photo(sid)], []).append(sid)
     info = {"id": f"{hash_split_id(seed, val_fraction)}-by-photo",
             "source": f"hash of each source photo (seed {seed}, val {percent(val_fraction)}%): "
                       "a photo and its forgeries share a split"}
-    return {k: sorted(v) for k, v in out.items() if v}, info
+    return ids_by_split((sid, photo_split[source_photo(sid)]) for sid in ids), info

@@ -58,7 +58,7 @@ from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.imageio import edited_region, read_image, read_mask
 from diffzoo.harness.data.mask_encoding import BINARY_1, BINARY_255, MaskEncoding, sample_values
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers, open_zip, posix_names
-from diffzoo.harness.data.splits import SPLITS_FILE, native_splits, resolve_split_scheme
+from diffzoo.harness.data.splits import SPLITS_FILE, ids_by_split, native_splits, resolve_split_scheme
 from diffzoo.harness.data.walk import log_unused, mask_once
 
 log = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ class Deal300kDataset(SplitDataset):
             stems = ((c[1], n) for n in members.names if (c := classify(n)) is not None and c[0] == "mask")
             for stem, n in masks_by_stem(members.location, stems).items():
                 masks.setdefault(stem, (members, n))  # the label archive first; masks beside images fill gaps
-        native: dict[str, list[str]] = {}
+        native: list[tuple[str, str]] = []  # (id, split)
         where: dict[str, str] = {}
         no_mask: list[str] = []
         for split, members in image_sources:
@@ -198,7 +198,7 @@ class Deal300kDataset(SplitDataset):
                     self._masks[sid] = masks[c[1]]
                     self._tags[sid] = c[2] or ""
                 self._images[sid] = (members, n)
-                native.setdefault(split, []).append(sid)
+                native.append((sid, split))
         paired = mask_once(root, {sid: (None, ref) for sid, ref in self._masks.items()}, lambda ref: ref[1])
         report_unpaired(str(root), no_mask,
                         f"edited image(s) have no mask <cocoid>_qwen<ckpt>.png in "
@@ -206,7 +206,7 @@ class Deal300kDataset(SplitDataset):
         log_unused(root, sorted(k for k, r in masks.items() if r not in paired), "mask(s) match no edited image read")
         if not self._images:
             raise DataError(f"{root}: no DEAL-300K images (<cocoid>.jpg, <cocoid>_qwen<ckpt>.jpg) found; {LAYOUT_HELP}")
-        return {s: sorted(ids) for s, ids in native.items()}
+        return ids_by_split(native)
 
     def _stored_mask(self, sample_id: str) -> np.ndarray:
         members, n = self._masks[sample_id]

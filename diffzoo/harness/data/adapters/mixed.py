@@ -38,6 +38,7 @@ from diffzoo.harness.data.base import SplitDataset, chosen_names
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import HFRows, Ref, Table, hf_columns, load_tables, row_layout, unique_ids
 from diffzoo.harness.data.imageio import read_labelled
+from diffzoo.harness.data.splits import ids_by_split
 from diffzoo.harness.data.walk import by_canonical_name
 
 log = logging.getLogger(__name__)
@@ -122,10 +123,7 @@ class MixedDataset(SplitDataset):
         return tuple(k for k in cls.KINDS if k in names)
 
     def _by_split(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for sid, item in self._items.items():
-            out.setdefault(item.split, []).append(sid)
-        return {s: sorted(ids) for s, ids in out.items()}
+        return ids_by_split((sid, item.split) for sid, item in self._items.items())
 
     # -- reading ----------------------------------------------------------------
     @abstractmethod

@@ -66,6 +66,7 @@ from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import child_dir, chosen_names, read_csv, report_unpaired, require_path, sniff_quietly
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
+from diffzoo.harness.data.splits import ids_by_split
 from diffzoo.harness.data.walk import files_in, ids_of, log_unused, subfolders
 
 log = logging.getLogger(__name__)
@@ -246,11 +247,8 @@ class TgifDataset(_PairListDataset):
 
     def _split_scheme(self, ids: list[str], val_fraction: float,
                       seed: int) -> tuple[dict[str, list[str]], dict[str, str]]:
-        splits: dict[str, list[str]] = {}
-        for sid in ids:
-            splits.setdefault(self._split_of[sid], []).append(sid)
         info = {"id": SPLIT_RULE, "source": "TGIF's own training / validation / testing folders"}
-        return {k: sorted(v) for k, v in splits.items()}, info
+        return ids_by_split((sid, self._split_of[sid]) for sid in ids), info
 
     def _edited(self, sample_id: str, mask: Path, size: tuple[int, int]) -> np.ndarray:
         if self._fakes[sample_id].variant == "fr" and self._regenerated == "whole":
