@@ -317,8 +317,8 @@ def _row_ids(ds: Any, where: str) -> list[str]:
 
 
 class HFRows:
-    """Rows of ``datasets`` tables (name -> Dataset): ``images`` columns read undecoded when a
-    row is read, ``values`` columns (keys, labels) read once, here.
+    """Rows of ``datasets`` tables (name -> Dataset): the :data:`REQUIRED_COLUMNS` (image, mask)
+    read undecoded when a row is read, ``values`` columns (keys, labels) read once, here.
 
     ``optional``: image columns whose empty cells are legitimate (OpenSDI's real images carry
     no mask): they read as None and hash as :data:`NULL_CELL`; any other empty cell is a
@@ -327,13 +327,13 @@ class HFRows:
     tables' own arrow cache files).
     """
 
-    def __init__(self, tables: Mapping[str, Any], location: str, images: Sequence[str],
+    def __init__(self, tables: Mapping[str, Any], location: str,
                  values: Sequence[str] = (), *, optional: Collection[str] = (),
                  files: Sequence[Path] | None = None, cache_key: str | None = None) -> None:
         import datasets
 
         self.location = location
-        self.images = tuple(images)
+        self.images = REQUIRED_COLUMNS
         self._optional = frozenset(optional)
         self._values: dict[str, dict[str, list[Any]]] = {}
         self._data: dict[str, Any] = {}
@@ -358,16 +358,17 @@ class HFRows:
         """A value column of ``table``, one entry per row."""
         return self._values[table][column]
 
-    def read(self, table: str, row: int, sample_id: str) -> dict[str, Ref | None]:
-        """The image cells of one row as (source, name) for :mod:`.imageio`; None for an
+    def read(self, table: str, row: int, sample_id: str) -> tuple[Ref, Ref | None]:
+        """The image and mask cells of one row as (source, name) for :mod:`.imageio`; None for an
         empty optional cell.  An unreadable row or empty required cell: CorruptSampleError."""
         where = f"{self.location}[{table} row {row}]"
         try:
             record = self._data[table][row]
         except Exception as exc:  # arrow read failures of one row
             raise CorruptSampleError(sample_id, f"{where}: unreadable row ({exc})") from None
-        return {col: None if record[col] is None and col in self._optional
-                else _cell_ref(record[col], sample_id, f"{where}.{col}") for col in self.images}
+        image, mask = (None if record[col] is None and col in self._optional
+                       else _cell_ref(record[col], sample_id, f"{where}.{col}") for col in self.images)
+        return image, mask  # type: ignore[return-value]  # the image column is never optional
 
     def files(self) -> list[Path]:
         """The files the rows are read from (what the digest cache is stamped with)."""
@@ -428,7 +429,7 @@ class HFSource:
                 )
             self.class_label = self.class_label or found
         files = None if path is None else [path] if path.is_file() else data_files(path)
-        self._rows = HFRows(raw, self.location, REQUIRED_COLUMNS, files=files, cache_key=self.hub_id)
+        self._rows = HFRows(raw, self.location, files=files, cache_key=self.hub_id)
         split_ids = unique_ids({s: _row_ids(ds, f"{self.location} (split {s})") for s, ds in raw.items()})
         self.pairs = {sid: (s, row) for s, ids in split_ids.items() for row, sid in enumerate(ids)}
         self._split_ids = {s: sorted(ids) for s, ids in split_ids.items()}
@@ -439,8 +440,7 @@ class HFSource:
         return {s: list(ids) for s, ids in self._split_ids.items()}
 
     def read_pair(self, sample_id: str) -> tuple[Ref, Ref]:
-        cells = self._rows.read(*self.pairs[sample_id], sample_id)
-        return cells["image"], cells["mask"]  # type: ignore[return-value]  # required cells are never None
+        return self._rows.read(*self.pairs[sample_id], sample_id)  # type: ignore[return-value]  # no optional cell here
 
     def read_mask(self, sample_id: str) -> Ref:
         return self.read_pair(sample_id)[1]  # one row holds both cells

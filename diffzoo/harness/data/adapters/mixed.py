@@ -55,7 +55,7 @@ RULE = ("real image: no edited pixel; edited image with a mask: edited where mea
 def table_rows(tables: Sequence[Table], root: str | os.PathLike, values: Sequence[str]) -> HFRows:
     """The rows of ``tables`` (found under ``root``): an image cell, a mask cell that real and
     fully generated images may leave empty, and the ``values`` columns."""
-    return HFRows({t.name: t.data for t in tables}, str(root), ("image", "mask"), values, optional=("mask",),
+    return HFRows({t.name: t.data for t in tables}, str(root), values, optional=("mask",),
                   files=[f for t in tables for f in t.files], cache_key=os.path.abspath(root))
 
 
@@ -197,8 +197,7 @@ class RowsDataset(MixedDataset):
 
     def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
         table, row = item.where
-        cells = self._rows.read(table, row, sample_id)
-        return cells["image"], cells["mask"]  # type: ignore[return-value]  # image is a required cell
+        return self._rows.read(table, row, sample_id)
 
     def _cell_digests(self) -> dict[str, str]:
         return self._rows.digests({sid: it.where for sid, it in self._items.items()})

@@ -170,8 +170,7 @@ class SidSetDataset(MixedDataset):
     def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
         if item.where[0] == "row":
             assert self._rows is not None
-            cells = self._rows.read(item.where[1], item.where[2], sample_id)
-            return cells["image"], cells["mask"]  # type: ignore[return-value]  # image is a required cell
+            return self._rows.read(item.where[1], item.where[2], sample_id)
         assert self._members is not None
         _, image, mask = item.where
         return self._members.read(image, sample_id), None if mask is None else self._members.read(mask, sample_id)
