@@ -119,7 +119,7 @@ def _real_base(spec: dict[str, Any], size: int) -> np.ndarray:
 # -- planning (all random choices; cheap) -----------------------------------------
 def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
     """Every random choice of a build, made before any pipeline runs."""
-    from diffzoo.generators.generate.prompts import make_caption, make_prompt, random_edit_type
+    from diffzoo.generators.generate.prompts import EDIT_TYPES, make_caption, make_prompt
     from diffzoo.generators.generate.regions import random_region
     from diffzoo.generators.generate.schedule import balanced, split_counts
 
@@ -154,7 +154,7 @@ def plan_mini(n_images: int, size: int, seed: int) -> list[_Plan]:
         turns, masks = [], []
         for _ in range(n_turns[i]):
             region = random_region(size, size, r)
-            edit_type = random_edit_type(r)
+            edit_type = EDIT_TYPES[int(r.integers(len(EDIT_TYPES)))]
             turns.append(
                 EditRecord(
                     editor=editors.pop(),

@@ -65,11 +65,6 @@ def _pick(rng: np.random.Generator, items: tuple[str, ...]) -> str:
     return items[int(rng.integers(len(items)))]
 
 
-def random_edit_type(rng: np.random.Generator, edit_types: tuple[str, ...] = EDIT_TYPES) -> str:
-    """A uniformly drawn edit type."""
-    return _pick(rng, edit_types)
-
-
 def make_prompt(edit_type: str, rng: np.random.Generator, *, obj: str | None = None) -> str:
     """A prompt for one edit of type ``edit_type`` (``obj`` fixes the object)."""
     if edit_type not in TEMPLATES:
