@@ -71,9 +71,9 @@ def test_mistral_processor_renders_flux2_dev_conversations():
 def test_qwen_vl_processor_expands_the_image_to_its_tokens():
     from PIL import Image
 
-    from diffzoo.generators.tiny.qwen import qwen_vl_processor, qwen_vl_tokenizer
+    from diffzoo.generators.tiny.qwen import QWEN_VL_TOKENS, qwen_tokenizer, qwen_vl_processor
 
-    tokenizer = qwen_vl_tokenizer()
+    tokenizer = qwen_tokenizer(*QWEN_VL_TOKENS)
     ids = tokenizer.convert_tokens_to_ids(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
                                            "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"])  # fmt: skip
     assert ids == list(range(256, 263)) and tokenizer.pad_token_id == 256

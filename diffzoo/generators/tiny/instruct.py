@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from diffzoo.generators.tiny.components import FLUX_BLOCKS, NO_QUANT, byte_chars, kl_vae, seeded
-from diffzoo.generators.tiny.qwen import qwen_tokenizer, qwen_vl_encoder, qwen_vl_processor, qwen_vl_tokenizer
+from diffzoo.generators.tiny.qwen import QWEN_VL_TOKENS, qwen_tokenizer, qwen_vl_encoder, qwen_vl_processor
 
 TINY_TEXT_WIDTH = 16  # hidden size of the tiny Qwen3 and Mistral text models
 TINY_TEXT_LAYERS = 3  # both are read at layers (1, 2, 3) and stacked: joint width 48
@@ -191,7 +191,7 @@ def build_qwen_edit(seed: int, *, pipeline: str, **_: Any) -> Any:
             latents_std=[1.0] * z_dim,
         ),
     )
-    tokenizer = qwen_vl_tokenizer()
+    tokenizer = qwen_tokenizer(*QWEN_VL_TOKENS)
     return _flow_pipeline(getattr(diffusers, pipeline), transformer, vae,
                           qwen_vl_encoder(seed, tokenizer), tokenizer, processor=qwen_vl_processor(tokenizer))
 
@@ -211,6 +211,6 @@ def build_longcat_edit(seed: int, **_: Any) -> Any:
         ),
     )
     vae = kl_vae(seed, (4, 4, 4, 4), 16, 1, **NO_QUANT, shift_factor=0.0, scaling_factor=1.0)  # read both; None fails
-    tokenizer = qwen_vl_tokenizer()
+    tokenizer = qwen_tokenizer(*QWEN_VL_TOKENS)
     return _flow_pipeline(LongCatImageEditPipeline, transformer, vae, qwen_vl_encoder(seed, tokenizer), tokenizer,
                           text_processor=qwen_vl_processor(tokenizer))

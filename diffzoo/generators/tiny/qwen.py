@@ -43,11 +43,6 @@ def qwen_tokenizer(*extra_special: str) -> Any:
     return tokenizer
 
 
-def qwen_vl_tokenizer() -> Any:
-    """:func:`qwen_tokenizer` with Qwen2.5-VL's vision markers."""
-    return qwen_tokenizer(*QWEN_VL_TOKENS)
-
-
 def qwen_vl_processor(tokenizer: Any) -> Any:
     """A ``Qwen2VLProcessor`` over ``tokenizer`` whose image processor shrinks any picture to about 56 x 56 px.
 
