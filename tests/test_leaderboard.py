@@ -692,7 +692,7 @@ def test_add_refuses_a_record_dated_after_now_and_its_slack_in_one_line(tmp_path
 def test_a_record_dated_after_now_copied_into_a_store_fails_verify_and_validate_and_no_table_shows_it(tmp_path, capsys):
     """The one rule of ``leaderboard add`` holds for a file put into records/ by hand: checked, never a winner."""
     store = RecordStore(tmp_path / "s")
-    store.add(make_record("now", state=make_state()))
+    store.add(now := make_record("now", state=make_state()))
     ahead = make_record("ahead", state=make_state(), date="2999-01-01T00:00:00+00:00")
     store.add(ahead)  # the writer's clock is its own; what it wrote is checked when read
     said = (f"record {ahead.id} is dated 2999-01-01T00:00:00+00:00, more than 1 hour after this machine's clock: "
@@ -704,6 +704,15 @@ def test_a_record_dated_after_now_copied_into_a_store_fails_verify_and_validate_
     loaded = store.load()
     assert [r.body.detector.name for r in loaded.records] == ["now"]
     assert loaded.skipped == [(store.records_dir / f"{ahead.id}.json", said)]
+    for shown in (ahead.id, ahead.id[:6]):  # `show` skips what `list` skips, by its id or a prefix
+        code, _, err = cli(capsys, "leaderboard", "show", shown, "--store", store.root)
+        assert (code, one_line(err)) == (1, f"error: {store.records_dir / f'{ahead.id}.json'} is not a valid "
+                                            f"record, so no table shows it: {said}"), err
+    copy = store.records_dir / ("f" * 16 + ".json")  # a record under another id's name: one row twice
+    copy.write_text((store.records_dir / f"{now.id}.json").read_text())
+    code, _, err = cli(capsys, "leaderboard", "show", "f" * 16, "--store", store.root)
+    assert (code, one_line(err)) == (1, f"error: {copy} is not a valid record, so no table shows it: file name "
+                                        f"{copy.name} does not match its record_id {now.id}"), err
 
 
 def test_freeze_and_versions_show_a_lookalike_suite_dataset_and_note_as_the_tables_do(tmp_path, capsys):

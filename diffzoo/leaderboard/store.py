@@ -143,17 +143,20 @@ class RecordStore:
     def get(self, record_id: str) -> ResultRecord:
         """A record by id or unambiguous id prefix (hex digits: never read as a file pattern
         or a path, so ``*`` or ``../x`` names no record).  An id that is not one, names no
-        record or is ambiguous is the user's to fix: ConfigError.  Hex digits are read in either case."""
+        record or is ambiguous is the user's to fix: ConfigError.  Hex digits are read in either case.
+        A file :meth:`load` skips (:func:`read_record_file`: invalid, misnamed, dated after the clock)
+        is RecordError naming why, so no command shows a record the tables skip."""
         if not RECORD_ID.fullmatch(record_id.lower()):
             raise ConfigError(f"{record_id!r} is not a record id: its 16 hex digits, or a prefix of them "
                               "(diffzoo leaderboard list shows them)")
         record_id = record_id.lower()
         exact = self.records_dir / f"{record_id}.json"
-        if exact.exists():
-            return ResultRecord.read(exact)
-        matches = [p for p in self.paths() if p.stem.startswith(record_id)]
+        matches = [exact] if exact.exists() else [p for p in self.paths() if p.stem.startswith(record_id)]
         if len(matches) == 1:
-            return ResultRecord.read(matches[0])
+            record, why = read_record_file(matches[0])
+            if record is None:
+                raise RecordError(f"{matches[0]} is not a valid record, so no table shows it: {'; '.join(why)}")
+            return record
         if not matches:
             raise ConfigError(f"no record {record_id!r} in {self.records_dir}")
         raise ConfigError(f"record id prefix {record_id!r} is ambiguous: {name_some([p.stem for p in matches], 5)}; "
