@@ -593,11 +593,12 @@ def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report:
     return outcomes
 
 
-def publish_board(out: Path) -> dict[str, Path]:
+def publish_board(out: Path) -> Path:
     """Publish every record of the store at ``out`` into ``out/board`` (:data:`BOARD_FORMATS`);
-    format -> its main file."""
+    that folder."""
     from diffzoo.leaderboard.render.text import publish_formats
     from diffzoo.leaderboard.store import RecordStore
     from diffzoo.leaderboard.versions import resolve
 
-    return publish_formats(resolve(None, RecordStore(Path(out))), BOARD_FORMATS, Path(out) / BOARD_DIR)
+    publish_formats(resolve(None, RecordStore(Path(out))), BOARD_FORMATS, Path(out) / BOARD_DIR)
+    return Path(out) / BOARD_DIR

@@ -183,6 +183,12 @@ def test_a_failing_job_is_reported_and_the_others_still_run(capsys, tmp_path):
     assert f"job segformer.tiny trained on {missing}: FAILED:" in stdout
     assert "1 of 2 job(s) failed" in stderr and "Traceback" not in stderr
     assert (tmp_path / "s" / "board" / "overview.md").exists()  # the board of what was done
+    # the board's files said as `leaderboard publish` says them: every file, not only each format's main one
+    code, published, _ = cli(capsys, "leaderboard", "publish", "--store", tmp_path / "s", "-f", "md,html", "--out",
+                             tmp_path / "s" / "other")
+    wrote = [line for line in stdout.splitlines() if line.startswith("wrote ")]
+    assert code == 0 and len(wrote) > 2 and wrote == [line for line in published.replace("other", "board").splitlines()
+                                                      if line.startswith("wrote ")]
 
 
 def test_a_job_failing_in_its_submitit_process_is_said_with_its_own_error(capsys, tmp_path):

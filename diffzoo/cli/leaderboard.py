@@ -10,6 +10,7 @@ characters and ESC sequences are shown escaped, rich markup as text.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -352,7 +353,15 @@ def _publish(version: str | None, store: Path, formats: list[str], out: Path, al
                           f"{store / 'board'}, is fine)")
     selection = _selection(version, store, "publish every record")
     text.publish_formats(selection, formats, out, allow_mixed=allow_mixed, force=force)
-    written = text.PUBLISHED.files(out)  # every file this publish wrote, each under the format that wrote it
+    print_published(out, formats)
+
+
+def print_published(out: Path, formats: Sequence[str]) -> None:
+    """``wrote FORMAT: PATH`` for every file the publish of ``formats`` into ``out`` wrote, each under
+    the format that wrote it: what ``leaderboard publish``, ``report paper`` and ``sweep`` print."""
+    from diffzoo.leaderboard.render import text
+
+    written = text.PUBLISHED.files(out)
     for f in formats:
         for name in sorted(n for n in written if n.split("/")[0] in text.format_names(f)):
             console.print(f"wrote {f}: {term(out / name)}")

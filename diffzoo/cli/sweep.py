@@ -71,9 +71,11 @@ def sweep_cmd(
     group per benchmark); jobs already done are skipped, so a sweep resumes."""
     import submitit  # noqa: F401 - its import gives its logger handlers of its own, cleared below
 
+    from diffzoo.cli.leaderboard import print_published
     from diffzoo.cli.progress import RichProgress, rank_output
     from diffzoo.leaderboard.outdir import check_out_unread, claim_output_dir
     from diffzoo.sweep import (
+        BOARD_FORMATS,
         SweepOptions,
         check_executor,
         done_jobs,
@@ -141,8 +143,7 @@ def sweep_cmd(
         console.print(f"{len(waiting)} job(s) submitted or queued; run the same command again when they are done to "
                       "publish the board (finished jobs are skipped)")
     elif publish and any(o.records for o in outcomes):
-        for fmt, path in publish_board(out).items():
-            console.print(f"board ({fmt}): {term(path)}")
+        print_published(publish_board(out), BOARD_FORMATS)
     if failed:
         others = f"the others' records are in {out}; " if len(failed) < len(outcomes) else ""  # none when all failed
         again = "with --rerun" if any(o.status == "refused" for o in failed) else "again"  # never retried without
