@@ -364,7 +364,7 @@ def print_published(out: Path, formats: Sequence[str]) -> None:
     written = text.PUBLISHED.files(out)
     for f in formats:
         for name in sorted(n for n in written if n.split("/")[0] in text.format_names(f)):
-            console.print(f"wrote {f}: {term(out / name)}")
+            console.print(f"wrote {f}: {term(out / name)}", soft_wrap=True)  # a path is one line, to copy
 
 
 report = typer.Typer(help="Reports built from stored records.", no_args_is_help=True)
