@@ -57,8 +57,14 @@ PAPER_PAIRS = {name: editors for editors, name in PAIR_NAMES.items()}
 PIXEL = (("aAcc", "Acc"), ("mIoU", "mIoU"), ("bF1", "bF1"))
 """(record metric, the paper's column) of the pixel tables: the paper's Acc is aAcc (docs/metrics.md)."""
 ACC_NOTE = "aAcc is the paper's Acc (pixel accuracy, background included)"
-ORACLE_NOTE = ("columns marked 'oracle thr.' use the best threshold chosen on the evaluated split itself: "
-               "an upper bound, not comparable with the fixed-threshold columns")
+ORACLE_NOTES = {
+    "F1_oracle": "F1 (oracle thr.) is the pooled pixel F1 at the probability threshold (a multiple of 1/1024) "
+                 "that gives the highest F1 on the evaluated images themselves",
+    "img_Acc_oracle": "Acc (oracle thr.) is the accuracy at the threshold on each row's image score (its predicted "
+                      "edited area, the pixel threshold kept; or its own image score) that gives the highest accuracy "
+                      "on the evaluated images themselves, so never below Acc"}
+"""What each oracle column computes (docs/metrics.md, "Oracle columns"), said under a table that shows it."""
+ORACLE_TAIL = ": an oracle, never comparable with a column whose threshold was fixed or calibrated before evaluation"
 OWN_SCORE_NOTE = ("a row marked (own image score) judges images by the detector's own image probability "
                   "(> 0.5 unless calibrated; IMDL-BenCo's pred_label) instead of the predicted area")
 SAME_INPUT = "= baseline: same input under the native recipe; --recipe paper for the paper's protocol"
@@ -306,7 +312,8 @@ class _Layout:
         if self.paper and spec.families:  # the paper's model rows in its order, then the others
             order = {f.paper: i for i, f in enumerate(spec.families)}
             rows.sort(key=lambda r: order.get(r.model, len(order)))
-        remarks = list(spec.remarks) + [ORACLE_NOTE] * any(info_of(c.metric).oracle for c in spec.columns)
+        remarks = list(spec.remarks) + [ORACLE_NOTES[m] + ORACLE_TAIL
+                                        for m in dict.fromkeys(c.metric for c in spec.columns) if m in ORACLE_NOTES]
         table = Table(spec.id, spec.title, [self.column(spec, c) for c in spec.columns], rows,
                       self.group.of(spec.suite, spec.tasks), row_header=spec.row_header,
                       group_header=spec.group_header or ("detector" if spec.per_setting else ""),
