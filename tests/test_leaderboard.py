@@ -707,6 +707,9 @@ def test_a_record_dated_after_now_copied_into_a_store_fails_verify_and_validate_
         code, _, err = cli(capsys, "leaderboard", "show", shown, "--store", store.root)
         assert (code, one_line(err)) == (1, f"error: {store.records_dir / f'{ahead.id}.json'} is not a valid "
                                             f"record, so no table shows it: {said}"), err
+    files = [store.records_dir / f"{r.id}.json" for r in (now, ahead)]  # `diff` of the record files: skipped too
+    code, out, err = cli(capsys, "leaderboard", "diff", *files, "--store", store.root)
+    assert code == 0 and f"skipped {files[1]}: {said}" in one_line(err) and "ahead" not in out, out + err
     copy = store.records_dir / ("f" * 16 + ".json")  # a record under another id's name: one row twice
     copy.write_text((store.records_dir / f"{now.id}.json").read_text())
     code, _, err = cli(capsys, "leaderboard", "show", "f" * 16, "--store", store.root)

@@ -340,7 +340,9 @@ def resolve(ref: str | None, store: RecordStore) -> Selection:
                                   "records cannot be found; give the version file in its store, or its name with "
                                   "--store STORE")
             return load_version(RecordStore(path.parent.parent), path.stem)
-        return Selection(str(path), [ResultRecord.of_data(data, f"record {path}")])
+        record = ResultRecord.of_data(data, f"record {path}")
+        later = dated_later(record)  # skipped, as the tables of a store skip it
+        return Selection(str(path), [] if later else [record], skipped=tuple((path, why) for why in later))
     if path.is_dir():
         found = read_all(expand_record_paths([path]))
         return Selection(f"records in {path}", found.records, skipped=tuple(found.skipped))
