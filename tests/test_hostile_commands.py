@@ -224,6 +224,9 @@ def test_a_store_of_trained_rows_only_says_no_record_is_of_released_weights(caps
     code, text, err = cli(capsys, "report", "reproduce", "--store", _store(tmp_path, [trained]))
     assert code == 0, err
     flat = " ".join(text.split())
+    out = tmp_path / ("report" + "-long" * 30)  # a line longer than the console: the path stays on one line
+    code, written, err = cli(capsys, "report", "reproduce", "--store", tmp_path / "store", "--out", out)
+    assert code == 0 and f"wrote reproduce: {out}" in written.splitlines()[-1], (written, err)
     assert "(1 record(s), 0 of released weights; a published number is only set beside a record made with " \
            "`--weights released:NAME`)" in flat
 

@@ -264,7 +264,7 @@ def freeze_cmd(
     manifest = read_manifest(st, name)
     metrics = ", ".join(manifest["metrics_versions"])
     console.print(f"froze version [bold]{term(name)}[/]: {len(manifest['records'])} record(s); suites "
-                  f"{term(_suites(manifest))}; metrics v{term(metrics)} -> {term(path)}")
+                  f"{term(_suites(manifest))}; metrics v{term(metrics)} -> {term(path)}", soft_wrap=True)
 
 
 @lb.command("versions")
@@ -399,4 +399,4 @@ def report_reproduce_cmd(
     text = reproduce_markdown(selection)
     console.print(text, markup=False, highlight=False, soft_wrap=True)  # record names print as written (escaped)
     if out is not None:
-        console.print(f"wrote reproduce: {term(write_reproduce(selection, out, force, text))}")
+        console.print(f"wrote reproduce: {term(write_reproduce(selection, out, force, text))}", soft_wrap=True)
