@@ -179,3 +179,15 @@ def test_a_catalog_holding_only_the_training_data_is_refused(capsys, tmp_path):
                                "--dataset", train, "--eval-dataset", f"catalog:{tmp_path / 'root'}",
                                "--out", tmp_path / "out", *FAST)
     assert code == 2 and "no dataset to evaluate on under" in stderr and "1 found, none held out" in stderr
+
+
+def test_a_broken_data_file_beside_dataset_folders_hides_none_of_them(capsys, benchmarks):
+    """ROOT's stray unreadable ``x.parquet`` made ROOT itself a DiffSeg30k folder that does not open:
+    nothing below it was listed."""
+    (benchmarks / "x.parquet").write_bytes(b"not a parquet file at all")
+    catalog = find_json(capsys, benchmarks)
+    assert [d["path"] for d in catalog["datasets"]] == [str(benchmarks / p) for p in (
+        "tpgt", "classic/casia2", "more/glide/cocoglide")]
+    bad = benchmarks / "x.parquet"
+    assert catalog["broken"] == [{"path": str(bad), "error": f"diffseg30k: {bad}: not a readable .parquet file "
+                                                             "(empty, truncated or of another format)"}]

@@ -39,7 +39,14 @@ from diffzoo.harness.core.types import BINARY, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.authentic import AUTHENTIC_PREFIX, AuthenticFolder
 from diffzoo.harness.data.base import SplitDataset, folder_name, option_path
 from diffzoo.harness.data.fingerprint import combine
-from diffzoo.harness.data.hfsource import DIFFSEG30K_HUB_ID, REQUIRED_COLUMNS, hf_columns, is_hub_id, row_layout
+from diffzoo.harness.data.hfsource import (
+    DIFFSEG30K_HUB_ID,
+    REQUIRED_COLUMNS,
+    data_files,
+    hf_columns,
+    is_hub_id,
+    row_layout,
+)
 from diffzoo.harness.data.imageio import edited_region, read_image, read_mask
 from diffzoo.harness.data.labelmaps import (
     DEFAULT_SOURCE,
@@ -54,6 +61,7 @@ from diffzoo.harness.data.mask_encoding import MaskEncoding, sample_values, snif
 from diffzoo.harness.data.metadata import MANIFEST_FILE, carried_keys, read_manifest, read_metadata_file
 from diffzoo.harness.data.sources import PAIR_RE, folder_has_pairs, inner_label_files, open_source, posix_names
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
+from diffzoo.harness.data.walk import subfolders
 
 if TYPE_CHECKING:
     import numpy as np
@@ -176,7 +184,9 @@ class DiffSeg30kDataset(SplitDataset):
         A ``.zip``, ``.parquet`` or ``.arrow`` file (or a folder's first such
         file) that cannot be read at all (empty, truncated, not that format) is
         claimed too, so that opening it raises an error saying what is wrong
-        with the file instead of "no adapter recognises this layout".  Rows in a
+        with the file instead of "no adapter recognises this layout"; not a
+        folder that also holds a subfolder of no data file (a folder of
+        datasets beside a stray file, which is named as a file of its own).  Rows in a
         layout another adapter reads (:data:`.hfsource.ROW_LAYOUTS`: OpenSDI,
         SID-Set) are left to it.
         """
@@ -197,7 +207,7 @@ class DiffSeg30kDataset(SplitDataset):
             return False
         columns = hf_columns(p)
         if columns is None:  # an unreadable data file
-            return True
+            return p.is_file() or all(data_files(d) for d in subfolders(p))
         return set(REQUIRED_COLUMNS) <= columns and row_layout(columns) is None
 
     def _load(self, sample_id: str) -> Sample:
