@@ -219,3 +219,16 @@ def test_an_au_that_is_a_file_is_named_as_such(tmp_path, caplog):
     with caplog.at_level("WARNING"):
         assert Casia2Dataset(root).describe()["authentic"] == 0
     assert f"{root}: Au is a file where a folder is expected; the dataset holds tampered images only" in caplog.messages
+
+
+def test_a_tp_folder_that_is_a_link_loop_is_named_in_the_one_line(tmp_path):
+    """``Tp -> Tp``: the line said only that no adapter recognises the layout."""
+    from diffzoo import open_dataset
+
+    root = make_casia2(tmp_path / "c2")
+    shutil.rmtree(root / "Tp")
+    (root / "Tp").symlink_to("Tp")
+    with pytest.raises(DataError) as err:
+        open_dataset(str(root))
+    assert str(err.value).startswith(f"{root}: no dataset adapter recognises this layout (Tp is a symbolic link loop "
+                                     "where brgen, casia1, casia2, tpgt expect a folder). Adapters: ")

@@ -39,6 +39,7 @@ from diffzoo.harness.core.protocols import (
 from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY, LabelSpace, check_seed
 from diffzoo.harness.data.hfsource import is_hub_id
+from diffzoo.harness.data.walk import is_folder
 from diffzoo.harness.run.request import OWN_FLAGS, typed_value
 
 log = logging.getLogger(__name__)
@@ -265,17 +266,18 @@ _FOLDER_NAMED = re.compile(r"(?:^|[\s(])([\w.-]+)/")
 def folder_note(path: Path, adapters: list[tuple[Entry, Any]]) -> str:
     """`` (it holds archives: ...)`` for a folder whose files include downloads not yet extracted:
     no adapter looks inside a .tar or .7z (a .zip only where its adapter reads it in place);
-    and `` (Tp is a file where tpgt expects a folder)`` for a file named as a folder the
-    description of one of ``adapters`` names, which no sniffer looks into."""
+    and `` (Tp is a file where tpgt expects a folder)`` for a file (or a link loop, a dangling
+    link, a FIFO) named as a folder the description of one of ``adapters`` names, which no
+    sniffer looks into."""
     try:
-        files = sorted(p.name for p in path.iterdir() if p.is_file())
+        others = sorted((p.name, file_kind(p) or "a file") for p in path.iterdir() if not is_folder(p))
     except OSError:  # not a folder, or one that cannot be listed: nothing to add
         return ""
-    names = [n for n in files if n.lower().endswith(_ARCHIVE_SUFFIXES)]
+    names = [n for n, kind in others if kind == "a file" and n.lower().endswith(_ARCHIVE_SUFFIXES)]
     note = f" (it holds archives not extracted: {name_some(names)}; extract them first)" if names else ""
     expected = [(e.name, {f.lower() for f in _FOLDER_NAMED.findall(e.description)}) for e, _ in adapters]
-    for name in files:
+    for name, kind in others:
         readers = [adapter for adapter, folders in expected if name.lower() in folders]
         if readers:
-            note += f" ({name} is a file where {', '.join(readers)} expect{'s' * (len(readers) == 1)} a folder)"
+            note += f" ({name} is {kind} where {', '.join(readers)} expect{'s' * (len(readers) == 1)} a folder)"
     return note
