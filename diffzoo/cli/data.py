@@ -54,9 +54,10 @@ def info_cmd(
     dataset_option: list[str] = DATASET_OPTION,
 ) -> None:
     """Describe a dataset: layout, splits, label map, fingerprint."""
-    from diffzoo.harness.run.factories import open_dataset  # the adapters: when the command runs
+    from diffzoo.harness.run.factories import open_dataset_with  # the adapters: when the command runs
 
-    ds = open_dataset(dataset, **_open_options(dataset_option, labels))
+    ds = open_dataset_with(dataset, None, _open_options(dataset_option, labels),
+                           splits="`data info {head}` lists every split")
     fingerprint = ds.fingerprint()  # first: it counts the files' EXIF orientation tags, which describe() shows
     for key, value in ds.describe().items():
         console.print(f"[bold]{key}[/]: {term(value)}")  # names and paths from the data: their markup is text
@@ -125,7 +126,7 @@ def stats_cmd(
     """Dataset statistics as in the DiffSeg30k paper: images per editor, turns, base, edited area,
     resolutions, label values."""
     from diffzoo.harness.data.stats import dataset_stats
-    from diffzoo.harness.run.factories import open_dataset
+    from diffzoo.harness.run.factories import open_dataset_with
     from diffzoo.harness.run.request import RunRequest
     from diffzoo.leaderboard.outdir import check_out_unread, claim_output_dir
     from diffzoo.leaderboard.render.stats_plots import stats_pngs
@@ -138,7 +139,8 @@ def stats_cmd(
         check_out_unread(folder, RunRequest(detector="", dataset=dataset, dataset_option=options))
         claim_output_dir(folder, force, make=False)
     progress = RichProgress(err_console if as_json else console)
-    ds = open_dataset(dataset, progress, **options)
+    ds = open_dataset_with(dataset, progress, options,
+                           splits="`data stats {head} --split {split}` reads that split alone")
     stats = dataset_stats(ds, split, progress)
     root, sub = _stats_folder(out, ds.name)
     out_dir = claim_output_dir(root, force) if plots else None

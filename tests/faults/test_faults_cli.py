@@ -170,17 +170,27 @@ def test_an_eval_dataset_that_cannot_be_opened_is_named_as_the_option_that_gave_
         assert one_line_exit_2(*result).startswith(f"error: --eval-dataset {given}: {said}")
 
 
-@pytest.mark.parametrize("command", [["data", "info"], ["run", "--detector", "segformer.tiny", "--suite", "standard",
-                                                    "--plan", "--dataset"]])
+PLAN = ["run", "--detector", "segformer.tiny", "--plan", "--dataset"]
+
+
+@pytest.mark.parametrize(("command", "advice", "followed"), [
+    (["data", "info"], "`data info tpgt` lists every split", ["data", "info", "tpgt"]),
+    (["data", "stats", "--no-plots"], "`data stats tpgt --split val` reads that split alone",
+     ["data", "stats", "tpgt", "--split", "val", "--no-plots", "--json"]),
+    (["run", "--detector", "segformer.tiny", "--suite", "standard", "--plan", "--dataset"],
+     "PATH:SPLIT is --eval-dataset's spelling; the suite chooses the splits a run reads",
+     [*PLAN, "mini", "--suite", "cross-dataset", "--eval-dataset", "tpgt:val"])])
 def test_a_dataset_given_as_path_colon_split_says_that_the_split_is_not_taken_there(capsys, tmp_path, monkeypatch,
-                                                                                    command):
-    """`--dataset tpgt:test` (the folder tpgt, --eval-dataset's spelling) said "unknown dataset 'tpgt:test'. Did you
-    mean 'tpgt'?", the registered adapter's name, as if the folder were not there."""
+                                                                                    command, advice, followed):
+    """`--dataset tpgt:val` (the folder tpgt, --eval-dataset's spelling) said "unknown dataset 'tpgt:val'. Did you
+    mean 'tpgt'?", as if the folder were not there; `data info` and `data stats` were told of --eval-dataset and a
+    suite, which they do not take, and stats not of its --split.  The advice, followed, reads the split."""
     make_tpgt(tmp_path / "tpgt")
     monkeypatch.chdir(tmp_path)
-    line = one_line_exit_2(*cli(capsys, *command, "tpgt:test"))
-    assert line == ("error: dataset path tpgt:test does not exist; tpgt does, but a dataset is given without :test "
-                    "(PATH:SPLIT is --eval-dataset's spelling; the suite chooses the splits a run reads)")
+    line = one_line_exit_2(*cli(capsys, *command, "tpgt:val"))
+    assert line == f"error: dataset path tpgt:val does not exist; tpgt does, but a dataset is given without :val ({advice})"
+    code, stdout, stderr = cli(capsys, *followed)
+    assert code == 0 and ("val" in stdout or command[0] == "run"), stderr  # --plan does not list the eval splits
 
 
 def test_the_name_of_an_adapter_that_reads_files_says_to_give_their_path(capsys, monkeypatch):

@@ -192,6 +192,10 @@ def typed_options(factory: Any, options: dict[str, Any], flag: str = "--dataset-
     return typed
 
 
+RUN_SPLITS = "PATH:SPLIT is --eval-dataset's spelling; the suite chooses the splits a run reads"
+"""What a dataset given as ``PATH:SPLIT`` is told where a run opens it."""
+
+
 def open_dataset(spec: str | os.PathLike[str], progress: Progress | None = None, **options: Any) -> Dataset:
     """A registered dataset name, or a path whose layout an adapter recognises.
 
@@ -204,9 +208,10 @@ def open_dataset(spec: str | os.PathLike[str], progress: Progress | None = None,
 
 
 def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, options: dict[str, Any],
-                      flag: str = "--dataset-option") -> Dataset:
+                      flag: str = "--dataset-option", splits: str = RUN_SPLITS) -> Dataset:
     """:func:`open_dataset`, with ``options`` given by the command-line option ``flag``
-    (``--eval-dataset-option`` for an evaluation dataset), which an error names."""
+    (``--eval-dataset-option`` for an evaluation dataset), which an error names; ``splits``:
+    how the calling command reads one split, said to ``PATH:SPLIT`` (``{head}``, ``{split}``)."""
     spec = os.fspath(spec)  # a Path is its text: a registered name or a path
     if not spec.strip():  # Path("") is the current folder: an unset variable must not select it
         raise ConfigError("the dataset is given as an empty string: give a registered name "
@@ -236,8 +241,7 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
         head, colon, split = spec.rpartition(":")
         if colon and head and os.path.lexists(os.path.expanduser(head)):  # `tpgt:test` is not the name tpgt misspelt
             raise not_found(DataError(f"dataset path {spec} does not exist; {head} does, but a dataset is given "
-                                      f"without :{split} (PATH:SPLIT is --eval-dataset's spelling; the suite "
-                                      "chooses the splits a run reads)"))
+                                      f"without :{split} ({splits.format(head=head, split=split)})"))
         if _looks_like_path(spec):
             hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) is not None
             raise not_found(DataError(f"dataset path {spec} does not exist" + (
