@@ -283,7 +283,7 @@ def test_open_dataset_path(tmp_path):
             open_dataset(empty)
     with pytest.raises(ConfigError, match=r"split='' names no split: give one \(e\.g\. split=test\)"):
         TpGtDataset(tmp_path / "t", split="")  # built directly: every sample went to a split named ''
-    with pytest.raises(ConfigError, match=r"adapter 'tpgt' .* does not take --labels\. Valid options: name, path"):
+    with pytest.raises(ConfigError, match=r"adapter 'tpgt' .* does not take --labels\. Valid options: name, skip"):
         open_dataset(str(tmp_path / "t"), label_space="a,b")  # named as typed: --labels, not a label_space option
 
 

@@ -43,6 +43,19 @@ def test_an_unknown_dataset_option_lists_the_valid_ones(capsys, diffseg_folder):
     assert "calib_fraction" in line and "split_seed" in line
 
 
+def test_each_valid_dataset_option_listed_is_one_the_user_may_pass(capsys, tmp_path):
+    """The list named `path`, which `--dataset-option path=X` is refused for beside a dataset given by its path."""
+    data = make_tpgt(tmp_path / "tpgt")
+    line = one_line_exit_2(*cli(capsys, "data", "info", data, "--dataset-option", "pth=1"))
+    values = {"name": "x", "skip_unpaired": "true", "split": "test", "split_seed": "1", "val_fraction": "0.3"}
+    assert line.split("Valid options: ")[1].split(", ") == sorted(values) and "Did you mean" not in line
+    for key, value in values.items():
+        code, _, stderr = cli(capsys, "data", "info", data, "--dataset-option", f"{key}={value}")
+        assert code == 0, stderr
+    line = one_line_exit_2(*cli(capsys, "data", "info", "mini", "--dataset-option", "pth=1"))
+    assert "Did you mean 'path'?" in line  # a registered name: its path is an option
+
+
 @pytest.mark.parametrize("given, named", [(["--labels", "a,b"], "--labels"),
                                           (["--extra-authentic", "{au}"], "--extra-authentic")])
 def test_labels_or_extra_authentic_an_adapter_does_not_take_are_named_as_typed(capsys, tmp_path, given, named):
@@ -51,7 +64,7 @@ def test_labels_or_extra_authentic_an_adapter_does_not_take_are_named_as_typed(c
     result = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset", data, "--plan",
                  *(g.format(au=data / "Au") for g in given))
     line = one_line_exit_2(*result)
-    assert line == (f"error: dataset adapter 'tpgt' (for {data}) does not take {named}. Valid options: name, path, "
+    assert line == (f"error: dataset adapter 'tpgt' (for {data}) does not take {named}. Valid options: name, "
                     "skip_unpaired, split, split_seed, val_fraction")
 
 

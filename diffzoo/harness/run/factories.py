@@ -159,6 +159,7 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
     valid = option_names(factory)
     if valid is None:  # the factory takes **kwargs: every option
         return factory(**fixed, **options)
+    valid = [k for k in valid if k not in fixed]  # the path given as the dataset is no option left to pass
     unknown = sorted(k for k in options if k not in valid)
     if unknown:
         hint = did_you_mean(unknown[0], valid)
