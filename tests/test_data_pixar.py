@@ -346,3 +346,17 @@ def test_two_tampered_images_of_one_stem_are_refused_not_both_given_its_mask(pix
         PixarDataset(pixar)
     assert str(err.value) == (f"{pixar / 'train' / 'soft_masks'}: two images for {png.stem}_mask.png: "
                               f"train/tampered/{png.stem}.jpg and train/tampered/{png.name}")
+
+
+def test_a_mask_or_metadata_file_is_found_by_its_suffix_in_any_case_and_its_stem_as_stored(pixar):
+    """As every adapter pairing by name reads them (Tp/Gt's ``Gt/x.PNG``): ``_mask.PNG`` was "no soft_masks/..._mask.png".
+    The stem keeps its letter case: ``A_mask.png`` is no mask of ``a.png`` (a case-sensitive disk holds both)."""
+    expected = tampered(PixarDataset(pixar), "train")
+    for folder, ext in (("soft_masks", ".PNG"), ("metadata", ".JSON")):
+        for f in (pixar / "train" / folder).iterdir():
+            f.rename(f.with_suffix(ext))
+    assert tampered(PixarDataset(pixar), "train") == expected
+    mask = next((pixar / "train" / "soft_masks").iterdir())
+    mask.rename(mask.with_name(mask.name.upper()))
+    with pytest.raises(DataError, match=r"1 tampered image\(s\) lack a mask"):
+        PixarDataset(pixar)

@@ -307,3 +307,16 @@ def test_two_masks_folders_in_another_letter_case_are_refused_naming_both(tgif):
     with pytest.raises(DataError) as err:
         TgifDataset(tgif)
     assert str(err.value) == f"{tgif}: Masks and masks are both the masks/ folder, in another letter case; keep one of them"
+
+
+def test_a_mask_is_found_by_its_suffix_in_any_case_and_its_stem_as_stored(tgif):
+    """As every adapter pairing by name reads them (Tp/Gt's ``Gt/x.PNG``): ``333_mask_segm.PNG`` was "wants
+    333_mask_segm.png". The stem keeps its letter case: ``333_MASK_SEGM_512.png`` is no mask of an SD2-fr fake."""
+    expected = TgifDataset(tgif).ids("test")
+    for mask in (tgif / "masks" / "testing").iterdir():
+        mask.rename(mask.with_suffix(".PNG"))
+    assert TgifDataset(tgif).ids("test") == expected
+    crop = tgif / "masks" / "testing" / "333_mask_segm_512.PNG"
+    crop.rename(crop.with_name(crop.name.upper()))
+    with pytest.raises(DataError, match=r"SD2-fr/testing/333_mask_segm\.png_sd2-512_2\.png \(wants 333_mask_segm_512"):
+        TgifDataset(tgif)

@@ -90,6 +90,14 @@ def masks_by_stem(where: object, pairs: Iterable[tuple[str, T]], shown: Callable
     return masks
 
 
+def files_by_stem(folder: Path, files: Iterable[Path]) -> dict[str, Path]:
+    """``files`` of ``folder`` by their stem read by :func:`.walk.canonical_name`, as every adapter
+    pairing by name reads a mask's name: its suffix in any letter case, its stem in either Unicode
+    form but in its own letter case (a case-sensitive disk holds ``a.png`` and ``A.png``, two
+    files); two for one stem are refused (:func:`masks_by_stem`)."""
+    return masks_by_stem(folder, ((canonical_name(p.stem), p) for p in files), lambda p: p.name)
+
+
 def report_unpaired(where: str, missing: list[str], what: str, skip: bool, *more: tuple[list[str], str]) -> None:
     """Refuse the data when files lack their partner (``missing``, ``what`` they are, the first five
     named; and each of ``more``'s, such a pair of its own), or, with ``skip`` (an adapter's

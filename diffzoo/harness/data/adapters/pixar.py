@@ -44,6 +44,7 @@ from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import (
     SplitDataset,
     chosen_names,
+    files_by_stem,
     folder_name,
     name_list,
     report_unpaired,
@@ -54,7 +55,7 @@ from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import canonical_split, native_splits
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, ids_of, is_folder, mask_once, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, files_in, ids_of, mask_once, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +77,6 @@ def editor_from_folder(name: str) -> str:
 def _split_dirs(folder: Path) -> list[Path]:
     """Subfolders that hold ``tampered/`` (train/, validation/, test/)."""
     return [p for p in subfolders(folder) if (p / "tampered").is_dir()]
-
-
-def _names_in(folder: Path) -> dict[str, Path]:
-    """The files in ``folder`` by :func:`.walk.canonical_name`: an image finds its mask and
-    metadata stored in another Unicode form."""
-    with os.scandir(folder) as it:
-        return by_canonical_name(folder, ((e.name, Path(folder, e.name)) for e in it if not is_folder(e)))
 
 
 def read_mapping(file: Path) -> dict[str, dict[str, Any]]:
@@ -277,10 +271,11 @@ class PixarDataset(SplitDataset):
                     f"real/, full_synthetic/, tampered/, soft_masks/, masks/, metadata/"
                 )
             ids = native.setdefault(canonical_split(split_dir.name), [])
-            masks, metas = _names_in(split_dir / label_dir), _names_in(split_dir / "metadata")
+            masks = files_by_stem(split_dir / label_dir, image_files_in(split_dir / label_dir))
+            metas = files_by_stem(split_dir / "metadata", files_in(split_dir / "metadata", (".json",)))
             for sid, image in ids_of(self.root, image_files_in(split_dir / "tampered")).items():
                 stem = canonical_name(image.stem)
-                mask, meta = masks.get(f"{stem}_mask.png"), metas.get(f"{stem}_cls.json")
+                mask, meta = masks.get(f"{stem}_mask"), metas.get(f"{stem}_cls")
                 info = mapping.get(canonical_name(image.name))
                 lacks = [w for w, v in ((f"{label_dir}/{image.stem}_mask.png", mask),
                                         (f"metadata/{image.stem}_cls.json", meta),

@@ -64,10 +64,18 @@ from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
-from diffzoo.harness.data.base import child_dir, chosen_names, read_csv, report_unpaired, require_path, sniff_quietly
+from diffzoo.harness.data.base import (
+    child_dir,
+    chosen_names,
+    files_by_stem,
+    read_csv,
+    report_unpaired,
+    require_path,
+    sniff_quietly,
+)
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.splits import ids_by_split
-from diffzoo.harness.data.walk import files_in, ids_of, log_unused, subfolders
+from diffzoo.harness.data.walk import canonical_name, files_in, ids_of, log_unused, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -300,9 +308,9 @@ def _find_mask(index: dict[tuple[str, str], dict[str, Path]], where: list[Path],
         key = (str(masks), split_dir.lower())
         if key not in index:
             folder = child_dir(masks, split_dir)
-            index[key] = {} if folder is None else {p.name: p for p in image_files_in(folder)}
-        if file_name in index[key]:
-            return index[key][file_name]
+            index[key] = {} if folder is None else files_by_stem(folder, image_files_in(folder))
+        if (mask := index[key].get(canonical_name(Path(file_name).stem))) is not None:
+            return mask
     return None
 
 
