@@ -287,6 +287,20 @@ def test_open_dataset_path(tmp_path):
         open_dataset(str(tmp_path / "t"), label_space="a,b")  # named as typed: --labels, not a label_space option
 
 
+def test_a_zip_of_a_layout_no_adapter_reads_packed_says_to_extract_it(tmp_path):
+    """A Tp/Gt folder zipped: only DiffSeg30k, DEAL-300K and SID-Set read a zip in place; the line named no way on."""
+    import zipfile
+
+    root = make_tpgt(tmp_path / "tpgt")
+    with zipfile.ZipFile(tmp_path / "tpgt.zip", "w") as zf:
+        for f in sorted(root.rglob("*.*")):
+            zf.write(f, f.relative_to(tmp_path).as_posix())
+    with pytest.raises(DataError) as err:
+        open_dataset(str(tmp_path / "tpgt.zip"))
+    assert str(err.value).startswith(f"{tmp_path / 'tpgt.zip'}: no dataset adapter recognises this layout (an archive "
+                                     "no adapter reads packed: extract it and give its folder). Adapters: ")
+
+
 def test_two_masks_whose_names_print_alike_are_quoted_and_told_apart(tmp_path):
     """A mask stored under both Unicode forms of one name printed as 'two masks for café_gt: café_gt.png and
     café_gt.png', the same text twice; the names are quoted and the reason given."""

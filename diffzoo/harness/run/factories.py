@@ -270,14 +270,15 @@ _FOLDER_NAMED = re.compile(r"(?:^|[\s(])([\w.-]+)/")
 
 def folder_note(path: Path, adapters: list[tuple[Entry, Any]]) -> str:
     """`` (it holds archives: ...)`` for a folder whose files include downloads not yet extracted:
-    no adapter looks inside a .tar or .7z (a .zip only where its adapter reads it in place);
-    and `` (Tp is a file where tpgt expects a folder)`` for a file (or a link loop, a dangling
-    link, a FIFO) named as a folder the description of one of ``adapters`` names, which no
-    sniffer looks into."""
+    no adapter looks inside a .tar or .7z (a .zip only where its adapter reads it in place), nor
+    in ``path`` itself being one; and `` (Tp is a file where tpgt expects a folder)`` for a file
+    (or a link loop, a dangling link, a FIFO) named as a folder the description of one of
+    ``adapters`` names, which no sniffer looks into."""
     try:
         others = sorted((p.name, file_kind(p) or "a file") for p in path.iterdir() if not is_folder(p))
-    except OSError:  # not a folder, or one that cannot be listed: nothing to add
-        return ""
+    except OSError:  # not a folder, or one that cannot be listed: an archive is said so, else nothing to add
+        packed = path.name.lower().endswith(_ARCHIVE_SUFFIXES) and path.is_file()
+        return " (an archive no adapter reads packed: extract it and give its folder)" if packed else ""
     names = [n for n, kind in others if kind == "a file" and n.lower().endswith(_ARCHIVE_SUFFIXES)]
     note = f" (it holds archives not extracted: {name_some(names)}; extract them first)" if names else ""
     expected = [(e.name, {f.lower() for f in _FOLDER_NAMED.findall(e.description)}) for e, _ in adapters]
