@@ -365,3 +365,14 @@ def test_a_layout_an_adapter_refuses_when_sniffing_is_its_reason_in_one_line(cap
     assert (code, stderr) == (1, f"error: {root}: Gt and gt are both the Gt/ folder, in another letter case; "
                                  "keep one of them\n")
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
+
+
+def test_a_tp_folder_holding_no_image_is_refused_not_read_as_its_authentic_images_alone(tmp_path):
+    """An emptied ``Tp/`` (an extraction cut short) beside ``Au/``: the dataset was its authentic images alone,
+    listed and scored as the benchmark, the masks in ``Gt/`` matching no image logged only."""
+    root = make_tpgt(tmp_path / "d")
+    for f in (root / "Tp").iterdir():
+        f.unlink()
+    with pytest.raises(DataError) as err:
+        open_dataset(str(root))
+    assert str(err.value) == f"{root}: Tp/ holds no image (Gt/ holds 3 masks); the dataset would be its Au/ images alone"

@@ -223,6 +223,9 @@ class TpGtDataset(_PairListDataset):
                 f"{root}: expected subfolders Tp/ (images) and Gt/ (masks), Au/ optional"
             )
         entries, no_mask = pair_folders([tp], gt)
+        if not entries and not no_mask and au is not None:  # an emptied Tp/: no edited image left to score
+            raise DataError(f"{root}: Tp/ holds no image (Gt/ holds {len(list_image_files(gt))} masks); the dataset "
+                            "would be its Au/ images alone")
         report_unpaired(str(root), no_mask, "Tp image(s) have no mask in Gt/", skip_unpaired)
         if au is not None:
             add_authentic(entries, au)
