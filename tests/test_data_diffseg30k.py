@@ -393,3 +393,19 @@ def test_a_zip_with_windows_separators_gives_the_same_ids_and_fingerprint(tmp_pa
     windows = DiffSeg30kDataset(write_zip(tmp_path / "w" / "train.zip", pairs, prefix="train_copy\\"))
     native = DiffSeg30kDataset(write_zip(tmp_path / "p" / "train.zip", pairs))
     assert windows.ids("train") == native.ids("train") and windows.fingerprint() == native.fingerprint()
+
+
+def test_a_zip_of_encrypted_members_is_refused_on_opening(tmp_path):
+    """A password-protected zip opened, then every sample was skipped as corrupt ("password required")."""
+    z = write_zip(tmp_path / "train.zip", make_pairs(2))
+    data = bytearray(z.read_bytes())
+    for header, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # the encrypted bit, as a zip tool sets it
+        at = data.find(header)
+        while at >= 0:
+            data[at + flags] |= 1
+            at = data.find(header, at + 4)
+    z.write_bytes(bytes(data))
+    with pytest.raises(DataError) as err:
+        open_dataset(str(z))
+    assert str(err.value) == (f"{z}: 4 member(s) are encrypted (e.g. 'train_copy/00000001.image.png'); diffzoo "
+                              "reads no password: extract the archive with its password and give the folder")

@@ -54,7 +54,8 @@ def unsafe_member(name: str) -> bool:
 
 
 def open_zip(path: Path) -> zipfile.ZipFile:
-    """Open ``path`` as a zip; an empty, truncated or non-zip file is a DataError saying which."""
+    """Open ``path`` as a zip; an empty, truncated or non-zip file, or one of encrypted members
+    (each sample would be skipped as corrupt), is a DataError saying which."""
     kind = file_kind(path)
     if kind is not None:  # a FIFO would block the reader for ever
         raise DataError(f"{path} is {kind}, not a zip file")
@@ -65,7 +66,14 @@ def open_zip(path: Path) -> zipfile.ZipFile:
     except OSError as exc:
         raise DataError(f"{path} cannot be read ({exc})") from None
     try:
-        return zipfile.ZipFile(path)
+        zf = zipfile.ZipFile(path)
+        if locked := [i.filename for i in zf.infolist() if i.flag_bits & 0x1]:  # bit 0: the member is encrypted
+            zf.close()
+            raise DataError(f"{path}: {len(locked)} member(s) are encrypted (e.g. {locked[0]!r}); diffzoo reads no "
+                            "password: extract the archive with its password and give the folder")
+        return zf
+    except DataError:
+        raise
     except Exception as exc:  # BadZipFile, and ValueError/EOFError/... for odd headers
         if size == 0:
             what = "the file is empty (0 bytes); the download or copy did not finish"
