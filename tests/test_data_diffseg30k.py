@@ -409,3 +409,14 @@ def test_a_zip_of_encrypted_members_is_refused_on_opening(tmp_path):
         open_dataset(str(z))
     assert str(err.value) == (f"{z}: 4 member(s) are encrypted (e.g. 'train_copy/00000001.image.png'); diffzoo "
                               "reads no password: extract the archive with its password and give the folder")
+
+
+def test_a_zip_member_stored_twice_under_one_name_is_not_said_to_differ_in_form(tmp_path):
+    """A member appended again (``zip -u`` on a copy, two archives joined) was "stored twice, as 'X' and 'X'
+    (another folder separator or Unicode form)": the same name twice, no other form."""
+    z = write_zip(tmp_path / "train.zip", make_pairs(2))
+    with pytest.warns(UserWarning, match="Duplicate name"), zipfile.ZipFile(z, "a") as zf:
+        zf.writestr("train_copy/00000001.mask.png", zf.read("train_copy/00000001.mask.png"))
+    with pytest.raises(DataError) as err:
+        open_dataset(str(z))
+    assert str(err.value) == f"{z}: train_copy/00000001.mask.png is stored twice, under that one name; keep one of them"

@@ -57,11 +57,13 @@ def keyed_once(where: object, items: Iterable[tuple[str, T]], read: Callable[[st
 
 def by_canonical_name(where: object, items: Iterable[tuple[str, T]]) -> dict[str, T]:
     """``{canonical_name(name): value}`` of the (stored name, value) ``items``; two stored names
-    that read as one (``a\\b.png`` and ``a/b.png``, ``é`` composed and decomposed) are a
-    DataError naming ``where`` and both: which one is meant cannot be told."""
+    that read as one (``a\\b.png`` and ``a/b.png``, ``é`` composed and decomposed, or one name
+    twice: a zip member appended again) are a DataError naming ``where`` and both: which one is
+    meant cannot be told."""
     return keyed_once(where, items, canonical_name, lambda key, first, second: (
-        f"{key} is stored twice, as {first!r} and {second!r} (another folder separator or Unicode form); "
-        "keep one of them"))
+        f"{key} is stored twice, " + ("under that one name" if first == second else
+                                      f"as {first!r} and {second!r} (another folder separator or Unicode form)")
+        + "; keep one of them"))
 
 
 def mask_once(where: object, entries: Mapping[str, tuple[Any, T | None]], shown: Callable[[T], str]) -> set[T]:
