@@ -299,6 +299,10 @@ def test_a_zip_of_a_layout_no_adapter_reads_packed_says_to_extract_it(tmp_path):
         open_dataset(str(tmp_path / "tpgt.zip"))
     assert str(err.value).startswith(f"{tmp_path / 'tpgt.zip'}: no dataset adapter recognises this layout (an archive "
                                      "no adapter reads packed: extract it and give its folder). Adapters: ")
+    zipfile.ZipFile(tmp_path / "empty.zip", "w").close()  # extracting it gives nothing to give
+    with pytest.raises(DataError, match=r"empty\.zip: no dataset adapter recognises this layout \(the archive is "
+                                        r"empty\)\. Adapters: "):
+        open_dataset(str(tmp_path / "empty.zip"))
 
 
 def test_two_masks_whose_names_print_alike_are_quoted_and_told_apart(tmp_path):

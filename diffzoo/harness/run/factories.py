@@ -6,11 +6,13 @@ as the in-tree ones.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import os
 import re
 import typing
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -277,8 +279,12 @@ def folder_note(path: Path, adapters: list[tuple[Entry, Any]]) -> str:
     try:
         others = sorted((p.name, file_kind(p) or "a file") for p in path.iterdir() if not is_folder(p))
     except OSError:  # not a folder, or one that cannot be listed: an archive is said so, else nothing to add
-        packed = path.name.lower().endswith(_ARCHIVE_SUFFIXES) and path.is_file()
-        return " (an archive no adapter reads packed: extract it and give its folder)" if packed else ""
+        if not (path.name.lower().endswith(_ARCHIVE_SUFFIXES) and path.is_file()):
+            return ""
+        with contextlib.suppress(OSError, zipfile.BadZipFile), zipfile.ZipFile(path) as zf:
+            if not zf.namelist():  # extracting it gives nothing to give
+                return " (the archive is empty)"
+        return " (an archive no adapter reads packed: extract it and give its folder)"
     names = [n for n, kind in others if kind == "a file" and n.lower().endswith(_ARCHIVE_SUFFIXES)]
     note = f" (it holds archives not extracted: {name_some(names)}; extract them first)" if names else ""
     expected = [(e.name, {f.lower() for f in _FOLDER_NAMED.findall(e.description)}) for e, _ in adapters]
