@@ -223,3 +223,13 @@ def test_blank_lines_before_the_header_are_empty_lines(tmp_path):
     (root / "table.csv").write_text("\n" + (root / "table.csv").read_text(encoding="utf-8-sig"), encoding="utf-8")
     with pytest.raises(DataError, match=r"table\.csv: line 4: real .* is already listed on line 3 \(as real\)"):
         CocoGlideDataset(root)
+
+
+def test_a_table_saved_as_utf16_is_named_not_passed_over_as_no_layout(tmp_path):
+    """Excel's "Unicode Text" saves UTF-16: the folder was "no dataset adapter recognises this layout"."""
+    root = make_cocoglide(tmp_path / "cg")
+    table = root / "table.csv"
+    table.write_bytes(table.read_bytes().decode("utf-8-sig").encode("utf-16"))
+    with pytest.raises(DataError) as err:
+        open_dataset(str(root))
+    assert str(err.value).startswith(f"{table}: not a readable UTF-8 CSV file (")

@@ -112,8 +112,10 @@ class CocoGlideDataset(_TestSetDataset):
             if table.is_file():
                 with open(table, encoding="utf-8-sig", newline="") as f:
                     header = next(csv.reader(f), [])
-        except (OSError, UnicodeDecodeError, csv.Error):
+        except OSError:
             return False
+        except (UnicodeDecodeError, csv.Error):  # not UTF-8 (a table saved as UTF-16): read as one cut short
+            header = []
         if not header:  # a table cut short (or a FIFO) beside CocoGlide's folders: opening it says what is there
             return all(child_dir(table.parent, d) is not None for d in COLUMNS[:3])
         return {"real", "fake", "mask"} <= {h.strip().lower() for h in header}
