@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -335,6 +337,21 @@ def test_local_lora_file_fused_equals_unfused(lora_file):
     assert type(q) is torch.nn.Linear  # fused, adapter layers unloaded
     assert hasattr(unfused.pipeline.unet.down_blocks[1].attentions[0].transformer_blocks[0].attn1.to_q, "lora_A")
     assert a.metadata["loras"][0]["source"] == str(lora_file.resolve())
+
+
+def test_a_lora_on_a_kolors_card_prints_no_torch_jit_warning(tmp_path):
+    """The first import of Kolors' ChatGLM module makes torch warn that torch.jit.script is deprecated;
+    with_lora (what `generate --lora` calls) may be that first import, in a fresh process."""
+    import torch
+    from safetensors.torch import save_file
+
+    path = tmp_path / "style.safetensors"
+    save_file({"unet.down.lora_A.weight": torch.zeros(2, 2)}, str(path))
+    code = ("import sys; from diffzoo.generators.editors.cards import KOLORS_BLEND; "
+            "from diffzoo.generators.editors.lora import with_lora; print(with_lora(KOLORS_BLEND, sys.argv[1]).name)")
+    done = subprocess.run([sys.executable, "-W", "always::FutureWarning", "-c", code, str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "kolors.blend+lora-style\n", "")
 
 
 def test_lora_option_through_the_registry_and_bad_loras(lora_file, tmp_path):

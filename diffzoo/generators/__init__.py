@@ -4,6 +4,7 @@
 ``tiny/`` the tiny random-weight builds of every editor's pipeline, ``generate/``
 the steps of multi-turn dataset generation and ``datasets/`` the datasets
 made or read with them; ``plugin.py`` registers the cards and datasets
-lazily.  Imports run one way: ``tiny`` <- ``editors`` <- ``generate`` <-
-``datasets``, and every subpackage may use ``diffzoo.harness``.
+lazily; ``diffusers_classes.py`` is the one lookup of a diffusers class by name.
+Imports run one way: ``diffusers_classes`` <- ``tiny`` <- ``editors`` <-
+``generate`` <- ``datasets``, and every subpackage may use ``diffzoo.harness``.
 """

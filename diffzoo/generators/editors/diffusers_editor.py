@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from diffzoo.generators.diffusers_classes import diffusers_class
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
 from diffzoo.harness.core.protocols import EditResult, Generator
@@ -57,10 +58,7 @@ def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
 
     if not card.weights:
         raise ModelError(f"generator card {card.name!r} has no weights and is not tiny")
-    with warnings.catch_warnings():
-        # Kolors' ChatGLM module scripts a helper at import time; torch warns that is deprecated
-        warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
-        cls = getattr(diffusers, card.pipeline, None)
+    cls = diffusers_class(card.pipeline)
     if cls is None:
         raise ModelError(
             f"generator {card.name!r}: diffusers {diffusers.__version__} has no {card.pipeline}; "

@@ -25,6 +25,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from diffzoo.generators.diffusers_classes import diffusers_class
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsFileError, WeightsUnavailableError
 from diffzoo.harness.core.fsutil import require_file
@@ -66,9 +67,7 @@ def with_lora(card: GeneratorCard, path: str | Path, scale: float = 1.0, fuse: b
 
 def _check_lora_capable(card: GeneratorCard) -> None:
     """A ConfigError unless the card's pipeline is a diffusers class with LoRA loading."""
-    import diffusers
-
-    cls = getattr(diffusers, card.pipeline, None)
+    cls = diffusers_class(card.pipeline)
     if cls is None or not hasattr(cls, "load_lora_weights"):
         what = "is not a diffusers pipeline" if cls is None else "has no LoRA support in diffusers"
         raise ConfigError(f"generator {card.name!r}: {card.pipeline} {what}; it takes no LoRA")
@@ -144,7 +143,7 @@ def apply_scheduler(pipe: Any, card: GeneratorCard) -> None:
     import diffusers
 
     name = spec.pop("class")
-    cls = getattr(diffusers, name, None)
+    cls = diffusers_class(name)
     if cls is None:
         raise ModelError(f"generator {card.name!r}: diffusers {diffusers.__version__} has no scheduler {name}")
     pipe.scheduler = cls.from_config(pipe.scheduler.config, **spec)

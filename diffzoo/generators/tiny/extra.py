@@ -21,12 +21,12 @@ import io
 import os
 import string
 import tempfile
-import warnings
 from functools import lru_cache
 from typing import Any
 
 import torch
 
+from diffzoo.generators.diffusers_classes import diffusers_class
 from diffzoo.generators.tiny.components import (
     FLUX_BLOCKS,
     SD3_LATENTS,
@@ -272,19 +272,9 @@ def _chatglm_sentencepiece() -> bytes:
     return buf.getvalue()
 
 
-def _kolors_classes() -> tuple[Any, Any, Any]:
-    """(KolorsPipeline, ChatGLMModel, ChatGLMTokenizer)."""
-    with warnings.catch_warnings():
-        # diffusers' ChatGLM module scripts a helper at import time (torch warns it is deprecated)
-        warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
-        from diffusers import KolorsPipeline
-        from diffusers.pipelines.kolors import ChatGLMModel, ChatGLMTokenizer
-    return KolorsPipeline, ChatGLMModel, ChatGLMTokenizer
-
-
 def chatglm_tokenizer() -> Any:
     """Kolors' ChatGLMTokenizer over a tiny character vocabulary, built offline."""
-    ChatGLMTokenizer = _kolors_classes()[2]
+    ChatGLMTokenizer = diffusers_class("ChatGLMTokenizer", "diffusers.pipelines.kolors")
     with tempfile.TemporaryDirectory(prefix="diffzoo-chatglm-") as tmp:
         path = os.path.join(tmp, "tokenizer.model")
         with open(path, "wb") as fh:
@@ -293,9 +283,8 @@ def chatglm_tokenizer() -> Any:
 
 
 def _chatglm(seed: int, vocab_size: int) -> Any:
-    from diffusers.pipelines.kolors.text_encoder import ChatGLMConfig
-
-    ChatGLMModel = _kolors_classes()[1]
+    ChatGLMConfig = diffusers_class("ChatGLMConfig", "diffusers.pipelines.kolors.text_encoder")
+    ChatGLMModel = diffusers_class("ChatGLMModel", "diffusers.pipelines.kolors")
     config = ChatGLMConfig(
         num_layers=2,
         padded_vocab_size=vocab_size,
@@ -320,7 +309,7 @@ def _chatglm(seed: int, vocab_size: int) -> Any:
 
 def build_kolors(seed: int, **_: Any) -> Any:
     """Tiny KolorsPipeline (SDXL-style UNet conditioned on ChatGLM), text to image only."""
-    KolorsPipeline = _kolors_classes()[0]
+    KolorsPipeline = diffusers_class("KolorsPipeline")
     tokenizer = chatglm_tokenizer()
     return KolorsPipeline(
         vae=sd_vae(seed),
