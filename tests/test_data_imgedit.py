@@ -2,6 +2,7 @@
 
 import io
 import json
+import os
 import unicodedata
 
 import cv2
@@ -14,7 +15,7 @@ from PIL import Image
 from diffzoo.generators.datasets import imgedit
 from diffzoo.generators.datasets.imgedit import ImgEditDataset
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
-from diffzoo.harness.core.fsutil import cache_root
+from diffzoo.harness.core.fsutil import FileRefused, cache_root
 
 S = 128
 
@@ -263,6 +264,24 @@ def test_splits_json_beside_the_data_and_split_option(snapshot):
                                "version_backtracking_part0/00000000/1",
                                "version_backtracking_part0/00000000/input"]  # fmt: skip
     assert ImgEditDataset(root / "Parquet", split="train").ids("train") == sorted(truths)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "huge"])
+def test_a_splits_json_that_is_a_fifo_or_huge_is_read_by_the_harness_rule(snapshot, kind):
+    """A FIFO is no file: never opened, the data has its one split; a file past the text limit (a sparse
+    terabyte) is refused from its size, never read (it was read whole first: an internal MemoryError)."""
+    root, truths = snapshot
+    path = root / "Parquet" / "splits.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+        assert ImgEditDataset(root / "Parquet", split="test").ids("test") == sorted(truths)
+        assert ImgEditDataset(root / "Parquet").split_info["id"] == "native"
+        return
+    with open(path, "wb") as fh:
+        fh.truncate(2**40)
+    with pytest.raises(FileRefused, match=f"^{path} holds more than the 268.4 MB diffzoo reads from such a file "
+                                          r"\(1.1 TB\)$"):
+        ImgEditDataset(root / "Parquet")
 
 
 def test_malformed_data_is_refused_clearly(tmp_path, snapshot):

@@ -57,7 +57,7 @@ from diffzoo.harness.data.base import SplitDataset, require_path
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import data_files
 from diffzoo.harness.data.imageio import read_image, read_mask
-from diffzoo.harness.data.splits import SPLITS_FILE, file_split_id, ids_by_split, one_split, read_splits_file
+from diffzoo.harness.data.splits import SPLITS_FILE, ids_by_split, one_split, read_splits_file
 from diffzoo.harness.data.walk import stored_paths
 
 log = logging.getLogger(__name__)
@@ -362,9 +362,7 @@ class ImgEditDataset(SplitDataset):
         if split is not None or not (folder / SPLITS_FILE).is_file():
             self._splits, self.split_info = one_split(split or "test", keep)
         else:
-            self.split_info = {"id": file_split_id(SPLITS_FILE, (folder / SPLITS_FILE).read_bytes()),
-                               "source": f"{SPLITS_FILE} beside the data"}
-            named = read_splits_file(folder / SPLITS_FILE, [*self._pairs, *self._inputs])
+            named, self.split_info = read_splits_file(folder / SPLITS_FILE, [*self._pairs, *self._inputs])
             where = {i: s for s, ids in named.items() for i in ids}
             for sid in self._inputs:  # an input not named goes with its row's first pair
                 row = sid.rsplit("/", 1)[0]

@@ -91,11 +91,6 @@ def hash_split_id(seed: int, val_fraction: float, calib_fraction: float = 0.0) -
     return f"{HASH_SPLIT_VERSION}-seed{seed}-val{percent(val_fraction)}{calib}"
 
 
-def file_split_id(prefix: str, data: bytes) -> str:
-    """``<prefix>-<first 16 hex of the file's sha256>``."""
-    return f"{prefix}-{hashlib.sha256(data).hexdigest()[:16]}"
-
-
 def _parse_split_text(text: str, path: Path) -> dict[str, list[str]]:
     """A JSON ``{"train": [ids], ...}``, or ``id<TAB>split`` lines (``#`` comments)."""
     if text.lstrip().startswith(("{", "[")):
@@ -124,13 +119,17 @@ def _parse_split_text(text: str, path: Path) -> dict[str, list[str]]:
     return out
 
 
-def read_splits_file(path: Path, known_ids: Iterable[str]) -> dict[str, list[str]]:
+def read_splits_file(path: Path, known_ids: Iterable[str],
+                     prefix: str = SPLITS_FILE) -> tuple[dict[str, list[str]], dict[str, str]]:
     """Read ``{"train": [ids], "val": [ids], ...}`` or ``id<TAB>split`` lines;
     every id must exist in the data, matched as :func:`.walk.canonical_name`
     reads both (a file saved from a macOS copy writes ``café`` decomposed).
 
     Split names are made canonical; an id in two splits is an error (it
-    would leak between training and evaluation).
+    would leak between training and evaluation).  Returns the splits and their
+    provenance: id ``<prefix>-<first 16 hex of the file's sha256>``, read as its
+    text is (:func:`.fsutil.read_regular`: a FIFO or a file past ``TEXT_LIMIT`` is
+    refused, never read), and source (``split_file=NAME`` for ``prefix`` ``file``).
     """
     data = _parse_split_text(data_text(path, f"splits file {path}"), path)
     known = {canonical_name(i): i for i in known_ids}
@@ -153,7 +152,8 @@ def read_splits_file(path: Path, known_ids: Iterable[str]) -> dict[str, list[str
     unassigned = len(known) - len(seen)
     if unassigned:
         log.info("splits file %s leaves %d sample(s) in no split", path, unassigned)
-    return out
+    return out, {"id": f"{prefix}-{hashlib.sha256(read_regular(path, TEXT_LIMIT)).hexdigest()[:16]}",
+                 "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}
 
 
 def resolve_split_scheme(
@@ -178,9 +178,7 @@ def resolve_split_scheme(
         if path is None or (prefix == SPLITS_FILE and not path.is_file()):
             continue
         require_file(path, "split_file", option="split_file=")
-        splits = read_splits_file(path, all_ids)
-        info = {"id": file_split_id(prefix, read_regular(path, TEXT_LIMIT)),
-                "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}
+        splits, info = read_splits_file(path, all_ids, prefix)
         return {k: v for k, v in splits.items() if v}, info
     named = by_canonical_split("the data's own splits", native.items())
     if list(named) != ["train"]:
