@@ -14,7 +14,7 @@ import pytest
 from diffzoo.generators.editors.cards import FLUX1_FILL, GENERATOR_CARDS, SD2_INPAINT
 from diffzoo.generators.editors.diffusers_editor import DiffusersEditor
 from diffzoo.generators.generate.regions import random_region
-from diffzoo.harness.core.errors import DataError, WeightsUnavailableError
+from diffzoo.harness.core.errors import DataError, ModelError, WeightsUnavailableError
 from diffzoo.harness.core.protocols import EditResult, Generator
 
 TINY_CARDS = [c for c in GENERATOR_CARDS if c.tiny]
@@ -107,6 +107,17 @@ def test_bad_inputs_raise_data_errors(editors):
         editor.edit(_image(), _mask(32, 32), "x", 0)
     with pytest.raises(DataError, match="need a mask"):
         editor.edit(_image(), None, "x", 0)
+
+
+def test_non_finite_pixels_are_a_model_error_naming_the_card(editors):
+    import torch
+
+    broken = DiffusersEditor(editors["sd2.tiny"].card)
+    with torch.no_grad():
+        for param in broken.pipeline.vae.decoder.parameters():
+            param.fill_(float("inf"))
+    with pytest.raises(ModelError, match=r"^generator 'sd2.tiny' produced non-finite pixels$"):
+        broken.edit(_image(), _mask(), "x", 0)
 
 
 @pytest.mark.parametrize("card", [SD2_INPAINT, FLUX1_FILL], ids=lambda c: c.name)

@@ -79,6 +79,15 @@ def test_bad_inputs_raise_data_errors(editor):
         editor.edit(_image(), None, "x", 0)
 
 
+def test_non_finite_pixels_are_a_model_error_naming_the_card():
+    broken = GlideEditor(GLIDE_TINY)
+    with torch.no_grad():
+        for param in broken.pipeline[1].parameters():  # the upsampler
+            param.fill_(float("nan"))
+    with pytest.raises(ModelError, match=r"^generator 'glide.tiny' produced non-finite pixels$"):
+        broken.edit(_image(), _mask(), "a red cat", seed=1)
+
+
 def test_sampling_keeps_the_known_region_exactly():
     schedule = Schedule.make("linear", "5")
     gen = torch.Generator().manual_seed(0)

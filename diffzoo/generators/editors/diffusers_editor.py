@@ -226,15 +226,19 @@ class CardPipeline:
         return pipe
 
     def _run(self, kwargs: dict[str, Any]) -> np.ndarray:
-        """One pipeline call; its first image, floats in [0, 1], as H x W x 3 uint8 (non-finite
-        pixels are a ModelError naming the card as ``what``)."""
+        """One pipeline call; its first image, floats in [0, 1] (:meth:`_finite`), as H x W x 3 uint8."""
         import torch
 
         with torch.inference_mode():
-            out = self.pipeline(**kwargs).images[0]
-        if not np.isfinite(out).all():
-            raise ModelError(f"{self.what} {self.card.name!r} produced non-finite pixels")
+            out = self._finite(self.pipeline(**kwargs).images[0])
         return (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+    def _finite(self, pixels: Any) -> Any:
+        """``pixels`` (numpy or torch), unless one is NaN or infinite (either carries through ``max``):
+        then a ModelError naming the card as ``what``."""
+        if np.isfinite(float(abs(pixels).max())):
+            return pixels
+        raise ModelError(f"{self.what} {self.card.name!r} produced non-finite pixels")
 
 
 class DiffusersEditor(CardPipeline, Generator):

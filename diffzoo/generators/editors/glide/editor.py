@@ -120,10 +120,8 @@ class GlideEditor(CardPipeline, Generator):
                 return out[:, :3], out[:, 3:]
 
             noise = torch.randn((1, 3, hi, hi), generator=generator).to(dev) * float(uopts["temperature"])
-            high = sample(upsample, Schedule.make(uopts["schedule"], str(uopts["respacing"])), noise,
-                          src_hi * keep_hi, keep_hi, generator)
-        if not torch.isfinite(high).all():
-            raise ModelError(f"generator {self.card.name!r} produced non-finite pixels")
+            high = self._finite(sample(upsample, Schedule.make(uopts["schedule"], str(uopts["respacing"])), noise,
+                                       src_hi * keep_hi, keep_hi, generator))
         edited = ((high[0] + 1) * 127.5).round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
         metadata = {
             **edit_metadata(self.card, "native", prompt, seed, hi),
