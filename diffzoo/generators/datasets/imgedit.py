@@ -48,12 +48,12 @@ from diffzoo.generators.editors.labels import (
     edited_class,
     label_options,
 )
-from diffzoo.generators.generate.layout import png_bytes
 from diffzoo.generators.generate.regions import bbox_of
 from diffzoo.harness.core.errors import CorruptSampleError, DataError, StorageError
 from diffzoo.harness.core.fsutil import atomic_write_bytes, atomic_write_text, cache_root
 from diffzoo.harness.core.types import EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.base import SplitDataset, require_path
+from diffzoo.harness.data.distortions import encode
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import data_files
 from diffzoo.harness.data.imageio import read_image, read_mask
@@ -132,7 +132,7 @@ class LabelCache:
         meta, png = self._paths(key)
         try:
             if mask is not None:
-                atomic_write_bytes(png, png_bytes(mask))
+                atomic_write_bytes(png, encode(mask, "PNG"))
             atomic_write_text(meta, json.dumps(info))  # written last: its presence means complete
         except (OSError, StorageError) as exc:  # a full disk too: the cache is optional, the run goes on
             if not self._warned:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import logging
 import os
@@ -33,6 +32,7 @@ import numpy as np
 from diffzoo.harness.core.errors import ConfigError, name_some
 from diffzoo.harness.core.fsutil import atomic_write_bytes, file_kind, read_json, sha256_file, write_leftover, writing
 from diffzoo.harness.core.types import LabelSpace
+from diffzoo.harness.data.distortions import encode
 from diffzoo.harness.data.labelmaps import LABELS_FILE
 from diffzoo.harness.data.metadata import MANIFEST_FILE
 
@@ -78,19 +78,10 @@ def built_in_place_of(root: Path, writes: Collection[str]) -> Iterator[Path]:
         raise
 
 
-def png_bytes(array: np.ndarray) -> bytes:
-    """PNG of an H x W x 3 or H x W uint8 array; same pixels give the same bytes."""
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(array).save(buf, format="PNG", compress_level=6)  # no text chunks, no timestamps
-    return buf.getvalue()
-
-
 def save(path: Path, data: str | np.ndarray) -> None:
     """Write ``data`` to ``path``, text as UTF-8 and an array as a PNG (into a folder
     :func:`built_in_place_of` makes whole); a full disk names ``path``."""
-    blob = data.encode("utf-8") if isinstance(data, str) else png_bytes(data)
+    blob = data.encode("utf-8") if isinstance(data, str) else encode(data, "PNG")
     with writing(path):
         Path(path).write_bytes(blob)
 
@@ -155,7 +146,7 @@ class SampleStore:
     def write_ok(self, sample_id: str, image: np.ndarray, label: np.ndarray, row: dict[str, Any],
                  read: Mapping[str, str]) -> None:
         """Image, mask, then the record (each atomic); ``read``: the sha256 of the files it was made from."""
-        paths, blobs = sample_paths(self.root, sample_id), (png_bytes(image), png_bytes(label))
+        paths, blobs = sample_paths(self.root, sample_id), (encode(image, "PNG"), encode(label, "PNG"))
         for path, blob in zip(paths, blobs):
             atomic_write_bytes(path, blob)
         record = {"id": sample_id, "status": "ok", "sizes": [len(b) for b in blobs],

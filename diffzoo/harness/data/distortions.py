@@ -61,11 +61,15 @@ def image_digest(array: np.ndarray) -> str:
 
 
 def encode(image: np.ndarray, fmt: str, **options: Any) -> bytes:
-    """Encode an RGB uint8 image with Pillow (``fmt``: ``PNG``, ``JPEG``, ``WEBP``)."""
+    """Encode a uint8 image (H x W x 3 RGB, or H x W: a mask) with Pillow (``fmt``: ``PNG``, ``JPEG``,
+    ``WEBP``); a PNG at :data:`PNG_COMPRESS_LEVEL`, with no text chunk or timestamp: the same pixels
+    give the same bytes, which is what a written file's recorded sha256 relies on."""
     from PIL import Image
 
     buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(image), "RGB").save(buf, format=fmt, **options)
+    if fmt == "PNG":
+        options.setdefault("compress_level", PNG_COMPRESS_LEVEL)
+    Image.fromarray(np.ascontiguousarray(image)).save(buf, format=fmt, **options)
     return buf.getvalue()
 
 
@@ -340,7 +344,7 @@ def reencode(image: np.ndarray, label: np.ndarray, *, format: str, quality: int 
     if fmt == "png":
         if quality is not None:
             raise ConfigError(f"distortion 'reencode': png is lossless and takes no quality, got {quality!r}")
-        return decode(encode(image, "PNG", compress_level=PNG_COMPRESS_LEVEL)), label
+        return decode(encode(image, "PNG")), label
     if quality is None:
         raise ConfigError(f"distortion 'reencode': format {fmt} needs quality (an integer in 1..100)")
     return _lossy_roundtrip("reencode", image, fmt.upper(), quality, meta), label
