@@ -331,15 +331,15 @@ def test_plan_only_says_the_passes_and_does_no_work(diffseg_folder, tmp_path, ca
     n_semantic = len({(c.distortion, tuple(c.distortion_params)) for c in distortions.cases
                       if c.task == "semantic"} | {("none", ())})
     assert plan.pass_lines() == [
-        f"segformer.tiny [binary]: {n_binary} model pass(es), {n_binary * val} image reads",
-        f"segformer.tiny [semantic]: {n_semantic} model pass(es), {n_semantic * val} image reads",
+        f"segformer.tiny [binary]: {n_binary} model pass(es), {n_binary * val} image reads of {result.dataset.name}:val",
+        f"segformer.tiny [semantic]: {n_semantic} model pass(es), {n_semantic * val} image reads of {result.dataset.name}:val",
     ]
 
     code, text, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--dataset",
                           str(diffseg_folder), "--out", str(tmp_path / "out2"), "--device", "cpu", "--plan")
     assert code == 0, err
-    assert f"passes segformer.tiny [binary]: 1 model pass(es), {val} image reads" in text
-    assert f"passes segformer.tiny [semantic]: 1 model pass(es), {val} image reads" in text
+    assert f"passes segformer.tiny [binary]: 1 model pass(es), {val} image reads of {result.dataset.name}:val" in text
+    assert f"passes segformer.tiny [semantic]: 1 model pass(es), {val} image reads of {result.dataset.name}:val" in text
     assert "record(s) added" not in text and not (tmp_path / "out2").exists()
     assert not (cache / "checkpoints").exists()
 

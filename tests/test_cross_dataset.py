@@ -109,8 +109,8 @@ def test_an_eval_split_named_by_an_alias_is_the_canonical_split(capsys, tmp_path
     code, stdout, stderr = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "cross-dataset", "--plan",
                                "--eval-dataset", f"{folder}:Validation", *FAST)
     assert code == 0, stderr
-    val = len(open_dataset(str(folder)).ids("val"))
-    assert f"1 model pass(es), {val} image reads" in stdout
+    data = open_dataset(str(folder))
+    assert f"1 model pass(es), {len(data.ids('val'))} image reads of {data.name}:val" in stdout  # the eval dataset
 
 
 def test_an_eval_dataset_without_a_cross_dataset_case_is_refused(capsys, tmp_path):

@@ -203,14 +203,15 @@ class Plan:
         return lines
 
     def pass_lines(self) -> list[str]:
-        """One line per model: how many evaluation passes it makes over how many images (a pass
-        that turns out to see the undistorted input reuses its predictions, so the count is an
-        upper bound)."""
+        """One line per model: how many evaluation passes it makes over how many images, and of
+        which datasets and splits (an ``--eval-dataset`` is read there; a pass that turns out to see
+        the undistorted input reuses its predictions, so the count is an upper bound)."""
         lines = []
         for job in self.jobs:
             reads = sum(len(p.read(self.datasets)) for p in job.passes)
+            data = dict.fromkeys(f"{self.datasets[p.dataset].name}:{p.split}" for p in job.passes)
             lines.append(f"{self.detector or self.card.name} [{job.task}]{job.held_out}: {len(job.passes)} model "
-                         f"pass(es), {reads} image reads")
+                         f"pass(es), {reads} image reads of {', '.join(data)}")
         return lines
 
 
