@@ -124,7 +124,8 @@ class RunRequest:
     labels: str | None = option(None, "Label map: JSON file {'names': [...]} or comma-separated editor names.")
     extra_authentic: Path | None = option(None, "Folder of authentic images added to training with all-zero masks.")
     dataset_option: dict[str, Any] = option(
-        {}, "KEY=VALUE passed to the dataset adapter (e.g. calib_fraction=0.05; a key the dataset does not take is refused, listing those it takes); repeatable.",
+        {}, "KEY=VALUE passed to the dataset adapter (e.g. calib_fraction=0.05; a key the dataset does not take "
+        "is refused, listing those it takes); repeatable.",
         text=list[str], parse=lambda items: parse_options(items, "--dataset-option"))
     save_every: int | None = option(
         None, "Training steps between resume saves (default: a tenth of the iterations; 0: never). A killed "
