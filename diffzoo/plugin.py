@@ -68,7 +68,8 @@ _LAZY_BY_MODULE = {
     _MODELS + "train_data": ("TrainData", "CropDataset", "make_loader"),
     _MODELS + "trainer": ("train_loop",),
     _MODELS + "weights": ("hub_weights", "url_weights", "hub_pretrained", "url_state", "url_into", "built_from",
-                          "check_weights", "placed_weights", "load_weights", "hub_offline"),
+                          "check_weights", "placed_weights", "load_weights"),
+    "diffzoo.harness.core.hub": ("hub_offline",),
     _MODELS + "checkpoints": ("save_checkpoint", "load_checkpoint", "describe_mismatch"),
     "diffzoo.harness.core.distributed": ("shard", "all_gather"),
 }

@@ -123,6 +123,33 @@ def test_hub_id_offline_is_a_clear_error(tmp_path, monkeypatch):
     assert "pass the local path" in msg
 
 
+def test_hub_id_with_no_network_fails_at_once_without_retries(tmp_path, monkeypatch):
+    """HF_HUB_OFFLINE unset and the hub unreachable: the offline message, with no retry waits before it."""
+    import socket
+
+    import huggingface_hub.constants as hub_constants
+    from huggingface_hub.utils import _http
+
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-home" / "datasets"))
+
+    def refuse(self, address, *args):
+        raise OSError("network disabled by the test")
+
+    waits: list[float] = []
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(_http.time, "sleep", waits.append)
+    with pytest.raises(DataError) as err:
+        DiffSeg30kDataset("hub:someorg/somedata")
+    assert "hf download someorg/somedata --repo-type dataset" in str(err.value), str(err.value)
+    assert waits == [] and datasets.config.HF_HUB_OFFLINE is False
+
+
 def test_fingerprint_hashes_cell_bytes_once_and_follows_content(tmp_path, monkeypatch):
     from diffzoo.harness.data import hfsource
 

@@ -1326,7 +1326,7 @@ def test_a_model_of_an_unreachable_hub_is_read_from_the_cache_only(monkeypatch):
             raise OSError(f"{model_id} is not in the cache")
 
     monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.setattr(huggingface_hub, "model_info", no_answer)
+    monkeypatch.setattr(huggingface_hub, "repo_info", no_answer)
     with pytest.raises(WeightsUnavailableError) as exc:
         from_hub("vision-language model", "x", Model)
     assert (asked, loads) == (["x"], [True])

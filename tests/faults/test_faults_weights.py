@@ -822,7 +822,7 @@ def test_a_detector_hub_download_with_no_hub_answering_reads_the_cache_only(monk
         raise LocalEntryNotFoundError(f"{filename} is not in the cache")
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(huggingface_hub, "model_info", no_answer)
+    monkeypatch.setattr(huggingface_hub, "repo_info", no_answer)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
     card = get_registry().get("detector", "segformer.tiny").card
     with pytest.raises(WeightsUnavailableError) as exc:

@@ -33,10 +33,11 @@ import numpy as np
 from diffzoo.generators.diffusers_classes import diffusers_class
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
+from diffzoo.harness.core.hub import hub_offline, hub_unreachable
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import check_image
 from diffzoo.harness.data.distortions import resize_image
-from diffzoo.harness.models.weights import hub_offline, hub_snapshots, hub_unreachable
+from diffzoo.harness.models.weights import hub_snapshots
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ def _from_pretrained(card: GeneratorCard, torch_dtype: Any) -> Any:
 def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **kwargs: Any) -> Any:
     """``cls.from_pretrained(model_id, **kwargs)``, from the local cache only when offline
     (``HF_HUB_OFFLINE``) or when the hub does not answer
-    (:func:`~diffzoo.harness.models.weights.hub_unreachable`); missing or gated weights are a
+    (:func:`~diffzoo.harness.core.hub.hub_unreachable`); missing or gated weights are a
     :class:`WeightsUnavailableError` naming what to fetch (``also``: the further hub ids the model
     loads)."""
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError

@@ -29,7 +29,8 @@ from diffzoo.generators.diffusers_classes import diffusers_class
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsFileError, WeightsUnavailableError
 from diffzoo.harness.core.fsutil import require_file
-from diffzoo.harness.models.weights import hub_offline, hub_unreachable, load_weights
+from diffzoo.harness.core.hub import hub_offline, hub_unreachable
+from diffzoo.harness.models.weights import load_weights
 
 log = logging.getLogger(__name__)
 

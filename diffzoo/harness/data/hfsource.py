@@ -29,9 +29,11 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.fsutil import read_json, sha256_file
+from diffzoo.harness.core.hub import hub_offline, hub_unreachable
 from diffzoo.harness.core.progress import current_progress
 from diffzoo.harness.data.fingerprint import UNREADABLE, DigestCache, combine, pair_fingerprint
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, by_canonical_split, canonical_split
@@ -265,8 +267,12 @@ def _load(source: Path | str) -> dict[str, Any]:
             raise DataError(f"{upper[0]}: `datasets` reads a folder's data files by their lower-case suffix and would "
                             f"pass this one over; rename it to {upper[0].suffix.lower()}")
     try:
-        if isinstance(source, str):  # shown: offline, the library retries for about half a minute before failing
-            with current_progress().task(f"loading {source} from the Hugging Face hub (datasets.load_dataset)", None):
+        if isinstance(source, str):  # shown: a download can take long
+            # a hub that does not answer is asked once: `datasets` would retry for about half a minute before
+            # reading its cache, which its offline mode reads at once
+            offline = datasets.config.HF_HUB_OFFLINE or hub_offline() or hub_unreachable(source, "dataset")
+            with (patch.object(datasets.config, "HF_HUB_OFFLINE", offline),
+                  current_progress().task(f"loading {source} from the Hugging Face hub (datasets.load_dataset)", None)):
                 return dict(datasets.load_dataset(source, streaming=False))
         return dict(datasets.load_dataset(str(source)))
     except Exception as exc:  # the library raises many types; all mean "cannot read"

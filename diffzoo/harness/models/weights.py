@@ -45,37 +45,10 @@ from diffzoo.harness.core.errors import (
     name_some,
 )
 from diffzoo.harness.core.fsutil import atomic_write_text, cache_root, file_kind, sha256_file
+from diffzoo.harness.core.hub import hub_offline, hub_unreachable
 from diffzoo.harness.models.checkpoints import ZIP_MAGIC, describe_mismatch, pickled_kind, safetensors_inside
 
 log = logging.getLogger(__name__)
-
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def hub_offline() -> bool:
-    """True when ``HF_HUB_OFFLINE`` is set now.
-
-    huggingface_hub reads the variable once, at import; diffzoo reads it at
-    call time and honours it for every weight source (HF hub, torchvision,
-    smp), so an offline run never attempts a download.
-    """
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
-
-
-def hub_unreachable(model_id: str) -> bool:
-    """Whether the hub gives no answer about ``model_id`` (no network, a timeout), asked once and never
-    retried: the hub library retries each file of a model it cannot reach for many seconds."""
-    import huggingface_hub
-    from huggingface_hub.errors import HfHubHTTPError
-
-    try:
-        huggingface_hub.model_info(model_id, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
-    except (HfHubHTTPError, ValueError):  # an answer (no such repository), or no repository id (a local folder)
-        return False
-    except Exception:  # the hub libraries' transport errors share no public base
-        return True
-    return False
-
 
 def check_weights(card: DetectorCard, path: Path | str, source: str, *, what: str | None = None,
                   allow: Sequence[type] = ()) -> str:

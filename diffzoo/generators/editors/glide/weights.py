@@ -17,7 +17,8 @@ import torch
 from diffzoo.generators.editors.glide.model import GlideConfig, GlideUNet
 from diffzoo.harness.core.errors import ModelError, WeightsUnavailableError
 from diffzoo.harness.core.fsutil import cache_root
-from diffzoo.harness.models.weights import hub_offline, load_weights
+from diffzoo.harness.core.hub import hub_offline
+from diffzoo.harness.models.weights import load_weights
 
 log = logging.getLogger(__name__)
 
