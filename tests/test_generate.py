@@ -1304,6 +1304,38 @@ def test_a_model_without_its_weights_is_one_line_before_any_sample(capsys, tmp_p
                                     "windows.net/diffusion/dec-2021/base_inpaint.pt' are not in the local cache")
     assert one_line(err).endswith("(offline; 4 file(s) missing)")
 
+def test_a_model_option_written_as_a_path_that_is_not_there_does_not_exist(capsys, tmp_path, offline_empty_hub):
+    """--vlm ./nodir was taken as a hub id and failed at its first sample with a hub error; --vlm, --detector
+    and --sam written as a path (./, ../, /, ~) are folders that exist, before any model."""
+    bases = make_bases(tmp_path / "bases", n=1)
+    missing = tmp_path / "nodir"
+    for args, what, given in (
+            (("--prompts", "vlm", "--vlm", "./nodir"), "vision-language model", "./nodir"),
+            (("--regions", "open-vocab", "--detector", missing), "open-vocabulary detector", str(missing)),
+            (("--regions", "open-vocab", "--detector", bases, "--sam", "~/nodir-diffzoo"), "segmenter",
+             os.path.expanduser("~/nodir-diffzoo"))):
+        code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--editors", "sd2.tiny", "--ai-bases",
+                                0, "--bases", bases, "--n", 1, *args)
+        assert "generating" not in stdout + err, stdout + err
+        line = one_line_exit_2(code, stdout, err)
+        assert line.endswith(f" {given} does not exist (a hub id is written ORG/NAME)"), line
+        assert line.startswith(f"error: {what}") and offline_empty_hub == [], line
+
+
+def test_a_card_lora_source_written_as_a_path_that_is_not_there_does_not_exist(offline_empty_hub):
+    """A card's LoRA source ./loras with a weight_name was asked of the hub as a repository id."""
+    import dataclasses
+
+    from diffzoo.generators.editors.lora import resolve_lora_files
+    from diffzoo.harness.core.plugins import get_registry
+
+    card = get_registry().get("generator", "sdxl").card
+    card = dataclasses.replace(card, options={**card.options, "loras": ({"source": "./loras", "weight_name": "x.st"},)})
+    with pytest.raises(ConfigError, match=r"^generator 'sdxl\.\w+': LoRA file 'loras' does not exist$"):
+        resolve_lora_files(card)
+    assert offline_empty_hub == []
+
+
 def test_a_model_of_an_unreachable_hub_is_read_from_the_cache_only(monkeypatch):
     """Without HF_HUB_OFFLINE and with no network, --vlm x hung for minutes: the hub library retried
     each file the model reads.  One request that gets no answer makes the load read the cache only."""

@@ -33,6 +33,7 @@ import numpy as np
 from diffzoo.generators.diffusers_classes import diffusers_class
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
+from diffzoo.harness.core.fsutil import require_file, written_as_path
 from diffzoo.harness.core.hub import hub_offline, hub_unreachable
 from diffzoo.harness.core.protocols import EditResult, Generator
 from diffzoo.harness.core.types import check_image
@@ -85,7 +86,7 @@ def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **
             # diffusers >= 0.42 and transformers prefer `dtype`; older releases know only `torch_dtype`
             warnings.filterwarnings("ignore", message=".*torch_dtype.*", category=FutureWarning)
             local = hub_offline() or hub_unreachable(model_id)
-            return cls.from_pretrained(model_id, local_files_only=local, **kwargs)
+            return cls.from_pretrained(written_as_path(model_id) or model_id, local_files_only=local, **kwargs)
     except GatedRepoError as exc:
         raise WeightsUnavailableError(
             what, model_id, f"gated repository: accept its licence on the hub page and log in (`hf auth login`); {exc}",
@@ -99,8 +100,12 @@ def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **
 
 def require_cached(what: str, model_ids: Sequence[str]) -> None:
     """Each hub id of ``model_ids`` (what :func:`from_hub` loads) is in the hub cache, or the hub answers:
-    else the WeightsUnavailableError its load would raise, said before any model is built."""
+    else the WeightsUnavailableError its load would raise, said before any model is built; one written
+    as a path (:func:`written_as_path`) is a folder that exists."""
     for model_id in model_ids:
+        if (path := written_as_path(model_id)) is not None:
+            require_file(path, what, " (a hub id is written ORG/NAME)", folder=True)
+            continue
         snapshots = hub_snapshots(model_id)
         here = Path(model_id).is_dir() or (snapshots.is_dir() and any(snapshots.iterdir()))
         if not here and (hub_offline() or hub_unreachable(model_id)):

@@ -2,7 +2,8 @@
 
 A card lists its LoRAs in ``options["loras"]``: a tuple of plain dicts
 
-- ``source``: a local ``.safetensors`` file, or a hub repository id;
+- ``source``: a local ``.safetensors`` file (or its folder), or a hub repository id (never one written as a
+  path, ``./x``: :func:`~diffzoo.harness.core.fsutil.written_as_path`);
 - ``weight_name``: the file inside that repository (hub sources only);
 - ``scale``: adapter weight (default 1.0);
 - ``fuse``: merge into the base weights (default True; ``pipe.fuse_lora``
@@ -28,7 +29,7 @@ from typing import Any
 from diffzoo.generators.diffusers_classes import diffusers_class
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsFileError, WeightsUnavailableError
-from diffzoo.harness.core.fsutil import require_file
+from diffzoo.harness.core.fsutil import require_file, written_as_path
 from diffzoo.harness.core.hub import hub_offline, hub_unreachable
 from diffzoo.harness.models.weights import load_weights
 
@@ -112,7 +113,7 @@ def resolve_lora_files(card: GeneratorCard) -> list[Path | None]:
             local = local / spec["weight_name"]
         if local.is_file():
             files.append(local)
-        elif spec["weight_name"] and not local.exists():
+        elif spec["weight_name"] and not local.exists() and written_as_path(source) is None:
             files.append(_hub_file(card, source, spec["weight_name"]))
         else:
             raise ConfigError(f"generator {card.name!r}: LoRA file {str(local)!r} does not exist")

@@ -129,6 +129,13 @@ def given_as(option: str, value: object) -> str:
     return f"{option}{value}" if option.endswith(("=", ":")) else f"{option} {value}"
 
 
+def written_as_path(text: str) -> str | None:
+    """``text``, a value that is a hub id or a local folder, as the path it is written as (starting
+    ``./``, ``../``, ``/`` or ``~``, the home folder expanded): one that is not there does not exist,
+    never a hub id; None for anything else (``ORG/NAME``: a hub id, or a folder that exists)."""
+    return os.path.expanduser(text) if text.startswith(("./", "../", "/", "~")) or text in (".", "..") else None
+
+
 def require_file(path: Path | str, what: str, hint: str = "", *, folder: bool = False, option: str = "") -> None:
     """Check that a regular file (``folder``: a folder) is at ``path``, before any work: a DataError
     (exit 2: another path is the fix) saying that ``what`` ``path`` does not exist when nothing is
