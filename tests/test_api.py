@@ -232,7 +232,7 @@ def test_train_refuses_an_out_under_a_file_before_it_opens_the_dataset(tmp_path)
         diffzoo.train(detector="segformer.tiny", dataset=str(tmp_path / "none"), out=tmp_path / "afile" / "x",
                       device="cpu")
     assert str(error.value) == (f"--out {tmp_path / 'afile' / 'x'} cannot be used: a part of the path is a file, not a "
-                                "folder; point it at a writable folder")
+                                "folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files there")
 
 
 def test_train_refuses_an_out_holding_another_trainings_checkpoint_before_training(tmp_path, monkeypatch):
@@ -354,7 +354,8 @@ def test_a_plan_refuses_an_out_folder_the_run_would_refuse(diffseg_folder, tmp_p
            "--device", "cpu"]
     out = tmp_path / "c.yaml" / "sub"
     assert one_line_exit_2(*cli(capsys, *run, "--out", out)) == (
-        f"error: --out {out} cannot be used: a part of the path is a file, not a folder; point it at a writable folder")
+        f"error: --out {out} cannot be used: a part of the path is a file, not a folder; choose another path "
+        "(--out DIR, $DIFFZOO_CACHE) or fix the files there")
     assert one_line_exit_2(*cli(capsys, *run, "--out", "/proc/x")).startswith("error: --out /proc/x cannot be used: ")
 
 

@@ -415,7 +415,7 @@ def test_a_file_where_a_run_writes_its_samples_is_one_line_before_any_model(refe
     (out / folder).write_text("x")
     one_line_exit_2(*cli(capsys, "generate", "--out", out, "--bases", bases, "--editors", EDITORS, "--n", N,
                          "--size", 32, "--seed", 3),
-                    f"--out {out / folder} cannot be used: it is not a folder; point it at a writable folder")
+                    f"--out {out / folder} cannot be used: it is not a folder; choose another path")
 
 
 def test_a_label_map_file_edited_between_runs_is_one_line_saying_what_to_do(reference, tmp_path, capsys):
@@ -704,7 +704,7 @@ def test_an_out_no_folder_can_be_made_in_is_one_line_before_any_model(capsys, tm
     result = cli(capsys, "generate", "--out", "/proc/diffzoo-out", "--ai-bases", "1", "--editors", "sd2.tiny",
                  "--n", "2")
     one_line_exit_2(*result, "--out /proc/diffzoo-out cannot be used: no folder can be made in /proc",
-                    "point it at a writable folder")
+                    "choose another path")
 
 
 def test_one_editor_named_twice_is_refused(capsys, tmp_path):

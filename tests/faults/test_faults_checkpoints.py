@@ -371,7 +371,7 @@ def test_a_file_where_the_detectors_cache_folder_goes_is_one_line(diffseg_folder
     code, out, err = cli(capsys, "train", "-d", "segformer.tiny", "--dataset", diffseg_folder, "--iterations", "2",
                          "--batch-size", "2", "--crop-size", "16", "--device", "cpu")
     assert one_line_exit_2(code, out, err) == (
-        f"error: cannot use {_checkpoints_dir()}: a part of the path is a file, not a folder; choose another path "
+        f"error: {_checkpoints_dir()} cannot be used: a part of the path is a file, not a folder; choose another path "
         "(--out DIR, $DIFFZOO_CACHE) or fix the files there")
 
 

@@ -18,7 +18,7 @@ from PIL import Image
 
 from diffzoo import hookimpl, open_dataset
 from diffzoo.harness.core.errors import ConfigError, StorageError
-from diffzoo.harness.core.fsutil import cache_root, check_usable_dir
+from diffzoo.harness.core.fsutil import cache_root, check_usable_dir, user_path_error
 from diffzoo.harness.core.plugins import get_plugin_system
 from diffzoo.leaderboard.store import RecordStore
 
@@ -266,7 +266,7 @@ def test_a_cache_where_no_folder_can_be_made_is_refused_for_everyone_root_includ
     monkeypatch.setenv("DIFFZOO_CACHE", "/proc/diffzoo-cache")
     result = cli(capsys, "run", "--detector", "segformer", "--suite", "standard")
     one_line_exit_2(*result, "the diffzoo cache ($DIFFZOO_CACHE) /proc/diffzoo-cache cannot be used",
-                    "no folder can be made in /proc", "point it at a writable folder")
+                    "no folder can be made in /proc", "choose another path")
 
 
 def test_a_folder_that_cannot_be_made_names_the_folder_that_refuses_it_in_full(monkeypatch, tmp_path):
@@ -279,15 +279,18 @@ def test_a_folder_that_cannot_be_made_names_the_folder_that_refuses_it_in_full(m
 
 def test_an_out_folder_whose_name_is_too_long_is_one_line_before_any_work(capsys, caplog, tmp_path, monkeypatch):
     """A part of --out longer than the filesystem takes passed the first check, and the run failed after its work
-    with a WARNING that its log is not written before its error line, leaving the folders it made."""
+    with a WARNING that its log is not written before its error line, leaving the folders it made.  A writer that
+    meets the name says it in the same words: it said "cannot use P: ...; choose another path"."""
     monkeypatch.chdir(tmp_path)
     out = f"o/{'x' * 300}/y"
-    one_line_exit_2(*cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", "mini",
-                         "--out", out),
-                    f"error: --out {out} cannot be used: the name is too long for the filesystem; point it at a "
-                    "writable folder")
+    said = "cannot be used: the name is too long for the filesystem; choose another path (--out DIR, $DIFFZOO_CACHE)"
+    assert one_line_exit_2(*cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", "mini",
+                                "--out", out)) == f"error: --out {out} {said} or fix the files there"
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
     assert list(tmp_path.iterdir()) == []
+    with pytest.raises(StorageError) as checked:
+        check_usable_dir(Path(out), "--out")
+    assert str(checked.value) == f"--out {user_path_error(OSError(errno.ENAMETOOLONG, 'File name too long', out))}"
 
 
 def test_the_default_cache_follows_xdg_cache_home_when_it_is_absolute(monkeypatch, tmp_path):

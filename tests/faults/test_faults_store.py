@@ -375,24 +375,24 @@ def test_a_file_where_a_store_folder_belongs_is_one_line_never_an_internal_error
     shutil.copytree(source, store)
     (store / "versions").write_text("notes")
     code, out, err = cli(capsys, "leaderboard", "freeze", "v1", "--store", store)
-    assert (code, one_line(err)) == (2, f"error: cannot use {store / 'versions'}: a part of the path is a file, not "
-                                        "a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
+    assert (code, one_line(err)) == (2, f"error: {store / 'versions'} cannot be used: a part of the path is a file, "
+                                        "not a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
                                         "there"), err
     assert (store / "versions").read_text() == "notes"
     older = tmp_path / "older"
     older.mkdir()
     (older / "records").write_text("notes")
     code, out, err = cli(capsys, "leaderboard", "add", source, "--store", older)
-    assert (code, one_line(err)) == (2, f"error: cannot use {older / 'records'}: a part of the path is a file, not "
-                                        "a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
+    assert (code, one_line(err)) == (2, f"error: {older / 'records'} cannot be used: a part of the path is a file, "
+                                        "not a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
                                         "there"), err
     assert (older / "records").read_text() == "notes"
     site, semantic = tmp_path / "site", stored(tmp_path, verified(task="semantic"), name="semantic")
     assert cli(capsys, "leaderboard", "publish", "--store", semantic, "-f", "md", "--out", site)[0] == 0
     (site / "plots").write_text("notes")  # in a folder diffzoo made, after it made it; the site draws a figure
     code, out, err = cli(capsys, "leaderboard", "publish", "--store", semantic, "-f", "html", "--out", site)
-    assert (code, one_line(err)) == (2, f"error: cannot use {site / 'plots'}: a part of the path is a file, not "
-                                        "a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
+    assert (code, one_line(err)) == (2, f"error: {site / 'plots'} cannot be used: a part of the path is a file, "
+                                        "not a folder; choose another path (--out DIR, $DIFFZOO_CACHE) or fix the files "
                                         "there"), err
     assert (site / "plots").read_text() == "notes" and not (site / "index.html").exists()
 

@@ -401,7 +401,7 @@ def test_a_user_fixable_oserror_in_any_writer_is_one_line(capsys, tmp_path, monk
     store.add(make_record(state=make_state()))
     code, out, err = cli(capsys, "leaderboard", "publish", "--store", store.root, "--out", tmp_path / "pub")
     assert code == 2 and len(lines(err)) == 1 and "internal error" not in err
-    assert f"cannot use {target}" in err and words in err
+    assert f"{target} cannot be used" in err and words in err
 
 
 def test_a_fifo_named_like_an_image_is_named_and_never_opened(tmp_path):

@@ -153,16 +153,21 @@ def require_file(path: Path | str, what: str, hint: str = "", *, folder: bool = 
         raise not_regular(named or path, kind)
 
 
+def cannot_use(where: str, reason: str) -> StorageError:
+    """The one line (a StorageError, exit 2) of every path that cannot be used, whichever check or writer
+    meets it: ``where`` (the path, after the option that named it where one did), ``reason`` and the fix."""
+    return StorageError(f"{where} cannot be used: {reason}; choose another path (--out DIR, $DIFFZOO_CACHE) "
+                        "or fix the files there")
+
+
 def user_path_error(exc: OSError, path: Path | str | None = None) -> StorageError | None:
-    """A StorageError (exit 2) naming the path, what is wrong with it and the fix,
-    if ``exc`` is a full disk or one of :data:`USER_FIXABLE`; else None."""
+    """:func:`cannot_use` naming the path and what is wrong with it, if ``exc`` is one of
+    :data:`USER_FIXABLE`; a full disk's StorageError; else None."""
     full = disk_full_error(exc, path)
     if full is not None or exc.errno not in USER_FIXABLE:
         return full
-    where = path or exc.filename or "a path"
     other = f" (and {exc.filename2})" if getattr(exc, "filename2", None) else ""
-    return StorageError(f"cannot use {where}{other}: {USER_FIXABLE[exc.errno]}; choose another path "
-                        "(--out DIR, $DIFFZOO_CACHE) or fix the files there")
+    return cannot_use(f"{path or exc.filename or 'a path'}{other}", USER_FIXABLE[exc.errno])
 
 
 def check_writable_dir(path: Path | str, what: str) -> Path:
@@ -175,7 +180,7 @@ def check_writable_dir(path: Path | str, what: str) -> Path:
             pass
     except OSError as exc:
         reason = USER_FIXABLE.get(exc.errno or 0) or exc.strerror or str(exc)
-        raise StorageError(f"{what} {path} cannot be used: {reason}; point it at a writable folder") from None
+        raise cannot_use(f"{what} {path}", reason) from None
     return path
 
 
@@ -217,7 +222,7 @@ def check_usable_dir(path: Path | str, what: str) -> Path:
             with contextlib.suppress(OSError):  # another process's files in it already: theirs to keep
                 probe.rmdir()
     if reason is not None:
-        raise StorageError(f"{what} {path} cannot be used: {reason}; point it at a writable folder")
+        raise cannot_use(f"{what} {path}", reason)
     return path
 
 
