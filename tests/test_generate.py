@@ -1322,6 +1322,18 @@ def test_a_model_option_written_as_a_path_that_is_not_there_does_not_exist(capsy
         assert line.startswith(f"error: {what}") and offline_empty_hub == [], line
 
 
+def test_a_model_option_given_empty_is_no_value_before_any_model(capsys, tmp_path, offline_empty_hub):
+    """--vlm "$UNSET" was asked of the hub as the id '' and failed at the first sample ("hf download ")."""
+    bases = make_bases(tmp_path / "bases", n=1)
+    for args in (("--prompts", "vlm", "--vlm", ""), ("--regions", "open-vocab", "--detector", " "),
+                 ("--regions", "open-vocab", "--sam", "")):
+        code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--editors", "sd2.tiny", "--ai-bases",
+                                0, "--bases", bases, "--n", 1, *args)
+        assert one_line_exit_2(code, stdout, err) == (f"error: {args[2]} '{args[3]}' gives no value (an unset shell "
+                                                      "variable?); give one or leave the option out")
+        assert not (tmp_path / "out").exists()
+
+
 def test_a_card_lora_source_written_as_a_path_that_is_not_there_does_not_exist(offline_empty_hub):
     """A card's LoRA source ./loras with a weight_name was asked of the hub as a repository id."""
     import dataclasses

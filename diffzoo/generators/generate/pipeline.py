@@ -110,6 +110,8 @@ class DatasetGenerator:
                                        ("objects", config.objects, ("vocabulary", "vlm"))):
             if value not in allowed:
                 raise ConfigError(f"--{option} {value!r}: choose {' or '.join(allowed)}")
+        if empty := next((o for o in ("vlm", "detector", "sam") if not getattr(config, o).strip()), None):
+            raise no_value(f"--{empty} {getattr(config, empty)!r}")  # an unset variable, never the hub id ''
         out = Path(config.out)  # checked before any model is built: a new folder, an empty one or a run's own
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} exists and is not a folder; choose a new or empty folder")
