@@ -360,7 +360,8 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
         raise ConfigError(f"record {record.id} stores no request (it was written before records stored their "
                           "options), so it cannot be run again; run it with diffzoo run")
     try:  # the options the record stores, not ones typed here: the error says whose they are
-        request = RunRequest.from_dict(body.request, suite=body.suite.name, **({"device": device} if device else {}))
+        request = RunRequest.from_dict(body.request, suite=body.suite.name,
+                                         **({"device": device} if device is not None else {}))
     except ConfigError as exc:
         raise ConfigError(f"record {record.id}'s stored request: {exc}") from None
     _check_reproducible(record, request)
