@@ -52,7 +52,7 @@ from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.model_source import CheckpointInfo
 from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
-from diffzoo.harness.run.request import TRAIN_FIELDS, RunRequest, check_suite_given
+from diffzoo.harness.run.request import TRAIN_FIELDS, RunRequest, check_suite_given, option_keys
 from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.harness.run.thresholds import calibrated_split
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
@@ -75,13 +75,14 @@ OUTPUTS_OUTSIDE_STORE = (SUMMARY_FILE, PLOTS_DIR, TRAIN_DIR)
 
 
 def make_request(request: RunRequest | Mapping[str, Any] | None = None, **options: Any) -> RunRequest:
-    """``request`` (or the defaults; a mapping is read as a ``--config`` file's keys) with
+    """``request`` (or the defaults; a mapping is read as a ``--config`` file's keys, either spelling) with
     ``options`` (flag names; None: not given) applied, validated as one :class:`RunRequest`."""
     if isinstance(request, RunRequest):
         request = {f.name: getattr(request, f.name) for f in fields(RunRequest)}
     if not isinstance(request, Mapping | None):
         raise ConfigError(f"request= takes a RunRequest or a mapping of its fields, got {type(request).__name__}")
-    return RunRequest.from_dict(request or {}, **{k: v for k, v in options.items() if v is not None})
+    return RunRequest.from_dict(option_keys(request or {}, "request="),
+                                **{k: v for k, v in options.items() if v is not None})
 
 
 @dataclass
@@ -239,7 +240,8 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     the checkpoint (written by rank 0)."""
     # evaluate()'s options are never ignored unsaid (a holdout= trained on every editor); the runner
     # refuses weights and checkpoints, which name models trained already, in words of their own
-    given = {*options, *(request if isinstance(request, Mapping) else ())}  # a RunRequest holds every option
+    # a mapping's keys as make_request reads them (batch-size is batch_size); a RunRequest holds every option
+    given = {*options, *(option_keys(request, "request=") if isinstance(request, Mapping) else ())}
     if unread := sorted(given - {*TRAIN_OPTIONS, "weights", "checkpoint"}):
         hint = " (train() holds editors out with exclude_editors=)" if "holdout" in unread else ""
         one = len(unread) == 1

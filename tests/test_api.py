@@ -215,6 +215,8 @@ def test_train_refuses_an_out_that_is_no_checkpoint_folder_before_it_opens_the_d
      "evaluate() (diffzoo run --checkpoint)"),
     ({"request": {"holdout": ["sd2,sdxl"], "seed": 3}}, "train() does not read holdout, an option of evaluate() "
      "(train() holds editors out with exclude_editors=); leave it out"),
+    ({"request": {"batch-size": 2, "bootstrap": 5}}, "train() does not read bootstrap, an option of evaluate(); leave "
+     "it out"),  # batch-size is --batch-size, as a --config file spells it
 ])
 def test_train_refuses_an_option_it_does_not_read_before_it_opens_the_dataset(tmp_path, options, said):
     """train(holdout=...) trained on every editor unsaid, train(suite=...) was a TypeError, and
@@ -422,6 +424,15 @@ def test_paths_and_lists_are_taken_where_the_api_asks_for_text(diffseg_folder, t
                                             **FAST)
     with pytest.raises(ConfigError, match="request= takes a RunRequest or a mapping of its fields, got str"):
         diffzoo.evaluate(request="segformer.tiny", plan_only=True)
+    # its keys as a --config file's: the flag's spelling or the field's (a loaded run.yaml), never a TypeError
+    loaded = diffzoo.evaluate(request={"detector": "segformer.tiny", "dataset": str(diffseg_folder), "--batch-size": 2,
+                                       "crop-size": 32, "iterations": 3}, suite="standard", plan_only=True)
+    assert (loaded.request.batch_size, loaded.request.crop_size) == (2, 32)
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(request={"detector": "segformer.tiny", "batch-size": 2, "batch_size": 3}, plan_only=True)
+    assert str(error.value) == "request=: 'batch-size' and 'batch_size' are one option; keep one"
+    with pytest.raises(ConfigError, match="^unknown option\\(s\\) 1; options are: allow_train_overlap"):
+        diffzoo.evaluate(request={"detector": "segformer.tiny", 1: 2}, plan_only=True)
 
 
 def test_a_dataset_can_name_the_reference_detectors_run_on_it():

@@ -21,7 +21,7 @@ import typer
 
 from diffzoo.harness.core.errors import ConfigError, EnvVarError, did_you_mean_each
 from diffzoo.harness.core.types import check_seed
-from diffzoo.harness.run.request import RunRequest, field_value, flags_of, parse_options, typed_value
+from diffzoo.harness.run.request import RunRequest, field_value, flags_of, option_keys, parse_options, typed_value
 
 __all__ = ["CONFIG", "DATASET_OPTION", "FORCE", "KEY_VALUE", "LABELS", "SEED", "WORKERS", "parse_options",
            "request_command", "request_option", "request_values"]
@@ -212,11 +212,4 @@ def read_config(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"--config {path}: must be a mapping of option names to values (key: value lines), "
                           f"not {json_kind(data)}")
-    options: dict[str, Any] = {}
-    spelt: dict[str, str] = {}
-    for key, value in data.items():
-        name = str(key).lstrip("-").replace("-", "_")
-        if name in options:  # batch-size and batch_size are one option
-            raise ConfigError(f"--config {path}: {spelt[name]!r} and {str(key)!r} are one option; keep one")
-        options[name], spelt[name] = value, str(key)
-    return options
+    return option_keys(data, f"--config {path}")

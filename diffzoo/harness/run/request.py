@@ -55,6 +55,20 @@ def parse_options(items: list[str] | Mapping[str, Any], what: str) -> dict[str, 
     return out
 
 
+def option_keys(data: Mapping[Any, Any], where: str) -> dict[str, Any]:
+    """``data``'s values by option name, a key spelt as the flag (``batch-size``, ``--batch-size``)
+    or as the field (``batch_size``) alike; one option under two spellings is a ConfigError
+    naming ``where``, since which value was meant cannot be told."""
+    options: dict[str, Any] = {}
+    spelt: dict[str, str] = {}
+    for key, value in data.items():
+        name = str(key).lstrip("-").replace("-", "_")
+        if name in options:
+            raise ConfigError(f"{where}: {spelt[name]!r} and {str(key)!r} are one option; keep one")
+        options[name], spelt[name] = value, str(key)
+    return options
+
+
 OWN_FLAGS = {"label_space": "--labels", "extra_authentic": "--extra-authentic"}
 """Adapter options that have a command-line option of their own (:func:`with_own_flags`)."""
 
