@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import diffzoo
@@ -417,6 +418,9 @@ def test_paths_and_lists_are_taken_where_the_api_asks_for_text(diffseg_folder, t
     assert (request.dataset, request.suite) == (str(diffseg_folder), "standard,lora")
     with pytest.raises(ConfigError, match="--iterations takes an integer, got '40'"):
         diffzoo.evaluate(detector="segformer.tiny", dataset=diffseg_folder, plan_only=True, iterations="40")
+    # numpy's integers (a seed drawn by np.random) are integers, stored as Python's ("takes an integer, got 3")
+    numbered = RunRequest.of(detector="segformer.tiny", seed=np.int64(3), iterations=np.int32(40))
+    assert numbered.to_dict()["seed"] == 3 and type(numbered.seed) is type(numbered.iterations) is int
     # a request may be a mapping, as a --config file gives it; an option given still wins
     as_dict = diffzoo.evaluate(request={"detector": "segformer.tiny", "suite": "lora", "dataset": str(diffseg_folder),
                                         **FAST}, suite="standard", plan_only=True)

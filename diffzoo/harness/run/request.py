@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import numbers
 import os
 import types
 import typing
@@ -429,7 +430,9 @@ def typed_value(flag: str, value: Any, hint: Any) -> Any:
         if kind is bool:
             return value
     elif kind in (int, float):
-        if isinstance(value, int) or (kind is float and isinstance(value, float)):
+        if isinstance(value, numbers.Integral):  # numpy's too, held as Python's: a record stores it as JSON
+            return int(value)
+        if kind is float and isinstance(value, float):
             return value
     elif kind is str:
         if (text := as_text(value)) is not None:
