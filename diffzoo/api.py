@@ -52,7 +52,7 @@ from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.model_source import CheckpointInfo
 from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
-from diffzoo.harness.run.request import TRAIN_FIELDS, RunRequest, check_suite_given, option_keys
+from diffzoo.harness.run.request import TRAIN_FIELDS, RunRequest, check_suite_given, option_keys, typed_value
 from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.harness.run.thresholds import calibrated_split
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
@@ -140,6 +140,7 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     """
     start = time.monotonic()
     request = make_request(request, detector=detector, suite=suite, dataset=dataset, **options)
+    out = None if out is None else typed_value("--out", out, Path)  # "" is no folder: pathlib reads it as "."
     check_suite_given(request.suite)
     if out is None and (unread := [f"{k}=True" for k, v in (("rerun", rerun), ("force", force)) if v]):
         one = len(unread) == 1
@@ -257,8 +258,9 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     card = get_registry().get("detector", request.detector).card  # an unknown name, a task it has not: no data read
     if task not in card.tasks:
         raise ConfigError(f"{card.name} cannot be trained for task {task!r}; it supports {', '.join(card.tasks)}")
+    out = None if out is None else typed_value("--out", out, Path)  # "" is no folder: pathlib reads it as "."
     if out is not None:
-        check_copy_target(Path(out))  # before the data is opened, as every option's check
+        check_copy_target(out)  # before the data is opened, as every option's check
     with reporting(progress):  # the dataset's first fingerprint is shown as it is read
         runner = Runner(request, progress)
         plan = runner.training_plan(task, names)

@@ -167,13 +167,22 @@ def test_on_plan_sees_the_plan_before_any_training(diffseg_folder, tmp_path, mon
 
 
 @pytest.mark.parametrize("option, value, flag", [
-    ("checkpoint", [""], "--checkpoint"), ("extra_authentic", "", "--extra-authentic"), ("weights", "", "--weights")])
+    ("checkpoint", [""], "--checkpoint"), ("extra_authentic", "", "--extra-authentic"), ("weights", "", "--weights"),
+    ("out", "", "--out")])
 def test_an_empty_path_or_weights_is_refused_not_read_as_the_current_folder_or_dropped(option, value, flag):
     """evaluate(checkpoint=[""]) read the current folder as the checkpoint; extra_authentic="" and weights="" (an
     unset variable) were dropped unsaid: the run trained a model in place of the release asked for."""
     with pytest.raises(ConfigError) as error:
         diffzoo.evaluate(detector="segformer.tiny", plan_only=True, **{option: value})
     assert str(error.value) == f"{flag} '' gives no value (an unset shell variable?); give one or leave the option out"
+
+
+@pytest.mark.parametrize("entry", [diffzoo.evaluate, diffzoo.train])
+def test_an_out_of_another_kind_is_one_config_error_naming_it(entry, tmp_path):
+    """evaluate(out=5) and train(out=5) stopped with a TypeError from pathlib."""
+    with pytest.raises(ConfigError) as error:
+        entry(detector="segformer.tiny", dataset=str(tmp_path / "none"), out=5)
+    assert str(error.value) == "--out takes a path, got 5"
 
 
 def test_unknown_options_are_named(diffseg_folder):
