@@ -111,6 +111,8 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", "train: 'yes'", ["--config", "--train takes true or false, got 'yes'"]),
     ("run", "holdout: [5]", ["--config", "--holdout takes two different editor names", "got 5"]),
     ("run", "dataset_option: 5", ["--config", "--dataset-option takes a list, got 5"]),
+    # a card name is text: a mapping was read as its repr, "unknown generator \"{'a': 1}\""
+    ("run", "generator: {sdxl: {a: 1}}", ["--config", "--generator takes text, got {'a': 1}"]),
     ("run", "out: [a]", ["--config", "--out takes a path, got ['a']"]),
     ("run", "plan: 5", ["--config", "--plan takes true or false, got 5"]),
     ("sweep", "dataset: {a: 1}", ["--config", "dataset takes a list, got {'a': 1}"]),

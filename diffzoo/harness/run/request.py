@@ -166,7 +166,7 @@ class RunRequest:
     generator: dict[str, str] = option(
         {}, "NAME=CARD: use generator card CARD where a suite names NAME (e.g. the LoRA suite's "
         "sdxl.hyper-sd-8step); repeatable.",
-        text=list[str], parse=lambda items: {k: str(v) for k, v in parse_options(items, "--generator").items()})
+        text=list[str], parse=lambda items: parse_options(items, "--generator"))  # each card's name as text
     eval_dataset: list[str] = option(
         [], "PATH[:SPLIT]: a dataset the cross-dataset suite evaluates the model on (default split: test, else "
         "val); repeatable. catalog:ROOT: every dataset `diffzoo data find ROOT` lists, except the run's own "
