@@ -678,6 +678,26 @@ def test_a_release_file_cut_short_or_under_the_other_formats_name_is_one_line_sa
     assert f"{bad}: could not be read as weights: {said}; replace it with the file from released:{RELEASE} (" in line
 
 
+@pytest.mark.parametrize("archive", ["zip", "gztar"])
+def test_a_release_file_packed_in_an_archive_says_to_unpack_it(capsys, tmp_path, archive):
+    """The release downloaded as an archive (a Drive folder's zip, a .tar.gz), under its file's name or its own:
+    never torch's "[enforce fail at inline_container.cc:180]" nor "it starts with b'\\x1f\\x8b'"."""
+    import shutil
+
+    from helpers.dinov3iml import FILE, RELEASE, released
+
+    packed = Path(shutil.make_archive(str(tmp_path / "download"), archive, released(tmp_path / "dl").parent))
+    kind = "a zip archive holding cat_vitl_lora_r32.pth" if archive == "zip" else "a gzip file"
+    for given in (packed, tmp_path / "named" / FILE):
+        given.parent.mkdir(exist_ok=True)
+        given.write_bytes(packed.read_bytes())
+        line = one_line_exit_2(*cli(capsys, "run", "--detector", "dinov3iml.tiny", "--suite", "standard", "--device",
+                                    "cpu", "--weights", f"released:{RELEASE}", "--checkpoint", given, "--out",
+                                    tmp_path / "out"))
+        assert f"refusing to load weights file {given}: could not be read as weights: it is {kind}, not a weights " \
+               f"file: unpack it and give the file inside; replace it with the file from released:{RELEASE} (" in line
+
+
 def test_a_folder_named_as_the_release_file_is_said_to_be_a_folder_in_its_place(capsys, tmp_path):
     """Never "download FILE into .../FILE" (the folder taken for one holding the release's files)."""
     from helpers.dinov3iml import FILE, RELEASE

@@ -207,14 +207,41 @@ def _torch_file(path: Path, head: bytes, probe: bool, allow: Sequence[type] = ()
     zipped = head == ZIP_MAGIC
     if not head:
         raise _NotWeights("it is empty")
-    if not zipped and pickled_kind(path, head) is None:
-        raise _NotWeights(f"it is neither a torch.save file nor a safetensors file (it starts with {head!r})")
+    if zipped or pickled_kind(path, head) is None:
+        packed = _archive(path, head)
+        if packed:
+            raise _NotWeights(f"it is {packed}, not a weights file: unpack it and give the file inside")
+        if not zipped:
+            raise _NotWeights(f"it is neither a torch.save file nor a safetensors file (it starts with {head!r})")
     with warnings.catch_warnings():  # a refusal is one line: not also torch's note on the pickle protocol
         warnings.filterwarnings("ignore", message="Detected pickle protocol")
         warnings.filterwarnings("ignore", message="Validating sparse tensor invariants")
         # mmap (an archive only): the pickle is read and checked, the tensors' bytes are mapped, not read
         with torch.serialization.safe_globals([*_numpy_scalars(), *_PATHS, *allow]):
             return torch.load(path, map_location="cpu", weights_only=True, mmap=probe and zipped)
+
+
+_PACKED = {b"\x1f\x8b": "a gzip file", b"BZh": "a bzip2 file", b"\xfd7zXZ": "an xz file",
+           b"7z\xbc\xaf": "a 7-Zip archive", b"Rar!": "a RAR archive"}
+"""How the archives a release may be downloaded as start, and what each is called."""
+
+
+def _archive(path: Path, head: bytes) -> str | None:
+    """What archive ``path`` (starting with ``head``) is when it packs files, not tensors: a zip that is no
+    ``torch.save`` archive (which holds a ``data.pkl``), a tar, or one of :data:`_PACKED`; None otherwise."""
+    import tarfile
+    import zipfile
+
+    if head[:len(ZIP_MAGIC)] == ZIP_MAGIC:
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = [n for n in archive.namelist() if not n.endswith("/")]
+        except zipfile.BadZipFile:  # cut short (no central directory): torch's reader says so
+            return None
+        is_torch = any(n.rsplit("/", 1)[-1] == "data.pkl" for n in names)
+        return None if is_torch else f"a zip archive holding {name_some([Path(n).name for n in names])}"
+    kind = next((kind for magic, kind in _PACKED.items() if head.startswith(magic)), None)
+    return kind or ("a tar archive" if tarfile.is_tarfile(path) else None)
 
 
 def _numpy_scalars() -> list[Any]:
