@@ -698,6 +698,23 @@ def test_a_release_file_packed_in_an_archive_says_to_unpack_it(capsys, tmp_path,
                f"file: unpack it and give the file inside; replace it with the file from released:{RELEASE} (" in line
 
 
+def test_a_file_that_is_no_weights_says_so_where_a_first_use_hash_is_recorded(capsys, tmp_path):
+    """What the file is, not "the file changed since ... if the new weights are intended, delete the record":
+    deleting it would not make an archive, an empty file or half a download load."""
+    from helpers.dinov3iml import FILE, RELEASE, released
+
+    run = ["run", "--detector", "dinov3iml.tiny", "--suite", "standard", "--device", "cpu", "--bootstrap", "0",
+           "--weights", f"released:{RELEASE}", "--out", tmp_path / "out", "--checkpoint"]
+    whole = released(tmp_path / "dl")
+    code, _, err = cli(capsys, *run, whole)  # its sha256 recorded at this first use
+    assert code == 0, err
+    bad = tmp_path / "bad" / FILE
+    bad.parent.mkdir()
+    for data, said in ((b"", "it is empty"), (whole.read_bytes()[:1000], "it ends early (truncated)")):
+        bad.write_bytes(data)
+        assert one_line_exit_2(*cli(capsys, *run, bad), f"{bad}: could not be read as weights: {said};")
+
+
 def test_a_folder_named_as_the_release_file_is_said_to_be_a_folder_in_its_place(capsys, tmp_path):
     """Never "download FILE into .../FILE" (the folder taken for one holding the release's files)."""
     from helpers.dinov3iml import FILE, RELEASE

@@ -90,6 +90,7 @@ def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str
     published = (card.weights_sha256 or "").strip().lower()
     # where the sha256 of the card's file of this name from this source is recorded at its first use
     record_path = cache_root() / "weights" / card.name / f"{stable_hash([source, name or path.name])}.json"
+    held = load_weights(path, source, what=what, probe=probe, allow=allow)  # a file that is no weights says so first
     if published and digest != published:
         raise ModelError(
             f"{what}: weights file {path} has sha256 {digest}, but the card publishes "
@@ -113,7 +114,6 @@ def load_checked(card: DetectorCard, path: Path | str, source: str, *, what: str
                 f"if the new weights are intended, delete {record_path} (results made with the old weights will "
                 "not be comparable)"
             )
-    held = load_weights(path, source, what=what, probe=probe, allow=allow)
     pending = _PENDING.get()
     if pending is not None:  # inside built_from: once the model is built from it
         pending.append((card, path, source, digest, record_path))
