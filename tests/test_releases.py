@@ -162,6 +162,22 @@ def test_a_pth_tar_checkpoint_without_weights_is_read_as_the_release_it_names(ca
     assert all(r["detector"]["release"]["name"] == "v2" for r in records(tmp_path / "out"))
 
 
+def test_another_cards_release_file_as_checkpoint_names_the_run_of_its_detector(capsys, tmp_path):
+    """Never "convert it to safetensors (safetensors.torch.save_file)", which gives no model's keys, nor the
+    card's only release read from the file another card's release names."""
+    path = released(tmp_path / "dl")  # dinov3iml.l's file (its tiny card lists it too)
+    small = tmp_path / "dl" / "cat_vits_lora_r64.pth"  # dinov3iml.s's
+    small.write_bytes(path.read_bytes())
+    for detector, given, owner, release, also in (
+            ("segformer.tiny", path, "dinov3iml.l", RELEASE, f" (also the file of dinov3iml.tiny released:{RELEASE})"),
+            ("dinov3iml.tiny", small, "dinov3iml.s", "cat-lora-r64", "")):
+        code, out, err = cli(capsys, "run", "--detector", detector, "--suite", "standard", "--device", "cpu",
+                             "--checkpoint", given, "--out", tmp_path / "out")
+        assert one_line_exit_2(code, out, err) == (
+            f"error: --checkpoint {given} is a file {owner}'s authors released{also}, not {detector}'s: `diffzoo run "
+            f"--detector {owner} --weights released:{release} --checkpoint {given}` scores it")
+
+
 def test_a_release_with_a_key_missing_or_renamed_is_refused_naming_the_keys(capsys, tmp_path):
     state = reference_model().state_dict()
     gone = "seg_head.6.weight"

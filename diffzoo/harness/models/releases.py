@@ -27,7 +27,7 @@ import argparse
 import functools
 import importlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from typing import Any
 from diffzoo.harness.core.cards import DetectorCard, Release, stable_hash
 from diffzoo.harness.core.errors import ConfigError, ModelError, WeightsUnavailableError, name_some, no_value, not_found
 from diffzoo.harness.core.fsutil import cache_root, file_kind
+from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.core.protocols import Detector
 from diffzoo.harness.models.checkpoints import (
     META_FILE,
@@ -87,6 +88,14 @@ def release_name(weights: str | None) -> str | None:
     if not weights.startswith(PREFIX) or not weights[len(PREFIX):].strip():
         raise ConfigError(f"--weights takes released:NAME (a release the detector's card lists), got {weights!r}")
     return weights[len(PREFIX):].strip()
+
+
+def releases_holding(names: Collection[str], detector: str | None = None) -> list[tuple[str, str]]:
+    """(detector, release) of every detector's card (``detector``'s alone, when named) with a release whose
+    files include each of the file ``names``."""
+    registry = get_registry()
+    entries = [registry.get("detector", detector)] if detector is not None else registry.list("detector")
+    return [(e.name, r.name) for e in entries for r in getattr(e.card, "releases", ()) if set(names) <= set(r.files)]
 
 
 def release_dir(card: DetectorCard, release: Release) -> Path:

@@ -42,6 +42,7 @@ from diffzoo.harness.data.labelmaps import load_label_space
 from diffzoo.harness.metrics import editor_ranking
 from diffzoo.harness.metrics.verdict import DETECTOR, EDITED_AREA, ImageVerdict, image_verdict, row_name
 from diffzoo.harness.models.checkpoints import cached_checkpoints, checkpoint_meta, pickle_suffix
+from diffzoo.harness.models.releases import releases_holding
 from diffzoo.harness.records.policy import Thresholds
 from diffzoo.harness.run.evaluate import predict_checked
 from diffzoo.harness.run.factories import create_detector
@@ -106,9 +107,7 @@ def _refuse_release_file(detector: str | None, path: Path) -> None:
     detector): predict reads diffzoo checkpoints, which ``diffzoo run`` converts a release into."""
     if pickle_suffix(path) is None:
         return
-    registry = get_registry()
-    entries = [registry.get("detector", detector)] if detector is not None else registry.list("detector")
-    named = [(e.name, r.name) for e in entries for r in getattr(e.card, "releases", ()) if path.name in r.files]
+    named = releases_holding([path.name], detector)
     if named:
         card, release = named[0]
         also = f" (it is also the file of {', '.join(f'{d} released:{r}' for d, r in named[1:])})" if named[1:] else ""

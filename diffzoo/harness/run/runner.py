@@ -31,7 +31,7 @@ from diffzoo.harness.core.runlog import warn_once
 from diffzoo.harness.data.splits import canonical_split
 from diffzoo.harness.models.checkpoints import checkpoint_meta, pickle_suffix
 from diffzoo.harness.models.detector import other_detector
-from diffzoo.harness.models.releases import converted_release, release_name
+from diffzoo.harness.models.releases import converted_release, release_name, releases_holding
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.model import TrainOverlap
 from diffzoo.harness.run.evaluate import Evaluator
@@ -96,10 +96,19 @@ def request_release(request: RunRequest) -> Release | None:
     if name is not None:
         return card.release(name)
     pickled = [p for p in given if pickle_suffix(p) is not None]
+    names = [p.name for p in given]
+    # files named as another card's release, none of this card's: that card's, never read into this one
+    others = [] if any(set(names) & set(r.files) for r in card.releases) else releases_holding(names)
+    if pickled and others:
+        (detector, release), also = others[0], ", ".join(f"{d} released:{r}" for d, r in others[1:])
+        raise ConfigError(f"--checkpoint {pickled[0]} is a file {detector}'s authors released"
+                          f"{f' (also the file of {also})' if also else ''}, not {card.name}'s: `diffzoo run "
+                          f"--detector {detector} --weights released:{release} --checkpoint "
+                          f"{' --checkpoint '.join(map(str, given))}` scores it")
     if not pickled or not card.releases:
         return None
     # the release whose file names these are, or the card's only release
-    named = [r for r in card.releases if sorted(r.files) == sorted(p.name for p in given)]
+    named = [r for r in card.releases if sorted(r.files) == sorted(names)]
     found = named if len(named) == 1 else list(card.releases) if len(card.releases) == 1 else []
     if len(found) != 1:
         raise ConfigError(
