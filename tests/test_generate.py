@@ -1209,6 +1209,47 @@ def test_a_run_stopped_before_writing_its_settings_is_resumed(tmp_path):
     assert pipeline.generate(config, editors={"a": FakeEditor(1)}).made == 2
 
 
+def test_a_run_that_finished_no_sample_leaves_its_out_to_a_run_of_other_settings(tmp_path, caplog):
+    """A run stopped before any sample finished (a model that would not load) kept its settings in --out, and
+    the corrected command was refused as other settings; once a sample is finished, its settings stay."""
+    import dataclasses
+
+    class Broken(Generator):
+        def edit(self, image, mask, prompt, seed):
+            raise RuntimeError("no weights")
+
+    out = tmp_path / "out"
+    config = gen_config(out, make_bases(tmp_path / "bases"), editors=("a",), n=2, ai_fraction=0.0)
+    with pytest.raises(RuntimeError, match="no weights"):
+        pipeline.generate(config, editors={"a": Broken()})
+    # what a stopped run may leave beside its settings: a sample half written (files, no record; a record cut short)
+    for folder in ("train_copy", f"{STATE_DIR}/samples"):
+        (out / folder).mkdir(exist_ok=True)
+    for name in ("00000001.image.png", "00000001.mask.png"):
+        (out / "train_copy" / name).write_bytes(b"partial")
+    (out / STATE_DIR / "samples" / "00000000.json").write_text('{"id": "0000')
+    other = dataclasses.replace(config, editors=("b",), seed=4, n=1)
+    assert pipeline.generate(other, editors={"b": FakeEditor(1)}).made == 1
+    assert f"{out} holds no finished sample: this run's settings replace those stored (editors, labels, seed " \
+           "differ)" in caplog.text
+    assert json.loads((out / STATE_DIR / "config.json").read_text())["editors"] == ["b"]
+    assert json.loads((out / "labels.json").read_text())["names"] == ["background", "b"]
+    assert sorted(p.name for p in (out / "train_copy").iterdir()) == ["00000000.image.png", "00000000.mask.png"]
+    with pytest.raises(ConfigError, match=r"other settings \(editors, labels, seed differ\)"):
+        pipeline.generate(config, editors={"a": FakeEditor(1)})
+    interrupted = tmp_path / "interrupted"  # one sample finished, the next not: the settings are the folder's
+
+    def stop_after_one(done, total):
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.generate(dataclasses.replace(config, out=interrupted), progress=stop_after_one,
+                          editors={"a": FakeEditor(1)})
+    with pytest.raises(ConfigError, match=r"other settings \(seed differs\)"):
+        pipeline.generate(dataclasses.replace(other, out=interrupted, editors=("a",)), editors={"a": FakeEditor(1)})
+
+
 def test_ai_bases_only_need_no_real_bases(tmp_path):
     config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("a",), n=2, ai_fraction=1.0, t2i="sd-t2i.tiny",
                                      size=32, turns=(1,))

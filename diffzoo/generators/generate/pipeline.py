@@ -408,7 +408,15 @@ class DatasetGenerator:
             with contextlib.suppress(ConfigError, TypeError):  # saved with trailing zero counts: the same ratio
                 saved["turns"] = list(parse_turn_ratio(saved.get("turns", ())))
             differ = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
-            if differ:
+            if differ and not any(self.store.read(i) for i in self.store.recorded_ids()):
+                # no sample holds the stored settings (a run stopped before its first): what it left is not data
+                log.warning("%s holds no finished sample: this run's settings replace those stored (%s %s)", out,
+                            ", ".join(differ), "differs" if len(differ) == 1 else "differ")
+                for leftover in [*(out / IMAGE_DIR).glob("*.png"), *self.store.records_dir.glob("*.json"),
+                                 out / LABELS_FILE, out / MANIFEST_FILE, out / SUMMARY_FILE, path]:
+                    if not leftover.is_dir():  # a folder there is said by the write that meets it
+                        leftover.unlink(missing_ok=True)
+            elif differ:
                 # these settings are the named files' names and sizes: the same options may differ in them
                 files = ("; a file added, removed or resized under --bases or --regions masks:DIR, or another "
                          "--captions or --lora file, counts" if set(differ) & set(FROM_FILES) else "")
@@ -420,7 +428,7 @@ class DatasetGenerator:
         elif self.store.recorded_ids():  # samples whose settings are gone: a resume could not check it shares them
             raise ConfigError(f"{path} is missing, and {out} holds samples a run made with its settings; put back "
                               "the one the run wrote, or choose a new --out")
-        else:
+        if not os.path.lexists(path):
             atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
         self.store.write_labels(self.label_space)
         if self.store.remove_stale_temp_files():
