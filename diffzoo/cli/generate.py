@@ -7,12 +7,14 @@ rank makes its part; rank 0 prints and writes the manifest).
 from __future__ import annotations
 
 import os
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from diffzoo.cli.console import console
-from diffzoo.cli.options import SEED, WORKERS
+from diffzoo.cli.options import SEED, WORKERS, request_command
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.generators.generate.defaults import GenerateConfig as G
 from diffzoo.harness.core.errors import ConfigError, no_value
@@ -66,36 +68,7 @@ def generate_cmd(
     turns: str = typer.Option(":".join(map(str, G.turns)), "--turns", help="Ratio of samples with 1:2:3 edits."),
     ai_bases: float = typer.Option(G.ai_fraction, "--ai-bases", help="Fraction of AI (text-to-image) bases."),
     seed: int = SEED,
-    size: int | None = typer.Option(None, "--size", help="Longer side of the bases in px (default: keep)."),
-    t2i: str | None = typer.Option(
-        None, "--t2i",
-        help="Text-to-image card for AI bases (default: sd-t2i.tiny if all editors are tiny, else sdxl-t2i.base).",
-    ),
-    captions: Path | None = typer.Option(
-        None, "--captions",
-        help="COCO captions JSON for AI bases (default: captions_* beside COCO instances, else templates).",
-    ),
-    prompts: str = typer.Option(G.prompts, "--prompts", help="templates or vlm."),
-    objects: str = typer.Option(
-        G.objects, "--objects", help="Object names for open-vocab: vocabulary (COCO classes) or vlm."
-    ),
-    vlm_id: str = typer.Option(
-        G.vlm, "--vlm", help="Vision-language model (hub id) for --prompts/--objects vlm and --vlm-score."
-    ),
-    vlm_score: bool = typer.Option(
-        G.vlm_score, "--vlm-score", help="Reject edits the VLM scores below --min-score (0-5)."
-    ),
-    min_score: float = typer.Option(G.min_score, "--min-score"),
-    detector: str = typer.Option(G.detector, "--detector", help="Grounding DINO hub id (open-vocab)."),
-    sam: str = typer.Option(G.sam, "--sam", help="SAM hub id (open-vocab)."),
-    min_area: float = typer.Option(G.min_area, "--min-area", help="Smallest region, as a fraction of the image."),
-    max_area: float = typer.Option(G.max_area, "--max-area", help="Largest region, as a fraction of the image."),
-    min_changed: float = typer.Option(
-        G.min_changed, "--min-changed", help="No-op filter: least fraction of the region an edit must change."
-    ),
-    tries: int = typer.Option(
-        G.tries, "--tries", help="Tries per turn (new region, prompt, seed) before a sample is rejected."
-    ),
+    *,
     lora: list[str] = typer.Option(
         [], "--lora",
         help="EDITOR=FILE.safetensors: load a LoRA into that editor (FILE alone with one editor); repeatable.",
@@ -106,6 +79,7 @@ def generate_cmd(
         G.threads, "--threads", help="torch CPU threads (fixed so results do not depend on the machine)."
     ),
     workers: int | None = WORKERS,
+    **options: Any,
 ) -> None:
     """Generate a multi-turn edited dataset (DiffSeg30k layout + manifest.jsonl)."""
     from diffzoo.generators.generate import pipeline  # the generators: when the command runs
@@ -116,9 +90,7 @@ def generate_cmd(
     config = pipeline.GenerateConfig(
         out=out, editors=chosen, bases=expand_home(bases), n=n, loras=parse_loras(lora, chosen),
         lora_scale=lora_scale, regions=expand_home(regions), turns=parse_turn_ratio(turns), ai_fraction=ai_bases,
-        seed=seed, size=size, t2i=t2i, captions=captions, prompts=prompts, objects=objects, vlm=vlm_id,
-        vlm_score=vlm_score, min_score=min_score, detector=detector, sam=sam, min_area=min_area, max_area=max_area,
-        min_changed=min_changed, tries=tries, device=device, threads=threads, workers=workers,
+        seed=seed, device=device, threads=threads, workers=workers, **options,
     )  # fmt: skip
     with rank_output(console):
         generator = pipeline.DatasetGenerator(config)
@@ -137,3 +109,6 @@ def generate_cmd(
     )
     if summary.rejected:
         console.print(f"rejections are listed in {term(str(summary.out / pipeline.SUMMARY_FILE))}")
+
+
+request_command(generate_cmd, tuple(f.name for f in fields(G) if f.metadata), own_first=True, of=G)

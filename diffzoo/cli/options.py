@@ -42,21 +42,22 @@ CONFIG_KEYS = "diffzoo.config_keys"
 """The ``ctx.meta`` key of the option names the ``--config`` file gave."""
 
 
-def request_option(name: str, callback: Callable[[Any], Any] | None = None) -> Any:
-    """The typer option of :class:`RunRequest` field ``name``: its flags, default and help
-    (``callback``: a check at parse time, for commands that make no request)."""
-    f = next(f for f in fields(RunRequest) if f.name == name)
+def request_option(name: str, callback: Callable[[Any], Any] | None = None, of: type = RunRequest) -> Any:
+    """The typer option of :class:`RunRequest` field ``name`` (or of another dataclass ``of`` whose
+    fields are declared with ``option``): its flags, default and help (``callback``: a check at
+    parse time, for commands that make no request)."""
+    f = next(f for f in fields(of) if f.name == name)
     # a repeatable option starts empty; a required one (--detector) may come from --config instead
     default = f.default if f.default is not MISSING else [] if f.default_factory is not MISSING else None
     return typer.Option(default, *flags_of(f), help=f.metadata["help"], callback=callback)
 
 
-def request_parameters(names: Iterable[str]) -> list[inspect.Parameter]:
-    """Typer options of the named :class:`RunRequest` fields, as a command's parameters."""
-    hints = get_type_hints(RunRequest)
-    texts = {f.name: f.metadata["text"] for f in fields(RunRequest)}
+def request_parameters(names: Iterable[str], of: type = RunRequest) -> list[inspect.Parameter]:
+    """Typer options of the named :class:`RunRequest` (or ``of``) fields, as a command's parameters."""
+    hints = get_type_hints(of)
+    texts = {f.name: f.metadata.get("text") for f in fields(of)}  # a field not declared by option() is none
     # an option of no default (a required field, which --config may give instead) takes None too
-    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=(option := request_option(name)),
+    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=(option := request_option(name, of=of)),
                               annotation=texts[name] or (hints[name] | None if option.default is None else hints[name]))
             for name in names]
 
@@ -77,16 +78,18 @@ FORCE = typer.Option(
     help="Use an --out folder that is not empty and was not made by diffzoo (its files are never overwritten).")
 
 
-def request_command(fn: Callable[..., Any], names: Iterable[str], own_first: bool = False) -> Callable[..., Any]:
-    """``fn(ctx, ..., **values)`` as a command: the options of the named request fields, then
-    its own (``own_first``: its own first, where they are what the command is about); the values
-    reach ``fn`` by field name, as typed on the command line."""
+def request_command(fn: Callable[..., Any], names: Iterable[str], own_first: bool = False,
+                    of: type = RunRequest) -> Callable[..., Any]:
+    """``fn(ctx, ..., **values)`` as a command: the options of the named request (or ``of``) fields,
+    then its own (``own_first``: its own first, where they are what the command is about), then its
+    keyword-only ones (after ``*``); the values reach ``fn`` by field name, as typed on the command line."""
     own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.kind != p.VAR_KEYWORD]
     context = [p for p in own if p.annotation is typer.Context]
-    rest = [p.replace(kind=p.KEYWORD_ONLY) for p in own if p.annotation is not typer.Context]
-    request = request_parameters(names)
+    rest = [p.replace(kind=p.KEYWORD_ONLY) for p in own
+            if p.annotation is not typer.Context and p.kind != p.KEYWORD_ONLY]
+    request = request_parameters(names, of)
     fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        context + (rest + request if own_first else request + rest))
+        context + (rest + request if own_first else request + rest) + [p for p in own if p.kind == p.KEYWORD_ONLY])
     return fn
 
 

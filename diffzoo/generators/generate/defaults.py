@@ -1,11 +1,14 @@
 """What ``diffzoo generate`` takes and its defaults, as plain data: the CLI builds its options
-from :class:`GenerateConfig` and shows the defaults in ``--help`` without importing the model
-code (numpy, transformers) behind them."""
+from :class:`GenerateConfig` (the fields declared with ``option``, as :class:`RunRequest`'s are)
+and shows the defaults in ``--help`` without importing the model code (numpy, transformers)
+behind them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from diffzoo.harness.run.request import option
 
 DEFAULT_DETECTOR = "IDEA-Research/grounding-dino-base"  # or IDEA-Research/grounding-dino-tiny
 DEFAULT_SAM = "facebook/sam-vit-huge"  # or facebook/sam-vit-base
@@ -26,20 +29,22 @@ class GenerateConfig:
     turns: tuple[int, ...] = (1, 4, 5)
     ai_fraction: float = 0.5
     seed: int = 0
-    size: int | None = None  # longer side of the bases in px; None keeps it
-    t2i: str | None = None  # text-to-image card; None: sd-t2i.tiny when all editors are tiny
-    captions: Path | None = None  # COCO captions file for AI bases
-    prompts: str = "templates"  # | vlm
-    objects: str = "vocabulary"  # | vlm (object names for open-vocab detection)
-    vlm: str = DEFAULT_VLM
-    vlm_score: bool = False
-    min_score: float = 3.0
-    detector: str = DEFAULT_DETECTOR
-    sam: str = DEFAULT_SAM
-    min_area: float = 0.01
-    max_area: float = 0.5
-    min_changed: float = 0.1
-    tries: int = 3
+    size: int | None = option(None, "Longer side of the bases in px (default: keep).")
+    t2i: str | None = option(
+        None, "Text-to-image card for AI bases (default: sd-t2i.tiny if all editors are tiny, else sdxl-t2i.base).")
+    captions: Path | None = option(
+        None, "COCO captions JSON for AI bases (default: captions_* beside COCO instances, else templates).")
+    prompts: str = option("templates", "templates or vlm.")
+    objects: str = option("vocabulary", "Object names for open-vocab: vocabulary (COCO classes) or vlm.")
+    vlm: str = option(DEFAULT_VLM, "Vision-language model (hub id) for --prompts/--objects vlm and --vlm-score.")
+    vlm_score: bool = option(False, "Reject edits the VLM scores below --min-score (0-5).")
+    min_score: float = option(3.0)
+    detector: str = option(DEFAULT_DETECTOR, "Grounding DINO hub id (open-vocab).")
+    sam: str = option(DEFAULT_SAM, "SAM hub id (open-vocab).")
+    min_area: float = option(0.01, "Smallest region, as a fraction of the image.")
+    max_area: float = option(0.5, "Largest region, as a fraction of the image.")
+    min_changed: float = option(0.1, "No-op filter: least fraction of the region an edit must change.")
+    tries: int = option(3, "Tries per turn (new region, prompt, seed) before a sample is rejected.")
     area_bins: tuple[float, ...] = AREA_BINS
     loras: tuple[tuple[str, str], ...] = ()  # (editor as in `editors`, LoRA .safetensors file)
     lora_scale: float = 1.0
