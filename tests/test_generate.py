@@ -1350,10 +1350,13 @@ def test_a_model_option_written_as_a_path_that_is_not_there_does_not_exist(capsy
     and --sam written as a path (./, ../, /, ~) are folders that exist, before any model."""
     bases = make_bases(tmp_path / "bases", n=1)
     missing = tmp_path / "nodir"
+    saved = tmp_path / "saved"  # a folder save_pretrained wrote: a detector found, so --sam is checked
+    saved.mkdir()
+    (saved / "config.json").write_text("{}")
     for args, what, given in (
             (("--prompts", "vlm", "--vlm", "./nodir"), "vision-language model", "./nodir"),
             (("--regions", "open-vocab", "--detector", missing), "open-vocabulary detector", str(missing)),
-            (("--regions", "open-vocab", "--detector", bases, "--sam", "~/nodir-diffzoo"), "segmenter",
+            (("--regions", "open-vocab", "--detector", saved, "--sam", "~/nodir-diffzoo"), "segmenter",
              os.path.expanduser("~/nodir-diffzoo"))):
         code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--editors", "sd2.tiny", "--ai-bases",
                                 0, "--bases", bases, "--n", 1, *args)
@@ -1361,6 +1364,21 @@ def test_a_model_option_written_as_a_path_that_is_not_there_does_not_exist(capsy
         line = one_line_exit_2(code, stdout, err)
         assert line.endswith(f" {given} does not exist (a hub id is written ORG/NAME)"), line
         assert line.startswith(f"error: {what}") and offline_empty_hub == [], line
+
+
+def test_a_model_option_written_as_a_folder_of_no_saved_model_says_so_before_any_model(capsys, tmp_path,
+                                                                                      offline_empty_hub):
+    """--vlm . (a folder that exists but holds no model) failed at its first sample, telling the user
+    to run `hf download .`; a folder given for a model holds what save_pretrained writes."""
+    bases = make_bases(tmp_path / "bases", n=1)
+    for args in (("--prompts", "vlm", "--vlm", "."), ("--regions", "open-vocab", "--detector", str(bases))):
+        code, stdout, err = cli(capsys, "generate", "--out", tmp_path / "out", "--editors", "sd2.tiny", "--ai-bases",
+                                0, "--bases", bases, "--n", 1, *args)
+        assert "generating" not in stdout + err, stdout + err
+        line = one_line_exit_2(code, stdout, err)
+        assert line.endswith(f" {args[3]} is a folder that holds no saved model (no config.json or "
+                             "model_index.json): give the folder save_pretrained wrote, or a hub id ORG/NAME"), line
+        assert offline_empty_hub == [] and not (tmp_path / "out").exists()
 
 
 def test_a_model_option_given_empty_is_no_value_before_any_model(capsys, tmp_path, offline_empty_hub):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 
 from diffzoo.generators.diffusers_classes import diffusers_class
 from diffzoo.harness.core.cards import GeneratorCard
-from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError
+from diffzoo.harness.core.errors import ConfigError, DataError, ModelError, WeightsUnavailableError, not_found
 from diffzoo.harness.core.fsutil import require_file, written_as_path
 from diffzoo.harness.core.hub import hub_offline, hub_unreachable
 from diffzoo.harness.core.protocols import EditResult, Generator
@@ -98,13 +99,22 @@ def from_hub(what: str, model_id: str, cls: Any, *, also: Sequence[str] = (), **
         raise WeightsUnavailableError(what, model_id, detail) from exc
 
 
+MODEL_FILES = ("config.json", "model_index.json")
+"""What a folder a model or pipeline was saved to holds (``save_pretrained``)."""
+
+
 def require_cached(what: str, model_ids: Sequence[str]) -> None:
     """Each hub id of ``model_ids`` (what :func:`from_hub` loads) is in the hub cache, or the hub answers:
     else the WeightsUnavailableError its load would raise, said before any model is built; one written
-    as a path (:func:`written_as_path`) is a folder that exists."""
+    as a path (:func:`written_as_path`) is a folder that exists and holds a saved model (the
+    ``config.json`` of ``save_pretrained``, or a pipeline's ``model_index.json``)."""
     for model_id in model_ids:
         if (path := written_as_path(model_id)) is not None:
             require_file(path, what, " (a hub id is written ORG/NAME)", folder=True)
+            if not any(os.path.isfile(os.path.join(path, name)) for name in MODEL_FILES):
+                raise not_found(DataError(f"{what} {model_id} is a folder that holds no saved model (no "
+                                          f"{' or '.join(MODEL_FILES)}): give the folder save_pretrained wrote, or a "
+                                          "hub id ORG/NAME"))
             continue
         snapshots = hub_snapshots(model_id)
         here = Path(model_id).is_dir() or (snapshots.is_dir() and any(snapshots.iterdir()))
