@@ -40,14 +40,17 @@ BROWSER, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 
 def record(detector, case, task, metrics, *, suite="standard", version="1", distortion="none", params=None,
            ci=None, baselines=None, confusion=None, sha=None, date="2026-03-01T10:20:30+00:00",
-           git="0123456789abcdef0123456789abcdef01234567", card=None, case_fields=None, config=None):
-    """A record of ``case``; ``case_fields`` changes its case fields (None: a field left out)."""
+           git="0123456789abcdef0123456789abcdef01234567", card=None, case_fields=None, config=None, policy=None,
+           release=None):
+    """A record of ``case``; ``case_fields`` changes its case fields (None: a field left out);
+    ``policy`` its threshold policy, ``release`` the released weights it scored."""
     return ResultRecord.create(
         detector={"name": detector, "card": card or {"name": detector, "description": f"{detector} test card",
                                                      "tasks": ["binary", "semantic"], "licence": "MIT"},
                   "task": "semantic" if task == "semantic" else "binary", "pretrained": False,
                   "checkpoint_sha256": sha or slugify(detector).encode().hex().ljust(64, "0")[:64],
-                  "checkpoint_source": "trained", "plugin": "diffzoo.plugins.test"},
+                  "checkpoint_source": "released" if release else "trained", "plugin": "diffzoo.plugins.test",
+                  **({"release": release} if release else {})},
         suite={"name": suite, "version": version, "definition_hash": f"def{suite}{version}".ljust(16, "0")},
         case={k: v for k, v in {"name": case, "task": task, "split": "val", "distortion": distortion,
                                  "distortion_params": params or {}, "train": {"task": "binary", "split": "train",
@@ -55,7 +58,7 @@ def record(detector, case, task, metrics, *, suite="standard", version="1", dist
                                  **(case_fields or {})}.items() if v is not None},
         dataset={"name": DATASET, "fingerprint": FP},
         label_space=LABELS if task == "semantic" else ["background", "edited"],
-        metrics=metrics, ci95=ci or {}, metrics_version="1", threshold_policy={"pixel": "fixed 0.5"},
+        metrics=metrics, ci95=ci or {}, metrics_version="1", threshold_policy=policy or {"pixel": "fixed 0.5"},
         baselines=baselines or {}, confusion=confusion, counts={"evaluated": 40, "skipped_total": 0},
         seed=0, config=config or {}, environment={"git": git, "date": date, "device": "cpu", "packages": {"diffzoo": "0.1"}},
     )
@@ -995,6 +998,39 @@ def test_a_curve_with_no_defined_value_draws_no_figure(tmp_path):
     write_site(Selection("x", recs), tmp_path)
     assert not (tmp_path / "plots").exists()
     assert [t for t, a in parse(tmp_path / "detectors" / "a.html").tags if t == "figure"] == []
+
+def test_a_calibrated_or_released_row_is_a_curve_of_its_own_never_joined_to_the_plain_rows(tmp_path, monkeypatch):
+    """One detector's fixed-threshold, calibrated and released-weights records of one distortion were
+    one line, "robustness v1" on its page and the plain name among the comparisons: the newest
+    record's value at each strength after the clean point of whichever came first (a fixed 60
+    falling to a calibrated 10)."""
+    from diffzoo.leaderboard.render import comparison_plots as cp
+    from diffzoo.leaderboard.robustness import distortion_curves
+
+    release = {"name": "r", "source": "https://example.org", "trained_on": "CAT-Net",
+               "files": [{"name": "w.pth", "sha256": "cd" * 32}]}
+    rows = {"det": ({}, "2026-03-01T00:00:00+00:00", (0.6, 0.5, 0.4)),
+            "det (calibrated)": ({"policy": {"mode": "calibrated", "calibrated_on": "mini/calib"}},
+                                 "2026-04-01T00:00:00+00:00", (0.2, 0.1, 0.05)),
+            "det [released:r]": ({"release": release}, "2026-05-01T00:00:00+00:00", (0.9, 0.85, 0.8))}
+    recs = [record("det", f"jpeg-q{q}" if q else "clean", "binary", binary(m), suite="robustness", date=date,
+                   distortion="jpeg" if q else "none", params={"quality": q} if q else None, **kw)
+            for kw, date, values in rows.values() for q, m in zip((None, 90, 70), values)]
+    assert sorted(r.body.row_name for r in recs[::3]) == sorted(rows)
+    [curve] = distortion_curves(recs)
+    lines = {"det": "robustness v1", "det (calibrated)": "det (calibrated): robustness v1",
+             "det [released:r]": "det [released:r]: robustness v1"}
+    assert curve.series == {lines[row]: [(1.0, v[2][1]), (2.0, v[2][2])] for row, v in rows.items()}
+    assert curve.clean == {lines[row]: v[2][0] for row, v in rows.items()}
+    drawn, real = {}, cp.comparison_curves_png
+    monkeypatch.setattr(cp, "comparison_curves_png", lambda series, styles, path, **kw: (
+        drawn.update({name: (points, kw["clean"][name], styles[name]) for name, points in series.items()}),
+        real(series, styles, path, **kw))[1])
+    cp.comparison_figures(recs, [], tmp_path, set())
+    assert {name: (points, clean) for name, (points, clean, _) in drawn.items()} == {
+        row: ([(1.0, v[2][1]), (2.0, v[2][2])], v[2][0]) for row, v in rows.items()}
+    assert len({(s.color, s.marker) for _, _, s in drawn.values()}) == 3  # three rows, three looks
+
 
 def test_comparison_plots_in_chromium(site, driver):
     from selenium.webdriver.common.by import By

@@ -102,8 +102,9 @@ def distortion_curves(records: Iterable[ResultRecord],
                       line_of: Callable[[ResultRecord, str], str] | None = None) -> list[DistortionCurve]:
     """The site's curves: the task's primary metric per (task, dataset, distortion) evaluated at
     two or more values of a numeric parameter, sorted by that key.  ``line_of(record, line)``:
-    the line a record is drawn on, given its default (suite version and the other parameters),
-    e.g. per detector for records of several."""
+    the line a record is drawn on, given its default (suite version and the other parameters,
+    after its row name where that is not the detector's: a calibrated, released or own-score
+    row is a line of its own), e.g. per detector for records of several."""
     groups: dict[tuple[str, str, str, str], list[ResultRecord]] = {}
     for r in records:
         b = r.body
@@ -124,6 +125,7 @@ def distortion_curves(records: Iterable[ResultRecord],
         for r, p in zip(recs, params):
             rest = ", ".join(f"{k}={v}" for k, v in sorted(p.items()) if k != x)
             line = f"{r.body.suite.name} v{r.body.suite.version}" + (f" ({rest})" if rest else "")
+            line = line if r.body.row_name == r.body.detector.name else f"{r.body.row_name}: {line}"
             line = line if line_of is None else line_of(r, line)
             lines.setdefault(line, []).append(Point(line, x, p[x], defined(r.metrics.get(metric)), record_date(r)))
             clean.setdefault(line, _clean(r, undistorted, metric))

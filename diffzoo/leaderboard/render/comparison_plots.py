@@ -140,9 +140,9 @@ def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_d
     each detector's line from its clean point."""
     owner: dict[str, tuple[str, str]] = {}
 
-    def line_of(r: ResultRecord, line: str) -> str:
-        label = f"{r.body.detector.name}\x00{line}"
-        owner[label] = (r.body.detector.name, line)
+    def line_of(r: ResultRecord, line: str) -> str:  # a row (calibrated, released) is named as the tables name it
+        label = f"{r.body.row_name}\x00{line}"
+        owner[label] = (r.body.row_name, line.removeprefix(f"{r.body.row_name}: "))
         return label
 
     figures = []
@@ -245,7 +245,7 @@ def comparison_figures(records: list[ResultRecord], overviews: list[Table], plot
                        used: set[str]) -> list[tuple[str, list[Figure], str]]:
     """The front page's comparison figures (written to ``plot_dir``): (heading, figures, what is
     said when there are none) per kind."""
-    styles = detector_styles(r.body.detector.name for r in records)
+    styles = detector_styles(name for r in records for name in (r.body.detector.name, r.body.row_name))
     return [("Benchmarks", benchmark_bars(overviews, styles, plot_dir, used),
              "no benchmark columns: no record of a model evaluated with --eval-dataset"),
             ("Robustness", robustness_all(records, styles, plot_dir, used),
