@@ -230,6 +230,28 @@ def test_a_checkpoint_of_a_task_no_case_scores_is_refused_not_replaced_by_a_trai
     assert not (Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "segformer.tiny").exists()  # nothing trained
 
 
+def test_a_checkpoint_without_card_for_two_tasks_is_refused_before_any_work(tmp_path, capsys):
+    """A bare model.safetensors says no task: scored as a binary model first, it then failed to fit the semantic one."""
+    from diffzoo import create_detector, open_dataset
+
+    create_detector("segformer.tiny", "binary").save(tmp_path / "full")
+    (bare := tmp_path / "bare").mkdir()
+    (bare / "model.safetensors").write_bytes((tmp_path / "full" / "model.safetensors").read_bytes())
+    code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--checkpoint", bare,
+                         "--no-train", "--device", "cpu", "--bootstrap", "0", "--out", tmp_path / "out")
+    assert one_line_exit_2(code, out, err) == (
+        f"error: --checkpoint {bare} has no card.json naming its task, and this run would score it as a binary and "
+        "as a semantic model: a checkpoint holds one task's model; give it with the card.json diffzoo wrote beside "
+        "it, or a suite whose cases score one task")
+    assert "evaluating" not in err and not (tmp_path / "out").exists()
+    semantic = tmp_path / "semantic"  # beside a checkpoint whose card names the other task, it is the one left
+    create_detector("segformer.tiny", "semantic", open_dataset("mini").label_space).save(semantic)
+    runner = Runner(RunRequest(detector="segformer.tiny", suite="standard", checkpoint=[bare, semantic], train=False,
+                               device="cpu", bootstrap=0))
+    assert {job.task: runner.models.given_checkpoint(job) for job in runner.plan.jobs} == {"binary": bare,
+                                                                                           "semantic": semantic}
+
+
 # -- pretrained weights: hashed at first use, checked ever after ------------------------
 
 

@@ -158,6 +158,12 @@ class ModelSource:
         while another model is trained (or, with ``--no-train``, said to be missing) in its place."""
         used = {self.given_checkpoint(job) for job in jobs}
         for path in self.checkpoints if self.release is None else ():
+            tasks = sorted({job.task for job in jobs if self.given_checkpoint(job) == path})
+            if len(tasks) > 1:  # only a card-less one serves every task: it holds the model of one at most
+                raise ConfigError(f"--checkpoint {path} has no card.json naming its task, and this run would score "
+                                  f"it as a {' and as a '.join(tasks)} model: a checkpoint holds one task's model; "
+                                  "give it with the card.json diffzoo wrote beside it, or a suite whose cases "
+                                  "score one task")
             if path not in used:
                 task = checkpoint_meta(path)[1].get("task")
                 raise ConfigError(f"--checkpoint {path} is a {task} model, but no case of this run scores one (they "
@@ -175,7 +181,8 @@ class ModelSource:
         """The ``--checkpoint`` of ``job``'s task (None with released weights: those are its files)."""
         if self.release is not None:
             return None
-        return next((p for p in self.checkpoints if checkpoint_meta(p)[1].get("task", job.task) == job.task), None)
+        tasks = [(p, checkpoint_meta(p)[1].get("task")) for p in self.checkpoints]  # None: no card names it
+        return next((p for p, task in tasks if task == job.task), next((p for p, task in tasks if task is None), None))
 
     def _cache_model(self, job: Job, det: Detector, cached: Path, source: str,
                      training: dict[str, Any] | None, **extra: Any) -> CheckpointInfo:
