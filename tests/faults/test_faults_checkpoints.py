@@ -353,6 +353,21 @@ def test_a_resume_state_that_no_longer_fits_the_model_is_ignored_and_training_st
                           Path(_train(diffseg_folder).checkpoint.path, "model.safetensors"))
 
 
+def test_a_resume_state_given_as_checkpoint_says_the_training_did_not_finish(tmp_path, capsys):
+    """It said only "checkpoint folder ... has no model.safetensors"."""
+    from diffzoo.harness.models.resume import Resume, resume_dir
+
+    states = resume_dir("segformer.tiny", "k")
+    Resume(states).save(8, {"model/w": torch.zeros(1)}, {})  # a training killed after its save at step 8
+    for given in (states / "step-000000008", states):
+        code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--checkpoint",
+                             given, "--device", "cpu", "--bootstrap", "0", "--out", tmp_path / "out")
+        assert one_line_exit_2(code, out, err) == (
+            f"error: checkpoint folder {given} has no model.safetensors: it is the resume state of a training that "
+            "did not finish, saved after step 8; run the same `diffzoo train` (or `diffzoo run`) command again to "
+            "finish it, and pass the checkpoint it writes (`diffzoo train` prints its folder)")
+
+
 @pytest.mark.parametrize("edit", [{"stream": None}, {"losses": "abc"}, {"optimizer": [1]}])
 def test_a_resume_state_whose_json_was_edited_is_ignored_and_training_starts_over(diffseg_folder, tmp_path,
                                                                                   monkeypatch, caplog, edit):

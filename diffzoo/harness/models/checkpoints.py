@@ -60,6 +60,8 @@ INCOMPLETE = ".incomplete"
 STALE_AFTER_S = 24 * 3600
 """A dot-folder without a lockable marker is abandoned once untouched this long."""
 _PARTIAL = re.compile(r"^\..+\.[a-z0-9_]{8}$")  # tempfile.mkdtemp(prefix=".NAME.")
+RESUME_STEP = re.compile(r"^step-(\d+)$")
+"""The folder of a training's resume state after step N (:mod:`.resume`), in ``<key>.resume/`` in the cache."""
 
 _REFUSE_PICKLE = (
     "refusing to load {path}: {why}, which can run arbitrary code when loaded. Convert it "
@@ -216,6 +218,18 @@ def _no_card(folder: Path) -> ModelError:
     )
 
 
+def _resume_state(folder: Path) -> str:
+    """What ``folder`` (without weights) is when it is a training's resume state: a ``step-N`` folder, or the
+    ``<key>.resume`` folder holding them; "" for any other folder."""
+    try:
+        steps = [int(m[1]) for p in (folder, *folder.iterdir()) if (m := RESUME_STEP.match(p.name)) and p.is_dir()]
+    except OSError:
+        return ""
+    return (f": it is the resume state of a training that did not finish, saved after step {max(steps)}; run the "
+            "same `diffzoo train` (or `diffzoo run`) command again to finish it, and pass the checkpoint it writes "
+            "(`diffzoo train` prints its folder)") if steps else ""
+
+
 def resolve_checkpoint(path: Path | str) -> tuple[Path, Path | None]:
     """(weights file, meta file or None) for a checkpoint folder or file.  A path that holds no
     checkpoint is refused as a usage error (:func:`not_found`: another path is the fix)."""
@@ -230,7 +244,7 @@ def resolve_checkpoint(path: Path | str) -> tuple[Path, Path | None]:
             ))
         weights = path / WEIGHTS_FILE
         if not weights.exists():
-            raise not_found(ModelError(f"checkpoint folder {path} has no {WEIGHTS_FILE}"))
+            raise not_found(ModelError(f"checkpoint folder {path} has no {WEIGHTS_FILE}{_resume_state(path)}"))
         return weights, path / META_FILE if (path / META_FILE).exists() else None
     if (suffix := pickle_suffix(path)) is not None:
         raise not_found(ModelError(_REFUSE_PICKLE.format(path=path, why=f"{suffix} files are pickles")))

@@ -38,7 +38,6 @@ import json
 import logging
 import math
 import random
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,13 +50,12 @@ from diffzoo.harness.core import distributed
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, DataError, ModelError
 from diffzoo.harness.core.fsutil import atomic_write_text, sha256_file, writing
-from diffzoo.harness.models.checkpoints import atomic_dir, cache_dir, describe_mismatch, sweep_partial
+from diffzoo.harness.models.checkpoints import RESUME_STEP, atomic_dir, cache_dir, describe_mismatch, sweep_partial
 
 log = logging.getLogger(__name__)
 
 FORMAT = "diffzoo-resume-3"
 TENSORS, STATE = "state.safetensors", "state.json"
-_STEP = re.compile(r"^step-(\d+)$")
 RANK_STATE = ("python_rng", "numpy_rng", "skipped")
 """The JSON parts of a state that differ from rank to rank (with the stream's ``data_rng``
 and the ``rng/`` tensors)."""
@@ -263,7 +261,7 @@ class Resume:
         """Complete step folders, newest first."""
         if not self.folder.is_dir():
             return []
-        found = [(int(m[1]), p) for p in self.folder.iterdir() if (m := _STEP.match(p.name)) and p.is_dir()]
+        found = [(int(m[1]), p) for p in self.folder.iterdir() if (m := RESUME_STEP.match(p.name)) and p.is_dir()]
         return sorted(found, reverse=True)
 
     def save(self, step: int, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> Path:
