@@ -113,6 +113,21 @@ def test_a_missing_release_file_says_where_to_get_it(capsys, tmp_path):
     assert FILE in lines[0] and "drive.google.com" in lines[0] and "released/dinov3iml.tiny" in lines[0]
 
 
+def test_a_release_file_in_the_wrong_cache_folder_is_named_with_where_it_goes(capsys, tmp_path):
+    """It was not noticed: the message said to download the file that lay one folder up."""
+    detector = Path(os.environ["DIFFZOO_CACHE"]) / "weights" / "released" / "dinov3iml.tiny"
+    home = detector / RELEASE
+    released(detector / "a" / "b")  # deeper than the detector's folder's children: not looked for
+    plan = [*RUN, "--weights", f"released:{RELEASE}", "--plan", "--out", tmp_path / "out"]
+    for folders, it in ([detector], "it"), ([detector, detector / "other"], "them"):
+        astray = [released(folder) for folder in folders]
+        code, _, err = cli(capsys, *plan)
+        [line] = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 1 and line.endswith(
+            f"into {home} (diffzoo run also takes them as --checkpoint PATH); found in the wrong folder: "
+            f"{', '.join(map(str, astray))}: move {it} into {home} (missing: {home / FILE})"), err
+
+
 def test_the_plan_names_the_release_files_and_refuses_missing_ones(capsys, tmp_path):
     plan = [*RUN, "--weights", f"released:{RELEASE}", "--plan", "--out", tmp_path / "out"]
     code, _, err = cli(capsys, *plan)

@@ -130,10 +130,24 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
         fetch = (f"--checkpoint {first} is not the file; download {names} from {release.source} and give its path"
                  if folder is None else f"download {names} from {release.source} into {folder} "
                  "(diffzoo run also takes them as --checkpoint PATH)")
+        if not given and (astray := _astray(card, release, [name for _, name in missing])):
+            fetch += (f"; found in the wrong folder: {', '.join(map(str, astray))}: "
+                      f"move {'it' if len(astray) == 1 else 'them'} into {folder}")
         error = WeightsUnavailableError(f"detector {card.name}", release_source(release),
                                         f"{file_kind(first)}: {first}", downloaded=False, fetch=fetch)
         raise not_found(error) if given else error  # files (or a folder) the user named: another path is the fix
     return paths
+
+
+def _astray(card: DetectorCard, release: Release, names: Sequence[str]) -> list[Path]:
+    """The release's files ``names`` put in the wrong folder of the cache: ``weights/released/<card>/`` itself or
+    another of its immediate subfolders (no deeper: nothing walks a tree)."""
+    home = release_dir(card, release)
+    try:
+        places = [home.parent, *sorted(p for p in home.parent.iterdir() if p.is_dir() and p != home)]
+    except OSError:  # no released folder for this detector yet
+        return []
+    return [place / name for place in places for name in names if (place / name).is_file()]
 
 
 def release_paths(card: DetectorCard, release: Release, given: Sequence[Path] = ()) -> list[Path] | None:
