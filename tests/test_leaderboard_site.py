@@ -41,9 +41,10 @@ BROWSER, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 def record(detector, case, task, metrics, *, suite="standard", version="1", distortion="none", params=None,
            ci=None, baselines=None, confusion=None, sha=None, date="2026-03-01T10:20:30+00:00",
            git="0123456789abcdef0123456789abcdef01234567", card=None, case_fields=None, config=None, policy=None,
-           release=None):
+           release=None, dataset=(DATASET, FP)):
     """A record of ``case``; ``case_fields`` changes its case fields (None: a field left out);
-    ``policy`` its threshold policy, ``release`` the released weights it scored."""
+    ``policy`` its threshold policy, ``release`` the released weights it scored, ``dataset`` its
+    (name, fingerprint)."""
     return ResultRecord.create(
         detector={"name": detector, "card": card or {"name": detector, "description": f"{detector} test card",
                                                      "tasks": ["binary", "semantic"], "licence": "MIT"},
@@ -56,7 +57,7 @@ def record(detector, case, task, metrics, *, suite="standard", version="1", dist
                                  "distortion_params": params or {}, "train": {"task": "binary", "split": "train",
                                                                               "exclude_editors": []},
                                  **(case_fields or {})}.items() if v is not None},
-        dataset={"name": DATASET, "fingerprint": FP},
+        dataset={"name": dataset[0], "fingerprint": dataset[1]},
         label_space=LABELS if task == "semantic" else ["background", "edited"],
         metrics=metrics, ci95=ci or {}, metrics_version="1", threshold_policy=policy or {"pixel": "fixed 0.5"},
         baselines=baselines or {}, confusion=confusion, counts={"evaluated": 40, "skipped_total": 0},
@@ -1042,3 +1043,32 @@ def test_comparison_plots_in_chromium(site, driver):
     for img in driver.find_elements(By.CSS_SELECTOR, "#comparisons figure.plot img"):
         assert driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 0
     assert driver.execute_script("return window.__pwned") is None
+
+
+def test_the_overview_header_stays_in_view_while_its_rows_scroll_in_chromium(driver, tmp_path):
+    """40 detectors: the overview was 2,100 px tall and its header row scrolled out of sight with
+    its first rows, so a number far down read under no column name."""
+    from selenium.webdriver.common.by import By
+
+    from diffzoo.leaderboard.versions import Selection
+
+    write_site(Selection("x", [r for i in range(40) for r in (record(f"d{i}", "binary", "binary", binary(i / 50)),
+                                                              record(f"d{i}", "image", "image", image(0.7)))]),
+               tmp_path)
+    driver.set_window_size(1400, 900)
+    driver.get((tmp_path / "index.html").as_uri())
+    table = driver.find_element(By.CSS_SELECTOR, "table.overview-table")
+    rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) == 40 and table.size["height"] > 900
+    for row in rows[::13] + rows[-1:]:
+        driver.execute_script("arguments[0].scrollIntoView({block: 'end'})", row)
+        heads, top = driver.execute_script(
+            "return [Array.prototype.map.call(arguments[0].querySelectorAll('thead th'), function (h) {"
+            " var r = h.getBoundingClientRect(); return [r.top, r.bottom]; }),"
+            " arguments[1].getBoundingClientRect().top];", table, row)
+        assert all(0 <= t < b <= top for t, b in heads), (row.get_attribute("data-detector"), heads, top)
+    assert all(c.value_of_css_property("position") == "sticky"  # the detector column stays frozen
+               for c in table.find_elements(By.CSS_SELECTOR, "td.detector, th.detector"))
+    screenshot(driver, tmp_path / "overview-40.png")
+
+

@@ -2,7 +2,7 @@
 
 ``write_site(selection, out)`` writes ``out/index.html``: the title and one
 line of context, the overview tables (:mod:`diffzoo.leaderboard.layouts.overview`;
-sortable, filterable, the detector column frozen while a wide table scrolls),
+sortable, filterable, the header row and detector column frozen while a table scrolls),
 the comparison figures of all detectors (:mod:`.comparison_plots`), then,
 folded, the cross-dataset tables and one ranked table per case
 (:mod:`diffzoo.leaderboard.layouts.cases`), and the version's manifest last;
