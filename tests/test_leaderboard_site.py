@@ -8,6 +8,7 @@ the test's tmp folder and copied to $DIFFZOO_ARTIFACTS when it is set.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -1070,5 +1071,49 @@ def test_the_overview_header_stays_in_view_while_its_rows_scroll_in_chromium(dri
     assert all(c.value_of_css_property("position") == "sticky"  # the detector column stays frozen
                for c in table.find_elements(By.CSS_SELECTOR, "td.detector, th.detector"))
     screenshot(driver, tmp_path / "overview-40.png")
+
+
+
+
+def _numbered(tmp_path, capsys, formats="md,csv,html"):
+    """A store whose datasets, evaluation places and robustness curves are numbered 1, 2 and 10,
+    added in the order 10, 2, 1; published (working copy) in ``formats``: the output folder."""
+    store = RecordStore(tmp_path / "my-store")
+    for n in (10, 2, 1):
+        where = (f"dataset-{n}", f"fp{n:04d}")
+        for det in ("a", "b"):
+            store.add(record(det, "binary", "binary", binary(0.3 + n / 100), dataset=where))
+        for q in (90, 50):
+            store.add(record("a", f"jpeg-q{q}", "binary", binary(q / 200), suite="robustness", distortion="jpeg",
+                             params={"quality": q}, dataset=where))
+        store.add(record("a", "binary", "binary", binary(0.2), suite="cross-dataset", dataset=(f"place-{n}", f"fpp{n}"),
+                         case_fields={"split": "test", "options": {"eval_dataset": "other"}},
+                         config={"train_dataset": {"name": "dataset-1", "fingerprint": "fp0001"}}))
+    out = tmp_path / "out"
+    code, text, _ = cli(capsys, "leaderboard", "publish", "--store", store.root, "--format", formats, "--out", out)
+    assert code == 0, text
+    return out
+
+
+def test_numbered_dataset_names_are_in_natural_order_in_every_output(tmp_path, capsys):
+    """Overview tables, per-case tables, benchmark columns and robustness curves of datasets 1, 2
+    and 10 were ordered as text: dataset-1, dataset-10, dataset-2."""
+    out = _numbered(tmp_path, capsys)
+    order = ["dataset-1", "dataset-2", "dataset-10"]
+    index = (out / "index.html").read_text()
+
+    def found(text, pattern):
+        return list(dict.fromkeys(re.findall(pattern, text)))
+
+    assert found(index, r"<h2><bdi>Overview: (dataset-\d+)") == order
+    assert found((out / "overview.md").read_text(), r"## (dataset-\d+)") == order
+    with open(out / "overview.csv", newline="") as f:
+        assert list(dict.fromkeys(line["group"].split()[0] for line in csv.DictReader(f))) == order
+    assert found((out / "leaderboard.md").read_text(), r"standard v1 / binary on (dataset-\d+)") == order
+    assert found(index, r"<h3><bdi>standard v1 / binary on (dataset-\d+)") == order
+    assert found(index, r"figcaption>mIoU under jpeg on (dataset-\d+)") == order
+    assert found((out / "overview.md").read_text(), r"(place-\d+)/test: mIoU") == ["place-1", "place-2", "place-10"]
+    for text in ((out / "overview.md").read_text(), re.sub(r"<[^>]+>", "", index)):  # the version's datasets
+        assert found(text, r"(dataset-\d+) \((?:fingerprint )?fp\d+\)") == order
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.registry import natural_key
 from diffzoo.harness.core.types import nfc
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.records.document import ResultRecord
@@ -209,7 +210,7 @@ class TableKey:
 
     @property
     def order(self) -> tuple:
-        return (self.suite, version_order(self.suite_version), self.case, self.dataset, self.fingerprint,
+        return (self.suite, version_order(self.suite_version), self.case, natural_key(self.dataset), self.fingerprint,
                 self.metrics_version, self.weights)
 
 
@@ -344,7 +345,8 @@ class RecordIndex:
         self.order = {name: i for i, name in enumerate(dict.fromkeys(r.body.row_name for r in self.records))}
 
     def groups(self) -> list[Group]:
-        """One :class:`Group` per key and depth, keys sorted; within a key the newest version
+        """One :class:`Group` per key and depth, keys sorted (dataset names naturally: ``d2`` before
+        ``d10``); within a key the newest version
         (and definition hash) of every suite first (by version, then by its newest record)."""
         by_key: dict[GroupKey, dict[str, dict[SuiteVersion, list[ResultRecord]]]] = {}
         for r in self.records:
@@ -352,7 +354,7 @@ class RecordIndex:
             by_key.setdefault(GroupKey.of(r), {}).setdefault(s.name, {}).setdefault(
                 SuiteVersion(s.version, s.definition_hash), []).append(r)
         out = []
-        for key, suites in sorted(by_key.items(), key=lambda kv: kv[0]):
+        for key, suites in sorted(by_key.items(), key=lambda kv: (natural_key(kv[0].dataset), kv[0])):
             ordered = {name: _newest_first(versions) for name, versions in suites.items()}
             for depth in range(max(len(v) for v in ordered.values())):
                 chosen = {s: v[depth] for s, v in sorted(ordered.items()) if len(v) > depth}

@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from diffzoo.harness.core.registry import natural_key
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.records.fields import is_finite, is_number
 from diffzoo.leaderboard.index import newest, record_date
@@ -110,7 +111,8 @@ def distortion_curves(records: Iterable[ResultRecord],
         b = r.body
         groups.setdefault((b.task, b.dataset.name, b.dataset.fingerprint, b.distortion), []).append(r)
     curves = []
-    for (task, dataset, fingerprint, distortion), recs in sorted(groups.items(), key=lambda kv: str(kv[0])):
+    for (task, dataset, fingerprint, distortion), recs in sorted(
+            groups.items(), key=lambda kv: (kv[0][0], natural_key(kv[0][1]), str(kv[0]))):
         metric = PRIMARY.get(task)
         params = [r.body.distortion_params for r in recs]
         varying = sorted(k for k in {k for p in params for k in p}

@@ -216,7 +216,8 @@ class _Overview:
         self.places: dict[str, PlaceColumn] = {}
         for suite in CROSS_SUITES:
             cols, where = cross_columns(suite, sorted({k[1] for k in self.cross if k[1].suite == suite},
-                                                      key=lambda p: (p.where, p.fingerprint, p.conditions)),
+                                                      key=lambda p: (natural_key(p.where), p.fingerprint,
+                                                                     p.conditions)),
                                         {p: sorted(g, key=natural_key) for p, g in generators.items()})
             self.columns += cols
             self.places |= where

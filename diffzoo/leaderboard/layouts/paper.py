@@ -588,7 +588,7 @@ class _Layout:
         names them."""
         records = [r for r in self.group.records if is_cross(r)]
         label = place_labels(records)
-        places = sorted(set(label.values()))
+        places = sorted(set(label.values()), key=natural_key)
         per_generator = {where: list(dict.fromkeys(
             m for r in records if r.body.case.get("slice_by") and label[r.id] == where for m in r.metrics
             if m.startswith(f"F1{SLICE_SEPARATOR}editor=") and not m.endswith(f"={NO_TURNS}"))) for where in places}

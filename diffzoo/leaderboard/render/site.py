@@ -36,6 +36,7 @@ import jinja2
 from markupsafe import Markup
 
 from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.core.registry import natural_key
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.formats import MAIN_FILES, SITE_DIRS
 from diffzoo.leaderboard.index import newest_record, record_conditions
@@ -151,7 +152,7 @@ def _manifest(selection: Selection) -> list[tuple[str, list[Any]]]:
     return items + [
         ("records", [len(version.get("records", [])) if version else len(selection.records)]),
         ("datasets", [Markup("{} (fingerprint {})").format(_escape(d.get("name")), short(d.get("fingerprint"), 16))
-                      for d in summary.get("datasets", [])]),
+                      for d in sorted(summary.get("datasets", []), key=lambda d: natural_key(str(d.get("name"))))]),
         ("suites", [Markup("{} v{} (definition {})").format(_escape(s.get("name")), _escape(s.get("version")),
                                                             short(s.get("definition_hash")))
                     for s in summary.get("suites", [])]),

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from diffzoo.harness.core.registry import natural_key
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import newest_record
 from diffzoo.leaderboard.render import plots
@@ -82,7 +83,7 @@ def semantic_figures(name: str, records: list[ResultRecord], stem: str, plot_dir
             label = f"{b.suite.name} v{b.suite.version} / {b.case_name}"
             series = by_dataset.setdefault(key, {})
             series[label if label not in series else f"{label} [{r.id[:8]}]"] = ious
-    for (dataset, fingerprint), series in sorted(by_dataset.items()):
+    for (dataset, fingerprint), series in sorted(by_dataset.items(), key=lambda kv: (natural_key(kv[0][0]), kv[0])):
         file = plot_file(used, stem, "editor-iou", dataset, fingerprint[:8])
         title = f"{name}: per-editor IoU on {dataset}"
         plots.editor_iou_png(series, plot_dir / file, title=title)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import atomic_write_text, writing
+from diffzoo.harness.core.registry import natural_key
 from diffzoo.leaderboard.formats import FORMATS, MAIN_FILES, MANIFEST, OVERVIEW_FILES, SITE_DIRS, TEXT_FORMAT_FILES
 from diffzoo.leaderboard.index import check_mixing, record_conditions
 from diffzoo.leaderboard.layouts.cases import build_tables
@@ -45,7 +46,8 @@ def header_lines(selection: Selection) -> list[tuple[str, str]]:
     frozen = [("frozen", selection.version.get("created", ""))] if selection.version else []
     return [
         ("version", selection.label if selection.version else f"not frozen ({selection.label})"), *frozen,
-        ("datasets", ", ".join(f"{d['name']} ({d['fingerprint']})" for d in info["datasets"])),
+        ("datasets", ", ".join(f"{d['name']} ({d['fingerprint']})"
+                               for d in sorted(info["datasets"], key=lambda d: natural_key(str(d["name"]))))),
         ("suites", ", ".join(f"{s['name']} v{s['version']}" for s in info["suites"])),
         ("metric definitions", ", ".join(f"v{v}" for v in info["metrics_versions"])),
         *((f"{name}s", ", ".join(sorted({record_conditions(r)[name] for r in selection.records})))
