@@ -407,7 +407,7 @@ def test_an_empty_store_is_one_error_line_exit_1_for_publish_report_and_freeze(t
     store = tmp_path / "store"
     (store / "records").mkdir(parents=True)
     code, text, err = cli(capsys, *[tmp_path / "out" if a == "OUT" else a for a in args], "--store", store)
-    assert code == 1 and " ".join(err.split()) == "error: " + said.format(store=store), (text, err)
+    assert code == 1 and " ".join(err.split()) == "error: " + said.format(store=store.name), (text, err)
     assert not (store / "versions").exists() and not (tmp_path / "out").exists()
 
 

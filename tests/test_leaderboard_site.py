@@ -1117,3 +1117,15 @@ def test_numbered_dataset_names_are_in_natural_order_in_every_output(tmp_path, c
         assert found(text, r"(dataset-\d+) \((?:fingerprint )?fp\d+\)") == order
 
 
+
+
+def test_a_published_working_copy_names_its_store_by_its_folder_name_only(tmp_path, capsys):
+    """The page heading of a site of no version read "working copy of /home/.../store": every output
+    published the publisher's local path."""
+    out = _numbered(tmp_path, capsys, "md,csv,json,html")
+    [heading] = re.findall(r"<h1>(.*?)</h1>", (out / "index.html").read_text())
+    assert heading == 'diffzoo leaderboard <span class="version">working copy of my-store</span>'
+    leaks = [p.name for p in out.rglob("*") if p.is_file() and str(tmp_path) in p.read_text(errors="replace")]
+    assert leaks == [], leaks
+
+

@@ -55,7 +55,7 @@ opens a device for ``con.json``, whatever follows the name)."""
 class Selection:
     """A set of records to publish or compare, and what to call it."""
 
-    label: str  # version name, or "working copy of <store>"
+    label: str  # version name, or "working copy of <store folder's name>"
     records: list[ResultRecord]
     version: dict[str, Any] | None = None  # the version manifest, when frozen
     skipped: tuple[tuple[Path, str], ...] = ()  # files of the folder read that are not valid records, and why
@@ -324,7 +324,8 @@ def resolve(ref: str | None, store: RecordStore) -> Selection:
     valid records are skipped and listed in ``skipped``."""
     if ref is None:
         loaded = store.load()
-        return Selection(f"working copy of {store.root}", loaded.records, skipped=tuple(loaded.skipped))
+        # its folder's name only: a published page never shows the publisher's local paths
+        return Selection(f"working copy of {store.root.resolve().name}", loaded.records, skipped=tuple(loaded.skipped))
     if not ref:  # pathlib reads "" as the current folder: an unset shell variable would compare or publish it
         raise ConfigError("an empty version name or path was given (an unset shell variable?); give a version, "
                           "a folder of records (. for the current one) or a record or version file")
