@@ -1129,3 +1129,26 @@ def test_a_published_working_copy_names_its_store_by_its_folder_name_only(tmp_pa
     assert leaks == [], leaks
 
 
+
+CALIBRATED = {"policy": {"mode": "calibrated", "calibrated_on": "mini/calib"}}
+
+
+def _robustness_figure(tmp_path, monkeypatch):
+    """The comparison robustness figure of d10, d2 (fixed and calibrated) and d1, stored in that
+    order: (its legend's names, its caption)."""
+    from diffzoo.leaderboard.render import comparison_plots as cp
+
+    recs = [record(det, f"jpeg-q{q}", "binary", binary(q / 200), suite="robustness", distortion="jpeg",
+                   params={"quality": q}, **(CALIBRATED if cal else {}))
+            for det, cal in (("d10", False), ("d2", True), ("d1", False), ("d2", False)) for q in (90, 50)]
+    legends, real = [], cp.comparison_curves_png
+    monkeypatch.setattr(cp, "comparison_curves_png", lambda series, *a, **kw: (legends.append(list(series)),
+                                                                               real(series, *a, **kw))[1])
+    [(_, [fig], _)] = [c for c in cp.comparison_figures(recs, [], tmp_path, set()) if c[0] == "Robustness"]
+    [legend] = legends
+    return legend, fig.caption
+
+
+def test_the_comparison_robustness_legend_is_in_name_order(tmp_path, monkeypatch):
+    """40 detectors' legend followed the store's record order: in neither name nor rank order."""
+    assert _robustness_figure(tmp_path, monkeypatch)[0] == ["d1", "d2", "d2 (calibrated)", "d10"]

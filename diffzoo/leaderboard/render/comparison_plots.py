@@ -6,7 +6,8 @@
 - ``robustness-all``: the primary metric over distortion strength, one chart per
   (task, dataset, distortion) whose records, over all detectors, hold two or more
   strengths (:func:`diffzoo.leaderboard.robustness.distortion_curves`, one line per
-  detector; a detector evaluated at one strength is a lone marker);
+  detector row, its legend in natural name order; a detector evaluated at one strength
+  is a lone marker);
 - ``editor-iou-all``: per-editor IoU of the standard suite's semantic case, grouped bars
   (editors on the x axis, one bar per detector), one chart per dataset group and suite
   version with two or more detectors;
@@ -24,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from diffzoo.harness.core.registry import natural_key
 from diffzoo.harness.records.document import ResultRecord
 from diffzoo.leaderboard.index import RecordIndex
 from diffzoo.leaderboard.layouts.overview import benchmark_columns
@@ -156,6 +158,7 @@ def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_d
             detector, line = owner[raw]
             key = detector if one_each else f"{detector} \u2014 {line}"
             series[key], styled[key], clean[key] = points, styles[detector], curve.clean.get(raw)
+        series = {key: series[key] for key in sorted(series, key=natural_key)}  # the legend in name order
         file = plot_file(used, "comparison", "robustness", curve.task, curve.distortion, curve.dataset)
         title = f"{label} under {curve.distortion} on {curve.dataset} ({curve.task}), all detectors"
         comparison_curves_png(series, styled, plot_dir / file, xlabel=f"{curve.distortion} {curve.parameter}",
