@@ -1152,3 +1152,8 @@ def _robustness_figure(tmp_path, monkeypatch):
 def test_the_comparison_robustness_legend_is_in_name_order(tmp_path, monkeypatch):
     """40 detectors' legend followed the store's record order: in neither name nor rank order."""
     assert _robustness_figure(tmp_path, monkeypatch)[0] == ["d1", "d2", "d2 (calibrated)", "d10"]
+
+
+def test_the_comparison_robustness_caption_counts_detectors_not_their_rows(tmp_path, monkeypatch):
+    """A detector's calibrated line counted as a second detector: 3 detectors read "4 detector(s)"."""
+    assert ": 3 detector(s), 4 lines; quality" in _robustness_figure(tmp_path, monkeypatch)[1]

@@ -141,10 +141,12 @@ def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_d
     """One chart per (task, dataset, distortion) with two or more strengths over all detectors,
     each detector's line from its clean point."""
     owner: dict[str, tuple[str, str]] = {}
+    made_by: dict[str, str] = {}  # line -> its detector: a detector's rows (calibrated, ...) are one detector
 
     def line_of(r: ResultRecord, line: str) -> str:  # a row (calibrated, released) is named as the tables name it
         label = f"{r.body.row_name}\x00{line}"
         owner[label] = (r.body.row_name, line.removeprefix(f"{r.body.row_name}: "))
+        made_by[label] = r.body.detector.name
         return label
 
     figures = []
@@ -163,9 +165,10 @@ def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_d
         title = f"{label} under {curve.distortion} on {curve.dataset} ({curve.task}), all detectors"
         comparison_curves_png(series, styled, plot_dir / file, xlabel=f"{curve.distortion} {curve.parameter}",
                               ylabel=label, title=title, ticks=curve.ticks, clean=clean)
+        made = len({made_by[k] for k in curve.series})
         figures.append(figure("robustness-all", plot_dir / file,
-                               f"{title}: {len(detectors)} detector(s); {curve.parameter} on the x axis from the "
-                               "clean point, mildest first", prefix=""))
+                               f"{title}: {made} detector(s){f', {len(series)} lines' if len(series) > made else ''}; "
+                               f"{curve.parameter} on the x axis from the clean point, mildest first", prefix=""))
     return figures
 
 
