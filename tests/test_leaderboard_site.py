@@ -1157,3 +1157,21 @@ def test_the_comparison_robustness_legend_is_in_name_order(tmp_path, monkeypatch
 def test_the_comparison_robustness_caption_counts_detectors_not_their_rows(tmp_path, monkeypatch):
     """A detector's calibrated line counted as a second detector: 3 detectors read "4 detector(s)"."""
     assert ": 3 detector(s), 4 lines; quality" in _robustness_figure(tmp_path, monkeypatch)[1]
+
+
+def test_a_detectors_calibrated_bars_are_drawn_apart_from_its_fixed_ones(tmp_path, monkeypatch):
+    """The benchmark bars took each row's style from its bare detector: ``det`` and ``det
+    (calibrated)`` were drawn in one colour and hatch, two bars no legend could tell apart."""
+    from diffzoo.leaderboard.layouts.overview import build_overview
+    from diffzoo.leaderboard.render import comparison_plots as cp
+
+    cross = {"suite": "cross-dataset", "dataset": ("place", "fpp"),
+             "case_fields": {"split": "test", "options": {"eval_dataset": "other"}},
+             "config": {"train_dataset": {"name": DATASET, "fingerprint": FP}}}
+    recs = [r for kw in ({}, CALIBRATED) for r in (record("det", "binary", "binary", binary(0.5), **kw),
+                                                   record("det", "binary", "binary", binary(0.4), **kw, **cross))]
+    drawn, real = {}, cp.grouped_bars_png
+    monkeypatch.setattr(cp, "grouped_bars_png", lambda series, styles, *a, **kw: (
+        drawn.update({name: styles[name] for name in series}), real(series, styles, *a, **kw))[1])
+    cp.benchmark_bars(build_overview(recs), cp.detector_styles(["det", "det (calibrated)"]), tmp_path, set())
+    assert sorted(drawn) == ["det", "det (calibrated)"] and drawn["det"] != drawn["det (calibrated)"], drawn

@@ -15,8 +15,9 @@
   detector, one chart per overview table (:mod:`diffzoo.leaderboard.layouts.overview`) with
   two or more detectors that have both.
 
-A detector has one style (:func:`detector_styles`: colour, marker, line style, hatch) on
-every chart of the site, so that 16+ detectors stay apart; legends sit outside the axes.
+A detector row (``det``, ``det (calibrated)``: named as the tables name it) has one style
+(:func:`detector_styles`: colour, marker, line style, hatch) on every chart of the site, so
+that 16+ detectors stay apart; legends sit outside the axes.
 """
 
 from __future__ import annotations
@@ -238,7 +239,7 @@ def benchmark_bars(overviews: list[Table], styles: dict[str, Style], plot_dir: P
             continue
         file = plot_file(used, "comparison", "benchmarks", table.id)
         title = f"binary mIoU per benchmark, {table.group.title}"
-        grouped_bars_png(series, {r.label: styles[r.detector] for r in table.rows if r.label in series},
+        grouped_bars_png(series, {label: styles[label] for label in series},  # a row's own: det (calibrated) apart
                          plot_dir / file, title, xlabel="benchmark (dataset/split)", ylabel="binary mIoU")
         figures.append(figure("benchmarks", plot_dir / file,
                                f"{title}: one bar per detector row; '{own}' is the standard suite's evaluation "
