@@ -185,6 +185,18 @@ def test_an_out_of_another_kind_is_one_config_error_naming_it(entry, tmp_path):
     assert str(error.value) == "--out takes a path, got 5"
 
 
+@pytest.mark.parametrize("only, said", [
+    ("image", "only= takes a list of pairs, got 'image'"),
+    (("standard", "clean"), "only= takes a list of pairs, got ('standard', 'clean')"),
+    (3, "only= takes a list of pairs, got 3"),
+])
+def test_only_of_another_kind_than_a_list_of_pairs_is_one_config_error(only, said):
+    """evaluate(only="image") stopped with a TypeError from `in`; one pair alone planned no case, unsaid."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(detector="segformer.tiny", plan_only=True, only=only)
+    assert str(error.value) == said
+
+
 def test_unknown_options_are_named(diffseg_folder):
     with pytest.raises(ConfigError, match="unknown option.*iteration\\b.*options are:.*iterations"):
         diffzoo.evaluate(detector="segformer.tiny", dataset=str(diffseg_folder), iteration=3)
