@@ -197,6 +197,18 @@ def test_only_of_another_kind_than_a_list_of_pairs_is_one_config_error(only, sai
     assert str(error.value) == said
 
 
+@pytest.mark.parametrize("holdout, said", [
+    (("sd2", "glide"), "got 'sd2' in ('sd2', 'glide'): each item is one pair, as in [('sd2', 'glide')]"),
+    (["sd2,glide", "kolors"], "got 'kolors' in ['sd2,glide', 'kolors']: each item is one pair, as in [('sd2', 'glide')]"),
+    (["sd2"], "got 'sd2'"),
+])
+def test_a_holdout_item_that_is_no_pair_is_refused_saying_holdout_is_a_list_of_pairs(holdout, said):
+    """evaluate(holdout=("sd2", "glide")), one pair given whole, said "got 'sd2'", as if sd2 had been given alone."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(detector="segformer.tiny", plan_only=True, holdout=holdout)
+    assert str(error.value) == f"--holdout takes two different editor names, e.g. sd2,glide; {said}"
+
+
 def test_unknown_options_are_named(diffseg_folder):
     with pytest.raises(ConfigError, match="unknown option.*iteration\\b.*options are:.*iterations"):
         diffzoo.evaluate(detector="segformer.tiny", dataset=str(diffseg_folder), iteration=3)

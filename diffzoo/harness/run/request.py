@@ -91,8 +91,9 @@ def parse_pairs(items: list[Any]) -> list[tuple[str, str]]:
     for item in items:
         given = item.replace("+", ",").split(",") if isinstance(item, str) else item
         names = tuple(str(n).strip() for n in given if str(n).strip()) if isinstance(given, (list, tuple)) else ()
-        if len(set(names)) != 2 or len(names) != 2:
-            raise ConfigError(f"--holdout takes two different editor names, e.g. sd2,glide; got {item!r}")
+        if len(set(names)) != 2 or len(names) != 2:  # one pair given whole, ('sd2', 'glide'): its names are items
+            raise ConfigError(f"--holdout takes two different editor names, e.g. sd2,glide; got {item!r}" + (
+                f" in {items!r}: each item is one pair, as in [('sd2', 'glide')]" if len(items) > 1 else ""))
         pairs.append(names)
     return pairs
 
