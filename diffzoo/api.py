@@ -142,6 +142,8 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     request = make_request(request, detector=detector, suite=suite, dataset=dataset, **options)
     out = None if out is None else typed_value("--out", out, Path)  # "" is no folder: pathlib reads it as "."
     only = None if only is None else typed_value("only=", only, list[tuple[str, str]])
+    references, rerun, force, plan_only = (typed_value(flag, value, bool) for flag, value in (
+        ("--references", references), ("--rerun", rerun), ("--force", force), ("--plan", plan_only)))
     check_suite_given(request.suite)
     if out is None and (unread := [f"{k}=True" for k, v in (("rerun", rerun), ("force", force)) if v]):
         one = len(unread) == 1

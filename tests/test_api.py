@@ -209,6 +209,23 @@ def test_a_holdout_item_that_is_no_pair_is_refused_saying_holdout_is_a_list_of_p
     assert str(error.value) == f"--holdout takes two different editor names, e.g. sd2,glide; {said}"
 
 
+@pytest.mark.parametrize("option, value, said", [
+    ("references", "no", "--references takes true or false, got 'no'"),
+    ("rerun", "no", "--rerun takes true or false, got 'no'"),
+    ("force", 0, "--force takes true or false, got 0"),
+    ("plan_only", "yes", "--plan takes true or false, got 'yes'"),
+    ("strict", "no", "--strict takes true or false, got 'no'"),  # the request's own, by the same rule
+    ("allow_train_overlap", 1, "--allow-train-overlap takes true or false, got 1"),
+])
+def test_a_bool_option_given_another_kind_from_python_is_refused(option, value, said):
+    """evaluate(references="no") ran the reference detectors, rerun="no" said "rerun=True acts on the store"."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(detector="segformer.tiny", **{"plan_only": True, option: value})
+    assert str(error.value) == said
+    plan = diffzoo.evaluate(detector="segformer.tiny", suite="classification", references="false", plan_only="true")
+    assert len(plan.plans) == 1  # "true" and "false" as a KEY=VALUE option spells them: no reference detector
+
+
 def test_unknown_options_are_named(diffseg_folder):
     with pytest.raises(ConfigError, match="unknown option.*iteration\\b.*options are:.*iterations"):
         diffzoo.evaluate(detector="segformer.tiny", dataset=str(diffseg_folder), iteration=3)
