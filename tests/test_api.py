@@ -195,6 +195,8 @@ def test_only_of_another_kind_than_a_list_of_pairs_is_one_config_error(only, sai
     with pytest.raises(ConfigError) as error:
         diffzoo.evaluate(detector="segformer.tiny", plan_only=True, only=only)
     assert str(error.value) == said
+    cases = diffzoo.evaluate(detector="segformer.tiny", plan_only=True, only={("standard", "image")}).plans[0].jobs
+    assert [case.key.case for job in cases for case in job.cases] == ["image"]  # a set of pairs, as reproduce gives
 
 
 @pytest.mark.parametrize("holdout, said", [

@@ -415,6 +415,8 @@ def typed_value(flag: str, value: Any, hint: Any) -> Any:
         return value
     if kind is list:
         listed, each = _listed(value), args[0] if args else Any
+        if isinstance(listed, (set, frozenset)):  # evaluate(only={...}): a set, in one fixed order
+            listed = sorted(listed, key=repr)
         pairs = typing.get_origin(each) is tuple  # one pair alone, ('sd2', 'glide'), is no list of pairs
         if isinstance(listed, (list, tuple)) and (not pairs or all(isinstance(v, (list, tuple)) for v in listed)):
             return [typed_value(flag, v, each) for v in listed]
