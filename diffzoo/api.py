@@ -367,10 +367,10 @@ def reproduce(record: ResultRecord, out: str | Path, progress: Progress | None =
         raise ConfigError(f"record {record.id} stores no request (it was written before records stored their "
                           "options), so it cannot be run again; run it with diffzoo run")
     try:  # the options the record stores, not ones typed here: the error says whose they are
-        request = RunRequest.from_dict(body.request, suite=body.suite.name,
-                                         **({"device": device} if device is not None else {}))
+        request = RunRequest.from_dict(body.request, suite=body.suite.name)
     except ConfigError as exc:
         raise ConfigError(f"record {record.id}'s stored request: {exc}") from None
+    request = request if device is None else replace(request, device=device)  # checked as given here
     _check_reproducible(record, request)
     lost = request.paths_not_found()
     relative = [said for said, path in lost if not path.is_absolute()]  # read from the folder the run started in

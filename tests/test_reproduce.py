@@ -123,7 +123,8 @@ def test_reproduce_runs_a_row_on_another_device_than_the_records(capsys, diffseg
     code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", out, "--device", "cuda:3")
     one_line_exit_2(code, stdout, err, "--device cuda:3: CUDA is not available")  # the device asked, not the record's
     code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", out, "--device", "")
-    one_line_exit_2(code, stdout, err, "--device '' is not a device diffzoo can use")  # an unset variable: never the record's
+    line = one_line_exit_2(code, stdout, err, "--device '' is not a device diffzoo can use")  # an unset variable
+    assert line.startswith("error: --device ''"), line  # the value typed here, never said as the record's request's
     code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", out, "--device", "auto")
     assert code == 0, err
     assert "every metric identical" in " ".join(stdout.split())

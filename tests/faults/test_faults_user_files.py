@@ -102,6 +102,8 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", "workers: -1", ["--config", "--workers"]),
     ("run", "log_every: 0", ["--config", "--log-every"]),
     ("run", "thresholds: sometimes", ["--config", "--thresholds 'sometimes': choose one of"]),
+    ("run", "device: 0", ["--config", "--device '0' is not a device diffzoo can use; give one of auto, cpu, cuda"]),
+    ("train", "device: tpu", ["--config", "--device 'tpu' is not a device diffzoo can use"]),
     ("train", "seed: -1", ["--config", "--seed -1 is not a valid seed"]),
     ("train", "seed: '3'", ["--config", "--seed takes an integer, got '3'"]),
     ("run", "suite: {a: 1}", ["--config", "--suite takes text, got {'a': 1}"]),

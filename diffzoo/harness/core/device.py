@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import torch
 
@@ -12,6 +13,15 @@ DEVICE_FORMS = "auto, cpu, cuda, cuda:N (N = the GPU's index) or mps"
 _DEVICE = re.compile(r"auto|cpu|mps|cuda(?::(\d{1,4}))?")
 
 
+def device_form(device: Any) -> re.Match[str]:
+    """``device`` read by the forms in :data:`DEVICE_FORMS` (whether or not this machine has
+    it); a ConfigError naming the value for any other."""
+    match = _DEVICE.fullmatch(device) if isinstance(device, str) else None
+    if match is None:
+        raise ConfigError(f"--device {device!r} is not a device diffzoo can use; give one of {DEVICE_FORMS}")
+    return match
+
+
 def resolve_device(device: str) -> torch.device:
     """The torch device that ``--device`` names, checked to exist here.
 
@@ -19,9 +29,7 @@ def resolve_device(device: str) -> torch.device:
     :data:`DEVICE_FORMS`, or a device this machine lacks, is a ConfigError
     naming the value (the one place every command resolves ``--device``).
     """
-    match = _DEVICE.fullmatch(device) if isinstance(device, str) else None
-    if match is None:
-        raise ConfigError(f"--device {device!r} is not a device diffzoo can use; give one of {DEVICE_FORMS}")
+    match = device_form(device)
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda"):

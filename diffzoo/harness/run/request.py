@@ -361,8 +361,9 @@ def field_value(f: Any, value: Any) -> Any:
 
 def _check_value(name: str, flag: str, value: Any) -> None:
     """A ConfigError naming ``flag`` where ``value`` of :class:`RunRequest` field ``name`` (of the
-    field's type) breaks the rule of the code that uses it (seeds, training configs, loader
-    workers, the training loop's cadence); fields of no rule of their own pass."""
+    field's type) breaks the rule of the code that uses it (seeds, devices, training configs,
+    loader workers, the training loop's cadence); fields of no rule of their own pass."""
+    from diffzoo.harness.core.device import device_form
     from diffzoo.harness.core.parallel import check_workers
     from diffzoo.harness.core.train_config import TrainConfig
     from diffzoo.harness.data.imageio import MAX_PIXELS_ENV, max_pixels
@@ -371,6 +372,8 @@ def _check_value(name: str, flag: str, value: Any) -> None:
 
     if name == "seed":
         check_seed(value, flag)
+    elif name == "device":  # its form alone: the machine that runs it may be another (a sweep's job)
+        device_form(value)
     elif name == "weights":
         release_name(value)  # released:NAME, or nothing
     elif name == "thresholds":
