@@ -112,6 +112,17 @@ def test_reproduce_runs_a_stored_row_again_with_identical_numbers(capsys, diffse
     assert (mine / "notes.txt").read_text() == "mine" and (mine / "records").is_dir()
 
 
+@pytest.mark.parametrize("given", [True, False])
+def test_a_store_that_is_not_there_says_to_give_store_one_whether_or_not_it_was_given(capsys, tmp_path, monkeypatch,
+                                                                                     given):
+    """reproduce ID --store nonexist said "... or pass --store", --store being passed."""
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "nonexist" if given else Path("diffzoo-out")
+    code, stdout, err = cli(capsys, "reproduce", "0" * 16, *(["--store", store] if given else []))
+    line = one_line_exit_2(code, stdout, err, f"{store} is not a record store (no {store / 'records'})")
+    assert line.endswith("; give --store the folder of a record store (any `diffzoo run --out DIR` folder)"), line
+
+
 def test_reproduce_runs_a_row_on_another_device_than_the_records(capsys, diffseg_folder, tmp_path, monkeypatch):
     out = tmp_path / "out"
     code, _, err = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", diffseg_folder,

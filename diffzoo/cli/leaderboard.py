@@ -57,7 +57,7 @@ def open_store(path: Path, must_exist: bool = True) -> RecordStore:
             # a store's own folder given for the store: the fix is its parent, not another run
             inner = Path(path).name in STORE_DIRS and (Path(path).parent / RECORDS_DIR).is_dir()
             fix = (f"give the store it is part of: --store {Path(path).parent}" if inner
-                   else "run `diffzoo run --out DIR` or pass --store")
+                   else "give --store the folder of a record store (any `diffzoo run --out DIR` folder)")
             raise ConfigError(f"{store.absent}; {fix}")
         claim_output_dir(path)  # a new store: never in a folder diffzoo did not make
     return store
