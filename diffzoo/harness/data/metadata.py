@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, read_text, require_file
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, require_file
 from diffzoo.harness.core.types import EditRecord, LabelSpace, SampleMeta
 
 log = logging.getLogger(__name__)
@@ -30,12 +30,23 @@ SLICE_KEYS = ("base", "turns", "editor", "edit_type")
 """The slice keys provenance reports, in this order."""
 
 
-def data_text(path: Path, where: str) -> str:
-    """The text of a file the data ships (:func:`.fsutil.read_text`); one that cannot be read is a
-    DataError ``<where>: not readable (why)``."""
+def data_bytes(path: Path, where: str) -> bytes:
+    """The bytes of a file the data ships (:func:`.fsutil.read_regular`, at most ``TEXT_LIMIT``); one
+    that cannot be read is a DataError ``<where>: not readable (why)``."""
     try:
-        return read_text(path)
-    except (OSError, UnicodeDecodeError) as exc:
+        return read_regular(path, TEXT_LIMIT)
+    except OSError as exc:
+        raise DataError(f"{where}: not readable ({exc})") from None
+
+
+def data_text(path: Path, where: str, *, data: bytes | None = None) -> str:
+    """The UTF-8 text of a file the data ships (:func:`data_bytes`, a byte-order mark skipped as
+    :func:`.fsutil.read_text` skips it), decoded from ``data`` when the caller has read its bytes (to
+    hash the same bytes it parses); one that cannot be read is a DataError ``<where>: not readable (why)``."""
+    raw = data_bytes(path, where) if data is None else data
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
         raise DataError(f"{where}: not readable ({exc})") from None
 
 

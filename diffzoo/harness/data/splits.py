@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import TEXT_LIMIT, parse_json, read_regular, require_file
+from diffzoo.harness.core.fsutil import parse_json, require_file
 from diffzoo.harness.core.types import check_seed
-from diffzoo.harness.data.metadata import data_text
+from diffzoo.harness.data.metadata import data_bytes, data_text
 from diffzoo.harness.data.walk import canonical_name, keyed_once
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,8 @@ def read_splits_file(path: Path, known_ids: Iterable[str],
     text is (:func:`.fsutil.read_regular`: a FIFO or a file past ``TEXT_LIMIT`` is
     refused, never read), and source (``split_file=NAME`` for ``prefix`` ``file``).
     """
-    data = _parse_split_text(data_text(path, f"splits file {path}"), path)
+    raw = data_bytes(path, f"splits file {path}")  # hashed below: the id is of the very bytes parsed
+    data = _parse_split_text(data_text(path, f"splits file {path}", data=raw), path)
     known = {canonical_name(i): i for i in known_ids}
     out: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
@@ -152,7 +153,7 @@ def read_splits_file(path: Path, known_ids: Iterable[str],
     unassigned = len(known) - len(seen)
     if unassigned:
         log.info("splits file %s leaves %d sample(s) in no split", path, unassigned)
-    return out, {"id": f"{prefix}-{hashlib.sha256(read_regular(path, TEXT_LIMIT)).hexdigest()[:16]}",
+    return out, {"id": f"{prefix}-{hashlib.sha256(raw).hexdigest()[:16]}",
                  "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}
 
 
