@@ -320,3 +320,16 @@ def test_a_mask_is_found_by_its_suffix_in_any_case_and_its_stem_as_stored(tgif):
     crop.rename(crop.with_name(crop.name.upper()))
     with pytest.raises(DataError, match=r"SD2-fr/testing/333_mask_segm\.png_sd2-512_2\.png \(wants 333_mask_segm_512"):
         TgifDataset(tgif)
+
+
+def test_a_regenerated_fakes_crop_mask_is_named_in_the_letter_case_of_the_fakes_own_name(tgif):
+    """A release writing ``333_MASK_SEGM.png_sd2-512_2.png`` beside ``333_MASK_SEGM_512.png``: the crop's mask
+    name was built in lower case ("wants 333_mask_segm_512.png"), the spliced ones' kept the name's case."""
+    fake = tgif / "SD2-fr" / "testing" / "333_mask_segm.png_sd2-512_2.png"
+    fake.rename(fake.with_name("333_MASK_SEGM.png_sd2-512_2.png"))
+    crop = tgif / "masks" / "testing" / "333_mask_segm_512.png"
+    crop.rename(crop.with_name("333_MASK_SEGM_512.png"))
+    ds = TgifDataset(tgif)
+    sid = "SD2-fr/testing/333_MASK_SEGM.png_sd2-512_2.png"
+    assert ds.fake_info(sid) == Fake("sd2", "fr", "segm", "512", "333")
+    assert _edited_rows(ds.load(sid).label) == [1, 2, 3]

@@ -118,11 +118,12 @@ def parse_fake(folder: str, file_name: str) -> Fake | None:
 
 def mask_name(fake: Fake, file_name: str) -> str:
     """The mask a fake was made with: ``<coco>_mask_<type>_<res>.png`` for a regenerated crop, else
-    the mask file its name starts with (``..._mask_segm.png`` or ``..._mask_segm.png_ps_mask.png``)."""
-    if fake.variant == "fr" and fake.resolution != "orig":
-        return f"{fake.coco_id}_mask_{fake.mask_type}_{fake.resolution}.png"
+    the mask file its name starts with (``..._mask_segm.png`` or ``..._mask_segm.png_ps_mask.png``);
+    either way ``<coco>_mask_<type>`` as the fake's name writes it (a stem keeps its letter case)."""
     m = FAKE.match(file_name)
     assert m is not None  # parse_fake accepted the name
+    if fake.variant == "fr" and fake.resolution != "orig":
+        return f"{file_name[: m.end('mask')]}_{fake.resolution}.png"
     return file_name[: m.end("ps") if m["ps"] else m.end("mask") + len(".png")]
 
 
