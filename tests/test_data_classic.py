@@ -491,3 +491,18 @@ def test_two_names_reading_as_one_are_refused_naming_both(tmp_path):
         Imd2020Dataset(root)
     assert str(err.value) == (f"{root}: {nfc} is stored twice, as {nfd!r} and {nfc!r} (another folder separator "
                               "or Unicode form); keep one of them")
+
+
+def test_an_image_and_its_mask_named_in_two_unicode_forms_are_paired(tmp_path):
+    """One file copied from macOS (decomposed), the other composed: Columbia and IMD2020 compared raw stems
+    ("have no ..._mask"), as Tp/Gt, PIXAR and TGIF did not; every adapter pairing by stem reads it in NFC."""
+    nfc, nfd = (unicodedata.normalize(form, "café") for form in ("NFC", "NFD"))
+    imd = make_imd2020(tmp_path / "imd")
+    (imd / "z5" / "00022_fake.jpg").rename(imd / "z5" / f"{nfc}.jpg")
+    (imd / "z5" / "00022_fake_mask.png").rename(imd / "z5" / f"{nfd}_mask.png")
+    assert edited_rows(Imd2020Dataset(imd).load(f"z5/{nfc}.jpg").label) == list(range(20, 32))
+    columbia = make_columbia(tmp_path / "columbia")
+    (columbia / "4cam_splc" / f"{SPLICED[0]}.tif").rename(columbia / "4cam_splc" / f"{nfc}.tif")
+    edge = columbia / "4cam_splc" / "edgemask"
+    (edge / f"{SPLICED[0]}_edgemask.jpg").rename(edge / f"{nfd}_edgemask.jpg")
+    assert ColumbiaDataset(columbia).load(f"4cam_splc/{nfc}.tif").label.any()

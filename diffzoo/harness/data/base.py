@@ -76,11 +76,12 @@ def folder_name(path: str | os.PathLike) -> str:
 
 
 def masks_by_stem(where: object, pairs: Iterable[tuple[str, T]], shown: Callable[[T], str] = str) -> dict[str, T]:
-    """``{stem: mask}`` of the (stem, mask) ``pairs``; a second mask for one stem is a DataError
-    naming ``where`` and both masks (``shown``): which of the two is the ground truth is not ours
-    to guess."""
+    """``{stem: mask}`` of the (stem, mask) ``pairs``, each stem read by :func:`.walk.canonical_name`
+    (Unicode NFC: a mask stored decomposed pairs with an image stored composed), so an image's stem
+    is looked up as ``canonical_name(stem)``; a second mask for one stem is a DataError naming
+    ``where`` and both masks (``shown``): which of the two is the ground truth is not ours to guess."""
     masks: dict[str, T] = {}
-    for stem, mask in pairs:
+    for stem, mask in ((canonical_name(s), m) for s, m in pairs):
         if stem in masks:
             first, second, why = shown(masks[stem]), shown(mask), ""
             if canonical_name(first) == canonical_name(second):  # names that print alike are quoted and told apart
@@ -95,7 +96,7 @@ def files_by_stem(folder: Path, files: Iterable[Path]) -> dict[str, Path]:
     pairing by name reads a mask's name: its suffix in any letter case, its stem in either Unicode
     form but in its own letter case (a case-sensitive disk holds ``a.png`` and ``A.png``, two
     files); two for one stem are refused (:func:`masks_by_stem`)."""
-    return masks_by_stem(folder, ((canonical_name(p.stem), p) for p in files), lambda p: p.name)
+    return masks_by_stem(folder, ((p.stem, p) for p in files), lambda p: p.name)
 
 
 def report_unpaired(where: str, missing: list[str], what: str, skip: bool, *more: tuple[list[str], str]) -> None:

@@ -189,7 +189,7 @@ class ColumbiaDataset(_ClassicDataset):
         entries: Entries = {}
         no_mask: list[str] = []
         for img in image_files_in(splc):
-            _pair(entries, no_mask, f"4cam_splc/{img.name}", img, masks.get(img.stem))
+            _pair(entries, no_mask, f"4cam_splc/{img.name}", img, masks.get(canonical_name(img.stem)))
         paired = mask_once(edge, entries, lambda p: p.name)
         report_unpaired(str(root), no_mask, f"spliced image(s) have no <stem>_edgemask mask in {edge}", skip_unpaired)
         log_unused(edge, [m.name for m in masks.values() if m not in paired], "edge mask(s) match no image")
@@ -495,8 +495,8 @@ class Imd2020Dataset(_ClassicDataset):
                 ignored.append(folder.name)
                 continue
             for img in tampered:
-                _pair(entries, no_mask, f"{folder.name}/{img.name}", img, masks.get(img.stem))
-            stems = {img.stem for img in tampered}
+                _pair(entries, no_mask, f"{folder.name}/{img.name}", img, masks.get(canonical_name(img.stem)))
+            stems = {canonical_name(img.stem) for img in tampered}
             orphans += sorted(f"{folder.name}/{m.name}" for stem, m in masks.items() if stem not in stems)
             originals.update({f"{folder.name}/{o.name}": (o, None) for o in origs})
         log_unused(root, ignored, "folder(s) hold no *_orig image and no *_mask file and are not used")

@@ -179,7 +179,7 @@ def pair_folders(
     def shown(mask: Path) -> str:
         return mask.relative_to(gt).as_posix()
 
-    masks = masks_by_stem(gt, ((canonical_name(m.stem if by_name else shown(m.with_suffix(""))), m)
+    masks = masks_by_stem(gt, ((m.stem if by_name else shown(m.with_suffix("")), m)
                                for m in list_image_files(gt)), shown)
     entries: dict[str, tuple[Path, Path | None]] = {}
     no_mask: list[str] = []
