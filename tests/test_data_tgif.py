@@ -153,9 +153,14 @@ def test_options_choose_fakes_labels_and_edit_types(tgif):
     some = TgifDataset(tgif, generators="sdxl,ps", variants=["fr"], mask_types="bbox", authentic=False)
     assert some.ids("test") == ["SDXL-fr/testing/333_mask_bbox.png_sdxl-1024_0.png"]
     assert TgifDataset(tgif, split="test").splits() == ["test"]
-    for bad in ({"regenerated": "all"}, {"edit_type": "kind"}, {"generators": "sd3"}, {"variants": "xx"}):
-        with pytest.raises(ConfigError):
+    for bad, said in (({"regenerated": "all"}, "regenerated='all' is not one of mask, whole"),
+                      ({"edit_type": "kind"}, "edit_type='kind' is not one of variant, mask, both"),
+                      ({"generators": "sd3,sd2"}, "generators='sd3,sd2': sd3 is not one of "
+                                                  "sd2, sdxl, ps, flux1schnell, flux1dev, flux1filldev"),
+                      ({"variants": "xx"}, "variants='xx': xx is not one of sp, fr")):
+        with pytest.raises(ConfigError) as err:  # one wording for every adapter's choice option
             TgifDataset(tgif, **bad)
+        assert str(err.value) == f"TGIF {said}"
     with pytest.raises(DataError, match="no TGIF fakes"):
         TgifDataset(tgif, generators="flux1dev")
 

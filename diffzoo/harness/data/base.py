@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, TypeVar
 
-from diffzoo.harness.core.errors import DataError, not_found
+from diffzoo.harness.core.errors import ConfigError, DataError, not_found
 from diffzoo.harness.core.fsutil import file_kind, not_regular
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.runlog import warn_once
@@ -219,6 +219,15 @@ def name_list(value: Sequence[str] | str | None) -> list[str] | None:
         return None
     items = value.split(",") if isinstance(value, str) else list(value)
     return [str(v).strip() for v in items if str(v).strip()]
+
+
+def not_a_choice(adapter: str, option: str, value: object, valid: Iterable[str],
+                 unknown: Sequence[str] | None = None) -> ConfigError:
+    """The refusal of a dataset option given a value outside its fixed choices, one wording for every
+    adapter: ``ADAPTER option='value' is not one of a, b``; of a list option, the ``unknown`` names
+    among those given (``ADAPTER option='x,a': x is not one of a, b``)."""
+    named = "" if unknown is None else f": {', '.join(unknown) or 'nothing'}"
+    return ConfigError(f"{adapter} {option}={value!r}{named} is not one of {', '.join(valid)}")
 
 
 def chosen_names(

@@ -47,6 +47,7 @@ from diffzoo.harness.data.base import (
     child_dir,
     csv_table,
     masks_by_stem,
+    not_a_choice,
     relative_cell,
     report_unpaired,
     require_path,
@@ -348,7 +349,7 @@ class Nist16Dataset(_ClassicDataset):
         root, from_file = _nist_root(path)
         task = (self.task or from_file or "manipulation").lower()
         if task not in NIST_TASKS:
-            raise DataError(f"NIST16 task {task!r} is not one of {', '.join(NIST_TASKS)}")
+            raise not_a_choice("NIST16", "task", task, NIST_TASKS)
         ref = _nist_ref(root, task)
         if not os.path.lexists(ref):  # anything else there is named by reading it
             raise DataError(f"{ref}: no such reference file; NIST16 {self.LAYOUT}")

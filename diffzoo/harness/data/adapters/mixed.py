@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError
+from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
-from diffzoo.harness.data.base import SplitDataset, chosen_names
+from diffzoo.harness.data.base import SplitDataset, chosen_names, not_a_choice
 from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import HFRows, Ref, Table, hf_columns, load_tables, row_layout, unique_ids
 from diffzoo.harness.data.imageio import read_labelled
@@ -118,8 +118,8 @@ class MixedDataset(SplitDataset):
     @classmethod
     def parse_kinds(cls, kinds: Sequence[str] | str | None) -> tuple[str, ...]:
         """The kinds asked for (``"partial"``, ``"real,partial"``), in :data:`KINDS` order."""
-        names = chosen_names(kinds, tuple(cls.KINDS), lambda _: ConfigError(
-            f"{cls.__name__}: kinds={kinds!r}; choose from {', '.join(cls.KINDS)}"))
+        names = chosen_names(kinds, tuple(cls.KINDS),
+                             lambda bad: not_a_choice(cls.__name__, "kinds", kinds, cls.KINDS, bad))
         return tuple(k for k in cls.KINDS if k in names)
 
     def _by_split(self) -> dict[str, list[str]]:

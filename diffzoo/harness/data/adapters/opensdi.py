@@ -46,7 +46,7 @@ from diffzoo.harness.data.adapters.mixed import (
     table_rows,
     table_where,
 )
-from diffzoo.harness.data.base import require_path
+from diffzoo.harness.data.base import not_a_choice, require_path
 from diffzoo.harness.data.hfsource import Table
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, SPLIT_ALIASES, canonical_split, hash_split_id, split_ids
 
@@ -93,7 +93,7 @@ class OpenSdiDataset(RowsDataset):
     ) -> None:
         root = require_path(path, "OpenSdiDataset")
         if copy is not None and copy not in COPIES:
-            raise ConfigError(f"OpenSDI copy={copy!r}; expected train or test")
+            raise not_a_choice("OpenSDI", "copy", copy, COPIES)
         chosen = self.parse_kinds(kinds)
         tables = self._tables(root, LAYOUT_HELP)
         self._copies = _copies(root, tables, copy)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
 from diffzoo.harness.data.adapters.generic import MASK_SUFFIXES
 from diffzoo.harness.data.authentic import image_files_in
@@ -46,6 +46,7 @@ from diffzoo.harness.data.base import (
     SplitDataset,
     chosen_names,
     folder_name,
+    not_a_choice,
     option_path,
     report_unpaired,
     require_path,
@@ -217,7 +218,7 @@ class PapeDataset(SplitDataset):
     ) -> None:
         root = require_path(path, "PapeDataset")
         if edits not in EDIT_KINDS:
-            raise ConfigError(f"PAPE edits={edits!r}; expected one of {', '.join(EDIT_KINDS)}")
+            raise not_a_choice("PAPE", "edits", edits, EDIT_KINDS)
         layout = _layout(root) if root.is_dir() else {}
         if not layout:
             raise DataError(

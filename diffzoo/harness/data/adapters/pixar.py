@@ -47,6 +47,7 @@ from diffzoo.harness.data.base import (
     files_by_stem,
     folder_name,
     name_list,
+    not_a_choice,
     report_unpaired,
     require_path,
     sniff_quietly,
@@ -173,7 +174,7 @@ class PixarDataset(SplitDataset):
     ) -> None:
         root = require_path(path, "PixarDataset")
         if labels not in LABEL_DIRS:
-            raise ConfigError(f"PIXAR labels={labels!r}; expected one of {', '.join(LABEL_DIRS)}")
+            raise not_a_choice("PIXAR", "labels", labels, LABEL_DIRS)
         if not 0.0 <= float(mask_threshold) < 1.0:
             raise ConfigError(f"PIXAR mask_threshold={mask_threshold}; expected a fraction in [0, 1)")
         wanted = name_list(editors)

@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import BINARY, LabelSpace
 from diffzoo.harness.data.adapters.mixed import (
     FULL,
@@ -50,7 +50,7 @@ from diffzoo.harness.data.adapters.mixed import (
     table_rows,
     table_where,
 )
-from diffzoo.harness.data.base import require_path
+from diffzoo.harness.data.base import not_a_choice, require_path
 from diffzoo.harness.data.hfsource import Table
 from diffzoo.harness.data.splits import canonical_split, native_splits
 
@@ -99,7 +99,7 @@ class SoFakeDataset(RowsDataset):
     ) -> None:
         root = require_path(path, "SoFakeDataset")
         if label_order is not None and label_order not in ORDERS:
-            raise ConfigError(f"So-Fake label_order={label_order!r}; expected v1 or v2")
+            raise not_a_choice("So-Fake", "label_order", label_order, ORDERS)
         chosen = self.parse_kinds(kinds)
         tables = self._tables(root, LAYOUT_HELP)
         self._rows = table_rows(tables, root, ("filename", "label"))

@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from diffzoo.harness.core.errors import ConfigError, DataError
+from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _PairListDataset
 from diffzoo.harness.data.authentic import image_files_in
@@ -68,6 +68,7 @@ from diffzoo.harness.data.base import (
     child_dir,
     chosen_names,
     files_by_stem,
+    not_a_choice,
     read_csv,
     report_unpaired,
     require_path,
@@ -173,9 +174,9 @@ class TgifDataset(_PairListDataset):
     ) -> None:
         root = require_path(path, "TgifDataset")
         if regenerated not in REGENERATED:
-            raise ConfigError(f"TGIF regenerated={regenerated!r}; expected mask or whole")
+            raise not_a_choice("TGIF", "regenerated", regenerated, REGENERATED)
         if edit_type not in EDIT_TYPES:
-            raise ConfigError(f"TGIF edit_type={edit_type!r}; expected {', '.join(EDIT_TYPES)}")
+            raise not_a_choice("TGIF", "edit_type", edit_type, EDIT_TYPES)
         wanted = (_choice("generators", generators, GENERATORS), _choice("variants", variants, VARIANTS),
                   _choice("mask_types", mask_types, MASK_TYPES))
         found = downloads(root)
@@ -297,10 +298,7 @@ class TgifDataset(_PairListDataset):
 
 
 def _choice(option: str, value: list[str] | str | None, valid: tuple[str, ...]) -> set[str]:
-    def refuse(bad: list[str]) -> ConfigError:
-        return ConfigError(f"TGIF {option}={value!r}: {', '.join(bad) or 'nothing'} is not one of {', '.join(valid)}")
-
-    return set(chosen_names(value, valid, refuse, str.lower))
+    return set(chosen_names(value, valid, lambda bad: not_a_choice("TGIF", option, value, valid, bad), str.lower))
 
 
 def _find_mask(index: dict[tuple[str, str], dict[str, Path]], where: list[Path], split_dir: str,
