@@ -183,10 +183,10 @@ def by_unique_id(found: dict[str, dict[str, Item]]) -> dict[str, Item]:
 
 class RowsDataset(MixedDataset):
     """A :class:`MixedDataset` whose samples are rows of the hub's tables (``self._rows``),
-    each item's ``where`` its ``(table, row)``."""
+    each item's ``where`` its ``(table, row)`` (:meth:`_row_of`)."""
 
     source_kind = "datasets"
-    _rows: HFRows
+    _rows: HFRows | None
 
     def _tables(self, root: Path, layout_help: str) -> list[Table]:
         """The tables at ``root``; none is a DataError saying what was expected (``layout_help``)."""
@@ -195,9 +195,16 @@ class RowsDataset(MixedDataset):
             raise DataError(f"{root}: no {self.title} data found; {layout_help}")
         return tables
 
+    def _row_of(self, item: Item) -> tuple[str, int] | None:
+        """The ``(table, row)`` ``item`` is read from; None for one that is no row (a subclass that
+        reads files too)."""
+        return item.where
+
     def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
-        table, row = item.where
-        return self._rows.read(table, row, sample_id)
+        where = self._row_of(item)
+        assert self._rows is not None and where is not None  # an item of no row has its own _refs
+        return self._rows.read(*where, sample_id)
 
     def _cell_digests(self) -> dict[str, str]:
-        return self._rows.digests({sid: it.where for sid, it in self._items.items()})
+        rows = {sid: where for sid, it in self._items.items() if (where := self._row_of(it)) is not None}
+        return self._rows.digests(rows) if rows and self._rows is not None else {}

@@ -113,6 +113,7 @@ class OpenSdiDataset(RowsDataset):
         if generator is not None and generator not in OPENSDI_GENERATORS:
             log.info("OpenSDI %s: split %r is none of OpenSDI's generators (%s); read as a generator of that name",
                      where, t.split, ", ".join(OPENSDI_GENERATORS))
+        assert self._rows is not None  # set before any table is read
         keys, labels = self._rows.values(t.name, "key"), self._rows.values(t.name, "label")
         for row, (key, label) in enumerate(zip(keys, labels)):
             if not isinstance(key, str) or not key:

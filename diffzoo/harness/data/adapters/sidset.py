@@ -39,13 +39,13 @@ from diffzoo.harness.data.adapters.mixed import (
     REAL,
     UNKNOWN_EDITOR,
     Item,
-    MixedDataset,
+    RowsDataset,
     by_unique_id,
     has_row_layout,
     table_rows,
 )
 from diffzoo.harness.data.base import masks_by_stem, report_unpaired, require_path
-from diffzoo.harness.data.hfsource import NULL_CELL, HFRows, Ref, load_tables
+from diffzoo.harness.data.hfsource import NULL_CELL, Ref, load_tables
 from diffzoo.harness.data.imageio import is_image_file
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers, posix_names
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, fixed_split, native_splits
@@ -65,7 +65,7 @@ LAYOUT_HELP = (f"expected SID-Set: the hub's data ({SIDSET_HUB}: parquet files d
                "<split>/{real,full_synthetic,tampered,masks}/ (a folder, or the zip)")
 
 
-class SidSetDataset(MixedDataset):
+class SidSetDataset(RowsDataset):
     """SID-Set from the hub's copy and/or SIDA's folders (or zip); see the module docstring.
 
     ``kinds``: which images to read, of ``real``, ``full_synthetic``, ``tampered`` (default
@@ -94,7 +94,7 @@ class SidSetDataset(MixedDataset):
         self._fixed = fixed_split(split) if split is not None else None
         found: dict[str, dict[str, Item]] = {}  # split -> id -> item (``where``: ("row", table, row) / ("file", ...))
         places: dict[tuple[str, str], str] = {}  # (split, id) -> where it was found, for messages
-        self._rows: HFRows | None = None
+        self._rows = None
         self._members: ZipMembers | FolderMembers | None = None
         if root.is_file() and root.suffix.lower() == ".zip":
             self._members = ZipMembers(root)
@@ -167,17 +167,18 @@ class SidSetDataset(MixedDataset):
         report_unpaired(str(root), missing, f"tampered image(s) have no {MASKS_DIR}/<name>{MASK_SUFFIX}.png",
                         skip_unpaired)
 
+    def _row_of(self, item: Item) -> tuple[str, int] | None:
+        return item.where[1:] if item.where[0] == "row" else None
+
     def _refs(self, sample_id: str, item: Item) -> tuple[Ref, Ref | None]:
         if item.where[0] == "row":
-            assert self._rows is not None
-            return self._rows.read(item.where[1], item.where[2], sample_id)
+            return super()._refs(sample_id, item)
         assert self._members is not None
         _, image, mask = item.where
         return self._members.read(image, sample_id), None if mask is None else self._members.read(mask, sample_id)
 
     def _cell_digests(self) -> dict[str, str]:
-        rows = {sid: it.where[1:] for sid, it in self._items.items() if it.where[0] == "row"}
-        out = self._rows.digests(rows) if rows and self._rows is not None else {}
+        out = super()._cell_digests()
         files = {sid: it.where[1:] for sid, it in self._items.items() if it.where[0] == "file"}
         if files and self._members is not None:
             digests = self._members.digests(n for pair in files.values() for n in pair if n is not None)

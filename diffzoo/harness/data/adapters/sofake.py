@@ -126,6 +126,7 @@ class SoFakeDataset(RowsDataset):
         split = canonical_split(t.split)
         has_generator = "generator" in t.data.column_names  # v2 only
         generators = t.data.select_columns(["generator"]).to_dict()["generator"] if has_generator else None
+        assert self._rows is not None  # set before any table is read
         names, labels = self._rows.values(t.name, "filename"), self._rows.values(t.name, "label")
         for row, (filename, label) in enumerate(zip(names, labels)):
             where = f"{table_where(t)} row {row}"
