@@ -380,3 +380,18 @@ def test_a_tp_folder_holding_no_image_is_refused_not_read_as_its_authentic_image
     with pytest.raises(DataError) as err:
         open_dataset(str(root))
     assert str(err.value) == f"{root}: Tp/ holds no image (Gt/ holds 3 masks); the dataset would be its Au/ images alone"
+
+
+def test_an_image_of_a_suffix_never_read_beside_its_mask_is_named_in_a_warning(tmp_path, caplog):
+    """Tp/x.jfif (a JPEG under a suffix diffzoo does not read) with Gt/x.png: the image was left out unsaid
+    (its mask only "matched no image" at info level), the copy scored on fewer images than it holds."""
+    root = make_tpgt(tmp_path / "ds")
+    shutil.copy(root / "Tp" / "b.jpg", root / "Tp" / "x.jfif")
+    shutil.copy(root / "Gt" / "a.png", root / "Gt" / "x.png")
+    (root / "Tp" / "README.txt").write_text("no image, no mask: not named")
+    ds = TpGtDataset(root, split="test")
+    assert "Tp/x.jfif" not in ds.ids("test")
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [f"{root / 'Gt'}: 1 image(s) with a mask here are not read, their suffix being none of .png, "
+                      ".jpg, .jpeg, .tif, .tiff, .bmp, .webp (e.g. Tp/x.jfif); convert them to one of those to "
+                      "score them"]
