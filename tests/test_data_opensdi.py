@@ -144,7 +144,7 @@ def test_kinds_and_val_fraction(opensdi):
     assert partial.describe()["samples"] == {"partial": 8} and partial.notice is None
     with pytest.raises(ConfigError) as err:  # one wording for every adapter's choice option (base.not_a_choice)
         OpenSdiDataset(opensdi, kinds="tampered,real")
-    assert str(err.value) == "OpenSdiDataset kinds='tampered,real': tampered is not one of real, partial, full"
+    assert str(err.value) == "OpenSDI kinds='tampered,real': tampered is not one of real, partial, full"
     carved = OpenSdiDataset(opensdi, val_fraction=0.25)
     assert sorted(carved.ids("train") + carved.ids("val")) == sorted(OpenSdiDataset(opensdi).ids("train"))
     assert carved.provenance()["split"]["id"] == "opensdi-v1+diffzoo-hash-v1-seed0-val25"

@@ -143,7 +143,7 @@ def test_refusals_and_skips(sida, parts, tmp_path):
         SidSetDataset(tmp_path / "bad.parquet")
     with pytest.raises(ConfigError) as err:
         SidSetDataset(sida, kinds="partial")
-    assert str(err.value) == "SidSetDataset kinds='partial': partial is not one of real, full_synthetic, tampered"
+    assert str(err.value) == "SID-Set kinds='partial': partial is not one of real, full_synthetic, tampered"
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="no SID-Set data found"):
         SidSetDataset(tmp_path / "empty")

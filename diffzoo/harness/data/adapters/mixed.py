@@ -119,7 +119,7 @@ class MixedDataset(SplitDataset):
     def parse_kinds(cls, kinds: Sequence[str] | str | None) -> tuple[str, ...]:
         """The kinds asked for (``"partial"``, ``"real,partial"``), in :data:`KINDS` order."""
         names = chosen_names(kinds, tuple(cls.KINDS),
-                             lambda bad: not_a_choice(cls.__name__, "kinds", kinds, cls.KINDS, bad))
+                             lambda bad: not_a_choice(cls.title, "kinds", kinds, cls.KINDS, bad))
         return tuple(k for k in cls.KINDS if k in names)
 
     def _by_split(self) -> dict[str, list[str]]:
