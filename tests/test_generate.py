@@ -1250,6 +1250,20 @@ def test_a_run_that_finished_no_sample_leaves_its_out_to_a_run_of_other_settings
         pipeline.generate(dataclasses.replace(other, out=interrupted, editors=("a",)), editors={"a": FakeEditor(1)})
 
 
+def test_a_resume_on_another_thread_count_is_other_settings(tmp_path):
+    """--threads can change the bytes torch's CPU kernels give (their sums split over threads): a resume on
+    another count is refused as other settings, as a seed is; it mixed the two counts' samples unsaid."""
+    import dataclasses
+
+    config = gen_config(tmp_path / "out", make_bases(tmp_path / "bases"), editors=("a",), n=1, ai_fraction=0.0)
+    pipeline.generate(config, editors={"a": FakeEditor(1)})
+    with pytest.raises(ConfigError, match=r"other settings \(threads differs\); resume with the same options"):
+        pipeline.generate(dataclasses.replace(config, n=2, threads=2), editors={"a": FakeEditor(1)})
+    saved = tmp_path / "out" / STATE_DIR / "config.json"  # settings without a thread count: it is not known
+    saved.write_text(json.dumps({k: v for k, v in json.loads(saved.read_text()).items() if k != "threads"}))
+    assert pipeline.generate(dataclasses.replace(config, n=2, threads=2), editors={"a": FakeEditor(1)}).made == 1
+
+
 def test_ai_bases_only_need_no_real_bases(tmp_path):
     config = pipeline.GenerateConfig(out=tmp_path / "out", editors=("a",), n=2, ai_fraction=1.0, t2i="sd-t2i.tiny",
                                      size=32, turns=(1,))

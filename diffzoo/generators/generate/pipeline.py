@@ -257,7 +257,8 @@ class DatasetGenerator:
             "ai_fraction": c.ai_fraction, "size": c.size, "prompts": c.prompts, "objects": c.objects,
             "vlm": c.vlm if (c.prompts == "vlm" or c.objects == "vlm" or c.vlm_score) else None,
             "open_vocab": [c.detector, c.sam] if kind == "open-vocab" else None,
-            "area_bins": list(c.area_bins), "quality": self.quality.settings(), "loras": loras, **settings,
+            "area_bins": list(c.area_bins), "quality": self.quality.settings(), "loras": loras,
+            "threads": c.threads, **settings,  # torch's CPU kernels may sum in another order on other threads
         }  # fmt: skip
 
     def _check_loras(self) -> list[dict[str, Any]] | None:
@@ -407,6 +408,7 @@ class DatasetGenerator:
                                   "the run wrote, or choose a new --out")
             with contextlib.suppress(ConfigError, TypeError):  # saved with trailing zero counts: the same ratio
                 saved["turns"] = list(parse_turn_ratio(saved.get("turns", ())))
+            saved.setdefault("threads", settings["threads"])  # settings that never held it: the count is unknown
             differ = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
             if differ and not any(self.store.read(i) for i in self.store.recorded_ids()):
                 # no sample holds the stored settings (a run stopped before its first): what it left is not data
