@@ -1299,6 +1299,21 @@ def test_quality_filter_rejects_a_noop_and_low_scores():
         QualityFilter(min_area=0.6, max_area=0.5)
 
 
+def test_a_noop_reason_shows_its_fraction_below_the_bound_never_rounded_to_it():
+    """--min-changed 0.004 read "below 0%", and 999 of 10,000 pixels changed under 0.1 "10.0% ... below 10%":
+    the reason a rejection records names the bound as given and a fraction under it."""
+    before = np.full((100, 100, 3), 100, np.uint8)
+    mask = np.ones((100, 100), bool)
+    after = before.copy()
+    after.reshape(-1, 3)[:999] = 250
+    assert QualityFilter()(before, after, mask, "p", "object_removal") == \
+        "no-op (9.9% of the region changed, below 10%)"
+    after = before.copy()
+    after.reshape(-1, 3)[:30] = 250
+    assert QualityFilter(min_changed=0.004)(before, after, mask, "p", "object_removal") == \
+        "no-op (0.3% of the region changed, below 0.4%)"
+
+
 def test_noop_editor_samples_are_rejected_and_not_written(tmp_path):
     bases = make_bases(tmp_path / "bases", n=2)
     noop = FakeEditor(None)

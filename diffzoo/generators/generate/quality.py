@@ -16,6 +16,7 @@ times in all); a sample whose turn fails every try is left out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +64,8 @@ class QualityFilter:
                  edit_type: str) -> str | None:
         changed = changed_fraction(before, after, mask, self.tau)
         if changed < self.min_changed:
-            return f"no-op ({changed:.1%} of the region changed, below {self.min_changed:.0%})"
+            shown = math.floor(round(changed * 1000, 6)) / 10  # rounded down: never shown at or past the bound
+            return f"no-op ({shown:.1f}% of the region changed, below {self.min_changed * 100:g}%)"
         if self.scorer is not None:
             score = float(self.scorer(before, after, mask, prompt, edit_type))
             if score < self.min_score:
