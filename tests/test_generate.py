@@ -469,6 +469,9 @@ def test_resume_with_other_settings_or_a_foreign_folder_is_one_line(reference, c
     code, _, err = cli(capsys, "generate", "--out", copy, "--bases", bases, "--editors", EDITORS, "--n", N,
                        "--size", 32, "--seed", 4)
     assert code != 0 and f"{copy} was generated with other settings (seed differs); resume with the same" in err
+    line = one_line_exit_2(*cli(capsys, "generate", "--out", copy, "--bases", bases, "--editors", EDITORS, "--n", N,
+                                "--size", 32, "--seed", 3, "--min-changed", 0.2, "--tries", 4))
+    assert f"{copy} was generated with other settings (min_changed, tries differ); resume with the same" in line
     more = tmp_path / "more-bases"  # the same options, one base image more: said as a file, not an option
     shutil.copytree(bases, more)
     shutil.copy(next(p for p in more.iterdir() if p.is_file()), more / "added.png")
