@@ -1332,6 +1332,19 @@ def test_noop_editor_samples_are_rejected_and_not_written(tmp_path):
     assert again.made == 0 and again.reused == 3 and noop.calls == calls  # rejected samples are not redone
 
 
+def test_a_run_whose_ids_hold_no_ai_base_needs_no_text_to_image_weights(tmp_path):
+    """--ai-bases 0.01 over ids 0..19 deals no AI base (it is a share of the id sequence: ids 0..99 hold one):
+    the run needed SDXL's weights for no sample; a run whose ids hold one still names them."""
+    import dataclasses
+
+    config = gen_config(tmp_path / "out", make_bases(tmp_path / "bases"), editors=("a",), n=20, turns=(1,),
+                        ai_fraction=0.01, t2i="sdxl-t2i.base")
+    summary = pipeline.generate(config, editors={"a": FakeEditor(1)})
+    assert summary.accepted == 20 and {r["base"] for r in manifest(tmp_path / "out")} == {"real"}
+    with pytest.raises(WeightsUnavailableError, match="stabilityai/stable-diffusion-xl-base-1.0"):
+        pipeline.generate(dataclasses.replace(config, n=100), editors={"a": FakeEditor(1)})
+
+
 # -- open vocabulary -------------------------------------------------------------------------
 def test_open_vocab_weights_offline_name_what_to_download(capsys, tmp_path):
     from diffzoo.generators.generate.openvocab import GroundingDinoDetector, SamSegmenter

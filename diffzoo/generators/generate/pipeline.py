@@ -246,8 +246,10 @@ class DatasetGenerator:
             from diffzoo.generators.generate.vlm import VlmScorer
 
             self.quality.scorer = VlmScorer(self._vlm)
-        # every model the run builds (each at its first sample) has its weights here, or the hub answers
-        for model in (*map(self._editor, self.classes), self.ai and self.ai.t2i, self.__dict__.get("_vlm"),
+        # every model the run builds (each at its first sample) has its weights here, or the hub answers;
+        # the text-to-image model's only when a sample of 0..n-1 is AI (--ai-bases 0.01 --n 20 holds none)
+        t2i = self.ai and self.schedule.real_count(c.n) < c.n and self.ai.t2i
+        for model in (*map(self._editor, self.classes), t2i, self.__dict__.get("_vlm"),
                       *(getattr(r, part, None) for r in (self._regions, self._ai_regions)
                         for part in ("detector", "segmenter"))):
             getattr(model, "check_weights", lambda: None)()
