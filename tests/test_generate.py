@@ -961,6 +961,20 @@ def test_bases_whose_masks_all_miss_the_area_bounds_are_named_before_any_model_l
     assert not (tmp_path / "out" / STATE_DIR / "samples").exists()
 
 
+def test_bases_with_an_exif_orientation_tag_are_named_in_a_warning(tmp_path, caplog):
+    """A photo a viewer shows upright through its EXIF tag is edited as stored, turned: said, naming it (it was
+    made into samples unsaid)."""
+    from diffzoo.generators.generate.bases import list_folder
+
+    bases = make_bases(tmp_path / "bases", n=2)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90 degrees clockwise to view"
+    Image.open(bases / "b1.png").convert("RGB").save(bases / "turned.jpg", exif=exif)
+    check_bases(list_folder(bases), 32, str(bases))
+    assert "1 base image(s) carry an EXIF orientation tag (turned.jpg): they are edited as stored" in caplog.text
+    assert "b0.png" not in caplog.text and "b1.png" not in caplog.text
+
+
 def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, tmp_path):
     """A zero-byte base, or one too thin for a region at --size (4000 x 8 px at 32: 32 x 1), stopped the
     run only when its sample came, after the models had loaded."""

@@ -9,6 +9,7 @@ a COCO captions file, or a template caption (``prompts.make_caption``).
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from diffzoo.generators.generate.schedule import sample_rng
 from diffzoo.harness.core.errors import ConfigError, CorruptSampleError, DataError, name_some
 from diffzoo.harness.core.fsutil import MISSING, file_kind, require_file
 from diffzoo.harness.data.distortions import longer_side_size
+
+log = logging.getLogger(__name__)
 
 _ORDER_KEY = 0x6F7264  # "ord"
 
@@ -146,6 +149,12 @@ def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str, decode: Co
             bad.append(f"{ref.source}: {w} x {h} px does not scale to the {ref.annotated[1]} x {ref.annotated[0]} px "
                        "its annotations give: a file of another image, or turned")
     refuse_files(f"--bases {spec}", "base image", bad)
+    from diffzoo.harness.data.fingerprint import file_orientation
+
+    if turned := [r.source for r in refs if file_orientation(r.path)]:  # a photo shown upright, edited as stored
+        log.warning("%d base image(s) carry an EXIF orientation tag (%s): they are edited as stored, as diffzoo "
+                    "reads every image; a viewer that applies the tag shows them turned against their samples "
+                    "(rotate the originals first: exiftran -ai)", len(turned), name_some(turned))
     return sizes
 
 
