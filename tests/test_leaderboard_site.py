@@ -716,6 +716,21 @@ def test_comparison_styles_are_stable_and_distinct(monkeypatch, tmp_path):
     assert EVIL in drawn and "segformer.b0" in drawn
 
 
+def test_comparison_colours_follow_the_legends_natural_order(monkeypatch, tmp_path):
+    """Colours were dealt in text order (mini10 before mini2) while the legend lists names in natural
+    order, so the palette's first colours went to the legend's later entries."""
+    from diffzoo.leaderboard.render import comparison_plots as cp
+
+    names = ["mini10", "mini2", "mini1", "mini2 (calibrated)"]
+    styles = cp.detector_styles(names)
+    assert [styles[n].color for n in ["mini1", "mini2", "mini2 (calibrated)", "mini10"]] == list(cp.PALETTE[:4])
+    drawn = []
+    monkeypatch.setattr(cp, "grouped_bars_png", lambda series, *a, **k: drawn.append(list(series)))
+    records = [record(n, "semantic", "semantic", semantic(0.5, i)[0]) for i, n in enumerate(["mini10", "mini2"])]
+    cp.editor_iou_all(records, cp.detector_styles(["mini10", "mini2"]), tmp_path, set())
+    assert drawn == [["mini2", "mini10"]]  # the per-editor legend in the same order
+
+
 def test_a_bar_with_no_value_is_marked_never_drawn_as_a_bar_of_zero():
     """A detector with no record on a benchmark and one that scored 0 there must not look alike."""
     import matplotlib

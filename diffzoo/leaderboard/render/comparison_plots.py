@@ -68,11 +68,12 @@ class Style:
 
 
 def detector_styles(names: Iterable[str]) -> dict[str, Style]:
-    """A style per detector name, from the names sorted: the same set of names gives the
-    same styles on every call; the first 20 differ in colour, each further round of 20 in
-    marker, line style and hatch too (160 distinct (colour, marker) pairs)."""
+    """A style per detector name, dealt in the legends' natural order (``det2`` before ``det10``:
+    :func:`natural_key`): the same set of names gives the same styles on every call; the first
+    20 differ in colour, each further round of 20 in marker, line style and hatch too (160
+    distinct (colour, marker) pairs)."""
     out = {}
-    for i, name in enumerate(sorted(set(names))):
+    for i, name in enumerate(sorted(set(names), key=natural_key)):
         cycle = i // len(PALETTE)
         out[name] = Style(PALETTE[i % len(PALETTE)], MARKERS[cycle % len(MARKERS)],
                           LINESTYLES[cycle % len(LINESTYLES)], HATCHES[cycle % len(HATCHES)])
@@ -181,7 +182,7 @@ def editor_iou_all(records: list[ResultRecord], styles: dict[str, Style], plot_d
     figures = []
     for group in RecordIndex(records).groups():
         series = {}
-        for r in sorted(group.of("standard", ["semantic"]), key=lambda r: r.body.detector.name):
+        for r in sorted(group.of("standard", ["semantic"]), key=lambda r: natural_key(r.body.detector.name)):
             ious = {n: r.metrics[f"IoU.{n}"] for n in list(r.body.label_space)[1:] if f"IoU.{n}" in r.metrics}
             if ious:
                 series[r.body.detector.name] = ious
