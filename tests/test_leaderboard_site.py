@@ -1137,10 +1137,15 @@ def test_numbered_dataset_names_are_in_natural_order_in_every_output(tmp_path, c
 def test_a_published_working_copy_names_its_store_by_its_folder_name_only(tmp_path, capsys):
     """The page heading of a site of no version read "working copy of /home/.../store": every output
     published the publisher's local path."""
-    out = _numbered(tmp_path, capsys, "md,csv,json,html")
+    out = _numbered(tmp_path, capsys, "md,csv,latex,json,html")
     [heading] = re.findall(r"<h1>(.*?)</h1>", (out / "index.html").read_text())
     assert heading == 'diffzoo leaderboard <span class="version">working copy of my-store</span>'
-    leaks = [p.name for p in out.rglob("*") if p.is_file() and str(tmp_path) in p.read_text(errors="replace")]
+    freeze(RecordStore(tmp_path / "my-store"), "v1")
+    code, text, _ = cli(capsys, "leaderboard", "publish", "v1", "--store", tmp_path / "my-store", "--format",
+                        "md,csv,latex,json,html", "--out", tmp_path / "frozen")
+    assert code == 0, text
+    leaks = [p.name for site in (out, tmp_path / "frozen") for p in site.rglob("*") if p.is_file()
+             and any(f"{root}/" in p.read_text(errors="replace") for root in (tmp_path, Path.home()))]
     assert leaks == [], leaks
 
 
