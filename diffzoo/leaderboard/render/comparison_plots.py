@@ -5,7 +5,7 @@
   benchmark column;
 - ``robustness-all``: the primary metric over distortion strength, one chart per
   (task, dataset, distortion) whose records, over all detectors, hold two or more
-  strengths (:func:`diffzoo.leaderboard.robustness.distortion_curves`, one line per
+  strengths and two or more lines (:func:`diffzoo.leaderboard.robustness.distortion_curves`, one line per
   detector row, its legend in natural name order; a detector evaluated at one strength
   is a lone marker);
 - ``editor-iou-all``: per-editor IoU of the standard suite's semantic case, grouped bars
@@ -140,8 +140,8 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
 
 def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_dir: Path,
                    used: set[str]) -> list[Figure]:
-    """One chart per (task, dataset, distortion) with two or more strengths over all detectors,
-    each detector's line from its clean point."""
+    """One chart per (task, dataset, distortion) with two or more strengths over all detectors and
+    two or more lines (detector rows), each detector's line from its clean point."""
     owner: dict[str, tuple[str, str]] = {}
     made_by: dict[str, str] = {}  # line -> its detector: a detector's rows (calibrated, ...) are one detector
 
@@ -162,6 +162,8 @@ def robustness_all(records: list[ResultRecord], styles: dict[str, Style], plot_d
             detector, line = owner[raw]
             key = detector if one_each else f"{detector} \u2014 {line}"
             series[key], styled[key], clean[key] = points, styles[detector], curve.clean.get(raw)
+        if len(series) < 2:  # a comparison of one line is the detector page's own curve
+            continue
         series = {key: series[key] for key in sorted(series, key=natural_key)}  # the legend in name order
         file = plot_file(used, "comparison", "robustness", curve.task, curve.distortion, curve.dataset)
         title = f"{label} under {curve.distortion} on {curve.dataset} ({curve.task}), all detectors"
@@ -257,7 +259,7 @@ def comparison_figures(records: list[ResultRecord], overviews: list[Table], plot
     return [("Benchmarks", benchmark_bars(overviews, styles, plot_dir, used),
              "no benchmark columns: no record of a model evaluated with --eval-dataset"),
             ("Robustness", robustness_all(records, styles, plot_dir, used),
-             "no distortion evaluated at two or more strengths"),
+             "no distortion evaluated at two or more strengths with two or more detector rows"),
             ("Per-editor IoU", editor_iou_all(records, styles, plot_dir, used),
              "fewer than two detectors with per-editor IoU (standard semantic case)"),
             ("Binary vs semantic mIoU", binary_vs_semantic(overviews, styles, plot_dir, used),
