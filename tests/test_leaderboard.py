@@ -815,6 +815,20 @@ def test_diff_of_a_case_run_with_released_weights_in_b_says_what_differs(tmp_pat
                      ("added", "not comparable: weights none -> released weights, zero-shot")]  # trained here first
 
 
+def test_diff_of_a_record_file_misnamed_in_records_skips_it_as_the_store_does(tmp_path, capsys):
+    """A copy of a record under another name in ``records/``, given to ``diff`` by its path, was read
+    as a record, though the store's tables skip it (one row twice)."""
+    store = RecordStore(tmp_path / "s")
+    store.add(record := make_record(state=make_state()))
+    copy = store.records_dir / "0000000000000000.json"
+    shutil.copy(store.records_dir / f"{record.id}.json", copy)
+    code, out, err = cli(capsys, "leaderboard", "diff", str(copy), str(store.records_dir / f"{record.id}.json"),
+                         "--store", str(store.root), "--json")
+    assert code == 0 and f"{copy}: file name 0000000000000000.json does not match its record_id {record.id}" in (
+        one_line(err)), err
+    assert [t["status"] for t in json.loads(out)["tables"]] == ["added"]
+
+
 def test_diff_names_a_file_both_sides_skip_once(tmp_path, capsys):
     """A bad file of a folder both sides read (or a record two versions froze) is one file skipped, said once."""
     store = RecordStore(tmp_path / "s")

@@ -39,6 +39,7 @@ from diffzoo.harness.records.document import (
     field_digests,
     read_all,
     read_json_file,
+    skip_reasons,
     store_lock,
 )
 from diffzoo.harness.records.fields import HEX64, json_kind
@@ -342,8 +343,8 @@ def resolve(ref: str | None, store: RecordStore) -> Selection:
                                   "--store STORE")
             return load_version(RecordStore(path.parent.parent), path.stem)
         record = ResultRecord.of_data(data, f"record {path}")
-        later = dated_later(record)  # skipped, as the tables of a store skip it
-        return Selection(str(path), [] if later else [record], skipped=tuple((path, why) for why in later))
+        why = skip_reasons(path, record)  # skipped, as the tables of a store skip it
+        return Selection(str(path), [] if why else [record], skipped=tuple((path, w) for w in why))
     if path.is_dir():
         found = read_all(expand_record_paths([path]))
         return Selection(f"records in {path}", found.records, skipped=tuple(found.skipped))

@@ -455,9 +455,15 @@ def read_record_file(path: Path) -> tuple[ResultRecord | None, list[str]]:
         record = ResultRecord.read(path)
     except RecordError as exc:
         return None, exc.problems
+    return (None, why) if (why := skip_reasons(path, record)) else (record, [])
+
+
+def skip_reasons(path: Path, record: ResultRecord) -> list[str]:
+    """Why ``record``, valid, read from ``path``, is no row of a table ([] if it is one): a copy under
+    another name in a ``records/`` folder, or dated later than this machine's clock (:func:`dated_later`)."""
     if path.parent.name == RECORDS_DIR and path.stem != record.id:  # a copy under another name: one row twice
-        return None, [f"file name {path.name} does not match its record_id {record.id}"]
-    return (None, later) if (later := dated_later(record)) else (record, [])
+        return [f"file name {path.name} does not match its record_id {record.id}"]
+    return dated_later(record)
 
 
 def dated_later(record: ResultRecord) -> list[str]:
