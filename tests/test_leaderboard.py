@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.registry import natural_key
 from diffzoo.harness.metrics import METRICS_VERSION
 from diffzoo.harness.records.document import ResultRecord, record_problems
 from diffzoo.leaderboard.diff import diff
@@ -343,10 +344,13 @@ def test_versions_are_listed_in_version_order_everywhere(tmp_path, capsys):
     version name lists, and in the order `verify` checks them."""
     store = RecordStore(tmp_path / "s")
     store.add(make_record("a"))
-    names = ["v10", "v2", "v1.10", "v1.9", "2026-11", "2026-2", "v1"]
+    names = ["v10", "v2", "v1.10", "v1.9", "2026-11", "2026-2", "v1", "v1.2", "v2-rc1", "v2.1", "2026-12-01"]
     for name in names:
         freeze(store, name)
-    ordered = ["2026-2", "2026-11", "v1", "v1.9", "v1.10", "v2", "v10"]
+    ordered = ["2026-2", "2026-11", "2026-12-01", "v1", "v1.2", "v1.9", "v1.10", "v2", "v2.1", "v2-rc1", "v10"]
+    # the registry's natural sort of names keeps '-' before '.' as text: it would list v2-rc1 before v2.1,
+    # so the two sorts stay apart
+    assert sorted(names, key=natural_key) == [*ordered[:8], "v2-rc1", "v2.1", "v10"]
     code, out, _ = cli(capsys, "leaderboard", "versions", "--store", store.root)
     listed = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert code == 0 and listed == ordered, out

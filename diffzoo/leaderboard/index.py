@@ -366,6 +366,8 @@ class RecordIndex:
 def version_order(version: str) -> tuple:
     """A sort key for version texts and names: ``2`` before ``10``, ``v2`` before ``v10``, numbers
     before words; ``.`` and ``-`` only separate."""
+    # Not registry.natural_key, which orders "-" before "." as text (v2-rc1 before v2.1): one key for both would
+    # reorder published version lists or name lists. It ties v1.2 and v1-2: a caller adds a second key.
     return tuple((0, int(n), "") if n else (1, 0, w) for n, w in re.findall(r"([0-9]+)|([^0-9.-]+)", version))
 
 

@@ -26,6 +26,8 @@ KINDS = ("detector", "generator", "dataset", "suite", "distortion")
 
 def natural_key(name: str) -> list[Any]:
     """Sort "b10" after "b2" (timm-style natural sort)."""
+    # Between numbers, text order ("-" before "."): every character counts, so no two names tie. The leaderboard's
+    # version_order reads "." and "-" as separators only (v2.1 before v2-rc1); one key would reorder one's lists.
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
