@@ -236,6 +236,23 @@ def test_label_maps_and_suite_versions_are_never_mixed():
     assert newer["11"].group.name != newer["22"].group.name and newer["11"].id != newer["22"].id
 
 
+def test_an_overview_of_older_suite_versions_names_them_in_its_title(tmp_path, capsys):
+    """The tables of standard v2 and of v1 on one dataset were both titled "Overview: mini (fp)":
+    two headings alike over other numbers of the same detector."""
+    store = RecordStore(tmp_path / "s")
+    for version, miou in (("1", 0.5), ("2", 0.55)):
+        store.add(make_record("a", suite_version=version, metrics={"mIoU": miou}))
+    [newer, older] = build_overview(store.load().records)
+    assert newer.title.endswith(")") and older.title == f"{newer.title}, standard v1"
+    code, text, _ = cli(capsys, "leaderboard", "publish", "--store", store.root, "--format", "md,html",
+                        "--out", tmp_path / "out")
+    assert code == 0, text
+    index = (tmp_path / "out" / "index.html").read_text()
+    assert re.findall(r"<h2><bdi>(Overview: .*?)</bdi>", index) == [newer.title, older.title]
+    assert re.findall(r"^## (.*)", (tmp_path / "out" / "overview.md").read_text(), re.M) == [
+        newer.title.removeprefix("Overview: "), older.title.removeprefix("Overview: ")]
+
+
 def test_publish_writes_the_overview_in_md_csv_latex_escaping_names(tmp_path, capsys):
     evil = "x|y\n# z & 50% $"
     store = RecordStore(tmp_path / "store")

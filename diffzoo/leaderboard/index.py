@@ -298,9 +298,15 @@ class Group:
         return self.depth == 0
 
     @property
-    def title(self) -> str:
+    def place(self) -> str:
+        """The dataset (and the weights' kind) the group's records are of."""
         apart = f", {self.key.weights}" if self.key.weights else ""
         return f"{self.key.dataset} ({self.key.fingerprint[:12]}){apart}"
+
+    @property
+    def title(self) -> str:
+        """:attr:`place`; of an older versions' group, with them: never the newest's heading over other numbers."""
+        return self.place + ("".join(f", {s} v{v.version}" for s, v in self.suites.items()) if self.depth else "")
 
     @property
     def conditions(self) -> dict[str, str]:
@@ -309,8 +315,8 @@ class Group:
 
     @property
     def name(self) -> str:
-        """The title and every condition: ``mini (fp) · label map X · split Y · ...``."""
-        return " · ".join([self.title, *(f"{k} {v}" for k, v in self.conditions.items())])
+        """The place and every condition: ``mini (fp) · label map X · split Y · ...``."""
+        return " · ".join([self.place, *(f"{k} {v}" for k, v in self.conditions.items())])
 
     def of(self, suite: str, tasks: Iterable[str] | None = None) -> list[ResultRecord]:
         """The records of ``suite`` (of cases of ``tasks``: None for all)."""
