@@ -730,6 +730,13 @@ def test_comparison_colours_follow_the_legends_natural_order(monkeypatch, tmp_pa
     records = [record(n, "semantic", "semantic", semantic(0.5, i)[0]) for i, n in enumerate(["mini10", "mini2"])]
     cp.editor_iou_all(records, cp.detector_styles(["mini10", "mini2"]), tmp_path, set())
     assert drawn == [["mini2", "mini10"]]  # the per-editor legend in the same order
+    monkeypatch.setattr(cp, "scatter_png", lambda points, *a, **k: drawn.append(list(points)))
+    records = [r for i, n in enumerate(["mini10", "mini2"]) for r in (
+        record(n, "binary", "binary", binary(0.6 - i / 10)), record(n, "semantic", "semantic", semantic(0.3, i)[0]))]
+    from diffzoo.leaderboard.layouts.overview import build_overview
+
+    cp.binary_vs_semantic(build_overview(records), cp.detector_styles(["mini10", "mini2"]), tmp_path, set())
+    assert drawn[-1] == ["mini2", "mini10"]  # the scatter's legend too, never its ranking (mini10 first)
 
 
 def test_a_bar_with_no_value_is_marked_never_drawn_as_a_bar_of_zero():

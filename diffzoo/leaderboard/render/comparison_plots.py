@@ -206,7 +206,7 @@ def binary_vs_semantic(overviews: list[Table], styles: dict[str, Style], plot_di
     figures = []
     for table in overviews:
         points = {}
-        for row in table.rows:
+        for row in sorted(table.rows, key=lambda row: natural_key(row.detector)):  # the legend in name order
             binary, sem = row.cells.get(BINARY_COLUMN), row.cells.get(SEMANTIC_COLUMN)
             if not row.own_score and binary and sem and binary.value is not None and sem.value is not None:
                 points[row.detector] = (binary.value, sem.value)
