@@ -535,6 +535,10 @@ def test_detector_page_in_chromium(site, driver, tmp_path):
     assert sections[:2] == ["overview-rows", "plots"] and sections[-1] == "results"
     details = driver.find_element(By.CSS_SELECTOR, "#results details")
     assert details.get_attribute("open") is None
+    # a card label over two lines ("weights of each row") pushed the Results heading to the right of it
+    card, results = (driver.find_element(By.CSS_SELECTOR, f"#{s} h2").rect for s in ("card", "results"))
+    labels = [dt.rect for dt in driver.find_elements(By.CSS_SELECTOR, "dl.card dt")]
+    assert results["x"] == card["x"] and results["y"] >= max(r["y"] + r["height"] for r in labels)
     details.find_element(By.TAG_NAME, "summary").click()
     tables = driver.find_elements(By.CSS_SELECTOR, "#results table.leaderboard")
     assert len(tables) == 4 + 5  # standard v1 x3, standard v2, robustness x5
