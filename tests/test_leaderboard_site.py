@@ -899,6 +899,30 @@ def test_comparison_plots_of_long_names_show_each_name_apart_inside_the_figure(t
         assert all("\u2026" in t and len(t) < 80 for t in texts), texts
 
 
+def test_a_figure_text_opening_with_a_right_to_left_name_reads_in_its_order(tmp_path, monkeypatch):
+    """matplotlib lays a text out right to left when its first letter is Hebrew or Arabic: the title
+    "מזהה ב: per-editor IoU on mini & co" was drawn "& co ... IoU per-editor :מזהה ב"."""
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+    from matplotlib.ft2font import LoadFlags
+
+    from diffzoo.leaderboard.render import comparison_plots as cp
+    from diffzoo.leaderboard.render import plots
+
+    font = get_font(findfont(FontProperties()))
+    font.set_size(10, 72)
+
+    def drawn(text):  # the characters in the order matplotlib places them, left to right
+        return "".join(item.char for item in sorted(font._layout(text, LoadFlags.DEFAULT), key=lambda i: i.x)
+                       if item.char.isprintable())
+
+    assert drawn(plots.wrapped("אב: per-editor IoU on mini & co", 80)) == (
+        "בא: per-editor IoU on mini & co")  # the name itself right to left, then the title
+    names, real = [], plots.short_names
+    monkeypatch.setattr(plots, "short_names", lambda n, *a, **k: (names.append(list(n)), real(n, *a, **k))[1])
+    cp.grouped_bars_png({"אב x": {"e": 0.5}}, cp.detector_styles(["אב x"]), tmp_path / "b.png", "t")
+    assert not [n for call in names for n in call if n.startswith("\u200e")]  # the name, never its drawn form
+
+
 def test_a_wrapped_plot_title_never_splits_an_escaped_dollar():
     """A title was escaped, then wrapped: a line could end in the backslash of ``\\$``, drawn as a
     stray backslash, its ``$`` left bare on the next line to start mathtext."""

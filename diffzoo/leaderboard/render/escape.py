@@ -179,5 +179,8 @@ def html(value: object) -> str:
 def plot_text(value: object) -> str:
     """Text for a matplotlib title, label or legend: :func:`printable`, and
     ``$`` escaped, since a pair of them would be parsed as mathtext (or fail
-    to draw)."""
-    return printable(value).replace("$", r"\$")
+    to draw); one holding a right-to-left letter opens with a left-to-right mark, since matplotlib
+    lays a text out right to left when its first letter is Hebrew or Arabic (``name: title`` would
+    read ``title :name``)."""
+    text = printable(value).replace("$", r"\$")
+    return f"\u200e{text}" if any(unicodedata.bidirectional(c) in ("R", "AL") for c in text) else text

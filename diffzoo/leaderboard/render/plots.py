@@ -140,7 +140,7 @@ def short_legend(ax, fontsize: int = 7, outside: bool = True) -> None:
     right, in :func:`legend_columns` columns, else where it hides the fewest points; none
     without entries."""
     handles, labels = ax.get_legend_handles_labels()
-    names = [label.replace(r"\$", "$") for label in labels]  # the names the labels' plot_text shows
+    names = [label.removeprefix("\u200e").replace(r"\$", "$") for label in labels]  # the names plot_text shows
     if handles:
         shown = short_names(names)
         where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0,
