@@ -800,9 +800,9 @@ def test_detectors_at_one_point_of_the_scatter_share_one_label(tmp_path, monkeyp
     texts, save = [], plots._save
     monkeypatch.setattr(plots, "_save", lambda fig, path, **kw: (texts.extend(t.get_text() for t in fig.axes[0].texts),
                                                                 save(fig, path, **kw))[1])
-    points = {"b": (0.5, 0.5), "a": (0.5, 0.5), "c": (0.4, 0.3)}
+    points = {"b": (0.5, 0.5), "a": (0.5, 0.5), "c": (0.4, 0.3), "d10": (0.2, 0.2), "d2": (0.2, 0.2)}
     cp.scatter_png(points, cp.detector_styles(points), tmp_path / "s.png", xlabel="binary", ylabel="semantic", title="t")
-    assert sorted(texts) == ["a, b", "c"]
+    assert sorted(texts) == ["a, b", "c", "d2, d10"]  # in the legend's natural order
 
 def test_a_curve_breaks_at_a_setting_whose_value_is_undefined():
     """A line joined the settings on either side of one evaluated without a value (mIoU undefined

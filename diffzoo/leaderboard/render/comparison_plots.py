@@ -130,8 +130,9 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
     shown = short_names(points)
     for (x, y), names in at.items():
         right = 100 * x > middle  # label towards the middle, so that it stays inside the axes
-        ax.annotate(", ".join(shown[n] for n in sorted(names)), (100 * x, 100 * y), xytext=(-4 if right else 4, 4),
-                    textcoords="offset points", ha="right" if right else "left", fontsize=7)
+        ax.annotate(", ".join(shown[n] for n in sorted(names, key=natural_key)), (100 * x, 100 * y),
+                    xytext=(-4 if right else 4, 4), textcoords="offset points", ha="right" if right else "left",
+                    fontsize=7)
     ax.grid(True, alpha=0.3)
     ax.margins(0.15)
     short_legend(ax)
