@@ -741,6 +741,14 @@ def test_comparison_colours_follow_the_legends_natural_order(monkeypatch, tmp_pa
 
     cp.binary_vs_semantic(build_overview(records), cp.detector_styles(["mini10", "mini2"]), tmp_path, set())
     assert drawn[-1] == ["mini2", "mini10"]  # the scatter's legend too, never its ranking (mini10 first)
+    cross = {"suite": "cross-dataset", "dataset": ("place", "fpp"),
+             "case_fields": {"split": "test", "options": {"eval_dataset": "other"}},
+             "config": {"train_dataset": {"name": DATASET, "fingerprint": FP}}}
+    monkeypatch.setattr(cp, "grouped_bars_png", lambda series, *a, **k: drawn.append(list(series)))
+    records = [record(n, "binary", "binary", binary(0.6 - i / 10), **kw)
+               for i, n in enumerate(["mini10", "mini2"]) for kw in ({}, cross)]
+    cp.benchmark_bars(build_overview(records), cp.detector_styles(["mini10", "mini2"]), tmp_path, set())
+    assert drawn[-1] == ["mini2", "mini10"]  # and the benchmark bars'
 
 
 def test_a_bar_with_no_value_is_marked_never_drawn_as_a_bar_of_zero():

@@ -235,7 +235,7 @@ def benchmark_bars(overviews: list[Table], styles: dict[str, Style], plot_dir: P
         columns = [c for c in table.columns if c.key == BINARY_COLUMN] + places
         own = f"{table.group.key.dataset} (own)"
         series: dict[str, dict[str, float | None]] = {}
-        for row in table.rows:
+        for row in sorted(table.rows, key=lambda row: natural_key(row.label)):  # the legend in name order
             values = {own if c.key == BINARY_COLUMN else c.group: row.cells[c.key].value for c in columns}
             if not row.own_score and any(v is not None for v in values.values()):
                 series[row.label] = values
