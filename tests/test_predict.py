@@ -607,6 +607,21 @@ def test_an_unknown_threshold_policy_is_refused_before_any_model_is_looked_for(c
     assert code == 2 and err.strip() == "error: --thresholds 'best': choose one of fixed, calibrated", err
 
 
+def test_records_that_are_a_file_or_another_folder_are_said_to_be_no_record_store(capsys, tmp_path, images):
+    """The advice to run `diffzoo run --out RECORDS` fits a new, empty or record-store folder only."""
+    torch.manual_seed(0)
+    create_detector("segformer.tiny", "binary").save(tmp_path / "ck")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.png").write_bytes(images[0].read_bytes())
+    for where in (images[1], tmp_path / "data"):
+        result = cli(capsys, "predict", "--checkpoint", tmp_path / "ck", "--out", tmp_path / "o", "--thresholds",
+                     "calibrated", "--records", where, images[0])
+        assert one_line_exit_2(*result) == (f"error: --records {where} is not a record store (no {where}/records): "
+                                            "pass --records the --out folder of a `diffzoo run --thresholds "
+                                            "calibrated`")
+    assert not (tmp_path / "o").exists()
+
+
 def test_an_image_with_an_exif_orientation_is_predicted_as_stored_and_said(capsys, caplog, tmp_path, images):
     """A phone photo's tag makes viewers rotate it; diffzoo predicts the stored pixels, as evaluation
     scores them, and says so: a warning naming the image, and the tag in its row."""

@@ -109,6 +109,10 @@ def recorded_thresholds(store: Path | str, sha256: str, detector: str, task: str
         raise CalibrationMissing(f"{detector} [semantic] has no calibrated thresholds: a semantic model decides "
                                  "pixels by argmax and keeps its fixed image rule; use --thresholds fixed")
     folder = Path(store) / RECORDS_DIR
+    # a file, or a folder of other files, is no run's --out: running there is no advice to give
+    if not folder.is_dir() and (Path(store).is_file() or Path(store).is_dir() and any(Path(store).iterdir())):
+        raise CalibrationMissing(f"--records {store} is not a record store (no {folder}): pass --records the --out "
+                                 "folder of a `diffzoo run --thresholds calibrated`")
     found: dict[Thresholds, list[str]] = {}
     # the records the store's tables hold: another file is `diffzoo leaderboard validate`'s to name
     for record in read_all(sorted(folder.glob("*.json")) if folder.is_dir() else []).records:
