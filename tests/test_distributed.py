@@ -257,6 +257,24 @@ def test_train_out_in_the_checkpoint_cache_is_refused_before_training(capsys, di
     assert (cached / "model.safetensors").read_bytes() == b"cached weights" and "trained" not in out
 
 
+def test_leaving_out_the_editor_of_every_training_image_names_the_editors_not_an_empty_split(capsys, tmp_path):
+    """The split holds images: the loader's "the training split is empty" named the wrong thing."""
+    folder = make_diffseg_folder(tmp_path / "ds")
+    rows = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
+    kept = [r for r in rows if [t["editor"] for t in r["turns"]] == ["sdxl"]]
+    for row in rows:
+        if row not in kept:
+            for file in (folder / "train_copy").glob(f"{row['id']}.*"):
+                file.unlink()
+    (folder / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    n = len(open_dataset(str(folder)).ids("train"))
+    assert n > 0
+    code, out, err = cli(capsys, "train", *TRAIN, "--dataset", folder, "--exclude-editors", "sdxl")
+    assert one_line_exit_2(code, out, err) == (f"error: leaving out editors sdxl leaves none of the {n} images of "
+                                               "ds's 'train' split to train on")
+    assert "trained" not in out
+
+
 @pytest.mark.parametrize("args, expected", [
     (["--exclude-editors", "sd2,sdxll"], "cannot exclude editor 'sdxll'"),
     (["--task", "classification"], "cannot be trained for task 'classification'"),

@@ -284,7 +284,10 @@ def training_ids(dataset: Dataset, spec: TrainSpec) -> list[str]:
         )
     if not spec.exclude_editors:
         return dataset.ids(spec.split)
-    return select_ids(dataset, spec.split, spec.exclude_editors, authentic=True, exclude=True)
+    if not (ids := select_ids(dataset, spec.split, spec.exclude_editors, authentic=True, exclude=True)):
+        raise ConfigError(f"leaving out editors {', '.join(spec.exclude_editors)} leaves none of the "
+                          f"{len(dataset.ids(spec.split))} images of {dataset.name}'s {spec.split!r} split to train on")
+    return ids
 
 
 def case_targets(case: Case, eval_datasets: Iterable[EvalDataset]) -> list[tuple[Dataset, str]]:
