@@ -211,6 +211,14 @@ def test_a_holdout_item_that_is_no_pair_is_refused_saying_holdout_is_a_list_of_p
     assert str(error.value) == f"--holdout takes two different editor names, e.g. sd2,glide; {said}"
 
 
+@pytest.mark.parametrize("holdout", [{}, {"sd2": "glide"}])
+def test_a_holdout_mapping_is_refused_as_no_list_of_pairs(holdout):
+    """evaluate(holdout={}) was read by its keys: {} held nothing out, unsaid; {"sd2": "glide"} said "got 'sd2'"."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(detector="segformer.tiny", plan_only=True, holdout=holdout)
+    assert str(error.value) == f"--holdout takes a list of pairs, got {holdout!r}"
+
+
 @pytest.mark.parametrize("option, value, said", [
     ("references", "no", "--references takes true or false, got 'no'"),
     ("rerun", "no", "--rerun takes true or false, got 'no'"),

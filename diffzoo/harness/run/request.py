@@ -348,13 +348,14 @@ def field_value(f: Any, value: Any) -> Any:
     or a --config file gives it, parsed where the field parses text, then read into the field's
     type (:func:`typed_value`) and checked by the field's own rule (:func:`_check_value`); a
     ConfigError naming its flag for a value of another kind or one the rule refuses."""
-    flag = flag_of(f)
-    if f.metadata["parse"] is not None:
+    flag, hint = flag_of(f), _field_types()[f.name]
+    # a mapping is the parsed form of a field holding one alone: holdout={} is refused by its kind, never read by keys
+    if f.metadata["parse"] is not None and not (isinstance(value, Mapping) and typing.get_origin(hint) is not dict):
         value = _listed(value)
         if not isinstance(value, (list, tuple, Mapping)):
             raise ConfigError(f"{flag} takes {_KINDS[list]}, got {value!r}")
         value = f.metadata["parse"](value)
-    value = typed_value(flag, value, _field_types()[f.name])
+    value = typed_value(flag, value, hint)
     _check_value(f.name, flag, value)
     return value
 
