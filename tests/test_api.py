@@ -199,6 +199,21 @@ def test_only_of_another_kind_than_a_list_of_pairs_is_one_config_error(only, sai
     assert [case.key.case for job in cases for case in job.cases] == ["image"]  # a set of pairs, as reproduce gives
 
 
+@pytest.mark.parametrize("only, said", [
+    ([("nosuite", "binary")], "only= ('nosuite', 'binary'): this run has no suite 'nosuite'; its suites: standard."),
+    ([("standard", "binary"), ("standart", "binary")],
+     "only= ('standart', 'binary'): this run has no suite 'standart'; its suites: standard. Did you mean 'standard'?"),
+    ([("standard", "imag")], "only= ('standard', 'imag'): suite 'standard' has no case 'imag'; its cases: binary, "
+     "semantic, image. Did you mean 'image'?"),
+    ([], "only= names no (suite, case) pair; give one, or leave only= out for every case"),
+])
+def test_only_naming_a_suite_or_case_the_run_has_not_is_refused_with_those_it_has(only, said):
+    """evaluate(only=[("nosuite", "x")]) planned no case and said nothing."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(detector="segformer.tiny", suite="standard", plan_only=True, only=only)
+    assert str(error.value) == said
+
+
 @pytest.mark.parametrize("holdout, said", [
     (("sd2", "glide"), "got 'sd2' in ('sd2', 'glide'): each item is one pair, as in [('sd2', 'glide')]"),
     (["sd2,glide", "kolors"], "got 'kolors' in ['sd2,glide', 'kolors']: each item is one pair, as in [('sd2', 'glide')]"),

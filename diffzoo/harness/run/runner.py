@@ -188,6 +188,17 @@ class Runner:
                 raise ConfigError("held-out pairs were given, but no unseen-generators suite is selected")
             custom = unseen_generators_suite(self.request.holdout)
             suites = [custom if s.name == "unseen-generators" else s for s in suites]
+        if self.only is not None and not self.only:  # never a plan of no case, unsaid
+            raise ConfigError("only= names no (suite, case) pair; give one, or leave only= out for every case")
+        named = {s.name: s for s in suites}
+        for pair in sorted(self.only or ()):  # each names a case of these suites: none is left unplanned unsaid
+            try:
+                if pair[0] not in named:
+                    raise ConfigError(f"this run has no suite {pair[0]!r}; its suites: {', '.join(named)}."
+                                      f"{did_you_mean(pair[0], list(named))}")
+                named[pair[0]].case(pair[1])
+            except ConfigError as exc:
+                raise ConfigError(f"only= {pair!r}: {exc}") from None
         return suites
 
     def _eval_datasets(self) -> list[EvalDataset]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diffzoo.harness.core.cards import stable_hash
-from diffzoo.harness.core.errors import ConfigError
+from diffzoo.harness.core.errors import ConfigError, did_you_mean, name_some
 from diffzoo.harness.core.types import TASKS, CaseTask
 
 SLICE_BY = ("", "base", "turns", "multiturn", "editor", "edit_type")
@@ -171,7 +171,9 @@ class Suite:
         for c in self.cases:
             if c.name == name:
                 return c
-        raise ConfigError(f"suite {self.name!r} has no case {name!r}")
+        names = [c.name for c in self.cases]
+        raise ConfigError(f"suite {self.name!r} has no case {name!r}; its cases: {name_some(names, 12)}."
+                          f"{did_you_mean(name, names)}")
 
     def definition_hash(self) -> str:
         """Hash of everything that can move a number (not the description)."""
