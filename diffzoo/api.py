@@ -85,6 +85,18 @@ def make_request(request: RunRequest | Mapping[str, Any] | None = None, **option
                                 **{k: v for k, v in options.items() if v is not None})
 
 
+def _check_hooks(progress: Any, **hooks: Any) -> None:
+    """A ConfigError naming the keyword of :func:`evaluate` or :func:`train` given no
+    :class:`Progress` (an object with a ``task`` method) or, of a hook (``on_plan=``), nothing
+    callable; None: none given.  Either failed only where it was first used, if ever."""
+    if progress is not None and not callable(getattr(progress, "task", None)):
+        raise ConfigError(f"progress= takes a Progress (an object with a task(description, total) method), "
+                          f"got {progress!r}")
+    for name, hook in hooks.items():
+        if hook is not None and not callable(hook):
+            raise ConfigError(f"{name}= takes a function, got {hook!r}")
+
+
 @dataclass
 class Evaluation:
     """What :func:`evaluate` did: its plans, records, and what the store made of them.
@@ -139,6 +151,7 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     alone writes.
     """
     start = time.monotonic()
+    _check_hooks(progress, on_plan=on_plan, on_result=on_result)
     request = make_request(request, detector=detector, suite=suite, dataset=dataset, **options)
     out = None if out is None else typed_value("--out", out, Path)  # "" is no folder: pathlib reads it as "."
     only = None if only is None else typed_value("only=", only, list[tuple[str, str]])
@@ -242,6 +255,7 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     """Train one ``task`` model of ``detector`` on ``dataset``'s train split, as :func:`evaluate`
     would (the same cache key), and return it with its checkpoint; ``out`` also gets a copy of
     the checkpoint (written by rank 0)."""
+    _check_hooks(progress, on_plan=on_plan)
     # evaluate()'s options are never ignored unsaid (a holdout= trained on every editor); the runner
     # refuses weights and checkpoints, which name models trained already, in words of their own
     # a mapping's keys as make_request reads them (batch-size is batch_size); a RunRequest holds every option

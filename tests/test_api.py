@@ -214,6 +214,22 @@ def test_only_naming_a_suite_or_case_the_run_has_not_is_refused_with_those_it_ha
     assert str(error.value) == said
 
 
+GIVEN_AS_PROGRESS = "progress= takes a Progress (an object with a task(description, total) method), got "
+
+
+@pytest.mark.parametrize("entry, keyword, value, said", [
+    (entry, keyword, value, said) for entry in (diffzoo.evaluate, diffzoo.train) for keyword, value, said in [
+        ("progress", 3, GIVEN_AS_PROGRESS + "3"),
+        ("progress", True, GIVEN_AS_PROGRESS + "True"),
+        ("on_plan", 3, "on_plan= takes a function, got 3"),
+    ]] + [(diffzoo.evaluate, "on_result", "print", "on_result= takes a function, got 'print'")])
+def test_a_progress_or_hook_of_another_kind_is_one_config_error_before_any_work(entry, keyword, value, said):
+    """evaluate(progress=3) was taken (and failed where a bar was drawn); on_plan=3 was a TypeError."""
+    with pytest.raises(ConfigError) as error:
+        entry(detector="segformer.tiny", **{"plan_only": True} if entry is diffzoo.evaluate else {}, **{keyword: value})
+    assert str(error.value) == said
+
+
 @pytest.mark.parametrize("holdout, said", [
     (("sd2", "glide"), "got 'sd2' in ('sd2', 'glide'): each item is one pair, as in [('sd2', 'glide')]"),
     (["sd2,glide", "kolors"], "got 'kolors' in ['sd2,glide', 'kolors']: each item is one pair, as in [('sd2', 'glide')]"),
