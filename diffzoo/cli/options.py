@@ -130,11 +130,13 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
         raise ConfigError(f"--config {config}: {', '.join(unsure)} given no value (null); give one, or leave the key "
                           f"out for the default ({defaults})")
     from_file = {k: v for k, v in from_file.items() if k not in nulls}
-    for name, value in from_file.items():  # as on the command line: "" is no path (pathlib reads it as ".")
+    for name, value in from_file.items():  # "" is no value, named as the file's (a path: pathlib reads "" as ".")
         path_valued = name in params and takes_path(params[name].type_descriptor.annotation)
-        if path_valued and (value == "" or (isinstance(value, list) and "" in value)):
-            raise ConfigError(f"--config {config}: {name} is given an empty path; give one (. for the current "
-                              "folder) or leave the key out")
+        each = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not (v if path_valued else v.strip()) for v in each):
+            what = "an empty path; give one (. for the current folder)" if path_valued else \
+                f"an empty value ({value!r}); give one"
+            raise ConfigError(f"--config {config}: {name} is given {what} or leave the key out")
         if path_valued:  # `out: ~/runs/x` is under the home folder, as the shell would read it
             from_file[name] = [_home(v) for v in value] if isinstance(value, list) else _home(value)
     try:  # every refusal of a value the file gives names the file

@@ -130,6 +130,13 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", "extra_authentic: ''", ["run.yaml: extra_authentic is given an empty path"]),
     ("run", "checkpoint: ['']", ["run.yaml: checkpoint is given an empty path"]),
     ("sweep", "out: ''", ["run.yaml: out is given an empty path"]),
+    # an empty value is refused where the file is read, naming it, as every other bad value of the file
+    ("run", "detector: ''", ["run.yaml: detector is given an empty value (''); give one or leave the key out"]),
+    ("run", "suite: ''", ["run.yaml: suite is given an empty value (''); give one or leave the key out"]),
+    ("run", "dataset: ' '", ["run.yaml: dataset is given an empty value (' '); give one or leave the key out"]),
+    ("run", "labels: ''", ["run.yaml: labels is given an empty value (''); give one or leave the key out"]),
+    ("run", "eval_dataset: [mini, '']", ["run.yaml: eval_dataset is given an empty value (['mini', ''])"]),
+    ("train", "exclude_editors: ''", ["run.yaml: exclude_editors is given an empty value ('')"]),
     ("run", "out: null", ["run.yaml: out given no value (null)", 'leave the key out for the default (out: "diffzoo-out")']),
     ("run", "references:\nseed: null", ["references, seed given no value", "(references: true, seed: 0)"]),
     ("sweep", "out: null", ["run.yaml: out given no value (null)"]),
