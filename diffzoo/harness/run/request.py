@@ -424,8 +424,7 @@ def typed_value(flag: str, value: Any, hint: Any) -> Any:
         pairs = typing.get_origin(each) is tuple  # one pair alone, ('sd2', 'glide'), is no list of pairs
         if isinstance(listed, (list, tuple)) and (not pairs or all(isinstance(v, (list, tuple)) for v in listed)):
             return [typed_value(flag, v, each) for v in listed]
-        if pairs:
-            raise ConfigError(f"{flag} takes a list of pairs, got {value!r}")
+        raise ConfigError(f"{flag} takes {_KINDS[list]}{' of pairs' if pairs else ''}, got {value!r}")
     elif kind is tuple:
         if isinstance(value, (list, tuple)) and args and args[-1] is Ellipsis:
             return tuple(typed_value(flag, v, args[0]) for v in value)
