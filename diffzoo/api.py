@@ -19,6 +19,7 @@ whole (``evaluate(request=RunRequest(...))``); an unknown one is a ConfigError.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections import Counter
@@ -52,7 +53,14 @@ from diffzoo.harness.run.factories import open_dataset
 from diffzoo.harness.run.model_source import CheckpointInfo
 from diffzoo.harness.run.plan import Plan
 from diffzoo.harness.run.references import reference_requests
-from diffzoo.harness.run.request import TRAIN_FIELDS, RunRequest, check_suite_given, option_keys, typed_value
+from diffzoo.harness.run.request import (
+    TRAIN_FIELDS,
+    RunRequest,
+    check_known,
+    check_suite_given,
+    option_keys,
+    typed_value,
+)
 from diffzoo.harness.run.runner import Runner, TrainOutput
 from diffzoo.harness.run.thresholds import calibrated_split
 from diffzoo.leaderboard.layouts.paper import Summary, build_summary
@@ -83,6 +91,11 @@ def make_request(request: RunRequest | Mapping[str, Any] | None = None, **option
         raise ConfigError(f"request= takes a RunRequest or a mapping of its fields, got {type(request).__name__}")
     return RunRequest.from_dict(option_keys(request or {}, "request="),
                                 **{k: v for k, v in options.items() if v is not None})
+
+
+def _keywords(entry: Callable[..., Any]) -> list[str]:
+    """The keywords ``entry`` (:func:`evaluate`, :func:`train`) takes itself, besides a request's options."""
+    return [p.name for p in inspect.signature(entry).parameters.values() if p.kind != p.VAR_KEYWORD]
 
 
 def _check_hooks(progress: Any, **hooks: Any) -> None:
@@ -151,6 +164,7 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     alone writes.
     """
     start = time.monotonic()
+    check_known(options, [*(f.name for f in fields(RunRequest)), *_keywords(evaluate)])  # plan= is plan_only=
     _check_hooks(progress, on_plan=on_plan, on_result=on_result)
     request = make_request(request, detector=detector, suite=suite, dataset=dataset, **options)
     out = None if out is None else typed_value("--out", out, Path)  # "" is no folder: pathlib reads it as "."
@@ -260,7 +274,10 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
     # refuses weights and checkpoints, which name models trained already, in words of their own
     # a mapping's keys as make_request reads them (batch-size is batch_size); a RunRequest holds every option
     given = {*options, *(option_keys(request, "request=") if isinstance(request, Mapping) else ())}
-    if unread := sorted(given - {*TRAIN_OPTIONS, "weights", "checkpoint"}):
+    reads = {*TRAIN_OPTIONS, "weights", "checkpoint"}
+    # an option of neither train() nor evaluate(): those train() reads are listed (tasks= is task=)
+    check_known(given - {f.name for f in fields(RunRequest)}, [*reads, *_keywords(train)])
+    if unread := sorted(given - reads):
         hint = " (train() holds editors out with exclude_editors=)" if "holdout" in unread else ""
         one = len(unread) == 1
         raise ConfigError(f"train() does not read {', '.join(unread)}, {'an option' if one else 'options'} of "

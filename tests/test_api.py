@@ -272,6 +272,23 @@ def test_unknown_options_are_named(diffseg_folder):
         diffzoo.evaluate(detector="segformer.tiny", dataset=str(diffseg_folder), iteration=3)
 
 
+@pytest.mark.parametrize("entry, given, unknown, said", [
+    (diffzoo.evaluate, {"plan": True}, "plan", " plan: Did you mean 'plan_only'?"),
+    (diffzoo.evaluate, {"reference": False}, "reference", " reference: Did you mean 'references'?"),
+    (diffzoo.train, {"tasks": "binary"}, "tasks", " tasks: Did you mean 'task'?"),
+    (diffzoo.train, {"bootstrap": 5, "nope": 1}, "nope", ""),
+    (diffzoo.train, {"request": {"nope": 1}}, "nope", ""),
+])
+def test_an_unknown_keyword_is_named_with_the_entry_points_own_keywords(tmp_path, entry, given, unknown, said):
+    """evaluate(plan=True) listed the request's options alone, never plan_only; train(nope=1) said
+    "train() does not read nope, an option of evaluate()", which it is not."""
+    with pytest.raises(ConfigError) as error:
+        entry(detector="segformer.tiny", dataset=str(tmp_path / "none"), **given)
+    assert str(error.value).startswith(f"unknown option(s) {unknown}; options are: ")
+    assert str(error.value).endswith(f"workers.{said}")  # the options listed, in order, then the closest
+    assert (" bootstrap," in str(error.value)) == (entry is diffzoo.evaluate)  # train() lists what it reads
+
+
 def test_train_refuses_released_weights_which_it_would_return_untrained():
     """train(weights="released:NAME") returned the release, copied to out= as if it were a trained model."""
     with pytest.raises(ConfigError) as error:

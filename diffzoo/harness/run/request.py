@@ -19,7 +19,7 @@ import numbers
 import os
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -267,11 +267,7 @@ class RunRequest:
     def of(cls, **options: Any) -> RunRequest:
         """A request from keyword options (the flag names); an unknown one is a ConfigError
         naming the closest option and listing them all."""
-        valid = [f.name for f in fields(cls)]
-        unknown = sorted(set(options) - set(valid))
-        if unknown:  # before the detector check: detectors= is a misspelt detector=, not a missing one
-            raise ConfigError(f"unknown option(s) {', '.join(unknown)}; options are: {', '.join(sorted(valid))}."
-                              f"{did_you_mean_each(unknown, valid)}")
+        check_known(options, [f.name for f in fields(cls)])  # first: detectors= is a misspelt detector=, not none
         if options.get("detector") is None:
             raise ConfigError("a run needs a detector: --detector NAME (or detector: NAME in --config)")
         return cls(**options)
@@ -284,6 +280,15 @@ class RunRequest:
     def to_dict(self) -> dict[str, Any]:
         """Flag name -> value, JSON-able (paths as text, pairs as lists)."""
         return json.loads(json.dumps(asdict(self), default=str))
+
+
+def check_known(options: Iterable[str], valid: Iterable[str]) -> None:
+    """A ConfigError naming each of ``options`` that is none of ``valid`` (a request's fields, an
+    entry point's own keywords), the closest of ``valid`` to it, and listing them all."""
+    valid = sorted(set(valid))
+    if unknown := sorted(set(options) - set(valid)):
+        raise ConfigError(f"unknown option(s) {', '.join(unknown)}; options are: {', '.join(valid)}."
+                          f"{did_you_mean_each(unknown, valid)}")
 
 
 def check_threshold_policy(policy: str) -> str:
