@@ -23,7 +23,7 @@ import inspect
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
@@ -283,7 +283,9 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
         raise ConfigError(f"train() does not read {', '.join(unread)}, {'an option' if one else 'options'} of "
                           f"evaluate(){hint}; leave {'it' if one else 'them'} out")
     request = make_request(request, detector=detector, suite="", dataset=dataset, **options)
-    given = exclude_editors.split(",") if isinstance(exclude_editors, str) else list(exclude_editors)  # sd2,glide
+    listed = typed_value("--exclude-editors", tuple(exclude_editors) if isinstance(exclude_editors, Iterator)
+                         else exclude_editors, list[str])  # a mapping or a number is no list of editors
+    given = [name for item in listed for name in item.split(",")]  # sd2,glide
     names = tuple(name for name in (str(e).strip() for e in given) if name)
     if given and not names:  # "$EDITORS" with EDITORS unset: never a training on every editor, unsaid
         raise ConfigError("--exclude-editors is empty (an unset shell variable?): give editor names or leave the "

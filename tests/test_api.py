@@ -336,6 +336,19 @@ def test_train_refuses_an_option_it_does_not_read_before_it_opens_the_dataset(tm
     assert str(error.value) == said
 
 
+@pytest.mark.parametrize("excluded, said", [
+    (3, "--exclude-editors takes a list, got 3"),
+    ({"sd2": 1}, "--exclude-editors takes a list, got {'sd2': 1}"),
+    ([None], "--exclude-editors takes text, got None"),
+])
+def test_train_refuses_exclude_editors_of_another_kind_before_it_opens_the_dataset(tmp_path, excluded, said):
+    """train(exclude_editors=3) was a TypeError, {"sd2": 1} held sd2 out by the mapping's key and [None] an
+    editor named 'None'."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="segformer.tiny", dataset=str(tmp_path / "none"), exclude_editors=excluded)
+    assert str(error.value) == said
+
+
 def test_train_refuses_an_out_under_a_file_before_it_opens_the_dataset(tmp_path):
     """train(out=FILE/x) trained the model, then ended in an internal FileExistsError copying it."""
     (tmp_path / "afile").write_text("x")
