@@ -242,6 +242,15 @@ def test_a_holdout_item_that_is_no_pair_is_refused_saying_holdout_is_a_list_of_p
     assert str(error.value) == f"--holdout takes two different editor names, e.g. sd2,glide; {said}"
 
 
+@pytest.mark.parametrize("option", ["dataset_option", "generator"])
+def test_a_key_value_mapping_of_a_blank_key_is_refused_as_a_blank_key_value_item_is(option):
+    """evaluate(dataset_option={"": 1}) said "dataset 'mini' does not take --dataset-option ." (naming no option)."""
+    flag = "--" + option.replace("_", "-")
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(detector="segformer.tiny", plan_only=True, **{option: {" ": "1"}})
+    assert str(error.value) == f"{flag} takes KEY=VALUE, got the key ' ' in {{' ': '1'}}"
+
+
 @pytest.mark.parametrize("holdout", [{}, {"sd2": "glide"}])
 def test_a_holdout_mapping_is_refused_as_no_list_of_pairs(holdout):
     """evaluate(holdout={}) was read by its keys: {} held nothing out, unsaid; {"sd2": "glide"} said "got 'sd2'"."""

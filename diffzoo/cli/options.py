@@ -132,7 +132,7 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
     from_file = {k: v for k, v in from_file.items() if k not in nulls}
     for name, value in from_file.items():  # "" is no value, named as the file's (a path: pathlib reads "" as ".")
         path_valued = name in params and takes_path(params[name].type_descriptor.annotation)
-        each = value if isinstance(value, list) else [value]
+        each = value if isinstance(value, list) else [*value, *value.values()] if isinstance(value, dict) else [value]
         if any(isinstance(v, str) and not (v if path_valued else v.strip()) for v in each):
             what = "an empty path; give one (. for the current folder)" if path_valued else \
                 f"an empty value ({value!r}); give one"

@@ -137,6 +137,8 @@ def test_a_config_that_expands_through_its_aliases_is_one_line(tmp_path, body, s
     ("run", "labels: ''", ["run.yaml: labels is given an empty value (''); give one or leave the key out"]),
     ("run", "eval_dataset: [mini, '']", ["run.yaml: eval_dataset is given an empty value (['mini', ''])"]),
     ("train", "exclude_editors: ''", ["run.yaml: exclude_editors is given an empty value ('')"]),
+    ("run", "generator: {sdxl: ''}", ["run.yaml: generator is given an empty value ({'sdxl': ''})"]),
+    ("run", "dataset_option: {'': 1}", ["run.yaml: dataset_option is given an empty value ({'': 1})"]),
     ("run", "out: null", ["run.yaml: out given no value (null)", 'leave the key out for the default (out: "diffzoo-out")']),
     ("run", "references:\nseed: null", ["references, seed given no value", "(references: true, seed: 0)"]),
     ("sweep", "out: null", ["run.yaml: out given no value (null)"]),

@@ -41,6 +41,8 @@ def parse_options(items: list[str] | Mapping[str, Any], what: str) -> dict[str, 
     """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (JSON values where they parse); a mapping is kept.
     A key given twice is a ConfigError: which value was meant cannot be told."""
     if isinstance(items, Mapping):
+        if blank := [key for key in items if not str(key).strip()]:  # as KEY=VALUE's: no key names no option
+            raise ConfigError(f"{what} takes KEY=VALUE, got the key {blank[0]!r} in {dict(items)!r}")
         return dict(items)
     out: dict[str, Any] = {}
     for item in items:
