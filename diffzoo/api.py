@@ -101,7 +101,7 @@ def _keywords(entry: Callable[..., Any]) -> list[str]:
 def _check_hooks(progress: Any, **hooks: Any) -> None:
     """A ConfigError naming the keyword of :func:`evaluate` or :func:`train` given no
     :class:`Progress` (an object with a ``task`` method) or, of a hook (``on_plan=``), nothing
-    callable; None: none given.  Either failed only where it was first used, if ever."""
+    callable (None: none given), before any work: either would fail only where it is first used."""
     if progress is not None and not callable(getattr(progress, "task", None)):
         raise ConfigError(f"progress= takes a Progress (an object with a task(description, total) method), "
                           f"got {progress!r}")
