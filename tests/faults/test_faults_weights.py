@@ -839,6 +839,26 @@ def test_a_fifo_in_place_of_a_benco_weight_file_is_refused_by_name_unopened(benc
     assert exc.value.exit_code == 2 and _records() == [] and _LoadsLikeBenco.loaded == []
 
 
+def test_the_hub_is_unreachable_on_its_clients_transport_errors_and_a_library_bug_propagates(monkeypatch):
+    """The installed hub client's own errors for no answer (a refused port, offline mode) read as unreachable;
+    any other error in the hub library is a bug of its own, never taken for "offline"."""
+    import huggingface_hub
+
+    from diffzoo.harness.core.hub import hub_unreachable
+
+    monkeypatch.setattr(huggingface_hub, "repo_info", huggingface_hub.HfApi(endpoint="http://127.0.0.1:9").repo_info)
+    assert hub_unreachable("someone/weights")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    assert hub_unreachable("someone/weights")
+
+    def broken(repo_id, **kwargs):
+        raise TypeError("repo_info() got an unexpected keyword argument 'timeout'")
+
+    monkeypatch.setattr(huggingface_hub, "repo_info", broken)
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        hub_unreachable("someone/weights")
+
+
 def test_a_detector_hub_download_with_no_hub_answering_reads_the_cache_only(monkeypatch):
     """With HF_HUB_OFFLINE unset and no network, the hub library retried each file for minutes; the hub
     is asked once, and the files come from the cache or the one-line 'not in the local cache'."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -27,6 +28,19 @@ def hub_unreachable(repo_id: str, repo_type: str = "model") -> bool:
         huggingface_hub.repo_info(repo_id, repo_type=repo_type, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
     except (HfHubHTTPError, ValueError):  # an answer (no such repository), or no repository id (a local folder)
         return False
-    except Exception:  # the hub libraries' transport errors share no public base
+    except _transport_errors():  # no answer; any other error is the library's, and propagates
         return True
     return False
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """What the hub's HTTP client raises when no answer comes: ``OfflineModeIsEnabled`` is a ``ConnectionError``;
+    httpx's transport errors (huggingface_hub 1.x and later) and requests' (0.x) share no base with it. The
+    hub imports its client with itself, so only a client already loaded can have raised."""
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    for name in ("httpx2", "httpx"):
+        if (client := sys.modules.get(name)) is not None:
+            errors.append(client.TransportError)
+    if (requests := sys.modules.get("requests")) is not None:
+        errors += [requests.ConnectionError, requests.Timeout]
+    return tuple(errors)
