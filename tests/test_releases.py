@@ -649,6 +649,22 @@ def test_train_refuses_the_release_given_as_checkpoint_as_it_refuses_it_named(ca
                                     "are never trained: score them with evaluate() (diffzoo run --weights)")
 
 
+def test_a_release_folder_put_by_hand_is_the_release_for_train_and_run(capsys, tmp_path):
+    """The release cache folder a user filled by hand, given as --checkpoint: it was "a trained one: score it with
+    diffzoo run --checkpoint" to train(), and that run then failed, "has no model.safetensors"."""
+    import diffzoo
+    from diffzoo.harness.core.errors import ConfigError
+
+    folder = released(Path(os.environ["DIFFZOO_CACHE"]) / "weights" / "released" / "dinov3iml.tiny" / RELEASE).parent
+    with pytest.raises(ConfigError) as error:
+        diffzoo.train(detector="dinov3iml.tiny", checkpoint=[folder], device="cpu")
+    assert str(error.value) == (f"train() trains a model, and checkpoint=['{folder}'] names released weights, which "
+                                "are never trained: score them with evaluate() (diffzoo run --weights)")
+    code, _, err = cli(capsys, *RUN, "--checkpoint", folder, "--no-train", "--out", tmp_path / "o")
+    assert code == 0, err
+    assert all(r["detector"]["release"]["name"] == RELEASE for r in records(tmp_path / "o"))
+
+
 def test_a_checkpoint_whose_card_claims_a_release_is_refused_unless_it_is_that_releases_conversion(capsys, tmp_path):
     """A card.json edited to name a release never makes a model trained here score as the authors' release."""
     from diffzoo.harness.run.factories import create_detector

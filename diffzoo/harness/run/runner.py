@@ -29,7 +29,7 @@ from diffzoo.harness.core.progress import NullProgress, Progress
 from diffzoo.harness.core.protocols import Dataset, Detector
 from diffzoo.harness.core.runlog import warn_once
 from diffzoo.harness.data.splits import canonical_split
-from diffzoo.harness.models.checkpoints import checkpoint_meta, pickle_suffix
+from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, checkpoint_meta, pickle_suffix
 from diffzoo.harness.models.detector import other_detector
 from diffzoo.harness.models.releases import converted_release, release_name, releases_holding
 from diffzoo.harness.records.document import ResultRecord
@@ -84,8 +84,8 @@ class TrainOutput:
 
 def request_release(request: RunRequest) -> Release | None:
     """The release ``--weights released:NAME`` names, of the detector's card, or the one a
-    ``--checkpoint`` diffzoo converted from a release is; a pickled ``--checkpoint`` of a card
-    with releases is asked to say which one it is."""
+    ``--checkpoint`` diffzoo converted from a release is; a pickled ``--checkpoint`` (or a folder
+    holding one of the card's release files) of a card with releases is asked to say which one it is."""
     given = [Path(p) for p in request.checkpoint]
     card = get_registry().get("detector", request.detector).card
     converted = converted_release(given[0]) if len(given) == 1 else None
@@ -95,8 +95,11 @@ def request_release(request: RunRequest) -> Release | None:
     name = release_name(request.weights) or converted
     if name is not None:
         return card.release(name)
-    pickled = [p for p in given if pickle_suffix(p) is not None]
-    names = [p.name for p in given]
+    # one folder is read as the folder of a release's files (find_files), never as a diffzoo checkpoint without one
+    folder = given[0] if len(given) == 1 and given[0].is_dir() and not (given[0] / WEIGHTS_FILE).exists() else None
+    files = [folder / f for r in card.releases for f in r.files if (folder / f).is_file()] if folder else given
+    pickled = [p for p in files if pickle_suffix(p) is not None]
+    names = [p.name for p in files]
     # files named as another card's release, none of this card's: that card's, never read into this one
     others = [] if any(set(names) & set(r.files) for r in card.releases) else releases_holding(names)
     if pickled and others:
