@@ -203,6 +203,36 @@ def test_offline_hub_weights_name_the_hub_cache_this_machine_reads(offline_empty
             f"{tmp_path / 'hf' / 'hub'} here (HF_HUB_CACHE or HF_HOME moves it)") in str(exc.value), str(exc.value)
 
 
+def test_the_plan_looks_for_an_open_mmlab_backbone_as_its_url_and_refuses_it_missing_offline(capsys, offline_empty_hub,
+                                                                                             tmp_path, monkeypatch):
+    """An mmseg card's `open-mmlab://NAME` (mmengine's model table, here a stand-in: no mmcv) was said unchecked, and
+    offline the run failed only once the model was built; the plan names what to download and where it goes."""
+    import sys
+    import types
+
+    from helpers.cli import one_line
+
+    url = "https://download.openmmlab.com/pretrain/third_party/resnet50_v1c-2cccc1ad.pth"
+    table = types.ModuleType("mmengine.runner.checkpoint")
+    table.get_external_models = lambda: {"resnet50_v1c": url}  # type: ignore[attr-defined]
+    for name in ("mmengine", "mmengine.runner"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "mmengine.runner.checkpoint", table)
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    plan = ["run", "--detector", "mmseg.fcn-r50", "--suite", "standard", "--pretrained", "--device", "cpu", "--plan",
+            "--out", tmp_path / "out"]
+    target = tmp_path / "torch" / "hub" / "checkpoints" / "resnet50_v1c-2cccc1ad.pth"
+    code, out, err = cli(capsys, *plan)
+    assert code == 1 and one_line(err) == (
+        "error: detector mmseg.fcn-r50: weights 'open-mmlab://resnet50_v1c' are not in the local cache and could not "
+        f"be downloaded. Fetch them on a machine with network access, e.g. download {url} to {target} (the torch hub "
+        "cache; TORCH_HOME moves it) (or pass --no-pretrained to train from random initialisation)"), out + err
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"looked for, never read")
+    code, out, err = cli(capsys, *plan)
+    assert code == 0 and f"pretrained weights open-mmlab://resnet50_v1c (in {target})" in " ".join(out.split()), out
+
+
 def test_the_plan_says_where_pretrained_weights_are_and_refuses_those_missing_offline(capsys, offline_empty_hub,
                                                                                      tmp_path, monkeypatch):
     """Hub, torch hub and hand-placed files are looked for, not read: one line naming every file to fetch."""

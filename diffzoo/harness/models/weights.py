@@ -465,7 +465,8 @@ _TORCHVISION = re.compile(r"(?:torchvision )?(\w+_Weights\.\w+)")
 _FILE_NAME = re.compile(r"[\w.-]+\.(?:pth|pt|bin|safetensors|tar|ckpt)")
 
 
-def pretrained_place(card: DetectorCard, pretrained: bool = True, always: Sequence[str] = ()) -> str:
+def pretrained_place(card: DetectorCard, pretrained: bool = True, always: Sequence[str] = (),
+                     url_of: Callable[[str], str | None] = lambda source: None) -> str:
     """Where ``card``'s pretrained weights come from and whether they are here, as a plan says it:
     a file or hub cache folder looked for, nothing read or downloaded.  ``card.weights`` (sources
     joined by `` + ``) is read as a URL or a torchvision weights name (the torch hub cache), a hub
@@ -473,10 +474,11 @@ def pretrained_place(card: DetectorCard, pretrained: bool = True, always: Sequen
     here that will not be downloaded (offline, or put by hand) are the WeightsUnavailableError
     building the detector would raise, before any work.  ``always``: the sources building reads
     whatever ``pretrained`` says, the only ones looked for without it ("" when none), which
-    --no-pretrained does not spare."""
+    --no-pretrained does not spare.  ``url_of``: the URL a source of its family's own form names (mmseg's
+    ``open-mmlab://NAME``), looked for as that URL; None for any other."""
     said, missing = [], []
     for source in card.check_pretrained(True).split(" + ") if pretrained else always:
-        found = _local(card, source)
+        found = _local(card, url_of(source) or source)
         if found is None:  # a form read by its family's own code alone
             said.append(source)
             continue

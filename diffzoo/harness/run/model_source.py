@@ -134,9 +134,10 @@ class ModelSource:
             paths = release_paths(self.entry.card, self.release, self.checkpoints) or self.checkpoints
             return f"released weights {self.release.name} ({', '.join(map(str, paths))}), zero-shot"
         def weights(loading: bool = False) -> str:
-            always = getattr(self.entry.load(), "weights_read_always", lambda card: ())(self.entry.card)
+            factory = self.entry.load()
+            always = getattr(factory, "weights_read_always", lambda card: ())(self.entry.card)
             place = pretrained_place(self.entry.card, built_pretrained(self.entry, job.config.pretrained, loading),
-                                     always)
+                                     always, getattr(factory, "weights_url", lambda source: None))
             return f", {place}" if place else ""
 
         given = self.given_checkpoint(job)

@@ -208,6 +208,15 @@ class MMSegDetector(SegmentationDetector):
     def no_decay_keywords(self) -> tuple[str, ...]:  # per card: only SegFormer's paramwise_cfg has any
         return tuple(self.card.arch.get("no_decay_keywords", ()))
 
+    @staticmethod
+    def weights_url(source: str) -> str | None:
+        """The URL an ``open-mmlab://`` name stands for, which a plan looks for in the torch hub cache; None
+        for another source, or without mmengine (building the model then says what to install)."""
+        try:
+            return checkpoint_url(source) if source.startswith("open-mmlab://") else None
+        except ImportError:
+            return None
+
     def build_network(self, num_outputs: int, pretrained: bool) -> nn.Module:
         mmseg = import_backend()
         from mmseg.registry import MODELS
