@@ -252,6 +252,23 @@ def test_a_checkpoint_without_card_for_two_tasks_is_refused_before_any_work(tmp_
                                                                                            "semantic": semantic}
 
 
+@pytest.mark.parametrize("cut, said", [(0, "header too small"), (2, "incomplete metadata, file not fully covered")])
+def test_an_empty_or_cut_short_checkpoint_is_refused_by_the_plan_as_unreadable(cut, said, tmp_path, capsys):
+    """A download cut short, given bare: the plan refused it as having "no card.json naming its task" (a
+    two-task suite), or let it pass to fail when loaded; its header is read at the plan."""
+    from diffzoo import create_detector
+
+    create_detector("segformer.tiny", "binary").save(tmp_path / "full")
+    data = (tmp_path / "full" / "model.safetensors").read_bytes()
+    bare = tmp_path / "bare.safetensors"
+    bare.write_bytes(data[:len(data) // cut] if cut else b"")
+    line = f"error: checkpoint {bare} is not a readable safetensors file: Error while deserializing header: {said}"
+    for suite in ("standard", "classification"):
+        assert one_line_exit_2(*cli(capsys, "run", "--detector", "segformer.tiny", "--suite", suite, "--no-references",
+                                    "--checkpoint", bare, "--no-train", "--device", "cpu", "--plan", "--out",
+                                    tmp_path / "out")) == line
+
+
 # -- pretrained weights: hashed at first use, checked ever after ------------------------
 
 

@@ -353,20 +353,30 @@ def verify_weights(weights: Path, meta_path: Path | None, meta: dict[str, Any]) 
 
 def load_checkpoint(path: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read weights (safetensors only, hash-checked before parsing) and the card beside them."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     weights, meta_path = resolve_checkpoint(path)
     meta = read_meta(meta_path) if meta_path is not None else {}
-    _refuse_pickled_content(weights)
+    _refuse_pickled_content(weights)  # said as what it is, before its hash is checked
     digest = verify_weights(weights, meta_path, meta)
-    try:
-        state = load_file(str(weights))
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise WeightsFileError(f"checkpoint {weights} is not a readable safetensors file: {exc}") from exc
+    state = read_weights(weights)
     refuse_nonfinite(state, f"checkpoint {weights}")
     meta["sha256"] = digest
     return state, meta
+
+
+def read_weights(weights: Path, header_only: bool = False) -> dict[str, Any]:
+    """The tensors of the checkpoint's safetensors file ``weights`` (``header_only``: their names, no tensor
+    read); a WeightsFileError naming the file when it is none (a pickle, an empty or cut-short file)."""
+    from safetensors import SafetensorError, safe_open
+    from safetensors.torch import load_file
+
+    _refuse_pickled_content(weights)
+    try:
+        if header_only:
+            with safe_open(str(weights), framework="pt") as fh:  # parses and checks the header only
+                return dict.fromkeys(fh.keys())
+        return load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise WeightsFileError(f"checkpoint {weights} is not a readable safetensors file: {exc}") from exc
 
 
 def _shape(value: Any, tuples: bool = False) -> tuple[int, ...] | None:

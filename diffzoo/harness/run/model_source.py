@@ -29,7 +29,14 @@ from diffzoo.harness.core.progress import Progress
 from diffzoo.harness.core.protocols import Dataset, Detector, moved_detector
 from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import BINARY, Sample, StateKey, Task
-from diffzoo.harness.models.checkpoints import WEIGHTS_FILE, cache_dir, cached_meta, checkpoint_meta, sweep_partial
+from diffzoo.harness.models.checkpoints import (
+    WEIGHTS_FILE,
+    cache_dir,
+    cached_meta,
+    checkpoint_meta,
+    read_weights,
+    sweep_partial,
+)
 from diffzoo.harness.models.detector import other_detector
 from diffzoo.harness.models.divergence import refuse_nonfinite
 from diffzoo.harness.models.monitor import TrainMonitor, Validation, train_log_dir
@@ -393,10 +400,13 @@ def check_cached_weights(folder: Path, remove: bool = True) -> None:
 
 def check_checkpoints(paths: list[Path]) -> None:
     """One checkpoint per task: a run scores the model it is given, it never picks one of
-    several by its scores (that would be choosing a checkpoint on the test split)."""
+    several by its scores (that would be choosing a checkpoint on the test split).  Each is a
+    safetensors file whose header parses: an empty or cut-short one is refused before any work."""
     by_task: dict[str, Path] = {}
     for path in paths:
-        task = checkpoint_meta(path)[1].get("task", "?")
+        weights, meta = checkpoint_meta(path)
+        read_weights(weights, header_only=True)
+        task = meta.get("task", "?")
         if task in by_task:
             raise ConfigError(
                 f"two --checkpoint for the {task} task ({by_task[task]} and {path}): a run scores one model "
