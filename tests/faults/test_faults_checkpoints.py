@@ -230,6 +230,25 @@ def test_a_checkpoint_of_a_task_no_case_scores_is_refused_not_replaced_by_a_trai
     assert not (Path(os.environ["DIFFZOO_CACHE"]) / "checkpoints" / "segformer.tiny").exists()  # nothing trained
 
 
+def test_a_semantic_checkpoint_of_another_label_map_is_refused_by_the_plan(tmp_path, capsys):
+    """Its card.json names its classes: the plan passed, and the run scored the binary model first and failed only
+    when loading this one."""
+    import dataclasses
+
+    from diffzoo import create_detector, open_dataset
+
+    space = open_dataset("mini").label_space
+    names = space.names
+    other = dataclasses.replace(space, names=(names[0], names[2], names[1], *names[3:]))
+    create_detector("segformer.tiny", "semantic", other).save(tmp_path / "semantic")
+    create_detector("segformer.tiny", "binary").save(tmp_path / "binary")
+    code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard", "--checkpoint",
+                         tmp_path / "binary", "--checkpoint", tmp_path / "semantic", "--no-train", "--device", "cpu",
+                         "--bootstrap", "0", "--plan", "--out", tmp_path / "out")
+    assert code == 1 and err.strip() == (f"error: checkpoint {tmp_path / 'semantic'} has classes {list(other.names)}, "
+                                         f"the dataset has {list(names)}"), err
+
+
 def test_a_checkpoint_without_card_for_two_tasks_is_refused_before_any_work(tmp_path, capsys):
     """A bare model.safetensors says no task: scored as a binary model first, it then failed to fit the semantic one."""
     from diffzoo import create_detector, open_dataset

@@ -21,6 +21,7 @@ from torch import nn
 
 from diffzoo.harness.core.errors import ModelError
 from diffzoo.harness.core.protocols import Detector, DetectorBuild, as_build
+from diffzoo.harness.core.types import LabelSpace
 from diffzoo.harness.models.checkpoints import FORMATS, describe_mismatch, load_checkpoint, save_checkpoint
 
 
@@ -76,11 +77,8 @@ class TorchDetector(Detector):
             raise error
         if meta.get("task", self.task) != self.task:
             raise ModelError(f"checkpoint {path} was trained for task {meta['task']!r}, not {self.task!r}")
-        names = (meta.get("label_space") or {}).get("names")
-        if names is not None and self.task == "semantic" and tuple(names) != self.label_space.names:
-            raise ModelError(
-                f"checkpoint {path} has classes {names}, the dataset has {list(self.label_space.names)}"
-            )
+        if (error := other_classes(path, meta, self.task, self.label_space)) is not None:
+            raise error
         mine = self.card.to_dict()
         for key in self.card_checked:
             if key in card and card[key] != mine[key]:
@@ -109,3 +107,12 @@ def other_detector(path: Path, meta: dict[str, Any], name: str) -> ModelError | 
     ``name``; None for one of ``name`` or one whose card names none."""
     made = (meta.get("card") or {}).get("name", name)
     return None if made == name else ModelError(f"checkpoint {path} is for detector {made!r}, not {name!r}")
+
+
+def other_classes(path: Path, meta: dict[str, Any], task: str, label_space: LabelSpace) -> ModelError | None:
+    """The error of a semantic checkpoint (``path``, its card's ``meta``) of other classes than ``label_space``'s,
+    scored as a ``task`` model; None for one of those classes, of another task, or one whose card names none."""
+    names = (meta.get("label_space") or {}).get("names")
+    if names is None or task != "semantic" or tuple(names) == label_space.names:
+        return None
+    return ModelError(f"checkpoint {path} has classes {names}, the dataset has {list(label_space.names)}")

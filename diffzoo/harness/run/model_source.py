@@ -37,7 +37,7 @@ from diffzoo.harness.models.checkpoints import (
     read_weights,
     sweep_partial,
 )
-from diffzoo.harness.models.detector import other_detector
+from diffzoo.harness.models.detector import other_classes, other_detector
 from diffzoo.harness.models.divergence import refuse_nonfinite
 from diffzoo.harness.models.monitor import TrainMonitor, Validation, train_log_dir
 from diffzoo.harness.models.releases import install, release_paths
@@ -149,7 +149,9 @@ class ModelSource:
 
         given = self.given_checkpoint(job)
         if given is not None:
-            if (error := other_detector(given, checkpoint_meta(given)[1], self.entry.name)) is not None:
+            meta = checkpoint_meta(given)[1]
+            if (error := other_detector(given, meta, self.entry.name)
+                    or other_classes(given, meta, job.task, self.dataset.label_space)) is not None:
                 raise error
             return f"checkpoint {given}{weights(loading=True)}"
         cached = cache_dir(self.entry.name, job.key)
