@@ -676,9 +676,8 @@ def test_a_missing_release_file_names_the_releases_file_and_never_a_failed_downl
         f"(missing: {folder / FILE})"), err
     named = tmp_path / "empty"  # a folder the user named that lacks the file: a usage error too
     named.mkdir()
-    assert one_line_exit_2(*cli(capsys, *run, "--checkpoint", named)) == (
-        f"{head}download {FILE} from {source} into {named} (diffzoo run also takes them as --checkpoint PATH) "
-        f"(missing: {named / FILE})")
+    assert one_line_exit_2(*cli(capsys, *run, "--checkpoint", named)) == (  # never told to give what was given
+        f"{head}download {FILE} from {source} into {named} (missing: {named / FILE})")
 
 
 @pytest.mark.parametrize("how", ["legacy whole", "zip cut short", "legacy cut short",

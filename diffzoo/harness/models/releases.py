@@ -128,8 +128,8 @@ def find_files(card: DetectorCard, release: Release, given: Sequence[Path] = ())
     if missing:
         first, names = missing[0][0], ", ".join(name for _, name in missing)  # the release's names, not the paths'
         fetch = (f"--checkpoint {first} is not the file; download {names} from {release.source} and give its path"
-                 if folder is None else f"download {names} from {release.source} into {folder} "
-                 "(diffzoo run also takes them as --checkpoint PATH)")
+                 if folder is None else f"download {names} from {release.source} into {folder}"
+                 + ("" if given else " (diffzoo run also takes them as --checkpoint PATH)"))  # given: the one named
         if not given and (astray := _astray(card, release, [name for _, name in missing])):
             fetch += (f"; found in the wrong folder: {', '.join(map(str, astray))}: "
                       f"move {'it' if len(astray) == 1 else 'them'} into {folder}")
