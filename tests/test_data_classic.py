@@ -349,6 +349,31 @@ def test_imd2020_a_mask_without_its_image_is_logged(tmp_path, caplog):
     assert f"{root}: 1 mask(s) match no tampered image (e.g. z5/00022_fake_mask.png)" in caplog.messages
 
 
+@pytest.mark.parametrize("name", ["imd2020", "columbia"])
+def test_an_image_of_a_suffix_never_read_beside_its_mask_is_named_in_a_warning(tmp_path, name, caplog):
+    """IMD2020's src/t2.jfif beside src/t2_mask.png, Columbia's 4cam_splc/x.jfif beside its edge mask: the
+    image was left out with only the general "partial copy" count; the warning Tp/Gt gives names it."""
+    if name == "imd2020":
+        root = make_imd2020(tmp_path / "IMD2020")
+        folder, stem, where, mask = root / "z5", "t2", root, "z5/t2_mask.png"
+        save(folder / "t2_mask.png", grey_mask(slice(0, 6)))
+        (folder / "notes.txt").write_text("no image, no mask: not named")
+    else:
+        root = make_columbia(tmp_path / "columbia")
+        folder, stem, where = root / "4cam_splc", "x", root / "4cam_splc" / "edgemask"
+        mask = "x_edgemask.jpg"
+        save_jpeg(where / mask, edgemask())
+    save_jpeg(folder / f"{stem}.jfif", photo(50))
+    with caplog.at_level(logging.INFO):
+        ids = open_dataset(str(root)).ids("test")
+    assert f"{folder.name}/{stem}.jfif" not in ids
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "not read" in r.getMessage()]
+    assert warned == [f"{where}: 1 image(s) with a mask here are not read, their suffix being none of .png, .jpg, "
+                      f".jpeg, .tif, .tiff, .bmp, .webp (e.g. {folder.name}/{stem}.jfif); convert them to one of "
+                      "those to score them"]
+    assert any(m.endswith(f"(e.g. {mask})") for m in caplog.messages)  # the mask is still logged as unused
+
+
 def test_imd2020_two_masks_for_one_image_are_refused(tmp_path):
     """A mask re-saved beside the original (``_mask.jpg`` and ``_mask.png``): the last one listed was used, unsaid."""
     root = make_imd2020(tmp_path / "IMD2020")

@@ -52,10 +52,19 @@ from diffzoo.harness.data.base import (
     report_unpaired,
     require_path,
     sniff_quietly,
+    warn_unread_images,
 )
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import check_mask_size, edited_region, read_binary_mask, read_image
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, log_unused, mask_once, stored_paths, subfolders
+from diffzoo.harness.data.walk import (
+    by_canonical_name,
+    canonical_name,
+    files_in,
+    log_unused,
+    mask_once,
+    stored_paths,
+    subfolders,
+)
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +202,11 @@ class ColumbiaDataset(_ClassicDataset):
             _pair(entries, no_mask, f"4cam_splc/{img.name}", img, masks.get(canonical_name(img.stem)))
         paired = mask_once(edge, entries, lambda p: p.name)
         report_unpaired(str(root), no_mask, f"spliced image(s) have no <stem>_edgemask mask in {edge}", skip_unpaired)
-        log_unused(edge, [m.name for m in masks.values() if m not in paired], "edge mask(s) match no image")
+        unused = {stem for stem, m in masks.items() if m not in paired}
+        if unused:  # an image of a suffix never read (x.jfif) leaves its mask unused: name it, never pass it over
+            warn_unread_images(edge, ((f"4cam_splc/{f.name}", canonical_name(f.stem)) for f in files_in(splc, ("",))),
+                               unused.__contains__)
+        log_unused(edge, sorted(masks[stem].name for stem in unused), "edge mask(s) match no image")
         edit_types = dict.fromkeys(entries, SPLICING)
         _, auth = _nested(root, "4cam_auth", "the dataset holds spliced images only")
         # image_files_in: directly in the folder, so an edgemask/ beside the authentic images is not read as one
@@ -490,6 +503,8 @@ class Imd2020Dataset(_ClassicDataset):
         no_mask: list[str] = []
         ignored: list[str] = []
         orphans: list[str] = []
+        unread: list[tuple[str, str]] = []  # (file, <folder>/<stem>) in folders holding a mask with no image
+        lost: set[str] = set()  # <folder>/<stem> of those masks
         for folder in subfolders(root):
             tampered, masks, origs = _imd_folder(folder)
             if not masks and not origs:
@@ -499,10 +514,15 @@ class Imd2020Dataset(_ClassicDataset):
                 _pair(entries, no_mask, f"{folder.name}/{img.name}", img, masks.get(canonical_name(img.stem)))
             stems = {canonical_name(img.stem) for img in tampered}
             orphans += sorted(f"{folder.name}/{m.name}" for stem, m in masks.items() if stem not in stems)
+            if not stems.issuperset(masks):  # an image of a suffix never read (x.jfif) leaves its mask with no image
+                unread += [(f"{folder.name}/{f.name}", f"{folder.name}/{canonical_name(f.stem)}")
+                           for f in files_in(folder, ("",))]
+                lost |= {f"{folder.name}/{stem}" for stem in masks.keys() - stems}
             originals.update({f"{folder.name}/{o.name}": (o, None) for o in origs})
         log_unused(root, ignored, "folder(s) hold no *_orig image and no *_mask file and are not used")
         mask_once(root, entries, lambda p: p.relative_to(root).as_posix())
         # a mask without its image: that image deleted or renamed, the copy one tampered image short
+        warn_unread_images(root, unread, lost.__contains__)
         log_unused(root, orphans, "mask(s) match no tampered image")
         report_unpaired(str(root), no_mask, "tampered image(s) have no <stem>_mask file beside them", skip_unpaired)
         return root, entries, dict.fromkeys(entries, "unknown"), originals

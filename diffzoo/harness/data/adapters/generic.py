@@ -30,9 +30,17 @@ from diffzoo.harness.core.errors import ConfigError, DataError
 from diffzoo.harness.core.fsutil import MISSING, file_kind, read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import SplitDataset, child_dir, folder_name, masks_by_stem, report_unpaired, require_path
+from diffzoo.harness.data.base import (
+    SplitDataset,
+    child_dir,
+    folder_name,
+    masks_by_stem,
+    report_unpaired,
+    require_path,
+    warn_unread_images,
+)
 from diffzoo.harness.data.fingerprint import fingerprint_files
-from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, edited_region, is_image_file, read_binary_mask, read_image
+from diffzoo.harness.data.imageio import edited_region, read_binary_mask, read_image
 from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
 from diffzoo.harness.data.walk import canonical_name, ids_of, log_unused, mask_once, stored_paths, walk_files
@@ -195,13 +203,9 @@ def pair_folders(
     paired = mask_once(gt, entries, shown)
     unused = sorted(k for k, m in masks.items() if m not in paired)
     if unused:  # an image of a suffix never read (x.jfif, x.heic) leaves its mask unused: name it, never pass it over
-        unread = [f"{folder.name}/{n}" for folder in folders for n in walk_files(folder) if not is_image_file(n)
-                  and any(canonical_name(PurePosixPath(n).stem if by_name else PurePosixPath(n).with_suffix("")
-                                         .as_posix()) + s in masks for s in MASK_SUFFIXES)]
-        if unread:
-            log.warning("%s: %d image(s) with a mask here are not read, their suffix being none of %s (e.g. %s); "
-                        "convert them to one of those to score them", gt, len(unread), ", ".join(IMAGE_EXTENSIONS),
-                        unread[0])
+        warn_unread_images(gt, ((f"{folder.name}/{n}", canonical_name(PurePosixPath(n).stem if by_name else
+                                 PurePosixPath(n).with_suffix("").as_posix())) for folder in folders
+                                for n in walk_files(folder)), lambda s: any(s + x in masks for x in MASK_SUFFIXES))
     log_unused(gt, unused, "mask(s) match no image")
     return entries, no_mask
 
