@@ -233,3 +233,21 @@ def test_a_table_saved_as_utf16_is_named_not_passed_over_as_no_layout(tmp_path):
     with pytest.raises(DataError) as err:
         open_dataset(str(root))
     assert str(err.value).startswith(f"{table}: not a readable UTF-8 CSV file (")
+
+
+def test_a_listed_file_stored_in_another_letter_case_is_named_as_the_hint(tmp_path):
+    """fake/..._up.PNG on disk for the table's fake/..._up.png (and a Mask/ folder for mask/): the file was
+    "named in the table do not exist" with no word of the file that is there."""
+    root = make_cocoglide(tmp_path / "CocoGlide")
+    fake = root / "fake" / "glide_inpainting_val2017_563758_up.png"
+    fake.rename(fake.with_suffix(".PNG"))
+    (root / "mask").rename(root / "Mask")
+    (root / "real" / "teddy bear_563758.png").unlink()
+    with pytest.raises(DataError) as err:
+        CocoGlideDataset(root)
+    hint = "is there: a name is read in its own letter case"
+    assert str(err.value) == (
+        f"{root / 'table.csv'}: 5 file(s) named in the table do not exist (e.g. line 2 mask: "
+        f"mask/dining table_114871_mask.png (Mask/dining table_114871_mask.png {hint}); line 3 real: "
+        f"real/teddy bear_563758.png; line 3 fake: fake/glide_inpainting_val2017_563758_up.png "
+        f"(fake/glide_inpainting_val2017_563758_up.PNG {hint})); paths are relative to {root}")

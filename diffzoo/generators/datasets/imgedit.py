@@ -58,7 +58,7 @@ from diffzoo.harness.data.fingerprint import combine
 from diffzoo.harness.data.hfsource import data_files
 from diffzoo.harness.data.imageio import read_image, read_mask
 from diffzoo.harness.data.splits import SPLITS_FILE, ids_by_split, one_split, read_splits_file
-from diffzoo.harness.data.walk import stored_paths
+from diffzoo.harness.data.walk import StoredPaths
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +241,7 @@ class ImgEditDataset(SplitDataset):
         else:
             bases = (file.parent, file.parent.parent)
             folders = [d for b in bases for d in (b, b / "Singleturn", b / "Multiturn") if d.is_dir()]
-        roots = {r: stored_paths(r) for r in folders}
+        roots = {r: StoredPaths(r) for r in folders}
         memo = F.sha256(json.dumps([str(file.resolve()), [str(r.resolve()) for r in folders]]).encode())[:32]
         digests = F.Digests(f"imgedit:{memo}" if self._cache is not None else None)
         columns = [F.TURNS_COLUMN] if kind == "turns" else list(F.PAIR_COLUMNS)

@@ -98,7 +98,7 @@ def embedded(item: Any) -> bytes | None:
 
 
 Roots = Mapping[Path, Callable[[str], Path]]
-"""Image roots, each with its :func:`.walk.stored_paths` finder."""
+"""Image roots, each with its :class:`.walk.StoredPaths` finder."""
 
 
 def resolve(path: str, roots: Roots, where: str) -> Path:

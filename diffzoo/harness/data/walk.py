@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from diffzoo.harness.core.errors import DataError
+from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.runlog import warn_once
 from diffzoo.harness.core.types import nfc
 
@@ -82,33 +83,47 @@ def ids_of(folder: Path, files: Iterable[Path], prefix: str = "") -> dict[str, P
     return by_canonical_name(folder, ((prefix + f.relative_to(folder).as_posix(), f) for f in files))
 
 
-def stored_paths(root: Path) -> Callable[[str], Path]:
+class StoredPaths:
     """A finder of the files a data's own list names (a table, a reference CSV, a JSON list, a
     manifest): ``find(name)`` is ``root / name`` when that is there, else the stored path whose
     parts read as ``name``'s (:func:`canonical_name`: a list written with ``café`` composed finds
-    the file a macOS copy stores decomposed), else ``root / name`` (missing: the caller says so).
-    A folder is listed once, and only when a name is not there as written."""
-    listings: dict[Path, dict[str, str]] = {}
+    the file a macOS copy stores decomposed), else ``root / name`` (missing: the caller says so,
+    with :meth:`absent`). A folder is listed once, and only when a name is not there as written."""
 
-    def listing(folder: Path) -> dict[str, str]:
-        if folder not in listings:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._listings: dict[Path, dict[str, str]] = {}
+
+    def _listing(self, folder: Path) -> dict[str, str]:
+        if folder not in self._listings:
             try:
                 names = os.listdir(folder)
             except OSError:  # no folder there: the name is missing
                 names = []
-            listings[folder] = by_canonical_name(folder, ((n, n) for n in names))
-        return listings[folder]
+            self._listings[folder] = by_canonical_name(folder, ((n, n) for n in names))
+        return self._listings[folder]
 
-    def find(name: str) -> Path:
-        path = root / name
+    def __call__(self, name: str) -> Path:
+        path = self.root / name
         if os.path.lexists(path):
             return path
-        here = root
+        here = self.root
         for part in PurePosixPath(canonical_name(name)).parts:
-            here = here / (part if os.path.lexists(here / part) else listing(here).get(part, part))
+            here = here / (part if os.path.lexists(here / part) else self._listing(here).get(part, part))
         return here if os.path.lexists(here) else path
 
-    return find
+    def absent(self, name: str) -> str | None:
+        """None when ``name`` is found (a FIFO or folder too: loading it names what it is); else what to
+        say after naming it missing: "", or the stored name that differs from it in letter case alone as
+        a hint (a name is read in its own case: a case-sensitive disk may hold both ``x.png`` and ``x.PNG``)."""
+        if file_kind(self(name)) not in MISSING:
+            return None
+        here = self.root
+        for part in PurePosixPath(canonical_name(name)).parts:  # the first of two twins in sorted order
+            folded = {k.casefold(): n for k, n in sorted(self._listing(here).items(), reverse=True)}
+            here = here / folded.get(part.casefold(), part)
+        twin = here.relative_to(self.root).as_posix()
+        return f" ({twin} is there: a name is read in its own letter case)" if file_kind(here) is None else ""
 
 
 def log_unused(where: object, names: Sequence[str], what: str) -> None:

@@ -40,7 +40,6 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import image_files_in
 from diffzoo.harness.data.base import (
@@ -57,12 +56,12 @@ from diffzoo.harness.data.base import (
 from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import check_mask_size, edited_region, read_binary_mask, read_image
 from diffzoo.harness.data.walk import (
+    StoredPaths,
     by_canonical_name,
     canonical_name,
     files_in,
     log_unused,
     mask_once,
-    stored_paths,
     subfolders,
 )
 
@@ -368,11 +367,12 @@ class Nist16Dataset(_ClassicDataset):
             raise DataError(f"{ref}: no such reference file; NIST16 {self.LAYOUT}")
         rows = csv_table(ref, NIST_COLUMNS, f"a '|'-separated NIST reference file with {', '.join(NIST_COLUMNS)}",
                          "probe", delimiter="|", what="'|'-separated")
-        find = stored_paths(root)
+        find = StoredPaths(root)
         targets: dict[str, list[Path]] = {}
         kinds: dict[str, set[str]] = {}
         originals: Entries = {}
         absent: list[str] = []
+        gone: set[str] = set()  # the probes and masks named in absent
         for line, row in rows:
             probe = _relative(row["ProbeFileName"], f"{ref}: line {line}: ProbeFileName")
             flag = row["IsTarget"].strip().lower()
@@ -383,14 +383,16 @@ class Nist16Dataset(_ClassicDataset):
             if (probe in originals and target) or (probe in targets and not target):
                 raise DataError(f"{ref}: line {line}: probe {probe} is listed both as a target (IsTarget=Y) "
                                 f"and as a non-target")
-            if file_kind(find(probe)) in MISSING:  # a FIFO named here is named when loaded (not-a-file)
-                absent.append(f"line {line}: {probe}")
+            if (hint := find.absent(probe)) is not None:
+                absent.append(f"line {line}: {probe}{hint}")
+                gone.add(probe)
             if not target:
                 originals[probe] = (find(probe), None)
                 continue
             mask = _relative(row["ProbeMaskFileName"], f"{ref}: line {line}: ProbeMaskFileName (IsTarget=Y)")
-            if file_kind(find(mask)) in MISSING:
-                absent.append(f"line {line}: {mask}")
+            if (hint := find.absent(mask)) is not None:
+                absent.append(f"line {line}: {mask}{hint}")
+                gone.add(mask)
             masks = targets.setdefault(probe, [])
             if find(mask) not in masks:
                 masks.append(find(mask))
@@ -398,7 +400,6 @@ class Nist16Dataset(_ClassicDataset):
             kinds[probe] = kinds.get(probe, set()) | flagged
         report_unpaired(str(ref), absent, f"file(s) named in {ref.name} do not exist (paths are relative to {root})",
                         skip_unpaired)
-        gone = {a.split(": ", 1)[1] for a in absent}
         # a probe flagged with several manipulation types (over its rows) is e.g. "removal+splicing"
         edit_types = {p: "+".join(t for _, t in NIST_TYPES if t in k) or "unknown" for p, k in kinds.items()}
         entries: Entries = {}

@@ -43,17 +43,15 @@ from __future__ import annotations
 import csv
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import child_dir, csv_table, relative_cell, require_path
-from diffzoo.harness.data.walk import canonical_name, ids_of, log_unused, stored_paths
+from diffzoo.harness.data.walk import StoredPaths, canonical_name, ids_of, log_unused
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +77,7 @@ class CocoGlideDataset(_TestSetDataset):
         name: str | None = None,
     ) -> None:
         root = _root(require_path(path, "CocoGlideDataset"))
-        find = stored_paths(root)
+        find = StoredPaths(root)
         rows = read_table(root, find)
         entries: dict[str, tuple[Path, Path | None]] = {}
         self._prompts: dict[str, str] = {}
@@ -125,10 +123,10 @@ def _root(path: Path) -> Path:
     return path.parent if path.is_file() and path.name.lower() == TABLE else path
 
 
-def read_table(root: Path, find: Callable[[str], Path]) -> list[tuple[str, str, str, str]]:
+def read_table(root: Path, find: StoredPaths) -> list[tuple[str, str, str, str]]:
     """``(real, fake, mask, prompt)`` per row of ``root/table.csv``, paths
     normalised (``a/./b`` -> ``a/b``, read as :func:`.walk.canonical_name`: they are the ids)
-    and checked: relative, inside ``root``, existing (``find``: :func:`.walk.stored_paths`),
+    and checked: relative, inside ``root``, existing (``find``: :class:`.walk.StoredPaths`),
     each file named once."""
     table = root / TABLE
     if not os.path.lexists(table):  # anything else there is named by reading it
@@ -153,8 +151,8 @@ def read_table(root: Path, find: Callable[[str], Path]) -> list[tuple[str, str, 
                     f"(as {as_col}); each real, fake and mask file belongs to one row"
                 )
             seen[key] = (line, col)
-            if file_kind(find(rel)) in MISSING:  # a FIFO named in the table is named when loaded
-                absent.append(f"line {line} {col}: {rel}")
+            if (hint := find.absent(rel)) is not None:
+                absent.append(f"line {line} {col}: {rel}{hint}")
             paths.append(key)
         rows.append((paths[0], paths[1], paths[2], row["prompt"]))
     if absent:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from diffzoo.harness.core.errors import ConfigError, DataError
-from diffzoo.harness.core.fsutil import MISSING, file_kind, read_json
+from diffzoo.harness.core.fsutil import read_json
 from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.authentic import list_image_files
 from diffzoo.harness.data.base import (
@@ -43,7 +43,7 @@ from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import edited_region, read_binary_mask, read_image
 from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
-from diffzoo.harness.data.walk import canonical_name, ids_of, log_unused, mask_once, stored_paths, walk_files
+from diffzoo.harness.data.walk import StoredPaths, canonical_name, ids_of, log_unused, mask_once, walk_files
 
 log = logging.getLogger(__name__)
 
@@ -280,7 +280,7 @@ class JsonListDataset(_PairListDataset):
         file = require_path(path, "JsonListDataset")
         items = _read_list(file)
         root = file.parent
-        find = stored_paths(root)
+        find = StoredPaths(root)
         entries: dict[str, tuple[Path, Path | None]] = {}
         listed: dict[str, str] = {}  # the file an image names (a/./b.png and a/b.png are one) -> as written
         missing: list[str] = []
@@ -291,10 +291,8 @@ class JsonListDataset(_PairListDataset):
                 twice = f"image {image}" if same == image else f"image {image} (as {same} before)"
                 raise DataError(f"{file}: item {i}: {twice} is listed twice")
             mask_path = None if mask == NEGATIVE else find(mask)
-            missing += [
-                # a FIFO or folder listed is no missing file: loading it names what it is (not-a-file)
-                str(p) for p in (image_path, mask_path) if p is not None and file_kind(p) in MISSING
-            ]
+            missing += [f"{find(n)}{hint}" for n in (image, mask)
+                        if n != NEGATIVE and (hint := find.absent(n)) is not None]
             entries[sid] = (image_path, mask_path)
         if missing:
             spelled = sorted({m for _, m in items if m != NEGATIVE and m.strip().lower() == NEGATIVE.lower()})
