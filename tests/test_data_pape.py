@@ -268,6 +268,16 @@ def test_a_split_given_twice_in_a_split_file_is_refused(pape):
     assert str(err.value) == f"PAPE split file {split_file} gives 'train' twice in one object; keep one"
 
 
+def test_an_image_id_listed_twice_in_one_split_is_one_sample_there(pape):
+    """"train": [id, id]: each of that image's samples was in train twice, counted twice in every score."""
+    once = PapeDataset(pape).ids("train")
+    split_file = pape / "COCO/splits/split_seed2026.json"
+    coco = IDS["COCO"]
+    write_json(split_file, {"train": [coco[0], coco[0]], "validation": [coco[1]], "test": [coco[2]]})
+    ds = PapeDataset(pape)
+    assert ds.ids("train") == once and len(set(once)) == len(once) == 4
+
+
 def test_split_option_and_skip_unpaired_open_what_the_defaults_refuse(pape):
     (pape / "splits" / "split_seed2026.json").unlink()
     assert PapeDataset(pape, split="test").splits() == ["test"]

@@ -137,7 +137,8 @@ def read_split_json(file: Path) -> dict[str, Any]:
             raise DataError(f"PAPE split file {file}: {f'subset {subset!r}' if subset else 'it'} names no image id "
                             "(every split list is empty)")
         for split_name, ids in part.items():
-            part[split_name] = ids = [canonical_name(str(i)) for i in ids]
+            # an id listed twice in one split is one sample there, never counted twice in a score
+            part[split_name] = ids = list(dict.fromkeys(canonical_name(str(i)) for i in ids))
             for i in ids:
                 first = seen.setdefault((subset, i), split_name)
                 if first != split_name:
