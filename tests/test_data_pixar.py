@@ -361,3 +361,13 @@ def test_a_mask_or_metadata_file_is_found_by_its_suffix_in_any_case_and_its_stem
     mask.rename(mask.with_name(mask.name.upper()))
     with pytest.raises(DataError, match=r"1 tampered image\(s\) lack a mask"):
         PixarDataset(pixar)
+
+
+def test_two_split_folders_reading_as_one_split_are_refused_naming_both(pixar):
+    """validation/ beside a val/ copy of it: both are split val, and the refusal said "two images for
+    tampered_..._mask.png", a soft mask of one folder matched with the image of the other."""
+    shutil.copytree(pixar / "validation", pixar / "val")
+    with pytest.raises(DataError) as err:
+        PixarDataset(pixar)
+    assert str(err.value) == (f"PIXAR {pixar}: splits 'val' and 'validation' both read as split val; rename or "
+                              "leave out one of them")

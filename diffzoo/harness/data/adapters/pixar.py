@@ -55,7 +55,7 @@ from diffzoo.harness.data.base import (
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import data_json
-from diffzoo.harness.data.splits import canonical_split, native_splits
+from diffzoo.harness.data.splits import by_canonical_split, native_splits
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, files_in, ids_of, mask_once, subfolders
 
 log = logging.getLogger(__name__)
@@ -264,14 +264,16 @@ class PixarDataset(SplitDataset):
         mapping = read_mapping(mapping_file)
         self._files.append(mapping_file)
         label_dir = LABEL_DIRS[self.labels]
-        for split_dir in _split_dirs(folder):
+        # val/ beside validation/: one split, whose two folders' files would be taken for one another's
+        split_dirs = by_canonical_split(f"PIXAR {folder}", ((d.name, d) for d in _split_dirs(folder)))
+        for split, split_dir in split_dirs.items():
             absent = [d + "/" for d in (*REQUIRED_DIRS, label_dir) if not (split_dir / d).is_dir()]
             if absent:
                 raise DataError(
                     f"PIXAR {split_dir}: missing {', '.join(absent)}; each split folder holds "
                     f"real/, full_synthetic/, tampered/, soft_masks/, masks/, metadata/"
                 )
-            ids = native.setdefault(canonical_split(split_dir.name), [])
+            ids = native.setdefault(split, [])
             masks = files_by_stem(split_dir / label_dir, image_files_in(split_dir / label_dir))
             metas = files_by_stem(split_dir / "metadata", files_in(split_dir / "metadata", (".json",)))
             for sid, image in ids_of(self.root, image_files_in(split_dir / "tampered")).items():
