@@ -395,3 +395,18 @@ def test_an_image_of_a_suffix_never_read_beside_its_mask_is_named_in_a_warning(t
     assert warned == [f"{root / 'Gt'}: 1 image(s) with a mask here are not read, their suffix being none of .png, "
                       ".jpg, .jpeg, .tif, .tiff, .bmp, .webp (e.g. Tp/x.jfif); convert them to one of those to "
                       "score them"]
+
+
+def test_a_listed_absolute_path_missing_is_named_and_its_twin_in_another_letter_case_too(tmp_path):
+    """An absolute path is read as written; missing, it is named (the letter-case hint read it relative to the
+    list's folder: "ValueError: ... is not in the subpath of ..."), with the file stored in another case if one is."""
+    save(tmp_path / "elsewhere" / "B.png", image())
+    f = tmp_path / "list" / "l.json"
+    f.parent.mkdir()
+    f.write_text(json.dumps([[str(tmp_path / "elsewhere" / "a.png"), "Negative"],
+                             [str(tmp_path / "elsewhere" / "b.png"), "Negative"]]))
+    with pytest.raises(DataError) as err:
+        JsonListDataset(f)
+    assert str(err.value) == (f"{f}: 2 listed file(s) do not exist (e.g. {tmp_path / 'elsewhere' / 'a.png'}, "
+                              f"{tmp_path / 'elsewhere' / 'b.png'} ({tmp_path / 'elsewhere' / 'B.png'} is there: a "
+                              "name is read in its own letter case)); paths are relative to the JSON file's folder")

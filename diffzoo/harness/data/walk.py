@@ -122,7 +122,7 @@ class StoredPaths:
         for part in PurePosixPath(canonical_name(name)).parts:  # the first of two twins in sorted order
             folded = {k.casefold(): n for k, n in sorted(self._listing(here).items(), reverse=True)}
             here = here / folded.get(part.casefold(), part)
-        twin = here.relative_to(self.root).as_posix()
+        twin = here.relative_to(self.root).as_posix() if here.is_relative_to(self.root) else str(here)  # name absolute
         return f" ({twin} is there: a name is read in its own letter case)" if file_kind(here) is None else ""
 
 
