@@ -124,6 +124,17 @@ def test_json_split_files(brgen, caplog):
         BrGenDataset(brgen, split_files="real_val.json")
 
 
+def test_images_no_split_file_names_are_counted_as_in_no_split(brgen, caplog):
+    """Only br-gen_train.json beside the data: the images it does not name were in no split, said nowhere
+    (splits.json says it of the ids it leaves out)."""
+    write_split(brgen, "br-gen_train.json", TRAIN)
+    with caplog.at_level(logging.INFO):
+        ds = BrGenDataset(brgen)
+    assert ds.splits() == ["train"] and len(ds.ids("train")) == 2 + 5
+    assert ("BR-Gen split files (br-gen_train.json) leaves 7 sample(s) in no split (e.g. "
+            "Au/COCO_00000000632.png)") in caplog.messages
+
+
 def test_split_files_named_in_upper_case_are_found_and_appledouble_files_are_not(brgen):
     write_split(brgen, "BRGen_train.JSON", TRAIN)
     write_split(brgen, "mani_val.json", VAL)

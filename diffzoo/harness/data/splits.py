@@ -150,11 +150,17 @@ def read_splits_file(path: Path, known_ids: Iterable[str],
                 raise DataError(f"splits file {path}: id {i} is in both {seen[i]!r} and {name!r}")
             seen[i] = name
         out[name] = sorted(set(out.get(name, [])) | set(ids))
-    unassigned = len(known) - len(seen)
-    if unassigned:
-        log.info("splits file %s leaves %d sample(s) in no split", path, unassigned)
+    log_unassigned(f"splits file {path}", known.values(), seen)
     return out, {"id": f"{prefix}-{hashlib.sha256(raw).hexdigest()[:16]}",
                  "source": f"split_file={path.name}" if prefix == "file" else f"{SPLITS_FILE} beside the data"}
+
+
+def log_unassigned(source: str, ids: Iterable[str], assigned: Iterable[str]) -> None:
+    """Say (info) how many of the data's ``ids`` ``source`` (a splits file, split files) puts in none of
+    its splits (``assigned``), naming the first: they are in no run."""
+    left = sorted(set(ids) - set(assigned))
+    if left:
+        log.info("%s leaves %d sample(s) in no split (e.g. %s)", source, len(left), left[0])
 
 
 def resolve_split_scheme(

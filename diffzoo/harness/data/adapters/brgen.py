@@ -56,7 +56,15 @@ from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
 from diffzoo.harness.data.base import child_dir, name_list, option_path, require_path
 from diffzoo.harness.data.metadata import data_json
-from diffzoo.harness.data.splits import SPLITS_FILE, canonical_split, hash_split_id, ids_by_split, percent, split_ids
+from diffzoo.harness.data.splits import (
+    SPLITS_FILE,
+    canonical_split,
+    hash_split_id,
+    ids_by_split,
+    log_unassigned,
+    percent,
+    split_ids,
+)
 from diffzoo.harness.data.walk import canonical_name, files_in
 
 log = logging.getLogger(__name__)
@@ -206,6 +214,7 @@ def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]]
         raise DataError(f"none of the images listed in {names} is in the data; images are matched by their "
                         "Tp/ or Au/ file name (the release ships no real photos: Au/ is yours to fill)")
     info = {"id": f"brgen-json-{digest.hexdigest()[:16]}", "source": f"BR-Gen split files ({names})"}
+    log_unassigned(info["source"], ids, (i for part in splits.values() for i in part))
     return {canonical_split(k): sorted(v) for k, v in splits.items()}, info
 
 
