@@ -145,6 +145,20 @@ def test_unpaired_and_refused_layouts(deal, tmp_path, caplog):
                               "and more/000000436603_qwen120.png")
 
 
+def test_a_split_folder_holding_no_image_is_refused_never_left_out(deal, tmp_path):
+    """val/ left empty by an extraction cut short: the dataset opened as train and test alone, its masks
+    only "matching no edited image" at info level."""
+    folder = extract(deal, tmp_path / "f")
+    for p in (folder / "val").iterdir():
+        p.unlink()
+    (folder / "val" / "README.txt").write_text("not an image")
+    with pytest.raises(DataError) as err:
+        Deal300kDataset(folder)
+    assert str(err.value) == (f"{folder / 'val'}: holds no DEAL-300K image (<cocoid>.jpg, <cocoid>_qwen<ckpt>.jpg); "
+                              "the dataset would have no val split (a download or extraction cut short?): get it "
+                              "again, or move it away")
+
+
 def test_sniff_and_open_by_path(deal, tmp_path, diffseg_folder):
     folder = extract(deal, tmp_path / "f")
     for p in (deal, deal / "test.zip", folder, folder / "val"):

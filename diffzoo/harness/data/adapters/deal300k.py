@@ -183,9 +183,13 @@ class Deal300kDataset(SplitDataset):
         where: dict[str, str] = {}
         no_mask: list[str] = []
         for split, members in image_sources:
-            for n in members.names:
-                c = classify(n)
-                if c is None or c[0] == "mask" or (c[0] == "source" and not originals):
+            named = [(n, c) for n in members.names if (c := classify(n)) is not None and c[0] != "mask"]
+            if not named:  # an extraction cut short (val/ left empty): the split would be gone, unsaid
+                raise DataError(f"{members.location}: holds no DEAL-300K image (<cocoid>.jpg, <cocoid>_qwen<ckpt>.jpg)"
+                                f"; the dataset would have no {split} split (a download or extraction cut short?): "
+                                "get it again, or move it away")
+            for n, c in named:
+                if c[0] == "source" and not originals:
                     continue
                 sid = f"{split}/{n.rsplit('/', 1)[-1]}"
                 if sid in where:
