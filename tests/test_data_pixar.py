@@ -371,3 +371,12 @@ def test_two_split_folders_reading_as_one_split_are_refused_naming_both(pixar):
         PixarDataset(pixar)
     assert str(err.value) == (f"PIXAR {pixar}: splits 'val' and 'validation' both read as split val; rename or "
                               "leave out one of them")
+
+
+def test_a_split_whose_tampered_folder_holds_no_image_is_refused(pixar):
+    """train/tampered/ left empty: train opened as its real and fully synthetic images alone, unsaid."""
+    for p in (pixar / "train" / "tampered").iterdir():
+        p.unlink()
+    with pytest.raises(DataError) as err:
+        PixarDataset(pixar)
+    assert str(err.value) == f"PIXAR {pixar / 'train'}: tampered/ holds no image; the split would be its real images alone"

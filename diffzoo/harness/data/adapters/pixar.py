@@ -276,7 +276,11 @@ class PixarDataset(SplitDataset):
             ids = native.setdefault(split, [])
             masks = files_by_stem(split_dir / label_dir, image_files_in(split_dir / label_dir))
             metas = files_by_stem(split_dir / "metadata", files_in(split_dir / "metadata", (".json",)))
-            for sid, image in ids_of(self.root, image_files_in(split_dir / "tampered")).items():
+            tampered = ids_of(self.root, image_files_in(split_dir / "tampered"))
+            if not tampered:  # an extraction cut short: the split would be its real images alone, unsaid
+                raise DataError(f"PIXAR {split_dir}: tampered/ holds no image; the split would be its real images "
+                                "alone")
+            for sid, image in tampered.items():
                 stem = canonical_name(image.stem)
                 mask, meta = masks.get(f"{stem}_mask"), metas.get(f"{stem}_cls")
                 info = mapping.get(canonical_name(image.name))
