@@ -216,3 +216,20 @@ def test_each_layout_is_recognised_by_its_own_adapter(sida, parts, tmp_path, dif
     assert {name: recognised_as(p) for name, p in layouts.items()} == {
         "opensdi": "opensdi", "sidset": "sidset", "sidset-hub": "sidset", "sidset-zip": "sidset",
         "sidset-test": "sidset", "diffseg30k-copy": "diffseg30k", "pixar": "pixar", "diffseg30k": "diffseg30k"}
+
+
+def test_a_mask_matching_no_tampered_image_is_logged_and_an_unread_suffix_named(sida, caplog):
+    """train/tampered/x.jfif beside train/masks/x_mask.png: the image was left out unsaid (Tp/Gt, CASIA,
+    IMD2020 and Columbia name it); and a mask whose image is gone was not logged at all."""
+    tampered = sida / "train" / "tampered" / "tampered_010002.png"
+    tampered.rename(tampered.with_suffix(".jfif"))
+    (sida / "validation" / "tampered" / "tampered_020002.png").unlink()
+    with caplog.at_level("INFO"):
+        ds = SidSetDataset(sida)
+    assert ds.describe()["samples"]["tampered"] == 4
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"{sida}: 1 image(s) with a mask here are not read, their suffix being none of .png, .jpg, .jpeg, .tif, "
+        ".tiff, .bmp, .webp (e.g. train/tampered/tampered_010002.jfif); convert them to one of those to score them"]
+    assert f"{sida}: 1 mask(s) match no tampered image (e.g. train/masks/tampered_010002_mask.png)" in caplog.messages
+    assert (f"{sida}: 1 mask(s) match no tampered image (e.g. validation/masks/tampered_020002_mask.png)"
+            in caplog.messages)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
@@ -44,12 +44,12 @@ from diffzoo.harness.data.adapters.mixed import (
     has_row_layout,
     table_rows,
 )
-from diffzoo.harness.data.base import masks_by_stem, report_unpaired, require_path
+from diffzoo.harness.data.base import masks_by_stem, report_unpaired, require_path, warn_unread_images
 from diffzoo.harness.data.hfsource import NULL_CELL, Ref, load_tables
 from diffzoo.harness.data.imageio import is_image_file
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers, posix_names
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, fixed_split, native_splits
-from diffzoo.harness.data.walk import subfolders
+from diffzoo.harness.data.walk import canonical_name, log_unused, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -154,16 +154,23 @@ class SidSetDataset(RowsDataset):
             split = own if prefix or own in CANONICAL_SPLITS else "test"
             masks = masks_by_stem(self._members.location,
                                   ((Path(m).stem.removesuffix(MASK_SUFFIX), m) for m in folders.get(MASKS_DIR, [])))
+            unused = set(masks)
             for kind in self.KINDS:
                 for image in folders.get(kind, []):
                     stem, mask = Path(image).stem, None
                     if kind == "tampered":
-                        mask = masks.get(stem)
+                        mask = masks.get(canonical_name(stem))
+                        unused.discard(canonical_name(stem))
                         if mask is None:
                             missing.append(image)
                             continue
                     where = f"{self._members.location}:{image}"
                     self._put(split, stem, kind, ("file", image, mask), where, found, places)
+            if unused:  # an image of a suffix never read (x.jfif) leaves its mask unused: name it, never pass it over
+                names = (n for n in self._members.names if PurePosixPath(n).parent == PurePosixPath(prefix, "tampered"))
+                warn_unread_images(self._members.location, ((n, canonical_name(PurePosixPath(n).stem)) for n in names),
+                                   unused.__contains__)
+                log_unused(self._members.location, sorted(masks[s] for s in unused), "mask(s) match no tampered image")
         report_unpaired(str(root), missing, f"tampered image(s) have no {MASKS_DIR}/<name>{MASK_SUFFIX}.png",
                         skip_unpaired)
 
