@@ -94,6 +94,20 @@ def test_a_parquet_file_named_in_upper_case_is_read_or_refused_never_passed_over
                               "would pass this one over; rename it to .parquet")
 
 
+def test_a_data_file_lacking_the_mask_column_beside_full_ones_is_refused_naming_it(tmp_path):
+    """validation-*.parquet with no mask column beside a full train shard: `datasets` gave it the train
+    shard's columns, its masks empty cells, and the folder opened; every val sample was corrupt when loaded."""
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    rows(6, seed=1).to_parquet(str(folder / "train-00000-of-00001.parquet"))
+    short = folder / "validation-00000-of-00001.parquet"
+    rows(4, seed=2).remove_columns(["mask"]).to_parquet(str(short))
+    with pytest.raises(DataError) as err:
+        open_dataset(str(folder))
+    assert str(err.value) == (f"{short}: rows need columns image, mask; missing mask (columns: image); move it out "
+                              f"of {folder} or replace it")
+
+
 def test_bad_rows_are_refused(tmp_path):
     rows(bad_value=True).to_parquet(str(tmp_path / "bad.parquet"))
     ds = DiffSeg30kDataset(tmp_path / "bad.parquet", val_fraction=0.0)

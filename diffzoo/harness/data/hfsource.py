@@ -261,8 +261,15 @@ def _load(source: Path | str) -> dict[str, Any]:
             return _load_saved(source, "train")
         # a data file datasets cannot read would be passed over, and the folder read as another kind
         files = data_files(source)
-        if unreadable := [f for f in files if hf_columns(f) is None]:
+        columns = {f: hf_columns(f) for f in files}
+        if unreadable := [f for f in files if columns[f] is None]:
             raise DataError(f"{not_readable(unreadable[0])}; move it out of {source} or replace it")
+        # `datasets` gives a file the columns of the folder's first: one it lacks would read as empty cells
+        for f in files:
+            if missing := [c for c in REQUIRED_COLUMNS if c not in (columns[f] or ())]:
+                raise DataError(f"{f}: rows need columns {', '.join(REQUIRED_COLUMNS)}; missing {', '.join(missing)} "
+                                f"(columns: {', '.join(sorted(columns[f] or ()))}); move it out of {source} or "
+                                "replace it")
         if upper := [f for f in files if f.suffix not in _DATA_SUFFIXES]:  # load_dataset skips them
             raise DataError(f"{upper[0]}: `datasets` reads a folder's data files by their lower-case suffix and would "
                             f"pass this one over; rename it to {upper[0].suffix.lower()}")
