@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import unicodedata
 
@@ -410,3 +411,14 @@ def test_a_listed_absolute_path_missing_is_named_and_its_twin_in_another_letter_
     assert str(err.value) == (f"{f}: 2 listed file(s) do not exist (e.g. {tmp_path / 'elsewhere' / 'a.png'}, "
                               f"{tmp_path / 'elsewhere' / 'b.png'} ({tmp_path / 'elsewhere' / 'B.png'} is there: a "
                               "name is read in its own letter case)); paths are relative to the JSON file's folder")
+
+
+def test_a_file_name_that_is_not_utf8_is_named_in_one_line_never_an_internal_error(tmp_path, capsys):
+    """Tp/\\xe9a.png with Gt/\\xe9a.png (Latin-1 names, as an old archive unpacks): "internal error:
+    UnicodeEncodeError: ... surrogates not allowed", from the split hash of an id no text can hold."""
+    root = make_tpgt(tmp_path / "ds")
+    for folder in ("Tp", "Gt"):
+        os.rename(root / folder / "a.png", os.fsencode(root / folder) + b"/\xe9a.png")
+    code, out, err = cli(capsys, "data", "info", root)
+    assert (code, err) == (1, f"error: {root / 'Gt'}: \\xe9a: a name that is not UTF-8; diffzoo's ids are UTF-8 "
+                              "text: rename the file in UTF-8\n")

@@ -82,7 +82,11 @@ def masks_by_stem(where: object, pairs: Iterable[tuple[str, T]], shown: Callable
     is looked up as ``canonical_name(stem)``; a second mask for one stem is a DataError naming
     ``where`` and both masks (``shown``): which of the two is the ground truth is not ours to guess."""
     masks: dict[str, T] = {}
-    for stem, mask in ((canonical_name(s), m) for s, m in pairs):
+    for s, mask in pairs:
+        try:
+            stem = canonical_name(s)
+        except DataError as exc:  # a name no id can hold: named with where it is
+            raise DataError(f"{where}: {exc}") from None
         if stem in masks:
             first, second, why = shown(masks[stem]), shown(mask), ""
             if canonical_name(first) == canonical_name(second):  # names that print alike are quoted and told apart

@@ -37,7 +37,16 @@ def canonical_name(name: str) -> str:
     """A stored file or member name as ids, fingerprints and matching read it: ``/`` for every
     folder separator (a zip made on Windows may store ``a\\b.png``) and Unicode NFC (macOS
     stores an accent decomposed, most other systems composed), so the same files give the same
-    ids and fingerprint however they were stored.  ASCII names without ``\\\\`` are unchanged."""
+    ids and fingerprint however they were stored.  ASCII names without ``\\\\`` are unchanged.
+    A name that is not UTF-8 (Latin-1 bytes a listing keeps as surrogates) is a DataError: no
+    id, record or fingerprint can hold it."""
+    if not name.isascii():
+        try:
+            name.encode()
+        except UnicodeEncodeError:
+            shown = os.fsencode(name).decode(errors="backslashreplace")
+            raise DataError(f"{shown}: a name that is not UTF-8; diffzoo's ids are UTF-8 text: rename the file "
+                            "in UTF-8") from None
     return nfc(name.replace("\\", "/"))
 
 
@@ -49,7 +58,10 @@ def keyed_once(where: object, items: Iterable[tuple[str, T]], read: Callable[[st
     out: dict[str, T] = {}
     names: dict[str, str] = {}
     for name, value in items:
-        key = read(name)
+        try:
+            key = read(name)
+        except DataError as exc:  # a name no id can hold: named with where it is
+            raise DataError(f"{where}: {exc}") from None
         if key in out:
             raise DataError(f"{where}: " + clash(key, *sorted((names[key], name))))
         out[key], names[key] = value, name

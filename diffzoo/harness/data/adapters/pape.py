@@ -35,7 +35,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
@@ -56,7 +56,7 @@ from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE, data_json, data_text, jsonl_rows
 from diffzoo.harness.data.splits import canonical_split, native_splits
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, log_unused, subfolders
+from diffzoo.harness.data.walk import by_canonical_name, canonical_name, ids_of, log_unused, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +165,8 @@ def _layout(root: Path) -> dict[str, dict[str, Path]]:
 def _index(folder: Path) -> dict[str, list[Path]]:
     """file-name stem (:func:`.walk.canonical_name`) -> image files directly in ``folder``."""
     out: dict[str, list[Path]] = {}
-    for path in image_files_in(folder):
-        out.setdefault(canonical_name(path.stem), []).append(path)
+    for name, path in ids_of(folder, image_files_in(folder)).items():
+        out.setdefault(PurePosixPath(name).stem, []).append(path)
     return out
 
 
