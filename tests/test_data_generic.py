@@ -422,3 +422,18 @@ def test_a_file_name_that_is_not_utf8_is_named_in_one_line_never_an_internal_err
     code, out, err = cli(capsys, "data", "info", root)
     assert (code, err) == (1, f"error: {root / 'Gt'}: \\xe9a: a name that is not UTF-8; diffzoo's ids are UTF-8 "
                               "text: rename the file in UTF-8\n")
+
+
+@pytest.mark.parametrize("second", [["Au/b.png", "Negative"], ["./Au/b.png", "Gt/a.png"]])
+def test_a_file_listed_as_an_image_and_as_a_mask_is_refused(tmp_path, second):
+    """[Tp/a.png, Au/b.png] with Au/b.png an authentic item (or an edited one, written ./Au/b.png): a photo
+    was read as a ground truth, opened without a word."""
+    save(tmp_path / "Tp" / "a.png", image())
+    save(tmp_path / "Au" / "b.png", image())
+    save(tmp_path / "Gt" / "a.png", gt())
+    f = tmp_path / "l.json"
+    f.write_text(json.dumps([["Tp/a.png", "Au/b.png"], second]))
+    with pytest.raises(DataError) as err:
+        JsonListDataset(f)
+    assert str(err.value) == (f"{f}: item 0: mask Au/b.png is listed as an image too ({second[0]}); a file is an "
+                              "image or a mask, never both")

@@ -294,6 +294,11 @@ class JsonListDataset(_PairListDataset):
             missing += [f"{find(n)}{hint}" for n in (image, mask)
                         if n != NEGATIVE and (hint := find.absent(n)) is not None]
             entries[sid] = (image_path, mask_path)
+        masked = {os.path.normpath(m): (i, n) for i, ((_, n), (_, m)) in enumerate(zip(items, entries.values())) if m}
+        if both := sorted(set(listed) & set(masked)):  # a mask read as a picture, or a picture as a ground truth
+            i, mask = masked[both[0]]
+            raise DataError(f"{file}: item {i}: mask {mask} is listed as an image too ({listed[both[0]]}); a file is "
+                            "an image or a mask, never both")
         if missing:
             spelled = sorted({m for _, m in items if m != NEGATIVE and m.strip().lower() == NEGATIVE.lower()})
             raise DataError(
