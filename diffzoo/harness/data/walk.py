@@ -104,15 +104,18 @@ class StoredPaths:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._listings: dict[Path, dict[str, str]] = {}
+        self._listings: dict[Path, tuple[dict[str, str], dict[str, str]]] = {}
 
-    def _listing(self, folder: Path) -> dict[str, str]:
+    def _listing(self, folder: Path) -> tuple[dict[str, str], dict[str, str]]:
+        """The names stored in ``folder`` by their canonical name, and by that name casefolded (of
+        two, the first in sorted order)."""
         if folder not in self._listings:
             try:
                 names = os.listdir(folder)
             except OSError:  # no folder there: the name is missing
                 names = []
-            self._listings[folder] = by_canonical_name(folder, ((n, n) for n in names))
+            read = by_canonical_name(folder, ((n, n) for n in names))
+            self._listings[folder] = read, {k.casefold(): n for k, n in sorted(read.items(), reverse=True)}
         return self._listings[folder]
 
     def __call__(self, name: str) -> Path:
@@ -121,7 +124,7 @@ class StoredPaths:
             return path
         here = self.root
         for part in PurePosixPath(canonical_name(name)).parts:
-            here = here / (part if os.path.lexists(here / part) else self._listing(here).get(part, part))
+            here = here / (part if os.path.lexists(here / part) else self._listing(here)[0].get(part, part))
         return here if os.path.lexists(here) else path
 
     def absent(self, name: str) -> str | None:
@@ -131,9 +134,8 @@ class StoredPaths:
         if file_kind(self(name)) not in MISSING:
             return None
         here = self.root
-        for part in PurePosixPath(canonical_name(name)).parts:  # the first of two twins in sorted order
-            folded = {k.casefold(): n for k, n in sorted(self._listing(here).items(), reverse=True)}
-            here = here / folded.get(part.casefold(), part)
+        for part in PurePosixPath(canonical_name(name)).parts:
+            here = here / self._listing(here)[1].get(part.casefold(), part)
         twin = here.relative_to(self.root).as_posix() if here.is_relative_to(self.root) else str(here)  # name absolute
         return f" ({twin} is there: a name is read in its own letter case)" if file_kind(here) is None else ""
 
