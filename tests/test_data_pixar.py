@@ -380,3 +380,15 @@ def test_a_split_whose_tampered_folder_holds_no_image_is_refused(pixar):
     with pytest.raises(DataError) as err:
         PixarDataset(pixar)
     assert str(err.value) == f"PIXAR {pixar / 'train'}: tampered/ holds no image; the split would be its real images alone"
+
+
+def test_a_mapping_entry_whose_tampered_image_is_gone_is_logged(pixar, caplog):
+    """A tampered image deleted (its mask, metadata and mapping entry left): the split was one image short
+    with no word, though mapping.json names it."""
+    gone = sorted((pixar / "train" / "tampered").iterdir())[0]
+    gone.unlink()
+    with caplog.at_level("INFO"):
+        ds = PixarDataset(pixar)
+    assert len(tampered(ds, "train")) == 1
+    assert (f"PIXAR {pixar / 'mapping.json'}: 1 entry(ies) name a tampered image no split folder holds "
+            f"(e.g. {gone.name})") in caplog.messages

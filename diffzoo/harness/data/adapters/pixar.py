@@ -56,7 +56,15 @@ from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import by_canonical_split, native_splits
-from diffzoo.harness.data.walk import by_canonical_name, canonical_name, files_in, ids_of, mask_once, subfolders
+from diffzoo.harness.data.walk import (
+    by_canonical_name,
+    canonical_name,
+    files_in,
+    ids_of,
+    log_unused,
+    mask_once,
+    subfolders,
+)
 
 log = logging.getLogger(__name__)
 
@@ -266,6 +274,7 @@ class PixarDataset(SplitDataset):
         label_dir = LABEL_DIRS[self.labels]
         # val/ beside validation/: one split, whose two folders' files would be taken for one another's
         split_dirs = by_canonical_split(f"PIXAR {folder}", ((d.name, d) for d in _split_dirs(folder)))
+        unnamed = set(mapping)  # entries whose tampered image no split folder holds: the copy is short of it
         for split, split_dir in split_dirs.items():
             absent = [d + "/" for d in (*REQUIRED_DIRS, label_dir) if not (split_dir / d).is_dir()]
             if absent:
@@ -284,6 +293,7 @@ class PixarDataset(SplitDataset):
                 stem = canonical_name(image.stem)
                 mask, meta = masks.get(f"{stem}_mask"), metas.get(f"{stem}_cls")
                 info = mapping.get(canonical_name(image.name))
+                unnamed.discard(canonical_name(image.name))
                 lacks = [w for w, v in ((f"{label_dir}/{image.stem}_mask.png", mask),
                                         (f"metadata/{image.stem}_cls.json", meta),
                                         (f"{MAPPING_FILE} entry", info)) if v is None]
@@ -316,6 +326,7 @@ class PixarDataset(SplitDataset):
                                                 base="real" if kind == "real" else "unknown")
                     self._files.append(image)
                     ids.append(sid)
+        log_unused(f"PIXAR {mapping_file}", sorted(unnamed), "entry(ies) name a tampered image no split folder holds")
 
     # -- reading --------------------------------------------------------------
     def _load(self, sample_id: str) -> Sample:
