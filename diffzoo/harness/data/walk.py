@@ -54,7 +54,7 @@ def keyed_once(where: object, items: Iterable[tuple[str, T]], read: Callable[[st
                clash: Callable[[str, str, str], str]) -> dict[str, T]:
     """``{read(name): value}`` of the (name, value) ``items``; two names read as one key are a
     DataError naming ``where`` and saying ``clash(key, first, second)`` of them, in sorted order
-    (a listing's order is the file system's)."""
+    (a listing's order is the file system's); a name ``read`` refuses (not UTF-8) is named with ``where``."""
     out: dict[str, T] = {}
     names: dict[str, str] = {}
     for name, value in items:
