@@ -275,6 +275,25 @@ def test_leaving_out_the_editor_of_every_training_image_names_the_editors_not_an
     assert "trained" not in out
 
 
+def test_leaving_out_the_editor_of_every_edited_training_image_is_refused_before_training(capsys, tmp_path):
+    """The kept images are all authentic: the refusal came only after training, from the loss loop."""
+    folder = make_diffseg_folder(tmp_path / "ds")
+    rows = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
+    kept = [r for r in rows if [t["editor"] for t in r["turns"]] in ([], ["sdxl"])]
+    for row in rows:
+        if row not in kept:
+            for file in (folder / "train_copy").glob(f"{row['id']}.*"):
+                file.unlink()
+    (folder / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    authentic = sum(1 for r in kept if not r["turns"])
+    assert 0 < authentic < len(kept)
+    code, out, err = cli(capsys, "train", *TRAIN, "--dataset", folder, "--exclude-editors", "sdxl")
+    assert one_line_exit_2(code, out, err) == (
+        f"error: leaving out editors sdxl leaves no edited image among the {authentic} of ds's 'train' split "
+        "it keeps, and a model that never saw one is not scored")
+    assert "trained" not in out
+
+
 @pytest.mark.parametrize("args, expected", [
     (["--exclude-editors", "sd2,sdxll"], "cannot exclude editor 'sdxll'"),
     (["--task", "classification"], "cannot be trained for task 'classification'"),

@@ -36,7 +36,7 @@ from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.train_config import TrainConfig
 from diffzoo.harness.core.types import PIXEL_TASKS, CaseTask, JudgedBy, StateKey, Task
 from diffzoo.harness.data.authentic import AUTHENTIC_PREFIX
-from diffzoo.harness.data.editor_index import select_ids
+from diffzoo.harness.data.editor_index import editor_index, select_ids
 from diffzoo.harness.models.checkpoints import cache_key
 from diffzoo.harness.models.monitor import default_val_every
 from diffzoo.harness.records.case_summary import judged_by, own_score_case, state_key
@@ -287,6 +287,10 @@ def training_ids(dataset: Dataset, spec: TrainSpec) -> list[str]:
     if not (ids := select_ids(dataset, spec.split, spec.exclude_editors, authentic=True, exclude=True)):
         raise ConfigError(f"leaving out editors {', '.join(spec.exclude_editors)} leaves none of the "
                           f"{len(dataset.ids(spec.split))} images of {dataset.name}'s {spec.split!r} split to train on")
+    if not any(editor_index(dataset, spec.split).get(sid) for sid in ids):  # the index select_ids just read
+        raise ConfigError(f"leaving out editors {', '.join(spec.exclude_editors)} leaves no edited image among the "
+                          f"{len(ids)} of {dataset.name}'s {spec.split!r} split it keeps, and a model that never "
+                          "saw one is not scored")
     return ids
 
 
