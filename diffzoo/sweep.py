@@ -49,6 +49,7 @@ from diffzoo.harness.core.fsutil import FileRefused, atomic_write_text, read_jso
 from diffzoo.harness.core.plugins import get_registry
 from diffzoo.harness.models.releases import PREFIX as RELEASED_PREFIX
 from diffzoo.harness.models.releases import find_files, release_dir, release_name
+from diffzoo.harness.run.factories import check_dataset_options
 from diffzoo.harness.run.request import TRAINING_ONLY, RunRequest, catalog_root, check_suite_given
 from diffzoo.harness.suites.cross import is_cross
 from diffzoo.leaderboard.outdir import BOARD_DIR, SWEEP_DIR, claim_output_dir, output_log
@@ -180,6 +181,8 @@ def plan_sweep(detectors: Sequence[str], *, weights: Sequence[str] = (TRAINED,),
         if not found:
             raise ConfigError(f"--eval-dataset catalog:{root}: no dataset to evaluate on under {root}; "
                               f"`diffzoo data find {root} --verbose` says what is there")
+    for spec, request in {job.dataset: job.request for job in plan.jobs}.items():  # as each job's run checks it
+        check_dataset_options(spec, request.dataset_options())
     # a job fails alone and the others run; a path not found is said before any job, in --plan too
     if lost := sorted({said for job in plan.jobs for said, _ in job.request.paths_not_found()}):
         log.warning("not found: %s (paths are read from %s; a --dataset may also be a registered dataset's name, "

@@ -18,6 +18,7 @@ from submitit.core.utils import cloudpickle_dump
 from diffzoo.leaderboard.store import RecordStore
 
 from helpers.cli import cli, one_line, one_line_exit_2
+from helpers.data import make_diffseg_folder
 from helpers.dinov3iml import RELEASE, released
 
 FAST = ["--iterations", "2", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
@@ -100,6 +101,23 @@ def test_a_plan_refuses_what_the_sweep_would_refuse_or_ignore(capsys, tmp_path, 
     code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny", *args)
     one_line_exit_2(code, stdout, stderr, *needles)
     assert "job " not in stdout and not (tmp_path / "store").exists()
+
+
+def test_a_dataset_option_the_adapter_does_not_take_is_refused_once_before_any_job(capsys, tmp_path):
+    """Every job would stop on it, as run --plan does; the plan listed the job "to run"."""
+    folder = make_diffseg_folder(tmp_path / "ds")
+    lines = []
+    for option in ("a=1", "calib_fraction=abc"):
+        code, stdout, stderr = plan(capsys, tmp_path, "--detectors", "segformer.tiny,fcn8s.tiny", "--dataset", folder,
+                                    "--dataset", "mini", "--dataset-option", option)
+        line = one_line_exit_2(code, stdout, stderr)
+        assert "job " not in stdout and not (tmp_path / "store").exists()
+        code, stdout, stderr = cli(capsys, "run", "--plan", "--detector", "segformer.tiny", "--dataset", folder,
+                                   "--dataset-option", option, "--out", tmp_path / "run")
+        assert one_line_exit_2(code, stdout, stderr) == line
+        lines.append(line)
+    assert lines[0].startswith(f"error: dataset adapter 'diffseg30k' (for {folder}) does not take --dataset-option a.")
+    assert lines[1] == "error: --dataset-option calib_fraction takes a number, got 'abc'"
 
 
 def test_a_catalog_root_no_job_could_read_is_refused_once_before_any_job(capsys, tmp_path):

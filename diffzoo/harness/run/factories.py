@@ -13,6 +13,7 @@ import os
 import re
 import typing
 import zipfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -153,14 +154,21 @@ def open_recognised(found: tuple[Entry, Any], target: Path | str, options: dict[
 
 
 def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, **fixed: Any) -> Dataset:
-    """Call a dataset factory; an option it does not take is a ConfigError
+    """Call a dataset factory with ``options`` checked by :func:`adapter_options`."""
+    return factory(**fixed, **adapter_options(factory, what, options, flag, fixed))
+
+
+def adapter_options(factory: Any, what: str, options: dict[str, Any], flag: str,
+                    fixed: Collection[str] = ()) -> dict[str, Any]:
+    """``options`` of a dataset factory as it is called (``fixed``: the arguments it is given
+    besides), read by :func:`typed_options`; an option it does not take is a ConfigError
     that names the closest valid option and lists them all (``flag``: the
     command-line option the options came from)."""
     if "path" in fixed and "path" in options:  # a second path would reach the factory as a TypeError
         raise ConfigError(f"{what} reads the path given as the dataset: drop {flag} path")
     valid = option_names(factory)
     if valid is None:  # the factory takes **kwargs: every option
-        return factory(**fixed, **options)
+        return options
     valid = [k for k in valid if k not in fixed]  # the path given as the dataset is no option left to pass
     unknown = sorted(k for k in options if k not in valid)
     if unknown:
@@ -174,7 +182,20 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, *
         own = flag == "--dataset-option" and empty[0] in OWN_FLAGS
         shown = f"{OWN_FLAGS[empty[0]]} {options[empty[0]]!r}" if own else f"{flag} {empty[0]}="
         raise no_value(shown)
-    return factory(**fixed, **typed_options(factory, options, flag))
+    return typed_options(factory, options, flag)
+
+
+def check_dataset_options(spec: str, options: dict[str, Any]) -> None:
+    """:func:`adapter_options` of the adapter that would open ``spec`` (a registered name, or a
+    path an adapter recognises), without opening it; a dataset not found or not recognised is
+    left to the run that opens it."""
+    path = Path(os.path.expanduser(spec))
+    if get_registry().has("dataset", spec) and not os.path.lexists(spec):
+        entry = get_registry().get("dataset", spec)
+        adapter_options(entry.load(), f"dataset {entry.name!r}", options, "--dataset-option")
+    elif path.exists() and (found := recognise(path, sniffing_adapters(), crashed=[])) is not None:
+        adapter_options(found[1], f"dataset adapter {found[0].name!r} (for {path})", options, "--dataset-option",
+                        ("path",))
 
 
 def typed_options(factory: Any, options: dict[str, Any], flag: str = "--dataset-option") -> dict[str, Any]:
