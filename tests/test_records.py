@@ -37,6 +37,18 @@ def test_record_id_is_the_identity_and_nan_is_null(tmp_path):
     assert ResultRecord.read(path).data == a.data
 
 
+@pytest.mark.parametrize("value", [float("inf"), -float("inf")])
+def test_an_infinite_metric_is_refused_naming_it_and_nan_stays_undefined(value):
+    """NaN is a metric with no value (null); an infinity is no metric value, and was stored as null unsaid."""
+    with pytest.raises(RecordError) as info:
+        minimal(metrics={"mIoU": 0.5, "aAcc": value})
+    assert str(info.value) == f"invalid record: field metrics.aAcc is {value}, not finite (undefined values are " \
+        "written as null)"
+    with pytest.raises(RecordError, match=r"^invalid record: field metrics.my_score is -?inf, not a number$"):
+        minimal(metrics={"my_score": value})  # a metric the catalog does not know
+    assert minimal(metrics={"aAcc": float("nan")}).metrics == {"aAcc": None}
+
+
 def test_validate_names_missing_field_and_schema(tmp_path):
     data = dict(minimal().data)
     del data["seed"]

@@ -49,6 +49,7 @@ import datetime as _dt
 import hashlib
 import json
 import math
+import numbers
 import os
 import platform
 import socket
@@ -371,6 +372,9 @@ class ResultRecord:
     def _parsed(fields: dict[str, Any]) -> dict[str, Any]:
         """``fields`` as the typed model writes them (validated, defaults filled in); RecordError if invalid."""
         data = clean_json({"schema_version": SCHEMA_VERSION, "record_id": "0" * 16, "digests": {}, **fields})
+        if isinstance(metrics := fields.get("metrics"), dict):  # NaN is an undefined metric (null); an infinity is
+            data["metrics"].update((str(k), float(v)) for k, v in metrics.items()  # none: the metric check refuses it
+                                   if isinstance(v, numbers.Real) and math.isinf(v))
         return clean_json(_valid_body(data).to_dict())
 
     @cached_property
