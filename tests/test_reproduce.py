@@ -13,6 +13,7 @@ from diffzoo.harness.records.document import ResultRecord
 from diffzoo.harness.run.request import RunRequest
 
 from helpers.cli import cli, one_line_exit_2
+from helpers.data import make_diffseg_folder
 
 FAST = ["--iterations", "3", "--batch-size", "2", "--crop-size", "32", "--bootstrap", "0", "--device", "cpu"]
 
@@ -27,9 +28,10 @@ def spy_evaluate(monkeypatch) -> list[dict]:
     return calls
 
 
-def test_config_file_gives_the_options_and_the_command_line_wins(capsys, diffseg_folder, tmp_path, monkeypatch):
+def test_config_file_gives_the_options_and_the_command_line_wins(capsys, tmp_path, monkeypatch):
+    folder = make_diffseg_folder(tmp_path / "ds", editors=("sd2", "sdxl", "glide"))  # glide's images outlive --holdout
     config = tmp_path / "run.yaml"
-    config.write_text(f"detector: segformer.tiny\nsuite: standard,unseen-generators\ndataset: {diffseg_folder}\n"
+    config.write_text(f"detector: segformer.tiny\nsuite: standard,unseen-generators\ndataset: {folder}\n"
                       "iterations: 3\n"
                       "batch-size: 2\nseed: 5\ndataset_option:\n  calib_fraction: 0.1\nholdout: [\"sd2,glide\"]\n"
                       "references: false\n")
