@@ -139,7 +139,7 @@ def freeze(store: RecordStore, name: str, *, suites: Sequence[str] = (), dataset
     # is the store's unverified kind, said when it was added)
     if bad := [(r, p) for r in records if r.body.state is not None and (p := state_problems(r, store.state_source(r)))]:
         record, problems = bad[0]
-        raise RecordError(f"cannot freeze {name!r}: {len(bad)} record(s) whose numbers are not those of their state "
+        raise RecordError(f"cannot freeze {name!r}: {len(bad)} record(s) whose numbers their state does not confirm "
                           f"(first: {record.id}: {problems[0]}); `diffzoo leaderboard verify` lists them")
     digests = {r.id: r.content_digest for r in sorted(records, key=lambda r: r.id)}
     manifest = sealed({

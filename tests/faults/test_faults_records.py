@@ -448,8 +448,22 @@ def test_a_record_whose_numbers_are_not_its_states_is_never_frozen(tmp_path, cap
     edited = ResultRecord.read(path)
     path.rename(path.with_name(f"{edited.id}.json"))
     code, out, err = cli(capsys, "leaderboard", "freeze", "v1", "--store", root)
-    assert code == 1 and "cannot freeze 'v1': 1 record(s) whose numbers are not those of their state" in one_line(err)
+    assert code == 1 and "cannot freeze 'v1': 1 record(s) whose numbers their state does not confirm" in one_line(err)
     assert "metrics.mIoU is 0.99, but recomputed from the state" in one_line(err) and not (root / "versions").exists()
+
+
+def test_a_record_whose_state_file_is_gone_is_never_frozen_and_freeze_says_why(tmp_path, capsys):
+    """The state is missing, not at odds with the record: freeze said its numbers "are not those of their state"."""
+    root, record, _ = stored(tmp_path)
+    state = root / record.data["state_file"]
+    state.unlink()
+    code, out, err = cli(capsys, "leaderboard", "freeze", "v1", "--store", root)
+    assert code == 1 and one_line(err) == (
+        f"error: cannot freeze 'v1': 1 record(s) whose numbers their state does not confirm (first: {record.id}: "
+        f"state file {record.data['state_file']} that the record names is missing (looked in {root / 'states'}); its "
+        "numbers cannot be checked: copy the store's states/ folder with its records/); `diffzoo leaderboard verify` "
+        "lists them")
+    assert not (root / "versions").exists()
 
 
 def test_a_record_copied_under_another_name_in_a_store_is_skipped_and_said(tmp_path, capsys):
