@@ -165,14 +165,16 @@ class RecordStore:
     def find(self, record_id: str, digest: str) -> Path | None:
         """The file holding record ``record_id`` with content digest
         ``digest``: the current one, or one a re-run replaced."""
-        for path in (self.records_dir / f"{record_id}.json", self.replaced_dir / f"{record_id}.{digest[:16]}.json"):
-            if path.is_file():
-                try:
-                    if content_digest(parse_json(read_regular(path, MAX_RECORD_BYTES, within=self.root))) == digest:
-                        return path
-                except (OSError, ValueError):  # unreadable, not JSON, or refused (FileRefused): not this record
-                    continue
-        return None
+        paths = (self.records_dir / f"{record_id}.json", self.replaced_dir / f"{record_id}.{digest[:16]}.json")
+        return next((path for path in paths if self.holds(path, digest)), None)
+
+    def holds(self, path: Path, digest: str) -> bool:
+        """Whether the file ``path`` of this store holds a record of content digest ``digest``."""
+        try:
+            return path.is_file() and content_digest(parse_json(read_regular(path, MAX_RECORD_BYTES,
+                                                                             within=self.root))) == digest
+        except (OSError, ValueError):  # unreadable, not JSON, or refused (FileRefused): not this record
+            return False
 
     def state_source(self, record: ResultRecord | None = None) -> StateSource:
         """Where this store's states are (and ``record``'s carried ones)."""

@@ -296,6 +296,8 @@ def unpinned(store: RecordStore, name: str, rid: str, digest: str) -> str:
             read_json_file(path, MAX_RECORD_BYTES, "record", store.root)
         except RecordError as exc:
             return head + str(exc)
+    if moved := next((p for p in store.paths() if store.holds(p, digest)), None):  # its content intact, misnamed
+        return head + f"{moved} holds it under another file name: name it {rid}.json again"
     return head + "no record in records/ or replaced/ has that content: it was edited or removed"
 
 

@@ -300,6 +300,19 @@ def test_verify_of_a_version_names_a_record_edited_after_freezing(tmp_path, caps
     assert "it was edited or removed" in out
 
 
+def test_verify_of_a_version_names_the_file_a_frozen_record_was_renamed_to_never_an_edit(tmp_path, capsys):
+    """Its content is intact under another file name: verify said it "was edited or removed"."""
+    from diffzoo.leaderboard.versions import freeze
+
+    root, record, path = stored(tmp_path)
+    freeze(RecordStore(root), "v1")
+    renamed = path.rename(path.with_name("0123456789abcdef.json"))
+    code, out = verify(capsys, root, "v1")
+    assert code == 1 and out.startswith(f"bad {record.id}: version v1 froze record {record.id} with content "
+                                        f"{record.content_digest[:16]}..., and {renamed} holds it under another file "
+                                        f"name: name it {record.id}.json again0 good, 1 bad record(s)"), out
+
+
 def test_a_frozen_record_that_cannot_be_read_is_named_for_what_it_is_never_an_edit(tmp_path, capsys):
     """A folder (or a file that cannot be read) where a frozen record's file is: verify and publish
     name the file and what it is, never that the record was edited or removed."""
