@@ -233,6 +233,18 @@ def test_a_store_of_trained_rows_only_says_no_record_is_of_released_weights(caps
 
 
 # -- a record by id: reproduce, leaderboard show ------------------------------------------------
+def test_a_record_renamed_in_its_store_is_named_by_reproduce_and_show(capsys, tmp_path):
+    """Its content intact under another file name: "no record ID" said nothing of the file holding it."""
+    a = make_record(TINY, metrics={"F1": 0.1})
+    store = _store(tmp_path, [a])
+    renamed = (store / "records" / f"{a.id}.json").rename(store / "records" / "0123456789abcdef.json")
+    for command in ("reproduce", "leaderboard show"):
+        for given in (a.id, a.id[:8]):
+            assert one_line_exit_2(*cli(capsys, *command.split(), given, "--store", store)) == (
+                f"error: no record '{given}' in {store / 'records'}: {renamed} holds record {a.id} under another "
+                f"file name: name it {a.id}.json again")
+
+
 def test_a_record_id_is_hex_never_a_file_pattern_and_a_wrong_one_is_a_usage_error(capsys, tmp_path):
     a = make_record(TINY, metrics={"F1": 0.1})
     b = make_record(TINY, metrics={"F1": 0.2}, seed=1)

@@ -43,6 +43,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, RecordError, name_some, not_found
 from diffzoo.harness.core.fsutil import (
@@ -157,8 +158,12 @@ class RecordStore:
             if record is None:
                 raise RecordError(f"{matches[0]} is not a valid record, so no table shows it: {'; '.join(why)}")
             return record
-        if not matches:
-            raise ConfigError(f"no record {record_id!r} in {self.records_dir}")
+        if not matches:  # a record renamed in records/ (its content intact) is named where it is
+            held = next(((p, data["record_id"]) for p in self.paths() if isinstance(data := self._json(p), dict)
+                         and str(data.get("record_id")).startswith(record_id)), None)
+            moved = "" if held is None else f": {held[0]} holds record {held[1]} under another file name: name it " \
+                f"{held[1]}.json again"
+            raise ConfigError(f"no record {record_id!r} in {self.records_dir}{moved}")
         raise ConfigError(f"record id prefix {record_id!r} is ambiguous: {name_some([p.stem for p in matches], 5)}; "
                           "give more of its digits")
 
@@ -170,11 +175,14 @@ class RecordStore:
 
     def holds(self, path: Path, digest: str) -> bool:
         """Whether the file ``path`` of this store holds a record of content digest ``digest``."""
+        return (data := self._json(path)) is not None and content_digest(data) == digest
+
+    def _json(self, path: Path) -> Any:
+        """What the file ``path`` of this store holds; None where it is no readable JSON file."""
         try:
-            return path.is_file() and content_digest(parse_json(read_regular(path, MAX_RECORD_BYTES,
-                                                                             within=self.root))) == digest
-        except (OSError, ValueError):  # unreadable, not JSON, or refused (FileRefused): not this record
-            return False
+            return parse_json(read_regular(path, MAX_RECORD_BYTES, within=self.root)) if path.is_file() else None
+        except (OSError, ValueError):  # unreadable, not JSON, or refused (FileRefused): no record
+            return None
 
     def state_source(self, record: ResultRecord | None = None) -> StateSource:
         """Where this store's states are (and ``record``'s carried ones)."""
