@@ -361,23 +361,6 @@ def test_extra_authentic_goes_to_train_only(tmp_path, pairs):
         DiffSeg30kDataset(z, extra_authentic=tmp_path / "dangling")
 
 
-def test_an_extra_authentic_image_with_the_bytes_of_an_edited_one_is_refused_naming_both(tmp_path, pairs):
-    """A release shipping one picture twice (as a sample's edited image and among the unedited ones, under
-    another name): it was added to train unsaid, the same pixels labelled edited and unedited."""
-    auth = tmp_path / "coco"
-    auth.mkdir()
-    (auth / "000001.png").write_bytes(png_bytes(make_pairs(1, seed=5)["00000001"][0]))
-    (auth / "copy.png").write_bytes(png_bytes(pairs["00000003"][0]))
-    for data in (write_zip(tmp_path / "train.zip", pairs), write_folder(tmp_path / "ds", pairs)):
-        with pytest.raises(DataError) as err:
-            DiffSeg30kDataset(data, extra_authentic=auth)
-        assert str(err.value) == (f"extra_authentic={auth}: 1 of its images is byte-identical to a DiffSeg30k "
-                                  "sample's image (e.g. copy.png = 00000003), which would be trained on both as "
-                                  "edited and as unedited; give a folder of authentic images only")
-    (auth / "copy.png").unlink()
-    assert "authentic/000001.png" in DiffSeg30kDataset(tmp_path / "ds", extra_authentic=auth).ids("train")
-
-
 def test_open_dataset_path_finds_diffseg30k(tmp_path, pairs):
     z = write_zip(tmp_path / "train.zip", pairs)
     ds = open_dataset(str(z), val_fraction=0.5)

@@ -18,7 +18,7 @@ from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.fsutil import require_file
 from diffzoo.harness.core.protocols import Dataset
 from diffzoo.harness.core.types import Sample, SampleMeta
-from diffzoo.harness.data.fingerprint import UNREADABLE, combine, file_digests, fingerprint_files
+from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file, read_labelled
 from diffzoo.harness.data.splits import canonical_split
 from diffzoo.harness.data.walk import files_in, ids_of, walk_files
@@ -70,14 +70,6 @@ class AuthenticFolder:
 
     def fingerprint(self) -> str:
         return fingerprint_files(self.root, self._files.values())
-
-    def copies_of(self, images: dict[str, str]) -> list[str]:
-        """``<file> = <sample id>`` for each of the folder's files (path inside it) holding the bytes
-        of one of ``images`` (sample id -> sha256), in path order; the first such sample id.  Files that
-        cannot be read (a FIFO, a dangling link) have no bytes to share."""
-        by_sha = {sha: sid for sid, sha in sorted(images.items(), reverse=True) if not sha.startswith(UNREADABLE)}
-        mine = file_digests(self.root, self._files.values())
-        return [f"{rel} = {by_sha[sha]}" for rel, (_, sha) in sorted(mine.items()) if sha in by_sha]
 
     def merge_into(
         self, splits: dict[str, list[str]], split: str, dataset_name: str

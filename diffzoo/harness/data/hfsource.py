@@ -458,11 +458,6 @@ class HFSource:
     def read_mask(self, sample_id: str) -> Ref:
         return self.read_pair(sample_id)[1]  # one row holds both cells
 
-    def image_file_digests(self) -> dict[str, str]:
-        """sha256 of each sample's image cell, by sample id."""
-        digests = self._rows.digests(self.pairs)
-        return {sid: digests[f"{sid}.image"] for sid in self.pairs}
-
     def fingerprint(self) -> str:
         """The sha256 of every image and mask cell's encoded bytes, keyed by sample id
         (:func:`.fingerprint.pair_fingerprint`), so that the same PNG files give the same

@@ -306,11 +306,6 @@ class PairSource:
     def read_mask(self, sample_id: str) -> Ref:
         return self.members.read(self.pairs[sample_id][1], sample_id)
 
-    def image_file_digests(self) -> dict[str, str]:
-        """sha256 of each sample's image file's bytes, by sample id."""
-        digests = self.members.digests(image for image, _ in self.pairs.values())
-        return {sid: digests[image] for sid, (image, _) in self.pairs.items()}
-
     def fingerprint(self) -> str:
         return pair_fingerprint(self.pairs, self.members.digests(n for pair in self.pairs.values() for n in pair))
 

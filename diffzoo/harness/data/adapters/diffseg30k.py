@@ -133,12 +133,6 @@ class DiffSeg30kDataset(SplitDataset):
                 raise DataError(f"extra_authentic={extra_authentic}: {len(samples)} of its images are named as a "
                                 f"DiffSeg30k sample's image or mask (e.g. {samples[0]}), which would be trained on "
                                 "as unedited photos; give a folder of authentic images only")
-            # one picture shipped twice, under another name: its pixels would be both edited and unedited
-            if copies := folder.copies_of(self._source.image_file_digests()):
-                raise DataError(f"extra_authentic={extra_authentic}: {len(copies)} of its images "
-                                f"{'is' if len(copies) == 1 else 'are'} byte-identical to a DiffSeg30k sample's image "
-                                f"(e.g. {copies[0]}), which would be trained on both as edited and as unedited; give "
-                                "a folder of authentic images only")
             self.add_authentic(folder)
 
     def _label_map(self, spec: Any, sidecars: Path | None) -> tuple[LabelMap, MaskEncoding]:
