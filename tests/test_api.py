@@ -658,3 +658,15 @@ def test_the_plan_says_where_each_model_comes_from_and_refuses_what_would_fail(d
     code, _, err = cli(capsys, *run, "--detector", "fcn8s.tiny", "--checkpoint", trained.checkpoint.path)
     assert code == 1 and f"checkpoint {trained.checkpoint.path} is for detector 'segformer.tiny', not " \
                          "'fcn8s.tiny'" in one_line(err)
+
+
+def test_a_request_of_no_mapping_or_no_detector_is_refused_saying_so():
+    for data in ([], "segformer.tiny", [("detector", "segformer.tiny")]):
+        with pytest.raises(ConfigError) as error:
+            RunRequest.from_dict(data)  # type: ignore[arg-type]
+        assert str(error.value) == ("RunRequest.from_dict takes a mapping of option names to values (to_dict's form), "
+                                    f"got {type(data).__name__}")
+    for made in (lambda: RunRequest(), lambda: RunRequest(detector=None, suite="standard")):  # type: ignore[arg-type]
+        with pytest.raises(ConfigError) as error:
+            made()
+        assert str(error.value) == "a run needs a detector: --detector NAME (or detector: NAME in --config)"

@@ -113,8 +113,8 @@ def option(default: Any = MISSING, help: str = "", *, flags: tuple[str, ...] = (
 
 @dataclass
 class RunRequest:
-    detector: str = option(help="Detector name (family or family.tag); required, here or in --config.",
-                           flags=("--detector", "-d"))
+    detector: str = option(None, "Detector name (family or family.tag); required, here or in --config.",
+                           flags=("--detector", "-d"))  # None: a ConfigError saying so, as --config may give it
     suite: str = option("all", "Suite name, wildcard (e.g. 'dist*'), or 'all'.", flags=("--suite", "-s"))
     dataset: str = option("mini", "Registered dataset name or a path.")
     checkpoint: list[Path] = option([], "Use this checkpoint (folder or .safetensors); one per task. With "
@@ -185,6 +185,8 @@ class RunRequest:
     def __post_init__(self) -> None:
         """Values read and checked field by field (:func:`field_value`), then every check of
         several fields that needs no dataset (a ConfigError naming the flags), before any work."""
+        if self.detector is None:
+            raise ConfigError("a run needs a detector: --detector NAME (or detector: NAME in --config)")
         for f in fields(self):
             setattr(self, f.name, field_value(f, getattr(self, f.name)))
         self.dataset_options()  # an adapter option given both as its own flag and as --dataset-option
@@ -270,13 +272,14 @@ class RunRequest:
         """A request from keyword options (the flag names); an unknown one is a ConfigError
         naming the closest option and listing them all."""
         check_known(options, [f.name for f in fields(cls)])  # first: detectors= is a misspelt detector=, not none
-        if options.get("detector") is None:
-            raise ConfigError("a run needs a detector: --detector NAME (or detector: NAME in --config)")
         return cls(**options)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], **changes: Any) -> RunRequest:
         """A request from :meth:`to_dict`'s form (a record's ``request``, a ``--config`` file), with ``changes``."""
+        if not isinstance(data, Mapping):  # dict() would read a list of pairs, or an empty one as no detector
+            raise ConfigError("RunRequest.from_dict takes a mapping of option names to values (to_dict's form), "
+                              f"got {type(data).__name__}")
         return cls.of(**{**dict(data), **changes})
 
     def to_dict(self) -> dict[str, Any]:
