@@ -133,6 +133,20 @@ def test_later_turns_overwrite_earlier_labels():
     assert (out.image[~(a.mask | b.mask)] == 90).all() and (out.image[b.mask] != 90).any()
 
 
+def test_a_turn_whose_tries_fail_alike_says_the_reason_once():
+    """Three tries rejected for the same reason read it three times in generate.json; distinct ones stay in order."""
+    image = np.full((16, 16, 3), 90, np.uint8)
+    a, b = _box(16, 16, 2, 10, 2, 10), _box(16, 16, 4, 8, 4, 8)
+    space = LabelSpace.from_editors(["e1"])
+    tries = [TurnPlan("e1", "attribute_change", r, (("x", i),), i) for i, r in enumerate((a, b, a))]
+    out = edit_sample(image, [lambda im, done: tries], {"e1": FakeEditor(None)}, space, QualityFilter())
+    assert out.rejected == "turn 1: no-op (0.0% of the region changed, below 10%) (3 tries)"
+    judged = QualityFilter(scorer=lambda before, after, mask, prompt, kind: 2.0 if prompt else 1.0, min_changed=0)
+    named = [TurnPlan("e1", "attribute_change", a, ((p, i),), i) for i, p in enumerate(("x", "", "y"))]
+    out = edit_sample(image, [lambda im, done: named], {"e1": FakeEditor(None)}, space, judged)
+    assert out.rejected == "turn 1: score 2 below 3 (2 tries); score 1 below 3"
+
+
 def test_cli_labels_match_the_manifest(capsys, tmp_path):
     bases = make_bases(tmp_path / "bases", n=2)
     masks = tmp_path / "masks"

@@ -175,6 +175,30 @@ def test_noop_is_rejected_and_a_given_mask_is_ignored():
     assert not info.value.result.changed.any() and editor.pipeline.calls == [(64, 64)]
 
 
+def _changing(k: int):
+    """A stub output with the first ``k`` pixels (row-major) set far from the input: k visibly changed pixels."""
+    def make(x):
+        y = x.copy()
+        y.reshape(-1, 3)[:k] = x.reshape(-1, 3)[:k] < 0.5
+        return y
+    return make
+
+
+@pytest.mark.parametrize("k, options, why", [
+    (2869, {}, "rejected-global): 70.1% of the compared pixels changed, above the editor's max_area 70%"),
+    (204, {"min_area": 0.05}, "rejected-noop): 4.9% of the compared pixels changed, below the editor's min_area 5%"),
+    (200, {"max_area": 100}, "rejected-global): 200 compared pixels changed, above the editor's max_area 100 px"),
+    (0, {"min_area": 0}, "rejected-noop): no compared pixel changed"),
+])
+def test_a_rejection_names_the_one_bound_it_crossed_rounded_away_from_it(k, options, why):
+    """A rejection read "70.04% of the compared pixels changed, bounds min_area=0.01 max_area=0.7": both bounds,
+    and a share rounded to two places, where the filter of mask edits rounds to one, never onto its bound."""
+    editor = _stubbed(_changing(k), align=False, **options)  # 64 x 64 px: 4096 compared pixels
+    with pytest.raises(EditRejectedError) as info:
+        editor.edit(_image(seed=5), None, "p", seed=0)
+    assert str(info.value) == f"generator 'flux2.tiny-klein': edit rejected ({why}"
+
+
 def test_an_output_of_another_aspect_ratio_alignment_cannot_fit_is_rejected():
     editor = _stubbed(lambda x: x[:, :48].copy())  # a crop: 48 x 64 px of a 64 x 64 input
     with pytest.raises(EditRejectedError) as info:

@@ -47,6 +47,7 @@ from diffzoo.generators.editors.labels import (
     DEFAULT_TAU,
     difference_label,
     label_options,
+    shown_share,
 )
 from diffzoo.harness.core.cards import GeneratorCard
 from diffzoo.harness.core.errors import ConfigError, DataError, DiffzooError
@@ -76,8 +77,13 @@ class EditRejectedError(DiffzooError):
         info = result.metadata["label"]
         self.status = info["status"]
         settings = info["settings"]
-        why = (f"{info['changed_fraction']:.2%} of the compared pixels changed, bounds "
-               f"min_area={settings['min_area']} max_area={settings['max_area']}")
+        side, name = ("below", "min_area") if self.status == "rejected-noop" else ("above", "max_area")
+        bound = settings[name]  # the bound this editor applied, not the run's region bounds
+        why = (f"{shown_share(info['changed_fraction'], bound)} of the compared pixels changed, {side} the "
+               f"editor's {name} {bound * 100:g}%" if bound <= 1 else
+               f"{info['changed_pixels']} compared pixels changed, {side} the editor's {name} {bound:g} px")
+        if not info["changed_pixels"]:  # a no-op whatever min_area: no bound to name
+            why = "no compared pixel changed"
         if self.status == "rejected-aspect":
             (w, h), (gw, gh) = settings["orig_size"], settings["gen_size"]
             why = (f"the output, {gw} x {gh} px, is not the input's shape ({w} x {h} px) and alignment found "

@@ -357,6 +357,13 @@ def edited_class(editor: str | None) -> tuple[LabelSpace, str | None]:
     return space, space.editors[0]
 
 
+def shown_share(fraction: float, bound: float) -> str:
+    """``fraction`` as a percentage to 0.1%, rounded away from ``bound``: down below it, up above it,
+    so a share that missed a bound never reads as at or past it."""
+    tenths = round(fraction * 1000, 6)  # float noise: 0.7 * 1000 is 700.0000000000001
+    return f"{(math.floor(tenths) if fraction < bound else math.ceil(tenths)) / 10:.1f}%"
+
+
 def _bound(value: float, valid: int) -> float:
     """An area bound in pixels: up to 1 a fraction of ``valid``, above 1 a count."""
     return value * valid if value <= 1 else value

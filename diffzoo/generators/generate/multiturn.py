@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,7 +111,9 @@ def edit_sample(
                 break
             reasons.append(reason)
         else:
-            why = "; ".join(reasons) or "no region to edit (none within the area bounds)"
+            tries = Counter(reasons)  # a reason said once per turn, in the order first met
+            why = "; ".join(f"{r} ({n} tries)" if n > 1 else r for r, n in tries.items()) or \
+                "no region to edit (none within the area bounds)"
             return Edited(image, label, done, f"turn {number}: {why}")
     return Edited(image, label, done)
 

@@ -16,14 +16,13 @@ times in all); a sample whose turn fails every try is left out.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from diffzoo.generators.editors.labels import DEFAULT_TAU, difference_label
+from diffzoo.generators.editors.labels import DEFAULT_TAU, difference_label, shown_share
 from diffzoo.generators.generate.defaults import GenerateConfig
 from diffzoo.harness.core.errors import ConfigError
 
@@ -64,8 +63,8 @@ class QualityFilter:
                  edit_type: str) -> str | None:
         changed = changed_fraction(before, after, mask, self.tau)
         if changed < self.min_changed:
-            shown = math.floor(round(changed * 1000, 6)) / 10  # rounded down: never shown at or past the bound
-            return f"no-op ({shown:.1f}% of the region changed, below {self.min_changed * 100:g}%)"
+            shown = shown_share(changed, self.min_changed)
+            return f"no-op ({shown} of the region changed, below {self.min_changed * 100:g}%)"
         if self.scorer is not None:
             score = float(self.scorer(before, after, mask, prompt, edit_type))
             if score < self.min_score:
