@@ -989,6 +989,30 @@ def test_bases_with_an_exif_orientation_tag_are_named_in_a_warning(tmp_path, cap
     assert "b0.png" not in caplog.text and "b1.png" not in caplog.text
 
 
+def test_bases_with_transparency_are_named_in_the_same_warning_pass(tmp_path, caplog):
+    """An RGBA PNG (or a palette one with a transparent entry) is edited composited on white: said once per kind,
+    counting and naming one, beside the EXIF one (both were made into samples, the transparent ones unsaid)."""
+    from diffzoo.generators.generate.bases import list_folder
+
+    bases = make_bases(tmp_path / "bases", n=1)
+    rgb = Image.open(bases / "b0.png").convert("RGB")
+    rgb.convert("RGBA").save(bases / "cutout.png")
+    rgb.convert("P").save(bases / "keyed.png", transparency=0)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    for name in ("t1.jpg", "t2.jpg"):
+        rgb.save(bases / name, exif=exif)
+    check_bases(list_folder(bases), 32, str(bases))
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said == [
+        "2 base image(s) carry an EXIF orientation tag (t1.jpg and 1 more): they are edited as stored, as diffzoo "
+        "reads every image; a viewer that applies the tag shows them turned against their samples (rotate the "
+        "originals first: exiftran -ai)",
+        "2 base image(s) hold transparency (an alpha channel or a transparent colour) (cutout.png and 1 more): they "
+        "are edited composited on white, as diffzoo reads every image (flatten the originals on the background you "
+        "want)"]
+
+
 def test_bad_bases_are_named_from_their_headers_before_any_model_loads(capsys, tmp_path):
     """A zero-byte base, or one too thin for a region at --size (4000 x 8 px at 32: 32 x 1), stopped the
     run only when its sample came, after the models had loaded."""

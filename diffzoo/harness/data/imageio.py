@@ -128,6 +128,25 @@ def exif_orientation(head: bytes) -> int | None:
     return value if isinstance(value, int) and value != 1 else None
 
 
+def transparent(img: Image.Image) -> bool:
+    """Whether ``img`` holds alpha or a transparent colour (a ``tRNS`` colour or palette entry):
+    :func:`read_image` composites such an image on white."""
+    return img.mode in ALPHA_MODES or img.info.get("transparency") is not None
+
+
+def file_transparent(path: Path) -> bool:
+    """Whether the image file ``path`` is :func:`transparent`, from its header (no pixel decoded);
+    False for what is not a regular file or cannot be read (reading the image says why)."""
+    try:
+        if path.is_file():  # a FIFO is never opened: it would block
+            with warnings.catch_warnings(), Image.open(path) as img:
+                warnings.simplefilter("ignore")
+                return transparent(img)
+    except Exception:  # a bad file may make Pillow raise anything
+        pass
+    return False
+
+
 def _link_note(path: Path) -> str:
     """`` (a symbolic link to TARGET)`` for a link, else nothing."""
     try:
@@ -262,7 +281,7 @@ def _rgb(img: Image.Image, sample_id: str, name: str, *, opaque: bool = False) -
     if img.mode in WIDE_MODES:
         grey = wide_to_uint8(np.asarray(img))
         return np.ascontiguousarray(np.repeat(grey[:, :, None], 3, axis=2))
-    if img.mode in ALPHA_MODES or img.info.get("transparency") is not None:  # alpha, or a tRNS colour / entry
+    if transparent(img):
         rgba = np.asarray(converted(img, "RGBA", sample_id, name), dtype=np.uint8)
         if opaque:
             _opaque(rgba, sample_id, name)
