@@ -168,6 +168,16 @@ def test_a_split_file_cut_short_is_refused_naming_it_never_left_out(brgen):
         BrGenDataset(brgen)
 
 
+def test_a_split_file_holding_no_list_is_named_in_a_warning(brgen, caplog):
+    """train.json holding {"a": 1} was passed over unsaid: the data fell back to a hash split."""
+    (brgen / "train.json").write_text('{"a": 1}')
+    with caplog.at_level(logging.WARNING):
+        ds = BrGenDataset(brgen)
+    assert (f"{brgen / 'train.json'}: holds an object, not a JSON list of [image, mask] pairs; not read as a "
+            "split file") in caplog.text
+    assert not ds.provenance()["split"]["id"].startswith("brgen-json-")
+
+
 def test_split_files_with_a_bom_crlf_and_paths_padded_with_spaces_give_the_clean_splits(brgen):
     write_split(brgen, "br-gen_train.json", TRAIN)
     val = write_split(brgen, "mani_val.json", VAL)

@@ -340,6 +340,13 @@ def json_depth(data: bytes) -> int:
     return int(np.cumsum(steps).max())
 
 
+def json_kind(value: Any) -> str:
+    """The JSON type of a parsed ``value`` as a message names it ("an array", "null"): a file read is
+    JSON, and its reader knows no Python type names (list, NoneType)."""
+    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
 def parse_json(data: bytes | str, source: str = "the JSON text", *, unique_keys: bool = False) -> Any:
     """The value of the JSON text ``data`` (UTF-8 bytes or text).  FileRefused naming ``source``
     if it nests deeper than :data:`MAX_JSON_DEPTH` (checked before parsing: no parser or recursive walk of

@@ -12,16 +12,10 @@ import re
 from collections.abc import Collection
 from typing import Any, Literal, overload
 
+from diffzoo.harness.core.fsutil import json_kind
 from diffzoo.harness.metrics.catalog import metric_info
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-def json_kind(value: Any) -> str:
-    """The JSON type of a parsed ``value`` as a message names it ("an array", "null"): a record is
-    JSON, and its reader knows no Python type names (list, NoneType)."""
-    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return kinds.get(type(value), "a number")
 
 
 class FieldReader:

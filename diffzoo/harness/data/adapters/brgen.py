@@ -66,6 +66,7 @@ from diffzoo.harness.data.splits import (
     split_ids,
 )
 from diffzoo.harness.data.walk import canonical_name, files_in
+from diffzoo.harness.records.fields import json_kind
 
 log = logging.getLogger(__name__)
 
@@ -154,9 +155,18 @@ class BrGenDataset(TpGtDataset):
 
 def found_split_files(root: Path) -> list[Path]:
     """JSON lists directly in ``root`` whose name says train / val / test (sorted); one so named
-    that is not readable JSON (a download cut short) is a DataError naming it, never left out."""
-    return [p for p in files_in(root, (".json",))
-            if p.name != SPLITS_FILE and split_of_file(p) is not None and isinstance(data_json(p, str(p)), list)]
+    that is not readable JSON (a download cut short) is a DataError naming it, never left out, and
+    one holding JSON other than a list is left out with a warning naming it and what it holds."""
+    found = []
+    for p in files_in(root, (".json",)):
+        if p.name == SPLITS_FILE or split_of_file(p) is None:
+            continue
+        if isinstance(data := data_json(p, str(p)), list):
+            found.append(p)
+        else:
+            log.warning("%s: holds %s, not a JSON list of [image, mask] pairs; not read as a split file",
+                        p, json_kind(data))
+    return found
 
 
 def json_splits(files: list[Path], ids: list[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
