@@ -51,7 +51,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from diffzoo.harness.core.errors import DataError
-from diffzoo.harness.core.fsutil import TEXT_LIMIT, read_regular, require_file
+from diffzoo.harness.core.fsutil import TEXT_LIMIT, json_kind, read_regular, require_file
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import NEGATIVE, TpGtDataset, _read_list
 from diffzoo.harness.data.base import child_dir, name_list, option_path, require_path
@@ -66,7 +66,6 @@ from diffzoo.harness.data.splits import (
     split_ids,
 )
 from diffzoo.harness.data.walk import canonical_name, files_in
-from diffzoo.harness.records.fields import json_kind
 
 log = logging.getLogger(__name__)
 
