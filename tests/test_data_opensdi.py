@@ -154,6 +154,17 @@ def test_kinds_and_val_fraction(opensdi):
     assert test_only.splits() == ["val", "test", "sd15", "sd2"]
 
 
+def test_an_empty_copy_folder_is_refused_never_passed_over(opensdi):
+    """OpenSDI_train/data/ left empty: the dataset opened as its test copy alone, unsaid."""
+    for f in (opensdi / "OpenSDI_train" / "data").iterdir():
+        f.unlink()
+    with pytest.raises(DataError) as err:
+        OpenSdiDataset(opensdi)
+    assert str(err.value) == (f"{opensdi / 'OpenSDI_train'}: holds no OpenSDI data (parquet, arrow or a save_to_disk "
+                              "folder); the dataset would have no train split (a download or extraction cut short?): "
+                              "get it again, or move it away")
+
+
 def test_sniffing_and_refusals(opensdi, tmp_path):
     data = opensdi / "OpenSDI_test" / "data"
     assert not DiffSeg30kDataset.sniff(data / "sd2-00000-of-00001.parquet")  # left to OpenSDI

@@ -168,6 +168,19 @@ def test_splits_and_forms(tmp_path):
     assert opened[0].fingerprint() == opened[2].fingerprint()
 
 
+def test_an_empty_split_folder_is_refused_never_passed_over(items, tmp_path):
+    """test/ left empty beside train/ by an extraction cut short: the copy opened as train alone, unsaid."""
+    root = tmp_path / "So-Fake"
+    (root / "train").mkdir(parents=True)
+    hub_rows(items, "v2", "train").to_parquet(str(root / "train" / "data-00000-of-00001.parquet"))
+    (root / "test").mkdir()
+    with pytest.raises(DataError) as err:
+        SoFakeDataset(root)
+    assert str(err.value) == (f"{root / 'test'}: holds no So-Fake data (parquet, arrow or a save_to_disk folder); "
+                              "the dataset would have no test split (a download or extraction cut short?): get it "
+                              "again, or move it away")
+
+
 def test_copies_the_data_cannot_place_are_refused(items, tmp_path):
     def write(rows, order, name, class_label=False):
         path = tmp_path / name

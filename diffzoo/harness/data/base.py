@@ -211,6 +211,13 @@ def one_name(root: Path, names: list[str], what: str) -> str | None:
     return names[0] if names else None
 
 
+def empty_split(location: object, holds: str, split: str) -> DataError:
+    """The refusal of a split's folder or archive that holds none of its data (``holds`` says what it
+    should): opened without it, the dataset would lack that split unsaid."""
+    return DataError(f"{location}: holds no {holds}; the dataset would have no {split} split (a download or "
+                     "extraction cut short?): get it again, or move it away")
+
+
 def child_dir(root: Path, name: str, without: str | None = None) -> Path | None:
     """The subfolder of ``root`` called ``name``, any letter case.  ``without``: the folder is optional,
     and what the layout is read as without it; a file of that name is warned about (never passed over

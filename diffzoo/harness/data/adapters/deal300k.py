@@ -48,6 +48,7 @@ from diffzoo.harness.core.types import BINARY, EditRecord, Sample, SampleMeta
 from diffzoo.harness.data.base import (
     SplitDataset,
     child_dir,
+    empty_split,
     masks_by_stem,
     one_name,
     option_path,
@@ -185,9 +186,7 @@ class Deal300kDataset(SplitDataset):
         for split, members in image_sources:
             named = [(n, c) for n in members.names if (c := classify(n)) is not None and c[0] != "mask"]
             if not named:  # an extraction cut short (val/ left empty): the split would be gone, unsaid
-                raise DataError(f"{members.location}: holds no DEAL-300K image (<cocoid>.jpg, <cocoid>_qwen<ckpt>.jpg)"
-                                f"; the dataset would have no {split} split (a download or extraction cut short?): "
-                                "get it again, or move it away")
+                raise empty_split(members.location, "DEAL-300K image (<cocoid>.jpg, <cocoid>_qwen<ckpt>.jpg)", split)
             for n, c in named:
                 if c[0] == "source" and not originals:
                     continue

@@ -34,12 +34,21 @@ from typing import Any
 
 from diffzoo.harness.core.errors import CorruptSampleError, DataError
 from diffzoo.harness.core.types import EditRecord, LabelSpace, Sample, SampleMeta
-from diffzoo.harness.data.base import SplitDataset, chosen_names, not_a_choice
+from diffzoo.harness.data.base import SplitDataset, chosen_names, empty_split, not_a_choice
 from diffzoo.harness.data.fingerprint import combine
-from diffzoo.harness.data.hfsource import HFRows, Ref, Table, hf_columns, load_tables, row_layout, unique_ids
+from diffzoo.harness.data.hfsource import (
+    HFRows,
+    Ref,
+    Table,
+    hf_columns,
+    load_tables,
+    looks_like_hf_dir,
+    row_layout,
+    unique_ids,
+)
 from diffzoo.harness.data.imageio import read_labelled
-from diffzoo.harness.data.splits import ids_by_split
-from diffzoo.harness.data.walk import by_canonical_name
+from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, ids_by_split
+from diffzoo.harness.data.walk import by_canonical_name, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +202,16 @@ class RowsDataset(MixedDataset):
         tables = load_tables(root)
         if not tables:
             raise DataError(f"{root}: no {self.title} data found; {layout_help}")
+        for folder in subfolders(root, depth=2) if root.is_dir() else []:
+            if (split := self._split_of_folder(folder.name)) is not None and not looks_like_hf_dir(folder):
+                raise empty_split(folder, f"{self.title} data (parquet, arrow or a save_to_disk folder)", split)
         return tables
+
+    def _split_of_folder(self, name: str) -> str | None:
+        """The split a folder so named holds (``validation/`` -> ``val``), None for a folder of no split:
+        a split folder holding no table is refused, never passed over."""
+        split = canonical_split(name)
+        return split if split in CANONICAL_SPLITS else None
 
     def _row_of(self, item: Item) -> tuple[str, int] | None:
         """The ``(table, row)`` ``item`` is read from; None for one that is no row (a subclass that

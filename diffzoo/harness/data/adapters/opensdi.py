@@ -107,6 +107,13 @@ class OpenSdiDataset(RowsDataset):
         self.path = str(root)
         self._splits, self.split_info = self._split_scheme(val_fraction, split_seed)
 
+    def _split_of_folder(self, name: str) -> str | None:
+        """A copy's folder (``OpenSDI_train``) holds that copy, a generator's (``sd15/``) that generator."""
+        lowered = name.lower()
+        if lowered in OPENSDI_GENERATORS:
+            return lowered
+        return m[1] if (m := _COPY_WORD.search(lowered)) else super()._split_of_folder(name)
+
     def _add_table(self, t: Table, items: dict[str, Item]) -> None:
         copy, generator = self._copies[t.name], _generator(t)
         where = table_where(t)
