@@ -80,6 +80,19 @@ def test_folder_of_split_parquets(tmp_path):
     assert ds.load("val/00000001").image.shape == (16, 16, 3)
 
 
+def test_val_beside_validation_parquet_is_refused_naming_both(tmp_path):
+    """`datasets` merged val.parquet into validation.parquet's split, unsaid."""
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    rows(6, seed=1).to_parquet(str(folder / "train.parquet"))
+    rows(4, seed=2).to_parquet(str(folder / "val.parquet"))
+    rows(4, seed=3).to_parquet(str(folder / "validation.parquet"))
+    with pytest.raises(DataError) as err:
+        DiffSeg30kDataset(folder)
+    assert str(err.value) == (f"{folder}: splits 'val' and 'validation' both read as split val; rename or leave out "
+                              "one of them")
+
+
 def test_a_parquet_file_named_in_upper_case_is_read_or_refused_never_passed_over(tmp_path):
     folder = tmp_path / "pq"
     folder.mkdir()

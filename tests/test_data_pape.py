@@ -259,6 +259,18 @@ def test_malformed_variants_are_refused(pape, damage, message):
         PapeDataset(pape)
 
 
+@pytest.mark.parametrize("lists", [(0, 1), (0, 0)])
+def test_val_beside_validation_in_a_split_file_is_refused_naming_both(pape, lists):
+    """Their ids were merged into val unsaid; one id under both was said to be "in both 'val' and 'validation'"."""
+    split_file = pape / "COCO/splits/split_seed2026.json"
+    coco = IDS["COCO"]
+    write_json(split_file, {"train": [coco[2]], "val": [coco[lists[0]]], "validation": [coco[lists[1]]]})
+    with pytest.raises(DataError) as err:
+        PapeDataset(pape)
+    assert str(err.value) == (f"PAPE split file {split_file}: splits 'val' and 'validation' both read as split val; "
+                              "rename or leave out one of them")
+
+
 def test_a_split_given_twice_in_a_split_file_is_refused(pape):
     """json kept the last "train" list: the first list's images were in no split, said at info level only."""
     split_file = pape / "COCO/splits/split_seed2026.json"

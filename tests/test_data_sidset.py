@@ -149,6 +149,14 @@ def test_refusals_and_skips(sida, parts, tmp_path):
         SidSetDataset(tmp_path / "empty")
 
 
+def test_val_beside_validation_is_refused_naming_both(sida, parts):
+    """val/ beside validation/: their samples were merged into val unsaid."""
+    write_folder(sida / "val", samples(3, seed=5))
+    with pytest.raises(DataError) as err:
+        SidSetDataset(sida)
+    assert str(err.value) == f"{sida}: splits 'val' and 'validation' both read as split val; rename or leave out one of them"
+
+
 def test_two_masks_for_one_tampered_image_are_refused(sida):
     """``masks/x_mask.png`` beside ``masks/x_mask.jpg`` (or ``masks/x.png``): one was used as the ground truth, unsaid."""
     masks = sida / "train" / "masks"

@@ -181,6 +181,15 @@ def test_an_empty_split_folder_is_refused_never_passed_over(items, tmp_path):
                               "again, or move it away")
 
 
+def test_val_beside_validation_is_refused_naming_both(tmp_path):
+    """data/val-*.parquet beside data/validation-*.parquet: their rows were merged into val unsaid."""
+    hub = hub_copy(tmp_path / "So-Fake-Set", "v2", {"train": samples(3, seed=2), "val": samples(3, seed=3),
+                                                    "validation": samples(3, seed=4)})
+    with pytest.raises(DataError) as err:
+        SoFakeDataset(hub)
+    assert str(err.value) == f"{hub}: splits 'val' and 'validation' both read as split val; rename or leave out one of them"
+
+
 def test_copies_the_data_cannot_place_are_refused(items, tmp_path):
     def write(rows, order, name, class_label=False):
         path = tmp_path / name

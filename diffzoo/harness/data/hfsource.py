@@ -210,6 +210,7 @@ def load_tables(path: Path) -> list[Table]:
     for (folder, split), group in sorted(groups.items()):
         rel = folder.relative_to(path).as_posix()
         tables.append(Table(f"{rel}:{split}", split, folder, read_data_files(group), tuple(group)))
+    by_canonical_split(path, ((s, s) for s in dict.fromkeys(t.split for t in tables)))  # val beside validation
     return tables
 
 DIFFSEG30K_HUB_ID = "Chaos2629/Diffseg30k"
@@ -242,11 +243,18 @@ def _split_from_filename(path: Path) -> str:
     """``validation-00000-of-00001.parquet`` -> ``val``, ``cross_test-00000-of-00001.parquet`` ->
     ``cross_test`` (a hub shard names its split; ``save_to_disk``'s ``data-00000-of-00001.arrow``
     does not); anything else -> ``train`` (one pool)."""
+    word = _split_word(path)
+    return "train" if word is None else canonical_split(word)
+
+
+def _split_word(path: Path) -> str | None:
+    """The split a data file's name gives, as written: a hub shard's (``cross_test-00000-of-00001.parquet``),
+    else a stem that starts with a split name (``validation``, ``val.parquet``); None for none."""
     sharded = sharded_split(path)
     if sharded is not None and sharded.lower() != "data":
-        return canonical_split(sharded)
-    head = path.stem.split("-", 1)[0].lower()
-    return canonical_split(head) if head in CANONICAL_SPLITS or head in SPLIT_ALIASES else "train"
+        return sharded
+    head = path.stem.split("-", 1)[0]
+    return head if head.lower() in CANONICAL_SPLITS or head.lower() in SPLIT_ALIASES else None
 
 
 def _load(source: Path | str) -> dict[str, Any]:
@@ -261,6 +269,8 @@ def _load(source: Path | str) -> dict[str, Any]:
             return _load_saved(source, "train")
         # a data file datasets cannot read would be passed over, and the folder read as another kind
         files = data_files(source)
+        # val.parquet beside validation.parquet: `datasets` merges them into one split, unsaid
+        by_canonical_split(source, ((s, s) for s in dict.fromkeys(filter(None, map(_split_word, files)))))
         columns = {f: hf_columns(f) for f in files}
         if unreadable := [f for f in files if columns[f] is None]:
             raise DataError(f"{not_readable(unreadable[0])}; move it out of {source} or replace it")

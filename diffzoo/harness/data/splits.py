@@ -42,7 +42,7 @@ def canonical_split(name: str) -> str:
     return SPLIT_ALIASES.get(key, key if key in CANONICAL_SPLITS else name)
 
 
-def by_canonical_split(where: str, items: Iterable[tuple[str, T]]) -> dict[str, T]:
+def by_canonical_split(where: object, items: Iterable[tuple[str, T]]) -> dict[str, T]:
     """``{canonical_split(name): value}`` of the (split name, value) ``items``; two names reading as
     one split (``val`` and ``validation``) are a DataError naming ``where`` and both: keeping one
     would drop the other's samples unsaid."""

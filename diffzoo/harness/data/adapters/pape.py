@@ -55,7 +55,7 @@ from diffzoo.harness.data.base import (
 from diffzoo.harness.data.fingerprint import combine, fingerprint_files
 from diffzoo.harness.data.imageio import read_labelled
 from diffzoo.harness.data.metadata import MANIFEST_FILE, data_json, data_text, jsonl_rows
-from diffzoo.harness.data.splits import canonical_split, native_splits
+from diffzoo.harness.data.splits import by_canonical_split, canonical_split, native_splits
 from diffzoo.harness.data.walk import by_canonical_name, canonical_name, ids_of, log_unused, subfolders
 
 log = logging.getLogger(__name__)
@@ -136,6 +136,8 @@ def read_split_json(file: Path) -> dict[str, Any]:
         if not any(part.values()):  # its samples would be in no split, the subset gone from every run unsaid
             raise DataError(f"PAPE split file {file}: {f'subset {subset!r}' if subset else 'it'} names no image id "
                             "(every split list is empty)")
+        # val beside validation: two lists of one split, refused as native splits are, never merged
+        by_canonical_split(f"PAPE split file {file}" + (f", subset {subset!r}" if subset else ""), part.items())
         for split_name, ids in part.items():
             # an id listed twice in one split is one sample there, never counted twice in a score
             part[split_name] = ids = list(dict.fromkeys(canonical_name(str(i)) for i in ids))

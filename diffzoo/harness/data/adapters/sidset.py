@@ -48,7 +48,13 @@ from diffzoo.harness.data.base import masks_by_stem, report_unpaired, require_pa
 from diffzoo.harness.data.hfsource import NULL_CELL, Ref, load_tables
 from diffzoo.harness.data.imageio import is_image_file
 from diffzoo.harness.data.sources import FolderMembers, ZipMembers, posix_names
-from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, fixed_split, native_splits
+from diffzoo.harness.data.splits import (
+    CANONICAL_SPLITS,
+    by_canonical_split,
+    canonical_split,
+    fixed_split,
+    native_splits,
+)
 from diffzoo.harness.data.walk import canonical_name, log_unused, subfolders
 
 log = logging.getLogger(__name__)
@@ -147,6 +153,8 @@ class SidSetDataset(RowsDataset):
         if not groups and self._rows is None:
             raise DataError(f"{root}: no SID-Set folders found; {LAYOUT_HELP}")
         missing: list[str] = []
+        by_canonical_split(self._members.location, ((n, n) for n in dict.fromkeys(  # val beside validation
+            p.rsplit("/", 1)[-1] for p in groups if p)))
         for prefix, folders in sorted(groups.items()):
             # a split folder's name (validation -> val); the dataset folder or zip itself: train / val when so
             # named, else test (SIDA's separate test set)
