@@ -437,3 +437,17 @@ def test_a_file_listed_as_an_image_and_as_a_mask_is_refused(tmp_path, second):
         JsonListDataset(f)
     assert str(err.value) == (f"{f}: item 0: mask Au/b.png is listed as an image too ({second[0]}); a file is an "
                               "image or a mask, never both")
+
+
+@pytest.mark.parametrize("second_mask", ["m.png", "./m.png"])
+def test_two_items_sharing_one_mask_file_are_refused_as_cocoglide_refuses_them(tmp_path, second_mask):
+    """[[a.png, m.png], [b.png, m.png]]: one ground truth was read for two edited images, unsaid."""
+    for name in ("a.png", "b.png"):
+        save(tmp_path / name, image())
+    save(tmp_path / "m.png", gt())
+    f = tmp_path / "l.json"
+    f.write_text(json.dumps([["a.png", "m.png"], ["b.png", second_mask]]))
+    with pytest.raises(DataError) as err:
+        JsonListDataset(f)
+    assert str(err.value) == (f"{f}: item 1: mask {second_mask} is already listed on item 0 (as mask m.png); each "
+                              "image and mask file belongs to one item")

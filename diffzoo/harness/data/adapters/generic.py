@@ -294,7 +294,12 @@ class JsonListDataset(_PairListDataset):
             missing += [f"{find(n)}{hint}" for n in (image, mask)
                         if n != NEGATIVE and (hint := find.absent(n)) is not None]
             entries[sid] = (image_path, mask_path)
-        masked = {os.path.normpath(m): (i, n) for i, ((_, n), (_, m)) in enumerate(zip(items, entries.values())) if m}
+        masked: dict[str, tuple[int, str]] = {}
+        for i, ((_, n), (_, m)) in enumerate(zip(items, entries.values())):
+            # one ground truth read for two images would score one against the other's edit (CocoGlide's rule)
+            if m and (first := masked.setdefault(os.path.normpath(m), (i, n)))[0] != i:
+                raise DataError(f"{file}: item {i}: mask {n} is already listed on item {first[0]} (as mask "
+                                f"{first[1]}); each image and mask file belongs to one item")
         if both := sorted(set(listed) & set(masked)):  # a mask read as a picture, or a picture as a ground truth
             i, mask = masked[both[0]]
             raise DataError(f"{file}: item {i}: mask {mask} is listed as an image too ({listed[both[0]]}); a file is "
