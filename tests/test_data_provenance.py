@@ -144,6 +144,9 @@ def test_splits_json_and_split_file_ids(tmp_path, pairs):
 @pytest.mark.parametrize("content, match", [
     ({"train": ["00000001", "99999999"]}, "split 'train' names 1 id.* not in the data, e.g. 99999999"),
     ({"train": ["00000001"], "val": ["00000001"]}, "id 00000001 is in both 'train' and 'val'"),
+    ({"val": ["00000001"], "validation": ["00000002"]},  # merged into val, unsaid
+     ": splits 'val' and 'validation' both read as split val; rename or leave out one of them$"),
+    ("00000001\tval\n00000002\tvalidation\n", ": splits 'val' and 'validation' both read as split val"),
     ("00000001\ttrain\n00000002\n", r"line 2: expected 'id<TAB>split'"),
     ("# no line\n", r"is empty: give"),
     ({}, r"is empty: give"),  # JSON that assigns no sample gave a dataset of no split

@@ -136,6 +136,7 @@ def read_splits_file(path: Path, known_ids: Iterable[str],
     known = {canonical_name(i): i for i in known_ids}
     out: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
+    by_canonical_split(f"splits file {path}", data.items())  # val beside validation: never merged
     for raw_name, listed in data.items():
         name = canonical_split(str(raw_name))
         missing = [i for i in listed if canonical_name(i) not in known]
