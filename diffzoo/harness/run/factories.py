@@ -150,7 +150,12 @@ def open_recognised(found: tuple[Entry, Any], target: Path | str, options: dict[
     """Open ``target`` with the adapter :func:`recognise` found for it (``options`` given by ``flag``)."""
     entry, adapter = found
     log.info("dataset %s: recognised as %s", target, entry.name)
-    return _call_adapter(adapter, f"dataset adapter {entry.name!r} (for {target})", options, flag, path=target)
+    return _call_adapter(adapter, adapter_for(entry, target), options, flag, path=target)
+
+
+def adapter_for(entry: Entry, target: Path | str) -> str:
+    """How an option's refusal names the adapter :func:`recognise` found for ``target``."""
+    return f"dataset adapter {entry.name!r} (for {target})"
 
 
 def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, **fixed: Any) -> Dataset:
@@ -194,8 +199,7 @@ def check_dataset_options(spec: str, options: dict[str, Any]) -> None:
         entry = get_registry().get("dataset", spec)
         adapter_options(entry.load(), f"dataset {entry.name!r}", options, "--dataset-option")
     elif path.exists() and (found := recognise(path, sniffing_adapters(), crashed=[])) is not None:
-        adapter_options(found[1], f"dataset adapter {found[0].name!r} (for {path})", options, "--dataset-option",
-                        ("path",))
+        adapter_options(found[1], adapter_for(found[0], path), options, "--dataset-option", ("path",))
 
 
 def typed_options(factory: Any, options: dict[str, Any], flag: str = "--dataset-option") -> dict[str, Any]:
