@@ -411,11 +411,16 @@ class DatasetGenerator:
             with contextlib.suppress(ConfigError, TypeError):  # saved with trailing zero counts: the same ratio
                 saved["turns"] = list(parse_turn_ratio(saved.get("turns", ())))
             saved.setdefault("threads", settings["threads"])  # settings that never held it: the count is unknown
-            both = [(k, saved.get(k), settings.get(k)) for k in set(saved) | set(settings)]
-            differ = sorted(  # the quality filter's group by its entries, each an option (--min-changed, --tries)
-                k for key, was, now in both if was != now
-                for k in ((n for n in {**was, **now} if was.get(n) != now.get(n))
-                          if key == "quality" and isinstance(was, dict) and isinstance(now, dict) else (key,)))
+            differ: list[str] = []
+            for key in set(saved) | set(settings):
+                was, now = saved.get(key), settings.get(key)
+                if was == now:
+                    continue
+                if key == "quality" and isinstance(was, dict) and isinstance(now, dict):  # by its entries, each an
+                    differ += [n for n in {**was, **now} if was.get(n) != now.get(n)]  # option (--min-changed)
+                else:
+                    differ.append(key)
+            differ.sort()
             if differ and not any(self.store.read(i) for i in self.store.recorded_ids()):
                 # no sample holds the stored settings (a run stopped before its first): what it left is not data
                 log.warning("%s holds no finished sample: this run's settings replace those stored (%s %s)", out,
