@@ -77,17 +77,18 @@ class EditRejectedError(DiffzooError):
         info = result.metadata["label"]
         self.status = info["status"]
         settings = info["settings"]
-        side, name = ("below", "min_area") if self.status == "rejected-noop" else ("above", "max_area")
-        bound = settings[name]  # the bound this editor applied, not the run's region bounds
-        why = (f"{shown_share(info['changed_fraction'], bound)} of the compared pixels changed, {side} the "
-               f"editor's {name} {bound * 100:g}%" if bound <= 1 else
-               f"{info['changed_pixels']} compared pixels changed, {side} the editor's {name} {bound:g} px")
-        if not info["changed_pixels"]:  # a no-op whatever min_area: no bound to name
-            why = "no compared pixel changed"
         if self.status == "rejected-aspect":
             (w, h), (gw, gh) = settings["orig_size"], settings["gen_size"]
             why = (f"the output, {gw} x {gh} px, is not the input's shape ({w} x {h} px) and alignment found "
                    f"no fit ({info['alignment']['reason']})")
+        elif not info["changed_pixels"]:  # a no-op whatever min_area: no bound to name
+            why = "no compared pixel changed"
+        else:
+            side, name = ("below", "min_area") if self.status == "rejected-noop" else ("above", "max_area")
+            bound = settings[name]  # the bound this editor applied, not the run's region bounds
+            why = (f"{shown_share(info['changed_fraction'], bound)} of the compared pixels changed, {side} the "
+                   f"editor's {name} {bound * 100:g}%" if bound <= 1 else
+                   f"{info['changed_pixels']} compared pixels changed, {side} the editor's {name} {bound:g} px")
         super().__init__(f"generator {generator!r}: edit rejected ({self.status}): {why}")
 
 
