@@ -96,6 +96,17 @@ def masks_by_stem(where: object, pairs: Iterable[tuple[str, T]], shown: Callable
     return masks
 
 
+def listed_once(seen: dict[str, tuple[str, str]], key: str, where: object, at: str, what: str, as_: str,
+                rule: str) -> None:
+    """Record the file ``key`` a data's own list names at ``at`` (``item 3``, ``line 4``) as ``as_``; one
+    already recorded is a DataError naming ``where``, ``what`` and where it was listed first, and
+    saying ``rule``: one file read for two entries would score one against the other's edit."""
+    if key in seen:
+        first, before = seen[key]
+        raise DataError(f"{where}: {at}: {what} is already listed on {first} (as {before}); {rule}")
+    seen[key] = (at, as_)
+
+
 def files_by_stem(folder: Path, files: Iterable[Path]) -> dict[str, Path]:
     """``files`` of ``folder`` by their stem read by :func:`.walk.canonical_name`, as every adapter
     pairing by name reads a mask's name: its suffix in any letter case, its stem in either Unicode

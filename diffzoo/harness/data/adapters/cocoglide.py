@@ -50,7 +50,7 @@ from diffzoo.harness.core.errors import DataError
 from diffzoo.harness.core.types import EditRecord
 from diffzoo.harness.data.adapters.generic import _TestSetDataset
 from diffzoo.harness.data.authentic import list_image_files
-from diffzoo.harness.data.base import child_dir, csv_table, relative_cell, require_path
+from diffzoo.harness.data.base import child_dir, csv_table, listed_once, relative_cell, require_path
 from diffzoo.harness.data.walk import StoredPaths, canonical_name, ids_of, log_unused
 
 log = logging.getLogger(__name__)
@@ -136,7 +136,7 @@ def read_table(root: Path, find: StoredPaths) -> list[tuple[str, str, str, str]]
         )
     raw = csv_table(table, COLUMNS, f"the header {','.join(COLUMNS)}", "edited image", lower=True)
     rows: list[tuple[str, str, str, str]] = []
-    seen: dict[str, tuple[int, str]] = {}
+    seen: dict[str, tuple[str, str]] = {}
     absent: list[str] = []
     for line, row in raw:
         paths = []
@@ -144,13 +144,8 @@ def read_table(root: Path, find: StoredPaths) -> list[tuple[str, str, str, str]]
             rel = relative_cell(row[col], f"{table}: line {line}: {col}", "the table's folder",
                                 f"{TABLE} paths must be relative to the table's folder")
             key = canonical_name(rel)  # one file, however its name is written
-            if key in seen:
-                first, as_col = seen[key]
-                raise DataError(
-                    f"{table}: line {line}: {col} {rel} is already listed on line {first} "
-                    f"(as {as_col}); each real, fake and mask file belongs to one row"
-                )
-            seen[key] = (line, col)
+            listed_once(seen, key, table, f"line {line}", f"{col} {rel}", col,
+                        "each real, fake and mask file belongs to one row")
             if (hint := find.absent(rel)) is not None:
                 absent.append(f"line {line} {col}: {rel}{hint}")
             paths.append(key)

@@ -34,6 +34,7 @@ from diffzoo.harness.data.base import (
     SplitDataset,
     child_dir,
     folder_name,
+    listed_once,
     masks_by_stem,
     report_unpaired,
     require_path,
@@ -294,15 +295,14 @@ class JsonListDataset(_PairListDataset):
             missing += [f"{find(n)}{hint}" for n in (image, mask)
                         if n != NEGATIVE and (hint := find.absent(n)) is not None]
             entries[sid] = (image_path, mask_path)
-        masked: dict[str, tuple[int, str]] = {}
+        masked: dict[str, tuple[str, str]] = {}
         for i, ((_, n), (_, m)) in enumerate(zip(items, entries.values())):
-            # one ground truth read for two images would score one against the other's edit (CocoGlide's rule)
-            if m and (first := masked.setdefault(os.path.normpath(m), (i, n)))[0] != i:
-                raise DataError(f"{file}: item {i}: mask {n} is already listed on item {first[0]} (as mask "
-                                f"{first[1]}); each image and mask file belongs to one item")
+            if m:
+                listed_once(masked, os.path.normpath(m), file, f"item {i}", f"mask {n}", f"mask {n}",
+                            "each image and mask file belongs to one item")
         if both := sorted(set(listed) & set(masked)):  # a mask read as a picture, or a picture as a ground truth
-            i, mask = masked[both[0]]
-            raise DataError(f"{file}: item {i}: mask {mask} is listed as an image too ({listed[both[0]]}); a file is "
+            at, mask = masked[both[0]]
+            raise DataError(f"{file}: {at}: {mask} is listed as an image too ({listed[both[0]]}); a file is "
                             "an image or a mask, never both")
         if missing:
             spelled = sorted({m for _, m in items if m != NEGATIVE and m.strip().lower() == NEGATIVE.lower()})
