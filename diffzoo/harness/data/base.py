@@ -28,7 +28,7 @@ from diffzoo.harness.data.fingerprint import combine, counting_orientation
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file
 from diffzoo.harness.data.labelmaps import LabelMap, label_map_sha256
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, one_split, own_splits, with_extra_authentic
-from diffzoo.harness.data.walk import canonical_name
+from diffzoo.harness.data.walk import canonical_name, read_at
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -83,10 +83,7 @@ def masks_by_stem(where: object, pairs: Iterable[tuple[str, T]], shown: Callable
     ``where`` and both masks (``shown``): which of the two is the ground truth is not ours to guess."""
     masks: dict[str, T] = {}
     for s, mask in pairs:
-        try:
-            stem = canonical_name(s)
-        except DataError as exc:  # a name no id can hold: named with where it is
-            raise DataError(f"{where}: {exc}") from None
+        stem = read_at(where, s)
         if stem in masks:
             first, second, why = shown(masks[stem]), shown(mask), ""
             if canonical_name(first) == canonical_name(second):  # names that print alike are quoted and told apart

@@ -50,6 +50,14 @@ def canonical_name(name: str) -> str:
     return nfc(name.replace("\\", "/"))
 
 
+def read_at(where: object, name: str, read: Callable[[str], str] = canonical_name) -> str:
+    """``read(name)``; a name it refuses (not UTF-8) is a DataError naming ``where`` too."""
+    try:
+        return read(name)
+    except DataError as exc:  # a name no id can hold: named with where it is
+        raise DataError(f"{where}: {exc}") from None
+
+
 def keyed_once(where: object, items: Iterable[tuple[str, T]], read: Callable[[str], str],
                clash: Callable[[str, str, str], str]) -> dict[str, T]:
     """``{read(name): value}`` of the (name, value) ``items``; two names read as one key are a
@@ -58,10 +66,7 @@ def keyed_once(where: object, items: Iterable[tuple[str, T]], read: Callable[[st
     out: dict[str, T] = {}
     names: dict[str, str] = {}
     for name, value in items:
-        try:
-            key = read(name)
-        except DataError as exc:  # a name no id can hold: named with where it is
-            raise DataError(f"{where}: {exc}") from None
+        key = read_at(where, name, read)
         if key in out:
             raise DataError(f"{where}: " + clash(key, *sorted((names[key], name))))
         out[key], names[key] = value, name
