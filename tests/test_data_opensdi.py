@@ -191,6 +191,28 @@ def test_sniffing_and_refusals(opensdi, tmp_path):
         OpenSdiDataset(tmp_path / "empty")
 
 
+def test_opensdi_rows_without_a_label_column_are_refused_never_read_as_diffseg30k(tmp_path, capsys):
+    """A copy of OpenSDI's test data that lost its label column (key, image, mask) holds DiffSeg30k's
+    columns too; its keys are OpenSDI's, so it is refused naming the missing column: read as image/mask
+    pairs, every real image (no mask) would be a corrupt sample."""
+    hub_copy(tmp_path, "OpenSDI_test", {"sd2": split_rows("sd2", 6, seed=3).remove_columns("label")})
+    data = tmp_path / "OpenSDI_test"
+    said = (f"{data} (split sd2): keys such as partial/sd2/real/003000000.jpg are OpenSDI's, whose rows need "
+            "columns key, image, mask, label; missing label")
+    with pytest.raises(DataError) as err:
+        open_dataset(str(data))
+    assert str(err.value) == said
+    code, out, err_text = cli(capsys, "data", "info", str(data))
+    assert (code, err_text.strip().splitlines()[-1]) == (1, f"error: {said}")
+    # DiffSeg30k's own keys (train_copy/00000001) in a key column keep reading as its pairs
+    rows = [dict(r, key=f"train_copy/{i:08d}") for i, r in enumerate(split_rows("sd2", 6).remove_columns("label"))
+            if r["mask"] is not None]
+    datasets.Dataset.from_list(rows, features=datasets.Features({k: v for k, v in FEATURES.items() if k != "label"})) \
+        .to_parquet(str(tmp_path / "pairs.parquet"))
+    ds = open_dataset(str(tmp_path / "pairs.parquet"))
+    assert isinstance(ds, DiffSeg30kDataset) and sorted(ds.ids(ds.splits()[0])) == ["00000001", "00000004"]
+
+
 def test_run_standard_data_stats_and_info(opensdi, tmp_path, capsys):
     code, out, err = cli(capsys, "run", "--detector", "segformer.tiny", "--suite", "standard",
                          "--dataset", opensdi, "--out", tmp_path / "out", *FAST)

@@ -53,6 +53,8 @@ ROW_LAYOUTS = {
 }
 """Columns of the row layouts other adapters read (OpenSDI, SID-Set, So-Fake): the DiffSeg30k adapter
 leaves such tables to them although they also hold ``image`` and ``mask``."""
+OPENSDI_KEY = re.compile(r"[^/]+/[^/]+/(?:real|fake)/[^/]+")
+"""OpenSDI's row keys, ``<subset>/<generator>/<real|fake>/<file>`` (``partial/sd15/fake/000651821.jpg``)."""
 
 
 def data_files(root: Path) -> list[Path]:
@@ -332,6 +334,10 @@ def _row_ids(ds: Any, where: str) -> list[str]:
     if key is None:
         return [f"{i:08d}" for i in range(ds.num_rows)]
     full = [str(k) for k in ds[key]]
+    # OpenSDI's rows are its images (a real one has no mask), never image/mask pairs, whatever column they lack
+    if key == "key" and "label" not in ds.column_names and full and all(map(OPENSDI_KEY.fullmatch, full)):
+        raise DataError(f"{where}: keys such as {full[0]} are OpenSDI's, whose rows need columns key, image, "
+                        "mask, label; missing label")
     short = [k.rsplit("/", 1)[-1] for k in full]
     for ids in (short, full):
         if len(set(ids)) == len(ids):
