@@ -28,7 +28,7 @@ from diffzoo.harness.data.fingerprint import combine, counting_orientation
 from diffzoo.harness.data.imageio import IMAGE_EXTENSIONS, is_image_file
 from diffzoo.harness.data.labelmaps import LabelMap, label_map_sha256
 from diffzoo.harness.data.splits import CANONICAL_SPLITS, canonical_split, one_split, own_splits, with_extra_authentic
-from diffzoo.harness.data.walk import canonical_name, read_at
+from diffzoo.harness.data.walk import canonical_name, log_unused, read_at
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -125,16 +125,18 @@ def report_unpaired(where: str, missing: list[str], what: str, skip: bool, *more
     log.warning("%s; skipping them", msg)
 
 
-def warn_unread_images(where: object, files: Iterable[tuple[str, str]], has_mask: Callable[[str], bool]) -> None:
-    """Warn, naming the first, about the ``files`` (name shown, stem as its mask is keyed) whose suffix is
-    none of :data:`.imageio.IMAGE_EXTENSIONS` yet whose stem ``has_mask``: an image stored under a suffix
-    never read (``x.jfif``, ``x.heic``) beside its mask, the copy scored on fewer images than it holds.
-    Callers list their folders for it only when a mask is left unused."""
-    unread = [shown for shown, stem in files if not is_image_file(shown) and has_mask(stem)]
-    if unread:
+def warn_unread_images(where: object, unused: Sequence[str], what: str, files: Iterable[tuple[str, str]],
+                       has_mask: Callable[[str], bool]) -> None:
+    """Log the ``unused`` masks of ``where`` (:func:`.walk.log_unused`, ``what`` they are); with one, first
+    warn, naming the first, about the ``files`` (name shown, stem as its mask is keyed; a lazy iterable, read
+    only then) whose suffix is none of :data:`.imageio.IMAGE_EXTENSIONS` yet whose stem ``has_mask``: an
+    image stored under a suffix never read (``x.jfif``, ``x.heic``) beside its mask, the copy scored on
+    fewer images than it holds."""
+    if unread := [shown for shown, stem in files if not is_image_file(shown) and has_mask(stem)] if unused else []:
         log.warning("%s: %d image(s) with a mask here are not read, their suffix being none of %s (e.g. %s); "
                     "convert them to one of those to score them", where, len(unread), ", ".join(IMAGE_EXTENSIONS),
                     unread[0])
+    log_unused(where, unused, what)
 
 
 def relative_cell(value: str, where: str, folder: str, rule: str) -> str:

@@ -202,10 +202,9 @@ class ColumbiaDataset(_ClassicDataset):
         paired = mask_once(edge, entries, lambda p: p.name)
         report_unpaired(str(root), no_mask, f"spliced image(s) have no <stem>_edgemask mask in {edge}", skip_unpaired)
         unused = {stem for stem, m in masks.items() if m not in paired}
-        if unused:  # an image of a suffix never read (x.jfif) leaves its mask unused: name it, never pass it over
-            warn_unread_images(edge, ((f"4cam_splc/{f.name}", canonical_name(f.stem)) for f in files_in(splc, ("",))),
-                               unused.__contains__)
-        log_unused(edge, sorted(masks[stem].name for stem in unused), "edge mask(s) match no image")
+        listed = ((f"4cam_splc/{f.name}", canonical_name(f.stem)) for d in (splc,) for f in files_in(d, ("",)))
+        warn_unread_images(edge, sorted(masks[stem].name for stem in unused), "edge mask(s) match no image", listed,
+                           unused.__contains__)
         edit_types = dict.fromkeys(entries, SPLICING)
         _, auth = _nested(root, "4cam_auth", "the dataset holds spliced images only")
         # image_files_in: directly in the folder, so an edgemask/ beside the authentic images is not read as one
@@ -523,8 +522,7 @@ class Imd2020Dataset(_ClassicDataset):
         log_unused(root, ignored, "folder(s) hold no *_orig image and no *_mask file and are not used")
         mask_once(root, entries, lambda p: p.relative_to(root).as_posix())
         # a mask without its image: that image deleted or renamed, the copy one tampered image short
-        warn_unread_images(root, unread, lost.__contains__)
-        log_unused(root, orphans, "mask(s) match no tampered image")
+        warn_unread_images(root, orphans, "mask(s) match no tampered image", unread, lost.__contains__)
         report_unpaired(str(root), no_mask, "tampered image(s) have no <stem>_mask file beside them", skip_unpaired)
         return root, entries, dict.fromkeys(entries, "unknown"), originals
 

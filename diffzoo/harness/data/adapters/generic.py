@@ -44,7 +44,7 @@ from diffzoo.harness.data.fingerprint import fingerprint_files
 from diffzoo.harness.data.imageio import edited_region, read_binary_mask, read_image
 from diffzoo.harness.data.metadata import data_json
 from diffzoo.harness.data.splits import SPLITS_FILE, resolve_split_scheme
-from diffzoo.harness.data.walk import StoredPaths, canonical_name, ids_of, log_unused, mask_once, walk_files
+from diffzoo.harness.data.walk import StoredPaths, canonical_name, ids_of, mask_once, walk_files
 
 log = logging.getLogger(__name__)
 
@@ -202,12 +202,11 @@ def pair_folders(
                 continue
             entries[sid] = (img, found[sid])
     paired = mask_once(gt, entries, shown)
-    unused = sorted(k for k, m in masks.items() if m not in paired)
-    if unused:  # an image of a suffix never read (x.jfif, x.heic) leaves its mask unused: name it, never pass it over
-        warn_unread_images(gt, ((f"{folder.name}/{n}", canonical_name(PurePosixPath(n).stem if by_name else
-                                 PurePosixPath(n).with_suffix("").as_posix())) for folder in folders
-                                for n in walk_files(folder)), lambda s: any(s + x in masks for x in MASK_SUFFIXES))
-    log_unused(gt, unused, "mask(s) match no image")
+    listed = ((f"{folder.name}/{n}", canonical_name(PurePosixPath(n).stem if by_name else
+                                                    PurePosixPath(n).with_suffix("").as_posix()))
+              for folder in folders for n in walk_files(folder))
+    warn_unread_images(gt, sorted(k for k, m in masks.items() if m not in paired), "mask(s) match no image", listed,
+                       lambda s: any(s + x in masks for x in MASK_SUFFIXES))
     return entries, no_mask
 
 

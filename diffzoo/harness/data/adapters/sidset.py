@@ -55,7 +55,7 @@ from diffzoo.harness.data.splits import (
     fixed_split,
     native_splits,
 )
-from diffzoo.harness.data.walk import canonical_name, log_unused, subfolders
+from diffzoo.harness.data.walk import canonical_name, subfolders
 
 log = logging.getLogger(__name__)
 
@@ -174,11 +174,10 @@ class SidSetDataset(RowsDataset):
                             continue
                     where = f"{self._members.location}:{image}"
                     self._put(split, stem, kind, ("file", image, mask), where, found, places)
-            if unused:  # an image of a suffix never read (x.jfif) leaves its mask unused: name it, never pass it over
-                names = (n for n in self._members.names if PurePosixPath(n).parent == PurePosixPath(prefix, "tampered"))
-                warn_unread_images(self._members.location, ((n, canonical_name(PurePosixPath(n).stem)) for n in names),
-                                   unused.__contains__)
-                log_unused(self._members.location, sorted(masks[s] for s in unused), "mask(s) match no tampered image")
+            names = (n for n in self._members.names if PurePosixPath(n).parent == PurePosixPath(prefix, "tampered"))
+            listed = ((n, canonical_name(PurePosixPath(n).stem)) for n in names)
+            warn_unread_images(self._members.location, sorted(masks[s] for s in unused),
+                               "mask(s) match no tampered image", listed, unused.__contains__)
         report_unpaired(str(root), missing, f"tampered image(s) have no {MASKS_DIR}/<name>{MASK_SUFFIX}.png",
                         skip_unpaired)
 
