@@ -197,8 +197,8 @@ def test_opensdi_rows_without_a_label_column_are_refused_never_read_as_diffseg30
     pairs, every real image (no mask) would be a corrupt sample."""
     hub_copy(tmp_path, "OpenSDI_test", {"sd2": split_rows("sd2", 6, seed=3).remove_columns("label")})
     data = tmp_path / "OpenSDI_test"
-    said = (f"{data} (split sd2): keys such as partial/sd2/real/003000000.jpg are OpenSDI's, whose rows need "
-            "columns key, image, mask, label; missing label")
+    said = (f"{data} (split sd2): rows need columns image, mask, key, label; missing label (columns: key, image, "
+            "mask); keys such as partial/sd2/real/003000000.jpg are OpenSDI's")
     with pytest.raises(DataError) as err:
         open_dataset(str(data))
     assert str(err.value) == said

@@ -107,6 +107,14 @@ def row_layout(columns: Collection[str]) -> str | None:
     return next((name for name, needed in ROW_LAYOUTS.items() if needed <= set(columns)), None)
 
 
+def need_columns(where: object, needed: Sequence[str], columns: Sequence[str], then: str = "") -> None:
+    """A DataError naming ``where``, the ``needed`` columns, those of them ``columns`` lack and
+    ``columns``, then ``then``, where any is lacking: rows without them cannot be read."""
+    if missing := [c for c in needed if c not in columns]:
+        raise DataError(f"{where}: rows need columns {', '.join(needed)}; missing {', '.join(missing)} "
+                        f"(columns: {', '.join(columns)}){then}")
+
+
 def sharded_split(path: Path) -> str | None:
     """``cross_test-00000-of-00001.parquet`` -> ``cross_test``; None for other names."""
     m = SHARDED.match(path.name)
@@ -278,10 +286,7 @@ def _load(source: Path | str) -> dict[str, Any]:
             raise DataError(f"{not_readable(unreadable[0])}; move it out of {source} or replace it")
         # `datasets` gives a file the columns of the folder's first: one it lacks would read as empty cells
         for f in files:
-            if missing := [c for c in REQUIRED_COLUMNS if c not in (columns[f] or ())]:
-                raise DataError(f"{f}: rows need columns {', '.join(REQUIRED_COLUMNS)}; missing {', '.join(missing)} "
-                                f"(columns: {', '.join(sorted(columns[f] or ()))}); move it out of {source} or "
-                                "replace it")
+            need_columns(f, REQUIRED_COLUMNS, sorted(columns[f] or ()), f"; move it out of {source} or replace it")
         if upper := [f for f in files if f.suffix not in _DATA_SUFFIXES]:  # load_dataset skips them
             raise DataError(f"{upper[0]}: `datasets` reads a folder's data files by their lower-case suffix and would "
                             f"pass this one over; rename it to {upper[0].suffix.lower()}")
@@ -335,9 +340,9 @@ def _row_ids(ds: Any, where: str) -> list[str]:
         return [f"{i:08d}" for i in range(ds.num_rows)]
     full = [str(k) for k in ds[key]]
     # OpenSDI's rows are its images (a real one has no mask), never image/mask pairs, whatever column they lack
-    if key == "key" and "label" not in ds.column_names and full and all(map(OPENSDI_KEY.fullmatch, full)):
-        raise DataError(f"{where}: keys such as {full[0]} are OpenSDI's, whose rows need columns key, image, "
-                        "mask, label; missing label")
+    if key == "key" and full and all(map(OPENSDI_KEY.fullmatch, full)):
+        need_columns(where, (*REQUIRED_COLUMNS, "key", "label"), ds.column_names,
+                     f"; keys such as {full[0]} are OpenSDI's")
     short = [k.rsplit("/", 1)[-1] for k in full]
     for ids in (short, full):
         if len(set(ids)) == len(ids):
@@ -369,13 +374,7 @@ class HFRows:
         self._files = None if files is None else list(files)
         self._cache_key = cache_key or os.path.abspath(location)
         for name, ds in tables.items():
-            needed = [*self.images, *values]
-            missing = [c for c in needed if c not in ds.column_names]
-            if missing:
-                raise DataError(
-                    f"{location} (split {name}): rows need columns {', '.join(needed)}; missing "
-                    f"{', '.join(missing)} (columns: {', '.join(ds.column_names)})"
-                )
+            need_columns(f"{location} (split {name})", [*self.images, *values], ds.column_names)
             self._values[name] = {c: list(ds[c]) for c in values}
             ds = ds.select_columns(list(self.images))
             for col in self.images:
