@@ -779,6 +779,36 @@ def test_verify_version_names_a_pin_whose_file_holds_another_record(tmp_path, ca
                                         "(`diffzoo leaderboard verify` says more)"), err
 
 
+def test_verify_says_which_states_no_record_names_once_records_are_removed(tmp_path, capsys):
+    """A store whose records/ was emptied, its states left, is said by verify: a warning, not a
+    failure, since a run stopped between keeping a state and writing its record leaves one too."""
+    store = RecordStore(tmp_path / "s")
+    store.add(a := make_record(state=make_state()))
+    code, out, _ = cli(capsys, "leaderboard", "verify", "--store", store.root)
+    assert code == 0 and "warning" not in out, out
+    (store.records_dir / f"{a.id}.json").unlink()
+    code, out, _ = cli(capsys, "leaderboard", "verify", "--store", store.root)
+    assert code == 0 and (f"warning: 1 state file(s) named by no record of records/ or replaced/ (first: "
+                          f"{store.root / a.body.state.file}): their records were removed, or a run stopped before "
+                          "writing them") in one_line(out), out
+
+
+def test_verify_fails_a_file_of_replaced_not_named_by_its_content(tmp_path, capsys):
+    """A file of replaced/ is kept as ``ID.DIGEST.json`` (its content's digest), the one name a
+    version's pin finds it by: one under another name is a bad row of verify, as a misnamed record is."""
+    store = RecordStore(tmp_path / "s")
+    store.add(a := make_record(state=make_state()))
+    store.add(make_record(state=make_state(seed=1)), replace=True)  # the same run: a is kept in replaced/
+    code, out, _ = cli(capsys, "leaderboard", "verify", "--store", store.root)
+    assert code == 0 and "2 good, 0 bad record(s)" in one_line(out), out
+    moved = store.replaced_dir / f"{a.id}.json"
+    (store.replaced_dir / f"{a.id}.{a.content_digest[:16]}.json").rename(moved)
+    code, out, _ = cli(capsys, "leaderboard", "verify", "--store", store.root)
+    assert code == 1 and (f"bad {moved}: file name {a.id}.json is not ID.{a.content_digest[:16]}.json (ID a record "
+                          "id), the name replaced/ keeps its content under: no version finds it there") in one_line(out), out
+    assert "1 good, 1 bad record(s)" in out
+
+
 def test_a_record_dated_after_now_frozen_into_a_version_is_skipped_by_its_publish_naming_it(tmp_path, capsys,
                                                                                            monkeypatch):
     """A version frozen where the rule did not hold (a record dated 2999) publishes as the tables of

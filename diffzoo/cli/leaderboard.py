@@ -185,6 +185,10 @@ def _report(report: Report, good: str, bad: str, by_path: bool = False) -> None:
     for path in report.temp_files:
         console.print(f"[yellow]temp file[/] {term(path)}: left by a killed write; not a record "
                       "(remove it, or run again with --clean)", soft_wrap=True)
+    if orphans := report.orphan_states:
+        console.print(f"[yellow]warning[/]: {len(orphans)} state file(s) named by no record of records/ or replaced/ "
+                      f"(first: {term(orphans[0])}): their records were removed, or a run stopped before writing "
+                      "them", soft_wrap=True)
     versions = len(report.bad) - report.bad_records
     console.print(f"{report.checked - report.bad_records} {good}, {report.bad_records} {bad} record(s); "
                   + (f"{versions} frozen-version problem(s); " if versions else "")

@@ -68,7 +68,7 @@ from diffzoo.harness.records.document import (
     store_lock,
     write_state_file,
 )
-from diffzoo.harness.records.model import RECORDS_DIR
+from diffzoo.harness.records.model import RECORDS_DIR, STATE_DIR
 from diffzoo.leaderboard.outdir import DIFFZOO_NAMES, read_marker
 
 log = logging.getLogger(__name__)
@@ -184,6 +184,29 @@ class RecordStore:
         except (OSError, ValueError):  # unreadable, not JSON, or refused (FileRefused): no record
             return None
 
+    def kept_problems(self, path: Path) -> list[str]:
+        """Why the file ``path`` of ``replaced/`` is not one :meth:`_keep_replaced` keeps (empty: it
+        is): a regular file of the store named by a record id and its content (:func:`kept_digest`),
+        the only name a version's pin finds it by (:meth:`find`)."""
+        try:
+            raw = read_regular(path, MAX_RECORD_BYTES, within=self.root)
+        except FileRefused as exc:
+            return [exc.reason]
+        except OSError as exc:
+            return [f"cannot be read ({exc.strerror or exc})"]
+        rid, _, rest = path.name.partition(".")
+        if len(rid) == 16 and RECORD_ID.fullmatch(rid) and rest == f"{kept_digest(raw)}.json":
+            return []
+        return [f"file name {path.name} is not ID.{kept_digest(raw)}.json (ID a record id), the name "
+                f"{REPLACED_DIR}/ keeps its content under: no version finds it there"]
+
+    def orphan_states(self) -> list[Path]:
+        """The files of ``states/`` that no file of ``records/`` or ``replaced/`` names: the records
+        were removed, or a run stopped (or was kept as already recorded) before writing them."""
+        named = {data.get(key) for path in (*self.paths(), *self.replaced_dir.glob("*.json"))
+                 if isinstance(data := self._json(path), dict) for key in ("state_file", "compared_state_file")}
+        return [p for p in sorted((self.root / STATE_DIR).glob("*.json")) if f"{STATE_DIR}/{p.name}" not in named]
+
     def state_source(self, record: ResultRecord | None = None) -> StateSource:
         """Where this store's states are (and ``record``'s carried ones)."""
         return StateSource([self.root], record.attachments if record is not None else None)
@@ -272,11 +295,7 @@ class RecordStore:
             raw = read_regular(path, MAX_RECORD_BYTES, within=self.root)
         except FileRefused as exc:
             raise RecordError(f"cannot replace {exc}; move it away and run again") from None
-        try:
-            digest = content_digest(parse_json(raw))
-        except ValueError:
-            digest = hashlib.sha256(raw).hexdigest()
-        kept = self.replaced_dir / f"{path.stem}.{digest[:16]}.json"
+        kept = self.replaced_dir / f"{path.stem}.{kept_digest(raw)}.json"
         if not kept.exists():
             atomic_write_bytes(kept, raw)
         return kept
@@ -307,6 +326,15 @@ class RecordStore:
             return dataclasses.replace(outcome, status="rejected",
                                        reason=outcome.reason if outcome.stored_invalid else conflict)
         return outcome
+
+
+def kept_digest(raw: bytes) -> str:
+    """What ``replaced/`` names the bytes ``raw`` of a record file by (``ID.DIGEST.json``): the first
+    16 digits of their content digest (of their sha256 where they are no JSON)."""
+    try:
+        return content_digest(parse_json(raw))[:16]
+    except ValueError:
+        return hashlib.sha256(raw).hexdigest()[:16]
 
 
 def expand_record_paths(paths: Iterable[Path]) -> list[Path]:

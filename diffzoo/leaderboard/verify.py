@@ -42,6 +42,7 @@ class Report:
     bad: list[BadRow] = field(default_factory=list)
     temp_files: list[Path] = field(default_factory=list)
     cleaned: list[Path] = field(default_factory=list)
+    orphan_states: list[Path] = field(default_factory=list)  # said, never failed: a stopped run leaves them too
 
     @property
     def bad_records(self) -> int:
@@ -79,6 +80,11 @@ def verify_store(store: RecordStore, version: str | None = None, *, clean: bool 
             report.checked += 1
             if bad := check_file(path, source):
                 report.bad.append(bad)
+        for path in sorted(store.replaced_dir.glob("*.json")):  # kept as they were: named by content, not verified
+            report.checked += 1
+            if problems := store.kept_problems(path):
+                report.bad.append(BadRow(str(path), path, problems))
+        report.orphan_states = store.orphan_states()
         for vpath in version_files(store):
             _check_version(store, vpath.stem, source, report, count=False)
     report.cleaned = cleaned
