@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from diffzoo.harness.core.errors import RecordError
@@ -37,9 +38,10 @@ def test_record_id_is_the_identity_and_nan_is_null(tmp_path):
     assert ResultRecord.read(path).data == a.data
 
 
-@pytest.mark.parametrize("value", [float("inf"), -float("inf")])
+@pytest.mark.parametrize("value", [float("inf"), -float("inf"), np.array(-np.inf)])
 def test_an_infinite_metric_is_refused_naming_it_and_nan_stays_undefined(value):
-    """NaN is a metric with no value (null); an infinity is no metric value, and was stored as null unsaid."""
+    """NaN is a metric with no value (null); an infinity is no metric value, and was stored as null unsaid
+    (one in a 0-d numpy array too, which python's float() reads)."""
     with pytest.raises(RecordError) as info:
         minimal(metrics={"mIoU": 0.5, "aAcc": value})
     assert str(info.value) == f"invalid record: field metrics.aAcc is {value}, not finite (undefined values are " \

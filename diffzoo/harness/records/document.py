@@ -49,7 +49,6 @@ import datetime as _dt
 import hashlib
 import json
 import math
-import numbers
 import os
 import platform
 import socket
@@ -148,15 +147,16 @@ def read_json_file(path: Path | str, limit: int, what: str, within: Path | str |
     raise RecordError(f"{what} {path} {why}", problems=[why])
 
 
-def clean_json(value: Any) -> Any:
-    """JSON-safe: NaN/inf -> None, tuples -> lists, numpy scalars -> python."""
+def clean_json(value: Any, keep_inf: bool = False) -> Any:
+    """JSON-safe: NaN (and inf, unless ``keep_inf``: for a check to refuse) -> None, tuples -> lists,
+    numpy scalars -> python."""
     if isinstance(value, dict):
-        return {str(k): clean_json(v) for k, v in value.items()}
+        return {str(k): clean_json(v, keep_inf) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [clean_json(v) for v in value]
+        return [clean_json(v, keep_inf) for v in value]
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+    return None if isinstance(value, float) and (math.isnan(value) or math.isinf(value) and not keep_inf) else value
 
 
 def git_hash() -> str | None:
@@ -373,8 +373,7 @@ class ResultRecord:
         """``fields`` as the typed model writes them (validated, defaults filled in); RecordError if invalid."""
         data = clean_json({"schema_version": SCHEMA_VERSION, "record_id": "0" * 16, "digests": {}, **fields})
         if isinstance(metrics := fields.get("metrics"), dict):  # NaN is an undefined metric (null); an infinity is
-            data["metrics"].update((str(k), float(v)) for k, v in metrics.items()  # none: the metric check refuses it
-                                   if isinstance(v, numbers.Real) and math.isinf(v))
+            data["metrics"] = clean_json(metrics, keep_inf=True)  # none: the metric check refuses it
         return clean_json(_valid_body(data).to_dict())
 
     @cached_property
