@@ -362,6 +362,27 @@ def test_versions_are_listed_in_version_order_everywhere(tmp_path, capsys):
     assert code == 1 and [line.split()[2] for line in out.splitlines() if line.startswith("bad version")] == ordered
 
 
+def test_a_frozen_version_lists_its_datasets_in_the_sites_natural_order_and_one_frozen_in_text_order_verifies(
+        tmp_path, capsys):
+    """ds9 before ds10 in the version file, as the site and `versions` list them (it was text order,
+    ds10 first); a version frozen in text order says the same datasets and still verifies."""
+    from diffzoo.leaderboard.versions import sealed
+
+    store = RecordStore(tmp_path / "s")
+    for name in ("ds10", "ds9"):
+        store.add(make_record(dataset=name, fingerprint=f"fp-{name}", state=make_state()))
+    path = freeze(store, "v1")
+    manifest = json.loads(path.read_text())
+    assert [d["name"] for d in manifest["datasets"]] == ["ds9", "ds10"]
+    manifest = {k: v for k, v in manifest.items() if k not in ("digests", "content_hash")}
+    manifest["datasets"].reverse()  # as a freeze sorting names as text wrote it
+    path.write_text(json.dumps(sealed(manifest)))
+    code, out, _ = cli(capsys, "leaderboard", "verify", "v1", "--store", store.root)
+    assert code == 0 and "2 good, 0 bad record(s)" in one_line(out), out
+    code, out, _ = cli(capsys, "leaderboard", "versions", "--store", store.root)
+    assert code == 0 and "ds9, ds10" in out, out
+
+
 def test_a_version_file_that_is_no_json_object_is_named_for_what_it_is(tmp_path, capsys):
     """A version file holding an array, a string or null was said to have "schema None"."""
     store = RecordStore(tmp_path)

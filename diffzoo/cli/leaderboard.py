@@ -274,7 +274,7 @@ def freeze_cmd(
 @lb.command("versions")
 def versions_cmd(store: Path = STORE) -> None:
     """List frozen versions."""
-    from diffzoo.leaderboard.versions import list_versions
+    from diffzoo.leaderboard.versions import dataset_order, list_versions
 
     versions, bad = list_versions(open_store(store))
     if not versions and not bad:
@@ -282,8 +282,9 @@ def versions_cmd(store: Path = STORE) -> None:
         return
     table = folded_table("frozen versions", ("name", "created", "records", "suites", "datasets", "note"))
     for v in versions:
+        datasets = ", ".join(shown_name(d["name"]) for d in dataset_order(v["datasets"]))  # one frozen in text order
         table.add_row(term_text(v["name"]), term_text(v.get("created", "")), str(len(v["records"])),
-                      term_text(_suites(v)), term_text(", ".join(shown_name(d["name"]) for d in v["datasets"])),
+                      term_text(_suites(v)), term_text(datasets),
                       term_text(shown_name(v.get("note", ""))))
     if versions:
         console.print(table)

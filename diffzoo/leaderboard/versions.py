@@ -28,6 +28,7 @@ from typing import Any
 from diffzoo.harness.core.cards import stable_hash
 from diffzoo.harness.core.errors import ConfigError, RecordError, did_you_mean
 from diffzoo.harness.core.fsutil import atomic_write_text
+from diffzoo.harness.core.registry import natural_key
 from diffzoo.harness.core.types import nfc
 from diffzoo.harness.records.check import state_problems
 from diffzoo.harness.records.document import (
@@ -68,11 +69,17 @@ def summarize(records: list[ResultRecord]) -> dict[str, Any]:
     datasets = {(b.dataset.name, b.dataset.fingerprint) for b in bodies}
     suites = {(b.suite.name, b.suite.version, b.suite.definition_hash) for b in bodies}
     return {
-        "datasets": [{"name": n, "fingerprint": f} for n, f in sorted(datasets)],
+        "datasets": dataset_order([{"name": n, "fingerprint": f} for n, f in datasets]),
         "suites": [{"name": n, "version": v, "definition_hash": h} for n, v, h in sorted(suites)],
         "metrics_versions": sorted({b.metrics_version for b in bodies}),
         "detectors": sorted({b.detector.name for b in bodies}),
     }
+
+
+def dataset_order(datasets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Datasets (``{name, fingerprint}``) in the one order every listing of them has: natural
+    name order (``ds9`` before ``ds10``, :func:`~diffzoo.harness.core.registry.natural_key`)."""
+    return sorted(datasets, key=lambda d: (natural_key(str(d["name"])), str(d["fingerprint"])))
 
 
 def _matches(value: str, patterns: Sequence[str]) -> bool:
@@ -274,8 +281,9 @@ def summary_problems(manifest: dict[str, Any], records: list[ResultRecord]) -> l
     """What a version file says of its records (datasets, suites, metric versions, detectors) that
     the records themselves do not: what a table's header prints is read from the manifest, so an
     edit there would publish a provenance the numbers do not have."""
-    return [f"it lists {key} {manifest.get(key)!r}, its records {value!r}: changed after it was frozen"
-            for key, value in summarize(records).items() if manifest.get(key) != value]
+    said = {**manifest, "datasets": dataset_order(manifest["datasets"])}  # one frozen in text order says the same
+    return [f"it lists {key} {said.get(key)!r}, its records {value!r}: changed after it was frozen"
+            for key, value in summarize(records).items() if said.get(key) != value]
 
 
 def version_paths(store: RecordStore, name: str) -> tuple[dict[str, Any], dict[str, Path | None]]:

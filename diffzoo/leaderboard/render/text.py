@@ -22,7 +22,6 @@ from pathlib import Path
 
 from diffzoo.harness.core.errors import ConfigError, RecordError
 from diffzoo.harness.core.fsutil import atomic_write_text, writing
-from diffzoo.harness.core.registry import natural_key
 from diffzoo.leaderboard.formats import FORMATS, MAIN_FILES, MANIFEST, OVERVIEW_FILES, SITE_DIRS, TEXT_FORMAT_FILES
 from diffzoo.leaderboard.index import check_mixing, record_conditions
 from diffzoo.leaderboard.layouts.cases import build_tables
@@ -35,7 +34,7 @@ from diffzoo.leaderboard.render.markdown import leaderboard_markdown, overview_m
 from diffzoo.leaderboard.render.site_figures import plot_file
 from diffzoo.leaderboard.robustness import robustness_series
 from diffzoo.leaderboard.table import ABSENT, NOT_APPLICABLE, Column, Row, Table, cell_text, conditions_line
-from diffzoo.leaderboard.versions import Selection, summarize
+from diffzoo.leaderboard.versions import Selection, dataset_order, summarize
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ def header_lines(selection: Selection) -> list[tuple[str, str]]:
     return [
         ("version", selection.label if selection.version else f"not frozen ({selection.label})"), *frozen,
         ("datasets", ", ".join(f"{d['name']} ({d['fingerprint']})"
-                               for d in sorted(info["datasets"], key=lambda d: natural_key(str(d["name"]))))),
+                               for d in dataset_order(info["datasets"]))),
         ("suites", ", ".join(f"{s['name']} v{s['version']}" for s in info["suites"])),
         ("metric definitions", ", ".join(f"v{v}" for v in info["metrics_versions"])),
         *((f"{name}s", ", ".join(sorted({record_conditions(r)[name] for r in selection.records})))
