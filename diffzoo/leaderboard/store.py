@@ -40,7 +40,7 @@ import dataclasses
 import hashlib
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,8 +159,7 @@ class RecordStore:
                 raise RecordError(f"{matches[0]} is not a valid record, so no table shows it: {'; '.join(why)}")
             return record
         if not matches:  # a record renamed in records/ (its content intact) is named where it is
-            held = next(((p, data["record_id"]) for p in self.paths() if isinstance(data := self._json(p), dict)
-                         and str(data.get("record_id")).startswith(record_id)), None)
+            held = self.renamed(lambda data: str(data.get("record_id")).startswith(record_id))
             moved = "" if held is None else f": {held[0]} holds record {held[1]} under another file name: name it " \
                 f"{held[1]}.json again"
             raise ConfigError(f"no record {record_id!r} in {self.records_dir}{moved}")
@@ -172,6 +171,12 @@ class RecordStore:
         ``digest``: the current one, or one a re-run replaced."""
         paths = (self.records_dir / f"{record_id}.json", self.replaced_dir / f"{record_id}.{digest[:16]}.json")
         return next((path for path in paths if self.holds(path, digest)), None)
+
+    def renamed(self, holds: Callable[[dict[str, Any]], bool]) -> tuple[Path, str] | None:
+        """The file of ``records/`` whose record (a JSON object ``holds`` accepts) is under another
+        name than its id, and that id, found in one pass: what an answer of "no such record" names."""
+        return next(((p, str(data.get("record_id"))) for p in self.paths()
+                     if isinstance(data := self._json(p), dict) and holds(data)), None)
 
     def holds(self, path: Path, digest: str) -> bool:
         """Whether the file ``path`` of this store holds a record of content digest ``digest``."""

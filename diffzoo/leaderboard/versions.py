@@ -35,6 +35,7 @@ from diffzoo.harness.records.document import (
     MAX_RECORD_BYTES,
     VERSIONS_DIR,
     ResultRecord,
+    content_digest,
     dated_later,
     digest_problems,
     field_digests,
@@ -304,8 +305,8 @@ def unpinned(store: RecordStore, name: str, rid: str, digest: str) -> str:
             read_json_file(path, MAX_RECORD_BYTES, "record", store.root)
         except RecordError as exc:
             return head + str(exc)
-    if moved := next((p for p in store.paths() if store.holds(p, digest)), None):  # its content intact, misnamed
-        return head + f"{moved} holds it under another file name: name it {rid}.json again"
+    if moved := store.renamed(lambda data: content_digest(data) == digest):  # its content intact, misnamed
+        return head + f"{moved[0]} holds it under another file name: name it {rid}.json again"
     return head + "no record in records/ or replaced/ has that content: it was edited or removed"
 
 
