@@ -170,17 +170,13 @@ class RecordStore:
         """The file holding record ``record_id`` with content digest
         ``digest``: the current one, or one a re-run replaced."""
         paths = (self.records_dir / f"{record_id}.json", self.replaced_dir / f"{record_id}.{digest[:16]}.json")
-        return next((path for path in paths if self.holds(path, digest)), None)
+        return next((p for p in paths if (data := self._json(p)) is not None and content_digest(data) == digest), None)
 
     def renamed(self, holds: Callable[[dict[str, Any]], bool]) -> tuple[Path, str] | None:
         """The file of ``records/`` whose record (a JSON object ``holds`` accepts) is under another
         name than its id, and that id, found in one pass: what an answer of "no such record" names."""
         return next(((p, str(data.get("record_id"))) for p in self.paths()
                      if isinstance(data := self._json(p), dict) and holds(data)), None)
-
-    def holds(self, path: Path, digest: str) -> bool:
-        """Whether the file ``path`` of this store holds a record of content digest ``digest``."""
-        return (data := self._json(path)) is not None and content_digest(data) == digest
 
     def _json(self, path: Path) -> Any:
         """What the file ``path`` of this store holds; None where it is no readable JSON file."""

@@ -13,7 +13,7 @@ removes them (under the store's lock).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +52,13 @@ class Report:
     def ok(self) -> bool:
         return not self.bad and not self.temp_files
 
+    def check(self, paths: Iterable[Path], bad_of: Callable[[Path], BadRow | None]) -> None:
+        """Count each of ``paths`` checked, and the row ``bad_of`` gives a bad one."""
+        for path in paths:
+            self.checked += 1
+            if bad := bad_of(path):
+                self.bad.append(bad)
+
 
 def check_file(path: Path, source: StateSource, expect_id: str | None = None,
                read: tuple[ResultRecord | None, list[str]] | None = None) -> BadRow | None:
@@ -76,14 +83,9 @@ def verify_store(store: RecordStore, version: str | None = None, *, clean: bool 
         _check_version(store, version, source, report)
     else:
         report = Report(f"store {store.root}")
-        for path in store.paths():
-            report.checked += 1
-            if bad := check_file(path, source):
-                report.bad.append(bad)
-        for path in sorted(store.replaced_dir.glob("*.json")):  # kept as they were: named by content, not verified
-            report.checked += 1
-            if problems := store.kept_problems(path):
-                report.bad.append(BadRow(str(path), path, problems))
+        report.check(store.paths(), lambda path: check_file(path, source))
+        report.check(sorted(store.replaced_dir.glob("*.json")),  # kept as they were: named by content, not verified
+                     lambda path: BadRow(str(path), path, why) if (why := store.kept_problems(path)) else None)
         report.orphan_states = store.orphan_states()
         for vpath in version_files(store):
             _check_version(store, vpath.stem, source, report, count=False)
@@ -122,10 +124,7 @@ def verify_files(paths: Iterable[Path], *, clean: bool = False) -> Report:
     temp files in those folders are listed (and removed with ``clean``)."""
     paths = [Path(p) for p in paths]
     report = Report(", ".join(map(str, paths)))
-    for path in expand_record_paths(paths):
-        report.checked += 1
-        if bad := check_file(path, StateSource(record_roots(path))):
-            report.bad.append(bad)
+    report.check(expand_record_paths(paths), lambda path: check_file(path, StateSource(record_roots(path))))
     for folder in {p if p.is_dir() else p.parent for p in paths}:
         store = RecordStore(folder.parent if folder.name == "records" else folder)
         if clean and store.temp_files():  # the lock is taken only to clean: a user's folder gets no lock file
