@@ -991,13 +991,19 @@ def test_bases_with_an_exif_orientation_tag_are_named_in_a_warning(tmp_path, cap
 
 def test_bases_with_transparency_are_named_in_the_same_warning_pass(tmp_path, caplog):
     """An RGBA PNG (or a palette one with a transparent entry) is edited composited on white: said once per kind,
-    counting and naming one, beside the EXIF one (both were made into samples, the transparent ones unsaid)."""
+    counting and naming one, beside the EXIF one (both were made into samples, the transparent ones unsaid).
+    The pixels decide: an RGBA PNG all opaque is read unchanged, unnamed (its header alone named it)."""
     from diffzoo.generators.generate.bases import list_folder
 
     bases = make_bases(tmp_path / "bases", n=1)
     rgb = Image.open(bases / "b0.png").convert("RGB")
-    rgb.convert("RGBA").save(bases / "cutout.png")
-    rgb.convert("P").save(bases / "keyed.png", transparency=0)
+    rgb.convert("RGBA").save(bases / "opaque.png")
+    cutout = rgb.convert("RGBA")
+    cutout.putpixel((0, 0), (0, 0, 0, 254))
+    cutout.save(bases / "cutout.png")
+    keyed = rgb.convert("P")
+    keyed.putpixel((0, 0), 0)
+    keyed.save(bases / "keyed.png", transparency=0)
     exif = Image.Exif()
     exif[0x0112] = 6
     for name in ("t1.jpg", "t2.jpg"):

@@ -150,14 +150,15 @@ def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str, decode: Co
                        "its annotations give: a file of another image, or turned")
     refuse_files(f"--bases {spec}", "base image", bad)
     from diffzoo.harness.data.fingerprint import file_orientation
-    from diffzoo.harness.data.imageio import file_transparent
+    from diffzoo.harness.data.imageio import image_trait, see_through
 
     for odd, what, why in (  # read as every image is, unlike a viewer shows them: one warning per kind
         (file_orientation, "carry an EXIF orientation tag", "they are edited as stored, as diffzoo reads every image; "
          "a viewer that applies the tag shows them turned against their samples (rotate the originals first: "
          "exiftran -ai)"),
-        (file_transparent, "hold transparency (an alpha channel or a transparent colour)", "they are edited "
-         "composited on white, as diffzoo reads every image (flatten the originals on the background you want)"),
+        (lambda path: image_trait(path, see_through), "hold transparency (an alpha channel or a transparent colour)",
+         "they are edited composited on white, as diffzoo reads every image (flatten the originals on the background "
+         "you want)"),
     ):
         if found := [r.source for r in refs if odd(r.path)]:
             log.warning("%d base image(s) %s (%s): %s", len(found), what, name_some(found, 1), why)

@@ -62,12 +62,9 @@ _TALLIES: list[list[str]] = []
 def file_orientation(path: Path) -> int | None:
     """The EXIF orientation tag of the image file ``path`` (its header only); None without one,
     or for what is not a regular file or cannot be read (reading the image says why)."""
-    from diffzoo.harness.data.imageio import exif_orientation  # Pillow: only when asked
+    from diffzoo.harness.data.imageio import exif_orientation, image_trait  # Pillow: only when asked
 
-    try:
-        return exif_orientation(_file_head(path)) if path.is_file() else None  # a FIFO is never opened: it would block
-    except OSError:
-        return None
+    return image_trait(_file_head(path), exif_orientation)
 
 
 @contextmanager
@@ -166,7 +163,7 @@ class DigestCache:
         once and the answer cached with the stamp (0: no tag)."""
         if not _TALLIES:
             return
-        from diffzoo.harness.data.imageio import exif_orientation  # Pillow: only when counting
+        from diffzoo.harness.data.imageio import exif_orientation, image_trait  # Pillow: only when counting
 
         oriented = []
         for name, stamp, head in items:
@@ -174,7 +171,7 @@ class DigestCache:
             if isinstance(hit, list) and hit[:-1] == stamp:
                 value = hit[-1]
             else:
-                value = exif_orientation(head()) or 0
+                value = image_trait(head(), exif_orientation) or 0
                 self._orientations[name] = [*stamp, value]
                 self._dirty = True
             if value:
@@ -193,10 +190,12 @@ def _file_sha256(path: Path) -> str:
 
 def _file_head(path: Path) -> bytes:
     try:
-        with open(path, "rb") as fh:
-            return fh.read(HEADER_BYTES)
+        if path.is_file():  # a FIFO is never opened: it would block
+            with open(path, "rb") as fh:
+                return fh.read(HEADER_BYTES)
     except OSError:
-        return b""
+        pass
+    return b""
 
 
 def file_digests(root: Path, files: Iterable[Path]) -> dict[str, tuple[int, str]]:

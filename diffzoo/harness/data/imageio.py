@@ -25,7 +25,9 @@ import logging
 import os
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -35,6 +37,7 @@ from diffzoo.harness.core.fsutil import MISSING, file_kind
 from diffzoo.harness.core.runlog import warn_once
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ImageSource = str | os.PathLike | bytes | bytearray | memoryview | Image.Image
 """A path, the encoded file's bytes, or an (opened) PIL image."""
@@ -106,25 +109,33 @@ ORIENTATION_TAG = 0x0112
 """EXIF Orientation: 1 is the stored view; 2..8 ask a viewer to mirror and/or rotate it."""
 
 
-def exif_orientation(head: bytes) -> int | None:
-    """The EXIF orientation of an image file from its first bytes ``head`` (its header; no
-    pixel is decoded), or None: no tag, 1 (normal), or not an image.  diffzoo scores the
-    stored pixels whatever it says (docs/datasets.md, "EXIF orientation")."""
+def image_trait(src: Path | bytes, trait: Callable[[Image.Image], T]) -> T | None:
+    """``trait`` of the image in ``src`` (a file, or a file's first bytes) opened lazily: no pixel is
+    decoded unless ``trait`` reads them; None for what is not a regular file, cannot be read or is no
+    image (reading the image says why)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            img = Image.open(io.BytesIO(head))
-            raw = img.info.get("exif")
-            if raw is not None:  # JPEG, PNG, WebP: the block read with the header
-                exif = Image.Exif()
-                exif.load(raw)
-            elif img.format == "TIFF":  # the first IFD's tags, read when opened
-                exif = img.getexif()
-            else:  # PNG's getexif() would decode the pixels to look for a late eXIf chunk
-                return None
-            value = exif.get(ORIENTATION_TAG)
-    except Exception:  # not an image, or a header cut short: no tag counted
+        if isinstance(src, bytes) or src.is_file():  # a FIFO is never opened: it would block
+            with warnings.catch_warnings(), Image.open(io.BytesIO(src) if isinstance(src, bytes) else src) as img:
+                warnings.simplefilter("ignore")
+                return trait(img)
+    except Exception:  # not an image, a header cut short: a bad file may make Pillow raise anything
+        pass
+    return None
+
+
+def exif_orientation(img: Image.Image) -> int | None:
+    """The EXIF orientation of an opened image (:func:`image_trait`), read from its header, or
+    None: no tag or 1 (normal).  diffzoo scores the stored pixels whatever it says
+    (docs/datasets.md, "EXIF orientation")."""
+    raw = img.info.get("exif")
+    if raw is not None:  # JPEG, PNG, WebP: the block read with the header
+        exif = Image.Exif()
+        exif.load(raw)
+    elif img.format == "TIFF":  # the first IFD's tags, read when opened
+        exif = img.getexif()
+    else:  # PNG's getexif() would decode the pixels to look for a late eXIf chunk
         return None
+    value = exif.get(ORIENTATION_TAG)
     return value if isinstance(value, int) and value != 1 else None
 
 
@@ -134,17 +145,10 @@ def transparent(img: Image.Image) -> bool:
     return img.mode in ALPHA_MODES or img.info.get("transparency") is not None
 
 
-def file_transparent(path: Path) -> bool:
-    """Whether the image file ``path`` is :func:`transparent`, from its header (no pixel decoded);
-    False for what is not a regular file or cannot be read (reading the image says why)."""
-    try:
-        if path.is_file():  # a FIFO is never opened: it would block
-            with warnings.catch_warnings(), Image.open(path) as img:
-                warnings.simplefilter("ignore")
-                return transparent(img)
-    except Exception:  # a bad file may make Pillow raise anything
-        pass
-    return False
+def see_through(img: Image.Image) -> bool:
+    """Whether a pixel of ``img`` has alpha under 255, which :func:`read_image`'s compositing on white
+    changes; an image :func:`transparent` by its header alone is decoded to tell."""
+    return transparent(img) and int(np.asarray(converted(img, "RGBA", "", ""))[:, :, 3].min()) < 255
 
 
 def _link_note(path: Path) -> str:
