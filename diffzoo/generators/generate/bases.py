@@ -106,18 +106,10 @@ def header_size(ref: BaseRef) -> tuple[int, int]:
     """(h, w) of a base from its header, no pixel decoded; one with no header to read (a file
     not there, not regular, empty or no image), or too large, raises the CorruptSampleError
     reading it would, which says why from the header too."""
-    from PIL import Image
+    from diffzoo.harness.data.imageio import image_trait, max_pixels, read_image
 
-    from diffzoo.harness.data.imageio import max_pixels, read_image
-
-    try:
-        if file_kind(ref.path) is None:  # a FIFO would block the open
-            with Image.open(ref.path) as im:
-                if im.width * im.height <= max_pixels():
-                    return im.height, im.width
-    except Exception:  # a bad file may make Pillow raise anything
-        pass
-    return read_image(ref.path, ref.key, name=ref.source).shape[:2]
+    hw = image_trait(ref.path, lambda im: (im.height, im.width) if im.width * im.height <= max_pixels() else None)
+    return hw or read_image(ref.path, ref.key, name=ref.source).shape[:2]
 
 
 def check_bases(refs: Sequence[BaseRef], size: int | None, spec: str, decode: Collection[str] = (),
