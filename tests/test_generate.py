@@ -1261,6 +1261,26 @@ def test_progress_starts_before_the_first_sample(tmp_path):
     assert calls == []
 
 
+def test_an_instruction_editors_own_area_bounds_are_settings_a_resume_shares(tmp_path):
+    """An editor's own min_area / max_area (an instruction editor's rejection bounds) decide which tries are
+    rejected: they were not recorded, so a resume with other bounds went on unsaid."""
+
+    class Bounded(FakeEditor):
+        def __init__(self, max_area: float):
+            super().__init__(1)
+            self.label_options = {"tau": 0.05, "min_area": 0.01, "max_area": max_area, "cleanup": 3}
+
+    config = gen_config(tmp_path / "out", make_bases(tmp_path / "bases"), editors=("a",), n=1, ai_fraction=0.0)
+    pipeline.generate(config, editors={"a": Bounded(0.7)})
+    settings = json.loads((tmp_path / "out" / "generate.json").read_text())["settings"]
+    assert settings["editor_areas"] == {"a": [0.01, 0.7]}
+    with pytest.raises(ConfigError, match=r"other settings \(editor_areas differs\); resume with the same options"):
+        pipeline.generate(config, editors={"a": Bounded(0.5)})
+    stored = tmp_path / "out" / STATE_DIR / pipeline.CONFIG_FILE  # written before the bounds were: they are unknown
+    stored.write_text(json.dumps({k: v for k, v in json.loads(stored.read_text()).items() if k != "editor_areas"}))
+    assert pipeline.generate(config, editors={"a": Bounded(0.5)}).made == 0
+
+
 def test_a_run_stopped_before_writing_its_settings_is_resumed(tmp_path):
     """A run takes its lock before it writes its settings: stopped between (a full disk), its folder holds the
     lock alone, and was refused as a foreign folder."""

@@ -253,6 +253,8 @@ class DatasetGenerator:
                       *(getattr(r, part, None) for r in (self._regions, self._ai_regions)
                         for part in ("detector", "segmenter"))):
             getattr(model, "check_weights", lambda: None)()
+        areas = {spec: [o["min_area"], o["max_area"]] for spec, name in zip(c.editors, self.classes)  # an editor's
+                 if isinstance(o := getattr(self._editor(name), "label_options", None), dict)}  # own bounds reject
         return {
             "version": GENERATE_VERSION, "seed": c.seed, "editors": list(c.editors),
             "labels": list(self.label_space.names), "turns": list(self.schedule.turn_ratio),
@@ -261,6 +263,7 @@ class DatasetGenerator:
             "open_vocab": [c.detector, c.sam] if kind == "open-vocab" else None,
             "area_bins": list(c.area_bins), "quality": self.quality.settings(), "loras": loras,
             "threads": c.threads, **settings,  # torch's CPU kernels may sum in another order on other threads
+            **({"editor_areas": areas} if areas else {}),
         }  # fmt: skip
 
     def _check_loras(self) -> list[dict[str, Any]] | None:
@@ -410,7 +413,8 @@ class DatasetGenerator:
                                   "the run wrote, or choose a new --out")
             with contextlib.suppress(ConfigError, TypeError):  # saved with trailing zero counts: the same ratio
                 saved["turns"] = list(parse_turn_ratio(saved.get("turns", ())))
-            saved.setdefault("threads", settings["threads"])  # settings that never held it: the count is unknown
+            # settings that a folder never held are unknown: this run's are taken
+            saved = {"threads": settings["threads"], "editor_areas": settings.get("editor_areas"), **saved}
             differ: list[str] = []
             for key in set(saved) | set(settings):
                 was, now = saved.get(key), settings.get(key)
