@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections import Counter
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,8 +111,10 @@ def edit_sample(
                 break
             reasons.append(reason)
         else:
-            tries = Counter(reasons)  # a reason said once per turn, in the order first met
-            why = "; ".join(f"{r} ({n} tries)" if n > 1 else r for r, n in tries.items()) or \
+            kinds: dict[str, list[str]] = {}  # a kind of reason (its numbers aside) said once, as first met
+            for said in reasons:
+                kinds.setdefault(re.sub(r"\d+(\.\d+)?", "#", said), []).append(said)
+            why = "; ".join(f"{r[0]} ({len(r)} tries)" if len(r) > 1 else r[0] for r in kinds.values()) or \
                 "no region to edit (none within the area bounds)"
             return Edited(image, label, done, f"turn {number}: {why}")
     return Edited(image, label, done)
