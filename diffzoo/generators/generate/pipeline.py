@@ -424,11 +424,10 @@ class DatasetGenerator:
                     differ += [n for n in {**was, **now} if was.get(n) != now.get(n)]  # option (--min-changed)
                 else:
                     differ.append(key)
-            differ.sort()
+            said = f"{', '.join(sorted(differ))} {'differs' if len(differ) == 1 else 'differ'}"
             if differ and not any(self.store.read(i) for i in self.store.recorded_ids()):
                 # no sample holds the stored settings (a run stopped before its first): what it left is not data
-                log.warning("%s holds no finished sample: this run's settings replace those stored (%s %s)", out,
-                            ", ".join(differ), "differs" if len(differ) == 1 else "differ")
+                log.warning("%s holds no finished sample: this run's settings replace those stored (%s)", out, said)
                 for leftover in [*(out / IMAGE_DIR).glob("*.png"), *self.store.records_dir.glob("*.json"),
                                  out / LABELS_FILE, out / MANIFEST_FILE, out / SUMMARY_FILE, path]:
                     if not leftover.is_dir():  # a folder there is said by the write that meets it
@@ -437,11 +436,8 @@ class DatasetGenerator:
                 # these settings are the named files' names and sizes: the same options may differ in them
                 files = ("; a file added, removed or resized under --bases or --regions masks:DIR, or another "
                          "--captions or --lora file, counts" if set(differ) & set(FROM_FILES) else "")
-                raise ConfigError(
-                    f"{out} was generated with other settings ({', '.join(differ)} "
-                    f"{'differs' if len(differ) == 1 else 'differ'}{files}); resume with the "
-                    f"same options {'and files ' if files else ''}or choose a new --out"
-                )
+                raise ConfigError(f"{out} was generated with other settings ({said}{files}); resume with the "
+                                  f"same options {'and files ' if files else ''}or choose a new --out")
         elif self.store.recorded_ids():  # samples whose settings are gone: a resume could not check it shares them
             raise ConfigError(f"{path} is missing, and {out} holds samples a run made with its settings; put back "
                               "the one the run wrote, or choose a new --out")
