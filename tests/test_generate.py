@@ -135,7 +135,8 @@ def test_later_turns_overwrite_earlier_labels():
 
 def test_a_turn_whose_tries_fail_alike_says_the_reason_once():
     """Three tries rejected for the same reason read it three times in generate.json; distinct ones stay in order.
-    Reasons of one kind that differ in their numbers alone are one, the first met, with the count of its kind."""
+    Reasons of one kind that differ in their numbers alone are one, the first met, with the count of its kind and a
+    word that it is the first of several."""
     image = np.full((16, 16, 3), 90, np.uint8)
     a, b = _box(16, 16, 2, 10, 2, 10), _box(16, 16, 4, 8, 4, 8)
     space = LabelSpace.from_editors(["e1"])
@@ -145,13 +146,14 @@ def test_a_turn_whose_tries_fail_alike_says_the_reason_once():
     judged = QualityFilter(scorer=lambda before, after, mask, prompt, kind: 2.0 if prompt else 1.0, min_changed=0)
     named = [TurnPlan("e1", "attribute_change", a, ((p, i),), i) for i, p in enumerate(("x", "", "y"))]
     out = edit_sample(image, [lambda im, done: named], {"e1": FakeEditor(None)}, space, judged)
-    assert out.rejected == "turn 1: score 2 below 3 (3 tries)"
+    assert out.rejected == "turn 1: score 2 below 3 (3 tries alike, the first shown)"  # scored 2, 1, 2
     space = LabelSpace.from_editors(["e1", "e2"])
     mixed = [TurnPlan(e, "attribute_change", a, ((p, i),), i) for i, (e, p) in enumerate((("e2", "x"), ("e1", "x"),
                                                                                         ("e2", "")))]
     out = edit_sample(image, [lambda im, done: mixed], {"e1": FakeEditor(None), "e2": FakeEditor(1)}, space,
                       QualityFilter(scorer=judged.scorer))
-    assert out.rejected == "turn 1: score 2 below 3 (2 tries); no-op (0.0% of the region changed, below 10%)"
+    assert out.rejected == ("turn 1: score 2 below 3 (2 tries alike, the first shown); no-op (0.0% of the region "
+                            "changed, below 10%)")
 
 
 def test_cli_labels_match_the_manifest(capsys, tmp_path):

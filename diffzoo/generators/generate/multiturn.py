@@ -114,7 +114,8 @@ def edit_sample(
             kinds: dict[str, list[str]] = {}  # a kind of reason (its numbers aside) said once, as first met
             for said in reasons:
                 kinds.setdefault(re.sub(r"\d+(\.\d+)?", "#", said), []).append(said)
-            why = "; ".join(f"{r[0]} ({len(r)} tries)" if len(r) > 1 else r[0] for r in kinds.values()) or \
+            why = "; ".join(r[0] if len(r) == 1 else f"{r[0]} ({len(r)} tries)" if len(set(r)) == 1 else
+                            f"{r[0]} ({len(r)} tries alike, the first shown)" for r in kinds.values()) or \
                 "no region to edit (none within the area bounds)"
             return Edited(image, label, done, f"turn {number}: {why}")
     return Edited(image, label, done)
