@@ -57,3 +57,13 @@ def test_every_test_the_docs_cite_by_name_exists():
     cited = {(page.relative_to(REPO), name) for page in PAGES if page.name != "CHANGELOG.md"
              for name in re.findall(r"`(?:[\w/.]+::)?(test_\w+)`", page.read_text(encoding="utf-8"))}
     assert sorted((str(page), name) for page, name in cited if name not in defined) == []
+
+
+def test_every_section_the_docs_name_in_quotes_exists():
+    """``see "Label maps"``, ``"Regions" below``: a heading or an emphasised paragraph lead of a page holds it."""
+    sections = [re.sub(r"[`*]", "", lead).strip().lower() for page in PAGES for _, line in prose(page)
+                for lead in re.findall(r"^#{1,6}\s+(.*)|^(?:- )?\*{1,2}([^*]+)\*", line) for lead in lead if lead]
+    named = [(f"{page.relative_to(REPO)}:{number}", name) for page in PAGES if page.name != "CHANGELOG.md"
+             for number, line in prose(page)
+             for name in re.findall(r'[Ss]ee "([^"]+)"|"([A-Z][^"]+)" (?:below|above)', line) for name in name if name]
+    assert [(where, name) for where, name in named if not any(name.lower() in s for s in sections)] == []
