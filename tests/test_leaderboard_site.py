@@ -360,7 +360,8 @@ def test_publishing_over_an_older_site_leaves_exactly_the_new_versions_pages(tmp
 
 
 
-def test_a_publish_removes_the_files_of_the_publish_before_it_does_not_write_again_and_no_other(tmp_path, capsys):
+def test_a_publish_removes_the_files_of_the_publish_before_it_does_not_write_again_and_no_other(tmp_path, capsys,
+                                                                                                caplog):
     """A folder published as a site, then as Markdown, kept the site's pages beside the Markdown, read
     as current; the files a publish wrote are listed, and the next publish there removes those it
     does not write again (every format it writes kept), never a file it did not write."""
@@ -368,12 +369,24 @@ def test_a_publish_removes_the_files_of_the_publish_before_it_does_not_write_aga
     store.add(record("alpha", "semantic", "semantic", semantic(0.5, 0)[0]))
     out = tmp_path / "site"
 
-    def publish(formats):
-        code, text, _ = cli(capsys, "leaderboard", "publish", "--store", store.root, "--format", formats, "--out", out)
+    def publish(formats, *command):
+        caplog.clear()
+        code, text, _ = cli(capsys, *(command or ("leaderboard", "publish", "--format", formats)), "--store",
+                            store.root, "--out", out)
         assert code == 0, text
+        publish.said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
         return sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name[0] != ".")
 
-    assert "index.html" in publish("html")
+    assert "index.html" in publish("html,md")
+    # a format left out is said: `report paper` into publish's default folder took the site unsaid
+    assert "leaderboard.md" not in publish("paper", "report", "paper")
+    assert publish.said == [f"removed 5 file(s) of a format the publish before wrote in {out} and this one does not "
+                            "(detectors/alpha.html, index.html, leaderboard.md and 2 more): give every format in one "
+                            "--format to keep them"]
+    publish("html")
+    assert publish.said[0].startswith("removed 1 file(s) of a format") and "(paper.md)" in publish.said[0]
+    publish("html")
+    assert publish.said == []  # the same formats again: nothing of another format removed
     (out / "mine.md").write_text("mine")  # a user's file in the folder: never a publish's
     assert publish("md,csv") == ["leaderboard.csv", "leaderboard.md", "mine.md", "overview.csv", "overview.md"]
     assert publish("latex") == ["leaderboard.tex", "mine.md", "overview.tex"]

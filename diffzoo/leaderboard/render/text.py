@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from itertools import groupby
 from pathlib import Path
 
-from diffzoo.harness.core.errors import ConfigError, RecordError
+from diffzoo.harness.core.errors import ConfigError, RecordError, name_some
 from diffzoo.harness.core.fsutil import atomic_write_text, writing
 from diffzoo.leaderboard.formats import FORMATS, MAIN_FILES, MANIFEST, OVERVIEW_FILES, SITE_DIRS, TEXT_FORMAT_FILES
 from diffzoo.leaderboard.index import check_mixing, record_conditions
@@ -297,6 +297,10 @@ def publish_formats(selection: Selection, formats: Sequence[str], out: Path, all
         written: set[str] = set().union(*(_write(fmt, selection, tables, out) for fmt in formats))
         if stale := PUBLISHED.replace(out, before, written):
             log.info("removed %d file(s) of the publish before in %s that this one does not write", len(stale), out)
+            shown = {name for fmt in formats for name in format_names(fmt)}
+            if other := [f for f in stale if f.split("/")[0] not in shown]:  # a format left out: said, never unsaid
+                log.warning("removed %d file(s) of a format the publish before wrote in %s and this one does not (%s): "
+                            "give every format in one --format to keep them", len(other), out, name_some(other))
     return {fmt: out / MAIN_FILES[fmt] for fmt in formats}
 
 
