@@ -291,7 +291,7 @@ def train(detector: str | None = None, dataset: str | None = None, *, task: str 
         raise ConfigError("--exclude-editors is empty (an unset shell variable?): give editor names or leave the "
                           "option out")
     check_task(task)  # no task at all is said so (did you mean), never as one the card lacks
-    card = get_registry().get("detector", request.detector).card  # an unknown name, a task it has not: no data read
+    card = request.detector_entry().card  # an unknown name, a task it has not: no data read
     if task not in card.tasks:
         raise ConfigError(f"{card.name} cannot be trained for task {task!r}; it supports {', '.join(card.tasks)}")
     out = None if out is None else typed_value("--out", out, Path)  # "" is no folder: pathlib reads it as "."

@@ -31,7 +31,7 @@ def reference_requests(request: RunRequest, suites: list[Suite],
     ``universalfakedet``; the records name the detector that ran).
     """
     registry = get_registry()
-    own = registry.get("detector", request.detector).family
+    own = request.detector_entry().family
     substitutes = substitutes or {}
     wanted: dict[str, list[str]] = {}
     for suite in suites:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from diffzoo.harness.core.errors import ConfigError, did_you_mean_each, no_value
+from diffzoo.harness.core.registry import Entry
 from diffzoo.harness.core.types import MAX_BOOTSTRAP, check_seed
 
 POLICIES = ("fixed", "calibrated")
@@ -113,7 +114,7 @@ def option(default: Any = MISSING, help: str = "", *, flags: tuple[str, ...] = (
 
 @dataclass
 class RunRequest:
-    detector: str = option(None, "Detector name (family or family.tag); required, here or in --config.",
+    detector: str | None = option(None, "Detector name (family or family.tag); required, here or in --config.",
                            flags=("--detector", "-d"))  # None: a ConfigError saying so, as --config may give it
     suite: str = option("all", "Suite name, wildcard (e.g. 'dist*'), or 'all'.", flags=("--suite", "-s"))
     dataset: str = option("mini", "Registered dataset name or a path.")
@@ -197,6 +198,13 @@ class RunRequest:
                               f"calibrated (they are {self.thresholds} here)")  # never given and left unread
 
     # -- what the harness reads ------------------------------------------------------------
+    def detector_entry(self) -> Entry:
+        """The registry's entry of :attr:`detector` (an unknown name: the registry's error)."""
+        from diffzoo.harness.core.plugins import get_registry
+
+        assert self.detector is not None  # __post_init__ refuses a request without one
+        return get_registry().get("detector", self.detector)
+
     def train_overrides(self) -> dict[str, Any]:
         """The training options given (None: not given), as the training config reads them."""
         return {name: getattr(self, name) for name in TRAIN_FIELDS}

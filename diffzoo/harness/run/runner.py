@@ -87,7 +87,7 @@ def request_release(request: RunRequest) -> Release | None:
     ``--checkpoint`` diffzoo converted from a release is; a pickled ``--checkpoint`` (or a folder
     holding one of the card's release files) of a card with releases is asked to say which one it is."""
     given = [Path(p) for p in request.checkpoint]
-    card = get_registry().get("detector", request.detector).card
+    card = request.detector_entry().card
     converted = converted_release(given[0]) if len(given) == 1 else None
     if converted is not None and (error := other_detector(given[0], checkpoint_meta(given[0])[1], card.name)):
         raise error  # another card's release: never looked up among this card's releases
@@ -141,7 +141,7 @@ class Runner:
         # the default depends on the device; the request keeps what was asked for (records are reproducible)
         self.workers = usable_workers(resolve_workers(request.workers, self.device))
         self.progress = (progress or NullProgress()) if distributed.is_main() else NullProgress()
-        self.entry = get_registry().get("detector", request.detector)  # unknown names fail before any work
+        self.entry = request.detector_entry()  # unknown names fail before any work
         self.suites: list[Suite] = self._suites() if request.suite else []
         self.release = request_release(request)
         if (self.release is not None or request.checkpoint) and not request.suite:  # a runner without suites only
