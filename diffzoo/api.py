@@ -160,8 +160,8 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
     plans before any work (with ``plan_only`` nothing else is done: no training, no
     evaluation, nothing written); ``on_result`` sees the result before a conflict with stored
     records is raised (a ConfigError); ``only``: the (suite, case) names to run (None: every
-    case of the suites).  Under torchrun every rank calls this and gets the records; rank 0
-    alone writes.
+    case of the suites; with reference detectors to run, a ConfigError).  Under torchrun every
+    rank calls this and gets the records; rank 0 alone writes.
     """
     start = time.monotonic()
     check_known(options, [*(f.name for f in fields(RunRequest)), *_keywords(evaluate)])  # plan= is plan_only=
@@ -192,10 +192,12 @@ def evaluate(detector: str | None = None, suite: str | None = None, dataset: str
             logged.note(f"request: {json.dumps(request.to_dict(), default=str)}")
         write = partial(keep_state, Path(out)) if claim else None
         main = Runner(request, progress, write, only)
-        runners = [main]
-        if references:
-            for ref in reference_requests(request, main.suites, main.dataset.reference_substitutes):
-                runners.append(Runner(ref, main.progress, write))
+        refs = reference_requests(request, main.suites, main.dataset.reference_substitutes) if references else []
+        if refs and only is not None:  # a row run alone is never the whole reference set's, unsaid
+            raise ConfigError(f"only= limits the cases of {request.detector} alone, and the reference detectors ("
+                              f"{', '.join(f'{r.detector}' for r in refs)}) would run every case of theirs: pass "
+                              "references=False with only=")
+        runners = [main, *(Runner(ref, main.progress, write) for ref in refs)]
         if main.release is not None and len(runners) == 1:  # references train with the run's training options
             request.check_trains_nothing(main.release.name)
         result = Evaluation(request, main.dataset, [r.plan for r in runners])

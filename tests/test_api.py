@@ -195,8 +195,19 @@ def test_only_of_another_kind_than_a_list_of_pairs_is_one_config_error(only, sai
     with pytest.raises(ConfigError) as error:
         diffzoo.evaluate(detector="segformer.tiny", plan_only=True, only=only)
     assert str(error.value) == said
-    cases = diffzoo.evaluate(detector="segformer.tiny", plan_only=True, only={("standard", "image")}).plans[0].jobs
+    cases = diffzoo.evaluate(detector="segformer.tiny", plan_only=True, only={("standard", "image")},
+                             references=False).plans[0].jobs
     assert [case.key.case for job in cases for case in job.cases] == ["image"]  # a set of pairs, as reproduce gives
+
+
+def test_only_with_reference_detectors_is_refused_not_run_with_every_case_of_theirs():
+    """evaluate(only=...) planned the main detector's one case and every case of the references (paper's)."""
+    with pytest.raises(ConfigError) as error:
+        diffzoo.evaluate(detector="segformer.tiny", plan_only=True, only={("standard", "image")})
+    assert str(error.value) == ("only= limits the cases of segformer.tiny alone, and the reference detectors (cnnspot, "
+                                "universalfakedet.tiny) would run every case of theirs: pass references=False with only=")
+    plans = diffzoo.evaluate(detector="segformer.tiny", suite="standard", plan_only=True, only={("standard", "image")})
+    assert len(plans.plans) == 1  # suites that name no reference: only= is the whole run
 
 
 @pytest.mark.parametrize("only, said", [
