@@ -114,6 +114,24 @@ def test_reproduce_runs_a_stored_row_again_with_identical_numbers(capsys, diffse
     assert (mine / "notes.txt").read_text() == "mine" and (mine / "records").is_dir()
 
 
+def test_a_record_whose_state_file_is_gone_from_the_store_is_said_so_and_still_compared(capsys, diffseg_folder,
+                                                                                       tmp_path):
+    """reproduce said "every metric identical" of a record whose state file was gone from its store, unsaid."""
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "run", "-d", "segformer.tiny", "--suite", "standard", "--dataset", diffseg_folder,
+                       "--out", out, *FAST)
+    assert code == 0, err
+    image = next(r for r in map(json.loads, map(Path.read_text, (out / "records").glob("*.json")))
+                 if r["case"]["name"] == "image")
+    (out / image["state_file"]).unlink()
+    code, stdout, err = cli(capsys, "reproduce", image["record_id"], "--store", out, "--out", tmp_path / "again")
+    said = " ".join(stdout.split())
+    assert code == 0 and "every metric identical" in said, stdout + err
+    assert (f"note: record {image['record_id']}: state file {image['state_file']} that the record names is missing "
+            f"(looked in {out / 'states'}); its numbers cannot be checked: copy the store's states/ folder with its "
+            "records/") in said
+
+
 @pytest.mark.parametrize("given", [True, False])
 def test_a_store_that_is_not_there_says_to_give_store_one_whether_or_not_it_was_given(capsys, tmp_path, monkeypatch,
                                                                                      given):

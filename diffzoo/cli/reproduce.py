@@ -56,9 +56,16 @@ def reproduce_cmd(
     from diffzoo.api import reproduce
     from diffzoo.cli.leaderboard import open_store
     from diffzoo.cli.run import print_plan
+    from diffzoo.harness.core.errors import RecordError
+    from diffzoo.harness.records.check import StateSource
     from diffzoo.harness.records.document import changed_fields, field_digests, identity
 
     record = open_store(store).get(record_id)
+    try:  # the numbers compared are the record's own; its state is what leaderboard verify recomputes them from
+        if record.body.state is not None:
+            StateSource([store]).blob(record.body.state)
+    except RecordError as exc:
+        console.print(f"[yellow]note:[/] record {record.id}: {term(str(exc))}")
     with rank_output(console), tempfile.TemporaryDirectory(prefix="diffzoo-reproduce-") as tmp:
         target = (out if out is not None else Path(tmp) / "out").absolute()  # named from here, not from-folder
         with contextlib.chdir(from_folder or Path.cwd()):  # the request's relative paths, as its run read them
