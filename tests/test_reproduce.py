@@ -63,6 +63,24 @@ def test_config_file_gives_the_options_and_the_command_line_wins(capsys, tmp_pat
     assert code == 2 and "needs a detector" in err
 
 
+@pytest.mark.parametrize("dataset, option, said", [
+    ("mini", "bogus: 1", "dataset 'mini' does not take --dataset-option bogus. Valid options: cache, "),
+    ("folder", "calib_fractio: 0.1", "does not take --dataset-option calib_fractio. Did you mean 'calib_fraction'?"),
+    ("folder", "calib_fraction: abc", "--dataset-option calib_fraction takes a number, got 'abc'"),
+])
+def test_a_config_files_dataset_option_the_adapter_refuses_is_said_as_the_files(capsys, tmp_path, dataset, option,
+                                                                              said):
+    """An adapter's refusal of a dataset_option key or value read from a --config file did not name the file."""
+    spec = make_diffseg_folder(tmp_path / "ds") if dataset == "folder" else dataset
+    config = tmp_path / "run.yaml"
+    config.write_text(f"detector: segformer.tiny\ndataset: {spec}\ndataset_option:\n  {option}\n")
+    line = one_line_exit_2(*cli(capsys, "run", "--config", config, "--plan", "--suite", "standard"))
+    assert line.startswith(f"error: --config {config}: ") and said in line, line
+    code, _, err = cli(capsys, "run", "--config", config, "--plan", "--suite", "standard", "--dataset-option",
+                       "calib_fraction=0.1")  # the command line's options win: the file's are not the adapter's
+    assert code == 0, err
+
+
 def test_the_request_is_one_declaration():
     request = RunRequest.of(detector="segformer.tiny", holdout=["sd2,glide"], dataset_option=["calib_fraction=0.1"],
                             checkpoint=["a/b"])

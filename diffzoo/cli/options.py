@@ -110,6 +110,8 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
     command line's where given, else the ``--config`` file's, else the default.  A file's value
     of an own option is read as click reads the command line's; the request's are checked by the
     request itself (text such as ``KEY=VALUE`` too)."""
+    from diffzoo.harness.run.factories import check_dataset_options
+
     values = {**options, **own}
     given = {k: v for k, v in values.items() if given_here(ctx, k)}
     from_file = read_config(config) if config is not None else {}
@@ -142,9 +144,11 @@ def request_values(ctx: typer.Context, own: dict[str, Any], options: dict[str, A
     try:  # every refusal of a value the file gives names the file
         for name in set(from_file) & set(own):
             from_file[name] = _cast(ctx, name, from_file[name])
-        for f in fields(RunRequest):  # read and checked again by the request, whose refusal would not name the file
-            if f.name in from_file and f.name in options:
-                field_value(f, from_file[f.name])
+        # read and checked again by the request, whose refusal would not name the file; the adapter's too
+        read = {f.name: field_value(f, from_file[f.name]) for f in fields(RunRequest)
+                if f.name in from_file and f.name in options}
+        if "dataset_option" in read.keys() - given.keys() and "dataset" in values:  # a key the adapter does not take
+            check_dataset_options(str({**values, **from_file, **given}["dataset"]), read["dataset_option"])
     except EnvVarError:  # a check compared the file's value with the environment's: the variable is bad
         raise
     except ConfigError as exc:
