@@ -358,6 +358,26 @@ def test_thresholds_calibrated_on_copies_of_extra_authentic_images_are_said_opti
     assert (f"thresholds calibrated on 'calib', where segformer.tiny [binary] was trained on {len(calib)} of its "
             f"{len(calib)} images: its scores there are optimistic") in caplog.text
 
+def test_extra_authentic_copies_of_training_images_are_warned_of_at_the_plan(diffseg_folder, tmp_path, caplog):
+    """An --extra-authentic byte copy of a training image was trained as unedited beside the split's own label of
+    the same pixels, unsaid: the leakage check compared the extra images with the evaluated splits alone."""
+    import shutil
+
+    from diffzoo import open_dataset
+    from diffzoo.harness.run.runner import Runner
+
+    train = open_dataset(str(diffseg_folder)).ids("train")[:2]
+    coco = tmp_path / "coco"
+    coco.mkdir()
+    for sid in train:
+        shutil.copy(diffseg_folder / "train_copy" / f"{sid}.image.png", coco / f"copy-{sid}.png")
+    with caplog.at_level("WARNING"):
+        Runner(request(diffseg_folder, dataset_option={"extra_authentic": coco}))
+    assert ("--extra-authentic: 2 of its images are copies of images of the 'train' split segformer.tiny [binary] "
+            "trains on: the same pixels are trained as unedited and as that split labels them; remove them from the "
+            "folder") in caplog.text
+
+
 def test_two_checkpoints_for_one_task_are_refused(diffseg_folder, tmp_path):
     from diffzoo.harness.core.errors import ConfigError
     from diffzoo.harness.run.runner import Runner

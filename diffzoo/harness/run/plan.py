@@ -353,6 +353,14 @@ def shared_images(plan: Plan, target: str, ids: Sequence[str], training: Trainin
     return sum((same and i in training.ids) or theirs.get(i) in trained for i in ids)
 
 
+def authentic_copies(training: TrainingData, digests: Digests) -> int:
+    """How many of the extra authentic images ``training`` holds (ids of their own, read as
+    unedited) are copies of its other images, which the training split labels as it does."""
+    extra = sorted(i for i in training.ids if i.startswith(AUTHENTIC_PREFIX))
+    own = set(digests(training.dataset, sorted(training.ids - set(extra))).values()) - {None} if extra else set()
+    return sum(d in own for d in digests(training.dataset, extra).values()) if own else 0
+
+
 def train_overlaps(plan: Plan, job: Job, training: TrainingData, digests: Digests) -> dict[CaseKey, TrainOverlap]:
     """The cases of ``job`` that score images its model was trained on (``training``), each with
     how many (:func:`shared_images`)."""

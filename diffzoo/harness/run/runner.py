@@ -44,6 +44,7 @@ from diffzoo.harness.run.plan import (
     Job,
     Plan,
     TrainingData,
+    authentic_copies,
     make_plan,
     release_overlaps,
     shared_images,
@@ -333,6 +334,11 @@ class Runner:
                                   "thresholds calibrated on %r, where %s was trained on %d of its %d images: its "
                                   "scores there are optimistic, so the thresholds may not carry over; calibrate on a "
                                   "held-out split (--calibration-split)", calib.split, training.model, shared, len(ids))
+                if copies := authentic_copies(training, digests):  # a warning: the refusals are the evaluated's
+                    warn_once(log, f"authentic-copies:{training.fingerprint}", "--extra-authentic: %d of its images "
+                              "are copies of images of the %r split %s trains on: the same pixels are trained as "
+                              "unedited and as that split labels them; remove them from the folder", copies,
+                              training.split, training.model)
                 overlaps, model = train_overlaps(self.plan, job, training, digests), training.model
             else:
                 continue
