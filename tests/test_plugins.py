@@ -170,7 +170,7 @@ def test_a_factory_that_raises_is_the_plugins_error_naming_the_detector():
     from diffzoo.harness.core.plugins import get_plugin_system, get_registry
 
     tiny = get_registry().get("detector", "segformer.tiny").card
-    cards = {name: dataclasses.replace(tiny, name=name) for name in ("raises.v1", "inner.v1")}
+    cards = {name: dataclasses.replace(tiny, name=name) for name in ("raises.v1", "inner.v1", "wrong.v1")}
 
     def raises(build):
         raise RuntimeError("x")
@@ -183,6 +183,7 @@ def test_a_factory_that_raises_is_the_plugins_error_naming_the_detector():
         def register_detectors(self, register):
             register("raises.v1", raises, card=cards["raises.v1"])
             register("inner.v1", inner, card=cards["inner.v1"])
+            register("wrong.v1", lambda build: {"not": "a detector"}, card=cards["wrong.v1"])
 
     system = get_plugin_system()
     system.pm.register(Plugin(), name="factories")
@@ -194,6 +195,9 @@ def test_a_factory_that_raises_is_the_plugins_error_naming_the_detector():
         with pytest.raises(PluginError) as err:
             diffzoo.create_detector("inner.v1")
         assert "its factory raised TypeError" in str(err.value) and "does not take a DetectorBuild" not in str(err.value)
+        with pytest.raises(PluginError, match=r"^detector 'wrong.v1' from plugin 'factories': its factory returned "
+                                              r"dict, not a diffzoo.Detector; it lacks predict, fit, save, load$"):
+            diffzoo.create_detector("wrong.v1")
     finally:
         system.pm.unregister(name="factories")
         system._registry = None

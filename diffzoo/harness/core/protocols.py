@@ -69,13 +69,19 @@ def takes_keyword_form(factory: Callable[..., Any]) -> bool:
                                                      and all(p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params))
 
 
-def build_detector(factory: Callable[..., Detector], build: DetectorBuild) -> Detector:
+def build_detector(factory: Callable[..., Detector], build: DetectorBuild, what: str = "the factory") -> Detector:
     """``factory(build)``; a factory of the keyword form is called with keywords, warning
-    (a DeprecationWarning naming it)."""
-    if not takes_keyword_form(factory):
-        return factory(build)
-    _deprecated(factory, "takes")
-    return factory(card=build.card, task=build.task, label_space=build.label_space, pretrained=build.pretrained)
+    (a DeprecationWarning naming it).  Anything but a Detector is a PluginError naming ``what``."""
+    if takes_keyword_form(factory):
+        _deprecated(factory, "takes")
+        det = factory(card=build.card, task=build.task, label_space=build.label_space, pretrained=build.pretrained)
+    else:
+        det = factory(build)
+    if not isinstance(det, Detector):
+        missing = [m for m in ("predict", "fit", "save", "load") if not callable(getattr(det, m, None))]
+        raise PluginError(f"{what} returned {type(det).__name__}, not a diffzoo.Detector"
+                          + (f"; it lacks {', '.join(missing)}" if missing else ""))
+    return det
 
 
 def moved_detector(det: Detector, device: str | torch.device) -> Detector:

@@ -158,13 +158,8 @@ def _check_task(r: _Report, entry: Any, card: DetectorCard, task: str, data: Fix
     built: dict[str, Detector] = {}
 
     def build() -> str | None:
-        det = _build(entry, task, label_space, seed)
-        if not isinstance(det, Detector):
-            missing = [m for m in ("predict", "fit", "save", "load") if not callable(getattr(det, m, None))]
-            return (f"the factory returned {type(det).__name__}, not a diffzoo.Detector"
-                    + (f"; it lacks {', '.join(missing)}" if missing else ""))
         try:
-            built["det"] = moved_detector(det, device)
+            built["det"] = moved_detector(_build(entry, task, label_space, seed), device)
         except PluginError as exc:  # the build's own problem, in its words
             return str(exc)
         return None

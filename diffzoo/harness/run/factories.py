@@ -59,8 +59,8 @@ def create_detector(
     if not takes_keyword_form(factory) and (wrong := _not_callable_with(factory, build)) is not None:
         raise PluginError(f"detector {entry.name!r} from plugin {entry.source!r} has a factory that does not "
                           f"take a DetectorBuild, factory(build): {wrong}")
-    with plugin_code(f"detector {entry.name!r} from plugin {entry.source!r}: its factory"):
-        return build_detector(factory, build)
+    with plugin_code(what := f"detector {entry.name!r} from plugin {entry.source!r}: its factory"):
+        return build_detector(factory, build, what)
 
 
 def _not_callable_with(factory: Any, build: DetectorBuild) -> str | None:
