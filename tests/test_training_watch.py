@@ -176,8 +176,21 @@ def test_a_recipe_value_no_training_can_use_is_one_line_before_training(capsys, 
                         recipe={key: RecipeValue(value, "a test")})
     register_test_detector(monkeypatch, card, NanDetector)
     code, out, err = cli(capsys, "train", "-d", "recipe", "--dataset", diffseg_folder, *TRAIN)
-    assert one_line_exit_2(code, out, err) == f"error: {said}"
+    assert one_line_exit_2(code, out, err) == f"error: detector card recipe.x: its recipe gives {said}"
     assert "trained" not in out
+
+
+def test_a_recipe_lr_that_is_no_number_is_named_before_a_datasets_lr_scale_reads_it():
+    """On `mini` (lr_scale 10) a plugin card's lr "fast" was "internal error: ValueError: could not convert"."""
+    from types import SimpleNamespace
+
+    from diffzoo.harness.core.errors import ConfigError
+    from diffzoo.harness.run.plan import train_config
+
+    card = DetectorCard(name="recipe.x", description="", tasks=("binary",), recipe={"lr": RecipeValue("fast", "me")})
+    with pytest.raises(ConfigError) as info:
+        train_config(card, SimpleNamespace(training_overrides={"lr_scale": 10.0}), {}, None, 0)
+    assert str(info.value) == "detector card recipe.x: its recipe gives training lr 'fast': must be a finite number >= 0"
 
 
 @pytest.mark.isolated_cache

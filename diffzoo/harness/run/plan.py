@@ -264,6 +264,10 @@ def train_config(card: DetectorCard, dataset: Dataset, user: dict[str, Any], pre
         overrides["pretrained"] = pretrained
     overrides["seed"] = seed
     recipe = card.recipe_values()
+    try:  # the card's own values are named as its, and are numbers before a dataset's lr_scale multiplies them
+        TrainConfig.from_recipe(recipe)
+    except ConfigError as exc:
+        raise ConfigError(f"detector card {card.name}: its recipe gives {exc}") from None
     scale = overrides.pop("lr_scale", None)
     if scale is not None and "lr" not in overrides:
         # a dataset's budget scales each card's own lr (AdamW and SGD recipes differ 100x)
