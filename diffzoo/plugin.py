@@ -31,7 +31,9 @@ other than this module and the package root is internal and may move.
   file's tensors, read ``weights_only``), ``hub_offline``,
   ``hub_fetch`` (how to bring hub repositories here, for a ``WeightsUnavailableError``'s
   ``fetch``), ``built_from`` (files checked inside recorded once the model is built), ``cache_root``;
-- checkpoints: ``save_checkpoint``, ``load_checkpoint``, ``describe_mismatch``.
+- checkpoints: ``save_checkpoint``, ``load_checkpoint``, ``describe_mismatch``;
+- a dataset's files, decoded and refused per sample as the built-in adapters do: ``read_image``,
+  ``read_mask``, ``read_binary_mask``, ``read_labelled``.
 
 Importing this module loads no torch and no numpy, so that an entry-point
 module can take its cards and ``hookimpl`` from here and ``diffzoo list``
@@ -72,6 +74,7 @@ _LAZY_BY_MODULE = {
     "diffzoo.harness.core.hub": ("hub_offline",),
     _MODELS + "checkpoints": ("save_checkpoint", "load_checkpoint", "describe_mismatch"),
     "diffzoo.harness.core.distributed": ("shard", "all_gather"),
+    "diffzoo.harness.data.imageio": ("read_image", "read_mask", "read_binary_mask", "read_labelled"),
 }
 _LAZY = {name: module for module, names in _LAZY_BY_MODULE.items() for name in names}
 
