@@ -263,16 +263,15 @@ def train_config(card: DetectorCard, dataset: Dataset, user: dict[str, Any], pre
     if pretrained is not None:
         overrides["pretrained"] = pretrained
     overrides["seed"] = seed
-    recipe = card.recipe_values()
-    try:  # the card's own values are named as its, and are numbers before a dataset's lr_scale multiplies them
-        TrainConfig.from_recipe(recipe)
+    try:  # the card's own values are named as its, and are numbers before a dataset's lr_scale multiplies one
+        config = TrainConfig.from_recipe(card.recipe_values())
     except ConfigError as exc:
         raise ConfigError(f"detector card {card.name}: its recipe gives {exc}") from None
     scale = overrides.pop("lr_scale", None)
     if scale is not None and "lr" not in overrides:
         # a dataset's budget scales each card's own lr (AdamW and SGD recipes differ 100x)
-        overrides["lr"] = float(recipe.get("lr", TrainConfig.lr)) * float(scale)
-    config = TrainConfig.from_recipe(recipe, **overrides)
+        overrides["lr"] = config.lr * float(scale)
+    config = config.with_overrides(**overrides)
     if scale is not None:
         overrides["lr_scale"] = scale
     if config.pretrained and not card.weights:
