@@ -203,6 +203,33 @@ def test_a_factory_that_raises_is_the_plugins_error_naming_the_detector():
         system._registry = None
 
 
+def test_a_dataset_factory_that_raises_is_the_plugins_error_naming_the_dataset():
+    import pytest
+
+    import diffzoo
+    from diffzoo.harness.core.errors import PluginError
+    from diffzoo.harness.core.plugins import get_plugin_system
+
+    def raises(path=None):
+        raise RuntimeError("no header")
+
+    class Plugin:
+        @hookimpl
+        def register_datasets(self, register):
+            register("raising.ds", raises)
+
+    system = get_plugin_system()
+    system.pm.register(Plugin(), name="datasets")
+    system._registry = None
+    try:
+        with pytest.raises(PluginError, match=r"^dataset 'raising.ds' from plugin 'datasets': its factory raised "
+                                              r"RuntimeError: no header$"):
+            diffzoo.open_dataset("raising.ds")
+    finally:
+        system.pm.unregister(name="datasets")
+        system._registry = None
+
+
 def test_a_suite_of_no_case_is_refused():
     import pytest
 

@@ -150,7 +150,7 @@ def open_recognised(found: tuple[Entry, Any], target: Path | str, options: dict[
     """Open ``target`` with the adapter :func:`recognise` found for it (``options`` given by ``flag``)."""
     entry, adapter = found
     log.info("dataset %s: recognised as %s", target, entry.name)
-    return _call_adapter(adapter, adapter_for(entry, target), options, flag, path=target)
+    return _call_adapter(adapter, adapter_for(entry, target), options, flag, entry.source, path=target)
 
 
 def adapter_for(entry: Entry, target: Path | str) -> str:
@@ -158,9 +158,12 @@ def adapter_for(entry: Entry, target: Path | str) -> str:
     return f"dataset adapter {entry.name!r} (for {target})"
 
 
-def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, **fixed: Any) -> Dataset:
-    """Call a dataset factory with ``options`` checked by :func:`adapter_options`."""
-    return factory(**fixed, **adapter_options(factory, what, options, flag, fixed))
+def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, source: str, **fixed: Any) -> Dataset:
+    """Call a dataset factory with ``options`` checked by :func:`adapter_options`; what it raises
+    is reported as :func:`plugin_code` says, naming ``what`` and its plugin ``source``."""
+    options = adapter_options(factory, what, options, flag, fixed)
+    with plugin_code(f"{what} from plugin {source!r}: its factory"):
+        return factory(**fixed, **options)
 
 
 def adapter_options(factory: Any, what: str, options: dict[str, Any], flag: str,
@@ -256,8 +259,8 @@ def open_dataset_with(spec: str | os.PathLike[str], progress: Progress | None, o
                               "describes the layout it reads and where to get the data")
         if progress is not None and "progress" in inspect.signature(factory).parameters:
             with counter_callback(progress, f"building dataset {spec}") as callback:
-                return _call_adapter(factory, what, options, flag, progress=callback)
-        return _call_adapter(factory, what, options, flag)
+                return _call_adapter(factory, what, options, flag, entry.source, progress=callback)
+        return _call_adapter(factory, what, options, flag, entry.source)
     path = Path(os.path.expanduser(spec))
     if os.path.islink(path) and not path.exists():  # a link loop or a dangling link: never "does not exist"
         raise not_found(DataError(f"dataset path {spec} is {file_kind(path)}; pass the folder or file it should "
