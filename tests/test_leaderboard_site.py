@@ -825,6 +825,21 @@ def test_detectors_at_one_point_of_the_scatter_share_one_label(tmp_path, monkeyp
     cp.scatter_png(points, cp.detector_styles(points), tmp_path / "s.png", xlabel="binary", ylabel="semantic", title="t")
     assert sorted(texts) == ["a, b", "c", "d2, d10"]  # in the legend's natural order
 
+def test_the_scatters_axes_show_no_percentage_outside_0_to_100_and_span_the_robustness_plots_least(tmp_path,
+                                                                                                    monkeypatch):
+    """Two detectors of semantic mIoU 0 drew a y axis from -0.06% to 0.06% (matplotlib's margin
+    around one value): an impossible negative IoU, and a range in hundredths of a point."""
+    from diffzoo.leaderboard.render import comparison_plots as cp
+    from diffzoo.leaderboard.render import plots
+
+    axes, save = [], plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path, **kw: (axes.append(fig.axes[0]), save(fig, path, **kw))[1])
+    points = {"fcn8s.tiny": (0.0, 0.0), "segformer.tiny": (0.0215, 0.0)}
+    cp.scatter_png(points, cp.detector_styles(points), tmp_path / "s.png", xlabel="binary", ylabel="semantic", title="t")
+    for lo, hi, ticks in ((*axes[0].get_xlim(), axes[0].get_xticks()), (*axes[0].get_ylim(), axes[0].get_yticks())):
+        assert hi - lo >= plots.Y_SPAN and all(0 <= t <= 100 for t in ticks if lo <= t <= hi), (lo, hi, ticks)
+
+
 def test_a_curve_breaks_at_a_setting_whose_value_is_undefined():
     """A line joined the settings on either side of one evaluated without a value (mIoU undefined
     or not carried at jpeg 70), as if the value there lay on that straight line."""

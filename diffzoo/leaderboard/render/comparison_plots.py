@@ -40,6 +40,7 @@ from diffzoo.leaderboard.render.plots import (
     percent_groups,
     short_legend,
     short_names,
+    y_limits,
 )
 from diffzoo.leaderboard.render.site_figures import Figure, figure, plot_file
 from diffzoo.leaderboard.robustness import distortion_curves
@@ -120,7 +121,8 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
     all the detectors at one point), in its style."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(_width(points, 5.6), 5.0))
-    middle = 50 * (min(x for x, _ in points.values()) + max(x for x, _ in points.values()))
+    ax.set_xlim(*y_limits(100 * x for x, _ in points.values()))
+    ax.set_ylim(*y_limits(100 * y for _, y in points.values()))
     at: dict[tuple[float, float], list[str]] = {}  # detectors at one point share one label, never overprinted
     for name, (x, y) in points.items():
         s = styles[name]
@@ -129,12 +131,11 @@ def scatter_png(points: dict[str, tuple[float, float]], styles: dict[str, Style]
         at.setdefault((x, y), []).append(name)
     shown = short_names(points)
     for (x, y), names in at.items():
-        right = 100 * x > middle  # label towards the middle, so that it stays inside the axes
+        right = 100 * x > sum(ax.get_xlim()) / 2  # label towards the middle, so that it stays inside the axes
         ax.annotate(", ".join(shown[n] for n in sorted(names, key=natural_key)), (100 * x, 100 * y),
                     xytext=(-4 if right else 4, 4), textcoords="offset points", ha="right" if right else "left",
                     fontsize=7)
     ax.grid(True, alpha=0.3)
-    ax.margins(0.15)
     short_legend(ax)
     return _labelled(fig, ax, path, title, f"{xlabel} (%)", ylabel)
 

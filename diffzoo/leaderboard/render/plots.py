@@ -199,12 +199,12 @@ def confusion_png(matrix: np.ndarray | list[list[int]], names: list[str], path: 
 
 
 Y_SPAN = 20.0
-"""The least a robustness plot's y axis spans, in percentage points (docs/leaderboard.md)."""
+"""The least a robustness plot's y axis (and the scatter's axes) spans, in % points (docs/leaderboard.md)."""
 
 
 def y_limits(values: Iterable[float]) -> tuple[float, float]:
-    """The y range (in %) of a robustness plot of ``values`` (in %): theirs, widened around its
-    middle to span at least :data:`Y_SPAN` points and kept within 0-100, plus a small margin;
+    """The range (in %) of an axis (a robustness plot's y, the scatter's) of ``values`` (in %): theirs,
+    widened around its middle to span at least :data:`Y_SPAN` points and kept within 0-100, plus a small margin;
     so a change of a few tenths of a point is drawn as small as it is."""
     finite = [v for v in values if np.isfinite(v)] or [50.0]
     low, high = min(finite), max(finite)
