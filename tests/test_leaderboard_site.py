@@ -645,6 +645,22 @@ def test_a_name_of_10000_characters_keeps_every_page_as_wide_as_the_window_in_ch
         assert driver.execute_script("return arguments[0].getBoundingClientRect().width", case) < 3 * width
 
 
+def test_a_figure_on_a_phone_is_as_wide_as_the_page_in_chromium(site, driver):
+    """On a phone (390 px) a figure took 48% of the page, two side by side on a wide window: a
+    confusion matrix 170 px wide, its caption one word a line."""
+    from selenium.webdriver.common.by import By
+
+    driver.set_window_size(390, 844)
+    try:
+        driver.get((site["out"] / "detectors" / f"{slugify('segformer.b0')}.html").as_uri())
+        page = driver.execute_script("return document.body.clientWidth")
+        widths = [driver.execute_script("return arguments[0].getBoundingClientRect().width", f)
+                  for f in driver.find_elements(By.CSS_SELECTOR, "figure.plot")]
+        assert widths and all(w >= 0.9 * page - 32 for w in widths), (page, widths)
+    finally:
+        driver.set_window_size(1400, 900)
+
+
 def test_a_right_to_left_name_never_reorders_the_names_around_it_in_chromium(driver, tmp_path):
     """Hebrew names in the list of detectors: the bidi algorithm ran "א, ב (x" as one right-to-left
     stretch, so the second name was drawn before the first (and its bracket mirrored)."""
