@@ -110,7 +110,6 @@ def grouped_bars_png(series: dict[str, dict[str, float | None]], styles: dict[st
                  style=lambda name: {"color": styles[name].color, "hatch": styles[name].hatch, "linewidth": 0.3,
                                      "edgecolor": "white" if not styles[name].hatch else "black"})
     ax.set_ylim(0, 100)
-    ax.grid(True, axis="y", alpha=0.3)
     short_legend(ax)
     return _labelled(fig, ax, path, title, xlabel, ylabel)
 

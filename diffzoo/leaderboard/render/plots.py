@@ -83,7 +83,7 @@ def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]
     """Grouped bars: one group per entry of ``groups`` on the x axis (labels tilted past four
     groups), one bar per series in each (``style(name)``: its bar options; NaN: no bar, and
     "n/a" written where it would stand, a bar of 0 marked "0": neither is ever read as the other
-    nor overlooked), each labelled on top with ``fmt`` of its value where ``fmt`` is given."""
+    nor overlooked), each labelled on top with ``fmt`` of its value where ``fmt`` is given; a light y grid."""
     x = np.arange(len(groups))
     width = 0.8 / max(len(series), 1)
     for i, (name, values) in enumerate(series.items()):
@@ -99,6 +99,7 @@ def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float]
     shown = short_names(groups)
     ax.set_xticks(x, [shown[g] for g in groups], rotation=30 if tilt else 0, ha="right" if tilt else "center")
     ax.set_xlim(-0.5, len(groups) - 0.5)  # every group's slot, also where no bar has a value
+    ax.grid(True, axis="y", alpha=0.3)
 
 
 def percent_groups(series: Mapping[str, Mapping[str, float | None]]) -> tuple[list[str], dict[str, list[float]]]:
@@ -267,6 +268,5 @@ def editor_iou_png(series: dict[str, dict[str, float | None]], path: Path, title
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.9 * len(editors) * max(1.0, n / 2)), 4.2))
     grouped_bars(ax, editors, percents, fmt=lambda y: f"{y:.1f}" if np.isfinite(y) else "")
     ax.set_ylim(0, 100)
-    ax.grid(True, axis="y", alpha=0.3)
     short_legend(ax, fontsize=8, outside=False)
     return _labelled(fig, ax, path, title or "per-editor IoU", "editor", "IoU")

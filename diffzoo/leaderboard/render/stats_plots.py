@@ -68,7 +68,6 @@ def _bar_chart(stats: dict[str, Any], names: list[str], series: dict[str, list[i
     fig, ax = plt.subplots(figsize=(max(min_width, 1.0 + per_name * len(names)), 4.0))
     grouped_bars(ax, names, series, fmt=lambda v: f"{v:g}")  # the counts on top
     ax.yaxis.set_major_locator(integer_ticks())
-    ax.grid(True, axis="y", alpha=0.3)
     if len(series) > 1:
         short_legend(ax, fontsize=8, outside=False)
     ax.set_xlabel(xlabel)
