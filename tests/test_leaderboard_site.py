@@ -298,6 +298,20 @@ def test_a_table_with_a_row_not_held_out_says_what_that_means_on_the_site_and_in
     assert "b (not held out)" in tex and latex(NOT_HELD_OUT_NOTE) + r"\par" in tex
 
 
+def test_a_page_whose_case_table_shows_a_dash_says_what_each_dash_means(tmp_path):
+    """A detector predicting no edited pixel has no precision (``-``) and a baseline no pixel AUC
+    (``—``): the run summary's legend tells the two apart, the site's said nothing of either."""
+    from diffzoo.leaderboard.versions import Selection
+
+    baselines = {"all-background": {"mIoU": 0.0}}
+    write_site(Selection("x", [record("a", "binary", "binary", {**binary(0.0), "precision": None},
+                                      baselines=baselines)]), tmp_path)
+    assert '<span class="value">\u2014</span>' in (tmp_path / "index.html").read_text()  # the baseline's AUC
+    for page in (tmp_path / "index.html", tmp_path / "detectors" / "a.html"):
+        assert '<span class="value">-</span>' in page.read_text(), page.name
+        assert "\u2014 = not in the record, - = undefined on these images" in "".join(parse(page).text), page.name
+
+
 def test_a_detector_page_is_a_file_name_on_every_system(tmp_path):
     """Names slugged to ``CON`` or ``nul.x`` (device names of Windows, where no file of that name
     can be made) or to ``-..-etc`` (read as an option by every command given the page) are

@@ -60,7 +60,8 @@ CONTEXT = ("Detectors of diffusion-model image edits, ranked per dataset and eva
            "page.")
 LEGEND = ("Values in %; \u00b1 is half the 95% confidence interval (bootstrap over images) where one was computed. "
           "\u2191 higher is better, \u2193 lower is better; the best detector value per column is bold on green; "
-          "baselines (trivial predictors on the same data) are grey italics and not ranked.")
+          "baselines (trivial predictors on the same data) are grey italics and not ranked; \u2014 = not in the "
+          "record, - = undefined on these images.")
 TASKS = ("binary", "semantic", "image")
 INDEX, (DETECTORS_DIR, PLOTS) = MAIN_FILES["html"], SITE_DIRS
 
