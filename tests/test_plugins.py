@@ -230,6 +230,48 @@ def test_a_dataset_factory_that_raises_is_the_plugins_error_naming_the_dataset()
         system._registry = None
 
 
+def test_what_a_plugins_dataset_gives_is_checked_once_where_it_is_opened(diffseg_folder):
+    """ids() of None, a load() of a dict, a fingerprint() of an int: one PluginError naming the dataset, its
+    plugin and the call where the dataset is opened; they were an internal error, the detector's fit's error
+    and an invalid record after training."""
+    import pytest
+
+    import diffzoo
+    from diffzoo.harness.core.errors import PluginError
+    from diffzoo.harness.core.plugins import get_plugin_system
+
+    def broken(**replaced):
+        def factory(path=None):
+            dataset = diffzoo.open_dataset(str(diffseg_folder))
+            vars(dataset).update(replaced)
+            return dataset
+        return factory
+
+    class Plugin:
+        @hookimpl
+        def register_datasets(self, register):
+            register("bad.ids", broken(ids=lambda split: None))
+            register("bad.load", broken(load=lambda sample_id: {"image": None}))
+            register("bad.fingerprint", broken(fingerprint=lambda: 1234))
+            register("bad.class", lambda path=None: {"not": "a dataset"})
+
+    system = get_plugin_system()
+    system.pm.register(Plugin(), name="gives")
+    system._registry = None
+    try:
+        for name, message in [
+            ("bad.ids", r"its ids\('train'\) returned NoneType, not a list of sample ids \(strings\)"),
+            ("bad.load", r"its load\('\w+'\) returned dict, not a diffzoo.Sample"),
+            ("bad.fingerprint", r"its fingerprint\(\) returned int, not a string"),
+            ("bad.class", r"its factory returned dict, not a diffzoo.Dataset"),
+        ]:
+            with pytest.raises(PluginError, match=rf"^dataset '{name}' from plugin 'gives': {message}$"):
+                diffzoo.open_dataset(name)
+    finally:
+        system.pm.unregister(name="gives")
+        system._registry = None
+
+
 def test_a_suite_of_no_case_is_refused():
     import pytest
 

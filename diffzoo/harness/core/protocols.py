@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from diffzoo.harness.core.cards import DetectorCard, GeneratorCard
-from diffzoo.harness.core.errors import PluginError
+from diffzoo.harness.core.errors import PluginError, plugin_code
 from diffzoo.harness.core.types import BINARY, DetectionOutput, LabelSpace, Sample
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only: `import diffzoo` loads neither
@@ -222,3 +222,31 @@ class Dataset(ABC):
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "label_space": list(self.label_space.names)}
+
+
+def checked_dataset(dataset: Any, what: str) -> Dataset:
+    """``dataset`` as a factory returned it, checked once where it is opened (``what``: the dataset
+    and its plugin): a Dataset whose ``fingerprint()`` is a string, each split's ``ids()`` a list of
+    strings and whose first sample loads as a Sample (a load that raises is the run's to skip or
+    report).  Anything else is a PluginError naming ``what`` and the call, never a TypeError later,
+    a detector's error or an invalid record after training."""
+    if not isinstance(dataset, Dataset):
+        raise PluginError(f"{what}: its factory returned {type(dataset).__name__}, not a diffzoo.Dataset")
+
+    def refused(call: str, got: Any, want: str) -> PluginError:
+        return PluginError(f"{what}: its {call} returned {type(got).__name__}, not {want}")
+    with plugin_code(f"{what}: its dataset"):
+        if not isinstance(fingerprint := dataset.fingerprint(), str):
+            raise refused("fingerprint()", fingerprint, "a string")
+        ids = {split: dataset.ids(split) for split in dataset.splits()}
+        for split, got in ids.items():
+            if not isinstance(got, (list, tuple)) or not all(isinstance(i, str) for i in got):
+                raise refused(f"ids({split!r})", got, "a list of sample ids (strings)")
+        first = next((got[0] for got in ids.values() if got), None)
+        try:
+            sample = None if first is None else dataset.load(first)
+        except Exception:  # noqa: BLE001 - only what a load returns is checked here
+            sample = None
+        if sample is not None and not isinstance(sample, Sample):
+            raise refused(f"load({first!r})", sample, "a diffzoo.Sample")
+    return dataset

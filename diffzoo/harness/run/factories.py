@@ -37,6 +37,7 @@ from diffzoo.harness.core.protocols import (
     DetectorBuild,
     Generator,
     build_detector,
+    checked_dataset,
     takes_keyword_form,
 )
 from diffzoo.harness.core.registry import Entry
@@ -163,7 +164,8 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, s
     is reported as :func:`plugin_code` says, naming ``what`` and its plugin ``source``."""
     options = adapter_options(factory, what, options, flag, fixed)
     with plugin_code(f"{what} from plugin {source!r}: its factory"):
-        return factory(**fixed, **options)
+        dataset = factory(**fixed, **options)
+    return checked_dataset(dataset, f"{what} from plugin {source!r}")
 
 
 def adapter_options(factory: Any, what: str, options: dict[str, Any], flag: str,
