@@ -4,10 +4,13 @@ failures reported by name and skipped."""
 import dataclasses
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 from diffzoo import hookimpl
 from diffzoo.harness.core.plugins import DEFAULT_PLUGINS, PluginSystem
+
+from helpers.cli import cli, one_line
 
 
 def loaded():
@@ -270,6 +273,39 @@ def test_what_a_plugins_dataset_gives_is_checked_once_where_it_is_opened(diffseg
     finally:
         system.pm.unregister(name="gives")
         system._registry = None
+
+
+def test_a_folder_another_adapter_claims_first_names_the_plugin_adapter_that_reads_it(tmp_path, capsys):
+    """diffseg30k claims a folder of <id>.image.png and refuses it; a plugin adapter whose sniff takes the
+    folder is named with how to open it, where the error only gave diffseg30k's refusal."""
+    from PIL import Image
+
+    from diffzoo.harness.core.plugins import get_plugin_system
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "x.image.png")
+    (tmp_path / "x.label.txt").write_text("edited")
+
+    class Labels:
+        @staticmethod
+        def sniff(path):
+            return any(Path(path).glob("*.label.txt"))
+
+    class Plugin:
+        @hookimpl
+        def register_datasets(self, register):
+            register("zz.labels", Labels)  # asked after diffseg30k: adapters are asked in name order
+
+    system = get_plugin_system()
+    system.pm.register(Plugin(), name="labels")
+    system._registry = None
+    try:
+        code, _, err = cli(capsys, "data", "info", tmp_path)
+    finally:
+        system.pm.unregister(name="labels")
+        system._registry = None
+    assert code == 1 and one_line(err).strip() == (
+        f"error: {tmp_path}: 1 image(s) have no <id>.mask.png (e.g. x); `--dataset-option skip_unpaired=true` skips "
+        f"them (dataset adapter zz.labels recognises it too: --dataset zz.labels --dataset-option path={tmp_path})")
 
 
 def test_a_suite_of_no_case_is_refused():

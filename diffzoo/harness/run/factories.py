@@ -148,10 +148,19 @@ def recognise(target: Path | str, adapters: list[tuple[Entry, Any]],
 
 def open_recognised(found: tuple[Entry, Any], target: Path | str, options: dict[str, Any],
                     flag: str = "--dataset-option") -> Dataset:
-    """Open ``target`` with the adapter :func:`recognise` found for it (``options`` given by ``flag``)."""
+    """Open ``target`` with the adapter :func:`recognise` found for it (``options`` given by ``flag``);
+    where that adapter refuses it (a DataError), the error names another adapter whose sniff takes
+    ``target`` and how to open it with that one."""
     entry, adapter = found
     log.info("dataset %s: recognised as %s", target, entry.name)
-    return _call_adapter(adapter, adapter_for(entry, target), options, flag, entry.source, path=target)
+    try:
+        return _call_adapter(adapter, adapter_for(entry, target), options, flag, entry.source, path=target)
+    except DataError as exc:
+        others = [(e, a) for e, a in sniffing_adapters() if e.name != entry.name]
+        if (other := recognise(target, others, tolerate=(Exception,))) is not None:
+            exc.args = (f"{exc} (dataset adapter {other[0].name} recognises it too: {flag.removesuffix('-option')} "
+                        f"{other[0].name} {flag} path={target})",)
+        raise
 
 
 def adapter_for(entry: Entry, target: Path | str) -> str:
