@@ -174,6 +174,8 @@ def _call_adapter(factory: Any, what: str, options: dict[str, Any], flag: str, s
     options = adapter_options(factory, what, options, flag, fixed)
     with plugin_code(f"{what} from plugin {source!r}: its factory"):
         dataset = factory(**fixed, **options)
+    if source.startswith("diffzoo."):  # the package's own adapters are tested; opening one hashes no file early
+        return dataset
     return checked_dataset(dataset, f"{what} from plugin {source!r}")
 
 
