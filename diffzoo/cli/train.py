@@ -18,6 +18,7 @@ from diffzoo.cli.options import CONFIG, CONFIG_KEYS, request_command, request_va
 from diffzoo.cli.progress import RichProgress, rank_output
 from diffzoo.cli.run import print_dataset
 from diffzoo.harness.core.train_config import TRAIN_OPTIONS
+from diffzoo.harness.records.fields import is_number
 from diffzoo.leaderboard.render.escape import term
 
 if TYPE_CHECKING:  # these import torch: only when the command runs, never for --help or list
@@ -80,8 +81,8 @@ def _report(result: TrainOutput) -> None:
     console.print(
         f"{how}: {term(_describe(result.detector.card.name, job))}, "
         f"{log.get('num_train_images', '?')} images, {log.get('iterations', '?')} iterations on "
-        f"{log.get('world_size', 1)} process(es); loss {log.get('first_loss', float('nan')):.4f} -> "
-        f"final loss {log.get('final_loss', float('nan')):.4f}"
+        f"{log.get('world_size', 1)} process(es); loss {_loss(log.get('first_loss'))} -> "
+        f"final loss {_loss(log.get('final_loss'))}"
     )
     console.print(f"checkpoint: {term(str(ckpt.path))} (sha256 {ckpt.sha256[:16]}...)")
     if ckpt.log_dir is not None:
@@ -89,6 +90,11 @@ def _report(result: TrainOutput) -> None:
                       f"{term(str(ckpt.log_dir))})" + _times(ckpt.log_dir / "log.jsonl"))
     if result.copy is not None:
         console.print(f"copy: {term(str(result.copy))}")
+
+
+def _loss(value: Any) -> str:
+    """A loss of the card's ``training`` as printed: '?' where the card (edited by hand) holds no number."""
+    return f"{value:.4f}" if is_number(value) else "?"
 
 
 def _times(log_file: Path) -> str:

@@ -197,7 +197,8 @@ def test_cached_checkpoint_a_stranger_edited_is_refused_by_run_and_predict(edit,
 
 
 @pytest.mark.parametrize("field, value, shown", [("card", "segformer.tiny", '"segformer.tiny"'), ("card", None, "null"),
-                                                 ("task", 5, "5"), ("label_space", ["a", "b"], '["a", "b"]')])
+                                                 ("task", 5, "5"), ("label_space", ["a", "b"], '["a", "b"]'),
+                                                 ("training", "x", '"x"')])
 def test_a_given_checkpoint_whose_card_field_has_another_type_is_one_line(field, value, shown, tmp_path, capsys):
     """A card.json written by hand with its sha256 right (as the refusal of one without says to do)."""
     from diffzoo import create_detector
@@ -446,6 +447,21 @@ def test_a_file_where_the_detectors_cache_folder_goes_is_one_line(diffseg_folder
     assert one_line_exit_2(code, out, err) == (
         f"error: {_checkpoints_dir()} cannot be used: a part of the path is a file, not a folder; choose another path "
         "(--out DIR, $DIFFZOO_CACHE) or fix the files there")
+
+
+@pytest.mark.parametrize("losses", [{"first_loss": None}, {"final_loss": "x"}, {}])
+def test_train_over_a_cached_card_whose_losses_were_edited_prints_its_summary(losses, diffseg_folder, capsys):
+    """The summary line of `diffzoo train` reads the cached card's ``training``: a value that is no number is '?'."""
+    args = ("train", "-d", "segformer.tiny", "--dataset", diffseg_folder, "--iterations", "2", "--batch-size", "2",
+            "--crop-size", "16", "--device", "cpu")
+    assert cli(capsys, *args)[0] == 0
+    card_file = next(_checkpoints_dir().glob("*/card.json"))
+    card = json.loads(card_file.read_text())
+    card["training"] = {**{k: v for k, v in card["training"].items() if k not in ("first_loss", "final_loss")}, **losses}
+    card_file.write_text(json.dumps(card))
+    code, out, err = cli(capsys, *args)
+    assert code == 0 and "internal error" not in err, err
+    assert "loss ? -> final loss ?" in " ".join(out.split())
 
 
 # -- section 7: --device ---------------------------------------------------------------------

@@ -53,7 +53,7 @@ PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".pkl", ".pickle")
 FORMATS = ("diffzoo-checkpoint-1",)
 """``format`` values of card.json that this version reads."""
 CARD_FIELDS: dict[str, type] = {"card": dict, "task": str, "label_space": dict, "train_config": dict,
-                                "train_subset": dict, "release": dict}
+                                "train_subset": dict, "release": dict, "training": dict}
 """The fields of card.json that readers take as a JSON object or string, with that type."""
 INCOMPLETE = ".incomplete"
 """Marker inside a folder still being written; its writer holds a lock on it."""
