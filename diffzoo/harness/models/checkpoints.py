@@ -242,10 +242,9 @@ def resolve_checkpoint(path: Path | str) -> tuple[Path, Path | None]:
                 f"checkpoint folder {path} is an unfinished write (its writer was killed or is still "
                 "writing); use the finished checkpoint beside it, or delete this folder"
             ))
-        weights = path / WEIGHTS_FILE
-        if not weights.exists():
+        if not (path / WEIGHTS_FILE).exists():
             raise not_found(ModelError(f"checkpoint folder {path} has no {WEIGHTS_FILE}{_resume_state(path)}"))
-        return weights, path / META_FILE if (path / META_FILE).exists() else None
+        path = path / WEIGHTS_FILE  # a .safetensors file: the card is beside it, as beside any given file
     if (suffix := pickle_suffix(path)) is not None:
         raise not_found(ModelError(_REFUSE_PICKLE.format(path=path, why=f"{suffix} files are pickles")))
     if path.suffix != ".safetensors":
