@@ -81,8 +81,8 @@ def _report(result: TrainOutput) -> None:
     console.print(
         f"{how}: {term(_describe(result.detector.card.name, job))}, "
         f"{log.get('num_train_images', '?')} images, {log.get('iterations', '?')} iterations on "
-        f"{log.get('world_size', 1)} process(es); loss {_loss(log.get('first_loss'))} -> "
-        f"final loss {_loss(log.get('final_loss'))}"
+        f"{log.get('world_size', 1)} process(es); loss {_number(log.get('first_loss'))} -> "
+        f"final loss {_number(log.get('final_loss'))}"
     )
     console.print(f"checkpoint: {term(str(ckpt.path))} (sha256 {ckpt.sha256[:16]}...)")
     if ckpt.log_dir is not None:
@@ -92,9 +92,10 @@ def _report(result: TrainOutput) -> None:
         console.print(f"copy: {term(str(result.copy))}")
 
 
-def _loss(value: Any) -> str:
-    """A loss of the card's ``training`` as printed: '?' where the card (edited by hand) holds no number."""
-    return f"{value:.4f}" if is_number(value) else "?"
+def _number(value: Any, spec: str = ".4f") -> str:
+    """A number of the card's ``training`` or of the log's ``end`` line as printed: '?' where the file (edited by
+    hand) holds none."""
+    return f"{value:{spec}}" if is_number(value) else "?"
 
 
 def _times(log_file: Path) -> str:
@@ -104,5 +105,5 @@ def _times(log_file: Path) -> str:
     end = next((row for row in reversed(read_log(log_file)) if row.get("event") == "end"), None)
     if not end:
         return ""
-    val = f", {end.get('validation_seconds', 0):.0f} s of validation" if end.get("validation_seconds") else ""
-    return f"; {end.get('train_seconds', 0):.0f} s of training steps{val}"
+    val = f", {_number(end.get('validation_seconds'), '.0f')} s of validation" if end.get("validation_seconds") else ""
+    return f"; {_number(end.get('train_seconds', 0), '.0f')} s of training steps{val}"

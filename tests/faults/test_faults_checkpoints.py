@@ -464,6 +464,20 @@ def test_train_over_a_cached_card_whose_losses_were_edited_prints_its_summary(lo
     assert "loss ? -> final loss ?" in " ".join(out.split())
 
 
+def test_train_over_a_cached_model_whose_log_end_line_was_edited_prints_its_summary(diffseg_folder, capsys):
+    """The last line of `diffzoo train` reads the ``end`` line of the model's log.jsonl: a time that is no number is '?'."""
+    args = ("train", "-d", "segformer.tiny", "--dataset", diffseg_folder, "--iterations", "2", "--batch-size", "2",
+            "--crop-size", "16", "--device", "cpu")
+    assert cli(capsys, *args)[0] == 0
+    log_file = next(_checkpoints_dir().glob("*.train/log.jsonl"))
+    lines = log_file.read_text().splitlines()
+    lines[-1] = json.dumps({**json.loads(lines[-1]), "train_seconds": None, "validation_seconds": "x"})
+    log_file.write_text("\n".join(lines) + "\n")
+    code, out, err = cli(capsys, *args)
+    assert code == 0 and "internal error" not in err, err
+    assert "; ? s of training steps, ? s of validation" in " ".join(out.split())
+
+
 # -- section 7: --device ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("device", ["tpu", "", "cuda:x", "cuda:", "gpu", " cpu"])
