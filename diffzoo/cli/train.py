@@ -93,8 +93,7 @@ def _report(result: TrainOutput) -> None:
 
 
 def _number(value: Any, spec: str = ".4f") -> str:
-    """A number of the card's ``training`` or of the log's ``end`` line as printed: '?' where the file (edited by
-    hand) holds none."""
+    """A number of the card's ``training`` or of the log's ``end`` line as printed: '?' where the file holds none."""
     return f"{value:{spec}}" if is_number(value) else "?"
 
 
