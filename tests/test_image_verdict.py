@@ -24,6 +24,7 @@ from diffzoo.harness.metrics.verdict import (
     rule_text,
 )
 from diffzoo.harness.models.checkpoints import cache_dir
+from diffzoo.harness.records.document import read_all
 from diffzoo.harness.records.policy import ThresholdPolicy, Thresholds
 
 from helpers.cli import cli
@@ -218,20 +219,26 @@ def test_predict_prints_the_verdict_of_each_leaderboard_image_row(capsys, tmp_pa
                                        *(["--records", out] if thresholds == "calibrated" else []))
     assert code == 0, err
     assert [r["image"].split("/")[-1] for r in rows] == [f"{sid}.image.png" for sid in ids]
+    # each verdict named as the leaderboard's table names the record's row: `NAME (calibrated)` for calibrated ones
+    rows_of = {r.body.case["name"] + str(r.body.own_score): r.body.row_name
+               for r in read_all(sorted((out / "records").glob("*.json"))).records}
+    name, own_name = rows_of["imageFalse"], rows_of["imageTrue"]
+    assert (name, own_name) == ((NAME, OWN) if thresholds == "fixed" else (f"{NAME} (calibrated)",
+                                                                          f"{OWN} (calibrated)"))
     for sid, row in zip(ids, rows):
         verdicts = {v["row"]: v for v in row["verdicts"]}
-        assert list(verdicts) == [NAME, OWN]
-        assert verdicts[NAME]["source"] == EDITED_AREA and verdicts[OWN]["source"] == DETECTOR
-        assert verdicts[NAME]["threshold"] == values["area"] and verdicts[OWN]["threshold"] == values["score"]
-        assert (verdicts[NAME]["verdict"] == "edited") == by_area[sid], sid
-        assert (verdicts[OWN]["verdict"] == "edited") == by_own[sid], sid
+        assert list(verdicts) == [name, own_name]
+        assert verdicts[name]["source"] == EDITED_AREA and verdicts[own_name]["source"] == DETECTOR
+        assert verdicts[name]["threshold"] == values["area"] and verdicts[own_name]["threshold"] == values["score"]
+        assert (verdicts[name]["verdict"] == "edited") == by_area[sid], sid
+        assert (verdicts[own_name]["verdict"] == "edited") == by_own[sid], sid
         assert row["thresholds"] == {"source": "fixed" if thresholds == "fixed" else
                                      area["threshold_policy"]["calibrated_on"], **values}
     # both verdicts on the console, each under its row's name, with the row's rule
-    for name, record, verdicts in ((NAME, area, by_area), (OWN, own, by_own)):
+    for row_, record, verdicts in ((name, area, by_area), (own_name, own, by_own)):
         n = sum(verdicts.values())
         rule = record["threshold_policy"]["image"].split(": ", 1)[1]
-        assert f"{name}: {n} edited, {len(ids) - n} authentic of {len(ids)} image(s) ({rule})" in stdout
+        assert f"{row_}: {n} edited, {len(ids) - n} authentic of {len(ids)} image(s) ({rule})" in stdout
     if thresholds == "calibrated":  # calibration moved a verdict here, so the fixed thresholds would fail this test
         fixed = Thresholds(pixel=0.5)
         assert any(image_verdict(v["score"], v["source"], fixed).label != v["verdict"]

@@ -28,6 +28,9 @@ SOURCES = (DETECTOR, EDITED_AREA)
 EDITED, AUTHENTIC = "edited", "authentic"
 OWN_SCORE_ROW = "{} (own image score)"
 """The table row of a detector's image cases judged by its own score (beside the area row ``NAME``)."""
+CALIBRATED_ROW = "{} (calibrated)"
+"""A row of thresholds calibrated on a validation split (``--thresholds calibrated``): never the
+row of the same model's fixed thresholds."""
 
 
 class ImageThresholds(Protocol):
@@ -77,11 +80,12 @@ def threshold_text(value: float) -> str:
     return short if float(short := f"{value:g}") == value else repr(float(value))
 
 
-def row_name(detector: str, source: str, gives_pixels: bool) -> str:
+def row_name(detector: str, source: str, gives_pixels: bool, calibrated: bool = False) -> str:
     """The leaderboard row that judges a detector's images by ``source``: ``NAME`` for the
     area rule and for a classifier's score, ``NAME (own image score)`` for the own score of a
-    detector that also gives pixels."""
-    return OWN_SCORE_ROW.format(detector) if source == DETECTOR and gives_pixels else detector
+    detector that also gives pixels; either ``... (calibrated)`` for calibrated thresholds."""
+    name = OWN_SCORE_ROW.format(detector) if source == DETECTOR and gives_pixels else detector
+    return CALIBRATED_ROW.format(name) if calibrated else name
 
 
 @dataclass(frozen=True)

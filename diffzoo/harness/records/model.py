@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from diffzoo.harness.core.types import MAX_SEED
-from diffzoo.harness.metrics.verdict import OWN_SCORE_ROW
+from diffzoo.harness.metrics.verdict import CALIBRATED_ROW, OWN_SCORE_ROW
 from diffzoo.harness.records.case_summary import SCORE_OPTION
 from diffzoo.harness.records.fields import (
     FieldReader,
@@ -43,9 +43,6 @@ NOT_HELD_OUT_ROW = "{} (not held out)"
 """A table row of records scored on their model's training images: never read as a held-out row."""
 RELEASED_ROW = "{} [released:{}]"
 """A row of released weights: the detector and the release it scored (never a model trained here)."""
-CALIBRATED_ROW = "{} (calibrated)"
-"""A row of thresholds calibrated on a validation split (``--thresholds calibrated``): never the
-row of the same model's fixed thresholds."""
 
 
 def state_file_name(sha256: str) -> str:

@@ -223,13 +223,10 @@ def judge(name: str, edited_fraction: float | None, own_score: float | None, thr
           ) -> dict[str, ImageVerdict]:
     """The image's verdict in each leaderboard row of detector ``name``: by the edited area
     when it gives pixels (``edited_fraction``), by its own score when it gives one."""
-    verdicts = {}
-    if edited_fraction is not None:
-        verdicts[row_name(name, EDITED_AREA, True)] = image_verdict(edited_fraction, EDITED_AREA, thresholds)
-    if own_score is not None:
-        verdicts[row_name(name, DETECTOR, edited_fraction is not None)] = image_verdict(own_score, DETECTOR,
-                                                                                        thresholds)
-    return verdicts
+    scores = {EDITED_AREA: edited_fraction, DETECTOR: own_score}  # the area row first, as the leaderboard
+    # a verdict by calibrated thresholds is the calibrated row's, never the fixed row's of the same name
+    return {row_name(name, source, edited_fraction is not None, thresholds.source != "fixed"):
+            image_verdict(score, source, thresholds) for source, score in scores.items() if score is not None}
 
 
 def predict_image(det: Detector, image: np.ndarray, sample_id: str = "image",
