@@ -585,6 +585,10 @@ def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report:
         else:
             try:
                 result = handle.result()
+            except KeyboardInterrupt:  # the sweep's own job processes end with it: none goes on writing the store
+                for started in handles.values() if how.executor == "submitit-local" else ():
+                    started.cancel(check=False)
+                raise
             except Exception:  # noqa: BLE001 - a process that returned nothing (a time limit, a kill): one job's failure
                 result = {"status": "failed", "error": f"its process ended without an outcome (state {handle.state}); "
                                                        "its log says why"}

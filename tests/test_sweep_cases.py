@@ -387,6 +387,34 @@ def test_a_stop_signal_during_a_job_stops_the_whole_sweep(capsys, tmp_path, monk
     assert "stopped at step 3 of 10 (SIGTERM); run the same command to resume" in stderr
 
 
+def test_ctrl_c_on_a_submitit_local_sweep_stops_its_job_processes_too(tmp_path, monkeypatch):
+    """The job processes are the sweep's children: a Ctrl-C that ends the sweep ends them, so none
+    goes on writing into the store while the same command, run again, runs its job a second time."""
+    import _thread
+    import threading
+
+    import diffzoo.sweep
+    from diffzoo.sweep import SweepOptions, plan_sweep, run_sweep
+
+    handles: list = []
+
+    def submit(jobs, out, how):  # the real submission; Ctrl-C once the processes are started
+        handles.extend(real(jobs, out, how))
+        threading.Timer(1.0, _thread.interrupt_main).start()
+        return handles
+
+    real = diffzoo.sweep.submit
+    monkeypatch.setattr(diffzoo.sweep, "submit", submit)
+    plan = plan_sweep(["segformer.tiny"], options={"suite": "standard", "iterations": 2, "batch_size": 2,
+                                                   "crop_size": 32, "bootstrap": 0, "device": "cpu"})
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(plan, tmp_path / "store", SweepOptions(executor="submitit-local"))
+    [handle] = handles
+    handle._process.wait()  # the job's own process: stopped, never finishing its job
+    assert handle.state == "INTERRUPTED"
+    assert not (tmp_path / "store" / "sweep" / "done").exists()
+
+
 def test_several_gpus_per_job_run_under_torchrun_with_the_local_executor_too(capsys, tmp_path, monkeypatch):
     import diffzoo.sweep
 
