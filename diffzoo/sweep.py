@@ -311,13 +311,14 @@ def done_records(out: Path, job: SweepJob, stored: Loaded,
     return [str(i) for i in ids]
 
 
-def done_jobs(plan: SweepPlan, out: Path) -> dict[str, list[str] | str]:
+def done_jobs(plan: SweepPlan, out: Path, rerun: bool = False) -> dict[str, list[str] | str]:
     """Job key -> its record ids, for each job of ``plan`` done in the store at ``out``, or why it
-    is not run (:func:`done_records`); the others have to run."""
+    is not run (:func:`done_records`; with ``rerun`` it runs); the others have to run."""
     from diffzoo.leaderboard.store import Loaded, RecordStore
 
     stored = RecordStore(Path(out)).load() if (Path(out) / "records").is_dir() else Loaded([], [])
-    return {job.key: ids for job in plan.jobs if (ids := done_records(out, job, stored, plan.catalogs)) is not None}
+    found = {job.key: done_records(out, job, stored, plan.catalogs) for job in plan.jobs}
+    return {key: ids for key, ids in found.items() if isinstance(ids, list) or isinstance(ids, str) and not rerun}
 
 
 def _write(path: Path, kind: str, **fields: Any) -> Path:
@@ -544,35 +545,31 @@ def run_sweep(plan: SweepPlan, out: Path, how: SweepOptions = SweepOptions(), pr
     logged = output_log(Path(out), "sweep")
     with logged.attached():
         logged.note_command()
+        outcomes: list[JobOutcome] = []
 
         def report(outcome: JobOutcome) -> None:
+            outcomes.append(outcome)
             logged.note(f"job {outcome.job.key} {outcome.job.label}: {outcome.text()}")
             if on_job is not None:
                 on_job(outcome)
 
-        outcomes = _sweep(plan, Path(out), how, progress, report)
+        _sweep(plan, Path(out), how, progress, report)
         counts = Counter(o.status for o in outcomes)
         logged.note(f"{len(outcomes)} job(s): " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
         return outcomes
 
 
 def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report: Callable[[JobOutcome], None]
-           ) -> list[JobOutcome]:
-    done = done_jobs(plan, out)
-    outcomes: list[JobOutcome] = []
-    todo = []
-    for job in plan.jobs:
-        if (found := done.get(job.key)) is None or (isinstance(found, str) and how.rerun):
-            todo.append(job)
-        else:
-            outcomes.append(JobOutcome(job, "refused", error=found) if isinstance(found, str) else
-                            JobOutcome(job, "skipped", found))
-            report(outcomes[-1])
+           ) -> None:
+    done = done_jobs(plan, out, how.rerun)
+    for job in (job for job in plan.jobs if job.key in done):
+        found = done[job.key]
+        report(JobOutcome(job, "refused", error=found) if isinstance(found, str) else JobOutcome(job, "skipped", found))
+    todo = [job for job in plan.jobs if job.key not in done]
     if how.executor == "local":
         for job in todo:
-            outcomes.append(JobOutcome(job, **run_job(job.request.to_dict(), str(out), how, progress)))
-            report(outcomes[-1])
-        return outcomes
+            report(JobOutcome(job, **run_job(job.request.to_dict(), str(out), how, progress)))
+        return
     queued = still_queued(out, todo) if how.executor == "slurm" and todo else {}
     fresh = [job for job in todo if job.key not in queued]
     handles = dict(zip([job.key for job in fresh], submit(fresh, out, how) if fresh else []))
@@ -581,7 +578,7 @@ def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report:
         handle, note = queued.get(job.key) or (handles[job.key], "")
         log_path = str(_logs(out, str(handle.job_id)))
         if not wait:
-            outcomes.append(JobOutcome(job, "queued" if note else "submitted", log=log_path, note=note))
+            report(JobOutcome(job, "queued" if note else "submitted", log=log_path, note=note))
         else:
             try:
                 result = handle.result()
@@ -592,12 +589,10 @@ def _sweep(plan: SweepPlan, out: Path, how: SweepOptions, progress: Any, report:
             except Exception:  # noqa: BLE001 - a process that returned nothing (a time limit, a kill): one job's failure
                 result = {"status": "failed", "error": f"its process ended without an outcome (state {handle.state}); "
                                                        "its log says why"}
-            outcomes.append(JobOutcome(job, **result, log=log_path, note=note))
-        report(outcomes[-1])
+            report(JobOutcome(job, **result, log=log_path, note=note))
     # submitit (and each of its job processes) makes the folder of its pattern itself, besides each job's own
     if (pattern := _logs(out)).is_dir() and not any(pattern.iterdir()):
         pattern.rmdir()
-    return outcomes
 
 
 def publish_board(out: Path) -> Path:

@@ -113,8 +113,8 @@ def sweep_cmd(
         console.print(f"[yellow]skipped:[/] {term(line)}")
     if plan:
         claim_output_dir(out, force=values["force"], make=False)  # as the sweep itself would refuse it, unmade
-        done = done_jobs(sweep, out)
-        todo = [job for job in sweep.jobs if job.key not in done or (isinstance(done[job.key], str) and how.rerun)]
+        done = done_jobs(sweep, out, how.rerun)
+        todo = [job for job in sweep.jobs if job.key not in done]
         # SLURM is asked, as the sweep would ask it: a job an earlier sweep queued is not to run again
         queued = still_queued(out, todo) if executor == "slurm" and todo else {}
         for job in sweep.jobs:
