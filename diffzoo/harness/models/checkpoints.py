@@ -52,9 +52,11 @@ META_FILE = "card.json"
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".pkl", ".pickle")
 FORMATS = ("diffzoo-checkpoint-1",)
 """``format`` values of card.json that this version reads."""
-CARD_FIELDS: dict[str, type] = {"card": dict, "task": str, "label_space": dict, "train_config": dict,
-                                "train_subset": dict, "release": dict, "training": dict}
-"""The fields of card.json that readers take as a JSON object or string, with that type."""
+CARD_FIELDS: dict[str, tuple[type, ...]] = {
+    "card": (dict,), "task": (str,), "label_space": (dict,), "train_config": (dict,), "train_subset": (dict,),
+    "release": (dict,), "training": (dict, type(None)),  # null: a detector that trains nothing
+}
+"""The fields of card.json that readers take as a JSON object or string (or null), with that type."""
 INCOMPLETE = ".incomplete"
 """Marker inside a folder still being written; its writer holds a lock on it."""
 STALE_AFTER_S = 24 * 3600
@@ -311,7 +313,7 @@ def read_meta(meta_path: Path) -> dict[str, Any]:
         if key in meta and not isinstance(meta[key], kind):
             raise ModelError(
                 f"checkpoint card {meta_path}: {key} is {json.dumps(meta[key])[:60]}, not a JSON "
-                f"{'object' if kind is dict else 'string'} as diffzoo writes it (the card was edited or made by "
+                f"{'object' if kind[0] is dict else 'string'} as diffzoo writes it (the card was edited or made by "
                 "hand); correct it, or pass the .safetensors file without a card.json"
             )
     return meta
