@@ -4,6 +4,7 @@ failures reported by name and skipped."""
 import dataclasses
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,6 +12,21 @@ from diffzoo import hookimpl
 from diffzoo.harness.core.plugins import DEFAULT_PLUGINS, PluginSystem
 
 from helpers.cli import cli, one_line
+
+
+@contextmanager
+def plugged(plugin, name):
+    """``plugin`` registered in-process as ``name`` for the block, the registry rebuilt with it and after it."""
+    from diffzoo.harness.core.plugins import get_plugin_system
+
+    system = get_plugin_system()
+    system.pm.register(plugin, name=name)
+    system._registry = None
+    try:
+        yield
+    finally:
+        system.pm.unregister(name=name)
+        system._registry = None
 
 
 def loaded():
@@ -170,7 +186,7 @@ def test_a_factory_that_raises_is_the_plugins_error_naming_the_detector():
 
     import diffzoo
     from diffzoo.harness.core.errors import PluginError
-    from diffzoo.harness.core.plugins import get_plugin_system, get_registry
+    from diffzoo.harness.core.plugins import get_registry
 
     tiny = get_registry().get("detector", "segformer.tiny").card
     cards = {name: dataclasses.replace(tiny, name=name) for name in ("raises.v1", "inner.v1", "wrong.v1")}
@@ -188,10 +204,7 @@ def test_a_factory_that_raises_is_the_plugins_error_naming_the_detector():
             register("inner.v1", inner, card=cards["inner.v1"])
             register("wrong.v1", lambda build: {"not": "a detector"}, card=cards["wrong.v1"])
 
-    system = get_plugin_system()
-    system.pm.register(Plugin(), name="factories")
-    system._registry = None
-    try:
+    with plugged(Plugin(), "factories"):
         with pytest.raises(PluginError, match=r"^detector 'raises.v1' from plugin 'factories': its factory raised "
                                               r"RuntimeError: x$"):
             diffzoo.create_detector("raises.v1")
@@ -201,9 +214,6 @@ def test_a_factory_that_raises_is_the_plugins_error_naming_the_detector():
         with pytest.raises(PluginError, match=r"^detector 'wrong.v1' from plugin 'factories': its factory returned "
                                               r"dict, not a diffzoo.Detector; it lacks predict, fit, save, load$"):
             diffzoo.create_detector("wrong.v1")
-    finally:
-        system.pm.unregister(name="factories")
-        system._registry = None
 
 
 def test_a_dataset_factory_that_raises_is_the_plugins_error_naming_the_dataset():
@@ -211,7 +221,6 @@ def test_a_dataset_factory_that_raises_is_the_plugins_error_naming_the_dataset()
 
     import diffzoo
     from diffzoo.harness.core.errors import PluginError
-    from diffzoo.harness.core.plugins import get_plugin_system
 
     def raises(path=None):
         raise RuntimeError("no header")
@@ -221,16 +230,10 @@ def test_a_dataset_factory_that_raises_is_the_plugins_error_naming_the_dataset()
         def register_datasets(self, register):
             register("raising.ds", raises)
 
-    system = get_plugin_system()
-    system.pm.register(Plugin(), name="datasets")
-    system._registry = None
-    try:
+    with plugged(Plugin(), "datasets"):
         with pytest.raises(PluginError, match=r"^dataset 'raising.ds' from plugin 'datasets': its factory raised "
                                               r"RuntimeError: no header$"):
             diffzoo.open_dataset("raising.ds")
-    finally:
-        system.pm.unregister(name="datasets")
-        system._registry = None
 
 
 def test_what_a_plugins_dataset_gives_is_checked_once_where_it_is_opened(diffseg_folder):
@@ -241,7 +244,6 @@ def test_what_a_plugins_dataset_gives_is_checked_once_where_it_is_opened(diffseg
 
     import diffzoo
     from diffzoo.harness.core.errors import PluginError
-    from diffzoo.harness.core.plugins import get_plugin_system
 
     def broken(**replaced):
         def factory(path=None):
@@ -258,10 +260,7 @@ def test_what_a_plugins_dataset_gives_is_checked_once_where_it_is_opened(diffseg
             register("bad.fingerprint", broken(fingerprint=lambda: 1234))
             register("bad.class", lambda path=None: {"not": "a dataset"})
 
-    system = get_plugin_system()
-    system.pm.register(Plugin(), name="gives")
-    system._registry = None
-    try:
+    with plugged(Plugin(), "gives"):
         for name, message in [
             ("bad.ids", r"its ids\('train'\) returned NoneType, not a list of sample ids \(strings\)"),
             ("bad.load", r"its load\('\w+'\) returned dict, not a diffzoo.Sample"),
@@ -270,9 +269,6 @@ def test_what_a_plugins_dataset_gives_is_checked_once_where_it_is_opened(diffseg
         ]:
             with pytest.raises(PluginError, match=rf"^dataset '{name}' from plugin 'gives': {message}$"):
                 diffzoo.open_dataset(name)
-    finally:
-        system.pm.unregister(name="gives")
-        system._registry = None
 
 
 def test_a_folder_another_adapter_claims_first_names_the_plugin_adapter_that_reads_it(tmp_path, capsys):
@@ -280,7 +276,6 @@ def test_a_folder_another_adapter_claims_first_names_the_plugin_adapter_that_rea
     folder is named with how to open it, where the error only gave diffseg30k's refusal."""
     from PIL import Image
 
-    from diffzoo.harness.core.plugins import get_plugin_system
 
     Image.new("RGB", (8, 8)).save(tmp_path / "x.image.png")
     (tmp_path / "x.label.txt").write_text("edited")
@@ -295,14 +290,8 @@ def test_a_folder_another_adapter_claims_first_names_the_plugin_adapter_that_rea
         def register_datasets(self, register):
             register("zz.labels", Labels)  # asked after diffseg30k: adapters are asked in name order
 
-    system = get_plugin_system()
-    system.pm.register(Plugin(), name="labels")
-    system._registry = None
-    try:
+    with plugged(Plugin(), "labels"):
         code, _, err = cli(capsys, "data", "info", tmp_path)
-    finally:
-        system.pm.unregister(name="labels")
-        system._registry = None
     assert code == 1 and one_line(err).strip() == (
         f"error: {tmp_path}: 1 image(s) have no <id>.mask.png (e.g. x); `--dataset-option skip_unpaired=true` skips "
         f"them (dataset adapter zz.labels recognises it too: --dataset zz.labels --dataset-option path={tmp_path})")
@@ -322,7 +311,6 @@ def test_a_sniffer_that_crashes_leaves_the_other_adapters_to_find_the_dataset(di
     """A plugin adapter's bug in sniff(path) stopped `--dataset PATH` for every dataset, built-in ones too."""
     import logging
 
-    from diffzoo.harness.core.plugins import get_plugin_system
     from diffzoo.harness.run.factories import open_dataset
 
     class Crashy:
@@ -335,15 +323,9 @@ def test_a_sniffer_that_crashes_leaves_the_other_adapters_to_find_the_dataset(di
         def register_datasets(self, register):
             register("aaa.crashy", Crashy)  # asked first: adapters are asked in name order
 
-    system = get_plugin_system()
-    system.pm.register(Plugin(), name="crashy")
-    system._registry = None
-    try:
+    with plugged(Plugin(), "crashy"):
         with caplog.at_level(logging.WARNING):
             dataset = open_dataset(str(diffseg_folder))
         assert dataset.name and len(dataset.ids("train")) > 0
         assert [r.getMessage() for r in caplog.records if "aaa.crashy" in r.getMessage()] == [
             f"{diffseg_folder}: dataset adapter aaa.crashy failed to look at it: RuntimeError: sniff bug"]
-    finally:
-        system.pm.unregister(name="crashy")
-        system._registry = None
